@@ -1,0 +1,248 @@
+//===- ContractionOps.cpp - matmul, embedding, attention ------------------===//
+
+#include "dialect/NN/NNOps.h"
+#include "dialect/NN/NNOpsUtils.h"
+
+#include "llvm/ADT/STLExtras.h"
+
+using namespace mlir;
+using namespace tessel::nn;
+using namespace tessel;
+
+//===----------------------------------------------------------------------===//
+// MatmulOp
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// The problem sizes of a matmul: batch dimensions, M, N, K.
+struct MatmulDims {
+  SmallVector<int64_t> batch;
+  int64_t m, n, k;
+  bool sharedRhs; // rhs is one [K, N] matrix for every batch
+};
+} // namespace
+
+static FailureOr<MatmulDims> getMatmulDims(std::optional<Location> loc,
+                                           RankedTensorType lhs,
+                                           RankedTensorType rhs,
+                                           bool transposeLhs,
+                                           bool transposeRhs) {
+  if (lhs.getRank() < 2 || rhs.getRank() < 2)
+    return nn::detail::inferError(loc, "operands must have rank >= 2, got ", lhs,
+                              " and ", rhs);
+  if (lhs.getElementType() != rhs.getElementType())
+    return nn::detail::inferError(loc, "operand element types differ: ",
+                              lhs.getElementType(), " and ",
+                              rhs.getElementType());
+  MatmulDims dims;
+  ArrayRef<int64_t> l = lhs.getShape(), r = rhs.getShape();
+  dims.batch.assign(l.begin(), l.end() - 2);
+  dims.m = transposeLhs ? l.back() : l[l.size() - 2];
+  int64_t lhsK = transposeLhs ? l[l.size() - 2] : l.back();
+  dims.sharedRhs = rhs.getRank() == 2 && lhs.getRank() > 2;
+  if (!dims.sharedRhs) {
+    if (rhs.getRank() != lhs.getRank())
+      return nn::detail::inferError(
+          loc, "rhs must be a matrix or have the rank of lhs (", lhs.getRank(),
+          "), got ", rhs);
+    if (!llvm::equal(r.drop_back(2), dims.batch))
+      return nn::detail::inferError(loc, "batch dimensions differ: lhs ", lhs,
+                                " and rhs ", rhs);
+  }
+  int64_t rhsK = transposeRhs ? r.back() : r[r.size() - 2];
+  dims.n = transposeRhs ? r[r.size() - 2] : r.back();
+  if (lhsK != rhsK)
+    return nn::detail::inferError(loc, "contracting dimensions differ: lhs has K = ",
+                              lhsK, ", rhs has K = ", rhsK);
+  dims.k = lhsK;
+  return dims;
+}
+
+LogicalResult MatmulOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &results) {
+  auto lhs = cast<RankedTensorType>(adaptor.getLhs().getType());
+  auto rhs = cast<RankedTensorType>(adaptor.getRhs().getType());
+  FailureOr<MatmulDims> dims =
+      getMatmulDims(loc, lhs, rhs, adaptor.getTransposeLhs(),
+                    adaptor.getTransposeRhs());
+  if (failed(dims))
+    return failure();
+  SmallVector<int64_t> shape = dims->batch;
+  shape.append({dims->m, dims->n});
+  results.push_back(RankedTensorType::get(shape, lhs.getElementType()));
+  return success();
+}
+
+int64_t MatmulOp::getFlops() {
+  MatmulDims dims = *getMatmulDims(std::nullopt, getLhs().getType(),
+                                   getRhs().getType(), getTransposeLhs(),
+                                   getTransposeRhs());
+  int64_t batch = 1;
+  for (int64_t size : dims.batch)
+    batch *= size;
+  return 2 * batch * dims.m * dims.n * dims.k;
+}
+
+// Loops: batch..., m, n, k (k a sum reduction).
+SmallVector<utils::IteratorType> MatmulOp::getLoopIteratorTypes() {
+  int64_t numBatch = getType().getRank() - 2;
+  return nn::detail::loopsWithReductions(numBatch + 3, {numBatch + 2});
+}
+
+SmallVector<AffineMap> MatmulOp::getIndexingMaps() {
+  MLIRContext *ctx = getContext();
+  int64_t numBatch = getType().getRank() - 2;
+  int64_t numLoops = numBatch + 3;
+  int64_t m = numBatch, n = numBatch + 1, k = numBatch + 2;
+  SmallVector<int64_t> batch = llvm::to_vector(llvm::seq<int64_t>(0, numBatch));
+  auto withBatch = [&](bool includeBatch, int64_t a, int64_t b) {
+    SmallVector<int64_t> loops = includeBatch ? batch : SmallVector<int64_t>();
+    loops.append({a, b});
+    return nn::detail::projection(numLoops, loops, ctx);
+  };
+  bool sharedRhs = getRhs().getType().getRank() == 2 && numBatch > 0;
+  return {getTransposeLhs() ? withBatch(true, k, m) : withBatch(true, m, k),
+          getTransposeRhs() ? withBatch(!sharedRhs, n, k)
+                            : withBatch(!sharedRhs, k, n),
+          withBatch(true, m, n)};
+}
+
+SmallVector<ReductionKind> MatmulOp::getReductionLoopIteratorKinds() {
+  return {ReductionKind::Sum};
+}
+
+//===----------------------------------------------------------------------===//
+// EmbeddingOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult EmbeddingOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &results) {
+  auto table = cast<RankedTensorType>(adaptor.getTable().getType());
+  auto ids = cast<RankedTensorType>(adaptor.getIds().getType());
+  if (table.getRank() != 2)
+    return nn::detail::inferError(loc, "table must be [vocab, hidden], got ",
+                              table);
+  SmallVector<int64_t> shape = llvm::to_vector(ids.getShape());
+  shape.push_back(table.getDimSize(1));
+  results.push_back(RankedTensorType::get(shape, table.getElementType()));
+  return success();
+}
+
+int64_t EmbeddingOp::getFlops() { return 0; }
+
+// Loops: ids dimensions..., h, v (v the one-hot sum reduction).
+SmallVector<utils::IteratorType> EmbeddingOp::getLoopIteratorTypes() {
+  int64_t numIds = getIds().getType().getRank();
+  return nn::detail::loopsWithReductions(numIds + 2, {numIds + 1});
+}
+
+SmallVector<AffineMap> EmbeddingOp::getIndexingMaps() {
+  MLIRContext *ctx = getContext();
+  int64_t numIds = getIds().getType().getRank();
+  int64_t numLoops = numIds + 2, h = numIds, v = numIds + 1;
+  SmallVector<int64_t> idLoops = llvm::to_vector(llvm::seq<int64_t>(0, numIds));
+  SmallVector<int64_t> resultLoops = idLoops;
+  resultLoops.push_back(h);
+  return {nn::detail::projection(numLoops, {v, h}, ctx),
+          nn::detail::projection(numLoops, idLoops, ctx),
+          nn::detail::projection(numLoops, resultLoops, ctx)};
+}
+
+SmallVector<ReductionKind> EmbeddingOp::getReductionLoopIteratorKinds() {
+  return {ReductionKind::Sum};
+}
+
+//===----------------------------------------------------------------------===//
+// AttentionOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &results) {
+  auto q = cast<RankedTensorType>(adaptor.getQuery().getType());
+  auto k = cast<RankedTensorType>(adaptor.getKey().getType());
+  auto v = cast<RankedTensorType>(adaptor.getValue().getType());
+  for (auto [name, type] : {std::pair<StringRef, RankedTensorType>{"query", q},
+                            {"key", k},
+                            {"value", v}}) {
+    if (type.getRank() != 4)
+      return nn::detail::inferError(loc, name,
+                                " must be [batch, seq, heads, head_dim], got ",
+                                type);
+    if (type.getElementType() != q.getElementType())
+      return nn::detail::inferError(loc, "query, key and value element types "
+                                     "differ");
+  }
+  int64_t batch = q.getDimSize(0), seq = q.getDimSize(1);
+  int64_t heads = q.getDimSize(2), headDim = q.getDimSize(3);
+  int64_t kvSeq = k.getDimSize(1), kvHeads = k.getDimSize(2);
+  if (k.getDimSize(0) != batch || v.getDimSize(0) != batch)
+    return nn::detail::inferError(loc, "batch sizes differ: query ", batch,
+                              ", key ", k.getDimSize(0), ", value ",
+                              v.getDimSize(0));
+  if (v.getDimSize(1) != kvSeq || v.getDimSize(2) != kvHeads)
+    return nn::detail::inferError(loc, "key ", k, " and value ", v,
+                              " differ in sequence length or head count");
+  if (k.getDimSize(3) != headDim)
+    return nn::detail::inferError(loc, "query head_dim ", headDim,
+                              " differs from key head_dim ", k.getDimSize(3));
+  if (kvHeads == 0 || heads % kvHeads != 0)
+    return nn::detail::inferError(loc, "key/value heads (", kvHeads,
+                              ") must divide query heads (", heads, ")");
+  if (adaptor.getCausal() && seq != kvSeq)
+    return nn::detail::inferError(loc, "causal attention needs equal query and "
+                                   "key lengths, got ",
+                              seq, " and ", kvSeq);
+  results.push_back(RankedTensorType::get(
+      {batch, seq, heads, v.getDimSize(3)}, q.getElementType()));
+  return success();
+}
+
+LogicalResult AttentionOp::verify() {
+  if (std::optional<APFloat> scale = getScale())
+    if (!(scale->convertToDouble() > 0.0))
+      return emitOpError() << "scale must be positive, got "
+                           << scale->convertToDouble();
+  return success();
+}
+
+int64_t AttentionOp::getFlops() {
+  ArrayRef<int64_t> q = getQuery().getType().getShape();
+  int64_t kvSeq = getKey().getType().getDimSize(1);
+  int64_t valueDim = getValue().getType().getDimSize(3);
+  int64_t scores = q[0] * q[2] * q[1] * kvSeq; // B·H·S·T
+  return 2 * scores * q[3] + 5 * scores + 2 * scores * valueDim;
+}
+
+// Loops: b, s, h, t, d, e.
+enum AttentionLoop : int64_t { kB, kS, kH, kT, kD, kE, kNumAttentionLoops };
+
+SmallVector<utils::IteratorType> AttentionOp::getLoopIteratorTypes() {
+  return nn::detail::loopsWithReductions(kNumAttentionLoops, {kT, kD});
+}
+
+SmallVector<AffineMap> AttentionOp::getIndexingMaps() {
+  MLIRContext *ctx = getContext();
+  auto d = [&](int64_t loop) { return getAffineDimExpr(loop, ctx); };
+  int64_t group = getQuery().getType().getDimSize(2) /
+                  getKey().getType().getDimSize(2);
+  AffineExpr kvHead = group == 1 ? d(kH) : d(kH).floorDiv(group);
+  auto map = [&](ArrayRef<AffineExpr> exprs) {
+    return AffineMap::get(kNumAttentionLoops, 0, exprs, ctx);
+  };
+  return {map({d(kB), d(kS), d(kH), d(kD)}), map({d(kB), d(kT), kvHead, d(kD)}),
+          map({d(kB), d(kT), kvHead, d(kE)}), map({d(kB), d(kS), d(kH), d(kE)})};
+}
+
+// Neither the softmax over keys nor the contraction inside it is a plain
+// reduction.
+SmallVector<ReductionKind> AttentionOp::getReductionLoopIteratorKinds() {
+  return {ReductionKind::Generic, ReductionKind::Generic};
+}
+
+SmallVector<int64_t> AttentionOp::getUnsplittableLoops() { return {kT, kD}; }

@@ -1,0 +1,76 @@
+//===- LossOps.cpp - cross_entropy ----------------------------------------===//
+
+#include "dialect/NN/NNOps.h"
+#include "dialect/NN/NNOpsUtils.h"
+
+#include "llvm/ADT/STLExtras.h"
+
+using namespace mlir;
+using namespace tessel::nn;
+using namespace tessel;
+
+LogicalResult CrossEntropyOp::inferReturnTypes(MLIRContext *,
+                                               std::optional<Location> loc,
+                                               Adaptor adaptor,
+                                               SmallVectorImpl<Type> &results) {
+  auto logits = cast<RankedTensorType>(adaptor.getLogits().getType());
+  auto labels = cast<RankedTensorType>(adaptor.getLabels().getType());
+  if (logits.getRank() < 1)
+    return nn::detail::inferError(loc, "logits must be [..., classes], got ",
+                              logits);
+  if (logits.getShape().drop_back() != labels.getShape())
+    return nn::detail::inferError(
+        loc, "labels ", labels, " must have the shape of the logits ", logits,
+        " without the class dimension (",
+        nn::detail::shapeString(logits.getShape().drop_back()), ")");
+  if (adaptor.getReduction() == LossReduction::none)
+    results.push_back(
+        RankedTensorType::get(labels.getShape(), logits.getElementType()));
+  else
+    results.push_back(RankedTensorType::get({}, logits.getElementType()));
+  return success();
+}
+
+// Per position: max, subtract, exp and sum over the classes (4 per logit),
+// then log and pick (2 per position). The mean's division is in the pick.
+int64_t CrossEntropyOp::getFlops() {
+  return 4 * nn::detail::numElements(getLogits().getType()) +
+         2 * nn::detail::numElements(getLabels().getType());
+}
+
+// Loops: the label dimensions..., then the class loop.
+SmallVector<utils::IteratorType> CrossEntropyOp::getLoopIteratorTypes() {
+  int64_t numPositions = getLabels().getType().getRank();
+  SmallVector<int64_t> reductions;
+  if (getReduction() != LossReduction::none)
+    reductions = llvm::to_vector(llvm::seq<int64_t>(0, numPositions));
+  reductions.push_back(numPositions);
+  return nn::detail::loopsWithReductions(numPositions + 1, reductions);
+}
+
+SmallVector<AffineMap> CrossEntropyOp::getIndexingMaps() {
+  MLIRContext *ctx = getContext();
+  int64_t numPositions = getLabels().getType().getRank();
+  int64_t numLoops = numPositions + 1;
+  SmallVector<int64_t> positions =
+      llvm::to_vector(llvm::seq<int64_t>(0, numPositions));
+  AffineMap result = getReduction() == LossReduction::none
+                         ? nn::detail::projection(numLoops, positions, ctx)
+                         : AffineMap::get(numLoops, 0, {}, ctx);
+  return {AffineMap::getMultiDimIdentityMap(numLoops, ctx),
+          nn::detail::projection(numLoops, positions, ctx), result};
+}
+
+SmallVector<ReductionKind> CrossEntropyOp::getReductionLoopIteratorKinds() {
+  SmallVector<ReductionKind> kinds;
+  if (getReduction() != LossReduction::none)
+    kinds.assign(getLabels().getType().getRank(),
+                 getReduction() == LossReduction::mean ? ReductionKind::Average
+                                                       : ReductionKind::Sum);
+  kinds.push_back(ReductionKind::Generic); // log-sum-exp over the classes
+  return kinds;
+}
+
+SmallVector<int64_t> CrossEntropyOp::getUnsplittableLoops() {
+  return {getLabels().getType().getRank()};
+}

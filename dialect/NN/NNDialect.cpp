@@ -1,0 +1,226 @@
+//===- NNDialect.cpp - the nn dialect: registration and model interface -===//
+//
+// Besides registering ops and attributes, the dialect verifies the argument
+// attributes that describe a model's interface (nn.param, nn.init, nn.input,
+// nn.label, nn.axes) and the module's extra logical axes.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialect/NN/NNDialect.h"
+#include "dialect/NN/NNOps.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+#include "mlir/Transforms/InliningUtils.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
+
+using namespace mlir;
+using namespace tessel::nn;
+
+#include "dialect/NN/NNDialect.cpp.inc"
+
+namespace {
+/// nn ops are pure functions of their operands: inlining a helper function
+/// that uses them is always legal.
+struct NNInlinerInterface : public DialectInlinerInterface {
+  using DialectInlinerInterface::DialectInlinerInterface;
+  bool isLegalToInline(Operation *, Region *, bool, IRMapping &) const final {
+    return true;
+  }
+  bool isLegalToInline(Region *, Region *, bool, IRMapping &) const final {
+    return true;
+  }
+};
+} // namespace
+
+void NNDialect::initialize() {
+  registerAttributes();
+  registerOps();
+  addInterfaces<NNInlinerInterface>();
+}
+
+Operation *NNDialect::materializeConstant(OpBuilder &builder, Attribute value,
+                                          Type type, Location loc) {
+  auto elements = dyn_cast<ElementsAttr>(value);
+  if (!elements || elements.getType() != type)
+    return nullptr;
+  return ConstantOp::create(builder, loc, type, elements);
+}
+
+ArrayRef<StringLiteral> NNDialect::getBuiltinLogicalAxes() {
+  static const StringLiteral kAxes[] = {
+      "batch",   "seq",      "embed",   "mlp",      "heads",
+      "kv_heads", "head_dim", "vocab",  "layers",   "norm",
+      "classes", "features", "channels", "height",  "width",
+      "experts"};
+  return kAxes;
+}
+
+//===----------------------------------------------------------------------===//
+// Model interface attributes
+//===----------------------------------------------------------------------===//
+
+/// The logical axis names known where `op` lives: the built-in ones plus the
+/// `nn.logical_axes` of every enclosing module.
+static llvm::StringSet<> knownLogicalAxes(Operation *op) {
+  llvm::StringSet<> names;
+  for (StringLiteral name : NNDialect::getBuiltinLogicalAxes())
+    names.insert(name);
+  for (Operation *parent = op; parent; parent = parent->getParentOp())
+    if (auto extra = parent->getAttrOfType<ArrayAttr>(
+            NNDialect::kLogicalAxesAttrName))
+      for (Attribute name : extra)
+        if (auto str = dyn_cast<StringAttr>(name))
+          names.insert(str.getValue());
+  return names;
+}
+
+static std::string joinSorted(const llvm::StringSet<> &names) {
+  SmallVector<StringRef> sorted;
+  for (const auto &entry : names)
+    sorted.push_back(entry.getKey());
+  llvm::sort(sorted);
+  return llvm::join(sorted, ", ");
+}
+
+static LogicalResult verifyAxes(FunctionOpInterface func, unsigned argIndex,
+                                Attribute attr, RankedTensorType type) {
+  auto axes = dyn_cast<ArrayAttr>(attr);
+  if (!axes || !llvm::all_of(axes, llvm::IsaPred<StringAttr>))
+    return func.emitOpError()
+           << "argument #" << argIndex
+           << ": 'nn.axes' must be an array of logical axis names, e.g. "
+              "[\"batch\", \"embed\"]";
+  if (static_cast<int64_t>(axes.size()) != type.getRank())
+    return func.emitOpError()
+           << "argument #" << argIndex << ": 'nn.axes' names " << axes.size()
+           << " axes but the argument " << type << " has rank "
+           << type.getRank();
+  llvm::StringSet<> known = knownLogicalAxes(func);
+  llvm::StringSet<> seen;
+  for (auto [dim, name] : llvm::enumerate(axes.getAsValueRange<StringAttr>())) {
+    if (!known.contains(name))
+      return func.emitOpError()
+             << "argument #" << argIndex << ": unknown logical axis '" << name
+             << "' for dimension " << dim << " (known: " << joinSorted(known)
+             << "; declare more with the module attribute '"
+             << NNDialect::kLogicalAxesAttrName << "')";
+    if (!seen.insert(name).second)
+      return func.emitOpError()
+             << "argument #" << argIndex << ": logical axis '" << name
+             << "' names more than one dimension";
+  }
+  return success();
+}
+
+/// A function that declares parameters, inputs or labels is a model: its
+/// first result is the scalar loss.
+static LogicalResult verifyReturnsScalarLoss(FunctionOpInterface func) {
+  ArrayRef<Type> results = func.getResultTypes();
+  auto loss = results.empty() ? RankedTensorType()
+                              : dyn_cast<RankedTensorType>(results.front());
+  if (!loss || loss.getRank() != 0 || !isa<FloatType>(loss.getElementType()))
+    return func.emitOpError()
+           << "is a model (it has nn.param/nn.input/nn.label arguments) and "
+              "must return its scalar loss first, as tensor<f32>; it returns ("
+           << results << ")";
+  return success();
+}
+
+static LogicalResult verifyParamName(FunctionOpInterface func,
+                                     unsigned argIndex, Attribute attr) {
+  auto name = dyn_cast<StringAttr>(attr);
+  if (!name || name.getValue().empty())
+    return func.emitOpError()
+           << "argument #" << argIndex
+           << ": 'nn.param' must be the parameter's checkpoint name, e.g. "
+              "nn.param = \"fc1.weight\"";
+  for (unsigned other = 0, e = func.getNumArguments(); other < e; ++other) {
+    if (other == argIndex)
+      continue;
+    auto otherName = func.getArgAttrOfType<StringAttr>(
+        other, NNDialect::kParamAttrName);
+    if (otherName == name)
+      return func.emitOpError()
+             << "parameter name '" << name.getValue()
+             << "' is used by arguments #" << std::min(argIndex, other)
+             << " and #" << std::max(argIndex, other);
+  }
+  if (!func.getArgAttr(argIndex, NNDialect::kInitAttrName))
+    return func.emitOpError()
+           << "parameter '" << name.getValue()
+           << "' has no initialiser; add e.g. nn.init = #nn.init<normal, 0.02>";
+  return success();
+}
+
+LogicalResult NNDialect::verifyRegionArgAttribute(Operation *op,
+                                                  unsigned regionIndex,
+                                                  unsigned argIndex,
+                                                  NamedAttribute attr) {
+  auto func = dyn_cast<FunctionOpInterface>(op);
+  if (!func)
+    return op->emitOpError() << "'" << attr.getName()
+                             << "' is only meaningful on function arguments";
+  StringRef attrName = attr.getName().getValue();
+  auto type = dyn_cast<RankedTensorType>(func.getArgumentTypes()[argIndex]);
+  if (!type)
+    return func.emitOpError() << "argument #" << argIndex << " with '"
+                              << attrName << "' must be a ranked tensor";
+  bool isParam = func.getArgAttr(argIndex, kParamAttrName) != nullptr;
+  bool isInput = func.getArgAttr(argIndex, kInputAttrName) != nullptr;
+  bool isLabel = func.getArgAttr(argIndex, kLabelAttrName) != nullptr;
+
+  if (attrName == kAxesAttrName)
+    return verifyAxes(func, argIndex, attr.getValue(), type);
+  if (attrName == kInitAttrName) {
+    if (!isa<InitAttr>(attr.getValue()))
+      return func.emitOpError() << "argument #" << argIndex
+                                << ": 'nn.init' must be an #nn.init<...>";
+    if (!isParam)
+      return func.emitOpError() << "argument #" << argIndex
+                                << " has 'nn.init' but is not an nn.param";
+    return success();
+  }
+  if (attrName == kParamAttrName || attrName == kInputAttrName ||
+      attrName == kLabelAttrName) {
+    if (isParam + isInput + isLabel > 1)
+      return func.emitOpError()
+             << "argument #" << argIndex
+             << " can be only one of nn.param, nn.input and nn.label";
+    if (attrName == kParamAttrName) {
+      if (!isa<FloatType>(type.getElementType()))
+        return func.emitOpError() << "parameter argument #" << argIndex
+                                  << " must be a float tensor, not " << type;
+      if (failed(verifyParamName(func, argIndex, attr.getValue())))
+        return failure();
+    } else if (!isa<UnitAttr>(attr.getValue())) {
+      return func.emitOpError() << "argument #" << argIndex << ": '"
+                                << attrName << "' takes no value";
+    }
+    return verifyReturnsScalarLoss(func);
+  }
+  return func.emitOpError() << "argument #" << argIndex
+                            << ": unknown nn argument attribute '" << attrName
+                            << "' (known: nn.param, nn.init, nn.input, "
+                               "nn.label, nn.axes)";
+}
+
+LogicalResult NNDialect::verifyOperationAttribute(Operation *op,
+                                                  NamedAttribute attr) {
+  if (attr.getName() != kLogicalAxesAttrName)
+    return op->emitOpError() << "unknown nn attribute '" << attr.getName()
+                             << "' on an operation";
+  if (!isa<ModuleOp>(op))
+    return op->emitOpError() << "'" << kLogicalAxesAttrName
+                             << "' belongs on a module";
+  auto names = dyn_cast<ArrayAttr>(attr.getValue());
+  if (!names || !llvm::all_of(names, [](Attribute name) {
+        auto str = dyn_cast<StringAttr>(name);
+        return str && !str.getValue().empty();
+      }))
+    return op->emitOpError() << "'" << kLogicalAxesAttrName
+                             << "' must be an array of non-empty strings";
+  return success();
+}

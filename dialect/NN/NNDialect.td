@@ -1,0 +1,64 @@
+//===- NNDialect.td - the nn model dialect -----------------*- tablegen -*-===//
+//
+// The model language of Tessel: a forward pass over ranked tensors ending in
+// a scalar loss.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TESSEL_DIALECT_NN_NNDIALECT_TD
+#define TESSEL_DIALECT_NN_NNDIALECT_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+
+def NN_Dialect : Dialect {
+  let name = "nn";
+  let cppNamespace = "::tessel::nn";
+  let summary = "Tessel's model language: tensors in, a scalar loss out.";
+  let description = [{
+    A model is a `func.func` whose arguments are annotated as parameters
+    (`nn.param = "name"`, `nn.init = #nn.init<...>`), inputs (`nn.input`) and
+    labels (`nn.label`), each with one logical axis name per dimension
+    (`nn.axes = ["batch", "embed"]`). Its body is a forward pass of `nn` ops
+    and its first result is the scalar loss. The mesh and the mapping of
+    logical axes to mesh axes come at compile time, so the same model compiles
+    for one device or many.
+
+    ```mlir
+    func.func @loss(
+        %x: tensor<32x784xf32> {nn.input, nn.axes = ["batch", "embed"]},
+        %y: tensor<32xi32> {nn.label, nn.axes = ["batch"]},
+        %w: tensor<784x10xf32> {nn.param = "fc.weight",
+                                nn.init = #nn.init<normal, 0.02>,
+                                nn.axes = ["embed", "classes"]}) -> tensor<f32> {
+      %z = nn.matmul %x, %w : (tensor<32x784xf32>, tensor<784x10xf32>) -> tensor<32x10xf32>
+      %l = nn.cross_entropy %z, %y : (tensor<32x10xf32>, tensor<32xi32>) -> tensor<f32>
+      return %l : tensor<f32>
+    }
+    ```
+  }];
+  let useDefaultAttributePrinterParser = 1;
+  let hasConstantMaterializer = 1;
+  let hasRegionArgAttrVerify = 1;
+  let hasOperationAttrVerify = 1;
+  let extraClassDeclaration = [{
+    /// Names of the argument attributes that describe a model's interface.
+    static constexpr llvm::StringLiteral kParamAttrName = "nn.param";
+    static constexpr llvm::StringLiteral kInitAttrName = "nn.init";
+    static constexpr llvm::StringLiteral kInputAttrName = "nn.input";
+    static constexpr llvm::StringLiteral kLabelAttrName = "nn.label";
+    static constexpr llvm::StringLiteral kAxesAttrName = "nn.axes";
+    /// Module attribute: extra logical axis names beyond the built-in ones.
+    static constexpr llvm::StringLiteral kLogicalAxesAttrName = "nn.logical_axes";
+
+    /// The logical axis names every model may use without declaring them.
+    static llvm::ArrayRef<llvm::StringLiteral> getBuiltinLogicalAxes();
+
+  private:
+    void registerAttributes();
+    void registerOps();
+  public:
+  }];
+}
+
+#endif // TESSEL_DIALECT_NN_NNDIALECT_TD

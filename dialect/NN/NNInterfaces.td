@@ -1,0 +1,78 @@
+//===- NNInterfaces.td - what every nn op knows about itself -*- tablegen -*-===//
+//
+// An op's knowledge lives with the op. Passes ask these interfaces; they never
+// switch over op names.
+//
+//   shape inference  upstream InferTypeOpInterface (every op that can infer)
+//   sharding rule    upstream shard::ShardingInterface (loops, maps, kinds)
+//                    + ShardingConstraintOpInterface below, for what the
+//                    upstream rule cannot say
+//   cost             CostOpInterface below
+//   VJP              VJPOpInterface below
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TESSEL_DIALECT_NN_NNINTERFACES_TD
+#define TESSEL_DIALECT_NN_NNINTERFACES_TD
+
+include "mlir/IR/OpBase.td"
+
+def NN_CostOpInterface : OpInterface<"CostOpInterface"> {
+  let cppNamespace = "::tessel::nn";
+  let description = [{
+    The work an op does on its (local) shapes: floating-point operations and
+    bytes read plus written. Planners and reports sum these; the formulas of
+    each op are in its description and tested against hand-derived values.
+  }];
+  let methods = [
+    InterfaceMethod<[{
+        Floating-point operations (a fused multiply-add counts as 2).
+      }], "int64_t", "getFlops">,
+    InterfaceMethod<[{
+        Bytes read from operands plus bytes written to results.
+      }], "int64_t", "getBytesAccessed", (ins), "",
+      [{ return ::tessel::nn::detail::operandAndResultBytes($_op); }]>
+  ];
+}
+
+def NN_ShardingConstraintOpInterface
+    : OpInterface<"ShardingConstraintOpInterface"> {
+  let cppNamespace = "::tessel::nn";
+  let description = [{
+    What upstream `shard::ShardingInterface` cannot express: loops of the
+    op's iteration space (as numbered by `getLoopIteratorTypes`) that must
+    stay whole on every rank for the op's local computation to be right,
+    e.g. the normalised dimension of a softmax or layer_norm, or the merged
+    dimensions of a reshape. Splitting such a loop needs a strategy of its
+    own (vocabulary-parallel cross-entropy, SyncBatchNorm), which the
+    partitioner provides explicitly.
+  }];
+  let methods = [
+    InterfaceMethod<[{
+        Loop indices that may not be split across ranks by a plain local
+        computation.
+      }], "::llvm::SmallVector<int64_t>", "getUnsplittableLoops", (ins), "",
+      [{ return {}; }]>
+  ];
+}
+
+def NN_VJPOpInterface : OpInterface<"VJPOpInterface"> {
+  let cppNamespace = "::tessel::nn";
+  let description = [{
+    Reverse-mode derivative of an op: given the cotangents of its results,
+    build the cotangents of its operands (a null Value for an operand that is
+    not differentiable, such as integer labels). The autodiff pass calls
+    this for every op on a path from a parameter to the loss.
+  }];
+  let methods = [
+    InterfaceMethod<[{
+        Emit the operand cotangents at the builder's insertion point.
+        `resultCotangents` has one entry per result (null when the result does
+        not reach the loss). Returns one Value per operand.
+      }], "::mlir::FailureOr<::llvm::SmallVector<::mlir::Value>>", "buildVJP",
+      (ins "::mlir::OpBuilder &":$builder,
+           "::mlir::ValueRange":$resultCotangents)>
+  ];
+}
+
+#endif // TESSEL_DIALECT_NN_NNINTERFACES_TD

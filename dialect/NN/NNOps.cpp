@@ -1,0 +1,115 @@
+//===- NNOps.cpp - op registration, shared helpers, nn.constant -----------===//
+//
+// Each family of ops (elementwise, reductions, shape, contractions, norms,
+// losses, repeat) keeps its verifier, shape rule, folds, cost and sharding rule
+// in a file of its own; this file holds what they share.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialect/NN/NNOps.h"
+#include "dialect/NN/NNOpsUtils.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/SmallSet.h"
+
+using namespace mlir;
+using namespace tessel;
+using namespace tessel::nn;
+
+#define GET_OP_CLASSES
+#include "dialect/NN/NNOps.cpp.inc"
+
+void NNDialect::registerOps() {
+  addOperations<
+#define GET_OP_LIST
+#include "dialect/NN/NNOps.cpp.inc"
+      >();
+}
+
+namespace tessel::nn::detail {
+
+SmallVector<utils::IteratorType> parallelLoops(int64_t rank) {
+  return SmallVector<utils::IteratorType>(rank, utils::IteratorType::parallel);
+}
+
+SmallVector<AffineMap> identityMaps(Operation *op) {
+  auto type = cast<RankedTensorType>(op->getResult(0).getType());
+  return SmallVector<AffineMap>(
+      op->getNumOperands() + op->getNumResults(),
+      AffineMap::getMultiDimIdentityMap(type.getRank(), op->getContext()));
+}
+
+std::string shapeString(ArrayRef<int64_t> shape) {
+  if (shape.empty())
+    return "scalar";
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  llvm::interleave(shape, os, "x");
+  return text;
+}
+
+LogicalResult verifyDimList(std::optional<Location> loc, ArrayRef<int64_t> dims,
+                            int64_t rank, StringRef what) {
+  llvm::SmallSet<int64_t, 8> seen;
+  for (int64_t dim : dims) {
+    if (dim < 0 || dim >= rank)
+      return inferError(loc, what, " dimension ", dim,
+                        " is out of range for rank ", rank);
+    if (!seen.insert(dim).second)
+      return inferError(loc, what, " dimension ", dim, " is listed twice");
+  }
+  return success();
+}
+
+bool isSplatConstant(Value value, double splat) {
+  DenseElementsAttr attr;
+  if (!matchPattern(value, m_Constant(&attr)) || !attr.isSplat())
+    return false;
+  Type elementType = attr.getElementType();
+  if (isa<FloatType>(elementType))
+    return attr.getSplatValue<APFloat>().convertToDouble() == splat;
+  if (isa<IntegerType>(elementType))
+    return static_cast<double>(attr.getSplatValue<APInt>().getSExtValue()) ==
+           splat;
+  return false;
+}
+
+SmallVector<utils::IteratorType> loopsWithReductions(int64_t rank,
+                                                     ArrayRef<int64_t> reductions) {
+  SmallVector<utils::IteratorType> loops = parallelLoops(rank);
+  for (int64_t loop : reductions)
+    loops[loop] = utils::IteratorType::reduction;
+  return loops;
+}
+
+AffineMap projection(int64_t numLoops, ArrayRef<int64_t> loops,
+                     MLIRContext *ctx) {
+  SmallVector<AffineExpr> results;
+  for (int64_t loop : loops)
+    results.push_back(getAffineDimExpr(loop, ctx));
+  return AffineMap::get(numLoops, 0, results, ctx);
+}
+
+} // namespace tessel::nn::detail
+
+//===----------------------------------------------------------------------===//
+// ConstantOp
+//===----------------------------------------------------------------------===//
+
+OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
+
+int64_t ConstantOp::getFlops() { return 0; }
+
+SmallVector<utils::IteratorType> ConstantOp::getLoopIteratorTypes() {
+  return nn::detail::parallelLoops(getType().getRank());
+}
+
+SmallVector<AffineMap> ConstantOp::getIndexingMaps() {
+  return nn::detail::identityMaps(*this);
+}
+
+SmallVector<ReductionKind> ConstantOp::getReductionLoopIteratorKinds() {
+  return {};
+}

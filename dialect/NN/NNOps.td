@@ -1,0 +1,743 @@
+//===- NNOps.td - the ops of the nn dialect ----------------*- tablegen -*-===//
+//
+// Every op states its shape rule (verifier / result type inference), its cost
+// (CostOpInterface) and its sharding rule (upstream shard::ShardingInterface
+// plus ShardingConstraintOpInterface) next to its definition. Cost formulas
+// count one flop per arithmetic operation on one element; data movement
+// (reshape, transpose, slice, concat, broadcast, gather) costs no flops.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TESSEL_DIALECT_NN_NNOPS_TD
+#define TESSEL_DIALECT_NN_NNOPS_TD
+
+include "dialect/NN/NNDialect.td"
+include "dialect/NN/NNAttrs.td"
+include "dialect/NN/NNInterfaces.td"
+include "mlir/Dialect/Shard/Interfaces/ShardingInterface.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/IR/CommonAttrConstraints.td"
+
+//===----------------------------------------------------------------------===//
+// Types
+//===----------------------------------------------------------------------===//
+
+def NN_FloatElement : AnyTypeOf<[F16, BF16, F32, F64]>;
+def NN_IndexElement : AnyTypeOf<[I32, I64]>;
+def NN_FloatTensor : StaticShapeTensorOf<[F16, BF16, F32, F64]>;
+def NN_IndexTensor : StaticShapeTensorOf<[I32, I64]>;
+def NN_Tensor : StaticShapeTensorOf<[F16, BF16, F32, F64, I32, I64]>;
+
+//===----------------------------------------------------------------------===//
+// Base classes
+//===----------------------------------------------------------------------===//
+
+// The sharding hooks every op answers. Ops with loops that must stay whole
+// also list NN_ShardingConstraintOpInterface.
+def NN_UpstreamShardingRule : DeclareOpInterfaceMethods<ShardingInterface,
+    ["getLoopIteratorTypes", "getIndexingMaps",
+     "getReductionLoopIteratorKinds"]>;
+def NN_LocalShardingConstraints
+    : DeclareOpInterfaceMethods<NN_ShardingConstraintOpInterface,
+                                ["getUnsplittableLoops"]>;
+
+class NN_Op<string mnemonic, list<Trait> traits = []>
+    : Op<NN_Dialect, mnemonic, !listconcat(traits, [
+        DeclareOpInterfaceMethods<NN_CostOpInterface>])>;
+
+// Ops whose rule is given through upstream ShardingInterface.
+class NN_ShardableOp<string mnemonic, list<Trait> traits = []>
+    : NN_Op<mnemonic, !listconcat(traits, [NN_UpstreamShardingRule])>;
+
+// Elementwise ops on one or more tensors of one type: every loop parallel,
+// identity indexing maps, `flopsPerElement` flops per result element.
+class NN_ElementwiseOp<string mnemonic, int flopsPerElement,
+                       list<Trait> traits = []>
+    : NN_Op<mnemonic, !listconcat(traits, [Pure, Elementwise,
+        SameOperandsAndResultShape, NN_UpstreamShardingRule])> {
+  let extraClassDefinition = [{
+    int64_t $cppClass::getFlops() {
+      return }] # flopsPerElement # [{ * ::tessel::nn::detail::numElements(getType());
+    }
+    ::llvm::SmallVector<::mlir::utils::IteratorType>
+    $cppClass::getLoopIteratorTypes() {
+      return ::tessel::nn::detail::parallelLoops(getType().getRank());
+    }
+    ::llvm::SmallVector<::mlir::AffineMap> $cppClass::getIndexingMaps() {
+      return ::tessel::nn::detail::identityMaps(*this);
+    }
+    ::llvm::SmallVector<::mlir::shard::ReductionKind>
+    $cppClass::getReductionLoopIteratorKinds() {
+      return {};
+    }
+  }];
+}
+
+class NN_UnaryOp<string mnemonic, int flopsPerElement, list<Trait> traits = []>
+    : NN_ElementwiseOp<mnemonic, flopsPerElement,
+        !listconcat(traits, [SameOperandsAndResultType, InferTypeOpInterface])> {
+  let arguments = (ins NN_FloatTensor:$input);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+}
+
+class NN_BinaryOp<string mnemonic, list<Trait> traits = []>
+    : NN_ElementwiseOp<mnemonic, 1,
+        !listconcat(traits, [SameOperandsAndResultType, InferTypeOpInterface])> {
+  let arguments = (ins NN_Tensor:$lhs, NN_Tensor:$rhs);
+  let results = (outs NN_Tensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Constants and type changes
+//===----------------------------------------------------------------------===//
+
+def NN_ConstantOp : NN_ShardableOp<"constant",
+    [ConstantLike, Pure, AllTypesMatch<["value", "result"]>]> {
+  let summary = "a constant tensor";
+  let description = [{
+    A tensor whose value is known at compile time. Costs no flops.
+
+    ```mlir
+    %zero = nn.constant dense<0.0> : tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins ElementsAttr:$value);
+  let results = (outs NN_Tensor:$result);
+  let assemblyFormat = "attr-dict $value";
+  let hasFolder = 1;
+}
+
+def NN_CastOp : NN_ElementwiseOp<"cast", 1, [SameOperandsAndResultShape]> {
+  let summary = "convert elements to another element type";
+  let description = [{
+    Converts every element to the result's element type (f32 ↔ bf16/f16
+    rounds to nearest even; int → float exactly where representable).
+    One flop per element.
+
+    ```mlir
+    %h = nn.cast %x : tensor<4x8xf32> to tensor<4x8xbf16>
+    ```
+  }];
+  let arguments = (ins NN_Tensor:$input);
+  let results = (outs NN_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `to` type($result)";
+  let hasFolder = 1;
+}
+
+def NN_BroadcastOp : NN_ShardableOp<"broadcast", [Pure]> {
+  let summary = "explicit broadcast of a tensor to a larger shape";
+  let description = [{
+    Operand dimension `i` becomes result dimension `dims[i]` (strictly
+    increasing); its size equals that result dimension or is 1 (then the
+    value repeats). Result dimensions not named in `dims` are new. Binary ops
+    never broadcast implicitly: a bias add is written with `nn.broadcast`.
+    Costs no flops.
+
+    ```mlir
+    %bb = nn.broadcast %b dims = [1] : tensor<1024xf32> -> tensor<32x1024xf32>
+    ```
+  }];
+  let arguments = (ins NN_Tensor:$input, DenseI64ArrayAttr:$dims);
+  let results = (outs NN_Tensor:$result);
+  let assemblyFormat = [{
+    $input `dims` `=` $dims attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+  let hasFolder = 1;
+  let hasCanonicalizer = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise arithmetic
+//===----------------------------------------------------------------------===//
+
+def NN_AddOp : NN_BinaryOp<"add", [Commutative]> {
+  let summary = "elementwise addition";
+  let description = [{
+    `lhs + rhs` on operands of the same type (broadcast explicitly with
+    `nn.broadcast`). One flop per element. Folds `x + 0` and `0 + x` to `x`.
+
+    ```mlir
+    %c = nn.add %a, %b : tensor<32x1024xf32>
+    ```
+  }];
+}
+
+def NN_SubOp : NN_BinaryOp<"sub"> {
+  let summary = "elementwise subtraction";
+  let description = [{
+    `lhs - rhs` on operands of the same type. One flop per element. Folds
+    `x - 0` to `x`.
+
+    ```mlir
+    %c = nn.sub %a, %b : tensor<32x1024xf32>
+    ```
+  }];
+}
+
+def NN_MulOp : NN_BinaryOp<"mul", [Commutative]> {
+  let summary = "elementwise multiplication";
+  let description = [{
+    `lhs * rhs` on operands of the same type. One flop per element. Folds
+    `x * 1` and `1 * x` to `x`.
+
+    ```mlir
+    %c = nn.mul %a, %b : tensor<32x1024xf32>
+    ```
+  }];
+}
+
+def NN_DivOp : NN_BinaryOp<"div"> {
+  let summary = "elementwise division";
+  let description = [{
+    `lhs / rhs` on operands of the same type. One flop per element. Folds
+    `x / 1` to `x`.
+
+    ```mlir
+    %c = nn.div %a, %b : tensor<32x1024xf32>
+    ```
+  }];
+}
+
+def NN_NegOp : NN_UnaryOp<"neg", 1> {
+  let summary = "elementwise negation";
+  let description = [{
+    `-x`. One flop per element. `neg(neg(x))` folds to `x`.
+
+    ```mlir
+    %y = nn.neg %x : tensor<8xf32>
+    ```
+  }];
+  let hasFolder = 1;
+}
+
+def NN_ExpOp : NN_UnaryOp<"exp", 1> {
+  let summary = "elementwise e^x";
+  let description = [{
+    One flop per element.
+
+    ```mlir
+    %y = nn.exp %x : tensor<8xf32>
+    ```
+  }];
+}
+
+def NN_LogOp : NN_UnaryOp<"log", 1> {
+  let summary = "elementwise natural logarithm";
+  let description = [{
+    One flop per element.
+
+    ```mlir
+    %y = nn.log %x : tensor<8xf32>
+    ```
+  }];
+}
+
+def NN_SqrtOp : NN_UnaryOp<"sqrt", 1> {
+  let summary = "elementwise square root";
+  let description = [{
+    One flop per element.
+
+    ```mlir
+    %y = nn.sqrt %x : tensor<8xf32>
+    ```
+  }];
+}
+
+def NN_RsqrtOp : NN_UnaryOp<"rsqrt", 2> {
+  let summary = "elementwise reciprocal square root";
+  let description = [{
+    `1 / sqrt(x)`. Two flops per element.
+
+    ```mlir
+    %y = nn.rsqrt %x : tensor<8xf32>
+    ```
+  }];
+}
+
+def NN_TanhOp : NN_UnaryOp<"tanh", 1> {
+  let summary = "elementwise hyperbolic tangent";
+  let description = [{
+    One flop per element.
+
+    ```mlir
+    %y = nn.tanh %x : tensor<8xf32>
+    ```
+  }];
+}
+
+def NN_SigmoidOp : NN_UnaryOp<"sigmoid", 3> {
+  let summary = "elementwise logistic function";
+  let description = [{
+    `1 / (1 + exp(-x))`. Three flops per element (exp, add, divide).
+
+    ```mlir
+    %y = nn.sigmoid %x : tensor<8xf32>
+    ```
+  }];
+}
+
+def NN_ReluOp : NN_UnaryOp<"relu", 1> {
+  let summary = "elementwise max(x, 0)";
+  let description = [{
+    One flop per element.
+
+    ```mlir
+    %y = nn.relu %x : tensor<8xf32>
+    ```
+  }];
+}
+
+def NN_GeluOp : NN_UnaryOp<"gelu", 8> {
+  let summary = "elementwise Gaussian error linear unit";
+  let description = [{
+    `x * Φ(x)` with the exact erf form, or with the tanh approximation
+    `0.5 x (1 + tanh(√(2/π) (x + 0.044715 x³)))` when `approximate` is set
+    (GPT-2, PyTorch's `approximate="tanh"`). Eight flops per element.
+
+    ```mlir
+    %y = nn.gelu %x : tensor<8xf32>
+    %z = nn.gelu %x approximate : tensor<8xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$input, UnitAttr:$approximate);
+  let assemblyFormat = [{
+    $input (`approximate` $approximate^)? attr-dict `:` type($result)
+  }];
+}
+
+def NN_SiluOp : NN_UnaryOp<"silu", 4> {
+  let summary = "elementwise x * sigmoid(x)";
+  let description = [{
+    Four flops per element.
+
+    ```mlir
+    %y = nn.silu %x : tensor<8xf32>
+    ```
+  }];
+}
+
+def NN_DropoutOp : NN_UnaryOp<"dropout", 2> {
+  let summary = "inverted dropout with a counter-based random mask";
+  let description = [{
+    Zeroes each element with probability `rate` and scales the others by
+    `1 / (1 - rate)`. The mask bit of an element is a pure function of
+    (`seed`, training step, the element's index in the full, unpartitioned
+    tensor), so every partition of the same element draws the same bit and
+    any parallel strategy drops exactly what one device drops. Two flops per
+    element. `rate = 0` folds to the input.
+
+    ```mlir
+    %y = nn.dropout %x rate = 0.1 seed = 7 : tensor<32x1024xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$input, F64Attr:$rate, I64Attr:$seed);
+  let assemblyFormat = [{
+    $input `rate` `=` $rate `seed` `=` $seed attr-dict `:` type($result)
+  }];
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+class NN_ReduceOp<string mnemonic> : NN_ShardableOp<mnemonic,
+    [Pure, InferTypeOpAdaptor]> {
+  let arguments = (ins NN_Tensor:$input, DenseI64ArrayAttr:$dims,
+                       UnitAttr:$keep_dims);
+  let results = (outs NN_Tensor:$result);
+  let assemblyFormat = [{
+    $input `dims` `=` $dims (`keep_dims` $keep_dims^)? attr-dict `:`
+    type($input) `->` type($result)
+  }];
+  let hasFolder = 1;
+}
+
+def NN_ReduceSumOp : NN_ReduceOp<"reduce_sum"> {
+  let summary = "sum over dimensions";
+  let description = [{
+    Sums over the listed dimensions (unique, in range), dropping them or, with
+    `keep_dims`, keeping them with size 1. `N_in - N_out` flops. Reduced
+    loops are `sum` reductions: a split one leaves partial sums.
+
+    ```mlir
+    %s = nn.reduce_sum %x dims = [1] : tensor<32x10xf32> -> tensor<32xf32>
+    ```
+  }];
+}
+
+def NN_ReduceMeanOp : NN_ReduceOp<"reduce_mean"> {
+  let summary = "arithmetic mean over dimensions";
+  let description = [{
+    Like `nn.reduce_sum`, then divides by the number of reduced elements:
+    `N_in` flops. A split reduced loop leaves partial means (kind `average`).
+    Float tensors only.
+
+    ```mlir
+    %m = nn.reduce_mean %x dims = [0, 1] : tensor<32x10xf32> -> tensor<f32>
+    ```
+  }];
+  let hasVerifier = 1;
+}
+
+def NN_ReduceMaxOp : NN_ReduceOp<"reduce_max"> {
+  let summary = "maximum over dimensions";
+  let description = [{
+    `N_in - N_out` flops (comparisons). Reduced loops are `max` reductions.
+
+    ```mlir
+    %m = nn.reduce_max %x dims = [1] keep_dims : tensor<32x10xf32> -> tensor<32x1xf32>
+    ```
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Data movement
+//===----------------------------------------------------------------------===//
+
+def NN_ReshapeOp : NN_ShardableOp<"reshape", [Pure, NN_LocalShardingConstraints]> {
+  let summary = "same elements, row-major, in another shape";
+  let description = [{
+    The number of elements and the element type stay the same. The sharding
+    rule splits the reshape into groups of dimensions that merge or split
+    (e.g. `[b, s, h*d] <-> [b, s, h, d]`); the leading dimension of a split
+    or merged group can be split across ranks, the others must stay whole.
+    Costs no flops. `reshape(reshape(x))` folds to one reshape and a reshape
+    to the same type to `x`.
+
+    ```mlir
+    %y = nn.reshape %x : tensor<8x12x64xf32> -> tensor<8x12x4x16xf32>
+    ```
+  }];
+  let arguments = (ins NN_Tensor:$input);
+  let results = (outs NN_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def NN_TransposeOp : NN_ShardableOp<"transpose", [Pure, InferTypeOpAdaptor]> {
+  let summary = "permute dimensions";
+  let description = [{
+    Result dimension `i` is operand dimension `perm[i]`. Costs no flops.
+    The identity permutation folds away; two transposes compose into one.
+
+    ```mlir
+    %t = nn.transpose %x perm = [1, 0] : tensor<4x8xf32> -> tensor<8x4xf32>
+    ```
+  }];
+  let arguments = (ins NN_Tensor:$input, DenseI64ArrayAttr:$perm);
+  let results = (outs NN_Tensor:$result);
+  let assemblyFormat = [{
+    $input `perm` `=` $perm attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasFolder = 1;
+}
+
+def NN_SliceOp : NN_ShardableOp<"slice",
+    [Pure, InferTypeOpAdaptor, NN_LocalShardingConstraints]> {
+  let summary = "a strided window of a tensor";
+  let description = [{
+    Along each dimension takes elements `start, start + stride, …` below
+    `limit` (as Python's `x[start:limit:stride]`, with `0 <= start <= limit
+    <= size` and `stride >= 1`; `strides` defaults to all ones). Sliced
+    dimensions must stay whole when sharding; the others can split. Costs no
+    flops. A slice of the whole tensor folds away.
+
+    ```mlir
+    %q = nn.slice %qkv start = [0, 0] limit = [8, 64] : tensor<8x192xf32> -> tensor<8x64xf32>
+    ```
+  }];
+  let arguments = (ins NN_Tensor:$input, DenseI64ArrayAttr:$start,
+                       DenseI64ArrayAttr:$limit,
+                       OptionalAttr<DenseI64ArrayAttr>:$strides);
+  let results = (outs NN_Tensor:$result);
+  let assemblyFormat = [{
+    $input `start` `=` $start `limit` `=` $limit (`strides` `=` $strides^)?
+    attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasFolder = 1;
+  let extraClassDeclaration = [{
+    /// The strides, all ones when the attribute is absent.
+    ::llvm::SmallVector<int64_t> getStridesOrOnes();
+  }];
+}
+
+def NN_ConcatOp : NN_ShardableOp<"concat",
+    [Pure, InferTypeOpAdaptor, NN_LocalShardingConstraints]> {
+  let summary = "join tensors along one dimension";
+  let description = [{
+    All inputs have the same rank and element type and agree on every
+    dimension but `dim`. The concatenated dimension must stay whole when
+    sharding. Costs no flops. A single input folds away.
+
+    ```mlir
+    %c = nn.concat %a, %b dim = 1 : (tensor<4x3xf32>, tensor<4x5xf32>) -> tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<NN_Tensor>:$inputs, I64Attr:$dim);
+  let results = (outs NN_Tensor:$result);
+  let assemblyFormat = [{
+    $inputs `dim` `=` $dim attr-dict `:` functional-type($inputs, $result)
+  }];
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Contractions
+//===----------------------------------------------------------------------===//
+
+def NN_MatmulOp : NN_ShardableOp<"matmul", [Pure, InferTypeOpAdaptor]> {
+  let summary = "(batched) matrix product with optional transposes";
+  let description = [{
+    `lhs` is `[..., M, K]` (`[..., K, M]` with `transpose_lhs`); `rhs` is
+    either a matrix `[K, N]` (`[N, K]` with `transpose_rhs`) shared by every
+    batch, or has the same leading batch dimensions as `lhs`. The result is
+    `[..., M, N]`. Element types match. `2·B·M·N·K` flops (B the product of
+    the batch dimensions). Sharding: batch, M and N loops are parallel; K is
+    a `sum` reduction (a split K leaves partial sums, as in Megatron's
+    row-parallel linear).
+
+    ```mlir
+    %h = nn.matmul %x, %w : (tensor<8x128x768xf32>, tensor<768x3072xf32>) -> tensor<8x128x3072xf32>
+    %s = nn.matmul %q, %k transpose_rhs : (tensor<8x64x32xf32>, tensor<8x64x32xf32>) -> tensor<8x64x64xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$lhs, NN_FloatTensor:$rhs,
+                       UnitAttr:$transpose_lhs, UnitAttr:$transpose_rhs);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs (`transpose_lhs` $transpose_lhs^)?
+    (`transpose_rhs` $transpose_rhs^)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+}
+
+def NN_EmbeddingOp : NN_ShardableOp<"embedding", [Pure, InferTypeOpAdaptor]> {
+  let summary = "look up rows of a table by index";
+  let description = [{
+    `table` is `[V, H]`, `ids` any integer tensor `[...]` with values in
+    `[0, V)`; the result is `[..., H]`. Costs no flops. Sharding: the id and
+    H loops are parallel; the vocabulary loop V is a `sum` reduction, the
+    one-hot view `onehot(ids) @ table` that makes a vocabulary-parallel
+    embedding a lookup of local rows (zero elsewhere) followed by a sum.
+
+    ```mlir
+    %e = nn.embedding %wte, %tokens : (tensor<50304x768xf32>, tensor<8x1024xi32>) -> tensor<8x1024x768xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$table, NN_IndexTensor:$ids);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = "$table `,` $ids attr-dict `:` functional-type(operands, results)";
+}
+
+def NN_AttentionOp : NN_ShardableOp<"attention",
+    [Pure, InferTypeOpAdaptor, NN_LocalShardingConstraints]> {
+  let summary = "multi-head scaled dot-product attention";
+  let description = [{
+    `softmax(q kᵀ · scale [+ causal mask]) v` per batch and head, with
+    `q: [B, S, H, D]`, `k: [B, T, Hkv, D]`, `v: [B, T, Hkv, E]` and result
+    `[B, S, H, E]`. `Hkv` divides `H` (grouped-query attention; query head
+    `h` reads key/value head `h / (H / Hkv)`). `scale` defaults to
+    `1/sqrt(D)`. With `causal`, `S == T` and query `i` sees keys `0..i`.
+    Flops: `2·B·H·S·T·D + 5·B·H·S·T + 2·B·H·S·T·E` (dense count; causal
+    kernels may skip the masked half). Sharding: B, S, H and E loops are
+    parallel (heads split in Megatron's tensor parallelism); the key loop T
+    and the head dimension D must stay whole.
+
+    ```mlir
+    %o = nn.attention %q, %k, %v causal : (tensor<8x128x12x64xf32>, tensor<8x128x12x64xf32>, tensor<8x128x12x64xf32>) -> tensor<8x128x12x64xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$query, NN_FloatTensor:$key,
+                       NN_FloatTensor:$value, UnitAttr:$causal,
+                       OptionalAttr<F64Attr>:$scale);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value (`causal` $causal^)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Normalisations
+//===----------------------------------------------------------------------===//
+
+def NN_SoftmaxOp : NN_ShardableOp<"softmax",
+    [Pure, SameOperandsAndResultType, InferTypeOpInterface,
+     NN_LocalShardingConstraints]> {
+  let summary = "softmax along one dimension";
+  let description = [{
+    `exp(x - max) / sum(exp(x - max))` along `dim` (default: the last; a
+    negative value counts from the end). `5` flops per element. The softmax
+    dimension must stay whole when sharding.
+
+    ```mlir
+    %p = nn.softmax %x : tensor<8x10xf32>
+    %q = nn.softmax %x {dim = 0 : i64} : tensor<8x10xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$input,
+                       DefaultValuedAttr<I64Attr, "-1">:$dim);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// `dim` counted from the front.
+    int64_t getNormalizedDim();
+  }];
+}
+
+def NN_LayerNormOp : NN_ShardableOp<"layer_norm",
+    [Pure, InferTypeOpAdaptor, NN_LocalShardingConstraints]> {
+  let summary = "layer normalisation over the last dimension";
+  let description = [{
+    `(x - mean) / sqrt(var + epsilon) * gamma + beta` over the last
+    dimension `H` of `x`; `gamma` and `beta` are `[H]`. `8` flops per element.
+    The normalised dimension must stay whole when sharding (Megatron's
+    sequence parallelism splits the sequence instead).
+
+    ```mlir
+    %y = nn.layer_norm %x, %g, %b : (tensor<8x128x768xf32>, tensor<768xf32>, tensor<768xf32>) -> tensor<8x128x768xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$input, NN_FloatTensor:$gamma,
+                       NN_FloatTensor:$beta,
+                       DefaultValuedAttr<F64Attr, "1e-5">:$epsilon);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $gamma `,` $beta attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def NN_RmsNormOp : NN_ShardableOp<"rms_norm",
+    [Pure, InferTypeOpAdaptor, NN_LocalShardingConstraints]> {
+  let summary = "root-mean-square normalisation over the last dimension";
+  let description = [{
+    `x / sqrt(mean(x²) + epsilon) * gamma` over the last dimension `H`;
+    `gamma` is `[H]`. `4` flops per element. The normalised dimension must
+    stay whole when sharding.
+
+    ```mlir
+    %y = nn.rms_norm %x, %g {epsilon = 1.0e-06 : f64} : (tensor<8x128x768xf32>, tensor<768xf32>) -> tensor<8x128x768xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$input, NN_FloatTensor:$gamma,
+                       DefaultValuedAttr<F64Attr, "1e-6">:$epsilon);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $gamma attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def NN_BatchNormOp : NN_ShardableOp<"batch_norm",
+    [Pure, InferTypeOpAdaptor, NN_LocalShardingConstraints]> {
+  let summary = "batch normalisation with batch statistics (training)";
+  let description = [{
+    Normalises every feature (dimension `feature_dim`, default 1 as in
+    PyTorch's `[N, C, ...]`) with the mean and biased variance over all other
+    dimensions, then scales by `gamma` and shifts by `beta` (both `[C]`).
+    `8` flops per element. The statistics dimensions must stay whole for a
+    local computation; a batch split over data parallelism is SyncBatchNorm,
+    which the partitioner implements with an all-reduce of the statistics.
+
+    ```mlir
+    %y = nn.batch_norm %x, %g, %b : (tensor<32x256xf32>, tensor<256xf32>, tensor<256xf32>) -> tensor<32x256xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$input, NN_FloatTensor:$gamma,
+                       NN_FloatTensor:$beta,
+                       DefaultValuedAttr<I64Attr, "1">:$feature_dim,
+                       DefaultValuedAttr<F64Attr, "1e-5">:$epsilon);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $gamma `,` $beta attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Losses
+//===----------------------------------------------------------------------===//
+
+def NN_CrossEntropyOp : NN_ShardableOp<"cross_entropy",
+    [Pure, InferTypeOpAdaptor, NN_LocalShardingConstraints]> {
+  let summary = "softmax cross-entropy of logits against integer labels";
+  let description = [{
+    `logsumexp(logits[i, :]) - logits[i, labels[i]]` for every position `i`
+    of `logits: [..., V]` and `labels: [...]` (integers in `[0, V)`), then
+    reduced by `reduction`: `mean` (default) or `sum` give a scalar, `none`
+    keeps `[...]`. Flops: `4·N + 2·R` with `N` logits and `R` positions.
+    Sharding: position loops are parallel (`none`) or `average`/`sum`
+    reductions; the vocabulary loop must stay whole for a local computation
+    (vocabulary-parallel cross-entropy is a partitioner strategy).
+
+    ```mlir
+    %l = nn.cross_entropy %logits, %labels : (tensor<8x128x50304xf32>, tensor<8x128xi32>) -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$logits, NN_IndexTensor:$labels,
+      DefaultValuedAttr<NN_LossReductionAttr, "LossReduction::mean">:$reduction);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $logits `,` $labels attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Repeated layers
+//===----------------------------------------------------------------------===//
+
+def NN_RepeatOp : NN_Op<"repeat", [Pure,
+    AttrSizedOperandSegments,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+    DeclareOpInterfaceMethods<NN_CostOpInterface, ["getBytesAccessed"]>]> {
+  let summary = "apply a layer function L times over stacked parameters";
+  let description = [{
+    Runs `layer` L times, threading the `carried` values (the activations)
+    from one application to the next, as JAX's `scan`. Each of `params` is
+    stacked on a leading layer axis of size L; application `l` receives
+    slice `l` of every stacked parameter. The layer function takes the
+    carried values followed by one parameter slice each, and returns new
+    carried values of the same types. A 48-layer model is as short as a
+    1-layer one, and pipeline parallelism splits the layer axis.
+
+    Cost: L times the summed cost of the layer's body. The sharding rule is
+    the layer body's: propagation and partitioning look inside `layer`.
+
+    ```mlir
+    func.func private @block(%h: tensor<8x768xf32>, %w: tensor<768x768xf32>) -> tensor<8x768xf32> {
+      %y = nn.matmul %h, %w : (tensor<8x768xf32>, tensor<768x768xf32>) -> tensor<8x768xf32>
+      return %y : tensor<8x768xf32>
+    }
+    ...
+    %out = nn.repeat @block(%h) params(%w_stacked) : (tensor<8x768xf32>, tensor<12x768x768xf32>) -> tensor<8x768xf32>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$layer, Variadic<NN_Tensor>:$carried,
+                       Variadic<NN_Tensor>:$params);
+  let results = (outs Variadic<NN_Tensor>:$results);
+  let assemblyFormat = [{
+    $layer `(` $carried `)` `params` `(` $params `)` attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// L, the size of the stacked parameters' leading axis.
+    int64_t getNumLayers();
+    /// The layer function, or null when the symbol does not resolve.
+    ::mlir::func::FuncOp getLayerFunction();
+  }];
+}
+
+#endif // TESSEL_DIALECT_NN_NNOPS_TD

@@ -1,0 +1,44 @@
+//===- NNOpsUtils.h - helpers shared by the nn op implementations -*- C++ -*-===//
+
+#ifndef TESSEL_DIALECT_NN_NNOPSUTILS_H
+#define TESSEL_DIALECT_NN_NNOPSUTILS_H
+
+#include "dialect/NN/NNOps.h"
+
+#include "mlir/IR/AffineMap.h"
+#include "mlir/IR/Diagnostics.h"
+#include "llvm/ADT/ArrayRef.h"
+
+namespace tessel::nn::detail {
+
+/// Reports `message` at `loc` when there is one (type inference may run
+/// without a location) and fails.
+template <typename... Args>
+llvm::LogicalResult inferError(std::optional<mlir::Location> loc,
+                               Args &&...args) {
+  return mlir::emitOptionalError(loc, std::forward<Args>(args)...);
+}
+
+/// `shape` printed as 2x3x4 (or "scalar").
+std::string shapeString(llvm::ArrayRef<int64_t> shape);
+
+/// Checks that `dims` are unique and in [0, rank); `what` names the
+/// attribute in the message.
+llvm::LogicalResult verifyDimList(std::optional<mlir::Location> loc,
+                                  llvm::ArrayRef<int64_t> dims, int64_t rank,
+                                  llvm::StringRef what);
+
+/// True when `value` is a constant whose every element equals `splat`.
+bool isSplatConstant(mlir::Value value, double splat);
+
+/// Iterator types: `rank` loops, those in `reductions` are reductions.
+llvm::SmallVector<mlir::utils::IteratorType>
+loopsWithReductions(int64_t rank, llvm::ArrayRef<int64_t> reductions);
+
+/// The affine map from `numLoops` loops to the given loop indices.
+mlir::AffineMap projection(int64_t numLoops, llvm::ArrayRef<int64_t> loops,
+                           mlir::MLIRContext *ctx);
+
+} // namespace tessel::nn::detail
+
+#endif // TESSEL_DIALECT_NN_NNOPSUTILS_H

@@ -1,0 +1,127 @@
+//===- RepeatOp.cpp - nn.repeat: a layer function applied L times ---------===//
+
+#include "dialect/NN/NNOps.h"
+#include "dialect/NN/NNOpsUtils.h"
+
+#include "mlir/Interfaces/FunctionInterfaces.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallPtrSet.h"
+
+using namespace mlir;
+using namespace tessel;
+using namespace tessel::nn;
+
+int64_t RepeatOp::getNumLayers() {
+  return cast<RankedTensorType>(getParams().front().getType()).getDimSize(0);
+}
+
+func::FuncOp RepeatOp::getLayerFunction() {
+  return SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(*this,
+                                                            getLayerAttr());
+}
+
+LogicalResult RepeatOp::verify() {
+  if (getCarried().empty())
+    return emitOpError() << "needs at least one carried value (the layer's "
+                            "input activation)";
+  if (getParams().empty())
+    return emitOpError() << "needs at least one stacked parameter; a layer "
+                            "without parameters can be written inline";
+  if (!llvm::equal(getResultTypes(), getCarried().getTypes()))
+    return emitOpError() << "results (" << getResultTypes()
+                         << ") must have the types of the carried values ("
+                         << getCarried().getTypes() << ")";
+  int64_t numLayers = -1;
+  for (auto [index, param] : llvm::enumerate(getParams())) {
+    auto type = cast<RankedTensorType>(param.getType());
+    if (type.getRank() == 0 || type.getDimSize(0) < 1)
+      return emitOpError() << "stacked parameter #" << index
+                           << " needs a leading layer axis, got " << type;
+    if (numLayers >= 0 && type.getDimSize(0) != numLayers)
+      return emitOpError() << "stacked parameter #" << index << " has "
+                           << type.getDimSize(0)
+                           << " layers on its leading axis but #0 has "
+                           << numLayers;
+    numLayers = type.getDimSize(0);
+    // A model argument stacked for repeat says so in its logical axes.
+    auto arg = dyn_cast<BlockArgument>(param);
+    auto func = arg ? dyn_cast<FunctionOpInterface>(arg.getOwner()->getParentOp())
+                    : FunctionOpInterface();
+    if (func && arg.getOwner()->isEntryBlock())
+      if (auto axes = func.getArgAttrOfType<ArrayAttr>(arg.getArgNumber(),
+                                                       NNDialect::kAxesAttrName))
+        if (!axes.empty() && axes[0] != StringAttr::get(getContext(), "layers"))
+          return emitOpError()
+                 << "stacked parameter #" << index << " (argument #"
+                 << arg.getArgNumber() << ") must name its leading axis "
+                 << "\"layers\" in nn.axes, got " << axes[0];
+  }
+  return success();
+}
+
+/// Fails when following nn.repeat layers from `layer` reaches a function
+/// already on the path.
+static LogicalResult checkNoRecursion(Operation *user, func::FuncOp layer,
+                                      SymbolTableCollection &symbolTable,
+                                      llvm::SmallPtrSetImpl<Operation *> &path) {
+  if (!path.insert(layer).second)
+    return user->emitOpError() << "layer @" << layer.getSymName()
+                               << " repeats itself (recursive nn.repeat)";
+  WalkResult result = layer.walk([&](RepeatOp inner) {
+    auto innerLayer = symbolTable.lookupNearestSymbolFrom<func::FuncOp>(
+        inner, inner.getLayerAttr());
+    if (innerLayer &&
+        failed(checkNoRecursion(user, innerLayer, symbolTable, path)))
+      return WalkResult::interrupt();
+    return WalkResult::advance();
+  });
+  path.erase(layer);
+  return failure(result.wasInterrupted());
+}
+
+LogicalResult RepeatOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  auto layer =
+      symbolTable.lookupNearestSymbolFrom<func::FuncOp>(*this, getLayerAttr());
+  if (!layer)
+    return emitOpError() << "layer '" << getLayer()
+                         << "' does not name a func.func";
+  SmallVector<Type> expectedInputs = llvm::to_vector(getCarried().getTypes());
+  for (Value param : getParams()) {
+    auto type = cast<RankedTensorType>(param.getType());
+    expectedInputs.push_back(RankedTensorType::get(type.getShape().drop_front(),
+                                                   type.getElementType()));
+  }
+  FunctionType layerType = layer.getFunctionType();
+  if (layerType.getInputs() != ArrayRef<Type>(expectedInputs) ||
+      !llvm::equal(layerType.getResults(), getCarried().getTypes()))
+    return emitOpError() << "layer @" << getLayer() << " has type "
+                         << layerType << " but this repeat needs "
+                         << FunctionType::get(getContext(), expectedInputs,
+                                              getCarried().getTypes())
+                         << " (carried values, then one slice of each stacked "
+                            "parameter)";
+  llvm::SmallPtrSet<Operation *, 4> path;
+  if (auto parent = (*this)->getParentOfType<func::FuncOp>())
+    path.insert(parent);
+  return checkNoRecursion(*this, layer, symbolTable, path);
+}
+
+/// Sums `cost` over the ops of the layer body, times the number of layers.
+template <typename CostFn>
+static int64_t repeatedBodyCost(RepeatOp op, CostFn cost) {
+  func::FuncOp layer = op.getLayerFunction();
+  if (!layer)
+    return 0;
+  int64_t perLayer = 0;
+  layer.walk([&](CostOpInterface inner) { perLayer += cost(inner); });
+  return op.getNumLayers() * perLayer;
+}
+
+int64_t RepeatOp::getFlops() {
+  return repeatedBodyCost(*this, [](CostOpInterface op) { return op.getFlops(); });
+}
+
+int64_t RepeatOp::getBytesAccessed() {
+  return repeatedBodyCost(
+      *this, [](CostOpInterface op) { return op.getBytesAccessed(); });
+}

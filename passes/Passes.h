@@ -1,0 +1,21 @@
+//===- Passes.h - every Tessel pass ------------------------------*- C++ -*-===//
+
+#ifndef TESSEL_PASSES_PASSES_H
+#define TESSEL_PASSES_PASSES_H
+
+#include "dialect/NN/NNDialect.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
+
+namespace tessel {
+
+#define GEN_PASS_DECL
+#include "passes/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "passes/Passes.h.inc"
+
+} // namespace tessel
+
+#endif // TESSEL_PASSES_PASSES_H

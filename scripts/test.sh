@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Every test: set up, build, then the GoogleTest suite (ctest) and the lit
+# suite. Exits non-zero when anything fails.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+BUILD_DIR=${TESSEL_BUILD_DIR:-build}
+status=0
+echo "== ctest (GoogleTest)"
+ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$(nproc)" || status=1
+echo "== lit"
+/usr/lib/llvm-22/bin/lit -sv "$BUILD_DIR/test" || status=1
+exit $status
