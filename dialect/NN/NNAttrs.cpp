@@ -5,10 +5,13 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
+#include "llvm/ADT/bit.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <cmath>
 #include <cstdlib>
 
 using namespace mlir;
@@ -57,14 +60,24 @@ Attribute InitAttr::parse(AsmParser &parser, Type) {
 }
 
 /// The shortest of %g and %.17g that reads back as `value` (0.02, not
-/// 2.000000e-02).
+/// 2.000000e-02), as an MLIR float literal: with a '.' ("1.0", "1.0e+20";
+/// "1" and "1e+20" do not parse as floats) and inf/nan as hex bits.
 static std::string shortestDecimal(double value) {
+  if (!std::isfinite(value))
+    return "0x" + llvm::utohexstr(llvm::bit_cast<uint64_t>(value),
+                                  /*LowerCase=*/false, /*Width=*/16);
+  std::string text = llvm::formatv("{0}", llvm::format("%.17g", value)).str();
   for (const char *format : {"%g", "%.17g"}) {
-    std::string text = llvm::formatv("{0}", llvm::format(format, value)).str();
-    if (std::strtod(text.c_str(), nullptr) == value)
-      return text;
+    std::string candidate =
+        llvm::formatv("{0}", llvm::format(format, value)).str();
+    if (std::strtod(candidate.c_str(), nullptr) == value) {
+      text = candidate;
+      break;
+    }
   }
-  return llvm::formatv("{0}", llvm::format("%.17g", value)).str();
+  if (text.find('.') == std::string::npos)
+    text.insert(std::min(text.find_first_of("eE"), text.size()), ".0");
+  return text;
 }
 
 void InitAttr::print(AsmPrinter &printer) const {

@@ -161,7 +161,7 @@ LogicalResult NNDialect::verifyRegionArgAttribute(Operation *op,
                                                   NamedAttribute attr) {
   auto func = dyn_cast<FunctionOpInterface>(op);
   if (!func)
-    return op->emitOpError() << "'" << attr.getName()
+    return op->emitOpError() << "'" << attr.getName().getValue()
                              << "' is only meaningful on function arguments";
   StringRef attrName = attr.getName().getValue();
   auto type = dyn_cast<RankedTensorType>(func.getArgumentTypes()[argIndex]);
@@ -210,7 +210,8 @@ LogicalResult NNDialect::verifyRegionArgAttribute(Operation *op,
 LogicalResult NNDialect::verifyOperationAttribute(Operation *op,
                                                   NamedAttribute attr) {
   if (attr.getName() != kLogicalAxesAttrName)
-    return op->emitOpError() << "unknown nn attribute '" << attr.getName()
+    return op->emitOpError() << "unknown nn attribute '"
+                             << attr.getName().getValue()
                              << "' on an operation";
   if (!isa<ModuleOp>(op))
     return op->emitOpError() << "'" << kLogicalAxesAttrName

@@ -10,7 +10,9 @@
 #include "dialect/NN/NNOpsUtils.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/Dialect/Shard/Interfaces/ShardingInterfaceImpl.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/IR/Verifier.h"
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/SmallSet.h"
 
@@ -90,6 +92,59 @@ AffineMap projection(int64_t numLoops, ArrayRef<int64_t> loops,
   for (int64_t loop : loops)
     results.push_back(getAffineDimExpr(loop, ctx));
   return AffineMap::get(numLoops, 0, results, ctx);
+}
+
+LogicalResult partitionLocally(Operation *op, ArrayRef<Value> partitionedOperands,
+                               ArrayRef<shard::Sharding> operandShardings,
+                               ArrayRef<shard::Sharding> resultShardings,
+                               IRMapping &partitionMap,
+                               SymbolTableCollection &symbolTable,
+                               OpBuilder &builder) {
+  auto rule = cast<shard::ShardingInterface>(op);
+  SmallVector<utils::IteratorType> loops = rule.getLoopIteratorTypes();
+  SmallVector<AffineMap> maps = rule.getIndexingMaps();
+  SmallVector<int64_t> unsplittable;
+  if (auto constraints = dyn_cast<ShardingConstraintOpInterface>(op))
+    unsplittable = constraints.getUnsplittableLoops();
+  std::vector<shard::Sharding> shardings(operandShardings.begin(),
+                                         operandShardings.end());
+  llvm::append_range(shardings, resultShardings);
+  for (size_t index = 0; index < shardings.size() && index < maps.size();
+       ++index) {
+    const shard::Sharding &sharding = shardings[index];
+    AffineMap map = maps[index];
+    if (!sharding)
+      continue;
+    for (auto [dim, axes] : llvm::enumerate(sharding.getSplitAxes())) {
+      if (axes.empty())
+        continue;
+      auto loop = dyn_cast<AffineDimExpr>(map.getResult(dim));
+      if (!loop)
+        return op->emitOpError()
+               << "value #" << index << " is split along dimension " << dim
+               << ", which is not a single loop of the op's sharding rule; "
+                  "upstream shard-partition cannot split it";
+      unsigned position = loop.getPosition();
+      if (loops[position] == utils::IteratorType::reduction)
+        return op->emitOpError()
+               << "value #" << index << " splits reduction loop " << position
+               << "; upstream shard-partition of nn ops splits parallel loops "
+                  "only";
+      if (llvm::is_contained(unsplittable, position))
+        return op->emitOpError()
+               << "value #" << index << " splits loop " << position
+               << ", which must stay whole on every rank for this op";
+    }
+  }
+  shard::partitionTriviallyShardableOperation(*op, partitionedOperands,
+                                              operandShardings, resultShardings,
+                                              partitionMap, symbolTable, builder);
+  // Attributes that hold global sizes (slice limits, constant values) must
+  // still agree with the local shapes.
+  if (op->getNumResults() > 0)
+    if (Operation *local = partitionMap.lookup(op->getResult(0)).getDefiningOp())
+      return verify(local);
+  return success();
 }
 
 } // namespace tessel::nn::detail

@@ -9,6 +9,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Shard/Interfaces/ShardingInterface.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/Dialect/Utils/StructuredOpsUtils.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/OpDefinition.h"
@@ -22,13 +23,30 @@ llvm::SmallVector<mlir::utils::IteratorType> parallelLoops(int64_t rank);
 /// One identity map per operand and result, over the rank of the first
 /// result: the indexing maps of an elementwise op.
 llvm::SmallVector<mlir::AffineMap> identityMaps(mlir::Operation *op);
+/// The `partition` hook of upstream shard-partition for nn ops: the op runs
+/// on its local shards when only parallel, splittable loops are split;
+/// anything else (a split reduction, a loop that must stay whole, a split
+/// dimension that is not one loop) is a located error, never a wrong result.
+llvm::LogicalResult partitionLocally(
+    mlir::Operation *op, llvm::ArrayRef<mlir::Value> partitionedOperands,
+    llvm::ArrayRef<mlir::shard::Sharding> operandShardings,
+    llvm::ArrayRef<mlir::shard::Sharding> resultShardings,
+    mlir::IRMapping &partitionMap, mlir::SymbolTableCollection &symbolTable,
+    mlir::OpBuilder &builder);
 } // namespace tessel::nn::detail
 
 namespace tessel::nn {
 // Names the generated upstream ShardingInterface declarations use unqualified.
 using ::llvm::SmallVector;
 using ::mlir::AffineMap;
+using ::llvm::ArrayRef;
+using ::llvm::LogicalResult;
+using ::mlir::IRMapping;
+using ::mlir::OpBuilder;
+using ::mlir::SymbolTableCollection;
+using ::mlir::Value;
 using ::mlir::shard::ReductionKind;
+using ::mlir::shard::Sharding;
 } // namespace tessel::nn
 
 #define GET_OP_CLASSES

@@ -38,7 +38,7 @@ def NN_Tensor : StaticShapeTensorOf<[F16, BF16, F32, F64, I32, I64]>;
 // also list NN_ShardingConstraintOpInterface.
 def NN_UpstreamShardingRule : DeclareOpInterfaceMethods<ShardingInterface,
     ["getLoopIteratorTypes", "getIndexingMaps",
-     "getReductionLoopIteratorKinds"]>;
+     "getReductionLoopIteratorKinds", "partition"]>;
 def NN_LocalShardingConstraints
     : DeclareOpInterfaceMethods<NN_ShardingConstraintOpInterface,
                                 ["getUnsplittableLoops"]>;
@@ -49,7 +49,21 @@ class NN_Op<string mnemonic, list<Trait> traits = []>
 
 // Ops whose rule is given through upstream ShardingInterface.
 class NN_ShardableOp<string mnemonic, list<Trait> traits = []>
-    : NN_Op<mnemonic, !listconcat(traits, [NN_UpstreamShardingRule])>;
+    : NN_Op<mnemonic, !listconcat(traits, [NN_UpstreamShardingRule])> {
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::partition(
+        ::llvm::ArrayRef<::mlir::Value> partitionedOperands,
+        ::llvm::ArrayRef<::mlir::shard::Sharding> operandShardings,
+        ::llvm::ArrayRef<::mlir::shard::Sharding> resultShardings,
+        ::mlir::IRMapping &partitionMap,
+        ::mlir::SymbolTableCollection &symbolTable,
+        ::mlir::OpBuilder &builder) {
+      return ::tessel::nn::detail::partitionLocally(
+          *this, partitionedOperands, operandShardings, resultShardings,
+          partitionMap, symbolTable, builder);
+    }
+  }];
+}
 
 // Elementwise ops on one or more tensors of one type: every loop parallel,
 // identity indexing maps, `flopsPerElement` flops per result element.
@@ -71,6 +85,17 @@ class NN_ElementwiseOp<string mnemonic, int flopsPerElement,
     ::llvm::SmallVector<::mlir::shard::ReductionKind>
     $cppClass::getReductionLoopIteratorKinds() {
       return {};
+    }
+    ::llvm::LogicalResult $cppClass::partition(
+        ::llvm::ArrayRef<::mlir::Value> partitionedOperands,
+        ::llvm::ArrayRef<::mlir::shard::Sharding> operandShardings,
+        ::llvm::ArrayRef<::mlir::shard::Sharding> resultShardings,
+        ::mlir::IRMapping &partitionMap,
+        ::mlir::SymbolTableCollection &symbolTable,
+        ::mlir::OpBuilder &builder) {
+      return ::tessel::nn::detail::partitionLocally(
+          *this, partitionedOperands, operandShardings, resultShardings,
+          partitionMap, symbolTable, builder);
     }
   }];
 }

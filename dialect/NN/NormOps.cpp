@@ -18,8 +18,9 @@ static LogicalResult verifyAffineParam(std::optional<Location> loc,
   auto param = cast<RankedTensorType>(paramType);
   if (param.getRank() != 1 || param.getDimSize(0) != size ||
       param.getElementType() != elementType)
-    return nn::detail::inferError(loc, name, " must be tensor<", size, "x",
-                              elementType, "> (the size of the ", dimName,
+    return nn::detail::inferError(loc, name, " must be ",
+                              RankedTensorType::get({size}, elementType),
+                              " (the size of the ", dimName,
                               " dimension), got ", param);
   return success();
 }
@@ -47,7 +48,7 @@ static SmallVector<AffineMap> normMaps(MLIRContext *ctx, int64_t rank,
 //===----------------------------------------------------------------------===//
 
 int64_t SoftmaxOp::getNormalizedDim() {
-  int64_t dim = getDim();
+  auto dim = static_cast<int64_t>(getDim());
   return dim < 0 ? dim + getType().getRank() : dim;
 }
 
@@ -55,8 +56,10 @@ LogicalResult SoftmaxOp::verify() {
   int64_t rank = getType().getRank();
   if (rank == 0)
     return emitOpError() << "needs a tensor of rank >= 1";
-  if (getDim() < -rank || getDim() >= rank)
-    return emitOpError() << "dim " << getDim() << " is out of range for rank "
+  // getDim() is unsigned (I64Attr): compare it as the signed value it holds.
+  int64_t dim = getDim();
+  if (dim < -rank || dim >= rank)
+    return emitOpError() << "dim " << dim << " is out of range for rank "
                          << rank;
   return success();
 }
