@@ -26,9 +26,17 @@ include "mlir/IR/CommonAttrConstraints.td"
 
 def NN_FloatElement : AnyTypeOf<[F16, BF16, F32, F64]>;
 def NN_IndexElement : AnyTypeOf<[I32, I64]>;
-def NN_FloatTensor : StaticShapeTensorOf<[F16, BF16, F32, F64]>;
-def NN_IndexTensor : StaticShapeTensorOf<[I32, I64]>;
-def NN_Tensor : StaticShapeTensorOf<[F16, BF16, F32, F64, I32, I64]>;
+// Static shapes (the memory plan is static) and no encoding: an encoded
+// tensor would lose its encoding through type inference.
+class NN_TensorOf<list<Type> types> : Type<
+    And<[StaticShapeTensorOf<types>.predicate,
+         CPred<"!::llvm::cast<::mlir::RankedTensorType>($_self).getEncoding()">]>,
+    StaticShapeTensorOf<types>.summary # " without encoding",
+    "::mlir::RankedTensorType">;
+
+def NN_FloatTensor : NN_TensorOf<[F16, BF16, F32, F64]>;
+def NN_IndexTensor : NN_TensorOf<[I32, I64]>;
+def NN_Tensor : NN_TensorOf<[F16, BF16, F32, F64, I32, I64]>;
 
 //===----------------------------------------------------------------------===//
 // Base classes

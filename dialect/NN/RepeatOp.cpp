@@ -85,6 +85,9 @@ LogicalResult RepeatOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   if (!layer)
     return emitOpError() << "layer '" << getLayer()
                          << "' does not name a func.func";
+  if (layer.isExternal())
+    return emitOpError() << "layer @" << getLayer()
+                         << " is a declaration; nn.repeat needs its body";
   SmallVector<Type> expectedInputs = llvm::to_vector(getCarried().getTypes());
   for (Value param : getParams()) {
     auto type = cast<RankedTensorType>(param.getType());

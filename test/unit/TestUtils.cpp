@@ -36,6 +36,22 @@ OwningOpRef<ModuleOp> parse(MLIRContext &ctx, llvm::StringRef source) {
   return module;
 }
 
+std::string wrapInFunc(llvm::StringRef args, llvm::StringRef body) {
+  return ("func.func @f(" + args + ") {\n" + body + "\n  return\n}").str();
+}
+
+Operation *firstNNOp(ModuleOp module) {
+  Operation *found = nullptr;
+  module.walk([&](Operation *op) {
+    if (isa<nn::NNDialect>(op->getDialect())) {
+      found = op;
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return found;
+}
+
 std::string toString(llvm::ArrayRef<AffineMap> maps) {
   std::string text;
   llvm::raw_string_ostream os(text);

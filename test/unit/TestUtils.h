@@ -32,6 +32,13 @@ template <typename OpT> OpT firstOp(mlir::ModuleOp module) {
   return found;
 }
 
+/// `func.func @f(<args>) { <body> return }`: a snippet of nn ops whose
+/// results are not returned.
+std::string wrapInFunc(llvm::StringRef args, llvm::StringRef body);
+
+/// The first op of the nn dialect in `module` (null if none).
+mlir::Operation *firstNNOp(mlir::ModuleOp module);
+
 /// `maps` printed one per line, e.g. "(d0, d1, d2) -> (d0, d2)".
 std::string toString(llvm::ArrayRef<mlir::AffineMap> maps);
 

@@ -29,7 +29,7 @@ func.func @sub_result_mismatch(%a: tensor<4xf32>) -> tensor<4xf16> {
 
 // Tests that nn.mul rejects an element type outside the allowed set (i8).
 func.func @mul_i8(%a: tensor<4xi8>) -> tensor<4xi8> {
-  // expected-error @+1 {{'nn.mul' op operand #0 must be statically shaped tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float or 32-bit signless integer or 64-bit signless integer values, but got 'tensor<4xi8>'}}
+  // expected-error @+1 {{'nn.mul' op operand #0 must be statically shaped tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float or 32-bit signless integer or 64-bit signless integer values without encoding, but got 'tensor<4xi8>'}}
   %0 = nn.mul %a, %a : tensor<4xi8>
   return %0 : tensor<4xi8>
 }
@@ -38,7 +38,7 @@ func.func @mul_i8(%a: tensor<4xi8>) -> tensor<4xi8> {
 
 // Tests that nn.div rejects a dynamically shaped tensor.
 func.func @div_dynamic(%a: tensor<?x4xf32>) -> tensor<?x4xf32> {
-  // expected-error @+1 {{'nn.div' op operand #0 must be statically shaped tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float or 32-bit signless integer or 64-bit signless integer values, but got 'tensor<?x4xf32>'}}
+  // expected-error @+1 {{'nn.div' op operand #0 must be statically shaped tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float or 32-bit signless integer or 64-bit signless integer values without encoding, but got 'tensor<?x4xf32>'}}
   %0 = nn.div %a, %a : tensor<?x4xf32>
   return %0 : tensor<?x4xf32>
 }
@@ -47,7 +47,7 @@ func.func @div_dynamic(%a: tensor<?x4xf32>) -> tensor<?x4xf32> {
 
 // Tests that nn.exp, a float-only op, rejects an i32 tensor.
 func.func @exp_i32(%a: tensor<4xi32>) -> tensor<4xi32> {
-  // expected-error @+1 {{'nn.exp' op operand #0 must be statically shaped tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float values, but got 'tensor<4xi32>'}}
+  // expected-error @+1 {{'nn.exp' op operand #0 must be statically shaped tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float values without encoding, but got 'tensor<4xi32>'}}
   %0 = nn.exp %a : tensor<4xi32>
   return %0 : tensor<4xi32>
 }
@@ -56,7 +56,7 @@ func.func @exp_i32(%a: tensor<4xi32>) -> tensor<4xi32> {
 
 // Tests that nn.relu rejects a dynamically shaped tensor.
 func.func @relu_dynamic(%a: tensor<?x4xf32>) -> tensor<?x4xf32> {
-  // expected-error @+1 {{'nn.relu' op operand #0 must be statically shaped tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float values, but got 'tensor<?x4xf32>'}}
+  // expected-error @+1 {{'nn.relu' op operand #0 must be statically shaped tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float values without encoding, but got 'tensor<?x4xf32>'}}
   %0 = nn.relu %a : tensor<?x4xf32>
   return %0 : tensor<?x4xf32>
 }
@@ -65,7 +65,7 @@ func.func @relu_dynamic(%a: tensor<?x4xf32>) -> tensor<?x4xf32> {
 
 // Tests that nn.log rejects an unranked tensor.
 func.func @log_unranked(%a: tensor<*xf32>) -> tensor<*xf32> {
-  // expected-error @+1 {{'nn.log' op operand #0 must be statically shaped tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float values, but got 'tensor<*xf32>'}}
+  // expected-error @+1 {{'nn.log' op operand #0 must be statically shaped tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float values without encoding, but got 'tensor<*xf32>'}}
   %0 = "nn.log"(%a) : (tensor<*xf32>) -> tensor<*xf32>
   return %0 : tensor<*xf32>
 }
@@ -92,7 +92,7 @@ func.func @tanh_shape_mismatch(%a: tensor<4xf32>) -> tensor<8xf32> {
 
 // Tests that nn.sigmoid rejects integer tensors.
 func.func @sigmoid_i64(%a: tensor<4xi64>) -> tensor<4xi64> {
-  // expected-error @+1 {{'nn.sigmoid' op operand #0 must be statically shaped tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float values, but got 'tensor<4xi64>'}}
+  // expected-error @+1 {{'nn.sigmoid' op operand #0 must be statically shaped tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float values without encoding, but got 'tensor<4xi64>'}}
   %0 = nn.sigmoid %a : tensor<4xi64>
   return %0 : tensor<4xi64>
 }
@@ -101,7 +101,7 @@ func.func @sigmoid_i64(%a: tensor<4xi64>) -> tensor<4xi64> {
 
 // Tests that nn.gelu rejects integer tensors.
 func.func @gelu_i32(%a: tensor<4xi32>) -> tensor<4xi32> {
-  // expected-error @+1 {{'nn.gelu' op operand #0 must be statically shaped tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float values, but got 'tensor<4xi32>'}}
+  // expected-error @+1 {{'nn.gelu' op operand #0 must be statically shaped tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float values without encoding, but got 'tensor<4xi32>'}}
   %0 = nn.gelu %a approximate : tensor<4xi32>
   return %0 : tensor<4xi32>
 }
@@ -119,7 +119,7 @@ func.func @gelu_approximate_value(%a: tensor<4xf32>) -> tensor<4xf32> {
 
 // Tests that nn.silu rejects integer tensors.
 func.func @silu_i32(%a: tensor<4xi32>) -> tensor<4xi32> {
-  // expected-error @+1 {{'nn.silu' op operand #0 must be statically shaped tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float values, but got 'tensor<4xi32>'}}
+  // expected-error @+1 {{'nn.silu' op operand #0 must be statically shaped tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float values without encoding, but got 'tensor<4xi32>'}}
   %0 = nn.silu %a : tensor<4xi32>
   return %0 : tensor<4xi32>
 }
@@ -137,7 +137,7 @@ func.func @cast_shape_mismatch(%a: tensor<4xf32>) -> tensor<5xbf16> {
 
 // Tests that nn.cast only targets the supported element types.
 func.func @cast_to_i8(%a: tensor<4xf32>) -> tensor<4xi8> {
-  // expected-error @+1 {{'nn.cast' op result #0 must be statically shaped tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float or 32-bit signless integer or 64-bit signless integer values, but got 'tensor<4xi8>'}}
+  // expected-error @+1 {{'nn.cast' op result #0 must be statically shaped tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float or 32-bit signless integer or 64-bit signless integer values without encoding, but got 'tensor<4xi8>'}}
   %0 = nn.cast %a : tensor<4xf32> to tensor<4xi8>
   return %0 : tensor<4xi8>
 }
@@ -173,7 +173,7 @@ func.func @dropout_rate_nan(%a: tensor<4xf32>) -> tensor<4xf32> {
 
 // Tests that nn.dropout rejects integer tensors.
 func.func @dropout_i32(%a: tensor<4xi32>) -> tensor<4xi32> {
-  // expected-error @+1 {{'nn.dropout' op operand #0 must be statically shaped tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float values, but got 'tensor<4xi32>'}}
+  // expected-error @+1 {{'nn.dropout' op operand #0 must be statically shaped tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float values without encoding, but got 'tensor<4xi32>'}}
   %0 = "nn.dropout"(%a) {rate = 0.5 : f64, seed = 1 : i64} : (tensor<4xi32>) -> tensor<4xi32>
   return %0 : tensor<4xi32>
 }
@@ -218,7 +218,7 @@ func.func @constant_type_mismatch() -> tensor<4x8xf32> {
 
 // Tests that nn.constant rejects an element type outside the allowed set.
 func.func @constant_i8() -> tensor<4xi8> {
-  // expected-error @+1 {{'nn.constant' op result #0 must be statically shaped tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float or 32-bit signless integer or 64-bit signless integer values, but got 'tensor<4xi8>'}}
+  // expected-error @+1 {{'nn.constant' op result #0 must be statically shaped tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float or 32-bit signless integer or 64-bit signless integer values without encoding, but got 'tensor<4xi8>'}}
   %0 = nn.constant dense<1> : tensor<4xi8>
   return %0 : tensor<4xi8>
 }

@@ -91,7 +91,7 @@ func.func @mean_i32(%x: tensor<4x8xi32>) -> tensor<4xi32> {
 
 // Tests that reductions reject a dynamically shaped operand.
 func.func @dynamic_operand(%x: tensor<?x4xf32>) -> tensor<4xf32> {
-  // expected-error @+1 {{'nn.reduce_sum' op operand #0 must be statically shaped tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float or 32-bit signless integer or 64-bit signless integer values, but got 'tensor<?x4xf32>'}}
+  // expected-error @+1 {{'nn.reduce_sum' op operand #0 must be statically shaped tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float or 32-bit signless integer or 64-bit signless integer values without encoding, but got 'tensor<?x4xf32>'}}
   %0 = nn.reduce_sum %x dims = [0] : tensor<?x4xf32> -> tensor<4xf32>
   return %0 : tensor<4xf32>
 }
@@ -100,7 +100,7 @@ func.func @dynamic_operand(%x: tensor<?x4xf32>) -> tensor<4xf32> {
 
 // Tests that reductions reject a dynamically shaped result.
 func.func @dynamic_result(%x: tensor<4x8xf32>) -> tensor<?xf32> {
-  // expected-error @+1 {{'nn.reduce_max' op result #0 must be statically shaped tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float or 32-bit signless integer or 64-bit signless integer values, but got 'tensor<?xf32>'}}
+  // expected-error @+1 {{'nn.reduce_max' op result #0 must be statically shaped tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float or 32-bit signless integer or 64-bit signless integer values without encoding, but got 'tensor<?xf32>'}}
   %0 = "nn.reduce_max"(%x) {dims = array<i64: 0>} : (tensor<4x8xf32>) -> tensor<?xf32>
   return %0 : tensor<?xf32>
 }
@@ -109,7 +109,7 @@ func.func @dynamic_result(%x: tensor<4x8xf32>) -> tensor<?xf32> {
 
 // Tests that reductions reject an element type outside the allowed set.
 func.func @i8_operand(%x: tensor<4x8xi8>) -> tensor<4xi8> {
-  // expected-error @+1 {{'nn.reduce_max' op operand #0 must be statically shaped tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float or 32-bit signless integer or 64-bit signless integer values, but got 'tensor<4x8xi8>'}}
+  // expected-error @+1 {{'nn.reduce_max' op operand #0 must be statically shaped tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float or 32-bit signless integer or 64-bit signless integer values without encoding, but got 'tensor<4x8xi8>'}}
   %0 = nn.reduce_max %x dims = [1] : tensor<4x8xi8> -> tensor<4xi8>
   return %0 : tensor<4xi8>
 }
@@ -130,4 +130,13 @@ func.func @missing_dims_keyword(%x: tensor<4x8xf32>) -> tensor<4xf32> {
   // expected-error @+1 {{custom op 'nn.reduce_sum' expected 'dims'}}
   %0 = nn.reduce_sum %x [1] : tensor<4x8xf32> -> tensor<4xf32>
   return %0 : tensor<4xf32>
+}
+
+// -----
+
+// Tests that a tensor with an encoding is rejected (inference would drop it).
+func.func @encoded_operand(%x: tensor<4xf32, "enc">) -> tensor<f32> {
+  // expected-error @+1 {{values without encoding, but got 'tensor<4xf32, "enc">'}}
+  %0 = nn.reduce_sum %x dims = [0] : tensor<4xf32, "enc"> -> tensor<f32>
+  return %0 : tensor<f32>
 }

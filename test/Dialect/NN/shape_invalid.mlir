@@ -65,7 +65,7 @@ func.func @broadcast_shrink(%x: tensor<4x8xf32>) -> tensor<4x1xf32> {
 
 // Tests that nn.broadcast rejects a dynamically shaped result.
 func.func @broadcast_dynamic(%x: tensor<8xf32>) -> tensor<?x8xf32> {
-  // expected-error @+1 {{'nn.broadcast' op result #0 must be statically shaped tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float or 32-bit signless integer or 64-bit signless integer values, but got 'tensor<?x8xf32>'}}
+  // expected-error @+1 {{'nn.broadcast' op result #0 must be statically shaped tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float or 32-bit signless integer or 64-bit signless integer values without encoding, but got 'tensor<?x8xf32>'}}
   %0 = nn.broadcast %x dims = [1] : tensor<8xf32> -> tensor<?x8xf32>
   return %0 : tensor<?x8xf32>
 }
@@ -101,7 +101,7 @@ func.func @reshape_from_scalar(%x: tensor<f32>) -> tensor<2xf32> {
 
 // Tests that nn.reshape rejects a dynamically shaped operand.
 func.func @reshape_dynamic(%x: tensor<?x4xf32>) -> tensor<8xf32> {
-  // expected-error @+1 {{'nn.reshape' op operand #0 must be statically shaped tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float or 32-bit signless integer or 64-bit signless integer values, but got 'tensor<?x4xf32>'}}
+  // expected-error @+1 {{'nn.reshape' op operand #0 must be statically shaped tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float or 32-bit signless integer or 64-bit signless integer values without encoding, but got 'tensor<?x4xf32>'}}
   %0 = nn.reshape %x : tensor<?x4xf32> -> tensor<8xf32>
   return %0 : tensor<8xf32>
 }
@@ -150,7 +150,7 @@ func.func @transpose_wrong_result(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
 
 // Tests that nn.transpose rejects a dynamically shaped operand.
 func.func @transpose_dynamic(%x: tensor<?x4xf32>) -> tensor<4x?xf32> {
-  // expected-error @+1 {{'nn.transpose' op operand #0 must be statically shaped tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float or 32-bit signless integer or 64-bit signless integer values, but got 'tensor<?x4xf32>'}}
+  // expected-error @+1 {{'nn.transpose' op operand #0 must be statically shaped tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float or 32-bit signless integer or 64-bit signless integer values without encoding, but got 'tensor<?x4xf32>'}}
   %0 = nn.transpose %x perm = [1, 0] : tensor<?x4xf32> -> tensor<4x?xf32>
   return %0 : tensor<4x?xf32>
 }
@@ -319,7 +319,7 @@ func.func @concat_wrong_result(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>) -> tens
 
 // Tests that nn.concat rejects an element type outside the allowed set.
 func.func @concat_i8(%a: tensor<4xi8>) -> tensor<4xi8> {
-  // expected-error @+1 {{'nn.concat' op operand #0 must be variadic of statically shaped tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float or 32-bit signless integer or 64-bit signless integer values, but got 'tensor<4xi8>'}}
+  // expected-error @+1 {{'nn.concat' op operand #0 must be variadic of statically shaped tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float or 32-bit signless integer or 64-bit signless integer values without encoding, but got 'tensor<4xi8>'}}
   %0 = nn.concat %a dim = 0 : (tensor<4xi8>) -> tensor<4xi8>
   return %0 : tensor<4xi8>
 }

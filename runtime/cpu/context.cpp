@@ -1,0 +1,168 @@
+//===- context.cpp - Context, errors, memory, copies and counters ---------===//
+
+#include "internal.h"
+
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <new>
+
+// Declared here too: not every cblas.h exposes it.
+extern "C" void openblas_set_num_threads(int num_threads);
+
+using namespace tessel::cpu;
+
+namespace {
+// Why the last tessel_ctx_create on this thread failed; tessel_error(null)
+// reports it since there is no context to hold it.
+thread_local std::string createError;
+} // namespace
+
+void tessel::cpu::setError(tessel_ctx *ctx, const char *fmt, ...) {
+  if (!ctx || ctx->hasError)
+    return;
+  char buf[512];
+  va_list args;
+  va_start(args, fmt);
+  std::vsnprintf(buf, sizeof(buf), fmt, args);
+  va_end(args);
+  ctx->hasError = true;
+  ctx->error = buf;
+}
+
+extern "C" {
+
+int64_t tessel_dtype_size(int32_t dtype) {
+  switch (dtype) {
+  case TESSEL_F32:
+  case TESSEL_I32:
+    return 4;
+  case TESSEL_F16:
+  case TESSEL_BF16:
+    return 2;
+  case TESSEL_F64:
+  case TESSEL_I64:
+    return 8;
+  default:
+    return 0;
+  }
+}
+
+tessel_ctx *tessel_ctx_create(const tessel_ctx_options *options) {
+  if (!options) {
+    createError = "tessel_ctx_create: null options";
+    return nullptr;
+  }
+  if (options->backend != TESSEL_BACKEND_CPU) {
+    createError = "tessel_ctx_create: this runtime implements only the CPU "
+                  "backend (backend " +
+                  std::to_string(options->backend) + " requested)";
+    return nullptr;
+  }
+  if (options->world_size < 1 || options->rank < 0 ||
+      options->rank >= options->world_size) {
+    createError = "tessel_ctx_create: rank " + std::to_string(options->rank) +
+                  " outside world of size " +
+                  std::to_string(options->world_size);
+    return nullptr;
+  }
+  // Ranks run as threads of one process; a multi-threaded BLAS under each
+  // would oversubscribe the cores.
+  openblas_set_num_threads(1);
+  tessel_ctx *ctx = new (std::nothrow) tessel_ctx;
+  if (!ctx) {
+    createError = "tessel_ctx_create: out of memory";
+    return nullptr;
+  }
+  ctx->rank = options->rank;
+  ctx->worldSize = options->world_size;
+  createError.clear();
+  return ctx;
+}
+
+void tessel_ctx_destroy(tessel_ctx *ctx) { delete ctx; }
+
+int32_t tessel_ctx_rank(const tessel_ctx *ctx) { return ctx ? ctx->rank : -1; }
+
+int32_t tessel_ctx_world_size(const tessel_ctx *ctx) {
+  return ctx ? ctx->worldSize : 0;
+}
+
+const char *tessel_error(const tessel_ctx *ctx) {
+  if (!ctx)
+    return createError.empty() ? nullptr : createError.c_str();
+  return ctx->hasError ? ctx->error.c_str() : nullptr;
+}
+
+void tessel_clear_error(tessel_ctx *ctx) {
+  if (!ctx) {
+    createError.clear();
+    return;
+  }
+  ctx->hasError = false;
+  ctx->error.clear();
+}
+
+void *tessel_alloc(tessel_ctx *ctx, int64_t bytes) {
+  if (bytes < 0) {
+    setError(ctx, "tessel_alloc: negative size %lld", (long long)bytes);
+    return nullptr;
+  }
+  // aligned_alloc wants a multiple of the alignment; a zero-byte request
+  // still gets a distinct, freeable pointer.
+  int64_t rounded = bytes == 0 ? 64 : (bytes + 63) / 64 * 64;
+  if (rounded < bytes) {
+    setError(ctx, "tessel_alloc: size %lld overflows", (long long)bytes);
+    return nullptr;
+  }
+  void *p = std::aligned_alloc(64, size_t(rounded));
+  if (!p) {
+    setError(ctx, "tessel_alloc: out of memory (%lld bytes)",
+             (long long)bytes);
+    return nullptr;
+  }
+  std::memset(p, 0, size_t(rounded));
+  return p;
+}
+
+void tessel_free(tessel_ctx *, void *ptr) { std::free(ptr); }
+
+static void copyBytes(tessel_ctx *ctx, void *dst, const void *src,
+                      int64_t bytes) {
+  if (bytes <= 0)
+    return;
+  // memmove: a device-to-device copy may be asked to shift within a buffer.
+  std::memmove(dst, src, size_t(bytes));
+  if (ctx)
+    ctx->counters.bytes_copied += bytes;
+}
+
+void tessel_copy_to_device(tessel_ctx *ctx, void *dst, const void *src,
+                           int64_t bytes) {
+  copyBytes(ctx, dst, src, bytes);
+}
+
+void tessel_copy_to_host(tessel_ctx *ctx, void *dst, const void *src,
+                         int64_t bytes) {
+  copyBytes(ctx, dst, src, bytes);
+}
+
+void tessel_copy(tessel_ctx *ctx, void *dst, const void *src, int64_t bytes) {
+  copyBytes(ctx, dst, src, bytes);
+}
+
+// The CPU backend runs every kernel and copy when it is issued.
+void tessel_synchronize(tessel_ctx *) {}
+
+void tessel_get_counters(const tessel_ctx *ctx, tessel_counters *out) {
+  if (!out)
+    return;
+  *out = ctx ? ctx->counters : tessel_counters{};
+}
+
+void tessel_reset_counters(tessel_ctx *ctx) {
+  if (ctx)
+    ctx->counters = tessel_counters{};
+}
+
+} // extern "C"

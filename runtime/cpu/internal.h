@@ -1,0 +1,279 @@
+//===- internal.h - Shared helpers of the Tessel CPU runtime ----*- C++ -*-===//
+//
+// Private to runtime/cpu: the context layout, error and counter plumbing,
+// 16-bit float conversions, dtype dispatch and the counter-based RNG that
+// init and dropout share.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TESSEL_RUNTIME_CPU_INTERNAL_H
+#define TESSEL_RUNTIME_CPU_INTERNAL_H
+
+#include "tessel/runtime.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+// A context belongs to one rank, and a rank issues its kernels from one
+// thread, so the fields need no locking.
+struct tessel_ctx {
+  int32_t rank = 0;
+  int32_t worldSize = 1;
+  bool hasError = false;
+  std::string error;
+  tessel_counters counters{};
+};
+
+namespace tessel {
+namespace cpu {
+
+/// Records `fmt` as the context's error unless one is already recorded: the
+/// first failure is the one worth reporting.
+void setError(tessel_ctx *ctx, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/// Counts one kernel and adds its wall time to the context's counters.
+class KernelScope {
+public:
+  explicit KernelScope(tessel_ctx *ctx)
+      : ctx(ctx), start(std::chrono::steady_clock::now()) {}
+  ~KernelScope() {
+    if (!ctx)
+      return;
+    std::chrono::duration<double> elapsed =
+        std::chrono::steady_clock::now() - start;
+    ++ctx->counters.kernel_calls;
+    ctx->counters.kernel_seconds += elapsed.count();
+  }
+  KernelScope(const KernelScope &) = delete;
+  KernelScope &operator=(const KernelScope &) = delete;
+
+private:
+  tessel_ctx *ctx;
+  std::chrono::steady_clock::time_point start;
+};
+
+//===--- 16-bit floats ----------------------------------------------------===//
+
+inline uint32_t floatBits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+inline float bitsFloat(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+inline float halfToFloat(uint16_t h) {
+  uint32_t sign = uint32_t(h & 0x8000u) << 16;
+  uint32_t exp = (h >> 10) & 0x1fu;
+  uint32_t mant = h & 0x3ffu;
+  if (exp == 0) {
+    // Zero or subnormal: mant · 2^-24 is exact in f32.
+    float mag = float(mant) * 0x1p-24f;
+    return bitsFloat(floatBits(mag) | sign);
+  }
+  if (exp == 31)
+    return bitsFloat(sign | 0x7f800000u | (mant << 13));
+  return bitsFloat(sign | ((exp + 112) << 23) | (mant << 13));
+}
+
+/// Round to nearest even; overflow goes to inf; NaN stays NaN (quieted, top
+/// payload bits kept).
+inline uint16_t floatToHalf(float f) {
+  uint32_t x = floatBits(f);
+  uint16_t sign = uint16_t((x >> 16) & 0x8000u);
+  x &= 0x7fffffffu;
+  if (x >= 0x7f800000u) {
+    if (x > 0x7f800000u)
+      return uint16_t(sign | 0x7e00u | ((x >> 13) & 0x3ffu));
+    return uint16_t(sign | 0x7c00u);
+  }
+  if (x >= 0x477ff000u) // >= 65520 rounds past the largest half.
+    return uint16_t(sign | 0x7c00u);
+  if (x < 0x38800000u) {
+    // Result is subnormal or zero: adding 0.5 puts the half-ulp (2^-24) at
+    // the f32 ulp of 0.5, so the FPU's own RNE does the rounding.
+    float r = bitsFloat(x) + 0.5f;
+    return uint16_t(sign | (floatBits(r) - 0x3f000000u));
+  }
+  // Normal: rebias the exponent and round on the 13 dropped bits, ties to
+  // even via the kept lsb.
+  uint32_t odd = (x >> 13) & 1u;
+  x += 0xc8000fffu + odd;
+  return uint16_t(sign | (x >> 13));
+}
+
+inline float bf16ToFloat(uint16_t b) { return bitsFloat(uint32_t(b) << 16); }
+
+inline uint16_t floatToBf16(float f) {
+  uint32_t x = floatBits(f);
+  if ((x & 0x7fffffffu) > 0x7f800000u) // NaN: keep sign, force quiet bit.
+    return uint16_t((x >> 16) | 0x0040u);
+  x += 0x7fffu + ((x >> 16) & 1u);
+  return uint16_t(x >> 16);
+}
+
+/// Double to float with round-to-odd, so a second rounding to a 16-bit
+/// format gives the correctly rounded result (no double-rounding error).
+inline float doubleToFloatOdd(double d) {
+  float f = float(d);
+  if (std::isfinite(f) && double(f) != d && !(floatBits(f) & 1u))
+    f = std::nextafter(f, d > double(f) ? std::numeric_limits<float>::infinity()
+                                        : -std::numeric_limits<float>::infinity());
+  return f;
+}
+
+//===--- Element types ----------------------------------------------------===//
+
+struct Half {
+  uint16_t bits;
+};
+struct BFloat {
+  uint16_t bits;
+};
+
+/// Load/store of a stored element type in its compute type: f32 for the
+/// 16-bit floats and f32, f64 for f64, the integer itself for integers.
+template <class T> struct Elem {
+  using Compute = T;
+  static Compute load(T v) { return v; }
+  static T store(Compute v) { return v; }
+};
+template <> struct Elem<Half> {
+  using Compute = float;
+  static float load(Half v) { return halfToFloat(v.bits); }
+  static Half store(float v) { return Half{floatToHalf(v)}; }
+};
+template <> struct Elem<BFloat> {
+  using Compute = float;
+  static float load(BFloat v) { return bf16ToFloat(v.bits); }
+  static BFloat store(float v) { return BFloat{floatToBf16(v)}; }
+};
+
+template <class T> constexpr bool isIntegral() {
+  return std::is_integral<T>::value;
+}
+
+template <class T> inline double toDouble(T v) {
+  return double(Elem<T>::load(v));
+}
+
+/// Correctly rounded conversion from double to any element type. Integers
+/// truncate toward zero and saturate; NaN becomes 0.
+template <class T> inline T fromDouble(double d) {
+  if constexpr (std::is_same<T, double>::value) {
+    return d;
+  } else if constexpr (std::is_same<T, float>::value) {
+    return float(d);
+  } else if constexpr (std::is_same<T, Half>::value) {
+    return Half{floatToHalf(doubleToFloatOdd(d))};
+  } else if constexpr (std::is_same<T, BFloat>::value) {
+    return BFloat{floatToBf16(doubleToFloatOdd(d))};
+  } else {
+    if (std::isnan(d))
+      return T(0);
+    // 2^63 and 2^31 are exact doubles; compare against them, not max().
+    constexpr double hi = -2.0 * double(std::numeric_limits<T>::min());
+    if (d >= hi)
+      return std::numeric_limits<T>::max();
+    if (d <= double(std::numeric_limits<T>::min()))
+      return std::numeric_limits<T>::min();
+    return T(d);
+  }
+}
+
+/// Calls f(T()) for the element type of a float dtype; false if `dtype` is
+/// not a float dtype.
+template <class F> bool visitFloat(int32_t dtype, F &&f) {
+  switch (dtype) {
+  case TESSEL_F32:
+    f(float());
+    return true;
+  case TESSEL_F16:
+    f(Half());
+    return true;
+  case TESSEL_BF16:
+    f(BFloat());
+    return true;
+  case TESSEL_F64:
+    f(double());
+    return true;
+  default:
+    return false;
+  }
+}
+
+/// Like visitFloat, plus the integer dtypes.
+template <class F> bool visitAny(int32_t dtype, F &&f) {
+  switch (dtype) {
+  case TESSEL_I32:
+    f(int32_t());
+    return true;
+  case TESSEL_I64:
+    f(int64_t());
+    return true;
+  default:
+    return visitFloat(dtype, f);
+  }
+}
+
+/// Widens `count` elements of a 16-bit float tensor to f32 scratch.
+template <class T> std::vector<float> widen(const void *p, int64_t count) {
+  const T *src = static_cast<const T *>(p);
+  std::vector<float> out(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i)
+    out[size_t(i)] = Elem<T>::load(src[i]);
+  return out;
+}
+
+//===--- BLAS -------------------------------------------------------------===//
+
+/// Row-major C = alpha · op(A) · op(B) on OpenBLAS.
+void gemm(bool ta, bool tb, int m, int n, int k, float alpha, const float *a,
+          int lda, const float *b, int ldb, float *c, int ldc);
+void gemm(bool ta, bool tb, int m, int n, int k, double alpha,
+          const double *a, int lda, const double *b, int ldb, double *c,
+          int ldc);
+
+//===--- Counter-based random numbers -------------------------------------===//
+
+/// splitmix64's finaliser: a bijective mixer with full avalanche.
+inline uint64_t mix64(uint64_t z) {
+  z += 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+/// A hash of four words, each absorbed through a full mix so that nearby
+/// counters give unrelated outputs.
+inline uint64_t hash4(uint64_t a, uint64_t b, uint64_t c, uint64_t d) {
+  uint64_t h = mix64(a);
+  h = mix64(h ^ b);
+  h = mix64(h ^ c);
+  return mix64(h ^ d);
+}
+
+/// Uniform in the open interval (0, 1) from the top 53 bits.
+inline double uniformOpen(uint64_t h) {
+  return (double(h >> 11) + 0.5) * 0x1p-53;
+}
+
+// Distinct first words keep init and dropout streams apart even when a
+// caller reuses one seed for both.
+constexpr uint64_t kInitDomain = 0x74657373656c4950ull;    // "tesselIP"
+constexpr uint64_t kDropoutDomain = 0x74657373656c444full; // "tesselDO"
+
+} // namespace cpu
+} // namespace tessel
+
+#endif // TESSEL_RUNTIME_CPU_INTERNAL_H

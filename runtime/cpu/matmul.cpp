@@ -1,0 +1,103 @@
+//===- matmul.cpp - Batched matmul on OpenBLAS ----------------------------===//
+
+#include "internal.h"
+
+#include <cblas.h>
+
+#include <climits>
+#include <vector>
+
+using namespace tessel::cpu;
+
+void tessel::cpu::gemm(bool ta, bool tb, int m, int n, int k, float alpha,
+                       const float *a, int lda, const float *b, int ldb,
+                       float *c, int ldc) {
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
+              tb ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b, ldb,
+              0.0f, c, ldc);
+}
+
+void tessel::cpu::gemm(bool ta, bool tb, int m, int n, int k, double alpha,
+                       const double *a, int lda, const double *b, int ldb,
+                       double *c, int ldc) {
+  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
+              tb ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b, ldb,
+              0.0, c, ldc);
+}
+
+namespace {
+
+int ld(int64_t v) { return int(v < 1 ? 1 : v); }
+
+/// Row-major batched C = op(A) · op(B) in float or double.
+template <class R>
+void matmulReal(const R *a, const R *b, R *c, int64_t batch, int64_t m,
+                int64_t n, int64_t k, bool ta, bool tb, bool bShared) {
+  int lda = ld(ta ? m : k), ldb = ld(tb ? k : n), ldc = ld(n);
+  // A shared B with an untransposed A is one GEMM: the batch of [M, K]
+  // blocks is a single [batch·M, K] matrix.
+  if (bShared && !ta && batch * m <= INT_MAX) {
+    gemm(false, tb, int(batch * m), int(n), int(k), R(1), a, lda, b, ldb, c,
+         ldc);
+    return;
+  }
+  // OpenBLAS 0.3.21 has no cblas_sgemm_batch; a loop costs little next to
+  // the GEMMs themselves.
+  for (int64_t i = 0; i < batch; ++i)
+    gemm(ta, tb, int(m), int(n), int(k), R(1), a + i * m * k, lda,
+         b + (bShared ? 0 : i * k * n), ldb, c + i * m * n, ldc);
+}
+
+} // namespace
+
+extern "C" void tessel_matmul(tessel_ctx *ctx, int32_t dtype, const void *a,
+                              const void *b, void *c, int64_t batch, int64_t m,
+                              int64_t n, int64_t k, int32_t trans_a,
+                              int32_t trans_b, int32_t b_shared) {
+  KernelScope scope(ctx);
+  if (batch < 0 || m < 0 || n < 0 || k < 0) {
+    setError(ctx, "tessel_matmul: negative dimension");
+    return;
+  }
+  if (m > INT_MAX || n > INT_MAX || k > INT_MAX) {
+    setError(ctx, "tessel_matmul: dimension beyond BLAS int range");
+    return;
+  }
+  if (tessel_dtype_size(dtype) == 0 || dtype == TESSEL_I32 ||
+      dtype == TESSEL_I64) {
+    setError(ctx, "tessel_matmul: unsupported dtype %d", dtype);
+    return;
+  }
+  int64_t outCount = batch * m * n;
+  if (outCount == 0)
+    return;
+  if (k == 0) {
+    // BLAS leaves C alone for k = 0 on some paths; the empty sum is zero.
+    std::memset(c, 0, size_t(outCount * tessel_dtype_size(dtype)));
+    return;
+  }
+  bool ta = trans_a != 0, tb = trans_b != 0, bs = b_shared != 0;
+  switch (dtype) {
+  case TESSEL_F32:
+    matmulReal(static_cast<const float *>(a), static_cast<const float *>(b),
+               static_cast<float *>(c), batch, m, n, k, ta, tb, bs);
+    return;
+  case TESSEL_F64:
+    matmulReal(static_cast<const double *>(a), static_cast<const double *>(b),
+               static_cast<double *>(c), batch, m, n, k, ta, tb, bs);
+    return;
+  default:
+    // 16-bit inputs: widen to f32 scratch, multiply, round once on store.
+    visitFloat(dtype, [&](auto tag) {
+      using T = decltype(tag);
+      std::vector<float> fa = widen<T>(a, batch * m * k);
+      std::vector<float> fb = widen<T>(b, (bs ? 1 : batch) * k * n);
+      std::vector<float> fc(static_cast<size_t>(outCount));
+      matmulReal(fa.data(), fb.data(), fc.data(), batch, m, n, k, ta, tb, bs);
+      T *out = static_cast<T *>(c);
+      for (int64_t i = 0; i < outCount; ++i)
+        out[i] = Elem<T>::store(fc[size_t(i)]);
+    });
+    return;
+  }
+}

@@ -1,0 +1,234 @@
+/*===- runtime.h - Tessel runtime C ABI ----------------------------------===*
+ *
+ * The contract between generated code, the launcher and every backend. It is
+ * backend-neutral: buffers are device memory (host memory on the CPU
+ * backend), kernels and copies are issued on the rank's stream and may run
+ * asynchronously (the CPU backend runs them at once); tessel_synchronize
+ * waits for them. A CUDA/NCCL backend fills the same ABI without changing
+ * generated code or the launcher.
+ *
+ * Shapes are int64_t; element types are tessel_dtype codes. Kernels compute
+ * in f32 (f64 for f64 tensors); f16/bf16 tensors are stored in 16 bits and
+ * converted on load/store (round to nearest even).
+ *
+ *===----------------------------------------------------------------------===*/
+
+#ifndef TESSEL_RUNTIME_H
+#define TESSEL_RUNTIME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TESSEL_ABI_VERSION 1
+
+typedef enum tessel_dtype {
+  TESSEL_F32 = 0,
+  TESSEL_F16 = 1,
+  TESSEL_BF16 = 2,
+  TESSEL_F64 = 3,
+  TESSEL_I32 = 4,
+  TESSEL_I64 = 5,
+} tessel_dtype;
+
+/* Bytes of one element of `dtype` (0 for an unknown code). */
+int64_t tessel_dtype_size(int32_t dtype);
+
+/*===--- Context ---------------------------------------------------------===*/
+
+typedef enum tessel_backend {
+  TESSEL_BACKEND_CPU = 0,
+  TESSEL_BACKEND_CUDA = 1,
+} tessel_backend;
+
+typedef struct tessel_ctx_options {
+  int32_t backend;    /* tessel_backend */
+  int32_t rank;       /* this rank, in [0, world_size) */
+  int32_t world_size; /* number of ranks */
+  int32_t device;     /* device ordinal (CUDA); ignored on CPU */
+} tessel_ctx_options;
+
+typedef struct tessel_ctx tessel_ctx;
+
+/* Creates the context of one rank; null on failure (see tessel_error). The
+ * CPU backend pins OpenBLAS to one thread per rank so ranks-as-threads do
+ * not oversubscribe the cores. */
+tessel_ctx *tessel_ctx_create(const tessel_ctx_options *options);
+void tessel_ctx_destroy(tessel_ctx *ctx);
+int32_t tessel_ctx_rank(const tessel_ctx *ctx);
+int32_t tessel_ctx_world_size(const tessel_ctx *ctx);
+
+/* The first error a kernel recorded on this context (e.g. a label out of
+ * range), or null. Errors are sticky until tessel_clear_error. */
+const char *tessel_error(const tessel_ctx *ctx);
+void tessel_clear_error(tessel_ctx *ctx);
+
+/*===--- Memory and copies -----------------------------------------------===*/
+
+/* Device memory, 64-byte aligned, zero-filled; null on failure. */
+void *tessel_alloc(tessel_ctx *ctx, int64_t bytes);
+void tessel_free(tessel_ctx *ctx, void *ptr);
+void tessel_copy_to_device(tessel_ctx *ctx, void *dst, const void *src,
+                           int64_t bytes);
+void tessel_copy_to_host(tessel_ctx *ctx, void *dst, const void *src,
+                         int64_t bytes);
+void tessel_copy(tessel_ctx *ctx, void *dst, const void *src, int64_t bytes);
+void tessel_synchronize(tessel_ctx *ctx);
+
+/*===--- Counters --------------------------------------------------------===*/
+
+typedef struct tessel_counters {
+  int64_t kernel_calls;  /* kernels issued */
+  double kernel_seconds; /* time spent in kernels (CPU: wall time) */
+  int64_t bytes_copied;  /* bytes moved by tessel_copy* */
+} tessel_counters;
+
+void tessel_get_counters(const tessel_ctx *ctx, tessel_counters *out);
+void tessel_reset_counters(tessel_ctx *ctx);
+
+/*===--- Parameter initialisation ----------------------------------------===*/
+
+typedef enum tessel_init_kind {
+  TESSEL_INIT_ZEROS = 0,
+  TESSEL_INIT_ONES = 1,
+  TESSEL_INIT_CONSTANT = 2,        /* args[0] = value */
+  TESSEL_INIT_NORMAL = 3,          /* args[0] = std, args[1] = mean */
+  TESSEL_INIT_TRUNCATED_NORMAL = 4,/* args[0] = std, args[1] = mean; cut at 2 std */
+  TESSEL_INIT_UNIFORM = 5,         /* args[0] = low, args[1] = high */
+} tessel_init_kind;
+
+/* Fills elements [first, first + count) of the parameter called `name`,
+ * stored at `dst` (device memory, `count` elements of `dtype`). Element i's
+ * value is a pure function of (seed, name, first + i): the same on every
+ * mesh and every backend, so any strategy starts where one device starts. */
+void tessel_init_param(tessel_ctx *ctx, void *dst, int32_t dtype,
+                       int64_t first, int64_t count, int32_t kind,
+                       const double *args, uint64_t seed, const char *name);
+
+/*===--- Kernels ---------------------------------------------------------===*/
+
+/* C[b] = op(A[b]) · op(B[b]); A is [batch, M, K] ([batch, K, M] when
+ * trans_a), B is [batch, K, N] ([batch, N, K] when trans_b), or one [K, N]
+ * matrix for every batch when b_shared. Row-major. */
+void tessel_matmul(tessel_ctx *ctx, int32_t dtype, const void *a,
+                   const void *b, void *c, int64_t batch, int64_t m, int64_t n,
+                   int64_t k, int32_t trans_a, int32_t trans_b,
+                   int32_t b_shared);
+
+typedef enum tessel_binary_op {
+  TESSEL_ADD = 0,
+  TESSEL_SUB = 1,
+  TESSEL_MUL = 2,
+  TESSEL_DIV = 3,
+} tessel_binary_op;
+
+/* out[i] = a[i] op b[i] for i < n. */
+void tessel_binary(tessel_ctx *ctx, int32_t op, int32_t dtype, const void *a,
+                   const void *b, void *out, int64_t n);
+
+typedef enum tessel_unary_op {
+  TESSEL_NEG = 0,
+  TESSEL_EXP = 1,
+  TESSEL_LOG = 2,
+  TESSEL_SQRT = 3,
+  TESSEL_RSQRT = 4,
+  TESSEL_TANH = 5,
+  TESSEL_SIGMOID = 6,
+  TESSEL_RELU = 7,
+  TESSEL_GELU = 8,      /* exact: x·Φ(x) with erf */
+  TESSEL_GELU_TANH = 9, /* tanh approximation */
+  TESSEL_SILU = 10,
+} tessel_unary_op;
+
+/* y[i] = op(x[i]) for i < n (float dtypes). */
+void tessel_unary(tessel_ctx *ctx, int32_t op, int32_t dtype, const void *x,
+                  void *y, int64_t n);
+
+/* y[i] = convert(x[i]) from src_dtype to dst_dtype for i < n. */
+void tessel_cast(tessel_ctx *ctx, int32_t src_dtype, int32_t dst_dtype,
+                 const void *x, void *y, int64_t n);
+
+/* Inverted dropout: y[i] = keep(i) ? x[i] / (1 - rate) : 0, where keep(i)
+ * is a pure function of (seed, step, first + i) — counter-based, so every
+ * partition of an element draws the same bit. */
+void tessel_dropout(tessel_ctx *ctx, int32_t dtype, const void *x, void *y,
+                    int64_t n, double rate, uint64_t seed, uint64_t step,
+                    int64_t first);
+
+/* The data-movement kernel behind broadcast, transpose, slice and concat:
+ * for every index (i_0 .. i_{rank-1}) < shape,
+ *   out[sum i_d · out_strides[d]] = in[sum i_d · in_strides[d]]
+ * (strides in elements; an input stride of 0 broadcasts). */
+void tessel_strided_copy(tessel_ctx *ctx, int32_t dtype, const void *in,
+                         void *out, int32_t rank, const int64_t *shape,
+                         const int64_t *in_strides,
+                         const int64_t *out_strides);
+
+typedef enum tessel_reduce_kind {
+  TESSEL_REDUCE_SUM = 0,
+  TESSEL_REDUCE_MEAN = 1,
+  TESSEL_REDUCE_MAX = 2,
+} tessel_reduce_kind;
+
+/* Reduces `in` (row-major, `shape` of `rank`) over the dimensions whose bit
+ * is set in `reduce_mask` (bit d = dimension d); `out` holds the kept
+ * dimensions in order. */
+void tessel_reduce(tessel_ctx *ctx, int32_t kind, int32_t dtype,
+                   const void *in, void *out, int32_t rank,
+                   const int64_t *shape, uint64_t reduce_mask);
+
+/* Softmax over the middle dimension of an [outer, dim, inner] view. */
+void tessel_softmax(tessel_ctx *ctx, int32_t dtype, const void *x, void *y,
+                    int64_t outer, int64_t dim, int64_t inner);
+
+/* Layer norm over rows of `cols`: y = (x - mean) / sqrt(var + eps) · gamma
+ * + beta. With beta null and rms set: RMS norm, y = x / sqrt(mean(x²) +
+ * eps) · gamma. */
+void tessel_layer_norm(tessel_ctx *ctx, int32_t dtype, const void *x,
+                       const void *gamma, const void *beta, void *y,
+                       int64_t rows, int64_t cols, double eps, int32_t rms);
+
+/* Batch norm (training statistics) of an [outer, channels, inner] view:
+ * every channel normalised with the mean and biased variance over outer and
+ * inner, then scaled by gamma and shifted by beta. */
+void tessel_batch_norm(tessel_ctx *ctx, int32_t dtype, const void *x,
+                       const void *gamma, const void *beta, void *y,
+                       int64_t outer, int64_t channels, int64_t inner,
+                       double eps);
+
+/* out[i, :] = table[ids[i], :] for i < num_ids; table is [vocab, hidden].
+ * An id outside [0, vocab) records an error on the context and writes 0. */
+void tessel_embedding(tessel_ctx *ctx, int32_t dtype, int32_t ids_dtype,
+                      const void *table, const void *ids, void *out,
+                      int64_t num_ids, int64_t vocab, int64_t hidden);
+
+typedef enum tessel_loss_reduction {
+  TESSEL_LOSS_MEAN = 0,
+  TESSEL_LOSS_SUM = 1,
+  TESSEL_LOSS_NONE = 2,
+} tessel_loss_reduction;
+
+/* Softmax cross-entropy of `rows` logit rows of `classes` against integer
+ * labels; out is one scalar (mean, sum) or `rows` values (none). A label
+ * outside [0, classes) records an error on the context. */
+void tessel_cross_entropy(tessel_ctx *ctx, int32_t dtype, int32_t label_dtype,
+                          const void *logits, const void *labels, void *out,
+                          int64_t rows, int64_t classes, int32_t reduction);
+
+/* Multi-head attention: q [B, S, H, D], k [B, T, Hkv, D], v [B, T, Hkv, E],
+ * out [B, S, H, E]; query head h reads kv head h / (H / Hkv); with causal,
+ * query i sees keys 0..i. */
+void tessel_attention(tessel_ctx *ctx, int32_t dtype, const void *q,
+                      const void *k, const void *v, void *out, int64_t batch,
+                      int64_t seq, int64_t kv_seq, int64_t heads,
+                      int64_t kv_heads, int64_t head_dim, int64_t value_dim,
+                      double scale, int32_t causal);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* TESSEL_RUNTIME_H */

@@ -1,0 +1,83 @@
+//===- AttentionTest.cpp - Multi-head attention against a reference -------===//
+
+#include "TestUtil.h"
+
+using namespace tt;
+
+namespace {
+
+using AttentionTest = RuntimeTest;
+
+struct Case {
+  int64_t b, s, t, h, hkv, d, e;
+  int causal;
+};
+
+TEST_F(AttentionTest, MatchesReference) {
+  const Case cases[] = {
+      {1, 1, 1, 1, 1, 1, 1, 0},   {1, 1, 1, 1, 1, 1, 1, 1},
+      {2, 7, 7, 4, 2, 5, 3, 0},   {2, 7, 7, 4, 2, 5, 3, 1},
+      {1, 5, 13, 3, 1, 8, 7, 0},  {1, 5, 13, 3, 1, 8, 7, 1},
+      {1, 13, 5, 3, 3, 8, 7, 1},  {2, 13, 13, 6, 3, 16, 16, 1},
+      {3, 1, 11, 2, 2, 7, 13, 0},
+  };
+  for (int32_t dtype : kFloatTypes) {
+    for (const Case &c : cases) {
+      SCOPED_TRACE(std::string(dtypeName(dtype)) + " B" + std::to_string(c.b) +
+                   " S" + std::to_string(c.s) + " T" + std::to_string(c.t) +
+                   " H" + std::to_string(c.h) + "/" + std::to_string(c.hkv) +
+                   " D" + std::to_string(c.d) + " E" + std::to_string(c.e) +
+                   (c.causal ? " causal" : ""));
+      auto q = randomValues(dtype, size_t(c.b * c.s * c.h * c.d), -1, 1, 61);
+      auto k = randomValues(dtype, size_t(c.b * c.t * c.hkv * c.d), -1, 1, 62);
+      auto v = randomValues(dtype, size_t(c.b * c.t * c.hkv * c.e), -2, 2, 63);
+      double scale = 1.0 / std::sqrt(double(c.d)) * 1.7;
+      std::vector<double> ref(static_cast<size_t>(c.b * c.s * c.h * c.e));
+      int64_t group = c.h / c.hkv;
+      for (int64_t b = 0; b < c.b; ++b)
+        for (int64_t h = 0; h < c.h; ++h) {
+          int64_t hk = h / group;
+          for (int64_t i = 0; i < c.s; ++i) {
+            int64_t limit = c.causal ? std::min(i + 1, c.t) : c.t;
+            std::vector<double> p(static_cast<size_t>(limit));
+            double mx = -INFINITY, sum = 0;
+            for (int64_t j = 0; j < limit; ++j) {
+              double dot = 0;
+              for (int64_t x = 0; x < c.d; ++x)
+                dot += q[size_t(((b * c.s + i) * c.h + h) * c.d + x)] *
+                       k[size_t(((b * c.t + j) * c.hkv + hk) * c.d + x)];
+              p[size_t(j)] = dot * scale;
+              mx = std::max(mx, p[size_t(j)]);
+            }
+            for (double &x : p)
+              sum += (x = std::exp(x - mx));
+            for (int64_t y = 0; y < c.e; ++y) {
+              double acc = 0;
+              for (int64_t j = 0; j < limit; ++j)
+                acc += p[size_t(j)] / sum *
+                       v[size_t(((b * c.t + j) * c.hkv + hk) * c.e + y)];
+              ref[size_t(((b * c.s + i) * c.h + h) * c.e + y)] = acc;
+            }
+          }
+        }
+      auto qb = encode(dtype, q), kb = encode(dtype, k), vb = encode(dtype, v);
+      std::vector<uint8_t> out(ref.size() * size_t(tessel_dtype_size(dtype)));
+      tessel_attention(ctx, dtype, qb.data(), kb.data(), vb.data(), out.data(),
+                       c.b, c.s, c.t, c.h, c.hkv, c.d, c.e, scale, c.causal);
+      // Outputs are convex combinations of |v| <= 2.
+      double rtol = dtype == TESSEL_F64 ? 1e-12 : eps(dtype);
+      double atol = 2 * 64 * computeEps(dtype) * 2 +
+                    (dtype == TESSEL_F16 ? 0x1p-24 : 0);
+      expectClose(decode(dtype, out), ref, rtol, atol);
+    }
+  }
+}
+
+TEST_F(AttentionTest, BadHeadGroupingSetsError) {
+  float q[3] = {0}, k[2] = {0}, v[2] = {0}, o[3];
+  tessel_attention(ctx, TESSEL_F32, q, k, v, o, 1, 1, 1, 3, 2, 1, 1, 1.0, 0);
+  EXPECT_NE(tessel_error(ctx), nullptr);
+  tessel_clear_error(ctx);
+}
+
+} // namespace

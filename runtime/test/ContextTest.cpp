@@ -1,0 +1,149 @@
+//===- ContextTest.cpp - Context, memory, copies, counters and errors -----===//
+
+#include "TestUtil.h"
+
+#include <thread>
+
+using namespace tt;
+
+namespace {
+
+using ContextTest = RuntimeTest;
+
+TEST(ContextCreate, RankAndWorldSize) {
+  tessel_ctx_options options{TESSEL_BACKEND_CPU, 2, 4, 0};
+  tessel_ctx *ctx = tessel_ctx_create(&options);
+  ASSERT_NE(ctx, nullptr);
+  EXPECT_EQ(tessel_ctx_rank(ctx), 2);
+  EXPECT_EQ(tessel_ctx_world_size(ctx), 4);
+  EXPECT_EQ(tessel_error(ctx), nullptr);
+  tessel_ctx_destroy(ctx);
+}
+
+TEST(ContextCreate, InvalidOptionsFailWithReason) {
+  tessel_ctx_options badRank{TESSEL_BACKEND_CPU, 4, 4, 0};
+  EXPECT_EQ(tessel_ctx_create(&badRank), nullptr);
+  ASSERT_NE(tessel_error(nullptr), nullptr);
+  EXPECT_NE(std::string(tessel_error(nullptr)).find("rank"), std::string::npos);
+  tessel_ctx_options cuda{TESSEL_BACKEND_CUDA, 0, 1, 0};
+  EXPECT_EQ(tessel_ctx_create(&cuda), nullptr);
+  EXPECT_NE(tessel_error(nullptr), nullptr);
+  EXPECT_EQ(tessel_ctx_create(nullptr), nullptr);
+  tessel_clear_error(nullptr);
+  EXPECT_EQ(tessel_error(nullptr), nullptr);
+}
+
+TEST(DtypeSize, AllCodes) {
+  EXPECT_EQ(tessel_dtype_size(TESSEL_F32), 4);
+  EXPECT_EQ(tessel_dtype_size(TESSEL_F16), 2);
+  EXPECT_EQ(tessel_dtype_size(TESSEL_BF16), 2);
+  EXPECT_EQ(tessel_dtype_size(TESSEL_F64), 8);
+  EXPECT_EQ(tessel_dtype_size(TESSEL_I32), 4);
+  EXPECT_EQ(tessel_dtype_size(TESSEL_I64), 8);
+  EXPECT_EQ(tessel_dtype_size(6), 0);
+  EXPECT_EQ(tessel_dtype_size(-1), 0);
+}
+
+TEST_F(ContextTest, AllocIsAlignedAndZeroed) {
+  for (int64_t bytes : {0, 1, 3, 63, 64, 65, 1000, 1 << 20}) {
+    auto *p = static_cast<uint8_t *>(tessel_alloc(ctx, bytes));
+    ASSERT_NE(p, nullptr) << bytes;
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 64, 0u) << bytes;
+    for (int64_t i = 0; i < bytes; ++i)
+      ASSERT_EQ(p[i], 0) << bytes;
+    tessel_free(ctx, p);
+  }
+  tessel_free(ctx, nullptr);
+}
+
+TEST_F(ContextTest, CopiesMoveBytesAndCountThem) {
+  const int64_t n = 1031;
+  std::vector<uint8_t> host(n), back(n);
+  for (int64_t i = 0; i < n; ++i)
+    host[size_t(i)] = uint8_t(i * 7 + 3);
+  void *a = tessel_alloc(ctx, n);
+  void *b = tessel_alloc(ctx, n);
+  tessel_copy_to_device(ctx, a, host.data(), n);
+  tessel_copy(ctx, b, a, n);
+  tessel_copy_to_host(ctx, back.data(), b, n - 1);
+  tessel_synchronize(ctx);
+  EXPECT_TRUE(std::equal(host.begin(), host.end() - 1, back.begin()));
+  tessel_counters c;
+  tessel_get_counters(ctx, &c);
+  EXPECT_EQ(c.bytes_copied, 3 * n - 1);
+  EXPECT_EQ(c.kernel_calls, 0);
+  tessel_reset_counters(ctx);
+  tessel_get_counters(ctx, &c);
+  EXPECT_EQ(c.bytes_copied, 0);
+  tessel_free(ctx, a);
+  tessel_free(ctx, b);
+}
+
+TEST_F(ContextTest, KernelCallsAndTimeAreCounted) {
+  std::vector<float> a(64 * 64, 1.0f), b(64 * 64, 2.0f), c(64 * 64);
+  tessel_counters before;
+  tessel_get_counters(ctx, &before);
+  tessel_binary(ctx, TESSEL_ADD, TESSEL_F32, a.data(), b.data(), c.data(), 13);
+  tessel_unary(ctx, TESSEL_EXP, TESSEL_F32, a.data(), c.data(), 7);
+  tessel_matmul(ctx, TESSEL_F32, a.data(), b.data(), c.data(), 1, 64, 64, 64,
+                0, 0, 0);
+  tessel_counters after;
+  tessel_get_counters(ctx, &after);
+  EXPECT_EQ(after.kernel_calls - before.kernel_calls, 3);
+  EXPECT_GT(after.kernel_seconds, before.kernel_seconds);
+  EXPECT_EQ(after.bytes_copied, 0);
+  tessel_reset_counters(ctx);
+  tessel_get_counters(ctx, &after);
+  EXPECT_EQ(after.kernel_calls, 0);
+  EXPECT_EQ(after.kernel_seconds, 0.0);
+}
+
+TEST_F(ContextTest, ErrorsAreStickyUntilCleared) {
+  EXPECT_EQ(tessel_error(ctx), nullptr);
+  float x[2] = {1, 2}, y[2];
+  tessel_unary(ctx, 99, TESSEL_F32, x, y, 2);
+  ASSERT_NE(tessel_error(ctx), nullptr);
+  std::string first = tessel_error(ctx);
+  EXPECT_NE(first.find("op"), std::string::npos);
+  tessel_unary(ctx, TESSEL_EXP, 77, x, y, 2);
+  EXPECT_EQ(first, tessel_error(ctx)); // The first error wins.
+  tessel_clear_error(ctx);
+  EXPECT_EQ(tessel_error(ctx), nullptr);
+  tessel_unary(ctx, TESSEL_EXP, 77, x, y, 2);
+  ASSERT_NE(tessel_error(ctx), nullptr);
+  EXPECT_NE(std::string(tessel_error(ctx)).find("dtype"), std::string::npos);
+  tessel_clear_error(ctx);
+}
+
+// Ranks run as threads, each with its own context and BLAS calls.
+TEST(ContextThreads, RanksAsThreads) {
+  const int world = 4;
+  std::vector<double> sums(world);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < world; ++r) {
+    threads.emplace_back([r, &sums] {
+      tessel_ctx_options options{TESSEL_BACKEND_CPU, r, world, 0};
+      tessel_ctx *ctx = tessel_ctx_create(&options);
+      std::vector<float> a(37 * 41, float(r + 1)), b(41 * 29, 1.0f),
+          c(37 * 29);
+      for (int it = 0; it < 20; ++it)
+        tessel_matmul(ctx, TESSEL_F32, a.data(), b.data(), c.data(), 1, 37,
+                      29, 41, 0, 0, 0);
+      double s = 0;
+      for (float v : c)
+        s += v;
+      sums[size_t(r)] = s;
+      tessel_counters cnt;
+      tessel_get_counters(ctx, &cnt);
+      if (cnt.kernel_calls != 20)
+        sums[size_t(r)] = -1;
+      tessel_ctx_destroy(ctx);
+    });
+  }
+  for (auto &t : threads)
+    t.join();
+  for (int r = 0; r < world; ++r)
+    EXPECT_EQ(sums[size_t(r)], double(r + 1) * 41 * 37 * 29);
+}
+
+} // namespace

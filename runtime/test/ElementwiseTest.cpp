@@ -1,0 +1,190 @@
+//===- ElementwiseTest.cpp - Binary, unary and dropout kernels ------------===//
+
+#include "TestUtil.h"
+
+using namespace tt;
+
+namespace {
+
+using ElementwiseTest = RuntimeTest;
+
+const int64_t kSizes[] = {1, 7, 13, 1000};
+
+double refBinary(int32_t op, double a, double b) {
+  switch (op) {
+  case TESSEL_ADD:
+    return a + b;
+  case TESSEL_SUB:
+    return a - b;
+  case TESSEL_MUL:
+    return a * b;
+  default:
+    return a / b;
+  }
+}
+
+TEST_F(ElementwiseTest, BinaryMatchesReference) {
+  for (int32_t dtype : kAllTypes) {
+    for (int32_t op : {TESSEL_ADD, TESSEL_SUB, TESSEL_MUL, TESSEL_DIV}) {
+      for (int64_t n : kSizes) {
+        SCOPED_TRACE(std::string(dtypeName(dtype)) + " op " +
+                     std::to_string(op) + " n " + std::to_string(n));
+        auto a = randomValues(dtype, size_t(n), -50, 50, 11 + n);
+        auto b = randomValues(dtype, size_t(n), 1, 20, 12 + n);
+        // Divisors of both signs, never zero.
+        for (size_t i = 0; i < b.size(); i += 2)
+          b[i] = -b[i];
+        auto ab = encode(dtype, a), bb = encode(dtype, b);
+        std::vector<uint8_t> out(ab.size());
+        tessel_binary(ctx, op, dtype, ab.data(), bb.data(), out.data(), n);
+        std::vector<double> ref(static_cast<size_t>(n));
+        for (size_t i = 0; i < ref.size(); ++i) {
+          double r = refBinary(op, a[i], b[i]);
+          ref[i] = isInt(dtype) ? std::trunc(r) : r;
+        }
+        // One rounding of the exact result into the dtype.
+        expectClose(decode(dtype, out), ref, isInt(dtype) ? 0 : eps(dtype),
+                    isInt(dtype) ? 0 : 1e-300);
+      }
+    }
+  }
+}
+
+TEST_F(ElementwiseTest, IntegerDivisionByZeroSetsError) {
+  int32_t a[3] = {6, 7, 8}, b[3] = {3, 0, -4}, c[3];
+  tessel_binary(ctx, TESSEL_DIV, TESSEL_I32, a, b, c, 3);
+  EXPECT_NE(tessel_error(ctx), nullptr);
+  EXPECT_EQ(c[0], 2);
+  EXPECT_EQ(c[1], 0);
+  EXPECT_EQ(c[2], -2);
+  tessel_clear_error(ctx);
+}
+
+double refUnary(int32_t op, double x) {
+  switch (op) {
+  case TESSEL_NEG:
+    return -x;
+  case TESSEL_EXP:
+    return std::exp(x);
+  case TESSEL_LOG:
+    return std::log(x);
+  case TESSEL_SQRT:
+    return std::sqrt(x);
+  case TESSEL_RSQRT:
+    return 1 / std::sqrt(x);
+  case TESSEL_TANH:
+    return std::tanh(x);
+  case TESSEL_SIGMOID:
+    return 1 / (1 + std::exp(-x));
+  case TESSEL_RELU:
+    return x > 0 ? x : 0;
+  case TESSEL_GELU:
+    return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
+  case TESSEL_GELU_TANH:
+    return 0.5 * x *
+           (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+  default:
+    return x / (1 + std::exp(-x));
+  }
+}
+
+TEST_F(ElementwiseTest, UnaryMatchesReference) {
+  for (int32_t dtype : kFloatTypes) {
+    for (int32_t op = TESSEL_NEG; op <= TESSEL_SILU; ++op) {
+      bool positive = op == TESSEL_LOG || op == TESSEL_SQRT ||
+                      op == TESSEL_RSQRT;
+      for (int64_t n : kSizes) {
+        SCOPED_TRACE(std::string(dtypeName(dtype)) + " op " +
+                     std::to_string(op) + " n " + std::to_string(n));
+        auto x = randomValues(dtype, size_t(n), positive ? 0.01 : -6,
+                              positive ? 30 : 6, 100 + op * 7 + n);
+        auto xb = encode(dtype, x);
+        std::vector<uint8_t> y(xb.size());
+        tessel_unary(ctx, op, dtype, xb.data(), y.data(), n);
+        std::vector<double> ref(x.size());
+        for (size_t i = 0; i < x.size(); ++i)
+          ref[i] = refUnary(op, x[i]);
+        // The output rounding (one ulp for 16-bit results the f32 compute
+        // may push across a rounding boundary) plus f32 libm error.
+        double rtol = dtype == TESSEL_F64 ? 1e-13
+                      : dtype == TESSEL_F32 ? 4e-6
+                                           : eps(dtype) + 4e-6;
+        double atol = dtype == TESSEL_F64 ? 1e-15 : 1e-6;
+        expectClose(decode(dtype, y), ref, rtol, atol);
+      }
+    }
+  }
+}
+
+// Sigmoid and SiLU must neither overflow nor produce NaN far out.
+TEST_F(ElementwiseTest, SigmoidIsStableForLargeInputs) {
+  float x[] = {-1000.f, -100.f, -88.5f, 88.5f, 100.f, 1000.f, -INFINITY,
+               INFINITY};
+  float y[8], z[8];
+  tessel_unary(ctx, TESSEL_SIGMOID, TESSEL_F32, x, y, 8);
+  tessel_unary(ctx, TESSEL_SILU, TESSEL_F32, x, z, 8);
+  const double want[] = {0, 3.7200760e-44, 3.6723017e-39, 1, 1, 1, 0, 1};
+  for (int i = 0; i < 8; ++i) {
+    ASSERT_FALSE(std::isnan(y[i])) << i;
+    EXPECT_NEAR(y[i], want[i], 1e-6 * want[i] + 1e-44) << i;
+    if (std::isfinite(x[i]))
+      EXPECT_NEAR(z[i], x[i] * want[i], 1e-4 * std::fabs(x[i] * want[i]) + 1e-40)
+          << i;
+  }
+}
+
+std::vector<double> runDropout(tessel_ctx *ctx, int32_t dtype,
+                               const std::vector<double> &x, double rate,
+                               uint64_t seed, uint64_t step, int64_t first) {
+  auto xb = encode(dtype, x);
+  std::vector<uint8_t> y(xb.size());
+  tessel_dropout(ctx, dtype, xb.data(), y.data(), int64_t(x.size()), rate,
+                 seed, step, first);
+  return decode(dtype, y);
+}
+
+TEST_F(ElementwiseTest, DropoutIsIndependentOfChunking) {
+  const size_t n = 1013;
+  for (int32_t dtype : {TESSEL_F32, TESSEL_BF16}) {
+    SCOPED_TRACE(dtypeName(dtype));
+    auto x = randomValues(dtype, n, 0.5, 2, 8);
+    auto whole = runDropout(ctx, dtype, x, 0.3, 77, 5, 0);
+    std::vector<double> pieced;
+    for (size_t first = 0, step = 1; first < n; first += step, step += 4) {
+      size_t count = std::min(step, n - first);
+      std::vector<double> part(x.begin() + long(first),
+                               x.begin() + long(first + count));
+      auto y = runDropout(ctx, dtype, part, 0.3, 77, 5, int64_t(first));
+      pieced.insert(pieced.end(), y.begin(), y.end());
+    }
+    expectClose(pieced, whole, 0.0, 0.0);
+    // Kept elements are x / (1 - rate) (computed as x · f32(1 / 0.7), so
+    // within an ulp), dropped ones 0.
+    for (size_t i = 0; i < n; ++i)
+      if (whole[i] != 0)
+        EXPECT_NEAR(whole[i], x[i] / 0.7, eps(dtype) * x[i] / 0.7) << i;
+    // Another step draws another mask.
+    auto next = runDropout(ctx, dtype, x, 0.3, 77, 6, 0);
+    EXPECT_NE(next, whole);
+  }
+}
+
+TEST_F(ElementwiseTest, DropoutKeepsExpectedFraction) {
+  const size_t n = 100000;
+  std::vector<double> ones(n, 1.0);
+  for (double rate : {0.1, 0.5, 0.9}) {
+    auto y = runDropout(ctx, TESSEL_F32, ones, rate, 3, 0, 0);
+    size_t kept = 0;
+    for (double v : y)
+      kept += v != 0;
+    double p = 1 - rate;
+    // 5 sigma of a binomial proportion.
+    EXPECT_NEAR(double(kept) / n, p, 5 * std::sqrt(p * (1 - p) / n)) << rate;
+  }
+  auto all = runDropout(ctx, TESSEL_F16, ones, 0.0, 3, 0, 0);
+  EXPECT_EQ(all, ones);
+  auto none = runDropout(ctx, TESSEL_F32, ones, 1.0, 3, 0, 0);
+  EXPECT_EQ(none, std::vector<double>(n, 0.0));
+}
+
+} // namespace

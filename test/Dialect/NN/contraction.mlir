@@ -1,0 +1,141 @@
+// RUN: tessel-opt %s | tessel-opt | FileCheck %s
+// RUN: tessel-opt %s --mlir-print-op-generic | tessel-opt | FileCheck %s
+
+// Tests that a plain 2-D matmul [M, K] x [K, N] gives [M, N].
+// CHECK-LABEL: func.func @matmul_2d
+// CHECK: nn.matmul %{{.*}}, %{{.*}} : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
+func.func @matmul_2d(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>) -> tensor<4x16xf32> {
+  %0 = nn.matmul %a, %b : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
+}
+
+// Tests that a batched lhs shares one rank-2 rhs across its batch dimensions.
+// CHECK-LABEL: func.func @matmul_batched_shared_rhs
+// CHECK: nn.matmul %{{.*}}, %{{.*}} : (tensor<2x3x4x8xf32>, tensor<8x16xf32>) -> tensor<2x3x4x16xf32>
+func.func @matmul_batched_shared_rhs(%a: tensor<2x3x4x8xf32>, %b: tensor<8x16xf32>) -> tensor<2x3x4x16xf32> {
+  %0 = nn.matmul %a, %b : (tensor<2x3x4x8xf32>, tensor<8x16xf32>) -> tensor<2x3x4x16xf32>
+  return %0 : tensor<2x3x4x16xf32>
+}
+
+// Tests that a batched rhs with the lhs's batch dimensions gives a batched product.
+// CHECK-LABEL: func.func @matmul_batched_rhs
+// CHECK: nn.matmul %{{.*}}, %{{.*}} : (tensor<2x4x8xf32>, tensor<2x8x16xf32>) -> tensor<2x4x16xf32>
+func.func @matmul_batched_rhs(%a: tensor<2x4x8xf32>, %b: tensor<2x8x16xf32>) -> tensor<2x4x16xf32> {
+  %0 = nn.matmul %a, %b : (tensor<2x4x8xf32>, tensor<2x8x16xf32>) -> tensor<2x4x16xf32>
+  return %0 : tensor<2x4x16xf32>
+}
+
+// Tests that transpose_lhs reads lhs as [K, M].
+// CHECK-LABEL: func.func @matmul_transpose_lhs
+// CHECK: nn.matmul %{{.*}}, %{{.*}} transpose_lhs : (tensor<2x8x4xf32>, tensor<2x8x16xf32>) -> tensor<2x4x16xf32>
+func.func @matmul_transpose_lhs(%a: tensor<2x8x4xf32>, %b: tensor<2x8x16xf32>) -> tensor<2x4x16xf32> {
+  %0 = nn.matmul %a, %b transpose_lhs : (tensor<2x8x4xf32>, tensor<2x8x16xf32>) -> tensor<2x4x16xf32>
+  return %0 : tensor<2x4x16xf32>
+}
+
+// Tests that transpose_rhs reads rhs as [N, K], as in q kᵀ.
+// CHECK-LABEL: func.func @matmul_transpose_rhs
+// CHECK: nn.matmul %{{.*}}, %{{.*}} transpose_rhs : (tensor<8x64x32xf32>, tensor<8x48x32xf32>) -> tensor<8x64x48xf32>
+func.func @matmul_transpose_rhs(%q: tensor<8x64x32xf32>, %k: tensor<8x48x32xf32>) -> tensor<8x64x48xf32> {
+  %0 = nn.matmul %q, %k transpose_rhs : (tensor<8x64x32xf32>, tensor<8x48x32xf32>) -> tensor<8x64x48xf32>
+  return %0 : tensor<8x64x48xf32>
+}
+
+// Tests that a shared rank-2 rhs can be transposed too.
+// CHECK-LABEL: func.func @matmul_transpose_shared_rhs
+// CHECK: nn.matmul %{{.*}}, %{{.*}} transpose_rhs : (tensor<2x4x8xf32>, tensor<16x8xf32>) -> tensor<2x4x16xf32>
+func.func @matmul_transpose_shared_rhs(%a: tensor<2x4x8xf32>, %b: tensor<16x8xf32>) -> tensor<2x4x16xf32> {
+  %0 = nn.matmul %a, %b transpose_rhs : (tensor<2x4x8xf32>, tensor<16x8xf32>) -> tensor<2x4x16xf32>
+  return %0 : tensor<2x4x16xf32>
+}
+
+// Tests that both transposes together give [M, N] from [K, M] and [N, K].
+// CHECK-LABEL: func.func @matmul_transpose_both
+// CHECK: nn.matmul %{{.*}}, %{{.*}} transpose_lhs transpose_rhs : (tensor<8x4xf32>, tensor<16x8xf32>) -> tensor<4x16xf32>
+func.func @matmul_transpose_both(%a: tensor<8x4xf32>, %b: tensor<16x8xf32>) -> tensor<4x16xf32> {
+  %0 = nn.matmul %a, %b transpose_lhs transpose_rhs : (tensor<8x4xf32>, tensor<16x8xf32>) -> tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
+}
+
+// Tests that bf16 operands give a bf16 result.
+// CHECK-LABEL: func.func @matmul_bf16
+// CHECK: nn.matmul %{{.*}}, %{{.*}} : (tensor<4x8xbf16>, tensor<8x16xbf16>) -> tensor<4x16xbf16>
+func.func @matmul_bf16(%a: tensor<4x8xbf16>, %b: tensor<8x16xbf16>) -> tensor<4x16xbf16> {
+  %0 = nn.matmul %a, %b : (tensor<4x8xbf16>, tensor<8x16xbf16>) -> tensor<4x16xbf16>
+  return %0 : tensor<4x16xbf16>
+}
+
+// Tests that 1-D i32 ids give [ids, hidden].
+// CHECK-LABEL: func.func @embedding_1d_i32
+// CHECK: nn.embedding %{{.*}}, %{{.*}} : (tensor<100x16xf32>, tensor<8xi32>) -> tensor<8x16xf32>
+func.func @embedding_1d_i32(%table: tensor<100x16xf32>, %ids: tensor<8xi32>) -> tensor<8x16xf32> {
+  %0 = nn.embedding %table, %ids : (tensor<100x16xf32>, tensor<8xi32>) -> tensor<8x16xf32>
+  return %0 : tensor<8x16xf32>
+}
+
+// Tests that 2-D i64 ids give [batch, seq, hidden].
+// CHECK-LABEL: func.func @embedding_2d_i64
+// CHECK: nn.embedding %{{.*}}, %{{.*}} : (tensor<100x16xf32>, tensor<2x8xi64>) -> tensor<2x8x16xf32>
+func.func @embedding_2d_i64(%table: tensor<100x16xf32>, %ids: tensor<2x8xi64>) -> tensor<2x8x16xf32> {
+  %0 = nn.embedding %table, %ids : (tensor<100x16xf32>, tensor<2x8xi64>) -> tensor<2x8x16xf32>
+  return %0 : tensor<2x8x16xf32>
+}
+
+// Tests that 2-D i32 ids into a bf16 table give a bf16 result.
+// CHECK-LABEL: func.func @embedding_2d_i32_bf16
+// CHECK: nn.embedding %{{.*}}, %{{.*}} : (tensor<50x4xbf16>, tensor<3x5xi32>) -> tensor<3x5x4xbf16>
+func.func @embedding_2d_i32_bf16(%table: tensor<50x4xbf16>, %ids: tensor<3x5xi32>) -> tensor<3x5x4xbf16> {
+  %0 = nn.embedding %table, %ids : (tensor<50x4xbf16>, tensor<3x5xi32>) -> tensor<3x5x4xbf16>
+  return %0 : tensor<3x5x4xbf16>
+}
+
+// Tests that a single (rank-0) id looks up one row.
+// CHECK-LABEL: func.func @embedding_scalar_id
+// CHECK: nn.embedding %{{.*}}, %{{.*}} : (tensor<100x16xf32>, tensor<i64>) -> tensor<16xf32>
+func.func @embedding_scalar_id(%table: tensor<100x16xf32>, %id: tensor<i64>) -> tensor<16xf32> {
+  %0 = nn.embedding %table, %id : (tensor<100x16xf32>, tensor<i64>) -> tensor<16xf32>
+  return %0 : tensor<16xf32>
+}
+
+// Tests that causal self-attention keeps the query's shape.
+// CHECK-LABEL: func.func @attention_causal
+// CHECK: nn.attention %{{.*}}, %{{.*}}, %{{.*}} causal : (tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>) -> tensor<2x8x4x16xf32>
+func.func @attention_causal(%q: tensor<2x8x4x16xf32>, %k: tensor<2x8x4x16xf32>, %v: tensor<2x8x4x16xf32>) -> tensor<2x8x4x16xf32> {
+  %0 = nn.attention %q, %k, %v causal : (tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>) -> tensor<2x8x4x16xf32>
+  return %0 : tensor<2x8x4x16xf32>
+}
+
+// Tests that non-causal attention allows a key length T different from the query length S and a value dimension E different from D.
+// CHECK-LABEL: func.func @attention_cross
+// CHECK: nn.attention %{{.*}}, %{{.*}}, %{{.*}} : (tensor<2x8x4x16xf32>, tensor<2x12x4x16xf32>, tensor<2x12x4x32xf32>) -> tensor<2x8x4x32xf32>
+// CHECK-NOT: causal
+func.func @attention_cross(%q: tensor<2x8x4x16xf32>, %k: tensor<2x12x4x16xf32>, %v: tensor<2x12x4x32xf32>) -> tensor<2x8x4x32xf32> {
+  %0 = nn.attention %q, %k, %v : (tensor<2x8x4x16xf32>, tensor<2x12x4x16xf32>, tensor<2x12x4x32xf32>) -> tensor<2x8x4x32xf32>
+  return %0 : tensor<2x8x4x32xf32>
+}
+
+// Tests that grouped-query attention accepts fewer key/value heads than query heads.
+// CHECK-LABEL: func.func @attention_grouped_query
+// CHECK: nn.attention %{{.*}}, %{{.*}}, %{{.*}} causal : (tensor<2x8x8x16xbf16>, tensor<2x8x2x16xbf16>, tensor<2x8x2x16xbf16>) -> tensor<2x8x8x16xbf16>
+func.func @attention_grouped_query(%q: tensor<2x8x8x16xbf16>, %k: tensor<2x8x2x16xbf16>, %v: tensor<2x8x2x16xbf16>) -> tensor<2x8x8x16xbf16> {
+  %0 = nn.attention %q, %k, %v causal : (tensor<2x8x8x16xbf16>, tensor<2x8x2x16xbf16>, tensor<2x8x2x16xbf16>) -> tensor<2x8x8x16xbf16>
+  return %0 : tensor<2x8x8x16xbf16>
+}
+
+// Tests that multi-query attention (one key/value head) is accepted.
+// CHECK-LABEL: func.func @attention_multi_query
+// CHECK: nn.attention %{{.*}}, %{{.*}}, %{{.*}} : (tensor<1x4x6x8xf32>, tensor<1x4x1x8xf32>, tensor<1x4x1x8xf32>) -> tensor<1x4x6x8xf32>
+func.func @attention_multi_query(%q: tensor<1x4x6x8xf32>, %k: tensor<1x4x1x8xf32>, %v: tensor<1x4x1x8xf32>) -> tensor<1x4x6x8xf32> {
+  %0 = nn.attention %q, %k, %v : (tensor<1x4x6x8xf32>, tensor<1x4x1x8xf32>, tensor<1x4x1x8xf32>) -> tensor<1x4x6x8xf32>
+  return %0 : tensor<1x4x6x8xf32>
+}
+
+// Tests that an explicit scale attribute round-trips, with and without causal.
+// CHECK-LABEL: func.func @attention_scale
+// CHECK: nn.attention %{{.*}}, %{{.*}}, %{{.*}} {scale = 1.250000e-01 : f64} : (tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>) -> tensor<2x8x4x16xf32>
+// CHECK: nn.attention %{{.*}}, %{{.*}}, %{{.*}} causal {scale = 5.000000e-01 : f64} : (tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>) -> tensor<2x8x4x16xf32>
+func.func @attention_scale(%q: tensor<2x8x4x16xf32>) -> (tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>) {
+  %0 = nn.attention %q, %q, %q {scale = 0.125 : f64} : (tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>) -> tensor<2x8x4x16xf32>
+  %1 = nn.attention %q, %q, %q causal {scale = 0.5 : f64} : (tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>) -> tensor<2x8x4x16xf32>
+  return %0, %1 : tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>
+}

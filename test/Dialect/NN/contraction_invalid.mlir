@@ -1,0 +1,292 @@
+// RUN: tessel-opt %s --split-input-file --verify-diagnostics
+
+// Tests that matmul rejects an operand of rank below 2.
+func.func @matmul_rank_1(%a: tensor<8xf32>, %b: tensor<8x16xf32>) -> tensor<16xf32> {
+  // expected-error @+2 {{operands must have rank >= 2, got 'tensor<8xf32>' and 'tensor<8x16xf32>'}}
+  // expected-error @+1 {{'nn.matmul' op failed to infer returned types}}
+  %0 = nn.matmul %a, %b : (tensor<8xf32>, tensor<8x16xf32>) -> tensor<16xf32>
+  return %0 : tensor<16xf32>
+}
+
+// -----
+
+// Tests that matmul rejects operands of different element types.
+func.func @matmul_element_types(%a: tensor<4x8xf32>, %b: tensor<8x16xbf16>) -> tensor<4x16xf32> {
+  // expected-error @+2 {{operand element types differ: 'f32' and 'bf16'}}
+  // expected-error @+1 {{'nn.matmul' op failed to infer returned types}}
+  %0 = nn.matmul %a, %b : (tensor<4x8xf32>, tensor<8x16xbf16>) -> tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
+}
+
+// -----
+
+// Tests that matmul rejects an rhs of higher rank than a matrix lhs.
+func.func @matmul_rhs_rank(%a: tensor<4x8xf32>, %b: tensor<2x8x16xf32>) -> tensor<2x4x16xf32> {
+  // expected-error @+2 {{rhs must be a matrix or have the rank of lhs (2), got 'tensor<2x8x16xf32>'}}
+  // expected-error @+1 {{'nn.matmul' op failed to infer returned types}}
+  %0 = nn.matmul %a, %b : (tensor<4x8xf32>, tensor<2x8x16xf32>) -> tensor<2x4x16xf32>
+  return %0 : tensor<2x4x16xf32>
+}
+
+// -----
+
+// Tests that a batched rhs of another batched rank than lhs is rejected.
+func.func @matmul_batch_rank(%a: tensor<2x3x4x8xf32>, %b: tensor<3x8x16xf32>) -> tensor<2x3x4x16xf32> {
+  // expected-error @+2 {{rhs must be a matrix or have the rank of lhs (4), got 'tensor<3x8x16xf32>'}}
+  // expected-error @+1 {{'nn.matmul' op failed to infer returned types}}
+  %0 = nn.matmul %a, %b : (tensor<2x3x4x8xf32>, tensor<3x8x16xf32>) -> tensor<2x3x4x16xf32>
+  return %0 : tensor<2x3x4x16xf32>
+}
+
+// -----
+
+// Tests that matmul rejects a batched rhs whose batch dimensions differ from lhs's.
+func.func @matmul_batch_dims(%a: tensor<2x4x8xf32>, %b: tensor<3x8x16xf32>) -> tensor<2x4x16xf32> {
+  // expected-error @+2 {{batch dimensions differ: lhs 'tensor<2x4x8xf32>' and rhs 'tensor<3x8x16xf32>'}}
+  // expected-error @+1 {{'nn.matmul' op failed to infer returned types}}
+  %0 = nn.matmul %a, %b : (tensor<2x4x8xf32>, tensor<3x8x16xf32>) -> tensor<2x4x16xf32>
+  return %0 : tensor<2x4x16xf32>
+}
+
+// -----
+
+// Tests that matmul rejects different contracting dimensions.
+func.func @matmul_contracting(%a: tensor<4x8xf32>, %b: tensor<6x16xf32>) -> tensor<4x16xf32> {
+  // expected-error @+2 {{contracting dimensions differ: lhs has K = 8, rhs has K = 6}}
+  // expected-error @+1 {{'nn.matmul' op failed to infer returned types}}
+  %0 = nn.matmul %a, %b : (tensor<4x8xf32>, tensor<6x16xf32>) -> tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
+}
+
+// -----
+
+// Tests that transpose_rhs moves K to rhs's last dimension, so an untransposed [K, N] rhs no longer fits.
+func.func @matmul_transpose_rhs_contracting(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>) -> tensor<4x8xf32> {
+  // expected-error @+2 {{contracting dimensions differ: lhs has K = 8, rhs has K = 16}}
+  // expected-error @+1 {{'nn.matmul' op failed to infer returned types}}
+  %0 = nn.matmul %a, %b transpose_rhs : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+// Tests that transpose_lhs moves K to lhs's second-to-last dimension.
+func.func @matmul_transpose_lhs_contracting(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>) -> tensor<8x16xf32> {
+  // expected-error @+2 {{contracting dimensions differ: lhs has K = 4, rhs has K = 8}}
+  // expected-error @+1 {{'nn.matmul' op failed to infer returned types}}
+  %0 = nn.matmul %a, %b transpose_lhs : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<8x16xf32>
+  return %0 : tensor<8x16xf32>
+}
+
+// -----
+
+// Tests that matmul rejects a declared result type other than the inferred one.
+func.func @matmul_result_type(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>) -> tensor<4x8xf32> {
+  // expected-error @+2 {{'nn.matmul' op inferred type(s) 'tensor<4x16xf32>' are incompatible with return type(s) of operation 'tensor<4x8xf32>'}}
+  // expected-error @+1 {{'nn.matmul' op failed to infer returned types}}
+  %0 = nn.matmul %a, %b : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+// Tests that matmul rejects integer operands.
+func.func @matmul_integer(%a: tensor<4x8xi32>, %b: tensor<8x16xi32>) -> tensor<4x16xi32> {
+  // expected-error @+1 {{'nn.matmul' op operand #0 must be statically shaped tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float values without encoding, but got 'tensor<4x8xi32>'}}
+  %0 = nn.matmul %a, %b : (tensor<4x8xi32>, tensor<8x16xi32>) -> tensor<4x16xi32>
+  return %0 : tensor<4x16xi32>
+}
+
+// -----
+
+// Tests that matmul rejects a dynamically shaped operand.
+func.func @matmul_dynamic(%a: tensor<4x8xf32>, %b: tensor<?x16xf32>) -> tensor<4x16xf32> {
+  // expected-error @+1 {{'nn.matmul' op operand #1 must be statically shaped tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float values without encoding, but got 'tensor<?x16xf32>'}}
+  %0 = nn.matmul %a, %b : (tensor<4x8xf32>, tensor<?x16xf32>) -> tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
+}
+
+// -----
+
+// Tests that embedding rejects a table that is not [vocab, hidden].
+func.func @embedding_table_rank(%t: tensor<100x16x2xf32>, %i: tensor<8xi32>) -> tensor<8x16xf32> {
+  // expected-error @+2 {{table must be [vocab, hidden], got 'tensor<100x16x2xf32>'}}
+  // expected-error @+1 {{'nn.embedding' op failed to infer returned types}}
+  %0 = nn.embedding %t, %i : (tensor<100x16x2xf32>, tensor<8xi32>) -> tensor<8x16xf32>
+  return %0 : tensor<8x16xf32>
+}
+
+// -----
+
+// Tests that embedding rejects a declared result without the hidden dimension.
+func.func @embedding_result_type(%t: tensor<100x16xf32>, %i: tensor<8xi32>) -> tensor<8xf32> {
+  // expected-error @+2 {{'nn.embedding' op inferred type(s) 'tensor<8x16xf32>' are incompatible with return type(s) of operation 'tensor<8xf32>'}}
+  // expected-error @+1 {{'nn.embedding' op failed to infer returned types}}
+  %0 = nn.embedding %t, %i : (tensor<100x16xf32>, tensor<8xi32>) -> tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+
+// -----
+
+// Tests that embedding rejects float ids.
+func.func @embedding_float_ids(%t: tensor<100x16xf32>, %i: tensor<8xf32>) -> tensor<8x16xf32> {
+  // expected-error @+1 {{'nn.embedding' op operand #1 must be statically shaped tensor of 32-bit signless integer or 64-bit signless integer values without encoding, but got 'tensor<8xf32>'}}
+  %0 = nn.embedding %t, %i : (tensor<100x16xf32>, tensor<8xf32>) -> tensor<8x16xf32>
+  return %0 : tensor<8x16xf32>
+}
+
+// -----
+
+// Tests that embedding rejects ids of another integer width than i32 and i64.
+func.func @embedding_i16_ids(%t: tensor<100x16xf32>, %i: tensor<8xi16>) -> tensor<8x16xf32> {
+  // expected-error @+1 {{'nn.embedding' op operand #1 must be statically shaped tensor of 32-bit signless integer or 64-bit signless integer values without encoding, but got 'tensor<8xi16>'}}
+  %0 = nn.embedding %t, %i : (tensor<100x16xf32>, tensor<8xi16>) -> tensor<8x16xf32>
+  return %0 : tensor<8x16xf32>
+}
+
+// -----
+
+// Tests that attention rejects a query that is not rank 4.
+func.func @attention_query_rank(%q: tensor<2x8x64xf32>, %k: tensor<2x8x4x16xf32>) -> tensor<2x8x4x16xf32> {
+  // expected-error @+2 {{query must be [batch, seq, heads, head_dim], got 'tensor<2x8x64xf32>'}}
+  // expected-error @+1 {{'nn.attention' op failed to infer returned types}}
+  %0 = nn.attention %q, %k, %k : (tensor<2x8x64xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>) -> tensor<2x8x4x16xf32>
+  return %0 : tensor<2x8x4x16xf32>
+}
+
+// -----
+
+// Tests that attention rejects a key that is not rank 4.
+func.func @attention_key_rank(%q: tensor<2x8x4x16xf32>, %k: tensor<2x8x64xf32>) -> tensor<2x8x4x16xf32> {
+  // expected-error @+2 {{key must be [batch, seq, heads, head_dim], got 'tensor<2x8x64xf32>'}}
+  // expected-error @+1 {{'nn.attention' op failed to infer returned types}}
+  %0 = nn.attention %q, %k, %q : (tensor<2x8x4x16xf32>, tensor<2x8x64xf32>, tensor<2x8x4x16xf32>) -> tensor<2x8x4x16xf32>
+  return %0 : tensor<2x8x4x16xf32>
+}
+
+// -----
+
+// Tests that attention rejects a value that is not rank 4.
+func.func @attention_value_rank(%q: tensor<2x8x4x16xf32>, %v: tensor<2x8x4x16x1xf32>) -> tensor<2x8x4x16xf32> {
+  // expected-error @+2 {{value must be [batch, seq, heads, head_dim], got 'tensor<2x8x4x16x1xf32>'}}
+  // expected-error @+1 {{'nn.attention' op failed to infer returned types}}
+  %0 = nn.attention %q, %q, %v : (tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16x1xf32>) -> tensor<2x8x4x16xf32>
+  return %0 : tensor<2x8x4x16xf32>
+}
+
+// -----
+
+// Tests that attention rejects key and value of another element type than the query.
+func.func @attention_element_types(%q: tensor<2x8x4x16xf32>, %k: tensor<2x8x4x16xbf16>) -> tensor<2x8x4x16xf32> {
+  // expected-error @+2 {{query, key and value element types differ}}
+  // expected-error @+1 {{'nn.attention' op failed to infer returned types}}
+  %0 = nn.attention %q, %k, %k : (tensor<2x8x4x16xf32>, tensor<2x8x4x16xbf16>, tensor<2x8x4x16xbf16>) -> tensor<2x8x4x16xf32>
+  return %0 : tensor<2x8x4x16xf32>
+}
+
+// -----
+
+// Tests that attention rejects different batch sizes.
+func.func @attention_batch(%q: tensor<2x8x4x16xf32>, %k: tensor<3x8x4x16xf32>) -> tensor<2x8x4x16xf32> {
+  // expected-error @+2 {{batch sizes differ: query 2, key 3, value 3}}
+  // expected-error @+1 {{'nn.attention' op failed to infer returned types}}
+  %0 = nn.attention %q, %k, %k : (tensor<2x8x4x16xf32>, tensor<3x8x4x16xf32>, tensor<3x8x4x16xf32>) -> tensor<2x8x4x16xf32>
+  return %0 : tensor<2x8x4x16xf32>
+}
+
+// -----
+
+// Tests that attention rejects a value whose sequence length differs from the key's.
+func.func @attention_kv_seq(%q: tensor<2x8x4x16xf32>, %k: tensor<2x8x4x16xf32>, %v: tensor<2x6x4x16xf32>) -> tensor<2x8x4x16xf32> {
+  // expected-error @+2 {{key 'tensor<2x8x4x16xf32>' and value 'tensor<2x6x4x16xf32>' differ in sequence length or head count}}
+  // expected-error @+1 {{'nn.attention' op failed to infer returned types}}
+  %0 = nn.attention %q, %k, %v : (tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x6x4x16xf32>) -> tensor<2x8x4x16xf32>
+  return %0 : tensor<2x8x4x16xf32>
+}
+
+// -----
+
+// Tests that attention rejects a value whose head count differs from the key's.
+func.func @attention_kv_heads(%q: tensor<2x8x4x16xf32>, %k: tensor<2x8x2x16xf32>, %v: tensor<2x8x4x16xf32>) -> tensor<2x8x4x16xf32> {
+  // expected-error @+2 {{key 'tensor<2x8x2x16xf32>' and value 'tensor<2x8x4x16xf32>' differ in sequence length or head count}}
+  // expected-error @+1 {{'nn.attention' op failed to infer returned types}}
+  %0 = nn.attention %q, %k, %v : (tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x4x16xf32>) -> tensor<2x8x4x16xf32>
+  return %0 : tensor<2x8x4x16xf32>
+}
+
+// -----
+
+// Tests that attention rejects a key head_dim other than the query's.
+func.func @attention_head_dim(%q: tensor<2x8x4x16xf32>, %k: tensor<2x8x4x8xf32>, %v: tensor<2x8x4x16xf32>) -> tensor<2x8x4x16xf32> {
+  // expected-error @+2 {{query head_dim 16 differs from key head_dim 8}}
+  // expected-error @+1 {{'nn.attention' op failed to infer returned types}}
+  %0 = nn.attention %q, %k, %v : (tensor<2x8x4x16xf32>, tensor<2x8x4x8xf32>, tensor<2x8x4x16xf32>) -> tensor<2x8x4x16xf32>
+  return %0 : tensor<2x8x4x16xf32>
+}
+
+// -----
+
+// Tests that grouped-query attention needs the key/value heads to divide the query heads.
+func.func @attention_gqa_divides(%q: tensor<2x8x4x16xf32>, %k: tensor<2x8x3x16xf32>) -> tensor<2x8x4x16xf32> {
+  // expected-error @+2 {{key/value heads (3) must divide query heads (4)}}
+  // expected-error @+1 {{'nn.attention' op failed to infer returned types}}
+  %0 = nn.attention %q, %k, %k : (tensor<2x8x4x16xf32>, tensor<2x8x3x16xf32>, tensor<2x8x3x16xf32>) -> tensor<2x8x4x16xf32>
+  return %0 : tensor<2x8x4x16xf32>
+}
+
+// -----
+
+// Tests that zero key/value heads are rejected rather than dividing by zero.
+func.func @attention_zero_kv_heads(%q: tensor<2x8x4x16xf32>, %k: tensor<2x8x0x16xf32>) -> tensor<2x8x4x16xf32> {
+  // expected-error @+2 {{key/value heads (0) must divide query heads (4)}}
+  // expected-error @+1 {{'nn.attention' op failed to infer returned types}}
+  %0 = nn.attention %q, %k, %k : (tensor<2x8x4x16xf32>, tensor<2x8x0x16xf32>, tensor<2x8x0x16xf32>) -> tensor<2x8x4x16xf32>
+  return %0 : tensor<2x8x4x16xf32>
+}
+
+// -----
+
+// Tests that causal attention needs equal query and key lengths.
+func.func @attention_causal_lengths(%q: tensor<2x8x4x16xf32>, %k: tensor<2x12x4x16xf32>) -> tensor<2x8x4x16xf32> {
+  // expected-error @+2 {{causal attention needs equal query and key lengths, got 8 and 12}}
+  // expected-error @+1 {{'nn.attention' op failed to infer returned types}}
+  %0 = nn.attention %q, %k, %k causal : (tensor<2x8x4x16xf32>, tensor<2x12x4x16xf32>, tensor<2x12x4x16xf32>) -> tensor<2x8x4x16xf32>
+  return %0 : tensor<2x8x4x16xf32>
+}
+
+// -----
+
+// Tests that attention rejects a declared result whose last dimension is not the value's.
+func.func @attention_result_type(%q: tensor<2x8x4x16xf32>, %k: tensor<2x8x4x16xf32>, %v: tensor<2x8x4x32xf32>) -> tensor<2x8x4x16xf32> {
+  // expected-error @+2 {{'nn.attention' op inferred type(s) 'tensor<2x8x4x32xf32>' are incompatible with return type(s) of operation 'tensor<2x8x4x16xf32>'}}
+  // expected-error @+1 {{'nn.attention' op failed to infer returned types}}
+  %0 = nn.attention %q, %k, %v : (tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x32xf32>) -> tensor<2x8x4x16xf32>
+  return %0 : tensor<2x8x4x16xf32>
+}
+
+// -----
+
+// Tests that attention rejects a negative scale.
+func.func @attention_negative_scale(%q: tensor<2x8x4x16xf32>) -> tensor<2x8x4x16xf32> {
+  // expected-error @+1 {{'nn.attention' op scale must be positive, got -5.000000e-01}}
+  %0 = nn.attention %q, %q, %q {scale = -0.5 : f64} : (tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>) -> tensor<2x8x4x16xf32>
+  return %0 : tensor<2x8x4x16xf32>
+}
+
+// -----
+
+// Tests that attention rejects a zero scale.
+func.func @attention_zero_scale(%q: tensor<2x8x4x16xf32>) -> tensor<2x8x4x16xf32> {
+  // expected-error @+1 {{'nn.attention' op scale must be positive, got 0.000000e+00}}
+  %0 = nn.attention %q, %q, %q {scale = 0.0 : f64} : (tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>) -> tensor<2x8x4x16xf32>
+  return %0 : tensor<2x8x4x16xf32>
+}
+
+// -----
+
+// Tests that attention rejects a scale that is not an f64 attribute.
+func.func @attention_integer_scale(%q: tensor<2x8x4x16xf32>) -> tensor<2x8x4x16xf32> {
+  // expected-error @+1 {{'nn.attention' op attribute 'scale' failed to satisfy constraint: 64-bit float attribute}}
+  %0 = nn.attention %q, %q, %q {scale = 1 : i64} : (tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>) -> tensor<2x8x4x16xf32>
+  return %0 : tensor<2x8x4x16xf32>
+}

@@ -1,0 +1,76 @@
+// RUN: tessel-opt %s | tessel-opt | FileCheck %s
+// RUN: tessel-opt %s --mlir-print-op-generic | tessel-opt | FileCheck %s
+
+// Tests that cross_entropy defaults to the mean, a scalar, and elides the default reduction.
+// CHECK-LABEL: func.func @cross_entropy_mean_default
+// CHECK: nn.cross_entropy %{{.*}}, %{{.*}} : (tensor<8x10xf32>, tensor<8xi32>) -> tensor<f32>
+// CHECK-NOT: reduction
+func.func @cross_entropy_mean_default(%logits: tensor<8x10xf32>, %labels: tensor<8xi32>) -> tensor<f32> {
+  %0 = nn.cross_entropy %logits, %labels : (tensor<8x10xf32>, tensor<8xi32>) -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// Tests that an explicit mean reduction is the default and is elided when printed.
+// CHECK-LABEL: func.func @cross_entropy_mean_explicit
+// CHECK: nn.cross_entropy %{{.*}}, %{{.*}} : (tensor<8x10xf32>, tensor<8xi64>) -> tensor<f32>
+// CHECK-NOT: reduction
+func.func @cross_entropy_mean_explicit(%logits: tensor<8x10xf32>, %labels: tensor<8xi64>) -> tensor<f32> {
+  %0 = nn.cross_entropy %logits, %labels {reduction = #nn.reduction<mean>} : (tensor<8x10xf32>, tensor<8xi64>) -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// Tests that the sum reduction gives a scalar.
+// CHECK-LABEL: func.func @cross_entropy_sum
+// CHECK: nn.cross_entropy %{{.*}}, %{{.*}} {reduction = #nn.reduction<sum>} : (tensor<8x10xf32>, tensor<8xi32>) -> tensor<f32>
+func.func @cross_entropy_sum(%logits: tensor<8x10xf32>, %labels: tensor<8xi32>) -> tensor<f32> {
+  %0 = nn.cross_entropy %logits, %labels {reduction = #nn.reduction<sum>} : (tensor<8x10xf32>, tensor<8xi32>) -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// Tests that no reduction keeps one loss per 1-D label position.
+// CHECK-LABEL: func.func @cross_entropy_none_1d
+// CHECK: nn.cross_entropy %{{.*}}, %{{.*}} {reduction = #nn.reduction<none>} : (tensor<8x10xf32>, tensor<8xi32>) -> tensor<8xf32>
+func.func @cross_entropy_none_1d(%logits: tensor<8x10xf32>, %labels: tensor<8xi32>) -> tensor<8xf32> {
+  %0 = nn.cross_entropy %logits, %labels {reduction = #nn.reduction<none>} : (tensor<8x10xf32>, tensor<8xi32>) -> tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+
+// Tests that 2-D labels [batch, seq] against [batch, seq, vocab] logits reduce to a scalar mean.
+// CHECK-LABEL: func.func @cross_entropy_mean_2d
+// CHECK: nn.cross_entropy %{{.*}}, %{{.*}} : (tensor<2x8x50xf32>, tensor<2x8xi64>) -> tensor<f32>
+func.func @cross_entropy_mean_2d(%logits: tensor<2x8x50xf32>, %labels: tensor<2x8xi64>) -> tensor<f32> {
+  %0 = nn.cross_entropy %logits, %labels : (tensor<2x8x50xf32>, tensor<2x8xi64>) -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// Tests that 2-D labels with the sum reduction give a scalar.
+// CHECK-LABEL: func.func @cross_entropy_sum_2d
+// CHECK: nn.cross_entropy %{{.*}}, %{{.*}} {reduction = #nn.reduction<sum>} : (tensor<2x8x50xf32>, tensor<2x8xi32>) -> tensor<f32>
+func.func @cross_entropy_sum_2d(%logits: tensor<2x8x50xf32>, %labels: tensor<2x8xi32>) -> tensor<f32> {
+  %0 = nn.cross_entropy %logits, %labels {reduction = #nn.reduction<sum>} : (tensor<2x8x50xf32>, tensor<2x8xi32>) -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// Tests that 2-D labels without reduction keep [batch, seq] losses.
+// CHECK-LABEL: func.func @cross_entropy_none_2d
+// CHECK: nn.cross_entropy %{{.*}}, %{{.*}} {reduction = #nn.reduction<none>} : (tensor<2x8x50xf32>, tensor<2x8xi64>) -> tensor<2x8xf32>
+func.func @cross_entropy_none_2d(%logits: tensor<2x8x50xf32>, %labels: tensor<2x8xi64>) -> tensor<2x8xf32> {
+  %0 = nn.cross_entropy %logits, %labels {reduction = #nn.reduction<none>} : (tensor<2x8x50xf32>, tensor<2x8xi64>) -> tensor<2x8xf32>
+  return %0 : tensor<2x8xf32>
+}
+
+// Tests that bf16 logits give a bf16 loss.
+// CHECK-LABEL: func.func @cross_entropy_bf16
+// CHECK: nn.cross_entropy %{{.*}}, %{{.*}} : (tensor<8x10xbf16>, tensor<8xi32>) -> tensor<bf16>
+func.func @cross_entropy_bf16(%logits: tensor<8x10xbf16>, %labels: tensor<8xi32>) -> tensor<bf16> {
+  %0 = nn.cross_entropy %logits, %labels : (tensor<8x10xbf16>, tensor<8xi32>) -> tensor<bf16>
+  return %0 : tensor<bf16>
+}
+
+// Tests that a single example (1-D logits, rank-0 label) is accepted; none keeps the rank-0 shape.
+// CHECK-LABEL: func.func @cross_entropy_single_example
+// CHECK: nn.cross_entropy %{{.*}}, %{{.*}} {reduction = #nn.reduction<none>} : (tensor<10xf32>, tensor<i32>) -> tensor<f32>
+func.func @cross_entropy_single_example(%logits: tensor<10xf32>, %label: tensor<i32>) -> tensor<f32> {
+  %0 = nn.cross_entropy %logits, %label {reduction = #nn.reduction<none>} : (tensor<10xf32>, tensor<i32>) -> tensor<f32>
+  return %0 : tensor<f32>
+}

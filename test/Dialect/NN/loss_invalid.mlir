@@ -1,0 +1,126 @@
+// RUN: tessel-opt %s --split-input-file --verify-diagnostics
+
+// Tests that cross_entropy rejects rank-0 logits.
+func.func @cross_entropy_scalar_logits(%logits: tensor<f32>, %labels: tensor<i32>) -> tensor<f32> {
+  // expected-error @+2 {{logits must be [..., classes], got 'tensor<f32>'}}
+  // expected-error @+1 {{'nn.cross_entropy' op failed to infer returned types}}
+  %0 = nn.cross_entropy %logits, %labels : (tensor<f32>, tensor<i32>) -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+// Tests that cross_entropy rejects 1-D labels the size of the class dimension.
+func.func @cross_entropy_labels_shape(%logits: tensor<8x10xf32>, %labels: tensor<10xi32>) -> tensor<f32> {
+  // expected-error @+2 {{labels 'tensor<10xi32>' must have the shape of the logits 'tensor<8x10xf32>' without the class dimension (8)}}
+  // expected-error @+1 {{'nn.cross_entropy' op failed to infer returned types}}
+  %0 = nn.cross_entropy %logits, %labels : (tensor<8x10xf32>, tensor<10xi32>) -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+// Tests that cross_entropy rejects 2-D labels whose shape differs from the logits' leading dimensions.
+func.func @cross_entropy_labels_shape_2d(%logits: tensor<2x8x50xf32>, %labels: tensor<8x2xi64>) -> tensor<f32> {
+  // expected-error @+2 {{labels 'tensor<8x2xi64>' must have the shape of the logits 'tensor<2x8x50xf32>' without the class dimension (2x8)}}
+  // expected-error @+1 {{'nn.cross_entropy' op failed to infer returned types}}
+  %0 = nn.cross_entropy %logits, %labels : (tensor<2x8x50xf32>, tensor<8x2xi64>) -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+// Tests that cross_entropy rejects labels with the class dimension kept (one-hot shape).
+func.func @cross_entropy_labels_rank(%logits: tensor<8x10xf32>, %labels: tensor<8x10xi32>) -> tensor<f32> {
+  // expected-error @+2 {{labels 'tensor<8x10xi32>' must have the shape of the logits 'tensor<8x10xf32>' without the class dimension (8)}}
+  // expected-error @+1 {{'nn.cross_entropy' op failed to infer returned types}}
+  %0 = nn.cross_entropy %logits, %labels : (tensor<8x10xf32>, tensor<8x10xi32>) -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+// Tests that 1-D logits need a rank-0 label.
+func.func @cross_entropy_single_example_labels(%logits: tensor<10xf32>, %labels: tensor<1xi32>) -> tensor<f32> {
+  // expected-error @+2 {{labels 'tensor<1xi32>' must have the shape of the logits 'tensor<10xf32>' without the class dimension (scalar)}}
+  // expected-error @+1 {{'nn.cross_entropy' op failed to infer returned types}}
+  %0 = nn.cross_entropy %logits, %labels : (tensor<10xf32>, tensor<1xi32>) -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+// Tests that the none reduction does not give a scalar.
+func.func @cross_entropy_none_scalar(%logits: tensor<8x10xf32>, %labels: tensor<8xi32>) -> tensor<f32> {
+  // expected-error @+2 {{'nn.cross_entropy' op inferred type(s) 'tensor<8xf32>' are incompatible with return type(s) of operation 'tensor<f32>'}}
+  // expected-error @+1 {{'nn.cross_entropy' op failed to infer returned types}}
+  %0 = nn.cross_entropy %logits, %labels {reduction = #nn.reduction<none>} : (tensor<8x10xf32>, tensor<8xi32>) -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+// Tests that the default mean reduction does not keep per-position losses.
+func.func @cross_entropy_mean_not_scalar(%logits: tensor<8x10xf32>, %labels: tensor<8xi32>) -> tensor<8xf32> {
+  // expected-error @+2 {{'nn.cross_entropy' op inferred type(s) 'tensor<f32>' are incompatible with return type(s) of operation 'tensor<8xf32>'}}
+  // expected-error @+1 {{'nn.cross_entropy' op failed to infer returned types}}
+  %0 = nn.cross_entropy %logits, %labels : (tensor<8x10xf32>, tensor<8xi32>) -> tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+
+// -----
+
+// Tests that the sum reduction does not keep per-position losses.
+func.func @cross_entropy_sum_not_scalar(%logits: tensor<2x8x50xf32>, %labels: tensor<2x8xi32>) -> tensor<2x8xf32> {
+  // expected-error @+2 {{'nn.cross_entropy' op inferred type(s) 'tensor<f32>' are incompatible with return type(s) of operation 'tensor<2x8xf32>'}}
+  // expected-error @+1 {{'nn.cross_entropy' op failed to infer returned types}}
+  %0 = nn.cross_entropy %logits, %labels {reduction = #nn.reduction<sum>} : (tensor<2x8x50xf32>, tensor<2x8xi32>) -> tensor<2x8xf32>
+  return %0 : tensor<2x8xf32>
+}
+
+// -----
+
+// Tests that the loss has the logits' element type.
+func.func @cross_entropy_result_element_type(%logits: tensor<8x10xbf16>, %labels: tensor<8xi32>) -> tensor<f32> {
+  // expected-error @+2 {{'nn.cross_entropy' op inferred type(s) 'tensor<bf16>' are incompatible with return type(s) of operation 'tensor<f32>'}}
+  // expected-error @+1 {{'nn.cross_entropy' op failed to infer returned types}}
+  %0 = nn.cross_entropy %logits, %labels : (tensor<8x10xbf16>, tensor<8xi32>) -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+// Tests that cross_entropy rejects float labels.
+func.func @cross_entropy_float_labels(%logits: tensor<8x10xf32>, %labels: tensor<8xf32>) -> tensor<f32> {
+  // expected-error @+1 {{'nn.cross_entropy' op operand #1 must be statically shaped tensor of 32-bit signless integer or 64-bit signless integer values without encoding, but got 'tensor<8xf32>'}}
+  %0 = nn.cross_entropy %logits, %labels : (tensor<8x10xf32>, tensor<8xf32>) -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+// Tests that cross_entropy rejects integer logits.
+func.func @cross_entropy_integer_logits(%logits: tensor<8x10xi32>, %labels: tensor<8xi32>) -> tensor<i32> {
+  // expected-error @+1 {{'nn.cross_entropy' op operand #0 must be statically shaped tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float values without encoding, but got 'tensor<8x10xi32>'}}
+  %0 = nn.cross_entropy %logits, %labels : (tensor<8x10xi32>, tensor<8xi32>) -> tensor<i32>
+  return %0 : tensor<i32>
+}
+
+// -----
+
+// Tests that an unknown reduction keyword is rejected.
+func.func @cross_entropy_unknown_reduction(%logits: tensor<8x10xf32>, %labels: tensor<8xi32>) -> tensor<f32> {
+  // expected-error @+2 {{expected ::tessel::nn::LossReduction to be one of: mean, sum, none}}
+  // expected-error @+1 {{failed to parse NN_LossReductionAttr parameter 'value' which is to be a `::tessel::nn::LossReduction`}}
+  %0 = nn.cross_entropy %logits, %labels {reduction = #nn.reduction<avg>} : (tensor<8x10xf32>, tensor<8xi32>) -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+// Tests that a reduction that is not an #nn.reduction attribute is rejected.
+func.func @cross_entropy_integer_reduction(%logits: tensor<8x10xf32>, %labels: tensor<8xi32>) -> tensor<f32> {
+  // expected-error @+1 {{'nn.cross_entropy' op attribute 'reduction' failed to satisfy constraint: how a per-example loss is reduced}}
+  %0 = nn.cross_entropy %logits, %labels {reduction = 1 : i32} : (tensor<8x10xf32>, tensor<8xi32>) -> tensor<f32>
+  return %0 : tensor<f32>
+}

@@ -1,0 +1,203 @@
+// RUN: tessel-opt %s --split-input-file --verify-diagnostics
+
+// Tests that the layer symbol must resolve.
+func.func @missing_symbol(%h: tensor<8x16xf32>, %w: tensor<4x16x16xf32>) -> tensor<8x16xf32> {
+  // expected-error @+1 {{'nn.repeat' op layer 'missing' does not name a func.func}}
+  %0 = nn.repeat @missing(%h) params(%w) : (tensor<8x16xf32>, tensor<4x16x16xf32>) -> tensor<8x16xf32>
+  return %0 : tensor<8x16xf32>
+}
+
+// -----
+
+// Tests that a symbol that is not a func.func is not a layer.
+module @not_a_func {
+}
+func.func @symbol_not_func(%h: tensor<8x16xf32>, %w: tensor<4x16x16xf32>) -> tensor<8x16xf32> {
+  // expected-error @+1 {{'nn.repeat' op layer 'not_a_func' does not name a func.func}}
+  %0 = nn.repeat @not_a_func(%h) params(%w) : (tensor<8x16xf32>, tensor<4x16x16xf32>) -> tensor<8x16xf32>
+  return %0 : tensor<8x16xf32>
+}
+
+// -----
+
+// Tests that the layer's parameter inputs must be the slices of the stacked parameters.
+func.func private @block(%h: tensor<8x16xf32>, %w: tensor<16x8xf32>) -> tensor<8x16xf32> {
+  return %h : tensor<8x16xf32>
+}
+func.func @wrong_param_slice(%h: tensor<8x16xf32>, %w: tensor<4x16x16xf32>) -> tensor<8x16xf32> {
+  // expected-error @+1 {{'nn.repeat' op layer @block has type '(tensor<8x16xf32>, tensor<16x8xf32>) -> tensor<8x16xf32>' but this repeat needs '(tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<8x16xf32>' (carried values, then one slice of each stacked parameter)}}
+  %0 = nn.repeat @block(%h) params(%w) : (tensor<8x16xf32>, tensor<4x16x16xf32>) -> tensor<8x16xf32>
+  return %0 : tensor<8x16xf32>
+}
+
+// -----
+
+// Tests that the layer must return exactly the carried values.
+func.func private @block(%h: tensor<8x16xf32>, %w: tensor<16x16xf32>) -> (tensor<8x16xf32>, tensor<8x16xf32>) {
+  return %h, %h : tensor<8x16xf32>, tensor<8x16xf32>
+}
+func.func @wrong_layer_results(%h: tensor<8x16xf32>, %w: tensor<4x16x16xf32>) -> tensor<8x16xf32> {
+  // expected-error @+1 {{'nn.repeat' op layer @block has type '(tensor<8x16xf32>, tensor<16x16xf32>) -> (tensor<8x16xf32>, tensor<8x16xf32>)' but this repeat needs '(tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<8x16xf32>' (carried values, then one slice of each stacked parameter)}}
+  %0 = nn.repeat @block(%h) params(%w) : (tensor<8x16xf32>, tensor<4x16x16xf32>) -> tensor<8x16xf32>
+  return %0 : tensor<8x16xf32>
+}
+
+// -----
+
+// Tests that the layer takes the carried values first, then the parameter slices.
+func.func private @block(%w: tensor<16x16xf32>, %h: tensor<8x16xf32>) -> tensor<8x16xf32> {
+  return %h : tensor<8x16xf32>
+}
+func.func @wrong_argument_order(%h: tensor<8x16xf32>, %w: tensor<4x16x16xf32>) -> tensor<8x16xf32> {
+  // expected-error @+1 {{'nn.repeat' op layer @block has type '(tensor<16x16xf32>, tensor<8x16xf32>) -> tensor<8x16xf32>' but this repeat needs '(tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<8x16xf32>' (carried values, then one slice of each stacked parameter)}}
+  %0 = nn.repeat @block(%h) params(%w) : (tensor<8x16xf32>, tensor<4x16x16xf32>) -> tensor<8x16xf32>
+  return %0 : tensor<8x16xf32>
+}
+
+// -----
+
+// Tests that all stacked parameters have the same number of layers.
+func.func private @block(%h: tensor<8x16xf32>, %w: tensor<16x16xf32>, %b: tensor<16xf32>) -> tensor<8x16xf32> {
+  return %h : tensor<8x16xf32>
+}
+func.func @mismatched_layer_counts(%h: tensor<8x16xf32>, %w: tensor<4x16x16xf32>, %b: tensor<3x16xf32>) -> tensor<8x16xf32> {
+  // expected-error @+1 {{'nn.repeat' op stacked parameter #1 has 3 layers on its leading axis but #0 has 4}}
+  %0 = nn.repeat @block(%h) params(%w, %b) : (tensor<8x16xf32>, tensor<4x16x16xf32>, tensor<3x16xf32>) -> tensor<8x16xf32>
+  return %0 : tensor<8x16xf32>
+}
+
+// -----
+
+// Tests that a repeat needs at least one stacked parameter.
+func.func private @block(%h: tensor<8x16xf32>) -> tensor<8x16xf32> {
+  return %h : tensor<8x16xf32>
+}
+func.func @no_params(%h: tensor<8x16xf32>) -> tensor<8x16xf32> {
+  // expected-error @+1 {{'nn.repeat' op needs at least one stacked parameter; a layer without parameters can be written inline}}
+  %0 = nn.repeat @block(%h) params() : (tensor<8x16xf32>) -> tensor<8x16xf32>
+  return %0 : tensor<8x16xf32>
+}
+
+// -----
+
+// Tests that a repeat needs at least one carried value.
+func.func private @block(%w: tensor<16x16xf32>) {
+  return
+}
+func.func @no_carried(%w: tensor<4x16x16xf32>) {
+  // expected-error @+1 {{'nn.repeat' op needs at least one carried value (the layer's input activation)}}
+  nn.repeat @block() params(%w) : (tensor<4x16x16xf32>) -> ()
+  return
+}
+
+// -----
+
+// Tests that the results have the types of the carried values.
+func.func private @block(%h: tensor<8x16xf32>, %w: tensor<16x16xf32>) -> tensor<8x16xf32> {
+  return %h : tensor<8x16xf32>
+}
+func.func @result_types_differ(%h: tensor<8x16xf32>, %w: tensor<4x16x16xf32>) -> tensor<8x8xf32> {
+  // expected-error @+1 {{'nn.repeat' op results ('tensor<8x8xf32>') must have the types of the carried values ('tensor<8x16xf32>')}}
+  %0 = nn.repeat @block(%h) params(%w) : (tensor<8x16xf32>, tensor<4x16x16xf32>) -> tensor<8x8xf32>
+  return %0 : tensor<8x8xf32>
+}
+
+// -----
+
+// Tests that there is one result per carried value (generic form).
+func.func private @block(%h: tensor<8x16xf32>, %w: tensor<16x16xf32>) -> tensor<8x16xf32> {
+  return %h : tensor<8x16xf32>
+}
+func.func @result_count_differs(%h: tensor<8x16xf32>, %w: tensor<4x16x16xf32>) -> tensor<8x16xf32> {
+  // expected-error @+1 {{'nn.repeat' op results ('tensor<8x16xf32>', 'tensor<8x16xf32>') must have the types of the carried values ('tensor<8x16xf32>')}}
+  %0:2 = "nn.repeat"(%h, %w) <{layer = @block, operandSegmentSizes = array<i32: 1, 1>}> : (tensor<8x16xf32>, tensor<4x16x16xf32>) -> (tensor<8x16xf32>, tensor<8x16xf32>)
+  return %0#0 : tensor<8x16xf32>
+}
+
+// -----
+
+// Tests that a stacked parameter of rank 0 has no layer axis.
+func.func private @block(%h: tensor<8x16xf32>, %w: tensor<f32>) -> tensor<8x16xf32> {
+  return %h : tensor<8x16xf32>
+}
+func.func @param_rank_0(%h: tensor<8x16xf32>, %w: tensor<f32>) -> tensor<8x16xf32> {
+  // expected-error @+1 {{'nn.repeat' op stacked parameter #0 needs a leading layer axis, got 'tensor<f32>'}}
+  %0 = nn.repeat @block(%h) params(%w) : (tensor<8x16xf32>, tensor<f32>) -> tensor<8x16xf32>
+  return %0 : tensor<8x16xf32>
+}
+
+// -----
+
+// Tests that a stacked parameter with zero layers is rejected.
+func.func private @block(%h: tensor<8x16xf32>, %w: tensor<16xf32>) -> tensor<8x16xf32> {
+  return %h : tensor<8x16xf32>
+}
+func.func @param_zero_layers(%h: tensor<8x16xf32>, %w: tensor<0x16xf32>) -> tensor<8x16xf32> {
+  // expected-error @+1 {{'nn.repeat' op stacked parameter #0 needs a leading layer axis, got 'tensor<0x16xf32>'}}
+  %0 = nn.repeat @block(%h) params(%w) : (tensor<8x16xf32>, tensor<0x16xf32>) -> tensor<8x16xf32>
+  return %0 : tensor<8x16xf32>
+}
+
+// -----
+
+// Tests that a layer that repeats itself is rejected.
+func.func private @block(%h: tensor<8x16xf32>, %w: tensor<16x16xf32>) -> tensor<8x16xf32> {
+  %ws = nn.broadcast %w dims = [1, 2] : tensor<16x16xf32> -> tensor<2x16x16xf32>
+  // expected-error @+1 {{'nn.repeat' op layer @block repeats itself (recursive nn.repeat)}}
+  %0 = nn.repeat @block(%h) params(%ws) : (tensor<8x16xf32>, tensor<2x16x16xf32>) -> tensor<8x16xf32>
+  return %0 : tensor<8x16xf32>
+}
+
+// -----
+
+// Tests that recursion through another layer is rejected too (symbol uses are checked from the last function up, so @b's repeat reports it).
+func.func private @a(%h: tensor<8x16xf32>, %w: tensor<16x16xf32>) -> tensor<8x16xf32> {
+  %0 = nn.repeat @b(%h) params(%w) : (tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<8x16xf32>
+  return %0 : tensor<8x16xf32>
+}
+func.func private @b(%h: tensor<8x16xf32>, %w: tensor<16xf32>) -> tensor<8x16xf32> {
+  %ws = nn.broadcast %w dims = [2] : tensor<16xf32> -> tensor<2x16x16xf32>
+  // expected-error @+1 {{'nn.repeat' op layer @b repeats itself (recursive nn.repeat)}}
+  %0 = nn.repeat @a(%h) params(%ws) : (tensor<8x16xf32>, tensor<2x16x16xf32>) -> tensor<8x16xf32>
+  return %0 : tensor<8x16xf32>
+}
+
+// -----
+
+// Tests that a stacked model argument must name its leading axis "layers".
+func.func private @block(%h: tensor<8x16xf32>, %w: tensor<16x16xf32>) -> tensor<8x16xf32> {
+  return %h : tensor<8x16xf32>
+}
+func.func @stacked_axes(%h: tensor<8x16xf32>, %w: tensor<4x16x16xf32> {nn.axes = ["embed", "mlp", "heads"]}) -> tensor<8x16xf32> {
+  // expected-error @+1 {{'nn.repeat' op stacked parameter #0 (argument #1) must name its leading axis "layers" in nn.axes, got "embed"}}
+  %0 = nn.repeat @block(%h) params(%w) : (tensor<8x16xf32>, tensor<4x16x16xf32>) -> tensor<8x16xf32>
+  return %0 : tensor<8x16xf32>
+}
+
+// -----
+
+// Tests that the "layers" rule applies to every stacked parameter, also a later one of a model.
+func.func private @block(%h: tensor<4x16xf32>, %w: tensor<16x16xf32>, %b: tensor<16xf32>) -> tensor<4x16xf32> {
+  return %h : tensor<4x16xf32>
+}
+func.func @stacked_axes_second(
+    %x: tensor<4x16xf32> {nn.input, nn.axes = ["batch", "embed"]},
+    %y: tensor<4xi32> {nn.label, nn.axes = ["batch"]},
+    %w: tensor<2x16x16xf32> {nn.param = "w", nn.init = #nn.init<normal, 0.02>, nn.axes = ["layers", "embed", "mlp"]},
+    %b: tensor<2x16xf32> {nn.param = "b", nn.init = #nn.init<zeros>, nn.axes = ["embed", "layers"]}) -> tensor<f32> {
+  // expected-error @+1 {{'nn.repeat' op stacked parameter #1 (argument #3) must name its leading axis "layers" in nn.axes, got "embed"}}
+  %h = nn.repeat @block(%x) params(%w, %b) : (tensor<4x16xf32>, tensor<2x16x16xf32>, tensor<2x16xf32>) -> tensor<4x16xf32>
+  %l = nn.cross_entropy %h, %y : (tensor<4x16xf32>, tensor<4xi32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+func.func private @external_layer(%h: tensor<4xf32>, %w: tensor<4xf32>) -> tensor<4xf32>
+
+// Tests that a layer without a body is rejected (nothing to repeat or cost).
+func.func @declaration_layer(%h: tensor<4xf32>, %w: tensor<3x4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{layer @external_layer is a declaration; nn.repeat needs its body}}
+  %0 = nn.repeat @external_layer(%h) params(%w) : (tensor<4xf32>, tensor<3x4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
