@@ -33,4 +33,44 @@ def ReportCostPass : Pass<"tessel-report-cost", "mlir::ModuleOp"> {
   let dependentDialects = ["tessel::nn::NNDialect"];
 }
 
+def PlanMemoryPass : Pass<"tessel-plan-memory", "mlir::ModuleOp"> {
+  let summary = "Give every tensor of every nn function an offset in a static arena";
+  let description = [{
+    Plans the scratch memory of each function with nn ops: every op result
+    gets a byte offset (64-byte aligned) in the function's scratch region,
+    reusing space between values whose live ranges do not overlap (greedy
+    first-fit in definition order). A reshape is a view: its result shares
+    its operand's buffer, whose live range grows to cover the view's uses.
+    An `nn.repeat` reserves a workspace for the whole loop: one buffer per
+    carried value plus the layer function's own scratch (layers are planned
+    before their callers). Function arguments and results live in memory the
+    caller provides and take no scratch.
+
+    Before:
+    ```mlir
+    func.func @f(%a: tensor<4x8xf32>) -> tensor<4x8xf32> {
+      %0 = nn.exp %a : tensor<4x8xf32>
+      %1 = nn.tanh %0 : tensor<4x8xf32>
+      %2 = nn.exp %1 : tensor<4x8xf32>
+      return %2 : tensor<4x8xf32>
+    }
+    ```
+    After (%0 is dead when %2 is made, so %2 reuses its bytes):
+    ```mlir
+    func.func @f(%a: tensor<4x8xf32>) -> tensor<4x8xf32>
+        attributes {tessel.scratch_bytes = 256 : i64} {
+      %0 = nn.exp %a {tessel.offsets = array<i64: 0>} : tensor<4x8xf32>
+      %1 = nn.tanh %0 {tessel.offsets = array<i64: 128>} : tensor<4x8xf32>
+      %2 = nn.exp %1 {tessel.offsets = array<i64: 0>} : tensor<4x8xf32>
+      return %2 : tensor<4x8xf32>
+    }
+    ```
+  }];
+  let options = [
+    Option<"report", "report", "bool", /*default=*/"false",
+           "Report each function's scratch peak as a remark">
+  ];
+  let dependentDialects = ["tessel::nn::NNDialect"];
+}
+
 #endif // TESSEL_PASSES_PASSES_TD

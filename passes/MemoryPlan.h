@@ -1,0 +1,33 @@
+//===- MemoryPlan.h - attributes the memory plan leaves on the IR -*- C++ -*-===//
+//
+// tessel-plan-memory writes these; the lowering to the runtime reads them.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TESSEL_PASSES_MEMORYPLAN_H
+#define TESSEL_PASSES_MEMORYPLAN_H
+
+#include "llvm/ADT/StringRef.h"
+
+#include <cstdint>
+
+namespace tessel::memory_plan {
+
+/// On an op: the scratch byte offset of each result (-1: a view of a
+/// function argument, which lives in the caller's memory).
+inline constexpr llvm::StringLiteral kOffsetsAttr = "tessel.offsets";
+/// On an nn.repeat: the scratch byte offset of its workspace.
+inline constexpr llvm::StringLiteral kWorkspaceAttr = "tessel.workspace";
+/// On a function: the bytes of scratch it needs (its peak).
+inline constexpr llvm::StringLiteral kScratchBytesAttr = "tessel.scratch_bytes";
+/// Every buffer starts at a multiple of this (a cache line, and what
+/// vector loads and cuBLASLt like).
+inline constexpr int64_t kAlignment = 64;
+
+inline int64_t alignUp(int64_t bytes) {
+  return (bytes + kAlignment - 1) / kAlignment * kAlignment;
+}
+
+} // namespace tessel::memory_plan
+
+#endif // TESSEL_PASSES_MEMORYPLAN_H

@@ -1,0 +1,157 @@
+//===- PlanMemory.cpp - tessel-plan-memory: static arena offsets ----------===//
+
+#include "passes/MemoryPlan.h"
+#include "passes/Passes.h"
+
+#include "dialect/NN/NNOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/STLExtras.h"
+
+namespace tessel {
+#define GEN_PASS_DEF_PLANMEMORYPASS
+#include "passes/Passes.h.inc"
+} // namespace tessel
+
+using namespace mlir;
+using namespace tessel;
+using memory_plan::alignUp;
+
+namespace {
+
+/// One allocation: live from the op that defines it to its last use
+/// (indices in the function body), placed at `offset`.
+struct Buffer {
+  int64_t bytes;
+  int64_t start, end;
+  int64_t offset = -1;
+};
+
+/// Greedy first-fit in definition order: each buffer goes to the lowest
+/// aligned offset that no buffer alive at the same time occupies. Returns
+/// the peak.
+int64_t placeBuffers(MutableArrayRef<Buffer> buffers) {
+  int64_t peak = 0;
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    Buffer &buffer = buffers[i];
+    SmallVector<std::pair<int64_t, int64_t>> taken; // [begin, end) in bytes
+    for (size_t j = 0; j < i; ++j)
+      if (buffers[j].start <= buffer.end && buffer.start <= buffers[j].end)
+        taken.push_back({buffers[j].offset,
+                         buffers[j].offset + buffers[j].bytes});
+    llvm::sort(taken);
+    int64_t offset = 0;
+    for (auto [begin, end] : taken) {
+      if (offset + buffer.bytes <= begin)
+        break;
+      offset = std::max(offset, alignUp(end));
+    }
+    buffer.offset = offset;
+    peak = std::max(peak, offset + buffer.bytes);
+  }
+  return alignUp(peak);
+}
+
+class FunctionPlanner {
+public:
+  /// Plans `func` (and first every layer it repeats). Fails with a
+  /// diagnostic on an op the plan does not know.
+  LogicalResult plan(func::FuncOp func) {
+    if (func.isExternal() || planned.contains(func))
+      return success();
+    planned.insert(func);
+    Block &body = func.getBody().front();
+    SmallVector<Buffer> buffers;
+    DenseMap<Value, unsigned> bufferOf;
+    DenseMap<Operation *, unsigned> workspaceOf;
+    int64_t index = 0;
+    for (Operation &op : body.getOperations()) {
+      for (Value operand : op.getOperands())
+        if (auto it = bufferOf.find(operand); it != bufferOf.end())
+          buffers[it->second].end = std::max(buffers[it->second].end, index);
+      if (op.hasTrait<OpTrait::IsTerminator>()) {
+        ++index;
+        continue;
+      }
+      if (!isa<nn::NNDialect>(op.getDialect()))
+        return op.emitOpError()
+               << "cannot be placed in a static arena; only nn ops lower to "
+                  "the runtime";
+      if (auto reshape = dyn_cast<nn::ReshapeOp>(op)) {
+        // A view: the result is its operand's bytes.
+        if (auto it = bufferOf.find(reshape.getInput()); it != bufferOf.end())
+          bufferOf[reshape.getResult()] = it->second;
+        ++index;
+        continue;
+      }
+      if (auto repeat = dyn_cast<nn::RepeatOp>(op)) {
+        func::FuncOp layer = repeat.getLayerFunction();
+        if (!layer || failed(plan(layer)))
+          return failure();
+        int64_t bytes = layerScratch(layer);
+        for (Value carried : repeat.getCarried())
+          bytes += alignUp(nn::detail::tensorBytes(carried.getType()));
+        workspaceOf[&op] = buffers.size();
+        buffers.push_back({bytes, index, index});
+      }
+      for (Value result : op.getResults()) {
+        bufferOf[result] = buffers.size();
+        buffers.push_back({alignUp(nn::detail::tensorBytes(result.getType())),
+                           index, index});
+      }
+      ++index;
+    }
+    int64_t peak = placeBuffers(buffers);
+
+    Builder builder(func.getContext());
+    for (Operation &op : body.getOperations()) {
+      if (op.getNumResults() == 0)
+        continue;
+      SmallVector<int64_t> offsets;
+      for (Value result : op.getResults()) {
+        auto it = bufferOf.find(result);
+        offsets.push_back(it == bufferOf.end() ? -1
+                                               : buffers[it->second].offset);
+      }
+      op.setAttr(memory_plan::kOffsetsAttr,
+                 builder.getDenseI64ArrayAttr(offsets));
+      if (auto it = workspaceOf.find(&op); it != workspaceOf.end())
+        op.setAttr(memory_plan::kWorkspaceAttr,
+                   builder.getI64IntegerAttr(buffers[it->second].offset));
+    }
+    func->setAttr(memory_plan::kScratchBytesAttr,
+                  builder.getI64IntegerAttr(peak));
+    return success();
+  }
+
+  static int64_t layerScratch(func::FuncOp layer) {
+    auto attr =
+        layer->getAttrOfType<IntegerAttr>(memory_plan::kScratchBytesAttr);
+    return attr ? attr.getInt() : 0;
+  }
+
+private:
+  DenseSet<Operation *> planned;
+};
+
+struct PlanMemoryPass : public tessel::impl::PlanMemoryPassBase<PlanMemoryPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    FunctionPlanner planner;
+    for (auto func : getOperation().getOps<func::FuncOp>()) {
+      if (failed(planner.plan(func)))
+        return signalPassFailure();
+    }
+    if (report)
+      for (auto func : getOperation().getOps<func::FuncOp>())
+        if (!func.isExternal())
+          func.emitRemark() << "scratch peak of @" << func.getSymName() << ": "
+                            << FunctionPlanner::layerScratch(func) << " bytes";
+  }
+};
+
+} // namespace

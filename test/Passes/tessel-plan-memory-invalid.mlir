@@ -1,0 +1,22 @@
+// RUN: tessel-opt %s -tessel-plan-memory --split-input-file --verify-diagnostics
+
+// Tests that an op that does not lower to the runtime cannot be planned.
+func.func @foreign_op(%a: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'arith.addf' op cannot be placed in a static arena; only nn ops lower to the runtime}}
+  %0 = arith.addf %a, %a : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func private @bad_layer(%h: tensor<4xf32>, %w: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'arith.mulf' op cannot be placed in a static arena; only nn ops lower to the runtime}}
+  %0 = arith.mulf %h, %w : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// Tests that a repeated layer that cannot be planned fails its caller too.
+func.func @stack(%h: tensor<4xf32>, %w: tensor<3x4xf32>) -> tensor<4xf32> {
+  %0 = nn.repeat @bad_layer(%h) params(%w) : (tensor<4xf32>, tensor<3x4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}

@@ -1,0 +1,75 @@
+// RUN: tessel-opt %s -tessel-plan-memory --split-input-file | FileCheck %s
+// RUN: tessel-opt %s -tessel-plan-memory=report=true --split-input-file -o /dev/null 2>&1 | FileCheck %s --check-prefix=REPORT
+
+// Tests that a value dead before the next allocation gives its bytes back:
+// %0 (128 bytes) dies at %1's use, so %2 reuses offset 0; the peak is two
+// buffers.
+// CHECK-LABEL: func.func @chain
+// CHECK-SAME: tessel.scratch_bytes = 256
+// CHECK: nn.exp %{{.*}} {tessel.offsets = array<i64: 0>}
+// CHECK: nn.tanh %{{.*}} {tessel.offsets = array<i64: 128>}
+// CHECK: nn.exp %{{.*}} {tessel.offsets = array<i64: 0>}
+// REPORT: remark: scratch peak of @chain: 256 bytes
+func.func @chain(%a: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %0 = nn.exp %a : tensor<4x8xf32>
+  %1 = nn.tanh %0 : tensor<4x8xf32>
+  %2 = nn.exp %1 : tensor<4x8xf32>
+  return %2 : tensor<4x8xf32>
+}
+
+// -----
+
+// Tests that a value used later stays live (no reuse while %0 is needed) and
+// that sizes round up to 64 bytes (3 floats take 64).
+// CHECK-LABEL: func.func @long_lived
+// CHECK-SAME: tessel.scratch_bytes = 192
+// CHECK: nn.exp %{{.*}} {tessel.offsets = array<i64: 0>}
+// CHECK: nn.tanh %{{.*}} {tessel.offsets = array<i64: 64>}
+// CHECK: nn.neg %{{.*}} {tessel.offsets = array<i64: 128>}
+// CHECK: nn.add %{{.*}} {tessel.offsets = array<i64: 64>}
+func.func @long_lived(%a: tensor<3xf32>) -> tensor<3xf32> {
+  %0 = nn.exp %a : tensor<3xf32>
+  %1 = nn.tanh %0 : tensor<3xf32>
+  %2 = nn.neg %1 : tensor<3xf32>
+  %3 = nn.add %0, %2 : tensor<3xf32>
+  return %3 : tensor<3xf32>
+}
+
+// -----
+
+// Tests that a reshape is a view: it shares its operand's offset and keeps
+// the operand alive; a reshape of an argument takes no scratch (-1).
+// CHECK-LABEL: func.func @views
+// CHECK-SAME: tessel.scratch_bytes = 128
+// CHECK: nn.reshape %{{.*}} {tessel.offsets = array<i64: -1>}
+// CHECK: nn.exp %{{.*}} {tessel.offsets = array<i64: 0>}
+// CHECK: nn.reshape %{{.*}} {tessel.offsets = array<i64: 0>}
+// CHECK: nn.tanh %{{.*}} {tessel.offsets = array<i64: 64>}
+func.func @views(%a: tensor<2x8xf32>) -> tensor<16xf32> {
+  %r = nn.reshape %a : tensor<2x8xf32> -> tensor<16xf32>
+  %0 = nn.exp %r : tensor<16xf32>
+  %1 = nn.reshape %0 : tensor<16xf32> -> tensor<4x4xf32>
+  %2 = nn.tanh %1 : tensor<4x4xf32>
+  %3 = nn.reshape %2 : tensor<4x4xf32> -> tensor<16xf32>
+  return %3 : tensor<16xf32>
+}
+
+// -----
+
+// Tests that nn.repeat plans its layer first and reserves a workspace of one
+// carried buffer (64) plus the layer's scratch (64), live only at the repeat.
+// CHECK-LABEL: func.func private @layer
+// CHECK-SAME: tessel.scratch_bytes = 64
+// CHECK-LABEL: func.func @stack
+// CHECK-SAME: tessel.scratch_bytes = 192
+// CHECK: nn.repeat @layer({{.*}}) params({{.*}}) {tessel.offsets = array<i64: 128>, tessel.workspace = 0 : i64}
+// REPORT: remark: scratch peak of @layer: 64 bytes
+// REPORT: remark: scratch peak of @stack: 192 bytes
+func.func private @layer(%h: tensor<4xf32>, %w: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = nn.mul %h, %w : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+func.func @stack(%h: tensor<4xf32>, %w: tensor<3x4xf32>) -> tensor<4xf32> {
+  %0 = nn.repeat @layer(%h) params(%w) : (tensor<4xf32>, tensor<3x4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
