@@ -73,4 +73,48 @@ def PlanMemoryPass : Pass<"tessel-plan-memory", "mlir::ModuleOp"> {
   let dependentDialects = ["tessel::nn::NNDialect"];
 }
 
+def LowerToRuntimePass : Pass<"tessel-lower-to-runtime", "mlir::ModuleOp"> {
+  let summary = "Lower memory-planned nn functions to calls of the runtime C ABI";
+  let description = [{
+    Runs after `tessel-plan-memory`. Every function with nn ops becomes an
+    `llvm.func @tessel_fn_<name>(ctx, scratch, args..., results...)` whose
+    tensors are pointers: arguments and results in memory the caller owns,
+    every other value at its planned offset in `scratch`. Each nn op becomes
+    one call of its runtime kernel (`tessel_matmul`, `tessel_unary`,
+    `tessel_strided_copy`, ...), a reshape becomes nothing (a view), and an
+    `nn.repeat` becomes an `scf.for` over the layers that calls the layer's
+    function on parameter slices, alternating two carried buffers.
+
+    The model function (the one whose arguments carry nn.param, nn.input or
+    nn.label) also gets the two symbols of the compiled model's ABI
+    (docs/model-abi.md): `tessel_forward(ctx, arena)`, which lays the arena
+    out as [params | inputs | outputs | scratch], and `tessel_model_json()`,
+    the model's description for the launcher.
+
+    Before:
+    ```mlir
+    func.func @f(%a: tensor<4x8xf32>) -> tensor<4x8xf32>
+        attributes {tessel.scratch_bytes = 128 : i64} {
+      %0 = nn.exp %a {tessel.offsets = array<i64: 0>} : tensor<4x8xf32>
+      return %0 : tensor<4x8xf32>
+    }
+    ```
+    After:
+    ```mlir
+    llvm.func @tessel_fn_f(%ctx: !llvm.ptr, %scratch: !llvm.ptr, %a: !llvm.ptr, %out: !llvm.ptr) {
+      %0 = llvm.getelementptr %scratch[%c0] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+      llvm.call @tessel_unary(%ctx, %exp, %f32, %a, %0, %c32) : (...) -> ()
+      llvm.call @tessel_copy(%ctx, %out, %0, %c128) : (...) -> ()
+      llvm.return
+    }
+    ```
+  }];
+  let options = [
+    Option<"sourceName", "source", "std::string", /*default=*/"\"\"",
+           "Name of the model's source file, recorded in its description">
+  ];
+  let dependentDialects = ["mlir::LLVM::LLVMDialect", "mlir::scf::SCFDialect",
+                           "mlir::arith::ArithDialect"];
+}
+
 #endif // TESSEL_PASSES_PASSES_TD

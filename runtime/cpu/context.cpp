@@ -88,6 +88,13 @@ int32_t tessel_ctx_world_size(const tessel_ctx *ctx) {
   return ctx ? ctx->worldSize : 0;
 }
 
+void tessel_set_step(tessel_ctx *ctx, uint64_t step) {
+  if (ctx)
+    ctx->step = step;
+}
+
+uint64_t tessel_get_step(const tessel_ctx *ctx) { return ctx ? ctx->step : 0; }
+
 const char *tessel_error(const tessel_ctx *ctx) {
   if (!ctx)
     return createError.empty() ? nullptr : createError.c_str();

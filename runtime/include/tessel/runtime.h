@@ -61,6 +61,12 @@ void tessel_ctx_destroy(tessel_ctx *ctx);
 int32_t tessel_ctx_rank(const tessel_ctx *ctx);
 int32_t tessel_ctx_world_size(const tessel_ctx *ctx);
 
+/* The training step the next kernels belong to (0 at creation). Counter-
+ * based randomness (dropout) reads it, so every step draws fresh masks and a
+ * restarted run draws the same ones. */
+void tessel_set_step(tessel_ctx *ctx, uint64_t step);
+uint64_t tessel_get_step(const tessel_ctx *ctx);
+
 /* The first error a kernel recorded on this context (e.g. a label out of
  * range), or null. Errors are sticky until tessel_clear_error. */
 const char *tessel_error(const tessel_ctx *ctx);

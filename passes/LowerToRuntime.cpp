@@ -1,0 +1,840 @@
+//===- LowerToRuntime.cpp - tessel-lower-to-runtime: nn ops to C ABI calls ===//
+//
+// Each nn function becomes an llvm.func over pointers; each nn op one call of
+// the runtime kernel that implements it (runtime/include/tessel/runtime.h).
+// The model function also gets the ABI of docs/model-abi.md.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/MemoryPlan.h"
+#include "passes/Passes.h"
+
+#include "dialect/NN/NNOps.h"
+#include "runtime/include/tessel/runtime.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/JSON.h"
+
+#include <cmath>
+
+namespace tessel {
+#define GEN_PASS_DEF_LOWERTORUNTIMEPASS
+#include "passes/Passes.h.inc"
+} // namespace tessel
+
+using namespace mlir;
+using namespace tessel;
+using memory_plan::alignUp;
+
+namespace {
+
+constexpr llvm::StringLiteral kFunctionPrefix = "tessel_fn_";
+
+FailureOr<int32_t> dtypeCode(Type type) {
+  if (type.isF32())
+    return TESSEL_F32;
+  if (type.isF16())
+    return TESSEL_F16;
+  if (type.isBF16())
+    return TESSEL_BF16;
+  if (type.isF64())
+    return TESSEL_F64;
+  if (type.isSignlessInteger(32))
+    return TESSEL_I32;
+  if (type.isSignlessInteger(64))
+    return TESSEL_I64;
+  return failure();
+}
+
+StringRef dtypeName(Type type) {
+  if (type.isF32())
+    return "f32";
+  if (type.isF16())
+    return "f16";
+  if (type.isBF16())
+    return "bf16";
+  if (type.isF64())
+    return "f64";
+  if (type.isSignlessInteger(32))
+    return "i32";
+  return "i64";
+}
+
+RankedTensorType tensorType(Value value) {
+  return cast<RankedTensorType>(value.getType());
+}
+
+int64_t bytesOf(Value value) { return nn::detail::tensorBytes(value.getType()); }
+
+/// Row-major strides (in elements) of `shape`.
+SmallVector<int64_t> contiguousStrides(ArrayRef<int64_t> shape) {
+  SmallVector<int64_t> strides(shape.size(), 1);
+  for (int64_t d = static_cast<int64_t>(shape.size()) - 2; d >= 0; --d)
+    strides[d] = strides[d + 1] * shape[d + 1];
+  return strides;
+}
+
+int64_t product(ArrayRef<int64_t> sizes) {
+  int64_t result = 1;
+  for (int64_t size : sizes)
+    result *= size;
+  return result;
+}
+
+/// Builds the LLVM-dialect pieces of runtime calls: constants, pointer
+/// arithmetic, constant arrays and the declarations of the runtime's C
+/// functions (created on first use).
+class RuntimeEmitter {
+public:
+  RuntimeEmitter(ModuleOp module)
+      : module(module), ctx(module.getContext()),
+        ptrType(LLVM::LLVMPointerType::get(ctx)) {}
+
+  Type ptr() const { return ptrType; }
+
+  Value i64(OpBuilder &b, Location loc, int64_t value) {
+    return LLVM::ConstantOp::create(b, loc, b.getI64Type(),
+                                    b.getI64IntegerAttr(value));
+  }
+  Value i32(OpBuilder &b, Location loc, int32_t value) {
+    return LLVM::ConstantOp::create(b, loc, b.getI32Type(),
+                                    b.getI32IntegerAttr(value));
+  }
+  Value f64(OpBuilder &b, Location loc, double value) {
+    return LLVM::ConstantOp::create(b, loc, b.getF64Type(),
+                                    b.getF64FloatAttr(value));
+  }
+  Value null(OpBuilder &b, Location loc) {
+    return LLVM::ZeroOp::create(b, loc, ptrType);
+  }
+
+  /// `base + bytes`.
+  Value offset(OpBuilder &b, Location loc, Value base, Value bytes) {
+    return LLVM::GEPOp::create(b, loc, ptrType, b.getI8Type(), base,
+                               ArrayRef<LLVM::GEPArg>{bytes});
+  }
+  Value offset(OpBuilder &b, Location loc, Value base, int64_t bytes) {
+    return bytes == 0 ? base : offset(b, loc, base, i64(b, loc, bytes));
+  }
+
+  /// Address of a constant global holding `values` (shared by equal arrays).
+  Value i64Array(OpBuilder &b, Location loc, ArrayRef<int64_t> values) {
+    std::string key;
+    for (int64_t value : values)
+      key += std::to_string(value) + ",";
+    LLVM::GlobalOp &global = arrays[key];
+    if (!global) {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(module.getBody());
+      auto type = LLVM::LLVMArrayType::get(b.getI64Type(), values.size());
+      auto data = DenseElementsAttr::get(
+          RankedTensorType::get({static_cast<int64_t>(values.size())},
+                                b.getI64Type()),
+          values);
+      global = LLVM::GlobalOp::create(
+          b, loc, type, /*isConstant=*/true, LLVM::Linkage::Private,
+          ("__tessel_i64s_" + Twine(arrays.size())).str(), data,
+          /*alignment=*/8);
+    }
+    return LLVM::AddressOfOp::create(b, loc, global);
+  }
+
+  /// Address of a constant global holding `bytes`.
+  Value bytesGlobal(OpBuilder &b, Location loc, StringRef bytes) {
+    OpBuilder::InsertionGuard guard(b);
+    Block *current = b.getInsertionBlock();
+    auto point = b.getInsertionPoint();
+    b.setInsertionPointToStart(module.getBody());
+    auto type = LLVM::LLVMArrayType::get(b.getI8Type(), bytes.size());
+    auto global = LLVM::GlobalOp::create(
+        b, loc, type, /*isConstant=*/true, LLVM::Linkage::Private,
+        ("__tessel_const_" + Twine(numConstants++)).str(),
+        b.getStringAttr(bytes), /*alignment=*/64);
+    b.setInsertionPoint(current, point);
+    return LLVM::AddressOfOp::create(b, loc, global);
+  }
+
+  /// Calls the runtime function `name` (declared as void(args...)).
+  void call(OpBuilder &b, Location loc, StringRef name, ArrayRef<Value> args) {
+    LLVM::LLVMFuncOp &decl = declarations[name];
+    if (!decl) {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToEnd(module.getBody());
+      SmallVector<Type> types;
+      for (Value arg : args)
+        types.push_back(arg.getType());
+      decl = LLVM::LLVMFuncOp::create(
+          b, loc, name,
+          LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), types));
+    }
+    LLVM::CallOp::create(b, loc, decl, args);
+  }
+
+private:
+  ModuleOp module;
+  MLIRContext *ctx;
+  Type ptrType;
+  llvm::StringMap<LLVM::LLVMFuncOp> declarations;
+  llvm::StringMap<LLVM::GlobalOp> arrays;
+  int64_t numConstants = 0;
+};
+
+/// Lowers the ops of one function body; `pointers` maps each tensor value to
+/// the pointer that holds it.
+class FunctionLowering {
+public:
+  FunctionLowering(RuntimeEmitter &emit, OpBuilder &b, Value ctx,
+                   Value scratch)
+      : emit(emit), b(b), ctx(ctx), scratch(scratch) {}
+
+  DenseMap<Value, Value> pointers;
+
+  LogicalResult lower(Operation *op) {
+    Location loc = op->getLoc();
+    // Results live at their planned offsets (a reshape is a view).
+    if (auto offsets =
+            op->getAttrOfType<DenseI64ArrayAttr>(memory_plan::kOffsetsAttr)) {
+      for (auto [result, offset] : llvm::zip(op->getResults(), offsets.asArrayRef()))
+        if (offset >= 0)
+          pointers[result] = emit.offset(b, loc, scratch, offset);
+    } else if (op->getNumResults() > 0) {
+      return op->emitOpError() << "has no memory plan; run -tessel-plan-memory "
+                                  "first";
+    }
+    return llvm::TypeSwitch<Operation *, LogicalResult>(op)
+        .Case([&](nn::ConstantOp c) { return lowerConstant(c); })
+        .Case([&](nn::CastOp c) { return lowerCast(c); })
+        .Case<nn::AddOp, nn::SubOp, nn::MulOp, nn::DivOp>(
+            [&](Operation *o) { return lowerBinary(o); })
+        .Case<nn::NegOp, nn::ExpOp, nn::LogOp, nn::SqrtOp, nn::RsqrtOp,
+              nn::TanhOp, nn::SigmoidOp, nn::ReluOp, nn::GeluOp, nn::SiluOp>(
+            [&](Operation *o) { return lowerUnary(o); })
+        .Case([&](nn::DropoutOp d) { return lowerDropout(d); })
+        .Case([&](nn::BroadcastOp c) { return lowerBroadcast(c); })
+        .Case([&](nn::TransposeOp c) { return lowerTranspose(c); })
+        .Case([&](nn::SliceOp c) { return lowerSlice(c); })
+        .Case([&](nn::ConcatOp c) { return lowerConcat(c); })
+        .Case([&](nn::ReshapeOp r) {
+          pointers[r.getResult()] = pointers.lookup(r.getInput());
+          return success();
+        })
+        .Case<nn::ReduceSumOp, nn::ReduceMeanOp, nn::ReduceMaxOp>(
+            [&](Operation *o) { return lowerReduce(o); })
+        .Case([&](nn::MatmulOp c) { return lowerMatmul(c); })
+        .Case([&](nn::EmbeddingOp c) { return lowerEmbedding(c); })
+        .Case([&](nn::AttentionOp c) { return lowerAttention(c); })
+        .Case([&](nn::SoftmaxOp c) { return lowerSoftmax(c); })
+        .Case([&](nn::LayerNormOp c) {
+          return lowerNorm(c, c.getInput(), c.getGamma(), c.getBeta(),
+                           c.getEpsilon().convertToDouble(), /*rms=*/false);
+        })
+        .Case([&](nn::RmsNormOp c) {
+          return lowerNorm(c, c.getInput(), c.getGamma(), Value(),
+                           c.getEpsilon().convertToDouble(), /*rms=*/true);
+        })
+        .Case([&](nn::BatchNormOp c) { return lowerBatchNorm(c); })
+        .Case([&](nn::CrossEntropyOp c) { return lowerCrossEntropy(c); })
+        .Case([&](nn::RepeatOp c) { return lowerRepeat(c); })
+        .Default([&](Operation *o) {
+          return o->emitOpError() << "has no runtime lowering";
+        });
+  }
+
+private:
+  Value ptr(Value tensor) { return pointers.lookup(tensor); }
+  Value i64(int64_t v) { return emit.i64(b, loc, v); }
+  Value i32(int32_t v) { return emit.i32(b, loc, v); }
+  Value f64(double v) { return emit.f64(b, loc, v); }
+  Value dtype(Value tensor) {
+    return i32(*dtypeCode(tensorType(tensor).getElementType()));
+  }
+  Value count(Value tensor) { return i64(tensorType(tensor).getNumElements()); }
+  void call(StringRef name, ArrayRef<Value> args) {
+    SmallVector<Value> all{ctx};
+    all.append(args.begin(), args.end());
+    emit.call(b, loc, name, all);
+  }
+
+  /// One tessel_strided_copy of `shape` elements.
+  void stridedCopy(Value tensor, Value in, Value out, ArrayRef<int64_t> shape,
+                   ArrayRef<int64_t> inStrides, ArrayRef<int64_t> outStrides) {
+    call("tessel_strided_copy",
+         {dtype(tensor), in, out, i32(static_cast<int32_t>(shape.size())),
+          emit.i64Array(b, loc, shape), emit.i64Array(b, loc, inStrides),
+          emit.i64Array(b, loc, outStrides)});
+  }
+
+  LogicalResult lowerConstant(nn::ConstantOp op) {
+    loc = op.getLoc();
+    auto dense = dyn_cast<DenseElementsAttr>(op.getValue());
+    if (!dense)
+      return op.emitOpError() << "only dense constants lower to the runtime";
+    ArrayRef<char> raw = dense.getRawData();
+    std::string bytes;
+    int64_t total = bytesOf(op.getResult());
+    if (dense.isSplat()) {
+      while (static_cast<int64_t>(bytes.size()) < total)
+        bytes.append(raw.begin(), raw.end());
+    } else {
+      bytes.assign(raw.begin(), raw.end());
+    }
+    if (static_cast<int64_t>(bytes.size()) != total)
+      return op.emitOpError() << "has a constant layout the runtime cannot copy";
+    call("tessel_copy_to_device", {ptr(op.getResult()),
+                                   emit.bytesGlobal(b, loc, bytes), i64(total)});
+    return success();
+  }
+
+  LogicalResult lowerCast(nn::CastOp op) {
+    loc = op.getLoc();
+    call("tessel_cast", {dtype(op.getInput()), dtype(op.getResult()),
+                         ptr(op.getInput()), ptr(op.getResult()),
+                         count(op.getResult())});
+    return success();
+  }
+
+  LogicalResult lowerBinary(Operation *op) {
+    loc = op->getLoc();
+    int32_t kind = llvm::TypeSwitch<Operation *, int32_t>(op)
+                       .Case([](nn::AddOp) { return TESSEL_ADD; })
+                       .Case([](nn::SubOp) { return TESSEL_SUB; })
+                       .Case([](nn::MulOp) { return TESSEL_MUL; })
+                       .Default([](Operation *) { return TESSEL_DIV; });
+    Value result = op->getResult(0);
+    call("tessel_binary", {i32(kind), dtype(result), ptr(op->getOperand(0)),
+                           ptr(op->getOperand(1)), ptr(result), count(result)});
+    return success();
+  }
+
+  LogicalResult lowerUnary(Operation *op) {
+    loc = op->getLoc();
+    int32_t kind =
+        llvm::TypeSwitch<Operation *, int32_t>(op)
+            .Case([](nn::NegOp) { return TESSEL_NEG; })
+            .Case([](nn::ExpOp) { return TESSEL_EXP; })
+            .Case([](nn::LogOp) { return TESSEL_LOG; })
+            .Case([](nn::SqrtOp) { return TESSEL_SQRT; })
+            .Case([](nn::RsqrtOp) { return TESSEL_RSQRT; })
+            .Case([](nn::TanhOp) { return TESSEL_TANH; })
+            .Case([](nn::SigmoidOp) { return TESSEL_SIGMOID; })
+            .Case([](nn::ReluOp) { return TESSEL_RELU; })
+            .Case([](nn::GeluOp g) {
+              return g.getApproximate() ? TESSEL_GELU_TANH : TESSEL_GELU;
+            })
+            .Default([](Operation *) { return TESSEL_SILU; });
+    Value result = op->getResult(0);
+    call("tessel_unary", {i32(kind), dtype(result), ptr(op->getOperand(0)),
+                          ptr(result), count(result)});
+    return success();
+  }
+
+  LogicalResult lowerDropout(nn::DropoutOp op) {
+    loc = op.getLoc();
+    Value step = LLVM::CallOp::create(
+                     b, loc, emitGetStep(), ValueRange{ctx})
+                     .getResult();
+    call("tessel_dropout",
+         {dtype(op.getResult()), ptr(op.getInput()), ptr(op.getResult()),
+          count(op.getResult()), f64(op.getRate().convertToDouble()),
+          i64(static_cast<int64_t>(op.getSeed())), step, i64(0)});
+    return success();
+  }
+
+  /// tessel_get_step returns a value, unlike the void kernels.
+  LLVM::LLVMFuncOp emitGetStep() {
+    auto module = b.getInsertionBlock()->getParentOp()->getParentOfType<ModuleOp>();
+    if (auto existing = module.lookupSymbol<LLVM::LLVMFuncOp>("tessel_get_step"))
+      return existing;
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToEnd(module.getBody());
+    return LLVM::LLVMFuncOp::create(
+        b, loc, "tessel_get_step",
+        LLVM::LLVMFunctionType::get(b.getI64Type(), {emit.ptr()}));
+  }
+
+  LogicalResult lowerBroadcast(nn::BroadcastOp op) {
+    loc = op.getLoc();
+    ArrayRef<int64_t> outShape = op.getType().getShape();
+    ArrayRef<int64_t> inShape = op.getInput().getType().getShape();
+    SmallVector<int64_t> inContiguous = contiguousStrides(inShape);
+    SmallVector<int64_t> inStrides(outShape.size(), 0);
+    for (auto [i, dim] : llvm::enumerate(op.getDims()))
+      if (inShape[i] == outShape[dim])
+        inStrides[dim] = inContiguous[i];
+    stridedCopy(op.getResult(), ptr(op.getInput()), ptr(op.getResult()),
+                outShape, inStrides, contiguousStrides(outShape));
+    return success();
+  }
+
+  LogicalResult lowerTranspose(nn::TransposeOp op) {
+    loc = op.getLoc();
+    SmallVector<int64_t> inContiguous =
+        contiguousStrides(op.getInput().getType().getShape());
+    SmallVector<int64_t> inStrides;
+    for (int64_t dim : op.getPerm())
+      inStrides.push_back(inContiguous[dim]);
+    ArrayRef<int64_t> outShape = op.getType().getShape();
+    stridedCopy(op.getResult(), ptr(op.getInput()), ptr(op.getResult()),
+                outShape, inStrides, contiguousStrides(outShape));
+    return success();
+  }
+
+  LogicalResult lowerSlice(nn::SliceOp op) {
+    loc = op.getLoc();
+    SmallVector<int64_t> inContiguous =
+        contiguousStrides(op.getInput().getType().getShape());
+    SmallVector<int64_t> steps = op.getStridesOrOnes();
+    SmallVector<int64_t> inStrides;
+    int64_t first = 0;
+    for (auto [dim, stride] : llvm::enumerate(inContiguous)) {
+      inStrides.push_back(stride * steps[dim]);
+      first += op.getStart()[dim] * stride;
+    }
+    int64_t elementBytes =
+        nn::detail::elementBytes(op.getType().getElementType());
+    ArrayRef<int64_t> outShape = op.getType().getShape();
+    stridedCopy(op.getResult(),
+                emit.offset(b, loc, ptr(op.getInput()), first * elementBytes),
+                ptr(op.getResult()), outShape, inStrides,
+                contiguousStrides(outShape));
+    return success();
+  }
+
+  LogicalResult lowerConcat(nn::ConcatOp op) {
+    loc = op.getLoc();
+    ArrayRef<int64_t> outShape = op.getType().getShape();
+    SmallVector<int64_t> outStrides = contiguousStrides(outShape);
+    int64_t dim = op.getDim(), position = 0;
+    int64_t elementBytes =
+        nn::detail::elementBytes(op.getType().getElementType());
+    for (Value input : op.getInputs()) {
+      ArrayRef<int64_t> shape = tensorType(input).getShape();
+      stridedCopy(op.getResult(), ptr(input),
+                  emit.offset(b, loc, ptr(op.getResult()),
+                              position * outStrides[dim] * elementBytes),
+                  shape, contiguousStrides(shape), outStrides);
+      position += shape[dim];
+    }
+    return success();
+  }
+
+  LogicalResult lowerReduce(Operation *op) {
+    loc = op->getLoc();
+    int32_t kind = isa<nn::ReduceSumOp>(op)    ? TESSEL_REDUCE_SUM
+                   : isa<nn::ReduceMeanOp>(op) ? TESSEL_REDUCE_MEAN
+                                               : TESSEL_REDUCE_MAX;
+    auto dims = op->getAttrOfType<DenseI64ArrayAttr>("dims").asArrayRef();
+    uint64_t mask = 0;
+    for (int64_t dim : dims)
+      mask |= uint64_t(1) << dim;
+    Value input = op->getOperand(0);
+    ArrayRef<int64_t> shape = tensorType(input).getShape();
+    if (shape.size() > 64)
+      return op->emitOpError() << "reduces a tensor of rank > 64";
+    call("tessel_reduce",
+         {i32(kind), dtype(input), ptr(input), ptr(op->getResult(0)),
+          i32(static_cast<int32_t>(shape.size())),
+          emit.i64Array(b, loc, shape), i64(static_cast<int64_t>(mask))});
+    return success();
+  }
+
+  LogicalResult lowerMatmul(nn::MatmulOp op) {
+    loc = op.getLoc();
+    ArrayRef<int64_t> lhs = op.getLhs().getType().getShape();
+    ArrayRef<int64_t> rhs = op.getRhs().getType().getShape();
+    int64_t batch = product(lhs.drop_back(2));
+    int64_t m = op.getTransposeLhs() ? lhs.back() : lhs[lhs.size() - 2];
+    int64_t k = op.getTransposeLhs() ? lhs[lhs.size() - 2] : lhs.back();
+    int64_t n = op.getTransposeRhs() ? rhs[rhs.size() - 2] : rhs.back();
+    bool shared = rhs.size() == 2;
+    call("tessel_matmul",
+         {dtype(op.getResult()), ptr(op.getLhs()), ptr(op.getRhs()),
+          ptr(op.getResult()), i64(batch), i64(m), i64(n), i64(k),
+          i32(op.getTransposeLhs()), i32(op.getTransposeRhs()), i32(shared)});
+    return success();
+  }
+
+  LogicalResult lowerEmbedding(nn::EmbeddingOp op) {
+    loc = op.getLoc();
+    ArrayRef<int64_t> table = op.getTable().getType().getShape();
+    call("tessel_embedding",
+         {dtype(op.getResult()), dtype(op.getIds()), ptr(op.getTable()),
+          ptr(op.getIds()), ptr(op.getResult()), count(op.getIds()),
+          i64(table[0]), i64(table[1])});
+    return success();
+  }
+
+  LogicalResult lowerAttention(nn::AttentionOp op) {
+    loc = op.getLoc();
+    ArrayRef<int64_t> q = op.getQuery().getType().getShape();
+    ArrayRef<int64_t> k = op.getKey().getType().getShape();
+    ArrayRef<int64_t> v = op.getValue().getType().getShape();
+    double scale = op.getScale() ? op.getScale()->convertToDouble()
+                                 : 1.0 / std::sqrt(static_cast<double>(q[3]));
+    call("tessel_attention",
+         {dtype(op.getResult()), ptr(op.getQuery()), ptr(op.getKey()),
+          ptr(op.getValue()), ptr(op.getResult()), i64(q[0]), i64(q[1]),
+          i64(k[1]), i64(q[2]), i64(k[2]), i64(q[3]), i64(v[3]), f64(scale),
+          i32(op.getCausal())});
+    return success();
+  }
+
+  LogicalResult lowerSoftmax(nn::SoftmaxOp op) {
+    loc = op.getLoc();
+    ArrayRef<int64_t> shape = op.getType().getShape();
+    int64_t dim = op.getNormalizedDim();
+    call("tessel_softmax",
+         {dtype(op.getResult()), ptr(op.getInput()), ptr(op.getResult()),
+          i64(product(shape.take_front(dim))), i64(shape[dim]),
+          i64(product(shape.drop_front(dim + 1)))});
+    return success();
+  }
+
+  LogicalResult lowerNorm(Operation *op, Value input, Value gamma, Value beta,
+                          double epsilon, bool rms) {
+    loc = op->getLoc();
+    ArrayRef<int64_t> shape = tensorType(input).getShape();
+    call("tessel_layer_norm",
+         {dtype(input), ptr(input), ptr(gamma),
+          beta ? ptr(beta) : emit.null(b, loc), ptr(op->getResult(0)),
+          i64(product(shape.drop_back())), i64(shape.back()), f64(epsilon),
+          i32(rms)});
+    return success();
+  }
+
+  LogicalResult lowerBatchNorm(nn::BatchNormOp op) {
+    loc = op.getLoc();
+    ArrayRef<int64_t> shape = op.getType().getShape();
+    int64_t dim = op.getFeatureDim();
+    call("tessel_batch_norm",
+         {dtype(op.getResult()), ptr(op.getInput()), ptr(op.getGamma()),
+          ptr(op.getBeta()), ptr(op.getResult()),
+          i64(product(shape.take_front(dim))), i64(shape[dim]),
+          i64(product(shape.drop_front(dim + 1))),
+          f64(op.getEpsilon().convertToDouble())});
+    return success();
+  }
+
+  LogicalResult lowerCrossEntropy(nn::CrossEntropyOp op) {
+    loc = op.getLoc();
+    int32_t reduction = op.getReduction() == nn::LossReduction::mean
+                            ? TESSEL_LOSS_MEAN
+                        : op.getReduction() == nn::LossReduction::sum
+                            ? TESSEL_LOSS_SUM
+                            : TESSEL_LOSS_NONE;
+    call("tessel_cross_entropy",
+         {dtype(op.getLogits()), dtype(op.getLabels()), ptr(op.getLogits()),
+          ptr(op.getLabels()), ptr(op.getResult()), count(op.getLabels()),
+          i64(op.getLogits().getType().getShape().back()), i32(reduction)});
+    return success();
+  }
+
+  /// for l in [0, L): layer(carried, params[l]) -> next carried. The outputs
+  /// alternate between the op's result buffers and a workspace copy so that
+  /// the last layer writes the results.
+  LogicalResult lowerRepeat(nn::RepeatOp op) {
+    loc = op.getLoc();
+    auto workspace =
+        op->getAttrOfType<IntegerAttr>(memory_plan::kWorkspaceAttr);
+    if (!workspace)
+      return op.emitOpError() << "has no workspace; run -tessel-plan-memory";
+    int64_t numLayers = op.getNumLayers();
+    int64_t position = workspace.getInt();
+    SmallVector<Value> spare;
+    for (Value carried : op.getCarried()) {
+      spare.push_back(emit.offset(b, loc, scratch, position));
+      position += alignUp(bytesOf(carried));
+    }
+    Value layerScratch = emit.offset(b, loc, scratch, position);
+    SmallVector<Value> initial, results, params;
+    for (Value carried : op.getCarried())
+      initial.push_back(ptr(carried));
+    for (Value result : op.getResults())
+      results.push_back(ptr(result));
+    for (Value param : op.getParams())
+      params.push_back(ptr(param));
+    StringAttr layerName =
+        b.getStringAttr(kFunctionPrefix + op.getLayer().str());
+    Value lower = i64(0), upper = i64(numLayers), one = i64(1);
+    scf::ForOp::create(
+        b, loc, lower, upper, one, initial,
+        [&](OpBuilder &body, Location bodyLoc, Value layer, ValueRange in) {
+          // Layer l writes the results when L - 1 - l is even.
+          Value last = arith::ConstantIntOp::create(body, bodyLoc, numLayers - 1, 64);
+          Value remaining = arith::SubIOp::create(body, bodyLoc, last, layer);
+          Value two = arith::ConstantIntOp::create(body, bodyLoc, 2, 64);
+          Value parity = arith::RemSIOp::create(body, bodyLoc, remaining, two);
+          Value zero = arith::ConstantIntOp::create(body, bodyLoc, 0, 64);
+          Value toResults = arith::CmpIOp::create(
+              body, bodyLoc, arith::CmpIPredicate::eq, parity, zero);
+          SmallVector<Value> args{ctx, layerScratch};
+          args.append(in.begin(), in.end());
+          for (auto [param, value] : llvm::zip(params, op.getParams())) {
+            Value slice = arith::ConstantIntOp::create(
+                body, bodyLoc, bytesOf(value) / numLayers, 64);
+            Value bytes = arith::MulIOp::create(body, bodyLoc, layer, slice);
+            args.push_back(emit.offset(body, bodyLoc, param, bytes));
+          }
+          SmallVector<Value> out;
+          for (auto [result, copy] : llvm::zip(results, spare))
+            out.push_back(LLVM::SelectOp::create(body, bodyLoc, toResults,
+                                                 result, copy));
+          args.append(out.begin(), out.end());
+          LLVM::CallOp::create(body, bodyLoc, TypeRange{},
+                               FlatSymbolRefAttr::get(layerName), args);
+          scf::YieldOp::create(body, bodyLoc, out);
+        });
+    return success();
+  }
+
+  RuntimeEmitter &emit;
+  OpBuilder &b;
+  Value ctx, scratch;
+  Location loc = b.getUnknownLoc();
+};
+
+/// The model function: the one whose arguments say nn.param / nn.input /
+/// nn.label.
+bool isModelFunction(func::FuncOp func) {
+  for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
+    if (func.getArgAttr(i, nn::NNDialect::kParamAttrName) ||
+        func.getArgAttr(i, nn::NNDialect::kInputAttrName) ||
+        func.getArgAttr(i, nn::NNDialect::kLabelAttrName))
+      return true;
+  return false;
+}
+
+/// The exclusive upper bound of an integer input: the vocabulary of the
+/// embedding or the classes of the cross-entropy that reads it.
+std::optional<int64_t> valueLimit(Value arg) {
+  for (OpOperand &use : arg.getUses()) {
+    Operation *user = use.getOwner();
+    if (auto embedding = dyn_cast<nn::EmbeddingOp>(user))
+      if (use.get() == embedding.getIds())
+        return embedding.getTable().getType().getDimSize(0);
+    if (auto loss = dyn_cast<nn::CrossEntropyOp>(user))
+      if (use.get() == loss.getLabels())
+        return loss.getLogits().getType().getShape().back();
+    if (auto reshape = dyn_cast<nn::ReshapeOp>(user))
+      if (std::optional<int64_t> limit = valueLimit(reshape.getResult()))
+        return limit;
+  }
+  return std::nullopt;
+}
+
+struct LowerToRuntimePass
+    : public tessel::impl::LowerToRuntimePassBase<LowerToRuntimePass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    RuntimeEmitter emit(module);
+    OpBuilder b(module.getContext());
+    SmallVector<func::FuncOp> functions;
+    func::FuncOp model;
+    for (auto func : module.getOps<func::FuncOp>()) {
+      if (func.isExternal())
+        continue;
+      functions.push_back(func);
+      if (isModelFunction(func)) {
+        if (model) {
+          func.emitOpError() << "is a second model function; a module "
+                                "compiles one model (the first is @"
+                             << model.getSymName() << ")";
+          return signalPassFailure();
+        }
+        model = func;
+      }
+    }
+    for (func::FuncOp func : functions)
+      if (failed(lowerFunction(func, emit, b)))
+        return signalPassFailure();
+    if (model && failed(emitModelAbi(model, emit, b)))
+      return signalPassFailure();
+    for (func::FuncOp func : functions)
+      func.erase();
+  }
+
+  LogicalResult lowerFunction(func::FuncOp func, RuntimeEmitter &emit,
+                              OpBuilder &b) {
+    if (!func->hasAttr(memory_plan::kScratchBytesAttr))
+      return func.emitOpError() << "has no memory plan; run "
+                                   "-tessel-plan-memory first";
+    SmallVector<Type> types(2 + func.getNumArguments() + func.getNumResults(),
+                            emit.ptr());
+    b.setInsertionPointToEnd(getOperation().getBody());
+    auto lowered = LLVM::LLVMFuncOp::create(
+        b, func.getLoc(), (kFunctionPrefix + func.getSymName()).str(),
+        LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(&getContext()),
+                                    types));
+    Block *entry = lowered.addEntryBlock(b);
+    b.setInsertionPointToStart(entry);
+    FunctionLowering lowering(emit, b, entry->getArgument(0),
+                              entry->getArgument(1));
+    for (auto [arg, pointer] :
+         llvm::zip(func.getArguments(), entry->getArguments().drop_front(2)))
+      lowering.pointers[arg] = pointer;
+    ValueRange outs =
+        entry->getArguments().drop_front(2 + func.getNumArguments());
+    for (Operation &op : func.getBody().front()) {
+      if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+        for (auto [value, out] : llvm::zip(ret.getOperands(), outs))
+          emit.call(b, ret.getLoc(), "tessel_copy",
+                    {entry->getArgument(0), out, lowering.pointers.lookup(value),
+                     emit.i64(b, ret.getLoc(), bytesOf(value))});
+        LLVM::ReturnOp::create(b, ret.getLoc(), ValueRange{});
+        continue;
+      }
+      if (failed(lowering.lower(&op)))
+        return failure();
+    }
+    return success();
+  }
+
+  /// tessel_forward(ctx, arena) and tessel_model_json() for `model`.
+  LogicalResult emitModelAbi(func::FuncOp model, RuntimeEmitter &emit,
+                             OpBuilder &b) {
+    Location loc = model.getLoc();
+    auto scratchBytes =
+        model->getAttrOfType<IntegerAttr>(memory_plan::kScratchBytesAttr).getInt();
+
+    // Arena: [params | inputs and labels | outputs | scratch].
+    SmallVector<int64_t> argOffsets(model.getNumArguments(), -1);
+    llvm::json::Array tensors;
+    int64_t cursor = 0;
+    auto region = [&](int64_t begin) {
+      return llvm::json::Object{{"offset", begin}, {"bytes", cursor - begin}};
+    };
+    auto describe = [&](StringRef name, StringRef role, Type type,
+                        int64_t offset) {
+      auto tensor = cast<RankedTensorType>(type);
+      return llvm::json::Object{
+          // json::Value borrows a StringRef: copy the strings.
+          {"name", name.str()},
+          {"role", role.str()},
+          {"dtype", dtypeName(tensor.getElementType()).str()},
+          {"shape", llvm::json::Array(tensor.getShape())},
+          {"offset", offset},
+          {"bytes", nn::detail::tensorBytes(tensor)}};
+    };
+    auto axesOf = [&](unsigned i) {
+      llvm::json::Array axes;
+      if (auto attr = model.getArgAttrOfType<ArrayAttr>(
+              i, nn::NNDialect::kAxesAttrName))
+        for (StringRef axis : attr.getAsValueRange<StringAttr>())
+          axes.push_back(axis.str());
+      return axes;
+    };
+
+    int64_t paramsBegin = cursor;
+    for (unsigned i = 0, e = model.getNumArguments(); i < e; ++i) {
+      auto name = model.getArgAttrOfType<StringAttr>(
+          i, nn::NNDialect::kParamAttrName);
+      if (!name)
+        continue;
+      auto init = model.getArgAttrOfType<nn::InitAttr>(
+          i, nn::NNDialect::kInitAttrName);
+      llvm::json::Object tensor =
+          describe(name.getValue(), "param", model.getArgumentTypes()[i], cursor);
+      ArrayRef<double> args = init.getArgs().asArrayRef();
+      // tessel_init_param takes two numbers; normal's mean defaults to 0.
+      llvm::json::Array initArgs{args.size() > 0 ? args[0] : 0.0,
+                                 args.size() > 1 ? args[1] : 0.0};
+      tensor["init"] = llvm::json::Object{
+          {"kind", nn::stringifyInitKind(init.getKind()).str()},
+          {"args", std::move(initArgs)}};
+      tensor["axes"] = axesOf(i);
+      tensors.push_back(std::move(tensor));
+      argOffsets[i] = cursor;
+      cursor += alignUp(bytesOf(model.getArgument(i)));
+    }
+    llvm::json::Object params = region(paramsBegin);
+
+    int64_t inputsBegin = cursor, numInputs = 0, numLabels = 0;
+    for (unsigned i = 0, e = model.getNumArguments(); i < e; ++i) {
+      if (argOffsets[i] >= 0)
+        continue;
+      bool isLabel = model.getArgAttr(i, nn::NNDialect::kLabelAttrName) != nullptr;
+      std::string name = isLabel ? "label" + std::to_string(numLabels++)
+                                 : "input" + std::to_string(numInputs++);
+      llvm::json::Object tensor = describe(
+          name, isLabel ? "label" : "input", model.getArgumentTypes()[i], cursor);
+      tensor["axes"] = axesOf(i);
+      if (std::optional<int64_t> limit = valueLimit(model.getArgument(i)))
+        tensor["limit"] = *limit;
+      tensors.push_back(std::move(tensor));
+      argOffsets[i] = cursor;
+      cursor += alignUp(bytesOf(model.getArgument(i)));
+    }
+    llvm::json::Object inputs = region(inputsBegin);
+
+    int64_t outputsBegin = cursor;
+    SmallVector<int64_t> resultOffsets;
+    for (auto [i, type] : llvm::enumerate(model.getResultTypes())) {
+      tensors.push_back(describe(i == 0 ? "loss" : "output" + std::to_string(i),
+                                 i == 0 ? "loss" : "output", type, cursor));
+      resultOffsets.push_back(cursor);
+      cursor += alignUp(nn::detail::tensorBytes(type));
+    }
+    llvm::json::Object outputs = region(outputsBegin);
+    int64_t scratchBegin = cursor;
+    cursor += scratchBytes;
+    llvm::json::Object scratch = region(scratchBegin);
+
+    llvm::json::Object description{
+        {"abi_version", TESSEL_ABI_VERSION},
+        {"source", sourceName},
+        {"function", model.getSymName().str()},
+        {"entry", "tessel_forward"},
+        {"arena_bytes", cursor},
+        {"peak_bytes", scratchBytes},
+        {"regions", llvm::json::Object{{"params", std::move(params)},
+                                       {"inputs", std::move(inputs)},
+                                       {"outputs", std::move(outputs)},
+                                       {"scratch", std::move(scratch)}}},
+        {"tensors", std::move(tensors)}};
+    std::string json;
+    llvm::raw_string_ostream(json) << llvm::json::Value(std::move(description));
+
+    // tessel_forward(ctx, arena): pointers into the arena, then the model.
+    b.setInsertionPointToEnd(getOperation().getBody());
+    Type ptr = emit.ptr();
+    auto forward = LLVM::LLVMFuncOp::create(
+        b, loc, "tessel_forward",
+        LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(&getContext()),
+                                    {ptr, ptr}));
+    Block *entry = forward.addEntryBlock(b);
+    b.setInsertionPointToStart(entry);
+    Value arena = entry->getArgument(1);
+    SmallVector<Value> args{entry->getArgument(0),
+                            emit.offset(b, loc, arena, scratchBegin)};
+    for (int64_t offset : argOffsets)
+      args.push_back(emit.offset(b, loc, arena, offset));
+    for (int64_t offset : resultOffsets)
+      args.push_back(emit.offset(b, loc, arena, offset));
+    LLVM::CallOp::create(
+        b, loc, TypeRange{},
+        FlatSymbolRefAttr::get(b.getStringAttr(
+            (kFunctionPrefix + model.getSymName()).str())),
+        args);
+    LLVM::ReturnOp::create(b, loc, ValueRange{});
+
+    // tessel_model_json(): the description, NUL-terminated.
+    b.setInsertionPointToEnd(getOperation().getBody());
+    auto describeFn = LLVM::LLVMFuncOp::create(
+        b, loc, "tessel_model_json", LLVM::LLVMFunctionType::get(ptr, {}));
+    Block *describeEntry = describeFn.addEntryBlock(b);
+    b.setInsertionPointToStart(describeEntry);
+    json.push_back('\0');
+    Value text = LLVM::createGlobalString(loc, b, "__tessel_model_json", json,
+                                          LLVM::Linkage::Private);
+    LLVM::ReturnOp::create(b, loc, text);
+    return success();
+  }
+};
+
+} // namespace

@@ -1,0 +1,343 @@
+//===- tessel-compile.cpp - AOT compiler: nn model to a native .so --------===//
+//
+// Assembles the pipeline of Tessel passes and upstream conversions, then
+// LLVM's code generator and the system linker:
+//
+//   parse + verify → canonicalize, cse → tessel-plan-memory
+//   → tessel-lower-to-runtime → scf/arith/cf to LLVM → LLVM IR (O2)
+//   → object (host target, PIC) → cc -shared … -ltessel_runtime → MODEL.so
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialect/NN/NNDialect.h"
+#include "dialect/NN/NNOps.h"
+#include "passes/Passes.h"
+
+#include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
+#include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
+#include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
+#include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Shard/IR/ShardDialect.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Export.h"
+#include "mlir/Transforms/Passes.h"
+
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FileUtilities.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/TargetParser/Host.h"
+
+using namespace mlir;
+namespace cl = llvm::cl;
+
+namespace {
+
+enum class Emit { Mlir, Llvm, Obj, So };
+
+cl::opt<std::string> inputFile(cl::Positional, cl::desc("<model.mlir>"),
+                               cl::Required);
+cl::opt<std::string> outputFile("o", cl::desc("Output file"),
+                                cl::value_desc("file"), cl::init(""));
+cl::opt<Emit> emitKind(
+    "emit", cl::desc("What to write"), cl::init(Emit::So),
+    cl::values(clEnumValN(Emit::Mlir, "mlir", "LLVM-dialect MLIR"),
+               clEnumValN(Emit::Llvm, "llvm", "LLVM IR"),
+               clEnumValN(Emit::Obj, "obj", "an object file"),
+               clEnumValN(Emit::So, "so", "a shared object (default)")));
+cl::opt<bool> printReport("report",
+                          cl::desc("Print flops and the memory layout"));
+cl::opt<std::string> reportJson("report-json",
+                                cl::desc("Write the report as JSON to FILE"),
+                                cl::value_desc("file"), cl::init(""));
+
+/// Fails with "tessel-compile: <message>" on stderr.
+LogicalResult fail(const llvm::Twine &message) {
+  llvm::errs() << "tessel-compile: " << message << "\n";
+  return failure();
+}
+
+/// Reports `message` and returns the tool's failure exit code.
+int exitWith(const llvm::Twine &message) {
+  (void)fail(message);
+  return 1;
+}
+
+/// The flops of every function of the planned module, before lowering.
+llvm::json::Object costReport(ModuleOp module) {
+  llvm::json::Object perFunction;
+  module.walk([&](func::FuncOp func) {
+    if (func.isExternal())
+      return;
+    int64_t flops = 0;
+    for (Operation &op : func.getBody().getOps())
+      if (auto cost = dyn_cast<tessel::nn::CostOpInterface>(op))
+        flops += cost.getFlops();
+    perFunction[func.getSymName()] = flops;
+  });
+  return perFunction;
+}
+
+/// The model's description, read back from the lowered module: the same
+/// numbers the launcher will read from the .so.
+std::optional<llvm::json::Value> modelDescription(ModuleOp module) {
+  auto global = module.lookupSymbol<LLVM::GlobalOp>("__tessel_model_json");
+  if (!global)
+    return std::nullopt;
+  auto text = dyn_cast_or_null<StringAttr>(global.getValueOrNull());
+  if (!text)
+    return std::nullopt;
+  llvm::Expected<llvm::json::Value> parsed =
+      llvm::json::parse(text.getValue().rtrim(StringRef("\0", 1)));
+  if (!parsed) {
+    llvm::consumeError(parsed.takeError());
+    return std::nullopt;
+  }
+  return std::move(*parsed);
+}
+
+void printHumanReport(const llvm::json::Object &report) {
+  llvm::outs() << "model " << *report.getString("source") << " (@"
+               << *report.getString("function") << ")\n";
+  if (const llvm::json::Object *flops = report.getObject("flops"))
+    for (const auto &[name, value] : *flops)
+      llvm::outs() << llvm::format("  flops of @%-20s %16lld\n",
+                                   name.str().c_str(),
+                                   (long long)*value.getAsInteger());
+  llvm::outs() << llvm::format("  %-29s %16lld bytes\n", "arena (one rank)",
+                               (long long)*report.getInteger("arena_bytes"));
+  if (const llvm::json::Object *regions = report.getObject("regions"))
+    for (StringRef name : {"params", "inputs", "outputs", "scratch"})
+      if (const llvm::json::Object *region = regions->getObject(name))
+        llvm::outs() << llvm::format("    %-27s %16lld bytes at %lld\n",
+                                     name.str().c_str(),
+                                     (long long)*region->getInteger("bytes"),
+                                     (long long)*region->getInteger("offset"));
+}
+
+LogicalResult runPipeline(ModuleOp module, llvm::json::Object &report) {
+  MLIRContext *ctx = module.getContext();
+  PassManager plan(ctx);
+  plan.addPass(createCanonicalizerPass());
+  plan.addPass(createCSEPass());
+  plan.addPass(tessel::createPlanMemoryPass());
+  if (failed(plan.run(module)))
+    return failure();
+  report["flops"] = costReport(module);
+
+  PassManager lower(ctx);
+  tessel::LowerToRuntimePassOptions options;
+  options.sourceName = inputFile;
+  lower.addPass(tessel::createLowerToRuntimePass(options));
+  lower.addPass(createSCFToControlFlowPass());
+  lower.addPass(createArithToLLVMConversionPass());
+  lower.addPass(createConvertControlFlowToLLVMPass());
+  lower.addPass(createReconcileUnrealizedCastsPass());
+  lower.addPass(createCanonicalizerPass());
+  lower.addPass(createCSEPass());
+  if (failed(lower.run(module)))
+    return failure();
+  std::optional<llvm::json::Value> description = modelDescription(module);
+  if (!description || !description->getAsObject())
+    return module.emitError()
+           << "the module has no model function (a func.func whose arguments "
+              "carry nn.param, nn.input or nn.label)";
+  for (auto &[key, value] : *description->getAsObject())
+    if (key != "tensors")
+      report[key] = value;
+  return success();
+}
+
+std::unique_ptr<llvm::TargetMachine> hostTargetMachine() {
+  std::string triple = llvm::sys::getDefaultTargetTriple();
+  std::string error;
+  const llvm::Target *target =
+      llvm::TargetRegistry::lookupTarget(llvm::Triple(triple), error);
+  if (!target) {
+    (void)fail("no LLVM target for " + triple + ": " + error);
+    return nullptr;
+  }
+  llvm::TargetOptions options;
+  return std::unique_ptr<llvm::TargetMachine>(target->createTargetMachine(
+      llvm::Triple(triple), llvm::sys::getHostCPUName(), "", options,
+      llvm::Reloc::PIC_));
+}
+
+LogicalResult writeObject(llvm::Module &module, llvm::TargetMachine &machine,
+                          StringRef path) {
+  std::error_code ec;
+  llvm::ToolOutputFile out(path, ec, llvm::sys::fs::OF_None);
+  if (ec)
+    return fail("cannot write " + path + ": " + ec.message());
+  llvm::legacy::PassManager codegen;
+  if (machine.addPassesToEmitFile(codegen, out.os(), nullptr,
+                                  llvm::CodeGenFileType::ObjectFile))
+    return fail("the host target cannot emit object files");
+  codegen.run(module);
+  out.keep();
+  return success();
+}
+
+/// The directory that holds libtessel_runtime.so: ../lib next to bin/.
+std::string runtimeLibraryDir(const char *argv0) {
+  std::string exe = llvm::sys::fs::getMainExecutable(
+      argv0, reinterpret_cast<void *>(&runtimeLibraryDir));
+  llvm::SmallString<256> dir(llvm::sys::path::parent_path(exe));
+  llvm::sys::path::append(dir, "..", "lib");
+  llvm::SmallString<256> real;
+  if (!llvm::sys::fs::real_path(dir, real))
+    return std::string(real);
+  return std::string(dir);
+}
+
+LogicalResult linkSharedObject(StringRef object, StringRef output,
+                               const char *argv0) {
+  std::string libDir = runtimeLibraryDir(argv0);
+  llvm::SmallString<256> library(libDir);
+  llvm::sys::path::append(library, "libtessel_runtime.so");
+  if (!llvm::sys::fs::exists(library))
+    return fail("cannot find the runtime library " + library);
+  llvm::ErrorOr<std::string> cc = llvm::sys::findProgramByName("cc");
+  if (!cc)
+    return fail("cannot find the system linker driver 'cc' (install gcc)");
+  std::string rpath = "-Wl,-rpath," + libDir;
+  std::string libFlag = "-L" + libDir;
+  SmallVector<StringRef> args{*cc,    "-shared",  "-o",
+                              output, object,     libFlag,
+                              "-ltessel_runtime", rpath};
+  std::string error;
+  int status = llvm::sys::ExecuteAndWait(*cc, args, std::nullopt, {}, 0, 0,
+                                         &error);
+  if (status != 0)
+    return fail("linking " + output + " failed" +
+                (error.empty() ? "" : ": " + error));
+  return success();
+}
+
+std::string defaultOutput() {
+  llvm::SmallString<256> path(inputFile.getValue());
+  llvm::sys::path::replace_extension(
+      path, emitKind == Emit::So    ? "so"
+            : emitKind == Emit::Obj ? "o"
+            : emitKind == Emit::Llvm ? "ll"
+                                     : "llvm.mlir");
+  return std::string(path);
+}
+
+int compile(int argc, char **argv) {
+  DialectRegistry registry;
+  registry.insert<tessel::nn::NNDialect, func::FuncDialect,
+                  arith::ArithDialect, scf::SCFDialect, cf::ControlFlowDialect,
+                  LLVM::LLVMDialect, shard::ShardDialect, tensor::TensorDialect>();
+  registerBuiltinDialectTranslation(registry);
+  registerLLVMDialectTranslation(registry);
+  MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+
+  std::string error;
+  std::unique_ptr<llvm::MemoryBuffer> input = openInputFile(inputFile, &error);
+  if (!input)
+    return exitWith(inputFile + ": " + error);
+  llvm::SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(std::move(input), llvm::SMLoc());
+  SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
+  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
+  if (!module)
+    return 1;
+
+  llvm::json::Object report;
+  if (failed(runPipeline(*module, report)))
+    return 1;
+  if (printReport)
+    printHumanReport(report);
+  if (!reportJson.empty()) {
+    std::error_code ec;
+    llvm::raw_fd_ostream out(reportJson, ec);
+    if (ec)
+      return exitWith("cannot write " + reportJson + ": " + ec.message());
+    out << llvm::json::Value(std::move(report)) << "\n";
+  }
+
+  std::string output = outputFile.empty() ? defaultOutput() : outputFile;
+  if (emitKind == Emit::Mlir) {
+    std::error_code ec;
+    llvm::raw_fd_ostream out(output, ec);
+    if (ec)
+      return exitWith("cannot write " + output + ": " + ec.message());
+    module->print(out);
+    return 0;
+  }
+
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+  std::unique_ptr<llvm::TargetMachine> machine = hostTargetMachine();
+  if (!machine)
+    return 1;
+  llvm::LLVMContext llvmContext;
+  std::unique_ptr<llvm::Module> llvmModule =
+      translateModuleToLLVMIR(*module, llvmContext, inputFile);
+  if (!llvmModule)
+    return exitWith("translation to LLVM IR failed");
+  llvmModule->setTargetTriple(machine->getTargetTriple());
+  llvmModule->setDataLayout(machine->createDataLayout());
+  if (llvm::Error err =
+          makeOptimizingTransformer(/*optLevel=*/2, /*sizeLevel=*/0,
+                                    machine.get())(llvmModule.get())) {
+    llvm::errs() << "tessel-compile: optimisation failed: " << err << "\n";
+    return 1;
+  }
+
+  if (emitKind == Emit::Llvm) {
+    std::error_code ec;
+    llvm::raw_fd_ostream out(output, ec);
+    if (ec)
+      return exitWith("cannot write " + output + ": " + ec.message());
+    llvmModule->print(out, nullptr);
+    return 0;
+  }
+  if (emitKind == Emit::Obj)
+    return failed(writeObject(*llvmModule, *machine, output)) ? 1 : 0;
+
+  llvm::SmallString<256> object;
+  if (std::error_code ec =
+          llvm::sys::fs::createTemporaryFile("tessel-model", "o", object))
+    return exitWith("cannot create a temporary file: " + ec.message());
+  llvm::FileRemover removeObject(object);
+  if (failed(writeObject(*llvmModule, *machine, object)) ||
+      failed(linkSharedObject(object, output, argv[0])))
+    return 1;
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "tessel-compile: compile an nn model ahead of time to a shared object\n");
+  return compile(argc, argv);
+}

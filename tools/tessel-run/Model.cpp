@@ -1,0 +1,303 @@
+//===- Model.cpp - Loading a compiled model and reading its description ---===//
+
+#include "Model.h"
+#include "Error.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <dlfcn.h>
+#include <elf.h>
+#include <fstream>
+#include <set>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+using namespace tessel::run;
+using nlohmann::json;
+
+int64_t TensorDesc::numElements() const {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+bool TensorDesc::isInteger() const {
+  return dtypeCode == TESSEL_I32 || dtypeCode == TESSEL_I64;
+}
+
+std::vector<const TensorDesc *>
+ModelDesc::withRole(const std::string &role) const {
+  std::vector<const TensorDesc *> out;
+  for (const TensorDesc &t : tensors)
+    if (t.role == role)
+      out.push_back(&t);
+  return out;
+}
+
+std::vector<const TensorDesc *> ModelDesc::feeds() const {
+  std::vector<const TensorDesc *> out = withRole("input");
+  for (const TensorDesc *t : withRole("label"))
+    out.push_back(t);
+  return out;
+}
+
+const TensorDesc &ModelDesc::loss() const { return *withRole("loss").front(); }
+
+namespace {
+
+int32_t dtypeCodeOf(const std::string &dtype) {
+  static const std::pair<const char *, int32_t> codes[] = {
+      {"f32", TESSEL_F32}, {"f16", TESSEL_F16}, {"bf16", TESSEL_BF16},
+      {"f64", TESSEL_F64}, {"i32", TESSEL_I32}, {"i64", TESSEL_I64}};
+  for (auto &[name, code] : codes)
+    if (dtype == name)
+      return code;
+  return -1;
+}
+
+int32_t initKindOf(const std::string &kind) {
+  static const std::pair<const char *, int32_t> kinds[] = {
+      {"zeros", TESSEL_INIT_ZEROS},
+      {"ones", TESSEL_INIT_ONES},
+      {"constant", TESSEL_INIT_CONSTANT},
+      {"normal", TESSEL_INIT_NORMAL},
+      {"truncated_normal", TESSEL_INIT_TRUNCATED_NORMAL},
+      {"uniform", TESSEL_INIT_UNIFORM}};
+  for (auto &[name, code] : kinds)
+    if (kind == name)
+      return code;
+  return -1;
+}
+
+// Every malformed description ends here, so all such errors read alike.
+[[noreturn]] void failDescription(const std::string &file,
+                                  const std::string &problem) {
+  throw RunError("model '" + file + "': bad description: " + problem);
+}
+
+TensorDesc parseTensor(const json &j, const ModelDesc &model,
+                       const std::string &file) {
+  TensorDesc t;
+  t.name = j.at("name").get<std::string>();
+  auto fail = [&](const std::string &problem) {
+    failDescription(file, "tensor '" + t.name + "': " + problem);
+  };
+  t.role = j.at("role").get<std::string>();
+  static const std::set<std::string> roles = {"param", "input", "label", "loss",
+                                              "output"};
+  if (!roles.count(t.role))
+    fail("unknown role '" + t.role + "'");
+  t.dtype = j.at("dtype").get<std::string>();
+  t.dtypeCode = dtypeCodeOf(t.dtype);
+  if (t.dtypeCode < 0)
+    fail("unknown dtype '" + t.dtype + "'");
+  t.shape = j.at("shape").get<std::vector<int64_t>>();
+  for (int64_t d : t.shape)
+    if (d < 0)
+      fail("negative dimension");
+  if (j.contains("axes"))
+    t.axes = j.at("axes").get<std::vector<std::string>>();
+  t.offset = j.at("offset").get<int64_t>();
+  t.bytes = j.at("bytes").get<int64_t>();
+  if (t.bytes != t.numElements() * tessel_dtype_size(t.dtypeCode))
+    fail("bytes " + std::to_string(t.bytes) + " do not match its shape");
+  if (t.offset < 0 || t.offset + t.bytes > model.arenaBytes)
+    fail("lies outside the arena");
+  if (t.role == "param" && j.contains("init")) {
+    const json &init = j.at("init");
+    std::string kind = init.at("kind").get<std::string>();
+    t.initKind = initKindOf(kind);
+    if (t.initKind < 0)
+      fail("unknown init kind '" + kind + "'");
+    std::vector<double> args = init.value("args", std::vector<double>{});
+    for (size_t i = 0; i < args.size() && i < 2; ++i)
+      t.initArgs[i] = args[i];
+  }
+  if (j.contains("limit"))
+    t.limit = j.at("limit").get<int64_t>();
+  return t;
+}
+
+void validateRoles(const ModelDesc &model, const std::string &file) {
+  std::vector<const TensorDesc *> losses = model.withRole("loss");
+  if (losses.size() != 1)
+    failDescription(file, "expected one loss tensor, found " +
+                              std::to_string(losses.size()));
+  const TensorDesc &loss = *losses.front();
+  if (loss.numElements() != 1 ||
+      (loss.dtypeCode != TESSEL_F32 && loss.dtypeCode != TESSEL_F64))
+    failDescription(file, "the loss must be one f32 or f64 value");
+  // Parameter names are the checkpoint's keys.
+  std::set<std::string> names;
+  for (const TensorDesc *p : model.withRole("param"))
+    if (!names.insert(p->name).second)
+      failDescription(file, "two parameters named '" + p->name + "'");
+}
+
+bool fileExists(const std::string &path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+std::string directoryOfThisExecutable() {
+  char buf[PATH_MAX];
+  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0)
+    return ".";
+  std::string exe(buf, n);
+  size_t slash = exe.rfind('/');
+  return slash == std::string::npos ? "." : exe.substr(0, slash);
+}
+
+/// dlopen maps segments without checking them against the file size, so a
+/// truncated .so dies of SIGBUS inside it. Checks first that the file is a
+/// 64-bit ELF shared object whose headers and segments lie inside it.
+void checkElfSharedObject(const std::string &path, uint64_t fileSize) {
+  auto fail = [&](const std::string &problem) {
+    throw RunError("model '" + path + "' cannot be loaded: " + problem);
+  };
+  std::ifstream in(path, std::ios::binary);
+  Elf64_Ehdr eh;
+  if (!in.read(reinterpret_cast<char *>(&eh), sizeof(eh)) ||
+      std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0)
+    fail("not an ELF shared object");
+  if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_type != ET_DYN)
+    fail("not a 64-bit ELF shared object");
+  auto truncated = [&](uint64_t needed) {
+    fail("truncated (" + std::to_string(fileSize) + " bytes, needs " +
+         std::to_string(needed) + ")");
+  };
+  uint64_t phEnd = eh.e_phoff + uint64_t(eh.e_phnum) * eh.e_phentsize;
+  if (phEnd > fileSize)
+    truncated(phEnd);
+  uint64_t shEnd = eh.e_shoff + uint64_t(eh.e_shnum) * eh.e_shentsize;
+  if (eh.e_shoff && shEnd > fileSize)
+    truncated(shEnd);
+  if (eh.e_phentsize != sizeof(Elf64_Phdr))
+    fail("bad ELF program header size");
+  in.seekg(eh.e_phoff);
+  for (unsigned i = 0; i < eh.e_phnum; ++i) {
+    Elf64_Phdr ph;
+    if (!in.read(reinterpret_cast<char *>(&ph), sizeof(ph)))
+      truncated(phEnd);
+    if (ph.p_type == PT_LOAD && ph.p_offset + ph.p_filesz > fileSize)
+      truncated(ph.p_offset + ph.p_filesz);
+  }
+}
+
+} // namespace
+
+ModelDesc tessel::run::parseModelDescription(const std::string &text,
+                                             const std::string &file) {
+  ModelDesc model;
+  try {
+    json j = json::parse(text);
+    // The version first: a newer description may change everything else.
+    model.abiVersion = j.at("abi_version").get<int64_t>();
+    if (model.abiVersion != TESSEL_ABI_VERSION)
+      throw RunError("model '" + file + "' has ABI version " +
+                     std::to_string(model.abiVersion) +
+                     ", this tessel-run supports " +
+                     std::to_string(TESSEL_ABI_VERSION));
+    model.source = j.value("source", "");
+    model.function = j.value("function", "");
+    model.entry = j.at("entry").get<std::string>();
+    model.arenaBytes = j.at("arena_bytes").get<int64_t>();
+    model.peakBytes = j.value("peak_bytes", int64_t(0));
+    for (const json &t : j.at("tensors"))
+      model.tensors.push_back(parseTensor(t, model, file));
+  } catch (const json::exception &e) {
+    failDescription(file, e.what());
+  }
+  validateRoles(model, file);
+  return model;
+}
+
+LoadedModel tessel::run::loadModel(const std::string &path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0)
+    throw RunError("cannot open model '" + path + "': " + std::strerror(errno));
+  if (!S_ISREG(st.st_mode))
+    throw RunError("model '" + path + "' is not a regular file");
+  checkElfSharedObject(path, st.st_size);
+  // Without a slash dlopen would search the library path, not the file.
+  std::string dlPath = path.find('/') == std::string::npos ? "./" + path : path;
+  LoadedModel model;
+  model.handle = ::dlopen(dlPath.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!model.handle)
+    throw RunError("model '" + path + "' cannot be loaded: " + ::dlerror());
+  using JsonFn = const char *(*)();
+  auto jsonFn =
+      reinterpret_cast<JsonFn>(::dlsym(model.handle, "tessel_model_json"));
+  if (!jsonFn)
+    throw RunError("model '" + path +
+                   "' is not a Tessel model (no tessel_model_json symbol)");
+  const char *text = jsonFn();
+  if (!text)
+    throw RunError("model '" + path + "': tessel_model_json returned null");
+  model.desc = parseModelDescription(text, path);
+  model.forward = reinterpret_cast<ForwardFn>(
+      ::dlsym(model.handle, model.desc.entry.c_str()));
+  if (!model.forward)
+    throw RunError("model '" + path + "' has no entry symbol '" +
+                   model.desc.entry + "'");
+  return model;
+}
+
+std::string tessel::run::compileMlirModel(const std::string &mlirPath) {
+  if (!fileExists(mlirPath))
+    throw RunError("cannot open model '" + mlirPath +
+                   "': " + std::strerror(errno));
+  std::string compiler = directoryOfThisExecutable() + "/tessel-compile";
+  if (::access(compiler.c_str(), X_OK) != 0)
+    throw RunError("cannot compile '" + mlirPath +
+                   "': tessel-compile not found "
+                   "next to tessel-run (looked for " +
+                   compiler + "); build it or pass a compiled .so");
+  const char *tmp = std::getenv("TMPDIR");
+  std::string dirTemplate =
+      std::string(tmp && *tmp ? tmp : "/tmp") + "/tessel-run-XXXXXX";
+  if (!::mkdtemp(dirTemplate.data()))
+    throw RunError("cannot create a temporary directory: " +
+                   std::string(std::strerror(errno)));
+  std::string output = dirTemplate + "/model.so";
+  std::vector<std::string> args = {compiler, mlirPath, "-o", output};
+  std::vector<char *> argv;
+  for (std::string &a : args)
+    argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid;
+  if (int err = ::posix_spawn(&pid, compiler.c_str(), nullptr, nullptr,
+                              argv.data(), environ))
+    throw RunError("cannot run " + compiler + ": " + std::strerror(err));
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || !fileExists(output)) {
+    ::unlink(output.c_str());
+    ::rmdir(dirTemplate.c_str());
+    throw RunError("tessel-compile failed on '" + mlirPath + "'");
+  }
+  return output;
+}
+
+int64_t tessel::run::tokensPerStep(const ModelDesc &desc) {
+  std::vector<const TensorDesc *> inputs = desc.withRole("input");
+  if (inputs.empty() || inputs.front()->shape.empty())
+    return 1;
+  const TensorDesc &first = *inputs.front();
+  // Token ids [B, S], or any input whose second axis is the sequence.
+  bool sequence = first.shape.size() >= 2 &&
+                  ((first.isInteger() && first.shape.size() == 2) ||
+                   (first.axes.size() >= 2 && first.axes[1] == "seq"));
+  return sequence ? first.shape[0] * first.shape[1] : first.shape[0];
+}

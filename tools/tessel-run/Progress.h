@@ -1,0 +1,59 @@
+//===- Progress.h - Progress, per-step metrics and the final summary ------===//
+
+#ifndef TESSEL_RUN_PROGRESS_H
+#define TESSEL_RUN_PROGRESS_H
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+namespace tessel::run {
+
+struct StepResult {
+  int64_t step; // 1-based
+  double loss;
+  int64_t tokens; // processed this step
+  double seconds;
+  double tokensPerSecond;
+};
+
+/// Writes one JSON object per step to a file (JSON lines), flushed each step
+/// so a crashed or interrupted run keeps what it measured.
+class MetricsWriter {
+public:
+  explicit MetricsWriter(const std::string &path);
+  ~MetricsWriter();
+  MetricsWriter(const MetricsWriter &) = delete;
+  MetricsWriter &operator=(const MetricsWriter &) = delete;
+  void write(const StepResult &result);
+
+private:
+  std::string path;
+  std::FILE *file = nullptr;
+};
+
+/// The stderr report: a redrawn progress bar on a terminal, one line every
+/// `logEvery` steps otherwise, and a summary at the end.
+class ProgressReporter {
+public:
+  ProgressReporter(int64_t totalSteps, int64_t logEvery, bool quiet);
+  void onStep(const StepResult &result);
+  void finish(double totalSeconds, int64_t peakBytes, int64_t arenaBytes);
+
+private:
+  void drawBar(const StepResult &result, double eta);
+  void logLine(const StepResult &result, double eta);
+
+  int64_t totalSteps, logEvery;
+  bool quiet, terminal;
+  bool barDrawn = false;
+  double lastDraw = -1;
+  double firstLoss = 0, lastLoss = 0;
+  double stepSeconds = 0;
+  int64_t tokens = 0;
+  int64_t steps = 0;
+};
+
+} // namespace tessel::run
+
+#endif // TESSEL_RUN_PROGRESS_H
