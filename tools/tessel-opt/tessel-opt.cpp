@@ -3,7 +3,10 @@
 #include "dialect/NN/NNDialect.h"
 #include "passes/Passes.h"
 
+#include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Func/Extensions/InlinerExtension.h"
 #include "mlir/Dialect/Func/Extensions/ShardingExtensions.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -20,7 +23,8 @@ int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
   registry.insert<tessel::nn::NNDialect, mlir::shard::ShardDialect,
                   mlir::func::FuncDialect, mlir::arith::ArithDialect,
-                  mlir::scf::SCFDialect, mlir::tensor::TensorDialect>();
+                  mlir::scf::SCFDialect, mlir::tensor::TensorDialect,
+                  mlir::cf::ControlFlowDialect, mlir::LLVM::LLVMDialect>();
   mlir::func::registerInlinerExtension(registry);
   mlir::func::registerShardingInterfaceExternalModels(registry);
   mlir::tensor::registerShardingInterfaceExternalModels(registry);
@@ -29,6 +33,8 @@ int main(int argc, char **argv) {
   // and shard-partition, the peer our partitioner is measured against.
   mlir::registerTransformsPasses();
   mlir::shard::registerShardPasses();
+  // The lowering after tessel-lower-to-runtime: scf/arith/cf to LLVM.
+  mlir::registerConversionPasses();
   tessel::registerTesselPasses();
 
   return mlir::asMainReturnCode(
