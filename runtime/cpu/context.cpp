@@ -1,5 +1,6 @@
 //===- context.cpp - Context, errors, memory, copies and counters ---------===//
 
+#include <algorithm>
 #include "internal.h"
 
 #include <cstdarg>
@@ -129,10 +130,25 @@ void *tessel_alloc(tessel_ctx *ctx, int64_t bytes) {
     return nullptr;
   }
   std::memset(p, 0, size_t(rounded));
+  if (ctx) {
+    ctx->allocations[p] = bytes;
+    ctx->counters.bytes_allocated += bytes;
+    ctx->counters.peak_bytes_allocated = std::max(
+        ctx->counters.peak_bytes_allocated, ctx->counters.bytes_allocated);
+  }
   return p;
 }
 
-void tessel_free(tessel_ctx *, void *ptr) { std::free(ptr); }
+void tessel_free(tessel_ctx *ctx, void *ptr) {
+  if (ctx && ptr) {
+    auto it = ctx->allocations.find(ptr);
+    if (it != ctx->allocations.end()) {
+      ctx->counters.bytes_allocated -= it->second;
+      ctx->allocations.erase(it);
+    }
+  }
+  std::free(ptr);
+}
 
 static void copyBytes(tessel_ctx *ctx, void *dst, const void *src,
                       int64_t bytes) {
@@ -168,8 +184,12 @@ void tessel_get_counters(const tessel_ctx *ctx, tessel_counters *out) {
 }
 
 void tessel_reset_counters(tessel_ctx *ctx) {
-  if (ctx)
-    ctx->counters = tessel_counters{};
+  if (!ctx)
+    return;
+  tessel_counters held{};
+  held.bytes_allocated = ctx->counters.bytes_allocated;
+  held.peak_bytes_allocated = ctx->counters.peak_bytes_allocated;
+  ctx->counters = held;
 }
 
 } // extern "C"

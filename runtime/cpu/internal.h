@@ -17,6 +17,7 @@
 #include <cstring>
 #include <limits>
 #include <string>
+#include <unordered_map>
 #include <type_traits>
 #include <vector>
 
@@ -29,6 +30,8 @@ struct tessel_ctx {
   bool hasError = false;
   std::string error;
   tessel_counters counters{};
+  /// Bytes asked for by each live tessel_alloc, to count frees.
+  std::unordered_map<void *, int64_t> allocations;
 };
 
 namespace tessel {

@@ -160,3 +160,28 @@ TEST(ContextStep, SetAndGet) {
   tessel_ctx_destroy(ctx);
 }
 } // namespace
+
+namespace {
+// The allocation counters hold exactly the bytes asked for and survive a
+// counter reset; the peak remembers the high-water mark.
+TEST(ContextCounters, AllocatedBytesAreExact) {
+  tessel_ctx_options options{TESSEL_BACKEND_CPU, 0, 1, 0};
+  tessel_ctx *ctx = tessel_ctx_create(&options);
+  ASSERT_NE(ctx, nullptr);
+  void *a = tessel_alloc(ctx, 100);
+  void *b = tessel_alloc(ctx, 1000);
+  tessel_counters counters;
+  tessel_get_counters(ctx, &counters);
+  EXPECT_EQ(counters.bytes_allocated, 1100);
+  tessel_free(ctx, a);
+  tessel_reset_counters(ctx);
+  tessel_get_counters(ctx, &counters);
+  EXPECT_EQ(counters.bytes_allocated, 1000);
+  EXPECT_EQ(counters.peak_bytes_allocated, 1100);
+  EXPECT_EQ(counters.kernel_calls, 0);
+  tessel_free(ctx, b);
+  tessel_get_counters(ctx, &counters);
+  EXPECT_EQ(counters.bytes_allocated, 0);
+  tessel_ctx_destroy(ctx);
+}
+} // namespace

@@ -64,7 +64,8 @@ void MetricsWriter::write(const StepResult &r) {
   nlohmann::ordered_json line = {{"step", r.step},
                                  {"loss", r.loss},
                                  {"tokens_per_s", r.tokensPerSecond},
-                                 {"step_ms", r.seconds * 1e3}};
+                                 {"step_ms", r.seconds * 1e3},
+                                 {"allocated_bytes", r.allocatedBytes}};
   std::string text = line.dump() + "\n";
   if (std::fputs(text.c_str(), file) < 0 || std::fflush(file) != 0)
     throw RunError("cannot write metrics file '" + path +

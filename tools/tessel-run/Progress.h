@@ -15,6 +15,7 @@ struct StepResult {
   int64_t tokens; // processed this step
   double seconds;
   double tokensPerSecond;
+  int64_t allocatedBytes; // device bytes the runtime holds (its counter)
 };
 
 /// Writes one JSON object per step to a file (JSON lines), flushed each step

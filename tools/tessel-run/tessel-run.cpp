@@ -130,13 +130,18 @@ int runModel(const Options &options) {
   for (int64_t step = 0; step < options.steps; ++step) {
     double stepStart = nowSeconds();
     batches->fill(step, rt.ctx, rt.arena);
+    // Counter-based randomness (dropout) draws fresh masks every step.
+    tessel_set_step(rt.ctx, static_cast<uint64_t>(step));
     model.forward(rt.ctx, rt.arena);
     tessel_synchronize(rt.ctx);
     checkKernelError(rt.ctx, "step " + std::to_string(step + 1));
     double loss = readLoss(desc.loss(), rt.ctx, rt.arena);
     double seconds = nowSeconds() - stepStart;
+    tessel_counters counters;
+    tessel_get_counters(rt.ctx, &counters);
     StepResult result = {step + 1, loss, tokens, seconds,
-                         seconds > 0 ? tokens / seconds : 0.0};
+                         seconds > 0 ? tokens / seconds : 0.0,
+                         counters.bytes_allocated};
     if (metrics)
       metrics->write(result);
     progress.onStep(result);

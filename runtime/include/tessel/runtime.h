@@ -90,9 +90,13 @@ typedef struct tessel_counters {
   int64_t kernel_calls;  /* kernels issued */
   double kernel_seconds; /* time spent in kernels (CPU: wall time) */
   int64_t bytes_copied;  /* bytes moved by tessel_copy* */
+  int64_t bytes_allocated;      /* device bytes held (tessel_alloc, as asked) */
+  int64_t peak_bytes_allocated; /* the most bytes_allocated has been */
 } tessel_counters;
 
 void tessel_get_counters(const tessel_ctx *ctx, tessel_counters *out);
+/* Zeroes the activity counters; the allocation counters keep counting what
+ * is held. */
 void tessel_reset_counters(tessel_ctx *ctx);
 
 /*===--- Parameter initialisation ----------------------------------------===*/

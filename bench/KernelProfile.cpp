@@ -1,0 +1,159 @@
+//===- KernelProfile.cpp - Timed definitions of the runtime kernels -------===//
+//
+// See KernelProfile.h. The definitions below carry the C ABI names of the
+// kernels that tessel-lower-to-runtime emits; the executable exports them
+// (ENABLE_EXPORTS), so a model .so opened without RTLD_DEEPBIND resolves its
+// kernel calls here first. Including runtime.h makes the compiler check that
+// every signature matches the runtime's.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelProfile.h"
+
+#include "tessel/runtime.h"
+
+#include <dlfcn.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+
+namespace tessel_bench {
+namespace {
+
+KernelStat stats[kNumKernels];
+
+const char *const names[kNumKernels] = {
+    "matmul", "attention",     "layer_norm", "softmax",   "binary",
+    "unary",  "strided_copy",  "embedding",  "cross_entropy", "reduce",
+    "batch_norm", "cast",      "dropout",    "copy",      "copy_to_device"};
+
+/// The runtime's definition of `name`: the next one after this executable.
+void *realKernel(const char *name) {
+  void *fn = ::dlsym(RTLD_NEXT, name);
+  if (!fn) {
+    std::fprintf(stderr,
+                 "tessel-bench-step: error: cannot find the runtime's %s "
+                 "(is libtessel_runtime.so loaded?)\n",
+                 name);
+    std::abort();
+  }
+  return fn;
+}
+
+/// Times one forwarded call.
+class Timed {
+public:
+  explicit Timed(Kernel k) : k(k), start(std::chrono::steady_clock::now()) {}
+  ~Timed() {
+    std::chrono::duration<double> elapsed =
+        std::chrono::steady_clock::now() - start;
+    stats[k].calls += 1;
+    stats[k].seconds += elapsed.count();
+  }
+
+private:
+  Kernel k;
+  std::chrono::steady_clock::time_point start;
+};
+
+} // namespace
+
+const char *kernelName(int k) {
+  return k >= 0 && k < kNumKernels ? names[k] : "?";
+}
+const KernelStat *kernelStats() { return stats; }
+void resetKernelStats() {
+  for (KernelStat &s : stats)
+    s = KernelStat{};
+}
+
+} // namespace tessel_bench
+
+// PARAMS is the parenthesised parameter list, ARGS the parenthesised
+// argument list that forwards it.
+#define TESSEL_BENCH_WRAP(KIND, NAME, PARAMS, ARGS)                            \
+  extern "C" void NAME PARAMS {                                                \
+    using Fn = void(*) PARAMS;                                                 \
+    static Fn real = reinterpret_cast<Fn>(                                     \
+        tessel_bench::realKernel(#NAME));                                      \
+    tessel_bench::Timed timed(tessel_bench::KIND);                             \
+    real ARGS;                                                                 \
+  }
+
+TESSEL_BENCH_WRAP(kMatmul, tessel_matmul,
+                  (tessel_ctx * ctx, int32_t dtype, const void *a,
+                   const void *b, void *c, int64_t batch, int64_t m, int64_t n,
+                   int64_t k, int32_t trans_a, int32_t trans_b,
+                   int32_t b_shared),
+                  (ctx, dtype, a, b, c, batch, m, n, k, trans_a, trans_b,
+                   b_shared))
+TESSEL_BENCH_WRAP(kBinary, tessel_binary,
+                  (tessel_ctx * ctx, int32_t op, int32_t dtype, const void *a,
+                   const void *b, void *out, int64_t n),
+                  (ctx, op, dtype, a, b, out, n))
+TESSEL_BENCH_WRAP(kUnary, tessel_unary,
+                  (tessel_ctx * ctx, int32_t op, int32_t dtype, const void *x,
+                   void *y, int64_t n),
+                  (ctx, op, dtype, x, y, n))
+TESSEL_BENCH_WRAP(kCast, tessel_cast,
+                  (tessel_ctx * ctx, int32_t src_dtype, int32_t dst_dtype,
+                   const void *x, void *y, int64_t n),
+                  (ctx, src_dtype, dst_dtype, x, y, n))
+TESSEL_BENCH_WRAP(kDropout, tessel_dropout,
+                  (tessel_ctx * ctx, int32_t dtype, const void *x, void *y,
+                   int64_t n, double rate, uint64_t seed, uint64_t step,
+                   int64_t first),
+                  (ctx, dtype, x, y, n, rate, seed, step, first))
+TESSEL_BENCH_WRAP(kStridedCopy, tessel_strided_copy,
+                  (tessel_ctx * ctx, int32_t dtype, const void *in, void *out,
+                   int32_t rank, const int64_t *shape,
+                   const int64_t *in_strides, const int64_t *out_strides),
+                  (ctx, dtype, in, out, rank, shape, in_strides, out_strides))
+TESSEL_BENCH_WRAP(kReduce, tessel_reduce,
+                  (tessel_ctx * ctx, int32_t kind, int32_t dtype,
+                   const void *in, void *out, int32_t rank,
+                   const int64_t *shape, uint64_t reduce_mask),
+                  (ctx, kind, dtype, in, out, rank, shape, reduce_mask))
+TESSEL_BENCH_WRAP(kSoftmax, tessel_softmax,
+                  (tessel_ctx * ctx, int32_t dtype, const void *x, void *y,
+                   int64_t outer, int64_t dim, int64_t inner),
+                  (ctx, dtype, x, y, outer, dim, inner))
+TESSEL_BENCH_WRAP(kLayerNorm, tessel_layer_norm,
+                  (tessel_ctx * ctx, int32_t dtype, const void *x,
+                   const void *gamma, const void *beta, void *y, int64_t rows,
+                   int64_t cols, double eps, int32_t rms),
+                  (ctx, dtype, x, gamma, beta, y, rows, cols, eps, rms))
+TESSEL_BENCH_WRAP(kBatchNorm, tessel_batch_norm,
+                  (tessel_ctx * ctx, int32_t dtype, const void *x,
+                   const void *gamma, const void *beta, void *y, int64_t outer,
+                   int64_t channels, int64_t inner, double eps),
+                  (ctx, dtype, x, gamma, beta, y, outer, channels, inner, eps))
+TESSEL_BENCH_WRAP(kEmbedding, tessel_embedding,
+                  (tessel_ctx * ctx, int32_t dtype, int32_t ids_dtype,
+                   const void *table, const void *ids, void *out,
+                   int64_t num_ids, int64_t vocab, int64_t hidden),
+                  (ctx, dtype, ids_dtype, table, ids, out, num_ids, vocab,
+                   hidden))
+TESSEL_BENCH_WRAP(kCrossEntropy, tessel_cross_entropy,
+                  (tessel_ctx * ctx, int32_t dtype, int32_t label_dtype,
+                   const void *logits, const void *labels, void *out,
+                   int64_t rows, int64_t classes, int32_t reduction),
+                  (ctx, dtype, label_dtype, logits, labels, out, rows, classes,
+                   reduction))
+TESSEL_BENCH_WRAP(kAttention, tessel_attention,
+                  (tessel_ctx * ctx, int32_t dtype, const void *q,
+                   const void *k, const void *v, void *out, int64_t batch,
+                   int64_t seq, int64_t kv_seq, int64_t heads,
+                   int64_t kv_heads, int64_t head_dim, int64_t value_dim,
+                   double scale, int32_t causal),
+                  (ctx, dtype, q, k, v, out, batch, seq, kv_seq, heads,
+                   kv_heads, head_dim, value_dim, scale, causal))
+TESSEL_BENCH_WRAP(kCopy, tessel_copy,
+                  (tessel_ctx * ctx, void *dst, const void *src,
+                   int64_t bytes),
+                  (ctx, dst, src, bytes))
+TESSEL_BENCH_WRAP(kCopyToDevice, tessel_copy_to_device,
+                  (tessel_ctx * ctx, void *dst, const void *src,
+                   int64_t bytes),
+                  (ctx, dst, src, bytes))
