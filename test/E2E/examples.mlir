@@ -21,6 +21,9 @@
 // RUN: cat %t.gpt.json %t.gpt.jsonl | FileCheck %s --check-prefix=GPT
 // RUN: tessel-run %t.gpt.so --steps 1 --quiet --load %t.gpt.safetensors --metrics %t.gpt2.jsonl
 // RUN: cat %t.gpt.jsonl %t.gpt2.jsonl | FileCheck %s --check-prefix=SAME
+// A character-level corpus every Debian machine has, read as bytes.
+// RUN: tessel-run %t.gpt.so --data /usr/share/common-licenses/GPL-3 --data-dtype u8 --steps 2 --quiet --metrics %t.text.jsonl
+// RUN: FileCheck %s --check-prefix=TEXT --input-file %t.text.jsonl
 //
 // The .mlir path compiles in the launcher: the same losses as the .so.
 // RUN: tessel-run %examples/mlp.mlir --steps 3 --quiet --metrics %t.direct.jsonl
@@ -34,6 +37,9 @@
 // GPT: "arena_bytes":[[ARENA:[0-9]+]]
 // GPT: {"step":1,"loss":5.{{[0-9]+}},{{.*}}"allocated_bytes":[[ARENA]]}
 // GPT: {"step":3,"loss":5.{{[0-9]+}},
+
+// TEXT: {"step":1,"loss":{{[0-9.]+}},
+// TEXT: {"step":2,"loss":{{[0-9.]+}},
 
 // The first step after loading sees step 1's data and the saved parameters.
 // SAME: {"step":1,"loss":[[LOSS:[0-9.e-]+]],

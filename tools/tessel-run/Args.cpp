@@ -23,7 +23,8 @@ flags:
   --data FILE           token file for a language model: .bin (see
                         --data-dtype) or a 1-D .npy of i4/u2/i8; batch rows are
                         consecutive windows, labels shifted by one token
-  --data-dtype u16|i32  element type of a .bin token file (default u16)
+  --data-dtype u8|u16|i32  element type of a .bin token file (default u16;
+                        u8 reads any file as bytes: a character-level corpus)
   --metrics FILE        write one JSON object per step (step, loss,
                         tokens_per_s, step_ms)
   --save FILE           write the parameters as .safetensors at the end
@@ -65,11 +66,13 @@ uint64_t parseSeed(const std::string &text) {
 }
 
 TokenDtype parseTokenDtype(const std::string &text) {
+  if (text == "u8")
+    return TokenDtype::U8;
   if (text == "u16")
     return TokenDtype::U16;
   if (text == "i32")
     return TokenDtype::I32;
-  failUsage("bad value '" + text + "' for --data-dtype (expected u16 or i32)");
+  failUsage("bad value '" + text + "' for --data-dtype (expected u8, u16 or i32)");
 }
 
 using ValueSetter = std::function<void(Options &, const std::string &)>;

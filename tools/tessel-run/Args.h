@@ -8,7 +8,7 @@
 
 namespace tessel::run {
 
-enum class TokenDtype { U16, I32 };
+enum class TokenDtype { U8, U16, I32 };
 
 struct Options {
   std::string model; // MODEL.so or MODEL.mlir

@@ -153,6 +153,8 @@ public:
   int64_t at(uint64_t i) const {
     const unsigned char *p = data + start + i * itemSize;
     switch (itemSize) {
+    case 1:
+      return p[0];
     case 2:
       return uint16_t(p[0] | p[1] << 8);
     case 4: {
@@ -201,7 +203,7 @@ private:
   }
 
   void describeRawFile(TokenDtype dtype) {
-    itemSize = dtype == TokenDtype::U16 ? 2 : 4;
+    itemSize = dtype == TokenDtype::U8 ? 1 : dtype == TokenDtype::U16 ? 2 : 4;
     if (size % itemSize != 0)
       fail("size " + std::to_string(size) + " is not a multiple of " +
            std::to_string(itemSize) + " bytes (" +
