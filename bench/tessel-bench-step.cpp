@@ -403,12 +403,12 @@ struct Runtime {
                          "' has no limit: cannot draw synthetic values");
       std::uniform_int_distribution<int64_t> dist(0, limit - 1);
       if (dtype == TESSEL_I32) {
-        std::vector<int32_t> v(size_t(n));
+        std::vector<int32_t> v(static_cast<size_t>(n));
         for (int32_t &x : v)
           x = int32_t(dist(rng));
         tessel_copy_to_device(ctx, at, v.data(), n * 4);
       } else {
-        std::vector<int64_t> v(size_t(n));
+        std::vector<int64_t> v(static_cast<size_t>(n));
         for (int64_t &x : v)
           x = dist(rng);
         tessel_copy_to_device(ctx, at, v.data(), n * 8);
@@ -417,13 +417,13 @@ struct Runtime {
     }
     std::normal_distribution<double> dist(0.0, 1.0);
     if (dtype == TESSEL_F64) {
-      std::vector<double> v(size_t(n));
+      std::vector<double> v(static_cast<size_t>(n));
       for (double &x : v)
         x = dist(rng);
       tessel_copy_to_device(ctx, at, v.data(), n * 8);
       return;
     }
-    std::vector<float> v(size_t(n));
+    std::vector<float> v(static_cast<size_t>(n));
     for (float &x : v)
       x = float(dist(rng));
     if (dtype == TESSEL_F32)
@@ -485,6 +485,7 @@ struct Timing {
   int64_t iterations = 0;          // calls per run
   std::vector<double> perCall;     // seconds per call, one per run
   std::vector<double> kernelPerCall; // runtime counters, one per run
+  double totalSeconds = 0;         // every run together
 };
 
 /// R runs of `iterations` calls; `before`/`after` bracket each run.
@@ -500,6 +501,7 @@ Timing timeRuns(const std::function<void()> &body, int64_t iterations,
     for (int64_t i = 0; i < iterations; ++i)
       body();
     double elapsed = now() - start;
+    t.totalSeconds += elapsed;
     t.perCall.push_back(elapsed / double(iterations));
     if (after)
       t.kernelPerCall.push_back(after() / double(iterations));
@@ -609,7 +611,7 @@ struct Result {
   int64_t gemmCalls = 0;
   double gemmShare = 0;
   double stepMs = 0, gemmMs = 0, counterMs = 0;
-  double stepMinMs = 0, gemmMinMs = 0;
+  double ratio = 0, ratioMin = 0, ratioMax = 0; // per-pair step / GEMM
   double loss = 0;
   bool profiled = false;
   double profiledStepMs = 0;
@@ -619,12 +621,6 @@ struct Result {
 
 void progress(const std::string &line) {
   std::fprintf(stderr, "tessel-bench-step: %s\n", line.c_str());
-}
-
-std::string fmt(const char *format, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, v);
-  return buf;
 }
 
 Result benchModel(const std::string &path, const Options &options,
@@ -672,22 +668,44 @@ Result benchModel(const std::string &path, const Options &options,
   openblas_set_num_threads(1);
 
   auto forward = [&] { model.forward(rt.ctx, rt.arena); };
-  progress("timing tessel_forward of " + info.name);
+  progress("warming up tessel_forward of " + info.name);
   int64_t iterations = warmUp(forward, options.minTime);
   rt.check("the warm-up steps");
   result.loss = rt.readLoss();
   if (!std::isfinite(result.loss))
     throw BenchError(info.name + ": the loss is not finite (" +
                      std::to_string(result.loss) + ")");
+
+  // 3. The GEMMs alone.
+  GemmBench gemms(info, options.seed);
+  auto gemmStep = [&] { gemms.step(); };
+  progress("warming up the " + std::to_string(info.schedule.size()) +
+           " GEMMs of " + info.name + " on OpenBLAS");
+  int64_t gemmIterations = warmUp(gemmStep, options.minTime);
+
+  // Step runs and GEMM runs alternate, so drift in the machine's load hits
+  // both; step / GEMM is the median of the per-pair ratios.
+  progress("timing " + info.name + ": " + std::to_string(options.runs) +
+           " x (" + std::to_string(iterations) + " steps, " +
+           std::to_string(gemmIterations) + " GEMM lists)");
   tessel_bench::resetKernelStats();
-  Timing step = timeRuns(
-      forward, iterations, options.runs, [&] { tessel_reset_counters(rt.ctx); },
-      [&] {
-        tessel_synchronize(rt.ctx);
-        tessel_counters c;
-        tessel_get_counters(rt.ctx, &c);
-        return c.kernel_seconds;
-      });
+  Timing step, direct;
+  std::vector<double> ratios;
+  for (int r = 0; r < options.runs; ++r) {
+    Timing s = timeRuns(
+        forward, iterations, 1, [&] { tessel_reset_counters(rt.ctx); },
+        [&] {
+          tessel_synchronize(rt.ctx);
+          tessel_counters c;
+          tessel_get_counters(rt.ctx, &c);
+          return c.kernel_seconds;
+        });
+    Timing g = timeRuns(gemmStep, gemmIterations, 1);
+    step.perCall.push_back(s.perCall[0]);
+    step.kernelPerCall.push_back(s.kernelPerCall[0]);
+    direct.perCall.push_back(g.perCall[0]);
+    ratios.push_back(s.perCall[0] / g.perCall[0]);
+  }
   rt.check("the timed steps");
   // RTLD_DEEPBIND must have kept the model's calls off the timed wrappers.
   if (tessel_bench::kernelStats()[tessel_bench::kMatmul].calls != 0)
@@ -695,20 +713,25 @@ Result benchModel(const std::string &path, const Options &options,
              "wrappers (RTLD_DEEPBIND had no effect); its time includes their "
              "cost");
   result.stepMs = median(step.perCall) * 1e3;
-  result.stepMinMs = *std::min_element(step.perCall.begin(),
-                                       step.perCall.end()) * 1e3;
   result.counterMs = median(step.kernelPerCall) * 1e3;
-
-  // 3. The GEMMs alone.
-  progress("timing the " + std::to_string(info.schedule.size()) +
-           " GEMMs of " + info.name + " on OpenBLAS");
-  GemmBench gemms(info, options.seed);
-  auto gemmStep = [&] { gemms.step(); };
-  int64_t gemmIterations = warmUp(gemmStep, options.minTime);
-  Timing direct = timeRuns(gemmStep, gemmIterations, options.runs);
   result.gemmMs = median(direct.perCall) * 1e3;
-  result.gemmMinMs = *std::min_element(direct.perCall.begin(),
-                                       direct.perCall.end()) * 1e3;
+  result.ratio = median(ratios);
+  result.ratioMin = *std::min_element(ratios.begin(), ratios.end());
+  result.ratioMax = *std::max_element(ratios.begin(), ratios.end());
+  if (options.verbose)
+    progress(info.name + ": step " +
+             std::to_string(*std::min_element(step.perCall.begin(),
+                                              step.perCall.end()) * 1e3) +
+             ".." +
+             std::to_string(*std::max_element(step.perCall.begin(),
+                                              step.perCall.end()) * 1e3) +
+             " ms, GEMM-only " +
+             std::to_string(*std::min_element(direct.perCall.begin(),
+                                              direct.perCall.end()) * 1e3) +
+             ".." +
+             std::to_string(*std::max_element(direct.perCall.begin(),
+                                              direct.perCall.end()) * 1e3) +
+             " ms over the runs");
 
   // 4. Per kernel, through the wrappers.
   if (options.profile) {
@@ -728,7 +751,8 @@ Result benchModel(const std::string &path, const Options &options,
                        "(was the executable linked with ENABLE_EXPORTS?)");
     result.profiled = true;
     result.profiledIterations = n * options.runs;
-    result.profiledStepMs = median(t.perCall) * 1e3;
+    // The mean, not the median: the per-kernel sums cover every run.
+    result.profiledStepMs = t.totalSeconds / double(n * options.runs) * 1e3;
     std::copy(stats, stats + tessel_bench::kNumKernels, result.kernels);
     int64_t perStep = stats[tessel_bench::kMatmul].calls / (n * options.runs);
     if (perStep != result.gemmCalls)
@@ -742,14 +766,16 @@ Result benchModel(const std::string &path, const Options &options,
 void printTables(const std::vector<Result> &results, const Options &options) {
   if (options.header) {
     std::printf("| model | GEMMs/step | GEMM share of flops | step ms | "
-                "GEMM-only ms | step / GEMM | runtime kernel_seconds ms/step "
-                "|\n");
-    std::printf("| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+                "GEMM-only ms | step / GEMM | (range over runs) | runtime "
+                "kernel_seconds ms/step |\n");
+    std::printf("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
   }
   for (const Result &r : results)
-    std::printf("| %s | %lld | %.1f%% | %.3f | %.3f | %.2f | %.3f |\n",
+    std::printf("| %s | %lld | %.1f%% | %.3f | %.3f | %.2f | %.2f–%.2f | "
+                "%.3f |\n",
                 r.name.c_str(), (long long)r.gemmCalls, r.gemmShare * 100,
-                r.stepMs, r.gemmMs, r.stepMs / r.gemmMs, r.counterMs);
+                r.stepMs, r.gemmMs, r.ratio, r.ratioMin, r.ratioMax,
+                r.counterMs);
 
   bool any = false;
   for (const Result &r : results)
@@ -762,17 +788,17 @@ void printTables(const std::vector<Result> &results, const Options &options) {
   for (const Result &r : results)
     for (int k = 0; k < tessel_bench::kNumKernels; ++k)
       if (r.profiled && r.kernels[k].calls > 0)
-        total[k] += r.kernels[k].seconds /
+        total[k] += r.kernels[k].seconds * 1e3 /
                     double(r.profiledIterations) / r.profiledStepMs;
   for (int k = 0; k < tessel_bench::kNumKernels; ++k)
     if (total[k] > 0)
       columns.push_back(k);
   std::stable_sort(columns.begin(), columns.end(),
                    [&](int a, int b) { return total[a] > total[b]; });
-  std::printf("\nPer kernel, ms per step (share of the profiled step); "
-              "\"outside\" is the step less every kernel: generated code, "
-              "call and timer overhead.\n\n");
-  std::printf("| model | step ms (profiled) |");
+  std::printf("\nPer kernel: ms per step (share of the step), means over "
+              "the profiled runs; \"outside\" is the step less every kernel "
+              "(generated code, calls, timers).\n\n");
+  std::printf("| model | step ms (profiled, mean) |");
   for (int k : columns)
     std::printf(" %s |", tessel_bench::kernelName(k));
   std::printf(" outside |\n| --- | ---: |");
