@@ -29,7 +29,10 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Data.h"
+#include "Error.h"
 #include "KernelProfile.h"
+#include "Model.h"
 
 #include "dialect/NN/NNDialect.h"
 #include "dialect/NN/NNOps.h"
@@ -108,7 +111,6 @@ struct Options {
   bool profile = true;
   bool header = true;
   bool verbose = false;
-  std::string compiler; // tessel-compile; default: next to this executable
 };
 
 //===--- 1. The GEMMs of the model ---------------------------------------===//
@@ -253,216 +255,32 @@ ModelInfo analyse(const std::string &path, MLIRContext &context) {
 }
 
 //===--- 2. The compiled model -------------------------------------------===//
+//
+// Compiled, loaded, initialised and fed exactly as tessel-run does it
+// (tools/tessel-run: TesselLauncher).
 
-using ForwardFn = void (*)(tessel_ctx *, void *);
-using JsonFn = const char *(*)();
+/// The model's arena, parameters initialised and one synthetic batch
+/// written, ready for repeated steps.
+struct PreparedModel {
+  tessel::run::LoadedModel model;
+  tessel::run::RankRuntime rt;
 
-std::string selfDir(const char *argv0) {
-  std::string exe = llvm::sys::fs::getMainExecutable(
-      argv0, reinterpret_cast<void *>(&selfDir));
-  return llvm::sys::path::parent_path(exe).str();
-}
-
-void compileModel(const std::string &compiler, const std::string &model,
-                  const std::string &output) {
-  if (!llvm::sys::fs::can_execute(compiler))
-    throw BenchError("cannot run the compiler " + compiler +
-                     " (build the tessel-compile target, or pass "
-                     "--tessel-compile PATH)");
-  llvm::SmallVector<llvm::StringRef> args{compiler, model, "-o", output};
-  std::string error;
-  int status = llvm::sys::ExecuteAndWait(compiler, args, std::nullopt, {}, 0,
-                                         0, &error);
-  if (status != 0)
-    throw BenchError("tessel-compile " + model + " failed" +
-                     (error.empty() ? std::string(" (see above)")
-                                    : ": " + error));
-}
-
-struct Library {
-  void *handle = nullptr;
-  ForwardFn forward = nullptr;
-  JsonFn describe = nullptr;
-  Library(const std::string &path, bool deepBind) {
-    int flags = RTLD_NOW | RTLD_LOCAL | (deepBind ? RTLD_DEEPBIND : 0);
-    handle = ::dlopen(path.c_str(), flags);
-    if (!handle) {
-      const char *why = ::dlerror();
-      throw BenchError("cannot load " + path + ": " + (why ? why : "?"));
-    }
-    forward = reinterpret_cast<ForwardFn>(::dlsym(handle, "tessel_forward"));
-    describe = reinterpret_cast<JsonFn>(::dlsym(handle, "tessel_model_json"));
-    if (!forward || !describe)
-      throw BenchError(path + " is not a Tessel model (no tessel_forward / "
-                              "tessel_model_json)");
-  }
-  ~Library() {
-    if (handle)
-      ::dlclose(handle);
-  }
-  Library(const Library &) = delete;
-  Library &operator=(const Library &) = delete;
-};
-
-int32_t dtypeOf(const std::string &name) {
-  static const std::map<std::string, int32_t> codes = {
-      {"f32", TESSEL_F32}, {"f16", TESSEL_F16}, {"bf16", TESSEL_BF16},
-      {"f64", TESSEL_F64}, {"i32", TESSEL_I32}, {"i64", TESSEL_I64}};
-  auto it = codes.find(name);
-  if (it == codes.end())
-    throw BenchError("unknown dtype '" + name + "' in the model description");
-  return it->second;
-}
-
-int32_t initKindOf(const std::string &name) {
-  static const std::map<std::string, int32_t> kinds = {
-      {"zeros", TESSEL_INIT_ZEROS},
-      {"ones", TESSEL_INIT_ONES},
-      {"constant", TESSEL_INIT_CONSTANT},
-      {"normal", TESSEL_INIT_NORMAL},
-      {"truncated_normal", TESSEL_INIT_TRUNCATED_NORMAL},
-      {"uniform", TESSEL_INIT_UNIFORM}};
-  auto it = kinds.find(name);
-  if (it == kinds.end())
-    throw BenchError("unknown init kind '" + name + "'");
-  return it->second;
-}
-
-int64_t numElements(const json &tensor) {
-  int64_t n = 1;
-  for (const json &d : tensor.at("shape"))
-    n *= d.get<int64_t>();
-  return n;
-}
-
-/// The arena of one rank, parameters initialised and inputs filled.
-struct Runtime {
-  tessel_ctx *ctx = nullptr;
-  void *arena = nullptr;
-  const json *loss = nullptr;
-  json desc;
-
-  Runtime(const char *description, uint64_t seed) {
-    try {
-      desc = json::parse(description);
-    } catch (const json::exception &e) {
-      throw BenchError(std::string("bad model description: ") + e.what());
-    }
-    if (desc.value("abi_version", 0) != TESSEL_ABI_VERSION)
-      throw BenchError("model ABI version " +
-                       std::to_string(desc.value("abi_version", 0)) +
-                       ", this benchmark speaks " +
-                       std::to_string(TESSEL_ABI_VERSION));
-    tessel_ctx_options options{TESSEL_BACKEND_CPU, 0, 1, 0};
-    ctx = tessel_ctx_create(&options);
-    if (!ctx) {
-      const char *why = tessel_error(nullptr);
-      throw BenchError(std::string("cannot create the CPU context: ") +
-                       (why ? why : "unknown error"));
-    }
-    int64_t bytes = desc.at("arena_bytes").get<int64_t>();
-    arena = tessel_alloc(ctx, bytes);
-    if (!arena)
-      throw BenchError("cannot allocate the arena (" + std::to_string(bytes) +
-                       " bytes)");
-    std::mt19937_64 rng(seed);
-    for (const json &t : desc.at("tensors")) {
-      std::string role = t.at("role").get<std::string>();
-      std::string name = t.at("name").get<std::string>();
-      int32_t dtype = dtypeOf(t.at("dtype").get<std::string>());
-      int64_t n = numElements(t);
-      char *at = static_cast<char *>(arena) + t.at("offset").get<int64_t>();
-      if (role == "param") {
-        double args[2] = {0, 0};
-        int32_t kind = TESSEL_INIT_ZEROS;
-        if (t.contains("init")) {
-          kind = initKindOf(t.at("init").at("kind").get<std::string>());
-          std::vector<double> a =
-              t.at("init").value("args", std::vector<double>{});
-          for (size_t i = 0; i < a.size() && i < 2; ++i)
-            args[i] = a[i];
-        }
-        tessel_init_param(ctx, at, dtype, 0, n, kind, args, seed,
-                          name.c_str());
-      } else if (role == "input" || role == "label") {
-        fill(t, name, dtype, n, at, rng);
-      } else if (role == "loss") {
-        loss = &t;
-      }
-    }
-    tessel_synchronize(ctx);
+  PreparedModel(const std::string &so, uint64_t seed)
+      : model(tessel::run::loadModel(so, RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND)),
+        rt(model.desc.arenaBytes) {
+    tessel::run::initParams(model.desc, rt.ctx, rt.arena, seed);
+    tessel::run::makeSyntheticData(model.desc, seed)->fill(0, rt.ctx, rt.arena);
+    tessel_synchronize(rt.ctx);
     check("initialising parameters and inputs");
   }
 
-  void fill(const json &t, const std::string &name, int32_t dtype, int64_t n,
-            char *at, std::mt19937_64 &rng) {
-    if (dtype == TESSEL_I32 || dtype == TESSEL_I64) {
-      int64_t limit = t.value("limit", int64_t(0));
-      if (limit <= 0)
-        throw BenchError("integer tensor '" + name +
-                         "' has no limit: cannot draw synthetic values");
-      std::uniform_int_distribution<int64_t> dist(0, limit - 1);
-      if (dtype == TESSEL_I32) {
-        std::vector<int32_t> v(static_cast<size_t>(n));
-        for (int32_t &x : v)
-          x = int32_t(dist(rng));
-        tessel_copy_to_device(ctx, at, v.data(), n * 4);
-      } else {
-        std::vector<int64_t> v(static_cast<size_t>(n));
-        for (int64_t &x : v)
-          x = dist(rng);
-        tessel_copy_to_device(ctx, at, v.data(), n * 8);
-      }
-      return;
-    }
-    std::normal_distribution<double> dist(0.0, 1.0);
-    if (dtype == TESSEL_F64) {
-      std::vector<double> v(static_cast<size_t>(n));
-      for (double &x : v)
-        x = dist(rng);
-      tessel_copy_to_device(ctx, at, v.data(), n * 8);
-      return;
-    }
-    std::vector<float> v(static_cast<size_t>(n));
-    for (float &x : v)
-      x = float(dist(rng));
-    if (dtype == TESSEL_F32)
-      tessel_copy_to_device(ctx, at, v.data(), n * 4);
-    else // f16 / bf16: the CPU runtime's "device" memory is host memory.
-      tessel_cast(ctx, TESSEL_F32, dtype, v.data(), at, n);
-  }
-
   void check(const std::string &when) {
-    if (const char *error = tessel_error(ctx))
-      throw BenchError(when + ": " + error);
+    tessel::run::checkKernelError(rt.ctx, when);
   }
 
   double readLoss() {
-    if (!loss)
-      return 0;
-    const char *src =
-        static_cast<const char *>(arena) + loss->at("offset").get<int64_t>();
-    int32_t dtype = dtypeOf(loss->at("dtype").get<std::string>());
-    if (dtype == TESSEL_F64) {
-      double v;
-      tessel_copy_to_host(ctx, &v, src, 8);
-      return v;
-    }
-    if (dtype != TESSEL_F32)
-      return 0; // Not worth converting: only a sanity check.
-    float v;
-    tessel_copy_to_host(ctx, &v, src, 4);
-    return v;
+    return tessel::run::readLoss(model.desc.loss(), rt.ctx, rt.arena);
   }
-
-  ~Runtime() {
-    if (arena)
-      tessel_free(ctx, arena);
-    if (ctx)
-      tessel_ctx_destroy(ctx);
-  }
-  Runtime(const Runtime &) = delete;
-  Runtime &operator=(const Runtime &) = delete;
 };
 
 //===--- Timing ----------------------------------------------------------===//
@@ -624,7 +442,7 @@ void progress(const std::string &line) {
 }
 
 Result benchModel(const std::string &path, const Options &options,
-                  MLIRContext &context, const std::string &compiler) {
+                  MLIRContext &context) {
   Result result;
   ModelInfo info = analyse(path, context);
   result.name = info.name;
@@ -650,28 +468,25 @@ Result benchModel(const std::string &path, const Options &options,
   }
 
   // 2. Compile, load, run.
-  llvm::SmallString<128> dir;
-  if (std::error_code ec =
-          llvm::sys::fs::createUniqueDirectory("tessel-bench", dir))
-    throw BenchError("cannot create a temporary directory: " + ec.message());
+  progress("compiling " + path);
+  std::string so = tessel::run::compileMlirModel(path);
+  std::string dir = llvm::sys::path::parent_path(so).str();
   struct RemoveDir {
     std::string dir;
     ~RemoveDir() { llvm::sys::fs::remove_directories(dir); }
-  } cleanup{std::string(dir)};
-  std::string so = (dir + "/" + info.name + ".so").str();
-  progress("compiling " + path);
-  compileModel(compiler, path, so);
+  } cleanup{dir};
 
-  Library model(so, /*deepBind=*/true);
-  Runtime rt(model.describe(), options.seed);
+  PreparedModel prepared(so, options.seed);
+  tessel::run::LoadedModel &model = prepared.model;
+  tessel::run::RankRuntime &rt = prepared.rt;
   // The context pins OpenBLAS to one thread; say so again for the GEMMs.
   openblas_set_num_threads(1);
 
   auto forward = [&] { model.forward(rt.ctx, rt.arena); };
   progress("warming up tessel_forward of " + info.name);
   int64_t iterations = warmUp(forward, options.minTime);
-  rt.check("the warm-up steps");
-  result.loss = rt.readLoss();
+  prepared.check("the warm-up steps");
+  result.loss = prepared.readLoss();
   if (!std::isfinite(result.loss))
     throw BenchError(info.name + ": the loss is not finite (" +
                      std::to_string(result.loss) + ")");
@@ -706,7 +521,7 @@ Result benchModel(const std::string &path, const Options &options,
     direct.perCall.push_back(g.perCall[0]);
     ratios.push_back(s.perCall[0] / g.perCall[0]);
   }
-  rt.check("the timed steps");
+  prepared.check("the timed steps");
   // RTLD_DEEPBIND must have kept the model's calls off the timed wrappers.
   if (tessel_bench::kernelStats()[tessel_bench::kMatmul].calls != 0)
     progress("warning: the headline step ran through the profiling "
@@ -735,16 +550,16 @@ Result benchModel(const std::string &path, const Options &options,
 
   // 4. Per kernel, through the wrappers.
   if (options.profile) {
-    std::string copy = (dir + "/" + info.name + "-profile.so").str();
+    std::string copy = dir + "/" + info.name + "-profile.so";
     if (std::error_code ec = llvm::sys::fs::copy_file(so, copy))
       throw BenchError("cannot copy " + so + ": " + ec.message());
-    Library profiled(copy, /*deepBind=*/false);
+    tessel::run::LoadedModel profiled = tessel::run::loadModel(copy);
     auto profiledForward = [&] { profiled.forward(rt.ctx, rt.arena); };
     progress("profiling the kernels of " + info.name);
     int64_t n = warmUp(profiledForward, options.minTime);
     tessel_bench::resetKernelStats();
     Timing t = timeRuns(profiledForward, n, options.runs);
-    rt.check("the profiled steps");
+    prepared.check("the profiled steps");
     const tessel_bench::KernelStat *stats = tessel_bench::kernelStats();
     if (stats[tessel_bench::kMatmul].calls == 0)
       throw BenchError("the profiled model did not call the timed wrappers "
@@ -832,7 +647,7 @@ void printTables(const std::vector<Result> &results, const Options &options) {
       status ? stderr : stdout,
       "usage: tessel-bench-step MODEL.mlir... [--runs N] [--min-time SECONDS]\n"
       "         [--seed N] [--no-profile] [--no-header] [--verbose]\n"
-      "         [--tessel-compile PATH]\n"
+      "Compiles with the tessel-compile next to this executable.\n"
       "Times tessel_forward of each compiled model against the same GEMMs\n"
       "called directly through OpenBLAS (one thread); prints markdown tables.\n");
   std::exit(status);
@@ -869,8 +684,6 @@ Options parseArgs(int argc, char **argv) {
       o.header = false;
     else if (arg == "--verbose" || arg == "-v")
       o.verbose = true;
-    else if (arg == "--tessel-compile")
-      o.compiler = value(i);
     else if (!arg.empty() && arg[0] == '-')
       throw BenchError("unknown option " + arg + " (see --help)");
     else
@@ -888,9 +701,6 @@ Options parseArgs(int argc, char **argv) {
 int main(int argc, char **argv) {
   try {
     Options options = parseArgs(argc, argv);
-    std::string compiler = options.compiler.empty()
-                               ? selfDir(argv[0]) + "/tessel-compile"
-                               : options.compiler;
     DialectRegistry registry;
     registry.insert<tessel::nn::NNDialect, func::FuncDialect,
                     arith::ArithDialect, scf::SCFDialect,
@@ -900,9 +710,11 @@ int main(int argc, char **argv) {
     context.loadAllAvailableDialects();
     std::vector<Result> results;
     for (const std::string &model : options.models)
-      results.push_back(benchModel(model, options, context, compiler));
+      results.push_back(benchModel(model, options, context));
     printTables(results, options);
     return 0;
+  } catch (const tessel::run::RunError &e) {
+    std::fprintf(stderr, "tessel-bench-step: error: %s\n", e.what());
   } catch (const BenchError &e) {
     std::fprintf(stderr, "tessel-bench-step: error: %s\n", e.what());
   } catch (const json::exception &e) {

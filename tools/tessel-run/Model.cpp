@@ -222,7 +222,7 @@ ModelDesc tessel::run::parseModelDescription(const std::string &text,
   return model;
 }
 
-LoadedModel tessel::run::loadModel(const std::string &path) {
+LoadedModel tessel::run::loadModel(const std::string &path, int dlopenFlags) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0)
     throw RunError("cannot open model '" + path + "': " + std::strerror(errno));
@@ -232,7 +232,8 @@ LoadedModel tessel::run::loadModel(const std::string &path) {
   // Without a slash dlopen would search the library path, not the file.
   std::string dlPath = path.find('/') == std::string::npos ? "./" + path : path;
   LoadedModel model;
-  model.handle = ::dlopen(dlPath.c_str(), RTLD_NOW | RTLD_LOCAL);
+  model.handle = ::dlopen(dlPath.c_str(),
+                          dlopenFlags ? dlopenFlags : RTLD_NOW | RTLD_LOCAL);
   if (!model.handle)
     throw RunError("model '" + path + "' cannot be loaded: " + ::dlerror());
   using JsonFn = const char *(*)();
@@ -300,4 +301,53 @@ int64_t tessel::run::tokensPerStep(const ModelDesc &desc) {
                   ((first.isInteger() && first.shape.size() == 2) ||
                    (first.axes.size() >= 2 && first.axes[1] == "seq"));
   return sequence ? first.shape[0] * first.shape[1] : first.shape[0];
+}
+
+tessel::run::RankRuntime::RankRuntime(int64_t arenaBytes) {
+  tessel_ctx_options options = {TESSEL_BACKEND_CPU, /*rank=*/0,
+                                /*world_size=*/1, /*device=*/0};
+  ctx = tessel_ctx_create(&options);
+  if (!ctx) {
+    const char *why = tessel_error(nullptr);
+    throw RunError(std::string("cannot create the CPU context: ") +
+                   (why ? why : "unknown error"));
+  }
+  arena = tessel_alloc(ctx, arenaBytes);
+  if (!arena) {
+    tessel_ctx_destroy(ctx);
+    throw RunError("cannot allocate the arena (" + std::to_string(arenaBytes) +
+                   " bytes)");
+  }
+}
+
+tessel::run::RankRuntime::~RankRuntime() {
+  tessel_free(ctx, arena);
+  tessel_ctx_destroy(ctx);
+}
+
+void tessel::run::initParams(const ModelDesc &model, tessel_ctx *ctx,
+                             void *arena, uint64_t seed) {
+  for (const TensorDesc *p : model.withRole("param"))
+    tessel_init_param(ctx, static_cast<char *>(arena) + p->offset, p->dtypeCode,
+                      /*first=*/0, p->numElements(), p->initKind, p->initArgs,
+                      seed, p->name.c_str());
+  tessel_synchronize(ctx);
+}
+
+void tessel::run::checkKernelError(tessel_ctx *ctx, const std::string &when) {
+  if (const char *error = tessel_error(ctx))
+    throw RunError(when + ": " + error);
+}
+
+double tessel::run::readLoss(const TensorDesc &loss, tessel_ctx *ctx,
+                             const void *arena) {
+  const char *src = static_cast<const char *>(arena) + loss.offset;
+  if (loss.dtypeCode == TESSEL_F64) {
+    double value;
+    tessel_copy_to_host(ctx, &value, src, sizeof(value));
+    return value;
+  }
+  float value;
+  tessel_copy_to_host(ctx, &value, src, sizeof(value));
+  return value;
 }

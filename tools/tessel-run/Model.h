@@ -61,8 +61,31 @@ struct LoadedModel {
 ModelDesc parseModelDescription(const std::string &json,
                                 const std::string &file);
 
-/// dlopens `path` (a .so), reads its description and resolves its entry.
-LoadedModel loadModel(const std::string &path);
+/// dlopens `path` (a .so) with `dlopenFlags` (default RTLD_NOW |
+/// RTLD_LOCAL), reads its description and resolves its entry.
+LoadedModel loadModel(const std::string &path, int dlopenFlags = 0);
+
+/// The CPU context of rank 0 of 1 and its arena, freed together.
+struct RankRuntime {
+  tessel_ctx *ctx = nullptr;
+  void *arena = nullptr;
+
+  explicit RankRuntime(int64_t arenaBytes);
+  ~RankRuntime();
+  RankRuntime(const RankRuntime &) = delete;
+  RankRuntime &operator=(const RankRuntime &) = delete;
+};
+
+/// Initialises every parameter of `model` in `arena` from `seed`.
+void initParams(const ModelDesc &model, tessel_ctx *ctx, void *arena,
+                uint64_t seed);
+
+/// The scalar loss (f32 or f64) after a step.
+double readLoss(const TensorDesc &loss, tessel_ctx *ctx, const void *arena);
+
+/// A kernel error (e.g. a label out of range) makes every later number
+/// meaningless: throws RunError naming `when`.
+void checkKernelError(tessel_ctx *ctx, const std::string &when);
 
 /// Compiles `mlirPath` with the tessel-compile next to this executable into
 /// a fresh temporary .so and returns its path.

@@ -47,63 +47,6 @@ LoadedModel loadOrCompileModel(const std::string &path) {
   }
 }
 
-/// The CPU context of rank 0 of 1, destroyed with its arena.
-struct Runtime {
-  tessel_ctx *ctx = nullptr;
-  void *arena = nullptr;
-
-  explicit Runtime(int64_t arenaBytes) {
-    tessel_ctx_options options = {TESSEL_BACKEND_CPU, /*rank=*/0,
-                                  /*world_size=*/1, /*device=*/0};
-    ctx = tessel_ctx_create(&options);
-    if (!ctx) {
-      const char *why = tessel_error(nullptr);
-      throw RunError(std::string("cannot create the CPU context: ") +
-                     (why ? why : "unknown error"));
-    }
-    arena = tessel_alloc(ctx, arenaBytes);
-    if (!arena) {
-      tessel_ctx_destroy(ctx);
-      throw RunError("cannot allocate the arena (" +
-                     std::to_string(arenaBytes) + " bytes)");
-    }
-  }
-  ~Runtime() {
-    tessel_free(ctx, arena);
-    tessel_ctx_destroy(ctx);
-  }
-  Runtime(const Runtime &) = delete;
-  Runtime &operator=(const Runtime &) = delete;
-};
-
-void initParams(const ModelDesc &model, tessel_ctx *ctx, void *arena,
-                uint64_t seed) {
-  for (const TensorDesc *p : model.withRole("param"))
-    tessel_init_param(ctx, static_cast<char *>(arena) + p->offset, p->dtypeCode,
-                      /*first=*/0, p->numElements(), p->initKind, p->initArgs,
-                      seed, p->name.c_str());
-  tessel_synchronize(ctx);
-}
-
-/// A kernel error (e.g. a label out of range) makes every later number
-/// meaningless: stop.
-void checkKernelError(tessel_ctx *ctx, const std::string &when) {
-  if (const char *error = tessel_error(ctx))
-    throw RunError(when + ": " + error);
-}
-
-double readLoss(const TensorDesc &loss, tessel_ctx *ctx, const void *arena) {
-  const char *src = static_cast<const char *>(arena) + loss.offset;
-  if (loss.dtypeCode == TESSEL_F64) {
-    double value;
-    tessel_copy_to_host(ctx, &value, src, sizeof(value));
-    return value;
-  }
-  float value;
-  tessel_copy_to_host(ctx, &value, src, sizeof(value));
-  return value;
-}
-
 int runModel(const Options &options) {
   double start = nowSeconds();
   LoadedModel model = loadOrCompileModel(options.model);
@@ -114,7 +57,7 @@ int runModel(const Options &options) {
           ? makeSyntheticData(desc, options.seed)
           : makeTokenFileData(desc, options.data, options.dataDtype);
 
-  Runtime rt(desc.arenaBytes);
+  RankRuntime rt(desc.arenaBytes);
   if (options.load.empty())
     initParams(desc, rt.ctx, rt.arena, options.seed);
   else
