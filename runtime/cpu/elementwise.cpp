@@ -1,6 +1,7 @@
 //===- elementwise.cpp - Binary, unary, cast and dropout kernels ----------===//
 
 #include "internal.h"
+#include "vecmath.h"
 
 #include <functional>
 
@@ -8,21 +9,40 @@ using namespace tessel::cpu;
 
 namespace {
 
+/// Element types whose loops get an AVX2 + FMA copy (dispatch): the ones
+/// stored as they are computed. The 16-bit floats convert element by element
+/// with bit tricks that do not vectorise either way.
+template <class T>
+constexpr bool kVectorElem = !std::is_same<T, Half>::value &&
+                             !std::is_same<T, BFloat>::value;
+
 template <class T, class Fn>
 void mapBinary(const void *a, const void *b, void *out, int64_t n, Fn fn) {
   const T *as = static_cast<const T *>(a);
   const T *bs = static_cast<const T *>(b);
   T *os = static_cast<T *>(out);
-  for (int64_t i = 0; i < n; ++i)
-    os[i] = Elem<T>::store(fn(Elem<T>::load(as[i]), Elem<T>::load(bs[i])));
+  auto loop = [&]() TESSEL_INLINE {
+    for (int64_t i = 0; i < n; ++i)
+      os[i] = Elem<T>::store(fn(Elem<T>::load(as[i]), Elem<T>::load(bs[i])));
+  };
+  if constexpr (kVectorElem<T>)
+    dispatch(loop);
+  else
+    loop();
 }
 
 template <class T, class Fn>
 void mapUnary(const void *x, void *y, int64_t n, Fn fn) {
   const T *xs = static_cast<const T *>(x);
   T *ys = static_cast<T *>(y);
-  for (int64_t i = 0; i < n; ++i)
-    ys[i] = Elem<T>::store(fn(Elem<T>::load(xs[i])));
+  auto loop = [&]() TESSEL_INLINE {
+    for (int64_t i = 0; i < n; ++i)
+      ys[i] = Elem<T>::store(fn(Elem<T>::load(xs[i])));
+  };
+  if constexpr (kVectorElem<T>)
+    dispatch(loop);
+  else
+    loop();
 }
 
 /// Applies `fn`; integers go through their unsigned type so that overflow
@@ -38,59 +58,21 @@ template <class C, class Fn> C wrap(C x, C y, Fn fn) {
 
 /// 1 / (1 + e^-x) without overflow: e^-|x| never exceeds 1.
 template <class C> C sigmoid(C x) {
-  if (x >= C(0))
-    return C(1) / (C(1) + std::exp(-x));
-  C e = std::exp(x);
-  return e / (C(1) + e);
+  if constexpr (std::is_same<C, float>::value) {
+    return fastSigmoid(x);
+  } else {
+    if (x >= C(0))
+      return C(1) / (C(1) + std::exp(-x));
+    C e = std::exp(x);
+    return e / (C(1) + e);
+  }
 }
 
-/// tanh for f32 as a [13/6] rational function on [-7.9, 7.9] (the
-/// approximation Eigen uses): no libm call, so the loop vectorises; glibc's
-/// scalar tanhf costs ~20 ns an element and made GELU the slowest kernel of
-/// a GPT step. Within a few ulp of tanhf; exact ±1 beyond the clamp.
-/// Clamps with plain comparisons: fminf/fmaxf are libm calls on x86-64 and
-/// would stop the loop from vectorising.
-inline float clampTo(float x, float bound) {
-  x = x < -bound ? -bound : x;
-  return x > bound ? bound : x;
-}
-
-inline float fastTanh(float x) {
-  float c = clampTo(x, 7.90531110763549805f);
-  float c2 = c * c;
-  float p = c2 * -2.76076847742355e-16f + 2.00018790482477e-13f;
-  p = c2 * p + -8.60467152213735e-11f;
-  p = c2 * p + 5.12229709037114e-08f;
-  p = c2 * p + 1.48572235717979e-05f;
-  p = c2 * p + 6.37261928875436e-04f;
-  p = c2 * p + 4.89352455891786e-03f;
-  p = c * p;
-  float q = c2 * 1.19825839466702e-06f + 1.18534705686654e-04f;
-  q = c2 * q + 2.26843463243900e-03f;
-  q = c2 * q + 4.89352518554385e-03f;
-  // Tiny inputs: tanh(x) = x to float precision, and keeps -0 and denormals.
-  // The quotient is computed unconditionally so the choice is a select.
-  float ratio = p / q;
-  return std::fabs(x) < 0.0004f ? x : ratio;
-}
-
-/// erf for f32 as a [13/8] rational function on [-4, 4] (Eigen's), for the
-/// same reason as fastTanh.
-inline float fastErf(float x) {
-  float c = clampTo(x, 4.0f);
-  float c2 = c * c;
-  float p = c2 * -2.72614225801306e-10f + 2.77068142495902e-08f;
-  p = c2 * p + -2.10102402082508e-06f;
-  p = c2 * p + -5.69250639462346e-05f;
-  p = c2 * p + -7.34990630326855e-04f;
-  p = c2 * p + -2.95459980854025e-03f;
-  p = c2 * p + -1.60960333262415e-02f;
-  p = c * p;
-  float q = c2 * -1.45660718464996e-05f + -2.13374055278905e-04f;
-  q = c2 * q + -1.68282697438203e-03f;
-  q = c2 * q + -7.37332916720468e-03f;
-  q = c2 * q + -1.42647390514189e-02f;
-  return p / q;
+template <class C> C expOf(C x) {
+  if constexpr (std::is_same<C, float>::value)
+    return fastExp(x);
+  else
+    return std::exp(x);
 }
 
 template <class C> C tanhOf(C x) {
@@ -114,7 +96,7 @@ template <class T> bool runUnary(int32_t op, const void *x, void *y, int64_t n) 
     mapUnary<T>(x, y, n, [](C v) { return -v; });
     return true;
   case TESSEL_EXP:
-    mapUnary<T>(x, y, n, [](C v) { return std::exp(v); });
+    mapUnary<T>(x, y, n, [](C v) { return expOf(v); });
     return true;
   case TESSEL_LOG:
     mapUnary<T>(x, y, n, [](C v) { return std::log(v); });

@@ -12,6 +12,7 @@
 #include "tessel/runtime.h"
 
 #include <chrono>
+#include <climits>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -276,6 +277,32 @@ inline double uniformOpen(uint64_t h) {
 // caller reuses one seed for both.
 constexpr uint64_t kInitDomain = 0x74657373656c4950ull;    // "tesselIP"
 constexpr uint64_t kDropoutDomain = 0x74657373656c444full; // "tesselDO"
+
+
+/// The argument checks tessel_attention and tessel_attention_grad share:
+/// float dtype, non-negative sizes, kv heads dividing heads, and every GEMM
+/// dimension within BLAS's int. Records an error naming `kernel` and fails.
+inline bool checkAttentionArgs(tessel_ctx *ctx, const char *kernel,
+                               int32_t dtype, int64_t batch, int64_t seq,
+                               int64_t kvSeq, int64_t heads, int64_t kvHeads,
+                               int64_t headDim, int64_t valueDim) {
+  if (!visitFloat(dtype, [](auto) {})) {
+    setError(ctx, "%s: unsupported dtype %d", kernel, dtype);
+    return false;
+  }
+  if (batch < 0 || seq < 0 || kvSeq < 0 || heads < 0 || headDim < 0 ||
+      valueDim < 0 || kvHeads <= 0 || heads % kvHeads != 0) {
+    setError(ctx, "%s: bad shape (heads %lld, kv_heads %lld)", kernel,
+             (long long)heads, (long long)kvHeads);
+    return false;
+  }
+  if (seq * kvSeq > INT_MAX || heads * headDim > INT_MAX ||
+      heads * valueDim > INT_MAX) {
+    setError(ctx, "%s: dimension beyond BLAS int range", kernel);
+    return false;
+  }
+  return true;
+}
 
 } // namespace cpu
 } // namespace tessel

@@ -3,9 +3,14 @@
 // Element math runs in the compute type (f32, or f64 for f64); sums and
 // statistics accumulate in f64 so long rows lose nothing to rounding.
 //
+// The f32 kernels run rows through the vectorised helpers of vecmath.h:
+// sums in f32 lanes flushed to f64 every few hundred elements, and the
+// polynomial fastExp, on AVX2 + FMA where the host has them.
+//
 //===----------------------------------------------------------------------===//
 
 #include "internal.h"
+#include "vecmath.h"
 
 #include <algorithm>
 #include <vector>
@@ -44,6 +49,47 @@ void softmaxImpl(const T *x, T *y, int64_t outer, int64_t dim, int64_t inner) {
         ys[d * inner + j] =
             Elem<T>::store(C(e[size_t(d * inner + j)] / sum[size_t(j)]));
   }
+}
+
+/// Softmax over rows of a contiguous f32 [outer, dim] (inner == 1).
+void softmaxRowsF32(const float *x, float *y, int64_t outer, int64_t dim) {
+  dispatch([&]() TESSEL_INLINE {
+    for (int64_t o = 0; o < outer; ++o)
+      softmaxRow(x + o * dim, y + o * dim, dim, dim);
+  });
+}
+
+void layerNormF32(const float *x, const float *gamma, const float *beta,
+                  float *y, int64_t rows, int64_t cols, double eps, bool rms) {
+  dispatch([&]() TESSEL_INLINE {
+    for (int64_t r = 0; r < rows; ++r) {
+      const float *xs = x + r * cols;
+      float *ys = y + r * cols;
+      float m = 0.0f;
+      if (!rms)
+        m = float(blockSum(xs, cols, [](float v) { return v; }) /
+                  double(cols));
+      // Two passes: var = E[(x - mean)²] avoids E[x²] - mean² cancellation.
+      double var = blockSum(xs, cols, [m](float v) {
+                     float d = v - m;
+                     return d * d;
+                   }) /
+                   double(cols);
+      float rstd = float(1.0 / std::sqrt(var + eps));
+      if (gamma && beta)
+        for (int64_t j = 0; j < cols; ++j)
+          ys[j] = (xs[j] - m) * rstd * gamma[j] + beta[j];
+      else if (gamma)
+        for (int64_t j = 0; j < cols; ++j)
+          ys[j] = (xs[j] - m) * rstd * gamma[j];
+      else if (beta)
+        for (int64_t j = 0; j < cols; ++j)
+          ys[j] = (xs[j] - m) * rstd + beta[j];
+      else
+        for (int64_t j = 0; j < cols; ++j)
+          ys[j] = (xs[j] - m) * rstd;
+    }
+  });
 }
 
 template <class T>
@@ -122,6 +168,12 @@ void tessel_softmax(tessel_ctx *ctx, int32_t dtype, const void *x, void *y,
   KernelScope scope(ctx);
   bool ok = visitFloat(dtype, [&](auto tag) {
     using T = decltype(tag);
+    if constexpr (std::is_same<T, float>::value) {
+      if (inner == 1) {
+        softmaxRowsF32(in<float>(x), out<float>(y), outer, dim);
+        return;
+      }
+    }
     softmaxImpl(in<T>(x), out<T>(y), outer, dim, inner);
   });
   if (!ok)
@@ -136,6 +188,11 @@ void tessel_layer_norm(tessel_ctx *ctx, int32_t dtype, const void *x,
     return;
   bool ok = visitFloat(dtype, [&](auto tag) {
     using T = decltype(tag);
+    if constexpr (std::is_same<T, float>::value) {
+      layerNormF32(in<float>(x), in<float>(gamma), in<float>(beta),
+                   out<float>(y), rows, cols, eps, rms != 0);
+      return;
+    }
     layerNormImpl(in<T>(x), in<T>(gamma), in<T>(beta), out<T>(y), rows, cols,
                   eps, rms != 0);
   });
@@ -192,13 +249,19 @@ void tessel_cross_entropy(tessel_ctx *ctx, int32_t dtype, int32_t label_dtype,
       } else {
         // log Σ exp(x) = max + log Σ exp(x - max): no overflow for large
         // logits, no log(0) for very negative ones.
-        C mx = -std::numeric_limits<C>::infinity();
-        for (int64_t c = 0; c < classes; ++c)
-          mx = std::max(mx, C(Elem<T>::load(xs[c])));
-        double sum = 0.0;
-        for (int64_t c = 0; c < classes; ++c)
-          sum += double(std::exp(C(Elem<T>::load(xs[c])) - mx));
-        loss = double(mx) + std::log(sum) - double(Elem<T>::load(xs[label]));
+        double lse;
+        if constexpr (std::is_same<T, float>::value) {
+          dispatch([&]() TESSEL_INLINE { lse = logSumExpRow(xs, classes); });
+        } else {
+          C mx = -std::numeric_limits<C>::infinity();
+          for (int64_t c = 0; c < classes; ++c)
+            mx = std::max(mx, C(Elem<T>::load(xs[c])));
+          double sum = 0.0;
+          for (int64_t c = 0; c < classes; ++c)
+            sum += double(std::exp(C(Elem<T>::load(xs[c])) - mx));
+          lse = double(mx) + std::log(sum);
+        }
+        loss = lse - double(Elem<T>::load(xs[label]));
       }
       if (reduction == TESSEL_LOSS_NONE)
         o[r] = fromDouble<T>(loss);

@@ -20,6 +20,10 @@ TEST_F(AttentionTest, MatchesReference) {
       {1, 5, 13, 3, 1, 8, 7, 0},  {1, 5, 13, 3, 1, 8, 7, 1},
       {1, 13, 5, 3, 3, 8, 7, 1},  {2, 13, 13, 6, 3, 16, 16, 1},
       {3, 1, 11, 2, 2, 7, 13, 0},
+      // Longer than one causal row block of the kernel (32 rows), with
+      // fewer, equal and more keys than queries.
+      {1, 70, 70, 2, 1, 8, 5, 1}, {2, 67, 40, 2, 2, 4, 3, 1},
+      {1, 40, 75, 2, 1, 4, 9, 1}, {1, 45, 45, 1, 1, 3, 3, 0},
   };
   for (int32_t dtype : kFloatTypes) {
     for (const Case &c : cases) {

@@ -237,6 +237,135 @@ void tessel_attention(tessel_ctx *ctx, int32_t dtype, const void *q,
                       int64_t kv_heads, int64_t head_dim, int64_t value_dim,
                       double scale, int32_t causal);
 
+/*===--- Backward kernels (reverse-mode autodiff) ------------------------===*
+ *
+ * The backward work that deserves a kernel of its own. Every gradient output
+ * is overwritten (not accumulated); the autodiff pass adds contributions of
+ * values used several times with tessel_binary(TESSEL_ADD). Shapes and views
+ * are those of the forward kernel of the same name.
+ *===----------------------------------------------------------------------===*/
+
+/* dx[i] = dy[i] · op'(x[i]) for the float unary ops of tessel_unary_op
+ * (TESSEL_GELU, TESSEL_GELU_TANH, TESSEL_SILU, TESSEL_SIGMOID, TESSEL_TANH,
+ * TESSEL_RELU (0 at x = 0), TESSEL_EXP, TESSEL_LOG, TESSEL_SQRT,
+ * TESSEL_RSQRT, TESSEL_NEG). ReLU as PyTorch's threshold_backward: 0 where
+ * x <= 0, dy elsewhere (a NaN x passes dy). */
+void tessel_unary_grad(tessel_ctx *ctx, int32_t op, int32_t dtype,
+                       const void *x, const void *dy, void *dx, int64_t n);
+
+/* Softmax over the middle dimension of [outer, dim, inner], from its output
+ * y: dx = y ⊙ (dy − Σ_dim dy ⊙ y). */
+void tessel_softmax_grad(tessel_ctx *ctx, int32_t dtype, const void *y,
+                         const void *dy, void *dx, int64_t outer, int64_t dim,
+                         int64_t inner);
+
+/* Layer norm (or RMS norm when rms = 1) over rows of `cols`, recomputing the
+ * statistics from x: dx, dgamma = Σ_rows dy ⊙ x̂ and, for layer norm,
+ * dbeta = Σ_rows dy (dbeta null for RMS norm). gamma null means ones (as
+ * in the forward); a null dgamma or dbeta is not computed, and a non-null
+ * dbeta gets Σ_rows dy also with rms (the gradient of an RMS norm's beta). */
+void tessel_layer_norm_grad(tessel_ctx *ctx, int32_t dtype, const void *x,
+                            const void *gamma, const void *dy, void *dx,
+                            void *dgamma, void *dbeta, int64_t rows,
+                            int64_t cols, double eps, int32_t rms);
+
+/* Batch norm with batch statistics over [outer, channels, inner]: dx,
+ * dgamma and dbeta (the full training-mode backward, through the mean and
+ * variance). gamma null means ones; a null dgamma or dbeta is not computed. */
+void tessel_batch_norm_grad(tessel_ctx *ctx, int32_t dtype, const void *x,
+                            const void *gamma, const void *dy, void *dx,
+                            void *dgamma, void *dbeta, int64_t outer,
+                            int64_t channels, int64_t inner, double eps);
+
+/* Cross-entropy: dlogits = g · (softmax(logits) − onehot(label)) per row,
+ * where g is dloss[0] / rows (mean), dloss[0] (sum) or dloss[row] (none);
+ * dloss has the loss's dtype and shape. A bad label records an error and
+ * its row gets 0. */
+void tessel_cross_entropy_grad(tessel_ctx *ctx, int32_t dtype,
+                               int32_t label_dtype, const void *logits,
+                               const void *labels, const void *dloss,
+                               void *dlogits, int64_t rows, int64_t classes,
+                               int32_t reduction);
+
+/* Embedding: dtable = Σ over i with ids[i] = r of dout[i, :] (zero rows for
+ * ids that never occur): a scatter-add, deterministic in id order (each
+ * row sums its contributions in position order in f64 and is rounded once).
+ * Float dtypes only. An id outside [0, vocab) records an error and its row
+ * of dout is dropped. */
+void tessel_embedding_grad(tessel_ctx *ctx, int32_t dtype, int32_t ids_dtype,
+                           const void *ids, const void *dout, void *dtable,
+                           int64_t num_ids, int64_t vocab, int64_t hidden);
+
+/* Attention (shapes as tessel_attention): dq, dk, dv from q, k, v and dout,
+ * recomputing the probabilities; with grouped-query heads the kv gradients
+ * sum over the query heads that share them. dq, dk and dv are all
+ * overwritten. */
+void tessel_attention_grad(tessel_ctx *ctx, int32_t dtype, const void *q,
+                           const void *k, const void *v, const void *dout,
+                           void *dq, void *dk, void *dv, int64_t batch,
+                           int64_t seq, int64_t kv_seq, int64_t heads,
+                           int64_t kv_heads, int64_t head_dim,
+                           int64_t value_dim, double scale, int32_t causal);
+
+/*===--- Optimizers ------------------------------------------------------===*
+ *
+ * Updates run on the device with device-side scalars, so a step can be
+ * captured once (CUDA graphs) and replayed.
+ *===----------------------------------------------------------------------===*/
+
+/* *sum += Σ x[i]² over n elements (sum is one device f32; accumulation in
+ * f64 inside the call): the pieces of a global gradient norm. */
+void tessel_sum_squares(tessel_ctx *ctx, int32_t dtype, const void *x,
+                        int64_t n, void *sum);
+
+/* *scale = min(1, max_norm / (sqrt(*sum_squares) + 1e-6)) · extra — the
+ * factor of global-norm clipping (max_norm <= 0: no clipping), times
+ * `extra` (e.g. 1 / microbatches). Device f32 scalars. */
+void tessel_clip_scale(tessel_ctx *ctx, const void *sum_squares,
+                       double max_norm, double extra, void *scale);
+
+typedef enum tessel_optimizer_kind {
+  TESSEL_OPT_SGD = 0,   /* momentum 0: plain SGD; nesterov optional */
+  TESSEL_OPT_ADAM = 1,  /* L2 weight decay added to the gradient */
+  TESSEL_OPT_ADAMW = 2, /* decoupled weight decay */
+} tessel_optimizer_kind;
+
+typedef struct tessel_optimizer {
+  int32_t kind;     /* tessel_optimizer_kind */
+  int32_t nesterov; /* SGD with momentum: Nesterov's form */
+  double momentum;  /* SGD */
+  double beta1, beta2, eps; /* Adam, AdamW */
+  double weight_decay;
+} tessel_optimizer;
+
+/* One in-place update of n parameters from their gradient, as PyTorch's
+ * torch.optim.SGD / Adam / AdamW do it: g = grad · *grad_scale (grad_scale
+ * null: 1); state0 is the momentum buffer (SGD) or m (Adam), state1 is v
+ * (Adam); both f32, n elements, zero before the first step. `step` is the
+ * 1-based update count (bias correction), `lr` this step's learning rate.
+ * Parameters of any float dtype, grad of the same dtype, *grad_scale a
+ * device f32; the arithmetic is f32 (f64 for f64). SGD has dampening 0 and
+ * reads state0 only with momentum != 0 (it may be null otherwise); Adam's
+ * m is updated as PyTorch's m.lerp_(g, 1 − beta1), and a `step` < 1 records
+ * an error and changes nothing. */
+void tessel_optimizer_update(tessel_ctx *ctx, const tessel_optimizer *opt,
+                             int32_t dtype, void *param, const void *grad,
+                             const void *grad_scale, void *state0,
+                             void *state1, int64_t n, int64_t step, double lr);
+
+typedef enum tessel_lr_schedule_kind {
+  TESSEL_LR_CONSTANT = 0,
+  TESSEL_LR_WARMUP_COSINE = 1, /* linear warm-up, then cosine to min_lr */
+} tessel_lr_schedule_kind;
+
+/* The learning rate of 1-based `step`: constant, or linear warm-up from 0
+ * over `warmup` steps to `lr`, then cosine decay to `min_lr` at
+ * `total_steps` (and min_lr after): lr·step/warmup for step <= warmup, then
+ * min_lr + (lr − min_lr)·(1 + cos(π·(step − warmup)/(total_steps − warmup)))/2.
+ * An unknown kind returns NaN (there is no context to record an error). */
+double tessel_lr_at(int32_t kind, double lr, double min_lr, int64_t warmup,
+                    int64_t total_steps, int64_t step);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -1,0 +1,196 @@
+//===- grad_attention.cpp - Backward of multi-head attention --------------===//
+//
+// Per (batch, head), with P = softmax(scale · Q·Kᵀ) recomputed (causal keys
+// masked to exactly zero weight):
+//   dV  += Pᵀ · dO
+//   dP   = dO · Vᵀ
+//   dS   = P ⊙ (dP − rowsum(dP ⊙ P))
+//   dQ   = scale · dS · K
+//   dK  += scale · dSᵀ · Q
+// dK and dV accumulate (GEMM beta = 1) over the query heads of a kv head, in
+// head order, so the result is deterministic. The head slices are strided
+// views of the [B, S, H, D] layouts, read through BLAS leading dimensions.
+//
+//===----------------------------------------------------------------------===//
+
+#include "internal.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <climits>
+#include <vector>
+
+using namespace tessel::cpu;
+
+namespace {
+
+/// Row-major C = alpha · op(A) · op(B) + beta · C; an empty product (k = 0)
+/// scales C by beta.
+void gemmAcc(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
+             const float *a, int64_t lda, const float *b, int64_t ldb,
+             float beta, float *c, int64_t ldc) {
+  if (m == 0 || n == 0)
+    return;
+  if (k == 0) {
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j)
+        c[i * ldc + j] = beta == 0.0f ? 0.0f : c[i * ldc + j] * beta;
+    return;
+  }
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
+              tb ? CblasTrans : CblasNoTrans, int(m), int(n), int(k), alpha, a,
+              int(lda), b, int(ldb), beta, c, int(ldc));
+}
+
+void gemmAcc(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha,
+             const double *a, int64_t lda, const double *b, int64_t ldb,
+             double beta, double *c, int64_t ldc) {
+  if (m == 0 || n == 0)
+    return;
+  if (k == 0) {
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j)
+        c[i * ldc + j] = beta == 0.0 ? 0.0 : c[i * ldc + j] * beta;
+    return;
+  }
+  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
+              tb ? CblasTrans : CblasNoTrans, int(m), int(n), int(k), alpha, a,
+              int(lda), b, int(ldb), beta, c, int(ldc));
+}
+
+/// dq is overwritten; dk and dv must hold zeros (they accumulate).
+template <class R>
+void attentionGradReal(const R *q, const R *k, const R *v, const R *dout, R *dq,
+                       R *dk, R *dv, int64_t batch, int64_t seq, int64_t kvSeq,
+                       int64_t heads, int64_t kvHeads, int64_t dim,
+                       int64_t vdim, double scale, bool causal) {
+  int64_t group = heads / kvHeads;
+  int64_t ldq = std::max<int64_t>(heads * dim, 1);
+  int64_t ldk = std::max<int64_t>(kvHeads * dim, 1);
+  int64_t ldv = std::max<int64_t>(kvHeads * vdim, 1);
+  int64_t ldo = std::max<int64_t>(heads * vdim, 1);
+  int64_t ldp = std::max<int64_t>(kvSeq, 1);
+  std::vector<R> p(static_cast<size_t>(seq * kvSeq)),
+      dp(static_cast<size_t>(seq * kvSeq));
+  for (int64_t b = 0; b < batch; ++b) {
+    for (int64_t h = 0; h < heads; ++h) {
+      int64_t hk = h / group;
+      const R *qb = q + (b * seq * heads + h) * dim;
+      const R *kb = k + (b * kvSeq * kvHeads + hk) * dim;
+      const R *vb = v + (b * kvSeq * kvHeads + hk) * vdim;
+      const R *dob = dout + (b * seq * heads + h) * vdim;
+      R *dqb = dq + (b * seq * heads + h) * dim;
+      R *dkb = dk + (b * kvSeq * kvHeads + hk) * dim;
+      R *dvb = dv + (b * kvSeq * kvHeads + hk) * vdim;
+      // Scores, then the masked softmax in place.
+      gemmAcc(false, true, seq, kvSeq, dim, R(scale), qb, ldq, kb, ldk, R(0),
+              p.data(), ldp);
+      for (int64_t i = 0; i < seq; ++i) {
+        R *row = p.data() + i * kvSeq;
+        int64_t limit = causal ? std::min(i + 1, kvSeq) : kvSeq;
+        R mx = -std::numeric_limits<R>::infinity();
+        for (int64_t j = 0; j < limit; ++j)
+          mx = std::max(mx, row[j]);
+        double sum = 0.0;
+        for (int64_t j = 0; j < limit; ++j) {
+          row[j] = std::exp(row[j] - mx);
+          sum += double(row[j]);
+        }
+        R inv = R(1.0 / sum);
+        for (int64_t j = 0; j < limit; ++j)
+          row[j] *= inv;
+        std::fill(row + limit, row + kvSeq, R(0));
+      }
+      // dV += Pᵀ · dO.
+      gemmAcc(true, false, kvSeq, vdim, seq, R(1), p.data(), ldp, dob, ldo,
+              R(1), dvb, ldv);
+      // dP = dO · Vᵀ, then dS = P ⊙ (dP − rowsum(dP ⊙ P)) in its place.
+      gemmAcc(false, true, seq, kvSeq, vdim, R(1), dob, ldo, vb, ldv, R(0),
+              dp.data(), ldp);
+      for (int64_t i = 0; i < seq; ++i) {
+        const R *pr = p.data() + i * kvSeq;
+        R *dr = dp.data() + i * kvSeq;
+        double dot = 0.0;
+        for (int64_t j = 0; j < kvSeq; ++j)
+          dot += double(pr[j]) * double(dr[j]);
+        R d = R(dot);
+        for (int64_t j = 0; j < kvSeq; ++j)
+          dr[j] = pr[j] * (dr[j] - d);
+      }
+      // dQ = scale · dS · K;  dK += scale · dSᵀ · Q.
+      gemmAcc(false, false, seq, dim, kvSeq, R(scale), dp.data(), ldp, kb, ldk,
+              R(0), dqb, ldq);
+      gemmAcc(true, false, kvSeq, dim, seq, R(scale), dp.data(), ldp, qb, ldq,
+              R(1), dkb, ldk);
+    }
+  }
+}
+
+} // namespace
+
+extern "C" void tessel_attention_grad(
+    tessel_ctx *ctx, int32_t dtype, const void *q, const void *k, const void *v,
+    const void *dout, void *dq, void *dk, void *dv, int64_t batch, int64_t seq,
+    int64_t kv_seq, int64_t heads, int64_t kv_heads, int64_t head_dim,
+    int64_t value_dim, double scale, int32_t causal) {
+  KernelScope scope(ctx);
+  if (!checkAttentionArgs(ctx, "tessel_attention_grad", dtype, batch, seq,
+                          kv_seq, heads, kv_heads, head_dim, value_dim))
+    return;
+  int64_t es = tessel_dtype_size(dtype);
+  int64_t qCount = batch * seq * heads * head_dim;
+  int64_t kCount = batch * kv_seq * kv_heads * head_dim;
+  int64_t vCount = batch * kv_seq * kv_heads * value_dim;
+  int64_t oCount = batch * seq * heads * value_dim;
+  // Every gradient is overwritten: zero them, so the empty cases (no keys,
+  // no queries) are done and dk/dv can accumulate.
+  if (qCount > 0)
+    std::memset(dq, 0, size_t(qCount * es));
+  if (kCount > 0)
+    std::memset(dk, 0, size_t(kCount * es));
+  if (vCount > 0)
+    std::memset(dv, 0, size_t(vCount * es));
+  if (batch * heads * seq * kv_seq == 0)
+    return;
+  bool c = causal != 0;
+  switch (dtype) {
+  case TESSEL_F32:
+    attentionGradReal(
+        static_cast<const float *>(q), static_cast<const float *>(k),
+        static_cast<const float *>(v), static_cast<const float *>(dout),
+        static_cast<float *>(dq), static_cast<float *>(dk),
+        static_cast<float *>(dv), batch, seq, kv_seq, heads, kv_heads, head_dim,
+        value_dim, scale, c);
+    return;
+  case TESSEL_F64:
+    attentionGradReal(
+        static_cast<const double *>(q), static_cast<const double *>(k),
+        static_cast<const double *>(v), static_cast<const double *>(dout),
+        static_cast<double *>(dq), static_cast<double *>(dk),
+        static_cast<double *>(dv), batch, seq, kv_seq, heads, kv_heads,
+        head_dim, value_dim, scale, c);
+    return;
+  default:
+    break;
+  }
+  // 16-bit: widen to f32, compute, round each gradient once.
+  visitFloat(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    std::vector<float> fq = widen<T>(q, qCount), fk = widen<T>(k, kCount),
+                       fv = widen<T>(v, vCount), fo = widen<T>(dout, oCount);
+    std::vector<float> gq(static_cast<size_t>(qCount)),
+        gk(static_cast<size_t>(kCount)), gv(static_cast<size_t>(vCount));
+    attentionGradReal(fq.data(), fk.data(), fv.data(), fo.data(), gq.data(),
+                      gk.data(), gv.data(), batch, seq, kv_seq, heads, kv_heads,
+                      head_dim, value_dim, scale, c);
+    auto store = [](const std::vector<float> &src, void *dst) {
+      T *d = static_cast<T *>(dst);
+      for (size_t i = 0; i < src.size(); ++i)
+        d[i] = Elem<T>::store(src[i]);
+    };
+    store(gq, dq);
+    store(gk, dk);
+    store(gv, dv);
+  });
+}

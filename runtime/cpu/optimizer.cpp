@@ -1,0 +1,178 @@
+//===- optimizer.cpp - Gradient norm, clipping and optimizer updates ------===//
+//
+// torch.optim's SGD (momentum, dampening 0, Nesterov), Adam (L2 weight decay
+// added to the gradient) and AdamW (decoupled decay), one fused in-place
+// update per parameter tensor. Scalars that change per step on the device
+// (the clipping scale) are read from device memory; the arithmetic is f32
+// (f64 for f64 parameters), the optimizer state is f32.
+//
+//===----------------------------------------------------------------------===//
+
+#include "internal.h"
+
+#include <algorithm>
+
+using namespace tessel::cpu;
+
+namespace {
+
+template <class T> using Compute = typename Elem<T>::Compute;
+
+template <class T>
+void sgdImpl(const tessel_optimizer &opt, T *param, const T *grad, float gs,
+             float *buf, int64_t n, double lr) {
+  using C = Compute<T>;
+  const C scale = C(gs), wd = C(opt.weight_decay), mom = C(opt.momentum);
+  const C rate = C(lr);
+  const bool decay = opt.weight_decay != 0.0, useMom = opt.momentum != 0.0;
+  const bool nesterov = opt.nesterov != 0;
+  for (int64_t i = 0; i < n; ++i) {
+    C p = Elem<T>::load(param[i]);
+    C g = C(Elem<T>::load(grad[i])) * scale;
+    if (decay)
+      g += wd * p;
+    if (useMom) {
+      // buf = momentum · buf + g (dampening 0; the zero initial buffer makes
+      // the first step buf = g, as PyTorch's clone does).
+      float b = float(mom * C(buf[i]) + g);
+      buf[i] = b;
+      g = nesterov ? g + mom * C(b) : C(b);
+    }
+    param[i] = Elem<T>::store(p - rate * g);
+  }
+}
+
+template <class T>
+void adamImpl(const tessel_optimizer &opt, T *param, const T *grad, float gs,
+              float *m, float *v, int64_t n, int64_t step, double lr) {
+  using C = Compute<T>;
+  const bool decoupled = opt.kind == TESSEL_OPT_ADAMW;
+  const bool decay = opt.weight_decay != 0.0;
+  const C scale = C(gs), wd = C(opt.weight_decay);
+  const C b2 = C(opt.beta2), eps = C(opt.eps);
+  const C omb1 = C(1.0 - opt.beta1), omb2 = C(1.0 - opt.beta2);
+  // As torch.optim.Adam: step_size = lr / (1 − β1^t) and
+  // denom = sqrt(v) / sqrt(1 − β2^t) + eps.
+  double bc1 = 1.0 - std::pow(opt.beta1, double(step));
+  double bc2 = 1.0 - std::pow(opt.beta2, double(step));
+  const C stepSize = C(lr / bc1), bc2Sqrt = C(std::sqrt(bc2));
+  const C shrink = C(1.0 - lr * opt.weight_decay);
+  for (int64_t i = 0; i < n; ++i) {
+    C p = Elem<T>::load(param[i]);
+    C g = C(Elem<T>::load(grad[i])) * scale;
+    if (decay) {
+      if (decoupled)
+        p *= shrink; // AdamW: p -= lr·wd·p before the Adam step.
+      else
+        g += wd * p; // Adam: L2 term in the gradient.
+    }
+    C mi = C(m[i]);
+    mi = mi + (g - mi) * omb1; // m.lerp_(g, 1 − β1)
+    C vi = C(v[i]) * b2 + omb2 * g * g;
+    float ms = float(mi), vs = float(vi);
+    m[i] = ms;
+    v[i] = vs;
+    C denom = std::sqrt(C(vs)) / bc2Sqrt + eps;
+    param[i] = Elem<T>::store(p - stepSize * (C(ms) / denom));
+  }
+}
+
+} // namespace
+
+extern "C" {
+
+void tessel_sum_squares(tessel_ctx *ctx, int32_t dtype, const void *x,
+                        int64_t n, void *sum) {
+  KernelScope scope(ctx);
+  double acc = 0.0;
+  bool ok = visitFloat(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    const T *xs = static_cast<const T *>(x);
+    for (int64_t i = 0; i < n; ++i) {
+      double v = double(Elem<T>::load(xs[i]));
+      acc += v * v;
+    }
+  });
+  if (!ok) {
+    setError(ctx, "tessel_sum_squares: unsupported dtype %d", dtype);
+    return;
+  }
+  float *s = static_cast<float *>(sum);
+  *s = float(double(*s) + acc);
+}
+
+void tessel_clip_scale(tessel_ctx *ctx, const void *sum_squares,
+                       double max_norm, double extra, void *scale) {
+  KernelScope scope(ctx);
+  double norm = std::sqrt(double(*static_cast<const float *>(sum_squares)));
+  // As torch.nn.utils.clip_grad_norm_: coef = max_norm / (norm + 1e-6),
+  // clamped to 1.
+  double coef = max_norm > 0.0 ? std::min(1.0, max_norm / (norm + 1e-6)) : 1.0;
+  *static_cast<float *>(scale) = float(coef * extra);
+}
+
+void tessel_optimizer_update(tessel_ctx *ctx, const tessel_optimizer *opt,
+                             int32_t dtype, void *param, const void *grad,
+                             const void *grad_scale, void *state0,
+                             void *state1, int64_t n, int64_t step,
+                             double lr) {
+  KernelScope scope(ctx);
+  if (!opt) {
+    setError(ctx, "tessel_optimizer_update: null optimizer");
+    return;
+  }
+  if (n < 0) {
+    setError(ctx, "tessel_optimizer_update: negative size");
+    return;
+  }
+  bool adam = opt->kind == TESSEL_OPT_ADAM || opt->kind == TESSEL_OPT_ADAMW;
+  if (!adam && opt->kind != TESSEL_OPT_SGD) {
+    setError(ctx, "tessel_optimizer_update: unknown optimizer kind %d",
+             opt->kind);
+    return;
+  }
+  if (adam && step < 1) {
+    setError(ctx, "tessel_optimizer_update: step %lld < 1 (bias correction "
+                  "counts from 1)",
+             (long long)step);
+    return;
+  }
+  if (n > 0 && ((adam && (!state0 || !state1)) ||
+                (!adam && opt->momentum != 0.0 && !state0))) {
+    setError(ctx, "tessel_optimizer_update: missing optimizer state");
+    return;
+  }
+  float gs = grad_scale ? *static_cast<const float *>(grad_scale) : 1.0f;
+  float *s0 = static_cast<float *>(state0), *s1 = static_cast<float *>(state1);
+  bool ok = visitFloat(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    T *p = static_cast<T *>(param);
+    const T *g = static_cast<const T *>(grad);
+    if (adam)
+      adamImpl(*opt, p, g, gs, s0, s1, n, step, lr);
+    else
+      sgdImpl(*opt, p, g, gs, s0, n, lr);
+  });
+  if (!ok)
+    setError(ctx, "tessel_optimizer_update: unsupported dtype %d", dtype);
+}
+
+double tessel_lr_at(int32_t kind, double lr, double min_lr, int64_t warmup,
+                    int64_t total_steps, int64_t step) {
+  switch (kind) {
+  case TESSEL_LR_CONSTANT:
+    return lr;
+  case TESSEL_LR_WARMUP_COSINE: {
+    if (warmup > 0 && step <= warmup)
+      return lr * double(std::max<int64_t>(step, 0)) / double(warmup);
+    if (step >= total_steps)
+      return min_lr;
+    double progress = double(step - warmup) / double(total_steps - warmup);
+    return min_lr + 0.5 * (lr - min_lr) * (1.0 + std::cos(M_PI * progress));
+  }
+  default:
+    return std::numeric_limits<double>::quiet_NaN();
+  }
+}
+
+} // extern "C"

@@ -1,0 +1,503 @@
+//===- BackwardTest.cpp - Backward kernels against finite differences ----===//
+//
+// Every backward kernel is checked in f64 against central finite
+// differences of its forward kernel: for a random r, the gradient of the
+// linear functional L(x) = Σ r ⊙ f(x) is what the kernel returns for dy = r,
+// and (L(x + h·e_j) − L(x − h·e_j)) / 2h estimates its j-th component to
+// O(h²) + O(ε·|f|/h), about 1e-9 relative here. The f32 and 16-bit kernels
+// are then checked against the f64 kernel on the same (representable)
+// inputs.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TestUtil.h"
+
+#include <functional>
+
+using namespace tt;
+
+namespace {
+
+using Vec = std::vector<double>;
+using Vecs = std::vector<Vec>;
+using Bytes = std::vector<uint8_t>;
+
+using BackwardTest = RuntimeTest;
+
+/// The f64 forward: inputs to the output that L weights.
+using Forward = std::function<Vec(const Vecs &)>;
+/// The backward at `dtype`: (inputs, dy) to the gradients of the inputs it
+/// differentiates, in input order.
+using Backward = std::function<Vecs(int32_t, const Vecs &, const Vec &)>;
+
+Vec quantized(int32_t dtype, Vec v) {
+  for (double &x : v)
+    x = quantize(dtype, x);
+  return v;
+}
+
+double maxAbs(const Vec &v) {
+  double m = 0;
+  for (double x : v)
+    m = std::max(m, std::fabs(x));
+  return m;
+}
+
+/// ∂L/∂inputs[which] by central differences.
+Vec fdGrad(const Forward &f, Vecs xs, const Vec &r, size_t which,
+           double h = 1e-6) {
+  Vec g(xs[which].size());
+  for (size_t j = 0; j < g.size(); ++j) {
+    double v = xs[which][j];
+    xs[which][j] = v + h;
+    Vec fp = f(xs);
+    xs[which][j] = v - h;
+    Vec fm = f(xs);
+    xs[which][j] = v;
+    // Difference per element before summing: no cancellation of large L.
+    double s = 0;
+    for (size_t i = 0; i < r.size(); ++i)
+      s += r[i] * (fp[i] - fm[i]);
+    g[j] = s / (2 * h);
+  }
+  return g;
+}
+
+/// Analytic f64 gradients of inputs[wrt[i]] against finite differences.
+void checkFiniteDifferences(const Forward &fwd, const Backward &bwd,
+                            const Vecs &inputs, const Vec &r,
+                            const std::vector<size_t> &wrt) {
+  Vecs analytic = bwd(TESSEL_F64, inputs, r);
+  ASSERT_EQ(analytic.size(), wrt.size());
+  for (size_t i = 0; i < wrt.size(); ++i) {
+    SCOPED_TRACE("gradient of input " + std::to_string(wrt[i]));
+    Vec fd = fdGrad(fwd, inputs, r, wrt[i]);
+    expectClose(analytic[i], fd, 1e-6, 1e-7 * std::max(1.0, maxAbs(fd)));
+  }
+}
+
+/// The f32 and 16-bit kernels against the f64 kernel on the same inputs.
+/// Their compute is f32 from exactly representable inputs with one final
+/// rounding, so the error is an ulp of the dtype plus f32 noise relative to
+/// the gradient's scale.
+void checkDtypes(const Backward &bwd, const Vecs &inputs, const Vec &r,
+                 std::initializer_list<int32_t> dtypes = {TESSEL_F32,
+                                                          TESSEL_BF16},
+                 double noise = 1e-5) {
+  for (int32_t dtype : dtypes) {
+    SCOPED_TRACE(dtypeName(dtype));
+    Vecs qin;
+    for (const Vec &v : inputs)
+      qin.push_back(quantized(dtype, v));
+    Vec qr = quantized(dtype, r);
+    Vecs ref = bwd(TESSEL_F64, qin, qr);
+    Vecs got = bwd(dtype, qin, qr);
+    ASSERT_EQ(ref.size(), got.size());
+    for (size_t i = 0; i < ref.size(); ++i) {
+      SCOPED_TRACE("gradient " + std::to_string(i));
+      double rtol = dtype == TESSEL_F32 ? noise : eps(dtype);
+      expectClose(got[i], ref[i], rtol,
+                  noise * std::max(1.0, maxAbs(ref[i])) +
+                      (dtype == TESSEL_F16 ? 0x1p-24 : 0));
+    }
+  }
+}
+
+Bytes enc(int32_t dtype, const Vec &v) { return encode(dtype, v); }
+Bytes zeros(int32_t dtype, size_t n) {
+  return Bytes(n * size_t(tessel_dtype_size(dtype)));
+}
+const void *ptr(const Bytes &b) { return b.empty() ? nullptr : b.data(); }
+void *ptr(Bytes &b) { return b.empty() ? nullptr : b.data(); }
+
+std::string shapeName(std::initializer_list<int64_t> dims) {
+  std::string s;
+  for (int64_t d : dims)
+    s += (s.empty() ? "" : "x") + std::to_string(d);
+  return s;
+}
+
+//===--- Unary ------------------------------------------------------------===//
+
+TEST_F(BackwardTest, UnaryGradMatchesFiniteDifferences) {
+  struct OpCase {
+    int32_t op;
+    double lo, hi;
+  };
+  const OpCase ops[] = {
+      {TESSEL_NEG, -3, 3},     {TESSEL_EXP, -3, 3},
+      {TESSEL_LOG, 0.25, 4},   {TESSEL_SQRT, 0.25, 4},
+      {TESSEL_RSQRT, 0.25, 4}, {TESSEL_TANH, -3, 3},
+      {TESSEL_SIGMOID, -6, 6}, {TESSEL_RELU, -3, 3},
+      {TESSEL_GELU, -4, 4},    {TESSEL_GELU_TANH, -4, 4},
+      {TESSEL_SILU, -6, 6},
+  };
+  for (const OpCase &oc : ops) {
+    for (int64_t n : {1, 7, 13}) {
+      SCOPED_TRACE("op " + std::to_string(oc.op) + " n " + std::to_string(n));
+      Vec x = randomValues(TESSEL_F64, size_t(n), oc.lo, oc.hi, 100 + n);
+      for (double &v : x) // Keep finite differences off the ReLU kink.
+        if (std::fabs(v) < 1e-2)
+          v = 0.5;
+      Vec r = randomValues(TESSEL_F64, size_t(n), -1, 1, 200 + n);
+      Forward fwd = [&](const Vecs &in) {
+        Bytes xb = enc(TESSEL_F64, in[0]), y = zeros(TESSEL_F64, size_t(n));
+        tessel_unary(ctx, oc.op, TESSEL_F64, xb.data(), y.data(), n);
+        return decode(TESSEL_F64, y);
+      };
+      Backward bwd = [&](int32_t dt, const Vecs &in, const Vec &dy) {
+        Bytes xb = enc(dt, in[0]), dyb = enc(dt, dy), dx = zeros(dt, size_t(n));
+        tessel_unary_grad(ctx, oc.op, dt, xb.data(), dyb.data(), dx.data(), n);
+        return Vecs{decode(dt, dx)};
+      };
+      checkFiniteDifferences(fwd, bwd, {x}, r, {0});
+      checkDtypes(bwd, {x}, r, {TESSEL_F32, TESSEL_BF16, TESSEL_F16});
+    }
+  }
+}
+
+TEST_F(BackwardTest, ReluGradIsZeroAtZero) {
+  double x[3] = {0.0, -0.0, 1.0}, dy[3] = {2, 3, 4}, dx[3];
+  tessel_unary_grad(ctx, TESSEL_RELU, TESSEL_F64, x, dy, dx, 3);
+  EXPECT_EQ(dx[0], 0.0);
+  EXPECT_EQ(dx[1], 0.0);
+  EXPECT_EQ(dx[2], 4.0);
+}
+
+TEST_F(BackwardTest, UnaryGradRejectsUnknownOpAndIntegers) {
+  float x = 1, dy = 1, dx = 0;
+  tessel_unary_grad(ctx, 99, TESSEL_F32, &x, &dy, &dx, 1);
+  EXPECT_NE(tessel_error(ctx), nullptr);
+  tessel_clear_error(ctx);
+  int32_t ix = 1, idy = 1, idx = 0;
+  tessel_unary_grad(ctx, TESSEL_EXP, TESSEL_I32, &ix, &idy, &idx, 1);
+  EXPECT_NE(tessel_error(ctx), nullptr);
+  tessel_clear_error(ctx);
+}
+
+//===--- Softmax ----------------------------------------------------------===//
+
+TEST_F(BackwardTest, SoftmaxGradMatchesFiniteDifferences) {
+  const int64_t shapes[][3] = {{1, 1, 1}, {7, 13, 1}, {3, 7, 5}, {2, 1, 13},
+                               {1, 13, 7}};
+  for (const auto &s : shapes) {
+    int64_t outer = s[0], dim = s[1], inner = s[2];
+    size_t count = size_t(outer * dim * inner);
+    SCOPED_TRACE(shapeName({outer, dim, inner}));
+    Vec x = randomValues(TESSEL_F64, count, -3, 3, 300 + count);
+    Vec r = randomValues(TESSEL_F64, count, -1, 1, 301 + count);
+    Forward fwd = [&](const Vecs &in) {
+      Bytes xb = enc(TESSEL_F64, in[0]), y = zeros(TESSEL_F64, count);
+      tessel_softmax(ctx, TESSEL_F64, xb.data(), y.data(), outer, dim, inner);
+      return decode(TESSEL_F64, y);
+    };
+    // The kernel takes the softmax output; inputs[0] here is y itself.
+    Backward bwdY = [&](int32_t dt, const Vecs &in, const Vec &dy) {
+      Bytes yb = enc(dt, in[0]), dyb = enc(dt, dy), dx = zeros(dt, count);
+      tessel_softmax_grad(ctx, dt, yb.data(), dyb.data(), dx.data(), outer,
+                          dim, inner);
+      return Vecs{decode(dt, dx)};
+    };
+    Backward bwdX = [&](int32_t dt, const Vecs &in, const Vec &dy) {
+      return bwdY(dt, {fwd(in)}, dy);
+    };
+    checkFiniteDifferences(fwd, bwdX, {x}, r, {0});
+    checkDtypes(bwdY, {fwd({x})}, r);
+  }
+}
+
+//===--- Layer norm and RMS norm ------------------------------------------===//
+
+TEST_F(BackwardTest, LayerNormGradMatchesFiniteDifferences) {
+  const int64_t shapes[][2] = {{1, 1}, {1, 7}, {7, 13}, {13, 7}, {3, 33}};
+  const double epsv = 1e-5;
+  for (const auto &s : shapes) {
+    for (int rms : {0, 1}) {
+      int64_t rows = s[0], cols = s[1];
+      size_t count = size_t(rows * cols);
+      SCOPED_TRACE(shapeName({rows, cols}) + (rms ? " rms" : ""));
+      Vec x = randomValues(TESSEL_F64, count, -2, 3, 400 + count);
+      Vec g = randomValues(TESSEL_F64, size_t(cols), 0.5, 1.5, 401);
+      Vec b = randomValues(TESSEL_F64, size_t(cols), -1, 1, 402);
+      Vec r = randomValues(TESSEL_F64, count, -1, 1, 403 + count);
+      // Inputs: x, gamma and (layer norm only) beta.
+      Vecs inputs = rms ? Vecs{x, g} : Vecs{x, g, b};
+      Forward fwd = [&](const Vecs &in) {
+        Bytes xb = enc(TESSEL_F64, in[0]), gb = enc(TESSEL_F64, in[1]);
+        Bytes bb = rms ? Bytes() : enc(TESSEL_F64, in[2]);
+        Bytes y = zeros(TESSEL_F64, count);
+        tessel_layer_norm(ctx, TESSEL_F64, xb.data(), gb.data(), ptr(bb),
+                          y.data(), rows, cols, epsv, rms);
+        return decode(TESSEL_F64, y);
+      };
+      Backward bwd = [&](int32_t dt, const Vecs &in, const Vec &dy) {
+        Bytes xb = enc(dt, in[0]), gb = enc(dt, in[1]), dyb = enc(dt, dy);
+        Bytes dx = zeros(dt, count), dg = zeros(dt, size_t(cols));
+        Bytes db = rms ? Bytes() : zeros(dt, size_t(cols));
+        tessel_layer_norm_grad(ctx, dt, xb.data(), gb.data(), dyb.data(),
+                               dx.data(), dg.data(), ptr(db), rows, cols, epsv,
+                               rms);
+        Vecs grads{decode(dt, dx), decode(dt, dg)};
+        if (!rms)
+          grads.push_back(decode(dt, db));
+        return grads;
+      };
+      std::vector<size_t> wrt = rms ? std::vector<size_t>{0, 1}
+                                    : std::vector<size_t>{0, 1, 2};
+      checkFiniteDifferences(fwd, bwd, inputs, r, wrt);
+      checkDtypes(bwd, inputs, r);
+    }
+  }
+}
+
+TEST_F(BackwardTest, LayerNormGradWithoutGammaUsesOne) {
+  const int64_t rows = 3, cols = 7;
+  Vec x = randomValues(TESSEL_F64, rows * cols, -2, 2, 410);
+  Vec dy = randomValues(TESSEL_F64, rows * cols, -1, 1, 411);
+  Vec ones(cols, 1.0);
+  Vec dxNull(rows * cols), dxOnes(rows * cols), dg(cols);
+  tessel_layer_norm_grad(ctx, TESSEL_F64, x.data(), nullptr, dy.data(),
+                         dxNull.data(), nullptr, nullptr, rows, cols, 1e-5, 0);
+  tessel_layer_norm_grad(ctx, TESSEL_F64, x.data(), ones.data(), dy.data(),
+                         dxOnes.data(), dg.data(), nullptr, rows, cols, 1e-5,
+                         0);
+  EXPECT_EQ(dxNull, dxOnes);
+}
+
+//===--- Batch norm -------------------------------------------------------===//
+
+TEST_F(BackwardTest, BatchNormGradMatchesFiniteDifferences) {
+  const int64_t shapes[][3] = {{1, 1, 7}, {2, 3, 5}, {7, 1, 1}, {3, 13, 2},
+                               {1, 7, 13}};
+  const double epsv = 1e-5;
+  for (const auto &s : shapes) {
+    int64_t outer = s[0], ch = s[1], inner = s[2];
+    size_t count = size_t(outer * ch * inner);
+    SCOPED_TRACE(shapeName({outer, ch, inner}));
+    Vec x = randomValues(TESSEL_F64, count, -2, 3, 500 + count);
+    Vec g = randomValues(TESSEL_F64, size_t(ch), 0.5, 1.5, 501);
+    Vec b = randomValues(TESSEL_F64, size_t(ch), -1, 1, 502);
+    Vec r = randomValues(TESSEL_F64, count, -1, 1, 503 + count);
+    Forward fwd = [&](const Vecs &in) {
+      Bytes xb = enc(TESSEL_F64, in[0]), gb = enc(TESSEL_F64, in[1]),
+            bb = enc(TESSEL_F64, in[2]), y = zeros(TESSEL_F64, count);
+      tessel_batch_norm(ctx, TESSEL_F64, xb.data(), gb.data(), bb.data(),
+                        y.data(), outer, ch, inner, epsv);
+      return decode(TESSEL_F64, y);
+    };
+    Backward bwd = [&](int32_t dt, const Vecs &in, const Vec &dy) {
+      Bytes xb = enc(dt, in[0]), gb = enc(dt, in[1]), dyb = enc(dt, dy);
+      Bytes dx = zeros(dt, count), dg = zeros(dt, size_t(ch)),
+            db = zeros(dt, size_t(ch));
+      tessel_batch_norm_grad(ctx, dt, xb.data(), gb.data(), dyb.data(),
+                             dx.data(), dg.data(), db.data(), outer, ch, inner,
+                             epsv);
+      return Vecs{decode(dt, dx), decode(dt, dg), decode(dt, db)};
+    };
+    checkFiniteDifferences(fwd, bwd, {x, g, b}, r, {0, 1, 2});
+    checkDtypes(bwd, {x, g, b}, r);
+  }
+}
+
+//===--- Cross-entropy ----------------------------------------------------===//
+
+TEST_F(BackwardTest, CrossEntropyGradMatchesFiniteDifferences) {
+  const int64_t shapes[][2] = {{1, 1}, {7, 13}, {13, 7}, {3, 100}};
+  for (const auto &s : shapes) {
+    for (int32_t red : {TESSEL_LOSS_MEAN, TESSEL_LOSS_SUM, TESSEL_LOSS_NONE}) {
+      for (int32_t ldt : {TESSEL_I32, TESSEL_I64}) {
+        int64_t rows = s[0], classes = s[1];
+        size_t count = size_t(rows * classes);
+        SCOPED_TRACE(shapeName({rows, classes}) + " reduction " +
+                     std::to_string(red) + " labels " + dtypeName(ldt));
+        Vec x = randomValues(TESSEL_F64, count, -4, 4, 600 + count);
+        Vec lab(static_cast<size_t>(rows));
+        std::mt19937_64 rng(601 + count);
+        for (double &l : lab)
+          l = double(rng() % uint64_t(classes));
+        Bytes lb = enc(ldt, lab);
+        size_t outCount = red == TESSEL_LOSS_NONE ? size_t(rows) : 1;
+        Vec r = randomValues(TESSEL_F64, outCount, -1, 1, 602 + count);
+        Forward fwd = [&](const Vecs &in) {
+          Bytes xb = enc(TESSEL_F64, in[0]), y = zeros(TESSEL_F64, outCount);
+          tessel_cross_entropy(ctx, TESSEL_F64, ldt, xb.data(), lb.data(),
+                               y.data(), rows, classes, red);
+          return decode(TESSEL_F64, y);
+        };
+        Backward bwd = [&](int32_t dt, const Vecs &in, const Vec &dl) {
+          Bytes xb = enc(dt, in[0]), dlb = enc(dt, dl), dx = zeros(dt, count);
+          tessel_cross_entropy_grad(ctx, dt, ldt, xb.data(), lb.data(),
+                                    dlb.data(), dx.data(), rows, classes, red);
+          return Vecs{decode(dt, dx)};
+        };
+        checkFiniteDifferences(fwd, bwd, {x}, r, {0});
+        checkDtypes(bwd, {x}, r);
+      }
+    }
+  }
+}
+
+TEST_F(BackwardTest, CrossEntropyGradBadLabelZeroesItsRow) {
+  float logits[6] = {1, 2, 3, 4, 5, 6}, dl = 1.0f, dx[6];
+  int32_t labels[2] = {1, 3};
+  std::fill(dx, dx + 6, 7.0f);
+  tessel_cross_entropy_grad(ctx, TESSEL_F32, TESSEL_I32, logits, labels, &dl,
+                            dx, 2, 3, TESSEL_LOSS_SUM);
+  EXPECT_NE(tessel_error(ctx), nullptr);
+  tessel_clear_error(ctx);
+  double s = 0;
+  for (int i = 0; i < 3; ++i)
+    s += dx[i];
+  EXPECT_NEAR(s, 0.0, 1e-6); // softmax − onehot sums to 0.
+  EXPECT_LT(dx[1], 0.0f);
+  for (int i = 3; i < 6; ++i)
+    EXPECT_EQ(dx[i], 0.0f);
+}
+
+//===--- Embedding --------------------------------------------------------===//
+
+TEST_F(BackwardTest, EmbeddingGradMatchesFiniteDifferences) {
+  const int64_t cases[][3] = {{1, 1, 1}, {7, 5, 3}, {13, 13, 7}, {20, 7, 13}};
+  for (const auto &c : cases) {
+    for (int32_t idt : {TESSEL_I32, TESSEL_I64}) {
+      int64_t num = c[0], vocab = c[1], hidden = c[2];
+      SCOPED_TRACE(shapeName({num, vocab, hidden}) + " " + dtypeName(idt));
+      // Ids with repeats, and (vocab > 1) one id that never occurs.
+      Vec ids(static_cast<size_t>(num));
+      std::mt19937_64 rng(700 + num);
+      for (double &id : ids)
+        id = double(rng() % uint64_t(vocab > 1 ? vocab - 1 : 1));
+      Bytes ib = enc(idt, ids);
+      Vec table = randomValues(TESSEL_F64, size_t(vocab * hidden), -1, 1, 701);
+      Vec r = randomValues(TESSEL_F64, size_t(num * hidden), -1, 1, 702 + num);
+      Forward fwd = [&](const Vecs &in) {
+        Bytes tb = enc(TESSEL_F64, in[0]),
+              y = zeros(TESSEL_F64, size_t(num * hidden));
+        tessel_embedding(ctx, TESSEL_F64, idt, tb.data(), ib.data(), y.data(),
+                         num, vocab, hidden);
+        return decode(TESSEL_F64, y);
+      };
+      Backward bwd = [&](int32_t dt, const Vecs &, const Vec &dy) {
+        Bytes dyb = enc(dt, dy), dt_ = zeros(dt, size_t(vocab * hidden));
+        // Garbage first: the gradient is overwritten, not accumulated.
+        std::fill(dt_.begin(), dt_.end(), uint8_t(0x3c));
+        tessel_embedding_grad(ctx, dt, idt, ib.data(), dyb.data(), dt_.data(),
+                              num, vocab, hidden);
+        return Vecs{decode(dt, dt_)};
+      };
+      checkFiniteDifferences(fwd, bwd, {table}, r, {0});
+      checkDtypes(bwd, {table}, r, {TESSEL_F32, TESSEL_BF16, TESSEL_F16});
+      if (vocab > 1) {
+        Vec g = bwd(TESSEL_F64, {table}, r)[0];
+        for (int64_t j = 0; j < hidden; ++j)
+          EXPECT_EQ(g[size_t((vocab - 1) * hidden + j)], 0.0);
+      }
+    }
+  }
+}
+
+TEST_F(BackwardTest, EmbeddingGradSumsRepeatsOnceRounded) {
+  // Three contributions to one bf16 row: 1 + 2^-8 + 2^-8 = 1 + 2^-7 exactly,
+  // which rounding after every addition (ties to even) would lose.
+  const int64_t ids[3] = {0, 0, 0};
+  Vec d = {1.0, 0x1p-8, 0x1p-8};
+  Bytes db = encode(TESSEL_BF16, d), out = zeros(TESSEL_BF16, 2);
+  tessel_embedding_grad(ctx, TESSEL_BF16, TESSEL_I64, ids, db.data(),
+                        out.data(), 3, 2, 1);
+  Vec g = decode(TESSEL_BF16, out);
+  EXPECT_EQ(g[0], 1.0 + 0x1p-7);
+  EXPECT_EQ(g[1], 0.0);
+}
+
+TEST_F(BackwardTest, EmbeddingGradBadIdSetsError) {
+  int32_t ids[2] = {1, 5};
+  float dout[4] = {1, 2, 3, 4}, dt[6];
+  tessel_embedding_grad(ctx, TESSEL_F32, TESSEL_I32, ids, dout, dt, 2, 3, 2);
+  EXPECT_NE(tessel_error(ctx), nullptr);
+  tessel_clear_error(ctx);
+  float want[6] = {0, 0, 1, 2, 0, 0};
+  for (int i = 0; i < 6; ++i)
+    EXPECT_EQ(dt[i], want[i]) << i;
+}
+
+//===--- Attention --------------------------------------------------------===//
+
+TEST_F(BackwardTest, AttentionGradMatchesFiniteDifferences) {
+  struct Case {
+    int64_t b, s, t, h, hkv, d, e;
+    int causal;
+  };
+  const Case cases[] = {
+      {1, 1, 1, 1, 1, 1, 1, 0}, {1, 1, 1, 1, 1, 1, 1, 1},
+      {2, 7, 7, 4, 2, 5, 3, 0}, {2, 7, 7, 4, 2, 5, 3, 1},
+      {1, 5, 13, 3, 1, 8, 7, 0}, {1, 5, 13, 3, 1, 8, 7, 1},
+      {1, 13, 5, 2, 2, 3, 1, 1},
+  };
+  for (const Case &c : cases) {
+    SCOPED_TRACE("B" + std::to_string(c.b) + " S" + std::to_string(c.s) +
+                 " T" + std::to_string(c.t) + " H" + std::to_string(c.h) +
+                 "/" + std::to_string(c.hkv) + " D" + std::to_string(c.d) +
+                 " E" + std::to_string(c.e) + (c.causal ? " causal" : ""));
+    size_t nq = size_t(c.b * c.s * c.h * c.d), nk = size_t(c.b * c.t * c.hkv * c.d);
+    size_t nv = size_t(c.b * c.t * c.hkv * c.e), no = size_t(c.b * c.s * c.h * c.e);
+    Vec q = randomValues(TESSEL_F64, nq, -1, 1, 801);
+    Vec k = randomValues(TESSEL_F64, nk, -1, 1, 802);
+    Vec v = randomValues(TESSEL_F64, nv, -2, 2, 803);
+    Vec r = randomValues(TESSEL_F64, no, -1, 1, 804);
+    double scale = 1.7 / std::sqrt(double(c.d));
+    Forward fwd = [&](const Vecs &in) {
+      Bytes qb = enc(TESSEL_F64, in[0]), kb = enc(TESSEL_F64, in[1]),
+            vb = enc(TESSEL_F64, in[2]), o = zeros(TESSEL_F64, no);
+      tessel_attention(ctx, TESSEL_F64, qb.data(), kb.data(), vb.data(),
+                       o.data(), c.b, c.s, c.t, c.h, c.hkv, c.d, c.e, scale,
+                       c.causal);
+      return decode(TESSEL_F64, o);
+    };
+    Backward bwd = [&](int32_t dt, const Vecs &in, const Vec &dy) {
+      Bytes qb = enc(dt, in[0]), kb = enc(dt, in[1]), vb = enc(dt, in[2]),
+            dob = enc(dt, dy);
+      Bytes dq = zeros(dt, nq), dk = zeros(dt, nk), dv = zeros(dt, nv);
+      // Garbage first: the gradients are overwritten, not accumulated.
+      std::fill(dk.begin(), dk.end(), uint8_t(0x3c));
+      std::fill(dv.begin(), dv.end(), uint8_t(0x3c));
+      tessel_attention_grad(ctx, dt, qb.data(), kb.data(), vb.data(),
+                            dob.data(), dq.data(), dk.data(), dv.data(), c.b,
+                            c.s, c.t, c.h, c.hkv, c.d, c.e, scale, c.causal);
+      return Vecs{decode(dt, dq), decode(dt, dk), decode(dt, dv)};
+    };
+    checkFiniteDifferences(fwd, bwd, {q, k, v}, r, {0, 1, 2});
+    checkDtypes(bwd, {q, k, v}, r, {TESSEL_F32, TESSEL_BF16, TESSEL_F16});
+  }
+}
+
+TEST_F(BackwardTest, AttentionGradBadHeadGroupingSetsError) {
+  float q[3] = {0}, k[2] = {0}, v[2] = {0}, dout[3] = {0}, dq[3], dk[2], dv[2];
+  tessel_attention_grad(ctx, TESSEL_F32, q, k, v, dout, dq, dk, dv, 1, 1, 1, 3,
+                        2, 1, 1, 1.0, 0);
+  EXPECT_NE(tessel_error(ctx), nullptr);
+  tessel_clear_error(ctx);
+}
+
+//===--- Counters ---------------------------------------------------------===//
+
+TEST_F(BackwardTest, EveryKernelCounts) {
+  float x[4] = {1, 2, 3, 4}, dy[4] = {1, 1, 1, 1}, dx[4], g[2] = {1, 1},
+        dg[2], db[2];
+  int32_t ids[2] = {0, 1};
+  tessel_reset_counters(ctx);
+  tessel_unary_grad(ctx, TESSEL_TANH, TESSEL_F32, x, dy, dx, 4);
+  tessel_softmax_grad(ctx, TESSEL_F32, x, dy, dx, 2, 2, 1);
+  tessel_layer_norm_grad(ctx, TESSEL_F32, x, g, dy, dx, dg, db, 2, 2, 1e-5, 0);
+  tessel_batch_norm_grad(ctx, TESSEL_F32, x, g, dy, dx, dg, db, 1, 2, 2, 1e-5);
+  tessel_cross_entropy_grad(ctx, TESSEL_F32, TESSEL_I32, x, ids, dy, dx, 2, 2,
+                            TESSEL_LOSS_MEAN);
+  tessel_embedding_grad(ctx, TESSEL_F32, TESSEL_I32, ids, dy, dx, 2, 2, 2);
+  tessel_attention_grad(ctx, TESSEL_F32, x, x, x, dy, dx, dg, db, 1, 2, 2, 1,
+                        1, 1, 1, 1.0, 1);
+  tessel_counters c;
+  tessel_get_counters(ctx, &c);
+  EXPECT_EQ(c.kernel_calls, 7);
+  EXPECT_GE(c.kernel_seconds, 0.0);
+}
+
+} // namespace

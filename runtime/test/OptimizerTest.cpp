@@ -1,0 +1,313 @@
+//===- OptimizerTest.cpp - Optimizer updates, clipping and LR schedule ----===//
+//
+// The reference below follows torch.optim's single-tensor SGD / Adam / AdamW
+// code line by line (buffers created on the first step, lerp for the first
+// moment), with the runtime's storage: f32 state, parameters rounded to
+// their dtype after every step.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TestUtil.h"
+
+using namespace tt;
+
+namespace {
+
+using OptimizerTest = RuntimeTest;
+using Vec = std::vector<double>;
+
+tessel_optimizer sgd(double momentum, int nesterov, double wd) {
+  tessel_optimizer o{};
+  o.kind = TESSEL_OPT_SGD;
+  o.momentum = momentum;
+  o.nesterov = nesterov;
+  o.weight_decay = wd;
+  return o;
+}
+
+tessel_optimizer adam(int32_t kind, double wd) {
+  tessel_optimizer o{};
+  o.kind = kind;
+  o.beta1 = 0.9;
+  o.beta2 = 0.999;
+  o.eps = 1e-8;
+  o.weight_decay = wd;
+  return o;
+}
+
+/// PyTorch's update of one tensor in compute type C.
+template <class C> struct Reference {
+  tessel_optimizer o;
+  int32_t dtype;
+  std::vector<float> buf, expAvg, expAvgSq;
+  bool hasState = false;
+
+  void step(Vec &param, const Vec &grad, double gradScale, int64_t t,
+            double lr) {
+    size_t n = param.size();
+    if (!hasState) {
+      buf.assign(n, 0.f);
+      expAvg.assign(n, 0.f);
+      expAvgSq.assign(n, 0.f);
+    }
+    for (size_t i = 0; i < n; ++i) {
+      C p = C(param[i]);
+      C g = C(grad[i]) * C(float(gradScale));
+      if (o.kind == TESSEL_OPT_SGD) {
+        if (o.weight_decay != 0)
+          g = g + C(o.weight_decay) * p;
+        if (o.momentum != 0) {
+          if (!hasState)
+            buf[i] = float(g); // torch.clone(d_p)
+          else
+            buf[i] = float(C(buf[i]) * C(o.momentum) + g); // dampening 0
+          g = o.nesterov ? g + C(o.momentum) * C(buf[i]) : C(buf[i]);
+        }
+        p = p - C(lr) * g;
+      } else {
+        if (o.kind == TESSEL_OPT_ADAMW)
+          p = p * C(1 - lr * o.weight_decay);
+        else if (o.weight_decay != 0)
+          g = g + C(o.weight_decay) * p;
+        C m = C(expAvg[i]);
+        expAvg[i] = float(m + C(1 - o.beta1) * (g - m));
+        expAvgSq[i] =
+            float(C(expAvgSq[i]) * C(o.beta2) + C(1 - o.beta2) * g * g);
+        double bc1 = 1 - std::pow(o.beta1, double(t));
+        double bc2 = 1 - std::pow(o.beta2, double(t));
+        C stepSize = C(lr / bc1);
+        C denom = std::sqrt(C(expAvgSq[i])) / C(std::sqrt(bc2)) + C(o.eps);
+        p = p - stepSize * (C(expAvg[i]) / denom);
+      }
+      param[i] = quantize(dtype, double(p));
+    }
+    hasState = true;
+  }
+};
+
+struct Run {
+  Vec param;
+  std::vector<float> s0, s1;
+};
+
+/// `steps` updates through the runtime and the reference; compares after
+/// steps 1, 2 and 10 (and the last).
+template <class C>
+void compareSteps(tessel_ctx *ctx, const tessel_optimizer &o, int32_t dtype,
+                  bool useScale, int steps, double rtol, double atol) {
+  const size_t n = 13;
+  Vec p0 = randomValues(dtype, n, -1, 1, 900);
+  Reference<C> ref{o, dtype, {}, {}, {}};
+  Vec refParam = p0;
+  std::vector<uint8_t> param = encode(dtype, p0);
+  std::vector<float> s0(n, 0.f), s1(n, 0.f);
+  for (int t = 1; t <= steps; ++t) {
+    SCOPED_TRACE("step " + std::to_string(t));
+    Vec g = randomValues(dtype, n, -2, 2, 901 + t);
+    if (t == 3)
+      g[0] = 0; // A zero gradient after nonzero moments.
+    float scale = 0.5f + 0.125f * float(t);
+    double lr = 1e-2 * (1.0 + 0.1 * t);
+    std::vector<uint8_t> gb = encode(dtype, g);
+    tessel_optimizer_update(ctx, &o, dtype, param.data(), gb.data(),
+                            useScale ? &scale : nullptr, s0.data(), s1.data(),
+                            int64_t(n), t, lr);
+    ref.step(refParam, g, useScale ? scale : 1.0, t, lr);
+    if (t == 1 || t == 2 || t == 10 || t == steps) {
+      expectClose(decode(dtype, param), refParam, rtol, atol);
+      if (o.kind == TESSEL_OPT_SGD) {
+        if (o.momentum != 0)
+          expectClose(Vec(s0.begin(), s0.end()),
+                      Vec(ref.buf.begin(), ref.buf.end()), 1e-6, 1e-7);
+      } else {
+        expectClose(Vec(s0.begin(), s0.end()),
+                    Vec(ref.expAvg.begin(), ref.expAvg.end()), 1e-6, 1e-7);
+        expectClose(Vec(s1.begin(), s1.end()),
+                    Vec(ref.expAvgSq.begin(), ref.expAvgSq.end()), 1e-6, 1e-9);
+      }
+    }
+  }
+}
+
+TEST_F(OptimizerTest, MatchesPyTorchReference) {
+  struct Config {
+    const char *name;
+    tessel_optimizer o;
+  };
+  const Config configs[] = {
+      {"sgd", sgd(0, 0, 0)},
+      {"sgd wd", sgd(0, 0, 0.1)},
+      {"momentum", sgd(0.9, 0, 0)},
+      {"momentum wd", sgd(0.9, 0, 0.05)},
+      {"nesterov", sgd(0.9, 1, 0)},
+      {"nesterov wd", sgd(0.8, 1, 0.05)},
+      {"adam", adam(TESSEL_OPT_ADAM, 0)},
+      {"adam l2", adam(TESSEL_OPT_ADAM, 0.1)},
+      {"adamw", adam(TESSEL_OPT_ADAMW, 0.1)},
+      {"adamw no decay", adam(TESSEL_OPT_ADAMW, 0)},
+  };
+  for (const Config &c : configs) {
+    for (bool useScale : {false, true}) {
+      SCOPED_TRACE(std::string(c.name) + (useScale ? " scaled" : ""));
+      {
+        SCOPED_TRACE("f64");
+        compareSteps<double>(ctx, c.o, TESSEL_F64, useScale, 10, 1e-9, 1e-9);
+      }
+      {
+        SCOPED_TRACE("f32");
+        compareSteps<float>(ctx, c.o, TESSEL_F32, useScale, 10, 1e-6, 1e-6);
+      }
+      {
+        // Parameters are rounded every step: an occasional tie broken the
+        // other way is one ulp.
+        SCOPED_TRACE("bf16");
+        compareSteps<float>(ctx, c.o, TESSEL_BF16, useScale, 10,
+                            eps(TESSEL_BF16), 1e-6);
+      }
+    }
+  }
+}
+
+TEST_F(OptimizerTest, SgdSingleUpdate) {
+  double p[3] = {1.0, -2.0, 0.5}, g[3] = {0.5, 0.25, -1.0};
+  tessel_optimizer o = sgd(0, 0, 0);
+  tessel_optimizer_update(ctx, &o, TESSEL_F64, p, g, nullptr, nullptr, nullptr,
+                          3, 1, 0.1);
+  EXPECT_DOUBLE_EQ(p[0], 0.95);
+  EXPECT_DOUBLE_EQ(p[1], -2.025);
+  EXPECT_DOUBLE_EQ(p[2], 0.6);
+}
+
+TEST_F(OptimizerTest, AdamFirstStepIsSignedLearningRate) {
+  // After bias correction m̂ = g and v̂ = g², so step 1 moves every
+  // parameter by lr·g / (|g| + eps).
+  for (int32_t kind : {TESSEL_OPT_ADAM, TESSEL_OPT_ADAMW}) {
+    double p[4] = {1, 1, 1, 1}, g[4] = {3.0, -0.5, 1e-3, -20};
+    float m[4] = {0}, v[4] = {0};
+    tessel_optimizer o = adam(kind, 0);
+    tessel_optimizer_update(ctx, &o, TESSEL_F64, p, g, nullptr, m, v, 4, 1,
+                            0.01);
+    for (int i = 0; i < 4; ++i)
+      EXPECT_NEAR(p[i], 1 - 0.01 * g[i] / (std::fabs(g[i]) + 1e-8), 1e-8)
+          << i;
+  }
+}
+
+TEST_F(OptimizerTest, AdamWDecaysBeforeTheStep) {
+  // Zero gradient: the Adam step is 0, only the decoupled decay acts.
+  double p[2] = {2.0, -4.0}, g[2] = {0, 0};
+  float m[2] = {0}, v[2] = {0};
+  tessel_optimizer o = adam(TESSEL_OPT_ADAMW, 0.5);
+  tessel_optimizer_update(ctx, &o, TESSEL_F64, p, g, nullptr, m, v, 2, 1, 0.1);
+  EXPECT_DOUBLE_EQ(p[0], 2.0 * 0.95);
+  EXPECT_DOUBLE_EQ(p[1], -4.0 * 0.95);
+}
+
+TEST_F(OptimizerTest, BadArgumentsSetError) {
+  float p = 1, g = 1, m = 0, v = 0;
+  tessel_optimizer o = adam(TESSEL_OPT_ADAM, 0);
+  tessel_optimizer_update(ctx, &o, TESSEL_F32, &p, &g, nullptr, &m, &v, 1, 0,
+                          0.1);
+  EXPECT_NE(tessel_error(ctx), nullptr);
+  EXPECT_EQ(p, 1.0f);
+  tessel_clear_error(ctx);
+  tessel_optimizer_update(ctx, &o, TESSEL_F32, &p, &g, nullptr, &m, nullptr, 1,
+                          1, 0.1);
+  EXPECT_NE(tessel_error(ctx), nullptr);
+  tessel_clear_error(ctx);
+  tessel_optimizer s = sgd(0.9, 0, 0);
+  tessel_optimizer_update(ctx, &s, TESSEL_F32, &p, &g, nullptr, nullptr,
+                          nullptr, 1, 1, 0.1);
+  EXPECT_NE(tessel_error(ctx), nullptr);
+  tessel_clear_error(ctx);
+  o.kind = 7;
+  tessel_optimizer_update(ctx, &o, TESSEL_F32, &p, &g, nullptr, &m, &v, 1, 1,
+                          0.1);
+  EXPECT_NE(tessel_error(ctx), nullptr);
+  tessel_clear_error(ctx);
+  int32_t ip = 1, ig = 1;
+  o.kind = TESSEL_OPT_SGD;
+  tessel_optimizer_update(ctx, &o, TESSEL_I32, &ip, &ig, nullptr, nullptr,
+                          nullptr, 1, 1, 0.1);
+  EXPECT_NE(tessel_error(ctx), nullptr);
+  tessel_clear_error(ctx);
+}
+
+//===--- Gradient norm and clipping ---------------------------------------===//
+
+TEST_F(OptimizerTest, SumSquaresAccumulates) {
+  float sum = 1.5f;
+  double ref = 1.5;
+  int seed = 950;
+  for (int32_t dtype : {TESSEL_F32, TESSEL_BF16, TESSEL_F64, TESSEL_F16}) {
+    for (int64_t n : {1, 7, 13}) {
+      Vec x = randomValues(dtype, size_t(n), -3, 3, uint64_t(seed++));
+      auto xb = encode(dtype, x);
+      tessel_sum_squares(ctx, dtype, xb.data(), n, &sum);
+      for (double v : x)
+        ref += v * v;
+      EXPECT_NEAR(sum, ref, 1e-6 * ref) << dtypeName(dtype) << " n " << n;
+    }
+  }
+  tessel_sum_squares(ctx, TESSEL_F32, nullptr, 0, &sum);
+  EXPECT_NEAR(sum, ref, 1e-6 * ref);
+}
+
+TEST_F(OptimizerTest, ClipScale) {
+  float ss = 16.0f, scale = 0; // Norm 4.
+  tessel_clip_scale(ctx, &ss, 1.0, 1.0, &scale);
+  EXPECT_FLOAT_EQ(scale, float(1.0 / (4.0 + 1e-6)));
+  tessel_clip_scale(ctx, &ss, 2.0, 0.25, &scale);
+  EXPECT_FLOAT_EQ(scale, float(2.0 / (4.0 + 1e-6) * 0.25));
+  tessel_clip_scale(ctx, &ss, 10.0, 0.5, &scale); // Below max_norm.
+  EXPECT_EQ(scale, 0.5f);
+  tessel_clip_scale(ctx, &ss, 0.0, 0.5, &scale); // No clipping.
+  EXPECT_EQ(scale, 0.5f);
+  tessel_clip_scale(ctx, &ss, -1.0, 1.0, &scale);
+  EXPECT_EQ(scale, 1.0f);
+  float zero = 0.0f;
+  tessel_clip_scale(ctx, &zero, 1.0, 1.0, &scale);
+  EXPECT_EQ(scale, 1.0f);
+}
+
+TEST_F(OptimizerTest, KernelsCount) {
+  float p = 1, g = 1, m = 0, v = 0, ss = 0, sc = 0;
+  tessel_optimizer o = adam(TESSEL_OPT_ADAM, 0);
+  tessel_reset_counters(ctx);
+  tessel_sum_squares(ctx, TESSEL_F32, &g, 1, &ss);
+  tessel_clip_scale(ctx, &ss, 1.0, 1.0, &sc);
+  tessel_optimizer_update(ctx, &o, TESSEL_F32, &p, &g, &sc, &m, &v, 1, 1, 0.1);
+  tessel_counters c;
+  tessel_get_counters(ctx, &c);
+  EXPECT_EQ(c.kernel_calls, 3);
+}
+
+//===--- Learning-rate schedule -------------------------------------------===//
+
+TEST_F(OptimizerTest, LearningRateSchedule) {
+  const double lr = 1e-3, minLr = 1e-4;
+  auto at = [&](int64_t step) {
+    return tessel_lr_at(TESSEL_LR_WARMUP_COSINE, lr, minLr, 10, 110, step);
+  };
+  EXPECT_DOUBLE_EQ(at(1), 1e-4);  // Warm-up start.
+  EXPECT_DOUBLE_EQ(at(5), 5e-4);  // Warm-up middle.
+  EXPECT_DOUBLE_EQ(at(10), lr);   // Warm-up end.
+  EXPECT_LT(at(11), lr);
+  EXPECT_GT(at(11), at(12));
+  EXPECT_DOUBLE_EQ(at(60), (lr + minLr) / 2); // Cosine midpoint.
+  EXPECT_NEAR(at(35), minLr + (lr - minLr) * (0.5 + 0.5 * std::cos(M_PI / 4)),
+              1e-15);
+  EXPECT_DOUBLE_EQ(at(110), minLr); // End.
+  EXPECT_DOUBLE_EQ(at(500), minLr); // After the end.
+  // No warm-up: the cosine starts at lr.
+  EXPECT_DOUBLE_EQ(
+      tessel_lr_at(TESSEL_LR_WARMUP_COSINE, lr, minLr, 0, 100, 0), lr);
+  EXPECT_DOUBLE_EQ(
+      tessel_lr_at(TESSEL_LR_WARMUP_COSINE, lr, minLr, 0, 100, 50),
+      (lr + minLr) / 2);
+  for (int64_t step : {0, 1, 10, 1000})
+    EXPECT_EQ(tessel_lr_at(TESSEL_LR_CONSTANT, lr, minLr, 10, 110, step), lr);
+  EXPECT_TRUE(std::isnan(tessel_lr_at(99, lr, minLr, 10, 110, 1)));
+}
+
+} // namespace
