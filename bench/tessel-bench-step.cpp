@@ -36,6 +36,7 @@
 
 #include "dialect/NN/NNDialect.h"
 #include "dialect/NN/NNOps.h"
+#include "passes/RuntimeTypes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
@@ -133,16 +134,11 @@ struct ModelInfo {
 };
 
 int32_t dtypeCode(Type type) {
-  if (type.isF32())
-    return TESSEL_F32;
-  if (type.isF16())
-    return TESSEL_F16;
-  if (type.isBF16())
-    return TESSEL_BF16;
-  if (type.isF64())
-    return TESSEL_F64;
-  throw BenchError("nn.matmul with an element type the runtime cannot "
-                   "multiply");
+  std::optional<int32_t> code = tessel::runtimeDtype(type);
+  if (!code || *code == TESSEL_I32 || *code == TESSEL_I64)
+    throw BenchError("nn.matmul with an element type the runtime cannot "
+                     "multiply");
+  return *code;
 }
 
 const char *dtypeName(int32_t code) {

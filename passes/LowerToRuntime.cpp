@@ -8,6 +8,7 @@
 
 #include "passes/MemoryPlan.h"
 #include "passes/Passes.h"
+#include "passes/RuntimeTypes.h"
 
 #include "dialect/NN/NNOps.h"
 #include "runtime/include/tessel/runtime.h"
@@ -33,22 +34,6 @@ using memory_plan::alignUp;
 namespace {
 
 constexpr llvm::StringLiteral kFunctionPrefix = "tessel_fn_";
-
-FailureOr<int32_t> dtypeCode(Type type) {
-  if (type.isF32())
-    return TESSEL_F32;
-  if (type.isF16())
-    return TESSEL_F16;
-  if (type.isBF16())
-    return TESSEL_BF16;
-  if (type.isF64())
-    return TESSEL_F64;
-  if (type.isSignlessInteger(32))
-    return TESSEL_I32;
-  if (type.isSignlessInteger(64))
-    return TESSEL_I64;
-  return failure();
-}
 
 StringRef dtypeName(Type type) {
   if (type.isF32())
@@ -250,7 +235,8 @@ private:
   Value i32(int32_t v) { return emit.i32(b, loc, v); }
   Value f64(double v) { return emit.f64(b, loc, v); }
   Value dtype(Value tensor) {
-    return i32(*dtypeCode(tensorType(tensor).getElementType()));
+    // nn tensors hold only element types the runtime stores (ODS checks).
+    return i32(*runtimeDtype(tensorType(tensor).getElementType()));
   }
   Value count(Value tensor) { return i64(tensorType(tensor).getNumElements()); }
   void call(StringRef name, ArrayRef<Value> args) {

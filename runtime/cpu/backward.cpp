@@ -328,12 +328,9 @@ void tessel_cross_entropy_grad(tessel_ctx *ctx, int32_t dtype,
                                void *dlogits, int64_t rows, int64_t classes,
                                int32_t reduction) {
   KernelScope scope(ctx);
-  if (label_dtype != TESSEL_I32 && label_dtype != TESSEL_I64) {
-    setError(ctx, "tessel_cross_entropy_grad: labels must be i32 or i64, "
-                  "got dtype %d",
-             label_dtype);
+  if (!checkIndexDtype(ctx, "tessel_cross_entropy_grad", "labels",
+                       label_dtype))
     return;
-  }
   if (reduction < TESSEL_LOSS_MEAN || reduction > TESSEL_LOSS_NONE) {
     setError(ctx, "tessel_cross_entropy_grad: unknown reduction %d",
              reduction);
@@ -384,12 +381,8 @@ void tessel_embedding_grad(tessel_ctx *ctx, int32_t dtype, int32_t ids_dtype,
                            const void *ids, const void *dout, void *dtable,
                            int64_t num_ids, int64_t vocab, int64_t hidden) {
   KernelScope scope(ctx);
-  if (ids_dtype != TESSEL_I32 && ids_dtype != TESSEL_I64) {
-    setError(ctx, "tessel_embedding_grad: ids must be i32 or i64, got "
-                  "dtype %d",
-             ids_dtype);
+  if (!checkIndexDtype(ctx, "tessel_embedding_grad", "ids", ids_dtype))
     return;
-  }
   if (num_ids < 0 || vocab < 0 || hidden < 0) {
     setError(ctx, "tessel_embedding_grad: negative shape");
     return;

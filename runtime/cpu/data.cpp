@@ -256,11 +256,8 @@ void tessel_embedding(tessel_ctx *ctx, int32_t dtype, int32_t ids_dtype,
     setError(ctx, "tessel_embedding: unsupported dtype %d", dtype);
     return;
   }
-  if (ids_dtype != TESSEL_I32 && ids_dtype != TESSEL_I64) {
-    setError(ctx, "tessel_embedding: ids must be i32 or i64, got dtype %d",
-             ids_dtype);
+  if (!checkIndexDtype(ctx, "tessel_embedding", "ids", ids_dtype))
     return;
-  }
   size_t rowBytes = size_t(hidden * es);
   const char *tab = static_cast<const char *>(table);
   char *dst = static_cast<char *>(out);

@@ -304,6 +304,17 @@ inline bool checkAttentionArgs(tessel_ctx *ctx, const char *kernel,
   return true;
 }
 
+
+/// Integer indices (labels, ids) are i32 or i64; otherwise records
+/// "<kernel>: <what> must be i32 or i64" and fails.
+inline bool checkIndexDtype(tessel_ctx *ctx, const char *kernel,
+                            const char *what, int32_t dtype) {
+  if (dtype == TESSEL_I32 || dtype == TESSEL_I64)
+    return true;
+  setError(ctx, "%s: %s must be i32 or i64, got dtype %d", kernel, what, dtype);
+  return false;
+}
+
 } // namespace cpu
 } // namespace tessel
 

@@ -220,12 +220,8 @@ void tessel_cross_entropy(tessel_ctx *ctx, int32_t dtype, int32_t label_dtype,
                           const void *logits, const void *labels, void *outp,
                           int64_t rows, int64_t classes, int32_t reduction) {
   KernelScope scope(ctx);
-  if (label_dtype != TESSEL_I32 && label_dtype != TESSEL_I64) {
-    setError(ctx, "tessel_cross_entropy: labels must be i32 or i64, got "
-                  "dtype %d",
-             label_dtype);
+  if (!checkIndexDtype(ctx, "tessel_cross_entropy", "labels", label_dtype))
     return;
-  }
   if (reduction < TESSEL_LOSS_MEAN || reduction > TESSEL_LOSS_NONE) {
     setError(ctx, "tessel_cross_entropy: unknown reduction %d", reduction);
     return;
