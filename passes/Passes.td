@@ -39,7 +39,9 @@ def PlanMemoryPass : Pass<"tessel-plan-memory", "mlir::ModuleOp"> {
     Plans the scratch memory of each function with nn ops: every op result
     gets a byte offset (64-byte aligned) in the function's scratch region,
     reusing space between values whose live ranges do not overlap (greedy
-    first-fit in definition order). A reshape is a view: its result shares
+    by size: the largest buffers first, each at the lowest free offset).
+    With `report`, each function's peak is printed next to its floor, the
+    most bytes alive at one op. A reshape is a view: its result shares
     its operand's buffer, whose live range grows to cover the view's uses.
     An `nn.repeat` reserves a workspace for the whole loop: one buffer per
     carried value plus the layer function's own scratch (layers are planned

@@ -30,15 +30,20 @@ struct Buffer {
   int64_t offset = -1;
 };
 
-/// Greedy first-fit in definition order: each buffer goes to the lowest
-/// aligned offset that no buffer alive at the same time occupies. Returns
-/// the peak.
+/// Greedy by size (as TFLite's arena planner): the largest buffers are
+/// placed first, each at the lowest aligned offset that no already placed
+/// buffer alive at the same time occupies. Placing big, long-lived buffers
+/// first leaves fewer holes than definition order. Returns the peak.
 int64_t placeBuffers(MutableArrayRef<Buffer> buffers) {
+  SmallVector<size_t> order = llvm::to_vector(llvm::seq<size_t>(0, buffers.size()));
+  llvm::stable_sort(order, [&](size_t a, size_t b) {
+    return buffers[a].bytes > buffers[b].bytes;
+  });
   int64_t peak = 0;
-  for (size_t i = 0; i < buffers.size(); ++i) {
+  for (auto [placed, i] : llvm::enumerate(order)) {
     Buffer &buffer = buffers[i];
     SmallVector<std::pair<int64_t, int64_t>> taken; // [begin, end) in bytes
-    for (size_t j = 0; j < i; ++j)
+    for (size_t j : ArrayRef<size_t>(order).take_front(placed))
       if (buffers[j].start <= buffer.end && buffer.start <= buffers[j].end)
         taken.push_back({buffers[j].offset,
                          buffers[j].offset + buffers[j].bytes});
@@ -53,6 +58,21 @@ int64_t placeBuffers(MutableArrayRef<Buffer> buffers) {
     peak = std::max(peak, offset + buffer.bytes);
   }
   return alignUp(peak);
+}
+
+/// The most bytes alive at any one op: no placement can do better.
+int64_t liveBytesBound(ArrayRef<Buffer> buffers) {
+  int64_t bound = 0, last = 0;
+  for (const Buffer &buffer : buffers)
+    last = std::max(last, buffer.end);
+  for (int64_t index = 0; index <= last; ++index) {
+    int64_t live = 0;
+    for (const Buffer &buffer : buffers)
+      if (buffer.start <= index && index <= buffer.end)
+        live += buffer.bytes;
+    bound = std::max(bound, live);
+  }
+  return bound;
 }
 
 class FunctionPlanner {
@@ -105,6 +125,7 @@ public:
       ++index;
     }
     int64_t peak = placeBuffers(buffers);
+    lowerBounds[func] = liveBytesBound(buffers);
 
     Builder builder(func.getContext());
     for (Operation &op : body.getOperations()) {
@@ -133,6 +154,9 @@ public:
     return attr ? attr.getInt() : 0;
   }
 
+  /// Per planned function, the most bytes alive at once (the peak's floor).
+  DenseMap<Operation *, int64_t> lowerBounds;
+
 private:
   DenseSet<Operation *> planned;
 };
@@ -150,7 +174,9 @@ struct PlanMemoryPass : public tessel::impl::PlanMemoryPassBase<PlanMemoryPass> 
       for (auto func : getOperation().getOps<func::FuncOp>())
         if (!func.isExternal())
           func.emitRemark() << "scratch peak of @" << func.getSymName() << ": "
-                            << FunctionPlanner::layerScratch(func) << " bytes";
+                            << FunctionPlanner::layerScratch(func)
+                            << " bytes (live bytes at most "
+                            << planner.lowerBounds.lookup(func) << ")";
   }
 };
 

@@ -16,6 +16,7 @@
 // RUN: tessel-opt %examples/gpt.mlir --mlir-print-op-generic | tessel-opt | FileCheck %s
 // RUN: tessel-opt %examples/gpt.mlir -canonicalize -cse -symbol-dce | FileCheck %s
 // RUN: tessel-opt %examples/gpt.mlir -tessel-report-cost=per-op=false -o /dev/null 2>&1 | FileCheck %s --check-prefix=COST
+// RUN: tessel-opt %examples/gpt.mlir -tessel-plan-memory=report=true -o /dev/null 2>&1 | FileCheck %s --check-prefix=PLAN
 
 // CHECK-LABEL: func.func private @block
 // CHECK: nn.layer_norm
@@ -27,5 +28,10 @@
 // CHECK: nn.repeat @block(
 // CHECK: nn.matmul %{{.*}}, %{{.*}} transpose_rhs
 // CHECK: nn.cross_entropy
+// The memory plan reaches the floor (the most bytes alive at one op): at
+// the MLP's bias add, h1 (256 KiB) and fc's matmul output, broadcast bias
+// and sum (1 MiB each) are alive: 3.25 MiB.
+// PLAN: remark: scratch peak of @block: 3407872 bytes (live bytes at most 3407872)
+// PLAN: remark: scratch peak of @loss: 4194304 bytes (live bytes at most 4194304)
 // COST: remark: function @block: 28 ops, flops 222625792,
 // COST: remark: function @loss: 7 ops, flops 925172736,

@@ -9,7 +9,7 @@
 // CHECK: nn.exp %{{.*}} {tessel.offsets = array<i64: 0>}
 // CHECK: nn.tanh %{{.*}} {tessel.offsets = array<i64: 128>}
 // CHECK: nn.exp %{{.*}} {tessel.offsets = array<i64: 0>}
-// REPORT: remark: scratch peak of @chain: 256 bytes
+// REPORT: remark: scratch peak of @chain: 256 bytes (live bytes at most 256)
 func.func @chain(%a: tensor<4x8xf32>) -> tensor<4x8xf32> {
   %0 = nn.exp %a : tensor<4x8xf32>
   %1 = nn.tanh %0 : tensor<4x8xf32>
