@@ -260,18 +260,28 @@ private:
     if (!dense)
       return op.emitOpError() << "only dense constants lower to the runtime";
     ArrayRef<char> raw = dense.getRawData();
-    std::string bytes;
-    int64_t total = bytesOf(op.getResult());
+    RankedTensorType type = op.getType();
     if (dense.isSplat()) {
-      while (static_cast<int64_t>(bytes.size()) < total)
-        bytes.append(raw.begin(), raw.end());
-    } else {
-      bytes.assign(raw.begin(), raw.end());
+      // One element in the .so, broadcast on the device (stride 0): a splat
+      // of any size costs a few bytes of data.
+      int64_t elementBytes = nn::detail::elementBytes(type.getElementType());
+      if (static_cast<int64_t>(raw.size()) != elementBytes)
+        return op.emitOpError()
+               << "has a constant layout the runtime cannot copy";
+      ArrayRef<int64_t> shape = type.getShape();
+      stridedCopy(op.getResult(),
+                  emit.bytesGlobal(b, loc, StringRef(raw.data(), raw.size())),
+                  ptr(op.getResult()), shape,
+                  SmallVector<int64_t>(shape.size(), 0),
+                  contiguousStrides(shape));
+      return success();
     }
-    if (static_cast<int64_t>(bytes.size()) != total)
+    int64_t total = bytesOf(op.getResult());
+    if (static_cast<int64_t>(raw.size()) != total)
       return op.emitOpError() << "has a constant layout the runtime cannot copy";
-    call("tessel_copy_to_device", {ptr(op.getResult()),
-                                   emit.bytesGlobal(b, loc, bytes), i64(total)});
+    call("tessel_copy_to_device",
+         {ptr(op.getResult()), emit.bytesGlobal(b, loc, StringRef(raw.data(), raw.size())),
+          i64(total)});
     return success();
   }
 
