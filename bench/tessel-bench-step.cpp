@@ -242,9 +242,7 @@ ModelInfo analyse(const std::string &path, MLIRContext &context) {
   collectGemms(model, info, index, 0);
   // The same sum tessel-compile reports: every op of the model function,
   // nn.repeat counting L times its body.
-  for (Operation &op : model.getBody().getOps())
-    if (auto cost = dyn_cast<tessel::nn::CostOpInterface>(op))
-      info.totalFlops += cost.getFlops();
+  info.totalFlops = tessel::nn::sumCost(model.getBody().front()).flops;
   if (info.schedule.empty())
     throw BenchError(path + ": has no nn.matmul; nothing to compare against");
   return info;

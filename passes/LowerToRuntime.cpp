@@ -130,21 +130,23 @@ public:
 
   /// Address of a constant global holding `bytes`.
   Value bytesGlobal(OpBuilder &b, Location loc, StringRef bytes) {
-    OpBuilder::InsertionGuard guard(b);
-    Block *current = b.getInsertionBlock();
-    auto point = b.getInsertionPoint();
-    b.setInsertionPointToStart(module.getBody());
-    auto type = LLVM::LLVMArrayType::get(b.getI8Type(), bytes.size());
-    auto global = LLVM::GlobalOp::create(
-        b, loc, type, /*isConstant=*/true, LLVM::Linkage::Private,
-        ("__tessel_const_" + Twine(numConstants++)).str(),
-        b.getStringAttr(bytes), /*alignment=*/64);
-    b.setInsertionPoint(current, point);
+    LLVM::GlobalOp global;
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(module.getBody());
+      auto type = LLVM::LLVMArrayType::get(b.getI8Type(), bytes.size());
+      global = LLVM::GlobalOp::create(
+          b, loc, type, /*isConstant=*/true, LLVM::Linkage::Private,
+          ("__tessel_const_" + Twine(numConstants++)).str(),
+          b.getStringAttr(bytes), /*alignment=*/64);
+    }
     return LLVM::AddressOfOp::create(b, loc, global);
   }
 
-  /// Calls the runtime function `name` (declared as void(args...)).
-  void call(OpBuilder &b, Location loc, StringRef name, ArrayRef<Value> args) {
+  /// Calls the runtime function `name`, declared on first use as
+  /// `result(args...)` (void when `result` is null); returns its result.
+  Value call(OpBuilder &b, Location loc, StringRef name, ArrayRef<Value> args,
+             Type result = {}) {
     LLVM::LLVMFuncOp &decl = declarations[name];
     if (!decl) {
       OpBuilder::InsertionGuard guard(b);
@@ -154,9 +156,11 @@ public:
         types.push_back(arg.getType());
       decl = LLVM::LLVMFuncOp::create(
           b, loc, name,
-          LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), types));
+          LLVM::LLVMFunctionType::get(
+              result ? result : LLVM::LLVMVoidType::get(ctx), types));
     }
-    LLVM::CallOp::create(b, loc, decl, args);
+    auto callOp = LLVM::CallOp::create(b, loc, decl, args);
+    return result ? callOp.getResult() : Value();
   }
 
 private:
@@ -330,26 +334,13 @@ private:
 
   LogicalResult lowerDropout(nn::DropoutOp op) {
     loc = op.getLoc();
-    Value step = LLVM::CallOp::create(
-                     b, loc, emitGetStep(), ValueRange{ctx})
-                     .getResult();
+    Value step =
+        emit.call(b, loc, "tessel_get_step", {ctx}, b.getI64Type());
     call("tessel_dropout",
          {dtype(op.getResult()), ptr(op.getInput()), ptr(op.getResult()),
           count(op.getResult()), f64(op.getRate().convertToDouble()),
           i64(static_cast<int64_t>(op.getSeed())), step, i64(0)});
     return success();
-  }
-
-  /// tessel_get_step returns a value, unlike the void kernels.
-  LLVM::LLVMFuncOp emitGetStep() {
-    auto module = b.getInsertionBlock()->getParentOp()->getParentOfType<ModuleOp>();
-    if (auto existing = module.lookupSymbol<LLVM::LLVMFuncOp>("tessel_get_step"))
-      return existing;
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToEnd(module.getBody());
-    return LLVM::LLVMFuncOp::create(
-        b, loc, "tessel_get_step",
-        LLVM::LLVMFunctionType::get(b.getI64Type(), {emit.ptr()}));
   }
 
   LogicalResult lowerBroadcast(nn::BroadcastOp op) {

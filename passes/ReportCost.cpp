@@ -30,7 +30,6 @@ struct ReportCostPass : public tessel::impl::ReportCostPassBase<ReportCostPass> 
     WalkResult result = getOperation().walk([&](func::FuncOp func) {
       if (func.isExternal())
         return WalkResult::advance();
-      int64_t flops = 0, bytes = 0, numOps = 0;
       for (Operation &op : func.getBody().getOps()) {
         auto cost = dyn_cast<nn::CostOpInterface>(op);
         if (!cost) {
@@ -40,15 +39,14 @@ struct ReportCostPass : public tessel::impl::ReportCostPassBase<ReportCostPass> 
                               "express the model in nn ops before costing it";
           return WalkResult::interrupt();
         }
-        int64_t opFlops = cost.getFlops(), opBytes = cost.getBytesAccessed();
         if (perOp)
-          op.emitRemark() << "flops " << opFlops << ", bytes " << opBytes;
-        flops += opFlops;
-        bytes += opBytes;
-        ++numOps;
+          op.emitRemark() << "flops " << cost.getFlops() << ", bytes "
+                          << cost.getBytesAccessed();
       }
-      func.emitRemark() << "function @" << func.getSymName() << ": " << numOps
-                        << " ops, flops " << flops << ", bytes " << bytes;
+      nn::CostSummary total = nn::sumCost(func.getBody().front());
+      func.emitRemark() << "function @" << func.getSymName() << ": "
+                        << total.numOps << " ops, flops " << total.flops
+                        << ", bytes " << total.bytes;
       return WalkResult::advance();
     });
     if (result.wasInterrupted())

@@ -2,6 +2,7 @@
 
 #include "dialect/NN/NNInterfaces.h"
 
+#include "mlir/IR/Block.h"
 #include "mlir/IR/Operation.h"
 
 using namespace mlir;
@@ -37,3 +38,14 @@ int64_t operandAndResultBytes(Operation *op) {
 }
 
 } // namespace tessel::nn::detail
+
+tessel::nn::CostSummary tessel::nn::sumCost(Block &block) {
+  CostSummary summary;
+  for (Operation &op : block)
+    if (auto cost = dyn_cast<CostOpInterface>(op)) {
+      summary.flops += cost.getFlops();
+      summary.bytes += cost.getBytesAccessed();
+      ++summary.numOps;
+    }
+  return summary;
+}

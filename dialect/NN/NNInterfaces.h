@@ -21,4 +21,14 @@ int64_t operandAndResultBytes(mlir::Operation *op);
 
 #include "dialect/NN/NNInterfaces.h.inc"
 
+namespace tessel::nn {
+/// The cost of a block: the sums over its ops that have a cost model.
+struct CostSummary {
+  int64_t flops = 0;
+  int64_t bytes = 0;
+  int64_t numOps = 0; // ops with a cost model
+};
+CostSummary sumCost(mlir::Block &block);
+} // namespace tessel::nn
+
 #endif // TESSEL_DIALECT_NN_NNINTERFACES_H

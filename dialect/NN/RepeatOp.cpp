@@ -109,22 +109,16 @@ LogicalResult RepeatOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   return checkNoRecursion(*this, layer, symbolTable, path);
 }
 
-/// Sums `cost` over the ops of the layer body, times the number of layers.
-template <typename CostFn>
-static int64_t repeatedBodyCost(RepeatOp op, CostFn cost) {
+/// The cost of every layer application: L times the layer body's.
+static CostSummary repeatedBodyCost(RepeatOp op) {
   func::FuncOp layer = op.getLayerFunction();
-  if (!layer)
-    return 0;
-  int64_t perLayer = 0;
-  layer.walk([&](CostOpInterface inner) { perLayer += cost(inner); });
-  return op.getNumLayers() * perLayer;
+  if (!layer || layer.isExternal())
+    return {};
+  CostSummary perLayer = sumCost(layer.getBody().front());
+  return {op.getNumLayers() * perLayer.flops,
+          op.getNumLayers() * perLayer.bytes, perLayer.numOps};
 }
 
-int64_t RepeatOp::getFlops() {
-  return repeatedBodyCost(*this, [](CostOpInterface op) { return op.getFlops(); });
-}
+int64_t RepeatOp::getFlops() { return repeatedBodyCost(*this).flops; }
 
-int64_t RepeatOp::getBytesAccessed() {
-  return repeatedBodyCost(
-      *this, [](CostOpInterface op) { return op.getBytesAccessed(); });
-}
+int64_t RepeatOp::getBytesAccessed() { return repeatedBodyCost(*this).bytes; }

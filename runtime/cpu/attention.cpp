@@ -18,8 +18,6 @@
 
 using namespace tessel::cpu;
 
-namespace {
-
 /// The softmax of a block of `rows` score rows (row stride kvSeq; the
 /// first is row `first` of the head) in two halves around the P·V product:
 /// expRows leaves the unnormalised weights e^(x - max) in place and the
@@ -28,8 +26,8 @@ namespace {
 /// and no longer wait on the sum. A causal row i sees keys [0, i] only; the
 /// keys it does not see get exactly zero weight. The max is subtracted
 /// first, so e^(x - max) is in (0, 1] and cannot overflow.
-void expRows(double *p, int64_t first, int64_t rows, int64_t keys,
-             int64_t kvSeq, bool causal, double *inv) {
+void tessel::cpu::expRows(double *p, int64_t first, int64_t rows, int64_t keys,
+                          int64_t kvSeq, bool causal, double *inv) {
   for (int64_t r = 0; r < rows; ++r) {
     double *row = p + r * kvSeq;
     int64_t limit = causal ? std::min(first + r + 1, keys) : keys;
@@ -49,8 +47,8 @@ void expRows(double *p, int64_t first, int64_t rows, int64_t keys,
 /// The same for f32, vectorised (AVX2 + FMA where the host has them). Each
 /// row's exponentials run up to its limit rounded up to whole vectors (the
 /// lanes past the limit give 0), so the loops have no scalar tails.
-void expRows(float *p, int64_t first, int64_t rows, int64_t keys, int64_t kvSeq,
-             bool causal, float *inv) {
+void tessel::cpu::expRows(float *p, int64_t first, int64_t rows, int64_t keys,
+                          int64_t kvSeq, bool causal, float *inv) {
   dispatch([&]() TESSEL_INLINE {
     for (int64_t r = 0; r < rows; ++r) {
       float *row = p + r * kvSeq;
@@ -65,8 +63,10 @@ void expRows(float *p, int64_t first, int64_t rows, int64_t keys, int64_t kvSeq,
   });
 }
 
+namespace {
+
 template <class R>
-void scaleRows(R *o, int64_t rows, int64_t cols, int64_t ld, const R *inv) {
+void scaleRowsImpl(R *o, int64_t rows, int64_t cols, int64_t ld, const R *inv) {
   auto loop = [&]() TESSEL_INLINE {
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t j = 0; j < cols; ++j)
@@ -110,15 +110,12 @@ void attentionReal(const R *q, const R *k, const R *v, R *o, int64_t batch,
         // Keys any row of the block sees: row i sees [0, min(i + 1, kvSeq)).
         int64_t keys = causal ? std::min(i0 + rows, kvSeq) : kvSeq;
         R *pb = p.data() + i0 * kvSeq;
-        if (dim > 0)
-          gemm(false, true, int(rows), int(keys), int(dim), R(scale),
-               qb + i0 * ldq, ldq, kb, ldk, pb, int(kvSeq));
-        else
-          for (int64_t r = 0; r < rows; ++r) // Empty dot products.
-            std::fill(pb + r * kvSeq, pb + r * kvSeq + keys, R(0));
+        // With dim = 0 the dot products are empty: gemm writes zeros.
+        gemm(false, true, rows, keys, dim, R(scale), qb + i0 * ldq, ldq, kb,
+             ldk, pb, kvSeq);
         expRows(pb, i0, rows, keys, kvSeq, causal, inv.data());
-        gemm(false, false, int(rows), int(vdim), int(keys), R(1), pb,
-             int(kvSeq), vb, ldv, ob + i0 * ldo, ldo);
+        gemm(false, false, rows, vdim, keys, R(1), pb, kvSeq, vb, ldv,
+             ob + i0 * ldo, ldo);
         scaleRows(ob + i0 * ldo, rows, vdim, ldo, inv.data());
       }
     }
@@ -126,6 +123,16 @@ void attentionReal(const R *q, const R *k, const R *v, R *o, int64_t batch,
 }
 
 } // namespace
+
+void tessel::cpu::scaleRows(float *o, int64_t rows, int64_t cols, int64_t ld,
+                            const float *inv) {
+  scaleRowsImpl(o, rows, cols, ld, inv);
+}
+
+void tessel::cpu::scaleRows(double *o, int64_t rows, int64_t cols, int64_t ld,
+                            const double *inv) {
+  scaleRowsImpl(o, rows, cols, ld, inv);
+}
 
 extern "C" void tessel_attention(tessel_ctx *ctx, int32_t dtype, const void *q,
                                  const void *k, const void *v, void *out,

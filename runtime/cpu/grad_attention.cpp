@@ -15,8 +15,6 @@
 
 #include "internal.h"
 
-#include <cblas.h>
-
 #include <algorithm>
 #include <climits>
 #include <vector>
@@ -24,40 +22,6 @@
 using namespace tessel::cpu;
 
 namespace {
-
-/// Row-major C = alpha · op(A) · op(B) + beta · C; an empty product (k = 0)
-/// scales C by beta.
-void gemmAcc(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
-             const float *a, int64_t lda, const float *b, int64_t ldb,
-             float beta, float *c, int64_t ldc) {
-  if (m == 0 || n == 0)
-    return;
-  if (k == 0) {
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < n; ++j)
-        c[i * ldc + j] = beta == 0.0f ? 0.0f : c[i * ldc + j] * beta;
-    return;
-  }
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
-              tb ? CblasTrans : CblasNoTrans, int(m), int(n), int(k), alpha, a,
-              int(lda), b, int(ldb), beta, c, int(ldc));
-}
-
-void gemmAcc(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha,
-             const double *a, int64_t lda, const double *b, int64_t ldb,
-             double beta, double *c, int64_t ldc) {
-  if (m == 0 || n == 0)
-    return;
-  if (k == 0) {
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < n; ++j)
-        c[i * ldc + j] = beta == 0.0 ? 0.0 : c[i * ldc + j] * beta;
-    return;
-  }
-  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
-              tb ? CblasTrans : CblasNoTrans, int(m), int(n), int(k), alpha, a,
-              int(lda), b, int(ldb), beta, c, int(ldc));
-}
 
 /// dq is overwritten; dk and dv must hold zeros (they accumulate).
 template <class R>
@@ -72,7 +36,7 @@ void attentionGradReal(const R *q, const R *k, const R *v, const R *dout, R *dq,
   int64_t ldo = std::max<int64_t>(heads * vdim, 1);
   int64_t ldp = std::max<int64_t>(kvSeq, 1);
   std::vector<R> p(static_cast<size_t>(seq * kvSeq)),
-      dp(static_cast<size_t>(seq * kvSeq));
+      dp(static_cast<size_t>(seq * kvSeq)), inv(static_cast<size_t>(seq));
   for (int64_t b = 0; b < batch; ++b) {
     for (int64_t h = 0; h < heads; ++h) {
       int64_t hk = h / group;
@@ -84,30 +48,16 @@ void attentionGradReal(const R *q, const R *k, const R *v, const R *dout, R *dq,
       R *dkb = dk + (b * kvSeq * kvHeads + hk) * dim;
       R *dvb = dv + (b * kvSeq * kvHeads + hk) * vdim;
       // Scores, then the masked softmax in place.
-      gemmAcc(false, true, seq, kvSeq, dim, R(scale), qb, ldq, kb, ldk, R(0),
-              p.data(), ldp);
-      for (int64_t i = 0; i < seq; ++i) {
-        R *row = p.data() + i * kvSeq;
-        int64_t limit = causal ? std::min(i + 1, kvSeq) : kvSeq;
-        R mx = -std::numeric_limits<R>::infinity();
-        for (int64_t j = 0; j < limit; ++j)
-          mx = std::max(mx, row[j]);
-        double sum = 0.0;
-        for (int64_t j = 0; j < limit; ++j) {
-          row[j] = std::exp(row[j] - mx);
-          sum += double(row[j]);
-        }
-        R inv = R(1.0 / sum);
-        for (int64_t j = 0; j < limit; ++j)
-          row[j] *= inv;
-        std::fill(row + limit, row + kvSeq, R(0));
-      }
+      gemm(false, true, seq, kvSeq, dim, R(scale), qb, ldq, kb, ldk, p.data(),
+           ldp, R(0));
+      expRows(p.data(), 0, seq, kvSeq, kvSeq, causal, inv.data());
+      scaleRows(p.data(), seq, kvSeq, kvSeq, inv.data());
       // dV += Pᵀ · dO.
-      gemmAcc(true, false, kvSeq, vdim, seq, R(1), p.data(), ldp, dob, ldo,
-              R(1), dvb, ldv);
+      gemm(true, false, kvSeq, vdim, seq, R(1), p.data(), ldp, dob, ldo, dvb,
+           ldv, R(1));
       // dP = dO · Vᵀ, then dS = P ⊙ (dP − rowsum(dP ⊙ P)) in its place.
-      gemmAcc(false, true, seq, kvSeq, vdim, R(1), dob, ldo, vb, ldv, R(0),
-              dp.data(), ldp);
+      gemm(false, true, seq, kvSeq, vdim, R(1), dob, ldo, vb, ldv, dp.data(),
+           ldp, R(0));
       for (int64_t i = 0; i < seq; ++i) {
         const R *pr = p.data() + i * kvSeq;
         R *dr = dp.data() + i * kvSeq;
@@ -119,10 +69,10 @@ void attentionGradReal(const R *q, const R *k, const R *v, const R *dout, R *dq,
           dr[j] = pr[j] * (dr[j] - d);
       }
       // dQ = scale · dS · K;  dK += scale · dSᵀ · Q.
-      gemmAcc(false, false, seq, dim, kvSeq, R(scale), dp.data(), ldp, kb, ldk,
-              R(0), dqb, ldq);
-      gemmAcc(true, false, kvSeq, dim, seq, R(scale), dp.data(), ldp, qb, ldq,
-              R(1), dkb, ldk);
+      gemm(false, false, seq, dim, kvSeq, R(scale), dp.data(), ldp, kb, ldk,
+           dqb, ldq, R(0));
+      gemm(true, false, kvSeq, dim, seq, R(scale), dp.data(), ldp, qb, ldq, dkb,
+           ldk, R(1));
     }
   }
 }

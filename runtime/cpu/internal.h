@@ -242,12 +242,30 @@ template <class T> std::vector<float> widen(const void *p, int64_t count) {
 
 //===--- BLAS -------------------------------------------------------------===//
 
-/// Row-major C = alpha · op(A) · op(B) on OpenBLAS.
-void gemm(bool ta, bool tb, int m, int n, int k, float alpha, const float *a,
-          int lda, const float *b, int ldb, float *c, int ldc);
-void gemm(bool ta, bool tb, int m, int n, int k, double alpha,
-          const double *a, int lda, const double *b, int ldb, double *c,
-          int ldc);
+/// Row-major C = alpha · op(A) · op(B) + beta · C on OpenBLAS. An empty
+/// product (k = 0) scales C by beta (zeroes it for beta = 0), which BLAS
+/// does not promise for every implementation.
+void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
+          const float *a, int64_t lda, const float *b, int64_t ldb, float *c,
+          int64_t ldc, float beta = 0.0f);
+void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha,
+          const double *a, int64_t lda, const double *b, int64_t ldb,
+          double *c, int64_t ldc, double beta = 0.0);
+
+//===--- Attention's masked softmax (attention.cpp) -----------------------===//
+
+/// The softmax of `rows` score rows (row stride kvSeq; the first is query
+/// row `first` of the head) in two halves: expRows leaves e^(x - max) in
+/// the first `keys` entries of each row (zero past a causal row's last key)
+/// and 1 / Σ in `inv`; scaleRows multiplies row r of `o` by inv[r].
+void expRows(float *p, int64_t first, int64_t rows, int64_t keys,
+             int64_t kvSeq, bool causal, float *inv);
+void expRows(double *p, int64_t first, int64_t rows, int64_t keys,
+             int64_t kvSeq, bool causal, double *inv);
+void scaleRows(float *o, int64_t rows, int64_t cols, int64_t ld,
+               const float *inv);
+void scaleRows(double *o, int64_t rows, int64_t cols, int64_t ld,
+               const double *inv);
 
 //===--- Counter-based random numbers -------------------------------------===//
 

@@ -9,20 +9,36 @@
 
 using namespace tessel::cpu;
 
-void tessel::cpu::gemm(bool ta, bool tb, int m, int n, int k, float alpha,
-                       const float *a, int lda, const float *b, int ldb,
-                       float *c, int ldc) {
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
-              tb ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b, ldb,
-              0.0f, c, ldc);
+namespace {
+template <class R, class Blas>
+void gemmImpl(Blas blas, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+              R alpha, const R *a, int64_t lda, const R *b, int64_t ldb, R *c,
+              int64_t ldc, R beta) {
+  if (m == 0 || n == 0)
+    return;
+  if (k == 0) {
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j)
+        c[i * ldc + j] = beta == R(0) ? R(0) : c[i * ldc + j] * beta;
+    return;
+  }
+  blas(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
+       tb ? CblasTrans : CblasNoTrans, int(m), int(n), int(k), alpha, a,
+       int(lda), b, int(ldb), beta, c, int(ldc));
+}
+} // namespace
+
+void tessel::cpu::gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                       float alpha, const float *a, int64_t lda, const float *b,
+                       int64_t ldb, float *c, int64_t ldc, float beta) {
+  gemmImpl(cblas_sgemm, ta, tb, m, n, k, alpha, a, lda, b, ldb, c, ldc, beta);
 }
 
-void tessel::cpu::gemm(bool ta, bool tb, int m, int n, int k, double alpha,
-                       const double *a, int lda, const double *b, int ldb,
-                       double *c, int ldc) {
-  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
-              tb ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b, ldb,
-              0.0, c, ldc);
+void tessel::cpu::gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                       double alpha, const double *a, int64_t lda,
+                       const double *b, int64_t ldb, double *c, int64_t ldc,
+                       double beta) {
+  gemmImpl(cblas_dgemm, ta, tb, m, n, k, alpha, a, lda, b, ldb, c, ldc, beta);
 }
 
 namespace {

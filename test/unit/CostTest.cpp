@@ -42,11 +42,9 @@ struct CostCase {
 void checkCosts(llvm::ArrayRef<CostCase> cases) {
   for (const CostCase &c : cases) {
     SCOPED_TRACE(c.name);
-    auto ctx = test::makeContext();
-    auto module = test::parse(*ctx, test::wrapInFunc(c.args, c.body));
-    ASSERT_TRUE(module);
-    Operation *op = test::firstNNOp(*module);
-    ASSERT_TRUE(op);
+    test::ParsedOp parsed = test::parseFirstNNOp(c.args, c.body);
+    ASSERT_TRUE(parsed.op);
+    Operation *op = parsed.op;
     auto cost = dyn_cast<nn::CostOpInterface>(op);
     ASSERT_TRUE(cost) << "no CostOpInterface on " << c.name;
     EXPECT_EQ(cost.getFlops(), c.flops);

@@ -60,11 +60,9 @@ std::string join(llvm::ArrayRef<int64_t> values) {
 void checkRules(llvm::ArrayRef<RuleCase> cases) {
   for (const RuleCase &c : cases) {
     SCOPED_TRACE(c.name);
-    auto ctx = test::makeContext();
-    auto module = test::parse(*ctx, test::wrapInFunc(c.args, c.body));
-    ASSERT_TRUE(module);
-    Operation *op = test::firstNNOp(*module);
-    ASSERT_TRUE(op);
+    test::ParsedOp parsed = test::parseFirstNNOp(c.args, c.body);
+    ASSERT_TRUE(parsed.op);
+    Operation *op = parsed.op;
     auto rule = dyn_cast<shard::ShardingInterface>(op);
     ASSERT_TRUE(rule) << "no ShardingInterface on " << c.name;
     SmallVector<utils::IteratorType> loops = rule.getLoopIteratorTypes();

@@ -52,6 +52,15 @@ Operation *firstNNOp(ModuleOp module) {
   return found;
 }
 
+ParsedOp parseFirstNNOp(llvm::StringRef args, llvm::StringRef body) {
+  ParsedOp parsed;
+  parsed.ctx = makeContext();
+  parsed.module = parse(*parsed.ctx, wrapInFunc(args, body));
+  if (parsed.module)
+    parsed.op = firstNNOp(*parsed.module);
+  return parsed;
+}
+
 std::string toString(llvm::ArrayRef<AffineMap> maps) {
   std::string text;
   llvm::raw_string_ostream os(text);

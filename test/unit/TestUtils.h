@@ -39,6 +39,15 @@ std::string wrapInFunc(llvm::StringRef args, llvm::StringRef body);
 /// The first op of the nn dialect in `module` (null if none).
 mlir::Operation *firstNNOp(mlir::ModuleOp module);
 
+/// A snippet wrapped in a function, parsed, and its first nn op. The context
+/// outlives the module (members are destroyed in reverse order).
+struct ParsedOp {
+  std::unique_ptr<mlir::MLIRContext> ctx;
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  mlir::Operation *op = nullptr; // null when parsing failed (already reported)
+};
+ParsedOp parseFirstNNOp(llvm::StringRef args, llvm::StringRef body);
+
 /// `maps` printed one per line, e.g. "(d0, d1, d2) -> (d0, d2)".
 std::string toString(llvm::ArrayRef<mlir::AffineMap> maps);
 

@@ -89,15 +89,10 @@ int exitWith(const llvm::Twine &message) {
 /// The flops of every function of the planned module, before lowering.
 llvm::json::Object costReport(ModuleOp module) {
   llvm::json::Object perFunction;
-  module.walk([&](func::FuncOp func) {
-    if (func.isExternal())
-      return;
-    int64_t flops = 0;
-    for (Operation &op : func.getBody().getOps())
-      if (auto cost = dyn_cast<tessel::nn::CostOpInterface>(op))
-        flops += cost.getFlops();
-    perFunction[func.getSymName()] = flops;
-  });
+  for (auto func : module.getOps<func::FuncOp>())
+    if (!func.isExternal())
+      perFunction[func.getSymName()] =
+          tessel::nn::sumCost(func.getBody().front()).flops;
   return perFunction;
 }
 
