@@ -227,6 +227,30 @@ public:
         })
         .Case([&](nn::BatchNormOp c) { return lowerBatchNorm(c); })
         .Case([&](nn::CrossEntropyOp c) { return lowerCrossEntropy(c); })
+        .Case<nn::GeluGradOp, nn::SiluGradOp, nn::ReluGradOp>(
+            [&](Operation *o) { return lowerActivationGrad(o); })
+        .Case([&](nn::EqualOp c) { return lowerBinary(c); })
+        .Case([&](nn::SoftmaxGradOp c) { return lowerSoftmaxGrad(c); })
+        .Case([&](nn::LayerNormGradOp c) {
+          return lowerNormGrad(c, c.getInput(), c.getGamma(), c.getDy(),
+                               c.getDx(), c.getDgamma(), c.getDbeta(),
+                               c.getEpsilon().convertToDouble(), /*rms=*/false);
+        })
+        .Case([&](nn::RmsNormGradOp c) {
+          return lowerNormGrad(c, c.getInput(), c.getGamma(), c.getDy(),
+                               c.getDx(), c.getDgamma(), Value(),
+                               c.getEpsilon().convertToDouble(), /*rms=*/true);
+        })
+        .Case([&](nn::BatchNormGradOp c) { return lowerBatchNormGrad(c); })
+        .Case(
+            [&](nn::CrossEntropyGradOp c) { return lowerCrossEntropyGrad(c); })
+        .Case([&](nn::EmbeddingGradOp c) { return lowerEmbeddingGrad(c); })
+        .Case([&](nn::AttentionGradOp c) { return lowerAttentionGrad(c); })
+        .Case([&](nn::SliceGradOp c) { return lowerSliceGrad(c); })
+        .Case([&](nn::SumSquaresOp c) { return lowerSumSquares(c); })
+        .Case([&](nn::ClipScaleOp c) { return lowerClipScale(c); })
+        .Case([&](nn::OptimizerStepOp c) { return lowerOptimizerStep(c); })
+        .Case([&](nn::AccumulateOp c) { return lowerAccumulate(c); })
         .Case([&](nn::RepeatOp c) { return lowerRepeat(c); })
         .Default([&](Operation *o) {
           return o->emitOpError() << "has no runtime lowering";
@@ -303,6 +327,7 @@ private:
                        .Case([](nn::AddOp) { return TESSEL_ADD; })
                        .Case([](nn::SubOp) { return TESSEL_SUB; })
                        .Case([](nn::MulOp) { return TESSEL_MUL; })
+                       .Case([](nn::EqualOp) { return TESSEL_EQUAL; })
                        .Default([](Operation *) { return TESSEL_DIV; });
     Value result = op->getResult(0);
     call("tessel_binary", {i32(kind), dtype(result), ptr(op->getOperand(0)),
@@ -508,21 +533,210 @@ private:
 
   LogicalResult lowerCrossEntropy(nn::CrossEntropyOp op) {
     loc = op.getLoc();
-    int32_t reduction = op.getReduction() == nn::LossReduction::mean
-                            ? TESSEL_LOSS_MEAN
-                        : op.getReduction() == nn::LossReduction::sum
-                            ? TESSEL_LOSS_SUM
-                            : TESSEL_LOSS_NONE;
     call("tessel_cross_entropy",
          {dtype(op.getLogits()), dtype(op.getLabels()), ptr(op.getLogits()),
           ptr(op.getLabels()), ptr(op.getResult()), count(op.getLabels()),
-          i64(op.getLogits().getType().getShape().back()), i32(reduction)});
+          i64(op.getLogits().getType().getShape().back()),
+          i32(lossReduction(op.getReduction()))});
     return success();
   }
 
-  /// for l in [0, L): layer(carried, params[l]) -> next carried. The outputs
-  /// alternate between the op's result buffers and a workspace copy so that
-  /// the last layer writes the results.
+  /// The runtime's code of a loss reduction.
+  static int32_t lossReduction(nn::LossReduction reduction) {
+    return reduction == nn::LossReduction::mean  ? TESSEL_LOSS_MEAN
+           : reduction == nn::LossReduction::sum ? TESSEL_LOSS_SUM
+                                                 : TESSEL_LOSS_NONE;
+  }
+
+  /// The pointer of `tensor`, or null for an absent optional one.
+  Value ptrOrNull(Value tensor) {
+    return tensor ? ptr(tensor) : emit.null(b, loc);
+  }
+
+  LogicalResult lowerActivationGrad(Operation *op) {
+    loc = op->getLoc();
+    int32_t kind =
+        llvm::TypeSwitch<Operation *, int32_t>(op)
+            .Case([](nn::GeluGradOp g) {
+              return g.getApproximate() ? TESSEL_GELU_TANH : TESSEL_GELU;
+            })
+            .Case([](nn::SiluGradOp) { return TESSEL_SILU; })
+            .Default([](Operation *) { return TESSEL_RELU; });
+    Value x = op->getOperand(0), dy = op->getOperand(1), dx = op->getResult(0);
+    call("tessel_unary_grad",
+         {i32(kind), dtype(dx), ptr(x), ptr(dy), ptr(dx), count(dx)});
+    return success();
+  }
+
+  LogicalResult lowerSoftmaxGrad(nn::SoftmaxGradOp op) {
+    loc = op.getLoc();
+    ArrayRef<int64_t> shape = op.getType().getShape();
+    int64_t dim = op.getNormalizedDim();
+    call("tessel_softmax_grad",
+         {dtype(op.getDx()), ptr(op.getY()), ptr(op.getDy()), ptr(op.getDx()),
+          i64(product(shape.take_front(dim))), i64(shape[dim]),
+          i64(product(shape.drop_front(dim + 1)))});
+    return success();
+  }
+
+  LogicalResult lowerNormGrad(Operation *op, Value input, Value gamma, Value dy,
+                              Value dx, Value dgamma, Value dbeta,
+                              double epsilon, bool rms) {
+    loc = op->getLoc();
+    ArrayRef<int64_t> shape = tensorType(input).getShape();
+    call("tessel_layer_norm_grad",
+         {dtype(input), ptr(input), ptr(gamma), ptr(dy), ptr(dx), ptr(dgamma),
+          ptrOrNull(dbeta), i64(product(shape.drop_back())), i64(shape.back()),
+          f64(epsilon), i32(rms)});
+    return success();
+  }
+
+  LogicalResult lowerBatchNormGrad(nn::BatchNormGradOp op) {
+    loc = op.getLoc();
+    ArrayRef<int64_t> shape = op.getInput().getType().getShape();
+    int64_t dim = op.getFeatureDim();
+    call("tessel_batch_norm_grad",
+         {dtype(op.getInput()), ptr(op.getInput()), ptr(op.getGamma()),
+          ptr(op.getDy()), ptr(op.getDx()), ptr(op.getDgamma()),
+          ptr(op.getDbeta()), i64(product(shape.take_front(dim))),
+          i64(shape[dim]), i64(product(shape.drop_front(dim + 1))),
+          f64(op.getEpsilon().convertToDouble())});
+    return success();
+  }
+
+  LogicalResult lowerCrossEntropyGrad(nn::CrossEntropyGradOp op) {
+    loc = op.getLoc();
+    call("tessel_cross_entropy_grad",
+         {dtype(op.getLogits()), dtype(op.getLabels()), ptr(op.getLogits()),
+          ptr(op.getLabels()), ptr(op.getDloss()), ptr(op.getDlogits()),
+          count(op.getLabels()),
+          i64(op.getLogits().getType().getShape().back()),
+          i32(lossReduction(op.getReduction()))});
+    return success();
+  }
+
+  LogicalResult lowerEmbeddingGrad(nn::EmbeddingGradOp op) {
+    loc = op.getLoc();
+    ArrayRef<int64_t> table = op.getType().getShape();
+    call("tessel_embedding_grad",
+         {dtype(op.getDtable()), dtype(op.getIds()), ptr(op.getIds()),
+          ptr(op.getDout()), ptr(op.getDtable()), count(op.getIds()),
+          i64(table[0]), i64(table[1])});
+    return success();
+  }
+
+  LogicalResult lowerAttentionGrad(nn::AttentionGradOp op) {
+    loc = op.getLoc();
+    ArrayRef<int64_t> q = op.getQuery().getType().getShape();
+    ArrayRef<int64_t> k = op.getKey().getType().getShape();
+    ArrayRef<int64_t> v = op.getValue().getType().getShape();
+    double scale = op.getScale() ? op.getScale()->convertToDouble()
+                                 : 1.0 / std::sqrt(static_cast<double>(q[3]));
+    call("tessel_attention_grad",
+         {dtype(op.getQuery()), ptr(op.getQuery()), ptr(op.getKey()),
+          ptr(op.getValue()), ptr(op.getDout()), ptr(op.getDquery()),
+          ptr(op.getDkey()), ptr(op.getDvalue()), i64(q[0]), i64(q[1]),
+          i64(k[1]), i64(q[2]), i64(k[2]), i64(q[3]), i64(v[3]), f64(scale),
+          i32(op.getCausal())});
+    return success();
+  }
+
+  /// Zeros, then dy copied into the strided window (nn.slice's placement).
+  LogicalResult lowerSliceGrad(nn::SliceGradOp op) {
+    loc = op.getLoc();
+    call("tessel_zero", {ptr(op.getDx()), i64(bytesOf(op.getDx()))});
+    SmallVector<int64_t> outContiguous =
+        contiguousStrides(op.getType().getShape());
+    SmallVector<int64_t> steps = op.getStridesOrOnes();
+    SmallVector<int64_t> outStrides;
+    int64_t first = 0;
+    for (auto [dim, stride] : llvm::enumerate(outContiguous)) {
+      outStrides.push_back(stride * steps[dim]);
+      first += op.getStart()[dim] * stride;
+    }
+    int64_t elementBytes =
+        nn::detail::elementBytes(op.getType().getElementType());
+    ArrayRef<int64_t> shape = op.getDy().getType().getShape();
+    if (product(shape) == 0)
+      return success();
+    stridedCopy(op.getDx(), ptr(op.getDy()),
+                emit.offset(b, loc, ptr(op.getDx()), first * elementBytes),
+                shape, contiguousStrides(shape), outStrides);
+    return success();
+  }
+
+  /// tessel_sum_squares accumulates: zero the f32 result, then one call per
+  /// operand.
+  LogicalResult lowerSumSquares(nn::SumSquaresOp op) {
+    loc = op.getLoc();
+    call("tessel_zero", {ptr(op.getResult()), i64(bytesOf(op.getResult()))});
+    for (Value input : op.getInputs())
+      call("tessel_sum_squares",
+           {dtype(input), ptr(input), count(input), ptr(op.getResult())});
+    return success();
+  }
+
+  LogicalResult lowerClipScale(nn::ClipScaleOp op) {
+    loc = op.getLoc();
+    call("tessel_clip_scale",
+         {ptr(op.getSumSquares()), f64(op.getMaxNorm().convertToDouble()),
+          ptr(op.getGradScale()), ptr(op.getResult())});
+    return success();
+  }
+
+  /// In place: result i is init i's memory. The 1-based update count is the
+  /// runtime's step + 1; the learning rate of that step comes from
+  /// tessel_lr_at; the optimizer's constants are one constant
+  /// tessel_optimizer struct in the .so.
+  LogicalResult lowerOptimizerStep(nn::OptimizerStepOp op) {
+    loc = op.getLoc();
+    for (auto [result, init] : llvm::zip(op.getResults(), op.getOuts()))
+      pointers[result] = ptr(init);
+    tessel_optimizer opt{};
+    opt.kind = static_cast<int32_t>(op.getOptimizer());
+    opt.nesterov = op.getNesterov() ? 1 : 0;
+    opt.momentum = op.getMomentum().convertToDouble();
+    opt.beta1 = op.getBeta1().convertToDouble();
+    opt.beta2 = op.getBeta2().convertToDouble();
+    opt.eps = op.getEps().convertToDouble();
+    opt.weight_decay = op.getWeightDecay().convertToDouble();
+    Value optPtr = emit.bytesGlobal(
+        b, loc, StringRef(reinterpret_cast<const char *>(&opt), sizeof(opt)));
+    Value runtimeStep =
+        emit.call(b, loc, "tessel_get_step", {ctx}, b.getI64Type());
+    Value step = LLVM::AddOp::create(b, loc, runtimeStep, i64(1));
+    Value lr = emit.call(b, loc, "tessel_lr_at",
+                         {i32(static_cast<int32_t>(op.getSchedule())),
+                          f64(op.getLr().convertToDouble()),
+                          f64(op.getMinLr().convertToDouble()),
+                          i64(static_cast<int64_t>(op.getWarmup())),
+                          i64(static_cast<int64_t>(op.getTotalSteps())), step},
+                         b.getF64Type());
+    OperandRange states = op.getStates();
+    Value param = op.getParam();
+    call("tessel_optimizer_update",
+         {optPtr, dtype(param), ptr(param), ptr(op.getGrad()),
+          ptr(op.getScale()),
+          states.size() > 0 ? ptr(states[0]) : emit.null(b, loc),
+          states.size() > 1 ? ptr(states[1]) : emit.null(b, loc), count(param),
+          step, lr});
+    return success();
+  }
+
+  /// In place: acc += value.
+  LogicalResult lowerAccumulate(nn::AccumulateOp op) {
+    loc = op.getLoc();
+    pointers[op.getResult()] = ptr(op.getAcc());
+    call("tessel_binary",
+         {i32(TESSEL_ADD), dtype(op.getAcc()), ptr(op.getAcc()),
+          ptr(op.getValue()), ptr(op.getAcc()), count(op.getAcc())});
+    return success();
+  }
+
+  /// for l in [0, L) (or down from L − 1 with `reverse`): layer(carried,
+  /// params[l]) -> next carried, stacked[l]. The carried outputs alternate
+  /// between the op's result buffers and a workspace copy so that the last
+  /// iteration writes the results; stacked outputs go to slice l.
   LogicalResult lowerRepeat(nn::RepeatOp op) {
     loc = op.getLoc();
     auto workspace =
@@ -540,37 +754,47 @@ private:
     SmallVector<Value> initial, results, params;
     for (Value carried : op.getCarried())
       initial.push_back(ptr(carried));
-    for (Value result : op.getResults())
+    for (Value result : op.getCarriedResults())
       results.push_back(ptr(result));
     for (Value param : op.getParams())
       params.push_back(ptr(param));
     StringAttr layerName =
         b.getStringAttr(kFunctionPrefix + op.getLayer().str());
+    bool reverse = op.getReverse();
     Value lower = i64(0), upper = i64(numLayers), one = i64(1);
     scf::ForOp::create(
         b, loc, lower, upper, one, initial,
-        [&](OpBuilder &body, Location bodyLoc, Value layer, ValueRange in) {
-          // Layer l writes the results when L - 1 - l is even.
-          Value last = arith::ConstantIntOp::create(body, bodyLoc, numLayers - 1, 64);
-          Value remaining = arith::SubIOp::create(body, bodyLoc, last, layer);
-          Value two = arith::ConstantIntOp::create(body, bodyLoc, 2, 64);
-          Value parity = arith::RemSIOp::create(body, bodyLoc, remaining, two);
-          Value zero = arith::ConstantIntOp::create(body, bodyLoc, 0, 64);
+        [&](OpBuilder &body, Location bodyLoc, Value iteration, ValueRange in) {
+          auto constant = [&](int64_t value) -> Value {
+            return arith::ConstantIntOp::create(body, bodyLoc, value, 64);
+          };
+          Value last = constant(numLayers - 1);
+          Value layer = reverse ? arith::SubIOp::create(body, bodyLoc, last,
+                                                        iteration)
+                                      .getResult()
+                                : iteration;
+          // Iteration i writes the results when L - 1 - i is even.
+          Value remaining = arith::SubIOp::create(body, bodyLoc, last, iteration);
+          Value parity = arith::RemSIOp::create(body, bodyLoc, remaining,
+                                                constant(2));
           Value toResults = arith::CmpIOp::create(
-              body, bodyLoc, arith::CmpIPredicate::eq, parity, zero);
+              body, bodyLoc, arith::CmpIPredicate::eq, parity, constant(0));
+          auto sliceOf = [&](Value base, Value stacked) {
+            Value bytes = arith::MulIOp::create(
+                body, bodyLoc, layer, constant(bytesOf(stacked) / numLayers));
+            return emit.offset(body, bodyLoc, base, bytes);
+          };
           SmallVector<Value> args{ctx, layerScratch};
           args.append(in.begin(), in.end());
-          for (auto [param, value] : llvm::zip(params, op.getParams())) {
-            Value slice = arith::ConstantIntOp::create(
-                body, bodyLoc, bytesOf(value) / numLayers, 64);
-            Value bytes = arith::MulIOp::create(body, bodyLoc, layer, slice);
-            args.push_back(emit.offset(body, bodyLoc, param, bytes));
-          }
+          for (auto [param, value] : llvm::zip(params, op.getParams()))
+            args.push_back(sliceOf(param, value));
           SmallVector<Value> out;
           for (auto [result, copy] : llvm::zip(results, spare))
             out.push_back(LLVM::SelectOp::create(body, bodyLoc, toResults,
                                                  result, copy));
           args.append(out.begin(), out.end());
+          for (Value stacked : op.getStackedResults())
+            args.push_back(sliceOf(ptr(stacked), stacked));
           LLVM::CallOp::create(body, bodyLoc, TypeRange{},
                                FlatSymbolRefAttr::get(layerName), args);
           scf::YieldOp::create(body, bodyLoc, out);
@@ -587,6 +811,8 @@ private:
 /// The model function: the one whose arguments say nn.param / nn.input /
 /// nn.label.
 bool isModelFunction(func::FuncOp func) {
+  if (func->hasAttr(nn::NNDialect::kEntryAttrName))
+    return false;
   for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
     if (func.getArgAttr(i, nn::NNDialect::kParamAttrName) ||
         func.getArgAttr(i, nn::NNDialect::kInputAttrName) ||
@@ -613,6 +839,12 @@ std::optional<int64_t> valueLimit(Value arg) {
   return std::nullopt;
 }
 
+/// The functions tessel-autodiff derived from the model (both null for a
+/// model that is only evaluated).
+struct TrainingEntries {
+  func::FuncOp backward, update;
+};
+
 struct LowerToRuntimePass
     : public tessel::impl::LowerToRuntimePassBase<LowerToRuntimePass> {
   using Base::Base;
@@ -637,10 +869,32 @@ struct LowerToRuntimePass
         model = func;
       }
     }
+    // The training entries tessel-autodiff derived from the model.
+    TrainingEntries entries;
+    for (func::FuncOp func : functions) {
+      auto role = func->getAttrOfType<StringAttr>(nn::NNDialect::kEntryAttrName);
+      if (!role)
+        continue;
+      func::FuncOp &slot =
+          role.getValue() == "backward" ? entries.backward : entries.update;
+      if (slot || !model) {
+        func.emitOpError() << (model ? "is a second '" : "is a '")
+                           << role.getValue()
+                           << (model ? "' entry" : "' entry without a model");
+        return signalPassFailure();
+      }
+      slot = func;
+    }
+    if (static_cast<bool>(entries.backward) != static_cast<bool>(entries.update)) {
+      (entries.backward ? entries.backward : entries.update).emitOpError()
+          << "is a training entry without its partner (a trained model has "
+             "both a backward and an update entry)";
+      return signalPassFailure();
+    }
     for (func::FuncOp func : functions)
       if (failed(lowerFunction(func, emit, b)))
         return signalPassFailure();
-    if (model && failed(emitModelAbi(model, emit, b)))
+    if (model && failed(emitModelAbi(model, entries, emit, b)))
       return signalPassFailure();
     for (func::FuncOp func : functions)
       func.erase();
@@ -682,15 +936,24 @@ struct LowerToRuntimePass
     return success();
   }
 
-  /// tessel_forward(ctx, arena) and tessel_model_json() for `model`.
-  LogicalResult emitModelAbi(func::FuncOp model, RuntimeEmitter &emit,
-                             OpBuilder &b) {
+  /// The entry points of the compiled model (docs/model-abi.md) and
+  /// tessel_model_json(): the arena is [params | grads | states | inputs
+  /// and labels | control | outputs | scratch], every entry a
+  /// `void (ctx, arena)` that passes its function pointers into it.
+  LogicalResult emitModelAbi(func::FuncOp model, TrainingEntries entries,
+                             RuntimeEmitter &emit, OpBuilder &b) {
     Location loc = model.getLoc();
-    auto scratchBytes =
-        model->getAttrOfType<IntegerAttr>(memory_plan::kScratchBytesAttr).getInt();
+    bool trained = static_cast<bool>(entries.backward);
+    SmallVector<func::FuncOp> entryFunctions{model};
+    if (trained)
+      entryFunctions.append({entries.backward, entries.update});
+    int64_t scratchBytes = 0;
+    for (func::FuncOp func : entryFunctions)
+      scratchBytes = std::max(
+          scratchBytes,
+          func->getAttrOfType<IntegerAttr>(memory_plan::kScratchBytesAttr)
+              .getInt());
 
-    // Arena: [params | inputs and labels | outputs | scratch].
-    SmallVector<int64_t> argOffsets(model.getNumArguments(), -1);
     llvm::json::Array tensors;
     int64_t cursor = 0;
     auto region = [&](int64_t begin) {
@@ -708,25 +971,31 @@ struct LowerToRuntimePass
           {"offset", offset},
           {"bytes", nn::detail::tensorBytes(tensor)}};
     };
-    auto axesOf = [&](unsigned i) {
+    auto axesOf = [&](func::FuncOp func, unsigned i) {
       llvm::json::Array axes;
-      if (auto attr = model.getArgAttrOfType<ArrayAttr>(
+      if (auto attr = func.getArgAttrOfType<ArrayAttr>(
               i, nn::NNDialect::kAxesAttrName))
         for (StringRef axis : attr.getAsValueRange<StringAttr>())
           axes.push_back(axis.str());
       return axes;
     };
+    auto nameOf = [](func::FuncOp func, unsigned i, StringRef attrName) {
+      auto name = func.getArgAttrOfType<StringAttr>(i, attrName);
+      return name ? name.getValue() : StringRef();
+    };
 
+    // Parameters, then (trained) one gradient per trained parameter and the
+    // optimizer's state, each by name.
+    llvm::StringMap<int64_t> paramAt, gradAt, stateAt;
     int64_t paramsBegin = cursor;
     for (unsigned i = 0, e = model.getNumArguments(); i < e; ++i) {
-      auto name = model.getArgAttrOfType<StringAttr>(
-          i, nn::NNDialect::kParamAttrName);
-      if (!name)
+      StringRef name = nameOf(model, i, nn::NNDialect::kParamAttrName);
+      if (name.empty())
         continue;
       auto init = model.getArgAttrOfType<nn::InitAttr>(
           i, nn::NNDialect::kInitAttrName);
       llvm::json::Object tensor =
-          describe(name.getValue(), "param", model.getArgumentTypes()[i], cursor);
+          describe(name, "param", model.getArgumentTypes()[i], cursor);
       ArrayRef<double> args = init.getArgs().asArrayRef();
       // tessel_init_param takes two numbers; normal's mean defaults to 0.
       llvm::json::Array initArgs{args.size() > 0 ? args[0] : 0.0,
@@ -734,37 +1003,78 @@ struct LowerToRuntimePass
       tensor["init"] = llvm::json::Object{
           {"kind", nn::stringifyInitKind(init.getKind()).str()},
           {"args", std::move(initArgs)}};
-      tensor["axes"] = axesOf(i);
+      tensor["axes"] = axesOf(model, i);
+      if (trained) {
+        bool isTrained = false;
+        for (unsigned j = 0; j < entries.backward.getNumArguments(); ++j)
+          isTrained |= nameOf(entries.backward, j,
+                              nn::NNDialect::kGradAttrName) == name;
+        tensor["trainable"] = isTrained;
+      }
       tensors.push_back(std::move(tensor));
-      argOffsets[i] = cursor;
+      paramAt[name] = cursor;
       cursor += alignUp(bytesOf(model.getArgument(i)));
     }
     llvm::json::Object params = region(paramsBegin);
+    auto placeNamed = [&](func::FuncOp func, StringRef attrName,
+                          StringRef role, llvm::StringMap<int64_t> &at) {
+      int64_t begin = cursor;
+      if (func)
+        for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i) {
+          StringRef name = nameOf(func, i, attrName);
+          if (name.empty())
+            continue;
+          llvm::json::Object tensor =
+              describe(name, role, func.getArgumentTypes()[i], cursor);
+          tensor["axes"] = axesOf(func, i);
+          tensors.push_back(std::move(tensor));
+          at[name] = cursor;
+          cursor += alignUp(bytesOf(func.getArgument(i)));
+        }
+      return region(begin);
+    };
+    llvm::json::Object grads = placeNamed(
+        entries.backward, nn::NNDialect::kGradAttrName, "grad", gradAt);
+    llvm::json::Object states = placeNamed(
+        entries.update, nn::NNDialect::kStateAttrName, "state", stateAt);
 
+    // Inputs and labels, in the model's order (every entry that reads them
+    // lists them in that order).
+    SmallVector<int64_t> feedAt;
     int64_t inputsBegin = cursor, numInputs = 0, numLabels = 0;
     for (unsigned i = 0, e = model.getNumArguments(); i < e; ++i) {
-      if (argOffsets[i] >= 0)
+      if (model.getArgAttr(i, nn::NNDialect::kParamAttrName))
         continue;
       bool isLabel = model.getArgAttr(i, nn::NNDialect::kLabelAttrName) != nullptr;
       std::string name = isLabel ? "label" + std::to_string(numLabels++)
                                  : "input" + std::to_string(numInputs++);
       llvm::json::Object tensor = describe(
           name, isLabel ? "label" : "input", model.getArgumentTypes()[i], cursor);
-      tensor["axes"] = axesOf(i);
+      tensor["axes"] = axesOf(model, i);
       if (std::optional<int64_t> limit = valueLimit(model.getArgument(i)))
         tensor["limit"] = *limit;
       tensors.push_back(std::move(tensor));
-      argOffsets[i] = cursor;
+      feedAt.push_back(cursor);
       cursor += alignUp(bytesOf(model.getArgument(i)));
     }
     llvm::json::Object inputs = region(inputsBegin);
 
+    // Control scalars the launcher writes: the gradient scale.
+    int64_t controlBegin = cursor, gradScaleAt = -1;
+    if (trained) {
+      auto scalar = RankedTensorType::get({}, b.getF32Type());
+      tensors.push_back(describe("grad_scale", "grad_scale", scalar, cursor));
+      gradScaleAt = cursor;
+      cursor += alignUp(nn::detail::tensorBytes(scalar));
+    }
+    llvm::json::Object control = region(controlBegin);
+
     int64_t outputsBegin = cursor;
-    SmallVector<int64_t> resultOffsets;
+    SmallVector<int64_t> resultAt;
     for (auto [i, type] : llvm::enumerate(model.getResultTypes())) {
       tensors.push_back(describe(i == 0 ? "loss" : "output" + std::to_string(i),
                                  i == 0 ? "loss" : "output", type, cursor));
-      resultOffsets.push_back(cursor);
+      resultAt.push_back(cursor);
       cursor += alignUp(nn::detail::tensorBytes(type));
     }
     llvm::json::Object outputs = region(outputsBegin);
@@ -772,43 +1082,135 @@ struct LowerToRuntimePass
     cursor += scratchBytes;
     llvm::json::Object scratch = region(scratchBegin);
 
+    // Where each argument and result of an entry lives in the arena.
+    auto lookup = [&](func::FuncOp func, const llvm::StringMap<int64_t> &at,
+                      StringRef name, StringRef what) -> FailureOr<int64_t> {
+      auto it = at.find(name);
+      if (it == at.end())
+        return func.emitOpError()
+               << "names " << what << " '" << name
+               << "', which the model does not have";
+      return it->second;
+    };
+    auto argumentAt = [&](func::FuncOp func, unsigned i,
+                          unsigned &feed) -> FailureOr<int64_t> {
+      if (StringRef name = nameOf(func, i, nn::NNDialect::kParamAttrName);
+          !name.empty())
+        return lookup(func, paramAt, name, "parameter");
+      if (StringRef name = nameOf(func, i, nn::NNDialect::kGradAttrName);
+          !name.empty())
+        return lookup(func, gradAt, name, "gradient");
+      if (StringRef name = nameOf(func, i, nn::NNDialect::kStateAttrName);
+          !name.empty())
+        return lookup(func, stateAt, name, "optimizer state");
+      if (func.getArgAttr(i, nn::NNDialect::kGradScaleAttrName))
+        return gradScaleAt;
+      if ((func.getArgAttr(i, nn::NNDialect::kInputAttrName) ||
+           func.getArgAttr(i, nn::NNDialect::kLabelAttrName)) &&
+          feed < feedAt.size())
+        return feedAt[feed++];
+      return func.emitOpError() << "argument #" << i
+                                << " has no place in the model's arena";
+    };
+    auto resultAtOf = [&](func::FuncOp func, unsigned i) -> FailureOr<int64_t> {
+      auto named = [&](StringRef attrName) {
+        auto name = func.getResultAttrOfType<StringAttr>(i, attrName);
+        return name ? name.getValue() : StringRef();
+      };
+      if (StringRef name = named(nn::NNDialect::kParamAttrName); !name.empty())
+        return lookup(func, paramAt, name, "parameter");
+      if (StringRef name = named(nn::NNDialect::kGradAttrName); !name.empty())
+        return lookup(func, gradAt, name, "gradient");
+      if (StringRef name = named(nn::NNDialect::kStateAttrName); !name.empty())
+        return lookup(func, stateAt, name, "optimizer state");
+      if (i < resultAt.size())
+        return resultAt[i];
+      return func.emitOpError() << "result #" << i
+                                << " has no place in the model's arena";
+    };
+
+    // One `void entry(ctx, arena)` per function.
+    Type ptr = emit.ptr();
+    llvm::json::Object entryNames;
+    auto emitEntry = [&](func::FuncOp func, StringRef symbol,
+                         StringRef role) -> LogicalResult {
+      b.setInsertionPointToEnd(getOperation().getBody());
+      auto wrapper = LLVM::LLVMFuncOp::create(
+          b, loc, symbol,
+          LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(&getContext()),
+                                      {ptr, ptr}));
+      Block *entry = wrapper.addEntryBlock(b);
+      b.setInsertionPointToStart(entry);
+      Value arena = entry->getArgument(1);
+      SmallVector<Value> args{entry->getArgument(0),
+                              emit.offset(b, loc, arena, scratchBegin)};
+      unsigned feed = 0;
+      for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i) {
+        FailureOr<int64_t> offset = argumentAt(func, i, feed);
+        if (failed(offset))
+          return failure();
+        args.push_back(emit.offset(b, loc, arena, *offset));
+      }
+      for (unsigned i = 0, e = func.getNumResults(); i < e; ++i) {
+        FailureOr<int64_t> offset = resultAtOf(func, i);
+        if (failed(offset))
+          return failure();
+        args.push_back(emit.offset(b, loc, arena, *offset));
+      }
+      LLVM::CallOp::create(
+          b, loc, TypeRange{},
+          FlatSymbolRefAttr::get(b.getStringAttr(
+              (kFunctionPrefix + func.getSymName()).str())),
+          args);
+      LLVM::ReturnOp::create(b, loc, ValueRange{});
+      entryNames[role.str()] = symbol.str();
+      return success();
+    };
+    if (failed(emitEntry(model, "tessel_forward", "forward")))
+      return failure();
+    if (trained && (failed(emitEntry(entries.backward, "tessel_backward",
+                                     "backward")) ||
+                    failed(emitEntry(entries.update, "tessel_update",
+                                     "update"))))
+      return failure();
+
+    llvm::json::Object regions{{"params", std::move(params)},
+                               {"grads", std::move(grads)},
+                               {"states", std::move(states)},
+                               {"inputs", std::move(inputs)},
+                               {"control", std::move(control)},
+                               {"outputs", std::move(outputs)},
+                               {"scratch", std::move(scratch)}};
     llvm::json::Object description{
         {"abi_version", TESSEL_ABI_VERSION},
         {"source", sourceName},
         {"function", model.getSymName().str()},
         {"entry", "tessel_forward"},
+        {"entries", std::move(entryNames)},
         {"arena_bytes", cursor},
         {"peak_bytes", scratchBytes},
-        {"regions", llvm::json::Object{{"params", std::move(params)},
-                                       {"inputs", std::move(inputs)},
-                                       {"outputs", std::move(outputs)},
-                                       {"scratch", std::move(scratch)}}},
+        {"regions", std::move(regions)},
         {"tensors", std::move(tensors)}};
+    if (auto train = getOperation()->getAttrOfType<DictionaryAttr>(
+            nn::NNDialect::kTrainAttrName);
+        train && trained) {
+      llvm::json::Object config;
+      for (NamedAttribute setting : train) {
+        std::string key = setting.getName().getValue().str();
+        Attribute value = setting.getValue();
+        if (auto f = dyn_cast<FloatAttr>(value))
+          config[key] = f.getValueAsDouble();
+        else if (auto flag = dyn_cast<BoolAttr>(value))
+          config[key] = flag.getValue();
+        else if (auto i = dyn_cast<IntegerAttr>(value))
+          config[key] = i.getInt();
+        else if (auto str = dyn_cast<StringAttr>(value))
+          config[key] = str.getValue().str();
+      }
+      description["train"] = std::move(config);
+    }
     std::string json;
     llvm::raw_string_ostream(json) << llvm::json::Value(std::move(description));
-
-    // tessel_forward(ctx, arena): pointers into the arena, then the model.
-    b.setInsertionPointToEnd(getOperation().getBody());
-    Type ptr = emit.ptr();
-    auto forward = LLVM::LLVMFuncOp::create(
-        b, loc, "tessel_forward",
-        LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(&getContext()),
-                                    {ptr, ptr}));
-    Block *entry = forward.addEntryBlock(b);
-    b.setInsertionPointToStart(entry);
-    Value arena = entry->getArgument(1);
-    SmallVector<Value> args{entry->getArgument(0),
-                            emit.offset(b, loc, arena, scratchBegin)};
-    for (int64_t offset : argOffsets)
-      args.push_back(emit.offset(b, loc, arena, offset));
-    for (int64_t offset : resultOffsets)
-      args.push_back(emit.offset(b, loc, arena, offset));
-    LLVM::CallOp::create(
-        b, loc, TypeRange{},
-        FlatSymbolRefAttr::get(b.getStringAttr(
-            (kFunctionPrefix + model.getSymName()).str())),
-        args);
-    LLVM::ReturnOp::create(b, loc, ValueRange{});
 
     // tessel_model_json(): the description, NUL-terminated.
     b.setInsertionPointToEnd(getOperation().getBody());

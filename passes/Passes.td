@@ -5,6 +5,91 @@
 
 include "mlir/Pass/PassBase.td"
 
+def AutodiffPass : Pass<"tessel-autodiff", "mlir::ModuleOp"> {
+  let summary = "Derive the training step of a model: backward and optimizer update";
+  let description = [{
+    For the model function `@f` (arguments with nn.param / nn.input /
+    nn.label, scalar loss first), adds two entry functions and leaves `@f`
+    as the evaluation entry:
+
+    - `@f_backward` {nn.entry = "backward"}: `@f`'s arguments, then one
+      gradient accumulator per trained parameter (`nn.grad = "<name>"`);
+      returns the loss and every accumulator plus d loss / d parameter.
+      Reverse mode: each op's cotangents come from its `VJPOpInterface`;
+      a value used several times (a tied embedding) sums its cotangents.
+      An `nn.repeat` becomes a repeat that also stacks what each layer's
+      backward needs, and a reversed repeat of the layer's derivative,
+      whose stacked results are the stacked parameters' gradients. What a
+      layer keeps is its recompute policy (`recompute` option, or
+      `nn.recompute` on the layer function): `none` keeps every activation
+      its backward reads, `selective` keeps only results that cost more
+      than 8 flops per element (matmuls, attention) and recomputes the
+      rest, `full` keeps only the layer's input and recomputes the layer.
+    - `@f_update` {nn.entry = "update"}: parameters, gradients, optimizer
+      state (`nn.state`) and the gradient scale (`nn.grad_scale`, 1 / the
+      number of microbatches); global-norm clipping, the learning-rate
+      schedule and an in-place `nn.optimizer_step` per parameter.
+
+    The optimizer comes from the options, else from the module's `nn.train`
+    dictionary, else PyTorch's AdamW defaults; the resolved settings are
+    written back to `nn.train`.
+
+    Before:
+    ```mlir
+    func.func @f(%w: tensor<4xf32> {nn.param = "w", nn.init = #nn.init<zeros>},
+                 %x: tensor<4xf32> {nn.input}) -> tensor<f32> {
+      %y = nn.mul %w, %x : tensor<4xf32>
+      %l = nn.reduce_sum %y dims = [0] : tensor<4xf32> -> tensor<f32>
+      return %l : tensor<f32>
+    }
+    ```
+    After (besides `@f`):
+    ```mlir
+    func.func @f_backward(%w: ..., %x: ..., %gw: tensor<4xf32> {nn.grad = "w"})
+        -> (tensor<f32>, tensor<4xf32> {nn.grad = "w"}) attributes {nn.entry = "backward"} {
+      %y = nn.mul %w, %x : tensor<4xf32>
+      %l = nn.reduce_sum %y dims = [0] : tensor<4xf32> -> tensor<f32>
+      %one = nn.constant dense<1.0> : tensor<f32>
+      %dy = nn.broadcast %one dims = [] : tensor<f32> -> tensor<4xf32>
+      %dw = nn.mul %dy, %x : tensor<4xf32>
+      %acc = nn.accumulate %dw outs(%gw) : tensor<4xf32>
+      return %l, %acc : tensor<f32>, tensor<4xf32>
+    }
+    func.func @f_update(%w: ... {nn.param = "w"}, %g: ... {nn.grad = "w"},
+                        %m: ... {nn.state = "w.m"}, %v: ... {nn.state = "w.v"},
+                        %scale: tensor<f32> {nn.grad_scale}) -> (...) attributes {nn.entry = "update"} {
+      %w2, %m2, %v2 = nn.optimizer_step %g, %scale outs(%w, %m, %v) {optimizer = adamw, ...}
+      return %w2, %m2, %v2 : ...
+    }
+    ```
+  }];
+  let options = [
+    Option<"optimizer", "optimizer", "std::string", /*default=*/"\"\"",
+           "sgd, adam or adamw (default: nn.train, else adamw)">,
+    Option<"lr", "lr", "double", /*default=*/"-1", "Peak learning rate (default 1e-3)">,
+    Option<"beta1", "beta1", "double", /*default=*/"-1", "Adam beta1 (0.9)">,
+    Option<"beta2", "beta2", "double", /*default=*/"-1", "Adam beta2 (0.999)">,
+    Option<"eps", "eps", "double", /*default=*/"-1", "Adam epsilon (1e-8)">,
+    Option<"weightDecay", "weight-decay", "double", /*default=*/"-1",
+           "Weight decay (AdamW 0.01, else 0)">,
+    Option<"momentum", "momentum", "double", /*default=*/"-1", "SGD momentum (0)">,
+    Option<"nesterov", "nesterov", "std::string", /*default=*/"\"\"",
+           "SGD with Nesterov momentum: true or false (false)">,
+    Option<"schedule", "schedule", "std::string", /*default=*/"\"\"",
+           "Learning-rate schedule: constant or warmup-cosine (constant)">,
+    Option<"warmup", "warmup", "int64_t", /*default=*/"-1", "Warm-up steps (0)">,
+    Option<"minLr", "min-lr", "double", /*default=*/"-1",
+           "Learning rate at the end of the cosine decay (0)">,
+    Option<"totalSteps", "total-steps", "int64_t", /*default=*/"-1",
+           "Steps of the whole run, where the cosine decay ends">,
+    Option<"clip", "clip", "double", /*default=*/"-1",
+           "Global gradient-norm clipping threshold (0: none)">,
+    Option<"recompute", "recompute", "std::string", /*default=*/"\"\"",
+           "Activation recomputation of repeated layers: none, selective or full (none)">
+  ];
+  let dependentDialects = ["tessel::nn::NNDialect", "mlir::func::FuncDialect"];
+}
+
 def ReportCostPass : Pass<"tessel-report-cost", "mlir::ModuleOp"> {
   let summary = "Report the flops and bytes of every nn op and function";
   let description = [{

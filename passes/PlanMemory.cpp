@@ -7,6 +7,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/Interfaces/DestinationStyleOpInterface.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
@@ -104,6 +105,21 @@ public:
         // A view: the result is its operand's bytes.
         if (auto it = bufferOf.find(reshape.getInput()); it != bufferOf.end())
           bufferOf[reshape.getResult()] = it->second;
+        ++index;
+        continue;
+      }
+      if (auto dps = dyn_cast<DestinationStyleOpInterface>(op)) {
+        // Updated in place: each result is its init's bytes, which must
+        // not be read after the update.
+        for (OpOperand &init : dps.getDpsInitsMutable()) {
+          for (Operation *user : init.get().getUsers())
+            if (user != &op && op.isBeforeInBlock(user))
+              return op.emitOpError()
+                     << "updates operand #" << init.getOperandNumber()
+                     << " in place, but a later op still reads it";
+          if (auto it = bufferOf.find(init.get()); it != bufferOf.end())
+            bufferOf[dps.getTiedOpResult(&init)] = it->second;
+        }
         ++index;
         continue;
       }

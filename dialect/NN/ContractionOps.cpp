@@ -160,13 +160,10 @@ SmallVector<ReductionKind> EmbeddingOp::getReductionLoopIteratorKinds() {
 // AttentionOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
-                                            std::optional<Location> loc,
-                                            Adaptor adaptor,
-                                            SmallVectorImpl<Type> &results) {
-  auto q = cast<RankedTensorType>(adaptor.getQuery().getType());
-  auto k = cast<RankedTensorType>(adaptor.getKey().getType());
-  auto v = cast<RankedTensorType>(adaptor.getValue().getType());
+FailureOr<RankedTensorType>
+nn::detail::inferAttentionType(std::optional<Location> loc, RankedTensorType q,
+                               RankedTensorType k, RankedTensorType v,
+                               bool causal) {
   for (auto [name, type] : {std::pair<StringRef, RankedTensorType>{"query", q},
                             {"key", k},
                             {"value", v}}) {
@@ -194,12 +191,26 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
   if (kvHeads == 0 || heads % kvHeads != 0)
     return nn::detail::inferError(loc, "key/value heads (", kvHeads,
                               ") must divide query heads (", heads, ")");
-  if (adaptor.getCausal() && seq != kvSeq)
+  if (causal && seq != kvSeq)
     return nn::detail::inferError(loc, "causal attention needs equal query and "
                                    "key lengths, got ",
                               seq, " and ", kvSeq);
-  results.push_back(RankedTensorType::get(
-      {batch, seq, heads, v.getDimSize(3)}, q.getElementType()));
+  return RankedTensorType::get({batch, seq, heads, v.getDimSize(3)},
+                               q.getElementType());
+}
+
+LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &results) {
+  FailureOr<RankedTensorType> type = nn::detail::inferAttentionType(
+      loc, cast<RankedTensorType>(adaptor.getQuery().getType()),
+      cast<RankedTensorType>(adaptor.getKey().getType()),
+      cast<RankedTensorType>(adaptor.getValue().getType()),
+      adaptor.getCausal());
+  if (failed(type))
+    return failure();
+  results.push_back(*type);
   return success();
 }
 

@@ -68,4 +68,37 @@ def NN_LossReductionAttr : EnumAttr<NN_Dialect, NN_LossReduction, "reduction"> {
   let assemblyFormat = "`<` $value `>`";
 }
 
+//===----------------------------------------------------------------------===//
+// Optimizers (nn.optimizer_step)
+//===----------------------------------------------------------------------===//
+
+// The codes equal the runtime's tessel_optimizer_kind.
+def NN_OptimizerKind : I32EnumAttr<"OptimizerKind",
+    "the update rule of nn.optimizer_step", [
+  I32EnumAttrCase<"sgd", 0>,
+  I32EnumAttrCase<"adam", 1>,
+  I32EnumAttrCase<"adamw", 2>
+]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::tessel::nn";
+}
+
+def NN_OptimizerKindAttr : EnumAttr<NN_Dialect, NN_OptimizerKind, "optimizer"> {
+  let assemblyFormat = "`<` $value `>`";
+}
+
+// The codes equal the runtime's tessel_lr_schedule_kind.
+def NN_LrSchedule : I32EnumAttr<"LrSchedule",
+    "how the learning rate changes over the steps", [
+  I32EnumAttrCase<"constant", 0>,
+  I32EnumAttrCase<"warmup_cosine", 1>
+]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::tessel::nn";
+}
+
+def NN_LrScheduleAttr : EnumAttr<NN_Dialect, NN_LrSchedule, "lr_schedule"> {
+  let assemblyFormat = "`<` $value `>`";
+}
+
 #endif // TESSEL_DIALECT_NN_NNATTRS_TD

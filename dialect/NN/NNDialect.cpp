@@ -118,6 +118,11 @@ static LogicalResult verifyAxes(FunctionOpInterface func, unsigned argIndex,
 /// A function that declares parameters, inputs or labels is a model: its
 /// first result is the scalar loss.
 static LogicalResult verifyReturnsScalarLoss(FunctionOpInterface func) {
+  // The optimizer update of a trained model takes the parameters and
+  // returns them updated; it has no loss.
+  if (auto entry = func->getAttrOfType<StringAttr>(NNDialect::kEntryAttrName))
+    if (entry.getValue() == "update")
+      return success();
   ArrayRef<Type> results = func.getResultTypes();
   auto loss = results.empty() ? RankedTensorType()
                               : dyn_cast<RankedTensorType>(results.front());
@@ -201,17 +206,65 @@ LogicalResult NNDialect::verifyRegionArgAttribute(Operation *op,
     }
     return verifyReturnsScalarLoss(func);
   }
+  if (attrName == kGradAttrName || attrName == kStateAttrName) {
+    auto name = dyn_cast<StringAttr>(attr.getValue());
+    if (!name || name.getValue().empty())
+      return func.emitOpError() << "argument #" << argIndex << ": '"
+                                << attrName << "' must name a parameter";
+    if (!isa<FloatType>(type.getElementType()))
+      return func.emitOpError() << "argument #" << argIndex << " with '"
+                                << attrName << "' must be a float tensor";
+    return success();
+  }
+  if (attrName == kGradScaleAttrName) {
+    if (type.getRank() != 0 || !type.getElementType().isF32())
+      return func.emitOpError() << "argument #" << argIndex << ": '"
+                                << attrName << "' must be a tensor<f32>";
+    return success();
+  }
   return func.emitOpError() << "argument #" << argIndex
                             << ": unknown nn argument attribute '" << attrName
                             << "' (known: nn.param, nn.init, nn.input, "
-                               "nn.label, nn.axes)";
+                               "nn.label, nn.axes, nn.grad, nn.state, "
+                               "nn.grad_scale)";
+}
+
+/// The recompute policies of repeated layers (Megatron's full and
+/// selective activation recomputation).
+static bool isRecomputePolicy(StringRef policy) {
+  return policy == "none" || policy == "selective" || policy == "full";
 }
 
 LogicalResult NNDialect::verifyOperationAttribute(Operation *op,
                                                   NamedAttribute attr) {
-  if (attr.getName() != kLogicalAxesAttrName)
-    return op->emitOpError() << "unknown nn attribute '"
-                             << attr.getName().getValue()
+  StringRef attrName = attr.getName().getValue();
+  if (attrName == kTrainAttrName) {
+    if (!isa<ModuleOp>(op) || !isa<DictionaryAttr>(attr.getValue()))
+      return op->emitOpError() << "'" << kTrainAttrName
+                               << "' must be a dictionary on a module, e.g. "
+                                  "{optimizer = \"adamw\", lr = 3.0e-4}";
+    return success();
+  }
+  if (attrName == kRecomputeAttrName) {
+    auto policy = dyn_cast<StringAttr>(attr.getValue());
+    if (!isa<FunctionOpInterface>(op) || !policy ||
+        !isRecomputePolicy(policy.getValue()))
+      return op->emitOpError() << "'" << kRecomputeAttrName
+                               << "' must be \"none\", \"selective\" or "
+                                  "\"full\" on a layer function";
+    return success();
+  }
+  if (attrName == kEntryAttrName) {
+    auto entry = dyn_cast<StringAttr>(attr.getValue());
+    if (!isa<FunctionOpInterface>(op) || !entry ||
+        (entry.getValue() != "backward" && entry.getValue() != "update"))
+      return op->emitOpError() << "'" << kEntryAttrName
+                               << "' must be \"backward\" or \"update\" on "
+                                  "a function";
+    return success();
+  }
+  if (attrName != kLogicalAxesAttrName)
+    return op->emitOpError() << "unknown nn attribute '" << attrName
                              << "' on an operation";
   if (!isa<ModuleOp>(op))
     return op->emitOpError() << "'" << kLogicalAxesAttrName

@@ -50,6 +50,17 @@ def NN_Dialect : Dialect {
     static constexpr llvm::StringLiteral kAxesAttrName = "nn.axes";
     /// Module attribute: extra logical axis names beyond the built-in ones.
     static constexpr llvm::StringLiteral kLogicalAxesAttrName = "nn.logical_axes";
+    /// Training (tessel-autodiff): the module's optimizer settings (a
+    /// dictionary), a layer function's recompute policy, the role of a
+    /// generated entry function ("backward" or "update"), and the arguments
+    /// of those entries: gradient accumulators and optimizer state (named
+    /// after their parameter) and the gradient scale (1 / microbatches).
+    static constexpr llvm::StringLiteral kTrainAttrName = "nn.train";
+    static constexpr llvm::StringLiteral kRecomputeAttrName = "nn.recompute";
+    static constexpr llvm::StringLiteral kEntryAttrName = "nn.entry";
+    static constexpr llvm::StringLiteral kGradAttrName = "nn.grad";
+    static constexpr llvm::StringLiteral kStateAttrName = "nn.state";
+    static constexpr llvm::StringLiteral kGradScaleAttrName = "nn.grad_scale";
 
     /// The logical axis names every model may use without declaring them.
     static llvm::ArrayRef<llvm::StringLiteral> getBuiltinLogicalAxes();

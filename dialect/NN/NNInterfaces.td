@@ -60,18 +60,24 @@ def NN_VJPOpInterface : OpInterface<"VJPOpInterface"> {
   let cppNamespace = "::tessel::nn";
   let description = [{
     Reverse-mode derivative of an op: given the cotangents of its results,
-    build the cotangents of its operands (a null Value for an operand that is
-    not differentiable, such as integer labels). The autodiff pass calls
-    this for every op on a path from a parameter to the loss.
+    build the cotangents of its operands. The autodiff pass calls this for
+    every op on a path from a parameter to the loss, asking only for the
+    operands that lead back to a parameter.
   }];
   let methods = [
     InterfaceMethod<[{
         Emit the operand cotangents at the builder's insertion point.
         `resultCotangents` has one entry per result (null when the result does
-        not reach the loss). Returns one Value per operand.
+        not reach the loss; at least one is non-null); `needed[i]` says
+        whether operand i's cotangent is wanted. Returns one Value per
+        operand: the cotangent (of the operand's type), or null when it was
+        not needed or the operand is not differentiable (integer labels or
+        ids, a cast to an integer). Fails with a diagnostic on the op when
+        the op cannot be differentiated in this form.
       }], "::mlir::FailureOr<::llvm::SmallVector<::mlir::Value>>", "buildVJP",
       (ins "::mlir::OpBuilder &":$builder,
-           "::mlir::ValueRange":$resultCotangents)>
+           "::mlir::ValueRange":$resultCotangents,
+           "::llvm::ArrayRef<bool>":$needed)>
   ];
 }
 

@@ -14,6 +14,7 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/DestinationStyleOpInterface.h"
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
@@ -47,6 +48,13 @@ using ::mlir::SymbolTableCollection;
 using ::mlir::Value;
 using ::mlir::shard::ReductionKind;
 using ::mlir::shard::Sharding;
+
+/// custom<OptimizerKind>: the optimizer of nn.optimizer_step as a bare
+/// keyword (`adamw`).
+mlir::ParseResult parseOptimizerKind(mlir::OpAsmParser &parser,
+                                     OptimizerKindAttr &optimizer);
+void printOptimizerKind(mlir::OpAsmPrinter &printer, mlir::Operation *op,
+                        OptimizerKindAttr optimizer);
 } // namespace tessel::nn
 
 #define GET_OP_CLASSES

@@ -16,6 +16,7 @@ include "dialect/NN/NNAttrs.td"
 include "dialect/NN/NNInterfaces.td"
 include "mlir/Dialect/Shard/Interfaces/ShardingInterface.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/DestinationStyleOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/IR/SymbolInterfaces.td"
 include "mlir/IR/CommonAttrConstraints.td"
@@ -50,6 +51,9 @@ def NN_UpstreamShardingRule : DeclareOpInterfaceMethods<ShardingInterface,
 def NN_LocalShardingConstraints
     : DeclareOpInterfaceMethods<NN_ShardingConstraintOpInterface,
                                 ["getUnsplittableLoops"]>;
+
+// Ops with a reverse-mode derivative (VJPRules.cpp).
+def NN_Differentiable : DeclareOpInterfaceMethods<NN_VJPOpInterface>;
 
 class NN_Op<string mnemonic, list<Trait> traits = []>
     : Op<NN_Dialect, mnemonic, !listconcat(traits, [
@@ -110,7 +114,8 @@ class NN_ElementwiseOp<string mnemonic, int flopsPerElement,
 
 class NN_UnaryOp<string mnemonic, int flopsPerElement, list<Trait> traits = []>
     : NN_ElementwiseOp<mnemonic, flopsPerElement,
-        !listconcat(traits, [SameOperandsAndResultType, InferTypeOpInterface])> {
+        !listconcat(traits, [SameOperandsAndResultType, InferTypeOpInterface,
+                             NN_Differentiable])> {
   let arguments = (ins NN_FloatTensor:$input);
   let results = (outs NN_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($result)";
@@ -118,7 +123,8 @@ class NN_UnaryOp<string mnemonic, int flopsPerElement, list<Trait> traits = []>
 
 class NN_BinaryOp<string mnemonic, list<Trait> traits = []>
     : NN_ElementwiseOp<mnemonic, 1,
-        !listconcat(traits, [SameOperandsAndResultType, InferTypeOpInterface])> {
+        !listconcat(traits, [SameOperandsAndResultType, InferTypeOpInterface,
+                             NN_Differentiable])> {
   let arguments = (ins NN_Tensor:$lhs, NN_Tensor:$rhs);
   let results = (outs NN_Tensor:$result);
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
@@ -145,7 +151,7 @@ def NN_ConstantOp : NN_ShardableOp<"constant",
   let hasFolder = 1;
 }
 
-def NN_CastOp : NN_ElementwiseOp<"cast", 1, [SameOperandsAndResultShape]> {
+def NN_CastOp : NN_ElementwiseOp<"cast", 1, [SameOperandsAndResultShape, NN_Differentiable]> {
   let summary = "convert elements to another element type";
   let description = [{
     Converts every element to the result's element type (f32 ↔ bf16/f16
@@ -162,7 +168,7 @@ def NN_CastOp : NN_ElementwiseOp<"cast", 1, [SameOperandsAndResultShape]> {
   let hasFolder = 1;
 }
 
-def NN_BroadcastOp : NN_ShardableOp<"broadcast", [Pure]> {
+def NN_BroadcastOp : NN_ShardableOp<"broadcast", [Pure, NN_Differentiable]> {
   let summary = "explicit broadcast of a tensor to a larger shape";
   let description = [{
     Operand dimension `i` becomes result dimension `dims[i]` (strictly
@@ -382,7 +388,7 @@ def NN_DropoutOp : NN_UnaryOp<"dropout", 2> {
 //===----------------------------------------------------------------------===//
 
 class NN_ReduceOp<string mnemonic> : NN_ShardableOp<mnemonic,
-    [Pure, InferTypeOpAdaptor]> {
+    [Pure, InferTypeOpAdaptor, NN_Differentiable]> {
   let arguments = (ins NN_Tensor:$input, DenseI64ArrayAttr:$dims,
                        UnitAttr:$keep_dims);
   let results = (outs NN_Tensor:$result);
@@ -435,7 +441,7 @@ def NN_ReduceMaxOp : NN_ReduceOp<"reduce_max"> {
 // Data movement
 //===----------------------------------------------------------------------===//
 
-def NN_ReshapeOp : NN_ShardableOp<"reshape", [Pure, NN_LocalShardingConstraints]> {
+def NN_ReshapeOp : NN_ShardableOp<"reshape", [Pure, NN_LocalShardingConstraints, NN_Differentiable]> {
   let summary = "same elements, row-major, in another shape";
   let description = [{
     The number of elements and the element type stay the same. The sharding
@@ -456,7 +462,7 @@ def NN_ReshapeOp : NN_ShardableOp<"reshape", [Pure, NN_LocalShardingConstraints]
   let hasFolder = 1;
 }
 
-def NN_TransposeOp : NN_ShardableOp<"transpose", [Pure, InferTypeOpAdaptor]> {
+def NN_TransposeOp : NN_ShardableOp<"transpose", [Pure, InferTypeOpAdaptor, NN_Differentiable]> {
   let summary = "permute dimensions";
   let description = [{
     Result dimension `i` is operand dimension `perm[i]`. Costs no flops.
@@ -475,7 +481,7 @@ def NN_TransposeOp : NN_ShardableOp<"transpose", [Pure, InferTypeOpAdaptor]> {
 }
 
 def NN_SliceOp : NN_ShardableOp<"slice",
-    [Pure, InferTypeOpAdaptor, NN_LocalShardingConstraints]> {
+    [Pure, InferTypeOpAdaptor, NN_LocalShardingConstraints, NN_Differentiable]> {
   let summary = "a strided window of a tensor";
   let description = [{
     Along each dimension takes elements `start, start + stride, …` below
@@ -504,7 +510,7 @@ def NN_SliceOp : NN_ShardableOp<"slice",
 }
 
 def NN_ConcatOp : NN_ShardableOp<"concat",
-    [Pure, InferTypeOpAdaptor, NN_LocalShardingConstraints]> {
+    [Pure, InferTypeOpAdaptor, NN_LocalShardingConstraints, NN_Differentiable]> {
   let summary = "join tensors along one dimension";
   let description = [{
     All inputs have the same rank and element type and agree on every
@@ -527,7 +533,7 @@ def NN_ConcatOp : NN_ShardableOp<"concat",
 // Contractions
 //===----------------------------------------------------------------------===//
 
-def NN_MatmulOp : NN_ShardableOp<"matmul", [Pure, InferTypeOpAdaptor]> {
+def NN_MatmulOp : NN_ShardableOp<"matmul", [Pure, InferTypeOpAdaptor, NN_Differentiable]> {
   let summary = "(batched) matrix product with optional transposes";
   let description = [{
     `lhs` is `[..., M, K]` (`[..., K, M]` with `transpose_lhs`); `rhs` is
@@ -553,7 +559,7 @@ def NN_MatmulOp : NN_ShardableOp<"matmul", [Pure, InferTypeOpAdaptor]> {
   }];
 }
 
-def NN_EmbeddingOp : NN_ShardableOp<"embedding", [Pure, InferTypeOpAdaptor]> {
+def NN_EmbeddingOp : NN_ShardableOp<"embedding", [Pure, InferTypeOpAdaptor, NN_Differentiable]> {
   let summary = "look up rows of a table by index";
   let description = [{
     `table` is `[V, H]`, `ids` any integer tensor `[...]` with values in
@@ -572,7 +578,7 @@ def NN_EmbeddingOp : NN_ShardableOp<"embedding", [Pure, InferTypeOpAdaptor]> {
 }
 
 def NN_AttentionOp : NN_ShardableOp<"attention",
-    [Pure, InferTypeOpAdaptor, NN_LocalShardingConstraints]> {
+    [Pure, InferTypeOpAdaptor, NN_LocalShardingConstraints, NN_Differentiable]> {
   let summary = "multi-head scaled dot-product attention";
   let description = [{
     `softmax(q kᵀ · scale [+ causal mask]) v` per batch and head, with
@@ -606,7 +612,7 @@ def NN_AttentionOp : NN_ShardableOp<"attention",
 
 def NN_SoftmaxOp : NN_ShardableOp<"softmax",
     [Pure, SameOperandsAndResultType, InferTypeOpInterface,
-     NN_LocalShardingConstraints]> {
+     NN_LocalShardingConstraints, NN_Differentiable]> {
   let summary = "softmax along one dimension";
   let description = [{
     `exp(x - max) / sum(exp(x - max))` along `dim` (default: the last; a
@@ -630,7 +636,7 @@ def NN_SoftmaxOp : NN_ShardableOp<"softmax",
 }
 
 def NN_LayerNormOp : NN_ShardableOp<"layer_norm",
-    [Pure, InferTypeOpAdaptor, NN_LocalShardingConstraints]> {
+    [Pure, InferTypeOpAdaptor, NN_LocalShardingConstraints, NN_Differentiable]> {
   let summary = "layer normalisation over the last dimension";
   let description = [{
     `(x - mean) / sqrt(var + epsilon) * gamma + beta` over the last
@@ -653,7 +659,7 @@ def NN_LayerNormOp : NN_ShardableOp<"layer_norm",
 }
 
 def NN_RmsNormOp : NN_ShardableOp<"rms_norm",
-    [Pure, InferTypeOpAdaptor, NN_LocalShardingConstraints]> {
+    [Pure, InferTypeOpAdaptor, NN_LocalShardingConstraints, NN_Differentiable]> {
   let summary = "root-mean-square normalisation over the last dimension";
   let description = [{
     `x / sqrt(mean(x²) + epsilon) * gamma` over the last dimension `H`;
@@ -674,7 +680,7 @@ def NN_RmsNormOp : NN_ShardableOp<"rms_norm",
 }
 
 def NN_BatchNormOp : NN_ShardableOp<"batch_norm",
-    [Pure, InferTypeOpAdaptor, NN_LocalShardingConstraints]> {
+    [Pure, InferTypeOpAdaptor, NN_LocalShardingConstraints, NN_Differentiable]> {
   let summary = "batch normalisation with batch statistics (training)";
   let description = [{
     Normalises every feature (dimension `feature_dim`, default 1 as in
@@ -704,7 +710,7 @@ def NN_BatchNormOp : NN_ShardableOp<"batch_norm",
 //===----------------------------------------------------------------------===//
 
 def NN_CrossEntropyOp : NN_ShardableOp<"cross_entropy",
-    [Pure, InferTypeOpAdaptor, NN_LocalShardingConstraints]> {
+    [Pure, InferTypeOpAdaptor, NN_LocalShardingConstraints, NN_Differentiable]> {
   let summary = "softmax cross-entropy of logits against integer labels";
   let description = [{
     `logsumexp(logits[i, :]) - logits[i, labels[i]]` for every position `i`
@@ -728,6 +734,411 @@ def NN_CrossEntropyOp : NN_ShardableOp<"cross_entropy",
 }
 
 //===----------------------------------------------------------------------===//
+// Backward ops (built by the VJP rules; shapes and attributes mirror the
+// forward op of the same name)
+//===----------------------------------------------------------------------===//
+
+// dx = dy · f'(x) for an elementwise activation f.
+class NN_ActivationGradOp<string mnemonic, int flopsPerElement,
+                          list<Trait> traits = []>
+    : NN_ElementwiseOp<mnemonic, flopsPerElement,
+        !listconcat(traits, [SameOperandsAndResultType, InferTypeOpInterface])> {
+  let arguments = (ins NN_FloatTensor:$x, NN_FloatTensor:$dy);
+  let results = (outs NN_FloatTensor:$dx);
+  let assemblyFormat = "$x `,` $dy attr-dict `:` type($dx)";
+}
+
+def NN_GeluGradOp : NN_ActivationGradOp<"gelu_grad", 12> {
+  let summary = "gradient of nn.gelu";
+  let description = [{
+    `dx = dy · gelu'(x)` from the forward input `x`, with the exact erf form
+    or, with `approximate`, the tanh form (as the `nn.gelu` it differentiates).
+    Twelve flops per element (Φ(x) and x·φ(x), their sum, the product with
+    dy).
+
+    ```mlir
+    %dx = nn.gelu_grad %x, %dy approximate : tensor<8x16xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$x, NN_FloatTensor:$dy,
+                       UnitAttr:$approximate);
+  let assemblyFormat = [{
+    $x `,` $dy (`approximate` $approximate^)? attr-dict `:` type($dx)
+  }];
+}
+
+def NN_SiluGradOp : NN_ActivationGradOp<"silu_grad", 8> {
+  let summary = "gradient of nn.silu";
+  let description = [{
+    `dx = dy · s · (1 + x · (1 - s))` with `s = sigmoid(x)`, from the forward
+    input `x`. Eight flops per element.
+
+    ```mlir
+    %dx = nn.silu_grad %x, %dy : tensor<8x16xf32>
+    ```
+  }];
+}
+
+def NN_ReluGradOp : NN_ActivationGradOp<"relu_grad", 1> {
+  let summary = "gradient of nn.relu";
+  let description = [{
+    `dx = x > 0 ? dy : 0` (PyTorch's threshold_backward: 0 at x = 0), from
+    the forward input `x`. One flop (a select) per element.
+
+    ```mlir
+    %dx = nn.relu_grad %x, %dy : tensor<8x16xf32>
+    ```
+  }];
+}
+
+def NN_EqualOp : NN_ElementwiseOp<"equal", 1,
+    [Commutative, SameOperandsAndResultType, InferTypeOpInterface]> {
+  let summary = "elementwise equality as 1 or 0";
+  let description = [{
+    `1` where `lhs == rhs`, `0` elsewhere, in the operands' own type (float
+    or integer), so a mask multiplies directly (e.g. the gradient of
+    `reduce_max` routes `dy` to the maxima). NaN equals nothing. One flop per
+    element.
+
+    ```mlir
+    %m = nn.equal %x, %xmax : tensor<8x16xf32>
+    ```
+  }];
+  let arguments = (ins NN_Tensor:$lhs, NN_Tensor:$rhs);
+  let results = (outs NN_Tensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
+}
+
+def NN_SoftmaxGradOp : NN_ShardableOp<"softmax_grad",
+    [Pure, SameOperandsAndResultType, InferTypeOpInterface,
+     NN_LocalShardingConstraints]> {
+  let summary = "gradient of nn.softmax from its output";
+  let description = [{
+    `dx = y ⊙ (dy − Σ_dim dy ⊙ y)` along `dim` (default the last; negative
+    counts from the end), where `y` is the softmax's output. `4` flops per
+    element. The softmax dimension must stay whole when sharding.
+
+    ```mlir
+    %dx = nn.softmax_grad %y, %dy {dim = 0 : i64} : tensor<8x10xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$y, NN_FloatTensor:$dy,
+                       DefaultValuedAttr<I64Attr, "-1">:$dim);
+  let results = (outs NN_FloatTensor:$dx);
+  let assemblyFormat = "$y `,` $dy attr-dict `:` type($dx)";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// `dim` counted from the front.
+    int64_t getNormalizedDim();
+  }];
+}
+
+def NN_LayerNormGradOp : NN_ShardableOp<"layer_norm_grad",
+    [Pure, InferTypeOpAdaptor, NN_LocalShardingConstraints]> {
+  let summary = "gradient of nn.layer_norm";
+  let description = [{
+    From the forward input `x`, `gamma` and the output gradient `dy` (the
+    type of `x`), recomputes the statistics and returns `dx` (the type of
+    `x`), `dgamma = Σ_rows dy ⊙ x̂` and `dbeta = Σ_rows dy` (the type of
+    `gamma`). `15` flops per element of `x`. Loops are the forward's; the
+    row loops are `sum` reductions for `dgamma` and `dbeta`, the normalised
+    dimension must stay whole.
+
+    ```mlir
+    %dx, %dg, %db = nn.layer_norm_grad %x, %g, %dy : (tensor<8x768xf32>, tensor<768xf32>, tensor<8x768xf32>) -> (tensor<8x768xf32>, tensor<768xf32>, tensor<768xf32>)
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$input, NN_FloatTensor:$gamma,
+                       NN_FloatTensor:$dy,
+                       DefaultValuedAttr<F64Attr, "1e-5">:$epsilon);
+  let results = (outs NN_FloatTensor:$dx, NN_FloatTensor:$dgamma,
+                      NN_FloatTensor:$dbeta);
+  let assemblyFormat = [{
+    $input `,` $gamma `,` $dy attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def NN_RmsNormGradOp : NN_ShardableOp<"rms_norm_grad",
+    [Pure, InferTypeOpAdaptor, NN_LocalShardingConstraints]> {
+  let summary = "gradient of nn.rms_norm";
+  let description = [{
+    From the forward input `x`, `gamma` and `dy` (the type of `x`),
+    recomputes the statistics and returns `dx` (the type of `x`) and
+    `dgamma = Σ_rows dy ⊙ x̂` (the type of `gamma`). `11` flops per element
+    of `x`. Loops as `nn.layer_norm_grad`.
+
+    ```mlir
+    %dx, %dg = nn.rms_norm_grad %x, %g, %dy : (tensor<8x768xf32>, tensor<768xf32>, tensor<8x768xf32>) -> (tensor<8x768xf32>, tensor<768xf32>)
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$input, NN_FloatTensor:$gamma,
+                       NN_FloatTensor:$dy,
+                       DefaultValuedAttr<F64Attr, "1e-6">:$epsilon);
+  let results = (outs NN_FloatTensor:$dx, NN_FloatTensor:$dgamma);
+  let assemblyFormat = [{
+    $input `,` $gamma `,` $dy attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def NN_BatchNormGradOp : NN_ShardableOp<"batch_norm_grad",
+    [Pure, InferTypeOpAdaptor, NN_LocalShardingConstraints]> {
+  let summary = "gradient of nn.batch_norm (batch statistics)";
+  let description = [{
+    The full training-mode backward of `nn.batch_norm` (through the batch
+    mean and variance): from `x`, `gamma` and `dy` (the type of `x`) returns
+    `dx` (the type of `x`), `dgamma` and `dbeta` (the type of `gamma`).
+    `15` flops per element of `x`. The statistics loops are `sum`
+    reductions for `dgamma` and `dbeta` and must stay whole for `dx`.
+
+    ```mlir
+    %dx, %dg, %db = nn.batch_norm_grad %x, %g, %dy : (tensor<32x256xf32>, tensor<256xf32>, tensor<32x256xf32>) -> (tensor<32x256xf32>, tensor<256xf32>, tensor<256xf32>)
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$input, NN_FloatTensor:$gamma,
+                       NN_FloatTensor:$dy,
+                       DefaultValuedAttr<I64Attr, "1">:$feature_dim,
+                       DefaultValuedAttr<F64Attr, "1e-5">:$epsilon);
+  let results = (outs NN_FloatTensor:$dx, NN_FloatTensor:$dgamma,
+                      NN_FloatTensor:$dbeta);
+  let assemblyFormat = [{
+    $input `,` $gamma `,` $dy attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def NN_CrossEntropyGradOp : NN_ShardableOp<"cross_entropy_grad",
+    [Pure, InferTypeOpAdaptor, NN_LocalShardingConstraints]> {
+  let summary = "gradient of nn.cross_entropy with respect to the logits";
+  let description = [{
+    `dlogits[i, :] = g_i · (softmax(logits[i, :]) − onehot(labels[i]))` with
+    `g_i = dloss / R` (`mean`, R positions), `dloss` (`sum`) or `dloss[i]`
+    (`none`); `dloss` has the forward loss's type (a scalar of the logits'
+    element type, or the labels' shape for `none`). Flops: `6·N + R` with
+    `N` logits. Position loops are parallel (a split `mean` rescales
+    `dloss` by the local share of the positions); the class loop must stay
+    whole.
+
+    ```mlir
+    %dz = nn.cross_entropy_grad %z, %y, %dl : (tensor<32x10xf32>, tensor<32xi32>, tensor<f32>) -> tensor<32x10xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$logits, NN_IndexTensor:$labels,
+      NN_FloatTensor:$dloss,
+      DefaultValuedAttr<NN_LossReductionAttr, "LossReduction::mean">:$reduction);
+  let results = (outs NN_FloatTensor:$dlogits);
+  let assemblyFormat = [{
+    $logits `,` $labels `,` $dloss attr-dict `:` functional-type(operands, results)
+  }];
+  // partition() is in GradOps.cpp: a split `mean` rescales dloss.
+  let extraClassDefinition = [{}];
+}
+
+def NN_EmbeddingGradOp : NN_ShardableOp<"embedding_grad",
+    [Pure, NN_LocalShardingConstraints]> {
+  let summary = "gradient of nn.embedding with respect to the table";
+  let description = [{
+    Scatter-add: `dtable[r, :] = Σ_{i : ids[i] = r} dout[i, :]` (zero rows
+    for ids that never occur). `dout` is `ids`' shape followed by `[H]`; the
+    result `[V, H]` (its type gives the vocabulary size V) has `dout`'s
+    element type. One flop per element of `dout`. Sharding: the id loops
+    are `sum` reductions (a split leaves partial tables), H is parallel and
+    the vocabulary loop must stay whole.
+
+    ```mlir
+    %dw = nn.embedding_grad %tokens, %de : (tensor<8x128xi32>, tensor<8x128x768xf32>) -> tensor<50304x768xf32>
+    ```
+  }];
+  let arguments = (ins NN_IndexTensor:$ids, NN_FloatTensor:$dout);
+  let results = (outs NN_FloatTensor:$dtable);
+  let assemblyFormat = "$ids `,` $dout attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def NN_AttentionGradOp : NN_ShardableOp<"attention_grad",
+    [Pure, InferTypeOpAdaptor, NN_LocalShardingConstraints]> {
+  let summary = "gradient of nn.attention";
+  let description = [{
+    From `q`, `k`, `v` and `dout` (the forward result's type), recomputes the
+    probabilities and returns `dq`, `dk`, `dv` (the types of `q`, `k`, `v`;
+    with grouped-query heads the key/value gradients sum over the query
+    heads that share them). `causal` and `scale` as the forward. Flops:
+    `6·B·H·S·T·D + 4·B·H·S·T·E + 8·B·H·S·T` (the forward's scores and
+    softmax again, then dV, dP, the softmax backward, dQ and dK). Loops are
+    the forward's; batch and heads can split, S, T, D and E must stay whole
+    (each is a reduction for some of the three gradients).
+
+    ```mlir
+    %dq, %dk, %dv = nn.attention_grad %q, %k, %v, %do causal : (tensor<2x16x4x8xf32>, tensor<2x16x4x8xf32>, tensor<2x16x4x8xf32>, tensor<2x16x4x8xf32>) -> (tensor<2x16x4x8xf32>, tensor<2x16x4x8xf32>, tensor<2x16x4x8xf32>)
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$query, NN_FloatTensor:$key,
+                       NN_FloatTensor:$value, NN_FloatTensor:$dout,
+                       UnitAttr:$causal, OptionalAttr<F64Attr>:$scale);
+  let results = (outs NN_FloatTensor:$dquery, NN_FloatTensor:$dkey,
+                      NN_FloatTensor:$dvalue);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value `,` $dout (`causal` $causal^)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def NN_SliceGradOp : NN_ShardableOp<"slice_grad",
+    [Pure, NN_LocalShardingConstraints]> {
+  let summary = "gradient of nn.slice: dy placed into zeros";
+  let description = [{
+    A tensor of the result type (the sliced tensor's type) that is zero
+    except at the strided window `start, start + stride, … < limit`, which
+    holds `dy`: the exact inverse placement of `nn.slice` with the same
+    attributes (slicing the result with them gives `dy`'s type). Costs no
+    flops. Loops are `dy`'s, as the forward's; sliced dimensions must stay
+    whole.
+
+    ```mlir
+    %dx = nn.slice_grad %dq start = [0, 0] limit = [8, 64] : tensor<8x64xf32> -> tensor<8x192xf32>
+    ```
+  }];
+  let arguments = (ins NN_Tensor:$dy, DenseI64ArrayAttr:$start,
+                       DenseI64ArrayAttr:$limit,
+                       OptionalAttr<DenseI64ArrayAttr>:$strides);
+  let results = (outs NN_Tensor:$dx);
+  let assemblyFormat = [{
+    $dy `start` `=` $start `limit` `=` $limit (`strides` `=` $strides^)?
+    attr-dict `:` type($dy) `->` type($dx)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The strides, all ones when the attribute is absent.
+    ::llvm::SmallVector<int64_t> getStridesOrOnes();
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Training ops (the update step)
+//===----------------------------------------------------------------------===//
+
+// tensor<f32>: the device scalars of the update step.
+def NN_F32Scalar : Type<
+    And<[NN_TensorOf<[F32]>.predicate,
+         CPred<"::llvm::cast<::mlir::RankedTensorType>($_self).getRank() == 0">]>,
+    "tensor<f32>", "::mlir::RankedTensorType">,
+    BuildableType<"::mlir::RankedTensorType::get({}, $_builder.getF32Type())">;
+
+def NN_SumSquaresOp : NN_ShardableOp<"sum_squares",
+    [Pure, DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "sum of the squares of every element of float tensors";
+  let description = [{
+    `Σ x²` over every element of every operand, in f32 (the pieces of a
+    global gradient norm). Two flops per element. Every loop (the operands'
+    dimensions, one after the other) is a `sum` reduction.
+
+    ```mlir
+    %ss = nn.sum_squares %g1, %g2 : (tensor<8x16xf32>, tensor<16xbf16>) -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins Variadic<NN_FloatTensor>:$inputs);
+  let results = (outs NN_F32Scalar:$result);
+  let assemblyFormat = "$inputs attr-dict `:` functional-type($inputs, $result)";
+  let hasVerifier = 1;
+}
+
+def NN_ClipScaleOp : NN_ShardableOp<"clip_scale",
+    [Pure, SameOperandsAndResultType, InferTypeOpInterface]> {
+  let summary = "the gradient factor of global-norm clipping";
+  let description = [{
+    With `g = grad_scale` and `ss = sum_squares` (of the unscaled
+    gradients), `scale = min(1, max_norm / (sqrt(ss) · g + 1e-6)) · g`, or
+    `g` when `max_norm <= 0` (no clipping): the clipping sees the norm of
+    the scaled gradient, as torch.nn.utils.clip_grad_norm_ after `loss / M`.
+    Six flops.
+
+    ```mlir
+    %scale = nn.clip_scale %ss, %gs {max_norm = 1.0 : f64} : tensor<f32>
+    ```
+  }];
+  let arguments = (ins NN_F32Scalar:$sum_squares, NN_F32Scalar:$grad_scale,
+                       DefaultValuedAttr<F64Attr, "1.0">:$max_norm);
+  let results = (outs NN_F32Scalar:$result);
+  let assemblyFormat = "$sum_squares `,` $grad_scale attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def NN_OptimizerStepOp : NN_ShardableOp<"optimizer_step",
+    [Pure, InferTypeOpAdaptor, DestinationStyleOpInterface]> {
+  let summary = "one optimizer update of a parameter and its state";
+  let description = [{
+    Updates `outs = (param, states...)` in place (destination style: result
+    `i` is `outs[i]` updated) from `grad` (the parameter's type) times the
+    device scalar `scale`, as torch.optim.SGD / Adam / AdamW do: `sgd`
+    (with `momentum`, dampening 0, optionally `nesterov`), `adam` (L2
+    `weight_decay` added to the gradient), `adamw` (decoupled weight decay).
+    States are f32 in the parameter's shape: none for SGD without momentum,
+    the momentum buffer for SGD with momentum, `m` and `v` for Adam(W).
+    The learning rate of 1-based step `t` (the runtime's step + 1) follows
+    `schedule`: `constant`, or `warmup_cosine` (linear warm-up over
+    `warmup` steps, then cosine to `min_lr` at `total_steps`).
+    Flops per element: 1 (scale) + 2 (weight decay, when nonzero) + for SGD
+    2 (update), 2 (momentum), 2 (Nesterov); for Adam(W) 3 (m) + 4 (v) + 7
+    (update). All loops are parallel.
+
+    ```mlir
+    %p2, %m2, %v2 = nn.optimizer_step adamw %g, %scale outs(%p, %m, %v : tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>) {lr = 3.0e-4 : f64} : tensor<8x16xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$grad, NN_F32Scalar:$scale,
+      Variadic<NN_FloatTensor>:$outs,
+      DefaultValuedAttr<NN_OptimizerKindAttr, "OptimizerKind::adamw">:$optimizer,
+      DefaultValuedAttr<F64Attr, "1e-3">:$lr,
+      DefaultValuedAttr<F64Attr, "0.9">:$beta1,
+      DefaultValuedAttr<F64Attr, "0.999">:$beta2,
+      DefaultValuedAttr<F64Attr, "1e-8">:$eps,
+      DefaultValuedAttr<F64Attr, "0.0">:$weight_decay,
+      DefaultValuedAttr<F64Attr, "0.0">:$momentum,
+      DefaultValuedAttr<NN_LrScheduleAttr, "LrSchedule::constant">:$schedule,
+      DefaultValuedAttr<I64Attr, "0">:$warmup,
+      DefaultValuedAttr<F64Attr, "0.0">:$min_lr,
+      DefaultValuedAttr<I64Attr, "0">:$total_steps,
+      UnitAttr:$nesterov);
+  let results = (outs Variadic<NN_FloatTensor>:$results);
+  let assemblyFormat = [{
+    custom<OptimizerKind>($optimizer) $grad `,` $scale
+    `outs` `(` $outs `:` type($outs) `)` attr-dict `:` type($grad)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    ::mlir::MutableOperandRange getDpsInitsMutable() { return getOutsMutable(); }
+    /// The parameter (the first of the outs) and its optimizer states.
+    ::mlir::Value getParam() { return getOuts().front(); }
+    ::mlir::OperandRange getStates() { return getOuts().drop_front(); }
+    /// How many states `optimizer` (with `momentum`) keeps per parameter.
+    static int64_t getNumStates(OptimizerKind optimizer, double momentum);
+  }];
+}
+
+def NN_AccumulateOp : NN_ShardableOp<"accumulate",
+    [Pure, SameOperandsAndResultType, InferTypeOpInterface,
+     DestinationStyleOpInterface]> {
+  let summary = "add into an accumulator in place";
+  let description = [{
+    `acc + value`, written in place into `acc` (destination style: the one
+    init). Gradient accumulation over microbatches. One flop per element;
+    all loops parallel.
+
+    ```mlir
+    %acc2 = nn.accumulate %g outs(%acc) : tensor<8x16xf32>
+    ```
+  }];
+  let arguments = (ins NN_Tensor:$value, NN_Tensor:$acc);
+  let results = (outs NN_Tensor:$result);
+  let assemblyFormat = "$value `outs` `(` $acc `)` attr-dict `:` type($result)";
+  let extraClassDeclaration = [{
+    ::mlir::MutableOperandRange getDpsInitsMutable() { return getAccMutable(); }
+  }];
+}
+
+//===----------------------------------------------------------------------===//
 // Repeated layers
 //===----------------------------------------------------------------------===//
 
@@ -742,8 +1153,12 @@ def NN_RepeatOp : NN_Op<"repeat", [Pure,
     stacked on a leading layer axis of size L; application `l` receives
     slice `l` of every stacked parameter. The layer function takes the
     carried values followed by one parameter slice each, and returns new
-    carried values of the same types. A 48-layer model is as short as a
-    1-layer one, and pipeline parallelism splits the layer axis.
+    carried values of the same types, optionally followed by per-layer
+    outputs that the repeat stacks on a new leading axis of size L (JAX's
+    `ys`; autodiff uses them to keep each layer's activations). With
+    `reverse` the layers run from L − 1 down to 0 (the backward of a
+    repeat). A 48-layer model is as short as a 1-layer one, and pipeline
+    parallelism splits the layer axis.
 
     Cost: L times the summed cost of the layer's body. The sharding rule is
     the layer body's: propagation and partitioning look inside `layer`.
@@ -758,16 +1173,24 @@ def NN_RepeatOp : NN_Op<"repeat", [Pure,
     ```
   }];
   let arguments = (ins FlatSymbolRefAttr:$layer, Variadic<NN_Tensor>:$carried,
-                       Variadic<NN_Tensor>:$params);
+                       Variadic<NN_Tensor>:$params, UnitAttr:$reverse);
   let results = (outs Variadic<NN_Tensor>:$results);
   let assemblyFormat = [{
-    $layer `(` $carried `)` `params` `(` $params `)` attr-dict `:`
-    functional-type(operands, results)
+    $layer `(` $carried `)` `params` `(` $params `)` (`reverse` $reverse^)?
+    attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
     /// L, the size of the stacked parameters' leading axis.
     int64_t getNumLayers();
+    /// The final carried values (the first results).
+    ::mlir::ResultRange getCarriedResults() {
+      return getResults().take_front(getCarried().size());
+    }
+    /// The per-layer outputs, stacked on a leading axis of size L.
+    ::mlir::ResultRange getStackedResults() {
+      return getResults().drop_front(getCarried().size());
+    }
     /// The layer function, or null when the symbol does not resolve.
     ::mlir::func::FuncOp getLayerFunction();
   }];

@@ -39,6 +39,21 @@ loopsWithReductions(int64_t rank, llvm::ArrayRef<int64_t> reductions);
 mlir::AffineMap projection(int64_t numLoops, llvm::ArrayRef<int64_t> loops,
                            mlir::MLIRContext *ctx);
 
+/// The result type of nn.slice of `input` with these attributes (`strides`
+/// absent: all ones), or a located error; `sliced` names `input` in it.
+mlir::FailureOr<mlir::RankedTensorType>
+inferSliceType(std::optional<mlir::Location> loc, mlir::RankedTensorType input,
+               llvm::ArrayRef<int64_t> start, llvm::ArrayRef<int64_t> limit,
+               std::optional<llvm::ArrayRef<int64_t>> strides,
+               llvm::StringRef sliced = "the operand");
+
+/// The result type of nn.attention of q, k, v (shapes, heads, causal
+/// lengths checked), or a located error.
+mlir::FailureOr<mlir::RankedTensorType>
+inferAttentionType(std::optional<mlir::Location> loc, mlir::RankedTensorType q,
+                   mlir::RankedTensorType k, mlir::RankedTensorType v,
+                   bool causal);
+
 } // namespace tessel::nn::detail
 
 #endif // TESSEL_DIALECT_NN_NNOPSUTILS_H

@@ -27,9 +27,11 @@ LogicalResult RepeatOp::verify() {
   if (getParams().empty())
     return emitOpError() << "needs at least one stacked parameter; a layer "
                             "without parameters can be written inline";
-  if (!llvm::equal(getResultTypes(), getCarried().getTypes()))
+  if (getNumResults() < getCarried().size() ||
+      !llvm::equal(getCarriedResults().getTypes(), getCarried().getTypes()))
     return emitOpError() << "results (" << getResultTypes()
-                         << ") must have the types of the carried values ("
+                         << ") must start with the types of the carried "
+                            "values ("
                          << getCarried().getTypes() << ")";
   int64_t numLayers = -1;
   for (auto [index, param] : llvm::enumerate(getParams())) {
@@ -55,6 +57,13 @@ LogicalResult RepeatOp::verify() {
                  << "stacked parameter #" << index << " (argument #"
                  << arg.getArgNumber() << ") must name its leading axis "
                  << "\"layers\" in nn.axes, got " << axes[0];
+  }
+  for (auto [index, stacked] : llvm::enumerate(getStackedResults())) {
+    auto type = cast<RankedTensorType>(stacked.getType());
+    if (type.getRank() == 0 || type.getDimSize(0) != numLayers)
+      return emitOpError() << "stacked result #" << index
+                           << " needs a leading layer axis of size "
+                           << numLayers << ", got " << type;
   }
   return success();
 }
@@ -94,15 +103,22 @@ LogicalResult RepeatOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
     expectedInputs.push_back(RankedTensorType::get(type.getShape().drop_front(),
                                                    type.getElementType()));
   }
+  SmallVector<Type> expectedResults = llvm::to_vector(getCarried().getTypes());
+  for (Value stacked : getStackedResults()) {
+    auto type = cast<RankedTensorType>(stacked.getType());
+    expectedResults.push_back(RankedTensorType::get(
+        type.getShape().drop_front(), type.getElementType()));
+  }
   FunctionType layerType = layer.getFunctionType();
   if (layerType.getInputs() != ArrayRef<Type>(expectedInputs) ||
-      !llvm::equal(layerType.getResults(), getCarried().getTypes()))
+      layerType.getResults() != ArrayRef<Type>(expectedResults))
     return emitOpError() << "layer @" << getLayer() << " has type "
                          << layerType << " but this repeat needs "
                          << FunctionType::get(getContext(), expectedInputs,
-                                              getCarried().getTypes())
+                                              expectedResults)
                          << " (carried values, then one slice of each stacked "
-                            "parameter)";
+                            "parameter; the carried values, then one slice of "
+                            "each stacked result)";
   llvm::SmallPtrSet<Operation *, 4> path;
   if (auto parent = (*this)->getParentOfType<func::FuncOp>())
     path.insert(parent);

@@ -311,23 +311,22 @@ SmallVector<int64_t> SliceOp::getStridesOrOnes() {
   return SmallVector<int64_t>(getStart().size(), 1);
 }
 
-LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
-                                        std::optional<Location> loc,
-                                        Adaptor adaptor,
-                                        SmallVectorImpl<Type> &results) {
-  auto type = cast<RankedTensorType>(adaptor.getInput().getType());
+FailureOr<RankedTensorType>
+nn::detail::inferSliceType(std::optional<Location> loc, RankedTensorType type,
+                           ArrayRef<int64_t> start, ArrayRef<int64_t> limit,
+                           std::optional<ArrayRef<int64_t>> given,
+                           StringRef sliced) {
   int64_t rank = type.getRank();
-  ArrayRef<int64_t> start = adaptor.getStart(), limit = adaptor.getLimit();
   SmallVector<int64_t> strides(rank, 1);
-  if (std::optional<ArrayRef<int64_t>> given = adaptor.getStrides())
+  if (given)
     strides.assign(given->begin(), given->end());
   for (auto [what, list] :
        {std::pair<StringRef, size_t>{"start", start.size()},
         {"limit", limit.size()},
         {"strides", strides.size()}})
     if (static_cast<int64_t>(list) != rank)
-      return nn::detail::inferError(loc, what, " has ", list,
-                                " entries but the operand has rank ", rank);
+      return nn::detail::inferError(loc, what, " has ", list, " entries but ",
+                                    sliced, " has rank ", rank);
   SmallVector<int64_t> shape;
   for (int64_t dim = 0; dim < rank; ++dim) {
     int64_t size = type.getDimSize(dim);
@@ -341,7 +340,19 @@ LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
                                 " (need 0 <= start <= limit <= size)");
     shape.push_back(llvm::divideCeil(limit[dim] - start[dim], strides[dim]));
   }
-  results.push_back(RankedTensorType::get(shape, type.getElementType()));
+  return RankedTensorType::get(shape, type.getElementType());
+}
+
+LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
+                                        std::optional<Location> loc,
+                                        Adaptor adaptor,
+                                        SmallVectorImpl<Type> &results) {
+  FailureOr<RankedTensorType> type = nn::detail::inferSliceType(
+      loc, cast<RankedTensorType>(adaptor.getInput().getType()),
+      adaptor.getStart(), adaptor.getLimit(), adaptor.getStrides());
+  if (failed(type))
+    return failure();
+  results.push_back(*type);
   return success();
 }
 

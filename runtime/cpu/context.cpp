@@ -171,7 +171,15 @@ void tessel_copy_to_host(tessel_ctx *ctx, void *dst, const void *src,
 }
 
 void tessel_copy(tessel_ctx *ctx, void *dst, const void *src, int64_t bytes) {
+  // In place: nothing to move and nothing to count.
+  if (dst == src)
+    return;
   copyBytes(ctx, dst, src, bytes);
+}
+
+void tessel_zero(tessel_ctx *, void *dst, int64_t bytes) {
+  if (bytes > 0)
+    std::memset(dst, 0, size_t(bytes));
 }
 
 // The CPU backend runs every kernel and copy when it is issued.

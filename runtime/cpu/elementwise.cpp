@@ -156,7 +156,7 @@ extern "C" {
 void tessel_binary(tessel_ctx *ctx, int32_t op, int32_t dtype, const void *a,
                    const void *b, void *out, int64_t n) {
   KernelScope scope(ctx);
-  if (op < TESSEL_ADD || op > TESSEL_DIV) {
+  if (op < TESSEL_ADD || op > TESSEL_EQUAL) {
     setError(ctx, "tessel_binary: unknown op %d", op);
     return;
   }
@@ -188,6 +188,10 @@ void tessel_binary(tessel_ctx *ctx, int32_t op, int32_t dtype, const void *a,
       } else {
         mapBinary<T>(a, b, out, n, [](C x, C y) { return x / y; });
       }
+      break;
+    case TESSEL_EQUAL:
+      // 16-bit floats load exactly into f32: the stored values compare.
+      mapBinary<T>(a, b, out, n, [](C x, C y) { return x == y ? C(1) : C(0); });
       break;
     }
   });

@@ -102,13 +102,17 @@ void tessel_sum_squares(tessel_ctx *ctx, int32_t dtype, const void *x,
 }
 
 void tessel_clip_scale(tessel_ctx *ctx, const void *sum_squares,
-                       double max_norm, double extra, void *scale) {
+                       double max_norm, const void *grad_scale, void *scale) {
   KernelScope scope(ctx);
-  double norm = std::sqrt(double(*static_cast<const float *>(sum_squares)));
+  double g =
+      grad_scale ? double(*static_cast<const float *>(grad_scale)) : 1.0;
+  // The norm of the scaled gradient g·grad.
+  double norm =
+      std::sqrt(double(*static_cast<const float *>(sum_squares))) * g;
   // As torch.nn.utils.clip_grad_norm_: coef = max_norm / (norm + 1e-6),
   // clamped to 1.
   double coef = max_norm > 0.0 ? std::min(1.0, max_norm / (norm + 1e-6)) : 1.0;
-  *static_cast<float *>(scale) = float(coef * extra);
+  *static_cast<float *>(scale) = float(coef * g);
 }
 
 void tessel_optimizer_update(tessel_ctx *ctx, const tessel_optimizer *opt,

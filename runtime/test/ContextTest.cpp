@@ -79,6 +79,35 @@ TEST_F(ContextTest, CopiesMoveBytesAndCountThem) {
   tessel_free(ctx, b);
 }
 
+TEST_F(ContextTest, CopyOntoItselfIsANoOp) {
+  std::vector<uint8_t> host = {1, 2, 3, 4, 5};
+  void *a = tessel_alloc(ctx, 5);
+  tessel_copy_to_device(ctx, a, host.data(), 5);
+  tessel_reset_counters(ctx);
+  tessel_copy(ctx, a, a, 5);
+  tessel_counters c;
+  tessel_get_counters(ctx, &c);
+  EXPECT_EQ(c.bytes_copied, 0);
+  std::vector<uint8_t> back(5);
+  tessel_copy_to_host(ctx, back.data(), a, 5);
+  EXPECT_EQ(back, host);
+  tessel_free(ctx, a);
+}
+
+TEST_F(ContextTest, ZeroFillsBytes) {
+  const int64_t n = 1000;
+  std::vector<uint8_t> host(n, 0xAB), back(n);
+  auto *a = static_cast<uint8_t *>(tessel_alloc(ctx, n));
+  tessel_copy_to_device(ctx, a, host.data(), n);
+  tessel_zero(ctx, a + 3, n - 10); // Bytes [3, 993).
+  tessel_zero(ctx, a, 0);
+  tessel_synchronize(ctx);
+  tessel_copy_to_host(ctx, back.data(), a, n);
+  for (int64_t i = 0; i < n; ++i)
+    ASSERT_EQ(back[size_t(i)], i >= 3 && i < n - 7 ? 0 : 0xAB) << i;
+  tessel_free(ctx, a);
+}
+
 TEST_F(ContextTest, KernelCallsAndTimeAreCounted) {
   std::vector<float> a(64 * 64, 1.0f), b(64 * 64, 2.0f), c(64 * 64);
   tessel_counters before;

@@ -50,6 +50,43 @@ TEST_F(ElementwiseTest, BinaryMatchesReference) {
   }
 }
 
+// Tests that TESSEL_EQUAL gives 1 exactly where the stored values are equal
+// (every other element equal, the others one step apart; NaN equals
+// nothing), also in place (out == a).
+TEST_F(ElementwiseTest, EqualMatchesReference) {
+  for (int32_t dtype : kAllTypes) {
+    for (int64_t n : kSizes) {
+      SCOPED_TRACE(std::string(dtypeName(dtype)) + " n " + std::to_string(n));
+      auto a = randomValues(dtype, size_t(n), -50, 50, 21 + n);
+      std::vector<double> b = a;
+      for (size_t i = 1; i < b.size(); i += 2)
+        b[i] = quantize(dtype, b[i] + 1);
+      if (!isInt(dtype) && n > 2)
+        a[2] = b[2] = NAN;
+      auto ab = encode(dtype, a), bb = encode(dtype, b);
+      std::vector<uint8_t> out(ab.size());
+      tessel_binary(ctx, TESSEL_EQUAL, dtype, ab.data(), bb.data(), out.data(),
+                    n);
+      std::vector<double> ref(a.size());
+      for (size_t i = 0; i < ref.size(); ++i)
+        ref[i] = a[i] == b[i] ? 1 : 0;
+      expectClose(decode(dtype, out), ref, 0, 0);
+      tessel_binary(ctx, TESSEL_EQUAL, dtype, ab.data(), bb.data(), ab.data(),
+                    n);
+      expectClose(decode(dtype, ab), ref, 0, 0);
+    }
+  }
+  EXPECT_EQ(tessel_error(ctx), nullptr);
+}
+
+// Tests that an op code past TESSEL_EQUAL records an error.
+TEST_F(ElementwiseTest, UnknownBinaryOpSetsError) {
+  float a[1] = {1}, b[1] = {1}, c[1] = {7};
+  tessel_binary(ctx, TESSEL_EQUAL + 1, TESSEL_F32, a, b, c, 1);
+  EXPECT_NE(tessel_error(ctx), nullptr);
+  tessel_clear_error(ctx);
+}
+
 TEST_F(ElementwiseTest, IntegerDivisionByZeroSetsError) {
   int32_t a[3] = {6, 7, 8}, b[3] = {3, 0, -4}, c[3];
   tessel_binary(ctx, TESSEL_DIV, TESSEL_I32, a, b, c, 3);

@@ -255,19 +255,37 @@ TEST_F(OptimizerTest, SumSquaresAccumulates) {
 
 TEST_F(OptimizerTest, ClipScale) {
   float ss = 16.0f, scale = 0; // Norm 4.
-  tessel_clip_scale(ctx, &ss, 1.0, 1.0, &scale);
+  tessel_clip_scale(ctx, &ss, 1.0, nullptr, &scale);
   EXPECT_FLOAT_EQ(scale, float(1.0 / (4.0 + 1e-6)));
-  tessel_clip_scale(ctx, &ss, 2.0, 0.25, &scale);
-  EXPECT_FLOAT_EQ(scale, float(2.0 / (4.0 + 1e-6) * 0.25));
-  tessel_clip_scale(ctx, &ss, 10.0, 0.5, &scale); // Below max_norm.
+  float one = 1.0f;
+  tessel_clip_scale(ctx, &ss, 1.0, &one, &scale); // Null means 1.
+  EXPECT_FLOAT_EQ(scale, float(1.0 / (4.0 + 1e-6)));
+  float half = 0.5f;
+  tessel_clip_scale(ctx, &ss, 10.0, &half, &scale); // Below max_norm.
   EXPECT_EQ(scale, 0.5f);
-  tessel_clip_scale(ctx, &ss, 0.0, 0.5, &scale); // No clipping.
+  tessel_clip_scale(ctx, &ss, 0.0, &half, &scale); // No clipping.
   EXPECT_EQ(scale, 0.5f);
-  tessel_clip_scale(ctx, &ss, -1.0, 1.0, &scale);
+  tessel_clip_scale(ctx, &ss, -1.0, nullptr, &scale);
   EXPECT_EQ(scale, 1.0f);
   float zero = 0.0f;
-  tessel_clip_scale(ctx, &zero, 1.0, 1.0, &scale);
+  tessel_clip_scale(ctx, &zero, 1.0, nullptr, &scale);
   EXPECT_EQ(scale, 1.0f);
+}
+
+// Clipping sees the norm of the scaled gradient g·grad, as
+// clip_grad_norm_ after loss / M: ss is Σ of the unscaled gradients.
+TEST_F(OptimizerTest, ClipScaleWithGradScale) {
+  float ss = 16.0f, scale = 0, quarter = 0.25f; // Scaled norm 4 · 0.25 = 1.
+  tessel_clip_scale(ctx, &ss, 2.0, &quarter, &scale); // 1 < 2: no clipping.
+  EXPECT_EQ(scale, 0.25f);
+  tessel_clip_scale(ctx, &ss, 0.5, &quarter, &scale); // Clipped to norm 0.5.
+  EXPECT_FLOAT_EQ(scale, float(0.5 / (1.0 + 1e-6) * 0.25));
+  // Scaling the gradients by g·coef gives the clipped norm (up to 1e-6).
+  EXPECT_NEAR(std::sqrt(16.0) * scale, 0.5, 1e-6);
+  // The same as clipping gradients that were scaled beforehand.
+  float scaledSs = 1.0f, direct = 0;
+  tessel_clip_scale(ctx, &scaledSs, 0.5, nullptr, &direct);
+  EXPECT_FLOAT_EQ(scale, direct * 0.25f);
 }
 
 TEST_F(OptimizerTest, KernelsCount) {
@@ -275,7 +293,7 @@ TEST_F(OptimizerTest, KernelsCount) {
   tessel_optimizer o = adam(TESSEL_OPT_ADAM, 0);
   tessel_reset_counters(ctx);
   tessel_sum_squares(ctx, TESSEL_F32, &g, 1, &ss);
-  tessel_clip_scale(ctx, &ss, 1.0, 1.0, &sc);
+  tessel_clip_scale(ctx, &ss, 1.0, nullptr, &sc);
   tessel_optimizer_update(ctx, &o, TESSEL_F32, &p, &g, &sc, &m, &v, 1, 1, 0.1);
   tessel_counters c;
   tessel_get_counters(ctx, &c);

@@ -82,3 +82,94 @@ func.func @loss(%x: tensor<2x4xf32> {nn.input, nn.axes = ["batch", "embed"]},
   %l = nn.cross_entropy %z, %y : (tensor<2x3xf32>, tensor<2xi32>) -> tensor<f32>
   return %l : tensor<f32>
 }
+
+// -----
+
+// Tests that optimizer_step updates its inits in place: the update count is
+// the runtime's step + 1, the learning rate comes from tessel_lr_at with the
+// schedule's constants, the optimizer's constants are one constant global,
+// and the results are the inits' pointers (copied out from them).
+// CHECK: llvm.mlir.global private constant @[[OPT:__tessel_const_[0-9]+]]
+// CHECK-LABEL: llvm.func @tessel_fn_adamw
+// CHECK-SAME: (%[[CTX:[^:]*]]: !llvm.ptr, %{{[^:]*}}: !llvm.ptr, %[[P:[^:]*]]: !llvm.ptr, %[[G:[^:]*]]: !llvm.ptr, %[[S:[^:]*]]: !llvm.ptr, %[[M:[^:]*]]: !llvm.ptr, %[[V:[^:]*]]: !llvm.ptr, %[[OUTP:[^:]*]]: !llvm.ptr, %[[OUTM:[^:]*]]: !llvm.ptr, %[[OUTV:[^:]*]]: !llvm.ptr)
+// CHECK: %[[OPTPTR:.*]] = llvm.mlir.addressof @[[OPT]]
+// CHECK: %[[RSTEP:.*]] = llvm.call @tessel_get_step(%[[CTX]])
+// CHECK: %[[STEP:.*]] = llvm.add %[[RSTEP]], %{{.*}} : i64
+// CHECK-DAG: %[[WC:.*]] = llvm.mlir.constant(1 : i32) : i32
+// CHECK-DAG: %[[LR0:.*]] = llvm.mlir.constant(3.000000e-04 : f64) : f64
+// CHECK-DAG: %[[WARM:.*]] = llvm.mlir.constant(10 : i64) : i64
+// CHECK-DAG: %[[TOTAL:.*]] = llvm.mlir.constant(100 : i64) : i64
+// CHECK: %[[LR:.*]] = llvm.call @tessel_lr_at(%[[WC]], %[[LR0]], %{{.*}}, %[[WARM]], %[[TOTAL]], %[[STEP]])
+// CHECK: llvm.call @tessel_optimizer_update(%[[CTX]], %[[OPTPTR]], %{{.*}}, %[[P]], %[[G]], %[[S]], %[[M]], %[[V]], %{{.*}}, %[[STEP]], %[[LR]])
+// CHECK: llvm.call @tessel_copy(%[[CTX]], %[[OUTP]], %[[P]],
+// CHECK: llvm.call @tessel_copy(%[[CTX]], %[[OUTM]], %[[M]],
+// CHECK: llvm.call @tessel_copy(%[[CTX]], %[[OUTV]], %[[V]],
+func.func @adamw(%p: tensor<4xf32>, %g: tensor<4xf32>, %s: tensor<f32>, %m: tensor<4xf32>, %v: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) {
+  %p2, %m2, %v2 = nn.optimizer_step adamw %g, %s outs(%p, %m, %v : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) {lr = 3.0e-4 : f64, schedule = #nn.lr_schedule<warmup_cosine>, warmup = 10 : i64, total_steps = 100 : i64} : tensor<4xf32>
+  return %p2, %m2, %v2 : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// Tests that plain SGD passes null states, and accumulate adds into its init
+// in place (tessel_binary with out == acc).
+// CHECK-LABEL: llvm.func @tessel_fn_sgd_accumulate
+// CHECK-SAME: (%[[CTX:[^:]*]]: !llvm.ptr, %{{[^:]*}}: !llvm.ptr, %[[P:[^:]*]]: !llvm.ptr, %[[G:[^:]*]]: !llvm.ptr, %[[S:[^:]*]]: !llvm.ptr, %[[ACC:[^:]*]]: !llvm.ptr,
+// CHECK: %[[NULL:.*]] = llvm.mlir.zero : !llvm.ptr
+// CHECK: llvm.call @tessel_optimizer_update(%[[CTX]], %{{.*}}, %{{.*}}, %[[P]], %[[G]], %[[S]], %[[NULL]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}})
+// CHECK: %[[ADD:.*]] = llvm.mlir.constant(0 : i32) : i32
+// CHECK: llvm.call @tessel_binary(%[[CTX]], %[[ADD]], %{{.*}}, %[[ACC]], %[[G]], %[[ACC]], %{{.*}})
+func.func @sgd_accumulate(%p: tensor<4xf32>, %g: tensor<4xf32>, %s: tensor<f32>, %acc: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  %p2 = nn.optimizer_step sgd %g, %s outs(%p : tensor<4xf32>) : tensor<4xf32>
+  %a2 = nn.accumulate %g outs(%acc) : tensor<4xf32>
+  return %p2, %a2 : tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// Tests that sum_squares zeroes its f32 result and accumulates one call per
+// operand into it, and clip_scale reads it with max_norm and the grad scale.
+// CHECK-LABEL: llvm.func @tessel_fn_clip
+// CHECK-SAME: (%[[CTX:[^:]*]]: !llvm.ptr, %[[SCRATCH:[^:]*]]: !llvm.ptr, %[[A:[^:]*]]: !llvm.ptr, %[[B:[^:]*]]: !llvm.ptr, %[[GS:[^:]*]]: !llvm.ptr,
+// CHECK: llvm.call @tessel_zero(%[[CTX]], %[[SCRATCH]], %{{.*}})
+// CHECK: llvm.call @tessel_sum_squares(%[[CTX]], %{{.*}}, %[[A]], %{{.*}}, %[[SCRATCH]])
+// CHECK: llvm.call @tessel_sum_squares(%[[CTX]], %{{.*}}, %[[B]], %{{.*}}, %[[SCRATCH]])
+// CHECK: %[[MAX:.*]] = llvm.mlir.constant(5.000000e-01 : f64) : f64
+// CHECK: llvm.call @tessel_clip_scale(%[[CTX]], %[[SCRATCH]], %[[MAX]], %[[GS]], %{{.*}})
+func.func @clip(%a: tensor<4xf32>, %b: tensor<2xbf16>, %gs: tensor<f32>) -> tensor<f32> {
+  %0 = nn.sum_squares %a, %b : (tensor<4xf32>, tensor<2xbf16>) -> tensor<f32>
+  %1 = nn.clip_scale %0, %gs {max_norm = 0.5 : f64} : tensor<f32>
+  return %1 : tensor<f32>
+}
+
+// -----
+
+// Tests that slice_grad zeroes its result, then copies dy to the window: from
+// element 1 (4 bytes) with stride 2.
+// CHECK-LABEL: llvm.func @tessel_fn_slice_grad
+// CHECK-SAME: (%[[CTX:[^:]*]]: !llvm.ptr, %[[SCRATCH:[^:]*]]: !llvm.ptr, %[[DY:[^:]*]]: !llvm.ptr,
+// CHECK: %[[BYTES:.*]] = llvm.mlir.constant(20 : i64) : i64
+// CHECK: llvm.call @tessel_zero(%[[CTX]], %[[SCRATCH]], %[[BYTES]])
+// CHECK: %[[FOUR:.*]] = llvm.mlir.constant(4 : i64) : i64
+// CHECK: %[[FIRST:.*]] = llvm.getelementptr %[[SCRATCH]][%[[FOUR]]]
+// CHECK: llvm.call @tessel_strided_copy(%[[CTX]], %{{.*}}, %[[DY]], %[[FIRST]],
+func.func @slice_grad(%dy: tensor<2xf32>) -> tensor<5xf32> {
+  %0 = nn.slice_grad %dy start = [1] limit = [5] strides = [2] : tensor<2xf32> -> tensor<5xf32>
+  return %0 : tensor<5xf32>
+}
+
+// -----
+
+// Tests that rms_norm_grad calls the layer-norm gradient with a null dbeta
+// and rms = 1, and equal is tessel_binary's TESSEL_EQUAL (4).
+// CHECK-LABEL: llvm.func @tessel_fn_rms_equal
+// CHECK: %[[NULL:.*]] = llvm.mlir.zero : !llvm.ptr
+// CHECK: %[[RMS:.*]] = llvm.mlir.constant(1 : i32) : i32
+// CHECK: llvm.call @tessel_layer_norm_grad(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[NULL]], %{{.*}}, %{{.*}}, %{{.*}}, %[[RMS]])
+// CHECK: %[[EQ:.*]] = llvm.mlir.constant(4 : i32) : i32
+// CHECK: llvm.call @tessel_binary(%{{.*}}, %[[EQ]],
+func.func @rms_equal(%x: tensor<3x4xf32>, %g: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  %dx, %dg = nn.rms_norm_grad %x, %g, %x : (tensor<3x4xf32>, tensor<4xf32>, tensor<3x4xf32>) -> (tensor<3x4xf32>, tensor<4xf32>)
+  %e = nn.equal %g, %g : tensor<4xf32>
+  return %dg, %e : tensor<4xf32>, tensor<4xf32>
+}

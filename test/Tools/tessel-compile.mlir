@@ -6,27 +6,51 @@
 // RUN: tessel-compile %s --emit=obj -o %t.o && test -s %t.o
 // RUN: tessel-compile %s -o %t.so --report --report-json %t.json | FileCheck %s --check-prefix=REPORT
 // RUN: FileCheck %s --check-prefix=JSON --input-file %t.json
+// RUN: tessel-compile %s --no-train -o %t.eval.so --report | FileCheck %s --check-prefix=EVAL
 // RUN: tessel-run %t.so --steps 2 --quiet --metrics %t.jsonl && FileCheck %s --check-prefix=METRICS --input-file %t.jsonl
 
 // MLIR-LABEL: llvm.func @tessel_fn_loss
 // MLIR: llvm.call @tessel_matmul
 // MLIR: llvm.call @tessel_cross_entropy
+// MLIR-LABEL: llvm.func @tessel_fn_loss_backward
+// MLIR: llvm.call @tessel_cross_entropy_grad
+// MLIR-LABEL: llvm.func @tessel_fn_loss_update
+// MLIR: llvm.call @tessel_optimizer_update
 // MLIR-LABEL: llvm.func @tessel_forward
+// MLIR-LABEL: llvm.func @tessel_backward
+// MLIR-LABEL: llvm.func @tessel_update
 
 // LLVM-DAG: define void @tessel_forward(ptr %{{.*}}, ptr %{{.*}})
+// LLVM-DAG: define void @tessel_backward(ptr %{{.*}}, ptr %{{.*}})
+// LLVM-DAG: define void @tessel_update(ptr %{{.*}}, ptr %{{.*}})
 // LLVM-DAG: define {{.*}}ptr @tessel_model_json()
 // LLVM-DAG: call void @tessel_matmul(
 
-// Arena: w 4·3·4 = 48 -> 64 at 0; x 2·4·4 = 32 -> 64 at 64; y 8 -> 64 at
-// 128; loss at 192; scratch (z and the loss value) 128 at 256: 384 bytes.
+// Trained (the default, AdamW): w 4·3·4 = 48 -> 64 at 0; its gradient 64
+// at 64; m and v 128 at 128; x 2·4·4 = 32 -> 64 at 256, y 8 -> 64 at 320;
+// the gradient scale 64 at 384; the loss at 448; scratch 256 at 512 (the
+// backward's logits, loss, logit gradient and weight gradient): 768 bytes.
 // REPORT: model {{.*}}tessel-compile.mlir (@loss)
 // REPORT: flops of @loss 76
-// REPORT: arena (one rank) 384 bytes
+// REPORT: arena (one rank) 768 bytes
 // REPORT: params 64 bytes at 0
-// REPORT: scratch 128 bytes at 256
+// REPORT: grads 64 bytes at 64
+// REPORT: states 128 bytes at 128
+// REPORT: inputs 128 bytes at 256
+// REPORT: control 64 bytes at 384
+// REPORT: outputs 64 bytes at 448
+// REPORT: scratch 256 bytes at 512
 
-// JSON: "arena_bytes":384
-// JSON-SAME: "flops":{"loss":76}
+// JSON: "arena_bytes":768
+// JSON-SAME: "entries":{"backward":"tessel_backward","forward":"tessel_forward","update":"tessel_update"}
+// JSON-SAME: "train":{{{.*}}"optimizer":"adamw"
+
+// Evaluation only: w at 0, x at 64, y at 128, the loss at 192, scratch
+// (z and the loss value) 128 at 256: 384 bytes.
+// EVAL: arena (one rank) 384 bytes
+// EVAL: params 64 bytes at 0
+// EVAL-NOT: grads
+// EVAL: scratch 128 bytes at 256
 
 // METRICS-COUNT-2: "loss":{{[0-9.]+}}
 

@@ -319,6 +319,133 @@ TEST(CostTest, CrossEntropy) {
   });
 }
 
+TEST(CostTest, BackwardOps) {
+  checkCosts({
+      // Activation gradients: x and dy in, dx out; flops per element from
+      // each description (gelu 12, silu 8, relu 1).
+      {"gelu_grad f32", "%x: tensor<3x11xf32>, %dy: tensor<3x11xf32>",
+       "%y = nn.gelu_grad %x, %dy : tensor<3x11xf32>", 12 * 33, 3 * 33 * 4},
+      {"gelu_grad approximate bf16", "%x: tensor<5xbf16>, %dy: tensor<5xbf16>",
+       "%y = nn.gelu_grad %x, %dy approximate : tensor<5xbf16>", 12 * 5,
+       3 * 5 * 2},
+      {"silu_grad bf16", "%x: tensor<7x3xbf16>, %dy: tensor<7x3xbf16>",
+       "%y = nn.silu_grad %x, %dy : tensor<7x3xbf16>", 8 * 21, 3 * 21 * 2},
+      {"relu_grad f16", "%x: tensor<13xf16>, %dy: tensor<13xf16>",
+       "%y = nn.relu_grad %x, %dy : tensor<13xf16>", 1 * 13, 3 * 13 * 2},
+      // equal: one comparison per element, in the operands' type.
+      {"equal i32", "%a: tensor<3x5xi32>, %b: tensor<3x5xi32>",
+       "%y = nn.equal %a, %b : tensor<3x5xi32>", 15, 3 * 15 * 4},
+      {"equal f64", "%a: tensor<7xf64>, %b: tensor<7xf64>",
+       "%y = nn.equal %a, %b : tensor<7xf64>", 7, 3 * 7 * 8},
+      // softmax_grad: 4 per element; y, dy, dx.
+      {"softmax_grad dim 0", "%y: tensor<3x7xf32>, %dy: tensor<3x7xf32>",
+       "%d = nn.softmax_grad %y, %dy {dim = 0 : i64} : tensor<3x7xf32>", 4 * 21,
+       3 * 21 * 4},
+      // layer_norm_grad: 15 per element of x; x, gamma, dy in; dx, dgamma,
+      // dbeta out.
+      {"layer_norm_grad f16",
+       "%x: tensor<3x5x7xf16>, %g: tensor<7xf16>, %dy: tensor<3x5x7xf16>",
+       "%dx, %dg, %db = nn.layer_norm_grad %x, %g, %dy : (tensor<3x5x7xf16>, "
+       "tensor<7xf16>, tensor<3x5x7xf16>) -> (tensor<3x5x7xf16>, "
+       "tensor<7xf16>, tensor<7xf16>)",
+       15 * 105, (105 + 7 + 105 + 105 + 7 + 7) * 2},
+      // rms_norm_grad: 11 per element; dx and dgamma out.
+      {"rms_norm_grad bf16",
+       "%x: tensor<3x11xbf16>, %g: tensor<11xbf16>, %dy: tensor<3x11xbf16>",
+       "%dx, %dg = nn.rms_norm_grad %x, %g, %dy : (tensor<3x11xbf16>, "
+       "tensor<11xbf16>, tensor<3x11xbf16>) -> (tensor<3x11xbf16>, "
+       "tensor<11xbf16>)",
+       11 * 33, (33 + 11 + 33 + 33 + 11) * 2},
+      // batch_norm_grad: 15 per element; gamma, dgamma, dbeta have C = 3.
+      {"batch_norm_grad f32",
+       "%x: tensor<5x3x7xf32>, %g: tensor<3xf32>, %dy: tensor<5x3x7xf32>",
+       "%dx, %dg, %db = nn.batch_norm_grad %x, %g, %dy : (tensor<5x3x7xf32>, "
+       "tensor<3xf32>, tensor<5x3x7xf32>) -> (tensor<5x3x7xf32>, "
+       "tensor<3xf32>, tensor<3xf32>)",
+       15 * 105, (105 + 3 + 105 + 105 + 3 + 3) * 4},
+      // cross_entropy_grad: 6·N + R; logits, labels, dloss in, dlogits out.
+      {"cross_entropy_grad mean",
+       "%l: tensor<3x5x11xf32>, %y: tensor<3x5xi32>, %d: tensor<f32>",
+       "%g = nn.cross_entropy_grad %l, %y, %d : (tensor<3x5x11xf32>, "
+       "tensor<3x5xi32>, tensor<f32>) -> tensor<3x5x11xf32>",
+       6 * 165 + 15, 165 * 4 + 15 * 4 + 1 * 4 + 165 * 4},
+      {"cross_entropy_grad none",
+       "%l: tensor<7x13xbf16>, %y: tensor<7xi64>, %d: tensor<7xbf16>",
+       "%g = nn.cross_entropy_grad %l, %y, %d {reduction = "
+       "#nn.reduction<none>} : (tensor<7x13xbf16>, tensor<7xi64>, "
+       "tensor<7xbf16>) -> tensor<7x13xbf16>",
+       6 * 91 + 7, 91 * 2 + 7 * 8 + 7 * 2 + 91 * 2},
+      // embedding_grad: one add per element of dout; ids i64, dout, table.
+      {"embedding_grad", "%ids: tensor<3x7xi64>, %d: tensor<3x7x5xf32>",
+       "%t = nn.embedding_grad %ids, %d : (tensor<3x7xi64>, "
+       "tensor<3x7x5xf32>) -> tensor<11x5xf32>",
+       105, 21 * 8 + 105 * 4 + 55 * 4},
+      // attention_grad, B = 2, S = 3, H = 4, Hkv = 2, T = 7, D = 5, E = 11:
+      // 6·B·H·S·T·D + 4·B·H·S·T·E + 8·B·H·S·T; q, k, v, dout in, dq, dk,
+      // dv out.
+      {"attention_grad gqa",
+       "%q: tensor<2x3x4x5xf32>, %k: tensor<2x7x2x5xf32>, "
+       "%v: tensor<2x7x2x11xf32>, %do: tensor<2x3x4x11xf32>",
+       "%dq, %dk, %dv = nn.attention_grad %q, %k, %v, %do : "
+       "(tensor<2x3x4x5xf32>, tensor<2x7x2x5xf32>, tensor<2x7x2x11xf32>, "
+       "tensor<2x3x4x11xf32>) -> (tensor<2x3x4x5xf32>, tensor<2x7x2x5xf32>, "
+       "tensor<2x7x2x11xf32>)",
+       6 * 2 * 4 * 3 * 7 * 5 + 4 * 2 * 4 * 3 * 7 * 11 + 8 * 2 * 4 * 3 * 7,
+       (2 * (120 + 140 + 308) + 264) * 4},
+      // slice_grad moves data: reads 3x4, writes 7x11.
+      {"slice_grad strided", "%d: tensor<3x4xf32>",
+       "%x = nn.slice_grad %d start = [1, 0] limit = [7, 11] strides = [2, 3] "
+       ": tensor<3x4xf32> -> tensor<7x11xf32>",
+       0, (3 * 4 + 7 * 11) * 4},
+  });
+}
+
+TEST(CostTest, TrainingOps) {
+  checkCosts({
+      // sum_squares: 2 per element of every input; an f32 scalar out.
+      {"sum_squares mixed",
+       "%a: tensor<8x16xf32>, %b: tensor<16xbf16>, %c: tensor<f64>",
+       "%s = nn.sum_squares %a, %b, %c : (tensor<8x16xf32>, tensor<16xbf16>, "
+       "tensor<f64>) -> tensor<f32>",
+       2 * (128 + 16 + 1), 128 * 4 + 16 * 2 + 8 + 4},
+      // clip_scale: six scalar flops; three f32 scalars.
+      {"clip_scale", "%ss: tensor<f32>, %gs: tensor<f32>",
+       "%s = nn.clip_scale %ss, %gs : tensor<f32>", 6, 3 * 4},
+      // adamw with weight decay: 1 + 2 + 3 + 4 + 7 per element; grad and the
+      // scale in, every init read and written (bf16 param, f32 m and v).
+      {"optimizer_step adamw",
+       "%p: tensor<8x16xbf16>, %g: tensor<8x16xbf16>, %s: tensor<f32>, "
+       "%m: tensor<8x16xf32>, %v: tensor<8x16xf32>",
+       "%p2, %m2, %v2 = nn.optimizer_step adamw %g, %s outs(%p, %m, %v : "
+       "tensor<8x16xbf16>, tensor<8x16xf32>, tensor<8x16xf32>) "
+       "{weight_decay = 0.1 : f64} : tensor<8x16xbf16>",
+       17 * 128, 128 * 2 + 4 + 2 * (128 * 2 + 2 * 128 * 4)},
+      {"optimizer_step adam",
+       "%p: tensor<16xf32>, %g: tensor<16xf32>, %s: tensor<f32>, "
+       "%m: tensor<16xf32>, %v: tensor<16xf32>",
+       "%p2, %m2, %v2 = nn.optimizer_step adam %g, %s outs(%p, %m, %v : "
+       "tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) : tensor<16xf32>",
+       15 * 16, 64 + 4 + 2 * (3 * 64)},
+      // Plain SGD: scale (1) and update (2).
+      {"optimizer_step sgd",
+       "%p: tensor<4x4xf32>, %g: tensor<4x4xf32>, %s: tensor<f32>",
+       "%p2 = nn.optimizer_step sgd %g, %s outs(%p : tensor<4x4xf32>) : "
+       "tensor<4x4xf32>",
+       3 * 16, 64 + 4 + 2 * 64},
+      // SGD with weight decay, momentum and Nesterov: 1 + 2 + 2 + 2 + 2.
+      {"optimizer_step sgd nesterov",
+       "%p: tensor<4x4xf32>, %g: tensor<4x4xf32>, %s: tensor<f32>, "
+       "%b: tensor<4x4xf32>",
+       "%p2, %b2 = nn.optimizer_step sgd %g, %s outs(%p, %b : "
+       "tensor<4x4xf32>, tensor<4x4xf32>) {momentum = 0.9 : f64, nesterov, "
+       "weight_decay = 0.01 : f64} : tensor<4x4xf32>",
+       9 * 16, 64 + 4 + 2 * (2 * 64)},
+      // accumulate: one add per element; value and acc in, result out.
+      {"accumulate", "%g: tensor<8x16xf32>, %acc: tensor<8x16xf32>",
+       "%a = nn.accumulate %g outs(%acc) : tensor<8x16xf32>", 128, 3 * 128 * 4},
+  });
+}
+
 TEST(CostTest, RepeatIsLTimesItsBody) {
   auto ctx = test::makeContext();
   auto module = test::parse(*ctx, R"mlir(

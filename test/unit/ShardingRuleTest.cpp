@@ -498,6 +498,152 @@ TEST(ShardingRuleTest, CrossEntropy) {
   });
 }
 
+TEST(ShardingRuleTest, BackwardOps) {
+  const char *binary2 = "(d0, d1) -> (d0, d1)\n(d0, d1) -> (d0, d1)\n"
+                        "(d0, d1) -> (d0, d1)";
+  const char *par2 = "parallel, parallel";
+  const char *par3 = "parallel, parallel, parallel";
+  const char *bin = "%x: tensor<7x3xbf16>, %dy: tensor<7x3xbf16>";
+  const char *identity3 = "(d0, d1, d2) -> (d0, d1, d2)";
+  std::string softmaxMaps =
+      std::string(identity3) + "\n" + identity3 + "\n" + identity3;
+  // x, gamma, dy, then dx, dgamma, dbeta.
+  std::string layerNormMaps =
+      std::string(identity3) + "\n(d0, d1, d2) -> (d2)\n" + identity3 + "\n" +
+      identity3 + "\n(d0, d1, d2) -> (d2)\n(d0, d1, d2) -> (d2)";
+  std::string batchNormMaps =
+      std::string(identity3) + "\n(d0, d1, d2) -> (d1)\n" + identity3 + "\n" +
+      identity3 + "\n(d0, d1, d2) -> (d1)\n(d0, d1, d2) -> (d1)";
+  checkRules({
+      {"gelu_grad", bin,
+       "%y = nn.gelu_grad %x, %dy approximate : tensor<7x3xbf16>", par2,
+       binary2, "", kNoConstraints},
+      {"silu_grad", bin, "%y = nn.silu_grad %x, %dy : tensor<7x3xbf16>", par2,
+       binary2, "", kNoConstraints},
+      {"relu_grad", bin, "%y = nn.relu_grad %x, %dy : tensor<7x3xbf16>", par2,
+       binary2, "", kNoConstraints},
+      {"equal", "%a: tensor<7x3xi64>, %b: tensor<7x3xi64>",
+       "%y = nn.equal %a, %b : tensor<7x3xi64>", par2, binary2, "",
+       kNoConstraints},
+      // The softmax dimension stays whole, as the forward's.
+      {"softmax_grad default", "%y: tensor<2x3x5xf32>, %dy: tensor<2x3x5xf32>",
+       "%d = nn.softmax_grad %y, %dy : tensor<2x3x5xf32>", par3,
+       softmaxMaps.c_str(), "", "2"},
+      {"softmax_grad dim 0", "%y: tensor<2x3x5xf32>, %dy: tensor<2x3x5xf32>",
+       "%d = nn.softmax_grad %y, %dy {dim = 0 : i64} : tensor<2x3x5xf32>", par3,
+       softmaxMaps.c_str(), "", "0"},
+      // The forward's loops; the rows are sum reductions for dgamma and
+      // dbeta, the normalised dimension stays whole.
+      {"layer_norm_grad",
+       "%x: tensor<3x5x7xf16>, %g: tensor<7xf16>, %dy: tensor<3x5x7xf16>",
+       "%dx, %dg, %db = nn.layer_norm_grad %x, %g, %dy : (tensor<3x5x7xf16>, "
+       "tensor<7xf16>, tensor<3x5x7xf16>) -> (tensor<3x5x7xf16>, "
+       "tensor<7xf16>, tensor<7xf16>)",
+       "reduction, reduction, parallel", layerNormMaps.c_str(), "sum, sum",
+       "2"},
+      {"rms_norm_grad",
+       "%x: tensor<3x11xbf16>, %g: tensor<11xbf16>, %dy: tensor<3x11xbf16>",
+       "%dx, %dg = nn.rms_norm_grad %x, %g, %dy : (tensor<3x11xbf16>, "
+       "tensor<11xbf16>, tensor<3x11xbf16>) -> (tensor<3x11xbf16>, "
+       "tensor<11xbf16>)",
+       "reduction, parallel",
+       "(d0, d1) -> (d0, d1)\n(d0, d1) -> (d1)\n(d0, d1) -> (d0, d1)\n"
+       "(d0, d1) -> (d0, d1)\n(d0, d1) -> (d1)",
+       "sum", "1"},
+      // The statistics loops are sum reductions and stay whole.
+      {"batch_norm_grad",
+       "%x: tensor<5x3x7xf32>, %g: tensor<3xf32>, %dy: tensor<5x3x7xf32>",
+       "%dx, %dg, %db = nn.batch_norm_grad %x, %g, %dy : (tensor<5x3x7xf32>, "
+       "tensor<3xf32>, tensor<5x3x7xf32>) -> (tensor<5x3x7xf32>, "
+       "tensor<3xf32>, tensor<3xf32>)",
+       "reduction, parallel, reduction", batchNormMaps.c_str(), "sum, sum",
+       "0, 2"},
+      // Every row's gradient is its own: the positions are parallel (mean
+      // reads the scalar dloss), the classes stay whole.
+      {"cross_entropy_grad mean",
+       "%l: tensor<3x5x11xf32>, %y: tensor<3x5xi32>, %d: tensor<f32>",
+       "%g = nn.cross_entropy_grad %l, %y, %d : (tensor<3x5x11xf32>, "
+       "tensor<3x5xi32>, tensor<f32>) -> tensor<3x5x11xf32>",
+       par3,
+       "(d0, d1, d2) -> (d0, d1, d2)\n(d0, d1, d2) -> (d0, d1)\n"
+       "(d0, d1, d2) -> ()\n(d0, d1, d2) -> (d0, d1, d2)",
+       "", "2"},
+      {"cross_entropy_grad none",
+       "%l: tensor<7x13xbf16>, %y: tensor<7xi32>, %d: tensor<7xbf16>",
+       "%g = nn.cross_entropy_grad %l, %y, %d {reduction = "
+       "#nn.reduction<none>} : (tensor<7x13xbf16>, tensor<7xi32>, "
+       "tensor<7xbf16>) -> tensor<7x13xbf16>",
+       par2,
+       "(d0, d1) -> (d0, d1)\n(d0, d1) -> (d0)\n(d0, d1) -> (d0)\n"
+       "(d0, d1) -> (d0, d1)",
+       "", "1"},
+      // Loops i0, i1 (ids, sum reductions), h, v (stays whole).
+      {"embedding_grad", "%ids: tensor<3x7xi32>, %d: tensor<3x7x5xf32>",
+       "%t = nn.embedding_grad %ids, %d : (tensor<3x7xi32>, "
+       "tensor<3x7x5xf32>) -> tensor<11x5xf32>",
+       "reduction, reduction, parallel, parallel",
+       "(d0, d1, d2, d3) -> (d0, d1)\n(d0, d1, d2, d3) -> (d0, d1, d2)\n"
+       "(d0, d1, d2, d3) -> (d3, d2)",
+       "sum, sum", "3"},
+      // The forward's loops b, s, h, t, d, e; dq, dk, dv read as q, k, v.
+      // Only batch and heads split.
+      {"attention_grad gqa",
+       "%q: tensor<2x3x4x5xf32>, %k: tensor<2x7x2x5xf32>, "
+       "%v: tensor<2x7x2x11xf32>, %do: tensor<2x3x4x11xf32>",
+       "%dq, %dk, %dv = nn.attention_grad %q, %k, %v, %do : "
+       "(tensor<2x3x4x5xf32>, tensor<2x7x2x5xf32>, tensor<2x7x2x11xf32>, "
+       "tensor<2x3x4x11xf32>) -> (tensor<2x3x4x5xf32>, tensor<2x7x2x5xf32>, "
+       "tensor<2x7x2x11xf32>)",
+       "parallel, parallel, parallel, reduction, reduction, parallel",
+       "(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d4)\n"
+       "(d0, d1, d2, d3, d4, d5) -> (d0, d3, d2 floordiv 2, d4)\n"
+       "(d0, d1, d2, d3, d4, d5) -> (d0, d3, d2 floordiv 2, d5)\n"
+       "(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d5)\n"
+       "(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d4)\n"
+       "(d0, d1, d2, d3, d4, d5) -> (d0, d3, d2 floordiv 2, d4)\n"
+       "(d0, d1, d2, d3, d4, d5) -> (d0, d3, d2 floordiv 2, d5)",
+       "generic, generic", "1, 3, 4, 5"},
+      // Loops are dy's; dx element d·stride + start. The sliced dimension 0
+      // stays whole.
+      {"slice_grad strided", "%d: tensor<3x11xf32>",
+       "%x = nn.slice_grad %d start = [1, 0] limit = [7, 11] strides = [2, 1] "
+       ": tensor<3x11xf32> -> tensor<7x11xf32>",
+       par2, "(d0, d1) -> (d0, d1)\n(d0, d1) -> (d0 * 2 + 1, d1)", "", "0"},
+  });
+}
+
+TEST(ShardingRuleTest, TrainingOps) {
+  const char *identity2 = "(d0, d1) -> (d0, d1)";
+  std::string adamMaps = std::string(identity2) + "\n(d0, d1) -> ()";
+  for (int i = 0; i < 6; ++i)
+    adamMaps += std::string("\n") + identity2;
+  checkRules({
+      // The inputs' dimensions one after the other, all sum reductions.
+      {"sum_squares", "%a: tensor<8x16xf32>, %b: tensor<16xbf16>",
+       "%s = nn.sum_squares %a, %b : (tensor<8x16xf32>, tensor<16xbf16>) -> "
+       "tensor<f32>",
+       "reduction, reduction, reduction",
+       "(d0, d1, d2) -> (d0, d1)\n(d0, d1, d2) -> (d2)\n(d0, d1, d2) -> ()",
+       "sum, sum, sum", kNoConstraints},
+      {"clip_scale", "%ss: tensor<f32>, %gs: tensor<f32>",
+       "%s = nn.clip_scale %ss, %gs : tensor<f32>", "",
+       "() -> ()\n() -> ()\n() -> ()", "", kNoConstraints},
+      // grad, the scalar scale, the three inits and the three results.
+      {"optimizer_step adamw",
+       "%p: tensor<8x16xf32>, %g: tensor<8x16xf32>, %s: tensor<f32>, "
+       "%m: tensor<8x16xf32>, %v: tensor<8x16xf32>",
+       "%p2, %m2, %v2 = nn.optimizer_step adamw %g, %s outs(%p, %m, %v : "
+       "tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>) : "
+       "tensor<8x16xf32>",
+       "parallel, parallel", adamMaps.c_str(), "", kNoConstraints},
+      {"accumulate", "%g: tensor<8x16xf32>, %acc: tensor<8x16xf32>",
+       "%a = nn.accumulate %g outs(%acc) : tensor<8x16xf32>",
+       "parallel, parallel",
+       "(d0, d1) -> (d0, d1)\n(d0, d1) -> (d0, d1)\n(d0, d1) -> (d0, d1)", "",
+       kNoConstraints},
+  });
+}
+
 // nn.repeat has no upstream ShardingInterface on purpose: its rule is the
 // layer body's, and propagation and partitioning look inside the layer
 // function instead of treating the repeat as one op.

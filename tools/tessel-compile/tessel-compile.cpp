@@ -74,6 +74,46 @@ cl::opt<std::string> reportJson("report-json",
                                 cl::desc("Write the report as JSON to FILE"),
                                 cl::value_desc("file"), cl::init(""));
 
+// Training: the options of tessel-autodiff (unset ones fall back to the
+// module's nn.train dictionary, then to PyTorch's AdamW defaults).
+cl::OptionCategory trainCategory("Training step (tessel-autodiff)");
+cl::opt<bool> noTrain("no-train",
+                      cl::desc("Compile only the evaluation entry (no "
+                               "backward, no optimizer)"),
+                      cl::cat(trainCategory));
+cl::opt<std::string> optimizerName("optimizer", cl::desc("sgd, adam or adamw"),
+                                   cl::init(""), cl::cat(trainCategory));
+cl::opt<double> learningRate("lr", cl::desc("Peak learning rate"),
+                             cl::init(-1), cl::cat(trainCategory));
+cl::opt<double> beta1("beta1", cl::desc("Adam beta1"), cl::init(-1),
+                      cl::cat(trainCategory));
+cl::opt<double> beta2("beta2", cl::desc("Adam beta2"), cl::init(-1),
+                      cl::cat(trainCategory));
+cl::opt<double> adamEps("eps", cl::desc("Adam epsilon"), cl::init(-1),
+                        cl::cat(trainCategory));
+cl::opt<double> weightDecay("weight-decay", cl::desc("Weight decay"),
+                            cl::init(-1), cl::cat(trainCategory));
+cl::opt<double> momentum("momentum", cl::desc("SGD momentum"), cl::init(-1),
+                         cl::cat(trainCategory));
+cl::opt<bool> nesterov("nesterov", cl::desc("SGD with Nesterov momentum"),
+                       cl::cat(trainCategory));
+cl::opt<std::string> schedule("schedule",
+                              cl::desc("constant or warmup-cosine"),
+                              cl::init(""), cl::cat(trainCategory));
+cl::opt<int64_t> warmupSteps("warmup", cl::desc("Linear warm-up steps"),
+                             cl::init(-1), cl::cat(trainCategory));
+cl::opt<double> minLr("min-lr", cl::desc("Learning rate after the decay"),
+                      cl::init(-1), cl::cat(trainCategory));
+cl::opt<int64_t> totalSteps("total-steps",
+                            cl::desc("Steps of the run (end of the decay)"),
+                            cl::init(-1), cl::cat(trainCategory));
+cl::opt<double> clipNorm("clip", cl::desc("Global gradient-norm clipping"),
+                         cl::init(-1), cl::cat(trainCategory));
+cl::opt<std::string> recompute("recompute",
+                               cl::desc("Activation recomputation of repeated "
+                                        "layers: none, selective or full"),
+                               cl::init(""), cl::cat(trainCategory));
+
 /// Fails with "tessel-compile: <message>" on stderr.
 LogicalResult fail(const llvm::Twine &message) {
   llvm::errs() << "tessel-compile: " << message << "\n";
@@ -94,6 +134,25 @@ llvm::json::Object costReport(ModuleOp module) {
       perFunction[func.getSymName()] =
           tessel::nn::sumCost(func.getBody().front()).flops;
   return perFunction;
+}
+
+/// Bytes of the activations the backward entry keeps from its forward for
+/// the repeated layers' derivatives (the stacks the recompute policy
+/// decides); 0 for a model that is not trained.
+int64_t keptActivationBytes(ModuleOp module) {
+  int64_t bytes = 0;
+  for (auto func : module.getOps<func::FuncOp>()) {
+    auto entry = func->getAttrOfType<StringAttr>(
+        tessel::nn::NNDialect::kEntryAttrName);
+    if (!entry || entry.getValue() != "backward")
+      continue;
+    func.walk([&](tessel::nn::RepeatOp repeat) {
+      if (!repeat.getReverse())
+        for (Value stacked : repeat.getStackedResults())
+          bytes += tessel::nn::detail::tensorBytes(stacked.getType());
+    });
+  }
+  return bytes;
 }
 
 /// The model's description, read back from the lowered module: the same
@@ -122,11 +181,19 @@ void printHumanReport(const llvm::json::Object &report) {
       llvm::outs() << llvm::format("  flops of @%-20s %16lld\n",
                                    name.str().c_str(),
                                    (long long)*value.getAsInteger());
+  if (std::optional<int64_t> kept = report.getInteger("kept_activation_bytes");
+      kept && *kept > 0)
+    llvm::outs() << llvm::format(
+        "  %-29s %16lld bytes (recompute %s)\n", "layer activations kept",
+        (long long)*kept,
+        report.getString("recompute").value_or("none").str().c_str());
   llvm::outs() << llvm::format("  %-29s %16lld bytes\n", "arena (one rank)",
                                (long long)*report.getInteger("arena_bytes"));
   if (const llvm::json::Object *regions = report.getObject("regions"))
-    for (StringRef name : {"params", "inputs", "outputs", "scratch"})
-      if (const llvm::json::Object *region = regions->getObject(name))
+    for (StringRef name :
+         {"params", "grads", "states", "inputs", "control", "outputs", "scratch"})
+      if (const llvm::json::Object *region = regions->getObject(name);
+          region && *region->getInteger("bytes") > 0)
         llvm::outs() << llvm::format("    %-27s %16lld bytes at %lld\n",
                                      name.str().c_str(),
                                      (long long)*region->getInteger("bytes"),
@@ -135,6 +202,28 @@ void printHumanReport(const llvm::json::Object &report) {
 
 LogicalResult runPipeline(ModuleOp module, llvm::json::Object &report) {
   MLIRContext *ctx = module.getContext();
+  if (!noTrain) {
+    tessel::AutodiffPassOptions options;
+    options.optimizer = optimizerName;
+    options.lr = learningRate;
+    options.beta1 = beta1;
+    options.beta2 = beta2;
+    options.eps = adamEps;
+    options.weightDecay = weightDecay;
+    options.momentum = momentum;
+    if (nesterov)
+      options.nesterov = "true";
+    options.schedule = schedule;
+    options.warmup = warmupSteps;
+    options.minLr = minLr;
+    options.totalSteps = totalSteps;
+    options.clip = clipNorm;
+    options.recompute = recompute;
+    PassManager train(ctx);
+    train.addPass(tessel::createAutodiffPass(options));
+    if (failed(train.run(module)))
+      return failure();
+  }
   PassManager plan(ctx);
   plan.addPass(createCanonicalizerPass());
   plan.addPass(createCSEPass());
@@ -142,6 +231,11 @@ LogicalResult runPipeline(ModuleOp module, llvm::json::Object &report) {
   if (failed(plan.run(module)))
     return failure();
   report["flops"] = costReport(module);
+  report["kept_activation_bytes"] = keptActivationBytes(module);
+  if (auto train = module->getAttrOfType<DictionaryAttr>(
+          tessel::nn::NNDialect::kTrainAttrName))
+    if (auto policy = train.getAs<StringAttr>("recompute"))
+      report["recompute"] = policy.getValue().str();
 
   PassManager lower(ctx);
   tessel::LowerToRuntimePassOptions options;

@@ -4,11 +4,35 @@
 #define TESSEL_RUN_ARGS_H
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace tessel::run {
 
 enum class TokenDtype { U8, U16, I32 };
+
+/// How a training option's value is written and checked.
+enum class TrainingFlagKind { Name, Real, Count, Switch };
+
+/// A training option: compiled into the .so (module attribute tessel.train,
+/// the description's "train"), so a .mlir model passes it to tessel-compile
+/// and a .so must have been compiled with it.
+struct TrainingFlagSpec {
+  const char *flag;    // "--weight-decay"
+  const char *jsonKey; // "weight_decay"
+  TrainingFlagKind kind;
+};
+
+/// Every training flag, in --help order.
+const std::vector<TrainingFlagSpec> &trainingFlagSpecs();
+
+/// A training flag as given, its value validated and normalised ("" for a
+/// switch; schedule names spelled with '-').
+struct TrainingFlag {
+  const TrainingFlagSpec *spec;
+  std::string value;
+};
 
 struct Options {
   std::string model; // MODEL.so or MODEL.mlir
@@ -22,6 +46,16 @@ struct Options {
   int64_t logEvery = 10;
   bool quiet = false;
   bool help = false;
+  // Training: microbatches per step; --eval runs the forward entry only;
+  // --check-grads compares the backward entry with finite differences.
+  int64_t microbatches = 1;
+  bool eval = false;
+  bool checkGrads = false;
+  std::optional<double> gradTol;
+  std::vector<TrainingFlag> training; // in the order given, each flag once
+
+  /// The value of training flag `flag` ("--lr") if given.
+  const std::string *trainingValue(const std::string &flag) const;
 };
 
 /// Parses argv; throws UsageError on an unknown flag, a missing or bad value

@@ -3,6 +3,7 @@
 #include "Data.h"
 #include "Error.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cmath>
@@ -37,8 +38,8 @@ uint64_t hashName(const std::string &name) {
 /// do not depend on the order or number of tensors filled before.
 struct CounterRng {
   uint64_t key;
-  CounterRng(uint64_t seed, int64_t step, const std::string &name)
-      : key(splitmix64(splitmix64(seed) ^ splitmix64(step + 0x5851F42Dull) ^
+  CounterRng(uint64_t seed, int64_t sample, const std::string &name)
+      : key(splitmix64(splitmix64(seed) ^ splitmix64(sample + 0x5851F42Dull) ^
                        hashName(name))) {}
   uint64_t draw(uint64_t i) const { return splitmix64(key ^ splitmix64(i)); }
   // In (0, 1]: safe under log.
@@ -98,6 +99,18 @@ void storeIntegers(const std::vector<int64_t> &values, const TensorDesc &t,
   tessel_copy_to_device(ctx, at(arena, t), i32.data(), i32.size() * 4);
 }
 
+/// The batch dimension of a feed: its "batch" axis, else the first; -1 for
+/// a scalar (the whole tensor is one sample).
+int batchDimOf(const TensorDesc &t) {
+  for (size_t d = 0; d < t.axes.size() && d < t.shape.size(); ++d)
+    if (t.axes[d] == "batch")
+      return int(d);
+  return t.shape.empty() ? -1 : 0;
+}
+
+/// The features a classifier's synthetic label depends on.
+constexpr int64_t teacherFeatures = 16;
+
 class SyntheticData : public BatchSource {
 public:
   SyntheticData(const ModelDesc &model, uint64_t seed) : seed(seed) {
@@ -107,27 +120,98 @@ public:
         throw RunError("integer " + t->role + " '" + t->name +
                        "' has no limit: cannot draw synthetic values for it "
                        "(use --data)");
+    findClassifier(model);
   }
 
-  void fill(int64_t step, tessel_ctx *ctx, void *arena) override {
+  // Sample i of microbatch `index` is global sample index · B + i; its
+  // values are drawn from (seed, global sample, tensor name) alone, so M
+  // microbatches of B see exactly the samples of one batch of M · B.
+  void fill(int64_t index, tessel_ctx *ctx, void *arena) override {
+    std::vector<double> features; // The classifier input's, for its labels.
     for (const TensorDesc *t : feeds) {
-      CounterRng rng(seed, step, t->name);
-      int64_t n = t->numElements();
-      if (t->isInteger()) {
-        std::vector<int64_t> values(n);
-        uint64_t limit = *t->limit;
-        for (int64_t i = 0; i < n; ++i) // Lemire's multiply-shift.
-          values[i] = int64_t((unsigned __int128)rng.draw(i) * limit >> 64);
-        storeIntegers(values, *t, ctx, arena);
-      } else {
-        storeFloats(standardNormals(rng, n), *t, ctx, arena);
+      int dim = batchDimOf(*t);
+      int64_t batch = dim < 0 ? 1 : t->shape[dim];
+      int64_t outer = 1, inner = 1;
+      for (int d = 0; d < dim; ++d)
+        outer *= t->shape[d];
+      for (size_t d = dim + 1; d < t->shape.size(); ++d)
+        inner *= t->shape[d];
+      int64_t perSample = outer * inner;
+      std::vector<double> floats(t->isInteger() ? 0 : t->numElements());
+      std::vector<int64_t> ints(t->isInteger() ? t->numElements() : 0);
+      for (int64_t b = 0; b < batch; ++b) {
+        CounterRng rng(seed, index * batch + b, t->name);
+        std::vector<double> normals;
+        if (!t->isInteger())
+          normals = standardNormals(rng, perSample);
+        for (int64_t j = 0; j < perSample; ++j) {
+          // Element j = (o, i) of the sample sits at [o, b, i].
+          int64_t at = (j / inner * batch + b) * inner + j % inner;
+          if (t->isInteger()) // Lemire's multiply-shift.
+            ints[at] = int64_t(
+                (unsigned __int128)rng.draw(j) * uint64_t(*t->limit) >> 64);
+          else
+            floats[at] = normals[j];
+        }
+        if (t == classifierInput)
+          features.insert(features.end(), normals.begin(),
+                          normals.begin() + teacherInputs);
       }
+      if (t == classifierLabel)
+        for (int64_t b = 0; b < batch; ++b)
+          ints[b] = teacherClass(&features[b * teacherInputs]);
+      if (t->isInteger())
+        storeIntegers(ints, *t, ctx, arena);
+      else
+        storeFloats(floats, *t, ctx, arena);
     }
   }
 
 private:
+  /// A classifier — one float input [B, ...] and one integer label [B] —
+  /// gets labels it can learn: the class a fixed random linear teacher
+  /// assigns to the first 16 features of each sample (inputs come first in
+  /// feeds(), so they are drawn before the label is computed).
+  void findClassifier(const ModelDesc &model) {
+    std::vector<const TensorDesc *> inputs = model.withRole("input");
+    std::vector<const TensorDesc *> labels = model.withRole("label");
+    if (inputs.size() != 1 || labels.size() != 1 || inputs[0]->isInteger() ||
+        !labels[0]->isInteger() || labels[0]->shape.size() != 1 ||
+        batchDimOf(*inputs[0]) != 0 ||
+        inputs[0]->shape[0] != labels[0]->shape[0])
+      return;
+    classifierInput = inputs[0];
+    classifierLabel = labels[0];
+    teacherInputs = std::min(teacherFeatures,
+                             inputs[0]->numElements() /
+                                 std::max<int64_t>(1, inputs[0]->shape[0]));
+    classes = *labels[0]->limit;
+    // The teacher's weights: a pure function of the seed.
+    CounterRng rng(seed, -1, "teacher:" + classifierLabel->name);
+    teacher = standardNormals(rng, teacherInputs * classes);
+  }
+
+  int64_t teacherClass(const double *x) const {
+    int64_t best = 0;
+    double bestScore = -INFINITY;
+    for (int64_t c = 0; c < classes; ++c) {
+      double score = 0;
+      for (int64_t j = 0; j < teacherInputs; ++j)
+        score += x[j] * teacher[j * classes + c];
+      if (score > bestScore) {
+        best = c;
+        bestScore = score;
+      }
+    }
+    return best;
+  }
+
   uint64_t seed;
   std::vector<const TensorDesc *> feeds;
+  const TensorDesc *classifierInput = nullptr;
+  const TensorDesc *classifierLabel = nullptr;
+  int64_t teacherInputs = 0, classes = 0;
+  std::vector<double> teacher;
 };
 
 //===--- Token files ------------------------------------------------------===//
@@ -309,10 +393,10 @@ public:
     windows = (file.count - 1) / seq;
   }
 
-  void fill(int64_t step, tessel_ctx *ctx, void *arena) override {
+  void fill(int64_t index, tessel_ctx *ctx, void *arena) override {
     std::vector<int64_t> ids(batch * seq), targets(batch * seq);
     for (int64_t r = 0; r < batch; ++r) {
-      uint64_t first = (uint64_t(step) * batch + r) % windows * seq;
+      uint64_t first = (uint64_t(index) * batch + r) % windows * seq;
       for (int64_t i = 0; i < seq; ++i) {
         ids[r * seq + i] = token(first + i, *input);
         targets[r * seq + i] = token(first + i + 1, *label);

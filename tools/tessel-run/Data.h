@@ -10,22 +10,31 @@
 
 namespace tessel::run {
 
-/// Writes a model's inputs and labels into the arena before each step.
+/// Writes a model's inputs and labels into the arena before each backward
+/// or forward call. The model's inputs hold one microbatch of B samples;
+/// microbatch m of step s (M per step) is global microbatch index s·M + m,
+/// and its sample i global sample (s·M + m)·B + i, so M microbatches of B
+/// see exactly the samples one batch of M·B would.
 class BatchSource {
 public:
   virtual ~BatchSource() = default;
-  /// Fills every input and label for `step` (0-based); throws RunError.
-  virtual void fill(int64_t step, tessel_ctx *ctx, void *arena) = 0;
+  /// Fills every input and label for global microbatch `index` (0-based);
+  /// throws RunError.
+  virtual void fill(int64_t index, tessel_ctx *ctx, void *arena) = 0;
 };
 
-/// Synthetic data, a pure function of (seed, step, tensor name): floats
-/// N(0, 1), integers uniform in [0, limit).
+/// Synthetic data: each sample (a slice along the "batch" axis, else the
+/// first dimension) a pure function of (seed, global sample index, tensor
+/// name): floats N(0, 1), integers uniform in [0, limit). A classifier (one
+/// float input [B, ...], one integer label [B]) gets a learnable task
+/// instead of random labels: each label is the class a fixed random linear
+/// teacher (from the seed) assigns to the sample's first 16 features.
 std::unique_ptr<BatchSource> makeSyntheticData(const ModelDesc &model,
                                                uint64_t seed);
 
 /// Language-model batches from a token file (.bin of `dtype`, or .npy):
-/// row r of step s is window w = s·B + r (wrapping) of tokens[w·S, w·S+S],
-/// input its first S tokens, label its last S.
+/// row r of microbatch index k is window w = k·B + r (wrapping) of
+/// tokens[w·S, w·S+S], input its first S tokens, label its last S.
 std::unique_ptr<BatchSource> makeTokenFileData(const ModelDesc &model,
                                                const std::string &path,
                                                TokenDtype dtype);

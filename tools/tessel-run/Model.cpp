@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
@@ -52,6 +53,39 @@ std::vector<const TensorDesc *> ModelDesc::feeds() const {
 
 const TensorDesc &ModelDesc::loss() const { return *withRole("loss").front(); }
 
+const TensorDesc *ModelDesc::find(const std::string &role,
+                                  const std::string &name) const {
+  for (const TensorDesc &t : tensors)
+    if (t.role == role && t.name == name)
+      return &t;
+  return nullptr;
+}
+
+const TensorDesc *ModelDesc::gradOf(const std::string &name) const {
+  return find("grad", name);
+}
+
+bool ModelDesc::trains() const {
+  return entries.count("backward") && entries.count("update");
+}
+
+int64_t ModelDesc::batchSize() const {
+  std::vector<const TensorDesc *> inputs = withRole("input");
+  if (inputs.empty() || inputs.front()->shape.empty())
+    return 1;
+  const TensorDesc &first = *inputs.front();
+  for (size_t d = 0; d < first.axes.size() && d < first.shape.size(); ++d)
+    if (first.axes[d] == "batch")
+      return first.shape[d];
+  return first.shape[0];
+}
+
+double TrainConfig::lrAt(int64_t step) const {
+  int32_t kind = schedule == "warmup_cosine" ? TESSEL_LR_WARMUP_COSINE
+                                             : TESSEL_LR_CONSTANT;
+  return tessel_lr_at(kind, lr, minLr, warmup, totalSteps, step + 1);
+}
+
 namespace {
 
 int32_t dtypeCodeOf(const std::string &dtype) {
@@ -78,6 +112,10 @@ int32_t initKindOf(const std::string &kind) {
   return -1;
 }
 
+// ABI v2 adds training (entries, grads, states, grad_scale, "train"); v1
+// models load as eval-only.
+constexpr int64_t newestModelAbi = 2;
+
 // Every malformed description ends here, so all such errors read alike.
 [[noreturn]] void failDescription(const std::string &file,
                                   const std::string &problem) {
@@ -92,8 +130,9 @@ TensorDesc parseTensor(const json &j, const ModelDesc &model,
     failDescription(file, "tensor '" + t.name + "': " + problem);
   };
   t.role = j.at("role").get<std::string>();
-  static const std::set<std::string> roles = {"param", "input", "label", "loss",
-                                              "output"};
+  static const std::set<std::string> roles = {"param",      "grad",  "state",
+                                              "input",      "label", "loss",
+                                              "grad_scale", "output"};
   if (!roles.count(t.role))
     fail("unknown role '" + t.role + "'");
   t.dtype = j.at("dtype").get<std::string>();
@@ -112,6 +151,8 @@ TensorDesc parseTensor(const json &j, const ModelDesc &model,
     fail("bytes " + std::to_string(t.bytes) + " do not match its shape");
   if (t.offset < 0 || t.offset + t.bytes > model.arenaBytes)
     fail("lies outside the arena");
+  if (t.role == "param")
+    t.trainable = j.value("trainable", true);
   if (t.role == "param" && j.contains("init")) {
     const json &init = j.at("init");
     std::string kind = init.at("kind").get<std::string>();
@@ -125,6 +166,142 @@ TensorDesc parseTensor(const json &j, const ModelDesc &model,
   if (j.contains("limit"))
     t.limit = j.at("limit").get<int64_t>();
   return t;
+}
+
+/// The optimizer state of one parameter, as tessel-autodiff names it
+/// ("<param>.<suffix>").
+std::vector<std::string> stateSuffixes(const TrainConfig &train) {
+  if (train.optimizer == "adam" || train.optimizer == "adamw")
+    return {"m", "v"};
+  if (train.momentum != 0.0)
+    return {"momentum"};
+  return {};
+}
+
+TrainConfig parseTrainConfig(const json &j, const std::string &file) {
+  auto fail = [&](const std::string &problem) {
+    failDescription(file, "\"train\": " + problem);
+  };
+  if (!j.is_object())
+    fail("not an object");
+  TrainConfig c;
+  c.optimizer = j.value("optimizer", c.optimizer);
+  if (c.optimizer != "sgd" && c.optimizer != "adam" && c.optimizer != "adamw")
+    fail("unknown optimizer '" + c.optimizer +
+         "' (expected sgd, adam or adamw)");
+  c.lr = j.value("lr", c.lr);
+  c.beta1 = j.value("beta1", c.beta1);
+  c.beta2 = j.value("beta2", c.beta2);
+  c.eps = j.value("eps", c.eps);
+  c.weightDecay =
+      j.value("weight_decay", c.optimizer == "adamw" ? c.weightDecay : 0.0);
+  c.momentum = j.value("momentum", c.momentum);
+  c.nesterov = j.value("nesterov", c.nesterov);
+  c.schedule = j.value("schedule", c.schedule);
+  std::replace(c.schedule.begin(), c.schedule.end(), '-', '_');
+  if (c.schedule != "constant" && c.schedule != "warmup_cosine")
+    fail("unknown schedule '" + c.schedule +
+         "' (expected constant or warmup_cosine)");
+  c.warmup = j.value("warmup", c.warmup);
+  c.minLr = j.value("min_lr", c.minLr);
+  c.totalSteps = j.value("total_steps", c.totalSteps);
+  c.clip = j.value("clip", c.clip);
+  c.recompute = j.value("recompute", c.recompute);
+  if (c.recompute != "none" && c.recompute != "selective" &&
+      c.recompute != "full")
+    fail("unknown recompute '" + c.recompute +
+         "' (expected none, selective or full)");
+  return c;
+}
+
+/// Entry symbols: ABI v2's "entries", or v1's single "entry" (the forward).
+void parseEntries(const json &j, ModelDesc &model, const std::string &file) {
+  if (j.contains("entries")) {
+    for (auto &[kind, symbol] : j.at("entries").items()) {
+      if (kind != "forward" && kind != "backward" && kind != "update")
+        failDescription(file, "unknown entry kind '" + kind +
+                                  "' (expected forward, backward or update)");
+      model.entries[kind] = symbol.get<std::string>();
+    }
+  }
+  if (!model.entries.count("forward")) {
+    if (!j.contains("entry"))
+      failDescription(file, "no forward entry (neither \"entries\" nor "
+                            "\"entry\" names one)");
+    model.entries["forward"] = j.at("entry").get<std::string>();
+  }
+  if (model.entries.count("backward") != model.entries.count("update"))
+    failDescription(
+        file,
+        std::string("a ") +
+            (model.entries.count("backward") ? "backward" : "update") +
+            " entry without " +
+            (model.entries.count("backward") ? "an update" : "a backward") +
+            " entry");
+}
+
+/// The tensors a training step adds: a grad per trainable parameter, the
+/// optimizer's states, one f32 grad_scale, all where the "regions" say.
+void validateTraining(const ModelDesc &model, const std::string &file) {
+  if (!model.train)
+    failDescription(file, "backward and update entries but no \"train\"");
+  std::set<std::string> seen;
+  for (const TensorDesc *g : model.withRole("grad")) {
+    auto fail = [&](const std::string &problem) {
+      failDescription(file, "grad '" + g->name + "': " + problem);
+    };
+    const TensorDesc *p = model.find("param", g->name);
+    if (!p)
+      fail("no parameter of that name");
+    if (!p->trainable)
+      fail("its parameter is not trainable");
+    if (g->dtypeCode != p->dtypeCode || g->shape != p->shape)
+      fail("dtype or shape differs from its parameter's");
+    if (!seen.insert(g->name).second)
+      fail("appears twice");
+  }
+  std::vector<std::string> suffixes = stateSuffixes(*model.train);
+  std::set<std::string> expected;
+  for (const TensorDesc *p : model.withRole("param")) {
+    if (!p->trainable)
+      continue;
+    if (!model.gradOf(p->name))
+      failDescription(file,
+                      "trainable parameter '" + p->name + "' has no grad");
+    for (const std::string &suffix : suffixes)
+      expected.insert(p->name + "." + suffix);
+  }
+  std::set<std::string> states;
+  for (const TensorDesc *t : model.withRole("state")) {
+    auto fail = [&](const std::string &problem) {
+      failDescription(file, "state '" + t->name + "': " + problem);
+    };
+    if (!expected.count(t->name))
+      fail("not a state of optimizer " + model.train->optimizer +
+           " of a trainable parameter");
+    if (!states.insert(t->name).second)
+      fail("appears twice");
+    const TensorDesc *p =
+        model.find("param", t->name.substr(0, t->name.rfind('.')));
+    if (t->dtypeCode != TESSEL_F32 || t->shape != p->shape)
+      fail("must be f32 with its parameter's shape");
+  }
+  for (const std::string &name : expected)
+    if (!states.count(name))
+      failDescription(file, "optimizer " + model.train->optimizer +
+                                " needs state '" + name +
+                                "', the description has none");
+  std::vector<const TensorDesc *> scales = model.withRole("grad_scale");
+  if (scales.size() != 1 || scales[0]->dtypeCode != TESSEL_F32 ||
+      scales[0]->numElements() != 1)
+    failDescription(file, "expected one f32 scalar grad_scale tensor, found " +
+                              std::to_string(scales.size()));
+  if (auto grads = model.regions.find("grads"); grads != model.regions.end())
+    for (const TensorDesc *g : model.withRole("grad"))
+      if (g->offset < grads->second.offset ||
+          g->offset + g->bytes > grads->second.offset + grads->second.bytes)
+        failDescription(file, "grad '" + g->name +
+                                  "' lies outside the \"grads\" region");
 }
 
 void validateRoles(const ModelDesc &model, const std::string &file) {
@@ -141,6 +318,8 @@ void validateRoles(const ModelDesc &model, const std::string &file) {
   for (const TensorDesc *p : model.withRole("param"))
     if (!names.insert(p->name).second)
       failDescription(file, "two parameters named '" + p->name + "'");
+  if (model.trains())
+    validateTraining(model, file);
 }
 
 bool fileExists(const std::string &path) {
@@ -203,16 +382,27 @@ ModelDesc tessel::run::parseModelDescription(const std::string &text,
     json j = json::parse(text);
     // The version first: a newer description may change everything else.
     model.abiVersion = j.at("abi_version").get<int64_t>();
-    if (model.abiVersion != TESSEL_ABI_VERSION)
+    if (model.abiVersion < 1 || model.abiVersion > newestModelAbi)
       throw RunError("model '" + file + "' has ABI version " +
                      std::to_string(model.abiVersion) +
-                     ", this tessel-run supports " +
-                     std::to_string(TESSEL_ABI_VERSION));
+                     ", this tessel-run supports 1 to " +
+                     std::to_string(newestModelAbi));
     model.source = j.value("source", "");
     model.function = j.value("function", "");
-    model.entry = j.at("entry").get<std::string>();
+    parseEntries(j, model, file);
     model.arenaBytes = j.at("arena_bytes").get<int64_t>();
     model.peakBytes = j.value("peak_bytes", int64_t(0));
+    if (j.contains("regions"))
+      for (auto &[name, r] : j.at("regions").items()) {
+        Region region{r.at("offset").get<int64_t>(),
+                      r.at("bytes").get<int64_t>()};
+        if (region.offset < 0 || region.bytes < 0 ||
+            region.offset + region.bytes > model.arenaBytes)
+          failDescription(file, "region '" + name + "' lies outside the arena");
+        model.regions[name] = region;
+      }
+    if (j.contains("train"))
+      model.train = parseTrainConfig(j.at("train"), file);
     for (const json &t : j.at("tensors"))
       model.tensors.push_back(parseTensor(t, model, file));
   } catch (const json::exception &e) {
@@ -246,15 +436,26 @@ LoadedModel tessel::run::loadModel(const std::string &path, int dlopenFlags) {
   if (!text)
     throw RunError("model '" + path + "': tessel_model_json returned null");
   model.desc = parseModelDescription(text, path);
-  model.forward = reinterpret_cast<ForwardFn>(
-      ::dlsym(model.handle, model.desc.entry.c_str()));
-  if (!model.forward)
-    throw RunError("model '" + path + "' has no entry symbol '" +
-                   model.desc.entry + "'");
+  auto resolve = [&](const std::string &kind) -> EntryFn {
+    auto entry = model.desc.entries.find(kind);
+    if (entry == model.desc.entries.end())
+      return nullptr;
+    auto fn =
+        reinterpret_cast<EntryFn>(::dlsym(model.handle, entry->second.c_str()));
+    if (!fn)
+      throw RunError("model '" + path + "' has no " + kind + " entry symbol '" +
+                     entry->second + "'");
+    return fn;
+  };
+  model.forward = resolve("forward");
+  model.backward = resolve("backward");
+  model.update = resolve("update");
   return model;
 }
 
-std::string tessel::run::compileMlirModel(const std::string &mlirPath) {
+std::string
+tessel::run::compileMlirModel(const std::string &mlirPath,
+                              const std::vector<std::string> &extraArgs) {
   if (!fileExists(mlirPath))
     throw RunError("cannot open model '" + mlirPath +
                    "': " + std::strerror(errno));
@@ -272,6 +473,7 @@ std::string tessel::run::compileMlirModel(const std::string &mlirPath) {
                    std::string(std::strerror(errno)));
   std::string output = dirTemplate + "/model.so";
   std::vector<std::string> args = {compiler, mlirPath, "-o", output};
+  args.insert(args.end(), extraArgs.begin(), extraArgs.end());
   std::vector<char *> argv;
   for (std::string &a : args)
     argv.push_back(a.data());
@@ -332,6 +534,23 @@ void tessel::run::initParams(const ModelDesc &model, tessel_ctx *ctx,
                       /*first=*/0, p->numElements(), p->initKind, p->initArgs,
                       seed, p->name.c_str());
   tessel_synchronize(ctx);
+}
+
+void tessel::run::zeroGrads(const ModelDesc &model, tessel_ctx *ctx,
+                            void *arena) {
+  char *base = static_cast<char *>(arena);
+  if (auto grads = model.regions.find("grads"); grads != model.regions.end()) {
+    tessel_zero(ctx, base + grads->second.offset, grads->second.bytes);
+    return;
+  }
+  for (const TensorDesc *g : model.withRole("grad"))
+    tessel_zero(ctx, base + g->offset, g->bytes);
+}
+
+void tessel::run::zeroStates(const ModelDesc &model, tessel_ctx *ctx,
+                             void *arena) {
+  for (const TensorDesc *t : model.withRole("state"))
+    tessel_zero(ctx, static_cast<char *>(arena) + t->offset, t->bytes);
 }
 
 void tessel::run::checkKernelError(tessel_ctx *ctx, const std::string &when) {

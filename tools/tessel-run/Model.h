@@ -6,6 +6,7 @@
 #include "tessel/runtime.h"
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -15,14 +16,17 @@ namespace tessel::run {
 /// One tensor of the arena, as the model's JSON describes it.
 struct TensorDesc {
   std::string name;
-  std::string role;  // param, input, label, loss or output
+  std::string role;  // param, grad, state, input, label, grad_scale, loss or
+                     // output
   std::string dtype; // f32 f16 bf16 f64 i32 i64
   int32_t dtypeCode = 0;
   std::vector<int64_t> shape;
   std::vector<std::string> axes;
   int64_t offset = 0;
   int64_t bytes = 0;
-  // Parameters only.
+  // Parameters only. A parameter no gradient reaches is not trainable: it
+  // has no grad and no state and the update leaves it alone.
+  bool trainable = true;
   int32_t initKind = TESSEL_INIT_ZEROS;
   double initArgs[2] = {0.0, 0.0};
   // Integer inputs and labels: values lie in [0, limit).
@@ -32,28 +36,70 @@ struct TensorDesc {
   bool isInteger() const;
 };
 
+/// What the training step was compiled with: the module's tessel.train
+/// attribute, the description's "train" (PyTorch's defaults where absent).
+struct TrainConfig {
+  std::string optimizer = "adamw"; // sgd, adam or adamw
+  double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+  double weightDecay = 0.01, momentum = 0.0; // weight decay: 0 unless adamw
+  bool nesterov = false;
+  std::string schedule = "constant"; // constant or warmup_cosine
+  int64_t warmup = 0;
+  double minLr = 0.0;
+  int64_t totalSteps = 0;
+  double clip = 0.0;
+  std::string recompute = "none";
+
+  /// This step's learning rate (`step` 0-based, as tessel_set_step), as the
+  /// update entry computes it.
+  double lrAt(int64_t step) const;
+};
+
+/// A byte range of the arena.
+struct Region {
+  int64_t offset = 0;
+  int64_t bytes = 0;
+};
+
 /// The description returned by tessel_model_json().
 struct ModelDesc {
   int64_t abiVersion = 0;
   std::string source;
   std::string function;
-  std::string entry;
+  /// Entry symbols by kind: "forward" always; "backward" and "update" when
+  /// the model was compiled for training (ABI v2's "entries"; v1's "entry"
+  /// is the forward).
+  std::map<std::string, std::string> entries;
   int64_t arenaBytes = 0;
   int64_t peakBytes = 0;
+  std::map<std::string, Region> regions;
+  std::optional<TrainConfig> train;
   std::vector<TensorDesc> tensors;
 
   std::vector<const TensorDesc *> withRole(const std::string &role) const;
   /// Inputs then labels: what the launcher writes before each step.
   std::vector<const TensorDesc *> feeds() const;
   const TensorDesc &loss() const;
+  /// The gradient accumulator of parameter `name`, or null.
+  const TensorDesc *gradOf(const std::string &name) const;
+  const TensorDesc *find(const std::string &role,
+                         const std::string &name) const;
+  /// Has backward and update entries: a run trains by default.
+  bool trains() const;
+  /// The batch of one microbatch: the size of the "batch" axis (else the
+  /// first dimension) of the first input; 1 without one.
+  int64_t batchSize() const;
 };
 
-using ForwardFn = void (*)(tessel_ctx *, void *);
+using EntryFn = void (*)(tessel_ctx *, void *);
+using ForwardFn = EntryFn;
 
 /// A dlopen'ed model .so.
 struct LoadedModel {
   void *handle = nullptr;
-  ForwardFn forward = nullptr;
+  EntryFn forward = nullptr;
+  EntryFn backward = nullptr; // null unless desc.trains()
+  EntryFn update = nullptr;
   ModelDesc desc;
 };
 
@@ -88,8 +134,17 @@ double readLoss(const TensorDesc &loss, tessel_ctx *ctx, const void *arena);
 void checkKernelError(tessel_ctx *ctx, const std::string &when);
 
 /// Compiles `mlirPath` with the tessel-compile next to this executable into
-/// a fresh temporary .so and returns its path.
-std::string compileMlirModel(const std::string &mlirPath);
+/// a fresh temporary .so and returns its path; `extraArgs` follow
+/// `MODEL.mlir -o OUT.so` (the training flags).
+std::string compileMlirModel(const std::string &mlirPath,
+                             const std::vector<std::string> &extraArgs = {});
+
+/// Sets every byte of the gradient accumulators to zero (the "grads"
+/// region, or each grad tensor when the description has no such region).
+void zeroGrads(const ModelDesc &model, tessel_ctx *ctx, void *arena);
+
+/// Sets every optimizer state tensor to zero (a fresh optimizer).
+void zeroStates(const ModelDesc &model, tessel_ctx *ctx, void *arena);
 
 /// Elements processed per step, for tokens/s: batch × sequence of the first
 /// input for a sequence model, its batch otherwise.

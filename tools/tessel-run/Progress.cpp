@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -61,21 +62,23 @@ MetricsWriter::~MetricsWriter() {
 }
 
 void MetricsWriter::write(const StepResult &r) {
-  nlohmann::ordered_json line = {{"step", r.step},
-                                 {"loss", r.loss},
-                                 {"tokens_per_s", r.tokensPerSecond},
-                                 {"step_ms", r.seconds * 1e3},
-                                 {"allocated_bytes", r.allocatedBytes}};
+  nlohmann::ordered_json line = {{"step", r.step}, {"loss", r.loss}};
+  if (r.lr)
+    line["lr"] = *r.lr;
+  line["microbatches"] = r.microbatches;
+  line["tokens_per_s"] = r.tokensPerSecond;
+  line["step_ms"] = r.seconds * 1e3;
+  line["allocated_bytes"] = r.allocatedBytes;
   std::string text = line.dump() + "\n";
   if (std::fputs(text.c_str(), file) < 0 || std::fflush(file) != 0)
     throw RunError("cannot write metrics file '" + path +
                    "': " + std::strerror(errno));
 }
 
-ProgressReporter::ProgressReporter(int64_t totalSteps, int64_t logEvery,
-                                   bool quiet)
-    : totalSteps(totalSteps), logEvery(logEvery), quiet(quiet),
-      terminal(::isatty(STDERR_FILENO)) {}
+ProgressReporter::ProgressReporter(int64_t firstStep, int64_t lastStep,
+                                   int64_t logEvery, bool quiet)
+    : firstStep(firstStep), totalSteps(lastStep), logEvery(logEvery),
+      quiet(quiet), terminal(::isatty(STDERR_FILENO)) {}
 
 void ProgressReporter::onStep(const StepResult &r) {
   if (steps == 0)
@@ -100,7 +103,8 @@ void ProgressReporter::drawBar(const StepResult &r, double eta) {
     return;
   lastDraw = now;
   constexpr int width = 30;
-  int filled = int(width * r.step / totalSteps);
+  int filled = int(width * (r.step - firstStep) /
+                   std::max<int64_t>(1, totalSteps - firstStep));
   std::string bar(filled, '#');
   bar.append(width - filled, '.');
   std::fprintf(stderr, "\r[%s] %ld/%ld loss %.6g %.0f tok/s ETA %s\033[K",
@@ -117,16 +121,16 @@ void ProgressReporter::logLine(const StepResult &r, double eta) {
 }
 
 void ProgressReporter::finish(double totalSeconds, int64_t peakBytes,
-                              int64_t arenaBytes) {
+                              int64_t arenaBytes, const std::string &what) {
   if (quiet)
     return;
   if (barDrawn)
     std::fputc('\n', stderr);
   double meanTokens = stepSeconds > 0 ? tokens / stepSeconds : 0;
   std::fprintf(stderr,
-               "done: %ld steps, loss %.6g -> %.6g, %.0f tokens/s mean, "
+               "done: %ld steps (%s), loss %.6g -> %.6g, %.0f tokens/s mean, "
                "%s total, peak %s (arena %s)\n",
-               long(steps), firstLoss, lastLoss, meanTokens,
+               long(steps), what.c_str(), firstLoss, lastLoss, meanTokens,
                formatDuration(totalSeconds).c_str(),
                formatBytes(peakBytes).c_str(), formatBytes(arenaBytes).c_str());
 }

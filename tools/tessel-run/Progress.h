@@ -5,17 +5,20 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <optional>
 #include <string>
 
 namespace tessel::run {
 
 struct StepResult {
-  int64_t step; // 1-based
-  double loss;
+  int64_t step;   // 1-based; a resumed run continues the checkpoint's count
+  double loss;    // the mean of the microbatches' losses
   int64_t tokens; // processed this step
   double seconds;
   double tokensPerSecond;
-  int64_t allocatedBytes; // device bytes the runtime holds (its counter)
+  int64_t allocatedBytes;   // device bytes the runtime holds (its counter)
+  std::optional<double> lr; // this step's learning rate (training only)
+  int64_t microbatches = 1;
 };
 
 /// Writes one JSON object per step to a file (JSON lines), flushed each step
@@ -37,15 +40,20 @@ private:
 /// `logEvery` steps otherwise, and a summary at the end.
 class ProgressReporter {
 public:
-  ProgressReporter(int64_t totalSteps, int64_t logEvery, bool quiet);
+  /// Steps firstStep + 1 .. lastStep (1-based) will be reported.
+  ProgressReporter(int64_t firstStep, int64_t lastStep, int64_t logEvery,
+                   bool quiet);
   void onStep(const StepResult &result);
-  void finish(double totalSeconds, int64_t peakBytes, int64_t arenaBytes);
+  /// The summary; `what` says what ran ("train adamw lr 0.001, global
+  /// batch 32 = 4 x 8").
+  void finish(double totalSeconds, int64_t peakBytes, int64_t arenaBytes,
+              const std::string &what);
 
 private:
   void drawBar(const StepResult &result, double eta);
   void logLine(const StepResult &result, double eta);
 
-  int64_t totalSteps, logEvery;
+  int64_t firstStep, totalSteps, logEvery;
   bool quiet, terminal;
   bool barDrawn = false;
   double lastDraw = -1;

@@ -13,6 +13,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -58,12 +59,22 @@ std::string joinNames(const std::vector<std::string> &names) {
 
 /// The header JSON, padded with spaces to a multiple of 8 bytes so the data
 /// that follows is aligned (as the reference implementation does).
-std::string buildHeader(const ModelDesc &model,
+/// Parameters, then (a training checkpoint) optimizer states.
+std::vector<const TensorDesc *> savedTensors(const ModelDesc &model,
+                                             bool withStates) {
+  std::vector<const TensorDesc *> out = model.withRole("param");
+  if (withStates)
+    for (const TensorDesc *t : model.withRole("state"))
+      out.push_back(t);
+  return out;
+}
+
+std::string buildHeader(const std::vector<const TensorDesc *> &tensors,
                         const std::map<std::string, std::string> &metadata) {
   ordered_json header;
   header["__metadata__"] = metadata;
   int64_t offset = 0;
-  for (const TensorDesc *p : model.withRole("param")) {
+  for (const TensorDesc *p : tensors) {
     header[p->name] = {{"dtype", safetensorsDtype(p->dtypeCode)},
                        {"shape", p->shape},
                        {"data_offsets", {offset, offset + p->bytes}}};
@@ -82,8 +93,9 @@ void writeAll(std::FILE *f, const void *data, size_t size,
 }
 
 void writeCheckpointFile(std::FILE *f, const std::string &path,
-                         const ModelDesc &model, tessel_ctx *ctx,
-                         const void *arena, const std::string &header) {
+                         const std::vector<const TensorDesc *> &tensors,
+                         tessel_ctx *ctx, const void *arena,
+                         const std::string &header) {
   uint64_t n = header.size();
   unsigned char len[8];
   for (int i = 0; i < 8; ++i)
@@ -91,7 +103,7 @@ void writeCheckpointFile(std::FILE *f, const std::string &path,
   writeAll(f, len, 8, path);
   writeAll(f, header.data(), header.size(), path);
   std::vector<char> host;
-  for (const TensorDesc *p : model.withRole("param")) {
+  for (const TensorDesc *p : tensors) {
     host.resize(p->bytes);
     tessel_copy_to_host(ctx, host.data(),
                         static_cast<const char *>(arena) + p->offset, p->bytes);
@@ -154,9 +166,11 @@ struct StoredTensor {
   uint64_t begin = 0, end = 0;
 };
 
-/// Parses and bounds-checks the header; the key is the tensor name.
-std::map<std::string, StoredTensor> readHeader(const MappedFile &file,
-                                               const std::string &path) {
+/// Parses and bounds-checks the header; the key is the tensor name. The
+/// string entries of "__metadata__" go to `metadata`.
+std::map<std::string, StoredTensor>
+readHeader(const MappedFile &file, const std::string &path,
+           std::map<std::string, std::string> &metadata) {
   auto fail = [&](const std::string &problem) -> RunError {
     return RunError("checkpoint '" + path + "': " + problem);
   };
@@ -174,8 +188,13 @@ std::map<std::string, StoredTensor> readHeader(const MappedFile &file,
     if (!header.is_object())
       throw fail("header is not a JSON object");
     for (auto &[name, entry] : header.items()) {
-      if (name == "__metadata__")
+      if (name == "__metadata__") {
+        if (entry.is_object())
+          for (auto &[key, value] : entry.items())
+            if (value.is_string())
+              metadata[key] = value.get<std::string>();
         continue;
+      }
       StoredTensor t;
       t.dtype = entry.at("dtype").get<std::string>();
       t.shape = entry.at("shape").get<std::vector<int64_t>>();
@@ -196,18 +215,24 @@ std::map<std::string, StoredTensor> readHeader(const MappedFile &file,
   return tensors;
 }
 
-/// Exactly the model's parameter names: lists what is missing and extra.
+/// A key "<param>.<suffix>" of one of the model's parameters: optimizer
+/// state (of this model's optimizer or another's).
+bool looksLikeState(const std::string &name, const ModelDesc &model) {
+  size_t dot = name.rfind('.');
+  return dot != std::string::npos && !model.find("param", name) &&
+         model.find("param", name.substr(0, dot));
+}
+
+/// Exactly the model's parameter names, plus optimizer-state keys: lists
+/// what is missing and extra.
 void checkKeys(const std::map<std::string, StoredTensor> &stored,
                const ModelDesc &model, const std::string &path) {
   std::vector<std::string> missing, extra;
-  std::map<std::string, bool> isParam;
-  for (const TensorDesc *p : model.withRole("param")) {
-    isParam[p->name] = true;
+  for (const TensorDesc *p : model.withRole("param"))
     if (!stored.count(p->name))
       missing.push_back(p->name);
-  }
   for (auto &[name, t] : stored)
-    if (!isParam.count(name))
+    if (!model.find("param", name) && !looksLikeState(name, model))
       extra.push_back(name);
   if (missing.empty() && extra.empty())
     return;
@@ -220,38 +245,84 @@ void checkKeys(const std::map<std::string, StoredTensor> &stored,
   throw RunError("checkpoint '" + path + "': " + problem);
 }
 
+/// A training run takes the checkpoint's optimizer state only if it is
+/// exactly its own optimizer's: resuming Adam moments into SGD (or the
+/// reverse) would silently change the run.
+void checkStateKeys(const std::map<std::string, StoredTensor> &stored,
+                    const ModelDesc &model, const std::string &path) {
+  std::vector<std::string> missing, extra;
+  for (const TensorDesc *t : model.withRole("state"))
+    if (!stored.count(t->name))
+      missing.push_back(t->name);
+  for (auto &[name, t] : stored)
+    if (looksLikeState(name, model) && !model.find("state", name))
+      extra.push_back(name);
+  if (missing.empty() && extra.empty())
+    return;
+  std::string problem = "optimizer state does not match the model's "
+                        "optimizer " +
+                        model.train->optimizer;
+  if (!missing.empty())
+    problem += ": missing " + joinNames(missing);
+  if (!extra.empty())
+    problem += std::string(missing.empty() ? ": " : "; ") + "unexpected " +
+               joinNames(extra);
+  throw RunError("checkpoint '" + path + "': " + problem);
+}
+
 void checkDtypesAndShapes(const std::map<std::string, StoredTensor> &stored,
-                          const ModelDesc &model, const std::string &path) {
-  for (const TensorDesc *p : model.withRole("param")) {
+                          const std::vector<const TensorDesc *> &tensors,
+                          const std::string &path) {
+  for (const TensorDesc *p : tensors) {
     const StoredTensor &t = stored.at(p->name);
+    std::string what =
+        (p->role == "param" ? "parameter '" : "state '") + p->name + "'";
     std::string want = safetensorsDtype(p->dtypeCode);
     if (t.dtype != want)
-      throw RunError("checkpoint '" + path + "': parameter '" + p->name +
-                     "' has dtype " + t.dtype + ", the model expects " + want);
+      throw RunError("checkpoint '" + path + "': " + what + " has dtype " +
+                     t.dtype + ", the model expects " + want);
     if (t.shape != p->shape)
-      throw RunError("checkpoint '" + path + "': parameter '" + p->name +
-                     "' has shape " + shapeString(t.shape) +
-                     ", the model expects " + shapeString(p->shape));
+      throw RunError("checkpoint '" + path + "': " + what + " has shape " +
+                     shapeString(t.shape) + ", the model expects " +
+                     shapeString(p->shape));
     if (t.end - t.begin != uint64_t(p->bytes))
-      throw RunError("checkpoint '" + path + "': parameter '" + p->name +
-                     "' holds " + std::to_string(t.end - t.begin) +
+      throw RunError("checkpoint '" + path + "': " + what + " holds " +
+                     std::to_string(t.end - t.begin) +
                      " bytes, its shape needs " + std::to_string(p->bytes));
   }
+}
+
+int64_t parseStep(const std::map<std::string, std::string> &metadata,
+                  const std::string &path) {
+  auto it = metadata.find("tessel.step");
+  if (it == metadata.end())
+    throw RunError("checkpoint '" + path +
+                   "': optimizer state without a step count (metadata "
+                   "tessel.step)");
+  errno = 0;
+  char *end = nullptr;
+  long long step = std::strtoll(it->second.c_str(), &end, 10);
+  if (it->second.empty() || *end != '\0' || errno == ERANGE || step < 0)
+    throw RunError("checkpoint '" + path + "': bad tessel.step '" + it->second +
+                   "'");
+  return step;
 }
 
 } // namespace
 
 void tessel::run::writeSafetensorsAtomically(
     const std::string &path, const ModelDesc &model, tessel_ctx *ctx,
-    const void *arena, const std::map<std::string, std::string> &metadata) {
-  std::string header = buildHeader(model, metadata);
+    const void *arena, const std::map<std::string, std::string> &metadata,
+    bool withStates) {
+  std::vector<const TensorDesc *> tensors = savedTensors(model, withStates);
+  std::string header = buildHeader(tensors, metadata);
   std::string tmp = path + ".tmp";
   std::FILE *f = std::fopen(tmp.c_str(), "wb");
   if (!f)
     throw RunError("cannot write checkpoint '" + tmp +
                    "': " + std::strerror(errno));
   try {
-    writeCheckpointFile(f, tmp, model, ctx, arena, header);
+    writeCheckpointFile(f, tmp, tensors, ctx, arena, header);
   } catch (...) {
     std::fclose(f);
     std::remove(tmp.c_str());
@@ -270,18 +341,34 @@ void tessel::run::writeSafetensorsAtomically(
   }
 }
 
-void tessel::run::loadSafetensors(const std::string &path,
-                                  const ModelDesc &model, tessel_ctx *ctx,
-                                  void *arena) {
+LoadedCheckpoint tessel::run::loadSafetensors(const std::string &path,
+                                              const ModelDesc &model,
+                                              tessel_ctx *ctx, void *arena,
+                                              bool training) {
   MappedFile file(path);
-  std::map<std::string, StoredTensor> stored = readHeader(file, path);
+  std::map<std::string, std::string> metadata;
+  std::map<std::string, StoredTensor> stored = readHeader(file, path, metadata);
   checkKeys(stored, model, path);
-  checkDtypesAndShapes(stored, model, path);
+  LoadedCheckpoint loaded;
+  bool anyState = false;
+  for (auto &[name, t] : stored)
+    anyState |= looksLikeState(name, model);
+  // A checkpoint of a training run has "tessel.step" (even when its
+  // optimizer keeps no state); one with neither holds parameters only.
+  if (training && (anyState || metadata.count("tessel.step"))) {
+    checkStateKeys(stored, model, path);
+    loaded.paramsOnly = false;
+    loaded.step = parseStep(metadata, path);
+  }
+  std::vector<const TensorDesc *> tensors =
+      savedTensors(model, !loaded.paramsOnly);
+  checkDtypesAndShapes(stored, tensors, path);
   const char *base = file.data() + 8 + headerLength(file);
-  for (const TensorDesc *p : model.withRole("param")) {
+  for (const TensorDesc *p : tensors) {
     const StoredTensor &t = stored.at(p->name);
     tessel_copy_to_device(ctx, static_cast<char *>(arena) + p->offset,
                           base + t.begin, p->bytes);
   }
   tessel_synchronize(ctx);
+  return loaded;
 }

@@ -3,9 +3,11 @@
 #include "Args.h"
 #include "Data.h"
 #include "Error.h"
+#include "GradCheck.h"
 #include "Model.h"
 #include "Progress.h"
 #include "Safetensors.h"
+#include "Training.h"
 
 #include <chrono>
 #include <cstdio>
@@ -26,12 +28,14 @@ bool endsWith(const std::string &s, const std::string &suffix) {
          s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-/// Loads MODEL.so, or compiles MODEL.mlir first. The temporary .so is
-/// removed as soon as it is mapped: the mapping outlives the file.
-LoadedModel loadOrCompileModel(const std::string &path) {
+/// Loads MODEL.so, or compiles MODEL.mlir first (with the training flags).
+/// The temporary .so is removed as soon as it is mapped: the mapping
+/// outlives the file.
+LoadedModel loadOrCompileModel(const Options &options) {
+  const std::string &path = options.model;
   if (!endsWith(path, ".mlir"))
     return loadModel(path);
-  std::string so = compileMlirModel(path);
+  std::string so = compileMlirModel(path, compileArgs(options));
   std::string dir = so.substr(0, so.rfind('/'));
   auto cleanup = [&] {
     ::unlink(so.c_str());
@@ -47,10 +51,66 @@ LoadedModel loadOrCompileModel(const std::string &path) {
   }
 }
 
+enum class Mode { Train, Eval, CheckGrads };
+
+void *at(void *arena, const TensorDesc &t) {
+  return static_cast<char *>(arena) + t.offset;
+}
+
+/// One training step: gradients of M microbatches accumulated, scaled by
+/// 1/M inside the update. Returns the mean loss.
+double trainStep(const LoadedModel &model, RankRuntime &rt,
+                 BatchSource &batches, int64_t step, int64_t microbatches) {
+  const ModelDesc &desc = model.desc;
+  tessel_set_step(rt.ctx, uint64_t(step));
+  zeroGrads(desc, rt.ctx, rt.arena);
+  double lossSum = 0;
+  for (int64_t m = 0; m < microbatches; ++m) {
+    batches.fill(step * microbatches + m, rt.ctx, rt.arena);
+    model.backward(rt.ctx, rt.arena);
+    tessel_synchronize(rt.ctx);
+    checkKernelError(rt.ctx, "step " + std::to_string(step + 1) +
+                                 " (backward, microbatch " +
+                                 std::to_string(m + 1) + ")");
+    lossSum += readLoss(desc.loss(), rt.ctx, rt.arena);
+  }
+  float gradScale = 1.0f / float(microbatches);
+  tessel_copy_to_device(rt.ctx, at(rt.arena, *desc.withRole("grad_scale")[0]),
+                        &gradScale, sizeof(gradScale));
+  model.update(rt.ctx, rt.arena);
+  tessel_synchronize(rt.ctx);
+  checkKernelError(rt.ctx, "step " + std::to_string(step + 1) + " (update)");
+  return lossSum / double(microbatches);
+}
+
+/// The forward entry on each microbatch: the mean loss, no update.
+double evalStep(const LoadedModel &model, RankRuntime &rt, BatchSource &batches,
+                int64_t step, int64_t microbatches) {
+  // Counter-based randomness (dropout) draws fresh masks every step.
+  tessel_set_step(rt.ctx, uint64_t(step));
+  double lossSum = 0;
+  for (int64_t m = 0; m < microbatches; ++m) {
+    batches.fill(step * microbatches + m, rt.ctx, rt.arena);
+    model.forward(rt.ctx, rt.arena);
+    tessel_synchronize(rt.ctx);
+    checkKernelError(rt.ctx, "step " + std::to_string(step + 1));
+    lossSum += readLoss(model.desc.loss(), rt.ctx, rt.arena);
+  }
+  return lossSum / double(microbatches);
+}
+
 int runModel(const Options &options) {
   double start = nowSeconds();
-  LoadedModel model = loadOrCompileModel(options.model);
+  LoadedModel model = loadOrCompileModel(options);
   const ModelDesc &desc = model.desc;
+  checkTrainingFlags(options, desc, options.model,
+                     endsWith(options.model, ".mlir"));
+  Mode mode = options.checkGrads               ? Mode::CheckGrads
+              : options.eval || !desc.trains() ? Mode::Eval
+                                               : Mode::Train;
+  if (mode == Mode::CheckGrads && !model.backward)
+    throw RunError("--check-grads needs a model compiled for training; '" +
+                   options.model + "' has no backward entry");
   // The data source is checked before any work so a bad file fails fast.
   std::unique_ptr<BatchSource> batches =
       options.data.empty()
@@ -58,43 +118,82 @@ int runModel(const Options &options) {
           : makeTokenFileData(desc, options.data, options.dataDtype);
 
   RankRuntime rt(desc.arenaBytes);
-  if (options.load.empty())
+  int64_t firstStep = 0;
+  if (options.load.empty()) {
     initParams(desc, rt.ctx, rt.arena, options.seed);
-  else
-    loadSafetensors(options.load, desc, rt.ctx, rt.arena);
+    zeroStates(desc, rt.ctx, rt.arena);
+  } else {
+    LoadedCheckpoint loaded = loadSafetensors(options.load, desc, rt.ctx,
+                                              rt.arena, mode == Mode::Train);
+    if (mode == Mode::Train && loaded.paramsOnly) {
+      zeroStates(desc, rt.ctx, rt.arena);
+      std::fprintf(stderr,
+                   "tessel-run: note: checkpoint '%s' holds parameters only: "
+                   "the optimizer state starts at zero, at step 0\n",
+                   options.load.c_str());
+    }
+    if (mode == Mode::Train)
+      firstStep = loaded.step;
+  }
   checkKernelError(rt.ctx, "initialising parameters");
+
+  if (mode == Mode::CheckGrads) {
+    checkGradients(model, rt.ctx, rt.arena, *batches, firstStep,
+                   firstStep * options.microbatches, options.seed,
+                   options.gradTol, stdout);
+    return 0;
+  }
 
   std::unique_ptr<MetricsWriter> metrics;
   if (!options.metrics.empty())
     metrics = std::make_unique<MetricsWriter>(options.metrics);
-  ProgressReporter progress(options.steps, options.logEvery, options.quiet);
-  int64_t tokens = tokensPerStep(desc);
+  int64_t lastStep = firstStep + options.steps;
+  ProgressReporter progress(firstStep, lastStep, options.logEvery,
+                            options.quiet);
+  int64_t tokens = tokensPerStep(desc) * options.microbatches;
 
-  for (int64_t step = 0; step < options.steps; ++step) {
+  for (int64_t step = firstStep; step < lastStep; ++step) {
     double stepStart = nowSeconds();
-    batches->fill(step, rt.ctx, rt.arena);
-    // Counter-based randomness (dropout) draws fresh masks every step.
-    tessel_set_step(rt.ctx, static_cast<uint64_t>(step));
-    model.forward(rt.ctx, rt.arena);
-    tessel_synchronize(rt.ctx);
-    checkKernelError(rt.ctx, "step " + std::to_string(step + 1));
-    double loss = readLoss(desc.loss(), rt.ctx, rt.arena);
+    double loss =
+        mode == Mode::Train
+            ? trainStep(model, rt, *batches, step, options.microbatches)
+            : evalStep(model, rt, *batches, step, options.microbatches);
     double seconds = nowSeconds() - stepStart;
     tessel_counters counters;
     tessel_get_counters(rt.ctx, &counters);
-    StepResult result = {step + 1, loss, tokens, seconds,
+    StepResult result = {step + 1,
+                         loss,
+                         tokens,
+                         seconds,
                          seconds > 0 ? tokens / seconds : 0.0,
                          counters.bytes_allocated};
+    if (mode == Mode::Train)
+      result.lr = desc.train->lrAt(step);
+    result.microbatches = options.microbatches;
     if (metrics)
       metrics->write(result);
     progress.onStep(result);
   }
 
-  if (!options.save.empty())
-    writeSafetensorsAtomically(options.save, desc, rt.ctx, rt.arena,
-                               {{"step", std::to_string(options.steps)},
-                                {"seed", std::to_string(options.seed)}});
-  progress.finish(nowSeconds() - start, desc.peakBytes, desc.arenaBytes);
+  if (!options.save.empty()) {
+    std::map<std::string, std::string> metadata = {
+        {"seed", std::to_string(options.seed)}};
+    // Only a training run has a step count to resume from.
+    if (mode == Mode::Train)
+      metadata["tessel.step"] = std::to_string(lastStep);
+    writeSafetensorsAtomically(options.save, desc, rt.ctx, rt.arena, metadata,
+                               /*withStates=*/mode == Mode::Train);
+  }
+  int64_t batch = desc.batchSize();
+  std::string what =
+      (mode == Mode::Train
+           ? "train " + describeTraining(*desc.train)
+           : std::string(desc.trains() ? "eval"
+                                       : "eval: compiled without "
+                                         "training")) +
+      ", global batch " + std::to_string(options.microbatches * batch) + " = " +
+      std::to_string(options.microbatches) + " x " + std::to_string(batch);
+  progress.finish(nowSeconds() - start, desc.peakBytes, desc.arenaBytes, what);
   return 0;
 }
 

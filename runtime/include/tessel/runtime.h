@@ -81,7 +81,11 @@ void tessel_copy_to_device(tessel_ctx *ctx, void *dst, const void *src,
                            int64_t bytes);
 void tessel_copy_to_host(tessel_ctx *ctx, void *dst, const void *src,
                          int64_t bytes);
+/* Device to device; dst == src is a no-op (an in-place result's copy). */
 void tessel_copy(tessel_ctx *ctx, void *dst, const void *src, int64_t bytes);
+/* Fills `bytes` bytes of device memory at dst with zero (e.g. the gradient
+ * accumulators before a step). */
+void tessel_zero(tessel_ctx *ctx, void *dst, int64_t bytes);
 void tessel_synchronize(tessel_ctx *ctx);
 
 /*===--- Counters --------------------------------------------------------===*/
@@ -133,9 +137,10 @@ typedef enum tessel_binary_op {
   TESSEL_SUB = 1,
   TESSEL_MUL = 2,
   TESSEL_DIV = 3,
+  TESSEL_EQUAL = 4, /* 1 where a[i] == b[i], else 0, in the dtype (NaN: 0) */
 } tessel_binary_op;
 
-/* out[i] = a[i] op b[i] for i < n. */
+/* out[i] = a[i] op b[i] for i < n (out may be a or b: in place). */
 void tessel_binary(tessel_ctx *ctx, int32_t op, int32_t dtype, const void *a,
                    const void *b, void *out, int64_t n);
 
@@ -318,11 +323,14 @@ void tessel_attention_grad(tessel_ctx *ctx, int32_t dtype, const void *q,
 void tessel_sum_squares(tessel_ctx *ctx, int32_t dtype, const void *x,
                         int64_t n, void *sum);
 
-/* *scale = min(1, max_norm / (sqrt(*sum_squares) + 1e-6)) · extra — the
- * factor of global-norm clipping (max_norm <= 0: no clipping), times
- * `extra` (e.g. 1 / microbatches). Device f32 scalars. */
+/* With g = *grad_scale (grad_scale null: 1, e.g. 1 / microbatches):
+ *   *scale = min(1, max_norm / (sqrt(*sum_squares) · g + 1e-6)) · g
+ * (max_norm <= 0: no clipping, *scale = g). sum_squares is Σ of the
+ * unscaled gradients, so clipping sees the norm of the scaled gradient, as
+ * torch.nn.utils.clip_grad_norm_ after dividing the loss by M. Device f32
+ * scalars. */
 void tessel_clip_scale(tessel_ctx *ctx, const void *sum_squares,
-                       double max_norm, double extra, void *scale);
+                       double max_norm, const void *grad_scale, void *scale);
 
 typedef enum tessel_optimizer_kind {
   TESSEL_OPT_SGD = 0,   /* momentum 0: plain SGD; nesterov optional */

@@ -25,7 +25,7 @@ func.func private @block(%h: tensor<8x16xf32>, %w: tensor<16x8xf32>) -> tensor<8
   return %h : tensor<8x16xf32>
 }
 func.func @wrong_param_slice(%h: tensor<8x16xf32>, %w: tensor<4x16x16xf32>) -> tensor<8x16xf32> {
-  // expected-error @+1 {{'nn.repeat' op layer @block has type '(tensor<8x16xf32>, tensor<16x8xf32>) -> tensor<8x16xf32>' but this repeat needs '(tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<8x16xf32>' (carried values, then one slice of each stacked parameter)}}
+  // expected-error @+1 {{'nn.repeat' op layer @block has type '(tensor<8x16xf32>, tensor<16x8xf32>) -> tensor<8x16xf32>' but this repeat needs '(tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<8x16xf32>' (carried values, then one slice of each stacked parameter; the carried values, then one slice of each stacked result)}}
   %0 = nn.repeat @block(%h) params(%w) : (tensor<8x16xf32>, tensor<4x16x16xf32>) -> tensor<8x16xf32>
   return %0 : tensor<8x16xf32>
 }
@@ -37,7 +37,7 @@ func.func private @block(%h: tensor<8x16xf32>, %w: tensor<16x16xf32>) -> (tensor
   return %h, %h : tensor<8x16xf32>, tensor<8x16xf32>
 }
 func.func @wrong_layer_results(%h: tensor<8x16xf32>, %w: tensor<4x16x16xf32>) -> tensor<8x16xf32> {
-  // expected-error @+1 {{'nn.repeat' op layer @block has type '(tensor<8x16xf32>, tensor<16x16xf32>) -> (tensor<8x16xf32>, tensor<8x16xf32>)' but this repeat needs '(tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<8x16xf32>' (carried values, then one slice of each stacked parameter)}}
+  // expected-error @+1 {{'nn.repeat' op layer @block has type '(tensor<8x16xf32>, tensor<16x16xf32>) -> (tensor<8x16xf32>, tensor<8x16xf32>)' but this repeat needs '(tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<8x16xf32>' (carried values, then one slice of each stacked parameter; the carried values, then one slice of each stacked result)}}
   %0 = nn.repeat @block(%h) params(%w) : (tensor<8x16xf32>, tensor<4x16x16xf32>) -> tensor<8x16xf32>
   return %0 : tensor<8x16xf32>
 }
@@ -49,7 +49,7 @@ func.func private @block(%w: tensor<16x16xf32>, %h: tensor<8x16xf32>) -> tensor<
   return %h : tensor<8x16xf32>
 }
 func.func @wrong_argument_order(%h: tensor<8x16xf32>, %w: tensor<4x16x16xf32>) -> tensor<8x16xf32> {
-  // expected-error @+1 {{'nn.repeat' op layer @block has type '(tensor<16x16xf32>, tensor<8x16xf32>) -> tensor<8x16xf32>' but this repeat needs '(tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<8x16xf32>' (carried values, then one slice of each stacked parameter)}}
+  // expected-error @+1 {{'nn.repeat' op layer @block has type '(tensor<16x16xf32>, tensor<8x16xf32>) -> tensor<8x16xf32>' but this repeat needs '(tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<8x16xf32>' (carried values, then one slice of each stacked parameter; the carried values, then one slice of each stacked result)}}
   %0 = nn.repeat @block(%h) params(%w) : (tensor<8x16xf32>, tensor<4x16x16xf32>) -> tensor<8x16xf32>
   return %0 : tensor<8x16xf32>
 }
@@ -97,19 +97,19 @@ func.func private @block(%h: tensor<8x16xf32>, %w: tensor<16x16xf32>) -> tensor<
   return %h : tensor<8x16xf32>
 }
 func.func @result_types_differ(%h: tensor<8x16xf32>, %w: tensor<4x16x16xf32>) -> tensor<8x8xf32> {
-  // expected-error @+1 {{'nn.repeat' op results ('tensor<8x8xf32>') must have the types of the carried values ('tensor<8x16xf32>')}}
+  // expected-error @+1 {{'nn.repeat' op results ('tensor<8x8xf32>') must start with the types of the carried values ('tensor<8x16xf32>')}}
   %0 = nn.repeat @block(%h) params(%w) : (tensor<8x16xf32>, tensor<4x16x16xf32>) -> tensor<8x8xf32>
   return %0 : tensor<8x8xf32>
 }
 
 // -----
 
-// Tests that there is one result per carried value (generic form).
+// Tests that a result after the carried values is stacked over the layers (generic form).
 func.func private @block(%h: tensor<8x16xf32>, %w: tensor<16x16xf32>) -> tensor<8x16xf32> {
   return %h : tensor<8x16xf32>
 }
 func.func @result_count_differs(%h: tensor<8x16xf32>, %w: tensor<4x16x16xf32>) -> tensor<8x16xf32> {
-  // expected-error @+1 {{'nn.repeat' op results ('tensor<8x16xf32>', 'tensor<8x16xf32>') must have the types of the carried values ('tensor<8x16xf32>')}}
+  // expected-error @+1 {{'nn.repeat' op stacked result #0 needs a leading layer axis of size 4, got 'tensor<8x16xf32>'}}
   %0:2 = "nn.repeat"(%h, %w) <{layer = @block, operandSegmentSizes = array<i32: 1, 1>}> : (tensor<8x16xf32>, tensor<4x16x16xf32>) -> (tensor<8x16xf32>, tensor<8x16xf32>)
   return %0#0 : tensor<8x16xf32>
 }

@@ -1,0 +1,553 @@
+//===- GradOps.cpp - gradients of softmax, norms, loss, lookups, slices ---===//
+//
+// The ops the VJP rules build. Shapes and attributes mirror the forward op of
+// the same name; the activation gradients and nn.equal take their cost and
+// sharding rule from NN_ElementwiseOp in NNOps.td.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialect/NN/NNOps.h"
+#include "dialect/NN/NNOpsUtils.h"
+
+#include "llvm/ADT/STLExtras.h"
+
+using namespace mlir;
+using namespace tessel;
+using namespace tessel::nn;
+
+/// Checks that an affine parameter (`gamma`) is a vector of `size` elements
+/// of the input's element type (as the forward norms do).
+static LogicalResult verifyGradParam(std::optional<Location> loc,
+                                     Type paramType, int64_t size,
+                                     Type elementType, StringRef dimName) {
+  auto param = cast<RankedTensorType>(paramType);
+  if (param.getRank() != 1 || param.getDimSize(0) != size ||
+      param.getElementType() != elementType)
+    return nn::detail::inferError(
+        loc, "gamma must be ", RankedTensorType::get({size}, elementType),
+        " (the size of the ", dimName, " dimension), got ", param);
+  return success();
+}
+
+/// Checks that the gradient of an output has the output's type.
+static LogicalResult verifySameAs(std::optional<Location> loc, StringRef name,
+                                  Type type, StringRef what, Type expected) {
+  if (type != expected)
+    return nn::detail::inferError(loc, name, " must have ", what, " type ",
+                                  expected, ", got ", type);
+  return success();
+}
+
+static LogicalResult verifyPositiveEpsilon(Operation *op, APFloat epsilon) {
+  if (!(epsilon.convertToDouble() > 0.0))
+    return op->emitOpError()
+           << "epsilon must be positive, got " << epsilon.convertToDouble();
+  return success();
+}
+
+/// Maps of a norm gradient over `x` with vector parameters indexed by
+/// `paramLoop`: x, gamma, dy, then dx and one map per parameter gradient.
+static SmallVector<AffineMap> normGradMaps(MLIRContext *ctx, int64_t rank,
+                                           int64_t paramLoop,
+                                           int64_t numParamGrads) {
+  AffineMap identity = AffineMap::getMultiDimIdentityMap(rank, ctx);
+  AffineMap param = nn::detail::projection(rank, {paramLoop}, ctx);
+  SmallVector<AffineMap> maps{identity, param, identity, identity};
+  maps.append(numParamGrads, param);
+  return maps;
+}
+
+/// Every loop but `paramLoop`: the statistics loops of a norm, which the
+/// parameter gradients sum over.
+static SmallVector<int64_t> statisticsLoops(int64_t rank, int64_t paramLoop) {
+  SmallVector<int64_t> loops;
+  for (int64_t loop = 0; loop < rank; ++loop)
+    if (loop != paramLoop)
+      loops.push_back(loop);
+  return loops;
+}
+
+//===----------------------------------------------------------------------===//
+// SoftmaxGradOp
+//===----------------------------------------------------------------------===//
+
+int64_t SoftmaxGradOp::getNormalizedDim() {
+  auto dim = static_cast<int64_t>(getDim());
+  return dim < 0 ? dim + getType().getRank() : dim;
+}
+
+LogicalResult SoftmaxGradOp::verify() {
+  int64_t rank = getType().getRank();
+  if (rank == 0)
+    return emitOpError() << "needs a tensor of rank >= 1";
+  int64_t dim = getDim();
+  if (dim < -rank || dim >= rank)
+    return emitOpError() << "dim " << dim << " is out of range for rank "
+                         << rank;
+  return success();
+}
+
+// Per element: dy·y, its sum, the difference, the product with y.
+int64_t SoftmaxGradOp::getFlops() {
+  return 4 * nn::detail::numElements(getType());
+}
+
+SmallVector<utils::IteratorType> SoftmaxGradOp::getLoopIteratorTypes() {
+  return nn::detail::parallelLoops(getType().getRank());
+}
+
+SmallVector<AffineMap> SoftmaxGradOp::getIndexingMaps() {
+  return nn::detail::identityMaps(*this);
+}
+
+SmallVector<ReductionKind> SoftmaxGradOp::getReductionLoopIteratorKinds() {
+  return {};
+}
+
+SmallVector<int64_t> SoftmaxGradOp::getUnsplittableLoops() {
+  return {getNormalizedDim()};
+}
+
+//===----------------------------------------------------------------------===//
+// LayerNormGradOp and RmsNormGradOp: normalised over the last dimension
+//===----------------------------------------------------------------------===//
+
+static LogicalResult inferLastDimNormGrad(std::optional<Location> loc,
+                                          Type inputType, Type gammaType,
+                                          Type dyType, int64_t numParamGrads,
+                                          SmallVectorImpl<Type> &results) {
+  auto input = cast<RankedTensorType>(inputType);
+  if (input.getRank() == 0)
+    return nn::detail::inferError(loc, "input must have rank >= 1");
+  if (failed(verifyGradParam(loc, gammaType, input.getShape().back(),
+                             input.getElementType(), "last")) ||
+      failed(verifySameAs(loc, "dy", dyType, "the input's", input)))
+    return failure();
+  results.push_back(input);
+  results.append(numParamGrads, gammaType);
+  return success();
+}
+
+LogicalResult
+LayerNormGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                  Adaptor adaptor,
+                                  SmallVectorImpl<Type> &results) {
+  return inferLastDimNormGrad(loc, adaptor.getInput().getType(),
+                              adaptor.getGamma().getType(),
+                              adaptor.getDy().getType(), 2, results);
+}
+
+LogicalResult LayerNormGradOp::verify() {
+  return verifyPositiveEpsilon(*this, getEpsilon());
+}
+
+// Recompute x̂ (4), dgamma and dbeta (3), dx from dy·gamma and the two row
+// sums (8).
+int64_t LayerNormGradOp::getFlops() {
+  return 15 * nn::detail::numElements(getInput().getType());
+}
+
+// The forward's loops; the row loops are sum reductions for dgamma and dbeta.
+SmallVector<utils::IteratorType> LayerNormGradOp::getLoopIteratorTypes() {
+  int64_t rank = getInput().getType().getRank();
+  return nn::detail::loopsWithReductions(rank, statisticsLoops(rank, rank - 1));
+}
+
+SmallVector<AffineMap> LayerNormGradOp::getIndexingMaps() {
+  int64_t rank = getInput().getType().getRank();
+  return normGradMaps(getContext(), rank, rank - 1, 2);
+}
+
+SmallVector<ReductionKind> LayerNormGradOp::getReductionLoopIteratorKinds() {
+  return SmallVector<ReductionKind>(getInput().getType().getRank() - 1,
+                                    ReductionKind::Sum);
+}
+
+SmallVector<int64_t> LayerNormGradOp::getUnsplittableLoops() {
+  return {getInput().getType().getRank() - 1};
+}
+
+LogicalResult RmsNormGradOp::inferReturnTypes(MLIRContext *,
+                                              std::optional<Location> loc,
+                                              Adaptor adaptor,
+                                              SmallVectorImpl<Type> &results) {
+  return inferLastDimNormGrad(loc, adaptor.getInput().getType(),
+                              adaptor.getGamma().getType(),
+                              adaptor.getDy().getType(), 1, results);
+}
+
+LogicalResult RmsNormGradOp::verify() {
+  return verifyPositiveEpsilon(*this, getEpsilon());
+}
+
+// Recompute x̂ (3), dgamma (2), dx from dy·gamma and one row sum (6).
+int64_t RmsNormGradOp::getFlops() {
+  return 11 * nn::detail::numElements(getInput().getType());
+}
+
+SmallVector<utils::IteratorType> RmsNormGradOp::getLoopIteratorTypes() {
+  int64_t rank = getInput().getType().getRank();
+  return nn::detail::loopsWithReductions(rank, statisticsLoops(rank, rank - 1));
+}
+
+SmallVector<AffineMap> RmsNormGradOp::getIndexingMaps() {
+  int64_t rank = getInput().getType().getRank();
+  return normGradMaps(getContext(), rank, rank - 1, 1);
+}
+
+SmallVector<ReductionKind> RmsNormGradOp::getReductionLoopIteratorKinds() {
+  return SmallVector<ReductionKind>(getInput().getType().getRank() - 1,
+                                    ReductionKind::Sum);
+}
+
+SmallVector<int64_t> RmsNormGradOp::getUnsplittableLoops() {
+  return {getInput().getType().getRank() - 1};
+}
+
+//===----------------------------------------------------------------------===//
+// BatchNormGradOp: statistics over every dimension but the feature dimension
+//===----------------------------------------------------------------------===//
+
+LogicalResult
+BatchNormGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                  Adaptor adaptor,
+                                  SmallVectorImpl<Type> &results) {
+  auto input = cast<RankedTensorType>(adaptor.getInput().getType());
+  int64_t featureDim = adaptor.getFeatureDim();
+  if (input.getRank() < 2)
+    return nn::detail::inferError(
+        loc, "input must be [batch, features, ...], got ", input);
+  if (featureDim < 0 || featureDim >= input.getRank())
+    return nn::detail::inferError(loc, "feature_dim ", featureDim,
+                                  " is out of range for rank ",
+                                  input.getRank());
+  Type gamma = adaptor.getGamma().getType();
+  if (failed(verifyGradParam(loc, gamma, input.getDimSize(featureDim),
+                             input.getElementType(), "feature")) ||
+      failed(verifySameAs(loc, "dy", adaptor.getDy().getType(), "the input's",
+                          input)))
+    return failure();
+  results.append({input, gamma, gamma});
+  return success();
+}
+
+LogicalResult BatchNormGradOp::verify() {
+  return verifyPositiveEpsilon(*this, getEpsilon());
+}
+
+int64_t BatchNormGradOp::getFlops() {
+  return 15 * nn::detail::numElements(getInput().getType());
+}
+
+// The forward's loops; the statistics loops are sum reductions for dgamma and
+// dbeta and must stay whole for dx (SyncBatchNorm splits them explicitly).
+SmallVector<utils::IteratorType> BatchNormGradOp::getLoopIteratorTypes() {
+  int64_t rank = getInput().getType().getRank();
+  return nn::detail::loopsWithReductions(
+      rank, statisticsLoops(rank, getFeatureDim()));
+}
+
+SmallVector<AffineMap> BatchNormGradOp::getIndexingMaps() {
+  return normGradMaps(getContext(), getInput().getType().getRank(),
+                      getFeatureDim(), 2);
+}
+
+SmallVector<ReductionKind> BatchNormGradOp::getReductionLoopIteratorKinds() {
+  return SmallVector<ReductionKind>(getInput().getType().getRank() - 1,
+                                    ReductionKind::Sum);
+}
+
+SmallVector<int64_t> BatchNormGradOp::getUnsplittableLoops() {
+  return statisticsLoops(getInput().getType().getRank(), getFeatureDim());
+}
+
+//===----------------------------------------------------------------------===//
+// CrossEntropyGradOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult
+CrossEntropyGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                     Adaptor adaptor,
+                                     SmallVectorImpl<Type> &results) {
+  auto logits = cast<RankedTensorType>(adaptor.getLogits().getType());
+  auto labels = cast<RankedTensorType>(adaptor.getLabels().getType());
+  if (logits.getRank() < 1)
+    return nn::detail::inferError(loc, "logits must be [..., classes], got ",
+                                  logits);
+  if (logits.getShape().drop_back() != labels.getShape())
+    return nn::detail::inferError(
+        loc, "labels ", labels, " must have the shape of the logits ", logits,
+        " without the class dimension (",
+        nn::detail::shapeString(logits.getShape().drop_back()), ")");
+  LossReduction reduction = adaptor.getReduction();
+  auto loss =
+      reduction == LossReduction::none
+          ? RankedTensorType::get(labels.getShape(), logits.getElementType())
+          : RankedTensorType::get({}, logits.getElementType());
+  if (adaptor.getDloss().getType() != loss)
+    return nn::detail::inferError(loc, "dloss must have the loss's type ", loss,
+                                  " (reduction ",
+                                  stringifyLossReduction(reduction), "), got ",
+                                  adaptor.getDloss().getType());
+  results.push_back(logits);
+  return success();
+}
+
+// Softmax again (4 per logit), normalise and scale by the loss gradient (2
+// per logit), subtract the one-hot (1 per position).
+int64_t CrossEntropyGradOp::getFlops() {
+  return 6 * nn::detail::numElements(getLogits().getType()) +
+         nn::detail::numElements(getLabels().getType());
+}
+
+// Loops: the label dimensions..., then the class loop; all parallel (every
+// row's gradient is its own).
+SmallVector<utils::IteratorType> CrossEntropyGradOp::getLoopIteratorTypes() {
+  return nn::detail::parallelLoops(getLogits().getType().getRank());
+}
+
+SmallVector<AffineMap> CrossEntropyGradOp::getIndexingMaps() {
+  MLIRContext *ctx = getContext();
+  int64_t numLoops = getLogits().getType().getRank();
+  SmallVector<int64_t> positions =
+      llvm::to_vector(llvm::seq<int64_t>(0, numLoops - 1));
+  AffineMap identity = AffineMap::getMultiDimIdentityMap(numLoops, ctx);
+  AffineMap rows = nn::detail::projection(numLoops, positions, ctx);
+  AffineMap dloss = getReduction() == LossReduction::none
+                        ? rows
+                        : AffineMap::get(numLoops, 0, {}, ctx);
+  return {identity, rows, dloss, identity};
+}
+
+SmallVector<ReductionKind> CrossEntropyGradOp::getReductionLoopIteratorKinds() {
+  return {};
+}
+
+SmallVector<int64_t> CrossEntropyGradOp::getUnsplittableLoops() {
+  return {getLogits().getType().getRank() - 1};
+}
+
+// A split `mean` divides by the local number of positions: scale dloss by
+// local / global positions so that every row gets dloss / global positions.
+LogicalResult CrossEntropyGradOp::partition(
+    ArrayRef<Value> partitionedOperands,
+    ArrayRef<shard::Sharding> operandShardings,
+    ArrayRef<shard::Sharding> resultShardings, IRMapping &partitionMap,
+    SymbolTableCollection &symbolTable, OpBuilder &builder) {
+  if (failed(nn::detail::partitionLocally(*this, partitionedOperands,
+                                          operandShardings, resultShardings,
+                                          partitionMap, symbolTable, builder)))
+    return failure();
+  if (getReduction() != LossReduction::mean)
+    return success();
+  auto local =
+      partitionMap.lookup(getResult()).getDefiningOp<CrossEntropyGradOp>();
+  if (!local)
+    return success();
+  int64_t globalRows = nn::detail::numElements(getLabels().getType());
+  int64_t localRows = nn::detail::numElements(local.getLabels().getType());
+  if (localRows == globalRows)
+    return success();
+  OpBuilder::InsertionGuard guard(builder);
+  builder.setInsertionPoint(local);
+  auto scalar = cast<RankedTensorType>(local.getDloss().getType());
+  auto share = ConstantOp::create(
+      builder, getLoc(), scalar,
+      DenseElementsAttr::get(
+          scalar, builder.getFloatAttr(scalar.getElementType(),
+                                       static_cast<double>(localRows) /
+                                           static_cast<double>(globalRows))));
+  Value scaled = MulOp::create(builder, getLoc(), local.getDloss(), share);
+  local.getDlossMutable().assign(scaled);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// EmbeddingGradOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult EmbeddingGradOp::verify() {
+  RankedTensorType ids = getIds().getType(), dout = getDout().getType();
+  RankedTensorType table = getType();
+  if (table.getRank() != 2)
+    return emitOpError() << "result must be the table [vocab, hidden], got "
+                         << table;
+  SmallVector<int64_t> expected = llvm::to_vector(ids.getShape());
+  expected.push_back(table.getDimSize(1));
+  if (dout.getShape() != ArrayRef<int64_t>(expected))
+    return emitOpError() << "dout " << dout
+                         << " must have the ids' shape followed by the hidden "
+                            "size ("
+                         << nn::detail::shapeString(expected) << ")";
+  if (dout.getElementType() != table.getElementType())
+    return emitOpError() << "dout element type " << dout.getElementType()
+                         << " differs from the table's "
+                         << table.getElementType();
+  return success();
+}
+
+// One add per element of dout.
+int64_t EmbeddingGradOp::getFlops() {
+  return nn::detail::numElements(getDout().getType());
+}
+
+// Loops as the forward: ids dimensions..., h, v. The id loops are sum
+// reductions (every position adds into its row).
+SmallVector<utils::IteratorType> EmbeddingGradOp::getLoopIteratorTypes() {
+  int64_t numIds = getIds().getType().getRank();
+  return nn::detail::loopsWithReductions(
+      numIds + 2, llvm::to_vector(llvm::seq<int64_t>(0, numIds)));
+}
+
+SmallVector<AffineMap> EmbeddingGradOp::getIndexingMaps() {
+  MLIRContext *ctx = getContext();
+  int64_t numIds = getIds().getType().getRank();
+  int64_t numLoops = numIds + 2, h = numIds, v = numIds + 1;
+  SmallVector<int64_t> idLoops = llvm::to_vector(llvm::seq<int64_t>(0, numIds));
+  SmallVector<int64_t> doutLoops = idLoops;
+  doutLoops.push_back(h);
+  return {nn::detail::projection(numLoops, idLoops, ctx),
+          nn::detail::projection(numLoops, doutLoops, ctx),
+          nn::detail::projection(numLoops, {v, h}, ctx)};
+}
+
+SmallVector<ReductionKind> EmbeddingGradOp::getReductionLoopIteratorKinds() {
+  return SmallVector<ReductionKind>(getIds().getType().getRank(),
+                                    ReductionKind::Sum);
+}
+
+// A split vocabulary would need each rank's row offset.
+SmallVector<int64_t> EmbeddingGradOp::getUnsplittableLoops() {
+  return {getIds().getType().getRank() + 1};
+}
+
+//===----------------------------------------------------------------------===//
+// AttentionGradOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult
+AttentionGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                  Adaptor adaptor,
+                                  SmallVectorImpl<Type> &results) {
+  auto q = cast<RankedTensorType>(adaptor.getQuery().getType());
+  auto k = cast<RankedTensorType>(adaptor.getKey().getType());
+  auto v = cast<RankedTensorType>(adaptor.getValue().getType());
+  FailureOr<RankedTensorType> out =
+      nn::detail::inferAttentionType(loc, q, k, v, adaptor.getCausal());
+  if (failed(out) ||
+      failed(verifySameAs(loc, "dout", adaptor.getDout().getType(),
+                          "the attention result's", *out)))
+    return failure();
+  results.append({q, k, v});
+  return success();
+}
+
+LogicalResult AttentionGradOp::verify() {
+  if (std::optional<APFloat> scale = getScale())
+    if (!(scale->convertToDouble() > 0.0))
+      return emitOpError() << "scale must be positive, got "
+                           << scale->convertToDouble();
+  return success();
+}
+
+int64_t AttentionGradOp::getFlops() {
+  ArrayRef<int64_t> q = getQuery().getType().getShape();
+  int64_t kvSeq = getKey().getType().getDimSize(1);
+  int64_t valueDim = getValue().getType().getDimSize(3);
+  int64_t scores = q[0] * q[2] * q[1] * kvSeq; // B·H·S·T
+  return 6 * scores * q[3] + 4 * scores * valueDim + 8 * scores;
+}
+
+// Loops as the forward: b, s, h, t, d, e.
+enum AttentionGradLoop : int64_t { kB, kS, kH, kT, kD, kE, kNumLoops };
+
+SmallVector<utils::IteratorType> AttentionGradOp::getLoopIteratorTypes() {
+  return nn::detail::loopsWithReductions(kNumLoops, {kT, kD});
+}
+
+SmallVector<AffineMap> AttentionGradOp::getIndexingMaps() {
+  MLIRContext *ctx = getContext();
+  auto d = [&](int64_t loop) { return getAffineDimExpr(loop, ctx); };
+  int64_t group =
+      getQuery().getType().getDimSize(2) / getKey().getType().getDimSize(2);
+  AffineExpr kvHead = group == 1 ? d(kH) : d(kH).floorDiv(group);
+  auto map = [&](ArrayRef<AffineExpr> exprs) {
+    return AffineMap::get(kNumLoops, 0, exprs, ctx);
+  };
+  AffineMap query = map({d(kB), d(kS), d(kH), d(kD)});
+  AffineMap key = map({d(kB), d(kT), kvHead, d(kD)});
+  AffineMap value = map({d(kB), d(kT), kvHead, d(kE)});
+  AffineMap out = map({d(kB), d(kS), d(kH), d(kE)});
+  return {query, key, value, out, query, key, value};
+}
+
+SmallVector<ReductionKind> AttentionGradOp::getReductionLoopIteratorKinds() {
+  return {ReductionKind::Generic, ReductionKind::Generic};
+}
+
+// Each of S, T, D and E is summed over somewhere (dk and dv over S, dq over
+// T, the recomputed scores over D, dP = dout·vᵀ over E): only batch and heads
+// split locally.
+SmallVector<int64_t> AttentionGradOp::getUnsplittableLoops() {
+  return {kS, kT, kD, kE};
+}
+
+//===----------------------------------------------------------------------===//
+// SliceGradOp
+//===----------------------------------------------------------------------===//
+
+SmallVector<int64_t> SliceGradOp::getStridesOrOnes() {
+  if (std::optional<ArrayRef<int64_t>> strides = getStrides())
+    return llvm::to_vector(*strides);
+  return SmallVector<int64_t>(getStart().size(), 1);
+}
+
+LogicalResult SliceGradOp::verify() {
+  FailureOr<RankedTensorType> sliced = nn::detail::inferSliceType(
+      getLoc(), getType(), getStart(), getLimit(), getStrides(), "the result");
+  if (failed(sliced))
+    return failure();
+  if (*sliced != getDy().getType())
+    return emitOpError() << "dy must have the type of the slice of the result "
+                         << getType() << " (" << *sliced << "), got "
+                         << getDy().getType();
+  return success();
+}
+
+int64_t SliceGradOp::getFlops() { return 0; }
+
+/// True when the slice keeps dimension `dim` of the result whole.
+static bool keepsWhole(SliceGradOp op, int64_t dim) {
+  return op.getStart()[dim] == 0 &&
+         op.getLimit()[dim] == op.getType().getDimSize(dim) &&
+         op.getStridesOrOnes()[dim] == 1;
+}
+
+// Loops are dy's (the forward slice's result loops).
+SmallVector<utils::IteratorType> SliceGradOp::getLoopIteratorTypes() {
+  return nn::detail::parallelLoops(getDy().getType().getRank());
+}
+
+SmallVector<AffineMap> SliceGradOp::getIndexingMaps() {
+  MLIRContext *ctx = getContext();
+  int64_t rank = getDy().getType().getRank();
+  SmallVector<int64_t> strides = getStridesOrOnes();
+  SmallVector<AffineExpr> outExprs;
+  for (int64_t dim = 0; dim < rank; ++dim)
+    outExprs.push_back(getAffineDimExpr(dim, ctx) * strides[dim] +
+                       getStart()[dim]);
+  return {AffineMap::getMultiDimIdentityMap(rank, ctx),
+          AffineMap::get(rank, 0, outExprs, ctx)};
+}
+
+SmallVector<ReductionKind> SliceGradOp::getReductionLoopIteratorKinds() {
+  return {};
+}
+
+SmallVector<int64_t> SliceGradOp::getUnsplittableLoops() {
+  SmallVector<int64_t> loops;
+  for (int64_t dim = 0, e = getType().getRank(); dim < e; ++dim)
+    if (!keepsWhole(*this, dim))
+      loops.push_back(dim);
+  return loops;
+}

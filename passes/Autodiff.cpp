@@ -1,0 +1,914 @@
+//===- Autodiff.cpp - tessel-autodiff: the training step of a model -------===//
+//
+// Reverse mode over nn ops: every op's derivative comes from its
+// VJPOpInterface; nn.repeat, whose derivative needs new layer functions and
+// changes what the forward keeps, is differentiated here.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Passes.h"
+
+#include "dialect/NN/NNInterfaces.h"
+#include "dialect/NN/NNOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/StringSwitch.h"
+
+#include <optional>
+#include <string>
+
+namespace tessel {
+#define GEN_PASS_DEF_AUTODIFFPASS
+#include "passes/Passes.h.inc"
+} // namespace tessel
+
+using namespace mlir;
+using namespace tessel;
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Optimizer settings
+//===----------------------------------------------------------------------===//
+
+/// What the training step is compiled with; PyTorch's defaults.
+struct TrainConfig {
+  std::string optimizer = "adamw";
+  double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+  std::optional<double> weightDecay; // AdamW 0.01, else 0
+  double momentum = 0.0;
+  bool nesterov = false;
+  std::string schedule = "constant";
+  int64_t warmup = 0;
+  double minLr = 0.0;
+  int64_t totalSteps = 0;
+  double clip = 0.0;
+  std::string recompute = "none";
+
+  double getWeightDecay() const {
+    return weightDecay.value_or(optimizer == "adamw" ? 0.01 : 0.0);
+  }
+
+  /// The state tensors one parameter needs, by suffix of its name.
+  SmallVector<StringRef> stateNames() const {
+    if (optimizer == "sgd")
+      return momentum != 0.0 ? SmallVector<StringRef>{"momentum"}
+                             : SmallVector<StringRef>{};
+    return {"m", "v"};
+  }
+
+  DictionaryAttr toAttr(MLIRContext *ctx) const {
+    Builder b(ctx);
+    return b.getDictionaryAttr({
+        b.getNamedAttr("optimizer", b.getStringAttr(optimizer)),
+        b.getNamedAttr("lr", b.getF64FloatAttr(lr)),
+        b.getNamedAttr("beta1", b.getF64FloatAttr(beta1)),
+        b.getNamedAttr("beta2", b.getF64FloatAttr(beta2)),
+        b.getNamedAttr("eps", b.getF64FloatAttr(eps)),
+        b.getNamedAttr("weight_decay", b.getF64FloatAttr(getWeightDecay())),
+        b.getNamedAttr("momentum", b.getF64FloatAttr(momentum)),
+        b.getNamedAttr("nesterov", b.getBoolAttr(nesterov)),
+        b.getNamedAttr("schedule", b.getStringAttr(schedule)),
+        b.getNamedAttr("warmup", b.getI64IntegerAttr(warmup)),
+        b.getNamedAttr("min_lr", b.getF64FloatAttr(minLr)),
+        b.getNamedAttr("total_steps", b.getI64IntegerAttr(totalSteps)),
+        b.getNamedAttr("clip", b.getF64FloatAttr(clip)),
+        b.getNamedAttr("recompute", b.getStringAttr(recompute)),
+    });
+  }
+};
+
+/// Reads the module's nn.train dictionary into `config`.
+LogicalResult readTrainAttr(ModuleOp module, DictionaryAttr dict,
+                            TrainConfig &config) {
+  for (NamedAttribute entry : dict) {
+    StringRef key = entry.getName().getValue();
+    Attribute value = entry.getValue();
+    auto number = [&](auto &field) -> LogicalResult {
+      if (auto f = dyn_cast<FloatAttr>(value)) {
+        field = f.getValueAsDouble();
+        return success();
+      }
+      if (auto i = dyn_cast<IntegerAttr>(value)) {
+        field = static_cast<double>(i.getInt());
+        return success();
+      }
+      return module.emitError() << "nn.train: '" << key
+                                << "' must be a number, got " << value;
+    };
+    auto integer = [&](int64_t &field) -> LogicalResult {
+      if (auto i = dyn_cast<IntegerAttr>(value)) {
+        field = i.getInt();
+        return success();
+      }
+      return module.emitError() << "nn.train: '" << key
+                                << "' must be an integer, got " << value;
+    };
+    auto string = [&](std::string &field) -> LogicalResult {
+      if (auto s = dyn_cast<StringAttr>(value)) {
+        field = s.getValue().str();
+        return success();
+      }
+      return module.emitError() << "nn.train: '" << key
+                                << "' must be a string, got " << value;
+    };
+    LogicalResult read = success();
+    if (key == "optimizer")
+      read = string(config.optimizer);
+    else if (key == "lr")
+      read = number(config.lr);
+    else if (key == "beta1")
+      read = number(config.beta1);
+    else if (key == "beta2")
+      read = number(config.beta2);
+    else if (key == "eps")
+      read = number(config.eps);
+    else if (key == "weight_decay") {
+      double decay = 0;
+      read = number(decay);
+      config.weightDecay = decay;
+    } else if (key == "momentum")
+      read = number(config.momentum);
+    else if (key == "nesterov") {
+      auto flag = dyn_cast<BoolAttr>(value);
+      if (!flag)
+        return module.emitError()
+               << "nn.train: 'nesterov' must be true or false, got " << value;
+      config.nesterov = flag.getValue();
+    } else if (key == "schedule")
+      read = string(config.schedule);
+    else if (key == "warmup")
+      read = integer(config.warmup);
+    else if (key == "min_lr")
+      read = number(config.minLr);
+    else if (key == "total_steps")
+      read = integer(config.totalSteps);
+    else if (key == "clip")
+      read = number(config.clip);
+    else if (key == "recompute")
+      read = string(config.recompute);
+    else
+      return module.emitError()
+             << "nn.train: unknown setting '" << key
+             << "' (known: optimizer, lr, beta1, beta2, eps, weight_decay, "
+                "momentum, nesterov, schedule, warmup, min_lr, total_steps, "
+                "clip, recompute)";
+    if (failed(read))
+      return failure();
+  }
+  return success();
+}
+
+/// Checks the settings the way torch.optim does, with the name of the
+/// setting at fault.
+LogicalResult validate(ModuleOp module, TrainConfig &config) {
+  if (config.schedule == "warmup-cosine")
+    config.schedule = "warmup_cosine";
+  auto fail = [&]() { return module.emitError() << "training settings: "; };
+  if (config.optimizer != "sgd" && config.optimizer != "adam" &&
+      config.optimizer != "adamw")
+    return fail() << "unknown optimizer '" << config.optimizer
+                  << "'; expected sgd, adam or adamw";
+  if (config.schedule != "constant" && config.schedule != "warmup_cosine")
+    return fail() << "unknown learning-rate schedule '" << config.schedule
+                  << "'; expected constant or warmup-cosine";
+  if (config.recompute != "none" && config.recompute != "selective" &&
+      config.recompute != "full")
+    return fail() << "unknown recompute policy '" << config.recompute
+                  << "'; expected none, selective or full";
+  if (!(config.lr >= 0))
+    return fail() << "lr must be >= 0, got " << config.lr;
+  if (!(config.beta1 >= 0 && config.beta1 < 1) ||
+      !(config.beta2 >= 0 && config.beta2 < 1))
+    return fail() << "beta1 and beta2 must lie in [0, 1), got "
+                  << config.beta1 << " and " << config.beta2;
+  if (!(config.eps > 0))
+    return fail() << "eps must be > 0, got " << config.eps;
+  if (!(config.getWeightDecay() >= 0))
+    return fail() << "weight_decay must be >= 0, got "
+                  << config.getWeightDecay();
+  if (!(config.momentum >= 0))
+    return fail() << "momentum must be >= 0, got " << config.momentum;
+  if (config.nesterov && (config.optimizer != "sgd" || config.momentum <= 0))
+    return fail() << "nesterov needs sgd with momentum > 0";
+  if (config.warmup < 0)
+    return fail() << "warmup must be >= 0, got " << config.warmup;
+  if (!(config.minLr >= 0))
+    return fail() << "min_lr must be >= 0, got " << config.minLr;
+  if (config.schedule == "warmup_cosine" &&
+      config.totalSteps <= config.warmup)
+    return fail() << "the warmup-cosine schedule needs total_steps ("
+                  << config.totalSteps << ") > warmup (" << config.warmup
+                  << ")";
+  if (!(config.clip >= 0))
+    return fail() << "clip must be >= 0 (0: no clipping), got "
+                  << config.clip;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Reverse mode
+//===----------------------------------------------------------------------===//
+
+RankedTensorType tensorType(Value value) {
+  return cast<RankedTensorType>(value.getType());
+}
+
+bool isFloat(Type type) {
+  return isa<FloatType>(cast<RankedTensorType>(type).getElementType());
+}
+
+Value zerosLike(OpBuilder &b, Location loc, Type type) {
+  auto tensor = cast<RankedTensorType>(type);
+  return nn::ConstantOp::create(
+      b, loc,
+      DenseElementsAttr::get(
+          tensor, b.getFloatAttr(tensor.getElementType(), 0.0)));
+}
+
+/// Flops per result element: what selective recompute weighs an op by.
+double flopsPerElement(Operation *op) {
+  auto cost = dyn_cast<nn::CostOpInterface>(op);
+  if (!cost || op->getNumResults() == 0)
+    return 0;
+  int64_t elements = 0;
+  for (Value result : op->getResults())
+    elements += tensorType(result).getNumElements();
+  return elements ? static_cast<double>(cost.getFlops()) / elements : 0;
+}
+
+class ReverseMode {
+public:
+  ReverseMode(ModuleOp module, SymbolTable &symbols, StringRef recompute)
+      : module(module), symbols(symbols), defaultRecompute(recompute) {}
+
+  /// Appends to `func`'s body, before its terminator, the ops that compute
+  /// the cotangent of each of `wrt` from the cotangents `seeds` of some of
+  /// its values. A null result: that value does not reach a seed.
+  FailureOr<SmallVector<Value>>
+  differentiate(func::FuncOp func, ArrayRef<std::pair<Value, Value>> seeds,
+                ArrayRef<Value> wrt, ArrayRef<std::string> wrtNames);
+
+private:
+  FailureOr<SmallVector<Value>> differentiateRepeat(nn::RepeatOp op,
+                                                    ArrayRef<Value> cotangents,
+                                                    OpBuilder &b);
+  /// The derivative of `layer`: (d outputs, kept values, params) ->
+  /// (d carried inputs, d float params). `kept` gets the layer's values the
+  /// derivative reads, which its forward must stack.
+  FailureOr<func::FuncOp> buildLayerDerivative(func::FuncOp layer,
+                                               SmallVectorImpl<Value> &kept);
+  StringRef recomputePolicy(func::FuncOp layer) const {
+    if (auto policy =
+            layer->getAttrOfType<StringAttr>(nn::NNDialect::kRecomputeAttrName))
+      return policy.getValue();
+    return defaultRecompute;
+  }
+  /// A copy of `func` named after it with `suffix`, placed after it.
+  func::FuncOp cloneFunction(func::FuncOp func, StringRef suffix,
+                             IRMapping &mapping);
+
+  ModuleOp module;
+  SymbolTable &symbols;
+  StringRef defaultRecompute;
+};
+
+FailureOr<SmallVector<Value>>
+ReverseMode::differentiate(func::FuncOp func,
+                           ArrayRef<std::pair<Value, Value>> seeds,
+                           ArrayRef<Value> wrt,
+                           ArrayRef<std::string> wrtNames) {
+  Block &body = func.getBody().front();
+  Operation *terminator = body.getTerminator();
+  SmallVector<Operation *> forward = llvm::map_to_vector(
+      body.without_terminator(), [](Operation &op) { return &op; });
+
+  // Which of `wrt` each value depends on (the first one found): only these
+  // values need cotangents, and a diagnostic names the parameter.
+  DenseMap<Value, unsigned> source;
+  for (auto [index, value] : llvm::enumerate(wrt))
+    source.try_emplace(value, index);
+  for (Operation *op : forward) {
+    std::optional<unsigned> from;
+    for (Value operand : op->getOperands())
+      if (auto it = source.find(operand); it != source.end()) {
+        from = it->second;
+        break;
+      }
+    if (from)
+      for (Value result : op->getResults())
+        source.try_emplace(result, *from);
+  }
+
+  OpBuilder b(terminator);
+  DenseMap<Value, Value> cotangent;
+  auto accumulate = [&](Value value, Value grad, Location loc) {
+    auto [it, inserted] = cotangent.try_emplace(value, grad);
+    if (!inserted)
+      it->second = nn::AddOp::create(b, loc, it->second, grad);
+  };
+  for (auto [value, seed] : seeds)
+    accumulate(value, seed, seed.getLoc());
+
+  for (Operation *op : llvm::reverse(forward)) {
+    SmallVector<Value> resultCotangents;
+    bool reachesSeed = false;
+    for (Value result : op->getResults()) {
+      resultCotangents.push_back(cotangent.lookup(result));
+      reachesSeed |= resultCotangents.back() != nullptr;
+    }
+    SmallVector<bool> needed;
+    std::optional<unsigned> activeSource;
+    for (Value operand : op->getOperands()) {
+      auto it = source.find(operand);
+      needed.push_back(it != source.end());
+      if (it != source.end() && !activeSource)
+        activeSource = it->second;
+    }
+    if (!reachesSeed || !activeSource)
+      continue;
+    SmallVector<Value> operands = llvm::to_vector(op->getOperands());
+    b.setInsertionPoint(terminator);
+    FailureOr<SmallVector<Value>> grads;
+    if (auto repeat = dyn_cast<nn::RepeatOp>(op)) {
+      grads = differentiateRepeat(repeat, resultCotangents, b);
+    } else if (auto vjp = dyn_cast<nn::VJPOpInterface>(op)) {
+      grads = vjp.buildVJP(b, resultCotangents, needed);
+    } else {
+      return op->emitOpError()
+             << "has no derivative, but parameter '" << wrtNames[*activeSource]
+             << "' reaches the loss through it";
+    }
+    if (failed(grads))
+      return failure();
+    for (auto [index, operand] : llvm::enumerate(operands)) {
+      if (!needed[index])
+        continue;
+      Value grad = (*grads)[index];
+      if (!grad) {
+        // An integer operand (ids, labels, a cast to an integer) that a
+        // parameter flows into: its derivative is undefined, not zero.
+        return op->emitOpError()
+               << "operand #" << index << " is not differentiable, but "
+               << "parameter '" << wrtNames[source.lookup(operand)]
+               << "' reaches the loss through it";
+      }
+      accumulate(operand, grad, op->getLoc());
+    }
+  }
+  return llvm::map_to_vector(wrt,
+                             [&](Value value) { return cotangent.lookup(value); });
+}
+
+func::FuncOp ReverseMode::cloneFunction(func::FuncOp func, StringRef suffix,
+                                        IRMapping &mapping) {
+  func::FuncOp copy = func.cloneWithoutRegions();
+  func.getBody().cloneInto(&copy.getBody(), mapping);
+  copy.setSymName((func.getSymName() + suffix).str());
+  copy.setPrivate();
+  copy->removeAttr(nn::NNDialect::kRecomputeAttrName);
+  symbols.insert(copy, std::next(Block::iterator(func)));
+  return copy;
+}
+
+FailureOr<func::FuncOp>
+ReverseMode::buildLayerDerivative(func::FuncOp layer,
+                                  SmallVectorImpl<Value> &kept) {
+  FunctionType layerType = layer.getFunctionType();
+  ArrayRef<Type> outputs = layerType.getResults();
+  unsigned numInputs = layerType.getNumInputs();
+  Location loc = layer.getLoc();
+
+  // (d outputs..., layer inputs..., ) -> (); the kept forward values are
+  // the layer's own inputs until the recompute policy says otherwise.
+  SmallVector<Type> argTypes(outputs.begin(), outputs.end());
+  argTypes.append(layerType.getInputs().begin(), layerType.getInputs().end());
+  OpBuilder b(module.getContext());
+  auto derivative = func::FuncOp::create(
+      b, loc, (layer.getSymName() + "_derivative").str(),
+      b.getFunctionType(argTypes, {}));
+  derivative.setPrivate();
+  symbols.insert(derivative, std::next(Block::iterator(layer)));
+  Block *entry = derivative.addEntryBlock();
+  ValueRange dOutputs = entry->getArguments().take_front(outputs.size());
+  ValueRange inputs = entry->getArguments().drop_front(outputs.size());
+
+  // Recompute the layer's forward from its inputs.
+  IRMapping mapping;
+  mapping.map(layer.getArguments(), inputs);
+  b.setInsertionPointToEnd(entry);
+  DenseMap<Value, Value> original; // recomputed value -> the layer's value
+  SmallVector<Operation *> recomputed;
+  Operation *layerReturn = layer.getBody().front().getTerminator();
+  for (Operation &op : layer.getBody().front().without_terminator()) {
+    Operation *copy = b.clone(op, mapping);
+    recomputed.push_back(copy);
+    for (auto [from, to] : llvm::zip(op.getResults(), copy->getResults()))
+      original[to] = from;
+  }
+  auto ret = func::ReturnOp::create(b, loc, ValueRange{});
+
+  SmallVector<std::pair<Value, Value>> seeds;
+  for (auto [value, dOutput] : llvm::zip(layerReturn->getOperands(), dOutputs))
+    seeds.push_back({mapping.lookupOrDefault(value), dOutput});
+  SmallVector<Value> wrt;
+  SmallVector<std::string> names;
+  for (auto [index, input] : llvm::enumerate(inputs))
+    if (isFloat(input.getType())) {
+      wrt.push_back(input);
+      names.push_back("@" + layer.getSymName().str() + " argument #" +
+                      std::to_string(index));
+    }
+  FailureOr<SmallVector<Value>> grads = differentiate(derivative, seeds, wrt, names);
+  if (failed(grads))
+    return failure();
+  b.setInsertionPoint(ret);
+  SmallVector<Value> results;
+  for (auto [input, grad] : llvm::zip(wrt, *grads))
+    results.push_back(grad ? grad : zerosLike(b, loc, input.getType()));
+  ret->setOperands(results);
+
+  // Keep, instead of recomputing, what the policy says. `none` keeps every
+  // forward value the backward reads. `selective` (JAX's dots_saveable)
+  // keeps only results of expensive ops (more than 8 flops per element:
+  // matmuls, attention); a cheap value the backward reads is recomputed
+  // from its operands, which are kept or recomputed in turn.
+  StringRef policy = recomputePolicy(layer);
+  llvm::DenseSet<Operation *> isRecomputed(recomputed.begin(), recomputed.end());
+  llvm::SetVector<Value> readByBackward;
+  for (Operation *op : recomputed)
+    for (Value result : op->getResults())
+      if (isFloat(result.getType()) &&
+          llvm::any_of(result.getUsers(), [&](Operation *user) {
+            return !isRecomputed.contains(user);
+          }))
+        readByBackward.insert(result);
+  llvm::SetVector<Value> keep;
+  if (policy == "none")
+    keep = readByBackward;
+  if (policy == "selective") {
+    SmallVector<Value> worklist(readByBackward.begin(), readByBackward.end());
+    llvm::DenseSet<Value> visited(worklist.begin(), worklist.end());
+    while (!worklist.empty()) {
+      Value value = worklist.pop_back_val();
+      Operation *def = value.getDefiningOp();
+      if (!def || !isRecomputed.contains(def))
+        continue; // a layer input: always at hand
+      if (flopsPerElement(def) > 8.0) {
+        keep.insert(value);
+        continue;
+      }
+      for (Value operand : def->getOperands())
+        if (isFloat(operand.getType()) && visited.insert(operand).second)
+          worklist.push_back(operand);
+    }
+  }
+  // In forward order, so the stacked results read like the layer.
+  SmallVector<Value> keptHere;
+  for (Operation *op : recomputed)
+    for (Value result : op->getResults())
+      if (keep.contains(result))
+        keptHere.push_back(result);
+  for (Value value : keptHere) {
+    BlockArgument arg = entry->addArgument(value.getType(), value.getLoc());
+    value.replaceAllUsesWith(arg);
+  }
+  for (Operation *op : llvm::reverse(recomputed))
+    if (op->use_empty() && isPure(op))
+      op->erase();
+
+  // The kept values are the layer's inputs (carried activations and
+  // parameter slices come in anyway: parameters are not stacked again) and
+  // the values above. Drop what the backward no longer reads.
+  SmallVector<unsigned> keepArgs;
+  for (unsigned i = 0; i < outputs.size(); ++i)
+    keepArgs.push_back(i);
+  kept.clear();
+  for (unsigned i = 0; i < numInputs; ++i)
+    keepArgs.push_back(outputs.size() + i);
+  for (auto [index, value] : llvm::enumerate(keptHere)) {
+    unsigned argIndex = outputs.size() + numInputs + index;
+    if (entry->getArgument(argIndex).use_empty())
+      continue;
+    keepArgs.push_back(argIndex);
+    kept.push_back(original.lookup(value));
+  }
+  llvm::BitVector erase(entry->getNumArguments(), true);
+  for (unsigned index : keepArgs)
+    erase.reset(index);
+  entry->eraseArguments(erase);
+  derivative.setFunctionType(b.getFunctionType(
+      entry->getArgumentTypes(), ret->getOperandTypes()));
+  return derivative;
+}
+
+FailureOr<SmallVector<Value>>
+ReverseMode::differentiateRepeat(nn::RepeatOp op, ArrayRef<Value> cotangents,
+                                 OpBuilder &b) {
+  func::FuncOp layer = op.getLayerFunction();
+  Location loc = op.getLoc();
+  unsigned numCarried = op.getCarried().size();
+  int64_t numLayers = op.getNumLayers();
+  auto stacked = [&](Type type) -> Type {
+    auto tensor = cast<RankedTensorType>(type);
+    SmallVector<int64_t> shape{numLayers};
+    shape.append(tensor.getShape().begin(), tensor.getShape().end());
+    return RankedTensorType::get(shape, tensor.getElementType());
+  };
+
+  SmallVector<Value> keptInLayer;
+  FailureOr<func::FuncOp> derivative = buildLayerDerivative(layer, keptInLayer);
+  if (failed(derivative))
+    return failure();
+  FunctionType layerType = layer.getFunctionType();
+  ArrayRef<Type> carriedTypes = layerType.getInputs().take_front(numCarried);
+
+  // The forward keeps, per layer, its carried inputs and the values the
+  // derivative reads: a layer function that also returns them, stacked by
+  // the repeat. The derivative's arguments after the output cotangents
+  // are the layer's inputs and then the kept values; its carried inputs
+  // come from the stack, its parameter slices from the parameters.
+  SmallVector<Value> forwardKept;
+  {
+    IRMapping mapping;
+    func::FuncOp keeping = cloneFunction(layer, "_keep", mapping);
+    Operation *ret = keeping.getBody().front().getTerminator();
+    SmallVector<Value> returned = llvm::to_vector(ret->getOperands());
+    for (BlockArgument carried :
+         keeping.getArguments().take_front(numCarried))
+      returned.push_back(carried);
+    for (Value value : keptInLayer)
+      returned.push_back(mapping.lookup(value));
+    ret->setOperands(returned);
+    keeping.setFunctionType(b.getFunctionType(layerType.getInputs(),
+                                              ValueRange(returned).getTypes()));
+
+    SmallVector<Type> resultTypes = llvm::to_vector(op.getResultTypes());
+    for (Value value : ValueRange(returned).drop_front(op.getNumResults()))
+      resultTypes.push_back(stacked(value.getType()));
+    OpBuilder forwardBuilder(op);
+    auto keepingRepeat = nn::RepeatOp::create(
+        forwardBuilder, loc, resultTypes,
+        FlatSymbolRefAttr::get(keeping.getSymNameAttr()), op.getCarried(),
+        op.getParams());
+    keepingRepeat.setReverse(op.getReverse());
+    op->replaceAllUsesWith(
+        keepingRepeat.getResults().take_front(op.getNumResults()));
+    for (Value kept : keepingRepeat.getResults().drop_front(op.getNumResults()))
+      forwardKept.push_back(kept);
+  }
+
+  // The backward repeat: carried = d carried outputs; per layer: d stacked
+  // outputs, the kept carried inputs, parameter slices, other kept values.
+  SmallVector<Value> carried, params;
+  for (auto [index, type] : llvm::enumerate(op.getResultTypes())) {
+    Value grad = cotangents[index];
+    if (!grad)
+      grad = zerosLike(b, loc, type);
+    (index < numCarried ? carried : params).push_back(grad);
+  }
+  ValueRange keptCarried = ValueRange(forwardKept).take_front(numCarried);
+  ValueRange keptValues = ValueRange(forwardKept).drop_front(numCarried);
+  params.append(keptCarried.begin(), keptCarried.end());
+  params.append(op.getParams().begin(), op.getParams().end());
+  // Only the kept values the derivative still reads: buildLayerDerivative
+  // dropped the others and listed the rest in order in keptInLayer.
+  params.append(keptValues.begin(), keptValues.end());
+
+  SmallVector<Type> resultTypes(carriedTypes.begin(), carriedTypes.end());
+  SmallVector<unsigned> floatParams;
+  for (auto [index, param] : llvm::enumerate(op.getParams()))
+    if (isFloat(param.getType())) {
+      floatParams.push_back(index);
+      resultTypes.push_back(param.getType());
+    }
+  auto backward = nn::RepeatOp::create(
+      b, loc, resultTypes,
+      FlatSymbolRefAttr::get(derivative->getSymNameAttr()), carried, params);
+  backward.setReverse(!op.getReverse());
+
+  // Cotangents of the repeat's operands: carried values, then parameters
+  // (integer parameters have none).
+  SmallVector<Value> result(backward.getResults().take_front(numCarried));
+  SmallVector<Value> paramGrads(op.getParams().size());
+  for (auto [slot, index] : llvm::enumerate(floatParams))
+    paramGrads[index] = backward.getResult(numCarried + slot);
+  result.append(paramGrads.begin(), paramGrads.end());
+  op->erase();
+  return result;
+}
+
+//===----------------------------------------------------------------------===//
+// The pass
+//===----------------------------------------------------------------------===//
+
+bool isModelFunction(func::FuncOp func) {
+  if (func.isExternal() || func->hasAttr(nn::NNDialect::kEntryAttrName))
+    return false;
+  for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
+    if (func.getArgAttr(i, nn::NNDialect::kParamAttrName) ||
+        func.getArgAttr(i, nn::NNDialect::kInputAttrName) ||
+        func.getArgAttr(i, nn::NNDialect::kLabelAttrName))
+      return true;
+  return false;
+}
+
+struct AutodiffPass : public tessel::impl::AutodiffPassBase<AutodiffPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    func::FuncOp model;
+    for (auto func : module.getOps<func::FuncOp>()) {
+      if (func->hasAttr(nn::NNDialect::kEntryAttrName)) {
+        func.emitOpError() << "is already a training entry ('"
+                           << nn::NNDialect::kEntryAttrName
+                           << "'); tessel-autodiff runs once";
+        return signalPassFailure();
+      }
+      if (isModelFunction(func) && !model)
+        model = func;
+    }
+    if (!model)
+      return;
+    TrainConfig config;
+    if (failed(resolveConfig(module, config)))
+      return signalPassFailure();
+
+    SmallVector<unsigned> paramArgs;
+    for (unsigned i = 0, e = model.getNumArguments(); i < e; ++i)
+      if (model.getArgAttr(i, nn::NNDialect::kParamAttrName))
+        paramArgs.push_back(i);
+    if (paramArgs.empty())
+      return; // Nothing to train: the model stays an evaluation.
+
+    SymbolTable symbols(module);
+    FailureOr<SmallVector<unsigned>> trained =
+        buildBackward(model, paramArgs, config, symbols);
+    if (failed(trained))
+      return signalPassFailure();
+    buildUpdate(model, *trained, config, symbols, backwardFunction);
+    module->setAttr(nn::NNDialect::kTrainAttrName,
+                    config.toAttr(module.getContext()));
+  }
+
+  LogicalResult resolveConfig(ModuleOp module, TrainConfig &config) {
+    if (auto dict = module->getAttrOfType<DictionaryAttr>(
+            nn::NNDialect::kTrainAttrName))
+      if (failed(readTrainAttr(module, dict, config)))
+        return failure();
+    if (!optimizer.empty())
+      config.optimizer = optimizer;
+    auto set = [](double option, double &field) {
+      if (option >= 0)
+        field = option;
+    };
+    set(lr, config.lr);
+    set(beta1, config.beta1);
+    set(beta2, config.beta2);
+    set(eps, config.eps);
+    if (weightDecay >= 0)
+      config.weightDecay = weightDecay;
+    set(momentum, config.momentum);
+    if (!nesterov.empty()) {
+      if (nesterov != "true" && nesterov != "false")
+        return module.emitError() << "training settings: nesterov must be "
+                                     "true or false, got '"
+                                  << nesterov << "'";
+      config.nesterov = nesterov == "true";
+    }
+    if (!schedule.empty())
+      config.schedule = schedule;
+    if (warmup >= 0)
+      config.warmup = warmup;
+    set(minLr, config.minLr);
+    if (totalSteps >= 0)
+      config.totalSteps = totalSteps;
+    set(clip, config.clip);
+    if (!recompute.empty())
+      config.recompute = recompute;
+    return validate(module, config);
+  }
+
+  /// @f_backward; returns the indices (into @f's arguments) of the
+  /// parameters the loss depends on.
+  FailureOr<SmallVector<unsigned>>
+  buildBackward(func::FuncOp model, ArrayRef<unsigned> paramArgs,
+                const TrainConfig &config, SymbolTable &symbols) {
+    func::FuncOp backward = model.clone();
+    backward.setSymName((model.getSymName() + "_backward").str());
+    backward->setAttr(nn::NNDialect::kEntryAttrName,
+                      StringAttr::get(&getContext(), "backward"));
+    symbols.insert(backward, std::next(Block::iterator(model)));
+    backwardFunction = backward;
+
+    Block &body = backward.getBody().front();
+    Operation *terminator = body.getTerminator();
+    Value loss = terminator->getOperand(0);
+    OpBuilder b(terminator);
+    Location loc = model.getLoc();
+    auto lossType = cast<RankedTensorType>(loss.getType());
+    Value one = nn::ConstantOp::create(
+        b, loc,
+        DenseElementsAttr::get(
+            lossType, b.getFloatAttr(lossType.getElementType(), 1.0)));
+
+    SmallVector<Value> wrt;
+    SmallVector<std::string> names;
+    for (unsigned index : paramArgs) {
+      wrt.push_back(backward.getArgument(index));
+      names.push_back(paramName(model, index).str());
+    }
+    ReverseMode reverse(getOperation(), symbols, config.recompute);
+    FailureOr<SmallVector<Value>> grads =
+        reverse.differentiate(backward, {{loss, one}}, wrt, names);
+    if (failed(grads))
+      return failure();
+
+    SmallVector<unsigned> trained;
+    SmallVector<Value> returned{loss};
+    b.setInsertionPoint(terminator);
+    for (auto [index, grad] : llvm::zip(paramArgs, *grads)) {
+      if (!grad) {
+        mlir::emitWarning(model.getArgument(index).getLoc())
+            << "parameter '" << paramName(model, index)
+            << "' does not reach the loss: it gets no gradient and is not "
+               "updated";
+        continue;
+      }
+      trained.push_back(index);
+      Type type = model.getArgumentTypes()[index];
+      unsigned position = backward.getNumArguments();
+      if (failed(backward.insertArgument(
+              position, type,
+              b.getDictionaryAttr(b.getNamedAttr(
+                  nn::NNDialect::kGradAttrName,
+                  b.getStringAttr(paramName(model, index)))),
+              model.getArgument(index).getLoc())))
+        return failure();
+      Value accumulator = backward.getArgument(position);
+      returned.push_back(
+          nn::AccumulateOp::create(b, grad.getLoc(), TypeRange{type},
+                                   ValueRange{grad, accumulator})
+              .getResult());
+    }
+    if (trained.empty())
+      return model.emitOpError()
+             << "has parameters, but none of them reaches the loss";
+    func::ReturnOp::create(b, terminator->getLoc(), returned);
+    terminator->erase();
+    backward.setFunctionType(b.getFunctionType(
+        backward.getArgumentTypes(), ValueRange(returned).getTypes()));
+    for (auto [slot, index] : llvm::enumerate(trained))
+      backward.setResultAttr(slot + 1, nn::NNDialect::kGradAttrName,
+                             b.getStringAttr(paramName(model, index)));
+    return trained;
+  }
+
+  /// @f_update: clipping, schedule and one in-place optimizer step per
+  /// trained parameter.
+  void buildUpdate(func::FuncOp model, ArrayRef<unsigned> trained,
+                   const TrainConfig &config, SymbolTable &symbols,
+                   func::FuncOp backward) {
+    MLIRContext *ctx = &getContext();
+    OpBuilder b(ctx);
+    Location loc = model.getLoc();
+    SmallVector<StringRef> stateNames = config.stateNames();
+    SmallVector<Type> argTypes;
+    SmallVector<DictionaryAttr> argAttrs;
+    auto axesOf = [&](unsigned index) {
+      SmallVector<NamedAttribute> attrs;
+      if (Attribute axes =
+              model.getArgAttr(index, nn::NNDialect::kAxesAttrName))
+        attrs.push_back(b.getNamedAttr(nn::NNDialect::kAxesAttrName, axes));
+      return attrs;
+    };
+    auto stateType = [&](Type paramType) -> Type {
+      auto tensor = cast<RankedTensorType>(paramType);
+      return RankedTensorType::get(tensor.getShape(), b.getF32Type());
+    };
+    for (unsigned index : trained) {
+      argTypes.push_back(model.getArgumentTypes()[index]);
+      argAttrs.push_back(model.getArgAttrDict(index));
+    }
+    for (unsigned index : trained) {
+      argTypes.push_back(model.getArgumentTypes()[index]);
+      SmallVector<NamedAttribute> attrs = axesOf(index);
+      attrs.push_back(b.getNamedAttr(nn::NNDialect::kGradAttrName,
+                                     b.getStringAttr(paramName(model, index))));
+      argAttrs.push_back(b.getDictionaryAttr(attrs));
+    }
+    for (unsigned index : trained)
+      for (StringRef state : stateNames) {
+        argTypes.push_back(stateType(model.getArgumentTypes()[index]));
+        SmallVector<NamedAttribute> attrs = axesOf(index);
+        attrs.push_back(b.getNamedAttr(
+            nn::NNDialect::kStateAttrName,
+            b.getStringAttr(paramName(model, index) + "." + state)));
+        argAttrs.push_back(b.getDictionaryAttr(attrs));
+      }
+    argTypes.push_back(RankedTensorType::get({}, b.getF32Type()));
+    argAttrs.push_back(b.getDictionaryAttr(
+        b.getNamedAttr(nn::NNDialect::kGradScaleAttrName, b.getUnitAttr())));
+
+    auto update = func::FuncOp::create(
+        b, loc, (model.getSymName() + "_update").str(),
+        b.getFunctionType(argTypes, {}));
+    update->setAttr(nn::NNDialect::kEntryAttrName, b.getStringAttr("update"));
+    symbols.insert(update, std::next(Block::iterator(backward)));
+    update.setAllArgAttrs(argAttrs);
+    Block *entry = update.addEntryBlock();
+    b.setInsertionPointToStart(entry);
+    size_t numTrained = trained.size();
+    ValueRange params = entry->getArguments().take_front(numTrained);
+    ValueRange grads = entry->getArguments().slice(numTrained, numTrained);
+    ValueRange states = entry->getArguments().slice(
+        2 * numTrained, numTrained * stateNames.size());
+    Value scale = entry->getArguments().back();
+    if (config.clip > 0) {
+      Value sumSquares =
+          nn::SumSquaresOp::create(b, loc,
+                                   TypeRange{RankedTensorType::get({}, b.getF32Type())},
+                                   grads)
+              .getResult();
+      scale = nn::ClipScaleOp::create(
+                  b, loc, TypeRange{scale.getType()},
+                  ValueRange{sumSquares, scale},
+                  {b.getNamedAttr("max_norm", b.getF64FloatAttr(config.clip))})
+                  .getResult();
+    }
+    SmallVector<NamedAttribute> stepAttrs = optimizerAttrs(b, config);
+    SmallVector<Value> newParams, newStates;
+    for (unsigned i = 0; i < numTrained; ++i) {
+      SmallVector<Value> operands{grads[i], scale, params[i]};
+      ValueRange paramStates =
+          states.slice(i * stateNames.size(), stateNames.size());
+      operands.append(paramStates.begin(), paramStates.end());
+      SmallVector<Type> types{params[i].getType()};
+      for (Value state : paramStates)
+        types.push_back(state.getType());
+      auto step = nn::OptimizerStepOp::create(b, loc, types, operands, stepAttrs);
+      newParams.push_back(step->getResult(0));
+      for (Value state : step->getResults().drop_front())
+        newStates.push_back(state);
+    }
+    SmallVector<Value> returned(newParams);
+    returned.append(newStates);
+    func::ReturnOp::create(b, loc, returned);
+    update.setFunctionType(
+        b.getFunctionType(argTypes, ValueRange(returned).getTypes()));
+    for (auto [slot, index] : llvm::enumerate(trained))
+      update.setResultAttr(slot, nn::NNDialect::kParamAttrName,
+                           b.getStringAttr(paramName(model, index)));
+    for (unsigned i = 0; i < states.size(); ++i)
+      update.setResultAttr(
+          numTrained + i, nn::NNDialect::kStateAttrName,
+          update.getArgAttr(2 * numTrained + i, nn::NNDialect::kStateAttrName));
+  }
+
+  static SmallVector<NamedAttribute> optimizerAttrs(OpBuilder &b,
+                                                    const TrainConfig &config) {
+    MLIRContext *ctx = b.getContext();
+    auto kind = llvm::StringSwitch<nn::OptimizerKind>(config.optimizer)
+                    .Case("sgd", nn::OptimizerKind::sgd)
+                    .Case("adam", nn::OptimizerKind::adam)
+                    .Default(nn::OptimizerKind::adamw);
+    auto schedule = config.schedule == "warmup_cosine"
+                        ? nn::LrSchedule::warmup_cosine
+                        : nn::LrSchedule::constant;
+    SmallVector<NamedAttribute> attrs{
+        b.getNamedAttr("optimizer", nn::OptimizerKindAttr::get(ctx, kind)),
+        b.getNamedAttr("lr", b.getF64FloatAttr(config.lr)),
+        b.getNamedAttr("beta1", b.getF64FloatAttr(config.beta1)),
+        b.getNamedAttr("beta2", b.getF64FloatAttr(config.beta2)),
+        b.getNamedAttr("eps", b.getF64FloatAttr(config.eps)),
+        b.getNamedAttr("weight_decay",
+                       b.getF64FloatAttr(config.getWeightDecay())),
+        b.getNamedAttr("momentum", b.getF64FloatAttr(config.momentum)),
+        b.getNamedAttr("schedule", nn::LrScheduleAttr::get(ctx, schedule)),
+        b.getNamedAttr("warmup", b.getI64IntegerAttr(config.warmup)),
+        b.getNamedAttr("min_lr", b.getF64FloatAttr(config.minLr)),
+        b.getNamedAttr("total_steps", b.getI64IntegerAttr(config.totalSteps))};
+    if (config.nesterov)
+      attrs.push_back(b.getNamedAttr("nesterov", b.getUnitAttr()));
+    return attrs;
+  }
+
+  /// The backward entry, once built.
+  func::FuncOp backwardFunction;
+
+  static StringRef paramName(func::FuncOp model, unsigned index) {
+    return model.getArgAttrOfType<StringAttr>(index,
+                                              nn::NNDialect::kParamAttrName)
+        .getValue();
+  }
+};
+
+} // namespace

@@ -1,0 +1,93 @@
+// RUN: tessel-opt %s --split-input-file --verify-diagnostics --pass-pipeline='builtin.module(func.func(shard-partition))' | FileCheck %s
+
+// Tests that a mean cross_entropy_grad split over its positions rescales
+// dloss by the local share (4 of 8 rows), so every row still gets
+// dloss / 8 from the local kernel's division by 4.
+// CHECK-LABEL: func.func @cross_entropy_grad_mean_split
+// CHECK-SAME: (%[[Z:.*]]: tensor<4x10xf32>, %[[Y:.*]]: tensor<4xi32>, %[[D:.*]]: tensor<f32>)
+// CHECK: %[[SHARE:.*]] = nn.constant dense<5.000000e-01> : tensor<f32>
+// CHECK: %[[SCALED:.*]] = nn.mul %[[D]], %[[SHARE]] : tensor<f32>
+// CHECK: nn.cross_entropy_grad %[[Z]], %[[Y]], %[[SCALED]] : (tensor<4x10xf32>, tensor<4xi32>, tensor<f32>) -> tensor<4x10xf32>
+shard.grid @mesh(shape = 2)
+func.func @cross_entropy_grad_mean_split(%z: tensor<8x10xf32>, %y: tensor<8xi32>, %dl: tensor<f32>) -> tensor<8x10xf32> {
+  %rows = shard.sharding @mesh split_axes = [[0]] : !shard.sharding
+  %none = shard.sharding @mesh split_axes = [[]] : !shard.sharding
+  %z1 = shard.shard %z to %rows : tensor<8x10xf32>
+  %z2 = shard.shard %z1 to %rows annotate_for_users : tensor<8x10xf32>
+  %y1 = shard.shard %y to %rows : tensor<8xi32>
+  %y2 = shard.shard %y1 to %rows annotate_for_users : tensor<8xi32>
+  %d1 = shard.shard %dl to %none : tensor<f32>
+  %d2 = shard.shard %d1 to %none annotate_for_users : tensor<f32>
+  %g = nn.cross_entropy_grad %z2, %y2, %d2 : (tensor<8x10xf32>, tensor<8xi32>, tensor<f32>) -> tensor<8x10xf32>
+  %g1 = shard.shard %g to %rows : tensor<8x10xf32>
+  %g2 = shard.shard %g1 to %rows annotate_for_users : tensor<8x10xf32>
+  return %g2 : tensor<8x10xf32>
+}
+
+// -----
+
+// Tests that a sum cross_entropy_grad split over its positions runs as it
+// is: every row gets dloss.
+// CHECK-LABEL: func.func @cross_entropy_grad_sum_split
+// CHECK-NOT: nn.mul
+// CHECK: nn.cross_entropy_grad %{{.*}}, %{{.*}}, %{{.*}} {reduction = #nn.reduction<sum>} : (tensor<4x10xf32>, tensor<4xi32>, tensor<f32>) -> tensor<4x10xf32>
+shard.grid @mesh(shape = 2)
+func.func @cross_entropy_grad_sum_split(%z: tensor<8x10xf32>, %y: tensor<8xi32>, %dl: tensor<f32>) -> tensor<8x10xf32> {
+  %rows = shard.sharding @mesh split_axes = [[0]] : !shard.sharding
+  %none = shard.sharding @mesh split_axes = [[]] : !shard.sharding
+  %z1 = shard.shard %z to %rows : tensor<8x10xf32>
+  %z2 = shard.shard %z1 to %rows annotate_for_users : tensor<8x10xf32>
+  %y1 = shard.shard %y to %rows : tensor<8xi32>
+  %y2 = shard.shard %y1 to %rows annotate_for_users : tensor<8xi32>
+  %d1 = shard.shard %dl to %none : tensor<f32>
+  %d2 = shard.shard %d1 to %none annotate_for_users : tensor<f32>
+  %g = nn.cross_entropy_grad %z2, %y2, %d2 {reduction = #nn.reduction<sum>} : (tensor<8x10xf32>, tensor<8xi32>, tensor<f32>) -> tensor<8x10xf32>
+  %g1 = shard.shard %g to %rows : tensor<8x10xf32>
+  %g2 = shard.shard %g1 to %rows annotate_for_users : tensor<8x10xf32>
+  return %g2 : tensor<8x10xf32>
+}
+
+// -----
+
+// Tests that the class loop of cross_entropy_grad may not be split locally.
+shard.grid @mesh(shape = 2)
+func.func @cross_entropy_grad_class_split(%z: tensor<8x10xf32>, %y: tensor<8xi32>, %dl: tensor<f32>) -> tensor<8x10xf32> {
+  %classes = shard.sharding @mesh split_axes = [[], [0]] : !shard.sharding
+  %none = shard.sharding @mesh split_axes = [[]] : !shard.sharding
+  %z1 = shard.shard %z to %classes : tensor<8x10xf32>
+  %z2 = shard.shard %z1 to %classes annotate_for_users : tensor<8x10xf32>
+  %y1 = shard.shard %y to %none : tensor<8xi32>
+  %y2 = shard.shard %y1 to %none annotate_for_users : tensor<8xi32>
+  %d1 = shard.shard %dl to %none : tensor<f32>
+  %d2 = shard.shard %d1 to %none annotate_for_users : tensor<f32>
+  // expected-error @+1 {{'nn.cross_entropy_grad' op value #0 splits loop 1, which must stay whole on every rank for this op}}
+  %g = nn.cross_entropy_grad %z2, %y2, %d2 : (tensor<8x10xf32>, tensor<8xi32>, tensor<f32>) -> tensor<8x10xf32>
+  %g1 = shard.shard %g to %classes : tensor<8x10xf32>
+  %g2 = shard.shard %g1 to %classes annotate_for_users : tensor<8x10xf32>
+  return %g2 : tensor<8x10xf32>
+}
+
+// -----
+
+// Tests that a norm gradient split over its rows is refused (dgamma and
+// dbeta would be partial sums), never partitioned into a wrong result.
+shard.grid @mesh(shape = 2)
+func.func @layer_norm_grad_row_split(%x: tensor<8x16xf32>, %g: tensor<16xf32>, %dy: tensor<8x16xf32>) -> (tensor<8x16xf32>, tensor<16xf32>, tensor<16xf32>) {
+  %rows = shard.sharding @mesh split_axes = [[0]] : !shard.sharding
+  %none = shard.sharding @mesh split_axes = [[]] : !shard.sharding
+  %x1 = shard.shard %x to %rows : tensor<8x16xf32>
+  %x2 = shard.shard %x1 to %rows annotate_for_users : tensor<8x16xf32>
+  %g1 = shard.shard %g to %none : tensor<16xf32>
+  %g2 = shard.shard %g1 to %none annotate_for_users : tensor<16xf32>
+  %dy1 = shard.shard %dy to %rows : tensor<8x16xf32>
+  %dy2 = shard.shard %dy1 to %rows annotate_for_users : tensor<8x16xf32>
+  // expected-error @+1 {{'nn.layer_norm_grad' op value #0 splits reduction loop 0; upstream shard-partition of nn ops splits parallel loops only}}
+  %dx, %dg, %db = nn.layer_norm_grad %x2, %g2, %dy2 : (tensor<8x16xf32>, tensor<16xf32>, tensor<8x16xf32>) -> (tensor<8x16xf32>, tensor<16xf32>, tensor<16xf32>)
+  %dx1 = shard.shard %dx to %rows : tensor<8x16xf32>
+  %dx2 = shard.shard %dx1 to %rows annotate_for_users : tensor<8x16xf32>
+  %dg1 = shard.shard %dg to %none : tensor<16xf32>
+  %dg2 = shard.shard %dg1 to %none annotate_for_users : tensor<16xf32>
+  %db1 = shard.shard %db to %none : tensor<16xf32>
+  %db2 = shard.shard %db1 to %none annotate_for_users : tensor<16xf32>
+  return %dx2, %dg2, %db2 : tensor<8x16xf32>, tensor<16xf32>, tensor<16xf32>
+}

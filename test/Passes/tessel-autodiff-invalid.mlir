@@ -1,0 +1,130 @@
+// RUN: tessel-opt %s -tessel-autodiff -split-input-file -verify-diagnostics
+// RUN: not tessel-opt %s -split-input-file -tessel-autodiff="optimizer=lamb" 2>&1 | FileCheck %s --check-prefix=OPTION
+// RUN: not tessel-opt %s -split-input-file -tessel-autodiff="schedule=step" 2>&1 | FileCheck %s --check-prefix=SCHEDULE
+// RUN: not tessel-opt %s -split-input-file -tessel-autodiff="recompute=some" 2>&1 | FileCheck %s --check-prefix=RECOMPUTE
+
+// OPTION: error: training settings: unknown optimizer 'lamb'; expected sgd, adam or adamw
+// SCHEDULE: error: training settings: unknown learning-rate schedule 'step'; expected constant or warmup-cosine
+// RECOMPUTE: error: training settings: unknown recompute policy 'some'; expected none, selective or full
+
+// Tests that a loss that is not a scalar is rejected before autodiff.
+// expected-error @+1 {{must return its scalar loss first, as tensor<f32>}}
+func.func @vector_loss(%w: tensor<4xf32> {nn.param = "w", nn.init = #nn.init<zeros>}) -> tensor<4xf32> {
+  return %w : tensor<4xf32>
+}
+
+// -----
+
+// Tests that a parameter reaching the loss only through integer ids is a
+// non-differentiable path.
+func.func @ids_from_param(%w: tensor<4xf32> {nn.param = "w", nn.init = #nn.init<zeros>},
+                          %table: tensor<8x2xf32> {nn.param = "table", nn.init = #nn.init<zeros>}) -> tensor<f32> {
+  %ids = nn.cast %w : tensor<4xf32> to tensor<4xi32>
+  // expected-error @+1 {{'nn.embedding' op operand #1 is not differentiable, but parameter 'w' reaches the loss through it}}
+  %e = nn.embedding %table, %ids : (tensor<8x2xf32>, tensor<4xi32>) -> tensor<4x2xf32>
+  %l = nn.reduce_sum %e dims = [0, 1] : tensor<4x2xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// Tests that an op without a derivative on a parameter's path is reported.
+func.func @no_derivative(%w: tensor<4xf32> {nn.param = "w", nn.init = #nn.init<zeros>},
+                         %x: tensor<4xf32> {nn.input}) -> tensor<f32> {
+  // expected-error @+1 {{'nn.equal' op has no derivative, but parameter 'w' reaches the loss through it}}
+  %m = nn.equal %w, %x : tensor<4xf32>
+  %l = nn.reduce_sum %m dims = [0] : tensor<4xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// Tests that a model none of whose parameters reaches the loss is rejected.
+// expected-error @+2 {{'func.func' op has parameters, but none of them reaches the loss}}
+// expected-warning @+1 {{parameter 'w' does not reach the loss: it gets no gradient and is not updated}}
+func.func @unused(%w: tensor<4xf32> {nn.param = "w", nn.init = #nn.init<zeros>},
+                  %x: tensor<4xf32> {nn.input}) -> tensor<f32> {
+  %l = nn.reduce_sum %x dims = [0] : tensor<4xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// Tests that an unknown optimizer in nn.train is rejected.
+// expected-error @+1 {{training settings: unknown optimizer 'lamb'; expected sgd, adam or adamw}}
+module attributes {nn.train = {optimizer = "lamb"}} {
+  func.func @f(%w: tensor<4xf32> {nn.param = "w", nn.init = #nn.init<zeros>}) -> tensor<f32> {
+    %l = nn.reduce_sum %w dims = [0] : tensor<4xf32> -> tensor<f32>
+    return %l : tensor<f32>
+  }
+}
+
+// -----
+
+// Tests that an unknown schedule in nn.train is rejected.
+// expected-error @+1 {{training settings: unknown learning-rate schedule 'step'; expected constant or warmup-cosine}}
+module attributes {nn.train = {schedule = "step"}} {
+  func.func @f(%w: tensor<4xf32> {nn.param = "w", nn.init = #nn.init<zeros>}) -> tensor<f32> {
+    %l = nn.reduce_sum %w dims = [0] : tensor<4xf32> -> tensor<f32>
+    return %l : tensor<f32>
+  }
+}
+
+// -----
+
+// Tests that the warm-up + cosine schedule needs its length.
+// expected-error @+1 {{the warmup-cosine schedule needs total_steps (0) > warmup (10)}}
+module attributes {nn.train = {schedule = "warmup_cosine", warmup = 10}} {
+  func.func @f(%w: tensor<4xf32> {nn.param = "w", nn.init = #nn.init<zeros>}) -> tensor<f32> {
+    %l = nn.reduce_sum %w dims = [0] : tensor<4xf32> -> tensor<f32>
+    return %l : tensor<f32>
+  }
+}
+
+// -----
+
+// Tests that an unknown setting in nn.train is named.
+// expected-error @+1 {{nn.train: unknown setting 'learning_rate'}}
+module attributes {nn.train = {learning_rate = 0.1}} {
+  func.func @f(%w: tensor<4xf32> {nn.param = "w", nn.init = #nn.init<zeros>}) -> tensor<f32> {
+    %l = nn.reduce_sum %w dims = [0] : tensor<4xf32> -> tensor<f32>
+    return %l : tensor<f32>
+  }
+}
+
+// -----
+
+// Tests that a setting of the wrong kind is named.
+// expected-error @+1 {{nn.train: 'lr' must be a number, got "fast"}}
+module attributes {nn.train = {lr = "fast"}} {
+  func.func @f(%w: tensor<4xf32> {nn.param = "w", nn.init = #nn.init<zeros>}) -> tensor<f32> {
+    %l = nn.reduce_sum %w dims = [0] : tensor<4xf32> -> tensor<f32>
+    return %l : tensor<f32>
+  }
+}
+
+// -----
+
+// Tests that Nesterov momentum needs SGD with momentum.
+// expected-error @+1 {{nesterov needs sgd with momentum > 0}}
+module attributes {nn.train = {optimizer = "adamw", nesterov = true}} {
+  func.func @f(%w: tensor<4xf32> {nn.param = "w", nn.init = #nn.init<zeros>}) -> tensor<f32> {
+    %l = nn.reduce_sum %w dims = [0] : tensor<4xf32> -> tensor<f32>
+    return %l : tensor<f32>
+  }
+}
+
+// -----
+
+// Tests that the pass runs once.
+module {
+  func.func @f(%w: tensor<4xf32> {nn.param = "w", nn.init = #nn.init<zeros>}) -> tensor<f32> {
+    %l = nn.reduce_sum %w dims = [0] : tensor<4xf32> -> tensor<f32>
+    return %l : tensor<f32>
+  }
+  // expected-error @+1 {{is already a training entry ('nn.entry'); tessel-autodiff runs once}}
+  func.func @f_backward(%w: tensor<4xf32> {nn.param = "w", nn.init = #nn.init<zeros>}) -> tensor<f32> attributes {nn.entry = "backward"} {
+    %l = nn.reduce_sum %w dims = [0] : tensor<4xf32> -> tensor<f32>
+    return %l : tensor<f32>
+  }
+}
