@@ -361,10 +361,14 @@ private:
     loc = op.getLoc();
     Value step =
         emit.call(b, loc, "tessel_get_step", {ctx}, b.getI64Type());
+    // Microbatch m draws the mask of elements m·n .. m·n + n − 1.
+    Value microbatch =
+        emit.call(b, loc, "tessel_get_microbatch", {ctx}, b.getI64Type());
+    Value first = LLVM::MulOp::create(b, loc, microbatch, count(op.getResult()));
     call("tessel_dropout",
          {dtype(op.getResult()), ptr(op.getInput()), ptr(op.getResult()),
           count(op.getResult()), f64(op.getRate().convertToDouble()),
-          i64(static_cast<int64_t>(op.getSeed())), step, i64(0)});
+          i64(static_cast<int64_t>(op.getSeed())), step, first});
     return success();
   }
 

@@ -3,8 +3,9 @@
 # native shared object and run it on the CPU runtime over a text corpus that
 # every Debian machine has (bytes as tokens), training it: AdamW with a
 # linear warm-up, cosine decay and gradient clipping, as nanoGPT does. The
-# loss starts near ln 256 = 5.55 and ends near 2.4 (a step that reaches the start of the file again sees
-# its upper-case header and runs of spaces, and its loss jumps for a few steps).
+# loss starts near ln 256 = 5.55 and ends near 2.4. (Every ~68 steps the
+# data wraps to the start of the file, whose upper-case header and runs of
+# spaces make the loss jump for a few steps.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh

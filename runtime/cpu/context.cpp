@@ -96,6 +96,15 @@ void tessel_set_step(tessel_ctx *ctx, uint64_t step) {
 
 uint64_t tessel_get_step(const tessel_ctx *ctx) { return ctx ? ctx->step : 0; }
 
+void tessel_set_microbatch(tessel_ctx *ctx, uint64_t microbatch) {
+  if (ctx)
+    ctx->microbatch = microbatch;
+}
+
+uint64_t tessel_get_microbatch(const tessel_ctx *ctx) {
+  return ctx ? ctx->microbatch : 0;
+}
+
 const char *tessel_error(const tessel_ctx *ctx) {
   if (!ctx)
     return createError.empty() ? nullptr : createError.c_str();

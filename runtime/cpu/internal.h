@@ -28,6 +28,7 @@ struct tessel_ctx {
   int32_t rank = 0;
   int32_t worldSize = 1;
   uint64_t step = 0;
+  uint64_t microbatch = 0;
   bool hasError = false;
   std::string error;
   tessel_counters counters{};

@@ -178,13 +178,18 @@ TEST(ContextThreads, RanksAsThreads) {
 } // namespace
 
 namespace {
-// The step counter starts at 0 and holds what the launcher sets.
+// The step and microbatch counters start at 0 and hold what the launcher
+// sets.
 TEST(ContextStep, SetAndGet) {
   tessel_ctx_options options{TESSEL_BACKEND_CPU, 0, 1, 0};
   tessel_ctx *ctx = tessel_ctx_create(&options);
   ASSERT_NE(ctx, nullptr);
   EXPECT_EQ(tessel_get_step(ctx), 0u);
   tessel_set_step(ctx, 41);
+  EXPECT_EQ(tessel_get_step(ctx), 41u);
+  EXPECT_EQ(tessel_get_microbatch(ctx), 0u);
+  tessel_set_microbatch(ctx, 3);
+  EXPECT_EQ(tessel_get_microbatch(ctx), 3u);
   EXPECT_EQ(tessel_get_step(ctx), 41u);
   tessel_ctx_destroy(ctx);
 }

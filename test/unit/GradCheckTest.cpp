@@ -33,6 +33,7 @@
 #include <numeric>
 #include <ostream>
 #include <random>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <sys/wait.h>
@@ -622,6 +623,20 @@ GradModel repeat(std::mt19937 &rng, const std::string &recompute) {
   return {m.finish(y, {N, D}), "--recompute " + recompute};
 }
 
+/// The same model in f32: every f64 tensor type becomes f32 (f64
+/// attributes such as epsilon stay). tessel-run then checks with the
+/// four-point stencil, h = 1e-2·max(1, |x|), and tolerance 2e-2: a smoke test
+/// of the f32 backward kernels, for smooth ops only (a relu kink or a
+/// reduce_max tie within 2h of a sample is likely at that step).
+Generator inF32(Generator generate) {
+  return [generate](std::mt19937 &rng) {
+    GradModel model = generate(rng);
+    static const std::regex f64Tensor(R"((tensor<(?:[0-9]+x)*)f64>)");
+    model.text = std::regex_replace(model.text, f64Tensor, "$1f32>");
+    return model;
+  };
+}
+
 std::vector<GradCase> allCases() {
   std::vector<GradCase> cases;
   auto add = [&](std::string name, int repetitions, Generator generate) {
@@ -693,6 +708,18 @@ std::vector<GradCase> allCases() {
   for (const char *policy : {"none", "selective", "full"})
     add(std::string("repeat_recompute_") + policy, 1,
         [policy](std::mt19937 &rng) { return repeat(rng, policy); });
+
+  // f32 variants of the ops whose backward has a kernel of its own.
+  std::vector<GradCase> f32;
+  for (const char *name :
+       {"gelu_exact", "gelu_approximate", "silu", "softmax", "layer_norm",
+        "rms_norm", "batch_norm", "cross_entropy_mean", "cross_entropy_none",
+        "embedding", "attention_causal", "attention_grouped_query",
+        "matmul_batched_tl_tr", "repeat_recompute_selective"})
+    for (const GradCase &c : cases)
+      if (c.name == name)
+        f32.push_back({"f32_" + c.name, 1, inF32(c.generate)});
+  cases.insert(cases.end(), f32.begin(), f32.end());
   return cases;
 }
 

@@ -67,6 +67,7 @@ double trainStep(const LoadedModel &model, RankRuntime &rt,
   double lossSum = 0;
   for (int64_t m = 0; m < microbatches; ++m) {
     batches.fill(step * microbatches + m, rt.ctx, rt.arena);
+    tessel_set_microbatch(rt.ctx, uint64_t(m));
     model.backward(rt.ctx, rt.arena);
     tessel_synchronize(rt.ctx);
     checkKernelError(rt.ctx, "step " + std::to_string(step + 1) +
@@ -91,6 +92,7 @@ double evalStep(const LoadedModel &model, RankRuntime &rt, BatchSource &batches,
   double lossSum = 0;
   for (int64_t m = 0; m < microbatches; ++m) {
     batches.fill(step * microbatches + m, rt.ctx, rt.arena);
+    tessel_set_microbatch(rt.ctx, uint64_t(m));
     model.forward(rt.ctx, rt.arena);
     tessel_synchronize(rt.ctx);
     checkKernelError(rt.ctx, "step " + std::to_string(step + 1));

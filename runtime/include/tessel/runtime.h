@@ -67,6 +67,13 @@ int32_t tessel_ctx_world_size(const tessel_ctx *ctx);
 void tessel_set_step(tessel_ctx *ctx, uint64_t step);
 uint64_t tessel_get_step(const tessel_ctx *ctx);
 
+/* The microbatch of the step the next kernels belong to (0 at creation).
+ * Dropout in microbatch m of n elements draws the mask of elements
+ * m·n .. m·n + n − 1, so M microbatches of a batch-major tensor draw the
+ * masks one batch of M times the size would. */
+void tessel_set_microbatch(tessel_ctx *ctx, uint64_t microbatch);
+uint64_t tessel_get_microbatch(const tessel_ctx *ctx);
+
 /* The first error a kernel recorded on this context (e.g. a label out of
  * range), or null. Errors are sticky until tessel_clear_error. */
 const char *tessel_error(const tessel_ctx *ctx);
