@@ -609,17 +609,6 @@ ReverseMode::differentiateRepeat(nn::RepeatOp op, ArrayRef<Value> cotangents,
 // The pass
 //===----------------------------------------------------------------------===//
 
-bool isModelFunction(func::FuncOp func) {
-  if (func.isExternal() || func->hasAttr(nn::NNDialect::kEntryAttrName))
-    return false;
-  for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
-    if (func.getArgAttr(i, nn::NNDialect::kParamAttrName) ||
-        func.getArgAttr(i, nn::NNDialect::kInputAttrName) ||
-        func.getArgAttr(i, nn::NNDialect::kLabelAttrName))
-      return true;
-  return false;
-}
-
 struct AutodiffPass : public tessel::impl::AutodiffPassBase<AutodiffPass> {
   using Base::Base;
 
@@ -633,7 +622,7 @@ struct AutodiffPass : public tessel::impl::AutodiffPassBase<AutodiffPass> {
                            << "'); tessel-autodiff runs once";
         return signalPassFailure();
       }
-      if (isModelFunction(func) && !model)
+      if (nn::NNDialect::isModelFunction(func) && !model)
         model = func;
     }
     if (!model)

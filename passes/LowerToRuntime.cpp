@@ -484,18 +484,29 @@ private:
     return success();
   }
 
+  /// The shape arguments of tessel_attention and tessel_attention_grad:
+  /// batch, seq, kv_seq, heads, kv_heads, head_dim, value_dim, scale and
+  /// causal.
+  SmallVector<Value> attentionShape(Value query, Value key, Value value,
+                                    std::optional<APFloat> scaleAttr,
+                                    bool causal) {
+    ArrayRef<int64_t> q = tensorType(query).getShape();
+    ArrayRef<int64_t> k = tensorType(key).getShape();
+    ArrayRef<int64_t> v = tensorType(value).getShape();
+    double scale = scaleAttr ? scaleAttr->convertToDouble()
+                             : 1.0 / std::sqrt(static_cast<double>(q[3]));
+    return {i64(q[0]), i64(q[1]), i64(k[1]), i64(q[2]),  i64(k[2]),
+            i64(q[3]), i64(v[3]), f64(scale), i32(causal)};
+  }
+
   LogicalResult lowerAttention(nn::AttentionOp op) {
     loc = op.getLoc();
-    ArrayRef<int64_t> q = op.getQuery().getType().getShape();
-    ArrayRef<int64_t> k = op.getKey().getType().getShape();
-    ArrayRef<int64_t> v = op.getValue().getType().getShape();
-    double scale = op.getScale() ? op.getScale()->convertToDouble()
-                                 : 1.0 / std::sqrt(static_cast<double>(q[3]));
-    call("tessel_attention",
-         {dtype(op.getResult()), ptr(op.getQuery()), ptr(op.getKey()),
-          ptr(op.getValue()), ptr(op.getResult()), i64(q[0]), i64(q[1]),
-          i64(k[1]), i64(q[2]), i64(k[2]), i64(q[3]), i64(v[3]), f64(scale),
-          i32(op.getCausal())});
+    SmallVector<Value> args{dtype(op.getResult()), ptr(op.getQuery()),
+                            ptr(op.getKey()), ptr(op.getValue()),
+                            ptr(op.getResult())};
+    args.append(attentionShape(op.getQuery(), op.getKey(), op.getValue(),
+                               op.getScale(), op.getCausal()));
+    call("tessel_attention", args);
     return success();
   }
 
@@ -631,17 +642,13 @@ private:
 
   LogicalResult lowerAttentionGrad(nn::AttentionGradOp op) {
     loc = op.getLoc();
-    ArrayRef<int64_t> q = op.getQuery().getType().getShape();
-    ArrayRef<int64_t> k = op.getKey().getType().getShape();
-    ArrayRef<int64_t> v = op.getValue().getType().getShape();
-    double scale = op.getScale() ? op.getScale()->convertToDouble()
-                                 : 1.0 / std::sqrt(static_cast<double>(q[3]));
-    call("tessel_attention_grad",
-         {dtype(op.getQuery()), ptr(op.getQuery()), ptr(op.getKey()),
-          ptr(op.getValue()), ptr(op.getDout()), ptr(op.getDquery()),
-          ptr(op.getDkey()), ptr(op.getDvalue()), i64(q[0]), i64(q[1]),
-          i64(k[1]), i64(q[2]), i64(k[2]), i64(q[3]), i64(v[3]), f64(scale),
-          i32(op.getCausal())});
+    SmallVector<Value> args{dtype(op.getQuery()), ptr(op.getQuery()),
+                            ptr(op.getKey()),     ptr(op.getValue()),
+                            ptr(op.getDout()),    ptr(op.getDquery()),
+                            ptr(op.getDkey()),    ptr(op.getDvalue())};
+    args.append(attentionShape(op.getQuery(), op.getKey(), op.getValue(),
+                               op.getScale(), op.getCausal()));
+    call("tessel_attention_grad", args);
     return success();
   }
 
@@ -812,19 +819,6 @@ private:
   Location loc = b.getUnknownLoc();
 };
 
-/// The model function: the one whose arguments say nn.param / nn.input /
-/// nn.label.
-bool isModelFunction(func::FuncOp func) {
-  if (func->hasAttr(nn::NNDialect::kEntryAttrName))
-    return false;
-  for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
-    if (func.getArgAttr(i, nn::NNDialect::kParamAttrName) ||
-        func.getArgAttr(i, nn::NNDialect::kInputAttrName) ||
-        func.getArgAttr(i, nn::NNDialect::kLabelAttrName))
-      return true;
-  return false;
-}
-
 /// The exclusive upper bound of an integer input: the vocabulary of the
 /// embedding or the classes of the cross-entropy that reads it.
 std::optional<int64_t> valueLimit(Value arg) {
@@ -863,7 +857,7 @@ struct LowerToRuntimePass
       if (func.isExternal())
         continue;
       functions.push_back(func);
-      if (isModelFunction(func)) {
+      if (nn::NNDialect::isModelFunction(func)) {
         if (model) {
           func.emitOpError() << "is a second model function; a module "
                                 "compiles one model (the first is @"

@@ -270,22 +270,14 @@ CrossEntropyGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                      Adaptor adaptor,
                                      SmallVectorImpl<Type> &results) {
   auto logits = cast<RankedTensorType>(adaptor.getLogits().getType());
-  auto labels = cast<RankedTensorType>(adaptor.getLabels().getType());
-  if (logits.getRank() < 1)
-    return nn::detail::inferError(loc, "logits must be [..., classes], got ",
-                                  logits);
-  if (logits.getShape().drop_back() != labels.getShape())
-    return nn::detail::inferError(
-        loc, "labels ", labels, " must have the shape of the logits ", logits,
-        " without the class dimension (",
-        nn::detail::shapeString(logits.getShape().drop_back()), ")");
   LossReduction reduction = adaptor.getReduction();
-  auto loss =
-      reduction == LossReduction::none
-          ? RankedTensorType::get(labels.getShape(), logits.getElementType())
-          : RankedTensorType::get({}, logits.getElementType());
-  if (adaptor.getDloss().getType() != loss)
-    return nn::detail::inferError(loc, "dloss must have the loss's type ", loss,
+  FailureOr<RankedTensorType> loss = nn::detail::inferCrossEntropyType(
+      loc, logits, cast<RankedTensorType>(adaptor.getLabels().getType()),
+      reduction == LossReduction::none);
+  if (failed(loss))
+    return failure();
+  if (adaptor.getDloss().getType() != *loss)
+    return nn::detail::inferError(loc, "dloss must have the loss's type ", *loss,
                                   " (reduction ",
                                   stringifyLossReduction(reduction), "), got ",
                                   adaptor.getDloss().getType());

@@ -9,25 +9,34 @@ using namespace mlir;
 using namespace tessel::nn;
 using namespace tessel;
 
-LogicalResult CrossEntropyOp::inferReturnTypes(MLIRContext *,
-                                               std::optional<Location> loc,
-                                               Adaptor adaptor,
-                                               SmallVectorImpl<Type> &results) {
-  auto logits = cast<RankedTensorType>(adaptor.getLogits().getType());
-  auto labels = cast<RankedTensorType>(adaptor.getLabels().getType());
+FailureOr<RankedTensorType>
+nn::detail::inferCrossEntropyType(std::optional<Location> loc,
+                                  RankedTensorType logits,
+                                  RankedTensorType labels, bool keepPositions) {
   if (logits.getRank() < 1)
     return nn::detail::inferError(loc, "logits must be [..., classes], got ",
-                              logits);
+                                  logits);
   if (logits.getShape().drop_back() != labels.getShape())
     return nn::detail::inferError(
         loc, "labels ", labels, " must have the shape of the logits ", logits,
         " without the class dimension (",
         nn::detail::shapeString(logits.getShape().drop_back()), ")");
-  if (adaptor.getReduction() == LossReduction::none)
-    results.push_back(
-        RankedTensorType::get(labels.getShape(), logits.getElementType()));
-  else
-    results.push_back(RankedTensorType::get({}, logits.getElementType()));
+  return RankedTensorType::get(
+      keepPositions ? labels.getShape() : ArrayRef<int64_t>{},
+      logits.getElementType());
+}
+
+LogicalResult CrossEntropyOp::inferReturnTypes(MLIRContext *,
+                                               std::optional<Location> loc,
+                                               Adaptor adaptor,
+                                               SmallVectorImpl<Type> &results) {
+  FailureOr<RankedTensorType> loss = nn::detail::inferCrossEntropyType(
+      loc, cast<RankedTensorType>(adaptor.getLogits().getType()),
+      cast<RankedTensorType>(adaptor.getLabels().getType()),
+      adaptor.getReduction() == LossReduction::none);
+  if (failed(loss))
+    return failure();
+  results.push_back(*loss);
   return success();
 }
 

@@ -115,6 +115,17 @@ static LogicalResult verifyAxes(FunctionOpInterface func, unsigned argIndex,
   return success();
 }
 
+bool NNDialect::isModelFunction(Operation *op) {
+  auto func = dyn_cast<FunctionOpInterface>(op);
+  if (!func || func.isExternal() || func->hasAttr(kEntryAttrName))
+    return false;
+  for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
+    if (func.getArgAttr(i, kParamAttrName) || func.getArgAttr(i, kInputAttrName) ||
+        func.getArgAttr(i, kLabelAttrName))
+      return true;
+  return false;
+}
+
 /// A function that declares parameters, inputs or labels is a model: its
 /// first result is the scalar loss.
 static LogicalResult verifyReturnsScalarLoss(FunctionOpInterface func) {

@@ -62,6 +62,10 @@ def NN_Dialect : Dialect {
     static constexpr llvm::StringLiteral kStateAttrName = "nn.state";
     static constexpr llvm::StringLiteral kGradScaleAttrName = "nn.grad_scale";
 
+    /// A model function: a function with a body (not a training entry)
+    /// whose arguments say nn.param, nn.input or nn.label.
+    static bool isModelFunction(::mlir::Operation *op);
+
     /// The logical axis names every model may use without declaring them.
     static llvm::ArrayRef<llvm::StringLiteral> getBuiltinLogicalAxes();
 

@@ -54,6 +54,14 @@ inferAttentionType(std::optional<mlir::Location> loc, mlir::RankedTensorType q,
                    mlir::RankedTensorType k, mlir::RankedTensorType v,
                    bool causal);
 
+/// The loss type of nn.cross_entropy of `logits` against `labels` with
+/// `reduction` (a scalar, or the labels' shape for `none`), or a located
+/// error when the shapes disagree.
+mlir::FailureOr<mlir::RankedTensorType>
+inferCrossEntropyType(std::optional<mlir::Location> loc,
+                      mlir::RankedTensorType logits,
+                      mlir::RankedTensorType labels, bool keepPositions);
+
 } // namespace tessel::nn::detail
 
 #endif // TESSEL_DIALECT_NN_NNOPSUTILS_H

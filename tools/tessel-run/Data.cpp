@@ -2,6 +2,7 @@
 
 #include "Data.h"
 #include "Error.h"
+#include "Hash.h"
 
 #include <algorithm>
 #include <cctype>
@@ -19,20 +20,6 @@ using namespace tessel::run;
 namespace {
 
 //===--- Synthetic data ---------------------------------------------------===//
-
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
-uint64_t hashName(const std::string &name) {
-  uint64_t h = 0xCBF29CE484222325ull; // FNV-1a
-  for (unsigned char c : name)
-    h = (h ^ c) * 0x100000001B3ull;
-  return h;
-}
 
 /// A counter-based stream: draw(i) depends only on the key and i, so values
 /// do not depend on the order or number of tensors filled before.

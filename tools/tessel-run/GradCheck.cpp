@@ -11,6 +11,7 @@
 
 #include "GradCheck.h"
 #include "Error.h"
+#include "Hash.h"
 
 #include <algorithm>
 #include <cmath>
@@ -23,20 +24,6 @@ using namespace tessel::run;
 namespace {
 
 constexpr int64_t maxSamples = 32;
-
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
-uint64_t hashName(const std::string &name) {
-  uint64_t h = 0xCBF29CE484222325ull; // FNV-1a
-  for (unsigned char c : name)
-    h = (h ^ c) * 0x100000001B3ull;
-  return h;
-}
 
 /// Reads and writes single elements of a float tensor of any dtype as f64,
 /// through the runtime's cast (so f16/bf16 round as the kernels do).
