@@ -163,12 +163,20 @@ void tessel_optimizer_update(tessel_ctx *ctx, const tessel_optimizer *opt,
 
 double tessel_lr_at(int32_t kind, double lr, double min_lr, int64_t warmup,
                     int64_t total_steps, int64_t step) {
+  bool warmingUp = warmup > 0 && step <= warmup;
+  switch (kind) {
+  case TESSEL_LR_CONSTANT:
+  case TESSEL_LR_WARMUP_COSINE:
+    break;
+  default:
+    return std::numeric_limits<double>::quiet_NaN();
+  }
+  if (warmingUp)
+    return lr * double(std::max<int64_t>(step, 0)) / double(warmup);
   switch (kind) {
   case TESSEL_LR_CONSTANT:
     return lr;
   case TESSEL_LR_WARMUP_COSINE: {
-    if (warmup > 0 && step <= warmup)
-      return lr * double(std::max<int64_t>(step, 0)) / double(warmup);
     if (step >= total_steps)
       return min_lr;
     double progress = double(step - warmup) / double(total_steps - warmup);

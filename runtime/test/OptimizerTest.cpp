@@ -323,8 +323,15 @@ TEST_F(OptimizerTest, LearningRateSchedule) {
   EXPECT_DOUBLE_EQ(
       tessel_lr_at(TESSEL_LR_WARMUP_COSINE, lr, minLr, 0, 100, 50),
       (lr + minLr) / 2);
-  for (int64_t step : {0, 1, 10, 1000})
+  // Constant: the same linear warm-up, then lr for ever.
+  EXPECT_DOUBLE_EQ(tessel_lr_at(TESSEL_LR_CONSTANT, lr, minLr, 10, 110, 1),
+                   1e-4);
+  EXPECT_DOUBLE_EQ(tessel_lr_at(TESSEL_LR_CONSTANT, lr, minLr, 10, 110, 5),
+                   5e-4);
+  for (int64_t step : {10, 11, 110, 1000})
     EXPECT_EQ(tessel_lr_at(TESSEL_LR_CONSTANT, lr, minLr, 10, 110, step), lr);
+  for (int64_t step : {0, 1, 1000})
+    EXPECT_EQ(tessel_lr_at(TESSEL_LR_CONSTANT, lr, minLr, 0, 0, step), lr);
   EXPECT_TRUE(std::isnan(tessel_lr_at(99, lr, minLr, 10, 110, 1)));
 }
 

@@ -9,7 +9,8 @@
 // parameter's gradient with central finite differences of the forward loss
 // (f64: relative error <= 1e-6). A case draws its shapes from a
 // std::mt19937 seeded by its name and repetition, so a failure reproduces;
-// the failure message holds the model text and tessel-run's output.
+// the failure message holds the model text and tessel-run's output. The ops
+// whose backward is a kernel of its own also run once in f32 (inF32).
 //
 // Kinks: relu (at 0) and reduce_max (at ties) are not differentiable
 // everywhere. Parameters are drawn from continuous distributions, and the f64
@@ -62,7 +63,8 @@ int64_t between(std::mt19937 &rng, int64_t lo, int64_t hi) {
 
 bool coin(std::mt19937 &rng) { return rng() & 1; }
 
-template <typename T> const T &pick(std::mt19937 &rng, const std::vector<T> &v) {
+template <typename T>
+const T &pick(std::mt19937 &rng, const std::vector<T> &v) {
   return v[between(rng, 0, int64_t(v.size()) - 1)];
 }
 
@@ -206,8 +208,7 @@ struct GradCase {
 };
 
 GradModel unary(std::mt19937 &rng, const std::string &op,
-                const std::string &suffix = "",
-                const char *init = normalInit) {
+                const std::string &suffix = "", const char *init = normalInit) {
   ModelBuilder m;
   Shape shape = elementwiseShape(rng);
   std::string x = m.param(shape, init);
@@ -221,8 +222,7 @@ GradModel binary(std::mt19937 &rng, const std::string &op,
   Shape shape = elementwiseShape(rng);
   std::string a = m.param(shape);
   std::string b = m.param(shape, rhsInit);
-  std::string y =
-      m.emit(op + " " + a + ", " + b + " : " + tensorType(shape));
+  std::string y = m.emit(op + " " + a + ", " + b + " : " + tensorType(shape));
   return {m.finish(y, shape)};
 }
 
@@ -240,9 +240,9 @@ GradModel dropout(std::mt19937 &rng) {
   Shape shape = randomShape(rng, 1, 3, 5);
   std::string x = m.param(shape);
   std::string rate = pick<std::string>(rng, {"0.1", "0.25", "0.5"});
-  std::string y = m.emit("nn.dropout " + x + " rate = " + rate + " seed = " +
-                         std::to_string(between(rng, 0, 1000)) + " : " +
-                         tensorType(shape));
+  std::string y = m.emit("nn.dropout " + x + " rate = " + rate +
+                         " seed = " + std::to_string(between(rng, 0, 1000)) +
+                         " : " + tensorType(shape));
   return {m.finish(y, shape)};
 }
 
@@ -350,8 +350,8 @@ GradModel transpose(std::mt19937 &rng) {
   for (int64_t p : perm)
     out.push_back(in[p]);
   std::string x = m.param(in);
-  std::string y = m.emit("nn.transpose " + x + " perm = " + list(perm) +
-                         " : " + tensorType(in) + " -> " + tensorType(out));
+  std::string y = m.emit("nn.transpose " + x + " perm = " + list(perm) + " : " +
+                         tensorType(in) + " -> " + tensorType(out));
   return {m.finish(y, out)};
 }
 
@@ -409,8 +409,7 @@ GradModel matmul(std::mt19937 &rng, MatmulForm form, bool transposeLhs,
   ModelBuilder m;
   int64_t M = between(rng, 1, 5), N = between(rng, 1, 5),
           K = between(rng, 1, 5);
-  Shape batch =
-      form == MatmulForm::TwoD ? Shape{} : randomShape(rng, 1, 2, 3);
+  Shape batch = form == MatmulForm::TwoD ? Shape{} : randomShape(rng, 1, 2, 3);
   Shape lhs = batch, rhs = form == MatmulForm::Batched ? batch : Shape{},
         out = batch;
   Shape lhsMatrix = transposeLhs ? Shape{K, M} : Shape{M, K};
@@ -419,11 +418,10 @@ GradModel matmul(std::mt19937 &rng, MatmulForm form, bool transposeLhs,
   rhs.insert(rhs.end(), rhsMatrix.begin(), rhsMatrix.end());
   out.insert(out.end(), {M, N});
   std::string a = m.param(lhs), b = m.param(rhs);
-  std::string y =
-      m.emit("nn.matmul " + a + ", " + b +
-             (transposeLhs ? " transpose_lhs" : "") +
-             (transposeRhs ? " transpose_rhs" : "") + " : " +
-             fnType({tensorType(lhs), tensorType(rhs)}, tensorType(out)));
+  std::string y = m.emit(
+      "nn.matmul " + a + ", " + b + (transposeLhs ? " transpose_lhs" : "") +
+      (transposeRhs ? " transpose_rhs" : "") + " : " +
+      fnType({tensorType(lhs), tensorType(rhs)}, tensorType(out)));
   return {m.finish(y, out)};
 }
 
@@ -436,10 +434,10 @@ GradModel embedding(std::mt19937 &rng) {
   std::string ids = m.input(idShape, idType);
   Shape out = idShape;
   out.push_back(hidden);
-  std::string y = m.emit(
-      "nn.embedding " + table + ", " + ids + " : " +
-      fnType({tensorType({vocab, hidden}), tensorType(idShape, idType)},
-             tensorType(out)));
+  std::string y =
+      m.emit("nn.embedding " + table + ", " + ids + " : " +
+             fnType({tensorType({vocab, hidden}), tensorType(idShape, idType)},
+                    tensorType(out)));
   return {m.finish(y, out)};
 }
 
@@ -447,8 +445,7 @@ GradModel attention(std::mt19937 &rng, bool causal, bool groupedQuery) {
   ModelBuilder m;
   int64_t B = between(rng, 1, 2), S = between(rng, 1, 5);
   int64_t T = causal ? S : between(rng, 1, 5);
-  int64_t H = groupedQuery ? pick<int64_t>(rng, {2, 4, 6})
-                           : between(rng, 1, 3);
+  int64_t H = groupedQuery ? pick<int64_t>(rng, {2, 4, 6}) : between(rng, 1, 3);
   int64_t Hkv = H;
   if (groupedQuery) {
     std::vector<int64_t> divisors;
@@ -461,14 +458,15 @@ GradModel attention(std::mt19937 &rng, bool causal, bool groupedQuery) {
   Shape qs = {B, S, H, D}, ks = {B, T, Hkv, D}, vs = {B, T, Hkv, E},
         out = {B, S, H, E};
   std::string q = m.param(qs), k = m.param(ks), v = m.param(vs);
-  std::string scale =
-      coin(rng) ? "" : pick<std::string>(rng, {" {scale = 0.3 : f64}",
-                                               " {scale = 1.25 : f64}"});
-  std::string y = m.emit("nn.attention " + q + ", " + k + ", " + v +
-                         (causal ? " causal" : "") + scale + " : " +
-                         fnType({tensorType(qs), tensorType(ks),
-                                 tensorType(vs)},
-                                tensorType(out)));
+  std::string scale = coin(rng)
+                          ? ""
+                          : pick<std::string>(rng, {" {scale = 0.3 : f64}",
+                                                    " {scale = 1.25 : f64}"});
+  std::string y =
+      m.emit("nn.attention " + q + ", " + k + ", " + v +
+             (causal ? " causal" : "") + scale + " : " +
+             fnType({tensorType(qs), tensorType(ks), tensorType(vs)},
+                    tensorType(out)));
   return {m.finish(y, out)};
 }
 
@@ -481,8 +479,7 @@ GradModel softmax(std::mt19937 &rng) {
                          ? ""
                          : " {dim = " + std::to_string(dim) + " : i64}";
   std::string x = m.param(shape);
-  std::string y =
-      m.emit("nn.softmax " + x + attr + " : " + tensorType(shape));
+  std::string y = m.emit("nn.softmax " + x + attr + " : " + tensorType(shape));
   return {m.finish(y, shape)};
 }
 
@@ -490,8 +487,8 @@ std::string epsilonAttr(std::mt19937 &rng, const std::string &more = "") {
   if (coin(rng))
     return more.empty() ? "" : " {" + more + "}";
   return " {" + (more.empty() ? "" : more + ", ") +
-         pick<std::string>(rng, {"epsilon = 1.0e-03 : f64",
-                                 "epsilon = 0.1 : f64"}) +
+         pick<std::string>(rng,
+                           {"epsilon = 1.0e-03 : f64", "epsilon = 0.1 : f64"}) +
          "}";
 }
 
@@ -500,8 +497,7 @@ GradModel layerNorm(std::mt19937 &rng) {
   Shape shape = randomShape(rng, 0, 2);
   int64_t hidden = between(rng, 2, 6);
   shape.push_back(hidden);
-  std::string x = m.param(shape), g = m.param({hidden}),
-              b = m.param({hidden});
+  std::string x = m.param(shape), g = m.param({hidden}), b = m.param({hidden});
   std::string y = m.emit(
       "nn.layer_norm " + x + ", " + g + ", " + b + epsilonAttr(rng) + " : " +
       fnType({tensorType(shape), tensorType({hidden}), tensorType({hidden})},
@@ -515,10 +511,9 @@ GradModel rmsNorm(std::mt19937 &rng) {
   int64_t hidden = between(rng, 1, 6);
   shape.push_back(hidden);
   std::string x = m.param(shape), g = m.param({hidden});
-  std::string y =
-      m.emit("nn.rms_norm " + x + ", " + g + epsilonAttr(rng) + " : " +
-             fnType({tensorType(shape), tensorType({hidden})},
-                    tensorType(shape)));
+  std::string y = m.emit(
+      "nn.rms_norm " + x + ", " + g + epsilonAttr(rng) + " : " +
+      fnType({tensorType(shape), tensorType({hidden})}, tensorType(shape)));
   return {m.finish(y, shape)};
 }
 
@@ -540,11 +535,11 @@ GradModel batchNorm(std::mt19937 &rng) {
           ? ""
           : "feature_dim = " + std::to_string(featureDim) + " : i64";
   std::string x = m.param(shape), g = m.param({C}), b = m.param({C});
-  std::string y = m.emit(
-      "nn.batch_norm " + x + ", " + g + ", " + b +
-      epsilonAttr(rng, featureAttr) + " : " +
-      fnType({tensorType(shape), tensorType({C}), tensorType({C})},
-             tensorType(shape)));
+  std::string y =
+      m.emit("nn.batch_norm " + x + ", " + g + ", " + b +
+             epsilonAttr(rng, featureAttr) + " : " +
+             fnType({tensorType(shape), tensorType({C}), tensorType({C})},
+                    tensorType(shape)));
   return {m.finish(y, shape)};
 }
 
@@ -555,18 +550,16 @@ GradModel crossEntropy(std::mt19937 &rng, const std::string &reduction) {
   Shape logitShape = labelShape;
   logitShape.push_back(classes);
   std::string labelType = coin(rng) ? "i32" : "i64";
-  std::string attr =
-      reduction == "mean" && coin(rng)
-          ? ""
-          : " {reduction = #nn.reduction<" + reduction + ">}";
+  std::string attr = reduction == "mean" && coin(rng)
+                         ? ""
+                         : " {reduction = #nn.reduction<" + reduction + ">}";
   Shape out = reduction == "none" ? labelShape : Shape{};
   std::string logits = m.param(logitShape);
   std::string labels = m.input(labelShape, labelType);
-  std::string y = m.emit("nn.cross_entropy " + logits + ", " + labels + attr +
-                         " : " +
-                         fnType({tensorType(logitShape),
-                                 tensorType(labelShape, labelType)},
-                                tensorType(out)));
+  std::string y =
+      m.emit("nn.cross_entropy " + logits + ", " + labels + attr + " : " +
+             fnType({tensorType(logitShape), tensorType(labelShape, labelType)},
+                    tensorType(out)));
   return {m.finish(y, out)};
 }
 
@@ -583,17 +576,16 @@ GradModel tiedEmbedding(std::mt19937 &rng) {
   std::string table = m.param(tableShape);
   std::string ids = m.input(idShape, "i32");
   std::string labels = m.input(idShape, "i32");
-  std::string e = m.emit("nn.embedding " + table + ", " + ids + " : " +
-                         fnType({tensorType(tableShape),
-                                 tensorType(idShape, "i32")},
-                                tensorType(embedded)));
+  std::string e =
+      m.emit("nn.embedding " + table + ", " + ids + " : " +
+             fnType({tensorType(tableShape), tensorType(idShape, "i32")},
+                    tensorType(embedded)));
   std::string z = m.emit("nn.matmul " + e + ", " + table + " transpose_rhs : " +
                          fnType({tensorType(embedded), tensorType(tableShape)},
                                 tensorType(logits)));
-  std::string l = m.emit("nn.cross_entropy " + z + ", " + labels + " : " +
-                         fnType({tensorType(logits),
-                                 tensorType(idShape, "i32")},
-                                "tensor<f64>"));
+  std::string l = m.emit(
+      "nn.cross_entropy " + z + ", " + labels + " : " +
+      fnType({tensorType(logits), tensorType(idShape, "i32")}, "tensor<f64>"));
   return {m.finish(l, {})};
 }
 
@@ -605,21 +597,19 @@ GradModel repeat(std::mt19937 &rng, const std::string &recompute) {
   std::string h = tensorType({N, D}), w = tensorType({D, D}),
               b = tensorType({D});
   std::string gelu = coin(rng) ? " approximate" : "";
-  m.addFunction("func.func private @block(%h: " + h + ", %w: " + w +
-                ", %b: " + b + ") -> " + h + " {\n" +
-                "  %y = nn.matmul %h, %w : (" + h + ", " + w + ") -> " + h +
-                "\n" + "  %bb = nn.broadcast %b dims = [1] : " + b + " -> " +
-                h + "\n" + "  %z = nn.add %y, %bb : " + h + "\n" +
-                "  %g = nn.gelu %z" + gelu + " : " + h + "\n" +
-                "  %o = nn.add %h, %g : " + h + "\n" + "  return %o : " + h +
-                "\n}");
+  m.addFunction(
+      "func.func private @block(%h: " + h + ", %w: " + w + ", %b: " + b +
+      ") -> " + h + " {\n" + "  %y = nn.matmul %h, %w : (" + h + ", " + w +
+      ") -> " + h + "\n" + "  %bb = nn.broadcast %b dims = [1] : " + b +
+      " -> " + h + "\n" + "  %z = nn.add %y, %bb : " + h + "\n" +
+      "  %g = nn.gelu %z" + gelu + " : " + h + "\n" +
+      "  %o = nn.add %h, %g : " + h + "\n" + "  return %o : " + h + "\n}");
   std::string x = m.param({N, D});
-  std::string ws =
-      m.stackedParam({L, D, D}, R"(["layers", "embed", "mlp"])");
+  std::string ws = m.stackedParam({L, D, D}, R"(["layers", "embed", "mlp"])");
   std::string bs = m.stackedParam({L, D}, R"(["layers", "mlp"])");
-  std::string y = m.emit(
-      "nn.repeat @block(" + x + ") params(" + ws + ", " + bs + ") : " +
-      fnType({h, tensorType({L, D, D}), tensorType({L, D})}, h));
+  std::string y =
+      m.emit("nn.repeat @block(" + x + ") params(" + ws + ", " + bs + ") : " +
+             fnType({h, tensorType({L, D, D}), tensorType({L, D})}, h));
   return {m.finish(y, {N, D}), "--recompute " + recompute};
 }
 
@@ -646,12 +636,10 @@ std::vector<GradCase> allCases() {
     add(op, 2, [op](std::mt19937 &rng) {
       return binary(rng, std::string("nn.") + op);
     });
-  add("div", 2, [](std::mt19937 &rng) {
-    return binary(rng, "nn.div", positiveInit);
-  });
+  add("div", 2,
+      [](std::mt19937 &rng) { return binary(rng, "nn.div", positiveInit); });
   add("mul_self", 1, mulSelf);
-  for (const char *op :
-       {"neg", "exp", "tanh", "sigmoid", "relu", "silu"})
+  for (const char *op : {"neg", "exp", "tanh", "sigmoid", "relu", "silu"})
     add(op, 2, [op](std::mt19937 &rng) {
       return unary(rng, std::string("nn.") + op);
     });
@@ -659,11 +647,9 @@ std::vector<GradCase> allCases() {
     add(op, 2, [op](std::mt19937 &rng) {
       return unary(rng, std::string("nn.") + op, "", positiveInit);
     });
-  add("gelu_exact", 2,
-      [](std::mt19937 &rng) { return unary(rng, "nn.gelu"); });
-  add("gelu_approximate", 2, [](std::mt19937 &rng) {
-    return unary(rng, "nn.gelu", " approximate");
-  });
+  add("gelu_exact", 2, [](std::mt19937 &rng) { return unary(rng, "nn.gelu"); });
+  add("gelu_approximate", 2,
+      [](std::mt19937 &rng) { return unary(rng, "nn.gelu", " approximate"); });
   add("dropout", 2, dropout);
   add("cast_f32_to_f64", 1, castWiden);
   add("cast_f64_f32_f64", 1, castRoundTrip);
@@ -676,10 +662,9 @@ std::vector<GradCase> allCases() {
   add("transpose", 3, transpose);
   add("slice", 3, slice);
   add("concat", 3, concat);
-  for (auto [formName, form] :
-       {std::pair{"2d", MatmulForm::TwoD},
-        std::pair{"batched", MatmulForm::Batched},
-        std::pair{"shared_rhs", MatmulForm::SharedRhs}})
+  for (auto [formName, form] : {std::pair{"2d", MatmulForm::TwoD},
+                                std::pair{"batched", MatmulForm::Batched},
+                                std::pair{"shared_rhs", MatmulForm::SharedRhs}})
     for (bool tl : {false, true})
       for (bool tr : {false, true})
         add(std::string("matmul_") + formName + (tl ? "_tl" : "") +
@@ -693,9 +678,8 @@ std::vector<GradCase> allCases() {
       [](std::mt19937 &rng) { return attention(rng, false, false); });
   add("attention_causal", 2,
       [](std::mt19937 &rng) { return attention(rng, true, false); });
-  add("attention_grouped_query", 2, [](std::mt19937 &rng) {
-    return attention(rng, coin(rng), true);
-  });
+  add("attention_grouped_query", 2,
+      [](std::mt19937 &rng) { return attention(rng, coin(rng), true); });
   add("softmax", 3, softmax);
   add("layer_norm", 2, layerNorm);
   add("rms_norm", 2, rmsNorm);
@@ -807,8 +791,8 @@ TEST_P(GradCheckTest, BackwardMatchesFiniteDifferences) {
   // --seed varies parameter values and synthetic data between cases too.
   std::string command = quote(TESSEL_RUN_PATH) + " " + quote(file.string()) +
                         " --check-grads --quiet --seed " +
-                        std::to_string(seed % 1000) + " " + model.flags +
-                        " >" + quote(out.string()) + " 2>&1";
+                        std::to_string(seed % 1000) + " " + model.flags + " >" +
+                        quote(out.string()) + " 2>&1";
   int status = std::system(command.c_str());
   int exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   EXPECT_EQ(exitCode, 0) << "case " << name << " (mt19937 seed " << seed
@@ -817,10 +801,9 @@ TEST_P(GradCheckTest, BackwardMatchesFiniteDifferences) {
                          << model.text;
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Ops, GradCheckTest, ::testing::ValuesIn(instances()),
-    [](const ::testing::TestParamInfo<Instance> &info) {
-      return instanceName(info.param);
-    });
+INSTANTIATE_TEST_SUITE_P(Ops, GradCheckTest, ::testing::ValuesIn(instances()),
+                         [](const ::testing::TestParamInfo<Instance> &info) {
+                           return instanceName(info.param);
+                         });
 
 } // namespace

@@ -369,14 +369,16 @@ void tessel_optimizer_update(tessel_ctx *ctx, const tessel_optimizer *opt,
                              void *state1, int64_t n, int64_t step, double lr);
 
 typedef enum tessel_lr_schedule_kind {
-  TESSEL_LR_CONSTANT = 0,
+  TESSEL_LR_CONSTANT = 0,      /* linear warm-up (if any), then lr */
   TESSEL_LR_WARMUP_COSINE = 1, /* linear warm-up, then cosine to min_lr */
 } tessel_lr_schedule_kind;
 
-/* The learning rate of 1-based `step`: constant, or linear warm-up from 0
- * over `warmup` steps to `lr`, then cosine decay to `min_lr` at
- * `total_steps` (and min_lr after): lr·step/warmup for step <= warmup, then
- * min_lr + (lr − min_lr)·(1 + cos(π·(step − warmup)/(total_steps − warmup)))/2.
+/* The learning rate of 1-based `step`. Both schedules first warm up
+ * linearly from 0 over `warmup` steps: lr·step/warmup for step <= warmup
+ * (none when warmup is 0). Then the constant schedule stays at lr (as
+ * transformers' constant_schedule_with_warmup), and the cosine one decays
+ * to `min_lr` at `total_steps` (and stays there): min_lr + (lr −
+ * min_lr)·(1 + cos(π·(step − warmup)/(total_steps − warmup)))/2.
  * An unknown kind returns NaN (there is no context to record an error). */
 double tessel_lr_at(int32_t kind, double lr, double min_lr, int64_t warmup,
                     int64_t total_steps, int64_t step);
