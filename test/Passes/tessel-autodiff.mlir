@@ -135,3 +135,24 @@ module attributes {nn.train = {optimizer = "adam", lr = 3.0e-4, schedule = "warm
     return %l : tensor<f32>
   }
 }
+
+// -----
+
+// Tests that a layer function's own nn.recompute overrides the module-wide
+// policy: this layer keeps only its input although the default is none.
+// CHECK-LABEL: func.func private @pinned_keep(
+// CHECK-SAME: -> (tensor<2x8xf32>, tensor<2x8xf32>)
+// CHECK-LABEL: func.func private @pinned_derivative(
+// CHECK-SAME: %[[DY:[^:]*]]: tensor<2x8xf32>, %[[H:[^:]*]]: tensor<2x8xf32>, %[[W:[^:]*]]: tensor<8x8xf32>) -> (tensor<2x8xf32>, tensor<8x8xf32>)
+// CHECK:       nn.matmul %[[H]], %[[W]] :
+func.func private @pinned(%h: tensor<2x8xf32>, %w: tensor<8x8xf32>) -> tensor<2x8xf32> attributes {nn.recompute = "full"} {
+  %m = nn.matmul %h, %w : (tensor<2x8xf32>, tensor<8x8xf32>) -> tensor<2x8xf32>
+  %g = nn.gelu %m : tensor<2x8xf32>
+  return %g : tensor<2x8xf32>
+}
+func.func @pinned_stack(%ws: tensor<2x8x8xf32> {nn.param = "ws", nn.init = #nn.init<normal, 0.1>},
+                        %x: tensor<2x8xf32> {nn.input}) -> tensor<f32> {
+  %y = nn.repeat @pinned(%x) params(%ws) : (tensor<2x8xf32>, tensor<2x8x8xf32>) -> tensor<2x8xf32>
+  %l = nn.reduce_sum %y dims = [0, 1] : tensor<2x8xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}

@@ -201,3 +201,27 @@ func.func @declaration_layer(%h: tensor<4xf32>, %w: tensor<3x4xf32>) -> tensor<4
   %0 = nn.repeat @external_layer(%h) params(%w) : (tensor<4xf32>, tensor<3x4xf32>) -> tensor<4xf32>
   return %0 : tensor<4xf32>
 }
+
+// -----
+
+// Tests that a layer's recompute policy is one of the three.
+// expected-error @+1 {{'nn.recompute' must be "none", "selective" or "full" on a layer function}}
+func.func private @block(%h: tensor<8x16xf32>, %w: tensor<16x16xf32>) -> tensor<8x16xf32> attributes {nn.recompute = "some"} {
+  return %h : tensor<8x16xf32>
+}
+
+// -----
+
+// Tests that nn.train is a dictionary on the module.
+// expected-error @+1 {{'nn.train' must be a dictionary on a module}}
+func.func private @trained() attributes {nn.train = {lr = 1.0}} {
+  return
+}
+
+// -----
+
+// Tests that nn.entry names one of the two training entries.
+// expected-error @+1 {{'nn.entry' must be "backward" or "update" on a function}}
+func.func private @entry() attributes {nn.entry = "forward"} {
+  return
+}
