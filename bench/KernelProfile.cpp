@@ -24,9 +24,15 @@ namespace {
 KernelStat stats[kNumKernels];
 
 const char *const names[kNumKernels] = {
-    "matmul", "attention",     "layer_norm", "softmax",   "binary",
-    "unary",  "strided_copy",  "embedding",  "cross_entropy", "reduce",
-    "batch_norm", "cast",      "dropout",    "copy",      "copy_to_device"};
+    "matmul",         "attention",          "layer_norm",
+    "softmax",        "binary",             "unary",
+    "strided_copy",   "embedding",          "cross_entropy",
+    "reduce",         "batch_norm",         "cast",
+    "dropout",        "copy",               "copy_to_device",
+    "unary_grad",     "softmax_grad",       "layer_norm_grad",
+    "batch_norm_grad", "cross_entropy_grad", "embedding_grad",
+    "attention_grad", "sum_squares",        "clip_scale",
+    "optimizer_update", "zero"};
 
 /// The runtime's definition of `name`: the next one after this executable.
 void *realKernel(const char *name) {
@@ -157,3 +163,69 @@ TESSEL_BENCH_WRAP(kCopyToDevice, tessel_copy_to_device,
                   (tessel_ctx * ctx, void *dst, const void *src,
                    int64_t bytes),
                   (ctx, dst, src, bytes))
+
+// The training step's kernels. tessel_zero is also what the launcher's
+// zeroGrads calls (linked into this executable, so that call is timed too).
+TESSEL_BENCH_WRAP(kUnaryGrad, tessel_unary_grad,
+                  (tessel_ctx * ctx, int32_t op, int32_t dtype, const void *x,
+                   const void *dy, void *dx, int64_t n),
+                  (ctx, op, dtype, x, dy, dx, n))
+TESSEL_BENCH_WRAP(kSoftmaxGrad, tessel_softmax_grad,
+                  (tessel_ctx * ctx, int32_t dtype, const void *y,
+                   const void *dy, void *dx, int64_t outer, int64_t dim,
+                   int64_t inner),
+                  (ctx, dtype, y, dy, dx, outer, dim, inner))
+TESSEL_BENCH_WRAP(kLayerNormGrad, tessel_layer_norm_grad,
+                  (tessel_ctx * ctx, int32_t dtype, const void *x,
+                   const void *gamma, const void *dy, void *dx, void *dgamma,
+                   void *dbeta, int64_t rows, int64_t cols, double eps,
+                   int32_t rms),
+                  (ctx, dtype, x, gamma, dy, dx, dgamma, dbeta, rows, cols, eps,
+                   rms))
+TESSEL_BENCH_WRAP(kBatchNormGrad, tessel_batch_norm_grad,
+                  (tessel_ctx * ctx, int32_t dtype, const void *x,
+                   const void *gamma, const void *dy, void *dx, void *dgamma,
+                   void *dbeta, int64_t outer, int64_t channels, int64_t inner,
+                   double eps),
+                  (ctx, dtype, x, gamma, dy, dx, dgamma, dbeta, outer, channels,
+                   inner, eps))
+TESSEL_BENCH_WRAP(kCrossEntropyGrad, tessel_cross_entropy_grad,
+                  (tessel_ctx * ctx, int32_t dtype, int32_t label_dtype,
+                   const void *logits, const void *labels, const void *dloss,
+                   void *dlogits, int64_t rows, int64_t classes,
+                   int32_t reduction),
+                  (ctx, dtype, label_dtype, logits, labels, dloss, dlogits, rows,
+                   classes, reduction))
+TESSEL_BENCH_WRAP(kEmbeddingGrad, tessel_embedding_grad,
+                  (tessel_ctx * ctx, int32_t dtype, int32_t ids_dtype,
+                   const void *ids, const void *dout, void *dtable,
+                   int64_t num_ids, int64_t vocab, int64_t hidden),
+                  (ctx, dtype, ids_dtype, ids, dout, dtable, num_ids, vocab,
+                   hidden))
+TESSEL_BENCH_WRAP(kAttentionGrad, tessel_attention_grad,
+                  (tessel_ctx * ctx, int32_t dtype, const void *q,
+                   const void *k, const void *v, const void *dout, void *dq,
+                   void *dk, void *dv, int64_t batch, int64_t seq,
+                   int64_t kv_seq, int64_t heads, int64_t kv_heads,
+                   int64_t head_dim, int64_t value_dim, double scale,
+                   int32_t causal),
+                  (ctx, dtype, q, k, v, dout, dq, dk, dv, batch, seq, kv_seq,
+                   heads, kv_heads, head_dim, value_dim, scale, causal))
+TESSEL_BENCH_WRAP(kSumSquares, tessel_sum_squares,
+                  (tessel_ctx * ctx, int32_t dtype, const void *x, int64_t n,
+                   void *sum),
+                  (ctx, dtype, x, n, sum))
+TESSEL_BENCH_WRAP(kClipScale, tessel_clip_scale,
+                  (tessel_ctx * ctx, const void *sum_squares, double max_norm,
+                   const void *grad_scale, void *scale),
+                  (ctx, sum_squares, max_norm, grad_scale, scale))
+TESSEL_BENCH_WRAP(kOptimizerUpdate, tessel_optimizer_update,
+                  (tessel_ctx * ctx, const tessel_optimizer *opt, int32_t dtype,
+                   void *param, const void *grad, const void *grad_scale,
+                   void *state0, void *state1, int64_t n, int64_t step,
+                   double lr),
+                  (ctx, opt, dtype, param, grad, grad_scale, state0, state1, n,
+                   step, lr))
+TESSEL_BENCH_WRAP(kZero, tessel_zero,
+                  (tessel_ctx * ctx, void *dst, int64_t bytes),
+                  (ctx, dst, bytes))

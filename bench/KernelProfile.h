@@ -32,6 +32,18 @@ enum Kernel {
   kDropout,
   kCopy,
   kCopyToDevice,
+  // The training step: backward kernels, the optimizer, zeroing.
+  kUnaryGrad,
+  kSoftmaxGrad,
+  kLayerNormGrad,
+  kBatchNormGrad,
+  kCrossEntropyGrad,
+  kEmbeddingGrad,
+  kAttentionGrad,
+  kSumSquares,
+  kClipScale,
+  kOptimizerUpdate,
+  kZero,
   kNumKernels
 };
 

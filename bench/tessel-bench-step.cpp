@@ -2,30 +2,38 @@
 //
 // For each MODEL.mlir given:
 //
-//  1. parses it with the nn dialect, runs canonicalize + cse as tessel-compile
-//     does, and lists every nn.matmul the runtime will execute, in program
-//     order (the body of an nn.repeat layer L times), with its tessel_matmul
-//     arguments (batch, m, n, k, transposes, shared rhs, element type); sums
-//     the flops of every op (CostOpInterface, nn.repeat included) and of the
-//     matmuls;
-//  2. compiles it with the tessel-compile next to this executable, dlopens
-//     the .so (RTLD_DEEPBIND: its kernel calls bind to libtessel_runtime.so),
-//     creates a CPU context, allocates the arena, initialises the parameters
-//     as the description says, fills inputs (floats N(0,1), integers in
-//     [0, limit)), warms up, and times tessel_forward: the median over R runs
-//     of enough iterations to last at least --min-time seconds each;
-//  3. times the same GEMM list called directly with cblas_sgemm (cblas_dgemm
-//     for f64) on buffers of the same shapes, with the loop structure of the
+//  1. parses it with the nn dialect and lists every nn.matmul the runtime will
+//     execute, in program order (the body of an nn.repeat layer L times), with
+//     its tessel_matmul arguments (batch, m, n, k, transposes, shared rhs,
+//     element type), once for the forward entry (the model function after
+//     canonicalize + cse) and, unless --no-train, once for the training step
+//     (tessel-autodiff with tessel-compile's default options, canonicalize +
+//     cse, then the backward and update entries); sums the flops of every op
+//     (CostOpInterface, nn.repeat included) and of the matmuls of each;
+//  2. compiles it with the tessel-compile next to this executable (with
+//     --no-train under --no-train), dlopens the .so (RTLD_DEEPBIND: its kernel
+//     calls bind to libtessel_runtime.so), creates a CPU context, allocates
+//     the arena, initialises the parameters as the description says, fills
+//     inputs (tessel-run's synthetic data: floats N(0,1), integers in
+//     [0, limit)), warms up, and times tessel_forward, the launcher's
+//     training step (trainStep of TesselLauncher: zero the grads, write the
+//     next of up to 64 pre-drawn batches, tessel_backward, 1/M into
+//     grad_scale, tessel_update; M = 1; every run from the same parameters
+//     and optimizer state) and tessel_backward alone: the median over R runs
+//     of enough calls to last at least --min-time seconds each;
+//  3. times each GEMM list called directly with cblas_sgemm (cblas_dgemm for
+//     f64) on buffers of the same shapes, with the loop structure of the
 //     runtime's matmul (one folded GEMM for a shared rhs with an untransposed
 //     lhs, a loop over the batch otherwise), one OpenBLAS thread as the
 //     runtime uses;
 //  4. (unless --no-profile) opens a second copy of the .so without
 //     RTLD_DEEPBIND, so its kernel calls go through the timed definitions of
-//     KernelProfile.cpp, and reports the time per kernel.
+//     KernelProfile.cpp, and reports the time per kernel of the forward and
+//     of the training step.
 //
-// Prints two markdown tables on stdout: the step against the GEMMs, and the
-// per-kernel breakdown. Progress goes to stderr. Exits 1 with a message on
-// any error.
+// Prints markdown tables on stdout: the forward against its GEMMs, the
+// training step against its GEMMs, and the per-kernel breakdown. Progress
+// goes to stderr. Exits 1 with a message on any error.
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,9 +41,11 @@
 #include "Error.h"
 #include "KernelProfile.h"
 #include "Model.h"
+#include "Training.h"
 
 #include "dialect/NN/NNDialect.h"
 #include "dialect/NN/NNOps.h"
+#include "passes/Passes.h"
 #include "passes/RuntimeTypes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -73,6 +83,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -110,6 +121,7 @@ struct Options {
   double minTime = 0.2;
   uint64_t seed = 0;
   bool profile = true;
+  bool train = true;
   bool header = true;
   bool verbose = false;
 };
@@ -125,12 +137,23 @@ struct Gemm {
   int64_t flops() const { return 2 * batch * m * n * k; }
 };
 
+/// The tessel_matmul calls of one or more entry functions.
+struct GemmList {
+  std::vector<Gemm> gemms;      // one per distinct nn.matmul op
+  std::vector<size_t> schedule; // indices into gemms, in execution order
+  int64_t totalFlops = 0;       // every op of the entries
+  int64_t gemmFlops = 0;        // the nn.matmuls (repeat bodies L times)
+
+  double gemmShare() const {
+    return totalFlops > 0 ? double(gemmFlops) / double(totalFlops) : 0;
+  }
+};
+
 struct ModelInfo {
   std::string name;
-  std::vector<Gemm> gemms;       // one per distinct nn.matmul op
-  std::vector<size_t> schedule;  // indices into gemms, in execution order
-  int64_t totalFlops = 0;        // every op of the model function
-  int64_t gemmFlops = 0;         // the nn.matmuls (repeat bodies L times)
+  GemmList forward;              // the model function (tessel_forward)
+  std::optional<GemmList> train; // backward + update entries (a step)
+  int64_t backwardFlops = 0;     // the backward entry alone
 };
 
 int32_t dtypeCode(Type type) {
@@ -172,24 +195,26 @@ Gemm gemmOf(tessel::nn::MatmulOp op) {
   return g;
 }
 
-/// Appends the matmuls `func` executes, in order, expanding nn.repeat.
-void collectGemms(func::FuncOp func, ModelInfo &info,
+/// Appends the matmuls `func` executes, in order, to `list`: the body of
+/// each nn.repeat's layer function L times (nested repeats included).
+/// `index` maps an nn.matmul op to its entry of `list.gemms`.
+void collectGemms(func::FuncOp func, GemmList &list,
                   std::map<Operation *, size_t> &index, int depth) {
   if (depth > 64)
     throw BenchError("nn.repeat nests deeper than 64 levels");
   for (Operation &op : func.getBody().front()) {
     if (auto matmul = dyn_cast<tessel::nn::MatmulOp>(op)) {
-      auto [it, inserted] = index.try_emplace(&op, info.gemms.size());
+      auto [it, inserted] = index.try_emplace(&op, list.gemms.size());
       if (inserted)
-        info.gemms.push_back(gemmOf(matmul));
-      info.schedule.push_back(it->second);
-      info.gemmFlops += info.gemms[it->second].flops();
+        list.gemms.push_back(gemmOf(matmul));
+      list.schedule.push_back(it->second);
+      list.gemmFlops += list.gemms[it->second].flops();
     } else if (auto repeat = dyn_cast<tessel::nn::RepeatOp>(op)) {
       func::FuncOp layer = repeat.getLayerFunction();
       if (!layer)
         throw BenchError("nn.repeat refers to a missing layer function");
       for (int64_t l = 0, e = repeat.getNumLayers(); l < e; ++l)
-        collectGemms(layer, info, index, depth + 1);
+        collectGemms(layer, list, index, depth + 1);
     } else if (op.getNumRegions() > 0) {
       throw BenchError("op '" + op.getName().getStringRef().str() +
                        "' has regions; the benchmark does not look inside");
@@ -197,16 +222,20 @@ void collectGemms(func::FuncOp func, ModelInfo &info,
   }
 }
 
-bool isModelFunction(func::FuncOp func) {
-  for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
-    if (func.getArgAttr(i, tessel::nn::NNDialect::kParamAttrName) ||
-        func.getArgAttr(i, tessel::nn::NNDialect::kInputAttrName) ||
-        func.getArgAttr(i, tessel::nn::NNDialect::kLabelAttrName))
-      return true;
-  return false;
+/// The GEMMs and flops of `entries` run one after the other. The flops are
+/// the sum tessel-compile reports: every op, nn.repeat counting L times its
+/// body.
+GemmList gemmsOf(ArrayRef<func::FuncOp> entries) {
+  GemmList list;
+  std::map<Operation *, size_t> index;
+  for (func::FuncOp entry : entries) {
+    collectGemms(entry, list, index, 0);
+    list.totalFlops += tessel::nn::sumCost(entry.getBody().front()).flops;
+  }
+  return list;
 }
 
-ModelInfo analyse(const std::string &path, MLIRContext &context) {
+ModelInfo analyse(const std::string &path, bool train, MLIRContext &context) {
   std::string error;
   std::unique_ptr<llvm::MemoryBuffer> input = openInputFile(path, &error);
   if (!input)
@@ -217,44 +246,60 @@ ModelInfo analyse(const std::string &path, MLIRContext &context) {
   OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
   if (!module)
     throw BenchError(path + ": does not parse or verify (see above)");
-  // What tessel-compile runs before lowering, so the GEMM list is the one
-  // the runtime executes.
+  // What tessel-compile runs before lowering, so the GEMM lists are the ones
+  // the runtime executes: the training step with its default options (the
+  // module's nn.train, else AdamW), then canonicalize + cse.
   PassManager pm(&context);
+  if (train)
+    pm.addPass(tessel::createAutodiffPass(tessel::AutodiffPassOptions{}));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   if (failed(pm.run(*module)))
-    throw BenchError(path + ": canonicalize/cse failed (see above)");
+    throw BenchError(path + ": " + (train ? "tessel-autodiff, " : "") +
+                     "canonicalize/cse failed (see above)");
 
-  func::FuncOp model;
-  for (auto func : module->getOps<func::FuncOp>())
-    if (!func.isExternal() && isModelFunction(func)) {
+  func::FuncOp model, backward, update;
+  for (auto func : module->getOps<func::FuncOp>()) {
+    if (func.isExternal())
+      continue;
+    if (tessel::nn::NNDialect::isModelFunction(func)) {
       if (model)
         throw BenchError(path + ": more than one model function");
       model = func;
+    } else if (auto entry = func->getAttrOfType<StringAttr>(
+                   tessel::nn::NNDialect::kEntryAttrName)) {
+      if (entry.getValue() == "backward")
+        backward = func;
+      else if (entry.getValue() == "update")
+        update = func;
     }
+  }
   if (!model)
     throw BenchError(path + ": no model function (a func.func whose "
                             "arguments carry nn.param, nn.input or nn.label)");
 
   ModelInfo info;
   info.name = llvm::sys::path::stem(path).str();
-  std::map<Operation *, size_t> index;
-  collectGemms(model, info, index, 0);
-  // The same sum tessel-compile reports: every op of the model function,
-  // nn.repeat counting L times its body.
-  info.totalFlops = tessel::nn::sumCost(model.getBody().front()).flops;
-  if (info.schedule.empty())
+  info.forward = gemmsOf({model});
+  if (info.forward.schedule.empty())
     throw BenchError(path + ": has no nn.matmul; nothing to compare against");
+  if (train) {
+    if (!backward || !update)
+      throw BenchError(path + ": tessel-autodiff made no backward and update "
+                              "entries");
+    info.train = gemmsOf({backward, update});
+    info.backwardFlops = tessel::nn::sumCost(backward.getBody().front()).flops;
+  }
   return info;
 }
 
 //===--- 2. The compiled model -------------------------------------------===//
 //
-// Compiled, loaded, initialised and fed exactly as tessel-run does it
+// Compiled, loaded, initialised, fed and stepped exactly as tessel-run does it
 // (tools/tessel-run: TesselLauncher).
 
-/// The model's arena, parameters initialised and one synthetic batch
-/// written, ready for repeated steps.
+/// The model's arena, parameters initialised, optimizer state zeroed and one
+/// synthetic batch written, ready for repeated steps.
 struct PreparedModel {
   tessel::run::LoadedModel model;
   tessel::run::RankRuntime rt;
@@ -263,6 +308,7 @@ struct PreparedModel {
       : model(tessel::run::loadModel(so, RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND)),
         rt(model.desc.arenaBytes) {
     tessel::run::initParams(model.desc, rt.ctx, rt.arena, seed);
+    tessel::run::zeroStates(model.desc, rt.ctx, rt.arena);
     tessel::run::makeSyntheticData(model.desc, seed)->fill(0, rt.ctx, rt.arena);
     tessel_synchronize(rt.ctx);
     check("initialising parameters and inputs");
@@ -275,6 +321,86 @@ struct PreparedModel {
   double readLoss() {
     return tessel::run::readLoss(model.desc.loss(), rt.ctx, rt.arena);
   }
+};
+
+/// Batches drawn once from the launcher's synthetic data (the samples of
+/// global microbatches 0, 1, ...) and kept on the host; a training step
+/// copies the next one into the arena, as tessel-run's data source does.
+/// Fresh samples keep the model from memorising one batch (the MLP's loss
+/// falls below 1e-4 within 15 steps on a single batch, and its gradients
+/// with it); drawing them before timing keeps data generation out of the
+/// step's time, as it stays out of the forward's. The copy stays in.
+class BatchPool : public tessel::run::BatchSource {
+public:
+  /// At most 64 batches and 64 MiB; step i reads batch i mod that count.
+  BatchPool(const tessel::run::ModelDesc &desc, uint64_t seed, tessel_ctx *ctx,
+            void *arena)
+      : feeds(desc.feeds()) {
+    int64_t bytes = 0;
+    for (const tessel::run::TensorDesc *t : feeds)
+      bytes += t->bytes;
+    int64_t count = std::clamp<int64_t>(
+        (int64_t(64) << 20) / std::max<int64_t>(bytes, 1), 1, 64);
+    std::unique_ptr<tessel::run::BatchSource> synthetic =
+        tessel::run::makeSyntheticData(desc, seed);
+    char *base = static_cast<char *>(arena);
+    for (int64_t b = 0; b < count; ++b) {
+      synthetic->fill(b, ctx, arena);
+      std::vector<std::vector<char>> batch;
+      for (const tessel::run::TensorDesc *t : feeds) {
+        batch.emplace_back(size_t(t->bytes));
+        tessel_copy_to_host(ctx, batch.back().data(), base + t->offset,
+                            t->bytes);
+      }
+      batches.push_back(std::move(batch));
+    }
+    tessel_synchronize(ctx);
+  }
+
+  void fill(int64_t index, tessel_ctx *ctx, void *arena) override {
+    const std::vector<std::vector<char>> &batch =
+        batches[size_t(index) % batches.size()];
+    for (size_t i = 0; i < feeds.size(); ++i)
+      tessel_copy_to_device(ctx, static_cast<char *>(arena) + feeds[i]->offset,
+                            batch[i].data(), int64_t(batch[i].size()));
+  }
+
+  size_t size() const { return batches.size(); }
+
+private:
+  std::vector<const tessel::run::TensorDesc *> feeds;
+  std::vector<std::vector<std::vector<char>>> batches;
+};
+
+/// The parameters and optimizer state, copied aside once, so that every
+/// timed run of training steps starts from the same point (and a model that
+/// keeps fitting the one batch never drifts into another regime). The grads
+/// need no copy: each step zeroes them.
+class TrainingState {
+public:
+  TrainingState(const tessel::run::ModelDesc &desc, tessel_ctx *ctx,
+                void *arena)
+      : ctx(ctx), arena(static_cast<char *>(arena)) {
+    for (const char *role : {"param", "state"})
+      for (const tessel::run::TensorDesc *t : desc.withRole(role)) {
+        saved.push_back({t->offset, std::vector<char>(size_t(t->bytes))});
+        tessel_copy_to_host(ctx, saved.back().second.data(),
+                            this->arena + t->offset, t->bytes);
+      }
+    tessel_synchronize(ctx);
+  }
+
+  void restore() {
+    for (const auto &[offset, bytes] : saved)
+      tessel_copy_to_device(ctx, arena + offset, bytes.data(),
+                            int64_t(bytes.size()));
+    tessel_synchronize(ctx);
+  }
+
+private:
+  tessel_ctx *ctx;
+  char *arena;
+  std::vector<std::pair<int64_t, std::vector<char>>> saved;
 };
 
 //===--- Timing ----------------------------------------------------------===//
@@ -293,32 +419,91 @@ int64_t warmUp(const std::function<void()> &body, double minTime) {
   return std::max<int64_t>(1, int64_t(std::ceil(minTime * 1.1 / each)));
 }
 
-struct Timing {
-  int64_t iterations = 0;          // calls per run
-  std::vector<double> perCall;     // seconds per call, one per run
+/// Something timed in runs: `body` called `iterations` times per run, after
+/// `prepare` (untimed; e.g. restoring the training state). With a context,
+/// each run also reads the runtime's kernel_seconds.
+struct Series {
+  std::function<void()> body;
+  std::function<void()> prepare;
+  tessel_ctx *ctx = nullptr;
+  int64_t iterations = 0;
+  std::vector<double> perCall;       // seconds per call, one per run
   std::vector<double> kernelPerCall; // runtime counters, one per run
-  double totalSeconds = 0;         // every run together
-};
 
-/// R runs of `iterations` calls; `before`/`after` bracket each run.
-Timing timeRuns(const std::function<void()> &body, int64_t iterations,
-                int runs, const std::function<void()> &before = {},
-                const std::function<double()> &after = {}) {
-  Timing t;
-  t.iterations = iterations;
-  for (int r = 0; r < runs; ++r) {
-    if (before)
-      before();
+  void warm(double minTime) {
+    if (prepare)
+      prepare();
+    iterations = warmUp(body, minTime);
+  }
+
+  /// One timed run; returns its seconds per call.
+  double run() {
+    if (prepare)
+      prepare();
+    if (ctx)
+      tessel_reset_counters(ctx);
     double start = now();
     for (int64_t i = 0; i < iterations; ++i)
       body();
-    double elapsed = now() - start;
-    t.totalSeconds += elapsed;
-    t.perCall.push_back(elapsed / double(iterations));
-    if (after)
-      t.kernelPerCall.push_back(after() / double(iterations));
+    if (ctx)
+      tessel_synchronize(ctx);
+    double each = (now() - start) / double(iterations);
+    perCall.push_back(each);
+    if (ctx) {
+      tessel_counters c;
+      tessel_get_counters(ctx, &c);
+      kernelPerCall.push_back(c.kernel_seconds / double(iterations));
+    }
+    return each;
   }
-  return t;
+
+  double medianMs() const { return median(perCall) * 1e3; }
+  std::string rangeMs() const {
+    return std::to_string(*std::min_element(perCall.begin(), perCall.end()) *
+                          1e3) +
+           ".." +
+           std::to_string(*std::max_element(perCall.begin(), perCall.end()) *
+                          1e3);
+  }
+};
+
+/// Calls and time per kernel of a body run through the timed wrappers.
+struct Profile {
+  bool done = false;
+  double stepMs = 0;      // mean over every profiled call
+  int64_t iterations = 0; // profiled calls in all
+  tessel_bench::KernelStat kernels[tessel_bench::kNumKernels];
+};
+
+/// R runs of `body` through the wrappers, each after `prepare`; the kernel
+/// time of `prepare` itself is left out.
+Profile profileKernels(const std::function<void()> &body,
+                       const std::function<void()> &prepare, int runs,
+                       double minTime) {
+  if (prepare)
+    prepare();
+  int64_t n = warmUp(body, minTime);
+  Profile p;
+  double seconds = 0;
+  for (int r = 0; r < runs; ++r) {
+    if (prepare)
+      prepare();
+    tessel_bench::resetKernelStats();
+    double start = now();
+    for (int64_t i = 0; i < n; ++i)
+      body();
+    seconds += now() - start;
+    const tessel_bench::KernelStat *stats = tessel_bench::kernelStats();
+    for (int k = 0; k < tessel_bench::kNumKernels; ++k) {
+      p.kernels[k].calls += stats[k].calls;
+      p.kernels[k].seconds += stats[k].seconds;
+    }
+  }
+  p.done = true;
+  p.iterations = n * runs;
+  // The mean, not the median: the per-kernel sums cover every run.
+  p.stepMs = seconds / double(p.iterations) * 1e3;
+  return p;
 }
 
 //===--- 3. The GEMMs alone ----------------------------------------------===//
@@ -380,19 +565,19 @@ void runGemm(const Gemm &g, const R *a, const R *b, R *c) {
 /// rhs per executed call (each layer reads its own slice of the stacked
 /// weights).
 struct GemmBench {
-  const ModelInfo &info;
+  const GemmList &list;
   std::vector<Buffer> lhs, out, rhs;
 
-  GemmBench(const ModelInfo &info, uint64_t seed) : info(info) {
+  GemmBench(const GemmList &list, uint64_t seed) : list(list) {
     std::mt19937_64 rng(seed ^ 0x9e3779b97f4a7c15ull);
-    for (const Gemm &g : info.gemms) {
+    for (const Gemm &g : list.gemms) {
       bool dbl = g.dtype == TESSEL_F64;
       int64_t es = dbl ? 8 : 4; // 16-bit: the runtime multiplies in f32.
       lhs.push_back(allocate(g.batch * g.m * g.k * es, rng, dbl));
       out.push_back(allocate(g.batch * g.m * g.n * es, rng, dbl));
     }
-    for (size_t i : info.schedule) {
-      const Gemm &g = info.gemms[i];
+    for (size_t i : list.schedule) {
+      const Gemm &g = list.gemms[i];
       bool dbl = g.dtype == TESSEL_F64;
       int64_t es = dbl ? 8 : 4;
       rhs.push_back(allocate((g.shared ? 1 : g.batch) * g.k * g.n * es, rng,
@@ -401,9 +586,9 @@ struct GemmBench {
   }
 
   void step() {
-    for (size_t s = 0; s < info.schedule.size(); ++s) {
-      size_t i = info.schedule[s];
-      const Gemm &g = info.gemms[i];
+    for (size_t s = 0; s < list.schedule.size(); ++s) {
+      size_t i = list.schedule[s];
+      const Gemm &g = list.gemms[i];
       if (g.dtype == TESSEL_F64)
         runGemm<double>(g, reinterpret_cast<const double *>(lhs[i].get()),
                         reinterpret_cast<const double *>(rhs[s].get()),
@@ -418,52 +603,93 @@ struct GemmBench {
 
 //===--- Driver ----------------------------------------------------------===//
 
-struct Result {
-  std::string name;
+/// One timed entry (or step) against its GEMM list.
+struct Comparison {
   int64_t gemmCalls = 0;
   double gemmShare = 0;
   double stepMs = 0, gemmMs = 0, counterMs = 0;
   double ratio = 0, ratioMin = 0, ratioMax = 0; // per-pair step / GEMM
+};
+
+struct Result {
+  std::string name;
+  Comparison forward;
+  bool trained = false;
+  Comparison train;               // the training step
+  double backwardMs = 0;          // tessel_backward alone
+  double backwardOverForward = 0; // median of the per-round ratios
+  double stepOverForward = 0;     // likewise, the training step
+  double backwardFlopsOverForward = 0;
   double loss = 0;
-  bool profiled = false;
-  double profiledStepMs = 0;
-  tessel_bench::KernelStat kernels[tessel_bench::kNumKernels];
-  int64_t profiledIterations = 0;
+  Profile forwardProfile, trainProfile;
 };
 
 void progress(const std::string &line) {
   std::fprintf(stderr, "tessel-bench-step: %s\n", line.c_str());
 }
 
+void printGemmList(const std::string &what, const GemmList &list) {
+  progress(what + ": " + std::to_string(list.schedule.size()) +
+           " tessel_matmul calls, " + std::to_string(list.gemms.size()) +
+           " distinct:");
+  for (const Gemm &g : list.gemms) {
+    int64_t times = std::count(list.schedule.begin(), list.schedule.end(),
+                               size_t(&g - list.gemms.data()));
+    progress("  " + std::to_string(times) + "x " + dtypeName(g.dtype) +
+             " batch " + std::to_string(g.batch) + " m " + std::to_string(g.m) +
+             " n " + std::to_string(g.n) + " k " + std::to_string(g.k) +
+             (g.ta ? " trans_a" : "") + (g.tb ? " trans_b" : "") +
+             (g.shared ? " shared_rhs" : ""));
+  }
+  progress(what + ": flops " + std::to_string(list.totalFlops) + " (GEMM " +
+           std::to_string(list.gemmFlops) + ")");
+}
+
+/// Fills the figures of `c` from paired runs of an entry and its GEMMs.
+void compare(Comparison &c, const GemmList &list, const Series &entry,
+             const Series &gemms, const std::vector<double> &ratios) {
+  c.gemmCalls = int64_t(list.schedule.size());
+  c.gemmShare = list.gemmShare();
+  c.stepMs = entry.medianMs();
+  c.counterMs = median(entry.kernelPerCall) * 1e3;
+  c.gemmMs = gemms.medianMs();
+  c.ratio = median(ratios);
+  c.ratioMin = *std::min_element(ratios.begin(), ratios.end());
+  c.ratioMax = *std::max_element(ratios.begin(), ratios.end());
+}
+
+/// The profiled body must have called tessel_matmul as often per call as
+/// its GEMM list says.
+void checkMatmulCalls(const Profile &p, const GemmList &list,
+                      const std::string &what) {
+  int64_t calls = p.kernels[tessel_bench::kMatmul].calls;
+  if (calls == 0)
+    throw BenchError("the profiled model did not call the timed wrappers "
+                     "(was the executable linked with ENABLE_EXPORTS?)");
+  int64_t perStep = calls / p.iterations;
+  if (perStep != int64_t(list.schedule.size()))
+    progress("warning: " + what + " ran " + std::to_string(perStep) +
+             " tessel_matmul calls per step, the GEMM list has " +
+             std::to_string(list.schedule.size()));
+}
+
 Result benchModel(const std::string &path, const Options &options,
                   MLIRContext &context) {
   Result result;
-  ModelInfo info = analyse(path, context);
+  ModelInfo info = analyse(path, options.train, context);
   result.name = info.name;
-  result.gemmCalls = int64_t(info.schedule.size());
-  result.gemmShare = info.totalFlops > 0 ? double(info.gemmFlops) /
-                                               double(info.totalFlops)
-                                         : 0;
+  result.trained = info.train.has_value();
   if (options.verbose) {
-    progress(info.name + ": " + std::to_string(info.schedule.size()) +
-             " tessel_matmul calls per step, " +
-             std::to_string(info.gemms.size()) + " distinct:");
-    for (const Gemm &g : info.gemms) {
-      int64_t times = std::count(info.schedule.begin(), info.schedule.end(),
-                                 size_t(&g - info.gemms.data()));
-      progress("  " + std::to_string(times) + "x " + dtypeName(g.dtype) +
-               " batch " + std::to_string(g.batch) + " m " +
-               std::to_string(g.m) + " n " + std::to_string(g.n) + " k " +
-               std::to_string(g.k) + (g.ta ? " trans_a" : "") +
-               (g.tb ? " trans_b" : "") + (g.shared ? " shared_rhs" : ""));
-    }
-    progress(info.name + ": flops " + std::to_string(info.totalFlops) +
-             " (GEMM " + std::to_string(info.gemmFlops) + ")");
+    printGemmList(info.name + " forward", info.forward);
+    if (info.train)
+      printGemmList(info.name + " training step", *info.train);
   }
 
   // 2. Compile, load, run.
   progress("compiling " + path);
-  std::string so = tessel::run::compileMlirModel(path);
+  std::string so = tessel::run::compileMlirModel(
+      path, options.train ? std::vector<std::string>{}
+                          : std::vector<std::string>{"--no-train"});
   std::string dir = llvm::sys::path::parent_path(so).str();
   struct RemoveDir {
     std::string dir;
@@ -473,47 +699,88 @@ Result benchModel(const std::string &path, const Options &options,
   PreparedModel prepared(so, options.seed);
   tessel::run::LoadedModel &model = prepared.model;
   tessel::run::RankRuntime &rt = prepared.rt;
+  if (options.train && !model.desc.trains())
+    throw BenchError(info.name + ": the compiled model has no backward and "
+                                 "update entries");
   // The context pins OpenBLAS to one thread; say so again for the GEMMs.
   openblas_set_num_threads(1);
+  auto checkLoss = [&](double loss, const std::string &when) {
+    if (!std::isfinite(loss))
+      throw BenchError(info.name + ": the loss " + when + " is not finite (" +
+                       std::to_string(loss) + ")");
+  };
 
-  auto forward = [&] { model.forward(rt.ctx, rt.arena); };
+  Series forward{[&] { model.forward(rt.ctx, rt.arena); }, {}, rt.ctx};
   progress("warming up tessel_forward of " + info.name);
-  int64_t iterations = warmUp(forward, options.minTime);
+  forward.warm(options.minTime);
   prepared.check("the warm-up steps");
   result.loss = prepared.readLoss();
-  if (!std::isfinite(result.loss))
-    throw BenchError(info.name + ": the loss is not finite (" +
-                     std::to_string(result.loss) + ")");
+  checkLoss(result.loss, "of the forward");
 
   // 3. The GEMMs alone.
-  GemmBench gemms(info, options.seed);
-  auto gemmStep = [&] { gemms.step(); };
-  progress("warming up the " + std::to_string(info.schedule.size()) +
-           " GEMMs of " + info.name + " on OpenBLAS");
-  int64_t gemmIterations = warmUp(gemmStep, options.minTime);
+  GemmBench forwardGemmBench(info.forward, options.seed);
+  Series forwardGemms{[&] { forwardGemmBench.step(); }};
+  progress("warming up the " + std::to_string(info.forward.schedule.size()) +
+           " GEMMs of " + info.name + "'s forward on OpenBLAS");
+  forwardGemms.warm(options.minTime);
 
-  // Step runs and GEMM runs alternate, so drift in the machine's load hits
-  // both; step / GEMM is the median of the per-pair ratios.
+  // The training step as tessel-run runs it, one microbatch, every run from
+  // the same parameters and optimizer state.
+  std::optional<TrainingState> state;
+  std::optional<GemmBench> trainGemmBench;
+  std::optional<BatchPool> batches;
+  int64_t stepIndex = 0;
+  double trainLoss = 0;
+  auto restart = [&] {
+    state->restore();
+    stepIndex = 0;
+  };
+  auto runTrainStep = [&](const tessel::run::LoadedModel &m) {
+    trainLoss = tessel::run::trainStep(m, rt, *batches, stepIndex++, 1);
+  };
+  Series train{[&] { runTrainStep(model); }, restart, rt.ctx};
+  // Accumulates into the grads, never zeroed here: the cost is the same.
+  Series backward{[&] { model.backward(rt.ctx, rt.arena); }, {}, rt.ctx};
+  Series trainGemms;
+  if (info.train) {
+    state.emplace(model.desc, rt.ctx, rt.arena);
+    batches.emplace(model.desc, options.seed, rt.ctx, rt.arena);
+    progress("drew " + std::to_string(batches->size()) +
+             " batches for the training steps of " + info.name);
+    progress("warming up the training step of " + info.name);
+    train.warm(options.minTime);
+    checkLoss(trainLoss, "of the training step");
+    progress("warming up tessel_backward of " + info.name);
+    backward.warm(options.minTime);
+    prepared.check("the warm-up backward");
+    trainGemmBench.emplace(*info.train, options.seed);
+    trainGemms.body = [&] { trainGemmBench->step(); };
+    progress("warming up the " + std::to_string(info.train->schedule.size()) +
+             " GEMMs of " + info.name + "'s training step on OpenBLAS");
+    trainGemms.warm(options.minTime);
+  }
+
+  // Entry runs and GEMM runs alternate, so drift in the machine's load hits
+  // both; each ratio is the median of the per-round ratios.
+  std::string plan = std::to_string(forward.iterations) + " forwards, " +
+                     std::to_string(forwardGemms.iterations) + " GEMM lists";
+  if (info.train)
+    plan += ", " + std::to_string(train.iterations) + " training steps, " +
+            std::to_string(trainGemms.iterations) + " GEMM lists, " +
+            std::to_string(backward.iterations) + " backwards";
   progress("timing " + info.name + ": " + std::to_string(options.runs) +
-           " x (" + std::to_string(iterations) + " steps, " +
-           std::to_string(gemmIterations) + " GEMM lists)");
+           " x (" + plan + ")");
   tessel_bench::resetKernelStats();
-  Timing step, direct;
-  std::vector<double> ratios;
+  std::vector<double> forwardRatios, trainRatios, backwardRatios, stepRatios;
   for (int r = 0; r < options.runs; ++r) {
-    Timing s = timeRuns(
-        forward, iterations, 1, [&] { tessel_reset_counters(rt.ctx); },
-        [&] {
-          tessel_synchronize(rt.ctx);
-          tessel_counters c;
-          tessel_get_counters(rt.ctx, &c);
-          return c.kernel_seconds;
-        });
-    Timing g = timeRuns(gemmStep, gemmIterations, 1);
-    step.perCall.push_back(s.perCall[0]);
-    step.kernelPerCall.push_back(s.kernelPerCall[0]);
-    direct.perCall.push_back(g.perCall[0]);
-    ratios.push_back(s.perCall[0] / g.perCall[0]);
+    double f = forward.run();
+    forwardRatios.push_back(f / forwardGemms.run());
+    if (!info.train)
+      continue;
+    double t = train.run();
+    trainRatios.push_back(t / trainGemms.run());
+    backwardRatios.push_back(backward.run() / f);
+    stepRatios.push_back(t / f);
   }
   prepared.check("the timed steps");
   // RTLD_DEEPBIND must have kept the model's calls off the timed wrappers.
@@ -521,26 +788,25 @@ Result benchModel(const std::string &path, const Options &options,
     progress("warning: the headline step ran through the profiling "
              "wrappers (RTLD_DEEPBIND had no effect); its time includes their "
              "cost");
-  result.stepMs = median(step.perCall) * 1e3;
-  result.counterMs = median(step.kernelPerCall) * 1e3;
-  result.gemmMs = median(direct.perCall) * 1e3;
-  result.ratio = median(ratios);
-  result.ratioMin = *std::min_element(ratios.begin(), ratios.end());
-  result.ratioMax = *std::max_element(ratios.begin(), ratios.end());
+  compare(result.forward, info.forward, forward, forwardGemms, forwardRatios);
   if (options.verbose)
-    progress(info.name + ": step " +
-             std::to_string(*std::min_element(step.perCall.begin(),
-                                              step.perCall.end()) * 1e3) +
-             ".." +
-             std::to_string(*std::max_element(step.perCall.begin(),
-                                              step.perCall.end()) * 1e3) +
-             " ms, GEMM-only " +
-             std::to_string(*std::min_element(direct.perCall.begin(),
-                                              direct.perCall.end()) * 1e3) +
-             ".." +
-             std::to_string(*std::max_element(direct.perCall.begin(),
-                                              direct.perCall.end()) * 1e3) +
-             " ms over the runs");
+    progress(info.name + ": forward " + forward.rangeMs() + " ms, GEMM-only " +
+             forwardGemms.rangeMs() + " ms over the runs");
+  if (info.train) {
+    checkLoss(trainLoss, "after the timed training steps");
+    compare(result.train, *info.train, train, trainGemms, trainRatios);
+    result.backwardMs = backward.medianMs();
+    result.backwardOverForward = median(backwardRatios);
+    result.stepOverForward = median(stepRatios);
+    result.backwardFlopsOverForward =
+        double(info.backwardFlops) / double(info.forward.totalFlops);
+    if (options.verbose)
+      progress(info.name + ": training step " + train.rangeMs() +
+               " ms, GEMM-only " + trainGemms.rangeMs() +
+               " ms, tessel_backward " + backward.rangeMs() +
+               " ms over the runs; loss " + std::to_string(trainLoss) +
+               " after " + std::to_string(train.iterations) + " steps");
+  }
 
   // 4. Per kernel, through the wrappers.
   if (options.profile) {
@@ -548,57 +814,98 @@ Result benchModel(const std::string &path, const Options &options,
     if (std::error_code ec = llvm::sys::fs::copy_file(so, copy))
       throw BenchError("cannot copy " + so + ": " + ec.message());
     tessel::run::LoadedModel profiled = tessel::run::loadModel(copy);
-    auto profiledForward = [&] { profiled.forward(rt.ctx, rt.arena); };
-    progress("profiling the kernels of " + info.name);
-    int64_t n = warmUp(profiledForward, options.minTime);
-    tessel_bench::resetKernelStats();
-    Timing t = timeRuns(profiledForward, n, options.runs);
-    prepared.check("the profiled steps");
-    const tessel_bench::KernelStat *stats = tessel_bench::kernelStats();
-    if (stats[tessel_bench::kMatmul].calls == 0)
-      throw BenchError("the profiled model did not call the timed wrappers "
-                       "(was the executable linked with ENABLE_EXPORTS?)");
-    result.profiled = true;
-    result.profiledIterations = n * options.runs;
-    // The mean, not the median: the per-kernel sums cover every run.
-    result.profiledStepMs = t.totalSeconds / double(n * options.runs) * 1e3;
-    std::copy(stats, stats + tessel_bench::kNumKernels, result.kernels);
-    int64_t perStep = stats[tessel_bench::kMatmul].calls / (n * options.runs);
-    if (perStep != result.gemmCalls)
-      progress("warning: " + info.name + " ran " + std::to_string(perStep) +
-               " tessel_matmul calls per step, the GEMM list has " +
-               std::to_string(result.gemmCalls));
+    progress("profiling the kernels of " + info.name + "'s forward");
+    result.forwardProfile =
+        profileKernels([&] { profiled.forward(rt.ctx, rt.arena); }, {},
+                       options.runs, options.minTime);
+    prepared.check("the profiled forwards");
+    checkMatmulCalls(result.forwardProfile, info.forward,
+                     info.name + "'s forward");
+    if (info.train) {
+      progress("profiling the kernels of " + info.name + "'s training step");
+      result.trainProfile =
+          profileKernels([&] { runTrainStep(profiled); }, restart, options.runs,
+                         options.minTime);
+      checkMatmulCalls(result.trainProfile, *info.train,
+                       info.name + "'s training step");
+    }
   }
   return result;
 }
 
+void printComparisonHeader(const char *extra, const char *extraAlign) {
+  std::printf("| model | GEMMs/step | GEMM share of flops | step ms | "
+              "GEMM-only ms | step / GEMM | (range over runs) | runtime "
+              "kernel_seconds ms/step |%s\n",
+              extra);
+  std::printf("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |%s\n",
+              extraAlign);
+}
+
+void printComparison(const std::string &name, const Comparison &c) {
+  std::printf("| %s | %lld | %.1f%% | %.3f | %.3f | %.2f | %.2f–%.2f | %.3f |",
+              name.c_str(), (long long)c.gemmCalls, c.gemmShare * 100, c.stepMs,
+              c.gemmMs, c.ratio, c.ratioMin, c.ratioMax, c.counterMs);
+}
+
 void printTables(const std::vector<Result> &results, const Options &options) {
   if (options.header) {
-    std::printf("| model | GEMMs/step | GEMM share of flops | step ms | "
-                "GEMM-only ms | step / GEMM | (range over runs) | runtime "
-                "kernel_seconds ms/step |\n");
-    std::printf("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+    std::printf("Forward: one tessel_forward against the GEMMs of the model "
+                "function.\n\n");
+    printComparisonHeader("", "");
   }
-  for (const Result &r : results)
-    std::printf("| %s | %lld | %.1f%% | %.3f | %.3f | %.2f | %.2f–%.2f | "
-                "%.3f |\n",
-                r.name.c_str(), (long long)r.gemmCalls, r.gemmShare * 100,
-                r.stepMs, r.gemmMs, r.ratio, r.ratioMin, r.ratioMax,
-                r.counterMs);
+  for (const Result &r : results) {
+    printComparison(r.name, r.forward);
+    std::printf("\n");
+  }
 
-  bool any = false;
+  bool anyTrained = false;
   for (const Result &r : results)
-    any |= r.profiled;
-  if (!any)
+    anyTrained |= r.trained;
+  if (anyTrained) {
+    std::printf("\n");
+    if (options.header) {
+      std::printf(
+          "Training step: zero the grads, tessel_backward (forward and "
+          "backward), 1/M into grad_scale, tessel_update (M = 1), against "
+          "the GEMMs of the backward and update entries. backward / forward: "
+          "tessel_backward against tessel_forward, in time and in flops.\n\n");
+      printComparisonHeader(" tessel_backward ms | backward / forward | "
+                            "(flops) | step / forward |",
+                            " ---: | ---: | ---: | ---: |");
+    }
+    for (const Result &r : results) {
+      if (!r.trained)
+        continue;
+      printComparison(r.name, r.train);
+      std::printf(" %.3f | %.2f | %.2f | %.2f |\n", r.backwardMs,
+                  r.backwardOverForward, r.backwardFlopsOverForward,
+                  r.stepOverForward);
+    }
+  }
+
+  // One row per profiled body.
+  struct Row {
+    std::string name, step;
+    const Profile *profile;
+  };
+  std::vector<Row> rows;
+  for (const Result &r : results) {
+    if (r.forwardProfile.done)
+      rows.push_back({r.name, "forward", &r.forwardProfile});
+    if (r.trainProfile.done)
+      rows.push_back({r.name, "training step", &r.trainProfile});
+  }
+  if (rows.empty())
     return;
-  // Columns: the kernels some model calls, biggest first over all models.
+  // Columns: the kernels some row calls, biggest share first over all rows.
   std::vector<int> columns;
   std::vector<double> total(tessel_bench::kNumKernels, 0);
-  for (const Result &r : results)
+  for (const Row &row : rows)
     for (int k = 0; k < tessel_bench::kNumKernels; ++k)
-      if (r.profiled && r.kernels[k].calls > 0)
-        total[k] += r.kernels[k].seconds * 1e3 /
-                    double(r.profiledIterations) / r.profiledStepMs;
+      if (row.profile->kernels[k].calls > 0)
+        total[k] += row.profile->kernels[k].seconds * 1e3 /
+                    double(row.profile->iterations) / row.profile->stepMs;
   for (int k = 0; k < tessel_bench::kNumKernels; ++k)
     if (total[k] > 0)
       columns.push_back(k);
@@ -606,31 +913,30 @@ void printTables(const std::vector<Result> &results, const Options &options) {
                    [&](int a, int b) { return total[a] > total[b]; });
   std::printf("\nPer kernel: ms per step (share of the step), means over "
               "the profiled runs; \"outside\" is the step less every kernel "
-              "(generated code, calls, timers).\n\n");
-  std::printf("| model | step ms (profiled, mean) |");
+              "(generated code, calls, timers, the launcher's step).\n\n");
+  std::printf("| model | step | ms (profiled, mean) |");
   for (int k : columns)
     std::printf(" %s |", tessel_bench::kernelName(k));
-  std::printf(" outside |\n| --- | ---: |");
+  std::printf(" outside |\n| --- | --- | ---: |");
   for (size_t i = 0; i < columns.size(); ++i)
     std::printf(" ---: |");
   std::printf(" ---: |\n");
-  for (const Result &r : results) {
-    if (!r.profiled)
-      continue;
-    double step = r.profiledStepMs;
-    std::printf("| %s | %.3f |", r.name.c_str(), step);
+  for (const Row &row : rows) {
+    const Profile &p = *row.profile;
+    double step = p.stepMs;
+    std::printf("| %s | %s | %.3f |", row.name.c_str(), row.step.c_str(), step);
     double inKernels = 0;
     for (int k : columns) {
-      const tessel_bench::KernelStat &s = r.kernels[k];
+      const tessel_bench::KernelStat &s = p.kernels[k];
       if (s.calls == 0) {
         std::printf(" – |");
         continue;
       }
-      double ms = s.seconds / double(r.profiledIterations) * 1e3;
+      double ms = s.seconds / double(p.iterations) * 1e3;
       inKernels += ms;
       std::printf(" %.3f (%.0f%%) |", ms, 100 * ms / step);
     }
-    // Every kernel the model calls has a column; what is left is outside.
+    // Every kernel the body calls has a column; what is left is outside.
     double outside = step - inKernels;
     std::printf(" %.3f (%.0f%%) |\n", outside, 100 * outside / step);
   }
@@ -640,10 +946,14 @@ void printTables(const std::vector<Result> &results, const Options &options) {
   std::fprintf(
       status ? stderr : stdout,
       "usage: tessel-bench-step MODEL.mlir... [--runs N] [--min-time SECONDS]\n"
-      "         [--seed N] [--no-profile] [--no-header] [--verbose]\n"
+      "         [--seed N] [--no-train] [--no-profile] [--no-header] "
+      "[--verbose]\n"
       "Compiles with the tessel-compile next to this executable.\n"
-      "Times tessel_forward of each compiled model against the same GEMMs\n"
-      "called directly through OpenBLAS (one thread); prints markdown tables.\n");
+      "Times tessel_forward and the training step (zero grads,\n"
+      "tessel_backward, grad_scale, tessel_update) of each compiled model\n"
+      "against the same GEMMs called directly through OpenBLAS (one thread);\n"
+      "prints markdown tables. --no-train: the forward only (compiled with\n"
+      "--no-train).\n");
   std::exit(status);
 }
 
@@ -672,6 +982,8 @@ Options parseArgs(int argc, char **argv) {
       o.minTime = number(i);
     else if (arg == "--seed")
       o.seed = uint64_t(std::strtoull(value(i).c_str(), nullptr, 10));
+    else if (arg == "--no-train")
+      o.train = false;
     else if (arg == "--no-profile")
       o.profile = false;
     else if (arg == "--no-header")

@@ -114,7 +114,7 @@ int32_t initKindOf(const std::string &kind) {
 
 // ABI v2 adds training (entries, grads, states, grad_scale, "train"); v1
 // models load as eval-only.
-constexpr int64_t newestModelAbi = 2;
+constexpr int64_t newestModelAbi = TESSEL_ABI_VERSION;
 
 // Every malformed description ends here, so all such errors read alike.
 [[noreturn]] void failDescription(const std::string &file,

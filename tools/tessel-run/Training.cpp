@@ -1,4 +1,4 @@
-//===- Training.cpp - Training flags against the compiled step ------------===//
+//===- Training.cpp - The training step and its flags against the .so -----===//
 
 #include "Training.h"
 #include "Error.h"
@@ -89,6 +89,10 @@ std::string flagText(const TrainingFlag &flag) {
              : std::string(flag.spec->flag) + " " + flag.value;
 }
 
+void *at(void *arena, const TensorDesc &t) {
+  return static_cast<char *>(arena) + t.offset;
+}
+
 } // namespace
 
 std::vector<std::string> tessel::run::compileArgs(const Options &options) {
@@ -147,6 +151,32 @@ void tessel::run::checkTrainingFlags(const Options &options,
         flag.spec->jsonKey + " " + compiled.text + " that model '" + file +
         "' was compiled with (training options are compiled in); " + recompile);
   }
+}
+
+double tessel::run::trainStep(const LoadedModel &model, RankRuntime &rt,
+                              BatchSource &batches, int64_t step,
+                              int64_t microbatches) {
+  const ModelDesc &desc = model.desc;
+  tessel_set_step(rt.ctx, uint64_t(step));
+  zeroGrads(desc, rt.ctx, rt.arena);
+  double lossSum = 0;
+  for (int64_t m = 0; m < microbatches; ++m) {
+    batches.fill(step * microbatches + m, rt.ctx, rt.arena);
+    tessel_set_microbatch(rt.ctx, uint64_t(m));
+    model.backward(rt.ctx, rt.arena);
+    tessel_synchronize(rt.ctx);
+    checkKernelError(rt.ctx, "step " + std::to_string(step + 1) +
+                                 " (backward, microbatch " +
+                                 std::to_string(m + 1) + ")");
+    lossSum += readLoss(desc.loss(), rt.ctx, rt.arena);
+  }
+  float gradScale = 1.0f / float(microbatches);
+  tessel_copy_to_device(rt.ctx, at(rt.arena, *desc.withRole("grad_scale")[0]),
+                        &gradScale, sizeof(gradScale));
+  model.update(rt.ctx, rt.arena);
+  tessel_synchronize(rt.ctx);
+  checkKernelError(rt.ctx, "step " + std::to_string(step + 1) + " (update)");
+  return lossSum / double(microbatches);
 }
 
 std::string tessel::run::describeTraining(const TrainConfig &train) {

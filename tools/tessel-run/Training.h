@@ -1,9 +1,10 @@
-//===- Training.h - Training flags against the compiled step --------------===//
+//===- Training.h - The training step and its flags against the .so -------===//
 
 #ifndef TESSEL_RUN_TRAINING_H
 #define TESSEL_RUN_TRAINING_H
 
 #include "Args.h"
+#include "Data.h"
 #include "Model.h"
 
 #include <string>
@@ -23,6 +24,15 @@ std::vector<std::string> compileArgs(const Options &options);
 /// is tessel-compile ignoring one.
 void checkTrainingFlags(const Options &options, const ModelDesc &model,
                         const std::string &file, bool compiledHere);
+
+/// One training step `step` (0-based) of `microbatches` microbatches, as
+/// docs/model-abi.md gives it: zero the gradients, fill each microbatch from
+/// `batches` and run the backward entry on it, write 1/M to grad_scale, run
+/// the update entry. Returns the mean loss; throws RunError on a kernel
+/// error. `model` must have backward and update entries (desc.trains()).
+/// tessel-run's training loop and tessel-bench-step both run this.
+double trainStep(const LoadedModel &model, RankRuntime &rt,
+                 BatchSource &batches, int64_t step, int64_t microbatches);
 
 /// One line describing the optimizer: "adamw lr 0.0003 (warmup_cosine),
 /// clip 1".

@@ -53,37 +53,6 @@ LoadedModel loadOrCompileModel(const Options &options) {
 
 enum class Mode { Train, Eval, CheckGrads };
 
-void *at(void *arena, const TensorDesc &t) {
-  return static_cast<char *>(arena) + t.offset;
-}
-
-/// One training step: gradients of M microbatches accumulated, scaled by
-/// 1/M inside the update. Returns the mean loss.
-double trainStep(const LoadedModel &model, RankRuntime &rt,
-                 BatchSource &batches, int64_t step, int64_t microbatches) {
-  const ModelDesc &desc = model.desc;
-  tessel_set_step(rt.ctx, uint64_t(step));
-  zeroGrads(desc, rt.ctx, rt.arena);
-  double lossSum = 0;
-  for (int64_t m = 0; m < microbatches; ++m) {
-    batches.fill(step * microbatches + m, rt.ctx, rt.arena);
-    tessel_set_microbatch(rt.ctx, uint64_t(m));
-    model.backward(rt.ctx, rt.arena);
-    tessel_synchronize(rt.ctx);
-    checkKernelError(rt.ctx, "step " + std::to_string(step + 1) +
-                                 " (backward, microbatch " +
-                                 std::to_string(m + 1) + ")");
-    lossSum += readLoss(desc.loss(), rt.ctx, rt.arena);
-  }
-  float gradScale = 1.0f / float(microbatches);
-  tessel_copy_to_device(rt.ctx, at(rt.arena, *desc.withRole("grad_scale")[0]),
-                        &gradScale, sizeof(gradScale));
-  model.update(rt.ctx, rt.arena);
-  tessel_synchronize(rt.ctx);
-  checkKernelError(rt.ctx, "step " + std::to_string(step + 1) + " (update)");
-  return lossSum / double(microbatches);
-}
-
 /// The forward entry on each microbatch: the mean loss, no update.
 double evalStep(const LoadedModel &model, RankRuntime &rt, BatchSource &batches,
                 int64_t step, int64_t microbatches) {

@@ -23,7 +23,10 @@
 extern "C" {
 #endif
 
-#define TESSEL_ABI_VERSION 1
+/* 2: training (backward kernels, optimizer update, tessel_zero, the
+ * microbatch counter) and the model description's entries, grads, states
+ * and grad_scale. */
+#define TESSEL_ABI_VERSION 2
 
 typedef enum tessel_dtype {
   TESSEL_F32 = 0,
