@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
+#include <cmath>
 #include <cstring>
 #include <dlfcn.h>
 #include <elf.h>
@@ -310,9 +311,8 @@ void validateRoles(const ModelDesc &model, const std::string &file) {
     failDescription(file, "expected one loss tensor, found " +
                               std::to_string(losses.size()));
   const TensorDesc &loss = *losses.front();
-  if (loss.numElements() != 1 ||
-      (loss.dtypeCode != TESSEL_F32 && loss.dtypeCode != TESSEL_F64))
-    failDescription(file, "the loss must be one f32 or f64 value");
+  if (loss.numElements() != 1 || loss.isInteger())
+    failDescription(file, "the loss must be one float value");
   // Parameter names are the checkpoint's keys.
   std::set<std::string> names;
   for (const TensorDesc *p : model.withRole("param"))
@@ -558,6 +558,26 @@ void tessel::run::checkKernelError(tessel_ctx *ctx, const std::string &when) {
     throw RunError(when + ": " + error);
 }
 
+/// The value of a bfloat16: the upper half of an f32.
+static double bf16ToDouble(uint16_t bits) {
+  uint32_t word = uint32_t(bits) << 16;
+  float value;
+  std::memcpy(&value, &word, sizeof(value));
+  return value;
+}
+
+/// The value of an IEEE half (subnormals, infinities and NaN included).
+static double f16ToDouble(uint16_t bits) {
+  int exponent = (bits >> 10) & 0x1F;
+  int mantissa = bits & 0x3FF;
+  double sign = (bits & 0x8000) ? -1.0 : 1.0;
+  if (exponent == 0)
+    return sign * std::ldexp(double(mantissa), -24);
+  if (exponent == 0x1F)
+    return mantissa ? std::nan("") : sign * HUGE_VAL;
+  return sign * std::ldexp(double(mantissa | 0x400), exponent - 25);
+}
+
 double tessel::run::readLoss(const TensorDesc &loss, tessel_ctx *ctx,
                              const void *arena) {
   const char *src = static_cast<const char *>(arena) + loss.offset;
@@ -566,7 +586,14 @@ double tessel::run::readLoss(const TensorDesc &loss, tessel_ctx *ctx,
     tessel_copy_to_host(ctx, &value, src, sizeof(value));
     return value;
   }
-  float value;
-  tessel_copy_to_host(ctx, &value, src, sizeof(value));
-  return value;
+  if (loss.dtypeCode == TESSEL_F32) {
+    float value;
+    tessel_copy_to_host(ctx, &value, src, sizeof(value));
+    return value;
+  }
+  // f16 / bf16: two bytes on the device, widened exactly on the host.
+  uint16_t bits;
+  tessel_copy_to_host(ctx, &bits, src, sizeof(bits));
+  return loss.dtypeCode == TESSEL_BF16 ? bf16ToDouble(bits)
+                                       : f16ToDouble(bits);
 }
