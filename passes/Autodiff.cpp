@@ -386,8 +386,9 @@ ReverseMode::buildLayerDerivative(func::FuncOp layer,
   unsigned numInputs = layerType.getNumInputs();
   Location loc = layer.getLoc();
 
-  // (d outputs..., layer inputs..., ) -> (); the kept forward values are
-  // the layer's own inputs until the recompute policy says otherwise.
+  // (d outputs..., layer inputs...) -> (d float inputs...); the kept
+  // forward values are the layer's own inputs until the recompute policy
+  // adds more (below).
   SmallVector<Type> argTypes(outputs.begin(), outputs.end());
   argTypes.append(layerType.getInputs().begin(), layerType.getInputs().end());
   OpBuilder b(module.getContext());
@@ -516,6 +517,13 @@ ReverseMode::differentiateRepeat(nn::RepeatOp op, ArrayRef<Value> cotangents,
   Location loc = op.getLoc();
   unsigned numCarried = op.getCarried().size();
   int64_t numLayers = op.getNumLayers();
+  // Cotangents flow through every carried value and per-layer output.
+  for (Type type : op.getResultTypes())
+    if (!isFloat(type))
+      return op.emitOpError()
+             << "carries or stacks an integer tensor (" << type
+             << "); a repeat on a parameter's path to the loss can only "
+                "carry float tensors";
   auto stacked = [&](Type type) -> Type {
     auto tensor = cast<RankedTensorType>(type);
     SmallVector<int64_t> shape{numLayers};

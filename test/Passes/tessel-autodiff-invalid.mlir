@@ -128,3 +128,18 @@ module {
     return %l : tensor<f32>
   }
 }
+
+// -----
+
+// Tests that a repeat on a parameter's path may not carry integers.
+func.func private @int_layer(%h: tensor<4xf32>, %c: tensor<4xi32>, %w: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xi32>) {
+  %m = nn.mul %h, %w : tensor<4xf32>
+  return %m, %c : tensor<4xf32>, tensor<4xi32>
+}
+func.func @int_carry(%ws: tensor<2x4xf32> {nn.param = "ws", nn.init = #nn.init<zeros>},
+                     %x: tensor<4xf32> {nn.input}, %c: tensor<4xi32> {nn.input}) -> tensor<f32> {
+  // expected-error @+1 {{carries or stacks an integer tensor ('tensor<4xi32>')}}
+  %y:2 = nn.repeat @int_layer(%x, %c) params(%ws) : (tensor<4xf32>, tensor<4xi32>, tensor<2x4xf32>) -> (tensor<4xf32>, tensor<4xi32>)
+  %l = nn.reduce_sum %y#0 dims = [0] : tensor<4xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
