@@ -344,6 +344,9 @@ int compile(int argc, char **argv) {
   registerBuiltinDialectTranslation(registry);
   registerLLVMDialectTranslation(registry);
   MLIRContext context(registry);
+  // Diagnostics name the op and its location; a dump of the whole module
+  // after each one would bury them.
+  context.printOpOnDiagnostic(false);
   context.loadAllAvailableDialects();
 
   std::string error;
