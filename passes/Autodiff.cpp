@@ -254,12 +254,16 @@ public:
   /// its values. A null result: that value does not reach a seed.
   FailureOr<SmallVector<Value>>
   differentiate(func::FuncOp func, ArrayRef<std::pair<Value, Value>> seeds,
-                ArrayRef<Value> wrt, ArrayRef<std::string> wrtNames);
+                ArrayRef<Value> wrt, ArrayRef<std::string> wrtNames,
+                SmallVectorImpl<Operation *> *forwardOps = nullptr);
 
 private:
+  /// Also replaces `op` by a repeat that keeps what the derivative reads,
+  /// returned in `keeping`.
   FailureOr<SmallVector<Value>> differentiateRepeat(nn::RepeatOp op,
                                                     ArrayRef<Value> cotangents,
-                                                    OpBuilder &b);
+                                                    OpBuilder &b,
+                                                    Operation *&keeping);
   /// The derivative of `layer`: (d outputs, kept values, params) ->
   /// (d carried inputs, d float params). `kept` gets the layer's values the
   /// derivative reads, which its forward must stack.
@@ -284,7 +288,8 @@ FailureOr<SmallVector<Value>>
 ReverseMode::differentiate(func::FuncOp func,
                            ArrayRef<std::pair<Value, Value>> seeds,
                            ArrayRef<Value> wrt,
-                           ArrayRef<std::string> wrtNames) {
+                           ArrayRef<std::string> wrtNames,
+                           SmallVectorImpl<Operation *> *forwardOps) {
   Block &body = func.getBody().front();
   Operation *terminator = body.getTerminator();
   SmallVector<Operation *> forward = llvm::map_to_vector(
@@ -317,7 +322,7 @@ ReverseMode::differentiate(func::FuncOp func,
   for (auto [value, seed] : seeds)
     accumulate(value, seed, seed.getLoc());
 
-  for (Operation *op : llvm::reverse(forward)) {
+  for (Operation *&op : llvm::reverse(forward)) {
     SmallVector<Value> resultCotangents;
     bool reachesSeed = false;
     for (Value result : op->getResults()) {
@@ -338,7 +343,10 @@ ReverseMode::differentiate(func::FuncOp func,
     b.setInsertionPoint(terminator);
     FailureOr<SmallVector<Value>> grads;
     if (auto repeat = dyn_cast<nn::RepeatOp>(op)) {
-      grads = differentiateRepeat(repeat, resultCotangents, b);
+      Operation *keeping = nullptr;
+      grads = differentiateRepeat(repeat, resultCotangents, b, keeping);
+      if (succeeded(grads))
+        op = keeping; // The forward list now holds the keeping repeat.
     } else if (auto vjp = dyn_cast<nn::VJPOpInterface>(op)) {
       grads = vjp.buildVJP(b, resultCotangents, needed);
     } else {
@@ -363,6 +371,8 @@ ReverseMode::differentiate(func::FuncOp func,
       accumulate(operand, grad, op->getLoc());
     }
   }
+  if (forwardOps)
+    forwardOps->assign(forward.begin(), forward.end());
   return llvm::map_to_vector(wrt,
                              [&](Value value) { return cotangent.lookup(value); });
 }
@@ -405,14 +415,12 @@ ReverseMode::buildLayerDerivative(func::FuncOp layer,
   IRMapping mapping;
   mapping.map(layer.getArguments(), inputs);
   b.setInsertionPointToEnd(entry);
-  DenseMap<Value, Value> original; // recomputed value -> the layer's value
   SmallVector<Operation *> recomputed;
+  SmallVector<ValueRange> layerResults; // per recomputed op, the layer's
   Operation *layerReturn = layer.getBody().front().getTerminator();
   for (Operation &op : layer.getBody().front().without_terminator()) {
-    Operation *copy = b.clone(op, mapping);
-    recomputed.push_back(copy);
-    for (auto [from, to] : llvm::zip(op.getResults(), copy->getResults()))
-      original[to] = from;
+    recomputed.push_back(b.clone(op, mapping));
+    layerResults.push_back(op.getResults());
   }
   auto ret = func::ReturnOp::create(b, loc, ValueRange{});
 
@@ -427,9 +435,18 @@ ReverseMode::buildLayerDerivative(func::FuncOp layer,
       names.push_back("@" + layer.getSymName().str() + " argument #" +
                       std::to_string(index));
     }
-  FailureOr<SmallVector<Value>> grads = differentiate(derivative, seeds, wrt, names);
+  // A nested repeat in the layer is replaced by its keeping form while it
+  // is differentiated: take the forward ops as they are afterwards.
+  FailureOr<SmallVector<Value>> grads =
+      differentiate(derivative, seeds, wrt, names, &recomputed);
   if (failed(grads))
     return failure();
+  // Recomputed value -> the layer's value (a keeping repeat's first
+  // results are the repeat's it replaced).
+  DenseMap<Value, Value> original;
+  for (auto [op, results] : llvm::zip(recomputed, layerResults))
+    for (auto [to, from] : llvm::zip(op->getResults(), results))
+      original[to] = from;
   b.setInsertionPoint(ret);
   SmallVector<Value> results;
   for (auto [input, grad] : llvm::zip(wrt, *grads))
@@ -444,9 +461,12 @@ ReverseMode::buildLayerDerivative(func::FuncOp layer,
   StringRef policy = recomputePolicy(layer);
   llvm::DenseSet<Operation *> isRecomputed(recomputed.begin(), recomputed.end());
   llvm::SetVector<Value> readByBackward;
+  // A value the layer itself does not compute (what a nested repeat keeps
+  // for its own derivative) cannot be kept by the layer's forward: it is
+  // recomputed.
   for (Operation *op : recomputed)
     for (Value result : op->getResults())
-      if (isFloat(result.getType()) &&
+      if (isFloat(result.getType()) && original.contains(result) &&
           llvm::any_of(result.getUsers(), [&](Operation *user) {
             return !isRecomputed.contains(user);
           }))
@@ -462,7 +482,7 @@ ReverseMode::buildLayerDerivative(func::FuncOp layer,
       Operation *def = value.getDefiningOp();
       if (!def || !isRecomputed.contains(def))
         continue; // a layer input: always at hand
-      if (flopsPerElement(def) > 8.0) {
+      if (flopsPerElement(def) > 8.0 && original.contains(value)) {
         keep.insert(value);
         continue;
       }
@@ -512,7 +532,7 @@ ReverseMode::buildLayerDerivative(func::FuncOp layer,
 
 FailureOr<SmallVector<Value>>
 ReverseMode::differentiateRepeat(nn::RepeatOp op, ArrayRef<Value> cotangents,
-                                 OpBuilder &b) {
+                                 OpBuilder &b, Operation *&keeping) {
   func::FuncOp layer = op.getLayerFunction();
   Location loc = op.getLoc();
   unsigned numCarried = op.getCarried().size();
@@ -546,16 +566,16 @@ ReverseMode::differentiateRepeat(nn::RepeatOp op, ArrayRef<Value> cotangents,
   SmallVector<Value> forwardKept;
   {
     IRMapping mapping;
-    func::FuncOp keeping = cloneFunction(layer, "_keep", mapping);
-    Operation *ret = keeping.getBody().front().getTerminator();
+    func::FuncOp keepingLayer = cloneFunction(layer, "_keep", mapping);
+    Operation *ret = keepingLayer.getBody().front().getTerminator();
     SmallVector<Value> returned = llvm::to_vector(ret->getOperands());
     for (BlockArgument carried :
-         keeping.getArguments().take_front(numCarried))
+         keepingLayer.getArguments().take_front(numCarried))
       returned.push_back(carried);
     for (Value value : keptInLayer)
       returned.push_back(mapping.lookup(value));
     ret->setOperands(returned);
-    keeping.setFunctionType(b.getFunctionType(layerType.getInputs(),
+    keepingLayer.setFunctionType(b.getFunctionType(layerType.getInputs(),
                                               ValueRange(returned).getTypes()));
 
     SmallVector<Type> resultTypes = llvm::to_vector(op.getResultTypes());
@@ -564,11 +584,12 @@ ReverseMode::differentiateRepeat(nn::RepeatOp op, ArrayRef<Value> cotangents,
     OpBuilder forwardBuilder(op);
     auto keepingRepeat = nn::RepeatOp::create(
         forwardBuilder, loc, resultTypes,
-        FlatSymbolRefAttr::get(keeping.getSymNameAttr()), op.getCarried(),
+        FlatSymbolRefAttr::get(keepingLayer.getSymNameAttr()), op.getCarried(),
         op.getParams());
     keepingRepeat.setReverse(op.getReverse());
     op->replaceAllUsesWith(
         keepingRepeat.getResults().take_front(op.getNumResults()));
+    keeping = keepingRepeat;
     for (Value kept : keepingRepeat.getResults().drop_front(op.getNumResults()))
       forwardKept.push_back(kept);
   }
