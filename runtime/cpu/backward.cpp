@@ -6,9 +6,16 @@
 // for f64); sums and statistics accumulate in f64 like the forward kernels.
 // Every gradient output is overwritten.
 //
+// The f32 kernels the training step spends its time in (the unary
+// derivatives, layer/RMS norm, cross-entropy) are vectorised like the
+// forward kernels (vecmath.h): loops compiled for baseline x86-64 and for
+// AVX2 + FMA, picked at run time; the polynomial exp and rational erf; row
+// sums in f32 lanes flushed into f64 every few hundred elements.
+//
 //===----------------------------------------------------------------------===//
 
 #include "internal.h"
+#include "vecmath.h"
 
 #include <algorithm>
 #include <utility>
@@ -25,74 +32,150 @@ template <class T> typename Elem<T>::Compute ld(const T *p, int64_t i) {
   return Elem<T>::load(p[i]);
 }
 
-/// 1 / (1 + e^-x) without overflow (e^-|x| never exceeds 1).
-template <class C> C sigmoidOf(C x) {
-  if (x >= C(0))
-    return C(1) / (C(1) + std::exp(-x));
-  C e = std::exp(x);
-  return e / (C(1) + e);
+//===--- Unary ------------------------------------------------------------===//
+//
+// One loop per op (the switch is outside it), each element a branch-free
+// function, so the f32 and f64 loops vectorise in the two dispatch copies
+// (vecmath.h) as the forward kernels' do. The f32 compute type (f32 and the
+// 16-bit floats) uses vecmath.h's polynomial exp and rational erf; f64 uses
+// libm, so the f64 kernels stay exact to finite-difference precision.
+//
+// The derivatives of the saturating ops are written in e = e^-|a| ∈ (0, 1]
+// and d = 1 / (1 + e) rather than in tanh or σ: 1 − tanh² = 4·e·d² and
+// σ·(1 − σ) = e·d² keep their relative accuracy in the tails, where
+// 1 − t² computed from a rounded t = ±(1 − δ) is all cancellation.
+
+template <class C> inline C expOf(C x) {
+  if constexpr (std::is_same<C, float>::value)
+    return fastExp(x);
+  else
+    return std::exp(x);
 }
 
-/// op'(x) · dy for one element.
-template <class C> struct UnaryGrad {
-  int32_t op;
-  C operator()(C x, C dy) const {
-    switch (op) {
-    case TESSEL_NEG:
-      return -dy;
-    case TESSEL_EXP:
-      return dy * std::exp(x);
-    case TESSEL_LOG:
-      return dy / x;
-    case TESSEL_SQRT:
-      return dy * C(0.5) / std::sqrt(x);
-    case TESSEL_RSQRT: {
-      C r = C(1) / std::sqrt(x);
-      return dy * C(-0.5) * r * r * r;
-    }
-    case TESSEL_TANH: {
-      C t = std::tanh(x);
-      return dy * (C(1) - t * t);
-    }
-    case TESSEL_SIGMOID: {
-      C s = sigmoidOf(x);
-      return dy * s * (C(1) - s);
-    }
-    case TESSEL_RELU:
-      // PyTorch's threshold_backward: 0 where x <= 0 (x = 0 included); a
-      // NaN x passes dy through.
-      return x <= C(0) ? C(0) : dy;
-    case TESSEL_GELU: {
-      // d/dx x·Φ(x) = Φ(x) + x·φ(x).
-      C cdf = C(0.5) * (C(1) + std::erf(x * C(M_SQRT1_2)));
-      C pdf = C(0.39894228040143267794) * std::exp(C(-0.5) * x * x);
-      return dy * (cdf + x * pdf);
-    }
-    case TESSEL_GELU_TANH: {
-      // d/dx 0.5·x·(1 + tanh(u)), u = k·(x + 0.044715·x³).
-      const C k = C(0.79788456080286535588); // sqrt(2 / pi)
-      const C c = C(0.044715);
-      C x2 = x * x;
-      C t = std::tanh(k * (x + c * x2 * x));
-      C du = k * (C(1) + C(3) * c * x2);
-      return dy * (C(0.5) * (C(1) + t) + C(0.5) * x * (C(1) - t * t) * du);
-    }
-    case TESSEL_SILU: {
-      C s = sigmoidOf(x);
-      return dy * s * (C(1) + x * (C(1) - s));
-    }
-    default:
-      return C(0);
-    }
-  }
-};
+template <class C> inline C erfOf(C x) {
+  if constexpr (std::is_same<C, float>::value)
+    return fastErf(x);
+  else
+    return std::erf(x);
+}
 
+// Error of the f32 derivatives (vecmath.h's exp and erf), from a sweep of
+// every 16th f32 in [−16, 16] at dy = 1 against long double references
+// written with cosh and erfc, in both dispatch copies (AVX2 + FMA and the
+// baseline); relative to the sum of the magnitudes of the terms op'(x) adds
+// up (op' itself crosses zero for SiLU and the GELUs):
+//   TANH, SIGMOID, SILU: ≤ 3.2e-7 everywhere, tails included (the libm
+//     1 − tanh² these replace had no correct digit past |x| ≈ 9);
+//   GELU_TANH: ≤ 2.1e-7 for |x| ≤ 1, 9e-7 for |x| ≤ 3, 3e-6 for |x| ≤ 6
+//     (e^-2|u| of a rounded u: relative error ~|u|·ulp, where op' < 1e-4),
+//     and ≤ 2.2e-7 absolute everywhere;
+//   GELU (erf): ≤ 2.8e-7 for x ≥ −1, and ≤ 2.8e-7 absolute everywhere: the
+//     erf approximation's error near ±1, the forward GELU's contract (for
+//     x < −1, where Φ(x) is small, relative error grows: 8e-6 at x = −3);
+//   EXP: ≤ 8.3e-8 (vecmath.h's exp); NEG, RELU exact; LOG, SQRT, RSQRT as
+//     the f32 operations. ±inf give NaN for SiLU and the GELUs (inf · 0),
+//     as PyTorch's formulas do; finite x give finite results.
+// Then one rounding for dy·op'.
+
+template <class C> inline C tanhGrad(C x) {
+  C e = expOf(C(-2) * std::fabs(x)), d = C(1) / (C(1) + e);
+  return C(4) * e * d * d;
+}
+
+template <class C> inline C sigmoidGrad(C x) {
+  C e = expOf(-std::fabs(x)), d = C(1) / (C(1) + e);
+  return e * d * d;
+}
+
+/// d/dx x·σ(x) = σ·(1 + x·(1 − σ)); σ and 1 − σ are d and e·d, one way
+/// round or the other by the sign of x.
+template <class C> inline C siluGrad(C x) {
+  C e = expOf(-std::fabs(x)), d = C(1) / (C(1) + e), ed = e * d;
+  C s = x >= C(0) ? d : ed, sc = x >= C(0) ? ed : d;
+  return s * (C(1) + x * sc);
+}
+
+/// d/dx x·Φ(x) = Φ(x) + x·φ(x).
+template <class C> inline C geluGrad(C x) {
+  C cdf = C(0.5) * (C(1) + erfOf(x * C(M_SQRT1_2)));
+  C pdf = C(0.39894228040143267794) * expOf(C(-0.5) * x * x);
+  return cdf + x * pdf;
+}
+
+/// d/dx 0.5·x·(1 + tanh(u)), u = k·(x + c·x³), = 0.5·(1 + t) + 0.5·x·(1 −
+/// t²)·u', where 0.5·(1 + t) is d (u ≥ 0) or e·d (u < 0) and 0.5·(1 − t²) is
+/// 2·e·d², with e = e^-2|u|.
+template <class C> inline C geluTanhGrad(C x) {
+  const C k = C(0.79788456080286535588); // sqrt(2 / pi)
+  const C c = C(0.044715);
+  C x2 = x * x;
+  C u = k * (x + c * x2 * x);
+  C du = k * (C(1) + C(3) * c * x2);
+  C e = expOf(C(-2) * std::fabs(u)), d = C(1) / (C(1) + e), ed = e * d;
+  C half = u >= C(0) ? d : ed;
+  return half + C(2) * x * ed * d * du;
+}
+
+template <class T, class Fn>
+void mapGrad(const T *x, const T *dy, T *dx, int64_t n, Fn fn) {
+  auto loop = [&]() TESSEL_INLINE {
+    for (int64_t i = 0; i < n; ++i)
+      dx[i] = Elem<T>::store(fn(Elem<T>::load(x[i]), Elem<T>::load(dy[i])));
+  };
+  // The 16-bit floats convert element by element with bit tricks that do
+  // not vectorise either way.
+  if constexpr (std::is_same<T, float>::value || std::is_same<T, double>::value)
+    dispatch(loop);
+  else
+    loop();
+}
+
+/// dx = op'(x) · dy; false for an unknown op.
 template <class T>
-void unaryGradImpl(int32_t op, const T *x, const T *dy, T *dx, int64_t n) {
+bool unaryGradImpl(int32_t op, const T *x, const T *dy, T *dx, int64_t n) {
   using C = typename Elem<T>::Compute;
-  UnaryGrad<C> g{op};
-  for (int64_t i = 0; i < n; ++i)
-    dx[i] = Elem<T>::store(g(ld(x, i), ld(dy, i)));
+  switch (op) {
+  case TESSEL_NEG:
+    mapGrad(x, dy, dx, n, [](C, C g) { return -g; });
+    return true;
+  case TESSEL_EXP:
+    mapGrad(x, dy, dx, n, [](C v, C g) { return g * expOf(v); });
+    return true;
+  case TESSEL_LOG:
+    mapGrad(x, dy, dx, n, [](C v, C g) { return g / v; });
+    return true;
+  case TESSEL_SQRT:
+    mapGrad(x, dy, dx, n, [](C v, C g) { return g * C(0.5) / std::sqrt(v); });
+    return true;
+  case TESSEL_RSQRT:
+    mapGrad(x, dy, dx, n, [](C v, C g) {
+      C r = C(1) / std::sqrt(v);
+      return g * C(-0.5) * r * r * r;
+    });
+    return true;
+  case TESSEL_TANH:
+    mapGrad(x, dy, dx, n, [](C v, C g) { return g * tanhGrad(v); });
+    return true;
+  case TESSEL_SIGMOID:
+    mapGrad(x, dy, dx, n, [](C v, C g) { return g * sigmoidGrad(v); });
+    return true;
+  case TESSEL_RELU:
+    // PyTorch's threshold_backward: 0 where x <= 0 (x = 0 included); a NaN
+    // x passes dy through.
+    mapGrad(x, dy, dx, n, [](C v, C g) { return v <= C(0) ? C(0) : g; });
+    return true;
+  case TESSEL_GELU:
+    mapGrad(x, dy, dx, n, [](C v, C g) { return g * geluGrad(v); });
+    return true;
+  case TESSEL_GELU_TANH:
+    mapGrad(x, dy, dx, n, [](C v, C g) { return g * geluTanhGrad(v); });
+    return true;
+  case TESSEL_SILU:
+    mapGrad(x, dy, dx, n, [](C v, C g) { return g * siluGrad(v); });
+    return true;
+  default:
+    return false;
+  }
 }
 
 template <class T>
@@ -175,6 +258,131 @@ void layerNormGradImpl(const T *x, const T *gamma, const T *dy, T *dx,
       dbeta[j] = fromDouble<T>(db[size_t(j)]);
 }
 
+/// Rows whose dγ and dβ contributions the f32 layer norm sums in f32 before
+/// adding them into f64: each column sum then carries the rounding error of
+/// a kColumnRows-term f32 sum, however many rows there are.
+constexpr int64_t kColumnRows = 32;
+
+/// The f32 layer norm: the same formulas, vectorised (AVX2 + FMA where the
+/// host has them), with the statistics computed exactly as the forward
+/// kernel computes them (norm.cpp), so x̂ is the forward's. Per row: the two
+/// statistics passes, one pass for Σd, Σd·x̂ (f32 lanes flushed into f64,
+/// like the forward's sums) and the column sums of dγ and dβ, one pass
+/// writing dx, recomputing x̂ and d rather than storing them.
+void layerNormGradF32(const float *x, const float *gamma, const float *dy,
+                      float *dx, float *dgamma, float *dbeta, int64_t rows,
+                      int64_t cols, double eps, bool rms) {
+  size_t nc = static_cast<size_t>(cols);
+  std::vector<float> ones(gamma ? 0 : nc, 1.0f);
+  const float *g = gamma ? gamma : ones.data();
+  std::vector<float> dgPart(nc), dbPart(nc);
+  std::vector<double> dgSum(nc, 0.0), dbSum(nc, 0.0);
+  float *dgp = dgPart.data(), *dbp = dbPart.data();
+  dispatch([&]() TESSEL_INLINE {
+    for (int64_t r0 = 0; r0 < rows; r0 += kColumnRows) {
+      int64_t r1 = std::min(rows, r0 + kColumnRows);
+      std::fill(dgPart.begin(), dgPart.end(), 0.0f);
+      std::fill(dbPart.begin(), dbPart.end(), 0.0f);
+      for (int64_t r = r0; r < r1; ++r) {
+        const float *xs = x + r * cols, *dys = dy + r * cols;
+        float *dxs = dx + r * cols;
+        float m = 0.0f;
+        if (!rms)
+          m = float(blockSum(xs, cols, [](float v) { return v; }) /
+                    double(cols));
+        double var = blockSum(xs, cols, [m](float v) {
+                       float dv = v - m;
+                       return dv * dv;
+                     }) /
+                     double(cols);
+        float rstd = float(1.0 / std::sqrt(var + eps));
+        F64x4 sdLo = {}, sdHi = {}, sxLo = {}, sxHi = {};
+        int64_t j = 0, whole = cols - cols % kLanes;
+        while (j < whole) {
+          F32x8 accD = {}, accDX = {};
+          int64_t end = std::min(whole, j + kBlock);
+          for (; j < end; j += kLanes) {
+            F32x8 xv, dyv, gv, pg, pb;
+            load8(xv, xs + j);
+            load8(dyv, dys + j);
+            load8(gv, g + j);
+            F32x8 xh = (xv - m) * rstd;
+            F32x8 d = dyv * gv;
+            accD += d;
+            accDX += d * xh;
+            load8(pg, dgp + j);
+            load8(pb, dbp + j);
+            pg += dyv * xh;
+            pb += dyv;
+            store8(dgp + j, pg);
+            store8(dbp + j, pb);
+          }
+          flushWide(sdLo, sdHi, accD);
+          flushWide(sxLo, sxHi, accDX);
+        }
+        double sumD = sumWide(sdLo, sdHi), sumDX = sumWide(sxLo, sxHi);
+        for (; j < cols; ++j) {
+          float xh = (xs[j] - m) * rstd, d = dys[j] * g[j];
+          sumD += double(d);
+          sumDX += double(d * xh);
+          dgp[j] += dys[j] * xh;
+          dbp[j] += dys[j];
+        }
+        float meanD = rms ? 0.0f : float(sumD / double(cols));
+        float meanDX = float(sumDX / double(cols));
+        for (j = 0; j < cols; ++j) {
+          float xh = (xs[j] - m) * rstd;
+          dxs[j] = rstd * (dys[j] * g[j] - meanD - xh * meanDX);
+        }
+      }
+      for (size_t j = 0; j < nc; ++j) {
+        dgSum[j] += double(dgp[j]);
+        dbSum[j] += double(dbp[j]);
+      }
+    }
+  });
+  if (dgamma)
+    for (size_t j = 0; j < nc; ++j)
+      dgamma[j] = float(dgSum[j]);
+  if (dbeta)
+    for (size_t j = 0; j < nc; ++j)
+      dbeta[j] = float(dbSum[j]);
+}
+
+/// The f32 cross-entropy gradient, vectorised: the row's max, e^(x − max)
+/// (the polynomial exp) written straight into the output row with its sum
+/// (f32 lanes flushed into f64, as in the forward), then one scaling pass.
+void crossEntropyGradF32(tessel_ctx *ctx, int32_t labelDtype,
+                         const void *labels, const float *x, const float *dl,
+                         float *dlogits, int64_t rows, int64_t classes,
+                         int32_t reduction) {
+  dispatch([&]() TESSEL_INLINE {
+    for (int64_t r = 0; r < rows; ++r) {
+      const float *xs = x + r * classes;
+      float *dr = dlogits + r * classes;
+      int64_t label = labelDtype == TESSEL_I32
+                          ? static_cast<const int32_t *>(labels)[r]
+                          : static_cast<const int64_t *>(labels)[r];
+      if (label < 0 || label >= classes) {
+        setError(ctx, "tessel_cross_entropy_grad: label %lld of row %lld "
+                      "outside [0, %lld)",
+                 (long long)label, (long long)r, (long long)classes);
+        std::fill(dr, dr + classes, 0.0f);
+        continue;
+      }
+      double g = reduction == TESSEL_LOSS_NONE ? double(dl[r])
+                 : reduction == TESSEL_LOSS_SUM
+                     ? double(dl[0])
+                     : double(dl[0]) / double(rows);
+      float mx = rowMax(xs, classes);
+      float k = float(g / expSum(xs, dr, classes, classes, mx));
+      for (int64_t c = 0; c < classes; ++c)
+        dr[c] *= k;
+      dr[label] -= float(g);
+    }
+  });
+}
+
 /// Batch norm over N = outer·inner values per channel, with the batch mean
 /// and biased variance: dx = γ·rstd · (dy − Σdy/N − x̂ · Σ(dy·x̂)/N),
 /// dγ = Σ dy·x̂, dβ = Σ dy.
@@ -250,16 +458,15 @@ extern "C" {
 void tessel_unary_grad(tessel_ctx *ctx, int32_t op, int32_t dtype,
                        const void *x, const void *dy, void *dx, int64_t n) {
   KernelScope scope(ctx);
-  if (op < TESSEL_NEG || op > TESSEL_SILU) {
-    setError(ctx, "tessel_unary_grad: unknown op %d", op);
-    return;
-  }
+  bool opOk = true;
   bool ok = visitFloat(dtype, [&](auto tag) {
     using T = decltype(tag);
-    unaryGradImpl(op, in<T>(x), in<T>(dy), out<T>(dx), n);
+    opOk = unaryGradImpl(op, in<T>(x), in<T>(dy), out<T>(dx), n);
   });
   if (!ok)
     setError(ctx, "tessel_unary_grad: unsupported dtype %d", dtype);
+  else if (!opOk)
+    setError(ctx, "tessel_unary_grad: unknown op %d", op);
 }
 
 void tessel_softmax_grad(tessel_ctx *ctx, int32_t dtype, const void *y,
@@ -285,6 +492,12 @@ void tessel_layer_norm_grad(tessel_ctx *ctx, int32_t dtype, const void *x,
   }
   bool ok = visitFloat(dtype, [&](auto tag) {
     using T = decltype(tag);
+    if constexpr (std::is_same<T, float>::value) {
+      layerNormGradF32(in<float>(x), in<float>(gamma), in<float>(dy),
+                       out<float>(dx), out<float>(dgamma), out<float>(dbeta),
+                       rows, cols, eps, rms != 0);
+      return;
+    }
     layerNormGradImpl(in<T>(x), in<T>(gamma), in<T>(dy), out<T>(dx),
                       out<T>(dgamma), out<T>(dbeta), rows, cols, eps,
                       rms != 0);
@@ -339,6 +552,12 @@ void tessel_cross_entropy_grad(tessel_ctx *ctx, int32_t dtype,
   bool ok = visitFloat(dtype, [&](auto tag) {
     using T = decltype(tag);
     using C = typename Elem<T>::Compute;
+    if constexpr (std::is_same<T, float>::value) {
+      crossEntropyGradF32(ctx, label_dtype, labels, in<float>(logits),
+                          in<float>(dloss), out<float>(dlogits), rows,
+                          classes, reduction);
+      return;
+    }
     const T *x = in<T>(logits);
     const T *dl = in<T>(dloss);
     T *dxs = out<T>(dlogits);

@@ -7,13 +7,17 @@
 //   dS   = P ⊙ (dP − rowsum(dP ⊙ P))
 //   dQ   = scale · dS · K
 //   dK  += scale · dSᵀ · Q
-// dK and dV accumulate (GEMM beta = 1) over the query heads of a kv head, in
-// head order, so the result is deterministic. The head slices are strided
-// views of the [B, S, H, D] layouts, read through BLAS leading dimensions.
+// dK and dV accumulate (GEMM beta = 1) over the query heads of a kv head
+// (and a causal head's row blocks), in order, so the result is
+// deterministic. The head slices are strided views of the [B, S, H, D]
+// layouts, read through BLAS leading dimensions. Causal heads run in blocks
+// of query rows, each through only the keys its last row sees (a quarter of
+// the GEMM flops fewer at 64 positions), as the forward does.
 //
 //===----------------------------------------------------------------------===//
 
 #include "internal.h"
+#include "vecmath.h"
 
 #include <algorithm>
 #include <climits>
@@ -22,6 +26,55 @@
 using namespace tessel::cpu;
 
 namespace {
+
+/// dS = P ⊙ (dP − rowsum(dP ⊙ P)) in place of dP, for `rows` rows of
+/// `cols` (row stride ld). f32: the row dot in f32 lanes flushed into f64
+/// (vecmath.h's kBlock), vectorised on AVX2 + FMA where the host has them.
+void softmaxBackRows(const float *p, float *dp, int64_t rows, int64_t cols,
+                     int64_t ld) {
+  dispatch([&]() TESSEL_INLINE {
+    for (int64_t i = 0; i < rows; ++i) {
+      const float *pr = p + i * ld;
+      float *dr = dp + i * ld;
+      F64x4 lo = {}, hi = {};
+      int64_t j = 0, whole = cols - cols % kLanes;
+      while (j < whole) {
+        F32x8 acc = {};
+        int64_t end = std::min(whole, j + kBlock);
+        for (; j < end; j += kLanes) {
+          F32x8 pv, dv;
+          load8(pv, pr + j);
+          load8(dv, dr + j);
+          acc += pv * dv;
+        }
+        flushWide(lo, hi, acc);
+      }
+      double dot = sumWide(lo, hi);
+      for (; j < cols; ++j)
+        dot += double(pr[j] * dr[j]);
+      float d = float(dot);
+      for (j = 0; j < cols; ++j)
+        dr[j] = pr[j] * (dr[j] - d);
+    }
+  });
+}
+
+void softmaxBackRows(const double *p, double *dp, int64_t rows, int64_t cols,
+                     int64_t ld) {
+  for (int64_t i = 0; i < rows; ++i) {
+    const double *pr = p + i * ld;
+    double *dr = dp + i * ld;
+    double dot = 0.0;
+    for (int64_t j = 0; j < cols; ++j)
+      dot += pr[j] * dr[j];
+    for (int64_t j = 0; j < cols; ++j)
+      dr[j] = pr[j] * (dr[j] - dot);
+  }
+}
+
+/// Causal heads run in blocks of this many query rows, each touching only
+/// the keys its last row sees, as in the forward (attention.cpp).
+constexpr int64_t kCausalRows = 32;
 
 /// dq is overwritten; dk and dv must hold zeros (they accumulate).
 template <class R>
@@ -37,6 +90,7 @@ void attentionGradReal(const R *q, const R *k, const R *v, const R *dout, R *dq,
   int64_t ldp = std::max<int64_t>(kvSeq, 1);
   std::vector<R> p(static_cast<size_t>(seq * kvSeq)),
       dp(static_cast<size_t>(seq * kvSeq)), inv(static_cast<size_t>(seq));
+  int64_t rowBlock = causal ? kCausalRows : seq;
   for (int64_t b = 0; b < batch; ++b) {
     for (int64_t h = 0; h < heads; ++h) {
       int64_t hk = h / group;
@@ -47,32 +101,31 @@ void attentionGradReal(const R *q, const R *k, const R *v, const R *dout, R *dq,
       R *dqb = dq + (b * seq * heads + h) * dim;
       R *dkb = dk + (b * kvSeq * kvHeads + hk) * dim;
       R *dvb = dv + (b * kvSeq * kvHeads + hk) * vdim;
-      // Scores, then the masked softmax in place.
-      gemm(false, true, seq, kvSeq, dim, R(scale), qb, ldq, kb, ldk, p.data(),
-           ldp, R(0));
-      expRows(p.data(), 0, seq, kvSeq, kvSeq, causal, inv.data());
-      scaleRows(p.data(), seq, kvSeq, kvSeq, inv.data());
-      // dV += Pᵀ · dO.
-      gemm(true, false, kvSeq, vdim, seq, R(1), p.data(), ldp, dob, ldo, dvb,
-           ldv, R(1));
-      // dP = dO · Vᵀ, then dS = P ⊙ (dP − rowsum(dP ⊙ P)) in its place.
-      gemm(false, true, seq, kvSeq, vdim, R(1), dob, ldo, vb, ldv, dp.data(),
-           ldp, R(0));
-      for (int64_t i = 0; i < seq; ++i) {
-        const R *pr = p.data() + i * kvSeq;
-        R *dr = dp.data() + i * kvSeq;
-        double dot = 0.0;
-        for (int64_t j = 0; j < kvSeq; ++j)
-          dot += double(pr[j]) * double(dr[j]);
-        R d = R(dot);
-        for (int64_t j = 0; j < kvSeq; ++j)
-          dr[j] = pr[j] * (dr[j] - d);
+      for (int64_t i0 = 0; i0 < seq; i0 += rowBlock) {
+        int64_t rows = std::min(rowBlock, seq - i0);
+        // Keys any row of the block sees: row i sees [0, min(i + 1, kvSeq));
+        // the others have zero weight and zero gradient.
+        int64_t keys = causal ? std::min(i0 + rows, kvSeq) : kvSeq;
+        R *pb = p.data() + i0 * ldp, *dpb = dp.data() + i0 * ldp;
+        const R *qi = qb + i0 * ldq, *doi = dob + i0 * ldo;
+        // Scores, then the masked softmax in place.
+        gemm(false, true, rows, keys, dim, R(scale), qi, ldq, kb, ldk, pb, ldp,
+             R(0));
+        expRows(pb, i0, rows, keys, ldp, causal, inv.data());
+        scaleRows(pb, rows, keys, ldp, inv.data());
+        // dV += Pᵀ · dO.
+        gemm(true, false, keys, vdim, rows, R(1), pb, ldp, doi, ldo, dvb, ldv,
+             R(1));
+        // dP = dO · Vᵀ, then dS = P ⊙ (dP − rowsum(dP ⊙ P)) in its place.
+        gemm(false, true, rows, keys, vdim, R(1), doi, ldo, vb, ldv, dpb, ldp,
+             R(0));
+        softmaxBackRows(pb, dpb, rows, keys, ldp);
+        // dQ = scale · dS · K;  dK += scale · dSᵀ · Q.
+        gemm(false, false, rows, dim, keys, R(scale), dpb, ldp, kb, ldk,
+             dqb + i0 * ldq, ldq, R(0));
+        gemm(true, false, keys, dim, rows, R(scale), dpb, ldp, qi, ldq, dkb,
+             ldk, R(1));
       }
-      // dQ = scale · dS · K;  dK += scale · dSᵀ · Q.
-      gemm(false, false, seq, dim, kvSeq, R(scale), dp.data(), ldp, kb, ldk,
-           dqb, ldq, R(0));
-      gemm(true, false, kvSeq, dim, seq, R(scale), dp.data(), ldp, qb, ldq, dkb,
-           ldk, R(1));
     }
   }
 }

@@ -156,6 +156,147 @@ TEST_F(BackwardTest, UnaryGradMatchesFiniteDifferences) {
   }
 }
 
+/// op'(x) in long double from the textbook forms (cosh, erfc), written
+/// independently of the kernel's e^-|x| forms, and `scale`, the sum of the
+/// magnitudes of the terms op' adds up: the size a rounding error of the
+/// f32 terms is measured against (op' itself crosses zero for SiLU and the
+/// GELUs).
+long double refUnaryGrad(int32_t op, long double x, long double &scale) {
+  const long double k = 0.797884560802865355879892119868763737L; // √(2/π)
+  const long double c = 0.044715L;
+  long double r;
+  scale = -1;
+  switch (op) {
+  case TESSEL_NEG:
+    r = -1;
+    break;
+  case TESSEL_EXP:
+    r = std::exp(x);
+    break;
+  case TESSEL_LOG:
+    r = 1 / x;
+    break;
+  case TESSEL_SQRT:
+    r = 0.5L / std::sqrt(x);
+    break;
+  case TESSEL_RSQRT:
+    r = -0.5L / (x * std::sqrt(x));
+    break;
+  case TESSEL_TANH: {
+    long double ch = std::cosh(x);
+    r = 1 / (ch * ch);
+    break;
+  }
+  case TESSEL_SIGMOID:
+    r = 1 / ((1 + std::exp(-x)) * (1 + std::exp(x)));
+    break;
+  case TESSEL_RELU:
+    r = x <= 0 ? 0 : 1;
+    break;
+  case TESSEL_GELU: {
+    long double cdf = 0.5L * std::erfc(-x / std::sqrt(2.0L));
+    long double xpdf = x * std::exp(-0.5L * x * x) / std::sqrt(2 * M_PIl);
+    r = cdf + xpdf;
+    scale = cdf + std::fabs(xpdf);
+    break;
+  }
+  case TESSEL_GELU_TANH: {
+    long double u = k * (x + c * x * x * x), ch = std::cosh(u);
+    long double a = 1 / (1 + std::exp(-2 * u));
+    long double b = 0.5L * x * k * (1 + 3 * c * x * x) / (ch * ch);
+    r = a + b;
+    scale = a + std::fabs(b);
+    break;
+  }
+  default: { // TESSEL_SILU
+    long double s = 1 / (1 + std::exp(-x)), sc = 1 / (1 + std::exp(x));
+    r = s + x * s * sc;
+    scale = s + std::fabs(x * s * sc);
+    break;
+  }
+  }
+  if (scale < 0)
+    scale = std::fabs(r);
+  return r;
+}
+
+// Tests that the vectorised f32 derivatives match long double references on
+// lengths with every tail of the 8-lane loops, within the bounds stated in
+// backward.cpp: relative to the sum of the magnitudes of op''s terms (times
+// |dy|), 1e-6 (about 8 ulp; measured ≤ 3.2e-7) for TANH, SIGMOID, SILU, EXP,
+// LOG, SQRT, RSQRT; for GELU_TANH 4e-6 on |x| ≤ 5 (the error grows with u,
+// from e^-2|u| of a rounded u: about 2e-6 at x = −5); for GELU the same
+// 1e-6 plus 3e-7 absolute (fastErf near ±1, as in the forward GELU:
+// measured ≤ 2.8e-7); NEG and RELU exactly.
+TEST_F(BackwardTest, UnaryGradF32MatchesReferenceOnTails) {
+  struct OpCase {
+    int32_t op;
+    double lo, hi, rtol, atol;
+  };
+  const OpCase ops[] = {
+      {TESSEL_NEG, -6, 6, 0, 0},          {TESSEL_EXP, -20, 20, 1e-6, 0},
+      {TESSEL_LOG, 0.01, 30, 1e-6, 0},    {TESSEL_SQRT, 0.01, 30, 1e-6, 0},
+      {TESSEL_RSQRT, 0.01, 30, 1e-6, 0},  {TESSEL_TANH, -12, 12, 1e-6, 0},
+      {TESSEL_SIGMOID, -30, 30, 1e-6, 0}, {TESSEL_RELU, -6, 6, 0, 0},
+      {TESSEL_GELU, -8, 8, 1e-6, 3e-7},   {TESSEL_GELU_TANH, -5, 5, 4e-6, 0},
+      {TESSEL_SILU, -30, 30, 1e-6, 0},
+  };
+  for (const OpCase &oc : ops) {
+    for (int64_t n : {1, 7, 8, 9, 15, 31, 1000, 1001}) {
+      SCOPED_TRACE("op " + std::to_string(oc.op) + " n " + std::to_string(n));
+      Vec x = randomValues(TESSEL_F32, size_t(n), oc.lo, oc.hi, 900 + n);
+      Vec dy = randomValues(TESSEL_F32, size_t(n), -2, 2, 901 + n);
+      if (n > 3 && oc.lo < 0) { // ReLU's kink and the signed zeros.
+        x[0] = 0.0;
+        x[1] = -0.0;
+      }
+      Bytes xb = enc(TESSEL_F32, x), dyb = enc(TESSEL_F32, dy),
+            dx = zeros(TESSEL_F32, size_t(n));
+      tessel_unary_grad(ctx, oc.op, TESSEL_F32, xb.data(), dyb.data(),
+                        dx.data(), n);
+      Vec got = decode(TESSEL_F32, dx);
+      int bad = 0;
+      for (size_t i = 0; i < got.size(); ++i) {
+        long double scale;
+        long double want = refUnaryGrad(oc.op, x[i], scale) * dy[i];
+        scale *= std::fabs(dy[i]);
+        double err = double(std::fabs(got[i] - want));
+        double tol = oc.rtol * double(scale) + oc.atol * std::fabs(dy[i]);
+        if (oc.rtol == 0) // Exact: the f32 product of an exact factor.
+          tol = 0, want = double(float(want));
+        if (!(err <= tol) && bad++ < 5)
+          ADD_FAILURE() << "x " << x[i] << " dy " << dy[i] << ": got "
+                        << got[i] << ", want " << double(want) << " (tol "
+                        << tol << ")";
+      }
+      EXPECT_EQ(bad, 0);
+    }
+  }
+}
+
+// Tests that the f32 derivatives of the saturating ops reach their limits
+// far out, finite and without NaN (the e^-|x| forms never form 1 − tanh²
+// or inf · 0 for finite x below 1e19).
+TEST_F(BackwardTest, UnaryGradF32IsFiniteFarOut) {
+  const float xs[] = {-1e10f, -1e4f, -200.f, -50.f, -20.f,
+                      20.f,   50.f,  200.f,  1e4f,  1e10f};
+  const size_t n = sizeof xs / sizeof xs[0];
+  std::vector<float> dy(n, 1.0f), dx(n);
+  for (int32_t op : {TESSEL_TANH, TESSEL_SIGMOID, TESSEL_GELU,
+                     TESSEL_GELU_TANH, TESSEL_SILU}) {
+    tessel_unary_grad(ctx, op, TESSEL_F32, xs, dy.data(), dx.data(),
+                      int64_t(n));
+    for (size_t i = 0; i < n; ++i) {
+      SCOPED_TRACE("op " + std::to_string(op) + " x " + std::to_string(xs[i]));
+      ASSERT_TRUE(std::isfinite(dx[i]));
+      bool zeroLimit = op == TESSEL_TANH || op == TESSEL_SIGMOID || xs[i] < 0;
+      // SiLU' at −20 is −19·e^-20 = −4e-8; the GELUs' past ±20 are 0 or 1,
+      // the exact GELU's within fastErf's error near 1 (≤ 2.8e-7).
+      EXPECT_NEAR(dx[i], zeroLimit ? 0.0 : 1.0, 5e-7);
+    }
+  }
+}
+
 TEST_F(BackwardTest, ReluGradIsZeroAtZero) {
   double x[3] = {0.0, -0.0, 1.0}, dy[3] = {2, 3, 4}, dx[3];
   tessel_unary_grad(ctx, TESSEL_RELU, TESSEL_F64, x, dy, dx, 3);
@@ -264,6 +405,98 @@ TEST_F(BackwardTest, LayerNormGradWithoutGammaUsesOne) {
   EXPECT_EQ(dxNull, dxOnes);
 }
 
+// Tests that the vectorised f32 layer and RMS norm gradients match an f64
+// loop on the same inputs, on widths with every tail of the 8-lane loops
+// and past one 256-element flush block, and on row counts past the 32-row
+// blocks of the dγ/dβ column sums. Each result is checked within 2e-6 (about
+// 16 ulp) of the scale of what it is computed from, the magnitudes before
+// any cancellation: x̂ against (|x| + |mean|)·rstd (x − mean of a rounded
+// mean), Σd and Σd·x̂ against Σ|d| and Σ|d|·|x̂|, so dx against
+// rstd·(|d| + Σ|d|/cols + |x̂|·Σ|d·x̂|/cols) and dγ, dβ against Σ|dy·x̂|
+// and Σ|dy|.
+TEST_F(BackwardTest, LayerNormGradF32MatchesReferenceOnTails) {
+  const double epsv = 1e-5;
+  for (int64_t rows : {1, 3, 40, 70}) {
+    for (int64_t cols : {1, 7, 8, 9, 13, 33, 257, 300}) {
+      for (int rms : {0, 1}) {
+        for (bool withGamma : {true, false}) {
+          SCOPED_TRACE(shapeName({rows, cols}) + (rms ? " rms" : "") +
+                       (withGamma ? "" : " no gamma"));
+          size_t count = size_t(rows * cols);
+          Vec x = randomValues(TESSEL_F32, count, -2, 3, 420 + count);
+          Vec g = withGamma
+                      ? randomValues(TESSEL_F32, size_t(cols), 0.5, 1.5, 421)
+                      : Vec(size_t(cols), 1.0);
+          Vec dy = randomValues(TESSEL_F32, count, -1, 1, 422 + count);
+          Bytes xb = enc(TESSEL_F32, x), gb = enc(TESSEL_F32, g),
+                dyb = enc(TESSEL_F32, dy), dx = zeros(TESSEL_F32, count),
+                dg = zeros(TESSEL_F32, size_t(cols)),
+                db = zeros(TESSEL_F32, size_t(cols));
+          tessel_layer_norm_grad(ctx, TESSEL_F32, xb.data(),
+                                 withGamma ? gb.data() : nullptr, dyb.data(),
+                                 dx.data(), dg.data(), db.data(), rows, cols,
+                                 epsv, rms);
+          Vec gotDx = decode(TESSEL_F32, dx), gotDg = decode(TESSEL_F32, dg),
+              gotDb = decode(TESSEL_F32, db);
+          Vec wantDg(size_t(cols), 0.0), wantDb(size_t(cols), 0.0),
+              scaleDg(size_t(cols), 0.0), scaleDb(size_t(cols), 0.0);
+          int bad = 0;
+          for (int64_t r = 0; r < rows; ++r) {
+            const double *xs = x.data() + r * cols, *dys = dy.data() + r * cols;
+            double mean = 0, var = 0;
+            if (!rms) {
+              for (int64_t j = 0; j < cols; ++j)
+                mean += xs[j];
+              mean /= double(cols);
+            }
+            for (int64_t j = 0; j < cols; ++j)
+              var += (xs[j] - mean) * (xs[j] - mean);
+            double rstd = 1 / std::sqrt(var / double(cols) + epsv);
+            double meanD = 0, meanDX = 0, absD = 0, absDX = 0;
+            auto xhScale = [&](int64_t j) {
+              return (std::fabs(xs[j]) + std::fabs(mean)) * rstd;
+            };
+            for (int64_t j = 0; j < cols; ++j) {
+              double xh = (xs[j] - mean) * rstd, d = dys[j] * g[size_t(j)];
+              meanD += d;
+              meanDX += d * xh;
+              absD += std::fabs(d);
+              absDX += std::fabs(d) * xhScale(j);
+              wantDg[size_t(j)] += dys[j] * xh;
+              wantDb[size_t(j)] += dys[j];
+              scaleDg[size_t(j)] += std::fabs(dys[j]) * xhScale(j);
+              scaleDb[size_t(j)] += std::fabs(dys[j]);
+            }
+            meanD = rms ? 0 : meanD / double(cols);
+            meanDX /= double(cols);
+            for (int64_t j = 0; j < cols; ++j) {
+              double xh = (xs[j] - mean) * rstd, d = dys[j] * g[size_t(j)];
+              double want = rstd * (d - meanD - xh * meanDX);
+              double scale = rstd * (std::fabs(d) + absD / double(cols) +
+                                     xhScale(j) * absDX / double(cols));
+              double got = gotDx[size_t(r * cols + j)];
+              if (!(std::fabs(got - want) <= 2e-6 * scale) && bad++ < 5)
+                ADD_FAILURE() << "dx[" << r << ", " << j << "]: got " << got
+                              << ", want " << want;
+            }
+          }
+          for (size_t j = 0; j < size_t(cols); ++j) {
+            if (!(std::fabs(gotDg[j] - wantDg[j]) <= 2e-6 * scaleDg[j]) &&
+                bad++ < 5)
+              ADD_FAILURE() << "dgamma[" << j << "]: got " << gotDg[j]
+                            << ", want " << wantDg[j];
+            if (!(std::fabs(gotDb[j] - wantDb[j]) <= 2e-6 * scaleDb[j]) &&
+                bad++ < 5)
+              ADD_FAILURE() << "dbeta[" << j << "]: got " << gotDb[j]
+                            << ", want " << wantDb[j];
+          }
+          EXPECT_EQ(bad, 0);
+        }
+      }
+    }
+  }
+}
+
 //===--- Batch norm -------------------------------------------------------===//
 
 TEST_F(BackwardTest, BatchNormGradMatchesFiniteDifferences) {
@@ -333,6 +566,58 @@ TEST_F(BackwardTest, CrossEntropyGradMatchesFiniteDifferences) {
         checkFiniteDifferences(fwd, bwd, {x}, r, {0});
         checkDtypes(bwd, {x}, r);
       }
+    }
+  }
+}
+
+// Tests that the vectorised f32 cross-entropy gradient matches g·(softmax −
+// onehot) in long double on class counts with every tail of the 8-lane
+// loops and past one 256-element flush block, within 1e-6 · |g|·(p +
+// onehot): the f32 rounding of x − max (up to 4 ulp of p for logits in
+// [−8, 8]), the polynomial exp's ulp, the scale's and the product's
+// roundings; measured up to 7e-7.
+TEST_F(BackwardTest, CrossEntropyGradF32MatchesReferenceOnTails) {
+  const int64_t rows = 5;
+  for (int64_t classes : {1, 7, 8, 9, 13, 100, 257, 1000}) {
+    for (int32_t red : {TESSEL_LOSS_MEAN, TESSEL_LOSS_SUM, TESSEL_LOSS_NONE}) {
+      SCOPED_TRACE(shapeName({rows, classes}) + " reduction " +
+                   std::to_string(red));
+      size_t count = size_t(rows * classes);
+      Vec x = randomValues(TESSEL_F32, count, -8, 8, 610 + count);
+      std::vector<int32_t> labels(static_cast<size_t>(rows));
+      std::mt19937_64 rng(611 + count);
+      for (int32_t &l : labels)
+        l = int32_t(rng() % uint64_t(classes));
+      size_t outCount = red == TESSEL_LOSS_NONE ? size_t(rows) : 1;
+      Vec dl = randomValues(TESSEL_F32, outCount, -2, 2, 612 + count);
+      Bytes xb = enc(TESSEL_F32, x), dlb = enc(TESSEL_F32, dl),
+            dx = zeros(TESSEL_F32, count);
+      tessel_cross_entropy_grad(ctx, TESSEL_F32, TESSEL_I32, xb.data(),
+                                labels.data(), dlb.data(), dx.data(), rows,
+                                classes, red);
+      Vec got = decode(TESSEL_F32, dx);
+      int bad = 0;
+      for (int64_t r = 0; r < rows; ++r) {
+        const double *xs = x.data() + r * classes;
+        long double g = red == TESSEL_LOSS_NONE ? dl[size_t(r)]
+                        : red == TESSEL_LOSS_SUM
+                            ? dl[0]
+                            : (long double)dl[0] / rows;
+        long double mx = *std::max_element(xs, xs + classes), sum = 0;
+        for (int64_t c = 0; c < classes; ++c)
+          sum += std::exp((long double)xs[c] - mx);
+        for (int64_t c = 0; c < classes; ++c) {
+          long double p = std::exp((long double)xs[c] - mx) / sum;
+          long double onehot = c == labels[size_t(r)] ? 1 : 0;
+          double want = double(g * (p - onehot));
+          double tol = double(1e-6L * std::fabs(g) * (p + onehot));
+          double gc = got[size_t(r * classes + c)];
+          if (!(std::fabs(gc - want) <= tol) && bad++ < 5)
+            ADD_FAILURE() << "row " << r << " class " << c << ": got " << gc
+                          << ", want " << want << " (tol " << tol << ")";
+        }
+      }
+      EXPECT_EQ(bad, 0);
     }
   }
 }
@@ -432,6 +717,10 @@ TEST_F(BackwardTest, AttentionGradMatchesFiniteDifferences) {
       {2, 7, 7, 4, 2, 5, 3, 0}, {2, 7, 7, 4, 2, 5, 3, 1},
       {1, 5, 13, 3, 1, 8, 7, 0}, {1, 5, 13, 3, 1, 8, 7, 1},
       {1, 13, 5, 2, 2, 3, 1, 1},
+      // Past one 32-row causal block (the kernel's row blocks), with fewer
+      // keys than queries and with more, and the same shape unmasked.
+      {1, 45, 37, 2, 1, 3, 2, 1}, {1, 37, 45, 2, 2, 3, 2, 1},
+      {1, 37, 45, 2, 2, 3, 2, 0},
   };
   for (const Case &c : cases) {
     SCOPED_TRACE("B" + std::to_string(c.b) + " S" + std::to_string(c.s) +
