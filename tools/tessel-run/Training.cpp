@@ -153,30 +153,49 @@ void tessel::run::checkTrainingFlags(const Options &options,
   }
 }
 
+/// Runs `entry` (forward or backward) once per microbatch of `step`, each
+/// on its own samples and with its own dropout masks; the mean loss.
+static double runMicrobatches(const LoadedModel &model, RankRuntime &rt,
+                              BatchSource &batches, int64_t step,
+                              int64_t microbatches, EntryFn entry,
+                              const std::string &what) {
+  double lossSum = 0;
+  for (int64_t m = 0; m < microbatches; ++m) {
+    batches.fill(step * microbatches + m, rt.ctx, rt.arena);
+    tessel_set_microbatch(rt.ctx, uint64_t(m));
+    entry(rt.ctx, rt.arena);
+    tessel_synchronize(rt.ctx);
+    checkKernelError(rt.ctx, "step " + std::to_string(step + 1) + " (" + what +
+                                 ", microbatch " + std::to_string(m + 1) + ")");
+    lossSum += readLoss(model.desc.loss(), rt.ctx, rt.arena);
+  }
+  return lossSum / double(microbatches);
+}
+
 double tessel::run::trainStep(const LoadedModel &model, RankRuntime &rt,
                               BatchSource &batches, int64_t step,
                               int64_t microbatches) {
   const ModelDesc &desc = model.desc;
   tessel_set_step(rt.ctx, uint64_t(step));
   zeroGrads(desc, rt.ctx, rt.arena);
-  double lossSum = 0;
-  for (int64_t m = 0; m < microbatches; ++m) {
-    batches.fill(step * microbatches + m, rt.ctx, rt.arena);
-    tessel_set_microbatch(rt.ctx, uint64_t(m));
-    model.backward(rt.ctx, rt.arena);
-    tessel_synchronize(rt.ctx);
-    checkKernelError(rt.ctx, "step " + std::to_string(step + 1) +
-                                 " (backward, microbatch " +
-                                 std::to_string(m + 1) + ")");
-    lossSum += readLoss(desc.loss(), rt.ctx, rt.arena);
-  }
+  double loss = runMicrobatches(model, rt, batches, step, microbatches,
+                                model.backward, "backward");
   float gradScale = 1.0f / float(microbatches);
   tessel_copy_to_device(rt.ctx, at(rt.arena, *desc.withRole("grad_scale")[0]),
                         &gradScale, sizeof(gradScale));
   model.update(rt.ctx, rt.arena);
   tessel_synchronize(rt.ctx);
   checkKernelError(rt.ctx, "step " + std::to_string(step + 1) + " (update)");
-  return lossSum / double(microbatches);
+  return loss;
+}
+
+double tessel::run::evalStep(const LoadedModel &model, RankRuntime &rt,
+                             BatchSource &batches, int64_t step,
+                             int64_t microbatches) {
+  // Counter-based randomness (dropout) draws fresh masks every step.
+  tessel_set_step(rt.ctx, uint64_t(step));
+  return runMicrobatches(model, rt, batches, step, microbatches, model.forward,
+                         "forward");
 }
 
 std::string tessel::run::describeTraining(const TrainConfig &train) {

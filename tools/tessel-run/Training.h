@@ -34,6 +34,10 @@ void checkTrainingFlags(const Options &options, const ModelDesc &model,
 double trainStep(const LoadedModel &model, RankRuntime &rt,
                  BatchSource &batches, int64_t step, int64_t microbatches);
 
+/// The forward entry on each microbatch of `step`: the mean loss, no update.
+double evalStep(const LoadedModel &model, RankRuntime &rt,
+                BatchSource &batches, int64_t step, int64_t microbatches);
+
 /// One line describing the optimizer: "adamw lr 0.0003 (warmup_cosine),
 /// clip 1".
 std::string describeTraining(const TrainConfig &train);

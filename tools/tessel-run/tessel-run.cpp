@@ -53,23 +53,6 @@ LoadedModel loadOrCompileModel(const Options &options) {
 
 enum class Mode { Train, Eval, CheckGrads };
 
-/// The forward entry on each microbatch: the mean loss, no update.
-double evalStep(const LoadedModel &model, RankRuntime &rt, BatchSource &batches,
-                int64_t step, int64_t microbatches) {
-  // Counter-based randomness (dropout) draws fresh masks every step.
-  tessel_set_step(rt.ctx, uint64_t(step));
-  double lossSum = 0;
-  for (int64_t m = 0; m < microbatches; ++m) {
-    batches.fill(step * microbatches + m, rt.ctx, rt.arena);
-    tessel_set_microbatch(rt.ctx, uint64_t(m));
-    model.forward(rt.ctx, rt.arena);
-    tessel_synchronize(rt.ctx);
-    checkKernelError(rt.ctx, "step " + std::to_string(step + 1));
-    lossSum += readLoss(model.desc.loss(), rt.ctx, rt.arena);
-  }
-  return lossSum / double(microbatches);
-}
-
 int runModel(const Options &options) {
   double start = nowSeconds();
   LoadedModel model = loadOrCompileModel(options);
