@@ -286,16 +286,8 @@ void layerNormGradF32(const float *x, const float *gamma, const float *dy,
       for (int64_t r = r0; r < r1; ++r) {
         const float *xs = x + r * cols, *dys = dy + r * cols;
         float *dxs = dx + r * cols;
-        float m = 0.0f;
-        if (!rms)
-          m = float(blockSum(xs, cols, [](float v) { return v; }) /
-                    double(cols));
-        double var = blockSum(xs, cols, [m](float v) {
-                       float dv = v - m;
-                       return dv * dv;
-                     }) /
-                     double(cols);
-        float rstd = float(1.0 / std::sqrt(var + eps));
+        float m, rstd;
+        layerNormRowStats(xs, cols, eps, rms, m, rstd);
         F64x4 sdLo = {}, sdHi = {}, sxLo = {}, sxHi = {};
         int64_t j = 0, whole = cols - cols % kLanes;
         while (j < whole) {

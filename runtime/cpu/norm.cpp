@@ -65,17 +65,8 @@ void layerNormF32(const float *x, const float *gamma, const float *beta,
     for (int64_t r = 0; r < rows; ++r) {
       const float *xs = x + r * cols;
       float *ys = y + r * cols;
-      float m = 0.0f;
-      if (!rms)
-        m = float(blockSum(xs, cols, [](float v) { return v; }) /
-                  double(cols));
-      // Two passes: var = E[(x - mean)²] avoids E[x²] - mean² cancellation.
-      double var = blockSum(xs, cols, [m](float v) {
-                     float d = v - m;
-                     return d * d;
-                   }) /
-                   double(cols);
-      float rstd = float(1.0 / std::sqrt(var + eps));
+      float m, rstd;
+      layerNormRowStats(xs, cols, eps, rms, m, rstd);
       if (gamma && beta)
         for (int64_t j = 0; j < cols; ++j)
           ys[j] = (xs[j] - m) * rstd * gamma[j] + beta[j];

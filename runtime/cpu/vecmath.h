@@ -14,6 +14,7 @@
 #include "internal.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace tessel {
 namespace cpu {
@@ -242,6 +243,25 @@ TESSEL_INLINE inline double blockSum(const float *x, int64_t n, F f) {
   for (; i < n; ++i)
     s += double(f(x[i]));
   return s;
+}
+
+/// The statistics of one layer-norm row of `cols` f32 values: its mean (0
+/// for RMS norm) and 1 / sqrt(var + eps), var = E[(x - mean)²] in two
+/// passes (no E[x²] - mean² cancellation). The forward and its gradient
+/// share it, so the gradient sees the forward's x̂ exactly.
+TESSEL_INLINE inline void layerNormRowStats(const float *xs, int64_t cols,
+                                            double eps, bool rms, float &mean,
+                                            float &rstd) {
+  float m = 0.0f;
+  if (!rms)
+    m = float(blockSum(xs, cols, [](float v) { return v; }) / double(cols));
+  double var = blockSum(xs, cols, [m](float v) {
+                 float d = v - m;
+                 return d * d;
+               }) /
+               double(cols);
+  mean = m;
+  rstd = float(1.0 / std::sqrt(var + eps));
 }
 
 /// max x[i] over [0, n), -inf for n = 0. A NaN element may or may not
