@@ -173,3 +173,28 @@ func.func @rms_equal(%x: tensor<3x4xf32>, %g: tensor<4xf32>) -> (tensor<4xf32>, 
   %e = nn.equal %g, %g : tensor<4xf32>
   return %dg, %e : tensor<4xf32>, tensor<4xf32>
 }
+
+// -----
+
+// Tests that a reversed repeat runs layer 2 - i at iteration i: parameter
+// slice (32 bytes) and stacked output slice (128 bytes) both at that
+// layer, while the carried buffers alternate by iteration.
+// CHECK-LABEL: llvm.func @tessel_fn_reversed(
+// CHECK-SAME: %[[CTX:[^:]*]]: !llvm.ptr, %[[SCRATCH:[^:]*]]: !llvm.ptr, %[[H:[^:]*]]: !llvm.ptr, %[[W:[^:]*]]: !llvm.ptr, %[[OUT:[^:]*]]: !llvm.ptr)
+// CHECK: scf.for %[[I:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args
+// CHECK:   %[[LAST:.*]] = arith.constant 2 : i64
+// CHECK:   %[[LAYER:.*]] = arith.subi %[[LAST]], %[[I]] : i64
+// CHECK:   %[[PARAM_BYTES:.*]] = arith.muli %[[LAYER]], %{{.*}} : i64
+// CHECK:   %[[SLICE:.*]] = llvm.getelementptr %[[W]][%[[PARAM_BYTES]]]
+// CHECK:   %[[STACK_BYTES:.*]] = arith.muli %[[LAYER]], %{{.*}} : i64
+// CHECK:   %[[STACK:.*]] = llvm.getelementptr %{{.*}}[%[[STACK_BYTES]]]
+// CHECK:   llvm.call @tessel_fn_keep(%[[CTX]], %{{.*}}, %{{.*}}, %[[SLICE]], %{{.*}}, %[[STACK]])
+func.func private @keep(%h: tensor<4x8xf32>, %w: tensor<8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+  %wb = nn.broadcast %w dims = [1] : tensor<8xf32> -> tensor<4x8xf32>
+  %m = nn.mul %h, %wb : tensor<4x8xf32>
+  return %m, %h : tensor<4x8xf32>, tensor<4x8xf32>
+}
+func.func @reversed(%h: tensor<4x8xf32>, %w: tensor<3x8xf32>) -> tensor<3x4x8xf32> {
+  %y, %hs = nn.repeat @keep(%h) params(%w) reverse : (tensor<4x8xf32>, tensor<3x8xf32>) -> (tensor<4x8xf32>, tensor<3x4x8xf32>)
+  return %hs : tensor<3x4x8xf32>
+}

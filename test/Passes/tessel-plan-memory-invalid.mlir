@@ -20,3 +20,15 @@ func.func @stack(%h: tensor<4xf32>, %w: tensor<3x4xf32>) -> tensor<4xf32> {
   %0 = nn.repeat @bad_layer(%h) params(%w) : (tensor<4xf32>, tensor<3x4xf32>) -> tensor<4xf32>
   return %0 : tensor<4xf32>
 }
+
+// -----
+
+// Tests that an in-place update whose init is read afterwards is refused:
+// the later read would see the updated bytes.
+func.func @read_after_update(%g: tensor<4xf32>, %acc: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  %e = nn.exp %acc : tensor<4xf32>
+  // expected-error @+1 {{'nn.accumulate' op updates operand #1 in place, but a later op still reads it}}
+  %new = nn.accumulate %g outs(%e) : tensor<4xf32>
+  %late = nn.neg %e : tensor<4xf32>
+  return %new, %late : tensor<4xf32>, tensor<4xf32>
+}

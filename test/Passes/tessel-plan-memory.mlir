@@ -73,3 +73,44 @@ func.func @stack(%h: tensor<4xf32>, %w: tensor<3x4xf32>) -> tensor<4xf32> {
   %0 = nn.repeat @layer(%h) params(%w) : (tensor<4xf32>, tensor<3x4xf32>) -> tensor<4xf32>
   return %0 : tensor<4xf32>
 }
+
+// -----
+
+// Tests that an in-place update (DestinationStyleOpInterface) takes its
+// init's bytes: a function argument's (-1, the caller's memory) or a
+// scratch buffer's (%e's offset 0), which stays live through the update's
+// uses.
+// CHECK-LABEL: func.func @in_place
+// CHECK-SAME: tessel.scratch_bytes = 256
+// CHECK: nn.exp %{{.*}} {tessel.offsets = array<i64: 0>}
+// CHECK: nn.accumulate %{{.*}} outs(%{{.*}}) {tessel.offsets = array<i64: -1>}
+// CHECK: nn.tanh %{{.*}} {tessel.offsets = array<i64: 128>}
+// CHECK: nn.accumulate %{{.*}} outs(%{{.*}}) {tessel.offsets = array<i64: 0>}
+// CHECK: nn.add %{{.*}} {tessel.offsets = array<i64: 128>}
+func.func @in_place(%g: tensor<4x8xf32>, %acc: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %e = nn.exp %g : tensor<4x8xf32>
+  %a = nn.accumulate %e outs(%acc) : tensor<4x8xf32>
+  %t = nn.tanh %g : tensor<4x8xf32>
+  %b = nn.accumulate %t outs(%e) : tensor<4x8xf32>
+  %s = nn.add %a, %b : tensor<4x8xf32>
+  return %s : tensor<4x8xf32>
+}
+
+// -----
+
+// Tests that a repeat's stacked result is one buffer of L slices next to
+// the workspace (one spare carried buffer of 128 and the layer's 256 of
+// scratch at 0): the stack of 3 x 128 at 384, the final carried value at
+// 768.
+// CHECK-LABEL: func.func @stacked
+// CHECK-SAME: tessel.scratch_bytes = 896
+// CHECK: nn.repeat @keep(%{{.*}}) params(%{{.*}}) {tessel.offsets = array<i64: 768, 384>, tessel.workspace = 0 : i64}
+func.func private @keep(%h: tensor<4x8xf32>, %w: tensor<8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+  %wb = nn.broadcast %w dims = [1] : tensor<8xf32> -> tensor<4x8xf32>
+  %m = nn.mul %h, %wb : tensor<4x8xf32>
+  return %m, %h : tensor<4x8xf32>, tensor<4x8xf32>
+}
+func.func @stacked(%h: tensor<4x8xf32>, %w: tensor<3x8xf32>) -> tensor<3x4x8xf32> {
+  %y, %hs = nn.repeat @keep(%h) params(%w) : (tensor<4x8xf32>, tensor<3x8xf32>) -> (tensor<4x8xf32>, tensor<3x4x8xf32>)
+  return %hs : tensor<3x4x8xf32>
+}
