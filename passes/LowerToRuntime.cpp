@@ -177,8 +177,8 @@ private:
 class FunctionLowering {
 public:
   FunctionLowering(RuntimeEmitter &emit, OpBuilder &b, Value ctx,
-                   Value scratch)
-      : emit(emit), b(b), ctx(ctx), scratch(scratch) {}
+                   Value scratch, ValueRange outs = {})
+      : emit(emit), b(b), ctx(ctx), scratch(scratch), outs(outs) {}
 
   DenseMap<Value, Value> pointers;
 
@@ -187,9 +187,12 @@ public:
     // Results live at their planned offsets (a reshape is a view).
     if (auto offsets =
             op->getAttrOfType<DenseI64ArrayAttr>(memory_plan::kOffsetsAttr)) {
-      for (auto [result, offset] : llvm::zip(op->getResults(), offsets.asArrayRef()))
+      for (auto [result, offset] : llvm::zip(op->getResults(), offsets.asArrayRef())) {
         if (offset >= 0)
           pointers[result] = emit.offset(b, loc, scratch, offset);
+        else if (offset < memory_plan::kArgumentView)
+          pointers[result] = outs[memory_plan::resultIndexOf(offset)];
+      }
     } else if (op->getNumResults() > 0) {
       return op->emitOpError() << "has no memory plan; run -tessel-plan-memory "
                                   "first";
@@ -816,6 +819,7 @@ private:
   RuntimeEmitter &emit;
   OpBuilder &b;
   Value ctx, scratch;
+  ValueRange outs; // the function's result pointers
   Location loc = b.getUnknownLoc();
 };
 
@@ -912,17 +916,18 @@ struct LowerToRuntimePass
                                     types));
     Block *entry = lowered.addEntryBlock(b);
     b.setInsertionPointToStart(entry);
+    ValueRange outs =
+        entry->getArguments().drop_front(2 + func.getNumArguments());
     FunctionLowering lowering(emit, b, entry->getArgument(0),
-                              entry->getArgument(1));
+                              entry->getArgument(1), outs);
     for (auto [arg, pointer] :
          llvm::zip(func.getArguments(), entry->getArguments().drop_front(2)))
       lowering.pointers[arg] = pointer;
-    ValueRange outs =
-        entry->getArguments().drop_front(2 + func.getNumArguments());
     for (Operation &op : func.getBody().front()) {
       if (auto ret = dyn_cast<func::ReturnOp>(op)) {
         for (auto [value, out] : llvm::zip(ret.getOperands(), outs))
-          emit.call(b, ret.getLoc(), "tessel_copy",
+          if (lowering.pointers.lookup(value) != out) // not computed in place
+            emit.call(b, ret.getLoc(), "tessel_copy",
                     {entry->getArgument(0), out, lowering.pointers.lookup(value),
                      emit.i64(b, ret.getLoc(), bytesOf(value))});
         LLVM::ReturnOp::create(b, ret.getLoc(), ValueRange{});

@@ -13,9 +13,17 @@
 
 namespace tessel::memory_plan {
 
-/// On an op: the scratch byte offset of each result (-1: a view of a
-/// function argument, which lives in the caller's memory).
+/// On an op: the scratch byte offset of each result, or a negative code
+/// for memory the caller provides: kArgumentView (a view or in-place update
+/// of a function argument) or resultOffset(i) (computed straight into the
+/// function's result i).
 inline constexpr llvm::StringLiteral kOffsetsAttr = "tessel.offsets";
+inline constexpr int64_t kArgumentView = -1;
+inline constexpr int64_t resultOffset(int64_t resultIndex) {
+  return -2 - resultIndex;
+}
+/// The result index of an offset below kArgumentView.
+inline constexpr int64_t resultIndexOf(int64_t offset) { return -2 - offset; }
 /// On an nn.repeat: the scratch byte offset of its workspace.
 inline constexpr llvm::StringLiteral kWorkspaceAttr = "tessel.workspace";
 /// On a function: the bytes of scratch it needs (its peak).

@@ -130,8 +130,13 @@ def PlanMemoryPass : Pass<"tessel-plan-memory", "mlir::ModuleOp"> {
     its operand's buffer, whose live range grows to cover the view's uses.
     An `nn.repeat` reserves a workspace for the whole loop: one buffer per
     carried value plus the layer function's own scratch (layers are planned
-    before their callers). Function arguments and results live in memory the
-    caller provides and take no scratch.
+    before their callers). Function arguments live in memory the caller
+    provides and take no scratch; so does a returned value that has a
+    buffer of its own: it is computed straight into the caller's memory for
+    that result (offset -2 - i for result i), with no copy at the return.
+    An in-place update (`DestinationStyleOpInterface`: `nn.accumulate`,
+    `nn.optimizer_step`) takes its init's bytes, and an init read after its
+    update is an error.
 
     Before:
     ```mlir
@@ -142,13 +147,14 @@ def PlanMemoryPass : Pass<"tessel-plan-memory", "mlir::ModuleOp"> {
       return %2 : tensor<4x8xf32>
     }
     ```
-    After (%0 is dead when %2 is made, so %2 reuses its bytes):
+    After (%0 and %1 are alive together; %2, returned, is computed in the
+    caller's result memory):
     ```mlir
     func.func @f(%a: tensor<4x8xf32>) -> tensor<4x8xf32>
         attributes {tessel.scratch_bytes = 256 : i64} {
       %0 = nn.exp %a {tessel.offsets = array<i64: 0>} : tensor<4x8xf32>
       %1 = nn.tanh %0 {tessel.offsets = array<i64: 128>} : tensor<4x8xf32>
-      %2 = nn.exp %1 {tessel.offsets = array<i64: 0>} : tensor<4x8xf32>
+      %2 = nn.exp %1 {tessel.offsets = array<i64: -2>} : tensor<4x8xf32>
       return %2 : tensor<4x8xf32>
     }
     ```
@@ -183,15 +189,17 @@ def LowerToRuntimePass : Pass<"tessel-lower-to-runtime", "mlir::ModuleOp"> {
     func.func @f(%a: tensor<4x8xf32>) -> tensor<4x8xf32>
         attributes {tessel.scratch_bytes = 128 : i64} {
       %0 = nn.exp %a {tessel.offsets = array<i64: 0>} : tensor<4x8xf32>
-      return %0 : tensor<4x8xf32>
+      %1 = nn.tanh %0 {tessel.offsets = array<i64: -2>} : tensor<4x8xf32>
+      return %1 : tensor<4x8xf32>
     }
     ```
-    After:
+    After (%1 is computed in the result memory, so the return copies
+    nothing):
     ```mlir
     llvm.func @tessel_fn_f(%ctx: !llvm.ptr, %scratch: !llvm.ptr, %a: !llvm.ptr, %out: !llvm.ptr) {
       %0 = llvm.getelementptr %scratch[%c0] : (!llvm.ptr, i64) -> !llvm.ptr, i8
       llvm.call @tessel_unary(%ctx, %exp, %f32, %a, %0, %c32) : (...) -> ()
-      llvm.call @tessel_copy(%ctx, %out, %0, %c128) : (...) -> ()
+      llvm.call @tessel_unary(%ctx, %tanh, %f32, %0, %out, %c32) : (...) -> ()
       llvm.return
     }
     ```

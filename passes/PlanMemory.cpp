@@ -87,6 +87,7 @@ public:
     Block &body = func.getBody().front();
     SmallVector<Buffer> buffers;
     DenseMap<Value, unsigned> bufferOf;
+    SmallVector<Value> ownerOf; // per buffer, the value it was made for
     DenseMap<Operation *, unsigned> workspaceOf;
     int64_t index = 0;
     for (Operation &op : body.getOperations()) {
@@ -132,13 +133,29 @@ public:
           bytes += alignUp(nn::detail::tensorBytes(carried.getType()));
         workspaceOf[&op] = buffers.size();
         buffers.push_back({bytes, index, index});
+        ownerOf.push_back(Value());
       }
       for (Value result : op.getResults()) {
         bufferOf[result] = buffers.size();
         buffers.push_back({alignUp(nn::detail::tensorBytes(result.getType())),
                            index, index});
+        ownerOf.push_back(result);
       }
       ++index;
+    }
+    // A value returned from a buffer of its own is computed straight into
+    // the caller's memory for that result: no scratch, no copy at the
+    // return. (The caller's result memory never aliases an argument still
+    // read: a repeat alternates its carried buffers.)
+    DenseMap<unsigned, int64_t> resultOf; // buffer -> result index
+    for (auto [position, value] :
+         llvm::enumerate(body.getTerminator()->getOperands())) {
+      auto it = bufferOf.find(value);
+      if (it != bufferOf.end() && ownerOf[it->second] == value &&
+          !resultOf.contains(it->second)) {
+        resultOf[it->second] = static_cast<int64_t>(position);
+        buffers[it->second].bytes = 0;
+      }
     }
     int64_t peak = placeBuffers(buffers);
     lowerBounds[func] = liveBytesBound(buffers);
@@ -150,8 +167,13 @@ public:
       SmallVector<int64_t> offsets;
       for (Value result : op.getResults()) {
         auto it = bufferOf.find(result);
-        offsets.push_back(it == bufferOf.end() ? -1
-                                               : buffers[it->second].offset);
+        if (it == bufferOf.end())
+          offsets.push_back(memory_plan::kArgumentView);
+        else if (auto returned = resultOf.find(it->second);
+                 returned != resultOf.end())
+          offsets.push_back(memory_plan::resultOffset(returned->second));
+        else
+          offsets.push_back(buffers[it->second].offset);
       }
       op.setAttr(memory_plan::kOffsetsAttr,
                  builder.getDenseI64ArrayAttr(offsets));

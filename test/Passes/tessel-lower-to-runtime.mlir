@@ -1,16 +1,36 @@
 // RUN: tessel-opt %s -tessel-plan-memory -tessel-lower-to-runtime --split-input-file | FileCheck %s
 
 // Tests that a function becomes an llvm.func over pointers (ctx, scratch,
-// arguments, results) and an op one runtime call on planned pointers.
+// arguments, results) and an op one runtime call on planned pointers: the
+// scratch, or the result pointer for the value returned (no copy).
 // CHECK-LABEL: llvm.func @tessel_fn_unary
 // CHECK-SAME: (%[[CTX:.*]]: !llvm.ptr, %[[SCRATCH:.*]]: !llvm.ptr, %[[A:.*]]: !llvm.ptr, %[[OUT:.*]]: !llvm.ptr)
 // CHECK: llvm.call @tessel_unary(%[[CTX]], %{{.*}}, %{{.*}}, %[[A]], %[[SCRATCH]], %{{.*}})
-// CHECK: llvm.call @tessel_copy(%[[CTX]], %[[OUT]], %[[SCRATCH]], %{{.*}})
+// CHECK: llvm.call @tessel_unary(%[[CTX]], %{{.*}}, %{{.*}}, %[[SCRATCH]], %[[OUT]], %{{.*}})
+// CHECK-NOT: @tessel_copy
 // CHECK: llvm.return
 // CHECK-NOT: func.func
 func.func @unary(%a: tensor<4x8xf32>) -> tensor<4x8xf32> {
   %0 = nn.exp %a : tensor<4x8xf32>
-  return %0 : tensor<4x8xf32>
+  %1 = nn.tanh %0 : tensor<4x8xf32>
+  return %1 : tensor<4x8xf32>
+}
+
+// -----
+
+// Tests that a returned view of a scratch value, and a value returned a
+// second time, are copied to their result pointers.
+// CHECK-LABEL: llvm.func @tessel_fn_copies
+// CHECK-SAME: (%[[CTX:[^:]*]]: !llvm.ptr, %[[SCRATCH:[^:]*]]: !llvm.ptr, %[[A:[^:]*]]: !llvm.ptr, %[[OUT0:[^:]*]]: !llvm.ptr, %[[OUT1:[^:]*]]: !llvm.ptr, %[[OUT2:[^:]*]]: !llvm.ptr)
+// CHECK: llvm.call @tessel_unary(%[[CTX]], %{{.*}}, %{{.*}}, %[[A]], %[[SCRATCH]], %{{.*}})
+// CHECK: llvm.call @tessel_unary(%[[CTX]], %{{.*}}, %{{.*}}, %[[A]], %[[OUT1]], %{{.*}})
+// CHECK: llvm.call @tessel_copy(%[[CTX]], %[[OUT0]], %[[SCRATCH]], %{{.*}})
+// CHECK: llvm.call @tessel_copy(%[[CTX]], %[[OUT2]], %[[OUT1]], %{{.*}})
+func.func @copies(%a: tensor<2x8xf32>) -> (tensor<16xf32>, tensor<2x8xf32>, tensor<2x8xf32>) {
+  %t = nn.tanh %a : tensor<2x8xf32>
+  %e = nn.exp %a : tensor<2x8xf32>
+  %r = nn.reshape %t : tensor<2x8xf32> -> tensor<16xf32>
+  return %r, %e, %e : tensor<16xf32>, tensor<2x8xf32>, tensor<2x8xf32>
 }
 
 // -----
@@ -65,10 +85,11 @@ func.func @stack(%h: tensor<4xf32>, %w: tensor<3x4xf32>) -> tensor<4xf32> {
 // -----
 
 // Tests that the model function gets the ABI: tessel_forward lays out the
-// arena (param at 0, input at 64, label at 128, loss at 192, scratch of 128 at 256)
-// and tessel_model_json describes it.
+// arena (param at 0, input at 64, label at 128, loss at 192, scratch of 64
+// at 256: the logits; the loss is computed in its slot) and
+// tessel_model_json describes it.
 // CHECK: llvm.mlir.global private constant @__tessel_model_json
-// CHECK-SAME: \22arena_bytes\22:384
+// CHECK-SAME: \22arena_bytes\22:320
 // CHECK-SAME: \22name\22:\22w\22,\22offset\22:0,\22role\22:\22param\22
 // CHECK-SAME: \22limit\22:3,\22name\22:\22label0\22,\22offset\22:128
 // CHECK-LABEL: llvm.func @tessel_forward
@@ -147,11 +168,11 @@ func.func @clip(%a: tensor<4xf32>, %b: tensor<2xbf16>, %gs: tensor<f32>) -> tens
 // Tests that slice_grad zeroes its result, then copies dy to the window: from
 // element 1 (4 bytes) with stride 2.
 // CHECK-LABEL: llvm.func @tessel_fn_slice_grad
-// CHECK-SAME: (%[[CTX:[^:]*]]: !llvm.ptr, %[[SCRATCH:[^:]*]]: !llvm.ptr, %[[DY:[^:]*]]: !llvm.ptr,
+// CHECK-SAME: (%[[CTX:[^:]*]]: !llvm.ptr, %[[SCRATCH:[^:]*]]: !llvm.ptr, %[[DY:[^:]*]]: !llvm.ptr, %[[OUT:[^:]*]]: !llvm.ptr)
 // CHECK: %[[BYTES:.*]] = llvm.mlir.constant(20 : i64) : i64
-// CHECK: llvm.call @tessel_zero(%[[CTX]], %[[SCRATCH]], %[[BYTES]])
+// CHECK: llvm.call @tessel_zero(%[[CTX]], %[[OUT]], %[[BYTES]])
 // CHECK: %[[FOUR:.*]] = llvm.mlir.constant(4 : i64) : i64
-// CHECK: %[[FIRST:.*]] = llvm.getelementptr %[[SCRATCH]][%[[FOUR]]]
+// CHECK: %[[FIRST:.*]] = llvm.getelementptr %[[OUT]][%[[FOUR]]]
 // CHECK: llvm.call @tessel_strided_copy(%[[CTX]], %{{.*}}, %[[DY]], %[[FIRST]],
 func.func @slice_grad(%dy: tensor<2xf32>) -> tensor<5xf32> {
   %0 = nn.slice_grad %dy start = [1] limit = [5] strides = [2] : tensor<2xf32> -> tensor<5xf32>

@@ -1,14 +1,14 @@
 // RUN: tessel-opt %s -tessel-plan-memory --split-input-file | FileCheck %s
 // RUN: tessel-opt %s -tessel-plan-memory=report=true --split-input-file -o /dev/null 2>&1 | FileCheck %s --check-prefix=REPORT
 
-// Tests that a value dead before the next allocation gives its bytes back:
-// %0 (128 bytes) dies at %1's use, so %2 reuses offset 0; the peak is two
-// buffers.
+// Tests that values live at the same time get distinct bytes and that the
+// returned value is computed straight into the caller's result memory
+// (-2: result 0), taking no scratch; the peak is two buffers.
 // CHECK-LABEL: func.func @chain
 // CHECK-SAME: tessel.scratch_bytes = 256
 // CHECK: nn.exp %{{.*}} {tessel.offsets = array<i64: 0>}
 // CHECK: nn.tanh %{{.*}} {tessel.offsets = array<i64: 128>}
-// CHECK: nn.exp %{{.*}} {tessel.offsets = array<i64: 0>}
+// CHECK: nn.exp %{{.*}} {tessel.offsets = array<i64: -2>}
 // REPORT: remark: scratch peak of @chain: 256 bytes (live bytes at most 256)
 func.func @chain(%a: tensor<4x8xf32>) -> tensor<4x8xf32> {
   %0 = nn.exp %a : tensor<4x8xf32>
@@ -26,7 +26,7 @@ func.func @chain(%a: tensor<4x8xf32>) -> tensor<4x8xf32> {
 // CHECK: nn.exp %{{.*}} {tessel.offsets = array<i64: 0>}
 // CHECK: nn.tanh %{{.*}} {tessel.offsets = array<i64: 64>}
 // CHECK: nn.neg %{{.*}} {tessel.offsets = array<i64: 128>}
-// CHECK: nn.add %{{.*}} {tessel.offsets = array<i64: 64>}
+// CHECK: nn.add %{{.*}} {tessel.offsets = array<i64: -2>}
 func.func @long_lived(%a: tensor<3xf32>) -> tensor<3xf32> {
   %0 = nn.exp %a : tensor<3xf32>
   %1 = nn.tanh %0 : tensor<3xf32>
@@ -57,14 +57,16 @@ func.func @views(%a: tensor<2x8xf32>) -> tensor<16xf32> {
 // -----
 
 // Tests that nn.repeat plans its layer first and reserves a workspace of one
-// carried buffer (64) plus the layer's scratch (64), live only at the repeat.
+// carried buffer (64) plus the layer's scratch (none: the layer computes
+// its result straight into the buffer it is given), live only at the
+// repeat, whose own result is the function's.
 // CHECK-LABEL: func.func private @layer
-// CHECK-SAME: tessel.scratch_bytes = 64
+// CHECK-SAME: tessel.scratch_bytes = 0
 // CHECK-LABEL: func.func @stack
-// CHECK-SAME: tessel.scratch_bytes = 192
-// CHECK: nn.repeat @layer({{.*}}) params({{.*}}) {tessel.offsets = array<i64: 128>, tessel.workspace = 0 : i64}
-// REPORT: remark: scratch peak of @layer: 64 bytes
-// REPORT: remark: scratch peak of @stack: 192 bytes
+// CHECK-SAME: tessel.scratch_bytes = 64
+// CHECK: nn.repeat @layer({{.*}}) params({{.*}}) {tessel.offsets = array<i64: -2>, tessel.workspace = 0 : i64}
+// REPORT: remark: scratch peak of @layer: 0 bytes
+// REPORT: remark: scratch peak of @stack: 64 bytes
 func.func private @layer(%h: tensor<4xf32>, %w: tensor<4xf32>) -> tensor<4xf32> {
   %0 = nn.mul %h, %w : tensor<4xf32>
   return %0 : tensor<4xf32>
@@ -86,7 +88,7 @@ func.func @stack(%h: tensor<4xf32>, %w: tensor<3x4xf32>) -> tensor<4xf32> {
 // CHECK: nn.accumulate %{{.*}} outs(%{{.*}}) {tessel.offsets = array<i64: -1>}
 // CHECK: nn.tanh %{{.*}} {tessel.offsets = array<i64: 128>}
 // CHECK: nn.accumulate %{{.*}} outs(%{{.*}}) {tessel.offsets = array<i64: 0>}
-// CHECK: nn.add %{{.*}} {tessel.offsets = array<i64: 128>}
+// CHECK: nn.add %{{.*}} {tessel.offsets = array<i64: -2>}
 func.func @in_place(%g: tensor<4x8xf32>, %acc: tensor<4x8xf32>) -> tensor<4x8xf32> {
   %e = nn.exp %g : tensor<4x8xf32>
   %a = nn.accumulate %e outs(%acc) : tensor<4x8xf32>
@@ -98,13 +100,13 @@ func.func @in_place(%g: tensor<4x8xf32>, %acc: tensor<4x8xf32>) -> tensor<4x8xf3
 
 // -----
 
-// Tests that a repeat's stacked result is one buffer of L slices next to
-// the workspace (one spare carried buffer of 128 and the layer's 256 of
-// scratch at 0): the stack of 3 x 128 at 384, the final carried value at
-// 768.
+// Tests that a repeat's stacked result is one buffer of L slices (here the
+// function's result, -2) beside the workspace (one spare carried buffer of
+// 128 and the layer's 128 of scratch at 0) and the final carried value at
+// 256.
 // CHECK-LABEL: func.func @stacked
-// CHECK-SAME: tessel.scratch_bytes = 896
-// CHECK: nn.repeat @keep(%{{.*}}) params(%{{.*}}) {tessel.offsets = array<i64: 768, 384>, tessel.workspace = 0 : i64}
+// CHECK-SAME: tessel.scratch_bytes = 384
+// CHECK: nn.repeat @keep(%{{.*}}) params(%{{.*}}) {tessel.offsets = array<i64: 256, -2>, tessel.workspace = 0 : i64}
 func.func private @keep(%h: tensor<4x8xf32>, %w: tensor<8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
   %wb = nn.broadcast %w dims = [1] : tensor<8xf32> -> tensor<4x8xf32>
   %m = nn.mul %h, %wb : tensor<4x8xf32>
@@ -113,4 +115,20 @@ func.func private @keep(%h: tensor<4x8xf32>, %w: tensor<8xf32>) -> (tensor<4x8xf
 func.func @stacked(%h: tensor<4x8xf32>, %w: tensor<3x8xf32>) -> tensor<3x4x8xf32> {
   %y, %hs = nn.repeat @keep(%h) params(%w) : (tensor<4x8xf32>, tensor<3x8xf32>) -> (tensor<4x8xf32>, tensor<3x4x8xf32>)
   return %hs : tensor<3x4x8xf32>
+}
+
+// -----
+
+// Tests that only a value returned from a buffer of its own is computed in
+// the caller's memory: a value returned twice goes to the first result (the
+// second is a copy), and a returned view keeps its operand's scratch.
+// CHECK-LABEL: func.func @returned_twice
+// CHECK: nn.exp %{{.*}} {tessel.offsets = array<i64: -3>}
+// CHECK: nn.tanh %{{.*}} {tessel.offsets = array<i64: 0>}
+// CHECK: nn.reshape %{{.*}} {tessel.offsets = array<i64: 0>}
+func.func @returned_twice(%a: tensor<2x8xf32>) -> (tensor<16xf32>, tensor<2x8xf32>, tensor<2x8xf32>) {
+  %e = nn.exp %a : tensor<2x8xf32>
+  %t = nn.tanh %a : tensor<2x8xf32>
+  %r = nn.reshape %t : tensor<2x8xf32> -> tensor<16xf32>
+  return %r, %e, %e : tensor<16xf32>, tensor<2x8xf32>, tensor<2x8xf32>
 }

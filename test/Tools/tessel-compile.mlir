@@ -28,29 +28,30 @@
 
 // Trained (the default, AdamW): w 4·3·4 = 48 -> 64 at 0; its gradient 64
 // at 64; m and v 128 at 128; x 2·4·4 = 32 -> 64 at 256, y 8 -> 64 at 320;
-// the gradient scale 64 at 384; the loss at 448; scratch 256 at 512 (the
-// backward's logits, loss, logit gradient and weight gradient): 768 bytes.
+// the gradient scale 64 at 384; the loss at 448; scratch 192 at 512 (the
+// backward's logits, logit gradient and weight gradient; the loss is
+// computed in its slot): 704 bytes.
 // REPORT: model {{.*}}tessel-compile.mlir (@loss)
 // REPORT: flops of @loss 76
-// REPORT: arena (one rank) 768 bytes
+// REPORT: arena (one rank) 704 bytes
 // REPORT: params 64 bytes at 0
 // REPORT: grads 64 bytes at 64
 // REPORT: states 128 bytes at 128
 // REPORT: inputs 128 bytes at 256
 // REPORT: control 64 bytes at 384
 // REPORT: outputs 64 bytes at 448
-// REPORT: scratch 256 bytes at 512
+// REPORT: scratch 192 bytes at 512
 
-// JSON: "arena_bytes":768
+// JSON: "arena_bytes":704
 // JSON-SAME: "entries":{"backward":"tessel_backward","forward":"tessel_forward","update":"tessel_update"}
 // JSON-SAME: "train":{{{.*}}"optimizer":"adamw"
 
 // Evaluation only: w at 0, x at 64, y at 128, the loss at 192, scratch
-// (z and the loss value) 128 at 256: 384 bytes.
-// EVAL: arena (one rank) 384 bytes
+// (z) 64 at 256: 320 bytes.
+// EVAL: arena (one rank) 320 bytes
 // EVAL: params 64 bytes at 0
 // EVAL-NOT: grads
-// EVAL: scratch 128 bytes at 256
+// EVAL: scratch 64 bytes at 256
 
 // METRICS-COUNT-2: "loss":{{[0-9.]+}}
 
