@@ -17,6 +17,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/JSON.h"
 
@@ -782,13 +783,11 @@ private:
           auto constant = [&](int64_t value) -> Value {
             return arith::ConstantIntOp::create(body, bodyLoc, value, 64);
           };
-          Value last = constant(numLayers - 1);
-          Value layer = reverse ? arith::SubIOp::create(body, bodyLoc, last,
-                                                        iteration)
-                                      .getResult()
-                                : iteration;
-          // Iteration i writes the results when L - 1 - i is even.
-          Value remaining = arith::SubIOp::create(body, bodyLoc, last, iteration);
+          // Iteration i writes the results when L - 1 - i is even; a
+          // reversed repeat runs layer L - 1 - i.
+          Value remaining = arith::SubIOp::create(
+              body, bodyLoc, constant(numLayers - 1), iteration);
+          Value layer = reverse ? remaining : iteration;
           Value parity = arith::RemSIOp::create(body, bodyLoc, remaining,
                                                 constant(2));
           Value toResults = arith::CmpIOp::create(
@@ -990,6 +989,13 @@ struct LowerToRuntimePass
     // Parameters, then (trained) one gradient per trained parameter and the
     // optimizer's state, each by name.
     llvm::StringMap<int64_t> paramAt, gradAt, stateAt;
+    llvm::StringSet<> trainedNames; // parameters with a gradient
+    if (trained)
+      for (unsigned i = 0, e = entries.backward.getNumArguments(); i < e; ++i)
+        if (StringRef name =
+                nameOf(entries.backward, i, nn::NNDialect::kGradAttrName);
+            !name.empty())
+          trainedNames.insert(name);
     int64_t paramsBegin = cursor;
     for (unsigned i = 0, e = model.getNumArguments(); i < e; ++i) {
       StringRef name = nameOf(model, i, nn::NNDialect::kParamAttrName);
@@ -1007,13 +1013,8 @@ struct LowerToRuntimePass
           {"kind", nn::stringifyInitKind(init.getKind()).str()},
           {"args", std::move(initArgs)}};
       tensor["axes"] = axesOf(model, i);
-      if (trained) {
-        bool isTrained = false;
-        for (unsigned j = 0; j < entries.backward.getNumArguments(); ++j)
-          isTrained |= nameOf(entries.backward, j,
-                              nn::NNDialect::kGradAttrName) == name;
-        tensor["trainable"] = isTrained;
-      }
+      if (trained)
+        tensor["trainable"] = trainedNames.contains(name);
       tensors.push_back(std::move(tensor));
       paramAt[name] = cursor;
       cursor += alignUp(bytesOf(model.getArgument(i)));

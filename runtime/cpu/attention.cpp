@@ -82,17 +82,13 @@ void scaleRowsImpl(R *o, int64_t rows, int64_t cols, int64_t ld, const R *inv) {
 /// that a block multiplies only the keys its last row sees: about 1/4 fewer
 /// GEMM flops at 64 rows, close to 1/2 for long sequences. (Smaller blocks
 /// save more flops but make BLAS calls too small to run at speed.)
-constexpr int64_t kCausalRows = 32;
 
 template <class R>
 void attentionReal(const R *q, const R *k, const R *v, R *o, int64_t batch,
                    int64_t seq, int64_t kvSeq, int64_t heads, int64_t kvHeads,
                    int64_t dim, int64_t vdim, double scale, bool causal) {
-  int64_t group = heads / kvHeads;
-  int ldq = std::max(int(heads * dim), 1),
-      ldk = std::max(int(kvHeads * dim), 1);
-  int ldv = std::max(int(kvHeads * vdim), 1),
-      ldo = std::max(int(heads * vdim), 1);
+  AttentionLayout at{seq, kvSeq, heads, kvHeads, dim, vdim};
+  int64_t ldq = at.ldq(), ldk = at.ldk(), ldv = at.ldv(), ldo = at.ldo();
   // One [seq, kvSeq] score buffer for the call, reused by every head, and
   // the rows' reciprocal sums.
   std::vector<R> p(static_cast<size_t>(seq * kvSeq)),
@@ -100,11 +96,10 @@ void attentionReal(const R *q, const R *k, const R *v, R *o, int64_t batch,
   int64_t rowBlock = causal ? kCausalRows : seq;
   for (int64_t b = 0; b < batch; ++b) {
     for (int64_t h = 0; h < heads; ++h) {
-      int64_t hk = h / group;
-      const R *qb = q + (b * seq * heads + h) * dim;
-      const R *kb = k + (b * kvSeq * kvHeads + hk) * dim;
-      const R *vb = v + (b * kvSeq * kvHeads + hk) * vdim;
-      R *ob = o + (b * seq * heads + h) * vdim;
+      const R *qb = q + at.queryHead(b, h, dim);
+      const R *kb = k + at.kvHead(b, h, dim);
+      const R *vb = v + at.kvHead(b, h, vdim);
+      R *ob = o + at.queryHead(b, h, vdim);
       for (int64_t i0 = 0; i0 < seq; i0 += rowBlock) {
         int64_t rows = std::min(rowBlock, seq - i0);
         // Keys any row of the block sees: row i sees [0, min(i + 1, kvSeq)).

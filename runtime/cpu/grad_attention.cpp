@@ -74,7 +74,6 @@ void softmaxBackRows(const double *p, double *dp, int64_t rows, int64_t cols,
 
 /// Causal heads run in blocks of this many query rows, each touching only
 /// the keys its last row sees, as in the forward (attention.cpp).
-constexpr int64_t kCausalRows = 32;
 
 /// dq is overwritten; dk and dv must hold zeros (they accumulate).
 template <class R>
@@ -82,25 +81,21 @@ void attentionGradReal(const R *q, const R *k, const R *v, const R *dout, R *dq,
                        R *dk, R *dv, int64_t batch, int64_t seq, int64_t kvSeq,
                        int64_t heads, int64_t kvHeads, int64_t dim,
                        int64_t vdim, double scale, bool causal) {
-  int64_t group = heads / kvHeads;
-  int64_t ldq = std::max<int64_t>(heads * dim, 1);
-  int64_t ldk = std::max<int64_t>(kvHeads * dim, 1);
-  int64_t ldv = std::max<int64_t>(kvHeads * vdim, 1);
-  int64_t ldo = std::max<int64_t>(heads * vdim, 1);
+  AttentionLayout at{seq, kvSeq, heads, kvHeads, dim, vdim};
+  int64_t ldq = at.ldq(), ldk = at.ldk(), ldv = at.ldv(), ldo = at.ldo();
   int64_t ldp = std::max<int64_t>(kvSeq, 1);
   std::vector<R> p(static_cast<size_t>(seq * kvSeq)),
       dp(static_cast<size_t>(seq * kvSeq)), inv(static_cast<size_t>(seq));
   int64_t rowBlock = causal ? kCausalRows : seq;
   for (int64_t b = 0; b < batch; ++b) {
     for (int64_t h = 0; h < heads; ++h) {
-      int64_t hk = h / group;
-      const R *qb = q + (b * seq * heads + h) * dim;
-      const R *kb = k + (b * kvSeq * kvHeads + hk) * dim;
-      const R *vb = v + (b * kvSeq * kvHeads + hk) * vdim;
-      const R *dob = dout + (b * seq * heads + h) * vdim;
-      R *dqb = dq + (b * seq * heads + h) * dim;
-      R *dkb = dk + (b * kvSeq * kvHeads + hk) * dim;
-      R *dvb = dv + (b * kvSeq * kvHeads + hk) * vdim;
+      const R *qb = q + at.queryHead(b, h, dim);
+      const R *kb = k + at.kvHead(b, h, dim);
+      const R *vb = v + at.kvHead(b, h, vdim);
+      const R *dob = dout + at.queryHead(b, h, vdim);
+      R *dqb = dq + at.queryHead(b, h, dim);
+      R *dkb = dk + at.kvHead(b, h, dim);
+      R *dvb = dv + at.kvHead(b, h, vdim);
       for (int64_t i0 = 0; i0 < seq; i0 += rowBlock) {
         int64_t rows = std::min(rowBlock, seq - i0);
         // Keys any row of the block sees: row i sees [0, min(i + 1, kvSeq));

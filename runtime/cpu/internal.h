@@ -11,6 +11,7 @@
 
 #include "tessel/runtime.h"
 
+#include <algorithm>
 #include <chrono>
 #include <climits>
 #include <cmath>
@@ -254,6 +255,32 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha,
           double *c, int64_t ldc, double beta = 0.0);
 
 //===--- Attention's masked softmax (attention.cpp) -----------------------===//
+
+/// Query rows per block of a causal head: a block only touches the keys its
+/// last row sees. The forward and the gradient block the same way.
+constexpr int64_t kCausalRows = 32;
+
+/// The strided views both attention kernels read: q and out [B, S, H, *],
+/// k and v [B, T, Hkv, *]; query head h reads kv head h / (H / Hkv). Leading
+/// dimensions (in elements) of one head's rows, and the offset of a head's
+/// first row.
+struct AttentionLayout {
+  int64_t seq, kvSeq, heads, kvHeads, dim, vdim;
+
+  int64_t ldq() const { return std::max<int64_t>(heads * dim, 1); }
+  int64_t ldk() const { return std::max<int64_t>(kvHeads * dim, 1); }
+  int64_t ldv() const { return std::max<int64_t>(kvHeads * vdim, 1); }
+  int64_t ldo() const { return std::max<int64_t>(heads * vdim, 1); }
+  /// Query head h of batch b in a [B, S, H, width] tensor.
+  int64_t queryHead(int64_t b, int64_t h, int64_t width) const {
+    return (b * seq * heads + h) * width;
+  }
+  /// The kv head query head h reads, of batch b, in a [B, T, Hkv, width]
+  /// tensor.
+  int64_t kvHead(int64_t b, int64_t h, int64_t width) const {
+    return (b * kvSeq * kvHeads + h / (heads / kvHeads)) * width;
+  }
+};
 
 /// The softmax of `rows` score rows (row stride kvSeq; the first is query
 /// row `first` of the head) in two halves: expRows leaves e^(x - max) in
