@@ -156,6 +156,12 @@ SmallVector<ReductionKind> EmbeddingOp::getReductionLoopIteratorKinds() {
   return {ReductionKind::Sum};
 }
 
+// A rank holding rows [o, o + V/g) of the table must zero the ids outside
+// them (vocabulary-parallel embedding); the kernel has no such offset yet.
+SmallVector<int64_t> EmbeddingOp::getUnsplittableLoops() {
+  return {getIds().getType().getRank() + 1};
+}
+
 //===----------------------------------------------------------------------===//
 // AttentionOp
 //===----------------------------------------------------------------------===//
@@ -257,3 +263,16 @@ SmallVector<ReductionKind> AttentionOp::getReductionLoopIteratorKinds() {
 }
 
 SmallVector<int64_t> AttentionOp::getUnsplittableLoops() { return {kT, kD}; }
+
+// A causal mask compares query and key positions: a rank holding a block of
+// the queries would need its block's offset, which the kernel does not take.
+LogicalResult AttentionOp::adjustLocalPartition(Operation *local, OpBuilder &) {
+  int64_t globalQueries = getQuery().getType().getDimSize(1);
+  int64_t localQueries =
+      cast<RankedTensorType>(local->getOperand(0).getType()).getDimSize(1);
+  if (getCausal() && localQueries != globalQueries)
+    return emitOpError() << "causal attention cannot split its queries ("
+                         << globalQueries << " into blocks of " << localQueries
+                         << "): the mask needs each block's position";
+  return success();
+}

@@ -319,8 +319,6 @@ SmallVector<int64_t> CrossEntropyGradOp::getUnsplittableLoops() {
   return {getLogits().getType().getRank() - 1};
 }
 
-// A split `mean` divides by the local number of positions: scale dloss by
-// local / global positions so that every row gets dloss / global positions.
 LogicalResult CrossEntropyGradOp::partition(
     ArrayRef<Value> partitionedOperands,
     ArrayRef<shard::Sharding> operandShardings,
@@ -330,11 +328,16 @@ LogicalResult CrossEntropyGradOp::partition(
                                           operandShardings, resultShardings,
                                           partitionMap, symbolTable, builder)))
     return failure();
-  if (getReduction() != LossReduction::mean)
-    return success();
-  auto local =
-      partitionMap.lookup(getResult()).getDefiningOp<CrossEntropyGradOp>();
-  if (!local)
+  Operation *local = partitionMap.lookup(getResult()).getDefiningOp();
+  return local ? adjustLocalPartition(local, builder) : success();
+}
+
+// A split `mean` divides by the local number of positions: scale dloss by
+// local / global positions so that every row gets dloss / global positions.
+LogicalResult CrossEntropyGradOp::adjustLocalPartition(Operation *localOp,
+                                                       OpBuilder &builder) {
+  auto local = dyn_cast<CrossEntropyGradOp>(localOp);
+  if (!local || getReduction() != LossReduction::mean)
     return success();
   int64_t globalRows = nn::detail::numElements(getLabels().getType());
   int64_t localRows = nn::detail::numElements(local.getLabels().getType());

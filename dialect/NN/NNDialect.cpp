@@ -171,6 +171,29 @@ static LogicalResult verifyParamName(FunctionOpInterface func,
   return success();
 }
 
+/// An array of arrays of mesh axis names, one per dimension (or loop).
+static bool isShardingForm(Attribute attr) {
+  auto dims = dyn_cast<ArrayAttr>(attr);
+  return dims && llvm::all_of(dims, [](Attribute dim) {
+           auto names = dyn_cast<ArrayAttr>(dim);
+           return names && llvm::all_of(names, llvm::IsaPred<StringAttr>);
+         });
+}
+
+static LogicalResult verifySharding(Operation *op, const std::string &what,
+                                    Attribute attr, RankedTensorType type) {
+  if (!isShardingForm(attr))
+    return op->emitOpError()
+           << what << ": 'nn.sharding' must list, per dimension, the mesh "
+              "axes that split it, e.g. [[\"dp\"], []]";
+  if (static_cast<int64_t>(cast<ArrayAttr>(attr).size()) != type.getRank())
+    return op->emitOpError() << what << ": 'nn.sharding' has "
+                             << cast<ArrayAttr>(attr).size()
+                             << " dimensions but the type " << type
+                             << " has rank " << type.getRank();
+  return success();
+}
+
 LogicalResult NNDialect::verifyRegionArgAttribute(Operation *op,
                                                   unsigned regionIndex,
                                                   unsigned argIndex,
@@ -227,6 +250,9 @@ LogicalResult NNDialect::verifyRegionArgAttribute(Operation *op,
                                 << attrName << "' must be a float tensor";
     return success();
   }
+  if (attrName == kShardingAttrName)
+    return verifySharding(func, "argument #" + std::to_string(argIndex),
+                          attr.getValue(), type);
   if (attrName == kGradScaleAttrName) {
     if (type.getRank() != 0 || !type.getElementType().isF32())
       return func.emitOpError() << "argument #" << argIndex << ": '"
@@ -237,7 +263,7 @@ LogicalResult NNDialect::verifyRegionArgAttribute(Operation *op,
                             << ": unknown nn argument attribute '" << attrName
                             << "' (known: nn.param, nn.init, nn.input, "
                                "nn.label, nn.axes, nn.grad, nn.state, "
-                               "nn.grad_scale)";
+                               "nn.grad_scale, nn.sharding)";
 }
 
 /// The recompute policies of repeated layers (Megatron's full and
@@ -272,6 +298,20 @@ LogicalResult NNDialect::verifyOperationAttribute(Operation *op,
       return op->emitOpError() << "'" << kEntryAttrName
                                << "' must be \"backward\" or \"update\" on "
                                   "a function";
+    return success();
+  }
+  if (attrName == kLoopShardingAttrName) {
+    if (!isShardingForm(attr.getValue()))
+      return op->emitOpError() << "'" << kLoopShardingAttrName
+                               << "' must list, per loop, the mesh axes that "
+                                  "split it";
+    return success();
+  }
+  if (attrName == kAxisNamesAttrName) {
+    auto names = dyn_cast<ArrayAttr>(attr.getValue());
+    if (!names || !llvm::all_of(names, llvm::IsaPred<StringAttr>))
+      return op->emitOpError() << "'" << kAxisNamesAttrName
+                               << "' must be an array of mesh axis names";
     return success();
   }
   if (attrName != kLogicalAxesAttrName)

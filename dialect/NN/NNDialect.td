@@ -61,6 +61,13 @@ def NN_Dialect : Dialect {
     static constexpr llvm::StringLiteral kGradAttrName = "nn.grad";
     static constexpr llvm::StringLiteral kStateAttrName = "nn.state";
     static constexpr llvm::StringLiteral kGradScaleAttrName = "nn.grad_scale";
+    /// Sharding (tessel-propagate-sharding, tessel-partition): per tensor
+    /// dimension of an argument or result, or per loop of an op's sharding
+    /// rule, the mesh axes that split it (`[["dp"], []]`); the mesh axis
+    /// names on `shard.grid @mesh`.
+    static constexpr llvm::StringLiteral kShardingAttrName = "nn.sharding";
+    static constexpr llvm::StringLiteral kLoopShardingAttrName = "nn.loop_sharding";
+    static constexpr llvm::StringLiteral kAxisNamesAttrName = "nn.axis_names";
 
     /// A model function: a function with a body (not a training entry)
     /// whose arguments say nn.param, nn.input or nn.label.

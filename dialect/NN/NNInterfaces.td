@@ -52,7 +52,15 @@ def NN_ShardingConstraintOpInterface
         Loop indices that may not be split across ranks by a plain local
         computation.
       }], "::llvm::SmallVector<int64_t>", "getUnsplittableLoops", (ins), "",
-      [{ return {}; }]>
+      [{ return {}; }]>,
+    InterfaceMethod<[{
+        Called by the partitioner after it cloned this (global) op as
+        `local`, on the local shapes of one rank: fix what the local
+        computation derives from global sizes (a mean's divisor), or fail
+        with a diagnostic on a split the local computation cannot do.
+      }], "::mlir::LogicalResult", "adjustLocalPartition",
+      (ins "::mlir::Operation *":$local, "::mlir::OpBuilder &":$builder), "",
+      [{ return ::mlir::success(); }]>
   ];
 }
 

@@ -361,7 +361,9 @@ def NN_SiluOp : NN_UnaryOp<"silu", 4> {
   }];
 }
 
-def NN_DropoutOp : NN_UnaryOp<"dropout", 2> {
+def NN_DropoutOp : NN_UnaryOp<"dropout", 2,
+    [DeclareOpInterfaceMethods<NN_ShardingConstraintOpInterface,
+                               ["adjustLocalPartition"]>]> {
   let summary = "inverted dropout with a counter-based random mask";
   let description = [{
     Zeroes each element with probability `rate` and scales the others by
@@ -559,7 +561,8 @@ def NN_MatmulOp : NN_ShardableOp<"matmul", [Pure, InferTypeOpAdaptor, NN_Differe
   }];
 }
 
-def NN_EmbeddingOp : NN_ShardableOp<"embedding", [Pure, InferTypeOpAdaptor, NN_Differentiable]> {
+def NN_EmbeddingOp : NN_ShardableOp<"embedding", [Pure, InferTypeOpAdaptor, NN_Differentiable,
+    NN_LocalShardingConstraints]> {
   let summary = "look up rows of a table by index";
   let description = [{
     `table` is `[V, H]`, `ids` any integer tensor `[...]` with values in
@@ -578,7 +581,9 @@ def NN_EmbeddingOp : NN_ShardableOp<"embedding", [Pure, InferTypeOpAdaptor, NN_D
 }
 
 def NN_AttentionOp : NN_ShardableOp<"attention",
-    [Pure, InferTypeOpAdaptor, NN_LocalShardingConstraints, NN_Differentiable]> {
+    [Pure, InferTypeOpAdaptor, NN_Differentiable,
+     DeclareOpInterfaceMethods<NN_ShardingConstraintOpInterface,
+                               ["getUnsplittableLoops", "adjustLocalPartition"]>]> {
   let summary = "multi-head scaled dot-product attention";
   let description = [{
     `softmax(q kᵀ · scale [+ causal mask]) v` per batch and head, with
@@ -909,7 +914,9 @@ def NN_BatchNormGradOp : NN_ShardableOp<"batch_norm_grad",
 }
 
 def NN_CrossEntropyGradOp : NN_ShardableOp<"cross_entropy_grad",
-    [Pure, InferTypeOpAdaptor, NN_LocalShardingConstraints]> {
+    [Pure, InferTypeOpAdaptor,
+     DeclareOpInterfaceMethods<NN_ShardingConstraintOpInterface,
+                               ["getUnsplittableLoops", "adjustLocalPartition"]>]> {
   let summary = "gradient of nn.cross_entropy with respect to the logits";
   let description = [{
     `dlogits[i, :] = g_i · (softmax(logits[i, :]) − onehot(labels[i]))` with

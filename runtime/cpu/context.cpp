@@ -1,8 +1,9 @@
 //===- context.cpp - Context, errors, memory, copies and counters ---------===//
 
-#include <algorithm>
+#include "comm.h"
 #include "internal.h"
 
+#include <algorithm>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
@@ -17,7 +18,75 @@ namespace {
 // Why the last tessel_ctx_create on this thread failed; tessel_error(null)
 // reports it since there is no context to hold it.
 thread_local std::string createError;
+
+/// The mesh of `options` (one axis of world_size for mesh_rank 0), or false
+/// with the reason.
+bool meshOf(const tessel_ctx_options &options, std::vector<int64_t> &shape,
+            std::string &error) {
+  if (options.mesh_rank == 0) {
+    shape.assign(1, options.world_size);
+    return true;
+  }
+  if (options.mesh_rank < 0 || options.mesh_rank > TESSEL_MAX_MESH_AXES) {
+    error = "tessel_ctx_create: mesh_rank " +
+            std::to_string(options.mesh_rank) + " outside [0, " +
+            std::to_string(TESSEL_MAX_MESH_AXES) + "]";
+    return false;
+  }
+  shape.assign(options.mesh_shape, options.mesh_shape + options.mesh_rank);
+  int64_t product = 1;
+  std::string text;
+  for (int64_t size : shape) {
+    text += (text.empty() ? "" : "x") + std::to_string(size);
+    if (size < 1 || __builtin_mul_overflow(product, size, &product)) {
+      error = "tessel_ctx_create: bad mesh axis size " + std::to_string(size);
+      return false;
+    }
+  }
+  if (product != options.world_size) {
+    error = "tessel_ctx_create: mesh " + text + " has " +
+            std::to_string(product) + " ranks, world_size is " +
+            std::to_string(options.world_size);
+    return false;
+  }
+  return true;
+}
+
+/// The checks of the comm fields that need no backend; false with the
+/// reason.
+bool checkComm(const tessel_ctx_options &options, std::string &error) {
+  const double timeout = options.comm_timeout_seconds;
+  if (!(timeout >= 0) || std::isinf(timeout)) {
+    error = "tessel_ctx_create: comm_timeout_seconds must be finite and >= 0";
+    return false;
+  }
+  switch (options.comm) {
+  case TESSEL_COMM_NONE:
+    if (options.world_size == 1)
+      return true;
+    error = "tessel_ctx_create: TESSEL_COMM_NONE runs one rank, world_size "
+            "is " +
+            std::to_string(options.world_size) +
+            " (use TESSEL_COMM_LOCAL or TESSEL_COMM_MPI)";
+    return false;
+  case TESSEL_COMM_LOCAL:
+    if (options.local_world)
+      return true;
+    error = "tessel_ctx_create: TESSEL_COMM_LOCAL without a local_world";
+    return false;
+  case TESSEL_COMM_MPI:
+    return true;
+  default:
+    error =
+        "tessel_ctx_create: unknown comm kind " + std::to_string(options.comm);
+    return false;
+  }
+}
 } // namespace
+
+void tessel::cpu::setCreateError(std::string message) {
+  createError = std::move(message);
+}
 
 void tessel::cpu::setError(tessel_ctx *ctx, const char *fmt, ...) {
   if (!ctx || ctx->hasError)
@@ -67,6 +136,12 @@ tessel_ctx *tessel_ctx_create(const tessel_ctx_options *options) {
                   std::to_string(options->world_size);
     return nullptr;
   }
+  std::vector<int64_t> mesh;
+  std::string error;
+  if (!meshOf(*options, mesh, error) || !checkComm(*options, error)) {
+    createError = error;
+    return nullptr;
+  }
   // Ranks run as threads of one process; a multi-threaded BLAS under each
   // would oversubscribe the cores.
   openblas_set_num_threads(1);
@@ -77,11 +152,38 @@ tessel_ctx *tessel_ctx_create(const tessel_ctx_options *options) {
   }
   ctx->rank = options->rank;
   ctx->worldSize = options->world_size;
+  ctx->comm = options->comm;
+  ctx->meshShape = mesh;
+  ctx->meshCoord.assign(mesh.size(), 0);
+  // Row-major: the last axis is the fastest digit of the rank.
+  int64_t rest = options->rank;
+  for (size_t a = mesh.size(); a-- > 0;) {
+    ctx->meshCoord[a] = rest % mesh[a];
+    rest /= mesh[a];
+  }
+  if (options->comm_timeout_seconds > 0)
+    ctx->commTimeoutSeconds = options->comm_timeout_seconds;
+  bool attached = true;
+  if (options->comm == TESSEL_COMM_LOCAL)
+    attached = localAttach(ctx, options->local_world, error);
+  else if (options->comm == TESSEL_COMM_MPI)
+    attached = mpiAttach(ctx, error);
+  if (!attached) {
+    delete ctx;
+    createError = error;
+    return nullptr;
+  }
   createError.clear();
   return ctx;
 }
 
-void tessel_ctx_destroy(tessel_ctx *ctx) { delete ctx; }
+void tessel_ctx_destroy(tessel_ctx *ctx) {
+  if (!ctx)
+    return;
+  localDetach(ctx);
+  mpiDetach(ctx);
+  delete ctx;
+}
 
 int32_t tessel_ctx_rank(const tessel_ctx *ctx) { return ctx ? ctx->rank : -1; }
 
@@ -207,6 +309,8 @@ void tessel_reset_counters(tessel_ctx *ctx) {
   held.bytes_allocated = ctx->counters.bytes_allocated;
   held.peak_bytes_allocated = ctx->counters.peak_bytes_allocated;
   ctx->counters = held;
+  for (auto &perMask : ctx->commCounters)
+    perMask.clear();
 }
 
 } // extern "C"

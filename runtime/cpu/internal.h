@@ -23,11 +23,34 @@
 #include <type_traits>
 #include <vector>
 
+namespace tessel {
+namespace cpu {
+struct MpiComms;
+/// Bytes and calls of one (collective, axes mask).
+struct CommCounter {
+  int64_t bytes = 0;
+  int64_t calls = 0;
+};
+} // namespace cpu
+} // namespace tessel
+
 // A context belongs to one rank, and a rank issues its kernels from one
 // thread, so the fields need no locking.
 struct tessel_ctx {
   int32_t rank = 0;
   int32_t worldSize = 1;
+  /// tessel_comm_kind; the mesh (at least one axis) and this rank's
+  /// coordinates on it.
+  int32_t comm = TESSEL_COMM_NONE;
+  std::vector<int64_t> meshShape{1};
+  std::vector<int64_t> meshCoord{0};
+  tessel_local_world *localWorld = nullptr;
+  /// This rank's communicators (TESSEL_COMM_MPI), owned; see comm_mpi.cpp.
+  tessel::cpu::MpiComms *mpi = nullptr;
+  double commTimeoutSeconds = 600;
+  /// Per collective, keyed by axes mask.
+  std::unordered_map<uint32_t, tessel::cpu::CommCounter>
+      commCounters[TESSEL_NUM_COLLECTIVES];
   uint64_t step = 0;
   uint64_t microbatch = 0;
   bool hasError = false;

@@ -11,13 +11,31 @@ namespace {
 using ContextTest = RuntimeTest;
 
 TEST(ContextCreate, RankAndWorldSize) {
+  tessel_local_world *world = tessel_local_world_create(4);
   tessel_ctx_options options{TESSEL_BACKEND_CPU, 2, 4, 0};
+  options.comm = TESSEL_COMM_LOCAL;
+  options.local_world = world;
   tessel_ctx *ctx = tessel_ctx_create(&options);
   ASSERT_NE(ctx, nullptr);
   EXPECT_EQ(tessel_ctx_rank(ctx), 2);
   EXPECT_EQ(tessel_ctx_world_size(ctx), 4);
   EXPECT_EQ(tessel_error(ctx), nullptr);
   tessel_ctx_destroy(ctx);
+  tessel_local_world_destroy(world);
+}
+
+// Options from before ABI 3 (the new fields zero): one rank, no comm.
+TEST(ContextCreate, OldOptionsAreOneRankWithoutComm) {
+  tessel_ctx_options options{TESSEL_BACKEND_CPU, 0, 1, 0};
+  tessel_ctx *ctx = tessel_ctx_create(&options);
+  ASSERT_NE(ctx, nullptr) << tessel_error(nullptr);
+  EXPECT_EQ(tessel_ctx_world_size(ctx), 1);
+  EXPECT_EQ(tessel_ctx_mesh_rank(ctx), 1);
+  tessel_ctx_destroy(ctx);
+  // Several ranks need a comm kind.
+  tessel_ctx_options many{TESSEL_BACKEND_CPU, 0, 2, 0};
+  EXPECT_EQ(tessel_ctx_create(&many), nullptr);
+  tessel_clear_error(nullptr);
 }
 
 TEST(ContextCreate, InvalidOptionsFailWithReason) {
@@ -147,11 +165,14 @@ TEST_F(ContextTest, ErrorsAreStickyUntilCleared) {
 // Ranks run as threads, each with its own context and BLAS calls.
 TEST(ContextThreads, RanksAsThreads) {
   const int world = 4;
+  tessel_local_world *localWorld = tessel_local_world_create(world);
   std::vector<double> sums(world);
   std::vector<std::thread> threads;
   for (int r = 0; r < world; ++r) {
-    threads.emplace_back([r, &sums] {
+    threads.emplace_back([r, &sums, localWorld] {
       tessel_ctx_options options{TESSEL_BACKEND_CPU, r, world, 0};
+      options.comm = TESSEL_COMM_LOCAL;
+      options.local_world = localWorld;
       tessel_ctx *ctx = tessel_ctx_create(&options);
       std::vector<float> a(37 * 41, float(r + 1)), b(41 * 29, 1.0f),
           c(37 * 29);
@@ -171,6 +192,7 @@ TEST(ContextThreads, RanksAsThreads) {
   }
   for (auto &t : threads)
     t.join();
+  tessel_local_world_destroy(localWorld);
   for (int r = 0; r < world; ++r)
     EXPECT_EQ(sums[size_t(r)], double(r + 1) * 41 * 37 * 29);
 }

@@ -171,7 +171,7 @@ TEST(ShardingRuleTest, Elementwise) {
       // shards elementwise.
       {"dropout", un,
        "%y = nn.dropout %x rate = 0.25 seed = 3 : tensor<7x1xbf16>", par2,
-       unary2, "", kNoConstraints},
+       unary2, "", ""},
       {"add scalar", "%a: tensor<f32>, %b: tensor<f32>",
        "%c = nn.add %a, %b : tensor<f32>", "", "() -> ()\n() -> ()\n() -> ()",
        "", kNoConstraints},
@@ -348,14 +348,14 @@ TEST(ShardingRuleTest, MatmulAndEmbedding) {
        "parallel, parallel, parallel, reduction",
        "(d0, d1, d2, d3) -> (d3, d2)\n(d0, d1, d2, d3) -> (d0, d1)\n"
        "(d0, d1, d2, d3) -> (d0, d1, d2)",
-       "sum", kNoConstraints},
+       "sum", "3"},
       {"embedding 1-d ids", "%t: tensor<13x3xbf16>, %ids: tensor<7xi64>",
        "%e = nn.embedding %t, %ids : (tensor<13x3xbf16>, tensor<7xi64>) -> "
        "tensor<7x3xbf16>",
        "parallel, parallel, reduction",
        "(d0, d1, d2) -> (d2, d1)\n(d0, d1, d2) -> (d0)\n"
        "(d0, d1, d2) -> (d0, d1)",
-       "sum", kNoConstraints},
+       "sum", "2"},
   });
 }
 

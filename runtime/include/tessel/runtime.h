@@ -25,8 +25,11 @@ extern "C" {
 
 /* 2: training (backward kernels, optimizer update, tessel_zero, the
  * microbatch counter) and the model description's entries, grads, states
- * and grad_scale. */
-#define TESSEL_ABI_VERSION 2
+ * and grad_scale.
+ * 3: multi-rank execution: the device mesh and comm kind of a context, the
+ * local (threads) and MPI worlds, collectives over mesh-axis groups and
+ * their counters. */
+#define TESSEL_ABI_VERSION 3
 
 typedef enum tessel_dtype {
   TESSEL_F32 = 0,
@@ -47,22 +50,141 @@ typedef enum tessel_backend {
   TESSEL_BACKEND_CUDA = 1,
 } tessel_backend;
 
+#define TESSEL_MAX_MESH_AXES 8
+
+typedef enum tessel_comm_kind {
+  TESSEL_COMM_NONE = 0,  /* world_size must be 1 */
+  TESSEL_COMM_LOCAL = 1, /* ranks are threads of one process (shared memory) */
+  TESSEL_COMM_MPI = 2,   /* one process per rank, MPI_COMM_WORLD */
+} tessel_comm_kind;
+
+/* The shared state of world_size ranks that are threads of one process.
+ * Create once, pass to every rank's tessel_ctx_create, destroy after every
+ * ctx is destroyed. Null for world_size < 1. */
+typedef struct tessel_local_world tessel_local_world;
+tessel_local_world *tessel_local_world_create(int32_t world_size);
+void tessel_local_world_destroy(tessel_local_world *world);
+/* A rank that fails calls this: every rank waiting in (or later entering) a
+ * collective of this world returns at once with the error "rank R failed:
+ * MSG" recorded on its ctx (no hang). The first abort's rank and message
+ * are the ones reported. */
+void tessel_local_world_abort(tessel_local_world *world, int32_t rank,
+                              const char *message);
+
+/* MPI: MPI_Init (if not yet) and this process's rank/size; 0 on success,
+ * non-zero with tessel_error(NULL) set when the runtime was built without
+ * MPI. Finalize once at exit (after destroying every MPI context). */
+int32_t tessel_mpi_init(int32_t *rank, int32_t *world_size);
+void tessel_mpi_finalize(void);
+/* MPI_Abort(MPI_COMM_WORLD, code); without MPI, exits the process with
+ * `code`. */
+void tessel_mpi_abort(int32_t code);
+
 typedef struct tessel_ctx_options {
   int32_t backend;    /* tessel_backend */
   int32_t rank;       /* this rank, in [0, world_size) */
   int32_t world_size; /* number of ranks */
   int32_t device;     /* device ordinal (CUDA); ignored on CPU */
+  int32_t comm;       /* tessel_comm_kind */
+  int32_t mesh_rank;  /* mesh axes; 0 = one axis of world_size */
+  int64_t mesh_shape[TESSEL_MAX_MESH_AXES]; /* product == world_size */
+  tessel_local_world *local_world;          /* TESSEL_COMM_LOCAL */
+  double comm_timeout_seconds; /* a collective waiting longer fails; 0 = 600 */
 } tessel_ctx_options;
+/* (Zero-initialised new fields keep old callers working: comm NONE, world
+ * 1.) */
 
 typedef struct tessel_ctx tessel_ctx;
 
 /* Creates the context of one rank; null on failure (see tessel_error). The
  * CPU backend pins OpenBLAS to one thread per rank so ranks-as-threads do
- * not oversubscribe the cores. */
+ * not oversubscribe the cores. Fails on a mesh whose product is not
+ * world_size, a comm kind that does not fit the world (NONE with more than
+ * one rank, LOCAL without a world of world_size ranks or with a rank that
+ * already has a context there, MPI without MPI or with a rank/size other
+ * than MPI_COMM_WORLD's). An MPI context creation is collective: every rank
+ * creates its context (it splits MPI_COMM_WORLD into the mesh axes' groups). */
 tessel_ctx *tessel_ctx_create(const tessel_ctx_options *options);
 void tessel_ctx_destroy(tessel_ctx *ctx);
 int32_t tessel_ctx_rank(const tessel_ctx *ctx);
 int32_t tessel_ctx_world_size(const tessel_ctx *ctx);
+
+/*===--- Mesh and collectives --------------------------------------------===*
+ *
+ * Rank r's coordinates on a mesh of shape [s_0 .. s_{n-1}] are row-major
+ * (last axis fastest). On a null ctx, an axis outside the mesh or a mask
+ * naming one, tessel_ctx_mesh_size returns 0 and the coordinate and group
+ * queries return -1.
+ *===----------------------------------------------------------------------===*/
+
+/* Mesh axes of the context: 1 when created with mesh_rank 0. */
+int32_t tessel_ctx_mesh_rank(const tessel_ctx *ctx);
+int64_t tessel_ctx_mesh_size(const tessel_ctx *ctx, int32_t axis);
+int64_t tessel_ctx_mesh_coord(const tessel_ctx *ctx, int32_t axis);
+/* A group: `axes` is a bit mask of mesh axes (bit i = axis i). The group of
+ * a rank is the ranks whose coordinates agree with it on every axis NOT in
+ * the mask; its size is the product of the sizes of the masked axes; a
+ * rank's index in its group is the row-major linearisation of its
+ * coordinates on the masked axes (lower axis index = slower). axes == 0: a
+ * group of one. */
+int64_t tessel_group_size(const tessel_ctx *ctx, uint32_t axes);
+int64_t tessel_group_index(const tessel_ctx *ctx, uint32_t axes);
+
+/* Collectives, blocking, over the calling rank's group for `axes`; every
+ * member must make the same call (same collective, dtype, kind and shape),
+ * and the members' calls on one group run in the same order. Tensors are
+ * row-major with `rank_` dims `shape` (the LOCAL INPUT shape); `dim` a
+ * tensor dimension. G = group size, g = this rank's group index. `kind` is
+ * tessel_reduce_kind (SUM, MEAN = sum / G, MAX; MAX propagates NaN).
+ * Reductions add in group-index order 0..G-1 in f32 (f64 for f64; f16/bf16
+ * rounded once at the end; i32/i64 in int64, wrapping, MEAN truncating
+ * toward zero) so every rank of a group gets bit-identical results, on
+ * either comm kind. in == out allowed for all_reduce only. Errors (timeout,
+ * a failed peer, bad arguments, members disagreeing on the arguments) go to
+ * tessel_error(ctx); after one, the group's state is undefined: the caller
+ * aborts (tessel_local_world_abort, tessel_mpi_abort). On MPI a timeout
+ * leaves the collective pending, so the process must abort. */
+void tessel_all_reduce(tessel_ctx *ctx, uint32_t axes, int32_t dtype,
+                       const void *in, void *out, int64_t count, int32_t kind);
+/* out has shape[dim] * G along dim; g' 's input is block g' along dim. */
+void tessel_all_gather(tessel_ctx *ctx, uint32_t axes, int32_t dtype,
+                       const void *in, void *out, int32_t rank_,
+                       const int64_t *shape, int32_t dim);
+/* shape[dim] % G == 0; out = block g (of shape[dim]/G) along dim of the
+ * group's reduction. */
+void tessel_reduce_scatter(tessel_ctx *ctx, uint32_t axes, int32_t dtype,
+                           const void *in, void *out, int32_t rank_,
+                           const int64_t *shape, int32_t dim, int32_t kind);
+/* upstream shard.all_to_all: split `in` along split_dim into G blocks,
+ * block j goes to group index j; out = the G received blocks concatenated
+ * along concat_dim in group-index order (shape[split_dim] % G == 0; out's
+ * concat_dim is shape[concat_dim] * G). */
+void tessel_all_to_all(tessel_ctx *ctx, uint32_t axes, int32_t dtype,
+                       const void *in, void *out, int32_t rank_,
+                       const int64_t *shape, int32_t split_dim,
+                       int32_t concat_dim);
+/* No communication: out = block g along dim of in (shape[dim] % G == 0)
+ * (shard.all_slice). */
+void tessel_all_slice(tessel_ctx *ctx, uint32_t axes, int32_t dtype,
+                      const void *in, void *out, int32_t rank_,
+                      const int64_t *shape, int32_t dim);
+
+typedef enum tessel_collective {
+  TESSEL_COLL_ALL_REDUCE = 0,
+  TESSEL_COLL_ALL_GATHER = 1,
+  TESSEL_COLL_REDUCE_SCATTER = 2,
+  TESSEL_COLL_ALL_TO_ALL = 3,
+  TESSEL_NUM_COLLECTIVES = 4,
+} tessel_collective;
+/* Counters per (collective, axes mask), zeroed by tessel_reset_counters.
+ * bytes = the payload: all_reduce count·size; all_gather the OUTPUT bytes;
+ * reduce_scatter the INPUT bytes; all_to_all the input bytes. all_slice and
+ * groups of size 1 count nothing (a call on a group of one is a local
+ * copy). A call counts once it has completed without error. */
+int64_t tessel_comm_bytes(const tessel_ctx *ctx, int32_t collective,
+                          uint32_t axes);
+int64_t tessel_comm_calls(const tessel_ctx *ctx, int32_t collective,
+                          uint32_t axes);
 
 /* The training step the next kernels belong to (0 at creation). Counter-
  * based randomness (dropout) reads it, so every step draws fresh masks and a
@@ -109,8 +231,9 @@ typedef struct tessel_counters {
 } tessel_counters;
 
 void tessel_get_counters(const tessel_ctx *ctx, tessel_counters *out);
-/* Zeroes the activity counters; the allocation counters keep counting what
- * is held. */
+/* Zeroes the activity counters and the collectives' counters
+ * (tessel_comm_bytes, tessel_comm_calls); the allocation counters keep
+ * counting what is held. */
 void tessel_reset_counters(tessel_ctx *ctx);
 
 /*===--- Parameter initialisation ----------------------------------------===*/

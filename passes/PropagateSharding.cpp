@@ -1,0 +1,549 @@
+//===- PropagateSharding.cpp - A sharding for every value of the step -----===//
+//
+// Seeds: every argument of an entry function is a user annotation — its
+// explicit `nn.sharding`, or its logical axes (`nn.axes`) mapped by the
+// rules; a gradient or optimizer state takes its parameter's. Seeds never
+// change. Every other value starts unsplit and is only ever refined (a
+// dimension gains mesh axes), so the walk below terminates.
+//
+// Each op decides a loop sharding from what its operands and results
+// propose through their indexing maps (upstream ShardingInterface): a user
+// annotation beats a derived sharding, and between derived ones the larger
+// tensor wins, since the loser is the one resharded (fewer bytes moved).
+// Loops that must stay whole (ShardingConstraintOpInterface) and splits
+// that do not divide a loop are refused. The decision then refines the
+// op's operands (a request to their producers) and results.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialect/NN/NNDialect.h"
+#include "dialect/NN/NNInterfaces.h"
+#include "dialect/NN/NNOps.h"
+#include "passes/Passes.h"
+#include "passes/Sharding.h"
+
+#include "mlir/Dialect/Shard/Interfaces/ShardingInterface.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringMap.h"
+
+namespace tessel {
+#define GEN_PASS_DEF_PROPAGATESHARDINGPASS
+#include "passes/Passes.h.inc"
+} // namespace tessel
+
+using namespace mlir;
+using namespace tessel;
+
+namespace {
+
+constexpr llvm::StringLiteral kDefaultRules = "batch=dp,mlp=tp,heads=tp,vocab=tp";
+
+int64_t tensorBytes(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (!tensor)
+    return 0;
+  return tensor.getNumElements() *
+         std::max<int64_t>(1, tensor.getElementTypeBitWidth() / 8);
+}
+
+/// What one value asks of one loop of an op.
+struct Proposal {
+  unsigned loop;
+  MeshAxes axes;
+  bool userAnnotated;
+  int64_t bytes;
+  unsigned valueIndex;
+};
+
+class Propagator {
+public:
+  Propagator(const Mesh &mesh) : mesh(mesh) {}
+
+  LogicalResult seed(ModuleOp module, ArrayRef<std::pair<std::string, int16_t>> rules,
+                     bool sequenceParallel);
+  void run(ModuleOp module);
+  void writeAttributes(ModuleOp module, bool debug);
+
+private:
+  const Mesh &mesh;
+  DenseMap<Value, DimSharding> shardings;
+  DenseSet<Value> annotated;
+  DenseMap<Operation *, DimSharding> loopShardings;
+  DenseMap<Operation *, std::string> explanations;
+  SmallVector<func::FuncOp> entries;
+  llvm::SetVector<func::FuncOp> bodies;
+  bool changed = false;
+
+  DimSharding shardingOf(Value value) {
+    auto it = shardings.find(value);
+    if (it != shardings.end())
+      return it->second;
+    auto tensor = dyn_cast<RankedTensorType>(value.getType());
+    return DimSharding(tensor ? tensor.getRank() : 0);
+  }
+
+  /// Adds `axes` to dimension `dim` of `value` if it is unsplit, the axes
+  /// are unused by the value, and they divide the dimension.
+  void refineDim(Value value, unsigned dim, const MeshAxes &axes) {
+    if (axes.empty() || annotated.contains(value))
+      return;
+    auto tensor = dyn_cast<RankedTensorType>(value.getType());
+    if (!tensor || dim >= tensor.getRank())
+      return;
+    DimSharding sharding = shardingOf(value);
+    if (!sharding[dim].empty())
+      return;
+    MeshAxes used = usedAxes(sharding);
+    if (llvm::any_of(axes, [&](int16_t a) { return llvm::is_contained(used, a); }))
+      return;
+    if (tensor.getDimSize(dim) % mesh.groupSize(axes) != 0)
+      return;
+    sharding[dim] = axes;
+    shardings[value] = sharding;
+    changed = true;
+  }
+
+  void refine(Value value, const DimSharding &wanted, unsigned firstDim = 0) {
+    for (auto [dim, axes] : llvm::enumerate(wanted))
+      refineDim(value, dim + firstDim, axes);
+  }
+
+  void walk(func::FuncOp func, bool backward);
+  void visit(Operation *op);
+  void decide(Operation *op);
+  void visitRepeat(nn::RepeatOp repeat);
+  void visitReturn(func::ReturnOp ret);
+  DimSharding requiredResult(func::FuncOp func, unsigned index);
+
+  llvm::StringMap<DimSharding> paramShardings;
+};
+
+LogicalResult Propagator::seed(ModuleOp module,
+                               ArrayRef<std::pair<std::string, int16_t>> rules,
+                               bool sequenceParallel) {
+  // Entries: the public functions (the model and its training entries);
+  // private ones are layers of nn.repeat, reached through their repeats.
+  for (auto func : module.getOps<func::FuncOp>())
+    if (!func.isPrivate() && !func.isExternal())
+      entries.push_back(func);
+
+  auto seedArgument = [&](func::FuncOp func, unsigned index) -> LogicalResult {
+    BlockArgument arg = func.getArgument(index);
+    auto tensor = dyn_cast<RankedTensorType>(arg.getType());
+    if (!tensor)
+      return success();
+    auto where = [&]() {
+      InFlightDiagnostic diag = func.emitError();
+      diag << "argument #" << index;
+      if (auto name = func.getArgAttrOfType<StringAttr>(
+              index, nn::NNDialect::kParamAttrName))
+        diag << " ('" << name.getValue() << "')";
+      return diag;
+    };
+    DimSharding sharding(tensor.getRank());
+    if (Attribute explicitSharding = func.getArgAttr(index, kShardingAttr)) {
+      std::string error;
+      std::optional<DimSharding> parsed =
+          shardingFromAttr(explicitSharding, mesh, error);
+      if (!parsed)
+        return where() << ": " << error;
+      if (parsed->size() != static_cast<size_t>(tensor.getRank()))
+        return where() << ": nn.sharding has " << parsed->size()
+                       << " dimensions, the tensor " << tensor.getRank();
+      sharding = *parsed;
+    } else if (auto axes = func.getArgAttrOfType<ArrayAttr>(
+                   index, nn::NNDialect::kAxesAttrName)) {
+      bool activation =
+          func.getArgAttr(index, nn::NNDialect::kInputAttrName) ||
+          func.getArgAttr(index, nn::NNDialect::kLabelAttrName);
+      MeshAxes used;
+      for (auto [dim, logical] : llvm::enumerate(axes)) {
+        auto name = dyn_cast<StringAttr>(logical);
+        if (!name || dim >= sharding.size())
+          continue;
+        auto tryAxis = [&](int16_t axis) {
+          if (!sharding[dim].empty() || llvm::is_contained(used, axis))
+            return;
+          sharding[dim].push_back(axis);
+          used.push_back(axis);
+        };
+        for (auto &[logicalName, axis] : rules)
+          if (logicalName == name.getValue())
+            tryAxis(axis);
+        // Megatron sequence parallelism: activations split their sequence
+        // over tp wherever the tensor-parallel weights leave it free.
+        if (sequenceParallel && activation && name.getValue() == "seq")
+          if (std::optional<int16_t> tp = mesh.axisIndex("tp"))
+            tryAxis(*tp);
+      }
+    } else {
+      StringAttr owner =
+          func.getArgAttrOfType<StringAttr>(index, nn::NNDialect::kGradAttrName);
+      if (!owner)
+        owner = func.getArgAttrOfType<StringAttr>(index,
+                                                  nn::NNDialect::kStateAttrName);
+      if (owner) {
+        StringRef name = owner.getValue();
+        auto it = paramShardings.find(name);
+        // A state "w.m" belongs to parameter "w".
+        while (it == paramShardings.end() && name.contains('.')) {
+          name = name.rsplit('.').first;
+          it = paramShardings.find(name);
+        }
+        if (it != paramShardings.end() &&
+            it->second.size() == static_cast<size_t>(tensor.getRank()))
+          sharding = it->second;
+      }
+    }
+    for (auto [dim, axes] : llvm::enumerate(sharding)) {
+      int64_t group = mesh.groupSize(axes);
+      if (!axes.empty() && tensor.getDimSize(dim) % group != 0)
+        return where() << ": dimension " << dim << " of size "
+                       << tensor.getDimSize(dim)
+                       << " does not split evenly over mesh axes '"
+                       << mesh.describe(axes) << "' of size " << group;
+    }
+    shardings[arg] = sharding;
+    annotated.insert(arg);
+    if (auto name = func.getArgAttrOfType<StringAttr>(
+            index, nn::NNDialect::kParamAttrName))
+      paramShardings.try_emplace(name.getValue(), sharding);
+    return success();
+  };
+
+  // Parameters first, so gradients and states can take their shardings.
+  for (func::FuncOp func : entries)
+    for (unsigned i = 0; i < func.getNumArguments(); ++i)
+      if (func.getArgAttr(i, nn::NNDialect::kParamAttrName) &&
+          failed(seedArgument(func, i)))
+        return failure();
+  for (func::FuncOp func : entries)
+    for (unsigned i = 0; i < func.getNumArguments(); ++i)
+      if (!func.getArgAttr(i, nn::NNDialect::kParamAttrName) &&
+          failed(seedArgument(func, i)))
+        return failure();
+  return success();
+}
+
+void Propagator::run(ModuleOp module) {
+  // Every pass refines at least one dimension of one value, so the number
+  // of passes is bounded by the number of (value, dimension) pairs; the cap
+  // only guards against a bug.
+  for (int iteration = 0; iteration < 64; ++iteration) {
+    changed = false;
+    for (func::FuncOp func : entries) {
+      walk(func, /*backward=*/false);
+      walk(func, /*backward=*/true);
+    }
+    if (!changed)
+      break;
+  }
+}
+
+void Propagator::walk(func::FuncOp func, bool backward) {
+  Block &body = func.getBody().front();
+  if (!backward) {
+    for (Operation &op : body)
+      visit(&op);
+    return;
+  }
+  for (Operation &op : llvm::reverse(body))
+    visit(&op);
+}
+
+void Propagator::visit(Operation *op) {
+  if (auto repeat = dyn_cast<nn::RepeatOp>(op))
+    return visitRepeat(repeat);
+  if (auto ret = dyn_cast<func::ReturnOp>(op))
+    return visitReturn(ret);
+  if (isa<shard::ShardingInterface>(op))
+    decide(op);
+}
+
+void Propagator::decide(Operation *op) {
+  auto rule = cast<shard::ShardingInterface>(op);
+  SmallVector<AffineMap> maps = rule.getIndexingMaps();
+  SmallVector<utils::IteratorType> loops = rule.getLoopIteratorTypes();
+  SmallVector<int64_t> unsplittable;
+  if (auto constraints = dyn_cast<nn::ShardingConstraintOpInterface>(op))
+    unsplittable = constraints.getUnsplittableLoops();
+  SmallVector<int64_t> extents = loopExtents(op, maps);
+  SmallVector<Value> values(op->getOperands());
+  llvm::append_range(values, op->getResults());
+  if (maps.size() != values.size())
+    return;
+
+  SmallVector<Proposal> proposals;
+  for (auto [index, value] : llvm::enumerate(values)) {
+    auto it = shardings.find(value);
+    if (it == shardings.end())
+      continue;
+    for (auto [dim, axes] : llvm::enumerate(it->second)) {
+      if (axes.empty() || dim >= maps[index].getNumResults())
+        continue;
+      std::optional<unsigned> loop = leadingLoop(maps[index].getResult(dim));
+      if (!loop)
+        continue;
+      proposals.push_back({*loop, axes, annotated.contains(value),
+                           tensorBytes(value.getType()),
+                           static_cast<unsigned>(index)});
+    }
+  }
+  llvm::stable_sort(proposals, [](const Proposal &a, const Proposal &b) {
+    if (a.userAnnotated != b.userAnnotated)
+      return a.userAnnotated;
+    return a.bytes > b.bytes;
+  });
+
+  unsigned numOperands = op->getNumOperands();
+  auto describeValue = [&](unsigned index) {
+    std::string text = index < numOperands
+                           ? "operand #" + std::to_string(index)
+                           : "result #" + std::to_string(index - numOperands);
+    return text;
+  };
+  DimSharding loopSharding(loops.size());
+  MeshAxes used;
+  std::string why;
+  llvm::raw_string_ostream os(why);
+  // An op updating a value in place (an accumulator, optimizer state)
+  // computes it exactly as that value is split: its loops are pinned.
+  SmallVector<bool> pinned(loops.size(), false);
+  if (auto dps = dyn_cast<DestinationStyleOpInterface>(op))
+    for (OpOperand &init : dps.getDpsInitsMutable()) {
+      DimSharding sharding = shardingOf(init.get());
+      AffineMap map = maps[init.getOperandNumber()];
+      for (auto [dim, axes] : llvm::enumerate(sharding)) {
+        std::optional<unsigned> loop =
+            dim < map.getNumResults() ? leadingLoop(map.getResult(dim))
+                                      : std::nullopt;
+        if (!loop || *loop >= loops.size() || pinned[*loop])
+          continue;
+        pinned[*loop] = true;
+        loopSharding[*loop] = axes;
+        llvm::append_range(used, axes);
+        if (!axes.empty())
+          os << "; loop " << *loop << " over '" << mesh.describe(axes)
+             << "' pinned by in-place operand #" << init.getOperandNumber();
+      }
+    }
+  for (const Proposal &p : proposals) {
+    if (p.loop >= loops.size())
+      continue;
+    std::string who = describeValue(p.valueIndex) +
+                      (p.userAnnotated ? " (user annotation)" : "");
+    if (loopSharding[p.loop] == p.axes)
+      continue;
+    os << "; loop " << p.loop << " over '" << mesh.describe(p.axes)
+       << "' asked by " << who;
+    if (llvm::is_contained(unsplittable, static_cast<int64_t>(p.loop))) {
+      os << ": refused, the loop must stay whole";
+      continue;
+    }
+    if (pinned[p.loop]) {
+      os << ": refused, the in-place operand fixes it";
+      continue;
+    }
+    if (!loopSharding[p.loop].empty()) {
+      os << ": lost, already split over '"
+         << mesh.describe(loopSharding[p.loop]) << "'";
+      continue;
+    }
+    if (llvm::any_of(p.axes,
+                     [&](int16_t a) { return llvm::is_contained(used, a); })) {
+      os << ": lost, the axis already splits another loop";
+      continue;
+    }
+    if (extents[p.loop] <= 0 || extents[p.loop] % mesh.groupSize(p.axes) != 0) {
+      os << ": refused, size " << extents[p.loop] << " does not divide";
+      continue;
+    }
+    loopSharding[p.loop] = p.axes;
+    llvm::append_range(used, p.axes);
+    os << ": taken";
+  }
+  loopShardings[op] = loopSharding;
+  explanations[op] = why.empty() ? std::string("; nothing split") : why;
+
+  for (auto [index, value] : llvm::enumerate(values))
+    refine(value, shardingOfValue(maps[index], loopSharding));
+}
+
+void Propagator::visitRepeat(nn::RepeatOp repeat) {
+  func::FuncOp layer = repeat.getLayerFunction();
+  if (!layer)
+    return;
+  bodies.insert(layer);
+  unsigned numCarried = repeat.getCarried().size();
+  auto strip = [](DimSharding sharding) {
+    if (!sharding.empty())
+      sharding.erase(sharding.begin());
+    return sharding;
+  };
+  auto stack = [](DimSharding sharding) {
+    sharding.insert(sharding.begin(), MeshAxes{});
+    return sharding;
+  };
+  // Caller to layer: a parameter slice is annotated when its stack is.
+  for (auto [i, operand] : llvm::enumerate(repeat.getCarried())) {
+    BlockArgument arg = layer.getArgument(i);
+    refine(arg, shardingOf(operand));
+    refine(arg, shardingOf(repeat.getResult(i)));
+  }
+  for (auto [j, operand] : llvm::enumerate(repeat.getParams())) {
+    BlockArgument arg = layer.getArgument(numCarried + j);
+    if (annotated.contains(operand) && !annotated.contains(arg)) {
+      shardings[arg] = strip(shardingOf(operand));
+      annotated.insert(arg);
+      changed = true;
+    } else {
+      refine(arg, strip(shardingOf(operand)));
+    }
+  }
+  auto ret = cast<func::ReturnOp>(layer.getBody().front().getTerminator());
+  for (auto [k, stacked] : llvm::enumerate(repeat.getStackedResults()))
+    refine(ret.getOperand(numCarried + k), strip(shardingOf(stacked)));
+
+  walk(layer, /*backward=*/false);
+  walk(layer, /*backward=*/true);
+
+  // Layer to caller.
+  for (unsigned i = 0; i < numCarried; ++i) {
+    refine(repeat.getCarried()[i], shardingOf(layer.getArgument(i)));
+    refine(repeat.getResult(i), shardingOf(layer.getArgument(i)));
+  }
+  for (auto [j, operand] : llvm::enumerate(repeat.getParams()))
+    refine(operand, stack(shardingOf(layer.getArgument(numCarried + j))));
+  for (auto [k, stacked] : llvm::enumerate(repeat.getStackedResults()))
+    refine(stacked, stack(shardingOf(ret.getOperand(numCarried + k))));
+}
+
+DimSharding Propagator::requiredResult(func::FuncOp func, unsigned index) {
+  auto tensor = dyn_cast<RankedTensorType>(func.getResultTypes()[index]);
+  DimSharding none(tensor ? tensor.getRank() : 0);
+  if (bodies.contains(func)) {
+    // A carried value returns to the next layer's argument.
+    if (index < func.getNumArguments() &&
+        func.getArgument(index).getType() == func.getResultTypes()[index])
+      return shardingOf(func.getArgument(index));
+    return none;
+  }
+  for (StringRef attr : {nn::NNDialect::kGradAttrName,
+                         nn::NNDialect::kStateAttrName,
+                         nn::NNDialect::kParamAttrName}) {
+    auto name = func.getResultAttrOfType<StringAttr>(index, attr);
+    if (!name)
+      continue;
+    // The argument with the same role and name holds the same tensor.
+    for (unsigned i = 0; i < func.getNumArguments(); ++i)
+      if (func.getArgAttr(i, attr) == name)
+        return shardingOf(func.getArgument(i));
+  }
+  return none;
+}
+
+void Propagator::visitReturn(func::ReturnOp ret) {
+  auto func = ret->getParentOfType<func::FuncOp>();
+  bool isBody = bodies.contains(func);
+  for (auto [index, operand] : llvm::enumerate(ret.getOperands())) {
+    refine(operand, requiredResult(func, index));
+    // Carried values: the argument and the returned value are one value of
+    // the loop, refined together.
+    if (isBody && index < func.getNumArguments() &&
+        func.getArgument(index).getType() == operand.getType())
+      refine(func.getArgument(index), shardingOf(operand));
+  }
+}
+
+void Propagator::writeAttributes(ModuleOp module, bool debug) {
+  MLIRContext *ctx = module.getContext();
+  SmallVector<func::FuncOp> funcs(entries);
+  llvm::append_range(funcs, bodies);
+  for (func::FuncOp func : funcs) {
+    for (BlockArgument arg : func.getArguments()) {
+      DimSharding sharding = shardingOf(arg);
+      if (isa<RankedTensorType>(arg.getType()) && !isReplicated(sharding))
+        func.setArgAttr(arg.getArgNumber(), kShardingAttr,
+                        shardingToAttr(ctx, mesh, sharding));
+      else
+        func.removeArgAttr(arg.getArgNumber(), kShardingAttr);
+    }
+    auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
+    for (unsigned i = 0; i < func.getNumResults(); ++i) {
+      DimSharding sharding = requiredResult(func, i);
+      // A layer's per-layer outputs keep whatever their producer gives.
+      if (bodies.contains(func) && isReplicated(sharding))
+        sharding = shardingOf(ret.getOperand(i));
+      if (!isReplicated(sharding))
+        func.setResultAttr(i, kShardingAttr, shardingToAttr(ctx, mesh, sharding));
+      else
+        func.removeResultAttr(i, StringAttr::get(ctx, kShardingAttr));
+    }
+    func.walk([&](Operation *op) {
+      auto it = loopShardings.find(op);
+      if (it == loopShardings.end())
+        return;
+      op->setAttr(kLoopShardingAttr, shardingToAttr(ctx, mesh, it->second));
+      if (debug)
+        op->emitRemark() << "sharding: "
+                         << StringRef(explanations[op]).drop_front(2);
+    });
+  }
+}
+
+struct PropagateShardingPass
+    : tessel::impl::PropagateShardingPassBase<PropagateShardingPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    std::string error;
+    std::optional<Mesh> mesh = Mesh::parse(this->mesh, error);
+    if (!mesh) {
+      module.emitError() << "tessel-propagate-sharding: " << error;
+      return signalPassFailure();
+    }
+    if (std::optional<Mesh> existing = Mesh::fromModule(module))
+      if (existing->names != mesh->names || existing->sizes != mesh->sizes) {
+        module.emitError() << "the module already holds a different @mesh";
+        return signalPassFailure();
+      }
+    // Rules naming an axis this mesh lacks are skipped for the defaults
+    // (they serve any mesh) and refused when the user wrote them.
+    bool defaults = this->rules == kDefaultRules;
+    SmallVector<std::pair<std::string, int16_t>> rules;
+    SmallVector<StringRef> entries;
+    StringRef(this->rules).split(entries, ',', -1, /*KeepEmpty=*/false);
+    for (StringRef entry : entries) {
+      auto [logical, axis] = entry.trim().split('=');
+      if (logical.trim().empty() || axis.trim().empty()) {
+        module.emitError() << "rule '" << entry.trim()
+                           << "' is not logical=mesh_axis";
+        return signalPassFailure();
+      }
+      std::optional<int16_t> index = mesh->axisIndex(axis.trim());
+      if (!index) {
+        if (defaults)
+          continue;
+        module.emitError() << "rule '" << entry.trim()
+                           << "' names unknown mesh axis '" << axis.trim()
+                           << "'";
+        return signalPassFailure();
+      }
+      rules.push_back({logical.trim().str(), *index});
+    }
+    if (sequenceParallel && !mesh->axisIndex("tp")) {
+      module.emitError() << "sequence parallelism splits the sequence over "
+                            "'tp', which the mesh lacks";
+      return signalPassFailure();
+    }
+    mesh->materialize(module);
+    Propagator propagator(*mesh);
+    if (failed(propagator.seed(module, rules, sequenceParallel)))
+      return signalPassFailure();
+    propagator.run(module);
+    propagator.writeAttributes(module, debug);
+  }
+};
+
+} // namespace

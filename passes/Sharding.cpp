@@ -1,0 +1,250 @@
+//===- Sharding.cpp - Mesh and per-dimension shardings shared by the passes ===//
+
+#include "passes/Sharding.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+
+using namespace mlir;
+
+namespace tessel {
+
+static bool isAxisName(StringRef name) {
+  if (name.empty() || !(llvm::isAlpha(name[0]) || name[0] == '_'))
+    return false;
+  return llvm::all_of(name, [](char c) { return llvm::isAlnum(c) || c == '_'; });
+}
+
+std::optional<Mesh> Mesh::parse(StringRef text, std::string &error) {
+  Mesh mesh;
+  SmallVector<StringRef> entries;
+  text.split(entries, ',', /*MaxSplit=*/-1, /*KeepEmpty=*/true);
+  for (StringRef entry : entries) {
+    auto [name, size] = entry.trim().split('=');
+    name = name.trim();
+    int64_t value = 0;
+    if (!isAxisName(name) || size.trim().getAsInteger(10, value) || value < 1) {
+      error = ("mesh entry '" + entry.trim() +
+               "' is not name=size (a name and a positive size)")
+                  .str();
+      return std::nullopt;
+    }
+    if (mesh.axisIndex(name)) {
+      error = ("mesh axis '" + name + "' is given twice").str();
+      return std::nullopt;
+    }
+    mesh.names.push_back(name.str());
+    mesh.sizes.push_back(value);
+  }
+  if (mesh.names.size() > 8) {
+    error = "a mesh has at most 8 axes";
+    return std::nullopt;
+  }
+  return mesh;
+}
+
+std::optional<Mesh> Mesh::fromModule(ModuleOp module) {
+  auto grid = module.lookupSymbol<shard::GridOp>(kMeshName);
+  if (!grid)
+    return std::nullopt;
+  auto names = grid->getAttrOfType<ArrayAttr>(kAxisNamesAttr);
+  ArrayRef<int64_t> shape = grid.getShape();
+  Mesh mesh;
+  for (auto [index, size] : llvm::enumerate(shape)) {
+    if (size <= 0)
+      return std::nullopt;
+    StringAttr name =
+        names && index < names.size() ? dyn_cast<StringAttr>(names[index])
+                                      : StringAttr();
+    mesh.names.push_back(name ? name.str() : "axis" + std::to_string(index));
+    mesh.sizes.push_back(size);
+  }
+  return mesh;
+}
+
+std::optional<int16_t> Mesh::axisIndex(StringRef name) const {
+  for (auto [index, axis] : llvm::enumerate(names))
+    if (axis == name)
+      return static_cast<int16_t>(index);
+  return std::nullopt;
+}
+
+int64_t Mesh::worldSize() const {
+  int64_t product = 1;
+  for (int64_t size : sizes)
+    product *= size;
+  return product;
+}
+
+int64_t Mesh::groupSize(ArrayRef<int16_t> axes) const {
+  int64_t product = 1;
+  for (int16_t axis : axes)
+    product *= sizes[axis];
+  return product;
+}
+
+std::string Mesh::describe(ArrayRef<int16_t> axes) const {
+  std::string text;
+  for (int16_t axis : axes) {
+    if (!text.empty())
+      text += ",";
+    text += names[axis];
+  }
+  return text;
+}
+
+shard::GridOp Mesh::materialize(ModuleOp module) const {
+  if (auto grid = module.lookupSymbol<shard::GridOp>(kMeshName))
+    return grid;
+  OpBuilder builder(module.getBodyRegion());
+  auto grid = shard::GridOp::create(builder, module.getLoc(), kMeshName, sizes);
+  SmallVector<Attribute> axisNames;
+  for (const std::string &name : names)
+    axisNames.push_back(builder.getStringAttr(name));
+  grid->setAttr(kAxisNamesAttr, builder.getArrayAttr(axisNames));
+  return grid;
+}
+
+ArrayAttr shardingToAttr(MLIRContext *ctx, const Mesh &mesh,
+                         const DimSharding &sharding) {
+  Builder builder(ctx);
+  SmallVector<Attribute> dims;
+  for (const MeshAxes &axes : sharding) {
+    SmallVector<Attribute> names;
+    for (int16_t axis : axes)
+      names.push_back(builder.getStringAttr(mesh.names[axis]));
+    dims.push_back(builder.getArrayAttr(names));
+  }
+  return builder.getArrayAttr(dims);
+}
+
+std::optional<DimSharding> shardingFromAttr(Attribute attr, const Mesh &mesh,
+                                            std::string &error) {
+  auto dims = dyn_cast_or_null<ArrayAttr>(attr);
+  if (!dims) {
+    error = "a sharding is an array of arrays of mesh axis names";
+    return std::nullopt;
+  }
+  DimSharding sharding;
+  MeshAxes seen;
+  for (Attribute dim : dims) {
+    auto names = dyn_cast<ArrayAttr>(dim);
+    if (!names) {
+      error = "a sharding is an array of arrays of mesh axis names";
+      return std::nullopt;
+    }
+    MeshAxes axes;
+    for (Attribute name : names) {
+      auto text = dyn_cast<StringAttr>(name);
+      std::optional<int16_t> axis =
+          text ? mesh.axisIndex(text.getValue()) : std::nullopt;
+      if (!axis) {
+        error = text ? "unknown mesh axis '" + text.str() + "'"
+                     : "a mesh axis is named by a string";
+        return std::nullopt;
+      }
+      if (llvm::is_contained(seen, *axis)) {
+        error = "mesh axis '" + text.str() + "' is used twice in one value";
+        return std::nullopt;
+      }
+      seen.push_back(*axis);
+      axes.push_back(*axis);
+    }
+    sharding.push_back(axes);
+  }
+  return sharding;
+}
+
+bool isReplicated(const DimSharding &sharding) {
+  return llvm::all_of(sharding, [](const MeshAxes &axes) { return axes.empty(); });
+}
+
+MeshAxes usedAxes(const DimSharding &sharding) {
+  MeshAxes all;
+  for (const MeshAxes &axes : sharding)
+    llvm::append_range(all, axes);
+  return all;
+}
+
+RankedTensorType localType(RankedTensorType type, const DimSharding &sharding,
+                           const Mesh &mesh) {
+  SmallVector<int64_t> shape(type.getShape());
+  for (auto [dim, axes] : llvm::enumerate(sharding))
+    if (dim < shape.size() && !axes.empty())
+      shape[dim] /= mesh.groupSize(axes);
+  return RankedTensorType::get(shape, type.getElementType(),
+                               type.getEncoding());
+}
+
+// Collects the terms of a sum of `loop` and `loop * constant`; false for
+// anything else (constants, floordiv, mod).
+static bool linearTerms(AffineExpr expr,
+                        SmallVectorImpl<std::pair<unsigned, int64_t>> &terms) {
+  if (auto dim = dyn_cast<AffineDimExpr>(expr)) {
+    terms.push_back({dim.getPosition(), 1});
+    return true;
+  }
+  auto binary = dyn_cast<AffineBinaryOpExpr>(expr);
+  if (!binary)
+    return false;
+  if (binary.getKind() == AffineExprKind::Add)
+    return linearTerms(binary.getLHS(), terms) &&
+           linearTerms(binary.getRHS(), terms);
+  if (binary.getKind() == AffineExprKind::Mul) {
+    auto dim = dyn_cast<AffineDimExpr>(binary.getLHS());
+    auto factor = dyn_cast<AffineConstantExpr>(binary.getRHS());
+    if (!dim || !factor)
+      return false;
+    terms.push_back({dim.getPosition(), factor.getValue()});
+    return true;
+  }
+  return false;
+}
+
+std::optional<unsigned> leadingLoop(AffineExpr expr) {
+  SmallVector<std::pair<unsigned, int64_t>> terms;
+  if (!linearTerms(expr, terms) || terms.empty())
+    return std::nullopt;
+  auto outer = llvm::max_element(
+      terms, [](auto a, auto b) { return a.second < b.second; });
+  return outer->first;
+}
+
+SmallVector<unsigned> loopsOf(AffineExpr expr) {
+  SmallVector<unsigned> loops;
+  expr.walk([&](AffineExpr sub) {
+    if (auto dim = dyn_cast<AffineDimExpr>(sub))
+      if (!llvm::is_contained(loops, dim.getPosition()))
+        loops.push_back(dim.getPosition());
+  });
+  return loops;
+}
+
+SmallVector<int64_t> loopExtents(Operation *op, ArrayRef<AffineMap> maps) {
+  unsigned numLoops = maps.empty() ? 0 : maps.front().getNumDims();
+  SmallVector<int64_t> extents(numLoops, -1);
+  SmallVector<Type> types(op->getOperandTypes());
+  llvm::append_range(types, op->getResultTypes());
+  for (auto [map, type] : llvm::zip(maps, types)) {
+    auto tensor = dyn_cast<RankedTensorType>(type);
+    if (!tensor)
+      continue;
+    for (auto [dim, expr] : llvm::enumerate(map.getResults()))
+      if (auto loop = dyn_cast<AffineDimExpr>(expr))
+        if (extents[loop.getPosition()] < 0)
+          extents[loop.getPosition()] = tensor.getDimSize(dim);
+  }
+  return extents;
+}
+
+DimSharding shardingOfValue(AffineMap map, const DimSharding &loops) {
+  DimSharding sharding;
+  for (AffineExpr expr : map.getResults()) {
+    std::optional<unsigned> loop = leadingLoop(expr);
+    sharding.push_back(loop && *loop < loops.size() ? loops[*loop] : MeshAxes{});
+  }
+  return sharding;
+}
+
+} // namespace tessel

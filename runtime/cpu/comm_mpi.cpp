@@ -1,0 +1,432 @@
+//===- comm_mpi.cpp - Collectives between ranks that are MPI processes ----===//
+//
+// TESSEL_COMM_MPI: one process per rank, the groups are communicators split
+// from MPI_COMM_WORLD. Data moves as raw elements (16-bit floats stay 16-bit
+// on the wire) with MPI's all-to-all and all-gather; reductions never use
+// MPI's reduction operators, whose summation order MPI leaves open: each
+// rank reduces the blocks it received in group-index order with
+// reduceInOrder, as the local backend does, so both give the same bits and
+// every member of a group the same result. all_reduce is a reduce-scatter by
+// all-to-all followed by an all-gather of the reduced chunks: the same
+// 2·(G-1)/G·n bytes per rank as a ring all-reduce.
+//
+// Collectives are issued non-blocking and polled so that a peer that never
+// joins fails the call after the context's timeout instead of hanging it.
+//
+// Without MPI (TESSEL_WITH_MPI undefined) the entry points report that.
+//
+//===----------------------------------------------------------------------===//
+
+#include "comm.h"
+
+#include <cstdlib>
+
+#ifdef TESSEL_WITH_MPI
+
+// The C API only: in C++, mpi.h would also declare the deprecated C++
+// bindings, which live in a library we do not link.
+#define OMPI_SKIP_MPICXX 1
+#define MPICH_SKIP_MPICXX 1
+#include <mpi.h>
+
+#include <thread>
+
+using namespace tessel::cpu;
+
+/// The context's communicators by axes mask (groups of more than one rank);
+/// in each, a rank's MPI rank is its group index.
+struct tessel::cpu::MpiComms {
+  std::unordered_map<uint32_t, MPI_Comm> byMask;
+};
+
+namespace {
+
+/// Records a failed MPI call's message on ctx.
+bool mpiOk(tessel_ctx *ctx, const Collective &c, int rc, const char *call) {
+  if (rc == MPI_SUCCESS)
+    return true;
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(rc, text, &len);
+  setError(ctx, "%s: %s failed: %.*s", c.name, call, len, text);
+  return false;
+}
+
+bool mpiIsUp() {
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  return initialized && !finalized;
+}
+
+/// The group's communicator: MPI_COMM_WORLD split by the group id (the
+/// coordinates on the other axes), ranked by group index. The split is
+/// collective over MPI_COMM_WORLD; ranks run the same program (SPMD), so
+/// every rank makes its first call on a mask at the same point of the step
+/// and a lazy split meets its peers.
+int splitComm(const Group &group, MPI_Comm &comm) {
+  int rc =
+      MPI_Comm_split(MPI_COMM_WORLD, int(group.id), int(group.index), &comm);
+  if (rc == MPI_SUCCESS)
+    // Failures come back as codes (an error on ctx), not a fatal abort.
+    MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+  return rc;
+}
+
+/// Raw elements of the dtype's width: nothing is reduced by MPI.
+MPI_Datatype elementType(int64_t elemSize) {
+  switch (elemSize) {
+  case 2:
+    return MPI_UINT16_T;
+  case 4:
+    return MPI_UINT32_T;
+  default:
+    return MPI_UINT64_T;
+  }
+}
+
+/// Completes a non-blocking collective, polling so that a missing peer
+/// becomes a timeout error (the request then stays pending: the caller must
+/// abort the job).
+bool await(tessel_ctx *ctx, const Collective &c, const Group &group,
+           MPI_Request &request, const char *call) {
+  const auto deadline = commDeadline(ctx);
+  while (true) {
+    int done = 0;
+    if (!mpiOk(ctx, c, MPI_Test(&request, &done, MPI_STATUS_IGNORE), call))
+      return false;
+    if (done)
+      return true;
+    if (std::chrono::steady_clock::now() > deadline) {
+      setError(ctx,
+               "%s: timed out after %g s in %s on the group of axes mask "
+               "0x%x (a member has not joined)",
+               c.name, ctx->commTimeoutSeconds, call, group.mask);
+      return false;
+    }
+    // Ranks may outnumber cores (oversubscribed runs): let them progress.
+    std::this_thread::yield();
+  }
+}
+
+class MpiGroup {
+public:
+  MpiGroup(tessel_ctx *ctx, const Group &group, const Collective &c)
+      : ctx(ctx), group(group), c(c), type(elementType(c.elemSize)) {}
+
+  bool init();
+  bool allReduce();
+  bool allGather();
+  bool reduceScatter();
+  bool allToAll();
+
+private:
+  /// MPI counts are ints.
+  bool fitsInt(int64_t elems) {
+    if (elems <= INT_MAX)
+      return true;
+    setError(ctx, "%s: %lld elements per message exceed MPI's int count",
+             c.name, (long long)elems);
+    return false;
+  }
+  bool allToAllBlocks(const void *send, void *recv, int64_t blockElems);
+
+  tessel_ctx *ctx;
+  const Group &group;
+  const Collective &c;
+  MPI_Datatype type;
+  MPI_Comm comm = MPI_COMM_NULL;
+};
+
+bool MpiGroup::init() {
+  auto &byMask = ctx->mpi->byMask;
+  auto it = byMask.find(group.mask);
+  if (it != byMask.end()) {
+    comm = it->second;
+    return true;
+  }
+  if (!mpiOk(ctx, c, splitComm(group, comm), "MPI_Comm_split"))
+    return false;
+  byMask[group.mask] = comm;
+  return true;
+}
+
+bool MpiGroup::allToAllBlocks(const void *send, void *recv,
+                              int64_t blockElems) {
+  if (!fitsInt(blockElems))
+    return false;
+  MPI_Request request;
+  return mpiOk(ctx, c,
+               MPI_Ialltoall(send, int(blockElems), type, recv, int(blockElems),
+                             type, comm, &request),
+               "MPI_Ialltoall") &&
+         await(ctx, c, group, request, "MPI_Ialltoall");
+}
+
+/// Chunk j of the buffer goes to group index j, which reduces it; the
+/// reduced chunks are then gathered by everyone. `in` is consumed by the
+/// all-to-all before `out` is written, so in == out is safe.
+bool MpiGroup::allReduce() {
+  const int64_t groupSize = group.size, g = group.index, n = c.count;
+  const int64_t es = c.elemSize;
+  if (!fitsInt(n))
+    return false;
+  std::vector<int> counts(static_cast<size_t>(groupSize)),
+      displs(static_cast<size_t>(groupSize));
+  for (int64_t j = 0; j < groupSize; ++j) {
+    displs[size_t(j)] = int(j * n / groupSize);
+    counts[size_t(j)] = int((j + 1) * n / groupSize - j * n / groupSize);
+  }
+  const int mine = counts[size_t(g)];
+  std::vector<int> recvCounts(size_t(groupSize), mine),
+      recvDispls(static_cast<size_t>(groupSize));
+  for (int64_t p = 0; p < groupSize; ++p)
+    recvDispls[size_t(p)] = int(p * mine);
+  std::vector<uint8_t> received(size_t(groupSize * mine * es));
+  MPI_Request request;
+  if (!mpiOk(ctx, c,
+             MPI_Ialltoallv(c.in, counts.data(), displs.data(), type,
+                            received.data(), recvCounts.data(),
+                            recvDispls.data(), type, comm, &request),
+             "MPI_Ialltoallv") ||
+      !await(ctx, c, group, request, "MPI_Ialltoallv"))
+    return false;
+  std::vector<const void *> inputs(static_cast<size_t>(groupSize));
+  for (int64_t p = 0; p < groupSize; ++p)
+    inputs[size_t(p)] = received.data() + p * mine * es;
+  std::vector<uint8_t> reduced(size_t(mine * es));
+  reduceInOrder(c.dtype, c.reduce, groupSize, inputs.data(), reduced.data(),
+                mine);
+  return mpiOk(ctx, c,
+               MPI_Iallgatherv(reduced.data(), mine, type, c.out, counts.data(),
+                               displs.data(), type, comm, &request),
+               "MPI_Iallgatherv") &&
+         await(ctx, c, group, request, "MPI_Iallgatherv");
+}
+
+/// Gathers the inputs whole, then places input p as block p of every row
+/// (straight into out when there is one row).
+bool MpiGroup::allGather() {
+  const int64_t elems = c.outer * c.len * c.inner;
+  if (!fitsInt(elems))
+    return false;
+  const int64_t inBytes = elems * c.elemSize;
+  std::vector<uint8_t> gathered;
+  void *dst = c.out;
+  if (c.outer != 1) {
+    gathered.resize(size_t(group.size * inBytes));
+    dst = gathered.data();
+  }
+  MPI_Request request;
+  if (!mpiOk(ctx, c,
+             MPI_Iallgather(c.in, int(elems), type, dst, int(elems), type, comm,
+                            &request),
+             "MPI_Iallgather") ||
+      !await(ctx, c, group, request, "MPI_Iallgather"))
+    return false;
+  if (c.outer != 1) {
+    const int64_t rowBytes = c.len * c.inner * c.elemSize;
+    for (int64_t p = 0; p < group.size; ++p)
+      copyRows(static_cast<uint8_t *>(c.out) + p * rowBytes,
+               group.size * rowBytes, gathered.data() + p * inBytes, rowBytes,
+               c.outer, rowBytes);
+  }
+  return true;
+}
+
+/// Block j of every row, packed as [outer, len / G, inner], goes to group
+/// index j; the G blocks received are reduced in group-index order.
+bool MpiGroup::reduceScatter() {
+  const int64_t groupSize = group.size;
+  const int64_t blockElems = c.len / groupSize * c.inner;
+  const int64_t blockBytes = blockElems * c.elemSize;
+  const int64_t sendElems = c.outer * blockElems;
+  std::vector<uint8_t> packed;
+  const void *send = c.in;
+  if (c.outer != 1) {
+    packed.resize(size_t(groupSize * sendElems * c.elemSize));
+    for (int64_t j = 0; j < groupSize; ++j)
+      copyRows(packed.data() + j * sendElems * c.elemSize, blockBytes,
+               static_cast<const uint8_t *>(c.in) + j * blockBytes,
+               groupSize * blockBytes, c.outer, blockBytes);
+    send = packed.data();
+  }
+  std::vector<uint8_t> received(size_t(groupSize * sendElems * c.elemSize));
+  if (!allToAllBlocks(send, received.data(), sendElems))
+    return false;
+  std::vector<const void *> inputs(static_cast<size_t>(groupSize));
+  for (int64_t p = 0; p < groupSize; ++p)
+    inputs[size_t(p)] = received.data() + p * sendElems * c.elemSize;
+  reduceInOrder(c.dtype, c.reduce, groupSize, inputs.data(), c.out, sendElems);
+  return true;
+}
+
+/// Packs block j (along split_dim) contiguously for group index j; unpacks
+/// the block from p at p along concat_dim.
+bool MpiGroup::allToAll() {
+  const int64_t groupSize = group.size;
+  AllToAllLayout layout = allToAllLayout(c, groupSize);
+  const std::vector<int64_t> blockStrides = rowMajorStrides(layout.blockShape);
+  const int64_t blockBytes = layout.blockElems * c.elemSize;
+  std::vector<uint8_t> send(size_t(groupSize * blockBytes)),
+      received(size_t(groupSize * blockBytes));
+  for (int64_t j = 0; j < groupSize; ++j)
+    copyBox(c.elemSize, layout.blockShape,
+            static_cast<const uint8_t *>(c.in) +
+                layout.inOffset(j) * c.elemSize,
+            layout.inStrides, send.data() + j * blockBytes, blockStrides);
+  if (!allToAllBlocks(send.data(), received.data(), layout.blockElems))
+    return false;
+  for (int64_t p = 0; p < groupSize; ++p)
+    copyBox(c.elemSize, layout.blockShape, received.data() + p * blockBytes,
+            blockStrides,
+            static_cast<uint8_t *>(c.out) + layout.outOffset(p) * c.elemSize,
+            layout.outStrides);
+  return true;
+}
+
+} // namespace
+
+bool tessel::cpu::mpiCollective(tessel_ctx *ctx, const Group &group,
+                                const Collective &c) {
+  if (!ctx->mpi || !mpiIsUp()) {
+    setError(ctx, "%s: MPI is not running", c.name);
+    return false;
+  }
+  MpiGroup mg(ctx, group, c);
+  if (!mg.init())
+    return false;
+  switch (c.kind) {
+  case TESSEL_COLL_ALL_REDUCE:
+    return mg.allReduce();
+  case TESSEL_COLL_ALL_GATHER:
+    return mg.allGather();
+  case TESSEL_COLL_REDUCE_SCATTER:
+    return mg.reduceScatter();
+  case TESSEL_COLL_ALL_TO_ALL:
+    return mg.allToAll();
+  }
+  return false;
+}
+
+bool tessel::cpu::mpiAttach(tessel_ctx *ctx, std::string &error) {
+  if (!mpiIsUp()) {
+    error = "tessel_ctx_create: MPI is not initialised (call tessel_mpi_init "
+            "first)";
+    return false;
+  }
+  int rank = -1, size = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (rank != ctx->rank || size != ctx->worldSize) {
+    error = "tessel_ctx_create: rank " + std::to_string(ctx->rank) + " of " +
+            std::to_string(ctx->worldSize) +
+            " disagrees with MPI_COMM_WORLD (rank " + std::to_string(rank) +
+            " of " + std::to_string(size) + ")";
+    return false;
+  }
+  ctx->mpi = new MpiComms;
+  // Every rank creates its context, so the splits of the single-axis groups
+  // (the common case) happen here, collectively, rather than in a step.
+  for (size_t a = 0; a < ctx->meshShape.size(); ++a) {
+    Group group;
+    if (ctx->meshShape[a] == 1 || !groupOf(ctx, 1u << a, group))
+      continue;
+    MPI_Comm comm;
+    int rc = splitComm(group, comm);
+    if (rc != MPI_SUCCESS) {
+      error = "tessel_ctx_create: MPI_Comm_split failed for mesh axis " +
+              std::to_string(a);
+      mpiDetach(ctx);
+      return false;
+    }
+    ctx->mpi->byMask[group.mask] = comm;
+  }
+  return true;
+}
+
+void tessel::cpu::mpiDetach(tessel_ctx *ctx) {
+  if (!ctx->mpi)
+    return;
+  if (mpiIsUp())
+    for (auto &entry : ctx->mpi->byMask)
+      MPI_Comm_free(&entry.second);
+  delete ctx->mpi;
+  ctx->mpi = nullptr;
+}
+
+extern "C" {
+
+int32_t tessel_mpi_init(int32_t *rank, int32_t *world_size) {
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (finalized) {
+    setCreateError("tessel_mpi_init: MPI was already finalised");
+    return 1;
+  }
+  if (!initialized) {
+    // A rank issues its collectives from one thread, not necessarily the
+    // main one.
+    int provided = 0;
+    if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided) !=
+        MPI_SUCCESS) {
+      setCreateError("tessel_mpi_init: MPI_Init_thread failed");
+      return 1;
+    }
+  }
+  int r = 0, s = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  MPI_Comm_size(MPI_COMM_WORLD, &s);
+  if (rank)
+    *rank = r;
+  if (world_size)
+    *world_size = s;
+  return 0;
+}
+
+void tessel_mpi_finalize(void) {
+  if (mpiIsUp())
+    MPI_Finalize();
+}
+
+void tessel_mpi_abort(int32_t code) {
+  if (mpiIsUp())
+    MPI_Abort(MPI_COMM_WORLD, code);
+  std::_Exit(code);
+}
+
+} // extern "C"
+
+#else // !TESSEL_WITH_MPI
+
+using namespace tessel::cpu;
+
+bool tessel::cpu::mpiCollective(tessel_ctx *ctx, const Group &,
+                                const Collective &c) {
+  setError(ctx, "%s: this runtime was built without MPI", c.name);
+  return false;
+}
+
+bool tessel::cpu::mpiAttach(tessel_ctx *, std::string &error) {
+  error = "tessel_ctx_create: TESSEL_COMM_MPI, but this runtime was built "
+          "without MPI";
+  return false;
+}
+
+void tessel::cpu::mpiDetach(tessel_ctx *) {}
+
+extern "C" {
+
+int32_t tessel_mpi_init(int32_t *, int32_t *) {
+  setCreateError("tessel_mpi_init: this runtime was built without MPI");
+  return 1;
+}
+
+void tessel_mpi_finalize(void) {}
+
+void tessel_mpi_abort(int32_t code) { std::_Exit(code); }
+
+} // extern "C"
+
+#endif // TESSEL_WITH_MPI

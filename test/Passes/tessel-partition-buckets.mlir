@@ -1,0 +1,49 @@
+// RUN: tessel-opt %s -tessel-partition="bucket-mb=0.0001" | FileCheck %s --check-prefix=SMALL
+// RUN: tessel-opt %s -tessel-partition | FileCheck %s --check-prefix=FUSED
+// RUN: tessel-opt %s -tessel-partition="bucket-mb=0" | FileCheck %s --check-prefix=EACH
+
+shard.grid @mesh(shape = 2) {nn.axis_names = ["dp"]}
+
+// Tests DDP's gradient buckets. Three weight gradients contract the split
+// batch; their all-reduces are issued in the order the gradients complete,
+// right where each bucket's last gradient is ready.
+// The default 25 MiB bucket fuses all three into one flat all-reduce.
+// FUSED-LABEL: func.func @grads
+// FUSED: %[[A:.*]] = nn.matmul {{.*}} -> tensor<4x4xf32>
+// FUSED: %[[B:.*]] = nn.reduce_sum
+// FUSED: %[[C:.*]] = nn.matmul {{.*}} -> tensor<4x8xf32>
+// FUSED: %[[FA:.*]] = nn.reshape %[[A]] : tensor<4x4xf32> -> tensor<16xf32>
+// FUSED: %[[FC:.*]] = nn.reshape %[[C]] : tensor<4x8xf32> -> tensor<32xf32>
+// FUSED: %[[CAT:.*]] = nn.concat %[[FA]], %[[B]], %[[FC]] dim = 0 : (tensor<16xf32>, tensor<4xf32>, tensor<32xf32>) -> tensor<52xf32>
+// FUSED: %[[R:.*]] = shard.all_reduce %[[CAT]] on @mesh grid_axes = [0] : tensor<52xf32> -> tensor<52xf32>
+// FUSED: nn.slice %[[R]] start = [0] limit = [16]
+// FUSED: nn.slice %[[R]] start = [16] limit = [20]
+// FUSED: nn.slice %[[R]] start = [20] limit = [52]
+// FUSED-COUNT-3: nn.accumulate
+// A 100-byte bucket holds the first two (64 + 16 bytes); the third is alone.
+// SMALL-LABEL: func.func @grads
+// SMALL: nn.concat {{.*}} -> tensor<20xf32>
+// SMALL-NEXT: shard.all_reduce {{.*}} : tensor<20xf32> -> tensor<20xf32>
+// SMALL: %[[C:.*]] = nn.matmul {{.*}} -> tensor<4x8xf32>
+// SMALL-NEXT: shard.all_reduce %[[C]] {{.*}} : tensor<4x8xf32> -> tensor<4x8xf32>
+// Buckets of 0 MiB: one all-reduce per gradient, each as soon as it is ready.
+// EACH-LABEL: func.func @grads
+// EACH: %[[A:.*]] = nn.matmul
+// EACH-NEXT: shard.all_reduce %[[A]]
+// EACH: %[[B:.*]] = nn.reduce_sum
+// EACH-NEXT: shard.all_reduce %[[B]]
+// EACH: %[[C:.*]] = nn.matmul
+// EACH-NEXT: shard.all_reduce %[[C]]
+func.func @grads(%x: tensor<8x4xf32> {nn.sharding = [["dp"], []]},
+                 %dy: tensor<8x4xf32> {nn.sharding = [["dp"], []]},
+                 %dz: tensor<8x8xf32> {nn.sharding = [["dp"], []]},
+                 %g1: tensor<4x4xf32>, %g2: tensor<4xf32>, %g3: tensor<4x8xf32>)
+    -> (tensor<4x4xf32>, tensor<4xf32>, tensor<4x8xf32>) {
+  %a = nn.matmul %x, %dy transpose_lhs {nn.loop_sharding = [[], [], ["dp"]]} : (tensor<8x4xf32>, tensor<8x4xf32>) -> tensor<4x4xf32>
+  %b = nn.reduce_sum %dy dims = [0] {nn.loop_sharding = [["dp"], []]} : tensor<8x4xf32> -> tensor<4xf32>
+  %c = nn.matmul %x, %dz transpose_lhs {nn.loop_sharding = [[], [], ["dp"]]} : (tensor<8x4xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %a1 = nn.accumulate %a outs(%g1) {nn.loop_sharding = [[], []]} : tensor<4x4xf32>
+  %b1 = nn.accumulate %b outs(%g2) {nn.loop_sharding = [[]]} : tensor<4xf32>
+  %c1 = nn.accumulate %c outs(%g3) {nn.loop_sharding = [[], []]} : tensor<4x8xf32>
+  return %a1, %b1, %c1 : tensor<4x4xf32>, tensor<4xf32>, tensor<4x8xf32>
+}

@@ -1,0 +1,76 @@
+// RUN: tessel-opt %s -tessel-partition --split-input-file --verify-diagnostics
+
+// Tests that partitioning needs the mesh of tessel-propagate-sharding.
+// expected-error @+1 {{tessel-partition needs a mesh: run tessel-propagate-sharding first}}
+module {
+  func.func @no_mesh(%x: tensor<8xf32>) -> tensor<8xf32> {
+    return %x : tensor<8xf32>
+  }
+}
+
+// -----
+
+shard.grid @mesh(shape = 2) {nn.axis_names = ["tp"]}
+
+// Tests that a loop that must stay whole cannot be split by hand.
+func.func @unsplittable(%x: tensor<8x16xf32>) -> tensor<8x16xf32> {
+  // expected-error @+1 {{'nn.softmax' op loop 1 must stay whole but is split over 'tp'}}
+  %s = nn.softmax %x {nn.loop_sharding = [[], ["tp"]]} : tensor<8x16xf32>
+  return %s : tensor<8x16xf32>
+}
+
+// -----
+
+shard.grid @mesh(shape = 2) {nn.axis_names = ["dp"]}
+
+// Tests that an in-place update must split like the value it updates.
+func.func @in_place_mismatch(%g: tensor<8x16xf32>, %acc: tensor<8x16xf32>) -> tensor<8x16xf32> {
+  // expected-error @+1 {{'nn.accumulate' op updates operand #1 in place, but its sharding differs from the op's}}
+  %a = nn.accumulate %g outs(%acc) {nn.loop_sharding = [["dp"], []]} : tensor<8x16xf32>
+  return %a : tensor<8x16xf32>
+}
+
+// -----
+
+shard.grid @mesh(shape = 2) {nn.axis_names = ["tp"]}
+
+// Tests that causal attention refuses to split its queries.
+func.func @causal_queries(%q: tensor<2x8x2x4xf32>, %k: tensor<2x8x2x4xf32>, %v: tensor<2x8x2x4xf32>) -> tensor<2x8x2x4xf32> {
+  // expected-error @+1 {{'nn.attention' op causal attention cannot split its queries (8 into blocks of 4): the mask needs each block's position}}
+  %a = nn.attention %q, %k, %v causal {nn.loop_sharding = [[], ["tp"], [], [], [], []]} : (tensor<2x8x2x4xf32>, tensor<2x8x2x4xf32>, tensor<2x8x2x4xf32>) -> tensor<2x8x2x4xf32>
+  return %a : tensor<2x8x2x4xf32>
+}
+
+// -----
+
+shard.grid @mesh(shape = 2) {nn.axis_names = ["dp"]}
+
+// Tests that dropout is not split across ranks yet (each rank would draw the
+// first elements' mask).
+func.func @dropout_split(%x: tensor<8x16xf32>) -> tensor<8x16xf32> {
+  // expected-error @+1 {{'nn.dropout' op cannot be split across ranks yet}}
+  %d = nn.dropout %x rate = 0.1 seed = 7 {nn.loop_sharding = [["dp"], []]} : tensor<8x16xf32>
+  return %d : tensor<8x16xf32>
+}
+
+// -----
+
+shard.grid @mesh(shape = 2) {nn.axis_names = ["dp"]}
+
+// Tests that a loop sharding must name every loop of the op's rule.
+func.func @malformed_loops(%x: tensor<8x16xf32>) -> tensor<8x16xf32> {
+  // expected-error @+1 {{'nn.exp' op has a malformed nn.loop_sharding}}
+  %e = nn.exp %x {nn.loop_sharding = [["dp"]]} : tensor<8x16xf32>
+  return %e : tensor<8x16xf32>
+}
+
+// -----
+
+shard.grid @mesh(shape = 4) {nn.axis_names = ["dp"]}
+
+// Tests that an argument whose dimension does not divide by its axes is a
+// located error naming the dimension, its size and the axis.
+// expected-error @+1 {{dimension 0 of size 6 does not split evenly over mesh axes 'dp' of size 4}}
+func.func @uneven(%x: tensor<6xf32> {nn.sharding = [["dp"]]}) -> tensor<6xf32> {
+  return %x : tensor<6xf32>
+}

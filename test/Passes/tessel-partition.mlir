@@ -1,0 +1,146 @@
+// RUN: tessel-opt %s -tessel-partition --split-input-file | FileCheck %s
+
+shard.grid @mesh(shape = 2x2) {nn.axis_names = ["dp", "tp"]}
+
+// Tests Megatron's MLP: column- then row-parallel; the row-parallel product is
+// a partial sum over tp, all-reduced where the bias add needs it whole.
+// CHECK-LABEL: func.func @row_parallel
+// CHECK-SAME: (%[[X:.*]]: tensor<4x16xf32> {{.*}}, %[[W1:.*]]: tensor<16x16xf32> {{.*}}, %[[W2:.*]]: tensor<16x16xf32> {{.*}}, %[[B:.*]]: tensor<16xf32>)
+// CHECK: %[[H:.*]] = nn.matmul %[[X]], %[[W1]] : (tensor<4x16xf32>, tensor<16x16xf32>) -> tensor<4x16xf32>
+// CHECK: %[[Z:.*]] = nn.matmul %[[H]], %[[W2]] : (tensor<4x16xf32>, tensor<16x16xf32>) -> tensor<4x16xf32>
+// CHECK: %[[BB:.*]] = nn.broadcast %[[B]]
+// CHECK: %[[R:.*]] = shard.all_reduce %[[Z]] on @mesh grid_axes = [1] : tensor<4x16xf32> -> tensor<4x16xf32>
+// CHECK: nn.add %[[R]], %[[BB]] : tensor<4x16xf32>
+func.func @row_parallel(%x: tensor<8x16xf32> {nn.sharding = [["dp"], []]},
+                        %w1: tensor<16x32xf32> {nn.sharding = [[], ["tp"]]},
+                        %w2: tensor<32x16xf32> {nn.sharding = [["tp"], []]},
+                        %b: tensor<16xf32>) -> (tensor<8x16xf32> {nn.sharding = [["dp"], []]}) {
+  %h = nn.matmul %x, %w1 {nn.loop_sharding = [["dp"], ["tp"], []]} : (tensor<8x16xf32>, tensor<16x32xf32>) -> tensor<8x32xf32>
+  %z = nn.matmul %h, %w2 {nn.loop_sharding = [["dp"], [], ["tp"]]} : (tensor<8x32xf32>, tensor<32x16xf32>) -> tensor<8x16xf32>
+  %bb = nn.broadcast %b dims = [1] {nn.loop_sharding = [["dp"], []]} : tensor<16xf32> -> tensor<8x16xf32>
+  %y = nn.add %z, %bb {nn.loop_sharding = [["dp"], []]} : tensor<8x16xf32>
+  return %y : tensor<8x16xf32>
+}
+
+// -----
+
+shard.grid @mesh(shape = 2) {nn.axis_names = ["tp"]}
+
+// Tests that partial sums pass through a linear op: two row-parallel
+// products are added first and all-reduced once.
+// CHECK-LABEL: func.func @partial_sums_add
+// CHECK: %[[A:.*]] = nn.matmul
+// CHECK: %[[B:.*]] = nn.matmul
+// CHECK: %[[S:.*]] = nn.add %[[A]], %[[B]] : tensor<8x16xf32>
+// CHECK: %[[R:.*]] = shard.all_reduce %[[S]] on @mesh grid_axes = [0]
+// CHECK-NOT: shard.all_reduce
+// CHECK: nn.tanh %[[R]]
+func.func @partial_sums_add(%x: tensor<8x32xf32> {nn.sharding = [[], ["tp"]]},
+                            %w1: tensor<32x16xf32> {nn.sharding = [["tp"], []]},
+                            %w2: tensor<32x16xf32> {nn.sharding = [["tp"], []]}) -> tensor<8x16xf32> {
+  %a = nn.matmul %x, %w1 {nn.loop_sharding = [[], [], ["tp"]]} : (tensor<8x32xf32>, tensor<32x16xf32>) -> tensor<8x16xf32>
+  %b = nn.matmul %x, %w2 {nn.loop_sharding = [[], [], ["tp"]]} : (tensor<8x32xf32>, tensor<32x16xf32>) -> tensor<8x16xf32>
+  %s = nn.add %a, %b {nn.loop_sharding = [[], []]} : tensor<8x16xf32>
+  %t = nn.tanh %s {nn.loop_sharding = [[], []]} : tensor<8x16xf32>
+  return %t : tensor<8x16xf32>
+}
+
+// -----
+
+shard.grid @mesh(shape = 2) {nn.axis_names = ["tp"]}
+
+// Tests that a partial sum consumed split along a dimension over its partial
+// axis becomes a reduce-scatter (sequence parallelism after a row-parallel
+// linear).
+// CHECK-LABEL: func.func @reduce_scatter
+// CHECK: %[[P:.*]] = nn.matmul {{.*}} -> tensor<2x8x16xf32>
+// CHECK: %[[RS:.*]] = shard.reduce_scatter %[[P]] on @mesh grid_axes = [0] scatter_axis = 1 : tensor<2x8x16xf32> -> tensor<2x4x16xf32>
+// CHECK: nn.gelu %[[RS]] : tensor<2x4x16xf32>
+func.func @reduce_scatter(%x: tensor<2x8x32xf32> {nn.sharding = [[], [], ["tp"]]},
+                          %w: tensor<32x16xf32> {nn.sharding = [["tp"], []]})
+    -> (tensor<2x8x16xf32> {nn.sharding = [[], ["tp"], []]}) {
+  %p = nn.matmul %x, %w {nn.loop_sharding = [[], [], [], ["tp"]]} : (tensor<2x8x32xf32>, tensor<32x16xf32>) -> tensor<2x8x16xf32>
+  %g = nn.gelu %p {nn.loop_sharding = [[], ["tp"], []]} : tensor<2x8x16xf32>
+  return %g : tensor<2x8x16xf32>
+}
+
+// -----
+
+shard.grid @mesh(shape = 2x2) {nn.axis_names = ["dp", "tp"]}
+
+// Tests resharding between any two shardings: an axis moves between
+// dimensions by all-to-all, an axis is dropped by all-gather and added by
+// a local slice.
+// CHECK-LABEL: func.func @reshard
+// CHECK: %[[T:.*]] = shard.all_to_all %arg0 on @mesh grid_axes = [1] split_axis = 1 concat_axis = 0 : tensor<4x16xf32> -> tensor<8x8xf32>
+// CHECK: nn.exp %[[T]] : tensor<8x8xf32>
+// CHECK: %[[G:.*]] = shard.all_gather %arg0 on @mesh grid_axes = [1] gather_axis = 0 : tensor<4x16xf32> -> tensor<8x16xf32>
+// CHECK: %[[S:.*]] = shard.all_slice %[[G]] on @mesh grid_axes = [0] slice_axis = 1 : tensor<8x16xf32> -> tensor<8x8xf32>
+// CHECK: nn.tanh %[[S]] : tensor<8x8xf32>
+func.func @reshard(%x: tensor<8x16xf32> {nn.sharding = [["tp"], []]})
+    -> (tensor<8x16xf32> {nn.sharding = [[], ["tp"]]}, tensor<8x16xf32> {nn.sharding = [[], ["dp"]]}) {
+  %e = nn.exp %x {nn.loop_sharding = [[], ["tp"]]} : tensor<8x16xf32>
+  %t = nn.tanh %x {nn.loop_sharding = [[], ["dp"]]} : tensor<8x16xf32>
+  return %e, %t : tensor<8x16xf32>, tensor<8x16xf32>
+}
+
+// -----
+
+shard.grid @mesh(shape = 4) {nn.axis_names = ["dp"]}
+
+// Tests data parallelism's loss and its gradient: the local mean loss is
+// averaged across ranks, and the gradient of a mean is scaled by the local
+// share of positions (so every row still gets dloss / 8).
+// CHECK-LABEL: func.func @mean_loss
+// CHECK: %[[L:.*]] = nn.cross_entropy {{.*}} : (tensor<2x10xf32>, tensor<2xi32>) -> tensor<f32>
+// CHECK: %[[SHARE:.*]] = nn.constant dense<2.500000e-01> : tensor<f32>
+// CHECK: %[[SCALED:.*]] = nn.mul %arg2, %[[SHARE]]
+// CHECK: nn.cross_entropy_grad %arg0, %arg1, %[[SCALED]] : (tensor<2x10xf32>, tensor<2xi32>, tensor<f32>) -> tensor<2x10xf32>
+// CHECK: shard.all_reduce %[[L]] on @mesh grid_axes = [0] reduction = average : tensor<f32> -> tensor<f32>
+func.func @mean_loss(%z: tensor<8x10xf32> {nn.sharding = [["dp"], []]},
+                     %y: tensor<8xi32> {nn.sharding = [["dp"]]},
+                     %dl: tensor<f32>) -> (tensor<f32>, tensor<8x10xf32> {nn.sharding = [["dp"], []]}) {
+  %l = nn.cross_entropy %z, %y {nn.loop_sharding = [["dp"], []]} : (tensor<8x10xf32>, tensor<8xi32>) -> tensor<f32>
+  %g = nn.cross_entropy_grad %z, %y, %dl {nn.loop_sharding = [["dp"], []]} : (tensor<8x10xf32>, tensor<8xi32>, tensor<f32>) -> tensor<8x10xf32>
+  return %l, %g : tensor<f32>, tensor<8x10xf32>
+}
+
+// -----
+
+shard.grid @mesh(shape = 2) {nn.axis_names = ["tp"]}
+
+// Tests the global gradient norm over a split and a replicated gradient: the
+// split one's squares are summed across ranks, the replicated one's counted
+// once.
+// CHECK-LABEL: func.func @sum_squares_groups
+// CHECK: %[[A:.*]] = nn.sum_squares %arg0 : (tensor<4x8xf32>) -> tensor<f32>
+// CHECK: %[[AR:.*]] = shard.all_reduce %[[A]] on @mesh grid_axes = [0]
+// CHECK: %[[B:.*]] = nn.sum_squares %arg1 : (tensor<8xf32>) -> tensor<f32>
+// CHECK: nn.add %[[AR]], %[[B]] : tensor<f32>
+func.func @sum_squares_groups(%a: tensor<8x8xf32> {nn.sharding = [["tp"], []]},
+                              %b: tensor<8xf32>) -> tensor<f32> {
+  %s = nn.sum_squares %a, %b {nn.loop_sharding = [["tp"], [], []]} : (tensor<8x8xf32>, tensor<8xf32>) -> tensor<f32>
+  return %s : tensor<f32>
+}
+
+// -----
+
+shard.grid @mesh(shape = 2) {nn.axis_names = ["dp"]}
+
+// Tests that a repeated layer is partitioned once, on its own shardings, and
+// the repeat takes local operands.
+// CHECK-LABEL: func.func private @layer
+// CHECK-SAME: (%arg0: tensor<4x16xf32> {nn.sharding = {{\[}}["dp"], []]}, %arg1: tensor<16x16xf32>) -> (tensor<4x16xf32> {nn.sharding = {{\[}}["dp"], []]})
+// CHECK: nn.matmul %arg0, %arg1 : (tensor<4x16xf32>, tensor<16x16xf32>) -> tensor<4x16xf32>
+// CHECK-LABEL: func.func @repeated
+// CHECK: nn.repeat @layer(%arg0) params(%arg1) : (tensor<4x16xf32>, tensor<3x16x16xf32>) -> tensor<4x16xf32>
+func.func private @layer(%h: tensor<8x16xf32> {nn.sharding = [["dp"], []]}, %w: tensor<16x16xf32>)
+    -> (tensor<8x16xf32> {nn.sharding = [["dp"], []]}) {
+  %y = nn.matmul %h, %w {nn.loop_sharding = [["dp"], [], []]} : (tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<8x16xf32>
+  return %y : tensor<8x16xf32>
+}
+func.func @repeated(%x: tensor<8x16xf32> {nn.sharding = [["dp"], []]}, %w: tensor<3x16x16xf32>)
+    -> (tensor<8x16xf32> {nn.sharding = [["dp"], []]}) {
+  %h = nn.repeat @layer(%x) params(%w) : (tensor<8x16xf32>, tensor<3x16x16xf32>) -> tensor<8x16xf32>
+  return %h : tensor<8x16xf32>
+}
