@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "passes/Communication.h"
 #include "passes/MemoryPlan.h"
 #include "passes/Passes.h"
 #include "passes/RuntimeTypes.h"
@@ -15,7 +16,9 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -256,6 +259,9 @@ public:
         .Case([&](nn::OptimizerStepOp c) { return lowerOptimizerStep(c); })
         .Case([&](nn::AccumulateOp c) { return lowerAccumulate(c); })
         .Case([&](nn::RepeatOp c) { return lowerRepeat(c); })
+        .Case<shard::AllReduceOp, shard::AllGatherOp, shard::ReduceScatterOp,
+              shard::AllToAllOp, shard::AllSliceOp>(
+            [&](Operation *o) { return lowerCollective(o); })
         .Default([&](Operation *o) {
           return o->emitOpError() << "has no runtime lowering";
         });
@@ -815,6 +821,57 @@ private:
     return success();
   }
 
+  /// The runtime's code of a shard reduction (verified to be one it has).
+  static int32_t reduceKind(shard::ReductionKind kind) {
+    return kind == shard::ReductionKind::Average ? TESSEL_REDUCE_MEAN
+           : kind == shard::ReductionKind::Max   ? TESSEL_REDUCE_MAX
+                                                 : TESSEL_REDUCE_SUM;
+  }
+
+  /// One blocking runtime collective over the group of the op's grid axes
+  /// (a bit mask); the shape passed is the local input's.
+  LogicalResult lowerCollective(Operation *op) {
+    loc = op->getLoc();
+    if (failed(communication::verifyLowerableCollective(op)))
+      return failure();
+    Value input = op->getOperand(0), result = op->getResult(0);
+    ArrayRef<int64_t> shape = tensorType(input).getShape();
+    SmallVector<Value> args{
+        i32(static_cast<int32_t>(communication::axesMask(op))), dtype(input),
+        ptr(input), ptr(result)};
+    auto withShape = [&](std::initializer_list<Value> rest) {
+      SmallVector<Value> all(args);
+      all.append({i32(static_cast<int32_t>(shape.size())),
+                  emit.i64Array(b, loc, shape)});
+      all.append(rest.begin(), rest.end());
+      return all;
+    };
+    auto index = [&](const APInt &value) {
+      return i32(static_cast<int32_t>(value.getZExtValue()));
+    };
+    llvm::TypeSwitch<Operation *>(op)
+        .Case([&](shard::AllReduceOp c) {
+          args.append({count(input), i32(reduceKind(c.getReduction()))});
+          call("tessel_all_reduce", args);
+        })
+        .Case([&](shard::AllGatherOp c) {
+          call("tessel_all_gather", withShape({index(c.getGatherAxis())}));
+        })
+        .Case([&](shard::ReduceScatterOp c) {
+          call("tessel_reduce_scatter",
+               withShape({index(c.getScatterAxis()),
+                          i32(reduceKind(c.getReduction()))}));
+        })
+        .Case([&](shard::AllToAllOp c) {
+          call("tessel_all_to_all",
+               withShape({index(c.getSplitAxis()), index(c.getConcatAxis())}));
+        })
+        .Case([&](shard::AllSliceOp c) {
+          call("tessel_all_slice", withShape({index(c.getSliceAxis())}));
+        });
+    return success();
+  }
+
   RuntimeEmitter &emit;
   OpBuilder &b;
   Value ctx, scratch;
@@ -822,19 +879,43 @@ private:
   Location loc = b.getUnknownLoc();
 };
 
-/// The exclusive upper bound of an integer input: the vocabulary of the
-/// embedding or the classes of the cross-entropy that reads it.
-std::optional<int64_t> valueLimit(Value arg) {
+/// The global size of dimension `dim` of `value`: its local size times the
+/// mesh axes that split it, when it is a function argument whose
+/// nn.sharding says so (a vocabulary-parallel embedding's table).
+int64_t globalDimSize(Value value, unsigned dim,
+                      const std::optional<tessel::Mesh> &mesh) {
+  int64_t size = tensorType(value).getDimSize(dim);
+  auto arg = dyn_cast<BlockArgument>(value);
+  auto func =
+      arg ? dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp()) : nullptr;
+  if (!mesh || !func)
+    return size;
+  auto sharding = func.getArgAttrOfType<ArrayAttr>(
+      arg.getArgNumber(), nn::NNDialect::kShardingAttrName);
+  if (!sharding || dim >= sharding.size())
+    return size;
+  if (auto axes = dyn_cast<ArrayAttr>(sharding[dim]))
+    for (auto name : axes.getAsValueRange<StringAttr>())
+      if (std::optional<int16_t> axis = mesh->axisIndex(name))
+        size *= mesh->sizes[*axis];
+  return size;
+}
+
+/// The exclusive upper bound of an integer input: the (global) vocabulary
+/// of the embedding or the classes of the cross-entropy that reads it (the
+/// class loop of a cross-entropy stays whole on every rank).
+std::optional<int64_t> valueLimit(Value arg,
+                                  const std::optional<tessel::Mesh> &mesh) {
   for (OpOperand &use : arg.getUses()) {
     Operation *user = use.getOwner();
     if (auto embedding = dyn_cast<nn::EmbeddingOp>(user))
       if (use.get() == embedding.getIds())
-        return embedding.getTable().getType().getDimSize(0);
+        return globalDimSize(embedding.getTable(), 0, mesh);
     if (auto loss = dyn_cast<nn::CrossEntropyOp>(user))
       if (use.get() == loss.getLabels())
         return loss.getLogits().getType().getShape().back();
     if (auto reshape = dyn_cast<nn::ReshapeOp>(user))
-      if (std::optional<int64_t> limit = valueLimit(reshape.getResult()))
+      if (std::optional<int64_t> limit = valueLimit(reshape.getResult(), mesh))
         return limit;
   }
   return std::nullopt;
@@ -899,6 +980,10 @@ struct LowerToRuntimePass
       return signalPassFailure();
     for (func::FuncOp func : functions)
       func.erase();
+    // The mesh lives on in the description and the collectives' masks; the
+    // LLVM module has no use for the grid symbols.
+    for (auto grid : llvm::make_early_inc_range(module.getOps<shard::GridOp>()))
+      grid.erase();
   }
 
   LogicalResult lowerFunction(func::FuncOp func, RuntimeEmitter &emit,
@@ -955,6 +1040,75 @@ struct LowerToRuntimePass
           scratchBytes,
           func->getAttrOfType<IntegerAttr>(memory_plan::kScratchBytesAttr)
               .getInt());
+
+    // A partitioned model: its mesh, and per tensor the global shape and
+    // the axes that split it (the arena holds the local shard).
+    FailureOr<std::optional<communication::Mesh>> meshOrFailure =
+        communication::readMesh(getOperation());
+    if (failed(meshOrFailure))
+      return failure();
+    const std::optional<communication::Mesh> &mesh = *meshOrFailure;
+    bool badSharding = false;
+    auto addSharding = [&](llvm::json::Object &tensor, func::FuncOp func,
+                           ArrayAttr sharding, Type type, const Twine &what) {
+      auto shaped = cast<RankedTensorType>(type);
+      if (!mesh) {
+        if (sharding) {
+          func.emitOpError()
+              << what << " has '" << nn::NNDialect::kShardingAttrName
+              << "', but the module has no shard.grid @" << kMeshName;
+          badSharding = true;
+        }
+        return;
+      }
+      SmallVector<int64_t> global(shaped.getShape());
+      llvm::json::Array dims;
+      bool split = false;
+      if (sharding && sharding.size() != global.size()) {
+        func.emitOpError() << what << ": '" << nn::NNDialect::kShardingAttrName
+                           << "' has " << sharding.size()
+                           << " entries for a tensor of rank " << global.size();
+        badSharding = true;
+        return;
+      }
+      llvm::StringSet<> used;
+      for (auto [dim, entry] : llvm::enumerate(
+               sharding ? sharding.getValue() : ArrayRef<Attribute>())) {
+        auto axes = dyn_cast<ArrayAttr>(entry);
+        if (!axes) {
+          func.emitOpError()
+              << what << ": '" << nn::NNDialect::kShardingAttrName << "' "
+              << sharding << " must hold one array of axis names per dimension";
+          badSharding = true;
+          return;
+        }
+        llvm::json::Array names;
+        for (Attribute axis : axes) {
+          auto name = dyn_cast<StringAttr>(axis);
+          std::optional<int16_t> index =
+              name ? mesh->axisIndex(name.getValue()) : std::nullopt;
+          if (!index || !used.insert(name.getValue()).second) {
+            func.emitOpError()
+                << what << ": '" << nn::NNDialect::kShardingAttrName << "' "
+                << sharding << " must name, per dimension, distinct axes of "
+                << "the mesh (" << llvm::join(mesh->names, ", ") << ")";
+            badSharding = true;
+            return;
+          }
+          global[dim] *= mesh->sizes[*index];
+          names.push_back(name.getValue().str());
+          split = true;
+        }
+        dims.push_back(std::move(names));
+      }
+      tensor["global_shape"] = llvm::json::Array(global);
+      if (split)
+        tensor["sharding"] = std::move(dims);
+    };
+    auto argSharding = [](func::FuncOp func, unsigned i) {
+      return func.getArgAttrOfType<ArrayAttr>(i,
+                                              nn::NNDialect::kShardingAttrName);
+    };
 
     llvm::json::Array tensors;
     int64_t cursor = 0;
@@ -1015,6 +1169,8 @@ struct LowerToRuntimePass
       tensor["axes"] = axesOf(model, i);
       if (trained)
         tensor["trainable"] = trainedNames.contains(name);
+      addSharding(tensor, model, argSharding(model, i),
+                  model.getArgumentTypes()[i], "argument #" + Twine(i));
       tensors.push_back(std::move(tensor));
       paramAt[name] = cursor;
       cursor += alignUp(bytesOf(model.getArgument(i)));
@@ -1031,6 +1187,8 @@ struct LowerToRuntimePass
           llvm::json::Object tensor =
               describe(name, role, func.getArgumentTypes()[i], cursor);
           tensor["axes"] = axesOf(func, i);
+          addSharding(tensor, func, argSharding(func, i),
+                      func.getArgumentTypes()[i], "argument #" + Twine(i));
           tensors.push_back(std::move(tensor));
           at[name] = cursor;
           cursor += alignUp(bytesOf(func.getArgument(i)));
@@ -1055,8 +1213,10 @@ struct LowerToRuntimePass
       llvm::json::Object tensor = describe(
           name, isLabel ? "label" : "input", model.getArgumentTypes()[i], cursor);
       tensor["axes"] = axesOf(model, i);
-      if (std::optional<int64_t> limit = valueLimit(model.getArgument(i)))
+      if (std::optional<int64_t> limit = valueLimit(model.getArgument(i), mesh))
         tensor["limit"] = *limit;
+      addSharding(tensor, model, argSharding(model, i),
+                  model.getArgumentTypes()[i], "argument #" + Twine(i));
       tensors.push_back(std::move(tensor));
       feedAt.push_back(cursor);
       cursor += alignUp(bytesOf(model.getArgument(i)));
@@ -1067,7 +1227,10 @@ struct LowerToRuntimePass
     int64_t controlBegin = cursor, gradScaleAt = -1;
     if (trained) {
       auto scalar = RankedTensorType::get({}, b.getF32Type());
-      tensors.push_back(describe("grad_scale", "grad_scale", scalar, cursor));
+      llvm::json::Object tensor =
+          describe("grad_scale", "grad_scale", scalar, cursor);
+      addSharding(tensor, model, ArrayAttr(), scalar, "the gradient scale");
+      tensors.push_back(std::move(tensor));
       gradScaleAt = cursor;
       cursor += alignUp(nn::detail::tensorBytes(scalar));
     }
@@ -1076,12 +1239,20 @@ struct LowerToRuntimePass
     int64_t outputsBegin = cursor;
     SmallVector<int64_t> resultAt;
     for (auto [i, type] : llvm::enumerate(model.getResultTypes())) {
-      tensors.push_back(describe(i == 0 ? "loss" : "output" + std::to_string(i),
-                                 i == 0 ? "loss" : "output", type, cursor));
+      llvm::json::Object tensor =
+          describe(i == 0 ? "loss" : "output" + std::to_string(i),
+                   i == 0 ? "loss" : "output", type, cursor);
+      addSharding(tensor, model,
+                  model.getResultAttrOfType<ArrayAttr>(
+                      i, nn::NNDialect::kShardingAttrName),
+                  type, "result #" + Twine(i));
+      tensors.push_back(std::move(tensor));
       resultAt.push_back(cursor);
       cursor += alignUp(nn::detail::tensorBytes(type));
     }
     llvm::json::Object outputs = region(outputsBegin);
+    if (badSharding)
+      return failure();
     int64_t scratchBegin = cursor;
     cursor += scratchBytes;
     llvm::json::Object scratch = region(scratchBegin);
@@ -1195,6 +1366,35 @@ struct LowerToRuntimePass
         {"peak_bytes", scratchBytes},
         {"regions", std::move(regions)},
         {"tensors", std::move(tensors)}};
+    if (mesh) {
+      description["mesh"] =
+          llvm::json::Object{{"axes", llvm::json::Array(mesh->names)},
+                             {"shape", llvm::json::Array(mesh->sizes)}};
+      // What one call of each entry communicates: the launcher's counters
+      // after a step equal backward × microbatches + update.
+      llvm::json::Object collectives;
+      auto count = [&](StringRef role, func::FuncOp func) {
+        llvm::json::Array list;
+        for (const communication::Traffic &traffic :
+             communication::countCollectives(func, *mesh)) {
+          llvm::json::Array axes;
+          for (int16_t axis : communication::axesOfMask(traffic.axes))
+            axes.push_back(mesh->names[axis]);
+          list.push_back(llvm::json::Object{
+              {"kind", communication::collectiveName(traffic.kind).str()},
+              {"axes", std::move(axes)},
+              {"calls", traffic.calls},
+              {"bytes", traffic.bytes}});
+        }
+        collectives[role.str()] = std::move(list);
+      };
+      count("forward", model);
+      if (trained) {
+        count("backward", entries.backward);
+        count("update", entries.update);
+      }
+      description["collectives"] = std::move(collectives);
+    }
     if (auto train = getOperation()->getAttrOfType<DictionaryAttr>(
             nn::NNDialect::kTrainAttrName);
         train && trained) {

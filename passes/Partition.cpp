@@ -382,6 +382,16 @@ LogicalResult Partitioner::partitionRuleOp(Operation *op) {
       const LocalValue &state = lookup(operand);
       MeshAxes sorted = state.partial;
       llvm::sort(sorted);
+      // Slicing a partial sum over one of its own axes would keep a
+      // different block on each rank of the sum: complete it instead
+      // (a reduce-scatter).
+      MeshAxes wanted = usedAxes(shardingOfValue(maps[index], loopSharding));
+      if (llvm::any_of(wanted, [&](int16_t axis) {
+            return llvm::is_contained(sorted, axis);
+          })) {
+        passThrough = false;
+        break;
+      }
       if ((!passedPartial.empty() && sorted != passedPartial) ||
           state.kind != shard::ReductionKind::Sum) {
         passThrough = false;
@@ -779,14 +789,21 @@ struct PartitionPass : tessel::impl::PartitionPassBase<PartitionPass> {
                             "tessel-propagate-sharding first";
       return signalPassFailure();
     }
-    Partitioner partitioner(module, *mesh);
-    for (auto func : llvm::to_vector(module.getOps<func::FuncOp>()))
-      if (!func.isPrivate() && failed(partitioner.partitionFunction(func)))
-        return signalPassFailure();
     if (bucketMb < 0) {
       module.emitError() << "bucket-mb must be 0 or more, not " << bucketMb;
       return signalPassFailure();
     }
+    if (localBatchnorm) {
+      // Per-rank statistics need batch norm's statistics loops split, which
+      // propagation refuses today (it gathers the batch instead).
+      module.emitError() << "local-batchnorm is not supported yet: batch norm "
+                            "over a split batch runs on the gathered batch";
+      return signalPassFailure();
+    }
+    Partitioner partitioner(module, *mesh);
+    for (auto func : llvm::to_vector(module.getOps<func::FuncOp>()))
+      if (!func.isPrivate() && failed(partitioner.partitionFunction(func)))
+        return signalPassFailure();
     // Buckets of 0 bytes hold one gradient each: one all-reduce per
     // gradient, still issued as soon as it is complete.
     auto bucketBytes = static_cast<int64_t>(bucketMb * 1024.0 * 1024.0);

@@ -1,11 +1,13 @@
 //===- PlanMemory.cpp - tessel-plan-memory: static arena offsets ----------===//
 
+#include "passes/Communication.h"
 #include "passes/MemoryPlan.h"
 #include "passes/Passes.h"
 
 #include "dialect/NN/NNOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/Interfaces/DestinationStyleOpInterface.h"
 #include "llvm/ADT/DenseMap.h"
@@ -98,10 +100,23 @@ public:
         ++index;
         continue;
       }
-      if (!isa<nn::NNDialect>(op.getDialect()))
+      bool collective = communication::isLowerableCollective(&op);
+      if (!collective && !isa<nn::NNDialect>(op.getDialect()))
         return op.emitOpError()
-               << "cannot be placed in a static arena; only nn ops lower to "
-                  "the runtime";
+               << "cannot be placed in a static arena; only nn ops and shard "
+                  "collectives lower to the runtime";
+      if (collective && failed(communication::verifyLowerableCollective(&op)))
+        return failure();
+      if (auto reduce = dyn_cast<shard::AllReduceOp>(op);
+          reduce && reducesInPlace(reduce, bufferOf, ownerOf)) {
+        // The runtime all-reduces in place (in == out): the sum takes its
+        // input's bytes, which nothing reads afterwards.
+        unsigned buffer = bufferOf.lookup(reduce.getInput());
+        bufferOf[reduce.getResult()] = buffer;
+        ownerOf[buffer] = reduce.getResult();
+        ++index;
+        continue;
+      }
       if (auto reshape = dyn_cast<nn::ReshapeOp>(op)) {
         // A view: the result is its operand's bytes.
         if (auto it = bufferOf.find(reshape.getInput()); it != bufferOf.end())
@@ -184,6 +199,25 @@ public:
     func->setAttr(memory_plan::kScratchBytesAttr,
                   builder.getI64IntegerAttr(peak));
     return success();
+  }
+
+  /// Whether an all-reduce can sum into its input's buffer: the input has
+  /// a scratch buffer of its own (not an argument's, not one a view shares
+  /// with another value) and no later op reads it.
+  static bool reducesInPlace(shard::AllReduceOp reduce,
+                             const DenseMap<Value, unsigned> &bufferOf,
+                             ArrayRef<Value> ownerOf) {
+    Value input = reduce.getInput();
+    auto it = bufferOf.find(input);
+    if (it == bufferOf.end() || ownerOf[it->second] != input)
+      return false;
+    for (auto [value, buffer] : bufferOf)
+      if (buffer == it->second && value != input)
+        return false;
+    return llvm::all_of(input.getUsers(), [&](Operation *user) {
+      return user == reduce.getOperation() ||
+             user->isBeforeInBlock(reduce.getOperation());
+    });
   }
 
   static int64_t layerScratch(func::FuncOp layer) {

@@ -1,11 +1,18 @@
-//===- ReportCost.cpp - tessel-report-cost: flops and bytes per op --------===//
+//===- ReportCost.cpp - tessel-report-cost: flops, bytes, communication ---===//
 
+#include "passes/Communication.h"
 #include "passes/Passes.h"
 
 #include "dialect/NN/NNOps.h"
+#include "runtime/include/tessel/runtime.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/Matchers.h"
+#include "llvm/ADT/SmallPtrSet.h"
+#include "llvm/ADT/StringSet.h"
+
+#include <map>
 
 namespace tessel {
 #define GEN_PASS_DEF_REPORTCOSTPASS
@@ -55,3 +62,219 @@ struct ReportCostPass : public tessel::impl::ReportCostPassBase<ReportCostPass> 
 };
 
 } // namespace
+
+//===----------------------------------------------------------------------===//
+// The collectives of a partitioned program (passes/Communication.h)
+//===----------------------------------------------------------------------===//
+
+namespace tessel::communication {
+
+StringRef collectiveName(Collective kind) {
+  switch (kind) {
+  case Collective::AllReduce:
+    return "all_reduce";
+  case Collective::AllGather:
+    return "all_gather";
+  case Collective::ReduceScatter:
+    return "reduce_scatter";
+  case Collective::AllToAll:
+    return "all_to_all";
+  }
+  return "";
+}
+
+std::optional<Collective> parseCollective(StringRef name) {
+  for (Collective kind : {Collective::AllReduce, Collective::AllGather,
+                          Collective::ReduceScatter, Collective::AllToAll})
+    if (collectiveName(kind) == name)
+      return kind;
+  return std::nullopt;
+}
+
+SmallVector<int16_t> axesOfMask(uint32_t mask) {
+  SmallVector<int16_t> axes;
+  for (int16_t axis = 0; axis < 32; ++axis)
+    if (mask & (uint32_t(1) << axis))
+      axes.push_back(axis);
+  return axes;
+}
+
+FailureOr<std::optional<Mesh>> readMesh(ModuleOp module) {
+  auto grid = module.lookupSymbol<shard::GridOp>(kMeshName);
+  if (!grid)
+    return std::optional<Mesh>();
+  if (llvm::any_of(grid.getShape(), [](int64_t size) {
+        return ShapedType::isDynamic(size) || size < 1;
+      }))
+    return grid.emitOpError()
+           << "has a dynamic or empty axis; the runtime runs on a mesh of "
+              "static sizes";
+  if (grid.getRank() > TESSEL_MAX_MESH_AXES)
+    return grid.emitOpError()
+           << "has " << grid.getRank() << " axes; the runtime takes at most "
+           << TESSEL_MAX_MESH_AXES;
+  auto names =
+      grid->getAttrOfType<ArrayAttr>(nn::NNDialect::kAxisNamesAttrName);
+  llvm::StringSet<> seen;
+  if (!names || static_cast<int64_t>(names.size()) != grid.getRank() ||
+      !llvm::all_of(names, [&](Attribute name) {
+        auto str = dyn_cast<StringAttr>(name);
+        return str && !str.getValue().empty() &&
+               seen.insert(str.getValue()).second;
+      }))
+    return grid.emitOpError()
+           << "needs '" << nn::NNDialect::kAxisNamesAttrName
+           << "': one distinct name per axis, e.g. [\"dp\", \"tp\"]";
+  return Mesh::fromModule(module);
+}
+
+bool isLowerableCollective(Operation *op) {
+  return isa<shard::AllReduceOp, shard::AllGatherOp, shard::ReduceScatterOp,
+             shard::AllToAllOp, shard::AllSliceOp>(op);
+}
+
+/// The grid of a collective (every one has `grid` and `grid_axes`).
+static StringRef gridOf(Operation *op) {
+  return op->getAttrOfType<FlatSymbolRefAttr>("grid").getValue();
+}
+static ArrayRef<int16_t> gridAxesOf(Operation *op) {
+  if (auto axes = op->getAttrOfType<DenseI16ArrayAttr>("grid_axes"))
+    return axes.asArrayRef();
+  return {};
+}
+
+LogicalResult verifyLowerableCollective(Operation *op) {
+  if (gridOf(op) != kMeshName)
+    return op->emitOpError()
+           << "runs on the grid @" << gridOf(op) << "; only the mesh @"
+           << kMeshName << " lowers to the runtime";
+  auto grid = SymbolTable::lookupNearestSymbolFrom<shard::GridOp>(
+      op, op->getAttrOfType<FlatSymbolRefAttr>("grid"));
+  if (!grid)
+    return op->emitOpError() << "runs on @" << kMeshName
+                             << ", which is not a shard.grid of the module";
+  if (grid.getRank() > TESSEL_MAX_MESH_AXES ||
+      llvm::any_of(grid.getShape(), ShapedType::isDynamic))
+    return op->emitOpError() << "runs on a mesh the runtime cannot hold "
+                                "(dynamic, or more than "
+                             << TESSEL_MAX_MESH_AXES << " axes)";
+  Type input = op->getOperand(0).getType(), result = op->getResult(0).getType();
+  for (Type type : {input, result}) {
+    auto tensor = dyn_cast<RankedTensorType>(type);
+    if (!tensor)
+      return op->emitOpError() << "operates on " << type
+                               << "; the runtime's collectives take tensors";
+    if (!tensor.hasStaticShape())
+      return op->emitOpError()
+             << "has the dynamic shape " << type
+             << "; the runtime's collectives need static shapes";
+  }
+  Type element = cast<RankedTensorType>(input).getElementType();
+  if (!(element.isF32() || element.isF16() || element.isBF16() ||
+        element.isF64()))
+    return op->emitOpError() << "communicates " << element
+                             << "; the runtime's collectives take f32, f16, "
+                                "bf16 and f64";
+  if (element != cast<RankedTensorType>(result).getElementType())
+    return op->emitOpError()
+           << "converts " << element << " to "
+           << cast<RankedTensorType>(result).getElementType()
+           << "; the runtime's collectives keep the element type";
+  std::optional<shard::ReductionKind> reduction;
+  if (auto reduce = dyn_cast<shard::AllReduceOp>(op))
+    reduction = reduce.getReduction();
+  if (auto scatter = dyn_cast<shard::ReduceScatterOp>(op))
+    reduction = scatter.getReduction();
+  if (reduction && *reduction != shard::ReductionKind::Sum &&
+      *reduction != shard::ReductionKind::Average &&
+      *reduction != shard::ReductionKind::Max)
+    return op->emitOpError()
+           << "reduces with '" << shard::stringifyReductionKind(*reduction)
+           << "'; the runtime reduces with sum, average and max";
+  // The runtime numbers a group's ranks in axis order; upstream in the
+  // order of grid_axes. They agree when the axes increase. (An all-reduce
+  // gives every rank the same sum either way.)
+  ArrayRef<int16_t> axes = gridAxesOf(op);
+  if (!isa<shard::AllReduceOp>(op))
+    for (size_t i = 1; i < axes.size(); ++i)
+      if (axes[i] <= axes[i - 1])
+        return op->emitOpError()
+               << "lists grid_axes out of order; the runtime orders a "
+                  "group's ranks by increasing mesh axis";
+  return success();
+}
+
+uint32_t axesMask(Operation *op) {
+  uint32_t mask = 0;
+  for (int16_t axis : gridAxesOf(op))
+    mask |= uint32_t(1) << axis;
+  return mask;
+}
+
+/// The kind and the counted payload of one collective call (all_slice:
+/// none, it moves no data).
+static std::optional<std::pair<Collective, int64_t>> payloadOf(Operation *op) {
+  auto bytes = [](Value value) {
+    return nn::detail::tensorBytes(value.getType());
+  };
+  if (isa<shard::AllReduceOp>(op))
+    return std::make_pair(Collective::AllReduce, bytes(op->getOperand(0)));
+  if (isa<shard::AllGatherOp>(op))
+    return std::make_pair(Collective::AllGather, bytes(op->getResult(0)));
+  if (isa<shard::ReduceScatterOp>(op))
+    return std::make_pair(Collective::ReduceScatter, bytes(op->getOperand(0)));
+  if (isa<shard::AllToAllOp>(op))
+    return std::make_pair(Collective::AllToAll, bytes(op->getOperand(0)));
+  return std::nullopt;
+}
+
+/// Adds `times` calls of `func`'s collectives to `traffic`; `active` holds
+/// the functions being counted (a layer that repeats itself is counted
+/// once, not forever).
+static void
+addCollectives(func::FuncOp func, const Mesh &mesh, int64_t times,
+               std::map<std::pair<int32_t, uint32_t>, Traffic> &traffic,
+               llvm::SmallPtrSetImpl<Operation *> &active) {
+  if (!func || func.isExternal() || !active.insert(func).second)
+    return;
+  for (Operation &op : func.getBody().getOps()) {
+    if (auto repeat = dyn_cast<nn::RepeatOp>(op)) {
+      addCollectives(repeat.getLayerFunction(), mesh,
+                     times * repeat.getNumLayers(), traffic, active);
+      continue;
+    }
+    if (!isLowerableCollective(&op))
+      continue;
+    std::optional<std::pair<Collective, int64_t>> payload = payloadOf(&op);
+    uint32_t mask = axesMask(&op);
+    if (!payload || mesh.groupSize(axesOfMask(mask)) == 1)
+      continue;
+    Traffic &entry = traffic[{static_cast<int32_t>(payload->first), mask}];
+    entry.kind = payload->first;
+    entry.axes = mask;
+    entry.calls += times;
+    entry.bytes += times * payload->second;
+  }
+  active.erase(func);
+}
+
+SmallVector<Traffic> countCollectives(func::FuncOp func, const Mesh &mesh) {
+  std::map<std::pair<int32_t, uint32_t>, Traffic> traffic;
+  llvm::SmallPtrSet<Operation *, 4> active;
+  addCollectives(func, mesh, 1, traffic, active);
+  SmallVector<Traffic> result;
+  for (auto &[key, entry] : traffic)
+    result.push_back(entry);
+  return result;
+}
+
+int64_t ringWireBytes(Collective kind, int64_t payload, int64_t groupSize) {
+  if (groupSize <= 1)
+    return 0;
+  int64_t steps =
+      kind == Collective::AllReduce ? 2 * (groupSize - 1) : groupSize - 1;
+  // payload · steps / G without overflowing for payloads of many GiB.
+  return payload / groupSize * steps + payload % groupSize * steps / groupSize;
+}
+
+} // namespace tessel::communication

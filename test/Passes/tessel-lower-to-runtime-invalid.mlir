@@ -44,3 +44,96 @@ func.func @resource_constant() -> tensor<2xf32> attributes {tessel.scratch_bytes
     }
   }
 #-}
+
+// -----
+
+// Tests that a collective on a grid other than @mesh is refused.
+shard.grid @mesh(shape = 2) {nn.axis_names = ["dp"]}
+shard.grid @other(shape = 2)
+func.func @other_grid(%a: tensor<4xf32>) -> tensor<4xf32> attributes {tessel.scratch_bytes = 0 : i64} {
+  // expected-error @+1 {{'shard.all_reduce' op runs on the grid @other; only the mesh @mesh lowers to the runtime}}
+  %0 = shard.all_reduce %a on @other grid_axes = [0] {tessel.offsets = array<i64: -2>} : tensor<4xf32> -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// Tests that a collective of integers is refused (the runtime's collectives
+// move floats).
+shard.grid @mesh(shape = 2) {nn.axis_names = ["dp"]}
+func.func @integers(%a: tensor<4xi32>) -> tensor<4xi32> attributes {tessel.scratch_bytes = 0 : i64} {
+  // expected-error @+1 {{'shard.all_reduce' op communicates 'i32'; the runtime's collectives take f32, f16, bf16 and f64}}
+  %0 = shard.all_reduce %a on @mesh grid_axes = [0] {tessel.offsets = array<i64: -2>} : tensor<4xi32> -> tensor<4xi32>
+  return %0 : tensor<4xi32>
+}
+
+// -----
+
+// Tests that an all-reduce that changes the element type is refused.
+shard.grid @mesh(shape = 2) {nn.axis_names = ["dp"]}
+func.func @widening(%a: tensor<4xf32>) -> tensor<4xf64> attributes {tessel.scratch_bytes = 0 : i64} {
+  // expected-error @+1 {{'shard.all_reduce' op converts 'f32' to 'f64'; the runtime's collectives keep the element type}}
+  %0 = shard.all_reduce %a on @mesh grid_axes = [0] {tessel.offsets = array<i64: -2>} : tensor<4xf32> -> tensor<4xf64>
+  return %0 : tensor<4xf64>
+}
+
+// -----
+
+// Tests that a reduction the runtime does not have (min) is refused.
+shard.grid @mesh(shape = 2) {nn.axis_names = ["dp"]}
+func.func @min(%a: tensor<4x2xf32>) -> tensor<2x2xf32> attributes {tessel.scratch_bytes = 0 : i64} {
+  // expected-error @+1 {{'shard.reduce_scatter' op reduces with 'min'; the runtime reduces with sum, average and max}}
+  %0 = shard.reduce_scatter %a on @mesh grid_axes = [0] reduction = min scatter_axis = 0 {tessel.offsets = array<i64: -2>} : tensor<4x2xf32> -> tensor<2x2xf32>
+  return %0 : tensor<2x2xf32>
+}
+
+// -----
+
+// Tests that a gather whose grid axes are not increasing is refused: the
+// runtime orders a group's ranks by axis, upstream by grid_axes.
+shard.grid @mesh(shape = 2x2) {nn.axis_names = ["dp", "tp"]}
+func.func @axis_order(%a: tensor<2x3xf32>) -> tensor<8x3xf32> attributes {tessel.scratch_bytes = 0 : i64} {
+  // expected-error @+1 {{'shard.all_gather' op lists grid_axes out of order; the runtime orders a group's ranks by increasing mesh axis}}
+  %0 = shard.all_gather %a on @mesh grid_axes = [1, 0] gather_axis = 0 {tessel.offsets = array<i64: -2>} : tensor<2x3xf32> -> tensor<8x3xf32>
+  return %0 : tensor<8x3xf32>
+}
+
+// -----
+
+// Tests that a collective of a dynamic shape is refused.
+shard.grid @mesh(shape = 2) {nn.axis_names = ["dp"]}
+func.func @dynamic(%a: tensor<?x4xf32>) -> tensor<?x4xf32> attributes {tessel.scratch_bytes = 0 : i64} {
+  // expected-error @+1 {{'shard.all_reduce' op has the dynamic shape 'tensor<?x4xf32>'; the runtime's collectives need static shapes}}
+  %0 = shard.all_reduce %a on @mesh grid_axes = [0] {tessel.offsets = array<i64: -2>} : tensor<?x4xf32> -> tensor<?x4xf32>
+  return %0 : tensor<?x4xf32>
+}
+
+// -----
+
+// Tests that a model on a mesh without axis names is refused: the
+// description names the axes.
+// expected-error @+1 {{'shard.grid' op needs 'nn.axis_names': one distinct name per axis, e.g. ["dp", "tp"]}}
+shard.grid @mesh(shape = 2)
+func.func @unnamed(%x: tensor<4xf32> {nn.input}) -> tensor<f32> attributes {tessel.scratch_bytes = 0 : i64} {
+  %0 = nn.reduce_sum %x dims = [0] {tessel.offsets = array<i64: -2>} : tensor<4xf32> -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+// Tests that a sharding naming an axis the mesh does not have is refused.
+shard.grid @mesh(shape = 2) {nn.axis_names = ["dp"]}
+// expected-error @+1 {{'func.func' op argument #0: 'nn.sharding' [["tp"]] must name, per dimension, distinct axes of the mesh (dp)}}
+func.func @unknown_axis(%x: tensor<4xf32> {nn.input, nn.sharding = [["tp"]]}) -> tensor<f32> attributes {tessel.scratch_bytes = 0 : i64} {
+  %0 = nn.reduce_sum %x dims = [0] {tessel.offsets = array<i64: -2>} : tensor<4xf32> -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+// Tests that a sharding without a mesh is refused.
+// expected-error @+1 {{'func.func' op argument #0 has 'nn.sharding', but the module has no shard.grid @mesh}}
+func.func @no_mesh(%x: tensor<4xf32> {nn.input, nn.sharding = [["dp"]]}) -> tensor<f32> attributes {tessel.scratch_bytes = 0 : i64} {
+  %0 = nn.reduce_sum %x dims = [0] {tessel.offsets = array<i64: -2>} : tensor<4xf32> -> tensor<f32>
+  return %0 : tensor<f32>
+}

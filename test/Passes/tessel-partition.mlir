@@ -144,3 +144,27 @@ func.func @repeated(%x: tensor<8x16xf32> {nn.sharding = [["dp"], []]}, %w: tenso
   %h = nn.repeat @layer(%x) params(%w) : (tensor<8x16xf32>, tensor<3x16x16xf32>) -> tensor<8x16xf32>
   return %h : tensor<8x16xf32>
 }
+
+// -----
+
+shard.grid @mesh(shape = 2) {nn.axis_names = ["tp"]}
+
+// Tests that a partial sum is never sliced over its own axis (each rank
+// would keep a different block of the sum): an add split along the rows
+// over tp completes each partial operand by a reduce-scatter.
+// CHECK-LABEL: func.func @no_slice_of_partial
+// CHECK: %[[A:.*]] = nn.matmul
+// CHECK: %[[B:.*]] = nn.matmul
+// CHECK: %[[RA:.*]] = shard.reduce_scatter %[[A]] on @mesh grid_axes = [0] scatter_axis = 0 : tensor<8x16xf32> -> tensor<4x16xf32>
+// CHECK: %[[RB:.*]] = shard.reduce_scatter %[[B]] on @mesh grid_axes = [0] scatter_axis = 0 : tensor<8x16xf32> -> tensor<4x16xf32>
+// CHECK: nn.add %[[RA]], %[[RB]] : tensor<4x16xf32>
+// CHECK-NOT: shard.all_slice
+func.func @no_slice_of_partial(%x: tensor<8x32xf32> {nn.sharding = [[], ["tp"]]},
+                               %w1: tensor<32x16xf32> {nn.sharding = [["tp"], []]},
+                               %w2: tensor<32x16xf32> {nn.sharding = [["tp"], []]})
+    -> (tensor<8x16xf32> {nn.sharding = [["tp"], []]}) {
+  %a = nn.matmul %x, %w1 {nn.loop_sharding = [[], [], ["tp"]]} : (tensor<8x32xf32>, tensor<32x16xf32>) -> tensor<8x16xf32>
+  %b = nn.matmul %x, %w2 {nn.loop_sharding = [[], [], ["tp"]]} : (tensor<8x32xf32>, tensor<32x16xf32>) -> tensor<8x16xf32>
+  %s = nn.add %a, %b {nn.loop_sharding = [["tp"], []]} : tensor<8x16xf32>
+  return %s : tensor<8x16xf32>
+}

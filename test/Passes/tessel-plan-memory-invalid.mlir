@@ -2,7 +2,7 @@
 
 // Tests that an op that does not lower to the runtime cannot be planned.
 func.func @foreign_op(%a: tensor<4xf32>) -> tensor<4xf32> {
-  // expected-error @+1 {{'arith.addf' op cannot be placed in a static arena; only nn ops lower to the runtime}}
+  // expected-error @+1 {{'arith.addf' op cannot be placed in a static arena; only nn ops and shard collectives lower to the runtime}}
   %0 = arith.addf %a, %a : tensor<4xf32>
   return %0 : tensor<4xf32>
 }
@@ -10,7 +10,7 @@ func.func @foreign_op(%a: tensor<4xf32>) -> tensor<4xf32> {
 // -----
 
 func.func private @bad_layer(%h: tensor<4xf32>, %w: tensor<4xf32>) -> tensor<4xf32> {
-  // expected-error @+1 {{'arith.mulf' op cannot be placed in a static arena; only nn ops lower to the runtime}}
+  // expected-error @+1 {{'arith.mulf' op cannot be placed in a static arena; only nn ops and shard collectives lower to the runtime}}
   %0 = arith.mulf %h, %w : tensor<4xf32>
   return %0 : tensor<4xf32>
 }
@@ -31,4 +31,26 @@ func.func @read_after_update(%g: tensor<4xf32>, %acc: tensor<4xf32>) -> (tensor<
   %new = nn.accumulate %g outs(%e) : tensor<4xf32>
   %late = nn.neg %e : tensor<4xf32>
   return %new, %late : tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// Tests that a collective the runtime cannot run is refused before it is
+// placed (here: on a grid other than @mesh).
+shard.grid @mesh(shape = 2) {nn.axis_names = ["dp"]}
+shard.grid @other(shape = 2)
+func.func @other_grid(%a: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'shard.all_reduce' op runs on the grid @other; only the mesh @mesh lowers to the runtime}}
+  %0 = shard.all_reduce %a on @other grid_axes = [0] : tensor<4xf32> -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// Tests that a shard op other than the five collectives is refused.
+shard.grid @mesh(shape = 2) {nn.axis_names = ["dp"]}
+func.func @broadcast(%a: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'shard.broadcast' op cannot be placed in a static arena; only nn ops and shard collectives lower to the runtime}}
+  %0 = shard.broadcast %a on @mesh grid_axes = [0] root = [0] : (tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
 }

@@ -132,3 +132,53 @@ func.func @returned_twice(%a: tensor<2x8xf32>) -> (tensor<16xf32>, tensor<2x8xf3
   %r = nn.reshape %t : tensor<2x8xf32> -> tensor<16xf32>
   return %r, %e, %e : tensor<16xf32>, tensor<2x8xf32>, tensor<2x8xf32>
 }
+
+// -----
+
+// Tests that an all-reduce sums in place when nothing reads its input
+// afterwards (the input's offset), and that a returned one sums in the
+// caller's result memory, its input computed there too (-2).
+// CHECK-LABEL: func.func @reduce_in_place
+// CHECK-SAME: tessel.scratch_bytes = 128
+// CHECK: nn.exp %{{.*}} {tessel.offsets = array<i64: 0>}
+// CHECK: shard.all_reduce %{{.*}} {tessel.offsets = array<i64: 0>}
+// CHECK: nn.tanh %{{.*}} {tessel.offsets = array<i64: -2>}
+// CHECK: shard.all_reduce %{{.*}} {tessel.offsets = array<i64: -2>}
+shard.grid @mesh(shape = 2) {nn.axis_names = ["dp"]}
+func.func @reduce_in_place(%a: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %0 = nn.exp %a : tensor<4x8xf32>
+  %1 = shard.all_reduce %0 on @mesh grid_axes = [0] : tensor<4x8xf32> -> tensor<4x8xf32>
+  %2 = nn.tanh %1 : tensor<4x8xf32>
+  %3 = shard.all_reduce %2 on @mesh grid_axes = [0] : tensor<4x8xf32> -> tensor<4x8xf32>
+  return %3 : tensor<4x8xf32>
+}
+
+// -----
+
+// Tests that an all-reduce gets bytes of its own when its input is read
+// later (%0), is an argument (%a), or shares its bytes with a view (%2 and
+// its reshape), and that every other collective's result has its own bytes
+// like any op's.
+// CHECK-LABEL: func.func @reduce_copies
+// CHECK-SAME: tessel.scratch_bytes = 192
+// CHECK: nn.exp %{{.*}} {tessel.offsets = array<i64: 0>}
+// CHECK: shard.all_reduce %{{.*}} {tessel.offsets = array<i64: 64>}
+// CHECK: nn.add %{{.*}} {tessel.offsets = array<i64: 128>}
+// CHECK: shard.all_reduce %{{.*}} {tessel.offsets = array<i64: 0>}
+// CHECK: nn.reshape %{{.*}} {tessel.offsets = array<i64: 128>}
+// CHECK: shard.all_reduce %{{.*}} {tessel.offsets = array<i64: 64>}
+// CHECK: nn.add %{{.*}} {tessel.offsets = array<i64: -2>}
+// CHECK: shard.all_gather %{{.*}} {tessel.offsets = array<i64: 0>}
+shard.grid @mesh(shape = 2) {nn.axis_names = ["dp"]}
+func.func @reduce_copies(%a: tensor<16xf32>) -> (tensor<16xf32>, tensor<4x4xf32>) {
+  %0 = nn.exp %a : tensor<16xf32>
+  %1 = shard.all_reduce %0 on @mesh grid_axes = [0] : tensor<16xf32> -> tensor<16xf32>
+  %2 = nn.add %0, %1 : tensor<16xf32>
+  %3 = shard.all_reduce %a on @mesh grid_axes = [0] : tensor<16xf32> -> tensor<16xf32>
+  %r = nn.reshape %2 : tensor<16xf32> -> tensor<4x4xf32>
+  %4 = shard.all_reduce %2 on @mesh grid_axes = [0] : tensor<16xf32> -> tensor<16xf32>
+  %5 = nn.add %3, %4 : tensor<16xf32>
+  %6 = shard.all_gather %r on @mesh grid_axes = [0] gather_axis = 0 : tensor<4x4xf32> -> tensor<8x4xf32>
+  %7 = nn.slice %6 start = [0, 0] limit = [4, 4] : tensor<8x4xf32> -> tensor<4x4xf32>
+  return %5, %7 : tensor<16xf32>, tensor<4x4xf32>
+}

@@ -3,7 +3,8 @@
 // Assembles the pipeline of Tessel passes and upstream conversions, then
 // LLVM's code generator and the system linker:
 //
-//   parse + verify → canonicalize, cse → tessel-plan-memory
+//   parse + verify → tessel-autodiff → (with --mesh) tessel-propagate-sharding
+//   → tessel-partition → canonicalize, cse → tessel-plan-memory
 //   → tessel-lower-to-runtime → scf/arith/cf to LLVM → LLVM IR (O2)
 //   → object (host target, PIC) → cc -shared … -ltessel_runtime → MODEL.so
 //
@@ -11,6 +12,7 @@
 
 #include "dialect/NN/NNDialect.h"
 #include "dialect/NN/NNOps.h"
+#include "passes/Communication.h"
 #include "passes/Passes.h"
 
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
@@ -35,12 +37,14 @@
 #include "mlir/Target/LLVMIR/Export.h"
 #include "mlir/Transforms/Passes.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FileUtilities.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/Path.h"
@@ -50,6 +54,8 @@
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/TargetParser/Host.h"
+
+#include <algorithm>
 
 using namespace mlir;
 namespace cl = llvm::cl;
@@ -114,6 +120,33 @@ cl::opt<std::string> recompute("recompute",
                                         "layers: none, selective or full"),
                                cl::init(""), cl::cat(trainCategory));
 
+// Parallelism: the device mesh and how the step is split over it
+// (tessel-propagate-sharding, tessel-partition; docs/parallelism.md).
+cl::OptionCategory meshCategory("Parallelism (tessel-propagate-sharding, "
+                                "tessel-partition)");
+cl::opt<std::string>
+    meshSpec("mesh",
+             cl::desc("Device mesh, e.g. dp=2,tp=2 (row-major, "
+                      "last axis fastest)"),
+             cl::init(""), cl::cat(meshCategory));
+cl::opt<std::string>
+    shardingRules("rules",
+                  cl::desc("Logical axis to mesh axis rules in priority order, "
+                           "e.g. batch=dp,mlp=tp (default: the pass's)"),
+                  cl::init(""), cl::cat(meshCategory));
+cl::opt<bool> sequenceParallel(
+    "sequence-parallel",
+    cl::desc("Split the sequence over tp outside the tensor-parallel regions"),
+    cl::cat(meshCategory));
+cl::opt<bool> localBatchnorm(
+    "local-batchnorm",
+    cl::desc("Batch norm keeps per-rank statistics (no SyncBatchNorm)"),
+    cl::cat(meshCategory));
+cl::opt<double> bucketMb("bucket-mb",
+                         cl::desc("Gradient all-reduce bucket size in MiB (0: "
+                                  "one all-reduce per gradient; default 25)"),
+                         cl::init(-1), cl::cat(meshCategory));
+
 /// Fails with "tessel-compile: <message>" on stderr.
 LogicalResult fail(const llvm::Twine &message) {
   llvm::errs() << "tessel-compile: " << message << "\n";
@@ -173,6 +206,190 @@ std::optional<llvm::json::Value> modelDescription(ModuleOp module) {
   return std::move(*parsed);
 }
 
+/// Checks the parallelism flags before any work: --mesh parses (names
+/// distinct identifiers, sizes positive), --rules is logical=mesh entries,
+/// --bucket-mb is not negative, and the others come with --mesh.
+LogicalResult checkMeshFlags() {
+  bool hasMesh = meshSpec.getNumOccurrences() > 0;
+  if (!hasMesh) {
+    for (const cl::Option *flag : std::initializer_list<const cl::Option *>{
+             &shardingRules, &sequenceParallel, &localBatchnorm, &bucketMb})
+      if (flag->getNumOccurrences() > 0)
+        return fail(llvm::Twine("--") + flag->ArgStr +
+                    " applies to a step split over a device mesh; give "
+                    "--mesh too");
+    return success();
+  }
+  // The propagation's parser, so that the tool and the pass agree; then
+  // what the runtime adds: lower-case names, ranks that fit an int32.
+  if (StringRef(meshSpec).trim().empty())
+    return fail("--mesh: expected name=size entries, e.g. dp=2,tp=2");
+  std::string error;
+  std::optional<tessel::Mesh> mesh = tessel::Mesh::parse(meshSpec, error);
+  if (!mesh)
+    return fail("--mesh " + meshSpec + ": " + error);
+  int64_t devices = 1;
+  for (auto [name, size] : llvm::zip(mesh->names, mesh->sizes)) {
+    if (llvm::isDigit(name.front()) || llvm::any_of(name, [](char c) {
+          return !llvm::isLower(c) && !llvm::isDigit(c) && c != '_';
+        }))
+      return fail("--mesh " + meshSpec + ": the axis name '" + name +
+                  "' is not [a-z_][a-z0-9_]*");
+    if (size > INT32_MAX / devices)
+      return fail("--mesh " + meshSpec +
+                  ": more than 2^31 - 1 devices (at the axis '" + name + "')");
+    devices *= size;
+  }
+  if (shardingRules.getNumOccurrences() > 0) {
+    SmallVector<StringRef> rules;
+    StringRef(shardingRules).split(rules, ',');
+    for (StringRef rule : rules) {
+      auto [logical, meshAxis] = rule.trim().split('=');
+      auto isName = [](StringRef name) {
+        return !name.empty() &&
+               (llvm::isAlpha(name.front()) || name.front() == '_') &&
+               llvm::all_of(
+                   name, [](char c) { return llvm::isAlnum(c) || c == '_'; });
+      };
+      if (!isName(logical.trim()) || !isName(meshAxis.trim()))
+        return fail("--rules: '" + rule.trim() +
+                    "': expected logical=mesh, e.g. batch=dp");
+    }
+  }
+  if (bucketMb.getNumOccurrences() > 0 && !(bucketMb >= 0))
+    return fail("--bucket-mb " + llvm::formatv("{0}", bucketMb.getValue()) +
+                ": the bucket size must be >= 0 MiB (0: one all-reduce per "
+                "gradient)");
+  return success();
+}
+
+/// The bytes one rank sends for one entry of the description's
+/// "collectives" with the ring algorithms, on `mesh` (the description's
+/// "mesh").
+int64_t ringBytesOf(const llvm::json::Object &collective,
+                    const tessel::Mesh &mesh) {
+  SmallVector<int16_t> axes;
+  if (const llvm::json::Array *names = collective.getArray("axes"))
+    for (const llvm::json::Value &name : *names)
+      if (std::optional<int16_t> axis =
+              mesh.axisIndex(name.getAsString().value_or("")))
+        axes.push_back(*axis);
+  std::optional<tessel::communication::Collective> kind =
+      tessel::communication::parseCollective(
+          collective.getString("kind").value_or(""));
+  if (!kind)
+    return 0;
+  return tessel::communication::ringWireBytes(
+      *kind, collective.getInteger("bytes").value_or(0), mesh.groupSize(axes));
+}
+
+/// "dp=2,tp=2".
+std::string meshText(const tessel::Mesh &mesh) {
+  std::string text;
+  for (auto [name, size] : llvm::zip(mesh.names, mesh.sizes))
+    text += (text.empty() ? "" : ",") + name + "=" + std::to_string(size);
+  return text;
+}
+
+/// The report's "communication": per entry and collective the calls, the
+/// payload bytes (what the runtime's counters show) and the bytes a rank
+/// sends with the ring algorithms; and one step's total: backward + update
+/// with one microbatch (forward for an evaluation-only model).
+std::optional<llvm::json::Object>
+communicationReport(const llvm::json::Object &description) {
+  const llvm::json::Object *meshJson = description.getObject("mesh");
+  const llvm::json::Object *collectives = description.getObject("collectives");
+  if (!meshJson || !collectives)
+    return std::nullopt;
+  tessel::Mesh mesh;
+  if (const llvm::json::Array *axes = meshJson->getArray("axes"))
+    for (const llvm::json::Value &axis : *axes)
+      mesh.names.push_back(axis.getAsString().value_or("").str());
+  if (const llvm::json::Array *shape = meshJson->getArray("shape"))
+    for (const llvm::json::Value &size : *shape)
+      mesh.sizes.push_back(size.getAsInteger().value_or(1));
+  bool trained = collectives->getArray("backward") != nullptr;
+  SmallVector<StringRef> stepEntries =
+      trained ? SmallVector<StringRef>{"backward", "update"}
+              : SmallVector<StringRef>{"forward"};
+  llvm::json::Array rows;
+  int64_t stepCalls = 0, stepBytes = 0, stepRing = 0;
+  for (StringRef entry : {"forward", "backward", "update"}) {
+    const llvm::json::Array *list = collectives->getArray(entry);
+    if (!list)
+      continue;
+    for (const llvm::json::Value &value : *list) {
+      const llvm::json::Object *collective = value.getAsObject();
+      if (!collective)
+        continue;
+      int64_t calls = collective->getInteger("calls").value_or(0);
+      int64_t bytes = collective->getInteger("bytes").value_or(0);
+      int64_t ring = ringBytesOf(*collective, mesh);
+      if (llvm::is_contained(stepEntries, entry)) {
+        stepCalls += calls;
+        stepBytes += bytes;
+        stepRing += ring;
+      }
+      llvm::json::Array axes;
+      if (const llvm::json::Array *names = collective->getArray("axes"))
+        axes = *names;
+      rows.push_back(llvm::json::Object{
+          {"entry", entry.str()},
+          {"kind", collective->getString("kind").value_or("").str()},
+          {"axes", std::move(axes)},
+          {"calls", calls},
+          {"bytes", bytes},
+          {"ring_bytes", ring}});
+    }
+  }
+  llvm::json::Array stepNames;
+  for (StringRef entry : stepEntries)
+    stepNames.push_back(entry.str());
+  return llvm::json::Object{
+      {"mesh", meshText(mesh)},
+      {"collectives", std::move(rows)},
+      {"step", llvm::json::Object{{"entries", std::move(stepNames)},
+                                  {"calls", stepCalls},
+                                  {"bytes", stepBytes},
+                                  {"ring_bytes", stepRing}}}};
+}
+
+void printCommunication(const llvm::json::Object &communication) {
+  llvm::outs() << "  communication per rank (mesh "
+               << communication.getString("mesh").value_or("") << ")\n";
+  llvm::outs() << llvm::format("    %-9s %-15s %-9s %8s %16s %16s\n", "entry",
+                               "collective", "axes", "calls", "bytes",
+                               "ring bytes");
+  auto joined = [](const llvm::json::Array *values) {
+    std::string text;
+    if (values)
+      for (const llvm::json::Value &value : *values)
+        text +=
+            (text.empty() ? "" : ",") + value.getAsString().value_or("").str();
+    return text;
+  };
+  if (const llvm::json::Array *rows = communication.getArray("collectives"))
+    for (const llvm::json::Value &value : *rows) {
+      const llvm::json::Object &row = *value.getAsObject();
+      llvm::outs() << llvm::format(
+          "    %-9s %-15s %-9s %8lld %16lld %16lld\n",
+          row.getString("entry").value_or("").str().c_str(),
+          row.getString("kind").value_or("").str().c_str(),
+          joined(row.getArray("axes")).c_str(),
+          (long long)row.getInteger("calls").value_or(0),
+          (long long)row.getInteger("bytes").value_or(0),
+          (long long)row.getInteger("ring_bytes").value_or(0));
+    }
+  const llvm::json::Object &step = *communication.getObject("step");
+  std::string label = "step (" + joined(step.getArray("entries")) + ")";
+  std::replace(label.begin(), label.end(), ',', '+');
+  llvm::outs() << llvm::format(
+      "    %-35s %8lld %16lld %16lld\n", label.c_str(),
+      (long long)step.getInteger("calls").value_or(0),
+      (long long)step.getInteger("bytes").value_or(0),
+      (long long)step.getInteger("ring_bytes").value_or(0));
+}
+
 void printHumanReport(const llvm::json::Object &report) {
   llvm::outs() << "model " << *report.getString("source") << " (@"
                << *report.getString("function") << ")\n";
@@ -198,6 +415,9 @@ void printHumanReport(const llvm::json::Object &report) {
                                      name.str().c_str(),
                                      (long long)*region->getInteger("bytes"),
                                      (long long)*region->getInteger("offset"));
+  if (const llvm::json::Object *communication =
+          report.getObject("communication"))
+    printCommunication(*communication);
 }
 
 LogicalResult runPipeline(ModuleOp module, llvm::json::Object &report) {
@@ -225,6 +445,19 @@ LogicalResult runPipeline(ModuleOp module, llvm::json::Object &report) {
       return failure();
   }
   PassManager plan(ctx);
+  if (meshSpec.getNumOccurrences() > 0) {
+    tessel::PropagateShardingPassOptions sharding;
+    sharding.mesh = meshSpec;
+    if (shardingRules.getNumOccurrences() > 0)
+      sharding.rules = shardingRules;
+    sharding.sequenceParallel = sequenceParallel;
+    plan.addPass(tessel::createPropagateShardingPass(sharding));
+    tessel::PartitionPassOptions partition;
+    if (bucketMb.getNumOccurrences() > 0)
+      partition.bucketMb = bucketMb;
+    partition.localBatchnorm = localBatchnorm;
+    plan.addPass(tessel::createPartitionPass(partition));
+  }
   plan.addPass(createCanonicalizerPass());
   plan.addPass(createCSEPass());
   plan.addPass(tessel::createPlanMemoryPass());
@@ -257,6 +490,9 @@ LogicalResult runPipeline(ModuleOp module, llvm::json::Object &report) {
   for (auto &[key, value] : *description->getAsObject())
     if (key != "tensors")
       report[key] = value;
+  if (std::optional<llvm::json::Object> communication =
+          communicationReport(*description->getAsObject()))
+    report["communication"] = std::move(*communication);
   return success();
 }
 
@@ -337,6 +573,8 @@ std::string defaultOutput() {
 }
 
 int compile(int argc, char **argv) {
+  if (failed(checkMeshFlags()))
+    return 1;
   DialectRegistry registry;
   registry.insert<tessel::nn::NNDialect, func::FuncDialect,
                   arith::ArithDialect, scf::SCFDialect, cf::ControlFlowDialect,

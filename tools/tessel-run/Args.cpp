@@ -15,13 +15,14 @@ using namespace tessel::run;
 std::string tessel::run::usageText() {
   return R"(usage: tessel-run MODEL.so|MODEL.mlir [flags]
 
-Runs a model compiled by tessel-compile on the CPU runtime (rank 0 of 1). A
-model compiled for training (backward and update entries) trains by default:
-each step zeroes the gradients, runs the backward entry on each microbatch
-(gradients accumulate), writes 1/M to the gradient scale and applies the
-optimizer once. A model compiled without training evaluates the loss. A .mlir
-model is first compiled with the tessel-compile found next to tessel-run,
-given the training flags below.
+Runs a model compiled by tessel-compile on the CPU runtime: on one device,
+or on every rank of the mesh a partitioned model was compiled for (see
+parallel flags). A model compiled for training (backward and update entries)
+trains by default: each step zeroes the gradients, runs the backward entry on
+each microbatch (gradients accumulate), writes 1/M to the gradient scale and
+applies the optimizer once. A model compiled without training evaluates the
+loss. A .mlir model is first compiled with the tessel-compile found next to
+tessel-run, given the training and parallel flags below.
 
 flags:
   --steps N             steps to run (default 10); a run resumed with --load
@@ -86,6 +87,22 @@ training flags (compiled into the model: passed to tessel-compile for a
                         warmup-cosine: --steps)
   --clip X              clip the global gradient norm to X (0: no clipping)
   --recompute none|selective|full  activation recomputation in the backward
+
+parallel flags (a model partitioned over a device mesh; docs/tessel-run.md):
+  --mesh AXIS=N,...     the mesh, e.g. dp=2,tp=2 (row-major: rank r has
+                        coordinates (r / 2, r % 2)); a .mlir is compiled for
+                        it, a .so must have been (without --mesh a .so runs
+                        on the mesh it was compiled for). The losses, the
+                        global batch and the checkpoints (global tensors,
+                        loadable on any mesh) are one device's
+  --comm local|mpi      local (default): every rank is a thread of this
+                        process; mpi: one process per rank, started by
+                        `mpirun -np WORLD tessel-run ... --comm mpi` (each
+                        rank compiles a .mlir itself)
+  --rules R, --sequence-parallel, --local-batchnorm, --bucket-mb X
+                        partitioning flags passed to tessel-compile with
+                        --mesh (a .mlir model only; see tessel-compile
+                        --help)
 )";
 }
 
@@ -108,6 +125,19 @@ const std::vector<TrainingFlagSpec> &tessel::run::trainingFlagSpecs() {
       {"--recompute", "recompute", K::Name},
   };
   return specs;
+}
+
+std::vector<std::string> Options::partitioningFlags() const {
+  std::vector<std::string> flags;
+  if (!rules.empty())
+    flags.push_back("--rules");
+  if (sequenceParallel)
+    flags.push_back("--sequence-parallel");
+  if (localBatchnorm)
+    flags.push_back("--local-batchnorm");
+  if (!bucketMb.empty())
+    flags.push_back("--bucket-mb");
+  return flags;
 }
 
 const std::string *Options::trainingValue(const std::string &flag) const {
@@ -231,6 +261,26 @@ const std::map<std::string, ValueSetter> &valueFlags() {
        [](Options &o, const std::string &v) {
          o.microbatches = parseInteger("--microbatches", v, 1);
        }},
+      {"--mesh",
+       [](Options &o, const std::string &v) { o.mesh = parseMesh(v); }},
+      {"--comm",
+       [](Options &o, const std::string &v) {
+         if (v == "local")
+           o.comm = CommBackend::Local;
+         else if (v == "mpi")
+           o.comm = CommBackend::Mpi;
+         else
+           failUsage("bad value '" + v +
+                     "' for --comm (expected local or mpi)");
+       }},
+      {"--rules", [](Options &o, const std::string &v) { o.rules = v; }},
+      {"--bucket-mb",
+       [](Options &o, const std::string &v) {
+         if (!(parseReal("--bucket-mb", v) >= 0))
+           failUsage("bad value '" + v +
+                     "' for --bucket-mb (expected a number >= 0)");
+         o.bucketMb = v;
+       }},
       {"--grad-tol",
        [](Options &o, const std::string &v) {
          double tol = parseReal("--grad-tol", v);
@@ -275,6 +325,20 @@ void checkCombinations(const Options &options) {
   if (warmup && total && std::stoll(*total) <= std::stoll(*warmup))
     failUsage("--total-steps " + *total + " must be greater than --warmup " +
               *warmup);
+  // A .so was partitioned when it was compiled; the flags that choose how
+  // are tessel-compile's.
+  bool mlir = options.model.size() >= 5 &&
+              options.model.compare(options.model.size() - 5, 5, ".mlir") == 0;
+  for (const std::string &flag : options.partitioningFlags()) {
+    if (!mlir && !options.model.empty())
+      failUsage(flag + " only with a .mlir model (a .so was partitioned when "
+                       "it was compiled)");
+    if (!options.mesh)
+      failUsage(flag + " needs --mesh");
+  }
+  if (options.checkGrads && options.mesh)
+    failUsage("--check-grads only on one device (drop --mesh " +
+              options.mesh->toString() + ")");
 }
 
 } // namespace
@@ -297,6 +361,14 @@ Options tessel::run::parseArgs(int argc, char **argv) {
     }
     if (arg == "--check-grads") {
       options.checkGrads = true;
+      continue;
+    }
+    if (arg == "--sequence-parallel") {
+      options.sequenceParallel = true;
+      continue;
+    }
+    if (arg == "--local-batchnorm") {
+      options.localBatchnorm = true;
       continue;
     }
     if (arg.size() > 1 && arg[0] == '-') {

@@ -3,6 +3,8 @@
 #ifndef TESSEL_RUN_ARGS_H
 #define TESSEL_RUN_ARGS_H
 
+#include "Mesh.h"
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -11,6 +13,10 @@
 namespace tessel::run {
 
 enum class TokenDtype { U8, U16, I32 };
+
+/// How the ranks of a mesh talk: threads of this process (shared memory) or
+/// one process per rank under mpirun.
+enum class CommBackend { Local, Mpi };
 
 /// How a training option's value is written and checked.
 enum class TrainingFlagKind { Name, Real, Count, Switch };
@@ -53,6 +59,19 @@ struct Options {
   bool checkGrads = false;
   std::optional<double> gradTol;
   std::vector<TrainingFlag> training; // in the order given, each flag once
+  // Parallelism: the mesh to partition for (a .mlir) or to check a .so
+  // against, and the communication backend. The partitioning flags go to
+  // tessel-compile (a .mlir model only).
+  std::optional<Mesh> mesh;
+  CommBackend comm = CommBackend::Local;
+  std::string rules;    // --rules, as given
+  std::string bucketMb; // --bucket-mb, as given
+  bool sequenceParallel = false;
+  bool localBatchnorm = false;
+
+  /// The partitioning flags given besides --mesh, as the user wrote them
+  /// ("--rules", "--sequence-parallel", ...).
+  std::vector<std::string> partitioningFlags() const;
 
   /// The value of training flag `flag` ("--lr") if given.
   const std::string *trainingValue(const std::string &flag) const;

@@ -32,6 +32,17 @@ int64_t TensorDesc::numElements() const {
   return n;
 }
 
+int64_t TensorDesc::globalNumElements() const {
+  int64_t n = 1;
+  for (int64_t d : globalShape)
+    n *= d;
+  return n;
+}
+
+int64_t TensorDesc::globalBytes() const {
+  return globalNumElements() * tessel_dtype_size(dtypeCode);
+}
+
 bool TensorDesc::isInteger() const {
   return dtypeCode == TESSEL_I32 || dtypeCode == TESSEL_I64;
 }
@@ -117,10 +128,56 @@ int32_t initKindOf(const std::string &kind) {
 // models load as eval-only.
 constexpr int64_t newestModelAbi = TESSEL_ABI_VERSION;
 
+std::string shapeText(const std::vector<int64_t> &shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
 // Every malformed description ends here, so all such errors read alike.
 [[noreturn]] void failDescription(const std::string &file,
                                   const std::string &problem) {
   throw RunError("model '" + file + "': bad description: " + problem);
+}
+
+/// A tensor's "sharding" and "global_shape" against the model's mesh:
+/// every split names mesh axes (each axis once per tensor) and the global
+/// dimension is the local one times the product of their sizes.
+template <typename Fail>
+void parseSharding(const json &j, TensorDesc &t, const ModelDesc &model,
+                   Fail fail) {
+  if (j.contains("sharding")) {
+    if (!model.mesh)
+      fail("\"sharding\" but the model has no \"mesh\"");
+    t.sharding = j.at("sharding").get<std::vector<std::vector<std::string>>>();
+    if (t.sharding.size() != t.shape.size())
+      fail("\"sharding\" has " + std::to_string(t.sharding.size()) +
+           " dimensions, its shape " + std::to_string(t.shape.size()));
+    std::set<std::string> used;
+    bool split = false;
+    for (const std::vector<std::string> &axes : t.sharding)
+      for (const std::string &axis : axes) {
+        if (model.mesh->axisIndex(axis) < 0)
+          fail("\"sharding\" names axis '" + axis + "', not one of mesh " +
+               model.mesh->toString());
+        if (!used.insert(axis).second)
+          fail("\"sharding\" splits over axis '" + axis + "' twice");
+        split = true;
+      }
+    if (!split)
+      t.sharding.clear();
+  }
+  std::vector<int64_t> expected = t.shape;
+  for (size_t d = 0; d < t.sharding.size(); ++d)
+    for (const std::string &axis : t.sharding[d])
+      expected[d] *= model.mesh->shape[model.mesh->axisIndex(axis)];
+  t.globalShape = j.contains("global_shape")
+                      ? j.at("global_shape").get<std::vector<int64_t>>()
+                      : expected;
+  if (t.globalShape != expected)
+    fail("\"global_shape\" " + shapeText(t.globalShape) + " is not its shape " +
+         shapeText(t.shape) + " times its splits " + shapeText(expected));
 }
 
 TensorDesc parseTensor(const json &j, const ModelDesc &model,
@@ -166,7 +223,56 @@ TensorDesc parseTensor(const json &j, const ModelDesc &model,
   }
   if (j.contains("limit"))
     t.limit = j.at("limit").get<int64_t>();
+  parseSharding(j, t, model, fail);
   return t;
+}
+
+/// "mesh": {"axes": [...], "shape": [...]}, the same rules as --mesh.
+Mesh parseModelMesh(const json &j, const std::string &file) {
+  Mesh mesh;
+  mesh.axes = j.at("axes").get<std::vector<std::string>>();
+  mesh.shape = j.at("shape").get<std::vector<int64_t>>();
+  if (mesh.axes.size() != mesh.shape.size() || mesh.axes.empty())
+    failDescription(file, "\"mesh\" needs one size per axis");
+  try {
+    return parseMesh(mesh.toString(), "\"mesh\"");
+  } catch (const UsageError &e) {
+    failDescription(file, e.what());
+  }
+}
+
+/// "collectives": {"backward": [{"kind", "axes", "calls", "bytes"}, ...]}.
+void parseCollectives(const json &j, ModelDesc &model,
+                      const std::string &file) {
+  static const std::set<std::string> kinds = {"all_reduce", "all_gather",
+                                              "reduce_scatter", "all_to_all"};
+  if (!model.mesh)
+    failDescription(file, "\"collectives\" but the model has no \"mesh\"");
+  for (auto &[entry, list] : j.items()) {
+    if (!model.entries.count(entry))
+      failDescription(file, "\"collectives\" of entry '" + entry +
+                                "', which the model does not have");
+    std::vector<CommCount> &counts = model.collectives[entry];
+    for (const json &c : list) {
+      CommCount count;
+      count.kind = c.at("kind").get<std::string>();
+      if (!kinds.count(count.kind))
+        failDescription(file,
+                        "\"collectives\": unknown kind '" + count.kind + "'");
+      auto axes = c.at("axes").get<std::vector<std::string>>();
+      for (const std::string &axis : axes)
+        if (model.mesh->axisIndex(axis) < 0)
+          failDescription(file, "\"collectives\": axis '" + axis +
+                                    "' is not one of mesh " +
+                                    model.mesh->toString());
+      count.axes = model.mesh->axesOf(model.mesh->axesMask(axes));
+      count.calls = c.at("calls").get<int64_t>();
+      count.bytes = c.at("bytes").get<int64_t>();
+      if (count.calls < 0 || count.bytes < 0)
+        failDescription(file, "\"collectives\": negative calls or bytes");
+      counts.push_back(count);
+    }
+  }
 }
 
 /// The optimizer state of one parameter, as tessel-autodiff names it
@@ -286,6 +392,10 @@ void validateTraining(const ModelDesc &model, const std::string &file) {
         model.find("param", t->name.substr(0, t->name.rfind('.')));
     if (t->dtypeCode != TESSEL_F32 || t->shape != p->shape)
       fail("must be f32 with its parameter's shape");
+    // A checkpoint holds states as global tensors, split as their
+    // parameters.
+    if (t->sharding != p->sharding)
+      fail("sharding differs from its parameter's");
   }
   for (const std::string &name : expected)
     if (!states.count(name))
@@ -403,8 +513,12 @@ ModelDesc tessel::run::parseModelDescription(const std::string &text,
       }
     if (j.contains("train"))
       model.train = parseTrainConfig(j.at("train"), file);
+    if (j.contains("mesh"))
+      model.mesh = parseModelMesh(j.at("mesh"), file);
     for (const json &t : j.at("tensors"))
       model.tensors.push_back(parseTensor(t, model, file));
+    if (j.contains("collectives"))
+      parseCollectives(j.at("collectives"), model, file);
   } catch (const json::exception &e) {
     failDescription(file, e.what());
   }
@@ -505,9 +619,19 @@ int64_t tessel::run::tokensPerStep(const ModelDesc &desc) {
   return sequence ? first.shape[0] * first.shape[1] : first.shape[0];
 }
 
-tessel::run::RankRuntime::RankRuntime(int64_t arenaBytes) {
+static tessel_ctx_options singleRankOptions() {
+  // The fields after `device` (ABI v3's mesh and communication) zero: one
+  // rank, no communication.
   tessel_ctx_options options = {TESSEL_BACKEND_CPU, /*rank=*/0,
                                 /*world_size=*/1, /*device=*/0};
+  return options;
+}
+
+tessel::run::RankRuntime::RankRuntime(int64_t arenaBytes)
+    : RankRuntime(arenaBytes, singleRankOptions()) {}
+
+tessel::run::RankRuntime::RankRuntime(int64_t arenaBytes,
+                                      const tessel_ctx_options &options) {
   ctx = tessel_ctx_create(&options);
   if (!ctx) {
     const char *why = tessel_error(nullptr);
@@ -527,13 +651,51 @@ tessel::run::RankRuntime::~RankRuntime() {
   tessel_ctx_destroy(ctx);
 }
 
+TensorBlock tessel::run::blockOf(const ModelDesc &model, const TensorDesc &t,
+                                 const std::vector<int64_t> &coordinates) {
+  if (!model.mesh || !t.isSharded())
+    return blockOf(t.shape, {}, Mesh{}, {});
+  if (coordinates.size() != model.mesh->axes.size())
+    throw RunError("tensor '" + t.name + "' is split over mesh " +
+                   model.mesh->toString() +
+                   ": its block needs the rank's coordinates");
+  return blockOf(t.shape, t.sharding, *model.mesh, coordinates);
+}
+
 void tessel::run::initParams(const ModelDesc &model, tessel_ctx *ctx,
-                             void *arena, uint64_t seed) {
-  for (const TensorDesc *p : model.withRole("param"))
-    tessel_init_param(ctx, static_cast<char *>(arena) + p->offset, p->dtypeCode,
-                      /*first=*/0, p->numElements(), p->initKind, p->initArgs,
-                      seed, p->name.c_str());
+                             void *arena, uint64_t seed,
+                             const std::vector<int64_t> &coordinates) {
+  for (const TensorDesc *p : model.withRole("param")) {
+    char *base = static_cast<char *>(arena) + p->offset;
+    int64_t size = tessel_dtype_size(p->dtypeCode);
+    // Straight into the arena, one contiguous run of the block at a time.
+    forEachRun(blockOf(model, *p, coordinates),
+               [&](int64_t local, int64_t global, int64_t count) {
+                 tessel_init_param(ctx, base + local * size, p->dtypeCode,
+                                   /*first=*/global, count, p->initKind,
+                                   p->initArgs, seed, p->name.c_str());
+               });
+  }
   tessel_synchronize(ctx);
+}
+
+ModelDesc tessel::run::globalFeedView(const ModelDesc &model) {
+  ModelDesc view;
+  view.abiVersion = model.abiVersion;
+  view.source = model.source;
+  view.function = model.function;
+  int64_t offset = 0;
+  for (const TensorDesc *t : model.feeds()) {
+    TensorDesc g = *t;
+    g.shape = t->globalShape;
+    g.sharding.clear();
+    g.bytes = t->globalBytes();
+    g.offset = offset;
+    offset += (g.bytes + 63) / 64 * 64;
+    view.tensors.push_back(g);
+  }
+  view.arenaBytes = offset;
+  return view;
 }
 
 void tessel::run::zeroGrads(const ModelDesc &model, tessel_ctx *ctx,

@@ -3,6 +3,7 @@
 #ifndef TESSEL_RUN_MODEL_H
 #define TESSEL_RUN_MODEL_H
 
+#include "Mesh.h"
 #include "tessel/runtime.h"
 
 #include <cstdint>
@@ -31,9 +32,20 @@ struct TensorDesc {
   double initArgs[2] = {0.0, 0.0};
   // Integer inputs and labels: values lie in [0, limit).
   std::optional<int64_t> limit;
+  // A partitioned model (one with a mesh): `shape` is the rank's block, the
+  // arena's; `globalShape` the tensor's (equal to `shape` when nothing is
+  // split); `sharding` per dimension the mesh axes that split it, outer
+  // first (empty when no dimension is split).
+  std::vector<int64_t> globalShape;
+  std::vector<std::vector<std::string>> sharding;
 
   int64_t numElements() const;
+  int64_t globalNumElements() const;
+  /// Bytes of the global tensor (a checkpoint's entry).
+  int64_t globalBytes() const;
   bool isInteger() const;
+  /// Some dimension is split over a mesh axis.
+  bool isSharded() const { return !sharding.empty(); }
 };
 
 /// What the training step was compiled with: the module's tessel.train
@@ -75,6 +87,11 @@ struct ModelDesc {
   std::map<std::string, Region> regions;
   std::optional<TrainConfig> train;
   std::vector<TensorDesc> tensors;
+  /// The mesh a partitioned model was compiled for; none for one device.
+  std::optional<Mesh> mesh;
+  /// Per entry kind ("forward", "backward", "update"): the collectives one
+  /// call of it runs on each rank, one per (kind, axes).
+  std::map<std::string, std::vector<CommCount>> collectives;
 
   std::vector<const TensorDesc *> withRole(const std::string &role) const;
   /// Inputs then labels: what the launcher writes before each step.
@@ -87,8 +104,11 @@ struct ModelDesc {
   /// Has backward and update entries: a run trains by default.
   bool trains() const;
   /// The batch of one microbatch: the size of the "batch" axis (else the
-  /// first dimension) of the first input; 1 without one.
+  /// first dimension) of the first input; 1 without one. A rank's share of
+  /// it on a mesh (see globalFeedView).
   int64_t batchSize() const;
+  /// The number of ranks: the mesh's world size, 1 without a mesh.
+  int64_t worldSize() const { return mesh ? mesh->worldSize() : 1; }
 };
 
 using EntryFn = void (*)(tessel_ctx *, void *);
@@ -111,20 +131,37 @@ ModelDesc parseModelDescription(const std::string &json,
 /// RTLD_LOCAL), reads its description and resolves its entry.
 LoadedModel loadModel(const std::string &path, int dlopenFlags = 0);
 
-/// The CPU context of rank 0 of 1 and its arena, freed together.
+/// The CPU context of one rank and its arena, freed together.
 struct RankRuntime {
   tessel_ctx *ctx = nullptr;
   void *arena = nullptr;
 
+  /// Rank 0 of 1.
   explicit RankRuntime(int64_t arenaBytes);
+  /// The rank `options` describe (its mesh and communication).
+  RankRuntime(int64_t arenaBytes, const tessel_ctx_options &options);
   ~RankRuntime();
   RankRuntime(const RankRuntime &) = delete;
   RankRuntime &operator=(const RankRuntime &) = delete;
 };
 
-/// Initialises every parameter of `model` in `arena` from `seed`.
+/// Initialises every parameter of `model` in `arena` from `seed`. On a
+/// mesh, pass the rank's `coordinates`: each split parameter gets its block
+/// of the values one device would have (tessel_init_param draws element i
+/// from (seed, name, global index i)).
 void initParams(const ModelDesc &model, tessel_ctx *ctx, void *arena,
-                uint64_t seed);
+                uint64_t seed, const std::vector<int64_t> &coordinates = {});
+
+/// Where the rank at `coordinates` holds its block of `t` (the whole tensor
+/// without a mesh or a split).
+TensorBlock blockOf(const ModelDesc &model, const TensorDesc &t,
+                    const std::vector<int64_t> &coordinates);
+
+/// The feeds (inputs, then labels) of one global microbatch — the global
+/// shapes, packed from offset 0 of a buffer of `arenaBytes` — what one
+/// device's run writes: the data source fills it and each rank copies its
+/// block out. Its batchSize() is the global microbatch's.
+ModelDesc globalFeedView(const ModelDesc &model);
 
 /// The scalar loss (f32 or f64) after a step.
 double readLoss(const TensorDesc &loss, tessel_ctx *ctx, const void *arena);

@@ -69,6 +69,12 @@ void MetricsWriter::write(const StepResult &r) {
   line["tokens_per_s"] = r.tokensPerSecond;
   line["step_ms"] = r.seconds * 1e3;
   line["allocated_bytes"] = r.allocatedBytes;
+  if (r.comm) {
+    nlohmann::ordered_json comm = nlohmann::ordered_json::object();
+    for (const CommCount &c : *r.comm)
+      comm[commKey(c)] = {{"calls", c.calls}, {"bytes", c.bytes}};
+    line["comm"] = comm;
+  }
   std::string text = line.dump() + "\n";
   if (std::fputs(text.c_str(), file) < 0 || std::fflush(file) != 0)
     throw RunError("cannot write metrics file '" + path +
@@ -121,7 +127,8 @@ void ProgressReporter::logLine(const StepResult &r, double eta) {
 }
 
 void ProgressReporter::finish(double totalSeconds, int64_t peakBytes,
-                              int64_t arenaBytes, const std::string &what) {
+                              int64_t arenaBytes, const std::string &what,
+                              const std::string &comm, bool perRank) {
   if (quiet)
     return;
   if (barDrawn)
@@ -129,8 +136,11 @@ void ProgressReporter::finish(double totalSeconds, int64_t peakBytes,
   double meanTokens = stepSeconds > 0 ? tokens / stepSeconds : 0;
   std::fprintf(stderr,
                "done: %ld steps (%s), loss %.6g -> %.6g, %.0f tokens/s mean, "
-               "%s total, peak %s (arena %s)\n",
+               "%s total, peak %s (arena %s)%s\n",
                long(steps), what.c_str(), firstLoss, lastLoss, meanTokens,
                formatDuration(totalSeconds).c_str(),
-               formatBytes(peakBytes).c_str(), formatBytes(arenaBytes).c_str());
+               formatBytes(peakBytes).c_str(), formatBytes(arenaBytes).c_str(),
+               perRank ? " per rank" : "");
+  if (!comm.empty())
+    std::fprintf(stderr, "communication per step: %s\n", comm.c_str());
 }

@@ -3,6 +3,8 @@
 #ifndef TESSEL_RUN_PROGRESS_H
 #define TESSEL_RUN_PROGRESS_H
 
+#include "Mesh.h"
+
 #include <cstdint>
 #include <cstdio>
 #include <optional>
@@ -19,6 +21,9 @@ struct StepResult {
   int64_t allocatedBytes;   // device bytes the runtime holds (its counter)
   std::optional<double> lr; // this step's learning rate (training only)
   int64_t microbatches = 1;
+  // On a mesh, the first step of a run: the collectives it ran on rank 0
+  // (the runtime's counters), written to the metrics as "comm".
+  std::optional<std::vector<CommCount>> comm;
 };
 
 /// Writes one JSON object per step to a file (JSON lines), flushed each step
@@ -45,9 +50,11 @@ public:
                    bool quiet);
   void onStep(const StepResult &result);
   /// The summary; `what` says what ran ("train adamw lr 0.001, global
-  /// batch 32 = 4 x 8").
+  /// batch 32 = 4 x 8"). On a mesh, `comm` is the communication of one step
+  /// (a line of its own) and the memory figures are each rank's.
   void finish(double totalSeconds, int64_t peakBytes, int64_t arenaBytes,
-              const std::string &what);
+              const std::string &what, const std::string &comm = "",
+              bool perRank = false);
 
 private:
   void drawBar(const StepResult &result, double eta);

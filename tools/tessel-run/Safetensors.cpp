@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
+#include <functional>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -59,16 +60,6 @@ std::string joinNames(const std::vector<std::string> &names) {
 
 /// The header JSON, padded with spaces to a multiple of 8 bytes so the data
 /// that follows is aligned (as the reference implementation does).
-/// Parameters, then (a training checkpoint) optimizer states.
-std::vector<const TensorDesc *> savedTensors(const ModelDesc &model,
-                                             bool withStates) {
-  std::vector<const TensorDesc *> out = model.withRole("param");
-  if (withStates)
-    for (const TensorDesc *t : model.withRole("state"))
-      out.push_back(t);
-  return out;
-}
-
 std::string buildHeader(const std::vector<const TensorDesc *> &tensors,
                         const std::map<std::string, std::string> &metadata) {
   ordered_json header;
@@ -76,9 +67,9 @@ std::string buildHeader(const std::vector<const TensorDesc *> &tensors,
   int64_t offset = 0;
   for (const TensorDesc *p : tensors) {
     header[p->name] = {{"dtype", safetensorsDtype(p->dtypeCode)},
-                       {"shape", p->shape},
-                       {"data_offsets", {offset, offset + p->bytes}}};
-    offset += p->bytes;
+                       {"shape", p->globalShape},
+                       {"data_offsets", {offset, offset + p->globalBytes()}}};
+    offset += p->globalBytes();
   }
   std::string text = header.dump();
   text.append((8 - text.size() % 8) % 8, ' ');
@@ -92,9 +83,13 @@ void writeAll(std::FILE *f, const void *data, size_t size,
                    "': " + std::strerror(errno));
 }
 
+/// Puts the global bytes of a tensor into its argument.
+using TensorBytes =
+    std::function<void(const TensorDesc &, std::vector<char> &)>;
+
 void writeCheckpointFile(std::FILE *f, const std::string &path,
                          const std::vector<const TensorDesc *> &tensors,
-                         tessel_ctx *ctx, const void *arena,
+                         const TensorBytes &bytesOf,
                          const std::string &header) {
   uint64_t n = header.size();
   unsigned char len[8];
@@ -104,9 +99,7 @@ void writeCheckpointFile(std::FILE *f, const std::string &path,
   writeAll(f, header.data(), header.size(), path);
   std::vector<char> host;
   for (const TensorDesc *p : tensors) {
-    host.resize(p->bytes);
-    tessel_copy_to_host(ctx, host.data(),
-                        static_cast<const char *>(arena) + p->offset, p->bytes);
+    bytesOf(*p, host);
     writeAll(f, host.data(), host.size(), path);
   }
   if (std::fflush(f) != 0 || ::fsync(::fileno(f)) != 0)
@@ -281,14 +274,15 @@ void checkDtypesAndShapes(const std::map<std::string, StoredTensor> &stored,
     if (t.dtype != want)
       throw RunError("checkpoint '" + path + "': " + what + " has dtype " +
                      t.dtype + ", the model expects " + want);
-    if (t.shape != p->shape)
+    if (t.shape != p->globalShape)
       throw RunError("checkpoint '" + path + "': " + what + " has shape " +
                      shapeString(t.shape) + ", the model expects " +
-                     shapeString(p->shape));
-    if (t.end - t.begin != uint64_t(p->bytes))
+                     shapeString(p->globalShape));
+    if (t.end - t.begin != uint64_t(p->globalBytes()))
       throw RunError("checkpoint '" + path + "': " + what + " holds " +
                      std::to_string(t.end - t.begin) +
-                     " bytes, its shape needs " + std::to_string(p->bytes));
+                     " bytes, its shape needs " +
+                     std::to_string(p->globalBytes()));
   }
 }
 
@@ -310,11 +304,12 @@ int64_t parseStep(const std::map<std::string, std::string> &metadata,
 
 } // namespace
 
-void tessel::run::writeSafetensorsAtomically(
-    const std::string &path, const ModelDesc &model, tessel_ctx *ctx,
-    const void *arena, const std::map<std::string, std::string> &metadata,
-    bool withStates) {
-  std::vector<const TensorDesc *> tensors = savedTensors(model, withStates);
+/// Writes `tensors` to `path`.tmp, then renames it over `path`.
+static void
+writeAtomically(const std::string &path,
+                const std::vector<const TensorDesc *> &tensors,
+                const TensorBytes &bytesOf,
+                const std::map<std::string, std::string> &metadata) {
   std::string header = buildHeader(tensors, metadata);
   std::string tmp = path + ".tmp";
   std::FILE *f = std::fopen(tmp.c_str(), "wb");
@@ -322,7 +317,7 @@ void tessel::run::writeSafetensorsAtomically(
     throw RunError("cannot write checkpoint '" + tmp +
                    "': " + std::strerror(errno));
   try {
-    writeCheckpointFile(f, tmp, tensors, ctx, arena, header);
+    writeCheckpointFile(f, tmp, tensors, bytesOf, header);
   } catch (...) {
     std::fclose(f);
     std::remove(tmp.c_str());
@@ -341,34 +336,97 @@ void tessel::run::writeSafetensorsAtomically(
   }
 }
 
-LoadedCheckpoint tessel::run::loadSafetensors(const std::string &path,
-                                              const ModelDesc &model,
-                                              tessel_ctx *ctx, void *arena,
-                                              bool training) {
-  MappedFile file(path);
+std::vector<const TensorDesc *>
+tessel::run::checkpointTensors(const ModelDesc &model, bool withStates) {
+  std::vector<const TensorDesc *> out = model.withRole("param");
+  if (withStates)
+    for (const TensorDesc *t : model.withRole("state"))
+      out.push_back(t);
+  return out;
+}
+
+void tessel::run::writeSafetensorsAtomically(
+    const std::string &path, const ModelDesc &model, tessel_ctx *ctx,
+    const void *arena, const std::map<std::string, std::string> &metadata,
+    bool withStates) {
+  writeAtomically(
+      path, checkpointTensors(model, withStates),
+      [&](const TensorDesc &p, std::vector<char> &host) {
+        host.resize(p.bytes);
+        tessel_copy_to_host(ctx, host.data(),
+                            static_cast<const char *>(arena) + p.offset,
+                            p.bytes);
+      },
+      metadata);
+}
+
+void tessel::run::writeSafetensorsAtomically(
+    const std::string &path, const ModelDesc &model,
+    const std::map<std::string, std::vector<char>> &globalTensors,
+    const std::map<std::string, std::string> &metadata, bool withStates) {
+  writeAtomically(
+      path, checkpointTensors(model, withStates),
+      [&](const TensorDesc &p, std::vector<char> &host) {
+        auto it = globalTensors.find(p.name);
+        if (it == globalTensors.end() ||
+            int64_t(it->second.size()) != p.globalBytes())
+          throw RunError("cannot write checkpoint '" + path + "': tensor '" +
+                         p.name + "' was not gathered");
+        host = it->second;
+      },
+      metadata);
+}
+
+struct CheckpointReader::File {
+  explicit File(const std::string &path) : mapped(path) {}
+  MappedFile mapped;
+  std::map<std::string, StoredTensor> stored;
+  const char *data = nullptr; // the first byte after the header
+};
+
+CheckpointReader::CheckpointReader(const std::string &path,
+                                   const ModelDesc &model, bool training)
+    : file(std::make_unique<File>(path)), model(model) {
   std::map<std::string, std::string> metadata;
-  std::map<std::string, StoredTensor> stored = readHeader(file, path, metadata);
-  checkKeys(stored, model, path);
-  LoadedCheckpoint loaded;
+  file->stored = readHeader(file->mapped, path, metadata);
+  checkKeys(file->stored, model, path);
   bool anyState = false;
-  for (auto &[name, t] : stored)
+  for (auto &[name, t] : file->stored)
     anyState |= looksLikeState(name, model);
   // A checkpoint of a training run has "tessel.step" (even when its
   // optimizer keeps no state); one with neither holds parameters only.
   if (training && (anyState || metadata.count("tessel.step"))) {
-    checkStateKeys(stored, model, path);
+    checkStateKeys(file->stored, model, path);
     loaded.paramsOnly = false;
     loaded.step = parseStep(metadata, path);
   }
-  std::vector<const TensorDesc *> tensors =
-      savedTensors(model, !loaded.paramsOnly);
-  checkDtypesAndShapes(stored, tensors, path);
-  const char *base = file.data() + 8 + headerLength(file);
-  for (const TensorDesc *p : tensors) {
-    const StoredTensor &t = stored.at(p->name);
-    tessel_copy_to_device(ctx, static_cast<char *>(arena) + p->offset,
-                          base + t.begin, p->bytes);
+  checkDtypesAndShapes(file->stored,
+                       checkpointTensors(model, !loaded.paramsOnly), path);
+  file->data = file->mapped.data() + 8 + headerLength(file->mapped);
+}
+
+CheckpointReader::~CheckpointReader() = default;
+
+void CheckpointReader::load(tessel_ctx *ctx, void *arena,
+                            const std::vector<int64_t> &coordinates) const {
+  for (const TensorDesc *p : checkpointTensors(model, !loaded.paramsOnly)) {
+    const char *src = file->data + file->stored.at(p->name).begin;
+    char *dst = static_cast<char *>(arena) + p->offset;
+    int64_t size = tessel_dtype_size(p->dtypeCode);
+    forEachRun(blockOf(model, *p, coordinates),
+               [&](int64_t local, int64_t global, int64_t count) {
+                 tessel_copy_to_device(ctx, dst + local * size,
+                                       src + global * size, count * size);
+               });
   }
   tessel_synchronize(ctx);
-  return loaded;
+}
+
+LoadedCheckpoint tessel::run::loadSafetensors(const std::string &path,
+                                              const ModelDesc &model,
+                                              tessel_ctx *ctx, void *arena,
+                                              bool training) {
+  CheckpointReader reader(path, model, training);
+  reader.load(ctx, arena);
+  return reader.info();
 }

@@ -6,7 +6,9 @@
 #include "Model.h"
 
 #include <map>
+#include <memory>
 #include <string>
+#include <vector>
 
 namespace tessel::run {
 
@@ -19,6 +21,20 @@ void writeSafetensorsAtomically(
     const std::string &path, const ModelDesc &model, tessel_ctx *ctx,
     const void *arena, const std::map<std::string, std::string> &metadata,
     bool withStates = false);
+
+/// The tensors a checkpoint holds, in file order: every parameter, then
+/// (`withStates`) every optimizer state. Their entries have the global
+/// shapes (a checkpoint saved on one mesh loads on any other).
+std::vector<const TensorDesc *> checkpointTensors(const ModelDesc &model,
+                                                  bool withStates);
+
+/// As above, from the global tensors of a partitioned model gathered on the
+/// host: `globalTensors` maps each name of checkpointTensors() to its
+/// globalBytes() bytes.
+void writeSafetensorsAtomically(
+    const std::string &path, const ModelDesc &model,
+    const std::map<std::string, std::vector<char>> &globalTensors,
+    const std::map<std::string, std::string> &metadata, bool withStates);
 
 /// What a checkpoint brought besides the parameters.
 struct LoadedCheckpoint {
@@ -37,6 +53,31 @@ struct LoadedCheckpoint {
 LoadedCheckpoint loadSafetensors(const std::string &path,
                                  const ModelDesc &model, tessel_ctx *ctx,
                                  void *arena, bool training = false);
+
+/// loadSafetensors in two halves, for a mesh: the file is opened and
+/// validated once (global shapes) before any rank starts, then each rank
+/// copies its blocks out of the mapping (concurrently: load() only reads).
+class CheckpointReader {
+public:
+  /// Validates as loadSafetensors does; throws RunError.
+  CheckpointReader(const std::string &path, const ModelDesc &model,
+                   bool training);
+  ~CheckpointReader();
+  CheckpointReader(const CheckpointReader &) = delete;
+  CheckpointReader &operator=(const CheckpointReader &) = delete;
+
+  const LoadedCheckpoint &info() const { return loaded; }
+  /// Writes into `arena` the block of every parameter (and, unless
+  /// info().paramsOnly, every state) the rank at `coordinates` holds.
+  void load(tessel_ctx *ctx, void *arena,
+            const std::vector<int64_t> &coordinates = {}) const;
+
+private:
+  struct File;
+  std::unique_ptr<File> file;
+  const ModelDesc &model;
+  LoadedCheckpoint loaded;
+};
 
 } // namespace tessel::run
 

@@ -95,7 +95,31 @@ void *at(void *arena, const TensorDesc &t) {
 
 } // namespace
 
+/// --mesh and the partitioning flags, as tessel-compile takes them.
+static std::vector<std::string> partitionArgs(const Options &options) {
+  if (!options.mesh)
+    return {};
+  std::vector<std::string> args = {"--mesh", options.mesh->toString()};
+  if (!options.rules.empty())
+    args.insert(args.end(), {"--rules", options.rules});
+  if (options.sequenceParallel)
+    args.push_back("--sequence-parallel");
+  if (options.localBatchnorm)
+    args.push_back("--local-batchnorm");
+  if (!options.bucketMb.empty())
+    args.insert(args.end(), {"--bucket-mb", options.bucketMb});
+  return args;
+}
+
 std::vector<std::string> tessel::run::compileArgs(const Options &options) {
+  std::vector<std::string> args = compileTrainingArgs(options);
+  std::vector<std::string> partition = partitionArgs(options);
+  args.insert(args.end(), partition.begin(), partition.end());
+  return args;
+}
+
+std::vector<std::string>
+tessel::run::compileTrainingArgs(const Options &options) {
   // An evaluation needs only the forward entry (and no differentiable path).
   if (options.eval)
     return {"--no-train"};
@@ -130,6 +154,8 @@ void tessel::run::checkTrainingFlags(const Options &options,
                           (model.source.empty() ? "MODEL.mlir" : model.source);
   for (const TrainingFlag &flag : options.training)
     recompile += " " + flagText(flag);
+  if (model.mesh)
+    recompile += " --mesh " + model.mesh->toString();
   recompile += " -o " + file;
   for (const TrainingFlag &flag : options.training) {
     if (!model.train)
@@ -151,6 +177,29 @@ void tessel::run::checkTrainingFlags(const Options &options,
         flag.spec->jsonKey + " " + compiled.text + " that model '" + file +
         "' was compiled with (training options are compiled in); " + recompile);
   }
+}
+
+void tessel::run::checkMesh(const Options &options, const ModelDesc &model,
+                            const std::string &file, bool compiledHere) {
+  auto meshText = [](const std::optional<Mesh> &mesh) {
+    return mesh ? "mesh " + mesh->toString() : std::string("one device");
+  };
+  if (options.checkGrads && model.mesh)
+    throw RunError("--check-grads only on one device: model '" + file +
+                   "' is partitioned for " + meshText(model.mesh));
+  if (!options.mesh || model.mesh == options.mesh)
+    return;
+  if (compiledHere)
+    throw RunError("tessel-compile ignored --mesh " + options.mesh->toString() +
+                   ": '" + options.model + "' was compiled for " +
+                   meshText(model.mesh));
+  throw RunError("--mesh " + options.mesh->toString() + " differs from the " +
+                 meshText(model.mesh) + " that model '" + file +
+                 "' was compiled for (the partitioning is compiled in); "
+                 "recompile with tessel-compile " +
+                 (model.source.empty() ? "MODEL.mlir" : model.source) +
+                 " --mesh " + options.mesh->toString() + " -o " + file +
+                 ", or drop --mesh");
 }
 
 /// Runs `entry` (forward or backward) once per microbatch of `step`, each

@@ -12,10 +12,21 @@
 
 namespace tessel::run {
 
+/// The tessel-compile arguments of a .mlir model: compileTrainingArgs, then
+/// --mesh and the partitioning flags given (--rules, --sequence-parallel,
+/// --local-batchnorm, --bucket-mb).
+std::vector<std::string> compileArgs(const Options &options);
+
 /// The training flags given, as tessel-compile arguments ("--lr", "0.01",
 /// "--nesterov", ...). A warmup-cosine schedule without --total-steps ends
 /// at --steps. --eval compiles the forward entry alone ("--no-train").
-std::vector<std::string> compileArgs(const Options &options);
+std::vector<std::string> compileTrainingArgs(const Options &options);
+
+/// --mesh, when given, must be the mesh `model` (from `file`) was compiled
+/// for, and --check-grads needs a model for one device; throws RunError
+/// naming both meshes. `compiledHere` as for checkTrainingFlags.
+void checkMesh(const Options &options, const ModelDesc &model,
+               const std::string &file, bool compiledHere);
 
 /// Each training flag given must equal what `model` (from `file`) was
 /// compiled with; throws RunError naming the flag, both values and the

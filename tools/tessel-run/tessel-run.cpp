@@ -1,9 +1,8 @@
 //===- tessel-run.cpp - Runs a compiled Tessel model on the CPU runtime ---===//
 
 #include "Args.h"
-#include "Data.h"
 #include "Error.h"
-#include "GradCheck.h"
+#include "Launch.h"
 #include "Model.h"
 #include "Progress.h"
 #include "Safetensors.h"
@@ -51,103 +50,90 @@ LoadedModel loadOrCompileModel(const Options &options) {
   }
 }
 
-enum class Mode { Train, Eval, CheckGrads };
-
-int runModel(const Options &options) {
+/// This process's part of a run, set up once before any rank starts: the
+/// model loaded (or compiled), the flags checked against it, the data and
+/// the checkpoint validated; then every rank of the mesh as threads (the
+/// local backend, `mpiWorld` 0) or MPI rank `rank` of `mpiWorld` processes.
+void runModel(const Options &options, int32_t rank, int32_t mpiWorld) {
   double start = nowSeconds();
   LoadedModel model = loadOrCompileModel(options);
   const ModelDesc &desc = model.desc;
-  checkTrainingFlags(options, desc, options.model,
-                     endsWith(options.model, ".mlir"));
-  Mode mode = options.checkGrads               ? Mode::CheckGrads
-              : options.eval || !desc.trains() ? Mode::Eval
-                                               : Mode::Train;
-  if (mode == Mode::CheckGrads && !model.backward)
+  bool compiledHere = endsWith(options.model, ".mlir");
+  checkMesh(options, desc, options.model, compiledHere);
+  checkTrainingFlags(options, desc, options.model, compiledHere);
+  if (mpiWorld && mpiWorld != desc.worldSize())
+    throw RunError("mpirun started " + std::to_string(mpiWorld) +
+                   (mpiWorld == 1 ? " process" : " processes") + "; model '" +
+                   options.model + "' runs on " +
+                   (desc.mesh ? "mesh " + desc.mesh->toString() + ": " +
+                                    std::to_string(desc.worldSize()) +
+                                    " ranks, one process each"
+                              : std::string("one device")) +
+                   " (mpirun -np " + std::to_string(desc.worldSize()) + ")");
+  RunPlan plan;
+  plan.options = &options;
+  plan.model = &model;
+  plan.mode = modeOf(options, desc);
+  plan.startSeconds = start;
+  if (plan.mode == Mode::CheckGrads && !model.backward)
     throw RunError("--check-grads needs a model compiled for training; '" +
                    options.model + "' has no backward entry");
-  // The data source is checked before any work so a bad file fails fast.
-  std::unique_ptr<BatchSource> batches =
-      options.data.empty()
-          ? makeSyntheticData(desc, options.seed)
-          : makeTokenFileData(desc, options.data, options.dataDtype);
+  // The data source is checked before any work so a bad file fails fast
+  // (and once, not on every rank).
+  makeBatchSource(options, globalFeedView(desc));
 
-  RankRuntime rt(desc.arenaBytes);
-  int64_t firstStep = 0;
-  if (options.load.empty()) {
-    initParams(desc, rt.ctx, rt.arena, options.seed);
-    zeroStates(desc, rt.ctx, rt.arena);
-  } else {
-    LoadedCheckpoint loaded = loadSafetensors(options.load, desc, rt.ctx,
-                                              rt.arena, mode == Mode::Train);
-    if (mode == Mode::Train && loaded.paramsOnly) {
-      zeroStates(desc, rt.ctx, rt.arena);
+  std::unique_ptr<CheckpointReader> checkpoint;
+  if (!options.load.empty()) {
+    checkpoint = std::make_unique<CheckpointReader>(options.load, desc,
+                                                    plan.mode == Mode::Train);
+    if (plan.mode == Mode::Train && checkpoint->info().paramsOnly && rank == 0)
       std::fprintf(stderr,
                    "tessel-run: note: checkpoint '%s' holds parameters only: "
                    "the optimizer state starts at zero, at step 0\n",
                    options.load.c_str());
-    }
-    if (mode == Mode::Train)
-      firstStep = loaded.step;
+    if (plan.mode == Mode::Train)
+      plan.firstStep = checkpoint->info().step;
+    plan.checkpoint = checkpoint.get();
   }
-  checkKernelError(rt.ctx, "initialising parameters");
-
-  if (mode == Mode::CheckGrads) {
-    checkGradients(model, rt.ctx, rt.arena, *batches, firstStep,
-                   firstStep * options.microbatches, options.seed,
-                   options.gradTol, stdout);
-    return 0;
-  }
-
   std::unique_ptr<MetricsWriter> metrics;
-  if (!options.metrics.empty())
+  if (!options.metrics.empty() && rank == 0 && plan.mode != Mode::CheckGrads) {
     metrics = std::make_unique<MetricsWriter>(options.metrics);
-  int64_t lastStep = firstStep + options.steps;
-  ProgressReporter progress(firstStep, lastStep, options.logEvery,
-                            options.quiet);
-  int64_t tokens = tokensPerStep(desc) * options.microbatches;
-
-  for (int64_t step = firstStep; step < lastStep; ++step) {
-    double stepStart = nowSeconds();
-    double loss =
-        mode == Mode::Train
-            ? trainStep(model, rt, *batches, step, options.microbatches)
-            : evalStep(model, rt, *batches, step, options.microbatches);
-    double seconds = nowSeconds() - stepStart;
-    tessel_counters counters;
-    tessel_get_counters(rt.ctx, &counters);
-    StepResult result = {step + 1,
-                         loss,
-                         tokens,
-                         seconds,
-                         seconds > 0 ? tokens / seconds : 0.0,
-                         counters.bytes_allocated};
-    if (mode == Mode::Train)
-      result.lr = desc.train->lrAt(step);
-    result.microbatches = options.microbatches;
-    if (metrics)
-      metrics->write(result);
-    progress.onStep(result);
+    plan.metrics = metrics.get();
   }
+  if (mpiWorld)
+    runRank(plan, rank, desc.mesh ? TESSEL_COMM_MPI : TESSEL_COMM_NONE,
+            nullptr);
+  else
+    runLocalRanks(plan);
+}
 
-  if (!options.save.empty()) {
-    std::map<std::string, std::string> metadata = {
-        {"seed", std::to_string(options.seed)}};
-    // Only a training run has a step count to resume from.
-    if (mode == Mode::Train)
-      metadata["tessel.step"] = std::to_string(lastStep);
-    writeSafetensorsAtomically(options.save, desc, rt.ctx, rt.arena, metadata,
-                               /*withStates=*/mode == Mode::Train);
+/// Under `mpirun`: this process's rank and the number of processes.
+std::pair<int32_t, int32_t> startMpi() {
+  int32_t rank = 0, size = 0;
+  if (tessel_mpi_init(&rank, &size) != 0) {
+    const char *why = tessel_error(nullptr);
+    throw RunError(std::string("--comm mpi: ") +
+                   (why ? why : "MPI is not available"));
   }
-  int64_t batch = desc.batchSize();
-  std::string what =
-      (mode == Mode::Train
-           ? "train " + describeTraining(*desc.train)
-           : std::string(desc.trains() ? "eval"
-                                       : "eval: compiled without "
-                                         "training")) +
-      ", global batch " + std::to_string(options.microbatches * batch) + " = " +
-      std::to_string(options.microbatches) + " x " + std::to_string(batch);
-  progress.finish(nowSeconds() - start, desc.peakBytes, desc.arenaBytes, what);
+  return {rank, size};
+}
+
+/// One process of `mpirun -np N tessel-run ... --comm mpi`: a failure
+/// names the rank and takes every process down (MPI_Abort) rather than
+/// leave the others waiting in a collective.
+int runMpiProcess(const Options &options) {
+  auto [rank, size] = startMpi();
+  try {
+    runModel(options, rank, size);
+  } catch (const std::exception &e) {
+    std::fprintf(stderr, "tessel-run: error: rank %d: %s\n", int(rank),
+                 e.what());
+    std::fflush(stderr);
+    const RunError *error = dynamic_cast<const RunError *>(&e);
+    tessel_mpi_abort(error ? error->exitCode : 1);
+    return 1;
+  }
+  tessel_mpi_finalize();
   return 0;
 }
 
@@ -160,7 +146,10 @@ int main(int argc, char **argv) {
       std::fputs(usageText().c_str(), stdout);
       return 0;
     }
-    return runModel(options);
+    if (options.comm == CommBackend::Mpi)
+      return runMpiProcess(options);
+    runModel(options, /*rank=*/0, /*mpiWorld=*/0);
+    return 0;
   } catch (const UsageError &e) {
     std::fprintf(stderr, "tessel-run: error: %s (see tessel-run --help)\n",
                  e.what());

@@ -1,9 +1,9 @@
 //===- TrainingTest.cpp - Model ABI v2 parsing and the training flags -----===//
 
+#include "Training.h"
 #include "Args.h"
 #include "Error.h"
 #include "Model.h"
-#include "Training.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -183,9 +183,12 @@ TEST(ModelAbiV2, InvalidDescriptionsNameTheProblem) {
     std::function<void(json &)> edit;
     const char *message;
   };
+  static const std::string futureAbiMessage =
+      "model 'm.so' has ABI version " + std::to_string(TESSEL_ABI_VERSION + 1) +
+      ", this tessel-run supports 1 to " + std::to_string(TESSEL_ABI_VERSION);
   std::vector<Case> cases = {
-      {"future ABI", [](json &j) { j["abi_version"] = 3; },
-       "model 'm.so' has ABI version 3, this tessel-run supports 1 to 2"},
+      {"future ABI", [](json &j) { j["abi_version"] = TESSEL_ABI_VERSION + 1; },
+       futureAbiMessage.c_str()},
       {"unknown entry", [](json &j) { j["entries"]["eval"] = "e"; },
        "unknown entry kind 'eval'"},
       {"backward alone", [](json &j) { j["entries"].erase("update"); },

@@ -1,0 +1,124 @@
+// RUN: tessel-opt %s -tessel-plan-memory -tessel-lower-to-runtime -cse --split-input-file | FileCheck %s
+
+// (-cse folds the equal constants each call makes, so that one name stands
+// for each value below.)
+
+// Tests that an all-reduce becomes tessel_all_reduce(ctx, mask, dtype, in,
+// out, count, kind): over both axes (mask 3) a sum (0) in place, its input
+// dead afterwards; a max (2) over tp (mask 2) into a buffer of its own, its
+// input still read; an average (TESSEL_REDUCE_MEAN, 1) of an argument over
+// dp (mask 1) straight into the result it returns. The grid is gone.
+// CHECK-NOT: shard.grid
+// CHECK-LABEL: llvm.func @tessel_fn_all_reduce
+// CHECK-SAME: (%[[CTX:[^:]*]]: !llvm.ptr, %[[SCRATCH:[^:]*]]: !llvm.ptr, %[[A:[^:]*]]: !llvm.ptr, %[[OUT0:[^:]*]]: !llvm.ptr, %[[OUT1:[^:]*]]: !llvm.ptr)
+// CHECK: %[[ONE:.*]] = llvm.mlir.constant(1 : i32) : i32
+// CHECK: %[[F32:.*]] = llvm.mlir.constant(0 : i32) : i32
+// CHECK: %[[COUNT:.*]] = llvm.mlir.constant(32 : i64) : i64
+// CHECK: llvm.call @tessel_unary(%[[CTX]], %{{.*}}, %[[F32]], %[[A]], %[[SCRATCH]], %[[COUNT]])
+// CHECK: %[[BOTH:.*]] = llvm.mlir.constant(3 : i32) : i32
+// CHECK: llvm.call @tessel_all_reduce(%[[CTX]], %[[BOTH]], %[[F32]], %[[SCRATCH]], %[[SCRATCH]], %[[COUNT]], %[[F32]])
+// CHECK: %[[T:.*]] = llvm.getelementptr %[[SCRATCH]][%{{.*}}]
+// CHECK: llvm.call @tessel_unary(%[[CTX]], %{{.*}}, %[[F32]], %[[SCRATCH]], %[[T]], %[[COUNT]])
+// CHECK: %[[TWO:.*]] = llvm.mlir.constant(2 : i32) : i32
+// CHECK: llvm.call @tessel_all_reduce(%[[CTX]], %[[TWO]], %[[F32]], %[[T]], %[[SCRATCH]], %[[COUNT]], %[[TWO]])
+// CHECK: llvm.call @tessel_binary(%[[CTX]], %{{.*}}, %[[F32]], %[[T]], %[[SCRATCH]], %[[OUT0]], %[[COUNT]])
+// CHECK: llvm.call @tessel_all_reduce(%[[CTX]], %[[ONE]], %[[F32]], %[[A]], %[[OUT1]], %[[COUNT]], %[[ONE]])
+// CHECK: llvm.func @tessel_all_reduce(!llvm.ptr, i32, i32, !llvm.ptr, !llvm.ptr, i64, i32)
+shard.grid @mesh(shape = 2x2) {nn.axis_names = ["dp", "tp"]}
+func.func @all_reduce(%a: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+  %0 = nn.exp %a : tensor<4x8xf32>
+  %1 = shard.all_reduce %0 on @mesh grid_axes = [0, 1] : tensor<4x8xf32> -> tensor<4x8xf32>
+  %2 = nn.tanh %1 : tensor<4x8xf32>
+  %3 = shard.all_reduce %2 on @mesh grid_axes = [1] reduction = max : tensor<4x8xf32> -> tensor<4x8xf32>
+  %4 = nn.add %2, %3 : tensor<4x8xf32>
+  %5 = shard.all_reduce %a on @mesh grid_axes = [0] reduction = average : tensor<4x8xf32> -> tensor<4x8xf32>
+  return %4, %5 : tensor<4x8xf32>, tensor<4x8xf32>
+}
+
+// -----
+
+// Tests that the collectives with a tensor dimension pass the local input's
+// rank and shape and the dimension: all_gather (f16, code 1) along 1;
+// reduce_scatter (bf16, code 2) along 0 with max; all_to_all (f64, code 3)
+// splitting 0 and concatenating 1; all_slice (no communication) along 1.
+// Every one runs over tp, mask 2.
+// CHECK-DAG: llvm.mlir.global private constant @[[SHAPE_A:__tessel_i64s_[0-9]+]](dense<[4, 8]> : tensor<2xi64>)
+// CHECK-DAG: llvm.mlir.global private constant @[[SHAPE_B:__tessel_i64s_[0-9]+]](dense<[8, 6]> : tensor<2xi64>)
+// CHECK-DAG: llvm.mlir.global private constant @[[SHAPE_C:__tessel_i64s_[0-9]+]](dense<[8, 4, 6]> : tensor<3xi64>)
+// CHECK-LABEL: llvm.func @tessel_fn_dims
+// CHECK-SAME: (%[[CTX:[^:]*]]: !llvm.ptr, %{{[^:]*}}: !llvm.ptr, %[[A:[^:]*]]: !llvm.ptr, %[[B:[^:]*]]: !llvm.ptr, %[[C:[^:]*]]: !llvm.ptr, %[[OUT0:[^:]*]]: !llvm.ptr, %[[OUT1:[^:]*]]: !llvm.ptr, %[[OUT2:[^:]*]]: !llvm.ptr, %[[OUT3:[^:]*]]: !llvm.ptr)
+// CHECK: %[[TWO:.*]] = llvm.mlir.constant(2 : i32) : i32
+// CHECK: %[[ONE:.*]] = llvm.mlir.constant(1 : i32) : i32
+// CHECK: %[[PA:.*]] = llvm.mlir.addressof @[[SHAPE_A]]
+// CHECK: llvm.call @tessel_all_gather(%[[CTX]], %[[TWO]], %[[ONE]], %[[A]], %[[OUT0]], %[[TWO]], %[[PA]], %[[ONE]])
+// CHECK: %[[ZERO:.*]] = llvm.mlir.constant(0 : i32) : i32
+// CHECK: %[[PB:.*]] = llvm.mlir.addressof @[[SHAPE_B]]
+// CHECK: llvm.call @tessel_reduce_scatter(%[[CTX]], %[[TWO]], %[[TWO]], %[[B]], %[[OUT1]], %[[TWO]], %[[PB]], %[[ZERO]], %[[TWO]])
+// CHECK: %[[THREE:.*]] = llvm.mlir.constant(3 : i32) : i32
+// CHECK: %[[PC:.*]] = llvm.mlir.addressof @[[SHAPE_C]]
+// CHECK: llvm.call @tessel_all_to_all(%[[CTX]], %[[TWO]], %[[THREE]], %[[C]], %[[OUT2]], %[[THREE]], %[[PC]], %[[ZERO]], %[[ONE]])
+// CHECK: llvm.call @tessel_all_slice(%[[CTX]], %[[TWO]], %[[ONE]], %[[A]], %[[OUT3]], %[[TWO]], %[[PA]], %[[ONE]])
+// CHECK-DAG: llvm.func @tessel_all_gather(!llvm.ptr, i32, i32, !llvm.ptr, !llvm.ptr, i32, !llvm.ptr, i32)
+// CHECK-DAG: llvm.func @tessel_reduce_scatter(!llvm.ptr, i32, i32, !llvm.ptr, !llvm.ptr, i32, !llvm.ptr, i32, i32)
+// CHECK-DAG: llvm.func @tessel_all_to_all(!llvm.ptr, i32, i32, !llvm.ptr, !llvm.ptr, i32, !llvm.ptr, i32, i32)
+// CHECK-DAG: llvm.func @tessel_all_slice(!llvm.ptr, i32, i32, !llvm.ptr, !llvm.ptr, i32, !llvm.ptr, i32)
+shard.grid @mesh(shape = 2x4) {nn.axis_names = ["dp", "tp"]}
+func.func @dims(%a: tensor<4x8xf16>, %b: tensor<8x6xbf16>, %c: tensor<8x4x6xf64>) -> (tensor<4x32xf16>, tensor<2x6xbf16>, tensor<2x16x6xf64>, tensor<4x2xf16>) {
+  %0 = shard.all_gather %a on @mesh grid_axes = [1] gather_axis = 1 : tensor<4x8xf16> -> tensor<4x32xf16>
+  %1 = shard.reduce_scatter %b on @mesh grid_axes = [1] reduction = max scatter_axis = 0 : tensor<8x6xbf16> -> tensor<2x6xbf16>
+  %2 = shard.all_to_all %c on @mesh grid_axes = [1] split_axis = 0 concat_axis = 1 : tensor<8x4x6xf64> -> tensor<2x16x6xf64>
+  %3 = shard.all_slice %a on @mesh grid_axes = [1] slice_axis = 1 : tensor<4x8xf16> -> tensor<4x2xf16>
+  return %0, %1, %2, %3 : tensor<4x32xf16>, tensor<2x6xbf16>, tensor<2x16x6xf64>, tensor<4x2xf16>
+}
+
+// -----
+
+// Tests that a gather over both axes (mask 3, a group of 4) concatenates
+// along its dimension the blocks of the ranks in axis order.
+// CHECK-LABEL: llvm.func @tessel_fn_two_axes
+// CHECK: %[[BOTH:.*]] = llvm.mlir.constant(3 : i32) : i32
+// CHECK: llvm.call @tessel_all_gather(%{{[^,]*}}, %[[BOTH]],
+shard.grid @mesh(shape = 2x2) {nn.axis_names = ["dp", "tp"]}
+func.func @two_axes(%a: tensor<2x3xf32>) -> tensor<8x3xf32> {
+  %0 = shard.all_gather %a on @mesh grid_axes = [0, 1] gather_axis = 0 : tensor<2x3xf32> -> tensor<8x3xf32>
+  return %0 : tensor<8x3xf32>
+}
+
+// -----
+
+// Tests that a collective in a repeated layer is lowered in the layer's
+// function (the loop calls it once per layer): its input, a value of the
+// layer, sums in place in the layer's scratch (over tp, the third axis:
+// mask 4).
+// CHECK-LABEL: llvm.func @tessel_fn_layer
+// CHECK-SAME: (%[[CTX:[^:]*]]: !llvm.ptr, %[[SCRATCH:[^:]*]]: !llvm.ptr,
+// CHECK: llvm.call @tessel_binary(%[[CTX]], {{.*}}, %[[SCRATCH]], %{{.*}})
+// CHECK: %[[TP:.*]] = llvm.mlir.constant(4 : i32) : i32
+// CHECK: llvm.call @tessel_all_reduce(%[[CTX]], %[[TP]], %{{[^,]*}}, %[[SCRATCH]], %[[SCRATCH]],
+// CHECK-LABEL: llvm.func @tessel_fn_stack
+// CHECK: scf.for
+// CHECK: llvm.call @tessel_fn_layer(
+shard.grid @mesh(shape = 2x1x2) {nn.axis_names = ["dp", "pp", "tp"]}
+func.func private @layer(%h: tensor<4xf32>, %w: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = nn.mul %h, %w : tensor<4xf32>
+  %1 = shard.all_reduce %0 on @mesh grid_axes = [2] : tensor<4xf32> -> tensor<4xf32>
+  %2 = nn.add %1, %h : tensor<4xf32>
+  return %2 : tensor<4xf32>
+}
+func.func @stack(%h: tensor<4xf32>, %w: tensor<3x4xf32>) -> tensor<4xf32> {
+  %0 = nn.repeat @layer(%h) params(%w) : (tensor<4xf32>, tensor<3x4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// Tests that a collective over no axes (a group of one: a local copy) passes
+// the empty mask 0.
+// CHECK-LABEL: llvm.func @tessel_fn_no_axes
+// CHECK: %[[ZERO:.*]] = llvm.mlir.constant(0 : i32) : i32
+// CHECK: llvm.call @tessel_all_gather(%{{[^,]*}}, %[[ZERO]], %[[ZERO]],
+shard.grid @mesh(shape = 2) {nn.axis_names = ["dp"]}
+func.func @no_axes(%a: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  %0 = shard.all_gather %a on @mesh gather_axis = 0 : tensor<2x3xf32> -> tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}

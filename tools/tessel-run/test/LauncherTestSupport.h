@@ -1,0 +1,178 @@
+//===- LauncherTestSupport.h - Driving tessel-run as a subprocess in tests ===//
+//
+// The fixture and helpers the launcher's tests share: run the real binary
+// with shell words, read its metrics and checkpoints, compare tensors.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TESSEL_RUN_TEST_LAUNCHERTESTSUPPORT_H
+#define TESSEL_RUN_TEST_LAUNCHERTESTSUPPORT_H
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <sys/wait.h>
+#include <vector>
+
+namespace tessel::run::test {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+struct RunResult {
+  int exitCode;
+  std::string err;
+  std::string out;
+};
+
+inline std::string readFile(const fs::path &path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+inline void writeFile(const fs::path &path, const std::string &bytes) {
+  std::ofstream(path, std::ios::binary) << bytes;
+}
+
+inline std::string quote(const std::string &s) { return "'" + s + "'"; }
+
+/// Each test in a fresh temporary folder; run() drives the real binary.
+class TesselRunTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    std::string pattern =
+        (fs::temp_directory_path() / "tessel-run-test-XXXXXX").string();
+    ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
+    dir = pattern;
+  }
+  void TearDown() override { fs::remove_all(dir); }
+
+  /// Runs tessel-run with `args` (shell words); stderr and stdout are
+  /// captured.
+  RunResult run(const std::string &args,
+                const std::string &binary = TESSEL_RUN_PATH) {
+    return runShell(quote(binary) + " " + args);
+  }
+
+  /// Runs a shell command line (e.g. tessel-run under mpirun) the same way.
+  RunResult runShell(const std::string &commandLine) {
+    fs::path errFile = dir / "stderr.txt", outFile = dir / "stdout.txt";
+    std::string command =
+        commandLine + " >" + quote(outFile) + " 2>" + quote(errFile);
+    int status = std::system(command.c_str());
+    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, readFile(errFile),
+            readFile(outFile)};
+  }
+
+  /// The metrics lines of a run, in step order.
+  std::vector<json> metricLines(const std::string &args,
+                                const std::string &binary = TESSEL_RUN_PATH) {
+    fs::path metrics = dir / "losses.jsonl";
+    RunResult r = run(args + " --quiet --metrics " + quote(metrics), binary);
+    EXPECT_EQ(r.exitCode, 0) << r.err;
+    std::vector<json> out;
+    std::ifstream in(metrics);
+    for (std::string line; std::getline(in, line);)
+      out.push_back(json::parse(line));
+    return out;
+  }
+
+  /// The losses of a run's metrics file, in step order.
+  std::vector<double> losses(const std::string &args,
+                             const std::string &binary = TESSEL_RUN_PATH) {
+    std::vector<double> out;
+    for (const json &line : metricLines(args, binary))
+      out.push_back(line.at("loss").get<double>());
+    return out;
+  }
+
+  std::string path(const std::string &name) const {
+    return quote((dir / name).string());
+  }
+
+  fs::path dir;
+};
+
+inline bool isOneLine(const std::string &text) {
+  return !text.empty() && text.find('\n') == text.size() - 1;
+}
+
+/// A checkpoint's header and each tensor's bytes.
+struct Checkpoint {
+  json header;
+  std::map<std::string, std::string> tensors;
+};
+
+inline Checkpoint readCheckpoint(const fs::path &path) {
+  std::string bytes = readFile(path);
+  Checkpoint c;
+  if (bytes.size() < 8)
+    return c;
+  uint64_t n = 0;
+  for (int i = 0; i < 8; ++i)
+    n |= uint64_t(uint8_t(bytes[i])) << (8 * i);
+  c.header = json::parse(bytes.substr(8, n));
+  for (auto &[name, entry] : c.header.items()) {
+    if (name == "__metadata__")
+      continue;
+    auto offsets = entry["data_offsets"].get<std::vector<uint64_t>>();
+    c.tensors[name] = bytes.substr(8 + n + offsets[0], offsets[1] - offsets[0]);
+  }
+  return c;
+}
+
+inline std::vector<float> floatsOf(const std::string &bytes) {
+  std::vector<float> out(bytes.size() / 4);
+  std::memcpy(out.data(), bytes.data(), out.size() * 4);
+  return out;
+}
+
+/// max |a − b| / max |b| over one f32 tensor.
+inline double relativeError(const std::string &a, const std::string &b) {
+  std::vector<float> x = floatsOf(a), y = floatsOf(b);
+  EXPECT_EQ(x.size(), y.size());
+  double diff = 0, scale = 0;
+  for (size_t i = 0; i < x.size() && i < y.size(); ++i) {
+    diff = std::max(diff, std::fabs(double(x[i]) - y[i]));
+    scale = std::max(scale, std::fabs(double(y[i])));
+  }
+  return scale > 0 ? diff / scale : diff;
+}
+
+inline double mean(const std::vector<double> &v, size_t from, size_t to) {
+  double sum = 0;
+  for (size_t i = from; i < to; ++i)
+    sum += v[i];
+  return sum / double(to - from);
+}
+
+/// max |a − b| / max(max |b|, floor) over one f32 tensor: the tolerance
+/// measure of the mesh equivalence tests (a tensor of values below `floor`
+/// is judged against it, not against its own rounding noise).
+inline double scaledError(const std::string &a, const std::string &b,
+                          double floor = 1e-6) {
+  std::vector<float> x = floatsOf(a), y = floatsOf(b);
+  EXPECT_EQ(x.size(), y.size());
+  double diff = 0, scale = 0;
+  for (size_t i = 0; i < x.size() && i < y.size(); ++i) {
+    diff = std::max(diff, std::fabs(double(x[i]) - y[i]));
+    scale = std::max(scale, std::fabs(double(y[i])));
+  }
+  return diff / std::max(scale, floor);
+}
+
+} // namespace tessel::run::test
+
+#endif // TESSEL_RUN_TEST_LAUNCHERTESTSUPPORT_H

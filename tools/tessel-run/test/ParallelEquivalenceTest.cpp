@@ -1,0 +1,295 @@
+//===- ParallelEquivalenceTest.cpp - The examples on a mesh vs one device -===//
+//
+// Issue 5's acceptance: examples/mlp.mlir, gpt.mlir and bn_mlp.mlir,
+// compiled by tessel-compile for dp=2, dp=4, tp=2, tp=4 and dp=2,tp=2 (and
+// gpt with --sequence-parallel on tp=2 and dp=2,tp=2), train 3 steps with
+// tessel-run from the seed one device starts from and end where one device
+// ends: the losses within 1e-5 relative, the runtime's collective counters
+// equal to the compiler's report (tessel-run warns otherwise), and every
+// parameter and optimizer state within
+//   max |a − b| <= 1e-5 · max(max |b|, 1e-4).
+// dp=2,tp=2 also runs under mpirun, one process per rank, and must equal
+// the threads' run bit for bit (the collectives reduce in one order on
+// both).
+//
+// The tensors are compared after SGD with momentum, as issue 4's
+// microbatch and recompute equivalences are: a partition sums in another
+// order than one device, and Adam divides each gradient by its own
+// magnitude, so rounding in a near-zero gradient becomes a full step. One
+// device alone shows it: examples/gpt.mlir at batch 8 against 2
+// microbatches of 4 differs after 3 AdamW steps by 7e-4 (relative) in
+// h.mlp.c_proj.weight and 0.78 in h.attn.k.bias (whose gradient is zero
+// but for rounding: softmax ignores a shift of every key), mlp by 2e-4 in
+// fc1.weight; with SGD the same pair agrees to 2e-7. The floor 1e-4 is for
+// that key bias: its momentum is rounding noise of ~1e-11 that no order of
+// summation reproduces exactly. AdamW, the default, is still run on
+// dp=2,tp=2 for the losses and the counters.
+//
+// Each test compiles what it needs into a folder of its process (ctest
+// runs every test in a process of its own). `ctest -L parallel`.
+//
+//===----------------------------------------------------------------------===//
+
+#include "LauncherTestSupport.h"
+
+using namespace tessel::run::test;
+
+namespace {
+
+/// The optimizer of the tensor comparisons (see above).
+const std::string sgd = "--optimizer sgd --lr 0.1 --momentum 0.9";
+
+struct Case {
+  std::string model; // examples/<model>.mlir
+  std::string mesh;  // --mesh
+  bool sequenceParallel = false;
+  bool adamw = false; // the default optimizer: losses and counters only
+};
+
+/// How gtest shows a case: "gpt --mesh tp=2 --sequence-parallel (sgd)".
+void PrintTo(const Case &c, std::ostream *out) {
+  *out << c.model << " --mesh " << c.mesh
+       << (c.sequenceParallel ? " --sequence-parallel" : "")
+       << (c.adamw ? " (adamw)" : " (sgd)");
+}
+
+std::string caseName(const ::testing::TestParamInfo<Case> &info) {
+  std::string name = info.param.model + "_" + info.param.mesh;
+  for (char &c : name)
+    if (c == '=' || c == ',')
+      c = c == ',' ? '_' : '\0';
+  name.erase(std::remove(name.begin(), name.end(), '\0'), name.end());
+  return name + (info.param.sequenceParallel ? "_sp" : "") +
+         (info.param.adamw ? "_adamw" : "");
+}
+
+/// A model compiled by tessel-compile: its path, or why it failed.
+struct Compiled {
+  std::string so;
+  std::string failure;
+};
+
+/// One device's 3 steps of a model: its losses and checkpoint.
+struct Reference {
+  std::vector<double> losses;
+  std::string checkpoint;
+  std::string failure;
+};
+
+constexpr int steps = 3;
+
+/// The folder of the compiled models and one device's runs, shared by
+/// every test of this process (ctest runs each test in a process of its
+/// own: a test compiles what it needs), removed at exit.
+fs::path suiteDir;
+
+class SuiteFolder : public ::testing::Environment {
+public:
+  void SetUp() override {
+    std::string pattern =
+        (fs::temp_directory_path() / "tessel-parallel-XXXXXX").string();
+    if (::mkdtemp(pattern.data()))
+      suiteDir = pattern;
+  }
+  void TearDown() override {
+    if (!suiteDir.empty())
+      fs::remove_all(suiteDir);
+  }
+};
+
+::testing::Environment *const suiteFolder =
+    ::testing::AddGlobalTestEnvironment(new SuiteFolder);
+
+class ParallelEquivalenceTest : public TesselRunTest,
+                                public ::testing::WithParamInterface<Case> {
+protected:
+  /// examples/<model>.mlir compiled for `mesh` ("" for one device), once
+  /// per suite.
+  static const Compiled &compiled(const std::string &model,
+                                  const std::string &mesh,
+                                  bool sequenceParallel, bool adamw) {
+    std::string key = model + " " + mesh + (sequenceParallel ? " sp" : "") +
+                      (adamw ? " adamw" : " sgd");
+    auto it = compiledModels().find(key);
+    if (it != compiledModels().end())
+      return it->second;
+    Compiled &c = compiledModels()[key];
+    std::string name = key;
+    std::replace(name.begin(), name.end(), ' ', '-');
+    std::replace(name.begin(), name.end(), ',', '-');
+    std::replace(name.begin(), name.end(), '=', '-');
+    fs::path so = suiteDir / (name + ".so"), log = suiteDir / (name + ".log");
+    std::string flags = adamw ? "" : " " + sgd;
+    if (!mesh.empty())
+      flags += " --mesh " + mesh;
+    if (sequenceParallel)
+      flags += " --sequence-parallel";
+    std::string command =
+        quote(std::string(TESSEL_BIN_DIR) + "/tessel-compile") + " " +
+        quote(std::string(TESSEL_EXAMPLES_DIR) + "/" + model + ".mlir") +
+        " -o " + quote(so.string()) + flags + " >" + quote(log.string()) +
+        " 2>&1";
+    int status = std::system(command.c_str());
+    if (status != 0 || !fs::exists(so)) {
+      std::string output = readFile(log);
+      if (output.size() > 2000)
+        output = "..." + output.substr(output.size() - 2000);
+      c.failure = "tessel-compile examples/" + model + ".mlir" + flags +
+                  " failed (status " + std::to_string(status) +
+                  "); these tests need the partitioning passes and "
+                  "tessel-compile --mesh (issue 5):\n" +
+                  output;
+    } else {
+      c.so = so.string();
+    }
+    return c;
+  }
+
+  /// One device's run of `model`, once per process.
+  const Reference &reference(const std::string &model, bool adamw) {
+    std::string key = model + (adamw ? "-adamw" : "-sgd");
+    auto it = references().find(key);
+    if (it != references().end())
+      return it->second;
+    Reference &ref = references()[key];
+    const Compiled &one = compiled(model, "", false, adamw);
+    if (!one.failure.empty()) {
+      ref.failure = one.failure;
+      return ref;
+    }
+    ref.checkpoint = (suiteDir / (key + "-one.safetensors")).string();
+    fs::path metrics = suiteDir / (key + "-one.jsonl");
+    RunResult r = run(quote(one.so) + " --steps " + std::to_string(steps) +
+                      " --quiet --metrics " + quote(metrics.string()) +
+                      " --save " + quote(ref.checkpoint));
+    if (r.exitCode != 0) {
+      ref.failure = "one device's run of " + model + " failed: " + r.err;
+      return ref;
+    }
+    ref.losses = lossesOf(metricsOf(metrics));
+    return ref;
+  }
+
+  static std::vector<json> metricsOf(const fs::path &file) {
+    std::vector<json> lines;
+    std::ifstream in(file);
+    for (std::string line; std::getline(in, line);)
+      lines.push_back(json::parse(line));
+    return lines;
+  }
+
+  static std::vector<double> lossesOf(const std::vector<json> &lines) {
+    std::vector<double> out;
+    for (const json &line : lines)
+      out.push_back(line.at("loss").get<double>());
+    return out;
+  }
+
+  /// Runs `command` (tessel-run on a mesh, with its flags) for the steps
+  /// and checks it against one device's run of `c.model`; the checkpoint
+  /// goes to `name`.
+  void expectOneDevicesRun(const Case &c, const std::string &command,
+                           const std::string &name = "mesh.safetensors") {
+    const Reference &ref = reference(c.model, c.adamw);
+    ASSERT_EQ(ref.failure, "");
+    fs::path metrics = dir / "mesh.jsonl", checkpoint = dir / name;
+    RunResult r = runShell(command + " --steps " + std::to_string(steps) +
+                           " --quiet --metrics " + quote(metrics.string()) +
+                           " --save " + quote(checkpoint.string()));
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+    EXPECT_EQ(r.err.find("runtime counters differ from the compiled report"),
+              std::string::npos)
+        << r.err;
+    std::vector<json> lines = metricsOf(metrics);
+    ASSERT_EQ(lines.size(), size_t(steps));
+    // The first step's collectives: a mesh of more than one rank talks.
+    ASSERT_TRUE(lines[0].contains("comm")) << lines[0].dump();
+    EXPECT_FALSE(lines[0]["comm"].empty()) << lines[0].dump();
+    std::vector<double> losses = lossesOf(lines);
+    for (int i = 0; i < steps; ++i)
+      EXPECT_LE(std::fabs(losses[i] - ref.losses[i]),
+                1e-5 * std::fabs(ref.losses[i]))
+          << "step " << i + 1 << ": " << losses[i] << " vs one device's "
+          << ref.losses[i];
+    Checkpoint a = readCheckpoint(checkpoint),
+               b = readCheckpoint(ref.checkpoint);
+    ASSERT_FALSE(b.tensors.empty());
+    EXPECT_EQ(a.header["__metadata__"], b.header["__metadata__"]);
+    ASSERT_EQ(a.tensors.size(), b.tensors.size());
+    for (auto &[tensor, bytes] : b.tensors) {
+      ASSERT_TRUE(a.tensors.count(tensor)) << tensor;
+      EXPECT_EQ(a.header[tensor]["shape"], b.header[tensor]["shape"]) << tensor;
+      if (!c.adamw) {
+        EXPECT_LE(scaledError(a.tensors[tensor], bytes, 1e-4), 1e-5) << tensor;
+      }
+    }
+  }
+
+  static std::map<std::string, Compiled> &compiledModels() {
+    static std::map<std::string, Compiled> models;
+    return models;
+  }
+  static std::map<std::string, Reference> &references() {
+    static std::map<std::string, Reference> refs;
+    return refs;
+  }
+};
+
+TEST_P(ParallelEquivalenceTest, TrainsAsOneDevice) {
+  const Case &c = GetParam();
+  ASSERT_FALSE(suiteDir.empty());
+  const Compiled &mesh = compiled(c.model, c.mesh, c.sequenceParallel, c.adamw);
+  ASSERT_EQ(mesh.failure, "");
+  // --mesh: tessel-run checks the .so was compiled for it.
+  expectOneDevicesRun(c, quote(TESSEL_RUN_PATH) + " " + quote(mesh.so) +
+                             " --mesh " + c.mesh);
+}
+
+std::vector<Case> meshCases() {
+  std::vector<Case> cases;
+  for (const char *model : {"mlp", "gpt", "bn_mlp"})
+    for (const char *mesh : {"dp=2", "dp=4", "tp=2", "tp=4", "dp=2,tp=2"})
+      cases.push_back({model, mesh});
+  cases.push_back({"gpt", "tp=2", true});
+  cases.push_back({"gpt", "dp=2,tp=2", true});
+  for (const char *model : {"mlp", "gpt", "bn_mlp"})
+    cases.push_back({model, "dp=2,tp=2", false, /*adamw=*/true});
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Examples, ParallelEquivalenceTest,
+                         ::testing::ValuesIn(meshCases()), caseName);
+
+/// dp=2,tp=2 with one process per rank.
+class ParallelEquivalenceMpiTest : public ParallelEquivalenceTest {
+protected:
+  void SetUp() override {
+    ParallelEquivalenceTest::SetUp();
+    if (std::system("command -v mpirun >/dev/null 2>&1") != 0)
+      GTEST_SKIP() << "mpirun not found";
+  }
+};
+
+TEST_P(ParallelEquivalenceMpiTest, TrainsAsThreadsUnderMpirun) {
+  const Case &c = GetParam();
+  ASSERT_FALSE(suiteDir.empty());
+  const Compiled &mesh = compiled(c.model, c.mesh, c.sequenceParallel, c.adamw);
+  ASSERT_EQ(mesh.failure, "");
+  std::string so = quote(mesh.so) + " --mesh " + c.mesh;
+  expectOneDevicesRun(c, quote(TESSEL_RUN_PATH) + " " + so,
+                      "threads.safetensors");
+  expectOneDevicesRun(c,
+                      "mpirun --allow-run-as-root --oversubscribe -np 4 " +
+                          quote(TESSEL_RUN_PATH) + " " + so + " --comm mpi",
+                      "mpi.safetensors");
+  EXPECT_EQ(readCheckpoint(dir / "mpi.safetensors").tensors,
+            readCheckpoint(dir / "threads.safetensors").tensors);
+}
+
+INSTANTIATE_TEST_SUITE_P(Examples, ParallelEquivalenceMpiTest,
+                         ::testing::Values(Case{"mlp", "dp=2,tp=2"},
+                                           Case{"gpt", "dp=2,tp=2"},
+                                           Case{"bn_mlp", "dp=2,tp=2"}),
+                         caseName);
+
+} // namespace
