@@ -39,13 +39,6 @@ enum class Collective : int32_t {
 llvm::StringRef collectiveName(Collective kind);
 std::optional<Collective> parseCollective(llvm::StringRef name);
 
-/// The module's mesh (shard.grid @mesh, see passes/Sharding.h), checked
-/// for what the runtime and the description need: static positive sizes,
-/// at most TESSEL_MAX_MESH_AXES axes, and one distinct name per axis in
-/// nn.axis_names. std::nullopt (and success) for a module without a mesh; a
-/// diagnostic on the grid when it is malformed.
-mlir::FailureOr<std::optional<Mesh>> readMesh(mlir::ModuleOp module);
-
 /// The mesh axes of a runtime axes mask, in axis order.
 llvm::SmallVector<int16_t> axesOfMask(uint32_t mask);
 

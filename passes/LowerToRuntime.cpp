@@ -1043,11 +1043,11 @@ struct LowerToRuntimePass
 
     // A partitioned model: its mesh, and per tensor the global shape and
     // the axes that split it (the arena holds the local shard).
-    FailureOr<std::optional<communication::Mesh>> meshOrFailure =
-        communication::readMesh(getOperation());
+    FailureOr<std::optional<Mesh>> meshOrFailure =
+        Mesh::fromModule(getOperation());
     if (failed(meshOrFailure))
       return failure();
-    const std::optional<communication::Mesh> &mesh = *meshOrFailure;
+    const std::optional<Mesh> &mesh = *meshOrFailure;
     bool badSharding = false;
     auto addSharding = [&](llvm::json::Object &tensor, func::FuncOp func,
                            ArrayAttr sharding, Type type, const Twine &what) {

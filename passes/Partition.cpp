@@ -8,8 +8,8 @@
 // reduce-scatter where the consumer splits a dimension over those axes and
 // an all-reduce otherwise; then all-to-alls move axes between dimensions,
 // all-gathers drop axes and local slices add them. Linear ops (additions,
-// reshapes, one side of a matmul) pass partial sums through, so the
-// collective waits until a consumer needs the full value.
+// reshapes, one side of a matmul: PartialSumOpInterface) pass partial sums
+// through, so the collective waits until a consumer needs the full value.
 //
 //===----------------------------------------------------------------------===//
 
@@ -47,35 +47,13 @@ bool isAscending(ArrayRef<int16_t> axes) {
          std::adjacent_find(axes.begin(), axes.end()) == axes.end();
 }
 
-/// Whether `op` computes a partial sum of its result from partial sums of
-/// the operands marked in `partial` (its other operands being whole): the
-/// ops linear in those operands.
-bool passesPartialSums(Operation *op, ArrayRef<bool> partial) {
-  unsigned count = llvm::count(partial, true);
-  if (count == 0)
-    return false;
-  if (isa<nn::AddOp, nn::SubOp>(op))
-    return count == op->getNumOperands();
-  if (isa<nn::NegOp, nn::ReshapeOp, nn::TransposeOp, nn::ReduceSumOp,
-          nn::BroadcastOp, nn::SliceOp, nn::ConcatOp>(op))
-    return count == op->getNumOperands();
-  // Linear in either factor, not in both.
-  if (isa<nn::MatmulOp, nn::MulOp>(op))
-    return count == 1;
-  if (isa<nn::DivOp>(op))
-    return count == 1 && partial[0];
-  return false;
-}
-
 class Partitioner {
 public:
-  Partitioner(ModuleOp module, const Mesh &mesh)
-      : module(module), mesh(mesh), builder(module.getContext()) {}
+  Partitioner(MLIRContext *ctx, const Mesh &mesh) : mesh(mesh), builder(ctx) {}
 
   LogicalResult partitionFunction(func::FuncOp func);
 
 private:
-  ModuleOp module;
   const Mesh &mesh;
   OpBuilder builder;
   DenseMap<Value, LocalValue> values;
@@ -104,8 +82,7 @@ private:
                  int64_t concatDim);
 
   LogicalResult partitionRuleOp(Operation *op);
-  LogicalResult partitionSumSquares(nn::SumSquaresOp op,
-                                    const DimSharding &loops);
+  LogicalResult partitionSumSquares(nn::SumSquaresOp op);
   LogicalResult partitionRepeat(nn::RepeatOp repeat);
   LogicalResult partitionReturn(func::ReturnOp ret, func::FuncOp func);
 };
@@ -317,6 +294,37 @@ Value Partitioner::reshard(Location loc, Value global,
 // Ops
 //===----------------------------------------------------------------------===//
 
+// A split loop must be the outermost loop of every dimension it indexes; a
+// loop that must stay whole must not be split.
+static LogicalResult checkSplitLoops(Operation *op, const Mesh &mesh,
+                                     const DimSharding &loopSharding,
+                                     ArrayRef<AffineMap> maps) {
+  SmallVector<int64_t> unsplittable;
+  if (auto constraints = dyn_cast<nn::ShardingConstraintOpInterface>(op))
+    unsplittable = constraints.getUnsplittableLoops();
+  for (auto [loop, axes] : llvm::enumerate(loopSharding)) {
+    if (axes.empty())
+      continue;
+    if (llvm::is_contained(unsplittable, static_cast<int64_t>(loop)))
+      return op->emitOpError() << "loop " << loop
+                               << " must stay whole but is split over '"
+                               << mesh.describe(axes) << "'";
+    for (AffineMap map : maps)
+      for (AffineExpr expr : map.getResults()) {
+        if (!llvm::is_contained(loopsOf(expr), loop) ||
+            leadingLoop(expr) == std::optional<unsigned>(loop))
+          continue;
+        std::string text;
+        llvm::raw_string_ostream os(text);
+        expr.print(os);
+        return op->emitOpError()
+               << "loop " << loop << " is split but indexes a dimension ("
+               << text << ") as an inner loop";
+      }
+  }
+  return success();
+}
+
 LogicalResult Partitioner::partitionRuleOp(Operation *op) {
   auto rule = cast<shard::ShardingInterface>(op);
   auto loopAttr = op->getAttrOfType<ArrayAttr>(kLoopShardingAttr);
@@ -333,7 +341,7 @@ LogicalResult Partitioner::partitionRuleOp(Operation *op) {
     loopSharding = *parsed;
   }
   if (auto sumSquares = dyn_cast<nn::SumSquaresOp>(op))
-    return partitionSumSquares(sumSquares, loopSharding);
+    return partitionSumSquares(sumSquares);
 
   Location loc = op->getLoc();
   unsigned numOperands = op->getNumOperands();
@@ -343,62 +351,37 @@ LogicalResult Partitioner::partitionRuleOp(Operation *op) {
                              << numOperands + op->getNumResults()
                              << " operands and results";
 
-  // A split loop must be the outermost loop of every dimension it indexes;
-  // a loop that must stay whole must not be split.
-  SmallVector<int64_t> unsplittable;
-  if (auto constraints = dyn_cast<nn::ShardingConstraintOpInterface>(op))
-    unsplittable = constraints.getUnsplittableLoops();
-  for (auto [loop, axes] : llvm::enumerate(loopSharding)) {
-    if (axes.empty())
-      continue;
-    if (llvm::is_contained(unsplittable, static_cast<int64_t>(loop)))
-      return op->emitOpError() << "loop " << loop
-                               << " must stay whole but is split over '"
-                               << mesh.describe(axes) << "'";
-    for (AffineMap map : maps)
-      for (AffineExpr expr : map.getResults())
-        if (llvm::is_contained(loopsOf(expr), loop) &&
-            leadingLoop(expr) != std::optional<unsigned>(loop))
-        {
-          std::string text;
-          llvm::raw_string_ostream os(text);
-          expr.print(os);
-          return op->emitOpError()
-                 << "loop " << loop << " is split but indexes a dimension ("
-                 << text << ") as an inner loop";
-        }
-  }
+  if (failed(checkSplitLoops(op, mesh, loopSharding, maps)))
+    return failure();
+  SmallVector<DimSharding> operandTargets;
+  for (unsigned index = 0; index < numOperands; ++index)
+    operandTargets.push_back(shardingOfValue(maps[index], loopSharding));
 
-  // Partial operands pass through a linear op; anything else completes them.
+  // Partial operands pass through a linear op, all over the same axes and
+  // never sliced over one of them (each rank would keep a different block
+  // of the sum: a reduce-scatter completes it instead); anything else
+  // completes them.
   SmallVector<bool> partialOperands;
   for (Value operand : op->getOperands())
     partialOperands.push_back(!lookup(operand).partial.empty());
-  bool passThrough = passesPartialSums(op, partialOperands);
+  auto linear = dyn_cast<nn::PartialSumOpInterface>(op);
+  bool passThrough = linear && llvm::is_contained(partialOperands, true) &&
+                     linear.passesPartialSums(partialOperands);
   MeshAxes passedPartial;
-  if (passThrough) {
-    for (auto [index, operand] : llvm::enumerate(op->getOperands())) {
-      if (!partialOperands[index])
-        continue;
-      const LocalValue &state = lookup(operand);
-      MeshAxes sorted = state.partial;
-      llvm::sort(sorted);
-      // Slicing a partial sum over one of its own axes would keep a
-      // different block on each rank of the sum: complete it instead
-      // (a reduce-scatter).
-      MeshAxes wanted = usedAxes(shardingOfValue(maps[index], loopSharding));
-      if (llvm::any_of(wanted, [&](int16_t axis) {
-            return llvm::is_contained(sorted, axis);
-          })) {
-        passThrough = false;
-        break;
-      }
-      if ((!passedPartial.empty() && sorted != passedPartial) ||
-          state.kind != shard::ReductionKind::Sum) {
-        passThrough = false;
-        break;
-      }
-      passedPartial = sorted;
-    }
+  for (auto [index, operand] : llvm::enumerate(op->getOperands())) {
+    if (!passThrough || !partialOperands[index])
+      continue;
+    const LocalValue &state = lookup(operand);
+    MeshAxes sorted = state.partial;
+    llvm::sort(sorted);
+    MeshAxes wanted = usedAxes(operandTargets[index]);
+    passThrough =
+        state.kind == shard::ReductionKind::Sum &&
+        (passedPartial.empty() || sorted == passedPartial) &&
+        llvm::none_of(wanted, [&](int16_t axis) {
+          return llvm::is_contained(sorted, axis);
+        });
+    passedPartial = sorted;
   }
   if (!passThrough)
     passedPartial.clear();
@@ -406,12 +389,11 @@ LogicalResult Partitioner::partitionRuleOp(Operation *op) {
   builder.setInsertionPoint(op);
   IRMapping mapping;
   for (auto [index, operand] : llvm::enumerate(op->getOperands())) {
-    DimSharding target = shardingOfValue(maps[index], loopSharding);
     if (!lookup(operand).local)
       return op->emitOpError() << "operand #" << index
                                << " has no partitioned value";
     mapping.map(operand,
-                reshard(loc, operand, target,
+                reshard(loc, operand, operandTargets[index],
                         /*keepPartial=*/passThrough && partialOperands[index]));
   }
   // Destination-style operands (accumulators, optimizer state) are updated
@@ -483,19 +465,17 @@ LogicalResult Partitioner::partitionRuleOp(Operation *op) {
 // The squares of tensors split over different axes: one local sum per
 // group of equally split tensors, each completed over its own axes (a
 // replicated tensor must not be counted once per rank).
-LogicalResult Partitioner::partitionSumSquares(nn::SumSquaresOp op,
-                                               const DimSharding &loops) {
+LogicalResult Partitioner::partitionSumSquares(nn::SumSquaresOp op) {
   Location loc = op.getLoc();
   builder.setInsertionPoint(op);
   llvm::MapVector<MeshAxes, SmallVector<Value>> groups;
   for (Value input : op->getOperands()) {
-    LocalValue &state = lookup(input);
-    Value local = reshard(loc, input, state.sharding);
-    MeshAxes axes = usedAxes(state.sharding);
+    DimSharding sharding = lookup(input).sharding;
+    Value local = reshard(loc, input, sharding);
+    MeshAxes axes = usedAxes(sharding);
     llvm::sort(axes);
     groups[axes].push_back(local);
   }
-  (void)loops;
   Value total;
   for (auto &[axes, inputs] : groups) {
     Operation *sum = builder.clone(*op);
@@ -677,22 +657,14 @@ void bucketGradientAllReduces(func::FuncOp func, int64_t bucketBytes) {
   for (auto op : body.getOps<shard::AllReduceOp>())
     if (isGradientAllReduce(op))
       candidates.push_back(op);
-  auto position = [&](Operation *op) {
-    int64_t index = 0;
-    for (Operation &other : body) {
-      if (&other == op)
-        return index;
-      ++index;
-    }
-    return index;
+  // Null (an argument) is ready first; otherwise block order.
+  auto readyBefore = [](Operation *a, Operation *b) {
+    return b && (!a || a->isBeforeInBlock(b));
   };
-  DenseMap<Operation *, int64_t> ready;
-  for (shard::AllReduceOp op : candidates) {
-    Operation *point = readyPoint(op.getInput(), &body);
-    ready[op] = point ? position(point) : -1;
-  }
   llvm::stable_sort(candidates, [&](shard::AllReduceOp a, shard::AllReduceOp b) {
-    return ready[a] < ready[b];
+    Operation *pa = readyPoint(a.getInput(), &body);
+    Operation *pb = readyPoint(b.getInput(), &body);
+    return pa != pb && readyBefore(pa, pb);
   });
 
   auto emit = [&](MutableArrayRef<shard::AllReduceOp> bucket) {
@@ -701,7 +673,7 @@ void bucketGradientAllReduces(func::FuncOp func, int64_t bucketBytes) {
     Operation *last = nullptr;
     for (shard::AllReduceOp op : bucket)
       if (Operation *point = readyPoint(op.getInput(), &body))
-        if (!last || position(last) < position(point))
+        if (readyBefore(last, point))
           last = point;
     OpBuilder builder(func.getContext());
     if (last)
@@ -760,8 +732,7 @@ void bucketGradientAllReduces(func::FuncOp func, int64_t bucketBytes) {
   int64_t bytes = 0;
   for (shard::AllReduceOp op : candidates) {
     auto type = cast<RankedTensorType>(op.getType());
-    int64_t size = type.getNumElements() *
-                   std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
+    int64_t size = nn::detail::tensorBytes(type);
     bool fits = !bucket.empty() &&
                 bucket.front().getGridAxes() == op.getGridAxes() &&
                 cast<RankedTensorType>(bucket.front().getType())
@@ -783,8 +754,10 @@ struct PartitionPass : tessel::impl::PartitionPassBase<PartitionPass> {
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    std::optional<Mesh> mesh = Mesh::fromModule(module);
-    if (!mesh) {
+    FailureOr<std::optional<Mesh>> mesh = Mesh::fromModule(module);
+    if (failed(mesh))
+      return signalPassFailure();
+    if (!*mesh) {
       module.emitError() << "tessel-partition needs a mesh: run "
                             "tessel-propagate-sharding first";
       return signalPassFailure();
@@ -800,7 +773,7 @@ struct PartitionPass : tessel::impl::PartitionPassBase<PartitionPass> {
                             "over a split batch runs on the gathered batch";
       return signalPassFailure();
     }
-    Partitioner partitioner(module, *mesh);
+    Partitioner partitioner(module.getContext(), **mesh);
     for (auto func : llvm::to_vector(module.getOps<func::FuncOp>()))
       if (!func.isPrivate() && failed(partitioner.partitionFunction(func)))
         return signalPassFailure();

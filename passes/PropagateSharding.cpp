@@ -38,14 +38,6 @@ namespace {
 
 constexpr llvm::StringLiteral kDefaultRules = "batch=dp,mlp=tp,heads=tp,vocab=tp";
 
-int64_t tensorBytes(Type type) {
-  auto tensor = dyn_cast<RankedTensorType>(type);
-  if (!tensor)
-    return 0;
-  return tensor.getNumElements() *
-         std::max<int64_t>(1, tensor.getElementTypeBitWidth() / 8);
-}
-
 /// What one value asks of one loop of an op.
 struct Proposal {
   unsigned loop;
@@ -57,15 +49,17 @@ struct Proposal {
 
 class Propagator {
 public:
-  Propagator(const Mesh &mesh) : mesh(mesh) {}
+  /// `explain`: keep, per op, why each loop is split (for --debug).
+  Propagator(const Mesh &mesh, bool explain) : mesh(mesh), explain(explain) {}
 
   LogicalResult seed(ModuleOp module, ArrayRef<std::pair<std::string, int16_t>> rules,
                      bool sequenceParallel);
-  void run(ModuleOp module);
-  void writeAttributes(ModuleOp module, bool debug);
+  void run();
+  void writeAttributes(ModuleOp module);
 
 private:
   const Mesh &mesh;
+  bool explain;
   DenseMap<Value, DimSharding> shardings;
   DenseSet<Value> annotated;
   DenseMap<Operation *, DimSharding> loopShardings;
@@ -103,9 +97,9 @@ private:
     changed = true;
   }
 
-  void refine(Value value, const DimSharding &wanted, unsigned firstDim = 0) {
+  void refine(Value value, const DimSharding &wanted) {
     for (auto [dim, axes] : llvm::enumerate(wanted))
-      refineDim(value, dim + firstDim, axes);
+      refineDim(value, dim, axes);
   }
 
   void walk(func::FuncOp func, bool backward);
@@ -225,7 +219,7 @@ LogicalResult Propagator::seed(ModuleOp module,
   return success();
 }
 
-void Propagator::run(ModuleOp module) {
+void Propagator::run() {
   // Every pass refines at least one dimension of one value, so the number
   // of passes is bounded by the number of (value, dimension) pairs; the cap
   // only guards against a bug.
@@ -285,7 +279,7 @@ void Propagator::decide(Operation *op) {
       if (!loop)
         continue;
       proposals.push_back({*loop, axes, annotated.contains(value),
-                           tensorBytes(value.getType()),
+                           nn::detail::tensorBytes(value.getType()),
                            static_cast<unsigned>(index)});
     }
   }
@@ -304,8 +298,11 @@ void Propagator::decide(Operation *op) {
   };
   DimSharding loopSharding(loops.size());
   MeshAxes used;
+  // Explanations are written only for --debug.
   std::string why;
-  llvm::raw_string_ostream os(why);
+  llvm::raw_string_ostream whyStream(why);
+  llvm::raw_ostream &os = explain ? static_cast<llvm::raw_ostream &>(whyStream)
+                                  : llvm::nulls();
   // An op updating a value in place (an accumulator, optimizer state)
   // computes it exactly as that value is split: its loops are pinned.
   SmallVector<bool> pinned(loops.size(), false);
@@ -330,12 +327,12 @@ void Propagator::decide(Operation *op) {
   for (const Proposal &p : proposals) {
     if (p.loop >= loops.size())
       continue;
-    std::string who = describeValue(p.valueIndex) +
-                      (p.userAnnotated ? " (user annotation)" : "");
     if (loopSharding[p.loop] == p.axes)
       continue;
-    os << "; loop " << p.loop << " over '" << mesh.describe(p.axes)
-       << "' asked by " << who;
+    if (explain)
+      os << "; loop " << p.loop << " over '" << mesh.describe(p.axes)
+         << "' asked by " << describeValue(p.valueIndex)
+         << (p.userAnnotated ? " (user annotation)" : "");
     if (llvm::is_contained(unsplittable, static_cast<int64_t>(p.loop))) {
       os << ": refused, the loop must stay whole";
       continue;
@@ -363,7 +360,8 @@ void Propagator::decide(Operation *op) {
     os << ": taken";
   }
   loopShardings[op] = loopSharding;
-  explanations[op] = why.empty() ? std::string("; nothing split") : why;
+  if (explain)
+    explanations[op] = why.empty() ? std::string("; nothing split") : why;
 
   for (auto [index, value] : llvm::enumerate(values))
     refine(value, shardingOfValue(maps[index], loopSharding));
@@ -455,7 +453,7 @@ void Propagator::visitReturn(func::ReturnOp ret) {
   }
 }
 
-void Propagator::writeAttributes(ModuleOp module, bool debug) {
+void Propagator::writeAttributes(ModuleOp module) {
   MLIRContext *ctx = module.getContext();
   SmallVector<func::FuncOp> funcs(entries);
   llvm::append_range(funcs, bodies);
@@ -484,7 +482,7 @@ void Propagator::writeAttributes(ModuleOp module, bool debug) {
       if (it == loopShardings.end())
         return;
       op->setAttr(kLoopShardingAttr, shardingToAttr(ctx, mesh, it->second));
-      if (debug)
+      if (explain)
         op->emitRemark() << "sharding: "
                          << StringRef(explanations[op]).drop_front(2);
     });
@@ -503,34 +501,34 @@ struct PropagateShardingPass
       module.emitError() << "tessel-propagate-sharding: " << error;
       return signalPassFailure();
     }
-    if (std::optional<Mesh> existing = Mesh::fromModule(module))
-      if (existing->names != mesh->names || existing->sizes != mesh->sizes) {
-        module.emitError() << "the module already holds a different @mesh";
-        return signalPassFailure();
-      }
+    FailureOr<std::optional<Mesh>> existing = Mesh::fromModule(module);
+    if (failed(existing))
+      return signalPassFailure();
+    if (*existing && ((*existing)->names != mesh->names ||
+                      (*existing)->sizes != mesh->sizes)) {
+      module.emitError() << "the module already holds a different @mesh";
+      return signalPassFailure();
+    }
+    std::optional<SmallVector<std::pair<std::string, std::string>>> named =
+        parseRules(this->rules, error);
+    if (!named) {
+      module.emitError() << "tessel-propagate-sharding: rules: " << error;
+      return signalPassFailure();
+    }
     // Rules naming an axis this mesh lacks are skipped for the defaults
     // (they serve any mesh) and refused when the user wrote them.
     bool defaults = this->rules == kDefaultRules;
     SmallVector<std::pair<std::string, int16_t>> rules;
-    SmallVector<StringRef> entries;
-    StringRef(this->rules).split(entries, ',', -1, /*KeepEmpty=*/false);
-    for (StringRef entry : entries) {
-      auto [logical, axis] = entry.trim().split('=');
-      if (logical.trim().empty() || axis.trim().empty()) {
-        module.emitError() << "rule '" << entry.trim()
-                           << "' is not logical=mesh_axis";
-        return signalPassFailure();
-      }
-      std::optional<int16_t> index = mesh->axisIndex(axis.trim());
+    for (auto &[logical, axis] : *named) {
+      std::optional<int16_t> index = mesh->axisIndex(axis);
       if (!index) {
         if (defaults)
           continue;
-        module.emitError() << "rule '" << entry.trim()
-                           << "' names unknown mesh axis '" << axis.trim()
-                           << "'";
+        module.emitError() << "rule '" << logical << "=" << axis
+                           << "' names unknown mesh axis '" << axis << "'";
         return signalPassFailure();
       }
-      rules.push_back({logical.trim().str(), *index});
+      rules.push_back({logical, *index});
     }
     if (sequenceParallel && !mesh->axisIndex("tp")) {
       module.emitError() << "sequence parallelism splits the sequence over "
@@ -538,11 +536,11 @@ struct PropagateShardingPass
       return signalPassFailure();
     }
     mesh->materialize(module);
-    Propagator propagator(*mesh);
+    Propagator propagator(*mesh, debug);
     if (failed(propagator.seed(module, rules, sequenceParallel)))
       return signalPassFailure();
-    propagator.run(module);
-    propagator.writeAttributes(module, debug);
+    propagator.run();
+    propagator.writeAttributes(module);
   }
 };
 

@@ -99,35 +99,6 @@ SmallVector<int16_t> axesOfMask(uint32_t mask) {
   return axes;
 }
 
-FailureOr<std::optional<Mesh>> readMesh(ModuleOp module) {
-  auto grid = module.lookupSymbol<shard::GridOp>(kMeshName);
-  if (!grid)
-    return std::optional<Mesh>();
-  if (llvm::any_of(grid.getShape(), [](int64_t size) {
-        return ShapedType::isDynamic(size) || size < 1;
-      }))
-    return grid.emitOpError()
-           << "has a dynamic or empty axis; the runtime runs on a mesh of "
-              "static sizes";
-  if (grid.getRank() > TESSEL_MAX_MESH_AXES)
-    return grid.emitOpError()
-           << "has " << grid.getRank() << " axes; the runtime takes at most "
-           << TESSEL_MAX_MESH_AXES;
-  auto names =
-      grid->getAttrOfType<ArrayAttr>(nn::NNDialect::kAxisNamesAttrName);
-  llvm::StringSet<> seen;
-  if (!names || static_cast<int64_t>(names.size()) != grid.getRank() ||
-      !llvm::all_of(names, [&](Attribute name) {
-        auto str = dyn_cast<StringAttr>(name);
-        return str && !str.getValue().empty() &&
-               seen.insert(str.getValue()).second;
-      }))
-    return grid.emitOpError()
-           << "needs '" << nn::NNDialect::kAxisNamesAttrName
-           << "': one distinct name per axis, e.g. [\"dp\", \"tp\"]";
-  return Mesh::fromModule(module);
-}
-
 bool isLowerableCollective(Operation *op) {
   return isa<shard::AllReduceOp, shard::AllGatherOp, shard::ReduceScatterOp,
              shard::AllToAllOp, shard::AllSliceOp>(op);

@@ -1,6 +1,7 @@
 //===- Sharding.cpp - Mesh and per-dimension shardings shared by the passes ===//
 
 #include "passes/Sharding.h"
+#include "runtime/include/tessel/runtime.h"
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/STLExtras.h"
@@ -10,57 +11,100 @@ using namespace mlir;
 
 namespace tessel {
 
-static bool isAxisName(StringRef name) {
-  if (name.empty() || !(llvm::isAlpha(name[0]) || name[0] == '_'))
-    return false;
-  return llvm::all_of(name, [](char c) { return llvm::isAlnum(c) || c == '_'; });
+static bool isIdentifier(StringRef name) {
+  return !name.empty() && (llvm::isAlpha(name[0]) || name[0] == '_') &&
+         llvm::all_of(name, [](char c) { return llvm::isAlnum(c) || c == '_'; });
 }
 
 std::optional<Mesh> Mesh::parse(StringRef text, std::string &error) {
   Mesh mesh;
   SmallVector<StringRef> entries;
   text.split(entries, ',', /*MaxSplit=*/-1, /*KeepEmpty=*/true);
+  int64_t devices = 1;
   for (StringRef entry : entries) {
     auto [name, size] = entry.trim().split('=');
     name = name.trim();
     int64_t value = 0;
-    if (!isAxisName(name) || size.trim().getAsInteger(10, value) || value < 1) {
+    if (!isIdentifier(name) || size.trim().getAsInteger(10, value) ||
+        value < 1) {
       error = ("mesh entry '" + entry.trim() +
                "' is not name=size (a name and a positive size)")
                   .str();
+      return std::nullopt;
+    }
+    // The runtime and the launcher spell axes in lower case.
+    if (llvm::any_of(name, [](char c) {
+          return !llvm::isLower(c) && !llvm::isDigit(c) && c != '_';
+        })) {
+      error = ("the axis name '" + name + "' is not [a-z_][a-z0-9_]*").str();
       return std::nullopt;
     }
     if (mesh.axisIndex(name)) {
       error = ("mesh axis '" + name + "' is given twice").str();
       return std::nullopt;
     }
+    if (value > INT32_MAX / devices) {
+      error = ("more than 2^31 - 1 devices (at the axis '" + name + "')").str();
+      return std::nullopt;
+    }
+    devices *= value;
     mesh.names.push_back(name.str());
     mesh.sizes.push_back(value);
   }
-  if (mesh.names.size() > 8) {
-    error = "a mesh has at most 8 axes";
+  if (mesh.names.size() > TESSEL_MAX_MESH_AXES) {
+    error = "a mesh has at most " + std::to_string(TESSEL_MAX_MESH_AXES) +
+            " axes";
     return std::nullopt;
   }
   return mesh;
 }
 
-std::optional<Mesh> Mesh::fromModule(ModuleOp module) {
+FailureOr<std::optional<Mesh>> Mesh::fromModule(ModuleOp module) {
   auto grid = module.lookupSymbol<shard::GridOp>(kMeshName);
   if (!grid)
-    return std::nullopt;
+    return std::optional<Mesh>();
+  if (llvm::any_of(grid.getShape(), [](int64_t size) {
+        return ShapedType::isDynamic(size) || size < 1;
+      }))
+    return grid.emitOpError()
+           << "has a dynamic or empty axis; the runtime runs on a mesh of "
+              "static sizes";
+  if (grid.getRank() > TESSEL_MAX_MESH_AXES)
+    return grid.emitOpError()
+           << "has " << grid.getRank() << " axes; the runtime takes at most "
+           << TESSEL_MAX_MESH_AXES;
   auto names = grid->getAttrOfType<ArrayAttr>(kAxisNamesAttr);
-  ArrayRef<int64_t> shape = grid.getShape();
   Mesh mesh;
-  for (auto [index, size] : llvm::enumerate(shape)) {
-    if (size <= 0)
+  if (names && static_cast<int64_t>(names.size()) == grid.getRank())
+    for (auto [name, size] : llvm::zip(names, grid.getShape())) {
+      auto text = dyn_cast<StringAttr>(name);
+      if (!text || text.getValue().empty() || mesh.axisIndex(text.getValue()))
+        break;
+      mesh.names.push_back(text.str());
+      mesh.sizes.push_back(size);
+    }
+  if (static_cast<int64_t>(mesh.names.size()) != grid.getRank())
+    return grid.emitOpError()
+           << "needs '" << kAxisNamesAttr
+           << "': one distinct name per axis, e.g. [\"dp\", \"tp\"]";
+  return std::optional<Mesh>(mesh);
+}
+
+std::optional<SmallVector<std::pair<std::string, std::string>>>
+parseRules(StringRef text, std::string &error) {
+  SmallVector<std::pair<std::string, std::string>> rules;
+  SmallVector<StringRef> entries;
+  text.split(entries, ',');
+  for (StringRef entry : entries) {
+    auto [logical, axis] = entry.trim().split('=');
+    if (!isIdentifier(logical.trim()) || !isIdentifier(axis.trim())) {
+      error = ("'" + entry.trim() + "': expected logical=mesh, e.g. batch=dp")
+                  .str();
       return std::nullopt;
-    StringAttr name =
-        names && index < names.size() ? dyn_cast<StringAttr>(names[index])
-                                      : StringAttr();
-    mesh.names.push_back(name ? name.str() : "axis" + std::to_string(index));
-    mesh.sizes.push_back(size);
+    }
+    rules.push_back({logical.trim().str(), axis.trim().str()});
   }
-  return mesh;
+  return rules;
 }
 
 std::optional<int16_t> Mesh::axisIndex(StringRef name) const {

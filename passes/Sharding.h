@@ -38,10 +38,16 @@ struct Mesh {
   llvm::SmallVector<std::string> names;
   llvm::SmallVector<int64_t> sizes;
 
-  /// Parses "dp=2,tp=2"; on failure returns nullopt and sets `error`.
+  /// Parses "dp=2,tp=2": names [a-z_][a-z0-9_]*, each once, positive sizes,
+  /// at most TESSEL_MAX_MESH_AXES axes and 2^31 - 1 devices (what the
+  /// runtime takes). On failure returns nullopt and sets `error`.
   static std::optional<Mesh> parse(llvm::StringRef text, std::string &error);
-  /// The mesh of a partitioned module: its shard.grid @mesh, or nullopt.
-  static std::optional<Mesh> fromModule(mlir::ModuleOp module);
+  /// The module's mesh: its shard.grid @mesh, checked for what the runtime
+  /// and the description need (static positive sizes, at most
+  /// TESSEL_MAX_MESH_AXES axes, one distinct name per axis in
+  /// nn.axis_names). nullopt for a module without one; a diagnostic on the
+  /// grid when it is malformed.
+  static mlir::FailureOr<std::optional<Mesh>> fromModule(mlir::ModuleOp module);
 
   std::optional<int16_t> axisIndex(llvm::StringRef name) const;
   int64_t worldSize() const;
@@ -51,6 +57,12 @@ struct Mesh {
   /// Creates (or checks) `shard.grid @mesh` at the start of `module`.
   mlir::shard::GridOp materialize(mlir::ModuleOp module) const;
 };
+
+/// Logical-axis rules "batch=dp,mlp=tp" as (logical, mesh axis) pairs, in
+/// order; on a malformed rule returns nullopt and sets `error` to
+/// "'rule': expected logical=mesh, e.g. batch=dp".
+std::optional<llvm::SmallVector<std::pair<std::string, std::string>>>
+parseRules(llvm::StringRef text, std::string &error);
 
 /// The attribute form `[["dp"], []]` and back (nullopt, with `error`, on an
 /// unknown axis name or a malformed attribute).

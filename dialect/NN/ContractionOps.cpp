@@ -75,6 +75,11 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
+// A product is linear in either factor, not in both.
+bool MatmulOp::passesPartialSums(ArrayRef<bool> partialOperands) {
+  return llvm::count(partialOperands, true) == 1;
+}
+
 int64_t MatmulOp::getFlops() {
   MatmulDims dims = *getMatmulDims(std::nullopt, getLhs().getType(),
                                    getRhs().getType(), getTransposeLhs(),

@@ -30,6 +30,16 @@ OpFoldResult SubOp::fold(FoldAdaptor) {
   return {};
 }
 
+// A product is linear in either factor, not in both.
+bool MulOp::passesPartialSums(ArrayRef<bool> partialOperands) {
+  return llvm::count(partialOperands, true) == 1;
+}
+
+// A quotient is linear in its numerator only.
+bool DivOp::passesPartialSums(ArrayRef<bool> partialOperands) {
+  return partialOperands[0] && !partialOperands[1];
+}
+
 // x * 1 -> x, 1 * x -> x.
 OpFoldResult MulOp::fold(FoldAdaptor) {
   if (isSplatConstant(getRhs(), 1.0))

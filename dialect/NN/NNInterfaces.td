@@ -9,6 +9,7 @@
 //                    upstream rule cannot say
 //   cost             CostOpInterface below
 //   VJP              VJPOpInterface below
+//   linearity        PartialSumOpInterface below (partial sums pass through)
 //
 //===----------------------------------------------------------------------===//
 
@@ -61,6 +62,28 @@ def NN_ShardingConstraintOpInterface
       }], "::mlir::LogicalResult", "adjustLocalPartition",
       (ins "::mlir::Operation *":$local, "::mlir::OpBuilder &":$builder), "",
       [{ return ::mlir::success(); }]>
+  ];
+}
+
+def NN_PartialSumOpInterface : OpInterface<"PartialSumOpInterface"> {
+  let cppNamespace = "::tessel::nn";
+  let description = [{
+    A linear op: run on partial sums of some operands (each rank holding an
+    addend of the whole value, the other operands whole), it computes a
+    partial sum of its result. The partitioner then lets the partial sums
+    through and completes them once, where a consumer needs the whole value
+    (the three partial input gradients of q, k and v are added before one
+    all-reduce).
+  }];
+  let methods = [
+    InterfaceMethod<[{
+        Whether the result is a partial sum when the operands marked in
+        `partialOperands` are partial sums and the others whole. By default
+        the op is linear in all its operands together (add, reshape): every
+        operand must be partial.
+      }], "bool", "passesPartialSums",
+      (ins "::llvm::ArrayRef<bool>":$partialOperands), "",
+      [{ return ::llvm::all_of(partialOperands, [](bool p) { return p; }); }]>
   ];
 }
 

@@ -52,6 +52,13 @@ def NN_LocalShardingConstraints
     : DeclareOpInterfaceMethods<NN_ShardingConstraintOpInterface,
                                 ["getUnsplittableLoops"]>;
 
+// Linear ops, which pass partial sums through (PartialSumOpInterface); the
+// default: linear in all operands together. Ops linear in one factor at a
+// time say which in passesPartialSums.
+def NN_PassesPartialSums : DeclareOpInterfaceMethods<NN_PartialSumOpInterface>;
+def NN_PassesPartialSumsOf
+    : DeclareOpInterfaceMethods<NN_PartialSumOpInterface, ["passesPartialSums"]>;
+
 // Ops with a reverse-mode derivative (VJPRules.cpp).
 def NN_Differentiable : DeclareOpInterfaceMethods<NN_VJPOpInterface>;
 
@@ -168,7 +175,8 @@ def NN_CastOp : NN_ElementwiseOp<"cast", 1, [SameOperandsAndResultShape, NN_Diff
   let hasFolder = 1;
 }
 
-def NN_BroadcastOp : NN_ShardableOp<"broadcast", [Pure, NN_Differentiable]> {
+def NN_BroadcastOp : NN_ShardableOp<"broadcast", [Pure, NN_Differentiable,
+    NN_PassesPartialSums]> {
   let summary = "explicit broadcast of a tensor to a larger shape";
   let description = [{
     Operand dimension `i` becomes result dimension `dims[i]` (strictly
@@ -195,7 +203,7 @@ def NN_BroadcastOp : NN_ShardableOp<"broadcast", [Pure, NN_Differentiable]> {
 // Elementwise arithmetic
 //===----------------------------------------------------------------------===//
 
-def NN_AddOp : NN_BinaryOp<"add", [Commutative]> {
+def NN_AddOp : NN_BinaryOp<"add", [Commutative, NN_PassesPartialSums]> {
   let summary = "elementwise addition";
   let description = [{
     `lhs + rhs` on operands of the same type (broadcast explicitly with
@@ -207,7 +215,7 @@ def NN_AddOp : NN_BinaryOp<"add", [Commutative]> {
   }];
 }
 
-def NN_SubOp : NN_BinaryOp<"sub"> {
+def NN_SubOp : NN_BinaryOp<"sub", [NN_PassesPartialSums]> {
   let summary = "elementwise subtraction";
   let description = [{
     `lhs - rhs` on operands of the same type. One flop per element. Folds
@@ -219,7 +227,7 @@ def NN_SubOp : NN_BinaryOp<"sub"> {
   }];
 }
 
-def NN_MulOp : NN_BinaryOp<"mul", [Commutative]> {
+def NN_MulOp : NN_BinaryOp<"mul", [Commutative, NN_PassesPartialSumsOf]> {
   let summary = "elementwise multiplication";
   let description = [{
     `lhs * rhs` on operands of the same type. One flop per element. Folds
@@ -231,7 +239,7 @@ def NN_MulOp : NN_BinaryOp<"mul", [Commutative]> {
   }];
 }
 
-def NN_DivOp : NN_BinaryOp<"div"> {
+def NN_DivOp : NN_BinaryOp<"div", [NN_PassesPartialSumsOf]> {
   let summary = "elementwise division";
   let description = [{
     `lhs / rhs` on operands of the same type. One flop per element. Folds
@@ -243,7 +251,7 @@ def NN_DivOp : NN_BinaryOp<"div"> {
   }];
 }
 
-def NN_NegOp : NN_UnaryOp<"neg", 1> {
+def NN_NegOp : NN_UnaryOp<"neg", 1, [NN_PassesPartialSums]> {
   let summary = "elementwise negation";
   let description = [{
     `-x`. One flop per element. `neg(neg(x))` folds to `x`.
@@ -389,8 +397,9 @@ def NN_DropoutOp : NN_UnaryOp<"dropout", 2,
 // Reductions
 //===----------------------------------------------------------------------===//
 
-class NN_ReduceOp<string mnemonic> : NN_ShardableOp<mnemonic,
-    [Pure, InferTypeOpAdaptor, NN_Differentiable]> {
+class NN_ReduceOp<string mnemonic, list<Trait> traits = []>
+    : NN_ShardableOp<mnemonic, !listconcat(traits,
+        [Pure, InferTypeOpAdaptor, NN_Differentiable])> {
   let arguments = (ins NN_Tensor:$input, DenseI64ArrayAttr:$dims,
                        UnitAttr:$keep_dims);
   let results = (outs NN_Tensor:$result);
@@ -401,7 +410,7 @@ class NN_ReduceOp<string mnemonic> : NN_ShardableOp<mnemonic,
   let hasFolder = 1;
 }
 
-def NN_ReduceSumOp : NN_ReduceOp<"reduce_sum"> {
+def NN_ReduceSumOp : NN_ReduceOp<"reduce_sum", [NN_PassesPartialSums]> {
   let summary = "sum over dimensions";
   let description = [{
     Sums over the listed dimensions (unique, in range), dropping them or, with
@@ -443,7 +452,8 @@ def NN_ReduceMaxOp : NN_ReduceOp<"reduce_max"> {
 // Data movement
 //===----------------------------------------------------------------------===//
 
-def NN_ReshapeOp : NN_ShardableOp<"reshape", [Pure, NN_LocalShardingConstraints, NN_Differentiable]> {
+def NN_ReshapeOp : NN_ShardableOp<"reshape", [Pure, NN_LocalShardingConstraints, NN_Differentiable,
+    NN_PassesPartialSums]> {
   let summary = "same elements, row-major, in another shape";
   let description = [{
     The number of elements and the element type stay the same. The sharding
@@ -464,7 +474,8 @@ def NN_ReshapeOp : NN_ShardableOp<"reshape", [Pure, NN_LocalShardingConstraints,
   let hasFolder = 1;
 }
 
-def NN_TransposeOp : NN_ShardableOp<"transpose", [Pure, InferTypeOpAdaptor, NN_Differentiable]> {
+def NN_TransposeOp : NN_ShardableOp<"transpose", [Pure, InferTypeOpAdaptor, NN_Differentiable,
+    NN_PassesPartialSums]> {
   let summary = "permute dimensions";
   let description = [{
     Result dimension `i` is operand dimension `perm[i]`. Costs no flops.
@@ -483,7 +494,8 @@ def NN_TransposeOp : NN_ShardableOp<"transpose", [Pure, InferTypeOpAdaptor, NN_D
 }
 
 def NN_SliceOp : NN_ShardableOp<"slice",
-    [Pure, InferTypeOpAdaptor, NN_LocalShardingConstraints, NN_Differentiable]> {
+    [Pure, InferTypeOpAdaptor, NN_LocalShardingConstraints, NN_Differentiable,
+     NN_PassesPartialSums]> {
   let summary = "a strided window of a tensor";
   let description = [{
     Along each dimension takes elements `start, start + stride, …` below
@@ -512,7 +524,8 @@ def NN_SliceOp : NN_ShardableOp<"slice",
 }
 
 def NN_ConcatOp : NN_ShardableOp<"concat",
-    [Pure, InferTypeOpAdaptor, NN_LocalShardingConstraints, NN_Differentiable]> {
+    [Pure, InferTypeOpAdaptor, NN_LocalShardingConstraints, NN_Differentiable,
+     NN_PassesPartialSums]> {
   let summary = "join tensors along one dimension";
   let description = [{
     All inputs have the same rank and element type and agree on every
@@ -535,7 +548,8 @@ def NN_ConcatOp : NN_ShardableOp<"concat",
 // Contractions
 //===----------------------------------------------------------------------===//
 
-def NN_MatmulOp : NN_ShardableOp<"matmul", [Pure, InferTypeOpAdaptor, NN_Differentiable]> {
+def NN_MatmulOp : NN_ShardableOp<"matmul", [Pure, InferTypeOpAdaptor, NN_Differentiable,
+    NN_PassesPartialSumsOf]> {
   let summary = "(batched) matrix product with optional transposes";
   let description = [{
     `lhs` is `[..., M, K]` (`[..., K, M]` with `transpose_lhs`); `rhs` is

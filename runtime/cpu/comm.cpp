@@ -244,9 +244,18 @@ bool isReduceKind(int32_t kind) {
          kind == TESSEL_REDUCE_MAX;
 }
 
-/// The checks every collective shares; fills the group and the dtype of `c`.
-bool checkCommon(tessel_ctx *ctx, Collective &c, uint32_t axes, int32_t dtype,
-                 Group &group) {
+constexpr int32_t kNoReduction = -1;
+
+/// The start of every entry point: describes the call in `c` and does the
+/// checks every collective shares (the group of `axes`, the dtype, and a
+/// reduction's kind unless `reduce` is kNoReduction); fills `group`.
+bool describe(tessel_ctx *ctx, Collective &c, int32_t kind, const char *name,
+              uint32_t axes, int32_t dtype, const void *in, void *out,
+              int32_t reduce, Group &group) {
+  c.kind = kind;
+  c.name = name;
+  c.in = in;
+  c.out = out;
   if (!groupOf(ctx, axes, group)) {
     setError(ctx, "%s: axes mask 0x%x names an axis beyond the mesh's %d",
              c.name, axes, int(ctx->meshShape.size()));
@@ -256,6 +265,13 @@ bool checkCommon(tessel_ctx *ctx, Collective &c, uint32_t axes, int32_t dtype,
   c.elemSize = tessel_dtype_size(dtype);
   if (c.elemSize == 0) {
     setError(ctx, "%s: unsupported dtype %d", c.name, dtype);
+    return false;
+  }
+  if (reduce == kNoReduction)
+    return true;
+  c.reduce = reduce;
+  if (!isReduceKind(reduce)) {
+    setError(ctx, "%s: unknown reduction kind %d", c.name, reduce);
     return false;
   }
   return true;
@@ -393,18 +409,10 @@ void tessel_all_reduce(tessel_ctx *ctx, uint32_t axes, int32_t dtype,
   if (!ctx)
     return;
   Collective c;
-  c.kind = TESSEL_COLL_ALL_REDUCE;
-  c.name = "tessel_all_reduce";
-  c.in = in;
-  c.out = out;
-  c.reduce = kind;
   Group group;
-  if (!checkCommon(ctx, c, axes, dtype, group))
+  if (!describe(ctx, c, TESSEL_COLL_ALL_REDUCE, "tessel_all_reduce", axes,
+                dtype, in, out, kind, group))
     return;
-  if (!isReduceKind(kind)) {
-    setError(ctx, "%s: unknown reduction kind %d", c.name, kind);
-    return;
-  }
   int64_t bytes;
   if (count < 0 || __builtin_mul_overflow(count, c.elemSize, &bytes)) {
     setError(ctx, "%s: bad count %lld", c.name, (long long)count);
@@ -422,12 +430,9 @@ void tessel_all_gather(tessel_ctx *ctx, uint32_t axes, int32_t dtype,
   if (!ctx)
     return;
   Collective c;
-  c.kind = TESSEL_COLL_ALL_GATHER;
-  c.name = "tessel_all_gather";
-  c.in = in;
-  c.out = out;
   Group group;
-  if (!checkCommon(ctx, c, axes, dtype, group) ||
+  if (!describe(ctx, c, TESSEL_COLL_ALL_GATHER, "tessel_all_gather", axes,
+                dtype, in, out, kNoReduction, group) ||
       !checkShape(ctx, c, rank_, shape, dim, "dim"))
     return;
   int64_t outBytes;
@@ -446,19 +451,10 @@ void tessel_reduce_scatter(tessel_ctx *ctx, uint32_t axes, int32_t dtype,
   if (!ctx)
     return;
   Collective c;
-  c.kind = TESSEL_COLL_REDUCE_SCATTER;
-  c.name = "tessel_reduce_scatter";
-  c.in = in;
-  c.out = out;
-  c.reduce = kind;
   Group group;
-  if (!checkCommon(ctx, c, axes, dtype, group))
-    return;
-  if (!isReduceKind(kind)) {
-    setError(ctx, "%s: unknown reduction kind %d", c.name, kind);
-    return;
-  }
-  if (!checkShape(ctx, c, rank_, shape, dim, "dim") ||
+  if (!describe(ctx, c, TESSEL_COLL_REDUCE_SCATTER, "tessel_reduce_scatter",
+                axes, dtype, in, out, kind, group) ||
+      !checkShape(ctx, c, rank_, shape, dim, "dim") ||
       !checkDivisible(ctx, c, dim, group) ||
       !checkBuffers(ctx, c, group, /*inPlaceAllowed=*/false))
     return;
@@ -472,12 +468,9 @@ void tessel_all_to_all(tessel_ctx *ctx, uint32_t axes, int32_t dtype,
   if (!ctx)
     return;
   Collective c;
-  c.kind = TESSEL_COLL_ALL_TO_ALL;
-  c.name = "tessel_all_to_all";
-  c.in = in;
-  c.out = out;
   Group group;
-  if (!checkCommon(ctx, c, axes, dtype, group) ||
+  if (!describe(ctx, c, TESSEL_COLL_ALL_TO_ALL, "tessel_all_to_all", axes,
+                dtype, in, out, kNoReduction, group) ||
       !checkShape(ctx, c, rank_, shape, concat_dim, "concat_dim") ||
       !checkShape(ctx, c, rank_, shape, split_dim, "split_dim") ||
       !checkDivisible(ctx, c, split_dim, group))
@@ -495,12 +488,9 @@ void tessel_all_slice(tessel_ctx *ctx, uint32_t axes, int32_t dtype,
   if (!ctx)
     return;
   Collective c;
-  c.kind = kAllSlice;
-  c.name = "tessel_all_slice";
-  c.in = in;
-  c.out = out;
   Group group;
-  if (!checkCommon(ctx, c, axes, dtype, group) ||
+  if (!describe(ctx, c, kAllSlice, "tessel_all_slice", axes, dtype, in, out,
+                kNoReduction, group) ||
       !checkShape(ctx, c, rank_, shape, dim, "dim") ||
       !checkDivisible(ctx, c, dim, group) ||
       !checkBuffers(ctx, c, group, /*inPlaceAllowed=*/false))

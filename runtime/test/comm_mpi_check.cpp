@@ -25,23 +25,7 @@ int checkCounters(tessel_ctx *ctx, int rank) {
     }
   };
   tessel_reset_counters(ctx);
-  std::vector<uint8_t> in(4096), out(4096);
-  tessel_all_reduce(ctx, 1, TESSEL_F32, in.data(), out.data(), 10,
-                    TESSEL_REDUCE_SUM);
-  tessel_all_reduce(ctx, 3, TESSEL_BF16, in.data(), in.data(), 7,
-                    TESSEL_REDUCE_MEAN);
-  tessel_all_reduce(ctx, 0, TESSEL_F32, in.data(), out.data(), 10,
-                    TESSEL_REDUCE_SUM);
-  const int64_t gatherShape[] = {3, 2};
-  tessel_all_gather(ctx, 2, TESSEL_F32, in.data(), out.data(), 2, gatherShape,
-                    1);
-  const int64_t scatterShape[] = {8, 3};
-  tessel_reduce_scatter(ctx, 3, TESSEL_F64, in.data(), out.data(), 2,
-                        scatterShape, 0, TESSEL_REDUCE_SUM);
-  const int64_t a2aShape[] = {4, 3};
-  tessel_all_to_all(ctx, 1, TESSEL_F32, in.data(), out.data(), 2, a2aShape, 0,
-                    1);
-  tessel_all_slice(ctx, 1, TESSEL_F32, in.data(), out.data(), 2, a2aShape, 0);
+  tt::issueOneOfEachCollective(ctx);
   expect(tessel_error(ctx) == nullptr, "a call failed");
   expect(tessel_comm_bytes(ctx, TESSEL_COLL_ALL_REDUCE, 1) == 40 &&
              tessel_comm_calls(ctx, TESSEL_COLL_ALL_REDUCE, 1) == 1,

@@ -220,42 +220,15 @@ LogicalResult checkMeshFlags() {
                     "--mesh too");
     return success();
   }
-  // The propagation's parser, so that the tool and the pass agree; then
-  // what the runtime adds: lower-case names, ranks that fit an int32.
+  // The passes' parsers, so that the tool and the passes agree.
   if (StringRef(meshSpec).trim().empty())
     return fail("--mesh: expected name=size entries, e.g. dp=2,tp=2");
   std::string error;
-  std::optional<tessel::Mesh> mesh = tessel::Mesh::parse(meshSpec, error);
-  if (!mesh)
+  if (!tessel::Mesh::parse(meshSpec, error))
     return fail("--mesh " + meshSpec + ": " + error);
-  int64_t devices = 1;
-  for (auto [name, size] : llvm::zip(mesh->names, mesh->sizes)) {
-    if (llvm::isDigit(name.front()) || llvm::any_of(name, [](char c) {
-          return !llvm::isLower(c) && !llvm::isDigit(c) && c != '_';
-        }))
-      return fail("--mesh " + meshSpec + ": the axis name '" + name +
-                  "' is not [a-z_][a-z0-9_]*");
-    if (size > INT32_MAX / devices)
-      return fail("--mesh " + meshSpec +
-                  ": more than 2^31 - 1 devices (at the axis '" + name + "')");
-    devices *= size;
-  }
-  if (shardingRules.getNumOccurrences() > 0) {
-    SmallVector<StringRef> rules;
-    StringRef(shardingRules).split(rules, ',');
-    for (StringRef rule : rules) {
-      auto [logical, meshAxis] = rule.trim().split('=');
-      auto isName = [](StringRef name) {
-        return !name.empty() &&
-               (llvm::isAlpha(name.front()) || name.front() == '_') &&
-               llvm::all_of(
-                   name, [](char c) { return llvm::isAlnum(c) || c == '_'; });
-      };
-      if (!isName(logical.trim()) || !isName(meshAxis.trim()))
-        return fail("--rules: '" + rule.trim() +
-                    "': expected logical=mesh, e.g. batch=dp");
-    }
-  }
+  if (shardingRules.getNumOccurrences() > 0 &&
+      !tessel::parseRules(shardingRules, error))
+    return fail("--rules: " + error);
   if (bucketMb.getNumOccurrences() > 0 && !(bucketMb >= 0))
     return fail("--bucket-mb " + llvm::formatv("{0}", bucketMb.getValue()) +
                 ": the bucket size must be >= 0 MiB (0: one all-reduce per "

@@ -32,13 +32,6 @@ tessel_ctx_options tessel::run::rankOptions(const ModelDesc &model,
 
 namespace {
 
-std::vector<int64_t> stridesOf(const std::vector<int64_t> &shape) {
-  std::vector<int64_t> strides(shape.size(), 1);
-  for (size_t d = shape.size(); d-- > 1;)
-    strides[d - 1] = strides[d] * shape[d];
-  return strides;
-}
-
 /// The feeds of a rank whose inputs or labels are split: the global
 /// microbatch is drawn into a staging buffer exactly as one device draws
 /// it, then each feed's block is copied out (a strided copy on the device).
@@ -71,8 +64,8 @@ public:
         tessel_copy(fillCtx, dst, src, local.bytes);
         continue;
       }
-      std::vector<int64_t> in = stridesOf(block.globalShape);
-      std::vector<int64_t> out = stridesOf(block.localShape);
+      std::vector<int64_t> in = rowMajorStrides(block.globalShape);
+      std::vector<int64_t> out = rowMajorStrides(block.localShape);
       int64_t first = 0;
       for (size_t d = 0; d < in.size(); ++d)
         first += block.start[d] * in[d];

@@ -9,12 +9,7 @@
 
 using namespace tessel::run;
 
-int64_t Mesh::worldSize() const {
-  int64_t n = 1;
-  for (int64_t s : shape)
-    n *= s;
-  return n;
-}
+int64_t Mesh::worldSize() const { return product(shape); }
 
 int Mesh::axisIndex(const std::string &name) const {
   for (size_t i = 0; i < axes.size(); ++i)
@@ -104,12 +99,7 @@ Mesh tessel::run::parseMesh(const std::string &text, const std::string &flag) {
   return mesh;
 }
 
-int64_t TensorBlock::localElements() const {
-  int64_t n = 1;
-  for (int64_t d : localShape)
-    n *= d;
-  return n;
-}
+int64_t TensorBlock::localElements() const { return product(localShape); }
 
 int64_t tessel::run::blockIndex(const std::vector<std::string> &axes,
                                 const Mesh &mesh,
@@ -163,9 +153,7 @@ void tessel::run::forEachRun(
       split = d;
       break;
     }
-  std::vector<int64_t> globalStrides(rank, 1);
-  for (size_t d = rank; d-- > 1;)
-    globalStrides[d - 1] = globalStrides[d] * block.globalShape[d];
+  std::vector<int64_t> globalStrides = rowMajorStrides(block.globalShape);
   int64_t length = 1;
   for (size_t d = split; d < rank; ++d)
     length *= block.localShape[d];

@@ -19,6 +19,22 @@
 
 namespace tessel::run {
 
+/// The product of `sizes` (1 for none): elements of a shape, ranks of a mesh.
+inline int64_t product(const std::vector<int64_t> &sizes) {
+  int64_t n = 1;
+  for (int64_t size : sizes)
+    n *= size;
+  return n;
+}
+
+/// The row-major strides (in elements) of `shape`.
+inline std::vector<int64_t> rowMajorStrides(const std::vector<int64_t> &shape) {
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (size_t d = shape.size(); d-- > 1;)
+    strides[d - 1] = strides[d] * shape[d];
+  return strides;
+}
+
 /// The most axes a mesh may have (the runtime's TESSEL_MAX_MESH_AXES).
 constexpr size_t maxMeshAxes = 8;
 

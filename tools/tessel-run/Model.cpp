@@ -25,19 +25,9 @@ extern char **environ;
 using namespace tessel::run;
 using nlohmann::json;
 
-int64_t TensorDesc::numElements() const {
-  int64_t n = 1;
-  for (int64_t d : shape)
-    n *= d;
-  return n;
-}
+int64_t TensorDesc::numElements() const { return product(shape); }
 
-int64_t TensorDesc::globalNumElements() const {
-  int64_t n = 1;
-  for (int64_t d : globalShape)
-    n *= d;
-  return n;
-}
+int64_t TensorDesc::globalNumElements() const { return product(globalShape); }
 
 int64_t TensorDesc::globalBytes() const {
   return globalNumElements() * tessel_dtype_size(dtypeCode);

@@ -22,6 +22,7 @@
 #include <sstream>
 #include <string>
 #include <sys/wait.h>
+#include <utility>
 #include <vector>
 
 namespace tessel::run::test {
@@ -139,8 +140,9 @@ inline std::vector<float> floatsOf(const std::string &bytes) {
   return out;
 }
 
-/// max |a − b| / max |b| over one f32 tensor.
-inline double relativeError(const std::string &a, const std::string &b) {
+/// max |a − b| and max |b| over one f32 tensor.
+inline std::pair<double, double> maxDifferenceAndScale(const std::string &a,
+                                                       const std::string &b) {
   std::vector<float> x = floatsOf(a), y = floatsOf(b);
   EXPECT_EQ(x.size(), y.size());
   double diff = 0, scale = 0;
@@ -148,6 +150,12 @@ inline double relativeError(const std::string &a, const std::string &b) {
     diff = std::max(diff, std::fabs(double(x[i]) - y[i]));
     scale = std::max(scale, std::fabs(double(y[i])));
   }
+  return {diff, scale};
+}
+
+/// max |a − b| / max |b| over one f32 tensor.
+inline double relativeError(const std::string &a, const std::string &b) {
+  auto [diff, scale] = maxDifferenceAndScale(a, b);
   return scale > 0 ? diff / scale : diff;
 }
 
@@ -163,13 +171,7 @@ inline double mean(const std::vector<double> &v, size_t from, size_t to) {
 /// is judged against it, not against its own rounding noise).
 inline double scaledError(const std::string &a, const std::string &b,
                           double floor = 1e-6) {
-  std::vector<float> x = floatsOf(a), y = floatsOf(b);
-  EXPECT_EQ(x.size(), y.size());
-  double diff = 0, scale = 0;
-  for (size_t i = 0; i < x.size() && i < y.size(); ++i) {
-    diff = std::max(diff, std::fabs(double(x[i]) - y[i]));
-    scale = std::max(scale, std::fabs(double(y[i])));
-  }
+  auto [diff, scale] = maxDifferenceAndScale(a, b);
   return diff / std::max(scale, floor);
 }
 

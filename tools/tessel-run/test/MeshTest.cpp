@@ -7,6 +7,7 @@
 #include "Model.h"
 #include "Safetensors.h"
 #include "Training.h"
+#include "LibraryTestSupport.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -18,28 +19,11 @@
 #include <thread>
 
 using namespace tessel::run;
+using namespace tessel::run::test;
 using nlohmann::json;
 namespace fs = std::filesystem;
 
 namespace {
-
-/// The message of the RunError `f` throws ("" if none).
-std::string errorOf(const std::function<void()> &f) {
-  try {
-    f();
-  } catch (const RunError &e) {
-    return e.what();
-  }
-  return "";
-}
-
-Options parseFlags(std::vector<std::string> args) {
-  args.insert(args.begin(), "tessel-run");
-  std::vector<char *> argv;
-  for (std::string &a : args)
-    argv.push_back(a.data());
-  return parseArgs(int(argv.size()), argv.data());
-}
 
 std::vector<int64_t> rowMajorIndex(int64_t flat,
                                    const std::vector<int64_t> &shape) {
@@ -444,15 +428,6 @@ TEST(CommCounts, AStepIsBackwardTimesMicrobatchesPlusUpdate) {
 }
 
 //===--- Flags ------------------------------------------------------------===//
-
-std::string usageErrorOf(std::vector<std::string> args) {
-  try {
-    parseFlags(std::move(args));
-  } catch (const UsageError &e) {
-    return e.what();
-  }
-  return "";
-}
 
 TEST(MeshFlags, ParseMeshCommAndPartitioningFlags) {
   Options o = parseFlags({"m.mlir", "--mesh", "dp=2,tp=2", "--comm", "mpi",

@@ -4,6 +4,7 @@
 #include "Args.h"
 #include "Error.h"
 #include "Model.h"
+#include "LibraryTestSupport.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -11,6 +12,7 @@
 #include <functional>
 
 using namespace tessel::run;
+using namespace tessel::run::test;
 using nlohmann::json;
 
 namespace {
@@ -83,38 +85,11 @@ ModelDesc parse(const json &j) {
   return parseModelDescription(j.dump(), "m.so");
 }
 
-/// The message of the RunError `f` throws ("" if none).
-std::string errorOf(const std::function<void()> &f) {
-  try {
-    f();
-  } catch (const RunError &e) {
-    return e.what();
-  }
-  return "";
-}
-
 json *tensorNamed(json &j, const std::string &role, const std::string &name) {
   for (json &t : j["tensors"])
     if (t["role"] == role && t["name"] == name)
       return &t;
   return nullptr;
-}
-
-Options parseFlags(std::vector<std::string> args) {
-  args.insert(args.begin(), "tessel-run");
-  std::vector<char *> argv;
-  for (std::string &a : args)
-    argv.push_back(a.data());
-  return parseArgs(int(argv.size()), argv.data());
-}
-
-std::string usageErrorOf(std::vector<std::string> args) {
-  try {
-    parseFlags(std::move(args));
-  } catch (const UsageError &e) {
-    return e.what();
-  }
-  return "";
 }
 
 TEST(ModelAbiV2, ParsesEntriesRolesTrainAndRegions) {
