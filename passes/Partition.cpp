@@ -49,12 +49,15 @@ bool isAscending(ArrayRef<int16_t> axes) {
 
 class Partitioner {
 public:
-  Partitioner(MLIRContext *ctx, const Mesh &mesh) : mesh(mesh), builder(ctx) {}
+  Partitioner(MLIRContext *ctx, const Mesh &mesh, bool localBatchStatistics)
+      : mesh(mesh), localBatchStatistics(localBatchStatistics), builder(ctx) {}
 
   LogicalResult partitionFunction(func::FuncOp func);
 
 private:
   const Mesh &mesh;
+  // Batch norm over a split batch keeps per-rank statistics.
+  bool localBatchStatistics;
   OpBuilder builder;
   DenseMap<Value, LocalValue> values;
   // Reshards already emitted, per global value: a second consumer asking
@@ -413,11 +416,25 @@ LogicalResult Partitioner::partitionRuleOp(Operation *op) {
     result.setType(localType(cast<RankedTensorType>(op->getResult(index).getType()),
                              sharding, mesh));
   }
+  nn::LocalSplit split;
+  split.grid = FlatSymbolRefAttr::get(builder.getContext(), kMeshName);
+  for (const MeshAxes &axes : loopSharding)
+    split.loopAxes.emplace_back(axes.begin(), axes.end());
+  split.localBatchStatistics = localBatchStatistics;
   if (auto constraints = dyn_cast<nn::ShardingConstraintOpInterface>(op))
-    if (failed(constraints.adjustLocalPartition(local, builder)))
+    if (failed(constraints.adjustLocalPartition(local, split, builder)))
       return failure();
   if (failed(verify(local)))
     return op->emitOpError() << "has no valid local form on this mesh";
+  SmallVector<Value> localResults(local->getResults());
+  if (!split.replacements.empty()) {
+    if (split.replacements.size() != localResults.size())
+      return op->emitOpError() << "built " << split.replacements.size()
+                               << " local results for "
+                               << localResults.size();
+    local->erase();
+    localResults = split.replacements;
+  }
 
   // Results: split where their dimensions are split loops, partial over the
   // split reduction loops they do not index.
@@ -430,7 +447,7 @@ LogicalResult Partitioner::partitionRuleOp(Operation *op) {
   for (auto [index, result] : llvm::enumerate(op->getResults())) {
     AffineMap map = maps[numOperands + index];
     LocalValue state;
-    state.local = local->getResult(index);
+    state.local = localResults[index];
     state.sharding = shardingOfValue(map, loopSharding);
     state.partial = passedPartial;
     SmallVector<unsigned> indexed;
@@ -439,7 +456,8 @@ LogicalResult Partitioner::partitionRuleOp(Operation *op) {
     std::optional<shard::ReductionKind> kind;
     for (auto [loop, axes] : llvm::enumerate(loopSharding)) {
       if (axes.empty() || iterators[loop] != utils::IteratorType::reduction ||
-          llvm::is_contained(indexed, static_cast<unsigned>(loop)))
+          llvm::is_contained(indexed, static_cast<unsigned>(loop)) ||
+          llvm::is_contained(split.resolvedLoops, static_cast<int64_t>(loop)))
         continue;
       if (kind && *kind != loopKinds[loop])
         return op->emitOpError() << "splits reduction loops of different "
@@ -766,14 +784,7 @@ struct PartitionPass : tessel::impl::PartitionPassBase<PartitionPass> {
       module.emitError() << "bucket-mb must be 0 or more, not " << bucketMb;
       return signalPassFailure();
     }
-    if (localBatchnorm) {
-      // Per-rank statistics need batch norm's statistics loops split, which
-      // propagation refuses today (it gathers the batch instead).
-      module.emitError() << "local-batchnorm is not supported yet: batch norm "
-                            "over a split batch runs on the gathered batch";
-      return signalPassFailure();
-    }
-    Partitioner partitioner(module.getContext(), **mesh);
+    Partitioner partitioner(module.getContext(), **mesh, localBatchnorm);
     for (auto func : llvm::to_vector(module.getOps<func::FuncOp>()))
       if (!func.isPrivate() && failed(partitioner.partitionFunction(func)))
         return signalPassFailure();

@@ -271,7 +271,8 @@ SmallVector<int64_t> AttentionOp::getUnsplittableLoops() { return {kT, kD}; }
 
 // A causal mask compares query and key positions: a rank holding a block of
 // the queries would need its block's offset, which the kernel does not take.
-LogicalResult AttentionOp::adjustLocalPartition(Operation *local, OpBuilder &) {
+LogicalResult AttentionOp::adjustLocalPartition(Operation *local, LocalSplit &,
+                                              OpBuilder &) {
   int64_t globalQueries = getQuery().getType().getDimSize(1);
   int64_t localQueries =
       cast<RankedTensorType>(local->getOperand(0).getType()).getDimSize(1);

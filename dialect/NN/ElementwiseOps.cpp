@@ -81,7 +81,8 @@ LogicalResult DropoutOp::verify() {
 // The mask bit of an element is a function of its index in the whole
 // tensor; the kernel takes one offset, which fits a split of the leading
 // dimension only, and the partitioner does not yet pass it.
-LogicalResult DropoutOp::adjustLocalPartition(Operation *local, OpBuilder &) {
+LogicalResult DropoutOp::adjustLocalPartition(Operation *local, LocalSplit &,
+                                            OpBuilder &) {
   if (local->getResult(0).getType() != getType())
     return emitOpError() << "cannot be split across ranks yet: each rank "
                             "would draw the mask of the first elements";

@@ -240,7 +240,7 @@ int64_t BatchNormGradOp::getFlops() {
 }
 
 // The forward's loops; the statistics loops are sum reductions for dgamma and
-// dbeta and must stay whole for dx (SyncBatchNorm splits them explicitly).
+// dbeta (SyncBatchNorm completes them itself: SyncBatchNorm.cpp).
 SmallVector<utils::IteratorType> BatchNormGradOp::getLoopIteratorTypes() {
   int64_t rank = getInput().getType().getRank();
   return nn::detail::loopsWithReductions(
@@ -255,10 +255,6 @@ SmallVector<AffineMap> BatchNormGradOp::getIndexingMaps() {
 SmallVector<ReductionKind> BatchNormGradOp::getReductionLoopIteratorKinds() {
   return SmallVector<ReductionKind>(getInput().getType().getRank() - 1,
                                     ReductionKind::Sum);
-}
-
-SmallVector<int64_t> BatchNormGradOp::getUnsplittableLoops() {
-  return statisticsLoops(getInput().getType().getRank(), getFeatureDim());
 }
 
 //===----------------------------------------------------------------------===//
@@ -329,12 +325,14 @@ LogicalResult CrossEntropyGradOp::partition(
                                           partitionMap, symbolTable, builder)))
     return failure();
   Operation *local = partitionMap.lookup(getResult()).getDefiningOp();
-  return local ? adjustLocalPartition(local, builder) : success();
+  LocalSplit split;
+  return local ? adjustLocalPartition(local, split, builder) : success();
 }
 
 // A split `mean` divides by the local number of positions: scale dloss by
 // local / global positions so that every row gets dloss / global positions.
 LogicalResult CrossEntropyGradOp::adjustLocalPartition(Operation *localOp,
+                                                       LocalSplit &,
                                                        OpBuilder &builder) {
   auto local = dyn_cast<CrossEntropyGradOp>(localOp);
   if (!local || getReduction() != LossReduction::mean)

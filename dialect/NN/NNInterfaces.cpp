@@ -39,6 +39,18 @@ int64_t operandAndResultBytes(Operation *op) {
 
 } // namespace tessel::nn::detail
 
+llvm::SmallVector<int16_t>
+tessel::nn::LocalSplit::axesOf(llvm::ArrayRef<int64_t> loops) const {
+  llvm::SmallVector<int16_t> axes;
+  for (int64_t loop : loops)
+    if (loop >= 0 && loop < static_cast<int64_t>(loopAxes.size()))
+      for (int16_t axis : loopAxes[loop])
+        if (!llvm::is_contained(axes, axis))
+          axes.push_back(axis);
+  llvm::sort(axes);
+  return axes;
+}
+
 tessel::nn::CostSummary tessel::nn::sumCost(Block &block) {
   CostSummary summary;
   for (Operation &op : block)

@@ -4,6 +4,7 @@
 #define TESSEL_DIALECT_NN_NNINTERFACES_H
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/OpDefinition.h"
 #include "llvm/ADT/SmallVector.h"
@@ -18,6 +19,30 @@ int64_t numElements(mlir::Type type);
 /// Sum of tensorBytes over the operands and results of `op`.
 int64_t operandAndResultBytes(mlir::Operation *op);
 } // namespace tessel::nn::detail
+
+namespace tessel::nn {
+/// How one op is split on a rank, for ShardingConstraintOpInterface::
+/// adjustLocalPartition, and what the op's own strategy built.
+struct LocalSplit {
+  /// The grid the op's collectives run on.
+  mlir::FlatSymbolRefAttr grid;
+  /// Per loop of the op (getLoopIteratorTypes' order), the grid axes that
+  /// split it, outermost first.
+  llvm::SmallVector<llvm::SmallVector<int16_t>> loopAxes;
+  /// Batch norm keeps per-rank statistics (PyTorch's BatchNorm under DDP)
+  /// instead of all-reducing them (SyncBatchNorm).
+  bool localBatchStatistics = false;
+
+  /// Out: values replacing the local op's results (empty: keep them).
+  llvm::SmallVector<mlir::Value> replacements;
+  /// Out: split reduction loops the op combined itself; its results are
+  /// whole over their axes, not partial.
+  llvm::SmallVector<int64_t> resolvedLoops;
+
+  /// The axes splitting any of `loops`, sorted.
+  llvm::SmallVector<int16_t> axesOf(llvm::ArrayRef<int64_t> loops) const;
+};
+} // namespace tessel::nn
 
 #include "dialect/NN/NNInterfaces.h.inc"
 

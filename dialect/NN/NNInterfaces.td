@@ -56,11 +56,15 @@ def NN_ShardingConstraintOpInterface
       [{ return {}; }]>,
     InterfaceMethod<[{
         Called by the partitioner after it cloned this (global) op as
-        `local`, on the local shapes of one rank: fix what the local
-        computation derives from global sizes (a mean's divisor), or fail
-        with a diagnostic on a split the local computation cannot do.
+        `local`, on the local shapes of one rank, with `split` saying which
+        grid axes split each loop: fix what the local computation derives
+        from global sizes (a mean's divisor), build a strategy of the op's
+        own for a split that a plain local computation cannot do
+        (SyncBatchNorm's all-reduced statistics: `split.replacements`,
+        `split.resolvedLoops`), or fail with a diagnostic.
       }], "::mlir::LogicalResult", "adjustLocalPartition",
-      (ins "::mlir::Operation *":$local, "::mlir::OpBuilder &":$builder), "",
+      (ins "::mlir::Operation *":$local, "::tessel::nn::LocalSplit &":$split,
+           "::mlir::OpBuilder &":$builder), "",
       [{ return ::mlir::success(); }]>
   ];
 }

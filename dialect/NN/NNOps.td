@@ -699,15 +699,19 @@ def NN_RmsNormOp : NN_ShardableOp<"rms_norm",
 }
 
 def NN_BatchNormOp : NN_ShardableOp<"batch_norm",
-    [Pure, InferTypeOpAdaptor, NN_LocalShardingConstraints, NN_Differentiable]> {
+    [Pure, InferTypeOpAdaptor, NN_Differentiable,
+     DeclareOpInterfaceMethods<NN_ShardingConstraintOpInterface,
+                               ["adjustLocalPartition"]>]> {
   let summary = "batch normalisation with batch statistics (training)";
   let description = [{
     Normalises every feature (dimension `feature_dim`, default 1 as in
     PyTorch's `[N, C, ...]`) with the mean and biased variance over all other
     dimensions, then scales by `gamma` and shifts by `beta` (both `[C]`).
-    `8` flops per element. The statistics dimensions must stay whole for a
-    local computation; a batch split over data parallelism is SyncBatchNorm,
-    which the partitioner implements with an all-reduce of the statistics.
+    `8` flops per element. Every loop can split: a split of the statistics
+    dimensions (the batch under data parallelism) is SyncBatchNorm, one
+    all-reduce of the per-feature sum and sum of squares, or per-rank
+    statistics under `tessel-partition{local-batchnorm}` (PyTorch's plain
+    BatchNorm under DDP).
 
     ```mlir
     %y = nn.batch_norm %x, %g, %b : (tensor<32x256xf32>, tensor<256xf32>, tensor<256xf32>) -> tensor<32x256xf32>
@@ -902,14 +906,18 @@ def NN_RmsNormGradOp : NN_ShardableOp<"rms_norm_grad",
 }
 
 def NN_BatchNormGradOp : NN_ShardableOp<"batch_norm_grad",
-    [Pure, InferTypeOpAdaptor, NN_LocalShardingConstraints]> {
+    [Pure, InferTypeOpAdaptor,
+     DeclareOpInterfaceMethods<NN_ShardingConstraintOpInterface,
+                               ["adjustLocalPartition"]>]> {
   let summary = "gradient of nn.batch_norm (batch statistics)";
   let description = [{
     The full training-mode backward of `nn.batch_norm` (through the batch
     mean and variance): from `x`, `gamma` and `dy` (the type of `x`) returns
     `dx` (the type of `x`), `dgamma` and `dbeta` (the type of `gamma`).
     `15` flops per element of `x`. The statistics loops are `sum`
-    reductions for `dgamma` and `dbeta` and must stay whole for `dx`.
+    reductions for `dgamma` and `dbeta`; split, SyncBatchNorm all-reduces
+    the statistics and `dgamma`, `dbeta` (which `dx` needs whole), or, with
+    per-rank statistics, `dgamma` and `dbeta` stay partial sums.
 
     ```mlir
     %dx, %dg, %db = nn.batch_norm_grad %x, %g, %dy : (tensor<32x256xf32>, tensor<256xf32>, tensor<32x256xf32>) -> (tensor<32x256xf32>, tensor<256xf32>, tensor<256xf32>)

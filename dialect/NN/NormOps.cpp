@@ -202,11 +202,3 @@ SmallVector<AffineMap> BatchNormOp::getIndexingMaps() {
 SmallVector<ReductionKind> BatchNormOp::getReductionLoopIteratorKinds() {
   return {};
 }
-
-SmallVector<int64_t> BatchNormOp::getUnsplittableLoops() {
-  SmallVector<int64_t> loops;
-  for (int64_t dim = 0, e = getType().getRank(); dim < e; ++dim)
-    if (dim != static_cast<int64_t>(getFeatureDim()))
-      loops.push_back(dim);
-  return loops;
-}

@@ -439,20 +439,20 @@ TEST(ShardingRuleTest, Normalisations) {
        "tensor<3x11xbf16>",
        "parallel, parallel",
        "(d0, d1) -> (d0, d1)\n(d0, d1) -> (d1)\n(d0, d1) -> (d0, d1)", "", "1"},
-      // batch_norm: gamma/beta read the feature loop; every statistics loop
-      // (all the others) stays whole.
+      // batch_norm: gamma/beta read the feature loop; every loop can split
+      // (a split statistics loop is SyncBatchNorm, SyncBatchNorm.cpp).
       {"batch_norm",
        "%x: tensor<5x3x7xf32>, %g: tensor<3xf32>, "
        "%b: tensor<3xf32>",
        "%y = nn.batch_norm %x, %g, %b : (tensor<5x3x7xf32>, tensor<3xf32>, "
        "tensor<3xf32>) -> tensor<5x3x7xf32>",
-       par3, batchNormMaps.c_str(), "", "0, 2"},
+       par3, batchNormMaps.c_str(), "", ""},
       {"batch_norm feature_dim 2",
        "%x: tensor<5x3x7xf32>, %g: tensor<7xf32>, %b: tensor<7xf32>",
        "%y = nn.batch_norm %x, %g, %b {feature_dim = 2 : i64} : "
        "(tensor<5x3x7xf32>, tensor<7xf32>, tensor<7xf32>) -> "
        "tensor<5x3x7xf32>",
-       par3, batchNormDim2Maps.c_str(), "", "0, 1"},
+       par3, batchNormDim2Maps.c_str(), "", ""},
       {"batch_norm feature_dim 0",
        "%x: tensor<6x4xf32>, %g: tensor<6xf32>, %b: tensor<6xf32>",
        "%y = nn.batch_norm %x, %g, %b {feature_dim = 0 : i64} : "
@@ -460,7 +460,7 @@ TEST(ShardingRuleTest, Normalisations) {
        "parallel, parallel",
        "(d0, d1) -> (d0, d1)\n(d0, d1) -> (d0)\n(d0, d1) -> (d0)\n"
        "(d0, d1) -> (d0, d1)",
-       "", "1"},
+       "", ""},
   });
 }
 
@@ -550,14 +550,15 @@ TEST(ShardingRuleTest, BackwardOps) {
        "(d0, d1) -> (d0, d1)\n(d0, d1) -> (d1)\n(d0, d1) -> (d0, d1)\n"
        "(d0, d1) -> (d0, d1)\n(d0, d1) -> (d1)",
        "sum", "1"},
-      // The statistics loops are sum reductions and stay whole.
+      // The statistics loops are sum reductions (SyncBatchNorm completes
+      // them itself).
       {"batch_norm_grad",
        "%x: tensor<5x3x7xf32>, %g: tensor<3xf32>, %dy: tensor<5x3x7xf32>",
        "%dx, %dg, %db = nn.batch_norm_grad %x, %g, %dy : (tensor<5x3x7xf32>, "
        "tensor<3xf32>, tensor<5x3x7xf32>) -> (tensor<5x3x7xf32>, "
        "tensor<3xf32>, tensor<3xf32>)",
        "reduction, parallel, reduction", batchNormMaps.c_str(), "sum, sum",
-       "0, 2"},
+       ""},
       // Every row's gradient is its own: the positions are parallel (mean
       // reads the scalar dloss), the classes stay whole.
       {"cross_entropy_grad mean",

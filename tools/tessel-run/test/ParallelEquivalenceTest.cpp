@@ -32,6 +32,8 @@
 
 #include "LauncherTestSupport.h"
 
+#include <regex>
+
 using namespace tessel::run::test;
 
 namespace {
@@ -259,6 +261,50 @@ std::vector<Case> meshCases() {
 
 INSTANTIATE_TEST_SUITE_P(Examples, ParallelEquivalenceTest,
                          ::testing::ValuesIn(meshCases()), caseName);
+
+/// --local-batchnorm: each dp rank normalises its own block of the batch
+/// (PyTorch's BatchNorm under DDP), which is what one device does with each
+/// block as a microbatch: bn_mlp (batch 64) on dp=2 with per-rank
+/// statistics trains as bn_mlp at batch 32 with --microbatches 2 (the
+/// same samples: rank r's block is microbatch r).
+TEST_F(TesselRunTest, LocalBatchNormTrainsAsOneDeviceWithMicrobatches) {
+  std::string model = readFile(std::string(TESSEL_EXAMPLES_DIR) + "/bn_mlp.mlir");
+  ASSERT_NE(model.find("tensor<64x"), std::string::npos);
+  std::string half = std::regex_replace(
+      model, std::regex("tensor<64(x|xi32>)"), "tensor<32$1");
+  fs::path halfModel = dir / "bn_mlp_half.mlir";
+  std::ofstream(halfModel) << half;
+  auto compile = [&](const fs::path &source, const std::string &flags,
+                     const std::string &so) {
+    RunResult r = runShell(
+        quote(std::string(TESSEL_BIN_DIR) + "/tessel-compile") + " " +
+        quote(source.string()) + " -o " + quote((dir / so).string()) + " " +
+        sgd + flags);
+    EXPECT_EQ(r.exitCode, 0) << r.err;
+    return (dir / so).string();
+  };
+  std::string one = compile(halfModel, "", "half.so");
+  std::string mesh =
+      compile(std::string(TESSEL_EXAMPLES_DIR) + "/bn_mlp.mlir",
+              " --mesh dp=2 --local-batchnorm", "local.so");
+  ASSERT_FALSE(HasFailure());
+  auto train = [&](const std::string &args, const std::string &name) {
+    RunResult r = run(args + " --steps " + std::to_string(steps) +
+                      " --quiet --save " + quote((dir / name).string()));
+    EXPECT_EQ(r.exitCode, 0) << r.err;
+    EXPECT_EQ(r.err.find("runtime counters differ"), std::string::npos)
+        << r.err;
+    return readCheckpoint(dir / name);
+  };
+  Checkpoint a = train(quote(mesh) + " --mesh dp=2", "local.safetensors");
+  Checkpoint b = train(quote(one) + " --microbatches 2", "one.safetensors");
+  ASSERT_FALSE(b.tensors.empty());
+  ASSERT_EQ(a.tensors.size(), b.tensors.size());
+  for (auto &[tensor, bytes] : b.tensors) {
+    ASSERT_TRUE(a.tensors.count(tensor)) << tensor;
+    EXPECT_LE(scaledError(a.tensors[tensor], bytes, 1e-4), 1e-5) << tensor;
+  }
+}
 
 /// dp=2,tp=2 with one process per rank.
 class ParallelEquivalenceMpiTest : public ParallelEquivalenceTest {
