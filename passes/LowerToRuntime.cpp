@@ -234,6 +234,8 @@ public:
         })
         .Case([&](nn::BatchNormOp c) { return lowerBatchNorm(c); })
         .Case([&](nn::CrossEntropyOp c) { return lowerCrossEntropy(c); })
+        .Case([&](nn::LabelLogitOp c) { return lowerLabelLogit(c); })
+        .Case([&](nn::SubLabelOp c) { return lowerSubLabel(c); })
         .Case<nn::GeluGradOp, nn::SiluGradOp, nn::ReluGradOp>(
             [&](Operation *o) { return lowerActivationGrad(o); })
         .Case([&](nn::EqualOp c) { return lowerBinary(c); })
@@ -484,13 +486,69 @@ private:
     return success();
   }
 
+  /// Where a rank's block of `size` rows or classes starts and how many the
+  /// whole dimension has: with `block_axes` (a vocabulary-parallel split)
+  /// the rank's group index and group size over those grid axes, asked of
+  /// the runtime; without, the whole dimension.
+  FailureOr<std::pair<Value, Value>> blockOf(Operation *op, int64_t size) {
+    auto axes = op->getAttrOfType<DenseI16ArrayAttr>("block_axes");
+    if (!axes)
+      return std::make_pair(i64(0), i64(size));
+    uint32_t mask = 0;
+    for (int16_t axis : axes.asArrayRef()) {
+      if (axis < 0 || axis >= TESSEL_MAX_MESH_AXES)
+        return op->emitOpError() << "has block axis " << axis
+                                 << " outside the runtime's "
+                                 << TESSEL_MAX_MESH_AXES << " mesh axes";
+      mask |= 1u << axis;
+    }
+    Type i64Type = b.getI64Type();
+    Value maskValue = i32(static_cast<int32_t>(mask));
+    Value index =
+        emit.call(b, loc, "tessel_group_index", {ctx, maskValue}, i64Type);
+    Value groupSize =
+        emit.call(b, loc, "tessel_group_size", {ctx, maskValue}, i64Type);
+    Value first = LLVM::MulOp::create(b, loc, index, i64(size));
+    Value whole = LLVM::MulOp::create(b, loc, groupSize, i64(size));
+    return std::make_pair(first, whole);
+  }
+
   LogicalResult lowerEmbedding(nn::EmbeddingOp op) {
     loc = op.getLoc();
     ArrayRef<int64_t> table = op.getTable().getType().getShape();
+    auto block = blockOf(op, table[0]);
+    if (failed(block))
+      return failure();
     call("tessel_embedding",
          {dtype(op.getResult()), dtype(op.getIds()), ptr(op.getTable()),
           ptr(op.getIds()), ptr(op.getResult()), count(op.getIds()),
-          i64(table[0]), i64(table[1])});
+          i64(table[0]), i64(table[1]), block->first, block->second});
+    return success();
+  }
+
+  LogicalResult lowerLabelLogit(nn::LabelLogitOp op) {
+    loc = op.getLoc();
+    int64_t classes = op.getLogits().getType().getShape().back();
+    auto block = blockOf(op, classes);
+    if (failed(block))
+      return failure();
+    call("tessel_label_logit",
+         {dtype(op.getLogits()), dtype(op.getLabels()), ptr(op.getLogits()),
+          ptr(op.getLabels()), ptr(op.getResult()), count(op.getLabels()),
+          i64(classes), block->first, block->second});
+    return success();
+  }
+
+  LogicalResult lowerSubLabel(nn::SubLabelOp op) {
+    loc = op.getLoc();
+    int64_t classes = op.getType().getShape().back();
+    auto block = blockOf(op, classes);
+    if (failed(block))
+      return failure();
+    call("tessel_sub_label",
+         {dtype(op.getInput()), dtype(op.getLabels()), ptr(op.getInput()),
+          ptr(op.getLabels()), ptr(op.getValues()), ptr(op.getResult()),
+          count(op.getLabels()), i64(classes), block->first, block->second});
     return success();
   }
 
@@ -643,10 +701,13 @@ private:
   LogicalResult lowerEmbeddingGrad(nn::EmbeddingGradOp op) {
     loc = op.getLoc();
     ArrayRef<int64_t> table = op.getType().getShape();
+    auto block = blockOf(op, table[0]);
+    if (failed(block))
+      return failure();
     call("tessel_embedding_grad",
          {dtype(op.getDtable()), dtype(op.getIds()), ptr(op.getIds()),
           ptr(op.getDout()), ptr(op.getDtable()), count(op.getIds()),
-          i64(table[0]), i64(table[1])});
+          i64(table[0]), i64(table[1]), block->first, block->second});
     return success();
   }
 
@@ -902,8 +963,8 @@ int64_t globalDimSize(Value value, unsigned dim,
 }
 
 /// The exclusive upper bound of an integer input: the (global) vocabulary
-/// of the embedding or the classes of the cross-entropy that reads it (the
-/// class loop of a cross-entropy stays whole on every rank).
+/// of the embedding or the classes of the cross-entropy that reads it (a
+/// vocabulary-parallel one: its block times the group of its block axes).
 std::optional<int64_t> valueLimit(Value arg,
                                   const std::optional<tessel::Mesh> &mesh) {
   for (OpOperand &use : arg.getUses()) {
@@ -914,8 +975,21 @@ std::optional<int64_t> valueLimit(Value arg,
     if (auto loss = dyn_cast<nn::CrossEntropyOp>(user))
       if (use.get() == loss.getLabels())
         return loss.getLogits().getType().getShape().back();
-    if (auto reshape = dyn_cast<nn::ReshapeOp>(user))
-      if (std::optional<int64_t> limit = valueLimit(reshape.getResult(), mesh))
+    // A vocabulary-parallel cross-entropy's pieces: their class blocks.
+    if (isa<nn::LabelLogitOp, nn::SubLabelOp>(user) && use.getOperandNumber() == 1) {
+      int64_t classes =
+          cast<RankedTensorType>(user->getOperand(0).getType()).getShape().back();
+      if (auto axes = user->getAttrOfType<DenseI16ArrayAttr>("block_axes"))
+        for (int16_t axis : axes.asArrayRef())
+          if (mesh && axis >= 0 && axis < static_cast<int16_t>(mesh->sizes.size()))
+            classes *= mesh->sizes[axis];
+      return classes;
+    }
+    // Views and data movement keep the values (ids gathered along the
+    // sequence under sequence parallelism).
+    if (isa<nn::ReshapeOp, shard::AllGatherOp, shard::AllSliceOp,
+            shard::AllToAllOp>(user))
+      if (std::optional<int64_t> limit = valueLimit(user->getResult(0), mesh))
         return limit;
   }
   return std::nullopt;

@@ -85,6 +85,11 @@ private:
                  int64_t concatDim);
 
   LogicalResult partitionRuleOp(Operation *op);
+  DimSharding keepPartialSumsWhole(Operation *op,
+                                   nn::PartialSumOpInterface linear,
+                                   const DimSharding &loopSharding,
+                                   ArrayRef<AffineMap> maps,
+                                   ArrayRef<bool> partialOperands);
   LogicalResult partitionSumSquares(nn::SumSquaresOp op);
   LogicalResult partitionRepeat(nn::RepeatOp repeat);
   LogicalResult partitionReturn(func::ReturnOp ret, func::FuncOp func);
@@ -328,6 +333,54 @@ static LogicalResult checkSplitLoops(Operation *op, const Mesh &mesh,
   return success();
 }
 
+// A linear op combining several partial sums over the same axes (the
+// partial input gradients of q, k and v added up under sequence
+// parallelism) whose loops split over those very axes would complete each
+// operand by a reduce-scatter of its own. Dropping those axes from its
+// loops lets it add the partial sums as they are, whole along the split
+// dimension, and its consumer completes one sum: one reduce-scatter instead
+// of one per operand. Only when no operand then needs more than a local
+// slice, and the axes dropped are the innermost of each loop.
+DimSharding Partitioner::keepPartialSumsWhole(
+    Operation *op, nn::PartialSumOpInterface linear,
+    const DimSharding &loopSharding, ArrayRef<AffineMap> maps,
+    ArrayRef<bool> partialOperands) {
+  if (llvm::count(partialOperands, true) < 2 ||
+      !linear.passesPartialSums(partialOperands))
+    return loopSharding;
+  MeshAxes partial;
+  for (auto [index, operand] : llvm::enumerate(op->getOperands())) {
+    if (!partialOperands[index])
+      continue;
+    const LocalValue &state = lookup(operand);
+    MeshAxes sorted = state.partial;
+    llvm::sort(sorted);
+    if (state.kind != shard::ReductionKind::Sum ||
+        (!partial.empty() && sorted != partial))
+      return loopSharding;
+    partial = sorted;
+  }
+  DimSharding relaxed = loopSharding;
+  for (MeshAxes &axes : relaxed) {
+    while (!axes.empty() && llvm::is_contained(partial, axes.back()))
+      axes.pop_back();
+    if (llvm::any_of(axes, [&](int16_t a) {
+          return llvm::is_contained(partial, a);
+        }))
+      return loopSharding;
+  }
+  if (relaxed == loopSharding)
+    return loopSharding;
+  for (auto [index, operand] : llvm::enumerate(op->getOperands())) {
+    DimSharding target = shardingOfValue(maps[index], relaxed);
+    const DimSharding &now = lookup(operand).sharding;
+    for (auto [have, want] : llvm::zip(now, target))
+      if (!isPrefix(have, want))
+        return loopSharding;
+  }
+  return relaxed;
+}
+
 LogicalResult Partitioner::partitionRuleOp(Operation *op) {
   auto rule = cast<shard::ShardingInterface>(op);
   auto loopAttr = op->getAttrOfType<ArrayAttr>(kLoopShardingAttr);
@@ -356,6 +409,13 @@ LogicalResult Partitioner::partitionRuleOp(Operation *op) {
 
   if (failed(checkSplitLoops(op, mesh, loopSharding, maps)))
     return failure();
+  SmallVector<bool> partialOperands;
+  for (Value operand : op->getOperands())
+    partialOperands.push_back(!lookup(operand).partial.empty());
+  auto linear = dyn_cast<nn::PartialSumOpInterface>(op);
+  if (linear)
+    loopSharding = keepPartialSumsWhole(op, linear, loopSharding, maps,
+                                        partialOperands);
   SmallVector<DimSharding> operandTargets;
   for (unsigned index = 0; index < numOperands; ++index)
     operandTargets.push_back(shardingOfValue(maps[index], loopSharding));
@@ -364,10 +424,6 @@ LogicalResult Partitioner::partitionRuleOp(Operation *op) {
   // never sliced over one of them (each rank would keep a different block
   // of the sum: a reduce-scatter completes it instead); anything else
   // completes them.
-  SmallVector<bool> partialOperands;
-  for (Value operand : op->getOperands())
-    partialOperands.push_back(!lookup(operand).partial.empty());
-  auto linear = dyn_cast<nn::PartialSumOpInterface>(op);
   bool passThrough = linear && llvm::is_contained(partialOperands, true) &&
                      linear.passesPartialSums(partialOperands);
   MeshAxes passedPartial;

@@ -147,9 +147,10 @@ LogicalResult Propagator::seed(ModuleOp module,
       sharding = *parsed;
     } else if (auto axes = func.getArgAttrOfType<ArrayAttr>(
                    index, nn::NNDialect::kAxesAttrName)) {
+      // The labels stay whole along the sequence: the vocabulary-parallel
+      // cross-entropy reads every position of the rank's class block.
       bool activation =
-          func.getArgAttr(index, nn::NNDialect::kInputAttrName) ||
-          func.getArgAttr(index, nn::NNDialect::kLabelAttrName);
+          func.getArgAttr(index, nn::NNDialect::kInputAttrName) != nullptr;
       MeshAxes used;
       for (auto [dim, logical] : llvm::enumerate(axes)) {
         auto name = dyn_cast<StringAttr>(logical);
@@ -164,8 +165,10 @@ LogicalResult Propagator::seed(ModuleOp module,
         for (auto &[logicalName, axis] : rules)
           if (logicalName == name.getValue())
             tryAxis(axis);
-        // Megatron sequence parallelism: activations split their sequence
-        // over tp wherever the tensor-parallel weights leave it free.
+        // Megatron sequence parallelism: the inputs split their sequence
+        // over tp wherever the tensor-parallel weights leave it free; the
+        // activations follow (through a reduce-scatter where the
+        // vocabulary-parallel embedding's partial sum meets it).
         if (sequenceParallel && activation && name.getValue() == "seq")
           if (std::optional<int16_t> tp = mesh.axisIndex("tp"))
             tryAxis(*tp);
@@ -324,6 +327,12 @@ void Propagator::decide(Operation *op) {
              << "' pinned by in-place operand #" << init.getOperandNumber();
       }
     }
+  // Requests of operands that lose their axes to a split sum reduction the
+  // result does not index: the result is then a partial sum over those
+  // axes, and a reduce-scatter completes it straight into the split that
+  // was asked for (the token ids' sequence split under sequence
+  // parallelism, where the vocabulary-parallel embedding takes tp).
+  SmallVector<std::pair<const Proposal *, MeshAxes>> deferred;
   for (const Proposal &p : proposals) {
     if (p.loop >= loops.size())
       continue;
@@ -349,6 +358,8 @@ void Propagator::decide(Operation *op) {
     if (llvm::any_of(p.axes,
                      [&](int16_t a) { return llvm::is_contained(used, a); })) {
       os << ": lost, the axis already splits another loop";
+      if (p.valueIndex < op->getNumOperands())
+        deferred.push_back({&p, p.axes});
       continue;
     }
     if (extents[p.loop] <= 0 || extents[p.loop] % mesh.groupSize(p.axes) != 0) {
@@ -360,11 +371,55 @@ void Propagator::decide(Operation *op) {
     os << ": taken";
   }
   loopShardings[op] = loopSharding;
+
+  SmallVector<DimSharding> valueShardings;
+  for (auto [index, value] : llvm::enumerate(values))
+    valueShardings.push_back(shardingOfValue(maps[index], loopSharding));
+  SmallVector<shard::ReductionKind> kinds = rule.getReductionLoopIteratorKinds();
+  SmallVector<std::optional<shard::ReductionKind>> loopKinds(loops.size());
+  for (unsigned loop = 0, r = 0; loop < loops.size(); ++loop)
+    if (loops[loop] == utils::IteratorType::reduction && r < kinds.size())
+      loopKinds[loop] = kinds[r++];
+  for (auto &[p, axes] : deferred) {
+    // The loops now holding the axes: all sum reductions.
+    SmallVector<unsigned> holders;
+    for (auto [loop, loopAxes] : llvm::enumerate(loopSharding))
+      if (llvm::any_of(axes, [&](int16_t a) {
+            return llvm::is_contained(loopAxes, a);
+          }))
+        holders.push_back(loop);
+    if (holders.empty() || llvm::any_of(holders, [&](unsigned loop) {
+          return loopKinds[loop] != shard::ReductionKind::Sum;
+        }))
+      continue;
+    if (extents[p->loop] <= 0 ||
+        extents[p->loop] % mesh.groupSize(axes) != 0)
+      continue;
+    for (unsigned index = numOperands; index < values.size(); ++index) {
+      AffineMap map = maps[index];
+      SmallVector<unsigned> indexed;
+      for (AffineExpr expr : map.getResults())
+        llvm::append_range(indexed, loopsOf(expr));
+      if (llvm::any_of(holders, [&](unsigned loop) {
+            return llvm::is_contained(indexed, loop);
+          }))
+        continue;
+      for (unsigned dim = 0; dim < map.getNumResults(); ++dim)
+        if (leadingLoop(map.getResult(dim)) == std::optional<unsigned>(p->loop) &&
+            valueShardings[index][dim].empty()) {
+          valueShardings[index][dim] = axes;
+          os << "; result #" << index - numOperands << " dimension " << dim
+             << " over '" << mesh.describe(axes)
+             << "' by reduce-scattering the partial sum (asked by "
+             << describeValue(p->valueIndex) << ")";
+        }
+    }
+  }
   if (explain)
     explanations[op] = why.empty() ? std::string("; nothing split") : why;
 
   for (auto [index, value] : llvm::enumerate(values))
-    refine(value, shardingOfValue(maps[index], loopSharding));
+    refine(value, valueShardings[index]);
 }
 
 void Propagator::visitRepeat(nn::RepeatOp repeat) {

@@ -140,12 +140,18 @@ LogicalResult verifyLowerableCollective(Operation *op) {
              << "has the dynamic shape " << type
              << "; the runtime's collectives need static shapes";
   }
+  // Collectives that only move data (gather, all-to-all, slice) also move
+  // integer tensors: token ids and labels under sequence parallelism.
   Type element = cast<RankedTensorType>(input).getElementType();
-  if (!(element.isF32() || element.isF16() || element.isBF16() ||
-        element.isF64()))
-    return op->emitOpError() << "communicates " << element
-                             << "; the runtime's collectives take f32, f16, "
-                                "bf16 and f64";
+  bool reduces = isa<shard::AllReduceOp, shard::ReduceScatterOp>(op);
+  bool isFloat = element.isF32() || element.isF16() || element.isBF16() ||
+                 element.isF64();
+  bool isIndex = element.isSignlessInteger(32) || element.isSignlessInteger(64);
+  if (!isFloat && (reduces || !isIndex))
+    return op->emitOpError()
+           << "communicates " << element
+           << "; the runtime's collectives take f32, f16, bf16 and f64 (and "
+              "i32, i64 when they only move data)";
   if (element != cast<RankedTensorType>(result).getElementType())
     return op->emitOpError()
            << "converts " << element << " to "

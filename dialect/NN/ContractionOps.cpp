@@ -161,11 +161,6 @@ SmallVector<ReductionKind> EmbeddingOp::getReductionLoopIteratorKinds() {
   return {ReductionKind::Sum};
 }
 
-// A rank holding rows [o, o + V/g) of the table must zero the ids outside
-// them (vocabulary-parallel embedding); the kernel has no such offset yet.
-SmallVector<int64_t> EmbeddingOp::getUnsplittableLoops() {
-  return {getIds().getType().getRank() + 1};
-}
 
 //===----------------------------------------------------------------------===//
 // AttentionOp

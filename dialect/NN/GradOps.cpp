@@ -311,50 +311,6 @@ SmallVector<ReductionKind> CrossEntropyGradOp::getReductionLoopIteratorKinds() {
   return {};
 }
 
-SmallVector<int64_t> CrossEntropyGradOp::getUnsplittableLoops() {
-  return {getLogits().getType().getRank() - 1};
-}
-
-LogicalResult CrossEntropyGradOp::partition(
-    ArrayRef<Value> partitionedOperands,
-    ArrayRef<shard::Sharding> operandShardings,
-    ArrayRef<shard::Sharding> resultShardings, IRMapping &partitionMap,
-    SymbolTableCollection &symbolTable, OpBuilder &builder) {
-  if (failed(nn::detail::partitionLocally(*this, partitionedOperands,
-                                          operandShardings, resultShardings,
-                                          partitionMap, symbolTable, builder)))
-    return failure();
-  Operation *local = partitionMap.lookup(getResult()).getDefiningOp();
-  LocalSplit split;
-  return local ? adjustLocalPartition(local, split, builder) : success();
-}
-
-// A split `mean` divides by the local number of positions: scale dloss by
-// local / global positions so that every row gets dloss / global positions.
-LogicalResult CrossEntropyGradOp::adjustLocalPartition(Operation *localOp,
-                                                       LocalSplit &,
-                                                       OpBuilder &builder) {
-  auto local = dyn_cast<CrossEntropyGradOp>(localOp);
-  if (!local || getReduction() != LossReduction::mean)
-    return success();
-  int64_t globalRows = nn::detail::numElements(getLabels().getType());
-  int64_t localRows = nn::detail::numElements(local.getLabels().getType());
-  if (localRows == globalRows)
-    return success();
-  OpBuilder::InsertionGuard guard(builder);
-  builder.setInsertionPoint(local);
-  auto scalar = cast<RankedTensorType>(local.getDloss().getType());
-  auto share = ConstantOp::create(
-      builder, getLoc(), scalar,
-      DenseElementsAttr::get(
-          scalar, builder.getFloatAttr(scalar.getElementType(),
-                                       static_cast<double>(localRows) /
-                                           static_cast<double>(globalRows))));
-  Value scaled = MulOp::create(builder, getLoc(), local.getDloss(), share);
-  local.getDlossMutable().assign(scaled);
-  return success();
-}
-
 //===----------------------------------------------------------------------===//
 // EmbeddingGradOp
 //===----------------------------------------------------------------------===//
@@ -409,10 +365,6 @@ SmallVector<ReductionKind> EmbeddingGradOp::getReductionLoopIteratorKinds() {
                                     ReductionKind::Sum);
 }
 
-// A split vocabulary would need each rank's row offset.
-SmallVector<int64_t> EmbeddingGradOp::getUnsplittableLoops() {
-  return {getIds().getType().getRank() + 1};
-}
 
 //===----------------------------------------------------------------------===//
 // AttentionGradOp

@@ -80,6 +80,83 @@ SmallVector<ReductionKind> CrossEntropyOp::getReductionLoopIteratorKinds() {
   return kinds;
 }
 
-SmallVector<int64_t> CrossEntropyOp::getUnsplittableLoops() {
-  return {getLabels().getType().getRank()};
+
+//===----------------------------------------------------------------------===//
+// LabelLogitOp and SubLabelOp: the label's entry of each position
+//===----------------------------------------------------------------------===//
+
+LogicalResult LabelLogitOp::inferReturnTypes(MLIRContext *,
+                                             std::optional<Location> loc,
+                                             Adaptor adaptor,
+                                             SmallVectorImpl<Type> &results) {
+  FailureOr<RankedTensorType> rows = nn::detail::inferCrossEntropyType(
+      loc, cast<RankedTensorType>(adaptor.getLogits().getType()),
+      cast<RankedTensorType>(adaptor.getLabels().getType()),
+      /*keepPositions=*/true);
+  if (failed(rows))
+    return failure();
+  results.push_back(*rows);
+  return success();
+}
+
+int64_t LabelLogitOp::getFlops() { return 0; }
+
+// Loops: the label dimensions..., then the class loop (a sum: the one-hot
+// view).
+SmallVector<utils::IteratorType> LabelLogitOp::getLoopIteratorTypes() {
+  int64_t numPositions = getLabels().getType().getRank();
+  return nn::detail::loopsWithReductions(numPositions + 1, {numPositions});
+}
+
+SmallVector<AffineMap> LabelLogitOp::getIndexingMaps() {
+  MLIRContext *ctx = getContext();
+  int64_t numPositions = getLabels().getType().getRank();
+  AffineMap rows = nn::detail::projection(
+      numPositions + 1, llvm::to_vector(llvm::seq<int64_t>(0, numPositions)),
+      ctx);
+  return {AffineMap::getMultiDimIdentityMap(numPositions + 1, ctx), rows,
+          rows};
+}
+
+SmallVector<ReductionKind> LabelLogitOp::getReductionLoopIteratorKinds() {
+  return {ReductionKind::Sum};
+}
+
+LogicalResult SubLabelOp::inferReturnTypes(MLIRContext *,
+                                           std::optional<Location> loc,
+                                           Adaptor adaptor,
+                                           SmallVectorImpl<Type> &results) {
+  auto input = cast<RankedTensorType>(adaptor.getInput().getType());
+  FailureOr<RankedTensorType> rows = nn::detail::inferCrossEntropyType(
+      loc, input, cast<RankedTensorType>(adaptor.getLabels().getType()),
+      /*keepPositions=*/true);
+  if (failed(rows))
+    return failure();
+  if (adaptor.getValues().getType() != *rows)
+    return nn::detail::inferError(loc, "values must be ", *rows,
+                                  " (one per position), got ",
+                                  adaptor.getValues().getType());
+  results.push_back(input);
+  return success();
+}
+
+int64_t SubLabelOp::getFlops() {
+  return nn::detail::numElements(getLabels().getType());
+}
+
+SmallVector<utils::IteratorType> SubLabelOp::getLoopIteratorTypes() {
+  return nn::detail::parallelLoops(getType().getRank());
+}
+
+SmallVector<AffineMap> SubLabelOp::getIndexingMaps() {
+  MLIRContext *ctx = getContext();
+  int64_t numLoops = getType().getRank();
+  AffineMap identity = AffineMap::getMultiDimIdentityMap(numLoops, ctx);
+  AffineMap rows = nn::detail::projection(
+      numLoops, llvm::to_vector(llvm::seq<int64_t>(0, numLoops - 1)), ctx);
+  return {identity, rows, rows, identity};
+}
+
+SmallVector<ReductionKind> SubLabelOp::getReductionLoopIteratorKinds() {
+  return {};
 }

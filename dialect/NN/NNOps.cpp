@@ -139,12 +139,41 @@ LogicalResult partitionLocally(Operation *op, ArrayRef<Value> partitionedOperand
   shard::partitionTriviallyShardableOperation(*op, partitionedOperands,
                                               operandShardings, resultShardings,
                                               partitionMap, symbolTable, builder);
+  if (op->getNumResults() == 0)
+    return success();
+  Operation *local = partitionMap.lookup(op->getResult(0)).getDefiningOp();
+  if (!local)
+    return success();
+  // The op's own local adjustments and strategies (a split mean's divisor,
+  // SyncBatchNorm, vocabulary blocks), told which grid axes split each loop.
+  if (auto constraints = dyn_cast<ShardingConstraintOpInterface>(op)) {
+    LocalSplit split;
+    split.loopAxes.resize(loops.size());
+    for (size_t index = 0; index < shardings.size() && index < maps.size();
+         ++index) {
+      const shard::Sharding &sharding = shardings[index];
+      if (!sharding)
+        continue;
+      split.grid = sharding.getGridAttr();
+      for (auto [dim, axes] : llvm::enumerate(sharding.getSplitAxes()))
+        if (!axes.empty())
+          split.loopAxes[cast<AffineDimExpr>(maps[index].getResult(dim))
+                             .getPosition()]
+              .assign(axes.asArrayRef().begin(), axes.asArrayRef().end());
+    }
+    if (failed(constraints.adjustLocalPartition(local, split, builder)))
+      return failure();
+    if (!split.replacements.empty()) {
+      for (auto [result, replacement] :
+           llvm::zip(op->getResults(), split.replacements))
+        partitionMap.map(result, replacement);
+      local->erase();
+      return success();
+    }
+  }
   // Attributes that hold global sizes (slice limits, constant values) must
   // still agree with the local shapes.
-  if (op->getNumResults() > 0)
-    if (Operation *local = partitionMap.lookup(op->getResult(0)).getDefiningOp())
-      return verify(local);
-  return success();
+  return verify(local);
 }
 
 } // namespace tessel::nn::detail

@@ -52,6 +52,12 @@ def NN_LocalShardingConstraints
     : DeclareOpInterfaceMethods<NN_ShardingConstraintOpInterface,
                                 ["getUnsplittableLoops"]>;
 
+// Ops whose class or vocabulary dimension can be a rank's block of a larger
+// one (`block_axes`, set by the partitioner: VocabParallel.cpp).
+def NN_VocabularyBlock
+    : DeclareOpInterfaceMethods<NN_ShardingConstraintOpInterface,
+                                ["adjustLocalPartition"]>;
+
 // Linear ops, which pass partial sums through (PartialSumOpInterface); the
 // default: linear in all operands together. Ops linear in one factor at a
 // time say which in passesPartialSums.
@@ -576,7 +582,7 @@ def NN_MatmulOp : NN_ShardableOp<"matmul", [Pure, InferTypeOpAdaptor, NN_Differe
 }
 
 def NN_EmbeddingOp : NN_ShardableOp<"embedding", [Pure, InferTypeOpAdaptor, NN_Differentiable,
-    NN_LocalShardingConstraints]> {
+    NN_VocabularyBlock]> {
   let summary = "look up rows of a table by index";
   let description = [{
     `table` is `[V, H]`, `ids` any integer tensor `[...]` with values in
@@ -584,12 +590,17 @@ def NN_EmbeddingOp : NN_ShardableOp<"embedding", [Pure, InferTypeOpAdaptor, NN_D
     H loops are parallel; the vocabulary loop V is a `sum` reduction, the
     one-hot view `onehot(ids) @ table` that makes a vocabulary-parallel
     embedding a lookup of local rows (zero elsewhere) followed by a sum.
+    With `block_axes` (set by the partitioner on a rank's local op), the
+    table is block `g` of the rows of a table `G` times larger, `g` the
+    rank's index in the group of those axes of the module's grid: ids
+    index the whole table and an id outside the block gives a zero row.
 
     ```mlir
     %e = nn.embedding %wte, %tokens : (tensor<50304x768xf32>, tensor<8x1024xi32>) -> tensor<8x1024x768xf32>
     ```
   }];
-  let arguments = (ins NN_FloatTensor:$table, NN_IndexTensor:$ids);
+  let arguments = (ins NN_FloatTensor:$table, NN_IndexTensor:$ids,
+                       OptionalAttr<DenseI16ArrayAttr>:$block_axes);
   let results = (outs NN_FloatTensor:$result);
   let assemblyFormat = "$table `,` $ids attr-dict `:` functional-type(operands, results)";
 }
@@ -733,7 +744,9 @@ def NN_BatchNormOp : NN_ShardableOp<"batch_norm",
 //===----------------------------------------------------------------------===//
 
 def NN_CrossEntropyOp : NN_ShardableOp<"cross_entropy",
-    [Pure, InferTypeOpAdaptor, NN_LocalShardingConstraints, NN_Differentiable]> {
+    [Pure, InferTypeOpAdaptor, NN_Differentiable,
+     DeclareOpInterfaceMethods<NN_ShardingConstraintOpInterface,
+                               ["adjustLocalPartition"]>]> {
   let summary = "softmax cross-entropy of logits against integer labels";
   let description = [{
     `logsumexp(logits[i, :]) - logits[i, labels[i]]` for every position `i`
@@ -741,8 +754,10 @@ def NN_CrossEntropyOp : NN_ShardableOp<"cross_entropy",
     reduced by `reduction`: `mean` (default) or `sum` give a scalar, `none`
     keeps `[...]`. Flops: `4·N + 2·R` with `N` logits and `R` positions.
     Sharding: position loops are parallel (`none`) or `average`/`sum`
-    reductions; the vocabulary loop must stay whole for a local computation
-    (vocabulary-parallel cross-entropy is a partitioner strategy).
+    reductions; a split vocabulary loop is Megatron's vocabulary-parallel
+    cross-entropy (VocabParallel.cpp): each rank's row maximum, sum of
+    exponentials and label logit over its block of classes, each completed
+    by an all-reduce of one value per position.
 
     ```mlir
     %l = nn.cross_entropy %logits, %labels : (tensor<8x128x50304xf32>, tensor<8x128xi32>) -> tensor<f32>
@@ -753,6 +768,56 @@ def NN_CrossEntropyOp : NN_ShardableOp<"cross_entropy",
   let results = (outs NN_FloatTensor:$result);
   let assemblyFormat = [{
     $logits `,` $labels attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def NN_LabelLogitOp : NN_ShardableOp<"label_logit",
+    [Pure, InferTypeOpAdaptor, NN_VocabularyBlock]> {
+  let summary = "the logit of each position's label";
+  let description = [{
+    `result[i] = logits[i, labels[i]]` for `logits: [..., V]` and integer
+    `labels: [...]` in `[0, V)`; the result is `[...]` of the logits'
+    element type. Costs no flops. Sharding: position loops are parallel,
+    the class loop a `sum` reduction (the one-hot view): with `block_axes`
+    (as `nn.embedding`) the logits are the rank's block of the classes and
+    a label outside it picks 0, so the blocks sum to the label's logit. The
+    vocabulary-parallel cross-entropy is built from it.
+
+    ```mlir
+    %p = nn.label_logit %logits, %labels : (tensor<8x128x50304xf32>, tensor<8x128xi32>) -> tensor<8x128xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$logits, NN_IndexTensor:$labels,
+                       OptionalAttr<DenseI16ArrayAttr>:$block_axes);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $logits `,` $labels attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def NN_SubLabelOp : NN_ShardableOp<"sub_label",
+    [Pure, InferTypeOpAdaptor, NN_VocabularyBlock]> {
+  let summary = "subtract a value at each position's label";
+  let description = [{
+    `result = input − onehot(labels) · values`: `input: [..., V]`, integer
+    `labels: [...]` in `[0, V)` and `values: [...]` of the input's element
+    type; one flop per position. Every loop is parallel: with `block_axes`
+    (as `nn.embedding`) the input is the rank's block of the classes and a
+    label outside it changes nothing. The gradient of the
+    vocabulary-parallel cross-entropy, `g · (softmax − onehot)`, ends with
+    it.
+
+    ```mlir
+    %d = nn.sub_label %p, %labels, %g : (tensor<8x128x50304xf32>, tensor<8x128xi32>, tensor<8x128xf32>) -> tensor<8x128x50304xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$input, NN_IndexTensor:$labels,
+                       NN_FloatTensor:$values,
+                       OptionalAttr<DenseI16ArrayAttr>:$block_axes);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $labels `,` $values attr-dict `:`
+    functional-type(operands, results)
   }];
 }
 
@@ -938,16 +1003,17 @@ def NN_BatchNormGradOp : NN_ShardableOp<"batch_norm_grad",
 def NN_CrossEntropyGradOp : NN_ShardableOp<"cross_entropy_grad",
     [Pure, InferTypeOpAdaptor,
      DeclareOpInterfaceMethods<NN_ShardingConstraintOpInterface,
-                               ["getUnsplittableLoops", "adjustLocalPartition"]>]> {
+                               ["adjustLocalPartition"]>]> {
   let summary = "gradient of nn.cross_entropy with respect to the logits";
   let description = [{
     `dlogits[i, :] = g_i · (softmax(logits[i, :]) − onehot(labels[i]))` with
     `g_i = dloss / R` (`mean`, R positions), `dloss` (`sum`) or `dloss[i]`
     (`none`); `dloss` has the forward loss's type (a scalar of the logits'
     element type, or the labels' shape for `none`). Flops: `6·N + R` with
-    `N` logits. Position loops are parallel (a split `mean` rescales
-    `dloss` by the local share of the positions); the class loop must stay
-    whole.
+    `N` logits. Every loop is parallel: a split `mean` rescales `dloss` by
+    the local share of the positions; a split class loop all-reduces the
+    row maximum and sum of exponentials over the class blocks
+    (vocabulary-parallel cross-entropy).
 
     ```mlir
     %dz = nn.cross_entropy_grad %z, %y, %dl : (tensor<32x10xf32>, tensor<32xi32>, tensor<f32>) -> tensor<32x10xf32>
@@ -960,26 +1026,26 @@ def NN_CrossEntropyGradOp : NN_ShardableOp<"cross_entropy_grad",
   let assemblyFormat = [{
     $logits `,` $labels `,` $dloss attr-dict `:` functional-type(operands, results)
   }];
-  // partition() is in GradOps.cpp: a split `mean` rescales dloss.
-  let extraClassDefinition = [{}];
 }
 
 def NN_EmbeddingGradOp : NN_ShardableOp<"embedding_grad",
-    [Pure, NN_LocalShardingConstraints]> {
+    [Pure, NN_VocabularyBlock]> {
   let summary = "gradient of nn.embedding with respect to the table";
   let description = [{
     Scatter-add: `dtable[r, :] = Σ_{i : ids[i] = r} dout[i, :]` (zero rows
     for ids that never occur). `dout` is `ids`' shape followed by `[H]`; the
     result `[V, H]` (its type gives the vocabulary size V) has `dout`'s
     element type. One flop per element of `dout`. Sharding: the id loops
-    are `sum` reductions (a split leaves partial tables), H is parallel and
-    the vocabulary loop must stay whole.
+    are `sum` reductions (a split leaves partial tables), H and the
+    vocabulary loop are parallel. With `block_axes` (as `nn.embedding`) the
+    result is the block of rows of the rank: ids outside it are skipped.
 
     ```mlir
     %dw = nn.embedding_grad %tokens, %de : (tensor<8x128xi32>, tensor<8x128x768xf32>) -> tensor<50304x768xf32>
     ```
   }];
-  let arguments = (ins NN_IndexTensor:$ids, NN_FloatTensor:$dout);
+  let arguments = (ins NN_IndexTensor:$ids, NN_FloatTensor:$dout,
+                       OptionalAttr<DenseI16ArrayAttr>:$block_axes);
   let results = (outs NN_FloatTensor:$dtable);
   let assemblyFormat = "$ids `,` $dout attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;

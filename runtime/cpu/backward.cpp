@@ -439,10 +439,6 @@ void batchNormGradImpl(const T *x, const T *gamma, const T *dy, T *dx,
       dbeta[c] = fromDouble<T>(sdy[size_t(c)]);
 }
 
-int64_t loadIndex(int32_t dtype, const void *p, int64_t i) {
-  return dtype == TESSEL_I32 ? in<int32_t>(p)[i] : in<int64_t>(p)[i];
-}
-
 } // namespace
 
 extern "C" {
@@ -590,23 +586,28 @@ void tessel_cross_entropy_grad(tessel_ctx *ctx, int32_t dtype,
 
 void tessel_embedding_grad(tessel_ctx *ctx, int32_t dtype, int32_t ids_dtype,
                            const void *ids, const void *dout, void *dtable,
-                           int64_t num_ids, int64_t vocab, int64_t hidden) {
+                           int64_t num_ids, int64_t rows, int64_t hidden,
+                           int64_t row_offset, int64_t vocab) {
   KernelScope scope(ctx);
   if (!checkIndexDtype(ctx, "tessel_embedding_grad", "ids", ids_dtype))
     return;
-  if (num_ids < 0 || vocab < 0 || hidden < 0) {
+  if (num_ids < 0 || hidden < 0) {
     setError(ctx, "tessel_embedding_grad: negative shape");
     return;
   }
+  if (!checkBlock(ctx, "tessel_embedding_grad", "rows", rows, row_offset,
+                  vocab))
+    return;
   bool ok = visitFloat(dtype, [&](auto tag) {
     using T = decltype(tag);
     const T *src = in<T>(dout);
     T *dst = out<T>(dtable);
     // Every float format stores +0 as all-zero bits.
-    std::memset(dst, 0, size_t(vocab * hidden) * sizeof(T));
-    // (id, position) pairs sorted by id, positions ascending within an id:
-    // each row sums its contributions in position order, in f64, and is
-    // rounded once — the same bits for any thread count or backend order.
+    std::memset(dst, 0, size_t(rows * hidden) * sizeof(T));
+    // (row, position) pairs of the block's ids sorted by row, positions
+    // ascending within a row: each row sums its contributions in position
+    // order, in f64, and is rounded once — the same bits for any thread
+    // count, backend order or split of the table into blocks.
     std::vector<std::pair<int64_t, int64_t>> order;
     order.reserve(size_t(num_ids));
     for (int64_t i = 0; i < num_ids; ++i) {
@@ -617,19 +618,21 @@ void tessel_embedding_grad(tessel_ctx *ctx, int32_t dtype, int32_t ids_dtype,
                  (long long)id, (long long)i, (long long)vocab);
         continue;
       }
-      order.emplace_back(id, i);
+      int64_t local = id - row_offset;
+      if (local >= 0 && local < rows)
+        order.emplace_back(local, i);
     }
     std::sort(order.begin(), order.end());
     std::vector<double> acc(static_cast<size_t>(hidden));
     for (size_t a = 0; a < order.size();) {
-      int64_t id = order[a].first;
+      int64_t row = order[a].first;
       std::fill(acc.begin(), acc.end(), 0.0);
-      for (; a < order.size() && order[a].first == id; ++a) {
-        const T *row = src + order[a].second * hidden;
+      for (; a < order.size() && order[a].first == row; ++a) {
+        const T *dy = src + order[a].second * hidden;
         for (int64_t j = 0; j < hidden; ++j)
-          acc[size_t(j)] += double(ld(row, j));
+          acc[size_t(j)] += double(ld(dy, j));
       }
-      T *drow = dst + id * hidden;
+      T *drow = dst + row * hidden;
       for (int64_t j = 0; j < hidden; ++j)
         drow[j] = fromDouble<T>(acc[size_t(j)]);
     }

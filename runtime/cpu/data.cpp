@@ -249,7 +249,8 @@ void tessel_reduce(tessel_ctx *ctx, int32_t kind, int32_t dtype,
 
 void tessel_embedding(tessel_ctx *ctx, int32_t dtype, int32_t ids_dtype,
                       const void *table, const void *ids, void *out,
-                      int64_t num_ids, int64_t vocab, int64_t hidden) {
+                      int64_t num_ids, int64_t rows, int64_t hidden,
+                      int64_t row_offset, int64_t vocab) {
   KernelScope scope(ctx);
   int64_t es = tessel_dtype_size(dtype);
   if (es == 0) {
@@ -258,12 +259,17 @@ void tessel_embedding(tessel_ctx *ctx, int32_t dtype, int32_t ids_dtype,
   }
   if (!checkIndexDtype(ctx, "tessel_embedding", "ids", ids_dtype))
     return;
+  if (num_ids < 0 || hidden < 0) {
+    setError(ctx, "tessel_embedding: negative shape");
+    return;
+  }
+  if (!checkBlock(ctx, "tessel_embedding", "rows", rows, row_offset, vocab))
+    return;
   size_t rowBytes = size_t(hidden * es);
   const char *tab = static_cast<const char *>(table);
   char *dst = static_cast<char *>(out);
   for (int64_t i = 0; i < num_ids; ++i) {
-    int64_t id = ids_dtype == TESSEL_I32 ? static_cast<const int32_t *>(ids)[i]
-                                         : static_cast<const int64_t *>(ids)[i];
+    int64_t id = loadIndex(ids_dtype, ids, i);
     if (id < 0 || id >= vocab) {
       setError(ctx, "tessel_embedding: id %lld at position %lld outside "
                     "[0, %lld)",
@@ -271,7 +277,13 @@ void tessel_embedding(tessel_ctx *ctx, int32_t dtype, int32_t ids_dtype,
       std::memset(dst + i * rowBytes, 0, rowBytes);
       continue;
     }
-    std::memcpy(dst + i * rowBytes, tab + id * rowBytes, rowBytes);
+    // Another rank's row: zero here, so the sum over the blocks (an
+    // all-reduce) is the row. Every dtype stores +0 as all-zero bits.
+    int64_t local = id - row_offset;
+    if (local < 0 || local >= rows)
+      std::memset(dst + i * rowBytes, 0, rowBytes);
+    else
+      std::memcpy(dst + i * rowBytes, tab + local * rowBytes, rowBytes);
   }
 }
 

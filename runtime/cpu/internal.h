@@ -384,6 +384,24 @@ inline bool checkIndexDtype(tessel_ctx *ctx, const char *kernel,
   return false;
 }
 
+/// Element i of an index tensor checked by checkIndexDtype.
+inline int64_t loadIndex(int32_t dtype, const void *p, int64_t i) {
+  return dtype == TESSEL_I32 ? static_cast<const int32_t *>(p)[i]
+                             : static_cast<const int64_t *>(p)[i];
+}
+
+/// A block [offset, offset + size) of an extent `total` (a rank's rows of a
+/// vocabulary-parallel table or its classes of the logits): non-negative and
+/// inside [0, total]; otherwise records an error naming `kernel` and fails.
+inline bool checkBlock(tessel_ctx *ctx, const char *kernel, const char *what,
+                       int64_t size, int64_t offset, int64_t total) {
+  if (size >= 0 && offset >= 0 && total >= 0 && size <= total - offset)
+    return true;
+  setError(ctx, "%s: block of %lld %s at offset %lld outside [0, %lld)",
+           kernel, (long long)size, what, (long long)offset, (long long)total);
+  return false;
+}
+
 } // namespace cpu
 } // namespace tessel
 

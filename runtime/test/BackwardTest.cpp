@@ -659,7 +659,7 @@ TEST_F(BackwardTest, EmbeddingGradMatchesFiniteDifferences) {
         Bytes tb = enc(TESSEL_F64, in[0]),
               y = zeros(TESSEL_F64, size_t(num * hidden));
         tessel_embedding(ctx, TESSEL_F64, idt, tb.data(), ib.data(), y.data(),
-                         num, vocab, hidden);
+                         num, vocab, hidden, 0, vocab);
         return decode(TESSEL_F64, y);
       };
       Backward bwd = [&](int32_t dt, const Vecs &, const Vec &dy) {
@@ -667,7 +667,7 @@ TEST_F(BackwardTest, EmbeddingGradMatchesFiniteDifferences) {
         // Garbage first: the gradient is overwritten, not accumulated.
         std::fill(dt_.begin(), dt_.end(), uint8_t(0x3c));
         tessel_embedding_grad(ctx, dt, idt, ib.data(), dyb.data(), dt_.data(),
-                              num, vocab, hidden);
+                              num, vocab, hidden, 0, vocab);
         return Vecs{decode(dt, dt_)};
       };
       checkFiniteDifferences(fwd, bwd, {table}, r, {0});
@@ -688,7 +688,7 @@ TEST_F(BackwardTest, EmbeddingGradSumsRepeatsOnceRounded) {
   Vec d = {1.0, 0x1p-8, 0x1p-8};
   Bytes db = encode(TESSEL_BF16, d), out = zeros(TESSEL_BF16, 2);
   tessel_embedding_grad(ctx, TESSEL_BF16, TESSEL_I64, ids, db.data(),
-                        out.data(), 3, 2, 1);
+                        out.data(), 3, 2, 1, 0, 2);
   Vec g = decode(TESSEL_BF16, out);
   EXPECT_EQ(g[0], 1.0 + 0x1p-7);
   EXPECT_EQ(g[1], 0.0);
@@ -697,7 +697,8 @@ TEST_F(BackwardTest, EmbeddingGradSumsRepeatsOnceRounded) {
 TEST_F(BackwardTest, EmbeddingGradBadIdSetsError) {
   int32_t ids[2] = {1, 5};
   float dout[4] = {1, 2, 3, 4}, dt[6];
-  tessel_embedding_grad(ctx, TESSEL_F32, TESSEL_I32, ids, dout, dt, 2, 3, 2);
+  tessel_embedding_grad(ctx, TESSEL_F32, TESSEL_I32, ids, dout, dt, 2, 3, 2, 0,
+                        3);
   EXPECT_NE(tessel_error(ctx), nullptr);
   tessel_clear_error(ctx);
   float want[6] = {0, 0, 1, 2, 0, 0};
@@ -780,7 +781,8 @@ TEST_F(BackwardTest, EveryKernelCounts) {
   tessel_batch_norm_grad(ctx, TESSEL_F32, x, g, dy, dx, dg, db, 1, 2, 2, 1e-5);
   tessel_cross_entropy_grad(ctx, TESSEL_F32, TESSEL_I32, x, ids, dy, dx, 2, 2,
                             TESSEL_LOSS_MEAN);
-  tessel_embedding_grad(ctx, TESSEL_F32, TESSEL_I32, ids, dy, dx, 2, 2, 2);
+  tessel_embedding_grad(ctx, TESSEL_F32, TESSEL_I32, ids, dy, dx, 2, 2, 2, 0,
+                        2);
   tessel_attention_grad(ctx, TESSEL_F32, x, x, x, dy, dx, dg, db, 1, 2, 2, 1,
                         1, 1, 1, 1.0, 1);
   tessel_counters c;

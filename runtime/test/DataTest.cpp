@@ -199,7 +199,7 @@ TEST_F(DataTest, EmbeddingGathersRows) {
       auto tableB = encode(dtype, table), idsB = encode(idsType, ids);
       std::vector<uint8_t> out(static_cast<size_t>(numIds * hidden * tessel_dtype_size(dtype)));
       tessel_embedding(ctx, dtype, idsType, tableB.data(), idsB.data(),
-                       out.data(), numIds, vocab, hidden);
+                       out.data(), numIds, vocab, hidden, 0, vocab);
       std::vector<double> ref;
       for (double id : ids)
         ref.insert(ref.end(), table.begin() + long(id) * hidden,
@@ -213,7 +213,7 @@ TEST_F(DataTest, EmbeddingOutOfRangeIdSetsErrorAndWritesZero) {
   std::vector<float> table(5 * 3, 1.0f), out(3 * 3, 9.0f);
   int64_t ids[3] = {4, 5, -1};
   tessel_embedding(ctx, TESSEL_F32, TESSEL_I64, table.data(), ids, out.data(),
-                   3, 5, 3);
+                   3, 5, 3, 0, 5);
   ASSERT_NE(tessel_error(ctx), nullptr);
   EXPECT_NE(std::string(tessel_error(ctx)).find("id 5"), std::string::npos);
   for (int j = 0; j < 3; ++j) {

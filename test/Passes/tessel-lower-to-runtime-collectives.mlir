@@ -122,3 +122,36 @@ func.func @no_axes(%a: tensor<2x3xf32>) -> tensor<2x3xf32> {
   %0 = shard.all_gather %a on @mesh gather_axis = 0 : tensor<2x3xf32> -> tensor<2x3xf32>
   return %0 : tensor<2x3xf32>
 }
+
+// -----
+
+// Tests the vocabulary blocks: an op with block_axes asks the runtime for
+// the rank's group index and group size over those axes (mask 2: tp) and
+// passes the block's first row or class (index · local size) and the whole
+// dimension (size · local size); without block_axes, 0 and the local size.
+// CHECK-LABEL: llvm.func @tessel_fn_vocabulary_blocks
+// CHECK-SAME: (%[[CTX:[^:]*]]: !llvm.ptr
+// CHECK: %[[TP:.*]] = llvm.mlir.constant(2 : i32) : i32
+// CHECK: %[[G:.*]] = llvm.call @tessel_group_index(%[[CTX]], %[[TP]]) : (!llvm.ptr, i32) -> i64
+// CHECK: %[[N:.*]] = llvm.call @tessel_group_size(%[[CTX]], %[[TP]]) : (!llvm.ptr, i32) -> i64
+// CHECK: %[[ROWS:.*]] = llvm.mlir.constant(8 : i64) : i64
+// CHECK: %[[OFF:.*]] = llvm.mul %[[G]], %[[ROWS]] : i64
+// CHECK: %[[ALL:.*]] = llvm.mul %[[N]], %[[ROWS]] : i64
+// CHECK: llvm.call @tessel_embedding(%[[CTX]], {{.*}}, %[[ROWS]], %{{.*}}, %[[OFF]], %[[ALL]])
+// CHECK: %[[G2:.*]] = llvm.call @tessel_group_index(%[[CTX]], %[[TP]])
+// CHECK: %[[N2:.*]] = llvm.call @tessel_group_size(%[[CTX]], %[[TP]])
+// CHECK: %[[OFF2:.*]] = llvm.mul %[[G2]], %[[ROWS]] : i64
+// CHECK: %[[ALL2:.*]] = llvm.mul %[[N2]], %[[ROWS]] : i64
+// CHECK: llvm.call @tessel_label_logit(%[[CTX]], {{.*}}, %[[ROWS]], %[[OFF2]], %[[ALL2]])
+// CHECK: llvm.call @tessel_sub_label(%[[CTX]], {{.*}}, %[[ROWS]], %{{.*}}, %{{.*}})
+// CHECK: %[[ZERO:.*]] = llvm.mlir.constant(0 : i64) : i64
+// CHECK: llvm.call @tessel_embedding(%[[CTX]], {{.*}}, %[[ROWS]], %{{.*}}, %[[ZERO]], %[[ROWS]])
+shard.grid @mesh(shape = 2x2) {nn.axis_names = ["dp", "tp"]}
+func.func @vocabulary_blocks(%t: tensor<8x4xf32>, %ids: tensor<6xi32>, %z: tensor<6x8xf32>)
+    -> (tensor<6x4xf32>, tensor<6xf32>, tensor<6x8xf32>, tensor<6x4xf32>) {
+  %e = nn.embedding %t, %ids {block_axes = array<i16: 1>} : (tensor<8x4xf32>, tensor<6xi32>) -> tensor<6x4xf32>
+  %p = nn.label_logit %z, %ids {block_axes = array<i16: 1>} : (tensor<6x8xf32>, tensor<6xi32>) -> tensor<6xf32>
+  %d = nn.sub_label %z, %ids, %p {block_axes = array<i16: 1>} : (tensor<6x8xf32>, tensor<6xi32>, tensor<6xf32>) -> tensor<6x8xf32>
+  %w = nn.embedding %t, %ids : (tensor<8x4xf32>, tensor<6xi32>) -> tensor<6x4xf32>
+  return %e, %p, %d, %w : tensor<6x4xf32>, tensor<6xf32>, tensor<6x8xf32>, tensor<6x4xf32>
+}

@@ -62,7 +62,7 @@ func.func @other_grid(%a: tensor<4xf32>) -> tensor<4xf32> attributes {tessel.scr
 // move floats).
 shard.grid @mesh(shape = 2) {nn.axis_names = ["dp"]}
 func.func @integers(%a: tensor<4xi32>) -> tensor<4xi32> attributes {tessel.scratch_bytes = 0 : i64} {
-  // expected-error @+1 {{'shard.all_reduce' op communicates 'i32'; the runtime's collectives take f32, f16, bf16 and f64}}
+  // expected-error @+1 {{'shard.all_reduce' op communicates 'i32'; the runtime's collectives take f32, f16, bf16 and f64 (and i32, i64 when they only move data)}}
   %0 = shard.all_reduce %a on @mesh grid_axes = [0] {tessel.offsets = array<i64: -2>} : tensor<4xi32> -> tensor<4xi32>
   return %0 : tensor<4xi32>
 }

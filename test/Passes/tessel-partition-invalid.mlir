@@ -74,3 +74,28 @@ shard.grid @mesh(shape = 4) {nn.axis_names = ["dp"]}
 func.func @uneven(%x: tensor<6xf32> {nn.sharding = [["dp"]]}) -> tensor<6xf32> {
   return %x : tensor<6xf32>
 }
+
+// -----
+
+shard.grid @mesh(shape = 2x2) {nn.axis_names = ["a", "b"]}
+
+// Tests that a vocabulary split over grid axes out of order is refused: a
+// rank's block is numbered by its group index, row-major in axis order.
+func.func @vocabulary_axes_out_of_order(%t: tensor<16x4xf32> {nn.sharding = [["b", "a"], []]},
+                                        %ids: tensor<6xi32>) -> tensor<6x4xf32> {
+  // expected-error @+1 {{'nn.embedding' op splits its vocabulary over grid axes out of order; a block is numbered by axes in ascending order}}
+  %e = nn.embedding %t, %ids {nn.loop_sharding = [[], [], ["b", "a"]]} : (tensor<16x4xf32>, tensor<6xi32>) -> tensor<6x4xf32>
+  return %e : tensor<6x4xf32>
+}
+
+// -----
+
+shard.grid @mesh(shape = 2) {nn.axis_names = ["tp"]}
+
+// Tests that a block of a vocabulary is not split again.
+func.func @block_split_again(%z: tensor<6x8xf32> {nn.sharding = [[], ["tp"]]},
+                             %y: tensor<6xi32>) -> tensor<6xf32> {
+  // expected-error @+1 {{'nn.label_logit' op is already a block of a larger vocabulary; it cannot be split again}}
+  %p = nn.label_logit %z, %y {block_axes = array<i16: 0>, nn.loop_sharding = [[], ["tp"]]} : (tensor<6x8xf32>, tensor<6xi32>) -> tensor<6xf32>
+  return %p : tensor<6xf32>
+}

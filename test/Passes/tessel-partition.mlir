@@ -150,15 +150,17 @@ func.func @repeated(%x: tensor<8x16xf32> {nn.sharding = [["dp"], []]}, %w: tenso
 shard.grid @mesh(shape = 2) {nn.axis_names = ["tp"]}
 
 // Tests that a partial sum is never sliced over its own axis (each rank
-// would keep a different block of the sum): an add split along the rows
-// over tp completes each partial operand by a reduce-scatter.
+// would keep a different block of the sum), and that an add of partial
+// sums split along the rows over tp adds them whole first: one
+// reduce-scatter completes the sum (the q, k, v input gradients under
+// sequence parallelism), not one per operand.
 // CHECK-LABEL: func.func @no_slice_of_partial
 // CHECK: %[[A:.*]] = nn.matmul
 // CHECK: %[[B:.*]] = nn.matmul
-// CHECK: %[[RA:.*]] = shard.reduce_scatter %[[A]] on @mesh grid_axes = [0] scatter_axis = 0 : tensor<8x16xf32> -> tensor<4x16xf32>
-// CHECK: %[[RB:.*]] = shard.reduce_scatter %[[B]] on @mesh grid_axes = [0] scatter_axis = 0 : tensor<8x16xf32> -> tensor<4x16xf32>
-// CHECK: nn.add %[[RA]], %[[RB]] : tensor<4x16xf32>
-// CHECK-NOT: shard.all_slice
+// CHECK: %[[S:.*]] = nn.add %[[A]], %[[B]] : tensor<8x16xf32>
+// CHECK: %[[R:.*]] = shard.reduce_scatter %[[S]] on @mesh grid_axes = [0] scatter_axis = 0 : tensor<8x16xf32> -> tensor<4x16xf32>
+// CHECK-NOT: shard.
+// CHECK: return %[[R]]
 func.func @no_slice_of_partial(%x: tensor<8x32xf32> {nn.sharding = [[], ["tp"]]},
                                %w1: tensor<32x16xf32> {nn.sharding = [["tp"], []]},
                                %w2: tensor<32x16xf32> {nn.sharding = [["tp"], []]})

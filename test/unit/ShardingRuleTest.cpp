@@ -348,14 +348,14 @@ TEST(ShardingRuleTest, MatmulAndEmbedding) {
        "parallel, parallel, parallel, reduction",
        "(d0, d1, d2, d3) -> (d3, d2)\n(d0, d1, d2, d3) -> (d0, d1)\n"
        "(d0, d1, d2, d3) -> (d0, d1, d2)",
-       "sum", "3"},
+       "sum", ""},
       {"embedding 1-d ids", "%t: tensor<13x3xbf16>, %ids: tensor<7xi64>",
        "%e = nn.embedding %t, %ids : (tensor<13x3xbf16>, tensor<7xi64>) -> "
        "tensor<7x3xbf16>",
        "parallel, parallel, reduction",
        "(d0, d1, d2) -> (d2, d1)\n(d0, d1, d2) -> (d0)\n"
        "(d0, d1, d2) -> (d0, d1)",
-       "sum", "2"},
+       "sum", ""},
   });
 }
 
@@ -468,33 +468,48 @@ TEST(ShardingRuleTest, CrossEntropy) {
   checkRules({
       // Loops: positions d0, d1, then classes d2. With mean the positions
       // are average reductions into a scalar; the classes a generic
-      // log-sum-exp that stays whole.
+      // log-sum-exp, split by the vocabulary-parallel strategy.
       {"cross_entropy mean", "%l: tensor<3x5x11xf32>, %y: tensor<3x5xi32>",
        "%c = nn.cross_entropy %l, %y : (tensor<3x5x11xf32>, tensor<3x5xi32>) "
        "-> tensor<f32>",
        "reduction, reduction, reduction",
        "(d0, d1, d2) -> (d0, d1, d2)\n(d0, d1, d2) -> (d0, d1)\n"
        "(d0, d1, d2) -> ()",
-       "average, average, generic", "2"},
+       "average, average, generic", ""},
       {"cross_entropy sum", "%l: tensor<3x5x11xf32>, %y: tensor<3x5xi64>",
        "%c = nn.cross_entropy %l, %y {reduction = #nn.reduction<sum>} : "
        "(tensor<3x5x11xf32>, tensor<3x5xi64>) -> tensor<f32>",
        "reduction, reduction, reduction",
        "(d0, d1, d2) -> (d0, d1, d2)\n(d0, d1, d2) -> (d0, d1)\n"
        "(d0, d1, d2) -> ()",
-       "sum, sum, generic", "2"},
+       "sum, sum, generic", ""},
       // none keeps the positions parallel.
       {"cross_entropy none", "%l: tensor<7x13xbf16>, %y: tensor<7xi32>",
        "%c = nn.cross_entropy %l, %y {reduction = #nn.reduction<none>} : "
        "(tensor<7x13xbf16>, tensor<7xi32>) -> tensor<7xbf16>",
        "parallel, reduction",
        "(d0, d1) -> (d0, d1)\n(d0, d1) -> (d0)\n(d0, d1) -> (d0)", "generic",
-       "1"},
+       ""},
+      // The vocabulary-parallel pieces: the label's logit sums over the
+      // classes (one-hot view), the subtraction at the label is parallel.
+      {"label_logit", "%l: tensor<7x13xf32>, %y: tensor<7xi64>",
+       "%p = nn.label_logit %l, %y : (tensor<7x13xf32>, tensor<7xi64>) -> "
+       "tensor<7xf32>",
+       "parallel, reduction",
+       "(d0, d1) -> (d0, d1)\n(d0, d1) -> (d0)\n(d0, d1) -> (d0)", "sum",
+       ""},
+      {"sub_label", "%l: tensor<7x13xf32>, %y: tensor<7xi32>, %g: tensor<7xf32>",
+       "%d = nn.sub_label %l, %y, %g : (tensor<7x13xf32>, tensor<7xi32>, "
+       "tensor<7xf32>) -> tensor<7x13xf32>",
+       "parallel, parallel",
+       "(d0, d1) -> (d0, d1)\n(d0, d1) -> (d0)\n(d0, d1) -> (d0)\n"
+       "(d0, d1) -> (d0, d1)",
+       "", ""},
       // A single position: only the class loop.
       {"cross_entropy one position", "%l: tensor<13xf16>, %y: tensor<i32>",
        "%c = nn.cross_entropy %l, %y : (tensor<13xf16>, tensor<i32>) -> "
        "tensor<f16>",
-       "reduction", "(d0) -> (d0)\n(d0) -> ()\n(d0) -> ()", "generic", "0"},
+       "reduction", "(d0) -> (d0)\n(d0) -> ()\n(d0) -> ()", "generic", ""},
   });
 }
 
@@ -560,7 +575,8 @@ TEST(ShardingRuleTest, BackwardOps) {
        "reduction, parallel, reduction", batchNormMaps.c_str(), "sum, sum",
        ""},
       // Every row's gradient is its own: the positions are parallel (mean
-      // reads the scalar dloss), the classes stay whole.
+      // reads the scalar dloss); split classes take the vocabulary-parallel
+      // strategy.
       {"cross_entropy_grad mean",
        "%l: tensor<3x5x11xf32>, %y: tensor<3x5xi32>, %d: tensor<f32>",
        "%g = nn.cross_entropy_grad %l, %y, %d : (tensor<3x5x11xf32>, "
@@ -568,7 +584,7 @@ TEST(ShardingRuleTest, BackwardOps) {
        par3,
        "(d0, d1, d2) -> (d0, d1, d2)\n(d0, d1, d2) -> (d0, d1)\n"
        "(d0, d1, d2) -> ()\n(d0, d1, d2) -> (d0, d1, d2)",
-       "", "2"},
+       "", ""},
       {"cross_entropy_grad none",
        "%l: tensor<7x13xbf16>, %y: tensor<7xi32>, %d: tensor<7xbf16>",
        "%g = nn.cross_entropy_grad %l, %y, %d {reduction = "
@@ -577,15 +593,15 @@ TEST(ShardingRuleTest, BackwardOps) {
        par2,
        "(d0, d1) -> (d0, d1)\n(d0, d1) -> (d0)\n(d0, d1) -> (d0)\n"
        "(d0, d1) -> (d0, d1)",
-       "", "1"},
-      // Loops i0, i1 (ids, sum reductions), h, v (stays whole).
+       "", ""},
+      // Loops i0, i1 (ids, sum reductions), h, v (a rank's block of rows).
       {"embedding_grad", "%ids: tensor<3x7xi32>, %d: tensor<3x7x5xf32>",
        "%t = nn.embedding_grad %ids, %d : (tensor<3x7xi32>, "
        "tensor<3x7x5xf32>) -> tensor<11x5xf32>",
        "reduction, reduction, parallel, parallel",
        "(d0, d1, d2, d3) -> (d0, d1)\n(d0, d1, d2, d3) -> (d0, d1, d2)\n"
        "(d0, d1, d2, d3) -> (d3, d2)",
-       "sum, sum", "3"},
+       "sum, sum", ""},
       // The forward's loops b, s, h, t, d, e; dq, dk, dv read as q, k, v.
       // Only batch and heads split.
       {"attention_grad gqa",

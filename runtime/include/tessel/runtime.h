@@ -347,11 +347,18 @@ void tessel_batch_norm(tessel_ctx *ctx, int32_t dtype, const void *x,
                        int64_t outer, int64_t channels, int64_t inner,
                        double eps);
 
-/* out[i, :] = table[ids[i], :] for i < num_ids; table is [vocab, hidden].
- * An id outside [0, vocab) records an error on the context and writes 0. */
+/* out[i, :] = table[ids[i], :] for i < num_ids (out [num_ids, hidden]).
+ * `table` holds rows [row_offset, row_offset + rows) of a [vocab, hidden]
+ * table (a rank's block under a vocabulary-parallel split); ids index the
+ * whole table: an id outside [0, vocab) is an error, an id outside the block
+ * gives a zero row. row_offset 0 and rows == vocab: the plain lookup.
+ * Summed over the blocks of a split, the outputs are the plain lookup
+ * exactly. A bad id records an error on the context and its row gets 0; a
+ * block outside [0, vocab) records an error and writes nothing. */
 void tessel_embedding(tessel_ctx *ctx, int32_t dtype, int32_t ids_dtype,
                       const void *table, const void *ids, void *out,
-                      int64_t num_ids, int64_t vocab, int64_t hidden);
+                      int64_t num_ids, int64_t rows, int64_t hidden,
+                      int64_t row_offset, int64_t vocab);
 
 typedef enum tessel_loss_reduction {
   TESSEL_LOSS_MEAN = 0,
@@ -425,14 +432,45 @@ void tessel_cross_entropy_grad(tessel_ctx *ctx, int32_t dtype,
                                void *dlogits, int64_t rows, int64_t classes,
                                int32_t reduction);
 
-/* Embedding: dtable = Σ over i with ids[i] = r of dout[i, :] (zero rows for
- * ids that never occur): a scatter-add, deterministic in id order (each
- * row sums its contributions in position order in f64 and is rounded once).
- * Float dtypes only. An id outside [0, vocab) records an error and its row
- * of dout is dropped. */
+/* Vocabulary-parallel cross-entropy (Megatron style): each rank holds the
+ * logits of a block of the classes, and the loss is built from the
+ * reductions (max, Σ exp, each all-reduced over the split) and these two
+ * label kernels. Float dtypes; labels i32 or i64; a block outside
+ * [0, total_classes) records an error and writes nothing. */
+
+/* The logit of each row's label within a block of the classes: `logits`
+ * [rows, classes] holds classes [class_offset, class_offset + classes) of
+ * [rows, total_classes]; out[r] = logits[r, labels[r] - class_offset] when
+ * the label falls in the block, else 0. A label outside [0, total_classes)
+ * is an error (its out[r] is 0). (Summed over the blocks: the label's
+ * logit.) */
+void tessel_label_logit(tessel_ctx *ctx, int32_t dtype, int32_t label_dtype,
+                        const void *logits, const void *labels, void *out,
+                        int64_t rows, int64_t classes, int64_t class_offset,
+                        int64_t total_classes);
+/* out = x, then out[r, labels[r] - class_offset] -= values[r] for each row
+ * whose label falls in the block (x, out [rows, classes]; values [rows]).
+ * `out` may be `x` (in place). A label outside [0, total_classes) is an
+ * error (its row of out is x's). The subtraction is in the compute type, so
+ * the blocks, concatenated, are the whole rows' result bit for bit. */
+void tessel_sub_label(tessel_ctx *ctx, int32_t dtype, int32_t label_dtype,
+                      const void *x, const void *labels, const void *values,
+                      void *out, int64_t rows, int64_t classes,
+                      int64_t class_offset, int64_t total_classes);
+
+/* Embedding: dtable [rows, hidden] is the block [row_offset, row_offset +
+ * rows) of the whole [vocab, hidden] table's gradient, Σ over i with
+ * ids[i] = row of dout[i, :] (zero rows for ids that never occur): a
+ * scatter-add of the dout rows whose id falls in the block (other ids are
+ * skipped), deterministic in id order (each row sums its contributions in
+ * position order in f64 and is rounded once), so the blocks of any split,
+ * concatenated, are the whole table's gradient bit for bit. Float dtypes
+ * only. An id outside [0, vocab) records an error and its row of dout is
+ * dropped; a block outside [0, vocab) records an error and writes nothing. */
 void tessel_embedding_grad(tessel_ctx *ctx, int32_t dtype, int32_t ids_dtype,
                            const void *ids, const void *dout, void *dtable,
-                           int64_t num_ids, int64_t vocab, int64_t hidden);
+                           int64_t num_ids, int64_t rows, int64_t hidden,
+                           int64_t row_offset, int64_t vocab);
 
 /* Attention (shapes as tessel_attention): dq, dk, dv from q, k, v and dout,
  * recomputing the probabilities; with grouped-query heads the kv gradients

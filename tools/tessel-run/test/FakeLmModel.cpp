@@ -39,7 +39,8 @@ extern "C" const char *tessel_model_json(void) {
 extern "C" void tessel_forward(tessel_ctx *ctx, void *arena) {
   tessel_embedding(ctx, TESSEL_F32, TESSEL_I32, at(arena, embedOffset),
                    at(arena, idsOffset), at(arena, hiddenOffset),
-                   /*num_ids=*/8, /*vocab=*/16, /*hidden=*/8);
+                   /*num_ids=*/8, /*rows=*/16, /*hidden=*/8,
+                   /*row_offset=*/0, /*vocab=*/16);
   tessel_matmul(ctx, TESSEL_F32, at(arena, hiddenOffset), at(arena, headOffset),
                 at(arena, logitsOffset), /*batch=*/1,
                 /*m=*/8, /*n=*/16, /*k=*/8, 0, 0, /*b_shared=*/1);

@@ -1,0 +1,117 @@
+//===- vocab_parallel.cpp - Label kernels of a class-split cross-entropy --===//
+//
+// The two per-row label kernels of a cross-entropy whose classes are split
+// into blocks across ranks (Megatron's vocabulary-parallel loss). Each rank
+// holds logits [rows, classes] for classes [class_offset, class_offset +
+// classes) of total_classes; the softmax statistics (max, Σ exp) come from
+// the ordinary reduce kernels plus all-reduces, and these kernels do the
+// part that needs the label:
+//
+//   forward:  the label's logit, as tessel_label_logit summed over the
+//             blocks (an all-reduce): each row's label is in one block and
+//             every other block contributes +0;
+//   backward: dlogits = g·softmax − g·onehot(label), the onehot term by
+//             tessel_sub_label on this rank's block.
+//
+// Both only move or subtract one element per row, so a row's result is the
+// same bits on every split of the classes.
+//
+//===----------------------------------------------------------------------===//
+
+#include "internal.h"
+
+using namespace tessel::cpu;
+
+namespace {
+
+/// The argument checks both kernels share; records an error naming `kernel`
+/// and fails.
+bool checkLabelArgs(tessel_ctx *ctx, const char *kernel, int32_t dtype,
+                    int32_t labelDtype, int64_t rows, int64_t classes,
+                    int64_t classOffset, int64_t totalClasses) {
+  if (!visitFloat(dtype, [](auto) {})) {
+    setError(ctx, "%s: unsupported dtype %d", kernel, dtype);
+    return false;
+  }
+  if (!checkIndexDtype(ctx, kernel, "labels", labelDtype))
+    return false;
+  if (rows < 0) {
+    setError(ctx, "%s: negative shape", kernel);
+    return false;
+  }
+  return checkBlock(ctx, kernel, "classes", classes, classOffset, totalClasses);
+}
+
+/// Row r's label as a column of the block, -1 when another block holds it;
+/// a label outside [0, totalClasses) records an error and gives -1 too.
+int64_t labelColumn(tessel_ctx *ctx, const char *kernel, int32_t labelDtype,
+                    const void *labels, int64_t r, int64_t classes,
+                    int64_t classOffset, int64_t totalClasses) {
+  int64_t label = loadIndex(labelDtype, labels, r);
+  if (label < 0 || label >= totalClasses) {
+    setError(ctx, "%s: label %lld of row %lld outside [0, %lld)", kernel,
+             (long long)label, (long long)r, (long long)totalClasses);
+    return -1;
+  }
+  int64_t column = label - classOffset;
+  return column >= 0 && column < classes ? column : -1;
+}
+
+} // namespace
+
+extern "C" {
+
+void tessel_label_logit(tessel_ctx *ctx, int32_t dtype, int32_t label_dtype,
+                        const void *logits, const void *labels, void *out,
+                        int64_t rows, int64_t classes, int64_t class_offset,
+                        int64_t total_classes) {
+  KernelScope scope(ctx);
+  const char *kernel = "tessel_label_logit";
+  if (!checkLabelArgs(ctx, kernel, dtype, label_dtype, rows, classes,
+                      class_offset, total_classes))
+    return;
+  visitFloat(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    const T *x = static_cast<const T *>(logits);
+    T *y = static_cast<T *>(out);
+    for (int64_t r = 0; r < rows; ++r) {
+      int64_t c = labelColumn(ctx, kernel, label_dtype, labels, r, classes,
+                              class_offset, total_classes);
+      // The element itself, not a load/store round trip: the same bits as
+      // the whole row's logit (NaN payloads included).
+      if (c >= 0)
+        y[r] = x[r * classes + c];
+      else
+        std::memset(&y[r], 0, sizeof(T)); // +0 in every float format.
+    }
+  });
+}
+
+void tessel_sub_label(tessel_ctx *ctx, int32_t dtype, int32_t label_dtype,
+                      const void *x, const void *labels, const void *values,
+                      void *out, int64_t rows, int64_t classes,
+                      int64_t class_offset, int64_t total_classes) {
+  KernelScope scope(ctx);
+  const char *kernel = "tessel_sub_label";
+  if (!checkLabelArgs(ctx, kernel, dtype, label_dtype, rows, classes,
+                      class_offset, total_classes))
+    return;
+  visitFloat(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    const T *xs = static_cast<const T *>(x);
+    const T *vs = static_cast<const T *>(values);
+    T *ys = static_cast<T *>(out);
+    if (ys != xs && rows * classes > 0)
+      std::memcpy(ys, xs, size_t(rows * classes) * sizeof(T));
+    for (int64_t r = 0; r < rows; ++r) {
+      int64_t c = labelColumn(ctx, kernel, label_dtype, labels, r, classes,
+                              class_offset, total_classes);
+      if (c < 0)
+        continue;
+      T &y = ys[r * classes + c];
+      y = Elem<T>::store(Elem<T>::load(y) - Elem<T>::load(vs[r]));
+    }
+  });
+}
+
+} // extern "C"

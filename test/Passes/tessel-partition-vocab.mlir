@@ -1,0 +1,92 @@
+// Tests the vocabulary-parallel embedding and cross-entropy (Megatron):
+// the rank's block of a table split over tp looks up its own rows (the
+// local op records the block's grid axes) and the output is a partial sum
+// completed by one all-reduce of b·s·h; the cross-entropy over split
+// classes all-reduces three values per position (row maximum, Σexp, the
+// label's logit), never the logits; its gradient recomputes the two
+// statistics and subtracts g at the label in the rank's block.
+// RUN: tessel-opt %s -tessel-partition --split-input-file | FileCheck %s
+
+shard.grid @mesh(shape = 2) {nn.axis_names = ["tp"]}
+
+// CHECK-LABEL: func.func @embedding
+// CHECK-SAME: (%[[T:.*]]: tensor<8x4xf32> {{.*}}, %[[IDS:.*]]: tensor<2x3xi32>)
+// CHECK: %[[E:.*]] = nn.embedding %[[T]], %[[IDS]] {block_axes = array<i16: 0>} : (tensor<8x4xf32>, tensor<2x3xi32>) -> tensor<2x3x4xf32>
+// CHECK: %[[R:.*]] = shard.all_reduce %[[E]] on @mesh grid_axes = [0] : tensor<2x3x4xf32> -> tensor<2x3x4xf32>
+// CHECK: return %[[R]]
+func.func @embedding(%table: tensor<16x4xf32> {nn.sharding = [["tp"], []]},
+                     %ids: tensor<2x3xi32>) -> tensor<2x3x4xf32> {
+  %e = nn.embedding %table, %ids {nn.loop_sharding = [[], [], [], ["tp"]]} : (tensor<16x4xf32>, tensor<2x3xi32>) -> tensor<2x3x4xf32>
+  return %e : tensor<2x3x4xf32>
+}
+
+// -----
+
+shard.grid @mesh(shape = 2) {nn.axis_names = ["tp"]}
+
+// The gradient of the table: each rank scatters into its own rows.
+// CHECK-LABEL: func.func @embedding_grad
+// CHECK: %[[G:.*]] = nn.embedding_grad %{{.*}}, %{{.*}} {block_axes = array<i16: 0>} : (tensor<2x3xi32>, tensor<2x3x4xf32>) -> tensor<8x4xf32>
+// CHECK-NOT: shard.
+// CHECK: return %[[G]]
+func.func @embedding_grad(%ids: tensor<2x3xi32>, %dout: tensor<2x3x4xf32>)
+    -> (tensor<16x4xf32> {nn.sharding = [["tp"], []]}) {
+  %g = nn.embedding_grad %ids, %dout {nn.loop_sharding = [[], [], [], ["tp"]]} : (tensor<2x3xi32>, tensor<2x3x4xf32>) -> tensor<16x4xf32>
+  return %g : tensor<16x4xf32>
+}
+
+// -----
+
+shard.grid @mesh(shape = 2x2) {nn.axis_names = ["dp", "tp"]}
+
+// Positions split over dp, classes over tp: the statistics are all-reduced
+// over tp only (one value per local position, 3 reductions), the local mean
+// over dp (an average of one scalar).
+// CHECK-LABEL: func.func @cross_entropy
+// CHECK-SAME: (%[[Z:.*]]: tensor<2x3x5xf32> {{.*}}, %[[Y:.*]]: tensor<2x3xi32> {{.*}})
+// CHECK-NOT: shard.all_gather
+// CHECK: %[[M:.*]] = nn.reduce_max %[[Z]] dims = [2] : tensor<2x3x5xf32> -> tensor<2x3xf32>
+// CHECK: %[[MR:.*]] = shard.all_reduce %[[M]] on @mesh grid_axes = [1] reduction = max : tensor<2x3xf32> -> tensor<2x3xf32>
+// CHECK: %[[MB:.*]] = nn.broadcast %[[MR]] dims = [0, 1] : tensor<2x3xf32> -> tensor<2x3x5xf32>
+// CHECK: %[[E:.*]] = nn.exp
+// CHECK: %[[S:.*]] = nn.reduce_sum %[[E]] dims = [2]
+// CHECK: %[[SR:.*]] = shard.all_reduce %[[S]] on @mesh grid_axes = [1] : tensor<2x3xf32> -> tensor<2x3xf32>
+// CHECK: %[[P:.*]] = nn.label_logit %[[Z]], %[[Y]] {block_axes = array<i16: 1>} : (tensor<2x3x5xf32>, tensor<2x3xi32>) -> tensor<2x3xf32>
+// CHECK: %[[PR:.*]] = shard.all_reduce %[[P]] on @mesh grid_axes = [1] : tensor<2x3xf32> -> tensor<2x3xf32>
+// CHECK: %[[L:.*]] = nn.log %[[SR]]
+// CHECK: %[[A:.*]] = nn.add %[[L]], %[[MR]]
+// CHECK: %[[D:.*]] = nn.sub %[[A]], %[[PR]]
+// CHECK: %[[MEAN:.*]] = nn.reduce_mean %[[D]] dims = [0, 1] : tensor<2x3xf32> -> tensor<f32>
+// CHECK: %[[LOSS:.*]] = shard.all_reduce %[[MEAN]] on @mesh grid_axes = [0] reduction = average : tensor<f32> -> tensor<f32>
+// CHECK: return %[[LOSS]]
+func.func @cross_entropy(%z: tensor<4x3x10xf32> {nn.sharding = [["dp"], [], ["tp"]]},
+                         %y: tensor<4x3xi32> {nn.sharding = [["dp"], []]}) -> tensor<f32> {
+  %l = nn.cross_entropy %z, %y {nn.loop_sharding = [["dp"], [], ["tp"]]} : (tensor<4x3x10xf32>, tensor<4x3xi32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+shard.grid @mesh(shape = 2x2) {nn.axis_names = ["dp", "tp"]}
+
+// The gradient: g = dloss / 12 (all positions, not the local 6), the
+// recomputed statistics (2 all-reduces over tp), then g · softmax − g at the
+// label on the rank's block; no gather of the logits.
+// CHECK-LABEL: func.func @cross_entropy_grad
+// CHECK-SAME: (%[[Z:.*]]: tensor<2x3x5xf32> {{.*}}, %[[Y:.*]]: tensor<2x3xi32> {{.*}}, %[[DL:.*]]: tensor<f32>)
+// CHECK: %[[C:.*]] = nn.constant dense<0.0833333358> : tensor<f32>
+// CHECK: %[[G0:.*]] = nn.mul %[[DL]], %[[C]] : tensor<f32>
+// CHECK: %[[G:.*]] = nn.broadcast %[[G0]] dims = [] : tensor<f32> -> tensor<2x3xf32>
+// CHECK: shard.all_reduce %{{.*}} on @mesh grid_axes = [1] reduction = max : tensor<2x3xf32>
+// CHECK: shard.all_reduce %{{.*}} on @mesh grid_axes = [1] : tensor<2x3xf32>
+// CHECK: %[[SM:.*]] = nn.mul %{{.*}}, %{{.*}} : tensor<2x3x5xf32>
+// CHECK: %[[DZ:.*]] = nn.sub_label %[[SM]], %[[Y]], %[[G]] {block_axes = array<i16: 1>} : (tensor<2x3x5xf32>, tensor<2x3xi32>, tensor<2x3xf32>) -> tensor<2x3x5xf32>
+// CHECK-NOT: shard.
+// CHECK: return %[[DZ]]
+func.func @cross_entropy_grad(%z: tensor<4x3x10xf32> {nn.sharding = [["dp"], [], ["tp"]]},
+                              %y: tensor<4x3xi32> {nn.sharding = [["dp"], []]},
+                              %dl: tensor<f32>)
+    -> (tensor<4x3x10xf32> {nn.sharding = [["dp"], [], ["tp"]]}) {
+  %dz = nn.cross_entropy_grad %z, %y, %dl {nn.loop_sharding = [["dp"], [], ["tp"]]} : (tensor<4x3x10xf32>, tensor<4x3xi32>, tensor<f32>) -> tensor<4x3x10xf32>
+  return %dz : tensor<4x3x10xf32>
+}
