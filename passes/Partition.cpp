@@ -480,8 +480,6 @@ LogicalResult Partitioner::partitionRuleOp(Operation *op) {
   if (auto constraints = dyn_cast<nn::ShardingConstraintOpInterface>(op))
     if (failed(constraints.adjustLocalPartition(local, split, builder)))
       return failure();
-  if (failed(verify(local)))
-    return op->emitOpError() << "has no valid local form on this mesh";
   SmallVector<Value> localResults(local->getResults());
   if (!split.replacements.empty()) {
     if (split.replacements.size() != localResults.size())
@@ -490,6 +488,8 @@ LogicalResult Partitioner::partitionRuleOp(Operation *op) {
                                << localResults.size();
     local->erase();
     localResults = split.replacements;
+  } else if (failed(verify(local))) {
+    return op->emitOpError() << "has no valid local form on this mesh";
   }
 
   // Results: split where their dimensions are split loops, partial over the

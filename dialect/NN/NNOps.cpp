@@ -197,3 +197,35 @@ SmallVector<AffineMap> ConstantOp::getIndexingMaps() {
 SmallVector<ReductionKind> ConstantOp::getReductionLoopIteratorKinds() {
   return {};
 }
+
+// A split constant on one rank: a splat is the same value in the local
+// shape; any other value is the whole constant sliced locally (no
+// communication: every rank holds it).
+LogicalResult ConstantOp::adjustLocalPartition(Operation *localOp,
+                                               LocalSplit &split,
+                                               OpBuilder &builder) {
+  auto local = cast<ConstantOp>(localOp);
+  auto localType = cast<RankedTensorType>(local.getType());
+  if (localType == getType())
+    return success();
+  if (auto dense = dyn_cast<DenseElementsAttr>(getValue());
+      dense && dense.isSplat()) {
+    local.setValueAttr(dense.resizeSplat(localType));
+    return success();
+  }
+  OpBuilder::InsertionGuard guard(builder);
+  builder.setInsertionPoint(local);
+  Value whole = ConstantOp::create(builder, getLoc(), getType(), getValue());
+  for (auto [dim, axes] : llvm::enumerate(split.loopAxes)) {
+    if (axes.empty())
+      continue;
+    auto type = cast<RankedTensorType>(whole.getType());
+    SmallVector<int64_t> shape(type.getShape());
+    shape[dim] = localType.getDimSize(dim);
+    whole = shard::AllSliceOp::create(
+        builder, getLoc(), RankedTensorType::get(shape, type.getElementType()),
+        whole, split.grid.getValue(), axes, static_cast<int64_t>(dim));
+  }
+  split.replacements = {whole};
+  return success();
+}

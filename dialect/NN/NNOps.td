@@ -149,7 +149,9 @@ class NN_BinaryOp<string mnemonic, list<Trait> traits = []>
 //===----------------------------------------------------------------------===//
 
 def NN_ConstantOp : NN_ShardableOp<"constant",
-    [ConstantLike, Pure, AllTypesMatch<["value", "result"]>]> {
+    [ConstantLike, Pure, AllTypesMatch<["value", "result"]>,
+     DeclareOpInterfaceMethods<NN_ShardingConstraintOpInterface,
+                               ["adjustLocalPartition"]>]> {
   let summary = "a constant tensor";
   let description = [{
     A tensor whose value is known at compile time. Costs no flops.

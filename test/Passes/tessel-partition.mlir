@@ -170,3 +170,24 @@ func.func @no_slice_of_partial(%x: tensor<8x32xf32> {nn.sharding = [[], ["tp"]]}
   %s = nn.add %a, %b {nn.loop_sharding = [["tp"], []]} : tensor<8x16xf32>
   return %s : tensor<8x16xf32>
 }
+
+// -----
+
+shard.grid @mesh(shape = 2) {nn.axis_names = ["dp"]}
+
+// Tests split constants (autodiff makes them: the gradient of a mean over a
+// split batch): a splat takes the local shape, any other value is the whole
+// constant sliced locally.
+// CHECK-LABEL: func.func @split_constants
+// CHECK: %[[C:.*]] = nn.constant dense<[1.000000e+00, 2.000000e+00, 3.000000e+00, 4.000000e+00]> : tensor<4xf32>
+// CHECK: %[[LC:.*]] = shard.all_slice %[[C]] on @mesh grid_axes = [0] slice_axis = 0 : tensor<4xf32> -> tensor<2xf32>
+// CHECK: %[[S:.*]] = nn.constant dense<5.000000e-01> : tensor<2xf32>
+// CHECK: %[[A:.*]] = nn.add %{{.*}}, %[[LC]] : tensor<2xf32>
+// CHECK: nn.mul %[[A]], %[[S]] : tensor<2xf32>
+func.func @split_constants(%x: tensor<4xf32> {nn.sharding = [["dp"]]}) -> (tensor<4xf32> {nn.sharding = [["dp"]]}) {
+  %c = nn.constant {nn.loop_sharding = [["dp"]]} dense<[1.0, 2.0, 3.0, 4.0]> : tensor<4xf32>
+  %s = nn.constant {nn.loop_sharding = [["dp"]]} dense<0.5> : tensor<4xf32>
+  %a = nn.add %x, %c {nn.loop_sharding = [["dp"]]} : tensor<4xf32>
+  %b = nn.mul %a, %s {nn.loop_sharding = [["dp"]]} : tensor<4xf32>
+  return %b : tensor<4xf32>
+}
