@@ -705,12 +705,18 @@ LogicalResult Partitioner::partitionFunction(func::FuncOp func) {
 // Gradient buckets
 //===----------------------------------------------------------------------===//
 
-/// A gradient all-reduce: a sum whose every user accumulates it into a
-/// gradient accumulator.
-bool isGradientAllReduce(shard::AllReduceOp op) {
-  return op.getReduction() == shard::ReductionKind::Sum &&
-         !op->use_empty() && llvm::all_of(op->getUsers(), [](Operation *user) {
-           return isa<nn::AccumulateOp>(user);
+/// A gradient all-reduce: a sum whose every use accumulates it into a
+/// gradient accumulator or, in the layer function of an nn.repeat (which
+/// has `numCarried` carried values), returns it as a per-layer (stacked)
+/// result: the gradients of a repeated layer's parameters.
+bool isGradientAllReduce(shard::AllReduceOp op,
+                         std::optional<unsigned> numCarried) {
+  return op.getReduction() == shard::ReductionKind::Sum && !op->use_empty() &&
+         llvm::all_of(op->getUses(), [&](OpOperand &use) {
+           if (isa<nn::AccumulateOp>(use.getOwner()))
+             return true;
+           return numCarried && isa<func::ReturnOp>(use.getOwner()) &&
+                  use.getOperandNumber() >= *numCarried;
          });
 }
 
@@ -725,11 +731,12 @@ Operation *readyPoint(Value value, Block *block) {
 // `bucketBytes` (one flat buffer: reshape, concat, all-reduce, slice back),
 // each issued right where its last gradient is complete so that the
 // remaining backward computation can overlap it.
-void bucketGradientAllReduces(func::FuncOp func, int64_t bucketBytes) {
+void bucketGradientAllReduces(func::FuncOp func, int64_t bucketBytes,
+                              std::optional<unsigned> numCarried) {
   Block &body = func.getBody().front();
   SmallVector<shard::AllReduceOp> candidates;
   for (auto op : body.getOps<shard::AllReduceOp>())
-    if (isGradientAllReduce(op))
+    if (isGradientAllReduce(op, numCarried))
       candidates.push_back(op);
   // Null (an argument) is ready first; otherwise block order.
   auto readyBefore = [](Operation *a, Operation *b) {
@@ -847,8 +854,20 @@ struct PartitionPass : tessel::impl::PartitionPassBase<PartitionPass> {
     // Buckets of 0 bytes hold one gradient each: one all-reduce per
     // gradient, still issued as soon as it is complete.
     auto bucketBytes = static_cast<int64_t>(bucketMb * 1024.0 * 1024.0);
-    for (auto func : module.getOps<func::FuncOp>())
-      bucketGradientAllReduces(func, bucketBytes);
+    // A repeated layer's gradients are bucketed within the layer: each
+    // layer's bucket is issued as soon as that layer's backward is done.
+    DenseMap<func::FuncOp, unsigned> numCarried;
+    module.walk([&](nn::RepeatOp repeat) {
+      if (func::FuncOp layer = repeat.getLayerFunction())
+        numCarried[layer] = repeat.getCarried().size();
+    });
+    for (auto func : module.getOps<func::FuncOp>()) {
+      auto it = numCarried.find(func);
+      bucketGradientAllReduces(func, bucketBytes,
+                               it == numCarried.end()
+                                   ? std::nullopt
+                                   : std::optional<unsigned>(it->second));
+    }
   }
 };
 

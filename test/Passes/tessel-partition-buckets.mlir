@@ -47,3 +47,31 @@ func.func @grads(%x: tensor<8x4xf32> {nn.sharding = [["dp"], []]},
   %c1 = nn.accumulate %c outs(%g3) {nn.loop_sharding = [[], []]} : tensor<4x8xf32>
   return %a1, %b1, %c1 : tensor<4x4xf32>, tensor<4xf32>, tensor<4x8xf32>
 }
+
+// Tests a repeated layer's gradients (the stacked results of its layer
+// function) are bucketed within the layer, each layer's bucket issued when
+// its backward is done; the carried value (result #0) is not a gradient.
+// FUSED-LABEL: func.func private @layer_grads
+// FUSED: %[[DW:.*]] = nn.matmul {{.*}} -> tensor<4x4xf32>
+// FUSED: %[[DB:.*]] = nn.reduce_sum
+// FUSED: %[[CAT:.*]] = nn.concat {{.*}} -> tensor<20xf32>
+// FUSED: shard.all_reduce %[[CAT]] on @mesh grid_axes = [0] : tensor<20xf32> -> tensor<20xf32>
+// FUSED-NOT: shard.all_reduce
+// FUSED: return
+// EACH-LABEL: func.func private @layer_grads
+// EACH-COUNT-2: shard.all_reduce
+// EACH-NOT: shard.all_reduce
+// EACH: return
+func.func private @layer_grads(%x: tensor<8x4xf32> {nn.sharding = [["dp"], []]},
+                               %dy: tensor<8x4xf32> {nn.sharding = [["dp"], []]})
+    -> (tensor<8x4xf32> {nn.sharding = [["dp"], []]}, tensor<4x4xf32>, tensor<4xf32>) {
+  %dw = nn.matmul %x, %dy transpose_lhs {nn.loop_sharding = [[], [], ["dp"]]} : (tensor<8x4xf32>, tensor<8x4xf32>) -> tensor<4x4xf32>
+  %db = nn.reduce_sum %dy dims = [0] {nn.loop_sharding = [["dp"], []]} : tensor<8x4xf32> -> tensor<4xf32>
+  return %dy, %dw, %db : tensor<8x4xf32>, tensor<4x4xf32>, tensor<4xf32>
+}
+func.func @repeated_grads(%x: tensor<8x4xf32> {nn.sharding = [["dp"], []]},
+                          %dy: tensor<3x8x4xf32> {nn.sharding = [[], ["dp"], []]})
+    -> (tensor<8x4xf32> {nn.sharding = [["dp"], []]}, tensor<3x4x4xf32>, tensor<3x4xf32>) {
+  %c, %dw, %db = nn.repeat @layer_grads(%x) params(%dy) : (tensor<8x4xf32>, tensor<3x8x4xf32>) -> (tensor<8x4xf32>, tensor<3x4x4xf32>, tensor<3x4xf32>)
+  return %c, %dw, %db : tensor<8x4xf32>, tensor<3x4x4xf32>, tensor<3x4xf32>
+}
