@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -86,14 +87,6 @@ void storeIntegers(const std::vector<int64_t> &values, const TensorDesc &t,
   tessel_copy_to_device(ctx, at(arena, t), i32.data(), i32.size() * 4);
 }
 
-/// The batch dimension of a feed: its "batch" axis, else the first; -1 for
-/// a scalar (the whole tensor is one sample).
-int batchDimOf(const TensorDesc &t) {
-  for (size_t d = 0; d < t.axes.size() && d < t.shape.size(); ++d)
-    if (t.axes[d] == "batch")
-      return int(d);
-  return t.shape.empty() ? -1 : 0;
-}
 
 /// The features a classifier's synthetic label depends on.
 constexpr int64_t teacherFeatures = 16;
@@ -112,8 +105,21 @@ public:
 
   // Sample i of microbatch `index` is global sample index · B + i; its
   // values are drawn from (seed, global sample, tensor name) alone, so M
-  // microbatches of B see exactly the samples of one batch of M · B.
+  // microbatches of B see exactly the samples of one batch of M · B, and a
+  // rank's block of a batch the samples one device draws there.
   void fill(int64_t index, tessel_ctx *ctx, void *arena) override {
+    draw(index, std::nullopt, ctx, arena);
+  }
+
+  bool fillSamples(int64_t first, tessel_ctx *ctx, void *arena) override {
+    draw(0, first, ctx, arena);
+    return true;
+  }
+
+private:
+  /// Draws samples index · B + i, or first + i when `first` is given.
+  void draw(int64_t index, std::optional<int64_t> first, tessel_ctx *ctx,
+            void *arena) {
     std::vector<double> features; // The classifier input's, for its labels.
     for (const TensorDesc *t : feeds) {
       int dim = batchDimOf(*t);
@@ -127,7 +133,7 @@ public:
       std::vector<double> floats(t->isInteger() ? 0 : t->numElements());
       std::vector<int64_t> ints(t->isInteger() ? t->numElements() : 0);
       for (int64_t b = 0; b < batch; ++b) {
-        CounterRng rng(seed, index * batch + b, t->name);
+        CounterRng rng(seed, first ? *first + b : index * batch + b, t->name);
         std::vector<double> normals;
         if (!t->isInteger())
           normals = standardNormals(rng, perSample);
@@ -154,7 +160,6 @@ public:
     }
   }
 
-private:
   /// A classifier — one float input [B, ...] and one integer label [B] —
   /// gets labels it can learn: the class a fixed random linear teacher
   /// assigns to the first 16 features of each sample (inputs come first in
@@ -381,9 +386,15 @@ public:
   }
 
   void fill(int64_t index, tessel_ctx *ctx, void *arena) override {
+    fillSamples(index * batch, ctx, arena);
+  }
+
+  // Row r of the samples from `firstWindow` is window firstWindow + r.
+  bool fillSamples(int64_t firstWindow, tessel_ctx *ctx,
+                   void *arena) override {
     std::vector<int64_t> ids(batch * seq), targets(batch * seq);
     for (int64_t r = 0; r < batch; ++r) {
-      uint64_t first = (uint64_t(index) * batch + r) % windows * seq;
+      uint64_t first = (uint64_t(firstWindow) + r) % windows * seq;
       for (int64_t i = 0; i < seq; ++i) {
         ids[r * seq + i] = token(first + i, *input);
         targets[r * seq + i] = token(first + i + 1, *label);
@@ -391,6 +402,7 @@ public:
     }
     storeIntegers(ids, *input, ctx, arena);
     storeIntegers(targets, *label, ctx, arena);
+    return true;
   }
 
 private:
@@ -415,6 +427,13 @@ private:
 };
 
 } // namespace
+
+int tessel::run::batchDimOf(const TensorDesc &t) {
+  for (size_t d = 0; d < t.axes.size() && d < t.shape.size(); ++d)
+    if (t.axes[d] == "batch")
+      return int(d);
+  return t.shape.empty() ? -1 : 0;
+}
 
 std::unique_ptr<BatchSource>
 tessel::run::makeSyntheticData(const ModelDesc &model, uint64_t seed) {

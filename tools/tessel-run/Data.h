@@ -21,7 +21,18 @@ public:
   /// Fills every input and label for global microbatch `index` (0-based);
   /// throws RunError.
   virtual void fill(int64_t index, tessel_ctx *ctx, void *arena) = 0;
+  /// Fills every input and label with the global samples first, first + 1,
+  /// ... along its batch dimension (a data-parallel rank's block of the
+  /// global batch, read without the rest); false when the source draws only
+  /// whole microbatches. Throws RunError.
+  virtual bool fillSamples(int64_t first, tessel_ctx *ctx, void *arena) {
+    return false;
+  }
 };
+
+/// The batch dimension of a feed: its "batch" axis, else the first; -1 for
+/// a scalar (the whole tensor is one sample).
+int batchDimOf(const TensorDesc &t);
 
 /// Synthetic data: each sample (a slice along the "batch" axis, else the
 /// first dimension) a pure function of (seed, global sample index, tensor

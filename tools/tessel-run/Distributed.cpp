@@ -5,6 +5,7 @@
 #include "Safetensors.h"
 
 #include <algorithm>
+#include <optional>
 #include <tuple>
 
 using namespace tessel::run;
@@ -32,26 +33,41 @@ tessel_ctx_options tessel::run::rankOptions(const ModelDesc &model,
 
 namespace {
 
-/// The feeds of a rank whose inputs or labels are split: the global
-/// microbatch is drawn into a staging buffer exactly as one device draws
-/// it, then each feed's block is copied out (a strided copy on the device).
+/// The feeds of a rank whose inputs or labels are split. When every feed
+/// is split along its batch dimension only (data parallelism), the rank
+/// reads just its block of samples, as DistributedSampler does; otherwise
+/// (a sequence split) the global microbatch is drawn into a staging buffer
+/// exactly as one device draws it and each feed's block is copied out (a
+/// strided copy on the device).
 class RankFeeds : public BatchSource {
 public:
   RankFeeds(const ModelDesc &model, const BatchSourceFactory &makeGlobal,
             const std::vector<int64_t> &coordinates, tessel_ctx *ctx)
       : model(model), view(globalFeedView(model)), coordinates(coordinates),
         ctx(ctx) {
+    if (std::optional<int64_t> first = firstSampleOfRank()) {
+      firstSample = *first;
+      rows = makeGlobal(model);
+    }
     global = makeGlobal(view);
-    staging = tessel_alloc(ctx, std::max<int64_t>(view.arenaBytes, 64));
-    if (!staging)
-      throw RunError("cannot allocate " + std::to_string(view.arenaBytes) +
-                     " bytes to stage the global microbatch");
   }
-  ~RankFeeds() override { tessel_free(ctx, staging); }
+  ~RankFeeds() override {
+    if (staging)
+      tessel_free(ctx, staging);
+  }
   RankFeeds(const RankFeeds &) = delete;
   RankFeeds &operator=(const RankFeeds &) = delete;
 
   void fill(int64_t index, tessel_ctx *fillCtx, void *arena) override {
+    if (rows && rows->fillSamples(index * globalBatch + firstSample, fillCtx,
+                                  arena))
+      return;
+    if (!staging) {
+      staging = tessel_alloc(ctx, std::max<int64_t>(view.arenaBytes, 64));
+      if (!staging)
+        throw RunError("cannot allocate " + std::to_string(view.arenaBytes) +
+                       " bytes to stage the global microbatch");
+    }
     global->fill(index, fillCtx, staging);
     std::vector<const TensorDesc *> feeds = model.feeds();
     for (size_t i = 0; i < feeds.size(); ++i) {
@@ -77,11 +93,39 @@ public:
   }
 
 private:
+  /// The first global sample of this rank's block when every feed is split
+  /// along its batch dimension only, at the same samples; else none.
+  std::optional<int64_t> firstSampleOfRank() {
+    std::optional<int64_t> first;
+    std::vector<const TensorDesc *> feeds = model.feeds();
+    for (size_t i = 0; i < feeds.size(); ++i) {
+      int dim = batchDimOf(*feeds[i]);
+      TensorBlock block = blockOf(model, *feeds[i], coordinates);
+      if (dim < 0 || block.whole())
+        return std::nullopt;
+      for (size_t d = 0; d < block.start.size(); ++d)
+        if (int(d) != dim && (block.start[d] != 0 ||
+                              block.localShape[d] != block.globalShape[d]))
+          return std::nullopt;
+      int64_t batch = block.globalShape[dim];
+      if ((first && *first != block.start[dim]) ||
+          (globalBatch && globalBatch != batch))
+        return std::nullopt;
+      first = block.start[dim];
+      globalBatch = batch;
+    }
+    return first;
+  }
+
   const ModelDesc &model;
   const ModelDesc view; // Outlives `global`, which points into it.
   std::vector<int64_t> coordinates;
   tessel_ctx *ctx;
   std::unique_ptr<BatchSource> global;
+  // The rank's own samples: a source over the rank's feeds, where they
+  // start and the global batch.
+  std::unique_ptr<BatchSource> rows;
+  int64_t firstSample = 0, globalBatch = 0;
   void *staging = nullptr;
 };
 

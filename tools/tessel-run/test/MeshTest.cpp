@@ -601,6 +601,70 @@ TEST(ShardedBlocks, FeedsAreBlocksOfOneDevicesMicrobatch) {
   }
 }
 
+/// A batch source that records how it was asked for data.
+class RecordingSource : public BatchSource {
+public:
+  RecordingSource(std::unique_ptr<BatchSource> inner,
+                  std::vector<std::string> &log)
+      : inner(std::move(inner)), log(log) {}
+  void fill(int64_t index, tessel_ctx *ctx, void *arena) override {
+    log.push_back("fill " + std::to_string(index));
+    inner->fill(index, ctx, arena);
+  }
+  bool fillSamples(int64_t first, tessel_ctx *ctx, void *arena) override {
+    log.push_back("samples " + std::to_string(first));
+    return inner->fillSamples(first, ctx, arena);
+  }
+
+private:
+  std::unique_ptr<BatchSource> inner;
+  std::vector<std::string> &log;
+};
+
+// Tests that under data parallelism (feeds split along their batch only) a
+// rank reads only its own samples, never the global microbatch, and that
+// they are its block of one device's microbatch.
+TEST(ShardedBlocks, DataParallelRanksReadOnlyTheirSamples) {
+  ModelDesc m =
+      parse(describe(mesh2x2, {{"input0", "input", {2, 6}, {{"dp"}, {}}},
+                               {"label0", "label", {2}, {{"dp"}}, "i32"}}));
+  ModelDesc one = parse(describe(nullptr, {{"input0", "input", {4, 6}},
+                                           {"label0", "label", {4}, {}, "i32"}}));
+  RankRuntime reference(one.arenaBytes);
+  makeSyntheticData(one, 5)->fill(3, reference.ctx, reference.arena);
+  for (int64_t r = 0; r < 4; ++r) {
+    std::vector<int64_t> coords = m.mesh->coordinates(r);
+    RankRuntime rt(m.arenaBytes);
+    std::vector<std::string> log;
+    std::unique_ptr<BatchSource> feeds = makeRankFeeds(
+        m,
+        [&](const ModelDesc &view) {
+          return std::make_unique<RecordingSource>(makeSyntheticData(view, 5),
+                                                   log);
+        },
+        coords, rt.ctx);
+    feeds->fill(3, rt.ctx, rt.arena);
+    ASSERT_EQ(tessel_error(rt.ctx), nullptr) << tessel_error(rt.ctx);
+    // Microbatch 3 of a global batch of 4: samples 12..15; dp rank d reads
+    // 12 + 2d and 13 + 2d.
+    EXPECT_EQ(log, std::vector<std::string>{
+                       "samples " + std::to_string(12 + 2 * coords[0])});
+    for (const TensorDesc *t : m.feeds()) {
+      const TensorDesc &whole = *one.find(t->role, t->name);
+      std::vector<int32_t> global(whole.numElements()), local(t->numElements());
+      tessel_copy_to_host(reference.ctx, global.data(),
+                          static_cast<char *>(reference.arena) + whole.offset,
+                          whole.bytes);
+      tessel_copy_to_host(rt.ctx, local.data(),
+                          static_cast<char *>(rt.arena) + t->offset, t->bytes);
+      TensorBlock block = blockOf(m, *t, coords);
+      for (int64_t i = 0; i < t->numElements(); ++i)
+        ASSERT_EQ(local[i], globalElement(global, block, i))
+            << t->name << " rank " << r << " element " << i;
+    }
+  }
+}
+
 /// Runs `body(rank, rt)` on every rank of `model`'s mesh as threads of one
 /// local world; returns the first failure ("" if none).
 std::string
