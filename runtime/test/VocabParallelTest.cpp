@@ -46,6 +46,20 @@ std::string blockName(const Block &b) {
   return "[" + std::to_string(b.offset) + ", +" + std::to_string(b.size) + ")";
 }
 
+/// Runs `body(dtype, indexType, block)` for every float type, index type
+/// and block, tracing the case ("f32 ids i64 block [3, 9)").
+template <typename Body>
+void forEachCase(const char *indices, const std::vector<Block> &blocks,
+                 Body body) {
+  for (int32_t dt : kFloatTypes)
+    for (int32_t it : kIndexTypes)
+      for (const Block &b : blocks) {
+        SCOPED_TRACE(std::string(dtypeName(dt)) + " " + indices + " " +
+                     dtypeName(it) + " block " + blockName(b));
+        body(dt, it, b);
+      }
+}
+
 size_t bytesOf(int32_t dtype, int64_t n) {
   return size_t(n) * size_t(tessel_dtype_size(dtype));
 }
@@ -84,31 +98,28 @@ void expectError(tessel_ctx *ctx, const std::string &part) {
 
 TEST_F(VocabParallelTest, EmbeddingBlockMatchesPlainLoop) {
   const int64_t vocab = 12, hidden = 5, num = 17;
-  const Block blocks[] = {{0, vocab}, {0, 4}, {3, 6}, {8, 4}, {7, 0}};
-  for (int32_t dt : kFloatTypes)
-    for (int32_t it : kIndexTypes)
-      for (const Block &b : blocks) {
-        SCOPED_TRACE(std::string(dtypeName(dt)) + " ids " + dtypeName(it) +
-                     " block " + blockName(b));
-        Bytes table =
-            encode(dt, randomValues(dt, size_t(vocab * hidden), -2, 2, 11));
-        Vec ids = spreadIds(num, vocab);
-        Bytes ib = encode(it, ids), out = garbage(dt, num * hidden);
-        tessel_embedding(
-            ctx, dt, it, table.data() + bytesOf(dt, b.offset * hidden),
-            ib.data(), out.data(), num, b.size, hidden, b.offset, vocab);
-        ASSERT_EQ(tessel_error(ctx), nullptr) << tessel_error(ctx);
-        // The table's own row bytes in the block, zero bytes elsewhere.
-        Bytes ref(bytesOf(dt, num * hidden), 0);
-        size_t rowBytes = bytesOf(dt, hidden);
-        for (int64_t i = 0; i < num; ++i) {
-          int64_t id = int64_t(ids[size_t(i)]);
-          if (id >= b.offset && id < b.offset + b.size)
-            std::memcpy(ref.data() + size_t(i) * rowBytes,
-                        table.data() + size_t(id) * rowBytes, rowBytes);
-        }
-        EXPECT_EQ(out, ref);
-      }
+  const std::vector<Block> blocks = {
+      {0, vocab}, {0, 4}, {3, 6}, {8, 4}, {7, 0}};
+  forEachCase("ids", blocks, [&](int32_t dt, int32_t it, const Block &b) {
+    Bytes table =
+        encode(dt, randomValues(dt, size_t(vocab * hidden), -2, 2, 11));
+    Vec ids = spreadIds(num, vocab);
+    Bytes ib = encode(it, ids), out = garbage(dt, num * hidden);
+    tessel_embedding(ctx, dt, it, table.data() + bytesOf(dt, b.offset * hidden),
+                     ib.data(), out.data(), num, b.size, hidden, b.offset,
+                     vocab);
+    ASSERT_EQ(tessel_error(ctx), nullptr) << tessel_error(ctx);
+    // The table's own row bytes in the block, zero bytes elsewhere.
+    Bytes ref(bytesOf(dt, num * hidden), 0);
+    size_t rowBytes = bytesOf(dt, hidden);
+    for (int64_t i = 0; i < num; ++i) {
+      int64_t id = int64_t(ids[size_t(i)]);
+      if (id >= b.offset && id < b.offset + b.size)
+        std::memcpy(ref.data() + size_t(i) * rowBytes,
+                    table.data() + size_t(id) * rowBytes, rowBytes);
+    }
+    EXPECT_EQ(out, ref);
+  });
 }
 
 TEST_F(VocabParallelTest, EmbeddingBlocksSumToWholeLookup) {
@@ -158,25 +169,22 @@ Vec refEmbeddingGrad(int32_t dt, const Vec &ids, const Vec &dout,
 
 TEST_F(VocabParallelTest, EmbeddingGradBlockMatchesPlainLoop) {
   const int64_t vocab = 12, hidden = 5, num = 29;
-  const Block blocks[] = {{0, vocab}, {0, 4}, {3, 6}, {8, 4}, {7, 0}};
-  for (int32_t dt : kFloatTypes)
-    for (int32_t it : kIndexTypes)
-      for (const Block &b : blocks) {
-        SCOPED_TRACE(std::string(dtypeName(dt)) + " ids " + dtypeName(it) +
-                     " block " + blockName(b));
-        Vec ids = spreadIds(num, vocab);
-        // Magnitudes far apart, so the summation order shows in the bits.
-        Vec dout = randomValues(dt, size_t(num * hidden), -1, 1, 13);
-        for (size_t j = 0; j < dout.size(); j += 3)
-          dout[j] = quantize(dt, dout[j] * 1000);
-        Bytes ib = encode(it, ids), db = encode(dt, dout),
-              out = garbage(dt, b.size * hidden);
-        tessel_embedding_grad(ctx, dt, it, ib.data(), db.data(), out.data(),
-                              num, b.size, hidden, b.offset, vocab);
-        ASSERT_EQ(tessel_error(ctx), nullptr) << tessel_error(ctx);
-        expectClose(decode(dt, out), refEmbeddingGrad(dt, ids, dout, hidden, b),
-                    0.0, 0.0);
-      }
+  const std::vector<Block> blocks = {
+      {0, vocab}, {0, 4}, {3, 6}, {8, 4}, {7, 0}};
+  forEachCase("ids", blocks, [&](int32_t dt, int32_t it, const Block &b) {
+    Vec ids = spreadIds(num, vocab);
+    // Magnitudes far apart, so the summation order shows in the bits.
+    Vec dout = randomValues(dt, size_t(num * hidden), -1, 1, 13);
+    for (size_t j = 0; j < dout.size(); j += 3)
+      dout[j] = quantize(dt, dout[j] * 1000);
+    Bytes ib = encode(it, ids), db = encode(dt, dout),
+          out = garbage(dt, b.size * hidden);
+    tessel_embedding_grad(ctx, dt, it, ib.data(), db.data(), out.data(), num,
+                          b.size, hidden, b.offset, vocab);
+    ASSERT_EQ(tessel_error(ctx), nullptr) << tessel_error(ctx);
+    expectClose(decode(dt, out), refEmbeddingGrad(dt, ids, dout, hidden, b),
+                0.0, 0.0);
+  });
 }
 
 TEST_F(VocabParallelTest, EmbeddingGradBlocksConcatenateToWholeGrad) {
@@ -285,27 +293,24 @@ Vec spreadLabels(int64_t rows, int64_t total) {
 
 TEST_F(VocabParallelTest, LabelLogitMatchesPlainLoop) {
   const int64_t rows = 15, total = 12;
-  const Block blocks[] = {{0, total}, {0, 4}, {3, 6}, {8, 4}, {7, 0}};
-  for (int32_t dt : kFloatTypes)
-    for (int32_t lt : kIndexTypes)
-      for (const Block &b : blocks) {
-        SCOPED_TRACE(std::string(dtypeName(dt)) + " labels " + dtypeName(lt) +
-                     " block " + blockName(b));
-        Vec logits = randomValues(dt, size_t(rows * total), -5, 5, 21);
-        Vec labels = spreadLabels(rows, total);
-        Bytes xb = encode(dt, columns(logits, rows, total, b.offset, b.size));
-        Bytes lb = encode(lt, labels), out = garbage(dt, rows);
-        tessel_label_logit(ctx, dt, lt, xb.data(), lb.data(), out.data(), rows,
-                           b.size, b.offset, total);
-        ASSERT_EQ(tessel_error(ctx), nullptr) << tessel_error(ctx);
-        Vec want(size_t(rows), 0.0);
-        for (int64_t r = 0; r < rows; ++r) {
-          int64_t c = int64_t(labels[size_t(r)]);
-          if (c >= b.offset && c < b.offset + b.size)
-            want[size_t(r)] = logits[size_t(r * total + c)];
-        }
-        expectClose(decode(dt, out), want, 0.0, 0.0);
-      }
+  const std::vector<Block> blocks = {
+      {0, total}, {0, 4}, {3, 6}, {8, 4}, {7, 0}};
+  forEachCase("labels", blocks, [&](int32_t dt, int32_t lt, const Block &b) {
+    Vec logits = randomValues(dt, size_t(rows * total), -5, 5, 21);
+    Vec labels = spreadLabels(rows, total);
+    Bytes xb = encode(dt, columns(logits, rows, total, b.offset, b.size));
+    Bytes lb = encode(lt, labels), out = garbage(dt, rows);
+    tessel_label_logit(ctx, dt, lt, xb.data(), lb.data(), out.data(), rows,
+                       b.size, b.offset, total);
+    ASSERT_EQ(tessel_error(ctx), nullptr) << tessel_error(ctx);
+    Vec want(size_t(rows), 0.0);
+    for (int64_t r = 0; r < rows; ++r) {
+      int64_t c = int64_t(labels[size_t(r)]);
+      if (c >= b.offset && c < b.offset + b.size)
+        want[size_t(r)] = logits[size_t(r * total + c)];
+    }
+    expectClose(decode(dt, out), want, 0.0, 0.0);
+  });
 }
 
 TEST_F(VocabParallelTest, LabelLogitBlocksSumToLabelLogit) {

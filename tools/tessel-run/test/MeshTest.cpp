@@ -4,10 +4,10 @@
 #include "Args.h"
 #include "Distributed.h"
 #include "Error.h"
+#include "LibraryTestSupport.h"
 #include "Model.h"
 #include "Safetensors.h"
 #include "Training.h"
-#include "LibraryTestSupport.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -564,6 +564,29 @@ TEST(ShardedBlocks, InitOfEveryBlockEqualsSlicingTheFullInit) {
   }
 }
 
+/// Expects the feeds in `rt`'s arena (model `m`, the rank at `coords`) to
+/// be their blocks of the feeds of `one` in `reference`'s arena, compared
+/// as 4-byte words.
+void expectFeedsAreBlocks(const ModelDesc &m,
+                          const std::vector<int64_t> &coords,
+                          const RankRuntime &rt, const ModelDesc &one,
+                          const RankRuntime &reference) {
+  for (const TensorDesc *t : m.feeds()) {
+    const TensorDesc &whole = *one.find(t->role, t->name);
+    std::vector<int32_t> global(whole.numElements()), local(t->numElements());
+    tessel_copy_to_host(reference.ctx, global.data(),
+                        static_cast<char *>(reference.arena) + whole.offset,
+                        whole.bytes);
+    tessel_copy_to_host(rt.ctx, local.data(),
+                        static_cast<char *>(rt.arena) + t->offset, t->bytes);
+    TensorBlock block = blockOf(m, *t, coords);
+    for (int64_t i = 0; i < t->numElements(); ++i)
+      ASSERT_EQ(local[i], globalElement(global, block, i))
+          << t->name << " at " << coords[0] << "," << coords[1] << " element "
+          << i;
+  }
+}
+
 // Tests that each rank's feeds are its block of the global microbatch one
 // device's run draws (the data of a mesh run is one device's).
 TEST(ShardedBlocks, FeedsAreBlocksOfOneDevicesMicrobatch) {
@@ -585,19 +608,7 @@ TEST(ShardedBlocks, FeedsAreBlocksOfOneDevicesMicrobatch) {
         coords, rt.ctx);
     feeds->fill(3, rt.ctx, rt.arena);
     ASSERT_EQ(tessel_error(rt.ctx), nullptr) << tessel_error(rt.ctx);
-    for (const TensorDesc *t : m.feeds()) {
-      const TensorDesc &whole = *one.find(t->role, t->name);
-      std::vector<int32_t> global(whole.numElements()), local(t->numElements());
-      tessel_copy_to_host(reference.ctx, global.data(),
-                          static_cast<char *>(reference.arena) + whole.offset,
-                          whole.bytes);
-      tessel_copy_to_host(rt.ctx, local.data(),
-                          static_cast<char *>(rt.arena) + t->offset, t->bytes);
-      TensorBlock block = blockOf(m, *t, coords);
-      for (int64_t i = 0; i < t->numElements(); ++i)
-        ASSERT_EQ(local[i], globalElement(global, block, i))
-            << t->name << " rank " << r << " element " << i;
-    }
+    expectFeedsAreBlocks(m, coords, rt, one, reference);
   }
 }
 
@@ -628,8 +639,9 @@ TEST(ShardedBlocks, DataParallelRanksReadOnlyTheirSamples) {
   ModelDesc m =
       parse(describe(mesh2x2, {{"input0", "input", {2, 6}, {{"dp"}, {}}},
                                {"label0", "label", {2}, {{"dp"}}, "i32"}}));
-  ModelDesc one = parse(describe(nullptr, {{"input0", "input", {4, 6}},
-                                           {"label0", "label", {4}, {}, "i32"}}));
+  ModelDesc one =
+      parse(describe(nullptr, {{"input0", "input", {4, 6}},
+                               {"label0", "label", {4}, {}, "i32"}}));
   RankRuntime reference(one.arenaBytes);
   makeSyntheticData(one, 5)->fill(3, reference.ctx, reference.arena);
   for (int64_t r = 0; r < 4; ++r) {
@@ -649,19 +661,7 @@ TEST(ShardedBlocks, DataParallelRanksReadOnlyTheirSamples) {
     // 12 + 2d and 13 + 2d.
     EXPECT_EQ(log, std::vector<std::string>{
                        "samples " + std::to_string(12 + 2 * coords[0])});
-    for (const TensorDesc *t : m.feeds()) {
-      const TensorDesc &whole = *one.find(t->role, t->name);
-      std::vector<int32_t> global(whole.numElements()), local(t->numElements());
-      tessel_copy_to_host(reference.ctx, global.data(),
-                          static_cast<char *>(reference.arena) + whole.offset,
-                          whole.bytes);
-      tessel_copy_to_host(rt.ctx, local.data(),
-                          static_cast<char *>(rt.arena) + t->offset, t->bytes);
-      TensorBlock block = blockOf(m, *t, coords);
-      for (int64_t i = 0; i < t->numElements(); ++i)
-        ASSERT_EQ(local[i], globalElement(global, block, i))
-            << t->name << " rank " << r << " element " << i;
-    }
+    expectFeedsAreBlocks(m, coords, rt, one, reference);
   }
 }
 
