@@ -37,6 +37,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "BenchSupport.h"
 #include "Data.h"
 #include "Error.h"
 #include "KernelProfile.h"
@@ -97,23 +98,11 @@ using nlohmann::json;
 
 namespace {
 
-struct BenchError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-double now() {
-  return std::chrono::duration<double>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-double median(std::vector<double> v) {
-  if (v.empty())
-    return 0;
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+using tessel::bench::BatchPool;
+using tessel::bench::BenchError;
+using tessel::bench::median;
+using tessel::bench::now;
+using tessel::bench::TrainingState;
 
 struct Options {
   std::vector<std::string> models;
@@ -323,85 +312,7 @@ struct PreparedModel {
   }
 };
 
-/// Batches drawn once from the launcher's synthetic data (the samples of
-/// global microbatches 0, 1, ...) and kept on the host; a training step
-/// copies the next one into the arena, as tessel-run's data source does.
-/// Fresh samples keep the model from memorising one batch (the MLP's loss
-/// falls below 1e-4 within 15 steps on a single batch, and its gradients
-/// with it); drawing them before timing keeps data generation out of the
-/// step's time, as it stays out of the forward's. The copy stays in.
-class BatchPool : public tessel::run::BatchSource {
-public:
-  /// At most 64 batches and 64 MiB; step i reads batch i mod that count.
-  BatchPool(const tessel::run::ModelDesc &desc, uint64_t seed, tessel_ctx *ctx,
-            void *arena)
-      : feeds(desc.feeds()) {
-    int64_t bytes = 0;
-    for (const tessel::run::TensorDesc *t : feeds)
-      bytes += t->bytes;
-    int64_t count = std::clamp<int64_t>(
-        (int64_t(64) << 20) / std::max<int64_t>(bytes, 1), 1, 64);
-    std::unique_ptr<tessel::run::BatchSource> synthetic =
-        tessel::run::makeSyntheticData(desc, seed);
-    char *base = static_cast<char *>(arena);
-    for (int64_t b = 0; b < count; ++b) {
-      synthetic->fill(b, ctx, arena);
-      std::vector<std::vector<char>> batch;
-      for (const tessel::run::TensorDesc *t : feeds) {
-        batch.emplace_back(size_t(t->bytes));
-        tessel_copy_to_host(ctx, batch.back().data(), base + t->offset,
-                            t->bytes);
-      }
-      batches.push_back(std::move(batch));
-    }
-    tessel_synchronize(ctx);
-  }
 
-  void fill(int64_t index, tessel_ctx *ctx, void *arena) override {
-    const std::vector<std::vector<char>> &batch =
-        batches[size_t(index) % batches.size()];
-    for (size_t i = 0; i < feeds.size(); ++i)
-      tessel_copy_to_device(ctx, static_cast<char *>(arena) + feeds[i]->offset,
-                            batch[i].data(), int64_t(batch[i].size()));
-  }
-
-  size_t size() const { return batches.size(); }
-
-private:
-  std::vector<const tessel::run::TensorDesc *> feeds;
-  std::vector<std::vector<std::vector<char>>> batches;
-};
-
-/// The parameters and optimizer state, copied aside once, so that every
-/// timed run of training steps starts from the same point (and a model that
-/// keeps fitting the one batch never drifts into another regime). The grads
-/// need no copy: each step zeroes them.
-class TrainingState {
-public:
-  TrainingState(const tessel::run::ModelDesc &desc, tessel_ctx *ctx,
-                void *arena)
-      : ctx(ctx), arena(static_cast<char *>(arena)) {
-    for (const char *role : {"param", "state"})
-      for (const tessel::run::TensorDesc *t : desc.withRole(role)) {
-        saved.push_back({t->offset, std::vector<char>(size_t(t->bytes))});
-        tessel_copy_to_host(ctx, saved.back().second.data(),
-                            this->arena + t->offset, t->bytes);
-      }
-    tessel_synchronize(ctx);
-  }
-
-  void restore() {
-    for (const auto &[offset, bytes] : saved)
-      tessel_copy_to_device(ctx, arena + offset, bytes.data(),
-                            int64_t(bytes.size()));
-    tessel_synchronize(ctx);
-  }
-
-private:
-  tessel_ctx *ctx;
-  char *arena;
-  std::vector<std::pair<int64_t, std::vector<char>>> saved;
-};
 
 //===--- Timing ----------------------------------------------------------===//
 
@@ -625,7 +536,7 @@ struct Result {
 };
 
 void progress(const std::string &line) {
-  std::fprintf(stderr, "tessel-bench-step: %s\n", line.c_str());
+  tessel::bench::progress("tessel-bench-step", line);
 }
 
 void printGemmList(const std::string &what, const GemmList &list) {
@@ -728,6 +639,7 @@ Result benchModel(const std::string &path, const Options &options,
   // the same parameters and optimizer state.
   std::optional<TrainingState> state;
   std::optional<GemmBench> trainGemmBench;
+  std::unique_ptr<tessel::run::BatchSource> synthetic;
   std::optional<BatchPool> batches;
   int64_t stepIndex = 0;
   double trainLoss = 0;
@@ -744,7 +656,8 @@ Result benchModel(const std::string &path, const Options &options,
   Series trainGemms;
   if (info.train) {
     state.emplace(model.desc, rt.ctx, rt.arena);
-    batches.emplace(model.desc, options.seed, rt.ctx, rt.arena);
+    synthetic = tessel::run::makeSyntheticData(model.desc, options.seed);
+    batches.emplace(model.desc, *synthetic, rt.ctx, rt.arena);
     progress("drew " + std::to_string(batches->size()) +
              " batches for the training steps of " + info.name);
     progress("warming up the training step of " + info.name);
