@@ -376,6 +376,8 @@ private:
     // Microbatch m draws the mask of elements m·n .. m·n + n − 1.
     Value microbatch =
         emit.call(b, loc, "tessel_get_microbatch", {ctx}, b.getI64Type());
+    if (op.getGlobalShape())
+      return lowerDropoutBlock(op, step, microbatch);
     Value first = LLVM::MulOp::create(b, loc, microbatch, count(op.getResult()));
     call("tessel_dropout",
          {dtype(op.getResult()), ptr(op.getInput()), ptr(op.getResult()),
@@ -383,6 +385,43 @@ private:
           i64(static_cast<int64_t>(op.getSeed())), step, first});
     return success();
   }
+  /// A rank's block of a split dropout: its first element in the whole
+  /// tensor is microbatch · N plus, for each split dimension, the rank's
+  /// group index over its axes times the block size times the whole
+  /// tensor's stride.
+  LogicalResult lowerDropoutBlock(nn::DropoutOp op, Value step,
+                                  Value microbatch) {
+    ArrayRef<int64_t> whole = *op.getGlobalShape();
+    ArrayRef<int64_t> local = op.getType().getShape();
+    SmallVector<int64_t> strides = contiguousStrides(whole);
+    Value first = LLVM::MulOp::create(b, loc, microbatch, i64(product(whole)));
+    for (auto [dim, axesAttr] : llvm::enumerate(*op.getSplitAxes())) {
+      uint32_t mask = 0;
+      for (int16_t axis : cast<DenseI16ArrayAttr>(axesAttr).asArrayRef()) {
+        if (axis < 0 || axis >= TESSEL_MAX_MESH_AXES)
+          return op.emitOpError() << "has split axis " << axis
+                                  << " outside the runtime's "
+                                  << TESSEL_MAX_MESH_AXES << " mesh axes";
+        mask |= 1u << axis;
+      }
+      if (!mask)
+        continue;
+      Value index = emit.call(b, loc, "tessel_group_index",
+                              {ctx, i32(static_cast<int32_t>(mask))},
+                              b.getI64Type());
+      Value offset = LLVM::MulOp::create(b, loc, index,
+                                         i64(local[dim] * strides[dim]));
+      first = LLVM::AddOp::create(b, loc, first, offset);
+    }
+    call("tessel_dropout_block",
+         {dtype(op.getResult()), ptr(op.getInput()), ptr(op.getResult()),
+          i32(static_cast<int32_t>(local.size())),
+          emit.i64Array(b, loc, local), emit.i64Array(b, loc, strides),
+          f64(op.getRate().convertToDouble()),
+          i64(static_cast<int64_t>(op.getSeed())), step, first});
+    return success();
+  }
+
 
   LogicalResult lowerBroadcast(nn::BroadcastOp op) {
     loc = op.getLoc();

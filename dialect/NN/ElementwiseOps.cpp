@@ -74,18 +74,62 @@ LogicalResult DropoutOp::verify() {
   double rate = getRate().convertToDouble();
   if (!(rate >= 0.0 && rate < 1.0))
     return emitOpError() << "rate must be in [0, 1), got " << rate;
+  std::optional<ArrayRef<int64_t>> global = getGlobalShape();
+  std::optional<ArrayAttr> split = getSplitAxes();
+  if (!global && !split)
+    return success();
+  if (!global || !split)
+    return emitOpError() << "needs both global_shape and split_axes, or "
+                            "neither";
+  ArrayRef<int64_t> local = getType().getShape();
+  if (global->size() != local.size() || split->size() != local.size())
+    return emitOpError() << "global_shape and split_axes need one entry per "
+                            "dimension ("
+                         << local.size() << ")";
+  for (auto [dim, axesAttr] : llvm::enumerate(*split)) {
+    auto axes = dyn_cast<DenseI16ArrayAttr>(axesAttr);
+    if (!axes)
+      return emitOpError() << "split_axes[" << dim
+                           << "] must be an array<i16> of grid axes";
+    if (!llvm::is_sorted(axes.asArrayRef()) ||
+        std::adjacent_find(axes.asArrayRef().begin(), axes.asArrayRef().end()) !=
+            axes.asArrayRef().end())
+      return emitOpError() << "split_axes[" << dim
+                           << "] must list grid axes in ascending order";
+    int64_t whole = (*global)[dim];
+    if (local[dim] <= 0 || whole % local[dim] != 0 ||
+        (whole != local[dim]) == axes.empty())
+      return emitOpError() << "dimension " << dim << " of size " << local[dim]
+                           << " is not a block of size " << whole
+                           << " split over " << axes.size() << " grid axes";
+  }
   return success();
 }
 
 // Dropout with rate 0 keeps everything.
 // The mask bit of an element is a function of its index in the whole
-// tensor; the kernel takes one offset, which fits a split of the leading
-// dimension only, and the partitioner does not yet pass it.
-LogicalResult DropoutOp::adjustLocalPartition(Operation *local, LocalSplit &,
-                                            OpBuilder &) {
-  if (local->getResult(0).getType() != getType())
-    return emitOpError() << "cannot be split across ranks yet: each rank "
-                            "would draw the mask of the first elements";
+// tensor: a split local op records the whole shape and the axes of each
+// dimension (its loops, one per dimension), for the runtime to place its
+// block.
+LogicalResult DropoutOp::adjustLocalPartition(Operation *localOp,
+                                              LocalSplit &split, OpBuilder &) {
+  auto local = cast<DropoutOp>(localOp);
+  if (local.getType() == getType())
+    return success();
+  if (getGlobalShape())
+    return emitOpError() << "is already a block of a larger tensor; it "
+                            "cannot be split again";
+  SmallVector<Attribute> axes;
+  for (ArrayRef<int16_t> loopAxes : split.loopAxes) {
+    if (!llvm::is_sorted(loopAxes))
+      return emitOpError() << "splits a dimension over grid axes out of "
+                              "order; a block is numbered by axes in "
+                              "ascending order";
+    axes.push_back(DenseI16ArrayAttr::get(getContext(), loopAxes));
+  }
+  local.setGlobalShapeAttr(
+      DenseI64ArrayAttr::get(getContext(), getType().getShape()));
+  local.setSplitAxesAttr(ArrayAttr::get(getContext(), axes));
   return success();
 }
 

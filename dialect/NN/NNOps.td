@@ -387,13 +387,20 @@ def NN_DropoutOp : NN_UnaryOp<"dropout", 2,
     (`seed`, training step, the element's index in the full, unpartitioned
     tensor), so every partition of the same element draws the same bit and
     any parallel strategy drops exactly what one device drops. Two flops per
-    element. `rate = 0` folds to the input.
+    element. `rate = 0` folds to the input. Every loop can split: the
+    partitioner's local op records the whole tensor's shape
+    (`global_shape`) and the grid axes splitting each dimension
+    (`split_axes`, ascending), from which the runtime finds each local
+    element's index in the whole tensor (the sequence split of Megatron's
+    sequence parallelism, the batch split of data parallelism).
 
     ```mlir
     %y = nn.dropout %x rate = 0.1 seed = 7 : tensor<32x1024xf32>
     ```
   }];
-  let arguments = (ins NN_FloatTensor:$input, F64Attr:$rate, I64Attr:$seed);
+  let arguments = (ins NN_FloatTensor:$input, F64Attr:$rate, I64Attr:$seed,
+                       OptionalAttr<DenseI64ArrayAttr>:$global_shape,
+                       OptionalAttr<ArrayAttr>:$split_axes);
   let assemblyFormat = [{
     $input `rate` `=` $rate `seed` `=` $seed attr-dict `:` type($result)
   }];

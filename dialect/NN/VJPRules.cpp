@@ -279,7 +279,7 @@ Cotangents DropoutOp::buildVJP(OpBuilder &b, ValueRange cotangents,
   // the same 1 / (1 − rate) scale.
   return perOperand(needed, [&](unsigned) -> Value {
     return DropoutOp::create(b, getLoc(), cotangents[0], getRateAttr(),
-                             getSeedAttr());
+                             getSeedAttr(), nullptr, nullptr);
   });
 }
 

@@ -149,6 +149,29 @@ template <class TIn, class TOut> void castLoop(const void *x, void *y, int64_t n
   }
 }
 
+
+/// Inverted dropout of n elements whose indices in the whole tensor are
+/// indexOf(0 .. n-1); false for an unsupported dtype.
+template <typename IndexOf>
+bool dropoutElements(int32_t dtype, const void *x, void *y, int64_t n,
+                            double rate, uint64_t seed, uint64_t step,
+                            IndexOf indexOf) {
+  return visitFloat(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    using C = typename Elem<T>::Compute;
+    const T *xs = static_cast<const T *>(x);
+    T *ys = static_cast<T *>(y);
+    // rate == 1 drops everything; the scale would be infinite.
+    C scale = rate < 1.0 ? C(1.0 / (1.0 - rate)) : C(0);
+    for (int64_t i = 0; i < n; ++i) {
+      double u = uniformOpen(
+          hash4(kDropoutDomain ^ seed, step, uint64_t(indexOf(i)), 0));
+      bool keep = u >= rate;
+      ys[i] = Elem<T>::store(keep ? C(Elem<T>::load(xs[i]) * scale) : C(0));
+    }
+  });
+}
+
 } // namespace
 
 extern "C" {
@@ -236,22 +259,43 @@ void tessel_dropout(tessel_ctx *ctx, int32_t dtype, const void *x, void *y,
     setError(ctx, "tessel_dropout: rate %g outside [0, 1]", rate);
     return;
   }
-  bool ok = visitFloat(dtype, [&](auto tag) {
-    using T = decltype(tag);
-    using C = typename Elem<T>::Compute;
-    const T *xs = static_cast<const T *>(x);
-    T *ys = static_cast<T *>(y);
-    // rate == 1 drops everything; the scale would be infinite.
-    C scale = rate < 1.0 ? C(1.0 / (1.0 - rate)) : C(0);
-    for (int64_t i = 0; i < n; ++i) {
-      double u = uniformOpen(
-          hash4(kDropoutDomain ^ seed, step, uint64_t(first + i), 0));
-      bool keep = u >= rate;
-      ys[i] = Elem<T>::store(keep ? C(Elem<T>::load(xs[i]) * scale) : C(0));
-    }
-  });
-  if (!ok)
+  if (!dropoutElements(dtype, x, y, n, rate, seed, step,
+                       [&](int64_t i) { return first + i; }))
     setError(ctx, "tessel_dropout: unsupported dtype %d", dtype);
+}
+
+void tessel_dropout_block(tessel_ctx *ctx, int32_t dtype, const void *x,
+                          void *y, int32_t rank, const int64_t *shape,
+                          const int64_t *strides, double rate, uint64_t seed,
+                          uint64_t step, int64_t first) {
+  KernelScope scope(ctx);
+  if (!(rate >= 0.0 && rate <= 1.0)) {
+    setError(ctx, "tessel_dropout_block: rate %g outside [0, 1]", rate);
+    return;
+  }
+  if (rank < 0 || (rank > 0 && (!shape || !strides))) {
+    setError(ctx, "tessel_dropout_block: bad rank %d or null shape", rank);
+    return;
+  }
+  int64_t n = 1;
+  for (int32_t d = 0; d < rank; ++d) {
+    if (shape[d] < 0) {
+      setError(ctx, "tessel_dropout_block: negative shape");
+      return;
+    }
+    n *= shape[d];
+  }
+  // Local row-major index -> the whole tensor's index.
+  auto indexOf = [&](int64_t i) {
+    int64_t index = first;
+    for (int32_t d = rank - 1; d >= 0; --d) {
+      index += (i % shape[d]) * strides[d];
+      i /= shape[d];
+    }
+    return index;
+  };
+  if (!dropoutElements(dtype, x, y, n, rate, seed, step, indexOf))
+    setError(ctx, "tessel_dropout_block: unsupported dtype %d", dtype);
 }
 
 } // extern "C"

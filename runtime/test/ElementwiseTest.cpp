@@ -180,6 +180,44 @@ std::vector<double> runDropout(tessel_ctx *ctx, int32_t dtype,
   return decode(dtype, y);
 }
 
+// Tests that each block of a [6, 10] tensor split 2 × 2 (a rank's part of
+// a split dropout) draws, through the whole tensor's strides, exactly the
+// bits of its elements in the whole tensor's dropout.
+TEST_F(ElementwiseTest, DropoutBlocksAreBlocksOfTheWhole) {
+  const int64_t rows = 6, cols = 10, first = 3 * rows * cols;
+  auto x = randomValues(TESSEL_F32, size_t(rows * cols), 0.5, 2, 9);
+  auto whole = runDropout(ctx, TESSEL_F32, x, 0.4, 21, 2, first);
+  const int64_t shape[] = {rows / 2, cols / 2}, strides[] = {cols, 1};
+  for (int64_t r = 0; r < 2; ++r)
+    for (int64_t c = 0; c < 2; ++c) {
+      std::vector<double> block;
+      for (int64_t i = 0; i < shape[0]; ++i)
+        for (int64_t j = 0; j < shape[1]; ++j)
+          block.push_back(
+              x[size_t((r * shape[0] + i) * cols + c * shape[1] + j)]);
+      auto xb = encode(TESSEL_F32, block);
+      std::vector<uint8_t> yb(xb.size());
+      tessel_dropout_block(ctx, TESSEL_F32, xb.data(), yb.data(), 2, shape,
+                           strides, 0.4, 21, 2,
+                           first + r * shape[0] * cols + c * shape[1]);
+      ASSERT_EQ(tessel_error(ctx), nullptr) << tessel_error(ctx);
+      std::vector<double> y = decode(TESSEL_F32, yb), want;
+      for (int64_t i = 0; i < shape[0]; ++i)
+        for (int64_t j = 0; j < shape[1]; ++j)
+          want.push_back(
+              whole[size_t((r * shape[0] + i) * cols + c * shape[1] + j)]);
+      expectClose(y, want, 0.0, 0.0);
+    }
+  const int64_t negative[] = {-1, 2};
+  std::vector<uint8_t> buffer(64);
+  tessel_dropout_block(ctx, TESSEL_F32, buffer.data(), buffer.data(), 2,
+                       negative, strides, 0.4, 21, 2, 0);
+  ASSERT_NE(tessel_error(ctx), nullptr);
+  EXPECT_NE(std::string(tessel_error(ctx)).find("negative shape"),
+            std::string::npos);
+  tessel_clear_error(ctx);
+}
+
 TEST_F(ElementwiseTest, DropoutIsIndependentOfChunking) {
   const size_t n = 1013;
   for (int32_t dtype : {TESSEL_F32, TESSEL_BF16}) {

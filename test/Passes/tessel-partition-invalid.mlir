@@ -45,11 +45,11 @@ func.func @causal_queries(%q: tensor<2x8x2x4xf32>, %k: tensor<2x8x2x4xf32>, %v: 
 
 shard.grid @mesh(shape = 2) {nn.axis_names = ["dp"]}
 
-// Tests that dropout is not split across ranks yet (each rank would draw the
-// first elements' mask).
-func.func @dropout_split(%x: tensor<8x16xf32>) -> tensor<8x16xf32> {
-  // expected-error @+1 {{'nn.dropout' op cannot be split across ranks yet}}
-  %d = nn.dropout %x rate = 0.1 seed = 7 {nn.loop_sharding = [["dp"], []]} : tensor<8x16xf32>
+// Tests that a dropout that is already a block of a larger tensor (its
+// mask numbered by the whole tensor) is not split a second time.
+func.func @dropout_split_twice(%x: tensor<8x16xf32>) -> tensor<8x16xf32> {
+  // expected-error @+1 {{'nn.dropout' op is already a block of a larger tensor; it cannot be split again}}
+  %d = nn.dropout %x rate = 0.1 seed = 7 {global_shape = array<i64: 16, 16>, split_axes = [array<i16: 0>, array<i16>], nn.loop_sharding = [["dp"], []]} : tensor<8x16xf32>
   return %d : tensor<8x16xf32>
 }
 

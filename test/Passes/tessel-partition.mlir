@@ -191,3 +191,17 @@ func.func @split_constants(%x: tensor<4xf32> {nn.sharding = [["dp"]]}) -> (tenso
   %b = nn.mul %a, %s {nn.loop_sharding = [["dp"]]} : tensor<4xf32>
   return %b : tensor<4xf32>
 }
+
+// -----
+
+shard.grid @mesh(shape = 2x2) {nn.axis_names = ["dp", "tp"]}
+
+// Tests that a split dropout records the whole shape and the axes of each
+// dimension, so that every element draws the bit one device draws there.
+// CHECK-LABEL: func.func @split_dropout
+// CHECK: nn.dropout %{{.*}} rate = 1.000000e-01 seed = 7 {global_shape = array<i64: 8, 6, 4>, split_axes = [array<i16: 0>, array<i16: 1>, array<i16>]} : tensor<4x3x4xf32>
+func.func @split_dropout(%x: tensor<8x6x4xf32> {nn.sharding = [["dp"], ["tp"], []]})
+    -> (tensor<8x6x4xf32> {nn.sharding = [["dp"], ["tp"], []]}) {
+  %y = nn.dropout %x rate = 0.1 seed = 7 {nn.loop_sharding = [["dp"], ["tp"], []]} : tensor<8x6x4xf32>
+  return %y : tensor<8x6x4xf32>
+}

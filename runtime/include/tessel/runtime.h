@@ -306,6 +306,16 @@ void tessel_dropout(tessel_ctx *ctx, int32_t dtype, const void *x, void *y,
                     int64_t n, double rate, uint64_t seed, uint64_t step,
                     int64_t first);
 
+/* tessel_dropout on a block of a larger tensor (a rank's part of a split
+ * one): x and y hold `rank` dims of `shape`, row-major; element
+ * (i_0 .. i_{rank-1}) draws the bit of element first + sum i_d · strides[d]
+ * of the whole tensor (`strides` its row-major strides in elements,
+ * `first` the block's first element there). */
+void tessel_dropout_block(tessel_ctx *ctx, int32_t dtype, const void *x,
+                          void *y, int32_t rank, const int64_t *shape,
+                          const int64_t *strides, double rate, uint64_t seed,
+                          uint64_t step, int64_t first);
+
 /* The data-movement kernel behind broadcast, transpose, slice and concat:
  * for every index (i_0 .. i_{rank-1}) < shape,
  *   out[sum i_d · out_strides[d]] = in[sum i_d · in_strides[d]]

@@ -231,3 +231,30 @@ func.func @constant_no_value() -> tensor<4xf32> {
   %0 = "nn.constant"() : () -> tensor<4xf32>
   return %0 : tensor<4xf32>
 }
+
+// -----
+
+// Tests that a dropout block needs both its whole shape and its axes.
+func.func @dropout_block_half(%a: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'nn.dropout' op needs both global_shape and split_axes, or neither}}
+  %0 = nn.dropout %a rate = 0.5 seed = 3 {global_shape = array<i64: 8>} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// Tests that a dropout block is a block of its whole shape.
+func.func @dropout_block_not_a_block(%a: tensor<4x3xf32>) -> tensor<4x3xf32> {
+  // expected-error @+1 {{'nn.dropout' op dimension 1 of size 3 is not a block of size 7 split over 0 grid axes}}
+  %0 = nn.dropout %a rate = 0.5 seed = 3 {global_shape = array<i64: 8, 7>, split_axes = [array<i16: 0>, array<i16>]} : tensor<4x3xf32>
+  return %0 : tensor<4x3xf32>
+}
+
+// -----
+
+// Tests that a dropout block lists its grid axes in ascending order.
+func.func @dropout_block_axes_order(%a: tensor<2xf32>) -> tensor<2xf32> {
+  // expected-error @+1 {{'nn.dropout' op split_axes[0] must list grid axes in ascending order}}
+  %0 = nn.dropout %a rate = 0.5 seed = 3 {global_shape = array<i64: 8>, split_axes = [array<i16: 1, 0>]} : tensor<2xf32>
+  return %0 : tensor<2xf32>
+}

@@ -306,6 +306,51 @@ TEST_F(TesselRunTest, LocalBatchNormTrainsAsOneDeviceWithMicrobatches) {
   }
 }
 
+/// Dropout split across ranks: each element draws the bit one device draws
+/// for it (by its index in the whole tensor), so the MLP with dropout after
+/// its GELU trains on dp=2 (a batch split), tp=2 (the hidden dimension
+/// split) and dp=2,tp=2 exactly as on one device.
+TEST_F(TesselRunTest, SplitDropoutTrainsAsOneDevice) {
+  std::string model = readFile(std::string(TESSEL_EXAMPLES_DIR) + "/mlp.mlir");
+  std::string gelu = "%a = nn.gelu %hb : tensor<32x1024xf32>";
+  size_t at = model.find(gelu);
+  ASSERT_NE(at, std::string::npos);
+  model.replace(at, gelu.size(),
+                "%g = nn.gelu %hb : tensor<32x1024xf32>\n"
+                "  %a = nn.dropout %g rate = 0.25 seed = 5 : "
+                "tensor<32x1024xf32>");
+  fs::path source = dir / "mlp_dropout.mlir";
+  std::ofstream(source) << model;
+  auto train = [&](const std::string &mesh, const std::string &name) {
+    std::string so = (dir / (name + ".so")).string();
+    RunResult c = runShell(
+        quote(std::string(TESSEL_BIN_DIR) + "/tessel-compile") + " " +
+        quote(source.string()) + " -o " + quote(so) + " " + sgd +
+        (mesh.empty() ? "" : " --mesh " + mesh));
+    EXPECT_EQ(c.exitCode, 0) << c.err;
+    RunResult r = run(quote(so) + (mesh.empty() ? "" : " --mesh " + mesh) +
+                      " --steps " + std::to_string(steps) + " --quiet --save " +
+                      quote((dir / (name + ".safetensors")).string()));
+    EXPECT_EQ(r.exitCode, 0) << r.err;
+    EXPECT_EQ(r.err.find("runtime counters differ"), std::string::npos)
+        << r.err;
+    return readCheckpoint(dir / (name + ".safetensors"));
+  };
+  Checkpoint one = train("", "one");
+  ASSERT_FALSE(one.tensors.empty());
+  for (const char *mesh : {"dp=2", "tp=2", "dp=2,tp=2"}) {
+    SCOPED_TRACE(mesh);
+    std::string name = std::string("mesh-") + mesh;
+    std::replace(name.begin(), name.end(), '=', '-');
+    std::replace(name.begin(), name.end(), ',', '-');
+    Checkpoint split = train(mesh, name);
+    ASSERT_EQ(split.tensors.size(), one.tensors.size());
+    for (auto &[tensor, bytes] : one.tensors)
+      EXPECT_LE(scaledError(split.tensors[tensor], bytes, 1e-4), 1e-5)
+          << tensor;
+  }
+}
+
 /// dp=2,tp=2 with one process per rank.
 class ParallelEquivalenceMpiTest : public ParallelEquivalenceTest {
 protected:
