@@ -140,15 +140,29 @@ inline std::vector<float> floatsOf(const std::string &bytes) {
   return out;
 }
 
-/// max |a − b| and max |b| over one f32 tensor.
-inline std::pair<double, double> maxDifferenceAndScale(const std::string &a,
-                                                       const std::string &b) {
-  std::vector<float> x = floatsOf(a), y = floatsOf(b);
+/// The values of a safetensors tensor of `dtype` ("F32" or "F64").
+inline std::vector<double> valuesOf(const std::string &bytes,
+                                    const std::string &dtype) {
+  if (dtype == "F64") {
+    std::vector<double> out(bytes.size() / 8);
+    std::memcpy(out.data(), bytes.data(), out.size() * 8);
+    return out;
+  }
+  EXPECT_EQ(dtype, "F32");
+  std::vector<float> floats = floatsOf(bytes);
+  return {floats.begin(), floats.end()};
+}
+
+/// max |a − b| and max |b| over one tensor of `dtype`.
+inline std::pair<double, double>
+maxDifferenceAndScale(const std::string &a, const std::string &b,
+                      const std::string &dtype = "F32") {
+  std::vector<double> x = valuesOf(a, dtype), y = valuesOf(b, dtype);
   EXPECT_EQ(x.size(), y.size());
   double diff = 0, scale = 0;
   for (size_t i = 0; i < x.size() && i < y.size(); ++i) {
-    diff = std::max(diff, std::fabs(double(x[i]) - y[i]));
-    scale = std::max(scale, std::fabs(double(y[i])));
+    diff = std::max(diff, std::fabs(x[i] - y[i]));
+    scale = std::max(scale, std::fabs(y[i]));
   }
   return {diff, scale};
 }
@@ -166,12 +180,13 @@ inline double mean(const std::vector<double> &v, size_t from, size_t to) {
   return sum / double(to - from);
 }
 
-/// max |a − b| / max(max |b|, floor) over one f32 tensor: the tolerance
-/// measure of the mesh equivalence tests (a tensor of values below `floor`
-/// is judged against it, not against its own rounding noise).
+/// max |a − b| / max(max |b|, floor) over one tensor of `dtype`: the
+/// tolerance measure of the mesh equivalence tests (a tensor of values
+/// below `floor` is judged against it, not against its own rounding noise).
 inline double scaledError(const std::string &a, const std::string &b,
-                          double floor = 1e-6) {
-  auto [diff, scale] = maxDifferenceAndScale(a, b);
+                          double floor = 1e-6,
+                          const std::string &dtype = "F32") {
+  auto [diff, scale] = maxDifferenceAndScale(a, b, dtype);
   return diff / std::max(scale, floor);
 }
 

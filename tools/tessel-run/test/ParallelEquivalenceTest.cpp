@@ -8,22 +8,25 @@
 // equal to the compiler's report (tessel-run warns otherwise), and every
 // parameter and optimizer state within
 //   max |a − b| <= 1e-5 · max(max |b|, 1e-4).
-// dp=2,tp=2 also runs under mpirun, one process per rank, and must equal
-// the threads' run bit for bit (the collectives reduce in one order on
-// both).
+// dp=2,tp=2 also runs under mpirun (both trainings), one process per rank,
+// and must equal the threads' run bit for bit (the collectives reduce in
+// one order on both).
 //
-// The tensors are compared after SGD with momentum, as issue 4's
-// microbatch and recompute equivalences are: a partition sums in another
+// Each mesh trains twice: in f32 with SGD and momentum, and with AdamW (the
+// default optimizer) on the example turned to f64 (every f32 type made f64;
+// the runtime computes f64 tensors in f64). A partition sums in another
 // order than one device, and Adam divides each gradient by its own
-// magnitude, so rounding in a near-zero gradient becomes a full step. One
-// device alone shows it: examples/gpt.mlir at batch 8 against 2
-// microbatches of 4 differs after 3 AdamW steps by 7e-4 (relative) in
-// h.mlp.c_proj.weight and 0.78 in h.attn.k.bias (whose gradient is zero
-// but for rounding: softmax ignores a shift of every key), mlp by 2e-4 in
-// fc1.weight; with SGD the same pair agrees to 2e-7. The floor 1e-4 is for
-// that key bias: its momentum is rounding noise of ~1e-11 that no order of
-// summation reproduces exactly. AdamW, the default, is still run on
-// dp=2,tp=2 for the losses and the counters.
+// magnitude, so f32 rounding in a near-zero gradient becomes a full step
+// that no order of summation reproduces. One device alone shows it:
+// examples/gpt.mlir at batch 8 against 2 microbatches of 4 differs after 3
+// f32 AdamW steps by 7e-4 (relative) in h.mlp.c_proj.weight and 0.78 in
+// h.attn.k.bias (whose gradient is zero but for rounding: softmax ignores
+// a shift of every key), mlp by 2e-4 in fc1.weight; with SGD the same pair
+// agrees to 2e-7. In f64 that rounding is ~1e-17, far under Adam's epsilon
+// (1e-8), and every parameter and moment of every mesh matches one device
+// (gpt dp=2,tp=2: 1e-10). The floor 1e-4 is for that key bias, whose f32
+// momentum is rounding noise of ~1e-11. f32 AdamW is still run on dp=2,tp=2
+// for the losses and the counters.
 //
 // Each test compiles what it needs into a folder of its process (ctest
 // runs every test in a process of its own). `ctest -L parallel`.
@@ -45,14 +48,18 @@ struct Case {
   std::string model; // examples/<model>.mlir
   std::string mesh;  // --mesh
   bool sequenceParallel = false;
-  bool adamw = false; // the default optimizer: losses and counters only
+  bool adamw = false; // the default optimizer, else SGD with momentum
+  bool f64 = false;   // the example in f64; f32 AdamW compares losses only
 };
+
+/// Whether a case's tensors are compared (see above).
+bool comparesTensors(const Case &c) { return !c.adamw || c.f64; }
 
 /// How gtest shows a case: "gpt --mesh tp=2 --sequence-parallel (sgd)".
 void PrintTo(const Case &c, std::ostream *out) {
   *out << c.model << " --mesh " << c.mesh
        << (c.sequenceParallel ? " --sequence-parallel" : "")
-       << (c.adamw ? " (adamw)" : " (sgd)");
+       << (c.adamw ? " (adamw" : " (sgd") << (c.f64 ? ", f64)" : ")");
 }
 
 std::string caseName(const ::testing::TestParamInfo<Case> &info) {
@@ -62,7 +69,7 @@ std::string caseName(const ::testing::TestParamInfo<Case> &info) {
       c = c == ',' ? '_' : '\0';
   name.erase(std::remove(name.begin(), name.end(), '\0'), name.end());
   return name + (info.param.sequenceParallel ? "_sp" : "") +
-         (info.param.adamw ? "_adamw" : "");
+         (info.param.adamw ? "_adamw" : "") + (info.param.f64 ? "_f64" : "");
 }
 
 /// A model compiled by tessel-compile: its path, or why it failed.
@@ -105,17 +112,30 @@ public:
 class ParallelEquivalenceTest : public TesselRunTest,
                                 public ::testing::WithParamInterface<Case> {
 protected:
-  /// examples/<model>.mlir compiled for `mesh` ("" for one device), once
-  /// per suite.
-  static const Compiled &compiled(const std::string &model,
-                                  const std::string &mesh,
-                                  bool sequenceParallel, bool adamw) {
+  /// The source of `model`: examples/<model>.mlir, or in f64 its copy
+  /// with every f32 type made f64 (written once per suite).
+  static std::string sourceOf(const std::string &model, bool f64) {
+    std::string example = std::string(TESSEL_EXAMPLES_DIR) + "/" + model + ".mlir";
+    if (!f64)
+      return example;
+    fs::path copy = suiteDir / (model + "-f64.mlir");
+    if (!fs::exists(copy))
+      std::ofstream(copy) << std::regex_replace(readFile(example),
+                                                std::regex("f32"), "f64");
+    return copy.string();
+  }
+
+  /// The model of `c` compiled for `c.mesh` ("" for one device), once per
+  /// suite.
+  static const Compiled &compiled(const Case &c) {
+    const std::string &model = c.model, &mesh = c.mesh;
+    bool sequenceParallel = c.sequenceParallel, adamw = c.adamw;
     std::string key = model + " " + mesh + (sequenceParallel ? " sp" : "") +
-                      (adamw ? " adamw" : " sgd");
+                      (adamw ? " adamw" : " sgd") + (c.f64 ? " f64" : "");
     auto it = compiledModels().find(key);
     if (it != compiledModels().end())
       return it->second;
-    Compiled &c = compiledModels()[key];
+    Compiled &out = compiledModels()[key];
     std::string name = key;
     std::replace(name.begin(), name.end(), ' ', '-');
     std::replace(name.begin(), name.end(), ',', '-');
@@ -128,7 +148,7 @@ protected:
       flags += " --sequence-parallel";
     std::string command =
         quote(std::string(TESSEL_BIN_DIR) + "/tessel-compile") + " " +
-        quote(std::string(TESSEL_EXAMPLES_DIR) + "/" + model + ".mlir") +
+        quote(sourceOf(model, c.f64)) +
         " -o " + quote(so.string()) + flags + " >" + quote(log.string()) +
         " 2>&1";
     int status = std::system(command.c_str());
@@ -136,25 +156,27 @@ protected:
       std::string output = readFile(log);
       if (output.size() > 2000)
         output = "..." + output.substr(output.size() - 2000);
-      c.failure = "tessel-compile examples/" + model + ".mlir" + flags +
+      out.failure = "tessel-compile " + sourceOf(model, c.f64) + flags +
                   " failed (status " + std::to_string(status) +
                   "); these tests need the partitioning passes and "
                   "tessel-compile --mesh (issue 5):\n" +
                   output;
     } else {
-      c.so = so.string();
+      out.so = so.string();
     }
-    return c;
+    return out;
   }
 
-  /// One device's run of `model`, once per process.
-  const Reference &reference(const std::string &model, bool adamw) {
-    std::string key = model + (adamw ? "-adamw" : "-sgd");
+  /// One device's run of the model and training of `c`, once per process.
+  const Reference &reference(const Case &c) {
+    const std::string &model = c.model;
+    std::string key =
+        model + (c.adamw ? "-adamw" : "-sgd") + (c.f64 ? "-f64" : "");
     auto it = references().find(key);
     if (it != references().end())
       return it->second;
     Reference &ref = references()[key];
-    const Compiled &one = compiled(model, "", false, adamw);
+    const Compiled &one = compiled({model, "", false, c.adamw, c.f64});
     if (!one.failure.empty()) {
       ref.failure = one.failure;
       return ref;
@@ -192,7 +214,7 @@ protected:
   /// goes to `name`.
   void expectOneDevicesRun(const Case &c, const std::string &command,
                            const std::string &name = "mesh.safetensors") {
-    const Reference &ref = reference(c.model, c.adamw);
+    const Reference &ref = reference(c);
     ASSERT_EQ(ref.failure, "");
     fs::path metrics = dir / "mesh.jsonl", checkpoint = dir / name;
     RunResult r = runShell(command + " --steps " + std::to_string(steps) +
@@ -221,8 +243,12 @@ protected:
     for (auto &[tensor, bytes] : b.tensors) {
       ASSERT_TRUE(a.tensors.count(tensor)) << tensor;
       EXPECT_EQ(a.header[tensor]["shape"], b.header[tensor]["shape"]) << tensor;
-      if (!c.adamw) {
-        EXPECT_LE(scaledError(a.tensors[tensor], bytes, 1e-4), 1e-5) << tensor;
+      EXPECT_EQ(a.header[tensor]["dtype"], b.header[tensor]["dtype"]) << tensor;
+      if (comparesTensors(c)) {
+        EXPECT_LE(scaledError(a.tensors[tensor], bytes, 1e-4,
+                              b.header[tensor]["dtype"].get<std::string>()),
+                  1e-5)
+            << tensor;
       }
     }
   }
@@ -240,7 +266,7 @@ protected:
 TEST_P(ParallelEquivalenceTest, TrainsAsOneDevice) {
   const Case &c = GetParam();
   ASSERT_FALSE(suiteDir.empty());
-  const Compiled &mesh = compiled(c.model, c.mesh, c.sequenceParallel, c.adamw);
+  const Compiled &mesh = compiled(c);
   ASSERT_EQ(mesh.failure, "");
   // --mesh: tessel-run checks the .so was compiled for it.
   expectOneDevicesRun(c, quote(TESSEL_RUN_PATH) + " " + quote(mesh.so) +
@@ -249,11 +275,13 @@ TEST_P(ParallelEquivalenceTest, TrainsAsOneDevice) {
 
 std::vector<Case> meshCases() {
   std::vector<Case> cases;
-  for (const char *model : {"mlp", "gpt", "bn_mlp"})
-    for (const char *mesh : {"dp=2", "dp=4", "tp=2", "tp=4", "dp=2,tp=2"})
-      cases.push_back({model, mesh});
-  cases.push_back({"gpt", "tp=2", true});
-  cases.push_back({"gpt", "dp=2,tp=2", true});
+  for (bool adamwF64 : {false, true}) {
+    for (const char *model : {"mlp", "gpt", "bn_mlp"})
+      for (const char *mesh : {"dp=2", "dp=4", "tp=2", "tp=4", "dp=2,tp=2"})
+        cases.push_back({model, mesh, false, adamwF64, adamwF64});
+    cases.push_back({"gpt", "tp=2", true, adamwF64, adamwF64});
+    cases.push_back({"gpt", "dp=2,tp=2", true, adamwF64, adamwF64});
+  }
   for (const char *model : {"mlp", "gpt", "bn_mlp"})
     cases.push_back({model, "dp=2,tp=2", false, /*adamw=*/true});
   return cases;
@@ -364,7 +392,7 @@ protected:
 TEST_P(ParallelEquivalenceMpiTest, TrainsAsThreadsUnderMpirun) {
   const Case &c = GetParam();
   ASSERT_FALSE(suiteDir.empty());
-  const Compiled &mesh = compiled(c.model, c.mesh, c.sequenceParallel, c.adamw);
+  const Compiled &mesh = compiled(c);
   ASSERT_EQ(mesh.failure, "");
   std::string so = quote(mesh.so) + " --mesh " + c.mesh;
   expectOneDevicesRun(c, quote(TESSEL_RUN_PATH) + " " + so,
@@ -378,9 +406,13 @@ TEST_P(ParallelEquivalenceMpiTest, TrainsAsThreadsUnderMpirun) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Examples, ParallelEquivalenceMpiTest,
-                         ::testing::Values(Case{"mlp", "dp=2,tp=2"},
-                                           Case{"gpt", "dp=2,tp=2"},
-                                           Case{"bn_mlp", "dp=2,tp=2"}),
+                         ::testing::Values(
+                             Case{"mlp", "dp=2,tp=2"},
+                             Case{"gpt", "dp=2,tp=2"},
+                             Case{"bn_mlp", "dp=2,tp=2"},
+                             Case{"mlp", "dp=2,tp=2", false, true, true},
+                             Case{"gpt", "dp=2,tp=2", false, true, true},
+                             Case{"bn_mlp", "dp=2,tp=2", false, true, true}),
                          caseName);
 
 } // namespace
