@@ -854,10 +854,28 @@ private:
     return success();
   }
 
+  /// Whether `layer`, or a layer it repeats, draws random bits (dropout).
+  static bool drawsRandomBits(func::FuncOp layer) {
+    return layer
+        .walk([](Operation *op) {
+          if (isa<nn::DropoutOp>(op))
+            return WalkResult::interrupt();
+          if (auto repeat = dyn_cast<nn::RepeatOp>(op))
+            if (func::FuncOp inner = repeat.getLayerFunction();
+                inner && drawsRandomBits(inner))
+              return WalkResult::interrupt();
+          return WalkResult::advance();
+        })
+        .wasInterrupted();
+  }
+
   /// for l in [0, L) (or down from L − 1 with `reverse`): layer(carried,
   /// params[l]) -> next carried, stacked[l]. The carried outputs alternate
   /// between the op's result buffers and a workspace copy so that the last
-  /// iteration writes the results; stacked outputs go to slice l.
+  /// iteration writes the results; stacked outputs go to slice l. A layer
+  /// that draws random bits runs layer l on the random stream folded from
+  /// its caller's and l (tessel_fold_in), so layers draw distinct dropout
+  /// masks and the backward's layer l draws its forward's.
   LogicalResult lowerRepeat(nn::RepeatOp op) {
     loc = op.getLoc();
     auto workspace =
@@ -882,6 +900,11 @@ private:
     StringAttr layerName =
         b.getStringAttr(kFunctionPrefix + op.getLayer().str());
     bool reverse = op.getReverse();
+    func::FuncOp layerFunction = op.getLayerFunction();
+    Value callerStream;
+    if (layerFunction && drawsRandomBits(layerFunction))
+      callerStream = emit.call(b, loc, "tessel_get_rng_stream", {ctx},
+                               b.getI64Type());
     Value lower = i64(0), upper = i64(numLayers), one = i64(1);
     scf::ForOp::create(
         b, loc, lower, upper, one, initial,
@@ -894,6 +917,12 @@ private:
           Value remaining = arith::SubIOp::create(
               body, bodyLoc, constant(numLayers - 1), iteration);
           Value layer = reverse ? remaining : iteration;
+          if (callerStream) {
+            Value stream =
+                emit.call(body, bodyLoc, "tessel_fold_in",
+                          {callerStream, layer}, body.getI64Type());
+            emit.call(body, bodyLoc, "tessel_set_rng_stream", {ctx, stream});
+          }
           Value parity = arith::RemSIOp::create(body, bodyLoc, remaining,
                                                 constant(2));
           Value toResults = arith::CmpIOp::create(
@@ -918,6 +947,8 @@ private:
                                FlatSymbolRefAttr::get(layerName), args);
           scf::YieldOp::create(body, bodyLoc, out);
         });
+    if (callerStream)
+      call("tessel_set_rng_stream", {callerStream});
     return success();
   }
 

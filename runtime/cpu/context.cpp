@@ -207,6 +207,19 @@ uint64_t tessel_get_microbatch(const tessel_ctx *ctx) {
   return ctx ? ctx->microbatch : 0;
 }
 
+void tessel_set_rng_stream(tessel_ctx *ctx, uint64_t stream) {
+  if (ctx)
+    ctx->rngStream = stream;
+}
+
+uint64_t tessel_get_rng_stream(const tessel_ctx *ctx) {
+  return ctx ? ctx->rngStream : 0;
+}
+
+uint64_t tessel_fold_in(uint64_t stream, int64_t data) {
+  return hash4(kStreamDomain, stream, uint64_t(data), 0);
+}
+
 const char *tessel_error(const tessel_ctx *ctx) {
   if (!ctx)
     return createError.empty() ? nullptr : createError.c_str();

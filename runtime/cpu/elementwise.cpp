@@ -151,11 +151,12 @@ template <class TIn, class TOut> void castLoop(const void *x, void *y, int64_t n
 
 
 /// Inverted dropout of n elements whose indices in the whole tensor are
-/// indexOf(0 .. n-1); false for an unsupported dtype.
+/// indexOf(0 .. n-1), drawn from random stream `stream`; false for an
+/// unsupported dtype.
 template <typename IndexOf>
 bool dropoutElements(int32_t dtype, const void *x, void *y, int64_t n,
-                            double rate, uint64_t seed, uint64_t step,
-                            IndexOf indexOf) {
+                     double rate, uint64_t seed, uint64_t step,
+                     uint64_t stream, IndexOf indexOf) {
   return visitFloat(dtype, [&](auto tag) {
     using T = decltype(tag);
     using C = typename Elem<T>::Compute;
@@ -165,7 +166,7 @@ bool dropoutElements(int32_t dtype, const void *x, void *y, int64_t n,
     C scale = rate < 1.0 ? C(1.0 / (1.0 - rate)) : C(0);
     for (int64_t i = 0; i < n; ++i) {
       double u = uniformOpen(
-          hash4(kDropoutDomain ^ seed, step, uint64_t(indexOf(i)), 0));
+          hash4(kDropoutDomain ^ seed, step, uint64_t(indexOf(i)), stream));
       bool keep = u >= rate;
       ys[i] = Elem<T>::store(keep ? C(Elem<T>::load(xs[i]) * scale) : C(0));
     }
@@ -259,7 +260,7 @@ void tessel_dropout(tessel_ctx *ctx, int32_t dtype, const void *x, void *y,
     setError(ctx, "tessel_dropout: rate %g outside [0, 1]", rate);
     return;
   }
-  if (!dropoutElements(dtype, x, y, n, rate, seed, step,
+  if (!dropoutElements(dtype, x, y, n, rate, seed, step, tessel_get_rng_stream(ctx),
                        [&](int64_t i) { return first + i; }))
     setError(ctx, "tessel_dropout: unsupported dtype %d", dtype);
 }
@@ -294,7 +295,8 @@ void tessel_dropout_block(tessel_ctx *ctx, int32_t dtype, const void *x,
     }
     return index;
   };
-  if (!dropoutElements(dtype, x, y, n, rate, seed, step, indexOf))
+  if (!dropoutElements(dtype, x, y, n, rate, seed, step, tessel_get_rng_stream(ctx),
+                       indexOf))
     setError(ctx, "tessel_dropout_block: unsupported dtype %d", dtype);
 }
 

@@ -53,6 +53,8 @@ struct tessel_ctx {
       commCounters[TESSEL_NUM_COLLECTIVES];
   uint64_t step = 0;
   uint64_t microbatch = 0;
+  /// tessel_set_rng_stream: 0 outside repeated layers.
+  uint64_t rngStream = 0;
   bool hasError = false;
   std::string error;
   tessel_counters counters{};
@@ -346,6 +348,7 @@ inline double uniformOpen(uint64_t h) {
 // caller reuses one seed for both.
 constexpr uint64_t kInitDomain = 0x74657373656c4950ull;    // "tesselIP"
 constexpr uint64_t kDropoutDomain = 0x74657373656c444full; // "tesselDO"
+constexpr uint64_t kStreamDomain = 0x74657373656c5253ull;  // "tesselRS"
 
 
 /// The argument checks tessel_attention and tessel_attention_grad share:

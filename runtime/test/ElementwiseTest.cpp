@@ -2,6 +2,8 @@
 
 #include "TestUtil.h"
 
+#include <set>
+
 using namespace tt;
 
 namespace {
@@ -242,6 +244,39 @@ TEST_F(ElementwiseTest, DropoutIsIndependentOfChunking) {
     auto next = runDropout(ctx, dtype, x, 0.3, 77, 6, 0);
     EXPECT_NE(next, whole);
   }
+}
+
+// A repeated layer's random stream (tessel_fold_in of its caller's and the
+// layer, for two levels of nesting) is distinct from the others and draws a
+// mask of its own; setting the stream back draws the first mask again.
+TEST_F(ElementwiseTest, DropoutStreamsDrawTheirOwnMasks) {
+  auto x = randomValues(TESSEL_F32, 4096, 0.5, 2, 3);
+  ASSERT_EQ(tessel_get_rng_stream(ctx), 0u);
+  auto outside = runDropout(ctx, TESSEL_F32, x, 0.5, 9, 1, 0);
+  std::vector<uint64_t> streams;
+  for (uint64_t caller : {uint64_t(0), tessel_fold_in(0, 1)})
+    for (int64_t layer = 0; layer < 3; ++layer)
+      streams.push_back(tessel_fold_in(caller, layer));
+  EXPECT_EQ(std::set<uint64_t>(streams.begin(), streams.end()).size(),
+            streams.size());
+  EXPECT_EQ(tessel_fold_in(streams[4], 2), tessel_fold_in(streams[4], 2));
+  std::vector<std::vector<double>> masks{outside};
+  for (uint64_t stream : streams) {
+    EXPECT_NE(stream, 0u);
+    tessel_set_rng_stream(ctx, stream);
+    EXPECT_EQ(tessel_get_rng_stream(ctx), stream);
+    masks.push_back(runDropout(ctx, TESSEL_F32, x, 0.5, 9, 1, 0));
+  }
+  // Each pair of masks agrees on about half the elements, not all.
+  for (size_t a = 0; a < masks.size(); ++a)
+    for (size_t b = a + 1; b < masks.size(); ++b) {
+      size_t same = 0;
+      for (size_t i = 0; i < x.size(); ++i)
+        same += (masks[a][i] == 0) == (masks[b][i] == 0);
+      EXPECT_NEAR(double(same) / double(x.size()), 0.5, 0.05) << a << " " << b;
+    }
+  tessel_set_rng_stream(ctx, 0);
+  EXPECT_EQ(runDropout(ctx, TESSEL_F32, x, 0.5, 9, 1, 0), outside);
 }
 
 TEST_F(ElementwiseTest, DropoutKeepsExpectedFraction) {

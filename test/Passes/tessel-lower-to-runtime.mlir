@@ -71,14 +71,45 @@ func.func @matmul(%a: tensor<2x3x4xf32>, %b: tensor<4x5xf32>) -> tensor<2x3x5xf3
 // CHECK: scf.for %[[L:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args
 // CHECK: arith.muli %[[L]], %{{.*}} : i64
 // CHECK: llvm.select
+// CHECK-NOT: rng_stream
 // CHECK: llvm.call @tessel_fn_layer(
 // CHECK: scf.yield
+// CHECK-NOT: rng_stream
+// CHECK: llvm.return
 func.func private @layer(%h: tensor<4xf32>, %w: tensor<4xf32>) -> tensor<4xf32> {
   %0 = nn.mul %h, %w : tensor<4xf32>
   return %0 : tensor<4xf32>
 }
 func.func @stack(%h: tensor<4xf32>, %w: tensor<3x4xf32>) -> tensor<4xf32> {
   %0 = nn.repeat @layer(%h) params(%w) : (tensor<4xf32>, tensor<3x4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// Tests that a repeat whose layer draws random bits (here through a nested
+// repeat) runs layer l on the random stream folded from its caller's and l,
+// and gives the caller its stream back after the loop.
+// CHECK-LABEL: llvm.func @tessel_fn_outer(
+// CHECK-SAME: %[[CTX:[^:]*]]: !llvm.ptr
+// CHECK: %[[CALLER:.*]] = llvm.call @tessel_get_rng_stream(%[[CTX]])
+// CHECK: scf.for %[[L:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args
+// CHECK: %[[STREAM:.*]] = llvm.call @tessel_fold_in(%[[CALLER]], %[[L]])
+// CHECK: llvm.call @tessel_set_rng_stream(%[[CTX]], %[[STREAM]])
+// CHECK: llvm.call @tessel_fn_inner(
+// CHECK: scf.yield
+// CHECK: llvm.call @tessel_set_rng_stream(%[[CTX]], %[[CALLER]])
+func.func private @drop(%h: tensor<4xf32>, %w: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = nn.mul %h, %w : tensor<4xf32>
+  %1 = nn.dropout %0 rate = 0.5 seed = 1 : tensor<4xf32>
+  return %1 : tensor<4xf32>
+}
+func.func private @inner(%h: tensor<4xf32>, %w: tensor<2x4xf32>) -> tensor<4xf32> {
+  %0 = nn.repeat @drop(%h) params(%w) : (tensor<4xf32>, tensor<2x4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+func.func @outer(%h: tensor<4xf32>, %w: tensor<3x2x4xf32>) -> tensor<4xf32> {
+  %0 = nn.repeat @inner(%h) params(%w) : (tensor<4xf32>, tensor<3x2x4xf32>) -> tensor<4xf32>
   return %0 : tensor<4xf32>
 }
 

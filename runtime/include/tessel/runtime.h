@@ -199,6 +199,19 @@ uint64_t tessel_get_step(const tessel_ctx *ctx);
 void tessel_set_microbatch(tessel_ctx *ctx, uint64_t microbatch);
 uint64_t tessel_get_microbatch(const tessel_ctx *ctx);
 
+/* The random stream the next kernels draw from (0 at creation): dropout's
+ * bits are a function of (seed, step, element, stream). Code outside any
+ * repeated layer draws from stream 0; layer l of an nn.repeat whose layer
+ * draws random bits runs on tessel_fold_in(caller's stream, l), so every
+ * layer of a repeat, nested ones included, draws its own masks, and a
+ * layer's backward and recomputation draw those of its forward (JAX's
+ * fold_in on a PRNG key). */
+void tessel_set_rng_stream(tessel_ctx *ctx, uint64_t stream);
+uint64_t tessel_get_rng_stream(const tessel_ctx *ctx);
+/* A stream derived from `stream` and `data`, distinct from both (a pure
+ * function). */
+uint64_t tessel_fold_in(uint64_t stream, int64_t data);
+
 /* The first error a kernel recorded on this context (e.g. a label out of
  * range), or null. Errors are sticky until tessel_clear_error. */
 const char *tessel_error(const tessel_ctx *ctx);
@@ -300,8 +313,9 @@ void tessel_cast(tessel_ctx *ctx, int32_t src_dtype, int32_t dst_dtype,
                  const void *x, void *y, int64_t n);
 
 /* Inverted dropout: y[i] = keep(i) ? x[i] / (1 - rate) : 0, where keep(i)
- * is a pure function of (seed, step, first + i) — counter-based, so every
- * partition of an element draws the same bit. */
+ * is a pure function of (seed, step, first + i, the context's random
+ * stream) — counter-based, so every partition of an element draws the same
+ * bit. */
 void tessel_dropout(tessel_ctx *ctx, int32_t dtype, const void *x, void *y,
                     int64_t n, double rate, uint64_t seed, uint64_t step,
                     int64_t first);
