@@ -334,49 +334,104 @@ TEST_F(TesselRunTest, LocalBatchNormTrainsAsOneDeviceWithMicrobatches) {
   }
 }
 
+/// Models with dropout, trained with SGD on one device and on meshes.
+class DropoutEquivalenceTest : public TesselRunTest {
+protected:
+  /// `example` with each `from` replaced by its `to`, written to `name`.
+  fs::path edited(const std::string &example,
+                  const std::vector<std::pair<std::string, std::string>> &edits,
+                  const std::string &name) {
+    std::string model =
+        readFile(std::string(TESSEL_EXAMPLES_DIR) + "/" + example);
+    for (const auto &[from, to] : edits) {
+      size_t at = model.find(from);
+      EXPECT_NE(at, std::string::npos) << from;
+      if (at != std::string::npos)
+        model.replace(at, from.size(), to);
+    }
+    fs::path source = dir / name;
+    std::ofstream(source) << model;
+    return source;
+  }
+
+  /// Trains `source` for the steps on one device and with each of
+  /// `meshFlags` (tessel-compile's flags: --mesh and more), expecting one
+  /// device's parameters and momenta.
+  void expectMeshesTrainAsOneDevice(const fs::path &source,
+                                    const std::vector<std::string> &meshFlags) {
+    auto train = [&](const std::string &flags, const std::string &name) {
+      std::string so = (dir / (name + ".so")).string();
+      RunResult c = runShell(
+          quote(std::string(TESSEL_BIN_DIR) + "/tessel-compile") + " " +
+          quote(source.string()) + " -o " + quote(so) + " " + sgd + flags);
+      EXPECT_EQ(c.exitCode, 0) << c.err;
+      std::string mesh;
+      std::smatch match;
+      if (std::regex_search(flags, match, std::regex("--mesh (\\S+)")))
+        mesh = " --mesh " + match[1].str();
+      RunResult r = run(quote(so) + mesh + " --steps " + std::to_string(steps) +
+                        " --quiet --save " +
+                        quote((dir / (name + ".safetensors")).string()));
+      EXPECT_EQ(r.exitCode, 0) << r.err;
+      EXPECT_EQ(r.err.find("runtime counters differ"), std::string::npos)
+          << r.err;
+      return readCheckpoint(dir / (name + ".safetensors"));
+    };
+    Checkpoint one = train("", "one");
+    ASSERT_FALSE(one.tensors.empty());
+    for (const std::string &flags : meshFlags) {
+      SCOPED_TRACE(flags);
+      std::string name = "mesh" + flags;
+      for (char &c : name)
+        if (!std::isalnum(static_cast<unsigned char>(c)))
+          c = '-';
+      Checkpoint split = train(" " + flags, name);
+      ASSERT_EQ(split.tensors.size(), one.tensors.size());
+      for (auto &[tensor, bytes] : one.tensors)
+        EXPECT_LE(scaledError(split.tensors[tensor], bytes, 1e-4), 1e-5)
+            << tensor;
+    }
+  }
+};
+
 /// Dropout split across ranks: each element draws the bit one device draws
 /// for it (by its index in the whole tensor), so the MLP with dropout after
 /// its GELU trains on dp=2 (a batch split), tp=2 (the hidden dimension
 /// split) and dp=2,tp=2 exactly as on one device.
-TEST_F(TesselRunTest, SplitDropoutTrainsAsOneDevice) {
-  std::string model = readFile(std::string(TESSEL_EXAMPLES_DIR) + "/mlp.mlir");
-  std::string gelu = "%a = nn.gelu %hb : tensor<32x1024xf32>";
-  size_t at = model.find(gelu);
-  ASSERT_NE(at, std::string::npos);
-  model.replace(at, gelu.size(),
-                "%g = nn.gelu %hb : tensor<32x1024xf32>\n"
-                "  %a = nn.dropout %g rate = 0.25 seed = 5 : "
-                "tensor<32x1024xf32>");
-  fs::path source = dir / "mlp_dropout.mlir";
-  std::ofstream(source) << model;
-  auto train = [&](const std::string &mesh, const std::string &name) {
-    std::string so = (dir / (name + ".so")).string();
-    RunResult c = runShell(
-        quote(std::string(TESSEL_BIN_DIR) + "/tessel-compile") + " " +
-        quote(source.string()) + " -o " + quote(so) + " " + sgd +
-        (mesh.empty() ? "" : " --mesh " + mesh));
-    EXPECT_EQ(c.exitCode, 0) << c.err;
-    RunResult r = run(quote(so) + (mesh.empty() ? "" : " --mesh " + mesh) +
-                      " --steps " + std::to_string(steps) + " --quiet --save " +
-                      quote((dir / (name + ".safetensors")).string()));
-    EXPECT_EQ(r.exitCode, 0) << r.err;
-    EXPECT_EQ(r.err.find("runtime counters differ"), std::string::npos)
-        << r.err;
-    return readCheckpoint(dir / (name + ".safetensors"));
-  };
-  Checkpoint one = train("", "one");
-  ASSERT_FALSE(one.tensors.empty());
-  for (const char *mesh : {"dp=2", "tp=2", "dp=2,tp=2"}) {
-    SCOPED_TRACE(mesh);
-    std::string name = std::string("mesh-") + mesh;
-    std::replace(name.begin(), name.end(), '=', '-');
-    std::replace(name.begin(), name.end(), ',', '-');
-    Checkpoint split = train(mesh, name);
-    ASSERT_EQ(split.tensors.size(), one.tensors.size());
-    for (auto &[tensor, bytes] : one.tensors)
-      EXPECT_LE(scaledError(split.tensors[tensor], bytes, 1e-4), 1e-5)
-          << tensor;
-  }
+TEST_F(DropoutEquivalenceTest, SplitDropoutTrainsAsOneDevice) {
+  fs::path source = edited(
+      "mlp.mlir",
+      {{"%a = nn.gelu %hb : tensor<32x1024xf32>",
+        "%g = nn.gelu %hb : tensor<32x1024xf32>\n"
+        "  %a = nn.dropout %g rate = 0.25 seed = 5 : tensor<32x1024xf32>"}},
+      "mlp_dropout.mlir");
+  expectMeshesTrainAsOneDevice(source,
+                               {"--mesh dp=2", "--mesh tp=2", "--mesh dp=2,tp=2"});
+}
+
+/// GPT-2's dropout (after the embeddings and on each residual branch, in
+/// every repeated block, each block drawing its own mask): with
+/// --sequence-parallel the residual dropouts run on the rank's block of the
+/// sequence, after the reduce-scatter, and the model still trains as one
+/// device on tp=2 and dp=2,tp=2 (and without SP on tp=2, where they run
+/// whole on every tp rank).
+TEST_F(DropoutEquivalenceTest, SequenceParallelDropoutTrainsAsOneDevice) {
+  const std::string act = "tensor<8x64x128xf32>";
+  fs::path source = edited(
+      "gpt.mlir",
+      {{"%h1 = nn.add %h, %o : " + act,
+        "%od = nn.dropout %o rate = 0.1 seed = 21 : " + act +
+            "\n  %h1 = nn.add %h, %od : " + act},
+       {"%h2 = nn.add %h1, %p : " + act,
+        "%pd = nn.dropout %p rate = 0.1 seed = 22 : " + act +
+            "\n  %h2 = nn.add %h1, %pd : " + act},
+       {"%x = nn.add %tok, %pos : " + act,
+        "%x0 = nn.add %tok, %pos : " + act +
+            "\n  %x = nn.dropout %x0 rate = 0.1 seed = 20 : " + act}},
+      "gpt_dropout.mlir");
+  expectMeshesTrainAsOneDevice(
+      source, {"--mesh tp=2", "--mesh tp=2 --sequence-parallel",
+               "--mesh dp=2,tp=2 --sequence-parallel"});
 }
 
 /// dp=2,tp=2 with one process per rank.
