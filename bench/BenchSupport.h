@@ -14,6 +14,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <stdexcept>
 #include <string>
@@ -25,6 +27,33 @@ namespace tessel::bench {
 /// A benchmark's failure: printed and exit 1.
 struct BenchError : std::runtime_error {
   using std::runtime_error::runtime_error;
+};
+
+/// The values of a command line's flags: value(i) is the argument after
+/// flag argv[i] (and moves i to it), number(i) that value as a positive
+/// number; each throws a BenchError naming the flag.
+class FlagReader {
+public:
+  FlagReader(int argc, char **argv) : argc(argc), argv(argv) {}
+
+  std::string value(int &i) const {
+    if (i + 1 >= argc)
+      throw BenchError(std::string(argv[i]) + " needs a value");
+    return argv[++i];
+  }
+
+  double number(int &i) const {
+    std::string flag = argv[i], text = value(i);
+    char *end = nullptr;
+    double v = std::strtod(text.c_str(), &end);
+    if (text.empty() || *end || !std::isfinite(v) || v <= 0)
+      throw BenchError(flag + " needs a positive number, got '" + text + "'");
+    return v;
+  }
+
+private:
+  int argc;
+  char **argv;
 };
 
 /// Seconds on a steady clock.

@@ -77,11 +77,7 @@ using tessel::run::ModelDesc;
 using tessel::run::RankRuntime;
 using tessel::run::TensorDesc;
 
-using tessel::bench::BatchPool;
-using tessel::bench::BenchError;
-using tessel::bench::median;
-using tessel::bench::now;
-using tessel::bench::TrainingState;
+using namespace tessel::bench;
 
 void progress(const std::string &line) {
   tessel::bench::progress("tessel-bench-parallel", line);
@@ -942,25 +938,13 @@ int64_t parseSize(const std::string &text) {
 Options parseArgs(int argc, char **argv) {
   Options o;
   bool meshGiven = false;
-  auto value = [&](int &i) -> std::string {
-    if (i + 1 >= argc)
-      throw BenchError(std::string(argv[i]) + " needs a value");
-    return argv[++i];
-  };
-  auto number = [&](int &i) {
-    std::string flag = argv[i], text = value(i);
-    char *end = nullptr;
-    double v = std::strtod(text.c_str(), &end);
-    if (text.empty() || *end || !std::isfinite(v) || v <= 0)
-      throw BenchError(flag + " needs a positive number, got '" + text + "'");
-    return v;
-  };
+  FlagReader flags(argc, argv);
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "-h" || arg == "--help") {
       usage(0);
     } else if (arg == "--mesh") {
-      std::string spec = value(i);
+      std::string spec = flags.value(i);
       if (!meshGiven)
         o.meshes.clear();
       meshGiven = true;
@@ -972,11 +956,11 @@ Options parseArgs(int argc, char **argv) {
       }
     } else if (arg == "--sizes") {
       o.sizes.clear();
-      for (const std::string &s : splitList(value(i)))
+      for (const std::string &s : splitList(flags.value(i)))
         o.sizes.push_back(parseSize(s));
     } else if (arg == "--groups") {
       o.groups.clear();
-      for (const std::string &g : splitList(value(i))) {
+      for (const std::string &g : splitList(flags.value(i))) {
         char *end = nullptr;
         long n = std::strtol(g.c_str(), &end, 10);
         if (g.empty() || *end || n < 2 || n > 1024)
@@ -986,11 +970,11 @@ Options parseArgs(int argc, char **argv) {
     } else if (arg == "--no-comm") {
       o.comm = false;
     } else if (arg == "--runs") {
-      o.runs = int(number(i));
+      o.runs = int(flags.number(i));
     } else if (arg == "--min-time") {
-      o.minTime = number(i);
+      o.minTime = flags.number(i);
     } else if (arg == "--seed") {
-      o.seed = uint64_t(std::strtoull(value(i).c_str(), nullptr, 10));
+      o.seed = uint64_t(std::strtoull(flags.value(i).c_str(), nullptr, 10));
     } else if (arg == "--no-header") {
       o.header = false;
     } else if (arg == "--verbose" || arg == "-v") {

@@ -98,11 +98,7 @@ using nlohmann::json;
 
 namespace {
 
-using tessel::bench::BatchPool;
-using tessel::bench::BenchError;
-using tessel::bench::median;
-using tessel::bench::now;
-using tessel::bench::TrainingState;
+using namespace tessel::bench;
 
 struct Options {
   std::vector<std::string> models;
@@ -872,29 +868,17 @@ void printTables(const std::vector<Result> &results, const Options &options) {
 
 Options parseArgs(int argc, char **argv) {
   Options o;
-  auto value = [&](int &i) -> std::string {
-    if (i + 1 >= argc)
-      throw BenchError(std::string(argv[i]) + " needs a value");
-    return argv[++i];
-  };
-  auto number = [&](int &i) {
-    std::string flag = argv[i], text = value(i);
-    char *end = nullptr;
-    double v = std::strtod(text.c_str(), &end);
-    if (text.empty() || *end || !std::isfinite(v) || v <= 0)
-      throw BenchError(flag + " needs a positive number, got '" + text + "'");
-    return v;
-  };
+  FlagReader flags(argc, argv);
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "-h" || arg == "--help")
       usage(0);
     else if (arg == "--runs")
-      o.runs = int(number(i));
+      o.runs = int(flags.number(i));
     else if (arg == "--min-time")
-      o.minTime = number(i);
+      o.minTime = flags.number(i);
     else if (arg == "--seed")
-      o.seed = uint64_t(std::strtoull(value(i).c_str(), nullptr, 10));
+      o.seed = uint64_t(std::strtoull(flags.value(i).c_str(), nullptr, 10));
     else if (arg == "--no-train")
       o.train = false;
     else if (arg == "--no-profile")
