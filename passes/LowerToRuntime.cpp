@@ -385,6 +385,7 @@ private:
           i64(static_cast<int64_t>(op.getSeed())), step, first});
     return success();
   }
+
   /// A rank's block of a split dropout: its first element in the whole
   /// tensor is microbatch · N plus, for each split dimension, the rank's
   /// group index over its axes times the block size times the whole
@@ -421,7 +422,6 @@ private:
           i64(static_cast<int64_t>(op.getSeed())), step, first});
     return success();
   }
-
 
   LogicalResult lowerBroadcast(nn::BroadcastOp op) {
     loc = op.getLoc();

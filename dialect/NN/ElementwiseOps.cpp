@@ -91,9 +91,9 @@ LogicalResult DropoutOp::verify() {
     if (!axes)
       return emitOpError() << "split_axes[" << dim
                            << "] must be an array<i16> of grid axes";
-    if (!llvm::is_sorted(axes.asArrayRef()) ||
-        std::adjacent_find(axes.asArrayRef().begin(), axes.asArrayRef().end()) !=
-            axes.asArrayRef().end())
+    ArrayRef<int16_t> list = axes.asArrayRef();
+    if (std::adjacent_find(list.begin(), list.end(),
+                           std::greater_equal<int16_t>()) != list.end())
       return emitOpError() << "split_axes[" << dim
                            << "] must list grid axes in ascending order";
     int64_t whole = (*global)[dim];

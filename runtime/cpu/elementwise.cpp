@@ -149,7 +149,6 @@ template <class TIn, class TOut> void castLoop(const void *x, void *y, int64_t n
   }
 }
 
-
 /// Inverted dropout of n elements whose indices in the whole tensor are
 /// indexOf(0 .. n-1), drawn from random stream `stream`; false for an
 /// unsupported dtype.
@@ -260,7 +259,8 @@ void tessel_dropout(tessel_ctx *ctx, int32_t dtype, const void *x, void *y,
     setError(ctx, "tessel_dropout: rate %g outside [0, 1]", rate);
     return;
   }
-  if (!dropoutElements(dtype, x, y, n, rate, seed, step, tessel_get_rng_stream(ctx),
+  if (!dropoutElements(dtype, x, y, n, rate, seed, step,
+                       tessel_get_rng_stream(ctx),
                        [&](int64_t i) { return first + i; }))
     setError(ctx, "tessel_dropout: unsupported dtype %d", dtype);
 }
@@ -295,8 +295,8 @@ void tessel_dropout_block(tessel_ctx *ctx, int32_t dtype, const void *x,
     }
     return index;
   };
-  if (!dropoutElements(dtype, x, y, n, rate, seed, step, tessel_get_rng_stream(ctx),
-                       indexOf))
+  if (!dropoutElements(dtype, x, y, n, rate, seed, step,
+                       tessel_get_rng_stream(ctx), indexOf))
     setError(ctx, "tessel_dropout_block: unsupported dtype %d", dtype);
 }
 
