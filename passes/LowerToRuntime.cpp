@@ -386,6 +386,22 @@ private:
     return success();
   }
 
+  /// The runtime's bit mask of grid `axes` (an op's `kind` axes: its
+  /// split or block axes), or an error on an axis the runtime lacks.
+  static FailureOr<uint32_t> gridAxesMask(Operation *op,
+                                          ArrayRef<int16_t> axes,
+                                          StringRef kind) {
+    uint32_t mask = 0;
+    for (int16_t axis : axes) {
+      if (axis < 0 || axis >= TESSEL_MAX_MESH_AXES)
+        return op->emitOpError() << "has " << kind << " axis " << axis
+                                 << " outside the runtime's "
+                                 << TESSEL_MAX_MESH_AXES << " mesh axes";
+      mask |= 1u << axis;
+    }
+    return mask;
+  }
+
   /// A rank's block of a split dropout: its first element in the whole
   /// tensor is microbatch · N plus, for each split dimension, the rank's
   /// group index over its axes times the block size times the whole
@@ -397,18 +413,14 @@ private:
     SmallVector<int64_t> strides = contiguousStrides(whole);
     Value first = LLVM::MulOp::create(b, loc, microbatch, i64(product(whole)));
     for (auto [dim, axesAttr] : llvm::enumerate(*op.getSplitAxes())) {
-      uint32_t mask = 0;
-      for (int16_t axis : cast<DenseI16ArrayAttr>(axesAttr).asArrayRef()) {
-        if (axis < 0 || axis >= TESSEL_MAX_MESH_AXES)
-          return op.emitOpError() << "has split axis " << axis
-                                  << " outside the runtime's "
-                                  << TESSEL_MAX_MESH_AXES << " mesh axes";
-        mask |= 1u << axis;
-      }
-      if (!mask)
+      FailureOr<uint32_t> mask = gridAxesMask(
+          op, cast<DenseI16ArrayAttr>(axesAttr).asArrayRef(), "split");
+      if (failed(mask))
+        return failure();
+      if (!*mask)
         continue;
       Value index = emit.call(b, loc, "tessel_group_index",
-                              {ctx, i32(static_cast<int32_t>(mask))},
+                              {ctx, i32(static_cast<int32_t>(*mask))},
                               b.getI64Type());
       Value offset = LLVM::MulOp::create(b, loc, index,
                                          i64(local[dim] * strides[dim]));
@@ -533,16 +545,11 @@ private:
     auto axes = op->getAttrOfType<DenseI16ArrayAttr>("block_axes");
     if (!axes)
       return std::make_pair(i64(0), i64(size));
-    uint32_t mask = 0;
-    for (int16_t axis : axes.asArrayRef()) {
-      if (axis < 0 || axis >= TESSEL_MAX_MESH_AXES)
-        return op->emitOpError() << "has block axis " << axis
-                                 << " outside the runtime's "
-                                 << TESSEL_MAX_MESH_AXES << " mesh axes";
-      mask |= 1u << axis;
-    }
+    FailureOr<uint32_t> mask = gridAxesMask(op, axes.asArrayRef(), "block");
+    if (failed(mask))
+      return failure();
     Type i64Type = b.getI64Type();
-    Value maskValue = i32(static_cast<int32_t>(mask));
+    Value maskValue = i32(static_cast<int32_t>(*mask));
     Value index =
         emit.call(b, loc, "tessel_group_index", {ctx, maskValue}, i64Type);
     Value groupSize =

@@ -128,10 +128,9 @@ protected:
   /// The model of `c` compiled for `c.mesh` ("" for one device), once per
   /// suite.
   static const Compiled &compiled(const Case &c) {
-    const std::string &model = c.model, &mesh = c.mesh;
-    bool sequenceParallel = c.sequenceParallel, adamw = c.adamw;
-    std::string key = model + " " + mesh + (sequenceParallel ? " sp" : "") +
-                      (adamw ? " adamw" : " sgd") + (c.f64 ? " f64" : "");
+    std::string key = c.model + " " + c.mesh +
+                      (c.sequenceParallel ? " sp" : "") +
+                      (c.adamw ? " adamw" : " sgd") + (c.f64 ? " f64" : "");
     auto it = compiledModels().find(key);
     if (it != compiledModels().end())
       return it->second;
@@ -141,14 +140,15 @@ protected:
     std::replace(name.begin(), name.end(), ',', '-');
     std::replace(name.begin(), name.end(), '=', '-');
     fs::path so = suiteDir / (name + ".so"), log = suiteDir / (name + ".log");
-    std::string flags = adamw ? "" : " " + sgd;
-    if (!mesh.empty())
-      flags += " --mesh " + mesh;
-    if (sequenceParallel)
+    std::string flags = c.adamw ? "" : " " + sgd;
+    if (!c.mesh.empty())
+      flags += " --mesh " + c.mesh;
+    if (c.sequenceParallel)
       flags += " --sequence-parallel";
+    std::string source = sourceOf(c.model, c.f64);
     std::string command =
         quote(std::string(TESSEL_BIN_DIR) + "/tessel-compile") + " " +
-        quote(sourceOf(model, c.f64)) +
+        quote(source) +
         " -o " + quote(so.string()) + flags + " >" + quote(log.string()) +
         " 2>&1";
     int status = std::system(command.c_str());
@@ -156,7 +156,7 @@ protected:
       std::string output = readFile(log);
       if (output.size() > 2000)
         output = "..." + output.substr(output.size() - 2000);
-      out.failure = "tessel-compile " + sourceOf(model, c.f64) + flags +
+      out.failure = "tessel-compile " + source + flags +
                   " failed (status " + std::to_string(status) +
                   "); these tests need the partitioning passes and "
                   "tessel-compile --mesh (issue 5):\n" +
@@ -290,54 +290,12 @@ std::vector<Case> meshCases() {
 INSTANTIATE_TEST_SUITE_P(Examples, ParallelEquivalenceTest,
                          ::testing::ValuesIn(meshCases()), caseName);
 
-/// --local-batchnorm: each dp rank normalises its own block of the batch
-/// (PyTorch's BatchNorm under DDP), which is what one device does with each
-/// block as a microbatch: bn_mlp (batch 64) on dp=2 with per-rank
-/// statistics trains as bn_mlp at batch 32 with --microbatches 2 (the
-/// same samples: rank r's block is microbatch r).
-TEST_F(TesselRunTest, LocalBatchNormTrainsAsOneDeviceWithMicrobatches) {
-  std::string model = readFile(std::string(TESSEL_EXAMPLES_DIR) + "/bn_mlp.mlir");
-  ASSERT_NE(model.find("tensor<64x"), std::string::npos);
-  std::string half = std::regex_replace(
-      model, std::regex("tensor<64(x|xi32>)"), "tensor<32$1");
-  fs::path halfModel = dir / "bn_mlp_half.mlir";
-  std::ofstream(halfModel) << half;
-  auto compile = [&](const fs::path &source, const std::string &flags,
-                     const std::string &so) {
-    RunResult r = runShell(
-        quote(std::string(TESSEL_BIN_DIR) + "/tessel-compile") + " " +
-        quote(source.string()) + " -o " + quote((dir / so).string()) + " " +
-        sgd + flags);
-    EXPECT_EQ(r.exitCode, 0) << r.err;
-    return (dir / so).string();
-  };
-  std::string one = compile(halfModel, "", "half.so");
-  std::string mesh =
-      compile(std::string(TESSEL_EXAMPLES_DIR) + "/bn_mlp.mlir",
-              " --mesh dp=2 --local-batchnorm", "local.so");
-  ASSERT_FALSE(HasFailure());
-  auto train = [&](const std::string &args, const std::string &name) {
-    RunResult r = run(args + " --steps " + std::to_string(steps) +
-                      " --quiet --save " + quote((dir / name).string()));
-    EXPECT_EQ(r.exitCode, 0) << r.err;
-    EXPECT_EQ(r.err.find("runtime counters differ"), std::string::npos)
-        << r.err;
-    return readCheckpoint(dir / name);
-  };
-  Checkpoint a = train(quote(mesh) + " --mesh dp=2", "local.safetensors");
-  Checkpoint b = train(quote(one) + " --microbatches 2", "one.safetensors");
-  ASSERT_FALSE(b.tensors.empty());
-  ASSERT_EQ(a.tensors.size(), b.tensors.size());
-  for (auto &[tensor, bytes] : b.tensors) {
-    ASSERT_TRUE(a.tensors.count(tensor)) << tensor;
-    EXPECT_LE(scaledError(a.tensors[tensor], bytes, 1e-4), 1e-5) << tensor;
-  }
-}
-
-/// Models with dropout, trained with SGD on one device and on meshes.
-class DropoutEquivalenceTest : public TesselRunTest {
+/// Variants of the examples, compiled with SGD and trained on one device
+/// and on meshes, compared tensor by tensor.
+class ModelVariantTest : public TesselRunTest {
 protected:
-  /// `example` with each `from` replaced by its `to`, written to `name`.
+  /// examples/`example` with each `from` replaced by its `to`, written to
+  /// `name`.
   fs::path edited(const std::string &example,
                   const std::vector<std::pair<std::string, std::string>> &edits,
                   const std::string &name) {
@@ -354,51 +312,78 @@ protected:
     return source;
   }
 
-  /// Trains `source` for the steps on one device and with each of
-  /// `meshFlags` (tessel-compile's flags: --mesh and more), expecting one
-  /// device's parameters and momenta.
+  /// `source` compiled with SGD and `compileFlags` (--mesh and more), then
+  /// trained for the steps by tessel-run with `runFlags`: its checkpoint.
+  Checkpoint train(const fs::path &source, const std::string &compileFlags,
+                   const std::string &runFlags, const std::string &name) {
+    std::string so = (dir / (name + ".so")).string();
+    RunResult c =
+        runShell(quote(std::string(TESSEL_BIN_DIR) + "/tessel-compile") + " " +
+                 quote(source.string()) + " -o " + quote(so) + " " + sgd +
+                 compileFlags);
+    EXPECT_EQ(c.exitCode, 0) << c.err;
+    fs::path checkpoint = dir / (name + ".safetensors");
+    RunResult r = run(quote(so) + runFlags + " --steps " +
+                      std::to_string(steps) + " --quiet --save " +
+                      quote(checkpoint.string()));
+    EXPECT_EQ(r.exitCode, 0) << r.err;
+    EXPECT_EQ(r.err.find("runtime counters differ"), std::string::npos)
+        << r.err;
+    return readCheckpoint(checkpoint);
+  }
+
+  /// Every tensor of `a` within the suite's tolerance of `b`'s.
+  static void expectSameTensors(Checkpoint &a, const Checkpoint &b) {
+    ASSERT_FALSE(b.tensors.empty());
+    ASSERT_EQ(a.tensors.size(), b.tensors.size());
+    for (auto &[tensor, bytes] : b.tensors) {
+      ASSERT_TRUE(a.tensors.count(tensor)) << tensor;
+      EXPECT_LE(scaledError(a.tensors[tensor], bytes, 1e-4), 1e-5) << tensor;
+    }
+  }
+
+  /// Trains `source` on one device and with each of `meshFlags`
+  /// (tessel-compile's flags: --mesh and more; the .so runs on the mesh it
+  /// was compiled for), expecting one device's parameters and momenta.
   void expectMeshesTrainAsOneDevice(const fs::path &source,
                                     const std::vector<std::string> &meshFlags) {
-    auto train = [&](const std::string &flags, const std::string &name) {
-      std::string so = (dir / (name + ".so")).string();
-      RunResult c = runShell(
-          quote(std::string(TESSEL_BIN_DIR) + "/tessel-compile") + " " +
-          quote(source.string()) + " -o " + quote(so) + " " + sgd + flags);
-      EXPECT_EQ(c.exitCode, 0) << c.err;
-      std::string mesh;
-      std::smatch match;
-      if (std::regex_search(flags, match, std::regex("--mesh (\\S+)")))
-        mesh = " --mesh " + match[1].str();
-      RunResult r = run(quote(so) + mesh + " --steps " + std::to_string(steps) +
-                        " --quiet --save " +
-                        quote((dir / (name + ".safetensors")).string()));
-      EXPECT_EQ(r.exitCode, 0) << r.err;
-      EXPECT_EQ(r.err.find("runtime counters differ"), std::string::npos)
-          << r.err;
-      return readCheckpoint(dir / (name + ".safetensors"));
-    };
-    Checkpoint one = train("", "one");
-    ASSERT_FALSE(one.tensors.empty());
+    Checkpoint one = train(source, "", "", "one");
     for (const std::string &flags : meshFlags) {
       SCOPED_TRACE(flags);
       std::string name = "mesh" + flags;
       for (char &c : name)
         if (!std::isalnum(static_cast<unsigned char>(c)))
           c = '-';
-      Checkpoint split = train(" " + flags, name);
-      ASSERT_EQ(split.tensors.size(), one.tensors.size());
-      for (auto &[tensor, bytes] : one.tensors)
-        EXPECT_LE(scaledError(split.tensors[tensor], bytes, 1e-4), 1e-5)
-            << tensor;
+      Checkpoint split = train(source, " " + flags, "", name);
+      expectSameTensors(split, one);
     }
   }
 };
+
+/// --local-batchnorm: each dp rank normalises its own block of the batch
+/// (PyTorch's BatchNorm under DDP), which is what one device does with each
+/// block as a microbatch: bn_mlp (batch 64) on dp=2 with per-rank
+/// statistics trains as bn_mlp at batch 32 with --microbatches 2 (the
+/// same samples: rank r's block is microbatch r).
+TEST_F(ModelVariantTest, LocalBatchNormTrainsAsOneDeviceWithMicrobatches) {
+  std::string model = readFile(std::string(TESSEL_EXAMPLES_DIR) + "/bn_mlp.mlir");
+  ASSERT_NE(model.find("tensor<64x"), std::string::npos);
+  std::string half = std::regex_replace(
+      model, std::regex("tensor<64(x|xi32>)"), "tensor<32$1");
+  fs::path halfModel = dir / "bn_mlp_half.mlir";
+  std::ofstream(halfModel) << half;
+  Checkpoint local =
+      train(std::string(TESSEL_EXAMPLES_DIR) + "/bn_mlp.mlir",
+            " --mesh dp=2 --local-batchnorm", " --mesh dp=2", "local");
+  Checkpoint one = train(halfModel, "", " --microbatches 2", "one");
+  expectSameTensors(local, one);
+}
 
 /// Dropout split across ranks: each element draws the bit one device draws
 /// for it (by its index in the whole tensor), so the MLP with dropout after
 /// its GELU trains on dp=2 (a batch split), tp=2 (the hidden dimension
 /// split) and dp=2,tp=2 exactly as on one device.
-TEST_F(DropoutEquivalenceTest, SplitDropoutTrainsAsOneDevice) {
+TEST_F(ModelVariantTest, SplitDropoutTrainsAsOneDevice) {
   fs::path source = edited(
       "mlp.mlir",
       {{"%a = nn.gelu %hb : tensor<32x1024xf32>",
@@ -415,7 +400,7 @@ TEST_F(DropoutEquivalenceTest, SplitDropoutTrainsAsOneDevice) {
 /// sequence, after the reduce-scatter, and the model still trains as one
 /// device on tp=2 and dp=2,tp=2 (and without SP on tp=2, where they run
 /// whole on every tp rank).
-TEST_F(DropoutEquivalenceTest, SequenceParallelDropoutTrainsAsOneDevice) {
+TEST_F(ModelVariantTest, SequenceParallelDropoutTrainsAsOneDevice) {
   const std::string act = "tensor<8x64x128xf32>";
   fs::path source = edited(
       "gpt.mlir",
