@@ -9,8 +9,8 @@
 #ifndef TESSEL_BENCH_BENCHSUPPORT_H
 #define TESSEL_BENCH_BENCHSUPPORT_H
 
-#include "Data.h"
-#include "Model.h"
+#include "runtime/launcher/Data.h"
+#include "runtime/launcher/Model.h"
 
 #include <algorithm>
 #include <chrono>

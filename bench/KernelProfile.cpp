@@ -8,7 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "KernelProfile.h"
+#include "bench/KernelProfile.h"
 
 #include "tessel/runtime.h"
 

@@ -37,13 +37,13 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "BenchSupport.h"
-#include "Data.h"
-#include "Distributed.h"
-#include "Error.h"
-#include "Mesh.h"
-#include "Model.h"
-#include "Training.h"
+#include "bench/BenchSupport.h"
+#include "runtime/launcher/Data.h"
+#include "runtime/launcher/Distributed.h"
+#include "runtime/launcher/Error.h"
+#include "runtime/launcher/MeshBlocks.h"
+#include "runtime/launcher/Model.h"
+#include "runtime/launcher/Training.h"
 
 #include "tessel/runtime.h"
 

@@ -37,16 +37,17 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "BenchSupport.h"
-#include "Data.h"
-#include "Error.h"
-#include "KernelProfile.h"
-#include "Model.h"
-#include "Training.h"
+#include "bench/BenchSupport.h"
+#include "bench/KernelProfile.h"
+#include "runtime/launcher/Data.h"
+#include "runtime/launcher/Error.h"
+#include "runtime/launcher/Model.h"
+#include "runtime/launcher/Training.h"
 
 #include "dialect/NN/NNDialect.h"
 #include "dialect/NN/NNOps.h"
 #include "passes/Passes.h"
+#include "passes/Pipelines.h"
 #include "passes/RuntimeTypes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -231,17 +232,16 @@ ModelInfo analyse(const std::string &path, bool train, MLIRContext &context) {
   OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
   if (!module)
     throw BenchError(path + ": does not parse or verify (see above)");
-  // What tessel-compile runs before lowering, so the GEMM lists are the ones
-  // the runtime executes: the training step with its default options (the
-  // module's nn.train, else AdamW), then canonicalize + cse.
+  // What tessel-compile runs before lowering (the plan pipeline), so the
+  // GEMM lists are the ones the runtime executes: the training step with its
+  // default options (the module's nn.train, else AdamW), canonicalize, cse
+  // and the memory plan.
+  tessel::CompilePipelineOptions options;
+  options.train = train;
   PassManager pm(&context);
-  if (train)
-    pm.addPass(tessel::createAutodiffPass(tessel::AutodiffPassOptions{}));
-  pm.addPass(createCanonicalizerPass());
-  pm.addPass(createCSEPass());
+  tessel::buildPlanPipeline(pm, options);
   if (failed(pm.run(*module)))
-    throw BenchError(path + ": " + (train ? "tessel-autodiff, " : "") +
-                     "canonicalize/cse failed (see above)");
+    throw BenchError(path + ": the plan pipeline failed (see above)");
 
   func::FuncOp model, backward, update;
   for (auto func : module->getOps<func::FuncOp>()) {
@@ -281,7 +281,7 @@ ModelInfo analyse(const std::string &path, bool train, MLIRContext &context) {
 //===--- 2. The compiled model -------------------------------------------===//
 //
 // Compiled, loaded, initialised, fed and stepped exactly as tessel-run does it
-// (tools/tessel-run: TesselLauncher).
+// (runtime/launcher: TesselLauncher).
 
 /// The model's arena, parameters initialised, optimizer state zeroed and one
 /// synthetic batch written, ready for repeated steps.

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/Passes.h"
+#include "passes/TrainSettings.h"
 
 #include "dialect/NN/NNInterfaces.h"
 #include "dialect/NN/NNOps.h"
@@ -33,185 +34,6 @@ using namespace mlir;
 using namespace tessel;
 
 namespace {
-
-//===----------------------------------------------------------------------===//
-// Optimizer settings
-//===----------------------------------------------------------------------===//
-
-/// What the training step is compiled with; PyTorch's defaults.
-struct TrainConfig {
-  std::string optimizer = "adamw";
-  double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
-  std::optional<double> weightDecay; // AdamW 0.01, else 0
-  double momentum = 0.0;
-  bool nesterov = false;
-  std::string schedule = "constant";
-  int64_t warmup = 0;
-  double minLr = 0.0;
-  int64_t totalSteps = 0;
-  double clip = 0.0;
-  std::string recompute = "none";
-
-  double getWeightDecay() const {
-    return weightDecay.value_or(optimizer == "adamw" ? 0.01 : 0.0);
-  }
-
-  /// The state tensors one parameter needs, by suffix of its name.
-  SmallVector<StringRef> stateNames() const {
-    if (optimizer == "sgd")
-      return momentum != 0.0 ? SmallVector<StringRef>{"momentum"}
-                             : SmallVector<StringRef>{};
-    return {"m", "v"};
-  }
-
-  DictionaryAttr toAttr(MLIRContext *ctx) const {
-    Builder b(ctx);
-    return b.getDictionaryAttr({
-        b.getNamedAttr("optimizer", b.getStringAttr(optimizer)),
-        b.getNamedAttr("lr", b.getF64FloatAttr(lr)),
-        b.getNamedAttr("beta1", b.getF64FloatAttr(beta1)),
-        b.getNamedAttr("beta2", b.getF64FloatAttr(beta2)),
-        b.getNamedAttr("eps", b.getF64FloatAttr(eps)),
-        b.getNamedAttr("weight_decay", b.getF64FloatAttr(getWeightDecay())),
-        b.getNamedAttr("momentum", b.getF64FloatAttr(momentum)),
-        b.getNamedAttr("nesterov", b.getBoolAttr(nesterov)),
-        b.getNamedAttr("schedule", b.getStringAttr(schedule)),
-        b.getNamedAttr("warmup", b.getI64IntegerAttr(warmup)),
-        b.getNamedAttr("min_lr", b.getF64FloatAttr(minLr)),
-        b.getNamedAttr("total_steps", b.getI64IntegerAttr(totalSteps)),
-        b.getNamedAttr("clip", b.getF64FloatAttr(clip)),
-        b.getNamedAttr("recompute", b.getStringAttr(recompute)),
-    });
-  }
-};
-
-/// Reads the module's nn.train dictionary into `config`.
-LogicalResult readTrainAttr(ModuleOp module, DictionaryAttr dict,
-                            TrainConfig &config) {
-  for (NamedAttribute entry : dict) {
-    StringRef key = entry.getName().getValue();
-    Attribute value = entry.getValue();
-    auto number = [&](auto &field) -> LogicalResult {
-      if (auto f = dyn_cast<FloatAttr>(value)) {
-        field = f.getValueAsDouble();
-        return success();
-      }
-      if (auto i = dyn_cast<IntegerAttr>(value)) {
-        field = static_cast<double>(i.getInt());
-        return success();
-      }
-      return module.emitError() << "nn.train: '" << key
-                                << "' must be a number, got " << value;
-    };
-    auto integer = [&](int64_t &field) -> LogicalResult {
-      if (auto i = dyn_cast<IntegerAttr>(value)) {
-        field = i.getInt();
-        return success();
-      }
-      return module.emitError() << "nn.train: '" << key
-                                << "' must be an integer, got " << value;
-    };
-    auto string = [&](std::string &field) -> LogicalResult {
-      if (auto s = dyn_cast<StringAttr>(value)) {
-        field = s.getValue().str();
-        return success();
-      }
-      return module.emitError() << "nn.train: '" << key
-                                << "' must be a string, got " << value;
-    };
-    LogicalResult read = success();
-    if (key == "optimizer")
-      read = string(config.optimizer);
-    else if (key == "lr")
-      read = number(config.lr);
-    else if (key == "beta1")
-      read = number(config.beta1);
-    else if (key == "beta2")
-      read = number(config.beta2);
-    else if (key == "eps")
-      read = number(config.eps);
-    else if (key == "weight_decay") {
-      double decay = 0;
-      read = number(decay);
-      config.weightDecay = decay;
-    } else if (key == "momentum")
-      read = number(config.momentum);
-    else if (key == "nesterov") {
-      auto flag = dyn_cast<BoolAttr>(value);
-      if (!flag)
-        return module.emitError()
-               << "nn.train: 'nesterov' must be true or false, got " << value;
-      config.nesterov = flag.getValue();
-    } else if (key == "schedule")
-      read = string(config.schedule);
-    else if (key == "warmup")
-      read = integer(config.warmup);
-    else if (key == "min_lr")
-      read = number(config.minLr);
-    else if (key == "total_steps")
-      read = integer(config.totalSteps);
-    else if (key == "clip")
-      read = number(config.clip);
-    else if (key == "recompute")
-      read = string(config.recompute);
-    else
-      return module.emitError()
-             << "nn.train: unknown setting '" << key
-             << "' (known: optimizer, lr, beta1, beta2, eps, weight_decay, "
-                "momentum, nesterov, schedule, warmup, min_lr, total_steps, "
-                "clip, recompute)";
-    if (failed(read))
-      return failure();
-  }
-  return success();
-}
-
-/// Checks the settings the way torch.optim does, with the name of the
-/// setting at fault.
-LogicalResult validate(ModuleOp module, TrainConfig &config) {
-  if (config.schedule == "warmup-cosine")
-    config.schedule = "warmup_cosine";
-  auto fail = [&]() { return module.emitError() << "training settings: "; };
-  if (config.optimizer != "sgd" && config.optimizer != "adam" &&
-      config.optimizer != "adamw")
-    return fail() << "unknown optimizer '" << config.optimizer
-                  << "'; expected sgd, adam or adamw";
-  if (config.schedule != "constant" && config.schedule != "warmup_cosine")
-    return fail() << "unknown learning-rate schedule '" << config.schedule
-                  << "'; expected constant or warmup-cosine";
-  if (config.recompute != "none" && config.recompute != "selective" &&
-      config.recompute != "full")
-    return fail() << "unknown recompute policy '" << config.recompute
-                  << "'; expected none, selective or full";
-  if (!(config.lr >= 0))
-    return fail() << "lr must be >= 0, got " << config.lr;
-  if (!(config.beta1 >= 0 && config.beta1 < 1) ||
-      !(config.beta2 >= 0 && config.beta2 < 1))
-    return fail() << "beta1 and beta2 must lie in [0, 1), got "
-                  << config.beta1 << " and " << config.beta2;
-  if (!(config.eps > 0))
-    return fail() << "eps must be > 0, got " << config.eps;
-  if (!(config.getWeightDecay() >= 0))
-    return fail() << "weight_decay must be >= 0, got "
-                  << config.getWeightDecay();
-  if (!(config.momentum >= 0))
-    return fail() << "momentum must be >= 0, got " << config.momentum;
-  if (config.nesterov && (config.optimizer != "sgd" || config.momentum <= 0))
-    return fail() << "nesterov needs sgd with momentum > 0";
-  if (config.warmup < 0)
-    return fail() << "warmup must be >= 0, got " << config.warmup;
-  if (!(config.minLr >= 0))
-    return fail() << "min_lr must be >= 0, got " << config.minLr;
-  if (config.schedule == "warmup_cosine" &&
-      config.totalSteps <= config.warmup)
-    return fail() << "the warmup-cosine schedule needs total_steps ("
-                  << config.totalSteps << ") > warmup (" << config.warmup
-                  << ")";
-  if (!(config.clip >= 0))
-    return fail() << "clip must be >= 0 (0: no clipping), got "
-                  << config.clip;
-  return success();
-}
 
 //===----------------------------------------------------------------------===//
 // Reverse mode
@@ -640,6 +462,10 @@ ReverseMode::differentiateRepeat(nn::RepeatOp op, ArrayRef<Value> cotangents,
 
 struct AutodiffPass : public tessel::impl::AutodiffPassBase<AutodiffPass> {
   using Base::Base;
+  // The setting options register themselves; a copy gets fresh ones, whose
+  // values Pass::clone copies.
+  AutodiffPass(const AutodiffPass &other)
+      : AutodiffPassBase(other), unknownSettings(other.unknownSettings) {}
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
@@ -674,46 +500,57 @@ struct AutodiffPass : public tessel::impl::AutodiffPassBase<AutodiffPass> {
       return signalPassFailure();
     buildUpdate(model, *trained, config, symbols, backwardFunction);
     module->setAttr(nn::NNDialect::kTrainAttrName,
-                    config.toAttr(module.getContext()));
+                    trainConfigToAttr(module.getContext(), config));
   }
 
+  /// The settings: the module's nn.train, then the options given.
   LogicalResult resolveConfig(ModuleOp module, TrainConfig &config) {
     if (auto dict = module->getAttrOfType<DictionaryAttr>(
             nn::NNDialect::kTrainAttrName))
       if (failed(readTrainAttr(module, dict, config)))
         return failure();
-    if (!optimizer.empty())
-      config.optimizer = optimizer;
-    auto set = [](double option, double &field) {
-      if (option >= 0)
-        field = option;
-    };
-    set(lr, config.lr);
-    set(beta1, config.beta1);
-    set(beta2, config.beta2);
-    set(eps, config.eps);
-    if (weightDecay >= 0)
-      config.weightDecay = weightDecay;
-    set(momentum, config.momentum);
-    if (!nesterov.empty()) {
-      if (nesterov != "true" && nesterov != "false")
-        return module.emitError() << "training settings: nesterov must be "
-                                     "true or false, got '"
-                                  << nesterov << "'";
-      config.nesterov = nesterov == "true";
-    }
-    if (!schedule.empty())
-      config.schedule = schedule;
-    if (warmup >= 0)
-      config.warmup = warmup;
-    set(minLr, config.minLr);
-    if (totalSteps >= 0)
-      config.totalSteps = totalSteps;
-    set(clip, config.clip);
-    if (!recompute.empty())
-      config.recompute = recompute;
-    return validate(module, config);
+    TrainSettingTexts given;
+    for (auto [setting, option] : llvm::zip(trainSettings(), settingOptions()))
+      if (option->hasValue())
+        given.emplace_back(setting.key, option->getValue());
+    given.insert(given.end(), unknownSettings.begin(), unknownSettings.end());
+    if (failed(applyTrainSettings(module, given, config)))
+      return failure();
+    config.resolveDefaults();
+    return checkTrainConfig(module, config);
   }
+
+  // One option per training setting (runtime/config/TrainSettings.def),
+  // with its flag name: tessel-autodiff{lr=3e-4 optimizer=sgd}.
+#define TESSEL_TRAIN_SETTING(Field, Type, Key, Flag, Kind, Default, Choices,   \
+                             Noun, Help)                                       \
+  Option<std::string> Field##Option{*this, Flag, llvm::cl::desc(Help)};
+#include "runtime/config/TrainSettings.def"
+
+  /// The setting options, in trainSettings() order.
+  std::vector<Option<std::string> *> settingOptions() {
+    return {
+#define TESSEL_TRAIN_SETTING(Field, Type, Key, Flag, Kind, Default, Choices,   \
+                             Noun, Help)                                       \
+  &Field##Option,
+#include "runtime/config/TrainSettings.def"
+    };
+  }
+
+  /// Sets the options from `settings` (by key or flag name; an unknown one
+  /// is reported when the pass runs).
+  void setOptions(const TrainSettingTexts &settings) {
+    for (const auto &[name, text] : settings) {
+      const TrainSetting *setting = findTrainSetting(name);
+      if (!setting) {
+        unknownSettings.push_back({name, text});
+        continue;
+      }
+      *settingOptions()[setting - trainSettings().data()] = text;
+    }
+  }
+  /// Names setOptions did not know, reported when the pass runs.
+  TrainSettingTexts unknownSettings;
 
   /// @f_backward; returns the indices (into @f's arguments) of the
   /// parameters the loss depends on.
@@ -798,7 +635,7 @@ struct AutodiffPass : public tessel::impl::AutodiffPassBase<AutodiffPass> {
     MLIRContext *ctx = &getContext();
     OpBuilder b(ctx);
     Location loc = model.getLoc();
-    SmallVector<StringRef> stateNames = config.stateNames();
+    std::vector<std::string> stateNames = config.stateNames();
     SmallVector<Type> argTypes;
     SmallVector<DictionaryAttr> argAttrs;
     auto axesOf = [&](unsigned index) {
@@ -824,7 +661,7 @@ struct AutodiffPass : public tessel::impl::AutodiffPassBase<AutodiffPass> {
       argAttrs.push_back(b.getDictionaryAttr(attrs));
     }
     for (unsigned index : trained)
-      for (StringRef state : stateNames) {
+      for (const std::string &state : stateNames) {
         argTypes.push_back(stateType(model.getArgumentTypes()[index]));
         SmallVector<NamedAttribute> attrs = axesOf(index);
         attrs.push_back(b.getNamedAttr(
@@ -908,7 +745,7 @@ struct AutodiffPass : public tessel::impl::AutodiffPassBase<AutodiffPass> {
         b.getNamedAttr("beta2", b.getF64FloatAttr(config.beta2)),
         b.getNamedAttr("eps", b.getF64FloatAttr(config.eps)),
         b.getNamedAttr("weight_decay",
-                       b.getF64FloatAttr(config.getWeightDecay())),
+                       b.getF64FloatAttr(config.effectiveWeightDecay())),
         b.getNamedAttr("momentum", b.getF64FloatAttr(config.momentum)),
         b.getNamedAttr("schedule", nn::LrScheduleAttr::get(ctx, schedule)),
         b.getNamedAttr("warmup", b.getI64IntegerAttr(config.warmup)),
@@ -930,3 +767,10 @@ struct AutodiffPass : public tessel::impl::AutodiffPassBase<AutodiffPass> {
 };
 
 } // namespace
+
+std::unique_ptr<Pass>
+tessel::createAutodiffPass(const TrainSettingTexts &settings) {
+  auto pass = std::make_unique<AutodiffPass>();
+  pass->setOptions(settings);
+  return pass;
+}

@@ -1035,7 +1035,7 @@ int64_t globalDimSize(Value value, unsigned dim,
   if (auto axes = dyn_cast<ArrayAttr>(sharding[dim]))
     for (auto name : axes.getAsValueRange<StringAttr>())
       if (std::optional<int16_t> axis = mesh->axisIndex(name))
-        size *= mesh->sizes[*axis];
+        size *= mesh->shape[*axis];
   return size;
 }
 
@@ -1058,8 +1058,8 @@ std::optional<int64_t> valueLimit(Value arg,
           cast<RankedTensorType>(user->getOperand(0).getType()).getShape().back();
       if (auto axes = user->getAttrOfType<DenseI16ArrayAttr>("block_axes"))
         for (int16_t axis : axes.asArrayRef())
-          if (mesh && axis >= 0 && axis < static_cast<int16_t>(mesh->sizes.size()))
-            classes *= mesh->sizes[axis];
+          if (mesh && axis >= 0 && axis < static_cast<int16_t>(mesh->shape.size()))
+            classes *= mesh->shape[axis];
       return classes;
     }
     // Views and data movement keep the values (ids gathered along the
@@ -1195,7 +1195,7 @@ struct LowerToRuntimePass
     // A partitioned model: its mesh, and per tensor the global shape and
     // the axes that split it (the arena holds the local shard).
     FailureOr<std::optional<Mesh>> meshOrFailure =
-        Mesh::fromModule(getOperation());
+        meshFromModule(getOperation());
     if (failed(meshOrFailure))
       return failure();
     const std::optional<Mesh> &mesh = *meshOrFailure;
@@ -1242,11 +1242,11 @@ struct LowerToRuntimePass
             func.emitOpError()
                 << what << ": '" << nn::NNDialect::kShardingAttrName << "' "
                 << sharding << " must name, per dimension, distinct axes of "
-                << "the mesh (" << llvm::join(mesh->names, ", ") << ")";
+                << "the mesh (" << llvm::join(mesh->axes, ", ") << ")";
             badSharding = true;
             return;
           }
-          global[dim] *= mesh->sizes[*index];
+          global[dim] *= mesh->shape[*index];
           names.push_back(name.getValue().str());
           split = true;
         }
@@ -1519,8 +1519,8 @@ struct LowerToRuntimePass
         {"tensors", std::move(tensors)}};
     if (mesh) {
       description["mesh"] =
-          llvm::json::Object{{"axes", llvm::json::Array(mesh->names)},
-                             {"shape", llvm::json::Array(mesh->sizes)}};
+          llvm::json::Object{{"axes", llvm::json::Array(mesh->axes)},
+                             {"shape", llvm::json::Array(mesh->shape)}};
       // What one call of each entry communicates: the launcher's counters
       // after a step equal backward × microbatches + update.
       llvm::json::Object collectives;
@@ -1530,7 +1530,7 @@ struct LowerToRuntimePass
              communication::countCollectives(func, *mesh)) {
           llvm::json::Array axes;
           for (int16_t axis : communication::axesOfMask(traffic.axes))
-            axes.push_back(mesh->names[axis]);
+            axes.push_back(mesh->axes[axis]);
           list.push_back(llvm::json::Object{
               {"kind", communication::collectiveName(traffic.kind).str()},
               {"axes", std::move(axes)},

@@ -114,7 +114,7 @@ FailureOr<DimSharding> Partitioner::readSharding(Operation *where,
       return where->emitOpError()
              << "dimension " << dim << " of size " << tensor.getDimSize(dim)
              << " does not split evenly over mesh axes '"
-             << mesh.describe(axes) << "' of size " << mesh.groupSize(axes);
+             << mesh.axesText(axes) << "' of size " << mesh.groupSize(axes);
   return *sharding;
 }
 
@@ -157,7 +157,7 @@ Value Partitioner::reduceScatter(Location loc, Value input,
 
 Value Partitioner::allGather(Location loc, Value input, int16_t axis,
                              int64_t dim) {
-  int64_t group = mesh.sizes[axis];
+  int64_t group = mesh.shape[axis];
   if (group == 1)
     return input;
   return shard::AllGatherOp::create(
@@ -167,7 +167,7 @@ Value Partitioner::allGather(Location loc, Value input, int16_t axis,
 
 Value Partitioner::allSlice(Location loc, Value input, int16_t axis,
                             int64_t dim) {
-  int64_t group = mesh.sizes[axis];
+  int64_t group = mesh.shape[axis];
   if (group == 1)
     return input;
   return shard::AllSliceOp::create(builder, loc,
@@ -178,7 +178,7 @@ Value Partitioner::allSlice(Location loc, Value input, int16_t axis,
 
 Value Partitioner::allToAll(Location loc, Value input, int16_t axis,
                             int64_t splitDim, int64_t concatDim) {
-  int64_t group = mesh.sizes[axis];
+  int64_t group = mesh.shape[axis];
   if (group == 1)
     return input;
   RankedTensorType type =
@@ -316,7 +316,7 @@ static LogicalResult checkSplitLoops(Operation *op, const Mesh &mesh,
     if (llvm::is_contained(unsplittable, static_cast<int64_t>(loop)))
       return op->emitOpError() << "loop " << loop
                                << " must stay whole but is split over '"
-                               << mesh.describe(axes) << "'";
+                               << mesh.axesText(axes) << "'";
     for (AffineMap map : maps)
       for (AffineExpr expr : map.getResults()) {
         if (!llvm::is_contained(loopsOf(expr), loop) ||
@@ -835,7 +835,7 @@ struct PartitionPass : tessel::impl::PartitionPassBase<PartitionPass> {
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    FailureOr<std::optional<Mesh>> mesh = Mesh::fromModule(module);
+    FailureOr<std::optional<Mesh>> mesh = meshFromModule(module);
     if (failed(mesh))
       return signalPassFailure();
     if (!*mesh) {

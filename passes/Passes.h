@@ -4,6 +4,7 @@
 #define TESSEL_PASSES_PASSES_H
 
 #include "dialect/NN/NNDialect.h"
+#include "passes/TrainSettings.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -18,6 +19,10 @@ namespace tessel {
 
 #define GEN_PASS_DECL
 #include "passes/Passes.h.inc"
+
+/// tessel-autodiff with training settings given as text (by key or flag
+/// name), as its options take them: {{"lr", "3e-4"}, {"optimizer", "sgd"}}.
+std::unique_ptr<mlir::Pass> createAutodiffPass(const TrainSettingTexts &settings);
 
 #define GEN_PASS_REGISTRATION
 #include "passes/Passes.h.inc"

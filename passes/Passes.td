@@ -32,7 +32,11 @@ def AutodiffPass : Pass<"tessel-autodiff", "mlir::ModuleOp"> {
 
     The optimizer comes from the options, else from the module's `nn.train`
     dictionary, else PyTorch's AdamW defaults; the resolved settings are
-    written back to `nn.train`.
+    written back to `nn.train`. The options are the training settings of
+    `runtime/config/TrainSettings.def`, one per setting under its flag name
+    (`tessel-autodiff{optimizer=sgd lr=0.1 momentum=0.9}`), declared by the
+    pass from that list so that tessel-compile, tessel-run and the pass
+    share one.
 
     Before:
     ```mlir
@@ -63,30 +67,6 @@ def AutodiffPass : Pass<"tessel-autodiff", "mlir::ModuleOp"> {
     }
     ```
   }];
-  let options = [
-    Option<"optimizer", "optimizer", "std::string", /*default=*/"\"\"",
-           "sgd, adam or adamw (default: nn.train, else adamw)">,
-    Option<"lr", "lr", "double", /*default=*/"-1", "Peak learning rate (default 1e-3)">,
-    Option<"beta1", "beta1", "double", /*default=*/"-1", "Adam beta1 (0.9)">,
-    Option<"beta2", "beta2", "double", /*default=*/"-1", "Adam beta2 (0.999)">,
-    Option<"eps", "eps", "double", /*default=*/"-1", "Adam epsilon (1e-8)">,
-    Option<"weightDecay", "weight-decay", "double", /*default=*/"-1",
-           "Weight decay (AdamW 0.01, else 0)">,
-    Option<"momentum", "momentum", "double", /*default=*/"-1", "SGD momentum (0)">,
-    Option<"nesterov", "nesterov", "std::string", /*default=*/"\"\"",
-           "SGD with Nesterov momentum: true or false (false)">,
-    Option<"schedule", "schedule", "std::string", /*default=*/"\"\"",
-           "Learning-rate schedule: constant or warmup-cosine (constant)">,
-    Option<"warmup", "warmup", "int64_t", /*default=*/"-1", "Warm-up steps (0)">,
-    Option<"minLr", "min-lr", "double", /*default=*/"-1",
-           "Learning rate at the end of the cosine decay (0)">,
-    Option<"totalSteps", "total-steps", "int64_t", /*default=*/"-1",
-           "Steps of the whole run, where the cosine decay ends">,
-    Option<"clip", "clip", "double", /*default=*/"-1",
-           "Global gradient-norm clipping threshold (0: none)">,
-    Option<"recompute", "recompute", "std::string", /*default=*/"\"\"",
-           "Activation recomputation of repeated layers: none, selective or full (none)">
-  ];
   let dependentDialects = ["tessel::nn::NNDialect", "mlir::func::FuncDialect"];
 }
 
@@ -116,6 +96,29 @@ def ReportCostPass : Pass<"tessel-report-cost", "mlir::ModuleOp"> {
            "Report every op, not only the function totals">
   ];
   let dependentDialects = ["tessel::nn::NNDialect"];
+}
+
+def ReportCommunicationPass
+    : Pass<"tessel-report-communication", "mlir::ModuleOp"> {
+  let summary = "Print what each rank of a lowered model communicates per step";
+  let description = [{
+    Reads the model description that `tessel-lower-to-runtime` writes into
+    the module (`__tessel_model_json`: the mesh and, per entry, the
+    collectives one call runs) and prints the table of
+    `tessel-compile --report`: per entry and collective the calls, the
+    payload bytes (what the runtime's counters show after a step) and the
+    bytes a rank sends with the ring algorithms, then one step's total. A
+    model on one device prints nothing; a module that was not lowered is an
+    error.
+
+    On `tessel-pipeline="mesh=dp=2"` of the MLP (the IR is unchanged):
+    ```
+      communication per rank (mesh dp=2)
+        entry     collective      axes         calls            bytes       ring bytes
+        backward  all_reduce      dp               1          3248200          3248200
+        step (backward+update)                     1          3248200          3248200
+    ```
+  }];
 }
 
 def PlanMemoryPass : Pass<"tessel-plan-memory", "mlir::ModuleOp"> {

@@ -198,7 +198,7 @@ LogicalResult Propagator::seed(ModuleOp module,
         return where() << ": dimension " << dim << " of size "
                        << tensor.getDimSize(dim)
                        << " does not split evenly over mesh axes '"
-                       << mesh.describe(axes) << "' of size " << group;
+                       << mesh.axesText(axes) << "' of size " << group;
     }
     shardings[arg] = sharding;
     annotated.insert(arg);
@@ -323,7 +323,7 @@ void Propagator::decide(Operation *op) {
         loopSharding[*loop] = axes;
         llvm::append_range(used, axes);
         if (!axes.empty())
-          os << "; loop " << *loop << " over '" << mesh.describe(axes)
+          os << "; loop " << *loop << " over '" << mesh.axesText(axes)
              << "' pinned by in-place operand #" << init.getOperandNumber();
       }
     }
@@ -339,7 +339,7 @@ void Propagator::decide(Operation *op) {
     if (loopSharding[p.loop] == p.axes)
       continue;
     if (explain)
-      os << "; loop " << p.loop << " over '" << mesh.describe(p.axes)
+      os << "; loop " << p.loop << " over '" << mesh.axesText(p.axes)
          << "' asked by " << describeValue(p.valueIndex)
          << (p.userAnnotated ? " (user annotation)" : "");
     if (llvm::is_contained(unsplittable, static_cast<int64_t>(p.loop))) {
@@ -352,7 +352,7 @@ void Propagator::decide(Operation *op) {
     }
     if (!loopSharding[p.loop].empty()) {
       os << ": lost, already split over '"
-         << mesh.describe(loopSharding[p.loop]) << "'";
+         << mesh.axesText(loopSharding[p.loop]) << "'";
       continue;
     }
     if (llvm::any_of(p.axes,
@@ -409,7 +409,7 @@ void Propagator::decide(Operation *op) {
             valueShardings[index][dim].empty()) {
           valueShardings[index][dim] = axes;
           os << "; result #" << index - numOperands << " dimension " << dim
-             << " over '" << mesh.describe(axes)
+             << " over '" << mesh.axesText(axes)
              << "' by reduce-scattering the partial sum (asked by "
              << describeValue(p->valueIndex) << ")";
         }
@@ -556,15 +556,15 @@ struct PropagateShardingPass
       module.emitError() << "tessel-propagate-sharding: " << error;
       return signalPassFailure();
     }
-    FailureOr<std::optional<Mesh>> existing = Mesh::fromModule(module);
+    FailureOr<std::optional<Mesh>> existing = meshFromModule(module);
     if (failed(existing))
       return signalPassFailure();
-    if (*existing && ((*existing)->names != mesh->names ||
-                      (*existing)->sizes != mesh->sizes)) {
+    if (*existing && ((*existing)->axes != mesh->axes ||
+                      (*existing)->shape != mesh->shape)) {
       module.emitError() << "the module already holds a different @mesh";
       return signalPassFailure();
     }
-    std::optional<SmallVector<std::pair<std::string, std::string>>> named =
+    std::optional<std::vector<std::pair<std::string, std::string>>> named =
         parseRules(this->rules, error);
     if (!named) {
       module.emitError() << "tessel-propagate-sharding: rules: " << error;
@@ -590,7 +590,7 @@ struct PropagateShardingPass
                             "'tp', which the mesh lacks";
       return signalPassFailure();
     }
-    mesh->materialize(module);
+    materializeMesh(module, *mesh);
     Propagator propagator(*mesh, debug);
     if (failed(propagator.seed(module, rules, sequenceParallel)))
       return signalPassFailure();

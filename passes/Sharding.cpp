@@ -11,55 +11,7 @@ using namespace mlir;
 
 namespace tessel {
 
-static bool isIdentifier(StringRef name) {
-  return !name.empty() && (llvm::isAlpha(name[0]) || name[0] == '_') &&
-         llvm::all_of(name, [](char c) { return llvm::isAlnum(c) || c == '_'; });
-}
-
-std::optional<Mesh> Mesh::parse(StringRef text, std::string &error) {
-  Mesh mesh;
-  SmallVector<StringRef> entries;
-  text.split(entries, ',', /*MaxSplit=*/-1, /*KeepEmpty=*/true);
-  int64_t devices = 1;
-  for (StringRef entry : entries) {
-    auto [name, size] = entry.trim().split('=');
-    name = name.trim();
-    int64_t value = 0;
-    if (!isIdentifier(name) || size.trim().getAsInteger(10, value) ||
-        value < 1) {
-      error = ("mesh entry '" + entry.trim() +
-               "' is not name=size (a name and a positive size)")
-                  .str();
-      return std::nullopt;
-    }
-    // The runtime and the launcher spell axes in lower case.
-    if (llvm::any_of(name, [](char c) {
-          return !llvm::isLower(c) && !llvm::isDigit(c) && c != '_';
-        })) {
-      error = ("the axis name '" + name + "' is not [a-z_][a-z0-9_]*").str();
-      return std::nullopt;
-    }
-    if (mesh.axisIndex(name)) {
-      error = ("mesh axis '" + name + "' is given twice").str();
-      return std::nullopt;
-    }
-    if (value > INT32_MAX / devices) {
-      error = ("more than 2^31 - 1 devices (at the axis '" + name + "')").str();
-      return std::nullopt;
-    }
-    devices *= value;
-    mesh.names.push_back(name.str());
-    mesh.sizes.push_back(value);
-  }
-  if (mesh.names.size() > TESSEL_MAX_MESH_AXES) {
-    error = "a mesh has at most " + std::to_string(TESSEL_MAX_MESH_AXES) +
-            " axes";
-    return std::nullopt;
-  }
-  return mesh;
-}
-
-FailureOr<std::optional<Mesh>> Mesh::fromModule(ModuleOp module) {
+FailureOr<std::optional<Mesh>> meshFromModule(ModuleOp module) {
   auto grid = module.lookupSymbol<shard::GridOp>(kMeshName);
   if (!grid)
     return std::optional<Mesh>();
@@ -80,71 +32,23 @@ FailureOr<std::optional<Mesh>> Mesh::fromModule(ModuleOp module) {
       auto text = dyn_cast<StringAttr>(name);
       if (!text || text.getValue().empty() || mesh.axisIndex(text.getValue()))
         break;
-      mesh.names.push_back(text.str());
-      mesh.sizes.push_back(size);
+      mesh.axes.push_back(text.str());
+      mesh.shape.push_back(size);
     }
-  if (static_cast<int64_t>(mesh.names.size()) != grid.getRank())
+  if (static_cast<int64_t>(mesh.axes.size()) != grid.getRank())
     return grid.emitOpError()
            << "needs '" << kAxisNamesAttr
            << "': one distinct name per axis, e.g. [\"dp\", \"tp\"]";
   return std::optional<Mesh>(mesh);
 }
 
-std::optional<SmallVector<std::pair<std::string, std::string>>>
-parseRules(StringRef text, std::string &error) {
-  SmallVector<std::pair<std::string, std::string>> rules;
-  SmallVector<StringRef> entries;
-  text.split(entries, ',');
-  for (StringRef entry : entries) {
-    auto [logical, axis] = entry.trim().split('=');
-    if (!isIdentifier(logical.trim()) || !isIdentifier(axis.trim())) {
-      error = ("'" + entry.trim() + "': expected logical=mesh, e.g. batch=dp")
-                  .str();
-      return std::nullopt;
-    }
-    rules.push_back({logical.trim().str(), axis.trim().str()});
-  }
-  return rules;
-}
-
-std::optional<int16_t> Mesh::axisIndex(StringRef name) const {
-  for (auto [index, axis] : llvm::enumerate(names))
-    if (axis == name)
-      return static_cast<int16_t>(index);
-  return std::nullopt;
-}
-
-int64_t Mesh::worldSize() const {
-  int64_t product = 1;
-  for (int64_t size : sizes)
-    product *= size;
-  return product;
-}
-
-int64_t Mesh::groupSize(ArrayRef<int16_t> axes) const {
-  int64_t product = 1;
-  for (int16_t axis : axes)
-    product *= sizes[axis];
-  return product;
-}
-
-std::string Mesh::describe(ArrayRef<int16_t> axes) const {
-  std::string text;
-  for (int16_t axis : axes) {
-    if (!text.empty())
-      text += ",";
-    text += names[axis];
-  }
-  return text;
-}
-
-shard::GridOp Mesh::materialize(ModuleOp module) const {
+shard::GridOp materializeMesh(ModuleOp module, const Mesh &mesh) {
   if (auto grid = module.lookupSymbol<shard::GridOp>(kMeshName))
     return grid;
   OpBuilder builder(module.getBodyRegion());
-  auto grid = shard::GridOp::create(builder, module.getLoc(), kMeshName, sizes);
+  auto grid = shard::GridOp::create(builder, module.getLoc(), kMeshName, mesh.shape);
   SmallVector<Attribute> axisNames;
-  for (const std::string &name : names)
+  for (const std::string &name : mesh.axes)
     axisNames.push_back(builder.getStringAttr(name));
   grid->setAttr(kAxisNamesAttr, builder.getArrayAttr(axisNames));
   return grid;
@@ -157,7 +61,7 @@ ArrayAttr shardingToAttr(MLIRContext *ctx, const Mesh &mesh,
   for (const MeshAxes &axes : sharding) {
     SmallVector<Attribute> names;
     for (int16_t axis : axes)
-      names.push_back(builder.getStringAttr(mesh.names[axis]));
+      names.push_back(builder.getStringAttr(mesh.axes[axis]));
     dims.push_back(builder.getArrayAttr(names));
   }
   return builder.getArrayAttr(dims);

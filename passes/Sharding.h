@@ -11,6 +11,8 @@
 #ifndef TESSEL_PASSES_SHARDING_H
 #define TESSEL_PASSES_SHARDING_H
 
+#include "runtime/config/Mesh.h"
+
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/AffineExpr.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -33,36 +35,15 @@ using MeshAxes = llvm::SmallVector<int16_t, 2>;
 /// One MeshAxes per dimension (or per loop).
 using DimSharding = llvm::SmallVector<MeshAxes>;
 
-/// A device mesh: named axes, row-major (last axis fastest).
-struct Mesh {
-  llvm::SmallVector<std::string> names;
-  llvm::SmallVector<int64_t> sizes;
-
-  /// Parses "dp=2,tp=2": names [a-z_][a-z0-9_]*, each once, positive sizes,
-  /// at most TESSEL_MAX_MESH_AXES axes and 2^31 - 1 devices (what the
-  /// runtime takes). On failure returns nullopt and sets `error`.
-  static std::optional<Mesh> parse(llvm::StringRef text, std::string &error);
-  /// The module's mesh: its shard.grid @mesh, checked for what the runtime
-  /// and the description need (static positive sizes, at most
-  /// TESSEL_MAX_MESH_AXES axes, one distinct name per axis in
-  /// nn.axis_names). nullopt for a module without one; a diagnostic on the
-  /// grid when it is malformed.
-  static mlir::FailureOr<std::optional<Mesh>> fromModule(mlir::ModuleOp module);
-
-  std::optional<int16_t> axisIndex(llvm::StringRef name) const;
-  int64_t worldSize() const;
-  /// Product of the sizes of `axes`.
-  int64_t groupSize(llvm::ArrayRef<int16_t> axes) const;
-  std::string describe(llvm::ArrayRef<int16_t> axes) const;
-  /// Creates (or checks) `shard.grid @mesh` at the start of `module`.
-  mlir::shard::GridOp materialize(mlir::ModuleOp module) const;
-};
-
-/// Logical-axis rules "batch=dp,mlp=tp" as (logical, mesh axis) pairs, in
-/// order; on a malformed rule returns nullopt and sets `error` to
-/// "'rule': expected logical=mesh, e.g. batch=dp".
-std::optional<llvm::SmallVector<std::pair<std::string, std::string>>>
-parseRules(llvm::StringRef text, std::string &error);
+/// The module's mesh: its shard.grid @mesh, checked for what the runtime
+/// and the description need (static positive sizes, at most
+/// TESSEL_MAX_MESH_AXES axes, one distinct name per axis in
+/// nn.axis_names). nullopt for a module without one; a diagnostic on the
+/// grid when it is malformed.
+mlir::FailureOr<std::optional<Mesh>> meshFromModule(mlir::ModuleOp module);
+/// Creates (or returns the existing) `shard.grid @mesh` of `mesh` at the
+/// start of `module`.
+mlir::shard::GridOp materializeMesh(mlir::ModuleOp module, const Mesh &mesh);
 
 /// The attribute form `[["dp"], []]` and back (nullopt, with `error`, on an
 /// unknown axis name or a malformed attribute).

@@ -1,24 +1,22 @@
 //===- tessel-compile.cpp - AOT compiler: nn model to a native .so --------===//
 //
-// Assembles the pipeline of Tessel passes and upstream conversions, then
-// LLVM's code generator and the system linker:
+// The command line over the compile pipeline (passes/Pipelines.h, the same
+// one tessel-opt runs as --tessel-pipeline), then LLVM's code generator and
+// the system linker:
 //
-//   parse + verify → tessel-autodiff → (with --mesh) tessel-propagate-sharding
-//   → tessel-partition → canonicalize, cse → tessel-plan-memory
-//   → tessel-lower-to-runtime → scf/arith/cf to LLVM → LLVM IR (O2)
-//   → object (host target, PIC) → cc -shared … -ltessel_runtime → MODEL.so
+//   parse + verify → the plan pipeline (tessel-autodiff … tessel-plan-memory)
+//   → report of the planned module → the lowering pipeline (runtime calls,
+//   LLVM dialect) → LLVM IR (O2) → object (host target, PIC)
+//   → cc -shared … -ltessel_runtime → MODEL.so
 //
 //===----------------------------------------------------------------------===//
 
 #include "dialect/NN/NNDialect.h"
-#include "dialect/NN/NNOps.h"
-#include "passes/Communication.h"
+#include "passes/CompileReport.h"
 #include "passes/Passes.h"
+#include "passes/Pipelines.h"
+#include "runtime/config/Mesh.h"
 
-#include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
-#include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
-#include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
-#include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -35,9 +33,7 @@
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
-#include "mlir/Transforms/Passes.h"
 
-#include "llvm/ADT/StringExtras.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/MC/TargetRegistry.h"
@@ -56,6 +52,9 @@
 #include "llvm/TargetParser/Host.h"
 
 #include <algorithm>
+#include <deque>
+#include <memory>
+#include <vector>
 
 using namespace mlir;
 namespace cl = llvm::cl;
@@ -64,66 +63,45 @@ namespace {
 
 enum class Emit { Mlir, Llvm, Obj, So };
 
+// --help shows these four groups and nothing of LLVM's own options.
+cl::OptionCategory modelCategory("Model");
+cl::OptionCategory trainCategory("Training step (tessel-autodiff)");
+cl::OptionCategory meshCategory("Parallelism (tessel-propagate-sharding, "
+                                "tessel-partition)");
+cl::OptionCategory outputCategory("Output");
+
 cl::opt<std::string> inputFile(cl::Positional, cl::desc("<model.mlir>"),
-                               cl::Required);
+                               cl::Required, cl::cat(modelCategory));
+
 cl::opt<std::string> outputFile("o", cl::desc("Output file"),
-                                cl::value_desc("file"), cl::init(""));
+                                cl::value_desc("file"), cl::init(""),
+                                cl::cat(outputCategory));
 cl::opt<Emit> emitKind(
     "emit", cl::desc("What to write"), cl::init(Emit::So),
     cl::values(clEnumValN(Emit::Mlir, "mlir", "LLVM-dialect MLIR"),
                clEnumValN(Emit::Llvm, "llvm", "LLVM IR"),
                clEnumValN(Emit::Obj, "obj", "an object file"),
-               clEnumValN(Emit::So, "so", "a shared object (default)")));
+               clEnumValN(Emit::So, "so", "a shared object (default)")),
+    cl::cat(outputCategory));
 cl::opt<bool> printReport("report",
-                          cl::desc("Print flops and the memory layout"));
+                          cl::desc("Print flops, the memory layout and the "
+                                   "communication per rank"),
+                          cl::cat(outputCategory));
 cl::opt<std::string> reportJson("report-json",
                                 cl::desc("Write the report as JSON to FILE"),
-                                cl::value_desc("file"), cl::init(""));
+                                cl::value_desc("file"), cl::init(""),
+                                cl::cat(outputCategory));
 
-// Training: the options of tessel-autodiff (unset ones fall back to the
-// module's nn.train dictionary, then to PyTorch's AdamW defaults).
-cl::OptionCategory trainCategory("Training step (tessel-autodiff)");
+// Training: --no-train, and one flag per setting of TrainSettings.def (made
+// in main, from that list); unset ones fall back to the module's nn.train
+// dictionary, then to PyTorch's AdamW defaults.
 cl::opt<bool> noTrain("no-train",
                       cl::desc("Compile only the evaluation entry (no "
                                "backward, no optimizer)"),
                       cl::cat(trainCategory));
-cl::opt<std::string> optimizerName("optimizer", cl::desc("sgd, adam or adamw"),
-                                   cl::init(""), cl::cat(trainCategory));
-cl::opt<double> learningRate("lr", cl::desc("Peak learning rate"),
-                             cl::init(-1), cl::cat(trainCategory));
-cl::opt<double> beta1("beta1", cl::desc("Adam beta1"), cl::init(-1),
-                      cl::cat(trainCategory));
-cl::opt<double> beta2("beta2", cl::desc("Adam beta2"), cl::init(-1),
-                      cl::cat(trainCategory));
-cl::opt<double> adamEps("eps", cl::desc("Adam epsilon"), cl::init(-1),
-                        cl::cat(trainCategory));
-cl::opt<double> weightDecay("weight-decay", cl::desc("Weight decay"),
-                            cl::init(-1), cl::cat(trainCategory));
-cl::opt<double> momentum("momentum", cl::desc("SGD momentum"), cl::init(-1),
-                         cl::cat(trainCategory));
-cl::opt<bool> nesterov("nesterov", cl::desc("SGD with Nesterov momentum"),
-                       cl::cat(trainCategory));
-cl::opt<std::string> schedule("schedule",
-                              cl::desc("constant or warmup-cosine"),
-                              cl::init(""), cl::cat(trainCategory));
-cl::opt<int64_t> warmupSteps("warmup", cl::desc("Linear warm-up steps"),
-                             cl::init(-1), cl::cat(trainCategory));
-cl::opt<double> minLr("min-lr", cl::desc("Learning rate after the decay"),
-                      cl::init(-1), cl::cat(trainCategory));
-cl::opt<int64_t> totalSteps("total-steps",
-                            cl::desc("Steps of the run (end of the decay)"),
-                            cl::init(-1), cl::cat(trainCategory));
-cl::opt<double> clipNorm("clip", cl::desc("Global gradient-norm clipping"),
-                         cl::init(-1), cl::cat(trainCategory));
-cl::opt<std::string> recompute("recompute",
-                               cl::desc("Activation recomputation of repeated "
-                                        "layers: none, selective or full"),
-                               cl::init(""), cl::cat(trainCategory));
 
 // Parallelism: the device mesh and how the step is split over it
-// (tessel-propagate-sharding, tessel-partition; docs/parallelism.md).
-cl::OptionCategory meshCategory("Parallelism (tessel-propagate-sharding, "
-                                "tessel-partition)");
+// (docs/parallelism.md).
 cl::opt<std::string>
     meshSpec("mesh",
              cl::desc("Device mesh, e.g. dp=2,tp=2 (row-major, "
@@ -147,6 +125,38 @@ cl::opt<double> bucketMb("bucket-mb",
                                   "one all-reduce per gradient; default 25)"),
                          cl::init(-1), cl::cat(meshCategory));
 
+/// One string flag per training setting, in TrainSettings.def's order (a
+/// switch takes no value: --nesterov), and the names of their values in
+/// --help ("sgd|adam|adamw"), which the flags refer to.
+std::vector<std::unique_ptr<cl::opt<std::string>>> trainingFlags;
+std::deque<std::string> trainingValueNames;
+
+void makeTrainingFlags() {
+  for (const tessel::TrainSetting &setting : tessel::trainSettings()) {
+    std::string valueName;
+    switch (setting.kind) {
+    case tessel::TrainSettingKind::Choice:
+      for (const std::string &choice : setting.choices)
+        valueName += (valueName.empty() ? "" : "|") + choice;
+      std::replace(valueName.begin(), valueName.end(), '_', '-');
+      break;
+    case tessel::TrainSettingKind::Count:
+      valueName = "n";
+      break;
+    default:
+      valueName = "x";
+    }
+    bool isSwitch = setting.kind == tessel::TrainSettingKind::Switch;
+    auto flag = std::make_unique<cl::opt<std::string>>(
+        llvm::StringRef(setting.flag), cl::desc(setting.help),
+        cl::cat(trainCategory),
+        isSwitch ? cl::ValueOptional : cl::ValueRequired);
+    flag->setValueStr(
+        trainingValueNames.emplace_back(isSwitch ? "true|false" : valueName));
+    trainingFlags.push_back(std::move(flag));
+  }
+}
+
 /// Fails with "tessel-compile: <message>" on stderr.
 LogicalResult fail(const llvm::Twine &message) {
   llvm::errs() << "tessel-compile: " << message << "\n";
@@ -157,53 +167,6 @@ LogicalResult fail(const llvm::Twine &message) {
 int exitWith(const llvm::Twine &message) {
   (void)fail(message);
   return 1;
-}
-
-/// The flops of every function of the planned module, before lowering.
-llvm::json::Object costReport(ModuleOp module) {
-  llvm::json::Object perFunction;
-  for (auto func : module.getOps<func::FuncOp>())
-    if (!func.isExternal())
-      perFunction[func.getSymName()] =
-          tessel::nn::sumCost(func.getBody().front()).flops;
-  return perFunction;
-}
-
-/// Bytes of the activations the backward entry keeps from its forward for
-/// the repeated layers' derivatives (the stacks the recompute policy
-/// decides); 0 for a model that is not trained.
-int64_t keptActivationBytes(ModuleOp module) {
-  int64_t bytes = 0;
-  for (auto func : module.getOps<func::FuncOp>()) {
-    auto entry = func->getAttrOfType<StringAttr>(
-        tessel::nn::NNDialect::kEntryAttrName);
-    if (!entry || entry.getValue() != "backward")
-      continue;
-    func.walk([&](tessel::nn::RepeatOp repeat) {
-      if (!repeat.getReverse())
-        for (Value stacked : repeat.getStackedResults())
-          bytes += tessel::nn::detail::tensorBytes(stacked.getType());
-    });
-  }
-  return bytes;
-}
-
-/// The model's description, read back from the lowered module: the same
-/// numbers the launcher will read from the .so.
-std::optional<llvm::json::Value> modelDescription(ModuleOp module) {
-  auto global = module.lookupSymbol<LLVM::GlobalOp>("__tessel_model_json");
-  if (!global)
-    return std::nullopt;
-  auto text = dyn_cast_or_null<StringAttr>(global.getValueOrNull());
-  if (!text)
-    return std::nullopt;
-  llvm::Expected<llvm::json::Value> parsed =
-      llvm::json::parse(text.getValue().rtrim(StringRef("\0", 1)));
-  if (!parsed) {
-    llvm::consumeError(parsed.takeError());
-    return std::nullopt;
-  }
-  return std::move(*parsed);
 }
 
 /// Checks the parallelism flags before any work: --mesh parses (names
@@ -224,7 +187,7 @@ LogicalResult checkMeshFlags() {
   if (StringRef(meshSpec).trim().empty())
     return fail("--mesh: expected name=size entries, e.g. dp=2,tp=2");
   std::string error;
-  if (!tessel::Mesh::parse(meshSpec, error))
+  if (!tessel::Mesh::parse(meshSpec.getValue(), error))
     return fail("--mesh " + meshSpec + ": " + error);
   if (shardingRules.getNumOccurrences() > 0 &&
       !tessel::parseRules(shardingRules, error))
@@ -236,226 +199,41 @@ LogicalResult checkMeshFlags() {
   return success();
 }
 
-/// The bytes one rank sends for one entry of the description's
-/// "collectives" with the ring algorithms, on `mesh` (the description's
-/// "mesh").
-int64_t ringBytesOf(const llvm::json::Object &collective,
-                    const tessel::Mesh &mesh) {
-  SmallVector<int16_t> axes;
-  if (const llvm::json::Array *names = collective.getArray("axes"))
-    for (const llvm::json::Value &name : *names)
-      if (std::optional<int16_t> axis =
-              mesh.axisIndex(name.getAsString().value_or("")))
-        axes.push_back(*axis);
-  std::optional<tessel::communication::Collective> kind =
-      tessel::communication::parseCollective(
-          collective.getString("kind").value_or(""));
-  if (!kind)
-    return 0;
-  return tessel::communication::ringWireBytes(
-      *kind, collective.getInteger("bytes").value_or(0), mesh.groupSize(axes));
+/// The pipeline's options from the command line.
+void setPipelineOptions(tessel::CompilePipelineOptions &options) {
+  options.train = !noTrain;
+  for (auto [setting, flag] :
+       llvm::zip(tessel::trainSettings(), trainingFlags))
+    if (flag->getNumOccurrences() > 0)
+      options.setTrainSetting(setting.key, flag->getValue());
+  if (meshSpec.getNumOccurrences() > 0)
+    options.mesh = meshSpec;
+  if (shardingRules.getNumOccurrences() > 0)
+    options.rules = shardingRules;
+  options.sequenceParallel = sequenceParallel;
+  options.localBatchnorm = localBatchnorm;
+  if (bucketMb.getNumOccurrences() > 0)
+    options.bucketMb = bucketMb;
+  options.source = inputFile;
 }
 
-/// "dp=2,tp=2".
-std::string meshText(const tessel::Mesh &mesh) {
-  std::string text;
-  for (auto [name, size] : llvm::zip(mesh.names, mesh.sizes))
-    text += (text.empty() ? "" : ",") + name + "=" + std::to_string(size);
-  return text;
-}
-
-/// The report's "communication": per entry and collective the calls, the
-/// payload bytes (what the runtime's counters show) and the bytes a rank
-/// sends with the ring algorithms; and one step's total: backward + update
-/// with one microbatch (forward for an evaluation-only model).
-std::optional<llvm::json::Object>
-communicationReport(const llvm::json::Object &description) {
-  const llvm::json::Object *meshJson = description.getObject("mesh");
-  const llvm::json::Object *collectives = description.getObject("collectives");
-  if (!meshJson || !collectives)
-    return std::nullopt;
-  tessel::Mesh mesh;
-  if (const llvm::json::Array *axes = meshJson->getArray("axes"))
-    for (const llvm::json::Value &axis : *axes)
-      mesh.names.push_back(axis.getAsString().value_or("").str());
-  if (const llvm::json::Array *shape = meshJson->getArray("shape"))
-    for (const llvm::json::Value &size : *shape)
-      mesh.sizes.push_back(size.getAsInteger().value_or(1));
-  bool trained = collectives->getArray("backward") != nullptr;
-  SmallVector<StringRef> stepEntries =
-      trained ? SmallVector<StringRef>{"backward", "update"}
-              : SmallVector<StringRef>{"forward"};
-  llvm::json::Array rows;
-  int64_t stepCalls = 0, stepBytes = 0, stepRing = 0;
-  for (StringRef entry : {"forward", "backward", "update"}) {
-    const llvm::json::Array *list = collectives->getArray(entry);
-    if (!list)
-      continue;
-    for (const llvm::json::Value &value : *list) {
-      const llvm::json::Object *collective = value.getAsObject();
-      if (!collective)
-        continue;
-      int64_t calls = collective->getInteger("calls").value_or(0);
-      int64_t bytes = collective->getInteger("bytes").value_or(0);
-      int64_t ring = ringBytesOf(*collective, mesh);
-      if (llvm::is_contained(stepEntries, entry)) {
-        stepCalls += calls;
-        stepBytes += bytes;
-        stepRing += ring;
-      }
-      llvm::json::Array axes;
-      if (const llvm::json::Array *names = collective->getArray("axes"))
-        axes = *names;
-      rows.push_back(llvm::json::Object{
-          {"entry", entry.str()},
-          {"kind", collective->getString("kind").value_or("").str()},
-          {"axes", std::move(axes)},
-          {"calls", calls},
-          {"bytes", bytes},
-          {"ring_bytes", ring}});
-    }
-  }
-  llvm::json::Array stepNames;
-  for (StringRef entry : stepEntries)
-    stepNames.push_back(entry.str());
-  return llvm::json::Object{
-      {"mesh", meshText(mesh)},
-      {"collectives", std::move(rows)},
-      {"step", llvm::json::Object{{"entries", std::move(stepNames)},
-                                  {"calls", stepCalls},
-                                  {"bytes", stepBytes},
-                                  {"ring_bytes", stepRing}}}};
-}
-
-void printCommunication(const llvm::json::Object &communication) {
-  llvm::outs() << "  communication per rank (mesh "
-               << communication.getString("mesh").value_or("") << ")\n";
-  llvm::outs() << llvm::format("    %-9s %-15s %-9s %8s %16s %16s\n", "entry",
-                               "collective", "axes", "calls", "bytes",
-                               "ring bytes");
-  auto joined = [](const llvm::json::Array *values) {
-    std::string text;
-    if (values)
-      for (const llvm::json::Value &value : *values)
-        text +=
-            (text.empty() ? "" : ",") + value.getAsString().value_or("").str();
-    return text;
-  };
-  if (const llvm::json::Array *rows = communication.getArray("collectives"))
-    for (const llvm::json::Value &value : *rows) {
-      const llvm::json::Object &row = *value.getAsObject();
-      llvm::outs() << llvm::format(
-          "    %-9s %-15s %-9s %8lld %16lld %16lld\n",
-          row.getString("entry").value_or("").str().c_str(),
-          row.getString("kind").value_or("").str().c_str(),
-          joined(row.getArray("axes")).c_str(),
-          (long long)row.getInteger("calls").value_or(0),
-          (long long)row.getInteger("bytes").value_or(0),
-          (long long)row.getInteger("ring_bytes").value_or(0));
-    }
-  const llvm::json::Object &step = *communication.getObject("step");
-  std::string label = "step (" + joined(step.getArray("entries")) + ")";
-  std::replace(label.begin(), label.end(), ',', '+');
-  llvm::outs() << llvm::format(
-      "    %-35s %8lld %16lld %16lld\n", label.c_str(),
-      (long long)step.getInteger("calls").value_or(0),
-      (long long)step.getInteger("bytes").value_or(0),
-      (long long)step.getInteger("ring_bytes").value_or(0));
-}
-
-void printHumanReport(const llvm::json::Object &report) {
-  llvm::outs() << "model " << *report.getString("source") << " (@"
-               << *report.getString("function") << ")\n";
-  if (const llvm::json::Object *flops = report.getObject("flops"))
-    for (const auto &[name, value] : *flops)
-      llvm::outs() << llvm::format("  flops of @%-20s %16lld\n",
-                                   name.str().c_str(),
-                                   (long long)*value.getAsInteger());
-  if (std::optional<int64_t> kept = report.getInteger("kept_activation_bytes");
-      kept && *kept > 0)
-    llvm::outs() << llvm::format(
-        "  %-29s %16lld bytes (recompute %s)\n", "layer activations kept",
-        (long long)*kept,
-        report.getString("recompute").value_or("none").str().c_str());
-  llvm::outs() << llvm::format("  %-29s %16lld bytes\n", "arena (one rank)",
-                               (long long)*report.getInteger("arena_bytes"));
-  if (const llvm::json::Object *regions = report.getObject("regions"))
-    for (StringRef name :
-         {"params", "grads", "states", "inputs", "control", "outputs", "scratch"})
-      if (const llvm::json::Object *region = regions->getObject(name);
-          region && *region->getInteger("bytes") > 0)
-        llvm::outs() << llvm::format("    %-27s %16lld bytes at %lld\n",
-                                     name.str().c_str(),
-                                     (long long)*region->getInteger("bytes"),
-                                     (long long)*region->getInteger("offset"));
-  if (const llvm::json::Object *communication =
-          report.getObject("communication"))
-    printCommunication(*communication);
-}
-
+/// The compile pipeline on `module`, with the report: what the planned
+/// module says, then what the lowered module's description says.
 LogicalResult runPipeline(ModuleOp module, llvm::json::Object &report) {
-  MLIRContext *ctx = module.getContext();
-  if (!noTrain) {
-    tessel::AutodiffPassOptions options;
-    options.optimizer = optimizerName;
-    options.lr = learningRate;
-    options.beta1 = beta1;
-    options.beta2 = beta2;
-    options.eps = adamEps;
-    options.weightDecay = weightDecay;
-    options.momentum = momentum;
-    if (nesterov)
-      options.nesterov = "true";
-    options.schedule = schedule;
-    options.warmup = warmupSteps;
-    options.minLr = minLr;
-    options.totalSteps = totalSteps;
-    options.clip = clipNorm;
-    options.recompute = recompute;
-    PassManager train(ctx);
-    train.addPass(tessel::createAutodiffPass(options));
-    if (failed(train.run(module)))
-      return failure();
-  }
-  PassManager plan(ctx);
-  if (meshSpec.getNumOccurrences() > 0) {
-    tessel::PropagateShardingPassOptions sharding;
-    sharding.mesh = meshSpec;
-    if (shardingRules.getNumOccurrences() > 0)
-      sharding.rules = shardingRules;
-    sharding.sequenceParallel = sequenceParallel;
-    plan.addPass(tessel::createPropagateShardingPass(sharding));
-    tessel::PartitionPassOptions partition;
-    if (bucketMb.getNumOccurrences() > 0)
-      partition.bucketMb = bucketMb;
-    partition.localBatchnorm = localBatchnorm;
-    plan.addPass(tessel::createPartitionPass(partition));
-  }
-  plan.addPass(createCanonicalizerPass());
-  plan.addPass(createCSEPass());
-  plan.addPass(tessel::createPlanMemoryPass());
+  tessel::CompilePipelineOptions options;
+  setPipelineOptions(options);
+  PassManager plan(module.getContext());
+  tessel::buildPlanPipeline(plan, options);
   if (failed(plan.run(module)))
     return failure();
-  report["flops"] = costReport(module);
-  report["kept_activation_bytes"] = keptActivationBytes(module);
-  if (auto train = module->getAttrOfType<DictionaryAttr>(
-          tessel::nn::NNDialect::kTrainAttrName))
-    if (auto policy = train.getAs<StringAttr>("recompute"))
-      report["recompute"] = policy.getValue().str();
+  report = tessel::planReport(module);
 
-  PassManager lower(ctx);
-  tessel::LowerToRuntimePassOptions options;
-  options.sourceName = inputFile;
-  lower.addPass(tessel::createLowerToRuntimePass(options));
-  lower.addPass(createSCFToControlFlowPass());
-  lower.addPass(createArithToLLVMConversionPass());
-  lower.addPass(createConvertControlFlowToLLVMPass());
-  lower.addPass(createReconcileUnrealizedCastsPass());
-  lower.addPass(createCanonicalizerPass());
-  lower.addPass(createCSEPass());
+  PassManager lower(module.getContext());
+  tessel::buildLowerPipeline(lower, options);
   if (failed(lower.run(module)))
     return failure();
-  std::optional<llvm::json::Value> description = modelDescription(module);
+  std::optional<llvm::json::Value> description =
+      tessel::modelDescription(module);
   if (!description || !description->getAsObject())
     return module.emitError()
            << "the module has no model function (a func.func whose arguments "
@@ -464,7 +242,7 @@ LogicalResult runPipeline(ModuleOp module, llvm::json::Object &report) {
     if (key != "tensors")
       report[key] = value;
   if (std::optional<llvm::json::Object> communication =
-          communicationReport(*description->getAsObject()))
+          tessel::communicationReport(*description->getAsObject()))
     report["communication"] = std::move(*communication);
   return success();
 }
@@ -575,7 +353,7 @@ int compile(int argc, char **argv) {
   if (failed(runPipeline(*module, report)))
     return 1;
   if (printReport)
-    printHumanReport(report);
+    tessel::printHumanReport(llvm::outs(), report);
   if (!reportJson.empty()) {
     std::error_code ec;
     llvm::raw_fd_ostream out(reportJson, ec);
@@ -639,6 +417,9 @@ int compile(int argc, char **argv) {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  makeTrainingFlags();
+  cl::HideUnrelatedOptions(
+      {&modelCategory, &trainCategory, &meshCategory, &outputCategory});
   cl::ParseCommandLineOptions(
       argc, argv,
       "tessel-compile: compile an nn model ahead of time to a shared object\n");

@@ -2,6 +2,7 @@
 
 #include "dialect/NN/NNDialect.h"
 #include "passes/Passes.h"
+#include "passes/Pipelines.h"
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -36,6 +37,7 @@ int main(int argc, char **argv) {
   // The lowering after tessel-lower-to-runtime: scf/arith/cf to LLVM.
   mlir::registerConversionPasses();
   tessel::registerTesselPasses();
+  tessel::registerTesselPipelines();
 
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "Tessel optimizer driver\n", registry));

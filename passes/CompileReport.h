@@ -1,0 +1,50 @@
+//===- CompileReport.h - What tessel-compile --report says about a model --===//
+//
+// The report of a compiled model, as JSON and as text: the flops of each
+// function and the activations the backward keeps (read on the planned
+// module, before lowering), and the description the lowering writes into the
+// module (arena regions, mesh) with the communication per rank that follows
+// from its "collectives". tessel-compile prints it; the pass
+// tessel-report-communication prints the communication part from
+// tessel-opt, so lit sees the same figures.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TESSEL_PASSES_COMPILEREPORT_H
+#define TESSEL_PASSES_COMPILEREPORT_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <optional>
+
+namespace tessel {
+
+/// "flops" per function, "kept_activation_bytes" (the stacks the backward
+/// keeps of the repeated layers) and "recompute", read on a module after
+/// tessel-plan-memory and before tessel-lower-to-runtime.
+llvm::json::Object planReport(mlir::ModuleOp module);
+
+/// The model's description, read back from a lowered module's
+/// __tessel_model_json: the same numbers the launcher reads from the .so.
+std::optional<llvm::json::Value> modelDescription(mlir::ModuleOp module);
+
+/// The report's "communication" of a description: per entry and collective
+/// the calls, the payload bytes (what the runtime's counters show) and the
+/// bytes a rank sends with the ring algorithms, and one step's total
+/// (backward + update with one microbatch; forward for an evaluation-only
+/// model). nullopt for a model without a mesh.
+std::optional<llvm::json::Object>
+communicationReport(const llvm::json::Object &description);
+
+/// The communication table of a report's "communication".
+void printCommunication(llvm::raw_ostream &os,
+                        const llvm::json::Object &communication);
+/// The whole report as text: flops, kept activations, arena regions,
+/// communication.
+void printHumanReport(llvm::raw_ostream &os, const llvm::json::Object &report);
+
+} // namespace tessel
+
+#endif // TESSEL_PASSES_COMPILEREPORT_H

@@ -1,0 +1,84 @@
+//===- Pipelines.cpp - The compile pipeline, built once for every tool ----===//
+
+#include "passes/Pipelines.h"
+#include "passes/Passes.h"
+
+#include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
+#include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
+#include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
+#include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+using namespace tessel;
+
+TrainSettingTexts CompilePipelineOptions::givenTrainSettings() const {
+  TrainSettingTexts given;
+#define TESSEL_TRAIN_SETTING(Field, Type, Key, Flag, Kind, Default, Choices,   \
+                             Noun, Help)                                       \
+  if (Field.hasValue())                                                        \
+    given.emplace_back(Key, Field.getValue());
+#include "runtime/config/TrainSettings.def"
+  return given;
+}
+
+bool CompilePipelineOptions::setTrainSetting(const std::string &key,
+                                             const std::string &text) {
+#define TESSEL_TRAIN_SETTING(Field, Type, Key, Flag, Kind, Default, Choices,   \
+                             Noun, Help)                                       \
+  if (key == Key) {                                                            \
+    Field = text;                                                              \
+    return true;                                                               \
+  }
+#include "runtime/config/TrainSettings.def"
+  return false;
+}
+
+void tessel::buildPlanPipeline(OpPassManager &pm,
+                               const CompilePipelineOptions &options) {
+  if (options.train)
+    pm.addPass(createAutodiffPass(options.givenTrainSettings()));
+  if (options.mesh.hasValue()) {
+    PropagateShardingPassOptions sharding;
+    sharding.mesh = options.mesh;
+    if (options.rules.hasValue())
+      sharding.rules = options.rules;
+    sharding.sequenceParallel = options.sequenceParallel;
+    pm.addPass(createPropagateShardingPass(sharding));
+    PartitionPassOptions partition;
+    partition.bucketMb = options.bucketMb;
+    partition.localBatchnorm = options.localBatchnorm;
+    pm.addPass(createPartitionPass(partition));
+  }
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  pm.addPass(createPlanMemoryPass());
+}
+
+void tessel::buildLowerPipeline(OpPassManager &pm,
+                                const CompilePipelineOptions &options) {
+  LowerToRuntimePassOptions lowering;
+  lowering.sourceName = options.source;
+  pm.addPass(createLowerToRuntimePass(lowering));
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertControlFlowToLLVMPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+}
+
+void tessel::buildCompilePipeline(OpPassManager &pm,
+                                  const CompilePipelineOptions &options) {
+  buildPlanPipeline(pm, options);
+  buildLowerPipeline(pm, options);
+}
+
+void tessel::registerTesselPipelines() {
+  PassPipelineRegistration<CompilePipelineOptions>(
+      "tessel-pipeline",
+      "The whole compile pipeline of tessel-compile, from an nn model to the "
+      "LLVM dialect (what tessel-compile --emit=mlir writes)",
+      buildCompilePipeline);
+}

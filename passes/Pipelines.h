@@ -1,0 +1,86 @@
+//===- Pipelines.h - The compile pipeline, built once for every tool -----===//
+//
+// nn (forward + loss) → tessel-autodiff → (with a mesh)
+// tessel-propagate-sharding → tessel-partition → canonicalize, cse →
+// tessel-plan-memory → tessel-lower-to-runtime → scf/arith/cf to LLVM →
+// the LLVM dialect. tessel-compile, tessel-opt (--tessel-pipeline) and the
+// benchmarks build it through these functions and nothing else.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TESSEL_PASSES_PIPELINES_H
+#define TESSEL_PASSES_PIPELINES_H
+
+#include "passes/TrainSettings.h"
+
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassOptions.h"
+
+namespace tessel {
+
+/// The pipeline's options: tessel-opt --tessel-pipeline="mesh=dp=2,tp=2
+/// optimizer=sgd lr=0.1", or set field by field by a tool.
+struct CompilePipelineOptions
+    : public mlir::PassPipelineOptions<CompilePipelineOptions> {
+  Option<bool> train{*this, "train",
+                     llvm::cl::desc("Derive the training step: backward and "
+                                    "optimizer (false: evaluation only)"),
+                     llvm::cl::init(true)};
+  // The training settings (runtime/config/TrainSettings.def) under their
+  // flag names; unset ones come from the module's nn.train, then defaults.
+#define TESSEL_TRAIN_SETTING(Field, Type, Key, Flag, Kind, Default, Choices,   \
+                             Noun, Help)                                       \
+  Option<std::string> Field{*this, Flag, llvm::cl::desc(Help)};
+#include "runtime/config/TrainSettings.def"
+
+  Option<std::string> mesh{
+      *this, "mesh",
+      llvm::cl::desc("Device mesh, e.g. dp=2,tp=2 (none: one device)")};
+  Option<std::string> rules{
+      *this, "rules",
+      llvm::cl::desc("Logical axis to mesh axis rules, e.g. batch=dp,mlp=tp "
+                     "(default: tessel-propagate-sharding's)")};
+  Option<bool> sequenceParallel{
+      *this, "sequence-parallel",
+      llvm::cl::desc("Split the sequence over tp outside the tensor-parallel "
+                     "regions"),
+      llvm::cl::init(false)};
+  Option<bool> localBatchnorm{
+      *this, "local-batchnorm",
+      llvm::cl::desc("Batch norm keeps per-rank statistics (no "
+                     "SyncBatchNorm)"),
+      llvm::cl::init(false)};
+  Option<double> bucketMb{
+      *this, "bucket-mb",
+      llvm::cl::desc("Gradient all-reduce bucket size in MiB (0: one "
+                     "all-reduce per gradient)"),
+      llvm::cl::init(25.0)};
+  Option<std::string> source{
+      *this, "source",
+      llvm::cl::desc("The model's file name, recorded in its description")};
+
+  /// The training settings that were given, by key.
+  TrainSettingTexts givenTrainSettings() const;
+  /// Sets the training setting `key` (TrainSettings.def) to `text`; false
+  /// for an unknown key.
+  bool setTrainSetting(const std::string &key, const std::string &text);
+};
+
+/// From the model to the memory plan: the training step, the split over the
+/// mesh and the static arena (what the report's flops are counted on).
+void buildPlanPipeline(mlir::OpPassManager &pm,
+                       const CompilePipelineOptions &options);
+/// From the planned module to the LLVM dialect: runtime calls, then
+/// upstream's scf/arith/cf-to-LLVM conversions.
+void buildLowerPipeline(mlir::OpPassManager &pm,
+                        const CompilePipelineOptions &options);
+/// Both, in order: the whole compile pipeline.
+void buildCompilePipeline(mlir::OpPassManager &pm,
+                          const CompilePipelineOptions &options);
+
+/// Registers --tessel-pipeline (the whole pipeline) with the pass registry.
+void registerTesselPipelines();
+
+} // namespace tessel
+
+#endif // TESSEL_PASSES_PIPELINES_H

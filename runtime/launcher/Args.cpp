@@ -1,0 +1,410 @@
+//===- Args.cpp - Parsing tessel-run's command line -----------------------===//
+
+#include "runtime/launcher/Args.h"
+#include "runtime/launcher/Error.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <functional>
+#include <map>
+
+using namespace tessel;
+using namespace tessel::run;
+
+namespace {
+
+/// The training flags' part of --help, one entry per setting of
+/// TrainSettings.def.
+std::string trainingFlagsHelp() {
+  std::string text = "training flags (compiled into the model: passed to "
+                     "tessel-compile for a\n.mlir, checked against the "
+                     "values a .so was compiled with otherwise):\n";
+  const size_t column = 24, width = 78;
+  for (const TrainSetting &setting : trainSettings()) {
+    std::string entry = std::string("  --") + setting.flag;
+    if (setting.kind == TrainSettingKind::Choice) {
+      entry += " ";
+      for (const std::string &choice : setting.choices)
+        entry += (entry.back() == ' ' ? "" : "|") + choice;
+      std::replace(entry.begin(), entry.end(), '_', '-');
+    } else if (setting.kind == TrainSettingKind::Count) {
+      entry += " N";
+    } else if (setting.kind != TrainSettingKind::Switch) {
+      entry += " X";
+    }
+    // The help, word-wrapped at `width` from `column`.
+    std::string line = entry.size() + 2 <= column
+                           ? entry + std::string(column - entry.size(), ' ')
+                           : entry + "\n" + std::string(column, ' ');
+    std::string help = setting.help;
+    for (size_t begin = 0; begin < help.size();) {
+      size_t end = help.find(' ', begin);
+      std::string word = help.substr(begin, end - begin);
+      size_t lineLength = line.size() - line.rfind('\n') - 1;
+      if (lineLength + word.size() > width && lineLength > column) {
+        text += line + "\n";
+        line = std::string(column, ' ');
+      } else if (lineLength > column) {
+        line += " ";
+      }
+      line += word;
+      begin = end == std::string::npos ? help.size() : end + 1;
+    }
+    text += line + "\n";
+  }
+  return text;
+}
+
+} // namespace
+
+std::string tessel::run::usageText() {
+  return R"(usage: tessel-run MODEL.so|MODEL.mlir [flags]
+
+Runs a model compiled by tessel-compile on the CPU runtime: on one device,
+or on every rank of the mesh a partitioned model was compiled for (see
+parallel flags). A model compiled for training (backward and update entries)
+trains by default: each step zeroes the gradients, runs the backward entry on
+each microbatch (gradients accumulate), writes 1/M to the gradient scale and
+applies the optimizer once. A model compiled without training evaluates the
+loss. A .mlir model is first compiled with the tessel-compile found next to
+tessel-run, given the training and parallel flags below.
+
+flags:
+  --steps N             steps to run (default 10); a run resumed with --load
+                        continues the step count of the checkpoint
+  --microbatches M      microbatches per step (default 1): the model's inputs
+                        are one microbatch of batch B, a step sees the global
+                        batch M x B (the samples one batch of M x B would
+                        see); its loss is the mean of the M losses
+  --eval                evaluate the loss only (the forward entry), no update;
+                        a .mlir is compiled without training (--no-train)
+  --check-grads         gradient check (as torch.autograd.gradcheck): for each
+                        trainable parameter compare the backward entry's
+                        gradient (one call on the first microbatch) with
+                        central finite differences of the forward entry's
+                        loss on up to 32 sampled elements (the largest
+                        |gradient| among them); prints one line per
+                        parameter and exits 1 when a relative error exceeds
+                        --grad-tol. Relative error: |a - f| / max(|a|, |f|,
+                        1e-3 * s), a the backward's value, f the finite
+                        difference, s the largest |gradient| element over
+                        all parameters. f: the four-point stencil from step
+                        h = 0.1 * max(1, |x|) (f64: 1e-3 * max(1, |x|)),
+                        halved until two estimates agree within the loss's
+                        rounding noise
+  --grad-tol T          tolerance of --check-grads (default 1e-6 for f64
+                        parameters, 2e-2 for f32, 2e-1 for f16/bf16)
+  --seed S              seed of parameter init and synthetic data (default 0);
+                        synthetic samples are N(0, 1) floats and uniform
+                        integers, except a classifier's labels: the class a
+                        fixed random linear teacher gives the first 16
+                        features (a task it can learn)
+  --data FILE           token file for a language model: .bin (see
+                        --data-dtype) or a 1-D .npy of i4/u2/i8; batch rows are
+                        consecutive windows, labels shifted by one token
+  --data-dtype u8|u16|i32  element type of a .bin token file (default u16;
+                        u8 reads any file as bytes: a character-level corpus)
+  --metrics FILE        write one JSON object per step (step, loss, lr,
+                        microbatches, tokens_per_s, step_ms, allocated_bytes)
+  --save FILE           write the parameters as .safetensors at the end; a
+                        training run adds the optimizer state and the step
+                        count (metadata "tessel.step")
+  --load FILE           read the parameters (and optimizer state and step, if
+                        saved by a training run) from a .safetensors file
+                        instead of initialising them
+  --log-every N         progress line every N steps when stderr is not a
+                        terminal (default 10)
+  --quiet               no progress and no summary
+  --help                this text
+
+)" + trainingFlagsHelp() + R"(
+parallel flags (a model partitioned over a device mesh; docs/tessel-run.md):
+  --mesh AXIS=N,...     the mesh, e.g. dp=2,tp=2 (row-major: rank r has
+                        coordinates (r / 2, r % 2)); a .mlir is compiled for
+                        it, a .so must have been (without --mesh a .so runs
+                        on the mesh it was compiled for). The losses, the
+                        global batch and the checkpoints (global tensors,
+                        loadable on any mesh) are one device's
+  --comm local|mpi      local (default): every rank is a thread of this
+                        process; mpi: one process per rank, started by
+                        `mpirun -np WORLD tessel-run ... --comm mpi` (each
+                        rank compiles a .mlir itself)
+  --rules R, --sequence-parallel, --local-batchnorm, --bucket-mb X
+                        partitioning flags passed to tessel-compile with
+                        --mesh (a .mlir model only; see tessel-compile
+                        --help)
+)";
+}
+
+std::vector<std::string> Options::partitioningFlags() const {
+  std::vector<std::string> flags;
+  if (!rules.empty())
+    flags.push_back("--rules");
+  if (sequenceParallel)
+    flags.push_back("--sequence-parallel");
+  if (localBatchnorm)
+    flags.push_back("--local-batchnorm");
+  if (!bucketMb.empty())
+    flags.push_back("--bucket-mb");
+  return flags;
+}
+
+const std::string *Options::trainingValue(const std::string &flag) const {
+  for (const TrainingFlag &t : training)
+    if (flag == t.flag())
+      return &t.value;
+  return nullptr;
+}
+
+namespace {
+
+[[noreturn]] void failUsage(const std::string &message) {
+  throw UsageError(message);
+}
+
+int64_t parseInteger(const std::string &flag, const std::string &text,
+                     int64_t min) {
+  errno = 0;
+  char *end = nullptr;
+  long long value = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno == ERANGE || value < min)
+    failUsage("bad value '" + text + "' for " + flag + " (expected an integer" +
+              (min > 0 ? " >= " + std::to_string(min) : "") + ")");
+  return value;
+}
+
+double parseReal(const std::string &flag, const std::string &text) {
+  errno = 0;
+  char *end = nullptr;
+  double value = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || errno == ERANGE || !std::isfinite(value))
+    failUsage("bad value '" + text + "' for " + flag + " (expected a number)");
+  return value;
+}
+
+/// Checks a training flag's value (TrainConfig's rules) and returns it
+/// normalised.
+std::string checkTrainingValue(const TrainSetting &setting,
+                               const std::string &text) {
+  std::string flag = std::string("--") + setting.flag;
+  TrainConfig scratch;
+  if (std::optional<TrainSettingProblem> problem = scratch.set(setting, text)) {
+    if (problem->unknownChoice)
+      failUsage("unknown " + std::string(setting.flag) + " '" + text +
+                "' for " + flag + " (expected " + problem->expected + ")");
+    failUsage("bad value '" + text + "' for " + flag + " (expected " +
+              problem->expected + ")");
+  }
+  // A run has at least one step: a total of 0 only means "not given".
+  if (setting.kind == TrainSettingKind::Count && setting.key == std::string("total_steps") &&
+      scratch.totalSteps < 1)
+    failUsage("bad value '" + text + "' for " + flag +
+              " (expected an integer >= 1)");
+  return setting.kind == TrainSettingKind::Choice ? scratch.text(setting)
+                                                   : text;
+}
+
+uint64_t parseSeed(const std::string &text) {
+  errno = 0;
+  char *end = nullptr;
+  unsigned long long value = std::strtoull(text.c_str(), &end, 10);
+  // strtoull accepts "-1" and wraps it; a seed is written as a plain number.
+  if (text.empty() || text[0] == '-' || *end != '\0' || errno == ERANGE)
+    failUsage("bad value '" + text +
+              "' for --seed (expected a non-negative integer)");
+  return value;
+}
+
+TokenDtype parseTokenDtype(const std::string &text) {
+  if (text == "u8")
+    return TokenDtype::U8;
+  if (text == "u16")
+    return TokenDtype::U16;
+  if (text == "i32")
+    return TokenDtype::I32;
+  failUsage("bad value '" + text +
+            "' for --data-dtype (expected u8, u16 or i32)");
+}
+
+using ValueSetter = std::function<void(Options &, const std::string &)>;
+
+const std::map<std::string, ValueSetter> &valueFlags() {
+  static const std::map<std::string, ValueSetter> flags = {
+      {"--steps",
+       [](Options &o, const std::string &v) {
+         o.steps = parseInteger("--steps", v, 1);
+       }},
+      {"--seed",
+       [](Options &o, const std::string &v) { o.seed = parseSeed(v); }},
+      {"--data", [](Options &o, const std::string &v) { o.data = v; }},
+      {"--data-dtype",
+       [](Options &o, const std::string &v) {
+         o.dataDtype = parseTokenDtype(v);
+       }},
+      {"--metrics", [](Options &o, const std::string &v) { o.metrics = v; }},
+      {"--save", [](Options &o, const std::string &v) { o.save = v; }},
+      {"--load", [](Options &o, const std::string &v) { o.load = v; }},
+      {"--log-every",
+       [](Options &o, const std::string &v) {
+         o.logEvery = parseInteger("--log-every", v, 1);
+       }},
+      {"--microbatches",
+       [](Options &o, const std::string &v) {
+         o.microbatches = parseInteger("--microbatches", v, 1);
+       }},
+      {"--mesh",
+       [](Options &o, const std::string &v) { o.mesh = parseMesh(v); }},
+      {"--comm",
+       [](Options &o, const std::string &v) {
+         if (v == "local")
+           o.comm = CommBackend::Local;
+         else if (v == "mpi")
+           o.comm = CommBackend::Mpi;
+         else
+           failUsage("bad value '" + v +
+                     "' for --comm (expected local or mpi)");
+       }},
+      {"--rules", [](Options &o, const std::string &v) { o.rules = v; }},
+      {"--bucket-mb",
+       [](Options &o, const std::string &v) {
+         if (!(parseReal("--bucket-mb", v) >= 0))
+           failUsage("bad value '" + v +
+                     "' for --bucket-mb (expected a number >= 0)");
+         o.bucketMb = v;
+       }},
+      {"--grad-tol",
+       [](Options &o, const std::string &v) {
+         double tol = parseReal("--grad-tol", v);
+         if (!(tol > 0))
+           failUsage("bad value '" + v +
+                     "' for --grad-tol (expected a number > 0)");
+         o.gradTol = tol;
+       }},
+  };
+  return flags;
+}
+
+/// The training setting of flag `name` ("--lr"), or null.
+const TrainSetting *findTrainingFlag(const std::string &name) {
+  if (name.size() < 3 || name.compare(0, 2, "--") != 0)
+    return nullptr;
+  const TrainSetting *setting = findTrainSetting(name.substr(2));
+  return setting && name.substr(2) == setting->flag ? setting : nullptr;
+}
+
+void setTrainingFlag(Options &options, const TrainSetting &setting,
+                     const std::string &value) {
+  for (TrainingFlag &t : options.training)
+    if (t.setting == &setting) {
+      t.value = value; // The last one wins, as for every flag.
+      return;
+    }
+  options.training.push_back({&setting, value});
+}
+
+/// Combinations no model accepts, caught before any compile or load.
+void checkCombinations(const Options &options) {
+  if (options.eval && options.checkGrads)
+    failUsage("--eval and --check-grads exclude each other");
+  if (options.eval && !options.training.empty())
+    failUsage(options.training.front().flag() +
+              " has no effect with --eval (no optimizer runs)");
+  const std::string *optimizer = options.trainingValue("--optimizer");
+  if (options.trainingValue("--nesterov") && optimizer && *optimizer != "sgd")
+    failUsage("--nesterov needs --optimizer sgd (got " + *optimizer + ")");
+  const std::string *warmup = options.trainingValue("--warmup");
+  const std::string *total = options.trainingValue("--total-steps");
+  if (warmup && total && std::stoll(*total) <= std::stoll(*warmup))
+    failUsage("--total-steps " + *total + " must be greater than --warmup " +
+              *warmup);
+  // A .so was partitioned when it was compiled; the flags that choose how
+  // are tessel-compile's.
+  bool mlir = options.model.size() >= 5 &&
+              options.model.compare(options.model.size() - 5, 5, ".mlir") == 0;
+  for (const std::string &flag : options.partitioningFlags()) {
+    if (!mlir && !options.model.empty())
+      failUsage(flag + " only with a .mlir model (a .so was partitioned when "
+                       "it was compiled)");
+    if (!options.mesh)
+      failUsage(flag + " needs --mesh");
+  }
+  if (options.checkGrads && options.mesh)
+    failUsage("--check-grads only on one device (drop --mesh " +
+              options.mesh->toString() + ")");
+}
+
+} // namespace
+
+Options tessel::run::parseArgs(int argc, char **argv) {
+  Options options;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      options.help = true;
+      continue;
+    }
+    if (arg == "--quiet") {
+      options.quiet = true;
+      continue;
+    }
+    if (arg == "--eval") {
+      options.eval = true;
+      continue;
+    }
+    if (arg == "--check-grads") {
+      options.checkGrads = true;
+      continue;
+    }
+    if (arg == "--sequence-parallel") {
+      options.sequenceParallel = true;
+      continue;
+    }
+    if (arg == "--local-batchnorm") {
+      options.localBatchnorm = true;
+      continue;
+    }
+    if (arg.size() > 1 && arg[0] == '-') {
+      // Both "--flag value" and "--flag=value".
+      std::string name = arg, value;
+      bool inlineValue = false;
+      if (size_t eq = arg.find('='); eq != std::string::npos) {
+        name = arg.substr(0, eq);
+        value = arg.substr(eq + 1);
+        inlineValue = true;
+      }
+      const TrainSetting *training = findTrainingFlag(name);
+      if (training && training->kind == TrainSettingKind::Switch) {
+        if (inlineValue)
+          failUsage(name + " takes no value");
+        setTrainingFlag(options, *training, "");
+        continue;
+      }
+      auto flag = valueFlags().find(name);
+      if (flag == valueFlags().end() && !training)
+        failUsage("unknown flag '" + name + "'");
+      if (!inlineValue) {
+        if (i + 1 >= argc)
+          failUsage("missing value for " + name);
+        value = argv[++i];
+      }
+      if (value.empty())
+        failUsage("empty value for " + name);
+      if (training)
+        setTrainingFlag(options, *training,
+                        checkTrainingValue(*training, value));
+      else
+        flag->second(options, value);
+      continue;
+    }
+    if (!options.model.empty())
+      failUsage("more than one model given ('" + options.model + "' and '" +
+                arg + "')");
+    options.model = arg;
+  }
+  if (options.model.empty() && !options.help)
+    failUsage("no model given");
+  checkCombinations(options);
+  return options;
+}

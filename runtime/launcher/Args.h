@@ -1,0 +1,82 @@
+//===- Args.h - tessel-run's command line ---------------------------------===//
+
+#ifndef TESSEL_RUN_ARGS_H
+#define TESSEL_RUN_ARGS_H
+
+#include "runtime/config/TrainConfig.h"
+#include "runtime/launcher/MeshBlocks.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tessel::run {
+
+enum class TokenDtype { U8, U16, I32 };
+
+/// How the ranks of a mesh talk: threads of this process (shared memory) or
+/// one process per rank under mpirun.
+enum class CommBackend { Local, Mpi };
+
+/// A training flag as given (one per setting of
+/// runtime/config/TrainSettings.def: compiled into the .so, so a .mlir
+/// model passes it to tessel-compile and a .so must have been compiled with
+/// it), its value validated and normalised ("" for a switch; schedule names
+/// spelled with '-').
+struct TrainingFlag {
+  const TrainSetting *setting;
+  std::string value;
+
+  /// "--weight-decay".
+  std::string flag() const { return std::string("--") + setting->flag; }
+  bool isSwitch() const { return setting->kind == TrainSettingKind::Switch; }
+};
+
+struct Options {
+  std::string model; // MODEL.so or MODEL.mlir
+  int64_t steps = 10;
+  uint64_t seed = 0;
+  std::string data;
+  TokenDtype dataDtype = TokenDtype::U16;
+  std::string metrics;
+  std::string save;
+  std::string load;
+  int64_t logEvery = 10;
+  bool quiet = false;
+  bool help = false;
+  // Training: microbatches per step; --eval runs the forward entry only;
+  // --check-grads compares the backward entry with finite differences.
+  int64_t microbatches = 1;
+  bool eval = false;
+  bool checkGrads = false;
+  std::optional<double> gradTol;
+  std::vector<TrainingFlag> training; // in the order given, each flag once
+  // Parallelism: the mesh to partition for (a .mlir) or to check a .so
+  // against, and the communication backend. The partitioning flags go to
+  // tessel-compile (a .mlir model only).
+  std::optional<Mesh> mesh;
+  CommBackend comm = CommBackend::Local;
+  std::string rules;    // --rules, as given
+  std::string bucketMb; // --bucket-mb, as given
+  bool sequenceParallel = false;
+  bool localBatchnorm = false;
+
+  /// The partitioning flags given besides --mesh, as the user wrote them
+  /// ("--rules", "--sequence-parallel", ...).
+  std::vector<std::string> partitioningFlags() const;
+
+  /// The value of training flag `flag` ("--lr") if given.
+  const std::string *trainingValue(const std::string &flag) const;
+};
+
+/// Parses argv; throws UsageError on an unknown flag, a missing or bad value
+/// or a missing model path (unless --help).
+Options parseArgs(int argc, char **argv);
+
+/// The full --help text.
+std::string usageText();
+
+} // namespace tessel::run
+
+#endif // TESSEL_RUN_ARGS_H

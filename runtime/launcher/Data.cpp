@@ -1,0 +1,447 @@
+//===- Data.cpp - Synthetic batches and token-file batches ----------------===//
+
+#include "runtime/launcher/Data.h"
+#include "runtime/launcher/Error.h"
+#include "runtime/launcher/Hash.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+using namespace tessel::run;
+
+namespace {
+
+//===--- Synthetic data ---------------------------------------------------===//
+
+/// A counter-based stream: draw(i) depends only on the key and i, so values
+/// do not depend on the order or number of tensors filled before.
+struct CounterRng {
+  uint64_t key;
+  CounterRng(uint64_t seed, int64_t sample, const std::string &name)
+      : key(splitmix64(splitmix64(seed) ^ splitmix64(sample + 0x5851F42Dull) ^
+                       hashName(name))) {}
+  uint64_t draw(uint64_t i) const { return splitmix64(key ^ splitmix64(i)); }
+  // In (0, 1]: safe under log.
+  double unitOpen(uint64_t i) const {
+    return double((draw(i) >> 11) + 1) * 0x1.0p-53;
+  }
+};
+
+std::vector<double> standardNormals(const CounterRng &rng, int64_t n) {
+  std::vector<double> out(n);
+  // Box-Muller: pair j gives elements 2j and 2j+1.
+  for (int64_t j = 0; 2 * j < n; ++j) {
+    double r = std::sqrt(-2.0 * std::log(rng.unitOpen(2 * j)));
+    double theta = 2.0 * M_PI * rng.unitOpen(2 * j + 1);
+    out[2 * j] = r * std::cos(theta);
+    if (2 * j + 1 < n)
+      out[2 * j + 1] = r * std::sin(theta);
+  }
+  return out;
+}
+
+void *at(void *arena, const TensorDesc &t) {
+  return static_cast<char *>(arena) + t.offset;
+}
+
+/// Copies host f32 or f64 values into a float tensor of any float dtype;
+/// 16-bit ones go through the runtime's cast so rounding matches kernels.
+void storeFloats(const std::vector<double> &values, const TensorDesc &t,
+                 tessel_ctx *ctx, void *arena) {
+  int64_t n = values.size();
+  if (t.dtypeCode == TESSEL_F64) {
+    tessel_copy_to_device(ctx, at(arena, t), values.data(), n * 8);
+    return;
+  }
+  std::vector<float> f32(values.begin(), values.end());
+  if (t.dtypeCode == TESSEL_F32) {
+    tessel_copy_to_device(ctx, at(arena, t), f32.data(), n * 4);
+    return;
+  }
+  void *staging = tessel_alloc(ctx, n * 4);
+  if (!staging)
+    throw RunError("out of memory staging input '" + t.name + "'");
+  tessel_copy_to_device(ctx, staging, f32.data(), n * 4);
+  tessel_cast(ctx, TESSEL_F32, t.dtypeCode, staging, at(arena, t), n);
+  tessel_synchronize(ctx);
+  tessel_free(ctx, staging);
+}
+
+/// Copies integer values into an i32 or i64 tensor.
+void storeIntegers(const std::vector<int64_t> &values, const TensorDesc &t,
+                   tessel_ctx *ctx, void *arena) {
+  if (t.dtypeCode == TESSEL_I64) {
+    tessel_copy_to_device(ctx, at(arena, t), values.data(), values.size() * 8);
+    return;
+  }
+  std::vector<int32_t> i32(values.begin(), values.end());
+  tessel_copy_to_device(ctx, at(arena, t), i32.data(), i32.size() * 4);
+}
+
+
+/// The features a classifier's synthetic label depends on.
+constexpr int64_t teacherFeatures = 16;
+
+class SyntheticData : public BatchSource {
+public:
+  SyntheticData(const ModelDesc &model, uint64_t seed) : seed(seed) {
+    feeds = model.feeds();
+    for (const TensorDesc *t : feeds)
+      if (t->isInteger() && (!t->limit || *t->limit <= 0))
+        throw RunError("integer " + t->role + " '" + t->name +
+                       "' has no limit: cannot draw synthetic values for it "
+                       "(use --data)");
+    findClassifier(model);
+  }
+
+  // Sample i of microbatch `index` is global sample index · B + i; its
+  // values are drawn from (seed, global sample, tensor name) alone, so M
+  // microbatches of B see exactly the samples of one batch of M · B, and a
+  // rank's block of a batch the samples one device draws there.
+  void fill(int64_t index, tessel_ctx *ctx, void *arena) override {
+    draw(index, std::nullopt, ctx, arena);
+  }
+
+  bool fillSamples(int64_t first, tessel_ctx *ctx, void *arena) override {
+    draw(0, first, ctx, arena);
+    return true;
+  }
+
+private:
+  /// Draws samples index · B + i, or first + i when `first` is given.
+  void draw(int64_t index, std::optional<int64_t> first, tessel_ctx *ctx,
+            void *arena) {
+    std::vector<double> features; // The classifier input's, for its labels.
+    for (const TensorDesc *t : feeds) {
+      int dim = batchDimOf(*t);
+      int64_t batch = dim < 0 ? 1 : t->shape[dim];
+      int64_t outer = 1, inner = 1;
+      for (int d = 0; d < dim; ++d)
+        outer *= t->shape[d];
+      for (size_t d = dim + 1; d < t->shape.size(); ++d)
+        inner *= t->shape[d];
+      int64_t perSample = outer * inner;
+      std::vector<double> floats(t->isInteger() ? 0 : t->numElements());
+      std::vector<int64_t> ints(t->isInteger() ? t->numElements() : 0);
+      for (int64_t b = 0; b < batch; ++b) {
+        CounterRng rng(seed, first ? *first + b : index * batch + b, t->name);
+        std::vector<double> normals;
+        if (!t->isInteger())
+          normals = standardNormals(rng, perSample);
+        for (int64_t j = 0; j < perSample; ++j) {
+          // Element j = (o, i) of the sample sits at [o, b, i].
+          int64_t at = (j / inner * batch + b) * inner + j % inner;
+          if (t->isInteger()) // Lemire's multiply-shift.
+            ints[at] = int64_t(
+                (unsigned __int128)rng.draw(j) * uint64_t(*t->limit) >> 64);
+          else
+            floats[at] = normals[j];
+        }
+        if (t == classifierInput)
+          features.insert(features.end(), normals.begin(),
+                          normals.begin() + teacherInputs);
+      }
+      if (t == classifierLabel)
+        for (int64_t b = 0; b < batch; ++b)
+          ints[b] = teacherClass(&features[b * teacherInputs]);
+      if (t->isInteger())
+        storeIntegers(ints, *t, ctx, arena);
+      else
+        storeFloats(floats, *t, ctx, arena);
+    }
+  }
+
+  /// A classifier — one float input [B, ...] and one integer label [B] —
+  /// gets labels it can learn: the class a fixed random linear teacher
+  /// assigns to the first 16 features of each sample (inputs come first in
+  /// feeds(), so they are drawn before the label is computed).
+  void findClassifier(const ModelDesc &model) {
+    std::vector<const TensorDesc *> inputs = model.withRole("input");
+    std::vector<const TensorDesc *> labels = model.withRole("label");
+    if (inputs.size() != 1 || labels.size() != 1 || inputs[0]->isInteger() ||
+        !labels[0]->isInteger() || labels[0]->shape.size() != 1 ||
+        batchDimOf(*inputs[0]) != 0 ||
+        inputs[0]->shape[0] != labels[0]->shape[0])
+      return;
+    classifierInput = inputs[0];
+    classifierLabel = labels[0];
+    teacherInputs = std::min(teacherFeatures,
+                             inputs[0]->numElements() /
+                                 std::max<int64_t>(1, inputs[0]->shape[0]));
+    classes = *labels[0]->limit;
+    // The teacher's weights: a pure function of the seed.
+    CounterRng rng(seed, -1, "teacher:" + classifierLabel->name);
+    teacher = standardNormals(rng, teacherInputs * classes);
+  }
+
+  int64_t teacherClass(const double *x) const {
+    int64_t best = 0;
+    double bestScore = -INFINITY;
+    for (int64_t c = 0; c < classes; ++c) {
+      double score = 0;
+      for (int64_t j = 0; j < teacherInputs; ++j)
+        score += x[j] * teacher[j * classes + c];
+      if (score > bestScore) {
+        best = c;
+        bestScore = score;
+      }
+    }
+    return best;
+  }
+
+  uint64_t seed;
+  std::vector<const TensorDesc *> feeds;
+  const TensorDesc *classifierInput = nullptr;
+  const TensorDesc *classifierLabel = nullptr;
+  int64_t teacherInputs = 0, classes = 0;
+  std::vector<double> teacher;
+};
+
+//===--- Token files ------------------------------------------------------===//
+
+/// A read-only mapping of a token file: `count` little-endian integers of
+/// `itemSize` bytes (signed unless u16) starting at byte `start`.
+class TokenFile {
+public:
+  TokenFile(const std::string &path, TokenDtype binDtype) : path(path) {
+    mapFile();
+    if (path.size() >= 4 && path.compare(path.size() - 4, 4, ".npy") == 0)
+      parseNpyHeader();
+    else
+      describeRawFile(binDtype);
+  }
+  ~TokenFile() {
+    if (data)
+      ::munmap(const_cast<unsigned char *>(data), size);
+  }
+  TokenFile(const TokenFile &) = delete;
+  TokenFile &operator=(const TokenFile &) = delete;
+
+  int64_t at(uint64_t i) const {
+    const unsigned char *p = data + start + i * itemSize;
+    switch (itemSize) {
+    case 1:
+      return p[0];
+    case 2:
+      return uint16_t(p[0] | p[1] << 8);
+    case 4: {
+      uint32_t v = 0;
+      for (int b = 3; b >= 0; --b)
+        v = v << 8 | p[b];
+      return int32_t(v);
+    }
+    default: {
+      uint64_t v = 0;
+      for (int b = 7; b >= 0; --b)
+        v = v << 8 | p[b];
+      return int64_t(v);
+    }
+    }
+  }
+
+  const std::string path;
+  uint64_t count = 0;
+
+private:
+  [[noreturn]] void fail(const std::string &problem) const {
+    throw RunError("data file '" + path + "': " + problem);
+  }
+
+  void mapFile() {
+    int fd = ::open(path.c_str(), O_RDONLY);
+    if (fd < 0)
+      throw RunError("cannot open data file '" + path +
+                     "': " + std::strerror(errno));
+    struct stat st;
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+      ::close(fd);
+      fail("not a regular file");
+    }
+    size = st.st_size;
+    if (size > 0) {
+      void *p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+      if (p == MAP_FAILED) {
+        ::close(fd);
+        fail(std::string("cannot map: ") + std::strerror(errno));
+      }
+      data = static_cast<const unsigned char *>(p);
+    }
+    ::close(fd);
+  }
+
+  void describeRawFile(TokenDtype dtype) {
+    itemSize = dtype == TokenDtype::U8 ? 1 : dtype == TokenDtype::U16 ? 2 : 4;
+    if (size % itemSize != 0)
+      fail("size " + std::to_string(size) + " is not a multiple of " +
+           std::to_string(itemSize) + " bytes (" +
+           (itemSize == 2 ? "u16" : "i32") + " tokens)");
+    count = size / itemSize;
+  }
+
+  /// The .npy v1/v2/v3 header: magic, version, header length, then a Python
+  /// dict literal with 'descr', 'fortran_order' and 'shape'.
+  void parseNpyHeader() {
+    if (size < 10 || std::memcmp(data, "\x93NUMPY", 6) != 0)
+      fail("not a .npy file");
+    int major = data[6];
+    uint64_t headerLen =
+        major == 1 ? (data[8] | data[9] << 8)
+                   : (size < 12 ? 0
+                                : (uint64_t(data[8]) | uint64_t(data[9]) << 8 |
+                                   uint64_t(data[10]) << 16 |
+                                   uint64_t(data[11]) << 24));
+    start = (major == 1 ? 10 : 12) + headerLen;
+    if (start > size)
+      fail("truncated .npy header");
+    std::string header(reinterpret_cast<const char *>(data) +
+                           (major == 1 ? 10 : 12),
+                       headerLen);
+    std::string descr = npyField(header, "descr");
+    if (descr == "<i4")
+      itemSize = 4;
+    else if (descr == "<u2")
+      itemSize = 2;
+    else if (descr == "<i8")
+      itemSize = 8;
+    else
+      fail("unsupported .npy dtype '" + descr + "' (supported: <i4, <u2, <i8)");
+    std::vector<uint64_t> shape = npyShape(header);
+    if (shape.size() != 1)
+      fail("expected a 1-D .npy array, got " + std::to_string(shape.size()) +
+           " dimensions");
+    count = shape[0];
+    if (start + count * itemSize > size)
+      fail("truncated (.npy header says " + std::to_string(count) + " tokens)");
+  }
+
+  std::string npyField(const std::string &header, const std::string &key) {
+    size_t k = header.find("'" + key + "'");
+    size_t open =
+        k == std::string::npos ? k : header.find('\'', k + key.size() + 2);
+    size_t close =
+        open == std::string::npos ? open : header.find('\'', open + 1);
+    if (close == std::string::npos)
+      fail("malformed .npy header (no '" + key + "')");
+    return header.substr(open + 1, close - open - 1);
+  }
+
+  std::vector<uint64_t> npyShape(const std::string &header) {
+    size_t k = header.find("'shape'");
+    size_t open = k == std::string::npos ? k : header.find('(', k);
+    size_t close = open == std::string::npos ? open : header.find(')', open);
+    if (close == std::string::npos)
+      fail("malformed .npy header (no 'shape')");
+    std::vector<uint64_t> shape;
+    std::string dims = header.substr(open + 1, close - open - 1);
+    for (size_t i = 0; i < dims.size();) {
+      if (std::isdigit(static_cast<unsigned char>(dims[i]))) {
+        size_t used = 0;
+        shape.push_back(std::stoull(dims.substr(i), &used));
+        i += used;
+      } else {
+        ++i;
+      }
+    }
+    return shape;
+  }
+
+  const unsigned char *data = nullptr;
+  uint64_t size = 0;
+  uint64_t start = 0;
+  unsigned itemSize = 2;
+};
+
+class TokenFileData : public BatchSource {
+public:
+  TokenFileData(const ModelDesc &model, const std::string &path,
+                TokenDtype dtype)
+      : file(path, dtype) {
+    std::vector<const TensorDesc *> inputs = model.withRole("input");
+    std::vector<const TensorDesc *> labels = model.withRole("label");
+    if (inputs.size() != 1 || labels.size() != 1 || !inputs[0]->isInteger() ||
+        !labels[0]->isInteger() || inputs[0]->shape.size() != 2 ||
+        inputs[0]->shape != labels[0]->shape)
+      throw RunError("--data needs a language model (one integer input and "
+                     "one integer label of the same shape [B, S]); this "
+                     "model is not one");
+    input = inputs[0];
+    label = labels[0];
+    batch = input->shape[0];
+    seq = input->shape[1];
+    if (file.count < uint64_t(seq) + 1)
+      throw RunError("data file " + path + " has " +
+                     std::to_string(file.count) + " tokens, one batch needs " +
+                     std::to_string(seq + 1));
+    // Windows start at multiples of S and need S + 1 tokens.
+    windows = (file.count - 1) / seq;
+  }
+
+  void fill(int64_t index, tessel_ctx *ctx, void *arena) override {
+    fillSamples(index * batch, ctx, arena);
+  }
+
+  // Row r of the samples from `firstWindow` is window firstWindow + r.
+  bool fillSamples(int64_t firstWindow, tessel_ctx *ctx,
+                   void *arena) override {
+    std::vector<int64_t> ids(batch * seq), targets(batch * seq);
+    for (int64_t r = 0; r < batch; ++r) {
+      uint64_t first = (uint64_t(firstWindow) + r) % windows * seq;
+      for (int64_t i = 0; i < seq; ++i) {
+        ids[r * seq + i] = token(first + i, *input);
+        targets[r * seq + i] = token(first + i + 1, *label);
+      }
+    }
+    storeIntegers(ids, *input, ctx, arena);
+    storeIntegers(targets, *label, ctx, arena);
+    return true;
+  }
+
+private:
+  int64_t token(uint64_t position, const TensorDesc &t) const {
+    int64_t v = file.at(position);
+    int64_t limit = t.limit
+                        ? *t.limit
+                        : (t.dtypeCode == TESSEL_I32 ? INT32_MAX : INT64_MAX);
+    if (v < 0 || v >= limit)
+      throw RunError("data file " + file.path + ": token " + std::to_string(v) +
+                     " at position " + std::to_string(position) +
+                     " is outside [0, " + std::to_string(limit) + ") of " +
+                     t.role + " '" + t.name + "'");
+    return v;
+  }
+
+  TokenFile file;
+  const TensorDesc *input = nullptr;
+  const TensorDesc *label = nullptr;
+  int64_t batch = 0, seq = 0;
+  uint64_t windows = 0;
+};
+
+} // namespace
+
+int tessel::run::batchDimOf(const TensorDesc &t) {
+  for (size_t d = 0; d < t.axes.size() && d < t.shape.size(); ++d)
+    if (t.axes[d] == "batch")
+      return int(d);
+  return t.shape.empty() ? -1 : 0;
+}
+
+std::unique_ptr<BatchSource>
+tessel::run::makeSyntheticData(const ModelDesc &model, uint64_t seed) {
+  return std::make_unique<SyntheticData>(model, seed);
+}
+
+std::unique_ptr<BatchSource>
+tessel::run::makeTokenFileData(const ModelDesc &model, const std::string &path,
+                               TokenDtype dtype) {
+  return std::make_unique<TokenFileData>(model, path, dtype);
+}

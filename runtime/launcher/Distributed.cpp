@@ -1,0 +1,326 @@
+//===- Distributed.cpp - A partitioned model's ranks and their traffic ---===//
+
+#include "runtime/launcher/Distributed.h"
+#include "runtime/launcher/Error.h"
+#include "runtime/launcher/Safetensors.h"
+
+#include <algorithm>
+#include <optional>
+#include <tuple>
+
+using namespace tessel::run;
+
+tessel_ctx_options tessel::run::rankOptions(const ModelDesc &model,
+                                            int32_t rank, int32_t comm,
+                                            tessel_local_world *world) {
+  tessel_ctx_options options = {};
+  options.backend = TESSEL_BACKEND_CPU;
+  options.rank = rank;
+  options.world_size = int32_t(model.worldSize());
+  options.device = 0;
+  if (!model.mesh)
+    return options;
+  options.comm = comm;
+  options.mesh_rank = int32_t(model.mesh->axes.size());
+  for (size_t a = 0; a < model.mesh->shape.size(); ++a)
+    options.mesh_shape[a] = model.mesh->shape[a];
+  options.local_world = comm == TESSEL_COMM_LOCAL ? world : nullptr;
+  return options;
+}
+
+namespace {
+
+/// The feeds of a rank whose inputs or labels are split. When every feed
+/// is split along its batch dimension only (data parallelism), the rank
+/// reads just its block of samples, as DistributedSampler does; otherwise
+/// (a sequence split) the global microbatch is drawn into a staging buffer
+/// exactly as one device draws it and each feed's block is copied out (a
+/// strided copy on the device).
+class RankFeeds : public BatchSource {
+public:
+  RankFeeds(const ModelDesc &model, const BatchSourceFactory &makeGlobal,
+            const std::vector<int64_t> &coordinates, tessel_ctx *ctx)
+      : model(model), view(globalFeedView(model)), coordinates(coordinates),
+        ctx(ctx) {
+    if (std::optional<int64_t> first = firstSampleOfRank()) {
+      firstSample = *first;
+      rows = makeGlobal(model);
+    }
+    global = makeGlobal(view);
+  }
+  ~RankFeeds() override {
+    if (staging)
+      tessel_free(ctx, staging);
+  }
+  RankFeeds(const RankFeeds &) = delete;
+  RankFeeds &operator=(const RankFeeds &) = delete;
+
+  void fill(int64_t index, tessel_ctx *fillCtx, void *arena) override {
+    if (rows && rows->fillSamples(index * globalBatch + firstSample, fillCtx,
+                                  arena))
+      return;
+    if (!staging) {
+      staging = tessel_alloc(ctx, std::max<int64_t>(view.arenaBytes, 64));
+      if (!staging)
+        throw RunError("cannot allocate " + std::to_string(view.arenaBytes) +
+                       " bytes to stage the global microbatch");
+    }
+    global->fill(index, fillCtx, staging);
+    std::vector<const TensorDesc *> feeds = model.feeds();
+    for (size_t i = 0; i < feeds.size(); ++i) {
+      const TensorDesc &local = *feeds[i];
+      const TensorDesc &whole = view.tensors[i];
+      char *dst = static_cast<char *>(arena) + local.offset;
+      const char *src = static_cast<const char *>(staging) + whole.offset;
+      TensorBlock block = blockOf(model, local, coordinates);
+      if (block.whole()) {
+        tessel_copy(fillCtx, dst, src, local.bytes);
+        continue;
+      }
+      std::vector<int64_t> in = rowMajorStrides(block.globalShape);
+      std::vector<int64_t> out = rowMajorStrides(block.localShape);
+      int64_t first = 0;
+      for (size_t d = 0; d < in.size(); ++d)
+        first += block.start[d] * in[d];
+      tessel_strided_copy(fillCtx, local.dtypeCode,
+                          src + first * tessel_dtype_size(local.dtypeCode), dst,
+                          int32_t(block.localShape.size()),
+                          block.localShape.data(), in.data(), out.data());
+    }
+  }
+
+private:
+  /// The first global sample of this rank's block when every feed is split
+  /// along its batch dimension only, at the same samples; else none.
+  std::optional<int64_t> firstSampleOfRank() {
+    std::optional<int64_t> first;
+    std::vector<const TensorDesc *> feeds = model.feeds();
+    for (size_t i = 0; i < feeds.size(); ++i) {
+      int dim = batchDimOf(*feeds[i]);
+      TensorBlock block = blockOf(model, *feeds[i], coordinates);
+      if (dim < 0 || block.whole())
+        return std::nullopt;
+      for (size_t d = 0; d < block.start.size(); ++d)
+        if (int(d) != dim && (block.start[d] != 0 ||
+                              block.localShape[d] != block.globalShape[d]))
+          return std::nullopt;
+      int64_t batch = block.globalShape[dim];
+      if ((first && *first != block.start[dim]) ||
+          (globalBatch && globalBatch != batch))
+        return std::nullopt;
+      first = block.start[dim];
+      globalBatch = batch;
+    }
+    return first;
+  }
+
+  const ModelDesc &model;
+  const ModelDesc view; // Outlives `global`, which points into it.
+  std::vector<int64_t> coordinates;
+  tessel_ctx *ctx;
+  std::unique_ptr<BatchSource> global;
+  // The rank's own samples: a source over the rank's feeds, where they
+  // start and the global batch.
+  std::unique_ptr<BatchSource> rows;
+  int64_t firstSample = 0, globalBatch = 0;
+  void *staging = nullptr;
+};
+
+/// Sorts by (collective, axes mask) and merges equal keys.
+std::vector<CommCount> normalise(std::vector<CommCount> counts,
+                                 const Mesh &mesh) {
+  const std::vector<std::string> &names = collectiveNames();
+  auto key = [&](const CommCount &c) {
+    return std::make_tuple(std::find(names.begin(), names.end(), c.kind) -
+                               names.begin(),
+                           axesMaskOf(mesh, c.axes));
+  };
+  std::sort(
+      counts.begin(), counts.end(),
+      [&](const CommCount &a, const CommCount &b) { return key(a) < key(b); });
+  std::vector<CommCount> out;
+  for (CommCount &c : counts) {
+    c.axes = mesh.axesOf(axesMaskOf(mesh, c.axes));
+    if (!out.empty() && key(out.back()) == key(c)) {
+      out.back().calls += c.calls;
+      out.back().bytes += c.bytes;
+    } else {
+      out.push_back(c);
+    }
+  }
+  out.erase(std::remove_if(out.begin(), out.end(),
+                           [](const CommCount &c) {
+                             return c.calls == 0 && c.bytes == 0;
+                           }),
+            out.end());
+  return out;
+}
+
+std::string axesText(const std::vector<std::string> &axes) {
+  std::string text;
+  for (const std::string &a : axes)
+    text += (text.empty() ? "" : ",") + a;
+  return text;
+}
+
+std::string countText(const CommCount &c) {
+  return std::to_string(c.calls) + (c.calls == 1 ? " call, " : " calls, ") +
+         std::to_string(c.bytes) + " bytes";
+}
+
+} // namespace
+
+std::unique_ptr<BatchSource> tessel::run::makeRankFeeds(
+    const ModelDesc &model, const BatchSourceFactory &makeGlobal,
+    const std::vector<int64_t> &coordinates, tessel_ctx *ctx) {
+  bool split = false;
+  for (const TensorDesc *t : model.feeds())
+    split |= t->isSharded();
+  if (!split)
+    return makeGlobal(model);
+  return std::make_unique<RankFeeds>(model, makeGlobal, coordinates, ctx);
+}
+
+std::vector<char>
+tessel::run::gatherGlobalTensor(const ModelDesc &model, const TensorDesc &t,
+                                tessel_ctx *ctx, const void *arena, bool keep) {
+  const char *local = static_cast<const char *>(arena) + t.offset;
+  std::vector<char> host;
+  if (!model.mesh || !t.isSharded()) {
+    // Replicated: every rank holds the global tensor.
+    if (keep) {
+      host.resize(t.bytes);
+      tessel_copy_to_host(ctx, host.data(), local, t.bytes);
+    }
+    return host;
+  }
+  const Mesh &mesh = *model.mesh;
+  std::vector<int64_t> shape = t.shape;
+  int64_t bytes = t.bytes;
+  const void *current = local;
+  void *owned = nullptr;
+  for (size_t d = 0; d < t.sharding.size(); ++d)
+    for (size_t i = t.sharding[d].size(); i-- > 0;) {
+      int axis = axisOf(mesh, t.sharding[d][i]);
+      int64_t size = mesh.shape[axis];
+      if (size == 1)
+        continue;
+      void *gathered = tessel_alloc(ctx, bytes * size);
+      if (!gathered) {
+        tessel_free(ctx, owned);
+        throw RunError("cannot allocate " + std::to_string(bytes * size) +
+                       " bytes to gather '" + t.name + "'");
+      }
+      tessel_all_gather(ctx, 1u << axis, t.dtypeCode, current, gathered,
+                        int32_t(shape.size()), shape.data(), int32_t(d));
+      tessel_synchronize(ctx);
+      tessel_free(ctx, owned);
+      owned = gathered;
+      current = gathered;
+      shape[d] *= size;
+      bytes *= size;
+      if (const char *error = tessel_error(ctx)) {
+        tessel_free(ctx, owned);
+        throw RunError("gathering '" + t.name +
+                       "' for the checkpoint: " + error);
+      }
+    }
+  if (keep) {
+    host.resize(bytes);
+    tessel_copy_to_host(ctx, host.data(), current, bytes);
+  }
+  tessel_free(ctx, owned);
+  return host;
+}
+
+std::map<std::string, std::vector<char>>
+tessel::run::gatherCheckpoint(const ModelDesc &model, tessel_ctx *ctx,
+                              const void *arena, bool withStates, bool keep) {
+  std::map<std::string, std::vector<char>> tensors;
+  for (const TensorDesc *t : checkpointTensors(model, withStates)) {
+    std::vector<char> bytes = gatherGlobalTensor(model, *t, ctx, arena, keep);
+    if (keep)
+      tensors[t->name] = std::move(bytes);
+  }
+  return tensors;
+}
+
+const std::vector<std::string> &tessel::run::collectiveNames() {
+  static const std::vector<std::string> names = {
+      "all_reduce", "all_gather", "reduce_scatter", "all_to_all"};
+  return names;
+}
+
+std::vector<CommCount> tessel::run::readCommCounters(tessel_ctx *ctx,
+                                                     const Mesh &mesh) {
+  std::vector<CommCount> counts;
+  for (int32_t kind = 0; kind < TESSEL_NUM_COLLECTIVES; ++kind)
+    for (uint32_t mask = 1; mask < (1u << mesh.axes.size()); ++mask) {
+      CommCount c;
+      c.kind = collectiveNames()[kind];
+      c.axes = mesh.axesOf(mask);
+      c.calls = tessel_comm_calls(ctx, kind, mask);
+      c.bytes = tessel_comm_bytes(ctx, kind, mask);
+      if (c.calls || c.bytes)
+        counts.push_back(c);
+    }
+  return normalise(counts, mesh);
+}
+
+std::vector<CommCount> tessel::run::expectedCommPerStep(const ModelDesc &model,
+                                                        bool training,
+                                                        int64_t microbatches) {
+  if (!model.mesh)
+    return {};
+  std::vector<CommCount> counts;
+  auto add = [&](const std::string &entry, int64_t times) {
+    auto it = model.collectives.find(entry);
+    if (it == model.collectives.end())
+      return;
+    for (CommCount c : it->second) {
+      c.calls *= times;
+      c.bytes *= times;
+      counts.push_back(c);
+    }
+  };
+  if (training) {
+    add("backward", microbatches);
+    add("update", 1);
+  } else {
+    add("forward", microbatches);
+  }
+  return normalise(counts, *model.mesh);
+}
+
+std::string
+tessel::run::commDifference(const std::vector<CommCount> &expected,
+                            const std::vector<CommCount> &measured) {
+  std::map<std::string, std::pair<const CommCount *, const CommCount *>> keys;
+  for (const CommCount &c : expected)
+    keys[commKey(c)].first = &c;
+  for (const CommCount &c : measured)
+    keys[commKey(c)].second = &c;
+  std::string text;
+  CommCount none;
+  for (auto &[key, pair] : keys) {
+    const CommCount &want = pair.first ? *pair.first : none;
+    const CommCount &got = pair.second ? *pair.second : none;
+    if (want.calls == got.calls && want.bytes == got.bytes)
+      continue;
+    const CommCount &named = pair.first ? want : got;
+    text += (text.empty() ? "" : "; ") + named.kind + " over " +
+            axesText(named.axes) + ": " + countText(got) +
+            " (compiled: " + countText(want) + ")";
+  }
+  return text;
+}
+
+std::string tessel::run::describeComm(const std::vector<CommCount> &counts) {
+  if (counts.empty())
+    return "none";
+  std::string text;
+  for (const CommCount &c : counts)
+    text += (text.empty() ? "" : "; ") + c.kind + " over " + axesText(c.axes) +
+            ": " + countText(c);
+  return text;
+}

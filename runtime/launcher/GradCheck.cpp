@@ -1,0 +1,251 @@
+//===- GradCheck.cpp - The backward entry against finite differences ------===//
+//
+// Finite differences in float arithmetic trade truncation error (large
+// steps) against the loss's rounding noise (small steps). An f32 loss of
+// a batch carries ~1e-7 relative noise while one weight of a large model
+// moves it by ~1e-5 per unit, so no fixed step serves every parameter: the
+// four-point stencil starts at h = 0.1·max(1, |x|) (f64: 1e-3·max(1, |x|))
+// and halves h until two successive estimates agree within the noise.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/launcher/GradCheck.h"
+#include "runtime/launcher/Error.h"
+#include "runtime/launcher/Hash.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <set>
+
+using namespace tessel::run;
+
+namespace {
+
+constexpr int64_t maxSamples = 32;
+
+/// Reads and writes single elements of a float tensor of any dtype as f64,
+/// through the runtime's cast (so f16/bf16 round as the kernels do).
+class ElementAccess {
+public:
+  explicit ElementAccess(tessel_ctx *ctx) : ctx(ctx) {
+    staging = tessel_alloc(ctx, 16);
+    if (!staging)
+      throw RunError("out of memory for the gradient check");
+  }
+  ~ElementAccess() { tessel_free(ctx, staging); }
+  ElementAccess(const ElementAccess &) = delete;
+  ElementAccess &operator=(const ElementAccess &) = delete;
+
+  std::vector<double> readAll(const TensorDesc &t, const void *arena) {
+    int64_t n = t.numElements();
+    std::vector<double> out(n);
+    const char *src = static_cast<const char *>(arena) + t.offset;
+    if (t.dtypeCode == TESSEL_F64) {
+      tessel_copy_to_host(ctx, out.data(), src, n * 8);
+      return out;
+    }
+    void *wide = tessel_alloc(ctx, n * 8);
+    if (!wide)
+      throw RunError("out of memory reading '" + t.name + "'");
+    tessel_cast(ctx, t.dtypeCode, TESSEL_F64, src, wide, n);
+    tessel_synchronize(ctx);
+    tessel_copy_to_host(ctx, out.data(), wide, n * 8);
+    tessel_free(ctx, wide);
+    return out;
+  }
+
+  void write(const TensorDesc &t, void *arena, int64_t i, double value) {
+    char *dst = static_cast<char *>(arena) + t.offset +
+                i * tessel_dtype_size(t.dtypeCode);
+    tessel_copy_to_device(ctx, staging, &value, 8);
+    tessel_cast(ctx, TESSEL_F64, t.dtypeCode, staging, dst, 1);
+    tessel_synchronize(ctx);
+  }
+
+  /// The raw bytes of element i, to restore it exactly.
+  std::vector<char> save(const TensorDesc &t, const void *arena, int64_t i) {
+    int64_t size = tessel_dtype_size(t.dtypeCode);
+    std::vector<char> bytes(size);
+    tessel_copy_to_host(ctx, bytes.data(),
+                        static_cast<const char *>(arena) + t.offset + i * size,
+                        size);
+    return bytes;
+  }
+  void restore(const TensorDesc &t, void *arena, int64_t i,
+               const std::vector<char> &bytes) {
+    tessel_copy_to_device(
+        ctx, static_cast<char *>(arena) + t.offset + i * int64_t(bytes.size()),
+        bytes.data(), bytes.size());
+  }
+
+private:
+  tessel_ctx *ctx;
+  void *staging = nullptr;
+};
+
+/// Up to maxSamples distinct element indices: the largest |gradient| first
+/// (a wrong gradient shows there), then uniformly drawn ones.
+std::vector<int64_t> sampleIndices(const std::vector<double> &grad,
+                                   const std::string &name, uint64_t seed) {
+  int64_t n = grad.size();
+  std::vector<int64_t> out;
+  if (n <= maxSamples) {
+    for (int64_t i = 0; i < n; ++i)
+      out.push_back(i);
+    return out;
+  }
+  int64_t largest = 0;
+  for (int64_t i = 1; i < n; ++i)
+    if (std::fabs(grad[i]) > std::fabs(grad[largest]))
+      largest = i;
+  std::set<int64_t> chosen = {largest};
+  out.push_back(largest);
+  uint64_t key = splitmix64(seed ^ hashName(name));
+  for (uint64_t k = 0; int64_t(out.size()) < maxSamples; ++k) {
+    int64_t i = int64_t(splitmix64(key ^ splitmix64(k)) % uint64_t(n));
+    if (chosen.insert(i).second)
+      out.push_back(i);
+  }
+  return out;
+}
+
+/// The first (largest) step, relative to max(1, |x|).
+double firstStep(int32_t dtype) { return dtype == TESSEL_F64 ? 1e-3 : 1e-1; }
+
+/// The derivative of f at 0 by the four-point central stencil
+///   D(h) = (8 (f(h) − f(−h)) − (f(2h) − f(−2h))) / 12h   (error O(h⁴)),
+/// halving h while D(h) and D(h/2) disagree by more than the rounding noise
+/// of D(h/2) (≈ noise / (h/2)): a step too large for the function's
+/// curvature is halved, one small enough is not shrunk into the noise.
+/// Each halving costs two more evaluations.
+double adaptiveDifference(const std::function<double(double)> &f, double h,
+                          double noise) {
+  constexpr int maxHalvings = 5;
+  double fh = f(h), fmh = f(-h);
+  double previous = (8 * (fh - fmh) - (f(2 * h) - f(-2 * h))) / (12 * h);
+  for (int k = 0; k < maxHalvings; ++k) {
+    double half = h / 2;
+    double fhalf = f(half), fmhalf = f(-half);
+    double current = (8 * (fhalf - fmhalf) - (fh - fmh)) / (12 * half);
+    double noiseOfCurrent = noise / half;
+    double difference = std::fabs(current - previous);
+    if (difference <= noiseOfCurrent)
+      // Agreeing within noise: the larger step has the smaller noise and a
+      // truncation error below `difference`; take whichever bound is less.
+      return difference < noiseOfCurrent / 2 ? previous : current;
+    h = half;
+    fh = fhalf;
+    fmh = fmhalf;
+    previous = current;
+  }
+  return previous;
+}
+
+double defaultTolerance(int32_t dtype) {
+  switch (dtype) {
+  case TESSEL_F64:
+    return 1e-6;
+  case TESSEL_F32:
+    return 2e-2;
+  default:
+    return 2e-1;
+  }
+}
+
+} // namespace
+
+void tessel::run::checkGradients(const LoadedModel &model, tessel_ctx *ctx,
+                                 void *arena, BatchSource &batches,
+                                 int64_t step, int64_t microbatch,
+                                 uint64_t seed, std::optional<double> tolerance,
+                                 std::FILE *out) {
+  const ModelDesc &desc = model.desc;
+  if (!model.backward)
+    throw RunError("--check-grads needs a model compiled for training; '" +
+                   desc.source + "' has no backward entry");
+  std::vector<const TensorDesc *> params;
+  for (const TensorDesc *p : desc.withRole("param"))
+    if (p->trainable && desc.gradOf(p->name))
+      params.push_back(p);
+  if (params.empty())
+    throw RunError("--check-grads: the model has no trainable parameter");
+
+  // One backward call on one microbatch: the gradients of its loss.
+  tessel_set_step(ctx, uint64_t(step));
+  batches.fill(microbatch, ctx, arena);
+  zeroGrads(desc, ctx, arena);
+  model.backward(ctx, arena);
+  tessel_synchronize(ctx);
+  checkKernelError(ctx, "the backward entry");
+
+  // The rounding noise of one loss evaluation: a few units in the last
+  // place of the loss's dtype.
+  double loss0 = readLoss(desc.loss(), ctx, arena);
+  double unit = desc.loss().dtypeCode == TESSEL_F64 ? 0x1p-53 : 0x1p-24;
+  double lossNoise = 2 * unit * std::max(1.0, std::fabs(loss0));
+
+  auto loss = [&] {
+    model.forward(ctx, arena);
+    tessel_synchronize(ctx);
+    checkKernelError(ctx, "the forward entry");
+    return readLoss(desc.loss(), ctx, arena);
+  };
+
+  ElementAccess access(ctx);
+  // The gradients before any forward call overwrites scratch, and their
+  // scale: the largest |element| over every parameter.
+  std::vector<std::vector<double>> grads;
+  double scale = 0;
+  for (const TensorDesc *p : params) {
+    grads.push_back(access.readAll(*desc.gradOf(p->name), arena));
+    for (double g : grads.back())
+      scale = std::max(scale, std::fabs(g));
+  }
+  std::string worst;
+  double worstRel = 0, worstTol = 0;
+  for (size_t k = 0; k < params.size(); ++k) {
+    const TensorDesc *p = params[k];
+    const std::vector<double> &grad = grads[k];
+    std::vector<double> values = access.readAll(*p, arena);
+    double maxAbs = 0, maxRel = 0;
+    std::vector<int64_t> indices = sampleIndices(grad, p->name, seed);
+    for (int64_t i : indices) {
+      std::vector<char> original = access.save(*p, arena, i);
+      double x = values[i];
+      double fd = adaptiveDifference(
+          [&](double offset) {
+            access.write(*p, arena, i, x + offset);
+            return loss();
+          },
+          firstStep(p->dtypeCode) * std::max(1.0, std::fabs(x)), lossNoise);
+      access.restore(*p, arena, i, original);
+      double a = grad[i];
+      double abs = std::fabs(a - fd);
+      double floor = std::max(1e-3 * scale, 1e-300);
+      double rel =
+          abs == 0 ? 0 : abs / std::max({std::fabs(a), std::fabs(fd), floor});
+      maxAbs = std::max(maxAbs, abs);
+      maxRel = std::max(maxRel, rel);
+    }
+    std::fprintf(out,
+                 "grad-check %s: max abs err %.3g, max rel err %.3g (%zu "
+                 "elements)\n",
+                 p->name.c_str(), maxAbs, maxRel, indices.size());
+    std::fflush(out);
+    double tol = tolerance ? *tolerance : defaultTolerance(p->dtypeCode);
+    if (maxRel > tol && (worst.empty() || maxRel / tol > worstRel / worstTol)) {
+      worst = p->name;
+      worstRel = maxRel;
+      worstTol = tol;
+    }
+  }
+  if (!worst.empty()) {
+    char buf[64];
+    std::snprintf(buf, sizeof(buf), "%.3g > tolerance %.3g", worstRel,
+                  worstTol);
+    throw RunError("gradient check failed: parameter '" + worst +
+                   "' has max rel err " + buf);
+  }
+}

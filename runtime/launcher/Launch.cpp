@@ -1,0 +1,222 @@
+//===- Launch.cpp - One rank's run, and every rank of a mesh as threads ---===//
+
+#include "runtime/launcher/Launch.h"
+#include "runtime/launcher/Distributed.h"
+#include "runtime/launcher/Error.h"
+#include "runtime/launcher/GradCheck.h"
+#include "runtime/launcher/Training.h"
+
+#include <chrono>
+#include <cstdio>
+#include <mutex>
+#include <thread>
+
+using namespace tessel::run;
+
+namespace {
+
+double nowSeconds() {
+  using namespace std::chrono;
+  return duration<double>(steady_clock::now().time_since_epoch()).count();
+}
+
+/// "train adamw lr 0.001, global batch 32 = 1 x 32[, mesh dp=2,tp=2 (4
+/// ranks, threads)]".
+std::string describeRun(const RunPlan &plan, int64_t globalBatch) {
+  const Options &options = *plan.options;
+  const ModelDesc &desc = plan.model->desc;
+  std::string what =
+      (plan.mode == Mode::Train
+           ? "train " + desc.train->describe()
+           : std::string(desc.trains() ? "eval"
+                                       : "eval: compiled without "
+                                         "training")) +
+      ", global batch " + std::to_string(options.microbatches * globalBatch) +
+      " = " + std::to_string(options.microbatches) + " x " +
+      std::to_string(globalBatch);
+  if (desc.mesh)
+    what += ", mesh " + desc.mesh->toString() + " (" +
+            std::to_string(desc.worldSize()) + " ranks, " +
+            (options.comm == CommBackend::Mpi ? "MPI" : "threads") + ")";
+  return what;
+}
+
+/// Rank 0 after the first step: the collectives it ran against the
+/// compiled report. A difference is a warning, not an error: the numbers
+/// of the run are still right, the report (or the runtime's counting) is
+/// not.
+void checkCommunication(const ModelDesc &desc,
+                        const std::vector<CommCount> &measured, bool training,
+                        int64_t microbatches) {
+  if (desc.collectives.empty())
+    return;
+  std::string difference = commDifference(
+      expectedCommPerStep(desc, training, microbatches), measured);
+  if (!difference.empty())
+    std::fprintf(stderr,
+                 "tessel-run: warning: runtime counters differ from the "
+                 "compiled report: %s\n",
+                 difference.c_str());
+}
+
+} // namespace
+
+Mode tessel::run::modeOf(const Options &options, const ModelDesc &model) {
+  return options.checkGrads                ? Mode::CheckGrads
+         : options.eval || !model.trains() ? Mode::Eval
+                                           : Mode::Train;
+}
+
+std::unique_ptr<BatchSource>
+tessel::run::makeBatchSource(const Options &options, const ModelDesc &view) {
+  return options.data.empty()
+             ? makeSyntheticData(view, options.seed)
+             : makeTokenFileData(view, options.data, options.dataDtype);
+}
+
+void tessel::run::runRank(const RunPlan &plan, int32_t rank, int32_t comm,
+                          tessel_local_world *world) {
+  const Options &options = *plan.options;
+  const LoadedModel &model = *plan.model;
+  const ModelDesc &desc = model.desc;
+  bool reporter = rank == 0;
+  std::vector<int64_t> coords =
+      desc.mesh ? desc.mesh->coordinates(rank) : std::vector<int64_t>{};
+
+  RankRuntime rt(desc.arenaBytes, rankOptions(desc, rank, comm, world));
+  if (plan.checkpoint) {
+    plan.checkpoint->load(rt.ctx, rt.arena, coords);
+    if (plan.mode == Mode::Train && plan.checkpoint->info().paramsOnly)
+      zeroStates(desc, rt.ctx, rt.arena);
+  } else {
+    initParams(desc, rt.ctx, rt.arena, options.seed, coords);
+    zeroStates(desc, rt.ctx, rt.arena);
+  }
+  checkKernelError(rt.ctx, "initialising parameters");
+  std::unique_ptr<BatchSource> batches = makeRankFeeds(
+      desc,
+      [&](const ModelDesc &view) { return makeBatchSource(options, view); },
+      coords, rt.ctx);
+
+  if (plan.mode == Mode::CheckGrads) {
+    checkGradients(model, rt.ctx, rt.arena, *batches, plan.firstStep,
+                   plan.firstStep * options.microbatches, options.seed,
+                   options.gradTol, stdout);
+    return;
+  }
+
+  // Sizes of one device's run: the global microbatch.
+  ModelDesc globalFeeds = globalFeedView(desc);
+  int64_t tokens = tokensPerStep(globalFeeds) * options.microbatches;
+  int64_t lastStep = plan.firstStep + options.steps;
+  ProgressReporter progress(plan.firstStep, lastStep, options.logEvery,
+                            options.quiet || !reporter);
+  std::string commLine;
+  for (int64_t step = plan.firstStep; step < lastStep; ++step) {
+    bool first = step == plan.firstStep;
+    // Nothing before the first step communicates; its counters are the
+    // step's alone.
+    if (first && desc.mesh)
+      tessel_reset_counters(rt.ctx);
+    double stepStart = nowSeconds();
+    double loss =
+        plan.mode == Mode::Train
+            ? trainStep(model, rt, *batches, step, options.microbatches)
+            : evalStep(model, rt, *batches, step, options.microbatches);
+    double seconds = nowSeconds() - stepStart;
+    if (!reporter)
+      continue;
+    tessel_counters counters;
+    tessel_get_counters(rt.ctx, &counters);
+    StepResult result = {step + 1,
+                         loss,
+                         tokens,
+                         seconds,
+                         seconds > 0 ? tokens / seconds : 0.0,
+                         counters.bytes_allocated};
+    if (plan.mode == Mode::Train)
+      result.lr = lrAt(*desc.train, step);
+    result.microbatches = options.microbatches;
+    if (first && desc.mesh) {
+      std::vector<CommCount> measured = readCommCounters(rt.ctx, *desc.mesh);
+      checkCommunication(desc, measured, plan.mode == Mode::Train,
+                         options.microbatches);
+      commLine = describeComm(measured);
+      result.comm = measured;
+    }
+    if (plan.metrics)
+      plan.metrics->write(result);
+    progress.onStep(result);
+  }
+
+  if (!options.save.empty()) {
+    std::map<std::string, std::string> metadata = {
+        {"seed", std::to_string(options.seed)}};
+    // Only a training run has a step count to resume from.
+    bool training = plan.mode == Mode::Train;
+    if (training)
+      metadata["tessel.step"] = std::to_string(lastStep);
+    if (desc.mesh) {
+      // Every rank takes part in the gathers; rank 0 writes the file.
+      std::map<std::string, std::vector<char>> tensors =
+          gatherCheckpoint(desc, rt.ctx, rt.arena, training, reporter);
+      if (reporter)
+        writeSafetensorsAtomically(options.save, desc, tensors, metadata,
+                                   training);
+    } else {
+      writeSafetensorsAtomically(options.save, desc, rt.ctx, rt.arena, metadata,
+                                 training);
+    }
+  }
+  if (reporter)
+    progress.finish(nowSeconds() - plan.startSeconds, desc.peakBytes,
+                    desc.arenaBytes, describeRun(plan, globalFeeds.batchSize()),
+                    commLine, /*perRank=*/desc.mesh.has_value());
+}
+
+void tessel::run::runLocalRanks(const RunPlan &plan) {
+  int64_t worldSize = plan.model->desc.worldSize();
+  if (worldSize == 1) {
+    runRank(plan, 0, TESSEL_COMM_NONE, nullptr);
+    return;
+  }
+  tessel_local_world *world = tessel_local_world_create(int32_t(worldSize));
+  if (!world) {
+    const char *why = tessel_error(nullptr);
+    throw RunError("cannot create the ranks' shared state (" +
+                   std::to_string(worldSize) +
+                   " ranks): " + (why ? why : "unknown error"));
+  }
+  std::mutex mutex;
+  std::string firstError;
+  int exitCode = 1;
+  auto fail = [&](int32_t rank, const std::string &what, int code) {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      if (firstError.empty()) {
+        firstError = "rank " + std::to_string(rank) + ": " + what;
+        exitCode = code;
+      }
+    }
+    // After recording: the peers' "rank R failed" errors come second.
+    tessel_local_world_abort(world, rank, what.c_str());
+  };
+  std::vector<std::thread> threads;
+  for (int32_t rank = 0; rank < int32_t(worldSize); ++rank)
+    threads.emplace_back([&, rank] {
+      try {
+        runRank(plan, rank, TESSEL_COMM_LOCAL, world);
+      } catch (const RunError &e) {
+        fail(rank, e.what(), e.exitCode);
+      } catch (const std::exception &e) {
+        fail(rank, e.what(), 1);
+      } catch (...) {
+        fail(rank, "unknown error", 1);
+      }
+    });
+  for (std::thread &t : threads)
+    t.join();
+  tessel_local_world_destroy(world);
+  if (!firstError.empty())
+    throw RunError(firstError, exitCode);
+}

@@ -1,0 +1,99 @@
+//===- MeshBlocks.h - Where a rank's block of a tensor lies on a mesh -----===//
+//
+// The mesh itself is runtime/config/Mesh.h (shared with the compiler). A tensor
+// dimension split by axes [a1, a2] (outer first) is cut into
+// size(a1)·size(a2) equal blocks, and a rank holds the block whose index is
+// the row-major linearisation of its coordinates on (a1, a2). Everything
+// here is arithmetic on shapes: no runtime calls.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TESSEL_LAUNCHER_MESHBLOCKS_H
+#define TESSEL_LAUNCHER_MESHBLOCKS_H
+
+#include "runtime/config/Mesh.h"
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace tessel::run {
+
+/// The product of `sizes` (1 for none): elements of a shape, ranks of a mesh.
+inline int64_t product(const std::vector<int64_t> &sizes) {
+  int64_t n = 1;
+  for (int64_t size : sizes)
+    n *= size;
+  return n;
+}
+
+/// The row-major strides (in elements) of `shape`.
+inline std::vector<int64_t> rowMajorStrides(const std::vector<int64_t> &shape) {
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (size_t d = shape.size(); d-- > 1;)
+    strides[d - 1] = strides[d] * shape[d];
+  return strides;
+}
+
+using tessel::Mesh;
+
+/// The index of axis `name` of `mesh`; throws RunError naming both when the
+/// mesh has no such axis.
+int axisOf(const Mesh &mesh, const std::string &name);
+/// The runtime's group mask of `names`; throws RunError on an unknown name.
+uint32_t axesMaskOf(const Mesh &mesh, const std::vector<std::string> &names);
+
+/// The traffic of one kind of collective over one group of mesh axes: what
+/// the description's "collectives" list per entry, and what the runtime's
+/// counters measure.
+struct CommCount {
+  std::string kind;              // all_reduce, all_gather, reduce_scatter,
+                                 // all_to_all
+  std::vector<std::string> axes; // in mesh order
+  int64_t calls = 0;
+  int64_t bytes = 0;
+};
+
+/// The key of a count in the metrics: "all_reduce dp,tp".
+std::string commKey(const CommCount &count);
+
+/// Parses `dp=2,tp=2` (Mesh::parse); throws UsageError naming `flag`.
+Mesh parseMesh(const std::string &text, const std::string &flag = "--mesh");
+
+/// Where one rank's block of a tensor lies in the global tensor: its local
+/// shape and, per dimension, the global index of its first element.
+struct TensorBlock {
+  std::vector<int64_t> globalShape;
+  std::vector<int64_t> localShape;
+  std::vector<int64_t> start;
+
+  int64_t localElements() const;
+  /// The block is the whole tensor (nothing split or every split of size 1).
+  bool whole() const { return localShape == globalShape; }
+};
+
+/// The block of a tensor of `localShape` split per dimension by `sharding`
+/// (axis names, outer first; empty = not split) that the rank at
+/// `coordinates` of `mesh` holds. `sharding` empty: the whole tensor.
+TensorBlock blockOf(const std::vector<int64_t> &localShape,
+                    const std::vector<std::vector<std::string>> &sharding,
+                    const Mesh &mesh, const std::vector<int64_t> &coordinates);
+
+/// The index of the block a rank holds along a dimension split by `axes`
+/// (outer first): its coordinates on them, row-major.
+int64_t blockIndex(const std::vector<std::string> &axes, const Mesh &mesh,
+                   const std::vector<int64_t> &coordinates);
+
+/// Calls `run(localFirst, globalFirst, count)` for each maximal run of
+/// elements of `block` that is contiguous in both the block (row-major,
+/// local shape) and the global tensor, in local order; indices are flat
+/// element indices. A block that is the whole tensor is one run.
+void forEachRun(
+    const TensorBlock &block,
+    const std::function<void(int64_t localFirst, int64_t globalFirst,
+                             int64_t count)> &run);
+
+} // namespace tessel::run
+
+#endif // TESSEL_LAUNCHER_MESHBLOCKS_H

@@ -1,0 +1,747 @@
+//===- Model.cpp - Loading a compiled model and reading its description ---===//
+
+#include "runtime/launcher/Model.h"
+#include "runtime/launcher/Error.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <cmath>
+#include <cstring>
+#include <dlfcn.h>
+#include <elf.h>
+#include <fstream>
+#include <set>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+using namespace tessel;
+using namespace tessel::run;
+using nlohmann::json;
+
+int64_t TensorDesc::numElements() const { return product(shape); }
+
+int64_t TensorDesc::globalNumElements() const { return product(globalShape); }
+
+int64_t TensorDesc::globalBytes() const {
+  return globalNumElements() * tessel_dtype_size(dtypeCode);
+}
+
+bool TensorDesc::isInteger() const {
+  return dtypeCode == TESSEL_I32 || dtypeCode == TESSEL_I64;
+}
+
+std::vector<const TensorDesc *>
+ModelDesc::withRole(const std::string &role) const {
+  std::vector<const TensorDesc *> out;
+  for (const TensorDesc &t : tensors)
+    if (t.role == role)
+      out.push_back(&t);
+  return out;
+}
+
+std::vector<const TensorDesc *> ModelDesc::feeds() const {
+  std::vector<const TensorDesc *> out = withRole("input");
+  for (const TensorDesc *t : withRole("label"))
+    out.push_back(t);
+  return out;
+}
+
+const TensorDesc &ModelDesc::loss() const { return *withRole("loss").front(); }
+
+const TensorDesc *ModelDesc::find(const std::string &role,
+                                  const std::string &name) const {
+  for (const TensorDesc &t : tensors)
+    if (t.role == role && t.name == name)
+      return &t;
+  return nullptr;
+}
+
+const TensorDesc *ModelDesc::gradOf(const std::string &name) const {
+  return find("grad", name);
+}
+
+bool ModelDesc::trains() const {
+  return entries.count("backward") && entries.count("update");
+}
+
+int64_t ModelDesc::batchSize() const {
+  std::vector<const TensorDesc *> inputs = withRole("input");
+  if (inputs.empty() || inputs.front()->shape.empty())
+    return 1;
+  const TensorDesc &first = *inputs.front();
+  for (size_t d = 0; d < first.axes.size() && d < first.shape.size(); ++d)
+    if (first.axes[d] == "batch")
+      return first.shape[d];
+  return first.shape[0];
+}
+
+double tessel::run::lrAt(const TrainConfig &train, int64_t step) {
+  int32_t kind = train.schedule == "warmup_cosine" ? TESSEL_LR_WARMUP_COSINE
+                                                   : TESSEL_LR_CONSTANT;
+  return tessel_lr_at(kind, train.lr, train.minLr, train.warmup,
+                      train.totalSteps, step + 1);
+}
+
+namespace {
+
+int32_t dtypeCodeOf(const std::string &dtype) {
+  static const std::pair<const char *, int32_t> codes[] = {
+      {"f32", TESSEL_F32}, {"f16", TESSEL_F16}, {"bf16", TESSEL_BF16},
+      {"f64", TESSEL_F64}, {"i32", TESSEL_I32}, {"i64", TESSEL_I64}};
+  for (auto &[name, code] : codes)
+    if (dtype == name)
+      return code;
+  return -1;
+}
+
+int32_t initKindOf(const std::string &kind) {
+  static const std::pair<const char *, int32_t> kinds[] = {
+      {"zeros", TESSEL_INIT_ZEROS},
+      {"ones", TESSEL_INIT_ONES},
+      {"constant", TESSEL_INIT_CONSTANT},
+      {"normal", TESSEL_INIT_NORMAL},
+      {"truncated_normal", TESSEL_INIT_TRUNCATED_NORMAL},
+      {"uniform", TESSEL_INIT_UNIFORM}};
+  for (auto &[name, code] : kinds)
+    if (kind == name)
+      return code;
+  return -1;
+}
+
+// ABI v2 adds training (entries, grads, states, grad_scale, "train"); v1
+// models load as eval-only.
+constexpr int64_t newestModelAbi = TESSEL_ABI_VERSION;
+
+std::string shapeText(const std::vector<int64_t> &shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+// Every malformed description ends here, so all such errors read alike.
+[[noreturn]] void failDescription(const std::string &file,
+                                  const std::string &problem) {
+  throw RunError("model '" + file + "': bad description: " + problem);
+}
+
+/// A tensor's "sharding" and "global_shape" against the model's mesh:
+/// every split names mesh axes (each axis once per tensor) and the global
+/// dimension is the local one times the product of their sizes.
+template <typename Fail>
+void parseSharding(const json &j, TensorDesc &t, const ModelDesc &model,
+                   Fail fail) {
+  if (j.contains("sharding")) {
+    if (!model.mesh)
+      fail("\"sharding\" but the model has no \"mesh\"");
+    t.sharding = j.at("sharding").get<std::vector<std::vector<std::string>>>();
+    if (t.sharding.size() != t.shape.size())
+      fail("\"sharding\" has " + std::to_string(t.sharding.size()) +
+           " dimensions, its shape " + std::to_string(t.shape.size()));
+    std::set<std::string> used;
+    bool split = false;
+    for (const std::vector<std::string> &axes : t.sharding)
+      for (const std::string &axis : axes) {
+        if (!model.mesh->axisIndex(axis))
+          fail("\"sharding\" names axis '" + axis + "', not one of mesh " +
+               model.mesh->toString());
+        if (!used.insert(axis).second)
+          fail("\"sharding\" splits over axis '" + axis + "' twice");
+        split = true;
+      }
+    if (!split)
+      t.sharding.clear();
+  }
+  std::vector<int64_t> expected = t.shape;
+  for (size_t d = 0; d < t.sharding.size(); ++d)
+    for (const std::string &axis : t.sharding[d])
+      expected[d] *= model.mesh->shape[axisOf(*model.mesh, axis)];
+  t.globalShape = j.contains("global_shape")
+                      ? j.at("global_shape").get<std::vector<int64_t>>()
+                      : expected;
+  if (t.globalShape != expected)
+    fail("\"global_shape\" " + shapeText(t.globalShape) + " is not its shape " +
+         shapeText(t.shape) + " times its splits " + shapeText(expected));
+}
+
+TensorDesc parseTensor(const json &j, const ModelDesc &model,
+                       const std::string &file) {
+  TensorDesc t;
+  t.name = j.at("name").get<std::string>();
+  auto fail = [&](const std::string &problem) {
+    failDescription(file, "tensor '" + t.name + "': " + problem);
+  };
+  t.role = j.at("role").get<std::string>();
+  static const std::set<std::string> roles = {"param",      "grad",  "state",
+                                              "input",      "label", "loss",
+                                              "grad_scale", "output"};
+  if (!roles.count(t.role))
+    fail("unknown role '" + t.role + "'");
+  t.dtype = j.at("dtype").get<std::string>();
+  t.dtypeCode = dtypeCodeOf(t.dtype);
+  if (t.dtypeCode < 0)
+    fail("unknown dtype '" + t.dtype + "'");
+  t.shape = j.at("shape").get<std::vector<int64_t>>();
+  for (int64_t d : t.shape)
+    if (d < 0)
+      fail("negative dimension");
+  if (j.contains("axes"))
+    t.axes = j.at("axes").get<std::vector<std::string>>();
+  t.offset = j.at("offset").get<int64_t>();
+  t.bytes = j.at("bytes").get<int64_t>();
+  if (t.bytes != t.numElements() * tessel_dtype_size(t.dtypeCode))
+    fail("bytes " + std::to_string(t.bytes) + " do not match its shape");
+  if (t.offset < 0 || t.offset + t.bytes > model.arenaBytes)
+    fail("lies outside the arena");
+  if (t.role == "param")
+    t.trainable = j.value("trainable", true);
+  if (t.role == "param" && j.contains("init")) {
+    const json &init = j.at("init");
+    std::string kind = init.at("kind").get<std::string>();
+    t.initKind = initKindOf(kind);
+    if (t.initKind < 0)
+      fail("unknown init kind '" + kind + "'");
+    std::vector<double> args = init.value("args", std::vector<double>{});
+    for (size_t i = 0; i < args.size() && i < 2; ++i)
+      t.initArgs[i] = args[i];
+  }
+  if (j.contains("limit"))
+    t.limit = j.at("limit").get<int64_t>();
+  parseSharding(j, t, model, fail);
+  return t;
+}
+
+/// "mesh": {"axes": [...], "shape": [...]}, the same rules as --mesh.
+Mesh parseModelMesh(const json &j, const std::string &file) {
+  Mesh mesh;
+  mesh.axes = j.at("axes").get<std::vector<std::string>>();
+  mesh.shape = j.at("shape").get<std::vector<int64_t>>();
+  if (mesh.axes.size() != mesh.shape.size() || mesh.axes.empty())
+    failDescription(file, "\"mesh\" needs one size per axis");
+  try {
+    return parseMesh(mesh.toString(), "\"mesh\"");
+  } catch (const UsageError &e) {
+    failDescription(file, e.what());
+  }
+}
+
+/// "collectives": {"backward": [{"kind", "axes", "calls", "bytes"}, ...]}.
+void parseCollectives(const json &j, ModelDesc &model,
+                      const std::string &file) {
+  static const std::set<std::string> kinds = {"all_reduce", "all_gather",
+                                              "reduce_scatter", "all_to_all"};
+  if (!model.mesh)
+    failDescription(file, "\"collectives\" but the model has no \"mesh\"");
+  for (auto &[entry, list] : j.items()) {
+    if (!model.entries.count(entry))
+      failDescription(file, "\"collectives\" of entry '" + entry +
+                                "', which the model does not have");
+    std::vector<CommCount> &counts = model.collectives[entry];
+    for (const json &c : list) {
+      CommCount count;
+      count.kind = c.at("kind").get<std::string>();
+      if (!kinds.count(count.kind))
+        failDescription(file,
+                        "\"collectives\": unknown kind '" + count.kind + "'");
+      auto axes = c.at("axes").get<std::vector<std::string>>();
+      for (const std::string &axis : axes)
+        if (!model.mesh->axisIndex(axis))
+          failDescription(file, "\"collectives\": axis '" + axis +
+                                    "' is not one of mesh " +
+                                    model.mesh->toString());
+      count.axes = model.mesh->axesOf(axesMaskOf(*model.mesh, axes));
+      count.calls = c.at("calls").get<int64_t>();
+      count.bytes = c.at("bytes").get<int64_t>();
+      if (count.calls < 0 || count.bytes < 0)
+        failDescription(file, "\"collectives\": negative calls or bytes");
+      counts.push_back(count);
+    }
+  }
+}
+
+/// The description's "train": every setting TrainSettings.def lists that it
+/// has, checked as tessel-compile checks it (a missing one keeps its
+/// default).
+TrainConfig parseTrainConfig(const json &j, const std::string &file) {
+  auto fail = [&](const std::string &problem) {
+    failDescription(file, "\"train\": " + problem);
+  };
+  if (!j.is_object())
+    fail("not an object");
+  TrainConfig c;
+  for (const TrainSetting &setting : trainSettings()) {
+    if (!j.contains(setting.key))
+      continue;
+    const json &value = j.at(setting.key);
+    std::string text;
+    if (value.is_string() && setting.kind == TrainSettingKind::Choice)
+      text = value.get<std::string>();
+    else if (value.is_boolean() && setting.kind == TrainSettingKind::Switch)
+      text = value.get<bool>() ? "true" : "false";
+    else if (value.is_number_integer() &&
+             setting.kind == TrainSettingKind::Count)
+      text = std::to_string(value.get<int64_t>());
+    else if (value.is_number() && setting.kind != TrainSettingKind::Choice &&
+             setting.kind != TrainSettingKind::Switch &&
+             setting.kind != TrainSettingKind::Count)
+      text = formatNumber(value.get<double>());
+    else
+      fail("'" + std::string(setting.key) + "' must be " + setting.expected() +
+           ", got " + value.dump());
+    if (std::optional<TrainSettingProblem> problem = c.set(setting, text))
+      fail(problem->unknownChoice
+               ? "unknown " + std::string(setting.flag) + " '" + text +
+                     "' (expected " + problem->expected + ")"
+               : "'" + std::string(setting.key) + "' must be " +
+                     problem->expected + ", got " + text);
+  }
+  c.resolveDefaults();
+  return c;
+}
+
+/// Entry symbols: ABI v2's "entries", or v1's single "entry" (the forward).
+void parseEntries(const json &j, ModelDesc &model, const std::string &file) {
+  if (j.contains("entries")) {
+    for (auto &[kind, symbol] : j.at("entries").items()) {
+      if (kind != "forward" && kind != "backward" && kind != "update")
+        failDescription(file, "unknown entry kind '" + kind +
+                                  "' (expected forward, backward or update)");
+      model.entries[kind] = symbol.get<std::string>();
+    }
+  }
+  if (!model.entries.count("forward")) {
+    if (!j.contains("entry"))
+      failDescription(file, "no forward entry (neither \"entries\" nor "
+                            "\"entry\" names one)");
+    model.entries["forward"] = j.at("entry").get<std::string>();
+  }
+  if (model.entries.count("backward") != model.entries.count("update"))
+    failDescription(
+        file,
+        std::string("a ") +
+            (model.entries.count("backward") ? "backward" : "update") +
+            " entry without " +
+            (model.entries.count("backward") ? "an update" : "a backward") +
+            " entry");
+}
+
+/// The tensors a training step adds: a grad per trainable parameter, the
+/// optimizer's states, one f32 grad_scale, all where the "regions" say.
+void validateTraining(const ModelDesc &model, const std::string &file) {
+  if (!model.train)
+    failDescription(file, "backward and update entries but no \"train\"");
+  std::set<std::string> seen;
+  for (const TensorDesc *g : model.withRole("grad")) {
+    auto fail = [&](const std::string &problem) {
+      failDescription(file, "grad '" + g->name + "': " + problem);
+    };
+    const TensorDesc *p = model.find("param", g->name);
+    if (!p)
+      fail("no parameter of that name");
+    if (!p->trainable)
+      fail("its parameter is not trainable");
+    if (g->dtypeCode != p->dtypeCode || g->shape != p->shape)
+      fail("dtype or shape differs from its parameter's");
+    if (!seen.insert(g->name).second)
+      fail("appears twice");
+  }
+  std::vector<std::string> suffixes = model.train->stateNames();
+  std::set<std::string> expected;
+  for (const TensorDesc *p : model.withRole("param")) {
+    if (!p->trainable)
+      continue;
+    if (!model.gradOf(p->name))
+      failDescription(file,
+                      "trainable parameter '" + p->name + "' has no grad");
+    for (const std::string &suffix : suffixes)
+      expected.insert(p->name + "." + suffix);
+  }
+  std::set<std::string> states;
+  for (const TensorDesc *t : model.withRole("state")) {
+    auto fail = [&](const std::string &problem) {
+      failDescription(file, "state '" + t->name + "': " + problem);
+    };
+    if (!expected.count(t->name))
+      fail("not a state of optimizer " + model.train->optimizer +
+           " of a trainable parameter");
+    if (!states.insert(t->name).second)
+      fail("appears twice");
+    const TensorDesc *p =
+        model.find("param", t->name.substr(0, t->name.rfind('.')));
+    if (t->dtypeCode != TESSEL_F32 || t->shape != p->shape)
+      fail("must be f32 with its parameter's shape");
+    // A checkpoint holds states as global tensors, split as their
+    // parameters.
+    if (t->sharding != p->sharding)
+      fail("sharding differs from its parameter's");
+  }
+  for (const std::string &name : expected)
+    if (!states.count(name))
+      failDescription(file, "optimizer " + model.train->optimizer +
+                                " needs state '" + name +
+                                "', the description has none");
+  std::vector<const TensorDesc *> scales = model.withRole("grad_scale");
+  if (scales.size() != 1 || scales[0]->dtypeCode != TESSEL_F32 ||
+      scales[0]->numElements() != 1)
+    failDescription(file, "expected one f32 scalar grad_scale tensor, found " +
+                              std::to_string(scales.size()));
+  if (auto grads = model.regions.find("grads"); grads != model.regions.end())
+    for (const TensorDesc *g : model.withRole("grad"))
+      if (g->offset < grads->second.offset ||
+          g->offset + g->bytes > grads->second.offset + grads->second.bytes)
+        failDescription(file, "grad '" + g->name +
+                                  "' lies outside the \"grads\" region");
+}
+
+void validateRoles(const ModelDesc &model, const std::string &file) {
+  std::vector<const TensorDesc *> losses = model.withRole("loss");
+  if (losses.size() != 1)
+    failDescription(file, "expected one loss tensor, found " +
+                              std::to_string(losses.size()));
+  const TensorDesc &loss = *losses.front();
+  if (loss.numElements() != 1 || loss.isInteger())
+    failDescription(file, "the loss must be one float value");
+  // Parameter names are the checkpoint's keys.
+  std::set<std::string> names;
+  for (const TensorDesc *p : model.withRole("param"))
+    if (!names.insert(p->name).second)
+      failDescription(file, "two parameters named '" + p->name + "'");
+  if (model.trains())
+    validateTraining(model, file);
+}
+
+bool fileExists(const std::string &path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+std::string directoryOfThisExecutable() {
+  char buf[PATH_MAX];
+  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0)
+    return ".";
+  std::string exe(buf, n);
+  size_t slash = exe.rfind('/');
+  return slash == std::string::npos ? "." : exe.substr(0, slash);
+}
+
+/// dlopen maps segments without checking them against the file size, so a
+/// truncated .so dies of SIGBUS inside it. Checks first that the file is a
+/// 64-bit ELF shared object whose headers and segments lie inside it.
+void checkElfSharedObject(const std::string &path, uint64_t fileSize) {
+  auto fail = [&](const std::string &problem) {
+    throw RunError("model '" + path + "' cannot be loaded: " + problem);
+  };
+  std::ifstream in(path, std::ios::binary);
+  Elf64_Ehdr eh;
+  if (!in.read(reinterpret_cast<char *>(&eh), sizeof(eh)) ||
+      std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0)
+    fail("not an ELF shared object");
+  if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_type != ET_DYN)
+    fail("not a 64-bit ELF shared object");
+  auto truncated = [&](uint64_t needed) {
+    fail("truncated (" + std::to_string(fileSize) + " bytes, needs " +
+         std::to_string(needed) + ")");
+  };
+  uint64_t phEnd = eh.e_phoff + uint64_t(eh.e_phnum) * eh.e_phentsize;
+  if (phEnd > fileSize)
+    truncated(phEnd);
+  uint64_t shEnd = eh.e_shoff + uint64_t(eh.e_shnum) * eh.e_shentsize;
+  if (eh.e_shoff && shEnd > fileSize)
+    truncated(shEnd);
+  if (eh.e_phentsize != sizeof(Elf64_Phdr))
+    fail("bad ELF program header size");
+  in.seekg(eh.e_phoff);
+  for (unsigned i = 0; i < eh.e_phnum; ++i) {
+    Elf64_Phdr ph;
+    if (!in.read(reinterpret_cast<char *>(&ph), sizeof(ph)))
+      truncated(phEnd);
+    if (ph.p_type == PT_LOAD && ph.p_offset + ph.p_filesz > fileSize)
+      truncated(ph.p_offset + ph.p_filesz);
+  }
+}
+
+} // namespace
+
+ModelDesc tessel::run::parseModelDescription(const std::string &text,
+                                             const std::string &file) {
+  ModelDesc model;
+  try {
+    json j = json::parse(text);
+    // The version first: a newer description may change everything else.
+    model.abiVersion = j.at("abi_version").get<int64_t>();
+    if (model.abiVersion < 1 || model.abiVersion > newestModelAbi)
+      throw RunError("model '" + file + "' has ABI version " +
+                     std::to_string(model.abiVersion) +
+                     ", this tessel-run supports 1 to " +
+                     std::to_string(newestModelAbi));
+    model.source = j.value("source", "");
+    model.function = j.value("function", "");
+    parseEntries(j, model, file);
+    model.arenaBytes = j.at("arena_bytes").get<int64_t>();
+    model.peakBytes = j.value("peak_bytes", int64_t(0));
+    if (j.contains("regions"))
+      for (auto &[name, r] : j.at("regions").items()) {
+        Region region{r.at("offset").get<int64_t>(),
+                      r.at("bytes").get<int64_t>()};
+        if (region.offset < 0 || region.bytes < 0 ||
+            region.offset + region.bytes > model.arenaBytes)
+          failDescription(file, "region '" + name + "' lies outside the arena");
+        model.regions[name] = region;
+      }
+    if (j.contains("train"))
+      model.train = parseTrainConfig(j.at("train"), file);
+    if (j.contains("mesh"))
+      model.mesh = parseModelMesh(j.at("mesh"), file);
+    for (const json &t : j.at("tensors"))
+      model.tensors.push_back(parseTensor(t, model, file));
+    if (j.contains("collectives"))
+      parseCollectives(j.at("collectives"), model, file);
+  } catch (const json::exception &e) {
+    failDescription(file, e.what());
+  }
+  validateRoles(model, file);
+  return model;
+}
+
+LoadedModel tessel::run::loadModel(const std::string &path, int dlopenFlags) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0)
+    throw RunError("cannot open model '" + path + "': " + std::strerror(errno));
+  if (!S_ISREG(st.st_mode))
+    throw RunError("model '" + path + "' is not a regular file");
+  checkElfSharedObject(path, st.st_size);
+  // Without a slash dlopen would search the library path, not the file.
+  std::string dlPath = path.find('/') == std::string::npos ? "./" + path : path;
+  LoadedModel model;
+  model.handle = ::dlopen(dlPath.c_str(),
+                          dlopenFlags ? dlopenFlags : RTLD_NOW | RTLD_LOCAL);
+  if (!model.handle)
+    throw RunError("model '" + path + "' cannot be loaded: " + ::dlerror());
+  using JsonFn = const char *(*)();
+  auto jsonFn =
+      reinterpret_cast<JsonFn>(::dlsym(model.handle, "tessel_model_json"));
+  if (!jsonFn)
+    throw RunError("model '" + path +
+                   "' is not a Tessel model (no tessel_model_json symbol)");
+  const char *text = jsonFn();
+  if (!text)
+    throw RunError("model '" + path + "': tessel_model_json returned null");
+  model.desc = parseModelDescription(text, path);
+  auto resolve = [&](const std::string &kind) -> EntryFn {
+    auto entry = model.desc.entries.find(kind);
+    if (entry == model.desc.entries.end())
+      return nullptr;
+    auto fn =
+        reinterpret_cast<EntryFn>(::dlsym(model.handle, entry->second.c_str()));
+    if (!fn)
+      throw RunError("model '" + path + "' has no " + kind + " entry symbol '" +
+                     entry->second + "'");
+    return fn;
+  };
+  model.forward = resolve("forward");
+  model.backward = resolve("backward");
+  model.update = resolve("update");
+  return model;
+}
+
+std::string
+tessel::run::compileMlirModel(const std::string &mlirPath,
+                              const std::vector<std::string> &extraArgs) {
+  if (!fileExists(mlirPath))
+    throw RunError("cannot open model '" + mlirPath +
+                   "': " + std::strerror(errno));
+  std::string compiler = directoryOfThisExecutable() + "/tessel-compile";
+  if (::access(compiler.c_str(), X_OK) != 0)
+    throw RunError("cannot compile '" + mlirPath +
+                   "': tessel-compile not found "
+                   "next to tessel-run (looked for " +
+                   compiler + "); build it or pass a compiled .so");
+  const char *tmp = std::getenv("TMPDIR");
+  std::string dirTemplate =
+      std::string(tmp && *tmp ? tmp : "/tmp") + "/tessel-run-XXXXXX";
+  if (!::mkdtemp(dirTemplate.data()))
+    throw RunError("cannot create a temporary directory: " +
+                   std::string(std::strerror(errno)));
+  std::string output = dirTemplate + "/model.so";
+  std::vector<std::string> args = {compiler, mlirPath, "-o", output};
+  args.insert(args.end(), extraArgs.begin(), extraArgs.end());
+  std::vector<char *> argv;
+  for (std::string &a : args)
+    argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid;
+  if (int err = ::posix_spawn(&pid, compiler.c_str(), nullptr, nullptr,
+                              argv.data(), environ))
+    throw RunError("cannot run " + compiler + ": " + std::strerror(err));
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || !fileExists(output)) {
+    ::unlink(output.c_str());
+    ::rmdir(dirTemplate.c_str());
+    throw RunError("tessel-compile failed on '" + mlirPath + "'");
+  }
+  return output;
+}
+
+int64_t tessel::run::tokensPerStep(const ModelDesc &desc) {
+  std::vector<const TensorDesc *> inputs = desc.withRole("input");
+  if (inputs.empty() || inputs.front()->shape.empty())
+    return 1;
+  const TensorDesc &first = *inputs.front();
+  // Token ids [B, S], or any input whose second axis is the sequence.
+  bool sequence = first.shape.size() >= 2 &&
+                  ((first.isInteger() && first.shape.size() == 2) ||
+                   (first.axes.size() >= 2 && first.axes[1] == "seq"));
+  return sequence ? first.shape[0] * first.shape[1] : first.shape[0];
+}
+
+static tessel_ctx_options singleRankOptions() {
+  // The fields after `device` (ABI v3's mesh and communication) zero: one
+  // rank, no communication.
+  tessel_ctx_options options = {TESSEL_BACKEND_CPU, /*rank=*/0,
+                                /*world_size=*/1, /*device=*/0};
+  return options;
+}
+
+tessel::run::RankRuntime::RankRuntime(int64_t arenaBytes)
+    : RankRuntime(arenaBytes, singleRankOptions()) {}
+
+tessel::run::RankRuntime::RankRuntime(int64_t arenaBytes,
+                                      const tessel_ctx_options &options) {
+  ctx = tessel_ctx_create(&options);
+  if (!ctx) {
+    const char *why = tessel_error(nullptr);
+    throw RunError(std::string("cannot create the CPU context: ") +
+                   (why ? why : "unknown error"));
+  }
+  arena = tessel_alloc(ctx, arenaBytes);
+  if (!arena) {
+    tessel_ctx_destroy(ctx);
+    throw RunError("cannot allocate the arena (" + std::to_string(arenaBytes) +
+                   " bytes)");
+  }
+}
+
+tessel::run::RankRuntime::~RankRuntime() {
+  tessel_free(ctx, arena);
+  tessel_ctx_destroy(ctx);
+}
+
+TensorBlock tessel::run::blockOf(const ModelDesc &model, const TensorDesc &t,
+                                 const std::vector<int64_t> &coordinates) {
+  if (!model.mesh || !t.isSharded())
+    return blockOf(t.shape, {}, Mesh{}, {});
+  if (coordinates.size() != model.mesh->axes.size())
+    throw RunError("tensor '" + t.name + "' is split over mesh " +
+                   model.mesh->toString() +
+                   ": its block needs the rank's coordinates");
+  return blockOf(t.shape, t.sharding, *model.mesh, coordinates);
+}
+
+void tessel::run::initParams(const ModelDesc &model, tessel_ctx *ctx,
+                             void *arena, uint64_t seed,
+                             const std::vector<int64_t> &coordinates) {
+  for (const TensorDesc *p : model.withRole("param")) {
+    char *base = static_cast<char *>(arena) + p->offset;
+    int64_t size = tessel_dtype_size(p->dtypeCode);
+    // Straight into the arena, one contiguous run of the block at a time.
+    forEachRun(blockOf(model, *p, coordinates),
+               [&](int64_t local, int64_t global, int64_t count) {
+                 tessel_init_param(ctx, base + local * size, p->dtypeCode,
+                                   /*first=*/global, count, p->initKind,
+                                   p->initArgs, seed, p->name.c_str());
+               });
+  }
+  tessel_synchronize(ctx);
+}
+
+ModelDesc tessel::run::globalFeedView(const ModelDesc &model) {
+  ModelDesc view;
+  view.abiVersion = model.abiVersion;
+  view.source = model.source;
+  view.function = model.function;
+  int64_t offset = 0;
+  for (const TensorDesc *t : model.feeds()) {
+    TensorDesc g = *t;
+    g.shape = t->globalShape;
+    g.sharding.clear();
+    g.bytes = t->globalBytes();
+    g.offset = offset;
+    offset += (g.bytes + 63) / 64 * 64;
+    view.tensors.push_back(g);
+  }
+  view.arenaBytes = offset;
+  return view;
+}
+
+void tessel::run::zeroGrads(const ModelDesc &model, tessel_ctx *ctx,
+                            void *arena) {
+  char *base = static_cast<char *>(arena);
+  if (auto grads = model.regions.find("grads"); grads != model.regions.end()) {
+    tessel_zero(ctx, base + grads->second.offset, grads->second.bytes);
+    return;
+  }
+  for (const TensorDesc *g : model.withRole("grad"))
+    tessel_zero(ctx, base + g->offset, g->bytes);
+}
+
+void tessel::run::zeroStates(const ModelDesc &model, tessel_ctx *ctx,
+                             void *arena) {
+  for (const TensorDesc *t : model.withRole("state"))
+    tessel_zero(ctx, static_cast<char *>(arena) + t->offset, t->bytes);
+}
+
+void tessel::run::checkKernelError(tessel_ctx *ctx, const std::string &when) {
+  if (const char *error = tessel_error(ctx))
+    throw RunError(when + ": " + error);
+}
+
+/// The value of a bfloat16: the upper half of an f32.
+static double bf16ToDouble(uint16_t bits) {
+  uint32_t word = uint32_t(bits) << 16;
+  float value;
+  std::memcpy(&value, &word, sizeof(value));
+  return value;
+}
+
+/// The value of an IEEE half (subnormals, infinities and NaN included).
+static double f16ToDouble(uint16_t bits) {
+  int exponent = (bits >> 10) & 0x1F;
+  int mantissa = bits & 0x3FF;
+  double sign = (bits & 0x8000) ? -1.0 : 1.0;
+  if (exponent == 0)
+    return sign * std::ldexp(double(mantissa), -24);
+  if (exponent == 0x1F)
+    return mantissa ? std::nan("") : sign * HUGE_VAL;
+  return sign * std::ldexp(double(mantissa | 0x400), exponent - 25);
+}
+
+double tessel::run::readLoss(const TensorDesc &loss, tessel_ctx *ctx,
+                             const void *arena) {
+  const char *src = static_cast<const char *>(arena) + loss.offset;
+  if (loss.dtypeCode == TESSEL_F64) {
+    double value;
+    tessel_copy_to_host(ctx, &value, src, sizeof(value));
+    return value;
+  }
+  if (loss.dtypeCode == TESSEL_F32) {
+    float value;
+    tessel_copy_to_host(ctx, &value, src, sizeof(value));
+    return value;
+  }
+  // f16 / bf16: two bytes on the device, widened exactly on the host.
+  uint16_t bits;
+  tessel_copy_to_host(ctx, &bits, src, sizeof(bits));
+  return loss.dtypeCode == TESSEL_BF16 ? bf16ToDouble(bits)
+                                       : f16ToDouble(bits);
+}

@@ -1,0 +1,182 @@
+//===- Model.h - A compiled model: its description and entry point --------===//
+
+#ifndef TESSEL_RUN_MODEL_H
+#define TESSEL_RUN_MODEL_H
+
+#include "runtime/config/TrainConfig.h"
+#include "runtime/launcher/MeshBlocks.h"
+#include "tessel/runtime.h"
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tessel::run {
+
+/// One tensor of the arena, as the model's JSON describes it.
+struct TensorDesc {
+  std::string name;
+  std::string role;  // param, grad, state, input, label, grad_scale, loss or
+                     // output
+  std::string dtype; // f32 f16 bf16 f64 i32 i64
+  int32_t dtypeCode = 0;
+  std::vector<int64_t> shape;
+  std::vector<std::string> axes;
+  int64_t offset = 0;
+  int64_t bytes = 0;
+  // Parameters only. A parameter no gradient reaches is not trainable: it
+  // has no grad and no state and the update leaves it alone.
+  bool trainable = true;
+  int32_t initKind = TESSEL_INIT_ZEROS;
+  double initArgs[2] = {0.0, 0.0};
+  // Integer inputs and labels: values lie in [0, limit).
+  std::optional<int64_t> limit;
+  // A partitioned model (one with a mesh): `shape` is the rank's block, the
+  // arena's; `globalShape` the tensor's (equal to `shape` when nothing is
+  // split); `sharding` per dimension the mesh axes that split it, outer
+  // first (empty when no dimension is split).
+  std::vector<int64_t> globalShape;
+  std::vector<std::vector<std::string>> sharding;
+
+  int64_t numElements() const;
+  int64_t globalNumElements() const;
+  /// Bytes of the global tensor (a checkpoint's entry).
+  int64_t globalBytes() const;
+  bool isInteger() const;
+  /// Some dimension is split over a mesh axis.
+  bool isSharded() const { return !sharding.empty(); }
+};
+
+/// What the training step was compiled with: the description's "train"
+/// (runtime/config/TrainConfig.h, the compiler's own type).
+using tessel::TrainConfig;
+
+/// This step's learning rate (`step` 0-based, as tessel_set_step), as the
+/// update entry computes it.
+double lrAt(const TrainConfig &train, int64_t step);
+
+/// A byte range of the arena.
+struct Region {
+  int64_t offset = 0;
+  int64_t bytes = 0;
+};
+
+/// The description returned by tessel_model_json().
+struct ModelDesc {
+  int64_t abiVersion = 0;
+  std::string source;
+  std::string function;
+  /// Entry symbols by kind: "forward" always; "backward" and "update" when
+  /// the model was compiled for training (ABI v2's "entries"; v1's "entry"
+  /// is the forward).
+  std::map<std::string, std::string> entries;
+  int64_t arenaBytes = 0;
+  int64_t peakBytes = 0;
+  std::map<std::string, Region> regions;
+  std::optional<TrainConfig> train;
+  std::vector<TensorDesc> tensors;
+  /// The mesh a partitioned model was compiled for; none for one device.
+  std::optional<Mesh> mesh;
+  /// Per entry kind ("forward", "backward", "update"): the collectives one
+  /// call of it runs on each rank, one per (kind, axes).
+  std::map<std::string, std::vector<CommCount>> collectives;
+
+  std::vector<const TensorDesc *> withRole(const std::string &role) const;
+  /// Inputs then labels: what the launcher writes before each step.
+  std::vector<const TensorDesc *> feeds() const;
+  const TensorDesc &loss() const;
+  /// The gradient accumulator of parameter `name`, or null.
+  const TensorDesc *gradOf(const std::string &name) const;
+  const TensorDesc *find(const std::string &role,
+                         const std::string &name) const;
+  /// Has backward and update entries: a run trains by default.
+  bool trains() const;
+  /// The batch of one microbatch: the size of the "batch" axis (else the
+  /// first dimension) of the first input; 1 without one. A rank's share of
+  /// it on a mesh (see globalFeedView).
+  int64_t batchSize() const;
+  /// The number of ranks: the mesh's world size, 1 without a mesh.
+  int64_t worldSize() const { return mesh ? mesh->worldSize() : 1; }
+};
+
+using EntryFn = void (*)(tessel_ctx *, void *);
+using ForwardFn = EntryFn;
+
+/// A dlopen'ed model .so.
+struct LoadedModel {
+  void *handle = nullptr;
+  EntryFn forward = nullptr;
+  EntryFn backward = nullptr; // null unless desc.trains()
+  EntryFn update = nullptr;
+  ModelDesc desc;
+};
+
+/// Parses and validates the JSON text of `file`'s model; throws RunError.
+ModelDesc parseModelDescription(const std::string &json,
+                                const std::string &file);
+
+/// dlopens `path` (a .so) with `dlopenFlags` (default RTLD_NOW |
+/// RTLD_LOCAL), reads its description and resolves its entry.
+LoadedModel loadModel(const std::string &path, int dlopenFlags = 0);
+
+/// The CPU context of one rank and its arena, freed together.
+struct RankRuntime {
+  tessel_ctx *ctx = nullptr;
+  void *arena = nullptr;
+
+  /// Rank 0 of 1.
+  explicit RankRuntime(int64_t arenaBytes);
+  /// The rank `options` describe (its mesh and communication).
+  RankRuntime(int64_t arenaBytes, const tessel_ctx_options &options);
+  ~RankRuntime();
+  RankRuntime(const RankRuntime &) = delete;
+  RankRuntime &operator=(const RankRuntime &) = delete;
+};
+
+/// Initialises every parameter of `model` in `arena` from `seed`. On a
+/// mesh, pass the rank's `coordinates`: each split parameter gets its block
+/// of the values one device would have (tessel_init_param draws element i
+/// from (seed, name, global index i)).
+void initParams(const ModelDesc &model, tessel_ctx *ctx, void *arena,
+                uint64_t seed, const std::vector<int64_t> &coordinates = {});
+
+/// Where the rank at `coordinates` holds its block of `t` (the whole tensor
+/// without a mesh or a split).
+TensorBlock blockOf(const ModelDesc &model, const TensorDesc &t,
+                    const std::vector<int64_t> &coordinates);
+
+/// The feeds (inputs, then labels) of one global microbatch — the global
+/// shapes, packed from offset 0 of a buffer of `arenaBytes` — what one
+/// device's run writes: the data source fills it and each rank copies its
+/// block out. Its batchSize() is the global microbatch's.
+ModelDesc globalFeedView(const ModelDesc &model);
+
+/// The scalar loss (f32 or f64) after a step.
+double readLoss(const TensorDesc &loss, tessel_ctx *ctx, const void *arena);
+
+/// A kernel error (e.g. a label out of range) makes every later number
+/// meaningless: throws RunError naming `when`.
+void checkKernelError(tessel_ctx *ctx, const std::string &when);
+
+/// Compiles `mlirPath` with the tessel-compile next to this executable into
+/// a fresh temporary .so and returns its path; `extraArgs` follow
+/// `MODEL.mlir -o OUT.so` (the training flags).
+std::string compileMlirModel(const std::string &mlirPath,
+                             const std::vector<std::string> &extraArgs = {});
+
+/// Sets every byte of the gradient accumulators to zero (the "grads"
+/// region, or each grad tensor when the description has no such region).
+void zeroGrads(const ModelDesc &model, tessel_ctx *ctx, void *arena);
+
+/// Sets every optimizer state tensor to zero (a fresh optimizer).
+void zeroStates(const ModelDesc &model, tessel_ctx *ctx, void *arena);
+
+/// Elements processed per step, for tokens/s: batch × sequence of the first
+/// input for a sequence model, its batch otherwise.
+int64_t tokensPerStep(const ModelDesc &desc);
+
+} // namespace tessel::run
+
+#endif // TESSEL_RUN_MODEL_H

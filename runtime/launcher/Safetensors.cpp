@@ -1,0 +1,432 @@
+//===- Safetensors.cpp - Writing and reading safetensors checkpoints ------===//
+//
+// The format: an 8-byte little-endian header length N, N bytes of JSON
+// mapping each tensor name to {"dtype", "shape", "data_offsets": [begin,
+// end]} (offsets into the data that follows the header), then the data.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/launcher/Safetensors.h"
+#include "runtime/launcher/Error.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <functional>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+using namespace tessel::run;
+using nlohmann::ordered_json;
+
+namespace {
+
+const char *safetensorsDtype(int32_t code) {
+  switch (code) {
+  case TESSEL_F32:
+    return "F32";
+  case TESSEL_F16:
+    return "F16";
+  case TESSEL_BF16:
+    return "BF16";
+  case TESSEL_F64:
+    return "F64";
+  case TESSEL_I32:
+    return "I32";
+  case TESSEL_I64:
+    return "I64";
+  }
+  return "?";
+}
+
+std::string shapeString(const std::vector<int64_t> &shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+std::string joinNames(const std::vector<std::string> &names) {
+  std::string s;
+  for (const std::string &n : names)
+    s += (s.empty() ? "" : ", ") + n;
+  return s;
+}
+
+/// The header JSON, padded with spaces to a multiple of 8 bytes so the data
+/// that follows is aligned (as the reference implementation does).
+std::string buildHeader(const std::vector<const TensorDesc *> &tensors,
+                        const std::map<std::string, std::string> &metadata) {
+  ordered_json header;
+  header["__metadata__"] = metadata;
+  int64_t offset = 0;
+  for (const TensorDesc *p : tensors) {
+    header[p->name] = {{"dtype", safetensorsDtype(p->dtypeCode)},
+                       {"shape", p->globalShape},
+                       {"data_offsets", {offset, offset + p->globalBytes()}}};
+    offset += p->globalBytes();
+  }
+  std::string text = header.dump();
+  text.append((8 - text.size() % 8) % 8, ' ');
+  return text;
+}
+
+void writeAll(std::FILE *f, const void *data, size_t size,
+              const std::string &path) {
+  if (size && std::fwrite(data, 1, size, f) != size)
+    throw RunError("cannot write checkpoint '" + path +
+                   "': " + std::strerror(errno));
+}
+
+/// Puts the global bytes of a tensor into its argument.
+using TensorBytes =
+    std::function<void(const TensorDesc &, std::vector<char> &)>;
+
+void writeCheckpointFile(std::FILE *f, const std::string &path,
+                         const std::vector<const TensorDesc *> &tensors,
+                         const TensorBytes &bytesOf,
+                         const std::string &header) {
+  uint64_t n = header.size();
+  unsigned char len[8];
+  for (int i = 0; i < 8; ++i)
+    len[i] = static_cast<unsigned char>(n >> (8 * i));
+  writeAll(f, len, 8, path);
+  writeAll(f, header.data(), header.size(), path);
+  std::vector<char> host;
+  for (const TensorDesc *p : tensors) {
+    bytesOf(*p, host);
+    writeAll(f, host.data(), host.size(), path);
+  }
+  if (std::fflush(f) != 0 || ::fsync(::fileno(f)) != 0)
+    throw RunError("cannot write checkpoint '" + path +
+                   "': " + std::strerror(errno));
+}
+
+/// A read-only mapping of a whole file.
+class MappedFile {
+public:
+  explicit MappedFile(const std::string &path) {
+    int fd = ::open(path.c_str(), O_RDONLY);
+    if (fd < 0)
+      throw RunError("cannot open checkpoint '" + path +
+                     "': " + std::strerror(errno));
+    struct stat st;
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+      ::close(fd);
+      throw RunError("checkpoint '" + path + "' is not a regular file");
+    }
+    size_ = st.st_size;
+    if (size_ > 0) {
+      void *p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
+      if (p == MAP_FAILED) {
+        ::close(fd);
+        throw RunError("cannot map checkpoint '" + path +
+                       "': " + std::strerror(errno));
+      }
+      data_ = static_cast<const char *>(p);
+    }
+    ::close(fd);
+  }
+  ~MappedFile() {
+    if (data_)
+      ::munmap(const_cast<char *>(data_), size_);
+  }
+  MappedFile(const MappedFile &) = delete;
+  MappedFile &operator=(const MappedFile &) = delete;
+  const char *data() const { return data_; }
+  uint64_t size() const { return size_; }
+
+private:
+  const char *data_ = nullptr;
+  uint64_t size_ = 0;
+};
+
+uint64_t headerLength(const MappedFile &file) {
+  uint64_t n = 0;
+  for (int i = 0; i < 8; ++i)
+    n |= uint64_t(static_cast<unsigned char>(file.data()[i])) << (8 * i);
+  return n;
+}
+
+struct StoredTensor {
+  std::string dtype;
+  std::vector<int64_t> shape;
+  uint64_t begin = 0, end = 0;
+};
+
+/// Parses and bounds-checks the header; the key is the tensor name. The
+/// string entries of "__metadata__" go to `metadata`.
+std::map<std::string, StoredTensor>
+readHeader(const MappedFile &file, const std::string &path,
+           std::map<std::string, std::string> &metadata) {
+  auto fail = [&](const std::string &problem) -> RunError {
+    return RunError("checkpoint '" + path + "': " + problem);
+  };
+  if (file.size() < 8)
+    throw fail("truncated (" + std::to_string(file.size()) +
+               " bytes, no room for the header length)");
+  uint64_t n = headerLength(file);
+  if (n > file.size() - 8)
+    throw fail("truncated (header of " + std::to_string(n) +
+               " bytes, file has " + std::to_string(file.size()) + ")");
+  uint64_t dataSize = file.size() - 8 - n;
+  std::map<std::string, StoredTensor> tensors;
+  try {
+    auto header = ordered_json::parse(file.data() + 8, file.data() + 8 + n);
+    if (!header.is_object())
+      throw fail("header is not a JSON object");
+    for (auto &[name, entry] : header.items()) {
+      if (name == "__metadata__") {
+        if (entry.is_object())
+          for (auto &[key, value] : entry.items())
+            if (value.is_string())
+              metadata[key] = value.get<std::string>();
+        continue;
+      }
+      StoredTensor t;
+      t.dtype = entry.at("dtype").get<std::string>();
+      t.shape = entry.at("shape").get<std::vector<int64_t>>();
+      auto offsets = entry.at("data_offsets").get<std::vector<uint64_t>>();
+      if (offsets.size() != 2 || offsets[0] > offsets[1])
+        throw fail("tensor '" + name + "' has bad data_offsets");
+      t.begin = offsets[0];
+      t.end = offsets[1];
+      if (t.end > dataSize)
+        throw fail("truncated (tensor '" + name + "' ends at byte " +
+                   std::to_string(t.end) + " of " + std::to_string(dataSize) +
+                   " data bytes)");
+      tensors[name] = t;
+    }
+  } catch (const nlohmann::json::exception &e) {
+    throw fail(std::string("corrupt header: ") + e.what());
+  }
+  return tensors;
+}
+
+/// A key "<param>.<suffix>" of one of the model's parameters: optimizer
+/// state (of this model's optimizer or another's).
+bool looksLikeState(const std::string &name, const ModelDesc &model) {
+  size_t dot = name.rfind('.');
+  return dot != std::string::npos && !model.find("param", name) &&
+         model.find("param", name.substr(0, dot));
+}
+
+/// Exactly the model's parameter names, plus optimizer-state keys: lists
+/// what is missing and extra.
+void checkKeys(const std::map<std::string, StoredTensor> &stored,
+               const ModelDesc &model, const std::string &path) {
+  std::vector<std::string> missing, extra;
+  for (const TensorDesc *p : model.withRole("param"))
+    if (!stored.count(p->name))
+      missing.push_back(p->name);
+  for (auto &[name, t] : stored)
+    if (!model.find("param", name) && !looksLikeState(name, model))
+      extra.push_back(name);
+  if (missing.empty() && extra.empty())
+    return;
+  std::string problem;
+  if (!missing.empty())
+    problem = "missing parameters " + joinNames(missing);
+  if (!extra.empty())
+    problem += (problem.empty() ? "" : "; ") + std::string("unexpected keys ") +
+               joinNames(extra);
+  throw RunError("checkpoint '" + path + "': " + problem);
+}
+
+/// A training run takes the checkpoint's optimizer state only if it is
+/// exactly its own optimizer's: resuming Adam moments into SGD (or the
+/// reverse) would silently change the run.
+void checkStateKeys(const std::map<std::string, StoredTensor> &stored,
+                    const ModelDesc &model, const std::string &path) {
+  std::vector<std::string> missing, extra;
+  for (const TensorDesc *t : model.withRole("state"))
+    if (!stored.count(t->name))
+      missing.push_back(t->name);
+  for (auto &[name, t] : stored)
+    if (looksLikeState(name, model) && !model.find("state", name))
+      extra.push_back(name);
+  if (missing.empty() && extra.empty())
+    return;
+  std::string problem = "optimizer state does not match the model's "
+                        "optimizer " +
+                        model.train->optimizer;
+  if (!missing.empty())
+    problem += ": missing " + joinNames(missing);
+  if (!extra.empty())
+    problem += std::string(missing.empty() ? ": " : "; ") + "unexpected " +
+               joinNames(extra);
+  throw RunError("checkpoint '" + path + "': " + problem);
+}
+
+void checkDtypesAndShapes(const std::map<std::string, StoredTensor> &stored,
+                          const std::vector<const TensorDesc *> &tensors,
+                          const std::string &path) {
+  for (const TensorDesc *p : tensors) {
+    const StoredTensor &t = stored.at(p->name);
+    std::string what =
+        (p->role == "param" ? "parameter '" : "state '") + p->name + "'";
+    std::string want = safetensorsDtype(p->dtypeCode);
+    if (t.dtype != want)
+      throw RunError("checkpoint '" + path + "': " + what + " has dtype " +
+                     t.dtype + ", the model expects " + want);
+    if (t.shape != p->globalShape)
+      throw RunError("checkpoint '" + path + "': " + what + " has shape " +
+                     shapeString(t.shape) + ", the model expects " +
+                     shapeString(p->globalShape));
+    if (t.end - t.begin != uint64_t(p->globalBytes()))
+      throw RunError("checkpoint '" + path + "': " + what + " holds " +
+                     std::to_string(t.end - t.begin) +
+                     " bytes, its shape needs " +
+                     std::to_string(p->globalBytes()));
+  }
+}
+
+int64_t parseStep(const std::map<std::string, std::string> &metadata,
+                  const std::string &path) {
+  auto it = metadata.find("tessel.step");
+  if (it == metadata.end())
+    throw RunError("checkpoint '" + path +
+                   "': optimizer state without a step count (metadata "
+                   "tessel.step)");
+  errno = 0;
+  char *end = nullptr;
+  long long step = std::strtoll(it->second.c_str(), &end, 10);
+  if (it->second.empty() || *end != '\0' || errno == ERANGE || step < 0)
+    throw RunError("checkpoint '" + path + "': bad tessel.step '" + it->second +
+                   "'");
+  return step;
+}
+
+} // namespace
+
+/// Writes `tensors` to `path`.tmp, then renames it over `path`.
+static void
+writeAtomically(const std::string &path,
+                const std::vector<const TensorDesc *> &tensors,
+                const TensorBytes &bytesOf,
+                const std::map<std::string, std::string> &metadata) {
+  std::string header = buildHeader(tensors, metadata);
+  std::string tmp = path + ".tmp";
+  std::FILE *f = std::fopen(tmp.c_str(), "wb");
+  if (!f)
+    throw RunError("cannot write checkpoint '" + tmp +
+                   "': " + std::strerror(errno));
+  try {
+    writeCheckpointFile(f, tmp, tensors, bytesOf, header);
+  } catch (...) {
+    std::fclose(f);
+    std::remove(tmp.c_str());
+    throw;
+  }
+  if (std::fclose(f) != 0) {
+    std::remove(tmp.c_str());
+    throw RunError("cannot write checkpoint '" + tmp +
+                   "': " + std::strerror(errno));
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    int err = errno;
+    std::remove(tmp.c_str());
+    throw RunError("cannot rename '" + tmp + "' to '" + path +
+                   "': " + std::strerror(err));
+  }
+}
+
+std::vector<const TensorDesc *>
+tessel::run::checkpointTensors(const ModelDesc &model, bool withStates) {
+  std::vector<const TensorDesc *> out = model.withRole("param");
+  if (withStates)
+    for (const TensorDesc *t : model.withRole("state"))
+      out.push_back(t);
+  return out;
+}
+
+void tessel::run::writeSafetensorsAtomically(
+    const std::string &path, const ModelDesc &model, tessel_ctx *ctx,
+    const void *arena, const std::map<std::string, std::string> &metadata,
+    bool withStates) {
+  writeAtomically(
+      path, checkpointTensors(model, withStates),
+      [&](const TensorDesc &p, std::vector<char> &host) {
+        host.resize(p.bytes);
+        tessel_copy_to_host(ctx, host.data(),
+                            static_cast<const char *>(arena) + p.offset,
+                            p.bytes);
+      },
+      metadata);
+}
+
+void tessel::run::writeSafetensorsAtomically(
+    const std::string &path, const ModelDesc &model,
+    const std::map<std::string, std::vector<char>> &globalTensors,
+    const std::map<std::string, std::string> &metadata, bool withStates) {
+  writeAtomically(
+      path, checkpointTensors(model, withStates),
+      [&](const TensorDesc &p, std::vector<char> &host) {
+        auto it = globalTensors.find(p.name);
+        if (it == globalTensors.end() ||
+            int64_t(it->second.size()) != p.globalBytes())
+          throw RunError("cannot write checkpoint '" + path + "': tensor '" +
+                         p.name + "' was not gathered");
+        host = it->second;
+      },
+      metadata);
+}
+
+struct CheckpointReader::File {
+  explicit File(const std::string &path) : mapped(path) {}
+  MappedFile mapped;
+  std::map<std::string, StoredTensor> stored;
+  const char *data = nullptr; // the first byte after the header
+};
+
+CheckpointReader::CheckpointReader(const std::string &path,
+                                   const ModelDesc &model, bool training)
+    : file(std::make_unique<File>(path)), model(model) {
+  std::map<std::string, std::string> metadata;
+  file->stored = readHeader(file->mapped, path, metadata);
+  checkKeys(file->stored, model, path);
+  bool anyState = false;
+  for (auto &[name, t] : file->stored)
+    anyState |= looksLikeState(name, model);
+  // A checkpoint of a training run has "tessel.step" (even when its
+  // optimizer keeps no state); one with neither holds parameters only.
+  if (training && (anyState || metadata.count("tessel.step"))) {
+    checkStateKeys(file->stored, model, path);
+    loaded.paramsOnly = false;
+    loaded.step = parseStep(metadata, path);
+  }
+  checkDtypesAndShapes(file->stored,
+                       checkpointTensors(model, !loaded.paramsOnly), path);
+  file->data = file->mapped.data() + 8 + headerLength(file->mapped);
+}
+
+CheckpointReader::~CheckpointReader() = default;
+
+void CheckpointReader::load(tessel_ctx *ctx, void *arena,
+                            const std::vector<int64_t> &coordinates) const {
+  for (const TensorDesc *p : checkpointTensors(model, !loaded.paramsOnly)) {
+    const char *src = file->data + file->stored.at(p->name).begin;
+    char *dst = static_cast<char *>(arena) + p->offset;
+    int64_t size = tessel_dtype_size(p->dtypeCode);
+    forEachRun(blockOf(model, *p, coordinates),
+               [&](int64_t local, int64_t global, int64_t count) {
+                 tessel_copy_to_device(ctx, dst + local * size,
+                                       src + global * size, count * size);
+               });
+  }
+  tessel_synchronize(ctx);
+}
+
+LoadedCheckpoint tessel::run::loadSafetensors(const std::string &path,
+                                              const ModelDesc &model,
+                                              tessel_ctx *ctx, void *arena,
+                                              bool training) {
+  CheckpointReader reader(path, model, training);
+  reader.load(ctx, arena);
+  return reader.info();
+}

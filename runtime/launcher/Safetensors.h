@@ -1,0 +1,84 @@
+//===- Safetensors.h - Parameter checkpoints in the safetensors format ----===//
+
+#ifndef TESSEL_RUN_SAFETENSORS_H
+#define TESSEL_RUN_SAFETENSORS_H
+
+#include "runtime/launcher/Model.h"
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace tessel::run {
+
+/// Writes every parameter of `model` (read from `arena`) to `path` as
+/// safetensors, and with `withStates` every optimizer state tensor after
+/// them: first to `path`.tmp, then renamed over `path`, so a crash or an
+/// error never leaves a half-written checkpoint behind. `metadata` goes to
+/// the header's "__metadata__" (a training run writes "tessel.step").
+void writeSafetensorsAtomically(
+    const std::string &path, const ModelDesc &model, tessel_ctx *ctx,
+    const void *arena, const std::map<std::string, std::string> &metadata,
+    bool withStates = false);
+
+/// The tensors a checkpoint holds, in file order: every parameter, then
+/// (`withStates`) every optimizer state. Their entries have the global
+/// shapes (a checkpoint saved on one mesh loads on any other).
+std::vector<const TensorDesc *> checkpointTensors(const ModelDesc &model,
+                                                  bool withStates);
+
+/// As above, from the global tensors of a partitioned model gathered on the
+/// host: `globalTensors` maps each name of checkpointTensors() to its
+/// globalBytes() bytes.
+void writeSafetensorsAtomically(
+    const std::string &path, const ModelDesc &model,
+    const std::map<std::string, std::vector<char>> &globalTensors,
+    const std::map<std::string, std::string> &metadata, bool withStates);
+
+/// What a checkpoint brought besides the parameters.
+struct LoadedCheckpoint {
+  /// Parameters only (no optimizer state, no "tessel.step"): a training run
+  /// starts its optimizer from zero at step 0.
+  bool paramsOnly = true;
+  int64_t step = 0; // "tessel.step": optimizer updates done so far
+};
+
+/// Reads every parameter of `model` from `path` into `arena`. The file must
+/// hold exactly the model's parameters with their dtypes and shapes, plus
+/// optionally optimizer states ("<param>.<suffix>"). With `training`, those
+/// states must be exactly the model's optimizer's (or absent: parameters
+/// only) and are loaded too; otherwise they are ignored. Everything is
+/// validated before the first byte of the arena is written.
+LoadedCheckpoint loadSafetensors(const std::string &path,
+                                 const ModelDesc &model, tessel_ctx *ctx,
+                                 void *arena, bool training = false);
+
+/// loadSafetensors in two halves, for a mesh: the file is opened and
+/// validated once (global shapes) before any rank starts, then each rank
+/// copies its blocks out of the mapping (concurrently: load() only reads).
+class CheckpointReader {
+public:
+  /// Validates as loadSafetensors does; throws RunError.
+  CheckpointReader(const std::string &path, const ModelDesc &model,
+                   bool training);
+  ~CheckpointReader();
+  CheckpointReader(const CheckpointReader &) = delete;
+  CheckpointReader &operator=(const CheckpointReader &) = delete;
+
+  const LoadedCheckpoint &info() const { return loaded; }
+  /// Writes into `arena` the block of every parameter (and, unless
+  /// info().paramsOnly, every state) the rank at `coordinates` holds.
+  void load(tessel_ctx *ctx, void *arena,
+            const std::vector<int64_t> &coordinates = {}) const;
+
+private:
+  struct File;
+  std::unique_ptr<File> file;
+  const ModelDesc &model;
+  LoadedCheckpoint loaded;
+};
+
+} // namespace tessel::run
+
+#endif // TESSEL_RUN_SAFETENSORS_H

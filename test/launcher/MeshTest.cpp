@@ -1,0 +1,810 @@
+//===- MeshTest.cpp - Meshes, blocks, sharded descriptions and gathers ----===//
+
+#include "runtime/launcher/MeshBlocks.h"
+#include "runtime/launcher/Args.h"
+#include "runtime/launcher/Distributed.h"
+#include "runtime/launcher/Error.h"
+#include "test/launcher/LibraryTestSupport.h"
+#include "runtime/launcher/Model.h"
+#include "runtime/launcher/Safetensors.h"
+#include "runtime/launcher/Training.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <functional>
+#include <mutex>
+#include <numeric>
+#include <thread>
+
+using namespace tessel::run;
+using namespace tessel::run::test;
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::vector<int64_t> rowMajorIndex(int64_t flat,
+                                   const std::vector<int64_t> &shape) {
+  std::vector<int64_t> index(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    index[d] = flat % shape[d];
+    flat /= shape[d];
+  }
+  return index;
+}
+
+int64_t flatIndex(const std::vector<int64_t> &index,
+                  const std::vector<int64_t> &shape) {
+  int64_t flat = 0;
+  for (size_t d = 0; d < shape.size(); ++d)
+    flat = flat * shape[d] + index[d];
+  return flat;
+}
+
+int64_t product(const std::vector<int64_t> &shape) {
+  return std::accumulate(shape.begin(), shape.end(), int64_t(1),
+                         std::multiplies<int64_t>());
+}
+
+/// A tensor of a hand-written description.
+struct Spec {
+  std::string name, role;
+  std::vector<int64_t> shape; // local
+  // Per dimension the axes that split it; empty: no "sharding" key.
+  std::vector<std::vector<std::string>> sharding = {};
+  std::string dtype = "f32";
+};
+
+/// An evaluation-only description (ABI v1 shape) on `mesh` (null: none):
+/// the tensors packed 64-byte aligned, then the loss.
+json describe(const json &mesh, const std::vector<Spec> &specs) {
+  json tensors = json::array();
+  int64_t offset = 0;
+  for (const Spec &s : specs) {
+    int64_t size = s.dtype == "i32" || s.dtype == "f32" ? 4 : 8;
+    json t = {{"name", s.name},   {"role", s.role},
+              {"dtype", s.dtype}, {"shape", s.shape},
+              {"offset", offset}, {"bytes", product(s.shape) * size}};
+    if (s.role == "param")
+      t["init"] = {{"kind", "normal"}, {"args", {1.0, 0.5}}};
+    if (s.role == "input")
+      t["axes"] = {"batch", "embed"};
+    if (s.role == "label") {
+      t["axes"] = {"batch"};
+      t["limit"] = 7;
+    }
+    if (!s.sharding.empty())
+      t["sharding"] = s.sharding;
+    tensors.push_back(t);
+    offset += (product(s.shape) * size + 63) / 64 * 64;
+  }
+  tensors.push_back({{"name", "loss"},
+                     {"role", "loss"},
+                     {"dtype", "f32"},
+                     {"shape", json::array()},
+                     {"offset", offset},
+                     {"bytes", 4}});
+  json j = {{"abi_version", 1},
+            {"entry", "tessel_forward"},
+            {"arena_bytes", offset + 64},
+            {"tensors", tensors}};
+  if (!mesh.is_null())
+    j["mesh"] = mesh;
+  return j;
+}
+
+json collectiveJson(const std::string &kind,
+                    const std::vector<std::string> &axes, int64_t calls,
+                    int64_t bytes) {
+  json c = json::object();
+  c["kind"] = kind;
+  c["axes"] = axes;
+  c["calls"] = calls;
+  c["bytes"] = bytes;
+  return c;
+}
+
+ModelDesc parse(const json &j) {
+  return parseModelDescription(j.dump(), "m.so");
+}
+
+/// A description's "mesh" (built from vectors: a braced list of two
+/// strings would become a JSON object).
+json meshJson(const std::vector<std::string> &axes,
+              const std::vector<int64_t> &shape) {
+  json mesh = json::object();
+  mesh["axes"] = axes;
+  mesh["shape"] = shape;
+  return mesh;
+}
+
+json shardingJson(const std::vector<std::vector<std::string>> &sharding) {
+  return json(sharding);
+}
+
+const json mesh2x2 = meshJson({"dp", "tp"}, {2, 2});
+
+//===--- Meshes -----------------------------------------------------------===//
+
+TEST(Mesh, ParsesAxesInOrder) {
+  Mesh mesh = parseMesh("dp=2,tp=4");
+  EXPECT_EQ(mesh.axes, (std::vector<std::string>{"dp", "tp"}));
+  EXPECT_EQ(mesh.shape, (std::vector<int64_t>{2, 4}));
+  EXPECT_EQ(mesh.worldSize(), 8);
+  EXPECT_EQ(mesh.toString(), "dp=2,tp=4");
+  EXPECT_EQ(mesh.axisIndex("tp"), 1);
+  EXPECT_EQ(mesh.axisIndex("pp"), std::nullopt);
+  EXPECT_EQ(axesMaskOf(mesh, {"tp"}), 2u);
+  EXPECT_EQ(axesMaskOf(mesh, {"tp", "dp"}), 3u);
+  EXPECT_THROW(axesMaskOf(mesh, {"pp"}), RunError);
+  EXPECT_EQ(mesh.axesOf(3u), (std::vector<std::string>{"dp", "tp"}));
+  EXPECT_EQ(parseMesh("x_1=1").worldSize(), 1);
+}
+
+TEST(Mesh, BadValuesAreUsageErrors) {
+  std::vector<std::pair<std::string, std::string>> cases = {
+      {"", "mesh entry '' is not name=size"},
+      {"dp", "mesh entry 'dp' is not name=size"},
+      {"dp=2,", "mesh entry '' is not name=size"},
+      {"dp=0", "mesh entry 'dp=0' is not name=size (a name and a positive "
+               "size)"},
+      {"dp=x", "mesh entry 'dp=x' is not name=size"},
+      {"dp=2,dp=2", "mesh axis 'dp' is given twice"},
+      {"2=2", "mesh entry '2=2' is not name=size"},
+      {"DP=2", "the axis name 'DP' is not [a-z_][a-z0-9_]*"},
+      {"a=65536,b=65536", "more than 2^31 - 1 devices (at the axis 'b')"},
+      {"a=1,b=1,c=1,d=1,e=1,f=1,g=1,h=1,i=1", "at most 8 axes"},
+  };
+  for (auto &[text, message] : cases) {
+    std::string error;
+    try {
+      parseMesh(text);
+    } catch (const UsageError &e) {
+      error = e.what();
+    }
+    EXPECT_NE(error.find("bad value '" + text + "' for --mesh: " + message),
+              std::string::npos)
+        << text << ": " << error;
+  }
+}
+
+// Tests that rank r's coordinates are row-major with the last axis fastest
+// (spec §1: dp=2,tp=2 gives rank r the coordinates (r / 2, r % 2)).
+TEST(Mesh, CoordinatesAreRowMajorLastAxisFastest) {
+  Mesh mesh = parseMesh("dp=2,tp=3");
+  for (int64_t r = 0; r < 6; ++r)
+    EXPECT_EQ(mesh.coordinates(r), (std::vector<int64_t>{r / 3, r % 3})) << r;
+  Mesh three = parseMesh("a=2,b=2,c=2");
+  EXPECT_EQ(three.coordinates(6), (std::vector<int64_t>{1, 1, 0}));
+}
+
+// Tests that a dimension split by [a1, a2] takes block a1·size(a2) + a2,
+// whatever the axes' order in the mesh.
+TEST(Mesh, BlockIndexLinearisesTheSplitAxesOuterFirst) {
+  Mesh mesh = parseMesh("dp=2,tp=3");
+  std::vector<int64_t> coords = {1, 2};
+  EXPECT_EQ(blockIndex({"dp"}, mesh, coords), 1);
+  EXPECT_EQ(blockIndex({"tp"}, mesh, coords), 2);
+  EXPECT_EQ(blockIndex({"dp", "tp"}, mesh, coords), 1 * 3 + 2);
+  EXPECT_EQ(blockIndex({"tp", "dp"}, mesh, coords), 2 * 2 + 1);
+  EXPECT_EQ(blockIndex({}, mesh, coords), 0);
+
+  TensorBlock block = blockOf({3, 4}, {{"tp", "dp"}, {}}, mesh, coords);
+  EXPECT_EQ(block.globalShape, (std::vector<int64_t>{18, 4}));
+  EXPECT_EQ(block.start, (std::vector<int64_t>{15, 0}));
+  EXPECT_FALSE(block.whole());
+}
+
+// Tests that the contiguous runs of every rank's block are exactly the
+// block's elements, in local order, and that the ranks' blocks tile the
+// global tensor (once per replica).
+TEST(Mesh, RunsOfEveryBlockTileTheGlobalTensor) {
+  struct Case {
+    const char *mesh;
+    std::vector<int64_t> local;
+    std::vector<std::vector<std::string>> sharding;
+  };
+  std::vector<Case> cases = {
+      {"dp=2,tp=2", {3, 4}, {{"dp"}, {"tp"}}},
+      {"dp=2,tp=2", {3, 4}, {{}, {"tp"}}},
+      {"dp=2,tp=2", {3, 4}, {{"tp", "dp"}, {}}},
+      {"dp=2,tp=2", {2, 3, 5}, {{}, {"dp", "tp"}, {}}},
+      {"dp=2,tp=2", {2, 3, 5}, {{"tp"}, {}, {"dp"}}},
+      {"dp=2,tp=2", {6}, {{"dp"}}},
+      {"dp=2,tp=2", {4, 1}, {{}, {"dp"}}},
+      {"a=2,b=3,c=2", {2, 2, 3}, {{"c"}, {"a"}, {"b"}}},
+      {"a=2,b=3,c=2", {5, 2}, {{"b", "c", "a"}, {}}},
+      {"dp=4", {}, {}},
+      {"dp=4", {2, 0}, {{"dp"}, {}}},
+  };
+  for (const Case &c : cases) {
+    SCOPED_TRACE(std::string(c.mesh) + " " + json(c.sharding).dump());
+    Mesh mesh = parseMesh(c.mesh);
+    std::vector<int> covered;
+    for (int64_t r = 0; r < mesh.worldSize(); ++r) {
+      TensorBlock block =
+          blockOf(c.local, c.sharding, mesh, mesh.coordinates(r));
+      covered.resize(product(block.globalShape));
+      std::vector<int64_t> viaRuns(block.localElements(), -1);
+      int64_t nextLocal = 0;
+      forEachRun(block, [&](int64_t local, int64_t global, int64_t count) {
+        EXPECT_EQ(local, nextLocal); // In local order, no gaps.
+        nextLocal = local + count;
+        for (int64_t i = 0; i < count; ++i)
+          viaRuns[local + i] = global + i;
+      });
+      EXPECT_EQ(nextLocal, block.localElements());
+      for (int64_t i = 0; i < block.localElements(); ++i) {
+        std::vector<int64_t> index = rowMajorIndex(i, block.localShape);
+        for (size_t d = 0; d < index.size(); ++d)
+          index[d] += block.start[d];
+        int64_t global = flatIndex(index, block.globalShape);
+        EXPECT_EQ(viaRuns[i], global) << "rank " << r << " element " << i;
+        ++covered[global];
+      }
+    }
+    // Replicated over the axes that split nothing: each element once per
+    // rank of theirs.
+    int64_t blocks = 1;
+    for (const std::vector<std::string> &axes : c.sharding)
+      for (const std::string &axis : axes)
+        blocks *= mesh.shape[axisOf(mesh, axis)];
+    for (size_t g = 0; g < covered.size(); ++g)
+      EXPECT_EQ(covered[g], mesh.worldSize() / blocks)
+          << "global element " << g;
+  }
+}
+
+// Tests that a split dimension whose inner dimensions are whole makes one
+// run per outer index (no element-wise copies).
+TEST(Mesh, RunsMergeWholeInnerDimensions) {
+  Mesh mesh = parseMesh("dp=2,tp=2");
+  int runs = 0;
+  forEachRun(blockOf({3, 4, 5}, {{"dp"}, {}, {}}, mesh, {1, 0}),
+             [&](int64_t local, int64_t global, int64_t count) {
+               EXPECT_EQ(local, 0);
+               EXPECT_EQ(global, 60);
+               EXPECT_EQ(count, 60);
+               ++runs;
+             });
+  EXPECT_EQ(runs, 1);
+  runs = 0;
+  forEachRun(blockOf({3, 4, 5}, {{}, {"tp"}, {}}, mesh, {0, 1}),
+             [&](int64_t, int64_t, int64_t count) {
+               EXPECT_EQ(count, 20);
+               ++runs;
+             });
+  EXPECT_EQ(runs, 3);
+}
+
+//===--- Sharded descriptions ---------------------------------------------===//
+
+TEST(MeshDescription, ParsesMeshShardingGlobalShapesAndCollectives) {
+  json j = describe(mesh2x2, {{"w", "param", {3, 4}, {{"dp"}, {"tp"}}},
+                              {"b", "param", {4}},
+                              {"x", "input", {2, 8}, {{"dp"}, {}}}});
+  j["tensors"][0]["global_shape"] = {6, 8};
+  j["tensors"][1]["sharding"] = shardingJson({{}});
+  j["collectives"]["forward"] = {
+      collectiveJson("all_reduce", {"tp", "dp"}, 2, 64),
+      collectiveJson("all_gather", {"tp"}, 1, 32)};
+  ModelDesc m = parse(j);
+  ASSERT_TRUE(m.mesh);
+  EXPECT_EQ(m.mesh->toString(), "dp=2,tp=2");
+  EXPECT_EQ(m.worldSize(), 4);
+  const TensorDesc &w = *m.find("param", "w");
+  EXPECT_TRUE(w.isSharded());
+  EXPECT_EQ(w.shape, (std::vector<int64_t>{3, 4}));
+  EXPECT_EQ(w.globalShape, (std::vector<int64_t>{6, 8}));
+  EXPECT_EQ(w.globalBytes(), 6 * 8 * 4);
+  // A "sharding" that splits nothing is no split.
+  EXPECT_FALSE(m.find("param", "b")->isSharded());
+  EXPECT_EQ(m.find("param", "b")->globalShape, (std::vector<int64_t>{4}));
+  // Without "global_shape", it follows from the sharding.
+  EXPECT_EQ(m.find("input", "x")->globalShape, (std::vector<int64_t>{4, 8}));
+  ASSERT_EQ(m.collectives.at("forward").size(), 2u);
+  EXPECT_EQ(m.collectives.at("forward")[0].axes,
+            (std::vector<std::string>{"dp", "tp"})); // Mesh order.
+  EXPECT_EQ(m.collectives.at("forward")[1].bytes, 32);
+  // The feeds of one device: global shapes, packed.
+  ModelDesc feeds = globalFeedView(m);
+  ASSERT_EQ(feeds.tensors.size(), 1u);
+  EXPECT_EQ(feeds.tensors[0].shape, (std::vector<int64_t>{4, 8}));
+  EXPECT_EQ(feeds.batchSize(), 4);
+  EXPECT_EQ(m.batchSize(), 2);
+
+  ModelDesc plain = parse(describe(nullptr, {{"w", "param", {3, 4}}}));
+  EXPECT_FALSE(plain.mesh);
+  EXPECT_EQ(plain.worldSize(), 1);
+  EXPECT_EQ(plain.find("param", "w")->globalShape,
+            (std::vector<int64_t>{3, 4}));
+}
+
+// Tests that every malformed mesh, sharding or collectives entry fails with
+// one line naming the file and the problem.
+TEST(MeshDescription, InvalidDescriptionsNameTheProblem) {
+  struct Case {
+    const char *what;
+    std::function<void(json &)> edit;
+    const char *message;
+  };
+  std::vector<Case> cases = {
+      {"mesh sizes", [](json &j) { j["mesh"]["shape"] = {2}; },
+       "\"mesh\" needs one size per axis"},
+      {"mesh size 0",
+       [](json &j) {
+         j["mesh"]["shape"] = {2, 0};
+       },
+       "size '0' of axis 'tp'"},
+      {"sharding without mesh", [](json &j) { j.erase("mesh"); },
+       "tensor 'w': \"sharding\" but the model has no \"mesh\""},
+      {"sharding rank",
+       [](json &j) { j["tensors"][0]["sharding"] = shardingJson({{"dp"}}); },
+       "tensor 'w': \"sharding\" has 1 dimensions, its shape 2"},
+      {"unknown axis",
+       [](json &j) {
+         j["tensors"][0]["sharding"] = shardingJson({{"pp"}, {}});
+       },
+       "\"sharding\" names axis 'pp', not one of mesh dp=2,tp=2"},
+      {"axis twice",
+       [](json &j) {
+         j["tensors"][0]["sharding"] = shardingJson({{"dp"}, {"dp"}});
+       },
+       "\"sharding\" splits over axis 'dp' twice"},
+      {"global shape",
+       [](json &j) {
+         j["tensors"][0]["global_shape"] = {3, 8};
+       },
+       "\"global_shape\" [3, 8] is not its shape [3, 4] times its splits "
+       "[6, 8]"},
+      {"collective kind",
+       [](json &j) {
+         j["collectives"]["forward"] = {
+             collectiveJson("broadcast", {"dp"}, 1, 4)};
+       },
+       "\"collectives\": unknown kind 'broadcast'"},
+      {"collective axis",
+       [](json &j) {
+         j["collectives"]["forward"] = {
+             collectiveJson("all_reduce", {"pp"}, 1, 4)};
+       },
+       "\"collectives\": axis 'pp' is not one of mesh dp=2,tp=2"},
+      {"collective entry",
+       [](json &j) { j["collectives"]["backward"] = json::array(); },
+       "\"collectives\" of entry 'backward', which the model does not have"},
+  };
+  for (const Case &c : cases) {
+    json j = describe(mesh2x2, {{"w", "param", {3, 4}, {{"dp"}, {"tp"}}}});
+    c.edit(j);
+    std::string error = errorOf([&] { parse(j); });
+    EXPECT_NE(error.find(c.message), std::string::npos)
+        << c.what << ": " << error;
+    EXPECT_NE(error.find("model 'm.so': bad description"), std::string::npos)
+        << c.what;
+    EXPECT_EQ(error.find('\n'), std::string::npos) << c.what;
+  }
+}
+
+//===--- Communication counts ---------------------------------------------===//
+
+CommCount count(const std::string &kind, std::vector<std::string> axes,
+                int64_t calls, int64_t bytes) {
+  return {kind, std::move(axes), calls, bytes};
+}
+
+TEST(CommCounts, AStepIsBackwardTimesMicrobatchesPlusUpdate) {
+  ModelDesc m =
+      parse(describe(mesh2x2, {{"w", "param", {3, 4}, {{"dp"}, {"tp"}}}}));
+  // Training needs grads and states: this description stays eval-only for
+  // the parser, so the counts are set directly.
+  m.entries = {{"forward", "f"}, {"backward", "b"}, {"update", "u"}};
+  m.collectives["forward"] = {count("all_reduce", {"tp"}, 1, 40)};
+  m.collectives["backward"] = {count("all_reduce", {"tp"}, 2, 80),
+                               count("all_reduce", {"dp"}, 1, 48),
+                               count("reduce_scatter", {"tp", "dp"}, 1, 16)};
+  m.collectives["update"] = {count("all_reduce", {"dp"}, 1, 4)};
+  std::vector<CommCount> step = expectedCommPerStep(m, true, 3);
+  ASSERT_EQ(step.size(), 3u);
+  EXPECT_EQ(commKey(step[0]), "all_reduce dp");
+  EXPECT_EQ(step[0].calls, 4);
+  EXPECT_EQ(step[0].bytes, 3 * 48 + 4);
+  EXPECT_EQ(commKey(step[1]), "all_reduce tp");
+  EXPECT_EQ(step[1].calls, 6);
+  EXPECT_EQ(commKey(step[2]), "reduce_scatter dp,tp");
+  EXPECT_EQ(step[2].bytes, 48);
+  std::vector<CommCount> eval = expectedCommPerStep(m, false, 2);
+  ASSERT_EQ(eval.size(), 1u);
+  EXPECT_EQ(eval[0].calls, 2);
+  EXPECT_EQ(eval[0].bytes, 80);
+
+  EXPECT_EQ(describeComm(eval), "all_reduce over tp: 2 calls, 80 bytes");
+  EXPECT_EQ(describeComm({}), "none");
+  EXPECT_EQ(commDifference(step, step), "");
+  std::vector<CommCount> measured = step;
+  measured[1].calls = 5;
+  measured.pop_back();
+  EXPECT_EQ(commDifference(step, measured),
+            "all_reduce over tp: 5 calls, 240 bytes (compiled: 6 calls, 240 "
+            "bytes); reduce_scatter over dp,tp: 0 calls, 0 bytes (compiled: "
+            "3 calls, 48 bytes)");
+}
+
+//===--- Flags ------------------------------------------------------------===//
+
+TEST(MeshFlags, ParseMeshCommAndPartitioningFlags) {
+  Options o = parseFlags({"m.mlir", "--mesh", "dp=2,tp=2", "--comm", "mpi",
+                          "--rules", "rules.txt", "--sequence-parallel",
+                          "--local-batchnorm", "--bucket-mb=25"});
+  ASSERT_TRUE(o.mesh);
+  EXPECT_EQ(o.mesh->toString(), "dp=2,tp=2");
+  EXPECT_EQ(o.comm, CommBackend::Mpi);
+  EXPECT_EQ(o.partitioningFlags(),
+            (std::vector<std::string>{"--rules", "--sequence-parallel",
+                                      "--local-batchnorm", "--bucket-mb"}));
+  EXPECT_EQ(compileArgs(o), (std::vector<std::string>{
+                                "--mesh", "dp=2,tp=2", "--rules", "rules.txt",
+                                "--sequence-parallel", "--local-batchnorm",
+                                "--bucket-mb", "25"}));
+  EXPECT_EQ(parseFlags({"m.so"}).comm, CommBackend::Local);
+  // An evaluation is partitioned too.
+  EXPECT_EQ(compileArgs(parseFlags({"m.mlir", "--eval", "--mesh", "tp=2"})),
+            (std::vector<std::string>{"--no-train", "--mesh", "tp=2"}));
+  EXPECT_EQ(
+      compileArgs(parseFlags({"m.mlir", "--lr", "0.1", "--mesh", "dp=4"})),
+      (std::vector<std::string>{"--lr", "0.1", "--mesh", "dp=4"}));
+}
+
+TEST(MeshFlags, BadCombinationsAreUsageErrors) {
+  std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"m.so", "--comm", "nccl"},
+       "bad value 'nccl' for --comm (expected local or mpi)"},
+      {{"m.so", "--mesh", "dp=2", "--rules", "r"},
+       "--rules only with a .mlir model"},
+      {{"m.so", "--mesh", "tp=2", "--sequence-parallel"},
+       "--sequence-parallel only with a .mlir model"},
+      {{"m.so", "--local-batchnorm"}, "--local-batchnorm only with a .mlir"},
+      {{"m.so", "--bucket-mb", "4"}, "--bucket-mb only with a .mlir model"},
+      {{"m.mlir", "--sequence-parallel"}, "--sequence-parallel needs --mesh"},
+      {{"m.mlir", "--mesh", "dp=2", "--bucket-mb", "-1"},
+       "bad value '-1' for --bucket-mb"},
+      {{"m.mlir", "--mesh", "dp=2", "--check-grads"},
+       "--check-grads only on one device (drop --mesh dp=2)"},
+      {{"m.so", "--mesh", "dp=2,dp=2"}, "mesh axis 'dp' is given twice"},
+  };
+  for (auto &[args, message] : cases) {
+    std::string error = usageErrorOf(args);
+    EXPECT_NE(error.find(message), std::string::npos)
+        << json(args).dump() << ": " << error;
+  }
+}
+
+TEST(MeshFlags, TheMeshMustBeTheOneTheSoWasCompiledFor) {
+  ModelDesc sharded =
+      parse(describe(mesh2x2, {{"w", "param", {3, 4}, {{"dp"}, {"tp"}}}}));
+  sharded.source = "m.mlir";
+  ModelDesc plain = parse(describe(nullptr, {{"w", "param", {3, 4}}}));
+  auto check = [&](const ModelDesc &m, std::vector<std::string> args,
+                   bool compiledHere = false) {
+    Options o = parseFlags(args);
+    return errorOf([&] { checkMesh(o, m, "m.so", compiledHere); });
+  };
+  EXPECT_EQ(check(sharded, {"m.so", "--mesh", "dp=2,tp=2"}), "");
+  EXPECT_EQ(check(sharded, {"m.so"}), ""); // Runs on its own mesh.
+  EXPECT_EQ(check(plain, {"m.so"}), "");
+  EXPECT_EQ(check(sharded, {"m.so", "--mesh", "tp=2,dp=2"}),
+            "--mesh tp=2,dp=2 differs from the mesh dp=2,tp=2 that model "
+            "'m.so' was compiled for (the partitioning is compiled in); "
+            "recompile with tessel-compile m.mlir --mesh tp=2,dp=2 -o m.so, "
+            "or drop --mesh");
+  EXPECT_NE(check(plain, {"m.so", "--mesh", "dp=2"})
+                .find("--mesh dp=2 differs from the one device that model "
+                      "'m.so' was compiled for"),
+            std::string::npos);
+  EXPECT_EQ(check(plain, {"m.mlir", "--mesh", "dp=2"}, true),
+            "tessel-compile ignored --mesh dp=2: 'm.mlir' was compiled for "
+            "one device");
+  EXPECT_EQ(check(sharded, {"m.so", "--check-grads"}),
+            "--check-grads only on one device: model 'm.so' is partitioned "
+            "for mesh dp=2,tp=2");
+}
+
+//===--- Blocks in the runtime --------------------------------------------===//
+
+/// The values of a parameter's elements as floats.
+std::vector<float> readFloats(tessel_ctx *ctx, const void *arena,
+                              const TensorDesc &t) {
+  std::vector<float> out(t.numElements());
+  tessel_copy_to_host(ctx, out.data(),
+                      static_cast<const char *>(arena) + t.offset, t.bytes);
+  return out;
+}
+
+/// Element `local` of a block, looked up in the global tensor.
+template <typename T>
+T globalElement(const std::vector<T> &global, const TensorBlock &block,
+                int64_t local) {
+  std::vector<int64_t> index = rowMajorIndex(local, block.localShape);
+  for (size_t d = 0; d < index.size(); ++d)
+    index[d] += block.start[d];
+  return global[flatIndex(index, block.globalShape)];
+}
+
+/// The global values one device's init gives parameter `t`.
+std::vector<float> fullInit(tessel_ctx *ctx, const TensorDesc &t,
+                            uint64_t seed) {
+  int64_t n = t.globalNumElements();
+  std::vector<float> out(n);
+  void *buffer = tessel_alloc(ctx, n * 4);
+  tessel_init_param(ctx, buffer, TESSEL_F32, 0, n, t.initKind, t.initArgs, seed,
+                    t.name.c_str());
+  tessel_copy_to_host(ctx, out.data(), buffer, n * 4);
+  tessel_free(ctx, buffer);
+  return out;
+}
+
+// Tests that each rank's init, run by run straight into the arena, equals
+// its block of one device's init (the same parameters on every mesh).
+TEST(ShardedBlocks, InitOfEveryBlockEqualsSlicingTheFullInit) {
+  ModelDesc m =
+      parse(describe(mesh2x2, {{"w", "param", {3, 2}, {{"tp"}, {"dp"}}},
+                               {"v", "param", {2}, {{"dp", "tp"}}},
+                               {"u", "param", {2, 3, 2}, {{}, {"tp"}, {}}},
+                               {"r", "param", {5}}}));
+  RankRuntime one(64);
+  for (int64_t r = 0; r < 4; ++r) {
+    std::vector<int64_t> coords = m.mesh->coordinates(r);
+    RankRuntime rt(m.arenaBytes);
+    initParams(m, rt.ctx, rt.arena, /*seed=*/11, coords);
+    for (const TensorDesc *p : m.withRole("param")) {
+      TensorBlock block = blockOf(m, *p, coords);
+      std::vector<float> full = fullInit(one.ctx, *p, 11);
+      std::vector<float> local = readFloats(rt.ctx, rt.arena, *p);
+      for (int64_t i = 0; i < p->numElements(); ++i)
+        ASSERT_EQ(local[i], globalElement(full, block, i))
+            << p->name << " rank " << r << " element " << i;
+    }
+  }
+}
+
+/// Expects the feeds in `rt`'s arena (model `m`, the rank at `coords`) to
+/// be their blocks of the feeds of `one` in `reference`'s arena, compared
+/// as 4-byte words.
+void expectFeedsAreBlocks(const ModelDesc &m,
+                          const std::vector<int64_t> &coords,
+                          const RankRuntime &rt, const ModelDesc &one,
+                          const RankRuntime &reference) {
+  for (const TensorDesc *t : m.feeds()) {
+    const TensorDesc &whole = *one.find(t->role, t->name);
+    std::vector<int32_t> global(whole.numElements()), local(t->numElements());
+    tessel_copy_to_host(reference.ctx, global.data(),
+                        static_cast<char *>(reference.arena) + whole.offset,
+                        whole.bytes);
+    tessel_copy_to_host(rt.ctx, local.data(),
+                        static_cast<char *>(rt.arena) + t->offset, t->bytes);
+    TensorBlock block = blockOf(m, *t, coords);
+    for (int64_t i = 0; i < t->numElements(); ++i)
+      ASSERT_EQ(local[i], globalElement(global, block, i))
+          << t->name << " at " << coords[0] << "," << coords[1] << " element "
+          << i;
+  }
+}
+
+// Tests that each rank's feeds are its block of the global microbatch one
+// device's run draws (the data of a mesh run is one device's).
+TEST(ShardedBlocks, FeedsAreBlocksOfOneDevicesMicrobatch) {
+  ModelDesc m =
+      parse(describe(mesh2x2, {{"input0", "input", {2, 3}, {{"dp"}, {"tp"}}},
+                               {"input1", "input", {4, 3}, {{}, {"tp"}}},
+                               {"label0", "label", {2}, {{"dp"}}, "i32"}}));
+  ModelDesc one =
+      parse(describe(nullptr, {{"input0", "input", {4, 6}},
+                               {"input1", "input", {4, 6}},
+                               {"label0", "label", {4}, {}, "i32"}}));
+  RankRuntime reference(one.arenaBytes);
+  makeSyntheticData(one, 5)->fill(3, reference.ctx, reference.arena);
+  for (int64_t r = 0; r < 4; ++r) {
+    std::vector<int64_t> coords = m.mesh->coordinates(r);
+    RankRuntime rt(m.arenaBytes);
+    std::unique_ptr<BatchSource> feeds = makeRankFeeds(
+        m, [](const ModelDesc &view) { return makeSyntheticData(view, 5); },
+        coords, rt.ctx);
+    feeds->fill(3, rt.ctx, rt.arena);
+    ASSERT_EQ(tessel_error(rt.ctx), nullptr) << tessel_error(rt.ctx);
+    expectFeedsAreBlocks(m, coords, rt, one, reference);
+  }
+}
+
+/// A batch source that records how it was asked for data.
+class RecordingSource : public BatchSource {
+public:
+  RecordingSource(std::unique_ptr<BatchSource> inner,
+                  std::vector<std::string> &log)
+      : inner(std::move(inner)), log(log) {}
+  void fill(int64_t index, tessel_ctx *ctx, void *arena) override {
+    log.push_back("fill " + std::to_string(index));
+    inner->fill(index, ctx, arena);
+  }
+  bool fillSamples(int64_t first, tessel_ctx *ctx, void *arena) override {
+    log.push_back("samples " + std::to_string(first));
+    return inner->fillSamples(first, ctx, arena);
+  }
+
+private:
+  std::unique_ptr<BatchSource> inner;
+  std::vector<std::string> &log;
+};
+
+// Tests that under data parallelism (feeds split along their batch only) a
+// rank reads only its own samples, never the global microbatch, and that
+// they are its block of one device's microbatch.
+TEST(ShardedBlocks, DataParallelRanksReadOnlyTheirSamples) {
+  ModelDesc m =
+      parse(describe(mesh2x2, {{"input0", "input", {2, 6}, {{"dp"}, {}}},
+                               {"label0", "label", {2}, {{"dp"}}, "i32"}}));
+  ModelDesc one =
+      parse(describe(nullptr, {{"input0", "input", {4, 6}},
+                               {"label0", "label", {4}, {}, "i32"}}));
+  RankRuntime reference(one.arenaBytes);
+  makeSyntheticData(one, 5)->fill(3, reference.ctx, reference.arena);
+  for (int64_t r = 0; r < 4; ++r) {
+    std::vector<int64_t> coords = m.mesh->coordinates(r);
+    RankRuntime rt(m.arenaBytes);
+    std::vector<std::string> log;
+    std::unique_ptr<BatchSource> feeds = makeRankFeeds(
+        m,
+        [&](const ModelDesc &view) {
+          return std::make_unique<RecordingSource>(makeSyntheticData(view, 5),
+                                                   log);
+        },
+        coords, rt.ctx);
+    feeds->fill(3, rt.ctx, rt.arena);
+    ASSERT_EQ(tessel_error(rt.ctx), nullptr) << tessel_error(rt.ctx);
+    // Microbatch 3 of a global batch of 4: samples 12..15; dp rank d reads
+    // 12 + 2d and 13 + 2d.
+    EXPECT_EQ(log, std::vector<std::string>{
+                       "samples " + std::to_string(12 + 2 * coords[0])});
+    expectFeedsAreBlocks(m, coords, rt, one, reference);
+  }
+}
+
+/// Runs `body(rank, rt)` on every rank of `model`'s mesh as threads of one
+/// local world; returns the first failure ("" if none).
+std::string
+onLocalWorld(const ModelDesc &model,
+             const std::function<void(int32_t, RankRuntime &)> &body) {
+  int32_t n = int32_t(model.worldSize());
+  tessel_local_world *world = tessel_local_world_create(n);
+  std::mutex mutex;
+  std::string failure;
+  std::vector<std::thread> threads;
+  for (int32_t r = 0; r < n; ++r)
+    threads.emplace_back([&, r] {
+      try {
+        RankRuntime rt(model.arenaBytes,
+                       rankOptions(model, r, TESSEL_COMM_LOCAL, world));
+        body(r, rt);
+      } catch (const std::exception &e) {
+        std::lock_guard<std::mutex> lock(mutex);
+        if (failure.empty())
+          failure = "rank " + std::to_string(r) + ": " + e.what();
+        tessel_local_world_abort(world, r, e.what());
+      }
+    });
+  for (std::thread &t : threads)
+    t.join();
+  tessel_local_world_destroy(world);
+  return failure;
+}
+
+// Tests that blocks gathered on a 2x2 world are the global tensors (also a
+// dimension split by [tp, dp], against the mesh's order), that the
+// checkpoint written from them loads on another mesh as that mesh's
+// blocks, and that the gathers' counters follow the runtime's rules.
+TEST(ShardedBlocks, GatherThenLoadOnAnotherMeshRoundTrips) {
+  std::vector<Spec> specs = {{"w", "param", {3, 2}, {{"tp"}, {"dp"}}},
+                             {"v", "param", {2, 5}, {{"tp", "dp"}, {}}},
+                             {"r", "param", {5}}};
+  ModelDesc m = parse(describe(mesh2x2, specs));
+  // The global values: element i of tensor k is 1000·k + i.
+  std::map<std::string, std::vector<float>> global;
+  int k = 0;
+  for (const TensorDesc *p : m.withRole("param")) {
+    std::vector<float> &values = global[p->name];
+    values.resize(p->globalNumElements());
+    for (size_t i = 0; i < values.size(); ++i)
+      values[i] = float(1000 * k + int(i));
+    ++k;
+  }
+  fs::path dir = fs::temp_directory_path() /
+                 ("tessel-mesh-test-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::string file = (dir / "ck.safetensors").string();
+  std::string failure = onLocalWorld(m, [&](int32_t rank, RankRuntime &rt) {
+    std::vector<int64_t> coords = m.mesh->coordinates(rank);
+    for (const TensorDesc *p : m.withRole("param")) {
+      TensorBlock block = blockOf(m, *p, coords);
+      std::vector<float> local(p->numElements());
+      for (size_t i = 0; i < local.size(); ++i)
+        local[i] = globalElement(global[p->name], block, int64_t(i));
+      tessel_copy_to_device(rt.ctx, static_cast<char *>(rt.arena) + p->offset,
+                            local.data(), p->bytes);
+    }
+    tessel_reset_counters(rt.ctx);
+    std::map<std::string, std::vector<char>> tensors =
+        gatherCheckpoint(m, rt.ctx, rt.arena, false, rank == 0);
+    // all_gather counts its output: w over tp ([6, 2], 48 bytes), then
+    // over dp ([6, 4], 96); v over dp first ([4, 5], 80), then tp ([8, 5],
+    // 160).
+    std::vector<CommCount> measured = readCommCounters(rt.ctx, *m.mesh);
+    if (measured.size() != 2 || commKey(measured[0]) != "all_gather dp" ||
+        measured[0].calls != 2 || measured[0].bytes != 96 + 80 ||
+        measured[1].calls != 2 || measured[1].bytes != 48 + 160)
+      throw RunError("unexpected counters " + describeComm(measured));
+    if (rank != 0) {
+      if (!tensors.empty())
+        throw RunError("rank " + std::to_string(rank) + " kept tensors");
+      return;
+    }
+    for (auto &[name, bytes] : tensors) {
+      std::vector<float> values(bytes.size() / 4);
+      std::memcpy(values.data(), bytes.data(), bytes.size());
+      if (values != global[name])
+        throw RunError("gathered '" + name + "' differs");
+    }
+    writeSafetensorsAtomically(file, m, tensors, {}, false);
+  });
+  ASSERT_EQ(failure, "");
+
+  // The same tensors on a 4-rank mesh split otherwise.
+  json other = describe(meshJson({"x", "y"}, {1, 4}),
+                        {{"w", "param", {6, 1}, {{}, {"y"}}},
+                         {"v", "param", {8, 5}, {{"x"}, {}}},
+                         {"r", "param", {5}}});
+  ModelDesc m4 = parse(other);
+  CheckpointReader reader(file, m4, false);
+  for (int64_t r = 0; r < 4; ++r) {
+    std::vector<int64_t> coords = m4.mesh->coordinates(r);
+    RankRuntime rt(m4.arenaBytes);
+    reader.load(rt.ctx, rt.arena, coords);
+    for (const TensorDesc *p : m4.withRole("param")) {
+      std::vector<float> local = readFloats(rt.ctx, rt.arena, *p);
+      TensorBlock block = blockOf(m4, *p, coords);
+      for (int64_t i = 0; i < p->numElements(); ++i)
+        ASSERT_EQ(local[i], globalElement(global[p->name], block, i))
+            << p->name << " rank " << r << " element " << i;
+    }
+  }
+  fs::remove_all(dir);
+}
+
+// Tests that a rank failing outside a collective stops the others at their
+// next one with its message instead of leaving them waiting.
+TEST(ShardedBlocks, AFailedRankAbortsThePeersWaitingInAGather) {
+  ModelDesc m =
+      parse(describe(mesh2x2, {{"w", "param", {3, 2}, {{"tp"}, {"dp"}}}}));
+  std::vector<std::string> errors(4);
+  std::string failure = onLocalWorld(m, [&](int32_t rank, RankRuntime &rt) {
+    if (rank == 2)
+      throw RunError("disk full");
+    try {
+      gatherCheckpoint(m, rt.ctx, rt.arena, false, rank == 0);
+    } catch (const RunError &e) {
+      errors[rank] = e.what();
+      throw;
+    }
+  });
+  // Rank 2 records its failure before it aborts the world, so it is first;
+  // every peer that waited for rank 2 names it.
+  EXPECT_EQ(failure, "rank 2: disk full");
+  for (int r : {0, 1, 3}) {
+    if (!errors[r].empty()) {
+      EXPECT_NE(errors[r].find("rank 2 failed: disk full"), std::string::npos)
+          << errors[r];
+    }
+  }
+  EXPECT_FALSE(errors[0].empty()) << "rank 0 waits for rank 2 over tp or dp";
+}
+
+} // namespace
