@@ -5,6 +5,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 BUILD_DIR=${TESSEL_BUILD_DIR:-build}
+# Paths under the checkout hash relative: a second build folder (or a
+# second clone) reuses the compiled objects.
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}
 PACKAGES=(
   cmake ninja-build ccache g++ python3
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools

@@ -155,7 +155,7 @@ TEST(Mesh, BadValuesAreUsageErrors) {
       {"2=2", "mesh entry '2=2' is not name=size"},
       {"DP=2", "the axis name 'DP' is not [a-z_][a-z0-9_]*"},
       {"a=65536,b=65536", "more than 2^31 - 1 devices (at the axis 'b')"},
-      {"a=1,b=1,c=1,d=1,e=1,f=1,g=1,h=1,i=1", "at most 8 axes"},
+      {"a=1,b=1,c=1,d=1,e=1,f=1,g=1,h=1,i=1", "a mesh has at most 8 axes"},
   };
   for (auto &[text, message] : cases) {
     std::string error;
@@ -337,7 +337,7 @@ TEST(MeshDescription, InvalidDescriptionsNameTheProblem) {
        [](json &j) {
          j["mesh"]["shape"] = {2, 0};
        },
-       "size '0' of axis 'tp'"},
+       "mesh entry 'tp=0' is not name=size"},
       {"sharding without mesh", [](json &j) { j.erase("mesh"); },
        "tensor 'w': \"sharding\" but the model has no \"mesh\""},
       {"sharding rank",

@@ -369,6 +369,7 @@ int compile(int argc, char **argv) {
     if (ec)
       return exitWith("cannot write " + output + ": " + ec.message());
     module->print(out);
+    out << "\n"; // As tessel-opt ends its output.
     return 0;
   }
 
