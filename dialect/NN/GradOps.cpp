@@ -8,26 +8,13 @@
 
 #include "dialect/NN/NNOps.h"
 #include "dialect/NN/NNOpsUtils.h"
+#include "dialect/NN/NormRules.h"
 
 #include "llvm/ADT/STLExtras.h"
 
 using namespace mlir;
 using namespace tessel;
 using namespace tessel::nn;
-
-/// Checks that an affine parameter (`gamma`) is a vector of `size` elements
-/// of the input's element type (as the forward norms do).
-static LogicalResult verifyGradParam(std::optional<Location> loc,
-                                     Type paramType, int64_t size,
-                                     Type elementType, StringRef dimName) {
-  auto param = cast<RankedTensorType>(paramType);
-  if (param.getRank() != 1 || param.getDimSize(0) != size ||
-      param.getElementType() != elementType)
-    return nn::detail::inferError(
-        loc, "gamma must be ", RankedTensorType::get({size}, elementType),
-        " (the size of the ", dimName, " dimension), got ", param);
-  return success();
-}
 
 /// Checks that the gradient of an output has the output's type.
 static LogicalResult verifySameAs(std::optional<Location> loc, StringRef name,
@@ -36,35 +23,6 @@ static LogicalResult verifySameAs(std::optional<Location> loc, StringRef name,
     return nn::detail::inferError(loc, name, " must have ", what, " type ",
                                   expected, ", got ", type);
   return success();
-}
-
-static LogicalResult verifyPositiveEpsilon(Operation *op, APFloat epsilon) {
-  if (!(epsilon.convertToDouble() > 0.0))
-    return op->emitOpError()
-           << "epsilon must be positive, got " << epsilon.convertToDouble();
-  return success();
-}
-
-/// Maps of a norm gradient over `x` with vector parameters indexed by
-/// `paramLoop`: x, gamma, dy, then dx and one map per parameter gradient.
-static SmallVector<AffineMap> normGradMaps(MLIRContext *ctx, int64_t rank,
-                                           int64_t paramLoop,
-                                           int64_t numParamGrads) {
-  AffineMap identity = AffineMap::getMultiDimIdentityMap(rank, ctx);
-  AffineMap param = nn::detail::projection(rank, {paramLoop}, ctx);
-  SmallVector<AffineMap> maps{identity, param, identity, identity};
-  maps.append(numParamGrads, param);
-  return maps;
-}
-
-/// Every loop but `paramLoop`: the statistics loops of a norm, which the
-/// parameter gradients sum over.
-static SmallVector<int64_t> statisticsLoops(int64_t rank, int64_t paramLoop) {
-  SmallVector<int64_t> loops;
-  for (int64_t loop = 0; loop < rank; ++loop)
-    if (loop != paramLoop)
-      loops.push_back(loop);
-  return loops;
 }
 
 //===----------------------------------------------------------------------===//
@@ -119,7 +77,7 @@ static LogicalResult inferLastDimNormGrad(std::optional<Location> loc,
   auto input = cast<RankedTensorType>(inputType);
   if (input.getRank() == 0)
     return nn::detail::inferError(loc, "input must have rank >= 1");
-  if (failed(verifyGradParam(loc, gammaType, input.getShape().back(),
+  if (failed(nn::detail::verifyNormParam(loc, "gamma", gammaType, input.getShape().back(),
                              input.getElementType(), "last")) ||
       failed(verifySameAs(loc, "dy", dyType, "the input's", input)))
     return failure();
@@ -138,7 +96,7 @@ LayerNormGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
 }
 
 LogicalResult LayerNormGradOp::verify() {
-  return verifyPositiveEpsilon(*this, getEpsilon());
+  return nn::detail::verifyNormEpsilon(*this, getEpsilon());
 }
 
 // Recompute x̂ (4), dgamma and dbeta (3), dx from dy·gamma and the two row
@@ -148,19 +106,21 @@ int64_t LayerNormGradOp::getFlops() {
 }
 
 // The forward's loops; the row loops are sum reductions for dgamma and dbeta.
-SmallVector<utils::IteratorType> LayerNormGradOp::getLoopIteratorTypes() {
+nn::detail::NormShardingRule LayerNormGradOp::getNormShardingRule() {
   int64_t rank = getInput().getType().getRank();
-  return nn::detail::loopsWithReductions(rank, statisticsLoops(rank, rank - 1));
+  return {getContext(), rank, rank - 1, 2};
+}
+
+SmallVector<utils::IteratorType> LayerNormGradOp::getLoopIteratorTypes() {
+  return getNormShardingRule().gradLoops();
 }
 
 SmallVector<AffineMap> LayerNormGradOp::getIndexingMaps() {
-  int64_t rank = getInput().getType().getRank();
-  return normGradMaps(getContext(), rank, rank - 1, 2);
+  return getNormShardingRule().gradMaps();
 }
 
 SmallVector<ReductionKind> LayerNormGradOp::getReductionLoopIteratorKinds() {
-  return SmallVector<ReductionKind>(getInput().getType().getRank() - 1,
-                                    ReductionKind::Sum);
+  return getNormShardingRule().gradReductionKinds();
 }
 
 SmallVector<int64_t> LayerNormGradOp::getUnsplittableLoops() {
@@ -177,7 +137,7 @@ LogicalResult RmsNormGradOp::inferReturnTypes(MLIRContext *,
 }
 
 LogicalResult RmsNormGradOp::verify() {
-  return verifyPositiveEpsilon(*this, getEpsilon());
+  return nn::detail::verifyNormEpsilon(*this, getEpsilon());
 }
 
 // Recompute x̂ (3), dgamma (2), dx from dy·gamma and one row sum (6).
@@ -185,19 +145,21 @@ int64_t RmsNormGradOp::getFlops() {
   return 11 * nn::detail::numElements(getInput().getType());
 }
 
-SmallVector<utils::IteratorType> RmsNormGradOp::getLoopIteratorTypes() {
+nn::detail::NormShardingRule RmsNormGradOp::getNormShardingRule() {
   int64_t rank = getInput().getType().getRank();
-  return nn::detail::loopsWithReductions(rank, statisticsLoops(rank, rank - 1));
+  return {getContext(), rank, rank - 1, 1};
+}
+
+SmallVector<utils::IteratorType> RmsNormGradOp::getLoopIteratorTypes() {
+  return getNormShardingRule().gradLoops();
 }
 
 SmallVector<AffineMap> RmsNormGradOp::getIndexingMaps() {
-  int64_t rank = getInput().getType().getRank();
-  return normGradMaps(getContext(), rank, rank - 1, 1);
+  return getNormShardingRule().gradMaps();
 }
 
 SmallVector<ReductionKind> RmsNormGradOp::getReductionLoopIteratorKinds() {
-  return SmallVector<ReductionKind>(getInput().getType().getRank() - 1,
-                                    ReductionKind::Sum);
+  return getNormShardingRule().gradReductionKinds();
 }
 
 SmallVector<int64_t> RmsNormGradOp::getUnsplittableLoops() {
@@ -222,7 +184,7 @@ BatchNormGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                   " is out of range for rank ",
                                   input.getRank());
   Type gamma = adaptor.getGamma().getType();
-  if (failed(verifyGradParam(loc, gamma, input.getDimSize(featureDim),
+  if (failed(nn::detail::verifyNormParam(loc, "gamma", gamma, input.getDimSize(featureDim),
                              input.getElementType(), "feature")) ||
       failed(verifySameAs(loc, "dy", adaptor.getDy().getType(), "the input's",
                           input)))
@@ -232,7 +194,7 @@ BatchNormGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
 }
 
 LogicalResult BatchNormGradOp::verify() {
-  return verifyPositiveEpsilon(*this, getEpsilon());
+  return nn::detail::verifyNormEpsilon(*this, getEpsilon());
 }
 
 int64_t BatchNormGradOp::getFlops() {
@@ -241,20 +203,21 @@ int64_t BatchNormGradOp::getFlops() {
 
 // The forward's loops; the statistics loops are sum reductions for dgamma and
 // dbeta (SyncBatchNorm completes them itself: SyncBatchNorm.cpp).
+nn::detail::NormShardingRule BatchNormGradOp::getNormShardingRule() {
+  return {getContext(), getInput().getType().getRank(),
+          int64_t(getFeatureDim()), 2};
+}
+
 SmallVector<utils::IteratorType> BatchNormGradOp::getLoopIteratorTypes() {
-  int64_t rank = getInput().getType().getRank();
-  return nn::detail::loopsWithReductions(
-      rank, statisticsLoops(rank, getFeatureDim()));
+  return getNormShardingRule().gradLoops();
 }
 
 SmallVector<AffineMap> BatchNormGradOp::getIndexingMaps() {
-  return normGradMaps(getContext(), getInput().getType().getRank(),
-                      getFeatureDim(), 2);
+  return getNormShardingRule().gradMaps();
 }
 
 SmallVector<ReductionKind> BatchNormGradOp::getReductionLoopIteratorKinds() {
-  return SmallVector<ReductionKind>(getInput().getType().getRank() - 1,
-                                    ReductionKind::Sum);
+  return getNormShardingRule().gradReductionKinds();
 }
 
 //===----------------------------------------------------------------------===//

@@ -6,6 +6,7 @@
 #include "dialect/NN/NNAttrs.h"
 #include "dialect/NN/NNDialect.h"
 #include "dialect/NN/NNInterfaces.h"
+#include "dialect/NN/NormRules.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Shard/Interfaces/ShardingInterface.h"

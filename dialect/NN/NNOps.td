@@ -695,6 +695,10 @@ def NN_LayerNormOp : NN_ShardableOp<"layer_norm",
     $input `,` $gamma `,` $beta attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The sharding rule it shares with the other norms (NormRules.h).
+    ::tessel::nn::detail::NormShardingRule getNormShardingRule();
+  }];
 }
 
 def NN_RmsNormOp : NN_ShardableOp<"rms_norm",
@@ -716,6 +720,10 @@ def NN_RmsNormOp : NN_ShardableOp<"rms_norm",
     $input `,` $gamma attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The sharding rule it shares with the other norms (NormRules.h).
+    ::tessel::nn::detail::NormShardingRule getNormShardingRule();
+  }];
 }
 
 def NN_BatchNormOp : NN_ShardableOp<"batch_norm",
@@ -746,6 +754,10 @@ def NN_BatchNormOp : NN_ShardableOp<"batch_norm",
     $input `,` $gamma `,` $beta attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The sharding rule it shares with the other norms (NormRules.h).
+    ::tessel::nn::detail::NormShardingRule getNormShardingRule();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -954,6 +966,10 @@ def NN_LayerNormGradOp : NN_ShardableOp<"layer_norm_grad",
     $input `,` $gamma `,` $dy attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The sharding rule it shares with the other norms (NormRules.h).
+    ::tessel::nn::detail::NormShardingRule getNormShardingRule();
+  }];
 }
 
 def NN_RmsNormGradOp : NN_ShardableOp<"rms_norm_grad",
@@ -977,6 +993,10 @@ def NN_RmsNormGradOp : NN_ShardableOp<"rms_norm_grad",
     $input `,` $gamma `,` $dy attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The sharding rule it shares with the other norms (NormRules.h).
+    ::tessel::nn::detail::NormShardingRule getNormShardingRule();
+  }];
 }
 
 def NN_BatchNormGradOp : NN_ShardableOp<"batch_norm_grad",
@@ -1007,6 +1027,10 @@ def NN_BatchNormGradOp : NN_ShardableOp<"batch_norm_grad",
     $input `,` $gamma `,` $dy attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The sharding rule it shares with the other norms (NormRules.h).
+    ::tessel::nn::detail::NormShardingRule getNormShardingRule();
+  }];
 }
 
 def NN_CrossEntropyGradOp : NN_ShardableOp<"cross_entropy_grad",

@@ -2,46 +2,13 @@
 
 #include "dialect/NN/NNOps.h"
 #include "dialect/NN/NNOpsUtils.h"
+#include "dialect/NN/NormRules.h"
 
 #include "llvm/ADT/STLExtras.h"
 
 using namespace mlir;
 using namespace tessel::nn;
 using namespace tessel;
-
-/// Checks that an affine parameter (`gamma`, `beta`) is a vector of `size`
-/// elements of the input's element type.
-static LogicalResult verifyAffineParam(std::optional<Location> loc,
-                                       StringRef name, Type paramType,
-                                       int64_t size, Type elementType,
-                                       StringRef dimName) {
-  auto param = cast<RankedTensorType>(paramType);
-  if (param.getRank() != 1 || param.getDimSize(0) != size ||
-      param.getElementType() != elementType)
-    return nn::detail::inferError(loc, name, " must be ",
-                              RankedTensorType::get({size}, elementType),
-                              " (the size of the ", dimName,
-                              " dimension), got ", param);
-  return success();
-}
-
-static LogicalResult verifyEpsilon(Operation *op, APFloat epsilon) {
-  if (!(epsilon.convertToDouble() > 0.0))
-    return op->emitOpError() << "epsilon must be positive, got "
-                             << epsilon.convertToDouble();
-  return success();
-}
-
-/// Maps of a normalisation over `x` with vector parameters indexed by loop
-/// `paramLoop`: x identity, one map per parameter, result identity.
-static SmallVector<AffineMap> normMaps(MLIRContext *ctx, int64_t rank,
-                                       int64_t paramLoop, int64_t numParams) {
-  SmallVector<AffineMap> maps{AffineMap::getMultiDimIdentityMap(rank, ctx)};
-  for (int64_t i = 0; i < numParams; ++i)
-    maps.push_back(nn::detail::projection(rank, {paramLoop}, ctx));
-  maps.push_back(AffineMap::getMultiDimIdentityMap(rank, ctx));
-  return maps;
-}
 
 //===----------------------------------------------------------------------===//
 // SoftmaxOp
@@ -94,7 +61,7 @@ static LogicalResult inferLastDimNorm(std::optional<Location> loc,
   if (input.getRank() == 0)
     return nn::detail::inferError(loc, "input must have rank >= 1");
   for (auto [param, name] : llvm::zip(params, paramNames))
-    if (failed(verifyAffineParam(loc, name, param.getType(),
+    if (failed(nn::detail::verifyNormParam(loc, name, param.getType(),
                                  input.getShape().back(),
                                  input.getElementType(), "last")))
       return failure();
@@ -111,17 +78,21 @@ LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *,
                           {"gamma", "beta"}, results);
 }
 
-LogicalResult LayerNormOp::verify() { return verifyEpsilon(*this, getEpsilon()); }
+LogicalResult LayerNormOp::verify() { return nn::detail::verifyNormEpsilon(*this, getEpsilon()); }
 
 int64_t LayerNormOp::getFlops() { return 8 * nn::detail::numElements(getType()); }
 
+nn::detail::NormShardingRule LayerNormOp::getNormShardingRule() {
+  int64_t rank = getType().getRank();
+  return {getContext(), rank, rank - 1, 2};
+}
+
 SmallVector<utils::IteratorType> LayerNormOp::getLoopIteratorTypes() {
-  return nn::detail::parallelLoops(getType().getRank());
+  return getNormShardingRule().forwardLoops();
 }
 
 SmallVector<AffineMap> LayerNormOp::getIndexingMaps() {
-  int64_t rank = getType().getRank();
-  return normMaps(getContext(), rank, rank - 1, 2);
+  return getNormShardingRule().forwardMaps();
 }
 
 SmallVector<ReductionKind> LayerNormOp::getReductionLoopIteratorKinds() {
@@ -140,17 +111,21 @@ LogicalResult RmsNormOp::inferReturnTypes(MLIRContext *,
                           {adaptor.getGamma()}, {"gamma"}, results);
 }
 
-LogicalResult RmsNormOp::verify() { return verifyEpsilon(*this, getEpsilon()); }
+LogicalResult RmsNormOp::verify() { return nn::detail::verifyNormEpsilon(*this, getEpsilon()); }
 
 int64_t RmsNormOp::getFlops() { return 4 * nn::detail::numElements(getType()); }
 
+nn::detail::NormShardingRule RmsNormOp::getNormShardingRule() {
+  int64_t rank = getType().getRank();
+  return {getContext(), rank, rank - 1, 1};
+}
+
 SmallVector<utils::IteratorType> RmsNormOp::getLoopIteratorTypes() {
-  return nn::detail::parallelLoops(getType().getRank());
+  return getNormShardingRule().forwardLoops();
 }
 
 SmallVector<AffineMap> RmsNormOp::getIndexingMaps() {
-  int64_t rank = getType().getRank();
-  return normMaps(getContext(), rank, rank - 1, 1);
+  return getNormShardingRule().forwardMaps();
 }
 
 SmallVector<ReductionKind> RmsNormOp::getReductionLoopIteratorKinds() {
@@ -178,25 +153,29 @@ LogicalResult BatchNormOp::inferReturnTypes(MLIRContext *,
     return nn::detail::inferError(loc, "feature_dim ", featureDim,
                               " is out of range for rank ", input.getRank());
   int64_t features = input.getDimSize(featureDim);
-  if (failed(verifyAffineParam(loc, "gamma", adaptor.getGamma().getType(),
+  if (failed(nn::detail::verifyNormParam(loc, "gamma", adaptor.getGamma().getType(),
                                features, input.getElementType(), "feature")) ||
-      failed(verifyAffineParam(loc, "beta", adaptor.getBeta().getType(),
+      failed(nn::detail::verifyNormParam(loc, "beta", adaptor.getBeta().getType(),
                                features, input.getElementType(), "feature")))
     return failure();
   results.push_back(input);
   return success();
 }
 
-LogicalResult BatchNormOp::verify() { return verifyEpsilon(*this, getEpsilon()); }
+LogicalResult BatchNormOp::verify() { return nn::detail::verifyNormEpsilon(*this, getEpsilon()); }
 
 int64_t BatchNormOp::getFlops() { return 8 * nn::detail::numElements(getType()); }
 
+nn::detail::NormShardingRule BatchNormOp::getNormShardingRule() {
+  return {getContext(), getType().getRank(), int64_t(getFeatureDim()), 2};
+}
+
 SmallVector<utils::IteratorType> BatchNormOp::getLoopIteratorTypes() {
-  return nn::detail::parallelLoops(getType().getRank());
+  return getNormShardingRule().forwardLoops();
 }
 
 SmallVector<AffineMap> BatchNormOp::getIndexingMaps() {
-  return normMaps(getContext(), getType().getRank(), getFeatureDim(), 2);
+  return getNormShardingRule().forwardMaps();
 }
 
 SmallVector<ReductionKind> BatchNormOp::getReductionLoopIteratorKinds() {
