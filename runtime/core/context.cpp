@@ -90,16 +90,36 @@ bool checkComm(const tessel_ctx_options &options, std::string &error) {
   }
 }
 
-/// The backend `options` ask for, by its tessel_backend code.
+/// The backend `options` ask for: backend_name when set, else the name of
+/// the older tessel_backend code (so a zero-initialised struct is "cpu").
+/// Both set must agree.
 const BackendFactory *selectBackend(const tessel_ctx_options &options,
                                     std::string &error) {
-  const char *name = options.backend == TESSEL_BACKEND_CPU    ? "cpu"
-                     : options.backend == TESSEL_BACKEND_CUDA ? "cuda"
-                                                              : nullptr;
-  const BackendFactory *factory = name ? findBackend(name) : nullptr;
+  const char *byCode = nullptr;
+  switch (options.backend) {
+  case TESSEL_BACKEND_CPU:
+    byCode = "cpu";
+    break;
+  case TESSEL_BACKEND_CUDA:
+    byCode = "cuda";
+    break;
+  default:
+    error = "tessel_ctx_create: unknown backend code " +
+            std::to_string(options.backend);
+    return nullptr;
+  }
+  const char *name = options.backend_name ? options.backend_name : byCode;
+  // The code's default (CPU, 0) never contradicts a name.
+  if (options.backend != TESSEL_BACKEND_CPU && std::strcmp(name, byCode) != 0) {
+    error = std::string("tessel_ctx_create: backend_name '") + name +
+            "' contradicts backend code " + std::to_string(options.backend) +
+            " ('" + byCode + "')";
+    return nullptr;
+  }
+  const BackendFactory *factory = findBackend(name);
   if (!factory)
-    error = "tessel_ctx_create: backend " + std::to_string(options.backend) +
-            " is not compiled in (available: " + backendNames() + ")";
+    error = std::string("tessel_ctx_create: unknown backend '") + name +
+            "' (available: " + backendNames() + ")";
   return factory;
 }
 } // namespace
@@ -150,6 +170,11 @@ int64_t tessel_dtype_size(int32_t dtype) {
   default:
     return 0;
   }
+}
+
+int32_t tessel_backend_available(const char *name) {
+  const BackendFactory *factory = findBackend(name ? name : "cpu");
+  return factory && factory->available() ? 1 : 0;
 }
 
 tessel_ctx *tessel_ctx_create(const tessel_ctx_options *options) {
@@ -209,6 +234,10 @@ tessel_ctx *tessel_ctx_create(const tessel_ctx_options *options) {
 }
 
 void tessel_ctx_destroy(tessel_ctx *ctx) { delete ctx; }
+
+const char *tessel_ctx_backend(const tessel_ctx *ctx) {
+  return ctx ? ctx->backend->name() : nullptr;
+}
 
 int32_t tessel_ctx_rank(const tessel_ctx *ctx) { return ctx ? ctx->rank : -1; }
 
