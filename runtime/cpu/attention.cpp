@@ -9,8 +9,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "internal.h"
-#include "vecmath.h"
+#include "cpu/backend.h"
+#include "cpu/internal.h"
+#include "cpu/vecmath.h"
 
 #include <algorithm>
 #include <climits>
@@ -129,16 +130,11 @@ void tessel::cpu::scaleRows(double *o, int64_t rows, int64_t cols, int64_t ld,
   scaleRowsImpl(o, rows, cols, ld, inv);
 }
 
-extern "C" void tessel_attention(tessel_ctx *ctx, int32_t dtype, const void *q,
-                                 const void *k, const void *v, void *out,
-                                 int64_t batch, int64_t seq, int64_t kv_seq,
-                                 int64_t heads, int64_t kv_heads,
-                                 int64_t head_dim, int64_t value_dim,
-                                 double scale, int32_t causal) {
-  KernelScope scope(ctx);
-  if (!checkAttentionArgs(ctx, "tessel_attention", dtype, batch, seq, kv_seq,
-                          heads, kv_heads, head_dim, value_dim))
-    return;
+void CpuBackend::attention(tessel_ctx *, int32_t dtype, const void *q,
+                           const void *k, const void *v, void *out,
+                           int64_t batch, int64_t seq, int64_t kv_seq,
+                           int64_t heads, int64_t kv_heads, int64_t head_dim,
+                           int64_t value_dim, double scale, bool causal) {
   int64_t outCount = batch * seq * heads * value_dim;
   if (outCount == 0)
     return;
@@ -147,7 +143,7 @@ extern "C" void tessel_attention(tessel_ctx *ctx, int32_t dtype, const void *q,
     std::memset(out, 0, size_t(outCount * tessel_dtype_size(dtype)));
     return;
   }
-  bool c = causal != 0;
+  const bool c = causal;
   switch (dtype) {
   case TESSEL_F32:
     attentionReal(static_cast<const float *>(q), static_cast<const float *>(k),

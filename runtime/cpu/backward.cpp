@@ -14,8 +14,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "internal.h"
-#include "vecmath.h"
+#include "cpu/backend.h"
+#include "cpu/internal.h"
+#include "cpu/vecmath.h"
 
 #include <algorithm>
 #include <utility>
@@ -441,69 +442,46 @@ void batchNormGradImpl(const T *x, const T *gamma, const T *dy, T *dx,
 
 } // namespace
 
-extern "C" {
-
-void tessel_unary_grad(tessel_ctx *ctx, int32_t op, int32_t dtype,
-                       const void *x, const void *dy, void *dx, int64_t n) {
-  KernelScope scope(ctx);
-  bool opOk = true;
-  bool ok = visitFloat(dtype, [&](auto tag) {
+void CpuBackend::unaryGrad(tessel_ctx *, int32_t op, int32_t dtype,
+                           const void *x, const void *dy, void *dx,
+                           int64_t n) {
+  visitFloat(dtype, [&](auto tag) {
     using T = decltype(tag);
-    opOk = unaryGradImpl(op, in<T>(x), in<T>(dy), out<T>(dx), n);
+    unaryGradImpl(op, in<T>(x), in<T>(dy), out<T>(dx), n);
   });
-  if (!ok)
-    setError(ctx, "tessel_unary_grad: unsupported dtype %d", dtype);
-  else if (!opOk)
-    setError(ctx, "tessel_unary_grad: unknown op %d", op);
 }
 
-void tessel_softmax_grad(tessel_ctx *ctx, int32_t dtype, const void *y,
-                         const void *dy, void *dx, int64_t outer, int64_t dim,
-                         int64_t inner) {
-  KernelScope scope(ctx);
-  bool ok = visitFloat(dtype, [&](auto tag) {
+void CpuBackend::softmaxGrad(tessel_ctx *, int32_t dtype, const void *y,
+                             const void *dy, void *dx, int64_t outer,
+                             int64_t dim, int64_t inner) {
+  visitFloat(dtype, [&](auto tag) {
     using T = decltype(tag);
     softmaxGradImpl(in<T>(y), in<T>(dy), out<T>(dx), outer, dim, inner);
   });
-  if (!ok)
-    setError(ctx, "tessel_softmax_grad: unsupported dtype %d", dtype);
 }
 
-void tessel_layer_norm_grad(tessel_ctx *ctx, int32_t dtype, const void *x,
-                            const void *gamma, const void *dy, void *dx,
-                            void *dgamma, void *dbeta, int64_t rows,
-                            int64_t cols, double eps, int32_t rms) {
-  KernelScope scope(ctx);
-  if (rows < 0 || cols < 0) {
-    setError(ctx, "tessel_layer_norm_grad: negative shape");
-    return;
-  }
-  bool ok = visitFloat(dtype, [&](auto tag) {
+void CpuBackend::layerNormGrad(tessel_ctx *, int32_t dtype, const void *x,
+                               const void *gamma, const void *dy, void *dx,
+                               void *dgamma, void *dbeta, int64_t rows,
+                               int64_t cols, double eps, bool rms) {
+  visitFloat(dtype, [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_same<T, float>::value) {
       layerNormGradF32(in<float>(x), in<float>(gamma), in<float>(dy),
                        out<float>(dx), out<float>(dgamma), out<float>(dbeta),
-                       rows, cols, eps, rms != 0);
+                       rows, cols, eps, rms);
       return;
     }
     layerNormGradImpl(in<T>(x), in<T>(gamma), in<T>(dy), out<T>(dx),
-                      out<T>(dgamma), out<T>(dbeta), rows, cols, eps,
-                      rms != 0);
+                      out<T>(dgamma), out<T>(dbeta), rows, cols, eps, rms);
   });
-  if (!ok)
-    setError(ctx, "tessel_layer_norm_grad: unsupported dtype %d", dtype);
 }
 
-void tessel_batch_norm_grad(tessel_ctx *ctx, int32_t dtype, const void *x,
-                            const void *gamma, const void *dy, void *dx,
-                            void *dgamma, void *dbeta, int64_t outer,
-                            int64_t channels, int64_t inner, double eps) {
-  KernelScope scope(ctx);
-  if (outer < 0 || channels < 0 || inner < 0) {
-    setError(ctx, "tessel_batch_norm_grad: negative shape");
-    return;
-  }
-  bool ok = visitFloat(dtype, [&](auto tag) {
+void CpuBackend::batchNormGrad(tessel_ctx *, int32_t dtype, const void *x,
+                               const void *gamma, const void *dy, void *dx,
+                               void *dgamma, void *dbeta, int64_t outer,
+                               int64_t channels, int64_t inner, double eps) {
+  visitFloat(dtype, [&](auto tag) {
     using T = decltype(tag);
     if (outer * inner == 0) {
       // No values: the sums are empty.
@@ -519,25 +497,14 @@ void tessel_batch_norm_grad(tessel_ctx *ctx, int32_t dtype, const void *x,
                       out<T>(dgamma), out<T>(dbeta), outer, channels, inner,
                       eps);
   });
-  if (!ok)
-    setError(ctx, "tessel_batch_norm_grad: unsupported dtype %d", dtype);
 }
 
-void tessel_cross_entropy_grad(tessel_ctx *ctx, int32_t dtype,
-                               int32_t label_dtype, const void *logits,
-                               const void *labels, const void *dloss,
-                               void *dlogits, int64_t rows, int64_t classes,
-                               int32_t reduction) {
-  KernelScope scope(ctx);
-  if (!checkIndexDtype(ctx, "tessel_cross_entropy_grad", "labels",
-                       label_dtype))
-    return;
-  if (reduction < TESSEL_LOSS_MEAN || reduction > TESSEL_LOSS_NONE) {
-    setError(ctx, "tessel_cross_entropy_grad: unknown reduction %d",
-             reduction);
-    return;
-  }
-  bool ok = visitFloat(dtype, [&](auto tag) {
+void CpuBackend::crossEntropyGrad(tessel_ctx *ctx, int32_t dtype,
+                                  int32_t label_dtype, const void *logits,
+                                  const void *labels, const void *dloss,
+                                  void *dlogits, int64_t rows, int64_t classes,
+                                  int32_t reduction) {
+  visitFloat(dtype, [&](auto tag) {
     using T = decltype(tag);
     using C = typename Elem<T>::Compute;
     if constexpr (std::is_same<T, float>::value) {
@@ -580,25 +547,14 @@ void tessel_cross_entropy_grad(tessel_ctx *ctx, int32_t dtype,
         dr[c] = Elem<T>::store(e[size_t(c)] * k - (c == label ? gc : C(0)));
     }
   });
-  if (!ok)
-    setError(ctx, "tessel_cross_entropy_grad: unsupported dtype %d", dtype);
 }
 
-void tessel_embedding_grad(tessel_ctx *ctx, int32_t dtype, int32_t ids_dtype,
-                           const void *ids, const void *dout, void *dtable,
-                           int64_t num_ids, int64_t rows, int64_t hidden,
-                           int64_t row_offset, int64_t vocab) {
-  KernelScope scope(ctx);
-  if (!checkIndexDtype(ctx, "tessel_embedding_grad", "ids", ids_dtype))
-    return;
-  if (num_ids < 0 || hidden < 0) {
-    setError(ctx, "tessel_embedding_grad: negative shape");
-    return;
-  }
-  if (!checkBlock(ctx, "tessel_embedding_grad", "rows", rows, row_offset,
-                  vocab))
-    return;
-  bool ok = visitFloat(dtype, [&](auto tag) {
+void CpuBackend::embeddingGrad(tessel_ctx *ctx, int32_t dtype,
+                               int32_t ids_dtype, const void *ids,
+                               const void *dout, void *dtable, int64_t num_ids,
+                               int64_t rows, int64_t hidden, int64_t row_offset,
+                               int64_t vocab) {
+  visitFloat(dtype, [&](auto tag) {
     using T = decltype(tag);
     const T *src = in<T>(dout);
     T *dst = out<T>(dtable);
@@ -637,8 +593,4 @@ void tessel_embedding_grad(tessel_ctx *ctx, int32_t dtype, int32_t ids_dtype,
         drow[j] = fromDouble<T>(acc[size_t(j)]);
     }
   });
-  if (!ok)
-    setError(ctx, "tessel_embedding_grad: unsupported dtype %d", dtype);
 }
-
-} // extern "C"

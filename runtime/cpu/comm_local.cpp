@@ -10,13 +10,14 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "comm.h"
+#include "cpu/comm.h"
 
 #include <condition_variable>
 #include <cstdio>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <new>
 
 using namespace tessel::cpu;
 
@@ -80,8 +81,9 @@ Barrier &barrierOf(tessel_local_world *world, const Group &group) {
 /// One group's view of a collective in progress.
 class LocalGroup {
 public:
-  LocalGroup(tessel_ctx *ctx, const Group &group, const Collective &c)
-      : ctx(ctx), world(ctx->localWorld), group(group), c(c),
+  LocalGroup(tessel_ctx *ctx, tessel_local_world *world, const Group &group,
+             const Collective &c)
+      : ctx(ctx), world(world), group(group), c(c),
         barrier(barrierOf(world, group)) {
     members.resize(size_t(group.size));
     for (int64_t j = 0; j < group.size; ++j)
@@ -266,89 +268,105 @@ void allToAll(LocalGroup &lg) {
             layout.outStrides);
 }
 
-} // namespace
 
-bool tessel::cpu::localCollective(tessel_ctx *ctx, const Group &group,
-                                  const Collective &c) {
-  LocalGroup lg(ctx, group, c);
-  lg.publish();
-  if (!lg.arrive())
-    return false;
-  if (!lg.membersAgree()) {
+/// The threads world's communicator of one context: its rank's slot in
+/// the world, held from creation to destruction.
+class LocalCommunicator final : public Communicator {
+public:
+  LocalCommunicator(tessel_local_world *world, int32_t rank)
+      : world(world), rank(rank) {}
+  ~LocalCommunicator() override {
+    std::lock_guard<std::mutex> lock(world->mutex);
+    world->attached[size_t(rank)] = 0;
+  }
+
+  bool allReduce(tessel_ctx *ctx, const Group &group,
+                 const Collective &c) override {
+    LocalGroup lg(ctx, world, group, c);
+    return enter(lg) && ::allReduce(lg);
+  }
+  bool allGather(tessel_ctx *ctx, const Group &group,
+                 const Collective &c) override {
+    LocalGroup lg(ctx, world, group, c);
+    if (!enter(lg))
+      return false;
+    ::allGather(lg);
+    return lg.arrive();
+  }
+  bool reduceScatter(tessel_ctx *ctx, const Group &group,
+                     const Collective &c) override {
+    LocalGroup lg(ctx, world, group, c);
+    if (!enter(lg))
+      return false;
+    ::reduceScatter(lg);
+    return lg.arrive();
+  }
+  bool allToAll(tessel_ctx *ctx, const Group &group,
+                const Collective &c) override {
+    LocalGroup lg(ctx, world, group, c);
+    if (!enter(lg))
+      return false;
+    ::allToAll(lg);
+    return lg.arrive();
+  }
+
+private:
+  /// What every collective starts with: publish this rank's buffers, meet
+  /// the group, and check that every member made the same call.
+  static bool enter(LocalGroup &lg) {
+    lg.publish();
+    if (!lg.arrive())
+      return false;
+    if (lg.membersAgree())
+      return true;
     // Every member found the mismatch; all meet once more so that no slot
     // is republished while a peer still compares it.
     if (lg.arrive())
-      setError(ctx,
+      setError(lg.ctx,
                "%s: the members of the group of axes mask 0x%x made "
                "different calls (collective, dtype, reduction or shape)",
-               c.name, group.mask);
+               lg.c.name, lg.group.mask);
     return false;
   }
-  switch (c.kind) {
-  case TESSEL_COLL_ALL_REDUCE:
-    return allReduce(lg);
-  case TESSEL_COLL_ALL_GATHER:
-    allGather(lg);
-    break;
-  case TESSEL_COLL_REDUCE_SCATTER:
-    reduceScatter(lg);
-    break;
-  case TESSEL_COLL_ALL_TO_ALL:
-    allToAll(lg);
-    break;
-  }
-  return lg.arrive();
-}
 
-bool tessel::cpu::localAttach(tessel_ctx *ctx, tessel_local_world *world,
-                              std::string &error) {
+  tessel_local_world *world;
+  int32_t rank;
+};
+
+} // namespace
+
+std::unique_ptr<Communicator>
+tessel::cpu::createLocalCommunicator(tessel_ctx *ctx, tessel_local_world *world,
+                                     std::string &error) {
   std::lock_guard<std::mutex> lock(world->mutex);
   if (world->worldSize != ctx->worldSize) {
     error = "tessel_ctx_create: the local world has " +
             std::to_string(world->worldSize) + " ranks, the options say " +
             std::to_string(ctx->worldSize);
-    return false;
+    return nullptr;
   }
   if (world->attached[size_t(ctx->rank)]) {
     error = "tessel_ctx_create: rank " + std::to_string(ctx->rank) +
             " already has a context in this local world";
-    return false;
+    return nullptr;
   }
   world->attached[size_t(ctx->rank)] = 1;
-  ctx->localWorld = world;
-  return true;
+  return std::make_unique<LocalCommunicator>(world, ctx->rank);
 }
 
-void tessel::cpu::localDetach(tessel_ctx *ctx) {
-  if (!ctx->localWorld)
-    return;
-  std::lock_guard<std::mutex> lock(ctx->localWorld->mutex);
-  ctx->localWorld->attached[size_t(ctx->rank)] = 0;
-  ctx->localWorld = nullptr;
+tessel_local_world *tessel::cpu::createLocalWorld(int32_t worldSize) {
+  return new (std::nothrow) tessel_local_world(worldSize);
 }
 
-extern "C" {
+void tessel::cpu::destroyLocalWorld(tessel_local_world *world) { delete world; }
 
-tessel_local_world *tessel_local_world_create(int32_t world_size) {
-  if (world_size < 1)
-    return nullptr;
-  return new (std::nothrow) tessel_local_world(world_size);
-}
-
-void tessel_local_world_destroy(tessel_local_world *world) { delete world; }
-
-void tessel_local_world_abort(tessel_local_world *world, int32_t rank,
-                              const char *message) {
-  if (!world)
-    return;
+void tessel::cpu::abortLocalWorld(tessel_local_world *world, int32_t rank,
+                                  const char *message) {
   std::lock_guard<std::mutex> lock(world->mutex);
   if (world->aborted)
     return;
   world->aborted = true;
-  world->abortError = "rank " + std::to_string(rank) +
-                      " failed: " + (message ? message : "(no message)");
+  world->abortError = "rank " + std::to_string(rank) + " failed: " + message;
   for (auto &entry : world->barriers)
     entry.second->cv.notify_all();
 }
-
-} // extern "C"

@@ -17,7 +17,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "comm.h"
+#include "cpu/comm.h"
 
 #include <cstdlib>
 
@@ -33,13 +33,11 @@
 
 using namespace tessel::cpu;
 
+namespace {
+
 /// The context's communicators by axes mask (groups of more than one rank);
 /// in each, a rank's MPI rank is its group index.
-struct tessel::cpu::MpiComms {
-  std::unordered_map<uint32_t, MPI_Comm> byMask;
-};
-
-namespace {
+using MpiComms = std::unordered_map<uint32_t, MPI_Comm>;
 
 /// Records a failed MPI call's message on ctx.
 bool mpiOk(tessel_ctx *ctx, const Collective &c, int rc, const char *call) {
@@ -111,8 +109,10 @@ bool await(tessel_ctx *ctx, const Collective &c, const Group &group,
 
 class MpiGroup {
 public:
-  MpiGroup(tessel_ctx *ctx, const Group &group, const Collective &c)
-      : ctx(ctx), group(group), c(c), type(elementType(c.elemSize)) {}
+  MpiGroup(tessel_ctx *ctx, MpiComms &comms, const Group &group,
+           const Collective &c)
+      : ctx(ctx), comms(comms), group(group), c(c),
+        type(elementType(c.elemSize)) {}
 
   bool init();
   bool allReduce();
@@ -132,6 +132,7 @@ private:
   bool allToAllBlocks(const void *send, void *recv, int64_t blockElems);
 
   tessel_ctx *ctx;
+  MpiComms &comms;
   const Group &group;
   const Collective &c;
   MPI_Datatype type;
@@ -139,15 +140,18 @@ private:
 };
 
 bool MpiGroup::init() {
-  auto &byMask = ctx->mpi->byMask;
-  auto it = byMask.find(group.mask);
-  if (it != byMask.end()) {
+  if (!mpiIsUp()) {
+    setError(ctx, "%s: MPI is not running", c.name);
+    return false;
+  }
+  auto it = comms.find(group.mask);
+  if (it != comms.end()) {
     comm = it->second;
     return true;
   }
   if (!mpiOk(ctx, c, splitComm(group, comm), "MPI_Comm_split"))
     return false;
-  byMask[group.mask] = comm;
+  comms[group.mask] = comm;
   return true;
 }
 
@@ -285,35 +289,48 @@ bool MpiGroup::allToAll() {
   return true;
 }
 
+/// One context's communicators, split per axes mask (the single axes at
+/// creation, other masks on first use) and freed with it.
+class MpiCommunicator final : public Communicator {
+public:
+  ~MpiCommunicator() override {
+    if (mpiIsUp())
+      for (auto &entry : comms)
+        MPI_Comm_free(&entry.second);
+  }
+
+  bool allReduce(tessel_ctx *ctx, const Group &group,
+                 const Collective &c) override {
+    MpiGroup mg(ctx, comms, group, c);
+    return mg.init() && mg.allReduce();
+  }
+  bool allGather(tessel_ctx *ctx, const Group &group,
+                 const Collective &c) override {
+    MpiGroup mg(ctx, comms, group, c);
+    return mg.init() && mg.allGather();
+  }
+  bool reduceScatter(tessel_ctx *ctx, const Group &group,
+                     const Collective &c) override {
+    MpiGroup mg(ctx, comms, group, c);
+    return mg.init() && mg.reduceScatter();
+  }
+  bool allToAll(tessel_ctx *ctx, const Group &group,
+                const Collective &c) override {
+    MpiGroup mg(ctx, comms, group, c);
+    return mg.init() && mg.allToAll();
+  }
+
+  MpiComms comms;
+};
+
 } // namespace
 
-bool tessel::cpu::mpiCollective(tessel_ctx *ctx, const Group &group,
-                                const Collective &c) {
-  if (!ctx->mpi || !mpiIsUp()) {
-    setError(ctx, "%s: MPI is not running", c.name);
-    return false;
-  }
-  MpiGroup mg(ctx, group, c);
-  if (!mg.init())
-    return false;
-  switch (c.kind) {
-  case TESSEL_COLL_ALL_REDUCE:
-    return mg.allReduce();
-  case TESSEL_COLL_ALL_GATHER:
-    return mg.allGather();
-  case TESSEL_COLL_REDUCE_SCATTER:
-    return mg.reduceScatter();
-  case TESSEL_COLL_ALL_TO_ALL:
-    return mg.allToAll();
-  }
-  return false;
-}
-
-bool tessel::cpu::mpiAttach(tessel_ctx *ctx, std::string &error) {
+std::unique_ptr<Communicator>
+tessel::cpu::createMpiCommunicator(tessel_ctx *ctx, std::string &error) {
   if (!mpiIsUp()) {
     error = "tessel_ctx_create: MPI is not initialised (call tessel_mpi_init "
             "first)";
-    return false;
+    return nullptr;
   }
   int rank = -1, size = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -323,41 +340,27 @@ bool tessel::cpu::mpiAttach(tessel_ctx *ctx, std::string &error) {
             std::to_string(ctx->worldSize) +
             " disagrees with MPI_COMM_WORLD (rank " + std::to_string(rank) +
             " of " + std::to_string(size) + ")";
-    return false;
+    return nullptr;
   }
-  ctx->mpi = new MpiComms;
+  auto comm = std::make_unique<MpiCommunicator>();
   // Every rank creates its context, so the splits of the single-axis groups
   // (the common case) happen here, collectively, rather than in a step.
   for (size_t a = 0; a < ctx->meshShape.size(); ++a) {
     Group group;
     if (ctx->meshShape[a] == 1 || !groupOf(ctx, 1u << a, group))
       continue;
-    MPI_Comm comm;
-    int rc = splitComm(group, comm);
-    if (rc != MPI_SUCCESS) {
+    MPI_Comm split;
+    if (splitComm(group, split) != MPI_SUCCESS) {
       error = "tessel_ctx_create: MPI_Comm_split failed for mesh axis " +
               std::to_string(a);
-      mpiDetach(ctx);
-      return false;
+      return nullptr;
     }
-    ctx->mpi->byMask[group.mask] = comm;
+    comm->comms[group.mask] = split;
   }
-  return true;
+  return comm;
 }
 
-void tessel::cpu::mpiDetach(tessel_ctx *ctx) {
-  if (!ctx->mpi)
-    return;
-  if (mpiIsUp())
-    for (auto &entry : ctx->mpi->byMask)
-      MPI_Comm_free(&entry.second);
-  delete ctx->mpi;
-  ctx->mpi = nullptr;
-}
-
-extern "C" {
-
-int32_t tessel_mpi_init(int32_t *rank, int32_t *world_size) {
+int32_t tessel::cpu::mpiInit(int32_t *rank, int32_t *world_size) {
   int initialized = 0, finalized = 0;
   MPI_Initialized(&initialized);
   MPI_Finalized(&finalized);
@@ -385,48 +388,35 @@ int32_t tessel_mpi_init(int32_t *rank, int32_t *world_size) {
   return 0;
 }
 
-void tessel_mpi_finalize(void) {
+void tessel::cpu::mpiFinalize() {
   if (mpiIsUp())
     MPI_Finalize();
 }
 
-void tessel_mpi_abort(int32_t code) {
+void tessel::cpu::mpiAbort(int32_t code) {
   if (mpiIsUp())
     MPI_Abort(MPI_COMM_WORLD, code);
   std::_Exit(code);
 }
 
-} // extern "C"
-
 #else // !TESSEL_WITH_MPI
 
 using namespace tessel::cpu;
 
-bool tessel::cpu::mpiCollective(tessel_ctx *ctx, const Group &,
-                                const Collective &c) {
-  setError(ctx, "%s: this runtime was built without MPI", c.name);
-  return false;
-}
-
-bool tessel::cpu::mpiAttach(tessel_ctx *, std::string &error) {
+std::unique_ptr<Communicator>
+tessel::cpu::createMpiCommunicator(tessel_ctx *, std::string &error) {
   error = "tessel_ctx_create: TESSEL_COMM_MPI, but this runtime was built "
           "without MPI";
-  return false;
+  return nullptr;
 }
 
-void tessel::cpu::mpiDetach(tessel_ctx *) {}
-
-extern "C" {
-
-int32_t tessel_mpi_init(int32_t *, int32_t *) {
+int32_t tessel::cpu::mpiInit(int32_t *, int32_t *) {
   setCreateError("tessel_mpi_init: this runtime was built without MPI");
   return 1;
 }
 
-void tessel_mpi_finalize(void) {}
+void tessel::cpu::mpiFinalize() {}
 
-void tessel_mpi_abort(int32_t code) { std::_Exit(code); }
-
-} // extern "C"
+void tessel::cpu::mpiAbort(int32_t code) { std::_Exit(code); }
 
 #endif // TESSEL_WITH_MPI

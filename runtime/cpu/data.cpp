@@ -1,6 +1,7 @@
 //===- data.cpp - Strided copy, reduce and embedding kernels --------------===//
 
-#include "internal.h"
+#include "cpu/backend.h"
+#include "cpu/internal.h"
 
 #include <vector>
 
@@ -140,31 +141,16 @@ void reduceImpl(int32_t kind, const T *in, T *out,
 
 } // namespace
 
-extern "C" {
-
-void tessel_strided_copy(tessel_ctx *ctx, int32_t dtype, const void *in,
-                         void *out, int32_t rank, const int64_t *shape,
-                         const int64_t *in_strides,
-                         const int64_t *out_strides) {
-  KernelScope scope(ctx);
+void CpuBackend::stridedCopy(tessel_ctx *, int32_t dtype, const void *in,
+                             void *out, int32_t rank, const int64_t *shape,
+                             const int64_t *in_strides,
+                             const int64_t *out_strides) {
   int64_t es = tessel_dtype_size(dtype);
-  if (es == 0) {
-    setError(ctx, "tessel_strided_copy: unsupported dtype %d", dtype);
-    return;
-  }
-  if (rank < 0) {
-    setError(ctx, "tessel_strided_copy: negative rank");
-    return;
-  }
   // Drop unit dimensions, then merge neighbours that are contiguous in both
   // views, so plain copies and transposes reach the memcpy/inner fast paths.
+  // (Every extent is positive: the front returns on an empty copy.)
   std::vector<CopyDim> dims;
   for (int32_t d = 0; d < rank; ++d) {
-    if (shape[d] <= 0) {
-      if (shape[d] < 0)
-        setError(ctx, "tessel_strided_copy: negative extent");
-      return;
-    }
     if (shape[d] == 1)
       continue;
     CopyDim cur{shape[d], in_strides[d], out_strides[d]};
@@ -181,50 +167,28 @@ void tessel_strided_copy(tessel_ctx *ctx, int32_t dtype, const void *in,
     dims.push_back({1, 1, 1}); // A scalar: one element.
   switch (es) {
   case 2:
-    stridedCopy(static_cast<const uint16_t *>(in), static_cast<uint16_t *>(out),
+    ::stridedCopy(static_cast<const uint16_t *>(in), static_cast<uint16_t *>(out),
                 dims);
     break;
   case 4:
-    stridedCopy(static_cast<const uint32_t *>(in), static_cast<uint32_t *>(out),
+    ::stridedCopy(static_cast<const uint32_t *>(in), static_cast<uint32_t *>(out),
                 dims);
     break;
   default:
-    stridedCopy(static_cast<const uint64_t *>(in), static_cast<uint64_t *>(out),
+    ::stridedCopy(static_cast<const uint64_t *>(in), static_cast<uint64_t *>(out),
                 dims);
     break;
   }
 }
 
-void tessel_reduce(tessel_ctx *ctx, int32_t kind, int32_t dtype,
-                   const void *in, void *out, int32_t rank,
-                   const int64_t *shape, uint64_t reduce_mask) {
-  KernelScope scope(ctx);
-  if (kind < TESSEL_REDUCE_SUM || kind > TESSEL_REDUCE_MAX) {
-    setError(ctx, "tessel_reduce: unknown kind %d", kind);
-    return;
-  }
-  if (rank < 0 || rank > 64) {
-    setError(ctx, "tessel_reduce: rank %d outside [0, 64]", rank);
-    return;
-  }
-  if (rank < 64 && (reduce_mask >> rank) != 0) {
-    setError(ctx, "tessel_reduce: mask names a dimension beyond rank %d",
-             rank);
-    return;
-  }
-  if (kind == TESSEL_REDUCE_MEAN && (dtype == TESSEL_I32 || dtype == TESSEL_I64)) {
-    setError(ctx, "tessel_reduce: mean of an integer tensor");
-    return;
-  }
+void CpuBackend::reduce(tessel_ctx *, int32_t kind, int32_t dtype,
+                        const void *in, void *out, int32_t rank,
+                        const int64_t *shape, uint64_t reduce_mask) {
   // Unit dimensions change nothing; adjacent dimensions that are both kept
   // or both reduced merge into one.
   std::vector<ReduceDim> dims;
   int64_t outCount = 1, reduceCount = 1;
   for (int32_t d = 0; d < rank; ++d) {
-    if (shape[d] < 0) {
-      setError(ctx, "tessel_reduce: negative extent");
-      return;
-    }
     bool reduced = (reduce_mask >> d) & 1;
     (reduced ? reduceCount : outCount) *= shape[d];
     if (shape[d] == 1)
@@ -236,35 +200,18 @@ void tessel_reduce(tessel_ctx *ctx, int32_t kind, int32_t dtype,
   }
   if (rank > 0 && dims.empty())
     dims.push_back({1, false}); // All unit dimensions: one element.
-  if (outCount == 0)
-    return;
-  bool ok = visitAny(dtype, [&](auto tag) {
+  visitAny(dtype, [&](auto tag) {
     using T = decltype(tag);
     reduceImpl(kind, static_cast<const T *>(in), static_cast<T *>(out), dims,
                outCount, reduceCount);
   });
-  if (!ok)
-    setError(ctx, "tessel_reduce: unsupported dtype %d", dtype);
 }
 
-void tessel_embedding(tessel_ctx *ctx, int32_t dtype, int32_t ids_dtype,
-                      const void *table, const void *ids, void *out,
-                      int64_t num_ids, int64_t rows, int64_t hidden,
-                      int64_t row_offset, int64_t vocab) {
-  KernelScope scope(ctx);
+void CpuBackend::embedding(tessel_ctx *ctx, int32_t dtype, int32_t ids_dtype,
+                           const void *table, const void *ids, void *out,
+                           int64_t num_ids, int64_t rows, int64_t hidden,
+                           int64_t row_offset, int64_t vocab) {
   int64_t es = tessel_dtype_size(dtype);
-  if (es == 0) {
-    setError(ctx, "tessel_embedding: unsupported dtype %d", dtype);
-    return;
-  }
-  if (!checkIndexDtype(ctx, "tessel_embedding", "ids", ids_dtype))
-    return;
-  if (num_ids < 0 || hidden < 0) {
-    setError(ctx, "tessel_embedding: negative shape");
-    return;
-  }
-  if (!checkBlock(ctx, "tessel_embedding", "rows", rows, row_offset, vocab))
-    return;
   size_t rowBytes = size_t(hidden * es);
   const char *tab = static_cast<const char *>(table);
   char *dst = static_cast<char *>(out);
@@ -286,5 +233,3 @@ void tessel_embedding(tessel_ctx *ctx, int32_t dtype, int32_t ids_dtype,
       std::memcpy(dst + i * rowBytes, tab + local * rowBytes, rowBytes);
   }
 }
-
-} // extern "C"

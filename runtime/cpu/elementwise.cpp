@@ -1,7 +1,8 @@
 //===- elementwise.cpp - Binary, unary, cast and dropout kernels ----------===//
 
-#include "internal.h"
-#include "vecmath.h"
+#include "cpu/backend.h"
+#include "cpu/internal.h"
+#include "cpu/vecmath.h"
 
 #include <functional>
 
@@ -150,13 +151,12 @@ template <class TIn, class TOut> void castLoop(const void *x, void *y, int64_t n
 }
 
 /// Inverted dropout of n elements whose indices in the whole tensor are
-/// indexOf(0 .. n-1), drawn from random stream `stream`; false for an
-/// unsupported dtype.
+/// indexOf(0 .. n-1), drawn from random stream `stream`.
 template <typename IndexOf>
-bool dropoutElements(int32_t dtype, const void *x, void *y, int64_t n,
+void dropoutElements(int32_t dtype, const void *x, void *y, int64_t n,
                      double rate, uint64_t seed, uint64_t step,
                      uint64_t stream, IndexOf indexOf) {
-  return visitFloat(dtype, [&](auto tag) {
+  visitFloat(dtype, [&](auto tag) {
     using T = decltype(tag);
     using C = typename Elem<T>::Compute;
     const T *xs = static_cast<const T *>(x);
@@ -174,17 +174,10 @@ bool dropoutElements(int32_t dtype, const void *x, void *y, int64_t n,
 
 } // namespace
 
-extern "C" {
-
-void tessel_binary(tessel_ctx *ctx, int32_t op, int32_t dtype, const void *a,
-                   const void *b, void *out, int64_t n) {
-  KernelScope scope(ctx);
-  if (op < TESSEL_ADD || op > TESSEL_EQUAL) {
-    setError(ctx, "tessel_binary: unknown op %d", op);
-    return;
-  }
+void CpuBackend::binary(tessel_ctx *ctx, int32_t op, int32_t dtype,
+                        const void *a, const void *b, void *out, int64_t n) {
   bool divByZero = false;
-  bool ok = visitAny(dtype, [&](auto tag) {
+  visitAny(dtype, [&](auto tag) {
     using T = decltype(tag);
     using C = typename Elem<T>::Compute;
     switch (op) {
@@ -218,74 +211,40 @@ void tessel_binary(tessel_ctx *ctx, int32_t op, int32_t dtype, const void *a,
       break;
     }
   });
-  if (!ok)
-    setError(ctx, "tessel_binary: unsupported dtype %d", dtype);
-  else if (divByZero)
+  if (divByZero)
     setError(ctx, "tessel_binary: integer division by zero");
 }
 
-void tessel_unary(tessel_ctx *ctx, int32_t op, int32_t dtype, const void *x,
-                  void *y, int64_t n) {
-  KernelScope scope(ctx);
-  bool opOk = true;
-  bool ok = visitFloat(dtype, [&](auto tag) {
-    opOk = runUnary<decltype(tag)>(op, x, y, n);
-  });
-  if (!ok)
-    setError(ctx, "tessel_unary: unsupported dtype %d", dtype);
-  else if (!opOk)
-    setError(ctx, "tessel_unary: unknown op %d", op);
+void CpuBackend::unary(tessel_ctx *, int32_t op, int32_t dtype, const void *x,
+                       void *y, int64_t n) {
+  visitFloat(dtype,
+             [&](auto tag) { runUnary<decltype(tag)>(op, x, y, n); });
 }
 
-void tessel_cast(tessel_ctx *ctx, int32_t src_dtype, int32_t dst_dtype,
-                 const void *x, void *y, int64_t n) {
-  KernelScope scope(ctx);
-  bool dstOk = false;
-  bool srcOk = visitAny(src_dtype, [&](auto srcTag) {
-    dstOk = visitAny(dst_dtype, [&](auto dstTag) {
+void CpuBackend::cast(tessel_ctx *, int32_t src_dtype, int32_t dst_dtype,
+                      const void *x, void *y, int64_t n) {
+  visitAny(src_dtype, [&](auto srcTag) {
+    visitAny(dst_dtype, [&](auto dstTag) {
       castLoop<decltype(srcTag), decltype(dstTag)>(x, y, n);
     });
   });
-  if (!srcOk || !dstOk)
-    setError(ctx, "tessel_cast: unsupported dtypes %d -> %d", src_dtype,
-             dst_dtype);
 }
 
-void tessel_dropout(tessel_ctx *ctx, int32_t dtype, const void *x, void *y,
-                    int64_t n, double rate, uint64_t seed, uint64_t step,
-                    int64_t first) {
-  KernelScope scope(ctx);
-  if (!(rate >= 0.0 && rate <= 1.0)) {
-    setError(ctx, "tessel_dropout: rate %g outside [0, 1]", rate);
-    return;
-  }
-  if (!dropoutElements(dtype, x, y, n, rate, seed, step,
-                       tessel_get_rng_stream(ctx),
-                       [&](int64_t i) { return first + i; }))
-    setError(ctx, "tessel_dropout: unsupported dtype %d", dtype);
+void CpuBackend::dropout(tessel_ctx *, int32_t dtype, const void *x, void *y,
+                         int64_t n, double rate, uint64_t seed, uint64_t step,
+                         int64_t first, uint64_t stream) {
+  dropoutElements(dtype, x, y, n, rate, seed, step, stream,
+                  [&](int64_t i) { return first + i; });
 }
 
-void tessel_dropout_block(tessel_ctx *ctx, int32_t dtype, const void *x,
-                          void *y, int32_t rank, const int64_t *shape,
-                          const int64_t *strides, double rate, uint64_t seed,
-                          uint64_t step, int64_t first) {
-  KernelScope scope(ctx);
-  if (!(rate >= 0.0 && rate <= 1.0)) {
-    setError(ctx, "tessel_dropout_block: rate %g outside [0, 1]", rate);
-    return;
-  }
-  if (rank < 0 || (rank > 0 && (!shape || !strides))) {
-    setError(ctx, "tessel_dropout_block: bad rank %d or null shape", rank);
-    return;
-  }
+void CpuBackend::dropoutBlock(tessel_ctx *, int32_t dtype, const void *x,
+                              void *y, int32_t rank, const int64_t *shape,
+                              const int64_t *strides, double rate,
+                              uint64_t seed, uint64_t step, int64_t first,
+                              uint64_t stream) {
   int64_t n = 1;
-  for (int32_t d = 0; d < rank; ++d) {
-    if (shape[d] < 0) {
-      setError(ctx, "tessel_dropout_block: negative shape");
-      return;
-    }
+  for (int32_t d = 0; d < rank; ++d)
     n *= shape[d];
-  }
   // Local row-major index -> the whole tensor's index.
   auto indexOf = [&](int64_t i) {
     int64_t index = first;
@@ -295,9 +254,5 @@ void tessel_dropout_block(tessel_ctx *ctx, int32_t dtype, const void *x,
     }
     return index;
   };
-  if (!dropoutElements(dtype, x, y, n, rate, seed, step,
-                       tessel_get_rng_stream(ctx), indexOf))
-    setError(ctx, "tessel_dropout_block: unsupported dtype %d", dtype);
+  dropoutElements(dtype, x, y, n, rate, seed, step, stream, indexOf);
 }
-
-} // extern "C"

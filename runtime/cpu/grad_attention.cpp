@@ -16,8 +16,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "internal.h"
-#include "vecmath.h"
+#include "cpu/backend.h"
+#include "cpu/internal.h"
+#include "cpu/vecmath.h"
 
 #include <algorithm>
 #include <climits>
@@ -127,15 +128,12 @@ void attentionGradReal(const R *q, const R *k, const R *v, const R *dout, R *dq,
 
 } // namespace
 
-extern "C" void tessel_attention_grad(
-    tessel_ctx *ctx, int32_t dtype, const void *q, const void *k, const void *v,
-    const void *dout, void *dq, void *dk, void *dv, int64_t batch, int64_t seq,
-    int64_t kv_seq, int64_t heads, int64_t kv_heads, int64_t head_dim,
-    int64_t value_dim, double scale, int32_t causal) {
-  KernelScope scope(ctx);
-  if (!checkAttentionArgs(ctx, "tessel_attention_grad", dtype, batch, seq,
-                          kv_seq, heads, kv_heads, head_dim, value_dim))
-    return;
+void CpuBackend::attentionGrad(tessel_ctx *, int32_t dtype, const void *q,
+                               const void *k, const void *v, const void *dout,
+                               void *dq, void *dk, void *dv, int64_t batch,
+                               int64_t seq, int64_t kv_seq, int64_t heads,
+                               int64_t kv_heads, int64_t head_dim,
+                               int64_t value_dim, double scale, bool causal) {
   int64_t es = tessel_dtype_size(dtype);
   int64_t qCount = batch * seq * heads * head_dim;
   int64_t kCount = batch * kv_seq * kv_heads * head_dim;
@@ -151,7 +149,7 @@ extern "C" void tessel_attention_grad(
     std::memset(dv, 0, size_t(vCount * es));
   if (batch * heads * seq * kv_seq == 0)
     return;
-  bool c = causal != 0;
+  const bool c = causal;
   switch (dtype) {
   case TESSEL_F32:
     attentionGradReal(

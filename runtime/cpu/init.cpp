@@ -5,20 +5,12 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "internal.h"
+#include "cpu/backend.h"
+#include "cpu/internal.h"
 
 using namespace tessel::cpu;
 
 namespace {
-
-uint64_t fnv1a(const char *s) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (; s && *s; ++s) {
-    h ^= uint8_t(*s);
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
 
 /// One standard normal per (key, index, attempt) by Box-Muller; only the
 /// cosine branch is used so that each element owns its draws.
@@ -33,27 +25,11 @@ double standardNormal(uint64_t seed, uint64_t nameHash, uint64_t index,
 
 } // namespace
 
-extern "C" void tessel_init_param(tessel_ctx *ctx, void *dst, int32_t dtype,
-                                  int64_t first, int64_t count, int32_t kind,
-                                  const double *args, uint64_t seed,
-                                  const char *name) {
-  KernelScope scope(ctx);
-  if (count <= 0)
-    return;
-  if (kind < TESSEL_INIT_ZEROS || kind > TESSEL_INIT_UNIFORM) {
-    setError(ctx, "tessel_init_param: unknown init kind %d", kind);
-    return;
-  }
-  if (kind >= TESSEL_INIT_CONSTANT && !args) {
-    setError(ctx, "tessel_init_param: init kind %d needs args", kind);
-    return;
-  }
-  if (kind >= TESSEL_INIT_NORMAL && (dtype == TESSEL_I32 || dtype == TESSEL_I64)) {
-    setError(ctx, "tessel_init_param: random init of an integer parameter");
-    return;
-  }
-  uint64_t nameHash = fnv1a(name);
-  bool ok = visitAny(dtype, [&](auto tag) {
+void CpuBackend::initParam(tessel_ctx *, void *dst, int32_t dtype,
+                           int64_t first, int64_t count, int32_t kind,
+                           const double *args, uint64_t seed,
+                           uint64_t nameHash) {
+  visitAny(dtype, [&](auto tag) {
     using T = decltype(tag);
     T *out = static_cast<T *>(dst);
     for (int64_t i = 0; i < count; ++i) {
@@ -95,6 +71,4 @@ extern "C" void tessel_init_param(tessel_ctx *ctx, void *dst, int32_t dtype,
       out[i] = fromDouble<T>(v);
     }
   });
-  if (!ok)
-    setError(ctx, "tessel_init_param: unsupported dtype %d", dtype);
 }

@@ -1,95 +1,44 @@
 //===- internal.h - Shared helpers of the Tessel CPU runtime ----*- C++ -*-===//
 //
-// Private to runtime/cpu: the context layout, error and counter plumbing,
-// 16-bit float conversions, dtype dispatch and the counter-based RNG that
-// init and dropout share.
+// Private to runtime/cpu: 16-bit float conversions, dtype dispatch, the
+// BLAS wrappers and the attention layout the kernels share.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef TESSEL_RUNTIME_CPU_INTERNAL_H
 #define TESSEL_RUNTIME_CPU_INTERNAL_H
 
-#include "tessel/runtime.h"
+#include "core/backend.h"
+#include "core/rng.h"
 
 #include <algorithm>
-#include <chrono>
 #include <climits>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
 #include <string>
-#include <unordered_map>
 #include <type_traits>
 #include <vector>
 
 namespace tessel {
 namespace cpu {
-struct MpiComms;
-/// Bytes and calls of one (collective, axes mask).
-struct CommCounter {
-  int64_t bytes = 0;
-  int64_t calls = 0;
-};
-} // namespace cpu
-} // namespace tessel
 
-// A context belongs to one rank, and a rank issues its kernels from one
-// thread, so the fields need no locking.
-struct tessel_ctx {
-  int32_t rank = 0;
-  int32_t worldSize = 1;
-  /// tessel_comm_kind; the mesh (at least one axis) and this rank's
-  /// coordinates on it.
-  int32_t comm = TESSEL_COMM_NONE;
-  std::vector<int64_t> meshShape{1};
-  std::vector<int64_t> meshCoord{0};
-  tessel_local_world *localWorld = nullptr;
-  /// This rank's communicators (TESSEL_COMM_MPI), owned; see comm_mpi.cpp.
-  tessel::cpu::MpiComms *mpi = nullptr;
-  double commTimeoutSeconds = 600;
-  /// Per collective, keyed by axes mask.
-  std::unordered_map<uint32_t, tessel::cpu::CommCounter>
-      commCounters[TESSEL_NUM_COLLECTIVES];
-  uint64_t step = 0;
-  uint64_t microbatch = 0;
-  /// tessel_set_rng_stream: 0 outside repeated layers.
-  uint64_t rngStream = 0;
-  bool hasError = false;
-  std::string error;
-  tessel_counters counters{};
-  /// Bytes asked for by each live tessel_alloc, to count frees.
-  std::unordered_map<void *, int64_t> allocations;
-};
-
-namespace tessel {
-namespace cpu {
-
-/// Records `fmt` as the context's error unless one is already recorded: the
-/// first failure is the one worth reporting.
-void setError(tessel_ctx *ctx, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-/// Counts one kernel and adds its wall time to the context's counters.
-class KernelScope {
-public:
-  explicit KernelScope(tessel_ctx *ctx)
-      : ctx(ctx), start(std::chrono::steady_clock::now()) {}
-  ~KernelScope() {
-    if (!ctx)
-      return;
-    std::chrono::duration<double> elapsed =
-        std::chrono::steady_clock::now() - start;
-    ++ctx->counters.kernel_calls;
-    ctx->counters.kernel_seconds += elapsed.count();
-  }
-  KernelScope(const KernelScope &) = delete;
-  KernelScope &operator=(const KernelScope &) = delete;
-
-private:
-  tessel_ctx *ctx;
-  std::chrono::steady_clock::time_point start;
-};
+// The front's names the CPU sources use unqualified.
+using tessel::Collective;
+using tessel::commDeadline;
+using tessel::Communicator;
+using tessel::Group;
+using tessel::groupMemberRank;
+using tessel::groupOf;
+using tessel::hash4;
+using tessel::kDropoutDomain;
+using tessel::kInitDomain;
+using tessel::KernelScope;
+using tessel::mix64;
+using tessel::setCreateError;
+using tessel::setError;
+using tessel::uniformOpen;
 
 //===--- 16-bit floats ----------------------------------------------------===//
 
@@ -320,89 +269,10 @@ void scaleRows(float *o, int64_t rows, int64_t cols, int64_t ld,
 void scaleRows(double *o, int64_t rows, int64_t cols, int64_t ld,
                const double *inv);
 
-//===--- Counter-based random numbers -------------------------------------===//
-
-/// splitmix64's finaliser: a bijective mixer with full avalanche.
-inline uint64_t mix64(uint64_t z) {
-  z += 0x9e3779b97f4a7c15ull;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
-/// A hash of four words, each absorbed through a full mix so that nearby
-/// counters give unrelated outputs.
-inline uint64_t hash4(uint64_t a, uint64_t b, uint64_t c, uint64_t d) {
-  uint64_t h = mix64(a);
-  h = mix64(h ^ b);
-  h = mix64(h ^ c);
-  return mix64(h ^ d);
-}
-
-/// Uniform in the open interval (0, 1) from the top 53 bits.
-inline double uniformOpen(uint64_t h) {
-  return (double(h >> 11) + 0.5) * 0x1p-53;
-}
-
-// Distinct first words keep init and dropout streams apart even when a
-// caller reuses one seed for both.
-constexpr uint64_t kInitDomain = 0x74657373656c4950ull;    // "tesselIP"
-constexpr uint64_t kDropoutDomain = 0x74657373656c444full; // "tesselDO"
-constexpr uint64_t kStreamDomain = 0x74657373656c5253ull;  // "tesselRS"
-
-
-/// The argument checks tessel_attention and tessel_attention_grad share:
-/// float dtype, non-negative sizes, kv heads dividing heads, and every GEMM
-/// dimension within BLAS's int. Records an error naming `kernel` and fails.
-inline bool checkAttentionArgs(tessel_ctx *ctx, const char *kernel,
-                               int32_t dtype, int64_t batch, int64_t seq,
-                               int64_t kvSeq, int64_t heads, int64_t kvHeads,
-                               int64_t headDim, int64_t valueDim) {
-  if (!visitFloat(dtype, [](auto) {})) {
-    setError(ctx, "%s: unsupported dtype %d", kernel, dtype);
-    return false;
-  }
-  if (batch < 0 || seq < 0 || kvSeq < 0 || heads < 0 || headDim < 0 ||
-      valueDim < 0 || kvHeads <= 0 || heads % kvHeads != 0) {
-    setError(ctx, "%s: bad shape (heads %lld, kv_heads %lld)", kernel,
-             (long long)heads, (long long)kvHeads);
-    return false;
-  }
-  if (seq * kvSeq > INT_MAX || heads * headDim > INT_MAX ||
-      heads * valueDim > INT_MAX) {
-    setError(ctx, "%s: dimension beyond BLAS int range", kernel);
-    return false;
-  }
-  return true;
-}
-
-
-/// Integer indices (labels, ids) are i32 or i64; otherwise records
-/// "<kernel>: <what> must be i32 or i64" and fails.
-inline bool checkIndexDtype(tessel_ctx *ctx, const char *kernel,
-                            const char *what, int32_t dtype) {
-  if (dtype == TESSEL_I32 || dtype == TESSEL_I64)
-    return true;
-  setError(ctx, "%s: %s must be i32 or i64, got dtype %d", kernel, what, dtype);
-  return false;
-}
-
-/// Element i of an index tensor checked by checkIndexDtype.
+/// Element i of an index tensor (i32 or i64, checked by the front).
 inline int64_t loadIndex(int32_t dtype, const void *p, int64_t i) {
   return dtype == TESSEL_I32 ? static_cast<const int32_t *>(p)[i]
                              : static_cast<const int64_t *>(p)[i];
-}
-
-/// A block [offset, offset + size) of an extent `total` (a rank's rows of a
-/// vocabulary-parallel table or its classes of the logits): non-negative and
-/// inside [0, total]; otherwise records an error naming `kernel` and fails.
-inline bool checkBlock(tessel_ctx *ctx, const char *kernel, const char *what,
-                       int64_t size, int64_t offset, int64_t total) {
-  if (size >= 0 && offset >= 0 && total >= 0 && size <= total - offset)
-    return true;
-  setError(ctx, "%s: block of %lld %s at offset %lld outside [0, %lld)",
-           kernel, (long long)size, what, (long long)offset, (long long)total);
-  return false;
 }
 
 } // namespace cpu

@@ -1,6 +1,7 @@
 //===- matmul.cpp - Batched matmul on OpenBLAS ----------------------------===//
 
-#include "internal.h"
+#include "cpu/backend.h"
+#include "cpu/internal.h"
 
 #include <cblas.h>
 
@@ -66,24 +67,9 @@ void matmulReal(const R *a, const R *b, R *c, int64_t batch, int64_t m,
 
 } // namespace
 
-extern "C" void tessel_matmul(tessel_ctx *ctx, int32_t dtype, const void *a,
-                              const void *b, void *c, int64_t batch, int64_t m,
-                              int64_t n, int64_t k, int32_t trans_a,
-                              int32_t trans_b, int32_t b_shared) {
-  KernelScope scope(ctx);
-  if (batch < 0 || m < 0 || n < 0 || k < 0) {
-    setError(ctx, "tessel_matmul: negative dimension");
-    return;
-  }
-  if (m > INT_MAX || n > INT_MAX || k > INT_MAX) {
-    setError(ctx, "tessel_matmul: dimension beyond BLAS int range");
-    return;
-  }
-  if (tessel_dtype_size(dtype) == 0 || dtype == TESSEL_I32 ||
-      dtype == TESSEL_I64) {
-    setError(ctx, "tessel_matmul: unsupported dtype %d", dtype);
-    return;
-  }
+void CpuBackend::matmul(tessel_ctx *, int32_t dtype, const void *a,
+                        const void *b, void *c, int64_t batch, int64_t m,
+                        int64_t n, int64_t k, bool ta, bool tb, bool bs) {
   int64_t outCount = batch * m * n;
   if (outCount == 0)
     return;
@@ -92,7 +78,6 @@ extern "C" void tessel_matmul(tessel_ctx *ctx, int32_t dtype, const void *a,
     std::memset(c, 0, size_t(outCount * tessel_dtype_size(dtype)));
     return;
   }
-  bool ta = trans_a != 0, tb = trans_b != 0, bs = b_shared != 0;
   switch (dtype) {
   case TESSEL_F32:
     matmulReal(static_cast<const float *>(a), static_cast<const float *>(b),

@@ -9,8 +9,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "internal.h"
-#include "vecmath.h"
+#include "cpu/backend.h"
+#include "cpu/internal.h"
+#include "cpu/vecmath.h"
 
 #include <algorithm>
 #include <vector>
@@ -152,12 +153,9 @@ void batchNormImpl(const T *x, const T *gamma, const T *beta, T *y,
 
 } // namespace
 
-extern "C" {
-
-void tessel_softmax(tessel_ctx *ctx, int32_t dtype, const void *x, void *y,
-                    int64_t outer, int64_t dim, int64_t inner) {
-  KernelScope scope(ctx);
-  bool ok = visitFloat(dtype, [&](auto tag) {
+void CpuBackend::softmax(tessel_ctx *, int32_t dtype, const void *x, void *y,
+                         int64_t outer, int64_t dim, int64_t inner) {
+  visitFloat(dtype, [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_same<T, float>::value) {
       if (inner == 1) {
@@ -167,57 +165,39 @@ void tessel_softmax(tessel_ctx *ctx, int32_t dtype, const void *x, void *y,
     }
     softmaxImpl(in<T>(x), out<T>(y), outer, dim, inner);
   });
-  if (!ok)
-    setError(ctx, "tessel_softmax: unsupported dtype %d", dtype);
 }
 
-void tessel_layer_norm(tessel_ctx *ctx, int32_t dtype, const void *x,
-                       const void *gamma, const void *beta, void *y,
-                       int64_t rows, int64_t cols, double eps, int32_t rms) {
-  KernelScope scope(ctx);
-  if (cols <= 0)
-    return;
-  bool ok = visitFloat(dtype, [&](auto tag) {
+void CpuBackend::layerNorm(tessel_ctx *, int32_t dtype, const void *x,
+                           const void *gamma, const void *beta, void *y,
+                           int64_t rows, int64_t cols, double eps, bool rms) {
+  visitFloat(dtype, [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_same<T, float>::value) {
       layerNormF32(in<float>(x), in<float>(gamma), in<float>(beta),
-                   out<float>(y), rows, cols, eps, rms != 0);
+                   out<float>(y), rows, cols, eps, rms);
       return;
     }
     layerNormImpl(in<T>(x), in<T>(gamma), in<T>(beta), out<T>(y), rows, cols,
-                  eps, rms != 0);
+                  eps, rms);
   });
-  if (!ok)
-    setError(ctx, "tessel_layer_norm: unsupported dtype %d", dtype);
 }
 
-void tessel_batch_norm(tessel_ctx *ctx, int32_t dtype, const void *x,
-                       const void *gamma, const void *beta, void *y,
-                       int64_t outer, int64_t channels, int64_t inner,
-                       double eps) {
-  KernelScope scope(ctx);
-  if (outer * inner <= 0)
-    return;
-  bool ok = visitFloat(dtype, [&](auto tag) {
+void CpuBackend::batchNorm(tessel_ctx *, int32_t dtype, const void *x,
+                           const void *gamma, const void *beta, void *y,
+                           int64_t outer, int64_t channels, int64_t inner,
+                           double eps) {
+  visitFloat(dtype, [&](auto tag) {
     using T = decltype(tag);
     batchNormImpl(in<T>(x), in<T>(gamma), in<T>(beta), out<T>(y), outer,
                   channels, inner, eps);
   });
-  if (!ok)
-    setError(ctx, "tessel_batch_norm: unsupported dtype %d", dtype);
 }
 
-void tessel_cross_entropy(tessel_ctx *ctx, int32_t dtype, int32_t label_dtype,
-                          const void *logits, const void *labels, void *outp,
-                          int64_t rows, int64_t classes, int32_t reduction) {
-  KernelScope scope(ctx);
-  if (!checkIndexDtype(ctx, "tessel_cross_entropy", "labels", label_dtype))
-    return;
-  if (reduction < TESSEL_LOSS_MEAN || reduction > TESSEL_LOSS_NONE) {
-    setError(ctx, "tessel_cross_entropy: unknown reduction %d", reduction);
-    return;
-  }
-  bool ok = visitFloat(dtype, [&](auto tag) {
+void CpuBackend::crossEntropy(tessel_ctx *ctx, int32_t dtype,
+                              int32_t label_dtype, const void *logits,
+                              const void *labels, void *outp, int64_t rows,
+                              int64_t classes, int32_t reduction) {
+  visitFloat(dtype, [&](auto tag) {
     using T = decltype(tag);
     using C = typename Elem<T>::Compute;
     const T *x = in<T>(logits);
@@ -260,8 +240,4 @@ void tessel_cross_entropy(tessel_ctx *ctx, int32_t dtype, int32_t label_dtype,
       o[0] = fromDouble<T>(rows > 0 ? total / double(rows)
                                     : std::numeric_limits<double>::quiet_NaN());
   });
-  if (!ok)
-    setError(ctx, "tessel_cross_entropy: unsupported dtype %d", dtype);
 }
-
-} // extern "C"

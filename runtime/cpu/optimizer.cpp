@@ -8,7 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "internal.h"
+#include "cpu/backend.h"
+#include "cpu/internal.h"
 
 #include <algorithm>
 
@@ -79,13 +80,10 @@ void adamImpl(const tessel_optimizer &opt, T *param, const T *grad, float gs,
 
 } // namespace
 
-extern "C" {
-
-void tessel_sum_squares(tessel_ctx *ctx, int32_t dtype, const void *x,
-                        int64_t n, void *sum) {
-  KernelScope scope(ctx);
+void CpuBackend::sumSquares(tessel_ctx *, int32_t dtype, const void *x,
+                            int64_t n, void *sum) {
   double acc = 0.0;
-  bool ok = visitFloat(dtype, [&](auto tag) {
+  visitFloat(dtype, [&](auto tag) {
     using T = decltype(tag);
     const T *xs = static_cast<const T *>(x);
     for (int64_t i = 0; i < n; ++i) {
@@ -93,17 +91,13 @@ void tessel_sum_squares(tessel_ctx *ctx, int32_t dtype, const void *x,
       acc += v * v;
     }
   });
-  if (!ok) {
-    setError(ctx, "tessel_sum_squares: unsupported dtype %d", dtype);
-    return;
-  }
   float *s = static_cast<float *>(sum);
   *s = float(double(*s) + acc);
 }
 
-void tessel_clip_scale(tessel_ctx *ctx, const void *sum_squares,
-                       double max_norm, const void *grad_scale, void *scale) {
-  KernelScope scope(ctx);
+void CpuBackend::clipScale(tessel_ctx *, const void *sum_squares,
+                           double max_norm, const void *grad_scale,
+                           void *scale) {
   double g =
       grad_scale ? double(*static_cast<const float *>(grad_scale)) : 1.0;
   // The norm of the scaled gradient g·grad.
@@ -115,76 +109,22 @@ void tessel_clip_scale(tessel_ctx *ctx, const void *sum_squares,
   *static_cast<float *>(scale) = float(coef * g);
 }
 
-void tessel_optimizer_update(tessel_ctx *ctx, const tessel_optimizer *opt,
-                             int32_t dtype, void *param, const void *grad,
-                             const void *grad_scale, void *state0,
-                             void *state1, int64_t n, int64_t step,
-                             double lr) {
-  KernelScope scope(ctx);
-  if (!opt) {
-    setError(ctx, "tessel_optimizer_update: null optimizer");
-    return;
-  }
-  if (n < 0) {
-    setError(ctx, "tessel_optimizer_update: negative size");
-    return;
-  }
-  bool adam = opt->kind == TESSEL_OPT_ADAM || opt->kind == TESSEL_OPT_ADAMW;
-  if (!adam && opt->kind != TESSEL_OPT_SGD) {
-    setError(ctx, "tessel_optimizer_update: unknown optimizer kind %d",
-             opt->kind);
-    return;
-  }
-  if (adam && step < 1) {
-    setError(ctx, "tessel_optimizer_update: step %lld < 1 (bias correction "
-                  "counts from 1)",
-             (long long)step);
-    return;
-  }
-  if (n > 0 && ((adam && (!state0 || !state1)) ||
-                (!adam && opt->momentum != 0.0 && !state0))) {
-    setError(ctx, "tessel_optimizer_update: missing optimizer state");
-    return;
-  }
+void CpuBackend::optimizerUpdate(tessel_ctx *, const tessel_optimizer &opt,
+                                 int32_t dtype, void *param, const void *grad,
+                                 const void *grad_scale, void *state0,
+                                 void *state1, int64_t n, int64_t step,
+                                 double lr) {
+  const bool adam =
+      opt.kind == TESSEL_OPT_ADAM || opt.kind == TESSEL_OPT_ADAMW;
   float gs = grad_scale ? *static_cast<const float *>(grad_scale) : 1.0f;
   float *s0 = static_cast<float *>(state0), *s1 = static_cast<float *>(state1);
-  bool ok = visitFloat(dtype, [&](auto tag) {
+  visitFloat(dtype, [&](auto tag) {
     using T = decltype(tag);
     T *p = static_cast<T *>(param);
     const T *g = static_cast<const T *>(grad);
     if (adam)
-      adamImpl(*opt, p, g, gs, s0, s1, n, step, lr);
+      adamImpl(opt, p, g, gs, s0, s1, n, step, lr);
     else
-      sgdImpl(*opt, p, g, gs, s0, n, lr);
+      sgdImpl(opt, p, g, gs, s0, n, lr);
   });
-  if (!ok)
-    setError(ctx, "tessel_optimizer_update: unsupported dtype %d", dtype);
 }
-
-double tessel_lr_at(int32_t kind, double lr, double min_lr, int64_t warmup,
-                    int64_t total_steps, int64_t step) {
-  bool warmingUp = warmup > 0 && step <= warmup;
-  switch (kind) {
-  case TESSEL_LR_CONSTANT:
-  case TESSEL_LR_WARMUP_COSINE:
-    break;
-  default:
-    return std::numeric_limits<double>::quiet_NaN();
-  }
-  if (warmingUp)
-    return lr * double(std::max<int64_t>(step, 0)) / double(warmup);
-  switch (kind) {
-  case TESSEL_LR_CONSTANT:
-    return lr;
-  case TESSEL_LR_WARMUP_COSINE: {
-    if (step >= total_steps)
-      return min_lr;
-    double progress = double(step - warmup) / double(total_steps - warmup);
-    return min_lr + 0.5 * (lr - min_lr) * (1.0 + std::cos(M_PI * progress));
-  }
-  default:
-    return std::numeric_limits<double>::quiet_NaN();
-  }
-}
-
-} // extern "C"

@@ -18,29 +18,12 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "internal.h"
+#include "cpu/backend.h"
+#include "cpu/internal.h"
 
 using namespace tessel::cpu;
 
 namespace {
-
-/// The argument checks both kernels share; records an error naming `kernel`
-/// and fails.
-bool checkLabelArgs(tessel_ctx *ctx, const char *kernel, int32_t dtype,
-                    int32_t labelDtype, int64_t rows, int64_t classes,
-                    int64_t classOffset, int64_t totalClasses) {
-  if (!visitFloat(dtype, [](auto) {})) {
-    setError(ctx, "%s: unsupported dtype %d", kernel, dtype);
-    return false;
-  }
-  if (!checkIndexDtype(ctx, kernel, "labels", labelDtype))
-    return false;
-  if (rows < 0) {
-    setError(ctx, "%s: negative shape", kernel);
-    return false;
-  }
-  return checkBlock(ctx, kernel, "classes", classes, classOffset, totalClasses);
-}
 
 /// Row r's label as a column of the block, -1 when another block holds it;
 /// a label outside [0, totalClasses) records an error and gives -1 too.
@@ -59,17 +42,12 @@ int64_t labelColumn(tessel_ctx *ctx, const char *kernel, int32_t labelDtype,
 
 } // namespace
 
-extern "C" {
-
-void tessel_label_logit(tessel_ctx *ctx, int32_t dtype, int32_t label_dtype,
-                        const void *logits, const void *labels, void *out,
-                        int64_t rows, int64_t classes, int64_t class_offset,
-                        int64_t total_classes) {
-  KernelScope scope(ctx);
+void CpuBackend::labelLogit(tessel_ctx *ctx, int32_t dtype,
+                            int32_t label_dtype, const void *logits,
+                            const void *labels, void *out, int64_t rows,
+                            int64_t classes, int64_t class_offset,
+                            int64_t total_classes) {
   const char *kernel = "tessel_label_logit";
-  if (!checkLabelArgs(ctx, kernel, dtype, label_dtype, rows, classes,
-                      class_offset, total_classes))
-    return;
   visitFloat(dtype, [&](auto tag) {
     using T = decltype(tag);
     const T *x = static_cast<const T *>(logits);
@@ -87,15 +65,12 @@ void tessel_label_logit(tessel_ctx *ctx, int32_t dtype, int32_t label_dtype,
   });
 }
 
-void tessel_sub_label(tessel_ctx *ctx, int32_t dtype, int32_t label_dtype,
-                      const void *x, const void *labels, const void *values,
-                      void *out, int64_t rows, int64_t classes,
-                      int64_t class_offset, int64_t total_classes) {
-  KernelScope scope(ctx);
+void CpuBackend::subLabel(tessel_ctx *ctx, int32_t dtype, int32_t label_dtype,
+                          const void *x, const void *labels,
+                          const void *values, void *out, int64_t rows,
+                          int64_t classes, int64_t class_offset,
+                          int64_t total_classes) {
   const char *kernel = "tessel_sub_label";
-  if (!checkLabelArgs(ctx, kernel, dtype, label_dtype, rows, classes,
-                      class_offset, total_classes))
-    return;
   visitFloat(dtype, [&](auto tag) {
     using T = decltype(tag);
     const T *xs = static_cast<const T *>(x);
@@ -113,5 +88,3 @@ void tessel_sub_label(tessel_ctx *ctx, int32_t dtype, int32_t label_dtype,
     }
   });
 }
-
-} // extern "C"

@@ -90,6 +90,10 @@ typedef struct tessel_ctx_options {
   int64_t mesh_shape[TESSEL_MAX_MESH_AXES]; /* product == world_size */
   tessel_local_world *local_world;          /* TESSEL_COMM_LOCAL */
   double comm_timeout_seconds; /* a collective waiting longer fails; 0 = 600 */
+  /* The backend by name ("cpu"); null: the one `backend` names (so a
+   * zero-initialised struct is the CPU backend). When both are set they must
+   * agree. An unknown name fails tessel_ctx_create. */
+  const char *backend_name;
 } tessel_ctx_options;
 /* (Zero-initialised new fields keep old callers working: comm NONE, world
  * 1.) */
@@ -106,6 +110,11 @@ typedef struct tessel_ctx tessel_ctx;
  * creates its context (it splits MPI_COMM_WORLD into the mesh axes' groups). */
 tessel_ctx *tessel_ctx_create(const tessel_ctx_options *options);
 void tessel_ctx_destroy(tessel_ctx *ctx);
+/* The name of the context's backend ("cpu"); null for a null ctx. */
+const char *tessel_ctx_backend(const tessel_ctx *ctx);
+/* 1 when the backend called `name` (null: "cpu") is compiled in and can run
+ * on this host, else 0: a launcher checks before it starts ranks. */
+int32_t tessel_backend_available(const char *name);
 int32_t tessel_ctx_rank(const tessel_ctx *ctx);
 int32_t tessel_ctx_world_size(const tessel_ctx *ctx);
 

@@ -1,23 +1,30 @@
-//===- context.cpp - Context, errors, memory, copies and counters ---------===//
+//===- context.cpp - Contexts, backend selection, errors and counters -----===//
 
-#include "comm.h"
-#include "internal.h"
+#include "core/backend.h"
+#include "core/rng.h"
 
-#include <algorithm>
+#include <cmath>
 #include <cstdarg>
 #include <cstdio>
-#include <cstdlib>
+#include <cstring>
 #include <new>
 
-// Declared here too: not every cblas.h exposes it.
-extern "C" void openblas_set_num_threads(int num_threads);
+using namespace tessel;
 
-using namespace tessel::cpu;
+// Out of line: the backend and communicator types are complete here only.
+tessel_ctx::tessel_ctx() = default;
+tessel_ctx::~tessel_ctx() = default;
 
 namespace {
-// Why the last tessel_ctx_create on this thread failed; tessel_error(null)
+// Why the last context-less call on this thread failed; tessel_error(null)
 // reports it since there is no context to hold it.
 thread_local std::string createError;
+
+/// The backends compiled into this library, the default first. A CUDA
+/// backend adds its entry here under its CMake option.
+const BackendFactory kBackends[] = {
+    {"cpu", &cpu::available, &cpu::createBackend},
+};
 
 /// The mesh of `options` (one axis of world_size for mesh_rank 0), or false
 /// with the reason.
@@ -82,13 +89,60 @@ bool checkComm(const tessel_ctx_options &options, std::string &error) {
     return false;
   }
 }
+
+/// The backend `options` ask for: backend_name when set, else the name of
+/// the older tessel_backend code (so a zero-initialised struct is "cpu").
+/// Both set must agree.
+const BackendFactory *selectBackend(const tessel_ctx_options &options,
+                                    std::string &error) {
+  const char *byCode = nullptr;
+  switch (options.backend) {
+  case TESSEL_BACKEND_CPU:
+    byCode = "cpu";
+    break;
+  case TESSEL_BACKEND_CUDA:
+    byCode = "cuda";
+    break;
+  default:
+    error = "tessel_ctx_create: unknown backend code " +
+            std::to_string(options.backend);
+    return nullptr;
+  }
+  const char *name = options.backend_name ? options.backend_name : byCode;
+  // The code's default (CPU, 0) never contradicts a name.
+  if (options.backend != TESSEL_BACKEND_CPU && std::strcmp(name, byCode) != 0) {
+    error = std::string("tessel_ctx_create: backend_name '") + name +
+            "' contradicts backend code " + std::to_string(options.backend) +
+            " ('" + byCode + "')";
+    return nullptr;
+  }
+  const BackendFactory *factory = findBackend(name);
+  if (!factory)
+    error = std::string("tessel_ctx_create: unknown backend '") + name +
+            "' (available: " + backendNames() + ")";
+  return factory;
+}
 } // namespace
 
-void tessel::cpu::setCreateError(std::string message) {
+const BackendFactory *tessel::findBackend(const char *name) {
+  for (const BackendFactory &factory : kBackends)
+    if (std::strcmp(factory.name, name) == 0)
+      return &factory;
+  return nullptr;
+}
+
+std::string tessel::backendNames() {
+  std::string names;
+  for (const BackendFactory &factory : kBackends)
+    names += (names.empty() ? "" : ", ") + std::string(factory.name);
+  return names;
+}
+
+void tessel::setCreateError(std::string message) {
   createError = std::move(message);
 }
 
-void tessel::cpu::setError(tessel_ctx *ctx, const char *fmt, ...) {
+void tessel::setError(tessel_ctx *ctx, const char *fmt, ...) {
   if (!ctx || ctx->hasError)
     return;
   char buf[512];
@@ -118,15 +172,20 @@ int64_t tessel_dtype_size(int32_t dtype) {
   }
 }
 
+int32_t tessel_backend_available(const char *name) {
+  const BackendFactory *factory = findBackend(name ? name : "cpu");
+  return factory && factory->available() ? 1 : 0;
+}
+
 tessel_ctx *tessel_ctx_create(const tessel_ctx_options *options) {
   if (!options) {
     createError = "tessel_ctx_create: null options";
     return nullptr;
   }
-  if (options->backend != TESSEL_BACKEND_CPU) {
-    createError = "tessel_ctx_create: this runtime implements only the CPU "
-                  "backend (backend " +
-                  std::to_string(options->backend) + " requested)";
+  std::string error;
+  const BackendFactory *factory = selectBackend(*options, error);
+  if (!factory) {
+    createError = error;
     return nullptr;
   }
   if (options->world_size < 1 || options->rank < 0 ||
@@ -137,15 +196,11 @@ tessel_ctx *tessel_ctx_create(const tessel_ctx_options *options) {
     return nullptr;
   }
   std::vector<int64_t> mesh;
-  std::string error;
   if (!meshOf(*options, mesh, error) || !checkComm(*options, error)) {
     createError = error;
     return nullptr;
   }
-  // Ranks run as threads of one process; a multi-threaded BLAS under each
-  // would oversubscribe the cores.
-  openblas_set_num_threads(1);
-  tessel_ctx *ctx = new (std::nothrow) tessel_ctx;
+  std::unique_ptr<tessel_ctx> ctx(new (std::nothrow) tessel_ctx);
   if (!ctx) {
     createError = "tessel_ctx_create: out of memory";
     return nullptr;
@@ -163,26 +218,25 @@ tessel_ctx *tessel_ctx_create(const tessel_ctx_options *options) {
   }
   if (options->comm_timeout_seconds > 0)
     ctx->commTimeoutSeconds = options->comm_timeout_seconds;
-  bool attached = true;
-  if (options->comm == TESSEL_COMM_LOCAL)
-    attached = localAttach(ctx, options->local_world, error);
-  else if (options->comm == TESSEL_COMM_MPI)
-    attached = mpiAttach(ctx, error);
-  if (!attached) {
-    delete ctx;
+  ctx->backend = factory->create(*options, error);
+  if (!ctx->backend) {
+    createError = error;
+    return nullptr;
+  }
+  ctx->communicator =
+      ctx->backend->createCommunicator(ctx.get(), *options, error);
+  if (!ctx->communicator && options->comm != TESSEL_COMM_NONE) {
     createError = error;
     return nullptr;
   }
   createError.clear();
-  return ctx;
+  return ctx.release();
 }
 
-void tessel_ctx_destroy(tessel_ctx *ctx) {
-  if (!ctx)
-    return;
-  localDetach(ctx);
-  mpiDetach(ctx);
-  delete ctx;
+void tessel_ctx_destroy(tessel_ctx *ctx) { delete ctx; }
+
+const char *tessel_ctx_backend(const tessel_ctx *ctx) {
+  return ctx ? ctx->backend->name() : nullptr;
 }
 
 int32_t tessel_ctx_rank(const tessel_ctx *ctx) { return ctx ? ctx->rank : -1; }
@@ -234,80 +288,6 @@ void tessel_clear_error(tessel_ctx *ctx) {
   ctx->hasError = false;
   ctx->error.clear();
 }
-
-void *tessel_alloc(tessel_ctx *ctx, int64_t bytes) {
-  if (bytes < 0) {
-    setError(ctx, "tessel_alloc: negative size %lld", (long long)bytes);
-    return nullptr;
-  }
-  // aligned_alloc wants a multiple of the alignment; a zero-byte request
-  // still gets a distinct, freeable pointer.
-  int64_t rounded = bytes == 0 ? 64 : (bytes + 63) / 64 * 64;
-  if (rounded < bytes) {
-    setError(ctx, "tessel_alloc: size %lld overflows", (long long)bytes);
-    return nullptr;
-  }
-  void *p = std::aligned_alloc(64, size_t(rounded));
-  if (!p) {
-    setError(ctx, "tessel_alloc: out of memory (%lld bytes)",
-             (long long)bytes);
-    return nullptr;
-  }
-  std::memset(p, 0, size_t(rounded));
-  if (ctx) {
-    ctx->allocations[p] = bytes;
-    ctx->counters.bytes_allocated += bytes;
-    ctx->counters.peak_bytes_allocated = std::max(
-        ctx->counters.peak_bytes_allocated, ctx->counters.bytes_allocated);
-  }
-  return p;
-}
-
-void tessel_free(tessel_ctx *ctx, void *ptr) {
-  if (ctx && ptr) {
-    auto it = ctx->allocations.find(ptr);
-    if (it != ctx->allocations.end()) {
-      ctx->counters.bytes_allocated -= it->second;
-      ctx->allocations.erase(it);
-    }
-  }
-  std::free(ptr);
-}
-
-static void copyBytes(tessel_ctx *ctx, void *dst, const void *src,
-                      int64_t bytes) {
-  if (bytes <= 0)
-    return;
-  // memmove: a device-to-device copy may be asked to shift within a buffer.
-  std::memmove(dst, src, size_t(bytes));
-  if (ctx)
-    ctx->counters.bytes_copied += bytes;
-}
-
-void tessel_copy_to_device(tessel_ctx *ctx, void *dst, const void *src,
-                           int64_t bytes) {
-  copyBytes(ctx, dst, src, bytes);
-}
-
-void tessel_copy_to_host(tessel_ctx *ctx, void *dst, const void *src,
-                         int64_t bytes) {
-  copyBytes(ctx, dst, src, bytes);
-}
-
-void tessel_copy(tessel_ctx *ctx, void *dst, const void *src, int64_t bytes) {
-  // In place: nothing to move and nothing to count.
-  if (dst == src)
-    return;
-  copyBytes(ctx, dst, src, bytes);
-}
-
-void tessel_zero(tessel_ctx *, void *dst, int64_t bytes) {
-  if (bytes > 0)
-    std::memset(dst, 0, size_t(bytes));
-}
-
-// The CPU backend runs every kernel and copy when it is issued.
-void tessel_synchronize(tessel_ctx *) {}
 
 void tessel_get_counters(const tessel_ctx *ctx, tessel_counters *out) {
   if (!out)

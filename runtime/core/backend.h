@@ -1,0 +1,246 @@
+//===- backend.h - The interface every backend implements -------*- C++ -*-===//
+//
+// The front (runtime/core) defines every C ABI entry point once: it checks
+// the arguments, keeps the counters, and then calls the context's Backend.
+// A backend therefore sees only valid arguments and does the work: memory,
+// kernels, and (through its Communicator) the data movement of collectives.
+//
+// Why an abstract class rather than a struct of function pointers: a
+// backend is C++ compiled into this library (CUDA host code is C++ too), so
+// `override` turns every signature that drifts from this interface into a
+// compile error instead of a silent mismatch; one object per context holds
+// the backend's state (stream, events, BLAS handle) without a `void *self`;
+// and a virtual call costs what a call through a function pointer costs.
+// A plugin loaded with dlopen from C would want the function-pointer table;
+// nothing needs that today.
+//
+// Conventions for every method:
+//   - arguments are the C ABI's, already checked as the ABI documents
+//     (dtypes, kinds, shapes, blocks); pointers are device memory unless
+//     named host;
+//   - `ctx` is passed so that errors only the data reveals (a label or id
+//     out of range, an integer division by zero) go to setError(ctx, ...)
+//     exactly as the ABI documents; a backend must not record errors the
+//     front already checks;
+//   - work may run asynchronously on the rank's stream; synchronize() waits.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TESSEL_RUNTIME_CORE_BACKEND_H
+#define TESSEL_RUNTIME_CORE_BACKEND_H
+
+#include "core/collective.h"
+
+#include <memory>
+#include <string>
+
+namespace tessel {
+
+/// The data movement of the collectives over one group of more than one
+/// rank (groups of one never reach it). Backend-provided: ranks as threads
+/// with shared memory or MPI processes on the CPU, NCCL communicators split
+/// per axes mask on CUDA. Each call is blocking from the caller's view (on
+/// an asynchronous backend: ordered on the rank's stream); it returns false
+/// with the error recorded on ctx (a timeout, a failed peer, members that
+/// disagree on the call). The front counts only calls that return true.
+class Communicator {
+public:
+  virtual ~Communicator() = default;
+  virtual bool allReduce(tessel_ctx *ctx, const Group &group,
+                         const Collective &c) = 0;
+  virtual bool allGather(tessel_ctx *ctx, const Group &group,
+                         const Collective &c) = 0;
+  virtual bool reduceScatter(tessel_ctx *ctx, const Group &group,
+                             const Collective &c) = 0;
+  virtual bool allToAll(tessel_ctx *ctx, const Group &group,
+                        const Collective &c) = 0;
+};
+
+/// One rank's backend. Created by its factory (see kBackends in
+/// registry.cpp) for one context and destroyed with it.
+class Backend {
+public:
+  virtual ~Backend() = default;
+
+  /// The name tessel_ctx_backend reports ("cpu").
+  virtual const char *name() const = 0;
+
+  /// The communicator for ctx's comm kind (ctx's rank, world and mesh are
+  /// set); null for TESSEL_COMM_NONE. On failure: null with the reason in
+  /// `error`. An MPI or NCCL creation is collective over the world.
+  virtual std::unique_ptr<Communicator>
+  createCommunicator(tessel_ctx *ctx, const tessel_ctx_options &options,
+                     std::string &error) = 0;
+
+  //===--- Memory (the front counts bytes and checks sizes) ---------------===//
+
+  /// `bytes` (>= 0) of device memory, 64-byte aligned, zero-filled; a
+  /// zero-byte request still gets a distinct, freeable pointer. Null when
+  /// out of memory.
+  virtual void *alloc(int64_t bytes) = 0;
+  virtual void free(void *ptr) = 0;
+  /// bytes > 0 in the copies and zero. copy: device to device, overlapping
+  /// ranges allowed (memmove), dst != src.
+  virtual void copyToDevice(void *dst, const void *hostSrc, int64_t bytes) = 0;
+  virtual void copyToHost(void *hostDst, const void *src, int64_t bytes) = 0;
+  virtual void copy(void *dst, const void *src, int64_t bytes) = 0;
+  /// `rows` rows of `rowBytes` (> 0) bytes, row r from src + r·srcPitch to
+  /// dst + r·dstPitch, device to device, not overlapping (all_slice, a
+  /// cudaMemcpy2DAsync).
+  virtual void copy2d(void *dst, int64_t dstPitch, const void *src,
+                      int64_t srcPitch, int64_t rows, int64_t rowBytes) = 0;
+  virtual void zero(void *dst, int64_t bytes) = 0;
+  /// Waits for every kernel and copy issued so far.
+  virtual void synchronize() = 0;
+
+  //===--- Kernels (tessel/runtime.h documents each) ----------------------===//
+
+  virtual void initParam(tessel_ctx *ctx, void *dst, int32_t dtype,
+                         int64_t first, int64_t count, int32_t kind,
+                         const double *hostArgs, uint64_t seed,
+                         uint64_t nameHash) = 0;
+  virtual void matmul(tessel_ctx *ctx, int32_t dtype, const void *a,
+                      const void *b, void *c, int64_t batch, int64_t m,
+                      int64_t n, int64_t k, bool transA, bool transB,
+                      bool bShared) = 0;
+  virtual void binary(tessel_ctx *ctx, int32_t op, int32_t dtype, const void *a,
+                      const void *b, void *out, int64_t n) = 0;
+  virtual void unary(tessel_ctx *ctx, int32_t op, int32_t dtype, const void *x,
+                     void *y, int64_t n) = 0;
+  virtual void cast(tessel_ctx *ctx, int32_t srcDtype, int32_t dstDtype,
+                    const void *x, void *y, int64_t n) = 0;
+  /// `stream` is the context's random stream (tessel_set_rng_stream).
+  virtual void dropout(tessel_ctx *ctx, int32_t dtype, const void *x, void *y,
+                       int64_t n, double rate, uint64_t seed, uint64_t step,
+                       int64_t first, uint64_t stream) = 0;
+  virtual void dropoutBlock(tessel_ctx *ctx, int32_t dtype, const void *x,
+                            void *y, int32_t rank, const int64_t *hostShape,
+                            const int64_t *hostStrides, double rate,
+                            uint64_t seed, uint64_t step, int64_t first,
+                            uint64_t stream) = 0;
+  /// Every extent > 0 (the front returns early on an empty copy).
+  virtual void stridedCopy(tessel_ctx *ctx, int32_t dtype, const void *in,
+                           void *out, int32_t rank, const int64_t *hostShape,
+                           const int64_t *hostInStrides,
+                           const int64_t *hostOutStrides) = 0;
+  /// At least one output element.
+  virtual void reduce(tessel_ctx *ctx, int32_t kind, int32_t dtype,
+                      const void *in, void *out, int32_t rank,
+                      const int64_t *hostShape, uint64_t reduceMask) = 0;
+  virtual void softmax(tessel_ctx *ctx, int32_t dtype, const void *x, void *y,
+                       int64_t outer, int64_t dim, int64_t inner) = 0;
+  /// cols > 0.
+  virtual void layerNorm(tessel_ctx *ctx, int32_t dtype, const void *x,
+                         const void *gamma, const void *beta, void *y,
+                         int64_t rows, int64_t cols, double eps, bool rms) = 0;
+  /// outer·inner > 0.
+  virtual void batchNorm(tessel_ctx *ctx, int32_t dtype, const void *x,
+                         const void *gamma, const void *beta, void *y,
+                         int64_t outer, int64_t channels, int64_t inner,
+                         double eps) = 0;
+  virtual void embedding(tessel_ctx *ctx, int32_t dtype, int32_t idsDtype,
+                         const void *table, const void *ids, void *out,
+                         int64_t numIds, int64_t rows, int64_t hidden,
+                         int64_t rowOffset, int64_t vocab) = 0;
+  virtual void crossEntropy(tessel_ctx *ctx, int32_t dtype, int32_t labelDtype,
+                            const void *logits, const void *labels, void *out,
+                            int64_t rows, int64_t classes,
+                            int32_t reduction) = 0;
+  virtual void attention(tessel_ctx *ctx, int32_t dtype, const void *q,
+                         const void *k, const void *v, void *out, int64_t batch,
+                         int64_t seq, int64_t kvSeq, int64_t heads,
+                         int64_t kvHeads, int64_t headDim, int64_t valueDim,
+                         double scale, bool causal) = 0;
+
+  //===--- Backward kernels -----------------------------------------------===//
+
+  virtual void unaryGrad(tessel_ctx *ctx, int32_t op, int32_t dtype,
+                         const void *x, const void *dy, void *dx,
+                         int64_t n) = 0;
+  virtual void softmaxGrad(tessel_ctx *ctx, int32_t dtype, const void *y,
+                           const void *dy, void *dx, int64_t outer, int64_t dim,
+                           int64_t inner) = 0;
+  virtual void layerNormGrad(tessel_ctx *ctx, int32_t dtype, const void *x,
+                             const void *gamma, const void *dy, void *dx,
+                             void *dgamma, void *dbeta, int64_t rows,
+                             int64_t cols, double eps, bool rms) = 0;
+  virtual void batchNormGrad(tessel_ctx *ctx, int32_t dtype, const void *x,
+                             const void *gamma, const void *dy, void *dx,
+                             void *dgamma, void *dbeta, int64_t outer,
+                             int64_t channels, int64_t inner, double eps) = 0;
+  virtual void crossEntropyGrad(tessel_ctx *ctx, int32_t dtype,
+                                int32_t labelDtype, const void *logits,
+                                const void *labels, const void *dloss,
+                                void *dlogits, int64_t rows, int64_t classes,
+                                int32_t reduction) = 0;
+  virtual void labelLogit(tessel_ctx *ctx, int32_t dtype, int32_t labelDtype,
+                          const void *logits, const void *labels, void *out,
+                          int64_t rows, int64_t classes, int64_t classOffset,
+                          int64_t totalClasses) = 0;
+  virtual void subLabel(tessel_ctx *ctx, int32_t dtype, int32_t labelDtype,
+                        const void *x, const void *labels, const void *values,
+                        void *out, int64_t rows, int64_t classes,
+                        int64_t classOffset, int64_t totalClasses) = 0;
+  virtual void embeddingGrad(tessel_ctx *ctx, int32_t dtype, int32_t idsDtype,
+                             const void *ids, const void *dout, void *dtable,
+                             int64_t numIds, int64_t rows, int64_t hidden,
+                             int64_t rowOffset, int64_t vocab) = 0;
+  virtual void attentionGrad(tessel_ctx *ctx, int32_t dtype, const void *q,
+                             const void *k, const void *v, const void *dout,
+                             void *dq, void *dk, void *dv, int64_t batch,
+                             int64_t seq, int64_t kvSeq, int64_t heads,
+                             int64_t kvHeads, int64_t headDim, int64_t valueDim,
+                             double scale, bool causal) = 0;
+
+  //===--- Optimizer (device-side scalars) --------------------------------===//
+
+  virtual void sumSquares(tessel_ctx *ctx, int32_t dtype, const void *x,
+                          int64_t n, void *sum) = 0;
+  virtual void clipScale(tessel_ctx *ctx, const void *sumSquares,
+                         double maxNorm, const void *gradScale,
+                         void *scale) = 0;
+  /// `opt` is host memory; kind, step and state presence are checked.
+  virtual void optimizerUpdate(tessel_ctx *ctx, const tessel_optimizer &opt,
+                               int32_t dtype, void *param, const void *grad,
+                               const void *gradScale, void *state0,
+                               void *state1, int64_t n, int64_t step,
+                               double lr) = 0;
+};
+
+/// One backend compiled into this library: its name, whether it can run on
+/// this host (a CUDA backend: a device is present), and its factory (null
+/// with the reason in `error` on failure).
+struct BackendFactory {
+  const char *name;
+  bool (*available)();
+  std::unique_ptr<Backend> (*create)(const tessel_ctx_options &options,
+                                     std::string &error);
+};
+
+/// The backend called `name`, or null.
+const BackendFactory *findBackend(const char *name);
+/// "cpu" or "cpu, cuda": the names compiled in, for error messages.
+std::string backendNames();
+
+namespace cpu {
+bool available();
+std::unique_ptr<Backend> createBackend(const tessel_ctx_options &options,
+                                       std::string &error);
+
+/// The worlds the C ABI's bootstrap calls (world.cpp) forward to: ranks as
+/// threads (comm_local.cpp) or MPI processes (comm_mpi.cpp). They exist
+/// before any context, so they belong to no backend object; a CUDA backend
+/// bootstraps from the same worlds (its NCCL id goes through them).
+tessel_local_world *createLocalWorld(int32_t worldSize);
+void destroyLocalWorld(tessel_local_world *world);
+void abortLocalWorld(tessel_local_world *world, int32_t rank,
+                     const char *message);
+/// 0 on success; otherwise non-zero with setCreateError called.
+int32_t mpiInit(int32_t *rank, int32_t *worldSize);
+void mpiFinalize();
+[[noreturn]] void mpiAbort(int32_t code);
+} // namespace cpu
+
+} // namespace tessel
+
+#endif // TESSEL_RUNTIME_CORE_BACKEND_H

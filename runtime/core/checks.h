@@ -1,0 +1,100 @@
+//===- checks.h - Argument checks the kernel entry points share -*- C++ -*-===//
+//
+// Private to the front: each check records "<kernel>: <reason>" on the
+// context and fails, so every backend reports the same errors for the same
+// bad call.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TESSEL_RUNTIME_CORE_CHECKS_H
+#define TESSEL_RUNTIME_CORE_CHECKS_H
+
+#include "core/context.h"
+
+#include <climits>
+
+namespace tessel {
+
+inline bool isFloatDtype(int32_t dtype) {
+  return dtype == TESSEL_F32 || dtype == TESSEL_F16 || dtype == TESSEL_BF16 ||
+         dtype == TESSEL_F64;
+}
+
+inline bool isIntDtype(int32_t dtype) {
+  return dtype == TESSEL_I32 || dtype == TESSEL_I64;
+}
+
+inline bool isKnownDtype(int32_t dtype) {
+  return isFloatDtype(dtype) || isIntDtype(dtype);
+}
+
+/// Records "<kernel>: unsupported dtype D" unless `ok`.
+inline bool checkDtype(tessel_ctx *ctx, const char *kernel, int32_t dtype,
+                       bool ok) {
+  if (!ok)
+    setError(ctx, "%s: unsupported dtype %d", kernel, dtype);
+  return ok;
+}
+
+/// Integer indices (labels, ids) are i32 or i64; otherwise records
+/// "<kernel>: <what> must be i32 or i64" and fails.
+inline bool checkIndexDtype(tessel_ctx *ctx, const char *kernel,
+                            const char *what, int32_t dtype) {
+  if (isIntDtype(dtype))
+    return true;
+  setError(ctx, "%s: %s must be i32 or i64, got dtype %d", kernel, what, dtype);
+  return false;
+}
+
+/// A block [offset, offset + size) of an extent `total` (a rank's rows of a
+/// vocabulary-parallel table or its classes of the logits): non-negative and
+/// inside [0, total]; otherwise records an error naming `kernel` and fails.
+inline bool checkBlock(tessel_ctx *ctx, const char *kernel, const char *what,
+                       int64_t size, int64_t offset, int64_t total) {
+  if (size >= 0 && offset >= 0 && total >= 0 && size <= total - offset)
+    return true;
+  setError(ctx, "%s: block of %lld %s at offset %lld outside [0, %lld)", kernel,
+           (long long)size, what, (long long)offset, (long long)total);
+  return false;
+}
+
+/// The argument checks tessel_attention and tessel_attention_grad share:
+/// float dtype, non-negative sizes, kv heads dividing heads, and every GEMM
+/// dimension within a BLAS int.
+inline bool checkAttentionArgs(tessel_ctx *ctx, const char *kernel,
+                               int32_t dtype, int64_t batch, int64_t seq,
+                               int64_t kvSeq, int64_t heads, int64_t kvHeads,
+                               int64_t headDim, int64_t valueDim) {
+  if (!checkDtype(ctx, kernel, dtype, isFloatDtype(dtype)))
+    return false;
+  if (batch < 0 || seq < 0 || kvSeq < 0 || heads < 0 || headDim < 0 ||
+      valueDim < 0 || kvHeads <= 0 || heads % kvHeads != 0) {
+    setError(ctx, "%s: bad shape (heads %lld, kv_heads %lld)", kernel,
+             (long long)heads, (long long)kvHeads);
+    return false;
+  }
+  if (seq * kvSeq > INT_MAX || heads * headDim > INT_MAX ||
+      heads * valueDim > INT_MAX) {
+    setError(ctx, "%s: dimension beyond BLAS int range", kernel);
+    return false;
+  }
+  return true;
+}
+
+/// The checks both vocabulary-parallel label kernels share.
+inline bool checkLabelArgs(tessel_ctx *ctx, const char *kernel, int32_t dtype,
+                           int32_t labelDtype, int64_t rows, int64_t classes,
+                           int64_t classOffset, int64_t totalClasses) {
+  if (!checkDtype(ctx, kernel, dtype, isFloatDtype(dtype)) ||
+      !checkIndexDtype(ctx, kernel, "labels", labelDtype))
+    return false;
+  if (rows < 0) {
+    setError(ctx, "%s: negative shape", kernel);
+    return false;
+  }
+  return checkBlock(ctx, kernel, "classes", classes, classOffset, totalClasses);
+}
+
+} // namespace tessel
+
+#endif // TESSEL_RUNTIME_CORE_CHECKS_H

@@ -1,0 +1,104 @@
+//===- context.h - The backend-neutral state of one rank --------*- C++ -*-===//
+//
+// Private to the runtime. The front (runtime/core) owns everything a context
+// holds except the backend's own state: the rank and its mesh coordinates,
+// the step, microbatch and random stream, the sticky error, the counters and
+// the allocation table. The backend and its communicator hang off it, so
+// one compiled model runs on whichever backend the context was created with.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TESSEL_RUNTIME_CORE_CONTEXT_H
+#define TESSEL_RUNTIME_CORE_CONTEXT_H
+
+#include "tessel/runtime.h"
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace tessel {
+class Backend;
+class Communicator;
+
+/// Bytes and calls of one (collective, axes mask).
+struct CommCounter {
+  int64_t bytes = 0;
+  int64_t calls = 0;
+};
+} // namespace tessel
+
+// A context belongs to one rank, and a rank issues its kernels from one
+// thread, so the fields need no locking.
+struct tessel_ctx {
+  tessel_ctx();
+  ~tessel_ctx();
+
+  int32_t rank = 0;
+  int32_t worldSize = 1;
+  /// tessel_comm_kind; the mesh (at least one axis) and this rank's
+  /// coordinates on it.
+  int32_t comm = TESSEL_COMM_NONE;
+  std::vector<int64_t> meshShape{1};
+  std::vector<int64_t> meshCoord{0};
+  double commTimeoutSeconds = 600;
+  /// Declared before the communicator so that it is destroyed after it: a
+  /// communicator may still use the backend's device state when it leaves.
+  std::unique_ptr<tessel::Backend> backend;
+  /// Null for TESSEL_COMM_NONE (every group has one member).
+  std::unique_ptr<tessel::Communicator> communicator;
+  /// Per collective, keyed by axes mask.
+  std::unordered_map<uint32_t, tessel::CommCounter>
+      commCounters[TESSEL_NUM_COLLECTIVES];
+  uint64_t step = 0;
+  uint64_t microbatch = 0;
+  /// tessel_set_rng_stream: 0 outside repeated layers.
+  uint64_t rngStream = 0;
+  bool hasError = false;
+  std::string error;
+  tessel_counters counters{};
+  /// Bytes asked for by each live tessel_alloc, to count frees.
+  std::unordered_map<void *, int64_t> allocations;
+};
+
+namespace tessel {
+
+/// Records `fmt` as the context's error unless one is already recorded: the
+/// first failure is the one worth reporting. Backends call it too, for
+/// errors only the data reveals (a label out of range).
+void setError(tessel_ctx *ctx, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/// Sets what tessel_error(NULL) reports on this thread: why the last
+/// context-less call (tessel_ctx_create, tessel_mpi_init) failed.
+void setCreateError(std::string message);
+
+/// Counts one kernel and adds its wall time to the context's counters. On
+/// an asynchronous backend this is the time to issue the kernel; the
+/// counter documents it as wall time on the CPU.
+class KernelScope {
+public:
+  explicit KernelScope(tessel_ctx *ctx)
+      : ctx(ctx), start(std::chrono::steady_clock::now()) {}
+  ~KernelScope() {
+    if (!ctx)
+      return;
+    std::chrono::duration<double> elapsed =
+        std::chrono::steady_clock::now() - start;
+    ++ctx->counters.kernel_calls;
+    ctx->counters.kernel_seconds += elapsed.count();
+  }
+  KernelScope(const KernelScope &) = delete;
+  KernelScope &operator=(const KernelScope &) = delete;
+
+private:
+  tessel_ctx *ctx;
+  std::chrono::steady_clock::time_point start;
+};
+
+} // namespace tessel
+
+#endif // TESSEL_RUNTIME_CORE_CONTEXT_H

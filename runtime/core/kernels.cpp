@@ -1,0 +1,306 @@
+//===- kernels.cpp - Entry points of the forward kernels and init ---------===//
+//
+// Each entry point counts the kernel (KernelScope), checks its arguments as
+// tessel/runtime.h documents them, and hands the call to the context's
+// backend. A null context has no backend: the call does nothing.
+//
+//===----------------------------------------------------------------------===//
+
+#include "core/backend.h"
+#include "core/checks.h"
+#include "core/rng.h"
+
+using namespace tessel;
+
+extern "C" {
+
+void tessel_init_param(tessel_ctx *ctx, void *dst, int32_t dtype, int64_t first,
+                       int64_t count, int32_t kind, const double *args,
+                       uint64_t seed, const char *name) {
+  if (!ctx)
+    return;
+  KernelScope scope(ctx);
+  if (count <= 0)
+    return;
+  if (kind < TESSEL_INIT_ZEROS || kind > TESSEL_INIT_UNIFORM) {
+    setError(ctx, "tessel_init_param: unknown init kind %d", kind);
+    return;
+  }
+  if (kind >= TESSEL_INIT_CONSTANT && !args) {
+    setError(ctx, "tessel_init_param: init kind %d needs args", kind);
+    return;
+  }
+  if (kind >= TESSEL_INIT_NORMAL && isIntDtype(dtype)) {
+    setError(ctx, "tessel_init_param: random init of an integer parameter");
+    return;
+  }
+  if (!checkDtype(ctx, "tessel_init_param", dtype, isKnownDtype(dtype)))
+    return;
+  ctx->backend->initParam(ctx, dst, dtype, first, count, kind, args, seed,
+                          fnv1a(name));
+}
+
+void tessel_matmul(tessel_ctx *ctx, int32_t dtype, const void *a, const void *b,
+                   void *c, int64_t batch, int64_t m, int64_t n, int64_t k,
+                   int32_t trans_a, int32_t trans_b, int32_t b_shared) {
+  if (!ctx)
+    return;
+  KernelScope scope(ctx);
+  if (batch < 0 || m < 0 || n < 0 || k < 0) {
+    setError(ctx, "tessel_matmul: negative dimension");
+    return;
+  }
+  if (m > INT_MAX || n > INT_MAX || k > INT_MAX) {
+    setError(ctx, "tessel_matmul: dimension beyond BLAS int range");
+    return;
+  }
+  if (!checkDtype(ctx, "tessel_matmul", dtype, isFloatDtype(dtype)))
+    return;
+  ctx->backend->matmul(ctx, dtype, a, b, c, batch, m, n, k, trans_a != 0,
+                       trans_b != 0, b_shared != 0);
+}
+
+void tessel_binary(tessel_ctx *ctx, int32_t op, int32_t dtype, const void *a,
+                   const void *b, void *out, int64_t n) {
+  if (!ctx)
+    return;
+  KernelScope scope(ctx);
+  if (op < TESSEL_ADD || op > TESSEL_EQUAL) {
+    setError(ctx, "tessel_binary: unknown op %d", op);
+    return;
+  }
+  if (!checkDtype(ctx, "tessel_binary", dtype, isKnownDtype(dtype)))
+    return;
+  ctx->backend->binary(ctx, op, dtype, a, b, out, n);
+}
+
+void tessel_unary(tessel_ctx *ctx, int32_t op, int32_t dtype, const void *x,
+                  void *y, int64_t n) {
+  if (!ctx)
+    return;
+  KernelScope scope(ctx);
+  if (!checkDtype(ctx, "tessel_unary", dtype, isFloatDtype(dtype)))
+    return;
+  if (op < TESSEL_NEG || op > TESSEL_SILU) {
+    setError(ctx, "tessel_unary: unknown op %d", op);
+    return;
+  }
+  ctx->backend->unary(ctx, op, dtype, x, y, n);
+}
+
+void tessel_cast(tessel_ctx *ctx, int32_t src_dtype, int32_t dst_dtype,
+                 const void *x, void *y, int64_t n) {
+  if (!ctx)
+    return;
+  KernelScope scope(ctx);
+  if (!isKnownDtype(src_dtype) || !isKnownDtype(dst_dtype)) {
+    setError(ctx, "tessel_cast: unsupported dtypes %d -> %d", src_dtype,
+             dst_dtype);
+    return;
+  }
+  ctx->backend->cast(ctx, src_dtype, dst_dtype, x, y, n);
+}
+
+void tessel_dropout(tessel_ctx *ctx, int32_t dtype, const void *x, void *y,
+                    int64_t n, double rate, uint64_t seed, uint64_t step,
+                    int64_t first) {
+  if (!ctx)
+    return;
+  KernelScope scope(ctx);
+  if (!(rate >= 0.0 && rate <= 1.0)) {
+    setError(ctx, "tessel_dropout: rate %g outside [0, 1]", rate);
+    return;
+  }
+  if (!checkDtype(ctx, "tessel_dropout", dtype, isFloatDtype(dtype)))
+    return;
+  ctx->backend->dropout(ctx, dtype, x, y, n, rate, seed, step, first,
+                        ctx->rngStream);
+}
+
+void tessel_dropout_block(tessel_ctx *ctx, int32_t dtype, const void *x,
+                          void *y, int32_t rank, const int64_t *shape,
+                          const int64_t *strides, double rate, uint64_t seed,
+                          uint64_t step, int64_t first) {
+  if (!ctx)
+    return;
+  KernelScope scope(ctx);
+  if (!(rate >= 0.0 && rate <= 1.0)) {
+    setError(ctx, "tessel_dropout_block: rate %g outside [0, 1]", rate);
+    return;
+  }
+  if (rank < 0 || (rank > 0 && (!shape || !strides))) {
+    setError(ctx, "tessel_dropout_block: bad rank %d or null shape", rank);
+    return;
+  }
+  for (int32_t d = 0; d < rank; ++d) {
+    if (shape[d] < 0) {
+      setError(ctx, "tessel_dropout_block: negative shape");
+      return;
+    }
+  }
+  if (!checkDtype(ctx, "tessel_dropout_block", dtype, isFloatDtype(dtype)))
+    return;
+  ctx->backend->dropoutBlock(ctx, dtype, x, y, rank, shape, strides, rate, seed,
+                             step, first, ctx->rngStream);
+}
+
+void tessel_strided_copy(tessel_ctx *ctx, int32_t dtype, const void *in,
+                         void *out, int32_t rank, const int64_t *shape,
+                         const int64_t *in_strides,
+                         const int64_t *out_strides) {
+  if (!ctx)
+    return;
+  KernelScope scope(ctx);
+  if (!checkDtype(ctx, "tessel_strided_copy", dtype, isKnownDtype(dtype)))
+    return;
+  if (rank < 0) {
+    setError(ctx, "tessel_strided_copy: negative rank");
+    return;
+  }
+  // The first empty extent ends the call: nothing to copy (a negative one
+  // before it is an error).
+  for (int32_t d = 0; d < rank; ++d) {
+    if (shape[d] <= 0) {
+      if (shape[d] < 0)
+        setError(ctx, "tessel_strided_copy: negative extent");
+      return;
+    }
+  }
+  ctx->backend->stridedCopy(ctx, dtype, in, out, rank, shape, in_strides,
+                            out_strides);
+}
+
+void tessel_reduce(tessel_ctx *ctx, int32_t kind, int32_t dtype, const void *in,
+                   void *out, int32_t rank, const int64_t *shape,
+                   uint64_t reduce_mask) {
+  if (!ctx)
+    return;
+  KernelScope scope(ctx);
+  if (kind < TESSEL_REDUCE_SUM || kind > TESSEL_REDUCE_MAX) {
+    setError(ctx, "tessel_reduce: unknown kind %d", kind);
+    return;
+  }
+  if (rank < 0 || rank > 64) {
+    setError(ctx, "tessel_reduce: rank %d outside [0, 64]", rank);
+    return;
+  }
+  if (rank < 64 && (reduce_mask >> rank) != 0) {
+    setError(ctx, "tessel_reduce: mask names a dimension beyond rank %d", rank);
+    return;
+  }
+  if (kind == TESSEL_REDUCE_MEAN && isIntDtype(dtype)) {
+    setError(ctx, "tessel_reduce: mean of an integer tensor");
+    return;
+  }
+  int64_t outCount = 1;
+  for (int32_t d = 0; d < rank; ++d) {
+    if (shape[d] < 0) {
+      setError(ctx, "tessel_reduce: negative extent");
+      return;
+    }
+    if (!((reduce_mask >> d) & 1))
+      outCount *= shape[d];
+  }
+  // No output: nothing to compute, whatever the dtype.
+  if (outCount == 0)
+    return;
+  if (!checkDtype(ctx, "tessel_reduce", dtype, isKnownDtype(dtype)))
+    return;
+  ctx->backend->reduce(ctx, kind, dtype, in, out, rank, shape, reduce_mask);
+}
+
+void tessel_softmax(tessel_ctx *ctx, int32_t dtype, const void *x, void *y,
+                    int64_t outer, int64_t dim, int64_t inner) {
+  if (!ctx)
+    return;
+  KernelScope scope(ctx);
+  if (!checkDtype(ctx, "tessel_softmax", dtype, isFloatDtype(dtype)))
+    return;
+  ctx->backend->softmax(ctx, dtype, x, y, outer, dim, inner);
+}
+
+void tessel_layer_norm(tessel_ctx *ctx, int32_t dtype, const void *x,
+                       const void *gamma, const void *beta, void *y,
+                       int64_t rows, int64_t cols, double eps, int32_t rms) {
+  if (!ctx)
+    return;
+  KernelScope scope(ctx);
+  if (cols <= 0)
+    return;
+  if (!checkDtype(ctx, "tessel_layer_norm", dtype, isFloatDtype(dtype)))
+    return;
+  ctx->backend->layerNorm(ctx, dtype, x, gamma, beta, y, rows, cols, eps,
+                          rms != 0);
+}
+
+void tessel_batch_norm(tessel_ctx *ctx, int32_t dtype, const void *x,
+                       const void *gamma, const void *beta, void *y,
+                       int64_t outer, int64_t channels, int64_t inner,
+                       double eps) {
+  if (!ctx)
+    return;
+  KernelScope scope(ctx);
+  if (outer * inner <= 0)
+    return;
+  if (!checkDtype(ctx, "tessel_batch_norm", dtype, isFloatDtype(dtype)))
+    return;
+  ctx->backend->batchNorm(ctx, dtype, x, gamma, beta, y, outer, channels, inner,
+                          eps);
+}
+
+void tessel_embedding(tessel_ctx *ctx, int32_t dtype, int32_t ids_dtype,
+                      const void *table, const void *ids, void *out,
+                      int64_t num_ids, int64_t rows, int64_t hidden,
+                      int64_t row_offset, int64_t vocab) {
+  if (!ctx)
+    return;
+  KernelScope scope(ctx);
+  const char *kernel = "tessel_embedding";
+  if (!checkDtype(ctx, kernel, dtype, isKnownDtype(dtype)) ||
+      !checkIndexDtype(ctx, kernel, "ids", ids_dtype))
+    return;
+  if (num_ids < 0 || hidden < 0) {
+    setError(ctx, "tessel_embedding: negative shape");
+    return;
+  }
+  if (!checkBlock(ctx, kernel, "rows", rows, row_offset, vocab))
+    return;
+  ctx->backend->embedding(ctx, dtype, ids_dtype, table, ids, out, num_ids, rows,
+                          hidden, row_offset, vocab);
+}
+
+void tessel_cross_entropy(tessel_ctx *ctx, int32_t dtype, int32_t label_dtype,
+                          const void *logits, const void *labels, void *out,
+                          int64_t rows, int64_t classes, int32_t reduction) {
+  if (!ctx)
+    return;
+  KernelScope scope(ctx);
+  const char *kernel = "tessel_cross_entropy";
+  if (!checkIndexDtype(ctx, kernel, "labels", label_dtype))
+    return;
+  if (reduction < TESSEL_LOSS_MEAN || reduction > TESSEL_LOSS_NONE) {
+    setError(ctx, "tessel_cross_entropy: unknown reduction %d", reduction);
+    return;
+  }
+  if (!checkDtype(ctx, kernel, dtype, isFloatDtype(dtype)))
+    return;
+  ctx->backend->crossEntropy(ctx, dtype, label_dtype, logits, labels, out, rows,
+                             classes, reduction);
+}
+
+void tessel_attention(tessel_ctx *ctx, int32_t dtype, const void *q,
+                      const void *k, const void *v, void *out, int64_t batch,
+                      int64_t seq, int64_t kv_seq, int64_t heads,
+                      int64_t kv_heads, int64_t head_dim, int64_t value_dim,
+                      double scale, int32_t causal) {
+  if (!ctx)
+    return;
+  KernelScope scope(ctx);
+  if (!checkAttentionArgs(ctx, "tessel_attention", dtype, batch, seq, kv_seq,
+                          heads, kv_heads, head_dim, value_dim))
+    return;
+  ctx->backend->attention(ctx, dtype, q, k, v, out, batch, seq, kv_seq, heads,
+                          kv_heads, head_dim, value_dim, scale, causal != 0);
+}
+
+} // extern "C"

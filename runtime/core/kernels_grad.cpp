@@ -1,0 +1,248 @@
+//===- kernels_grad.cpp - Backward and optimizer entry points -------------===//
+//
+// As kernels.cpp: count, check, hand to the context's backend.
+//
+//===----------------------------------------------------------------------===//
+
+#include "core/backend.h"
+#include "core/checks.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+using namespace tessel;
+
+extern "C" {
+
+void tessel_unary_grad(tessel_ctx *ctx, int32_t op, int32_t dtype,
+                       const void *x, const void *dy, void *dx, int64_t n) {
+  if (!ctx)
+    return;
+  KernelScope scope(ctx);
+  if (!checkDtype(ctx, "tessel_unary_grad", dtype, isFloatDtype(dtype)))
+    return;
+  if (op < TESSEL_NEG || op > TESSEL_SILU) {
+    setError(ctx, "tessel_unary_grad: unknown op %d", op);
+    return;
+  }
+  ctx->backend->unaryGrad(ctx, op, dtype, x, dy, dx, n);
+}
+
+void tessel_softmax_grad(tessel_ctx *ctx, int32_t dtype, const void *y,
+                         const void *dy, void *dx, int64_t outer, int64_t dim,
+                         int64_t inner) {
+  if (!ctx)
+    return;
+  KernelScope scope(ctx);
+  if (!checkDtype(ctx, "tessel_softmax_grad", dtype, isFloatDtype(dtype)))
+    return;
+  ctx->backend->softmaxGrad(ctx, dtype, y, dy, dx, outer, dim, inner);
+}
+
+void tessel_layer_norm_grad(tessel_ctx *ctx, int32_t dtype, const void *x,
+                            const void *gamma, const void *dy, void *dx,
+                            void *dgamma, void *dbeta, int64_t rows,
+                            int64_t cols, double eps, int32_t rms) {
+  if (!ctx)
+    return;
+  KernelScope scope(ctx);
+  if (rows < 0 || cols < 0) {
+    setError(ctx, "tessel_layer_norm_grad: negative shape");
+    return;
+  }
+  if (!checkDtype(ctx, "tessel_layer_norm_grad", dtype, isFloatDtype(dtype)))
+    return;
+  ctx->backend->layerNormGrad(ctx, dtype, x, gamma, dy, dx, dgamma, dbeta, rows,
+                              cols, eps, rms != 0);
+}
+
+void tessel_batch_norm_grad(tessel_ctx *ctx, int32_t dtype, const void *x,
+                            const void *gamma, const void *dy, void *dx,
+                            void *dgamma, void *dbeta, int64_t outer,
+                            int64_t channels, int64_t inner, double eps) {
+  if (!ctx)
+    return;
+  KernelScope scope(ctx);
+  if (outer < 0 || channels < 0 || inner < 0) {
+    setError(ctx, "tessel_batch_norm_grad: negative shape");
+    return;
+  }
+  if (!checkDtype(ctx, "tessel_batch_norm_grad", dtype, isFloatDtype(dtype)))
+    return;
+  ctx->backend->batchNormGrad(ctx, dtype, x, gamma, dy, dx, dgamma, dbeta,
+                              outer, channels, inner, eps);
+}
+
+void tessel_cross_entropy_grad(tessel_ctx *ctx, int32_t dtype,
+                               int32_t label_dtype, const void *logits,
+                               const void *labels, const void *dloss,
+                               void *dlogits, int64_t rows, int64_t classes,
+                               int32_t reduction) {
+  if (!ctx)
+    return;
+  KernelScope scope(ctx);
+  const char *kernel = "tessel_cross_entropy_grad";
+  if (!checkIndexDtype(ctx, kernel, "labels", label_dtype))
+    return;
+  if (reduction < TESSEL_LOSS_MEAN || reduction > TESSEL_LOSS_NONE) {
+    setError(ctx, "tessel_cross_entropy_grad: unknown reduction %d", reduction);
+    return;
+  }
+  if (!checkDtype(ctx, kernel, dtype, isFloatDtype(dtype)))
+    return;
+  ctx->backend->crossEntropyGrad(ctx, dtype, label_dtype, logits, labels, dloss,
+                                 dlogits, rows, classes, reduction);
+}
+
+void tessel_label_logit(tessel_ctx *ctx, int32_t dtype, int32_t label_dtype,
+                        const void *logits, const void *labels, void *out,
+                        int64_t rows, int64_t classes, int64_t class_offset,
+                        int64_t total_classes) {
+  if (!ctx)
+    return;
+  KernelScope scope(ctx);
+  if (!checkLabelArgs(ctx, "tessel_label_logit", dtype, label_dtype, rows,
+                      classes, class_offset, total_classes))
+    return;
+  ctx->backend->labelLogit(ctx, dtype, label_dtype, logits, labels, out, rows,
+                           classes, class_offset, total_classes);
+}
+
+void tessel_sub_label(tessel_ctx *ctx, int32_t dtype, int32_t label_dtype,
+                      const void *x, const void *labels, const void *values,
+                      void *out, int64_t rows, int64_t classes,
+                      int64_t class_offset, int64_t total_classes) {
+  if (!ctx)
+    return;
+  KernelScope scope(ctx);
+  if (!checkLabelArgs(ctx, "tessel_sub_label", dtype, label_dtype, rows,
+                      classes, class_offset, total_classes))
+    return;
+  ctx->backend->subLabel(ctx, dtype, label_dtype, x, labels, values, out, rows,
+                         classes, class_offset, total_classes);
+}
+
+void tessel_embedding_grad(tessel_ctx *ctx, int32_t dtype, int32_t ids_dtype,
+                           const void *ids, const void *dout, void *dtable,
+                           int64_t num_ids, int64_t rows, int64_t hidden,
+                           int64_t row_offset, int64_t vocab) {
+  if (!ctx)
+    return;
+  KernelScope scope(ctx);
+  const char *kernel = "tessel_embedding_grad";
+  if (!checkIndexDtype(ctx, kernel, "ids", ids_dtype))
+    return;
+  if (num_ids < 0 || hidden < 0) {
+    setError(ctx, "tessel_embedding_grad: negative shape");
+    return;
+  }
+  if (!checkBlock(ctx, kernel, "rows", rows, row_offset, vocab) ||
+      !checkDtype(ctx, kernel, dtype, isFloatDtype(dtype)))
+    return;
+  ctx->backend->embeddingGrad(ctx, dtype, ids_dtype, ids, dout, dtable, num_ids,
+                              rows, hidden, row_offset, vocab);
+}
+
+void tessel_attention_grad(tessel_ctx *ctx, int32_t dtype, const void *q,
+                           const void *k, const void *v, const void *dout,
+                           void *dq, void *dk, void *dv, int64_t batch,
+                           int64_t seq, int64_t kv_seq, int64_t heads,
+                           int64_t kv_heads, int64_t head_dim,
+                           int64_t value_dim, double scale, int32_t causal) {
+  if (!ctx)
+    return;
+  KernelScope scope(ctx);
+  if (!checkAttentionArgs(ctx, "tessel_attention_grad", dtype, batch, seq,
+                          kv_seq, heads, kv_heads, head_dim, value_dim))
+    return;
+  ctx->backend->attentionGrad(ctx, dtype, q, k, v, dout, dq, dk, dv, batch, seq,
+                              kv_seq, heads, kv_heads, head_dim, value_dim,
+                              scale, causal != 0);
+}
+
+void tessel_sum_squares(tessel_ctx *ctx, int32_t dtype, const void *x,
+                        int64_t n, void *sum) {
+  if (!ctx)
+    return;
+  KernelScope scope(ctx);
+  if (!checkDtype(ctx, "tessel_sum_squares", dtype, isFloatDtype(dtype)))
+    return;
+  ctx->backend->sumSquares(ctx, dtype, x, n, sum);
+}
+
+void tessel_clip_scale(tessel_ctx *ctx, const void *sum_squares,
+                       double max_norm, const void *grad_scale, void *scale) {
+  if (!ctx)
+    return;
+  KernelScope scope(ctx);
+  ctx->backend->clipScale(ctx, sum_squares, max_norm, grad_scale, scale);
+}
+
+void tessel_optimizer_update(tessel_ctx *ctx, const tessel_optimizer *opt,
+                             int32_t dtype, void *param, const void *grad,
+                             const void *grad_scale, void *state0, void *state1,
+                             int64_t n, int64_t step, double lr) {
+  if (!ctx)
+    return;
+  KernelScope scope(ctx);
+  if (!opt) {
+    setError(ctx, "tessel_optimizer_update: null optimizer");
+    return;
+  }
+  if (n < 0) {
+    setError(ctx, "tessel_optimizer_update: negative size");
+    return;
+  }
+  bool adam = opt->kind == TESSEL_OPT_ADAM || opt->kind == TESSEL_OPT_ADAMW;
+  if (!adam && opt->kind != TESSEL_OPT_SGD) {
+    setError(ctx, "tessel_optimizer_update: unknown optimizer kind %d",
+             opt->kind);
+    return;
+  }
+  if (adam && step < 1) {
+    setError(ctx,
+             "tessel_optimizer_update: step %lld < 1 (bias correction "
+             "counts from 1)",
+             (long long)step);
+    return;
+  }
+  if (n > 0 && ((adam && (!state0 || !state1)) ||
+                (!adam && opt->momentum != 0.0 && !state0))) {
+    setError(ctx, "tessel_optimizer_update: missing optimizer state");
+    return;
+  }
+  if (!checkDtype(ctx, "tessel_optimizer_update", dtype, isFloatDtype(dtype)))
+    return;
+  ctx->backend->optimizerUpdate(ctx, *opt, dtype, param, grad, grad_scale,
+                                state0, state1, n, step, lr);
+}
+
+// Host arithmetic on no context: the same for every backend.
+double tessel_lr_at(int32_t kind, double lr, double min_lr, int64_t warmup,
+                    int64_t total_steps, int64_t step) {
+  bool warmingUp = warmup > 0 && step <= warmup;
+  switch (kind) {
+  case TESSEL_LR_CONSTANT:
+  case TESSEL_LR_WARMUP_COSINE:
+    break;
+  default:
+    return std::numeric_limits<double>::quiet_NaN();
+  }
+  if (warmingUp)
+    return lr * double(std::max<int64_t>(step, 0)) / double(warmup);
+  switch (kind) {
+  case TESSEL_LR_CONSTANT:
+    return lr;
+  case TESSEL_LR_WARMUP_COSINE: {
+    if (step >= total_steps)
+      return min_lr;
+    double progress = double(step - warmup) / double(total_steps - warmup);
+    return min_lr + 0.5 * (lr - min_lr) * (1.0 + std::cos(M_PI * progress));
+  }
+  default:
+    return std::numeric_limits<double>::quiet_NaN();
+  }
+}
+
+} // extern "C"
