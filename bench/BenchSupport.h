@@ -10,7 +10,7 @@
 #define TESSEL_BENCH_BENCHSUPPORT_H
 
 #include "runtime/launcher/Data.h"
-#include "runtime/launcher/Model.h"
+#include "runtime/launcher/ModelDescription.h"
 
 #include <algorithm>
 #include <chrono>

@@ -38,11 +38,14 @@
 //===----------------------------------------------------------------------===//
 
 #include "bench/BenchSupport.h"
+#include "runtime/launcher/Arena.h"
+#include "runtime/launcher/Compile.h"
 #include "runtime/launcher/Data.h"
 #include "runtime/launcher/Distributed.h"
 #include "runtime/launcher/Error.h"
 #include "runtime/launcher/MeshBlocks.h"
-#include "runtime/launcher/Model.h"
+#include "runtime/launcher/ModelLibrary.h"
+#include "runtime/launcher/Ranks.h"
 #include "runtime/launcher/Training.h"
 
 #include "tessel/runtime.h"

@@ -39,9 +39,12 @@
 
 #include "bench/BenchSupport.h"
 #include "bench/KernelProfile.h"
+#include "runtime/launcher/Arena.h"
+#include "runtime/launcher/Compile.h"
 #include "runtime/launcher/Data.h"
 #include "runtime/launcher/Error.h"
-#include "runtime/launcher/Model.h"
+#include "runtime/launcher/ModelLibrary.h"
+#include "runtime/launcher/Ranks.h"
 #include "runtime/launcher/Training.h"
 
 #include "dialect/NN/NNDialect.h"
