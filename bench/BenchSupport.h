@@ -1,8 +1,9 @@
 //===- BenchSupport.h - What the benchmarks share ---------------*- C++ -*-===//
 //
-// Timing helpers, errors, and the two pieces of state a training-step
-// benchmark keeps around a timed run: a pool of batches drawn before timing
-// and the parameters and optimizer state to restart from.
+// Timing helpers, errors, the benchmarks' command line, and the two pieces
+// of state a training-step benchmark keeps around a timed run: a pool of
+// batches drawn before timing and the parameters and optimizer state to
+// restart from.
 //
 //===----------------------------------------------------------------------===//
 
@@ -10,13 +11,15 @@
 #define TESSEL_BENCH_BENCHSUPPORT_H
 
 #include "runtime/launcher/Data.h"
-#include "runtime/launcher/Model.h"
+#include "runtime/launcher/ModelDescription.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstdlib>
+#include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -29,12 +32,61 @@ struct BenchError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-/// The values of a command line's flags: value(i) is the argument after
-/// flag argv[i] (and moves i to it), number(i) that value as a positive
-/// number; each throws a BenchError naming the flag.
+/// The flags every benchmark takes.
+struct CommonOptions {
+  std::vector<std::string> models; // MODEL.mlir arguments
+  int runs = 7;
+  double minTime = 0.2;
+  uint64_t seed = 0;
+  bool header = true;
+  bool verbose = false;
+};
+
+/// The benchmarks' one command-line parser. parse() walks argv; a
+/// benchmark's own flags read their values with value(i), the argument
+/// after flag argv[i] (moving i to it), and number(i), that value as a
+/// positive number; each throws a BenchError naming the flag.
 class FlagReader {
 public:
   FlagReader(int argc, char **argv) : argc(argc), argv(argv) {}
+
+  /// Takes the benchmark's own flag argv[i] (`flag`); false when it is not
+  /// one of them.
+  using OwnFlag = std::function<bool(const std::string &flag, int &i)>;
+
+  /// MODEL arguments, -h/--help (usage(0)), --runs, --min-time, --seed,
+  /// --no-header and --verbose into `options`, any other flag through
+  /// `own`. Then usage(2) when `nothingToRun()`; throws BenchError on an
+  /// unknown option or --runs below 1.
+  void parse(CommonOptions &options, const OwnFlag &own,
+             void (*usage)(int status),
+             const std::function<bool()> &nothingToRun) const {
+    for (int i = 1; i < argc; ++i) {
+      std::string arg = argv[i];
+      if (arg == "-h" || arg == "--help")
+        usage(0);
+      else if (arg == "--runs")
+        options.runs = int(number(i));
+      else if (arg == "--min-time")
+        options.minTime = number(i);
+      else if (arg == "--seed")
+        options.seed = uint64_t(std::strtoull(value(i).c_str(), nullptr, 10));
+      else if (arg == "--no-header")
+        options.header = false;
+      else if (arg == "--verbose" || arg == "-v")
+        options.verbose = true;
+      else if (own(arg, i))
+        continue;
+      else if (!arg.empty() && arg[0] == '-')
+        throw BenchError("unknown option " + arg + " (see --help)");
+      else
+        options.models.push_back(arg);
+    }
+    if (nothingToRun())
+      usage(2);
+    if (options.runs < 1)
+      throw BenchError("--runs must be at least 1");
+  }
 
   std::string value(int &i) const {
     if (i + 1 >= argc)

@@ -7,13 +7,13 @@
 //     one device, dp=2, tp=2, dp=2,tp=2), compiles it with the
 //     tessel-compile next to this executable (tessel-run's compileMlirModel,
 //     `--mesh` for a mesh) and runs every rank on a thread with the
-//     launcher's own pieces (TesselLauncher): rankOptions, initParams and
-//     zeroStates on the rank's block, makeRankFeeds over tessel-run's
-//     synthetic data, trainStep with one microbatch. The rank's batches
-//     (up to 64 global microbatches) are drawn before timing and copied in
-//     per step, as tessel-bench-step does, so data generation stays out of
-//     the time. Every run starts from
-//     the same parameters and optimizer state. A run is K steps of every
+//     launcher's own pieces (TesselLauncher): LocalRanks, rankOptions,
+//     initParams and zeroStates on the rank's block, makeRankFeeds over
+//     tessel-run's synthetic data, trainStep with one microbatch. The
+//     rank's batches (up to 64 global microbatches) are drawn before
+//     timing and copied in per step, as tessel-bench-step does, so data
+//     generation stays out of the time. Every run starts from the same
+//     parameters and optimizer state. A run is K steps of every
 //     rank between two barriers; its step time is the run's wall time / K.
 //     Every mesh of a model stays set up (its threads asleep between runs)
 //     and the meshes' runs alternate, so a change in the machine's load
@@ -38,11 +38,14 @@
 //===----------------------------------------------------------------------===//
 
 #include "bench/BenchSupport.h"
+#include "runtime/launcher/Arena.h"
+#include "runtime/launcher/Compile.h"
 #include "runtime/launcher/Data.h"
 #include "runtime/launcher/Distributed.h"
 #include "runtime/launcher/Error.h"
 #include "runtime/launcher/MeshBlocks.h"
-#include "runtime/launcher/Model.h"
+#include "runtime/launcher/ModelLibrary.h"
+#include "runtime/launcher/Ranks.h"
 #include "runtime/launcher/Training.h"
 
 #include "tessel/runtime.h"
@@ -72,6 +75,7 @@ namespace {
 
 using tessel::run::CommCount;
 using tessel::run::LoadedModel;
+using tessel::run::LocalRanks;
 using tessel::run::Mesh;
 using tessel::run::ModelDesc;
 using tessel::run::RankRuntime;
@@ -101,20 +105,14 @@ int64_t callsFor(double minTime, double secondsEach) {
       1, int64_t(std::ceil(minTime * 1.1 / std::max(secondsEach, 1e-9))));
 }
 
-struct Options {
-  std::vector<std::string> models;
+struct Options : CommonOptions {
   std::vector<std::string> meshes; // "" for one device
   std::vector<int64_t> sizes = {64 << 10, 1 << 20, 16 << 20, 64 << 20};
   std::vector<int> groups = {2, 4};
-  int runs = 7;
-  double minTime = 0.2;
-  uint64_t seed = 0;
   bool comm = true;
-  bool header = true;
-  bool verbose = false;
 };
 
-//===--- Threads as ranks ------------------------------------------------===//
+//===--- A barrier of the ranks' threads ----------------------------------===//
 
 /// A reusable barrier of the benchmark's threads (C++17 has no
 /// std::barrier). The last thread to arrive runs `onLast` before it releases
@@ -169,113 +167,7 @@ private:
   std::string broken;
 };
 
-/// A local world destroyed when the benchmark is done with it (after every
-/// context on it). None for one rank.
-struct LocalWorld {
-  tessel_local_world *world = nullptr;
-
-  explicit LocalWorld(int ranks) {
-    if (ranks == 1)
-      return;
-    world = tessel_local_world_create(ranks);
-    if (!world) {
-      const char *why = tessel_error(nullptr);
-      throw BenchError("cannot create a local world of " +
-                       std::to_string(ranks) +
-                       " ranks: " + (why ? why : "unknown error"));
-    }
-  }
-  ~LocalWorld() {
-    if (world)
-      tessel_local_world_destroy(world);
-  }
-  LocalWorld(const LocalWorld &) = delete;
-  LocalWorld &operator=(const LocalWorld &) = delete;
-};
-
-/// One thread per rank of a local world, running `body(rank)`. A rank that
-/// fails records the first error, aborts the world (peers in a collective
-/// return at once) and breaks `barriers` (peers waiting there throw), as
-/// tessel-run's runLocalRanks does; join() rethrows it as "rank R: ...".
-class RankThreads {
-public:
-  RankThreads(tessel_local_world *world, std::vector<ThreadBarrier *> barriers)
-      : world(world), barriers(std::move(barriers)) {}
-  ~RankThreads() {
-    if (!threads.empty()) {
-      stop("the benchmark stopped");
-      for (std::thread &t : threads)
-        t.join();
-    }
-  }
-  RankThreads(const RankThreads &) = delete;
-  RankThreads &operator=(const RankThreads &) = delete;
-
-  void start(int ranks, const std::function<void(int32_t rank)> &body) {
-    for (int32_t rank = 0; rank < ranks; ++rank)
-      threads.emplace_back([this, body, rank] {
-        try {
-          body(rank);
-        } catch (const std::exception &e) {
-          fail(rank, e.what());
-        } catch (...) {
-          fail(rank, "unknown error");
-        }
-      });
-  }
-
-  /// Makes every rank return from its next collective or barrier with an
-  /// error: something outside this world failed, and join() will not
-  /// report the errors that follow.
-  void stop(const std::string &why) {
-    {
-      std::lock_guard<std::mutex> lock(mutex);
-      if (firstError.empty())
-        stopped = true;
-    }
-    interrupt(why);
-  }
-
-  /// Waits for every rank; throws the first rank's failure unless the
-  /// threads were stopped from outside first.
-  void join() {
-    for (std::thread &t : threads)
-      t.join();
-    threads.clear();
-    if (!firstError.empty() && !stopped)
-      throw BenchError(firstError);
-  }
-
-private:
-  void interrupt(const std::string &why) {
-    if (world)
-      tessel_local_world_abort(world, 0, why.c_str());
-    for (ThreadBarrier *barrier : barriers)
-      barrier->breakAll(why);
-  }
-
-  void fail(int32_t rank, const std::string &what) {
-    {
-      std::lock_guard<std::mutex> lock(mutex);
-      if (!firstError.empty())
-        return;
-      firstError = "rank " + std::to_string(rank) + ": " + what;
-    }
-    // After recording: the peers' "a peer failed" errors come second.
-    interrupt(firstError);
-  }
-
-  tessel_local_world *world;
-  std::vector<ThreadBarrier *> barriers;
-  std::vector<std::thread> threads;
-  std::mutex mutex;
-  std::string firstError;
-  bool stopped = false;
-};
-
 //===--- 1. Training-step throughput on a mesh ---------------------------===//
-
-
 
 struct StepResult {
   std::string model;
@@ -316,9 +208,9 @@ struct MeshJob {
   StepResult result;
   LoadedModel model;
   std::filesystem::path soDir; // removed with the job
-  std::unique_ptr<LocalWorld> world;
   std::unique_ptr<ThreadBarrier> gate, peers;
-  std::unique_ptr<RankThreads> threads;
+  // Destroyed before the barriers its threads wait at.
+  std::unique_ptr<LocalRanks> ranks;
   // Written by the thread that completes a `peers` barrier (the warm-up's
   // decision, a run's start and time) or by rank 0 alone (its counters and
   // loss), read after the next barrier.
@@ -330,8 +222,7 @@ struct MeshJob {
   double loss = 0;
 
   ~MeshJob() {
-    threads.reset(); // every context before its world
-    world.reset();
+    ranks.reset(); // its threads before the barriers they wait at
     std::error_code ec;
     if (!soDir.empty())
       std::filesystem::remove_all(soDir, ec);
@@ -344,7 +235,7 @@ struct MeshJob {
 void runStepRank(MeshJob &job, int32_t rank, const Options &options) {
   const LoadedModel &model = job.model;
   const ModelDesc &desc = model.desc;
-  tessel_local_world *world = job.world->world;
+  tessel_local_world *world = job.ranks->world();
   std::vector<int64_t> coords =
       desc.mesh ? desc.mesh->coordinates(rank) : std::vector<int64_t>{};
   RankRuntime rt(
@@ -449,12 +340,16 @@ std::unique_ptr<MeshJob> makeJob(const std::string &path,
   result.unit = result.perStep != result.batch ? "tokens" : "samples";
 
   int ranks = int(result.ranks);
-  job->world = std::make_unique<LocalWorld>(ranks);
   job->gate = std::make_unique<ThreadBarrier>(ranks + 1);
   job->peers = std::make_unique<ThreadBarrier>(ranks);
-  job->threads = std::make_unique<RankThreads>(
-      job->world->world,
-      std::vector<ThreadBarrier *>{job->gate.get(), job->peers.get()});
+  job->ranks = std::make_unique<LocalRanks>(ranks);
+  MeshJob *j = job.get();
+  // A failing rank releases the main thread and its peers at their
+  // barriers, as the world's abort releases them in a collective.
+  job->ranks->setInterruptHook([j](const std::string &why) {
+    j->gate->breakAll(why);
+    j->peers->breakAll(why);
+  });
   return job;
 }
 
@@ -489,9 +384,8 @@ std::vector<StepResult> benchSteps(const std::string &path,
     jobs.push_back(makeJob(path, mesh));
   for (std::unique_ptr<MeshJob> &job : jobs) {
     MeshJob *j = job.get();
-    j->threads->start(int(j->result.ranks), [j, &options](int32_t rank) {
-      runStepRank(*j, rank, options);
-    });
+    j->ranks->start(
+        [j, &options](int32_t rank) { runStepRank(*j, rank, options); });
   }
 
   std::string model = jobs.front()->result.model;
@@ -520,12 +414,12 @@ std::vector<StepResult> benchSteps(const std::string &path,
     // A rank failed and broke its gate: stop every job, report the rank's
     // own error.
     for (std::unique_ptr<MeshJob> &job : jobs)
-      job->threads->stop("another mesh of the benchmark failed");
+      job->ranks->stop("another mesh of the benchmark failed");
   }
   for (std::unique_ptr<MeshJob> &job : jobs) {
     try {
-      job->threads->join();
-    } catch (const BenchError &e) {
+      job->ranks->join();
+    } catch (const tessel::run::RunError &e) {
       throw BenchError(model + " on " + job->result.mesh + ": " + e.what());
     }
   }
@@ -648,14 +542,11 @@ void runAllReduceRank(int ranks, int32_t rank, tessel_local_world *world,
                       std::vector<AllReduceResult> &results,
                       std::vector<AllReduceShared> &sharedPerSize,
                       const Options &options) {
-  tessel_ctx_options ctxOptions = {};
-  ctxOptions.backend = TESSEL_BACKEND_CPU;
-  ctxOptions.rank = rank;
-  ctxOptions.world_size = ranks;
-  ctxOptions.comm = TESSEL_COMM_LOCAL;
-  ctxOptions.local_world = world;
-  // A token arena: the buffers are allocated per size.
-  RankRuntime rt(64, ctxOptions);
+  // One mesh axis over every rank; a token arena: the buffers are
+  // allocated per size.
+  Mesh mesh{{"all"}, {ranks}};
+  RankRuntime rt(
+      64, tessel::run::rankOptions(mesh, rank, TESSEL_COMM_LOCAL, world));
   constexpr uint32_t kAxis = 1; // the one mesh axis: every rank
   for (size_t s = 0; s < results.size(); ++s) {
     AllReduceResult &result = results[s];
@@ -748,12 +639,13 @@ std::vector<AllReduceResult> benchAllReduce(int ranks, const Options &options) {
            " threads: " + std::to_string(options.sizes.size()) + " sizes, " +
            std::to_string(options.runs) + " runs of >= " +
            std::to_string(options.minTime) + " s each (and as many memcpy)");
-  LocalWorld world(ranks);
   ThreadBarrier barrier(ranks);
   std::vector<AllReduceShared> shared(results.size());
-  RankThreads threads(world.world, {&barrier});
-  threads.start(ranks, [&](int32_t rank) {
-    runAllReduceRank(ranks, rank, world.world, barrier, results, shared,
+  LocalRanks threads(ranks);
+  threads.setInterruptHook(
+      [&barrier](const std::string &why) { barrier.breakAll(why); });
+  threads.start([&](int32_t rank) {
+    runAllReduceRank(ranks, rank, threads.world(), barrier, results, shared,
                      options);
   });
   threads.join();
@@ -939,58 +831,43 @@ Options parseArgs(int argc, char **argv) {
   Options o;
   bool meshGiven = false;
   FlagReader flags(argc, argv);
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg == "-h" || arg == "--help") {
-      usage(0);
-    } else if (arg == "--mesh") {
-      std::string spec = flags.value(i);
-      if (!meshGiven)
-        o.meshes.clear();
-      meshGiven = true;
-      if (spec == "1" || spec == "none") {
-        o.meshes.push_back("");
-      } else {
-        tessel::run::parseMesh(spec, "--mesh"); // fails early on a typo
-        o.meshes.push_back(spec);
-      }
-    } else if (arg == "--sizes") {
-      o.sizes.clear();
-      for (const std::string &s : splitList(flags.value(i)))
-        o.sizes.push_back(parseSize(s));
-    } else if (arg == "--groups") {
-      o.groups.clear();
-      for (const std::string &g : splitList(flags.value(i))) {
-        char *end = nullptr;
-        long n = std::strtol(g.c_str(), &end, 10);
-        if (g.empty() || *end || n < 2 || n > 1024)
-          throw BenchError("bad group size '" + g + "' (2 .. 1024 ranks)");
-        o.groups.push_back(int(n));
-      }
-    } else if (arg == "--no-comm") {
-      o.comm = false;
-    } else if (arg == "--runs") {
-      o.runs = int(flags.number(i));
-    } else if (arg == "--min-time") {
-      o.minTime = flags.number(i);
-    } else if (arg == "--seed") {
-      o.seed = uint64_t(std::strtoull(flags.value(i).c_str(), nullptr, 10));
-    } else if (arg == "--no-header") {
-      o.header = false;
-    } else if (arg == "--verbose" || arg == "-v") {
-      o.verbose = true;
-    } else if (!arg.empty() && arg[0] == '-') {
-      throw BenchError("unknown option " + arg + " (see --help)");
-    } else {
-      o.models.push_back(arg);
-    }
-  }
+  flags.parse(
+      o,
+      [&](const std::string &flag, int &i) {
+        if (flag == "--mesh") {
+          std::string spec = flags.value(i);
+          if (!meshGiven)
+            o.meshes.clear();
+          meshGiven = true;
+          if (spec == "1" || spec == "none") {
+            o.meshes.push_back("");
+          } else {
+            tessel::run::parseMesh(spec, "--mesh"); // fails early on a typo
+            o.meshes.push_back(spec);
+          }
+        } else if (flag == "--sizes") {
+          o.sizes.clear();
+          for (const std::string &s : splitList(flags.value(i)))
+            o.sizes.push_back(parseSize(s));
+        } else if (flag == "--groups") {
+          o.groups.clear();
+          for (const std::string &g : splitList(flags.value(i))) {
+            char *end = nullptr;
+            long n = std::strtol(g.c_str(), &end, 10);
+            if (g.empty() || *end || n < 2 || n > 1024)
+              throw BenchError("bad group size '" + g + "' (2 .. 1024 ranks)");
+            o.groups.push_back(int(n));
+          }
+        } else if (flag == "--no-comm") {
+          o.comm = false;
+        } else {
+          return false;
+        }
+        return true;
+      },
+      usage, [&] { return o.models.empty() && !o.comm; });
   if (!meshGiven)
     o.meshes = {"", "dp=2", "tp=2", "dp=2,tp=2"};
-  if (o.models.empty() && !o.comm)
-    usage(2);
-  if (o.runs < 1)
-    throw BenchError("--runs must be at least 1");
   return o;
 }
 

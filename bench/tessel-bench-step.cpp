@@ -39,9 +39,12 @@
 
 #include "bench/BenchSupport.h"
 #include "bench/KernelProfile.h"
+#include "runtime/launcher/Arena.h"
+#include "runtime/launcher/Compile.h"
 #include "runtime/launcher/Data.h"
 #include "runtime/launcher/Error.h"
-#include "runtime/launcher/Model.h"
+#include "runtime/launcher/ModelLibrary.h"
+#include "runtime/launcher/Ranks.h"
 #include "runtime/launcher/Training.h"
 
 #include "dialect/NN/NNDialect.h"
@@ -101,15 +104,9 @@ namespace {
 
 using namespace tessel::bench;
 
-struct Options {
-  std::vector<std::string> models;
-  int runs = 7;
-  double minTime = 0.2;
-  uint64_t seed = 0;
+struct Options : CommonOptions {
   bool profile = true;
   bool train = true;
-  bool header = true;
-  bool verbose = false;
 };
 
 //===--- 1. The GEMMs of the model ---------------------------------------===//
@@ -307,8 +304,6 @@ struct PreparedModel {
     return tessel::run::readLoss(model.desc.loss(), rt.ctx, rt.arena);
   }
 };
-
-
 
 //===--- Timing ----------------------------------------------------------===//
 
@@ -868,34 +863,18 @@ void printTables(const std::vector<Result> &results, const Options &options) {
 
 Options parseArgs(int argc, char **argv) {
   Options o;
-  FlagReader flags(argc, argv);
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg == "-h" || arg == "--help")
-      usage(0);
-    else if (arg == "--runs")
-      o.runs = int(flags.number(i));
-    else if (arg == "--min-time")
-      o.minTime = flags.number(i);
-    else if (arg == "--seed")
-      o.seed = uint64_t(std::strtoull(flags.value(i).c_str(), nullptr, 10));
-    else if (arg == "--no-train")
-      o.train = false;
-    else if (arg == "--no-profile")
-      o.profile = false;
-    else if (arg == "--no-header")
-      o.header = false;
-    else if (arg == "--verbose" || arg == "-v")
-      o.verbose = true;
-    else if (!arg.empty() && arg[0] == '-')
-      throw BenchError("unknown option " + arg + " (see --help)");
-    else
-      o.models.push_back(arg);
-  }
-  if (o.models.empty())
-    usage(2);
-  if (o.runs < 1)
-    throw BenchError("--runs must be at least 1");
+  FlagReader(argc, argv).parse(
+      o,
+      [&](const std::string &flag, int &) {
+        if (flag == "--no-train")
+          o.train = false;
+        else if (flag == "--no-profile")
+          o.profile = false;
+        else
+          return false;
+        return true;
+      },
+      usage, [&] { return o.models.empty(); });
   return o;
 }
 

@@ -4,7 +4,7 @@
 #define TESSEL_RUN_DATA_H
 
 #include "runtime/launcher/Args.h"
-#include "runtime/launcher/Model.h"
+#include "runtime/launcher/ModelDescription.h"
 
 #include <memory>
 

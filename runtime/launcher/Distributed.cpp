@@ -1,4 +1,4 @@
-//===- Distributed.cpp - A partitioned model's ranks and their traffic ---===//
+//===- Distributed.cpp - A partitioned model's data, gathers, traffic -----===//
 
 #include "runtime/launcher/Distributed.h"
 #include "runtime/launcher/Error.h"
@@ -9,24 +9,6 @@
 #include <tuple>
 
 using namespace tessel::run;
-
-tessel_ctx_options tessel::run::rankOptions(const ModelDesc &model,
-                                            int32_t rank, int32_t comm,
-                                            tessel_local_world *world) {
-  tessel_ctx_options options = {};
-  options.backend = TESSEL_BACKEND_CPU;
-  options.rank = rank;
-  options.world_size = int32_t(model.worldSize());
-  options.device = 0;
-  if (!model.mesh)
-    return options;
-  options.comm = comm;
-  options.mesh_rank = int32_t(model.mesh->axes.size());
-  for (size_t a = 0; a < model.mesh->shape.size(); ++a)
-    options.mesh_shape[a] = model.mesh->shape[a];
-  options.local_world = comm == TESSEL_COMM_LOCAL ? world : nullptr;
-  return options;
-}
 
 namespace {
 

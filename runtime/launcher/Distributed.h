@@ -1,9 +1,9 @@
-//===- Distributed.h - A partitioned model's ranks and their traffic -----===//
+//===- Distributed.h - A partitioned model's data, gathers, traffic -------===//
 //
-// What a run on a mesh adds to the one-device launcher: each rank's context
-// options, its block of every global microbatch, the global tensors of a
-// checkpoint gathered with the runtime's collectives, and the collectives a
-// step ran against what the compiler reported.
+// What a run on a mesh adds to the one-device launcher once its ranks are
+// set up (Ranks.h): each rank's block of every global microbatch, the global
+// tensors of a checkpoint gathered with the runtime's collectives, and the
+// collectives a step ran against what the compiler reported.
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,7 +11,7 @@
 #define TESSEL_RUN_DISTRIBUTED_H
 
 #include "runtime/launcher/Data.h"
-#include "runtime/launcher/Model.h"
+#include "runtime/launcher/ModelDescription.h"
 
 #include <functional>
 #include <map>
@@ -20,12 +20,6 @@
 #include <vector>
 
 namespace tessel::run {
-
-/// The context options of rank `rank` of `model`'s mesh: `comm` a
-/// tessel_comm_kind (`world` for TESSEL_COMM_LOCAL). Without a mesh: rank 0
-/// of 1, no communication.
-tessel_ctx_options rankOptions(const ModelDesc &model, int32_t rank,
-                               int32_t comm, tessel_local_world *world);
 
 /// Makes a data source writing the feeds `view` describes.
 using BatchSourceFactory =

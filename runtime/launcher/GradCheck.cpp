@@ -10,8 +10,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/launcher/GradCheck.h"
+#include "runtime/launcher/Arena.h"
 #include "runtime/launcher/Error.h"
 #include "runtime/launcher/Hash.h"
+#include "runtime/launcher/Ranks.h"
 
 #include <algorithm>
 #include <cmath>

@@ -4,7 +4,7 @@
 #define TESSEL_RUN_GRADCHECK_H
 
 #include "runtime/launcher/Data.h"
-#include "runtime/launcher/Model.h"
+#include "runtime/launcher/ModelLibrary.h"
 
 #include <cstdio>
 #include <optional>

@@ -1,15 +1,15 @@
 //===- Launch.cpp - One rank's run, and every rank of a mesh as threads ---===//
 
 #include "runtime/launcher/Launch.h"
+#include "runtime/launcher/Arena.h"
 #include "runtime/launcher/Distributed.h"
 #include "runtime/launcher/Error.h"
 #include "runtime/launcher/GradCheck.h"
+#include "runtime/launcher/Ranks.h"
 #include "runtime/launcher/Training.h"
 
 #include <chrono>
 #include <cstdio>
-#include <mutex>
-#include <thread>
 
 using namespace tessel::run;
 
@@ -180,43 +180,9 @@ void tessel::run::runLocalRanks(const RunPlan &plan) {
     runRank(plan, 0, TESSEL_COMM_NONE, nullptr);
     return;
   }
-  tessel_local_world *world = tessel_local_world_create(int32_t(worldSize));
-  if (!world) {
-    const char *why = tessel_error(nullptr);
-    throw RunError("cannot create the ranks' shared state (" +
-                   std::to_string(worldSize) +
-                   " ranks): " + (why ? why : "unknown error"));
-  }
-  std::mutex mutex;
-  std::string firstError;
-  int exitCode = 1;
-  auto fail = [&](int32_t rank, const std::string &what, int code) {
-    {
-      std::lock_guard<std::mutex> lock(mutex);
-      if (firstError.empty()) {
-        firstError = "rank " + std::to_string(rank) + ": " + what;
-        exitCode = code;
-      }
-    }
-    // After recording: the peers' "rank R failed" errors come second.
-    tessel_local_world_abort(world, rank, what.c_str());
-  };
-  std::vector<std::thread> threads;
-  for (int32_t rank = 0; rank < int32_t(worldSize); ++rank)
-    threads.emplace_back([&, rank] {
-      try {
-        runRank(plan, rank, TESSEL_COMM_LOCAL, world);
-      } catch (const RunError &e) {
-        fail(rank, e.what(), e.exitCode);
-      } catch (const std::exception &e) {
-        fail(rank, e.what(), 1);
-      } catch (...) {
-        fail(rank, "unknown error", 1);
-      }
-    });
-  for (std::thread &t : threads)
-    t.join();
-  tessel_local_world_destroy(world);
-  if (!firstError.empty())
-    throw RunError(firstError, exitCode);
+  LocalRanks ranks{int32_t(worldSize)};
+  ranks.start([&](int32_t rank) {
+    runRank(plan, rank, TESSEL_COMM_LOCAL, ranks.world());
+  });
+  ranks.join();
 }

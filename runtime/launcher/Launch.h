@@ -13,7 +13,7 @@
 
 #include "runtime/launcher/Args.h"
 #include "runtime/launcher/Data.h"
-#include "runtime/launcher/Model.h"
+#include "runtime/launcher/ModelLibrary.h"
 #include "runtime/launcher/Progress.h"
 #include "runtime/launcher/Safetensors.h"
 

@@ -3,7 +3,7 @@
 #ifndef TESSEL_RUN_SAFETENSORS_H
 #define TESSEL_RUN_SAFETENSORS_H
 
-#include "runtime/launcher/Model.h"
+#include "runtime/launcher/ModelDescription.h"
 
 #include <map>
 #include <memory>

@@ -2,12 +2,14 @@
 
 #include "runtime/launcher/MeshBlocks.h"
 #include "runtime/launcher/Args.h"
+#include "runtime/launcher/Arena.h"
+#include "runtime/launcher/Compile.h"
 #include "runtime/launcher/Distributed.h"
 #include "runtime/launcher/Error.h"
 #include "test/launcher/LibraryTestSupport.h"
-#include "runtime/launcher/Model.h"
+#include "runtime/launcher/ModelDescription.h"
+#include "runtime/launcher/Ranks.h"
 #include "runtime/launcher/Safetensors.h"
-#include "runtime/launcher/Training.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>

@@ -1,7 +1,7 @@
 //===- TesselRunTest.cpp - tessel-run driven as a subprocess --------------===//
 
 #include "test/launcher/LauncherTestSupport.h"
-#include "runtime/launcher/Model.h"
+#include "runtime/launcher/ModelLibrary.h"
 
 #include <cstdio>
 

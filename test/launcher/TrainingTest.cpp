@@ -1,9 +1,9 @@
 //===- TrainingTest.cpp - Model ABI v2 parsing and the training flags -----===//
 
-#include "runtime/launcher/Training.h"
+#include "runtime/launcher/Compile.h"
 #include "runtime/launcher/Args.h"
 #include "runtime/launcher/Error.h"
-#include "runtime/launcher/Model.h"
+#include "runtime/launcher/ModelDescription.h"
 #include "test/launcher/LibraryTestSupport.h"
 
 #include <gtest/gtest.h>

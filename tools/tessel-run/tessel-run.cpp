@@ -1,12 +1,12 @@
 //===- tessel-run.cpp - Runs a compiled Tessel model on the CPU runtime ---===//
 
 #include "runtime/launcher/Args.h"
+#include "runtime/launcher/Compile.h"
 #include "runtime/launcher/Error.h"
 #include "runtime/launcher/Launch.h"
-#include "runtime/launcher/Model.h"
+#include "runtime/launcher/ModelLibrary.h"
 #include "runtime/launcher/Progress.h"
 #include "runtime/launcher/Safetensors.h"
-#include "runtime/launcher/Training.h"
 
 #include <chrono>
 #include <cstdio>

@@ -1,7 +1,14 @@
-//===- Model.h - A compiled model: its description and entry point --------===//
+//===- ModelDescription.h - A compiled model's JSON description -----------===//
+//
+// What tessel_model_json() says about a model .so — its entries, arena,
+// tensors, training settings, mesh and collectives — parsed and validated
+// once, and the questions the rest of the launcher asks of it. Nothing here
+// touches a runtime context.
+//
+//===----------------------------------------------------------------------===//
 
-#ifndef TESSEL_RUN_MODEL_H
-#define TESSEL_RUN_MODEL_H
+#ifndef TESSEL_LAUNCHER_MODELDESCRIPTION_H
+#define TESSEL_LAUNCHER_MODELDESCRIPTION_H
 
 #include "runtime/config/TrainConfig.h"
 #include "runtime/launcher/MeshBlocks.h"
@@ -101,46 +108,9 @@ struct ModelDesc {
   int64_t worldSize() const { return mesh ? mesh->worldSize() : 1; }
 };
 
-using EntryFn = void (*)(tessel_ctx *, void *);
-using ForwardFn = EntryFn;
-
-/// A dlopen'ed model .so.
-struct LoadedModel {
-  void *handle = nullptr;
-  EntryFn forward = nullptr;
-  EntryFn backward = nullptr; // null unless desc.trains()
-  EntryFn update = nullptr;
-  ModelDesc desc;
-};
-
 /// Parses and validates the JSON text of `file`'s model; throws RunError.
 ModelDesc parseModelDescription(const std::string &json,
                                 const std::string &file);
-
-/// dlopens `path` (a .so) with `dlopenFlags` (default RTLD_NOW |
-/// RTLD_LOCAL), reads its description and resolves its entry.
-LoadedModel loadModel(const std::string &path, int dlopenFlags = 0);
-
-/// The CPU context of one rank and its arena, freed together.
-struct RankRuntime {
-  tessel_ctx *ctx = nullptr;
-  void *arena = nullptr;
-
-  /// Rank 0 of 1.
-  explicit RankRuntime(int64_t arenaBytes);
-  /// The rank `options` describe (its mesh and communication).
-  RankRuntime(int64_t arenaBytes, const tessel_ctx_options &options);
-  ~RankRuntime();
-  RankRuntime(const RankRuntime &) = delete;
-  RankRuntime &operator=(const RankRuntime &) = delete;
-};
-
-/// Initialises every parameter of `model` in `arena` from `seed`. On a
-/// mesh, pass the rank's `coordinates`: each split parameter gets its block
-/// of the values one device would have (tessel_init_param draws element i
-/// from (seed, name, global index i)).
-void initParams(const ModelDesc &model, tessel_ctx *ctx, void *arena,
-                uint64_t seed, const std::vector<int64_t> &coordinates = {});
 
 /// Where the rank at `coordinates` holds its block of `t` (the whole tensor
 /// without a mesh or a split).
@@ -153,30 +123,10 @@ TensorBlock blockOf(const ModelDesc &model, const TensorDesc &t,
 /// block out. Its batchSize() is the global microbatch's.
 ModelDesc globalFeedView(const ModelDesc &model);
 
-/// The scalar loss (f32 or f64) after a step.
-double readLoss(const TensorDesc &loss, tessel_ctx *ctx, const void *arena);
-
-/// A kernel error (e.g. a label out of range) makes every later number
-/// meaningless: throws RunError naming `when`.
-void checkKernelError(tessel_ctx *ctx, const std::string &when);
-
-/// Compiles `mlirPath` with the tessel-compile next to this executable into
-/// a fresh temporary .so and returns its path; `extraArgs` follow
-/// `MODEL.mlir -o OUT.so` (the training flags).
-std::string compileMlirModel(const std::string &mlirPath,
-                             const std::vector<std::string> &extraArgs = {});
-
-/// Sets every byte of the gradient accumulators to zero (the "grads"
-/// region, or each grad tensor when the description has no such region).
-void zeroGrads(const ModelDesc &model, tessel_ctx *ctx, void *arena);
-
-/// Sets every optimizer state tensor to zero (a fresh optimizer).
-void zeroStates(const ModelDesc &model, tessel_ctx *ctx, void *arena);
-
 /// Elements processed per step, for tokens/s: batch × sequence of the first
 /// input for a sequence model, its batch otherwise.
 int64_t tokensPerStep(const ModelDesc &desc);
 
 } // namespace tessel::run
 
-#endif // TESSEL_RUN_MODEL_H
+#endif // TESSEL_LAUNCHER_MODELDESCRIPTION_H

@@ -1,26 +1,11 @@
-//===- Model.cpp - Loading a compiled model and reading its description ---===//
+//===- ModelDescription.cpp - A compiled model's JSON description ---------===//
 
-#include "runtime/launcher/Model.h"
+#include "runtime/launcher/ModelDescription.h"
 #include "runtime/launcher/Error.h"
 
 #include <nlohmann/json.hpp>
 
-#include <algorithm>
-#include <cerrno>
-#include <climits>
-#include <cstdlib>
-#include <cmath>
-#include <cstring>
-#include <dlfcn.h>
-#include <elf.h>
-#include <fstream>
 #include <set>
-#include <spawn.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-extern char **environ;
 
 using namespace tessel;
 using namespace tessel::run;
@@ -418,57 +403,6 @@ void validateRoles(const ModelDesc &model, const std::string &file) {
     validateTraining(model, file);
 }
 
-bool fileExists(const std::string &path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0;
-}
-
-std::string directoryOfThisExecutable() {
-  char buf[PATH_MAX];
-  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-  if (n <= 0)
-    return ".";
-  std::string exe(buf, n);
-  size_t slash = exe.rfind('/');
-  return slash == std::string::npos ? "." : exe.substr(0, slash);
-}
-
-/// dlopen maps segments without checking them against the file size, so a
-/// truncated .so dies of SIGBUS inside it. Checks first that the file is a
-/// 64-bit ELF shared object whose headers and segments lie inside it.
-void checkElfSharedObject(const std::string &path, uint64_t fileSize) {
-  auto fail = [&](const std::string &problem) {
-    throw RunError("model '" + path + "' cannot be loaded: " + problem);
-  };
-  std::ifstream in(path, std::ios::binary);
-  Elf64_Ehdr eh;
-  if (!in.read(reinterpret_cast<char *>(&eh), sizeof(eh)) ||
-      std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0)
-    fail("not an ELF shared object");
-  if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_type != ET_DYN)
-    fail("not a 64-bit ELF shared object");
-  auto truncated = [&](uint64_t needed) {
-    fail("truncated (" + std::to_string(fileSize) + " bytes, needs " +
-         std::to_string(needed) + ")");
-  };
-  uint64_t phEnd = eh.e_phoff + uint64_t(eh.e_phnum) * eh.e_phentsize;
-  if (phEnd > fileSize)
-    truncated(phEnd);
-  uint64_t shEnd = eh.e_shoff + uint64_t(eh.e_shnum) * eh.e_shentsize;
-  if (eh.e_shoff && shEnd > fileSize)
-    truncated(shEnd);
-  if (eh.e_phentsize != sizeof(Elf64_Phdr))
-    fail("bad ELF program header size");
-  in.seekg(eh.e_phoff);
-  for (unsigned i = 0; i < eh.e_phnum; ++i) {
-    Elf64_Phdr ph;
-    if (!in.read(reinterpret_cast<char *>(&ph), sizeof(ph)))
-      truncated(phEnd);
-    if (ph.p_type == PT_LOAD && ph.p_offset + ph.p_filesz > fileSize)
-      truncated(ph.p_offset + ph.p_filesz);
-  }
-}
-
 } // namespace
 
 ModelDesc tessel::run::parseModelDescription(const std::string &text,
@@ -512,87 +446,6 @@ ModelDesc tessel::run::parseModelDescription(const std::string &text,
   return model;
 }
 
-LoadedModel tessel::run::loadModel(const std::string &path, int dlopenFlags) {
-  struct stat st;
-  if (::stat(path.c_str(), &st) != 0)
-    throw RunError("cannot open model '" + path + "': " + std::strerror(errno));
-  if (!S_ISREG(st.st_mode))
-    throw RunError("model '" + path + "' is not a regular file");
-  checkElfSharedObject(path, st.st_size);
-  // Without a slash dlopen would search the library path, not the file.
-  std::string dlPath = path.find('/') == std::string::npos ? "./" + path : path;
-  LoadedModel model;
-  model.handle = ::dlopen(dlPath.c_str(),
-                          dlopenFlags ? dlopenFlags : RTLD_NOW | RTLD_LOCAL);
-  if (!model.handle)
-    throw RunError("model '" + path + "' cannot be loaded: " + ::dlerror());
-  using JsonFn = const char *(*)();
-  auto jsonFn =
-      reinterpret_cast<JsonFn>(::dlsym(model.handle, "tessel_model_json"));
-  if (!jsonFn)
-    throw RunError("model '" + path +
-                   "' is not a Tessel model (no tessel_model_json symbol)");
-  const char *text = jsonFn();
-  if (!text)
-    throw RunError("model '" + path + "': tessel_model_json returned null");
-  model.desc = parseModelDescription(text, path);
-  auto resolve = [&](const std::string &kind) -> EntryFn {
-    auto entry = model.desc.entries.find(kind);
-    if (entry == model.desc.entries.end())
-      return nullptr;
-    auto fn =
-        reinterpret_cast<EntryFn>(::dlsym(model.handle, entry->second.c_str()));
-    if (!fn)
-      throw RunError("model '" + path + "' has no " + kind + " entry symbol '" +
-                     entry->second + "'");
-    return fn;
-  };
-  model.forward = resolve("forward");
-  model.backward = resolve("backward");
-  model.update = resolve("update");
-  return model;
-}
-
-std::string
-tessel::run::compileMlirModel(const std::string &mlirPath,
-                              const std::vector<std::string> &extraArgs) {
-  if (!fileExists(mlirPath))
-    throw RunError("cannot open model '" + mlirPath +
-                   "': " + std::strerror(errno));
-  std::string compiler = directoryOfThisExecutable() + "/tessel-compile";
-  if (::access(compiler.c_str(), X_OK) != 0)
-    throw RunError("cannot compile '" + mlirPath +
-                   "': tessel-compile not found "
-                   "next to tessel-run (looked for " +
-                   compiler + "); build it or pass a compiled .so");
-  const char *tmp = std::getenv("TMPDIR");
-  std::string dirTemplate =
-      std::string(tmp && *tmp ? tmp : "/tmp") + "/tessel-run-XXXXXX";
-  if (!::mkdtemp(dirTemplate.data()))
-    throw RunError("cannot create a temporary directory: " +
-                   std::string(std::strerror(errno)));
-  std::string output = dirTemplate + "/model.so";
-  std::vector<std::string> args = {compiler, mlirPath, "-o", output};
-  args.insert(args.end(), extraArgs.begin(), extraArgs.end());
-  std::vector<char *> argv;
-  for (std::string &a : args)
-    argv.push_back(a.data());
-  argv.push_back(nullptr);
-  pid_t pid;
-  if (int err = ::posix_spawn(&pid, compiler.c_str(), nullptr, nullptr,
-                              argv.data(), environ))
-    throw RunError("cannot run " + compiler + ": " + std::strerror(err));
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || !fileExists(output)) {
-    ::unlink(output.c_str());
-    ::rmdir(dirTemplate.c_str());
-    throw RunError("tessel-compile failed on '" + mlirPath + "'");
-  }
-  return output;
-}
-
 int64_t tessel::run::tokensPerStep(const ModelDesc &desc) {
   std::vector<const TensorDesc *> inputs = desc.withRole("input");
   if (inputs.empty() || inputs.front()->shape.empty())
@@ -605,38 +458,6 @@ int64_t tessel::run::tokensPerStep(const ModelDesc &desc) {
   return sequence ? first.shape[0] * first.shape[1] : first.shape[0];
 }
 
-static tessel_ctx_options singleRankOptions() {
-  // The fields after `device` (ABI v3's mesh and communication) zero: one
-  // rank, no communication.
-  tessel_ctx_options options = {TESSEL_BACKEND_CPU, /*rank=*/0,
-                                /*world_size=*/1, /*device=*/0};
-  return options;
-}
-
-tessel::run::RankRuntime::RankRuntime(int64_t arenaBytes)
-    : RankRuntime(arenaBytes, singleRankOptions()) {}
-
-tessel::run::RankRuntime::RankRuntime(int64_t arenaBytes,
-                                      const tessel_ctx_options &options) {
-  ctx = tessel_ctx_create(&options);
-  if (!ctx) {
-    const char *why = tessel_error(nullptr);
-    throw RunError(std::string("cannot create the CPU context: ") +
-                   (why ? why : "unknown error"));
-  }
-  arena = tessel_alloc(ctx, arenaBytes);
-  if (!arena) {
-    tessel_ctx_destroy(ctx);
-    throw RunError("cannot allocate the arena (" + std::to_string(arenaBytes) +
-                   " bytes)");
-  }
-}
-
-tessel::run::RankRuntime::~RankRuntime() {
-  tessel_free(ctx, arena);
-  tessel_ctx_destroy(ctx);
-}
-
 TensorBlock tessel::run::blockOf(const ModelDesc &model, const TensorDesc &t,
                                  const std::vector<int64_t> &coordinates) {
   if (!model.mesh || !t.isSharded())
@@ -646,23 +467,6 @@ TensorBlock tessel::run::blockOf(const ModelDesc &model, const TensorDesc &t,
                    model.mesh->toString() +
                    ": its block needs the rank's coordinates");
   return blockOf(t.shape, t.sharding, *model.mesh, coordinates);
-}
-
-void tessel::run::initParams(const ModelDesc &model, tessel_ctx *ctx,
-                             void *arena, uint64_t seed,
-                             const std::vector<int64_t> &coordinates) {
-  for (const TensorDesc *p : model.withRole("param")) {
-    char *base = static_cast<char *>(arena) + p->offset;
-    int64_t size = tessel_dtype_size(p->dtypeCode);
-    // Straight into the arena, one contiguous run of the block at a time.
-    forEachRun(blockOf(model, *p, coordinates),
-               [&](int64_t local, int64_t global, int64_t count) {
-                 tessel_init_param(ctx, base + local * size, p->dtypeCode,
-                                   /*first=*/global, count, p->initKind,
-                                   p->initArgs, seed, p->name.c_str());
-               });
-  }
-  tessel_synchronize(ctx);
 }
 
 ModelDesc tessel::run::globalFeedView(const ModelDesc &model) {
@@ -682,66 +486,4 @@ ModelDesc tessel::run::globalFeedView(const ModelDesc &model) {
   }
   view.arenaBytes = offset;
   return view;
-}
-
-void tessel::run::zeroGrads(const ModelDesc &model, tessel_ctx *ctx,
-                            void *arena) {
-  char *base = static_cast<char *>(arena);
-  if (auto grads = model.regions.find("grads"); grads != model.regions.end()) {
-    tessel_zero(ctx, base + grads->second.offset, grads->second.bytes);
-    return;
-  }
-  for (const TensorDesc *g : model.withRole("grad"))
-    tessel_zero(ctx, base + g->offset, g->bytes);
-}
-
-void tessel::run::zeroStates(const ModelDesc &model, tessel_ctx *ctx,
-                             void *arena) {
-  for (const TensorDesc *t : model.withRole("state"))
-    tessel_zero(ctx, static_cast<char *>(arena) + t->offset, t->bytes);
-}
-
-void tessel::run::checkKernelError(tessel_ctx *ctx, const std::string &when) {
-  if (const char *error = tessel_error(ctx))
-    throw RunError(when + ": " + error);
-}
-
-/// The value of a bfloat16: the upper half of an f32.
-static double bf16ToDouble(uint16_t bits) {
-  uint32_t word = uint32_t(bits) << 16;
-  float value;
-  std::memcpy(&value, &word, sizeof(value));
-  return value;
-}
-
-/// The value of an IEEE half (subnormals, infinities and NaN included).
-static double f16ToDouble(uint16_t bits) {
-  int exponent = (bits >> 10) & 0x1F;
-  int mantissa = bits & 0x3FF;
-  double sign = (bits & 0x8000) ? -1.0 : 1.0;
-  if (exponent == 0)
-    return sign * std::ldexp(double(mantissa), -24);
-  if (exponent == 0x1F)
-    return mantissa ? std::nan("") : sign * HUGE_VAL;
-  return sign * std::ldexp(double(mantissa | 0x400), exponent - 25);
-}
-
-double tessel::run::readLoss(const TensorDesc &loss, tessel_ctx *ctx,
-                             const void *arena) {
-  const char *src = static_cast<const char *>(arena) + loss.offset;
-  if (loss.dtypeCode == TESSEL_F64) {
-    double value;
-    tessel_copy_to_host(ctx, &value, src, sizeof(value));
-    return value;
-  }
-  if (loss.dtypeCode == TESSEL_F32) {
-    float value;
-    tessel_copy_to_host(ctx, &value, src, sizeof(value));
-    return value;
-  }
-  // f16 / bf16: two bytes on the device, widened exactly on the host.
-  uint16_t bits;
-  tessel_copy_to_host(ctx, &bits, src, sizeof(bits));
-  return loss.dtypeCode == TESSEL_BF16 ? bf16ToDouble(bits)
-                                       : f16ToDouble(bits);
 }

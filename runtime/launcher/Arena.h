@@ -1,0 +1,40 @@
+//===- Arena.h - A model's tensors in a rank's arena ----------------------===//
+//
+// The arena is device memory on a device backend, so the launcher never
+// reads or writes it directly: every access here (and everywhere in the
+// launcher) is a runtime call — tessel_init_param, tessel_zero,
+// tessel_copy_to_host — on the address of a tensor in it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TESSEL_LAUNCHER_ARENA_H
+#define TESSEL_LAUNCHER_ARENA_H
+
+#include "runtime/launcher/ModelDescription.h"
+#include "tessel/runtime.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace tessel::run {
+
+/// Initialises every parameter of `model` in `arena` from `seed`. On a
+/// mesh, pass the rank's `coordinates`: each split parameter gets its block
+/// of the values one device would have (tessel_init_param draws element i
+/// from (seed, name, global index i)).
+void initParams(const ModelDesc &model, tessel_ctx *ctx, void *arena,
+                uint64_t seed, const std::vector<int64_t> &coordinates = {});
+
+/// Sets every byte of the gradient accumulators to zero (the "grads"
+/// region, or each grad tensor when the description has no such region).
+void zeroGrads(const ModelDesc &model, tessel_ctx *ctx, void *arena);
+
+/// Sets every optimizer state tensor to zero (a fresh optimizer).
+void zeroStates(const ModelDesc &model, tessel_ctx *ctx, void *arena);
+
+/// The scalar loss (f32 or f64) after a step.
+double readLoss(const TensorDesc &loss, tessel_ctx *ctx, const void *arena);
+
+} // namespace tessel::run
+
+#endif // TESSEL_LAUNCHER_ARENA_H

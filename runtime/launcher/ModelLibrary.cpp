@@ -1,0 +1,94 @@
+//===- ModelLibrary.cpp - Opening a model .so and its entry points --------===//
+
+#include "runtime/launcher/ModelLibrary.h"
+#include "runtime/launcher/Error.h"
+
+#include <cerrno>
+#include <cstring>
+#include <dlfcn.h>
+#include <elf.h>
+#include <fstream>
+#include <sys/stat.h>
+
+using namespace tessel::run;
+
+namespace {
+
+/// dlopen maps segments without checking them against the file size, so a
+/// truncated .so dies of SIGBUS inside it. Checks first that the file is a
+/// 64-bit ELF shared object whose headers and segments lie inside it.
+void checkElfSharedObject(const std::string &path, uint64_t fileSize) {
+  auto fail = [&](const std::string &problem) {
+    throw RunError("model '" + path + "' cannot be loaded: " + problem);
+  };
+  std::ifstream in(path, std::ios::binary);
+  Elf64_Ehdr eh;
+  if (!in.read(reinterpret_cast<char *>(&eh), sizeof(eh)) ||
+      std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0)
+    fail("not an ELF shared object");
+  if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_type != ET_DYN)
+    fail("not a 64-bit ELF shared object");
+  auto truncated = [&](uint64_t needed) {
+    fail("truncated (" + std::to_string(fileSize) + " bytes, needs " +
+         std::to_string(needed) + ")");
+  };
+  uint64_t phEnd = eh.e_phoff + uint64_t(eh.e_phnum) * eh.e_phentsize;
+  if (phEnd > fileSize)
+    truncated(phEnd);
+  uint64_t shEnd = eh.e_shoff + uint64_t(eh.e_shnum) * eh.e_shentsize;
+  if (eh.e_shoff && shEnd > fileSize)
+    truncated(shEnd);
+  if (eh.e_phentsize != sizeof(Elf64_Phdr))
+    fail("bad ELF program header size");
+  in.seekg(eh.e_phoff);
+  for (unsigned i = 0; i < eh.e_phnum; ++i) {
+    Elf64_Phdr ph;
+    if (!in.read(reinterpret_cast<char *>(&ph), sizeof(ph)))
+      truncated(phEnd);
+    if (ph.p_type == PT_LOAD && ph.p_offset + ph.p_filesz > fileSize)
+      truncated(ph.p_offset + ph.p_filesz);
+  }
+}
+
+} // namespace
+
+LoadedModel tessel::run::loadModel(const std::string &path, int dlopenFlags) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0)
+    throw RunError("cannot open model '" + path + "': " + std::strerror(errno));
+  if (!S_ISREG(st.st_mode))
+    throw RunError("model '" + path + "' is not a regular file");
+  checkElfSharedObject(path, st.st_size);
+  // Without a slash dlopen would search the library path, not the file.
+  std::string dlPath = path.find('/') == std::string::npos ? "./" + path : path;
+  LoadedModel model;
+  model.handle = ::dlopen(dlPath.c_str(),
+                          dlopenFlags ? dlopenFlags : RTLD_NOW | RTLD_LOCAL);
+  if (!model.handle)
+    throw RunError("model '" + path + "' cannot be loaded: " + ::dlerror());
+  using JsonFn = const char *(*)();
+  auto jsonFn =
+      reinterpret_cast<JsonFn>(::dlsym(model.handle, "tessel_model_json"));
+  if (!jsonFn)
+    throw RunError("model '" + path +
+                   "' is not a Tessel model (no tessel_model_json symbol)");
+  const char *text = jsonFn();
+  if (!text)
+    throw RunError("model '" + path + "': tessel_model_json returned null");
+  model.desc = parseModelDescription(text, path);
+  auto resolve = [&](const std::string &kind) -> EntryFn {
+    auto entry = model.desc.entries.find(kind);
+    if (entry == model.desc.entries.end())
+      return nullptr;
+    auto fn =
+        reinterpret_cast<EntryFn>(::dlsym(model.handle, entry->second.c_str()));
+    if (!fn)
+      throw RunError("model '" + path + "' has no " + kind + " entry symbol '" +
+                     entry->second + "'");
+    return fn;
+  };
+  model.forward = resolve("forward");
+  model.backward = resolve("backward");
+  model.update = resolve("update");
+  return model;
+}

@@ -1,0 +1,30 @@
+//===- ModelLibrary.h - Opening a model .so and its entry points ----------===//
+
+#ifndef TESSEL_LAUNCHER_MODELLIBRARY_H
+#define TESSEL_LAUNCHER_MODELLIBRARY_H
+
+#include "runtime/launcher/ModelDescription.h"
+
+#include <string>
+
+namespace tessel::run {
+
+using EntryFn = void (*)(tessel_ctx *, void *);
+using ForwardFn = EntryFn;
+
+/// A dlopen'ed model .so.
+struct LoadedModel {
+  void *handle = nullptr;
+  EntryFn forward = nullptr;
+  EntryFn backward = nullptr; // null unless desc.trains()
+  EntryFn update = nullptr;
+  ModelDesc desc;
+};
+
+/// dlopens `path` (a .so) with `dlopenFlags` (default RTLD_NOW |
+/// RTLD_LOCAL), reads its description and resolves its entry.
+LoadedModel loadModel(const std::string &path, int dlopenFlags = 0);
+
+} // namespace tessel::run
+
+#endif // TESSEL_LAUNCHER_MODELLIBRARY_H

@@ -1,0 +1,141 @@
+//===- Ranks.cpp - The ranks of a run and their contexts ------------------===//
+
+#include "runtime/launcher/Ranks.h"
+#include "runtime/launcher/Error.h"
+
+using namespace tessel::run;
+
+tessel_ctx_options tessel::run::rankOptions(const std::optional<Mesh> &mesh,
+                                            int32_t rank, int32_t comm,
+                                            tessel_local_world *world) {
+  tessel_ctx_options options = {};
+  options.backend = TESSEL_BACKEND_CPU;
+  options.rank = rank;
+  options.world_size = int32_t(mesh ? mesh->worldSize() : 1);
+  options.device = 0;
+  if (!mesh)
+    return options;
+  options.comm = comm;
+  options.mesh_rank = int32_t(mesh->axes.size());
+  for (size_t a = 0; a < mesh->shape.size(); ++a)
+    options.mesh_shape[a] = mesh->shape[a];
+  options.local_world = comm == TESSEL_COMM_LOCAL ? world : nullptr;
+  return options;
+}
+
+tessel_ctx_options tessel::run::rankOptions(const ModelDesc &model,
+                                            int32_t rank, int32_t comm,
+                                            tessel_local_world *world) {
+  return rankOptions(model.mesh, rank, comm, world);
+}
+
+RankRuntime::RankRuntime(int64_t arenaBytes)
+    : RankRuntime(arenaBytes, rankOptions(std::nullopt, /*rank=*/0,
+                                          TESSEL_COMM_NONE, nullptr)) {}
+
+RankRuntime::RankRuntime(int64_t arenaBytes,
+                         const tessel_ctx_options &options) {
+  ctx = tessel_ctx_create(&options);
+  if (!ctx) {
+    const char *why = tessel_error(nullptr);
+    throw RunError(std::string("cannot create the CPU context: ") +
+                   (why ? why : "unknown error"));
+  }
+  arena = tessel_alloc(ctx, arenaBytes);
+  if (!arena) {
+    tessel_ctx_destroy(ctx);
+    throw RunError("cannot allocate the arena (" + std::to_string(arenaBytes) +
+                   " bytes)");
+  }
+}
+
+RankRuntime::~RankRuntime() {
+  tessel_free(ctx, arena);
+  tessel_ctx_destroy(ctx);
+}
+
+void tessel::run::checkKernelError(tessel_ctx *ctx, const std::string &when) {
+  if (const char *error = tessel_error(ctx))
+    throw RunError(when + ": " + error);
+}
+
+LocalRanks::LocalRanks(int32_t size) : ranks(size) {
+  if (size == 1)
+    return;
+  localWorld = tessel_local_world_create(size);
+  if (!localWorld) {
+    const char *why = tessel_error(nullptr);
+    throw RunError("cannot create the ranks' shared state (" +
+                   std::to_string(size) +
+                   " ranks): " + (why ? why : "unknown error"));
+  }
+}
+
+LocalRanks::~LocalRanks() {
+  if (!threads.empty()) {
+    stop("the ranks were stopped");
+    for (std::thread &t : threads)
+      t.join();
+  }
+  if (localWorld)
+    tessel_local_world_destroy(localWorld);
+}
+
+void LocalRanks::setInterruptHook(
+    std::function<void(const std::string &why)> hook) {
+  interruptHook = std::move(hook);
+}
+
+void LocalRanks::start(const std::function<void(int32_t rank)> &body) {
+  for (int32_t rank = 0; rank < ranks; ++rank)
+    threads.emplace_back([this, body, rank] {
+      try {
+        body(rank);
+      } catch (const RunError &e) {
+        fail(rank, e.what(), e.exitCode);
+      } catch (const std::exception &e) {
+        fail(rank, e.what(), 1);
+      } catch (...) {
+        fail(rank, "unknown error", 1);
+      }
+    });
+}
+
+void LocalRanks::stop(const std::string &why) {
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (firstError.empty())
+      stopped = true;
+  }
+  // No rank failed: the peers' errors name rank 0, and join() drops them.
+  interrupt(0, why, why);
+}
+
+void LocalRanks::join() {
+  for (std::thread &t : threads)
+    t.join();
+  threads.clear();
+  if (!firstError.empty() && !stopped)
+    throw RunError(firstError, exitCode);
+}
+
+void LocalRanks::fail(int32_t rank, const std::string &what, int code) {
+  std::string named = "rank " + std::to_string(rank) + ": " + what;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (firstError.empty()) {
+      firstError = named;
+      exitCode = code;
+    }
+  }
+  // After recording: the peers' "rank R failed" errors come second.
+  interrupt(rank, what, named);
+}
+
+void LocalRanks::interrupt(int32_t rank, const std::string &message,
+                           const std::string &reason) {
+  if (localWorld)
+    tessel_local_world_abort(localWorld, rank, message.c_str());
+  if (interruptHook)
+    interruptHook(reason);
+}
