@@ -2,6 +2,7 @@
 
 #include "runtime/launcher/Args.h"
 #include "runtime/launcher/Error.h"
+#include "tessel/runtime.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -127,6 +128,9 @@ parallel flags (a model partitioned over a device mesh; docs/tessel-run.md):
                         on the mesh it was compiled for). The losses, the
                         global batch and the checkpoints (global tensors,
                         loadable on any mesh) are one device's
+  --backend cpu         the runtime backend the ranks run on (default cpu;
+                        docs/runtime-backends.md); one compiled .so runs on
+                        any backend
   --comm local|mpi      local (default): every rank is a thread of this
                         process; mpi: one process per rank, started by
                         `mpirun -np WORLD tessel-run ... --comm mpi` (each
@@ -256,6 +260,16 @@ const std::map<std::string, ValueSetter> &valueFlags() {
        }},
       {"--mesh",
        [](Options &o, const std::string &v) { o.mesh = parseMesh(v); }},
+      {"--backend",
+       [](Options &o, const std::string &v) {
+         // Checked here, before any rank starts: the runtime knows which
+         // backends it was built with and can run on this host.
+         if (!tessel_backend_available(v.c_str()))
+           failUsage("bad value '" + v +
+                     "' for --backend (expected cpu: the backends this "
+                     "runtime was built with and this host can run)");
+         o.backend = v;
+       }},
       {"--comm",
        [](Options &o, const std::string &v) {
          if (v == "local")

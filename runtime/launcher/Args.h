@@ -57,6 +57,7 @@ struct Options {
   // tessel-compile (a .mlir model only).
   std::optional<Mesh> mesh;
   CommBackend comm = CommBackend::Local;
+  std::string backend = "cpu"; // the runtime backend (tessel_ctx_options)
   std::string rules;    // --rules, as given
   std::string bucketMb; // --bucket-mb, as given
   bool sequenceParallel = false;

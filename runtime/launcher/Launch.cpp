@@ -83,7 +83,9 @@ void tessel::run::runRank(const RunPlan &plan, int32_t rank, int32_t comm,
   std::vector<int64_t> coords =
       desc.mesh ? desc.mesh->coordinates(rank) : std::vector<int64_t>{};
 
-  RankRuntime rt(desc.arenaBytes, rankOptions(desc, rank, comm, world));
+  tessel_ctx_options ctxOptions = rankOptions(desc, rank, comm, world);
+  ctxOptions.backend_name = options.backend.c_str();
+  RankRuntime rt(desc.arenaBytes, ctxOptions);
   if (plan.checkpoint) {
     plan.checkpoint->load(rt.ctx, rt.arena, coords);
     if (plan.mode == Mode::Train && plan.checkpoint->info().paramsOnly)

@@ -238,6 +238,19 @@ TEST_F(TesselRunTest, BadCommandLinesExitTwo) {
   EXPECT_EQ(run("").exitCode, 2);
 }
 
+// Tests that --backend picks the runtime backend the ranks run on: "cpu"
+// trains as the default does, an unknown or unavailable one is a usage
+// error before anything runs.
+TEST_F(TesselRunTest, BackendFlagChoosesTheRuntimeBackend) {
+  EXPECT_EQ(losses(linear + " --steps 2 --backend cpu"),
+            losses(linear + " --steps 2"));
+  RunResult r = run(linear + " --backend tpu");
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_TRUE(isOneLine(r.err)) << r.err;
+  EXPECT_NE(r.err.find("bad value 'tpu' for --backend"), std::string::npos)
+      << r.err;
+}
+
 TEST_F(TesselRunTest, HelpDocumentsEveryFlag) {
   fs::path out = dir / "help.txt";
   int status = std::system(
@@ -258,7 +271,8 @@ TEST_F(TesselRunTest, HelpDocumentsEveryFlag) {
         "--beta2",       "--eps",          "--weight-decay", "--momentum",
         "--nesterov",    "--schedule",     "--warmup",       "--min-lr",
         "--total-steps", "--clip",         "--recompute",    "--mesh",
-        "--comm",        "--rules",        "--sequence-parallel",
+        "--comm",        "--backend",      "--rules",
+        "--sequence-parallel",
         "--local-batchnorm", "--bucket-mb"})
     EXPECT_NE(help.find(flag), std::string::npos) << flag;
 }
