@@ -1,0 +1,306 @@
+//===- NNGradOps.td - backward ops the VJP rules build -----*- tablegen -*-===//
+//
+// Included by NNOps.td after the types and base classes it uses.
+//
+//===----------------------------------------------------------------------===//
+
+//===----------------------------------------------------------------------===//
+// Backward ops (built by the VJP rules; shapes and attributes mirror the
+// forward op of the same name)
+//===----------------------------------------------------------------------===//
+
+// dx = dy · f'(x) for an elementwise activation f.
+class NN_ActivationGradOp<string mnemonic, int flopsPerElement,
+                          list<Trait> traits = []>
+    : NN_ElementwiseOp<mnemonic, flopsPerElement,
+        !listconcat(traits, [SameOperandsAndResultType, InferTypeOpInterface])> {
+  let arguments = (ins NN_FloatTensor:$x, NN_FloatTensor:$dy);
+  let results = (outs NN_FloatTensor:$dx);
+  let assemblyFormat = "$x `,` $dy attr-dict `:` type($dx)";
+}
+
+def NN_GeluGradOp : NN_ActivationGradOp<"gelu_grad", 12> {
+  let summary = "gradient of nn.gelu";
+  let description = [{
+    `dx = dy · gelu'(x)` from the forward input `x`, with the exact erf form
+    or, with `approximate`, the tanh form (as the `nn.gelu` it differentiates).
+    Twelve flops per element (Φ(x) and x·φ(x), their sum, the product with
+    dy).
+
+    ```mlir
+    %dx = nn.gelu_grad %x, %dy approximate : tensor<8x16xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$x, NN_FloatTensor:$dy,
+                       UnitAttr:$approximate);
+  let assemblyFormat = [{
+    $x `,` $dy (`approximate` $approximate^)? attr-dict `:` type($dx)
+  }];
+}
+
+def NN_SiluGradOp : NN_ActivationGradOp<"silu_grad", 8> {
+  let summary = "gradient of nn.silu";
+  let description = [{
+    `dx = dy · s · (1 + x · (1 - s))` with `s = sigmoid(x)`, from the forward
+    input `x`. Eight flops per element.
+
+    ```mlir
+    %dx = nn.silu_grad %x, %dy : tensor<8x16xf32>
+    ```
+  }];
+}
+
+def NN_ReluGradOp : NN_ActivationGradOp<"relu_grad", 1> {
+  let summary = "gradient of nn.relu";
+  let description = [{
+    `dx = x > 0 ? dy : 0` (PyTorch's threshold_backward: 0 at x = 0), from
+    the forward input `x`. One flop (a select) per element.
+
+    ```mlir
+    %dx = nn.relu_grad %x, %dy : tensor<8x16xf32>
+    ```
+  }];
+}
+
+def NN_EqualOp : NN_ElementwiseOp<"equal", 1,
+    [Commutative, SameOperandsAndResultType, InferTypeOpInterface]> {
+  let summary = "elementwise equality as 1 or 0";
+  let description = [{
+    `1` where `lhs == rhs`, `0` elsewhere, in the operands' own type (float
+    or integer), so a mask multiplies directly (e.g. the gradient of
+    `reduce_max` routes `dy` to the maxima). NaN equals nothing. One flop per
+    element.
+
+    ```mlir
+    %m = nn.equal %x, %xmax : tensor<8x16xf32>
+    ```
+  }];
+  let arguments = (ins NN_Tensor:$lhs, NN_Tensor:$rhs);
+  let results = (outs NN_Tensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
+}
+
+def NN_SoftmaxGradOp : NN_ShardableOp<"softmax_grad",
+    [Pure, SameOperandsAndResultType, InferTypeOpInterface,
+     NN_LocalShardingConstraints]> {
+  let summary = "gradient of nn.softmax from its output";
+  let description = [{
+    `dx = y ⊙ (dy − Σ_dim dy ⊙ y)` along `dim` (default the last; negative
+    counts from the end), where `y` is the softmax's output. `4` flops per
+    element. The softmax dimension must stay whole when sharding.
+
+    ```mlir
+    %dx = nn.softmax_grad %y, %dy {dim = 0 : i64} : tensor<8x10xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$y, NN_FloatTensor:$dy,
+                       DefaultValuedAttr<I64Attr, "-1">:$dim);
+  let results = (outs NN_FloatTensor:$dx);
+  let assemblyFormat = "$y `,` $dy attr-dict `:` type($dx)";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// `dim` counted from the front.
+    int64_t getNormalizedDim();
+  }];
+}
+
+def NN_LayerNormGradOp : NN_ShardableOp<"layer_norm_grad",
+    [Pure, InferTypeOpAdaptor, NN_LocalShardingConstraints]> {
+  let summary = "gradient of nn.layer_norm";
+  let description = [{
+    From the forward input `x`, `gamma` and the output gradient `dy` (the
+    type of `x`), recomputes the statistics and returns `dx` (the type of
+    `x`), `dgamma = Σ_rows dy ⊙ x̂` and `dbeta = Σ_rows dy` (the type of
+    `gamma`). `15` flops per element of `x`. Loops are the forward's; the
+    row loops are `sum` reductions for `dgamma` and `dbeta`, the normalised
+    dimension must stay whole.
+
+    ```mlir
+    %dx, %dg, %db = nn.layer_norm_grad %x, %g, %dy : (tensor<8x768xf32>, tensor<768xf32>, tensor<8x768xf32>) -> (tensor<8x768xf32>, tensor<768xf32>, tensor<768xf32>)
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$input, NN_FloatTensor:$gamma,
+                       NN_FloatTensor:$dy,
+                       DefaultValuedAttr<F64Attr, "1e-5">:$epsilon);
+  let results = (outs NN_FloatTensor:$dx, NN_FloatTensor:$dgamma,
+                      NN_FloatTensor:$dbeta);
+  let assemblyFormat = [{
+    $input `,` $gamma `,` $dy attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The sharding rule it shares with the other norms (NormRules.h).
+    ::tessel::nn::detail::NormShardingRule getNormShardingRule();
+  }];
+}
+
+def NN_RmsNormGradOp : NN_ShardableOp<"rms_norm_grad",
+    [Pure, InferTypeOpAdaptor, NN_LocalShardingConstraints]> {
+  let summary = "gradient of nn.rms_norm";
+  let description = [{
+    From the forward input `x`, `gamma` and `dy` (the type of `x`),
+    recomputes the statistics and returns `dx` (the type of `x`) and
+    `dgamma = Σ_rows dy ⊙ x̂` (the type of `gamma`). `11` flops per element
+    of `x`. Loops as `nn.layer_norm_grad`.
+
+    ```mlir
+    %dx, %dg = nn.rms_norm_grad %x, %g, %dy : (tensor<8x768xf32>, tensor<768xf32>, tensor<8x768xf32>) -> (tensor<8x768xf32>, tensor<768xf32>)
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$input, NN_FloatTensor:$gamma,
+                       NN_FloatTensor:$dy,
+                       DefaultValuedAttr<F64Attr, "1e-6">:$epsilon);
+  let results = (outs NN_FloatTensor:$dx, NN_FloatTensor:$dgamma);
+  let assemblyFormat = [{
+    $input `,` $gamma `,` $dy attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The sharding rule it shares with the other norms (NormRules.h).
+    ::tessel::nn::detail::NormShardingRule getNormShardingRule();
+  }];
+}
+
+def NN_BatchNormGradOp : NN_ShardableOp<"batch_norm_grad",
+    [Pure, InferTypeOpAdaptor,
+     DeclareOpInterfaceMethods<NN_ShardingConstraintOpInterface,
+                               ["adjustLocalPartition"]>]> {
+  let summary = "gradient of nn.batch_norm (batch statistics)";
+  let description = [{
+    The full training-mode backward of `nn.batch_norm` (through the batch
+    mean and variance): from `x`, `gamma` and `dy` (the type of `x`) returns
+    `dx` (the type of `x`), `dgamma` and `dbeta` (the type of `gamma`).
+    `15` flops per element of `x`. The statistics loops are `sum`
+    reductions for `dgamma` and `dbeta`; split, SyncBatchNorm all-reduces
+    the statistics and `dgamma`, `dbeta` (which `dx` needs whole), or, with
+    per-rank statistics, `dgamma` and `dbeta` stay partial sums.
+
+    ```mlir
+    %dx, %dg, %db = nn.batch_norm_grad %x, %g, %dy : (tensor<32x256xf32>, tensor<256xf32>, tensor<32x256xf32>) -> (tensor<32x256xf32>, tensor<256xf32>, tensor<256xf32>)
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$input, NN_FloatTensor:$gamma,
+                       NN_FloatTensor:$dy,
+                       DefaultValuedAttr<I64Attr, "1">:$feature_dim,
+                       DefaultValuedAttr<F64Attr, "1e-5">:$epsilon);
+  let results = (outs NN_FloatTensor:$dx, NN_FloatTensor:$dgamma,
+                      NN_FloatTensor:$dbeta);
+  let assemblyFormat = [{
+    $input `,` $gamma `,` $dy attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The sharding rule it shares with the other norms (NormRules.h).
+    ::tessel::nn::detail::NormShardingRule getNormShardingRule();
+  }];
+}
+
+def NN_CrossEntropyGradOp : NN_ShardableOp<"cross_entropy_grad",
+    [Pure, InferTypeOpAdaptor,
+     DeclareOpInterfaceMethods<NN_ShardingConstraintOpInterface,
+                               ["adjustLocalPartition"]>]> {
+  let summary = "gradient of nn.cross_entropy with respect to the logits";
+  let description = [{
+    `dlogits[i, :] = g_i · (softmax(logits[i, :]) − onehot(labels[i]))` with
+    `g_i = dloss / R` (`mean`, R positions), `dloss` (`sum`) or `dloss[i]`
+    (`none`); `dloss` has the forward loss's type (a scalar of the logits'
+    element type, or the labels' shape for `none`). Flops: `6·N + R` with
+    `N` logits. Every loop is parallel: a split `mean` rescales `dloss` by
+    the local share of the positions; a split class loop all-reduces the
+    row maximum and sum of exponentials over the class blocks
+    (vocabulary-parallel cross-entropy).
+
+    ```mlir
+    %dz = nn.cross_entropy_grad %z, %y, %dl : (tensor<32x10xf32>, tensor<32xi32>, tensor<f32>) -> tensor<32x10xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$logits, NN_IndexTensor:$labels,
+      NN_FloatTensor:$dloss,
+      DefaultValuedAttr<NN_LossReductionAttr, "LossReduction::mean">:$reduction);
+  let results = (outs NN_FloatTensor:$dlogits);
+  let assemblyFormat = [{
+    $logits `,` $labels `,` $dloss attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def NN_EmbeddingGradOp : NN_ShardableOp<"embedding_grad",
+    [Pure, NN_VocabularyBlock]> {
+  let summary = "gradient of nn.embedding with respect to the table";
+  let description = [{
+    Scatter-add: `dtable[r, :] = Σ_{i : ids[i] = r} dout[i, :]` (zero rows
+    for ids that never occur). `dout` is `ids`' shape followed by `[H]`; the
+    result `[V, H]` (its type gives the vocabulary size V) has `dout`'s
+    element type. One flop per element of `dout`. Sharding: the id loops
+    are `sum` reductions (a split leaves partial tables), H and the
+    vocabulary loop are parallel. With `block_axes` (as `nn.embedding`) the
+    result is the block of rows of the rank: ids outside it are skipped.
+
+    ```mlir
+    %dw = nn.embedding_grad %tokens, %de : (tensor<8x128xi32>, tensor<8x128x768xf32>) -> tensor<50304x768xf32>
+    ```
+  }];
+  let arguments = (ins NN_IndexTensor:$ids, NN_FloatTensor:$dout,
+                       OptionalAttr<DenseI16ArrayAttr>:$block_axes);
+  let results = (outs NN_FloatTensor:$dtable);
+  let assemblyFormat = "$ids `,` $dout attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def NN_AttentionGradOp : NN_ShardableOp<"attention_grad",
+    [Pure, InferTypeOpAdaptor, NN_LocalShardingConstraints]> {
+  let summary = "gradient of nn.attention";
+  let description = [{
+    From `q`, `k`, `v` and `dout` (the forward result's type), recomputes the
+    probabilities and returns `dq`, `dk`, `dv` (the types of `q`, `k`, `v`;
+    with grouped-query heads the key/value gradients sum over the query
+    heads that share them). `causal` and `scale` as the forward. Flops:
+    `6·B·H·S·T·D + 4·B·H·S·T·E + 8·B·H·S·T` (the forward's scores and
+    softmax again, then dV, dP, the softmax backward, dQ and dK). Loops are
+    the forward's; batch and heads can split, S, T, D and E must stay whole
+    (each is a reduction for some of the three gradients).
+
+    ```mlir
+    %dq, %dk, %dv = nn.attention_grad %q, %k, %v, %do causal : (tensor<2x16x4x8xf32>, tensor<2x16x4x8xf32>, tensor<2x16x4x8xf32>, tensor<2x16x4x8xf32>) -> (tensor<2x16x4x8xf32>, tensor<2x16x4x8xf32>, tensor<2x16x4x8xf32>)
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$query, NN_FloatTensor:$key,
+                       NN_FloatTensor:$value, NN_FloatTensor:$dout,
+                       UnitAttr:$causal, OptionalAttr<F64Attr>:$scale);
+  let results = (outs NN_FloatTensor:$dquery, NN_FloatTensor:$dkey,
+                      NN_FloatTensor:$dvalue);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value `,` $dout (`causal` $causal^)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def NN_SliceGradOp : NN_ShardableOp<"slice_grad",
+    [Pure, NN_LocalShardingConstraints]> {
+  let summary = "gradient of nn.slice: dy placed into zeros";
+  let description = [{
+    A tensor of the result type (the sliced tensor's type) that is zero
+    except at the strided window `start, start + stride, … < limit`, which
+    holds `dy`: the exact inverse placement of `nn.slice` with the same
+    attributes (slicing the result with them gives `dy`'s type). Costs no
+    flops. Loops are `dy`'s, as the forward's; sliced dimensions must stay
+    whole.
+
+    ```mlir
+    %dx = nn.slice_grad %dq start = [0, 0] limit = [8, 64] : tensor<8x64xf32> -> tensor<8x192xf32>
+    ```
+  }];
+  let arguments = (ins NN_Tensor:$dy, DenseI64ArrayAttr:$start,
+                       DenseI64ArrayAttr:$limit,
+                       OptionalAttr<DenseI64ArrayAttr>:$strides);
+  let results = (outs NN_Tensor:$dx);
+  let assemblyFormat = [{
+    $dy `start` `=` $start `limit` `=` $limit (`strides` `=` $strides^)?
+    attr-dict `:` type($dy) `->` type($dx)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The strides, all ones when the attribute is absent.
+    ::llvm::SmallVector<int64_t> getStridesOrOnes();
+  }];
+}

@@ -1,0 +1,288 @@
+//===- NNLayerOps.td - contractions, norms, losses ---*- tablegen -*-===//
+//
+// Included by NNOps.td after the types and base classes it uses.
+//
+//===----------------------------------------------------------------------===//
+
+//===----------------------------------------------------------------------===//
+// Contractions
+//===----------------------------------------------------------------------===//
+
+def NN_MatmulOp : NN_ShardableOp<"matmul", [Pure, InferTypeOpAdaptor, NN_Differentiable,
+    NN_PassesPartialSumsOf]> {
+  let summary = "(batched) matrix product with optional transposes";
+  let description = [{
+    `lhs` is `[..., M, K]` (`[..., K, M]` with `transpose_lhs`); `rhs` is
+    either a matrix `[K, N]` (`[N, K]` with `transpose_rhs`) shared by every
+    batch, or has the same leading batch dimensions as `lhs`. The result is
+    `[..., M, N]`. Element types match. `2·B·M·N·K` flops (B the product of
+    the batch dimensions). Sharding: batch, M and N loops are parallel; K is
+    a `sum` reduction (a split K leaves partial sums, as in Megatron's
+    row-parallel linear).
+
+    ```mlir
+    %h = nn.matmul %x, %w : (tensor<8x128x768xf32>, tensor<768x3072xf32>) -> tensor<8x128x3072xf32>
+    %s = nn.matmul %q, %k transpose_rhs : (tensor<8x64x32xf32>, tensor<8x64x32xf32>) -> tensor<8x64x64xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$lhs, NN_FloatTensor:$rhs,
+                       UnitAttr:$transpose_lhs, UnitAttr:$transpose_rhs);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs (`transpose_lhs` $transpose_lhs^)?
+    (`transpose_rhs` $transpose_rhs^)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+}
+
+def NN_EmbeddingOp : NN_ShardableOp<"embedding", [Pure, InferTypeOpAdaptor, NN_Differentiable,
+    NN_VocabularyBlock]> {
+  let summary = "look up rows of a table by index";
+  let description = [{
+    `table` is `[V, H]`, `ids` any integer tensor `[...]` with values in
+    `[0, V)`; the result is `[..., H]`. Costs no flops. Sharding: the id and
+    H loops are parallel; the vocabulary loop V is a `sum` reduction, the
+    one-hot view `onehot(ids) @ table` that makes a vocabulary-parallel
+    embedding a lookup of local rows (zero elsewhere) followed by a sum.
+    With `block_axes` (set by the partitioner on a rank's local op), the
+    table is block `g` of the rows of a table `G` times larger, `g` the
+    rank's index in the group of those axes of the module's grid: ids
+    index the whole table and an id outside the block gives a zero row.
+
+    ```mlir
+    %e = nn.embedding %wte, %tokens : (tensor<50304x768xf32>, tensor<8x1024xi32>) -> tensor<8x1024x768xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$table, NN_IndexTensor:$ids,
+                       OptionalAttr<DenseI16ArrayAttr>:$block_axes);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = "$table `,` $ids attr-dict `:` functional-type(operands, results)";
+}
+
+def NN_AttentionOp : NN_ShardableOp<"attention",
+    [Pure, InferTypeOpAdaptor, NN_Differentiable,
+     DeclareOpInterfaceMethods<NN_ShardingConstraintOpInterface,
+                               ["getUnsplittableLoops", "adjustLocalPartition"]>]> {
+  let summary = "multi-head scaled dot-product attention";
+  let description = [{
+    `softmax(q kᵀ · scale [+ causal mask]) v` per batch and head, with
+    `q: [B, S, H, D]`, `k: [B, T, Hkv, D]`, `v: [B, T, Hkv, E]` and result
+    `[B, S, H, E]`. `Hkv` divides `H` (grouped-query attention; query head
+    `h` reads key/value head `h / (H / Hkv)`). `scale` defaults to
+    `1/sqrt(D)`. With `causal`, `S == T` and query `i` sees keys `0..i`.
+    Flops: `2·B·H·S·T·D + 5·B·H·S·T + 2·B·H·S·T·E` (dense count; causal
+    kernels may skip the masked half). Sharding: B, S, H and E loops are
+    parallel (heads split in Megatron's tensor parallelism); the key loop T
+    and the head dimension D must stay whole.
+
+    ```mlir
+    %o = nn.attention %q, %k, %v causal : (tensor<8x128x12x64xf32>, tensor<8x128x12x64xf32>, tensor<8x128x12x64xf32>) -> tensor<8x128x12x64xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$query, NN_FloatTensor:$key,
+                       NN_FloatTensor:$value, UnitAttr:$causal,
+                       OptionalAttr<F64Attr>:$scale);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value (`causal` $causal^)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Normalisations
+//===----------------------------------------------------------------------===//
+
+def NN_SoftmaxOp : NN_ShardableOp<"softmax",
+    [Pure, SameOperandsAndResultType, InferTypeOpInterface,
+     NN_LocalShardingConstraints, NN_Differentiable]> {
+  let summary = "softmax along one dimension";
+  let description = [{
+    `exp(x - max) / sum(exp(x - max))` along `dim` (default: the last; a
+    negative value counts from the end). `5` flops per element. The softmax
+    dimension must stay whole when sharding.
+
+    ```mlir
+    %p = nn.softmax %x : tensor<8x10xf32>
+    %q = nn.softmax %x {dim = 0 : i64} : tensor<8x10xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$input,
+                       DefaultValuedAttr<I64Attr, "-1">:$dim);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// `dim` counted from the front.
+    int64_t getNormalizedDim();
+  }];
+}
+
+def NN_LayerNormOp : NN_ShardableOp<"layer_norm",
+    [Pure, InferTypeOpAdaptor, NN_LocalShardingConstraints, NN_Differentiable]> {
+  let summary = "layer normalisation over the last dimension";
+  let description = [{
+    `(x - mean) / sqrt(var + epsilon) * gamma + beta` over the last
+    dimension `H` of `x`; `gamma` and `beta` are `[H]`. `8` flops per element.
+    The normalised dimension must stay whole when sharding (Megatron's
+    sequence parallelism splits the sequence instead).
+
+    ```mlir
+    %y = nn.layer_norm %x, %g, %b : (tensor<8x128x768xf32>, tensor<768xf32>, tensor<768xf32>) -> tensor<8x128x768xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$input, NN_FloatTensor:$gamma,
+                       NN_FloatTensor:$beta,
+                       DefaultValuedAttr<F64Attr, "1e-5">:$epsilon);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $gamma `,` $beta attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The sharding rule it shares with the other norms (NormRules.h).
+    ::tessel::nn::detail::NormShardingRule getNormShardingRule();
+  }];
+}
+
+def NN_RmsNormOp : NN_ShardableOp<"rms_norm",
+    [Pure, InferTypeOpAdaptor, NN_LocalShardingConstraints, NN_Differentiable]> {
+  let summary = "root-mean-square normalisation over the last dimension";
+  let description = [{
+    `x / sqrt(mean(x²) + epsilon) * gamma` over the last dimension `H`;
+    `gamma` is `[H]`. `4` flops per element. The normalised dimension must
+    stay whole when sharding.
+
+    ```mlir
+    %y = nn.rms_norm %x, %g {epsilon = 1.0e-06 : f64} : (tensor<8x128x768xf32>, tensor<768xf32>) -> tensor<8x128x768xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$input, NN_FloatTensor:$gamma,
+                       DefaultValuedAttr<F64Attr, "1e-6">:$epsilon);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $gamma attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The sharding rule it shares with the other norms (NormRules.h).
+    ::tessel::nn::detail::NormShardingRule getNormShardingRule();
+  }];
+}
+
+def NN_BatchNormOp : NN_ShardableOp<"batch_norm",
+    [Pure, InferTypeOpAdaptor, NN_Differentiable,
+     DeclareOpInterfaceMethods<NN_ShardingConstraintOpInterface,
+                               ["adjustLocalPartition"]>]> {
+  let summary = "batch normalisation with batch statistics (training)";
+  let description = [{
+    Normalises every feature (dimension `feature_dim`, default 1 as in
+    PyTorch's `[N, C, ...]`) with the mean and biased variance over all other
+    dimensions, then scales by `gamma` and shifts by `beta` (both `[C]`).
+    `8` flops per element. Every loop can split: a split of the statistics
+    dimensions (the batch under data parallelism) is SyncBatchNorm, one
+    all-reduce of the per-feature sum and sum of squares, or per-rank
+    statistics under `tessel-partition{local-batchnorm}` (PyTorch's plain
+    BatchNorm under DDP).
+
+    ```mlir
+    %y = nn.batch_norm %x, %g, %b : (tensor<32x256xf32>, tensor<256xf32>, tensor<256xf32>) -> tensor<32x256xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$input, NN_FloatTensor:$gamma,
+                       NN_FloatTensor:$beta,
+                       DefaultValuedAttr<I64Attr, "1">:$feature_dim,
+                       DefaultValuedAttr<F64Attr, "1e-5">:$epsilon);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $gamma `,` $beta attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The sharding rule it shares with the other norms (NormRules.h).
+    ::tessel::nn::detail::NormShardingRule getNormShardingRule();
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Losses
+//===----------------------------------------------------------------------===//
+
+def NN_CrossEntropyOp : NN_ShardableOp<"cross_entropy",
+    [Pure, InferTypeOpAdaptor, NN_Differentiable,
+     DeclareOpInterfaceMethods<NN_ShardingConstraintOpInterface,
+                               ["adjustLocalPartition"]>]> {
+  let summary = "softmax cross-entropy of logits against integer labels";
+  let description = [{
+    `logsumexp(logits[i, :]) - logits[i, labels[i]]` for every position `i`
+    of `logits: [..., V]` and `labels: [...]` (integers in `[0, V)`), then
+    reduced by `reduction`: `mean` (default) or `sum` give a scalar, `none`
+    keeps `[...]`. Flops: `4·N + 2·R` with `N` logits and `R` positions.
+    Sharding: position loops are parallel (`none`) or `average`/`sum`
+    reductions; a split vocabulary loop is Megatron's vocabulary-parallel
+    cross-entropy (VocabParallel.cpp): each rank's row maximum, sum of
+    exponentials and label logit over its block of classes, each completed
+    by an all-reduce of one value per position.
+
+    ```mlir
+    %l = nn.cross_entropy %logits, %labels : (tensor<8x128x50304xf32>, tensor<8x128xi32>) -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$logits, NN_IndexTensor:$labels,
+      DefaultValuedAttr<NN_LossReductionAttr, "LossReduction::mean">:$reduction);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $logits `,` $labels attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def NN_LabelLogitOp : NN_ShardableOp<"label_logit",
+    [Pure, InferTypeOpAdaptor, NN_VocabularyBlock]> {
+  let summary = "the logit of each position's label";
+  let description = [{
+    `result[i] = logits[i, labels[i]]` for `logits: [..., V]` and integer
+    `labels: [...]` in `[0, V)`; the result is `[...]` of the logits'
+    element type. Costs no flops. Sharding: position loops are parallel,
+    the class loop a `sum` reduction (the one-hot view): with `block_axes`
+    (as `nn.embedding`) the logits are the rank's block of the classes and
+    a label outside it picks 0, so the blocks sum to the label's logit. The
+    vocabulary-parallel cross-entropy is built from it.
+
+    ```mlir
+    %p = nn.label_logit %logits, %labels : (tensor<8x128x50304xf32>, tensor<8x128xi32>) -> tensor<8x128xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$logits, NN_IndexTensor:$labels,
+                       OptionalAttr<DenseI16ArrayAttr>:$block_axes);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $logits `,` $labels attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def NN_SubLabelOp : NN_ShardableOp<"sub_label",
+    [Pure, InferTypeOpAdaptor, NN_VocabularyBlock]> {
+  let summary = "subtract a value at each position's label";
+  let description = [{
+    `result = input − onehot(labels) · values`: `input: [..., V]`, integer
+    `labels: [...]` in `[0, V)` and `values: [...]` of the input's element
+    type; one flop per position. Every loop is parallel: with `block_axes`
+    (as `nn.embedding`) the input is the rank's block of the classes and a
+    label outside it changes nothing. The gradient of the
+    vocabulary-parallel cross-entropy, `g · (softmax − onehot)`, ends with
+    it.
+
+    ```mlir
+    %d = nn.sub_label %p, %labels, %g : (tensor<8x128x50304xf32>, tensor<8x128xi32>, tensor<8x128xf32>) -> tensor<8x128x50304xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$input, NN_IndexTensor:$labels,
+                       NN_FloatTensor:$values,
+                       OptionalAttr<DenseI16ArrayAttr>:$block_axes);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $labels `,` $values attr-dict `:`
+    functional-type(operands, results)
+  }];
+}

@@ -1,0 +1,186 @@
+//===- NNTrainingOps.td - update step, repeated layers -*- tablegen -*-===//
+//
+// Included by NNOps.td after the types and base classes it uses.
+//
+//===----------------------------------------------------------------------===//
+
+//===----------------------------------------------------------------------===//
+// Training ops (the update step)
+//===----------------------------------------------------------------------===//
+
+// tensor<f32>: the device scalars of the update step.
+def NN_F32Scalar : Type<
+    And<[NN_TensorOf<[F32]>.predicate,
+         CPred<"::llvm::cast<::mlir::RankedTensorType>($_self).getRank() == 0">]>,
+    "tensor<f32>", "::mlir::RankedTensorType">,
+    BuildableType<"::mlir::RankedTensorType::get({}, $_builder.getF32Type())">;
+
+def NN_SumSquaresOp : NN_ShardableOp<"sum_squares",
+    [Pure, DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "sum of the squares of every element of float tensors";
+  let description = [{
+    `Σ x²` over every element of every operand, in f32 (the pieces of a
+    global gradient norm). Two flops per element. Every loop (the operands'
+    dimensions, one after the other) is a `sum` reduction.
+
+    ```mlir
+    %ss = nn.sum_squares %g1, %g2 : (tensor<8x16xf32>, tensor<16xbf16>) -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins Variadic<NN_FloatTensor>:$inputs);
+  let results = (outs NN_F32Scalar:$result);
+  let assemblyFormat = "$inputs attr-dict `:` functional-type($inputs, $result)";
+  let hasVerifier = 1;
+}
+
+def NN_ClipScaleOp : NN_ShardableOp<"clip_scale",
+    [Pure, SameOperandsAndResultType, InferTypeOpInterface]> {
+  let summary = "the gradient factor of global-norm clipping";
+  let description = [{
+    With `g = grad_scale` and `ss = sum_squares` (of the unscaled
+    gradients), `scale = min(1, max_norm / (sqrt(ss) · g + 1e-6)) · g`, or
+    `g` when `max_norm <= 0` (no clipping): the clipping sees the norm of
+    the scaled gradient, as torch.nn.utils.clip_grad_norm_ after `loss / M`.
+    Six flops.
+
+    ```mlir
+    %scale = nn.clip_scale %ss, %gs {max_norm = 1.0 : f64} : tensor<f32>
+    ```
+  }];
+  let arguments = (ins NN_F32Scalar:$sum_squares, NN_F32Scalar:$grad_scale,
+                       DefaultValuedAttr<F64Attr, "1.0">:$max_norm);
+  let results = (outs NN_F32Scalar:$result);
+  let assemblyFormat = "$sum_squares `,` $grad_scale attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def NN_OptimizerStepOp : NN_ShardableOp<"optimizer_step",
+    [Pure, InferTypeOpAdaptor, DestinationStyleOpInterface]> {
+  let summary = "one optimizer update of a parameter and its state";
+  let description = [{
+    Updates `outs = (param, states...)` in place (destination style: result
+    `i` is `outs[i]` updated) from `grad` (the parameter's type) times the
+    device scalar `scale`, as torch.optim.SGD / Adam / AdamW do: `sgd`
+    (with `momentum`, dampening 0, optionally `nesterov`), `adam` (L2
+    `weight_decay` added to the gradient), `adamw` (decoupled weight decay).
+    States are f32 in the parameter's shape: none for SGD without momentum,
+    the momentum buffer for SGD with momentum, `m` and `v` for Adam(W).
+    The learning rate of 1-based step `t` (the runtime's step + 1) follows
+    `schedule`: `constant`, or `warmup_cosine` (linear warm-up over
+    `warmup` steps, then cosine to `min_lr` at `total_steps`).
+    Flops per element: 1 (scale) + 2 (weight decay, when nonzero) + for SGD
+    2 (update), 2 (momentum), 2 (Nesterov); for Adam(W) 3 (m) + 4 (v) + 7
+    (update). All loops are parallel.
+
+    ```mlir
+    %p2, %m2, %v2 = nn.optimizer_step adamw %g, %scale outs(%p, %m, %v : tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>) {lr = 3.0e-4 : f64} : tensor<8x16xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$grad, NN_F32Scalar:$scale,
+      Variadic<NN_FloatTensor>:$outs,
+      DefaultValuedAttr<NN_OptimizerKindAttr, "OptimizerKind::adamw">:$optimizer,
+      DefaultValuedAttr<F64Attr, "1e-3">:$lr,
+      DefaultValuedAttr<F64Attr, "0.9">:$beta1,
+      DefaultValuedAttr<F64Attr, "0.999">:$beta2,
+      DefaultValuedAttr<F64Attr, "1e-8">:$eps,
+      DefaultValuedAttr<F64Attr, "0.0">:$weight_decay,
+      DefaultValuedAttr<F64Attr, "0.0">:$momentum,
+      DefaultValuedAttr<NN_LrScheduleAttr, "LrSchedule::constant">:$schedule,
+      DefaultValuedAttr<I64Attr, "0">:$warmup,
+      DefaultValuedAttr<F64Attr, "0.0">:$min_lr,
+      DefaultValuedAttr<I64Attr, "0">:$total_steps,
+      UnitAttr:$nesterov);
+  let results = (outs Variadic<NN_FloatTensor>:$results);
+  let assemblyFormat = [{
+    custom<OptimizerKind>($optimizer) $grad `,` $scale
+    `outs` `(` $outs `:` type($outs) `)` attr-dict `:` type($grad)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    ::mlir::MutableOperandRange getDpsInitsMutable() { return getOutsMutable(); }
+    /// The parameter (the first of the outs) and its optimizer states.
+    ::mlir::Value getParam() { return getOuts().front(); }
+    ::mlir::OperandRange getStates() { return getOuts().drop_front(); }
+    /// How many states `optimizer` (with `momentum`) keeps per parameter.
+    static int64_t getNumStates(OptimizerKind optimizer, double momentum);
+  }];
+}
+
+def NN_AccumulateOp : NN_ShardableOp<"accumulate",
+    [Pure, SameOperandsAndResultType, InferTypeOpInterface,
+     DestinationStyleOpInterface]> {
+  let summary = "add into an accumulator in place";
+  let description = [{
+    `acc + value`, written in place into `acc` (destination style: the one
+    init). Gradient accumulation over microbatches. One flop per element;
+    all loops parallel.
+
+    ```mlir
+    %acc2 = nn.accumulate %g outs(%acc) : tensor<8x16xf32>
+    ```
+  }];
+  let arguments = (ins NN_Tensor:$value, NN_Tensor:$acc);
+  let results = (outs NN_Tensor:$result);
+  let assemblyFormat = "$value `outs` `(` $acc `)` attr-dict `:` type($result)";
+  let extraClassDeclaration = [{
+    ::mlir::MutableOperandRange getDpsInitsMutable() { return getAccMutable(); }
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Repeated layers
+//===----------------------------------------------------------------------===//
+
+def NN_RepeatOp : NN_Op<"repeat", [Pure,
+    AttrSizedOperandSegments,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+    DeclareOpInterfaceMethods<NN_CostOpInterface, ["getBytesAccessed"]>]> {
+  let summary = "apply a layer function L times over stacked parameters";
+  let description = [{
+    Runs `layer` L times, threading the `carried` values (the activations)
+    from one application to the next, as JAX's `scan`. Each of `params` is
+    stacked on a leading layer axis of size L; application `l` receives
+    slice `l` of every stacked parameter. The layer function takes the
+    carried values followed by one parameter slice each, and returns new
+    carried values of the same types, optionally followed by per-layer
+    outputs that the repeat stacks on a new leading axis of size L (JAX's
+    `ys`; autodiff uses them to keep each layer's activations). With
+    `reverse` the layers run from L − 1 down to 0 (the backward of a
+    repeat). A 48-layer model is as short as a 1-layer one, and pipeline
+    parallelism splits the layer axis.
+
+    Cost: L times the summed cost of the layer's body. The sharding rule is
+    the layer body's: propagation and partitioning look inside `layer`.
+
+    ```mlir
+    func.func private @block(%h: tensor<8x768xf32>, %w: tensor<768x768xf32>) -> tensor<8x768xf32> {
+      %y = nn.matmul %h, %w : (tensor<8x768xf32>, tensor<768x768xf32>) -> tensor<8x768xf32>
+      return %y : tensor<8x768xf32>
+    }
+    ...
+    %out = nn.repeat @block(%h) params(%w_stacked) : (tensor<8x768xf32>, tensor<12x768x768xf32>) -> tensor<8x768xf32>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$layer, Variadic<NN_Tensor>:$carried,
+                       Variadic<NN_Tensor>:$params, UnitAttr:$reverse);
+  let results = (outs Variadic<NN_Tensor>:$results);
+  let assemblyFormat = [{
+    $layer `(` $carried `)` `params` `(` $params `)` (`reverse` $reverse^)?
+    attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// L, the size of the stacked parameters' leading axis.
+    int64_t getNumLayers();
+    /// The final carried values (the first results).
+    ::mlir::ResultRange getCarriedResults() {
+      return getResults().take_front(getCarried().size());
+    }
+    /// The per-layer outputs, stacked on a leading axis of size L.
+    ::mlir::ResultRange getStackedResults() {
+      return getResults().drop_front(getCarried().size());
+    }
+    /// The layer function, or null when the symbol does not resolve.
+    ::mlir::func::FuncOp getLayerFunction();
+  }];
+}
