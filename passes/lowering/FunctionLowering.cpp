@@ -1,0 +1,174 @@
+//===- FunctionLowering.cpp - results' places, shared call arguments ------===//
+
+#include "passes/lowering/FunctionLowering.h"
+
+#include "passes/MemoryPlan.h"
+#include "passes/RuntimeTypes.h"
+
+#include "llvm/Support/ErrorHandling.h"
+
+#include <cmath>
+
+using namespace mlir;
+
+namespace tessel::lowering {
+
+void LoweringRegistry::addOne(TypeID op, Lowering lowering) {
+  if (!table.try_emplace(op, std::move(lowering)).second)
+    llvm::report_fatal_error(
+        "tessel-lower-to-runtime: an op has two lowerings");
+}
+
+const LoweringRegistry::Lowering *
+LoweringRegistry::lookup(Operation *op) const {
+  auto it = table.find(op->getName().getTypeID());
+  return it == table.end() ? nullptr : &it->second;
+}
+
+LoweringRegistry buildLoweringRegistry() {
+  LoweringRegistry registry;
+  addElementwiseLowerings(registry);
+  addShapeLowerings(registry);
+  addContractionLowerings(registry);
+  addNormAndLossLowerings(registry);
+  addGradientLowerings(registry);
+  addTrainingLowerings(registry);
+  addCollectiveLowerings(registry);
+  addRepeatLowering(registry);
+  return registry;
+}
+
+SmallVector<int64_t> contiguousStrides(ArrayRef<int64_t> shape) {
+  SmallVector<int64_t> strides(shape.size(), 1);
+  for (int64_t d = static_cast<int64_t>(shape.size()) - 2; d >= 0; --d)
+    strides[d] = strides[d + 1] * shape[d + 1];
+  return strides;
+}
+
+int64_t product(ArrayRef<int64_t> sizes) {
+  int64_t result = 1;
+  for (int64_t size : sizes)
+    result *= size;
+  return result;
+}
+
+RankedTensorType tensorType(Value value) {
+  return cast<RankedTensorType>(value.getType());
+}
+
+int64_t bytesOf(Value value) {
+  return nn::detail::tensorBytes(value.getType());
+}
+
+StridedWindow stridedWindow(ArrayRef<int64_t> shape, ArrayRef<int64_t> start,
+                            ArrayRef<int64_t> steps) {
+  StridedWindow window;
+  for (auto [dim, stride] : llvm::enumerate(contiguousStrides(shape))) {
+    window.strides.push_back(stride * steps[dim]);
+    window.first += start[dim] * stride;
+  }
+  return window;
+}
+
+int32_t lossReduction(nn::LossReduction reduction) {
+  return reduction == nn::LossReduction::mean  ? TESSEL_LOSS_MEAN
+         : reduction == nn::LossReduction::sum ? TESSEL_LOSS_SUM
+                                               : TESSEL_LOSS_NONE;
+}
+
+LogicalResult FunctionLowering::lower(Operation *op,
+                                      const LoweringRegistry &registry) {
+  loc = op->getLoc();
+  // Results live at their planned offsets (a reshape is a view).
+  if (auto offsets =
+          op->getAttrOfType<DenseI64ArrayAttr>(memory_plan::kOffsetsAttr)) {
+    for (auto [result, offset] :
+         llvm::zip(op->getResults(), offsets.asArrayRef())) {
+      if (offset >= 0)
+        pointers[result] = emit.offset(b, loc, scratch, offset);
+      else if (offset < memory_plan::kArgumentView)
+        pointers[result] = outs[memory_plan::resultIndexOf(offset)];
+    }
+  } else if (op->getNumResults() > 0) {
+    return op->emitOpError() << "has no memory plan; run -tessel-plan-memory "
+                                "first";
+  }
+  const LoweringRegistry::Lowering *lowering = registry.lookup(op);
+  if (!lowering)
+    return op->emitOpError() << "has no runtime lowering";
+  return (*lowering)(op, *this);
+}
+
+I32Value FunctionLowering::dtype(Value tensor) {
+  // nn tensors hold only element types the runtime stores (ODS checks).
+  return i32(*runtimeDtype(tensorType(tensor).getElementType()));
+}
+
+I64Value FunctionLowering::count(Value tensor) {
+  return i64(tensorType(tensor).getNumElements());
+}
+
+void FunctionLowering::stridedCopy(Value tensor, PtrValue in, PtrValue out,
+                                   ArrayRef<int64_t> shape,
+                                   ArrayRef<int64_t> inStrides,
+                                   ArrayRef<int64_t> outStrides) {
+  call(rt::tessel_strided_copy,
+       {dtype(tensor), in, out, i32(static_cast<int32_t>(shape.size())),
+        i64Array(shape), i64Array(inStrides), i64Array(outStrides)});
+}
+
+ViewAround FunctionLowering::viewAround(ArrayRef<int64_t> shape, int64_t dim) {
+  return {i64(product(shape.take_front(dim))), i64(shape[dim]),
+          i64(product(shape.drop_front(dim + 1)))};
+}
+
+RowsAndCols FunctionLowering::rowsAndCols(ArrayRef<int64_t> shape) {
+  return {i64(product(shape.drop_back())), i64(shape.back())};
+}
+
+AttentionShape FunctionLowering::attentionShape(Value query, Value key,
+                                                Value value,
+                                                std::optional<APFloat> scale,
+                                                bool causal) {
+  ArrayRef<int64_t> q = tensorType(query).getShape();
+  ArrayRef<int64_t> k = tensorType(key).getShape();
+  ArrayRef<int64_t> v = tensorType(value).getShape();
+  double scaleValue = scale ? scale->convertToDouble()
+                            : 1.0 / std::sqrt(static_cast<double>(q[3]));
+  return {i64(q[0]), i64(q[1]), i64(k[1]),       i64(q[2]),  i64(k[2]),
+          i64(q[3]), i64(v[3]), f64(scaleValue), i32(causal)};
+}
+
+FailureOr<RankBlock> FunctionLowering::blockOf(Operation *op, int64_t size) {
+  auto axes = op->getAttrOfType<DenseI16ArrayAttr>("block_axes");
+  if (!axes) {
+    // Size first: the constants' order of the lowering this one replaced.
+    I64Value whole = i64(size);
+    return RankBlock{i64(0), whole};
+  }
+  FailureOr<uint32_t> mask = gridAxesMask(op, axes.asArrayRef(), "block");
+  if (failed(mask))
+    return failure();
+  I32Value maskValue = i32(static_cast<int32_t>(*mask));
+  I64Value index = call(rt::tessel_group_index, {maskValue});
+  I64Value groupSize = call(rt::tessel_group_size, {maskValue});
+  I64Value first = emit.mul(b, loc, index, i64(size));
+  I64Value whole = emit.mul(b, loc, groupSize, i64(size));
+  return RankBlock{first, whole};
+}
+
+FailureOr<uint32_t> FunctionLowering::gridAxesMask(Operation *op,
+                                                   ArrayRef<int16_t> axes,
+                                                   StringRef kind) {
+  uint32_t mask = 0;
+  for (int16_t axis : axes) {
+    if (axis < 0 || axis >= TESSEL_MAX_MESH_AXES)
+      return op->emitOpError()
+             << "has " << kind << " axis " << axis << " outside the runtime's "
+             << TESSEL_MAX_MESH_AXES << " mesh axes";
+    mask |= 1u << axis;
+  }
+  return mask;
+}
+
+} // namespace tessel::lowering

@@ -1,0 +1,437 @@
+//===- ModelAbi.cpp - the model's arena, entries and description ----------===//
+//
+// The arena is [params | grads | states | inputs and labels | control |
+// outputs | scratch]; every entry is a `void (ctx, arena)` that passes its
+// function pointers into it; tessel_model_json() returns the description
+// (docs/model-abi.md).
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/lowering/ModelAbi.h"
+
+#include "passes/Communication.h"
+#include "passes/MemoryPlan.h"
+#include "passes/lowering/FunctionLowering.h"
+#include "passes/lowering/TensorDescription.h"
+
+#include "dialect/NN/NNOps.h"
+
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/JSON.h"
+
+using namespace mlir;
+namespace json = llvm::json;
+using tessel::memory_plan::alignUp;
+
+namespace tessel::lowering {
+namespace {
+
+/// The name a function's argument `i` carries in `attrName`, or "".
+StringRef nameOf(func::FuncOp func, unsigned i, StringRef attrName) {
+  auto name = func.getArgAttrOfType<StringAttr>(i, attrName);
+  return name ? name.getValue() : StringRef();
+}
+
+/// The name a function's result `i` carries in `attrName`, or "".
+StringRef resultNameOf(func::FuncOp func, unsigned i, StringRef attrName) {
+  auto name = func.getResultAttrOfType<StringAttr>(i, attrName);
+  return name ? name.getValue() : StringRef();
+}
+
+/// The nn.sharding of a function's argument `i`, if any.
+ArrayAttr argSharding(func::FuncOp func, unsigned i) {
+  return func.getArgAttrOfType<ArrayAttr>(i, nn::NNDialect::kShardingAttrName);
+}
+
+/// Lays out the arena, emits the entries and the description.
+class ModelAbiEmitter {
+public:
+  ModelAbiEmitter(ModuleOp module, func::FuncOp model, TrainingEntries entries,
+                  const std::optional<Mesh> &mesh, RuntimeEmitter &emit,
+                  OpBuilder &b)
+      : module(module), model(model), entries(entries),
+        trained(static_cast<bool>(entries.backward)), mesh(mesh), emit(emit),
+        b(b), loc(model.getLoc()) {}
+
+  LogicalResult run(StringRef sourceName);
+
+private:
+  // The arena's regions, in order; each returns its {offset, bytes}.
+  json::Object placeParams();
+  json::Object placeNamed(func::FuncOp func, StringRef attrName, StringRef role,
+                          llvm::StringMap<int64_t> &at);
+  json::Object placeFeeds();
+  json::Object placeControl();
+  json::Object placeOutputs();
+  json::Object region(int64_t begin) const {
+    return json::Object{{"offset", begin}, {"bytes", cursor - begin}};
+  }
+  /// Appends `tensor` to the description at the cursor, then moves the
+  /// cursor past its `bytes`.
+  void place(json::Object tensor, int64_t bytes);
+  int64_t peakScratchBytes() const;
+
+  /// describeSharding, recording a bad sharding (diagnosed) so that every
+  /// one is reported before the lowering fails.
+  void addSharding(json::Object &tensor, func::FuncOp func, ArrayAttr sharding,
+                   Type type, const Twine &what);
+
+  // Where each argument and result of an entry lives in the arena.
+  FailureOr<int64_t> lookup(func::FuncOp func,
+                            const llvm::StringMap<int64_t> &at, StringRef name,
+                            StringRef what);
+  FailureOr<int64_t> argumentAt(func::FuncOp func, unsigned i, unsigned &feed);
+  FailureOr<int64_t> resultAt(func::FuncOp func, unsigned i);
+
+  LogicalResult emitEntries();
+  LogicalResult emitEntry(func::FuncOp func, StringRef symbol, StringRef role);
+  json::Object describeCollectives();
+  void emitDescriptionFunction(json::Object description);
+
+  ModuleOp module;
+  func::FuncOp model;
+  TrainingEntries entries;
+  bool trained;
+  const std::optional<Mesh> &mesh;
+  RuntimeEmitter &emit;
+  OpBuilder &b;
+  Location loc;
+
+  json::Array tensors;
+  int64_t cursor = 0;
+  bool badSharding = false;
+  llvm::StringMap<int64_t> paramAt, gradAt, stateAt;
+  SmallVector<int64_t> feedAt, outputAt;
+  int64_t gradScaleAt = -1, scratchBegin = 0;
+  json::Object entryNames;
+};
+
+LogicalResult ModelAbiEmitter::run(StringRef sourceName) {
+  json::Object params = placeParams();
+  json::Object grads = placeNamed(entries.backward,
+                                  nn::NNDialect::kGradAttrName, "grad", gradAt);
+  json::Object states = placeNamed(
+      entries.update, nn::NNDialect::kStateAttrName, "state", stateAt);
+  json::Object inputs = placeFeeds();
+  json::Object control = placeControl();
+  json::Object outputs = placeOutputs();
+  if (badSharding)
+    return failure();
+  int64_t scratchBytes = peakScratchBytes();
+  scratchBegin = cursor;
+  cursor += scratchBytes;
+  json::Object scratch = region(scratchBegin);
+  if (failed(emitEntries()))
+    return failure();
+
+  json::Object regions{
+      {"params", std::move(params)},   {"grads", std::move(grads)},
+      {"states", std::move(states)},   {"inputs", std::move(inputs)},
+      {"control", std::move(control)}, {"outputs", std::move(outputs)},
+      {"scratch", std::move(scratch)}};
+  json::Object description{
+      {"abi_version", TESSEL_ABI_VERSION},    {"source", sourceName.str()},
+      {"function", model.getSymName().str()}, {"entry", "tessel_forward"},
+      {"entries", std::move(entryNames)},     {"arena_bytes", cursor},
+      {"peak_bytes", scratchBytes},           {"regions", std::move(regions)},
+      {"tensors", std::move(tensors)}};
+  if (mesh) {
+    description["mesh"] = json::Object{{"axes", json::Array(mesh->axes)},
+                                       {"shape", json::Array(mesh->shape)}};
+    description["collectives"] = describeCollectives();
+  }
+  if (auto train =
+          module->getAttrOfType<DictionaryAttr>(nn::NNDialect::kTrainAttrName);
+      train && trained)
+    description["train"] = describeTrain(train);
+  emitDescriptionFunction(std::move(description));
+  return success();
+}
+
+void ModelAbiEmitter::place(json::Object tensor, int64_t bytes) {
+  tensors.push_back(std::move(tensor));
+  cursor += alignUp(bytes);
+}
+
+int64_t ModelAbiEmitter::peakScratchBytes() const {
+  SmallVector<func::FuncOp> functions{model};
+  if (trained)
+    functions.append({entries.backward, entries.update});
+  int64_t bytes = 0;
+  for (func::FuncOp func : functions)
+    bytes = std::max(
+        bytes, func->getAttrOfType<IntegerAttr>(memory_plan::kScratchBytesAttr)
+                   .getInt());
+  return bytes;
+}
+
+/// Parameters, by name; a trained model says which have a gradient.
+json::Object ModelAbiEmitter::placeParams() {
+  llvm::StringSet<> trainedNames;
+  if (trained)
+    for (unsigned i = 0, e = entries.backward.getNumArguments(); i < e; ++i)
+      if (StringRef name =
+              nameOf(entries.backward, i, nn::NNDialect::kGradAttrName);
+          !name.empty())
+        trainedNames.insert(name);
+  int64_t begin = cursor;
+  for (unsigned i = 0, e = model.getNumArguments(); i < e; ++i) {
+    StringRef name = nameOf(model, i, nn::NNDialect::kParamAttrName);
+    if (name.empty())
+      continue;
+    Type type = model.getArgumentTypes()[i];
+    json::Object tensor = describeTensor(name, "param", type, cursor);
+    tensor["init"] = describeInit(
+        model.getArgAttrOfType<nn::InitAttr>(i, nn::NNDialect::kInitAttrName));
+    tensor["axes"] = describeAxes(model, i);
+    if (trained)
+      tensor["trainable"] = trainedNames.contains(name);
+    addSharding(tensor, model, argSharding(model, i), type,
+                "argument #" + Twine(i));
+    paramAt[name] = cursor;
+    place(std::move(tensor), bytesOf(model.getArgument(i)));
+  }
+  return region(begin);
+}
+
+/// The arguments of `func` named by `attrName` (the gradients, the
+/// optimizer's states), by name.
+json::Object ModelAbiEmitter::placeNamed(func::FuncOp func, StringRef attrName,
+                                         StringRef role,
+                                         llvm::StringMap<int64_t> &at) {
+  int64_t begin = cursor;
+  if (func)
+    for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i) {
+      StringRef name = nameOf(func, i, attrName);
+      if (name.empty())
+        continue;
+      Type type = func.getArgumentTypes()[i];
+      json::Object tensor = describeTensor(name, role, type, cursor);
+      tensor["axes"] = describeAxes(func, i);
+      addSharding(tensor, func, argSharding(func, i), type,
+                  "argument #" + Twine(i));
+      at[name] = cursor;
+      place(std::move(tensor), bytesOf(func.getArgument(i)));
+    }
+  return region(begin);
+}
+
+/// Inputs and labels, in the model's order (every entry that reads them
+/// lists them in that order).
+json::Object ModelAbiEmitter::placeFeeds() {
+  int64_t begin = cursor, numInputs = 0, numLabels = 0;
+  for (unsigned i = 0, e = model.getNumArguments(); i < e; ++i) {
+    if (model.getArgAttr(i, nn::NNDialect::kParamAttrName))
+      continue;
+    bool isLabel =
+        model.getArgAttr(i, nn::NNDialect::kLabelAttrName) != nullptr;
+    std::string name = isLabel ? "label" + std::to_string(numLabels++)
+                               : "input" + std::to_string(numInputs++);
+    Type type = model.getArgumentTypes()[i];
+    json::Object tensor =
+        describeTensor(name, isLabel ? "label" : "input", type, cursor);
+    tensor["axes"] = describeAxes(model, i);
+    if (std::optional<int64_t> limit = valueLimit(model.getArgument(i), mesh))
+      tensor["limit"] = *limit;
+    addSharding(tensor, model, argSharding(model, i), type,
+                "argument #" + Twine(i));
+    feedAt.push_back(cursor);
+    place(std::move(tensor), bytesOf(model.getArgument(i)));
+  }
+  return region(begin);
+}
+
+/// Control scalars the launcher writes: the gradient scale.
+json::Object ModelAbiEmitter::placeControl() {
+  int64_t begin = cursor;
+  if (trained) {
+    auto scalar = RankedTensorType::get({}, b.getF32Type());
+    json::Object tensor =
+        describeTensor("grad_scale", "grad_scale", scalar, cursor);
+    addSharding(tensor, model, ArrayAttr(), scalar, "the gradient scale");
+    gradScaleAt = cursor;
+    place(std::move(tensor), nn::detail::tensorBytes(scalar));
+  }
+  return region(begin);
+}
+
+/// The model's results, the loss first.
+json::Object ModelAbiEmitter::placeOutputs() {
+  int64_t begin = cursor;
+  for (auto [i, type] : llvm::enumerate(model.getResultTypes())) {
+    json::Object tensor =
+        describeTensor(i == 0 ? "loss" : "output" + std::to_string(i),
+                       i == 0 ? "loss" : "output", type, cursor);
+    addSharding(tensor, model,
+                model.getResultAttrOfType<ArrayAttr>(
+                    i, nn::NNDialect::kShardingAttrName),
+                type, "result #" + Twine(i));
+    outputAt.push_back(cursor);
+    place(std::move(tensor), nn::detail::tensorBytes(type));
+  }
+  return region(begin);
+}
+
+void ModelAbiEmitter::addSharding(json::Object &tensor, func::FuncOp func,
+                                  ArrayAttr sharding, Type type,
+                                  const Twine &what) {
+  if (failed(describeSharding(tensor, func, sharding, type, what, mesh)))
+    badSharding = true;
+}
+
+FailureOr<int64_t> ModelAbiEmitter::lookup(func::FuncOp func,
+                                           const llvm::StringMap<int64_t> &at,
+                                           StringRef name, StringRef what) {
+  auto it = at.find(name);
+  if (it == at.end())
+    return func.emitOpError() << "names " << what << " '" << name
+                              << "', which the model does not have";
+  return it->second;
+}
+
+/// Argument `i` of an entry function: a named parameter, gradient or state,
+/// the gradient scale, or the next input or label (`feed` counts them).
+FailureOr<int64_t> ModelAbiEmitter::argumentAt(func::FuncOp func, unsigned i,
+                                               unsigned &feed) {
+  if (StringRef name = nameOf(func, i, nn::NNDialect::kParamAttrName);
+      !name.empty())
+    return lookup(func, paramAt, name, "parameter");
+  if (StringRef name = nameOf(func, i, nn::NNDialect::kGradAttrName);
+      !name.empty())
+    return lookup(func, gradAt, name, "gradient");
+  if (StringRef name = nameOf(func, i, nn::NNDialect::kStateAttrName);
+      !name.empty())
+    return lookup(func, stateAt, name, "optimizer state");
+  if (func.getArgAttr(i, nn::NNDialect::kGradScaleAttrName))
+    return gradScaleAt;
+  if ((func.getArgAttr(i, nn::NNDialect::kInputAttrName) ||
+       func.getArgAttr(i, nn::NNDialect::kLabelAttrName)) &&
+      feed < feedAt.size())
+    return feedAt[feed++];
+  return func.emitOpError()
+         << "argument #" << i << " has no place in the model's arena";
+}
+
+/// Result `i` of an entry function: a named parameter, gradient or state
+/// (updated in place), or the model's output `i`.
+FailureOr<int64_t> ModelAbiEmitter::resultAt(func::FuncOp func, unsigned i) {
+  if (StringRef name = resultNameOf(func, i, nn::NNDialect::kParamAttrName);
+      !name.empty())
+    return lookup(func, paramAt, name, "parameter");
+  if (StringRef name = resultNameOf(func, i, nn::NNDialect::kGradAttrName);
+      !name.empty())
+    return lookup(func, gradAt, name, "gradient");
+  if (StringRef name = resultNameOf(func, i, nn::NNDialect::kStateAttrName);
+      !name.empty())
+    return lookup(func, stateAt, name, "optimizer state");
+  if (i < outputAt.size())
+    return outputAt[i];
+  return func.emitOpError()
+         << "result #" << i << " has no place in the model's arena";
+}
+
+LogicalResult ModelAbiEmitter::emitEntries() {
+  if (failed(emitEntry(model, "tessel_forward", "forward")))
+    return failure();
+  if (trained &&
+      (failed(emitEntry(entries.backward, "tessel_backward", "backward")) ||
+       failed(emitEntry(entries.update, "tessel_update", "update"))))
+    return failure();
+  return success();
+}
+
+/// `void symbol(ctx, arena)`: calls the lowered `func` on its places in the
+/// arena.
+LogicalResult ModelAbiEmitter::emitEntry(func::FuncOp func, StringRef symbol,
+                                         StringRef role) {
+  Type ptr = emit.ptr();
+  b.setInsertionPointToEnd(module.getBody());
+  auto wrapper = LLVM::LLVMFuncOp::create(
+      b, loc, symbol,
+      LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(b.getContext()),
+                                  {ptr, ptr}));
+  Block *entry = wrapper.addEntryBlock(b);
+  b.setInsertionPointToStart(entry);
+  Value arena = entry->getArgument(1);
+  SmallVector<Value> args{entry->getArgument(0),
+                          emit.offset(b, loc, arena, scratchBegin)};
+  unsigned feed = 0;
+  for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i) {
+    FailureOr<int64_t> offset = argumentAt(func, i, feed);
+    if (failed(offset))
+      return failure();
+    args.push_back(emit.offset(b, loc, arena, *offset));
+  }
+  for (unsigned i = 0, e = func.getNumResults(); i < e; ++i) {
+    FailureOr<int64_t> offset = resultAt(func, i);
+    if (failed(offset))
+      return failure();
+    args.push_back(emit.offset(b, loc, arena, *offset));
+  }
+  LLVM::CallOp::create(b, loc, TypeRange{},
+                       FlatSymbolRefAttr::get(b.getStringAttr(
+                           (kFunctionPrefix + func.getSymName()).str())),
+                       args);
+  LLVM::ReturnOp::create(b, loc, ValueRange{});
+  entryNames[role.str()] = symbol.str();
+  return success();
+}
+
+/// What one call of each entry communicates: the launcher's counters after
+/// a step equal backward × microbatches + update.
+json::Object ModelAbiEmitter::describeCollectives() {
+  json::Object collectives;
+  auto count = [&](StringRef role, func::FuncOp func) {
+    json::Array list;
+    for (const communication::Traffic &traffic :
+         communication::countCollectives(func, *mesh)) {
+      json::Array axes;
+      for (int16_t axis : communication::axesOfMask(traffic.axes))
+        axes.push_back(mesh->axes[axis]);
+      list.push_back(json::Object{
+          {"kind", communication::collectiveName(traffic.kind).str()},
+          {"axes", std::move(axes)},
+          {"calls", traffic.calls},
+          {"bytes", traffic.bytes}});
+    }
+    collectives[role.str()] = std::move(list);
+  };
+  count("forward", model);
+  if (trained) {
+    count("backward", entries.backward);
+    count("update", entries.update);
+  }
+  return collectives;
+}
+
+/// tessel_model_json(): the description, NUL-terminated.
+void ModelAbiEmitter::emitDescriptionFunction(json::Object description) {
+  std::string text;
+  llvm::raw_string_ostream(text) << json::Value(std::move(description));
+  text.push_back('\0');
+  b.setInsertionPointToEnd(module.getBody());
+  auto describeFn = LLVM::LLVMFuncOp::create(
+      b, loc, "tessel_model_json", LLVM::LLVMFunctionType::get(emit.ptr(), {}));
+  Block *entry = describeFn.addEntryBlock(b);
+  b.setInsertionPointToStart(entry);
+  Value global = LLVM::createGlobalString(loc, b, "__tessel_model_json", text,
+                                          LLVM::Linkage::Private);
+  LLVM::ReturnOp::create(b, loc, global);
+}
+
+} // namespace
+
+LogicalResult emitModelAbi(ModuleOp module, func::FuncOp model,
+                           TrainingEntries entries, StringRef sourceName,
+                           RuntimeEmitter &emit, OpBuilder &b) {
+  // A partitioned model: its mesh, and per tensor the global shape and the
+  // axes that split it (the arena holds the local shard).
+  FailureOr<std::optional<Mesh>> mesh = meshFromModule(module);
+  if (failed(mesh))
+    return failure();
+  return ModelAbiEmitter(module, model, entries, *mesh, emit, b)
+      .run(sourceName);
+}
+
+} // namespace tessel::lowering

@@ -1,0 +1,106 @@
+//===- NormAndLossLowering.cpp - softmax, norms and losses ----------------===//
+//
+// Softmax and batch norm see their tensor as [outer, dim, inner], the layer
+// and RMS norms as rows of the last dimension; the label kernels of a
+// vocabulary-parallel cross-entropy work on the rank's block of classes.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/lowering/FunctionLowering.h"
+
+using namespace mlir;
+
+namespace tessel::lowering {
+namespace {
+
+LogicalResult lowerSoftmax(nn::SoftmaxOp op, FunctionLowering &fl) {
+  I32Value dtype = fl.dtype(op.getResult());
+  ViewAround view =
+      fl.viewAround(op.getType().getShape(), op.getNormalizedDim());
+  fl.call(rt::tessel_softmax,
+          {dtype, fl.ptr(op.getInput()), fl.ptr(op.getResult()), view.outer,
+           view.dim, view.inner});
+  return success();
+}
+
+/// Layer norm, or RMS norm (no beta) with `rms`.
+LogicalResult lowerNorm(Operation *op, FunctionLowering &fl, Value input,
+                        Value gamma, Value beta, double epsilon, bool rms) {
+  I32Value dtype = fl.dtype(input);
+  PtrValue betaPtr = fl.ptrOrNull(beta);
+  RowsAndCols rows = fl.rowsAndCols(tensorType(input).getShape());
+  fl.call(rt::tessel_layer_norm, {dtype, fl.ptr(input), fl.ptr(gamma), betaPtr,
+                                  fl.ptr(op->getResult(0)), rows.rows,
+                                  rows.cols, fl.f64(epsilon), fl.i32(rms)});
+  return success();
+}
+
+LogicalResult lowerLayerNorm(nn::LayerNormOp op, FunctionLowering &fl) {
+  return lowerNorm(op, fl, op.getInput(), op.getGamma(), op.getBeta(),
+                   op.getEpsilon().convertToDouble(), /*rms=*/false);
+}
+
+LogicalResult lowerRmsNorm(nn::RmsNormOp op, FunctionLowering &fl) {
+  return lowerNorm(op, fl, op.getInput(), op.getGamma(), Value(),
+                   op.getEpsilon().convertToDouble(), /*rms=*/true);
+}
+
+LogicalResult lowerBatchNorm(nn::BatchNormOp op, FunctionLowering &fl) {
+  I32Value dtype = fl.dtype(op.getResult());
+  ViewAround view = fl.viewAround(op.getType().getShape(), op.getFeatureDim());
+  fl.call(rt::tessel_batch_norm,
+          {dtype, fl.ptr(op.getInput()), fl.ptr(op.getGamma()),
+           fl.ptr(op.getBeta()), fl.ptr(op.getResult()), view.outer, view.dim,
+           view.inner, fl.f64(op.getEpsilon().convertToDouble())});
+  return success();
+}
+
+LogicalResult lowerCrossEntropy(nn::CrossEntropyOp op, FunctionLowering &fl) {
+  fl.call(rt::tessel_cross_entropy,
+          {fl.dtype(op.getLogits()), fl.dtype(op.getLabels()),
+           fl.ptr(op.getLogits()), fl.ptr(op.getLabels()),
+           fl.ptr(op.getResult()), fl.count(op.getLabels()),
+           fl.i64(op.getLogits().getType().getShape().back()),
+           fl.i32(lossReduction(op.getReduction()))});
+  return success();
+}
+
+LogicalResult lowerLabelLogit(nn::LabelLogitOp op, FunctionLowering &fl) {
+  int64_t classes = op.getLogits().getType().getShape().back();
+  FailureOr<RankBlock> block = fl.blockOf(op, classes);
+  if (failed(block))
+    return failure();
+  fl.call(rt::tessel_label_logit,
+          {fl.dtype(op.getLogits()), fl.dtype(op.getLabels()),
+           fl.ptr(op.getLogits()), fl.ptr(op.getLabels()),
+           fl.ptr(op.getResult()), fl.count(op.getLabels()), fl.i64(classes),
+           block->first, block->whole});
+  return success();
+}
+
+LogicalResult lowerSubLabel(nn::SubLabelOp op, FunctionLowering &fl) {
+  int64_t classes = op.getType().getShape().back();
+  FailureOr<RankBlock> block = fl.blockOf(op, classes);
+  if (failed(block))
+    return failure();
+  fl.call(
+      rt::tessel_sub_label,
+      {fl.dtype(op.getInput()), fl.dtype(op.getLabels()), fl.ptr(op.getInput()),
+       fl.ptr(op.getLabels()), fl.ptr(op.getValues()), fl.ptr(op.getResult()),
+       fl.count(op.getLabels()), fl.i64(classes), block->first, block->whole});
+  return success();
+}
+
+} // namespace
+
+void addNormAndLossLowerings(LoweringRegistry &registry) {
+  registry.add<nn::SoftmaxOp>(lowerSoftmax);
+  registry.add<nn::LayerNormOp>(lowerLayerNorm);
+  registry.add<nn::RmsNormOp>(lowerRmsNorm);
+  registry.add<nn::BatchNormOp>(lowerBatchNorm);
+  registry.add<nn::CrossEntropyOp>(lowerCrossEntropy);
+  registry.add<nn::LabelLogitOp>(lowerLabelLogit);
+  registry.add<nn::SubLabelOp>(lowerSubLabel);
+}
+
+} // namespace tessel::lowering

@@ -1,0 +1,139 @@
+//===- RepeatLowering.cpp - nn.repeat to a loop that calls the layer ------===//
+
+#include "passes/lowering/FunctionLowering.h"
+
+#include "passes/MemoryPlan.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+using namespace mlir;
+
+namespace tessel::lowering {
+namespace {
+
+/// Whether `layer`, or a layer it repeats, draws random bits (dropout).
+bool drawsRandomBits(func::FuncOp layer) {
+  return layer
+      .walk([](Operation *op) {
+        if (isa<nn::DropoutOp>(op))
+          return WalkResult::interrupt();
+        if (auto repeat = dyn_cast<nn::RepeatOp>(op))
+          if (func::FuncOp inner = repeat.getLayerFunction();
+              inner && drawsRandomBits(inner))
+            return WalkResult::interrupt();
+        return WalkResult::advance();
+      })
+      .wasInterrupted();
+}
+
+/// The pointers a repeat's loop works on.
+struct RepeatBuffers {
+  /// The workspace copy of each carried value, and the layer's scratch
+  /// after them.
+  SmallVector<Value> spare;
+  Value layerScratch;
+  SmallVector<Value> initial, results, params;
+};
+
+RepeatBuffers repeatBuffers(nn::RepeatOp op, FunctionLowering &fl,
+                            int64_t workspace) {
+  RepeatBuffers buffers;
+  int64_t position = workspace;
+  for (Value carried : op.getCarried()) {
+    buffers.spare.push_back(fl.offset(fl.scratch, position));
+    position += memory_plan::alignUp(bytesOf(carried));
+  }
+  buffers.layerScratch = fl.offset(fl.scratch, position);
+  for (Value carried : op.getCarried())
+    buffers.initial.push_back(fl.ptr(carried));
+  for (Value result : op.getCarriedResults())
+    buffers.results.push_back(fl.ptr(result));
+  for (Value param : op.getParams())
+    buffers.params.push_back(fl.ptr(param));
+  return buffers;
+}
+
+/// The body of iteration `iteration`: layer(carried `in`, params[l]) into
+/// the results or the spare copies (whichever the last iteration writes
+/// the results through) and stacked slice l. Yields the carried outputs.
+void emitLayerIteration(nn::RepeatOp op, FunctionLowering &fl,
+                        const RepeatBuffers &buffers, Value callerStream,
+                        OpBuilder &body, Location loc, Value iteration,
+                        ValueRange in) {
+  int64_t numLayers = op.getNumLayers();
+  auto constant = [&](int64_t value) -> Value {
+    return arith::ConstantIntOp::create(body, loc, value, 64);
+  };
+  // Iteration i writes the results when L - 1 - i is even; a reversed
+  // repeat runs layer L - 1 - i.
+  Value remaining =
+      arith::SubIOp::create(body, loc, constant(numLayers - 1), iteration);
+  Value layer = op.getReverse() ? remaining : iteration;
+  if (callerStream) {
+    I64Value stream = fl.emit.call(rt::tessel_fold_in, body, loc,
+                                   {I64Value(callerStream), I64Value(layer)});
+    fl.emit.call(rt::tessel_set_rng_stream, body, loc, {fl.ctx, stream});
+  }
+  Value parity = arith::RemSIOp::create(body, loc, remaining, constant(2));
+  Value toResults = arith::CmpIOp::create(body, loc, arith::CmpIPredicate::eq,
+                                          parity, constant(0));
+  auto sliceOf = [&](Value base, Value stacked) {
+    Value bytes = arith::MulIOp::create(body, loc, layer,
+                                        constant(bytesOf(stacked) / numLayers));
+    return fl.emit.offset(body, loc, base, bytes);
+  };
+  SmallVector<Value> args{fl.ctx, buffers.layerScratch};
+  args.append(in.begin(), in.end());
+  for (auto [param, value] : llvm::zip(buffers.params, op.getParams()))
+    args.push_back(sliceOf(param, value));
+  SmallVector<Value> out;
+  for (auto [result, copy] : llvm::zip(buffers.results, buffers.spare))
+    out.push_back(LLVM::SelectOp::create(body, loc, toResults, result, copy));
+  args.append(out.begin(), out.end());
+  for (Value stacked : op.getStackedResults())
+    args.push_back(sliceOf(fl.ptr(stacked), stacked));
+  auto layerName = body.getStringAttr(kFunctionPrefix + op.getLayer().str());
+  LLVM::CallOp::create(body, loc, TypeRange{},
+                       FlatSymbolRefAttr::get(layerName), args);
+  scf::YieldOp::create(body, loc, out);
+}
+
+/// for l in [0, L) (or down from L − 1 with `reverse`): layer(carried,
+/// params[l]) -> next carried, stacked[l]. The carried outputs alternate
+/// between the op's result buffers and a workspace copy so that the last
+/// iteration writes the results; stacked outputs go to slice l. A layer
+/// that draws random bits runs layer l on the random stream folded from
+/// its caller's and l (tessel_fold_in), so layers draw distinct dropout
+/// masks and the backward's layer l draws its forward's.
+LogicalResult lowerRepeat(nn::RepeatOp op, FunctionLowering &fl) {
+  auto workspace = op->getAttrOfType<IntegerAttr>(memory_plan::kWorkspaceAttr);
+  if (!workspace)
+    return op.emitOpError() << "has no workspace; run -tessel-plan-memory";
+  RepeatBuffers buffers = repeatBuffers(op, fl, workspace.getInt());
+  func::FuncOp layerFunction = op.getLayerFunction();
+  Value callerStream;
+  if (layerFunction && drawsRandomBits(layerFunction))
+    callerStream = fl.call(rt::tessel_get_rng_stream, {});
+  Value lower = fl.i64(0);
+  Value upper = fl.i64(op.getNumLayers());
+  Value one = fl.i64(1);
+  scf::ForOp::create(
+      fl.b, fl.loc, lower, upper, one, buffers.initial,
+      [&](OpBuilder &body, Location loc, Value iteration, ValueRange in) {
+        emitLayerIteration(op, fl, buffers, callerStream, body, loc, iteration,
+                           in);
+      });
+  if (callerStream)
+    fl.call(rt::tessel_set_rng_stream, {I64Value(callerStream)});
+  return success();
+}
+
+} // namespace
+
+void addRepeatLowering(LoweringRegistry &registry) {
+  registry.add<nn::RepeatOp>(lowerRepeat);
+}
+
+} // namespace tessel::lowering

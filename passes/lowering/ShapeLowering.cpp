@@ -1,0 +1,85 @@
+//===- ShapeLowering.cpp - views and data movement ------------------------===//
+//
+// A reshape is a view (no call); the others are tessel_strided_copy with
+// the strides that read (or write) the right elements.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/lowering/FunctionLowering.h"
+
+using namespace mlir;
+
+namespace tessel::lowering {
+namespace {
+
+LogicalResult lowerReshape(nn::ReshapeOp op, FunctionLowering &fl) {
+  fl.pointers[op.getResult()] = fl.pointers.lookup(op.getInput());
+  return success();
+}
+
+LogicalResult lowerBroadcast(nn::BroadcastOp op, FunctionLowering &fl) {
+  ArrayRef<int64_t> outShape = op.getType().getShape();
+  ArrayRef<int64_t> inShape = op.getInput().getType().getShape();
+  SmallVector<int64_t> inContiguous = contiguousStrides(inShape);
+  SmallVector<int64_t> inStrides(outShape.size(), 0);
+  for (auto [i, dim] : llvm::enumerate(op.getDims()))
+    if (inShape[i] == outShape[dim])
+      inStrides[dim] = inContiguous[i];
+  fl.stridedCopy(op.getResult(), fl.ptr(op.getInput()), fl.ptr(op.getResult()),
+                 outShape, inStrides, contiguousStrides(outShape));
+  return success();
+}
+
+LogicalResult lowerTranspose(nn::TransposeOp op, FunctionLowering &fl) {
+  SmallVector<int64_t> inContiguous =
+      contiguousStrides(op.getInput().getType().getShape());
+  SmallVector<int64_t> inStrides;
+  for (int64_t dim : op.getPerm())
+    inStrides.push_back(inContiguous[dim]);
+  ArrayRef<int64_t> outShape = op.getType().getShape();
+  fl.stridedCopy(op.getResult(), fl.ptr(op.getInput()), fl.ptr(op.getResult()),
+                 outShape, inStrides, contiguousStrides(outShape));
+  return success();
+}
+
+LogicalResult lowerSlice(nn::SliceOp op, FunctionLowering &fl) {
+  StridedWindow window = stridedWindow(op.getInput().getType().getShape(),
+                                       op.getStart(), op.getStridesOrOnes());
+  int64_t elementBytes =
+      nn::detail::elementBytes(op.getType().getElementType());
+  ArrayRef<int64_t> outShape = op.getType().getShape();
+  fl.stridedCopy(op.getResult(),
+                 fl.offset(fl.ptr(op.getInput()), window.first * elementBytes),
+                 fl.ptr(op.getResult()), outShape, window.strides,
+                 contiguousStrides(outShape));
+  return success();
+}
+
+LogicalResult lowerConcat(nn::ConcatOp op, FunctionLowering &fl) {
+  ArrayRef<int64_t> outShape = op.getType().getShape();
+  SmallVector<int64_t> outStrides = contiguousStrides(outShape);
+  int64_t dim = op.getDim(), position = 0;
+  int64_t elementBytes =
+      nn::detail::elementBytes(op.getType().getElementType());
+  for (Value input : op.getInputs()) {
+    ArrayRef<int64_t> shape = tensorType(input).getShape();
+    fl.stridedCopy(op.getResult(), fl.ptr(input),
+                   fl.offset(fl.ptr(op.getResult()),
+                             position * outStrides[dim] * elementBytes),
+                   shape, contiguousStrides(shape), outStrides);
+    position += shape[dim];
+  }
+  return success();
+}
+
+} // namespace
+
+void addShapeLowerings(LoweringRegistry &registry) {
+  registry.add<nn::ReshapeOp>(lowerReshape);
+  registry.add<nn::BroadcastOp>(lowerBroadcast);
+  registry.add<nn::TransposeOp>(lowerTranspose);
+  registry.add<nn::SliceOp>(lowerSlice);
+  registry.add<nn::ConcatOp>(lowerConcat);
+}
+
+} // namespace tessel::lowering
