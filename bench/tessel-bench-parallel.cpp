@@ -38,6 +38,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "bench/BenchSupport.h"
+#include "bench/ThreadBarrier.h"
+#include "bench/Units.h"
 #include "runtime/launcher/Arena.h"
 #include "runtime/launcher/Compile.h"
 #include "runtime/launcher/Data.h"
@@ -110,61 +112,6 @@ struct Options : CommonOptions {
   std::vector<int64_t> sizes = {64 << 10, 1 << 20, 16 << 20, 64 << 20};
   std::vector<int> groups = {2, 4};
   bool comm = true;
-};
-
-//===--- A barrier of the ranks' threads ----------------------------------===//
-
-/// A reusable barrier of the benchmark's threads (C++17 has no
-/// std::barrier). The last thread to arrive runs `onLast` before it releases
-/// the others, so a decision every rank must share (how many steps a run
-/// takes, when it started) is made once. A failing thread breaks it, and
-/// every waiter throws instead of waiting for a peer that is gone.
-class ThreadBarrier {
-public:
-  explicit ThreadBarrier(int threads) : threads(threads) {}
-
-  void arriveAndWait(const std::function<void()> &onLast = {}) {
-    std::unique_lock<std::mutex> lock(mutex);
-    if (!broken.empty())
-      throw BenchError(broken);
-    if (++arrived == threads) {
-      if (onLast) {
-        try {
-          onLast();
-        } catch (const std::exception &e) {
-          breakLocked(e.what());
-          throw;
-        }
-      }
-      arrived = 0;
-      ++generation;
-      cv.notify_all();
-      return;
-    }
-    uint64_t mine = generation;
-    cv.wait(lock, [&] { return generation != mine || !broken.empty(); });
-    if (generation == mine)
-      throw BenchError(broken);
-  }
-
-  void breakAll(const std::string &why) {
-    std::lock_guard<std::mutex> lock(mutex);
-    breakLocked(why);
-  }
-
-private:
-  void breakLocked(const std::string &why) {
-    if (broken.empty())
-      broken = "a peer thread failed (" + why + ")";
-    cv.notify_all();
-  }
-
-  const int threads;
-  std::mutex mutex;
-  std::condition_variable cv;
-  int arrived = 0;
-  uint64_t generation = 0;
-  std::string broken;
 };
 
 //===--- 1. Training-step throughput on a mesh ---------------------------===//
@@ -654,30 +601,6 @@ std::vector<AllReduceResult> benchAllReduce(int ranks, const Options &options) {
 
 //===--- Output ----------------------------------------------------------===//
 
-/// 65536 -> "64 KiB", 1628182 -> "1.55 MiB" (three significant digits).
-std::string sizeText(double bytes) {
-  const char *units[] = {"B", "KiB", "MiB", "GiB"};
-  int u = 0;
-  while (bytes >= 1024 && u < 3) {
-    bytes /= 1024;
-    ++u;
-  }
-  char text[32];
-  std::snprintf(text, sizeof(text), "%.3g %s", bytes, units[u]);
-  return text;
-}
-
-/// 1234567 -> "1 234 567" (thin grouping keeps wide numbers readable).
-std::string groupDigits(int64_t value) {
-  std::string digits = std::to_string(value < 0 ? -value : value), out;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i && (digits.size() - i) % 3 == 0)
-      out += ' ';
-    out += digits[i];
-  }
-  return (value < 0 ? "-" : "") + out;
-}
-
 void printStepTable(const std::vector<StepResult> &results,
                     const Options &options, int cores) {
   if (options.header) {
@@ -788,43 +711,6 @@ void printAllReduceTable(const std::vector<AllReduceResult> &results,
       "     and bus bandwidth against a single-thread memcpy.\n"
       "--runs N (default 7) timed runs of at least --min-time (0.2) s each.\n");
   std::exit(status);
-}
-
-std::vector<std::string> splitList(const std::string &text) {
-  std::vector<std::string> items;
-  size_t begin = 0;
-  while (begin <= text.size()) {
-    size_t end = text.find(',', begin);
-    if (end == std::string::npos)
-      end = text.size();
-    items.push_back(text.substr(begin, end - begin));
-    begin = end + 1;
-  }
-  return items;
-}
-
-/// "64K" -> 65536; a multiple of 4 bytes (f32 elements).
-int64_t parseSize(const std::string &text) {
-  char *end = nullptr;
-  errno = 0;
-  long long value = std::strtoll(text.c_str(), &end, 10);
-  int64_t scale = 1;
-  std::string suffix = end ? end : "";
-  if (suffix == "K" || suffix == "KiB")
-    scale = int64_t(1) << 10;
-  else if (suffix == "M" || suffix == "MiB")
-    scale = int64_t(1) << 20;
-  else if (suffix == "G" || suffix == "GiB")
-    scale = int64_t(1) << 30;
-  else if (!suffix.empty() && suffix != "B")
-    throw BenchError("bad size '" + text + "' (e.g. 4096, 64K, 16M)");
-  if (text.empty() || end == text.c_str() || errno == ERANGE || value < 1 ||
-      value > (int64_t(1) << 40) / scale)
-    throw BenchError("bad size '" + text + "' (e.g. 4096, 64K, 16M)");
-  int64_t bytes = value * scale;
-  if (bytes % 4)
-    throw BenchError("size '" + text + "' is not a whole number of f32");
-  return bytes;
 }
 
 Options parseArgs(int argc, char **argv) {
