@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
-# Configures and builds runtime/ as a CMake project of its own (the C ABI
-# runtime, the shared vocabulary and the launcher library, with their
-# tests), with LLVM and MLIR made unfindable, then checks that no compile
+# Configures runtime/ as a CMake project of its own, with LLVM and MLIR made
+# unfindable, builds its libraries (the C ABI runtime, the vocabulary shared
+# with the compiler, the launcher library), then checks that no compile
 # command names an LLVM or MLIR include directory. Usage:
-#   scripts/check-runtime-alone.sh [BUILD_DIR]   (default build/runtime-alone)
+#   scripts/check-runtime-alone.sh [BUILD_DIR]   (default build-runtime-alone;
+#   a folder beside build/ compiles with the same relative paths, so ccache
+#   serves the objects the main build made)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-dir=${1:-build/runtime-alone}
+dir=${1:-build-runtime-alone}
 export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}
 cmake -G Ninja -S runtime -B "$dir" -DCMAKE_BUILD_TYPE=Release \
+  --no-warn-unused-cli \
   -DCMAKE_DISABLE_FIND_PACKAGE_LLVM=ON -DCMAKE_DISABLE_FIND_PACKAGE_MLIR=ON \
   >/dev/null
-cmake --build "$dir"
+cmake --build "$dir" --target tessel_runtime tessel_config TesselLauncher
 if grep -E -- '-I[^ ]*(llvm|mlir)' "$dir/compile_commands.json"; then
   echo "runtime-alone: a compile command names LLVM/MLIR headers" >&2
   exit 1

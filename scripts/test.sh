@@ -11,5 +11,5 @@ ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$(nproc)" || status=1
 echo "== lit"
 /usr/lib/llvm-22/bin/lit -sv "$BUILD_DIR/test" || status=1
 echo "== runtime/ alone: the runtime and the launcher build without LLVM/MLIR"
-scripts/check-runtime-alone.sh "$BUILD_DIR/runtime-alone" || status=1
+scripts/check-runtime-alone.sh "$BUILD_DIR-runtime-alone" || status=1
 exit $status
