@@ -56,6 +56,20 @@ public:
                      bool sequenceParallel);
   void run();
   void writeAttributes(ModuleOp module);
+  /// The mesh axes some value or loop is split over.
+  MeshAxes axesInUse() const {
+    MeshAxes used;
+    auto add = [&](const DimSharding &sharding) {
+      for (int16_t axis : usedAxes(sharding))
+        if (!llvm::is_contained(used, axis))
+          used.push_back(axis);
+    };
+    for (const auto &entry : shardings)
+      add(entry.second);
+    for (const auto &entry : loopShardings)
+      add(entry.second);
+    return used;
+  }
 
 private:
   const Mesh &mesh;
@@ -548,6 +562,19 @@ struct PropagateShardingPass
     : tessel::impl::PropagateShardingPassBase<PropagateShardingPass> {
   using Base::Base;
 
+  /// An axis nothing is split over runs its ranks on copies of the same
+  /// work (a mistyped --mesh, a rule that names another axis): say so.
+  void warnUnusedAxes(ModuleOp module, const Mesh &mesh,
+                      const MeshAxes &used) {
+    for (auto [index, size] : llvm::enumerate(mesh.shape))
+      if (size > 1 && !llvm::is_contained(used, int16_t(index)))
+        module.emitWarning()
+            << "mesh axis '" << mesh.axes[index] << "' (size " << size
+            << ") splits nothing (rules: " << this->rules
+            << "; no annotation names it): its " << size
+            << " ranks repeat the same work";
+  }
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     std::string error;
@@ -596,6 +623,7 @@ struct PropagateShardingPass
       return signalPassFailure();
     propagator.run();
     propagator.writeAttributes(module);
+    warnUnusedAxes(module, *mesh, propagator.axesInUse());
   }
 };
 
