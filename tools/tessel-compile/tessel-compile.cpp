@@ -16,6 +16,7 @@
 #include "passes/Passes.h"
 #include "passes/Pipelines.h"
 #include "runtime/config/Mesh.h"
+#include "tools/ToolStack.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
@@ -342,8 +343,20 @@ int compile(int argc, char **argv) {
   std::unique_ptr<llvm::MemoryBuffer> input = openInputFile(inputFile, &error);
   if (!input)
     return exitWith(inputFile + ": " + error);
+  std::optional<size_t> tooDeep =
+      tessel::tools::findTooDeepNesting(input->getBuffer());
   llvm::SourceMgr sourceMgr;
   sourceMgr.AddNewSourceBuffer(std::move(input), llvm::SMLoc());
+  if (tooDeep) {
+    sourceMgr.PrintMessage(
+        llvm::SMLoc::getFromPointer(
+            sourceMgr.getMemoryBuffer(1)->getBufferStart() + *tooDeep),
+        llvm::SourceMgr::DK_Error,
+        "nesting deeper than " +
+            std::to_string(tessel::tools::kMaxNestingDepth) +
+            " levels of brackets, types or regions: refused");
+    return 1;
+  }
   SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
   OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
   if (!module)
@@ -424,5 +437,5 @@ int main(int argc, char **argv) {
   cl::ParseCommandLineOptions(
       argc, argv,
       "tessel-compile: compile an nn model ahead of time to a shared object\n");
-  return compile(argc, argv);
+  return tessel::tools::runOnToolStack([&] { return compile(argc, argv); });
 }

@@ -17,10 +17,71 @@
 #include "mlir/Dialect/Tensor/Extensions/ShardingExtensions.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/DialectRegistry.h"
+#include "mlir/Support/FileUtilities.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "mlir/Transforms/Passes.h"
+#include "tools/ToolStack.h"
+
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/ToolOutputFile.h"
+
+namespace {
+
+/// mlir-opt's main, with the input's nesting checked before it is parsed
+/// (tools/ToolStack.h); runs on the tools' large stack.
+int optMain(int argc, char **argv, mlir::DialectRegistry &registry) {
+  auto [inputFile, outputFile] = mlir::registerAndParseCLIOptions(
+      argc, argv, "Tessel optimizer driver\n", registry);
+  mlir::MlirOptMainConfig config =
+      mlir::MlirOptMainConfig::createFromCLOptions();
+  if (config.shouldShowDialects()) {
+    llvm::outs() << "Available Dialects: ";
+    llvm::interleave(registry.getDialectNames(), llvm::outs(), ",");
+    llvm::outs() << "\n";
+    return 0;
+  }
+  if (config.shouldListPasses()) {
+    mlir::printRegisteredPasses();
+    return 0;
+  }
+  std::string error;
+  std::unique_ptr<llvm::MemoryBuffer> input =
+      mlir::openInputFile(inputFile, &error);
+  if (!input) {
+    llvm::errs() << error << "\n";
+    return 1;
+  }
+  if (std::optional<size_t> at =
+          tessel::tools::findTooDeepNesting(input->getBuffer())) {
+    llvm::SourceMgr sources;
+    sources.AddNewSourceBuffer(std::move(input), llvm::SMLoc());
+    sources.PrintMessage(
+        llvm::SMLoc::getFromPointer(
+            sources.getMemoryBuffer(1)->getBufferStart() + *at),
+        llvm::SourceMgr::DK_Error,
+        "nesting deeper than " +
+            std::to_string(tessel::tools::kMaxNestingDepth) +
+            " levels of brackets, types or regions: refused");
+    return 1;
+  }
+  std::unique_ptr<llvm::ToolOutputFile> output =
+      mlir::openOutputFile(outputFile, &error);
+  if (!output) {
+    llvm::errs() << error << "\n";
+    return 1;
+  }
+  if (mlir::failed(
+          mlir::MlirOptMain(output->os(), std::move(input), registry, config)))
+    return 1;
+  output->keep();
+  return 0;
+}
+
+} // namespace
 
 int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
   mlir::DialectRegistry registry;
   registry.insert<tessel::nn::NNDialect, mlir::shard::ShardDialect,
                   mlir::func::FuncDialect, mlir::arith::ArithDialect,
@@ -39,6 +100,6 @@ int main(int argc, char **argv) {
   tessel::registerTesselPasses();
   tessel::registerTesselPipelines();
 
-  return mlir::asMainReturnCode(
-      mlir::MlirOptMain(argc, argv, "Tessel optimizer driver\n", registry));
+  return tessel::tools::runOnToolStack(
+      [&] { return optMain(argc, argv, registry); });
 }
