@@ -111,7 +111,11 @@ flags:
                         microbatches, tokens_per_s, step_ms, allocated_bytes)
   --save FILE           write the parameters as .safetensors at the end; a
                         training run adds the optimizer state and the step
-                        count (metadata "tessel.step")
+                        count (metadata "tessel.step"). Written to a
+                        temporary beside FILE, synced and renamed over it:
+                        FILE is always a whole checkpoint. FILE, like
+                        --metrics, may not be the model, --data or (for
+                        --metrics) --load, and its directory must exist
   --load FILE           read the parameters (and optimizer state and step, if
                         saved by a training run) from a .safetensors file
                         instead of initialising them
@@ -249,6 +253,7 @@ const std::map<std::string, ValueSetter> &valueFlags() {
        }},
       {"--metrics", [](Options &o, const std::string &v) { o.metrics = v; }},
       {"--save", [](Options &o, const std::string &v) { o.save = v; }},
+
       {"--load", [](Options &o, const std::string &v) { o.load = v; }},
       {"--log-every",
        [](Options &o, const std::string &v) {

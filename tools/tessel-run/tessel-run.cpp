@@ -5,6 +5,7 @@
 #include "runtime/launcher/Error.h"
 #include "runtime/launcher/Launch.h"
 #include "runtime/launcher/ModelLibrary.h"
+#include "runtime/launcher/OutputFiles.h"
 #include "runtime/launcher/Progress.h"
 #include "runtime/launcher/Safetensors.h"
 
@@ -146,6 +147,9 @@ int main(int argc, char **argv) {
       std::fputs(usageText().c_str(), stdout);
       return 0;
     }
+    // Before anything is read or written: an output that names an input
+    // would be destroyed by the first write (--metrics truncates at once).
+    checkOutputPaths(options);
     if (options.comm == CommBackend::Mpi)
       return runMpiProcess(options);
     runModel(options, /*rank=*/0, /*mpiWorld=*/0);
