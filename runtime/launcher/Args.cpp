@@ -111,7 +111,14 @@ flags:
                         microbatches, tokens_per_s, step_ms, allocated_bytes)
   --save FILE           write the parameters as .safetensors at the end; a
                         training run adds the optimizer state and the step
-                        count (metadata "tessel.step")
+                        count (metadata "tessel.step"). Written to a
+                        temporary beside FILE, synced and renamed over it:
+                        FILE is always a whole checkpoint. FILE, like
+                        --metrics, may not be the model, --data or (for
+                        --metrics) --load, and its directory must exist
+  --save-every N        also save to the --save FILE after every N-th step
+                        (step count divisible by N), so a crash loses at
+                        most N steps; resume with --load FILE
   --load FILE           read the parameters (and optimizer state and step, if
                         saved by a training run) from a .safetensors file
                         instead of initialising them
@@ -119,6 +126,11 @@ flags:
                         terminal (default 10)
   --quiet               no progress and no summary
   --help                this text
+
+A first SIGINT (Ctrl-C) or SIGTERM finishes the current step (every rank of
+a mesh stops after the same step), writes its metrics line, saves to --save
+FILE if given and exits 130 (SIGINT) or 143 (SIGTERM); a second one exits at
+once.
 
 )" + trainingFlagsHelp() + R"(
 parallel flags (a model partitioned over a device mesh; docs/tessel-run.md):
@@ -249,6 +261,10 @@ const std::map<std::string, ValueSetter> &valueFlags() {
        }},
       {"--metrics", [](Options &o, const std::string &v) { o.metrics = v; }},
       {"--save", [](Options &o, const std::string &v) { o.save = v; }},
+      {"--save-every",
+       [](Options &o, const std::string &v) {
+         o.saveEvery = parseInteger("--save-every", v, 1);
+       }},
       {"--load", [](Options &o, const std::string &v) { o.load = v; }},
       {"--log-every",
        [](Options &o, const std::string &v) {
@@ -344,6 +360,12 @@ void checkCombinations(const Options &options) {
     if (!options.mesh)
       failUsage(flag + " needs --mesh");
   }
+  if (options.saveEvery && options.save.empty())
+    failUsage("--save-every needs --save FILE (the checkpoint it rewrites)");
+  if (options.saveEvery && (options.eval || options.checkGrads))
+    failUsage(std::string("--save-every has no effect with ") +
+              (options.eval ? "--eval" : "--check-grads") +
+              " (no step changes the parameters)");
   if (options.checkGrads && options.mesh)
     failUsage("--check-grads only on one device (drop --mesh " +
               options.mesh->toString() + ")");

@@ -41,6 +41,7 @@ struct Options {
   TokenDtype dataDtype = TokenDtype::U16;
   std::string metrics;
   std::string save;
+  int64_t saveEvery = 0; // --save-every N: also after every N-th step
   std::string load;
   int64_t logEvery = 10;
   bool quiet = false;

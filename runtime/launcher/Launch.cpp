@@ -6,6 +6,7 @@
 #include "runtime/launcher/Error.h"
 #include "runtime/launcher/GradCheck.h"
 #include "runtime/launcher/Ranks.h"
+#include "runtime/launcher/StopSignal.h"
 #include "runtime/launcher/Training.h"
 
 #include <chrono>
@@ -59,6 +60,30 @@ void checkCommunication(const ModelDesc &desc,
                  difference.c_str());
 }
 
+/// Saves the checkpoint of `stepsDone` steps to --save: on a mesh every rank
+/// takes part in the gathers and rank 0 writes the file.
+void saveCheckpoint(const RunPlan &plan, RankRuntime &rt, int64_t stepsDone,
+                    bool reporter) {
+  const Options &options = *plan.options;
+  const ModelDesc &desc = plan.model->desc;
+  std::map<std::string, std::string> metadata = {
+      {"seed", std::to_string(options.seed)}};
+  // Only a training run has a step count to resume from.
+  bool training = plan.mode == Mode::Train;
+  if (training)
+    metadata["tessel.step"] = std::to_string(stepsDone);
+  if (desc.mesh) {
+    std::map<std::string, std::vector<char>> tensors =
+        gatherCheckpoint(desc, rt.ctx, rt.arena, training, reporter);
+    if (reporter)
+      writeSafetensorsAtomically(options.save, desc, tensors, metadata,
+                                 training);
+  } else {
+    writeSafetensorsAtomically(options.save, desc, rt.ctx, rt.arena, metadata,
+                               training);
+  }
+}
+
 } // namespace
 
 Mode tessel::run::modeOf(const Options &options, const ModelDesc &model) {
@@ -74,8 +99,8 @@ tessel::run::makeBatchSource(const Options &options, const ModelDesc &view) {
              : makeTokenFileData(view, options.data, options.dataDtype);
 }
 
-void tessel::run::runRank(const RunPlan &plan, int32_t rank, int32_t comm,
-                          tessel_local_world *world) {
+RunEnd tessel::run::runRank(const RunPlan &plan, int32_t rank, int32_t comm,
+                            tessel_local_world *world) {
   const Options &options = *plan.options;
   const LoadedModel &model = *plan.model;
   const ModelDesc &desc = model.desc;
@@ -104,7 +129,7 @@ void tessel::run::runRank(const RunPlan &plan, int32_t rank, int32_t comm,
     checkGradients(model, rt.ctx, rt.arena, *batches, plan.firstStep,
                    plan.firstStep * options.microbatches, options.seed,
                    options.gradTol, stdout);
-    return;
+    return {0, plan.firstStep};
   }
 
   // Sizes of one device's run: the global microbatch.
@@ -114,6 +139,11 @@ void tessel::run::runRank(const RunPlan &plan, int32_t rank, int32_t comm,
   ProgressReporter progress(plan.firstStep, lastStep, options.logEvery,
                             options.quiet || !reporter);
   std::string commLine;
+  // Every rank leaves the loop after the same step: the stop decision is
+  // agreed through a collective (stopAfterThisStep), and the periodic saves
+  // fall on the same step counts.
+  uint32_t allAxes = desc.mesh ? (1u << desc.mesh->axes.size()) - 1 : 0;
+  RunEnd end{0, lastStep};
   for (int64_t step = plan.firstStep; step < lastStep; ++step) {
     bool first = step == plan.firstStep;
     // Nothing before the first step communicates; its counters are the
@@ -126,65 +156,64 @@ void tessel::run::runRank(const RunPlan &plan, int32_t rank, int32_t comm,
             ? trainStep(model, rt, *batches, step, options.microbatches)
             : evalStep(model, rt, *batches, step, options.microbatches);
     double seconds = nowSeconds() - stepStart;
-    if (!reporter)
-      continue;
-    tessel_counters counters;
-    tessel_get_counters(rt.ctx, &counters);
-    StepResult result = {step + 1,
-                         loss,
-                         tokens,
-                         seconds,
-                         seconds > 0 ? tokens / seconds : 0.0,
-                         counters.bytes_allocated};
-    if (plan.mode == Mode::Train)
-      result.lr = lrAt(*desc.train, step);
-    result.microbatches = options.microbatches;
-    if (first && desc.mesh) {
-      std::vector<CommCount> measured = readCommCounters(rt.ctx, *desc.mesh);
-      checkCommunication(desc, measured, plan.mode == Mode::Train,
-                         options.microbatches);
-      commLine = describeComm(measured);
-      result.comm = measured;
+    if (reporter) {
+      tessel_counters counters;
+      tessel_get_counters(rt.ctx, &counters);
+      StepResult result = {step + 1,
+                           loss,
+                           tokens,
+                           seconds,
+                           seconds > 0 ? tokens / seconds : 0.0,
+                           counters.bytes_allocated};
+      if (plan.mode == Mode::Train)
+        result.lr = lrAt(*desc.train, step);
+      result.microbatches = options.microbatches;
+      if (first && desc.mesh) {
+        std::vector<CommCount> measured = readCommCounters(rt.ctx, *desc.mesh);
+        checkCommunication(desc, measured, plan.mode == Mode::Train,
+                           options.microbatches);
+        commLine = describeComm(measured);
+        result.comm = measured;
+      }
+      if (plan.metrics)
+        plan.metrics->write(result);
+      progress.onStep(result);
     }
-    if (plan.metrics)
-      plan.metrics->write(result);
-    progress.onStep(result);
+    // After the first step's counters are read: the agreement is a
+    // collective of its own, not the model's.
+    if (int signal = stopAfterThisStep(rt.ctx, allAxes)) {
+      end = {signal, step + 1};
+      break;
+    }
+    // The last step's checkpoint is the final save below.
+    if (options.saveEvery && (step + 1) % options.saveEvery == 0 &&
+        step + 1 < lastStep)
+      saveCheckpoint(plan, rt, step + 1, reporter);
   }
 
-  if (!options.save.empty()) {
-    std::map<std::string, std::string> metadata = {
-        {"seed", std::to_string(options.seed)}};
-    // Only a training run has a step count to resume from.
-    bool training = plan.mode == Mode::Train;
-    if (training)
-      metadata["tessel.step"] = std::to_string(lastStep);
-    if (desc.mesh) {
-      // Every rank takes part in the gathers; rank 0 writes the file.
-      std::map<std::string, std::vector<char>> tensors =
-          gatherCheckpoint(desc, rt.ctx, rt.arena, training, reporter);
-      if (reporter)
-        writeSafetensorsAtomically(options.save, desc, tensors, metadata,
-                                   training);
-    } else {
-      writeSafetensorsAtomically(options.save, desc, rt.ctx, rt.arena, metadata,
-                                 training);
-    }
-  }
-  if (reporter)
+  if (!options.save.empty())
+    saveCheckpoint(plan, rt, end.step, reporter);
+  if (end.signal)
+    waitForEveryRank(rt.ctx, allAxes);
+  // A stopped run ends with tessel-run's message instead of the summary.
+  if (reporter && !end.signal)
     progress.finish(nowSeconds() - plan.startSeconds, desc.peakBytes,
                     desc.arenaBytes, describeRun(plan, globalFeeds.batchSize()),
                     commLine, /*perRank=*/desc.mesh.has_value());
+  return end;
 }
 
-void tessel::run::runLocalRanks(const RunPlan &plan) {
+RunEnd tessel::run::runLocalRanks(const RunPlan &plan) {
   int64_t worldSize = plan.model->desc.worldSize();
-  if (worldSize == 1) {
-    runRank(plan, 0, TESSEL_COMM_NONE, nullptr);
-    return;
-  }
+  if (worldSize == 1)
+    return runRank(plan, 0, TESSEL_COMM_NONE, nullptr);
   LocalRanks ranks{int32_t(worldSize)};
+  RunEnd end;
   ranks.start([&](int32_t rank) {
-    runRank(plan, rank, TESSEL_COMM_LOCAL, ranks.world());
+    RunEnd mine = runRank(plan, rank, TESSEL_COMM_LOCAL, ranks.world());
+    if (rank == 0)
+      end = mine; // Every rank ends alike (the stop is agreed).
   });
   ranks.join();
+  return end;
 }

@@ -39,6 +39,14 @@ struct RunPlan {
   double startSeconds = 0;
 };
 
+/// How a rank's run ended: `signal` 0 after its last step, else the
+/// SIGINT or SIGTERM it stopped on (every rank of a mesh agrees); `step` the
+/// step count done (and saved, with --save).
+struct RunEnd {
+  int signal = 0;
+  int64_t step = 0;
+};
+
 /// The run's mode: what the flags ask of what the model can do.
 Mode modeOf(const Options &options, const ModelDesc &model);
 
@@ -52,16 +60,17 @@ std::unique_ptr<BatchSource> makeBatchSource(const Options &options,
 /// (initialised or loaded), each step on its block of the data, and its
 /// part in the checkpoint's gathers. Rank 0 alone reports: progress,
 /// metrics, the communication check and the summary; it writes the
-/// checkpoint. Throws RunError; a failure in a collective names the peer
-/// that failed.
-void runRank(const RunPlan &plan, int32_t rank, int32_t comm,
-             tessel_local_world *world);
+/// checkpoint (after the last step, every --save-every steps and when a
+/// stop signal ends the run early). Throws RunError; a failure in a
+/// collective names the peer that failed.
+RunEnd runRank(const RunPlan &plan, int32_t rank, int32_t comm,
+               tessel_local_world *world);
 
 /// Every rank of the model's mesh as a thread of this process (the local
 /// backend), or rank 0 of 1 on this thread for a model without a mesh. A
 /// rank that fails aborts the world, so the others stop at their next
 /// collective; throws RunError "rank R: ..." with the first failure.
-void runLocalRanks(const RunPlan &plan);
+RunEnd runLocalRanks(const RunPlan &plan);
 
 } // namespace tessel::run
 

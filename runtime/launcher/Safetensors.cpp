@@ -8,6 +8,7 @@
 
 #include "runtime/launcher/Safetensors.h"
 #include "runtime/launcher/Error.h"
+#include "runtime/launcher/OutputFiles.h"
 
 #include <nlohmann/json.hpp>
 
@@ -102,9 +103,6 @@ void writeCheckpointFile(std::FILE *f, const std::string &path,
     bytesOf(*p, host);
     writeAll(f, host.data(), host.size(), path);
   }
-  if (std::fflush(f) != 0 || ::fsync(::fileno(f)) != 0)
-    throw RunError("cannot write checkpoint '" + path +
-                   "': " + std::strerror(errno));
 }
 
 /// A read-only mapping of a whole file.
@@ -304,36 +302,18 @@ int64_t parseStep(const std::map<std::string, std::string> &metadata,
 
 } // namespace
 
-/// Writes `tensors` to `path`.tmp, then renames it over `path`.
+/// Writes `tensors` to a temporary beside `path`, then renames it over
+/// `path` (OutputFiles.h).
 static void
 writeAtomically(const std::string &path,
                 const std::vector<const TensorDesc *> &tensors,
                 const TensorBytes &bytesOf,
                 const std::map<std::string, std::string> &metadata) {
   std::string header = buildHeader(tensors, metadata);
-  std::string tmp = path + ".tmp";
-  std::FILE *f = std::fopen(tmp.c_str(), "wb");
-  if (!f)
-    throw RunError("cannot write checkpoint '" + tmp +
-                   "': " + std::strerror(errno));
-  try {
-    writeCheckpointFile(f, tmp, tensors, bytesOf, header);
-  } catch (...) {
-    std::fclose(f);
-    std::remove(tmp.c_str());
-    throw;
-  }
-  if (std::fclose(f) != 0) {
-    std::remove(tmp.c_str());
-    throw RunError("cannot write checkpoint '" + tmp +
-                   "': " + std::strerror(errno));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    int err = errno;
-    std::remove(tmp.c_str());
-    throw RunError("cannot rename '" + tmp + "' to '" + path +
-                   "': " + std::strerror(err));
-  }
+  writeFileAtomically(path, "checkpoint",
+                      [&](std::FILE *f, const std::string &tmp) {
+                        writeCheckpointFile(f, tmp, tensors, bytesOf, header);
+                      });
 }
 
 std::vector<const TensorDesc *>

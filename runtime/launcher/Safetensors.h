@@ -14,9 +14,11 @@ namespace tessel::run {
 
 /// Writes every parameter of `model` (read from `arena`) to `path` as
 /// safetensors, and with `withStates` every optimizer state tensor after
-/// them: first to `path`.tmp, then renamed over `path`, so a crash or an
-/// error never leaves a half-written checkpoint behind. `metadata` goes to
-/// the header's "__metadata__" (a training run writes "tessel.step").
+/// them: first to a temporary of its own beside `path` (synced), then
+/// renamed over `path`, so a crash, an error or a concurrent save never
+/// leaves a half-written or mixed checkpoint behind (writeFileAtomically).
+/// `metadata` goes to the header's "__metadata__" (a training run writes
+/// "tessel.step").
 void writeSafetensorsAtomically(
     const std::string &path, const ModelDesc &model, tessel_ctx *ctx,
     const void *arena, const std::map<std::string, std::string> &metadata,

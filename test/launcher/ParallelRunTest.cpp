@@ -12,6 +12,9 @@
 #include "test/launcher/LauncherTestSupport.h"
 
 #include <chrono>
+#include <csignal>
+#include <thread>
+#include <unistd.h>
 
 using namespace tessel::run::test;
 
@@ -298,6 +301,73 @@ TEST_F(TesselRunMpiTest, MpiFailuresNameTheRankAndEndEveryProcess) {
                        "99\n"),
             std::string::npos)
       << r.err;
+}
+
+// Tests that SIGTERM sent to one MPI process (rank 1) stops every process
+// after the same step: the flag is all-reduced between steps, rank 0 saves
+// that step's checkpoint before any process exits, and reports once.
+TEST_F(TesselRunMpiTest, SignalToOneProcessStopsEveryRankAtOneStep) {
+  fs::path metrics = dir / "m.jsonl", saved = dir / "stop.st";
+  std::string command =
+      "exec mpirun --allow-run-as-root --oversubscribe -np 4 " +
+      quote(TESSEL_RUN_PATH) + " " + dp2tp2 +
+      " --comm mpi --steps 1000000000 --quiet --metrics " +
+      quote(metrics.string()) + " --save " + quote(saved.string()) + " >" +
+      path("out.txt") + " 2>" + path("err.txt");
+  pid_t mpirunPid = ::fork();
+  if (mpirunPid == 0) {
+    ::execl("/bin/sh", "sh", "-c", command.c_str(), nullptr);
+    ::_exit(127);
+  }
+  using Clock = std::chrono::steady_clock;
+  auto deadline = Clock::now() + std::chrono::seconds(60);
+  while (readFile(metrics).find('\n') == std::string::npos &&
+         Clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  // Rank 1: the process whose environment says so and whose command line
+  // names this test's metrics file.
+  pid_t rank1 = 0;
+  for (const auto &entry : fs::directory_iterator("/proc")) {
+    std::string name = entry.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos)
+      continue;
+    std::string cmdline = readFile(entry.path() / "cmdline");
+    std::string environ = readFile(entry.path() / "environ");
+    if (cmdline.find(metrics.string()) != std::string::npos &&
+        cmdline.find("mpirun") == std::string::npos &&
+        environ.find(std::string("OMPI_COMM_WORLD_RANK=1") + '\0') !=
+            std::string::npos)
+      rank1 = std::stoi(name);
+  }
+  ASSERT_NE(rank1, 0) << "rank 1's process not found";
+  ::kill(rank1, SIGTERM);
+  int status = 0;
+  while (::waitpid(mpirunPid, &status, WNOHANG) == 0 &&
+         Clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  if (Clock::now() >= deadline) {
+    ::kill(mpirunPid, SIGKILL);
+    ::waitpid(mpirunPid, &status, 0);
+    FAIL() << "mpirun did not end";
+  }
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) != 0);
+  std::string err = readFile(dir / "err.txt");
+  std::string text = readFile(metrics);
+  size_t last = text.rfind('\n', text.size() - 2);
+  int64_t step = json::parse(text.substr(last == std::string::npos ? 0
+                                                                   : last + 1))
+                     .at("step")
+                     .get<int64_t>();
+  std::string stopped =
+      "tessel-run: stopped by SIGTERM after step " + std::to_string(step) +
+      "; saved '" + saved.string() + "'";
+  EXPECT_NE(err.find(stopped), std::string::npos) << err;
+  EXPECT_EQ(err.find("stopped by"), err.rfind("stopped by")) << err;
+  Checkpoint c = readCheckpoint(saved);
+  EXPECT_EQ(c.header["__metadata__"]["tessel.step"], std::to_string(step));
+  // The same parameters a run of that many steps on threads ends with.
+  train(dp2tp2, "--steps " + std::to_string(step), "threads");
+  EXPECT_EQ(c.tensors, readCheckpoint(dir / "threads").tensors);
 }
 
 } // namespace

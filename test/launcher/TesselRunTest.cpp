@@ -266,6 +266,7 @@ TEST_F(TesselRunTest, HelpDocumentsEveryFlag) {
   for (const char *flag :
        {"--steps",       "--seed",         "--data",         "--data-dtype",
         "--metrics",     "--save",         "--load",         "--log-every",
+        "--save-every",
         "--quiet",       "--microbatches", "--eval",         "--check-grads",
         "--grad-tol",    "--optimizer",    "--lr",           "--beta1",
         "--beta2",       "--eps",          "--weight-decay", "--momentum",

@@ -324,8 +324,55 @@ std::string defaultOutput() {
   return std::string(path);
 }
 
+/// Whether `a` and `b` name one file: the same inode when both exist (so a
+/// symlink or a hard link is caught), else the same canonical path.
+bool sameFile(StringRef a, StringRef b) {
+  bool result = false;
+  if (!llvm::sys::fs::equivalent(a, b, result))
+    return result;
+  llvm::SmallString<256> realA, realB;
+  auto canonical = [](StringRef path, llvm::SmallString<256> &out) {
+    // A missing file: its directory's real path and its own name.
+    llvm::SmallString<256> dir(llvm::sys::path::parent_path(path));
+    if (dir.empty())
+      dir = ".";
+    if (llvm::sys::fs::real_path(dir, out))
+      out = dir;
+    llvm::sys::path::append(out, llvm::sys::path::filename(path));
+  };
+  canonical(a, realA);
+  canonical(b, realB);
+  return realA == realB;
+}
+
+/// Refuses an output that names the input (or another output) before
+/// anything is opened for writing: `-o x.mlir` would otherwise replace the
+/// source with an ELF. "-" (stdin, stdout) is never a file.
+LogicalResult checkOutputPaths(StringRef output) {
+  std::vector<std::pair<std::string, std::string>> outputs = {
+      {"-o", output.str()}};
+  if (!reportJson.empty())
+    outputs.push_back({"--report-json", reportJson});
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const auto &[flag, path] = outputs[i];
+    if (path == "-")
+      continue;
+    if (inputFile != "-" && sameFile(path, inputFile))
+      return fail(flag + " '" + path + "' is the input file '" + inputFile +
+                  "': refusing to overwrite it");
+    for (size_t j = 0; j < i; ++j)
+      if (sameFile(path, outputs[j].second))
+        return fail(flag + " '" + path + "' is also the " + outputs[j].first +
+                    " file");
+  }
+  return success();
+}
+
 int compile(int argc, char **argv) {
   if (failed(checkMeshFlags()))
+    return 1;
+  std::string output = outputFile.empty() ? defaultOutput() : outputFile;
+  if (failed(checkOutputPaths(output)))
     return 1;
   DialectRegistry registry;
   registry.insert<tessel::nn::NNDialect, func::FuncDialect,
@@ -375,7 +422,6 @@ int compile(int argc, char **argv) {
     out << llvm::json::Value(std::move(report)) << "\n";
   }
 
-  std::string output = outputFile.empty() ? defaultOutput() : outputFile;
   if (emitKind == Emit::Mlir) {
     std::error_code ec;
     llvm::raw_fd_ostream out(output, ec);

@@ -5,10 +5,13 @@
 #include "runtime/launcher/Error.h"
 #include "runtime/launcher/Launch.h"
 #include "runtime/launcher/ModelLibrary.h"
+#include "runtime/launcher/OutputFiles.h"
 #include "runtime/launcher/Progress.h"
 #include "runtime/launcher/Safetensors.h"
+#include "runtime/launcher/StopSignal.h"
 
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <memory>
 #include <unistd.h>
@@ -54,7 +57,7 @@ LoadedModel loadOrCompileModel(const Options &options) {
 /// model loaded (or compiled), the flags checked against it, the data and
 /// the checkpoint validated; then every rank of the mesh as threads (the
 /// local backend, `mpiWorld` 0) or MPI rank `rank` of `mpiWorld` processes.
-void runModel(const Options &options, int32_t rank, int32_t mpiWorld) {
+RunEnd runModel(const Options &options, int32_t rank, int32_t mpiWorld) {
   double start = nowSeconds();
   LoadedModel model = loadOrCompileModel(options);
   const ModelDesc &desc = model.desc;
@@ -100,12 +103,24 @@ void runModel(const Options &options, int32_t rank, int32_t mpiWorld) {
     metrics = std::make_unique<MetricsWriter>(options.metrics);
     plan.metrics = metrics.get();
   }
-  if (mpiWorld)
-    runRank(plan, rank, desc.mesh ? TESSEL_COMM_MPI : TESSEL_COMM_NONE,
-            nullptr);
-  else
-    runLocalRanks(plan);
+  RunEnd end =
+      mpiWorld
+          ? runRank(plan, rank, desc.mesh ? TESSEL_COMM_MPI : TESSEL_COMM_NONE,
+                    nullptr)
+          : runLocalRanks(plan);
+  if (end.signal && rank == 0) {
+    std::string saved =
+        options.save.empty() ? "" : "; saved '" + options.save + "'";
+    std::fprintf(stderr, "tessel-run: stopped by %s after step %lld%s\n",
+                 end.signal == SIGINT ? "SIGINT" : "SIGTERM",
+                 static_cast<long long>(end.step), saved.c_str());
+  }
+  return end;
 }
+
+/// The exit status of a run stopped by `signal` (0: none), as a shell
+/// reports a command killed by it.
+int exitCodeOf(const RunEnd &end) { return end.signal ? 128 + end.signal : 0; }
 
 /// Under `mpirun`: this process's rank and the number of processes.
 std::pair<int32_t, int32_t> startMpi() {
@@ -123,8 +138,9 @@ std::pair<int32_t, int32_t> startMpi() {
 /// leave the others waiting in a collective.
 int runMpiProcess(const Options &options) {
   auto [rank, size] = startMpi();
+  RunEnd end;
   try {
-    runModel(options, rank, size);
+    end = runModel(options, rank, size);
   } catch (const std::exception &e) {
     std::fprintf(stderr, "tessel-run: error: rank %d: %s\n", int(rank),
                  e.what());
@@ -134,7 +150,7 @@ int runMpiProcess(const Options &options) {
     return 1;
   }
   tessel_mpi_finalize();
-  return 0;
+  return exitCodeOf(end);
 }
 
 } // namespace
@@ -146,10 +162,13 @@ int main(int argc, char **argv) {
       std::fputs(usageText().c_str(), stdout);
       return 0;
     }
+    // Before anything is read or written: an output that names an input
+    // would be destroyed by the first write (--metrics truncates at once).
+    checkOutputPaths(options);
+    installStopHandlers();
     if (options.comm == CommBackend::Mpi)
       return runMpiProcess(options);
-    runModel(options, /*rank=*/0, /*mpiWorld=*/0);
-    return 0;
+    return exitCodeOf(runModel(options, /*rank=*/0, /*mpiWorld=*/0));
   } catch (const UsageError &e) {
     std::fprintf(stderr, "tessel-run: error: %s (see tessel-run --help)\n",
                  e.what());
