@@ -205,9 +205,10 @@ RunEnd tessel::run::runRank(const RunPlan &plan, int32_t rank, int32_t comm,
 
 RunEnd tessel::run::runLocalRanks(const RunPlan &plan) {
   int64_t worldSize = plan.model->desc.worldSize();
+  checkRanksFitInMemory(worldSize, plan.model->desc.arenaBytes);
   if (worldSize == 1)
     return runRank(plan, 0, TESSEL_COMM_NONE, nullptr);
-  LocalRanks ranks{int32_t(worldSize)};
+  LocalRanks ranks{int32_t(worldSize)}; // A mesh has < 2^31 ranks.
   RunEnd end;
   ranks.start([&](int32_t rank) {
     RunEnd mine = runRank(plan, rank, TESSEL_COMM_LOCAL, ranks.world());

@@ -3,6 +3,9 @@
 #include "runtime/launcher/Ranks.h"
 #include "runtime/launcher/Error.h"
 
+#include <system_error>
+#include <unistd.h>
+
 using namespace tessel::run;
 
 tessel_ctx_options tessel::run::rankOptions(const std::optional<Mesh> &mesh,
@@ -27,6 +30,18 @@ tessel_ctx_options tessel::run::rankOptions(const ModelDesc &model,
                                             int32_t rank, int32_t comm,
                                             tessel_local_world *world) {
   return rankOptions(model.mesh, rank, comm, world);
+}
+
+void tessel::run::checkRanksFitInMemory(int64_t ranks, int64_t arenaBytes) {
+  long pages = sysconf(_SC_AVPHYS_PAGES), pageSize = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || pageSize <= 0 || ranks <= 0 || arenaBytes <= 0)
+    return; // Unknown: the allocations themselves will say.
+  int64_t available = int64_t(pages) * int64_t(pageSize);
+  if (arenaBytes > available / ranks)
+    throw RunError("the arenas of " + std::to_string(ranks) + " ranks need " +
+                   std::to_string(ranks) + " x " + std::to_string(arenaBytes) +
+                   " bytes; this host has " + std::to_string(available) +
+                   " bytes of memory available");
 }
 
 RankRuntime::RankRuntime(int64_t arenaBytes)
@@ -60,6 +75,12 @@ void tessel::run::checkKernelError(tessel_ctx *ctx, const std::string &when) {
 }
 
 LocalRanks::LocalRanks(int32_t size) : ranks(size) {
+  if (size > kMaxLocalRanks)
+    throw RunError("a mesh of " + std::to_string(size) +
+                   " ranks: ranks as threads run at most " +
+                   std::to_string(kMaxLocalRanks) +
+                   " in one process (use --comm mpi to spread them over "
+                   "processes)");
   if (size == 1)
     return;
   localWorld = tessel_local_world_create(size);
@@ -87,18 +108,31 @@ void LocalRanks::setInterruptHook(
 }
 
 void LocalRanks::start(const std::function<void(int32_t rank)> &body) {
-  for (int32_t rank = 0; rank < ranks; ++rank)
-    threads.emplace_back([this, body, rank] {
-      try {
-        body(rank);
-      } catch (const RunError &e) {
-        fail(rank, e.what(), e.exitCode);
-      } catch (const std::exception &e) {
-        fail(rank, e.what(), 1);
-      } catch (...) {
-        fail(rank, "unknown error", 1);
-      }
-    });
+  for (int32_t rank = 0; rank < ranks; ++rank) {
+    try {
+      threads.emplace_back([this, body, rank] {
+        try {
+          body(rank);
+        } catch (const RunError &e) {
+          fail(rank, e.what(), e.exitCode);
+        } catch (const std::exception &e) {
+          fail(rank, e.what(), 1);
+        } catch (...) {
+          fail(rank, "unknown error", 1);
+        }
+      });
+    } catch (const std::system_error &e) {
+      // The ranks already running wait in a collective for this one: stop
+      // them, then report the rank that could not start.
+      std::string why = "cannot start rank " + std::to_string(rank) + " of " +
+                        std::to_string(ranks) + " as a thread: " + e.what();
+      stop(why);
+      for (std::thread &t : threads)
+        t.join();
+      threads.clear();
+      throw RunError(why);
+    }
+  }
 }
 
 void LocalRanks::stop(const std::string &why) {

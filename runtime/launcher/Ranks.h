@@ -57,9 +57,18 @@ void checkKernelError(tessel_ctx *ctx, const std::string &when);
 /// in a collective, or entering one, returns with "rank R failed") and the
 /// interrupt hook called, so peers waiting on the caller's own
 /// synchronisation (a benchmark's barriers) can be released too.
+/// The most ranks one process runs as threads (each a thread, a context
+/// and an arena); larger meshes run under MPI.
+inline constexpr int32_t kMaxLocalRanks = 1024;
+
+/// Throws RunError when `ranks` arenas of `arenaBytes` do not fit in the
+/// memory this host has available, before any rank starts.
+void checkRanksFitInMemory(int64_t ranks, int64_t arenaBytes);
+
 class LocalRanks {
 public:
-  /// Creates the world; throws RunError when the runtime cannot.
+  /// Creates the world; throws RunError for more than kMaxLocalRanks ranks
+  /// or when the runtime cannot.
   explicit LocalRanks(int32_t size);
   /// Stops and joins threads still running, then destroys the world (after
   /// every context on it: the ranks' contexts live in their threads).
@@ -77,7 +86,8 @@ public:
   /// reason).
   void setInterruptHook(std::function<void(const std::string &why)> hook);
 
-  /// One thread per rank, each running `body(rank)`.
+  /// One thread per rank, each running `body(rank)`. A thread that cannot
+  /// be started stops the others and throws RunError naming its rank.
   void start(const std::function<void(int32_t rank)> &body);
 
   /// Makes every rank return from its next collective (or the hook's

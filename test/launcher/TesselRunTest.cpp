@@ -251,6 +251,43 @@ TEST_F(TesselRunTest, BackendFlagChoosesTheRuntimeBackend) {
       << r.err;
 }
 
+// Tests that a mesh with more ranks than one process runs as threads, or
+// whose ranks' arenas cannot fit in this host's memory, is one clear error
+// before any rank starts (such meshes spawned threads until std::thread
+// threw and the process aborted, or spun in malloc).
+TEST_F(TesselRunTest, MeshesTooLargeForThisProcessAreRefused) {
+  auto build = [&](int64_t elements, const std::string &mesh,
+                   const std::string &so) {
+    std::string n = std::to_string(elements);
+    writeFile(dir / (so + ".mlir"),
+              "func.func @loss(%x: tensor<" + n +
+                  "xf32> {nn.input}) -> tensor<f32> {\n"
+                  "  %l = nn.reduce_sum %x dims = [0] : tensor<" +
+                  n + "xf32> -> tensor<f32>\n  return %l : tensor<f32>\n}\n");
+    std::string command =
+        quote(std::string(TESSEL_BIN_DIR) + "/tessel-compile") + " " +
+        path(so + ".mlir") + " --no-train --mesh " + mesh + " -o " + path(so) +
+        " >/dev/null 2>&1";
+    return std::system(command.c_str()) == 0;
+  };
+  ASSERT_TRUE(build(4, "many=2048", "many.so"));
+  RunResult r = run(path("many.so") + " --eval --steps 1");
+  EXPECT_EQ(r.exitCode, 1);
+  EXPECT_TRUE(isOneLine(r.err)) << r.err;
+  EXPECT_NE(r.err.find("a mesh of 2048 ranks: ranks as threads run at most "
+                       "1024 in one process"),
+            std::string::npos)
+      << r.err;
+  // 1024 ranks of a 1 GiB arena each: more memory than any host here has.
+  ASSERT_TRUE(build(int64_t(1) << 28, "many=1024", "big.so"));
+  r = run(path("big.so") + " --eval --steps 1");
+  EXPECT_EQ(r.exitCode, 1);
+  EXPECT_TRUE(isOneLine(r.err)) << r.err;
+  EXPECT_NE(r.err.find("the arenas of 1024 ranks need 1024 x "),
+            std::string::npos)
+      << r.err;
+}
+
 TEST_F(TesselRunTest, HelpDocumentsEveryFlag) {
   fs::path out = dir / "help.txt";
   int status = std::system(
