@@ -29,6 +29,8 @@
 #define MPICH_SKIP_MPICXX 1
 #include <mpi.h>
 
+#include <algorithm>
+#include <chrono>
 #include <thread>
 
 using namespace tessel::cpu;
@@ -89,6 +91,8 @@ MPI_Datatype elementType(int64_t elemSize) {
 bool await(tessel_ctx *ctx, const Collective &c, const Group &group,
            MPI_Request &request, const char *call) {
   const auto deadline = commDeadline(ctx);
+  const auto spinUntil =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
   while (true) {
     int done = 0;
     if (!mpiOk(ctx, c, MPI_Test(&request, &done, MPI_STATUS_IGNORE), call))
@@ -98,12 +102,21 @@ bool await(tessel_ctx *ctx, const Collective &c, const Group &group,
     if (std::chrono::steady_clock::now() > deadline) {
       setError(ctx,
                "%s: timed out after %g s in %s on the group of axes mask "
-               "0x%x (a member has not joined)",
-               c.name, ctx->commTimeoutSeconds, call, group.mask);
+               "0x%x of %lld ranks (a member has not joined: stopped, hung "
+               "or in another operation)",
+               c.name, ctx->commTimeoutSeconds, call, group.mask,
+               (long long)group.size);
       return false;
     }
-    // Ranks may outnumber cores (oversubscribed runs): let them progress.
-    std::this_thread::yield();
+    // Poll flat out for the first 100 ms (MPI progresses a non-blocking
+    // collective only inside MPI_Test, and a healthy one completes well
+    // within that), then back off to a poll a millisecond, so a rank
+    // waiting for a stopped or hung peer does not hold a core at 100%
+    // until the timeout. Yielding lets oversubscribed ranks progress.
+    if (std::chrono::steady_clock::now() < spinUntil)
+      std::this_thread::yield();
+    else
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
 }
 

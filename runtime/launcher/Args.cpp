@@ -140,6 +140,10 @@ parallel flags (a model partitioned over a device mesh; docs/tessel-run.md):
                         on the mesh it was compiled for). The losses, the
                         global batch and the checkpoints (global tensors,
                         loadable on any mesh) are one device's
+  --comm-timeout S      a rank waiting longer than S seconds for its peers in
+                        a collective fails, naming the operation and the
+                        ranks that did not arrive; every rank then exits
+                        (default 600)
   --backend cpu         the runtime backend the ranks run on (default cpu;
                         docs/runtime-backends.md); one compiled .so runs on
                         any backend
@@ -276,6 +280,15 @@ const std::map<std::string, ValueSetter> &valueFlags() {
        }},
       {"--mesh",
        [](Options &o, const std::string &v) { o.mesh = parseMesh(v); }},
+      {"--comm-timeout",
+       [](Options &o, const std::string &v) {
+         double seconds = parseReal("--comm-timeout", v);
+         if (!(seconds > 0))
+           failUsage("bad value '" + v +
+                     "' for --comm-timeout (expected a number of seconds > "
+                     "0)");
+         o.commTimeoutSeconds = seconds;
+       }},
       {"--backend",
        [](Options &o, const std::string &v) {
          // Checked here, before any rank starts: the runtime knows which

@@ -110,6 +110,7 @@ RunEnd tessel::run::runRank(const RunPlan &plan, int32_t rank, int32_t comm,
 
   tessel_ctx_options ctxOptions = rankOptions(desc, rank, comm, world);
   ctxOptions.backend_name = options.backend.c_str();
+  ctxOptions.comm_timeout_seconds = options.commTimeoutSeconds;
   RankRuntime rt(desc.arenaBytes, ctxOptions);
   if (plan.checkpoint) {
     plan.checkpoint->load(rt.ctx, rt.arena, coords);

@@ -240,10 +240,20 @@ TEST_F(TesselRunTest, BadCommandLinesExitTwo) {
 
 // Tests that --backend picks the runtime backend the ranks run on: "cpu"
 // trains as the default does, an unknown or unavailable one is a usage
-// error before anything runs.
-TEST_F(TesselRunTest, BackendFlagChoosesTheRuntimeBackend) {
+// error before anything runs; and --comm-timeout's values.
+TEST_F(TesselRunTest, BackendAndTimeoutFlagsReachTheContexts) {
   EXPECT_EQ(losses(linear + " --steps 2 --backend cpu"),
             losses(linear + " --steps 2"));
+  // --comm-timeout is a positive number of seconds, given to every rank's
+  // context.
+  EXPECT_EQ(losses(linear + " --steps 2 --comm-timeout 30"),
+            losses(linear + " --steps 2"));
+  for (const char *bad : {" --comm-timeout 0", " --comm-timeout -1",
+                          " --comm-timeout soon"}) {
+    RunResult r = run(linear + bad);
+    EXPECT_EQ(r.exitCode, 2) << bad;
+    EXPECT_NE(r.err.find("for --comm-timeout"), std::string::npos) << r.err;
+  }
   RunResult r = run(linear + " --backend tpu");
   EXPECT_EQ(r.exitCode, 2);
   EXPECT_TRUE(isOneLine(r.err)) << r.err;
@@ -309,7 +319,7 @@ TEST_F(TesselRunTest, HelpDocumentsEveryFlag) {
         "--beta2",       "--eps",          "--weight-decay", "--momentum",
         "--nesterov",    "--schedule",     "--warmup",       "--min-lr",
         "--total-steps", "--clip",         "--recompute",    "--mesh",
-        "--comm",        "--backend",      "--rules",
+        "--comm",        "--backend",      "--comm-timeout", "--rules",
         "--sequence-parallel",
         "--local-batchnorm", "--bucket-mb"})
     EXPECT_NE(help.find(flag), std::string::npos) << flag;
