@@ -146,3 +146,74 @@ TEST_F(BadInputTest, OverlappingOrHolingCheckpointOffsetsAreRefused) {
 }
 
 } // namespace
+
+namespace {
+
+/// `checkpoint` with its metadata's tessel.step replaced by `step`.
+std::string withStep(const std::string &checkpoint, const std::string &step) {
+  uint64_t n = 0;
+  for (int i = 0; i < 8; ++i)
+    n |= uint64_t(static_cast<unsigned char>(checkpoint[i])) << (8 * i);
+  json header = json::parse(checkpoint.substr(8, n));
+  header["__metadata__"]["tessel.step"] = step;
+  std::string text = header.dump();
+  std::string out(8, '\0');
+  for (int i = 0; i < 8; ++i)
+    out[i] = char(uint64_t(text.size()) >> (8 * i));
+  return out + text + checkpoint.substr(8 + n);
+}
+
+// Tests that a step count whose continuation overflows the sample index
+// (step · microbatches · batch) is refused before any step runs.
+TEST_F(BadInputTest, CheckpointStepThatOverflowsIsRefused) {
+  const std::string trainable = quote(FAKE_TRAIN_MODEL);
+  ASSERT_EQ(
+      run(trainable + " --steps 1 --quiet --save " + path("ck.safetensors"))
+          .exitCode,
+      0);
+  std::string checkpoint = readFile(dir / "ck.safetensors");
+  for (const char *step : {"4611686018427387904", "9223372036854775807"}) {
+    writeFile(dir / "big.safetensors", withStep(checkpoint, step));
+    expectOneLineError(trainable + " --steps 2 --load " +
+                           path("big.safetensors"),
+                       "the sample index does not fit in int64");
+  }
+  // Far below the limit ((2^63 - 1) / 4 samples per step) still runs.
+  writeFile(dir / "edge.safetensors",
+            withStep(checkpoint, "1152921504606846970"));
+  RunResult r =
+      run(trainable + " --steps 2 --quiet --load " + path("edge.safetensors"));
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+}
+
+// Tests that --steps alone cannot overflow the sample index either.
+TEST_F(BadInputTest, StepsThatOverflowAreRefused) {
+  expectOneLineError(quote(FAKE_TRAIN_MODEL) +
+                         " --steps 9223372036854775807 --microbatches 4",
+                     "the sample index does not fit in int64");
+}
+
+// Tests that a model whose batch dimension is 0 is refused by the launcher
+// (its mean loss would be 0/0: NaN with exit 0).
+TEST_F(BadInputTest, ZeroSizeBatchIsRefused) {
+  writeFile(dir / "zero.mlir",
+            "func.func @loss(%x: tensor<0x8xf32> {nn.input}, %y: "
+            "tensor<0xi32> {nn.label},\n"
+            "    %w: tensor<8x5xf32> {nn.param = \"w\", nn.init = "
+            "#nn.init<normal, 0.1>}) -> tensor<f32> {\n"
+            "  %z = nn.matmul %x, %w : (tensor<0x8xf32>, tensor<8x5xf32>) -> "
+            "tensor<0x5xf32>\n"
+            "  %l = nn.cross_entropy %z, %y : (tensor<0x5xf32>, tensor<0xi32>) "
+            "-> tensor<f32>\n"
+            "  return %l : tensor<f32>\n}\n");
+  std::string compile = quote(std::string(TESSEL_BIN_DIR) + "/tessel-compile") +
+                        " " + path("zero.mlir") + " -o " + path("zero.so");
+  RunResult c = runShell(compile);
+  ASSERT_EQ(c.exitCode, 0) << c.err;
+  expectOneLineError(
+      path("zero.so") + " --steps 1",
+      "input 'input0' has shape [0, 8]: a batch needs at least one "
+      "sample");
+}
+
+} // namespace
