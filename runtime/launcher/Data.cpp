@@ -87,7 +87,6 @@ void storeIntegers(const std::vector<int64_t> &values, const TensorDesc &t,
   tessel_copy_to_device(ctx, at(arena, t), i32.data(), i32.size() * 4);
 }
 
-
 /// A feed with a zero-size dimension holds no sample: the mean loss over it
 /// is 0/0, a NaN that would otherwise "train" with exit 0.
 void checkNotEmpty(const TensorDesc &t) {
@@ -373,8 +372,8 @@ private:
       if (!std::isdigit(c))
         fail("malformed .npy shape (" + dims + ")");
       uint64_t dim = 0;
-      for (; i < dims.size() &&
-             std::isdigit(static_cast<unsigned char>(dims[i]));
+      for (;
+           i < dims.size() && std::isdigit(static_cast<unsigned char>(dims[i]));
            ++i)
         if (__builtin_mul_overflow(dim, uint64_t(10), &dim) ||
             __builtin_add_overflow(dim, uint64_t(dims[i] - '0'), &dim))

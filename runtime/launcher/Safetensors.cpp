@@ -20,9 +20,9 @@
 #include <functional>
 #include <memory>
 #include <set>
-#include <tuple>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <tuple>
 #include <unistd.h>
 
 using namespace tessel::run;
@@ -223,8 +223,10 @@ void checkTiling(const std::map<std::string, StoredTensor> &tensors,
                  "]) overlaps tensor '" + *previous + "'");
     if (t->begin > next)
       throw fail("bytes [" + std::to_string(next) + ", " +
-                 std::to_string(t->begin) + ") of the data belong to no "
-                 "tensor (a hole before '" + *name + "')");
+                 std::to_string(t->begin) +
+                 ") of the data belong to no "
+                 "tensor (a hole before '" +
+                 *name + "')");
     next = t->end;
     previous = name;
   }

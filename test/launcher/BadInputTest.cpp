@@ -1,4 +1,5 @@
-//===- BadInputTest.cpp - tessel-run on data files and checkpoints that lie ===//
+//===- BadInputTest.cpp - tessel-run on data files and checkpoints that lie
+//===//
 //
 // Sizes that wrap 64-bit arithmetic, headers that disagree with the file,
 // safetensors headers the format forbids: each is one line on stderr and
@@ -79,8 +80,8 @@ TEST_F(BadInputTest, NpyNegativeOrHugeShapeIsRefused) {
   writeFile(dir / "neg.npy", npyFile("<i4", "(-5,)", std::string(80, '\0')));
   expectOneLineError(lm + " --steps 1 --data " + path("neg.npy"),
                      "neg.npy': malformed .npy shape (-5,)");
-  writeFile(dir / "huge.npy", npyFile("<i4", "(99999999999999999999,)",
-                                      std::string(80, '\0')));
+  writeFile(dir / "huge.npy",
+            npyFile("<i4", "(99999999999999999999,)", std::string(80, '\0')));
   expectOneLineError(lm + " --steps 1 --data " + path("huge.npy"),
                      "huge.npy': .npy shape (99999999999999999999,) does not "
                      "fit in 64 bits");
@@ -127,8 +128,9 @@ TEST_F(BadInputTest, NonIntegerCheckpointOffsetsAreRefused) {
                         "tensor 'fc.weight' has bad data_offsets [160,0]");
   expectCheckpointError(
       R"({"fc.weight": {"dtype": "F32", "shape": [8, -5], "data_offsets": [0, 160]}})",
-      160, "tensor 'fc.weight' has shape [8,-5], not a list of non-negative "
-           "integers");
+      160,
+      "tensor 'fc.weight' has shape [8,-5], not a list of non-negative "
+      "integers");
 }
 
 // Tests that the tensors must tile the data: no overlap, hole or tail.
@@ -137,8 +139,9 @@ TEST_F(BadInputTest, OverlappingOrHolingCheckpointOffsetsAreRefused) {
       "{" + weightEntry("[0, 160]") +
           R"(, "fc.weight.m": {"dtype": "F32", "shape": [8, 5], )"
           R"("data_offsets": [80, 240]}})",
-      240, "tensor 'fc.weight.m' (data_offsets [80, 240]) overlaps tensor "
-           "'fc.weight'");
+      240,
+      "tensor 'fc.weight.m' (data_offsets [80, 240]) overlaps tensor "
+      "'fc.weight'");
   expectCheckpointError("{" + weightEntry("[8, 168]") + "}", 168,
                         "bytes [0, 8) of the data belong to no tensor");
   expectCheckpointError("{" + weightEntry("[0, 160]") + "}", 200,
