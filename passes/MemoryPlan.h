@@ -32,8 +32,21 @@ inline constexpr llvm::StringLiteral kScratchBytesAttr = "tessel.scratch_bytes";
 /// vector loads and cuBLASLt like).
 inline constexpr int64_t kAlignment = 64;
 
+/// Arena sizes and offsets saturate here instead of wrapping; a plan that
+/// reaches it does not fit in int64 and is refused.
+inline constexpr int64_t kBytesOverflow = INT64_MAX;
+
 inline int64_t alignUp(int64_t bytes) {
-  return (bytes + kAlignment - 1) / kAlignment * kAlignment;
+  int64_t padded;
+  if (__builtin_add_overflow(bytes, kAlignment - 1, &padded))
+    return kBytesOverflow;
+  return padded / kAlignment * kAlignment;
+}
+
+/// a + b for byte counts, saturating at kBytesOverflow.
+inline int64_t addBytes(int64_t a, int64_t b) {
+  int64_t sum;
+  return __builtin_add_overflow(a, b, &sum) ? kBytesOverflow : sum;
 }
 
 } // namespace tessel::memory_plan

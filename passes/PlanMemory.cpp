@@ -48,17 +48,18 @@ int64_t placeBuffers(MutableArrayRef<Buffer> buffers) {
     SmallVector<std::pair<int64_t, int64_t>> taken; // [begin, end) in bytes
     for (size_t j : ArrayRef<size_t>(order).take_front(placed))
       if (buffers[j].start <= buffer.end && buffer.start <= buffers[j].end)
-        taken.push_back({buffers[j].offset,
-                         buffers[j].offset + buffers[j].bytes});
+        taken.push_back(
+            {buffers[j].offset,
+             memory_plan::addBytes(buffers[j].offset, buffers[j].bytes)});
     llvm::sort(taken);
     int64_t offset = 0;
     for (auto [begin, end] : taken) {
-      if (offset + buffer.bytes <= begin)
+      if (memory_plan::addBytes(offset, buffer.bytes) <= begin)
         break;
       offset = std::max(offset, alignUp(end));
     }
     buffer.offset = offset;
-    peak = std::max(peak, offset + buffer.bytes);
+    peak = std::max(peak, memory_plan::addBytes(offset, buffer.bytes));
   }
   return alignUp(peak);
 }
@@ -72,7 +73,7 @@ int64_t liveBytesBound(ArrayRef<Buffer> buffers) {
     int64_t live = 0;
     for (const Buffer &buffer : buffers)
       if (buffer.start <= index && index <= buffer.end)
-        live += buffer.bytes;
+        live = memory_plan::addBytes(live, buffer.bytes);
     bound = std::max(bound, live);
   }
   return bound;
@@ -145,7 +146,8 @@ public:
           return failure();
         int64_t bytes = layerScratch(layer);
         for (Value carried : repeat.getCarried())
-          bytes += alignUp(nn::detail::tensorBytes(carried.getType()));
+          bytes = memory_plan::addBytes(
+              bytes, alignUp(nn::detail::tensorBytes(carried.getType())));
         workspaceOf[&op] = buffers.size();
         buffers.push_back({bytes, index, index});
         ownerOf.push_back(Value());
@@ -173,6 +175,11 @@ public:
       }
     }
     int64_t peak = placeBuffers(buffers);
+    // Saturated sizes would otherwise become offsets past 2^63 (or a
+    // wrapped, zero-byte arena the model then writes past).
+    if (peak >= memory_plan::kBytesOverflow)
+      return func.emitOpError()
+             << "needs a scratch arena that does not fit in int64 bytes";
     lowerBounds[func] = liveBytesBound(buffers);
 
     Builder builder(func.getContext());

@@ -51,6 +51,13 @@ struct ReportCostPass : public tessel::impl::ReportCostPassBase<ReportCostPass> 
                           << cost.getBytesAccessed();
       }
       nn::CostSummary total = nn::sumCost(func.getBody().front());
+      // Each op's counts fit (the verifier); their sum saturates.
+      if (total.flops == nn::detail::kCountOverflow ||
+          total.bytes == nn::detail::kCountOverflow) {
+        func.emitOpError() << "flops or bytes of @" << func.getSymName()
+                           << " do not fit in int64";
+        return WalkResult::interrupt();
+      }
       func.emitRemark() << "function @" << func.getSymName() << ": "
                         << total.numOps << " ops, flops " << total.flops
                         << ", bytes " << total.bytes;

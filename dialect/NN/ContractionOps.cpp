@@ -86,8 +86,8 @@ int64_t MatmulOp::getFlops() {
                                    getTransposeRhs());
   int64_t batch = 1;
   for (int64_t size : dims.batch)
-    batch *= size;
-  return 2 * batch * dims.m * dims.n * dims.k;
+    batch = nn::detail::satMul(batch, size);
+  return nn::detail::satMul(2, batch, dims.m, dims.n, dims.k);
 }
 
 // Loops: batch..., m, n, k (k a sum reduction).
@@ -232,8 +232,10 @@ int64_t AttentionOp::getFlops() {
   ArrayRef<int64_t> q = getQuery().getType().getShape();
   int64_t kvSeq = getKey().getType().getDimSize(1);
   int64_t valueDim = getValue().getType().getDimSize(3);
-  int64_t scores = q[0] * q[2] * q[1] * kvSeq; // B·H·S·T
-  return 2 * scores * q[3] + 5 * scores + 2 * scores * valueDim;
+  using nn::detail::satAdd, nn::detail::satMul;
+  int64_t scores = satMul(q[0], q[2], q[1], kvSeq); // B·H·S·T
+  return satAdd(satAdd(satMul(2, scores, q[3]), satMul(5, scores)),
+                satMul(2, scores, valueDim));
 }
 
 // Loops: b, s, h, t, d, e.

@@ -47,7 +47,7 @@ LogicalResult SoftmaxGradOp::verify() {
 
 // Per element: dy·y, its sum, the difference, the product with y.
 int64_t SoftmaxGradOp::getFlops() {
-  return 4 * nn::detail::numElements(getType());
+  return nn::detail::satMul(4, nn::detail::numElements(getType()));
 }
 
 SmallVector<utils::IteratorType> SoftmaxGradOp::getLoopIteratorTypes() {
@@ -102,7 +102,7 @@ LogicalResult LayerNormGradOp::verify() {
 // Recompute x̂ (4), dgamma and dbeta (3), dx from dy·gamma and the two row
 // sums (8).
 int64_t LayerNormGradOp::getFlops() {
-  return 15 * nn::detail::numElements(getInput().getType());
+  return nn::detail::satMul(15, nn::detail::numElements(getInput().getType()));
 }
 
 // The forward's loops; the row loops are sum reductions for dgamma and dbeta.
@@ -142,7 +142,7 @@ LogicalResult RmsNormGradOp::verify() {
 
 // Recompute x̂ (3), dgamma (2), dx from dy·gamma and one row sum (6).
 int64_t RmsNormGradOp::getFlops() {
-  return 11 * nn::detail::numElements(getInput().getType());
+  return nn::detail::satMul(11, nn::detail::numElements(getInput().getType()));
 }
 
 nn::detail::NormShardingRule RmsNormGradOp::getNormShardingRule() {
@@ -198,7 +198,7 @@ LogicalResult BatchNormGradOp::verify() {
 }
 
 int64_t BatchNormGradOp::getFlops() {
-  return 15 * nn::detail::numElements(getInput().getType());
+  return nn::detail::satMul(15, nn::detail::numElements(getInput().getType()));
 }
 
 // The forward's loops; the statistics loops are sum reductions for dgamma and
@@ -247,8 +247,9 @@ CrossEntropyGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
 // Softmax again (4 per logit), normalise and scale by the loss gradient (2
 // per logit), subtract the one-hot (1 per position).
 int64_t CrossEntropyGradOp::getFlops() {
-  return 6 * nn::detail::numElements(getLogits().getType()) +
-         nn::detail::numElements(getLabels().getType());
+  using nn::detail::satAdd, nn::detail::satMul;
+  return satAdd(satMul(6, nn::detail::numElements(getLogits().getType())),
+                nn::detail::numElements(getLabels().getType()));
 }
 
 // Loops: the label dimensions..., then the class loop; all parallel (every
@@ -362,8 +363,10 @@ int64_t AttentionGradOp::getFlops() {
   ArrayRef<int64_t> q = getQuery().getType().getShape();
   int64_t kvSeq = getKey().getType().getDimSize(1);
   int64_t valueDim = getValue().getType().getDimSize(3);
-  int64_t scores = q[0] * q[2] * q[1] * kvSeq; // B·H·S·T
-  return 6 * scores * q[3] + 4 * scores * valueDim + 8 * scores;
+  using nn::detail::satAdd, nn::detail::satMul;
+  int64_t scores = satMul(q[0], q[2], q[1], kvSeq); // B·H·S·T
+  return satAdd(satAdd(satMul(6, scores, q[3]), satMul(4, scores, valueDim)),
+                satMul(8, scores));
 }
 
 // Loops as the forward: b, s, h, t, d, e.

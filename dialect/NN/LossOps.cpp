@@ -43,8 +43,9 @@ LogicalResult CrossEntropyOp::inferReturnTypes(MLIRContext *,
 // Per position: max, subtract, exp and sum over the classes (4 per logit),
 // then log and pick (2 per position). The mean's division is in the pick.
 int64_t CrossEntropyOp::getFlops() {
-  return 4 * nn::detail::numElements(getLogits().getType()) +
-         2 * nn::detail::numElements(getLabels().getType());
+  using nn::detail::satAdd, nn::detail::satMul;
+  return satAdd(satMul(4, nn::detail::numElements(getLogits().getType())),
+                satMul(2, nn::detail::numElements(getLabels().getType())));
 }
 
 // Loops: the label dimensions..., then the class loop.

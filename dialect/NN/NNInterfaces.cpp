@@ -4,6 +4,7 @@
 
 #include "mlir/IR/Block.h"
 #include "mlir/IR/Operation.h"
+#include "mlir/IR/SymbolTable.h"
 
 using namespace mlir;
 
@@ -17,24 +18,57 @@ int64_t elementBytes(Type type) {
   return 0;
 }
 
+// Not ShapedType::getNumElements: it wraps past int64 (an assert only in
+// debug builds of MLIR).
 int64_t numElements(Type type) {
   auto tensor = dyn_cast<RankedTensorType>(type);
-  return tensor && tensor.hasStaticShape() ? tensor.getNumElements() : 0;
+  if (!tensor || !tensor.hasStaticShape())
+    return 0;
+  int64_t elements = 1;
+  for (int64_t size : tensor.getShape())
+    elements = satMul(elements, size);
+  return elements;
 }
 
 int64_t tensorBytes(Type type) {
   auto tensor = dyn_cast<RankedTensorType>(type);
-  return tensor ? numElements(tensor) * elementBytes(tensor.getElementType())
+  return tensor ? satMul(numElements(tensor),
+                         elementBytes(tensor.getElementType()))
                 : 0;
 }
 
 int64_t operandAndResultBytes(Operation *op) {
   int64_t bytes = 0;
   for (Type type : op->getOperandTypes())
-    bytes += tensorBytes(type);
+    bytes = satAdd(bytes, tensorBytes(type));
   for (Type type : op->getResultTypes())
-    bytes += tensorBytes(type);
+    bytes = satAdd(bytes, tensorBytes(type));
   return bytes;
+}
+
+LogicalResult verifyCountsFit(Operation *op) {
+  auto tooBig = [&](const char *what, unsigned index, Type type) {
+    return op->emitOpError() << what << " #" << index << " of type " << type
+                             << " has a byte size that does not fit in int64";
+  };
+  for (auto [index, type] : llvm::enumerate(op->getOperandTypes()))
+    if (tensorBytes(type) == kCountOverflow)
+      return tooBig("operand", index, type);
+  for (auto [index, type] : llvm::enumerate(op->getResultTypes()))
+    if (tensorBytes(type) == kCountOverflow)
+      return tooBig("result", index, type);
+  // An op whose cost is another function's (nn.repeat) is costed only
+  // after its symbol uses verify (a recursive layer would recurse here);
+  // its saturated product is refused where costs are summed.
+  if (isa<SymbolUserOpInterface>(op))
+    return success();
+  auto cost = cast<tessel::nn::CostOpInterface>(op);
+  if (cost.getFlops() == kCountOverflow)
+    return op->emitOpError() << "flop count does not fit in int64";
+  if (cost.getBytesAccessed() == kCountOverflow)
+    return op->emitOpError()
+           << "bytes accessed (operands plus results) do not fit in int64";
+  return success();
 }
 
 } // namespace tessel::nn::detail
@@ -55,8 +89,8 @@ tessel::nn::CostSummary tessel::nn::sumCost(Block &block) {
   CostSummary summary;
   for (Operation &op : block)
     if (auto cost = dyn_cast<CostOpInterface>(op)) {
-      summary.flops += cost.getFlops();
-      summary.bytes += cost.getBytesAccessed();
+      summary.flops = detail::satAdd(summary.flops, cost.getFlops());
+      summary.bytes = detail::satAdd(summary.bytes, cost.getBytesAccessed());
       ++summary.numOps;
     }
   return summary;

@@ -10,11 +10,35 @@
 #include "llvm/ADT/SmallVector.h"
 
 namespace tessel::nn::detail {
+/// Sizes and flop counts saturate here instead of wrapping: a count equal to
+/// it does not fit in int64 and the verifier refuses the op that has it.
+inline constexpr int64_t kCountOverflow = INT64_MAX;
+/// a + b, or kCountOverflow when it does not fit (counts are non-negative).
+inline int64_t satAdd(int64_t a, int64_t b) {
+  int64_t sum;
+  return __builtin_add_overflow(a, b, &sum) || sum > kCountOverflow
+             ? kCountOverflow
+             : sum;
+}
+/// a · b, or kCountOverflow when it does not fit.
+inline int64_t satMul(int64_t a, int64_t b) {
+  int64_t product;
+  return __builtin_mul_overflow(a, b, &product) ? kCountOverflow : product;
+}
+template <typename... Rest>
+inline int64_t satMul(int64_t a, int64_t b, Rest... rest) {
+  return satMul(satMul(a, b), rest...);
+}
+/// Refuses an op with a tensor or a flop count past int64 (the cost
+/// interface's verifier), located on the op.
+mlir::LogicalResult verifyCountsFit(mlir::Operation *op);
+
 /// Bytes of one element of `type` (bf16: 2, f32: 4, i64: 8, ...).
 int64_t elementBytes(mlir::Type type);
-/// Bytes of a ranked tensor (0 for anything else).
+/// Bytes of a ranked tensor (0 for anything else; kCountOverflow past int64).
 int64_t tensorBytes(mlir::Type type);
-/// Number of elements of a ranked tensor (0 for anything else).
+/// Number of elements of a ranked tensor (0 for anything else;
+/// kCountOverflow past int64).
 int64_t numElements(mlir::Type type);
 /// Sum of tensorBytes over the operands and results of `op`.
 int64_t operandAndResultBytes(mlir::Operation *op);

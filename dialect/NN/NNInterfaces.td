@@ -34,6 +34,10 @@ def NN_CostOpInterface : OpInterface<"CostOpInterface"> {
       }], "int64_t", "getBytesAccessed", (ins), "",
       [{ return ::tessel::nn::detail::operandAndResultBytes($_op); }]>
   ];
+  // After the op's own verifier (and its regions'): getFlops may assume the
+  // shapes it checks.
+  let verify = [{ return ::tessel::nn::detail::verifyCountsFit($_op); }];
+  let verifyWithRegions = 1;
 }
 
 def NN_ShardingConstraintOpInterface

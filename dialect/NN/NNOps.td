@@ -100,7 +100,8 @@ class NN_ElementwiseOp<string mnemonic, int flopsPerElement,
         SameOperandsAndResultShape, NN_UpstreamShardingRule])> {
   let extraClassDefinition = [{
     int64_t $cppClass::getFlops() {
-      return }] # flopsPerElement # [{ * ::tessel::nn::detail::numElements(getType());
+      return ::tessel::nn::detail::satMul(}] # flopsPerElement # [{,
+          ::tessel::nn::detail::numElements(getType()));
     }
     ::llvm::SmallVector<::mlir::utils::IteratorType>
     $cppClass::getLoopIteratorTypes() {

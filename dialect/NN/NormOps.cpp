@@ -31,7 +31,9 @@ LogicalResult SoftmaxOp::verify() {
   return success();
 }
 
-int64_t SoftmaxOp::getFlops() { return 5 * nn::detail::numElements(getType()); }
+int64_t SoftmaxOp::getFlops() {
+  return nn::detail::satMul(5, nn::detail::numElements(getType()));
+}
 
 SmallVector<utils::IteratorType> SoftmaxOp::getLoopIteratorTypes() {
   return nn::detail::parallelLoops(getType().getRank());
@@ -80,7 +82,9 @@ LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *,
 
 LogicalResult LayerNormOp::verify() { return nn::detail::verifyNormEpsilon(*this, getEpsilon()); }
 
-int64_t LayerNormOp::getFlops() { return 8 * nn::detail::numElements(getType()); }
+int64_t LayerNormOp::getFlops() {
+  return nn::detail::satMul(8, nn::detail::numElements(getType()));
+}
 
 nn::detail::NormShardingRule LayerNormOp::getNormShardingRule() {
   int64_t rank = getType().getRank();
@@ -113,7 +117,9 @@ LogicalResult RmsNormOp::inferReturnTypes(MLIRContext *,
 
 LogicalResult RmsNormOp::verify() { return nn::detail::verifyNormEpsilon(*this, getEpsilon()); }
 
-int64_t RmsNormOp::getFlops() { return 4 * nn::detail::numElements(getType()); }
+int64_t RmsNormOp::getFlops() {
+  return nn::detail::satMul(4, nn::detail::numElements(getType()));
+}
 
 nn::detail::NormShardingRule RmsNormOp::getNormShardingRule() {
   int64_t rank = getType().getRank();
@@ -164,7 +170,9 @@ LogicalResult BatchNormOp::inferReturnTypes(MLIRContext *,
 
 LogicalResult BatchNormOp::verify() { return nn::detail::verifyNormEpsilon(*this, getEpsilon()); }
 
-int64_t BatchNormOp::getFlops() { return 8 * nn::detail::numElements(getType()); }
+int64_t BatchNormOp::getFlops() {
+  return nn::detail::satMul(8, nn::detail::numElements(getType()));
+}
 
 nn::detail::NormShardingRule BatchNormOp::getNormShardingRule() {
   return {getContext(), getType().getRank(), int64_t(getFeatureDim()), 2};

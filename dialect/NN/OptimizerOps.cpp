@@ -62,8 +62,9 @@ LogicalResult SumSquaresOp::verify() {
 int64_t SumSquaresOp::getFlops() {
   int64_t elements = 0;
   for (Value input : getInputs())
-    elements += nn::detail::numElements(input.getType());
-  return 2 * elements;
+    elements =
+        nn::detail::satAdd(elements, nn::detail::numElements(input.getType()));
+  return nn::detail::satMul(2, elements);
 }
 
 static int64_t totalRank(ValueRange values) {
@@ -232,7 +233,8 @@ int64_t OptimizerStepOp::getFlops() {
   } else {
     perElement += 3 + 4 + 7;
   }
-  return perElement * nn::detail::numElements(getParam().getType());
+  return nn::detail::satMul(perElement,
+                            nn::detail::numElements(getParam().getType()));
 }
 
 SmallVector<utils::IteratorType> OptimizerStepOp::getLoopIteratorTypes() {

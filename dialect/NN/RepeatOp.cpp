@@ -131,8 +131,9 @@ static CostSummary repeatedBodyCost(RepeatOp op) {
   if (!layer || layer.isExternal())
     return {};
   CostSummary perLayer = sumCost(layer.getBody().front());
-  return {op.getNumLayers() * perLayer.flops,
-          op.getNumLayers() * perLayer.bytes, perLayer.numOps};
+  return {nn::detail::satMul(op.getNumLayers(), perLayer.flops),
+          nn::detail::satMul(op.getNumLayers(), perLayer.bytes),
+          perLayer.numOps};
 }
 
 int64_t RepeatOp::getFlops() { return repeatedBodyCost(*this).flops; }

@@ -120,7 +120,13 @@ LogicalResult ModelAbiEmitter::run(StringRef sourceName) {
     return failure();
   int64_t scratchBytes = peakScratchBytes();
   scratchBegin = cursor;
-  cursor += scratchBytes;
+  cursor = memory_plan::addBytes(cursor, scratchBytes);
+  // Arguments are placed here, not by the memory plan: their sum is checked
+  // here too.
+  if (cursor >= memory_plan::kBytesOverflow)
+    return model.emitOpError()
+           << "needs an arena (arguments, outputs and scratch) that does not "
+              "fit in int64 bytes";
   json::Object scratch = region(scratchBegin);
   if (failed(emitEntries()))
     return failure();
@@ -151,7 +157,7 @@ LogicalResult ModelAbiEmitter::run(StringRef sourceName) {
 
 void ModelAbiEmitter::place(json::Object tensor, int64_t bytes) {
   tensors.push_back(std::move(tensor));
-  cursor += alignUp(bytes);
+  cursor = memory_plan::addBytes(cursor, alignUp(bytes));
 }
 
 int64_t ModelAbiEmitter::peakScratchBytes() const {

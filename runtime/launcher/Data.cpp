@@ -87,6 +87,18 @@ void storeIntegers(const std::vector<int64_t> &values, const TensorDesc &t,
   tessel_copy_to_device(ctx, at(arena, t), i32.data(), i32.size() * 4);
 }
 
+/// A feed with a zero-size dimension holds no sample: the mean loss over it
+/// is 0/0, a NaN that would otherwise "train" with exit 0.
+void checkNotEmpty(const TensorDesc &t) {
+  for (int64_t size : t.shape)
+    if (size <= 0) {
+      std::string shape;
+      for (int64_t d : t.shape)
+        shape += (shape.empty() ? "" : ", ") + std::to_string(d);
+      throw RunError("the model's " + t.role + " '" + t.name + "' has shape [" +
+                     shape + "]: a batch needs at least one sample");
+    }
+}
 
 /// The features a classifier's synthetic label depends on.
 constexpr int64_t teacherFeatures = 16;
@@ -95,6 +107,8 @@ class SyntheticData : public BatchSource {
 public:
   SyntheticData(const ModelDesc &model, uint64_t seed) : seed(seed) {
     feeds = model.feeds();
+    for (const TensorDesc *t : feeds)
+      checkNotEmpty(*t);
     for (const TensorDesc *t : feeds)
       if (t->isInteger() && (!t->limit || *t->limit <= 0))
         throw RunError("integer " + t->role + " '" + t->name +
@@ -319,8 +333,14 @@ private:
       fail("expected a 1-D .npy array, got " + std::to_string(shape.size()) +
            " dimensions");
     count = shape[0];
-    if (start + count * itemSize > size)
-      fail("truncated (.npy header says " + std::to_string(count) + " tokens)");
+    // A shape near 2^64 / itemSize would wrap the byte count and pass a
+    // naive bound check, then read past the mapping.
+    uint64_t bytes = 0, end = 0;
+    if (__builtin_mul_overflow(count, uint64_t(itemSize), &bytes) ||
+        __builtin_add_overflow(start, bytes, &end) || end != size)
+      fail(".npy header says " + std::to_string(count) + " tokens of " +
+           std::to_string(itemSize) + " bytes, the file holds " +
+           std::to_string(size - start) + " data bytes");
   }
 
   std::string npyField(const std::string &header, const std::string &key) {
@@ -340,16 +360,25 @@ private:
     size_t close = open == std::string::npos ? open : header.find(')', open);
     if (close == std::string::npos)
       fail("malformed .npy header (no 'shape')");
+    // Digits, commas and spaces only: stoull would read "-5" as 2^64 - 5.
     std::vector<uint64_t> shape;
     std::string dims = header.substr(open + 1, close - open - 1);
     for (size_t i = 0; i < dims.size();) {
-      if (std::isdigit(static_cast<unsigned char>(dims[i]))) {
-        size_t used = 0;
-        shape.push_back(std::stoull(dims.substr(i), &used));
-        i += used;
-      } else {
+      unsigned char c = static_cast<unsigned char>(dims[i]);
+      if (c == ',' || std::isspace(c)) {
         ++i;
+        continue;
       }
+      if (!std::isdigit(c))
+        fail("malformed .npy shape (" + dims + ")");
+      uint64_t dim = 0;
+      for (;
+           i < dims.size() && std::isdigit(static_cast<unsigned char>(dims[i]));
+           ++i)
+        if (__builtin_mul_overflow(dim, uint64_t(10), &dim) ||
+            __builtin_add_overflow(dim, uint64_t(dims[i] - '0'), &dim))
+          fail(".npy shape (" + dims + ") does not fit in 64 bits");
+      shape.push_back(dim);
     }
     return shape;
   }
@@ -377,6 +406,8 @@ public:
     label = labels[0];
     batch = input->shape[0];
     seq = input->shape[1];
+    // A zero sequence length would also divide by zero below.
+    checkNotEmpty(*input);
     if (file.count < uint64_t(seq) + 1)
       throw RunError("data file " + path + " has " +
                      std::to_string(file.count) + " tokens, one batch needs " +
@@ -386,15 +417,25 @@ public:
   }
 
   void fill(int64_t index, tessel_ctx *ctx, void *arena) override {
-    fillSamples(index * batch, ctx, arena);
+    int64_t firstWindow = 0;
+    if (index < 0 || __builtin_mul_overflow(index, batch, &firstWindow))
+      throw RunError("data file " + file.path + ": batch " +
+                     std::to_string(index) + " of " + std::to_string(batch) +
+                     " samples is past the 64-bit sample index");
+    fillSamples(firstWindow, ctx, arena);
   }
 
-  // Row r of the samples from `firstWindow` is window firstWindow + r.
+  // Row r of the samples from `firstWindow` is window firstWindow + r; the
+  // window index is reduced first so the sum cannot wrap.
   bool fillSamples(int64_t firstWindow, tessel_ctx *ctx,
                    void *arena) override {
+    if (firstWindow < 0)
+      throw RunError("data file " + file.path + ": negative sample index " +
+                     std::to_string(firstWindow));
     std::vector<int64_t> ids(batch * seq), targets(batch * seq);
+    uint64_t base = uint64_t(firstWindow) % windows;
     for (int64_t r = 0; r < batch; ++r) {
-      uint64_t first = (uint64_t(firstWindow) + r) % windows * seq;
+      uint64_t first = (base + uint64_t(r) % windows) % windows * seq;
       for (int64_t i = 0; i < seq; ++i) {
         ids[r * seq + i] = token(first + i, *input);
         targets[r * seq + i] = token(first + i + 1, *label);

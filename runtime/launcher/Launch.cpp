@@ -108,6 +108,9 @@ RunEnd tessel::run::runRank(const RunPlan &plan, int32_t rank, int32_t comm,
   std::vector<int64_t> coords =
       desc.mesh ? desc.mesh->coordinates(rank) : std::vector<int64_t>{};
 
+  checkStepRange(plan.firstStep, options.steps, options.microbatches,
+                 globalFeedView(desc).batchSize(),
+                 plan.checkpoint ? "checkpoint '" + options.load + "'" : "");
   tessel_ctx_options ctxOptions = rankOptions(desc, rank, comm, world);
   ctxOptions.backend_name = options.backend.c_str();
   ctxOptions.comm_timeout_seconds = options.commTimeoutSeconds;

@@ -12,14 +12,18 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
 #include <functional>
+#include <memory>
+#include <set>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <tuple>
 #include <unistd.h>
 
 using namespace tessel::run;
@@ -157,6 +161,78 @@ struct StoredTensor {
   uint64_t begin = 0, end = 0;
 };
 
+/// A JSON parser callback refusing a key repeated in one object: nlohmann
+/// would silently keep the last one, the format forbids them.
+template <typename Fail>
+ordered_json::parser_callback_t duplicateKeyCheck(const Fail &fail) {
+  auto open = std::make_shared<std::vector<std::set<std::string>>>();
+  return [open, fail](int, nlohmann::json::parse_event_t event,
+                      ordered_json &parsed) {
+    using Event = nlohmann::json::parse_event_t;
+    if (event == Event::object_start)
+      open->emplace_back();
+    else if (event == Event::object_end && !open->empty())
+      open->pop_back();
+    else if (event == Event::key && !open->empty() &&
+             !open->back().insert(parsed.get<std::string>()).second)
+      throw fail("duplicate key '" + parsed.get<std::string>() +
+                 "' in the header");
+    return true;
+  };
+}
+
+/// A list of non-negative integers: nlohmann would convert 1.5 to 1 and -1
+/// to 2^64 - 1 without a word.
+template <typename Fail>
+std::vector<int64_t> naturals(const ordered_json &list, const char *field,
+                              const std::string &name, const Fail &fail) {
+  std::vector<int64_t> out;
+  bool ok = list.is_array();
+  for (size_t i = 0; ok && i < list.size(); ++i) {
+    ok = list[i].is_number_unsigned() &&
+         list[i].get<uint64_t>() <= uint64_t(INT64_MAX);
+    if (ok)
+      out.push_back(list[i].get<int64_t>());
+  }
+  if (!ok)
+    throw fail("tensor '" + name + "' has " + field + " " + list.dump() +
+               ", not a list of non-negative integers");
+  return out;
+}
+
+/// The tensors' byte ranges must tile the data exactly, as the format (and
+/// its reference reader) requires: no overlap, no hole, nothing after.
+template <typename Fail>
+void checkTiling(const std::map<std::string, StoredTensor> &tensors,
+                 uint64_t dataSize, const Fail &fail) {
+  std::vector<std::pair<const std::string *, const StoredTensor *>> order;
+  for (auto &[name, t] : tensors)
+    order.push_back({&name, &t});
+  std::sort(order.begin(), order.end(), [](auto &a, auto &b) {
+    return std::tie(a.second->begin, a.second->end) <
+           std::tie(b.second->begin, b.second->end);
+  });
+  uint64_t next = 0;
+  const std::string *previous = nullptr;
+  for (auto &[name, t] : order) {
+    if (t->begin < next)
+      throw fail("tensor '" + *name + "' (data_offsets [" +
+                 std::to_string(t->begin) + ", " + std::to_string(t->end) +
+                 "]) overlaps tensor '" + *previous + "'");
+    if (t->begin > next)
+      throw fail("bytes [" + std::to_string(next) + ", " +
+                 std::to_string(t->begin) +
+                 ") of the data belong to no "
+                 "tensor (a hole before '" +
+                 *name + "')");
+    next = t->end;
+    previous = name;
+  }
+  if (next != dataSize)
+    throw fail("the data has " + std::to_string(dataSize) +
+               " bytes, its tensors end at byte " + std::to_string(next));
+}
+
 /// Parses and bounds-checks the header; the key is the tensor name. The
 /// string entries of "__metadata__" go to `metadata`.
 std::map<std::string, StoredTensor>
@@ -175,7 +251,8 @@ readHeader(const MappedFile &file, const std::string &path,
   uint64_t dataSize = file.size() - 8 - n;
   std::map<std::string, StoredTensor> tensors;
   try {
-    auto header = ordered_json::parse(file.data() + 8, file.data() + 8 + n);
+    auto header = ordered_json::parse(file.data() + 8, file.data() + 8 + n,
+                                      duplicateKeyCheck(fail));
     if (!header.is_object())
       throw fail("header is not a JSON object");
     for (auto &[name, entry] : header.items()) {
@@ -188,10 +265,12 @@ readHeader(const MappedFile &file, const std::string &path,
       }
       StoredTensor t;
       t.dtype = entry.at("dtype").get<std::string>();
-      t.shape = entry.at("shape").get<std::vector<int64_t>>();
-      auto offsets = entry.at("data_offsets").get<std::vector<uint64_t>>();
+      t.shape = naturals(entry.at("shape"), "shape", name, fail);
+      std::vector<int64_t> offsets =
+          naturals(entry.at("data_offsets"), "data_offsets", name, fail);
       if (offsets.size() != 2 || offsets[0] > offsets[1])
-        throw fail("tensor '" + name + "' has bad data_offsets");
+        throw fail("tensor '" + name + "' has bad data_offsets " +
+                   entry.at("data_offsets").dump());
       t.begin = offsets[0];
       t.end = offsets[1];
       if (t.end > dataSize)
@@ -203,6 +282,7 @@ readHeader(const MappedFile &file, const std::string &path,
   } catch (const nlohmann::json::exception &e) {
     throw fail(std::string("corrupt header: ") + e.what());
   }
+  checkTiling(tensors, dataSize, fail);
   return tensors;
 }
 

@@ -2,6 +2,7 @@
 
 #include "runtime/launcher/Training.h"
 #include "runtime/launcher/Arena.h"
+#include "runtime/launcher/Error.h"
 
 using namespace tessel::run;
 
@@ -53,4 +54,22 @@ double tessel::run::evalStep(const LoadedModel &model, RankRuntime &rt,
   tessel_set_step(rt.ctx, uint64_t(step));
   return runMicrobatches(model, rt, batches, step, microbatches, model.forward,
                          "forward");
+}
+
+void tessel::run::checkStepRange(int64_t firstStep, int64_t steps,
+                                 int64_t microbatches, int64_t batch,
+                                 const std::string &source) {
+  int64_t lastStep = 0, samples = 0;
+  if (firstStep >= 0 && steps >= 0 && microbatches > 0 && batch > 0 &&
+      !__builtin_add_overflow(firstStep, steps, &lastStep) &&
+      !__builtin_mul_overflow(lastStep, microbatches, &samples) &&
+      !__builtin_mul_overflow(samples, batch, &samples))
+    return;
+  throw RunError("cannot run steps " + std::to_string(uint64_t(firstStep) + 1) +
+                 " to " +
+                 std::to_string(uint64_t(firstStep) + uint64_t(steps)) +
+                 (source.empty() ? "" : " (the first from " + source + ")") +
+                 " at " + std::to_string(microbatches) + " microbatch(es) of " +
+                 std::to_string(batch) +
+                 " samples: the sample index does not fit in int64");
 }

@@ -8,6 +8,7 @@
 #include "runtime/launcher/Ranks.h"
 
 #include <cstdint>
+#include <string>
 
 namespace tessel::run {
 
@@ -19,6 +20,13 @@ namespace tessel::run {
 /// tessel-run's training loop and tessel-bench-step both run this.
 double trainStep(const LoadedModel &model, RankRuntime &rt,
                  BatchSource &batches, int64_t step, int64_t microbatches);
+
+/// Refuses steps [firstStep, firstStep + steps) whose step count or sample
+/// index (step · microbatches · batch, what the batch sources draw from)
+/// would pass int64: a checkpoint's tessel.step of 2^62 would otherwise run
+/// on wrapped indices. `firstStep` comes from `source` when not empty.
+void checkStepRange(int64_t firstStep, int64_t steps, int64_t microbatches,
+                    int64_t batch, const std::string &source);
 
 /// The forward entry on each microbatch of `step`: the mean loss, no update.
 double evalStep(const LoadedModel &model, RankRuntime &rt, BatchSource &batches,

@@ -43,3 +43,18 @@ func.func @second(%a: tensor<4xf32>) -> tensor<4xf32> {
   %0 = nn.exp %a : tensor<4xf32>
   return %0 : tensor<4xf32>
 }
+
+// -----
+
+// Tests that a function whose ops' flops fit (2^62 each) but whose total
+// (2^63) does not is an error, not a negative total.
+// expected-error @+1 {{'func.func' op flops or bytes of @flops_sum_overflow do not fit in int64}}
+func.func @flops_sum_overflow(%a: tensor<1048576x2097152xf32>, %b: tensor<2097152x1048576xf32>) -> tensor<1048576x1048576xf32> {
+  // expected-remark @+1 {{flops 4611686018427387904}}
+  %0 = nn.matmul %a, %b : (tensor<1048576x2097152xf32>, tensor<2097152x1048576xf32>) -> tensor<1048576x1048576xf32>
+  // expected-remark @+1 {{flops 4611686018427387904}}
+  %1 = nn.matmul %a, %b : (tensor<1048576x2097152xf32>, tensor<2097152x1048576xf32>) -> tensor<1048576x1048576xf32>
+  // expected-remark @+1 {{flops 1099511627776}}
+  %2 = nn.add %0, %1 : tensor<1048576x1048576xf32>
+  return %2 : tensor<1048576x1048576xf32>
+}
