@@ -1,6 +1,7 @@
 //===- Launch.cpp - One rank's run, and every rank of a mesh as threads ---===//
 
 #include "runtime/launcher/Launch.h"
+#include "runtime/launcher/Prefetch.h"
 #include "runtime/launcher/Arena.h"
 #include "runtime/launcher/Distributed.h"
 #include "runtime/launcher/Error.h"
@@ -129,6 +130,9 @@ RunEnd tessel::run::runRank(const RunPlan &plan, int32_t rank, int32_t comm,
       [&](const ModelDesc &view) { return makeBatchSource(options, view); },
       coords, rt.ctx);
 
+  if (plan.mode != Mode::CheckGrads)
+    batches = std::make_unique<PrefetchingBatchSource>(
+        std::move(batches), desc, options.backend.c_str());
   if (plan.mode == Mode::CheckGrads) {
     checkGradients(model, rt.ctx, rt.arena, *batches, plan.firstStep,
                    plan.firstStep * options.microbatches, options.seed,

@@ -5,6 +5,7 @@
 #include "runtime/launcher/Arena.h"
 #include "runtime/launcher/Compile.h"
 #include "runtime/launcher/Distributed.h"
+#include "runtime/launcher/Prefetch.h"
 #include "runtime/launcher/Error.h"
 #include "test/launcher/LibraryTestSupport.h"
 #include "runtime/launcher/ModelDescription.h"
@@ -615,6 +616,41 @@ TEST(ShardedBlocks, FeedsAreBlocksOfOneDevicesMicrobatch) {
     feeds->fill(3, rt.ctx, rt.arena);
     ASSERT_EQ(tessel_error(rt.ctx), nullptr) << tessel_error(rt.ctx);
     expectFeedsAreBlocks(m, coords, rt, one, reference);
+  }
+}
+
+// Tests that the prefetching source (the next microbatch drawn while a step
+// runs) gives exactly the feeds a direct fill gives: for the index it drew
+// ahead, for any other (a jump drops the draw), on two ranks of a mesh.
+TEST(Prefetch, FeedsEqualADirectFill) {
+  ModelDesc m =
+      parse(describe(mesh2x2, {{"input0", "input", {2, 3}, {{"dp"}, {"tp"}}},
+                               {"input1", "input", {4, 3}, {{}, {"tp"}}},
+                               {"label0", "label", {2}, {{"dp"}}, "i32"}}));
+  auto synthetic = [](const ModelDesc &view) {
+    return makeSyntheticData(view, 5);
+  };
+  auto bytesOf = [](RankRuntime &rt, const TensorDesc &t) {
+    std::vector<char> bytes(size_t(t.bytes));
+    tessel_copy_to_host(rt.ctx, bytes.data(),
+                        static_cast<char *>(rt.arena) + t.offset, t.bytes);
+    return bytes;
+  };
+  for (int64_t r : {0, 3}) {
+    std::vector<int64_t> coords = m.mesh->coordinates(r);
+    RankRuntime direct(m.arenaBytes), ahead(m.arenaBytes);
+    std::unique_ptr<BatchSource> plain =
+        makeRankFeeds(m, synthetic, coords, direct.ctx);
+    PrefetchingBatchSource prefetching(
+        makeRankFeeds(m, synthetic, coords, ahead.ctx), m, "cpu");
+    for (int64_t index : {0, 1, 2, 7, 8, 3}) {
+      plain->fill(index, direct.ctx, direct.arena);
+      prefetching.fill(index, ahead.ctx, ahead.arena);
+      for (const TensorDesc *t : m.feeds())
+        EXPECT_EQ(bytesOf(direct, *t), bytesOf(ahead, *t))
+            << "rank " << r << " microbatch " << index << " " << t->name;
+    }
+    ASSERT_EQ(tessel_error(ahead.ctx), nullptr) << tessel_error(ahead.ctx);
   }
 }
 
