@@ -9,7 +9,7 @@ BUILD_DIR=${TESSEL_BUILD_DIR:-build}
 # second clone) reuses the compiled objects.
 export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}
 PACKAGES=(
-  cmake ninja-build ccache g++ python3
+  cmake ninja-build ccache g++ clang python3
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools
   zlib1g-dev libzstd-dev libedit-dev
   libopenblas-dev libopenmpi-dev openmpi-bin nlohmann-json3-dev
