@@ -32,7 +32,7 @@ fi
 python3 - "$out/corpus" <<'PY'
 import json, struct, sys, os
 out = sys.argv[1]
-desc = open("test/fuzz/ReaderFuzzer.cpp").read()
+desc = open("test/launcher/FakeLmDescription.h").read()
 desc = desc[desc.index('R"(') + 3:desc.index(')";')]
 open(os.path.join(out, "description"), "wb").write(b"\0" + desc.encode())
 header = {"embed": {"dtype": "F32", "shape": [16, 8], "data_offsets": [0, 512]},

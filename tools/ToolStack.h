@@ -14,9 +14,12 @@
 #define TESSEL_TOOLS_TOOLSTACK_H
 
 #include "llvm/ADT/StringRef.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/thread.h"
 
 #include <optional>
+#include <string>
 
 namespace tessel::tools {
 
@@ -57,6 +60,26 @@ inline std::optional<size_t> findTooDeepNesting(llvm::StringRef text) {
     }
   }
   return std::nullopt;
+}
+
+/// Reports, at its location, the first bracket of `input` past
+/// kMaxNestingDepth; true when there is one (the input is refused).
+inline bool refuseTooDeepNesting(const llvm::MemoryBuffer &input) {
+  std::optional<size_t> at = findTooDeepNesting(input.getBuffer());
+  if (!at)
+    return false;
+  llvm::SourceMgr sources;
+  sources.AddNewSourceBuffer(
+      llvm::MemoryBuffer::getMemBuffer(input.getBuffer(),
+                                       input.getBufferIdentifier(),
+                                       /*RequiresNullTerminator=*/false),
+      llvm::SMLoc());
+  sources.PrintMessage(llvm::SMLoc::getFromPointer(input.getBufferStart() + *at),
+                       llvm::SourceMgr::DK_Error,
+                       "nesting deeper than " +
+                           std::to_string(kMaxNestingDepth) +
+                           " levels of brackets, types or regions: refused");
+  return true;
 }
 
 /// Runs `body` on a thread with a kToolStackBytes stack and returns its

@@ -14,6 +14,7 @@
 #include "runtime/launcher/ModelDescription.h"
 #include "runtime/launcher/Ranks.h"
 #include "runtime/launcher/Safetensors.h"
+#include "test/launcher/FakeLmDescription.h"
 
 #include <cstdint>
 #include <cstdio>
@@ -23,25 +24,6 @@
 using namespace tessel::run;
 
 namespace {
-
-// A small language model (test/launcher/FakeLmModel.cpp's description):
-// two parameters for checkpoints, token inputs and labels for data files.
-const char *kLanguageModel = R"({
-  "abi_version": 1, "source": "fuzz/lm.mlir", "function": "loss",
-  "entry": "tessel_forward", "arena_bytes": 1984, "peak_bytes": 768,
-  "tensors": [
-    {"name": "embed", "role": "param", "dtype": "f32", "shape": [16, 8],
-     "offset": 0, "bytes": 512, "init": {"kind": "normal", "args": [1.0, 0.0]}},
-    {"name": "head", "role": "param", "dtype": "f32", "shape": [8, 16],
-     "offset": 512, "bytes": 512, "init": {"kind": "normal", "args": [0.5, 0.0]}},
-    {"name": "input0", "role": "input", "dtype": "i32", "shape": [2, 4],
-     "offset": 1024, "bytes": 32, "axes": ["batch", "seq"], "limit": 16},
-    {"name": "label0", "role": "label", "dtype": "i32", "shape": [2, 4],
-     "offset": 1088, "bytes": 32, "axes": ["batch", "seq"], "limit": 16},
-    {"name": "loss", "role": "loss", "dtype": "f32", "shape": [],
-     "offset": 1152, "bytes": 4}
-  ]
-})";
 
 /// `bytes` written to a fresh file named with `suffix` (the readers take
 /// paths and map them, as tessel-run does).
@@ -65,7 +47,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size == 0)
     return 0;
   static const ModelDesc model =
-      parseModelDescription(kLanguageModel, "fuzz/lm.so");
+      parseModelDescription(kFakeLmDescription, "fuzz/lm.so");
   static RankRuntime rt(model.arenaBytes);
   const uint8_t *file = data + 1;
   size_t fileSize = size - 1;

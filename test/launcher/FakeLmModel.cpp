@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "test/launcher/FakeLmDescription.h"
 #include "tessel/runtime.h"
 
 namespace {
@@ -18,22 +19,7 @@ char *at(void *arena, int64_t offset) {
 } // namespace
 
 extern "C" const char *tessel_model_json(void) {
-  return R"({
-  "abi_version": 1, "source": "fake/lm.mlir", "function": "loss",
-  "entry": "tessel_forward", "arena_bytes": 1984, "peak_bytes": 768,
-  "tensors": [
-    {"name": "embed", "role": "param", "dtype": "f32", "shape": [16, 8],
-     "offset": 0, "bytes": 512, "init": {"kind": "normal", "args": [1.0, 0.0]}},
-    {"name": "head", "role": "param", "dtype": "f32", "shape": [8, 16],
-     "offset": 512, "bytes": 512, "init": {"kind": "normal", "args": [0.5, 0.0]}},
-    {"name": "input0", "role": "input", "dtype": "i32", "shape": [2, 4],
-     "offset": 1024, "bytes": 32, "axes": ["batch", "seq"], "limit": 16},
-    {"name": "label0", "role": "label", "dtype": "i32", "shape": [2, 4],
-     "offset": 1088, "bytes": 32, "axes": ["batch", "seq"], "limit": 16},
-    {"name": "loss", "role": "loss", "dtype": "f32", "shape": [],
-     "offset": 1152, "bytes": 4}
-  ]
-})";
+  return kFakeLmDescription;
 }
 
 extern "C" void tessel_forward(tessel_ctx *ctx, void *arena) {

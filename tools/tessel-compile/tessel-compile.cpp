@@ -390,20 +390,10 @@ int compile(int argc, char **argv) {
   std::unique_ptr<llvm::MemoryBuffer> input = openInputFile(inputFile, &error);
   if (!input)
     return exitWith(inputFile + ": " + error);
-  std::optional<size_t> tooDeep =
-      tessel::tools::findTooDeepNesting(input->getBuffer());
+  if (tessel::tools::refuseTooDeepNesting(*input))
+    return 1;
   llvm::SourceMgr sourceMgr;
   sourceMgr.AddNewSourceBuffer(std::move(input), llvm::SMLoc());
-  if (tooDeep) {
-    sourceMgr.PrintMessage(
-        llvm::SMLoc::getFromPointer(
-            sourceMgr.getMemoryBuffer(1)->getBufferStart() + *tooDeep),
-        llvm::SourceMgr::DK_Error,
-        "nesting deeper than " +
-            std::to_string(tessel::tools::kMaxNestingDepth) +
-            " levels of brackets, types or regions: refused");
-    return 1;
-  }
   SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
   OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
   if (!module)

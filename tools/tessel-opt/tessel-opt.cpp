@@ -23,7 +23,6 @@
 #include "tools/ToolStack.h"
 
 #include "llvm/Support/InitLLVM.h"
-#include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 
 namespace {
@@ -52,19 +51,8 @@ int optMain(int argc, char **argv, mlir::DialectRegistry &registry) {
     llvm::errs() << error << "\n";
     return 1;
   }
-  if (std::optional<size_t> at =
-          tessel::tools::findTooDeepNesting(input->getBuffer())) {
-    llvm::SourceMgr sources;
-    sources.AddNewSourceBuffer(std::move(input), llvm::SMLoc());
-    sources.PrintMessage(
-        llvm::SMLoc::getFromPointer(
-            sources.getMemoryBuffer(1)->getBufferStart() + *at),
-        llvm::SourceMgr::DK_Error,
-        "nesting deeper than " +
-            std::to_string(tessel::tools::kMaxNestingDepth) +
-            " levels of brackets, types or regions: refused");
+  if (tessel::tools::refuseTooDeepNesting(*input))
     return 1;
-  }
   std::unique_ptr<llvm::ToolOutputFile> output =
       mlir::openOutputFile(outputFile, &error);
   if (!output) {
