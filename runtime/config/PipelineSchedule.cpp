@@ -1,0 +1,530 @@
+//===- PipelineSchedule.cpp - Pipeline schedules, their timeline and text -===//
+
+#include "runtime/config/PipelineSchedule.h"
+
+#include <algorithm>
+#include <deque>
+#include <map>
+#include <tuple>
+
+using namespace tessel::pipeline;
+
+namespace {
+
+/// The most compute actions a schedule may hold: keeps every count in int
+/// and a schedule's text printable.
+constexpr long long kMaxComputeActions = 1 << 24;
+
+/// Appends one rank's actions, with the sends and receives each compute
+/// action implies.
+class RankProgram {
+public:
+  RankProgram(ScheduleShape shape, int rank, std::vector<Action> &actions)
+      : ranks(shape.ranks), stages(shape.ranks * shape.virtualStages),
+        rank(rank), actions(actions) {}
+
+  void forward(int stage, int microbatch) {
+    if (stage > 0)
+      transfer(ActionKind::Recv, stage, microbatch, false, stage - 1);
+    actions.push_back({ActionKind::Forward, stage, microbatch});
+    if (stage < stages - 1)
+      transfer(ActionKind::Send, stage, microbatch, false, stage + 1);
+  }
+
+  /// A full Backward, or the input part of a split one (`split`).
+  void backward(int stage, int microbatch, bool split = false) {
+    if (stage < stages - 1)
+      transfer(ActionKind::Recv, stage, microbatch, true, stage + 1);
+    actions.push_back({split ? ActionKind::BackwardInput : ActionKind::Backward,
+                       stage, microbatch});
+    if (stage > 0)
+      transfer(ActionKind::Send, stage, microbatch, true, stage - 1);
+  }
+
+  void weight(int stage, int microbatch) {
+    actions.push_back({ActionKind::BackwardWeight, stage, microbatch});
+  }
+
+private:
+  void transfer(ActionKind kind, int stage, int microbatch, bool gradient,
+                int otherStage) {
+    int peer = rankOfStage(otherStage, ranks);
+    // Stages on one rank hand their tensors over in memory.
+    if (peer != rank)
+      actions.push_back({kind, stage, microbatch, gradient, peer});
+  }
+
+  int ranks, stages, rank;
+  std::vector<Action> &actions;
+};
+
+void buildGPipe(ScheduleShape shape, int rank, std::vector<Action> &actions) {
+  RankProgram program(shape, rank, actions);
+  for (int m = 0; m < shape.microbatches; ++m)
+    program.forward(rank, m);
+  for (int m = 0; m < shape.microbatches; ++m)
+    program.backward(rank, m);
+}
+
+/// 1F1B (PipeDream-flush), and ZB-H1 when `zeroBubble`: rank r runs
+/// P - r - 1 warm-up forwards, then pairs of one forward and one backward,
+/// then the remaining backwards. ZB-H1 splits each backward into I and W and
+/// holds rank r's W's r backwards behind its I's: the first W's wait until
+/// the cool-down, where they fill the time a rank would otherwise spend
+/// waiting for gradients, while the forwards (and so the activations held)
+/// stay where 1F1B has them.
+void buildOneFOneB(ScheduleShape shape, int rank, bool zeroBubble,
+                   std::vector<Action> &actions) {
+  RankProgram program(shape, rank, actions);
+  const int microbatches = shape.microbatches;
+  const int warmup = std::min(shape.ranks - rank - 1, microbatches);
+  const int weightLag = zeroBubble ? std::min(rank, microbatches) : 0;
+  int forwards = 0, backwards = 0, weights = 0;
+  auto backwardAndWeight = [&] {
+    program.backward(rank, backwards++, zeroBubble);
+    if (zeroBubble && backwards - weights > weightLag)
+      program.weight(rank, weights++);
+  };
+  while (forwards < warmup)
+    program.forward(rank, forwards++);
+  while (forwards < microbatches) {
+    program.forward(rank, forwards++);
+    backwardAndWeight();
+  }
+  while (backwards < microbatches)
+    backwardAndWeight();
+  while (zeroBubble && weights < microbatches)
+    program.weight(rank, weights++);
+}
+
+/// Megatron's interleaved 1F1B (forward_backward_pipelining_with_interleaving):
+/// the M * V (chunk, microbatch) forwards go in groups of P microbatches per
+/// chunk, chunk 0 first; backwards likewise with the chunks reversed. Rank r
+/// warms up with (P - r - 1) * 2 + (V - 1) * P forwards, then alternates one
+/// forward and one backward, then runs the remaining backwards.
+void buildInterleaved(ScheduleShape shape, int rank,
+                      std::vector<Action> &actions) {
+  RankProgram program(shape, rank, actions);
+  const int P = shape.ranks, V = shape.virtualStages;
+  const int total = shape.microbatches * V;
+  const int warmup = std::min((P - rank - 1) * 2 + (V - 1) * P, total);
+  auto stageOf = [&](int k, bool forward) {
+    int chunk = (k % (P * V)) / P;
+    return (forward ? chunk : V - 1 - chunk) * P + rank;
+  };
+  auto microbatchOf = [&](int k) { return (k / (P * V)) * P + k % P; };
+  for (int k = 0; k < warmup; ++k)
+    program.forward(stageOf(k, true), microbatchOf(k));
+  for (int k = 0; k < total - warmup; ++k) {
+    program.forward(stageOf(k + warmup, true), microbatchOf(k + warmup));
+    program.backward(stageOf(k, false), microbatchOf(k));
+  }
+  for (int k = total - warmup; k < total; ++k)
+    program.backward(stageOf(k, false), microbatchOf(k));
+}
+
+} // namespace
+
+std::optional<ScheduleKind>
+tessel::pipeline::parseScheduleKind(std::string_view text) {
+  for (ScheduleKind kind :
+       {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::Interleaved,
+        ScheduleKind::ZeroBubbleH1})
+    if (text == scheduleName(kind))
+      return kind;
+  return std::nullopt;
+}
+
+const char *tessel::pipeline::scheduleName(ScheduleKind kind) {
+  switch (kind) {
+  case ScheduleKind::GPipe:
+    return "gpipe";
+  case ScheduleKind::OneFOneB:
+    return "1f1b";
+  case ScheduleKind::Interleaved:
+    return "interleaved";
+  case ScheduleKind::ZeroBubbleH1:
+    return "zb-h1";
+  }
+  return "?";
+}
+
+std::string tessel::pipeline::checkShape(ScheduleKind kind,
+                                         ScheduleShape shape) {
+  const std::string name = scheduleName(kind);
+  const int P = shape.ranks, M = shape.microbatches, V = shape.virtualStages;
+  if (P < 1)
+    return "a pipeline needs at least one rank (P = " + std::to_string(P) + ")";
+  if (M < 1)
+    return "a pipeline needs at least one microbatch (M = " +
+           std::to_string(M) + ")";
+  if (kind == ScheduleKind::Interleaved && V < 2)
+    return "interleaved needs at least two virtual stages per rank (V = " +
+           std::to_string(V) + ")";
+  if (kind != ScheduleKind::Interleaved && V != 1)
+    return name + " runs one stage per rank (V = " + std::to_string(V) +
+           "); only interleaved runs more";
+  if (1LL * P * V * M > kMaxComputeActions)
+    return "the pipeline is too large: P * V * M = " +
+           std::to_string(1LL * P * V * M) + " forwards, more than 2^24";
+  if ((kind == ScheduleKind::OneFOneB || kind == ScheduleKind::ZeroBubbleH1) &&
+      M < P)
+    return name + " needs at least as many microbatches as stages (M = " +
+           std::to_string(M) + " < P = " + std::to_string(P) + ")";
+  if (kind == ScheduleKind::Interleaved && M % P != 0)
+    return "interleaved needs the microbatches to be a multiple of the "
+           "ranks, as Megatron does (M = " +
+           std::to_string(M) + ", P = " + std::to_string(P) + ")";
+  return "";
+}
+
+Schedule tessel::pipeline::buildSchedule(ScheduleKind kind,
+                                         ScheduleShape shape) {
+  Schedule schedule{kind, shape, {}};
+  schedule.ranks.resize(shape.ranks);
+  for (int rank = 0; rank < shape.ranks; ++rank) {
+    std::vector<Action> &actions = schedule.ranks[rank];
+    switch (kind) {
+    case ScheduleKind::GPipe:
+      buildGPipe(shape, rank, actions);
+      break;
+    case ScheduleKind::OneFOneB:
+      buildOneFOneB(shape, rank, /*zeroBubble=*/false, actions);
+      break;
+    case ScheduleKind::ZeroBubbleH1:
+      buildOneFOneB(shape, rank, /*zeroBubble=*/true, actions);
+      break;
+    case ScheduleKind::Interleaved:
+      buildInterleaved(shape, rank, actions);
+      break;
+    }
+  }
+  return schedule;
+}
+
+//===----------------------------------------------------------------------===//
+// The timeline
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// A message: sender, receiver, direction, producing stage, microbatch.
+using MessageKey = std::tuple<int, int, bool, int, int>;
+
+MessageKey sendKey(const Action &send, int rank) {
+  return {rank, send.peer, send.gradient, send.stage, send.microbatch};
+}
+
+MessageKey recvKey(const Action &recv, int rank) {
+  return {recv.peer, rank, recv.gradient,
+          recv.gradient ? recv.stage + 1 : recv.stage - 1, recv.microbatch};
+}
+
+struct Posted {
+  double time;
+  int rank, index;
+};
+
+/// What one message key has seen: the sends made and not yet received, how
+/// many were received, and every send of the lists in program order.
+struct Channel {
+  std::deque<Posted> posted;
+  size_t received = 0;
+  std::vector<int> sendIndices; // on the sender, in program order
+  int waitingRank = -1;
+};
+
+std::string where(const Schedule &schedule, int rank, int index) {
+  return "rank " + std::to_string(rank) + "'s action " + std::to_string(index) +
+         " (" + formatAction(schedule.ranks[rank][index]) + ")";
+}
+
+/// Why the ranks that did not finish are stuck: a receive whose send no
+/// list makes if there is one (the cause; the other waits follow from it),
+/// else, from the lowest stuck rank, the chain of receives each waits in
+/// and the send it waits for, back to a rank already named.
+std::string describeStall(const Schedule &schedule,
+                          const std::vector<size_t> &cursor,
+                          std::map<MessageKey, Channel> &channels) {
+  const int P = int(schedule.ranks.size());
+  int rank = -1;
+  for (int r = 0; r < P && rank < 0; ++r)
+    if (cursor[r] < schedule.ranks[r].size()) {
+      const Channel &channel =
+          channels[recvKey(schedule.ranks[r][cursor[r]], r)];
+      if (channel.received >= channel.sendIndices.size())
+        rank = r;
+    }
+  for (int r = 0; r < P && rank < 0; ++r)
+    if (cursor[r] < schedule.ranks[r].size())
+      rank = r;
+  std::vector<bool> named(schedule.ranks.size(), false);
+  std::string text;
+  for (;;) {
+    named[rank] = true;
+    const int index = int(cursor[rank]);
+    Channel &channel = channels[recvKey(schedule.ranks[rank][index], rank)];
+    text += (text.empty() ? "" : ", while ") + where(schedule, rank, index);
+    if (channel.received >= channel.sendIndices.size())
+      return text + " waits for a message that rank " +
+             std::to_string(schedule.ranks[rank][index].peer) + " never sends";
+    const int sender = schedule.ranks[rank][index].peer;
+    const int sendIndex = channel.sendIndices[channel.received];
+    text += " waits for " + where(schedule, sender, sendIndex);
+    if (named[sender])
+      return text + ": a cycle of waits";
+    rank = sender;
+  }
+}
+
+} // namespace
+
+Timeline tessel::pipeline::simulate(const Schedule &schedule,
+                                    const std::vector<StageTimes> &perStage,
+                                    double sendTime, std::string *error) {
+  auto fail = [&](std::string message) {
+    if (error)
+      *error = std::move(message);
+    return Timeline{};
+  };
+  const int P = int(schedule.ranks.size());
+  const int stages = schedule.shape.ranks * schedule.shape.virtualStages;
+  if (P != schedule.shape.ranks)
+    return fail("the schedule has " + std::to_string(P) + " rank lists for " +
+                std::to_string(schedule.shape.ranks) + " ranks");
+  if (!perStage.empty() && int(perStage.size()) != stages)
+    return fail(std::to_string(perStage.size()) + " stage times for " +
+                std::to_string(stages) + " virtual stages");
+
+  // Every send of the lists, per message, in program order; and the
+  // actions that name a stage or a rank that does not exist.
+  std::map<MessageKey, Channel> channels;
+  for (int rank = 0; rank < P; ++rank)
+    for (size_t i = 0; i < schedule.ranks[rank].size(); ++i) {
+      const Action &action = schedule.ranks[rank][i];
+      bool comm =
+          action.kind == ActionKind::Send || action.kind == ActionKind::Recv;
+      if (action.stage < 0 || action.stage >= stages ||
+          (comm && (action.peer < 0 || action.peer >= P)))
+        return fail(where(schedule, rank, int(i)) +
+                    " names a stage or a rank outside the pipeline");
+      if (action.kind == ActionKind::Send)
+        channels[sendKey(action, rank)].sendIndices.push_back(int(i));
+    }
+
+  Timeline timeline;
+  timeline.busy.assign(P, 0);
+  timeline.peakActivations.assign(P, 0);
+  timeline.peakWeightPending.assign(P, 0);
+  timeline.spans.resize(P);
+  std::vector<size_t> cursor(P, 0);
+  std::vector<double> clock(P, 0);
+  std::vector<int> activations(P, 0), weightPending(P, 0);
+  std::vector<int> ready;
+  for (int rank = P - 1; rank >= 0; --rank)
+    ready.push_back(rank);
+
+  // Runs `rank` until it ends or waits in a receive.
+  auto advance = [&](int rank) {
+    const std::vector<Action> &actions = schedule.ranks[rank];
+    for (; cursor[rank] < actions.size(); ++cursor[rank]) {
+      const Action &action = actions[cursor[rank]];
+      StageTimes times =
+          perStage.empty() ? StageTimes{} : perStage[action.stage];
+      double start = clock[rank], duration = 0;
+      switch (action.kind) {
+      case ActionKind::Forward:
+        duration = times.forward;
+        timeline.peakActivations[rank] =
+            std::max(timeline.peakActivations[rank], ++activations[rank]);
+        break;
+      case ActionKind::Backward:
+        duration = times.backwardInput + times.backwardWeight;
+        --activations[rank];
+        break;
+      case ActionKind::BackwardInput:
+        duration = times.backwardInput;
+        --activations[rank];
+        timeline.peakWeightPending[rank] =
+            std::max(timeline.peakWeightPending[rank], ++weightPending[rank]);
+        break;
+      case ActionKind::BackwardWeight:
+        duration = times.backwardWeight;
+        --weightPending[rank];
+        break;
+      case ActionKind::Send: {
+        Channel &channel = channels[sendKey(action, rank)];
+        channel.posted.push_back({start, rank, int(cursor[rank])});
+        if (channel.waitingRank >= 0) {
+          ready.push_back(channel.waitingRank);
+          channel.waitingRank = -1;
+        }
+        break;
+      }
+      case ActionKind::Recv: {
+        Channel &channel = channels[recvKey(action, rank)];
+        if (channel.posted.empty()) {
+          channel.waitingRank = rank;
+          return;
+        }
+        start = std::max(start, channel.posted.front().time + sendTime);
+        channel.posted.pop_front();
+        ++channel.received;
+        break;
+      }
+      }
+      clock[rank] = start + duration;
+      timeline.busy[rank] += duration;
+      timeline.spans[rank].emplace_back(start, clock[rank]);
+    }
+  };
+  while (!ready.empty()) {
+    int rank = ready.back();
+    ready.pop_back();
+    advance(rank);
+  }
+
+  for (int rank = 0; rank < P; ++rank)
+    if (cursor[rank] < schedule.ranks[rank].size())
+      return fail(describeStall(schedule, cursor, channels));
+  for (auto &[key, channel] : channels)
+    if (!channel.posted.empty()) {
+      const Posted &send = channel.posted.front();
+      return fail(where(schedule, send.rank, send.index) +
+                  " is never received by rank " +
+                  std::to_string(std::get<1>(key)));
+    }
+
+  double busyTotal = 0;
+  for (int rank = 0; rank < P; ++rank) {
+    timeline.makespan = std::max(timeline.makespan, clock[rank]);
+    busyTotal += timeline.busy[rank];
+  }
+  // (P * T - busy) / (P * T) rather than 1 - busy / (P * T): with whole
+  // times both terms are exact, so the fraction is the correctly rounded
+  // rational, equal to the closed forms the tests compare it with.
+  double capacity = P * timeline.makespan;
+  timeline.bubbleFraction =
+      capacity > 0 ? (capacity - busyTotal) / capacity : 0;
+  if (error)
+    error->clear();
+  return timeline;
+}
+
+//===----------------------------------------------------------------------===//
+// Text
+//===----------------------------------------------------------------------===//
+
+std::string tessel::pipeline::formatAction(const Action &action) {
+  auto pair = [&](char letter) {
+    return letter + std::to_string(action.stage) + "." +
+           std::to_string(action.microbatch);
+  };
+  switch (action.kind) {
+  case ActionKind::Forward:
+    return pair('F');
+  case ActionKind::Backward:
+    return pair('B');
+  case ActionKind::BackwardInput:
+    return pair('I');
+  case ActionKind::BackwardWeight:
+    return pair('W');
+  case ActionKind::Send:
+    return "s>" + std::to_string(action.peer) + ":" +
+           pair(action.gradient ? 'B' : 'F');
+  case ActionKind::Recv:
+    return "r<" + std::to_string(action.peer) + ":" +
+           pair(action.gradient ? 'B' : 'F');
+  }
+  return "?";
+}
+
+std::string tessel::pipeline::formatSchedule(const Schedule &schedule) {
+  std::string text;
+  for (size_t rank = 0; rank < schedule.ranks.size(); ++rank) {
+    text += "rank " + std::to_string(rank) + ":";
+    for (const Action &action : schedule.ranks[rank])
+      text += " " + formatAction(action);
+    text += "\n";
+  }
+  return text;
+}
+
+namespace {
+
+/// `text` as a JSON string, quotes included.
+std::string jsonString(std::string_view text) {
+  static const char hex[] = "0123456789abcdef";
+  std::string out = "\"";
+  for (char c : text) {
+    switch (c) {
+    case '"':
+      out += "\\\"";
+      break;
+    case '\\':
+      out += "\\\\";
+      break;
+    case '\n':
+      out += "\\n";
+      break;
+    case '\t':
+      out += "\\t";
+      break;
+    default:
+      if (static_cast<unsigned char>(c) < 0x20) {
+        out += "\\u00";
+        out += hex[(c >> 4) & 0xf];
+        out += hex[c & 0xf];
+      } else {
+        out += c;
+      }
+    }
+  }
+  return out + "\"";
+}
+
+const char *actionKindName(ActionKind kind) {
+  switch (kind) {
+  case ActionKind::Forward:
+    return "forward";
+  case ActionKind::Backward:
+    return "backward";
+  case ActionKind::BackwardInput:
+    return "backward_input";
+  case ActionKind::BackwardWeight:
+    return "backward_weight";
+  case ActionKind::Send:
+    return "send";
+  case ActionKind::Recv:
+    return "recv";
+  }
+  return "?";
+}
+
+} // namespace
+
+std::string tessel::pipeline::scheduleJson(const Schedule &schedule) {
+  std::string json =
+      "{\"schedule\":" + jsonString(scheduleName(schedule.kind)) +
+      ",\"ranks\":" + std::to_string(schedule.shape.ranks) +
+      ",\"microbatches\":" + std::to_string(schedule.shape.microbatches) +
+      ",\"virtual_stages\":" + std::to_string(schedule.shape.virtualStages) +
+      ",\"actions\":[";
+  for (size_t rank = 0; rank < schedule.ranks.size(); ++rank) {
+    json += rank ? ",[" : "[";
+    for (size_t i = 0; i < schedule.ranks[rank].size(); ++i) {
+      const Action &action = schedule.ranks[rank][i];
+      json += (i ? ",{\"kind\":" : "{\"kind\":") +
+              jsonString(actionKindName(action.kind)) +
+              ",\"stage\":" + std::to_string(action.stage) +
+              ",\"microbatch\":" + std::to_string(action.microbatch);
+      if (action.kind == ActionKind::Send || action.kind == ActionKind::Recv)
+        json += std::string(",\"gradient\":") +
+                (action.gradient ? "true" : "false") +
+                ",\"peer\":" + std::to_string(action.peer);
+      json += "}";
+    }
+    json += "]";
+  }
+  return json + "]}";
+}

@@ -1,0 +1,151 @@
+//===- PipelineSchedule.h - Pipeline schedules as data, and their timeline ===//
+//
+// A pipeline schedule is, per pp rank, the list of what that rank does in
+// order: the forwards and backwards of (virtual stage, microbatch) pairs and
+// the sends and receives between them. GPipe, 1F1B (PipeDream-flush),
+// Megatron's interleaved 1F1B and ZB-H1 (Qi et al., "Zero Bubble Pipeline
+// Parallelism") are built here once, for the compiler (which lowers a list
+// to code) and the launcher (which prints and checks it); `simulate` runs
+// the lists against per-stage times to give the makespan, the bubble and
+// the activations held. No LLVM.
+//
+// Virtual stage v lives on rank v % P (Megatron's interleaving: rank r holds
+// the chunks r, r + P, r + 2P, ...); there are P * V stages.
+//
+// formatSchedule's notation, one line per rank ("rank 0: F0.0 s>1:F0.0 ..."):
+//   F<s>.<m>   forward of stage s, microbatch m
+//   B<s>.<m>   full backward (input and weight gradients together)
+//   I<s>.<m>   backward, input-gradient part (ZB)
+//   W<s>.<m>   backward, weight-gradient part (ZB)
+//   s>p:F<s>.<m>  send to rank p the activation that F<s>.<m> produced
+//   s>p:B<s>.<m>  send to rank p the input gradient that B/I<s>.<m> produced
+//   r<p:F<s>.<m>  receive from rank p the activation that F<s>.<m> needs
+//   r<p:B<s>.<m>  receive from rank p the gradient that B/I<s>.<m> needs
+// (the stage is always the Action's: producer for a send, consumer for a
+// receive).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TESSEL_CONFIG_PIPELINESCHEDULE_H
+#define TESSEL_CONFIG_PIPELINESCHEDULE_H
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace tessel::pipeline {
+
+enum class ScheduleKind { GPipe, OneFOneB, Interleaved, ZeroBubbleH1 };
+
+/// "gpipe", "1f1b", "interleaved", "zb-h1"; nullopt for anything else.
+std::optional<ScheduleKind> parseScheduleKind(std::string_view text);
+/// The spelling parseScheduleKind takes.
+const char *scheduleName(ScheduleKind kind);
+
+enum class ActionKind {
+  Forward,
+  Backward, // input and weight gradients together
+  BackwardInput,
+  BackwardWeight,
+  Send,
+  Recv,
+};
+
+struct Action {
+  ActionKind kind;
+  /// The virtual stage (0 .. P*V-1) computing, or whose output (Send) or
+  /// input (Recv) this is.
+  int stage;
+  int microbatch;
+  /// Send/Recv: false = an activation going forward (stage -> stage + 1),
+  /// true = an input gradient going backward (stage -> stage - 1).
+  bool gradient = false;
+  /// Send/Recv: the pp rank on the other side.
+  int peer = -1;
+
+  bool operator==(const Action &other) const {
+    return kind == other.kind && stage == other.stage &&
+           microbatch == other.microbatch && gradient == other.gradient &&
+           peer == other.peer;
+  }
+  bool operator!=(const Action &other) const { return !(*this == other); }
+};
+
+struct ScheduleShape {
+  int ranks;             // P
+  int microbatches;      // M
+  int virtualStages = 1; // V: stages per rank
+};
+
+struct Schedule {
+  ScheduleKind kind;
+  ScheduleShape shape;
+  /// Per rank, its actions in execution order.
+  std::vector<std::vector<Action>> ranks;
+};
+
+/// The rank that holds virtual stage `stage` of a pipeline over `ranks`.
+inline int rankOfStage(int stage, int ranks) { return stage % ranks; }
+
+/// "" when `kind` can be built for `shape`, else one sentence saying why
+/// not (1F1B and ZB-H1 need M >= P; interleaved needs V >= 2 and M a
+/// multiple of P, as Megatron does; V > 1 only for interleaved).
+std::string checkShape(ScheduleKind kind, ScheduleShape shape);
+
+/// The schedule's per-rank lists. Precondition: checkShape(kind, shape) is
+/// "". Sends are buffered, receives block; a receive sits right before the
+/// action that needs it, a send right after the action that produced it.
+/// With one rank there are no sends or receives.
+Schedule buildSchedule(ScheduleKind kind, ScheduleShape shape);
+
+/// The time of each part of one virtual stage; a full Backward takes
+/// backwardInput + backwardWeight.
+struct StageTimes {
+  double forward = 1, backwardInput = 1, backwardWeight = 1;
+};
+
+struct Timeline {
+  double makespan = 0;       // time at which the last action ends
+  std::vector<double> busy;  // per rank: the sum of its compute time
+  double bubbleFraction = 0; // 1 - sum(busy) / (P * makespan)
+  /// Per rank: the most (stage, microbatch) pairs whose Forward has run
+  /// and whose Backward or BackwardInput has not yet.
+  std::vector<int> peakActivations;
+  /// Per rank: the most pairs whose BackwardInput has run and whose
+  /// BackwardWeight has not yet (0 without split backwards).
+  std::vector<int> peakWeightPending;
+  /// Per rank, per action: start and end. Sends and receives are
+  /// zero-length, at the time they complete (a receive: when both the rank
+  /// reached it and the message arrived).
+  std::vector<std::vector<std::pair<double, double>>> spans;
+};
+
+/// Runs every rank's list in order: a compute action starts when the
+/// rank's previous action ended; a Recv completes when the matching Send
+/// (same message: sender, receiver, direction, producing stage,
+/// microbatch) has happened plus `sendTime`; Sends never wait.
+/// `perVirtualStage` holds P*V entries, or none for unit times. When the
+/// lists cannot run to their end (a Recv nobody sends, a cycle of waits, a
+/// Send nobody receives) returns an empty Timeline and sets `*error` (if
+/// given) to a sentence naming the ranks and action indices; else clears
+/// it.
+Timeline simulate(const Schedule &schedule,
+                  const std::vector<StageTimes> &perVirtualStage,
+                  double sendTime, std::string *error);
+
+/// One action in formatSchedule's notation ("F3.1", "s>1:F3.1").
+std::string formatAction(const Action &action);
+/// One line per rank: "rank 0: F0.0 s>1:F0.0 F0.1 ...\n".
+std::string formatSchedule(const Schedule &schedule);
+/// {"schedule":"1f1b","ranks":P,"microbatches":M,"virtual_stages":V,
+///  "actions":[[{"kind":"forward","stage":0,"microbatch":0},
+///  {"kind":"send","stage":0,"microbatch":0,"gradient":false,"peer":1},...],
+///  ...]} with kinds forward, backward, backward_input, backward_weight,
+/// send, recv.
+std::string scheduleJson(const Schedule &schedule);
+
+} // namespace tessel::pipeline
+
+#endif // TESSEL_CONFIG_PIPELINESCHEDULE_H

@@ -1,0 +1,367 @@
+//===- PipelineScheduleTest.cpp - Pipeline schedules and their timeline ---===//
+
+#include "runtime/config/PipelineSchedule.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <tuple>
+
+using namespace tessel::pipeline;
+
+namespace {
+
+struct Case {
+  ScheduleKind kind;
+  int P, M, V;
+};
+
+Schedule build(ScheduleKind kind, int P, int M, int V = 1) {
+  EXPECT_EQ(checkShape(kind, {P, M, V}), "")
+      << scheduleName(kind) << " P=" << P << " M=" << M << " V=" << V;
+  return buildSchedule(kind, {P, M, V});
+}
+
+/// The timeline with F = B = W = 1 on every stage and free sends.
+Timeline unitTimeline(const Schedule &schedule) {
+  std::string error = "unset";
+  Timeline timeline = simulate(schedule, {}, 0, &error);
+  EXPECT_EQ(error, "") << formatSchedule(schedule);
+  return timeline;
+}
+
+/// A spread of valid shapes for every kind.
+std::vector<Case> allCases() {
+  std::vector<Case> cases;
+  for (int P : {1, 2, 3, 4, 8})
+    for (int M : {1, 2, 3, 4, 5, 8, 12, 16}) {
+      cases.push_back({ScheduleKind::GPipe, P, M, 1});
+      if (M >= P) {
+        cases.push_back({ScheduleKind::OneFOneB, P, M, 1});
+        cases.push_back({ScheduleKind::ZeroBubbleH1, P, M, 1});
+      }
+      if (M % P == 0)
+        for (int V : {2, 3, 4})
+          cases.push_back({ScheduleKind::Interleaved, P, M, V});
+    }
+  return cases;
+}
+
+std::string caseName(const Case &c) {
+  return std::string(scheduleName(c.kind)) + " P=" + std::to_string(c.P) +
+         " M=" + std::to_string(c.M) + " V=" + std::to_string(c.V);
+}
+
+// Tests that the spellings round-trip and nothing else parses.
+TEST(PipelineScheduleTest, ParsesAndNamesKinds) {
+  for (ScheduleKind kind :
+       {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::Interleaved,
+        ScheduleKind::ZeroBubbleH1})
+    EXPECT_EQ(parseScheduleKind(scheduleName(kind)), kind);
+  EXPECT_EQ(parseScheduleKind("zb-h1"), ScheduleKind::ZeroBubbleH1);
+  EXPECT_FALSE(parseScheduleKind("1F1B"));
+  EXPECT_FALSE(parseScheduleKind("zb"));
+  EXPECT_FALSE(parseScheduleKind(""));
+}
+
+// Tests that checkShape refuses what a schedule cannot run, in one sentence.
+TEST(PipelineScheduleTest, CheckShapeRefusals) {
+  EXPECT_EQ(checkShape(ScheduleKind::OneFOneB, {4, 2}),
+            "1f1b needs at least as many microbatches as stages (M = 2 < "
+            "P = 4)");
+  EXPECT_EQ(checkShape(ScheduleKind::ZeroBubbleH1, {4, 3}),
+            "zb-h1 needs at least as many microbatches as stages (M = 3 < "
+            "P = 4)");
+  EXPECT_EQ(checkShape(ScheduleKind::Interleaved, {4, 8, 1}),
+            "interleaved needs at least two virtual stages per rank (V = 1)");
+  EXPECT_EQ(checkShape(ScheduleKind::Interleaved, {4, 6, 2}),
+            "interleaved needs the microbatches to be a multiple of the "
+            "ranks, as Megatron does (M = 6, P = 4)");
+  EXPECT_EQ(checkShape(ScheduleKind::GPipe, {4, 8, 2}),
+            "gpipe runs one stage per rank (V = 2); only interleaved runs "
+            "more");
+  EXPECT_EQ(checkShape(ScheduleKind::GPipe, {0, 8}),
+            "a pipeline needs at least one rank (P = 0)");
+  EXPECT_EQ(checkShape(ScheduleKind::OneFOneB, {2, 0}),
+            "a pipeline needs at least one microbatch (M = 0)");
+  EXPECT_NE(checkShape(ScheduleKind::GPipe, {1 << 12, 1 << 13}), "");
+  EXPECT_EQ(checkShape(ScheduleKind::GPipe, {4, 2}), "");
+  EXPECT_EQ(checkShape(ScheduleKind::OneFOneB, {4, 4}), "");
+  EXPECT_EQ(checkShape(ScheduleKind::Interleaved, {4, 8, 2}), "");
+  EXPECT_EQ(checkShape(ScheduleKind::Interleaved, {1, 3, 2}), "");
+}
+
+// Tests that every (stage, microbatch) has one forward and one backward (or
+// one I and one W, in that order) on the rank that holds the stage, with
+// the forward first.
+TEST(PipelineScheduleTest, EveryPairComputedOnceOnItsRank) {
+  for (const Case &c : allCases()) {
+    SCOPED_TRACE(caseName(c));
+    Schedule schedule = build(c.kind, c.P, c.M, c.V);
+    ASSERT_EQ(int(schedule.ranks.size()), c.P);
+    const bool split = c.kind == ScheduleKind::ZeroBubbleH1;
+    // Per pair: the position (rank, index) of each compute kind.
+    std::map<std::pair<int, int>, std::map<ActionKind, std::vector<int>>> seen;
+    for (int rank = 0; rank < c.P; ++rank)
+      for (size_t i = 0; i < schedule.ranks[rank].size(); ++i) {
+        const Action &a = schedule.ranks[rank][i];
+        if (a.kind == ActionKind::Send || a.kind == ActionKind::Recv)
+          continue;
+        EXPECT_EQ(rankOfStage(a.stage, c.P), rank) << formatAction(a);
+        seen[{a.stage, a.microbatch}][a.kind].push_back(int(i));
+      }
+    ASSERT_EQ(int(seen.size()), c.P * c.V * c.M);
+    for (auto &[pair, kinds] : seen) {
+      SCOPED_TRACE("stage " + std::to_string(pair.first) + " microbatch " +
+                   std::to_string(pair.second));
+      ASSERT_EQ(kinds[ActionKind::Forward].size(), 1u);
+      if (split) {
+        ASSERT_EQ(kinds[ActionKind::BackwardInput].size(), 1u);
+        ASSERT_EQ(kinds[ActionKind::BackwardWeight].size(), 1u);
+        EXPECT_EQ(kinds.count(ActionKind::Backward), 0u);
+        EXPECT_LT(kinds[ActionKind::Forward][0],
+                  kinds[ActionKind::BackwardInput][0]);
+        EXPECT_LT(kinds[ActionKind::BackwardInput][0],
+                  kinds[ActionKind::BackwardWeight][0]);
+      } else {
+        ASSERT_EQ(kinds[ActionKind::Backward].size(), 1u);
+        EXPECT_EQ(kinds.count(ActionKind::BackwardInput), 0u);
+        EXPECT_EQ(kinds.count(ActionKind::BackwardWeight), 0u);
+        EXPECT_LT(kinds[ActionKind::Forward][0],
+                  kinds[ActionKind::Backward][0]);
+      }
+    }
+  }
+}
+
+// Tests that sends and receives pair one to one, each receive right before
+// the compute action that needs it and each send right after the one that
+// produced it, and that one rank has none.
+TEST(PipelineScheduleTest, SendsAndRecvsMatchOneToOne) {
+  for (const Case &c : allCases()) {
+    SCOPED_TRACE(caseName(c));
+    Schedule schedule = build(c.kind, c.P, c.M, c.V);
+    const int stages = c.P * c.V;
+    // (sender, receiver, gradient, producing stage, microbatch) -> count.
+    using Message = std::tuple<int, int, bool, int, int>;
+    std::map<Message, int> sent, received;
+    for (int rank = 0; rank < c.P; ++rank) {
+      const std::vector<Action> &actions = schedule.ranks[rank];
+      for (size_t i = 0; i < actions.size(); ++i) {
+        const Action &a = actions[i];
+        if (a.kind == ActionKind::Send) {
+          ASSERT_GT(i, 0u);
+          const Action &producer = actions[i - 1];
+          EXPECT_EQ(producer.stage, a.stage);
+          EXPECT_EQ(producer.microbatch, a.microbatch);
+          EXPECT_EQ(producer.kind, a.gradient
+                                       ? (c.kind == ScheduleKind::ZeroBubbleH1
+                                              ? ActionKind::BackwardInput
+                                              : ActionKind::Backward)
+                                       : ActionKind::Forward);
+          int to = a.gradient ? a.stage - 1 : a.stage + 1;
+          ASSERT_TRUE(to >= 0 && to < stages) << formatAction(a);
+          EXPECT_EQ(a.peer, rankOfStage(to, c.P));
+          ++sent[{rank, a.peer, a.gradient, a.stage, a.microbatch}];
+        } else if (a.kind == ActionKind::Recv) {
+          ASSERT_LT(i + 1, actions.size());
+          const Action &consumer = actions[i + 1];
+          EXPECT_EQ(consumer.stage, a.stage);
+          EXPECT_EQ(consumer.microbatch, a.microbatch);
+          EXPECT_NE(consumer.kind, ActionKind::Send);
+          EXPECT_NE(consumer.kind, ActionKind::Recv);
+          EXPECT_EQ(consumer.kind == ActionKind::Forward, !a.gradient);
+          int from = a.gradient ? a.stage + 1 : a.stage - 1;
+          EXPECT_EQ(a.peer, rankOfStage(from, c.P));
+          ++received[{a.peer, rank, a.gradient, from, a.microbatch}];
+        }
+      }
+    }
+    EXPECT_EQ(sent, received);
+    for (auto &[message, count] : sent)
+      EXPECT_EQ(count, 1);
+    // Every stage boundary crossed both ways by every microbatch.
+    size_t boundaries = c.P == 1 ? 0 : size_t(stages - 1) * c.M * 2;
+    EXPECT_EQ(sent.size(), boundaries);
+  }
+}
+
+// Tests that GPipe and 1F1B leave the bubble (P-1)/(M+P-1) with F = 1 and a
+// full backward of 2, and take 3 (M + P - 1) units.
+TEST(PipelineScheduleTest, GPipeAndOneFOneBBubble) {
+  for (ScheduleKind kind : {ScheduleKind::GPipe, ScheduleKind::OneFOneB})
+    for (auto [P, M] : std::vector<std::pair<int, int>>{
+             {2, 4}, {4, 8}, {4, 4}, {3, 7}, {8, 16}, {1, 4}}) {
+      SCOPED_TRACE(std::string(scheduleName(kind)) + " P=" + std::to_string(P) +
+                   " M=" + std::to_string(M));
+      Timeline timeline = unitTimeline(build(kind, P, M));
+      EXPECT_EQ(timeline.makespan, 3.0 * (M + P - 1));
+      EXPECT_EQ(timeline.bubbleFraction, double(P - 1) / (M + P - 1));
+      for (double busy : timeline.busy)
+        EXPECT_EQ(busy, 3.0 * M);
+    }
+  // GPipe also runs with fewer microbatches than stages.
+  EXPECT_EQ(unitTimeline(build(ScheduleKind::GPipe, 4, 2)).bubbleFraction,
+            3.0 / 5);
+}
+
+// Tests that interleaving V chunks divides 1F1B's bubble time by V:
+// (P-1)/(V M + P-1).
+TEST(PipelineScheduleTest, InterleavedBubble) {
+  for (auto [P, M, V] : std::vector<std::tuple<int, int, int>>{{2, 4, 2},
+                                                               {4, 8, 2},
+                                                               {4, 4, 2},
+                                                               {4, 8, 4},
+                                                               {2, 2, 3},
+                                                               {8, 16, 2},
+                                                               {1, 3, 2}}) {
+    SCOPED_TRACE("P=" + std::to_string(P) + " M=" + std::to_string(M) +
+                 " V=" + std::to_string(V));
+    Timeline timeline = unitTimeline(build(ScheduleKind::Interleaved, P, M, V));
+    EXPECT_EQ(timeline.makespan, 3.0 * (V * M + P - 1));
+    EXPECT_EQ(timeline.bubbleFraction, double(P - 1) / (V * M + P - 1));
+  }
+}
+
+// Tests that ZB-H1 with F = B = W leaves a bubble of (P-1) F, a third of
+// 1F1B's: (P-1)/(3M+P-1).
+TEST(PipelineScheduleTest, ZeroBubbleH1Bubble) {
+  for (auto [P, M] : std::vector<std::pair<int, int>>{
+           {2, 4}, {4, 8}, {4, 4}, {4, 5}, {3, 7}, {8, 8}, {8, 24}, {1, 3}}) {
+    SCOPED_TRACE("P=" + std::to_string(P) + " M=" + std::to_string(M));
+    Timeline timeline = unitTimeline(build(ScheduleKind::ZeroBubbleH1, P, M));
+    EXPECT_EQ(timeline.makespan, 3.0 * M + P - 1);
+    EXPECT_EQ(timeline.bubbleFraction, double(P - 1) / (3 * M + P - 1));
+  }
+}
+
+// Tests the activations each rank holds at most: M for GPipe, P - r for
+// 1F1B and ZB-H1 (whose W's wait at most r + 1 deep), and Megatron's
+// warm-up plus one for interleaved.
+TEST(PipelineScheduleTest, PeakActivations) {
+  for (auto [P, M] : std::vector<std::pair<int, int>>{{2, 4}, {4, 8}, {4, 4}}) {
+    SCOPED_TRACE("P=" + std::to_string(P) + " M=" + std::to_string(M));
+    Timeline gpipe = unitTimeline(build(ScheduleKind::GPipe, P, M));
+    Timeline oneF = unitTimeline(build(ScheduleKind::OneFOneB, P, M));
+    Timeline zb = unitTimeline(build(ScheduleKind::ZeroBubbleH1, P, M));
+    Timeline inter = unitTimeline(build(ScheduleKind::Interleaved, P, M, 2));
+    for (int r = 0; r < P; ++r) {
+      EXPECT_EQ(gpipe.peakActivations[r], M);
+      EXPECT_EQ(oneF.peakActivations[r], P - r);
+      EXPECT_EQ(zb.peakActivations[r], P - r);
+      EXPECT_EQ(gpipe.peakWeightPending[r], 0);
+      EXPECT_EQ(oneF.peakWeightPending[r], 0);
+      EXPECT_EQ(zb.peakWeightPending[r], r + 1);
+      EXPECT_EQ(inter.peakActivations[r],
+                std::min((P - r - 1) * 2 + P + 1, 2 * M));
+    }
+  }
+}
+
+// Tests the text and the JSON of small schedules, character for character.
+TEST(PipelineScheduleTest, FormatsTextAndJson) {
+  EXPECT_EQ(formatSchedule(build(ScheduleKind::OneFOneB, 2, 2)),
+            "rank 0: F0.0 s>1:F0.0 F0.1 s>1:F0.1 r<1:B0.0 B0.0 r<1:B0.1 "
+            "B0.1\n"
+            "rank 1: r<0:F1.0 F1.0 B1.0 s>0:B1.0 r<0:F1.1 F1.1 B1.1 "
+            "s>0:B1.1\n");
+  EXPECT_EQ(formatSchedule(build(ScheduleKind::ZeroBubbleH1, 2, 2)),
+            "rank 0: F0.0 s>1:F0.0 F0.1 s>1:F0.1 r<1:B0.0 I0.0 W0.0 r<1:B0.1 "
+            "I0.1 W0.1\n"
+            "rank 1: r<0:F1.0 F1.0 I1.0 s>0:B1.0 r<0:F1.1 F1.1 I1.1 "
+            "s>0:B1.1 W1.0 W1.1\n");
+  EXPECT_EQ(formatSchedule(build(ScheduleKind::Interleaved, 1, 1, 2)),
+            "rank 0: F0.0 F1.0 B1.0 B0.0\n");
+  EXPECT_EQ(
+      scheduleJson(build(ScheduleKind::GPipe, 2, 1)),
+      "{\"schedule\":\"gpipe\",\"ranks\":2,\"microbatches\":1,"
+      "\"virtual_stages\":1,\"actions\":["
+      "[{\"kind\":\"forward\",\"stage\":0,\"microbatch\":0},"
+      "{\"kind\":\"send\",\"stage\":0,\"microbatch\":0,\"gradient\":false,"
+      "\"peer\":1},"
+      "{\"kind\":\"recv\",\"stage\":0,\"microbatch\":0,\"gradient\":true,"
+      "\"peer\":1},"
+      "{\"kind\":\"backward\",\"stage\":0,\"microbatch\":0}],"
+      "[{\"kind\":\"recv\",\"stage\":1,\"microbatch\":0,\"gradient\":false,"
+      "\"peer\":0},"
+      "{\"kind\":\"forward\",\"stage\":1,\"microbatch\":0},"
+      "{\"kind\":\"backward\",\"stage\":1,\"microbatch\":0},"
+      "{\"kind\":\"send\",\"stage\":1,\"microbatch\":0,\"gradient\":true,"
+      "\"peer\":0}]]}");
+  std::string zbJson = scheduleJson(build(ScheduleKind::ZeroBubbleH1, 2, 2));
+  EXPECT_NE(zbJson.find("\"schedule\":\"zb-h1\""), std::string::npos);
+  EXPECT_NE(zbJson.find("\"kind\":\"backward_input\""), std::string::npos);
+  EXPECT_NE(zbJson.find("\"kind\":\"backward_weight\""), std::string::npos);
+}
+
+// Tests per-stage times, the send time and the spans: GPipe P=2 M=1 with a
+// slow second stage.
+TEST(PipelineScheduleTest, StageTimesAndSendTime) {
+  Schedule schedule = build(ScheduleKind::GPipe, 2, 1);
+  std::vector<StageTimes> times = {{1, 1, 1}, {2, 3, 1}};
+  std::string error;
+  Timeline t = simulate(schedule, times, 0.5, &error);
+  ASSERT_EQ(error, "");
+  // Rank 0: F 0-1, send at 1; rank 1: recv at 1.5, F 1.5-3.5, B 3.5-7.5,
+  // send at 7.5; rank 0: recv at 8, B 8-10.
+  EXPECT_EQ(t.makespan, 10);
+  EXPECT_EQ(t.busy, (std::vector<double>{3, 6}));
+  using Spans = std::vector<std::pair<double, double>>;
+  EXPECT_EQ(t.spans[0], (Spans{{0, 1}, {1, 1}, {8, 8}, {8, 10}}));
+  EXPECT_EQ(t.spans[1],
+            (Spans{{1.5, 1.5}, {1.5, 3.5}, {3.5, 7.5}, {7.5, 7.5}}));
+  EXPECT_EQ(t.bubbleFraction, (20.0 - 9) / 20);
+  simulate(schedule, {{1, 1, 1}}, 0, &error);
+  EXPECT_EQ(error, "1 stage times for 2 virtual stages");
+}
+
+// Tests that simulate names the ranks and actions of a cycle of waits made
+// by swapping two receives on one rank.
+TEST(PipelineScheduleTest, SimulateReportsCycleOfWaits) {
+  Schedule schedule = build(ScheduleKind::OneFOneB, 2, 4);
+  // Rank 1 asks for microbatch 2's activation first, which rank 0 sends
+  // only after microbatch 0's gradient, which rank 1 sends after its first
+  // receive.
+  std::vector<Action> &rank1 = schedule.ranks[1];
+  std::vector<size_t> recvs;
+  for (size_t i = 0; i < rank1.size(); ++i)
+    if (rank1[i].kind == ActionKind::Recv)
+      recvs.push_back(i);
+  ASSERT_GE(recvs.size(), 3u);
+  ASSERT_EQ(formatAction(rank1[recvs[2]]), "r<0:F1.2");
+  std::swap(rank1[recvs[0]], rank1[recvs[2]]);
+  std::string error;
+  Timeline timeline = simulate(schedule, {}, 0, &error);
+  EXPECT_EQ(error,
+            "rank 0's action 4 (r<1:B0.0) waits for rank 1's action 3 "
+            "(s>0:B1.0), while rank 1's action 0 (r<0:F1.2) waits for rank "
+            "0's action 7 (s>1:F0.2): a cycle of waits");
+  EXPECT_EQ(timeline.makespan, 0);
+  EXPECT_TRUE(timeline.spans.empty());
+}
+
+// Tests that simulate names a receive whose send was deleted, and a send
+// whose receive was deleted.
+TEST(PipelineScheduleTest, SimulateReportsMissingSendAndRecv) {
+  Schedule noSend = build(ScheduleKind::OneFOneB, 4, 8);
+  ASSERT_EQ(formatAction(noSend.ranks[1][2]), "s>2:F1.0");
+  noSend.ranks[1].erase(noSend.ranks[1].begin() + 2);
+  std::string error;
+  simulate(noSend, {}, 0, &error);
+  EXPECT_EQ(error, "rank 2's action 0 (r<1:F2.0) waits for a message that "
+                   "rank 1 never sends");
+
+  Schedule noRecv = build(ScheduleKind::ZeroBubbleH1, 4, 8);
+  ASSERT_EQ(formatAction(noRecv.ranks[3][0]), "r<2:F3.0");
+  noRecv.ranks[3].erase(noRecv.ranks[3].begin());
+  simulate(noRecv, {}, 0, &error);
+  EXPECT_EQ(error, "rank 2's action 2 (s>3:F2.0) is never received by rank 3");
+
+  Schedule badPeer = build(ScheduleKind::GPipe, 2, 1);
+  badPeer.ranks[0][1].peer = 5;
+  simulate(badPeer, {}, 0, &error);
+  EXPECT_EQ(error, "rank 0's action 1 (s>5:F0.0) names a stage or a rank "
+                   "outside the pipeline");
+}
+
+} // namespace
