@@ -3,7 +3,8 @@
 // The front (runtime/core) defines every C ABI entry point once: it checks
 // the arguments, keeps the counters, and then calls the context's Backend.
 // A backend therefore sees only valid arguments and does the work: memory,
-// kernels, and (through its Communicator) the data movement of collectives.
+// kernels, and (through its Communicator) the data movement of collectives
+// and point-to-point messages.
 //
 // Why an abstract class rather than a struct of function pointers: a
 // backend is C++ compiled into this library (CUDA host code is C++ too), so
@@ -37,12 +38,13 @@
 namespace tessel {
 
 /// The data movement of the collectives over one group of more than one
-/// rank (groups of one never reach it). Backend-provided: ranks as threads
-/// with shared memory or MPI processes on the CPU, NCCL communicators split
-/// per axes mask on CUDA. Each call is blocking from the caller's view (on
-/// an asynchronous backend: ordered on the rank's stream); it returns false
-/// with the error recorded on ctx (a timeout, a failed peer, members that
-/// disagree on the call). The front counts only calls that return true.
+/// rank (groups of one never reach it), and of point-to-point messages.
+/// Backend-provided: ranks as threads with shared memory or MPI processes on
+/// the CPU, NCCL communicators split per axes mask on CUDA. A collective is
+/// blocking from the caller's view (on an asynchronous backend: ordered on
+/// the rank's stream); it returns false with the error recorded on ctx (a
+/// timeout, a failed peer, members that disagree on the call). The front
+/// counts only calls that return true.
 class Communicator {
 public:
   virtual ~Communicator() = default;
@@ -54,7 +56,29 @@ public:
                              const Collective &c) = 0;
   virtual bool allToAll(tessel_ctx *ctx, const Group &group,
                         const Collective &c) = 0;
+
+  /// Point-to-point between this rank and world rank `peer` (tessel_send,
+  /// tessel_recv), arguments checked: peer is another rank of the world,
+  /// bytes >= 0, buf non-null when bytes > 0. send takes a copy of the
+  /// payload and returns without waiting for the receiver; recv blocks
+  /// until the message from peer with `tag` is in buf. Messages of a pair
+  /// match by tag, in any order; two with one tag arrive in send order.
+  /// Both return false with the error recorded: a failed world, recv's
+  /// timeout (setRecvTimeout) and a message of another size
+  /// (setRecvSizeMismatch; the message is consumed), so that every backend
+  /// words them alike.
+  virtual bool send(tessel_ctx *ctx, int32_t peer, int64_t tag, const void *buf,
+                    int64_t bytes) = 0;
+  virtual bool recv(tessel_ctx *ctx, int32_t peer, int64_t tag, void *buf,
+                    int64_t bytes) = 0;
 };
+
+/// recv's errors, worded once for every communicator. `detail` says what
+/// the backend knows about the missing message (may be empty).
+void setRecvTimeout(tessel_ctx *ctx, int32_t peer, int64_t tag,
+                    const std::string &detail);
+void setRecvSizeMismatch(tessel_ctx *ctx, int32_t peer, int64_t tag,
+                         int64_t sentBytes, int64_t expectedBytes);
 
 /// One rank's backend. Created by its factory (see kBackends in
 /// registry.cpp) for one context and destroyed with it.

@@ -304,6 +304,8 @@ void tessel_reset_counters(tessel_ctx *ctx) {
   ctx->counters = held;
   for (auto &perMask : ctx->commCounters)
     perMask.clear();
+  for (auto &perPeer : ctx->p2pCounters)
+    perPeer.clear();
 }
 
 } // extern "C"

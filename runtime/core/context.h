@@ -24,7 +24,7 @@ namespace tessel {
 class Backend;
 class Communicator;
 
-/// Bytes and calls of one (collective, axes mask).
+/// Bytes and calls of one (collective, axes mask) or (peer, direction).
 struct CommCounter {
   int64_t bytes = 0;
   int64_t calls = 0;
@@ -53,6 +53,8 @@ struct tessel_ctx {
   /// Per collective, keyed by axes mask.
   std::unordered_map<uint32_t, tessel::CommCounter>
       commCounters[TESSEL_NUM_COLLECTIVES];
+  /// Per tessel_p2p_direction, keyed by peer rank.
+  std::unordered_map<int32_t, tessel::CommCounter> p2pCounters[2];
   uint64_t step = 0;
   uint64_t microbatch = 0;
   /// tessel_set_rng_stream: 0 outside repeated layers.

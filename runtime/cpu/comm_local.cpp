@@ -8,12 +8,19 @@
 // buffer) while a peer still reads it. Reductions go through reduceInOrder in
 // group-index order, so every member computes the same bits.
 //
+// Point-to-point messages go through mailboxes instead: tessel_send copies
+// the payload into the (sender, receiver) pair's queue and returns;
+// tessel_recv waits on its rank's condition variable for a message with its
+// tag in the queue from its peer.
+//
 //===----------------------------------------------------------------------===//
 
 #include "cpu/comm.h"
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstdio>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -42,6 +49,13 @@ struct Slot {
   uint64_t signature = 0;
 };
 
+/// A point-to-point message sent and not yet received: its tag and a copy
+/// of its payload.
+struct Message {
+  int64_t tag = 0;
+  std::vector<uint8_t> payload;
+};
+
 /// Above this many bytes an all_reduce splits the work: each member reduces
 /// one chunk instead of every member reducing everything.
 constexpr int64_t kChunkedAllReduceBytes = 64 * 1024;
@@ -50,7 +64,8 @@ constexpr int64_t kChunkedAllReduceBytes = 64 * 1024;
 
 struct tessel_local_world {
   explicit tessel_local_world(int32_t size)
-      : worldSize(size), slots(size_t(size)), attached(size_t(size), 0) {}
+      : worldSize(size), slots(size_t(size)), attached(size_t(size), 0),
+        mailboxes(size_t(size) * size_t(size)), arrived(size_t(size)) {}
 
   const int32_t worldSize;
   /// Guards everything below except the slots (see publish()).
@@ -64,6 +79,17 @@ struct tessel_local_world {
   std::string abortError;
   /// Per (axes mask, group id), created on first use.
   std::map<std::pair<uint32_t, int64_t>, std::unique_ptr<Barrier>> barriers;
+  /// The messages from rank s to rank d not yet received, in send order, at
+  /// s * worldSize + d. They belong to the world, not to a context: a rank
+  /// may send to a peer whose context does not exist yet.
+  std::vector<std::deque<Message>> mailboxes;
+  /// Per receiving rank: notified when a message arrives for it and when
+  /// the world aborts.
+  std::vector<std::condition_variable> arrived;
+
+  std::deque<Message> &mailbox(int32_t from, int32_t to) {
+    return mailboxes[size_t(from) * size_t(worldSize) + size_t(to)];
+  }
 };
 
 namespace {
@@ -268,6 +294,22 @@ void allToAll(LocalGroup &lg) {
             layout.outStrides);
 }
 
+/// The tags of the messages waiting in `box`, for a timeout's message: a
+/// peer that sent under another tag than the one awaited is the usual
+/// mistake of a pipeline schedule.
+std::string waitingTags(const std::deque<Message> &box) {
+  if (box.empty())
+    return "";
+  constexpr size_t kShown = 8;
+  std::string tags;
+  for (size_t i = 0; i < box.size() && i < kShown; ++i)
+    tags += (i ? ", " : "") + std::to_string(box[i].tag);
+  if (box.size() > kShown)
+    tags += ", ...";
+  return std::to_string(box.size()) + " other message" +
+         (box.size() == 1 ? "" : "s") + " from it wait" +
+         (box.size() == 1 ? "s" : "") + " unreceived, tags {" + tags + "}";
+}
 
 /// The threads world's communicator of one context: its rank's slot in
 /// the world, held from creation to destruction.
@@ -308,6 +350,64 @@ public:
       return false;
     ::allToAll(lg);
     return lg.arrive();
+  }
+
+  bool send(tessel_ctx *ctx, int32_t peer, int64_t tag, const void *buf,
+            int64_t bytes) override {
+    // The copy is made outside the world's lock.
+    Message message;
+    message.tag = tag;
+    try {
+      const auto *data = static_cast<const uint8_t *>(buf);
+      if (bytes > 0)
+        message.payload.assign(data, data + bytes);
+    } catch (const std::bad_alloc &) {
+      setError(ctx, "tessel_send: out of memory copying %lld bytes for rank %d",
+               (long long)bytes, peer);
+      return false;
+    }
+    std::lock_guard<std::mutex> lock(world->mutex);
+    if (world->aborted) {
+      setError(ctx, "%s", world->abortError.c_str());
+      return false;
+    }
+    world->mailbox(rank, peer).push_back(std::move(message));
+    world->arrived[size_t(peer)].notify_all();
+    return true;
+  }
+
+  bool recv(tessel_ctx *ctx, int32_t peer, int64_t tag, void *buf,
+            int64_t bytes) override {
+    std::unique_lock<std::mutex> lock(world->mutex);
+    std::deque<Message> &box = world->mailbox(peer, rank);
+    const auto deadline = commDeadline(ctx);
+    while (true) {
+      if (world->aborted) {
+        setError(ctx, "%s", world->abortError.c_str());
+        return false;
+      }
+      // The first match: two messages with one tag arrive in send order.
+      auto it = std::find_if(box.begin(), box.end(),
+                             [&](const Message &m) { return m.tag == tag; });
+      if (it != box.end()) {
+        Message message = std::move(*it);
+        box.erase(it);
+        lock.unlock();
+        const int64_t sent = int64_t(message.payload.size());
+        if (sent != bytes) {
+          setRecvSizeMismatch(ctx, peer, tag, sent, bytes);
+          return false;
+        }
+        if (bytes > 0)
+          std::memcpy(buf, message.payload.data(), size_t(bytes));
+        return true;
+      }
+      if (std::chrono::steady_clock::now() >= deadline) {
+        setRecvTimeout(ctx, peer, tag, waitingTags(box));
+        return false;
+      }
+      world->arrived[size_t(rank)].wait_until(lock, deadline);
+    }
   }
 
 private:
@@ -369,4 +469,6 @@ void tessel::cpu::abortLocalWorld(tessel_local_world *world, int32_t rank,
   world->abortError = "rank " + std::to_string(rank) + " failed: " + message;
   for (auto &entry : world->barriers)
     entry.second->cv.notify_all();
+  for (std::condition_variable &cv : world->arrived)
+    cv.notify_all();
 }

@@ -13,6 +13,18 @@
 // Collectives are issued non-blocking and polled so that a peer that never
 // joins fails the call after the context's timeout instead of hanging it.
 //
+// Point-to-point messages travel on a duplicate of MPI_COMM_WORLD, so they
+// never match collective traffic. A message is two MPI messages on one MPI
+// tag: a header (the full int64 tag and the byte count), then the payload.
+// MPI tags stop at MPI_TAG_UB (2^15 - 1 at least), so the tag is folded
+// into that range; MPI keeps the messages of one (source, MPI tag) in
+// order, so the receiver reads the header, then the payload that follows
+// it straight into the caller's buffer. A header whose full tag is another
+// (a fold collision) has its payload set aside for the receive that wants
+// it; one whose size differs is drained and reported. tessel_send copies
+// the payload, posts both with MPI_Isend and returns; the pending sends are
+// tested on every later call and awaited when the context goes.
+//
 // Without MPI (TESSEL_WITH_MPI undefined) the entry points report that.
 //
 //===----------------------------------------------------------------------===//
@@ -31,6 +43,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <deque>
+#include <list>
+#include <map>
 #include <thread>
 
 using namespace tessel::cpu;
@@ -41,15 +56,18 @@ namespace {
 /// in each, a rank's MPI rank is its group index.
 using MpiComms = std::unordered_map<uint32_t, MPI_Comm>;
 
-/// Records a failed MPI call's message on ctx.
-bool mpiOk(tessel_ctx *ctx, const Collective &c, int rc, const char *call) {
+/// Records a failed MPI call's message on ctx; `name` is the entry point.
+bool mpiOk(tessel_ctx *ctx, const char *name, int rc, const char *call) {
   if (rc == MPI_SUCCESS)
     return true;
   char text[MPI_MAX_ERROR_STRING];
   int len = 0;
   MPI_Error_string(rc, text, &len);
-  setError(ctx, "%s: %s failed: %.*s", c.name, call, len, text);
+  setError(ctx, "%s: %s failed: %.*s", name, call, len, text);
   return false;
+}
+bool mpiOk(tessel_ctx *ctx, const Collective &c, int rc, const char *call) {
+  return mpiOk(ctx, c.name, rc, call);
 }
 
 bool mpiIsUp() {
@@ -85,39 +103,58 @@ MPI_Datatype elementType(int64_t elemSize) {
   }
 }
 
+using Clock = std::chrono::steady_clock;
+
+/// How a polled request ended.
+enum class Wait { Done, Failed, TimedOut };
+
+/// Polls `request` until it completes (status in `status` when non-null),
+/// an MPI call fails (error recorded, naming `name` and `call`) or
+/// `deadline` passes (nothing recorded: the caller words the timeout).
+Wait pollUntil(tessel_ctx *ctx, const char *name, MPI_Request &request,
+               Clock::time_point deadline, const char *call,
+               MPI_Status *status = MPI_STATUS_IGNORE) {
+  const auto spinUntil = Clock::now() + std::chrono::milliseconds(100);
+  while (true) {
+    int done = 0;
+    if (!mpiOk(ctx, name, MPI_Test(&request, &done, status), call))
+      return Wait::Failed;
+    if (done)
+      return Wait::Done;
+    if (Clock::now() > deadline)
+      return Wait::TimedOut;
+    // Poll flat out for the first 100 ms (MPI progresses a non-blocking
+    // operation only inside MPI_Test, and a healthy one completes well
+    // within that), then back off to a poll a millisecond, so a rank
+    // waiting for a stopped or hung peer does not hold a core at 100%
+    // until the timeout. Yielding lets oversubscribed ranks progress.
+    if (Clock::now() < spinUntil)
+      std::this_thread::yield();
+    else
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
 /// Completes a non-blocking collective, polling so that a missing peer
 /// becomes a timeout error (the request then stays pending: the caller must
 /// abort the job).
 bool await(tessel_ctx *ctx, const Collective &c, const Group &group,
            MPI_Request &request, const char *call) {
-  const auto deadline = commDeadline(ctx);
-  const auto spinUntil =
-      std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
-  while (true) {
-    int done = 0;
-    if (!mpiOk(ctx, c, MPI_Test(&request, &done, MPI_STATUS_IGNORE), call))
-      return false;
-    if (done)
-      return true;
-    if (std::chrono::steady_clock::now() > deadline) {
-      setError(ctx,
-               "%s: timed out after %g s in %s on the group of axes mask "
-               "0x%x of %lld ranks (a member has not joined: stopped, hung "
-               "or in another operation)",
-               c.name, ctx->commTimeoutSeconds, call, group.mask,
-               (long long)group.size);
-      return false;
-    }
-    // Poll flat out for the first 100 ms (MPI progresses a non-blocking
-    // collective only inside MPI_Test, and a healthy one completes well
-    // within that), then back off to a poll a millisecond, so a rank
-    // waiting for a stopped or hung peer does not hold a core at 100%
-    // until the timeout. Yielding lets oversubscribed ranks progress.
-    if (std::chrono::steady_clock::now() < spinUntil)
-      std::this_thread::yield();
-    else
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  switch (pollUntil(ctx, c.name, request, commDeadline(ctx), call)) {
+  case Wait::Done:
+    return true;
+  case Wait::Failed:
+    return false;
+  case Wait::TimedOut:
+    break;
   }
+  setError(ctx,
+           "%s: timed out after %g s in %s on the group of axes mask "
+           "0x%x of %lld ranks (a member has not joined: stopped, hung "
+           "or in another operation)",
+           c.name, ctx->commTimeoutSeconds, call, group.mask,
+           (long long)group.size);
+  return false;
 }
 
 class MpiGroup {
@@ -302,14 +339,35 @@ bool MpiGroup::allToAll() {
   return true;
 }
 
+//===--- Point-to-point ---------------------------------------------------===//
+
+/// What precedes every payload: the caller's tag, whole, and the payload's
+/// size.
+struct Header {
+  int64_t tag = 0;
+  int64_t bytes = 0;
+};
+
+/// A send whose MPI_Isends may still read its buffers.
+struct PendingSend {
+  Header header;
+  std::vector<uint8_t> payload;
+  MPI_Request requests[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+};
+
 /// One context's communicators, split per axes mask (the single axes at
-/// creation, other masks on first use) and freed with it.
+/// creation, other masks on first use) and freed with it, and its
+/// point-to-point state.
 class MpiCommunicator final : public Communicator {
 public:
   ~MpiCommunicator() override {
-    if (mpiIsUp())
-      for (auto &entry : comms)
-        MPI_Comm_free(&entry.second);
+    if (!mpiIsUp())
+      return;
+    finishSends();
+    for (auto &entry : comms)
+      MPI_Comm_free(&entry.second);
+    if (p2pComm != MPI_COMM_NULL)
+      MPI_Comm_free(&p2pComm);
   }
 
   bool allReduce(tessel_ctx *ctx, const Group &group,
@@ -333,8 +391,216 @@ public:
     return mg.init() && mg.allToAll();
   }
 
+  bool send(tessel_ctx *ctx, int32_t peer, int64_t tag, const void *buf,
+            int64_t bytes) override;
+  bool recv(tessel_ctx *ctx, int32_t peer, int64_t tag, void *buf,
+            int64_t bytes) override;
+
   MpiComms comms;
+  /// MPI_COMM_WORLD's duplicate for point-to-point messages.
+  MPI_Comm p2pComm = MPI_COMM_NULL;
+  /// The largest MPI tag (MPI_TAG_UB).
+  int tagUpperBound = 32767;
+  /// How long the destructor waits for unreceived sends.
+  double timeoutSeconds = 600;
+
+private:
+  bool p2pUp(tessel_ctx *ctx, const char *name);
+  int mpiTagOf(int64_t tag) const {
+    return int(uint64_t(tag) % (uint64_t(tagUpperBound) + 1));
+  }
+  /// Frees the pending sends that completed; false on an MPI error.
+  bool reapSends(tessel_ctx *ctx, const char *name);
+  /// Waits (up to the timeout) for every pending send.
+  void finishSends();
+  /// Receives the header of the next message from `peer` on `mpiTag`.
+  bool recvHeader(tessel_ctx *ctx, int32_t peer, int64_t tag, int mpiTag,
+                  Clock::time_point deadline, Header &header);
+  /// Receives the payload that follows a header into `dst`.
+  bool recvPayload(tessel_ctx *ctx, int32_t peer, int64_t tag, int mpiTag,
+                   Clock::time_point deadline, void *dst, int64_t bytes);
+
+  std::list<PendingSend> pendingSends;
+  /// Payloads received for another full tag than the one awaited (a fold
+  /// collision), by (peer, tag), in arrival order.
+  std::map<std::pair<int32_t, int64_t>, std::deque<std::vector<uint8_t>>>
+      setAside;
 };
+
+bool MpiCommunicator::p2pUp(tessel_ctx *ctx, const char *name) {
+  if (!mpiIsUp()) {
+    setError(ctx, "%s: MPI is not running", name);
+    return false;
+  }
+  return reapSends(ctx, name);
+}
+
+bool MpiCommunicator::reapSends(tessel_ctx *ctx, const char *name) {
+  for (auto it = pendingSends.begin(); it != pendingSends.end();) {
+    int done = 0;
+    if (!mpiOk(ctx, name,
+               MPI_Testall(2, it->requests, &done, MPI_STATUSES_IGNORE),
+               "MPI_Testall"))
+      return false;
+    it = done ? pendingSends.erase(it) : std::next(it);
+  }
+  return true;
+}
+
+void MpiCommunicator::finishSends() {
+  const auto deadline =
+      Clock::now() +
+      std::chrono::duration_cast<Clock::duration>(
+          std::chrono::duration<double>(std::min(timeoutSeconds, 3.15e7)));
+  while (!pendingSends.empty() && Clock::now() < deadline) {
+    if (!reapSends(nullptr, "tessel_ctx_destroy"))
+      break;
+    if (!pendingSends.empty())
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  if (pendingSends.empty())
+    return;
+  // Never received (the job is failing): MPI may still read these buffers,
+  // so they are left to the process's end rather than freed under it.
+  new std::list<PendingSend>(std::move(pendingSends));
+}
+
+bool MpiCommunicator::send(tessel_ctx *ctx, int32_t peer, int64_t tag,
+                           const void *buf, int64_t bytes) {
+  const char *name = "tessel_send";
+  if (!p2pUp(ctx, name))
+    return false;
+  if (bytes > INT_MAX) {
+    setError(ctx, "tessel_send: %lld bytes exceed MPI's int count",
+             (long long)bytes);
+    return false;
+  }
+  pendingSends.emplace_back();
+  PendingSend &pending = pendingSends.back();
+  pending.header = {tag, bytes};
+  try {
+    const auto *data = static_cast<const uint8_t *>(buf);
+    if (bytes > 0)
+      pending.payload.assign(data, data + bytes);
+  } catch (const std::bad_alloc &) {
+    pendingSends.pop_back();
+    setError(ctx, "tessel_send: out of memory copying %lld bytes for rank %d",
+             (long long)bytes, peer);
+    return false;
+  }
+  const int mpiTag = mpiTagOf(tag);
+  if (!mpiOk(ctx, name,
+             MPI_Isend(&pending.header, int(sizeof(Header)), MPI_BYTE, peer,
+                       mpiTag, p2pComm, &pending.requests[0]),
+             "MPI_Isend") ||
+      !mpiOk(ctx, name,
+             MPI_Isend(pending.payload.data(), int(bytes), MPI_BYTE, peer,
+                       mpiTag, p2pComm, &pending.requests[1]),
+             "MPI_Isend"))
+    return false;
+  return true;
+}
+
+bool MpiCommunicator::recvHeader(tessel_ctx *ctx, int32_t peer, int64_t tag,
+                                 int mpiTag, Clock::time_point deadline,
+                                 Header &header) {
+  const char *name = "tessel_recv";
+  MPI_Request request;
+  if (!mpiOk(ctx, name,
+             MPI_Irecv(&header, int(sizeof(Header)), MPI_BYTE, peer, mpiTag,
+                       p2pComm, &request),
+             "MPI_Irecv"))
+    return false;
+  switch (pollUntil(ctx, name, request, deadline, "MPI_Irecv")) {
+  case Wait::Done:
+    return true;
+  case Wait::Failed:
+    return false;
+  case Wait::TimedOut:
+    break;
+  }
+  // Withdraw the receive so that a late header is not lost to it; one
+  // that arrived in the meantime completes it instead.
+  MPI_Status status;
+  MPI_Cancel(&request);
+  MPI_Wait(&request, &status);
+  int cancelled = 0;
+  MPI_Test_cancelled(&status, &cancelled);
+  if (!cancelled)
+    return true;
+  setRecvTimeout(ctx, peer, tag, "");
+  return false;
+}
+
+bool MpiCommunicator::recvPayload(tessel_ctx *ctx, int32_t peer, int64_t tag,
+                                  int mpiTag, Clock::time_point deadline,
+                                  void *dst, int64_t bytes) {
+  const char *name = "tessel_recv";
+  MPI_Request request;
+  if (!mpiOk(
+          ctx, name,
+          MPI_Irecv(dst, int(bytes), MPI_BYTE, peer, mpiTag, p2pComm, &request),
+          "MPI_Irecv"))
+    return false;
+  switch (pollUntil(ctx, name, request, deadline, "MPI_Irecv")) {
+  case Wait::Done:
+    return true;
+  case Wait::Failed:
+    return false;
+  case Wait::TimedOut:
+    break;
+  }
+  // The header came, its payload did not: the pair is out of step and the
+  // receive stays pending, so the process must abort.
+  setRecvTimeout(ctx, peer, tag, "its header arrived, its payload did not");
+  return false;
+}
+
+bool MpiCommunicator::recv(tessel_ctx *ctx, int32_t peer, int64_t tag,
+                           void *buf, int64_t bytes) {
+  if (!p2pUp(ctx, "tessel_recv"))
+    return false;
+  auto aside = setAside.find({peer, tag});
+  if (aside != setAside.end()) {
+    std::vector<uint8_t> payload = std::move(aside->second.front());
+    aside->second.pop_front();
+    if (aside->second.empty())
+      setAside.erase(aside);
+    if (int64_t(payload.size()) != bytes) {
+      setRecvSizeMismatch(ctx, peer, tag, int64_t(payload.size()), bytes);
+      return false;
+    }
+    if (bytes > 0)
+      std::memcpy(buf, payload.data(), size_t(bytes));
+    return true;
+  }
+  const int mpiTag = mpiTagOf(tag);
+  const auto deadline = commDeadline(ctx);
+  while (true) {
+    Header header;
+    if (!recvHeader(ctx, peer, tag, mpiTag, deadline, header))
+      return false;
+    if (header.tag == tag && header.bytes == bytes)
+      return recvPayload(ctx, peer, tag, mpiTag, deadline, buf, bytes);
+    // Another message: its payload comes next on this MPI tag, so it is
+    // received (set aside, or drained on a size mismatch) to keep the
+    // pair's stream in step.
+    if (header.bytes < 0 || header.bytes > INT_MAX) {
+      setError(ctx, "tessel_recv: corrupt header from rank %d (%lld bytes)",
+               peer, (long long)header.bytes);
+      return false;
+    }
+    std::vector<uint8_t> payload(size_t(header.bytes));
+    if (!recvPayload(ctx, peer, header.tag, mpiTag, deadline, payload.data(),
+                     header.bytes))
+      return false;
+    if (header.tag == tag) {
+      setRecvSizeMismatch(ctx, peer, tag, header.bytes, bytes);
+      return false;
+    }
+    setAside[{peer, header.tag}].push_back(std::move(payload));
+  }
+}
 
 } // namespace
 
@@ -356,6 +622,16 @@ tessel::cpu::createMpiCommunicator(tessel_ctx *ctx, std::string &error) {
     return nullptr;
   }
   auto comm = std::make_unique<MpiCommunicator>();
+  comm->timeoutSeconds = ctx->commTimeoutSeconds;
+  if (MPI_Comm_dup(MPI_COMM_WORLD, &comm->p2pComm) != MPI_SUCCESS) {
+    error = "tessel_ctx_create: MPI_Comm_dup failed";
+    return nullptr;
+  }
+  MPI_Comm_set_errhandler(comm->p2pComm, MPI_ERRORS_RETURN);
+  int *tagUpperBound = nullptr, found = 0;
+  MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tagUpperBound, &found);
+  if (found && tagUpperBound && *tagUpperBound > 0)
+    comm->tagUpperBound = *tagUpperBound;
   // Every rank creates its context, so the splits of the single-axis groups
   // (the common case) happen here, collectively, rather than in a step.
   for (size_t a = 0; a < ctx->meshShape.size(); ++a) {

@@ -38,6 +38,8 @@ using tessel::KernelScope;
 using tessel::mix64;
 using tessel::setCreateError;
 using tessel::setError;
+using tessel::setRecvSizeMismatch;
+using tessel::setRecvTimeout;
 using tessel::uniformOpen;
 
 //===--- 16-bit floats ----------------------------------------------------===//

@@ -89,6 +89,18 @@ inline double commValue(int32_t dtype, uint64_t salt, int rank, int64_t i) {
   return std::ldexp(double(k), 3 - bits);
 }
 
+/// The payload rank `from` sends rank `to` under `tag` in the
+/// point-to-point tests: `bytes` bytes that differ with each of the four.
+inline std::vector<uint8_t> p2pPayload(int from, int to, int64_t tag,
+                                       int64_t bytes) {
+  std::vector<uint8_t> data(static_cast<size_t>(bytes));
+  const uint64_t salt =
+      mixBits(uint64_t(from) * 1000003u + uint64_t(to) * 7919u + uint64_t(tag));
+  for (int64_t i = 0; i < bytes; ++i)
+    data[size_t(i)] = uint8_t(mixBits(salt + uint64_t(i)) >> 56);
+  return data;
+}
+
 inline std::vector<double> commInput(int32_t dtype, uint64_t salt, int rank,
                                      int64_t n) {
   std::vector<double> v(static_cast<size_t>(n));

@@ -1,6 +1,7 @@
 //===- CommTest.cpp - Mesh, groups and collectives on the local backend ---===//
 
 #include "CommReference.h"
+#include "LocalWorld.h"
 #include "TestUtil.h"
 
 #include <chrono>
@@ -11,61 +12,6 @@
 using namespace tt;
 
 namespace {
-
-tessel_ctx_options meshOptions(const Mesh &mesh, int rank,
-                               tessel_local_world *world, double timeout) {
-  tessel_ctx_options options{};
-  options.backend = TESSEL_BACKEND_CPU;
-  options.rank = rank;
-  options.world_size = int32_t(meshRanks(mesh));
-  options.comm = TESSEL_COMM_LOCAL;
-  options.mesh_rank = int32_t(mesh.size());
-  for (size_t a = 0; a < mesh.size(); ++a)
-    options.mesh_shape[a] = mesh[a];
-  options.local_world = world;
-  options.comm_timeout_seconds = timeout;
-  return options;
-}
-
-using RankBody =
-    std::function<void(tessel_ctx *, int rank, tessel_local_world *)>;
-
-/// Runs `body` on one thread per rank of a local world shaped `mesh` and
-/// returns the error each rank's context holds afterwards ("" for none). A
-/// rank that ends with an error aborts the world, so a failing test returns
-/// instead of leaving its peers waiting.
-std::vector<std::string> runRanks(const Mesh &mesh, const RankBody &body,
-                                  double timeout = 30) {
-  const int world = int(meshRanks(mesh));
-  tessel_local_world *localWorld = tessel_local_world_create(world);
-  std::vector<std::string> errors(static_cast<size_t>(world));
-  std::vector<std::thread> threads;
-  for (int r = 0; r < world; ++r)
-    threads.emplace_back([&, r] {
-      tessel_ctx_options options = meshOptions(mesh, r, localWorld, timeout);
-      tessel_ctx *ctx = tessel_ctx_create(&options);
-      if (!ctx) {
-        errors[size_t(r)] = std::string("create: ") + tessel_error(nullptr);
-        tessel_local_world_abort(localWorld, r, "no context");
-        return;
-      }
-      body(ctx, r, localWorld);
-      if (const char *err = tessel_error(ctx)) {
-        errors[size_t(r)] = err;
-        tessel_local_world_abort(localWorld, r, err);
-      }
-      tessel_ctx_destroy(ctx);
-    });
-  for (std::thread &t : threads)
-    t.join();
-  tessel_local_world_destroy(localWorld);
-  return errors;
-}
-
-void expectNoErrors(const std::vector<std::string> &errors) {
-  for (size_t r = 0; r < errors.size(); ++r)
-    EXPECT_EQ(errors[r], "") << "rank " << r;
-}
 
 /// A checker whose failures become gtest failures (thread-safe).
 CommChecker checkerFor(tessel_ctx *ctx, const Mesh &mesh, int rank) {

@@ -2,9 +2,12 @@
 //
 // Run as 4 MPI processes (mpirun -np 4): a 2x2 mesh, every collective on
 // every mask against the same plain-loop references as the local backend's
-// tests (CommReference.h), bit for bit, plus the counters. Each process
-// exits non-zero if any of its checks failed; rank 0 prints OK when the whole
-// world passed.
+// tests (CommReference.h), bit for bit, plus the counters; then
+// point-to-point messages between every pair of ranks: several in flight,
+// received out of tag order, tags past MPI_TAG_UB that fold onto one MPI
+// tag, a 4 MiB payload, a size mismatch, a receive's timeout and the
+// per-peer counters. Each process exits non-zero if any of its checks
+// failed; rank 0 prints OK when the whole world passed.
 //
 //===----------------------------------------------------------------------===//
 
@@ -49,6 +52,134 @@ int checkCounters(tessel_ctx *ctx, int rank) {
   return failed;
 }
 
+/// Send/recv between every pair of the world's ranks.
+int checkP2p(tessel_ctx *ctx, int rank, int size) {
+  int failed = 0;
+  auto expect = [&](bool ok, const std::string &what) {
+    if (!ok) {
+      const char *err = tessel_error(ctx);
+      std::fprintf(stderr, "rank %d: p2p: %s%s%s\n", rank, what.c_str(),
+                   err ? ": " : "", err ? err : "");
+      ++failed;
+    }
+  };
+  auto sendPayload = [&](int peer, int64_t tag, int64_t bytes) {
+    std::vector<uint8_t> data = p2pPayload(rank, peer, tag, bytes);
+    tessel_send(ctx, peer, tag, data.data(), bytes);
+    expect(tessel_error(ctx) == nullptr, "send to " + std::to_string(peer));
+  };
+  auto expectPayload = [&](int peer, int64_t tag, int64_t bytes) {
+    std::vector<uint8_t> got(static_cast<size_t>(bytes), 0xee);
+    tessel_recv(ctx, peer, tag, got.data(), bytes);
+    expect(tessel_error(ctx) == nullptr &&
+               got == p2pPayload(peer, rank, tag, bytes),
+           "message from " + std::to_string(peer) + " tag " +
+               std::to_string(tag));
+  };
+  tessel_reset_counters(ctx);
+  // Tags that fold onto one MPI tag when MPI_TAG_UB + 1 is a power of two
+  // (Open MPI, MPICH): the receive that wants the second sets the first
+  // aside.
+  const int64_t folded = int64_t(1) << 62;
+  // Every message to a peer is sent before any is received; each peer takes
+  // them in another order than sent.
+  for (int peer = 0; peer < size; ++peer) {
+    if (peer == rank)
+      continue;
+    for (int64_t tag : {int64_t(1), int64_t(2), int64_t(3)})
+      sendPayload(peer, 10 * tag + rank, 100 * tag + peer);
+    sendPayload(peer, folded + 5, 7);
+    sendPayload(peer, 5, 9);
+    sendPayload(peer, -4, 0);
+  }
+  for (int peer = size - 1; peer >= 0; --peer) {
+    if (peer == rank)
+      continue;
+    for (int64_t tag : {int64_t(3), int64_t(1), int64_t(2)})
+      expectPayload(peer, 10 * tag + peer, 100 * tag + rank);
+    expectPayload(peer, 5, 9);
+    expectPayload(peer, -4, 0);
+    expectPayload(peer, folded + 5, 7);
+  }
+  // Around a ring, 4 MiB: more than MPI sends eagerly.
+  const int64_t big = 4 << 20;
+  sendPayload((rank + 1) % size, 77, big);
+  expectPayload((rank + size - 1) % size, 77, big);
+  // 100·tag + receiver bytes for tags 1..3, then 7, 9 and 0.
+  auto pairBytes = [](int to) { return int64_t(600 + 3 * to + 7 + 9); };
+  for (int peer = 0; peer < size; ++peer) {
+    const int64_t ring = peer == (rank + 1) % size ? big : 0;
+    const int64_t ringIn = peer == (rank + size - 1) % size ? big : 0;
+    const int64_t calls = peer == rank ? 0 : 6;
+    expect(tessel_p2p_bytes(ctx, peer, TESSEL_P2P_SENT) ==
+               (peer == rank ? 0 : pairBytes(peer)) + ring,
+           "bytes sent to " + std::to_string(peer));
+    expect(tessel_p2p_calls(ctx, peer, TESSEL_P2P_SENT) ==
+               calls + (ring ? 1 : 0),
+           "calls sent to " + std::to_string(peer));
+    expect(tessel_p2p_bytes(ctx, peer, TESSEL_P2P_RECEIVED) ==
+               (peer == rank ? 0 : pairBytes(rank)) + ringIn,
+           "bytes received from " + std::to_string(peer));
+    expect(tessel_p2p_calls(ctx, peer, TESSEL_P2P_RECEIVED) ==
+               calls + (ringIn ? 1 : 0),
+           "calls received from " + std::to_string(peer));
+  }
+  // A receive of another size than sent: the error names both, and the
+  // message is consumed (the pair stays in step for the next one).
+  if (rank == 0) {
+    std::vector<uint8_t> buf(16);
+    tessel_send(ctx, 1, 99, buf.data(), 16);
+    sendPayload(1, 100, 8);
+  } else if (rank == 1) {
+    std::vector<uint8_t> buf(32);
+    tessel_set_microbatch(ctx, 4);
+    tessel_recv(ctx, 0, 99, buf.data(), 32);
+    const char *err = tessel_error(ctx);
+    const std::string want = "tessel_recv: the message from rank 0 (tag 99, "
+                             "microbatch 4) has 16 bytes, the receive expects "
+                             "32";
+    if (!err || err != want) {
+      std::fprintf(stderr, "rank 1: p2p: size mismatch: got '%s'\n",
+                   err ? err : "(no error)");
+      ++failed;
+    }
+    tessel_clear_error(ctx);
+    tessel_set_microbatch(ctx, 0);
+    expectPayload(0, 100, 8);
+  }
+  return failed;
+}
+
+/// A receive nobody sends to fails after a context's (short) timeout,
+/// naming the peer, the tag and the microbatch. Every rank creates the
+/// second context (creation is collective); rank 1 waits on rank 0.
+int checkRecvTimeout(tessel_ctx_options options, int rank) {
+  options.comm_timeout_seconds = 0.2;
+  tessel_ctx *ctx = tessel_ctx_create(&options);
+  if (!ctx) {
+    std::fprintf(stderr, "rank %d: p2p timeout: %s\n", rank,
+                 tessel_error(nullptr));
+    return 1;
+  }
+  int failed = 0;
+  if (rank == 1) {
+    float x = 0;
+    tessel_set_microbatch(ctx, 6);
+    tessel_recv(ctx, 0, 4242, &x, 4);
+    const char *err = tessel_error(ctx);
+    const std::string want =
+        "tessel_recv: receive from rank 0 (tag 4242, microbatch 6) timed out "
+        "after 0.2 s: rank 0 has not sent it (stopped, hung or behind)";
+    if (!err || err != want) {
+      std::fprintf(stderr, "rank 1: p2p timeout: got '%s'\n",
+                   err ? err : "(no error)");
+      ++failed;
+    }
+  }
+  tessel_ctx_destroy(ctx);
+  return failed;
+}
+
 } // namespace
 
 int main() {
@@ -88,7 +219,8 @@ int main() {
   checker.reduceScatters(dtypes);
   checker.allToAlls(dtypes);
   checker.allSlices(dtypes);
-  int failed = checker.failures() + checkCounters(ctx, rank);
+  int failed = checker.failures() + checkCounters(ctx, rank) +
+               checkP2p(ctx, rank, size) + checkRecvTimeout(options, rank);
 
   // The world's verdict, through the collective under test (a broken
   // all_reduce has already failed the checks above on its own ranks).

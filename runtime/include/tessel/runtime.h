@@ -65,9 +65,9 @@ typedef struct tessel_local_world tessel_local_world;
 tessel_local_world *tessel_local_world_create(int32_t world_size);
 void tessel_local_world_destroy(tessel_local_world *world);
 /* A rank that fails calls this: every rank waiting in (or later entering) a
- * collective of this world returns at once with the error "rank R failed:
- * MSG" recorded on its ctx (no hang). The first abort's rank and message
- * are the ones reported. */
+ * collective, tessel_send or tessel_recv of this world returns at once with
+ * the error "rank R failed: MSG" recorded on its ctx (no hang). The first
+ * abort's rank and message are the ones reported. */
 void tessel_local_world_abort(tessel_local_world *world, int32_t rank,
                               const char *message);
 
@@ -195,6 +195,49 @@ int64_t tessel_comm_bytes(const tessel_ctx *ctx, int32_t collective,
 int64_t tessel_comm_calls(const tessel_ctx *ctx, int32_t collective,
                           uint32_t axes);
 
+/*===--- Point-to-point --------------------------------------------------===*
+ *
+ * Messages between two ranks of the world (pipeline stages passing
+ * activations and their gradients). The launcher calls these; generated
+ * code does not (they are not in runtime_abi.def, and a model's ABI version
+ * does not depend on them). `peer` is a world rank other than the caller's;
+ * `buf` is device memory of `bytes` (>= 0) bytes. Messages from one rank to
+ * another match by `tag` (any int64): several may be in flight, and the
+ * receiver takes them in any order; two with the same tag arrive in the
+ * order they were sent. Errors go to tessel_error(ctx), as a collective's
+ * do: a bad peer (itself, outside the world, or any peer on a context
+ * without a communicator), a size mismatch, a timeout, a failed rank (after
+ * tessel_local_world_abort every rank waiting in, or later entering, send or
+ * recv on that world stops with "rank R failed: MSG"). After a timeout or a
+ * mismatch the pair's state is undefined: the caller aborts, as after a
+ * failed collective.
+ *===----------------------------------------------------------------------===*/
+
+/* Non-blocking from the caller's view: takes a copy of `bytes` bytes of
+ * `buf` and returns without waiting for the receiver (buf may be reused at
+ * once). */
+void tessel_send(tessel_ctx *ctx, int32_t peer, int64_t tag, const void *buf,
+                 int64_t bytes);
+/* Blocks until the message from `peer` with `tag` has arrived in `buf`. A
+ * message of another size than `bytes` is an error naming both sizes, the
+ * peer and the tag (the message is consumed). Waiting past the context's
+ * comm_timeout_seconds is an error naming the peer, the tag and the
+ * context's microbatch (tessel_set_microbatch). */
+void tessel_recv(tessel_ctx *ctx, int32_t peer, int64_t tag, void *buf,
+                 int64_t bytes);
+
+typedef enum tessel_p2p_direction {
+  TESSEL_P2P_SENT = 0,
+  TESSEL_P2P_RECEIVED = 1,
+} tessel_p2p_direction;
+/* Payload bytes and calls per (peer, direction) of the sends and receives
+ * that completed without error; zeroed by tessel_reset_counters. 0 for a
+ * null ctx, a peer outside the world or an unknown direction. */
+int64_t tessel_p2p_bytes(const tessel_ctx *ctx, int32_t peer,
+                         int32_t direction);
+int64_t tessel_p2p_calls(const tessel_ctx *ctx, int32_t peer,
+                         int32_t direction);
+
 /* The training step the next kernels belong to (0 at creation). Counter-
  * based randomness (dropout) reads it, so every step draws fresh masks and a
  * restarted run draws the same ones. */
@@ -253,8 +296,9 @@ typedef struct tessel_counters {
 } tessel_counters;
 
 void tessel_get_counters(const tessel_ctx *ctx, tessel_counters *out);
-/* Zeroes the activity counters and the collectives' counters
- * (tessel_comm_bytes, tessel_comm_calls); the allocation counters keep
+/* Zeroes the activity counters, the collectives' counters
+ * (tessel_comm_bytes, tessel_comm_calls) and the point-to-point ones
+ * (tessel_p2p_bytes, tessel_p2p_calls); the allocation counters keep
  * counting what is held. */
 void tessel_reset_counters(tessel_ctx *ctx);
 
