@@ -566,31 +566,47 @@ struct AutodiffPass : public tessel::impl::AutodiffPassBase<AutodiffPass> {
 
     Block &body = backward.getBody().front();
     Operation *terminator = body.getTerminator();
-    Value loss = terminator->getOperand(0);
     OpBuilder b(terminator);
     Location loc = model.getLoc();
-    auto lossType = cast<RankedTensorType>(loss.getType());
-    Value one = nn::ConstantOp::create(
-        b, loc,
-        DenseElementsAttr::get(
-            lossType, b.getFloatAttr(lossType.getElementType(), 1.0)));
+    FailureOr<SmallVector<std::pair<Value, Value>>> seeds =
+        seedsOf(backward, b);
+    if (failed(seeds))
+      return failure();
 
+    // A pipeline stage also returns the gradient of its input activations,
+    // which the previous stage's backward receives.
+    SmallVector<unsigned> stageInputs;
+    for (unsigned i = 0, e = model.getNumArguments(); i < e; ++i)
+      if (model.getArgAttr(i, nn::NNDialect::kStageInputAttrName))
+        stageInputs.push_back(i);
     SmallVector<Value> wrt;
     SmallVector<std::string> names;
+    for (unsigned index : stageInputs) {
+      wrt.push_back(backward.getArgument(index));
+      names.push_back("stage input #" + std::to_string(index));
+    }
     for (unsigned index : paramArgs) {
       wrt.push_back(backward.getArgument(index));
       names.push_back(paramName(model, index).str());
     }
     ReverseMode reverse(getOperation(), symbols, config.recompute);
-    FailureOr<SmallVector<Value>> grads =
-        reverse.differentiate(backward, {{loss, one}}, wrt, names);
-    if (failed(grads))
+    FailureOr<SmallVector<Value>> cotangents =
+        reverse.differentiate(backward, *seeds, wrt, names);
+    if (failed(cotangents))
       return failure();
 
     SmallVector<unsigned> trained;
-    SmallVector<Value> returned{loss};
+    SmallVector<Value> returned(terminator->getOperands());
     b.setInsertionPoint(terminator);
-    for (auto [index, grad] : llvm::zip(paramArgs, *grads)) {
+    for (auto [index, grad] :
+         llvm::zip(stageInputs, ArrayRef(*cotangents).take_front(
+                                    stageInputs.size()))) {
+      Value arg = backward.getArgument(index);
+      returned.push_back(grad ? grad : zerosLike(b, arg.getLoc(), arg.getType()));
+    }
+    unsigned firstGrad = returned.size();
+    ArrayRef<Value> grads = ArrayRef(*cotangents).drop_front(stageInputs.size());
+    for (auto [index, grad] : llvm::zip(paramArgs, grads)) {
       if (!grad) {
         mlir::emitWarning(model.getArgument(index).getLoc())
             << "parameter '" << paramName(model, index)
@@ -621,10 +637,61 @@ struct AutodiffPass : public tessel::impl::AutodiffPassBase<AutodiffPass> {
     terminator->erase();
     backward.setFunctionType(b.getFunctionType(
         backward.getArgumentTypes(), ValueRange(returned).getTypes()));
+    // One attribute dictionary per result: the model's results keep theirs.
+    SmallVector<DictionaryAttr> resultAttrs(returned.size(),
+                                            b.getDictionaryAttr({}));
+    for (unsigned i = 0, e = model.getNumResults(); i < e; ++i)
+      if (DictionaryAttr dict = model.getResultAttrDict(i))
+        resultAttrs[i] = dict;
+    backward.setAllResultAttrs(resultAttrs);
+    for (auto [slot, index] : llvm::enumerate(stageInputs)) {
+      unsigned result = model.getNumResults() + slot;
+      backward.setResultAttr(result, nn::NNDialect::kInputGradAttrName,
+                             b.getUnitAttr());
+      if (Attribute sharding =
+              model.getArgAttr(index, nn::NNDialect::kShardingAttrName))
+        backward.setResultAttr(result, nn::NNDialect::kShardingAttrName,
+                               sharding);
+    }
     for (auto [slot, index] : llvm::enumerate(trained))
-      backward.setResultAttr(slot + 1, nn::NNDialect::kGradAttrName,
+      backward.setResultAttr(firstGrad + slot, nn::NNDialect::kGradAttrName,
                              b.getStringAttr(paramName(model, index)));
     return trained;
+  }
+
+  /// The cotangents the reverse mode starts from: 1 for the loss, or, for
+  /// a pipeline stage before the last, one new argument per output
+  /// activation (nn.output_grad), which the next stage's backward sends.
+  FailureOr<SmallVector<std::pair<Value, Value>>>
+  seedsOf(func::FuncOp backward, OpBuilder &b) {
+    Operation *terminator = backward.getBody().front().getTerminator();
+    SmallVector<std::pair<Value, Value>> seeds;
+    if (!nn::NNDialect::returnsStageOutputs(backward)) {
+      Value loss = terminator->getOperand(0);
+      auto lossType = cast<RankedTensorType>(loss.getType());
+      Value one = nn::ConstantOp::create(
+          b, backward.getLoc(),
+          DenseElementsAttr::get(
+              lossType, b.getFloatAttr(lossType.getElementType(), 1.0)));
+      seeds.push_back({loss, one});
+      return seeds;
+    }
+    for (unsigned i = 0, e = backward.getNumResults(); i < e; ++i) {
+      Value output = terminator->getOperand(i);
+      SmallVector<NamedAttribute> attrs{b.getNamedAttr(
+          nn::NNDialect::kOutputGradAttrName, b.getUnitAttr())};
+      if (Attribute sharding =
+              backward.getResultAttr(i, nn::NNDialect::kShardingAttrName))
+        attrs.push_back(
+            b.getNamedAttr(nn::NNDialect::kShardingAttrName, sharding));
+      unsigned position = backward.getNumArguments();
+      if (failed(backward.insertArgument(position, output.getType(),
+                                         b.getDictionaryAttr(attrs),
+                                         output.getLoc())))
+        return failure();
+      seeds.push_back({output, backward.getArgument(position)});
+    }
+    return seeds;
   }
 
   /// @f_update: clipping, schedule and one in-place optimizer step per

@@ -259,6 +259,57 @@ def PropagateShardingPass : Pass<"tessel-propagate-sharding", "mlir::ModuleOp"> 
   ];
 }
 
+def PipelineSplitPass : Pass<"tessel-pipeline-split", "mlir::ModuleOp"> {
+  let summary = "Split the model's layers into pipeline stages over the mesh's pp axis";
+  let description = [{
+    With a mesh whose `pp` axis has P > 1 ranks, splits the layers of the
+    model's `nn.repeat` into P·V contiguous stages (V virtual stages per rank
+    with the interleaved schedule; stage s runs on pp rank s mod P). Each
+    stage becomes a nested `module @stage<s>` {nn.stage = s} holding a model
+    of its own: stage 0 also takes the ops before the layers, the last stage
+    the ops after them and the loss. A stage's stacked parameters are its
+    rows of the global ones (`nn.layers = [offset, total]`); stages after
+    the first take the previous stage's activations (`nn.stage_input`),
+    stages before the last return theirs (`nn.stage_output`), sharded as
+    the layers carry them. A parameter that several stages use (a tied
+    embedding and head) is held by each. The layers are balanced by the
+    cost interface's flops (the first stage counts the embedding, the last
+    the head), unless `stage-layers` pins them; the schedule's constraints
+    are checked here. The module gets `nn.pipeline` (ranks, virtual stages,
+    microbatches, schedule, layers and flops per stage, tied parameters).
+    Without a pp axis (or pp=1) the module is left alone.
+  }];
+  let options = [
+    Option<"mesh", "mesh", "std::string", "\"\"",
+           "Mesh axes and sizes, e.g. dp=2,pp=2">,
+    Option<"rules", "rules", "std::string", "\"\"",
+           "Logical axis rules (for the stage boundary's sharding)">,
+    Option<"sequenceParallel", "sequence-parallel", "bool", "false",
+           "Megatron sequence parallelism (for the boundary's sharding)">,
+    Option<"stageLayers", "stage-layers", "std::string", "\"\"",
+           "Layers per stage, e.g. 3,4,4,3 (default: balanced by cost)">,
+    Option<"microbatches", "microbatches", "int64_t", "0",
+           "Microbatches per step (default: as many as pp ranks)">,
+    Option<"schedule", "schedule", "std::string", "\"1f1b\"",
+           "Pipeline schedule: gpipe, 1f1b, interleaved or zb-h1">,
+    Option<"virtualStages", "virtual-stages", "int64_t", "1",
+           "Stages per rank (interleaved; default 2 there)">
+  ];
+}
+
+def LinkStagesPass : Pass<"tessel-link-stages", "mlir::ModuleOp"> {
+  let summary = "Join the lowered pipeline stages into one module";
+  let description = [{
+    After each stage's module was lowered to the runtime ABI, moves every
+    stage's symbols into the top module: stage s's entries become
+    `tessel_s<s>_forward`, `_backward` and `_update`, its private functions
+    and globals get the prefix `s<s>.`, and the runtime's declarations are
+    kept once. `tessel_model_json()` describes the pipeline: the stages'
+    descriptions, the schedule and the tied parameters.
+  }];
+  let dependentDialects = ["mlir::LLVM::LLVMDialect"];
+}
+
 def PartitionPass : Pass<"tessel-partition", "mlir::ModuleOp"> {
   let summary = "Rewrite the sharded program into one rank's program with collectives";
   let description = [{

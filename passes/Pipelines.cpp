@@ -2,6 +2,7 @@
 
 #include "passes/Pipelines.h"
 #include "passes/Passes.h"
+#include "passes/Sharding.h"
 
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
 #include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
@@ -35,8 +36,18 @@ bool CompilePipelineOptions::setTrainSetting(const std::string &key,
   return false;
 }
 
-void tessel::buildPlanPipeline(OpPassManager &pm,
-                               const CompilePipelineOptions &options) {
+bool CompilePipelineOptions::pipelined() const {
+  std::string error;
+  std::optional<Mesh> parsed = Mesh::parse(mesh, error);
+  if (!parsed)
+    return false; // tessel-propagate-sharding reports it.
+  std::optional<int> axis = parsed->axisIndex(kPipelineAxisName);
+  return axis && parsed->shape[*axis] > 1;
+}
+
+/// The plan pipeline of one model: the whole module's, or a stage's.
+static void buildModelPlan(OpPassManager &pm,
+                           const CompilePipelineOptions &options) {
   if (options.train)
     pm.addPass(createAutodiffPass(options.givenTrainSettings()));
   if (options.mesh.hasValue()) {
@@ -56,11 +67,33 @@ void tessel::buildPlanPipeline(OpPassManager &pm,
   pm.addPass(createPlanMemoryPass());
 }
 
+void tessel::buildPlanPipeline(OpPassManager &pm,
+                               const CompilePipelineOptions &options) {
+  if (!options.pipelined())
+    return buildModelPlan(pm, options);
+  PipelineSplitPassOptions split;
+  split.mesh = options.mesh;
+  if (options.rules.hasValue())
+    split.rules = options.rules;
+  split.sequenceParallel = options.sequenceParallel;
+  split.stageLayers = options.stageLayers;
+  split.microbatches = options.microbatches;
+  split.schedule = options.pipelineSchedule;
+  split.virtualStages = options.virtualStages;
+  pm.addPass(createPipelineSplitPass(split));
+  buildModelPlan(pm.nest<ModuleOp>(), options);
+}
+
 void tessel::buildLowerPipeline(OpPassManager &pm,
                                 const CompilePipelineOptions &options) {
   LowerToRuntimePassOptions lowering;
   lowering.sourceName = options.source;
-  pm.addPass(createLowerToRuntimePass(lowering));
+  if (options.pipelined()) {
+    pm.nest<ModuleOp>().addPass(createLowerToRuntimePass(lowering));
+    pm.addPass(createLinkStagesPass());
+  } else {
+    pm.addPass(createLowerToRuntimePass(lowering));
+  }
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(createArithToLLVMConversionPass());
   pm.addPass(createConvertControlFlowToLLVMPass());

@@ -55,10 +55,31 @@ struct CompilePipelineOptions
       llvm::cl::desc("Gradient all-reduce bucket size in MiB (0: one "
                      "all-reduce per gradient)"),
       llvm::cl::init(25.0)};
+  Option<std::string> stageLayers{
+      *this, "stage-layers",
+      llvm::cl::desc("Pipeline: layers per stage, e.g. 3,4,4,3 (default: "
+                     "balanced by cost)")};
+  Option<int64_t> microbatches{
+      *this, "microbatches",
+      llvm::cl::desc("Pipeline: microbatches per step (default: as many as "
+                     "pp ranks)"),
+      llvm::cl::init(0)};
+  Option<std::string> pipelineSchedule{
+      *this, "pipeline-schedule",
+      llvm::cl::desc("Pipeline schedule: gpipe, 1f1b, interleaved or zb-h1"),
+      llvm::cl::init("1f1b")};
+  Option<int64_t> virtualStages{
+      *this, "virtual-stages",
+      llvm::cl::desc("Pipeline: stages per rank (interleaved; default 2 "
+                     "there)"),
+      llvm::cl::init(1)};
   Option<std::string> source{
       *this, "source",
       llvm::cl::desc("The model's file name, recorded in its description")};
 
+  /// The mesh has a `pp` axis of more than one rank: the model is split
+  /// into pipeline stages, each compiled as a nested module.
+  bool pipelined() const;
   /// The training settings that were given, by key.
   TrainSettingTexts givenTrainSettings() const;
   /// Sets the training setting `key` (TrainSettings.def) to `text`; false

@@ -495,6 +495,14 @@ DimSharding Propagator::requiredResult(func::FuncOp func, unsigned index) {
       return shardingOf(func.getArgument(index));
     return none;
   }
+  // A pipeline stage's output: the sharding the next stage receives it in.
+  if (Attribute given = func.getResultAttr(index, kShardingAttr)) {
+    std::string error;
+    if (std::optional<DimSharding> parsed =
+            shardingFromAttr(given, mesh, error);
+        parsed && parsed->size() == none.size())
+      return *parsed;
+  }
   for (StringRef attr : {nn::NNDialect::kGradAttrName,
                          nn::NNDialect::kStateAttrName,
                          nn::NNDialect::kParamAttrName}) {
@@ -566,8 +574,13 @@ struct PropagateShardingPass
   /// work (a mistyped --mesh, a rule that names another axis): say so.
   void warnUnusedAxes(ModuleOp module, const Mesh &mesh,
                       const MeshAxes &used) {
+    // A pipeline stage's module: its stages are the pipeline axis's split.
+    std::optional<int> pipelineAxis;
+    if (module->hasAttr(nn::NNDialect::kStageAttrName))
+      pipelineAxis = mesh.axisIndex(kPipelineAxisName);
     for (auto [index, size] : llvm::enumerate(mesh.shape))
-      if (size > 1 && !llvm::is_contained(used, int16_t(index)))
+      if (size > 1 && !llvm::is_contained(used, int16_t(index)) &&
+          pipelineAxis != int(index))
         module.emitWarning()
             << "mesh axis '" << mesh.axes[index] << "' (size " << size
             << ") splits nothing (rules: " << this->rules

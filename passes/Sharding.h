@@ -29,6 +29,8 @@ inline constexpr llvm::StringLiteral kMeshName = "mesh";
 inline constexpr llvm::StringLiteral kAxisNamesAttr = "nn.axis_names";
 inline constexpr llvm::StringLiteral kShardingAttr = "nn.sharding";
 inline constexpr llvm::StringLiteral kLoopShardingAttr = "nn.loop_sharding";
+/// The mesh axis pipeline stages split (tessel-pipeline-split).
+inline constexpr llvm::StringLiteral kPipelineAxisName = "pp";
 
 /// Mesh axes splitting one dimension (or loop), outer first.
 using MeshAxes = llvm::SmallVector<int16_t, 2>;

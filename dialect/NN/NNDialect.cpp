@@ -126,14 +126,23 @@ bool NNDialect::isModelFunction(Operation *op) {
   return false;
 }
 
+bool NNDialect::returnsStageOutputs(Operation *op) {
+  auto func = dyn_cast<FunctionOpInterface>(op);
+  return func && func->hasAttr(kStageAttrName) && func.getNumResults() > 0 &&
+         func.getResultAttr(0, kStageOutputAttrName);
+}
+
 /// A function that declares parameters, inputs or labels is a model: its
 /// first result is the scalar loss.
 static LogicalResult verifyReturnsScalarLoss(FunctionOpInterface func) {
   // The optimizer update of a trained model takes the parameters and
-  // returns them updated; it has no loss.
+  // returns them updated; it has no loss. Neither has a pipeline stage
+  // before the last.
   if (auto entry = func->getAttrOfType<StringAttr>(NNDialect::kEntryAttrName))
     if (entry.getValue() == "update")
       return success();
+  if (NNDialect::returnsStageOutputs(func))
+    return success();
   ArrayRef<Type> results = func.getResultTypes();
   auto loss = results.empty() ? RankedTensorType()
                               : dyn_cast<RankedTensorType>(results.front());
@@ -253,6 +262,23 @@ LogicalResult NNDialect::verifyRegionArgAttribute(Operation *op,
   if (attrName == kShardingAttrName)
     return verifySharding(func, "argument #" + std::to_string(argIndex),
                           attr.getValue(), type);
+  if (attrName == kStageInputAttrName || attrName == kOutputGradAttrName) {
+    if (!isa<UnitAttr>(attr.getValue()) || !isa<FloatType>(type.getElementType()))
+      return func.emitOpError() << "argument #" << argIndex << ": '" << attrName
+                                << "' takes no value and needs a float tensor";
+    return success();
+  }
+  if (attrName == kLayersAttrName) {
+    auto range = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
+    if (!range || range.size() != 2 || type.getRank() == 0 ||
+        range[0] < 0 || range[1] < 1 ||
+        range[0] > range[1] - type.getDimSize(0))
+      return func.emitOpError()
+             << "argument #" << argIndex << ": '" << attrName
+             << "' must be [offset, total] with the argument's leading "
+                "dimension's rows inside [0, total)";
+    return success();
+  }
   if (attrName == kGradScaleAttrName) {
     if (type.getRank() != 0 || !type.getElementType().isF32())
       return func.emitOpError() << "argument #" << argIndex << ": '"
@@ -263,7 +289,8 @@ LogicalResult NNDialect::verifyRegionArgAttribute(Operation *op,
                             << ": unknown nn argument attribute '" << attrName
                             << "' (known: nn.param, nn.init, nn.input, "
                                "nn.label, nn.axes, nn.grad, nn.state, "
-                               "nn.grad_scale, nn.sharding)";
+                               "nn.grad_scale, nn.sharding, nn.stage_input, nn.output_grad, "
+                               "nn.layers)";
 }
 
 /// The recompute policies of repeated layers (Megatron's full and
@@ -312,6 +339,12 @@ LogicalResult NNDialect::verifyOperationAttribute(Operation *op,
     if (!names || !llvm::all_of(names, llvm::IsaPred<StringAttr>))
       return op->emitOpError() << "'" << kAxisNamesAttrName
                                << "' must be an array of mesh axis names";
+    return success();
+  }
+  if (attrName == kPipelineAttrName || attrName == kStageAttrName) {
+    if (!isa<ModuleOp, FunctionOpInterface>(op))
+      return op->emitOpError() << "'" << attrName
+                               << "' belongs on a module or a function";
     return success();
   }
   if (attrName != kLogicalAxesAttrName)

@@ -68,6 +68,25 @@ def NN_Dialect : Dialect {
     static constexpr llvm::StringLiteral kShardingAttrName = "nn.sharding";
     static constexpr llvm::StringLiteral kLoopShardingAttrName = "nn.loop_sharding";
     static constexpr llvm::StringLiteral kAxisNamesAttrName = "nn.axis_names";
+    /// Pipeline parallelism (tessel-pipeline-split): the module's pipeline
+    /// (a dictionary: stages, ranks, virtual stages, microbatches, schedule,
+    /// layers per stage, tied parameters), a stage's index (on its module
+    /// and its model function), the stage's input activations (arguments)
+    /// and outputs (results), the cotangent of a stage's outputs that its
+    /// backward receives and the gradient of its inputs it returns, and the
+    /// rows [offset, offset + size) of the global stacked parameter a
+    /// stage's slice holds (`nn.layers = [offset, total]`).
+    static constexpr llvm::StringLiteral kPipelineAttrName = "nn.pipeline";
+    static constexpr llvm::StringLiteral kStageAttrName = "nn.stage";
+    static constexpr llvm::StringLiteral kStageInputAttrName = "nn.stage_input";
+    static constexpr llvm::StringLiteral kStageOutputAttrName = "nn.stage_output";
+    static constexpr llvm::StringLiteral kOutputGradAttrName = "nn.output_grad";
+    static constexpr llvm::StringLiteral kInputGradAttrName = "nn.input_grad";
+    static constexpr llvm::StringLiteral kLayersAttrName = "nn.layers";
+
+    /// A function of a pipeline stage that is not the last: it returns its
+    /// output activations (nn.stage_output), not a loss.
+    static bool returnsStageOutputs(::mlir::Operation *op);
 
     /// A model function: a function with a body (not a training entry)
     /// whose arguments say nn.param, nn.input or nn.label.

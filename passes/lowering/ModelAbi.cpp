@@ -102,7 +102,11 @@ private:
   int64_t cursor = 0;
   bool badSharding = false;
   llvm::StringMap<int64_t> paramAt, gradAt, stateAt;
-  SmallVector<int64_t> feedAt, outputAt;
+  SmallVector<int64_t> feedAt, outputAt, outputGradAt;
+  /// A pipeline stage's stacked parameters: their rows of the global
+  /// tensor, by parameter name.
+  llvm::StringMap<std::pair<int64_t, int64_t>> layerRows;
+  void addLayers(json::Object &tensor, StringRef name);
   int64_t gradScaleAt = -1, scratchBegin = 0;
   json::Object entryNames;
 };
@@ -195,6 +199,10 @@ json::Object ModelAbiEmitter::placeParams() {
       tensor["trainable"] = trainedNames.contains(name);
     addSharding(tensor, model, argSharding(model, i), type,
                 "argument #" + Twine(i));
+    if (auto rows = model.getArgAttrOfType<DenseI64ArrayAttr>(
+            i, nn::NNDialect::kLayersAttrName))
+      layerRows[name] = {rows[0], rows[1]};
+    addLayers(tensor, name);
     paramAt[name] = cursor;
     place(std::move(tensor), bytesOf(model.getArgument(i)));
   }
@@ -217,6 +225,7 @@ json::Object ModelAbiEmitter::placeNamed(func::FuncOp func, StringRef attrName,
       tensor["axes"] = describeAxes(func, i);
       addSharding(tensor, func, argSharding(func, i), type,
                   "argument #" + Twine(i));
+      addLayers(tensor, name);
       at[name] = cursor;
       place(std::move(tensor), bytesOf(func.getArgument(i)));
     }
@@ -226,17 +235,21 @@ json::Object ModelAbiEmitter::placeNamed(func::FuncOp func, StringRef attrName,
 /// Inputs and labels, in the model's order (every entry that reads them
 /// lists them in that order).
 json::Object ModelAbiEmitter::placeFeeds() {
-  int64_t begin = cursor, numInputs = 0, numLabels = 0;
+  int64_t begin = cursor, numInputs = 0, numLabels = 0, numStage = 0;
   for (unsigned i = 0, e = model.getNumArguments(); i < e; ++i) {
     if (model.getArgAttr(i, nn::NNDialect::kParamAttrName))
       continue;
     bool isLabel =
         model.getArgAttr(i, nn::NNDialect::kLabelAttrName) != nullptr;
-    std::string name = isLabel ? "label" + std::to_string(numLabels++)
-                               : "input" + std::to_string(numInputs++);
+    bool isStageInput =
+        model.getArgAttr(i, nn::NNDialect::kStageInputAttrName) != nullptr;
+    std::string name = isStageInput ? "stage_input" + std::to_string(numStage++)
+                       : isLabel    ? "label" + std::to_string(numLabels++)
+                                    : "input" + std::to_string(numInputs++);
     Type type = model.getArgumentTypes()[i];
-    json::Object tensor =
-        describeTensor(name, isLabel ? "label" : "input", type, cursor);
+    json::Object tensor = describeTensor(
+        name, isStageInput ? "stage_input" : isLabel ? "label" : "input", type,
+        cursor);
     tensor["axes"] = describeAxes(model, i);
     if (std::optional<int64_t> limit = valueLimit(model.getArgument(i), mesh))
       tensor["limit"] = *limit;
@@ -245,7 +258,41 @@ json::Object ModelAbiEmitter::placeFeeds() {
     feedAt.push_back(cursor);
     place(std::move(tensor), bytesOf(model.getArgument(i)));
   }
+  // A pipeline stage's backward receives the gradient of its outputs.
+  if (trained)
+    for (unsigned i = 0, e = entries.backward.getNumArguments(); i < e; ++i) {
+      if (!entries.backward.getArgAttr(i, nn::NNDialect::kOutputGradAttrName))
+        continue;
+      Type type = entries.backward.getArgumentTypes()[i];
+      json::Object tensor = describeTensor(
+          "output_grad" + std::to_string(outputGradAt.size()), "output_grad",
+          type, cursor);
+      addSharding(tensor, entries.backward, argSharding(entries.backward, i),
+                  type, "argument #" + Twine(i));
+      outputGradAt.push_back(cursor);
+      place(std::move(tensor), bytesOf(entries.backward.getArgument(i)));
+    }
   return region(begin);
+}
+
+/// A stage's slice of a stacked parameter (or of its gradient or state):
+/// the global tensor has `total` rows, the slice starts at `offset`.
+void ModelAbiEmitter::addLayers(json::Object &tensor, StringRef name) {
+  // A state "w.m" belongs to parameter "w".
+  for (StringRef owner = name;;) {
+    auto it = layerRows.find(owner);
+    if (it != layerRows.end()) {
+      tensor["layers"] = json::Array{it->second.first, it->second.second};
+      if (json::Array *global = tensor.getArray("global_shape"))
+        if (!global->empty())
+          (*global)[0] = it->second.second;
+      return;
+    }
+    size_t dot = owner.rfind('.');
+    if (dot == StringRef::npos)
+      return;
+    owner = owner.take_front(dot);
+  }
 }
 
 /// Control scalars the launcher writes: the gradient scale.
@@ -265,10 +312,13 @@ json::Object ModelAbiEmitter::placeControl() {
 /// The model's results, the loss first.
 json::Object ModelAbiEmitter::placeOutputs() {
   int64_t begin = cursor;
+  bool stage = nn::NNDialect::returnsStageOutputs(model);
   for (auto [i, type] : llvm::enumerate(model.getResultTypes())) {
-    json::Object tensor =
-        describeTensor(i == 0 ? "loss" : "output" + std::to_string(i),
-                       i == 0 ? "loss" : "output", type, cursor);
+    json::Object tensor = describeTensor(
+        stage    ? "stage_output" + std::to_string(i)
+        : i == 0 ? "loss"
+                 : "output" + std::to_string(i),
+        stage ? "stage_output" : i == 0 ? "loss" : "output", type, cursor);
     addSharding(tensor, model,
                 model.getResultAttrOfType<ArrayAttr>(
                     i, nn::NNDialect::kShardingAttrName),
@@ -276,6 +326,22 @@ json::Object ModelAbiEmitter::placeOutputs() {
     outputAt.push_back(cursor);
     place(std::move(tensor), nn::detail::tensorBytes(type));
   }
+  // A pipeline stage's backward returns the gradient of its inputs next.
+  if (trained)
+    for (unsigned i = 0, e = entries.backward.getNumResults(); i < e; ++i) {
+      if (!entries.backward.getResultAttr(i, nn::NNDialect::kInputGradAttrName))
+        continue;
+      Type type = entries.backward.getResultTypes()[i];
+      unsigned k = outputAt.size() - model.getNumResults();
+      json::Object tensor = describeTensor("input_grad" + std::to_string(k),
+                                           "input_grad", type, cursor);
+      addSharding(tensor, entries.backward,
+                  entries.backward.getResultAttrOfType<ArrayAttr>(
+                      i, nn::NNDialect::kShardingAttrName),
+                  type, "result #" + Twine(i));
+      outputAt.push_back(cursor);
+      place(std::move(tensor), nn::detail::tensorBytes(type));
+    }
   return region(begin);
 }
 
@@ -312,9 +378,17 @@ FailureOr<int64_t> ModelAbiEmitter::argumentAt(func::FuncOp func, unsigned i,
   if (func.getArgAttr(i, nn::NNDialect::kGradScaleAttrName))
     return gradScaleAt;
   if ((func.getArgAttr(i, nn::NNDialect::kInputAttrName) ||
-       func.getArgAttr(i, nn::NNDialect::kLabelAttrName)) &&
+       func.getArgAttr(i, nn::NNDialect::kLabelAttrName) ||
+       func.getArgAttr(i, nn::NNDialect::kStageInputAttrName)) &&
       feed < feedAt.size())
     return feedAt[feed++];
+  if (func.getArgAttr(i, nn::NNDialect::kOutputGradAttrName)) {
+    unsigned k = 0;
+    for (unsigned j = 0; j < i; ++j)
+      k += func.getArgAttr(j, nn::NNDialect::kOutputGradAttrName) != nullptr;
+    if (k < outputGradAt.size())
+      return outputGradAt[k];
+  }
   return func.emitOpError()
          << "argument #" << i << " has no place in the model's arena";
 }
