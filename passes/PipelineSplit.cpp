@@ -244,6 +244,13 @@ struct PipelineSplitPass
               used.insert(arg.getArgNumber());
         });
     };
+    // Every stage takes every input and label: the launcher draws one
+    // microbatch's feeds alike on every stage (what a stage does not read
+    // costs its few bytes).
+    for (unsigned i = 0, e = model.getNumArguments(); i < e; ++i)
+      if (model.getArgAttr(i, nn::NNDialect::kInputAttrName) ||
+          model.getArgAttr(i, nn::NNDialect::kLabelAttrName))
+        used.insert(i);
     if (first)
       useArgsOf(parts.before);
     useArgsOf({parts.repeat.getOperation()});
@@ -272,7 +279,9 @@ struct PipelineSplitPass
       Value arg = model.getArgument(index);
       // Carried values that are model arguments come in as stage inputs
       // after the first stage.
-      if (!first && llvm::is_contained(carried, arg) &&
+      bool feed = model.getArgAttr(index, nn::NNDialect::kInputAttrName) ||
+                  model.getArgAttr(index, nn::NNDialect::kLabelAttrName);
+      if (!first && !feed && llvm::is_contained(carried, arg) &&
           !llvm::any_of(parts.after, [&](Operation *op) {
             return llvm::is_contained(op->getOperands(), arg);
           }))

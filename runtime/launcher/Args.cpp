@@ -277,6 +277,7 @@ const std::map<std::string, ValueSetter> &valueFlags() {
       {"--microbatches",
        [](Options &o, const std::string &v) {
          o.microbatches = parseInteger("--microbatches", v, 1);
+         o.microbatchesGiven = true;
        }},
       {"--mesh",
        [](Options &o, const std::string &v) { o.mesh = parseMesh(v); }},

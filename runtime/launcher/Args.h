@@ -49,6 +49,8 @@ struct Options {
   // Training: microbatches per step; --eval runs the forward entry only;
   // --check-grads compares the backward entry with finite differences.
   int64_t microbatches = 1;
+  // --microbatches was given (a pipeline's count is compiled in).
+  bool microbatchesGiven = false;
   bool eval = false;
   bool checkGrads = false;
   std::optional<double> gradTol;

@@ -6,6 +6,7 @@
 #include "runtime/launcher/Distributed.h"
 #include "runtime/launcher/Error.h"
 #include "runtime/launcher/GradCheck.h"
+#include "runtime/launcher/PipelineStep.h"
 #include "runtime/launcher/Ranks.h"
 #include "runtime/launcher/StopSignal.h"
 #include "runtime/launcher/Training.h"
@@ -63,7 +64,8 @@ void checkCommunication(const ModelDesc &desc,
 
 /// Saves the checkpoint of `stepsDone` steps to --save: on a mesh every rank
 /// takes part in the gathers and rank 0 writes the file.
-void saveCheckpoint(const RunPlan &plan, RankRuntime &rt, int64_t stepsDone,
+void saveCheckpoint(const RunPlan &plan, RankRuntime &rt,
+                    PipelineRank *pipelined, int64_t stepsDone,
                     bool reporter) {
   const Options &options = *plan.options;
   const ModelDesc &desc = plan.model->desc;
@@ -75,7 +77,9 @@ void saveCheckpoint(const RunPlan &plan, RankRuntime &rt, int64_t stepsDone,
     metadata["tessel.step"] = std::to_string(stepsDone);
   if (desc.mesh) {
     std::map<std::string, std::vector<char>> tensors =
-        gatherCheckpoint(desc, rt.ctx, rt.arena, training, reporter);
+        pipelined ? pipelined->gatherCheckpoint(training, reporter)
+                  : gatherCheckpoint(desc, rt.ctx, rt.arena, training,
+                                     reporter);
     if (reporter)
       writeSafetensorsAtomically(options.save, desc, tensors, metadata,
                                  training);
@@ -115,8 +119,21 @@ RunEnd tessel::run::runRank(const RunPlan &plan, int32_t rank, int32_t comm,
   tessel_ctx_options ctxOptions = rankOptions(desc, rank, comm, world);
   ctxOptions.backend_name = options.backend.c_str();
   ctxOptions.comm_timeout_seconds = options.commTimeoutSeconds;
-  RankRuntime rt(desc.arenaBytes, ctxOptions);
-  if (plan.checkpoint) {
+  // A pipeline's stages allocate their own arenas.
+  RankRuntime rt(desc.pipeline ? 64 : desc.arenaBytes, ctxOptions);
+  std::unique_ptr<PipelineRank> pipelined;
+  if (desc.pipeline) {
+    if (plan.mode == Mode::CheckGrads)
+      throw UsageError("--check-grads checks one device's gradients: run it "
+                       "on the model compiled without a pp axis");
+    pipelined = std::make_unique<PipelineRank>(
+        model, rt.ctx, rank, coords,
+        [&](const ModelDesc &view) { return makeBatchSource(options, view); });
+    if (plan.checkpoint)
+      pipelined->load(*plan.checkpoint, plan.mode == Mode::Train);
+    else
+      pipelined->initialise(options.seed);
+  } else if (plan.checkpoint) {
     plan.checkpoint->load(rt.ctx, rt.arena, coords);
     if (plan.mode == Mode::Train && plan.checkpoint->info().paramsOnly)
       zeroStates(desc, rt.ctx, rt.arena);
@@ -125,12 +142,14 @@ RunEnd tessel::run::runRank(const RunPlan &plan, int32_t rank, int32_t comm,
     zeroStates(desc, rt.ctx, rt.arena);
   }
   checkKernelError(rt.ctx, "initialising parameters");
-  std::unique_ptr<BatchSource> batches = makeRankFeeds(
+  std::unique_ptr<BatchSource> batches;
+  if (!pipelined)
+    batches = makeRankFeeds(
       desc,
       [&](const ModelDesc &view) { return makeBatchSource(options, view); },
       coords, rt.ctx);
 
-  if (plan.mode != Mode::CheckGrads)
+  if (plan.mode != Mode::CheckGrads && !pipelined)
     batches = std::make_unique<PrefetchingBatchSource>(
         std::move(batches), desc, options.backend.c_str());
   if (plan.mode == Mode::CheckGrads) {
@@ -160,7 +179,9 @@ RunEnd tessel::run::runRank(const RunPlan &plan, int32_t rank, int32_t comm,
       tessel_reset_counters(rt.ctx);
     double stepStart = nowSeconds();
     double loss =
-        plan.mode == Mode::Train
+        pipelined ? (plan.mode == Mode::Train ? pipelined->trainStep(step)
+                                              : pipelined->evalStep(step))
+        : plan.mode == Mode::Train
             ? trainStep(model, rt, *batches, step, options.microbatches)
             : evalStep(model, rt, *batches, step, options.microbatches);
     double seconds = nowSeconds() - stepStart;
@@ -178,8 +199,9 @@ RunEnd tessel::run::runRank(const RunPlan &plan, int32_t rank, int32_t comm,
       result.microbatches = options.microbatches;
       if (first && desc.mesh) {
         std::vector<CommCount> measured = readCommCounters(rt.ctx, *desc.mesh);
-        checkCommunication(desc, measured, plan.mode == Mode::Train,
-                           options.microbatches);
+        if (!pipelined)
+          checkCommunication(desc, measured, plan.mode == Mode::Train,
+                             options.microbatches);
         commLine = describeComm(measured);
         result.comm = measured;
       }
@@ -196,11 +218,11 @@ RunEnd tessel::run::runRank(const RunPlan &plan, int32_t rank, int32_t comm,
     // The last step's checkpoint is the final save below.
     if (options.saveEvery && (step + 1) % options.saveEvery == 0 &&
         step + 1 < lastStep)
-      saveCheckpoint(plan, rt, step + 1, reporter);
+      saveCheckpoint(plan, rt, pipelined.get(), step + 1, reporter);
   }
 
   if (!options.save.empty())
-    saveCheckpoint(plan, rt, end.step, reporter);
+    saveCheckpoint(plan, rt, pipelined.get(), end.step, reporter);
   if (end.signal)
     waitForEveryRank(rt.ctx, allAxes);
   // A stopped run ends with tessel-run's message instead of the summary.

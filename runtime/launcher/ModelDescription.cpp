@@ -1,6 +1,7 @@
 //===- ModelDescription.cpp - A compiled model's JSON description ---------===//
 
 #include "runtime/launcher/ModelDescription.h"
+#include "runtime/launcher/Pipeline.h"
 #include "runtime/launcher/Error.h"
 
 #include <nlohmann/json.hpp>
@@ -149,6 +150,18 @@ void parseSharding(const json &j, TensorDesc &t, const ModelDesc &model,
   for (size_t d = 0; d < t.sharding.size(); ++d)
     for (const std::string &axis : t.sharding[d])
       expected[d] *= model.mesh->shape[axisOf(*model.mesh, axis)];
+  // A pipeline stage's rows of a stacked tensor: "layers": [offset, total].
+  if (j.contains("layers")) {
+    std::vector<int64_t> rows = j.at("layers").get<std::vector<int64_t>>();
+    if (rows.size() != 2 || t.shape.empty() || rows[0] < 0 ||
+        rows[1] < t.shape[0] || rows[0] > rows[1] - t.shape[0])
+      fail("\"layers\" must be [offset, total] with its rows inside [0, "
+           "total)");
+    if (!t.sharding.empty() && !t.sharding[0].empty())
+      fail("\"layers\" rows cannot also be split over the mesh");
+    t.layers = TensorDesc::LayerRows{rows[0], rows[1]};
+    expected[0] = rows[1];
+  }
   t.globalShape = j.contains("global_shape")
                       ? j.at("global_shape").get<std::vector<int64_t>>()
                       : expected;
@@ -165,9 +178,10 @@ TensorDesc parseTensor(const json &j, const ModelDesc &model,
     failDescription(file, "tensor '" + t.name + "': " + problem);
   };
   t.role = j.at("role").get<std::string>();
-  static const std::set<std::string> roles = {"param",      "grad",  "state",
-                                              "input",      "label", "loss",
-                                              "grad_scale", "output"};
+  static const std::set<std::string> roles = {
+      "param",       "grad",        "state",        "input",
+      "label",       "loss",        "grad_scale",   "output",
+      "stage_input", "stage_output", "output_grad", "input_grad"};
   if (!roles.count(t.role))
     fail("unknown role '" + t.role + "'");
   t.dtype = j.at("dtype").get<std::string>();
@@ -388,11 +402,14 @@ void validateTraining(const ModelDesc &model, const std::string &file) {
 
 void validateRoles(const ModelDesc &model, const std::string &file) {
   std::vector<const TensorDesc *> losses = model.withRole("loss");
-  if (losses.size() != 1)
+  // A pipeline stage before the last returns activations, not a loss.
+  bool stageBeforeLast =
+      losses.empty() && !model.withRole("stage_output").empty();
+  if (losses.size() != 1 && !stageBeforeLast)
     failDescription(file, "expected one loss tensor, found " +
                               std::to_string(losses.size()));
-  const TensorDesc &loss = *losses.front();
-  if (loss.numElements() != 1 || loss.isInteger())
+  if (!losses.empty() &&
+      (losses.front()->numElements() != 1 || losses.front()->isInteger()))
     failDescription(file, "the loss must be one float value");
   // Parameter names are the checkpoint's keys.
   std::set<std::string> names;
@@ -417,6 +434,8 @@ ModelDesc tessel::run::parseModelDescription(const std::string &text,
                      std::to_string(model.abiVersion) +
                      ", this tessel-run supports 1 to " +
                      std::to_string(newestModelAbi));
+    if (j.contains("pipeline"))
+      return parsePipelineDescription(j, file);
     model.source = j.value("source", "");
     model.function = j.value("function", "");
     parseEntries(j, model, file);
@@ -460,13 +479,22 @@ int64_t tessel::run::tokensPerStep(const ModelDesc &desc) {
 
 TensorBlock tessel::run::blockOf(const ModelDesc &model, const TensorDesc &t,
                                  const std::vector<int64_t> &coordinates) {
-  if (!model.mesh || !t.isSharded())
-    return blockOf(t.shape, {}, Mesh{}, {});
-  if (coordinates.size() != model.mesh->axes.size())
-    throw RunError("tensor '" + t.name + "' is split over mesh " +
-                   model.mesh->toString() +
-                   ": its block needs the rank's coordinates");
-  return blockOf(t.shape, t.sharding, *model.mesh, coordinates);
+  TensorBlock block;
+  if (!model.mesh || !t.isSharded()) {
+    block = blockOf(t.shape, {}, Mesh{}, {});
+  } else {
+    if (coordinates.size() != model.mesh->axes.size())
+      throw RunError("tensor '" + t.name + "' is split over mesh " +
+                     model.mesh->toString() +
+                     ": its block needs the rank's coordinates");
+    block = blockOf(t.shape, t.sharding, *model.mesh, coordinates);
+  }
+  // A pipeline stage holds rows [offset, offset + shape[0]) of the layers.
+  if (t.layers) {
+    block.globalShape[0] = t.layers->total;
+    block.start[0] += t.layers->offset;
+  }
+  return block;
 }
 
 ModelDesc tessel::run::globalFeedView(const ModelDesc &model) {

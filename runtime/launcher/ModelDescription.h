@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -46,6 +47,12 @@ struct TensorDesc {
   // first (empty when no dimension is split).
   std::vector<int64_t> globalShape;
   std::vector<std::vector<std::string>> sharding;
+  // A pipeline stage's slice of a stacked tensor (parameters, their
+  // gradients and states): rows [offset, offset + shape[0]) of `total`.
+  struct LayerRows {
+    int64_t offset = 0, total = 0;
+  };
+  std::optional<LayerRows> layers;
 
   int64_t numElements() const;
   int64_t globalNumElements() const;
@@ -70,6 +77,8 @@ struct Region {
   int64_t bytes = 0;
 };
 
+struct PipelineDesc;
+
 /// The description returned by tessel_model_json().
 struct ModelDesc {
   int64_t abiVersion = 0;
@@ -89,6 +98,12 @@ struct ModelDesc {
   /// Per entry kind ("forward", "backward", "update"): the collectives one
   /// call of it runs on each rank, one per (kind, axes).
   std::map<std::string, std::vector<CommCount>> collectives;
+  /// A pipeline (runtime/launcher/Pipeline.h): its stages, each a model of
+  /// its own. This description is then the whole model's view: every
+  /// parameter, gradient and state once at its global shape (what a
+  /// checkpoint holds), the first stage's feeds and the last stage's loss;
+  /// its offsets mean nothing.
+  std::shared_ptr<const PipelineDesc> pipeline;
 
   std::vector<const TensorDesc *> withRole(const std::string &role) const;
   /// Inputs then labels: what the launcher writes before each step.

@@ -1,6 +1,7 @@
 //===- ModelLibrary.cpp - Opening a model .so and its entry points --------===//
 
 #include "runtime/launcher/ModelLibrary.h"
+#include "runtime/launcher/Pipeline.h"
 #include "runtime/launcher/Error.h"
 
 #include <cerrno>
@@ -76,19 +77,37 @@ LoadedModel tessel::run::loadModel(const std::string &path, int dlopenFlags) {
   if (!text)
     throw RunError("model '" + path + "': tessel_model_json returned null");
   model.desc = parseModelDescription(text, path);
-  auto resolve = [&](const std::string &kind) -> EntryFn {
-    auto entry = model.desc.entries.find(kind);
-    if (entry == model.desc.entries.end())
+  // A stage's entry "tessel_forward" is "tessel_s<s>_forward" in the
+  // pipeline's shared object (tessel-link-stages).
+  auto resolve = [&](const ModelDesc &desc, const std::string &kind,
+                     std::optional<int> stage) -> EntryFn {
+    auto entry = desc.entries.find(kind);
+    if (entry == desc.entries.end())
       return nullptr;
-    auto fn =
-        reinterpret_cast<EntryFn>(::dlsym(model.handle, entry->second.c_str()));
+    std::string symbol = entry->second;
+    if (stage) {
+      if (symbol.rfind("tessel_", 0) != 0)
+        throw RunError("model '" + path + "': stage entry '" + symbol +
+                       "' is not a tessel_ symbol");
+      symbol = "tessel_s" + std::to_string(*stage) + "_" + symbol.substr(7);
+    }
+    auto fn = reinterpret_cast<EntryFn>(::dlsym(model.handle, symbol.c_str()));
     if (!fn)
       throw RunError("model '" + path + "' has no " + kind + " entry symbol '" +
-                     entry->second + "'");
+                     symbol + "'");
     return fn;
   };
-  model.forward = resolve("forward");
-  model.backward = resolve("backward");
-  model.update = resolve("update");
+  if (model.desc.pipeline) {
+    for (int s = 0; s < model.desc.pipeline->numStages(); ++s) {
+      const ModelDesc &stage = model.desc.pipeline->stages[s];
+      model.stages.push_back({resolve(stage, "forward", s),
+                              resolve(stage, "backward", s),
+                              resolve(stage, "update", s)});
+    }
+    return model;
+  }
+  model.forward = resolve(model.desc, "forward", std::nullopt);
+  model.backward = resolve(model.desc, "backward", std::nullopt);
+  model.update = resolve(model.desc, "update", std::nullopt);
   return model;
 }

@@ -6,6 +6,7 @@
 #include "runtime/launcher/ModelDescription.h"
 
 #include <string>
+#include <vector>
 
 namespace tessel::run {
 
@@ -19,6 +20,12 @@ struct LoadedModel {
   EntryFn backward = nullptr; // null unless desc.trains()
   EntryFn update = nullptr;
   ModelDesc desc;
+  /// A pipeline: every stage's entries (tessel_s<s>_forward, ...), in
+  /// stage order; the entries above are then null.
+  struct StageEntries {
+    EntryFn forward = nullptr, backward = nullptr, update = nullptr;
+  };
+  std::vector<StageEntries> stages;
 };
 
 /// dlopens `path` (a .so) with `dlopenFlags` (default RTLD_NOW |

@@ -468,12 +468,14 @@ CheckpointReader::CheckpointReader(const std::string &path,
 CheckpointReader::~CheckpointReader() = default;
 
 void CheckpointReader::load(tessel_ctx *ctx, void *arena,
-                            const std::vector<int64_t> &coordinates) const {
-  for (const TensorDesc *p : checkpointTensors(model, !loaded.paramsOnly)) {
+                            const std::vector<int64_t> &coordinates,
+                            const ModelDesc *target) const {
+  const ModelDesc &layout = target ? *target : model;
+  for (const TensorDesc *p : checkpointTensors(layout, !loaded.paramsOnly)) {
     const char *src = file->data + file->stored.at(p->name).begin;
     char *dst = static_cast<char *>(arena) + p->offset;
     int64_t size = tessel_dtype_size(p->dtypeCode);
-    forEachRun(blockOf(model, *p, coordinates),
+    forEachRun(blockOf(layout, *p, coordinates),
                [&](int64_t local, int64_t global, int64_t count) {
                  tessel_copy_to_device(ctx, dst + local * size,
                                        src + global * size, count * size);

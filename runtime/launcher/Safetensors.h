@@ -71,8 +71,11 @@ public:
   const LoadedCheckpoint &info() const { return loaded; }
   /// Writes into `arena` the block of every parameter (and, unless
   /// info().paramsOnly, every state) the rank at `coordinates` holds.
+  /// `target`: place the tensors as that model lays them out (a pipeline
+  /// stage's share of the whole model this reader checked against).
   void load(tessel_ctx *ctx, void *arena,
-            const std::vector<int64_t> &coordinates = {}) const;
+            const std::vector<int64_t> &coordinates = {},
+            const ModelDesc *target = nullptr) const;
 
 private:
   struct File;

@@ -4,6 +4,7 @@
 #include "runtime/launcher/Compile.h"
 #include "runtime/launcher/Error.h"
 #include "runtime/launcher/Launch.h"
+#include "runtime/launcher/Pipeline.h"
 #include "runtime/launcher/ModelLibrary.h"
 #include "runtime/launcher/OutputFiles.h"
 #include "runtime/launcher/Progress.h"
@@ -57,10 +58,22 @@ LoadedModel loadOrCompileModel(const Options &options) {
 /// model loaded (or compiled), the flags checked against it, the data and
 /// the checkpoint validated; then every rank of the mesh as threads (the
 /// local backend, `mpiWorld` 0) or MPI rank `rank` of `mpiWorld` processes.
-RunEnd runModel(const Options &options, int32_t rank, int32_t mpiWorld) {
+RunEnd runModel(const Options &given, int32_t rank, int32_t mpiWorld) {
   double start = nowSeconds();
-  LoadedModel model = loadOrCompileModel(options);
+  LoadedModel model = loadOrCompileModel(given);
   const ModelDesc &desc = model.desc;
+  // A pipeline's schedule fixes its microbatches.
+  Options options = given;
+  if (desc.pipeline) {
+    if (given.microbatchesGiven &&
+        given.microbatches != desc.pipeline->microbatches)
+      throw UsageError("model '" + given.model + "' is a pipeline compiled for " +
+                       std::to_string(desc.pipeline->microbatches) +
+                       " microbatches (tessel-compile --microbatches); "
+                       "--microbatches " +
+                       std::to_string(given.microbatches) + " differs");
+    options.microbatches = desc.pipeline->microbatches;
+  }
   bool compiledHere = endsWith(options.model, ".mlir");
   checkMesh(options, desc, options.model, compiledHere);
   checkTrainingFlags(options, desc, options.model, compiledHere);

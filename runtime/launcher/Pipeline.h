@@ -1,0 +1,56 @@
+//===- Pipeline.h - A pipelined model's stages and schedule -----*- C++ -*-===//
+//
+// A model compiled for a mesh with a `pp` axis is a pipeline: one shared
+// object holding every stage's entries (tessel_s<s>_forward, ...), and a
+// description listing the stages' own descriptions, the schedule's
+// actions per pp rank and the parameters several stages hold (tied).
+// Rank r of the pp axis runs the stages s with s mod P = r.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TESSEL_LAUNCHER_PIPELINE_H
+#define TESSEL_LAUNCHER_PIPELINE_H
+
+#include "runtime/config/PipelineSchedule.h"
+#include "runtime/launcher/ModelDescription.h"
+
+#include <nlohmann/json_fwd.hpp>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace tessel::run {
+
+struct PipelineDesc {
+  int64_t ranks = 1, virtualStages = 1, microbatches = 1;
+  std::string schedule;
+  /// The index of the `pp` axis in the mesh.
+  int axis = 0;
+  std::vector<int64_t> layers;
+  /// Parameters several stages hold, with the stages holding them.
+  std::vector<std::pair<std::string, std::vector<int64_t>>> tied;
+  /// Every (virtual) stage's own description.
+  std::vector<ModelDesc> stages;
+  /// What each pp rank runs, in order.
+  pipeline::Schedule actions;
+
+  int numStages() const { return int(stages.size()); }
+  /// The stages pp rank `rank` runs, in stage order.
+  std::vector<int> stagesOfRank(int64_t rank) const;
+};
+
+/// Parses a pipeline's description (the top level has "pipeline" and
+/// "stages") into the whole model's view (see ModelDesc::pipeline).
+ModelDesc parsePipelineDescription(const nlohmann::json &j,
+                                   const std::string &file);
+
+/// The schedule's message tag of the data `producerStage` produced for
+/// microbatch `microbatch`: its output activations, or (`gradient`) the
+/// gradient of its inputs.
+int64_t pipelineTag(int stages, int producerStage, int microbatch,
+                    bool gradient);
+
+} // namespace tessel::run
+
+#endif // TESSEL_LAUNCHER_PIPELINE_H

@@ -1,0 +1,93 @@
+//===- PipelineStep.h - One pp rank running its stages' schedule -*- C++ -*-===//
+//
+// A rank of a pipeline holds the stages s with s mod P = its pp coordinate,
+// each with its own arena, and runs its list of the schedule's actions:
+//   - Forward(s, m): the stage's forward entry on microbatch m, its input
+//     activations restored from the microbatch's stash slot;
+//   - Backward(s, m): the stage's backward entry, which recomputes the
+//     stage's forward from the same stash (GPipe's re-materialisation: a
+//     stage keeps only its input per microbatch in flight), accumulates the
+//     parameters' gradients and leaves the gradient of its input;
+//   - BackwardInput / BackwardWeight (zb-h1): the backward entry runs at
+//     BackwardInput, whose slot the schedule's W then frees (the compiled
+//     step has no separate weight-gradient entry yet);
+//   - Send / Recv: the boundary tensors, one message each, tagged by
+//     (microbatch, producing stage, direction) (pipelineTag).
+// After the actions: the tied parameters' gradients are exchanged between
+// the stages holding them and summed, each stage's update runs, and the
+// step's loss (the last stage's mean) is shared over the pp axis.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TESSEL_LAUNCHER_PIPELINESTEP_H
+#define TESSEL_LAUNCHER_PIPELINESTEP_H
+
+#include "runtime/launcher/Data.h"
+#include "runtime/launcher/Distributed.h"
+#include "runtime/launcher/ModelLibrary.h"
+#include "runtime/launcher/Pipeline.h"
+#include "runtime/launcher/Safetensors.h"
+
+#include <map>
+#include <memory>
+#include <vector>
+
+namespace tessel::run {
+
+class PipelineRank {
+public:
+  /// The stages of world rank `rank` (at `coordinates`) of `model`, on the
+  /// rank's context `ctx`; `makeGlobal` draws one device's microbatches.
+  PipelineRank(const LoadedModel &model, tessel_ctx *ctx, int32_t rank,
+               const std::vector<int64_t> &coordinates,
+               const BatchSourceFactory &makeGlobal);
+  ~PipelineRank();
+  PipelineRank(const PipelineRank &) = delete;
+  PipelineRank &operator=(const PipelineRank &) = delete;
+
+  /// Parameters from the seed (as one device draws them) and zero states.
+  void initialise(uint64_t seed);
+  /// Every stage's block of `checkpoint`'s tensors.
+  void load(const CheckpointReader &checkpoint, bool training);
+  /// One training step: the schedule, the tied gradients, the updates;
+  /// the mean loss of the step's microbatches (on every rank).
+  double trainStep(int64_t step);
+  /// The forward of every microbatch in stage order; the mean loss.
+  double evalStep(int64_t step);
+  /// The global checkpoint tensors (parameters, and states when
+  /// `withStates`), gathered on the mesh's rank 0 (`keep`); every rank
+  /// takes part.
+  std::map<std::string, std::vector<char>> gatherCheckpoint(bool withStates,
+                                                            bool keep);
+  /// The most stash slots (one microbatch's stage input) each of this
+  /// rank's stages held at once, and their bytes each.
+  std::vector<std::pair<int64_t, int64_t>> stashPeaks() const;
+
+  /// One of this rank's stages (PipelineStep.cpp).
+  struct Stage;
+
+private:
+  void runAction(const pipeline::Action &action, int64_t step);
+  void forward(Stage &stage, int microbatch, int64_t step, bool keepStash);
+  void backward(Stage &stage, int microbatch, int64_t step);
+  void send(Stage &stage, int microbatch, bool gradient, int peer);
+  void recv(Stage &stage, int microbatch, bool gradient, int peer);
+  void exchangeTiedGradients();
+  double shareLoss(double lossSum);
+  Stage &stageAt(int s);
+  int32_t worldRankOf(int64_t ppRank) const;
+  void check(const std::string &when);
+
+  const LoadedModel &model;
+  const PipelineDesc &pipe;
+  tessel_ctx *ctx;
+  int32_t rank;
+  std::vector<int64_t> coordinates;
+  int64_t ppRank;
+  std::vector<std::unique_ptr<Stage>> stages;
+  double lossSum = 0;
+};
+
+} // namespace tessel::run
+
+#endif // TESSEL_LAUNCHER_PIPELINESTEP_H
