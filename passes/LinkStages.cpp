@@ -32,9 +32,9 @@ namespace json = llvm::json;
 namespace {
 
 /// The ABI's entry points of one model, renamed per stage.
-constexpr llvm::StringLiteral kEntries[] = {"tessel_forward", "tessel_backward",
-                                            "tessel_update",
-                                            "tessel_model_json"};
+constexpr llvm::StringLiteral kEntries[] = {
+    "tessel_forward",        "tessel_backward",        "tessel_update",
+    "tessel_backward_input", "tessel_backward_weight", "tessel_model_json"};
 
 /// Stage `s`'s name for its entry `symbol`: "tessel_s1_forward".
 std::string stageEntryName(int64_t s, StringRef symbol) {

@@ -92,8 +92,11 @@ struct LowerToRuntimePass
           func->getAttrOfType<StringAttr>(nn::NNDialect::kEntryAttrName);
       if (!role)
         continue;
-      func::FuncOp &slot =
-          role.getValue() == "backward" ? entries.backward : entries.update;
+      func::FuncOp &slot = role.getValue() == "backward" ? entries.backward
+                           : role.getValue() == "update" ? entries.update
+                           : role.getValue() == "backward_input"
+                               ? entries.backwardInput
+                               : entries.backwardWeight;
       if (slot || !model)
         return func.emitOpError()
                << (model ? "is a second '" : "is a '") << role.getValue()

@@ -297,6 +297,23 @@ def PipelineSplitPass : Pass<"tessel-pipeline-split", "mlir::ModuleOp"> {
   ];
 }
 
+def SplitBackwardPass : Pass<"tessel-split-backward", "mlir::ModuleOp"> {
+  let summary = "Split a pipeline stage's backward into its input and weight parts (zero bubble)";
+  let description = [{
+    On a stage module marked `nn.split_backward` (tessel-pipeline-split sets
+    it for the zb-h1 schedule), derives from `@f_backward` two entries:
+    `@f_backward_input` {nn.entry = "backward_input"}, every op the loss,
+    the output activations and the input gradients depend on, and
+    `@f_backward_weight` {nn.entry = "backward_weight"}, the ops only the
+    weight gradients need. Values the first computes and the second reads
+    are returned by the first and taken by the second (`nn.stash = k`).
+    The derivative of an `nn.repeat` is split the same way, layer by layer:
+    a reversed repeat of the layer's input part that also stacks what each
+    layer's weight part reads, and a repeat of the weight part. The full
+    backward stays. Other modules are left alone.
+  }];
+}
+
 def LinkStagesPass : Pass<"tessel-link-stages", "mlir::ModuleOp"> {
   let summary = "Join the lowered pipeline stages into one module";
   let description = [{

@@ -225,6 +225,8 @@ struct PipelineSplitPass
       if (attr.getName().getValue().starts_with("nn."))
         stage->setAttr(attr.getName(), attr.getValue());
     stage->setAttr(nn::NNDialect::kStageAttrName, b.getI64IntegerAttr(s));
+    if (plan.schedule == "zb-h1")
+      stage->setAttr(nn::NNDialect::kSplitBackwardAttrName, b.getUnitAttr());
     b.setInsertionPointToEnd(stage.getBody());
     for (Operation &op : module.getBody()->getOperations())
       if (&op != parts.model.getOperation() && !isa<ModuleOp>(op))

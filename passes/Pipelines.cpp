@@ -64,6 +64,8 @@ static void buildModelPlan(OpPassManager &pm,
   }
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  // A zero-bubble pipeline stage: its backward's input and weight parts.
+  pm.addPass(createSplitBackwardPass());
   pm.addPass(createPlanMemoryPass());
 }
 

@@ -139,7 +139,7 @@ static LogicalResult verifyReturnsScalarLoss(FunctionOpInterface func) {
   // returns them updated; it has no loss. Neither has a pipeline stage
   // before the last.
   if (auto entry = func->getAttrOfType<StringAttr>(NNDialect::kEntryAttrName))
-    if (entry.getValue() == "update")
+    if (entry.getValue() == "update" || entry.getValue() == "backward_weight")
       return success();
   if (NNDialect::returnsStageOutputs(func))
     return success();
@@ -268,6 +268,12 @@ LogicalResult NNDialect::verifyRegionArgAttribute(Operation *op,
                                 << "' takes no value and needs a float tensor";
     return success();
   }
+  if (attrName == kStashAttrName) {
+    if (!isa<IntegerAttr>(attr.getValue()))
+      return func.emitOpError() << "argument #" << argIndex << ": '"
+                                << attrName << "' must be the stash index";
+    return success();
+  }
   if (attrName == kLayersAttrName) {
     auto range = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
     if (!range || range.size() != 2 || type.getRank() == 0 ||
@@ -321,10 +327,13 @@ LogicalResult NNDialect::verifyOperationAttribute(Operation *op,
   if (attrName == kEntryAttrName) {
     auto entry = dyn_cast<StringAttr>(attr.getValue());
     if (!isa<FunctionOpInterface>(op) || !entry ||
-        (entry.getValue() != "backward" && entry.getValue() != "update"))
+        !llvm::is_contained({"backward", "update", "backward_input",
+                             "backward_weight"},
+                            entry.getValue()))
       return op->emitOpError() << "'" << kEntryAttrName
-                               << "' must be \"backward\" or \"update\" on "
-                                  "a function";
+                               << "' must be \"backward\", \"update\", "
+                                  "\"backward_input\" or \"backward_weight\" "
+                                  "on a function";
     return success();
   }
   if (attrName == kLoopShardingAttrName) {
@@ -341,7 +350,8 @@ LogicalResult NNDialect::verifyOperationAttribute(Operation *op,
                                << "' must be an array of mesh axis names";
     return success();
   }
-  if (attrName == kPipelineAttrName || attrName == kStageAttrName) {
+  if (attrName == kPipelineAttrName || attrName == kStageAttrName ||
+      attrName == kSplitBackwardAttrName) {
     if (!isa<ModuleOp, FunctionOpInterface>(op))
       return op->emitOpError() << "'" << attrName
                                << "' belongs on a module or a function";

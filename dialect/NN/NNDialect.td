@@ -83,6 +83,11 @@ def NN_Dialect : Dialect {
     static constexpr llvm::StringLiteral kOutputGradAttrName = "nn.output_grad";
     static constexpr llvm::StringLiteral kInputGradAttrName = "nn.input_grad";
     static constexpr llvm::StringLiteral kLayersAttrName = "nn.layers";
+    /// Zero-bubble schedules: a stage module whose backward splits into
+    /// its input part and its weight part (tessel-split-backward), and the
+    /// values the first leaves for the second (`nn.stash = k`).
+    static constexpr llvm::StringLiteral kSplitBackwardAttrName = "nn.split_backward";
+    static constexpr llvm::StringLiteral kStashAttrName = "nn.stash";
 
     /// A function of a pipeline stage that is not the last: it returns its
     /// output activations (nn.stage_output), not a loss.

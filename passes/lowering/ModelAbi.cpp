@@ -103,6 +103,10 @@ private:
   bool badSharding = false;
   llvm::StringMap<int64_t> paramAt, gradAt, stateAt;
   SmallVector<int64_t> feedAt, outputAt, outputGradAt;
+  /// A zero-bubble stage: the stash the backward's input part leaves for
+  /// its weight part, by index.
+  llvm::DenseMap<int64_t, int64_t> stashAt;
+  json::Object placeStash();
   /// A pipeline stage's stacked parameters: their rows of the global
   /// tensor, by parameter name.
   llvm::StringMap<std::pair<int64_t, int64_t>> layerRows;
@@ -120,6 +124,7 @@ LogicalResult ModelAbiEmitter::run(StringRef sourceName) {
   json::Object inputs = placeFeeds();
   json::Object control = placeControl();
   json::Object outputs = placeOutputs();
+  json::Object stash = placeStash();
   if (badSharding)
     return failure();
   int64_t scratchBytes = peakScratchBytes();
@@ -139,7 +144,7 @@ LogicalResult ModelAbiEmitter::run(StringRef sourceName) {
       {"params", std::move(params)},   {"grads", std::move(grads)},
       {"states", std::move(states)},   {"inputs", std::move(inputs)},
       {"control", std::move(control)}, {"outputs", std::move(outputs)},
-      {"scratch", std::move(scratch)}};
+      {"stash", std::move(stash)},     {"scratch", std::move(scratch)}};
   json::Object description{
       {"abi_version", TESSEL_ABI_VERSION},    {"source", sourceName.str()},
       {"function", model.getSymName().str()}, {"entry", "tessel_forward"},
@@ -168,6 +173,9 @@ int64_t ModelAbiEmitter::peakScratchBytes() const {
   SmallVector<func::FuncOp> functions{model};
   if (trained)
     functions.append({entries.backward, entries.update});
+  for (func::FuncOp part : {entries.backwardInput, entries.backwardWeight})
+    if (part)
+      functions.push_back(part);
   int64_t bytes = 0;
   for (func::FuncOp func : functions)
     bytes = std::max(
@@ -345,6 +353,27 @@ json::Object ModelAbiEmitter::placeOutputs() {
   return region(begin);
 }
 
+/// The values a zero-bubble stage's backward input part returns for its
+/// weight part (nn.stash = k), in index order.
+json::Object ModelAbiEmitter::placeStash() {
+  int64_t begin = cursor;
+  func::FuncOp input = entries.backwardInput;
+  if (input)
+    for (unsigned i = 0, e = input.getNumResults(); i < e; ++i) {
+      auto index = input.getResultAttrOfType<IntegerAttr>(
+          i, nn::NNDialect::kStashAttrName);
+      if (!index)
+        continue;
+      Type type = input.getResultTypes()[i];
+      json::Object tensor = describeTensor(
+          "stash" + std::to_string(index.getInt()), "stash", type, cursor);
+      addSharding(tensor, input, ArrayAttr(), type, "result #" + Twine(i));
+      stashAt[index.getInt()] = cursor;
+      place(std::move(tensor), nn::detail::tensorBytes(type));
+    }
+  return region(begin);
+}
+
 void ModelAbiEmitter::addSharding(json::Object &tensor, func::FuncOp func,
                                   ArrayAttr sharding, Type type,
                                   const Twine &what) {
@@ -377,6 +406,10 @@ FailureOr<int64_t> ModelAbiEmitter::argumentAt(func::FuncOp func, unsigned i,
     return lookup(func, stateAt, name, "optimizer state");
   if (func.getArgAttr(i, nn::NNDialect::kGradScaleAttrName))
     return gradScaleAt;
+  if (auto index =
+          func.getArgAttrOfType<IntegerAttr>(i, nn::NNDialect::kStashAttrName))
+    if (auto it = stashAt.find(index.getInt()); it != stashAt.end())
+      return it->second;
   if ((func.getArgAttr(i, nn::NNDialect::kInputAttrName) ||
        func.getArgAttr(i, nn::NNDialect::kLabelAttrName) ||
        func.getArgAttr(i, nn::NNDialect::kStageInputAttrName)) &&
@@ -396,6 +429,10 @@ FailureOr<int64_t> ModelAbiEmitter::argumentAt(func::FuncOp func, unsigned i,
 /// Result `i` of an entry function: a named parameter, gradient or state
 /// (updated in place), or the model's output `i`.
 FailureOr<int64_t> ModelAbiEmitter::resultAt(func::FuncOp func, unsigned i) {
+  if (auto index =
+          func.getResultAttrOfType<IntegerAttr>(i, nn::NNDialect::kStashAttrName))
+    if (auto it = stashAt.find(index.getInt()); it != stashAt.end())
+      return it->second;
   if (StringRef name = resultNameOf(func, i, nn::NNDialect::kParamAttrName);
       !name.empty())
     return lookup(func, paramAt, name, "parameter");
@@ -417,6 +454,12 @@ LogicalResult ModelAbiEmitter::emitEntries() {
   if (trained &&
       (failed(emitEntry(entries.backward, "tessel_backward", "backward")) ||
        failed(emitEntry(entries.update, "tessel_update", "update"))))
+    return failure();
+  if (entries.backwardInput && entries.backwardWeight &&
+      (failed(emitEntry(entries.backwardInput, "tessel_backward_input",
+                        "backward_input")) ||
+       failed(emitEntry(entries.backwardWeight, "tessel_backward_weight",
+                        "backward_weight"))))
     return failure();
   return success();
 }
@@ -481,6 +524,10 @@ json::Object ModelAbiEmitter::describeCollectives() {
   if (trained) {
     count("backward", entries.backward);
     count("update", entries.update);
+  }
+  if (entries.backwardInput && entries.backwardWeight) {
+    count("backward_input", entries.backwardInput);
+    count("backward_weight", entries.backwardWeight);
   }
   return collectives;
 }

@@ -20,6 +20,8 @@ namespace tessel::lowering {
 /// model that is only evaluated).
 struct TrainingEntries {
   mlir::func::FuncOp backward, update;
+  /// A zero-bubble pipeline stage's backward in two parts (optional).
+  mlir::func::FuncOp backwardInput, backwardWeight;
 };
 
 /// Emits the entry points of the compiled model and tessel_model_json(),

@@ -181,7 +181,8 @@ TensorDesc parseTensor(const json &j, const ModelDesc &model,
   static const std::set<std::string> roles = {
       "param",       "grad",        "state",        "input",
       "label",       "loss",        "grad_scale",   "output",
-      "stage_input", "stage_output", "output_grad", "input_grad"};
+      "stage_input", "stage_output", "output_grad", "input_grad",
+      "stash"};
   if (!roles.count(t.role))
     fail("unknown role '" + t.role + "'");
   t.dtype = j.at("dtype").get<std::string>();

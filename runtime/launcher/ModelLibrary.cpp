@@ -100,9 +100,10 @@ LoadedModel tessel::run::loadModel(const std::string &path, int dlopenFlags) {
   if (model.desc.pipeline) {
     for (int s = 0; s < model.desc.pipeline->numStages(); ++s) {
       const ModelDesc &stage = model.desc.pipeline->stages[s];
-      model.stages.push_back({resolve(stage, "forward", s),
-                              resolve(stage, "backward", s),
-                              resolve(stage, "update", s)});
+      model.stages.push_back(
+          {resolve(stage, "forward", s), resolve(stage, "backward", s),
+           resolve(stage, "update", s), resolve(stage, "backward_input", s),
+           resolve(stage, "backward_weight", s)});
     }
     return model;
   }

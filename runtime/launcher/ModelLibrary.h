@@ -24,6 +24,8 @@ struct LoadedModel {
   /// stage order; the entries above are then null.
   struct StageEntries {
     EntryFn forward = nullptr, backward = nullptr, update = nullptr;
+    // A zero-bubble stage's backward in two parts (else null).
+    EntryFn backwardInput = nullptr, backwardWeight = nullptr;
   };
   std::vector<StageEntries> stages;
 };

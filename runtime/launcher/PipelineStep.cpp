@@ -26,6 +26,14 @@ struct PipelineRank::Stage {
   std::vector<void *> freeSlots;
   int64_t slotsAllocated = 0;
   int64_t peakSlots = 0;
+  // Zero bubble: what the backward's input part leaves for its weight part
+  // (the stash, and the output gradient it may read), kept per microbatch
+  // between the two.
+  std::vector<const TensorDesc *> weightInputs;
+  int64_t weightBytes = 0;
+  std::map<int, void *> weightStash;
+  std::vector<void *> freeWeightSlots;
+  int64_t peakWeightSlots = 0;
 };
 
 namespace {
@@ -64,6 +72,13 @@ PipelineRank::PipelineRank(const LoadedModel &model, tessel_ctx *ctx,
     stage->inputGrads = stage->desc->withRole("input_grad");
     for (const TensorDesc *t : stage->inputs)
       stage->stashBytes += (t->bytes + 63) / 64 * 64;
+    if (stage->entries.backwardInput && stage->entries.backwardWeight) {
+      stage->weightInputs = stage->desc->withRole("stash");
+      for (const TensorDesc *t : stage->outputGrads)
+        stage->weightInputs.push_back(t);
+      for (const TensorDesc *t : stage->weightInputs)
+        stage->weightBytes += (t->bytes + 63) / 64 * 64;
+    }
     stages.push_back(std::move(stage));
   }
 }
@@ -73,6 +88,10 @@ PipelineRank::~PipelineRank() {
     for (auto &[m, slot] : stage->stash)
       tessel_free(ctx, slot);
     for (void *slot : stage->freeSlots)
+      tessel_free(ctx, slot);
+    for (auto &[m, slot] : stage->weightStash)
+      tessel_free(ctx, slot);
+    for (void *slot : stage->freeWeightSlots)
       tessel_free(ctx, slot);
     tessel_free(ctx, stage->arena);
   }
@@ -197,15 +216,61 @@ void PipelineRank::forward(Stage &stage, int microbatch, int64_t step,
     lossSum += readLoss(stage.desc->loss(), ctx, stage.arena);
 }
 
-void PipelineRank::backward(Stage &stage, int microbatch, int64_t step) {
+void PipelineRank::backward(Stage &stage, int microbatch, int64_t step,
+                            BackwardPart part) {
   restoreInputs(stage, ctx, step * pipe.microbatches + microbatch, microbatch);
   tessel_set_microbatch(ctx, uint64_t(microbatch));
-  stage.entries.backward(ctx, stage.arena);
+  bool split = stage.entries.backwardInput && stage.entries.backwardWeight;
+  if (part == BackwardPart::Weight) {
+    if (!split)
+      return; // Computed with the input part.
+    // The input part's stash and output gradient, back in the arena.
+    auto it = stage.weightStash.find(microbatch);
+    if (it == stage.weightStash.end())
+      throw RunError("pipeline " + stageText(stage.index, microbatch) +
+                     ": the weight part runs before the input part");
+    const char *cursor = static_cast<const char *>(it->second);
+    for (const TensorDesc *t : stage.weightInputs) {
+      tessel_copy(ctx, at(stage.arena, *t), cursor, t->bytes);
+      cursor += (t->bytes + 63) / 64 * 64;
+    }
+    stage.entries.backwardWeight(ctx, stage.arena);
+    tessel_synchronize(ctx);
+    check("step " + std::to_string(step + 1) + " (weight gradients of " +
+          stageText(stage.index, microbatch) + ")");
+    stage.freeWeightSlots.push_back(it->second);
+    stage.weightStash.erase(it);
+    return;
+  }
+  bool inputOnly = part == BackwardPart::Input && split;
+  (inputOnly ? stage.entries.backwardInput : stage.entries.backward)(
+      ctx, stage.arena);
   tessel_synchronize(ctx);
   check("step " + std::to_string(step + 1) + " (backward of " +
         stageText(stage.index, microbatch) + ")");
   if (stage.index == pipe.numStages() - 1)
     lossSum += readLoss(stage.desc->loss(), ctx, stage.arena);
+  if (!inputOnly)
+    return;
+  void *slot = nullptr;
+  if (!stage.freeWeightSlots.empty()) {
+    slot = stage.freeWeightSlots.back();
+    stage.freeWeightSlots.pop_back();
+  } else {
+    slot = tessel_alloc(ctx, std::max<int64_t>(stage.weightBytes, 64));
+    if (!slot)
+      throw RunError("cannot allocate " + std::to_string(stage.weightBytes) +
+                     " bytes to keep the weight-gradient inputs of " +
+                     stageText(stage.index, microbatch));
+  }
+  stage.weightStash[microbatch] = slot;
+  stage.peakWeightSlots =
+      std::max<int64_t>(stage.peakWeightSlots, int64_t(stage.weightStash.size()));
+  char *cursor = static_cast<char *>(slot);
+  for (const TensorDesc *t : stage.weightInputs) {
+    tessel_copy(ctx, cursor, at(stage.arena, *t), t->bytes);
+    cursor += (t->bytes + 63) / 64 * 64;
+  }
 }
 
 void PipelineRank::runAction(const Action &action, int64_t step) {
@@ -222,14 +287,17 @@ void PipelineRank::runAction(const Action &action, int64_t step) {
     forward(stage, action.microbatch, step, false);
     return;
   case ActionKind::Backward:
-    backward(stage, action.microbatch, step);
+    backward(stage, action.microbatch, step, BackwardPart::Whole);
     release();
     return;
   case ActionKind::BackwardInput:
-    backward(stage, action.microbatch, step);
+    backward(stage, action.microbatch, step, BackwardPart::Input);
     return;
   case ActionKind::BackwardWeight:
-    release(); // Computed with the input part (see the header).
+    // The weight part recomputes nothing of the forward, but may read the
+    // feeds and the stage input: released after it.
+    backward(stage, action.microbatch, step, BackwardPart::Weight);
+    release();
     return;
   case ActionKind::Send:
     send(stage, action.microbatch, action.gradient, action.peer);

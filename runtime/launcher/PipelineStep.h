@@ -8,9 +8,10 @@
 //     stage's forward from the same stash (GPipe's re-materialisation: a
 //     stage keeps only its input per microbatch in flight), accumulates the
 //     parameters' gradients and leaves the gradient of its input;
-//   - BackwardInput / BackwardWeight (zb-h1): the backward entry runs at
-//     BackwardInput, whose slot the schedule's W then frees (the compiled
-//     step has no separate weight-gradient entry yet);
+//   - BackwardInput / BackwardWeight (zb-h1): the stage's backward_input
+//     entry (the input gradient; it also leaves a stash of what the weight
+//     gradients read, which is kept per microbatch) and, later, its
+//     backward_weight entry on that stash (tessel-split-backward);
 //   - Send / Recv: the boundary tensors, one message each, tagged by
 //     (microbatch, producing stage, direction) (pipelineTag).
 // After the actions: the tied parameters' gradients are exchanged between
@@ -69,7 +70,8 @@ public:
 private:
   void runAction(const pipeline::Action &action, int64_t step);
   void forward(Stage &stage, int microbatch, int64_t step, bool keepStash);
-  void backward(Stage &stage, int microbatch, int64_t step);
+  enum class BackwardPart { Whole, Input, Weight };
+  void backward(Stage &stage, int microbatch, int64_t step, BackwardPart part);
   void send(Stage &stage, int microbatch, bool gradient, int peer);
   void recv(Stage &stage, int microbatch, bool gradient, int peer);
   void exchangeTiedGradients();
