@@ -2,6 +2,7 @@
 
 #include "passes/CompileReport.h"
 #include "passes/Communication.h"
+#include "passes/PipelineReport.h"
 
 #include "dialect/NN/NNDialect.h"
 #include "dialect/NN/NNInterfaces.h"
@@ -166,9 +167,10 @@ tessel::communicationReport(const llvm::json::Object &description) {
 }
 
 void tessel::printCommunication(llvm::raw_ostream &os,
-                                const llvm::json::Object &communication) {
-  os << "  communication per rank (mesh "
-               << communication.getString("mesh").value_or("") << ")\n";
+                                const llvm::json::Object &communication,
+                                StringRef title) {
+  os << "  " << title << " (mesh "
+     << communication.getString("mesh").value_or("") << ")\n";
   os << llvm::format("    %-9s %-15s %-9s %8s %16s %16s\n", "entry",
                                "collective", "axes", "calls", "bytes",
                                "ring bytes");
@@ -204,6 +206,8 @@ void tessel::printCommunication(llvm::raw_ostream &os,
 
 void tessel::printHumanReport(llvm::raw_ostream &os,
                               const llvm::json::Object &report) {
+  if (report.getObject("pipeline"))
+    return printPipelineReport(os, report);
   os << "model " << *report.getString("source") << " (@"
                << *report.getString("function") << ")\n";
   if (const llvm::json::Object *flops = report.getObject("flops"))

@@ -38,11 +38,13 @@ std::optional<llvm::json::Value> modelDescription(mlir::ModuleOp module);
 std::optional<llvm::json::Object>
 communicationReport(const llvm::json::Object &description);
 
-/// The communication table of a report's "communication".
+/// The communication table of a report's "communication", under `title`.
 void printCommunication(llvm::raw_ostream &os,
-                        const llvm::json::Object &communication);
+                        const llvm::json::Object &communication,
+                        llvm::StringRef title = "communication per rank");
 /// The whole report as text: flops, kept activations, arena regions,
-/// communication.
+/// communication; a pipeline's (with "pipeline") as printPipelineReport
+/// writes it.
 void printHumanReport(llvm::raw_ostream &os, const llvm::json::Object &report);
 
 } // namespace tessel

@@ -133,8 +133,10 @@ FailureOr<PipelinePlan> tessel::planPipeline(const PipelineRequest &request,
     return where->emitError()
            << "unknown pipeline schedule '" << request.schedule
            << "' (expected gpipe, 1f1b, interleaved or zb-h1)";
-  if (request.virtualStages < 1 ||
-      (request.virtualStages > 1 && *kind != pipeline::ScheduleKind::Interleaved))
+  if (request.virtualStages < 1)
+    return where->emitError() << "--virtual-stages " << request.virtualStages
+                              << ": every pp rank holds at least one stage";
+  if (request.virtualStages > 1 && *kind != pipeline::ScheduleKind::Interleaved)
     return where->emitError()
            << "--virtual-stages " << request.virtualStages
            << " needs the interleaved schedule (" << request.schedule
@@ -144,6 +146,10 @@ FailureOr<PipelinePlan> tessel::planPipeline(const PipelineRequest &request,
           ? 2
           : request.virtualStages;
   plan.virtualStages = virtualStages;
+  if (request.microbatches < 0)
+    return where->emitError() << "--microbatches " << request.microbatches
+                              << ": a step runs at least one microbatch (0: "
+                                 "as many as pp ranks)";
   plan.microbatches =
       request.microbatches > 0 ? request.microbatches : request.ranks;
   if (request.ranks > 4096 || virtualStages > 4096 ||
@@ -161,8 +167,9 @@ FailureOr<PipelinePlan> tessel::planPipeline(const PipelineRequest &request,
   int64_t stages = request.ranks * virtualStages;
   if (request.layers < stages)
     return where->emitError()
-           << "has " << request.layers << " layers, fewer than the "
-           << stages << " pipeline stages (pp=" << request.ranks
+           << "the nn.repeat has " << request.layers
+           << " layers, fewer than the " << stages
+           << " pipeline stages (pp=" << request.ranks
            << (virtualStages > 1
                    ? " x " + std::to_string(virtualStages) + " virtual stages"
                    : std::string())

@@ -97,7 +97,9 @@ FailureOr<ModelParts> findParts(ModuleOp module) {
   // layers into the part after them: the middle stages pass nothing else.
   llvm::DenseSet<Operation *> beforeSet(parts.before.begin(),
                                         parts.before.end());
-  for (Operation *op : parts.after)
+  SmallVector<Operation *> afterAndReturn(parts.after);
+  afterAndReturn.push_back(body.getTerminator());
+  for (Operation *op : afterAndReturn)
     for (Value operand : op->getOperands())
       if (Operation *def = operand.getDefiningOp(); def && beforeSet.contains(def))
         return op->emitOpError()
@@ -109,8 +111,11 @@ FailureOr<ModelParts> findParts(ModuleOp module) {
     for (Value result : op->getResults())
       for (Operation *user : result.getUsers())
         if (user != parts.repeat.getOperation() && !beforeSet.contains(user))
-          return user->emitOpError() << "is outside the first stage but uses "
-                                        "a value of it";
+          return user->emitOpError()
+                 << "uses a value computed before the repeated layers (at "
+                 << op->getLoc()
+                 << ") from outside the first stage; pipeline stages pass "
+                    "only the layers' carried activations from stage to stage";
   return parts;
 }
 
@@ -164,7 +169,8 @@ struct PipelineSplitPass
     std::optional<int> axis = mesh->axisIndex(kPipelineAxisName);
     if (!axis || mesh->shape[*axis] == 1) {
       if (!stageLayers.empty()) {
-        module.emitError() << "--stage-layers needs a mesh with a 'pp' axis";
+        module.emitError() << "--stage-layers needs a mesh with a 'pp' axis "
+                              "of more than one rank";
         return signalPassFailure();
       }
       return; // No pipeline: the module stays one model.

@@ -22,6 +22,10 @@
 // RUN: tessel-opt %examples/gpt.mlir --tessel-pipeline="source=%examples/gpt.mlir mesh=dp=2,tp=2 sequence-parallel=true schedule=warmup-cosine warmup=2 total-steps=10 recompute=selective" -o %t.gpt.opt
 // RUN: diff %t.gpt.compile %t.gpt.opt
 //
+// RUN: tessel-compile %examples/gpt.mlir --emit=mlir --mesh dp=2,pp=2 --stage-layers 1,3 --microbatches 4 --pipeline-schedule gpipe -o %t.pp.compile
+// RUN: tessel-opt %examples/gpt.mlir --tessel-pipeline="source=%examples/gpt.mlir mesh=dp=2,pp=2 stage-layers=1,3 microbatches=4 pipeline-schedule=gpipe" -o %t.pp.opt
+// RUN: diff %t.pp.compile %t.pp.opt
+//
 // The pipeline lowers to the LLVM dialect, with the model's description:
 // RUN: FileCheck %s --input-file=%t.gpt.opt
 // CHECK: llvm.mlir.global {{.*}} @__tessel_model_json

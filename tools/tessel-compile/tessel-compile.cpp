@@ -14,6 +14,7 @@
 #include "dialect/NN/NNDialect.h"
 #include "passes/CompileReport.h"
 #include "passes/Passes.h"
+#include "passes/PipelineReport.h"
 #include "passes/Pipelines.h"
 #include "runtime/config/Mesh.h"
 #include "tools/ToolStack.h"
@@ -69,6 +70,9 @@ cl::OptionCategory modelCategory("Model");
 cl::OptionCategory trainCategory("Training step (tessel-autodiff)");
 cl::OptionCategory meshCategory("Parallelism (tessel-propagate-sharding, "
                                 "tessel-partition)");
+cl::OptionCategory
+    pipelineCategory("Pipeline parallelism (tessel-pipeline-split, "
+                     "on a mesh with a pp axis)");
 cl::OptionCategory outputCategory("Output");
 
 cl::opt<std::string> inputFile(cl::Positional, cl::desc("<model.mlir>"),
@@ -92,6 +96,11 @@ cl::opt<std::string> reportJson("report-json",
                                 cl::desc("Write the report as JSON to FILE"),
                                 cl::value_desc("file"), cl::init(""),
                                 cl::cat(outputCategory));
+cl::opt<std::string>
+    dumpSchedule("dump-schedule",
+                 cl::desc("Write the pipeline schedule's actions per rank as "
+                          "JSON to FILE (needs a pp axis)"),
+                 cl::value_desc("file"), cl::init(""), cl::cat(outputCategory));
 
 // Training: --no-train, and one flag per setting of TrainSettings.def (made
 // in main, from that list); unset ones fall back to the module's nn.train
@@ -125,6 +134,30 @@ cl::opt<double> bucketMb("bucket-mb",
                          cl::desc("Gradient all-reduce bucket size in MiB (0: "
                                   "one all-reduce per gradient; default 25)"),
                          cl::init(-1), cl::cat(meshCategory));
+
+// Pipeline parallelism: only with a pp axis of more than one rank
+// (docs/parallelism.md, "Pipeline parallelism").
+cl::opt<std::string>
+    stageLayers("stage-layers",
+                cl::desc("Layers per pipeline stage, e.g. 3,4,4,3 (default: "
+                         "balanced by the cost model's flops)"),
+                cl::value_desc("n,n,..."), cl::init(""),
+                cl::cat(pipelineCategory));
+cl::opt<int64_t> microbatches(
+    "microbatches",
+    cl::desc("Microbatches per step, each of the model's batch (default: as "
+             "many as pp ranks)"),
+    cl::value_desc("m"), cl::init(0), cl::cat(pipelineCategory));
+cl::opt<std::string>
+    pipelineSchedule("pipeline-schedule",
+                     cl::desc("Pipeline schedule (default 1f1b)"),
+                     cl::value_desc("gpipe|1f1b|interleaved|zb-h1"),
+                     cl::init("1f1b"), cl::cat(pipelineCategory));
+cl::opt<int64_t> virtualStages(
+    "virtual-stages",
+    cl::desc("Stages per pp rank, for the interleaved schedule (default 2 "
+             "there)"),
+    cl::value_desc("v"), cl::init(1), cl::cat(pipelineCategory));
 
 /// One string flag per training setting, in TrainSettings.def's order (a
 /// switch takes no value: --nesterov), and the names of their values in
@@ -200,6 +233,34 @@ LogicalResult checkMeshFlags() {
   return success();
 }
 
+/// The pipeline flags come with a mesh whose pp axis has more than one
+/// rank (each one given without it is refused on a line of its own: the
+/// model would compile as if they were not there), and the counts are
+/// positive. Whether the stages and the schedule fit the model is
+/// tessel-pipeline-split's to say, at the model's location.
+LogicalResult checkPipelineFlags(bool pipelined) {
+  const cl::Option *flags[] = {&stageLayers, &microbatches, &pipelineSchedule,
+                               &virtualStages, &dumpSchedule};
+  bool refused = false;
+  if (!pipelined) {
+    for (const cl::Option *flag : flags)
+      if (flag->getNumOccurrences() > 0) {
+        (void)fail(llvm::Twine("--") + flag->ArgStr +
+                   " needs a mesh with a pp axis of more than one rank "
+                   "(e.g. --mesh dp=2,pp=2)");
+        refused = true;
+      }
+    return failure(refused);
+  }
+  if (microbatches.getNumOccurrences() > 0 && microbatches < 1)
+    return fail("--microbatches " + llvm::Twine(microbatches) +
+                ": a step runs at least one microbatch");
+  if (virtualStages.getNumOccurrences() > 0 && virtualStages < 1)
+    return fail("--virtual-stages " + llvm::Twine(virtualStages) +
+                ": every pp rank holds at least one stage");
+  return success();
+}
+
 /// The pipeline's options from the command line.
 void setPipelineOptions(tessel::CompilePipelineOptions &options) {
   options.train = !noTrain;
@@ -215,19 +276,33 @@ void setPipelineOptions(tessel::CompilePipelineOptions &options) {
   options.localBatchnorm = localBatchnorm;
   if (bucketMb.getNumOccurrences() > 0)
     options.bucketMb = bucketMb;
+  if (stageLayers.getNumOccurrences() > 0)
+    options.stageLayers = stageLayers;
+  if (microbatches.getNumOccurrences() > 0)
+    options.microbatches = microbatches;
+  if (pipelineSchedule.getNumOccurrences() > 0)
+    options.pipelineSchedule = pipelineSchedule;
+  if (virtualStages.getNumOccurrences() > 0)
+    options.virtualStages = virtualStages;
   options.source = inputFile;
 }
 
 /// The compile pipeline on `module`, with the report: what the planned
 /// module says, then what the lowered module's description says.
-LogicalResult runPipeline(ModuleOp module, llvm::json::Object &report) {
+LogicalResult runPipeline(ModuleOp module, llvm::json::Object &report,
+                          std::optional<std::string> &schedule) {
   tessel::CompilePipelineOptions options;
   setPipelineOptions(options);
   PassManager plan(module.getContext());
   tessel::buildPlanPipeline(plan, options);
   if (failed(plan.run(module)))
     return failure();
-  report = tessel::planReport(module);
+  // A pipeline's stages are modules nested in the top one; its report reads
+  // each, and the description's "stages".
+  std::optional<llvm::json::Object> pipeline =
+      tessel::pipelinePlanReport(module);
+  schedule = tessel::pipelineScheduleJson(module);
+  report = pipeline ? std::move(*pipeline) : tessel::planReport(module);
 
   PassManager lower(module.getContext());
   tessel::buildLowerPipeline(lower, options);
@@ -239,6 +314,10 @@ LogicalResult runPipeline(ModuleOp module, llvm::json::Object &report) {
     return module.emitError()
            << "the module has no model function (a func.func whose arguments "
               "carry nn.param, nn.input or nn.label)";
+  if (report.getObject("pipeline")) {
+    tessel::completePipelineReport(report, *description->getAsObject());
+    return success();
+  }
   for (auto &[key, value] : *description->getAsObject())
     if (key != "tensors")
       report[key] = value;
@@ -353,6 +432,8 @@ LogicalResult checkOutputPaths(StringRef output) {
       {"-o", output.str()}};
   if (!reportJson.empty())
     outputs.push_back({"--report-json", reportJson});
+  if (!dumpSchedule.empty())
+    outputs.push_back({"--dump-schedule", dumpSchedule});
   for (size_t i = 0; i < outputs.size(); ++i) {
     const auto &[flag, path] = outputs[i];
     if (path == "-")
@@ -371,6 +452,12 @@ LogicalResult checkOutputPaths(StringRef output) {
 int compile(int argc, char **argv) {
   if (failed(checkMeshFlags()))
     return 1;
+  {
+    tessel::CompilePipelineOptions options;
+    setPipelineOptions(options);
+    if (failed(checkPipelineFlags(options.pipelined())))
+      return 1;
+  }
   std::string output = outputFile.empty() ? defaultOutput() : outputFile;
   if (failed(checkOutputPaths(output)))
     return 1;
@@ -400,7 +487,8 @@ int compile(int argc, char **argv) {
     return 1;
 
   llvm::json::Object report;
-  if (failed(runPipeline(*module, report)))
+  std::optional<std::string> schedule;
+  if (failed(runPipeline(*module, report, schedule)))
     return 1;
   if (printReport)
     tessel::printHumanReport(llvm::outs(), report);
@@ -410,6 +498,16 @@ int compile(int argc, char **argv) {
     if (ec)
       return exitWith("cannot write " + reportJson + ": " + ec.message());
     out << llvm::json::Value(std::move(report)) << "\n";
+  }
+  if (!dumpSchedule.empty()) {
+    if (!schedule)
+      return exitWith("--dump-schedule: the model was not split into "
+                      "pipeline stages");
+    std::error_code ec;
+    llvm::raw_fd_ostream out(dumpSchedule, ec);
+    if (ec)
+      return exitWith("cannot write " + dumpSchedule + ": " + ec.message());
+    out << *schedule << "\n";
   }
 
   if (emitKind == Emit::Mlir) {
@@ -468,8 +566,8 @@ int compile(int argc, char **argv) {
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   makeTrainingFlags();
-  cl::HideUnrelatedOptions(
-      {&modelCategory, &trainCategory, &meshCategory, &outputCategory});
+  cl::HideUnrelatedOptions({&modelCategory, &trainCategory, &meshCategory,
+                            &pipelineCategory, &outputCategory});
   cl::ParseCommandLineOptions(
       argc, argv,
       "tessel-compile: compile an nn model ahead of time to a shared object\n");

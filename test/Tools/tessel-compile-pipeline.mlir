@@ -1,0 +1,157 @@
+// Tests tessel-compile's pipeline flags and report on a model whose stages
+// cost exactly the same (the layers carry the loss, so nothing comes before
+// or after them: stage s forwards 1,154 flops and backwards 3,650 per
+// microbatch), where the simulated bubble must be the closed form, and on
+// examples/gpt.mlir (the first stage holds the embeddings, the last the
+// head).
+//
+// RUN: tessel-compile %s --mesh pp=2 --microbatches 4 --pipeline-schedule gpipe --report --emit=mlir -o %t.gpipe.mlir | FileCheck %s --check-prefix=GPIPE
+// RUN: tessel-compile %s --mesh pp=2 --microbatches 4 --pipeline-schedule 1f1b --report --emit=mlir -o %t.1f1b.mlir | FileCheck %s --check-prefix=ONEF
+// RUN: tessel-compile %s --mesh pp=2 --microbatches 4 --pipeline-schedule zb-h1 --report --emit=mlir -o %t.zb.mlir | FileCheck %s --check-prefix=ZB
+// RUN: tessel-compile %s --mesh pp=2 --microbatches 4 --pipeline-schedule interleaved --report --emit=mlir -o %t.int.mlir | FileCheck %s --check-prefix=INTER
+// RUN: tessel-compile %s --mesh pp=2 --microbatches 4 --report-json %t.json --dump-schedule %t.schedule.json --emit=mlir -o %t.json.mlir
+// RUN: FileCheck %s --check-prefix=JSON --input-file=%t.json
+// RUN: FileCheck %s --check-prefix=DUMP --input-file=%t.schedule.json
+//
+// examples/gpt.mlir:
+// RUN: tessel-compile %examples/gpt.mlir --mesh pp=2 --microbatches 4 --pipeline-schedule gpipe --report --emit=mlir -o %t.gpt.mlir | FileCheck %s --check-prefix=GPT
+// RUN: tessel-compile %examples/gpt.mlir --mesh dp=2,tp=2,pp=2 --report -o %t.gpt3d.so | FileCheck %s --check-prefix=GPT3D
+// RUN: tessel-compile %examples/gpt.mlir --mesh pp=2 --stage-layers 1,3 --report --emit=mlir -o %t.pinned.mlir | FileCheck %s --check-prefix=PINNED
+//
+// The pipeline flags need a pp axis of more than one rank, one line each:
+// RUN: not tessel-compile %s --mesh dp=2 --microbatches 4 --pipeline-schedule gpipe --stage-layers 2,2 --virtual-stages 2 --dump-schedule %t.x.json -o %t.x.so 2>&1 | FileCheck %s --check-prefix=NOPP
+// RUN: not tessel-compile %s --microbatches 4 -o %t.x.so 2>&1 | FileCheck %s --check-prefix=NOMESH
+// RUN: not tessel-compile %s --mesh dp=2,pp=1 --pipeline-schedule gpipe -o %t.x.so 2>&1 | FileCheck %s --check-prefix=PP1
+// RUN: not tessel-compile %s --mesh pp=2 --microbatches 0 -o %t.x.so 2>&1 | FileCheck %s --check-prefix=ZERO
+// RUN: not tessel-compile %s --mesh pp=2 --virtual-stages 0 -o %t.x.so 2>&1 | FileCheck %s --check-prefix=VZERO
+// RUN: not tessel-compile %s --mesh pp=2 --dump-schedule %s -o %t.x.so 2>&1 | FileCheck %s --check-prefix=CLOBBER
+// RUN: not tessel-compile %s --mesh pp=2 --dump-schedule %t.same.json --report-json %t.same.json -o %t.x.so 2>&1 | FileCheck %s --check-prefix=TWICE
+// RUN: not test -e %t.x.so
+//
+// What the stages cannot do is tessel-pipeline-split's error, at the model:
+// RUN: not tessel-compile %s --mesh pp=2 --stage-layers 1,2 -o %t.x.so 2>&1 | FileCheck %s --check-prefix=SUM
+// RUN: not tessel-compile %s --mesh pp=8 -o %t.x.so 2>&1 | FileCheck %s --check-prefix=FEW
+// RUN: not tessel-compile %s --mesh pp=4 --microbatches 2 -o %t.x.so 2>&1 | FileCheck %s --check-prefix=ONEF-M
+// RUN: not tessel-compile %s --mesh pp=2 --pipeline-schedule zigzag -o %t.x.so 2>&1 | FileCheck %s --check-prefix=UNKNOWN
+// RUN: not tessel-compile %s --mesh pp=2 --virtual-stages 2 -o %t.x.so 2>&1 | FileCheck %s --check-prefix=VIRTUAL
+
+// GPipe, P = 2, M = 4, equal stages: the bubble is (P-1)/(M+P-1) = 1/5
+// exactly; every microbatch's stage input is held from its forward to its
+// backward, so each stage keeps all M: 4 x 128 bytes (stage 0's input x)
+// and 4 x 132 (stage 1's: the activation and the running loss).
+// GPIPE: pipeline over pp=2 (mesh pp=2): gpipe, 4 microbatches, 2 stages (1 per rank)
+// GPIPE: stage rank layers       model forward          forward         backward         update
+// GPIPE-NEXT: 0     0    0-1                   1154             1154             3650           2176
+// GPIPE-NEXT: 1     1    2-3                   1154             1154             3650           2176
+// GPIPE-NEXT: imbalance (max / mean model forward)        1.0000
+// GPIPE: stage       params        grads       states      scratch        arena   microbatch  activations
+// GPIPE-NEXT: 0              512          512         1024
+// GPIPE-SAME: 128          512
+// GPIPE-NEXT: 1              512          512         1024
+// GPIPE-SAME: 132          528
+// GPIPE: schedule        bubble   equal stages  in flight per rank   activation bytes per rank
+// GPIPE-NEXT: * gpipe         0.2000         0.2000  4,4                  512,528
+// GPIPE-NEXT:   1f1b          0.2000         0.2000  2,1                  256,132
+// GPIPE-NEXT:   zb-h1         0.0867              -  2,1                  256,264
+// GPIPE: gpipe actions per rank
+// GPIPE-NEXT: rank 0: F0.0 s>1:F0.0 F0.1 s>1:F0.1 F0.2 s>1:F0.2 F0.3 s>1:F0.3 r<1:B0.0 B0.0 r<1:B0.1 B0.1 r<1:B0.2 B0.2 r<1:B0.3 B0.3
+// GPIPE-NEXT: rank 1: r<0:F1.0 F1.0 r<0:F1.1 F1.1 r<0:F1.2 F1.2 r<0:F1.3 F1.3 B1.0 s>0:B1.0 B1.1 s>0:B1.1 B1.2 s>0:B1.2 B1.3 s>0:B1.3
+// GPIPE: point-to-point per step (bytes a rank of each stage sends: 4 activations forward, 4 gradients back)
+// GPIPE-NEXT: stage 0                528
+// GPIPE-NEXT: stage 1                528
+
+// 1F1B: the same bubble, 1/5; rank r holds at most P - r microbatches
+// (2 x 128 and 1 x 132 bytes), not M.
+// ONEF: * 1f1b          0.2000         0.2000  2,1                  256,132
+// ONEF: 1f1b actions per rank
+// ONEF-NEXT: rank 0: F0.0 s>1:F0.0 F0.1 s>1:F0.1 r<1:B0.0 B0.0 F0.2 s>1:F0.2 r<1:B0.1 B0.1 F0.3 s>1:F0.3 r<1:B0.2 B0.2 r<1:B0.3 B0.3
+// ONEF-NEXT: rank 1: r<0:F1.0 F1.0 B1.0 s>0:B1.0 r<0:F1.1 F1.1 B1.1 s>0:B1.1 r<0:F1.2 F1.2 B1.2 s>0:B1.2 r<0:F1.3 F1.3 B1.3 s>0:B1.3
+
+// ZB-H1 with the backward split evenly (I = W = 1,825): each rank idles
+// one W's time in a makespan of M(F+B) + W = 21,041, a bubble of
+// 1,825 / 21,041; the last rank keeps a stage input until its deferred W.
+// ZB: * zb-h1         0.0867              -  2,1                  256,264
+// ZB: zb-h1 actions per rank
+// ZB-NEXT: rank 0: F0.0 s>1:F0.0 F0.1 s>1:F0.1 r<1:B0.0 I0.0 W0.0
+
+// Interleaved, V = 2 (four stages of one layer, 577 and 1,825 flops): the
+// bubble is (P-1)/(V·M+P-1) = 1/9.
+// INTER: pipeline over pp=2 (mesh pp=2): interleaved, 4 microbatches, 4 stages (2 per rank)
+// INTER: * interleaved   0.1111         0.1111  5,3                  648,396
+
+// The JSON report: the pipeline's figures under "pipeline"; the simulated
+// bubble is the closed form's double, exactly.
+// JSON: "pipeline":{"actions":["rank 0: F0.0 s>1:F0.0
+// JSON-SAME: "backward_split":"even","bubble_fraction":0.20000000000000001,"equal_stage_bubble_fraction":0.20000000000000001,"flops":[1154,1154],"imbalance":1,"layers":[2,2],"makespan_flops":24020,"microbatches":4,"ranks":2,"schedule":"1f1b"
+// JSON-SAME: "stages":[{"arena_bytes":4480,"backward_flops":3650,
+// JSON-SAME: "microbatch_bytes":128,
+// JSON-SAME: "regions":{"control":
+// JSON-SAME: "timeline":[{"activation_bytes":256,"busy_flops":19216,"peak_activations":2,"peak_weight_pending":0},{"activation_bytes":132,"busy_flops":19216,"peak_activations":1,"peak_weight_pending":0}]
+
+// --dump-schedule writes the compiled schedule's actions (1F1B by default).
+// DUMP: {"schedule":"1f1b","ranks":2,"microbatches":4,"virtual_stages":1,"actions":{{\[\[}}{"kind":"forward","stage":0,"microbatch":0},{"kind":"send","stage":0,"microbatch":0,"gradient":false,"peer":1},
+
+// GPT on pp=2: the blocks 2 + 2; the first stage keeps the token ids per
+// microbatch (2,048 bytes), the last its stage input and targets (262,144 +
+// 2,048); the stages differ (the head), so the bubble exceeds 1/5.
+// GPT: pipeline over pp=2 (mesh pp=2): gpipe, 4 microbatches, 2 stages (1 per rank)
+// GPT: 0     0    0-1              445317120        445317120       1349092352        7437568
+// GPT-NEXT: 1     1    2-3              479855616        479855616       1452378880        7302656
+// GPT-NEXT: imbalance (max / mean model forward)        1.0373
+// GPT-NEXT: tied parameter wte held by stages 0,1 (a copy on each)
+// GPT: 0          1750016      1750016      3500032
+// GPT-SAME: 2048         8192
+// GPT-NEXT: 1          1718272      1718272      3436544
+// GPT-SAME: 264192      1056768
+// GPT: * gpipe         0.2174         0.2000  4,4                  8192,1056768
+// GPT-NEXT:   1f1b          0.2174         0.2000  2,1                  4096,264192
+// GPT-NEXT:   zb-h1         0.0882              -  2,1                  4096,528384
+// GPT: point-to-point per step (bytes a rank of each stage sends: 4 activations forward, 4 gradients back)
+// GPT-NEXT: stage 0            1048576
+// GPT-NEXT: stage 1            1048576
+
+// dp x tp x pp: each stage's collectives, on dp and tp.
+// GPT3D: pipeline over pp=2 (mesh dp=2,tp=2,pp=2): 1f1b, 2 microbatches, 2 stages (1 per rank)
+// GPT3D: stage 0 communication per rank (mesh dp=2,tp=2,pp=2)
+// GPT3D-NEXT: entry     collective      axes         calls            bytes       ring bytes
+// GPT3D-NEXT: forward   all_reduce      tp               5           655360           655360
+// GPT3D-NEXT: backward  all_reduce      dp               3           894464           894464
+// GPT3D: stage 1 communication per rank (mesh dp=2,tp=2,pp=2)
+
+// PINNED: 0     0    0-0              222691328
+// PINNED-NEXT: 1     1    1-3              702481408
+// PINNED-NEXT: imbalance (max / mean model forward)        1.5186
+
+// NOPP: tessel-compile: --stage-layers needs a mesh with a pp axis of more than one rank (e.g. --mesh dp=2,pp=2)
+// NOPP-NEXT: tessel-compile: --microbatches needs a mesh with a pp axis of more than one rank
+// NOPP-NEXT: tessel-compile: --pipeline-schedule needs a mesh with a pp axis of more than one rank
+// NOPP-NEXT: tessel-compile: --virtual-stages needs a mesh with a pp axis of more than one rank
+// NOPP-NEXT: tessel-compile: --dump-schedule needs a mesh with a pp axis of more than one rank
+// NOMESH: tessel-compile: --microbatches needs a mesh with a pp axis of more than one rank
+// PP1: tessel-compile: --pipeline-schedule needs a mesh with a pp axis of more than one rank
+// ZERO: tessel-compile: --microbatches 0: a step runs at least one microbatch
+// VZERO: tessel-compile: --virtual-stages 0: every pp rank holds at least one stage
+// CLOBBER: tessel-compile: --dump-schedule '{{.*}}tessel-compile-pipeline.mlir' is the input file
+// TWICE: tessel-compile: --dump-schedule '{{.*}}same.json' is also the --report-json file
+
+// SUM: tessel-compile-pipeline.mlir:{{[0-9]+}}:{{[0-9]+}}: error: --stage-layers '1,2' gives 2 stages 3 layers; the pipeline has 2 stages and the repeat 4 layers
+// FEW: tessel-compile-pipeline.mlir:{{[0-9]+}}:{{[0-9]+}}: error: the nn.repeat has 4 layers, fewer than the 8 pipeline stages (pp=8) need
+// ONEF-M: error: pipeline schedule: 1f1b needs at least as many microbatches as stages (M = 2 < P = 4)
+// UNKNOWN: error: unknown pipeline schedule 'zigzag' (expected gpipe, 1f1b, interleaved or zb-h1)
+// VIRTUAL: error: --virtual-stages 2 needs the interleaved schedule (1f1b runs one stage per rank)
+
+// The layers carry the activation and the running loss: nothing comes
+// before them (a constant) or after, so the stages cost the same.
+func.func private @layer(%h: tensor<4x8xf32>, %l: tensor<f32>, %w: tensor<8x8xf32>) -> (tensor<4x8xf32>, tensor<f32>) {
+  %m = nn.matmul %h, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %t = nn.tanh %m : tensor<4x8xf32>
+  %s = nn.reduce_mean %t dims = [0, 1] : tensor<4x8xf32> -> tensor<f32>
+  %l2 = nn.add %l, %s : tensor<f32>
+  return %t, %l2 : tensor<4x8xf32>, tensor<f32>
+}
+func.func @loss(%x: tensor<4x8xf32> {nn.input, nn.axes = ["batch", "embed"]},
+                %w: tensor<4x8x8xf32> {nn.param = "w", nn.init = #nn.init<normal, 0.1>, nn.axes = ["layers", "embed", "mlp"]}) -> tensor<f32> {
+  %l0 = nn.constant dense<0.0> : tensor<f32>
+  %h, %l = nn.repeat @layer(%x, %l0) params(%w) : (tensor<4x8xf32>, tensor<f32>, tensor<4x8x8xf32>) -> (tensor<4x8xf32>, tensor<f32>)
+  return %l : tensor<f32>
+}
