@@ -311,9 +311,12 @@ TrainConfig parseTrainConfig(const json &j, const std::string &file) {
 void parseEntries(const json &j, ModelDesc &model, const std::string &file) {
   if (j.contains("entries")) {
     for (auto &[kind, symbol] : j.at("entries").items()) {
-      if (kind != "forward" && kind != "backward" && kind != "update")
+      // backward_input and backward_weight: a zero-bubble pipeline stage.
+      if (kind != "forward" && kind != "backward" && kind != "update" &&
+          kind != "backward_input" && kind != "backward_weight")
         failDescription(file, "unknown entry kind '" + kind +
-                                  "' (expected forward, backward or update)");
+                                  "' (expected forward, backward, update, "
+                                  "backward_input or backward_weight)");
       model.entries[kind] = symbol.get<std::string>();
     }
   }
