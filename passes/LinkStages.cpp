@@ -141,11 +141,18 @@ struct LinkStagesPass : tessel::impl::LinkStagesPassBase<LinkStagesPass> {
                           {"layers", json::Array(plan.layers)},
                           {"flops", json::Array(plan.flops)},
                           {"tied", std::move(tied)}};
-    if (std::optional<pipeline::ScheduleKind> kind =
-            pipeline::parseScheduleKind(plan.schedule)) {
-      pipeline::Schedule schedule = pipeline::buildSchedule(
-          *kind, {int(plan.ranks), int(plan.microbatches),
-                  int(plan.virtualStages)});
+    // The actions the communication check simulated: the module's own
+    // when it gives them, else the schedule's.
+    std::string error;
+    std::optional<pipeline::ScheduleKind> kind =
+        pipeline::parseScheduleKind(plan.schedule);
+    std::optional<std::vector<std::vector<pipeline::Action>>> rankActions =
+        plan.rankActions(error);
+    if (kind && rankActions) {
+      pipeline::Schedule schedule{
+          *kind,
+          {int(plan.ranks), int(plan.microbatches), int(plan.virtualStages)},
+          std::move(*rankActions)};
       if (llvm::Expected<json::Value> actions =
               json::parse(pipeline::scheduleJson(schedule)))
         pipeline["schedule_actions"] = std::move(*actions);

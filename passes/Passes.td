@@ -327,6 +327,53 @@ def LinkStagesPass : Pass<"tessel-link-stages", "mlir::ModuleOp"> {
   let dependentDialects = ["mlir::LLVM::LLVMDialect"];
 }
 
+def CheckCommunicationPass
+    : Pass<"tessel-check-communication", "mlir::ModuleOp"> {
+  let summary = "Reject a partitioned or pipelined step whose ranks' communication does not match";
+  let description = [{
+    Builds what every world rank communicates in one training step, in
+    program order, and matches the ranks' programs against each other
+    (runtime/config/CommCheck.h): a collective meets the same kind, size and
+    element type on every rank of its group (the ranks differing only in
+    its mesh axes), a receive meets a send of the same size and type, and
+    no rank waits forever (a receive nobody sends, a cycle of waits, ranks
+    of a group standing at different collectives). A step that could
+    deadlock or corrupt data is an error at compile time, naming the two
+    ranks, the two operations and their locations.
+
+    Without a mesh the module is left alone. A partitioned module runs
+    `@loss_backward` then `@loss_update` on every rank (SPMD programs always
+    match; the check is cheap). A pipelined module (`nn.pipeline`, one
+    `module @stage<s>` per stage) runs what the launcher runs: each pp
+    rank's schedule (nn.pipeline's `actions` when the module gives its own,
+    in formatSchedule's notation, else the named schedule), a forward or
+    backward calling the stage's entry and its collectives, a send or
+    receive one message per `nn.stage_output`/`nn.stage_input` (or
+    `nn.input_grad`/`nn.output_grad`) tensor to the rank of the same
+    coordinates on the peer's pp coordinate, tagged
+    `pipeline::messageTag`; then the tied parameters' gradients exchanged
+    between their holders, every stage's `@loss_update`, and the loss's
+    all-reduce over pp. Stage boundaries are also compared directly: stage
+    s's outputs must have the local types of stage s+1's inputs, and its
+    output gradients those of stage s+1's input gradients.
+
+    The module is not changed. Example: with stage 1 of
+    ```mlir
+    func.func @loss(%x: tensor<4x16xf32> {nn.stage_input}, ...)
+    ```
+    after a stage 0 returning `tensor<4x8xf32> {nn.stage_output}`:
+    ```
+    error: stage 1's input #0 is 'tensor<4x16xf32>' but stage 0's output
+    #0 is 'tensor<4x8xf32>': the pipeline would send 128 bytes where 256
+    are received
+    ```
+  }];
+  let options = [
+    Option<"remark", "remark", "bool", /*default=*/"false",
+           "Say in a remark how many ranks and events were checked">
+  ];
+}
+
 def PartitionPass : Pass<"tessel-partition", "mlir::ModuleOp"> {
   let summary = "Rewrite the sharded program into one rank's program with collectives";
   let description = [{

@@ -78,7 +78,73 @@ PipelinePlan::fromModule(ModuleOp module) {
     plan.tied.push_back({entry.getName().str(),
                          SmallVector<int64_t>(stages.asArrayRef())});
   }
+  if (Attribute actions = dict.get("actions"))
+    if (failed(plan.parseActions(actions, fail)))
+      return failure();
   return std::optional<PipelinePlan>(std::move(plan));
+}
+
+LogicalResult PipelinePlan::parseActions(
+    Attribute attr, llvm::function_ref<InFlightDiagnostic(StringRef)> fail) {
+  auto perRank = dyn_cast<ArrayAttr>(attr);
+  if (!perRank || int64_t(perRank.size()) != ranks)
+    return fail("actions: one array of strings per pp rank (" +
+                std::to_string(ranks) + ")");
+  const int stageCount = stages();
+  for (auto [rank, list] : llvm::enumerate(perRank)) {
+    auto strings = dyn_cast<ArrayAttr>(list);
+    if (!strings)
+      return fail("actions: one array of strings per pp rank (" +
+                  std::to_string(ranks) + ")");
+    std::vector<pipeline::Action> &rankList = actions.emplace_back();
+    for (Attribute item : strings) {
+      auto text = dyn_cast<StringAttr>(item);
+      std::string error;
+      std::optional<pipeline::Action> action =
+          text ? pipeline::parseAction(text.getValue(), error) : std::nullopt;
+      std::string prefix = "actions of rank " + std::to_string(rank) + ": ";
+      if (!text)
+        return fail(prefix + "expected strings such as \"F0.0\"");
+      if (!action)
+        return fail(prefix + error);
+      bool transfer = action->kind == pipeline::ActionKind::Send ||
+                      action->kind == pipeline::ActionKind::Recv;
+      std::string quoted = "'" + text.getValue().str() + "' ";
+      if (action->stage >= stageCount || action->microbatch >= microbatches)
+        return fail(prefix + quoted +
+                    "names a stage or microbatch beyond the " +
+                    std::to_string(stageCount) + " stages and " +
+                    std::to_string(microbatches) + " microbatches");
+      if (rankOf(action->stage) != int64_t(rank))
+        return fail(prefix + quoted + "is stage " +
+                    std::to_string(action->stage) + "'s, which rank " +
+                    std::to_string(rankOf(action->stage)) + " holds");
+      if (transfer && (action->peer >= ranks || action->peer == int(rank)))
+        return fail(prefix + quoted + "names peer " +
+                    std::to_string(action->peer) + ", not another of the " +
+                    std::to_string(ranks) + " ranks");
+      rankList.push_back(*action);
+    }
+  }
+  return success();
+}
+
+std::optional<std::vector<std::vector<pipeline::Action>>>
+PipelinePlan::rankActions(std::string &error) const {
+  if (!actions.empty())
+    return actions;
+  std::optional<pipeline::ScheduleKind> kind =
+      pipeline::parseScheduleKind(schedule);
+  if (!kind) {
+    error = "unknown pipeline schedule '" + schedule + "'";
+    return std::nullopt;
+  }
+  pipeline::ScheduleShape shape{int(ranks), int(microbatches),
+                                int(virtualStages)};
+  error = pipeline::checkShape(*kind, shape);
+  if (!error.empty())
+    return std::nullopt;
+  return pipeline::buildSchedule(*kind, shape).ranks;
 }
 
 /// The split of `layers` layers over `stages` stages (each >= 1) whose

@@ -10,8 +10,12 @@
 #ifndef TESSEL_PASSES_PIPELINEPLAN_H
 #define TESSEL_PASSES_PIPELINEPLAN_H
 
+#include "runtime/config/PipelineSchedule.h"
+
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/SmallVector.h"
 
 #include <string>
@@ -38,12 +42,21 @@ struct PipelinePlan {
   llvm::SmallVector<int64_t> flops;  // per stage: forward flops
   /// Parameters held by several stages, with the stages holding them.
   llvm::SmallVector<std::pair<std::string, llvm::SmallVector<int64_t>>> tied;
+  /// The module's own schedule (nn.pipeline's `actions`: per rank, its
+  /// actions in formatSchedule's notation); empty: the schedule's.
+  std::vector<std::vector<pipeline::Action>> actions;
 
   int stages() const { return static_cast<int>(layers.size()); }
   /// Stage `s`'s layers: {first layer, count}.
   std::pair<int64_t, int64_t> layerRange(int s) const;
   /// The pp rank running virtual stage `s` (Megatron's interleaving).
   int64_t rankOf(int s) const { return s % ranks; }
+
+  /// Per pp rank, the actions it runs: `actions` when the module gives
+  /// them, else buildSchedule's; nullopt, with `error`, when the schedule
+  /// cannot be built for this shape.
+  std::optional<std::vector<std::vector<pipeline::Action>>>
+  rankActions(std::string &error) const;
 
   mlir::DictionaryAttr
   toAttr(mlir::MLIRContext *ctx,
@@ -53,6 +66,14 @@ struct PipelinePlan {
   /// when malformed.
   static mlir::FailureOr<std::optional<PipelinePlan>>
   fromModule(mlir::ModuleOp module);
+
+private:
+  /// Reads nn.pipeline's `actions` into `actions`, each checked against
+  /// the plan (a stage of its rank, a microbatch in range, another rank as
+  /// peer); `fail` reports what is malformed.
+  mlir::LogicalResult parseActions(
+      mlir::Attribute attr,
+      llvm::function_ref<mlir::InFlightDiagnostic(llvm::StringRef)> fail);
 };
 
 /// Checks the request (located at `where`) and balances the layers: the

@@ -37,10 +37,14 @@ namespace {
 /// on its planned module (local shapes, after tessel-partition).
 struct StageFigures {
   int64_t forwardFlops = 0, backwardFlops = 0, updateFlops = 0;
-  /// Bytes of the arguments that change with the microbatch (its stage
-  /// input, inputs and labels): what the stage keeps from a microbatch's
-  /// forward until its backward, which recomputes the rest.
-  int64_t microbatchBytes = 0;
+  /// A zero-bubble stage's backward parts (0 without tessel-split-backward).
+  int64_t backwardInputFlops = 0, backwardWeightFlops = 0;
+  /// What the launcher keeps of one microbatch between the stage's actions
+  /// (64-byte aligned, as it allocates them): its input activations, from
+  /// their receipt until its backward, which recomputes the rest (the feeds
+  /// are drawn again); and, split, the weight part's stash and the output
+  /// gradient, from the input part until the weight part.
+  int64_t microbatchBytes = 0, weightStashBytes = 0;
   /// The activations it receives and sends (one microbatch).
   int64_t stageInputBytes = 0, stageOutputBytes = 0;
 };
@@ -52,8 +56,21 @@ StageFigures stageFigures(ModuleOp stage) {
       continue;
     int64_t flops = nn::sumCost(func.getBody().front()).flops;
     auto entry = func->getAttrOfType<StringAttr>(nn::NNDialect::kEntryAttrName);
+    auto aligned = [](Type type) {
+      return (nn::detail::tensorBytes(type) + 63) / 64 * 64;
+    };
     if (entry && entry.getValue() == "backward") {
       figures.backwardFlops = flops;
+    } else if (entry && entry.getValue() == "backward_input") {
+      figures.backwardInputFlops = flops;
+      for (unsigned i = 0; i < func.getNumResults(); ++i)
+        if (func.getResultAttr(i, nn::NNDialect::kStashAttrName))
+          figures.weightStashBytes += aligned(func.getResultTypes()[i]);
+      for (unsigned i = 0; i < func.getNumArguments(); ++i)
+        if (func.getArgAttr(i, nn::NNDialect::kOutputGradAttrName))
+          figures.weightStashBytes += aligned(func.getArgument(i).getType());
+    } else if (entry && entry.getValue() == "backward_weight") {
+      figures.backwardWeightFlops = flops;
     } else if (entry && entry.getValue() == "update") {
       figures.updateFlops = flops;
     } else if (nn::NNDialect::isModelFunction(func)) {
@@ -62,11 +79,10 @@ StageFigures stageFigures(ModuleOp stage) {
         int64_t bytes = nn::detail::tensorBytes(func.getArgument(i).getType());
         bool stageInput =
             func.getArgAttr(i, nn::NNDialect::kStageInputAttrName) != nullptr;
-        if (stageInput)
+        if (stageInput) {
           figures.stageInputBytes += bytes;
-        if (stageInput || func.getArgAttr(i, nn::NNDialect::kInputAttrName) ||
-            func.getArgAttr(i, nn::NNDialect::kLabelAttrName))
-          figures.microbatchBytes += bytes;
+          figures.microbatchBytes += (bytes + 63) / 64 * 64;
+        }
       }
       for (unsigned i = 0; i < func.getNumResults(); ++i)
         if (func.getResultAttr(i, nn::NNDialect::kStageOutputAttrName))
@@ -116,7 +132,8 @@ std::optional<double> equalStageBubble(pipeline::ScheduleKind kind,
 json::Object simulateSchedule(pipeline::ScheduleKind kind,
                               pipeline::ScheduleShape shape,
                               ArrayRef<pipeline::StageTimes> times,
-                              ArrayRef<int64_t> microbatchBytes) {
+                              ArrayRef<int64_t> microbatchBytes,
+                              ArrayRef<int64_t> weightStashBytes) {
   json::Object result{{"schedule", pipeline::scheduleName(kind)},
                       {"virtual_stages", shape.virtualStages}};
   std::string problem = pipeline::checkShape(kind, shape);
@@ -139,23 +156,18 @@ json::Object simulateSchedule(pipeline::ScheduleKind kind,
 
   int stages = shape.ranks * shape.virtualStages;
   json::Array ranks;
-  SmallVector<int64_t> stagePeak(stages, 0);
+  // The launcher keeps a pool of slots per stage, as many as it ever holds
+  // at once: what it allocates.
+  std::vector<pipeline::StageHolding> holding = pipeline::peakHolding(schedule);
+  SmallVector<int64_t> stageBytes(stages, 0);
+  bool split = kind == pipeline::ScheduleKind::ZeroBubbleH1;
+  for (int s = 0; s < stages; ++s)
+    stageBytes[s] = holding[s].inputs * microbatchBytes[s] +
+                    (split ? holding[s].weightStash * weightStashBytes[s] : 0);
   for (int r = 0; r < shape.ranks; ++r) {
-    SmallVector<int64_t> held(stages, 0);
-    int64_t bytes = 0, peakBytes = 0;
-    for (const pipeline::Action &action : schedule.ranks[r]) {
-      int s = action.stage;
-      bool keeps = action.kind == pipeline::ActionKind::Forward;
-      bool releases = action.kind == pipeline::ActionKind::Backward ||
-                      action.kind == pipeline::ActionKind::BackwardWeight;
-      if (!keeps && !releases)
-        continue;
-      int64_t sign = keeps ? 1 : -1;
-      held[s] += sign;
-      bytes += sign * microbatchBytes[s];
-      stagePeak[s] = std::max(stagePeak[s], held[s]);
-      peakBytes = std::max(peakBytes, bytes);
-    }
+    int64_t peakBytes = 0;
+    for (int s = r; s < stages; s += shape.ranks)
+      peakBytes += stageBytes[s];
     ranks.push_back(
         json::Object{{"busy_flops", timeline.busy[r]},
                      {"peak_activations", timeline.peakActivations[r]},
@@ -165,8 +177,9 @@ json::Object simulateSchedule(pipeline::ScheduleKind kind,
   json::Array perStage;
   for (int s = 0; s < stages; ++s)
     perStage.push_back(
-        json::Object{{"in_flight", stagePeak[s]},
-                     {"activation_bytes", stagePeak[s] * microbatchBytes[s]}});
+        json::Object{{"in_flight", holding[s].inputs},
+                     {"weight_stash_in_flight", holding[s].weightStash},
+                     {"activation_bytes", stageBytes[s]}});
   result["ranks"] = std::move(ranks);
   result["stages"] = std::move(perStage);
   return result;
@@ -198,7 +211,8 @@ std::optional<json::Object> tessel::pipelinePlanReport(ModuleOp top) {
 
   json::Array stages;
   SmallVector<pipeline::StageTimes> times;
-  SmallVector<int64_t> microbatchBytes;
+  SmallVector<int64_t> microbatchBytes, weightStashBytes;
+  bool splitFlops = false;
   for (auto [s, module] : llvm::enumerate(modules)) {
     StageFigures figures = stageFigures(module);
     auto [first, count] = plan.layerRange(int(s));
@@ -211,15 +225,28 @@ std::optional<json::Object> tessel::pipelinePlanReport(ModuleOp top) {
     stage["forward_flops"] = figures.forwardFlops;
     stage["backward_flops"] = figures.backwardFlops;
     stage["update_flops"] = figures.updateFlops;
+    if (figures.backwardInputFlops || figures.backwardWeightFlops) {
+      stage["backward_input_flops"] = figures.backwardInputFlops;
+      stage["backward_weight_flops"] = figures.backwardWeightFlops;
+    }
     stage["microbatch_bytes"] = figures.microbatchBytes;
+    stage["weight_stash_bytes"] = figures.weightStashBytes;
     stage["stage_input_bytes"] = figures.stageInputBytes;
     stage["stage_output_bytes"] = figures.stageOutputBytes;
     stages.push_back(std::move(stage));
     // One flop, one unit of time; without a backward (--no-train) the
     // schedule still runs the forwards.
     double backward = double(figures.backwardFlops);
-    times.push_back({double(figures.forwardFlops), backward / 2, backward / 2});
+    splitFlops |= figures.backwardInputFlops || figures.backwardWeightFlops;
+    if (figures.backwardInputFlops || figures.backwardWeightFlops)
+      times.push_back({double(figures.forwardFlops),
+                       double(figures.backwardInputFlops),
+                       double(figures.backwardWeightFlops)});
+    else
+      times.push_back(
+          {double(figures.forwardFlops), backward / 2, backward / 2});
     microbatchBytes.push_back(figures.microbatchBytes);
+    weightStashBytes.push_back(figures.weightStashBytes);
   }
 
   double total = 0, largest = 0;
@@ -250,7 +277,7 @@ std::optional<json::Object> tessel::pipelinePlanReport(ModuleOp top) {
   json::Object chosen;
   for (pipeline::ScheduleKind kind : kinds) {
     json::Object simulated =
-        simulateSchedule(kind, shape, times, microbatchBytes);
+        simulateSchedule(kind, shape, times, microbatchBytes, weightStashBytes);
     if (compiled && kind == *compiled)
       chosen = simulated;
     schedules.push_back(std::move(simulated));
@@ -266,7 +293,7 @@ std::optional<json::Object> tessel::pipelinePlanReport(ModuleOp top) {
                               {"imbalance", imbalance},
                               {"stages", std::move(stages)},
                               {"send_time", 0},
-                              {"backward_split", "even"},
+                              {"backward_split", splitFlops ? "compiled" : "even"},
                               {"schedules", std::move(schedules)}};
   for (StringRef key : {"bubble_fraction", "equal_stage_bubble_fraction",
                         "makespan_flops", "ranks", "error"})
@@ -423,8 +450,12 @@ void tessel::printPipelineReport(llvm::raw_ostream &os,
         (long long)activations);
   }
 
+  bool compiledSplit = pipe.getString("backward_split") == "compiled";
   os << "  schedules on these stages (time: each stage's flops per rank; "
-        "sends free; zb-h1 splits the backward evenly into I and W)\n";
+        "sends free; zb-h1's I and W: "
+     << (compiledSplit ? "the compiled backward_input and backward_weight"
+                       : "the backward split evenly")
+     << ")\n";
   os << llvm::format("    %-13s %8s %14s  %-20s %s\n", "schedule", "bubble",
                      "equal stages", "in flight per rank",
                      "activation bytes per rank");

@@ -71,8 +71,13 @@ static void buildModelPlan(OpPassManager &pm,
 
 void tessel::buildPlanPipeline(OpPassManager &pm,
                                const CompilePipelineOptions &options) {
-  if (!options.pipelined())
-    return buildModelPlan(pm, options);
+  // Every compile ends with the communication check: each rank's
+  // collectives (and a pipeline's sends and receives) must match.
+  if (!options.pipelined()) {
+    buildModelPlan(pm, options);
+    pm.addPass(createCheckCommunicationPass());
+    return;
+  }
   PipelineSplitPassOptions split;
   split.mesh = options.mesh;
   if (options.rules.hasValue())
@@ -84,6 +89,7 @@ void tessel::buildPlanPipeline(OpPassManager &pm,
   split.virtualStages = options.virtualStages;
   pm.addPass(createPipelineSplitPass(split));
   buildModelPlan(pm.nest<ModuleOp>(), options);
+  pm.addPass(createCheckCommunicationPass());
 }
 
 void tessel::buildLowerPipeline(OpPassManager &pm,

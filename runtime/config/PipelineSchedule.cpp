@@ -439,6 +439,87 @@ std::string tessel::pipeline::formatAction(const Action &action) {
   return "?";
 }
 
+namespace {
+
+/// Reads a decimal number below 2^31 at the front of `text` and drops it.
+bool takeNumber(std::string_view &text, int &out) {
+  size_t digits = 0;
+  long long value = 0;
+  while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') {
+    value = value * 10 + (text[digits] - '0');
+    if (value > 0x7fffffffLL)
+      return false;
+    ++digits;
+  }
+  if (digits == 0)
+    return false;
+  out = int(value);
+  text.remove_prefix(digits);
+  return true;
+}
+
+} // namespace
+
+std::optional<Action> tessel::pipeline::parseAction(std::string_view text,
+                                                    std::string &error) {
+  const std::string quoted = "'" + std::string(text) + "'";
+  auto fail = [&](const std::string &why) -> std::optional<Action> {
+    error = quoted + ": " + why;
+    return std::nullopt;
+  };
+  std::string_view rest = text;
+  std::optional<ActionKind> transfer;
+  int peer = -1;
+  if (rest.size() >= 2 &&
+      (rest.substr(0, 2) == "s>" || rest.substr(0, 2) == "r<")) {
+    transfer = rest[0] == 's' ? ActionKind::Send : ActionKind::Recv;
+    rest.remove_prefix(2);
+    if (!takeNumber(rest, peer) || rest.empty() || rest.front() != ':')
+      return fail(std::string("expected the peer rank and ':' after '") +
+                  (*transfer == ActionKind::Send ? "s>" : "r<") +
+                  "', e.g. s>1:F0.0");
+    rest.remove_prefix(1);
+  }
+  if (rest.empty())
+    return fail("expected F, B, I or W<stage>.<microbatch>, e.g. F0.1");
+  const char letter = rest.front();
+  std::optional<ActionKind> compute;
+  switch (letter) {
+  case 'F':
+    compute = ActionKind::Forward;
+    break;
+  case 'B':
+    compute = ActionKind::Backward;
+    break;
+  case 'I':
+    compute = ActionKind::BackwardInput;
+    break;
+  case 'W':
+    compute = ActionKind::BackwardWeight;
+    break;
+  default:
+    return fail("expected F, B, I or W<stage>.<microbatch>, e.g. F0.1");
+  }
+  if (transfer && letter != 'F' && letter != 'B')
+    return fail("a send or receive names F (an activation) or B (a "
+                "gradient), e.g. r<1:B0.0");
+  rest.remove_prefix(1);
+  int stage = 0, microbatch = 0;
+  if (!takeNumber(rest, stage) || rest.empty() || rest.front() != '.')
+    return fail(std::string("expected <stage>.<microbatch> after '") + letter +
+                "', e.g. " + letter + "0.1");
+  rest.remove_prefix(1);
+  if (!takeNumber(rest, microbatch))
+    return fail(std::string("expected the microbatch after '") + letter +
+                std::to_string(stage) + ".'");
+  if (!rest.empty())
+    return fail("unexpected '" + std::string(rest) + "' after the action");
+  error.clear();
+  if (transfer)
+    return Action{*transfer, stage, microbatch, letter == 'B', peer};
+  return Action{*compute, stage, microbatch};
+}
+
 std::string tessel::pipeline::formatSchedule(const Schedule &schedule) {
   std::string text;
   for (size_t rank = 0; rank < schedule.ranks.size(); ++rank) {
@@ -527,4 +608,42 @@ std::string tessel::pipeline::scheduleJson(const Schedule &schedule) {
     json += "]";
   }
   return json + "]}";
+}
+
+std::vector<tessel::pipeline::StageHolding>
+tessel::pipeline::peakHolding(const Schedule &schedule) {
+  int stages = schedule.shape.ranks * schedule.shape.virtualStages;
+  std::vector<StageHolding> peak(stages);
+  for (const std::vector<Action> &actions : schedule.ranks) {
+    std::vector<StageHolding> held(stages);
+    for (const Action &a : actions) {
+      if (a.stage < 0 || a.stage >= stages)
+        continue;
+      StageHolding &h = held[a.stage];
+      switch (a.kind) {
+      case ActionKind::Recv:
+        if (!a.gradient)
+          ++h.inputs;
+        break;
+      case ActionKind::Backward:
+        if (a.stage > 0)
+          --h.inputs;
+        break;
+      case ActionKind::BackwardInput:
+        ++h.weightStash;
+        break;
+      case ActionKind::BackwardWeight:
+        --h.weightStash;
+        if (a.stage > 0)
+          --h.inputs;
+        break;
+      default:
+        break;
+      }
+      peak[a.stage].inputs = std::max(peak[a.stage].inputs, h.inputs);
+      peak[a.stage].weightStash =
+          std::max(peak[a.stage].weightStash, h.weightStash);
+    }
+  }
+  return peak;
 }

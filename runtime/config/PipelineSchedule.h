@@ -29,6 +29,7 @@
 #ifndef TESSEL_CONFIG_PIPELINESCHEDULE_H
 #define TESSEL_CONFIG_PIPELINESCHEDULE_H
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -89,6 +90,19 @@ struct Schedule {
 /// The rank that holds virtual stage `stage` of a pipeline over `ranks`.
 inline int rankOfStage(int stage, int ranks) { return stage % ranks; }
 
+/// The tag of the message carrying microbatch `microbatch`'s activation
+/// (`gradient` false) or input gradient (true) that stage `producerStage`
+/// produced, in a pipeline of `stages` virtual stages. The sender and the
+/// receiver compute it alike: a Send of stage s produces from s; a Recv of
+/// an activation comes from s - 1, of a gradient from s + 1. Non-negative;
+/// the compiler's communication check and the launcher use this one
+/// formula (negative tags are the tied parameters' gradient exchange).
+inline int64_t messageTag(int stages, int producerStage, int microbatch,
+                          bool gradient) {
+  return (int64_t(microbatch) * stages + producerStage) * 2 +
+         (gradient ? 1 : 0);
+}
+
 /// "" when `kind` can be built for `shape`, else one sentence saying why
 /// not (1F1B and ZB-H1 need M >= P; interleaved needs V >= 2 and M a
 /// multiple of P, as Megatron does; V > 1 only for interleaved).
@@ -137,6 +151,12 @@ Timeline simulate(const Schedule &schedule,
 
 /// One action in formatSchedule's notation ("F3.1", "s>1:F3.1").
 std::string formatAction(const Action &action);
+/// The action `text` writes in formatAction's notation (what a model's own
+/// schedule, nn.pipeline's `actions`, is written in): parseAction(
+/// formatAction(a)) == a. Stages, microbatches and peers are decimal
+/// numbers below 2^31 with no sign; nothing may surround the action. On
+/// failure returns nullopt and sets `error` to a sentence naming the text.
+std::optional<Action> parseAction(std::string_view text, std::string &error);
 /// One line per rank: "rank 0: F0.0 s>1:F0.0 F0.1 ...\n".
 std::string formatSchedule(const Schedule &schedule);
 /// {"schedule":"1f1b","ranks":P,"microbatches":M,"virtual_stages":V,
@@ -145,6 +165,18 @@ std::string formatSchedule(const Schedule &schedule);
 ///  ...]} with kinds forward, backward, backward_input, backward_weight,
 /// send, recv.
 std::string scheduleJson(const Schedule &schedule);
+
+/// What a virtual stage keeps between its actions, at most, running
+/// `schedule` as the launcher does: a microbatch's input activations from
+/// their Recv until its Backward (or, split, its BackwardWeight), and the
+/// weight part's stash from BackwardInput until BackwardWeight. The
+/// launcher allocates exactly these many slots; the report multiplies them
+/// by the slots' bytes.
+struct StageHolding {
+  int inputs = 0;
+  int weightStash = 0;
+};
+std::vector<StageHolding> peakHolding(const Schedule &schedule);
 
 } // namespace tessel::pipeline
 

@@ -209,6 +209,15 @@ RunEnd tessel::run::runRank(const RunPlan &plan, int32_t rank, int32_t comm,
         plan.metrics->write(result);
       progress.onStep(result);
     }
+    // Every rank: what it kept between the schedule's actions is what the
+    // compiler's report counted.
+    if (first && pipelined && plan.mode == Mode::Train)
+      if (std::string difference = pipelined->stashDifference();
+          !difference.empty())
+        std::fprintf(stderr,
+                     "tessel-run: warning: rank %d's pipeline stash differs "
+                     "from the compiled schedule's: %s\n",
+                     int(rank), difference.c_str());
     // After the first step's counters are read: the agreement is a
     // collective of its own, not the model's.
     if (int signal = stopAfterThisStep(rt.ctx, allAxes)) {

@@ -33,7 +33,7 @@ struct PipelineRank::Stage {
   int64_t weightBytes = 0;
   std::map<int, void *> weightStash;
   std::vector<void *> freeWeightSlots;
-  int64_t peakWeightSlots = 0;
+  int64_t peakWeightSlots = 0, weightSlotsAllocated = 0;
 };
 
 namespace {
@@ -135,11 +135,24 @@ void PipelineRank::load(const CheckpointReader &checkpoint, bool training) {
   check("loading the checkpoint");
 }
 
-std::vector<std::pair<int64_t, int64_t>> PipelineRank::stashPeaks() const {
-  std::vector<std::pair<int64_t, int64_t>> peaks;
-  for (const auto &stage : stages)
-    peaks.push_back({stage->peakSlots, stage->stashBytes});
-  return peaks;
+std::string PipelineRank::stashDifference() const {
+  std::vector<pipeline::StageHolding> expected =
+      pipeline::peakHolding(pipe.actions);
+  std::string text;
+  for (const auto &stage : stages) {
+    const pipeline::StageHolding &want = expected.at(stage->index);
+    int64_t wantWeight = stage->weightBytes ? want.weightStash : 0;
+    if (stage->slotsAllocated == want.inputs &&
+        stage->weightSlotsAllocated == wantWeight)
+      continue;
+    text += (text.empty() ? "" : "; ") + std::string("stage ") +
+            std::to_string(stage->index) + " keeps " +
+            std::to_string(stage->slotsAllocated) + " input and " +
+            std::to_string(stage->weightSlotsAllocated) +
+            " weight-stash slots (schedule: " + std::to_string(want.inputs) +
+            " and " + std::to_string(wantWeight) + ")";
+  }
+  return text;
 }
 
 void PipelineRank::send(Stage &stage, int microbatch, bool gradient, int peer) {
@@ -258,6 +271,7 @@ void PipelineRank::backward(Stage &stage, int microbatch, int64_t step,
     stage.freeWeightSlots.pop_back();
   } else {
     slot = tessel_alloc(ctx, std::max<int64_t>(stage.weightBytes, 64));
+    ++stage.weightSlotsAllocated;
     if (!slot)
       throw RunError("cannot allocate " + std::to_string(stage.weightBytes) +
                      " bytes to keep the weight-gradient inputs of " +

@@ -60,9 +60,11 @@ public:
   /// takes part.
   std::map<std::string, std::vector<char>> gatherCheckpoint(bool withStates,
                                                             bool keep);
-  /// The most stash slots (one microbatch's stage input) each of this
-  /// rank's stages held at once, and their bytes each.
-  std::vector<std::pair<int64_t, int64_t>> stashPeaks() const;
+  /// How the slots this rank allocated to keep microbatches between
+  /// actions (inputs, and the weight part's stash) differ from what the
+  /// schedule holds at most (pipeline::peakHolding, which the report's
+  /// activation bytes count): "" when they agree.
+  std::string stashDifference() const;
 
   /// One of this rank's stages (PipelineStep.cpp).
   struct Stage;

@@ -364,4 +364,77 @@ TEST(PipelineScheduleTest, SimulateReportsMissingSendAndRecv) {
                    "outside the pipeline");
 }
 
+// Tests that parseAction reads back every action formatAction writes, for
+// every kind of schedule.
+TEST(PipelineScheduleTest, ParseActionRoundTrips) {
+  for (const Case &c : allCases()) {
+    Schedule schedule = build(c.kind, c.P, c.M, c.V);
+    for (const std::vector<Action> &actions : schedule.ranks)
+      for (const Action &action : actions) {
+        std::string error = "unset";
+        std::optional<Action> parsed = parseAction(formatAction(action), error);
+        ASSERT_TRUE(parsed) << formatAction(action) << ": " << error;
+        EXPECT_EQ(*parsed, action) << formatAction(action);
+        EXPECT_EQ(error, "");
+      }
+  }
+  std::string error;
+  std::optional<Action> recv = parseAction("r<12:B3.45", error);
+  ASSERT_TRUE(recv);
+  EXPECT_EQ(*recv, (Action{ActionKind::Recv, 3, 45, true, 12}));
+  std::optional<Action> weight = parseAction("W2147483647.0", error);
+  ASSERT_TRUE(weight);
+  EXPECT_EQ(*weight, (Action{ActionKind::BackwardWeight, 2147483647, 0}));
+}
+
+// Tests that parseAction names the text and what it expected.
+TEST(PipelineScheduleTest, ParseActionRefusals) {
+  auto refusal = [](std::string_view text) {
+    std::string error;
+    EXPECT_FALSE(parseAction(text, error)) << text;
+    return error;
+  };
+  EXPECT_EQ(refusal(""),
+            "'': expected F, B, I or W<stage>.<microbatch>, e.g. F0.1");
+  EXPECT_EQ(refusal("X0.0"),
+            "'X0.0': expected F, B, I or W<stage>.<microbatch>, e.g. F0.1");
+  EXPECT_EQ(refusal("F0"),
+            "'F0': expected <stage>.<microbatch> after 'F', e.g. F0.1");
+  EXPECT_EQ(refusal("F0."), "'F0.': expected the microbatch after 'F0.'");
+  EXPECT_EQ(refusal("F-1.0"),
+            "'F-1.0': expected <stage>.<microbatch> after 'F', e.g. F0.1");
+  EXPECT_EQ(refusal("B1.0 "), "'B1.0 ': unexpected ' ' after the action");
+  EXPECT_EQ(refusal("F2147483648.0"),
+            "'F2147483648.0': expected <stage>.<microbatch> after 'F', e.g. "
+            "F0.1");
+  EXPECT_EQ(refusal("s>:F0.0"),
+            "'s>:F0.0': expected the peer rank and ':' after 's>', e.g. "
+            "s>1:F0.0");
+  EXPECT_EQ(refusal("r<1F0.0"),
+            "'r<1F0.0': expected the peer rank and ':' after 'r<', e.g. "
+            "s>1:F0.0");
+  EXPECT_EQ(refusal("s>1:I0.0"),
+            "'s>1:I0.0': a send or receive names F (an activation) or B (a "
+            "gradient), e.g. r<1:B0.0");
+  EXPECT_EQ(refusal("s>1:"),
+            "'s>1:': expected F, B, I or W<stage>.<microbatch>, e.g. F0.1");
+}
+
+// Tests the message tag: distinct for every (producer, microbatch,
+// direction) of a pipeline, and the sender's equal to the receiver's.
+TEST(PipelineScheduleTest, MessageTagsMatchAndDiffer) {
+  EXPECT_EQ(messageTag(4, 2, 3, true), (3 * 4 + 2) * 2 + 1);
+  EXPECT_EQ(messageTag(4, 0, 0, false), 0);
+  std::map<int64_t, std::tuple<int, int, bool>> seen;
+  for (int m = 0; m < 5; ++m)
+    for (int s = 0; s < 4; ++s)
+      for (bool g : {false, true}) {
+        int64_t tag = messageTag(4, s, m, g);
+        EXPECT_GE(tag, 0);
+        EXPECT_TRUE(seen.emplace(tag, std::make_tuple(s, m, g)).second);
+      }
+  EXPECT_EQ(messageTag(1 << 20, (1 << 20) - 1, (1 << 20), true),
+            ((int64_t(1) << 40) + (1 << 20) - 1) * 2 + 1);
+}
+
 } // namespace

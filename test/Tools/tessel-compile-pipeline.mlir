@@ -36,9 +36,11 @@
 // RUN: not tessel-compile %s --mesh pp=2 --virtual-stages 2 -o %t.x.so 2>&1 | FileCheck %s --check-prefix=VIRTUAL
 
 // GPipe, P = 2, M = 4, equal stages: the bubble is (P-1)/(M+P-1) = 1/5
-// exactly; every microbatch's stage input is held from its forward to its
-// backward, so each stage keeps all M: 4 x 128 bytes (stage 0's input x)
-// and 4 x 132 (stage 1's: the activation and the running loss).
+// exactly; a stage keeps each microbatch's input activations (64-byte
+// slots, as tessel-run allocates them) from their receipt to its backward,
+// which recomputes the rest: stage 0 has none (its feeds are drawn again),
+// stage 1 keeps all M: 4 x 192 bytes (the activation, 128, and the running
+// loss, 4 in a slot of 64).
 // GPIPE: pipeline over pp=2 (mesh pp=2): gpipe, 4 microbatches, 2 stages (1 per rank)
 // GPIPE: stage rank layers       model forward          forward         backward         update
 // GPIPE-NEXT: 0     0    0-1                   1154             1154             3650           2176
@@ -46,13 +48,13 @@
 // GPIPE-NEXT: imbalance (max / mean model forward)        1.0000
 // GPIPE: stage       params        grads       states      scratch        arena   microbatch  activations
 // GPIPE-NEXT: 0              512          512         1024
-// GPIPE-SAME: 128          512
+// GPIPE-SAME: 0            0
 // GPIPE-NEXT: 1              512          512         1024
-// GPIPE-SAME: 132          528
+// GPIPE-SAME: 192          768
 // GPIPE: schedule        bubble   equal stages  in flight per rank   activation bytes per rank
-// GPIPE-NEXT: * gpipe         0.2000         0.2000  4,4                  512,528
-// GPIPE-NEXT:   1f1b          0.2000         0.2000  2,1                  256,132
-// GPIPE-NEXT:   zb-h1         0.0867              -  2,1                  256,264
+// GPIPE-NEXT: * gpipe         0.2000         0.2000  4,4                  0,768
+// GPIPE-NEXT:   1f1b          0.2000         0.2000  2,1                  0,192
+// GPIPE-NEXT:   zb-h1         0.0867              -  2,1                  0,384
 // GPIPE: gpipe actions per rank
 // GPIPE-NEXT: rank 0: F0.0 s>1:F0.0 F0.1 s>1:F0.1 F0.2 s>1:F0.2 F0.3 s>1:F0.3 r<1:B0.0 B0.0 r<1:B0.1 B0.1 r<1:B0.2 B0.2 r<1:B0.3 B0.3
 // GPIPE-NEXT: rank 1: r<0:F1.0 F1.0 r<0:F1.1 F1.1 r<0:F1.2 F1.2 r<0:F1.3 F1.3 B1.0 s>0:B1.0 B1.1 s>0:B1.1 B1.2 s>0:B1.2 B1.3 s>0:B1.3
@@ -60,52 +62,56 @@
 // GPIPE-NEXT: stage 0                528
 // GPIPE-NEXT: stage 1                528
 
-// 1F1B: the same bubble, 1/5; rank r holds at most P - r microbatches
-// (2 x 128 and 1 x 132 bytes), not M.
-// ONEF: * 1f1b          0.2000         0.2000  2,1                  256,132
+// 1F1B: the same bubble, 1/5; rank r has at most P - r microbatches in
+// flight (stage 1 keeps 1 x 192 bytes), not M.
+// ONEF: * 1f1b          0.2000         0.2000  2,1                  0,192
 // ONEF: 1f1b actions per rank
 // ONEF-NEXT: rank 0: F0.0 s>1:F0.0 F0.1 s>1:F0.1 r<1:B0.0 B0.0 F0.2 s>1:F0.2 r<1:B0.1 B0.1 F0.3 s>1:F0.3 r<1:B0.2 B0.2 r<1:B0.3 B0.3
 // ONEF-NEXT: rank 1: r<0:F1.0 F1.0 B1.0 s>0:B1.0 r<0:F1.1 F1.1 B1.1 s>0:B1.1 r<0:F1.2 F1.2 B1.2 s>0:B1.2 r<0:F1.3 F1.3 B1.3 s>0:B1.3
 
-// ZB-H1 with the backward split evenly (I = W = 1,825): each rank idles
-// one W's time in a makespan of M(F+B) + W = 21,041, a bubble of
-// 1,825 / 21,041; the last rank keeps a stage input until its deferred W.
-// ZB: * zb-h1         0.0867              -  2,1                  256,264
+// ZB-H1 on the compiled split of each backward (tessel-split-backward;
+// stage 0: I = 1,154, W = 2,496; stage 1: I = 2,498, W = 1,152; I + W is
+// the backward's 3,650: nothing is computed twice): 19,216 flops of work
+// per rank in a makespan of 21,716, a bubble of 2,500 / 21,716. Each stage
+// also keeps its weight part's stash (768 and 512 bytes) from I to W, and
+// stage 1 its input until W.
+// ZB: * zb-h1         0.1151              -  2,1                  768,1408
 // ZB: zb-h1 actions per rank
 // ZB-NEXT: rank 0: F0.0 s>1:F0.0 F0.1 s>1:F0.1 r<1:B0.0 I0.0 W0.0
 
 // Interleaved, V = 2 (four stages of one layer, 577 and 1,825 flops): the
 // bubble is (P-1)/(V·M+P-1) = 1/9.
 // INTER: pipeline over pp=2 (mesh pp=2): interleaved, 4 microbatches, 4 stages (2 per rank)
-// INTER: * interleaved   0.1111         0.1111  5,3                  648,396
+// INTER: * interleaved   0.1111         0.1111  5,3                  384,768
 
 // The JSON report: the pipeline's figures under "pipeline"; the simulated
 // bubble is the closed form's double, exactly.
 // JSON: "pipeline":{"actions":["rank 0: F0.0 s>1:F0.0
 // JSON-SAME: "backward_split":"even","bubble_fraction":0.20000000000000001,"equal_stage_bubble_fraction":0.20000000000000001,"flops":[1154,1154],"imbalance":1,"layers":[2,2],"makespan_flops":24020,"microbatches":4,"ranks":2,"schedule":"1f1b"
 // JSON-SAME: "stages":[{"arena_bytes":4480,"backward_flops":3650,
-// JSON-SAME: "microbatch_bytes":128,
+// JSON-SAME: "microbatch_bytes":0,
 // JSON-SAME: "regions":{"control":
-// JSON-SAME: "timeline":[{"activation_bytes":256,"busy_flops":19216,"peak_activations":2,"peak_weight_pending":0},{"activation_bytes":132,"busy_flops":19216,"peak_activations":1,"peak_weight_pending":0}]
+// JSON-SAME: "timeline":[{"activation_bytes":0,"busy_flops":19216,"peak_activations":2,"peak_weight_pending":0},{"activation_bytes":192,"busy_flops":19216,"peak_activations":1,"peak_weight_pending":0}]
 
 // --dump-schedule writes the compiled schedule's actions (1F1B by default).
 // DUMP: {"schedule":"1f1b","ranks":2,"microbatches":4,"virtual_stages":1,"actions":{{\[\[}}{"kind":"forward","stage":0,"microbatch":0},{"kind":"send","stage":0,"microbatch":0,"gradient":false,"peer":1},
 
-// GPT on pp=2: the blocks 2 + 2; the first stage keeps the token ids per
-// microbatch (2,048 bytes), the last its stage input and targets (262,144 +
-// 2,048); the stages differ (the head), so the bubble exceeds 1/5.
+// GPT on pp=2: the blocks 2 + 2; the first stage keeps nothing per
+// microbatch (its token ids are drawn again for its backward), the last its
+// stage input (262,144 bytes, M of them under GPipe); the stages differ
+// (the head), so the bubble exceeds 1/5.
 // GPT: pipeline over pp=2 (mesh pp=2): gpipe, 4 microbatches, 2 stages (1 per rank)
 // GPT: 0     0    0-1              445317120        445317120       1349092352        7437568
 // GPT-NEXT: 1     1    2-3              479855616        479855616       1452378880        7302656
 // GPT-NEXT: imbalance (max / mean model forward)        1.0373
 // GPT-NEXT: tied parameter wte held by stages 0,1 (a copy on each)
 // GPT: 0          1750016      1750016      3500032
-// GPT-SAME: 2048         8192
+// GPT-SAME: 0            0
 // GPT-NEXT: 1          1718272      1718272      3436544
-// GPT-SAME: 264192      1056768
-// GPT: * gpipe         0.2174         0.2000  4,4                  8192,1056768
-// GPT-NEXT:   1f1b          0.2174         0.2000  2,1                  4096,264192
-// GPT-NEXT:   zb-h1         0.0882              -  2,1                  4096,528384
+// GPT-SAME: 262144      1048576
+// GPT: * gpipe         0.2174         0.2000  4,4                  0,1048576
+// GPT-NEXT:   1f1b          0.2174         0.2000  2,1                  0,262144
+// GPT-NEXT:   zb-h1         0.0882              -  2,1                  0,524288
 // GPT: point-to-point per step (bytes a rank of each stage sends: 4 activations forward, 4 gradients back)
 // GPT-NEXT: stage 0            1048576
 // GPT-NEXT: stage 1            1048576

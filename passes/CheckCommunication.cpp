@@ -1,0 +1,559 @@
+//===- CheckCommunication.cpp - tessel-check-communication --------------===//
+//
+// Builds every world rank's communication in one step (the collectives of
+// the entries it calls, the pipeline's sends and receives, in the order
+// the launcher runs them) and matches the ranks' programs with
+// runtime/config/CommCheck.h, so that a step that would deadlock or pair
+// mismatched buffers is a compile-time error with locations rather than a
+// hang on the cluster. The launcher must run exactly what is modelled
+// here; the order is documented in Passes.td and docs/parallelism.md.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Communication.h"
+#include "passes/Passes.h"
+#include "passes/PipelinePlan.h"
+#include "passes/Sharding.h"
+
+#include "dialect/NN/NNDialect.h"
+#include "dialect/NN/NNInterfaces.h"
+#include "dialect/NN/NNOps.h"
+#include "runtime/config/CommCheck.h"
+#include "runtime/config/PipelineSchedule.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SmallPtrSet.h"
+#include "llvm/Support/Path.h"
+
+#include <map>
+
+namespace tessel {
+#define GEN_PASS_DEF_CHECKCOMMUNICATIONPASS
+#include "passes/Passes.h.inc"
+} // namespace tessel
+
+using namespace mlir;
+using namespace tessel;
+using commcheck::Event;
+using pipeline::Action;
+using pipeline::ActionKind;
+
+namespace {
+
+/// "gpt.mlir:93:10": a location as messages name it.
+std::string locationText(Location loc) {
+  if (auto file = loc->findInstanceOf<FileLineColLoc>())
+    return (llvm::sys::path::filename(file.getFilename().getValue()) + ":" +
+            Twine(file.getLine()) + ":" + Twine(file.getColumn()))
+        .str();
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  loc.print(os);
+  return text;
+}
+
+std::string elementTypeText(Type type) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  if (auto shaped = dyn_cast<ShapedType>(type))
+    shaped.getElementType().print(os);
+  else
+    type.print(os);
+  return text;
+}
+
+/// One collective of a function, what every call of it communicates.
+struct Collective {
+  std::string op;
+  uint32_t mask;
+  int64_t bytes;
+  std::string dtype;
+  Location loc;
+  std::string at; // locationText(loc)
+};
+
+/// One tensor a pipeline action sends or receives.
+struct Message {
+  int64_t bytes;
+  std::string dtype;
+  Location loc;
+  std::string at; // locationText(loc)
+};
+
+/// What the check needs of one model (a stage's module, or the module).
+struct StageEntries {
+  ModuleOp module;
+  func::FuncOp forward, backward, update;
+  /// Indices into the collectives table, in program order, repeats
+  /// expanded.
+  std::vector<int> forwardCollectives, backwardCollectives, updateCollectives;
+  /// A zero-bubble stage's backward parts (tessel-split-backward).
+  func::FuncOp backwardInput, backwardWeight;
+  std::vector<int> inputCollectives, weightCollectives;
+  SmallVector<Message> inputs, outputs, inputGrads, outputGrads;
+  /// nn.grad name -> the backward's gradient of that parameter.
+  llvm::StringMap<Message> grads;
+};
+
+Message messageOf(Type type, Location loc) {
+  return {nn::detail::tensorBytes(type), elementTypeText(type), loc,
+          locationText(loc)};
+}
+
+struct CheckCommunicationPass
+    : tessel::impl::CheckCommunicationPassBase<CheckCommunicationPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp top = getOperation();
+    FailureOr<std::optional<PipelinePlan>> plan = PipelinePlan::fromModule(top);
+    if (failed(plan))
+      return signalPassFailure();
+    LogicalResult result =
+        *plan ? checkPipeline(top, **plan) : checkPartitioned(top);
+    if (failed(result))
+      signalPassFailure();
+  }
+
+private:
+  Mesh mesh;
+  std::vector<Collective> collectives;
+  llvm::DenseMap<Operation *, std::vector<int>> sequenceOf;
+  /// (world rank, axes mask) -> the sorted ranks of that group.
+  std::map<std::pair<int64_t, uint32_t>, std::vector<int>> groups;
+  std::vector<std::vector<Event>> programs;
+  /// Per rank, per event: the location of the IR it comes from.
+  std::vector<std::vector<Location>> sites;
+
+  /// The collectives one call of `func` runs, in program order: an
+  /// nn.repeat's layer function as many times as it repeats. Collectives
+  /// over a group of one, and all_slice, move nothing and are left out.
+  FailureOr<std::vector<int>> sequence(func::FuncOp func) {
+    if (!func || func.isExternal())
+      return std::vector<int>();
+    if (auto it = sequenceOf.find(func); it != sequenceOf.end())
+      return it->second;
+    sequenceOf[func] = {}; // a layer that repeats itself is counted once
+    std::vector<int> result;
+    for (Operation &op : func.getBody().getOps()) {
+      if (auto repeat = dyn_cast<nn::RepeatOp>(op)) {
+        FailureOr<std::vector<int>> layer = sequence(repeat.getLayerFunction());
+        if (failed(layer))
+          return failure();
+        for (int64_t i = 0; i < repeat.getNumLayers(); ++i)
+          result.insert(result.end(), layer->begin(), layer->end());
+        continue;
+      }
+      if (!communication::isLowerableCollective(&op) ||
+          isa<shard::AllSliceOp>(op))
+        continue;
+      uint32_t mask = communication::axesMask(&op);
+      if (mask >> mesh.axes.size())
+        return op.emitOpError()
+               << "runs over a grid axis beyond the mesh " << mesh.toString();
+      if (mesh.groupSize(communication::axesOfMask(mask)) == 1)
+        continue;
+      StringRef name = op.getName().stripDialect();
+      Type operand = op.getOperand(0).getType();
+      result.push_back(int(collectives.size()));
+      collectives.push_back({name.str(), mask, nn::detail::tensorBytes(operand),
+                             elementTypeText(operand), op.getLoc(),
+                             locationText(op.getLoc())});
+    }
+    return sequenceOf[func] = std::move(result);
+  }
+
+  /// The entries of `module`'s model and what crosses its stage boundary.
+  FailureOr<StageEntries> entriesOf(ModuleOp module) {
+    StageEntries entries;
+    entries.module = module;
+    for (auto func : module.getOps<func::FuncOp>()) {
+      auto role =
+          func->getAttrOfType<StringAttr>(nn::NNDialect::kEntryAttrName);
+      if (role && role.getValue() == "backward")
+        entries.backward = func;
+      else if (role && role.getValue() == "update")
+        entries.update = func;
+      else if (role && role.getValue() == "backward_input")
+        entries.backwardInput = func;
+      else if (role && role.getValue() == "backward_weight")
+        entries.backwardWeight = func;
+      else if (nn::NNDialect::isModelFunction(func))
+        entries.forward = func;
+    }
+    for (auto [func, list] :
+         {std::make_pair(entries.forward, &entries.forwardCollectives),
+          std::make_pair(entries.backward, &entries.backwardCollectives),
+          std::make_pair(entries.update, &entries.updateCollectives),
+          std::make_pair(entries.backwardInput, &entries.inputCollectives),
+          std::make_pair(entries.backwardWeight, &entries.weightCollectives)}) {
+      FailureOr<std::vector<int>> found = sequence(func);
+      if (failed(found))
+        return failure();
+      *list = std::move(*found);
+    }
+    auto arguments = [](func::FuncOp func, StringRef attr,
+                        SmallVector<Message> &out) {
+      if (func)
+        for (BlockArgument arg : func.getArguments())
+          if (func.getArgAttr(arg.getArgNumber(), attr))
+            out.push_back(messageOf(arg.getType(), arg.getLoc()));
+    };
+    auto results = [](func::FuncOp func, StringRef attr,
+                      SmallVector<Message> &out) {
+      if (!func)
+        return;
+      Location loc = func.getBody().back().getTerminator()->getLoc();
+      for (auto [i, type] : llvm::enumerate(func.getResultTypes()))
+        if (func.getResultAttr(i, attr))
+          out.push_back(messageOf(type, loc));
+    };
+    arguments(entries.forward, nn::NNDialect::kStageInputAttrName,
+              entries.inputs);
+    results(entries.forward, nn::NNDialect::kStageOutputAttrName,
+            entries.outputs);
+    arguments(entries.backward, nn::NNDialect::kOutputGradAttrName,
+              entries.outputGrads);
+    results(entries.backward, nn::NNDialect::kInputGradAttrName,
+            entries.inputGrads);
+    if (entries.backward) {
+      Location loc =
+          entries.backward.getBody().back().getTerminator()->getLoc();
+      for (auto [i, type] : llvm::enumerate(entries.backward.getResultTypes()))
+        if (auto name = entries.backward.getResultAttrOfType<StringAttr>(
+                i, nn::NNDialect::kGradAttrName))
+          entries.grads.try_emplace(name.getValue(), messageOf(type, loc));
+    }
+    return entries;
+  }
+
+  const std::vector<int> &groupOf(int64_t rank, uint32_t mask) {
+    std::vector<int> &group = groups[{rank, mask}];
+    if (!group.empty())
+      return group;
+    std::vector<int64_t> coordinates = mesh.coordinates(rank);
+    int64_t base = rank, stride = 1;
+    std::vector<std::pair<int64_t, int64_t>> spans; // (stride, size)
+    for (int axis = int(mesh.axes.size()) - 1; axis >= 0; --axis) {
+      if (mask & (uint32_t(1) << axis)) {
+        base -= coordinates[axis] * stride;
+        spans.push_back({stride, mesh.shape[axis]});
+      }
+      stride *= mesh.shape[axis];
+    }
+    group.push_back(int(base));
+    for (auto [step, size] : spans) {
+      size_t count = group.size();
+      for (int64_t c = 1; c < size; ++c)
+        for (size_t i = 0; i < count; ++i)
+          group.push_back(int(group[i] + c * step));
+    }
+    llvm::sort(group);
+    return group;
+  }
+
+  void append(int64_t rank, Event event, Location loc, StringRef at,
+              StringRef label) {
+    event.where = (at + " (" + label + ")").str();
+    programs[rank].push_back(std::move(event));
+    sites[rank].push_back(loc);
+  }
+
+  void appendCollectives(int64_t rank, const std::vector<int> &sequence,
+                         StringRef label) {
+    for (int index : sequence) {
+      const Collective &c = collectives[index];
+      Event event{Event::Kind::Collective};
+      event.op = c.op;
+      event.group = groupOf(rank, c.mask);
+      event.axes = mesh.axesText(communication::axesOfMask(c.mask));
+      event.bytes = c.bytes;
+      event.dtype = c.dtype;
+      append(rank, std::move(event), c.loc, c.at, label);
+    }
+  }
+
+  void appendTransfer(int64_t rank, bool send, int64_t peer, int64_t tag,
+                      const Message &message, StringRef label) {
+    Event event{send ? Event::Kind::Send : Event::Kind::Recv};
+    event.op = send ? "send" : "recv";
+    event.peer = int(peer);
+    event.tag = tag;
+    event.bytes = message.bytes;
+    event.dtype = message.dtype;
+    append(rank, std::move(event), message.loc, message.at, label);
+  }
+
+  void resetPrograms() {
+    programs.assign(mesh.worldSize(), {});
+    sites.assign(mesh.worldSize(), {});
+  }
+
+  /// Matches the programs; a finding becomes an error at the first event's
+  /// IR (or `top`) with a note at the other's.
+  LogicalResult match(ModuleOp top) {
+    std::optional<commcheck::Finding> finding = commcheck::check(programs);
+    if (!finding) {
+      if (remark) {
+        int64_t counts[3] = {0, 0, 0};
+        for (const std::vector<Event> &program : programs)
+          for (const Event &event : program)
+            ++counts[int(event.kind)];
+        top.emitRemark() << "communication check: " << programs.size()
+                         << " ranks match: "
+                         << counts[int(Event::Kind::Collective)]
+                         << " collective calls, "
+                         << counts[int(Event::Kind::Send)] << " sends, "
+                         << counts[int(Event::Kind::Recv)] << " receives";
+      }
+      return success();
+    }
+    auto siteOf = [&](int rank, int event) -> std::optional<Location> {
+      if (rank < 0 || event < 0 || rank >= int(sites.size()) ||
+          event >= int(sites[rank].size()))
+        return std::nullopt;
+      return sites[rank][event];
+    };
+    std::optional<Location> first = siteOf(finding->rankA, finding->eventA);
+    InFlightDiagnostic diag = emitError(first ? *first : top.getLoc())
+                              << "communication check: " << finding->message;
+    // (The loss's all-reduce has no IR of its own; the message names it.)
+    std::optional<Location> second = siteOf(finding->rankB, finding->eventB);
+    if (second && *second != top.getLoc())
+      diag.attachNote(*second)
+          << "rank " << finding->rankB << "'s "
+          << programs[finding->rankB][finding->eventB].op << " is here";
+    return failure();
+  }
+
+  LogicalResult checkPartitioned(ModuleOp top) {
+    FailureOr<std::optional<Mesh>> found = meshFromModule(top);
+    if (failed(found))
+      return failure();
+    if (!*found)
+      return success(); // Not partitioned: one rank, nothing to match.
+    mesh = **found;
+    FailureOr<StageEntries> entries = entriesOf(top);
+    if (failed(entries))
+      return failure();
+    resetPrograms();
+    for (int64_t rank = 0; rank < mesh.worldSize(); ++rank) {
+      if (!entries->backward) {
+        appendCollectives(rank, entries->forwardCollectives, "forward");
+        continue;
+      }
+      appendCollectives(rank, entries->backwardCollectives, "backward");
+      appendCollectives(rank, entries->updateCollectives, "update");
+    }
+    return match(top);
+  }
+
+  /// Stage s's outputs against stage s+1's inputs, and the gradients back.
+  LogicalResult checkBoundary(StageEntries &from, int s, StageEntries &to) {
+    auto compare = [&](const SmallVector<Message> &sent, StringRef sentName,
+                       int sender, const SmallVector<Message> &received,
+                       StringRef receivedName, int receiver,
+                       ArrayRef<Type> sentTypes,
+                       ArrayRef<Type> receivedTypes) -> LogicalResult {
+      if (sent.size() != received.size()) {
+        Location at = received.empty() ? to.module.getLoc() : received[0].loc;
+        return emitError(at)
+               << "stage " << receiver << " takes " << received.size() << " "
+               << receivedName << "s but stage " << sender << " sends "
+               << sent.size() << " " << sentName << "s";
+      }
+      for (size_t i = 0; i < sent.size(); ++i)
+        if (sentTypes[i] != receivedTypes[i]) {
+          InFlightDiagnostic diag =
+              emitError(received[i].loc)
+              << "stage " << receiver << "'s " << receivedName << " #" << i
+              << " is " << receivedTypes[i] << " but stage " << sender << "'s "
+              << sentName << " #" << i << " is " << sentTypes[i]
+              << ": the pipeline would send " << sent[i].bytes
+              << " bytes where " << received[i].bytes << " are received";
+          diag.attachNote(sent[i].loc)
+              << "stage " << sender << "'s " << sentName << " #" << i;
+          return failure();
+        }
+      return success();
+    };
+    auto typesOf = [](func::FuncOp func, StringRef attr, bool args) {
+      SmallVector<Type> types;
+      if (!func)
+        return types;
+      for (unsigned i = 0,
+                    e = args ? func.getNumArguments() : func.getNumResults();
+           i < e; ++i)
+        if (args ? bool(func.getArgAttr(i, attr))
+                 : bool(func.getResultAttr(i, attr)))
+          types.push_back(args ? func.getArgument(i).getType()
+                               : func.getResultTypes()[i]);
+      return types;
+    };
+    if (failed(compare(
+            from.outputs, "output", s, to.inputs, "input", s + 1,
+            typesOf(from.forward, nn::NNDialect::kStageOutputAttrName, false),
+            typesOf(to.forward, nn::NNDialect::kStageInputAttrName, true))))
+      return failure();
+    if (!from.backward || !to.backward)
+      return success();
+    return compare(
+        to.inputGrads, "input gradient", s + 1, from.outputGrads,
+        "output gradient", s,
+        typesOf(to.backward, nn::NNDialect::kInputGradAttrName, false),
+        typesOf(from.backward, nn::NNDialect::kOutputGradAttrName, true));
+  }
+
+  LogicalResult checkPipeline(ModuleOp top, const PipelinePlan &plan) {
+    const int stageCount = plan.stages();
+    const int P = int(plan.ranks);
+    SmallVector<ModuleOp> stageModules(stageCount);
+    for (auto module : top.getOps<ModuleOp>()) {
+      auto s =
+          module->getAttrOfType<IntegerAttr>(nn::NNDialect::kStageAttrName);
+      if (!s || s.getInt() < 0 || s.getInt() >= stageCount ||
+          stageModules[s.getInt()])
+        return module.emitError()
+               << "is not one of the pipeline's " << stageCount
+               << " stage modules (each with a distinct nn.stage)";
+      stageModules[s.getInt()] = module;
+    }
+    for (int s = 0; s < stageCount; ++s)
+      if (!stageModules[s])
+        return top.emitError() << "the pipeline has no module for stage " << s;
+
+    // One mesh for every stage; without one (not yet partitioned), the
+    // pp axis alone.
+    std::optional<Mesh> common;
+    for (int s = 0; s < stageCount; ++s) {
+      FailureOr<std::optional<Mesh>> found = meshFromModule(stageModules[s]);
+      if (failed(found))
+        return failure();
+      if (s > 0 && *found != common)
+        return stageModules[s].emitError()
+               << "stage " << s << "'s mesh "
+               << (*found ? (*found)->toString() : "(none)")
+               << " differs from stage 0's "
+               << (common ? common->toString() : "(none)");
+      common = *found;
+    }
+    mesh = common ? *common : Mesh{{kPipelineAxisName.str()}, {plan.ranks}};
+    std::optional<int> ppAxis = mesh.axisIndex(kPipelineAxisName);
+    if (!ppAxis || mesh.shape[*ppAxis] != plan.ranks)
+      return top.emitError()
+             << "the pipeline has " << plan.ranks
+             << " ranks but the stages' mesh " << mesh.toString()
+             << " has no pp axis of " << plan.ranks;
+    int64_t ppStride = 1;
+    for (size_t axis = *ppAxis + 1; axis < mesh.axes.size(); ++axis)
+      ppStride *= mesh.shape[axis];
+
+    std::vector<StageEntries> stages;
+    for (int s = 0; s < stageCount; ++s) {
+      FailureOr<StageEntries> entries = entriesOf(stageModules[s]);
+      if (failed(entries))
+        return failure();
+      stages.push_back(std::move(*entries));
+    }
+    for (int s = 0; s + 1 < stageCount; ++s)
+      if (failed(checkBoundary(stages[s], s, stages[s + 1])))
+        return failure();
+
+    std::string error;
+    std::optional<std::vector<std::vector<Action>>> actions =
+        plan.rankActions(error);
+    if (!actions)
+      return top.emitError() << "pipeline schedule: " << error;
+
+    resetPrograms();
+    const std::string topAt = locationText(top.getLoc());
+    const uint32_t ppMask = uint32_t(1) << *ppAxis;
+    // The ranks of one pp coordinate run programs of one length.
+    std::vector<size_t> programLength(P, 0);
+    for (int64_t rank = 0; rank < mesh.worldSize(); ++rank) {
+      const int p = int(mesh.coordinates(rank)[*ppAxis]);
+      programs[rank].reserve(programLength[p]);
+      sites[rank].reserve(programLength[p]);
+      auto worldRank = [&](int64_t pp) { return rank + (pp - p) * ppStride; };
+      for (const Action &action : (*actions)[p]) {
+        const StageEntries &stage = stages[action.stage];
+        const std::string label = pipeline::formatAction(action);
+        switch (action.kind) {
+        case ActionKind::Forward:
+          appendCollectives(rank, stage.forwardCollectives, label);
+          break;
+        case ActionKind::Backward:
+          appendCollectives(rank, stage.backwardCollectives, label);
+          break;
+        case ActionKind::BackwardInput:
+          // Without split entries (as the launcher runs it), I runs the
+          // stage's whole backward and W has nothing left to do.
+          appendCollectives(rank,
+                            stage.backwardWeight ? stage.inputCollectives
+                                                 : stage.backwardCollectives,
+                            label);
+          break;
+        case ActionKind::BackwardWeight:
+          if (stage.backwardWeight)
+            appendCollectives(rank, stage.weightCollectives, label);
+          break;
+        case ActionKind::Send:
+        case ActionKind::Recv: {
+          const bool send = action.kind == ActionKind::Send;
+          const int producer = send              ? action.stage
+                               : action.gradient ? action.stage + 1
+                                                 : action.stage - 1;
+          const SmallVector<Message> &messages =
+              send ? (action.gradient ? stage.inputGrads : stage.outputs)
+                   : (action.gradient ? stage.outputGrads : stage.inputs);
+          const int64_t tag = pipeline::messageTag(
+              stageCount, producer, action.microbatch, action.gradient);
+          for (const Message &message : messages)
+            appendTransfer(rank, send, worldRank(action.peer), tag, message,
+                           label);
+          break;
+        }
+        }
+      }
+      // The tied parameters' gradients, summed over the ranks holding them.
+      for (auto [k, tied] : llvm::enumerate(plan.tied)) {
+        SmallVector<int> holders; // pp ranks, in stage order
+        int ownStage = -1;
+        for (int64_t s : tied.second) {
+          int holder = int(plan.rankOf(int(s)));
+          if (!llvm::is_contained(holders, holder))
+            holders.push_back(holder);
+          if (holder == p && ownStage < 0)
+            ownStage = int(s);
+        }
+        if (ownStage < 0 || ownStage >= stageCount)
+          continue;
+        auto grad = stages[ownStage].grads.find(tied.first);
+        if (grad == stages[ownStage].grads.end())
+          continue; // not trained
+        const std::string label = "tied " + tied.first;
+        for (bool send : {true, false})
+          for (int holder : holders)
+            if (holder != p)
+              appendTransfer(rank, send, worldRank(holder), -int64_t(k + 1),
+                             grad->second, label);
+      }
+      for (int s = p; s < stageCount; s += P)
+        appendCollectives(rank, stages[s].updateCollectives,
+                          "update of stage " + std::to_string(s));
+      Event loss{Event::Kind::Collective};
+      loss.op = "all_reduce";
+      loss.group = groupOf(rank, ppMask);
+      loss.axes = kPipelineAxisName.str();
+      loss.bytes = 8;
+      loss.dtype = "f64";
+      append(rank, std::move(loss), top.getLoc(), topAt, "the loss over pp");
+      programLength[p] = programs[rank].size();
+    }
+    return match(top);
+  }
+};
+
+} // namespace
