@@ -485,6 +485,15 @@ struct AutodiffPass : public tessel::impl::AutodiffPassBase<AutodiffPass> {
     TrainConfig config;
     if (failed(resolveConfig(module, config)))
       return signalPassFailure();
+    // A stage's update sees only its own gradients; the global norm needs
+    // every stage's (and a tied parameter's once).
+    if (config.clip > 0 && module->hasAttr(nn::NNDialect::kStageAttrName)) {
+      model.emitOpError()
+          << "is a pipeline stage: gradient clipping (clip = " << config.clip
+          << ") needs the norm over every stage's gradients, which pipeline "
+             "stages do not compute yet; train without --clip on a pp mesh";
+      return signalPassFailure();
+    }
 
     SmallVector<unsigned> paramArgs;
     for (unsigned i = 0, e = model.getNumArguments(); i < e; ++i)

@@ -155,6 +155,11 @@ parallel flags (a model partitioned over a device mesh; docs/tessel-run.md):
                         partitioning flags passed to tessel-compile with
                         --mesh (a .mlir model only; see tessel-compile
                         --help)
+  --pipeline-schedule S, --stage-layers L, --virtual-stages V
+                        pipeline flags passed to tessel-compile with a mesh
+                        whose pp axis has more than one rank, with
+                        --microbatches (a .mlir model only; a compiled
+                        pipeline runs its own schedule and microbatches)
 )";
 }
 
@@ -168,6 +173,12 @@ std::vector<std::string> Options::partitioningFlags() const {
     flags.push_back("--local-batchnorm");
   if (!bucketMb.empty())
     flags.push_back("--bucket-mb");
+  if (!pipelineSchedule.empty())
+    flags.push_back("--pipeline-schedule");
+  if (!stageLayers.empty())
+    flags.push_back("--stage-layers");
+  if (!virtualStages.empty())
+    flags.push_back("--virtual-stages");
   return flags;
 }
 
@@ -311,6 +322,12 @@ const std::map<std::string, ValueSetter> &valueFlags() {
                      "' for --comm (expected local or mpi)");
        }},
       {"--rules", [](Options &o, const std::string &v) { o.rules = v; }},
+      {"--pipeline-schedule",
+       [](Options &o, const std::string &v) { o.pipelineSchedule = v; }},
+      {"--stage-layers",
+       [](Options &o, const std::string &v) { o.stageLayers = v; }},
+      {"--virtual-stages",
+       [](Options &o, const std::string &v) { o.virtualStages = v; }},
       {"--bucket-mb",
        [](Options &o, const std::string &v) {
          if (!(parseReal("--bucket-mb", v) >= 0))
@@ -373,6 +390,12 @@ void checkCombinations(const Options &options) {
                        "it was compiled)");
     if (!options.mesh)
       failUsage(flag + " needs --mesh");
+    std::optional<int> pp = options.mesh->axisIndex("pp");
+    bool pipelineFlag = flag == "--pipeline-schedule" ||
+                        flag == "--stage-layers" || flag == "--virtual-stages";
+    if (pipelineFlag && !(pp && options.mesh->shape[*pp] > 1))
+      failUsage(flag + " needs a mesh whose pp axis has more than one rank "
+                       "(e.g. --mesh dp=2,pp=2)");
   }
   if (options.saveEvery && options.save.empty())
     failUsage("--save-every needs --save FILE (the checkpoint it rewrites)");

@@ -66,6 +66,8 @@ struct Options {
   std::string bucketMb; // --bucket-mb, as given
   bool sequenceParallel = false;
   bool localBatchnorm = false;
+  // Pipeline flags for tessel-compile, as given (a pp mesh only).
+  std::string pipelineSchedule, stageLayers, virtualStages;
 
   /// The partitioning flags given besides --mesh, as the user wrote them
   /// ("--rules", "--sequence-parallel", ...).

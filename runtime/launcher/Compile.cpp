@@ -74,6 +74,19 @@ std::vector<std::string> partitionArgs(const Options &options) {
     args.push_back("--local-batchnorm");
   if (!options.bucketMb.empty())
     args.insert(args.end(), {"--bucket-mb", options.bucketMb});
+  // A pipeline compiles its microbatches and schedule in.
+  std::optional<int> pp = options.mesh->axisIndex("pp");
+  if (pp && options.mesh->shape[*pp] > 1) {
+    if (options.microbatchesGiven)
+      args.insert(args.end(),
+                  {"--microbatches", std::to_string(options.microbatches)});
+    if (!options.pipelineSchedule.empty())
+      args.insert(args.end(), {"--pipeline-schedule", options.pipelineSchedule});
+    if (!options.stageLayers.empty())
+      args.insert(args.end(), {"--stage-layers", options.stageLayers});
+    if (!options.virtualStages.empty())
+      args.insert(args.end(), {"--virtual-stages", options.virtualStages});
+  }
   return args;
 }
 

@@ -203,6 +203,19 @@ RunEnd tessel::run::runRank(const RunPlan &plan, int32_t rank, int32_t comm,
           checkCommunication(desc, measured, plan.mode == Mode::Train,
                              options.microbatches);
         commLine = describeComm(measured);
+        if (pipelined) {
+          // The stages' sends and receives (this rank's), besides the
+          // collectives.
+          int64_t sent = 0, received = 0, calls = 0;
+          for (int32_t peer = 0; peer < int32_t(desc.worldSize()); ++peer) {
+            sent += tessel_p2p_bytes(rt.ctx, peer, TESSEL_P2P_SENT);
+            received += tessel_p2p_bytes(rt.ctx, peer, TESSEL_P2P_RECEIVED);
+            calls += tessel_p2p_calls(rt.ctx, peer, TESSEL_P2P_SENT);
+          }
+          commLine += "; send/recv (rank 0): " + std::to_string(calls) +
+                      " sends, " + std::to_string(sent) + " bytes sent, " +
+                      std::to_string(received) + " received";
+        }
         result.comm = measured;
       }
       if (plan.metrics)

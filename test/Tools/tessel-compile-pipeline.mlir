@@ -34,6 +34,7 @@
 // RUN: not tessel-compile %s --mesh pp=4 --microbatches 2 -o %t.x.so 2>&1 | FileCheck %s --check-prefix=ONEF-M
 // RUN: not tessel-compile %s --mesh pp=2 --pipeline-schedule zigzag -o %t.x.so 2>&1 | FileCheck %s --check-prefix=UNKNOWN
 // RUN: not tessel-compile %s --mesh pp=2 --virtual-stages 2 -o %t.x.so 2>&1 | FileCheck %s --check-prefix=VIRTUAL
+// RUN: not tessel-compile %s --mesh pp=2 --clip 1.0 -o %t.x.so 2>&1 | FileCheck %s --check-prefix=CLIP
 
 // GPipe, P = 2, M = 4, equal stages: the bubble is (P-1)/(M+P-1) = 1/5
 // exactly; a stage keeps each microbatch's input activations (64-byte
@@ -161,3 +162,5 @@ func.func @loss(%x: tensor<4x8xf32> {nn.input, nn.axes = ["batch", "embed"]},
   %h, %l = nn.repeat @layer(%x, %l0) params(%w) : (tensor<4x8xf32>, tensor<f32>, tensor<4x8x8xf32>) -> (tensor<4x8xf32>, tensor<f32>)
   return %l : tensor<f32>
 }
+
+// CLIP: error: 'func.func' op is a pipeline stage: gradient clipping (clip = 1.000000e+00) needs the norm over every stage's gradients
