@@ -413,6 +413,18 @@ private:
   bool reapSends(tessel_ctx *ctx, const char *name);
   /// Waits (up to the timeout) for every pending send.
   void finishSends();
+  /// Posts a receive of `bytes` into `dst` and waits for it until
+  /// `deadline` (`request` stays pending on a timeout).
+  Wait receive(tessel_ctx *ctx, int32_t peer, int mpiTag,
+               Clock::time_point deadline, void *dst, int64_t bytes,
+               MPI_Request &request) {
+    if (!mpiOk(ctx, "tessel_recv",
+               MPI_Irecv(dst, int(bytes), MPI_BYTE, peer, mpiTag, p2pComm,
+                         &request),
+               "MPI_Irecv"))
+      return Wait::Failed;
+    return pollUntil(ctx, "tessel_recv", request, deadline, "MPI_Irecv");
+  }
   /// Receives the header of the next message from `peer` on `mpiTag`.
   bool recvHeader(tessel_ctx *ctx, int32_t peer, int64_t tag, int mpiTag,
                   Clock::time_point deadline, Header &header);
@@ -504,14 +516,9 @@ bool MpiCommunicator::send(tessel_ctx *ctx, int32_t peer, int64_t tag,
 bool MpiCommunicator::recvHeader(tessel_ctx *ctx, int32_t peer, int64_t tag,
                                  int mpiTag, Clock::time_point deadline,
                                  Header &header) {
-  const char *name = "tessel_recv";
   MPI_Request request;
-  if (!mpiOk(ctx, name,
-             MPI_Irecv(&header, int(sizeof(Header)), MPI_BYTE, peer, mpiTag,
-                       p2pComm, &request),
-             "MPI_Irecv"))
-    return false;
-  switch (pollUntil(ctx, name, request, deadline, "MPI_Irecv")) {
+  switch (receive(ctx, peer, mpiTag, deadline, &header, sizeof(Header),
+                  request)) {
   case Wait::Done:
     return true;
   case Wait::Failed:
@@ -535,14 +542,8 @@ bool MpiCommunicator::recvHeader(tessel_ctx *ctx, int32_t peer, int64_t tag,
 bool MpiCommunicator::recvPayload(tessel_ctx *ctx, int32_t peer, int64_t tag,
                                   int mpiTag, Clock::time_point deadline,
                                   void *dst, int64_t bytes) {
-  const char *name = "tessel_recv";
   MPI_Request request;
-  if (!mpiOk(
-          ctx, name,
-          MPI_Irecv(dst, int(bytes), MPI_BYTE, peer, mpiTag, p2pComm, &request),
-          "MPI_Irecv"))
-    return false;
-  switch (pollUntil(ctx, name, request, deadline, "MPI_Irecv")) {
+  switch (receive(ctx, peer, mpiTag, deadline, dst, bytes, request)) {
   case Wait::Done:
     return true;
   case Wait::Failed:

@@ -12,8 +12,75 @@ namespace pipeline = tessel::pipeline;
 using pipeline::Action;
 using pipeline::ActionKind;
 
-/// One stage this rank runs: its entries, its arena, its data and the
-/// stash of its input activations per microbatch in flight.
+namespace {
+
+/// Device buffers of `bytes` each, one per microbatch held and reused once
+/// released: the pool never shrinks, so it allocates as many as it ever
+/// held at once (what pipeline::peakHolding predicts).
+struct SlotPool {
+  int64_t bytes = 0;
+  std::map<int, void *> held; // microbatch -> its slot
+  std::vector<void *> free;
+  int64_t allocated = 0;
+
+  void *acquire(tessel_ctx *ctx, int microbatch, const std::string &what) {
+    void *slot = nullptr;
+    if (!free.empty()) {
+      slot = free.back();
+      free.pop_back();
+    } else {
+      slot = tessel_alloc(ctx, std::max<int64_t>(bytes, 64));
+      if (!slot)
+        throw RunError("cannot allocate " + std::to_string(bytes) +
+                       " bytes to keep " + what);
+      ++allocated;
+    }
+    return held[microbatch] = slot;
+  }
+  void *find(int microbatch) const {
+    auto it = held.find(microbatch);
+    return it == held.end() ? nullptr : it->second;
+  }
+  void release(int microbatch) {
+    auto it = held.find(microbatch);
+    if (it == held.end())
+      return;
+    free.push_back(it->second);
+    held.erase(it);
+  }
+  void clear(tessel_ctx *ctx) {
+    for (auto &[m, slot] : held)
+      tessel_free(ctx, slot);
+    for (void *slot : free)
+      tessel_free(ctx, slot);
+    held.clear();
+    free.clear();
+  }
+};
+
+/// A slot's layout: `tensors` packed one after another, 64-byte aligned.
+int64_t packedBytes(const std::vector<const TensorDesc *> &tensors) {
+  int64_t bytes = 0;
+  for (const TensorDesc *t : tensors)
+    bytes += (t->bytes + 63) / 64 * 64;
+  return bytes;
+}
+
+/// Calls `f(t, place)` for each tensor and its place in a packed slot.
+template <typename F>
+void forEachPacked(const std::vector<const TensorDesc *> &tensors, void *slot,
+                   F f) {
+  char *cursor = static_cast<char *>(slot);
+  for (const TensorDesc *t : tensors) {
+    f(*t, cursor);
+    cursor += (t->bytes + 63) / 64 * 64;
+  }
+}
+
+} // namespace
+
+/// One stage this rank runs: its entries, its arena, its data and what it
+/// keeps per microbatch between actions.
 struct PipelineRank::Stage {
   int index = 0;
   const ModelDesc *desc = nullptr;
@@ -21,19 +88,14 @@ struct PipelineRank::Stage {
   void *arena = nullptr;
   std::unique_ptr<BatchSource> batches;
   std::vector<const TensorDesc *> inputs, outputs, outputGrads, inputGrads;
-  int64_t stashBytes = 0; // one microbatch's inputs, packed
-  std::map<int, void *> stash;  // microbatch -> its slot
-  std::vector<void *> freeSlots;
-  int64_t slotsAllocated = 0;
-  int64_t peakSlots = 0;
+  // The input activations of each microbatch in flight, from their
+  // receipt until its backward.
+  SlotPool inputSlots;
   // Zero bubble: what the backward's input part leaves for its weight part
-  // (the stash, and the output gradient it may read), kept per microbatch
-  // between the two.
+  // (the stash, and the output gradient it may read), from one to the
+  // other.
   std::vector<const TensorDesc *> weightInputs;
-  int64_t weightBytes = 0;
-  std::map<int, void *> weightStash;
-  std::vector<void *> freeWeightSlots;
-  int64_t peakWeightSlots = 0, weightSlotsAllocated = 0;
+  SlotPool weightSlots;
 };
 
 namespace {
@@ -70,14 +132,12 @@ PipelineRank::PipelineRank(const LoadedModel &model, tessel_ctx *ctx,
     stage->outputs = stage->desc->withRole("stage_output");
     stage->outputGrads = stage->desc->withRole("output_grad");
     stage->inputGrads = stage->desc->withRole("input_grad");
-    for (const TensorDesc *t : stage->inputs)
-      stage->stashBytes += (t->bytes + 63) / 64 * 64;
+    stage->inputSlots.bytes = packedBytes(stage->inputs);
     if (stage->entries.backwardInput && stage->entries.backwardWeight) {
       stage->weightInputs = stage->desc->withRole("stash");
       for (const TensorDesc *t : stage->outputGrads)
         stage->weightInputs.push_back(t);
-      for (const TensorDesc *t : stage->weightInputs)
-        stage->weightBytes += (t->bytes + 63) / 64 * 64;
+      stage->weightSlots.bytes = packedBytes(stage->weightInputs);
     }
     stages.push_back(std::move(stage));
   }
@@ -85,14 +145,8 @@ PipelineRank::PipelineRank(const LoadedModel &model, tessel_ctx *ctx,
 
 PipelineRank::~PipelineRank() {
   for (auto &stage : stages) {
-    for (auto &[m, slot] : stage->stash)
-      tessel_free(ctx, slot);
-    for (void *slot : stage->freeSlots)
-      tessel_free(ctx, slot);
-    for (auto &[m, slot] : stage->weightStash)
-      tessel_free(ctx, slot);
-    for (void *slot : stage->freeWeightSlots)
-      tessel_free(ctx, slot);
+    stage->inputSlots.clear(ctx);
+    stage->weightSlots.clear(ctx);
     tessel_free(ctx, stage->arena);
   }
 }
@@ -141,14 +195,14 @@ std::string PipelineRank::stashDifference() const {
   std::string text;
   for (const auto &stage : stages) {
     const pipeline::StageHolding &want = expected.at(stage->index);
-    int64_t wantWeight = stage->weightBytes ? want.weightStash : 0;
-    if (stage->slotsAllocated == want.inputs &&
-        stage->weightSlotsAllocated == wantWeight)
+    int64_t wantWeight = stage->entries.backwardWeight ? want.weightStash : 0;
+    if (stage->inputSlots.allocated == want.inputs &&
+        stage->weightSlots.allocated == wantWeight)
       continue;
     text += (text.empty() ? "" : "; ") + std::string("stage ") +
             std::to_string(stage->index) + " keeps " +
-            std::to_string(stage->slotsAllocated) + " input and " +
-            std::to_string(stage->weightSlotsAllocated) +
+            std::to_string(stage->inputSlots.allocated) + " input and " +
+            std::to_string(stage->weightSlots.allocated) +
             " weight-stash slots (schedule: " + std::to_string(want.inputs) +
             " and " + std::to_string(wantWeight) + ")";
   }
@@ -172,26 +226,11 @@ void PipelineRank::recv(Stage &stage, int microbatch, bool gradient, int peer) {
     for (const TensorDesc *t : stage.outputGrads)
       tessel_recv(ctx, worldRankOf(peer), tag, at(stage.arena, *t), t->bytes);
   } else {
-    void *slot = nullptr;
-    if (!stage.freeSlots.empty()) {
-      slot = stage.freeSlots.back();
-      stage.freeSlots.pop_back();
-    } else {
-      slot = tessel_alloc(ctx, std::max<int64_t>(stage.stashBytes, 64));
-      if (!slot)
-        throw RunError("cannot allocate " + std::to_string(stage.stashBytes) +
-                       " bytes to keep the input of " +
-                       stageText(stage.index, microbatch));
-      ++stage.slotsAllocated;
-    }
-    stage.stash[microbatch] = slot;
-    stage.peakSlots =
-        std::max<int64_t>(stage.peakSlots, int64_t(stage.stash.size()));
-    char *cursor = static_cast<char *>(slot);
-    for (const TensorDesc *t : stage.inputs) {
-      tessel_recv(ctx, worldRankOf(peer), tag, cursor, t->bytes);
-      cursor += (t->bytes + 63) / 64 * 64;
-    }
+    void *slot = stage.inputSlots.acquire(
+        ctx, microbatch, "the input of " + stageText(stage.index, microbatch));
+    forEachPacked(stage.inputs, slot, [&](const TensorDesc &t, char *place) {
+      tessel_recv(ctx, worldRankOf(peer), tag, place, t.bytes);
+    });
   }
   check("receiving the " +
         std::string(gradient ? "output gradient" : "input") + " of " +
@@ -205,16 +244,14 @@ static void restoreInputs(PipelineRank::Stage &stage, tessel_ctx *ctx,
   stage.batches->fill(globalIndex, ctx, stage.arena);
   if (stage.inputs.empty())
     return;
-  auto it = stage.stash.find(microbatch);
-  if (it == stage.stash.end())
+  void *slot = stage.inputSlots.find(microbatch);
+  if (!slot)
     throw RunError("pipeline " + stageText(stage.index, microbatch) +
                    " runs before its input was received (a schedule "
                    "without the Recv)");
-  const char *cursor = static_cast<const char *>(it->second);
-  for (const TensorDesc *t : stage.inputs) {
-    tessel_copy(ctx, at(stage.arena, *t), cursor, t->bytes);
-    cursor += (t->bytes + 63) / 64 * 64;
-  }
+  forEachPacked(stage.inputs, slot, [&](const TensorDesc &t, char *place) {
+    tessel_copy(ctx, at(stage.arena, t), place, t.bytes);
+  });
 }
 
 void PipelineRank::forward(Stage &stage, int microbatch, int64_t step,
@@ -238,21 +275,19 @@ void PipelineRank::backward(Stage &stage, int microbatch, int64_t step,
     if (!split)
       return; // Computed with the input part.
     // The input part's stash and output gradient, back in the arena.
-    auto it = stage.weightStash.find(microbatch);
-    if (it == stage.weightStash.end())
+    void *slot = stage.weightSlots.find(microbatch);
+    if (!slot)
       throw RunError("pipeline " + stageText(stage.index, microbatch) +
                      ": the weight part runs before the input part");
-    const char *cursor = static_cast<const char *>(it->second);
-    for (const TensorDesc *t : stage.weightInputs) {
-      tessel_copy(ctx, at(stage.arena, *t), cursor, t->bytes);
-      cursor += (t->bytes + 63) / 64 * 64;
-    }
+    forEachPacked(stage.weightInputs, slot,
+                  [&](const TensorDesc &t, char *place) {
+                    tessel_copy(ctx, at(stage.arena, t), place, t.bytes);
+                  });
     stage.entries.backwardWeight(ctx, stage.arena);
     tessel_synchronize(ctx);
     check("step " + std::to_string(step + 1) + " (weight gradients of " +
           stageText(stage.index, microbatch) + ")");
-    stage.freeWeightSlots.push_back(it->second);
-    stage.weightStash.erase(it);
+    stage.weightSlots.release(microbatch);
     return;
   }
   bool inputOnly = part == BackwardPart::Input && split;
@@ -265,37 +300,17 @@ void PipelineRank::backward(Stage &stage, int microbatch, int64_t step,
     lossSum += readLoss(stage.desc->loss(), ctx, stage.arena);
   if (!inputOnly)
     return;
-  void *slot = nullptr;
-  if (!stage.freeWeightSlots.empty()) {
-    slot = stage.freeWeightSlots.back();
-    stage.freeWeightSlots.pop_back();
-  } else {
-    slot = tessel_alloc(ctx, std::max<int64_t>(stage.weightBytes, 64));
-    ++stage.weightSlotsAllocated;
-    if (!slot)
-      throw RunError("cannot allocate " + std::to_string(stage.weightBytes) +
-                     " bytes to keep the weight-gradient inputs of " +
-                     stageText(stage.index, microbatch));
-  }
-  stage.weightStash[microbatch] = slot;
-  stage.peakWeightSlots =
-      std::max<int64_t>(stage.peakWeightSlots, int64_t(stage.weightStash.size()));
-  char *cursor = static_cast<char *>(slot);
-  for (const TensorDesc *t : stage.weightInputs) {
-    tessel_copy(ctx, cursor, at(stage.arena, *t), t->bytes);
-    cursor += (t->bytes + 63) / 64 * 64;
-  }
+  void *slot = stage.weightSlots.acquire(
+      ctx, microbatch,
+      "the weight-gradient inputs of " + stageText(stage.index, microbatch));
+  forEachPacked(stage.weightInputs, slot, [&](const TensorDesc &t, char *place) {
+    tessel_copy(ctx, place, at(stage.arena, t), t.bytes);
+  });
 }
 
 void PipelineRank::runAction(const Action &action, int64_t step) {
   Stage &stage = stageAt(action.stage);
-  auto release = [&] {
-    auto it = stage.stash.find(action.microbatch);
-    if (it == stage.stash.end())
-      return;
-    stage.freeSlots.push_back(it->second);
-    stage.stash.erase(it);
-  };
+  auto release = [&] { stage.inputSlots.release(action.microbatch); };
   switch (action.kind) {
   case ActionKind::Forward:
     forward(stage, action.microbatch, step, false);
@@ -413,11 +428,7 @@ double PipelineRank::evalStep(int64_t step) {
       if (stage->index > 0)
         recv(*stage, m, false, int((stage->index - 1) % pipe.ranks));
       forward(*stage, m, step, true);
-      auto it = stage->stash.find(m);
-      if (it != stage->stash.end()) {
-        stage->freeSlots.push_back(it->second);
-        stage->stash.erase(it);
-      }
+      stage->inputSlots.release(m);
       if (stage->index < last)
         send(*stage, m, false, int((stage->index + 1) % pipe.ranks));
     }
