@@ -79,3 +79,23 @@ double tessel::run::readLoss(const TensorDesc &loss, tessel_ctx *ctx,
   tessel_copy_to_host(ctx, &bits, src, sizeof(bits));
   return loss.dtypeCode == TESSEL_BF16 ? bf16ToDouble(bits) : f16ToDouble(bits);
 }
+
+std::string tessel::run::describeArena(const ModelDesc &model) {
+  static const std::pair<const char *, const char *> names[] = {
+      {"params", "params"},
+      {"grads", "grads"},
+      {"states", "optimizer states"},
+      {"inputs", "inputs"},
+      {"outputs", "outputs"},
+      {"stash", "weight-gradient stash"},
+      {"scratch", "activations and scratch"}};
+  std::string text;
+  for (auto [region, name] : names) {
+    auto it = model.regions.find(region);
+    if (it == model.regions.end() || it->second.bytes == 0)
+      continue;
+    text += (text.empty() ? "" : ", ") + std::string(name) + " " +
+            std::to_string(it->second.bytes);
+  }
+  return text.empty() ? text : text + " bytes";
+}

@@ -120,7 +120,8 @@ RunEnd tessel::run::runRank(const RunPlan &plan, int32_t rank, int32_t comm,
   ctxOptions.backend_name = options.backend.c_str();
   ctxOptions.comm_timeout_seconds = options.commTimeoutSeconds;
   // A pipeline's stages allocate their own arenas.
-  RankRuntime rt(desc.pipeline ? 64 : desc.arenaBytes, ctxOptions);
+  RankRuntime rt(desc.pipeline ? 64 : desc.arenaBytes, ctxOptions,
+                 describeArena(desc));
   std::unique_ptr<PipelineRank> pipelined;
   if (desc.pipeline) {
     if (plan.mode == Mode::CheckGrads)
@@ -257,7 +258,8 @@ RunEnd tessel::run::runRank(const RunPlan &plan, int32_t rank, int32_t comm,
 
 RunEnd tessel::run::runLocalRanks(const RunPlan &plan) {
   int64_t worldSize = plan.model->desc.worldSize();
-  checkRanksFitInMemory(worldSize, plan.model->desc.arenaBytes);
+  checkRanksFitInMemory(worldSize, plan.model->desc.arenaBytes,
+                        describeArena(plan.model->desc));
   if (worldSize == 1)
     return runRank(plan, 0, TESSEL_COMM_NONE, nullptr);
   LocalRanks ranks{int32_t(worldSize)}; // A mesh has < 2^31 ranks.

@@ -125,8 +125,9 @@ PipelineRank::PipelineRank(const LoadedModel &model, tessel_ctx *ctx,
     stage->arena = tessel_alloc(ctx, std::max<int64_t>(stage->desc->arenaBytes, 64));
     if (!stage->arena)
       throw RunError("cannot allocate the arena of pipeline stage " +
-                     std::to_string(s) + " (" +
-                     std::to_string(stage->desc->arenaBytes) + " bytes)");
+                     std::to_string(s) + " on rank " + std::to_string(rank) +
+                     " (" + std::to_string(stage->desc->arenaBytes) +
+                     " bytes: " + describeArena(*stage->desc) + ")");
     stage->batches = makeRankFeeds(*stage->desc, makeGlobal, coordinates, ctx);
     stage->inputs = stage->desc->withRole("stage_input");
     stage->outputs = stage->desc->withRole("stage_output");

@@ -32,15 +32,23 @@ tessel_ctx_options tessel::run::rankOptions(const ModelDesc &model,
   return rankOptions(model.mesh, rank, comm, world);
 }
 
-void tessel::run::checkRanksFitInMemory(int64_t ranks, int64_t arenaBytes) {
+std::optional<int64_t> tessel::run::availableMemoryBytes() {
   long pages = sysconf(_SC_AVPHYS_PAGES), pageSize = sysconf(_SC_PAGESIZE);
-  if (pages <= 0 || pageSize <= 0 || ranks <= 0 || arenaBytes <= 0)
+  if (pages <= 0 || pageSize <= 0)
+    return std::nullopt;
+  return int64_t(pages) * int64_t(pageSize);
+}
+
+void tessel::run::checkRanksFitInMemory(int64_t ranks, int64_t arenaBytes,
+                                        const std::string &contents) {
+  std::optional<int64_t> available = availableMemoryBytes();
+  if (!available || ranks <= 0 || arenaBytes <= 0)
     return; // Unknown: the allocations themselves will say.
-  int64_t available = int64_t(pages) * int64_t(pageSize);
-  if (arenaBytes > available / ranks)
+  if (arenaBytes > *available / ranks)
     throw RunError("the arenas of " + std::to_string(ranks) + " ranks need " +
                    std::to_string(ranks) + " x " + std::to_string(arenaBytes) +
-                   " bytes; this host has " + std::to_string(available) +
+                   " bytes" + (contents.empty() ? "" : " (" + contents + ")") +
+                   "; this host has " + std::to_string(*available) +
                    " bytes of memory available");
 }
 
@@ -49,7 +57,8 @@ RankRuntime::RankRuntime(int64_t arenaBytes)
                                           TESSEL_COMM_NONE, nullptr)) {}
 
 RankRuntime::RankRuntime(int64_t arenaBytes,
-                         const tessel_ctx_options &options) {
+                         const tessel_ctx_options &options,
+                         const std::string &contents) {
   ctx = tessel_ctx_create(&options);
   if (!ctx) {
     const char *why = tessel_error(nullptr);
@@ -59,8 +68,14 @@ RankRuntime::RankRuntime(int64_t arenaBytes,
   arena = tessel_alloc(ctx, arenaBytes);
   if (!arena) {
     tessel_ctx_destroy(ctx);
-    throw RunError("cannot allocate the arena (" + std::to_string(arenaBytes) +
-                   " bytes)");
+    std::optional<int64_t> available = availableMemoryBytes();
+    throw RunError(
+        "cannot allocate the arena of rank " + std::to_string(options.rank) +
+        " (" + std::to_string(arenaBytes) + " bytes" +
+        (contents.empty() ? "" : ": " + contents) + ")" +
+        (available ? "; this host has " + std::to_string(*available) +
+                         " bytes of memory available"
+                   : std::string()));
   }
 }
 

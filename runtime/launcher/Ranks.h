@@ -41,7 +41,10 @@ struct RankRuntime {
   /// Rank 0 of 1.
   explicit RankRuntime(int64_t arenaBytes);
   /// The rank `options` describe (its mesh and communication).
-  RankRuntime(int64_t arenaBytes, const tessel_ctx_options &options);
+  /// `contents`: what the arena holds (describeArena), for the error when
+  /// it cannot be allocated.
+  RankRuntime(int64_t arenaBytes, const tessel_ctx_options &options,
+              const std::string &contents = "");
   ~RankRuntime();
   RankRuntime(const RankRuntime &) = delete;
   RankRuntime &operator=(const RankRuntime &) = delete;
@@ -63,7 +66,10 @@ inline constexpr int32_t kMaxLocalRanks = 1024;
 
 /// Throws RunError when `ranks` arenas of `arenaBytes` do not fit in the
 /// memory this host has available, before any rank starts.
-void checkRanksFitInMemory(int64_t ranks, int64_t arenaBytes);
+void checkRanksFitInMemory(int64_t ranks, int64_t arenaBytes,
+                           const std::string &contents = "");
+/// The bytes of memory this host has free now; nullopt when unknown.
+std::optional<int64_t> availableMemoryBytes();
 
 class LocalRanks {
 public:

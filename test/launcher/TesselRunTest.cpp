@@ -296,6 +296,11 @@ TEST_F(TesselRunTest, MeshesTooLargeForThisProcessAreRefused) {
   EXPECT_NE(r.err.find("the arenas of 1024 ranks need 1024 x "),
             std::string::npos)
       << r.err;
+  // What the arena holds, by region, and what the host has.
+  EXPECT_NE(r.err.find("bytes (inputs 1073741824, outputs 64 bytes); this "
+                       "host has "),
+            std::string::npos)
+      << r.err;
 }
 
 TEST_F(TesselRunTest, HelpDocumentsEveryFlag) {
