@@ -351,7 +351,7 @@ LogicalResult NNDialect::verifyOperationAttribute(Operation *op,
     return success();
   }
   if (attrName == kPipelineAttrName || attrName == kStageAttrName ||
-      attrName == kSplitBackwardAttrName) {
+      attrName == kSplitBackwardAttrName || attrName == kFirstLayerAttrName) {
     if (!isa<ModuleOp, FunctionOpInterface>(op))
       return op->emitOpError() << "'" << attrName
                                << "' belongs on a module or a function";

@@ -83,6 +83,9 @@ def NN_Dialect : Dialect {
     static constexpr llvm::StringLiteral kOutputGradAttrName = "nn.output_grad";
     static constexpr llvm::StringLiteral kInputGradAttrName = "nn.input_grad";
     static constexpr llvm::StringLiteral kLayersAttrName = "nn.layers";
+    /// A stage module's first layer: its repeats' layer l is the model's
+    /// layer first + l (dropout draws the model's layer's mask).
+    static constexpr llvm::StringLiteral kFirstLayerAttrName = "nn.first_layer";
     /// Zero-bubble schedules: a stage module whose backward splits into
     /// its input part and its weight part (tessel-split-backward), and the
     /// values the first leaves for the second (`nn.stash = k`).

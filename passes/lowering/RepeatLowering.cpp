@@ -72,8 +72,20 @@ void emitLayerIteration(nn::RepeatOp op, FunctionLowering &fl,
       arith::SubIOp::create(body, loc, constant(numLayers - 1), iteration);
   Value layer = op.getReverse() ? remaining : iteration;
   if (callerStream) {
+    // A pipeline stage's layer l is the model's layer first + l: it draws
+    // that layer's masks (the repeats of the stage's entries only; a
+    // repeat inside a layer counts its own layers).
+    Value modelLayer = layer;
+    auto func = op->getParentOfType<func::FuncOp>();
+    auto module = op->getParentOfType<ModuleOp>();
+    if (auto first = module ? module->getAttrOfType<IntegerAttr>(
+                                  nn::NNDialect::kFirstLayerAttrName)
+                            : IntegerAttr();
+        first && func && !func.isPrivate())
+      modelLayer =
+          arith::AddIOp::create(body, loc, layer, constant(first.getInt()));
     I64Value stream = fl.emit.call(rt::tessel_fold_in, body, loc,
-                                   {I64Value(callerStream), I64Value(layer)});
+                                   {I64Value(callerStream), I64Value(modelLayer)});
     fl.emit.call(rt::tessel_set_rng_stream, body, loc, {fl.ctx, stream});
   }
   Value parity = arith::RemSIOp::create(body, loc, remaining, constant(2));

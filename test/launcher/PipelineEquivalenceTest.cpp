@@ -260,6 +260,38 @@ TEST_F(PipelineCheckpointTest, SavedOnPp4LoadsOnOtherMeshes) {
   expectEqual(resumed, last, 1e-5);
 }
 
+// Dropout in the blocks: stage s's layer l draws the model's layer
+// (first + l) mask, in the forward, its recomputation, and both parts of a
+// split backward.
+TEST_F(PipelineCheckpointTest, DropoutDrawsTheModelsMasks) {
+  fs::path path = suiteDir() / "gpt-dropout.mlir";
+  std::string text = readFile(fs::path(TESSEL_EXAMPLES_DIR) / "gpt.mlir");
+  std::string from = "  %p0 = nn.matmul %f, %w_proj";
+  ASSERT_NE(text.find(from), std::string::npos);
+  text.replace(text.find(from), from.size(),
+               "  %fd = nn.dropout %f rate = 0.1 seed = 7 : "
+               "tensor<8x64x512xf32>\n  %p0 = nn.matmul %fd, %w_proj");
+  writeFile(path, text);
+  std::string failure;
+  std::string one = compile(path.string(), sgd, failure);
+  ASSERT_EQ(failure, "");
+  Trained reference =
+      train(quote(TESSEL_RUN_PATH) + " " + quote(one) + " --steps " +
+                std::to_string(steps) + " --microbatches 2",
+            "one-dropout");
+  for (const std::string &flags :
+       {std::string(" --mesh pp=2 --microbatches 2"),
+        std::string(" --mesh pp=4 --pipeline-schedule gpipe --microbatches 2"),
+        std::string(" --mesh pp=2 --pipeline-schedule zb-h1 --microbatches 2")}) {
+    std::string so = compile(path.string(), sgd + flags, failure);
+    ASSERT_EQ(failure, "");
+    Trained pipelined = train(quote(TESSEL_RUN_PATH) + " " + quote(so) +
+                                  " --steps " + std::to_string(steps),
+                              "pipelined-dropout");
+    expectEqual(pipelined, reference, 1e-5);
+  }
+}
+
 // Under mpirun, one process per rank: the same run as threads.
 TEST_F(PipelineCheckpointTest, TrainsUnderMpirun) {
   if (std::system("command -v mpirun >/dev/null 2>&1") != 0)
