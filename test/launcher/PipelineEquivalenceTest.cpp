@@ -187,6 +187,8 @@ TEST_P(PipelineEquivalenceTest, TrainsAsOneDevice) {
 
 std::vector<Case> pipelineCases() {
   std::vector<Case> cases = {
+      // One microbatch: plain model parallelism (bit for bit one device's).
+      {4, "pp=4", "gpipe", 1},
       // Every schedule on pp=2 and pp=4 (8 layers for interleaved on 4).
       {4, "pp=2", "gpipe", 2},
       {4, "pp=2", "1f1b", 4},
