@@ -13,6 +13,17 @@
 // Collectives are issued non-blocking and polled so that a peer that never
 // joins fails the call after the context's timeout instead of hanging it.
 //
+// A timeout names the ranks that did not arrive, as the local backend does.
+// Each context counts the collectives it has entered per axes mask and,
+// while it polls (a collective or a receive), answers status probes on a
+// third duplicate of MPI_COMM_WORLD (so probes never match collective or
+// point-to-point traffic) with what it is waiting in. A rank that times out
+// probes the members it waits for, then polls a short grace period for
+// replies, answering probes itself: a member that replies is in another
+// call or behind (its own count on the group); one that does not is
+// stopped, hung or outside a tessel call. Everything is non-blocking, so a
+// rank that has exited only costs the grace period.
+//
 // Point-to-point messages travel on a duplicate of MPI_COMM_WORLD, so they
 // never match collective traffic. A message is two MPI messages on one MPI
 // tag: a header (the full int64 tag and the byte count), then the payload.
@@ -43,9 +54,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <cstring>
 #include <deque>
 #include <list>
 #include <map>
+#include <memory>
 #include <thread>
 
 using namespace tessel::cpu;
@@ -105,17 +119,267 @@ MPI_Datatype elementType(int64_t elemSize) {
 
 using Clock = std::chrono::steady_clock;
 
+//===--- Status probes ----------------------------------------------------===//
+
+/// What a rank is waiting in, as it answers a probe.
+struct Activity {
+  enum Kind : int32_t { None, Collective, Recv };
+  int32_t kind = None;
+  uint32_t mask = 0;  /// Collective: its axes mask.
+  int32_t peer = -1;  /// Recv: the sender.
+  uint64_t seq = 0;   /// Collective: its number on its mask, from 1.
+  int64_t tag = 0;    /// Recv: the full tag.
+  char name[32] = {}; /// Collective: the entry point.
+};
+
+/// A probe: which probe it is and the axes mask the prober waits on.
+struct ProbeRequest {
+  uint64_t id = 0;
+  uint32_t mask = 0;
+};
+
+/// The reply: the probe's id, what the rank is in, and how many collectives
+/// it has entered on the probe's mask.
+struct ProbeReply {
+  uint64_t id = 0;
+  uint64_t entered = 0;
+  Activity activity;
+};
+
+/// The tags of the probe communicator.
+constexpr int kProbeTag = 1, kReplyTag = 2;
+
+/// A probe or reply whose MPI_Isend may still read it.
+struct ProbeSend {
+  ProbeRequest request;
+  ProbeReply reply;
+  MPI_Request mpi = MPI_REQUEST_NULL;
+};
+
+/// One context's answers to, and questions about, what its ranks are in.
+class StatusProbes {
+public:
+  /// MPI_COMM_WORLD's duplicate for probes and replies only.
+  MPI_Comm comm = MPI_COMM_NULL;
+  /// What this rank waits in; kind None outside a poll.
+  Activity current;
+
+  /// Counts a collective on `mask` entered; its number, from 1.
+  uint64_t enterCollective(const char *name, uint32_t mask) {
+    const uint64_t seq = ++entered[mask];
+    current = Activity();
+    current.kind = Activity::Collective;
+    current.mask = mask;
+    current.seq = seq;
+    std::snprintf(current.name, sizeof(current.name), "%s", name);
+    return seq;
+  }
+  void enterRecv(int32_t peer, int64_t tag) {
+    current = Activity();
+    current.kind = Activity::Recv;
+    current.peer = peer;
+    current.tag = tag;
+  }
+  void leave() { current = Activity(); }
+
+  /// Answers the probes that arrived (a poll calls this every turn).
+  void serve();
+  /// Probes `ranks`, waits up to the grace period for their replies and
+  /// words what each is in; `mask` is the group this rank waits on (its
+  /// counts are compared), or ~0u for a receive.
+  std::string survey(const tessel_ctx *ctx, const std::vector<int32_t> &ranks,
+                     uint32_t mask);
+  /// Drains the probes and replies still queued and settles the sends:
+  /// nothing is left pending on `comm` when it is freed.
+  void shutdown();
+
+private:
+  /// Frees the sends that completed.
+  void reapSends();
+  void post(int32_t peer, int tag, const void *buf, int bytes,
+            MPI_Request &mpi);
+
+  std::unordered_map<uint32_t, uint64_t> entered;
+  std::list<std::unique_ptr<ProbeSend>> sends;
+  uint64_t lastProbeId = 0;
+};
+
+void StatusProbes::reapSends() {
+  for (auto it = sends.begin(); it != sends.end();) {
+    int done = 0;
+    if (MPI_Test(&(*it)->mpi, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+      done = 1; // A failed send will not read its buffer again.
+    it = done ? sends.erase(it) : std::next(it);
+  }
+}
+
+void StatusProbes::post(int32_t peer, int tag, const void *buf, int bytes,
+                        MPI_Request &mpi) {
+  if (MPI_Isend(buf, bytes, MPI_BYTE, peer, tag, comm, &mpi) != MPI_SUCCESS)
+    mpi = MPI_REQUEST_NULL;
+}
+
+void StatusProbes::serve() {
+  if (comm == MPI_COMM_NULL)
+    return;
+  reapSends();
+  while (true) {
+    int arrived = 0;
+    MPI_Status status;
+    if (MPI_Iprobe(MPI_ANY_SOURCE, kProbeTag, comm, &arrived, &status) !=
+            MPI_SUCCESS ||
+        !arrived)
+      return;
+    ProbeRequest request;
+    if (MPI_Recv(&request, int(sizeof(request)), MPI_BYTE, status.MPI_SOURCE,
+                 kProbeTag, comm, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+      return;
+    auto send = std::make_unique<ProbeSend>();
+    send->reply.id = request.id;
+    auto it = entered.find(request.mask);
+    send->reply.entered = it == entered.end() ? 0 : it->second;
+    send->reply.activity = current;
+    post(status.MPI_SOURCE, kReplyTag, &send->reply, int(sizeof(ProbeReply)),
+         send->mpi);
+    sends.push_back(std::move(send));
+  }
+}
+
+/// "tessel_all_gather #12", "tessel_all_reduce #3 on axes mask 0x2" (when
+/// not `mask`) or "tessel_recv from rank 3 (tag 7)".
+std::string describeActivity(const Activity &a, uint32_t mask) {
+  char text[128];
+  if (a.kind == Activity::Collective && a.mask == mask)
+    std::snprintf(text, sizeof(text), "%.31s #%llu", a.name,
+                  (unsigned long long)a.seq);
+  else if (a.kind == Activity::Collective)
+    std::snprintf(text, sizeof(text), "%.31s #%llu on axes mask 0x%x", a.name,
+                  (unsigned long long)a.seq, a.mask);
+  else if (a.kind == Activity::Recv)
+    std::snprintf(text, sizeof(text), "tessel_recv from rank %d (tag %lld)",
+                  a.peer, (long long)a.tag);
+  else
+    std::snprintf(text, sizeof(text), "no tessel call");
+  return text;
+}
+
+std::string StatusProbes::survey(const tessel_ctx *ctx,
+                                 const std::vector<int32_t> &ranks,
+                                 uint32_t mask) {
+  if (comm == MPI_COMM_NULL || ranks.empty())
+    return "";
+  const uint64_t id = ++lastProbeId;
+  for (int32_t peer : ranks) {
+    auto send = std::make_unique<ProbeSend>();
+    send->request.id = id;
+    send->request.mask = mask;
+    post(peer, kProbeTag, &send->request, int(sizeof(ProbeRequest)),
+         send->mpi);
+    sends.push_back(std::move(send));
+  }
+  // Long enough for a member in a poll to answer (it serves every turn),
+  // short beside the timeout that has already passed.
+  const double grace = std::min(1.0, ctx->commTimeoutSeconds / 4);
+  const auto deadline = Clock::now() +
+                        std::chrono::duration_cast<Clock::duration>(
+                            std::chrono::duration<double>(grace));
+  std::map<int32_t, ProbeReply> replies;
+  while (replies.size() < ranks.size() && Clock::now() < deadline) {
+    serve();
+    int arrived = 0;
+    MPI_Status status;
+    if (MPI_Iprobe(MPI_ANY_SOURCE, kReplyTag, comm, &arrived, &status) !=
+        MPI_SUCCESS)
+      break;
+    if (!arrived) {
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+      continue;
+    }
+    ProbeReply reply;
+    if (MPI_Recv(&reply, int(sizeof(reply)), MPI_BYTE, status.MPI_SOURCE,
+                 kReplyTag, comm, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+      break;
+    // A reply to an earlier survey that came after its grace is dropped.
+    if (reply.id == id &&
+        std::find(ranks.begin(), ranks.end(), status.MPI_SOURCE) != ranks.end())
+      replies[status.MPI_SOURCE] = reply;
+  }
+  const bool collective = current.kind == Activity::Collective;
+  std::string text;
+  for (int32_t peer : ranks) {
+    text += text.empty() ? "" : "; ";
+    text += "rank " + std::to_string(peer);
+    auto it = replies.find(peer);
+    if (it == replies.end()) {
+      text += " does not respond (stopped, hung or outside a tessel call)";
+      continue;
+    }
+    const ProbeReply &reply = it->second;
+    const Activity &a = reply.activity;
+    if (collective && a.kind == Activity::Collective && a.mask == mask &&
+        a.seq == current.seq && std::strcmp(a.name, current.name) == 0) {
+      text += " is in it too";
+      continue;
+    }
+    text += " is in " + describeActivity(a, mask);
+    if (!collective || (a.kind == Activity::Collective && a.mask == mask))
+      continue;
+    // In a call elsewhere: where it stands on this group.
+    if (reply.entered < current.seq)
+      text += ", behind (at collective #" + std::to_string(reply.entered) +
+              " on this group)";
+    else
+      text += " (at collective #" + std::to_string(reply.entered) +
+              " on this group)";
+  }
+  if (collective)
+    text += " (this rank is in " + describeActivity(current, mask) + ")";
+  return text;
+}
+
+void StatusProbes::shutdown() {
+  if (comm == MPI_COMM_NULL)
+    return;
+  // Probes and replies that nobody will read: received and dropped.
+  while (true) {
+    int arrived = 0;
+    MPI_Status status;
+    if (MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm, &arrived, &status) !=
+            MPI_SUCCESS ||
+        !arrived)
+      break;
+    ProbeReply sink;
+    MPI_Recv(&sink, int(sizeof(sink)), MPI_BYTE, status.MPI_SOURCE,
+             status.MPI_TAG, comm, MPI_STATUS_IGNORE);
+  }
+  // The sends are small (eager): they complete at once unless the peer is
+  // gone, then they are released to MPI with their buffers kept.
+  const auto deadline = Clock::now() + std::chrono::milliseconds(100);
+  while (!sends.empty() && Clock::now() < deadline) {
+    reapSends();
+    if (!sends.empty())
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  for (auto &send : sends) {
+    MPI_Request_free(&send->mpi);
+    (void)send.release();
+  }
+  sends.clear();
+}
+
 /// How a polled request ended.
 enum class Wait { Done, Failed, TimedOut };
 
 /// Polls `request` until it completes (status in `status` when non-null),
 /// an MPI call fails (error recorded, naming `name` and `call`) or
 /// `deadline` passes (nothing recorded: the caller words the timeout).
-Wait pollUntil(tessel_ctx *ctx, const char *name, MPI_Request &request,
-               Clock::time_point deadline, const char *call,
-               MPI_Status *status = MPI_STATUS_IGNORE) {
+/// Answers status probes every turn.
+Wait pollUntil(tessel_ctx *ctx, StatusProbes &probes, const char *name,
+               MPI_Request &request, Clock::time_point deadline,
+               const char *call, MPI_Status *status = MPI_STATUS_IGNORE) {
   const auto spinUntil = Clock::now() + std::chrono::milliseconds(100);
   while (true) {
+    probes.serve();
     int done = 0;
     if (!mpiOk(ctx, name, MPI_Test(&request, &done, status), call))
       return Wait::Failed;
@@ -138,9 +402,9 @@ Wait pollUntil(tessel_ctx *ctx, const char *name, MPI_Request &request,
 /// Completes a non-blocking collective, polling so that a missing peer
 /// becomes a timeout error (the request then stays pending: the caller must
 /// abort the job).
-bool await(tessel_ctx *ctx, const Collective &c, const Group &group,
-           MPI_Request &request, const char *call) {
-  switch (pollUntil(ctx, c.name, request, commDeadline(ctx), call)) {
+bool await(tessel_ctx *ctx, StatusProbes &probes, const Collective &c,
+           const Group &group, MPI_Request &request, const char *call) {
+  switch (pollUntil(ctx, probes, c.name, request, commDeadline(ctx), call)) {
   case Wait::Done:
     return true;
   case Wait::Failed:
@@ -148,21 +412,28 @@ bool await(tessel_ctx *ctx, const Collective &c, const Group &group,
   case Wait::TimedOut:
     break;
   }
+  std::vector<int32_t> others;
+  for (int64_t j = 0; j < group.size; ++j)
+    if (j != group.index)
+      others.push_back(groupMemberRank(ctx, group, j));
+  const std::string members = probes.survey(ctx, others, group.mask);
   setError(ctx,
            "%s: timed out after %g s in %s on the group of axes mask "
            "0x%x of %lld ranks (a member has not joined: stopped, hung "
-           "or in another operation)",
+           "or in another operation)%s%s",
            c.name, ctx->commTimeoutSeconds, call, group.mask,
-           (long long)group.size);
+           (long long)group.size, members.empty() ? "" : ": ",
+           members.c_str());
   return false;
 }
 
 class MpiGroup {
 public:
-  MpiGroup(tessel_ctx *ctx, MpiComms &comms, const Group &group,
-           const Collective &c)
-      : ctx(ctx), comms(comms), group(group), c(c),
+  MpiGroup(tessel_ctx *ctx, MpiComms &comms, StatusProbes &probes,
+           const Group &group, const Collective &c)
+      : ctx(ctx), comms(comms), probes(probes), group(group), c(c),
         type(elementType(c.elemSize)) {}
+  ~MpiGroup() { probes.leave(); }
 
   bool init();
   bool allReduce();
@@ -183,6 +454,7 @@ private:
 
   tessel_ctx *ctx;
   MpiComms &comms;
+  StatusProbes &probes;
   const Group &group;
   const Collective &c;
   MPI_Datatype type;
@@ -194,6 +466,7 @@ bool MpiGroup::init() {
     setError(ctx, "%s: MPI is not running", c.name);
     return false;
   }
+  probes.enterCollective(c.name, group.mask);
   auto it = comms.find(group.mask);
   if (it != comms.end()) {
     comm = it->second;
@@ -214,7 +487,7 @@ bool MpiGroup::allToAllBlocks(const void *send, void *recv,
                MPI_Ialltoall(send, int(blockElems), type, recv, int(blockElems),
                              type, comm, &request),
                "MPI_Ialltoall") &&
-         await(ctx, c, group, request, "MPI_Ialltoall");
+         await(ctx, probes, c, group, request, "MPI_Ialltoall");
 }
 
 /// Chunk j of the buffer goes to group index j, which reduces it; the
@@ -243,7 +516,7 @@ bool MpiGroup::allReduce() {
                             received.data(), recvCounts.data(),
                             recvDispls.data(), type, comm, &request),
              "MPI_Ialltoallv") ||
-      !await(ctx, c, group, request, "MPI_Ialltoallv"))
+      !await(ctx, probes, c, group, request, "MPI_Ialltoallv"))
     return false;
   std::vector<const void *> inputs(static_cast<size_t>(groupSize));
   for (int64_t p = 0; p < groupSize; ++p)
@@ -255,7 +528,7 @@ bool MpiGroup::allReduce() {
                MPI_Iallgatherv(reduced.data(), mine, type, c.out, counts.data(),
                                displs.data(), type, comm, &request),
                "MPI_Iallgatherv") &&
-         await(ctx, c, group, request, "MPI_Iallgatherv");
+         await(ctx, probes, c, group, request, "MPI_Iallgatherv");
 }
 
 /// Gathers the inputs whole, then places input p as block p of every row
@@ -276,7 +549,7 @@ bool MpiGroup::allGather() {
              MPI_Iallgather(c.in, int(elems), type, dst, int(elems), type, comm,
                             &request),
              "MPI_Iallgather") ||
-      !await(ctx, c, group, request, "MPI_Iallgather"))
+      !await(ctx, probes, c, group, request, "MPI_Iallgather"))
     return false;
   if (c.outer != 1) {
     const int64_t rowBytes = c.len * c.inner * c.elemSize;
@@ -364,6 +637,9 @@ public:
     if (!mpiIsUp())
       return;
     finishSends();
+    probes.shutdown();
+    if (probes.comm != MPI_COMM_NULL)
+      MPI_Comm_free(&probes.comm);
     for (auto &entry : comms)
       MPI_Comm_free(&entry.second);
     if (p2pComm != MPI_COMM_NULL)
@@ -372,22 +648,22 @@ public:
 
   bool allReduce(tessel_ctx *ctx, const Group &group,
                  const Collective &c) override {
-    MpiGroup mg(ctx, comms, group, c);
+    MpiGroup mg(ctx, comms, probes, group, c);
     return mg.init() && mg.allReduce();
   }
   bool allGather(tessel_ctx *ctx, const Group &group,
                  const Collective &c) override {
-    MpiGroup mg(ctx, comms, group, c);
+    MpiGroup mg(ctx, comms, probes, group, c);
     return mg.init() && mg.allGather();
   }
   bool reduceScatter(tessel_ctx *ctx, const Group &group,
                      const Collective &c) override {
-    MpiGroup mg(ctx, comms, group, c);
+    MpiGroup mg(ctx, comms, probes, group, c);
     return mg.init() && mg.reduceScatter();
   }
   bool allToAll(tessel_ctx *ctx, const Group &group,
                 const Collective &c) override {
-    MpiGroup mg(ctx, comms, group, c);
+    MpiGroup mg(ctx, comms, probes, group, c);
     return mg.init() && mg.allToAll();
   }
 
@@ -397,6 +673,7 @@ public:
             int64_t bytes) override;
 
   MpiComms comms;
+  StatusProbes probes;
   /// MPI_COMM_WORLD's duplicate for point-to-point messages.
   MPI_Comm p2pComm = MPI_COMM_NULL;
   /// The largest MPI tag (MPI_TAG_UB).
@@ -423,7 +700,8 @@ private:
                          &request),
                "MPI_Irecv"))
       return Wait::Failed;
-    return pollUntil(ctx, "tessel_recv", request, deadline, "MPI_Irecv");
+    return pollUntil(ctx, probes, "tessel_recv", request, deadline,
+                     "MPI_Irecv");
   }
   /// Receives the header of the next message from `peer` on `mpiTag`.
   bool recvHeader(tessel_ctx *ctx, int32_t peer, int64_t tag, int mpiTag,
@@ -535,7 +813,7 @@ bool MpiCommunicator::recvHeader(tessel_ctx *ctx, int32_t peer, int64_t tag,
   MPI_Test_cancelled(&status, &cancelled);
   if (!cancelled)
     return true;
-  setRecvTimeout(ctx, peer, tag, "");
+  setRecvTimeout(ctx, peer, tag, probes.survey(ctx, {peer}, ~0u));
   return false;
 }
 
@@ -577,6 +855,11 @@ bool MpiCommunicator::recv(tessel_ctx *ctx, int32_t peer, int64_t tag,
   }
   const int mpiTag = mpiTagOf(tag);
   const auto deadline = commDeadline(ctx);
+  probes.enterRecv(peer, tag);
+  struct Leave {
+    StatusProbes &probes;
+    ~Leave() { probes.leave(); }
+  } leave{probes};
   while (true) {
     Header header;
     if (!recvHeader(ctx, peer, tag, mpiTag, deadline, header))
@@ -629,6 +912,11 @@ tessel::cpu::createMpiCommunicator(tessel_ctx *ctx, std::string &error) {
     return nullptr;
   }
   MPI_Comm_set_errhandler(comm->p2pComm, MPI_ERRORS_RETURN);
+  if (MPI_Comm_dup(MPI_COMM_WORLD, &comm->probes.comm) != MPI_SUCCESS) {
+    error = "tessel_ctx_create: MPI_Comm_dup failed";
+    return nullptr;
+  }
+  MPI_Comm_set_errhandler(comm->probes.comm, MPI_ERRORS_RETURN);
   int *tagUpperBound = nullptr, found = 0;
   MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tagUpperBound, &found);
   if (found && tagUpperBound && *tagUpperBound > 0)

@@ -6,14 +6,18 @@
 // point-to-point messages between every pair of ranks: several in flight,
 // received out of tag order, tags past MPI_TAG_UB that fold onto one MPI
 // tag, a 4 MiB payload, a size mismatch, a receive's timeout and the
-// per-peer counters. Each process exits non-zero if any of its checks
-// failed; rank 0 prints OK when the whole world passed.
+// per-peer counters; then collective timeouts that name the member that did
+// not arrive (asleep outside tessel, or waiting in another collective).
+// Each process exits non-zero if any of its checks failed; rank 0 prints OK
+// when the whole world passed.
 //
 //===----------------------------------------------------------------------===//
 
 #include "CommReference.h"
 
+#include <chrono>
 #include <cstdio>
+#include <thread>
 
 using namespace tt;
 
@@ -169,13 +173,105 @@ int checkRecvTimeout(tessel_ctx_options options, int rank) {
     const char *err = tessel_error(ctx);
     const std::string want =
         "tessel_recv: receive from rank 0 (tag 4242, microbatch 6) timed out "
-        "after 0.2 s: rank 0 has not sent it (stopped, hung or behind)";
+        "after 0.2 s: rank 0 has not sent it (stopped, hung or behind); "
+        "rank 0 does not respond (stopped, hung or outside a tessel call)";
     if (!err || err != want) {
       std::fprintf(stderr, "rank 1: p2p timeout: got '%s'\n",
                    err ? err : "(no error)");
       ++failed;
     }
   }
+  tessel_ctx_destroy(ctx);
+  return failed;
+}
+
+void sleepSeconds(double seconds) {
+  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+}
+
+/// A collective that times out names the member that did not arrive, from
+/// its answer to a status probe or its silence. Rank 0 waits in all_gather
+/// on mask 2 (ranks 0 and 1) on a context with a 2 s timeout: first while
+/// rank 1 sleeps outside tessel (it does not respond), then while rank 1
+/// waits in an all_reduce on mask 1 (ranks 1 and 3) for rank 3, which joins
+/// after rank 0's timeout. Rank 1 then joins each all_gather late, so that
+/// no collective is left pending; `world` (every rank, mask 3) keeps the
+/// ranks in step.
+int checkCollectiveTimeout(tessel_ctx *world, tessel_ctx_options options,
+                           int rank) {
+  const double timeout = 2;
+  options.comm_timeout_seconds = timeout;
+  tessel_ctx *ctx = tessel_ctx_create(&options);
+  if (!ctx) {
+    std::fprintf(stderr, "rank %d: collective timeout: %s\n", rank,
+                 tessel_error(nullptr));
+    return 1;
+  }
+  int failed = 0;
+  auto expect = [&](bool ok, const std::string &what) {
+    if (!ok) {
+      const char *err = tessel_error(ctx);
+      std::fprintf(stderr, "rank %d: collective timeout: %s: got '%s'\n",
+                   rank, what.c_str(), err ? err : "(no error)");
+      ++failed;
+    }
+  };
+  auto barrier = [&] {
+    int32_t one = 1;
+    tessel_all_reduce(world, 3, TESSEL_I32, &one, &one, 1, TESSEL_REDUCE_SUM);
+  };
+  float in[2] = {1, 2}, out[4] = {};
+  const int64_t shape[] = {2};
+  auto allGather = [&] {
+    tessel_all_gather(ctx, 2, TESSEL_F32, in, out, 1, shape, 0);
+  };
+  const std::string timedOut =
+      "tessel_all_gather: timed out after 2 s in MPI_Iallgather on the group "
+      "of axes mask 0x2 of 2 ranks (a member has not joined: stopped, hung or "
+      "in another operation): ";
+
+  // Tests that a member asleep outside tessel does not respond.
+  barrier();
+  if (rank == 0) {
+    allGather();
+    const char *err = tessel_error(ctx);
+    expect(err && err == timedOut + "rank 1 does not respond (stopped, hung "
+                                    "or outside a tessel call) (this rank is "
+                                    "in tessel_all_gather #1)",
+           "asleep");
+    tessel_clear_error(ctx);
+  } else if (rank == 1) {
+    // Past rank 0's timeout and its grace period (a quarter of it).
+    sleepSeconds(timeout * 1.5);
+    allGather();
+    expect(tessel_error(ctx) == nullptr, "late all_gather #1");
+  }
+
+  // Tests that a member waiting in another collective says which, and
+  // where it stands on the group.
+  barrier();
+  if (rank == 0) {
+    allGather();
+    const char *err = tessel_error(ctx);
+    expect(err && err == timedOut +
+                             "rank 1 is in tessel_all_reduce #1 on axes mask "
+                             "0x1, behind (at collective #1 on this group) "
+                             "(this rank is in tessel_all_gather #2)",
+           "in another collective");
+    tessel_clear_error(ctx);
+  } else if (rank == 1 || rank == 3) {
+    // Rank 1 waits from 0.5 to 1.25 timeouts, across rank 0's timeout.
+    sleepSeconds(timeout * (rank == 1 ? 0.5 : 1.25));
+    int32_t x = rank;
+    tessel_all_reduce(ctx, 1, TESSEL_I32, &x, &x, 1, TESSEL_REDUCE_SUM);
+    expect(tessel_error(ctx) == nullptr && x == 4, "all_reduce on mask 1");
+    if (rank == 1) {
+      allGather();
+      expect(tessel_error(ctx) == nullptr, "late all_gather #2");
+    }
+  }
+  // Every collective of ctx has completed before anyone frees it.
+  barrier();
   tessel_ctx_destroy(ctx);
   return failed;
 }
@@ -220,7 +316,8 @@ int main() {
   checker.allToAlls(dtypes);
   checker.allSlices(dtypes);
   int failed = checker.failures() + checkCounters(ctx, rank) +
-               checkP2p(ctx, rank, size) + checkRecvTimeout(options, rank);
+               checkP2p(ctx, rank, size) + checkRecvTimeout(options, rank) +
+               checkCollectiveTimeout(ctx, options, rank);
 
   // The world's verdict, through the collective under test (a broken
   // all_reduce has already failed the checks above on its own ranks).
