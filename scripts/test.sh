@@ -12,6 +12,6 @@ echo "== lit"
 /usr/lib/llvm-22/bin/lit -sv "$BUILD_DIR/test" || status=1
 echo "== runtime/ alone: the runtime and the launcher build without LLVM/MLIR"
 scripts/check-runtime-alone.sh "$BUILD_DIR-runtime-alone" || status=1
-echo "== fuzz: the launcher's file readers, 20 s"
+echo "== fuzz: the launcher's file readers and the compile pipeline, 20 s"
 scripts/fuzz.sh 20 || status=1
 exit $status
