@@ -223,8 +223,11 @@ Value Partitioner::completePartial(Location loc, LocalValue &state,
         current = reduceScatter(loc, current, {axis}, dim, state.kind);
     }
     state.sharding[dim] = axes;
-    llvm::erase_if(state.partial,
-                   [&](int16_t a) { return llvm::is_contained(axes, a); });
+    // Captured by name: clang before 16 (the fuzz build) cannot capture a
+    // structured binding.
+    llvm::erase_if(state.partial, [&axes = axes](int16_t a) {
+      return llvm::is_contained(axes, a);
+    });
   }
   if (!state.partial.empty()) {
     MeshAxes axes = state.partial;

@@ -170,7 +170,8 @@ LogicalResult Propagator::seed(ModuleOp module,
         auto name = dyn_cast<StringAttr>(logical);
         if (!name || dim >= sharding.size())
           continue;
-        auto tryAxis = [&](int16_t axis) {
+        // dim by name: clang before 16 cannot capture a structured binding.
+        auto tryAxis = [&, dim = dim](int16_t axis) {
           if (!sharding[dim].empty() || llvm::is_contained(used, axis))
             return;
           sharding[dim].push_back(axis);
@@ -398,7 +399,8 @@ void Propagator::decide(Operation *op) {
     // The loops now holding the axes: all sum reductions.
     SmallVector<unsigned> holders;
     for (auto [loop, loopAxes] : llvm::enumerate(loopSharding))
-      if (llvm::any_of(axes, [&](int16_t a) {
+      // By name: clang before 16 cannot capture a structured binding.
+      if (llvm::any_of(axes, [&loopAxes = loopAxes](int16_t a) {
             return llvm::is_contained(loopAxes, a);
           }))
         holders.push_back(loop);
