@@ -626,12 +626,16 @@ struct AutodiffPass : public tessel::impl::AutodiffPassBase<AutodiffPass> {
       trained.push_back(index);
       Type type = model.getArgumentTypes()[index];
       unsigned position = backward.getNumArguments();
-      if (failed(backward.insertArgument(
-              position, type,
-              b.getDictionaryAttr(b.getNamedAttr(
-                  nn::NNDialect::kGradAttrName,
-                  b.getStringAttr(paramName(model, index)))),
-              model.getArgument(index).getLoc())))
+      // A pipeline stage's accumulator holds its parameter's rows.
+      SmallVector<NamedAttribute> attrs{b.getNamedAttr(
+          nn::NNDialect::kGradAttrName,
+          b.getStringAttr(paramName(model, index)))};
+      if (Attribute rows =
+              model.getArgAttr(index, nn::NNDialect::kLayersAttrName))
+        attrs.push_back(b.getNamedAttr(nn::NNDialect::kLayersAttrName, rows));
+      if (failed(backward.insertArgument(position, type,
+                                         b.getDictionaryAttr(attrs),
+                                         model.getArgument(index).getLoc())))
         return failure();
       Value accumulator = backward.getArgument(position);
       returned.push_back(
@@ -714,11 +718,14 @@ struct AutodiffPass : public tessel::impl::AutodiffPassBase<AutodiffPass> {
     std::vector<std::string> stateNames = config.stateNames();
     SmallVector<Type> argTypes;
     SmallVector<DictionaryAttr> argAttrs;
+    // A gradient or state takes its parameter's logical axes and, on a
+    // pipeline stage, its rows of the stacked parameter.
     auto axesOf = [&](unsigned index) {
       SmallVector<NamedAttribute> attrs;
-      if (Attribute axes =
-              model.getArgAttr(index, nn::NNDialect::kAxesAttrName))
-        attrs.push_back(b.getNamedAttr(nn::NNDialect::kAxesAttrName, axes));
+      for (StringRef name :
+           {nn::NNDialect::kAxesAttrName, nn::NNDialect::kLayersAttrName})
+        if (Attribute value = model.getArgAttr(index, name))
+          attrs.push_back(b.getNamedAttr(name, value));
       return attrs;
     };
     auto stateType = [&](Type paramType) -> Type {

@@ -446,9 +446,6 @@ private:
              << "the pipeline has " << plan.ranks
              << " ranks but the stages' mesh " << mesh.toString()
              << " has no pp axis of " << plan.ranks;
-    int64_t ppStride = 1;
-    for (size_t axis = *ppAxis + 1; axis < mesh.axes.size(); ++axis)
-      ppStride *= mesh.shape[axis];
 
     std::vector<StageEntries> stages;
     for (int s = 0; s < stageCount; ++s) {
@@ -476,7 +473,9 @@ private:
       const int p = int(mesh.coordinates(rank)[*ppAxis]);
       programs[rank].reserve(programLength[p]);
       sites[rank].reserve(programLength[p]);
-      auto worldRank = [&](int64_t pp) { return rank + (pp - p) * ppStride; };
+      auto worldRank = [&](int64_t pp) {
+        return mesh.withCoordinate(rank, *ppAxis, pp);
+      };
       for (const Action &action : (*actions)[p]) {
         const StageEntries &stage = stages[action.stage];
         const std::string label = pipeline::formatAction(action);

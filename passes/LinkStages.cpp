@@ -36,11 +36,6 @@ constexpr llvm::StringLiteral kEntries[] = {
     "tessel_forward",        "tessel_backward",        "tessel_update",
     "tessel_backward_input", "tessel_backward_weight", "tessel_model_json"};
 
-/// Stage `s`'s name for its entry `symbol`: "tessel_s1_forward".
-std::string stageEntryName(int64_t s, StringRef symbol) {
-  return ("tessel_s" + Twine(s) + "_" + symbol.drop_front(strlen("tessel_")))
-      .str();
-}
 
 struct LinkStagesPass : tessel::impl::LinkStagesPassBase<LinkStagesPass> {
   void runOnOperation() override {
@@ -116,7 +111,7 @@ struct LinkStagesPass : tessel::impl::LinkStagesPassBase<LinkStagesPass> {
       } else {
         std::string renamed =
             llvm::is_contained(kEntries, name)
-                ? stageEntryName(s, name)
+                ? pipeline::stageEntrySymbol(s, name.str())
                 : ("s" + Twine(s) + "." + name).str();
         if (failed(symbols.rename(&op, StringAttr::get(&getContext(), renamed))))
           return op.emitOpError() << "cannot be renamed for stage " << s;

@@ -188,14 +188,10 @@ struct PipelineSplitPass
     request.schedule = schedule;
     request.stageLayers = stageLayers;
     request.layers = parts->repeat.getNumLayers();
-    request.layerFlops = parts->repeat.getLayerFunction()
-                             ? flopsOf(llvm::map_to_vector(
-                                   parts->repeat.getLayerFunction()
-                                       .getBody()
-                                       .front()
-                                       .without_terminator(),
-                                   [](Operation &op) { return &op; }))
-                             : 0;
+    // The repeat costs L times its layer (its cost interface).
+    request.layerFlops =
+        cast<nn::CostOpInterface>(parts->repeat.getOperation()).getFlops() /
+        std::max<int64_t>(request.layers, 1);
     request.beforeFlops = flopsOf(parts->before);
     request.afterFlops = flopsOf(parts->after);
     FailureOr<PipelinePlan> plan = planPipeline(request, parts->repeat);

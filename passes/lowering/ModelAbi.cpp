@@ -107,10 +107,7 @@ private:
   /// its weight part, by index.
   llvm::DenseMap<int64_t, int64_t> stashAt;
   json::Object placeStash();
-  /// A pipeline stage's stacked parameters: their rows of the global
-  /// tensor, by parameter name.
-  llvm::StringMap<std::pair<int64_t, int64_t>> layerRows;
-  void addLayers(json::Object &tensor, StringRef name);
+  void addLayers(json::Object &tensor, func::FuncOp func, unsigned i);
   int64_t gradScaleAt = -1, scratchBegin = 0;
   json::Object entryNames;
 };
@@ -207,10 +204,7 @@ json::Object ModelAbiEmitter::placeParams() {
       tensor["trainable"] = trainedNames.contains(name);
     addSharding(tensor, model, argSharding(model, i), type,
                 "argument #" + Twine(i));
-    if (auto rows = model.getArgAttrOfType<DenseI64ArrayAttr>(
-            i, nn::NNDialect::kLayersAttrName))
-      layerRows[name] = {rows[0], rows[1]};
-    addLayers(tensor, name);
+    addLayers(tensor, model, i);
     paramAt[name] = cursor;
     place(std::move(tensor), bytesOf(model.getArgument(i)));
   }
@@ -233,7 +227,7 @@ json::Object ModelAbiEmitter::placeNamed(func::FuncOp func, StringRef attrName,
       tensor["axes"] = describeAxes(func, i);
       addSharding(tensor, func, argSharding(func, i), type,
                   "argument #" + Twine(i));
-      addLayers(tensor, name);
+      addLayers(tensor, func, i);
       at[name] = cursor;
       place(std::move(tensor), bytesOf(func.getArgument(i)));
     }
@@ -283,24 +277,19 @@ json::Object ModelAbiEmitter::placeFeeds() {
   return region(begin);
 }
 
-/// A stage's slice of a stacked parameter (or of its gradient or state):
-/// the global tensor has `total` rows, the slice starts at `offset`.
-void ModelAbiEmitter::addLayers(json::Object &tensor, StringRef name) {
-  // A state "w.m" belongs to parameter "w".
-  for (StringRef owner = name;;) {
-    auto it = layerRows.find(owner);
-    if (it != layerRows.end()) {
-      tensor["layers"] = json::Array{it->second.first, it->second.second};
-      if (json::Array *global = tensor.getArray("global_shape"))
-        if (!global->empty())
-          (*global)[0] = it->second.second;
-      return;
-    }
-    size_t dot = owner.rfind('.');
-    if (dot == StringRef::npos)
-      return;
-    owner = owner.take_front(dot);
-  }
+/// A stage's slice of a stacked parameter (or of its gradient or state,
+/// which carry its nn.layers): the global tensor has `total` rows, the
+/// slice starts at `offset`.
+void ModelAbiEmitter::addLayers(json::Object &tensor, func::FuncOp func,
+                                unsigned i) {
+  auto rows =
+      func.getArgAttrOfType<DenseI64ArrayAttr>(i, nn::NNDialect::kLayersAttrName);
+  if (!rows)
+    return;
+  tensor["layers"] = json::Array{rows[0], rows[1]};
+  if (json::Array *global = tensor.getArray("global_shape"))
+    if (!global->empty())
+      (*global)[0] = rows[1];
 }
 
 /// Control scalars the launcher writes: the gradient scale.

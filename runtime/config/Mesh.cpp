@@ -124,6 +124,15 @@ std::vector<int64_t> Mesh::coordinates(int64_t rank) const {
   return coords;
 }
 
+int64_t Mesh::withCoordinate(int64_t rank, int axis,
+                             int64_t coordinate) const {
+  // Row-major, last axis fastest: the axis's stride.
+  int64_t stride = 1;
+  for (size_t a = size_t(axis) + 1; a < shape.size(); ++a)
+    stride *= shape[a];
+  return rank + (coordinate - coordinates(rank)[axis]) * stride;
+}
+
 std::string Mesh::toString() const {
   std::string text;
   for (size_t i = 0; i < axes.size(); ++i)

@@ -38,6 +38,9 @@ struct Mesh {
   std::optional<int> axisIndex(std::string_view name) const;
   /// Rank `rank`'s coordinate on every axis (row-major, last axis fastest).
   std::vector<int64_t> coordinates(int64_t rank) const;
+  /// The rank at `rank`'s coordinates but `coordinate` on `axis` (its peer
+  /// along that axis, e.g. another pipeline stage's).
+  int64_t withCoordinate(int64_t rank, int axis, int64_t coordinate) const;
   /// `dp=2,tp=2`.
   std::string toString() const;
 

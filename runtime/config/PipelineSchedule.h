@@ -97,6 +97,16 @@ inline int rankOfStage(int stage, int ranks) { return stage % ranks; }
 /// an activation comes from s - 1, of a gradient from s + 1. Non-negative;
 /// the compiler's communication check and the launcher use this one
 /// formula (negative tags are the tied parameters' gradient exchange).
+/// Stage `stage`'s name in a pipeline's shared object for its entry
+/// `symbol` ("tessel_forward" -> "tessel_s1_forward"): tessel-link-stages
+/// renames, tessel-run resolves.
+inline std::string stageEntrySymbol(int64_t stage, std::string_view symbol) {
+  constexpr std::string_view prefix = "tessel_";
+  if (symbol.substr(0, prefix.size()) == prefix)
+    symbol.remove_prefix(prefix.size());
+  return "tessel_s" + std::to_string(stage) + "_" + std::string(symbol);
+}
+
 inline int64_t messageTag(int stages, int producerStage, int microbatch,
                           bool gradient) {
   return (int64_t(microbatch) * stages + producerStage) * 2 +

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 using namespace tessel::run;
+namespace pipeline = tessel::pipeline;
 
 namespace {
 
@@ -84,13 +85,9 @@ LoadedModel tessel::run::loadModel(const std::string &path, int dlopenFlags) {
     auto entry = desc.entries.find(kind);
     if (entry == desc.entries.end())
       return nullptr;
-    std::string symbol = entry->second;
-    if (stage) {
-      if (symbol.rfind("tessel_", 0) != 0)
-        throw RunError("model '" + path + "': stage entry '" + symbol +
-                       "' is not a tessel_ symbol");
-      symbol = "tessel_s" + std::to_string(*stage) + "_" + symbol.substr(7);
-    }
+    std::string symbol = stage
+                             ? pipeline::stageEntrySymbol(*stage, entry->second)
+                             : entry->second;
     auto fn = reinterpret_cast<EntryFn>(::dlsym(model.handle, symbol.c_str()));
     if (!fn)
       throw RunError("model '" + path + "' has no " + kind + " entry symbol '" +

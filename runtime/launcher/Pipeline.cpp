@@ -124,11 +124,6 @@ std::vector<int> PipelineDesc::stagesOfRank(int64_t rank) const {
   return mine;
 }
 
-int64_t tessel::run::pipelineTag(int stages, int producerStage, int microbatch,
-                                 bool gradient) {
-  return (int64_t(microbatch) * stages + producerStage) * 2 + (gradient ? 1 : 0);
-}
-
 ModelDesc tessel::run::parsePipelineDescription(const json &j,
                                                 const std::string &file) {
   auto p = std::make_shared<PipelineDesc>();

@@ -45,12 +45,6 @@ struct PipelineDesc {
 ModelDesc parsePipelineDescription(const nlohmann::json &j,
                                    const std::string &file);
 
-/// The schedule's message tag of the data `producerStage` produced for
-/// microbatch `microbatch`: its output activations, or (`gradient`) the
-/// gradient of its inputs.
-int64_t pipelineTag(int stages, int producerStage, int microbatch,
-                    bool gradient);
-
 } // namespace tessel::run
 
 #endif // TESSEL_LAUNCHER_PIPELINE_H

@@ -161,12 +161,7 @@ PipelineRank::Stage &PipelineRank::stageAt(int s) {
 }
 
 int32_t PipelineRank::worldRankOf(int64_t peer) const {
-  // Row-major, last axis fastest: the pp coordinate's stride.
-  const Mesh &mesh = *model.desc.mesh;
-  int64_t stride = 1;
-  for (size_t a = pipe.axis + 1; a < mesh.shape.size(); ++a)
-    stride *= mesh.shape[a];
-  return int32_t(rank + (peer - ppRank) * stride);
+  return int32_t(model.desc.mesh->withCoordinate(rank, pipe.axis, peer));
 }
 
 void PipelineRank::check(const std::string &when) {
@@ -211,7 +206,8 @@ std::string PipelineRank::stashDifference() const {
 }
 
 void PipelineRank::send(Stage &stage, int microbatch, bool gradient, int peer) {
-  int64_t tag = pipelineTag(pipe.numStages(), stage.index, microbatch, gradient);
+  int64_t tag = pipeline::messageTag(pipe.numStages(), stage.index, microbatch,
+                                    gradient);
   for (const TensorDesc *t : gradient ? stage.inputGrads : stage.outputs)
     tessel_send(ctx, worldRankOf(peer), tag, at(stage.arena, *t), t->bytes);
   check("sending the " + std::string(gradient ? "input gradient" : "output") +
@@ -221,7 +217,8 @@ void PipelineRank::send(Stage &stage, int microbatch, bool gradient, int peer) {
 
 void PipelineRank::recv(Stage &stage, int microbatch, bool gradient, int peer) {
   int producer = gradient ? stage.index + 1 : stage.index - 1;
-  int64_t tag = pipelineTag(pipe.numStages(), producer, microbatch, gradient);
+  int64_t tag = pipeline::messageTag(pipe.numStages(), producer, microbatch,
+                                    gradient);
   if (gradient) {
     // The backward that needs it comes next: straight into the arena.
     for (const TensorDesc *t : stage.outputGrads)
@@ -454,19 +451,20 @@ PipelineRank::gatherCheckpoint(bool withStates, bool keep) {
       const TensorDesc *t = desc.find(w->role, w->name);
       if (!t)
         continue;
-      bool mine = s % pipe.ranks == ppRank;
-      std::vector<char> slice;
-      if (mine)
-        slice = gatherGlobalTensor(desc, *t, ctx, stageAt(s).arena,
-                                   sliceLeader);
       // A tied tensor (whole on each holder) is written from its first
-      // holder; a stacked one from every stage, its rows each.
+      // holder, the others are not even gathered; a stacked one from every
+      // stage, its rows each.
       bool first = true;
       for (int earlier = 0; earlier < s && !t->layers; ++earlier)
         if (pipe.stages[earlier].find(w->role, w->name))
           first = false;
       if (!first)
         continue;
+      bool mine = s % pipe.ranks == ppRank;
+      std::vector<char> slice;
+      if (mine)
+        slice = gatherGlobalTensor(desc, *t, ctx, stageAt(s).arena,
+                                   sliceLeader);
       // Stage s holds rows [offset, offset + rowsHere) of `rowsTotal`.
       int64_t rowsTotal = w->globalShape.empty() ? 1 : w->globalShape[0];
       int64_t rowsHere = t->layers ? t->shape[0] : rowsTotal;

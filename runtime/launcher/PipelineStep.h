@@ -13,7 +13,8 @@
 //     gradients read, which is kept per microbatch) and, later, its
 //     backward_weight entry on that stash (tessel-split-backward);
 //   - Send / Recv: the boundary tensors, one message each, tagged by
-//     (microbatch, producing stage, direction) (pipelineTag).
+//     (microbatch, producing stage, direction) (pipeline::messageTag, as
+//     the compiler's communication check tags them).
 // After the actions: the tied parameters' gradients are exchanged between
 // the stages holding them and summed, each stage's update runs, and the
 // step's loss (the last stage's mean) is shared over the pp axis.
