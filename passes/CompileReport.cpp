@@ -24,7 +24,8 @@ llvm::json::Object costReport(ModuleOp module) {
   llvm::json::Object perFunction;
   for (auto func : module.getOps<func::FuncOp>())
     if (!func.isExternal())
-      perFunction[func.getSymName()] =
+      // A helper's symbol may be any bytes; a JSON key must be UTF-8.
+      perFunction[llvm::json::fixUTF8(func.getSymName())] =
           tessel::nn::sumCost(func.getBody().front()).flops;
   return perFunction;
 }

@@ -15,6 +15,7 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/JSON.h"
 
 using namespace mlir;
 using namespace tessel::nn;
@@ -61,6 +62,11 @@ ArrayRef<StringLiteral> NNDialect::getBuiltinLogicalAxes() {
 //===----------------------------------------------------------------------===//
 // Model interface attributes
 //===----------------------------------------------------------------------===//
+
+/// A name the model description and checkpoints carry as a JSON string
+/// (parameter and axis names, the model function's name) must be valid
+/// UTF-8: a string attribute's escapes (\FF) can make any bytes.
+static bool isTextName(StringRef name) { return llvm::json::isUTF8(name); }
 
 /// The logical axis names known where `op` lives: the built-in ones plus the
 /// `nn.logical_axes` of every enclosing module.
@@ -173,6 +179,9 @@ static LogicalResult verifyParamName(FunctionOpInterface func,
              << "' is used by arguments #" << std::min(argIndex, other)
              << " and #" << std::max(argIndex, other);
   }
+  if (!isTextName(name.getValue()))
+    return func.emitOpError() << "argument #" << argIndex
+                              << ": parameter name is not valid UTF-8";
   if (!func.getArgAttr(argIndex, NNDialect::kInitAttrName))
     return func.emitOpError()
            << "parameter '" << name.getValue()
@@ -247,13 +256,18 @@ LogicalResult NNDialect::verifyRegionArgAttribute(Operation *op,
       return func.emitOpError() << "argument #" << argIndex << ": '"
                                 << attrName << "' takes no value";
     }
+    if (!isTextName(func.getName()))
+      return func.emitOpError()
+             << "is a model and its name is not valid UTF-8 (the model "
+                "description carries it)";
     return verifyReturnsScalarLoss(func);
   }
   if (attrName == kGradAttrName || attrName == kStateAttrName) {
     auto name = dyn_cast<StringAttr>(attr.getValue());
-    if (!name || name.getValue().empty())
+    if (!name || name.getValue().empty() || !isTextName(name.getValue()))
       return func.emitOpError() << "argument #" << argIndex << ": '"
-                                << attrName << "' must name a parameter";
+                                << attrName
+                                << "' must name a parameter (UTF-8 text)";
     if (!isa<FloatType>(type.getElementType()))
       return func.emitOpError() << "argument #" << argIndex << " with '"
                                 << attrName << "' must be a float tensor";
@@ -366,9 +380,10 @@ LogicalResult NNDialect::verifyOperationAttribute(Operation *op,
   auto names = dyn_cast<ArrayAttr>(attr.getValue());
   if (!names || !llvm::all_of(names, [](Attribute name) {
         auto str = dyn_cast<StringAttr>(name);
-        return str && !str.getValue().empty();
+        return str && !str.getValue().empty() && isTextName(str.getValue());
       }))
     return op->emitOpError() << "'" << kLogicalAxesAttrName
-                             << "' must be an array of non-empty strings";
+                             << "' must be an array of non-empty UTF-8 "
+                                "strings";
   return success();
 }

@@ -143,7 +143,9 @@ LogicalResult ModelAbiEmitter::run(StringRef sourceName) {
       {"control", std::move(control)}, {"outputs", std::move(outputs)},
       {"stash", std::move(stash)},     {"scratch", std::move(scratch)}};
   json::Object description{
-      {"abi_version", TESSEL_ABI_VERSION},    {"source", sourceName.str()},
+      {"abi_version", TESSEL_ABI_VERSION},
+      // A path may be any bytes; the JSON string must be UTF-8.
+      {"source", json::fixUTF8(sourceName)},
       {"function", model.getSymName().str()}, {"entry", "tessel_forward"},
       {"entries", std::move(entryNames)},     {"arena_bytes", cursor},
       {"peak_bytes", scratchBytes},           {"regions", std::move(regions)},

@@ -377,14 +377,14 @@ func.func @logical_axes_on_func() attributes {nn.logical_axes = ["stage"]} {
 // -----
 
 // Tests that declared logical axes are non-empty strings.
-// expected-error @+1 {{'builtin.module' op 'nn.logical_axes' must be an array of non-empty strings}}
+// expected-error @+1 {{'builtin.module' op 'nn.logical_axes' must be an array of non-empty UTF-8 strings}}
 module attributes {nn.logical_axes = ["stage", ""]} {
 }
 
 // -----
 
 // Tests that nn.logical_axes must be an array.
-// expected-error @+1 {{'builtin.module' op 'nn.logical_axes' must be an array of non-empty strings}}
+// expected-error @+1 {{'builtin.module' op 'nn.logical_axes' must be an array of non-empty UTF-8 strings}}
 module attributes {nn.logical_axes = "stage"} {
 }
 
@@ -413,4 +413,38 @@ module attributes {nn.logical_axes = ["stage"]} {
     %l = nn.constant dense<0.0> : tensor<f32>
     return %l : tensor<f32>
   }
+}
+
+// -----
+
+// Tests that a parameter's checkpoint name is UTF-8 text: the description
+// and the safetensors header carry it as a JSON string.
+// expected-error @+1 {{'func.func' op argument #0: parameter name is not valid UTF-8}}
+func.func @param_name_bytes(%w: tensor<4xf32> {nn.param = "w\FF", nn.init = #nn.init<zeros>}) -> tensor<f32> {
+  %l = nn.reduce_sum %w dims = [0] : tensor<4xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// Tests that a model function's name is UTF-8 text (the description names it).
+// expected-error @+1 {{'func.func' op is a model and its name is not valid UTF-8}}
+func.func @"lo\FFss"(%w: tensor<4xf32> {nn.param = "w", nn.init = #nn.init<zeros>}) -> tensor<f32> {
+  %l = nn.reduce_sum %w dims = [0] : tensor<4xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// Tests that a gradient's parameter name is UTF-8 text.
+// expected-error @+1 {{'func.func' op argument #0: 'nn.grad' must name a parameter (UTF-8 text)}}
+func.func @grad_name_bytes(%g: tensor<4xf32> {nn.grad = "w\C3"}) {
+  return
+}
+
+// -----
+
+// Tests that declared logical axes are UTF-8 text.
+// expected-error @+1 {{'builtin.module' op 'nn.logical_axes' must be an array of non-empty UTF-8 strings}}
+module attributes {nn.logical_axes = ["st\FFage"]} {
 }
