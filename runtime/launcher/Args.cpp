@@ -144,7 +144,8 @@ parallel flags (a model partitioned over a device mesh; docs/tessel-run.md):
                         a collective fails, naming the operation and the
                         ranks that did not arrive; every rank then exits
                         (default 600)
-  --backend cpu         the runtime backend the ranks run on (default cpu;
+  --backend cpu|cuda    the runtime backend the ranks run on (default cuda
+                        when a GPU is visible, else cpu; a rank per GPU;
                         docs/runtime-backends.md); one compiled .so runs on
                         any backend
   --comm local|mpi      local (default): every rank is a thread of this
@@ -311,8 +312,8 @@ const std::map<std::string, ValueSetter> &valueFlags() {
          // backends it was built with and can run on this host.
          if (!tessel_backend_available(v.c_str()))
            failUsage("bad value '" + v +
-                     "' for --backend (expected cpu: the backends this "
-                     "runtime was built with and this host can run)");
+                     "' for --backend (expected cpu, or cuda where the "
+                     "runtime was built with CUDA and a GPU is visible)");
          o.backend = v;
        }},
       {"--comm",

@@ -5,6 +5,7 @@
 
 #include "runtime/config/TrainConfig.h"
 #include "runtime/launcher/MeshBlocks.h"
+#include "tessel/runtime.h"
 
 #include <cstdint>
 #include <optional>
@@ -60,7 +61,9 @@ struct Options {
   // tessel-compile (a .mlir model only).
   std::optional<Mesh> mesh;
   CommBackend comm = CommBackend::Local;
-  std::string backend = "cpu"; // the runtime backend (tessel_ctx_options)
+  // The runtime backend (tessel_ctx_options): cuda when the runtime has it
+  // and a GPU is visible, else cpu, unless --backend names one.
+  std::string backend = tessel_backend_available("cuda") ? "cuda" : "cpu";
   double commTimeoutSeconds = 0; // 0: the runtime's default (600 s)
   std::string precision; // --precision, as given ("": the model's)
   std::string rules;    // --rules, as given

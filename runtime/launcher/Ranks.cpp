@@ -3,10 +3,30 @@
 #include "runtime/launcher/Ranks.h"
 #include "runtime/launcher/Error.h"
 
+#include <cstdlib>
 #include <system_error>
 #include <unistd.h>
 
 using namespace tessel::run;
+
+int32_t tessel::run::localDeviceOrdinal(int32_t rank, int32_t comm) {
+  if (comm == TESSEL_COMM_LOCAL)
+    return rank; // one process, a thread (and a GPU) per rank
+  if (comm != TESSEL_COMM_MPI)
+    return 0;
+  // One process per GPU: the launcher's local rank names the GPU (Open
+  // MPI, MPICH/MVAPICH, Slurm, torchrun), else the rank itself.
+  for (const char *name : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",
+                           "MV2_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID",
+                           "LOCAL_RANK"})
+    if (const char *value = std::getenv(name); value && *value) {
+      char *end = nullptr;
+      long local = std::strtol(value, &end, 10);
+      if (*end == '\0' && local >= 0 && local < (1L << 20))
+        return int32_t(local);
+    }
+  return rank;
+}
 
 tessel_ctx_options tessel::run::rankOptions(const std::optional<Mesh> &mesh,
                                             int32_t rank, int32_t comm,
@@ -15,7 +35,7 @@ tessel_ctx_options tessel::run::rankOptions(const std::optional<Mesh> &mesh,
   options.backend = TESSEL_BACKEND_CPU;
   options.rank = rank;
   options.world_size = int32_t(mesh ? mesh->worldSize() : 1);
-  options.device = 0;
+  options.device = localDeviceOrdinal(rank, mesh ? comm : TESSEL_COMM_NONE);
   if (!mesh)
     return options;
   options.comm = comm;

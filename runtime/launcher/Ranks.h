@@ -23,6 +23,14 @@
 
 namespace tessel::run {
 
+/// The GPU a rank's context binds (tessel_ctx_options.device; the CPU
+/// ignores it): ranks as threads take one device each (rank r, device r);
+/// an MPI process takes its node-local rank from the launcher's environment
+/// (OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID, MV2_COMM_WORLD_LOCAL_RANK,
+/// SLURM_LOCALID, LOCAL_RANK), else its rank. A mesh needing more GPUs than
+/// the host has fails at context creation, naming the device and the count.
+int32_t localDeviceOrdinal(int32_t rank, int32_t comm);
+
 /// The context options of rank `rank` of `mesh`: `comm` a tessel_comm_kind
 /// (`world` for TESSEL_COMM_LOCAL). Without a mesh: rank 0 of 1, no
 /// communication.
