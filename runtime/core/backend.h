@@ -265,6 +265,17 @@ void mpiFinalize();
 [[noreturn]] void mpiAbort(int32_t code);
 } // namespace cpu
 
+/// The CUDA backend, loaded on first use from libtessel_cuda.so beside the
+/// runtime (core/cuda_plugin.cpp). available(): the plugin loads and sees
+/// at least one device; otherwise unavailableReason() says why.
+namespace cuda {
+bool available();
+std::string unavailableReason();
+int32_t deviceCount();
+std::unique_ptr<Backend> createBackend(const tessel_ctx_options &options,
+                                       std::string &error);
+} // namespace cuda
+
 } // namespace tessel
 
 #endif // TESSEL_RUNTIME_CORE_BACKEND_H

@@ -1,0 +1,176 @@
+//===- backend.cu - The CUDA backend's factory, memory and streams --------===//
+
+#include "cuda/backend.h"
+#include "cuda/plugin.h"
+
+#include "core/context.h"
+
+#include <new>
+
+using namespace tessel;
+using namespace tessel::cuda;
+
+bool CudaBackend::check(tessel_ctx *ctx, cudaError_t status, const char *what) {
+  if (status == cudaSuccess)
+    return true;
+  setError(ctx, "cuda: %s failed: %s", what, cudaGetErrorString(status));
+  return false;
+}
+
+bool CudaBackend::checkLaunch(tessel_ctx *ctx, const char *what) {
+  return check(ctx, cudaGetLastError(), what);
+}
+
+bool CudaBackend::init(int32_t device, std::string &error) {
+  auto fail = [&](const char *what, cudaError_t status) {
+    error = std::string("tessel_ctx_create: cuda ") + what + " on device " +
+            std::to_string(device) + ": " + cudaGetErrorString(status);
+    return false;
+  };
+  int count = 0;
+  if (cudaError_t status = cudaGetDeviceCount(&count); status != cudaSuccess)
+    return fail("cudaGetDeviceCount", status);
+  if (device < 0 || device >= count) {
+    error = "tessel_ctx_create: cuda device " + std::to_string(device) +
+            " does not exist (" + std::to_string(count) + " visible)";
+    return false;
+  }
+  deviceOrdinal = device;
+  if (cudaError_t status = cudaSetDevice(device); status != cudaSuccess)
+    return fail("cudaSetDevice", status);
+  if (cudaError_t status =
+          cudaStreamCreateWithFlags(&computeStream, cudaStreamNonBlocking);
+      status != cudaSuccess)
+    return fail("cudaStreamCreate", status);
+  if (cudaError_t status = cudaStreamCreateWithFlags(&communicationStream,
+                                                     cudaStreamNonBlocking);
+      status != cudaSuccess)
+    return fail("cudaStreamCreate", status);
+  if (cublasStatus_t status = cublasLtCreate(&ltHandle);
+      status != CUBLAS_STATUS_SUCCESS) {
+    error = "tessel_ctx_create: cublasLtCreate failed (status " +
+            std::to_string(int(status)) + ")";
+    return false;
+  }
+  if (cudaError_t status = cudaMalloc(&workspace, kLtWorkspaceBytes);
+      status != cudaSuccess)
+    return fail("cudaMalloc of the cuBLASLt workspace", status);
+  return true;
+}
+
+CudaBackend::~CudaBackend() {
+  if (deviceOrdinal >= 0)
+    cudaSetDevice(deviceOrdinal);
+  if (computeStream)
+    cudaStreamSynchronize(computeStream);
+  if (workspace)
+    cudaFree(workspace);
+  if (ltHandle)
+    cublasLtDestroy(ltHandle);
+  if (communicationStream)
+    cudaStreamDestroy(communicationStream);
+  if (computeStream)
+    cudaStreamDestroy(computeStream);
+}
+
+void *CudaBackend::alloc(int64_t bytes) {
+  // A zero-byte request still gets a distinct, freeable pointer; memory is
+  // zero-filled as the interface promises (cudaMalloc is 256-byte aligned).
+  size_t rounded = bytes == 0 ? 64 : size_t(bytes);
+  void *p = nullptr;
+  cudaSetDevice(deviceOrdinal);
+  if (cudaMalloc(&p, rounded) != cudaSuccess)
+    return nullptr;
+  if (cudaMemsetAsync(p, 0, rounded, computeStream) != cudaSuccess) {
+    cudaFree(p);
+    return nullptr;
+  }
+  return p;
+}
+
+void CudaBackend::free(void *ptr) {
+  // cudaFree synchronises the device: no kernel still reads the buffer.
+  cudaFree(ptr);
+}
+
+void CudaBackend::copyToDevice(void *dst, const void *hostSrc, int64_t bytes) {
+  // Synchronous from the host's view: the caller may reuse hostSrc at once.
+  cudaMemcpyAsync(dst, hostSrc, size_t(bytes), cudaMemcpyHostToDevice,
+                  computeStream);
+  cudaStreamSynchronize(computeStream);
+}
+
+void CudaBackend::copyToHost(void *hostDst, const void *src, int64_t bytes) {
+  cudaMemcpyAsync(hostDst, src, size_t(bytes), cudaMemcpyDeviceToHost,
+                  computeStream);
+  cudaStreamSynchronize(computeStream);
+}
+
+void CudaBackend::copy(void *dst, const void *src, int64_t bytes) {
+  // Overlapping ranges are allowed (memmove): cudaMemcpy is not, so an
+  // overlapping shift goes through a temporary.
+  const char *s = static_cast<const char *>(src);
+  char *d = static_cast<char *>(dst);
+  if (d + bytes <= s || s + bytes <= d) {
+    cudaMemcpyAsync(dst, src, size_t(bytes), cudaMemcpyDeviceToDevice,
+                    computeStream);
+    return;
+  }
+  void *tmp = nullptr;
+  if (cudaMallocAsync(&tmp, size_t(bytes), computeStream) != cudaSuccess)
+    return;
+  cudaMemcpyAsync(tmp, src, size_t(bytes), cudaMemcpyDeviceToDevice,
+                  computeStream);
+  cudaMemcpyAsync(dst, tmp, size_t(bytes), cudaMemcpyDeviceToDevice,
+                  computeStream);
+  cudaFreeAsync(tmp, computeStream);
+}
+
+void CudaBackend::copy2d(void *dst, int64_t dstPitch, const void *src,
+                         int64_t srcPitch, int64_t rows, int64_t rowBytes) {
+  cudaMemcpy2DAsync(dst, size_t(dstPitch), src, size_t(srcPitch),
+                    size_t(rowBytes), size_t(rows), cudaMemcpyDeviceToDevice,
+                    computeStream);
+}
+
+void CudaBackend::zero(void *dst, int64_t bytes) {
+  cudaMemsetAsync(dst, 0, size_t(bytes), computeStream);
+}
+
+void CudaBackend::synchronize() { cudaStreamSynchronize(computeStream); }
+
+//===----------------------------------------------------------------------===//
+// Plugin entry points
+//===----------------------------------------------------------------------===//
+
+extern "C" int tessel_cuda_plugin_version() {
+  return TESSEL_CUDA_PLUGIN_VERSION;
+}
+
+extern "C" int tessel_cuda_device_count(std::string *reason) {
+  int count = 0;
+  cudaError_t status = cudaGetDeviceCount(&count);
+  if (status != cudaSuccess) {
+    if (reason)
+      *reason = cudaGetErrorString(status);
+    return 0;
+  }
+  if (count == 0 && reason)
+    *reason = "no CUDA device visible";
+  return count;
+}
+
+extern "C" Backend *
+tessel_cuda_create_backend(const tessel_ctx_options *options,
+                           std::string *error) {
+  auto *backend = new (std::nothrow) CudaBackend;
+  if (!backend) {
+    *error = "tessel_ctx_create: out of memory";
+    return nullptr;
+  }
+  if (!backend->init(options->device, *error)) {
+    delete backend;
+    return nullptr;
+  }
+  return backend;
+}
