@@ -55,6 +55,15 @@ bool CudaBackend::init(int32_t device, std::string &error) {
   if (cudaError_t status = cudaMalloc(&workspace, kLtWorkspaceBytes);
       status != cudaSuccess)
     return fail("cudaMalloc of the cuBLASLt workspace", status);
+  if (cudaError_t status = cudaHostAlloc(reinterpret_cast<void **>(&hostErrorSlot),
+                                         sizeof(DeviceError), cudaHostAllocMapped);
+      status != cudaSuccess)
+    return fail("cudaHostAlloc of the error slot", status);
+  *hostErrorSlot = DeviceError{};
+  if (cudaError_t status = cudaHostGetDevicePointer(
+          reinterpret_cast<void **>(&deviceErrorSlot), hostErrorSlot, 0);
+      status != cudaSuccess)
+    return fail("cudaHostGetDevicePointer of the error slot", status);
   return true;
 }
 
@@ -65,6 +74,8 @@ CudaBackend::~CudaBackend() {
     cudaStreamSynchronize(computeStream);
   if (workspace)
     cudaFree(workspace);
+  if (hostErrorSlot)
+    cudaFreeHost(hostErrorSlot);
   if (ltHandle)
     cublasLtDestroy(ltHandle);
   if (communicationStream)
@@ -137,7 +148,37 @@ void CudaBackend::zero(void *dst, int64_t bytes) {
   cudaMemsetAsync(dst, 0, size_t(bytes), computeStream);
 }
 
-void CudaBackend::synchronize() { cudaStreamSynchronize(computeStream); }
+void CudaBackend::synchronize(tessel_ctx *ctx) {
+  check(ctx, cudaStreamSynchronize(computeStream), "a kernel");
+  DeviceError found = *hostErrorSlot;
+  if (found.kind > 0) {
+    setError(ctx, "%s", describeDeviceError(found).c_str());
+    *hostErrorSlot = DeviceError{};
+  }
+}
+
+std::string tessel::cuda::describeDeviceError(const DeviceError &error) {
+  auto row = [&](const char *entry, const char *what, const char *where) {
+    return std::string(entry) + ": " + what + " " + std::to_string(error.value) +
+           " " + where + " " + std::to_string(error.position) + " outside [0, " +
+           std::to_string(error.bound) + ")";
+  };
+  switch (DeviceErrorKind(error.kind)) {
+  case DeviceErrorKind::CrossEntropyLabel:
+    return row("tessel_cross_entropy", "label", "of row");
+  case DeviceErrorKind::CrossEntropyGradLabel:
+    return row("tessel_cross_entropy_grad", "label", "of row");
+  case DeviceErrorKind::EmbeddingId:
+    return row("tessel_embedding", "id", "at position");
+  case DeviceErrorKind::EmbeddingGradId:
+    return row("tessel_embedding_grad", "id", "at position");
+  case DeviceErrorKind::IntegerDivisionByZero:
+    return "tessel_binary: integer division by zero";
+  case DeviceErrorKind::None:
+    break;
+  }
+  return "";
+}
 
 //===----------------------------------------------------------------------===//
 // Plugin entry points

@@ -15,6 +15,7 @@
 #define TESSEL_RUNTIME_CUDA_BACKEND_H
 
 #include "core/backend.h"
+#include "cuda/device_errors.h"
 
 #include <cublasLt.h>
 #include <cuda_runtime.h>
@@ -42,7 +43,7 @@ public:
   void copy2d(void *dst, int64_t dstPitch, const void *src, int64_t srcPitch,
               int64_t rows, int64_t rowBytes) override;
   void zero(void *dst, int64_t bytes) override;
-  void synchronize() override;
+  void synchronize(tessel_ctx *ctx) override;
 
   void initParam(tessel_ctx *ctx, void *dst, int32_t dtype, int64_t first,
                  int64_t count, int32_t kind, const double *hostArgs,
@@ -146,6 +147,9 @@ public:
   /// cuBLASLt's workspace on the device (kLtWorkspaceBytes).
   void *ltWorkspace() const { return workspace; }
   static constexpr size_t kLtWorkspaceBytes = size_t(32) << 20;
+  /// Where kernels record an error found in the data (device pointer of
+  /// mapped pinned memory; see device_errors.h).
+  DeviceError *deviceErrors() const { return deviceErrorSlot; }
 
   /// Records a launch or API failure of `what` on ctx (the first error
   /// wins, as everywhere); true when `status` is success.
@@ -159,6 +163,8 @@ private:
   cudaStream_t communicationStream = nullptr;
   cublasLtHandle_t ltHandle = nullptr;
   void *workspace = nullptr;
+  DeviceError *hostErrorSlot = nullptr;   // pinned, mapped
+  DeviceError *deviceErrorSlot = nullptr; // the same memory, device view
 };
 
 /// Blocks of `threads` covering `n` elements, capped at what a grid-stride
