@@ -1,4 +1,4 @@
-//===- data.cu - Strided copies, reductions, embeddings ---------------------===//
+//===- data.cu - Strided copies, reductions, embeddings -------------------===//
 //
 // The data-movement kernels of the CUDA backend, each the CPU backend's
 // (cpu/data.cpp, cpu/backward.cpp) result on the device:
@@ -51,7 +51,8 @@ bool launchStridedCopy(tessel_ctx *ctx, cudaStream_t stream, const void *in,
                        void *out, const std::vector<Dim> &dims) {
   // The innermost kMaxDims dimensions go to the kernel; an odometer here
   // walks the rest (only ranks beyond kMaxDims after coalescing).
-  size_t outerCount = dims.size() > size_t(kMaxDims) ? dims.size() - kMaxDims : 0;
+  size_t outerCount =
+      dims.size() > size_t(kMaxDims) ? dims.size() - kMaxDims : 0;
   IndexMap map = makeIndexMap(dims, outerCount, dims.size() - outerCount);
   int64_t total = 1;
   for (int32_t d = 0; d < map.rank; ++d)
@@ -152,7 +153,8 @@ __global__ void __launch_bounds__(kColX *kColY)
     if (o < plan.outputs) {
       const T *base = in + plan.kept.offset(o);
       for (int64_t r = begin + y; r < end; r += kColY)
-        acc = Ops::combine(sink.isMax, acc, Ops::load(base[plan.red.offset(r)]));
+        acc =
+            Ops::combine(sink.isMax, acc, Ops::load(base[plan.red.offset(r)]));
     }
     tree[y][x] = acc;
     __syncthreads();
@@ -185,8 +187,12 @@ void launchReduce(tessel_ctx *ctx, cudaStream_t stream, int32_t kind,
                   const void *in, void *out, const ReducePlan &plan) {
   using Acc = typename ReduceOps<T>::Acc;
   const char *what = "tessel_reduce";
-  ReduceSink<T> sink{static_cast<T *>(out), nullptr, 1, plan.reduced,
-                     kind == TESSEL_REDUCE_MAX, kind == TESSEL_REDUCE_MEAN,
+  ReduceSink<T> sink{static_cast<T *>(out),
+                     nullptr,
+                     1,
+                     plan.reduced,
+                     kind == TESSEL_REDUCE_MAX,
+                     kind == TESSEL_REDUCE_MEAN,
                      plan.reduced};
   ReduceSplit split = reduceSplit(plan);
   sink.splits = split.splits;
@@ -199,8 +205,8 @@ void launchReduce(tessel_ctx *ctx, cudaStream_t stream, int32_t kind,
                           stream),
           "cudaMallocAsync of tessel_reduce's partials"))
     return;
-  int64_t outBlocks = plan.rowMajor ? plan.outputs
-                                    : (plan.outputs + kColX - 1) / kColX;
+  int64_t outBlocks =
+      plan.rowMajor ? plan.outputs : (plan.outputs + kColX - 1) / kColX;
   dim3 grid(unsigned(std::min(outBlocks, kMaxGridX)), unsigned(sink.splits));
   if (plan.rowMajor)
     reduceRowKernel<T><<<grid, kRowThreads, 0, stream>>>(
@@ -209,8 +215,8 @@ void launchReduce(tessel_ctx *ctx, cudaStream_t stream, int32_t kind,
     reduceColKernel<T><<<grid, dim3(kColX, kColY), 0, stream>>>(
         static_cast<const T *>(in), plan, sink);
   if (CudaBackend::checkLaunch(ctx, what) && sink.splits > 1) {
-    reduceFinishKernel<T><<<gridFor(plan.outputs), 256, 0, stream>>>(
-        sink, plan.outputs);
+    reduceFinishKernel<T>
+        <<<gridFor(plan.outputs), 256, 0, stream>>>(sink, plan.outputs);
     CudaBackend::checkLaunch(ctx, what);
   }
   if (sink.partials)
@@ -253,8 +259,8 @@ void launchEmbedding(tessel_ctx *ctx, cudaStream_t stream, const void *table,
                      int64_t rowBytes, int64_t rows, int64_t rowOffset,
                      int64_t vocab, DeviceError *errors) {
   int64_t words = rowBytes / int64_t(sizeof(W));
-  unsigned threads = unsigned(std::min<int64_t>(256, std::max<int64_t>(
-                                                         32, (words + 31) / 32 * 32)));
+  unsigned threads = unsigned(
+      std::min<int64_t>(256, std::max<int64_t>(32, (words + 31) / 32 * 32)));
   unsigned blocks = unsigned(std::min<int64_t>(numIds, kMaxGridX));
   embeddingKernel<W, Id><<<blocks, threads, 0, stream>>>(
       static_cast<const W *>(table), static_cast<const Id *>(ids),
@@ -375,10 +381,11 @@ void launchEmbeddingGrad(tessel_ctx *ctx, cudaStream_t stream, const void *ids,
                          "cub::DeviceRadixSort (tessel_embedding_grad)")) {
     int64_t columnBlocks = std::min<int64_t>((hidden + 255) / 256, 65535);
     dim3 grid(unsigned(std::min(numIds, kMaxGridX)), unsigned(columnBlocks));
-    unsigned threads = unsigned(std::min<int64_t>(256, (hidden + 31) / 32 * 32));
+    unsigned threads =
+        unsigned(std::min<int64_t>(256, (hidden + 31) / 32 * 32));
     embeddingGradSumKernel<T, Key, Val><<<grid, threads, 0, stream>>>(
-        keysOut, valsOut, static_cast<const T *>(dout), static_cast<T *>(dtable),
-        numIds, rows, hidden);
+        keysOut, valsOut, static_cast<const T *>(dout),
+        static_cast<T *>(dtable), numIds, rows, hidden);
     CudaBackend::checkLaunch(ctx, what);
   }
   cudaFreeAsync(scratch, stream);

@@ -1,4 +1,4 @@
-//===- data_math.h - Arithmetic of the data kernels, host and device -*- C++ -*-===//
+//===- data_math.h - The data kernels' arithmetic ---------------*- C++ -*-===//
 //
 // What data.cu's kernels compute per element, as TESSEL_HD functions the
 // host tests run too: the 16-bit float formats (bit-for-bit the CPU
@@ -300,9 +300,9 @@ template <> struct ReduceOps<int64_t> : IntReduceOps<int64_t> {};
 /// How tessel_reduce's input splits: outputs o (the kept dimensions,
 /// row-major) and reduced elements r (the reduced ones, in row-major
 /// order); element (o, r) is at kept.offset(o) + reduced.offset(r).
-/// `rowMajor` says the reduced elements are the contiguous inner run
-/// (reduced.offset(r) == r), so a block's threads stride over r;
-/// otherwise consecutive outputs are the contiguous direction.
+/// `rowMajor` says the reduced elements are a contiguous inner run of at
+/// least 64 (red.offset(r) == r), so a block's threads stride over r;
+/// otherwise threads take consecutive outputs.
 struct ReducePlan {
   int64_t outputs = 1, reduced = 1;
   IndexMap kept, red;
@@ -336,7 +336,9 @@ inline bool planReduce(int32_t rank, const int64_t *shape, uint64_t mask,
     plan.reduced *= d.size;
   plan.kept = makeIndexMap(kept, 0, kept.size());
   plan.red = makeIndexMap(red, 0, red.size());
-  plan.rowMajor = red.size() == 1 && red[0].a == 1;
+  // A short contiguous run would leave most of a row block idle: the
+  // column kernel's 32 consecutive outputs read it nearly as well.
+  plan.rowMajor = red.size() == 1 && red[0].a == 1 && plan.reduced >= 64;
   return true;
 }
 

@@ -1,4 +1,4 @@
-//===- matmul.cu - GEMMs through cuBLASLt -----------------------------------===//
+//===- matmul.cu - GEMMs through cuBLASLt ---------------------------------===//
 //
 // tessel_matmul and the fused-epilogue GEMM of matmul.h on cuBLASLt, with
 // the row-major to column-major swap of ltGemmLayout. f32 computes in f32
@@ -108,7 +108,8 @@ cublasLtEpilogue_t ltEpilogue(GemmEpilogue e, bool hasAux) {
   case GemmEpilogue::Bias:
     return CUBLASLT_EPILOGUE_BIAS;
   case GemmEpilogue::GeluBias:
-    return hasAux ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_BIAS;
+    return hasAux ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS
+                  : CUBLASLT_EPILOGUE_GELU_BIAS;
   case GemmEpilogue::DGelu:
     return CUBLASLT_EPILOGUE_DGELU;
   case GemmEpilogue::BGradB:
@@ -200,7 +201,8 @@ LtPlan *planFor(CudaBackend &backend, tessel_ctx *ctx, const GemmArgs &args,
   cublasOperation_t opX = l.transX ? CUBLAS_OP_T : CUBLAS_OP_N;
   cublasOperation_t opY = l.transY ? CUBLAS_OP_T : CUBLAS_OP_N;
   cublasLtEpilogue_t epilogue = ltEpilogue(args.epilogue, args.aux != nullptr);
-  if (!ltOk(ctx, cublasLtMatmulDescCreate(&plan->desc, types.compute, types.scale),
+  if (!ltOk(ctx,
+            cublasLtMatmulDescCreate(&plan->desc, types.compute, types.scale),
             "cublasLtMatmulDescCreate") ||
       !ltOk(ctx, setDesc(plan->desc, CUBLASLT_MATMUL_DESC_TRANSA, opX),
             "cublasLtMatmulDescSetAttribute") ||
@@ -211,10 +213,12 @@ LtPlan *planFor(CudaBackend &backend, tessel_ctx *ctx, const GemmArgs &args,
     return nullptr;
   if (args.aux) {
     // D's leading dimension and batch stride (our N and M·N).
-    if (!ltOk(ctx, setDesc(plan->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, l.d.ld),
+    if (!ltOk(ctx,
+              setDesc(plan->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, l.d.ld),
               "cublasLtMatmulDescSetAttribute") ||
         !ltOk(ctx,
-              setDesc(plan->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_BATCH_STRIDE,
+              setDesc(plan->desc,
+                      CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_BATCH_STRIDE,
                       l.d.batchStride),
               "cublasLtMatmulDescSetAttribute"))
       return nullptr;
@@ -228,10 +232,14 @@ LtPlan *planFor(CudaBackend &backend, tessel_ctx *ctx, const GemmArgs &args,
   // descriptor: set them before asking.
   const void *biasPointer = args.bias ? args.bias : args.biasGrad;
   if ((biasPointer &&
-       !ltOk(ctx, setDesc(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, biasPointer),
-             "cublasLtMatmulDescSetAttribute")) ||
+       !ltOk(
+           ctx,
+           setDesc(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, biasPointer),
+           "cublasLtMatmulDescSetAttribute")) ||
       (args.aux &&
-       !ltOk(ctx, setDesc(plan->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, args.aux),
+       !ltOk(ctx,
+             setDesc(plan->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
+                     args.aux),
              "cublasLtMatmulDescSetAttribute")))
     return nullptr;
   cublasLtMatmulPreference_t pref = nullptr;
@@ -256,16 +264,17 @@ LtPlan *planFor(CudaBackend &backend, tessel_ctx *ctx, const GemmArgs &args,
       ltOk(ctx, setPref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, ad),
            "cublasLtMatmulPreferenceSetAttribute") &&
       ltOk(ctx,
-           cublasLtMatmulAlgoGetHeuristic(backend.blasLt(), plan->desc,
-                                          plan->x, plan->y, plan->d, plan->d,
-                                          pref, 1, &result, &returned),
+           cublasLtMatmulAlgoGetHeuristic(backend.blasLt(), plan->desc, plan->x,
+                                          plan->y, plan->d, plan->d, pref, 1,
+                                          &result, &returned),
            "cublasLtMatmulAlgoGetHeuristic");
   cublasLtMatmulPreferenceDestroy(pref);
   if (!ok)
     return nullptr;
   if (returned == 0) {
-    setError(ctx, "tessel_matmul: cuBLASLt has no algorithm for this GEMM "
-                  "(status %d)",
+    setError(ctx,
+             "tessel_matmul: cuBLASLt has no algorithm for this GEMM "
+             "(status %d)",
              int(CUBLAS_STATUS_NOT_SUPPORTED));
     return nullptr;
   }
@@ -276,9 +285,18 @@ LtPlan *planFor(CudaBackend &backend, tessel_ctx *ctx, const GemmArgs &args,
 } // namespace
 
 bool tessel::cuda::gemm(CudaBackend &backend, tessel_ctx *ctx,
-                        const GemmArgs &args) {
-  if (args.batch == 0 || args.m == 0 || args.n == 0)
+                        const GemmArgs &given) {
+  if (given.batch == 0 || given.m == 0 || given.n == 0)
     return true;
+  // Only the epilogue's own pointers reach the descriptor.
+  GemmArgs args = given;
+  GemmEpilogue e = args.epilogue;
+  if (e != GemmEpilogue::Bias && e != GemmEpilogue::GeluBias)
+    args.bias = nullptr;
+  if (e != GemmEpilogue::GeluBias && e != GemmEpilogue::DGelu)
+    args.aux = nullptr;
+  if (e != GemmEpilogue::BGradB)
+    args.biasGrad = nullptr;
   int64_t es = tessel_dtype_size(args.dtype);
   if (args.k == 0) {
     // The empty sum: C = beta·C (the front's matmul: beta 0, C = 0).
@@ -296,11 +314,21 @@ bool tessel::cuda::gemm(CudaBackend &backend, tessel_ctx *ctx,
           "tessel_matmul");
     return true;
   }
-  LtGemmLayout l = ltGemmLayout(args.batch, args.m, args.n, args.k,
-                                args.transA, args.transB, args.bShared);
+  bool needsBias = args.epilogue == GemmEpilogue::Bias ||
+                   args.epilogue == GemmEpilogue::GeluBias;
+  if ((needsBias && !args.bias) ||
+      (args.epilogue == GemmEpilogue::DGelu && !args.aux) ||
+      (args.epilogue == GemmEpilogue::BGradB && !args.biasGrad)) {
+    setError(ctx, "tessel_matmul: epilogue %d without its vector or aux",
+             int(args.epilogue));
+    return false;
+  }
+  LtGemmLayout l = ltGemmLayout(args.batch, args.m, args.n, args.k, args.transA,
+                                args.transB, args.bShared);
   if (args.aux && l.d.ld % 8 != 0) {
-    setError(ctx, "tessel_matmul: a GELU epilogue's N (%lld) must be a "
-                  "multiple of 8",
+    setError(ctx,
+             "tessel_matmul: a GELU epilogue's N (%lld) must be a "
+             "multiple of 8",
              (long long)args.n);
     return false;
   }
@@ -332,11 +360,14 @@ bool tessel::cuda::gemm(CudaBackend &backend, tessel_ctx *ctx,
       return false;
     const void *biasPointer = args.bias ? args.bias : args.biasGrad;
     if ((biasPointer &&
-         !ltOk(ctx, setDesc(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, biasPointer),
+         !ltOk(ctx,
+               setDesc(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                       biasPointer),
                "cublasLtMatmulDescSetAttribute")) ||
         (auxi &&
-         !ltOk(ctx, setDesc(plan->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
-                            static_cast<void *>(auxi)),
+         !ltOk(ctx,
+               setDesc(plan->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
+                       static_cast<void *>(auxi)),
                "cublasLtMatmulDescSetAttribute")))
       return false;
     if (!ltOk(ctx,

@@ -1,4 +1,4 @@
-//===- matmul.h - cuBLASLt GEMMs with beta and epilogues ---------*- C++ -*-===//
+//===- matmul.h - cuBLASLt GEMMs with beta and epilogues --------*- C++ -*-===//
 //
 // The CUDA backend's one GEMM entry (matmul.cu): row-major, batched,
 // C = op(A)·op(B) + beta·C with an optional fused cuBLASLt epilogue. The
@@ -94,9 +94,8 @@ struct LtGemmLayout {
   LtMatrix x, y, d;
 };
 
-inline LtGemmLayout ltGemmLayout(int64_t batch, int64_t m, int64_t n,
-                                 int64_t k, bool transA, bool transB,
-                                 bool bShared) {
+inline LtGemmLayout ltGemmLayout(int64_t batch, int64_t m, int64_t n, int64_t k,
+                                 bool transA, bool transB, bool bShared) {
   auto atLeast1 = [](int64_t v) { return v < 1 ? 1 : v; };
   LtGemmLayout l;
   // Fold the batch into M: every batch's [M, K] block is one [batch·M, K]

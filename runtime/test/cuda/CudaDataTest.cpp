@@ -117,7 +117,7 @@ void expectReduced(const std::vector<T> &got, const std::vector<T> &want) {
   }
 }
 
-//===--- Host emulations of the kernels -------------------------------------===//
+//===--- Host emulations of the kernels -----------------------------------===//
 
 /// stridedCopy as the kernel computes it (up to kMaxDims after coalescing).
 template <class T>
@@ -191,8 +191,9 @@ std::vector<T> emulateEmbeddingGrad(const std::vector<int64_t> &ids,
     bool here = id >= 0 && id < vocab && local >= 0 && local < rows;
     keys.push_back({here ? local : rows, int64_t(i)});
   }
-  std::stable_sort(keys.begin(), keys.end(),
-                   [](const auto &a, const auto &b) { return a.first < b.first; });
+  std::stable_sort(keys.begin(), keys.end(), [](const auto &a, const auto &b) {
+    return a.first < b.first;
+  });
   std::vector<T> dtable(size_t(rows * hidden), FloatElem<T>::store(0.0));
   for (size_t s = 0; s < keys.size(); ++s) {
     int64_t key = keys[s].first;
@@ -225,9 +226,11 @@ const std::vector<ReduceCase> &reduceCases() {
       {{3, 5, 7, 11}, 0b1001},
       {{3, 1, 7, 1}, 0b0010},
       {{3, 5, 7, 11}, 0},
-      {{2, 20000}, 0b10},  // few long rows: splits over blocks
-      {{20000, 3}, 0b01},  // few columns: splits over blocks
+      {{2, 20000}, 0b10}, // few long rows: splits over blocks
+      {{20000, 3}, 0b01}, // few columns: splits over blocks
       {{64, 2, 96}, 0b101},
+      {{5, 300}, 0b10},    // rows long enough for a block each
+      {{3, 70, 2}, 0b010}, // a middle dimension
       {{5, 0, 3}, 0b010},  // an empty reduction
   };
   return cases;
@@ -247,8 +250,8 @@ template <class T> void checkReduceOnHost(tessel_ctx *cpu) {
     ASSERT_TRUE(planReduce(rank, c.shape.data(), c.mask, plan));
     if (plan.rowMajor && plan.reduced > 0)
       EXPECT_EQ(plan.red.offset(plan.reduced - 1), plan.reduced - 1);
-    for (int32_t kind : {TESSEL_REDUCE_SUM, TESSEL_REDUCE_MEAN,
-                         TESSEL_REDUCE_MAX}) {
+    for (int32_t kind :
+         {TESSEL_REDUCE_SUM, TESSEL_REDUCE_MEAN, TESSEL_REDUCE_MAX}) {
       if (kind == TESSEL_REDUCE_MEAN && std::is_integral<T>::value)
         continue;
       std::vector<T> want(size_t(plan.outputs));
@@ -263,7 +266,7 @@ template <class T> void checkReduceOnHost(tessel_ctx *cpu) {
 
 } // namespace
 
-//===--- Host tests ---------------------------------------------------------===//
+//===--- Host tests -------------------------------------------------------===//
 
 TEST_F(CudaDataHost, SixteenBitConversionsMatchCpuCast) {
   // Every 16-bit pattern widened, and floats around every rounding case
@@ -318,8 +321,8 @@ TEST(CudaDataMath, DoubleToFloatOddBracketsTheValue) {
 
 TEST(CudaDataMath, FastDivmodDividesExactly) {
   std::mt19937 gen(11);
-  std::vector<uint32_t> divisors = {1, 2, 3, 5, 7, 13, 64, 96, 1000, 65535,
-                                    65536, 1u << 30, (1u << 31) - 1};
+  std::vector<uint32_t> divisors = {
+      1, 2, 3, 5, 7, 13, 64, 96, 1000, 65535, 65536, 1u << 30, (1u << 31) - 1};
   for (int i = 0; i < 200; ++i)
     divisors.push_back(1 + gen() % ((1u << 31) - 1));
   for (uint32_t d : divisors) {
@@ -339,15 +342,16 @@ TEST_F(CudaDataHost, StridedCopyMapsMatchCpu) {
     std::vector<int64_t> shape, in, out;
   };
   std::vector<Case> cases = {
-      {{64, 96}, {96, 1}, {1, 64}},                      // transpose
-      {{2, 7, 3, 5}, {105, 15, 5, 1}, {105, 5, 35, 1}},  // [B,S,H,D]→[B,H,S,D]
-      {{7, 13}, {0, 1}, {13, 1}},                        // broadcast rows
-      {{7, 13}, {1, 0}, {13, 1}},                        // broadcast columns
-      {{5, 9}, {20, 2}, {9, 1}},                         // strided slice
-      {{}, {}, {}},                                      // a scalar
-      {{1, 6, 1, 4}, {24, 4, 4, 1}, {24, 1, 24, 6}},     // unit dims
-      {{2, 2, 2, 2, 2, 2, 2, 3}, {1, 2, 4, 8, 16, 32, 64, 128},
-       {384, 192, 96, 48, 24, 12, 6, 1}},                // 8 reversed dims
+      {{64, 96}, {96, 1}, {1, 64}},                     // transpose
+      {{2, 7, 3, 5}, {105, 15, 5, 1}, {105, 5, 35, 1}}, // [B,S,H,D]→[B,H,S,D]
+      {{7, 13}, {0, 1}, {13, 1}},                       // broadcast rows
+      {{7, 13}, {1, 0}, {13, 1}},                       // broadcast columns
+      {{5, 9}, {20, 2}, {9, 1}},                        // strided slice
+      {{}, {}, {}},                                     // a scalar
+      {{1, 6, 1, 4}, {24, 4, 4, 1}, {24, 1, 24, 6}},    // unit dims
+      {{2, 2, 2, 2, 2, 2, 2, 3},
+       {1, 2, 4, 8, 16, 32, 64, 128},
+       {384, 192, 96, 48, 24, 12, 6, 1}}, // 8 reversed dims
   };
   for (const Case &c : cases) {
     int64_t count = 1, inSpan = 1, outSpan = 1;
@@ -366,8 +370,12 @@ TEST_F(CudaDataHost, StridedCopyMapsMatchCpu) {
   }
 }
 
-TEST_F(CudaDataHost, ReduceOrderMatchesCpuF32) { checkReduceOnHost<float>(cpu); }
-TEST_F(CudaDataHost, ReduceOrderMatchesCpuF64) { checkReduceOnHost<double>(cpu); }
+TEST_F(CudaDataHost, ReduceOrderMatchesCpuF32) {
+  checkReduceOnHost<float>(cpu);
+}
+TEST_F(CudaDataHost, ReduceOrderMatchesCpuF64) {
+  checkReduceOnHost<double>(cpu);
+}
 TEST_F(CudaDataHost, ReduceOrderMatchesCpuBf16) {
   checkReduceOnHost<Bf16Bits>(cpu);
 }
@@ -404,8 +412,8 @@ template <class T> void checkEmbeddingGradOnHost(tessel_ctx *cpu) {
   for (int64_t &id : ids)
     id = int64_t(gen() % 12) * 4 % vocab; // repeats, several rows unused
   std::vector<T> dout = randomData<T>(ids.size() * size_t(hidden), 21);
-  for (auto [rows, offset] : {std::pair<int64_t, int64_t>{vocab, 0}, {20, 10},
-                              {13, 37}, {0, 50}}) {
+  for (auto [rows, offset] :
+       {std::pair<int64_t, int64_t>{vocab, 0}, {20, 10}, {13, 37}, {0, 50}}) {
     std::vector<T> want(size_t(rows * hidden));
     tessel_embedding_grad(cpu, dtypeOf<T>(), TESSEL_I64, ids.data(),
                           dout.data(), want.data(), int64_t(ids.size()), rows,
@@ -423,7 +431,7 @@ TEST_F(CudaDataHost, EmbeddingGradMatchesCpuBits) {
   checkEmbeddingGradOnHost<HalfBits>(cpu);
 }
 
-//===--- GPU tests ----------------------------------------------------------===//
+//===--- GPU tests --------------------------------------------------------===//
 
 namespace {
 
@@ -438,7 +446,8 @@ protected:
     call(cpu, static_cast<const void *>(input.data()),
          static_cast<void *>(onCpu.data()));
     void *in = upload(gpu, input);
-    void *out = tessel_alloc(gpu, int64_t(std::max<size_t>(1, outCount) * sizeof(Out)));
+    void *out =
+        tessel_alloc(gpu, int64_t(std::max<size_t>(1, outCount) * sizeof(Out)));
     call(gpu, in, out);
     std::vector<Out> onGpu = download<Out>(gpu, out, outCount);
     tessel_free(gpu, in);
@@ -455,16 +464,15 @@ protected:
           outCount *= c.shape[d];
       }
       std::vector<T> in = randomData<T>(size_t(count), uint32_t(count) + 3);
-      for (int32_t kind : {TESSEL_REDUCE_SUM, TESSEL_REDUCE_MEAN,
-                           TESSEL_REDUCE_MAX}) {
+      for (int32_t kind :
+           {TESSEL_REDUCE_SUM, TESSEL_REDUCE_MEAN, TESSEL_REDUCE_MAX}) {
         if (kind == TESSEL_REDUCE_MEAN && std::is_integral<T>::value)
           continue;
-        auto [want, got] = both<T>(in, size_t(outCount), [&](tessel_ctx *ctx,
-                                                            const void *x,
-                                                            void *y) {
-          tessel_reduce(ctx, kind, dtypeOf<T>(), x, y, int32_t(c.shape.size()),
-                        c.shape.data(), c.mask);
-        });
+        auto [want, got] = both<T>(
+            in, size_t(outCount), [&](tessel_ctx *ctx, const void *x, void *y) {
+              tessel_reduce(ctx, kind, dtypeOf<T>(), x, y,
+                            int32_t(c.shape.size()), c.shape.data(), c.mask);
+            });
         expectReduced(got, want);
       }
     }
@@ -479,7 +487,7 @@ TEST_F(CudaData, StridedCopyMatchesCpu) {
   };
   std::vector<int64_t> ten(10, 2), tenIn(10), tenOut(10);
   for (int d = 0; d < 10; ++d) {
-    tenIn[size_t(d)] = int64_t(1) << d;        // reversed dims: no merging
+    tenIn[size_t(d)] = int64_t(1) << d; // reversed dims: no merging
     tenOut[size_t(d)] = int64_t(1) << (9 - d);
   }
   std::vector<Case> cases = {
@@ -503,15 +511,12 @@ TEST_F(CudaData, StridedCopyMatchesCpu) {
       std::mt19937 gen(1);
       for (uint8_t &b : in)
         b = uint8_t(gen());
-      auto [want, got] = both<uint8_t>(in, size_t(outSpan) * es,
-                                       [&](tessel_ctx *ctx, const void *x,
-                                           void *y) {
-                                         tessel_strided_copy(
-                                             ctx, dtype, x, y,
-                                             int32_t(c.shape.size()),
-                                             c.shape.data(), c.in.data(),
-                                             c.out.data());
-                                       });
+      auto [want, got] = both<uint8_t>(
+          in, size_t(outSpan) * es,
+          [&](tessel_ctx *ctx, const void *x, void *y) {
+            tessel_strided_copy(ctx, dtype, x, y, int32_t(c.shape.size()),
+                                c.shape.data(), c.in.data(), c.out.data());
+          });
       EXPECT_EQ(got, want) << "rank " << c.shape.size() << " dtype " << dtype;
     }
   }
@@ -530,18 +535,19 @@ TEST_F(CudaData, ReduceInterleavedBeyondEightDims) {
   for (int d = 1; d < 18; d += 2)
     mask |= uint64_t(1) << d;
   std::vector<float> in = randomFloats(size_t(1) << 18, 4);
-  auto [want, got] = both<float>(in, 512, [&](tessel_ctx *ctx, const void *x,
-                                              void *y) {
-    tessel_reduce(ctx, TESSEL_REDUCE_SUM, TESSEL_F32, x, y, 18, shape.data(),
-                  mask);
-  });
+  auto [want, got] =
+      both<float>(in, 512, [&](tessel_ctx *ctx, const void *x, void *y) {
+        tessel_reduce(ctx, TESSEL_REDUCE_SUM, TESSEL_F32, x, y, 18,
+                      shape.data(), mask);
+      });
   expectSameBits(got, want, "interleaved reduce");
 }
 
 TEST_F(CudaData, EmbeddingMatchesCpu) {
   const int64_t vocab = 100;
   for (int64_t hidden : {1, 7, 64, 130}) {
-    for (auto [rows, offset] : {std::pair<int64_t, int64_t>{vocab, 0}, {30, 40}}) {
+    for (auto [rows, offset] :
+         {std::pair<int64_t, int64_t>{vocab, 0}, {30, 40}}) {
       std::vector<float> table = randomFloats(size_t(rows * hidden), 2);
       std::vector<int32_t> ids32;
       std::vector<int64_t> ids64;
@@ -556,15 +562,16 @@ TEST_F(CudaData, EmbeddingMatchesCpu) {
                                   : static_cast<const void *>(ids64.data());
         size_t idBytes = size_t(tessel_dtype_size(idsDtype)) * 333;
         std::vector<uint8_t> idBuf(static_cast<const uint8_t *>(hostIds),
-                                   static_cast<const uint8_t *>(hostIds) + idBytes);
+                                   static_cast<const uint8_t *>(hostIds) +
+                                       idBytes);
         void *gpuIds = upload(gpu, idBuf);
-        auto [want, got] = both<float>(
-            table, size_t(333 * hidden),
-            [&](tessel_ctx *ctx, const void *tab, void *out) {
-              tessel_embedding(ctx, TESSEL_F32, idsDtype, tab,
-                               ctx == gpu ? gpuIds : hostIds, out, 333, rows,
-                               hidden, offset, vocab);
-            });
+        auto [want, got] =
+            both<float>(table, size_t(333 * hidden),
+                        [&](tessel_ctx *ctx, const void *tab, void *out) {
+                          tessel_embedding(ctx, TESSEL_F32, idsDtype, tab,
+                                           ctx == gpu ? gpuIds : hostIds, out,
+                                           333, rows, hidden, offset, vocab);
+                        });
         expectSameBits(got, want, "embedding");
         tessel_free(gpu, gpuIds);
       }
@@ -578,8 +585,8 @@ TEST_F(CudaData, EmbeddingBadIdZeroesRowAndRecordsError) {
   void *gpuIds = upload(gpu, ids);
   void *gpuTable = upload(gpu, table);
   void *out = tessel_alloc(gpu, 12 * sizeof(float));
-  tessel_embedding(gpu, TESSEL_F32, TESSEL_I64, gpuTable, gpuIds, out, 3, 10,
-                   4, 0, 10);
+  tessel_embedding(gpu, TESSEL_F32, TESSEL_I64, gpuTable, gpuIds, out, 3, 10, 4,
+                   0, 10);
   std::vector<float> got = download<float>(gpu, out, 12);
   const char *err = tessel_error(gpu);
   ASSERT_NE(err, nullptr);
@@ -604,10 +611,11 @@ TEST_F(CudaData, EmbeddingGradMatchesCpuBits) {
     size_t es = size_t(tessel_dtype_size(dtype));
     std::vector<float> f = randomFloats(size_t(numIds * hidden), 29);
     std::vector<uint8_t> dout(f.size() * es);
-    tessel_cast(cpu, TESSEL_F32, dtype, f.data(), dout.data(), int64_t(f.size()));
+    tessel_cast(cpu, TESSEL_F32, dtype, f.data(), dout.data(),
+                int64_t(f.size()));
     void *gpuIds = upload(gpu, ids);
-    for (auto [rows, offset] : {std::pair<int64_t, int64_t>{vocab, 0},
-                                {12500, 25000}}) {
+    for (auto [rows, offset] :
+         {std::pair<int64_t, int64_t>{vocab, 0}, {12500, 25000}}) {
       auto [want, got] = both<uint8_t>(
           dout, size_t(rows * hidden) * es,
           [&](tessel_ctx *ctx, const void *dy, void *dtable) {

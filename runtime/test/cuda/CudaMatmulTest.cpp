@@ -1,4 +1,4 @@
-//===- CudaMatmulTest.cpp - The cuBLASLt GEMM against the CPU backend ------===//
+//===- CudaMatmulTest.cpp - The cuBLASLt GEMM against the CPU -------------===//
 //
 // Host: the row-major to column-major mapping (ltGemmLayout) drives a plain
 // column-major GEMM loop, as cuBLASLt would read the buffers, for every
@@ -93,7 +93,8 @@ TEST(CudaMatmulHost, LayoutMappingMatchesCpuForEveryCombination) {
       tessel_matmul(cpu, TESSEL_F64, a.data(), b.data(), want.data(), s.batch,
                     s.m, s.n, s.k, ta, tb, shared);
       // cuBLASLt's X is our B, its Y our A, its D our C.
-      std::vector<double> got = columnMajorGemm(l, b.data(), a.data(), outCount);
+      std::vector<double> got =
+          columnMajorGemm(l, b.data(), a.data(), outCount);
       for (size_t i = 0; i < outCount; ++i)
         ASSERT_NEAR(got[i], want[i], 1e-12)
             << "combo " << combo << " element " << i;
@@ -105,13 +106,14 @@ TEST(CudaMatmulHost, LayoutMappingMatchesCpuForEveryCombination) {
 
 TEST(CudaMatmulHost, HugeFoldedBatchKeepsTheStridedBatch) {
   // batch·M beyond INT_MAX cannot fold: B's batch stride 0 instead.
-  LtGemmLayout l = ltGemmLayout(int64_t(1) << 20, 4096, 8, 8, false, false, true);
+  LtGemmLayout l =
+      ltGemmLayout(int64_t(1) << 20, 4096, 8, 8, false, false, true);
   EXPECT_EQ(l.batch, int64_t(1) << 20);
   EXPECT_EQ(l.x.batchStride, 0);
   EXPECT_EQ(l.n, 4096);
 }
 
-//===--- GPU tests ----------------------------------------------------------===//
+//===--- GPU tests --------------------------------------------------------===//
 
 namespace {
 
@@ -129,22 +131,26 @@ protected:
     std::vector<double> b64 = randomDoubles(bCount, 4);
     auto toDtype = [&](const std::vector<double> &v) {
       std::vector<uint8_t> out(v.size() * es);
-      tessel_cast(cpu, TESSEL_F64, dtype, v.data(), out.data(), int64_t(v.size()));
+      tessel_cast(cpu, TESSEL_F64, dtype, v.data(), out.data(),
+                  int64_t(v.size()));
       return out;
     };
     std::vector<uint8_t> a = toDtype(a64), b = toDtype(b64);
     std::vector<uint8_t> want(cCount * es);
-    tessel_matmul(cpu, dtype, a.data(), b.data(), want.data(), s.batch, s.m, s.n,
-                  s.k, ta, tb, shared);
+    tessel_matmul(cpu, dtype, a.data(), b.data(), want.data(), s.batch, s.m,
+                  s.n, s.k, ta, tb, shared);
     void *ga = upload(gpu, a), *gb = upload(gpu, b);
     void *gc = tessel_alloc(gpu, int64_t(std::max<size_t>(cCount, 1) * es));
-    tessel_matmul(gpu, dtype, ga, gb, gc, s.batch, s.m, s.n, s.k, ta, tb, shared);
+    tessel_matmul(gpu, dtype, ga, gb, gc, s.batch, s.m, s.n, s.k, ta, tb,
+                  shared);
     std::vector<uint8_t> got = download<uint8_t>(gpu, gc, cCount * es);
     ASSERT_EQ(tessel_error(gpu), nullptr) << tessel_error(gpu);
     std::vector<double> wantD(cCount), gotD(cCount);
     if (cCount) {
-      tessel_cast(cpu, dtype, TESSEL_F64, want.data(), wantD.data(), int64_t(cCount));
-      tessel_cast(cpu, dtype, TESSEL_F64, got.data(), gotD.data(), int64_t(cCount));
+      tessel_cast(cpu, dtype, TESSEL_F64, want.data(), wantD.data(),
+                  int64_t(cCount));
+      tessel_cast(cpu, dtype, TESSEL_F64, got.data(), gotD.data(),
+                  int64_t(cCount));
     }
     double ulp = dtype == TESSEL_F64   ? 0x1p-52
                  : dtype == TESSEL_F32 ? 0x1p-23
@@ -154,7 +160,8 @@ protected:
     // |entries| <= 1: Σ|a||b| <= k.
     double bound = double(s.k) * double(s.k) * eps;
     for (size_t i = 0; i < cCount; ++i)
-      ASSERT_LE(std::fabs(gotD[i] - wantD[i]), 2 * ulp * std::fabs(wantD[i]) + 2 * bound)
+      ASSERT_LE(std::fabs(gotD[i] - wantD[i]),
+                2 * ulp * std::fabs(wantD[i]) + 2 * bound)
           << "dtype " << dtype << " ta " << ta << " tb " << tb << " shared "
           << shared << " element " << i;
     tessel_free(gpu, ga);
