@@ -2,10 +2,12 @@
 //
 // The data-movement kernels of the CUDA backend, each the CPU backend's
 // (cpu/data.cpp, cpu/backward.cpp) result on the device:
-//   - stridedCopy: dimensions coalesced as the CPU does, then one thread per
-//     element through an IndexMap (data_math.h) passed by value; a plain
-//     contiguous copy is a cudaMemcpyAsync; more than kMaxDims coalesced
-//     dimensions loop on the host over the outer ones.
+//   - stridedCopy: dimensions coalesced as the CPU does; a plain contiguous
+//     copy is a cudaMemcpyAsync; a transpose-like copy (reads contiguous
+//     along one dimension, writes along another) goes through 32x32
+//     shared-memory tiles; anything else is one thread per element through
+//     an IndexMap (data_math.h) passed by value, more than kMaxDims
+//     coalesced dimensions looping on the host over the outer ones.
 //   - reduce: outputs x reduced elements after coalescing the kept and the
 //     reduced dimensions separately; accumulation in double (int64 for
 //     integers) as the CPU backend, in a fixed order (per-thread strided
@@ -46,9 +48,52 @@ __global__ void stridedCopyKernel(const E *__restrict__ in, E *__restrict__ out,
   }
 }
 
+/// TransposePlan's copy: a 32x32 tile per block iteration, read along p
+/// (threadIdx.x), written along q (threadIdx.x) through shared memory.
+template <class E>
+__global__ void __launch_bounds__(kTile * 8)
+    transposeKernel(const E *__restrict__ in, E *__restrict__ out,
+                    TransposePlan plan) {
+  __shared__ E tile[kTile][kTile + 1]; // +1: no bank conflicts on columns
+  const int x = threadIdx.x, y = threadIdx.y;
+  const int64_t tilesP = (plan.sizeP + kTile - 1) / kTile;
+  const int64_t tilesQ = (plan.sizeQ + kTile - 1) / kTile;
+  const int64_t tiles = plan.restCount * tilesP * tilesQ;
+  for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+    const int64_t restIndex = t / (tilesP * tilesQ);
+    const int64_t inRest = t - restIndex * tilesP * tilesQ;
+    const int64_t p0 = (inRest % tilesP) * kTile;
+    const int64_t q0 = (inRest / tilesP) * kTile;
+    int64_t src0, dst0;
+    plan.rest.offsets(restIndex, src0, dst0);
+    for (int dq = y; dq < kTile; dq += 8) {
+      int64_t p = p0 + x, q = q0 + dq;
+      if (p < plan.sizeP && q < plan.sizeQ)
+        tile[dq][x] = in[plan.src(src0, p, q)];
+    }
+    __syncthreads();
+    for (int dp = y; dp < kTile; dp += 8) {
+      int64_t p = p0 + dp, q = q0 + x;
+      if (p < plan.sizeP && q < plan.sizeQ)
+        out[plan.dst(dst0, p, q)] = tile[x][dp];
+    }
+    __syncthreads(); // the tile is read before the next one overwrites it
+  }
+}
+
 template <class E>
 bool launchStridedCopy(tessel_ctx *ctx, cudaStream_t stream, const void *in,
                        void *out, const std::vector<Dim> &dims) {
+  TransposePlan transpose;
+  if (planTranspose(dims, transpose)) {
+    int64_t tiles = transpose.restCount *
+                    ((transpose.sizeP + kTile - 1) / kTile) *
+                    ((transpose.sizeQ + kTile - 1) / kTile);
+    transposeKernel<E><<<unsigned(std::min<int64_t>(tiles, int64_t(1) << 20)),
+                         dim3(kTile, 8), 0, stream>>>(
+        static_cast<const E *>(in), static_cast<E *>(out), transpose);
+    return CudaBackend::checkLaunch(ctx, "tessel_strided_copy");
+  }
   // The innermost kMaxDims dimensions go to the kernel; an odometer here
   // walks the rest (only ranks beyond kMaxDims after coalescing).
   size_t outerCount =

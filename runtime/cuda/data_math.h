@@ -257,6 +257,57 @@ inline IndexMap makeIndexMap(const std::vector<Dim> &dims, size_t first,
   return map;
 }
 
+/// A copy that reads contiguously along one dimension (p, input stride 1)
+/// and writes contiguously along another (q, output stride 1), e.g. a
+/// transpose: moved through 32x32 shared-memory tiles so both sides
+/// coalesce. The other dimensions (at most kMaxDims) index whole tiles.
+struct TransposePlan {
+  int64_t sizeP = 0, sizeQ = 0;
+  int64_t inStrideQ = 0, outStrideP = 0;
+  int64_t restCount = 1;
+  IndexMap rest; // strideA: input, strideB: output
+
+  /// Element (p, q) of the tile group whose rest offsets are src0, dst0
+  /// (rest.offsets of its rest index, computed once per tile).
+  TESSEL_HD int64_t src(int64_t src0, int64_t p, int64_t q) const {
+    return src0 + p + q * inStrideQ;
+  }
+  TESSEL_HD int64_t dst(int64_t dst0, int64_t p, int64_t q) const {
+    return dst0 + p * outStrideP + q;
+  }
+};
+
+constexpr int kTile = 32;
+
+/// The tiled plan of coalesced `dims`, or false when the copy has no such
+/// pair of dimensions of at least half a tile each.
+inline bool planTranspose(const std::vector<Dim> &dims, TransposePlan &plan) {
+  int p = -1, q = -1;
+  for (size_t d = 0; d < dims.size(); ++d) {
+    if (dims[d].a == 1 && dims[d].size >= kTile / 2)
+      p = int(d);
+    if (dims[d].b == 1 && dims[d].size >= kTile / 2)
+      q = int(d);
+  }
+  if (p < 0 || q < 0 || p == q || dims.size() > size_t(kMaxDims) + 2)
+    return false;
+  std::vector<Dim> rest;
+  for (size_t d = 0; d < dims.size(); ++d)
+    if (int(d) != p && int(d) != q)
+      rest.push_back(dims[d]);
+  if (rest.empty())
+    rest.push_back({1, 0, 0});
+  plan.sizeP = dims[size_t(p)].size;
+  plan.sizeQ = dims[size_t(q)].size;
+  plan.inStrideQ = dims[size_t(q)].a;
+  plan.outStrideP = dims[size_t(p)].b;
+  plan.rest = makeIndexMap(rest, 0, rest.size());
+  plan.restCount = 1;
+  for (const Dim &d : rest)
+    plan.restCount *= d.size;
+  return true;
+}
+
 //===--- Reductions -------------------------------------------------------===//
 
 /// The reduction's arithmetic per element type T: the accumulator (double

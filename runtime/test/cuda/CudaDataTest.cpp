@@ -119,9 +119,11 @@ void expectReduced(const std::vector<T> &got, const std::vector<T> &want) {
 
 //===--- Host emulations of the kernels -----------------------------------===//
 
-/// stridedCopy as the kernel computes it (up to kMaxDims after coalescing).
+/// stridedCopy as the kernels compute it: the tiled transpose when it
+/// plans one (tile by tile, as transposeKernel), else the element map (up
+/// to kMaxDims after coalescing). Returns whether it tiled.
 template <class T>
-void emulateStridedCopy(const std::vector<T> &in, std::vector<T> &out,
+bool emulateStridedCopy(const std::vector<T> &in, std::vector<T> &out,
                         const std::vector<int64_t> &shape,
                         const std::vector<int64_t> &inStrides,
                         const std::vector<int64_t> &outStrides) {
@@ -129,7 +131,21 @@ void emulateStridedCopy(const std::vector<T> &in, std::vector<T> &out,
   for (size_t d = 0; d < shape.size(); ++d)
     dims.push_back({shape[d], inStrides[d], outStrides[d]});
   dims = coalesce(dims);
-  ASSERT_LE(dims.size(), size_t(kMaxDims));
+  TransposePlan plan;
+  if (planTranspose(dims, plan)) {
+    for (int64_t r = 0; r < plan.restCount; ++r) {
+      int64_t src0, dst0;
+      plan.rest.offsets(r, src0, dst0);
+      for (int64_t p0 = 0; p0 < plan.sizeP; p0 += kTile)
+        for (int64_t q0 = 0; q0 < plan.sizeQ; q0 += kTile)
+          for (int64_t p = p0; p < std::min(plan.sizeP, p0 + kTile); ++p)
+            for (int64_t q = q0; q < std::min(plan.sizeQ, q0 + kTile); ++q)
+              out[size_t(plan.dst(dst0, p, q))] =
+                  in[size_t(plan.src(src0, p, q))];
+    }
+    return true;
+  }
+  EXPECT_LE(dims.size(), size_t(kMaxDims));
   IndexMap map = makeIndexMap(dims, 0, dims.size());
   int64_t total = 1;
   for (const Dim &d : dims)
@@ -139,6 +155,7 @@ void emulateStridedCopy(const std::vector<T> &in, std::vector<T> &out,
     map.offsets(i, src, dst);
     out[size_t(dst)] = in[size_t(src)];
   }
+  return false;
 }
 
 /// tessel_reduce in the kernels' order: per block (output, split) the
@@ -342,7 +359,10 @@ TEST_F(CudaDataHost, StridedCopyMapsMatchCpu) {
     std::vector<int64_t> shape, in, out;
   };
   std::vector<Case> cases = {
-      {{64, 96}, {96, 1}, {1, 64}},                     // transpose
+      {{64, 96}, {96, 1}, {1, 64}},                // transpose
+      {{17, 33}, {33, 1}, {1, 17}},                // odd transpose
+      {{3, 40, 50}, {2000, 50, 1}, {2000, 1, 40}}, // batched transpose
+      {{16, 3, 20}, {1, 320, 16}, {60, 20, 1}},    // tiles over a middle dim
       {{2, 7, 3, 5}, {105, 15, 5, 1}, {105, 5, 35, 1}}, // [B,S,H,D]→[B,H,S,D]
       {{7, 13}, {0, 1}, {13, 1}},                       // broadcast rows
       {{7, 13}, {1, 0}, {13, 1}},                       // broadcast columns
@@ -353,6 +373,7 @@ TEST_F(CudaDataHost, StridedCopyMapsMatchCpu) {
        {1, 2, 4, 8, 16, 32, 64, 128},
        {384, 192, 96, 48, 24, 12, 6, 1}}, // 8 reversed dims
   };
+  int tiled = 0;
   for (const Case &c : cases) {
     int64_t count = 1, inSpan = 1, outSpan = 1;
     for (size_t d = 0; d < c.shape.size(); ++d) {
@@ -365,9 +386,10 @@ TEST_F(CudaDataHost, StridedCopyMapsMatchCpu) {
     tessel_strided_copy(cpu, TESSEL_F32, in.data(), want.data(),
                         int32_t(c.shape.size()), c.shape.data(), c.in.data(),
                         c.out.data());
-    emulateStridedCopy(in, got, c.shape, c.in, c.out);
+    tiled += emulateStridedCopy(in, got, c.shape, c.in, c.out);
     expectSameBits(got, want, "strided copy");
   }
+  EXPECT_EQ(tiled, 4) << "the transposes take the tiled kernel";
 }
 
 TEST_F(CudaDataHost, ReduceOrderMatchesCpuF32) {
@@ -492,6 +514,9 @@ TEST_F(CudaData, StridedCopyMatchesCpu) {
   }
   std::vector<Case> cases = {
       {{512, 384}, {384, 1}, {1, 512}},
+      {{17, 33}, {33, 1}, {1, 17}},
+      {{3, 40, 50}, {2000, 50, 1}, {2000, 1, 40}},
+      {{16, 3, 20}, {1, 320, 16}, {60, 20, 1}},
       {{2, 7, 3, 5}, {105, 15, 5, 1}, {105, 5, 35, 1}},
       {{7, 13}, {0, 1}, {13, 1}},
       {{5, 9}, {20, 2}, {9, 1}},
