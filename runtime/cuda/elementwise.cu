@@ -1,4 +1,4 @@
-//===- elementwise.cu - Elementwise kernels and their gradients -------------===//
+//===- elementwise.cu - Elementwise kernels and their gradients ----------===//
 //
 // tessel_binary, tessel_unary, tessel_cast, tessel_dropout(_block) and
 // tessel_unary_grad on the GPU. Every kernel is one memory-bound pass: a
@@ -26,10 +26,6 @@ namespace {
 
 constexpr unsigned kThreads = 256;
 
-template <class T, int N> struct alignas(sizeof(T) * N) Pack {
-  T v[N];
-};
-
 /// Elements per vector of a kernel reading TIn and writing TOut: 16 bytes
 /// of the wider one.
 template <class TIn, class TOut>
@@ -37,38 +33,6 @@ constexpr int kVecWidth = int(16 / std::max(sizeof(TIn), sizeof(TOut)));
 
 bool alignedTo(const void *p, size_t bytes) {
   return reinterpret_cast<uintptr_t>(p) % bytes == 0;
-}
-
-/// Calls f(T()) for a float dtype's storage type.
-template <class F> void visitFloat(int32_t dtype, F &&f) {
-  switch (dtype) {
-  case TESSEL_F32:
-    f(float());
-    break;
-  case TESSEL_F16:
-    f(Half());
-    break;
-  case TESSEL_BF16:
-    f(BFloat());
-    break;
-  case TESSEL_F64:
-    f(double());
-    break;
-  }
-}
-
-/// visitFloat plus the integer dtypes.
-template <class F> void visitAny(int32_t dtype, F &&f) {
-  switch (dtype) {
-  case TESSEL_I32:
-    f(int32_t());
-    break;
-  case TESSEL_I64:
-    f(int64_t());
-    break;
-  default:
-    visitFloat(dtype, f);
-  }
 }
 
 /// Calls f(std::integral_constant<int, op>()) for op in [0, Count).
@@ -185,7 +149,8 @@ template <int Op, class T> struct UnaryGradFn {
   static constexpr bool kReports = false;
   __device__ T operator()(T x, T dy, bool &) const {
     using C = typename Elem<T>::Compute;
-    return Elem<T>::store(unaryGradOp<Op, C>(Elem<T>::load(x), Elem<T>::load(dy)));
+    return Elem<T>::store(
+        unaryGradOp<Op, C>(Elem<T>::load(x), Elem<T>::load(dy)));
   }
   __device__ void report() const {}
 };
@@ -292,8 +257,8 @@ void CudaBackend::cast(tessel_ctx *ctx, int32_t srcDtype, int32_t dstDtype,
 void CudaBackend::dropout(tessel_ctx *ctx, int32_t dtype, const void *x,
                           void *y, int64_t n, double rate, uint64_t seed,
                           uint64_t step, int64_t first, uint64_t stream) {
-  launchDropout(*this, ctx, "tessel_dropout", dtype, x, y, n, rate, seed,
-                step, stream, LinearIndex{first});
+  launchDropout(*this, ctx, "tessel_dropout", dtype, x, y, n, rate, seed, step,
+                stream, LinearIndex{first});
 }
 
 void CudaBackend::dropoutBlock(tessel_ctx *ctx, int32_t dtype, const void *x,

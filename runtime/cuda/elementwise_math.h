@@ -1,4 +1,4 @@
-//===- elementwise_math.h - Per-element arithmetic of the CUDA kernels -*- C++ -*-===//
+//===- elementwise_math.h - Per-element math of CUDA kernels -*- C++ -*-===//
 //
 // What the elementwise kernels (elementwise.cu) and the loss kernels
 // (loss.cu) compute per element, as TESSEL_HD functions: the 16-bit float
@@ -154,6 +154,44 @@ template <> struct Elem<BFloat> {
   static TESSEL_HD BFloat store(float v) { return BFloat{floatToBf16(v)}; }
 };
 
+/// N elements moved as one 16-byte (or narrower) load or store.
+template <class T, int N> struct alignas(sizeof(T) * N) Pack {
+  T v[N];
+};
+
+/// Calls f(T()) for a float dtype's storage type (the front has checked
+/// the dtype).
+template <class F> void visitFloat(int32_t dtype, F &&f) {
+  switch (dtype) {
+  case TESSEL_F32:
+    f(float());
+    break;
+  case TESSEL_F16:
+    f(Half());
+    break;
+  case TESSEL_BF16:
+    f(BFloat());
+    break;
+  case TESSEL_F64:
+    f(double());
+    break;
+  }
+}
+
+/// visitFloat plus the integer dtypes.
+template <class F> void visitAny(int32_t dtype, F &&f) {
+  switch (dtype) {
+  case TESSEL_I32:
+    f(int32_t());
+    break;
+  case TESSEL_I64:
+    f(int64_t());
+    break;
+  default:
+    visitFloat(dtype, f);
+  }
+}
+
 template <class T> constexpr bool isIntegral() {
   return std::is_integral<T>::value;
 }
@@ -219,7 +257,8 @@ TESSEL_HD float fastExp(float x) {
   // 2^n as two normal factors, so a subnormal result rounds once.
   uint32_t n = floatBits(t) - floatBits(magic);
   uint32_t n1 = uint32_t(int32_t(n) >> 1);
-  float s1 = bitsFloat((n1 + 127u) << 23), s2 = bitsFloat((n - n1 + 127u) << 23);
+  float s1 = bitsFloat((n1 + 127u) << 23),
+        s2 = bitsFloat((n - n1 + 127u) << 23);
   float res = (e * s1) * s2;
   res = x < lo ? 0.0f : res;
   return x > hi ? infinityF() : res;
@@ -293,7 +332,7 @@ TESSEL_HD double sigmoidOf(double x) {
   return e / (1.0 + e);
 }
 
-constexpr double kSqrtHalf = 0.70710678118654752440;  // 1 / sqrt(2)
+constexpr double kSqrtHalf = 0.70710678118654752440;    // 1 / sqrt(2)
 constexpr double kSqrt2OverPi = 0.79788456080286535588; // sqrt(2 / pi)
 constexpr double kInvSqrt2Pi = 0.39894228040143267794;  // 1 / sqrt(2 pi)
 

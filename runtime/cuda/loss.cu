@@ -1,4 +1,4 @@
-//===- loss.cu - Cross-entropy and the vocab-parallel loss pieces -----------===//
+//===- loss.cu - Cross-entropy and the vocab-parallel loss pieces --------===//
 //
 // tessel_cross_entropy(_grad), tessel_label_logit and tessel_sub_label on
 // the GPU. A row of logits belongs to one warp (classes <= 1024, eight rows
@@ -26,14 +26,10 @@ namespace cuda {
 namespace {
 
 constexpr int kWarp = 32;
-constexpr int kBlockRow = 512;   // threads of a block that owns a row
+constexpr int kBlockRow = 512;     // threads of a block that owns a row
 constexpr int kWarpRowBlock = 256; // threads of a block of warp-owned rows
 constexpr int64_t kWarpRowMaxClasses = 1024;
 constexpr unsigned kFullMask = 0xffffffffu;
-
-template <class T, int N> struct alignas(sizeof(T) * N) Pack {
-  T v[N];
-};
 
 /// Threads of a block for rows owned by groups of G threads.
 template <int G> constexpr int kBlockThreads = G == kWarp ? kWarpRowBlock : G;
@@ -76,8 +72,9 @@ __device__ void forRow(const T *x, int64_t classes, int lane, F &&f) {
 template <int G, class T, class F>
 __device__ void mapRow(const T *x, T *y, int64_t classes, int lane, F &&f) {
   constexpr int N = 16 / sizeof(T);
-  bool together = (reinterpret_cast<uintptr_t>(x) -
-                   reinterpret_cast<uintptr_t>(y)) % 16 == 0;
+  bool together =
+      (reinterpret_cast<uintptr_t>(x) - reinterpret_cast<uintptr_t>(y)) % 16 ==
+      0;
   int64_t head = together ? alignedHead(x, classes) : classes;
   int64_t packs = (classes - head) / N;
   for (int64_t c = lane; c < head; c += G)
@@ -162,8 +159,8 @@ __global__ void __launch_bounds__(kBlockThreads<G>)
     double loss = 0.0; // what the CPU adds for a bad label's row
     if (label < 0 || label >= classes) {
       if (loop.lane == 0)
-        recordDeviceError(errors, DeviceErrorKind::CrossEntropyLabel, label,
-                          r, classes);
+        recordDeviceError(errors, DeviceErrorKind::CrossEntropyLabel, label, r,
+                          classes);
     } else {
       auto stats = rowStats<G>(x, classes, loop.lane, scratch);
       loss = lseOfRow(stats.max, stats.sum) - toDouble(x[label]);
@@ -191,8 +188,9 @@ __global__ void __launch_bounds__(kReduceThreads)
   s = groupReduce<kReduceThreads>(
       s, [](double a, double b) { return a + b; }, scratch);
   if (threadIdx.x == 0)
-    out[0] = fromDouble<T>(!mean ? s : rows > 0 ? s / double(rows)
-                                                : double(infinityF()) * 0.0);
+    out[0] = fromDouble<T>(!mean      ? s
+                           : rows > 0 ? s / double(rows)
+                                      : double(infinityF()) * 0.0);
 }
 
 template <int G, class T>
@@ -211,8 +209,8 @@ __global__ void __launch_bounds__(kBlockThreads<G>)
     int64_t label = loadLabel(labels, labels64, r);
     if (label < 0 || label >= classes) {
       if (loop.lane == 0)
-        recordDeviceError(errors, DeviceErrorKind::CrossEntropyGradLabel,
-                          label, r, classes);
+        recordDeviceError(errors, DeviceErrorKind::CrossEntropyGradLabel, label,
+                          r, classes);
       for (int64_t c = loop.lane; c < classes; c += G)
         dx[c] = Elem<T>::store(C(0));
       continue;
@@ -240,10 +238,9 @@ template <int G> unsigned rowBlocks(int64_t rows) {
 /// [0, totalClasses) gives 0; there is no device error kind for these
 /// kernels (see CudaBackend::labelLogit).
 template <class S>
-__global__ void labelLogitKernel(const S *x, const void *labels,
-                                 bool labels64, S *out, int64_t rows,
-                                 int64_t classes, int64_t classOffset,
-                                 int64_t totalClasses) {
+__global__ void labelLogitKernel(const S *x, const void *labels, bool labels64,
+                                 S *out, int64_t rows, int64_t classes,
+                                 int64_t classOffset, int64_t totalClasses) {
   for (int64_t r = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; r < rows;
        r += int64_t(gridDim.x) * blockDim.x) {
     int64_t c = labelColumn(loadLabel(labels, labels64, r), classes,
@@ -267,23 +264,6 @@ __global__ void subLabelKernel(const void *labels, bool labels64,
       continue;
     T &y = out[r * classes + c];
     y = Elem<T>::store(Elem<T>::load(y) - Elem<T>::load(values[r]));
-  }
-}
-
-template <class F> void visitFloat(int32_t dtype, F &&f) {
-  switch (dtype) {
-  case TESSEL_F32:
-    f(float());
-    break;
-  case TESSEL_F16:
-    f(Half());
-    break;
-  case TESSEL_BF16:
-    f(BFloat());
-    break;
-  case TESSEL_F64:
-    f(double());
-    break;
   }
 }
 
@@ -322,9 +302,9 @@ void CudaBackend::crossEntropy(tessel_ctx *ctx, int32_t dtype,
     if (rows > 0) {
       visitRowGroup(classes, [&](auto group) {
         constexpr int G = decltype(group)::value;
-        crossEntropyKernel<G><<<rowBlocks<G>(rows), kBlockThreads<G>, 0,
-                                stream()>>>(x, labels, labels64, rows, classes,
-                                            rowLoss, o, deviceErrors());
+        crossEntropyKernel<G>
+            <<<rowBlocks<G>(rows), kBlockThreads<G>, 0, stream()>>>(
+                x, labels, labels64, rows, classes, rowLoss, o, deviceErrors());
       });
       checkLaunch(ctx, what);
     }
@@ -341,8 +321,8 @@ void CudaBackend::crossEntropy(tessel_ctx *ctx, int32_t dtype,
 void CudaBackend::crossEntropyGrad(tessel_ctx *ctx, int32_t dtype,
                                    int32_t labelDtype, const void *logits,
                                    const void *labels, const void *dloss,
-                                   void *dlogits, int64_t rows,
-                                   int64_t classes, int32_t reduction) {
+                                   void *dlogits, int64_t rows, int64_t classes,
+                                   int32_t reduction) {
   if (rows <= 0)
     return;
   bool labels64 = labelDtype == TESSEL_I64;
@@ -350,11 +330,11 @@ void CudaBackend::crossEntropyGrad(tessel_ctx *ctx, int32_t dtype,
     using T = decltype(tag);
     visitRowGroup(classes, [&](auto group) {
       constexpr int G = decltype(group)::value;
-      crossEntropyGradKernel<G><<<rowBlocks<G>(rows), kBlockThreads<G>, 0,
-                                  stream()>>>(
-          static_cast<const T *>(logits), labels, labels64,
-          static_cast<const T *>(dloss), static_cast<T *>(dlogits), rows,
-          classes, reduction, deviceErrors());
+      crossEntropyGradKernel<G>
+          <<<rowBlocks<G>(rows), kBlockThreads<G>, 0, stream()>>>(
+              static_cast<const T *>(logits), labels, labels64,
+              static_cast<const T *>(dloss), static_cast<T *>(dlogits), rows,
+              classes, reduction, deviceErrors());
     });
   });
   checkLaunch(ctx, "tessel_cross_entropy_grad");
@@ -363,10 +343,9 @@ void CudaBackend::crossEntropyGrad(tessel_ctx *ctx, int32_t dtype,
 // A label outside [0, totalClasses) is written as the CPU writes it (0 for
 // labelLogit, x's row for subLabel), but device_errors.h has no kind for
 // these two kernels yet, so it is not reported on the context.
-void CudaBackend::labelLogit(tessel_ctx *ctx, int32_t dtype,
-                             int32_t labelDtype, const void *logits,
-                             const void *labels, void *out, int64_t rows,
-                             int64_t classes, int64_t classOffset,
+void CudaBackend::labelLogit(tessel_ctx *ctx, int32_t dtype, int32_t labelDtype,
+                             const void *logits, const void *labels, void *out,
+                             int64_t rows, int64_t classes, int64_t classOffset,
                              int64_t totalClasses) {
   if (rows <= 0)
     return;
@@ -377,8 +356,8 @@ void CudaBackend::labelLogit(tessel_ctx *ctx, int32_t dtype,
         sizeof(decltype(tag)) == 2, uint16_t,
         std::conditional_t<sizeof(decltype(tag)) == 4, uint32_t, uint64_t>>;
     labelLogitKernel<<<gridFor(rows), 256, 0, stream()>>>(
-        static_cast<const S *>(logits), labels, labels64,
-        static_cast<S *>(out), rows, classes, classOffset, totalClasses);
+        static_cast<const S *>(logits), labels, labels64, static_cast<S *>(out),
+        rows, classes, classOffset, totalClasses);
   });
   checkLaunch(ctx, "tessel_label_logit");
 }

@@ -1,4 +1,4 @@
-//===- loss_math.h - Per-row arithmetic of the cross-entropy kernels -*- C++ -*-===//
+//===- loss_math.h - Per-row math of the cross-entropy kernels -*- C++ -*-===//
 //
 // The cross-entropy kernels (loss.cu) read a row of logits once for its
 // log-sum-exp: every thread of the row keeps a running (max, Σ e^(x - max))
@@ -29,9 +29,7 @@ template <class C> struct LseState {
   C sum;
 };
 
-template <class C> TESSEL_HD C negInfinity() {
-  return -C(infinityF());
-}
+template <class C> TESSEL_HD C negInfinity() { return -C(infinityF()); }
 
 template <class C> TESSEL_HD LseState<C> lseEmpty() {
   return LseState<C>{negInfinity<C>(), C(0)};

@@ -95,10 +95,10 @@ template <class T> double roundingTolerance() {
 /// grid of both signs, and random values.
 std::vector<double> floatInputs() {
   const double inf = std::numeric_limits<double>::infinity();
-  std::vector<double> v = {0.0,   -0.0,  inf,    -inf,  std::nan(""),
-                           1e-40, -1e-40, 1e-30, 1e30, 65504.0,
-                           65520.0, 3e38, -3e38, 88.7, -104.5,
-                           7.9,   -7.9,  4.0,    -4.0,  1e-5};
+  std::vector<double> v = {0.0,     -0.0,   inf,   -inf, std::nan(""),
+                           1e-40,   -1e-40, 1e-30, 1e30, 65504.0,
+                           65520.0, 3e38,   -3e38, 88.7, -104.5,
+                           7.9,     -7.9,   4.0,   -4.0, 1e-5};
   for (double x = -20.0; x <= 20.0; x += 1.0 / 37)
     v.push_back(x);
   for (double m = 1e-12; m < 1e12; m *= 1.7) {
@@ -123,7 +123,8 @@ protected:
     tessel_ctx_destroy(cpu);
   }
   /// tessel_cast on the CPU of a host array.
-  template <class TIn, class TOut> std::vector<TOut> cpuCast(const std::vector<TIn> &x) {
+  template <class TIn, class TOut>
+  std::vector<TOut> cpuCast(const std::vector<TIn> &x) {
     std::vector<TOut> y(x.size());
     tessel_cast(cpu, dtypeOf<TIn>(), dtypeOf<TOut>(), x.data(), y.data(),
                 int64_t(x.size()));
@@ -187,8 +188,9 @@ template <class TIn> std::vector<TIn> castInputs() {
     d.push_back(v);
   std::vector<TIn> out = stored<TIn>(d);
   if constexpr (std::is_integral<TIn>::value) {
-    for (TIn v : {std::numeric_limits<TIn>::min(), std::numeric_limits<TIn>::max(),
-                  TIn(-1), TIn(16777217), TIn(int64_t(1) << 30) })
+    for (TIn v :
+         {std::numeric_limits<TIn>::min(), std::numeric_limits<TIn>::max(),
+          TIn(-1), TIn(16777217), TIn(int64_t(1) << 30)})
       out.push_back(v);
     if constexpr (sizeof(TIn) == 8)
       for (int64_t v : {(int64_t(1) << 53) + 1, (int64_t(1) << 62) + 3,
@@ -199,8 +201,8 @@ template <class TIn> std::vector<TIn> castInputs() {
     // Doubles between two floats: round-to-odd before a 16-bit rounding.
     std::mt19937_64 rng(3);
     for (int i = 0; i < 20000; ++i) {
-      double base = std::ldexp(double(rng() % 4096) / 4096 + 1.0,
-                               int(rng() % 40) - 25);
+      double base =
+          std::ldexp(double(rng() % 4096) / 4096 + 1.0, int(rng() % 40) - 25);
       out.push_back(base * (1.0 + std::ldexp(double(rng() % 1000) - 500, -30)));
     }
   }
@@ -252,7 +254,8 @@ TEST_F(CpuReference, UnaryMatchesCpu) {
         double got = tc::toDouble(tc::Elem<T>::store(tc::unaryOp<Op, C>(xi)));
         // The polynomial erf/tanh around ±1 feed a cancelling 1 + ...: an
         // absolute bound scaled by |x| covers the GELUs' negative tail.
-        double atol = roundingTolerance<T>() * 0.1 * magnitude(double(xi)) + 1e-30;
+        double atol =
+            roundingTolerance<T>() * 0.1 * magnitude(double(xi)) + 1e-30;
         if (!close(got, tc::toDouble(want[i]), roundingTolerance<T>(), atol) &&
             bad++ < 3)
           ADD_FAILURE() << "dtype " << dtypeOf<T>() << " op " << Op << " x "
@@ -278,8 +281,8 @@ TEST_F(CpuReference, UnaryGradMatchesCpu) {
     forOps<TESSEL_SILU + 1>([&](auto opTag) {
       constexpr int Op = decltype(opTag)::value;
       std::vector<T> want(x.size());
-      tessel_unary_grad(cpu, Op, dtypeOf<T>(), x.data(), dy.data(),
-                        want.data(), int64_t(x.size()));
+      tessel_unary_grad(cpu, Op, dtypeOf<T>(), x.data(), dy.data(), want.data(),
+                        int64_t(x.size()));
       int bad = 0;
       for (size_t i = 0; i < x.size(); ++i) {
         C xi = tc::Elem<T>::load(x[i]), gi = tc::Elem<T>::load(dy[i]);
@@ -312,7 +315,8 @@ template <class T> void binaryInputs(std::vector<T> &a, std::vector<T> &b) {
       a.push_back(T(int64_t(rng())));
       b.push_back(i % 5 == 0 ? T(int64_t(rng() % 21) - 10) : T(int64_t(rng())));
     }
-    const T lo = std::numeric_limits<T>::min(), hi = std::numeric_limits<T>::max();
+    const T lo = std::numeric_limits<T>::min(),
+            hi = std::numeric_limits<T>::max();
     for (T x : {lo, hi, T(-1), T(0), T(7)})
       for (T y : {lo, hi, T(-1), T(0), T(1), T(3)}) {
         a.push_back(x);
@@ -354,7 +358,8 @@ TEST_F(CpuReference, BinaryMatchesCpu) {
                         << " element " << i;
       }
       EXPECT_EQ(bad, 0);
-      EXPECT_EQ(divByZero, cpuError) << "dtype " << dtypeOf<T>() << " op " << Op;
+      EXPECT_EQ(divByZero, cpuError)
+          << "dtype " << dtypeOf<T>() << " op " << Op;
       if constexpr (std::is_integral<T>::value)
         EXPECT_EQ(divByZero, Op == TESSEL_DIV);
     });
@@ -372,7 +377,8 @@ TEST(CudaDropoutHash, MatchesRng) {
     ASSERT_EQ(tc::uniformOpen(a), tessel::uniformOpen(a));
     uint64_t h = tessel::hash4(tessel::kDropoutDomain ^ a, b, c, d);
     bool keep = tessel::uniformOpen(h) >= 0.3;
-    ASSERT_EQ(tc::dropoutKeep(tc::dropoutPrefix(a, b), int64_t(c), d, 0.3), keep);
+    ASSERT_EQ(tc::dropoutKeep(tc::dropoutPrefix(a, b), int64_t(c), d, 0.3),
+              keep);
   }
   EXPECT_EQ(tc::kDropoutDomainHD, tessel::kDropoutDomain);
 }
@@ -432,7 +438,7 @@ TEST_F(CpuReference, DropoutBlockMatchesCpu) {
   std::vector<Case> cases = {
       {{}, {}, 5},
       {{7, 13}, {13, 1}, 0},
-      {{7, 5}, {64, 1}, 40},           // columns 40..44 of a [7, 64] tensor
+      {{7, 5}, {64, 1}, 40},              // columns 40..44 of a [7, 64] tensor
       {{3, 1, 4, 5}, {200, 7, 20, 1}, 3}, // an extent of 1 with any stride
       {{2, 3, 4}, {96, 32, 8}, 1},        // every 8th element
   };
@@ -464,7 +470,8 @@ TEST_F(CpuReference, DropoutBlockMatchesCpu) {
     expectSameBits(hostDropout(x, 0.5, 9, 2, 0,
                                [&](int64_t i) {
                                  return tc::blockIndex(merged, shape.data(),
-                                                       strides.data(), c.first, i);
+                                                       strides.data(), c.first,
+                                                       i);
                                }),
                    want);
   }
@@ -481,7 +488,8 @@ constexpr int64_t kGpuCount = 100003;
 /// (also shifted by one element: the scalar path) and returns the outputs.
 template <class TOut, class Fixture, class Kernel, class... TIn>
 std::pair<std::vector<TOut>, std::vector<TOut>>
-runBoth(Fixture &f, size_t shift, Kernel kernel, const std::vector<TIn> &...in) {
+runBoth(Fixture &f, size_t shift, Kernel kernel,
+        const std::vector<TIn> &...in) {
   size_t n = std::max({in.size()...});
   std::vector<TOut> results[2];
   tessel_ctx *ctxs[2] = {f.cpuCtx(), f.gpuCtx()};
@@ -496,7 +504,9 @@ runBoth(Fixture &f, size_t shift, Kernel kernel, const std::vector<TIn> &...in) 
     void *out = f.upload(ctxs[k], std::vector<TOut>(n + shift));
     std::vector<const char *> ins;
     size_t j = 0;
-    ((ins.push_back(static_cast<const char *>(buffers[j++]) + shift * sizeof(TIn))), ...);
+    ((ins.push_back(static_cast<const char *>(buffers[j++]) +
+                    shift * sizeof(TIn))),
+     ...);
     kernel(ctxs[k], ins, static_cast<char *>(out) + shift * sizeof(TOut));
     auto all = f.template download<TOut>(ctxs[k], out, n + shift);
     results[k].assign(all.begin() + long(shift), all.end());

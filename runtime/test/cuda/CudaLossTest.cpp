@@ -1,4 +1,4 @@
-//===- CudaLossTest.cpp - The CUDA cross-entropy kernels -------------------===//
+//===- CudaLossTest.cpp - The CUDA cross-entropy kernels ------------------===//
 //
 // Host tests: loss_math.h's per-row arithmetic, run as the kernels split a
 // row over a warp or a block (each thread's online max and Σ e^(x - max),
@@ -114,7 +114,7 @@ template <class T> double tolerance() {
   return std::is_same<T, double>::value ? 1e-12 : 1e-6;
 }
 
-const Shape kShapes[] = {{1, 1},   {1, 2},    {7, 33},  {67, 1000},
+const Shape kShapes[] = {{1, 1},    {1, 2},    {7, 33},    {67, 1000},
                          {5, 1024}, {3, 1025}, {13, 4097}, {2, 50304}};
 
 class CpuLossReference : public ::testing::Test {
@@ -222,20 +222,22 @@ TEST_F(CpuLossReference, CrossEntropyGradMatchesCpu) {
         for (int64_t r = 0; r < s.rows; ++r) {
           const T *row = x.data() + r * s.classes;
           int64_t label = labels[size_t(r)];
-          double g = tc::lossGradScale(reduction,
-                                       tc::toDouble(dloss[size_t(r)]),
-                                       tc::toDouble(dloss[0]), s.rows);
+          double g =
+              tc::lossGradScale(reduction, tc::toDouble(dloss[size_t(r)]),
+                                tc::toDouble(dloss[0]), s.rows);
           bool valid = label >= 0 && label < s.classes;
-          auto st = valid ? hostRowStats(row, s.classes)
-                          : HostStats<C>{C(0), 0.0};
+          auto st =
+              valid ? hostRowStats(row, s.classes) : HostStats<C>{C(0), 0.0};
           C k = C(g / st.sum), gc = C(g);
           for (int64_t c = 0; c < s.classes; ++c) {
             double got =
-                valid ? double(tc::crossEntropyGradElement(
-                            tc::Elem<T>::load(row[c]), st.max, k, gc, c == label))
-                      : 0.0;
+                valid
+                    ? double(tc::crossEntropyGradElement(
+                          tc::Elem<T>::load(row[c]), st.max, k, gc, c == label))
+                    : 0.0;
             double ref = tc::toDouble(want[size_t(r * s.classes + c)]);
-            if (!close(got, ref, tolerance<T>(), tolerance<T>() * std::fabs(g)) &&
+            if (!close(got, ref, tolerance<T>(),
+                       tolerance<T>() * std::fabs(g)) &&
                 wrong++ < 3)
               ADD_FAILURE() << "row " << r << " class " << c << ": " << got
                             << " vs " << ref;
@@ -335,8 +337,9 @@ TEST_F(CudaVsCpuLoss, CrossEntropyMatchesCpu) {
            {TESSEL_LOSS_MEAN, TESSEL_LOSS_SUM, TESSEL_LOSS_NONE})
         for (size_t shift : {0, 1}) {
           SCOPED_TRACE(std::to_string(dtypeOf<T>()) + " " +
-                       std::to_string(s.rows) + "x" + std::to_string(s.classes) +
-                       " reduction " + std::to_string(reduction));
+                       std::to_string(s.rows) + "x" +
+                       std::to_string(s.classes) + " reduction " +
+                       std::to_string(reduction));
           std::vector<T> x;
           std::vector<int64_t> labels;
           makeProblem(s, 17 + uint64_t(s.classes), false, x, labels);
@@ -367,8 +370,9 @@ TEST_F(CudaVsCpuLoss, CrossEntropyGradMatchesCpu) {
            {TESSEL_LOSS_MEAN, TESSEL_LOSS_SUM, TESSEL_LOSS_NONE})
         for (size_t shift : {0, 1}) {
           SCOPED_TRACE(std::to_string(dtypeOf<T>()) + " " +
-                       std::to_string(s.rows) + "x" + std::to_string(s.classes) +
-                       " reduction " + std::to_string(reduction));
+                       std::to_string(s.rows) + "x" +
+                       std::to_string(s.classes) + " reduction " +
+                       std::to_string(reduction));
           std::vector<T> x;
           std::vector<int64_t> labels64;
           makeProblem(s, 29 + uint64_t(s.classes), false, x, labels64);
@@ -376,16 +380,16 @@ TEST_F(CudaVsCpuLoss, CrossEntropyGradMatchesCpu) {
           std::vector<T> dloss;
           for (int64_t r = 0; r < s.rows; ++r)
             dloss.push_back(tc::fromDouble<T>(1.0 + 0.5 * double(r % 3)));
-          auto [want, got] = both<T>(
-              x, labels, x.size(), shift,
-              [&](tessel_ctx *ctx, const T *lg, void *l, void *out) {
-                void *dl = upload(ctx, dloss);
-                tessel_cross_entropy_grad(ctx, dtypeOf<T>(), TESSEL_I32, lg, l,
-                                          dl, out, s.rows, s.classes,
-                                          reduction);
-                tessel_synchronize(ctx);
-                tessel_free(ctx, dl);
-              });
+          auto [want, got] =
+              both<T>(x, labels, x.size(), shift,
+                      [&](tessel_ctx *ctx, const T *lg, void *l, void *out) {
+                        void *dl = upload(ctx, dloss);
+                        tessel_cross_entropy_grad(ctx, dtypeOf<T>(), TESSEL_I32,
+                                                  lg, l, dl, out, s.rows,
+                                                  s.classes, reduction);
+                        tessel_synchronize(ctx);
+                        tessel_free(ctx, dl);
+                      });
           int wrong = 0;
           for (size_t i = 0; i < x.size(); ++i)
             wrong += !close(tc::toDouble(got[i]), tc::toDouble(want[i]),
@@ -403,36 +407,32 @@ TEST_F(CudaVsCpuLoss, BadLabelsReported) {
   std::vector<int64_t> labels;
   makeProblem(s, 5, false, x, labels);
   labels[2] = 1500;
-  auto losses = both<float>(x, labels, 4, 0,
-                            [&](tessel_ctx *ctx, const float *lg, void *l,
-                                void *out) {
-                              tessel_cross_entropy(ctx, TESSEL_F32, TESSEL_I64,
-                                                   lg, l, out, s.rows,
-                                                   s.classes, TESSEL_LOSS_NONE);
-                              tessel_synchronize(ctx);
-                              ASSERT_NE(tessel_error(ctx), nullptr);
-                              EXPECT_STREQ(tessel_error(ctx),
-                                           "tessel_cross_entropy: label 1500 "
-                                           "of row 2 outside [0, 1500)");
-                              tessel_clear_error(ctx);
-                            });
+  auto losses = both<float>(
+      x, labels, 4, 0,
+      [&](tessel_ctx *ctx, const float *lg, void *l, void *out) {
+        tessel_cross_entropy(ctx, TESSEL_F32, TESSEL_I64, lg, l, out, s.rows,
+                             s.classes, TESSEL_LOSS_NONE);
+        tessel_synchronize(ctx);
+        ASSERT_NE(tessel_error(ctx), nullptr);
+        EXPECT_STREQ(tessel_error(ctx), "tessel_cross_entropy: label 1500 "
+                                        "of row 2 outside [0, 1500)");
+        tessel_clear_error(ctx);
+      });
   EXPECT_EQ(losses.second[2], 0.0f);
   std::vector<float> ones(4, 1.0f);
-  auto grads = both<float>(x, labels, x.size(), 0,
-                           [&](tessel_ctx *ctx, const float *lg, void *l,
-                               void *out) {
-                             void *dl = upload(ctx, ones);
-                             tessel_cross_entropy_grad(
-                                 ctx, TESSEL_F32, TESSEL_I64, lg, l, dl, out,
-                                 s.rows, s.classes, TESSEL_LOSS_NONE);
-                             tessel_synchronize(ctx);
-                             ASSERT_NE(tessel_error(ctx), nullptr);
-                             EXPECT_STREQ(tessel_error(ctx),
-                                          "tessel_cross_entropy_grad: label "
-                                          "1500 of row 2 outside [0, 1500)");
-                             tessel_clear_error(ctx);
-                             tessel_free(ctx, dl);
-                           });
+  auto grads = both<float>(
+      x, labels, x.size(), 0,
+      [&](tessel_ctx *ctx, const float *lg, void *l, void *out) {
+        void *dl = upload(ctx, ones);
+        tessel_cross_entropy_grad(ctx, TESSEL_F32, TESSEL_I64, lg, l, dl, out,
+                                  s.rows, s.classes, TESSEL_LOSS_NONE);
+        tessel_synchronize(ctx);
+        ASSERT_NE(tessel_error(ctx), nullptr);
+        EXPECT_STREQ(tessel_error(ctx), "tessel_cross_entropy_grad: label "
+                                        "1500 of row 2 outside [0, 1500)");
+        tessel_clear_error(ctx);
+        tessel_free(ctx, dl);
+      });
   for (int64_t c = 0; c < s.classes; ++c)
     EXPECT_EQ(grads.second[size_t(2 * s.classes + c)], 0.0f);
 }
@@ -450,21 +450,21 @@ TEST_F(CudaVsCpuLoss, LabelKernelsMatchCpu) {
       l = int64_t(rng() % uint64_t(total));
     std::vector<T> values(static_cast<size_t>(rows), tc::fromDouble<T>(0.75));
     for (int64_t offset : {0, 250, 750}) {
-      auto logit = both<T>(x, labels, size_t(rows), 0,
-                           [&](tessel_ctx *ctx, const T *lg, void *l, void *out) {
-                             tessel_label_logit(ctx, dtypeOf<T>(), TESSEL_I64,
-                                                lg, l, out, rows, classes,
-                                                offset, total);
-                           });
-      auto sub = both<T>(x, labels, x.size(), 0,
-                         [&](tessel_ctx *ctx, const T *lg, void *l, void *out) {
-                           void *v = upload(ctx, values);
-                           tessel_sub_label(ctx, dtypeOf<T>(), TESSEL_I64, lg,
-                                            l, v, out, rows, classes, offset,
-                                            total);
-                           tessel_synchronize(ctx);
-                           tessel_free(ctx, v);
-                         });
+      auto logit =
+          both<T>(x, labels, size_t(rows), 0,
+                  [&](tessel_ctx *ctx, const T *lg, void *l, void *out) {
+                    tessel_label_logit(ctx, dtypeOf<T>(), TESSEL_I64, lg, l,
+                                       out, rows, classes, offset, total);
+                  });
+      auto sub =
+          both<T>(x, labels, x.size(), 0,
+                  [&](tessel_ctx *ctx, const T *lg, void *l, void *out) {
+                    void *v = upload(ctx, values);
+                    tessel_sub_label(ctx, dtypeOf<T>(), TESSEL_I64, lg, l, v,
+                                     out, rows, classes, offset, total);
+                    tessel_synchronize(ctx);
+                    tessel_free(ctx, v);
+                  });
       for (size_t i = 0; i < logit.first.size(); ++i)
         EXPECT_EQ(bitsOf(logit.first[i]), bitsOf(logit.second[i]));
       for (size_t i = 0; i < sub.first.size(); ++i)
