@@ -49,6 +49,24 @@ int64_t keptActivationBytes(ModuleOp module) {
   return bytes;
 }
 
+/// Bytes of the bf16 copies of the parameters tessel-mixed-precision casts
+/// each step (every float parameter, at its local shape; a repeat's layers
+/// each cast their slice): what mixed precision adds to the f32 master
+/// weights, gradients and state.
+int64_t weightCopyBytes(ModuleOp module) {
+  int64_t bytes = 0;
+  for (auto func : module.getOps<func::FuncOp>()) {
+    if (func.isExternal() ||
+        func->hasAttr(tessel::nn::NNDialect::kEntryAttrName) ||
+        !tessel::nn::NNDialect::isModelFunction(func))
+      continue;
+    for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
+      if (func.getArgAttr(i, tessel::nn::NNDialect::kParamAttrName))
+        bytes += tessel::nn::detail::tensorBytes(func.getArgumentTypes()[i]) / 2;
+  }
+  return bytes;
+}
+
 } // namespace
 
 llvm::json::Object tessel::planReport(ModuleOp module) {
@@ -59,6 +77,11 @@ llvm::json::Object tessel::planReport(ModuleOp module) {
           nn::NNDialect::kTrainAttrName))
     if (auto policy = train.getAs<StringAttr>("recompute"))
       report["recompute"] = policy.getValue().str();
+  if (auto precision = module->getAttrOfType<StringAttr>(
+          nn::NNDialect::kPrecisionAttrName)) {
+    report["precision"] = precision.str();
+    report["weight_copy_bytes"] = weightCopyBytes(module);
+  }
   return report;
 }
 
@@ -222,6 +245,12 @@ void tessel::printHumanReport(llvm::raw_ostream &os,
         "  %-29s %16lld bytes (recompute %s)\n", "layer activations kept",
         (long long)*kept,
         report.getString("recompute").value_or("none").str().c_str());
+  if (std::optional<int64_t> copies = report.getInteger("weight_copy_bytes"))
+    os << llvm::format("  %-29s %16lld bytes (in scratch; params, grads "
+                       "and states stay f32)\n",
+                       (report.getString("precision")->str() +
+                        " weight copies").c_str(),
+                       (long long)*copies);
   os << llvm::format("  %-29s %16lld bytes\n", "arena (one rank)",
                                (long long)*report.getInteger("arena_bytes"));
   if (const llvm::json::Object *regions = report.getObject("regions"))

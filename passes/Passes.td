@@ -297,6 +297,28 @@ def PipelineSplitPass : Pass<"tessel-pipeline-split", "mlir::ModuleOp"> {
   ];
 }
 
+def MixedPrecisionPass : Pass<"tessel-mixed-precision", "mlir::ModuleOp"> {
+  let summary = "Compute a model's forward (and so its backward) in bf16 around f32 master weights";
+  let description = [{
+    Mixed precision as torch.autocast does it, decided at compile time. The
+    model's f32 parameters stay f32 (the master weights the optimizer
+    updates and checkpoints hold); each is cast to bf16 once at the top of
+    the model, as is every f32 input, and every op computing in f32
+    computes in bf16 instead (the runtime's kernels accumulate reductions,
+    norms and GEMMs in f32 and store bf16). The loss runs in f32: the
+    logits are cast up for `nn.cross_entropy`, and the returned loss is
+    f32. Constants and explicit casts keep their types. Autodiff then
+    derives a bf16 backward whose parameter gradients come out of the
+    casts' VJPs as f32, so gradients are reduced and applied in f32.
+    Layer functions of `nn.repeat` are converted with their repeats. Runs
+    before tessel-autodiff; f64 models are refused.
+  }];
+  let options = [
+    Option<"precision", "precision", "std::string", /*default=*/"\"bf16\"",
+           "The forward's compute type: bf16, or f32 (the pass does nothing)">
+  ];
+}
+
 def SplitBackwardPass : Pass<"tessel-split-backward", "mlir::ModuleOp"> {
   let summary = "Split a pipeline stage's backward into its input and weight parts (zero bubble)";
   let description = [{

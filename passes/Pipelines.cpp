@@ -71,6 +71,13 @@ static void buildModelPlan(OpPassManager &pm,
 
 void tessel::buildPlanPipeline(OpPassManager &pm,
                                const CompilePipelineOptions &options) {
+  // Mixed precision rewrites the forward before anything derives from it
+  // (a pipeline's stages then pass bf16 activations).
+  if (options.precision != "f32") {
+    MixedPrecisionPassOptions mixed;
+    mixed.precision = options.precision;
+    pm.addPass(createMixedPrecisionPass(mixed));
+  }
   // Every compile ends with the communication check: each rank's
   // collectives (and a pipeline's sends and receives) must match.
   if (!options.pipelined()) {

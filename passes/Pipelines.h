@@ -33,6 +33,11 @@ struct CompilePipelineOptions
   Option<std::string> Field{*this, Flag, llvm::cl::desc(Help)};
 #include "runtime/config/TrainSettings.def"
 
+  Option<std::string> precision{
+      *this, "precision",
+      llvm::cl::desc("Compute type of forward and backward: f32, or bf16 "
+                     "around f32 master weights (tessel-mixed-precision)"),
+      llvm::cl::init("f32")};
   Option<std::string> mesh{
       *this, "mesh",
       llvm::cl::desc("Device mesh, e.g. dp=2,tp=2 (none: one device)")};

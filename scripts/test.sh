@@ -17,5 +17,5 @@ scripts/check-runtime-alone.sh "$BUILD_DIR-runtime-alone" || status=1
 # A fixed number of inputs from the fixed seed (about 10 s each here): the
 # same inputs on every run, so a green run here is a green CI.
 echo "== fuzz: the launcher's file readers and the compile pipeline"
-FUZZ_RUNS="reader:60000 compile:1200" scripts/fuzz.sh 120 || status=1
+FUZZ_RUNS="reader:60000 compile:1200" scripts/fuzz.sh 600 || status=1
 exit $status

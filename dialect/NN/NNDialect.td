@@ -56,6 +56,9 @@ def NN_Dialect : Dialect {
     /// of those entries: gradient accumulators and optimizer state (named
     /// after their parameter) and the gradient scale (1 / microbatches).
     static constexpr llvm::StringLiteral kTrainAttrName = "nn.train";
+    /// On a module: the compute type tessel-mixed-precision gave the model
+    /// ("bf16"); absent, f32.
+    static constexpr llvm::StringLiteral kPrecisionAttrName = "nn.precision";
     static constexpr llvm::StringLiteral kRecomputeAttrName = "nn.recompute";
     static constexpr llvm::StringLiteral kEntryAttrName = "nn.entry";
     static constexpr llvm::StringLiteral kGradAttrName = "nn.grad";

@@ -155,6 +155,14 @@ LogicalResult ModelAbiEmitter::run(StringRef sourceName) {
                                        {"shape", json::Array(mesh->shape)}};
     description["collectives"] = describeCollectives();
   }
+  // A pipeline stage's module inherits its pipeline's precision.
+  description["precision"] = "f32";
+  for (Operation *op = module; op; op = op->getParentOp())
+    if (auto precision =
+            op->getAttrOfType<StringAttr>(nn::NNDialect::kPrecisionAttrName)) {
+      description["precision"] = precision.str();
+      break;
+    }
   if (auto train =
           module->getAttrOfType<DictionaryAttr>(nn::NNDialect::kTrainAttrName);
       train && trained)

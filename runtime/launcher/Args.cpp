@@ -151,6 +151,10 @@ parallel flags (a model partitioned over a device mesh; docs/tessel-run.md):
                         process; mpi: one process per rank, started by
                         `mpirun -np WORLD tessel-run ... --comm mpi` (each
                         rank compiles a .mlir itself)
+  --precision f32|bf16  compute type of a .mlir model: bf16 runs forward and
+                        backward in bf16 around f32 master weights,
+                        gradients and optimizer state (docs/precision.md);
+                        with a .so, the precision it was compiled with
   --rules R, --sequence-parallel, --local-batchnorm, --bucket-mb X
                         partitioning flags passed to tessel-compile with
                         --mesh (a .mlir model only; see tessel-compile
@@ -322,6 +326,13 @@ const std::map<std::string, ValueSetter> &valueFlags() {
                      "' for --comm (expected local or mpi)");
        }},
       {"--rules", [](Options &o, const std::string &v) { o.rules = v; }},
+      {"--precision",
+       [](Options &o, const std::string &v) {
+         if (v != "f32" && v != "bf16")
+           failUsage("bad value '" + v +
+                     "' for --precision (expected f32 or bf16)");
+         o.precision = v;
+       }},
       {"--pipeline-schedule",
        [](Options &o, const std::string &v) { o.pipelineSchedule = v; }},
       {"--stage-layers",

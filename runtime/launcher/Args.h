@@ -62,6 +62,7 @@ struct Options {
   CommBackend comm = CommBackend::Local;
   std::string backend = "cpu"; // the runtime backend (tessel_ctx_options)
   double commTimeoutSeconds = 0; // 0: the runtime's default (600 s)
+  std::string precision; // --precision, as given ("": the model's)
   std::string rules;    // --rules, as given
   std::string bucketMb; // --bucket-mb, as given
   bool sequenceParallel = false;

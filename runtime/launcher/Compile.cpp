@@ -134,6 +134,8 @@ tessel::run::compileMlirModel(const std::string &mlirPath,
 
 std::vector<std::string> tessel::run::compileArgs(const Options &options) {
   std::vector<std::string> args = compileTrainingArgs(options);
+  if (!options.precision.empty())
+    args.insert(args.end(), {"--precision", options.precision});
   std::vector<std::string> partition = partitionArgs(options);
   args.insert(args.end(), partition.begin(), partition.end());
   return args;
@@ -169,6 +171,12 @@ void tessel::run::checkTrainingFlags(const Options &options,
                                      const ModelDesc &model,
                                      const std::string &file,
                                      bool compiledHere) {
+  if (!options.precision.empty() && options.precision != model.precision)
+    throw RunError("--precision " + options.precision + " differs from the " +
+                   model.precision + " that model '" + file +
+                   "' was compiled with; recompile with tessel-compile " +
+                   (model.source.empty() ? "MODEL.mlir" : model.source) +
+                   " --precision " + options.precision + " -o " + file);
   if (options.training.empty())
     return;
   std::string recompile = "recompile with tessel-compile " +

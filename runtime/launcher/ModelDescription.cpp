@@ -442,6 +442,7 @@ ModelDesc tessel::run::parseModelDescription(const std::string &text,
       return parsePipelineDescription(j, file);
     model.source = j.value("source", "");
     model.function = j.value("function", "");
+    model.precision = j.value("precision", "f32");
     parseEntries(j, model, file);
     model.arenaBytes = j.at("arena_bytes").get<int64_t>();
     model.peakBytes = j.value("peak_bytes", int64_t(0));

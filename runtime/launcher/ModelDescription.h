@@ -92,6 +92,9 @@ struct ModelDesc {
   int64_t peakBytes = 0;
   std::map<std::string, Region> regions;
   std::optional<TrainConfig> train;
+  /// The compute type (tessel-compile --precision): "f32" or "bf16"; the
+  /// parameters, gradients and state are f32 either way.
+  std::string precision = "f32";
   std::vector<TensorDesc> tensors;
   /// The mesh a partitioned model was compiled for; none for one device.
   std::optional<Mesh> mesh;

@@ -85,6 +85,7 @@ ModelDesc wholeModel(const json &j, const PipelineDesc &p) {
   whole.function = j.value("function", first.function);
   whole.entries = first.entries;
   whole.train = first.train;
+  whole.precision = first.precision;
   whole.mesh = first.mesh;
   int64_t largest = 0;
   for (const ModelDesc &stage : p.stages) {

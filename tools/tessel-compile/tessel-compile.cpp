@@ -110,6 +110,15 @@ cl::opt<bool> noTrain("no-train",
                                "backward, no optimizer)"),
                       cl::cat(trainCategory));
 
+// Precision: the compute type of forward and backward (docs/precision.md).
+cl::opt<std::string>
+    precision("precision",
+              cl::desc("Compute type: f32 (default), or bf16 forward and "
+                       "backward around f32 master weights, gradients and "
+                       "optimizer state"),
+              cl::value_desc("f32|bf16"), cl::init("f32"),
+              cl::cat(trainCategory));
+
 // Parallelism: the device mesh and how the step is split over it
 // (docs/parallelism.md).
 cl::opt<std::string>
@@ -264,6 +273,7 @@ LogicalResult checkPipelineFlags(bool pipelined) {
 /// The pipeline's options from the command line.
 void setPipelineOptions(tessel::CompilePipelineOptions &options) {
   options.train = !noTrain;
+  options.precision = precision;
   for (auto [setting, flag] :
        llvm::zip(tessel::trainSettings(), trainingFlags))
     if (flag->getNumOccurrences() > 0)
@@ -450,6 +460,8 @@ LogicalResult checkOutputPaths(StringRef output) {
 }
 
 int compile(int argc, char **argv) {
+  if (precision != "f32" && precision != "bf16")
+    return exitWith("--precision " + precision + ": expected f32 or bf16");
   if (failed(checkMeshFlags()))
     return 1;
   {
