@@ -172,6 +172,10 @@ std::string tessel::cuda::describeDeviceError(const DeviceError &error) {
     return row("tessel_embedding", "id", "at position");
   case DeviceErrorKind::EmbeddingGradId:
     return row("tessel_embedding_grad", "id", "at position");
+  case DeviceErrorKind::LabelLogitLabel:
+    return row("tessel_label_logit", "label", "of row");
+  case DeviceErrorKind::SubLabelLabel:
+    return row("tessel_sub_label", "label", "of row");
   case DeviceErrorKind::IntegerDivisionByZero:
     return "tessel_binary: integer division by zero";
   case DeviceErrorKind::None:

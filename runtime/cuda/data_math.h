@@ -1,8 +1,9 @@
 //===- data_math.h - The data kernels' arithmetic ---------------*- C++ -*-===//
 //
 // What data.cu's kernels compute per element, as TESSEL_HD functions the
-// host tests run too: the 16-bit float formats (bit-for-bit the CPU
-// backend's conversions, so a reduction rounds exactly as it does), the
+// host tests run too: the float elements' loads and stores (storage_math.h's
+// conversions, bit for bit the CPU backend's, so a reduction rounds exactly
+// as it does), the
 // index maps that turn a linear index into a strided offset (with a 32-bit
 // multiply-shift division when every index fits, as CUTLASS's FastDivmod),
 // the reduction's combine and final store, and the host-side planning that
@@ -13,7 +14,7 @@
 #ifndef TESSEL_RUNTIME_CUDA_DATA_MATH_H
 #define TESSEL_RUNTIME_CUDA_DATA_MATH_H
 
-#include "cuda/hd.h"
+#include "cuda/storage_math.h"
 
 #include <cstdint>
 #include <cstring>
@@ -22,27 +23,18 @@
 namespace tessel {
 namespace cuda {
 
-//===--- Bits of floats ---------------------------------------------------===//
+//===--- Stored floats (storage_math.h) -----------------------------------===//
 
-TESSEL_HD uint32_t bitsOf(float f) {
-#ifdef __CUDA_ARCH__
-  return __float_as_uint(f);
-#else
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
-#endif
-}
-
-TESSEL_HD float floatOf(uint32_t u) {
-#ifdef __CUDA_ARCH__
-  return __uint_as_float(u);
-#else
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-#endif
-}
+using stored::bf16ToFloat;
+using stored::BFloat;
+using stored::bitsFloat;
+using stored::doubleToFloatOdd;
+using stored::Elem;
+using stored::floatBits;
+using stored::floatToBf16;
+using stored::floatToHalf;
+using stored::Half;
+using stored::halfToFloat;
 
 TESSEL_HD double negativeInfinity() {
   const uint64_t bits = 0xfff0000000000000ull;
@@ -56,69 +48,8 @@ TESSEL_HD double negativeInfinity() {
 }
 
 /// Storage of the 16-bit formats: the bits, as the CPU backend keeps them.
-struct HalfBits {
-  uint16_t bits;
-};
-struct Bf16Bits {
-  uint16_t bits;
-};
-
-TESSEL_HD float halfToFloat(uint16_t h) {
-  uint32_t sign = uint32_t(h & 0x8000u) << 16;
-  uint32_t exp = (h >> 10) & 0x1fu;
-  uint32_t mant = h & 0x3ffu;
-  if (exp == 0) // zero or subnormal: mant · 2^-24 is exact in f32
-    return floatOf(bitsOf(float(mant) * 5.9604644775390625e-8f) | sign);
-  if (exp == 31)
-    return floatOf(sign | 0x7f800000u | (mant << 13));
-  return floatOf(sign | ((exp + 112) << 23) | (mant << 13));
-}
-
-/// Round to nearest even, as the CPU backend's floatToHalf.
-TESSEL_HD uint16_t floatToHalf(float f) {
-  uint32_t x = bitsOf(f);
-  uint16_t sign = uint16_t((x >> 16) & 0x8000u);
-  x &= 0x7fffffffu;
-  if (x >= 0x7f800000u) {
-    if (x > 0x7f800000u)
-      return uint16_t(sign | 0x7e00u | ((x >> 13) & 0x3ffu));
-    return uint16_t(sign | 0x7c00u);
-  }
-  if (x >= 0x477ff000u)
-    return uint16_t(sign | 0x7c00u);
-  if (x < 0x38800000u) {
-    // Subnormal result: the FPU's own round-to-nearest-even on x + 0.5.
-    float r = floatOf(x) + 0.5f;
-    return uint16_t(sign | (bitsOf(r) - 0x3f000000u));
-  }
-  uint32_t odd = (x >> 13) & 1u;
-  x += 0xc8000fffu + odd;
-  return uint16_t(sign | (x >> 13));
-}
-
-TESSEL_HD float bf16ToFloat(uint16_t b) { return floatOf(uint32_t(b) << 16); }
-
-TESSEL_HD uint16_t floatToBf16(float f) {
-  uint32_t x = bitsOf(f);
-  if ((x & 0x7fffffffu) > 0x7f800000u)
-    return uint16_t((x >> 16) | 0x0040u);
-  x += 0x7fffu + ((x >> 16) & 1u);
-  return uint16_t(x >> 16);
-}
-
-/// Double to float rounding to odd (a second rounding to 16 bits is then
-/// correct), as the CPU backend's doubleToFloatOdd: an inexact result with
-/// an even last bit moves one ulp towards d.
-TESSEL_HD float doubleToFloatOdd(double d) {
-  float f = float(d);
-  uint32_t u = bitsOf(f);
-  bool finite = (u & 0x7f800000u) != 0x7f800000u;
-  if (finite && double(f) != d && !(u & 1u)) {
-    bool awayFromZero = (d < 0 ? -d : d) > double(f < 0 ? -f : f);
-    u = awayFromZero ? u + 1 : u - 1;
-  }
-  return floatOf(u);
-}
+using HalfBits = stored::Half;
+using Bf16Bits = stored::BFloat;
 
 /// A float element's load (to its compute value, widened to double) and its
 /// correctly rounded store from double (the CPU backend's fromDouble).

@@ -25,6 +25,8 @@ enum class DeviceErrorKind : int32_t {
   EmbeddingId,           // tessel_embedding: id value at position
   EmbeddingGradId,       // tessel_embedding_grad: the same
   IntegerDivisionByZero, // tessel_binary
+  LabelLogitLabel,       // tessel_label_logit: label value of row position
+  SubLabelLabel,         // tessel_sub_label: the same
 };
 
 struct DeviceError {

@@ -1,9 +1,10 @@
 //===- elementwise_math.h - Per-element math of CUDA kernels -*- C++ -*-===//
 //
 // What the elementwise kernels (elementwise.cu) and the loss kernels
-// (loss.cu) compute per element, as TESSEL_HD functions: the 16-bit float
-// conversions, casts between every pair of dtypes, the unary ops and their
-// derivatives, the binary ops and dropout's counter-based mask. Each is the
+// (loss.cu) compute per element, as TESSEL_HD functions: casts between
+// every pair of dtypes (the 16-bit conversions are storage_math.h's), the
+// unary ops and their derivatives, the binary ops and dropout's
+// counter-based mask (the hash is rng_math.h's). Each is the
 // CPU backend's arithmetic (cpu/internal.h, cpu/vecmath.h, cpu/elementwise.cpp,
 // cpu/backward.cpp, core/rng.h) written once more for host and device: the
 // conversions and the mask bit for bit; the f32 exp, tanh and erf as the
@@ -16,143 +17,33 @@
 #ifndef TESSEL_RUNTIME_CUDA_ELEMENTWISE_MATH_H
 #define TESSEL_RUNTIME_CUDA_ELEMENTWISE_MATH_H
 
-#include "cuda/hd.h"
+#include "cuda/rng_math.h"
+#include "cuda/storage_math.h"
 #include "tessel/runtime.h"
 
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <limits>
 #include <type_traits>
 
 namespace tessel {
 namespace cuda {
 
-//===--- Bits -------------------------------------------------------------===//
+//===--- Stored floats (storage_math.h) -----------------------------------===//
 
-TESSEL_HD uint32_t floatBits(float f) {
-#ifdef __CUDA_ARCH__
-  return __float_as_uint(f);
-#else
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
-#endif
-}
-
-TESSEL_HD float bitsFloat(uint32_t u) {
-#ifdef __CUDA_ARCH__
-  return __uint_as_float(u);
-#else
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-#endif
-}
+using stored::bf16ToFloat;
+using stored::BFloat;
+using stored::bitsFloat;
+using stored::doubleToFloatOdd;
+using stored::Elem;
+using stored::floatBits;
+using stored::floatToBf16;
+using stored::floatToHalf;
+using stored::Half;
+using stored::halfToFloat;
+using stored::mulRn;
 
 TESSEL_HD float infinityF() { return bitsFloat(0x7f800000u); }
-
-/// x · y rounded on its own: the device must not fuse it into a following
-/// add (the CPU rounds the product, then subtracts).
-TESSEL_HD float mulRounded(float x, float y) {
-#ifdef __CUDA_ARCH__
-  return __fmul_rn(x, y);
-#else
-  return x * y;
-#endif
-}
-TESSEL_HD double mulRounded(double x, double y) {
-#ifdef __CUDA_ARCH__
-  return __dmul_rn(x, y);
-#else
-  return x * y;
-#endif
-}
-
-//===--- 16-bit floats (cpu/internal.h, bit for bit) ----------------------===//
-
-TESSEL_HD float halfToFloat(uint16_t h) {
-  uint32_t sign = uint32_t(h & 0x8000u) << 16;
-  uint32_t exp = (h >> 10) & 0x1fu;
-  uint32_t mant = h & 0x3ffu;
-  if (exp == 0) // Zero or subnormal: mant · 2^-24 is exact in f32.
-    return bitsFloat(floatBits(float(mant) * 0x1p-24f) | sign);
-  if (exp == 31)
-    return bitsFloat(sign | 0x7f800000u | (mant << 13));
-  return bitsFloat(sign | ((exp + 112) << 23) | (mant << 13));
-}
-
-/// Round to nearest even; overflow to inf; NaN quieted, top payload kept.
-TESSEL_HD uint16_t floatToHalf(float f) {
-  uint32_t x = floatBits(f);
-  uint16_t sign = uint16_t((x >> 16) & 0x8000u);
-  x &= 0x7fffffffu;
-  if (x >= 0x7f800000u) {
-    if (x > 0x7f800000u)
-      return uint16_t(sign | 0x7e00u | ((x >> 13) & 0x3ffu));
-    return uint16_t(sign | 0x7c00u);
-  }
-  if (x >= 0x477ff000u) // >= 65520 rounds past the largest half.
-    return uint16_t(sign | 0x7c00u);
-  if (x < 0x38800000u) {
-    // Subnormal or zero: + 0.5 puts the half's ulp at the f32 ulp of 0.5,
-    // so the FPU's round-to-nearest-even rounds.
-    float r = bitsFloat(x) + 0.5f;
-    return uint16_t(sign | (floatBits(r) - 0x3f000000u));
-  }
-  uint32_t odd = (x >> 13) & 1u;
-  x += 0xc8000fffu + odd;
-  return uint16_t(sign | (x >> 13));
-}
-
-TESSEL_HD float bf16ToFloat(uint16_t b) { return bitsFloat(uint32_t(b) << 16); }
-
-TESSEL_HD uint16_t floatToBf16(float f) {
-  uint32_t x = floatBits(f);
-  if ((x & 0x7fffffffu) > 0x7f800000u) // NaN: keep sign, force quiet bit.
-    return uint16_t((x >> 16) | 0x0040u);
-  x += 0x7fffu + ((x >> 16) & 1u);
-  return uint16_t(x >> 16);
-}
-
-/// Double to float rounded to odd, so a second rounding to a 16-bit format
-/// is the correctly rounded result (std::nextafter in the CPU's version:
-/// one step of the bits away from zero when |d| > |f|, toward it else).
-TESSEL_HD float doubleToFloatOdd(double d) {
-  float f = float(d);
-  uint32_t b = floatBits(f);
-  double back = double(f);
-  if ((b & 0x7f800000u) != 0x7f800000u && back != d && !(b & 1u))
-    b = (d < 0 ? -d : d) > (back < 0 ? -back : back) ? b + 1 : b - 1;
-  return bitsFloat(b);
-}
-
-//===--- Element types ----------------------------------------------------===//
-
-struct Half {
-  uint16_t bits;
-};
-struct BFloat {
-  uint16_t bits;
-};
-
-/// Load and store of a stored element in its compute type: f32 for the
-/// 16-bit floats, the type itself otherwise.
-template <class T> struct Elem {
-  using Compute = T;
-  static TESSEL_HD T load(T v) { return v; }
-  static TESSEL_HD T store(T v) { return v; }
-};
-template <> struct Elem<Half> {
-  using Compute = float;
-  static TESSEL_HD float load(Half v) { return halfToFloat(v.bits); }
-  static TESSEL_HD Half store(float v) { return Half{floatToHalf(v)}; }
-};
-template <> struct Elem<BFloat> {
-  using Compute = float;
-  static TESSEL_HD float load(BFloat v) { return bf16ToFloat(v.bits); }
-  static TESSEL_HD BFloat store(float v) { return BFloat{floatToBf16(v)}; }
-};
 
 /// N elements moved as one 16-byte (or narrower) load or store.
 template <class T, int N> struct alignas(sizeof(T) * N) Pack {
@@ -200,21 +91,17 @@ template <class T> TESSEL_HD double toDouble(T v) {
   return double(Elem<T>::load(v));
 }
 
-/// Correctly rounded double to any element type; integers truncate toward
-/// zero and saturate, NaN becomes 0.
+/// Correctly rounded double to any element type, as cpu/internal.h's
+/// fromDouble: floats are storage_math.h's; integers truncate toward zero,
+/// NaN becomes 0, and they saturate past the CPU's bounds, which are
+/// -2 · min() (2^32 and 2^64: below them but past max(), T(d) converts as
+/// the hardware does). Not stored::fromDouble, whose bounds are 2^31, 2^63.
 template <class T> TESSEL_HD T fromDouble(double d) {
-  if constexpr (std::is_same<T, double>::value) {
-    return d;
-  } else if constexpr (std::is_same<T, float>::value) {
-    return float(d);
-  } else if constexpr (std::is_same<T, Half>::value) {
-    return Half{floatToHalf(doubleToFloatOdd(d))};
-  } else if constexpr (std::is_same<T, BFloat>::value) {
-    return BFloat{floatToBf16(doubleToFloatOdd(d))};
+  if constexpr (!std::is_integral<T>::value) {
+    return stored::fromDouble<T>(d);
   } else {
     if (d != d)
       return T(0);
-    // 2^63 and 2^31 are exact doubles: compare against them, not max().
     constexpr double lo = double(std::numeric_limits<T>::min());
     if (d >= -2.0 * lo)
       return std::numeric_limits<T>::max();
@@ -476,19 +363,7 @@ template <int Op, class C> TESSEL_HD C binaryOp(C x, C y, bool &divByZero) {
 
 //===--- Dropout (core/rng.h's hash) --------------------------------------===//
 
-// rng.h's functions are plain inline (host only); these are the same
-// arithmetic for the device, checked against them by the host tests.
-
-TESSEL_HD uint64_t mix64(uint64_t z) {
-  z += 0x9e3779b97f4a7c15ull;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
-TESSEL_HD double uniformOpen(uint64_t h) {
-  return (double(h >> 11) + 0.5) * 0x1p-53;
-}
+// mix64 and uniformOpen: rng_math.h.
 
 constexpr uint64_t kDropoutDomainHD = 0x74657373656c444full; // rng.h's
 

@@ -4,9 +4,9 @@
 // CPU backend computes it (cpu/init.cpp): rng.h's counter hash keyed by
 // (seed, name hash, index, attempt), then Box-Muller (cosine branch) for the
 // normal kinds, resampling outside ±2 for the truncated one. rng.h's
-// functions are host-only inline C++, so the hash is copied here with the
-// same integer arithmetic (a host test checks the copies against rng.h);
-// its constants are constexpr and serve both.
+// functions are host-only inline C++, so the hash is rng_math.h's (a host
+// test checks it against rng.h); rng.h's constants are constexpr and serve
+// both.
 // The double log/cos on the device may differ from glibc's by an ulp; after
 // rounding to the parameter's type that almost never shows.
 //
@@ -16,6 +16,7 @@
 #define TESSEL_RUNTIME_CUDA_INIT_MATH_H
 
 #include "core/rng.h"
+#include "cuda/rng_math.h"
 #include "cuda/storage_math.h"
 
 #include "tessel/runtime.h"
@@ -26,29 +27,6 @@
 namespace tessel {
 namespace cuda {
 
-//===--- rng.h, host and device -------------------------------------------===//
-
-/// rng.h's mix64 (splitmix64's finaliser).
-TESSEL_HD uint64_t hdMix64(uint64_t z) {
-  z += 0x9e3779b97f4a7c15ull;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
-/// rng.h's hash4.
-TESSEL_HD uint64_t hdHash4(uint64_t a, uint64_t b, uint64_t c, uint64_t d) {
-  uint64_t h = hdMix64(a);
-  h = hdMix64(h ^ b);
-  h = hdMix64(h ^ c);
-  return hdMix64(h ^ d);
-}
-
-/// rng.h's uniformOpen: (0, 1) from the top 53 bits.
-TESSEL_HD double hdUniformOpen(uint64_t h) {
-  return stored::mulRn(stored::addRn(double(h >> 11), 0.5), 0x1p-53);
-}
-
 //===--- Init values ------------------------------------------------------===//
 
 /// One standard normal per (key, index, attempt) by Box-Muller's cosine
@@ -56,10 +34,10 @@ TESSEL_HD double hdUniformOpen(uint64_t h) {
 TESSEL_HD double initStandardNormal(uint64_t seed, uint64_t nameHash,
                                     uint64_t index, uint64_t attempt) {
   const double kTwoPi = 2.0 * 3.14159265358979323846;
-  double u1 = hdUniformOpen(
-      hdHash4(kInitDomain ^ seed, nameHash, index, 2 * attempt));
-  double u2 = hdUniformOpen(
-      hdHash4(kInitDomain ^ seed, nameHash, index, 2 * attempt + 1));
+  double u1 = uniformOpen(
+      hash4(kInitDomain ^ seed, nameHash, index, 2 * attempt));
+  double u2 = uniformOpen(
+      hash4(kInitDomain ^ seed, nameHash, index, 2 * attempt + 1));
   double radius = stored::sqrtRn(stored::mulRn(-2.0, ::log(u1)));
   return stored::mulRn(radius, ::cos(stored::mulRn(kTwoPi, u2)));
 }
@@ -88,8 +66,8 @@ TESSEL_HD double initValue(int32_t kind, double a0, double a1, uint64_t seed,
     return stored::addRn(a1, stored::mulRn(a0, z));
   }
   case TESSEL_INIT_UNIFORM: {
-    double u = hdUniformOpen(
-        hdHash4(kInitDomain ^ seed, nameHash, index, ~uint64_t(0)));
+    double u = uniformOpen(
+        hash4(kInitDomain ^ seed, nameHash, index, ~uint64_t(0)));
     return stored::addRn(a0, stored::mulRn(stored::subRn(a1, a0), u));
   }
   default: // TESSEL_INIT_ZEROS

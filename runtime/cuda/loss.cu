@@ -235,31 +235,38 @@ template <int G> unsigned rowBlocks(int64_t rows) {
 
 /// out[r] = x[r, label − offset] as stored bits, or +0 (every float format's
 /// zero bits) when another block holds the label. A label outside
-/// [0, totalClasses) gives 0; there is no device error kind for these
-/// kernels (see CudaBackend::labelLogit).
+/// [0, totalClasses) gives 0 and is recorded, as the CPU sets its error.
 template <class S>
 __global__ void labelLogitKernel(const S *x, const void *labels, bool labels64,
                                  S *out, int64_t rows, int64_t classes,
-                                 int64_t classOffset, int64_t totalClasses) {
+                                 int64_t classOffset, int64_t totalClasses,
+                                 DeviceError *errors) {
   for (int64_t r = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; r < rows;
        r += int64_t(gridDim.x) * blockDim.x) {
-    int64_t c = labelColumn(loadLabel(labels, labels64, r), classes,
-                            classOffset, totalClasses);
+    int64_t label = loadLabel(labels, labels64, r);
+    int64_t c = labelColumn(label, classes, classOffset, totalClasses);
+    if (c == -2)
+      recordDeviceError(errors, DeviceErrorKind::LabelLogitLabel, label, r,
+                        totalClasses);
     out[r] = c >= 0 ? x[r * classes + c] : S(0);
   }
 }
 
 /// out[r, label − offset] −= values[r] in the compute type, for the rows
-/// whose label this block holds (out already holds x).
+/// whose label this block holds (out already holds x). A label outside
+/// [0, totalClasses) leaves the row and is recorded, as on the CPU.
 template <class T>
 __global__ void subLabelKernel(const void *labels, bool labels64,
                                const T *values, T *out, int64_t rows,
                                int64_t classes, int64_t classOffset,
-                               int64_t totalClasses) {
+                               int64_t totalClasses, DeviceError *errors) {
   for (int64_t r = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; r < rows;
        r += int64_t(gridDim.x) * blockDim.x) {
-    int64_t c = labelColumn(loadLabel(labels, labels64, r), classes,
-                            classOffset, totalClasses);
+    int64_t label = loadLabel(labels, labels64, r);
+    int64_t c = labelColumn(label, classes, classOffset, totalClasses);
+    if (c == -2)
+      recordDeviceError(errors, DeviceErrorKind::SubLabelLabel, label, r,
+                        totalClasses);
     if (c < 0)
       continue;
     T &y = out[r * classes + c];
@@ -341,8 +348,8 @@ void CudaBackend::crossEntropyGrad(tessel_ctx *ctx, int32_t dtype,
 }
 
 // A label outside [0, totalClasses) is written as the CPU writes it (0 for
-// labelLogit, x's row for subLabel), but device_errors.h has no kind for
-// these two kernels yet, so it is not reported on the context.
+// labelLogit, x's row for subLabel) and reported on the context with the
+// CPU's wording (DeviceErrorKind::LabelLogitLabel, SubLabelLabel).
 void CudaBackend::labelLogit(tessel_ctx *ctx, int32_t dtype, int32_t labelDtype,
                              const void *logits, const void *labels, void *out,
                              int64_t rows, int64_t classes, int64_t classOffset,
@@ -357,7 +364,7 @@ void CudaBackend::labelLogit(tessel_ctx *ctx, int32_t dtype, int32_t labelDtype,
         std::conditional_t<sizeof(decltype(tag)) == 4, uint32_t, uint64_t>>;
     labelLogitKernel<<<gridFor(rows), 256, 0, stream()>>>(
         static_cast<const S *>(logits), labels, labels64, static_cast<S *>(out),
-        rows, classes, classOffset, totalClasses);
+        rows, classes, classOffset, totalClasses, deviceErrors());
   });
   checkLaunch(ctx, "tessel_label_logit");
 }
@@ -381,7 +388,7 @@ void CudaBackend::subLabel(tessel_ctx *ctx, int32_t dtype, int32_t labelDtype,
       return;
     subLabelKernel<<<gridFor(rows), 256, 0, stream()>>>(
         labels, labels64, static_cast<const T *>(values), static_cast<T *>(out),
-        rows, classes, classOffset, totalClasses);
+        rows, classes, classOffset, totalClasses, deviceErrors());
     checkLaunch(ctx, what);
   });
 }

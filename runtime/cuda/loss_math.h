@@ -81,7 +81,7 @@ TESSEL_HD double lossGradScale(int32_t reduction, double dlossRow,
 /// product rounded before the subtraction, as the CPU does.
 template <class C>
 TESSEL_HD C crossEntropyGradElement(C x, C rowMax, C k, C g, bool isLabel) {
-  C p = mulRounded(expOf(x - rowMax), k);
+  C p = mulRn(expOf(x - rowMax), k);
   return isLabel ? p - g : p;
 }
 

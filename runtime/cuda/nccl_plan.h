@@ -18,7 +18,7 @@
 #define TESSEL_RUNTIME_CUDA_NCCL_PLAN_H
 
 #include "core/collective.h"
-#include "cuda/hd.h"
+#include "cuda/storage_math.h"
 
 #include <cstdint>
 #include <cstring>
@@ -187,66 +187,10 @@ inline const char *handshakeMismatch(const std::vector<Handshake> &all) {
 
 //===--- Ordered reduction ------------------------------------------------===//
 
-/// Storage of the 16-bit floats (raw bits, as the CPU backend stores them).
-struct HalfBits {
-  uint16_t bits;
-};
-struct Bf16Bits {
-  uint16_t bits;
-};
-
-TESSEL_HD uint32_t floatToBits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
-}
-TESSEL_HD float bitsToFloat(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-
-/// cpu::halfToFloat, bit for bit.
-TESSEL_HD float halfBitsToFloat(uint16_t h) {
-  const uint32_t sign = uint32_t(h & 0x8000u) << 16;
-  const uint32_t exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
-  if (exp == 0)
-    return bitsToFloat(floatToBits(float(mant) * 0x1p-24f) | sign);
-  if (exp == 31)
-    return bitsToFloat(sign | 0x7f800000u | (mant << 13));
-  return bitsToFloat(sign | ((exp + 112) << 23) | (mant << 13));
-}
-
-/// cpu::floatToHalf, bit for bit (round to nearest even).
-TESSEL_HD uint16_t floatToHalfBits(float f) {
-  uint32_t x = floatToBits(f);
-  const uint16_t sign = uint16_t((x >> 16) & 0x8000u);
-  x &= 0x7fffffffu;
-  if (x >= 0x7f800000u) {
-    if (x > 0x7f800000u)
-      return uint16_t(sign | 0x7e00u | ((x >> 13) & 0x3ffu));
-    return uint16_t(sign | 0x7c00u);
-  }
-  if (x >= 0x477ff000u)
-    return uint16_t(sign | 0x7c00u);
-  if (x < 0x38800000u) {
-    // Subnormal or zero: the add's own round-to-nearest-even rounds.
-    const float r = bitsToFloat(x) + 0.5f;
-    return uint16_t(sign | (floatToBits(r) - 0x3f000000u));
-  }
-  const uint32_t odd = (x >> 13) & 1u;
-  x += 0xc8000fffu + odd;
-  return uint16_t(sign | (x >> 13));
-}
-
-/// cpu::floatToBf16, bit for bit.
-TESSEL_HD uint16_t floatToBf16Bits(float f) {
-  uint32_t x = floatToBits(f);
-  if ((x & 0x7fffffffu) > 0x7f800000u)
-    return uint16_t((x >> 16) | 0x0040u);
-  x += 0x7fffu + ((x >> 16) & 1u);
-  return uint16_t(x >> 16);
-}
+/// Storage of the 16-bit floats (raw bits, as the CPU backend stores them;
+/// the conversions are storage_math.h's).
+using HalfBits = stored::Half;
+using Bf16Bits = stored::BFloat;
 
 /// The accumulator of a stored type, as cpu::reduceInOrder's: f32 for the
 /// 16-bit floats and f32, f64 for f64, int64 (wrapping) for the integers.
@@ -262,14 +206,12 @@ template <class T> struct ReduceAcc {
   static TESSEL_HD type mean(type a, int64_t n) { return a / type(n); }
 };
 template <> struct ReduceAcc<HalfBits> : ReduceAcc<float> {
-  static TESSEL_HD float load(HalfBits v) { return halfBitsToFloat(v.bits); }
-  static TESSEL_HD HalfBits store(float v) { return {floatToHalfBits(v)}; }
+  static TESSEL_HD float load(HalfBits v) { return stored::halfToFloat(v.bits); }
+  static TESSEL_HD HalfBits store(float v) { return {stored::floatToHalf(v)}; }
 };
 template <> struct ReduceAcc<Bf16Bits> : ReduceAcc<float> {
-  static TESSEL_HD float load(Bf16Bits v) {
-    return bitsToFloat(uint32_t(v.bits) << 16);
-  }
-  static TESSEL_HD Bf16Bits store(float v) { return {floatToBf16Bits(v)}; }
+  static TESSEL_HD float load(Bf16Bits v) { return stored::bf16ToFloat(v.bits); }
+  static TESSEL_HD Bf16Bits store(float v) { return {stored::floatToBf16(v)}; }
 };
 template <class I> struct IntReduceAcc {
   using type = int64_t;

@@ -3,8 +3,8 @@
 // What the kernels of norm.cu compute per element and per row, as TESSEL_HD
 // functions, so that the host tests (runtime/test/cuda/CudaNormTest.cpp)
 // run the device's arithmetic against the CPU backend without a GPU: the
-// 16-bit float conversions (bit for bit those of cpu/internal.h), the row
-// statistics, the normalised value, the softmax's online max and sum, the
+// element loads and stores (storage_math.h's, bit for bit cpu/internal.h's),
+// the row statistics, the normalised value, the softmax's online max and sum, the
 // gradient formulas, and how a row is split over the threads that reduce it
 // (RowConfig, slotStart) and how column sums are split into chunks.
 //
@@ -15,11 +15,10 @@
 #ifndef TESSEL_RUNTIME_CUDA_NORM_MATH_H
 #define TESSEL_RUNTIME_CUDA_NORM_MATH_H
 
-#include "cuda/hd.h"
+#include "cuda/storage_math.h"
 
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <limits>
 #include <type_traits>
 
@@ -27,129 +26,19 @@ namespace tessel {
 namespace cuda {
 namespace norm_detail {
 
-//===--- 16-bit floats (as cpu/internal.h) --------------------------------===//
+//===--- Stored floats (storage_math.h) -----------------------------------===//
 
-TESSEL_HD uint32_t floatBits(float f) {
-#ifdef __CUDA_ARCH__
-  return __float_as_uint(f);
-#else
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
-#endif
-}
-
-TESSEL_HD float bitsFloat(uint32_t u) {
-#ifdef __CUDA_ARCH__
-  return __uint_as_float(u);
-#else
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-#endif
-}
-
-TESSEL_HD float halfToFloat(uint16_t h) {
-  uint32_t sign = uint32_t(h & 0x8000u) << 16;
-  uint32_t exp = (h >> 10) & 0x1fu;
-  uint32_t mant = h & 0x3ffu;
-  if (exp == 0) {
-    float mag = float(mant) * 0x1p-24f; // exact in f32
-    return bitsFloat(floatBits(mag) | sign);
-  }
-  if (exp == 31)
-    return bitsFloat(sign | 0x7f800000u | (mant << 13));
-  return bitsFloat(sign | ((exp + 112) << 23) | (mant << 13));
-}
-
-/// Round to nearest even; overflow to inf; NaN stays NaN (quieted).
-TESSEL_HD uint16_t floatToHalf(float f) {
-  uint32_t x = floatBits(f);
-  uint16_t sign = uint16_t((x >> 16) & 0x8000u);
-  x &= 0x7fffffffu;
-  if (x >= 0x7f800000u) {
-    if (x > 0x7f800000u)
-      return uint16_t(sign | 0x7e00u | ((x >> 13) & 0x3ffu));
-    return uint16_t(sign | 0x7c00u);
-  }
-  if (x >= 0x477ff000u) // >= 65520 rounds past the largest half
-    return uint16_t(sign | 0x7c00u);
-  if (x < 0x38800000u) {
-    // Subnormal or zero: adding 0.5 lets the FPU's RNE round at 2^-24.
-    float r = bitsFloat(x) + 0.5f;
-    return uint16_t(sign | (floatBits(r) - 0x3f000000u));
-  }
-  uint32_t odd = (x >> 13) & 1u;
-  x += 0xc8000fffu + odd;
-  return uint16_t(sign | (x >> 13));
-}
-
-TESSEL_HD float bf16ToFloat(uint16_t b) { return bitsFloat(uint32_t(b) << 16); }
-
-TESSEL_HD uint16_t floatToBf16(float f) {
-  uint32_t x = floatBits(f);
-  if ((x & 0x7fffffffu) > 0x7f800000u) // NaN: keep sign, force quiet bit
-    return uint16_t((x >> 16) | 0x0040u);
-  x += 0x7fffu + ((x >> 16) & 1u);
-  return uint16_t(x >> 16);
-}
-
-/// Double to float rounded to odd, so that a second rounding to a 16-bit
-/// format is the correctly rounded one (cpu/internal.h's doubleToFloatOdd,
-/// with nextafter written on the bits).
-TESSEL_HD float doubleToFloatOdd(double d) {
-  float f = float(d);
-  uint32_t b = floatBits(f);
-  bool finite = (b & 0x7f800000u) != 0x7f800000u;
-  if (finite && double(f) != d && !(b & 1u)) {
-    bool up = d > double(f);
-    if ((b & 0x7fffffffu) == 0)
-      b = up ? 1u : 0x80000001u;
-    else
-      b = (up == !(b >> 31)) ? b + 1 : b - 1;
-    f = bitsFloat(b);
-  }
-  return f;
-}
-
-//===--- Element types ----------------------------------------------------===//
-
-struct Half {
-  uint16_t bits;
-};
-struct BFloat {
-  uint16_t bits;
-};
-
-/// Load and store of a stored type in its compute type (f32 for the 16-bit
-/// floats and f32, f64 for f64).
-template <class T> struct Elem {
-  using Compute = T;
-  static TESSEL_HD T load(T v) { return v; }
-  static TESSEL_HD T store(T v) { return v; }
-};
-template <> struct Elem<Half> {
-  using Compute = float;
-  static TESSEL_HD float load(Half v) { return halfToFloat(v.bits); }
-  static TESSEL_HD Half store(float v) { return Half{floatToHalf(v)}; }
-};
-template <> struct Elem<BFloat> {
-  using Compute = float;
-  static TESSEL_HD float load(BFloat v) { return bf16ToFloat(v.bits); }
-  static TESSEL_HD BFloat store(float v) { return BFloat{floatToBf16(v)}; }
-};
-
-/// Correctly rounded double to a float storage type (cpu's fromDouble).
-template <class T> TESSEL_HD T fromDouble(double d) {
-  if constexpr (std::is_same<T, double>::value)
-    return d;
-  else if constexpr (std::is_same<T, float>::value)
-    return float(d);
-  else if constexpr (std::is_same<T, Half>::value)
-    return Half{floatToHalf(doubleToFloatOdd(d))};
-  else
-    return BFloat{floatToBf16(doubleToFloatOdd(d))};
-}
+using stored::bf16ToFloat;
+using stored::BFloat;
+using stored::bitsFloat;
+using stored::doubleToFloatOdd;
+using stored::Elem;
+using stored::floatBits;
+using stored::floatToBf16;
+using stored::floatToHalf;
+using stored::fromDouble;
+using stored::Half;
+using stored::halfToFloat;
 
 //===--- Row arithmetic ---------------------------------------------------===//
 

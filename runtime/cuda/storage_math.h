@@ -1,6 +1,6 @@
 //===- storage_math.h - Stored floats and exact scalar arithmetic -*- C++ -*-===//
 //
-// What the optimizer and init kernels share with their host tests: the
+// What every kernel shares with its host tests: the
 // CPU backend's 16-bit float conversions (cpu/internal.h) and its
 // double-to-element rounding, as TESSEL_HD functions, and f32/f64 operations
 // that round every step. nvcc contracts a·b + c into one FMA by default

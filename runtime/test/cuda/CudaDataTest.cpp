@@ -285,57 +285,6 @@ template <class T> void checkReduceOnHost(tessel_ctx *cpu) {
 
 //===--- Host tests -------------------------------------------------------===//
 
-TEST_F(CudaDataHost, SixteenBitConversionsMatchCpuCast) {
-  // Every 16-bit pattern widened, and floats around every rounding case
-  // narrowed, against tessel_cast.
-  std::vector<uint16_t> all(65536);
-  for (size_t i = 0; i < all.size(); ++i)
-    all[i] = uint16_t(i);
-  std::vector<float> wideHalf(all.size()), wideBf16(all.size());
-  tessel_cast(cpu, TESSEL_F16, TESSEL_F32, all.data(), wideHalf.data(), 65536);
-  tessel_cast(cpu, TESSEL_BF16, TESSEL_F32, all.data(), wideBf16.data(), 65536);
-  for (size_t i = 0; i < all.size(); ++i) {
-    EXPECT_EQ(bitsOf(halfToFloat(all[i])), bitsOf(wideHalf[i])) << i;
-    EXPECT_EQ(bitsOf(bf16ToFloat(all[i])), bitsOf(wideBf16[i])) << i;
-  }
-  std::mt19937 gen(3);
-  std::vector<float> floats;
-  for (int i = 0; i < 200000; ++i)
-    floats.push_back(floatOf(uint32_t(gen())));
-  for (float f : {0.0f, -0.0f, 65504.0f, 65520.0f, 65519.99f, 5.96e-8f,
-                  2.98e-8f, 1e-40f, INFINITY, -INFINITY, NAN})
-    floats.push_back(f);
-  std::vector<uint16_t> half(floats.size()), bf16(floats.size());
-  tessel_cast(cpu, TESSEL_F32, TESSEL_F16, floats.data(), half.data(),
-              int64_t(floats.size()));
-  tessel_cast(cpu, TESSEL_F32, TESSEL_BF16, floats.data(), bf16.data(),
-              int64_t(floats.size()));
-  for (size_t i = 0; i < floats.size(); ++i) {
-    EXPECT_EQ(floatToHalf(floats[i]), half[i]) << floats[i];
-    EXPECT_EQ(floatToBf16(floats[i]), bf16[i]) << floats[i];
-  }
-}
-
-TEST(CudaDataMath, DoubleToFloatOddBracketsTheValue) {
-  std::mt19937_64 gen(5);
-  for (int i = 0; i < 100000; ++i) {
-    uint64_t bits = gen();
-    double d;
-    std::memcpy(&d, &bits, 8);
-    if (!std::isfinite(d) || std::fabs(d) > 3e38 || std::fabs(d) < 1e-44)
-      continue;
-    float f = doubleToFloatOdd(d);
-    if (double(float(d)) == d) {
-      EXPECT_EQ(f, float(d));
-      continue;
-    }
-    // Inexact: the odd one of the two floats around d.
-    EXPECT_EQ(bitsOf(f) & 1u, 1u) << d;
-    float lo = std::nextafter(f, -INFINITY), hi = std::nextafter(f, INFINITY);
-    EXPECT_TRUE(double(lo) < d && d < double(hi)) << d;
-  }
-}
-
 TEST(CudaDataMath, FastDivmodDividesExactly) {
   std::mt19937 gen(11);
   std::vector<uint32_t> divisors = {

@@ -113,42 +113,53 @@ TEST(CudaInitHost, RngCopiesEqualRngH) {
   std::mt19937_64 rng(2024);
   for (int i = 0; i < 100000; ++i) {
     uint64_t a = rng(), b = rng(), c = rng(), d = rng();
-    ASSERT_EQ(hdMix64(a), tessel::mix64(a));
-    ASSERT_EQ(hdHash4(a, b, c, d), tessel::hash4(a, b, c, d));
-    double u = hdUniformOpen(a);
+    ASSERT_EQ(mix64(a), tessel::mix64(a));
+    ASSERT_EQ(hash4(a, b, c, d), tessel::hash4(a, b, c, d));
+    double u = uniformOpen(a);
     ASSERT_EQ(u, tessel::uniformOpen(a));
     ASSERT_GT(u, 0.0);
     ASSERT_LT(u, 1.0);
   }
   for (uint64_t edge : {uint64_t(0), ~uint64_t(0), uint64_t(1) << 63})
-    EXPECT_EQ(hdUniformOpen(edge), tessel::uniformOpen(edge));
+    EXPECT_EQ(uniformOpen(edge), tessel::uniformOpen(edge));
 }
 
-TEST(CudaInitHost, ConversionsEqualCpu) {
-  for (uint32_t h = 0; h < 0x10000u; ++h) {
-    uint32_t a = stored::floatBits(stored::halfToFloat(uint16_t(h)));
-    uint32_t b = tessel::cpu::floatBits(tessel::cpu::halfToFloat(uint16_t(h)));
-    ASSERT_EQ(a, b) << "half " << h;
+// Tests storage_math.h's conversions, which every kernel uses, against the
+// CPU backend's: every 16-bit pattern loaded, f32 patterns over the whole
+// range and around the rounding points stored, doubles rounded to odd.
+TEST(CudaStoredMath, ConversionsEqualCpu) {
+  namespace c = tessel::cpu;
+  for (uint32_t h = 0; h < 0x10000; ++h) {
+    float a = stored::halfToFloat(uint16_t(h)), b = c::halfToFloat(uint16_t(h));
+    ASSERT_EQ(stored::floatBits(a), c::floatBits(b)) << h;
     ASSERT_EQ(stored::floatBits(stored::bf16ToFloat(uint16_t(h))),
-              tessel::cpu::floatBits(tessel::cpu::bf16ToFloat(uint16_t(h))));
+              c::floatBits(c::bf16ToFloat(uint16_t(h))))
+        << h;
   }
-  std::mt19937_64 rng(7);
-  std::normal_distribution<double> normal(0.0, 1.0);
+  std::vector<uint32_t> patterns;
+  for (uint64_t u = 0; u < (uint64_t(1) << 32); u += 997)
+    patterns.push_back(uint32_t(u));
+  // Ties and their neighbours around the half and bf16 rounding points.
+  for (uint32_t base : {0x477fe000u, 0x477ff000u, 0x38800000u, 0x33000000u,
+                        0x3f801000u, 0x3f808000u, 0x7f7f8000u})
+    for (uint32_t d = 0; d < 64; ++d)
+      for (uint32_t p : {base + d, base - d, (base + d) | 0x80000000u})
+        patterns.push_back(p);
+  for (uint32_t u : patterns) {
+    float f = stored::bitsFloat(u);
+    ASSERT_EQ(stored::floatToHalf(f), c::floatToHalf(f)) << u;
+    ASSERT_EQ(stored::floatToBf16(f), c::floatToBf16(f)) << u;
+  }
+  std::mt19937_64 rng(1);
   for (int i = 0; i < 200000; ++i) {
-    float f = stored::bitsFloat(uint32_t(rng()));
-    ASSERT_EQ(stored::floatToHalf(f), tessel::cpu::floatToHalf(f)) << f;
-    ASSERT_EQ(stored::floatToBf16(f), tessel::cpu::floatToBf16(f)) << f;
-    // Doubles of every magnitude the init values take, and raw bit patterns.
-    double d = i % 2 ? normal(rng) * std::ldexp(1.0, int(rng() % 80) - 40)
-                     : [&] {
-                         uint64_t u = rng();
-                         double x;
-                         std::memcpy(&x, &u, 8);
-                         return x;
-                       }();
-    float odd = stored::doubleToFloatOdd(d);
-    float want = tessel::cpu::doubleToFloatOdd(d);
-    ASSERT_EQ(std::memcmp(&odd, &want, 4), 0) << d;
+    uint64_t bits = rng();
+    double d;
+    std::memcpy(&d, &bits, 8);
+    if (i % 2) // values near the 16-bit ranges, not only huge exponents
+      d = std::ldexp(double(int64_t(bits >> 11)) / 0x1p53, int(bits % 40) - 30);
+    ASSERT_EQ(stored::floatBits(stored::doubleToFloatOdd(d)),
+              c::floatBits(c::doubleToFloatOdd(d)))
+        << d;
   }
 }
 

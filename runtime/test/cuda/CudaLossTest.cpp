@@ -400,7 +400,8 @@ TEST_F(CudaVsCpuLoss, CrossEntropyGradMatchesCpu) {
 }
 
 // Tests that bad labels on the GPU report the CPU's error and write what
-// the CPU writes (a zero loss, a zero gradient row).
+// the CPU writes (a zero loss, a zero gradient row; the label kernels: a
+// zero logit, the row unchanged).
 TEST_F(CudaVsCpuLoss, BadLabelsReported) {
   Shape s{4, 1500};
   std::vector<float> x;
@@ -435,6 +436,34 @@ TEST_F(CudaVsCpuLoss, BadLabelsReported) {
       });
   for (int64_t c = 0; c < s.classes; ++c)
     EXPECT_EQ(grads.second[size_t(2 * s.classes + c)], 0.0f);
+  auto logit = both<float>(
+      x, labels, 4, 0,
+      [&](tessel_ctx *ctx, const float *lg, void *l, void *out) {
+        tessel_label_logit(ctx, TESSEL_F32, TESSEL_I64, lg, l, out, s.rows,
+                           s.classes, 0, s.classes);
+        tessel_synchronize(ctx);
+        ASSERT_NE(tessel_error(ctx), nullptr);
+        EXPECT_STREQ(tessel_error(ctx), "tessel_label_logit: label 1500 "
+                                        "of row 2 outside [0, 1500)");
+        tessel_clear_error(ctx);
+      });
+  EXPECT_EQ(logit.second[2], 0.0f);
+  std::vector<float> values(4, 0.5f);
+  auto sub = both<float>(
+      x, labels, x.size(), 0,
+      [&](tessel_ctx *ctx, const float *lg, void *l, void *out) {
+        void *v = upload(ctx, values);
+        tessel_sub_label(ctx, TESSEL_F32, TESSEL_I64, lg, l, v, out, s.rows,
+                         s.classes, 0, s.classes);
+        tessel_synchronize(ctx);
+        ASSERT_NE(tessel_error(ctx), nullptr);
+        EXPECT_STREQ(tessel_error(ctx), "tessel_sub_label: label 1500 "
+                                        "of row 2 outside [0, 1500)");
+        tessel_clear_error(ctx);
+        tessel_free(ctx, v);
+      });
+  for (size_t i = 0; i < sub.first.size(); ++i)
+    EXPECT_EQ(sub.first[i], sub.second[i]);
 }
 
 // Tests tessel_label_logit and tessel_sub_label on the GPU, bit for bit.

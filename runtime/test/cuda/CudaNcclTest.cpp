@@ -172,12 +172,12 @@ Bytes inputOf(const Case &cs, int64_t r) {
       break;
     }
     case TESSEL_F16: {
-      const uint16_t h = floatToHalfBits(f);
+      const uint16_t h = stored::floatToHalf(f);
       std::memcpy(&out[size_t(i) * 2], &h, 2);
       break;
     }
     case TESSEL_BF16: {
-      const uint16_t b = floatToBf16Bits(f);
+      const uint16_t b = stored::floatToBf16(f);
       std::memcpy(&out[size_t(i) * 2], &b, 2);
       break;
     }
