@@ -23,7 +23,8 @@
 //     out of range, an integer division by zero) go to setError(ctx, ...)
 //     exactly as the ABI documents; a backend must not record errors the
 //     front already checks;
-//   - work may run asynchronously on the rank's stream; synchronize() waits.
+//   - work may run asynchronously on the rank's stream; synchronize() waits
+//     (and reports what the kernels found in the data meanwhile).
 //
 //===----------------------------------------------------------------------===//
 
@@ -114,8 +115,9 @@ public:
   virtual void copy2d(void *dst, int64_t dstPitch, const void *src,
                       int64_t srcPitch, int64_t rows, int64_t rowBytes) = 0;
   virtual void zero(void *dst, int64_t bytes) = 0;
-  /// Waits for every kernel and copy issued so far.
-  virtual void synchronize() = 0;
+  /// Waits for every kernel and copy issued so far; an error a kernel found
+  /// in the data on an asynchronous backend is recorded on ctx here.
+  virtual void synchronize(tessel_ctx *ctx) = 0;
 
   //===--- Kernels (tessel/runtime.h documents each) ----------------------===//
 
@@ -264,6 +266,17 @@ int32_t mpiInit(int32_t *rank, int32_t *worldSize);
 void mpiFinalize();
 [[noreturn]] void mpiAbort(int32_t code);
 } // namespace cpu
+
+/// The CUDA backend, loaded on first use from libtessel_cuda.so beside the
+/// runtime (core/cuda_plugin.cpp). available(): the plugin loads and sees
+/// at least one device; otherwise unavailableReason() says why.
+namespace cuda {
+bool available();
+std::string unavailableReason();
+int32_t deviceCount();
+std::unique_ptr<Backend> createBackend(const tessel_ctx_options &options,
+                                       std::string &error);
+} // namespace cuda
 
 } // namespace tessel
 

@@ -20,10 +20,11 @@ namespace {
 // reports it since there is no context to hold it.
 thread_local std::string createError;
 
-/// The backends compiled into this library, the default first. A CUDA
-/// backend adds its entry here under its CMake option.
+/// The backends of this library, the default first. "cuda" is a plugin
+/// loaded on first use; without it (or without a GPU) it is unavailable.
 const BackendFactory kBackends[] = {
     {"cpu", &cpu::available, &cpu::createBackend},
+    {"cuda", &cuda::available, &cuda::createBackend},
 };
 
 /// The mesh of `options` (one axis of world_size for mesh_rank 0), or false

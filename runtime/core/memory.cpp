@@ -91,7 +91,7 @@ void tessel_zero(tessel_ctx *ctx, void *dst, int64_t bytes) {
 
 void tessel_synchronize(tessel_ctx *ctx) {
   if (ctx)
-    ctx->backend->synchronize();
+    ctx->backend->synchronize(ctx);
 }
 
 } // extern "C"

@@ -1,7 +1,7 @@
 //===- backend.h - The CPU backend: BLAS kernels, host memory ---*- C++ -*-===//
 //
 // Private to runtime/cpu. Kernels run when they are issued on the calling
-// thread (synchronize() has nothing to wait for); device memory is host
+// thread (synchronize has nothing to wait for); device memory is host
 // memory. The kernels' definitions live with their families (matmul.cpp,
 // elementwise.cpp, data.cpp, norm.cpp, attention.cpp, backward.cpp,
 // grad_attention.cpp, vocab_parallel.cpp, optimizer.cpp, init.cpp); the
@@ -32,7 +32,7 @@ public:
   void copy2d(void *dst, int64_t dstPitch, const void *src, int64_t srcPitch,
               int64_t rows, int64_t rowBytes) override;
   void zero(void *dst, int64_t bytes) override;
-  void synchronize() override {}
+  void synchronize(tessel_ctx *) override {}
 
   void initParam(tessel_ctx *ctx, void *dst, int32_t dtype, int64_t first,
                  int64_t count, int32_t kind, const double *hostArgs,

@@ -1,0 +1,651 @@
+//===- attention.cu - Flash-style attention, forward and backward -----------===//
+//
+// tessel_attention and tessel_attention_grad in the flash-attention-2 form,
+// on CUDA cores (f32 arithmetic for f32, f16 and bf16 storage; f64 in f64):
+//
+// - forward: a block per (batch, head, tile of query rows) keeps its Q tile
+//   in shared memory and walks the key tiles its rows see (causal: the
+//   tiles above the diagonal are skipped whole), with an online softmax
+//   (running max and sum per row) and the output rows accumulated in
+//   registers, written once, normalised.
+// - backward, two kernels and no float atomics, so the result is
+//   deterministic: the first redoes the forward for its query tile (the ABI
+//   keeps neither O nor the log-sum-exp), keeps lse and D = rowsum(dO ∘ O)
+//   per row in a temporary [B, H, S] buffer, then walks the key tiles again
+//   for dQ = scale · dS·K; the second, a block per (batch, kv head, key
+//   tile), walks the query tiles of every query head of its group in a
+//   fixed order for dV = Σ Pᵀ·dO and dK = scale · Σ dSᵀ·Q, so a kv head's
+//   sum over its query heads needs no second pass.
+// Products of tiles run from shared memory into per-thread register tiles
+// (attnTileColumns); rows are padded by one element against bank
+// conflicts. Kernels are built per head-dim bucket (64, 128, 256).
+// attention_math.h holds the per-tile steps the host tests replay.
+//
+//===----------------------------------------------------------------------===//
+
+#include "cuda/attention_math.h"
+#include "cuda/backend.h"
+
+#include "core/context.h"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <climits>
+
+using namespace tessel;
+using namespace tessel::cuda;
+
+namespace {
+
+__device__ __forceinline__ float loadAcc(float x) { return x; }
+__device__ __forceinline__ double loadAcc(double x) { return x; }
+__device__ __forceinline__ float loadAcc(__half x) { return __half2float(x); }
+__device__ __forceinline__ float loadAcc(__nv_bfloat16 x) {
+  return __bfloat162float(x);
+}
+__device__ __forceinline__ void storeAcc(float *p, float x) { *p = x; }
+__device__ __forceinline__ void storeAcc(double *p, double x) { *p = x; }
+__device__ __forceinline__ void storeAcc(__half *p, float x) {
+  *p = __float2half_rn(x);
+}
+__device__ __forceinline__ void storeAcc(__nv_bfloat16 *p, float x) {
+  *p = __float2bfloat16_rn(x);
+}
+
+/// A rows x cols register tile spread over kAttnThreads threads
+/// (attnTileColumns): this thread's rows are row(i), its columns col(j).
+template <int ROWS, int COLS> struct TileMap {
+  static constexpr int TX = attnTileColumns(ROWS, COLS, kAttnThreads);
+  static_assert(TX > 0, "no thread cover of this tile");
+  static constexpr int TY = kAttnThreads / TX;
+  static constexpr int RM = ROWS / TY, CN = COLS / TX;
+  __device__ static int row(int i) { return int(threadIdx.x) / TX + i * TY; }
+  __device__ static int col(int j) { return int(threadIdx.x) % TX + j * TX; }
+};
+
+template <class M, class A> __device__ void clearTile(A (&acc)[M::RM][M::CN]) {
+#pragma unroll
+  for (int i = 0; i < M::RM; ++i)
+#pragma unroll
+    for (int j = 0; j < M::CN; ++j)
+      acc[i][j] = A(0);
+}
+
+/// acc[i][j] += Σ_k a[row(i)][k] · b[col(j)][k]  (A · Bᵀ, both row-major).
+template <class M, class A>
+__device__ void productNT(A (&acc)[M::RM][M::CN], const A *a, int lda,
+                          const A *b, int ldb, int depth) {
+  const A *ar = a + M::row(0) * lda, *br = b + M::col(0) * ldb;
+#pragma unroll 4
+  for (int k = 0; k < depth; ++k) {
+    A av[M::RM], bv[M::CN];
+#pragma unroll
+    for (int i = 0; i < M::RM; ++i)
+      av[i] = ar[i * M::TY * lda + k];
+#pragma unroll
+    for (int j = 0; j < M::CN; ++j)
+      bv[j] = br[j * M::TX * ldb + k];
+#pragma unroll
+    for (int i = 0; i < M::RM; ++i)
+#pragma unroll
+      for (int j = 0; j < M::CN; ++j)
+        acc[i][j] = fma(av[i], bv[j], acc[i][j]);
+  }
+}
+
+/// acc[i][j] += Σ_k a[row(i)][k] · b[k][col(j)]  (A · B).
+template <class M, class A>
+__device__ void productNN(A (&acc)[M::RM][M::CN], const A *a, int lda,
+                          const A *b, int ldb, int depth) {
+  const A *ar = a + M::row(0) * lda, *bc = b + M::col(0);
+#pragma unroll 4
+  for (int k = 0; k < depth; ++k) {
+    A av[M::RM], bv[M::CN];
+#pragma unroll
+    for (int i = 0; i < M::RM; ++i)
+      av[i] = ar[i * M::TY * lda + k];
+#pragma unroll
+    for (int j = 0; j < M::CN; ++j)
+      bv[j] = bc[k * ldb + j * M::TX];
+#pragma unroll
+    for (int i = 0; i < M::RM; ++i)
+#pragma unroll
+      for (int j = 0; j < M::CN; ++j)
+        acc[i][j] = fma(av[i], bv[j], acc[i][j]);
+  }
+}
+
+/// Loads `rows` rows of `width` elements (row r at src + r * stride, for
+/// r < valid) into dst [rows][DIM + 1] as A, zero past width and valid, so
+/// products over the whole tile read no stale value.
+template <int DIM, class T, class A>
+__device__ void loadRows(A *dst, const T *src, int64_t stride, int rows,
+                         int valid, int width) {
+  for (int idx = int(threadIdx.x); idx < rows * DIM; idx += kAttnThreads) {
+    int r = idx / DIM, c = idx % DIM;
+    A x = A(0);
+    if (r < valid && c < width)
+      x = A(loadAcc(src[r * stride + c]));
+    dst[r * (DIM + 1) + c] = x;
+  }
+}
+
+/// The shared memory of a query-tile block (forward and dQ kernels).
+template <class A, int DIM> struct QueryTileSmem {
+  static constexpr AttnTiles kTiles = attnQueryTiles(sizeof(A) == 8, DIM);
+  static constexpr int BR = kTiles.rows, BC = kTiles.keys, DP = DIM + 1;
+  static constexpr int SP = BC + 1;
+  A *q, *k, *v, *s, *alpha, *rowInv, *lse, *rowDot, *dout;
+  __device__ explicit QueryTileSmem(A *base)
+      : q(base), k(q + BR * DP), v(k + BC * DP), s(v + BC * DP),
+        alpha(s + BR * SP), rowInv(alpha + BR), lse(rowInv + BR),
+        rowDot(lse + BR), dout(rowDot + BR) {}
+  /// Bytes the forward uses (no dO tile) and the dQ kernel uses.
+  static constexpr size_t forwardBytes() {
+    return sizeof(A) * size_t((BR + 2 * BC) * DP + BR * SP + 4 * BR);
+  }
+  static constexpr size_t gradBytes() {
+    return forwardBytes() + sizeof(A) * size_t(BR * DP);
+  }
+};
+
+extern __shared__ __align__(16) unsigned char attnSmem[];
+
+/// The forward over the key tiles of query tile [r0, r0 + BR) of head h:
+/// leaves the unnormalised output rows in `acc`, 1 / l per row in
+/// sm.rowInv and lse per row in sm.lse (both after a barrier).
+template <int DIM, class T, class A>
+__device__ void forwardTile(
+    const QueryTileSmem<A, DIM> &sm,
+    A (&acc)[TileMap<QueryTileSmem<A, DIM>::BR, DIM>::RM]
+            [TileMap<QueryTileSmem<A, DIM>::BR, DIM>::CN],
+    const T *q, const T *k, const T *v, const AttnShape &sh, int64_t b,
+    int64_t h, int64_t r0, A scale, bool causal) {
+  using S = QueryTileSmem<A, DIM>;
+  using MS = TileMap<S::BR, S::BC>;
+  using MO = TileMap<S::BR, DIM>;
+  constexpr int G = kAttnThreads / S::BR; // threads per score row
+  static_assert(G >= 1 && G <= 32 && (G & (G - 1)) == 0, "row group");
+  const int64_t hk = sh.kvHeadOf(h);
+  const int64_t rowEnd = r0 + S::BR < sh.seq ? r0 + S::BR : sh.seq;
+  const int64_t keyEnd = attnKeyEnd(rowEnd, sh.kvSeq, causal);
+  const int myRow = int(threadIdx.x) / G, myLane = int(threadIdx.x) % G;
+  OnlineRow<A> row = OnlineRow<A>::start();
+
+  __syncthreads(); // the previous tile's readers of shared memory are done
+  loadRows<DIM>(sm.q, q + sh.qRow(b, r0, h), sh.heads * sh.headDim, S::BR,
+                int(rowEnd - r0), int(sh.headDim));
+  clearTile<MO>(acc);
+  for (int64_t c0 = 0; c0 < keyEnd; c0 += S::BC) {
+    int keys = int(sh.kvSeq - c0 < S::BC ? sh.kvSeq - c0 : S::BC);
+    __syncthreads();
+    loadRows<DIM>(sm.k, k + sh.kRow(b, c0, hk), sh.kvHeads * sh.headDim,
+                  S::BC, keys, int(sh.headDim));
+    loadRows<DIM>(sm.v, v + sh.vRow(b, c0, hk), sh.kvHeads * sh.valueDim,
+                  S::BC, keys, int(sh.valueDim));
+    __syncthreads();
+    A sc[MS::RM][MS::CN];
+    clearTile<MS>(sc);
+    productNT<MS>(sc, sm.q, S::DP, sm.k, S::DP, int(sh.headDim));
+#pragma unroll
+    for (int i = 0; i < MS::RM; ++i)
+#pragma unroll
+      for (int j = 0; j < MS::CN; ++j)
+        sm.s[MS::row(i) * S::SP + MS::col(j)] =
+            attnVisible(r0 + MS::row(i), c0 + MS::col(j), sh.seq, sh.kvSeq,
+                        causal)
+                ? sc[i][j] * scale
+                : attnNegInf<A>();
+    __syncthreads();
+    // Online softmax of the tile, G lanes per row.
+    A *srow = sm.s + myRow * S::SP;
+    A tileMax = attnNegInf<A>();
+    for (int c = myLane; c < S::BC; c += G)
+      tileMax = fmax(tileMax, srow[c]);
+#pragma unroll
+    for (int off = G / 2; off > 0; off /= 2)
+      tileMax = fmax(tileMax, __shfl_xor_sync(0xffffffffu, tileMax, off, G));
+    A alpha = row.rescale(tileMax), tileSum = A(0);
+    for (int c = myLane; c < S::BC; c += G) {
+      A p = row.weight(srow[c]);
+      srow[c] = p;
+      tileSum += p;
+    }
+#pragma unroll
+    for (int off = G / 2; off > 0; off /= 2)
+      tileSum += __shfl_xor_sync(0xffffffffu, tileSum, off, G);
+    row.add(tileSum);
+    if (myLane == 0)
+      sm.alpha[myRow] = alpha;
+    __syncthreads();
+#pragma unroll
+    for (int i = 0; i < MO::RM; ++i) {
+      A a = sm.alpha[MO::row(i)];
+#pragma unroll
+      for (int j = 0; j < MO::CN; ++j)
+        acc[i][j] *= a;
+    }
+    productNN<MO>(acc, sm.s, S::SP, sm.v, S::DP, S::BC);
+  }
+  if (myLane == 0) {
+    sm.rowInv[myRow] = row.inverse();
+    sm.lse[myRow] = row.logSumExp();
+  }
+  __syncthreads();
+}
+
+/// The blocks of a query-tile grid: the last (causally heaviest) tiles of
+/// every head first. Work item w -> (batch, head, first row).
+__device__ inline void queryTileOf(int64_t w, const AttnShape &sh, int rows,
+                                   int64_t &b, int64_t &h, int64_t &r0) {
+  int64_t tiles = (sh.seq + rows - 1) / rows, bh = sh.batch * sh.heads;
+  int64_t tile = tiles - 1 - w / bh;
+  b = (w % bh) / sh.heads;
+  h = w % sh.heads;
+  r0 = tile * rows;
+}
+
+template <int DIM, class T, class A>
+__global__ void __launch_bounds__(kAttnThreads, 2)
+    attentionForwardKernel(const T *q, const T *k, const T *v, T *out,
+                           AttnShape sh, A scale, bool causal, int64_t work) {
+  using S = QueryTileSmem<A, DIM>;
+  using MO = TileMap<S::BR, DIM>;
+  S sm(reinterpret_cast<A *>(attnSmem));
+  for (int64_t w = blockIdx.x; w < work; w += gridDim.x) {
+    int64_t b, h, r0;
+    queryTileOf(w, sh, S::BR, b, h, r0);
+    A acc[MO::RM][MO::CN];
+    forwardTile<DIM>(sm, acc, q, k, v, sh, b, h, r0, scale, causal);
+#pragma unroll
+    for (int i = 0; i < MO::RM; ++i) {
+      int64_t qi = r0 + MO::row(i);
+      if (qi >= sh.seq)
+        continue;
+      A inv = sm.rowInv[MO::row(i)];
+      T *o = out + sh.oRow(b, qi, h);
+#pragma unroll
+      for (int j = 0; j < MO::CN; ++j)
+        if (MO::col(j) < sh.valueDim)
+          storeAcc(o + MO::col(j), acc[i][j] * inv);
+    }
+  }
+}
+
+/// dQ of a query tile, and the rows' lse and D into stats ([B, H, S] each,
+/// lse first) for the dK/dV kernel.
+template <int DIM, class T, class A>
+__global__ void __launch_bounds__(kAttnThreads, 1)
+    attentionGradQueryKernel(const T *q, const T *k, const T *v,
+                             const T *dout, T *dq, A *stats, AttnShape sh,
+                             A scale, bool causal, int64_t work) {
+  using S = QueryTileSmem<A, DIM>;
+  using MS = TileMap<S::BR, S::BC>;
+  using MO = TileMap<S::BR, DIM>;
+  S sm(reinterpret_cast<A *>(attnSmem));
+  const int64_t statCount = sh.batch * sh.heads * sh.seq;
+  for (int64_t w = blockIdx.x; w < work; w += gridDim.x) {
+    int64_t b, h, r0;
+    queryTileOf(w, sh, S::BR, b, h, r0);
+    const int64_t hk = sh.kvHeadOf(h);
+    const int64_t rowEnd = r0 + S::BR < sh.seq ? r0 + S::BR : sh.seq;
+    A acc[MO::RM][MO::CN];
+    forwardTile<DIM>(sm, acc, q, k, v, sh, b, h, r0, scale, causal);
+    // D_i = dO_i · O_i, reduced over the TX lanes that own row i.
+#pragma unroll
+    for (int i = 0; i < MO::RM; ++i) {
+      int64_t qi = r0 + MO::row(i);
+      A dot = A(0);
+      if (qi < sh.seq) {
+        const T *g = dout + sh.oRow(b, qi, h);
+#pragma unroll
+        for (int j = 0; j < MO::CN; ++j)
+          if (MO::col(j) < sh.valueDim)
+            dot += A(loadAcc(g[MO::col(j)])) * acc[i][j];
+      }
+#pragma unroll
+      for (int off = MO::TX / 2; off > 0; off /= 2)
+        dot += __shfl_xor_sync(0xffffffffu, dot, off, MO::TX);
+      if (int(threadIdx.x) % MO::TX == 0) {
+        A d = dot * sm.rowInv[MO::row(i)];
+        sm.rowDot[MO::row(i)] = d;
+        if (qi < sh.seq) {
+          stats[sh.statIndex(b, h, qi)] = sm.lse[MO::row(i)];
+          stats[statCount + sh.statIndex(b, h, qi)] = d;
+        }
+      }
+    }
+    loadRows<DIM>(sm.dout, dout + sh.oRow(b, r0, h), sh.heads * sh.valueDim,
+                  S::BR, int(rowEnd - r0), int(sh.valueDim));
+    clearTile<MO>(acc); // now dQ / scale
+    const int64_t keyEnd = attnKeyEnd(rowEnd, sh.kvSeq, causal);
+    for (int64_t c0 = 0; c0 < keyEnd; c0 += S::BC) {
+      int keys = int(sh.kvSeq - c0 < S::BC ? sh.kvSeq - c0 : S::BC);
+      __syncthreads();
+      loadRows<DIM>(sm.k, k + sh.kRow(b, c0, hk), sh.kvHeads * sh.headDim,
+                    S::BC, keys, int(sh.headDim));
+      loadRows<DIM>(sm.v, v + sh.vRow(b, c0, hk), sh.kvHeads * sh.valueDim,
+                    S::BC, keys, int(sh.valueDim));
+      __syncthreads();
+      A sc[MS::RM][MS::CN], dp[MS::RM][MS::CN];
+      clearTile<MS>(sc);
+      clearTile<MS>(dp);
+      productNT<MS>(sc, sm.q, S::DP, sm.k, S::DP, int(sh.headDim));
+      productNT<MS>(dp, sm.dout, S::DP, sm.v, S::DP, int(sh.valueDim));
+#pragma unroll
+      for (int i = 0; i < MS::RM; ++i) {
+        int r = MS::row(i);
+#pragma unroll
+        for (int j = 0; j < MS::CN; ++j) {
+          bool visible = attnVisible(r0 + r, c0 + MS::col(j), sh.seq,
+                                     sh.kvSeq, causal);
+          A p = attnProb(visible, sc[i][j] * scale, sm.lse[r]);
+          sm.s[r * S::SP + MS::col(j)] =
+              attnScoreGrad(p, dp[i][j], sm.rowDot[r]);
+        }
+      }
+      __syncthreads();
+      productNN<MO>(acc, sm.s, S::SP, sm.k, S::DP, S::BC);
+    }
+#pragma unroll
+    for (int i = 0; i < MO::RM; ++i) {
+      int64_t qi = r0 + MO::row(i);
+      if (qi >= sh.seq)
+        continue;
+      T *g = dq + sh.qRow(b, qi, h);
+#pragma unroll
+      for (int j = 0; j < MO::CN; ++j)
+        if (MO::col(j) < sh.headDim)
+          storeAcc(g + MO::col(j), acc[i][j] * scale);
+    }
+  }
+}
+
+/// The shared memory of a key-tile block (dK/dV kernel); scores are held
+/// transposed, [key][query].
+template <class A, int DIM> struct KeyTileSmem {
+  static constexpr AttnTiles kTiles = attnKeyTiles(sizeof(A) == 8, DIM);
+  static constexpr int BR = kTiles.rows, BC = kTiles.keys, DP = DIM + 1;
+  static constexpr int SP = BR + 1;
+  A *k, *v, *q, *dout, *p, *ds, *lse, *rowDot;
+  __device__ explicit KeyTileSmem(A *base)
+      : k(base), v(k + BC * DP), q(v + BC * DP), dout(q + BR * DP),
+        p(dout + BR * DP), ds(p + BC * SP), lse(ds + BC * SP),
+        rowDot(lse + BR) {}
+  static constexpr size_t bytes() {
+    return sizeof(A) *
+           size_t((2 * BC + 2 * BR) * DP + 2 * BC * SP + 2 * BR);
+  }
+};
+
+template <int DIM, class T, class A>
+__global__ void __launch_bounds__(kAttnThreads, 1)
+    attentionGradKeyKernel(const T *q, const T *k, const T *v, const T *dout,
+                           const A *stats, T *dk, T *dv, AttnShape sh,
+                           A scale, bool causal, int64_t work) {
+  using S = KeyTileSmem<A, DIM>;
+  using MS = TileMap<S::BC, S::BR>;
+  using MO = TileMap<S::BC, DIM>;
+  S sm(reinterpret_cast<A *>(attnSmem));
+  const int64_t statCount = sh.batch * sh.heads * sh.seq;
+  const int64_t group = sh.heads / sh.kvHeads, bhk = sh.batch * sh.kvHeads;
+  for (int64_t w = blockIdx.x; w < work; w += gridDim.x) {
+    // The first key tiles are seen by the most queries: they go first.
+    const int64_t c0 = (w / bhk) * S::BC, b = (w % bhk) / sh.kvHeads,
+                  hk = w % sh.kvHeads;
+    const int keys = int(sh.kvSeq - c0 < S::BC ? sh.kvSeq - c0 : S::BC);
+    __syncthreads();
+    loadRows<DIM>(sm.k, k + sh.kRow(b, c0, hk), sh.kvHeads * sh.headDim, S::BC,
+                  keys, int(sh.headDim));
+    loadRows<DIM>(sm.v, v + sh.vRow(b, c0, hk), sh.kvHeads * sh.valueDim,
+                  S::BC, keys, int(sh.valueDim));
+    A gk[MO::RM][MO::CN], gv[MO::RM][MO::CN];
+    clearTile<MO>(gk);
+    clearTile<MO>(gv);
+    const int64_t firstTile = attnFirstRow(c0, causal) / S::BR;
+    for (int64_t h = hk * group; h < (hk + 1) * group; ++h) {
+      for (int64_t r0 = firstTile * S::BR; r0 < sh.seq; r0 += S::BR) {
+        int rows = int(sh.seq - r0 < S::BR ? sh.seq - r0 : S::BR);
+        __syncthreads();
+        loadRows<DIM>(sm.q, q + sh.qRow(b, r0, h), sh.heads * sh.headDim,
+                      S::BR, rows, int(sh.headDim));
+        loadRows<DIM>(sm.dout, dout + sh.oRow(b, r0, h),
+                      sh.heads * sh.valueDim, S::BR, rows, int(sh.valueDim));
+        for (int r = int(threadIdx.x); r < S::BR; r += kAttnThreads) {
+          bool in = r < rows;
+          sm.lse[r] = in ? stats[sh.statIndex(b, h, r0 + r)] : A(0);
+          sm.rowDot[r] = in ? stats[statCount + sh.statIndex(b, h, r0 + r)]
+                            : A(0);
+        }
+        __syncthreads();
+        A sc[MS::RM][MS::CN], dp[MS::RM][MS::CN];
+        clearTile<MS>(sc);
+        clearTile<MS>(dp);
+        productNT<MS>(sc, sm.k, S::DP, sm.q, S::DP, int(sh.headDim));
+        productNT<MS>(dp, sm.v, S::DP, sm.dout, S::DP, int(sh.valueDim));
+#pragma unroll
+        for (int i = 0; i < MS::RM; ++i) {
+          int key = MS::row(i);
+#pragma unroll
+          for (int j = 0; j < MS::CN; ++j) {
+            int r = MS::col(j);
+            bool visible =
+                attnVisible(r0 + r, c0 + key, sh.seq, sh.kvSeq, causal);
+            A p = attnProb(visible, sc[i][j] * scale, sm.lse[r]);
+            sm.p[key * S::SP + r] = p;
+            sm.ds[key * S::SP + r] = attnScoreGrad(p, dp[i][j], sm.rowDot[r]);
+          }
+        }
+        __syncthreads();
+        productNN<MO>(gv, sm.p, S::SP, sm.dout, S::DP, S::BR);
+        productNN<MO>(gk, sm.ds, S::SP, sm.q, S::DP, S::BR);
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < MO::RM; ++i) {
+      int64_t kj = c0 + MO::row(i);
+      if (kj >= sh.kvSeq)
+        continue;
+      T *gkRow = dk + sh.kRow(b, kj, hk), *gvRow = dv + sh.vRow(b, kj, hk);
+#pragma unroll
+      for (int j = 0; j < MO::CN; ++j) {
+        int c = MO::col(j);
+        if (c < sh.headDim)
+          storeAcc(gkRow + c, gk[i][j] * scale);
+        if (c < sh.valueDim)
+          storeAcc(gvRow + c, gv[i][j]);
+      }
+    }
+  }
+}
+
+/// Blocks for `work` tiles (a grid-stride loop covers any rest).
+unsigned gridOf(int64_t work) {
+  return unsigned(work < INT_MAX ? work : INT_MAX);
+}
+
+/// The dynamic shared memory a Hopper block may opt into.
+constexpr size_t kMaxSmemBytes = size_t(227) << 10;
+
+/// Allows `kernel` the dynamic shared memory it needs (over 48 KB).
+template <class K>
+bool allowSmem(tessel_ctx *ctx, K kernel, size_t bytes, const char *what) {
+  return CudaBackend::check(
+      ctx,
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                           int(bytes)),
+      what);
+}
+
+template <int DIM, class T, class A>
+void launchForward(CudaBackend &be, tessel_ctx *ctx, const void *q,
+                   const void *k, const void *v, void *out,
+                   const AttnShape &sh, double scale, bool causal) {
+  using S = QueryTileSmem<A, DIM>;
+  static_assert(S::forwardBytes() <= kMaxSmemBytes, "shared memory");
+  auto kernel = attentionForwardKernel<DIM, T, A>;
+  if (!allowSmem(ctx, kernel, S::forwardBytes(), "tessel_attention"))
+    return;
+  int64_t work = sh.batch * sh.heads * ((sh.seq + S::BR - 1) / S::BR);
+  kernel<<<gridOf(work), kAttnThreads, S::forwardBytes(), be.stream()>>>(
+      static_cast<const T *>(q), static_cast<const T *>(k),
+      static_cast<const T *>(v), static_cast<T *>(out), sh, A(scale), causal,
+      work);
+  CudaBackend::checkLaunch(ctx, "tessel_attention");
+}
+
+template <int DIM, class T, class A>
+void launchGrad(CudaBackend &be, tessel_ctx *ctx, const void *q,
+                const void *k, const void *v, const void *dout, void *dq,
+                void *dk, void *dv, const AttnShape &sh, double scale,
+                bool causal) {
+  using SQ = QueryTileSmem<A, DIM>;
+  using SK = KeyTileSmem<A, DIM>;
+  static_assert(SQ::gradBytes() <= kMaxSmemBytes &&
+                    SK::bytes() <= kMaxSmemBytes,
+                "shared memory");
+  const char *what = "tessel_attention_grad";
+  auto queryKernel = attentionGradQueryKernel<DIM, T, A>;
+  auto keyKernel = attentionGradKeyKernel<DIM, T, A>;
+  if (!allowSmem(ctx, queryKernel, SQ::gradBytes(), what) ||
+      !allowSmem(ctx, keyKernel, SK::bytes(), what))
+    return;
+  A *stats = nullptr;
+  size_t statBytes = sizeof(A) * size_t(2 * sh.batch * sh.heads * sh.seq);
+  if (!CudaBackend::check(ctx,
+                          cudaMallocAsync(reinterpret_cast<void **>(&stats),
+                                          statBytes, be.stream()),
+                          "tessel_attention_grad: cudaMallocAsync"))
+    return;
+  int64_t queryWork = sh.batch * sh.heads * ((sh.seq + SQ::BR - 1) / SQ::BR);
+  queryKernel<<<gridOf(queryWork), kAttnThreads, SQ::gradBytes(),
+                be.stream()>>>(
+      static_cast<const T *>(q), static_cast<const T *>(k),
+      static_cast<const T *>(v), static_cast<const T *>(dout),
+      static_cast<T *>(dq), stats, sh, A(scale), causal, queryWork);
+  if (CudaBackend::checkLaunch(ctx, what)) {
+    int64_t keyWork =
+        sh.batch * sh.kvHeads * ((sh.kvSeq + SK::BC - 1) / SK::BC);
+    keyKernel<<<gridOf(keyWork), kAttnThreads, SK::bytes(), be.stream()>>>(
+        static_cast<const T *>(q), static_cast<const T *>(k),
+        static_cast<const T *>(v), static_cast<const T *>(dout), stats,
+        static_cast<T *>(dk), static_cast<T *>(dv), sh, A(scale), causal,
+        keyWork);
+    CudaBackend::checkLaunch(ctx, what);
+  }
+  CudaBackend::check(ctx, cudaFreeAsync(stats, be.stream()),
+                     "tessel_attention_grad: cudaFreeAsync");
+}
+
+/// Calls f(T{}, A{}) with the storage and arithmetic types of `dtype`.
+template <class F> void visitAttnDtype(int32_t dtype, F &&f) {
+  switch (dtype) {
+  case TESSEL_F32:
+    return f(float{}, float{});
+  case TESSEL_F64:
+    return f(double{}, double{});
+  case TESSEL_F16:
+    return f(__half{}, float{});
+  case TESSEL_BF16:
+    return f(__nv_bfloat16{}, float{});
+  default:
+    return;
+  }
+}
+
+/// The head-dim bucket, or false with the error recorded.
+bool dimBucket(tessel_ctx *ctx, const char *kernel, int64_t headDim,
+               int64_t valueDim, int &bucket) {
+  bucket = attnDimBucket(headDim, valueDim);
+  if (bucket != 0)
+    return true;
+  if (headDim > kAttnMaxDim)
+    setError(ctx, "%s: head dim %lld > %lld not supported by the cuda backend",
+             kernel, (long long)headDim, (long long)kAttnMaxDim);
+  else
+    setError(ctx,
+             "%s: value dim %lld > %lld not supported by the cuda backend",
+             kernel, (long long)valueDim, (long long)kAttnMaxDim);
+  return false;
+}
+
+} // namespace
+
+void CudaBackend::attention(tessel_ctx *ctx, int32_t dtype, const void *q,
+                            const void *k, const void *v, void *out,
+                            int64_t batch, int64_t seq, int64_t kvSeq,
+                            int64_t heads, int64_t kvHeads, int64_t headDim,
+                            int64_t valueDim, double scale, bool causal) {
+  int64_t outCount = batch * seq * heads * valueDim;
+  if (outCount == 0 ||
+      !check(ctx, cudaSetDevice(device()), "tessel_attention"))
+    return;
+  if (kvSeq == 0) {
+    // No keys: every weighted sum is empty (as the CPU backend).
+    check(ctx,
+          cudaMemsetAsync(out, 0, size_t(outCount * tessel_dtype_size(dtype)),
+                          stream()),
+          "tessel_attention");
+    return;
+  }
+  int bucket = 0;
+  if (!dimBucket(ctx, "tessel_attention", headDim, valueDim, bucket))
+    return;
+  AttnShape sh{batch, seq, kvSeq, heads, kvHeads, headDim, valueDim};
+  visitAttnDtype(dtype, [&](auto t, auto a) {
+    using T = decltype(t);
+    using A = decltype(a);
+    if (bucket == 64)
+      launchForward<64, T, A>(*this, ctx, q, k, v, out, sh, scale, causal);
+    else if (bucket == 128)
+      launchForward<128, T, A>(*this, ctx, q, k, v, out, sh, scale, causal);
+    else
+      launchForward<256, T, A>(*this, ctx, q, k, v, out, sh, scale, causal);
+  });
+}
+
+void CudaBackend::attentionGrad(tessel_ctx *ctx, int32_t dtype, const void *q,
+                                const void *k, const void *v,
+                                const void *dout, void *dq, void *dk, void *dv,
+                                int64_t batch, int64_t seq, int64_t kvSeq,
+                                int64_t heads, int64_t kvHeads,
+                                int64_t headDim, int64_t valueDim,
+                                double scale, bool causal) {
+  const char *what = "tessel_attention_grad";
+  // The stream's device is current: cudaMallocAsync takes from its pool.
+  if (!check(ctx, cudaSetDevice(device()), what))
+    return;
+  if (batch * heads * seq * kvSeq == 0) {
+    // No scores: every gradient is zero (and every one is overwritten).
+    int64_t es = tessel_dtype_size(dtype);
+    int64_t counts[3] = {batch * seq * heads * headDim,
+                         batch * kvSeq * kvHeads * headDim,
+                         batch * kvSeq * kvHeads * valueDim};
+    void *grads[3] = {dq, dk, dv};
+    for (int i = 0; i < 3; ++i)
+      if (counts[i] > 0 &&
+          !check(ctx, cudaMemsetAsync(grads[i], 0, size_t(counts[i] * es),
+                                      stream()),
+                 what))
+        return;
+    return;
+  }
+  int bucket = 0;
+  if (!dimBucket(ctx, what, headDim, valueDim, bucket))
+    return;
+  AttnShape sh{batch, seq, kvSeq, heads, kvHeads, headDim, valueDim};
+  visitAttnDtype(dtype, [&](auto t, auto a) {
+    using T = decltype(t);
+    using A = decltype(a);
+    if (bucket == 64)
+      launchGrad<64, T, A>(*this, ctx, q, k, v, dout, dq, dk, dv, sh, scale,
+                           causal);
+    else if (bucket == 128)
+      launchGrad<128, T, A>(*this, ctx, q, k, v, dout, dq, dk, dv, sh, scale,
+                            causal);
+    else
+      launchGrad<256, T, A>(*this, ctx, q, k, v, dout, dq, dk, dv, sh, scale,
+                            causal);
+  });
+}

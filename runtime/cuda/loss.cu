@@ -1,0 +1,394 @@
+//===- loss.cu - Cross-entropy and the vocab-parallel loss pieces --------===//
+//
+// tessel_cross_entropy(_grad), tessel_label_logit and tessel_sub_label on
+// the GPU. A row of logits belongs to one warp (classes <= 1024, eight rows
+// a block) or one 512-thread block (longer rows, e.g. a 50k vocabulary).
+// The row's threads read it once with 16-byte vectors (after a scalar head
+// up to the first aligned element), each keeping a running (max, Σ e^(x -
+// max)), and combine them in a fixed tree (loss_math.h): the loss is
+// lse − x[label]. The mean and sum go through per-row losses in a
+// temporary and one fixed-order reduction block, never float atomics, so
+// the loss is the same bits on every run. The gradient recomputes the row's
+// statistics and writes g·(e^(x − max)/Σ − onehot) while reading the row a
+// second time (llm.c's fused classifier): no probability buffer.
+//
+//===----------------------------------------------------------------------===//
+
+#include "cuda/backend.h"
+#include "cuda/loss_math.h"
+
+#include "core/context.h"
+
+#include <algorithm>
+
+namespace tessel {
+namespace cuda {
+namespace {
+
+constexpr int kWarp = 32;
+constexpr int kBlockRow = 512;     // threads of a block that owns a row
+constexpr int kWarpRowBlock = 256; // threads of a block of warp-owned rows
+constexpr int64_t kWarpRowMaxClasses = 1024;
+constexpr unsigned kFullMask = 0xffffffffu;
+
+/// Threads of a block for rows owned by groups of G threads.
+template <int G> constexpr int kBlockThreads = G == kWarp ? kWarpRowBlock : G;
+
+__device__ int64_t loadLabel(const void *labels, bool labels64, int64_t r) {
+  return labels64 ? static_cast<const int64_t *>(labels)[r]
+                  : int64_t(static_cast<const int32_t *>(labels)[r]);
+}
+
+/// Elements before the first 16-byte aligned one of a row at `p` (the whole
+/// row when shorter).
+template <class T> __device__ int64_t alignedHead(const T *p, int64_t count) {
+  int64_t head = int64_t((16 - reinterpret_cast<uintptr_t>(p) % 16) % 16) /
+                 int64_t(sizeof(T));
+  return head < count ? head : count;
+}
+
+/// Calls f(c, x[c]) (loaded in the compute type) for the elements of a row
+/// that lane `lane` of a group of G threads owns.
+template <int G, class T, class F>
+__device__ void forRow(const T *x, int64_t classes, int lane, F &&f) {
+  constexpr int N = 16 / sizeof(T);
+  int64_t head = alignedHead(x, classes);
+  int64_t packs = (classes - head) / N;
+  for (int64_t c = lane; c < head; c += G)
+    f(c, Elem<T>::load(x[c]));
+  const Pack<T, N> *p = reinterpret_cast<const Pack<T, N> *>(x + head);
+  for (int64_t v = lane; v < packs; v += G) {
+    Pack<T, N> in = p[v];
+#pragma unroll
+    for (int k = 0; k < N; ++k)
+      f(head + v * N + k, Elem<T>::load(in.v[k]));
+  }
+  for (int64_t c = head + packs * N + lane; c < classes; c += G)
+    f(c, Elem<T>::load(x[c]));
+}
+
+/// y[c] = f(c, x[c]) over a row, vectorised when x and y share their
+/// alignment within 16 bytes.
+template <int G, class T, class F>
+__device__ void mapRow(const T *x, T *y, int64_t classes, int lane, F &&f) {
+  constexpr int N = 16 / sizeof(T);
+  bool together =
+      (reinterpret_cast<uintptr_t>(x) - reinterpret_cast<uintptr_t>(y)) % 16 ==
+      0;
+  int64_t head = together ? alignedHead(x, classes) : classes;
+  int64_t packs = (classes - head) / N;
+  for (int64_t c = lane; c < head; c += G)
+    y[c] = Elem<T>::store(f(c, Elem<T>::load(x[c])));
+  const Pack<T, N> *px = reinterpret_cast<const Pack<T, N> *>(x + head);
+  Pack<T, N> *py = reinterpret_cast<Pack<T, N> *>(y + head);
+  for (int64_t v = lane; v < packs; v += G) {
+    Pack<T, N> in = px[v], out;
+#pragma unroll
+    for (int k = 0; k < N; ++k)
+      out.v[k] = Elem<T>::store(f(head + v * N + k, Elem<T>::load(in.v[k])));
+    py[v] = out;
+  }
+  for (int64_t c = head + packs * N + lane; c < classes; c += G)
+    y[c] = Elem<T>::store(f(c, Elem<T>::load(x[c])));
+}
+
+/// Combines one value per thread of a group of G in a fixed tree; every
+/// thread of the group gets the result. `scratch` (shared, kBlockRow / 32
+/// entries) is used when the group is a whole block.
+template <int G, class V, class Op>
+__device__ V groupReduce(V v, Op op, V *scratch) {
+#pragma unroll
+  for (int offset = kWarp / 2; offset > 0; offset /= 2)
+    v = op(v, __shfl_xor_sync(kFullMask, v, offset));
+  if constexpr (G > kWarp) {
+    constexpr int kWarps = G / kWarp;
+    int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
+    __syncthreads(); // scratch is free (its last readers are done)
+    if (lane == 0)
+      scratch[warp] = v;
+    __syncthreads();
+    v = scratch[lane % kWarps]; // every lane then reduces all warps' values
+#pragma unroll
+    for (int offset = kWarps / 2; offset > 0; offset /= 2)
+      v = op(v, __shfl_xor_sync(kFullMask, v, offset));
+  }
+  return v;
+}
+
+template <class C> struct RowStats {
+  C max;
+  double sum; // Σ e^(x - max); NaN when max is not finite
+};
+
+/// The max and Σ e^(x - max) of a row of `classes` > 0, on every thread of
+/// its group.
+template <int G, class T>
+__device__ RowStats<typename Elem<T>::Compute>
+rowStats(const T *x, int64_t classes, int lane, void *scratch) {
+  using C = typename Elem<T>::Compute;
+  LseState<C> s = lseEmpty<C>();
+  forRow<G>(x, classes, lane, [&](int64_t, C v) { lseAdd(s, v); });
+  C rowMax = groupReduce<G>(
+      s.max, [](C a, C b) { return a > b ? a : b; }, static_cast<C *>(scratch));
+  double sum = groupReduce<G>(
+      lseTerm(s, rowMax), [](double a, double b) { return a + b; },
+      static_cast<double *>(scratch));
+  return RowStats<C>{rowMax, lseRowSum(rowMax, sum)};
+}
+
+/// The rows this group owns: warps of a block take consecutive rows.
+template <int G> struct RowLoop {
+  static constexpr int kGroups = kBlockThreads<G> / G;
+  int lane = threadIdx.x % G;
+  int64_t begin = int64_t(blockIdx.x) * kGroups + threadIdx.x / G;
+  int64_t step = int64_t(gridDim.x) * kGroups;
+};
+
+/// Per-row losses: into `rowLoss` (f64, for the mean or sum) or, for
+/// TESSEL_LOSS_NONE, rounded into `out`.
+template <int G, class T>
+__global__ void __launch_bounds__(kBlockThreads<G>)
+    crossEntropyKernel(const T *logits, const void *labels, bool labels64,
+                       int64_t rows, int64_t classes, double *rowLoss, T *out,
+                       DeviceError *errors) {
+  __shared__ double scratch[kBlockRow / kWarp];
+  RowLoop<G> loop;
+  for (int64_t r = loop.begin; r < rows; r += loop.step) {
+    const T *x = logits + r * classes;
+    int64_t label = loadLabel(labels, labels64, r);
+    double loss = 0.0; // what the CPU adds for a bad label's row
+    if (label < 0 || label >= classes) {
+      if (loop.lane == 0)
+        recordDeviceError(errors, DeviceErrorKind::CrossEntropyLabel, label, r,
+                          classes);
+    } else {
+      auto stats = rowStats<G>(x, classes, loop.lane, scratch);
+      loss = lseOfRow(stats.max, stats.sum) - toDouble(x[label]);
+    }
+    if (loop.lane == 0) {
+      if (rowLoss)
+        rowLoss[r] = loss;
+      else
+        out[r] = fromDouble<T>(loss);
+    }
+  }
+}
+
+constexpr int kReduceThreads = 1024;
+
+/// out[0] = Σ rowLoss (sum) or Σ / rows (mean; NaN for no rows), in a fixed
+/// order: one block, strided partial sums, then a tree.
+template <class T>
+__global__ void __launch_bounds__(kReduceThreads)
+    lossReduceKernel(const double *rowLoss, int64_t rows, bool mean, T *out) {
+  __shared__ double scratch[kReduceThreads / kWarp];
+  double s = 0.0;
+  for (int64_t r = threadIdx.x; r < rows; r += kReduceThreads)
+    s += rowLoss[r];
+  s = groupReduce<kReduceThreads>(
+      s, [](double a, double b) { return a + b; }, scratch);
+  if (threadIdx.x == 0)
+    out[0] = fromDouble<T>(!mean      ? s
+                           : rows > 0 ? s / double(rows)
+                                      : double(infinityF()) * 0.0);
+}
+
+template <int G, class T>
+__global__ void __launch_bounds__(kBlockThreads<G>)
+    crossEntropyGradKernel(const T *logits, const void *labels, bool labels64,
+                           const T *dloss, T *dlogits, int64_t rows,
+                           int64_t classes, int32_t reduction,
+                           DeviceError *errors) {
+  using C = typename Elem<T>::Compute;
+  __shared__ double scratch[kBlockRow / kWarp];
+  RowLoop<G> loop;
+  const double dloss0 = toDouble(dloss[0]);
+  for (int64_t r = loop.begin; r < rows; r += loop.step) {
+    const T *x = logits + r * classes;
+    T *dx = dlogits + r * classes;
+    int64_t label = loadLabel(labels, labels64, r);
+    if (label < 0 || label >= classes) {
+      if (loop.lane == 0)
+        recordDeviceError(errors, DeviceErrorKind::CrossEntropyGradLabel, label,
+                          r, classes);
+      for (int64_t c = loop.lane; c < classes; c += G)
+        dx[c] = Elem<T>::store(C(0));
+      continue;
+    }
+    double g = lossGradScale(
+        reduction, reduction == TESSEL_LOSS_NONE ? toDouble(dloss[r]) : 0.0,
+        dloss0, rows);
+    auto stats = rowStats<G>(x, classes, loop.lane, scratch);
+    C k = C(g / stats.sum), gc = C(g);
+    mapRow<G>(x, dx, classes, loop.lane, [=](int64_t c, C v) {
+      return crossEntropyGradElement(v, stats.max, k, gc, c == label);
+    });
+  }
+}
+
+/// Blocks for `rows` rows of groups of G, capped (the kernels loop).
+template <int G> unsigned rowBlocks(int64_t rows) {
+  constexpr int64_t kGroups = kBlockThreads<G> / G;
+  int64_t blocks = (rows + kGroups - 1) / kGroups;
+  return unsigned(std::min<int64_t>(std::max<int64_t>(blocks, 1), 1 << 20));
+}
+
+/// out[r] = x[r, label − offset] as stored bits, or +0 (every float format's
+/// zero bits) when another block holds the label. A label outside
+/// [0, totalClasses) gives 0 and is recorded, as the CPU sets its error.
+template <class S>
+__global__ void labelLogitKernel(const S *x, const void *labels, bool labels64,
+                                 S *out, int64_t rows, int64_t classes,
+                                 int64_t classOffset, int64_t totalClasses,
+                                 DeviceError *errors) {
+  for (int64_t r = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; r < rows;
+       r += int64_t(gridDim.x) * blockDim.x) {
+    int64_t label = loadLabel(labels, labels64, r);
+    int64_t c = labelColumn(label, classes, classOffset, totalClasses);
+    if (c == -2)
+      recordDeviceError(errors, DeviceErrorKind::LabelLogitLabel, label, r,
+                        totalClasses);
+    out[r] = c >= 0 ? x[r * classes + c] : S(0);
+  }
+}
+
+/// out[r, label − offset] −= values[r] in the compute type, for the rows
+/// whose label this block holds (out already holds x). A label outside
+/// [0, totalClasses) leaves the row and is recorded, as on the CPU.
+template <class T>
+__global__ void subLabelKernel(const void *labels, bool labels64,
+                               const T *values, T *out, int64_t rows,
+                               int64_t classes, int64_t classOffset,
+                               int64_t totalClasses, DeviceError *errors) {
+  for (int64_t r = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; r < rows;
+       r += int64_t(gridDim.x) * blockDim.x) {
+    int64_t label = loadLabel(labels, labels64, r);
+    int64_t c = labelColumn(label, classes, classOffset, totalClasses);
+    if (c == -2)
+      recordDeviceError(errors, DeviceErrorKind::SubLabelLabel, label, r,
+                        totalClasses);
+    if (c < 0)
+      continue;
+    T &y = out[r * classes + c];
+    y = Elem<T>::store(Elem<T>::load(y) - Elem<T>::load(values[r]));
+  }
+}
+
+/// f(std::integral_constant<int, G>()) with G the row group for `classes`.
+template <class F> void visitRowGroup(int64_t classes, F &&f) {
+  if (classes <= kWarpRowMaxClasses)
+    f(std::integral_constant<int, kWarp>());
+  else
+    f(std::integral_constant<int, kBlockRow>());
+}
+
+} // namespace
+} // namespace cuda
+} // namespace tessel
+
+using namespace tessel;
+using namespace tessel::cuda;
+
+void CudaBackend::crossEntropy(tessel_ctx *ctx, int32_t dtype,
+                               int32_t labelDtype, const void *logits,
+                               const void *labels, void *out, int64_t rows,
+                               int64_t classes, int32_t reduction) {
+  const char *what = "tessel_cross_entropy";
+  bool labels64 = labelDtype == TESSEL_I64;
+  visitFloat(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    const T *x = static_cast<const T *>(logits);
+    T *o = static_cast<T *>(out);
+    double *rowLoss = nullptr;
+    if (reduction != TESSEL_LOSS_NONE && rows > 0 &&
+        !check(ctx,
+               cudaMallocAsync(reinterpret_cast<void **>(&rowLoss),
+                               size_t(rows) * sizeof(double), stream()),
+               what))
+      return;
+    if (rows > 0) {
+      visitRowGroup(classes, [&](auto group) {
+        constexpr int G = decltype(group)::value;
+        crossEntropyKernel<G>
+            <<<rowBlocks<G>(rows), kBlockThreads<G>, 0, stream()>>>(
+                x, labels, labels64, rows, classes, rowLoss, o, deviceErrors());
+      });
+      checkLaunch(ctx, what);
+    }
+    if (reduction != TESSEL_LOSS_NONE) {
+      lossReduceKernel<<<1, kReduceThreads, 0, stream()>>>(
+          rowLoss, rows, reduction == TESSEL_LOSS_MEAN, o);
+      checkLaunch(ctx, what);
+    }
+    if (rowLoss)
+      check(ctx, cudaFreeAsync(rowLoss, stream()), what);
+  });
+}
+
+void CudaBackend::crossEntropyGrad(tessel_ctx *ctx, int32_t dtype,
+                                   int32_t labelDtype, const void *logits,
+                                   const void *labels, const void *dloss,
+                                   void *dlogits, int64_t rows, int64_t classes,
+                                   int32_t reduction) {
+  if (rows <= 0)
+    return;
+  bool labels64 = labelDtype == TESSEL_I64;
+  visitFloat(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    visitRowGroup(classes, [&](auto group) {
+      constexpr int G = decltype(group)::value;
+      crossEntropyGradKernel<G>
+          <<<rowBlocks<G>(rows), kBlockThreads<G>, 0, stream()>>>(
+              static_cast<const T *>(logits), labels, labels64,
+              static_cast<const T *>(dloss), static_cast<T *>(dlogits), rows,
+              classes, reduction, deviceErrors());
+    });
+  });
+  checkLaunch(ctx, "tessel_cross_entropy_grad");
+}
+
+// A label outside [0, totalClasses) is written as the CPU writes it (0 for
+// labelLogit, x's row for subLabel) and reported on the context with the
+// CPU's wording (DeviceErrorKind::LabelLogitLabel, SubLabelLabel).
+void CudaBackend::labelLogit(tessel_ctx *ctx, int32_t dtype, int32_t labelDtype,
+                             const void *logits, const void *labels, void *out,
+                             int64_t rows, int64_t classes, int64_t classOffset,
+                             int64_t totalClasses) {
+  if (rows <= 0)
+    return;
+  bool labels64 = labelDtype == TESSEL_I64;
+  visitFloat(dtype, [&](auto tag) {
+    // The stored bits move as they are: an unsigned integer of the width.
+    using S = std::conditional_t<
+        sizeof(decltype(tag)) == 2, uint16_t,
+        std::conditional_t<sizeof(decltype(tag)) == 4, uint32_t, uint64_t>>;
+    labelLogitKernel<<<gridFor(rows), 256, 0, stream()>>>(
+        static_cast<const S *>(logits), labels, labels64, static_cast<S *>(out),
+        rows, classes, classOffset, totalClasses, deviceErrors());
+  });
+  checkLaunch(ctx, "tessel_label_logit");
+}
+
+void CudaBackend::subLabel(tessel_ctx *ctx, int32_t dtype, int32_t labelDtype,
+                           const void *x, const void *labels,
+                           const void *values, void *out, int64_t rows,
+                           int64_t classes, int64_t classOffset,
+                           int64_t totalClasses) {
+  const char *what = "tessel_sub_label";
+  if (rows <= 0 || classes <= 0)
+    return;
+  bool labels64 = labelDtype == TESSEL_I64;
+  visitFloat(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    if (out != x &&
+        !check(ctx,
+               cudaMemcpyAsync(out, x, size_t(rows * classes) * sizeof(T),
+                               cudaMemcpyDeviceToDevice, stream()),
+               what))
+      return;
+    subLabelKernel<<<gridFor(rows), 256, 0, stream()>>>(
+        labels, labels64, static_cast<const T *>(values), static_cast<T *>(out),
+        rows, classes, classOffset, totalClasses, deviceErrors());
+    checkLaunch(ctx, what);
+  });
+}

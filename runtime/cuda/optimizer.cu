@@ -1,0 +1,347 @@
+//===- optimizer.cu - Gradient norm, clipping and the fused optimizer update ===//
+//
+// sumSquares: a deterministic two-level reduction in f64 (the CPU's
+// accumulation type): per-block partials to a stream-ordered temporary,
+// then one block adds them in a fixed order and adds the total to the
+// device f32 *sum, as the CPU does (a global norm accumulates over
+// tensors). No float atomics, so a step replays bit for bit.
+// clipScale: one thread, the CPU's double arithmetic.
+// optimizerUpdate: one fused elementwise kernel per call (SGD, Adam,
+// AdamW); the per-element arithmetic is optimizer_math.h's, which rounds
+// every operation as the CPU does, so results equal the CPU's bit for bit.
+// Four elements per thread step with 128-bit loads of f32 data (64-bit for
+// f16/bf16) when every pointer is aligned, a scalar path otherwise.
+// multiTensorAdamW (optimizer.h): the same Adam step over a chunk table.
+//
+//===----------------------------------------------------------------------===//
+
+#include "cuda/backend.h"
+#include "cuda/optimizer.h"
+#include "cuda/optimizer_math.h"
+
+#include "core/context.h"
+
+using namespace tessel;
+using namespace tessel::cuda;
+using namespace tessel::cuda::stored;
+
+namespace {
+
+constexpr unsigned kThreads = 256;
+/// Partials of sumSquares: a fixed cap keeps the reduction order a function
+/// of n alone, the same on every device.
+constexpr unsigned kMaxSumBlocks = 1024;
+
+/// Calls f(T()) for a float dtype's stored type.
+template <class F> void visitFloatDtype(int32_t dtype, F &&f) {
+  switch (dtype) {
+  case TESSEL_F32:
+    f(float());
+    break;
+  case TESSEL_F16:
+    f(Half());
+    break;
+  case TESSEL_BF16:
+    f(BFloat());
+    break;
+  case TESSEL_F64:
+    f(double());
+    break;
+  }
+}
+
+template <class T> struct alignas(4 * sizeof(T)) Vec4 {
+  T v[4];
+};
+
+__device__ __forceinline__ bool alignedTo(const void *p, size_t bytes) {
+  return reinterpret_cast<uintptr_t>(p) % bytes == 0;
+}
+
+//===--- Sum of squares ---------------------------------------------------===//
+
+/// The sum over the block in a fixed order (shuffle tree, then the warps in
+/// turn); valid in thread 0.
+__device__ double blockSum(double v) {
+  __shared__ double warpSums[kThreads / 32];
+  for (int offset = 16; offset > 0; offset >>= 1)
+    v += __shfl_down_sync(0xffffffffu, v, offset);
+  if (threadIdx.x % 32 == 0)
+    warpSums[threadIdx.x / 32] = v;
+  __syncthreads();
+  double total = 0.0;
+  if (threadIdx.x == 0)
+    for (unsigned w = 0; w < kThreads / 32; ++w)
+      total += warpSums[w];
+  return total;
+}
+
+template <class T>
+__global__ void __launch_bounds__(kThreads)
+    sumSquaresPartials(const T *x, int64_t n, double *partials) {
+  int64_t tid = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  int64_t stride = int64_t(gridDim.x) * blockDim.x;
+  int64_t vectors = alignedTo(x, sizeof(Vec4<T>)) ? n / 4 : 0;
+  double acc = 0.0;
+  const Vec4<T> *xv = reinterpret_cast<const Vec4<T> *>(x);
+  for (int64_t i = tid; i < vectors; i += stride) {
+    Vec4<T> q = xv[i];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      double v = double(Elem<T>::load(q.v[j]));
+      acc += v * v;
+    }
+  }
+  for (int64_t i = vectors * 4 + tid; i < n; i += stride) {
+    double v = double(Elem<T>::load(x[i]));
+    acc += v * v;
+  }
+  double total = blockSum(acc);
+  if (threadIdx.x == 0)
+    partials[blockIdx.x] = total;
+}
+
+__global__ void __launch_bounds__(kThreads)
+    sumSquaresFinish(const double *partials, unsigned count, float *sum) {
+  double acc = 0.0;
+  for (unsigned i = threadIdx.x; i < count; i += blockDim.x)
+    acc += partials[i];
+  double total = blockSum(acc);
+  if (threadIdx.x == 0)
+    *sum = float(addRn(double(*sum), total));
+}
+
+//===--- Clipping ---------------------------------------------------------===//
+
+__global__ void clipScaleKernel(const float *sumSquares, double maxNorm,
+                                const float *gradScale, float *scale) {
+  *scale = clipScaleValue(*sumSquares, maxNorm, gradScale != nullptr,
+                          gradScale ? *gradScale : 1.0f);
+}
+
+//===--- Optimizer updates ------------------------------------------------===//
+
+template <class T> using Compute = typename Elem<T>::Compute;
+
+template <class T>
+__device__ __forceinline__ Compute<T> loadScale(const float *gradScale) {
+  return Compute<T>(gradScale ? *gradScale : 1.0f);
+}
+
+/// SGD over elements [0, n) of the pointers, thread `tid` of `stride`.
+template <class T>
+__device__ __forceinline__ void
+sgdSpan(const SgdCoeffs<Compute<T>> &k, T *param, const T *grad, float *buf,
+        int64_t n, Compute<T> scale, int64_t tid, int64_t stride) {
+  using C = Compute<T>;
+  bool vector = alignedTo(param, sizeof(Vec4<T>)) &&
+                alignedTo(grad, sizeof(Vec4<T>)) &&
+                (!k.useMomentum || alignedTo(buf, sizeof(Vec4<float>)));
+  int64_t vectors = vector ? n / 4 : 0;
+  for (int64_t i = tid; i < vectors; i += stride) {
+    Vec4<T> p = reinterpret_cast<Vec4<T> *>(param)[i];
+    Vec4<T> g = reinterpret_cast<const Vec4<T> *>(grad)[i];
+    Vec4<float> b{};
+    if (k.useMomentum)
+      b = reinterpret_cast<Vec4<float> *>(buf)[i];
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+      p.v[j] = Elem<T>::store(sgdElement(k, C(Elem<T>::load(p.v[j])),
+                                         C(Elem<T>::load(g.v[j])), scale,
+                                         b.v[j]));
+    reinterpret_cast<Vec4<T> *>(param)[i] = p;
+    if (k.useMomentum)
+      reinterpret_cast<Vec4<float> *>(buf)[i] = b;
+  }
+  for (int64_t i = vectors * 4 + tid; i < n; i += stride) {
+    float b = k.useMomentum ? buf[i] : 0.0f;
+    param[i] = Elem<T>::store(sgdElement(k, C(Elem<T>::load(param[i])),
+                                         C(Elem<T>::load(grad[i])), scale, b));
+    if (k.useMomentum)
+      buf[i] = b;
+  }
+}
+
+/// Adam / AdamW over elements [0, n) of the pointers.
+template <class T>
+__device__ __forceinline__ void
+adamSpan(const AdamCoeffs<Compute<T>> &k, T *param, const T *grad, float *m,
+         float *v, int64_t n, Compute<T> scale, int64_t tid, int64_t stride) {
+  using C = Compute<T>;
+  bool vector = alignedTo(param, sizeof(Vec4<T>)) &&
+                alignedTo(grad, sizeof(Vec4<T>)) &&
+                alignedTo(m, sizeof(Vec4<float>)) &&
+                alignedTo(v, sizeof(Vec4<float>));
+  int64_t vectors = vector ? n / 4 : 0;
+  for (int64_t i = tid; i < vectors; i += stride) {
+    Vec4<T> p = reinterpret_cast<Vec4<T> *>(param)[i];
+    Vec4<T> g = reinterpret_cast<const Vec4<T> *>(grad)[i];
+    Vec4<float> mv = reinterpret_cast<Vec4<float> *>(m)[i];
+    Vec4<float> vv = reinterpret_cast<Vec4<float> *>(v)[i];
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+      p.v[j] = Elem<T>::store(adamElement(k, C(Elem<T>::load(p.v[j])),
+                                          C(Elem<T>::load(g.v[j])), scale,
+                                          mv.v[j], vv.v[j]));
+    reinterpret_cast<Vec4<T> *>(param)[i] = p;
+    reinterpret_cast<Vec4<float> *>(m)[i] = mv;
+    reinterpret_cast<Vec4<float> *>(v)[i] = vv;
+  }
+  for (int64_t i = vectors * 4 + tid; i < n; i += stride) {
+    float mi = m[i], vi = v[i];
+    param[i] = Elem<T>::store(adamElement(k, C(Elem<T>::load(param[i])),
+                                          C(Elem<T>::load(grad[i])), scale,
+                                          mi, vi));
+    m[i] = mi;
+    v[i] = vi;
+  }
+}
+
+template <class T>
+__global__ void __launch_bounds__(kThreads)
+    sgdKernel(SgdCoeffs<Compute<T>> k, T *param, const T *grad,
+              const float *gradScale, float *buf, int64_t n) {
+  sgdSpan(k, param, grad, buf, n, loadScale<T>(gradScale),
+          int64_t(blockIdx.x) * blockDim.x + threadIdx.x,
+          int64_t(gridDim.x) * blockDim.x);
+}
+
+template <class T>
+__global__ void __launch_bounds__(kThreads)
+    adamKernel(AdamCoeffs<Compute<T>> k, T *param, const T *grad,
+               const float *gradScale, float *m, float *v, int64_t n) {
+  adamSpan(k, param, grad, m, v, n, loadScale<T>(gradScale),
+           int64_t(blockIdx.x) * blockDim.x + threadIdx.x,
+           int64_t(gridDim.x) * blockDim.x);
+}
+
+/// Block b updates chunks b, b + gridDim.x, ... of the table.
+template <class T>
+__global__ void __launch_bounds__(kThreads)
+    multiTensorAdamKernel(AdamCoeffs<Compute<T>> k, const AdamChunk *chunks,
+                          int64_t numChunks, const float *gradScale) {
+  Compute<T> scale = loadScale<T>(gradScale);
+  for (int64_t c = blockIdx.x; c < numChunks; c += gridDim.x) {
+    AdamChunk chunk = chunks[c];
+    adamSpan(k, static_cast<T *>(chunk.param),
+             static_cast<const T *>(chunk.grad), chunk.m, chunk.v, chunk.count,
+             scale, threadIdx.x, blockDim.x);
+  }
+}
+
+} // namespace
+
+void CudaBackend::sumSquares(tessel_ctx *ctx, int32_t dtype, const void *x,
+                             int64_t n, void *sum) {
+  int64_t want = (n + 4 * kThreads - 1) / (4 * kThreads);
+  unsigned blocks = unsigned(want < 1 ? 1 : want > kMaxSumBlocks ? kMaxSumBlocks
+                                                                 : want);
+  double *partials = nullptr;
+  if (!check(ctx,
+             cudaMallocAsync(reinterpret_cast<void **>(&partials),
+                             blocks * sizeof(double), stream()),
+             "cudaMallocAsync in tessel_sum_squares"))
+    return;
+  visitFloatDtype(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    sumSquaresPartials<T><<<blocks, kThreads, 0, stream()>>>(
+        static_cast<const T *>(x), n < 0 ? 0 : n, partials);
+  });
+  sumSquaresFinish<<<1, kThreads, 0, stream()>>>(partials, blocks,
+                                                 static_cast<float *>(sum));
+  checkLaunch(ctx, "tessel_sum_squares");
+  check(ctx, cudaFreeAsync(partials, stream()),
+        "cudaFreeAsync in tessel_sum_squares");
+}
+
+void CudaBackend::clipScale(tessel_ctx *ctx, const void *sumSquares,
+                            double maxNorm, const void *gradScale,
+                            void *scale) {
+  clipScaleKernel<<<1, 1, 0, stream()>>>(
+      static_cast<const float *>(sumSquares), maxNorm,
+      static_cast<const float *>(gradScale), static_cast<float *>(scale));
+  checkLaunch(ctx, "tessel_clip_scale");
+}
+
+void CudaBackend::optimizerUpdate(tessel_ctx *ctx, const tessel_optimizer &opt,
+                                  int32_t dtype, void *param, const void *grad,
+                                  const void *gradScale, void *state0,
+                                  void *state1, int64_t n, int64_t step,
+                                  double lr) {
+  if (n <= 0)
+    return;
+  const bool adam = opt.kind == TESSEL_OPT_ADAM || opt.kind == TESSEL_OPT_ADAMW;
+  unsigned blocks = gridFor((n + 3) / 4, kThreads);
+  const float *scale = static_cast<const float *>(gradScale);
+  float *s0 = static_cast<float *>(state0), *s1 = static_cast<float *>(state1);
+  visitFloatDtype(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    using C = Compute<T>;
+    T *p = static_cast<T *>(param);
+    const T *g = static_cast<const T *>(grad);
+    if (adam)
+      adamKernel<T><<<blocks, kThreads, 0, stream()>>>(
+          makeAdamCoeffs<C>(opt, step, lr), p, g, scale, s0, s1, n);
+    else
+      sgdKernel<T><<<blocks, kThreads, 0, stream()>>>(
+          makeSgdCoeffs<C>(opt, lr), p, g, scale, s0, n);
+  });
+  checkLaunch(ctx, "tessel_optimizer_update");
+}
+
+void tessel::cuda::multiTensorAdamW(CudaBackend &backend, tessel_ctx *ctx,
+                                    const tessel_optimizer &opt, int32_t dtype,
+                                    const TensorChunkList &list, int64_t step,
+                                    double lr, const void *gradScale) {
+  const char *entry = "multiTensorAdamW";
+  if (opt.kind != TESSEL_OPT_ADAM && opt.kind != TESSEL_OPT_ADAMW) {
+    setError(ctx, "%s: optimizer kind %d is not Adam or AdamW", entry,
+             opt.kind);
+    return;
+  }
+  if (step < 1) {
+    setError(ctx, "%s: step %lld < 1 (bias correction counts from 1)", entry,
+             (long long)step);
+    return;
+  }
+  int64_t elementBytes = tessel_dtype_size(dtype);
+  if (dtype != TESSEL_F32 && dtype != TESSEL_F16 && dtype != TESSEL_BF16 &&
+      dtype != TESSEL_F64) {
+    setError(ctx, "%s: dtype %d is not a float dtype", entry, dtype);
+    return;
+  }
+  for (const AdamTensor &t : list.tensors)
+    if (t.n < 0 || (t.n > 0 && (!t.param || !t.grad || !t.m || !t.v))) {
+      setError(ctx, "%s: a tensor with a negative size or missing state",
+               entry);
+      return;
+    }
+  std::vector<AdamChunk> chunks = adamChunks(list, elementBytes);
+  if (chunks.empty())
+    return;
+  cudaStream_t stream = backend.stream();
+  size_t tableBytes = chunks.size() * sizeof(AdamChunk);
+  AdamChunk *table = nullptr;
+  if (!CudaBackend::check(ctx,
+                          cudaMallocAsync(reinterpret_cast<void **>(&table),
+                                          tableBytes, stream),
+                          "cudaMallocAsync in multiTensorAdamW"))
+    return;
+  // From pageable memory: the call returns once `chunks` is staged.
+  if (CudaBackend::check(ctx,
+                         cudaMemcpyAsync(table, chunks.data(), tableBytes,
+                                         cudaMemcpyHostToDevice, stream),
+                         "cudaMemcpyAsync in multiTensorAdamW")) {
+    int64_t numChunks = int64_t(chunks.size());
+    unsigned blocks = gridFor(numChunks, 1);
+    const float *scale = static_cast<const float *>(gradScale);
+    visitFloatDtype(dtype, [&](auto tag) {
+      using T = decltype(tag);
+      multiTensorAdamKernel<T><<<blocks, kThreads, 0, stream>>>(
+          makeAdamCoeffs<Compute<T>>(opt, step, lr), table, numChunks, scale);
+    });
+    CudaBackend::checkLaunch(ctx, entry);
+  }
+  CudaBackend::check(ctx, cudaFreeAsync(table, stream),
+                     "cudaFreeAsync in multiTensorAdamW");
+}

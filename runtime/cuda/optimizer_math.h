@@ -1,0 +1,131 @@
+//===- optimizer_math.h - Optimizer arithmetic, host and device -*- C++ -*-===//
+//
+// One parameter element's SGD / Adam / AdamW update and the clipping scale,
+// exactly as the CPU backend computes them (cpu/optimizer.cpp): the same
+// operations in the same order, each rounded on its own (storage_math.h),
+// so the CUDA kernels match the CPU bit for bit. What is constant over a
+// call (bias corrections, 1 − β, the decoupled shrink) is computed once on
+// the host in double and rounded to the compute type, as the CPU does; the
+// gradient scale is read on the device. Arithmetic in C: f32 for f32/f16/
+// bf16 parameters, f64 for f64; the optimizer state is f32.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TESSEL_RUNTIME_CUDA_OPTIMIZER_MATH_H
+#define TESSEL_RUNTIME_CUDA_OPTIMIZER_MATH_H
+
+#include "cuda/storage_math.h"
+
+#include "tessel/runtime.h"
+
+#include <cmath>
+#include <cstdint>
+
+namespace tessel {
+namespace cuda {
+
+//===--- SGD --------------------------------------------------------------===//
+
+template <class C> struct SgdCoeffs {
+  C weightDecay, momentum, rate;
+  bool decay, useMomentum, nesterov;
+};
+
+template <class C>
+inline SgdCoeffs<C> makeSgdCoeffs(const tessel_optimizer &opt, double lr) {
+  return {C(opt.weight_decay), C(opt.momentum), C(lr),
+          opt.weight_decay != 0.0, opt.momentum != 0.0, opt.nesterov != 0};
+}
+
+/// torch.optim.SGD (dampening 0) on one element: the new parameter from
+/// p, the loaded gradient `grad` and the scale; `buf` is the momentum
+/// buffer (read and written only with momentum).
+template <class C>
+TESSEL_HD C sgdElement(const SgdCoeffs<C> &k, C p, C grad, C scale,
+                       float &buf) {
+  using namespace stored;
+  C g = mulRn(grad, scale);
+  if (k.decay)
+    g = addRn(g, mulRn(k.weightDecay, p));
+  if (k.useMomentum) {
+    // The zero initial buffer makes the first step buf = g, as PyTorch.
+    float b = float(addRn(mulRn(k.momentum, C(buf)), g));
+    buf = b;
+    g = k.nesterov ? addRn(g, mulRn(k.momentum, C(b))) : C(b);
+  }
+  return subRn(p, mulRn(k.rate, g));
+}
+
+//===--- Adam, AdamW ------------------------------------------------------===//
+
+template <class C> struct AdamCoeffs {
+  C weightDecay, beta2, eps, oneMinusBeta1, oneMinusBeta2;
+  C stepSize; // lr / (1 − β1^t)
+  C bc2Sqrt;  // sqrt(1 − β2^t)
+  C shrink;   // 1 − lr·wd (AdamW)
+  bool decay, decoupled;
+};
+
+/// The per-call constants in double, rounded to C, as torch.optim.Adam:
+/// step_size = lr / (1 − β1^t), denom = sqrt(v) / sqrt(1 − β2^t) + eps.
+template <class C>
+inline AdamCoeffs<C> makeAdamCoeffs(const tessel_optimizer &opt, int64_t step,
+                                    double lr) {
+  double bc1 = 1.0 - std::pow(opt.beta1, double(step));
+  double bc2 = 1.0 - std::pow(opt.beta2, double(step));
+  return {C(opt.weight_decay),
+          C(opt.beta2),
+          C(opt.eps),
+          C(1.0 - opt.beta1),
+          C(1.0 - opt.beta2),
+          C(lr / bc1),
+          C(std::sqrt(bc2)),
+          C(1.0 - lr * opt.weight_decay),
+          opt.weight_decay != 0.0,
+          opt.kind == TESSEL_OPT_ADAMW};
+}
+
+/// Adam (L2 decay in the gradient) or AdamW (decoupled decay) on one
+/// element: the new parameter; m and v are updated in place.
+template <class C>
+TESSEL_HD C adamElement(const AdamCoeffs<C> &k, C p, C grad, C scale,
+                        float &m, float &v) {
+  using namespace stored;
+  C g = mulRn(grad, scale);
+  if (k.decay) {
+    if (k.decoupled)
+      p = mulRn(p, k.shrink); // AdamW: p −= lr·wd·p before the Adam step
+    else
+      g = addRn(g, mulRn(k.weightDecay, p));
+  }
+  C mi = C(m);
+  mi = addRn(mi, mulRn(subRn(g, mi), k.oneMinusBeta1)); // m.lerp_(g, 1 − β1)
+  C vi = addRn(mulRn(C(v), k.beta2), mulRn(mulRn(k.oneMinusBeta2, g), g));
+  float ms = float(mi), vs = float(vi);
+  m = ms;
+  v = vs;
+  C denom = addRn(divRn(sqrtRn(C(vs)), k.bc2Sqrt), k.eps);
+  return subRn(p, mulRn(k.stepSize, divRn(C(ms), denom)));
+}
+
+//===--- Clipping ---------------------------------------------------------===//
+
+/// tessel_clip_scale: min(1, maxNorm / (sqrt(sumSquares)·g + 1e-6))·g with
+/// g = gradScale (1 when hasScale is false); maxNorm <= 0 gives g.
+TESSEL_HD float clipScaleValue(float sumSquares, double maxNorm, bool hasScale,
+                               float gradScale) {
+  using namespace stored;
+  double g = hasScale ? double(gradScale) : 1.0;
+  double norm = mulRn(sqrtRn(double(sumSquares)), g);
+  double coef = 1.0;
+  if (maxNorm > 0.0) {
+    double ratio = divRn(maxNorm, addRn(norm, 1e-6));
+    coef = ratio < 1.0 ? ratio : 1.0; // std::min(1.0, ratio), NaN gives 1
+  }
+  return float(mulRn(coef, g));
+}
+
+} // namespace cuda
+} // namespace tessel
+
+#endif // TESSEL_RUNTIME_CUDA_OPTIMIZER_MATH_H

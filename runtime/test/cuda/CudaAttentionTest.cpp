@@ -1,0 +1,521 @@
+//===- CudaAttentionTest.cpp - The CUDA flash attention against the CPU ---===//
+//
+// Host tests replay the tile loops of attention.cu's three kernels (the
+// forward, the dQ kernel and the dK/dV kernel) with their steps from
+// attention_math.h, the same tile sizes, tile skipping and order of
+// accumulation, and compare with the CPU backend's tessel_attention and
+// tessel_attention_grad through the C ABI: grouped kv heads, kvSeq != seq,
+// causal and not, odd lengths and head dims across the three buckets.
+// The GPU tests (CpuVsCuda, skipped without a device) run the same cases
+// on a CUDA context, in every float dtype.
+//
+//===----------------------------------------------------------------------===//
+
+#include "cuda/CudaTestUtil.h"
+#include "cuda/attention_math.h"
+
+#include "Formats.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+using namespace tessel::cuda;
+using namespace tessel::cudatest;
+
+namespace {
+
+struct Case {
+  int64_t b, s, t, h, hkv, d, e;
+};
+
+// seq 1, 7, 45, 64, 130; more and fewer keys than queries; 4 heads over
+// 1, 2 and 4 kv heads; head dims in every bucket, value dim != head dim.
+const Case kCases[] = {
+    {1, 1, 1, 4, 1, 16, 16},    {2, 7, 7, 4, 2, 16, 24},
+    {1, 7, 19, 4, 4, 64, 64},   {1, 64, 64, 4, 2, 64, 48},
+    {1, 130, 130, 4, 1, 80, 80}, {1, 130, 67, 4, 2, 80, 96},
+    {1, 45, 130, 4, 4, 16, 40}, {1, 33, 40, 4, 2, 200, 136},
+};
+
+std::string describe(const Case &c, bool causal) {
+  return "B" + std::to_string(c.b) + " S" + std::to_string(c.s) + " T" +
+         std::to_string(c.t) + " H" + std::to_string(c.h) + "/" +
+         std::to_string(c.hkv) + " D" + std::to_string(c.d) + " E" +
+         std::to_string(c.e) + (causal ? " causal" : "");
+}
+
+AttnShape shapeOf(const Case &c) { return {c.b, c.s, c.t, c.h, c.hkv, c.d, c.e}; }
+
+double scaleOf(const Case &c) { return 1.3 / std::sqrt(double(c.d)); }
+
+/// Inputs of a case, representable in `dtype`.
+struct Inputs {
+  std::vector<double> q, k, v, dout;
+};
+Inputs inputsOf(int32_t dtype, const Case &c, uint64_t seed) {
+  using tt::randomValues;
+  return {randomValues(dtype, size_t(c.b * c.s * c.h * c.d), -1, 1, seed),
+          randomValues(dtype, size_t(c.b * c.t * c.hkv * c.d), -1, 1, seed + 1),
+          randomValues(dtype, size_t(c.b * c.t * c.hkv * c.e), -2, 2, seed + 2),
+          randomValues(dtype, size_t(c.b * c.s * c.h * c.e), -1, 1, seed + 3)};
+}
+
+//===----------------------------------------------------------------------===//
+// Host replay of the kernels' tile loops
+//===----------------------------------------------------------------------===//
+
+/// One query tile through the forward (forwardTile in attention.cu): the
+/// unnormalised output rows acc [rows][E] and each row's online softmax.
+template <class A>
+void forwardTile(const AttnShape &sh, const A *q, const A *k, const A *v,
+                 int64_t b, int64_t h, int64_t r0, AttnTiles tiles, A scale,
+                 bool causal, std::vector<A> &acc,
+                 std::vector<OnlineRow<A>> &rows) {
+  const int64_t hk = sh.kvHeadOf(h), E = sh.valueDim;
+  const int64_t rowEnd = std::min<int64_t>(r0 + tiles.rows, sh.seq);
+  acc.assign(size_t(tiles.rows * E), A(0));
+  rows.assign(size_t(tiles.rows), OnlineRow<A>::start());
+  std::vector<A> s(size_t(tiles.keys));
+  for (int64_t c0 = 0; c0 < attnKeyEnd(rowEnd, sh.kvSeq, causal);
+       c0 += tiles.keys) {
+    for (int64_t r = 0; r < tiles.rows; ++r) {
+      OnlineRow<A> &row = rows[size_t(r)];
+      A tileMax = attnNegInf<A>(), tileSum = A(0);
+      for (int64_t c = 0; c < tiles.keys; ++c) {
+        int64_t i = r0 + r, j = c0 + c;
+        A dot = A(0);
+        if (attnVisible(i, j, sh.seq, sh.kvSeq, causal))
+          for (int64_t x = 0; x < sh.headDim; ++x)
+            dot = std::fma(q[sh.qRow(b, i, h) + x], k[sh.kRow(b, j, hk) + x],
+                           dot);
+        s[size_t(c)] = attnVisible(i, j, sh.seq, sh.kvSeq, causal)
+                           ? dot * scale
+                           : attnNegInf<A>();
+        tileMax = std::max(tileMax, s[size_t(c)]);
+      }
+      A alpha = row.rescale(tileMax);
+      for (A &x : s) {
+        x = row.weight(x);
+        tileSum += x;
+      }
+      row.add(tileSum);
+      for (int64_t e = 0; e < E; ++e) {
+        A &o = acc[size_t(r * E + e)];
+        o *= alpha;
+        for (int64_t c = 0; c < tiles.keys; ++c)
+          if (c0 + c < sh.kvSeq)
+            o = std::fma(s[size_t(c)], v[sh.vRow(b, c0 + c, hk) + e], o);
+      }
+    }
+  }
+}
+
+template <class A>
+std::vector<A> emulateForward(const AttnShape &sh, const A *q, const A *k,
+                              const A *v, A scale, bool causal) {
+  int dim = attnDimBucket(sh.headDim, sh.valueDim);
+  AttnTiles tiles = attnQueryTiles(sizeof(A) == 8, dim);
+  std::vector<A> out(size_t(sh.batch * sh.seq * sh.heads * sh.valueDim)), acc;
+  std::vector<OnlineRow<A>> rows;
+  for (int64_t b = 0; b < sh.batch; ++b)
+    for (int64_t h = 0; h < sh.heads; ++h)
+      for (int64_t r0 = 0; r0 < sh.seq; r0 += tiles.rows) {
+        forwardTile(sh, q, k, v, b, h, r0, tiles, scale, causal, acc, rows);
+        for (int64_t r = 0; r < tiles.rows && r0 + r < sh.seq; ++r)
+          for (int64_t e = 0; e < sh.valueDim; ++e)
+            out[size_t(sh.oRow(b, r0 + r, h) + e)] =
+                acc[size_t(r * sh.valueDim + e)] * rows[size_t(r)].inverse();
+      }
+  return out;
+}
+
+/// The backward as its two kernels: dQ and the row statistics per query
+/// tile, then dK / dV per key tile over the group's query heads.
+template <class A>
+void emulateGrad(const AttnShape &sh, const A *q, const A *k, const A *v,
+                 const A *dout, A scale, bool causal, std::vector<A> &dq,
+                 std::vector<A> &dk, std::vector<A> &dv) {
+  const int dim = attnDimBucket(sh.headDim, sh.valueDim);
+  const AttnTiles qt = attnQueryTiles(sizeof(A) == 8, dim);
+  const int64_t D = sh.headDim, E = sh.valueDim;
+  const int64_t statCount = sh.batch * sh.heads * sh.seq;
+  std::vector<A> stats(size_t(2 * statCount)), acc;
+  std::vector<OnlineRow<A>> rows;
+  dq.assign(size_t(sh.batch * sh.seq * sh.heads * D), A(0));
+  for (int64_t b = 0; b < sh.batch; ++b)
+    for (int64_t h = 0; h < sh.heads; ++h)
+      for (int64_t r0 = 0; r0 < sh.seq; r0 += qt.rows) {
+        const int64_t hk = sh.kvHeadOf(h);
+        const int64_t rowEnd = std::min<int64_t>(r0 + qt.rows, sh.seq);
+        forwardTile(sh, q, k, v, b, h, r0, qt, scale, causal, acc, rows);
+        for (int64_t i = r0; i < rowEnd; ++i) {
+          A dot = A(0);
+          for (int64_t e = 0; e < E; ++e)
+            dot += dout[sh.oRow(b, i, h) + e] * acc[size_t((i - r0) * E + e)];
+          stats[size_t(sh.statIndex(b, h, i))] =
+              rows[size_t(i - r0)].logSumExp();
+          stats[size_t(statCount + sh.statIndex(b, h, i))] =
+              dot * rows[size_t(i - r0)].inverse();
+        }
+        for (int64_t i = r0; i < rowEnd; ++i) {
+          A lse = stats[size_t(sh.statIndex(b, h, i))];
+          A rowDot = stats[size_t(statCount + sh.statIndex(b, h, i))];
+          std::vector<A> g(size_t(D), A(0));
+          for (int64_t c0 = 0; c0 < attnKeyEnd(rowEnd, sh.kvSeq, causal);
+               c0 += qt.keys)
+            for (int64_t j = c0; j < c0 + qt.keys && j < sh.kvSeq; ++j) {
+              bool visible = attnVisible(i, j, sh.seq, sh.kvSeq, causal);
+              A s = A(0), dp = A(0);
+              for (int64_t x = 0; x < D; ++x)
+                s = std::fma(q[sh.qRow(b, i, h) + x], k[sh.kRow(b, j, hk) + x],
+                             s);
+              for (int64_t e = 0; e < E; ++e)
+                dp = std::fma(dout[sh.oRow(b, i, h) + e],
+                              v[sh.vRow(b, j, hk) + e], dp);
+              A ds = attnScoreGrad(attnProb(visible, s * scale, lse), dp,
+                                   rowDot);
+              for (int64_t x = 0; x < D; ++x)
+                g[size_t(x)] = std::fma(ds, k[sh.kRow(b, j, hk) + x],
+                                        g[size_t(x)]);
+            }
+          for (int64_t x = 0; x < D; ++x)
+            dq[size_t(sh.qRow(b, i, h) + x)] = g[size_t(x)] * scale;
+        }
+      }
+  const AttnTiles kt = attnKeyTiles(sizeof(A) == 8, dim);
+  const int64_t group = sh.heads / sh.kvHeads;
+  dk.assign(size_t(sh.batch * sh.kvSeq * sh.kvHeads * D), A(0));
+  dv.assign(size_t(sh.batch * sh.kvSeq * sh.kvHeads * E), A(0));
+  for (int64_t b = 0; b < sh.batch; ++b)
+    for (int64_t hk = 0; hk < sh.kvHeads; ++hk)
+      for (int64_t c0 = 0; c0 < sh.kvSeq; c0 += kt.keys)
+        for (int64_t j = c0; j < std::min<int64_t>(c0 + kt.keys, sh.kvSeq);
+             ++j) {
+          std::vector<A> gk(size_t(D), A(0)), gv(size_t(E), A(0));
+          int64_t first = attnFirstRow(c0, causal) / kt.rows * kt.rows;
+          for (int64_t h = hk * group; h < (hk + 1) * group; ++h)
+            for (int64_t i = first; i < sh.seq; ++i) {
+              bool visible = attnVisible(i, j, sh.seq, sh.kvSeq, causal);
+              A s = A(0), dp = A(0);
+              for (int64_t x = 0; x < D; ++x)
+                s = std::fma(k[sh.kRow(b, j, hk) + x], q[sh.qRow(b, i, h) + x],
+                             s);
+              for (int64_t e = 0; e < E; ++e)
+                dp = std::fma(v[sh.vRow(b, j, hk) + e],
+                              dout[sh.oRow(b, i, h) + e], dp);
+              A p = attnProb(visible, s * scale,
+                             stats[size_t(sh.statIndex(b, h, i))]);
+              A ds = attnScoreGrad(
+                  p, dp, stats[size_t(statCount + sh.statIndex(b, h, i))]);
+              for (int64_t e = 0; e < E; ++e)
+                gv[size_t(e)] =
+                    std::fma(p, dout[sh.oRow(b, i, h) + e], gv[size_t(e)]);
+              for (int64_t x = 0; x < D; ++x)
+                gk[size_t(x)] =
+                    std::fma(ds, q[sh.qRow(b, i, h) + x], gk[size_t(x)]);
+            }
+          for (int64_t x = 0; x < D; ++x)
+            dk[size_t(sh.kRow(b, j, hk) + x)] = gk[size_t(x)] * scale;
+          for (int64_t e = 0; e < E; ++e)
+            dv[size_t(sh.vRow(b, j, hk) + e)] = gv[size_t(e)];
+        }
+}
+
+/// |got - want| <= rtol · (|want| + max(max |want|, 1)) elementwise:
+/// relative to the tensor's scale, as gradients mix terms of either sign,
+/// and to the inputs' unit scale where the exact gradient is 0 (one key:
+/// dS = P (dP − D) cancels, with D = dO · O here and Σ P dP on the CPU).
+template <class A>
+void expectNear(const std::vector<A> &got, const std::vector<double> &want,
+                double rtol, const char *what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  double top = 1;
+  for (double w : want)
+    top = std::max(top, std::fabs(w));
+  int bad = 0;
+  for (size_t i = 0; i < want.size(); ++i)
+    if (!(std::fabs(double(got[i]) - want[i]) <=
+          rtol * (std::fabs(want[i]) + top)) &&
+        bad++ < 5)
+      ADD_FAILURE() << what << " element " << i << ": got " << double(got[i])
+                    << ", want " << want[i];
+  EXPECT_EQ(bad, 0) << what << ": mismatching elements";
+}
+
+template <class A> std::vector<A> narrow(const std::vector<double> &x) {
+  return std::vector<A>(x.begin(), x.end());
+}
+
+/// The CPU backend's forward and backward of a case on `ctx`, decoded.
+struct Results {
+  std::vector<double> out, dq, dk, dv;
+};
+Results cpuResults(tessel_ctx *ctx, int32_t dtype, const Case &c,
+                   const Inputs &in, bool causal) {
+  auto q = tt::encode(dtype, in.q), k = tt::encode(dtype, in.k),
+       v = tt::encode(dtype, in.v), g = tt::encode(dtype, in.dout);
+  size_t es = size_t(tessel_dtype_size(dtype));
+  std::vector<uint8_t> out(in.dout.size() * es), dq(in.q.size() * es),
+      dk(in.k.size() * es), dv(in.v.size() * es);
+  tessel_attention(ctx, dtype, q.data(), k.data(), v.data(), out.data(), c.b,
+                   c.s, c.t, c.h, c.hkv, c.d, c.e, scaleOf(c), causal);
+  tessel_attention_grad(ctx, dtype, q.data(), k.data(), v.data(), g.data(),
+                        dq.data(), dk.data(), dv.data(), c.b, c.s, c.t, c.h,
+                        c.hkv, c.d, c.e, scaleOf(c), causal);
+  EXPECT_EQ(tessel_error(ctx), nullptr) << tessel_error(ctx);
+  return {tt::decode(dtype, out), tt::decode(dtype, dq), tt::decode(dtype, dk),
+          tt::decode(dtype, dv)};
+}
+
+template <class A> void replayMatchesCpu(int32_t dtype, double rtol) {
+  tessel_ctx *cpu = createContext("cpu");
+  ASSERT_NE(cpu, nullptr) << tessel_error(nullptr);
+  uint64_t seed = 11;
+  for (const Case &c : kCases)
+    for (bool causal : {false, true}) {
+      SCOPED_TRACE(describe(c, causal));
+      Inputs in = inputsOf(dtype, c, seed += 4);
+      Results want = cpuResults(cpu, dtype, c, in, causal);
+      AttnShape sh = shapeOf(c);
+      auto q = narrow<A>(in.q), k = narrow<A>(in.k), v = narrow<A>(in.v),
+           g = narrow<A>(in.dout);
+      A scale = A(scaleOf(c));
+      expectNear(emulateForward(sh, q.data(), k.data(), v.data(), scale,
+                                causal),
+                 want.out, rtol, "out");
+      std::vector<A> dq, dk, dv;
+      emulateGrad(sh, q.data(), k.data(), v.data(), g.data(), scale, causal,
+                  dq, dk, dv);
+      expectNear(dq, want.dq, rtol, "dq");
+      expectNear(dk, want.dk, rtol, "dk");
+      expectNear(dv, want.dv, rtol, "dv");
+    }
+  tessel_ctx_destroy(cpu);
+}
+
+//===----------------------------------------------------------------------===//
+// Host tests
+//===----------------------------------------------------------------------===//
+
+TEST(CudaAttentionMath, TileReplayMatchesCpuF32) {
+  replayMatchesCpu<float>(TESSEL_F32, 2e-6);
+}
+
+TEST(CudaAttentionMath, TileReplayMatchesCpuF64) {
+  replayMatchesCpu<double>(TESSEL_F64, 1e-13);
+}
+
+// Every tile configuration has a thread cover; its shared memory fits in
+// the 227 KB an H100 / H200 block may opt into.
+TEST(CudaAttentionMath, TileConfigurations) {
+  for (bool f64 : {false, true})
+    for (int dim : {64, 128, 256}) {
+      SCOPED_TRACE(std::to_string(dim) + (f64 ? " f64" : " f32"));
+      size_t es = f64 ? 8 : 4;
+      AttnTiles qt = attnQueryTiles(f64, dim), kt = attnKeyTiles(f64, dim);
+      EXPECT_GT(attnTileColumns(qt.rows, qt.keys, kAttnThreads), 0);
+      EXPECT_GT(attnTileColumns(qt.rows, dim, kAttnThreads), 0);
+      EXPECT_GT(attnTileColumns(kt.keys, kt.rows, kAttnThreads), 0);
+      EXPECT_GT(attnTileColumns(kt.keys, dim, kAttnThreads), 0);
+      // A score row's lanes: a power of two within a warp.
+      int group = kAttnThreads / qt.rows;
+      EXPECT_TRUE(group >= 1 && group <= 32 && (group & (group - 1)) == 0);
+      size_t querySmem = es * size_t((2 * qt.rows + 2 * qt.keys) * (dim + 1) +
+                                     qt.rows * (qt.keys + 1) + 4 * qt.rows);
+      size_t keySmem = es * size_t((2 * kt.rows + 2 * kt.keys) * (dim + 1) +
+                                   2 * kt.keys * (kt.rows + 1) + 2 * kt.rows);
+      EXPECT_LE(querySmem, size_t(227) << 10);
+      EXPECT_LE(keySmem, size_t(227) << 10);
+    }
+  EXPECT_EQ(attnDimBucket(0, 0), 64);
+  EXPECT_EQ(attnDimBucket(80, 16), 128);
+  EXPECT_EQ(attnDimBucket(16, 256), 256);
+  EXPECT_EQ(attnDimBucket(257, 16), 0);
+}
+
+// The online softmax over any split into tiles gives the softmax: its
+// weights sum to 1 after the last rescale, whatever the order of maxima;
+// a fully masked tile leaves the row as it was.
+TEST(CudaAttentionMath, OnlineRowRescales) {
+  const double scores[] = {0.5, -3.0, 7.25, 2.0, 7.0, -40.0, 1.0};
+  double mx = 7.25, sum = 0;
+  for (double s : scores)
+    sum += std::exp(s - mx);
+  for (int width : {1, 2, 3, 7}) {
+    OnlineRow<double> row = OnlineRow<double>::start();
+    double acc = 0; // Σ weight · score, rescaled as an output row is
+    for (int c0 = 0; c0 < 7; c0 += width) {
+      double tileMax = attnNegInf<double>();
+      for (int c = c0; c < std::min(c0 + width, 7); ++c)
+        tileMax = std::max(tileMax, scores[c]);
+      double alpha = row.rescale(tileMax), tileSum = 0;
+      acc *= alpha;
+      for (int c = c0; c < std::min(c0 + width, 7); ++c) {
+        tileSum += row.weight(scores[c]);
+        acc += row.weight(scores[c]) * scores[c];
+      }
+      row.add(tileSum);
+      OnlineRow<double> before = row;
+      EXPECT_EQ(row.rescale(attnNegInf<double>()), 1.0);
+      EXPECT_EQ(row.m, before.m);
+      EXPECT_EQ(row.l, before.l);
+    }
+    double want = 0;
+    for (double s : scores)
+      want += std::exp(s - mx) / sum * s;
+    EXPECT_NEAR(acc * row.inverse(), want, 1e-14);
+    EXPECT_NEAR(row.logSumExp(), mx + std::log(sum), 1e-14);
+  }
+  OnlineRow<float> none = OnlineRow<float>::start();
+  EXPECT_EQ(none.rescale(attnNegInf<float>()), 0.0f);
+  EXPECT_EQ(none.weight(attnNegInf<float>()), 0.0f);
+  EXPECT_EQ(none.inverse(), 0.0f);
+}
+
+// The causal predicates: the diagonal at the top left, tiles skipped
+// exactly when none of their pairs is visible.
+TEST(CudaAttentionMath, CausalTileSkipping) {
+  for (int64_t seq : {1, 7, 64, 130})
+    for (int64_t kvSeq : {1, 19, 64, 131}) {
+      for (int64_t r0 = 0; r0 < seq; r0 += 32) {
+        int64_t rowEnd = std::min<int64_t>(r0 + 32, seq), seen = 0;
+        for (int64_t i = r0; i < rowEnd; ++i)
+          for (int64_t j = 0; j < kvSeq; ++j)
+            if (attnVisible(i, j, seq, kvSeq, true))
+              seen = std::max(seen, j + 1);
+        EXPECT_EQ(attnKeyEnd(rowEnd, kvSeq, true), seen);
+        EXPECT_EQ(attnKeyEnd(rowEnd, kvSeq, false), kvSeq);
+      }
+      for (int64_t c0 = 0; c0 < kvSeq; c0 += 16) {
+        int64_t first = seq;
+        for (int64_t i = seq - 1; i >= 0; --i)
+          for (int64_t j = c0; j < std::min<int64_t>(c0 + 16, kvSeq); ++j)
+            if (attnVisible(i, j, seq, kvSeq, true))
+              first = i;
+        // Rows before it see none of the tile; past seq there are none.
+        EXPECT_EQ(std::min(attnFirstRow(c0, true), seq), first);
+      }
+    }
+  EXPECT_FALSE(attnVisible(3, 4, 10, 10, true));
+  EXPECT_TRUE(attnVisible(3, 4, 10, 10, false));
+  EXPECT_FALSE(attnVisible(10, 0, 10, 10, false));
+  EXPECT_FALSE(attnVisible(0, 10, 10, 10, false));
+  AttnShape sh{2, 5, 3, 6, 2, 4, 7};
+  EXPECT_EQ(sh.kvHeadOf(2), 0);
+  EXPECT_EQ(sh.kvHeadOf(3), 1);
+  EXPECT_EQ(sh.qRow(1, 2, 3), ((1 * 5 + 2) * 6 + 3) * 4);
+  EXPECT_EQ(sh.vRow(1, 2, 1), ((1 * 3 + 2) * 2 + 1) * 7);
+}
+
+//===----------------------------------------------------------------------===//
+// GPU tests
+//===----------------------------------------------------------------------===//
+
+class CudaAttention : public CpuVsCuda {
+protected:
+  /// The CUDA backend's forward and backward of a case, decoded.
+  Results gpuResults(int32_t dtype, const Case &c, const Inputs &in,
+                     bool causal) {
+    size_t es = size_t(tessel_dtype_size(dtype));
+    void *q = upload(gpu, tt::encode(dtype, in.q));
+    void *k = upload(gpu, tt::encode(dtype, in.k));
+    void *v = upload(gpu, tt::encode(dtype, in.v));
+    void *g = upload(gpu, tt::encode(dtype, in.dout));
+    void *out = tessel_alloc(gpu, int64_t(in.dout.size() * es));
+    void *dq = tessel_alloc(gpu, int64_t(in.q.size() * es));
+    void *dk = tessel_alloc(gpu, int64_t(in.k.size() * es));
+    void *dv = tessel_alloc(gpu, int64_t(in.v.size() * es));
+    tessel_attention(gpu, dtype, q, k, v, out, c.b, c.s, c.t, c.h, c.hkv, c.d,
+                     c.e, scaleOf(c), causal);
+    tessel_attention_grad(gpu, dtype, q, k, v, g, dq, dk, dv, c.b, c.s, c.t,
+                          c.h, c.hkv, c.d, c.e, scaleOf(c), causal);
+    auto fetch = [&](void *p, size_t n) {
+      auto bytes = download<uint8_t>(gpu, p, n * es);
+      return tt::decode(dtype, bytes);
+    };
+    Results r{fetch(out, in.dout.size()), fetch(dq, in.q.size()),
+              fetch(dk, in.k.size()), fetch(dv, in.v.size())};
+    for (void *p : {q, k, v, g, out, dq, dk, dv})
+      tessel_free(gpu, p);
+    return r;
+  }
+};
+
+TEST_F(CudaAttention, MatchesCpu) {
+  for (int32_t dtype : tt::kFloatTypes) {
+    // f32 / f64: the arithmetic's precision; 16-bit: both round the same
+    // f32 results once, so they differ by about an ulp of the format.
+    double rtol = dtype == TESSEL_F64   ? 1e-12
+                  : dtype == TESSEL_F32 ? 1e-5
+                                        : 2 * tt::eps(dtype);
+    uint64_t seed = 101;
+    for (const Case &c : kCases)
+      for (bool causal : {false, true}) {
+        SCOPED_TRACE(std::string(tt::dtypeName(dtype)) + " " +
+                     describe(c, causal));
+        Inputs in = inputsOf(dtype, c, seed += 4);
+        Results want = cpuResults(cpu, dtype, c, in, causal);
+        Results got = gpuResults(dtype, c, in, causal);
+        expectNear(got.out, want.out, rtol, "out");
+        expectNear(got.dq, want.dq, rtol, "dq");
+        expectNear(got.dk, want.dk, rtol, "dk");
+        expectNear(got.dv, want.dv, rtol, "dv");
+      }
+  }
+}
+
+// Many query tiles, batches and heads: the grid-stride work order and the
+// causal tile skipping at a realistic size; the backward is bitwise
+// deterministic.
+TEST_F(CudaAttention, LargeCausalAndDeterministic) {
+  const Case c{2, 300, 300, 8, 2, 128, 128};
+  Inputs in = inputsOf(TESSEL_F32, c, 7);
+  Results want = cpuResults(cpu, TESSEL_F32, c, in, true);
+  Results first = gpuResults(TESSEL_F32, c, in, true);
+  Results second = gpuResults(TESSEL_F32, c, in, true);
+  expectNear(first.out, want.out, 1e-5, "out");
+  expectNear(first.dq, want.dq, 1e-5, "dq");
+  expectNear(first.dk, want.dk, 1e-5, "dk");
+  expectNear(first.dv, want.dv, 1e-5, "dv");
+  EXPECT_EQ(first.dq, second.dq);
+  EXPECT_EQ(first.dk, second.dk);
+  EXPECT_EQ(first.dv, second.dv);
+}
+
+// No keys: a zero output and zero gradients, overwriting what was there.
+TEST_F(CudaAttention, NoKeys) {
+  const Case c{2, 5, 0, 4, 2, 16, 8};
+  std::vector<float> ones(size_t(c.b * c.s * c.h * 16), 1.0f);
+  void *q = upload(gpu, ones), *out = upload(gpu, ones), *dq = upload(gpu, ones);
+  void *g = upload(gpu, ones);
+  float dummy = 0;
+  void *kv = upload(gpu, std::vector<float>{dummy});
+  tessel_attention(gpu, TESSEL_F32, q, kv, kv, out, c.b, c.s, c.t, c.h, c.hkv,
+                   c.d, c.e, 1.0, 1);
+  tessel_attention_grad(gpu, TESSEL_F32, q, kv, kv, g, dq, kv, kv, c.b, c.s,
+                        c.t, c.h, c.hkv, c.d, c.e, 1.0, 1);
+  auto o = download<float>(gpu, out, size_t(c.b * c.s * c.h * c.e));
+  auto gq = download<float>(gpu, dq, size_t(c.b * c.s * c.h * c.d));
+  for (float x : o)
+    EXPECT_EQ(x, 0.0f);
+  for (float x : gq)
+    EXPECT_EQ(x, 0.0f);
+  for (void *p : {q, out, dq, g, kv})
+    tessel_free(gpu, p);
+}
+
+TEST_F(CudaAttention, HeadDimBeyond256IsRefused) {
+  void *buf = tessel_alloc(gpu, 4 * 300 * 4);
+  tessel_attention(gpu, TESSEL_F32, buf, buf, buf, buf, 1, 1, 1, 1, 1, 300, 4,
+                   1.0, 0);
+  const char *err = tessel_error(gpu);
+  ASSERT_NE(err, nullptr);
+  EXPECT_NE(std::string(err).find("head dim 300 > 256 not supported"),
+            std::string::npos)
+      << err;
+  tessel_clear_error(gpu);
+  tessel_free(gpu, buf);
+}
+
+} // namespace

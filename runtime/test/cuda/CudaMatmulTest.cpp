@@ -1,0 +1,215 @@
+//===- CudaMatmulTest.cpp - The cuBLASLt GEMM against the CPU -------------===//
+//
+// Host: the row-major to column-major mapping (ltGemmLayout) drives a plain
+// column-major GEMM loop, as cuBLASLt would read the buffers, for every
+// transA/transB/bShared combination; it must give the CPU backend's
+// tessel_matmul. GPU (skipped without a device): tessel_matmul on both
+// backends for every dtype, transposition, batch and shared B.
+//
+//===----------------------------------------------------------------------===//
+
+#include "cuda/CudaTestUtil.h"
+#include "cuda/matmul.h"
+
+#include <cmath>
+#include <random>
+
+using namespace tessel::cuda;
+using tessel::cudatest::CpuVsCuda;
+using tessel::cudatest::createContext;
+
+namespace {
+
+struct Shape {
+  int64_t batch, m, n, k;
+};
+
+std::vector<double> randomDoubles(size_t n, uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<double> dist(-1.0, 1.0);
+  std::vector<double> v(n);
+  for (double &x : v)
+    x = dist(gen);
+  return v;
+}
+
+/// Element (r, c) of a column-major matrix.
+double at(const double *p, const LtMatrix &mat, bool trans, int64_t r,
+          int64_t c) {
+  return trans ? p[c + r * mat.ld] : p[r + c * mat.ld];
+}
+
+/// D = opX(X)·opY(Y) per strided batch, reading the buffers as cuBLASLt
+/// would with the layout's rows, columns, leading dimensions and strides.
+std::vector<double> columnMajorGemm(const LtGemmLayout &l, const double *x,
+                                    const double *y, size_t outCount) {
+  std::vector<double> d(outCount, NAN);
+  for (int64_t b = 0; b < l.batch; ++b) {
+    const double *xb = x + b * l.x.batchStride;
+    const double *yb = y + b * l.y.batchStride;
+    double *db = d.data() + b * l.d.batchStride;
+    for (int64_t i = 0; i < l.m; ++i)
+      for (int64_t j = 0; j < l.n; ++j) {
+        double acc = 0;
+        for (int64_t p = 0; p < l.k; ++p)
+          acc += at(xb, l.x, l.transX, i, p) * at(yb, l.y, l.transY, p, j);
+        db[i + j * l.d.ld] = acc;
+      }
+  }
+  return d;
+}
+
+} // namespace
+
+TEST(CudaMatmulHost, LayoutMappingMatchesCpuForEveryCombination) {
+  tessel_ctx *cpu = createContext("cpu");
+  ASSERT_NE(cpu, nullptr);
+  for (Shape s : {Shape{1, 1, 1, 1}, Shape{1, 7, 13, 5}, Shape{3, 7, 13, 5},
+                  Shape{3, 4, 6, 9}}) {
+    for (int combo = 0; combo < 8; ++combo) {
+      bool ta = combo & 1, tb = combo & 2, shared = combo & 4;
+      LtGemmLayout l = ltGemmLayout(s.batch, s.m, s.n, s.k, ta, tb, shared);
+      // The layout describes the matrices the swap needs.
+      EXPECT_EQ(l.m, s.n);
+      EXPECT_EQ(l.k, s.k);
+      EXPECT_EQ(l.n * l.batch, s.m * s.batch);
+      EXPECT_EQ(l.x.rows, l.transX ? l.k : l.m);
+      EXPECT_EQ(l.x.cols, l.transX ? l.m : l.k);
+      EXPECT_EQ(l.y.rows, l.transY ? l.n : l.k);
+      EXPECT_EQ(l.y.cols, l.transY ? l.k : l.n);
+      EXPECT_EQ(l.d.rows, l.m);
+      EXPECT_EQ(l.d.cols, l.n);
+      EXPECT_GE(l.x.ld, l.x.rows);
+      EXPECT_GE(l.y.ld, l.y.rows);
+      EXPECT_GE(l.d.ld, l.d.rows);
+      if (shared && !ta)
+        EXPECT_EQ(l.batch, 1) << "a shared B folds the batch into M";
+
+      std::vector<double> a = randomDoubles(size_t(s.batch * s.m * s.k), 1);
+      std::vector<double> b =
+          randomDoubles(size_t((shared ? 1 : s.batch) * s.k * s.n), 2);
+      size_t outCount = size_t(s.batch * s.m * s.n);
+      std::vector<double> want(outCount);
+      tessel_matmul(cpu, TESSEL_F64, a.data(), b.data(), want.data(), s.batch,
+                    s.m, s.n, s.k, ta, tb, shared);
+      // cuBLASLt's X is our B, its Y our A, its D our C.
+      std::vector<double> got =
+          columnMajorGemm(l, b.data(), a.data(), outCount);
+      for (size_t i = 0; i < outCount; ++i)
+        ASSERT_NEAR(got[i], want[i], 1e-12)
+            << "combo " << combo << " element " << i;
+    }
+  }
+  EXPECT_EQ(tessel_error(cpu), nullptr);
+  tessel_ctx_destroy(cpu);
+}
+
+TEST(CudaMatmulHost, HugeFoldedBatchKeepsTheStridedBatch) {
+  // batch·M beyond INT_MAX cannot fold: B's batch stride 0 instead.
+  LtGemmLayout l =
+      ltGemmLayout(int64_t(1) << 20, 4096, 8, 8, false, false, true);
+  EXPECT_EQ(l.batch, int64_t(1) << 20);
+  EXPECT_EQ(l.x.batchStride, 0);
+  EXPECT_EQ(l.n, 4096);
+}
+
+//===--- GPU tests --------------------------------------------------------===//
+
+namespace {
+
+class CudaMatmul : public CpuVsCuda {
+protected:
+  /// tessel_matmul of `dtype` on both backends; expects the GPU within
+  /// 2 ulps of the output format of the CPU plus an f32 (f64) accumulation
+  /// error of k·eps·Σ|a||b|.
+  void check(int32_t dtype, Shape s, bool ta, bool tb, bool shared) {
+    size_t es = size_t(tessel_dtype_size(dtype));
+    size_t aCount = size_t(s.batch * s.m * s.k);
+    size_t bCount = size_t((shared ? 1 : s.batch) * s.k * s.n);
+    size_t cCount = size_t(s.batch * s.m * s.n);
+    std::vector<double> a64 = randomDoubles(aCount, 3);
+    std::vector<double> b64 = randomDoubles(bCount, 4);
+    auto toDtype = [&](const std::vector<double> &v) {
+      std::vector<uint8_t> out(v.size() * es);
+      tessel_cast(cpu, TESSEL_F64, dtype, v.data(), out.data(),
+                  int64_t(v.size()));
+      return out;
+    };
+    std::vector<uint8_t> a = toDtype(a64), b = toDtype(b64);
+    std::vector<uint8_t> want(cCount * es);
+    tessel_matmul(cpu, dtype, a.data(), b.data(), want.data(), s.batch, s.m,
+                  s.n, s.k, ta, tb, shared);
+    void *ga = upload(gpu, a), *gb = upload(gpu, b);
+    void *gc = tessel_alloc(gpu, int64_t(std::max<size_t>(cCount, 1) * es));
+    tessel_matmul(gpu, dtype, ga, gb, gc, s.batch, s.m, s.n, s.k, ta, tb,
+                  shared);
+    std::vector<uint8_t> got = download<uint8_t>(gpu, gc, cCount * es);
+    ASSERT_EQ(tessel_error(gpu), nullptr) << tessel_error(gpu);
+    std::vector<double> wantD(cCount), gotD(cCount);
+    if (cCount) {
+      tessel_cast(cpu, dtype, TESSEL_F64, want.data(), wantD.data(),
+                  int64_t(cCount));
+      tessel_cast(cpu, dtype, TESSEL_F64, got.data(), gotD.data(),
+                  int64_t(cCount));
+    }
+    double ulp = dtype == TESSEL_F64   ? 0x1p-52
+                 : dtype == TESSEL_F32 ? 0x1p-23
+                 : dtype == TESSEL_F16 ? 0x1p-10
+                                       : 0x1p-7;
+    double eps = dtype == TESSEL_F64 ? 0x1p-52 : 0x1p-23;
+    // |entries| <= 1: Σ|a||b| <= k.
+    double bound = double(s.k) * double(s.k) * eps;
+    for (size_t i = 0; i < cCount; ++i)
+      ASSERT_LE(std::fabs(gotD[i] - wantD[i]),
+                2 * ulp * std::fabs(wantD[i]) + 2 * bound)
+          << "dtype " << dtype << " ta " << ta << " tb " << tb << " shared "
+          << shared << " element " << i;
+    tessel_free(gpu, ga);
+    tessel_free(gpu, gb);
+    tessel_free(gpu, gc);
+  }
+};
+
+} // namespace
+
+TEST_F(CudaMatmul, MatchesCpuForEveryDtypeAndCombination) {
+  for (int32_t dtype : {TESSEL_F32, TESSEL_F64, TESSEL_F16, TESSEL_BF16})
+    for (Shape s : {Shape{1, 1, 1, 1}, Shape{1, 7, 13, 5}, Shape{3, 7, 13, 5},
+                    Shape{1, 64, 128, 96}, Shape{3, 64, 128, 96}})
+      for (int combo = 0; combo < 8; ++combo)
+        check(dtype, s, combo & 1, combo & 2, combo & 4);
+}
+
+TEST_F(CudaMatmul, EmptyDimensions) {
+  // k = 0 is the empty sum (zeros); m, n or batch 0 write nothing.
+  for (int32_t dtype : {TESSEL_F32, TESSEL_BF16}) {
+    check(dtype, Shape{2, 3, 4, 0}, false, false, false);
+    check(dtype, Shape{0, 3, 4, 5}, false, true, false);
+    check(dtype, Shape{2, 0, 4, 5}, true, false, true);
+    check(dtype, Shape{2, 3, 0, 5}, true, true, false);
+  }
+}
+
+TEST_F(CudaMatmul, OddlyAlignedOperands) {
+  // Views into larger buffers (an element past the 256-byte alignment of
+  // tessel_alloc): the heuristic must be told the real alignment.
+  const int64_t m = 33, n = 17, k = 9;
+  std::vector<float> a(size_t(m * k + 1)), b(size_t(k * n + 1));
+  std::mt19937 gen(8);
+  for (float &v : a)
+    v = float(gen() % 17) - 8.0f; // small integers: exact in any order
+  for (float &v : b)
+    v = float(gen() % 17) - 8.0f;
+  std::vector<float> want(size_t(m * n));
+  tessel_matmul(cpu, TESSEL_F32, a.data() + 1, b.data() + 1, want.data(), 1, m,
+                n, k, 0, 0, 0);
+  float *ga = static_cast<float *>(upload(gpu, a));
+  float *gb = static_cast<float *>(upload(gpu, b));
+  float *gc = static_cast<float *>(tessel_alloc(gpu, int64_t((m * n + 1) * 4)));
+  tessel_matmul(gpu, TESSEL_F32, ga + 1, gb + 1, gc + 1, 1, m, n, k, 0, 0, 0);
+  std::vector<float> got = download<float>(gpu, gc + 1, size_t(m * n));
+  EXPECT_EQ(got, want);
+  tessel_free(gpu, ga);
+  tessel_free(gpu, gb);
+  tessel_free(gpu, gc);
+}

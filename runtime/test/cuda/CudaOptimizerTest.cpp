@@ -1,0 +1,525 @@
+//===- CudaOptimizerTest.cpp - The CUDA optimizer kernels vs the CPU -------===//
+//
+// Host tests: optimizer_math.h's per-element SGD / Adam / AdamW, run in
+// plain loops, equal the CPU backend's tessel_optimizer_update bit for bit
+// (every option combination, several steps, with and without a gradient
+// scale, f32 / f64 / f16 / bf16); clipScaleValue equals tessel_clip_scale;
+// the sum of squares partitioned as the kernel partitions it matches
+// tessel_sum_squares; the multi-tensor chunk walk (optimizer.h) equals
+// per-tensor updates. GPU tests (skipped without a device): each kernel on
+// a CUDA context against the CPU context through the C ABI.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaTestUtil.h"
+
+#include "cuda/optimizer.h"
+#include "cuda/optimizer_math.h"
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+
+using namespace tessel::cuda;
+using namespace tessel::cuda::stored;
+using tessel::cudatest::createContext;
+using tessel::cudatest::CpuVsCuda;
+
+namespace {
+
+template <class T> int32_t dtypeOf();
+template <> int32_t dtypeOf<float>() { return TESSEL_F32; }
+template <> int32_t dtypeOf<double>() { return TESSEL_F64; }
+template <> int32_t dtypeOf<Half>() { return TESSEL_F16; }
+template <> int32_t dtypeOf<BFloat>() { return TESSEL_BF16; }
+
+template <class T> const char *dtypeName() {
+  switch (dtypeOf<T>()) {
+  case TESSEL_F32:
+    return "f32";
+  case TESSEL_F64:
+    return "f64";
+  case TESSEL_F16:
+    return "f16";
+  default:
+    return "bf16";
+  }
+}
+
+template <class T>
+std::vector<T> randomValues(std::mt19937_64 &rng, size_t n, double sd) {
+  std::normal_distribution<double> dist(0.0, sd);
+  std::vector<T> out(n);
+  for (T &x : out)
+    x = fromDouble<T>(dist(rng));
+  return out;
+}
+
+/// Index of the first element whose bytes differ, or -1.
+template <class T>
+int64_t firstDifference(const std::vector<T> &a, const std::vector<T> &b) {
+  for (size_t i = 0; i < a.size(); ++i)
+    if (std::memcmp(&a[i], &b[i], sizeof(T)) != 0)
+      return int64_t(i);
+  return -1;
+}
+
+struct OptCase {
+  const char *name;
+  tessel_optimizer opt;
+};
+
+std::vector<OptCase> optimizerCases() {
+  auto sgd = [](double momentum, int nesterov, double wd) {
+    tessel_optimizer o{};
+    o.kind = TESSEL_OPT_SGD;
+    o.momentum = momentum;
+    o.nesterov = nesterov;
+    o.weight_decay = wd;
+    return o;
+  };
+  auto adam = [](int32_t kind, double b1, double b2, double eps, double wd) {
+    tessel_optimizer o{};
+    o.kind = kind;
+    o.beta1 = b1;
+    o.beta2 = b2;
+    o.eps = eps;
+    o.weight_decay = wd;
+    return o;
+  };
+  return {
+      {"sgd", sgd(0.0, 0, 0.0)},
+      {"sgd-wd", sgd(0.0, 0, 0.01)},
+      {"sgd-momentum", sgd(0.9, 0, 0.0)},
+      {"sgd-nesterov", sgd(0.9, 1, 0.0)},
+      {"sgd-nesterov-wd", sgd(0.85, 1, 0.05)},
+      {"sgd-momentum-wd", sgd(0.9, 0, 1e-4)},
+      {"adam", adam(TESSEL_OPT_ADAM, 0.9, 0.999, 1e-8, 0.0)},
+      {"adam-l2", adam(TESSEL_OPT_ADAM, 0.9, 0.999, 1e-8, 0.01)},
+      {"adam-betas", adam(TESSEL_OPT_ADAM, 0.8, 0.95, 1e-6, 0.0)},
+      {"adamw", adam(TESSEL_OPT_ADAMW, 0.9, 0.999, 1e-8, 0.0)},
+      {"adamw-wd", adam(TESSEL_OPT_ADAMW, 0.9, 0.95, 1e-8, 0.1)},
+  };
+}
+
+bool isAdam(const tessel_optimizer &o) { return o.kind != TESSEL_OPT_SGD; }
+
+/// This test's learning rate and gradient scale of 1-based `step`.
+double lrAt(int64_t step) { return 1e-2 * (1.0 + 0.25 * double(step)); }
+float scaleAt(int64_t step) { return 0.37f / float(step); }
+
+/// One parameter tensor, its gradient and state on a context.
+template <class T> struct DeviceTensors {
+  tessel_ctx *ctx;
+  void *param, *grad, *s0, *s1, *scale;
+  DeviceTensors(tessel_ctx *c, const std::vector<T> &p, size_t n) : ctx(c) {
+    param = tessel_alloc(ctx, int64_t(n * sizeof(T)) + 64);
+    grad = tessel_alloc(ctx, int64_t(n * sizeof(T)) + 64);
+    s0 = tessel_alloc(ctx, int64_t(n * sizeof(float)) + 64);
+    s1 = tessel_alloc(ctx, int64_t(n * sizeof(float)) + 64);
+    scale = tessel_alloc(ctx, 4);
+    if (n)
+      tessel_copy_to_device(ctx, param, p.data(), int64_t(n * sizeof(T)));
+  }
+  ~DeviceTensors() {
+    for (void *q : {param, grad, s0, s1, scale})
+      tessel_free(ctx, q);
+  }
+  /// One update with gradient g; `offset` elements into each buffer.
+  void step(const tessel_optimizer &opt, const std::vector<T> &g,
+            int64_t step, bool withScale, int64_t offset = 0) {
+    int64_t n = int64_t(g.size());
+    char *p = static_cast<char *>(param) + offset * sizeof(T);
+    char *gd = static_cast<char *>(grad) + offset * sizeof(T);
+    float *m = static_cast<float *>(s0) + offset;
+    float *v = static_cast<float *>(s1) + offset;
+    if (n)
+      tessel_copy_to_device(ctx, gd, g.data(), n * int64_t(sizeof(T)));
+    float s = scaleAt(step);
+    tessel_copy_to_device(ctx, scale, &s, 4);
+    bool needsState0 = isAdam(opt) || opt.momentum != 0.0;
+    tessel_optimizer_update(ctx, &opt, dtypeOf<T>(), p, gd,
+                            withScale ? scale : nullptr,
+                            needsState0 ? m : nullptr, isAdam(opt) ? v : nullptr,
+                            n, step, lrAt(step));
+  }
+  template <class U> std::vector<U> read(const void *base, int64_t offset,
+                                         size_t n) {
+    std::vector<U> out(n);
+    tessel_synchronize(ctx);
+    if (n)
+      tessel_copy_to_host(ctx, out.data(),
+                          static_cast<const U *>(base) + offset,
+                          int64_t(n * sizeof(U)));
+    return out;
+  }
+};
+
+/// The HD functions over a host tensor: what one kernel call computes.
+template <class T>
+void hostUpdate(const tessel_optimizer &opt, std::vector<T> &param,
+                const std::vector<T> &grad, std::vector<float> &s0,
+                std::vector<float> &s1, int64_t step, bool withScale) {
+  using C = typename Elem<T>::Compute;
+  C scale = C(withScale ? scaleAt(step) : 1.0f);
+  if (isAdam(opt)) {
+    AdamCoeffs<C> k = makeAdamCoeffs<C>(opt, step, lrAt(step));
+    for (size_t i = 0; i < param.size(); ++i)
+      param[i] = Elem<T>::store(adamElement(k, C(Elem<T>::load(param[i])),
+                                            C(Elem<T>::load(grad[i])), scale,
+                                            s0[i], s1[i]));
+  } else {
+    SgdCoeffs<C> k = makeSgdCoeffs<C>(opt, lrAt(step));
+    for (size_t i = 0; i < param.size(); ++i)
+      param[i] = Elem<T>::store(sgdElement(k, C(Elem<T>::load(param[i])),
+                                           C(Elem<T>::load(grad[i])), scale,
+                                           s0[i]));
+  }
+}
+
+template <class T> void expectHostUpdateEqualsCpu(size_t n) {
+  tessel_ctx *cpu = createContext("cpu");
+  ASSERT_NE(cpu, nullptr);
+  for (const OptCase &c : optimizerCases()) {
+    for (bool withScale : {false, true}) {
+      SCOPED_TRACE(std::string(c.name) + " " + dtypeName<T>() + " n=" +
+                   std::to_string(n) + (withScale ? " scaled" : ""));
+      std::mt19937_64 rng(n * 31 + 7);
+      std::vector<T> param = randomValues<T>(rng, n, 1.0);
+      std::vector<float> s0(n, 0.0f), s1(n, 0.0f);
+      DeviceTensors<T> dev(cpu, param, n);
+      for (int64_t step = 1; step <= 4; ++step) {
+        std::vector<T> grad = randomValues<T>(rng, n, 0.5);
+        dev.step(c.opt, grad, step, withScale);
+        hostUpdate(c.opt, param, grad, s0, s1, step, withScale);
+        ASSERT_EQ(firstDifference(param, dev.template read<T>(dev.param, 0, n)),
+                  -1)
+            << "param after step " << step;
+        if (isAdam(c.opt) || c.opt.momentum != 0.0)
+          ASSERT_EQ(firstDifference(s0, dev.template read<float>(dev.s0, 0, n)),
+                    -1)
+              << "state0 after step " << step;
+        if (isAdam(c.opt))
+          ASSERT_EQ(firstDifference(s1, dev.template read<float>(dev.s1, 0, n)),
+                    -1)
+              << "state1 after step " << step;
+      }
+    }
+  }
+  EXPECT_EQ(tessel_error(cpu), nullptr);
+  tessel_ctx_destroy(cpu);
+}
+
+} // namespace
+
+//===--- Host: the HD arithmetic against the CPU backend ------------------===//
+
+TEST(CudaOptimizerHost, UpdateEqualsCpuF32) {
+  for (size_t n : {1, 7, 1000, 4099})
+    expectHostUpdateEqualsCpu<float>(n);
+}
+
+TEST(CudaOptimizerHost, UpdateEqualsCpuF64) {
+  for (size_t n : {1, 5, 2051})
+    expectHostUpdateEqualsCpu<double>(n);
+}
+
+TEST(CudaOptimizerHost, UpdateEqualsCpuF16) {
+  for (size_t n : {3, 1025})
+    expectHostUpdateEqualsCpu<Half>(n);
+}
+
+TEST(CudaOptimizerHost, UpdateEqualsCpuBf16) {
+  for (size_t n : {3, 1025})
+    expectHostUpdateEqualsCpu<BFloat>(n);
+}
+
+TEST(CudaOptimizerHost, ClipScaleEqualsCpu) {
+  tessel_ctx *cpu = createContext("cpu");
+  ASSERT_NE(cpu, nullptr);
+  float *sum = static_cast<float *>(tessel_alloc(cpu, 4));
+  float *gs = static_cast<float *>(tessel_alloc(cpu, 4));
+  float *out = static_cast<float *>(tessel_alloc(cpu, 4));
+  int checked = 0;
+  for (float s : {0.0f, 1e-12f, 0.25f, 4.0f, 123.456f, 1e6f, 3e30f})
+    for (double maxNorm : {-1.0, 0.0, 1e-3, 0.5, 1.0, 7.3, 1e9})
+      for (int scaled = 0; scaled < 3; ++scaled) {
+        float g = scaled == 1 ? 0.25f : 1.0f / 3.0f;
+        tessel_copy_to_device(cpu, sum, &s, 4);
+        tessel_copy_to_device(cpu, gs, &g, 4);
+        tessel_clip_scale(cpu, sum, maxNorm, scaled ? gs : nullptr, out);
+        float cpuScale;
+        tessel_copy_to_host(cpu, &cpuScale, out, 4);
+        float hd = clipScaleValue(s, maxNorm, scaled != 0, g);
+        EXPECT_EQ(floatBits(hd), floatBits(cpuScale))
+            << "sum " << s << " max_norm " << maxNorm << " scaled " << scaled;
+        ++checked;
+      }
+  EXPECT_EQ(checked, 7 * 7 * 3);
+  for (void *p : {(void *)sum, (void *)gs, (void *)out})
+    tessel_free(cpu, p);
+  tessel_ctx_destroy(cpu);
+}
+
+namespace {
+
+/// Σx² in f64 split as the kernel splits it: 1024 threads' worth of blocks
+/// at most, each thread a strided share, the partials added in order.
+template <class T> double partitionedSumSquares(const std::vector<T> &x) {
+  const int64_t threads = 256, maxBlocks = 1024, n = int64_t(x.size());
+  int64_t blocks = std::max<int64_t>(
+      1, std::min<int64_t>(maxBlocks, (n + 4 * threads - 1) / (4 * threads)));
+  int64_t stride = blocks * threads;
+  double total = 0.0;
+  for (int64_t b = 0; b < blocks; ++b) {
+    double partial = 0.0;
+    for (int64_t t = 0; t < threads; ++t) {
+      int64_t tid = b * threads + t;
+      double acc = 0.0;
+      for (int64_t i = tid; i < n / 4; i += stride)
+        for (int64_t j = 0; j < 4; ++j) {
+          double v = double(Elem<T>::load(x[size_t(4 * i + j)]));
+          acc += v * v;
+        }
+      for (int64_t i = n / 4 * 4 + tid; i < n; i += stride) {
+        double v = double(Elem<T>::load(x[size_t(i)]));
+        acc += v * v;
+      }
+      partial += acc;
+    }
+    total += partial;
+  }
+  return total;
+}
+
+template <class T> void expectSumSquaresMatchesCpu(size_t n) {
+  SCOPED_TRACE(std::string(dtypeName<T>()) + " n=" + std::to_string(n));
+  tessel_ctx *cpu = createContext("cpu");
+  ASSERT_NE(cpu, nullptr);
+  std::mt19937_64 rng(n + 3);
+  std::vector<T> x = randomValues<T>(rng, n, 2.0);
+  void *dx = tessel_alloc(cpu, int64_t(n * sizeof(T)) + 8);
+  if (n)
+    tessel_copy_to_device(cpu, dx, x.data(), int64_t(n * sizeof(T)));
+  float start = 2.5f; // accumulates into *sum
+  float *sum = static_cast<float *>(tessel_alloc(cpu, 4));
+  tessel_copy_to_device(cpu, sum, &start, 4);
+  tessel_sum_squares(cpu, dtypeOf<T>(), dx, int64_t(n), sum);
+  float cpuSum;
+  tessel_copy_to_host(cpu, &cpuSum, sum, 4);
+  float hostSum = float(double(start) + partitionedSumSquares(x));
+  EXPECT_NEAR(hostSum, cpuSum, 1e-6 * std::fabs(cpuSum));
+  tessel_free(cpu, dx);
+  tessel_free(cpu, sum);
+  tessel_ctx_destroy(cpu);
+}
+
+} // namespace
+
+TEST(CudaOptimizerHost, SumSquaresPartitionMatchesCpu) {
+  for (size_t n : {0, 1, 5, 1023, 4099, 300001})
+    expectSumSquaresMatchesCpu<float>(n);
+  for (size_t n : {3, 70001})
+    expectSumSquaresMatchesCpu<double>(n);
+  expectSumSquaresMatchesCpu<BFloat>(9999);
+  expectSumSquaresMatchesCpu<Half>(9999);
+}
+
+//===--- Host: the multi-tensor chunk walk --------------------------------===//
+
+namespace {
+
+template <class T> void expectChunkWalkEqualsCpu(int32_t kind) {
+  SCOPED_TRACE(dtypeName<T>());
+  tessel_optimizer opt{};
+  opt.kind = kind;
+  opt.beta1 = 0.9;
+  opt.beta2 = 0.95;
+  opt.eps = 1e-8;
+  opt.weight_decay = 0.1;
+  const std::vector<size_t> sizes = {1, 5, 0, size_t(kAdamChunkElements),
+                                     size_t(2 * kAdamChunkElements + 7), 3000};
+  tessel_ctx *cpu = createContext("cpu");
+  ASSERT_NE(cpu, nullptr);
+  std::mt19937_64 rng(11);
+  std::vector<std::vector<T>> params, grads;
+  std::vector<std::vector<float>> ms, vs;
+  std::vector<std::unique_ptr<DeviceTensors<T>>> devs;
+  TensorChunkList list;
+  for (size_t n : sizes) {
+    params.push_back(randomValues<T>(rng, n, 1.0));
+    grads.emplace_back(n);
+    ms.emplace_back(n, 0.0f);
+    vs.emplace_back(n, 0.0f);
+    devs.push_back(std::make_unique<DeviceTensors<T>>(cpu, params.back(), n));
+  }
+  for (size_t t = 0; t < sizes.size(); ++t)
+    list.tensors.push_back({params[t].data(), grads[t].data(), ms[t].data(),
+                            vs[t].data(), int64_t(sizes[t])});
+  std::vector<AdamChunk> chunks = adamChunks(list, int64_t(sizeof(T)));
+  ASSERT_EQ(chunks.size(), size_t(1 + 1 + 1 + 3 + 1));
+  using C = typename Elem<T>::Compute;
+  for (int64_t step = 1; step <= 3; ++step) {
+    for (size_t t = 0; t < sizes.size(); ++t) {
+      grads[t] = randomValues<T>(rng, sizes[t], 0.5);
+      list.tensors[t].grad = grads[t].data();
+      devs[t]->step(opt, grads[t], step, true);
+    }
+    chunks = adamChunks(list, int64_t(sizeof(T)));
+    AdamCoeffs<C> k = makeAdamCoeffs<C>(opt, step, lrAt(step));
+    C scale = C(scaleAt(step));
+    for (const AdamChunk &c : chunks) {
+      T *p = static_cast<T *>(c.param);
+      const T *g = static_cast<const T *>(c.grad);
+      for (int64_t i = 0; i < c.count; ++i)
+        p[i] = Elem<T>::store(adamElement(k, C(Elem<T>::load(p[i])),
+                                          C(Elem<T>::load(g[i])), scale,
+                                          c.m[i], c.v[i]));
+    }
+    for (size_t t = 0; t < sizes.size(); ++t) {
+      DeviceTensors<T> &d = *devs[t];
+      ASSERT_EQ(firstDifference(params[t],
+                                d.template read<T>(d.param, 0, sizes[t])),
+                -1)
+          << "tensor " << t << " step " << step;
+      ASSERT_EQ(firstDifference(vs[t], d.template read<float>(d.s1, 0, sizes[t])),
+                -1)
+          << "tensor " << t << " step " << step;
+    }
+  }
+  devs.clear();
+  EXPECT_EQ(tessel_error(cpu), nullptr);
+  tessel_ctx_destroy(cpu);
+}
+
+} // namespace
+
+TEST(CudaOptimizerHost, MultiTensorChunkWalkEqualsCpu) {
+  expectChunkWalkEqualsCpu<float>(TESSEL_OPT_ADAMW);
+  expectChunkWalkEqualsCpu<BFloat>(TESSEL_OPT_ADAMW);
+  expectChunkWalkEqualsCpu<float>(TESSEL_OPT_ADAM);
+}
+
+//===--- GPU: the kernels against the CPU backend -------------------------===//
+
+namespace {
+
+/// The same updates on both contexts; every byte of param and state equal.
+/// `offset` elements into the buffers breaks the 128-bit alignment.
+template <class T>
+void expectGpuUpdateEqualsCpu(tessel_ctx *cpu, tessel_ctx *gpu, size_t n,
+                              int64_t offset) {
+  for (const OptCase &c : optimizerCases())
+    for (bool withScale : {false, true}) {
+      SCOPED_TRACE(std::string(c.name) + " " + dtypeName<T>() + " n=" +
+                   std::to_string(n) + " offset=" + std::to_string(offset) +
+                   (withScale ? " scaled" : ""));
+      std::mt19937_64 rng(n + 5);
+      std::vector<T> param = randomValues<T>(rng, n + size_t(offset), 1.0);
+      DeviceTensors<T> a(cpu, param, param.size()), b(gpu, param, param.size());
+      for (int64_t step = 1; step <= 3; ++step) {
+        std::vector<T> grad = randomValues<T>(rng, n, 0.5);
+        a.step(c.opt, grad, step, withScale, offset);
+        b.step(c.opt, grad, step, withScale, offset);
+      }
+      ASSERT_EQ(firstDifference(a.template read<T>(a.param, offset, n),
+                                b.template read<T>(b.param, offset, n)),
+                -1);
+      if (isAdam(c.opt) || c.opt.momentum != 0.0)
+        ASSERT_EQ(firstDifference(a.template read<float>(a.s0, offset, n),
+                                  b.template read<float>(b.s0, offset, n)),
+                  -1);
+      if (isAdam(c.opt))
+        ASSERT_EQ(firstDifference(a.template read<float>(a.s1, offset, n),
+                                  b.template read<float>(b.s1, offset, n)),
+                  -1);
+    }
+}
+
+} // namespace
+
+TEST_F(CpuVsCuda, OptimizerUpdateBitExact) {
+  for (size_t n : {1, 4099, 1 << 18})
+    for (int64_t offset : {0, 1}) {
+      expectGpuUpdateEqualsCpu<float>(cpu, gpu, n, offset);
+      expectGpuUpdateEqualsCpu<double>(cpu, gpu, n, offset);
+      expectGpuUpdateEqualsCpu<Half>(cpu, gpu, n, offset);
+      expectGpuUpdateEqualsCpu<BFloat>(cpu, gpu, n, offset);
+    }
+}
+
+TEST_F(CpuVsCuda, SumSquaresAccumulatesAndIsDeterministic) {
+  for (size_t n : {0, 1, 7, 1000, (1 << 20) + 3})
+    for (int64_t offset : {0, 1}) {
+      SCOPED_TRACE("n=" + std::to_string(n) + " offset=" +
+                   std::to_string(offset));
+      std::mt19937_64 rng(n);
+      std::vector<float> x = randomValues<float>(rng, n + size_t(offset), 1.5);
+      void *cx = upload(cpu, x), *gx = upload(gpu, x);
+      float start = 2.5f;
+      void *cs = upload(cpu, std::vector<float>{start});
+      void *gs1 = upload(gpu, std::vector<float>{start});
+      void *gs2 = upload(gpu, std::vector<float>{start});
+      tessel_sum_squares(cpu, TESSEL_F32, static_cast<float *>(cx) + offset,
+                         int64_t(n), cs);
+      tessel_sum_squares(gpu, TESSEL_F32, static_cast<float *>(gx) + offset,
+                         int64_t(n), gs1);
+      tessel_sum_squares(gpu, TESSEL_F32, static_cast<float *>(gx) + offset,
+                         int64_t(n), gs2);
+      float c = download<float>(cpu, cs, 1)[0];
+      float g1 = download<float>(gpu, gs1, 1)[0];
+      float g2 = download<float>(gpu, gs2, 1)[0];
+      EXPECT_NEAR(g1, c, 2e-7 * std::fabs(c)); // f64 sums, orders differ
+      EXPECT_EQ(floatBits(g1), floatBits(g2));
+      for (void *p : {cx, cs})
+        tessel_free(cpu, p);
+      for (void *p : {gx, gs1, gs2})
+        tessel_free(gpu, p);
+    }
+  // The other dtypes, accumulating over two tensors as a global norm does.
+  std::mt19937_64 rng(1);
+  std::vector<double> d = randomValues<double>(rng, 5003, 1.0);
+  std::vector<BFloat> b = randomValues<BFloat>(rng, 777, 1.0);
+  std::vector<Half> h = randomValues<Half>(rng, 4096, 1.0);
+  void *cd = upload(cpu, d), *gd = upload(gpu, d);
+  void *cb = upload(cpu, b), *gb = upload(gpu, b);
+  void *ch = upload(cpu, h), *gh = upload(gpu, h);
+  void *cs = upload(cpu, std::vector<float>{0.0f});
+  void *gs = upload(gpu, std::vector<float>{0.0f});
+  tessel_sum_squares(cpu, TESSEL_F64, cd, 5003, cs);
+  tessel_sum_squares(cpu, TESSEL_BF16, cb, 777, cs);
+  tessel_sum_squares(cpu, TESSEL_F16, ch, 4096, cs);
+  tessel_sum_squares(gpu, TESSEL_F64, gd, 5003, gs);
+  tessel_sum_squares(gpu, TESSEL_BF16, gb, 777, gs);
+  tessel_sum_squares(gpu, TESSEL_F16, gh, 4096, gs);
+  float c = download<float>(cpu, cs, 1)[0], g = download<float>(gpu, gs, 1)[0];
+  EXPECT_NEAR(g, c, 4e-7 * std::fabs(c));
+  for (void *p : {cd, cb, ch, cs})
+    tessel_free(cpu, p);
+  for (void *p : {gd, gb, gh, gs})
+    tessel_free(gpu, p);
+}
+
+TEST_F(CpuVsCuda, ClipScaleBitExact) {
+  for (float s : {0.0f, 0.25f, 4.0f, 1e6f})
+    for (double maxNorm : {0.0, 0.5, 1.0, 1e9})
+      for (bool scaled : {false, true}) {
+        float g = 1.0f / 3.0f;
+        void *cs = upload(cpu, std::vector<float>{s});
+        void *gs = upload(gpu, std::vector<float>{s});
+        void *cg = upload(cpu, std::vector<float>{g});
+        void *gg = upload(gpu, std::vector<float>{g});
+        void *co = upload(cpu, std::vector<float>{0.0f});
+        void *go = upload(gpu, std::vector<float>{0.0f});
+        tessel_clip_scale(cpu, cs, maxNorm, scaled ? cg : nullptr, co);
+        tessel_clip_scale(gpu, gs, maxNorm, scaled ? gg : nullptr, go);
+        EXPECT_EQ(floatBits(download<float>(cpu, co, 1)[0]),
+                  floatBits(download<float>(gpu, go, 1)[0]))
+            << s << " " << maxNorm << " " << scaled;
+        for (void *p : {cs, cg, co})
+          tessel_free(cpu, p);
+        for (void *p : {gs, gg, go})
+          tessel_free(gpu, p);
+      }
+}
