@@ -3,8 +3,9 @@
 // Dropout masks and parameter initialisation are pure functions of (seed,
 // name, step, element, stream), the same on every mesh and every backend, so
 // the hash is part of the runtime's contract and lives in the front. Header-
-// only, integer-only and branch-free, so a CUDA backend can compile it as
-// device code (mark the functions __host__ __device__ there).
+// only, integer-only and branch-free; under nvcc the functions are
+// __host__ __device__, so the CUDA backend's kernels draw from this very
+// code.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,10 +14,16 @@
 
 #include <cstdint>
 
+#ifdef __CUDACC__
+#define TESSEL_RNG_FN __host__ __device__ inline
+#else
+#define TESSEL_RNG_FN inline
+#endif
+
 namespace tessel {
 
 /// splitmix64's finaliser: a bijective mixer with full avalanche.
-inline uint64_t mix64(uint64_t z) {
+TESSEL_RNG_FN uint64_t mix64(uint64_t z) {
   z += 0x9e3779b97f4a7c15ull;
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
@@ -25,7 +32,7 @@ inline uint64_t mix64(uint64_t z) {
 
 /// A hash of four words, each absorbed through a full mix so that nearby
 /// counters give unrelated outputs.
-inline uint64_t hash4(uint64_t a, uint64_t b, uint64_t c, uint64_t d) {
+TESSEL_RNG_FN uint64_t hash4(uint64_t a, uint64_t b, uint64_t c, uint64_t d) {
   uint64_t h = mix64(a);
   h = mix64(h ^ b);
   h = mix64(h ^ c);
@@ -33,7 +40,7 @@ inline uint64_t hash4(uint64_t a, uint64_t b, uint64_t c, uint64_t d) {
 }
 
 /// Uniform in the open interval (0, 1) from the top 53 bits.
-inline double uniformOpen(uint64_t h) {
+TESSEL_RNG_FN double uniformOpen(uint64_t h) {
   return (double(h >> 11) + 0.5) * 0x1p-53;
 }
 

@@ -4,7 +4,7 @@
 // (loss.cu) compute per element, as TESSEL_HD functions: casts between
 // every pair of dtypes (the 16-bit conversions are storage_math.h's), the
 // unary ops and their derivatives, the binary ops and dropout's
-// counter-based mask (the hash is rng_math.h's). Each is the
+// counter-based mask (the hash is core/rng.h's, compiled for the device). Each is the
 // CPU backend's arithmetic (cpu/internal.h, cpu/vecmath.h, cpu/elementwise.cpp,
 // cpu/backward.cpp, core/rng.h) written once more for host and device: the
 // conversions and the mask bit for bit; the f32 exp, tanh and erf as the
@@ -17,7 +17,7 @@
 #ifndef TESSEL_RUNTIME_CUDA_ELEMENTWISE_MATH_H
 #define TESSEL_RUNTIME_CUDA_ELEMENTWISE_MATH_H
 
-#include "cuda/rng_math.h"
+#include "core/rng.h"
 #include "cuda/storage_math.h"
 #include "tessel/runtime.h"
 
@@ -363,14 +363,10 @@ template <int Op, class C> TESSEL_HD C binaryOp(C x, C y, bool &divByZero) {
 
 //===--- Dropout (core/rng.h's hash) --------------------------------------===//
 
-// mix64 and uniformOpen: rng_math.h.
-
-constexpr uint64_t kDropoutDomainHD = 0x74657373656c444full; // rng.h's
-
 /// The part of hash4(kDropoutDomain ^ seed, step, index, stream) that is
 /// the same for every element of a call (computed once on the host).
 TESSEL_HD uint64_t dropoutPrefix(uint64_t seed, uint64_t step) {
-  return mix64(mix64(kDropoutDomainHD ^ seed) ^ step);
+  return mix64(mix64(kDropoutDomain ^ seed) ^ step);
 }
 
 /// Whether element `index` of the whole tensor is kept.

@@ -4,9 +4,7 @@
 // CPU backend computes it (cpu/init.cpp): rng.h's counter hash keyed by
 // (seed, name hash, index, attempt), then Box-Muller (cosine branch) for the
 // normal kinds, resampling outside ±2 for the truncated one. rng.h's
-// functions are host-only inline C++, so the hash is rng_math.h's (a host
-// test checks it against rng.h); rng.h's constants are constexpr and serve
-// both.
+// hash and constants serve host and device alike.
 // The double log/cos on the device may differ from glibc's by an ulp; after
 // rounding to the parameter's type that almost never shows.
 //
@@ -16,7 +14,7 @@
 #define TESSEL_RUNTIME_CUDA_INIT_MATH_H
 
 #include "core/rng.h"
-#include "cuda/rng_math.h"
+#include "core/rng.h"
 #include "cuda/storage_math.h"
 
 #include "tessel/runtime.h"

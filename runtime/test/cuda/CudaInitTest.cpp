@@ -109,21 +109,6 @@ void expectHostInitEqualsCpu(tessel_ctx *cpu, const InitCase &c,
 
 } // namespace
 
-TEST(CudaInitHost, RngCopiesEqualRngH) {
-  std::mt19937_64 rng(2024);
-  for (int i = 0; i < 100000; ++i) {
-    uint64_t a = rng(), b = rng(), c = rng(), d = rng();
-    ASSERT_EQ(mix64(a), tessel::mix64(a));
-    ASSERT_EQ(hash4(a, b, c, d), tessel::hash4(a, b, c, d));
-    double u = uniformOpen(a);
-    ASSERT_EQ(u, tessel::uniformOpen(a));
-    ASSERT_GT(u, 0.0);
-    ASSERT_LT(u, 1.0);
-  }
-  for (uint64_t edge : {uint64_t(0), ~uint64_t(0), uint64_t(1) << 63})
-    EXPECT_EQ(uniformOpen(edge), tessel::uniformOpen(edge));
-}
-
 // Tests storage_math.h's conversions, which every kernel uses, against the
 // CPU backend's: every 16-bit pattern loaded, f32 patterns over the whole
 // range and around the rounding points stored, doubles rounded to odd.
