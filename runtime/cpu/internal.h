@@ -164,8 +164,9 @@ template <class T> inline T fromDouble(double d) {
   } else {
     if (std::isnan(d))
       return T(0);
-    // 2^63 and 2^31 are exact doubles; compare against them, not max().
-    constexpr double hi = -2.0 * double(std::numeric_limits<T>::min());
+    // 2^63 and 2^31 (-min()) are exact doubles; compare against them, not
+    // max(), which rounds up to them as a double.
+    constexpr double hi = -double(std::numeric_limits<T>::min());
     if (d >= hi)
       return std::numeric_limits<T>::max();
     if (d <= double(std::numeric_limits<T>::min()))

@@ -91,25 +91,9 @@ template <class T> TESSEL_HD double toDouble(T v) {
   return double(Elem<T>::load(v));
 }
 
-/// Correctly rounded double to any element type, as cpu/internal.h's
-/// fromDouble: floats are storage_math.h's; integers truncate toward zero,
-/// NaN becomes 0, and they saturate past the CPU's bounds, which are
-/// -2 · min() (2^32 and 2^64: below them but past max(), T(d) converts as
-/// the hardware does). Not stored::fromDouble, whose bounds are 2^31, 2^63.
-template <class T> TESSEL_HD T fromDouble(double d) {
-  if constexpr (!std::is_integral<T>::value) {
-    return stored::fromDouble<T>(d);
-  } else {
-    if (d != d)
-      return T(0);
-    constexpr double lo = double(std::numeric_limits<T>::min());
-    if (d >= -2.0 * lo)
-      return std::numeric_limits<T>::max();
-    if (d <= lo)
-      return std::numeric_limits<T>::min();
-    return T(d);
-  }
-}
+/// Correctly rounded double to any element type (storage_math.h's, equal
+/// to cpu/internal.h's).
+using stored::fromDouble;
 
 /// tessel_cast of one element: integer to integer wraps as C does, one type
 /// to itself copies the bits, everything else goes through double.

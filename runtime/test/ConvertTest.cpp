@@ -135,6 +135,19 @@ TEST_F(ConvertTest, FloatToIntSaturatesAndMapsNaNToZero) {
   EXPECT_EQ(z[0], std::numeric_limits<int64_t>::max());
   EXPECT_EQ(z[1], std::numeric_limits<int64_t>::min());
   EXPECT_EQ(z[2], 0);
+  // Just past the range (2^31 .. 2^32, 2^63 .. 2^64) saturates too (it
+  // once converted there as the hardware does: INT_MIN on x86-64).
+  double past[] = {2147483648.0, 3e9, -2147483649.0, 0x1p63, 1.5 * 0x1p63};
+  int32_t p32[5];
+  int64_t p64[5];
+  tessel_cast(ctx, TESSEL_F64, TESSEL_I32, past, p32, 5);
+  tessel_cast(ctx, TESSEL_F64, TESSEL_I64, past, p64, 5);
+  EXPECT_EQ(p32[0], std::numeric_limits<int32_t>::max());
+  EXPECT_EQ(p32[1], std::numeric_limits<int32_t>::max());
+  EXPECT_EQ(p32[2], std::numeric_limits<int32_t>::min());
+  EXPECT_EQ(p64[3], std::numeric_limits<int64_t>::max());
+  EXPECT_EQ(p64[4], std::numeric_limits<int64_t>::max());
+  EXPECT_EQ(p64[1], int64_t(3000000000));
 }
 
 TEST_F(ConvertTest, IntToIntIsExact) {
