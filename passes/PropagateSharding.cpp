@@ -268,6 +268,17 @@ void Propagator::visit(Operation *op) {
     return visitRepeat(repeat);
   if (auto ret = dyn_cast<func::ReturnOp>(op))
     return visitReturn(ret);
+  // A cast changes only the element type: the cast of an annotated value (a
+  // parameter's bf16 copy under mixed precision) is annotated as it is, so
+  // it keeps a parameter's priority over activations.
+  if (auto cast = dyn_cast<nn::CastOp>(op);
+      cast && annotated.contains(cast.getInput()) &&
+      !annotated.contains(cast.getResult())) {
+    shardings[cast.getResult()] = shardingOf(cast.getInput());
+    annotated.insert(cast.getResult());
+    changed = true;
+    return;
+  }
   if (isa<shard::ShardingInterface>(op))
     decide(op);
 }

@@ -35,6 +35,9 @@ StringRef dtypeName(Type type) {
 int64_t globalDimSize(Value value, unsigned dim,
                       const std::optional<Mesh> &mesh) {
   int64_t size = tensorType(value).getDimSize(dim);
+  // A cast (a parameter's bf16 copy) has its operand's shape and split.
+  while (auto cast = value.getDefiningOp<nn::CastOp>())
+    value = cast.getInput();
   auto arg = dyn_cast<BlockArgument>(value);
   auto func =
       arg ? dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp()) : nullptr;

@@ -1,6 +1,7 @@
 // RUN: tessel-compile %S/../../examples/gpt.mlir --report -o %t.f32.so | FileCheck %s --check-prefix=F32
 // RUN: tessel-compile %S/../../examples/gpt.mlir --precision bf16 --report -o %t.bf16.so | FileCheck %s --check-prefix=BF16
 // RUN: tessel-compile %S/../../examples/gpt.mlir --precision bf16 --mesh dp=2,pp=2 --microbatches 2 --report -o %t.pp.so | FileCheck %s --check-prefix=PP
+// RUN: tessel-compile %S/../../examples/gpt.mlir --precision bf16 --mesh tp=2 --sequence-parallel -o %t.sp.so
 // RUN: not tessel-compile %S/../../examples/gpt.mlir --precision fp8 -o %t.bad.so 2>&1 | FileCheck %s --check-prefix=BAD
 
 // Tests --precision bf16 on examples/gpt.mlir (Ψ = 834,304 parameters):
@@ -25,5 +26,9 @@
 // PP:      point-to-point per step (bytes a rank of each stage sends: 2 activations forward, 2 gradients back)
 // PP-NEXT:   stage 0             131072
 // PP-NEXT:   stage 1             131072
+
+// Sequence parallelism compiles (the run that checks it against one
+// device is tessel-run-precision-tests): the weights' bf16 copies keep the
+// weights' tensor-parallel split, so attention's queries stay whole.
 
 // BAD: --precision fp8: expected f32 or bf16

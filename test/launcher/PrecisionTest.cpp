@@ -100,12 +100,19 @@ TEST_F(PrecisionTest, Bf16WeightsTrackF32WithSgd) {
         << name;
 }
 
-TEST_F(PrecisionTest, Bf16DataParallelTracksOneDevice) {
-  // dp=2 splits the batch; each rank's forward rounds as one device's rows
-  // do, the f32 gradients are averaged: the same step within bf16 noise.
+TEST_F(PrecisionTest, Bf16MeshesTrackOneDevice) {
+  // Each rank's forward rounds as one device's does up to the order of f32
+  // sums; the bf16 copies of tensor-parallel weights are split as their
+  // f32 masters (and keep their priority over the sequence split of
+  // sequence parallelism); the f32 gradients are reduced.
   Trained one = train(sgd + " --precision bf16 --steps 3", "one");
-  Trained dp = train(sgd + " --precision bf16 --mesh dp=2 --steps 3", "dp");
-  expectTracks(dp, one);
+  for (const char *mesh :
+       {"dp=2", "dp=2,tp=2", "tp=2 --sequence-parallel"}) {
+    SCOPED_TRACE(mesh);
+    expectTracks(train(sgd + " --precision bf16 --steps 3 --mesh " + mesh,
+                       "mesh"),
+                 one);
+  }
 }
 
 TEST_F(PrecisionTest, Bf16PipelineTracksOneDevice) {
