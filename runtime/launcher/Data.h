@@ -25,7 +25,8 @@ public:
   /// ... along its batch dimension (a data-parallel rank's block of the
   /// global batch, read without the rest); false when the source draws only
   /// whole microbatches. Throws RunError.
-  virtual bool fillSamples(int64_t first, tessel_ctx *ctx, void *arena) {
+  virtual bool fillSamples(int64_t /*first*/, tessel_ctx * /*ctx*/,
+                           void * /*arena*/) {
     return false;
   }
 };

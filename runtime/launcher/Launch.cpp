@@ -194,7 +194,10 @@ RunEnd tessel::run::runRank(const RunPlan &plan, int32_t rank, int32_t comm,
                            tokens,
                            seconds,
                            seconds > 0 ? tokens / seconds : 0.0,
-                           counters.bytes_allocated};
+                           counters.bytes_allocated,
+                           std::nullopt,
+                           1,
+                           std::nullopt};
       if (plan.mode == Mode::Train)
         result.lr = lrAt(*desc.train, step);
       result.microbatches = options.microbatches;
