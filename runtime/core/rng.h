@@ -12,18 +12,14 @@
 #ifndef TESSEL_RUNTIME_CORE_RNG_H
 #define TESSEL_RUNTIME_CORE_RNG_H
 
-#include <cstdint>
+#include "core/hd.h"
 
-#ifdef __CUDACC__
-#define TESSEL_RNG_FN __host__ __device__ inline
-#else
-#define TESSEL_RNG_FN inline
-#endif
+#include <cstdint>
 
 namespace tessel {
 
 /// splitmix64's finaliser: a bijective mixer with full avalanche.
-TESSEL_RNG_FN uint64_t mix64(uint64_t z) {
+TESSEL_HD uint64_t mix64(uint64_t z) {
   z += 0x9e3779b97f4a7c15ull;
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
@@ -32,7 +28,7 @@ TESSEL_RNG_FN uint64_t mix64(uint64_t z) {
 
 /// A hash of four words, each absorbed through a full mix so that nearby
 /// counters give unrelated outputs.
-TESSEL_RNG_FN uint64_t hash4(uint64_t a, uint64_t b, uint64_t c, uint64_t d) {
+TESSEL_HD uint64_t hash4(uint64_t a, uint64_t b, uint64_t c, uint64_t d) {
   uint64_t h = mix64(a);
   h = mix64(h ^ b);
   h = mix64(h ^ c);
@@ -40,7 +36,7 @@ TESSEL_RNG_FN uint64_t hash4(uint64_t a, uint64_t b, uint64_t c, uint64_t d) {
 }
 
 /// Uniform in the open interval (0, 1) from the top 53 bits.
-TESSEL_RNG_FN double uniformOpen(uint64_t h) {
+TESSEL_HD double uniformOpen(uint64_t h) {
   return (double(h >> 11) + 0.5) * 0x1p-53;
 }
 

@@ -10,6 +10,7 @@
 
 #include "core/backend.h"
 #include "core/rng.h"
+#include "core/storage.h"
 
 #include <algorithm>
 #include <climits>
@@ -42,105 +43,19 @@ using tessel::setRecvSizeMismatch;
 using tessel::setRecvTimeout;
 using tessel::uniformOpen;
 
-//===--- 16-bit floats ----------------------------------------------------===//
+//===--- Element types (core/storage.h) -----------------------------------===//
 
-inline uint32_t floatBits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
-}
-inline float bitsFloat(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-
-inline float halfToFloat(uint16_t h) {
-  uint32_t sign = uint32_t(h & 0x8000u) << 16;
-  uint32_t exp = (h >> 10) & 0x1fu;
-  uint32_t mant = h & 0x3ffu;
-  if (exp == 0) {
-    // Zero or subnormal: mant · 2^-24 is exact in f32.
-    float mag = float(mant) * 0x1p-24f;
-    return bitsFloat(floatBits(mag) | sign);
-  }
-  if (exp == 31)
-    return bitsFloat(sign | 0x7f800000u | (mant << 13));
-  return bitsFloat(sign | ((exp + 112) << 23) | (mant << 13));
-}
-
-/// Round to nearest even; overflow goes to inf; NaN stays NaN (quieted, top
-/// payload bits kept).
-inline uint16_t floatToHalf(float f) {
-  uint32_t x = floatBits(f);
-  uint16_t sign = uint16_t((x >> 16) & 0x8000u);
-  x &= 0x7fffffffu;
-  if (x >= 0x7f800000u) {
-    if (x > 0x7f800000u)
-      return uint16_t(sign | 0x7e00u | ((x >> 13) & 0x3ffu));
-    return uint16_t(sign | 0x7c00u);
-  }
-  if (x >= 0x477ff000u) // >= 65520 rounds past the largest half.
-    return uint16_t(sign | 0x7c00u);
-  if (x < 0x38800000u) {
-    // Result is subnormal or zero: adding 0.5 puts the half-ulp (2^-24) at
-    // the f32 ulp of 0.5, so the FPU's own RNE does the rounding.
-    float r = bitsFloat(x) + 0.5f;
-    return uint16_t(sign | (floatBits(r) - 0x3f000000u));
-  }
-  // Normal: rebias the exponent and round on the 13 dropped bits, ties to
-  // even via the kept lsb.
-  uint32_t odd = (x >> 13) & 1u;
-  x += 0xc8000fffu + odd;
-  return uint16_t(sign | (x >> 13));
-}
-
-inline float bf16ToFloat(uint16_t b) { return bitsFloat(uint32_t(b) << 16); }
-
-inline uint16_t floatToBf16(float f) {
-  uint32_t x = floatBits(f);
-  if ((x & 0x7fffffffu) > 0x7f800000u) // NaN: keep sign, force quiet bit.
-    return uint16_t((x >> 16) | 0x0040u);
-  x += 0x7fffu + ((x >> 16) & 1u);
-  return uint16_t(x >> 16);
-}
-
-/// Double to float with round-to-odd, so a second rounding to a 16-bit
-/// format gives the correctly rounded result (no double-rounding error).
-inline float doubleToFloatOdd(double d) {
-  float f = float(d);
-  if (std::isfinite(f) && double(f) != d && !(floatBits(f) & 1u))
-    f = std::nextafter(f, d > double(f) ? std::numeric_limits<float>::infinity()
-                                        : -std::numeric_limits<float>::infinity());
-  return f;
-}
-
-//===--- Element types ----------------------------------------------------===//
-
-struct Half {
-  uint16_t bits;
-};
-struct BFloat {
-  uint16_t bits;
-};
-
-/// Load/store of a stored element type in its compute type: f32 for the
-/// 16-bit floats and f32, f64 for f64, the integer itself for integers.
-template <class T> struct Elem {
-  using Compute = T;
-  static Compute load(T v) { return v; }
-  static T store(Compute v) { return v; }
-};
-template <> struct Elem<Half> {
-  using Compute = float;
-  static float load(Half v) { return halfToFloat(v.bits); }
-  static Half store(float v) { return Half{floatToHalf(v)}; }
-};
-template <> struct Elem<BFloat> {
-  using Compute = float;
-  static float load(BFloat v) { return bf16ToFloat(v.bits); }
-  static BFloat store(float v) { return BFloat{floatToBf16(v)}; }
-};
+using stored::bf16ToFloat;
+using stored::BFloat;
+using stored::bitsFloat;
+using stored::doubleToFloatOdd;
+using stored::Elem;
+using stored::floatBits;
+using stored::floatToBf16;
+using stored::floatToHalf;
+using stored::fromDouble;
+using stored::Half;
+using stored::halfToFloat;
 
 template <class T> constexpr bool isIntegral() {
   return std::is_integral<T>::value;
@@ -148,31 +63,6 @@ template <class T> constexpr bool isIntegral() {
 
 template <class T> inline double toDouble(T v) {
   return double(Elem<T>::load(v));
-}
-
-/// Correctly rounded conversion from double to any element type. Integers
-/// truncate toward zero and saturate; NaN becomes 0.
-template <class T> inline T fromDouble(double d) {
-  if constexpr (std::is_same<T, double>::value) {
-    return d;
-  } else if constexpr (std::is_same<T, float>::value) {
-    return float(d);
-  } else if constexpr (std::is_same<T, Half>::value) {
-    return Half{floatToHalf(doubleToFloatOdd(d))};
-  } else if constexpr (std::is_same<T, BFloat>::value) {
-    return BFloat{floatToBf16(doubleToFloatOdd(d))};
-  } else {
-    if (std::isnan(d))
-      return T(0);
-    // 2^63 and 2^31 (-min()) are exact doubles; compare against them, not
-    // max(), which rounds up to them as a double.
-    constexpr double hi = -double(std::numeric_limits<T>::min());
-    if (d >= hi)
-      return std::numeric_limits<T>::max();
-    if (d <= double(std::numeric_limits<T>::min()))
-      return std::numeric_limits<T>::min();
-    return T(d);
-  }
 }
 
 /// Calls f(T()) for the element type of a float dtype; false if `dtype` is

@@ -14,7 +14,7 @@
 #ifndef TESSEL_RUNTIME_CUDA_ATTENTION_MATH_H
 #define TESSEL_RUNTIME_CUDA_ATTENTION_MATH_H
 
-#include "cuda/hd.h"
+#include "core/hd.h"
 
 #include <cmath>
 #include <cstdint>

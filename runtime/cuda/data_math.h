@@ -1,7 +1,7 @@
 //===- data_math.h - The data kernels' arithmetic ---------------*- C++ -*-===//
 //
 // What data.cu's kernels compute per element, as TESSEL_HD functions the
-// host tests run too: the float elements' loads and stores (storage_math.h's
+// host tests run too: the float elements' loads and stores (core/storage.h's
 // conversions, bit for bit the CPU backend's, so a reduction rounds exactly
 // as it does), the
 // index maps that turn a linear index into a strided offset (with a 32-bit
@@ -14,7 +14,7 @@
 #ifndef TESSEL_RUNTIME_CUDA_DATA_MATH_H
 #define TESSEL_RUNTIME_CUDA_DATA_MATH_H
 
-#include "cuda/storage_math.h"
+#include "core/storage.h"
 
 #include <cstdint>
 #include <cstring>
@@ -23,7 +23,7 @@
 namespace tessel {
 namespace cuda {
 
-//===--- Stored floats (storage_math.h) -----------------------------------===//
+//===--- Stored floats (core/storage.h) -----------------------------------===//
 
 using stored::bf16ToFloat;
 using stored::BFloat;

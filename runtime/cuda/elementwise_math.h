@@ -2,7 +2,7 @@
 //
 // What the elementwise kernels (elementwise.cu) and the loss kernels
 // (loss.cu) compute per element, as TESSEL_HD functions: casts between
-// every pair of dtypes (the 16-bit conversions are storage_math.h's), the
+// every pair of dtypes (the 16-bit conversions are core/storage.h's), the
 // unary ops and their derivatives, the binary ops and dropout's
 // counter-based mask (the hash is core/rng.h's, compiled for the device). Each is the
 // CPU backend's arithmetic (cpu/internal.h, cpu/vecmath.h, cpu/elementwise.cpp,
@@ -18,7 +18,7 @@
 #define TESSEL_RUNTIME_CUDA_ELEMENTWISE_MATH_H
 
 #include "core/rng.h"
-#include "cuda/storage_math.h"
+#include "core/storage.h"
 #include "tessel/runtime.h"
 
 #include <cmath>
@@ -29,7 +29,7 @@
 namespace tessel {
 namespace cuda {
 
-//===--- Stored floats (storage_math.h) -----------------------------------===//
+//===--- Stored floats (core/storage.h) -----------------------------------===//
 
 using stored::bf16ToFloat;
 using stored::BFloat;
@@ -91,7 +91,7 @@ template <class T> TESSEL_HD double toDouble(T v) {
   return double(Elem<T>::load(v));
 }
 
-/// Correctly rounded double to any element type (storage_math.h's, equal
+/// Correctly rounded double to any element type (core/storage.h's, equal
 /// to cpu/internal.h's).
 using stored::fromDouble;
 

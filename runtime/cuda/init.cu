@@ -16,7 +16,7 @@
 
 using namespace tessel;
 using namespace tessel::cuda;
-using namespace tessel::cuda::stored;
+using namespace tessel::stored;
 
 namespace {
 

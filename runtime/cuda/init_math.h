@@ -15,7 +15,7 @@
 
 #include "core/rng.h"
 #include "core/rng.h"
-#include "cuda/storage_math.h"
+#include "core/storage.h"
 
 #include "tessel/runtime.h"
 

@@ -18,7 +18,7 @@
 #define TESSEL_RUNTIME_CUDA_NCCL_PLAN_H
 
 #include "core/collective.h"
-#include "cuda/storage_math.h"
+#include "core/storage.h"
 
 #include <cstdint>
 #include <cstring>
@@ -188,7 +188,7 @@ inline const char *handshakeMismatch(const std::vector<Handshake> &all) {
 //===--- Ordered reduction ------------------------------------------------===//
 
 /// Storage of the 16-bit floats (raw bits, as the CPU backend stores them;
-/// the conversions are storage_math.h's).
+/// the conversions are core/storage.h's).
 using HalfBits = stored::Half;
 using Bf16Bits = stored::BFloat;
 

@@ -3,7 +3,7 @@
 // What the kernels of norm.cu compute per element and per row, as TESSEL_HD
 // functions, so that the host tests (runtime/test/cuda/CudaNormTest.cpp)
 // run the device's arithmetic against the CPU backend without a GPU: the
-// element loads and stores (storage_math.h's, bit for bit cpu/internal.h's),
+// element loads and stores (core/storage.h's, bit for bit cpu/internal.h's),
 // the row statistics, the normalised value, the softmax's online max and sum, the
 // gradient formulas, and how a row is split over the threads that reduce it
 // (RowConfig, slotStart) and how column sums are split into chunks.
@@ -15,7 +15,7 @@
 #ifndef TESSEL_RUNTIME_CUDA_NORM_MATH_H
 #define TESSEL_RUNTIME_CUDA_NORM_MATH_H
 
-#include "cuda/storage_math.h"
+#include "core/storage.h"
 
 #include <cmath>
 #include <cstdint>
@@ -26,7 +26,7 @@ namespace tessel {
 namespace cuda {
 namespace norm_detail {
 
-//===--- Stored floats (storage_math.h) -----------------------------------===//
+//===--- Stored floats (core/storage.h) -----------------------------------===//
 
 using stored::bf16ToFloat;
 using stored::BFloat;

@@ -2,7 +2,7 @@
 //
 // One parameter element's SGD / Adam / AdamW update and the clipping scale,
 // exactly as the CPU backend computes them (cpu/optimizer.cpp): the same
-// operations in the same order, each rounded on its own (storage_math.h),
+// operations in the same order, each rounded on its own (core/storage.h),
 // so the CUDA kernels match the CPU bit for bit. What is constant over a
 // call (bias corrections, 1 − β, the decoupled shrink) is computed once on
 // the host in double and rounded to the compute type, as the CPU does; the
@@ -14,7 +14,7 @@
 #ifndef TESSEL_RUNTIME_CUDA_OPTIMIZER_MATH_H
 #define TESSEL_RUNTIME_CUDA_OPTIMIZER_MATH_H
 
-#include "cuda/storage_math.h"
+#include "core/storage.h"
 
 #include "tessel/runtime.h"
 

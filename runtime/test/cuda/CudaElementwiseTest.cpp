@@ -135,7 +135,7 @@ protected:
 
 //===--- Conversions and casts --------------------------------------------===//
 
-// The 16-bit conversions themselves are storage_math.h's, checked against
+// The 16-bit conversions themselves are core/storage.h's, checked against
 // the CPU by CudaStoredMath.ConversionsEqualCpu (CudaInitTest.cpp).
 
 /// Source values of a cast test in TIn: every float input, plus integers

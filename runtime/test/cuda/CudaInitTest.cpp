@@ -1,6 +1,6 @@
 //===- CudaInitTest.cpp - The CUDA init kernel vs the CPU backend ----------===//
 //
-// Host tests: init_math.h's copies of rng.h equal rng.h; storage_math.h's
+// Host tests: init_math.h's copies of rng.h equal rng.h; core/storage.h's
 // conversions equal the CPU backend's (cpu/internal.h); initValue rounded
 // by fromDouble equals tessel_init_param on a CPU context bit for bit for
 // every kind and dtype over many (seed, name, first). GPU test (skipped
@@ -25,8 +25,9 @@
 using namespace tessel::cuda;
 using tessel::cudatest::createContext;
 using tessel::cudatest::CpuVsCuda;
-using stored::BFloat;
-using stored::Half;
+using tessel::stored::BFloat;
+using tessel::stored::Half;
+namespace stored = tessel::stored;
 
 namespace {
 
@@ -108,45 +109,6 @@ void expectHostInitEqualsCpu(tessel_ctx *cpu, const InitCase &c,
 }
 
 } // namespace
-
-// Tests storage_math.h's conversions, which every kernel uses, against the
-// CPU backend's: every 16-bit pattern loaded, f32 patterns over the whole
-// range and around the rounding points stored, doubles rounded to odd.
-TEST(CudaStoredMath, ConversionsEqualCpu) {
-  namespace c = tessel::cpu;
-  for (uint32_t h = 0; h < 0x10000; ++h) {
-    float a = stored::halfToFloat(uint16_t(h)), b = c::halfToFloat(uint16_t(h));
-    ASSERT_EQ(stored::floatBits(a), c::floatBits(b)) << h;
-    ASSERT_EQ(stored::floatBits(stored::bf16ToFloat(uint16_t(h))),
-              c::floatBits(c::bf16ToFloat(uint16_t(h))))
-        << h;
-  }
-  std::vector<uint32_t> patterns;
-  for (uint64_t u = 0; u < (uint64_t(1) << 32); u += 997)
-    patterns.push_back(uint32_t(u));
-  // Ties and their neighbours around the half and bf16 rounding points.
-  for (uint32_t base : {0x477fe000u, 0x477ff000u, 0x38800000u, 0x33000000u,
-                        0x3f801000u, 0x3f808000u, 0x7f7f8000u})
-    for (uint32_t d = 0; d < 64; ++d)
-      for (uint32_t p : {base + d, base - d, (base + d) | 0x80000000u})
-        patterns.push_back(p);
-  for (uint32_t u : patterns) {
-    float f = stored::bitsFloat(u);
-    ASSERT_EQ(stored::floatToHalf(f), c::floatToHalf(f)) << u;
-    ASSERT_EQ(stored::floatToBf16(f), c::floatToBf16(f)) << u;
-  }
-  std::mt19937_64 rng(1);
-  for (int i = 0; i < 200000; ++i) {
-    uint64_t bits = rng();
-    double d;
-    std::memcpy(&d, &bits, 8);
-    if (i % 2) // values near the 16-bit ranges, not only huge exponents
-      d = std::ldexp(double(int64_t(bits >> 11)) / 0x1p53, int(bits % 40) - 30);
-    ASSERT_EQ(stored::floatBits(stored::doubleToFloatOdd(d)),
-              c::floatBits(c::doubleToFloatOdd(d)))
-        << d;
-  }
-}
 
 TEST(CudaInitHost, RandomKindsEqualCpu) {
   tessel_ctx *cpu = createContext("cpu");

@@ -22,7 +22,7 @@
 #include <string>
 
 using namespace tessel::cuda;
-using namespace tessel::cuda::stored;
+using namespace tessel::stored;
 using tessel::cudatest::createContext;
 using tessel::cudatest::CpuVsCuda;
 

@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TESSEL_RUNTIME_CUDA_HD_H
-#define TESSEL_RUNTIME_CUDA_HD_H
+#ifndef TESSEL_RUNTIME_CORE_HD_H
+#define TESSEL_RUNTIME_CORE_HD_H
 
 #ifdef __CUDACC__
 #define TESSEL_HD __host__ __device__ __forceinline__
@@ -15,4 +15,4 @@
 #define TESSEL_HD inline
 #endif
 
-#endif // TESSEL_RUNTIME_CUDA_HD_H
+#endif // TESSEL_RUNTIME_CORE_HD_H

@@ -1,19 +1,21 @@
-//===- storage_math.h - Stored floats and exact scalar arithmetic -*- C++ -*-===//
+//===- storage.h - Stored floats and exact scalar arithmetic ----*- C++ -*-===//
 //
-// What every kernel shares with its host tests: the
-// CPU backend's 16-bit float conversions (cpu/internal.h) and its
-// double-to-element rounding, as TESSEL_HD functions, and f32/f64 operations
-// that round every step. nvcc contracts a·b + c into one FMA by default
-// while the CPU backend (x86-64 without -march) never does; the kernels
-// write each operation as an *Rn call so that a device result equals the
-// CPU's bit for bit where the CPU's order of operations is followed.
+// The runtime's one definition of how elements are stored and converted,
+// for every backend (the CPU's kernels and the CUDA kernels and their host
+// tests include it): the 16-bit float conversions (round to nearest even,
+// NaN quieted), double to float rounded to odd (no double rounding on the
+// way to 16 bits), double to any element type, as TESSEL_HD functions; and
+// f32/f64 operations that round every step. nvcc contracts a·b + c into one
+// FMA by default while the CPU backend (x86-64 without -march) never does;
+// the CUDA kernels write each operation as an *Rn call so that a device
+// result equals the CPU's bit for bit where the CPU's order is followed.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TESSEL_RUNTIME_CUDA_STORAGE_MATH_H
-#define TESSEL_RUNTIME_CUDA_STORAGE_MATH_H
+#ifndef TESSEL_RUNTIME_CORE_STORAGE_H
+#define TESSEL_RUNTIME_CORE_STORAGE_H
 
-#include "cuda/hd.h"
+#include "core/hd.h"
 
 #include <cmath>
 #include <cstdint>
@@ -21,7 +23,6 @@
 #include <type_traits>
 
 namespace tessel {
-namespace cuda {
 namespace stored {
 
 //===--- Operations rounded one at a time ---------------------------------===//
@@ -184,7 +185,6 @@ template <class T> TESSEL_HD T fromDouble(double d) {
 }
 
 } // namespace stored
-} // namespace cuda
 } // namespace tessel
 
-#endif // TESSEL_RUNTIME_CUDA_STORAGE_MATH_H
+#endif // TESSEL_RUNTIME_CORE_STORAGE_H
