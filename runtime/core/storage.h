@@ -16,6 +16,7 @@
 #define TESSEL_RUNTIME_CORE_STORAGE_H
 
 #include "core/hd.h"
+#include "tessel/runtime.h"
 
 #include <cmath>
 #include <cstdint>
@@ -181,6 +182,43 @@ template <class T> TESSEL_HD T fromDouble(double d) {
     if (d <= -hi)
       return std::is_same<T, int64_t>::value ? T(INT64_MIN) : T(INT32_MIN);
     return T(d);
+  }
+}
+
+//===--- Dtype dispatch (host) ---------------------------------------------===//
+
+/// Calls f(T()) for the stored type of a float dtype; false for any other
+/// dtype (the front checks dtypes, so a backend may ignore the result).
+template <class F> bool visitFloat(int32_t dtype, F &&f) {
+  switch (dtype) {
+  case TESSEL_F32:
+    f(float());
+    return true;
+  case TESSEL_F16:
+    f(Half());
+    return true;
+  case TESSEL_BF16:
+    f(BFloat());
+    return true;
+  case TESSEL_F64:
+    f(double());
+    return true;
+  default:
+    return false;
+  }
+}
+
+/// Like visitFloat, plus the integer dtypes.
+template <class F> bool visitAny(int32_t dtype, F &&f) {
+  switch (dtype) {
+  case TESSEL_I32:
+    f(int32_t());
+    return true;
+  case TESSEL_I64:
+    f(int64_t());
+    return true;
+  default:
+    return visitFloat(dtype, f);
   }
 }
 

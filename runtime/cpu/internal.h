@@ -56,6 +56,8 @@ using stored::floatToHalf;
 using stored::fromDouble;
 using stored::Half;
 using stored::halfToFloat;
+using stored::visitAny;
+using stored::visitFloat;
 
 template <class T> constexpr bool isIntegral() {
   return std::is_integral<T>::value;
@@ -63,41 +65,6 @@ template <class T> constexpr bool isIntegral() {
 
 template <class T> inline double toDouble(T v) {
   return double(Elem<T>::load(v));
-}
-
-/// Calls f(T()) for the element type of a float dtype; false if `dtype` is
-/// not a float dtype.
-template <class F> bool visitFloat(int32_t dtype, F &&f) {
-  switch (dtype) {
-  case TESSEL_F32:
-    f(float());
-    return true;
-  case TESSEL_F16:
-    f(Half());
-    return true;
-  case TESSEL_BF16:
-    f(BFloat());
-    return true;
-  case TESSEL_F64:
-    f(double());
-    return true;
-  default:
-    return false;
-  }
-}
-
-/// Like visitFloat, plus the integer dtypes.
-template <class F> bool visitAny(int32_t dtype, F &&f) {
-  switch (dtype) {
-  case TESSEL_I32:
-    f(int32_t());
-    return true;
-  case TESSEL_I64:
-    f(int64_t());
-    return true;
-  default:
-    return visitFloat(dtype, f);
-  }
 }
 
 /// Widens `count` elements of a 16-bit float tensor to f32 scratch.

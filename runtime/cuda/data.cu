@@ -436,24 +436,6 @@ void launchEmbeddingGrad(tessel_ctx *ctx, cudaStream_t stream, const void *ids,
   cudaFreeAsync(scratch, stream);
 }
 
-/// Calls f(T()) for a float dtype's storage type.
-template <class F> void visitFloatStorage(int32_t dtype, F &&f) {
-  switch (dtype) {
-  case TESSEL_F32:
-    f(float());
-    break;
-  case TESSEL_F64:
-    f(double());
-    break;
-  case TESSEL_F16:
-    f(HalfBits());
-    break;
-  default:
-    f(Bf16Bits());
-    break;
-  }
-}
-
 } // namespace
 
 void CudaBackend::stridedCopy(tessel_ctx *ctx, int32_t dtype, const void *in,
@@ -533,7 +515,7 @@ void CudaBackend::reduce(tessel_ctx *ctx, int32_t kind, int32_t dtype,
     launchReduce<int64_t>(ctx, stream(), kind, in, out, plan);
     return;
   default:
-    visitFloatStorage(dtype, [&](auto tag) {
+    stored::visitFloat(dtype, [&](auto tag) {
       launchReduce<decltype(tag)>(ctx, stream(), kind, in, out, plan);
     });
     return;
@@ -571,7 +553,7 @@ void CudaBackend::embeddingGrad(tessel_ctx *ctx, int32_t dtype,
     return;
   // 32-bit keys and positions whenever they fit (half the sort's passes).
   bool narrow = numIds < (int64_t(1) << 31) && rows < (int64_t(1) << 32) - 1;
-  visitFloatStorage(dtype, [&](auto tag) {
+  stored::visitFloat(dtype, [&](auto tag) {
     using T = decltype(tag);
     auto go = [&](auto id) {
       using Id = decltype(id);

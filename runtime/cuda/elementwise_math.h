@@ -42,6 +42,8 @@ using stored::floatToHalf;
 using stored::Half;
 using stored::halfToFloat;
 using stored::mulRn;
+using stored::visitAny;
+using stored::visitFloat;
 
 TESSEL_HD float infinityF() { return bitsFloat(0x7f800000u); }
 
@@ -49,39 +51,6 @@ TESSEL_HD float infinityF() { return bitsFloat(0x7f800000u); }
 template <class T, int N> struct alignas(sizeof(T) * N) Pack {
   T v[N];
 };
-
-/// Calls f(T()) for a float dtype's storage type (the front has checked
-/// the dtype).
-template <class F> void visitFloat(int32_t dtype, F &&f) {
-  switch (dtype) {
-  case TESSEL_F32:
-    f(float());
-    break;
-  case TESSEL_F16:
-    f(Half());
-    break;
-  case TESSEL_BF16:
-    f(BFloat());
-    break;
-  case TESSEL_F64:
-    f(double());
-    break;
-  }
-}
-
-/// visitFloat plus the integer dtypes.
-template <class F> void visitAny(int32_t dtype, F &&f) {
-  switch (dtype) {
-  case TESSEL_I32:
-    f(int32_t());
-    break;
-  case TESSEL_I64:
-    f(int64_t());
-    break;
-  default:
-    visitFloat(dtype, f);
-  }
-}
 
 template <class T> constexpr bool isIntegral() {
   return std::is_integral<T>::value;

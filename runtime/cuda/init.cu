@@ -54,25 +54,9 @@ void CudaBackend::initParam(tessel_ctx *ctx, void *dst, int32_t dtype,
   double a0 = kind >= TESSEL_INIT_CONSTANT ? hostArgs[0] : 0.0;
   double a1 = kind >= TESSEL_INIT_NORMAL ? hostArgs[1] : 0.0;
   cudaStream_t s = stream();
-  switch (dtype) {
-  case TESSEL_F32:
-    launchInit<float>(s, dst, first, count, kind, a0, a1, seed, nameHash);
-    break;
-  case TESSEL_F16:
-    launchInit<Half>(s, dst, first, count, kind, a0, a1, seed, nameHash);
-    break;
-  case TESSEL_BF16:
-    launchInit<BFloat>(s, dst, first, count, kind, a0, a1, seed, nameHash);
-    break;
-  case TESSEL_F64:
-    launchInit<double>(s, dst, first, count, kind, a0, a1, seed, nameHash);
-    break;
-  case TESSEL_I32:
-    launchInit<int32_t>(s, dst, first, count, kind, a0, a1, seed, nameHash);
-    break;
-  case TESSEL_I64:
-    launchInit<int64_t>(s, dst, first, count, kind, a0, a1, seed, nameHash);
-    break;
-  }
+  stored::visitAny(dtype, [&](auto tag) {
+    launchInit<decltype(tag)>(s, dst, first, count, kind, a0, a1, seed,
+                              nameHash);
+  });
   checkLaunch(ctx, "tessel_init_param");
 }

@@ -479,24 +479,7 @@ bool batchStatistics(tessel_ctx *ctx, const char *what, cudaStream_t stream,
 
 //===--- Dispatch -----------------------------------------------------------===//
 
-template <class F> void visitFloat(int32_t dtype, F &&f) {
-  switch (dtype) {
-  case TESSEL_F32:
-    f(float());
-    break;
-  case TESSEL_F16:
-    f(Half());
-    break;
-  case TESSEL_BF16:
-    f(BFloat());
-    break;
-  case TESSEL_F64:
-    f(double());
-    break;
-  default:
-    break; // the front checked the dtype
-  }
-}
+using stored::visitFloat;
 
 template <class T> const T *in(const void *p) {
   return static_cast<const T *>(p);

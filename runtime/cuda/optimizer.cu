@@ -32,24 +32,6 @@ constexpr unsigned kThreads = 256;
 /// of n alone, the same on every device.
 constexpr unsigned kMaxSumBlocks = 1024;
 
-/// Calls f(T()) for a float dtype's stored type.
-template <class F> void visitFloatDtype(int32_t dtype, F &&f) {
-  switch (dtype) {
-  case TESSEL_F32:
-    f(float());
-    break;
-  case TESSEL_F16:
-    f(Half());
-    break;
-  case TESSEL_BF16:
-    f(BFloat());
-    break;
-  case TESSEL_F64:
-    f(double());
-    break;
-  }
-}
-
 template <class T> struct alignas(4 * sizeof(T)) Vec4 {
   T v[4];
 };
@@ -242,7 +224,7 @@ void CudaBackend::sumSquares(tessel_ctx *ctx, int32_t dtype, const void *x,
                              blocks * sizeof(double), stream()),
              "cudaMallocAsync in tessel_sum_squares"))
     return;
-  visitFloatDtype(dtype, [&](auto tag) {
+  stored::visitFloat(dtype, [&](auto tag) {
     using T = decltype(tag);
     sumSquaresPartials<T><<<blocks, kThreads, 0, stream()>>>(
         static_cast<const T *>(x), n < 0 ? 0 : n, partials);
@@ -274,7 +256,7 @@ void CudaBackend::optimizerUpdate(tessel_ctx *ctx, const tessel_optimizer &opt,
   unsigned blocks = gridFor((n + 3) / 4, kThreads);
   const float *scale = static_cast<const float *>(gradScale);
   float *s0 = static_cast<float *>(state0), *s1 = static_cast<float *>(state1);
-  visitFloatDtype(dtype, [&](auto tag) {
+  stored::visitFloat(dtype, [&](auto tag) {
     using T = decltype(tag);
     using C = Compute<T>;
     T *p = static_cast<T *>(param);
@@ -335,7 +317,7 @@ void tessel::cuda::multiTensorAdamW(CudaBackend &backend, tessel_ctx *ctx,
     int64_t numChunks = int64_t(chunks.size());
     unsigned blocks = gridFor(numChunks, 1);
     const float *scale = static_cast<const float *>(gradScale);
-    visitFloatDtype(dtype, [&](auto tag) {
+    stored::visitFloat(dtype, [&](auto tag) {
       using T = decltype(tag);
       multiTensorAdamKernel<T><<<blocks, kThreads, 0, stream>>>(
           makeAdamCoeffs<Compute<T>>(opt, step, lr), table, numChunks, scale);
