@@ -10,6 +10,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/Format.h"
 
 #include <algorithm>
@@ -190,6 +191,109 @@ tessel::communicationReport(const llvm::json::Object &description) {
                                   {"ring_bytes", stepRing}}}};
 }
 
+/// Elements of a JSON shape.
+static int64_t elementsOf(const llvm::json::Array *shape) {
+  int64_t n = 1;
+  if (shape)
+    for (const llvm::json::Value &size : *shape)
+      n *= size.getAsInteger().value_or(0);
+  return n;
+}
+
+/// "4Ψ+12Ψ/N" from the bytes per parameter kept whole and sharded.
+static std::string zeroFormula(int64_t whole, int64_t sharded) {
+  std::string text;
+  if (whole > 0)
+    text = std::to_string(whole) + "Ψ";
+  if (sharded > 0)
+    text += (text.empty() ? "" : "+") + std::to_string(sharded) + "Ψ/N";
+  return text.empty() ? "0" : text;
+}
+
+std::optional<llvm::json::Object>
+tessel::trainingStateReport(const llvm::json::Object &description) {
+  const llvm::json::Array *tensors = description.getArray("tensors");
+  if (!tensors || !description.getObject("train"))
+    return std::nullopt;
+  int64_t stage = description.getInteger("zero_stage").value_or(0);
+  int64_t group = 1;
+  if (const llvm::json::Object *mesh = description.getObject("mesh"))
+    if (const llvm::json::Array *axes = mesh->getArray("axes"))
+      for (auto [i, axis] : llvm::enumerate(*axes))
+        if (axis.getAsString() == "dp")
+          group = (*mesh->getArray("shape"))[i].getAsInteger().value_or(1);
+  // Per role: bytes a rank holds, and bytes per parameter element.
+  llvm::StringMap<int64_t> bytes, perElement;
+  int64_t parameters = 0;
+  llvm::json::Array padded;
+  llvm::StringSet<> paddedNames;
+  for (const llvm::json::Value &value : *tensors) {
+    const llvm::json::Object &t = *value.getAsObject();
+    StringRef role = t.getString("role").value_or("");
+    if (role != "param" && role != "grad" && role != "state")
+      continue;
+    bytes[role] += t.getInteger("bytes").value_or(0);
+    const llvm::json::Object *zero = t.getObject("zero");
+    int64_t block = elementsOf(zero ? zero->getArray("block")
+                                    : t.getArray("shape"));
+    int64_t size = std::max<int64_t>(
+        1, t.getInteger("bytes").value_or(0) /
+               std::max<int64_t>(1, elementsOf(t.getArray("shape"))));
+    if (role == "param" && t.getBoolean("trainable").value_or(true))
+      parameters += block;
+    if (role != "param" || t.getBoolean("trainable").value_or(true))
+      perElement[role] = std::max(perElement[role], size);
+    if (!zero)
+      continue;
+    // A padded chunk, named once by its parameter ("w.m" is w's state).
+    std::string owner = t.getString("name").value_or("").str();
+    if (role == "state")
+      owner = owner.substr(0, owner.rfind('.'));
+    int64_t dims = zero->getInteger("dims").value_or(0);
+    int64_t inner = 1;
+    if (const llvm::json::Array *shape = zero->getArray("block"))
+      for (auto [d, size] : llvm::enumerate(*shape))
+        if (static_cast<int64_t>(d) >= dims)
+          inner *= size.getAsInteger().value_or(0);
+    int64_t chunk = (inner + group - 1) / group;
+    if (chunk * group != inner && paddedNames.insert(owner).second)
+      padded.push_back(llvm::json::Object{
+          {"name", owner}, {"elements", inner}, {"padded", chunk * group}});
+  }
+  // Optimizer states per parameter: their bytes over the parameter's.
+  int64_t stateBytes =
+      perElement.count("state") && parameters > 0
+          ? bytes["state"] * (stage >= 1 ? group : 1) / parameters
+          : 0;
+  int64_t paramBytes = perElement.lookup("param");
+  int64_t gradBytes = perElement.lookup("grad");
+  llvm::json::Object report{{"zero_stage", stage},
+                            {"dp", group},
+                            {"parameters", parameters}};
+  int64_t whole = 0, sharded = 0, total = 0;
+  double formulaTotal = 0;
+  for (auto [role, name, perParam, split] :
+       {std::make_tuple("param", "params", paramBytes, stage >= 3),
+        std::make_tuple("grad", "grads", gradBytes, stage >= 2),
+        std::make_tuple("state", "states", stateBytes, stage >= 1)}) {
+    (split ? sharded : whole) += perParam;
+    double formula = double(perParam) * double(parameters) /
+                     double(split ? group : 1);
+    formulaTotal += formula;
+    total += bytes.lookup(role);
+    report[name] = llvm::json::Object{
+        {"bytes", bytes.lookup(role)},
+        {"formula", split ? std::to_string(perParam) + "Ψ/N"
+                          : std::to_string(perParam) + "Ψ"},
+        {"formula_bytes", formula}};
+  }
+  report["total"] = llvm::json::Object{{"bytes", total},
+                                       {"formula", zeroFormula(whole, sharded)},
+                                       {"formula_bytes", formulaTotal}};
+  report["padded"] = std::move(padded);
+  return report;
+}
+
 void tessel::printCommunication(llvm::raw_ostream &os,
                                 const llvm::json::Object &communication,
                                 StringRef title) {
@@ -262,6 +366,29 @@ void tessel::printHumanReport(llvm::raw_ostream &os,
                                      name.str().c_str(),
                                      (long long)*region->getInteger("bytes"),
                                      (long long)*region->getInteger("offset"));
+  if (const llvm::json::Object *state = report.getObject("training_state")) {
+    int64_t stage = state->getInteger("zero_stage").value_or(0);
+    os << "  training state per rank ("
+       << (stage > 0 ? "ZeRO-" + std::to_string(stage) + " over dp=" +
+                           std::to_string(*state->getInteger("dp"))
+                     : std::string("not sharded"))
+       << "; Ψ = " << *state->getInteger("parameters")
+       << " parameters per rank before ZeRO)\n";
+    for (StringRef name : {"params", "grads", "states", "total"}) {
+      const llvm::json::Object &row = *state->getObject(name);
+      os << llvm::format("    %-14s %-12s %16lld bytes (formula %.1f)\n",
+                         name.str().c_str(),
+                         row.getString("formula")->str().c_str(),
+                         (long long)*row.getInteger("bytes"),
+                         *row.getNumber("formula_bytes"));
+    }
+    for (const llvm::json::Value &value : *state->getArray("padded")) {
+      const llvm::json::Object &row = *value.getAsObject();
+      os << "    padded for the shard: " << *row.getString("name") << " "
+         << *row.getInteger("elements") << " -> "
+         << *row.getInteger("padded") << " elements\n";
+    }
+  }
   if (const llvm::json::Object *communication =
           report.getObject("communication"))
     printCommunication(os, *communication);

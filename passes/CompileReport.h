@@ -38,6 +38,14 @@ std::optional<llvm::json::Value> modelDescription(mlir::ModuleOp module);
 std::optional<llvm::json::Object>
 communicationReport(const llvm::json::Object &description);
 
+/// The report's "training_state" of a description of a trained model: per
+/// rank the bytes of the parameters, gradients and optimizer states next to
+/// the ZeRO paper's formula for its stage (Ψ the parameters a rank holds
+/// before ZeRO — its tensor-parallel blocks —, N the dp ranks sharing
+/// them), and the tensors padded for the shard. nullopt without training.
+std::optional<llvm::json::Object>
+trainingStateReport(const llvm::json::Object &description);
+
 /// The communication table of a report's "communication", under `title`.
 void printCommunication(llvm::raw_ostream &os,
                         const llvm::json::Object &communication,

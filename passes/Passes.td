@@ -396,6 +396,49 @@ def CheckCommunicationPass
   ];
 }
 
+def ZeroPass : Pass<"tessel-zero", "mlir::ModuleOp"> {
+  let summary = "Shard the training state over the data-parallel axis (ZeRO-1/2/3, FSDP)";
+  let description = [{
+    Runs on a partitioned training step (after `tessel-partition`). Each
+    trained parameter's local block is flattened (a stacked layer parameter
+    `[L, ...]` per layer) and zero-padded to a multiple of the `dp` group
+    G; rank g of the group keeps chunk g of it, `ceil(elements / G)` long:
+
+    - `stage=1`: the optimizer states are chunks. The backward no longer
+      all-reduces gradients over `dp`: each rank accumulates its own
+      partial gradient over the microbatches, and the update
+      reduce-scatters it, steps its chunk and all-gathers the parameter.
+    - `stage=2`: the gradient accumulators are chunks too: the backward
+      reduce-scatters each gradient where it used to all-reduce it (a
+      stacked layer's inside the layer), so microbatches accumulate into
+      the chunk.
+    - `stage=3`: the parameters are chunks too. Each use all-gathers its
+      parameter (a repeated layer's inside the layer, per layer); in the
+      backward entry the forward's and the backward's uses gather
+      separately, so nothing full lives across the loss, unless
+      `reshard-after-forward=false`, which gathers once (a stack of layers
+      as a whole) and keeps it to the backward. The update steps chunks.
+
+    Gradients clip by a norm summed over the chunks and all-reduced over
+    `dp`. The rewritten arguments carry `nn.zero = {block, dims}` (their
+    block before the split, and the dimensions kept whole in front) and
+    the module `nn.zero_stage`. A mesh without a `dp` axis larger than one
+    is left alone.
+  }];
+  let dependentDialects = ["mlir::shard::ShardDialect"];
+  let options = [
+    Option<"stage", "stage", "int64_t", "0",
+           "ZeRO stage: 0 (off), 1 (optimizer state), 2 (and gradients) or 3 "
+           "(and parameters)">,
+    Option<"reshardAfterForward", "reshard-after-forward", "bool", "true",
+           "Stage 3: gather parameters again for the backward instead of "
+           "keeping them from the forward">,
+    Option<"bucketMb", "bucket-mb", "double", "25.0",
+           "Bucket size in MiB for the gradient all-reduces left on other "
+           "axes (0: one per gradient)">,
+  ];
+}
+
 def PartitionPass : Pass<"tessel-partition", "mlir::ModuleOp"> {
   let summary = "Rewrite the sharded program into one rank's program with collectives";
   let description = [{

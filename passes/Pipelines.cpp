@@ -58,12 +58,22 @@ static void buildModelPlan(OpPassManager &pm,
     sharding.sequenceParallel = options.sequenceParallel;
     pm.addPass(createPropagateShardingPass(sharding));
     PartitionPassOptions partition;
-    partition.bucketMb = options.bucketMb;
+    // ZeRO replaces the dp all-reduces of gradients, then buckets the rest.
+    partition.bucketMb = options.zero > 0 ? 0.0 : double(options.bucketMb);
     partition.localBatchnorm = options.localBatchnorm;
     pm.addPass(createPartitionPass(partition));
   }
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  // After CSE, which would merge a ZeRO-3 parameter's second gather (the
+  // backward's) into the forward's.
+  if (options.mesh.hasValue() && options.zero > 0) {
+    ZeroPassOptions zero;
+    zero.stage = options.zero;
+    zero.reshardAfterForward = options.reshardAfterForward;
+    zero.bucketMb = options.bucketMb;
+    pm.addPass(createZeroPass(zero));
+  }
   // A zero-bubble pipeline stage: its backward's input and weight parts.
   pm.addPass(createSplitBackwardPass());
   pm.addPass(createPlanMemoryPass());

@@ -60,6 +60,16 @@ struct CompilePipelineOptions
       llvm::cl::desc("Gradient all-reduce bucket size in MiB (0: one "
                      "all-reduce per gradient)"),
       llvm::cl::init(25.0)};
+  Option<int64_t> zero{
+      *this, "zero",
+      llvm::cl::desc("ZeRO stage over dp: 0 (off), 1 (optimizer state), 2 "
+                     "(and gradients), 3 (and parameters)"),
+      llvm::cl::init(0)};
+  Option<bool> reshardAfterForward{
+      *this, "reshard-after-forward",
+      llvm::cl::desc("ZeRO-3: gather parameters again for the backward "
+                     "(false: keep them from the forward)"),
+      llvm::cl::init(true)};
   Option<std::string> stageLayers{
       *this, "stage-layers",
       llvm::cl::desc("Pipeline: layers per stage, e.g. 3,4,4,3 (default: "

@@ -212,6 +212,53 @@ static LogicalResult verifySharding(Operation *op, const std::string &what,
   return success();
 }
 
+RankedTensorType NNDialect::blockTypeOf(FunctionOpInterface func,
+                                        unsigned i) {
+  auto type = dyn_cast<RankedTensorType>(func.getArgumentTypes()[i]);
+  auto zero = func.getArgAttrOfType<DictionaryAttr>(i, kZeroAttrName);
+  auto block =
+      zero ? dyn_cast_or_null<DenseI64ArrayAttr>(zero.get("block")) : nullptr;
+  if (!type || !block ||
+      llvm::any_of(block.asArrayRef(), [](int64_t size) { return size < 0; }))
+    return type;
+  return RankedTensorType::get(block.asArrayRef(), type.getElementType());
+}
+
+/// `nn.zero = {block = array<i64: ...>, dims = k}` on an argument of `type`:
+/// the block's leading k dimensions, then one chunk of the rest.
+static LogicalResult verifyZero(FunctionOpInterface func, unsigned argIndex,
+                                Attribute value, RankedTensorType type) {
+  auto zero = dyn_cast<DictionaryAttr>(value);
+  auto block =
+      zero ? dyn_cast_or_null<DenseI64ArrayAttr>(zero.get("block")) : nullptr;
+  auto dims = zero ? dyn_cast_or_null<IntegerAttr>(zero.get("dims")) : nullptr;
+  auto fail = [&]() {
+    return func.emitOpError()
+           << "argument #" << argIndex << ": 'nn.zero' must be {block = "
+           << "array<i64: ...>, dims = k}: the block before the split, whose "
+           << "first k dimensions the argument " << type
+           << " keeps, then one chunk of the rest";
+  };
+  if (!block || !dims || zero.size() != 2 || dims.getInt() < 0 ||
+      dims.getInt() > static_cast<int64_t>(block.size()) ||
+      type.getRank() != dims.getInt() + 1 ||
+      llvm::any_of(block.asArrayRef(), [](int64_t size) { return size < 0; }))
+    return fail();
+  int64_t k = dims.getInt(), inner = 1;
+  for (int64_t d = 0; d < k; ++d)
+    if (block[d] != type.getDimSize(d))
+      return fail();
+  for (int64_t size : block.asArrayRef().drop_front(k))
+    if (inner > 0 && size > std::numeric_limits<int64_t>::max() / inner)
+      return fail();
+    else
+      inner *= size;
+  int64_t chunk = type.getDimSize(k);
+  if (chunk > inner || (inner > 0 && chunk == 0))
+    return fail();
+  return success();
+}
+
 LogicalResult NNDialect::verifyRegionArgAttribute(Operation *op,
                                                   unsigned regionIndex,
                                                   unsigned argIndex,
@@ -230,7 +277,8 @@ LogicalResult NNDialect::verifyRegionArgAttribute(Operation *op,
   bool isLabel = func.getArgAttr(argIndex, kLabelAttrName) != nullptr;
 
   if (attrName == kAxesAttrName)
-    return verifyAxes(func, argIndex, attr.getValue(), type);
+    return verifyAxes(func, argIndex, attr.getValue(),
+                      blockTypeOf(func, argIndex));
   if (attrName == kInitAttrName) {
     if (!isa<InitAttr>(attr.getValue()))
       return func.emitOpError() << "argument #" << argIndex
@@ -275,7 +323,9 @@ LogicalResult NNDialect::verifyRegionArgAttribute(Operation *op,
   }
   if (attrName == kShardingAttrName)
     return verifySharding(func, "argument #" + std::to_string(argIndex),
-                          attr.getValue(), type);
+                          attr.getValue(), blockTypeOf(func, argIndex));
+  if (attrName == kZeroAttrName)
+    return verifyZero(func, argIndex, attr.getValue(), type);
   if (attrName == kStageInputAttrName || attrName == kOutputGradAttrName) {
     if (!isa<UnitAttr>(attr.getValue()) || !isa<FloatType>(type.getElementType()))
       return func.emitOpError() << "argument #" << argIndex << ": '" << attrName
@@ -290,6 +340,7 @@ LogicalResult NNDialect::verifyRegionArgAttribute(Operation *op,
   }
   if (attrName == kLayersAttrName) {
     auto range = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
+    type = blockTypeOf(func, argIndex);
     if (!range || range.size() != 2 || type.getRank() == 0 ||
         range[0] < 0 || range[1] < 1 ||
         range[0] > range[1] - type.getDimSize(0))
@@ -310,7 +361,7 @@ LogicalResult NNDialect::verifyRegionArgAttribute(Operation *op,
                             << "' (known: nn.param, nn.init, nn.input, "
                                "nn.label, nn.axes, nn.grad, nn.state, "
                                "nn.grad_scale, nn.sharding, nn.stage_input, nn.output_grad, "
-                               "nn.layers)";
+                               "nn.layers, nn.zero)";
 }
 
 /// The recompute policies of repeated layers (Megatron's full and
@@ -356,6 +407,14 @@ LogicalResult NNDialect::verifyOperationAttribute(Operation *op,
                                << "' must be \"backward\", \"update\", "
                                   "\"backward_input\" or \"backward_weight\" "
                                   "on a function";
+    return success();
+  }
+  if (attrName == kZeroStageAttrName) {
+    auto stage = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!isa<ModuleOp>(op) || !stage || stage.getInt() < 0 ||
+        stage.getInt() > 3)
+      return op->emitOpError() << "'" << kZeroStageAttrName
+                               << "' must be a ZeRO stage 0-3 on a module";
     return success();
   }
   if (attrName == kLoopShardingAttrName) {

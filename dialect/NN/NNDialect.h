@@ -3,7 +3,9 @@
 #ifndef TESSEL_DIALECT_NN_NNDIALECT_H
 #define TESSEL_DIALECT_NN_NNDIALECT_H
 
+#include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Dialect.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 
 #include "dialect/NN/NNDialect.h.inc"
 

@@ -94,6 +94,17 @@ def NN_Dialect : Dialect {
     /// values the first leaves for the second (`nn.stash = k`).
     static constexpr llvm::StringLiteral kSplitBackwardAttrName = "nn.split_backward";
     static constexpr llvm::StringLiteral kStashAttrName = "nn.stash";
+    /// ZeRO (tessel-zero): the module's stage, and on a sharded parameter,
+    /// gradient or state argument its split: `{block = array<i64: ...>,
+    /// dims = k}`, the rank's block before ZeRO and how many leading
+    /// dimensions stay whole (the rest is flattened, padded and chunked
+    /// over dp).
+    static constexpr llvm::StringLiteral kZeroStageAttrName = "nn.zero_stage";
+    static constexpr llvm::StringLiteral kZeroAttrName = "nn.zero";
+    /// The block type a ZeRO-sharded argument `i` of `func` stands for
+    /// (its own type when it has no valid nn.zero).
+    static ::mlir::RankedTensorType blockTypeOf(::mlir::FunctionOpInterface func,
+                                                unsigned i);
 
     /// A function of a pipeline stage that is not the last: it returns its
     /// output activations (nn.stage_output), not a loss.

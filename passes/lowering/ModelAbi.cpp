@@ -108,6 +108,7 @@ private:
   llvm::DenseMap<int64_t, int64_t> stashAt;
   json::Object placeStash();
   void addLayers(json::Object &tensor, func::FuncOp func, unsigned i);
+  void addZero(json::Object &tensor, func::FuncOp func, unsigned i);
   int64_t gradScaleAt = -1, scratchBegin = 0;
   json::Object entryNames;
 };
@@ -163,6 +164,10 @@ LogicalResult ModelAbiEmitter::run(StringRef sourceName) {
       description["precision"] = precision.str();
       break;
     }
+  // The ZeRO stage the training state was sharded with (tessel-zero).
+  if (auto stage = module->getAttrOfType<IntegerAttr>(
+          nn::NNDialect::kZeroStageAttrName))
+    description["zero_stage"] = stage.getInt();
   if (auto train =
           module->getAttrOfType<DictionaryAttr>(nn::NNDialect::kTrainAttrName);
       train && trained)
@@ -212,8 +217,9 @@ json::Object ModelAbiEmitter::placeParams() {
     tensor["axes"] = describeAxes(model, i);
     if (trained)
       tensor["trainable"] = trainedNames.contains(name);
-    addSharding(tensor, model, argSharding(model, i), type,
-                "argument #" + Twine(i));
+    addSharding(tensor, model, argSharding(model, i),
+                nn::NNDialect::blockTypeOf(model, i), "argument #" + Twine(i));
+    addZero(tensor, model, i);
     addLayers(tensor, model, i);
     paramAt[name] = cursor;
     place(std::move(tensor), bytesOf(model.getArgument(i)));
@@ -235,8 +241,9 @@ json::Object ModelAbiEmitter::placeNamed(func::FuncOp func, StringRef attrName,
       Type type = func.getArgumentTypes()[i];
       json::Object tensor = describeTensor(name, role, type, cursor);
       tensor["axes"] = describeAxes(func, i);
-      addSharding(tensor, func, argSharding(func, i), type,
-                  "argument #" + Twine(i));
+      addSharding(tensor, func, argSharding(func, i),
+                  nn::NNDialect::blockTypeOf(func, i), "argument #" + Twine(i));
+      addZero(tensor, func, i);
       addLayers(tensor, func, i);
       at[name] = cursor;
       place(std::move(tensor), bytesOf(func.getArgument(i)));
@@ -300,6 +307,21 @@ void ModelAbiEmitter::addLayers(json::Object &tensor, func::FuncOp func,
   if (json::Array *global = tensor.getArray("global_shape"))
     if (!global->empty())
       (*global)[0] = rows[1];
+}
+
+/// A ZeRO chunk (tessel-zero): the block it is cut from, the leading
+/// dimensions kept whole, and the axis that splits the rest.
+void ModelAbiEmitter::addZero(json::Object &tensor, func::FuncOp func,
+                              unsigned i) {
+  auto zero =
+      func.getArgAttrOfType<DictionaryAttr>(i, nn::NNDialect::kZeroAttrName);
+  if (!zero)
+    return;
+  auto block = cast<DenseI64ArrayAttr>(zero.get("block"));
+  tensor["zero"] = json::Object{
+      {"axes", json::Array{"dp"}},
+      {"dims", cast<IntegerAttr>(zero.get("dims")).getInt()},
+      {"block", json::Array(block.asArrayRef())}};
 }
 
 /// Control scalars the launcher writes: the gradient scale.

@@ -156,6 +156,10 @@ parallel flags (a model partitioned over a device mesh; docs/tessel-run.md):
                         backward in bf16 around f32 master weights,
                         gradients and optimizer state (docs/precision.md);
                         with a .so, the precision it was compiled with
+  --zero 1|2|3          shard the training state over dp (ZeRO: 1 optimizer
+                        state, 2 and gradients, 3 and parameters; with
+                        --no-reshard-after-forward stage 3 keeps the gathered
+                        parameters from the forward to the backward)
   --rules R, --sequence-parallel, --local-batchnorm, --bucket-mb X
                         partitioning flags passed to tessel-compile with
                         --mesh (a .mlir model only; see tessel-compile
@@ -178,6 +182,10 @@ std::vector<std::string> Options::partitioningFlags() const {
     flags.push_back("--local-batchnorm");
   if (!bucketMb.empty())
     flags.push_back("--bucket-mb");
+  if (!zero.empty())
+    flags.push_back("--zero");
+  if (noReshardAfterForward)
+    flags.push_back("--no-reshard-after-forward");
   if (!pipelineSchedule.empty())
     flags.push_back("--pipeline-schedule");
   if (!stageLayers.empty())
@@ -340,6 +348,13 @@ const std::map<std::string, ValueSetter> &valueFlags() {
        [](Options &o, const std::string &v) { o.stageLayers = v; }},
       {"--virtual-stages",
        [](Options &o, const std::string &v) { o.virtualStages = v; }},
+      {"--zero",
+       [](Options &o, const std::string &v) {
+         if (v != "0" && v != "1" && v != "2" && v != "3")
+           failUsage("bad value '" + v +
+                     "' for --zero (expected a ZeRO stage 0, 1, 2 or 3)");
+         o.zero = v;
+       }},
       {"--bucket-mb",
        [](Options &o, const std::string &v) {
          if (!(parseReal("--bucket-mb", v) >= 0))
@@ -440,6 +455,10 @@ Options tessel::run::parseArgs(int argc, char **argv) {
     }
     if (arg == "--check-grads") {
       options.checkGrads = true;
+      continue;
+    }
+    if (arg == "--no-reshard-after-forward") {
+      options.noReshardAfterForward = true;
       continue;
     }
     if (arg == "--sequence-parallel") {

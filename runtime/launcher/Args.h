@@ -70,6 +70,8 @@ struct Options {
   std::string bucketMb; // --bucket-mb, as given
   bool sequenceParallel = false;
   bool localBatchnorm = false;
+  std::string zero;                   // --zero, as given
+  bool noReshardAfterForward = false; // --no-reshard-after-forward
   // Pipeline flags for tessel-compile, as given (a pp mesh only).
   std::string pipelineSchedule, stageLayers, virtualStages;
 

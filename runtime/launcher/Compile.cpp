@@ -74,6 +74,10 @@ std::vector<std::string> partitionArgs(const Options &options) {
     args.push_back("--local-batchnorm");
   if (!options.bucketMb.empty())
     args.insert(args.end(), {"--bucket-mb", options.bucketMb});
+  if (!options.zero.empty())
+    args.insert(args.end(), {"--zero", options.zero});
+  if (options.noReshardAfterForward)
+    args.push_back("--no-reshard-after-forward");
   // A pipeline compiles its microbatches and schedule in.
   std::optional<int> pp = options.mesh->axisIndex("pp");
   if (pp && options.mesh->shape[*pp] > 1) {

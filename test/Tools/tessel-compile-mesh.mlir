@@ -35,6 +35,13 @@
 // (x0.75). One step (one microbatch) is the backward and the update.
 // REPORT: arena (one rank) 960 bytes
 // REPORT: scratch 320 bytes at 640
+// Without --zero every dp rank keeps its whole blocks: Ψ = 24 parameters
+// (the rank's [8, 3] block of w), SGD with momentum keeps one state each.
+// REPORT-NEXT: training state per rank (not sharded; Ψ = 24 parameters per rank before ZeRO)
+// REPORT-NEXT: params 4Ψ 96 bytes (formula 96.0)
+// REPORT-NEXT: grads 4Ψ 96 bytes (formula 96.0)
+// REPORT-NEXT: states 4Ψ 96 bytes (formula 96.0)
+// REPORT-NEXT: total 12Ψ 288 bytes (formula 288.0)
 // REPORT-NEXT: communication per rank (mesh dp=2,tp=4)
 // REPORT-NEXT: entry collective axes calls bytes ring bytes
 // REPORT-NEXT: forward all_reduce dp 1 4 4

@@ -144,6 +144,18 @@ cl::opt<double> bucketMb("bucket-mb",
                                   "one all-reduce per gradient; default 25)"),
                          cl::init(-1), cl::cat(meshCategory));
 
+// Sharded training state (docs/parallelism.md, "ZeRO").
+cl::opt<int> zeroStage(
+    "zero",
+    cl::desc("Shard the training state over dp: 1 optimizer state, 2 and "
+             "gradients, 3 and parameters (ZeRO/FSDP; default 0, none)"),
+    cl::value_desc("0|1|2|3"), cl::init(0), cl::cat(meshCategory));
+cl::opt<bool> noReshardAfterForward(
+    "no-reshard-after-forward",
+    cl::desc("--zero 3: keep the gathered parameters from the forward for the "
+             "backward instead of gathering them again"),
+    cl::cat(meshCategory));
+
 // Pipeline parallelism: only with a pp axis of more than one rank
 // (docs/parallelism.md, "Pipeline parallelism").
 cl::opt<std::string>
@@ -219,7 +231,8 @@ LogicalResult checkMeshFlags() {
   bool hasMesh = meshSpec.getNumOccurrences() > 0;
   if (!hasMesh) {
     for (const cl::Option *flag : std::initializer_list<const cl::Option *>{
-             &shardingRules, &sequenceParallel, &localBatchnorm, &bucketMb})
+             &shardingRules, &sequenceParallel, &localBatchnorm, &bucketMb,
+             &zeroStage, &noReshardAfterForward})
       if (flag->getNumOccurrences() > 0)
         return fail(llvm::Twine("--") + flag->ArgStr +
                     " applies to a step split over a device mesh; give "
@@ -235,6 +248,15 @@ LogicalResult checkMeshFlags() {
   if (shardingRules.getNumOccurrences() > 0 &&
       !tessel::parseRules(shardingRules, error))
     return fail("--rules: " + error);
+  if (zeroStage < 0 || zeroStage > 3)
+    return fail("--zero " + llvm::Twine(zeroStage.getValue()) +
+                ": expected a ZeRO stage 0, 1, 2 or 3");
+  if (zeroStage > 0 && noTrain)
+    return fail("--zero shards the training state; it does not apply with "
+                "--no-train");
+  if (noReshardAfterForward && zeroStage != 3)
+    return fail("--no-reshard-after-forward applies to --zero 3 (only stage 3 "
+                "shards the parameters)");
   if (bucketMb.getNumOccurrences() > 0 && !(bucketMb >= 0))
     return fail("--bucket-mb " + llvm::formatv("{0}", bucketMb.getValue()) +
                 ": the bucket size must be >= 0 MiB (0: one all-reduce per "
@@ -286,6 +308,8 @@ void setPipelineOptions(tessel::CompilePipelineOptions &options) {
   options.localBatchnorm = localBatchnorm;
   if (bucketMb.getNumOccurrences() > 0)
     options.bucketMb = bucketMb;
+  options.zero = zeroStage;
+  options.reshardAfterForward = !noReshardAfterForward;
   if (stageLayers.getNumOccurrences() > 0)
     options.stageLayers = stageLayers;
   if (microbatches.getNumOccurrences() > 0)
@@ -331,6 +355,9 @@ LogicalResult runPipeline(ModuleOp module, llvm::json::Object &report,
   for (auto &[key, value] : *description->getAsObject())
     if (key != "tensors")
       report[key] = value;
+  if (std::optional<llvm::json::Object> state =
+          tessel::trainingStateReport(*description->getAsObject()))
+    report["training_state"] = std::move(*state);
   if (std::optional<llvm::json::Object> communication =
           tessel::communicationReport(*description->getAsObject()))
     report["communication"] = std::move(*communication);
