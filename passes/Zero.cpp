@@ -512,6 +512,7 @@ void ZeroRewriter::gatherInLayers(Value stack, const ShardPlan &plan) {
     BlockArgument slice =
         layer.getArgument(repeat.getCarried().size() + position);
     slice.setType(row.shard());
+    markArgument(layer, slice.getArgNumber(), row);
     Block &body = layer.getBody().front();
     // A layer that does not read its slice (a bias in the backward)
     // gathers nothing.
@@ -633,6 +634,16 @@ struct ZeroPass : public tessel::impl::ZeroPassBase<ZeroPass> {
     // bucketed as before.
     bucketGradientAllReduces(
         module, static_cast<int64_t>(bucketMb * 1024.0 * 1024.0));
+    // A bucket is issued where its last gradient is complete: the
+    // accumulations of its earlier gradients move after it, to the end.
+    for (auto func : module.getOps<func::FuncOp>()) {
+      if (func.isExternal())
+        continue;
+      Block &body = func.getBody().front();
+      SmallVector<nn::AccumulateOp> accumulates(body.getOps<nn::AccumulateOp>());
+      for (nn::AccumulateOp acc : accumulates)
+        acc->moveBefore(body.getTerminator());
+    }
   }
 };
 
