@@ -467,7 +467,7 @@ PipelineRank::gatherCheckpoint(bool withStates, bool keep) {
                                    sliceLeader);
       // Stage s holds rows [offset, offset + rowsHere) of `rowsTotal`.
       int64_t rowsTotal = w->globalShape.empty() ? 1 : w->globalShape[0];
-      int64_t rowsHere = t->layers ? t->shape[0] : rowsTotal;
+      int64_t rowsHere = t->layers ? t->blockShape()[0] : rowsTotal;
       int64_t rowBytes = rowsTotal ? w->globalBytes() / rowsTotal : 0;
       int64_t sliceBytes = rowBytes * rowsHere;
       int64_t offset = t->layers ? t->layers->offset : 0;
