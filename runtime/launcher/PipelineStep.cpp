@@ -160,6 +160,8 @@ PipelineRank::Stage &PipelineRank::stageAt(int s) {
                  " does not run on pp rank " + std::to_string(ppRank));
 }
 
+const void *PipelineRank::stageArena(int s) { return stageAt(s).arena; }
+
 int32_t PipelineRank::worldRankOf(int64_t peer) const {
   return int32_t(model.desc.mesh->withCoordinate(rank, pipe.axis, peer));
 }
