@@ -37,6 +37,10 @@ const std::string dp2 = quote(FAKE_SHARDED_DP2);
 const std::string tp2 = quote(FAKE_SHARDED_TP2);
 const std::string dp2tp2 = quote(FAKE_SHARDED_DP2_TP2);
 const std::string dp4 = quote(FAKE_SHARDED_DP4);
+// Adam's moments ZeRO-sharded over dp, dims 1: [4, 3] chunks of the [4, 5]
+// block on dp=2,tp=2; [8, 2] on dp=4, the last rank's all padding.
+const std::string dp2tp2Zero = quote(FAKE_SHARDED_DP2_TP2_ZERO);
+const std::string dp4Zero = quote(FAKE_SHARDED_DP4_ZERO);
 
 //===--- The format, in the library ---------------------------------------===//
 
@@ -410,6 +414,48 @@ TEST_F(ShardedRunTest, LoadsOnAnyMeshAsTheGlobalFile) {
   ok(dp2tp2 + " --eval --steps 1 --load " + path("one.st") + " --save " +
      path("d.st"));
   EXPECT_EQ(tensorsOf("c.st"), tensorsOf("d.st"));
+}
+
+// Tests that ZeRO-1 runs (moments chunked over dp, padded) train, gather
+// (--save) and save sharded exactly what the same meshes without ZeRO do,
+// and that checkpoints move between ZeRO and plain layouts, both ways, bit
+// for bit.
+TEST_F(ShardedRunTest, ZeroRunsSaveAndLoadAsPlainOnes) {
+  for (auto [plain, zero] :
+       {std::pair{dp2tp2, dp2tp2Zero}, std::pair{dp4, dp4Zero}}) {
+    SCOPED_TRACE(zero);
+    fs::remove_all(dir / "zero");
+    ok(plain + " --steps 3 --save " + path("plain.st"));
+    ok(zero + " --steps 3 --save " + path("zero.st") + " --save-sharded " +
+       path("zero"));
+    EXPECT_EQ(readFile(dir / "zero.st"), readFile(dir / "plain.st"));
+    // The sharded directory holds the chunks and loads as the file.
+    for (const std::string &model : {oneDevice, dp2tp2, dp4Zero}) {
+      ok(model + " --steps 2 --load " + path("zero") + " --save " +
+         path("a.st"));
+      ok(model + " --steps 2 --load " + path("zero.st") + " --save " +
+         path("b.st"));
+      EXPECT_EQ(readFile(dir / "a.st"), readFile(dir / "b.st")) << model;
+    }
+    // A file loaded into the ZeRO layout continues as the plain one.
+    ok(zero + " --steps 2 --load " + path("plain.st") + " --save " +
+       path("a.st"));
+    ok(plain + " --steps 2 --load " + path("plain.st") + " --save " +
+       path("b.st"));
+    EXPECT_EQ(readFile(dir / "a.st"), readFile(dir / "b.st"));
+  }
+  json index = json::parse(indexText("zero"));
+  const json &m = index["tensors"][2];
+  EXPECT_EQ(m["name"], "fc.weight.m");
+  EXPECT_EQ(m["pieces"][0]["zero"],
+            json::parse(R"({"axes": ["dp"], "dims": 1, "block": [8, 5]})"));
+  Checkpoint last = readCheckpoint(dir / "zero" / shardFileName(3, 4));
+  EXPECT_EQ(last.header["fc.weight.m"]["shape"], json({8, 2}));
+  EXPECT_EQ(floatsOf(last.tensors["fc.weight.m"]),
+            std::vector<float>(16, 0.0f)); // Padding only.
+  Checkpoint first = readCheckpoint(dir / "zero" / shardFileName(0, 4));
+  EXPECT_NE(floatsOf(first.tensors["fc.weight.m"]),
+            std::vector<float>(16, 0.0f));
 }
 
 // Tests that a save over an existing sharded checkpoint (every step with
