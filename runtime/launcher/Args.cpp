@@ -116,12 +116,20 @@ flags:
                         FILE is always a whole checkpoint. FILE, like
                         --metrics, may not be the model, --data or (for
                         --metrics) --load, and its directory must exist
-  --save-every N        also save to the --save FILE after every N-th step
-                        (step count divisible by N), so a crash loses at
-                        most N steps; resume with --load FILE
-  --load FILE           read the parameters (and optimizer state and step, if
-                        saved by a training run) from a .safetensors file
-                        instead of initialising them
+  --save-sharded DIR    like --save, but every rank writes its own tensors
+                        (its blocks, ZeRO chunks included) without gathering:
+                        DIR/rank-<r>-of-<W>.safetensors per rank and
+                        DIR/index.json, written into a temporary directory
+                        beside DIR and swapped in at once (DIR is always one
+                        whole checkpoint); with or without --save. DIR must
+                        be new, empty or a sharded checkpoint
+  --save-every N        also save to the --save FILE (and --save-sharded DIR)
+                        after every N-th step (step count divisible by N), so
+                        a crash loses at most N steps; resume with --load
+  --load PATH           read the parameters (and optimizer state and step, if
+                        saved by a training run) from a .safetensors file, or
+                        a --save-sharded directory saved on any mesh, instead
+                        of initialising them
   --log-every N         progress line every N steps when stderr is not a
                         terminal (default 10)
   --quiet               no progress and no summary
@@ -129,8 +137,8 @@ flags:
 
 A first SIGINT (Ctrl-C) or SIGTERM finishes the current step (every rank of
 a mesh stops after the same step), writes its metrics line, saves to --save
-FILE if given and exits 130 (SIGINT) or 143 (SIGTERM); a second one exits at
-once.
+FILE and --save-sharded DIR if given and exits 130 (SIGINT) or 143
+(SIGTERM); a second one exits at once.
 
 )" + trainingFlagsHelp() + R"(
 parallel flags (a model partitioned over a device mesh; docs/tessel-run.md):
@@ -289,6 +297,13 @@ const std::map<std::string, ValueSetter> &valueFlags() {
        }},
       {"--metrics", [](Options &o, const std::string &v) { o.metrics = v; }},
       {"--save", [](Options &o, const std::string &v) { o.save = v; }},
+      {"--save-sharded",
+       [](Options &o, const std::string &v) {
+         // "DIR/" is DIR: its temporary goes beside it, not inside.
+         o.saveSharded = v;
+         while (o.saveSharded.size() > 1 && o.saveSharded.back() == '/')
+           o.saveSharded.pop_back();
+       }},
       {"--save-every",
        [](Options &o, const std::string &v) {
          o.saveEvery = parseInteger("--save-every", v, 1);
@@ -424,8 +439,9 @@ void checkCombinations(const Options &options) {
       failUsage(flag + " needs a mesh whose pp axis has more than one rank "
                        "(e.g. --mesh dp=2,pp=2)");
   }
-  if (options.saveEvery && options.save.empty())
-    failUsage("--save-every needs --save FILE (the checkpoint it rewrites)");
+  if (options.saveEvery && options.save.empty() && options.saveSharded.empty())
+    failUsage("--save-every needs --save FILE or --save-sharded DIR (the "
+              "checkpoint it rewrites)");
   if (options.saveEvery && (options.eval || options.checkGrads))
     failUsage(std::string("--save-every has no effect with ") +
               (options.eval ? "--eval" : "--check-grads") +

@@ -42,6 +42,9 @@ struct Options {
   TokenDtype dataDtype = TokenDtype::U16;
   std::string metrics;
   std::string save;
+  // --save-sharded DIR: each rank's own tensors, one file per rank, plus
+  // an index (ShardedCheckpoint.h).
+  std::string saveSharded;
   int64_t saveEvery = 0; // --save-every N: also after every N-th step
   std::string load;
   int64_t logEvery = 10;

@@ -163,12 +163,79 @@ std::unique_ptr<BatchSource> tessel::run::makeRankFeeds(
   return std::make_unique<RankFeeds>(model, makeGlobal, coordinates, ctx);
 }
 
+namespace {
+
+/// A device buffer of the gathers, freed with the object.
+struct DeviceBuffer {
+  tessel_ctx *ctx;
+  void *data = nullptr;
+  DeviceBuffer(tessel_ctx *ctx, int64_t bytes, const TensorDesc &t) : ctx(ctx) {
+    data = tessel_alloc(ctx, std::max<int64_t>(bytes, 64));
+    if (!data)
+      throw RunError("cannot allocate " + std::to_string(bytes) +
+                     " bytes to gather '" + t.name + "'");
+  }
+  ~DeviceBuffer() { tessel_free(ctx, data); }
+  DeviceBuffer(const DeviceBuffer &) = delete;
+  DeviceBuffer &operator=(const DeviceBuffer &) = delete;
+};
+
+/// The collective just run, synchronised; throws RunError on its error.
+void checkGather(tessel_ctx *ctx, const TensorDesc &t) {
+  tessel_synchronize(ctx);
+  if (const char *error = tessel_error(ctx))
+    throw RunError("gathering '" + t.name + "' for the checkpoint: " + error);
+}
+
+/// Gathers `current` (of `shape`) over `axes` along dimension `dim`, so
+/// that the pieces come back in the row-major order of the axes' coordinates
+/// (outer first, as blockIndex): with `oneCall`, one call over the whole
+/// group when the axes are in mesh order (the runtime numbers a group's
+/// ranks by axis, lower axis slower); else one axis at a time, innermost
+/// first. `current`, `shape` and `owned` are updated in place.
+void gatherAlong(tessel_ctx *ctx, const Mesh &mesh, const TensorDesc &t,
+                 const std::vector<std::string> &axes, int dim, bool oneCall,
+                 const void *&current, std::vector<int64_t> &shape,
+                 std::unique_ptr<DeviceBuffer> &owned) {
+  std::vector<int> indices;
+  for (const std::string &name : axes)
+    if (mesh.shape[axisOf(mesh, name)] > 1)
+      indices.push_back(axisOf(mesh, name));
+  if (indices.empty())
+    return;
+  std::vector<std::vector<int>> calls;
+  if (oneCall && std::is_sorted(indices.begin(), indices.end()))
+    calls.push_back(indices);
+  else
+    for (size_t i = indices.size(); i-- > 0;)
+      calls.push_back({indices[i]});
+  int64_t elem = tessel_dtype_size(t.dtypeCode);
+  for (const std::vector<int> &group : calls) {
+    uint32_t mask = 0;
+    int64_t size = 1;
+    for (int axis : group) {
+      mask |= 1u << axis;
+      size *= mesh.shape[axis];
+    }
+    int64_t bytes = product(shape) * elem * size;
+    auto gathered = std::make_unique<DeviceBuffer>(ctx, bytes, t);
+    tessel_all_gather(ctx, mask, t.dtypeCode, current, gathered->data,
+                      int32_t(shape.size()), shape.data(), int32_t(dim));
+    checkGather(ctx, t);
+    owned = std::move(gathered);
+    current = owned->data;
+    shape[dim] *= size;
+  }
+}
+
+} // namespace
+
 std::vector<char>
 tessel::run::gatherGlobalTensor(const ModelDesc &model, const TensorDesc &t,
                                 tessel_ctx *ctx, const void *arena, bool keep) {
   const char *local = static_cast<const char *>(arena) + t.offset;
   std::vector<char> host;
-  if (!model.mesh || !t.isSharded()) {
+  if (!model.mesh || (!t.isSharded() && !t.zero)) {
     // Replicated: every rank holds the global tensor.
     if (keep) {
       host.resize(t.bytes);
@@ -178,40 +245,41 @@ tessel::run::gatherGlobalTensor(const ModelDesc &model, const TensorDesc &t,
   }
   const Mesh &mesh = *model.mesh;
   std::vector<int64_t> shape = t.shape;
-  int64_t bytes = t.bytes;
   const void *current = local;
-  void *owned = nullptr;
-  for (size_t d = 0; d < t.sharding.size(); ++d)
-    for (size_t i = t.sharding[d].size(); i-- > 0;) {
-      int axis = axisOf(mesh, t.sharding[d][i]);
-      int64_t size = mesh.shape[axis];
-      if (size == 1)
-        continue;
-      void *gathered = tessel_alloc(ctx, bytes * size);
-      if (!gathered) {
-        tessel_free(ctx, owned);
-        throw RunError("cannot allocate " + std::to_string(bytes * size) +
-                       " bytes to gather '" + t.name + "'");
-      }
-      tessel_all_gather(ctx, 1u << axis, t.dtypeCode, current, gathered,
-                        int32_t(shape.size()), shape.data(), int32_t(d));
-      tessel_synchronize(ctx);
-      tessel_free(ctx, owned);
-      owned = gathered;
-      current = gathered;
-      shape[d] *= size;
-      bytes *= size;
-      if (const char *error = tessel_error(ctx)) {
-        tessel_free(ctx, owned);
-        throw RunError("gathering '" + t.name +
-                       "' for the checkpoint: " + error);
-      }
+  std::unique_ptr<DeviceBuffer> owned;
+  if (t.zero) {
+    // The ZeRO chunks [block[:k], s] along dim k -> [block[:k], G·s], then
+    // the first I of each row: the block.
+    int dims = int(t.zero->dims);
+    gatherAlong(ctx, mesh, t, t.zero->axes, dims, /*oneCall=*/true, current,
+                shape, owned);
+    const std::vector<int64_t> &block = t.blockShape();
+    int64_t rows =
+        product(std::vector<int64_t>(block.begin(), block.begin() + dims));
+    int64_t inner =
+        product(std::vector<int64_t>(block.begin() + dims, block.end()));
+    if (shape[dims] != inner && rows * inner > 0) {
+      auto unpadded = std::make_unique<DeviceBuffer>(
+          ctx, rows * inner * tessel_dtype_size(t.dtypeCode), t);
+      int64_t extent[2] = {rows, inner}, in[2] = {shape[dims], 1},
+              out[2] = {inner, 1};
+      tessel_strided_copy(ctx, t.dtypeCode, current, unpadded->data, 2, extent,
+                          in, out);
+      checkGather(ctx, t);
+      owned = std::move(unpadded);
+      current = owned->data;
     }
+    shape = block;
+  }
+  for (size_t d = 0; d < t.sharding.size(); ++d)
+    gatherAlong(ctx, mesh, t, t.sharding[d], int(d), /*oneCall=*/false, current,
+                shape, owned);
   if (keep) {
+    int64_t bytes = product(shape) * tessel_dtype_size(t.dtypeCode);
     host.resize(bytes);
     tessel_copy_to_host(ctx, host.data(), current, bytes);
+    tessel_synchronize(ctx);
   }
-  tessel_free(ctx, owned);
   return host;
 }
 

@@ -37,10 +37,12 @@ makeRankFeeds(const ModelDesc &model, const BatchSourceFactory &makeGlobal,
 /// The global value of `t` assembled from every rank's block with
 /// tessel_all_gather, one mesh axis at a time (innermost first, so a
 /// dimension split by [a1, a2] comes back in block order whatever the
-/// axes' order in the mesh). Every rank of the mesh must call it for the
-/// same tensors in the same order; a rank with `keep` gets the global bytes
-/// on the host, the others an empty vector. Throws RunError on a runtime
-/// error (a failed peer included).
+/// axes' order in the mesh). A ZeRO tensor's chunks are gathered first
+/// (over all its ZeRO axes in one call when they are in mesh order, else
+/// one at a time) and their padding dropped, giving the block. Every rank
+/// of the mesh must call it for the same tensors in the same order; a rank
+/// with `keep` gets the global bytes on the host, the others an empty
+/// vector. Throws RunError on a runtime error (a failed peer included).
 std::vector<char> gatherGlobalTensor(const ModelDesc &model,
                                      const TensorDesc &t, tessel_ctx *ctx,
                                      const void *arena, bool keep);

@@ -8,6 +8,7 @@
 #include "runtime/launcher/GradCheck.h"
 #include "runtime/launcher/PipelineStep.h"
 #include "runtime/launcher/Ranks.h"
+#include "runtime/launcher/ShardedCheckpoint.h"
 #include "runtime/launcher/StopSignal.h"
 #include "runtime/launcher/Training.h"
 
@@ -62,31 +63,41 @@ void checkCommunication(const ModelDesc &desc,
                  difference.c_str());
 }
 
-/// Saves the checkpoint of `stepsDone` steps to --save: on a mesh every rank
-/// takes part in the gathers and rank 0 writes the file.
+/// Saves the checkpoint of `stepsDone` steps to --save (on a mesh every rank
+/// takes part in the gathers and rank 0 writes the file) and to
+/// --save-sharded (every rank writes its own file).
 void saveCheckpoint(const RunPlan &plan, RankRuntime &rt,
-                    PipelineRank *pipelined, int64_t stepsDone,
-                    bool reporter) {
+                    PipelineRank *pipelined, int64_t stepsDone, int32_t rank) {
   const Options &options = *plan.options;
   const ModelDesc &desc = plan.model->desc;
+  bool reporter = rank == 0;
   std::map<std::string, std::string> metadata = {
       {"seed", std::to_string(options.seed)}};
   // Only a training run has a step count to resume from.
   bool training = plan.mode == Mode::Train;
   if (training)
     metadata["tessel.step"] = std::to_string(stepsDone);
-  if (desc.mesh) {
-    std::map<std::string, std::vector<char>> tensors =
-        pipelined ? pipelined->gatherCheckpoint(training, reporter)
-                  : gatherCheckpoint(desc, rt.ctx, rt.arena, training,
-                                     reporter);
-    if (reporter)
-      writeSafetensorsAtomically(options.save, desc, tensors, metadata,
-                                 training);
-  } else {
-    writeSafetensorsAtomically(options.save, desc, rt.ctx, rt.arena, metadata,
-                               training);
+  if (!options.save.empty()) {
+    if (desc.mesh) {
+      std::map<std::string, std::vector<char>> tensors =
+          pipelined ? pipelined->gatherCheckpoint(training, reporter)
+                    : gatherCheckpoint(desc, rt.ctx, rt.arena, training,
+                                       reporter);
+      if (reporter)
+        writeSafetensorsAtomically(options.save, desc, tensors, metadata,
+                                   training);
+    } else {
+      writeSafetensorsAtomically(options.save, desc, rt.ctx, rt.arena,
+                                 metadata, training);
+    }
   }
+  if (!options.saveSharded.empty())
+    saveShardedCheckpoint(
+        options.saveSharded, desc, rank, rt.ctx,
+        [&](int stage) -> const void * {
+          return stage < 0 ? rt.arena : pipelined->stageArena(stage);
+        },
+        metadata, training);
 }
 
 } // namespace
@@ -244,11 +255,11 @@ RunEnd tessel::run::runRank(const RunPlan &plan, int32_t rank, int32_t comm,
     // The last step's checkpoint is the final save below.
     if (options.saveEvery && (step + 1) % options.saveEvery == 0 &&
         step + 1 < lastStep)
-      saveCheckpoint(plan, rt, pipelined.get(), step + 1, reporter);
+      saveCheckpoint(plan, rt, pipelined.get(), step + 1, rank);
   }
 
-  if (!options.save.empty())
-    saveCheckpoint(plan, rt, pipelined.get(), end.step, reporter);
+  if (!options.save.empty() || !options.saveSharded.empty())
+    saveCheckpoint(plan, rt, pipelined.get(), end.step, rank);
   if (end.signal)
     waitForEveryRank(rt.ctx, allAxes);
   // A stopped run ends with tessel-run's message instead of the summary.

@@ -3,6 +3,8 @@
 #include "runtime/launcher/MeshBlocks.h"
 #include "runtime/launcher/Error.h"
 
+#include <algorithm>
+
 using namespace tessel::run;
 
 int tessel::run::axisOf(const Mesh &mesh, const std::string &name) {
@@ -37,7 +39,47 @@ Mesh tessel::run::parseMesh(const std::string &text, const std::string &flag) {
   return *mesh;
 }
 
-int64_t TensorBlock::localElements() const { return product(localShape); }
+std::vector<int64_t> TensorBlock::storedShape() const {
+  if (!zeroSharded())
+    return localShape;
+  std::vector<int64_t> shape(localShape.begin(), localShape.begin() + zeroDims);
+  shape.push_back(zeroChunk);
+  return shape;
+}
+
+int64_t TensorBlock::blockElements() const { return product(localShape); }
+
+int64_t TensorBlock::localElements() const {
+  if (!zeroSharded())
+    return blockElements();
+  int64_t rows = product(
+      std::vector<int64_t>(localShape.begin(), localShape.begin() + zeroDims));
+  int64_t held = std::max<int64_t>(
+      0, std::min(zeroFirst + zeroChunk, zeroInner) - zeroFirst);
+  return rows * held;
+}
+
+bool TensorBlock::whole() const {
+  return localShape == globalShape &&
+         (!zeroSharded() || (zeroFirst == 0 && zeroChunk >= zeroInner));
+}
+
+int64_t tessel::run::groupSizeOf(const std::vector<std::string> &axes,
+                                 const Mesh &mesh) {
+  int64_t size = 1;
+  for (const std::string &name : axes)
+    size *= mesh.shape[axisOf(mesh, name)];
+  return size;
+}
+
+void tessel::run::setZeroChunk(TensorBlock &block, int64_t dims, int64_t chunk,
+                               int64_t groups) {
+  block.zeroDims = dims;
+  block.zeroInner = product(std::vector<int64_t>(
+      block.localShape.begin() + dims, block.localShape.end()));
+  block.zeroChunk = (block.zeroInner + groups - 1) / groups;
+  block.zeroFirst = chunk * block.zeroChunk;
+}
 
 int64_t tessel::run::blockIndex(const std::vector<std::string> &axes,
                                 const Mesh &mesh,
@@ -70,11 +112,14 @@ tessel::run::blockOf(const std::vector<int64_t> &localShape,
   return block;
 }
 
-void tessel::run::forEachRun(
-    const TensorBlock &block,
-    const std::function<void(int64_t, int64_t, int64_t)> &run) {
+namespace {
+
+using RunFn = std::function<void(int64_t, int64_t, int64_t)>;
+
+/// forEachRun of the whole block (local = flat index in the block).
+void forEachBlockRun(const TensorBlock &block, const RunFn &run) {
   size_t rank = block.localShape.size();
-  if (block.localElements() == 0)
+  if (block.blockElements() == 0)
     return;
   // Dimensions after `split` are whole, so one index of dimensions
   // 0..split-1 selects a run of local[split] · ... · local[rank-1] elements
@@ -106,4 +151,50 @@ void tessel::run::forEachRun(
     if (d == 0)
       return;
   }
+}
+
+} // namespace
+
+void tessel::run::forEachRun(const TensorBlock &block, const RunFn &run) {
+  if (!block.zeroSharded()) {
+    forEachBlockRun(block, run);
+    return;
+  }
+  int64_t inner = block.zeroInner, chunk = block.zeroChunk;
+  // The chunk's elements of each prefix row: [lo, hi) of the row's flat
+  // elements, stored at [row · chunk, row · chunk + hi - lo).
+  int64_t lo = std::min(block.zeroFirst, inner);
+  int64_t hi = std::min(block.zeroFirst + chunk, inner);
+  if (hi <= lo)
+    return;
+  // Pieces of consecutive rows that continue each other in storage and in
+  // the global tensor (a chunk that is whole rows) merge into one run.
+  int64_t pendingLocal = 0, pendingGlobal = 0, pendingCount = 0;
+  auto emit = [&](int64_t local, int64_t global, int64_t count) {
+    if (pendingCount && local == pendingLocal + pendingCount &&
+        global == pendingGlobal + pendingCount) {
+      pendingCount += count;
+      return;
+    }
+    if (pendingCount)
+      run(pendingLocal, pendingGlobal, pendingCount);
+    pendingLocal = local;
+    pendingGlobal = global;
+    pendingCount = count;
+  };
+  forEachBlockRun(block, [&](int64_t first, int64_t global, int64_t count) {
+    // Block elements [first, first + count), row by row.
+    for (int64_t at = first, end = first + count; at < end;) {
+      int64_t row = at / inner, inRow = at - row * inner;
+      int64_t rowEnd = std::min(end, (row + 1) * inner);
+      int64_t from = std::max(inRow, lo),
+              to = std::min(rowEnd - row * inner, hi);
+      if (from < to)
+        emit(row * chunk + (from - lo), global + (row * inner + from - first),
+             to - from);
+      at = rowEnd;
+    }
+  });
+  if (pendingCount)
+    run(pendingLocal, pendingGlobal, pendingCount);
 }

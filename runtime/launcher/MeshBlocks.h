@@ -62,15 +62,32 @@ std::string commKey(const CommCount &count);
 Mesh parseMesh(const std::string &text, const std::string &flag = "--mesh");
 
 /// Where one rank's block of a tensor lies in the global tensor: its local
-/// shape and, per dimension, the global index of its first element.
+/// shape and, per dimension, the global index of its first element. A
+/// ZeRO-sharded tensor (zeroDims >= 0) stores only a chunk of that block:
+/// dimensions [zeroDims, rank) of it flattened into zeroInner elements per
+/// prefix row, of which the rank holds [zeroFirst, zeroFirst + zeroChunk)
+/// (elements at or past zeroInner are padding: no global element), laid out
+/// as storedShape() = localShape[0:zeroDims] + [zeroChunk].
 struct TensorBlock {
   std::vector<int64_t> globalShape;
   std::vector<int64_t> localShape;
   std::vector<int64_t> start;
+  int64_t zeroDims = -1; // -1: no ZeRO chunk, the rank stores the block
+  int64_t zeroChunk = 0; // s = ceil(zeroInner / G)
+  int64_t zeroFirst = 0; // g · s
+  int64_t zeroInner = 0; // I = prod(localShape[zeroDims:])
 
+  bool zeroSharded() const { return zeroDims >= 0; }
+  /// What the rank's arena holds: localShape, or the ZeRO chunk's shape.
+  std::vector<int64_t> storedShape() const;
+  /// Elements of the block (before ZeRO).
+  int64_t blockElements() const;
+  /// Elements the rank stores that are global elements (padding excluded):
+  /// what forEachRun's runs add up to.
   int64_t localElements() const;
-  /// The block is the whole tensor (nothing split or every split of size 1).
-  bool whole() const { return localShape == globalShape; }
+  /// The rank stores the whole tensor (nothing split, every split of size
+  /// 1, and a ZeRO chunk, if any, is its whole block).
+  bool whole() const;
 };
 
 /// The block of a tensor of `localShape` split per dimension by `sharding`
@@ -85,10 +102,20 @@ TensorBlock blockOf(const std::vector<int64_t> &localShape,
 int64_t blockIndex(const std::vector<std::string> &axes, const Mesh &mesh,
                    const std::vector<int64_t> &coordinates);
 
+/// The number of ranks along `axes`: the product of their sizes.
+int64_t groupSizeOf(const std::vector<std::string> &axes, const Mesh &mesh);
+
+/// Makes `block` a ZeRO chunk: dimensions [dims, rank) flattened, padded to
+/// `groups` chunks, the rank holding chunk `chunk` of each prefix row.
+void setZeroChunk(TensorBlock &block, int64_t dims, int64_t chunk,
+                  int64_t groups);
+
 /// Calls `run(localFirst, globalFirst, count)` for each maximal run of
-/// elements of `block` that is contiguous in both the block (row-major,
-/// local shape) and the global tensor, in local order; indices are flat
-/// element indices. A block that is the whole tensor is one run.
+/// elements the rank stores that is contiguous in both its storage
+/// (row-major storedShape()) and the global tensor, in local order; indices
+/// are flat element indices. A block that is the whole tensor is one run.
+/// A ZeRO chunk's runs are the block's runs cut at prefix-row boundaries
+/// and intersected with the chunk; its padding is in no run.
 void forEachRun(
     const TensorBlock &block,
     const std::function<void(int64_t localFirst, int64_t globalFirst,

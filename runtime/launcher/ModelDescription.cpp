@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <set>
 
 using namespace tessel;
@@ -76,9 +77,7 @@ double tessel::run::lrAt(const TrainConfig &train, int64_t step) {
                       train.totalSteps, step + 1);
 }
 
-namespace {
-
-int32_t dtypeCodeOf(const std::string &dtype) {
+int32_t tessel::run::dtypeCodeOf(const std::string &dtype) {
   static const std::pair<const char *, int32_t> codes[] = {
       {"f32", TESSEL_F32}, {"f16", TESSEL_F16}, {"bf16", TESSEL_BF16},
       {"f64", TESSEL_F64}, {"i32", TESSEL_I32}, {"i64", TESSEL_I64}};
@@ -87,6 +86,8 @@ int32_t dtypeCodeOf(const std::string &dtype) {
       return code;
   return -1;
 }
+
+namespace {
 
 int32_t initKindOf(const std::string &kind) {
   static const std::pair<const char *, int32_t> kinds[] = {
@@ -121,17 +122,20 @@ std::string shapeText(const std::vector<int64_t> &shape) {
 
 /// A tensor's "sharding" and "global_shape" against the model's mesh:
 /// every split names mesh axes (each axis once per tensor) and the global
-/// dimension is the local one times the product of their sizes.
+/// dimension is the block's times the product of their sizes (the block:
+/// `shape`, or a ZeRO tensor's "block").
 template <typename Fail>
 void parseSharding(const json &j, TensorDesc &t, const ModelDesc &model,
                    Fail fail) {
+  const std::vector<int64_t> &block = t.blockShape();
   if (j.contains("sharding")) {
     if (!model.mesh)
       fail("\"sharding\" but the model has no \"mesh\"");
     t.sharding = j.at("sharding").get<std::vector<std::vector<std::string>>>();
-    if (t.sharding.size() != t.shape.size())
+    if (t.sharding.size() != block.size())
       fail("\"sharding\" has " + std::to_string(t.sharding.size()) +
-           " dimensions, its shape " + std::to_string(t.shape.size()));
+           " dimensions, its " + (t.zero ? "block " : "shape ") +
+           std::to_string(block.size()));
     std::set<std::string> used;
     bool split = false;
     for (const std::vector<std::string> &axes : t.sharding)
@@ -146,15 +150,21 @@ void parseSharding(const json &j, TensorDesc &t, const ModelDesc &model,
     if (!split)
       t.sharding.clear();
   }
-  std::vector<int64_t> expected = t.shape;
+  if (t.zero)
+    for (const std::vector<std::string> &axes : t.sharding)
+      for (const std::string &axis : axes)
+        if (std::find(t.zero->axes.begin(), t.zero->axes.end(), axis) !=
+            t.zero->axes.end())
+          fail("\"zero\" axis '" + axis + "' also splits it in \"sharding\"");
+  std::vector<int64_t> expected = block;
   for (size_t d = 0; d < t.sharding.size(); ++d)
     for (const std::string &axis : t.sharding[d])
       expected[d] *= model.mesh->shape[axisOf(*model.mesh, axis)];
   // A pipeline stage's rows of a stacked tensor: "layers": [offset, total].
   if (j.contains("layers")) {
     std::vector<int64_t> rows = j.at("layers").get<std::vector<int64_t>>();
-    if (rows.size() != 2 || t.shape.empty() || rows[0] < 0 ||
-        rows[1] < t.shape[0] || rows[0] > rows[1] - t.shape[0])
+    if (rows.size() != 2 || block.empty() || rows[0] < 0 ||
+        rows[1] < block[0] || rows[0] > rows[1] - block[0])
       fail("\"layers\" must be [offset, total] with its rows inside [0, "
            "total)");
     if (!t.sharding.empty() && !t.sharding[0].empty())
@@ -166,16 +176,67 @@ void parseSharding(const json &j, TensorDesc &t, const ModelDesc &model,
                       ? j.at("global_shape").get<std::vector<int64_t>>()
                       : expected;
   if (t.globalShape != expected)
-    fail("\"global_shape\" " + shapeText(t.globalShape) + " is not its shape " +
-         shapeText(t.shape) + " times its splits " + shapeText(expected));
+    fail("\"global_shape\" " + shapeText(t.globalShape) + " is not its " +
+         (t.zero ? "block " : "shape ") + shapeText(block) +
+         " times its splits " + shapeText(expected));
+}
+
+/// A ZeRO tensor's "zero": {"axes", "dims", "block"} against the mesh, and
+/// its stored `shape` against the chunk the block and the axes make.
+template <typename Fail>
+void parseZero(const json &j, TensorDesc &t, const ModelDesc &model,
+               Fail fail) {
+  if (!j.is_object())
+    fail("\"zero\" must be an object {\"axes\", \"dims\", \"block\"}");
+  if (t.role != "param" && t.role != "grad" && t.role != "state")
+    fail("\"zero\" on a " + t.role +
+         " tensor (only parameters, gradients and states are ZeRO-sharded)");
+  if (!model.mesh)
+    fail("\"zero\" but the model has no \"mesh\"");
+  ZeroShard zero;
+  zero.axes = j.at("axes").get<std::vector<std::string>>();
+  zero.dims = j.at("dims").get<int64_t>();
+  zero.block = j.at("block").get<std::vector<int64_t>>();
+  if (zero.axes.empty())
+    fail("\"zero\" names no axis");
+  std::set<std::string> used;
+  int64_t groupSize = 1;
+  for (const std::string &axis : zero.axes) {
+    std::optional<int> a = model.mesh->axisIndex(axis);
+    if (!a)
+      fail("\"zero\" names axis '" + axis + "', not one of mesh " +
+           model.mesh->toString());
+    if (!used.insert(axis).second)
+      fail("\"zero\" names axis '" + axis + "' twice");
+    groupSize *= model.mesh->shape[*a];
+  }
+  for (int64_t d : zero.block)
+    if (d < 0)
+      fail("\"zero\": negative dimension in \"block\"");
+  if (zero.dims < 0 || zero.dims > int64_t(zero.block.size()))
+    fail("\"zero\": \"dims\" " + std::to_string(zero.dims) + " outside [0, " +
+         std::to_string(zero.block.size()) + "] (the block's rank)");
+  std::vector<int64_t> expected(zero.block.begin(),
+                                zero.block.begin() + zero.dims);
+  int64_t inner = 1;
+  for (size_t d = size_t(zero.dims); d < zero.block.size(); ++d)
+    if (__builtin_mul_overflow(inner, zero.block[d], &inner))
+      fail("\"zero\": the block is too large");
+  expected.push_back((inner + groupSize - 1) / groupSize);
+  if (t.shape != expected)
+    fail("shape " + shapeText(t.shape) + " is not the ZeRO chunk " +
+         shapeText(expected) + " of block " + shapeText(zero.block) +
+         " (dims " + std::to_string(zero.dims) + ": " + std::to_string(inner) +
+         " elements per row over " + std::to_string(groupSize) + " ranks)");
+  t.zero = std::move(zero);
 }
 
 TensorDesc parseTensor(const json &j, const ModelDesc &model,
-                       const std::string &file) {
+                       const std::string &prefix) {
   TensorDesc t;
   t.name = j.at("name").get<std::string>();
   auto fail = [&](const std::string &problem) {
-    failDescription(file, "tensor '" + t.name + "': " + problem);
+    throw RunError(prefix + "tensor '" + t.name + "': " + problem);
   };
   t.role = j.at("role").get<std::string>();
   static const std::set<std::string> roles = {
@@ -215,6 +276,8 @@ TensorDesc parseTensor(const json &j, const ModelDesc &model,
   }
   if (j.contains("limit"))
     t.limit = j.at("limit").get<int64_t>();
+  if (j.contains("zero"))
+    parseZero(j.at("zero"), t, model, fail);
   parseSharding(j, t, model, fail);
   return t;
 }
@@ -351,7 +414,8 @@ void validateTraining(const ModelDesc &model, const std::string &file) {
       fail("no parameter of that name");
     if (!p->trainable)
       fail("its parameter is not trainable");
-    if (g->dtypeCode != p->dtypeCode || g->shape != p->shape)
+    // A ZeRO-sharded grad (or parameter) stores a chunk: the blocks match.
+    if (g->dtypeCode != p->dtypeCode || g->blockShape() != p->blockShape())
       fail("dtype or shape differs from its parameter's");
     if (!seen.insert(g->name).second)
       fail("appears twice");
@@ -379,7 +443,7 @@ void validateTraining(const ModelDesc &model, const std::string &file) {
       fail("appears twice");
     const TensorDesc *p =
         model.find("param", t->name.substr(0, t->name.rfind('.')));
-    if (t->dtypeCode != TESSEL_F32 || t->shape != p->shape)
+    if (t->dtypeCode != TESSEL_F32 || t->blockShape() != p->blockShape())
       fail("must be f32 with its parameter's shape");
     // A checkpoint holds states as global tensors, split as their
     // parameters.
@@ -460,7 +524,8 @@ ModelDesc tessel::run::parseModelDescription(const std::string &text,
     if (j.contains("mesh"))
       model.mesh = parseModelMesh(j.at("mesh"), file);
     for (const json &t : j.at("tensors"))
-      model.tensors.push_back(parseTensor(t, model, file));
+      model.tensors.push_back(
+          parseTensor(t, model, "model '" + file + "': bad description: "));
     if (j.contains("collectives"))
       parseCollectives(j.at("collectives"), model, file);
   } catch (const json::exception &e) {
@@ -482,23 +547,37 @@ int64_t tessel::run::tokensPerStep(const ModelDesc &desc) {
   return sequence ? first.shape[0] * first.shape[1] : first.shape[0];
 }
 
+TensorDesc tessel::run::parseTensorDescription(const std::string &entry,
+                                               const ModelDesc &model,
+                                               const std::string &prefix) {
+  try {
+    return parseTensor(json::parse(entry), model, prefix);
+  } catch (const json::exception &e) {
+    throw RunError(prefix + e.what());
+  }
+}
+
 TensorBlock tessel::run::blockOf(const ModelDesc &model, const TensorDesc &t,
                                  const std::vector<int64_t> &coordinates) {
   TensorBlock block;
-  if (!model.mesh || !t.isSharded()) {
-    block = blockOf(t.shape, {}, Mesh{}, {});
-  } else {
-    if (coordinates.size() != model.mesh->axes.size())
-      throw RunError("tensor '" + t.name + "' is split over mesh " +
-                     model.mesh->toString() +
-                     ": its block needs the rank's coordinates");
-    block = blockOf(t.shape, t.sharding, *model.mesh, coordinates);
-  }
-  // A pipeline stage holds rows [offset, offset + shape[0]) of the layers.
+  bool needsCoordinates = model.mesh && (t.isSharded() || t.zero);
+  if (needsCoordinates && coordinates.size() != model.mesh->axes.size())
+    throw RunError("tensor '" + t.name + "' is split over mesh " +
+                   model.mesh->toString() +
+                   ": its block needs the rank's coordinates");
+  if (!model.mesh || !t.isSharded())
+    block = blockOf(t.blockShape(), {}, Mesh{}, {});
+  else
+    block = blockOf(t.blockShape(), t.sharding, *model.mesh, coordinates);
+  // A pipeline stage holds rows [offset, offset + block[0]) of the layers.
   if (t.layers) {
     block.globalShape[0] = t.layers->total;
     block.start[0] += t.layers->offset;
   }
+  if (model.mesh && t.zero)
+    setZeroChunk(block, t.zero->dims,
+                 blockIndex(t.zero->axes, *model.mesh, coordinates),
+                 groupSizeOf(t.zero->axes, *model.mesh));
   return block;
 }
 
@@ -512,6 +591,7 @@ ModelDesc tessel::run::globalFeedView(const ModelDesc &model) {
     TensorDesc g = *t;
     g.shape = t->globalShape;
     g.sharding.clear();
+    g.zero.reset();
     g.bytes = t->globalBytes();
     g.offset = offset;
     offset += (g.bytes + 63) / 64 * 64;

@@ -23,6 +23,20 @@
 
 namespace tessel::run {
 
+/// A ZeRO-sharded tensor (a parameter, gradient or optimizer state split over
+/// the `dp`-like mesh axes `axes`): the rank's block before ZeRO is `block`
+/// (what `shape` would be without it); dimensions [0, dims) of it stay,
+/// dimensions [dims, rank) are flattened row-major into I elements,
+/// zero-padded to G·s (G the product of the axes' sizes, s = ceil(I / G)),
+/// and the rank holds chunk g (its coordinates on `axes`, row-major) of
+/// each prefix row: flat elements [g·s, (g + 1)·s). So `shape` is
+/// block[0:dims] + [s]. Padding (flat index >= I) is no global element.
+struct ZeroShard {
+  std::vector<std::string> axes;
+  int64_t dims = 0;
+  std::vector<int64_t> block;
+};
+
 /// One tensor of the arena, as the model's JSON describes it.
 struct TensorDesc {
   std::string name;
@@ -53,7 +67,15 @@ struct TensorDesc {
     int64_t offset = 0, total = 0;
   };
   std::optional<LayerRows> layers;
+  /// ZeRO: the rank stores a chunk of its block (see ZeroShard); `shape`,
+  /// `bytes` and numElements() are then the chunk's (padding included).
+  std::optional<ZeroShard> zero;
 
+  /// The rank's block before ZeRO: `zero->block`, else `shape`. Sharding,
+  /// layer rows and the global shape are about it.
+  const std::vector<int64_t> &blockShape() const {
+    return zero ? zero->block : shape;
+  }
   int64_t numElements() const;
   int64_t globalNumElements() const;
   /// Bytes of the global tensor (a checkpoint's entry).
@@ -126,9 +148,22 @@ struct ModelDesc {
   int64_t worldSize() const { return mesh ? mesh->worldSize() : 1; }
 };
 
+/// The code (TESSEL_F32, ...) of a description's dtype name ("f32"); -1
+/// for an unknown one.
+int32_t dtypeCodeOf(const std::string &dtype);
+
 /// Parses and validates the JSON text of `file`'s model; throws RunError.
 ModelDesc parseModelDescription(const std::string &json,
                                 const std::string &file);
+
+/// Parses one tensor entry of a description (`entry`, a JSON object's text)
+/// against `model`'s mesh and arena size, with every check
+/// parseModelDescription makes of it; a problem throws RunError
+/// "<prefix>tensor 'NAME': <problem>". A sharded checkpoint's index
+/// describes its pieces this way (ShardedCheckpoint.h).
+TensorDesc parseTensorDescription(const std::string &entry,
+                                  const ModelDesc &model,
+                                  const std::string &prefix);
 
 /// Where the rank at `coordinates` holds its block of `t` (the whole tensor
 /// without a mesh or a split).

@@ -39,6 +39,33 @@ void writeFileAtomically(
     const std::string &path, const std::string &what,
     const std::function<void(std::FILE *, const std::string &)> &write);
 
+/// Writes a new file `path` (it must not exist) through `write(file,
+/// path)`, flushed and fsynced before it is closed; RunError names `what`.
+/// For a file inside a temporary directory that is renamed as a whole.
+void writeFileDurably(
+    const std::string &path, const std::string &what,
+    const std::function<void(std::FILE *, const std::string &)> &write);
+
+/// A fresh directory "PATH.tmp.<pid>.XXXXXX" (mkdtemp) beside `path`, with
+/// a plain mkdir's mode, after removing the temporaries of `path` that dead
+/// writers left (as writeFileAtomically does for files). RunError names
+/// `what` ("--save-sharded").
+std::string createTemporaryDirectory(const std::string &path,
+                                     const std::string &what);
+
+/// fsyncs directory `dir` (its entries), ignoring a file system that
+/// cannot.
+void syncDirectoryOf(const std::string &dir);
+
+/// Puts directory `tmp` in the place of `path` at once: a rename when
+/// `path` does not exist, else renameat2(RENAME_EXCHANGE) and the old
+/// contents (then at `tmp`) removed; the parent directory is fsynced. A
+/// crash at any moment leaves `path` the old or the new directory, whole.
+/// An existing `path` must be a directory holding index.json, or empty
+/// (checkOutputPaths checks the same before the run).
+void replaceDirectory(const std::string &tmp, const std::string &path,
+                      const std::string &what);
+
 } // namespace tessel::run
 
 #endif // TESSEL_RUN_OUTPUTFILES_H

@@ -100,6 +100,7 @@ ModelDesc wholeModel(const json &j, const PipelineDesc &p) {
       g.shape = t.globalShape;
       g.sharding.clear();
       g.layers.reset();
+      g.zero.reset();
       g.bytes = t.globalBytes();
       g.offset = 0;
       whole.tensors.push_back(g);

@@ -160,6 +160,8 @@ PipelineRank::Stage &PipelineRank::stageAt(int s) {
                  " does not run on pp rank " + std::to_string(ppRank));
 }
 
+const void *PipelineRank::stageArena(int s) { return stageAt(s).arena; }
+
 int32_t PipelineRank::worldRankOf(int64_t peer) const {
   return int32_t(model.desc.mesh->withCoordinate(rank, pipe.axis, peer));
 }
@@ -467,7 +469,7 @@ PipelineRank::gatherCheckpoint(bool withStates, bool keep) {
                                    sliceLeader);
       // Stage s holds rows [offset, offset + rowsHere) of `rowsTotal`.
       int64_t rowsTotal = w->globalShape.empty() ? 1 : w->globalShape[0];
-      int64_t rowsHere = t->layers ? t->shape[0] : rowsTotal;
+      int64_t rowsHere = t->layers ? t->blockShape()[0] : rowsTotal;
       int64_t rowBytes = rowsTotal ? w->globalBytes() / rowsTotal : 0;
       int64_t sliceBytes = rowBytes * rowsHere;
       int64_t offset = t->layers ? t->layers->offset : 0;

@@ -61,6 +61,9 @@ public:
   /// takes part.
   std::map<std::string, std::vector<char>> gatherCheckpoint(bool withStates,
                                                             bool keep);
+  /// The arena of stage `s`, one of this rank's (a sharded checkpoint
+  /// writes its tensors as they are); throws RunError for another stage.
+  const void *stageArena(int s);
   /// How the slots this rank allocated to keep microbatches between
   /// actions (inputs, and the weight part's stash) differ from what the
   /// schedule holds at most (pipeline::peakHolding, which the report's

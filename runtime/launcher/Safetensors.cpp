@@ -9,6 +9,7 @@
 #include "runtime/launcher/Safetensors.h"
 #include "runtime/launcher/Error.h"
 #include "runtime/launcher/OutputFiles.h"
+#include "runtime/launcher/ShardedCheckpoint.h"
 
 #include <nlohmann/json.hpp>
 
@@ -29,9 +30,7 @@
 using namespace tessel::run;
 using nlohmann::ordered_json;
 
-namespace {
-
-const char *safetensorsDtype(int32_t code) {
+const char *tessel::run::safetensorsDtype(int32_t code) {
   switch (code) {
   case TESSEL_F32:
     return "F32";
@@ -49,6 +48,8 @@ const char *safetensorsDtype(int32_t code) {
   return "?";
 }
 
+namespace {
+
 std::string shapeString(const std::vector<int64_t> &shape) {
   std::string s = "[";
   for (size_t i = 0; i < shape.size(); ++i)
@@ -65,16 +66,17 @@ std::string joinNames(const std::vector<std::string> &names) {
 
 /// The header JSON, padded with spaces to a multiple of 8 bytes so the data
 /// that follows is aligned (as the reference implementation does).
-std::string buildHeader(const std::vector<const TensorDesc *> &tensors,
+std::string buildHeader(const std::vector<SafetensorsEntry> &entries,
                         const std::map<std::string, std::string> &metadata) {
   ordered_json header;
   header["__metadata__"] = metadata;
   int64_t offset = 0;
-  for (const TensorDesc *p : tensors) {
-    header[p->name] = {{"dtype", safetensorsDtype(p->dtypeCode)},
-                       {"shape", p->globalShape},
-                       {"data_offsets", {offset, offset + p->globalBytes()}}};
-    offset += p->globalBytes();
+  for (const SafetensorsEntry &e : entries) {
+    int64_t bytes = product(e.shape) * tessel_dtype_size(e.dtypeCode);
+    header[e.name] = {{"dtype", safetensorsDtype(e.dtypeCode)},
+                      {"shape", e.shape},
+                      {"data_offsets", {offset, offset + bytes}}};
+    offset += bytes;
   }
   std::string text = header.dump();
   text.append((8 - text.size() % 8) % 8, ' ');
@@ -88,14 +90,14 @@ void writeAll(std::FILE *f, const void *data, size_t size,
                    "': " + std::strerror(errno));
 }
 
-/// Puts the global bytes of a tensor into its argument.
-using TensorBytes =
-    std::function<void(const TensorDesc &, std::vector<char> &)>;
+} // namespace
 
-void writeCheckpointFile(std::FILE *f, const std::string &path,
-                         const std::vector<const TensorDesc *> &tensors,
-                         const TensorBytes &bytesOf,
-                         const std::string &header) {
+void tessel::run::writeSafetensors(
+    std::FILE *f, const std::string &path,
+    const std::vector<SafetensorsEntry> &entries,
+    const std::map<std::string, std::string> &metadata,
+    const SafetensorsBytes &bytesOf) {
+  std::string header = buildHeader(entries, metadata);
   uint64_t n = header.size();
   unsigned char len[8];
   for (int i = 0; i < 8; ++i)
@@ -103,11 +105,19 @@ void writeCheckpointFile(std::FILE *f, const std::string &path,
   writeAll(f, len, 8, path);
   writeAll(f, header.data(), header.size(), path);
   std::vector<char> host;
-  for (const TensorDesc *p : tensors) {
-    bytesOf(*p, host);
+  for (size_t i = 0; i < entries.size(); ++i) {
+    bytesOf(i, host);
+    int64_t bytes =
+        product(entries[i].shape) * tessel_dtype_size(entries[i].dtypeCode);
+    if (int64_t(host.size()) != bytes)
+      throw RunError("cannot write checkpoint '" + path + "': tensor '" +
+                     entries[i].name + "' has " + std::to_string(host.size()) +
+                     " bytes, its shape needs " + std::to_string(bytes));
     writeAll(f, host.data(), host.size(), path);
   }
 }
+
+namespace {
 
 /// A read-only mapping of a whole file.
 class MappedFile {
@@ -155,11 +165,7 @@ uint64_t headerLength(const MappedFile &file) {
   return n;
 }
 
-struct StoredTensor {
-  std::string dtype;
-  std::vector<int64_t> shape;
-  uint64_t begin = 0, end = 0;
-};
+using StoredTensor = SafetensorsFile::Entry;
 
 /// A JSON parser callback refusing a key repeated in one object: nlohmann
 /// would silently keep the last one, the format forbids them.
@@ -382,18 +388,23 @@ int64_t parseStep(const std::map<std::string, std::string> &metadata,
 
 } // namespace
 
-/// Writes `tensors` to a temporary beside `path`, then renames it over
-/// `path` (OutputFiles.h).
-static void
-writeAtomically(const std::string &path,
-                const std::vector<const TensorDesc *> &tensors,
-                const TensorBytes &bytesOf,
-                const std::map<std::string, std::string> &metadata) {
-  std::string header = buildHeader(tensors, metadata);
-  writeFileAtomically(path, "checkpoint",
-                      [&](std::FILE *f, const std::string &tmp) {
-                        writeCheckpointFile(f, tmp, tensors, bytesOf, header);
-                      });
+/// Writes `tensors` (their global shapes; `bytesOf` gives each one's global
+/// bytes) to a temporary beside `path`, then renames it over `path`
+/// (OutputFiles.h).
+static void writeAtomically(
+    const std::string &path, const std::vector<const TensorDesc *> &tensors,
+    const std::function<void(const TensorDesc &, std::vector<char> &)> &bytesOf,
+    const std::map<std::string, std::string> &metadata) {
+  std::vector<SafetensorsEntry> entries;
+  for (const TensorDesc *t : tensors)
+    entries.push_back({t->name, t->dtypeCode, t->globalShape});
+  writeFileAtomically(
+      path, "checkpoint", [&](std::FILE *f, const std::string &tmp) {
+        writeSafetensors(f, tmp, entries, metadata,
+                         [&](size_t i, std::vector<char> &host) {
+                           bytesOf(*tensors[i], host);
+                         });
+      });
 }
 
 std::vector<const TensorDesc *>
@@ -437,32 +448,78 @@ void tessel::run::writeSafetensorsAtomically(
       metadata);
 }
 
-struct CheckpointReader::File {
-  explicit File(const std::string &path) : mapped(path) {}
+struct SafetensorsFile::Mapping {
+  explicit Mapping(const std::string &path) : mapped(path) {}
   MappedFile mapped;
+};
+
+SafetensorsFile::SafetensorsFile(const std::string &path)
+    : mapping(std::make_unique<Mapping>(path)) {
+  entries_ = readHeader(mapping->mapped, path, metadata_);
+  data_ = mapping->mapped.data() + 8 + headerLength(mapping->mapped);
+}
+
+SafetensorsFile::~SafetensorsFile() = default;
+
+struct CheckpointReader::File {
+  // A .safetensors file, mapped; or a sharded checkpoint's tensors
+  // assembled on the host.
+  std::unique_ptr<SafetensorsFile> single;
+  std::vector<char> assembled;
   std::map<std::string, StoredTensor> stored;
-  const char *data = nullptr; // the first byte after the header
+  const char *data = nullptr; // where the tensors' data_offsets start
 };
 
 CheckpointReader::CheckpointReader(const std::string &path,
                                    const ModelDesc &model, bool training)
-    : file(std::make_unique<File>(path)), model(model) {
+    : file(std::make_unique<File>()), model(model) {
   std::map<std::string, std::string> metadata;
-  file->stored = readHeader(file->mapped, path, metadata);
-  checkKeys(file->stored, model, path);
+  std::unique_ptr<ShardedCheckpoint> sharded;
+  // What the errors about the checkpoint's contents name: the file, or a
+  // sharded checkpoint's index.
+  std::string label = path;
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    sharded = std::make_unique<ShardedCheckpoint>(path);
+    label = sharded->indexPath();
+    file->stored = sharded->globalEntries();
+    metadata = sharded->metadata();
+  } else {
+    file->single = std::make_unique<SafetensorsFile>(path);
+    file->stored = file->single->entries();
+    metadata = file->single->metadata();
+    file->data = file->single->data();
+  }
+  checkKeys(file->stored, model, label);
   bool anyState = false;
   for (auto &[name, t] : file->stored)
     anyState |= looksLikeState(name, model);
   // A checkpoint of a training run has "tessel.step" (even when its
   // optimizer keeps no state); one with neither holds parameters only.
   if (training && (anyState || metadata.count("tessel.step"))) {
-    checkStateKeys(file->stored, model, path);
+    checkStateKeys(file->stored, model, label);
     loaded.paramsOnly = false;
-    loaded.step = parseStep(metadata, path);
+    loaded.step = parseStep(metadata, label);
   }
-  checkDtypesAndShapes(file->stored,
-                       checkpointTensors(model, !loaded.paramsOnly), path);
-  file->data = file->mapped.data() + 8 + headerLength(file->mapped);
+  std::vector<const TensorDesc *> needed =
+      checkpointTensors(model, !loaded.paramsOnly);
+  checkDtypesAndShapes(file->stored, needed, label);
+  if (!sharded)
+    return;
+  // Everything is valid: the global tensors this run loads, one after
+  // another on the host.
+  uint64_t total = 0;
+  for (const TensorDesc *t : needed) {
+    StoredTensor &entry = file->stored.at(t->name);
+    entry.begin = total;
+    total += uint64_t(t->globalBytes());
+    entry.end = total;
+  }
+  file->assembled.resize(total);
+  for (const TensorDesc *t : needed)
+    sharded->assemble(t->name,
+                      file->assembled.data() + file->stored.at(t->name).begin);
+  file->data = file->assembled.data();
 }
 
 CheckpointReader::~CheckpointReader() = default;

@@ -5,12 +5,68 @@
 
 #include "runtime/launcher/ModelDescription.h"
 
+#include <cstdio>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 namespace tessel::run {
+
+/// The safetensors name of a tessel dtype code ("F32", "BF16", ...).
+const char *safetensorsDtype(int32_t dtypeCode);
+
+/// One tensor of a safetensors file being written.
+struct SafetensorsEntry {
+  std::string name;
+  int32_t dtypeCode = 0;
+  std::vector<int64_t> shape;
+};
+
+/// Puts the bytes of entry `i` into its second argument.
+using SafetensorsBytes = std::function<void(size_t i, std::vector<char> &)>;
+
+/// Writes `entries` to `f` in order (`path` names it in errors): the
+/// 8-byte header length, the header (with `metadata` as "__metadata__"),
+/// then each entry's bytes. Throws RunError.
+void writeSafetensors(std::FILE *f, const std::string &path,
+                      const std::vector<SafetensorsEntry> &entries,
+                      const std::map<std::string, std::string> &metadata,
+                      const SafetensorsBytes &bytesOf);
+
+/// A safetensors file mapped read-only, its header parsed and checked: no
+/// repeated key, every tensor's bytes inside the file, the tensors tiling
+/// the data exactly. Throws RunError "checkpoint 'PATH': ..." (a file
+/// shorter than its header says is "truncated").
+class SafetensorsFile {
+public:
+  struct Entry {
+    std::string dtype; // "F32", ...
+    std::vector<int64_t> shape;
+    uint64_t begin = 0, end = 0; // data_offsets
+  };
+  explicit SafetensorsFile(const std::string &path);
+  ~SafetensorsFile();
+  SafetensorsFile(const SafetensorsFile &) = delete;
+  SafetensorsFile &operator=(const SafetensorsFile &) = delete;
+
+  /// Every tensor by name ("__metadata__" is not one).
+  const std::map<std::string, Entry> &entries() const { return entries_; }
+  /// The string entries of "__metadata__".
+  const std::map<std::string, std::string> &metadata() const {
+    return metadata_;
+  }
+  /// The first byte of the data (data_offsets count from here).
+  const char *data() const { return data_; }
+
+private:
+  struct Mapping;
+  std::unique_ptr<Mapping> mapping;
+  std::map<std::string, Entry> entries_;
+  std::map<std::string, std::string> metadata_;
+  const char *data_ = nullptr;
+};
 
 /// Writes every parameter of `model` (read from `arena`) to `path` as
 /// safetensors, and with `withStates` every optimizer state tensor after
@@ -59,6 +115,10 @@ LoadedCheckpoint loadSafetensors(const std::string &path,
 /// loadSafetensors in two halves, for a mesh: the file is opened and
 /// validated once (global shapes) before any rank starts, then each rank
 /// copies its blocks out of the mapping (concurrently: load() only reads).
+/// `path` may also be a sharded checkpoint's directory (--save-sharded,
+/// ShardedCheckpoint.h): its index and every shard are validated, then the
+/// global tensors the run loads are assembled on the host, and load()
+/// copies out of them alike.
 class CheckpointReader {
 public:
   /// Validates as loadSafetensors does; throws RunError.

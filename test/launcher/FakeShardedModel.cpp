@@ -14,13 +14,19 @@
 //
 // Variants (compile definitions): FAKE_DP, FAKE_TP (axis sizes; an axis of
 // size 1 is left out of the mesh), FAKE_FAIL_RANK (that rank's backward
-// records an error in step 2 and returns before its collectives).
+// records an error in step 2 and returns before its collectives),
+// FAKE_ZERO (ZeRO-1: Adam's moments are ZeRO-sharded over dp with "dims" 1
+// — each rank keeps columns [g·s, g·s + s) of every row of W's block, s =
+// ceil(5 / dp), zero-padded — and the update steps that chunk of W, then
+// all-gathers W over dp).
 //
 //===----------------------------------------------------------------------===//
 
 #include "tessel/runtime.h"
 
+#include <algorithm>
 #include <string>
+#include <utility>
 
 #ifndef FAKE_DP
 #define FAKE_DP 1
@@ -34,6 +40,15 @@ namespace {
 constexpr int64_t dp = FAKE_DP, tp = FAKE_TP;
 constexpr int64_t batch = 16 / dp, features = 8 / tp, classes = 5;
 constexpr int64_t elem = 4;
+#ifdef FAKE_ZERO
+static_assert(dp > 1, "ZeRO shards over dp");
+constexpr bool zeroSharded = true;
+#else
+constexpr bool zeroSharded = false;
+#endif
+// The columns of W's block each rank's moments hold (ZeRO: the chunk).
+constexpr int64_t chunk = zeroSharded ? (classes + dp - 1) / dp : classes;
+constexpr int64_t stateBytes = features * chunk * elem;
 // Mesh axes in order; an axis of size 1 is not in the mesh.
 constexpr int dpAxis = dp > 1 ? 0 : -1;
 constexpr int tpAxis = tp > 1 ? (dp > 1 ? 1 : 0) : -1;
@@ -49,8 +64,8 @@ constexpr int64_t gradsOffset = frozenOffset + align(3 * elem);
 constexpr int64_t gradOffset = gradsOffset;
 constexpr int64_t statesOffset = gradOffset + align(weightBytes);
 constexpr int64_t state0Offset = statesOffset;
-constexpr int64_t state1Offset = state0Offset + align(weightBytes);
-constexpr int64_t inputsOffset = state1Offset + align(weightBytes);
+constexpr int64_t state1Offset = state0Offset + align(stateBytes);
+constexpr int64_t inputsOffset = state1Offset + align(stateBytes);
 constexpr int64_t inputBytes = batch * features * elem;
 constexpr int64_t inputOffset = inputsOffset;
 constexpr int64_t labelOffset = inputOffset + align(inputBytes);
@@ -65,7 +80,12 @@ constexpr int64_t dweightOffset = dlogitsOffset + align(logitsBytes);
 constexpr int64_t dlossOffset = dweightOffset + align(weightBytes);
 constexpr int64_t sumSquaresOffset = dlossOffset + 64;
 constexpr int64_t scaleOffset = sumSquaresOffset + 64;
-constexpr int64_t arenaBytes = scaleOffset + 64;
+// ZeRO: the chunks of W and its gradient, and W's chunks gathered.
+constexpr int64_t weightChunkOffset = scaleOffset + 64;
+constexpr int64_t gradChunkOffset = weightChunkOffset + align(stateBytes);
+constexpr int64_t gatheredOffset = gradChunkOffset + align(stateBytes);
+constexpr int64_t arenaBytes =
+    gatheredOffset + (zeroSharded ? align(dp * stateBytes) : 0);
 
 char *at(void *arena, int64_t offset) {
   return static_cast<char *>(arena) + offset;
@@ -97,14 +117,25 @@ std::string weightSharding() {
                 : "";
 }
 
+/// Adam's moments: W's split, and with ZeRO their chunk of its block.
+std::string stateSharding() {
+  if (!zeroSharded)
+    return weightSharding();
+  return ", \"global_shape\": [8, 5]" +
+         std::string(tp > 1 ? ", \"sharding\": [[\"tp\"], []]" : "") +
+         ", \"zero\": {\"axes\": [\"dp\"], \"dims\": 1, \"block\": [" +
+         std::to_string(features) + ", 5]}";
+}
+
 std::string region(const std::string &name, int64_t offset, int64_t bytes) {
   return "\"" + name + "\": {\"offset\": " + std::to_string(offset) +
          ", \"bytes\": " + std::to_string(bytes) + "}";
 }
 
-std::string collective(const char *axis, int64_t calls, int64_t bytes) {
-  return "{\"kind\": \"all_reduce\", \"axes\": [\"" + std::string(axis) +
-         "\"], \"calls\": " + std::to_string(calls) +
+std::string collective(const char *axis, int64_t calls, int64_t bytes,
+                       const char *kind = "all_reduce") {
+  return "{\"kind\": \"" + std::string(kind) + "\", \"axes\": [\"" +
+         std::string(axis) + "\"], \"calls\": " + std::to_string(calls) +
          ", \"bytes\": " + std::to_string(bytes) + "}";
 }
 
@@ -117,7 +148,9 @@ std::string collectives() {
   std::string forward = join(forwardTp, dp > 1 ? collective("dp", 1, 4) : "");
   std::string backward =
       join(forwardTp, dp > 1 ? collective("dp", 2, 4 + weightBytes) : "");
-  std::string update = tp > 1 ? collective("tp", 1, 4) : "";
+  std::string update = join(
+      tp > 1 ? collective("tp", 1, 4) : "",
+      zeroSharded ? collective("dp", 1, dp * stateBytes, "all_gather") : "");
   return "{\"forward\": [" + forward + "], \"backward\": [" + backward +
          "], \"update\": [" + update + "]}";
 }
@@ -137,6 +170,8 @@ std::string mesh() {
 
 std::string describe() {
   std::string w = list({std::to_string(features), "5"});
+  std::string stateShape =
+      list({std::to_string(features), std::to_string(chunk)});
   std::string inputShape =
       list({std::to_string(batch), std::to_string(features)});
   std::string inputSharding =
@@ -157,11 +192,11 @@ std::string describe() {
       tensor("fc.weight", "grad", "f32", w, gradOffset, weightBytes,
              weightSharding()) +
       ",\n" +
-      tensor("fc.weight.m", "state", "f32", w, state0Offset, weightBytes,
-             weightSharding()) +
+      tensor("fc.weight.m", "state", "f32", stateShape, state0Offset,
+             stateBytes, stateSharding()) +
       ",\n" +
-      tensor("fc.weight.v", "state", "f32", w, state1Offset, weightBytes,
-             weightSharding()) +
+      tensor("fc.weight.v", "state", "f32", stateShape, state1Offset,
+             stateBytes, stateSharding()) +
       ",\n" +
       tensor("input0", "input", "f32", inputShape, inputOffset, inputBytes,
              ", \"axes\": [\"batch\", \"embed\"]" + inputSharding) +
@@ -270,8 +305,35 @@ extern "C" void tessel_update(tessel_ctx *ctx, void *arena) {
   int64_t step = int64_t(tessel_get_step(ctx)) + 1;
   double lr = tessel_lr_at(TESSEL_LR_WARMUP_COSINE, 0.05, 0.005, 2, 50, step);
   tessel_optimizer opt = {TESSEL_OPT_ADAM, 0, 0.0, 0.9, 0.999, 1e-8, 0.0};
-  tessel_optimizer_update(ctx, &opt, TESSEL_F32, at(arena, weightOffset),
-                          at(arena, gradOffset), at(arena, scaleOffset),
+  if (!zeroSharded) {
+    tessel_optimizer_update(ctx, &opt, TESSEL_F32, at(arena, weightOffset),
+                            at(arena, gradOffset), at(arena, scaleOffset),
+                            at(arena, state0Offset), at(arena, state1Offset),
+                            features * classes, step, lr);
+    return;
+  }
+  // ZeRO-1: this rank's columns [first, first + held) of W and its
+  // gradient, padded to `chunk` columns with zeros (which the update keeps
+  // at zero), stepped with its moments, then W gathered back over dp.
+  int64_t first = tessel_group_index(ctx, dpMask) * chunk;
+  int64_t held = first < classes ? std::min(chunk, classes - first) : 0;
+  int64_t whole[2] = {5, 1}, chunked[2] = {chunk, 1};
+  int64_t extent[2] = {features, held};
+  for (auto [from, to] : {std::pair{weightOffset, weightChunkOffset},
+                          std::pair{gradOffset, gradChunkOffset}}) {
+    tessel_zero(ctx, at(arena, to), stateBytes);
+    if (held > 0)
+      tessel_strided_copy(ctx, TESSEL_F32, at(arena, from) + first * elem,
+                          at(arena, to), 2, extent, whole, chunked);
+  }
+  tessel_optimizer_update(ctx, &opt, TESSEL_F32, at(arena, weightChunkOffset),
+                          at(arena, gradChunkOffset), at(arena, scaleOffset),
                           at(arena, state0Offset), at(arena, state1Offset),
-                          features * classes, step, lr);
+                          features * chunk, step, lr);
+  int64_t shape[2] = {features, chunk};
+  tessel_all_gather(ctx, dpMask, TESSEL_F32, at(arena, weightChunkOffset),
+                    at(arena, gatheredOffset), 2, shape, 1);
+  int64_t gathered[2] = {dp * chunk, 1}, all[2] = {features, classes};
+  tessel_strided_copy(ctx, TESSEL_F32, at(arena, gatheredOffset),
+                      at(arena, weightOffset), 2, all, gathered, whole);
 }

@@ -58,7 +58,20 @@ struct Spec {
   // Per dimension the axes that split it; empty: no "sharding" key.
   std::vector<std::vector<std::string>> sharding = {};
   std::string dtype = "f32";
+  // A ZeRO-sharded tensor's "zero" (then `shape` is the stored chunk's and
+  // `sharding` is about the block); null: none.
+  json zero = nullptr;
 };
+
+/// A description's "zero".
+json zeroJson(const std::vector<std::string> &axes, int64_t dims,
+              const std::vector<int64_t> &block) {
+  json zero = json::object();
+  zero["axes"] = axes;
+  zero["dims"] = dims;
+  zero["block"] = block;
+  return zero;
+}
 
 /// An evaluation-only description (ABI v1 shape) on `mesh` (null: none):
 /// the tensors packed 64-byte aligned, then the loss.
@@ -80,6 +93,8 @@ json describe(const json &mesh, const std::vector<Spec> &specs) {
     }
     if (!s.sharding.empty())
       t["sharding"] = s.sharding;
+    if (!s.zero.is_null())
+      t["zero"] = s.zero;
     tensors.push_back(t);
     offset += (product(s.shape) * size + 63) / 64 * 64;
   }
@@ -282,6 +297,138 @@ TEST(Mesh, RunsMergeWholeInnerDimensions) {
   EXPECT_EQ(runs, 3);
 }
 
+//===--- ZeRO chunks ------------------------------------------------------===//
+
+/// A ZeRO chunk of a block for the tests: the block split by `sharding`,
+/// its rows [layerOffset, layerOffset + block[0]) of `layerTotal` (0: no
+/// layers), chunked over `zeroAxes` below dimension `dims`.
+struct ZeroCase {
+  const char *mesh;
+  std::vector<int64_t> block;
+  std::vector<std::vector<std::string>> sharding;
+  std::vector<std::string> zeroAxes;
+  int64_t dims;
+  // Pipeline stages holding rows of the block's first dimension: each an
+  // offset into `layerTotal` rows; empty: no layers.
+  std::vector<int64_t> layerOffsets = {};
+  int64_t layerTotal = 0;
+};
+
+TensorBlock zeroBlock(const ZeroCase &c, const Mesh &mesh,
+                      const std::vector<int64_t> &coords, int64_t layerOffset) {
+  TensorBlock block = blockOf(c.block, c.sharding, mesh, coords);
+  if (c.layerTotal) {
+    block.globalShape[0] = c.layerTotal;
+    block.start[0] += layerOffset;
+  }
+  setZeroChunk(block, c.dims, blockIndex(c.zeroAxes, mesh, coords),
+               groupSizeOf(c.zeroAxes, mesh));
+  return block;
+}
+
+// Tests that a ZeRO chunk's runs are exactly its stored elements that are
+// global ones (dims 0 and 1, uneven rows with padding, with tp sharding and
+// layer rows, G = 1, 2, 4), in storage order, never in the padding; and
+// that the ranks' runs cover the global tensor exactly once per replica.
+TEST(ZeroChunks, RunsOfEveryChunkTileTheGlobalTensorOnce) {
+  std::vector<ZeroCase> cases = {
+      // The spec's example: [10] over dp=4, s = 3, the last chunk 1 + 2
+      // padding.
+      {"dp=4", {10}, {}, {"dp"}, 0},
+      {"dp=2", {10}, {}, {"dp"}, 0},
+      {"dp=1,tp=2", {3, 4}, {{}, {"tp"}}, {"dp"}, 0}, // G = 1
+      {"dp=1,tp=2", {3, 4}, {{}, {"tp"}}, {"dp"}, 1},
+      {"dp=2,tp=2", {3, 5}, {{"tp"}, {}}, {"dp"}, 0}, // I 15, s 8
+      {"dp=2,tp=2", {3, 5}, {{}, {"tp"}}, {"dp"}, 1}, // I 5, s 3
+      {"dp=2,tp=2", {3, 5}, {{"tp"}, {}}, {"dp"}, 2}, // I 1, s 1
+      {"dp=4,tp=2", {2, 3, 5}, {{}, {"tp"}, {}}, {"dp"}, 1, {0, 2}, 4},
+      {"dp=4,tp=2", {2, 3, 5}, {{}, {"tp"}, {}}, {"dp"}, 0, {0, 2}, 4},
+      {"dp=2,tp=2", {7}, {}, {"tp", "dp"}, 0}, // against the mesh's order
+      {"dp=2,tp=2", {2, 9}, {}, {"dp", "tp"}, 1},
+      {"dp=2,tp=2", {3, 0}, {{"tp"}, {}}, {"dp"}, 1}, // I = 0
+  };
+  for (const ZeroCase &c : cases) {
+    SCOPED_TRACE(std::string(c.mesh) + " block " + json(c.block).dump() + " " +
+                 json(c.sharding).dump() + " zero " + json(c.zeroAxes).dump() +
+                 " dims " + std::to_string(c.dims));
+    Mesh mesh = parseMesh(c.mesh);
+    std::vector<int> covered;
+    std::vector<int64_t> offsets =
+        c.layerOffsets.empty() ? std::vector<int64_t>{0} : c.layerOffsets;
+    int64_t groups = groupSizeOf(c.zeroAxes, mesh);
+    for (int64_t offset : offsets)
+      for (int64_t r = 0; r < mesh.worldSize(); ++r) {
+        std::vector<int64_t> coords = mesh.coordinates(r);
+        TensorBlock block = zeroBlock(c, mesh, coords, offset);
+        int64_t inner = product(
+            std::vector<int64_t>(c.block.begin() + c.dims, c.block.end()));
+        int64_t chunk = (inner + groups - 1) / groups;
+        std::vector<int64_t> stored(c.block.begin(), c.block.begin() + c.dims);
+        stored.push_back(chunk);
+        EXPECT_EQ(block.storedShape(), stored);
+        EXPECT_EQ(block.zeroInner, inner);
+        EXPECT_EQ(block.zeroChunk, chunk);
+        EXPECT_EQ(block.whole(),
+                  groups == 1 && block.localShape == block.globalShape);
+        covered.resize(product(block.globalShape));
+        int64_t nextLocal = 0, counted = 0;
+        forEachRun(block, [&](int64_t local, int64_t global, int64_t count) {
+          EXPECT_GE(local, nextLocal); // In storage order, no overlap.
+          EXPECT_GT(count, 0);
+          nextLocal = local + count;
+          counted += count;
+          for (int64_t i = 0; i < count; ++i) {
+            // Stored element local + i: row `row`, flat `flat` of the row.
+            int64_t row = (local + i) / chunk;
+            int64_t flat = block.zeroFirst + (local + i) % chunk;
+            ASSERT_LT(flat, inner) << "a run in the padding";
+            std::vector<int64_t> index =
+                rowMajorIndex(row * inner + flat, block.localShape);
+            for (size_t d = 0; d < index.size(); ++d)
+              index[d] += block.start[d];
+            int64_t expected = flatIndex(index, block.globalShape);
+            ASSERT_EQ(global + i, expected)
+                << "rank " << r << " stored element " << local + i;
+            ++covered[expected];
+          }
+        });
+        EXPECT_LE(nextLocal, product(stored));
+        EXPECT_EQ(counted, block.localElements()) << "rank " << r;
+      }
+    int64_t blocks = groups;
+    for (const std::vector<std::string> &axes : c.sharding)
+      for (const std::string &axis : axes)
+        blocks *= mesh.shape[axisOf(mesh, axis)];
+    for (size_t g = 0; g < covered.size(); ++g)
+      EXPECT_EQ(covered[g], mesh.worldSize() / blocks)
+          << "global element " << g;
+  }
+}
+
+// Tests that a chunk of whole rows (G = 1) is one run, as the block is, and
+// that a chunk's runs break where its rows do.
+TEST(ZeroChunks, RunsMergeAcrossRowsOnlyWhenContiguous) {
+  Mesh mesh = parseMesh("dp=1,tp=2");
+  std::vector<std::tuple<int64_t, int64_t, int64_t>> runs;
+  auto record = [&](int64_t local, int64_t global, int64_t count) {
+    runs.push_back({local, global, count});
+  };
+  TensorBlock whole = blockOf({3, 4}, {}, mesh, {0, 0});
+  setZeroChunk(whole, 1, 0, 1);
+  forEachRun(whole, record);
+  EXPECT_EQ(runs,
+            (std::vector<std::tuple<int64_t, int64_t, int64_t>>{{0, 0, 12}}));
+  runs.clear();
+  Mesh dp2 = parseMesh("dp=2");
+  TensorBlock half = blockOf({3, 5}, {}, dp2, {1});
+  setZeroChunk(half, 1, 1, 2); // columns 3, 4 of each row, s = 3
+  forEachRun(half, record);
+  EXPECT_EQ(runs, (std::vector<std::tuple<int64_t, int64_t, int64_t>>{
+                      {0, 3, 2}, {3, 8, 2}, {6, 13, 2}}));
+  EXPECT_EQ(half.localElements(), 6);
+  EXPECT_FALSE(half.whole());
+}
+
 //===--- Sharded descriptions ---------------------------------------------===//
 
 TEST(MeshDescription, ParsesMeshShardingGlobalShapesAndCollectives) {
@@ -388,6 +535,120 @@ TEST(MeshDescription, InvalidDescriptionsNameTheProblem) {
         << c.what;
     EXPECT_EQ(error.find('\n'), std::string::npos) << c.what;
   }
+}
+
+// Tests that a ZeRO tensor's description (the spec's example: [10] over
+// dp=4, dims 0, s = 3) parses into its block, global shape and chunks, and
+// that every rank's runs place its chunk (the last rank holds one element
+// and two of padding).
+TEST(ZeroDescription, ParsesTheChunkAndPlacesEveryRanksPiece) {
+  ModelDesc m = parse(describe(
+      meshJson({"dp"}, {4}),
+      {{"fc2.bias", "param", {3}, {}, "f32", zeroJson({"dp"}, 0, {10})}}));
+  const TensorDesc &b = *m.find("param", "fc2.bias");
+  ASSERT_TRUE(b.zero);
+  EXPECT_EQ(b.zero->axes, (std::vector<std::string>{"dp"}));
+  EXPECT_EQ(b.blockShape(), (std::vector<int64_t>{10}));
+  EXPECT_EQ(b.shape, (std::vector<int64_t>{3}));
+  EXPECT_EQ(b.bytes, 12);
+  EXPECT_EQ(b.globalShape, (std::vector<int64_t>{10}));
+  EXPECT_FALSE(b.isSharded());
+  for (int64_t r = 0; r < 4; ++r) {
+    TensorBlock block = blockOf(m, b, {r});
+    EXPECT_EQ(block.zeroFirst, 3 * r);
+    EXPECT_FALSE(block.whole());
+    std::vector<std::tuple<int64_t, int64_t, int64_t>> runs;
+    forEachRun(block, [&](int64_t local, int64_t global, int64_t count) {
+      runs.push_back({local, global, count});
+    });
+    ASSERT_EQ(runs.size(), 1u);
+    EXPECT_EQ(runs[0],
+              std::make_tuple(int64_t(0), 3 * r, int64_t(r == 3 ? 1 : 3)));
+  }
+
+  // With tp sharding and dims 1: the block [3, 4] of [3, 8], rows chunked.
+  m = parse(describe(mesh2x2, {{"w",
+                                "param",
+                                {3, 2},
+                                {{}, {"tp"}},
+                                "f32",
+                                zeroJson({"dp"}, 1, {3, 4})}}));
+  const TensorDesc &w = *m.find("param", "w");
+  EXPECT_EQ(w.globalShape, (std::vector<int64_t>{3, 8}));
+  EXPECT_EQ(w.blockShape(), (std::vector<int64_t>{3, 4}));
+  TensorBlock block = blockOf(m, w, {1, 1});
+  EXPECT_EQ(block.start, (std::vector<int64_t>{0, 4}));
+  EXPECT_EQ(block.zeroFirst, 2);
+  EXPECT_EQ(block.storedShape(), (std::vector<int64_t>{3, 2}));
+}
+
+// Tests that every malformed "zero" fails with one line naming the file,
+// the tensor and the problem.
+TEST(ZeroDescription, InvalidZeroEntriesNameTheProblem) {
+  struct Case {
+    const char *what;
+    std::vector<Spec> specs;
+    bool mesh;
+    const char *message;
+  };
+  std::vector<Case> cases = {
+      {"unknown axis",
+       {{"w", "param", {3}, {}, "f32", zeroJson({"pp"}, 0, {10})}},
+       true,
+       "tensor 'w': \"zero\" names axis 'pp', not one of mesh dp=2,tp=2"},
+      {"axis also in sharding",
+       {{"w",
+         "param",
+         {2, 2},
+         {{"dp"}, {}},
+         "f32",
+         zeroJson({"dp"}, 1, {2, 4})}},
+       true,
+       "tensor 'w': \"zero\" axis 'dp' also splits it in \"sharding\""},
+      {"dims past the rank",
+       {{"w", "param", {3}, {}, "f32", zeroJson({"dp"}, 2, {10})}},
+       true,
+       "\"zero\": \"dims\" 2 outside [0, 1] (the block's rank)"},
+      {"shape not the chunk",
+       {{"w", "param", {4}, {}, "f32", zeroJson({"dp"}, 0, {10})}},
+       true,
+       "tensor 'w': shape [4] is not the ZeRO chunk [5] of block [10] (dims "
+       "0: 10 elements per row over 2 ranks)"},
+      {"no mesh",
+       {{"w", "param", {5}, {}, "f32", zeroJson({"dp"}, 0, {10})}},
+       false,
+       "tensor 'w': \"zero\" but the model has no \"mesh\""},
+      {"a feed",
+       {{"input0", "input", {5}, {}, "f32", zeroJson({"dp"}, 0, {10})}},
+       true,
+       "\"zero\" on a input tensor (only parameters, gradients and states "
+       "are ZeRO-sharded)"},
+      {"no axes",
+       {{"w", "param", {10}, {}, "f32", zeroJson({}, 0, {10})}},
+       true,
+       "tensor 'w': \"zero\" names no axis"},
+      {"sharding against the block",
+       {{"w", "param", {2}, {{"tp"}, {}}, "f32", zeroJson({"dp"}, 0, {3})}},
+       true,
+       "\"sharding\" has 2 dimensions, its block 1"},
+  };
+  for (const Case &c : cases) {
+    json j = describe(c.mesh ? mesh2x2 : json(nullptr), c.specs);
+    std::string error = errorOf([&] { parse(j); });
+    EXPECT_NE(error.find(c.message), std::string::npos)
+        << c.what << ": " << error;
+    EXPECT_NE(error.find("model 'm.so': bad description"), std::string::npos)
+        << c.what;
+    EXPECT_EQ(error.find('\n'), std::string::npos) << c.what;
+  }
+  // A "global_shape" is checked against the block, not the chunk.
+  json j = describe(
+      mesh2x2, {{"w", "param", {5}, {}, "f32", zeroJson({"dp"}, 0, {10})}});
+  j["tensors"][0]["global_shape"] = {5};
+  EXPECT_NE(errorOf([&] { parse(j); })
+                .find("\"global_shape\" [5] is not its block [10] times its "
+                      "splits [10]"),
+            std::string::npos);
 }
 
 //===--- Communication counts ---------------------------------------------===//
@@ -813,6 +1074,94 @@ TEST(ShardedBlocks, GatherThenLoadOnAnotherMeshRoundTrips) {
         ASSERT_EQ(local[i], globalElement(global[p->name], block, i))
             << p->name << " rank " << r << " element " << i;
     }
+  }
+  fs::remove_all(dir);
+}
+
+// Tests that a ZeRO chunk's init is its slice of one device's init, with
+// its padding left zero.
+TEST(ZeroChunks, InitOfEveryChunkEqualsSlicingTheFullInit) {
+  ModelDesc m = parse(describe(
+      mesh2x2,
+      {{"w", "param", {3, 2}, {{}, {"tp"}}, "f32", zeroJson({"dp"}, 1, {3, 3})},
+       {"v", "param", {4}, {}, "f32", zeroJson({"tp", "dp"}, 0, {13})}}));
+  RankRuntime one(64);
+  for (int64_t r = 0; r < 4; ++r) {
+    std::vector<int64_t> coords = m.mesh->coordinates(r);
+    RankRuntime rt(m.arenaBytes);
+    initParams(m, rt.ctx, rt.arena, /*seed=*/11, coords);
+    for (const TensorDesc *p : m.withRole("param")) {
+      TensorBlock block = blockOf(m, *p, coords);
+      std::vector<float> full = fullInit(one.ctx, *p, 11);
+      std::vector<float> local = readFloats(rt.ctx, rt.arena, *p);
+      std::vector<float> expected(local.size(), 0.0f);
+      forEachRun(block, [&](int64_t l, int64_t g, int64_t count) {
+        for (int64_t i = 0; i < count; ++i)
+          expected[l + i] = full[g + i];
+      });
+      EXPECT_EQ(local, expected) << p->name << " rank " << r;
+    }
+  }
+}
+
+// Tests that gathering ZeRO chunks (dims 0 and 1, padding, with tp
+// sharding, over axes in and against the mesh's order) gives the global
+// tensors, and that a one-file checkpoint loads back into the chunks.
+TEST(ZeroChunks, GatherThenLoadRoundTrips) {
+  std::vector<Spec> specs = {
+      {"w", "param", {3, 2}, {{}, {"tp"}}, "f32", zeroJson({"dp"}, 1, {3, 3})},
+      {"u", "param", {8}, {{"tp"}, {}}, "f32", zeroJson({"dp"}, 0, {3, 5})},
+      {"v", "param", {4}, {}, "f32", zeroJson({"tp", "dp"}, 0, {13})},
+      {"x", "param", {2, 4}, {}, "f32", zeroJson({"dp", "tp"}, 1, {2, 13})}};
+  ModelDesc m = parse(describe(mesh2x2, specs));
+  std::map<std::string, std::vector<float>> global;
+  int k = 0;
+  for (const TensorDesc *p : m.withRole("param")) {
+    std::vector<float> &values = global[p->name];
+    values.resize(p->globalNumElements());
+    for (size_t i = 0; i < values.size(); ++i)
+      values[i] = float(1000 * ++k + int(i));
+  }
+  auto chunkOf = [&](const TensorDesc &p, const std::vector<int64_t> &coords) {
+    std::vector<float> local(p.numElements(), 0.0f);
+    forEachRun(blockOf(m, p, coords), [&](int64_t l, int64_t g, int64_t count) {
+      for (int64_t i = 0; i < count; ++i)
+        local[l + i] = global[p.name][g + i];
+    });
+    return local;
+  };
+  fs::path dir = fs::temp_directory_path() /
+                 ("tessel-zero-test-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::string file = (dir / "ck.safetensors").string();
+  std::string failure = onLocalWorld(m, [&](int32_t rank, RankRuntime &rt) {
+    std::vector<int64_t> coords = m.mesh->coordinates(rank);
+    for (const TensorDesc *p : m.withRole("param")) {
+      std::vector<float> local = chunkOf(*p, coords);
+      tessel_copy_to_device(rt.ctx, static_cast<char *>(rt.arena) + p->offset,
+                            local.data(), p->bytes);
+    }
+    std::map<std::string, std::vector<char>> tensors =
+        gatherCheckpoint(m, rt.ctx, rt.arena, false, rank == 0);
+    if (rank != 0)
+      return;
+    for (auto &[name, bytes] : tensors) {
+      std::vector<float> values(bytes.size() / 4);
+      std::memcpy(values.data(), bytes.data(), bytes.size());
+      if (values != global[name])
+        throw RunError("gathered '" + name + "' differs");
+    }
+    writeSafetensorsAtomically(file, m, tensors, {}, false);
+  });
+  ASSERT_EQ(failure, "");
+  CheckpointReader reader(file, m, false);
+  for (int64_t r = 0; r < 4; ++r) {
+    std::vector<int64_t> coords = m.mesh->coordinates(r);
+    RankRuntime rt(m.arenaBytes);
+    reader.load(rt.ctx, rt.arena, coords);
+    for (const TensorDesc *p : m.withRole("param"))
+      EXPECT_EQ(readFloats(rt.ctx, rt.arena, *p), chunkOf(*p, coords))
+          << p->name << " rank " << r;
   }
   fs::remove_all(dir);
 }

@@ -262,6 +262,55 @@ TEST_F(PipelineCheckpointTest, SavedOnPp4LoadsOnOtherMeshes) {
   expectEqual(resumed, last, 1e-5);
 }
 
+// A sharded checkpoint of a pipeline: each rank writes its stages' tensors
+// (an interleaved rank holds two stages' rows of each stacked parameter),
+// the index records each piece's stage rows, and the directory loads on
+// one device and back on the pipeline exactly as the gathered file does.
+TEST_F(PipelineCheckpointTest, ShardedSaveOfAPipelineLoadsAsTheGatheredFile) {
+  std::string failure;
+  std::string src = source(4, false);
+  std::string one = compile(src, sgd, failure);
+  ASSERT_EQ(failure, "");
+  for (const std::string &flags :
+       {std::string(" --mesh pp=2 --pipeline-schedule interleaved "
+                    "--virtual-stages 2 --microbatches 2"),
+        std::string(" --mesh dp=2,tp=2,pp=2 --pipeline-schedule 1f1b "
+                    "--microbatches 2")}) {
+    SCOPED_TRACE(flags);
+    std::string so = compile(src, sgd + flags, failure);
+    ASSERT_EQ(failure, "");
+    fs::remove_all(dir / "sharded");
+    RunResult r = run(quote(so) + " --steps 2 --quiet --save " +
+                      path("global.st") + " --save-sharded " + path("sharded"));
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+    json index = json::parse(readFile(dir / "sharded" / "index.json"));
+    bool stacked = false;
+    for (const json &t : index["tensors"])
+      for (const json &piece : t["pieces"])
+        if (piece.contains("layers")) {
+          stacked = true;
+          EXPECT_TRUE(piece.contains("stage")) << piece.dump();
+          EXPECT_EQ(piece["key"].get<std::string>().rfind("stage", 0), 0u);
+        }
+    EXPECT_TRUE(stacked);
+    for (const std::string &target : {one, so}) {
+      auto tensorsAfter = [&](const std::string &load, const std::string &args,
+                              const std::string &name) {
+        RunResult r = run(quote(target) + args + " --quiet --load " +
+                          path(load) + " --save " + path(name));
+        EXPECT_EQ(r.exitCode, 0) << r.err;
+        return readCheckpoint(dir / name).tensors;
+      };
+      // The parameters as loaded, then one more step from the same state.
+      EXPECT_EQ(tensorsAfter("global.st", " --eval --steps 1", "a.st"),
+                tensorsAfter("sharded", " --eval --steps 1", "b.st"));
+      EXPECT_EQ(
+          tensorsAfter("global.st", " --steps 1 --microbatches 2", "a.st"),
+          tensorsAfter("sharded", " --steps 1 --microbatches 2", "b.st"));
+    }
+  }
+}
+
 // Dropout in the blocks: stage s's layer l draws the model's layer
 // (first + l) mask, in the forward, its recomputation, and both parts of a
 // split backward.

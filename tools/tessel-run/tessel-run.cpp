@@ -122,8 +122,10 @@ RunEnd runModel(const Options &given, int32_t rank, int32_t mpiWorld) {
                     nullptr)
           : runLocalRanks(plan);
   if (end.signal && rank == 0) {
-    std::string saved =
-        options.save.empty() ? "" : "; saved '" + options.save + "'";
+    std::string saved;
+    for (const std::string &path : {options.save, options.saveSharded})
+      if (!path.empty())
+        saved += (saved.empty() ? "; saved '" : " and '") + path + "'";
     std::fprintf(stderr, "tessel-run: stopped by %s after step %lld%s\n",
                  end.signal == SIGINT ? "SIGINT" : "SIGTERM",
                  static_cast<long long>(end.step), saved.c_str());
