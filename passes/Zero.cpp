@@ -58,6 +58,13 @@ struct ShardPlan {
   RankedTensorType flat() const { return withRow(inner); }
   RankedTensorType padded() const { return withRow(chunk * group); }
   RankedTensorType shard() const { return withRow(chunk); }
+  /// The same split of the same shape in another element type (a bf16
+  /// gradient reduced before its cast to f32).
+  ShardPlan withElement(Type element) const {
+    ShardPlan plan = *this;
+    plan.block = RankedTensorType::get(block.getShape(), element);
+    return plan;
+  }
   /// The same split of one row: what a layer function sees of a stack.
   ShardPlan row() const {
     ShardPlan plan = *this;
@@ -192,20 +199,44 @@ Value ZeroRewriter::allReduce(Location loc, Value value,
                                     shard::ReductionKind::Sum));
 }
 
+/// The dp sum `value` comes from, looking through a widening cast (under
+/// bf16 the gradient is reduced in bf16, then cast to the f32
+/// accumulator): the all-reduce, or null.
+static shard::AllReduceOp dataParallelSum(Value value, int16_t axis,
+                                          nn::CastOp &widen) {
+  widen = value.getDefiningOp<nn::CastOp>();
+  auto reduce = (widen ? widen.getInput() : value)
+                    .getDefiningOp<shard::AllReduceOp>();
+  if (!reduce || reduce.getReduction() != shard::ReductionKind::Sum ||
+      !llvm::is_contained(reduce.getGridAxes(), axis))
+    return nullptr;
+  return reduce;
+}
+
+/// The axes of `reduce` but `axis`.
+static SmallVector<int16_t> otherAxes(shard::AllReduceOp reduce,
+                                      int16_t axis) {
+  SmallVector<int16_t> others;
+  for (int16_t a : reduce.getGridAxes())
+    if (a != axis)
+      others.push_back(a);
+  return others;
+}
+
 Value ZeroRewriter::gradientChunk(Location loc, Value value,
                                   const ShardPlan &plan) {
-  auto reduce = value.getDefiningOp<shard::AllReduceOp>();
-  if (reduce && reduce.getReduction() == shard::ReductionKind::Sum &&
-      llvm::is_contained(reduce.getGridAxes(), axis)) {
+  nn::CastOp widen;
+  if (shard::AllReduceOp reduce = dataParallelSum(value, axis, widen)) {
     // Sum over dp by the reduce-scatter, then over the other axes on the
-    // chunk only.
-    SmallVector<int16_t> others;
-    for (int16_t a : reduce.getGridAxes())
-      if (a != axis)
-        others.push_back(a);
-    Value chunk =
-        reduceScatter(loc, flattenPadded(loc, reduce.getInput(), plan), plan);
-    return allReduce(loc, chunk, others);
+    // chunk only; in the reduction's own type.
+    ShardPlan typed = plan.withElement(
+        cast<RankedTensorType>(reduce.getType()).getElementType());
+    Value chunk = reduceScatter(
+        loc, flattenPadded(loc, reduce.getInput(), typed), typed);
+    chunk = allReduce(loc, chunk, otherAxes(reduce, axis));
+    if (widen)
+      chunk = nn::CastOp::create(builder, loc, plan.shard(), chunk);
+    return chunk;
   }
   // Already whole on every dp rank: each keeps its chunk.
   return localChunk(loc, flattenPadded(loc, value, plan), plan);
@@ -386,24 +417,28 @@ static StringRef gradName(func::FuncOp func, Value acc) {
   return name ? name.getValue() : StringRef();
 }
 
-/// `value` without its all-reduce over `axis` (the rest of its axes kept):
-/// this rank's partial sum over dp. Null when `value` is not such a sum.
+/// `value` without its all-reduce over `axis` (the rest of its axes kept,
+/// a widening cast redone on the partial sum): this rank's partial sum
+/// over dp. Null when `value` is not such a sum.
 static Value withoutReduction(OpBuilder &builder, Value value, int16_t axis) {
-  auto reduce = value.getDefiningOp<shard::AllReduceOp>();
-  if (!reduce || reduce.getReduction() != shard::ReductionKind::Sum ||
-      !llvm::is_contained(reduce.getGridAxes(), axis))
+  nn::CastOp widen;
+  shard::AllReduceOp reduce = dataParallelSum(value, axis, widen);
+  if (!reduce)
     return nullptr;
-  SmallVector<int16_t> others;
-  for (int16_t a : reduce.getGridAxes())
-    if (a != axis)
-      others.push_back(a);
-  if (others.empty())
-    return reduce.getInput();
+  SmallVector<int16_t> others = otherAxes(reduce, axis);
+  Value partial = reduce.getInput();
   builder.setInsertionPoint(reduce);
-  return shard::AllReduceOp::create(
-      builder, reduce.getLoc(), reduce.getType(), reduce.getGridAttr(),
-      builder.getDenseI16ArrayAttr(others), reduce.getInput(),
-      reduce.getReductionAttr());
+  if (!others.empty())
+    partial = shard::AllReduceOp::create(
+        builder, reduce.getLoc(), reduce.getType(), reduce.getGridAttr(),
+        builder.getDenseI16ArrayAttr(others), partial,
+        reduce.getReductionAttr());
+  if (widen) {
+    builder.setInsertionPoint(widen);
+    partial = nn::CastOp::create(builder, widen.getLoc(), widen.getType(),
+                                 partial);
+  }
+  return partial;
 }
 
 void ZeroRewriter::rewriteGradients(func::FuncOp func) {
@@ -443,7 +478,7 @@ void ZeroRewriter::rewriteGradients(func::FuncOp func) {
   // Results (the accumulators) changed type with their arguments.
   syncFunctionType(func);
   for (Operation &op : llvm::make_early_inc_range(llvm::reverse(body)))
-    if (isa<shard::AllReduceOp>(op) && op.use_empty())
+    if (isa<shard::AllReduceOp, nn::CastOp>(op) && op.use_empty())
       op.erase();
 }
 
@@ -480,7 +515,7 @@ void ZeroRewriter::rewriteLayerGradients(
   }
   syncFunctionType(layer);
   for (Operation &op : llvm::make_early_inc_range(llvm::reverse(body)))
-    if (isa<shard::AllReduceOp>(op) && op.use_empty())
+    if (isa<shard::AllReduceOp, nn::CastOp>(op) && op.use_empty())
       op.erase();
 }
 
