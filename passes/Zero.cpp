@@ -655,7 +655,17 @@ struct ZeroPass : public tessel::impl::ZeroPassBase<ZeroPass> {
       return signalPassFailure();
     std::optional<int16_t> axis =
         *mesh ? (*mesh)->axisIndex(kDataAxisName) : std::nullopt;
-    int64_t group = axis ? (*mesh)->shape[*axis] : 1;
+    if (!axis) {
+      module.emitError() << "tessel-zero shards the training state over the "
+                            "mesh axis '"
+                         << kDataAxisName << "', and "
+                         << (*mesh ? "mesh " + (*mesh)->toString() +
+                                         " has none"
+                                   : std::string("the module has no mesh"))
+                         << " (e.g. --mesh dp=4)";
+      return signalPassFailure();
+    }
+    int64_t group = (*mesh)->shape[*axis];
     module->setAttr(kZeroStageAttr,
                     IntegerAttr::get(IntegerType::get(&getContext(), 64),
                                      group > 1 ? stage : 0));

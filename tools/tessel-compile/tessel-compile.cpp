@@ -243,8 +243,13 @@ LogicalResult checkMeshFlags() {
   if (StringRef(meshSpec).trim().empty())
     return fail("--mesh: expected name=size entries, e.g. dp=2,tp=2");
   std::string error;
-  if (!tessel::Mesh::parse(meshSpec.getValue(), error))
+  std::optional<tessel::Mesh> mesh =
+      tessel::Mesh::parse(meshSpec.getValue(), error);
+  if (!mesh)
     return fail("--mesh " + meshSpec + ": " + error);
+  if (zeroStage > 0 && !mesh->axisIndex("dp"))
+    return fail("--zero shards the training state over the dp axis; --mesh " +
+                meshSpec + " has none");
   if (shardingRules.getNumOccurrences() > 0 &&
       !tessel::parseRules(shardingRules, error))
     return fail("--rules: " + error);
