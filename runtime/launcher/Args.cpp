@@ -435,6 +435,15 @@ void checkCombinations(const Options &options) {
     std::optional<int> pp = options.mesh->axisIndex("pp");
     bool pipelineFlag = flag == "--pipeline-schedule" ||
                         flag == "--stage-layers" || flag == "--virtual-stages";
+    bool zeroFlag = flag == "--zero" || flag == "--no-reshard-after-forward";
+    if (zeroFlag && (options.eval || options.checkGrads))
+      failUsage(flag + " shards the training state; not with " +
+                (options.eval ? "--eval" : "--check-grads"));
+    if (zeroFlag && !options.mesh->axisIndex("dp"))
+      failUsage(flag + " shards the training state over the dp axis; --mesh " +
+                options.mesh->toString() + " has none");
+    if (flag == "--no-reshard-after-forward" && options.zero != "3")
+      failUsage(flag + " applies to --zero 3");
     if (pipelineFlag && !(pp && options.mesh->shape[*pp] > 1))
       failUsage(flag + " needs a mesh whose pp axis has more than one rank "
                        "(e.g. --mesh dp=2,pp=2)");
