@@ -711,6 +711,10 @@ TEST(MeshFlags, ParseMeshCommAndPartitioningFlags) {
                                 "--mesh", "dp=2,tp=2", "--rules", "rules.txt",
                                 "--sequence-parallel", "--local-batchnorm",
                                 "--bucket-mb", "25"}));
+  EXPECT_EQ(compileArgs(parseFlags({"m.mlir", "--mesh", "dp=4", "--zero", "3",
+                                    "--no-reshard-after-forward"})),
+            (std::vector<std::string>{"--mesh", "dp=4", "--zero", "3",
+                                      "--no-reshard-after-forward"}));
   EXPECT_EQ(parseFlags({"m.so"}).comm, CommBackend::Local);
   // An evaluation is partitioned too.
   EXPECT_EQ(compileArgs(parseFlags({"m.mlir", "--eval", "--mesh", "tp=2"})),
@@ -736,6 +740,19 @@ TEST(MeshFlags, BadCombinationsAreUsageErrors) {
       {{"m.mlir", "--mesh", "dp=2", "--check-grads"},
        "--check-grads only on one device (drop --mesh dp=2)"},
       {{"m.so", "--mesh", "dp=2,dp=2"}, "mesh axis 'dp' is given twice"},
+      {{"m.so", "--mesh", "dp=2", "--zero", "2"},
+       "--zero only with a .mlir model"},
+      {{"m.mlir", "--zero", "1"}, "--zero needs --mesh"},
+      {{"m.mlir", "--mesh", "dp=2", "--zero", "4"},
+       "bad value '4' for --zero (expected a ZeRO stage 0, 1, 2 or 3)"},
+      {{"m.mlir", "--mesh", "tp=2", "--zero", "1"},
+       "--zero shards the training state over the dp axis; --mesh tp=2 has "
+       "none"},
+      {{"m.mlir", "--mesh", "dp=2", "--zero", "3", "--eval"},
+       "--zero shards the training state; not with --eval"},
+      {{"m.mlir", "--mesh", "dp=2", "--zero", "2",
+        "--no-reshard-after-forward"},
+       "--no-reshard-after-forward applies to --zero 3"},
   };
   for (auto &[args, message] : cases) {
     std::string error = usageErrorOf(args);
