@@ -146,6 +146,19 @@ const json mesh2x2 = meshJson({"dp", "tp"}, {2, 2});
 
 //===--- Meshes -----------------------------------------------------------===//
 
+/// That every global element was covered once per replica: by the ranks
+/// that hold the same block, `pieces` blocks (or chunks) per split.
+void expectEachElementOncePerReplica(
+    const std::vector<int> &covered, const Mesh &mesh,
+    const std::vector<std::vector<std::string>> &sharding, int64_t pieces) {
+  int64_t blocks = pieces;
+  for (const std::vector<std::string> &axes : sharding)
+    for (const std::string &axis : axes)
+      blocks *= mesh.shape[axisOf(mesh, axis)];
+  for (size_t g = 0; g < covered.size(); ++g)
+    EXPECT_EQ(covered[g], mesh.worldSize() / blocks) << "global element " << g;
+}
+
 TEST(Mesh, ParsesAxesInOrder) {
   Mesh mesh = parseMesh("dp=2,tp=4");
   EXPECT_EQ(mesh.axes, (std::vector<std::string>{"dp", "tp"}));
@@ -265,13 +278,7 @@ TEST(Mesh, RunsOfEveryBlockTileTheGlobalTensor) {
     }
     // Replicated over the axes that split nothing: each element once per
     // rank of theirs.
-    int64_t blocks = 1;
-    for (const std::vector<std::string> &axes : c.sharding)
-      for (const std::string &axis : axes)
-        blocks *= mesh.shape[axisOf(mesh, axis)];
-    for (size_t g = 0; g < covered.size(); ++g)
-      EXPECT_EQ(covered[g], mesh.worldSize() / blocks)
-          << "global element " << g;
+    expectEachElementOncePerReplica(covered, mesh, c.sharding, 1);
   }
 }
 
@@ -395,13 +402,7 @@ TEST(ZeroChunks, RunsOfEveryChunkTileTheGlobalTensorOnce) {
         EXPECT_LE(nextLocal, product(stored));
         EXPECT_EQ(counted, block.localElements()) << "rank " << r;
       }
-    int64_t blocks = groups;
-    for (const std::vector<std::string> &axes : c.sharding)
-      for (const std::string &axis : axes)
-        blocks *= mesh.shape[axisOf(mesh, axis)];
-    for (size_t g = 0; g < covered.size(); ++g)
-      EXPECT_EQ(covered[g], mesh.worldSize() / blocks)
-          << "global element " << g;
+    expectEachElementOncePerReplica(covered, mesh, c.sharding, groups);
   }
 }
 
