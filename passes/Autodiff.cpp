@@ -8,6 +8,7 @@
 
 #include "passes/Passes.h"
 #include "passes/TrainSettings.h"
+#include "runtime/config/NamePattern.h"
 
 #include "dialect/NN/NNInterfaces.h"
 #include "dialect/NN/NNOps.h"
@@ -499,6 +500,7 @@ struct AutodiffPass : public tessel::impl::AutodiffPassBase<AutodiffPass> {
     for (unsigned i = 0, e = model.getNumArguments(); i < e; ++i)
       if (model.getArgAttr(i, nn::NNDialect::kParamAttrName))
         paramArgs.push_back(i);
+    warnUnmatchedPatterns(module, model, paramArgs, config);
     if (paramArgs.empty())
       return; // Nothing to train: the model stays an evaluation.
 
@@ -510,6 +512,22 @@ struct AutodiffPass : public tessel::impl::AutodiffPassBase<AutodiffPass> {
     buildUpdate(model, *trained, config, symbols, backwardFunction);
     module->setAttr(nn::NNDialect::kTrainAttrName,
                     trainConfigToAttr(module.getContext(), config));
+  }
+
+  /// A no_decay pattern that names no parameter is most likely a typo: a
+  /// warning, as the parameter it meant would silently decay. A pipeline
+  /// stage holds only some of the parameters, so it does not warn.
+  static void warnUnmatchedPatterns(ModuleOp module, func::FuncOp model,
+                                    ArrayRef<unsigned> paramArgs,
+                                    const TrainConfig &config) {
+    if (module->hasAttr(nn::NNDialect::kStageAttrName))
+      return;
+    for (const std::string &pattern : splitNamePatterns(config.noDecay))
+      if (llvm::none_of(paramArgs, [&](unsigned index) {
+            return matchesNamePattern(pattern, paramName(model, index).str());
+          }))
+        model.emitWarning() << "no_decay pattern '" << pattern
+                            << "' matches no parameter of the model";
   }
 
   /// The settings: the module's nn.train, then the options given.
@@ -785,6 +803,11 @@ struct AutodiffPass : public tessel::impl::AutodiffPassBase<AutodiffPass> {
     SmallVector<NamedAttribute> stepAttrs = optimizerAttrs(b, config);
     SmallVector<Value> newParams, newStates;
     for (unsigned i = 0; i < numTrained; ++i) {
+      // The parameter's group: no weight decay when a no_decay pattern
+      // matches its name.
+      NamedAttrList attrs(stepAttrs);
+      attrs.set("weight_decay", b.getF64FloatAttr(config.weightDecayOf(
+                                    paramName(model, trained[i]).str())));
       SmallVector<Value> operands{grads[i], scale, params[i]};
       ValueRange paramStates =
           states.slice(i * stateNames.size(), stateNames.size());
@@ -792,7 +815,8 @@ struct AutodiffPass : public tessel::impl::AutodiffPassBase<AutodiffPass> {
       SmallVector<Type> types{params[i].getType()};
       for (Value state : paramStates)
         types.push_back(state.getType());
-      auto step = nn::OptimizerStepOp::create(b, loc, types, operands, stepAttrs);
+      auto step = nn::OptimizerStepOp::create(b, loc, types, operands,
+                                              attrs.getAttrs());
       newParams.push_back(step->getResult(0));
       for (Value state : step->getResults().drop_front())
         newStates.push_back(state);
@@ -811,6 +835,7 @@ struct AutodiffPass : public tessel::impl::AutodiffPassBase<AutodiffPass> {
           update.getArgAttr(2 * numTrained + i, nn::NNDialect::kStateAttrName));
   }
 
+  /// The attributes every parameter's step shares (all but weight_decay).
   static SmallVector<NamedAttribute> optimizerAttrs(OpBuilder &b,
                                                     const TrainConfig &config) {
     MLIRContext *ctx = b.getContext();
@@ -827,8 +852,6 @@ struct AutodiffPass : public tessel::impl::AutodiffPassBase<AutodiffPass> {
         b.getNamedAttr("beta1", b.getF64FloatAttr(config.beta1)),
         b.getNamedAttr("beta2", b.getF64FloatAttr(config.beta2)),
         b.getNamedAttr("eps", b.getF64FloatAttr(config.eps)),
-        b.getNamedAttr("weight_decay",
-                       b.getF64FloatAttr(config.effectiveWeightDecay())),
         b.getNamedAttr("momentum", b.getF64FloatAttr(config.momentum)),
         b.getNamedAttr("schedule", nn::LrScheduleAttr::get(ctx, schedule)),
         b.getNamedAttr("warmup", b.getI64IntegerAttr(config.warmup)),

@@ -28,7 +28,10 @@ def AutodiffPass : Pass<"tessel-autodiff", "mlir::ModuleOp"> {
     - `@f_update` {nn.entry = "update"}: parameters, gradients, optimizer
       state (`nn.state`) and the gradient scale (`nn.grad_scale`, 1 / the
       number of microbatches); global-norm clipping, the learning-rate
-      schedule and an in-place `nn.optimizer_step` per parameter.
+      schedule and an in-place `nn.optimizer_step` per parameter. A
+      parameter whose name a `no_decay` pattern matches
+      (`no-decay=*.bias,*ln*`: '*' any characters, '?' one) steps with
+      weight_decay 0; a pattern that matches no parameter is a warning.
 
     The optimizer comes from the options, else from the module's `nn.train`
     dictionary, else PyTorch's AdamW defaults; the resolved settings are

@@ -26,6 +26,7 @@ std::optional<std::string> attrText(const TrainSetting &setting,
                                     Attribute value) {
   switch (setting.kind) {
   case TrainSettingKind::Choice:
+  case TrainSettingKind::Patterns:
     if (auto text = dyn_cast<StringAttr>(value))
       return text.str();
     return std::nullopt;
@@ -49,6 +50,7 @@ std::optional<std::string> attrText(const TrainSetting &setting,
 const char *attrKindName(TrainSettingKind kind) {
   switch (kind) {
   case TrainSettingKind::Choice:
+  case TrainSettingKind::Patterns:
     return "a string";
   case TrainSettingKind::Switch:
     return "true or false";
@@ -118,6 +120,7 @@ DictionaryAttr tessel::trainConfigToAttr(MLIRContext *ctx,
     Attribute value;
     switch (setting.kind) {
     case TrainSettingKind::Choice:
+    case TrainSettingKind::Patterns:
       value = b.getStringAttr(config.name(setting));
       break;
     case TrainSettingKind::Switch:

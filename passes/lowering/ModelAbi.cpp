@@ -196,15 +196,35 @@ int64_t ModelAbiEmitter::peakScratchBytes() const {
   return bytes;
 }
 
-/// Parameters, by name; a trained model says which have a gradient.
+/// The weight decay each parameter's optimizer step applies (its group), by
+/// parameter name: the steps of the update entry that update an argument.
+llvm::StringMap<double> weightDecayByParam(func::FuncOp update) {
+  llvm::StringMap<double> decay;
+  update.walk([&](nn::OptimizerStepOp step) {
+    auto param = dyn_cast<BlockArgument>(step.getParam());
+    if (!param || param.getOwner()->getParentOp() != update)
+      return;
+    StringRef name =
+        nameOf(update, param.getArgNumber(), nn::NNDialect::kParamAttrName);
+    if (!name.empty())
+      decay[name] = step.getWeightDecay().convertToDouble();
+  });
+  return decay;
+}
+
+/// Parameters, by name; a trained model says which have a gradient, and
+/// the weight decay of each one's step.
 json::Object ModelAbiEmitter::placeParams() {
   llvm::StringSet<> trainedNames;
-  if (trained)
+  llvm::StringMap<double> weightDecay;
+  if (trained) {
     for (unsigned i = 0, e = entries.backward.getNumArguments(); i < e; ++i)
       if (StringRef name =
               nameOf(entries.backward, i, nn::NNDialect::kGradAttrName);
           !name.empty())
         trainedNames.insert(name);
+    weightDecay = weightDecayByParam(entries.update);
+  }
   int64_t begin = cursor;
   for (unsigned i = 0, e = model.getNumArguments(); i < e; ++i) {
     StringRef name = nameOf(model, i, nn::NNDialect::kParamAttrName);
@@ -217,6 +237,9 @@ json::Object ModelAbiEmitter::placeParams() {
     tensor["axes"] = describeAxes(model, i);
     if (trained)
       tensor["trainable"] = trainedNames.contains(name);
+    if (auto decay = weightDecay.find(name);
+        decay != weightDecay.end() && trainedNames.contains(name))
+      tensor["weight_decay"] = decay->second;
     addSharding(tensor, model, argSharding(model, i),
                 nn::NNDialect::blockTypeOf(model, i), "argument #" + Twine(i));
     addZero(tensor, model, i);

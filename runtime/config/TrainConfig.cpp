@@ -1,6 +1,7 @@
 //===- TrainConfig.cpp - Parsing, checking and writing training settings --===//
 
 #include "runtime/config/TrainConfig.h"
+#include "runtime/config/NamePattern.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -118,6 +119,8 @@ std::string TrainSetting::expected() const {
     return "an integer >= 0";
   case TrainSettingKind::Switch:
     return "true or false";
+  case TrainSettingKind::Patterns:
+    return "comma-separated name patterns, none empty, without spaces";
   }
   return "";
 }
@@ -144,6 +147,11 @@ TrainConfig::set(const TrainSetting &setting, const std::string &text) {
     if (text != "" && text != "true" && text != "false")
       return problem(setting.expected());
     *field<bool>(*this, setting) = text != "false";
+    return std::nullopt;
+  case TrainSettingKind::Patterns:
+    if (checkNamePatterns(text))
+      return problem(setting.expected());
+    *field<std::string>(*this, setting) = text;
     return std::nullopt;
   case TrainSettingKind::Count: {
     std::optional<int64_t> value = parseInteger(text);
@@ -187,6 +195,8 @@ std::string TrainConfig::text(const TrainSetting &setting) const {
   switch (setting.kind) {
   case TrainSettingKind::Choice:
     return commandLineSpelling(name(setting));
+  case TrainSettingKind::Patterns:
+    return name(setting);
   case TrainSettingKind::Switch:
     return number(setting) != 0 ? "true" : "false";
   case TrainSettingKind::Count:
@@ -200,6 +210,10 @@ double TrainConfig::effectiveWeightDecay() const {
   if (!std::isnan(weightDecay))
     return weightDecay;
   return optimizer == "adamw" ? 0.01 : 0.0;
+}
+
+double TrainConfig::weightDecayOf(const std::string &param) const {
+  return matchesAny(noDecay, param) ? 0.0 : effectiveWeightDecay();
 }
 
 std::optional<std::string> TrainConfig::checkCombination() const {
@@ -228,6 +242,8 @@ std::string TrainConfig::describe() const {
     text += ", clip " + formatNumber(clip);
   if (recompute != "none")
     text += ", recompute " + recompute;
+  if (!noDecay.empty())
+    text += ", no decay on " + noDecay;
   return text;
 }
 

@@ -28,6 +28,8 @@ enum class TrainSettingKind {
   Fraction,    // a finite number in [0, 1)
   Count,       // an integer >= 0
   Switch,      // true or false (a flag without a value)
+  Patterns,    // comma-separated parameter name patterns (NamePattern.h);
+               // "" holds none
 };
 
 /// One line of TrainSettings.def.
@@ -42,6 +44,12 @@ struct TrainSetting {
   /// "sgd, adam or adamw" (choices as written on a command line), or what a
   /// number must be ("a number >= 0").
   std::string expected() const;
+  /// Whether the value is a string (a Choice or Patterns): nn.train and the
+  /// description write it as one.
+  bool isText() const {
+    return kind == TrainSettingKind::Choice ||
+           kind == TrainSettingKind::Patterns;
+  }
 };
 
 /// Every setting, in TrainSettings.def's order.
@@ -75,14 +83,18 @@ struct TrainConfig {
   /// The value as a command line writes it ("3e-4" with all the digits a
   /// double needs, "warmup-cosine", "true").
   std::string text(const TrainSetting &setting) const;
-  /// A number's or count's value (1/0 for a switch); 0 for a choice.
+  /// A number's or count's value (1/0 for a switch); 0 for a text.
   double number(const TrainSetting &setting) const;
-  /// A choice's stored spelling ("warmup_cosine"); "" for the others.
+  /// A text setting's stored value (a choice's spelling "warmup_cosine",
+  /// patterns as given); "" for the others.
   const std::string &name(const TrainSetting &setting) const;
 
   /// The weight decay in effect: the one given, or the optimizer's default
   /// (AdamW 0.01, as PyTorch; 0 otherwise).
   double effectiveWeightDecay() const;
+  /// The weight decay of parameter `param`: 0 when a no_decay pattern
+  /// matches its name, else the effective weight decay.
+  double weightDecayOf(const std::string &param) const;
   /// Replaces the optimizer's default weight decay by its value.
   void resolveDefaults() { weightDecay = effectiveWeightDecay(); }
   /// What no single value says: nesterov needs sgd with momentum, the

@@ -32,6 +32,8 @@ std::string trainingFlagsHelp() {
       std::replace(entry.begin(), entry.end(), '_', '-');
     } else if (setting.kind == TrainSettingKind::Count) {
       entry += " N";
+    } else if (setting.kind == TrainSettingKind::Patterns) {
+      entry += " P,P...";
     } else if (setting.kind != TrainSettingKind::Switch) {
       entry += " X";
     }
@@ -254,8 +256,7 @@ std::string checkTrainingValue(const TrainSetting &setting,
       scratch.totalSteps < 1)
     failUsage("bad value '" + text + "' for " + flag +
               " (expected an integer >= 1)");
-  return setting.kind == TrainSettingKind::Choice ? scratch.text(setting)
-                                                   : text;
+  return setting.isText() ? scratch.text(setting) : text;
 }
 
 uint64_t parseSeed(const std::string &text) {
@@ -518,7 +519,9 @@ Options tessel::run::parseArgs(int argc, char **argv) {
           failUsage("missing value for " + name);
         value = argv[++i];
       }
-      if (value.empty())
+      // An empty list of patterns is a value: no parameter is exempt.
+      if (value.empty() &&
+          !(training && training->kind == TrainSettingKind::Patterns))
         failUsage("empty value for " + name);
       if (training)
         setTrainingFlag(options, *training,

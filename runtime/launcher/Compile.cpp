@@ -43,6 +43,7 @@ bool sameValue(const TrainingFlag &flag, const TrainConfig &compiled) {
   case TrainSettingKind::Switch:
     return compiled.number(setting) != 0;
   case TrainSettingKind::Choice:
+  case TrainSettingKind::Patterns:
     return flag.value == compiled.text(setting);
   case TrainSettingKind::Count:
     return std::strtoll(flag.value.c_str(), nullptr, 10) ==
@@ -57,8 +58,21 @@ bool sameValue(const TrainingFlag &flag, const TrainConfig &compiled) {
   }
 }
 
+/// A value as a shell command line takes it: patterns ('*', '?', or none)
+/// in single quotes.
+std::string shellValue(const TrainSetting &setting, const std::string &value) {
+  if (setting.kind != TrainSettingKind::Patterns)
+    return value;
+  std::string quoted = "'";
+  for (char c : value)
+    quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
 std::string flagText(const TrainingFlag &flag) {
-  return flag.isSwitch() ? flag.flag() : flag.flag() + " " + flag.value;
+  return flag.isSwitch()
+             ? flag.flag()
+             : flag.flag() + " " + shellValue(*flag.setting, flag.value);
 }
 
 /// --mesh and the partitioning flags, as tessel-compile takes them.
@@ -199,8 +213,10 @@ void tessel::run::checkTrainingFlags(const Options &options,
     if (sameValue(flag, *model.train))
       continue;
     std::string key = flag.setting->key;
-    std::string compiled = model.train->text(*flag.setting);
-    std::string given = flag.isSwitch() ? "true" : flag.value;
+    std::string compiled =
+        shellValue(*flag.setting, model.train->text(*flag.setting));
+    std::string given =
+        flag.isSwitch() ? "true" : shellValue(*flag.setting, flag.value);
     if (compiledHere)
       throw RunError("tessel-compile ignored " + flagText(flag) + ": '" +
                      options.model + "' was compiled with " + key + " " +

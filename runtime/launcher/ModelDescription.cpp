@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 using namespace tessel;
@@ -264,6 +265,12 @@ TensorDesc parseTensor(const json &j, const ModelDesc &model,
     fail("lies outside the arena");
   if (t.role == "param")
     t.trainable = j.value("trainable", true);
+  if (t.role == "param" && j.contains("weight_decay")) {
+    const json &decay = j.at("weight_decay");
+    if (!decay.is_number() || !(decay.get<double>() >= 0))
+      fail("\"weight_decay\" must be a number >= 0, got " + decay.dump());
+    t.weightDecay = decay.get<double>();
+  }
   if (t.role == "param" && j.contains("init")) {
     const json &init = j.at("init");
     std::string kind = init.at("kind").get<std::string>();
@@ -345,14 +352,14 @@ TrainConfig parseTrainConfig(const json &j, const std::string &file) {
       continue;
     const json &value = j.at(setting.key);
     std::string text;
-    if (value.is_string() && setting.kind == TrainSettingKind::Choice)
+    if (value.is_string() && setting.isText())
       text = value.get<std::string>();
     else if (value.is_boolean() && setting.kind == TrainSettingKind::Switch)
       text = value.get<bool>() ? "true" : "false";
     else if (value.is_number_integer() &&
              setting.kind == TrainSettingKind::Count)
       text = std::to_string(value.get<int64_t>());
-    else if (value.is_number() && setting.kind != TrainSettingKind::Choice &&
+    else if (value.is_number() && !setting.isText() &&
              setting.kind != TrainSettingKind::Switch &&
              setting.kind != TrainSettingKind::Count)
       text = formatNumber(value.get<double>());
@@ -419,6 +426,26 @@ void validateTraining(const ModelDesc &model, const std::string &file) {
       fail("dtype or shape differs from its parameter's");
     if (!seen.insert(g->name).second)
       fail("appears twice");
+  }
+  // A parameter's weight decay is its group's: 0 when a no_decay pattern
+  // names it, else the configured one (allowing for a printer that rounds).
+  for (const TensorDesc *p : model.withRole("param")) {
+    if (!p->weightDecay)
+      continue;
+    auto fail = [&](const std::string &problem) {
+      failDescription(file, "param '" + p->name + "': " + problem);
+    };
+    if (!p->trainable)
+      fail("\"weight_decay\" on a parameter that is not trainable");
+    double expected = model.train->weightDecayOf(p->name);
+    if (std::fabs(*p->weightDecay - expected) >
+        1e-9 * std::max(std::fabs(*p->weightDecay), std::fabs(expected)))
+      fail("\"weight_decay\" " + formatNumber(*p->weightDecay) +
+           " is not its group's " + formatNumber(expected) + " (\"train\": " +
+           (model.train->noDecay.empty()
+                ? std::string("no no_decay pattern")
+                : "no_decay '" + model.train->noDecay + "'") +
+           ", weight_decay " + formatNumber(model.train->weightDecay) + ")");
   }
   std::vector<std::string> suffixes = model.train->stateNames();
   std::set<std::string> expected;

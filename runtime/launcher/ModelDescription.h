@@ -51,6 +51,9 @@ struct TensorDesc {
   // Parameters only. A parameter no gradient reaches is not trainable: it
   // has no grad and no state and the update leaves it alone.
   bool trainable = true;
+  // A trainable parameter's weight decay (its group: 0 when a no_decay
+  // pattern names it), when the description says.
+  std::optional<double> weightDecay;
   int32_t initKind = TESSEL_INIT_ZEROS;
   double initArgs[2] = {0.0, 0.0};
   // Integer inputs and labels: values lie in [0, limit).

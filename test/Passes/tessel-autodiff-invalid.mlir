@@ -2,10 +2,12 @@
 // RUN: not tessel-opt %s -split-input-file -tessel-autodiff="optimizer=lamb" 2>&1 | FileCheck %s --check-prefix=OPTION
 // RUN: not tessel-opt %s -split-input-file -tessel-autodiff="schedule=step" 2>&1 | FileCheck %s --check-prefix=SCHEDULE
 // RUN: not tessel-opt %s -split-input-file -tessel-autodiff="recompute=some" 2>&1 | FileCheck %s --check-prefix=RECOMPUTE
+// RUN: not tessel-opt %s -split-input-file -tessel-autodiff="no-decay=*.bias,,wte" 2>&1 | FileCheck %s --check-prefix=NODECAY
 
 // OPTION: error: training settings: unknown optimizer 'lamb'; expected sgd, adam or adamw
 // SCHEDULE: error: training settings: unknown learning-rate schedule 'step'; expected constant or warmup-cosine
 // RECOMPUTE: error: training settings: unknown recompute policy 'some'; expected none, selective or full
+// NODECAY: error: training settings: no_decay must be comma-separated name patterns, none empty, without spaces, got '*.bias,,wte'
 
 // Tests that a loss that is not a scalar is rejected before autodiff.
 // expected-error @+1 {{must return its scalar loss first, as tensor<f32>}}
@@ -142,4 +144,55 @@ func.func @int_carry(%ws: tensor<2x4xf32> {nn.param = "ws", nn.init = #nn.init<z
   %y:2 = nn.repeat @int_layer(%x, %c) params(%ws) : (tensor<4xf32>, tensor<4xi32>, tensor<2x4xf32>) -> (tensor<4xf32>, tensor<4xi32>)
   %l = nn.reduce_sum %y#0 dims = [0] : tensor<4xf32> -> tensor<f32>
   return %l : tensor<f32>
+}
+
+// -----
+
+// Tests that a pattern matching no parameter (a typo, most likely) is a
+// warning on the model naming it, not an error.
+module attributes {nn.train = {no_decay = "fc.bias,wtee"}} {
+  // expected-warning @+1 {{no_decay pattern 'wtee' matches no parameter of the model}}
+  func.func @typo(%x: tensor<2x4xf32> {nn.input},
+                  %w: tensor<4x3xf32> {nn.param = "fc.weight", nn.init = #nn.init<normal, 0.02>},
+                  %b: tensor<3xf32> {nn.param = "fc.bias", nn.init = #nn.init<zeros>}) -> tensor<f32> {
+    %h = nn.matmul %x, %w : (tensor<2x4xf32>, tensor<4x3xf32>) -> tensor<2x3xf32>
+    %bb = nn.broadcast %b dims = [1] : tensor<3xf32> -> tensor<2x3xf32>
+    %y = nn.add %h, %bb : tensor<2x3xf32>
+    %l = nn.reduce_mean %y dims = [0, 1] : tensor<2x3xf32> -> tensor<f32>
+    return %l : tensor<f32>
+  }
+}
+
+// -----
+
+// Tests that an empty pattern in nn.train's no_decay is rejected.
+// expected-error @+1 {{training settings: no_decay must be comma-separated name patterns, none empty, without spaces, got 'wte,,wpe'}}
+module attributes {nn.train = {no_decay = "wte,,wpe"}} {
+  func.func @f(%w: tensor<4xf32> {nn.param = "w", nn.init = #nn.init<zeros>}) -> tensor<f32> {
+    %l = nn.reduce_sum %w dims = [0] : tensor<4xf32> -> tensor<f32>
+    return %l : tensor<f32>
+  }
+}
+
+// -----
+
+// Tests that a space in a pattern is rejected (no name has one: it would
+// match nothing).
+// expected-error @+1 {{training settings: no_decay must be comma-separated name patterns, none empty, without spaces, got '*.bias, *ln*'}}
+module attributes {nn.train = {no_decay = "*.bias, *ln*"}} {
+  func.func @f(%w: tensor<4xf32> {nn.param = "w", nn.init = #nn.init<zeros>}) -> tensor<f32> {
+    %l = nn.reduce_sum %w dims = [0] : tensor<4xf32> -> tensor<f32>
+    return %l : tensor<f32>
+  }
+}
+
+// -----
+
+// Tests that no_decay in nn.train is a string.
+// expected-error @+1 {{nn.train: 'no_decay' must be a string, got ["wte"]}}
+module attributes {nn.train = {no_decay = ["wte"]}} {
+  func.func @f(%w: tensor<4xf32> {nn.param = "w", nn.init = #nn.init<zeros>}) -> tensor<f32> {
+    %l = nn.reduce_sum %w dims = [0] : tensor<4xf32> -> tensor<f32>
+    return %l : tensor<f32>
+  }
 }

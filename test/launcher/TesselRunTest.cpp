@@ -828,6 +828,52 @@ TEST_F(ExampleTrainingTest, GptRecomputeGivesTheSameParameters) {
           << mode << " " << name;
 }
 
+// Parameter groups (--no-decay): after one AdamW step each parameter's
+// update depends only on its own gradient, the same in every run, so a
+// parameter in the no-decay group equals, bit for bit, the run without
+// weight decay, and the others the run where everything decays.
+TEST_F(ExampleTrainingTest, MlpNoDecayGroupStepsWithoutWeightDecay) {
+  std::string mlp = quote(std::string(TESSEL_EXAMPLES_DIR) + "/mlp.mlir") +
+                    " --steps 1 --optimizer adamw --lr 0.1";
+  auto train = [&](const std::string &flags, const std::string &file) {
+    EXPECT_EQ(losses(mlp + " " + flags + " --save " + path(file)).size(), 1u)
+        << flags;
+    return readCheckpoint(dir / file);
+  };
+  Checkpoint grouped = train("--weight-decay 0.1 --no-decay 'fc1.bias,fc2.*'",
+                             "grouped.safetensors");
+  Checkpoint undecayed = train("--weight-decay 0", "undecayed.safetensors");
+  Checkpoint decayed = train("--weight-decay 0.1", "decayed.safetensors");
+  // The parameters and their m and v.
+  ASSERT_EQ(grouped.tensors.size(), 12u);
+  // lr 0.1 × weight decay 0.1 shrinks a weight by 1%: the runs differ.
+  EXPECT_NE(decayed.tensors["fc1.weight"], undecayed.tensors["fc1.weight"]);
+  EXPECT_NE(decayed.tensors["fc2.weight"], undecayed.tensors["fc2.weight"]);
+  for (auto &[name, bytes] : grouped.tensors) {
+    bool exempt = name.rfind("fc1.bias", 0) == 0 || name.rfind("fc2.", 0) == 0;
+    EXPECT_EQ(bytes, (exempt ? undecayed : decayed).tensors[name])
+        << name << (exempt ? " (no decay)" : " (decayed)");
+  }
+}
+
+// --no-decay '*' exempts every parameter: three steps equal, bit for bit,
+// training with --weight-decay 0.
+TEST_F(ExampleTrainingTest, MlpNoDecayOnEveryParameterIsNoWeightDecay) {
+  std::string mlp = quote(std::string(TESSEL_EXAMPLES_DIR) + "/mlp.mlir") +
+                    " --steps 3 --optimizer adamw --lr 0.01";
+  std::vector<double> exempt =
+      losses(mlp + " --weight-decay 0.1 --no-decay '*' --save " +
+             path("exempt.safetensors"));
+  std::vector<double> zero =
+      losses(mlp + " --weight-decay 0 --save " + path("zero.safetensors"));
+  ASSERT_EQ(exempt.size(), 3u);
+  EXPECT_EQ(exempt, zero);
+  Checkpoint a = readCheckpoint(dir / "exempt.safetensors");
+  Checkpoint b = readCheckpoint(dir / "zero.safetensors");
+  ASSERT_EQ(a.tensors.size(), 12u);
+  EXPECT_EQ(a.tensors, b.tensors);
+}
+
 TEST_F(ExampleTrainingTest, MlpGradientsMatchFiniteDifferences) {
   RunResult r = run(so("mlp.so") + " --check-grads");
   EXPECT_EQ(r.exitCode, 0) << r.err << r.out;

@@ -34,6 +34,7 @@ json v2Description(const std::string &optimizer = "adamw") {
   };
   json &w = add("w", "param", "f32", {2, 3}, 0, 24);
   w["trainable"] = true;
+  w["weight_decay"] = 0.1;
   w["init"] = {{"kind", "normal"}, {"args", {0.02, 0.0}}};
   add("frozen", "param", "f32", {2}, 64, 8)["trainable"] = false;
   add("w", "grad", "f32", {2, 3}, 128, 24);
@@ -77,7 +78,8 @@ json v2Description(const std::string &optimizer = "adamw") {
             {"min_lr", 3e-5},
             {"total_steps", 100},
             {"clip", 1.0},
-            {"recompute", "selective"}}},
+            {"recompute", "selective"},
+            {"no_decay", "*.bias,frozen"}}},
           {"tensors", tensors}};
 }
 
@@ -108,6 +110,9 @@ TEST(ModelAbiV2, ParsesEntriesRolesTrainAndRegions) {
   EXPECT_EQ(m.train->totalSteps, 100);
   EXPECT_DOUBLE_EQ(m.train->clip, 1.0);
   EXPECT_EQ(m.train->recompute, "selective");
+  EXPECT_EQ(m.train->noDecay, "*.bias,frozen");
+  EXPECT_EQ(m.find("param", "w")->weightDecay, 0.1);
+  EXPECT_FALSE(m.find("param", "frozen")->weightDecay);
   EXPECT_EQ(m.regions.at("grads").offset, 128);
   EXPECT_EQ(m.regions.at("states").bytes, 128);
   ASSERT_NE(m.gradOf("w"), nullptr);
@@ -142,6 +147,23 @@ TEST(ModelAbiV2, ForwardOnlyEntriesAreEvalOnly) {
   ModelDesc m = parse(j);
   EXPECT_FALSE(m.trains());
   EXPECT_EQ(m.entries.at("forward"), "f");
+}
+
+// Tests that a parameter in the no-decay group says weight_decay 0, and that
+// the field is optional.
+TEST(ModelAbiV2, ParsesEachParameterWeightDecay) {
+  json j = v2Description();
+  j["train"]["no_decay"] = "?";
+  (*tensorNamed(j, "param", "w"))["weight_decay"] = 0;
+  ModelDesc m = parse(j);
+  EXPECT_EQ(m.train->weightDecayOf("w"), 0.0);
+  EXPECT_EQ(m.train->weightDecayOf("w2"), 0.1);
+  EXPECT_EQ(m.find("param", "w")->weightDecay, 0.0);
+  j["train"].erase("no_decay");
+  tensorNamed(j, "param", "w")->erase("weight_decay");
+  m = parse(j);
+  EXPECT_EQ(m.train->noDecay, "");
+  EXPECT_FALSE(m.find("param", "w")->weightDecay);
 }
 
 TEST(ModelAbiV2, SgdWithMomentumHasOneStatePerParameter) {
@@ -182,6 +204,26 @@ TEST(ModelAbiV2, InvalidDescriptionsNameTheProblem) {
        "\"train\": unknown schedule 'linear'"},
       {"unknown recompute", [](json &j) { j["train"]["recompute"] = "some"; },
        "\"train\": unknown recompute 'some'"},
+      {"empty no_decay pattern",
+       [](json &j) { j["train"]["no_decay"] = "w,,b"; },
+       "\"train\": 'no_decay' must be comma-separated name patterns, none "
+       "empty, without spaces, got w,,b"},
+      {"no_decay not a string", [](json &j) { j["train"]["no_decay"] = 3; },
+       "\"train\": 'no_decay' must be comma-separated name patterns, none "
+       "empty, without spaces, got 3"},
+      {"negative weight decay",
+       [](json &j) { (*tensorNamed(j, "param", "w"))["weight_decay"] = -1; },
+       "tensor 'w': \"weight_decay\" must be a number >= 0, got -1"},
+      {"weight decay of a frozen parameter",
+       [](json &j) {
+         (*tensorNamed(j, "param", "frozen"))["weight_decay"] = 0;
+       },
+       "param 'frozen': \"weight_decay\" on a parameter that is not "
+       "trainable"},
+      {"weight decay of another group",
+       [](json &j) { j["train"]["no_decay"] = "w"; },
+       "param 'w': \"weight_decay\" 0.1 is not its group's 0 (\"train\": "
+       "no_decay 'w', weight_decay 0.1)"},
       {"unknown role",
        [](json &j) { (*tensorNamed(j, "grad", "w"))["role"] = "gradient"; },
        "tensor 'w': unknown role 'gradient'"},
@@ -283,6 +325,11 @@ TEST(TrainingFlags, BadValuesAreUsageErrors) {
       {{"--microbatches", "0"}, "bad value '0' for --microbatches"},
       {{"--grad-tol", "0"}, "bad value '0' for --grad-tol"},
       {{"--nesterov=1"}, "--nesterov takes no value"},
+      {{"--no-decay", "*.bias,,wte"},
+       "bad value '*.bias,,wte' for --no-decay (expected comma-separated "
+       "name patterns, none empty, without spaces)"},
+      {{"--no-decay", "*.bias, wte"}, "bad value '*.bias, wte' for --no-decay"},
+      {{"--eval", "--no-decay", "*"}, "--no-decay has no effect with --eval"},
       {{"--eval", "--check-grads"},
        "--eval and --check-grads exclude each other"},
       {{"--eval", "--clip", "1"}, "--clip has no effect with --eval"},
@@ -333,11 +380,17 @@ TEST(TrainingFlags, SoMustHaveBeenCompiledWithTheGivenValues) {
     return errorOf([&] { checkTrainingFlags(o, m, "m.so", false); });
   };
   // Equal values, however written.
-  EXPECT_EQ(check({"--optimizer",    "adamw",  "--lr",          "0.0003",
-                   "--beta2",        "9.5e-1", "--schedule",    "warmup_cosine",
-                   "--warmup",       "10",     "--total-steps", "100",
-                   "--clip",         "1",      "--recompute",   "selective",
-                   "--weight-decay", "0.1",    "--min-lr",      "3e-5"}),
+  EXPECT_EQ(check({"--optimizer",    "adamw",
+                   "--lr",           "0.0003",
+                   "--beta2",        "9.5e-1",
+                   "--schedule",     "warmup_cosine",
+                   "--warmup",       "10",
+                   "--total-steps",  "100",
+                   "--clip",         "1",
+                   "--recompute",    "selective",
+                   "--weight-decay", "0.1",
+                   "--min-lr",       "3e-5",
+                   "--no-decay",     "*.bias,frozen"}),
             "");
   std::string error = check({"--clip", "1", "--lr", "0.01"});
   EXPECT_EQ(error, "--lr 0.01 differs from the lr 0.0003 that model 'm.so' "
@@ -361,6 +414,17 @@ TEST(TrainingFlags, SoMustHaveBeenCompiledWithTheGivenValues) {
   EXPECT_NE(check({"--recompute", "full"})
                 .find("--recompute full differs from the recompute selective"),
             std::string::npos);
+  // Patterns are compared as written, and quoted for a shell; an empty list
+  // (no parameter exempt) is a value too.
+  EXPECT_EQ(check({"--no-decay", "*.bias"}),
+            "--no-decay '*.bias' differs from the no_decay '*.bias,frozen' "
+            "that model 'm.so' was compiled with (training options are "
+            "compiled in); recompile with tessel-compile m.mlir --no-decay "
+            "'*.bias' -o m.so");
+  EXPECT_NE(
+      check({"--no-decay", ""})
+          .find("--no-decay '' differs from the no_decay '*.bias,frozen'"),
+      std::string::npos);
 
   // A model compiled without training takes no training flag.
   json j = v2Description();

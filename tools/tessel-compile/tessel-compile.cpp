@@ -198,6 +198,9 @@ void makeTrainingFlags() {
     case tessel::TrainSettingKind::Count:
       valueName = "n";
       break;
+    case tessel::TrainSettingKind::Patterns:
+      valueName = "patterns";
+      break;
     default:
       valueName = "x";
     }
