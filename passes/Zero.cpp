@@ -258,7 +258,12 @@ void ZeroRewriter::markArgument(func::FuncOp func, unsigned i,
 
 void ZeroRewriter::retypeArgument(func::FuncOp func, unsigned i,
                                   const ShardPlan &plan) {
-  func.getArgument(i).setType(plan.shard());
+  // In its own element type: optimizer states stay f32 beside an f64
+  // parameter.
+  BlockArgument arg = func.getArgument(i);
+  arg.setType(
+      plan.withElement(cast<RankedTensorType>(arg.getType()).getElementType())
+          .shard());
   markArgument(func, i, plan);
 }
 
@@ -645,7 +650,7 @@ struct ZeroPass : public tessel::impl::ZeroPassBase<ZeroPass> {
     ModuleOp module = getOperation();
     if (stage < 0 || stage > 3) {
       module.emitError() << "tessel-zero: stage must be 0, 1, 2 or 3, not "
-                         << stage;
+                         << static_cast<int64_t>(stage);
       return signalPassFailure();
     }
     if (stage == 0)

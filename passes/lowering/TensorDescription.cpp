@@ -87,8 +87,20 @@ std::optional<int64_t> valueLimit(Value arg, const std::optional<Mesh> &mesh) {
   for (OpOperand &use : arg.getUses()) {
     Operation *user = use.getOwner();
     if (auto embedding = dyn_cast<nn::EmbeddingOp>(user))
-      if (use.get() == embedding.getIds())
-        return globalDimSize(embedding.getTable(), 0, mesh);
+      if (use.get() == embedding.getIds()) {
+        // A vocabulary-parallel table holds a block of rows (block_axes);
+        // say so from the op, whatever the table's value comes from (a
+        // ZeRO-3 gather of the parameter's chunk).
+        auto axes = embedding->getAttrOfType<DenseI16ArrayAttr>("block_axes");
+        if (!axes)
+          return globalDimSize(embedding.getTable(), 0, mesh);
+        int64_t rows = tensorType(embedding.getTable()).getDimSize(0);
+        for (int16_t axis : axes.asArrayRef())
+          if (mesh && axis >= 0 &&
+              axis < static_cast<int16_t>(mesh->shape.size()))
+            rows *= mesh->shape[axis];
+        return rows;
+      }
     if (auto loss = dyn_cast<nn::CrossEntropyOp>(user))
       if (use.get() == loss.getLabels())
         return loss.getLogits().getType().getShape().back();

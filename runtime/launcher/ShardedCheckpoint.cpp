@@ -540,7 +540,10 @@ ShardedCheckpoint::ShardedCheckpoint(const std::string &path) {
       std::set<std::vector<int64_t>> seen;
       int64_t elements = product(t.globalShape);
       std::vector<bool> covered(size_t(elements), false);
-      for (auto [r, k] : holders[i]) {
+      // Not a structured binding: C++17 lambdas cannot capture one.
+      for (const auto &holder : holders[i]) {
+        auto r = std::get<0>(holder);
+        auto k = std::get<1>(holder);
         const Shard &shard = *shards[size_t(r)];
         Piece piece{
             r, k,
