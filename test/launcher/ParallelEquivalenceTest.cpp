@@ -7,7 +7,9 @@
 // ends: the losses within 1e-5 relative, the runtime's collective counters
 // equal to the compiler's report (tessel-run warns otherwise), and every
 // parameter and optimizer state within
-//   max |a − b| <= 1e-5 · max(max |b|, 1e-4).
+//   f32, SGD with momentum:  max |a − b| <= 1e-5 · max(max |b|, 1e-4)
+//   f64, AdamW:              max |a − b| <= 1e-9 · max(max |b|, 1e-4)
+// (measured: up to 8e-7 in f32, 1.05e-10 in f64, gpt on dp=2,tp=2).
 // dp=2,tp=2 also runs under mpirun (both trainings), one process per rank,
 // and must equal the threads' run bit for bit (the collectives reduce in
 // one order on both).
@@ -28,6 +30,18 @@
 // momentum is rounding noise of ~1e-11. f32 AdamW is still run on dp=2,tp=2
 // for the losses and the counters.
 //
+// ZeRO (tessel-compile --zero 1|2|3) shards the optimizer states,
+// then the gradients, then the parameters over dp: the same training, so
+// the same criteria against one device, on gpt and bn_mlp over dp=2 and
+// dp=4 at every stage (SGD in f32; AdamW in f64 on a subset, the sharp test
+// of the states' chunks: Adam's moments are per element), gpt on dp=2,tp=2
+// (with and without --sequence-parallel), gpt at stage 3 without
+// resharding after the forward, and mlp over dp=4, whose fc2.bias (10
+// elements) pads to 12 for 4 chunks of 3. The first step's collectives
+// must equal the description's (tessel-run warns otherwise; the harness
+// fails on the warning), and under mpirun a ZeRO run saves what its
+// threads save, bit for bit.
+//
 // Each test compiles what it needs into a folder of its process (ctest
 // runs every test in a process of its own). `ctest -L parallel`.
 //
@@ -35,11 +49,19 @@
 
 #include "test/launcher/LauncherTestSupport.h"
 
+#include <dlfcn.h>
 #include <regex>
 
 using namespace tessel::run::test;
 
 namespace {
+
+/// An error as the tests' output records it: 3 significant digits.
+std::string errorText(double error) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.3g", error);
+  return text;
+}
 
 /// The optimizer of the tensor comparisons (see above).
 const std::string sgd = "--optimizer sgd --lr 0.1 --momentum 0.9";
@@ -50,7 +72,41 @@ struct Case {
   bool sequenceParallel = false;
   bool adamw = false; // the default optimizer, else SGD with momentum
   bool f64 = false;   // the example in f64; f32 AdamW compares losses only
+  int zero = 0;       // --zero: the ZeRO stage
+  bool noReshard = false; // --no-reshard-after-forward (stage 3)
+  /// A compiler bug the case fails on: skipped until it is fixed (or run
+  /// with TESSEL_TEST_KNOWN_BUGS=1).
+  const char *knownBug = nullptr;
 };
+
+// The bugs that ZeRO cases are skipped for; a fix enables its cases by
+// dropping their knownBug.
+//
+// tessel-zero gives an f64 model's optimizer-state chunks the parameter's
+// f64 type, but the states stay f32 (nn.optimizer_step's rule):
+// tessel-compile fails with "'nn.optimizer_step' op state #0 must be
+// 'tensor<8192xf32>' (f32 in the parameter's shape), got
+// 'tensor<8192xf64>'".
+const char *const f64StateChunks = "f64 model: state chunks typed f64";
+// Under ZeRO-3 the table of a vocabulary-parallel embedding is the gathered
+// block (gpt on tp=2: 128 of 256 rows), and the description's token "limit"
+// is taken from its rows: the synthetic ids are drawn from [0, 128), not
+// one device's [0, 256), so the first loss already differs.
+const char *const vocabularyLimit = "ZeRO-3 + tp: token limit 128, not 256";
+
+/// A ZeRO case: `model` on `mesh` at stage `zero`.
+Case zeroCase(const std::string &model, const std::string &mesh, int zero,
+              bool adamwF64 = false, bool sequenceParallel = false,
+              bool noReshard = false, const char *knownBug = nullptr) {
+  return {model,    mesh, sequenceParallel, adamwF64,
+          adamwF64, zero, noReshard,        knownBug};
+}
+
+/// tessel-compile's flags for the ZeRO stage of `c` ("" without ZeRO).
+std::string zeroFlags(const Case &c) {
+  return (c.zero ? " --zero " + std::to_string(c.zero) : "") +
+         (c.noReshard ? " --no-reshard-after-forward" : "");
+}
 
 /// Whether a case's tensors are compared (see above).
 bool comparesTensors(const Case &c) { return !c.adamw || c.f64; }
@@ -58,9 +114,15 @@ bool comparesTensors(const Case &c) { return !c.adamw || c.f64; }
 /// How gtest shows a case: "gpt --mesh tp=2 --sequence-parallel (sgd)".
 void PrintTo(const Case &c, std::ostream *out) {
   *out << c.model << " --mesh " << c.mesh
-       << (c.sequenceParallel ? " --sequence-parallel" : "")
+       << (c.sequenceParallel ? " --sequence-parallel" : "") << zeroFlags(c)
        << (c.adamw ? " (adamw" : " (sgd") << (c.f64 ? ", f64)" : ")");
 }
+
+/// Skips a case of a known bug unless TESSEL_TEST_KNOWN_BUGS is set.
+#define SKIP_KNOWN_BUG(c)                                                      \
+  if ((c).knownBug && !std::getenv("TESSEL_TEST_KNOWN_BUGS"))                  \
+  GTEST_SKIP() << "known bug: " << (c).knownBug                                \
+               << " (TESSEL_TEST_KNOWN_BUGS=1 runs it)"
 
 std::string caseName(const ::testing::TestParamInfo<Case> &info) {
   std::string name = info.param.model + "_" + info.param.mesh;
@@ -69,6 +131,8 @@ std::string caseName(const ::testing::TestParamInfo<Case> &info) {
       c = c == ',' ? '_' : '\0';
   name.erase(std::remove(name.begin(), name.end(), '\0'), name.end());
   return name + (info.param.sequenceParallel ? "_sp" : "") +
+         (info.param.zero ? "_zero" + std::to_string(info.param.zero) : "") +
+         (info.param.noReshard ? "_noreshard" : "") +
          (info.param.adamw ? "_adamw" : "") + (info.param.f64 ? "_f64" : "");
 }
 
@@ -129,7 +193,7 @@ protected:
   /// suite.
   static const Compiled &compiled(const Case &c) {
     std::string key = c.model + " " + c.mesh +
-                      (c.sequenceParallel ? " sp" : "") +
+                      (c.sequenceParallel ? " sp" : "") + zeroFlags(c) +
                       (c.adamw ? " adamw" : " sgd") + (c.f64 ? " f64" : "");
     auto it = compiledModels().find(key);
     if (it != compiledModels().end())
@@ -145,6 +209,7 @@ protected:
       flags += " --mesh " + c.mesh;
     if (c.sequenceParallel)
       flags += " --sequence-parallel";
+    flags += zeroFlags(c);
     std::string source = sourceOf(c.model, c.f64);
     std::string command =
         quote(std::string(TESSEL_BIN_DIR) + "/tessel-compile") + " " +
@@ -230,6 +295,10 @@ protected:
     ASSERT_TRUE(lines[0].contains("comm")) << lines[0].dump();
     EXPECT_FALSE(lines[0]["comm"].empty()) << lines[0].dump();
     std::vector<double> losses = lossesOf(lines);
+    double lossError = 0, tensorError = 0;
+    for (int i = 0; i < steps; ++i)
+      lossError = std::max(lossError, std::fabs(losses[i] - ref.losses[i]) /
+                                          std::fabs(ref.losses[i]));
     for (int i = 0; i < steps; ++i)
       EXPECT_LE(std::fabs(losses[i] - ref.losses[i]),
                 1e-5 * std::fabs(ref.losses[i]))
@@ -245,12 +314,17 @@ protected:
       EXPECT_EQ(a.header[tensor]["shape"], b.header[tensor]["shape"]) << tensor;
       EXPECT_EQ(a.header[tensor]["dtype"], b.header[tensor]["dtype"]) << tensor;
       if (comparesTensors(c)) {
-        EXPECT_LE(scaledError(a.tensors[tensor], bytes, 1e-4,
-                              b.header[tensor]["dtype"].get<std::string>()),
-                  1e-5)
-            << tensor;
+        double error =
+            scaledError(a.tensors[tensor], bytes, 1e-4,
+                        b.header[tensor]["dtype"].get<std::string>());
+        tensorError = std::max(tensorError, error);
+        EXPECT_LE(error, c.f64 ? 1e-9 : 1e-5) << tensor;
       }
     }
+    // The measured errors, in the test's XML/JSON output (--gtest_output).
+    RecordProperty("max_loss_error", errorText(lossError));
+    if (comparesTensors(c))
+      RecordProperty("max_tensor_error", errorText(tensorError));
   }
 
   static std::map<std::string, Compiled> &compiledModels() {
@@ -265,6 +339,7 @@ protected:
 
 TEST_P(ParallelEquivalenceTest, TrainsAsOneDevice) {
   const Case &c = GetParam();
+  SKIP_KNOWN_BUG(c);
   ASSERT_FALSE(suiteDir.empty());
   const Compiled &mesh = compiled(c);
   ASSERT_EQ(mesh.failure, "");
@@ -284,6 +359,29 @@ std::vector<Case> meshCases() {
   }
   for (const char *model : {"mlp", "gpt", "bn_mlp"})
     cases.push_back({model, "dp=2,tp=2", false, /*adamw=*/true});
+  // ZeRO: every stage on dp=2 and dp=4, SGD in f32.
+  for (const char *model : {"gpt", "bn_mlp"})
+    for (const char *mesh : {"dp=2", "dp=4"})
+      for (int zero : {1, 2, 3})
+        cases.push_back(zeroCase(model, mesh, zero));
+  // AdamW in f64: each state chunk against one device's moments.
+  for (int zero : {1, 2, 3})
+    cases.push_back(zeroCase("gpt", "dp=4", zero, /*adamwF64=*/true, false,
+                             false, f64StateChunks));
+  cases.push_back(zeroCase("bn_mlp", "dp=2", 3, /*adamwF64=*/true, false, false,
+                           f64StateChunks));
+  // With tensor and sequence parallelism: the chunks of a tp block.
+  cases.push_back(
+      zeroCase("gpt", "dp=2,tp=2", 3, false, false, false, vocabularyLimit));
+  cases.push_back(zeroCase("gpt", "dp=2,tp=2", 3, /*adamwF64=*/true, false,
+                           false, f64StateChunks)); // and vocabularyLimit
+  cases.push_back(zeroCase("gpt", "dp=2,tp=2", 3, false, /*sp=*/true, false,
+                           vocabularyLimit));
+  // Stage 3 keeping the gathered parameters from the forward.
+  cases.push_back(zeroCase("gpt", "dp=4", 3, false, false, /*noReshard=*/true));
+  // The uneven shard: fc2.bias, 10 elements over 4 ranks, padded to 12.
+  for (int zero : {2, 3})
+    cases.push_back(zeroCase("mlp", "dp=4", zero));
   return cases;
 }
 
@@ -419,6 +517,135 @@ TEST_F(ModelVariantTest, SequenceParallelDropoutTrainsAsOneDevice) {
                "--mesh dp=2,tp=2 --sequence-parallel"});
 }
 
+/// What a model compiled for a mesh says of itself and of its first step:
+/// its description (the .so's tessel_model_json), tessel-compile's JSON
+/// report and tessel-run's metrics.
+class ZeroDescriptionTest : public TesselRunTest {
+protected:
+  struct Compiled {
+    json description, report, firstStep;
+  };
+
+  /// examples/`model` compiled with `flags` (AdamW), then one step.
+  Compiled compileAndStep(const std::string &model, const std::string &flags,
+                          const std::string &name) {
+    Compiled out;
+    fs::path so = dir / (name + ".so"), report = dir / (name + ".json"),
+             metrics = dir / (name + ".jsonl");
+    RunResult c = runShell(
+        quote(std::string(TESSEL_BIN_DIR) + "/tessel-compile") + " " +
+        quote(std::string(TESSEL_EXAMPLES_DIR) + "/" + model) + flags + " -o " +
+        quote(so.string()) + " --report-json " + quote(report.string()));
+    EXPECT_EQ(c.exitCode, 0) << c.err;
+    if (c.exitCode != 0)
+      return out;
+    out.report = json::parse(readFile(report));
+    void *library = ::dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+    EXPECT_NE(library, nullptr) << ::dlerror();
+    if (!library)
+      return out;
+    auto describe = reinterpret_cast<const char *(*)()>(
+        ::dlsym(library, "tessel_model_json"));
+    EXPECT_NE(describe, nullptr);
+    if (describe)
+      out.description = json::parse(describe());
+    ::dlclose(library);
+    RunResult r = run(quote(so.string()) + " --steps 1 --quiet --metrics " +
+                      quote(metrics.string()));
+    EXPECT_EQ(r.exitCode, 0) << r.err;
+    EXPECT_EQ(r.err, "") << r.err; // No counter warning either.
+    std::ifstream in(metrics);
+    std::string line;
+    if (std::getline(in, line))
+      out.firstStep = json::parse(line);
+    return out;
+  }
+
+  /// The collectives a training step (one microbatch) runs by the
+  /// description: the backward's and the update's, as tessel-run's metrics
+  /// key them ("all_gather dp").
+  static json expectedComm(const json &description) {
+    json comm = json::object();
+    for (const char *entry : {"backward", "update"}) {
+      if (!description["collectives"].contains(entry))
+        continue;
+      for (const json &c : description["collectives"][entry]) {
+        std::string key = c["kind"].get<std::string>() + " ";
+        for (size_t i = 0; i < c["axes"].size(); ++i)
+          key += (i ? "," : "") + c["axes"][i].get<std::string>();
+        json &count = comm[key];
+        if (count.is_null())
+          count = {{"calls", 0}, {"bytes", 0}};
+        count["calls"] = count.value("calls", 0) + c["calls"].get<int64_t>();
+        count["bytes"] = count.value("bytes", 0) + c["bytes"].get<int64_t>();
+      }
+    }
+    return comm;
+  }
+};
+
+/// ZeRO's quantities, measured: on gpt over dp=4 at every stage (AdamW) and
+/// on mlp (whose fc2.bias pads 10 -> 12) at stage 3, the first step's
+/// collective counters are the description's backward and update; each
+/// role's region of the arena is its tensors' bytes, each rounded up to 64;
+/// the report's training-state bytes are the tensors' bytes, equal to the
+/// ZeRO formula where every parameter divides evenly (gpt) and above it by
+/// the padding where not; the sharded roles carry "zero".
+TEST_F(ZeroDescriptionTest, CountersAndArenaAreTheDescriptions) {
+  struct Expected {
+    std::string model;
+    int zero;
+  };
+  for (const Expected &e :
+       {Expected{"gpt", 0}, Expected{"gpt", 1}, Expected{"gpt", 2},
+        Expected{"gpt", 3}, Expected{"mlp", 3}}) {
+    SCOPED_TRACE(e.model + " --zero " + std::to_string(e.zero));
+    Compiled c = compileAndStep(e.model + ".mlir",
+                                " --mesh dp=4 --zero " + std::to_string(e.zero),
+                                e.model + std::to_string(e.zero));
+    ASSERT_TRUE(c.description.is_object());
+    ASSERT_TRUE(c.firstStep.contains("comm")) << c.firstStep.dump();
+    EXPECT_EQ(c.firstStep["comm"], expectedComm(c.description));
+    EXPECT_EQ(c.description.value("zero_stage", 0), e.zero);
+
+    const json &state = c.report["training_state"];
+    EXPECT_EQ(state["zero_stage"], e.zero);
+    EXPECT_EQ(state["dp"], 4);
+    const std::map<std::string, std::pair<std::string, int>> roles = {
+        {"param", {"params", 3}},
+        {"grad", {"grads", 2}},
+        {"state", {"states", 1}}};
+    for (const auto &[role, named] : roles) {
+      const auto &[region, shardedFrom] = named;
+      SCOPED_TRACE(role);
+      int64_t bytes = 0, rounded = 0;
+      for (const json &t : c.description["tensors"]) {
+        if (t["role"] != role)
+          continue;
+        int64_t b = t["bytes"].get<int64_t>();
+        bytes += b;
+        rounded += (b + 63) / 64 * 64;
+        EXPECT_EQ(t.contains("zero"), e.zero >= shardedFrom) << t.dump();
+      }
+      EXPECT_EQ(c.description["regions"][region]["bytes"].get<int64_t>(),
+                rounded);
+      EXPECT_EQ(state[region]["bytes"].get<int64_t>(), bytes);
+      double formula = state[region]["formula_bytes"].get<double>();
+      if (e.model == "gpt") {
+        EXPECT_EQ(double(bytes), formula);
+      } else {
+        // fc2.bias's chunk: 3 elements, not 10/4 = 2.5; states: m and v.
+        int64_t padding = role == "state" ? 2 * 2 : 2;
+        EXPECT_EQ(double(bytes), formula + double(padding));
+      }
+    }
+    EXPECT_EQ(state["total"]["bytes"].get<int64_t>(),
+              state["params"]["bytes"].get<int64_t>() +
+                  state["grads"]["bytes"].get<int64_t>() +
+                  state["states"]["bytes"].get<int64_t>());
+  }
+}
+
 /// dp=2,tp=2 with one process per rank.
 class ParallelEquivalenceMpiTest : public ParallelEquivalenceTest {
 protected:
@@ -431,6 +658,7 @@ protected:
 
 TEST_P(ParallelEquivalenceMpiTest, TrainsAsThreadsUnderMpirun) {
   const Case &c = GetParam();
+  SKIP_KNOWN_BUG(c);
   ASSERT_FALSE(suiteDir.empty());
   const Compiled &mesh = compiled(c);
   ASSERT_EQ(mesh.failure, "");
@@ -452,7 +680,11 @@ INSTANTIATE_TEST_SUITE_P(Examples, ParallelEquivalenceMpiTest,
                              Case{"bn_mlp", "dp=2,tp=2"},
                              Case{"mlp", "dp=2,tp=2", false, true, true},
                              Case{"gpt", "dp=2,tp=2", false, true, true},
-                             Case{"bn_mlp", "dp=2,tp=2", false, true, true}),
+                             Case{"bn_mlp", "dp=2,tp=2", false, true, true},
+                             zeroCase("gpt", "dp=2,tp=2", 3, false, false,
+                                      false, vocabularyLimit),
+                             // The uneven shard (fc2.bias padded 10 -> 12).
+                             zeroCase("mlp", "dp=4", 2)),
                          caseName);
 
 } // namespace
