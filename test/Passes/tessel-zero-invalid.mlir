@@ -1,10 +1,9 @@
 // RUN: tessel-opt %s -tessel-zero="stage=2" -split-input-file -verify-diagnostics
 // RUN: not tessel-opt %s -tessel-zero="stage=5" -split-input-file 2>&1 | FileCheck %s --check-prefix=STAGE
 
-// Tests that a stage outside 0-3 is refused before anything is read. (The
-// number is not checked: the pass streams its int64_t option into the
-// diagnostic, which prints it as a character, byte 5, not "5".)
-// STAGE: error: tessel-zero: stage must be 0, 1, 2 or 3, not
+// Tests that a stage outside 0-3 is refused before anything is read, and
+// named.
+// STAGE: error: tessel-zero: stage must be 0, 1, 2 or 3, not 5
 
 // Tests that the pass needs the training step of tessel-autodiff: a model
 // function alone has no gradients or optimizer states to shard.

@@ -74,32 +74,13 @@ struct Case {
   bool f64 = false;   // the example in f64; f32 AdamW compares losses only
   int zero = 0;       // --zero: the ZeRO stage
   bool noReshard = false; // --no-reshard-after-forward (stage 3)
-  /// A compiler bug the case fails on: skipped until it is fixed (or run
-  /// with TESSEL_TEST_KNOWN_BUGS=1).
-  const char *knownBug = nullptr;
 };
-
-// The bugs that ZeRO cases are skipped for; a fix enables its cases by
-// dropping their knownBug.
-//
-// tessel-zero gives an f64 model's optimizer-state chunks the parameter's
-// f64 type, but the states stay f32 (nn.optimizer_step's rule):
-// tessel-compile fails with "'nn.optimizer_step' op state #0 must be
-// 'tensor<8192xf32>' (f32 in the parameter's shape), got
-// 'tensor<8192xf64>'".
-const char *const f64StateChunks = "f64 model: state chunks typed f64";
-// Under ZeRO-3 the table of a vocabulary-parallel embedding is the gathered
-// block (gpt on tp=2: 128 of 256 rows), and the description's token "limit"
-// is taken from its rows: the synthetic ids are drawn from [0, 128), not
-// one device's [0, 256), so the first loss already differs.
-const char *const vocabularyLimit = "ZeRO-3 + tp: token limit 128, not 256";
 
 /// A ZeRO case: `model` on `mesh` at stage `zero`.
 Case zeroCase(const std::string &model, const std::string &mesh, int zero,
               bool adamwF64 = false, bool sequenceParallel = false,
-              bool noReshard = false, const char *knownBug = nullptr) {
-  return {model,    mesh, sequenceParallel, adamwF64,
-          adamwF64, zero, noReshard,        knownBug};
+              bool noReshard = false) {
+  return {model, mesh, sequenceParallel, adamwF64, adamwF64, zero, noReshard};
 }
 
 /// tessel-compile's flags for the ZeRO stage of `c` ("" without ZeRO).
@@ -117,12 +98,6 @@ void PrintTo(const Case &c, std::ostream *out) {
        << (c.sequenceParallel ? " --sequence-parallel" : "") << zeroFlags(c)
        << (c.adamw ? " (adamw" : " (sgd") << (c.f64 ? ", f64)" : ")");
 }
-
-/// Skips a case of a known bug unless TESSEL_TEST_KNOWN_BUGS is set.
-#define SKIP_KNOWN_BUG(c)                                                      \
-  if ((c).knownBug && !std::getenv("TESSEL_TEST_KNOWN_BUGS"))                  \
-  GTEST_SKIP() << "known bug: " << (c).knownBug                                \
-               << " (TESSEL_TEST_KNOWN_BUGS=1 runs it)"
 
 std::string caseName(const ::testing::TestParamInfo<Case> &info) {
   std::string name = info.param.model + "_" + info.param.mesh;
@@ -339,7 +314,6 @@ protected:
 
 TEST_P(ParallelEquivalenceTest, TrainsAsOneDevice) {
   const Case &c = GetParam();
-  SKIP_KNOWN_BUG(c);
   ASSERT_FALSE(suiteDir.empty());
   const Compiled &mesh = compiled(c);
   ASSERT_EQ(mesh.failure, "");
@@ -366,17 +340,13 @@ std::vector<Case> meshCases() {
         cases.push_back(zeroCase(model, mesh, zero));
   // AdamW in f64: each state chunk against one device's moments.
   for (int zero : {1, 2, 3})
-    cases.push_back(zeroCase("gpt", "dp=4", zero, /*adamwF64=*/true, false,
-                             false, f64StateChunks));
-  cases.push_back(zeroCase("bn_mlp", "dp=2", 3, /*adamwF64=*/true, false, false,
-                           f64StateChunks));
+    cases.push_back(zeroCase("gpt", "dp=4", zero, /*adamwF64=*/true, false));
+  cases.push_back(zeroCase("bn_mlp", "dp=2", 3, /*adamwF64=*/true));
   // With tensor and sequence parallelism: the chunks of a tp block.
-  cases.push_back(
-      zeroCase("gpt", "dp=2,tp=2", 3, false, false, false, vocabularyLimit));
+  cases.push_back(zeroCase("gpt", "dp=2,tp=2", 3));
   cases.push_back(zeroCase("gpt", "dp=2,tp=2", 3, /*adamwF64=*/true, false,
-                           false, f64StateChunks)); // and vocabularyLimit
-  cases.push_back(zeroCase("gpt", "dp=2,tp=2", 3, false, /*sp=*/true, false,
-                           vocabularyLimit));
+                           false));
+  cases.push_back(zeroCase("gpt", "dp=2,tp=2", 3, false, /*sp=*/true));
   // Stage 3 keeping the gathered parameters from the forward.
   cases.push_back(zeroCase("gpt", "dp=4", 3, false, false, /*noReshard=*/true));
   // The uneven shard: fc2.bias, 10 elements over 4 ranks, padded to 12.
@@ -658,7 +628,6 @@ protected:
 
 TEST_P(ParallelEquivalenceMpiTest, TrainsAsThreadsUnderMpirun) {
   const Case &c = GetParam();
-  SKIP_KNOWN_BUG(c);
   ASSERT_FALSE(suiteDir.empty());
   const Compiled &mesh = compiled(c);
   ASSERT_EQ(mesh.failure, "");
@@ -681,8 +650,7 @@ INSTANTIATE_TEST_SUITE_P(Examples, ParallelEquivalenceMpiTest,
                              Case{"mlp", "dp=2,tp=2", false, true, true},
                              Case{"gpt", "dp=2,tp=2", false, true, true},
                              Case{"bn_mlp", "dp=2,tp=2", false, true, true},
-                             zeroCase("gpt", "dp=2,tp=2", 3, false, false,
-                                      false, vocabularyLimit),
+                             zeroCase("gpt", "dp=2,tp=2", 3),
                              // The uneven shard (fc2.bias padded 10 -> 12).
                              zeroCase("mlp", "dp=4", 2)),
                          caseName);

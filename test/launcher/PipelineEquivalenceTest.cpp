@@ -47,15 +47,7 @@ struct Case {
   int microbatches = 0;  // --microbatches
   std::string extra;     // more tessel-compile flags
   bool adamwF64 = false; // AdamW on the f64 model, else SGD in f32
-  /// A compiler bug the case fails on: skipped until it is fixed (or run
-  /// with TESSEL_TEST_KNOWN_BUGS=1).
-  const char *knownBug = nullptr;
 };
-
-// tessel-zero gives an f64 model's optimizer-state chunks the parameter's
-// f64 type, but the states stay f32 (nn.optimizer_step's rule), and
-// tessel-compile fails (see ParallelEquivalenceTest.cpp).
-const char *const f64StateChunks = "f64 model: state chunks typed f64";
 
 std::string caseName(const ::testing::TestParamInfo<Case> &info) {
   const Case &c = info.param;
@@ -201,9 +193,6 @@ protected:
 
 TEST_P(PipelineEquivalenceTest, TrainsAsOneDevice) {
   const Case &c = GetParam();
-  if (c.knownBug && !std::getenv("TESSEL_TEST_KNOWN_BUGS"))
-    GTEST_SKIP() << "known bug: " << c.knownBug
-                 << " (TESSEL_TEST_KNOWN_BUGS=1 runs it)";
   std::string failure;
   std::string flags = optimizerFlags(c.adamwF64) + " --mesh " + c.mesh +
                       " --pipeline-schedule " + c.schedule +
@@ -254,7 +243,7 @@ std::vector<Case> pipelineCases() {
       // microbatches one device and the mesh round a moment to different
       // f32 neighbours (wte.m, 4.5e-8 scaled) with or without ZeRO, over
       // the 1e-9 bar; 2 microbatches, as the case without ZeRO above.
-      {4, "dp=2,tp=2,pp=2", "1f1b", 2, "--zero 2", true, f64StateChunks},
+      {4, "dp=2,tp=2,pp=2", "1f1b", 2, "--zero 2", true},
       {4, "dp=2,pp=2", "zb-h1", 4, "--zero 3"},
   };
   return cases;
