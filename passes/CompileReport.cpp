@@ -3,6 +3,7 @@
 #include "passes/CompileReport.h"
 #include "passes/Communication.h"
 #include "passes/PipelineReport.h"
+#include "passes/Sharding.h"
 
 #include "dialect/NN/NNDialect.h"
 #include "dialect/NN/NNInterfaces.h"
@@ -220,7 +221,7 @@ tessel::trainingStateReport(const llvm::json::Object &description) {
   if (const llvm::json::Object *mesh = description.getObject("mesh"))
     if (const llvm::json::Array *axes = mesh->getArray("axes"))
       for (auto [i, axis] : llvm::enumerate(*axes))
-        if (axis.getAsString() == "dp")
+        if (axis.getAsString() == kDataAxisName)
           group = (*mesh->getArray("shape"))[i].getAsInteger().value_or(1);
   // Per role: bytes a rank holds, and bytes per parameter element.
   llvm::StringMap<int64_t> bytes, perElement;

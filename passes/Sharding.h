@@ -31,6 +31,8 @@ inline constexpr llvm::StringLiteral kShardingAttr = "nn.sharding";
 inline constexpr llvm::StringLiteral kLoopShardingAttr = "nn.loop_sharding";
 /// The mesh axis pipeline stages split (tessel-pipeline-split).
 inline constexpr llvm::StringLiteral kPipelineAxisName = "pp";
+/// The mesh axis ZeRO shards the training state over (tessel-zero).
+inline constexpr llvm::StringLiteral kDataAxisName = "dp";
 
 /// Mesh axes splitting one dimension (or loop), outer first.
 using MeshAxes = llvm::SmallVector<int16_t, 2>;

@@ -37,7 +37,6 @@ namespace {
 
 constexpr StringLiteral kZeroAttr = nn::NNDialect::kZeroAttrName;
 constexpr StringLiteral kZeroStageAttr = nn::NNDialect::kZeroStageAttrName;
-constexpr StringLiteral kDataAxisName = "dp";
 
 /// How one parameter (and its gradient and states) is split.
 struct ShardPlan {
@@ -138,7 +137,7 @@ Value ZeroRewriter::flattenPadded(Location loc, Value block,
   Value flat = block;
   if (block.getType() != plan.flat())
     flat = nn::ReshapeOp::create(builder, loc, plan.flat(), block);
-  int64_t pad = plan.chunk * group - plan.inner;
+  int64_t pad = plan.chunk * plan.group - plan.inner;
   if (pad == 0)
     return flat;
   RankedTensorType zerosType = plan.withRow(pad);
@@ -153,7 +152,7 @@ Value ZeroRewriter::flattenPadded(Location loc, Value block,
 Value ZeroRewriter::unflatten(Location loc, Value padded,
                               const ShardPlan &plan) {
   Value flat = padded;
-  if (plan.chunk * group != plan.inner) {
+  if (plan.chunk * plan.group != plan.inner) {
     SmallVector<int64_t> start(plan.dims + 1, 0);
     SmallVector<int64_t> limit = plan.prefix();
     limit.push_back(plan.inner);

@@ -342,7 +342,7 @@ void ModelAbiEmitter::addZero(json::Object &tensor, func::FuncOp func,
     return;
   auto block = cast<DenseI64ArrayAttr>(zero.get("block"));
   tensor["zero"] = json::Object{
-      {"axes", json::Array{"dp"}},
+      {"axes", json::Array{kDataAxisName.str()}},
       {"dims", cast<IntegerAttr>(zero.get("dims")).getInt()},
       {"block", json::Array(block.asArrayRef())}};
 }
