@@ -91,7 +91,12 @@ private:
   /// (d carried inputs, d float params). `kept` gets the layer's values the
   /// derivative reads, which its forward must stack.
   FailureOr<func::FuncOp> buildLayerDerivative(func::FuncOp layer,
+                                               unsigned numCarried,
                                                SmallVectorImpl<Value> &kept);
+  /// The type a parameter of type `type` gets its gradient in: f32 for a
+  /// bf16 parameter when the module's nn.grad_precision is f32 (mixed
+  /// precision), else its own.
+  Type gradTypeOf(Type type);
   StringRef recomputePolicy(func::FuncOp layer) const {
     if (auto policy =
             layer->getAttrOfType<StringAttr>(nn::NNDialect::kRecomputeAttrName))
@@ -139,8 +144,19 @@ ReverseMode::differentiate(func::FuncOp func,
   DenseMap<Value, Value> cotangent;
   auto accumulate = [&](Value value, Value grad, Location loc) {
     auto [it, inserted] = cotangent.try_emplace(value, grad);
-    if (!inserted)
-      it->second = nn::AddOp::create(b, loc, it->second, grad);
+    if (inserted)
+      return;
+    // A layer stack's gradient may arrive widened (f32 gradients of bf16
+    // parameters): the sum takes the wider type.
+    Value sum = it->second;
+    auto width = [](Value v) {
+      return tensorType(v).getElementType().getIntOrFloatBitWidth();
+    };
+    if (width(sum) < width(grad))
+      sum = nn::CastOp::create(b, loc, grad.getType(), sum);
+    else if (width(grad) < width(sum))
+      grad = nn::CastOp::create(b, loc, sum.getType(), grad);
+    it->second = nn::AddOp::create(b, loc, sum, grad);
   };
   for (auto [value, seed] : seeds)
     accumulate(value, seed, seed.getLoc());
@@ -200,6 +216,16 @@ ReverseMode::differentiate(func::FuncOp func,
                              [&](Value value) { return cotangent.lookup(value); });
 }
 
+Type ReverseMode::gradTypeOf(Type type) {
+  auto tensor = cast<RankedTensorType>(type);
+  auto grads =
+      module->getAttrOfType<StringAttr>(nn::NNDialect::kGradPrecisionAttrName);
+  if (!tensor.getElementType().isBF16() || !grads || grads.getValue() != "f32")
+    return type;
+  return RankedTensorType::get(tensor.getShape(),
+                               Float32Type::get(module.getContext()));
+}
+
 func::FuncOp ReverseMode::cloneFunction(func::FuncOp func, StringRef suffix,
                                         IRMapping &mapping) {
   func::FuncOp copy = func.cloneWithoutRegions();
@@ -212,7 +238,7 @@ func::FuncOp ReverseMode::cloneFunction(func::FuncOp func, StringRef suffix,
 }
 
 FailureOr<func::FuncOp>
-ReverseMode::buildLayerDerivative(func::FuncOp layer,
+ReverseMode::buildLayerDerivative(func::FuncOp layer, unsigned numCarried,
                                   SmallVectorImpl<Value> &kept) {
   FunctionType layerType = layer.getFunctionType();
   ArrayRef<Type> outputs = layerType.getResults();
@@ -272,8 +298,17 @@ ReverseMode::buildLayerDerivative(func::FuncOp layer,
       original[to] = from;
   b.setInsertionPoint(ret);
   SmallVector<Value> results;
-  for (auto [input, grad] : llvm::zip(wrt, *grads))
-    results.push_back(grad ? grad : zerosLike(b, loc, input.getType()));
+  for (auto [input, grad] : llvm::zip(wrt, *grads)) {
+    Value result = grad ? grad : zerosLike(b, loc, input.getType());
+    // A parameter slice's gradient leaves the layer in the gradients' type,
+    // so a partitioned step reduces it in that type.
+    Type type = gradTypeOf(input.getType());
+    if (cast<BlockArgument>(input).getArgNumber() >=
+            outputs.size() + numCarried &&
+        result.getType() != type)
+      result = nn::CastOp::create(b, loc, type, result);
+    results.push_back(result);
+  }
   ret->setOperands(results);
 
   // Keep, instead of recomputing, what the policy says. `none` keeps every
@@ -375,7 +410,8 @@ ReverseMode::differentiateRepeat(nn::RepeatOp op, ArrayRef<Value> cotangents,
   };
 
   SmallVector<Value> keptInLayer;
-  FailureOr<func::FuncOp> derivative = buildLayerDerivative(layer, keptInLayer);
+  FailureOr<func::FuncOp> derivative =
+      buildLayerDerivative(layer, numCarried, keptInLayer);
   if (failed(derivative))
     return failure();
   FunctionType layerType = layer.getFunctionType();
@@ -439,7 +475,13 @@ ReverseMode::differentiateRepeat(nn::RepeatOp op, ArrayRef<Value> cotangents,
   for (auto [index, param] : llvm::enumerate(op.getParams()))
     if (isFloat(param.getType())) {
       floatParams.push_back(index);
-      resultTypes.push_back(param.getType());
+      // The stacked gradient, in the type the derivative returns it in.
+      Type element = cast<RankedTensorType>(
+                         derivative->getResultTypes()[numCarried +
+                                                      floatParams.size() - 1])
+                         .getElementType();
+      resultTypes.push_back(
+          RankedTensorType::get(tensorType(param).getShape(), element));
     }
   auto backward = nn::RepeatOp::create(
       b, loc, resultTypes,
@@ -642,7 +684,7 @@ struct AutodiffPass : public tessel::impl::AutodiffPassBase<AutodiffPass> {
         continue;
       }
       trained.push_back(index);
-      Type type = model.getArgumentTypes()[index];
+      Type type = gradType(model, index);
       unsigned position = backward.getNumArguments();
       // A pipeline stage's accumulator holds its parameter's rows.
       SmallVector<NamedAttribute> attrs{b.getNamedAttr(
@@ -656,9 +698,14 @@ struct AutodiffPass : public tessel::impl::AutodiffPassBase<AutodiffPass> {
                                          model.getArgument(index).getLoc())))
         return failure();
       Value accumulator = backward.getArgument(position);
+      // A bf16 parameter's gradient leaves the backward widened when
+      // gradients are f32 (the partitioner reduces it after the cast).
+      Value value = grad;
+      if (value.getType() != type)
+        value = nn::CastOp::create(b, grad.getLoc(), type, value);
       returned.push_back(
           nn::AccumulateOp::create(b, grad.getLoc(), TypeRange{type},
-                                   ValueRange{grad, accumulator})
+                                   ValueRange{value, accumulator})
               .getResult());
     }
     if (trained.empty())
@@ -725,6 +772,32 @@ struct AutodiffPass : public tessel::impl::AutodiffPassBase<AutodiffPass> {
     return seeds;
   }
 
+  /// The type of parameter `index`'s gradient: the parameter's, or f32 for
+  /// a bf16 parameter of a module whose nn.grad_precision is f32.
+  static Type gradType(func::FuncOp model, unsigned index) {
+    auto type = cast<RankedTensorType>(model.getArgumentTypes()[index]);
+    if (!hasMasterWeights(model, index))
+      return type;
+    auto module = model->getParentOfType<ModuleOp>();
+    auto precision = module->getAttrOfType<StringAttr>(
+        nn::NNDialect::kGradPrecisionAttrName);
+    if (precision && precision.getValue() == "bf16")
+      return type;
+    return RankedTensorType::get(type.getShape(),
+                                 Float32Type::get(model.getContext()));
+  }
+
+  /// Parameter `index` is stored in bf16 by tessel-mixed-precision: its
+  /// optimizer keeps an f32 master copy, the first of its states.
+  static bool hasMasterWeights(func::FuncOp model, unsigned index) {
+    auto module = model->getParentOfType<ModuleOp>();
+    auto precision =
+        module->getAttrOfType<StringAttr>(nn::NNDialect::kPrecisionAttrName);
+    Type element =
+        cast<RankedTensorType>(model.getArgumentTypes()[index]).getElementType();
+    return precision && precision.getValue() == "bf16" && element.isBF16();
+  }
+
   /// @f_update: clipping, schedule and one in-place optimizer step per
   /// trained parameter.
   void buildUpdate(func::FuncOp model, ArrayRef<unsigned> trained,
@@ -755,14 +828,23 @@ struct AutodiffPass : public tessel::impl::AutodiffPassBase<AutodiffPass> {
       argAttrs.push_back(model.getArgAttrDict(index));
     }
     for (unsigned index : trained) {
-      argTypes.push_back(model.getArgumentTypes()[index]);
+      argTypes.push_back(gradType(model, index));
       SmallVector<NamedAttribute> attrs = axesOf(index);
       attrs.push_back(b.getNamedAttr(nn::NNDialect::kGradAttrName,
                                      b.getStringAttr(paramName(model, index))));
       argAttrs.push_back(b.getDictionaryAttr(attrs));
     }
+    // Per parameter: its master weights (mixed precision), then the
+    // optimizer's states.
+    auto statesOf = [&](unsigned index) {
+      std::vector<std::string> names;
+      if (hasMasterWeights(model, index))
+        names.push_back("master");
+      names.insert(names.end(), stateNames.begin(), stateNames.end());
+      return names;
+    };
     for (unsigned index : trained)
-      for (const std::string &state : stateNames) {
+      for (const std::string &state : statesOf(index)) {
         argTypes.push_back(stateType(model.getArgumentTypes()[index]));
         SmallVector<NamedAttribute> attrs = axesOf(index);
         attrs.push_back(b.getNamedAttr(
@@ -785,8 +867,8 @@ struct AutodiffPass : public tessel::impl::AutodiffPassBase<AutodiffPass> {
     size_t numTrained = trained.size();
     ValueRange params = entry->getArguments().take_front(numTrained);
     ValueRange grads = entry->getArguments().slice(numTrained, numTrained);
-    ValueRange states = entry->getArguments().slice(
-        2 * numTrained, numTrained * stateNames.size());
+    ValueRange states = entry->getArguments().drop_front(2 * numTrained)
+                            .drop_back();
     Value scale = entry->getArguments().back();
     if (config.clip > 0) {
       Value sumSquares =
@@ -802,15 +884,20 @@ struct AutodiffPass : public tessel::impl::AutodiffPassBase<AutodiffPass> {
     }
     SmallVector<NamedAttribute> stepAttrs = optimizerAttrs(b, config);
     SmallVector<Value> newParams, newStates;
+    size_t firstState = 0;
     for (unsigned i = 0; i < numTrained; ++i) {
       // The parameter's group: no weight decay when a no_decay pattern
       // matches its name.
       NamedAttrList attrs(stepAttrs);
       attrs.set("weight_decay", b.getF64FloatAttr(config.weightDecayOf(
                                     paramName(model, trained[i]).str())));
+      bool master = hasMasterWeights(model, trained[i]);
+      if (master)
+        attrs.set("master", b.getUnitAttr());
       SmallVector<Value> operands{grads[i], scale, params[i]};
-      ValueRange paramStates =
-          states.slice(i * stateNames.size(), stateNames.size());
+      size_t numStates = statesOf(trained[i]).size();
+      ValueRange paramStates = states.slice(firstState, numStates);
+      firstState += numStates;
       operands.append(paramStates.begin(), paramStates.end());
       SmallVector<Type> types{params[i].getType()};
       for (Value state : paramStates)

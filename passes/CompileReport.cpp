@@ -51,24 +51,6 @@ int64_t keptActivationBytes(ModuleOp module) {
   return bytes;
 }
 
-/// Bytes of the bf16 copies of the parameters tessel-mixed-precision casts
-/// each step (every float parameter, at its local shape; a repeat's layers
-/// each cast their slice): what mixed precision adds to the f32 master
-/// weights, gradients and state.
-int64_t weightCopyBytes(ModuleOp module) {
-  int64_t bytes = 0;
-  for (auto func : module.getOps<func::FuncOp>()) {
-    if (func.isExternal() ||
-        func->hasAttr(tessel::nn::NNDialect::kEntryAttrName) ||
-        !tessel::nn::NNDialect::isModelFunction(func))
-      continue;
-    for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
-      if (func.getArgAttr(i, tessel::nn::NNDialect::kParamAttrName))
-        bytes += tessel::nn::detail::tensorBytes(func.getArgumentTypes()[i]) / 2;
-  }
-  return bytes;
-}
-
 } // namespace
 
 llvm::json::Object tessel::planReport(ModuleOp module) {
@@ -82,7 +64,9 @@ llvm::json::Object tessel::planReport(ModuleOp module) {
   if (auto precision = module->getAttrOfType<StringAttr>(
           nn::NNDialect::kPrecisionAttrName)) {
     report["precision"] = precision.str();
-    report["weight_copy_bytes"] = weightCopyBytes(module);
+    if (auto grads = module->getAttrOfType<StringAttr>(
+            nn::NNDialect::kGradPrecisionAttrName))
+      report["grad_precision"] = grads.str();
   }
   return report;
 }
@@ -223,7 +207,9 @@ tessel::trainingStateReport(const llvm::json::Object &description) {
       for (auto [i, axis] : llvm::enumerate(*axes))
         if (axis.getAsString() == kDataAxisName)
           group = (*mesh->getArray("shape"))[i].getAsInteger().value_or(1);
-  // Per role: bytes a rank holds, and bytes per parameter element.
+  // Per role: bytes a rank holds, and bytes per parameter element. A
+  // parameter's f32 master copy (mixed precision) is a state of its own
+  // row, "master".
   llvm::StringMap<int64_t> bytes, perElement;
   int64_t parameters = 0;
   llvm::json::Array padded;
@@ -233,6 +219,8 @@ tessel::trainingStateReport(const llvm::json::Object &description) {
     StringRef role = t.getString("role").value_or("");
     if (role != "param" && role != "grad" && role != "state")
       continue;
+    if (role == "state" && t.getString("master_of"))
+      role = "master";
     bytes[role] += t.getInteger("bytes").value_or(0);
     const llvm::json::Object *zero = t.getObject("zero");
     int64_t block = elementsOf(zero ? zero->getArray("block")
@@ -248,7 +236,7 @@ tessel::trainingStateReport(const llvm::json::Object &description) {
       continue;
     // A padded chunk, named once by its parameter ("w.m" is w's state).
     std::string owner = t.getString("name").value_or("").str();
-    if (role == "state")
+    if (role == "state" || role == "master")
       owner = owner.substr(0, owner.rfind('.'));
     int64_t dims = zero->getInteger("dims").value_or(0);
     int64_t inner = 1;
@@ -261,11 +249,15 @@ tessel::trainingStateReport(const llvm::json::Object &description) {
       padded.push_back(llvm::json::Object{
           {"name", owner}, {"elements", inner}, {"padded", chunk * group}});
   }
-  // Optimizer states per parameter: their bytes over the parameter's.
-  int64_t stateBytes =
-      perElement.count("state") && parameters > 0
-          ? bytes["state"] * (stage >= 1 ? group : 1) / parameters
-          : 0;
+  // Optimizer states (and master weights) per parameter: their bytes over
+  // the parameter's.
+  auto perParameter = [&](StringRef role) -> int64_t {
+    return perElement.count(role) && parameters > 0
+               ? bytes[role] * (stage >= 1 ? group : 1) / parameters
+               : 0;
+  };
+  int64_t stateBytes = perParameter("state");
+  int64_t masterBytes = perParameter("master");
   int64_t paramBytes = perElement.lookup("param");
   int64_t gradBytes = perElement.lookup("grad");
   llvm::json::Object report{{"zero_stage", stage},
@@ -276,7 +268,10 @@ tessel::trainingStateReport(const llvm::json::Object &description) {
   for (auto [role, name, perParam, split] :
        {std::make_tuple("param", "params", paramBytes, stage >= 3),
         std::make_tuple("grad", "grads", gradBytes, stage >= 2),
+        std::make_tuple("master", "master", masterBytes, stage >= 1),
         std::make_tuple("state", "states", stateBytes, stage >= 1)}) {
+    if (StringRef(role) == "master" && masterBytes == 0)
+      continue;
     (split ? sharded : whole) += perParam;
     double formula = double(perParam) * double(parameters) /
                      double(split ? group : 1);
@@ -350,12 +345,10 @@ void tessel::printHumanReport(llvm::raw_ostream &os,
         "  %-29s %16lld bytes (recompute %s)\n", "layer activations kept",
         (long long)*kept,
         report.getString("recompute").value_or("none").str().c_str());
-  if (std::optional<int64_t> copies = report.getInteger("weight_copy_bytes"))
-    os << llvm::format("  %-29s %16lld bytes (in scratch; params, grads "
-                       "and states stay f32)\n",
-                       (report.getString("precision")->str() +
-                        " weight copies").c_str(),
-                       (long long)*copies);
+  if (std::optional<StringRef> precision = report.getString("precision"))
+    os << "  precision " << *precision << ": parameters " << *precision
+       << ", f32 master weights in the optimizer state, gradients "
+       << report.getString("grad_precision").value_or("f32") << "\n";
   os << llvm::format("  %-29s %16lld bytes\n", "arena (one rank)",
                                (long long)*report.getInteger("arena_bytes"));
   if (const llvm::json::Object *regions = report.getObject("regions"))
@@ -375,8 +368,11 @@ void tessel::printHumanReport(llvm::raw_ostream &os,
                      : std::string("not sharded"))
        << "; Ψ = " << *state->getInteger("parameters")
        << " parameters per rank before ZeRO)\n";
-    for (StringRef name : {"params", "grads", "states", "total"}) {
-      const llvm::json::Object &row = *state->getObject(name);
+    for (StringRef name : {"params", "grads", "master", "states", "total"}) {
+      const llvm::json::Object *found = state->getObject(name);
+      if (!found)
+        continue;
+      const llvm::json::Object &row = *found;
       os << llvm::format("    %-14s %-12s %16lld bytes (formula %.1f)\n",
                          name.str().c_str(),
                          row.getString("formula")->str().c_str(),

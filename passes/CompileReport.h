@@ -39,7 +39,8 @@ std::optional<llvm::json::Object>
 communicationReport(const llvm::json::Object &description);
 
 /// The report's "training_state" of a description of a trained model: per
-/// rank the bytes of the parameters, gradients and optimizer states next to
+/// rank the bytes of the parameters, gradients, master weights (mixed
+/// precision) and optimizer states next to
 /// the ZeRO paper's formula for its stage (Ψ the parameters a rank holds
 /// before ZeRO — its tensor-parallel blocks —, N the dp ranks sharing
 /// them), and the tensors padded for the shard. nullopt without training.

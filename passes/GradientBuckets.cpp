@@ -111,6 +111,12 @@ void bucketFunction(func::FuncOp func, int64_t bucketBytes,
                        : nn::ReshapeOp::create(builder, loc, type, slice)
                              .getResult();
       op.getResult().replaceAllUsesWith(back);
+      // An accumulation placed before the bucket's last gradient was
+      // complete moves after its slice.
+      for (Operation *user : llvm::make_early_inc_range(back.getUsers()))
+        if (user->getBlock() == &body &&
+            user->isBeforeInBlock(back.getDefiningOp()))
+          user->moveAfter(back.getDefiningOp());
       offset += count;
     }
     // Erased last: the insertion point may sit right before one of them.

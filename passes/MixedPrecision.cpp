@@ -1,13 +1,16 @@
 //===- MixedPrecision.cpp - tessel-mixed-precision: bf16 compute ----------===//
 //
-// Rewrites a model's forward so it computes in bf16 around its f32
-// parameters, as torch.autocast does at run time: the parameters (master
-// weights) and inputs are cast to bf16 once at the top, every f32 value the
-// forward computes becomes bf16, and the loss is computed and returned in
-// f32. Autodiff, run after, differentiates the casts too, so the backward
-// computes in bf16 and each parameter's gradient arrives in f32 (the VJP of
-// an f32 → bf16 cast is a bf16 → f32 cast): the optimizer, the gradient
-// all-reduce and the checkpoint see f32 exactly as without this pass.
+// Rewrites a model so it stores its parameters and computes in bf16, as
+// Megatron and ZeRO train in mixed precision: every f32 parameter becomes
+// a bf16 argument (2 bytes per parameter; tessel-autodiff gives each a
+// f32 master copy in its optimizer state, which the update steps and
+// rounds back), f32 inputs are cast at use, every f32 value the forward
+// computes becomes bf16, and the loss is computed and returned in f32.
+// Autodiff, run after, derives a bf16 backward. The module records the
+// gradients' type (nn.grad_precision): f32 (the default, Megatron's: each
+// gradient is widened where it leaves the backward, so it is reduced,
+// accumulated over microbatches and applied in f32) or bf16 (the ZeRO
+// paper's 2 bytes per gradient, reduced in bf16).
 //
 // Ops fall in two kinds. Most compute in whatever type their operands have:
 // their f32 results become bf16, and an f32 operand reaching them (from an
@@ -66,6 +69,11 @@ public:
                          << "'; expected f32 or bf16";
       return signalPassFailure();
     }
+    if (gradPrecision != "f32" && gradPrecision != "bf16") {
+      module.emitError() << "unknown gradient precision '" << gradPrecision
+                         << "'; expected f32 or bf16";
+      return signalPassFailure();
+    }
     SymbolTable table(module);
     symbols = &table;
     SmallVector<func::FuncOp> models;
@@ -81,9 +89,11 @@ public:
     for (func::FuncOp model : models)
       if (failed(refuseF64(model)) || failed(convertModel(model)))
         return signalPassFailure();
-    // Recorded for the report and the model description.
+    // Recorded for autodiff, the report and the model description.
     module->setAttr(nn::NNDialect::kPrecisionAttrName,
                     StringAttr::get(module.getContext(), precision));
+    module->setAttr(nn::NNDialect::kGradPrecisionAttrName,
+                    StringAttr::get(module.getContext(), gradPrecision));
   }
 
 private:
@@ -103,16 +113,20 @@ private:
 
   LogicalResult convertModel(func::FuncOp model) {
     Block &entry = model.getBody().front();
-    // Each op reading an f32 argument reads its own cast, placed just before
-    // it (cast at use, as autocast does): a pipeline stage then holds the
-    // casts of exactly the parameters it uses (GPT's tied embedding is cast
-    // on the first stage and again for the head on the last), and CSE folds
-    // the repeats where nothing is split.
+    // Parameters are stored in bf16: the argument itself changes type.
+    // Each op reading another f32 argument (an input) reads its own cast,
+    // placed just before it (cast at use, as autocast does), so a pipeline
+    // stage holds the casts of exactly the inputs it uses.
     OpBuilder b(model.getContext());
     for (BlockArgument arg : entry.getArguments()) {
       Type low = lowered(arg.getType());
       if (low == arg.getType())
         continue;
+      if (model.getArgAttr(arg.getArgNumber(), nn::NNDialect::kParamAttrName)) {
+        written[arg] = arg.getType();
+        arg.setType(low);
+        continue;
+      }
       llvm::SetVector<Operation *> users;
       for (Operation *user : arg.getUsers())
         users.insert(user);
@@ -128,38 +142,26 @@ private:
     // The model returns what it was written to return: the loss in f32.
     Operation *ret = entry.getTerminator();
     restoreOperands(ret, model.getFunctionType().getResults());
-    // A parameter only repeats read is cast inside their layers.
-    for (Operation &op : llvm::make_early_inc_range(entry))
-      if (auto cast = dyn_cast<nn::CastOp>(op);
-          cast && castsAdded.contains(cast) && cast->use_empty()) {
-        castsAdded.erase(cast);
-        cast->erase();
-      }
+    model.setFunctionType(FunctionType::get(model.getContext(),
+                                            entry.getArgumentTypes(),
+                                            model.getResultTypes()));
     return success();
   }
 
-  /// Converts a called function once: its signature and body. The first
-  /// `numConverted` arguments become bf16 (an nn.repeat's carried values);
-  /// the rest (a repeat's parameter slices) stay f32 and are cast at the
-  /// top of the body, as the model's parameters are.
-  LogicalResult convertLayer(func::FuncOp layer, unsigned numConverted) {
+  /// Converts a called function once: its signature and body. Every f32
+  /// argument becomes bf16 (an nn.repeat's carried values and its slices
+  /// of the stacked bf16 parameters alike).
+  LogicalResult convertLayer(func::FuncOp layer) {
     if (!converted.insert(layer).second)
       return success();
     Block &entry = layer.getBody().front();
     OpBuilder b(layer.getContext());
-    b.setInsertionPointToStart(&entry);
     for (BlockArgument arg : entry.getArguments()) {
       Type low = lowered(arg.getType());
       if (low == arg.getType())
         continue;
-      if (arg.getArgNumber() < numConverted) {
-        written[arg] = arg.getType();
-        arg.setType(low);
-        continue;
-      }
-      auto cast = nn::CastOp::create(b, arg.getLoc(), low, arg);
-      castsAdded.insert(cast);
-      arg.replaceAllUsesExcept(cast.getResult(), cast);
+      written[arg] = arg.getType();
+      arg.setType(low);
     }
     if (failed(convertBlock(entry)))
       return failure();
@@ -202,18 +204,14 @@ private:
           result.setType(low);
         }
       }
-      if (auto repeat = dyn_cast<nn::RepeatOp>(op)) {
-        // Stacked parameters stay the model's own f32 arguments (a pipeline
-        // splits them by rows); each layer casts its slice (cast at use).
-        for (OpOperand &param : repeat.getParamsMutable())
-          castOperandTo(b, param, writtenType(param.get()));
-        if (failed(convertLayer(repeat.getLayerFunction(),
-                                repeat.getCarried().size())))
+      // A repeat's stacked parameters are the model's bf16 arguments (a
+      // pipeline splits them by rows); its layer reads bf16 slices.
+      if (auto repeat = dyn_cast<nn::RepeatOp>(op))
+        if (failed(convertLayer(repeat.getLayerFunction())))
           return failure();
-      }
       if (auto call = dyn_cast<func::CallOp>(op)) {
         auto callee = symbols->lookup<func::FuncOp>(call.getCallee());
-        if (!callee || failed(convertLayer(callee, callee.getNumArguments())))
+        if (!callee || failed(convertLayer(callee)))
           return call.emitOpError()
                  << "calls a function tessel-mixed-precision cannot convert";
       }

@@ -301,24 +301,29 @@ def PipelineSplitPass : Pass<"tessel-pipeline-split", "mlir::ModuleOp"> {
 }
 
 def MixedPrecisionPass : Pass<"tessel-mixed-precision", "mlir::ModuleOp"> {
-  let summary = "Compute a model's forward (and so its backward) in bf16 around f32 master weights";
+  let summary = "Store a model's parameters and compute its forward (and so its backward) in bf16; f32 master weights";
   let description = [{
-    Mixed precision as torch.autocast does it, decided at compile time. The
-    model's f32 parameters stay f32 (the master weights the optimizer
-    updates and checkpoints hold); each is cast to bf16 once at the top of
-    the model, as is every f32 input, and every op computing in f32
-    computes in bf16 instead (the runtime's kernels accumulate reductions,
-    norms and GEMMs in f32 and store bf16). The loss runs in f32: the
-    logits are cast up for `nn.cross_entropy`, and the returned loss is
-    f32. Constants and explicit casts keep their types. Autodiff then
-    derives a bf16 backward whose parameter gradients come out of the
-    casts' VJPs as f32, so gradients are reduced and applied in f32.
-    Layer functions of `nn.repeat` are converted with their repeats. Runs
-    before tessel-autodiff; f64 models are refused.
+    Mixed precision as Megatron and ZeRO train, decided at compile time.
+    The model's f32 parameters become bf16 arguments (what the forward and
+    backward read; tessel-autodiff keeps an f32 master copy of each in the
+    optimizer state, steps it and rounds it back). Every f32 input is cast
+    to bf16 at its use, and every op computing in f32 computes in bf16
+    instead (the runtime's kernels accumulate reductions, norms and GEMMs
+    in f32 and store bf16). The loss runs in f32: the logits are cast up
+    for `nn.cross_entropy`, and the returned loss is f32. Constants and
+    explicit casts keep their types. Layer functions of `nn.repeat` are
+    converted with their repeats. The module records `nn.precision` and
+    `nn.grad_precision` (gradients in f32, widened as they leave the
+    backward and so reduced and accumulated in f32; or in bf16, the ZeRO
+    paper's 2 bytes each). Runs before tessel-autodiff; f64 models are
+    refused.
   }];
   let options = [
     Option<"precision", "precision", "std::string", /*default=*/"\"bf16\"",
-           "The forward's compute type: bf16, or f32 (the pass does nothing)">
+           "The forward's compute type: bf16, or f32 (the pass does nothing)">,
+    Option<"gradPrecision", "grad-precision", "std::string",
+           /*default=*/"\"f32\"",
+           "The parameter gradients' type: f32 (reduced and accumulated in f32) or bf16">
   ];
 }
 

@@ -86,6 +86,7 @@ void tessel::buildPlanPipeline(OpPassManager &pm,
   if (options.precision != "f32") {
     MixedPrecisionPassOptions mixed;
     mixed.precision = options.precision;
+    mixed.gradPrecision = options.gradPrecision;
     pm.addPass(createMixedPrecisionPass(mixed));
   }
   // Every compile ends with the communication check: each rank's

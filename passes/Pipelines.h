@@ -36,7 +36,13 @@ struct CompilePipelineOptions
   Option<std::string> precision{
       *this, "precision",
       llvm::cl::desc("Compute type of forward and backward: f32, or bf16 "
-                     "around f32 master weights (tessel-mixed-precision)"),
+                     "parameters around f32 master weights "
+                     "(tessel-mixed-precision)"),
+      llvm::cl::init("f32")};
+  Option<std::string> gradPrecision{
+      *this, "grad-precision",
+      llvm::cl::desc("With precision bf16: the gradients' type, f32 "
+                     "(reduced and accumulated in f32) or bf16"),
       llvm::cl::init("f32")};
   Option<std::string> mesh{
       *this, "mesh",

@@ -132,8 +132,19 @@ private:
 // Building blocks
 //===----------------------------------------------------------------------===//
 
+// Each building block splits `plan`'s shape in the element type of the
+// value it is given: an f32 gradient (or master state) beside a bf16
+// parameter, an f32 state beside an f64 one.
+
+/// `plan` in the element type of `value`.
+static ShardPlan typedLike(const ShardPlan &plan, Value value) {
+  return plan.withElement(
+      cast<RankedTensorType>(value.getType()).getElementType());
+}
+
 Value ZeroRewriter::flattenPadded(Location loc, Value block,
-                                  const ShardPlan &plan) {
+                                  const ShardPlan &planIn) {
+  ShardPlan plan = typedLike(planIn, block);
   Value flat = block;
   if (block.getType() != plan.flat())
     flat = nn::ReshapeOp::create(builder, loc, plan.flat(), block);
@@ -150,7 +161,8 @@ Value ZeroRewriter::flattenPadded(Location loc, Value block,
 }
 
 Value ZeroRewriter::unflatten(Location loc, Value padded,
-                              const ShardPlan &plan) {
+                              const ShardPlan &planIn) {
+  ShardPlan plan = typedLike(planIn, padded);
   Value flat = padded;
   if (plan.chunk * plan.group != plan.inner) {
     SmallVector<int64_t> start(plan.dims + 1, 0);
@@ -168,20 +180,22 @@ Value ZeroRewriter::unflatten(Location loc, Value padded,
 Value ZeroRewriter::reduceScatter(Location loc, Value padded,
                                   const ShardPlan &plan) {
   return shard::ReduceScatterOp::create(
-      builder, loc, plan.shard(), kMeshName, ArrayRef<int16_t>{axis}, padded,
+      builder, loc, typedLike(plan, padded).shard(), kMeshName, ArrayRef<int16_t>{axis}, padded,
       shard::ReductionKind::Sum, APInt(64, plan.dims));
 }
 
 Value ZeroRewriter::allGather(Location loc, Value shard,
                               const ShardPlan &plan) {
-  return shard::AllGatherOp::create(builder, loc, plan.padded(), kMeshName,
+  return shard::AllGatherOp::create(builder, loc,
+                                    typedLike(plan, shard).padded(), kMeshName,
                                     ArrayRef<int16_t>{axis}, shard,
                                     APInt(64, plan.dims));
 }
 
 Value ZeroRewriter::localChunk(Location loc, Value padded,
                                const ShardPlan &plan) {
-  return shard::AllSliceOp::create(builder, loc, plan.shard(), padded,
+  return shard::AllSliceOp::create(builder, loc,
+                                   typedLike(plan, padded).shard(), padded,
                                    kMeshName, ArrayRef<int16_t>{axis},
                                    plan.dims);
 }
@@ -228,13 +242,12 @@ Value ZeroRewriter::gradientChunk(Location loc, Value value,
   if (shard::AllReduceOp reduce = dataParallelSum(value, axis, widen)) {
     // Sum over dp by the reduce-scatter, then over the other axes on the
     // chunk only; in the reduction's own type.
-    ShardPlan typed = plan.withElement(
-        cast<RankedTensorType>(reduce.getType()).getElementType());
     Value chunk = reduceScatter(
-        loc, flattenPadded(loc, reduce.getInput(), typed), typed);
+        loc, flattenPadded(loc, reduce.getInput(), plan), plan);
     chunk = allReduce(loc, chunk, otherAxes(reduce, axis));
     if (widen)
-      chunk = nn::CastOp::create(builder, loc, plan.shard(), chunk);
+      chunk = nn::CastOp::create(builder, loc,
+                                 typedLike(plan, widen).shard(), chunk);
     return chunk;
   }
   // Already whole on every dp rank: each keeps its chunk.
@@ -508,10 +521,10 @@ void ZeroRewriter::rewriteLayerGradients(
     returned.set(chunk);
     // The stack of chunks: [L, s], accumulated into the [L, s] chunk.
     OpResult stack = repeat->getResult(index);
-    stack.setType(plan.shard());
+    stack.setType(typedLike(plan, stack).shard());
     for (Operation *user : stack.getUsers())
       if (auto acc = dyn_cast<nn::AccumulateOp>(user)) {
-        acc.getResult().setType(plan.shard());
+        acc.getResult().setType(cast<RankedTensorType>(stack.getType()));
         func::FuncOp parent = acc->getParentOfType<func::FuncOp>();
         retypeArgument(parent, cast<BlockArgument>(acc.getAcc()).getArgNumber(),
                        plan);

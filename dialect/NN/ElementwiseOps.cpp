@@ -35,6 +35,16 @@ bool MulOp::passesPartialSums(ArrayRef<bool> partialOperands) {
   return llvm::count(partialOperands, true) == 1;
 }
 
+// A widening float cast is exact, hence linear; a narrowing one rounds.
+bool CastOp::passesPartialSums(ArrayRef<bool> partialOperands) {
+  auto width = [](Type type) {
+    auto element = dyn_cast<FloatType>(getElementTypeOrSelf(type));
+    return element ? static_cast<int>(element.getWidth()) : 0;
+  };
+  int from = width(getInput().getType()), to = width(getResult().getType());
+  return partialOperands[0] && from > 0 && to > from;
+}
+
 // A quotient is linear in its numerator only.
 bool DivOp::passesPartialSums(ArrayRef<bool> partialOperands) {
   return partialOperands[0] && !partialOperands[1];

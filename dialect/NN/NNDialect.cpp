@@ -380,11 +380,11 @@ LogicalResult NNDialect::verifyOperationAttribute(Operation *op,
                                   "{optimizer = \"adamw\", lr = 3.0e-4}";
     return success();
   }
-  if (attrName == kPrecisionAttrName) {
+  if (attrName == kPrecisionAttrName || attrName == kGradPrecisionAttrName) {
     auto precision = dyn_cast<StringAttr>(attr.getValue());
     if (!isa<ModuleOp>(op) || !precision ||
         !llvm::is_contained({"f32", "bf16"}, precision.getValue()))
-      return op->emitOpError() << "'" << kPrecisionAttrName
+      return op->emitOpError() << "'" << attrName
                                << "' must be \"f32\" or \"bf16\" on a module";
     return success();
   }

@@ -59,6 +59,10 @@ def NN_Dialect : Dialect {
     /// On a module: the compute type tessel-mixed-precision gave the model
     /// ("bf16"); absent, f32.
     static constexpr llvm::StringLiteral kPrecisionAttrName = "nn.precision";
+    /// On a module with nn.precision = "bf16": the type parameter gradients
+    /// are accumulated, reduced and stored in ("f32" or "bf16").
+    static constexpr llvm::StringLiteral kGradPrecisionAttrName =
+        "nn.grad_precision";
     static constexpr llvm::StringLiteral kRecomputeAttrName = "nn.recompute";
     static constexpr llvm::StringLiteral kEntryAttrName = "nn.entry";
     static constexpr llvm::StringLiteral kGradAttrName = "nn.grad";

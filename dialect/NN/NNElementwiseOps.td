@@ -26,12 +26,15 @@ def NN_ConstantOp : NN_ShardableOp<"constant",
   let hasFolder = 1;
 }
 
-def NN_CastOp : NN_ElementwiseOp<"cast", 1, [SameOperandsAndResultShape, NN_Differentiable]> {
+def NN_CastOp : NN_ElementwiseOp<"cast", 1, [SameOperandsAndResultShape, NN_Differentiable,
+    NN_PassesPartialSumsOf]> {
   let summary = "convert elements to another element type";
   let description = [{
     Converts every element to the result's element type (f32 ↔ bf16/f16
     rounds to nearest even; int → float exactly where representable).
-    One flop per element.
+    One flop per element. A widening float cast (bf16/f16 → f32 → f64) is
+    exact, so it passes partial sums: the sum is completed after it, in the
+    wider type (mixed precision reduces f32 gradients).
 
     ```mlir
     %h = nn.cast %x : tensor<4x8xf32> to tensor<4x8xbf16>

@@ -65,6 +65,11 @@ def NN_OptimizerStepOp : NN_ShardableOp<"optimizer_step",
     `weight_decay` added to the gradient), `adamw` (decoupled weight decay).
     States are f32 in the parameter's shape: none for SGD without momentum,
     the momentum buffer for SGD with momentum, `m` and `v` for Adam(W).
+    With `master` (mixed precision, `tessel-compile --precision bf16`) the
+    parameter is a bf16 or f16 copy and the first state is its f32 master
+    weights: the step runs on the master, from `grad` widened (f32 or the
+    parameter's type), and the parameter becomes the master rounded to
+    nearest even; the optimizer's own states follow the master.
     The learning rate of 1-based step `t` (the runtime's step + 1) follows
     `schedule`: `constant`, or `warmup_cosine` (linear warm-up over
     `warmup` steps, then cosine to `min_lr` at `total_steps`).
@@ -89,7 +94,8 @@ def NN_OptimizerStepOp : NN_ShardableOp<"optimizer_step",
       DefaultValuedAttr<I64Attr, "0">:$warmup,
       DefaultValuedAttr<F64Attr, "0.0">:$min_lr,
       DefaultValuedAttr<I64Attr, "0">:$total_steps,
-      UnitAttr:$nesterov);
+      UnitAttr:$nesterov,
+      UnitAttr:$master);
   let results = (outs Variadic<NN_FloatTensor>:$results);
   let assemblyFormat = [{
     custom<OptimizerKind>($optimizer) $grad `,` $scale
@@ -101,6 +107,15 @@ def NN_OptimizerStepOp : NN_ShardableOp<"optimizer_step",
     /// The parameter (the first of the outs) and its optimizer states.
     ::mlir::Value getParam() { return getOuts().front(); }
     ::mlir::OperandRange getStates() { return getOuts().drop_front(); }
+    /// The f32 master weights (`master`), or null.
+    ::mlir::Value getMasterWeights() {
+      return getMaster() ? getStates().front() : ::mlir::Value();
+    }
+    /// The optimizer's own states (m and v, the momentum buffer): the
+    /// states after the master weights.
+    ::mlir::OperandRange getOptimizerStates() {
+      return getStates().drop_front(getMaster() ? 1 : 0);
+    }
     /// How many states `optimizer` (with `momentum`) keeps per parameter.
     static int64_t getNumStates(OptimizerKind optimizer, double momentum);
   }];

@@ -156,14 +156,29 @@ LogicalResult OptimizerStepOp::verify() {
   if (getOuts().empty())
     return emitOpError() << "needs the parameter (and its states) in outs";
   auto param = cast<RankedTensorType>(getParam().getType());
-  if (getGrad().getType() != param)
+  auto f32Type =
+      RankedTensorType::get(param.getShape(), Float32Type::get(getContext()));
+  Type elementType = param.getElementType();
+  if (getMaster()) {
+    if (!elementType.isBF16() && !elementType.isF16())
+      return emitOpError() << "with master weights updates a bf16 or f16 "
+                              "parameter, got "
+                           << param;
+    if (getGrad().getType() != param && getGrad().getType() != f32Type)
+      return emitOpError() << "grad must be " << param << " or " << f32Type
+                           << ", got " << getGrad().getType();
+  } else if (getGrad().getType() != param) {
     return emitOpError() << "grad must have the parameter's type " << param
                          << ", got " << getGrad().getType();
+  }
   OptimizerKind optimizer = getOptimizer();
   StringRef name = stringifyOptimizerKind(optimizer);
   double momentum = getMomentum().convertToDouble();
   int64_t expected = getNumStates(optimizer, momentum);
-  int64_t numStates = static_cast<int64_t>(getStates().size());
+  int64_t numStates = static_cast<int64_t>(getOptimizerStates().size());
+  if (getMaster() && getStates().empty())
+    return emitOpError() << "with master weights needs them as the first "
+                            "state";
   if (numStates != expected) {
     InFlightDiagnostic diag = emitOpError();
     if (optimizer != OptimizerKind::sgd)
@@ -172,13 +187,12 @@ LogicalResult OptimizerStepOp::verify() {
       diag << "sgd with momentum keeps 1 state (the momentum buffer)";
     else
       diag << "sgd without momentum keeps no state";
-    return diag << " after the parameter in outs, got " << numStates;
+    return diag << " after the parameter" << (getMaster() ? " and its master" : "")
+                << " in outs, got " << numStates;
   }
-  auto stateType =
-      RankedTensorType::get(param.getShape(), Float32Type::get(getContext()));
   for (auto [index, state] : llvm::enumerate(getStates()))
-    if (state.getType() != stateType)
-      return emitOpError() << "state #" << index << " must be " << stateType
+    if (state.getType() != f32Type)
+      return emitOpError() << "state #" << index << " must be " << f32Type
                            << " (f32 in the parameter's shape), got "
                            << state.getType();
   auto check = [&](bool ok, StringRef what, double value) -> LogicalResult {

@@ -212,6 +212,25 @@ llvm::StringMap<double> weightDecayByParam(func::FuncOp update) {
   return decay;
 }
 
+/// The master-weight states of the update entry's optimizer steps (mixed
+/// precision), by state name: the parameter each is the master copy of. A
+/// state is named after its parameter ("w.master"); under ZeRO the step
+/// updates a chunk of the parameter, so the name, not the operand, says
+/// which.
+llvm::StringMap<std::string> masterOfByState(func::FuncOp update) {
+  llvm::StringMap<std::string> masterOf;
+  update.walk([&](nn::OptimizerStepOp step) {
+    auto master = dyn_cast_or_null<BlockArgument>(step.getMasterWeights());
+    if (!master || master.getOwner()->getParentOp() != update)
+      return;
+    StringRef state =
+        nameOf(update, master.getArgNumber(), nn::NNDialect::kStateAttrName);
+    if (state.contains('.'))
+      masterOf[state] = state.rsplit('.').first.str();
+  });
+  return masterOf;
+}
+
 /// Parameters, by name; a trained model says which have a gradient, and
 /// the weight decay of each one's step.
 json::Object ModelAbiEmitter::placeParams() {
@@ -256,6 +275,9 @@ json::Object ModelAbiEmitter::placeNamed(func::FuncOp func, StringRef attrName,
                                          StringRef role,
                                          llvm::StringMap<int64_t> &at) {
   int64_t begin = cursor;
+  llvm::StringMap<std::string> masterOf;
+  if (func && role == "state")
+    masterOf = masterOfByState(func);
   if (func)
     for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i) {
       StringRef name = nameOf(func, i, attrName);
@@ -264,6 +286,8 @@ json::Object ModelAbiEmitter::placeNamed(func::FuncOp func, StringRef attrName,
       Type type = func.getArgumentTypes()[i];
       json::Object tensor = describeTensor(name, role, type, cursor);
       tensor["axes"] = describeAxes(func, i);
+      if (auto master = masterOf.find(name); master != masterOf.end())
+        tensor["master_of"] = master->second;
       addSharding(tensor, func, argSharding(func, i),
                   nn::NNDialect::blockTypeOf(func, i), "argument #" + Twine(i));
       addZero(tensor, func, i);

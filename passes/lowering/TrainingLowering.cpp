@@ -64,8 +64,18 @@ LogicalResult lowerOptimizerStep(nn::OptimizerStepOp op, FunctionLowering &fl) {
                     fl.f64(op.getMinLr().convertToDouble()),
                     fl.i64(static_cast<int64_t>(op.getWarmup())),
                     fl.i64(static_cast<int64_t>(op.getTotalSteps())), step});
-  OperandRange states = op.getStates();
+  OperandRange states = op.getOptimizerStates();
   Value param = op.getParam();
+  if (Value master = op.getMasterWeights()) {
+    fl.call(rt::tessel_optimizer_update_master,
+            {optPtr, fl.dtype(param), fl.ptr(param), fl.ptr(master),
+             fl.dtype(op.getGrad()), fl.ptr(op.getGrad()),
+             fl.ptr(op.getScale()),
+             states.size() > 0 ? fl.ptr(states[0]) : fl.null(),
+             states.size() > 1 ? fl.ptr(states[1]) : fl.null(),
+             fl.count(param), step, lr});
+    return success();
+  }
   fl.call(rt::tessel_optimizer_update,
           {optPtr, fl.dtype(param), fl.ptr(param), fl.ptr(op.getGrad()),
            fl.ptr(op.getScale()),

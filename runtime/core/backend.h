@@ -231,6 +231,15 @@ public:
                                const void *gradScale, void *state0,
                                void *state1, int64_t n, int64_t step,
                                double lr) = 0;
+  /// Mixed precision: the same step on the f32 `master`, then `param`
+  /// (bf16 or f16) = master rounded; dtypes checked.
+  virtual void optimizerUpdateMaster(tessel_ctx *ctx,
+                                     const tessel_optimizer &opt,
+                                     int32_t paramDtype, void *param,
+                                     void *master, int32_t gradDtype,
+                                     const void *grad, const void *gradScale,
+                                     void *state0, void *state1, int64_t n,
+                                     int64_t step, double lr) = 0;
 };
 
 /// One backend compiled into this library: its name, whether it can run on

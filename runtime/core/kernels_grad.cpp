@@ -179,6 +179,38 @@ void tessel_clip_scale(tessel_ctx *ctx, const void *sum_squares,
   ctx->backend->clipScale(ctx, sum_squares, max_norm, grad_scale, scale);
 }
 
+/// The checks both optimizer entries make: the optimizer, the size, the
+/// step and the states the kind needs.
+static bool checkOptimizerCall(tessel_ctx *ctx, const char *entry,
+                               const tessel_optimizer *opt, int64_t n,
+                               int64_t step, const void *state0,
+                               const void *state1) {
+  if (!opt) {
+    setError(ctx, "%s: null optimizer", entry);
+    return false;
+  }
+  if (n < 0) {
+    setError(ctx, "%s: negative size", entry);
+    return false;
+  }
+  bool adam = opt->kind == TESSEL_OPT_ADAM || opt->kind == TESSEL_OPT_ADAMW;
+  if (!adam && opt->kind != TESSEL_OPT_SGD) {
+    setError(ctx, "%s: unknown optimizer kind %d", entry, opt->kind);
+    return false;
+  }
+  if (adam && step < 1) {
+    setError(ctx, "%s: step %lld < 1 (bias correction counts from 1)", entry,
+             (long long)step);
+    return false;
+  }
+  if (n > 0 && ((adam && (!state0 || !state1)) ||
+                (!adam && opt->momentum != 0.0 && !state0))) {
+    setError(ctx, "%s: missing optimizer state", entry);
+    return false;
+  }
+  return true;
+}
+
 void tessel_optimizer_update(tessel_ctx *ctx, const tessel_optimizer *opt,
                              int32_t dtype, void *param, const void *grad,
                              const void *grad_scale, void *state0, void *state1,
@@ -186,36 +218,40 @@ void tessel_optimizer_update(tessel_ctx *ctx, const tessel_optimizer *opt,
   if (!ctx)
     return;
   KernelScope scope(ctx);
-  if (!opt) {
-    setError(ctx, "tessel_optimizer_update: null optimizer");
-    return;
-  }
-  if (n < 0) {
-    setError(ctx, "tessel_optimizer_update: negative size");
-    return;
-  }
-  bool adam = opt->kind == TESSEL_OPT_ADAM || opt->kind == TESSEL_OPT_ADAMW;
-  if (!adam && opt->kind != TESSEL_OPT_SGD) {
-    setError(ctx, "tessel_optimizer_update: unknown optimizer kind %d",
-             opt->kind);
-    return;
-  }
-  if (adam && step < 1) {
-    setError(ctx,
-             "tessel_optimizer_update: step %lld < 1 (bias correction "
-             "counts from 1)",
-             (long long)step);
-    return;
-  }
-  if (n > 0 && ((adam && (!state0 || !state1)) ||
-                (!adam && opt->momentum != 0.0 && !state0))) {
-    setError(ctx, "tessel_optimizer_update: missing optimizer state");
-    return;
-  }
-  if (!checkDtype(ctx, "tessel_optimizer_update", dtype, isFloatDtype(dtype)))
+  const char *entry = "tessel_optimizer_update";
+  if (!checkOptimizerCall(ctx, entry, opt, n, step, state0, state1) ||
+      !checkDtype(ctx, entry, dtype, isFloatDtype(dtype)))
     return;
   ctx->backend->optimizerUpdate(ctx, *opt, dtype, param, grad, grad_scale,
                                 state0, state1, n, step, lr);
+}
+
+void tessel_optimizer_update_master(tessel_ctx *ctx,
+                                    const tessel_optimizer *opt,
+                                    int32_t param_dtype, void *param,
+                                    void *master, int32_t grad_dtype,
+                                    const void *grad, const void *grad_scale,
+                                    void *state0, void *state1, int64_t n,
+                                    int64_t step, double lr) {
+  if (!ctx)
+    return;
+  KernelScope scope(ctx);
+  const char *entry = "tessel_optimizer_update_master";
+  auto isLow = [](int32_t dtype) {
+    return dtype == TESSEL_BF16 || dtype == TESSEL_F16;
+  };
+  if (!checkOptimizerCall(ctx, entry, opt, n, step, state0, state1) ||
+      !checkDtype(ctx, entry, param_dtype, isLow(param_dtype)) ||
+      !checkDtype(ctx, entry, grad_dtype,
+                  isLow(grad_dtype) || grad_dtype == TESSEL_F32))
+    return;
+  if (n > 0 && !master) {
+    setError(ctx, "%s: missing master weights", entry);
+    return;
+  }
+  ctx->backend->optimizerUpdateMaster(ctx, *opt, param_dtype, param, master,
+                                      grad_dtype, grad, grad_scale, state0,
+                                      state1, n, step, lr);
 }
 
 // Host arithmetic on no context: the same for every backend.

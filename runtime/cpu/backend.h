@@ -124,6 +124,12 @@ public:
                        int32_t dtype, void *param, const void *grad,
                        const void *gradScale, void *state0, void *state1,
                        int64_t n, int64_t step, double lr) override;
+  void optimizerUpdateMaster(tessel_ctx *ctx, const tessel_optimizer &opt,
+                             int32_t paramDtype, void *param, void *master,
+                             int32_t gradDtype, const void *grad,
+                             const void *gradScale, void *state0,
+                             void *state1, int64_t n, int64_t step,
+                             double lr) override;
 };
 
 } // namespace cpu

@@ -4,7 +4,9 @@
 // added to the gradient) and AdamW (decoupled decay), one fused in-place
 // update per parameter tensor. Scalars that change per step on the device
 // (the clipping scale) are read from device memory; the arithmetic is f32
-// (f64 for f64 parameters), the optimizer state is f32.
+// (f64 for f64 parameters), the optimizer state is f32. Under mixed
+// precision the step runs on the f32 master weights and writes their
+// rounded copy to the bf16 (or f16) parameter the model computes with.
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,9 +21,23 @@ namespace {
 
 template <class T> using Compute = typename Elem<T>::Compute;
 
-template <class T>
-void sgdImpl(const tessel_optimizer &opt, T *param, const T *grad, float gs,
-             float *buf, int64_t n, double lr) {
+/// Where a step's new parameter values go: the parameter, and under mixed
+/// precision also its low-precision copy (rounded to nearest even).
+template <class T, class L> struct ParamOut {
+  T *param;
+  L *copy;
+  void set(int64_t i, Compute<T> p) const {
+    T stored = Elem<T>::store(p);
+    param[i] = stored;
+    if (copy)
+      copy[i] = Elem<L>::store(Compute<L>(Elem<T>::load(stored)));
+  }
+};
+
+template <class T, class G, class L>
+void sgdImpl(const tessel_optimizer &opt, ParamOut<T, L> out, const G *grad,
+             float gs, float *buf, int64_t n, double lr) {
+  T *param = out.param;
   using C = Compute<T>;
   const C scale = C(gs), wd = C(opt.weight_decay), mom = C(opt.momentum);
   const C rate = C(lr);
@@ -29,7 +45,7 @@ void sgdImpl(const tessel_optimizer &opt, T *param, const T *grad, float gs,
   const bool nesterov = opt.nesterov != 0;
   for (int64_t i = 0; i < n; ++i) {
     C p = Elem<T>::load(param[i]);
-    C g = C(Elem<T>::load(grad[i])) * scale;
+    C g = C(Elem<G>::load(grad[i])) * scale;
     if (decay)
       g += wd * p;
     if (useMom) {
@@ -39,13 +55,15 @@ void sgdImpl(const tessel_optimizer &opt, T *param, const T *grad, float gs,
       buf[i] = b;
       g = nesterov ? g + mom * C(b) : C(b);
     }
-    param[i] = Elem<T>::store(p - rate * g);
+    out.set(i, p - rate * g);
   }
 }
 
-template <class T>
-void adamImpl(const tessel_optimizer &opt, T *param, const T *grad, float gs,
-              float *m, float *v, int64_t n, int64_t step, double lr) {
+template <class T, class G, class L>
+void adamImpl(const tessel_optimizer &opt, ParamOut<T, L> out, const G *grad,
+              float gs, float *m, float *v, int64_t n, int64_t step,
+              double lr) {
+  T *param = out.param;
   using C = Compute<T>;
   const bool decoupled = opt.kind == TESSEL_OPT_ADAMW;
   const bool decay = opt.weight_decay != 0.0;
@@ -60,7 +78,7 @@ void adamImpl(const tessel_optimizer &opt, T *param, const T *grad, float gs,
   const C shrink = C(1.0 - lr * opt.weight_decay);
   for (int64_t i = 0; i < n; ++i) {
     C p = Elem<T>::load(param[i]);
-    C g = C(Elem<T>::load(grad[i])) * scale;
+    C g = C(Elem<G>::load(grad[i])) * scale;
     if (decay) {
       if (decoupled)
         p *= shrink; // AdamW: p -= lr·wd·p before the Adam step.
@@ -74,7 +92,7 @@ void adamImpl(const tessel_optimizer &opt, T *param, const T *grad, float gs,
     m[i] = ms;
     v[i] = vs;
     C denom = std::sqrt(C(vs)) / bc2Sqrt + eps;
-    param[i] = Elem<T>::store(p - stepSize * (C(ms) / denom));
+    out.set(i, p - stepSize * (C(ms) / denom));
   }
 }
 
@@ -120,11 +138,33 @@ void CpuBackend::optimizerUpdate(tessel_ctx *, const tessel_optimizer &opt,
   float *s0 = static_cast<float *>(state0), *s1 = static_cast<float *>(state1);
   visitFloat(dtype, [&](auto tag) {
     using T = decltype(tag);
-    T *p = static_cast<T *>(param);
+    ParamOut<T, T> out{static_cast<T *>(param), nullptr};
     const T *g = static_cast<const T *>(grad);
     if (adam)
-      adamImpl(opt, p, g, gs, s0, s1, n, step, lr);
+      adamImpl(opt, out, g, gs, s0, s1, n, step, lr);
     else
-      sgdImpl(opt, p, g, gs, s0, n, lr);
+      sgdImpl(opt, out, g, gs, s0, n, lr);
+  });
+}
+
+void CpuBackend::optimizerUpdateMaster(
+    tessel_ctx *, const tessel_optimizer &opt, int32_t paramDtype, void *param,
+    void *master, int32_t gradDtype, const void *grad, const void *grad_scale,
+    void *state0, void *state1, int64_t n, int64_t step, double lr) {
+  const bool adam =
+      opt.kind == TESSEL_OPT_ADAM || opt.kind == TESSEL_OPT_ADAMW;
+  float gs = grad_scale ? *static_cast<const float *>(grad_scale) : 1.0f;
+  float *s0 = static_cast<float *>(state0), *s1 = static_cast<float *>(state1);
+  visitFloat(paramDtype, [&](auto paramTag) {
+    using L = decltype(paramTag);
+    ParamOut<float, L> out{static_cast<float *>(master), static_cast<L *>(param)};
+    visitFloat(gradDtype, [&](auto gradTag) {
+      using G = decltype(gradTag);
+      const G *g = static_cast<const G *>(grad);
+      if (adam)
+        adamImpl(opt, out, g, gs, s0, s1, n, step, lr);
+      else
+        sgdImpl(opt, out, g, gs, s0, n, lr);
+    });
   });
 }

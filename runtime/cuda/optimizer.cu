@@ -7,7 +7,8 @@
 // tensors). No float atomics, so a step replays bit for bit.
 // clipScale: one thread, the CPU's double arithmetic.
 // optimizerUpdate: one fused elementwise kernel per call (SGD, Adam,
-// AdamW); the per-element arithmetic is optimizer_math.h's, which rounds
+// AdamW); optimizerUpdateMaster the same kernel on the f32 master weights,
+// writing their bf16/f16 copy in the same pass; the per-element arithmetic is optimizer_math.h's, which rounds
 // every operation as the CPU does, so results equal the CPU's bit for bit.
 // Four elements per thread step with 128-bit loads of f32 data (64-bit for
 // f16/bf16) when every pointer is aligned, a scalar path otherwise.
@@ -110,91 +111,135 @@ __device__ __forceinline__ Compute<T> loadScale(const float *gradScale) {
   return Compute<T>(gradScale ? *gradScale : 1.0f);
 }
 
-/// SGD over elements [0, n) of the pointers, thread `tid` of `stride`.
-template <class T>
+/// Where a step's new parameter values go: the parameter, and under mixed
+/// precision (the parameter is then the f32 master) also the low-precision
+/// copy the model computes with, rounded to nearest even.
+template <class T, class L> struct ParamOut {
+  T *param;
+  L *copy;
+  __device__ __forceinline__ void set(int64_t i, Compute<T> p) const {
+    T stored = Elem<T>::store(p);
+    param[i] = stored;
+    if (copy)
+      copy[i] = Elem<L>::store(Compute<L>(Elem<T>::load(stored)));
+  }
+  __device__ __forceinline__ void set4(int64_t i, const Vec4<T> &p) const {
+    reinterpret_cast<Vec4<T> *>(param)[i] = p;
+    if (copy) {
+      Vec4<L> c;
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+        c.v[j] = Elem<L>::store(Compute<L>(Elem<T>::load(p.v[j])));
+      reinterpret_cast<Vec4<L> *>(copy)[i] = c;
+    }
+  }
+  __device__ __forceinline__ bool aligned() const {
+    return alignedTo(param, sizeof(Vec4<T>)) &&
+           (!copy || alignedTo(copy, sizeof(Vec4<L>)));
+  }
+};
+
+/// SGD over elements [0, n) of the pointers, thread `tid` of `stride`;
+/// the gradient has type G.
+template <class T, class G, class L>
 __device__ __forceinline__ void
-sgdSpan(const SgdCoeffs<Compute<T>> &k, T *param, const T *grad, float *buf,
-        int64_t n, Compute<T> scale, int64_t tid, int64_t stride) {
+sgdSpan(const SgdCoeffs<Compute<T>> &k, ParamOut<T, L> out, const G *grad,
+        float *buf, int64_t n, Compute<T> scale, int64_t tid, int64_t stride) {
   using C = Compute<T>;
-  bool vector = alignedTo(param, sizeof(Vec4<T>)) &&
-                alignedTo(grad, sizeof(Vec4<T>)) &&
+  T *param = out.param;
+  bool vector = out.aligned() && alignedTo(grad, sizeof(Vec4<G>)) &&
                 (!k.useMomentum || alignedTo(buf, sizeof(Vec4<float>)));
   int64_t vectors = vector ? n / 4 : 0;
   for (int64_t i = tid; i < vectors; i += stride) {
     Vec4<T> p = reinterpret_cast<Vec4<T> *>(param)[i];
-    Vec4<T> g = reinterpret_cast<const Vec4<T> *>(grad)[i];
+    Vec4<G> g = reinterpret_cast<const Vec4<G> *>(grad)[i];
     Vec4<float> b{};
     if (k.useMomentum)
       b = reinterpret_cast<Vec4<float> *>(buf)[i];
 #pragma unroll
     for (int j = 0; j < 4; ++j)
       p.v[j] = Elem<T>::store(sgdElement(k, C(Elem<T>::load(p.v[j])),
-                                         C(Elem<T>::load(g.v[j])), scale,
+                                         C(Elem<G>::load(g.v[j])), scale,
                                          b.v[j]));
-    reinterpret_cast<Vec4<T> *>(param)[i] = p;
+    out.set4(i, p);
     if (k.useMomentum)
       reinterpret_cast<Vec4<float> *>(buf)[i] = b;
   }
   for (int64_t i = vectors * 4 + tid; i < n; i += stride) {
     float b = k.useMomentum ? buf[i] : 0.0f;
-    param[i] = Elem<T>::store(sgdElement(k, C(Elem<T>::load(param[i])),
-                                         C(Elem<T>::load(grad[i])), scale, b));
+    out.set(i, sgdElement(k, C(Elem<T>::load(param[i])),
+                          C(Elem<G>::load(grad[i])), scale, b));
     if (k.useMomentum)
       buf[i] = b;
   }
 }
 
 /// Adam / AdamW over elements [0, n) of the pointers.
-template <class T>
+template <class T, class G, class L>
 __device__ __forceinline__ void
-adamSpan(const AdamCoeffs<Compute<T>> &k, T *param, const T *grad, float *m,
-         float *v, int64_t n, Compute<T> scale, int64_t tid, int64_t stride) {
+adamSpan(const AdamCoeffs<Compute<T>> &k, ParamOut<T, L> out, const G *grad,
+         float *m, float *v, int64_t n, Compute<T> scale, int64_t tid,
+         int64_t stride) {
   using C = Compute<T>;
-  bool vector = alignedTo(param, sizeof(Vec4<T>)) &&
-                alignedTo(grad, sizeof(Vec4<T>)) &&
+  T *param = out.param;
+  bool vector = out.aligned() && alignedTo(grad, sizeof(Vec4<G>)) &&
                 alignedTo(m, sizeof(Vec4<float>)) &&
                 alignedTo(v, sizeof(Vec4<float>));
   int64_t vectors = vector ? n / 4 : 0;
   for (int64_t i = tid; i < vectors; i += stride) {
     Vec4<T> p = reinterpret_cast<Vec4<T> *>(param)[i];
-    Vec4<T> g = reinterpret_cast<const Vec4<T> *>(grad)[i];
+    Vec4<G> g = reinterpret_cast<const Vec4<G> *>(grad)[i];
     Vec4<float> mv = reinterpret_cast<Vec4<float> *>(m)[i];
     Vec4<float> vv = reinterpret_cast<Vec4<float> *>(v)[i];
 #pragma unroll
     for (int j = 0; j < 4; ++j)
       p.v[j] = Elem<T>::store(adamElement(k, C(Elem<T>::load(p.v[j])),
-                                          C(Elem<T>::load(g.v[j])), scale,
+                                          C(Elem<G>::load(g.v[j])), scale,
                                           mv.v[j], vv.v[j]));
-    reinterpret_cast<Vec4<T> *>(param)[i] = p;
+    out.set4(i, p);
     reinterpret_cast<Vec4<float> *>(m)[i] = mv;
     reinterpret_cast<Vec4<float> *>(v)[i] = vv;
   }
   for (int64_t i = vectors * 4 + tid; i < n; i += stride) {
     float mi = m[i], vi = v[i];
-    param[i] = Elem<T>::store(adamElement(k, C(Elem<T>::load(param[i])),
-                                          C(Elem<T>::load(grad[i])), scale,
-                                          mi, vi));
+    out.set(i, adamElement(k, C(Elem<T>::load(param[i])),
+                           C(Elem<G>::load(grad[i])), scale, mi, vi));
     m[i] = mi;
     v[i] = vi;
   }
 }
 
-template <class T>
+template <class T, class G, class L>
 __global__ void __launch_bounds__(kThreads)
-    sgdKernel(SgdCoeffs<Compute<T>> k, T *param, const T *grad,
+    sgdKernel(SgdCoeffs<Compute<T>> k, ParamOut<T, L> out, const G *grad,
               const float *gradScale, float *buf, int64_t n) {
-  sgdSpan(k, param, grad, buf, n, loadScale<T>(gradScale),
+  sgdSpan(k, out, grad, buf, n, loadScale<T>(gradScale),
           int64_t(blockIdx.x) * blockDim.x + threadIdx.x,
           int64_t(gridDim.x) * blockDim.x);
 }
 
-template <class T>
+template <class T, class G, class L>
 __global__ void __launch_bounds__(kThreads)
-    adamKernel(AdamCoeffs<Compute<T>> k, T *param, const T *grad,
+    adamKernel(AdamCoeffs<Compute<T>> k, ParamOut<T, L> out, const G *grad,
                const float *gradScale, float *m, float *v, int64_t n) {
-  adamSpan(k, param, grad, m, v, n, loadScale<T>(gradScale),
+  adamSpan(k, out, grad, m, v, n, loadScale<T>(gradScale),
            int64_t(blockIdx.x) * blockDim.x + threadIdx.x,
            int64_t(gridDim.x) * blockDim.x);
+}
+
+/// One launch of the SGD or Adam kernel for `n` elements.
+template <class T, class G, class L>
+void launchUpdate(cudaStream_t stream, const tessel_optimizer &opt,
+                  ParamOut<T, L> out, const G *grad, const float *scale,
+                  float *s0, float *s1, int64_t n, int64_t step, double lr) {
+  using C = Compute<T>;
+  unsigned blocks = gridFor((n + 3) / 4, kThreads);
+  if (opt.kind == TESSEL_OPT_ADAM || opt.kind == TESSEL_OPT_ADAMW)
+    adamKernel<T, G, L><<<blocks, kThreads, 0, stream>>>(
+        makeAdamCoeffs<C>(opt, step, lr), out, grad, scale, s0, s1, n);
+  else
+    sgdKernel<T, G, L><<<blocks, kThreads, 0, stream>>>(
+        makeSgdCoeffs<C>(opt, lr), out, grad, scale, s0, n);
 }
 
 /// Block b updates chunks b, b + gridDim.x, ... of the table.
@@ -205,7 +250,7 @@ __global__ void __launch_bounds__(kThreads)
   Compute<T> scale = loadScale<T>(gradScale);
   for (int64_t c = blockIdx.x; c < numChunks; c += gridDim.x) {
     AdamChunk chunk = chunks[c];
-    adamSpan(k, static_cast<T *>(chunk.param),
+    adamSpan(k, ParamOut<T, T>{static_cast<T *>(chunk.param), nullptr},
              static_cast<const T *>(chunk.grad), chunk.m, chunk.v, chunk.count,
              scale, threadIdx.x, blockDim.x);
   }
@@ -252,23 +297,49 @@ void CudaBackend::optimizerUpdate(tessel_ctx *ctx, const tessel_optimizer &opt,
                                   double lr) {
   if (n <= 0)
     return;
-  const bool adam = opt.kind == TESSEL_OPT_ADAM || opt.kind == TESSEL_OPT_ADAMW;
-  unsigned blocks = gridFor((n + 3) / 4, kThreads);
-  const float *scale = static_cast<const float *>(gradScale);
-  float *s0 = static_cast<float *>(state0), *s1 = static_cast<float *>(state1);
   stored::visitFloat(dtype, [&](auto tag) {
     using T = decltype(tag);
-    using C = Compute<T>;
-    T *p = static_cast<T *>(param);
-    const T *g = static_cast<const T *>(grad);
-    if (adam)
-      adamKernel<T><<<blocks, kThreads, 0, stream()>>>(
-          makeAdamCoeffs<C>(opt, step, lr), p, g, scale, s0, s1, n);
-    else
-      sgdKernel<T><<<blocks, kThreads, 0, stream()>>>(
-          makeSgdCoeffs<C>(opt, lr), p, g, scale, s0, n);
+    launchUpdate(stream(), opt, ParamOut<T, T>{static_cast<T *>(param), nullptr},
+                 static_cast<const T *>(grad),
+                 static_cast<const float *>(gradScale),
+                 static_cast<float *>(state0), static_cast<float *>(state1), n,
+                 step, lr);
   });
   checkLaunch(ctx, "tessel_optimizer_update");
+}
+
+void CudaBackend::optimizerUpdateMaster(
+    tessel_ctx *ctx, const tessel_optimizer &opt, int32_t paramDtype,
+    void *param, void *master, int32_t gradDtype, const void *grad,
+    const void *gradScale, void *state0, void *state1, int64_t n, int64_t step,
+    double lr) {
+  if (n <= 0)
+    return;
+  auto launch = [&](auto copyTag, auto gradTag) {
+    using L = decltype(copyTag);
+    using G = decltype(gradTag);
+    launchUpdate(stream(), opt,
+                 ParamOut<float, L>{static_cast<float *>(master),
+                                    static_cast<L *>(param)},
+                 static_cast<const G *>(grad),
+                 static_cast<const float *>(gradScale),
+                 static_cast<float *>(state0), static_cast<float *>(state1), n,
+                 step, lr);
+  };
+  // The dtypes were checked (bf16 or f16 copies; f32, bf16 or f16 grads).
+  auto withGrad = [&](auto copyTag) {
+    if (gradDtype == TESSEL_F32)
+      launch(copyTag, float());
+    else if (gradDtype == TESSEL_BF16)
+      launch(copyTag, BFloat());
+    else
+      launch(copyTag, Half());
+  };
+  if (paramDtype == TESSEL_BF16)
+    withGrad(BFloat());
+  else
+    withGrad(Half());
+  checkLaunch(ctx, "tessel_optimizer_update_master");
 }
 
 void tessel::cuda::multiTensorAdamW(CudaBackend &backend, tessel_ctx *ctx,

@@ -233,6 +233,77 @@ TEST_F(OptimizerTest, BadArgumentsSetError) {
   tessel_clear_error(ctx);
 }
 
+//===--- Mixed precision: the f32 master weights ----------------------------===//
+
+// tessel_optimizer_update_master is tessel_optimizer_update on the f32
+// master with the gradient widened, plus the rounded copy: checked bit for
+// bit against that call over 10 steps, for every optimizer, every copy
+// dtype and every gradient dtype.
+TEST_F(OptimizerTest, MasterUpdateIsTheF32UpdateAndItsRoundedCopy) {
+  const tessel_optimizer configs[] = {sgd(0, 0, 0.1), sgd(0.9, 1, 0.05),
+                                      adam(TESSEL_OPT_ADAM, 0.1),
+                                      adam(TESSEL_OPT_ADAMW, 0.1)};
+  const size_t n = 37; // a vector body and a scalar tail
+  for (const tessel_optimizer &o : configs)
+    for (int32_t copyDtype : {TESSEL_BF16, TESSEL_F16})
+      for (int32_t gradDtype : {TESSEL_F32, TESSEL_BF16, TESSEL_F16}) {
+        SCOPED_TRACE("kind " + std::to_string(o.kind) + " copy " +
+                     std::to_string(copyDtype) + " grad " +
+                     std::to_string(gradDtype));
+        Vec init = randomValues(TESSEL_F32, n, -1, 1, 700);
+        std::vector<uint8_t> master = encode(TESSEL_F32, init);
+        std::vector<uint8_t> expected = master;
+        std::vector<uint8_t> copy = encode(copyDtype, init);
+        std::vector<float> s0(n, 0.f), s1(n, 0.f), e0(n, 0.f), e1(n, 0.f);
+        for (int t = 1; t <= 10; ++t) {
+          Vec g = randomValues(gradDtype, n, -2, 2, 710 + t);
+          std::vector<uint8_t> grad = encode(gradDtype, g);
+          // The widening is exact, so the f32 call sees the same values.
+          std::vector<uint8_t> wide = encode(TESSEL_F32, decode(gradDtype, grad));
+          float scale = 0.75f;
+          tessel_optimizer_update_master(ctx, &o, copyDtype, copy.data(),
+                                         master.data(), gradDtype, grad.data(),
+                                         &scale, s0.data(), s1.data(),
+                                         int64_t(n), t, 1e-2);
+          tessel_optimizer_update(ctx, &o, TESSEL_F32, expected.data(),
+                                  wide.data(), &scale, e0.data(), e1.data(),
+                                  int64_t(n), t, 1e-2);
+          ASSERT_EQ(tessel_error(ctx), nullptr) << tessel_error(ctx);
+          ASSERT_EQ(master, expected) << "step " << t;
+          ASSERT_EQ(s0, e0) << "step " << t;
+          ASSERT_EQ(s1, e1) << "step " << t;
+          ASSERT_EQ(copy, encode(copyDtype, decode(TESSEL_F32, master)))
+              << "step " << t;
+        }
+      }
+}
+
+TEST_F(OptimizerTest, MasterUpdateRefusesBadDtypesAndMissingMaster) {
+  float master = 1, g = 1, m = 0, v = 0;
+  uint16_t copy = 0x3f80; // bf16 1.0
+  tessel_optimizer o = adam(TESSEL_OPT_ADAMW, 0);
+  // An f32 "copy" (use tessel_optimizer_update), an f64 gradient, no master.
+  tessel_optimizer_update_master(ctx, &o, TESSEL_F32, &copy, &master,
+                                 TESSEL_F32, &g, nullptr, &m, &v, 1, 1, 0.1);
+  EXPECT_NE(tessel_error(ctx), nullptr);
+  tessel_clear_error(ctx);
+  double g64 = 1;
+  tessel_optimizer_update_master(ctx, &o, TESSEL_BF16, &copy, &master,
+                                 TESSEL_F64, &g64, nullptr, &m, &v, 1, 1, 0.1);
+  EXPECT_NE(tessel_error(ctx), nullptr);
+  tessel_clear_error(ctx);
+  tessel_optimizer_update_master(ctx, &o, TESSEL_BF16, &copy, nullptr,
+                                 TESSEL_F32, &g, nullptr, &m, &v, 1, 1, 0.1);
+  EXPECT_NE(tessel_error(ctx), nullptr);
+  tessel_clear_error(ctx);
+  tessel_optimizer_update_master(ctx, &o, TESSEL_BF16, &copy, &master,
+                                 TESSEL_F32, &g, nullptr, &m, &v, 1, 0, 0.1);
+  EXPECT_NE(tessel_error(ctx), nullptr);
+  tessel_clear_error(ctx);
+  EXPECT_EQ(master, 1.0f);
+  EXPECT_EQ(copy, 0x3f80);
+}
+
 //===--- Gradient norm and clipping ---------------------------------------===//
 
 TEST_F(OptimizerTest, SumSquaresAccumulates) {

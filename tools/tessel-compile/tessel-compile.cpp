@@ -113,11 +113,16 @@ cl::opt<bool> noTrain("no-train",
 // Precision: the compute type of forward and backward (docs/precision.md).
 cl::opt<std::string>
     precision("precision",
-              cl::desc("Compute type: f32 (default), or bf16 forward and "
-                       "backward around f32 master weights, gradients and "
-                       "optimizer state"),
+              cl::desc("Compute type: f32 (default), or bf16 parameters, "
+                       "forward and backward, with f32 master weights in "
+                       "the optimizer state"),
               cl::value_desc("f32|bf16"), cl::init("f32"),
               cl::cat(trainCategory));
+cl::opt<std::string> gradPrecision(
+    "grad-precision",
+    cl::desc("With --precision bf16: the gradients' type, f32 (default: "
+             "reduced and accumulated in f32) or bf16 (2 bytes each)"),
+    cl::value_desc("f32|bf16"), cl::init("f32"), cl::cat(trainCategory));
 
 // Parallelism: the device mesh and how the step is split over it
 // (docs/parallelism.md).
@@ -304,6 +309,7 @@ LogicalResult checkPipelineFlags(bool pipelined) {
 void setPipelineOptions(tessel::CompilePipelineOptions &options) {
   options.train = !noTrain;
   options.precision = precision;
+  options.gradPrecision = gradPrecision;
   for (auto [setting, flag] :
        llvm::zip(tessel::trainSettings(), trainingFlags))
     if (flag->getNumOccurrences() > 0)
@@ -497,6 +503,12 @@ LogicalResult checkOutputPaths(StringRef output) {
 int compile(int argc, char **argv) {
   if (precision != "f32" && precision != "bf16")
     return exitWith("--precision " + precision + ": expected f32 or bf16");
+  if (gradPrecision != "f32" && gradPrecision != "bf16")
+    return exitWith("--grad-precision " + gradPrecision +
+                    ": expected f32 or bf16");
+  if (gradPrecision.getNumOccurrences() > 0 && precision != "bf16")
+    return exitWith("--grad-precision applies to --precision bf16 (f32 "
+                    "training keeps f32 gradients)");
   if (failed(checkMeshFlags()))
     return 1;
   {

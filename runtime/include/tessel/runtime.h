@@ -28,8 +28,10 @@ extern "C" {
  * and grad_scale.
  * 3: multi-rank execution: the device mesh and comm kind of a context, the
  * local (threads) and MPI worlds, collectives over mesh-axis groups and
- * their counters. */
-#define TESSEL_ABI_VERSION 3
+ * their counters.
+ * 4: mixed precision with f32 master weights: tessel_optimizer_update_master
+ * and the description's "master_of" on a parameter's master state. */
+#define TESSEL_ABI_VERSION 4
 
 typedef enum tessel_dtype {
   TESSEL_F32 = 0,
@@ -608,6 +610,21 @@ void tessel_optimizer_update(tessel_ctx *ctx, const tessel_optimizer *opt,
                              int32_t dtype, void *param, const void *grad,
                              const void *grad_scale, void *state0,
                              void *state1, int64_t n, int64_t step, double lr);
+
+/* Mixed precision (tessel-compile --precision bf16): the same update as
+ * tessel_optimizer_update on the f32 master weights `master` (n elements),
+ * from a gradient of dtype grad_dtype (f32, bf16 or f16; widened exactly
+ * to f32), then param[i] = master[i] rounded to nearest even in
+ * param_dtype (bf16 or f16): the copy the model computes with. state0 and
+ * state1 as there. Bit for bit: master and states equal
+ * tessel_optimizer_update(f32, master, widened grad). */
+void tessel_optimizer_update_master(tessel_ctx *ctx,
+                                    const tessel_optimizer *opt,
+                                    int32_t param_dtype, void *param,
+                                    void *master, int32_t grad_dtype,
+                                    const void *grad, const void *grad_scale,
+                                    void *state0, void *state1, int64_t n,
+                                    int64_t step, double lr);
 
 typedef enum tessel_lr_schedule_kind {
   TESSEL_LR_CONSTANT = 0,      /* linear warm-up (if any), then lr */

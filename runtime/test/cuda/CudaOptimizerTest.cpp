@@ -449,6 +449,60 @@ TEST_F(CpuVsCuda, OptimizerUpdateBitExact) {
     }
 }
 
+// Mixed precision: the master, the states and the bf16/f16 copy equal the
+// CPU's bit for bit (a vector body and a scalar tail).
+TEST_F(CpuVsCuda, MasterUpdateBitExact) {
+  std::mt19937_64 rng(31);
+  tessel_optimizer adamw{};
+  adamw.kind = TESSEL_OPT_ADAMW;
+  adamw.beta1 = 0.9;
+  adamw.beta2 = 0.999;
+  adamw.eps = 1e-8;
+  adamw.weight_decay = 0.1;
+  tessel_optimizer momentum{};
+  momentum.kind = TESSEL_OPT_SGD;
+  momentum.momentum = 0.9;
+  for (const tessel_optimizer &opt : {adamw, momentum})
+    for (size_t n : {size_t(4099), size_t(1) << 16})
+      for (int32_t gradDtype : {TESSEL_F32, TESSEL_BF16}) {
+        SCOPED_TRACE("n " + std::to_string(n) + " grad " +
+                     std::to_string(gradDtype));
+        std::vector<float> master = randomValues<float>(rng, n, 1.0);
+        std::vector<BFloat> copy(n);
+        for (size_t i = 0; i < n; ++i)
+          copy[i] = Elem<BFloat>::store(master[i]);
+        std::vector<float> gradF = randomValues<float>(rng, n, 0.1);
+        std::vector<BFloat> gradB = randomValues<BFloat>(rng, n, 0.1);
+        std::vector<float> zeros(n, 0.f);
+        std::vector<void *> bufs[2];
+        tessel_ctx *ctxs[2] = {cpu, gpu};
+        for (int c = 0; c < 2; ++c) {
+          tessel_ctx *ctx = ctxs[c];
+          bufs[c] = {upload(ctx, copy), upload(ctx, master),
+                     gradDtype == TESSEL_F32 ? upload(ctx, gradF)
+                                             : upload(ctx, gradB),
+                     upload(ctx, zeros), upload(ctx, zeros)};
+          for (int64_t step = 1; step <= 3; ++step)
+            tessel_optimizer_update_master(
+                ctx, &opt, TESSEL_BF16, bufs[c][0], bufs[c][1], gradDtype,
+                bufs[c][2], nullptr, bufs[c][3], bufs[c][4], int64_t(n), step,
+                1e-2);
+        }
+        ASSERT_EQ(tessel_error(gpu), nullptr) << tessel_error(gpu);
+        EXPECT_EQ(firstDifference(download<BFloat>(cpu, bufs[0][0], n),
+                                  download<BFloat>(gpu, bufs[1][0], n)),
+                  -1);
+        for (int b : {1, 3, 4})
+          EXPECT_EQ(firstDifference(download<float>(cpu, bufs[0][b], n),
+                                    download<float>(gpu, bufs[1][b], n)),
+                    -1)
+              << "buffer " << b;
+        for (int c = 0; c < 2; ++c)
+          for (void *q : bufs[c])
+            tessel_free(ctxs[c], q);
+      }
+}
+
 TEST_F(CpuVsCuda, SumSquaresAccumulatesAndIsDeterministic) {
   for (size_t n : {0, 1, 7, 1000, (1 << 20) + 3})
     for (int64_t offset : {0, 1}) {
