@@ -424,12 +424,20 @@ LogicalResult Partitioner::partitionRuleOp(Operation *op) {
   for (unsigned index = 0; index < numOperands; ++index)
     operandTargets.push_back(shardingOfValue(maps[index], loopSharding));
 
-  // Partial operands pass through a linear op, all over the same axes and
-  // never sliced over one of them (each rank would keep a different block
-  // of the sum: a reduce-scatter completes it instead); anything else
-  // completes them.
+  // Partial operands pass through a linear op, all over the same axes, and
+  // only if no loop of the op is split over one of them: the ranks of a
+  // partial group must compute the same block from the same operands, so
+  // that their local results add up to the whole result's block. A loop
+  // split over a partial axis gives each rank of the group another block:
+  // a partial operand sliced over it (a reduce-scatter completes it
+  // instead), or the other factor of a product split over it (a head split
+  // over the vocabulary after a vocabulary-parallel embedding: rank r's
+  // addend times block r of the head is no addend of the logits). It also
+  // keeps a value's partial axes apart from the axes splitting it, which
+  // completing a partial sum relies on. Anything else completes them.
   bool passThrough = linear && llvm::is_contained(partialOperands, true) &&
                      linear.passesPartialSums(partialOperands);
+  MeshAxes splitAxes = usedAxes(loopSharding);
   MeshAxes passedPartial;
   for (auto [index, operand] : llvm::enumerate(op->getOperands())) {
     if (!passThrough || !partialOperands[index])
@@ -437,11 +445,10 @@ LogicalResult Partitioner::partitionRuleOp(Operation *op) {
     const LocalValue &state = lookup(operand);
     MeshAxes sorted = state.partial;
     llvm::sort(sorted);
-    MeshAxes wanted = usedAxes(operandTargets[index]);
     passThrough =
         state.kind == shard::ReductionKind::Sum &&
         (passedPartial.empty() || sorted == passedPartial) &&
-        llvm::none_of(wanted, [&](int16_t axis) {
+        llvm::none_of(splitAxes, [&](int16_t axis) {
           return llvm::is_contained(sorted, axis);
         });
     passedPartial = sorted;

@@ -75,7 +75,9 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
-// A product is linear in either factor, not in both.
+// A product is linear in either factor, not in both; and only while the
+// other factor is the same on every rank of the partial group, which the
+// partitioner checks on the split (a factor split over a partial axis).
 bool MatmulOp::passesPartialSums(ArrayRef<bool> partialOperands) {
   return llvm::count(partialOperands, true) == 1;
 }

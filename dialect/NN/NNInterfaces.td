@@ -81,7 +81,10 @@ def NN_PartialSumOpInterface : OpInterface<"PartialSumOpInterface"> {
     partial sum of its result. The partitioner then lets the partial sums
     through and completes them once, where a consumer needs the whole value
     (the three partial input gradients of q, k and v are added before one
-    all-reduce).
+    all-reduce). Linearity is the op's to say; where the split allows it is
+    the partitioner's: the ranks of a partial group must compute the same
+    block, so no loop of the op may be split over a partial axis (a product
+    whose other factor is split over it is no partial sum of anything).
   }];
   let methods = [
     InterfaceMethod<[{

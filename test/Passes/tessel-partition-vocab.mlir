@@ -24,6 +24,29 @@ func.func @embedding(%table: tensor<16x4xf32> {nn.sharding = [["tp"], []]},
 
 shard.grid @mesh(shape = 2) {nn.axis_names = ["tp"]}
 
+// Tests a vocabulary-parallel embedding feeding a head split over the same
+// vocabulary: the embedding's partial sum is all-reduced before the head's
+// product (each rank multiplies the whole b·s·h by its block of the head),
+// and the logits, split over tp, need no all-reduce of their own.
+// CHECK-LABEL: func.func @embedding_head
+// CHECK-SAME: (%[[T:[^:]*]]: tensor<8x4xf32> {{.*}}, %[[H:[^:]*]]: tensor<8x4xf32> {{.*}}, %[[IDS:[^:]*]]: tensor<2x3xi32>)
+// CHECK: %[[E:.*]] = nn.embedding %[[T]], %[[IDS]] {block_axes = array<i16: 0>}
+// CHECK-NEXT: %[[R:.*]] = shard.all_reduce %[[E]] on @mesh grid_axes = [0] : tensor<2x3x4xf32> -> tensor<2x3x4xf32>
+// CHECK-NEXT: %[[Z:.*]] = nn.matmul %[[R]], %[[H]] transpose_rhs : (tensor<2x3x4xf32>, tensor<8x4xf32>) -> tensor<2x3x8xf32>
+// CHECK-NEXT: return %[[Z]]
+func.func @embedding_head(%table: tensor<16x4xf32> {nn.sharding = [["tp"], []]},
+                          %head: tensor<16x4xf32> {nn.sharding = [["tp"], []]},
+                          %ids: tensor<2x3xi32>)
+    -> (tensor<2x3x16xf32> {nn.sharding = [[], [], ["tp"]]}) {
+  %e = nn.embedding %table, %ids {nn.loop_sharding = [[], [], [], ["tp"]]} : (tensor<16x4xf32>, tensor<2x3xi32>) -> tensor<2x3x4xf32>
+  %z = nn.matmul %e, %head transpose_rhs {nn.loop_sharding = [[], [], ["tp"], []]} : (tensor<2x3x4xf32>, tensor<16x4xf32>) -> tensor<2x3x16xf32>
+  return %z : tensor<2x3x16xf32>
+}
+
+// -----
+
+shard.grid @mesh(shape = 2) {nn.axis_names = ["tp"]}
+
 // The gradient of the table: each rank scatters into its own rows.
 // CHECK-LABEL: func.func @embedding_grad
 // CHECK: %[[G:.*]] = nn.embedding_grad %{{.*}}, %{{.*}} {block_axes = array<i16: 0>} : (tensor<2x3xi32>, tensor<2x3x4xf32>) -> tensor<8x4xf32>

@@ -173,6 +173,94 @@ func.func @no_slice_of_partial(%x: tensor<8x32xf32> {nn.sharding = [[], ["tp"]]}
 
 // -----
 
+shard.grid @mesh(shape = 2) {nn.axis_names = ["tp"]}
+
+// Tests that a partial sum does not pass through a product whose other
+// factor is split over its partial axis: rank r would multiply its addend
+// by block r of the factor, no addend of the product. The sum is completed
+// first; the product is then whole, split over tp only along its columns.
+// CHECK-LABEL: func.func @partial_times_split_factor
+// CHECK: %[[P:.*]] = nn.matmul
+// CHECK: %[[R:.*]] = shard.all_reduce %[[P]] on @mesh grid_axes = [0] : tensor<8x16xf32> -> tensor<8x16xf32>
+// CHECK: %[[Z:.*]] = nn.matmul %[[R]], %{{.*}} : (tensor<8x16xf32>, tensor<16x32xf32>) -> tensor<8x32xf32>
+// CHECK-NOT: shard.
+// CHECK: return %[[Z]]
+func.func @partial_times_split_factor(%x: tensor<8x32xf32> {nn.sharding = [[], ["tp"]]},
+                                      %w1: tensor<32x16xf32> {nn.sharding = [["tp"], []]},
+                                      %w2: tensor<16x64xf32> {nn.sharding = [[], ["tp"]]})
+    -> (tensor<8x64xf32> {nn.sharding = [[], ["tp"]]}) {
+  %p = nn.matmul %x, %w1 {nn.loop_sharding = [[], [], ["tp"]]} : (tensor<8x32xf32>, tensor<32x16xf32>) -> tensor<8x16xf32>
+  %z = nn.matmul %p, %w2 {nn.loop_sharding = [[], ["tp"], []]} : (tensor<8x16xf32>, tensor<16x64xf32>) -> tensor<8x64xf32>
+  return %z : tensor<8x64xf32>
+}
+
+// -----
+
+shard.grid @mesh(shape = 2) {nn.axis_names = ["tp"]}
+
+// Tests the same with the partial sum on the right: the left factor's rows
+// split over the partial axis.
+// CHECK-LABEL: func.func @split_factor_times_partial
+// CHECK-SAME: %[[A:[^:]*]]: tensor<2x8xf32>
+// CHECK: %[[P:.*]] = nn.matmul
+// CHECK: %[[R:.*]] = shard.all_reduce %[[P]] on @mesh grid_axes = [0] : tensor<8x16xf32> -> tensor<8x16xf32>
+// CHECK: %[[Z:.*]] = nn.matmul %[[A]], %[[R]] : (tensor<2x8xf32>, tensor<8x16xf32>) -> tensor<2x16xf32>
+// CHECK-NOT: shard.
+// CHECK: return %[[Z]]
+func.func @split_factor_times_partial(%x: tensor<8x32xf32> {nn.sharding = [[], ["tp"]]},
+                                      %w1: tensor<32x16xf32> {nn.sharding = [["tp"], []]},
+                                      %a: tensor<4x8xf32> {nn.sharding = [["tp"], []]})
+    -> (tensor<4x16xf32> {nn.sharding = [["tp"], []]}) {
+  %p = nn.matmul %x, %w1 {nn.loop_sharding = [[], [], ["tp"]]} : (tensor<8x32xf32>, tensor<32x16xf32>) -> tensor<8x16xf32>
+  %z = nn.matmul %a, %p {nn.loop_sharding = [["tp"], [], []]} : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
+  return %z : tensor<4x16xf32>
+}
+
+// -----
+
+shard.grid @mesh(shape = 2) {nn.axis_names = ["tp"]}
+
+// Tests that a partial sum is completed before a broadcast whose new
+// dimension is split over its partial axis: a value is never split over
+// the axes it is partial over (and the smaller tensor is all-reduced).
+// CHECK-LABEL: func.func @partial_broadcast_split
+// CHECK: %[[P:.*]] = nn.matmul
+// CHECK-NEXT: %[[R:.*]] = shard.all_reduce %[[P]] on @mesh grid_axes = [0] : tensor<8x16xf32> -> tensor<8x16xf32>
+// CHECK-NEXT: %[[B:.*]] = nn.broadcast %[[R]] dims = [1, 2] : tensor<8x16xf32> -> tensor<2x8x16xf32>
+// CHECK-NEXT: return %[[B]]
+func.func @partial_broadcast_split(%x: tensor<8x32xf32> {nn.sharding = [[], ["tp"]]},
+                                   %w: tensor<32x16xf32> {nn.sharding = [["tp"], []]})
+    -> (tensor<4x8x16xf32> {nn.sharding = [["tp"], [], []]}) {
+  %p = nn.matmul %x, %w {nn.loop_sharding = [[], [], ["tp"]]} : (tensor<8x32xf32>, tensor<32x16xf32>) -> tensor<8x16xf32>
+  %b = nn.broadcast %p dims = [1, 2] {nn.loop_sharding = [["tp"], [], []]} : tensor<8x16xf32> -> tensor<4x8x16xf32>
+  return %b : tensor<4x8x16xf32>
+}
+
+// -----
+
+shard.grid @mesh(shape = 2x2) {nn.axis_names = ["dp", "tp"]}
+
+// Tests that a partial sum over tp still passes through a product whose
+// other factor is split over another axis (dp): the ranks of a tp group
+// hold the same block of it, and one all-reduce over tp completes the
+// smaller product.
+// CHECK-LABEL: func.func @partial_times_factor_split_elsewhere
+// CHECK: %[[P:.*]] = nn.matmul
+// CHECK-NEXT: %[[Z:.*]] = nn.matmul %[[P]], %{{.*}} : (tensor<8x16xf32>, tensor<16x32xf32>) -> tensor<8x32xf32>
+// CHECK-NEXT: %[[R:.*]] = shard.all_reduce %[[Z]] on @mesh grid_axes = [1] : tensor<8x32xf32> -> tensor<8x32xf32>
+// CHECK-NEXT: return %[[R]]
+func.func @partial_times_factor_split_elsewhere(
+    %x: tensor<8x32xf32> {nn.sharding = [[], ["tp"]]},
+    %w1: tensor<32x16xf32> {nn.sharding = [["tp"], []]},
+    %w2: tensor<16x64xf32> {nn.sharding = [[], ["dp"]]})
+    -> (tensor<8x64xf32> {nn.sharding = [[], ["dp"]]}) {
+  %p = nn.matmul %x, %w1 {nn.loop_sharding = [[], [], ["tp"]]} : (tensor<8x32xf32>, tensor<32x16xf32>) -> tensor<8x16xf32>
+  %z = nn.matmul %p, %w2 {nn.loop_sharding = [[], ["dp"], []]} : (tensor<8x16xf32>, tensor<16x64xf32>) -> tensor<8x64xf32>
+  return %z : tensor<8x64xf32>
+}
+
+// -----
+
 shard.grid @mesh(shape = 2) {nn.axis_names = ["dp"]}
 
 // Tests split constants (autodiff makes them: the gradient of a mean over a
