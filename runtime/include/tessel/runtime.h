@@ -28,8 +28,12 @@ extern "C" {
  * and grad_scale.
  * 3: multi-rank execution: the device mesh and comm kind of a context, the
  * local (threads) and MPI worlds, collectives over mesh-axis groups and
- * their counters. */
-#define TESSEL_ABI_VERSION 3
+ * their counters.
+ * 4: bf16 master weights: under --precision bf16 a trained parameter is
+ * stored in bf16 with an f32 master copy among its optimizer states (the
+ * description's "master_of"), and a gradient's dtype may differ from its
+ * parameter's (f32 for a bf16 parameter). Descriptions 1 to 3 still load. */
+#define TESSEL_ABI_VERSION 4
 
 typedef enum tessel_dtype {
   TESSEL_F32 = 0,
