@@ -1,27 +1,83 @@
 //===- Arena.cpp - A model's tensors in a rank's arena --------------------===//
 
 #include "runtime/launcher/Arena.h"
+#include "runtime/launcher/Error.h"
+#include "runtime/launcher/FloatFormats.h"
 
-#include <cmath>
-#include <cstring>
+#include <algorithm>
 
 using namespace tessel::run;
+
+namespace {
+
+/// Elements converted per call through the f32 staging buffer: bounds the
+/// extra device memory a large parameter needs beside the arena.
+constexpr int64_t stagingElements = int64_t(1) << 22;
+
+/// Initialises `count` elements of `p` from global element `global` on in
+/// f32 and rounds them into `dst` (p's dtype) with the runtime's cast:
+/// exactly what its master copy holds, rounded as the update rounds it.
+/// (Drawn in p's own dtype instead, a value would be rounded once from f64,
+/// and differ in the last bit from the rounded f32 master now and then.)
+void initRoundedFromF32(tessel_ctx *ctx, const TensorDesc &p, char *dst,
+                        int64_t global, int64_t count, uint64_t seed,
+                        void *staging) {
+  int64_t size = tessel_dtype_size(p.dtypeCode);
+  for (int64_t done = 0; done < count; done += stagingElements) {
+    int64_t n = std::min(stagingElements, count - done);
+    tessel_init_param(ctx, staging, TESSEL_F32, global + done, n, p.initKind,
+                      p.initArgs, seed, p.name.c_str());
+    tessel_cast(ctx, TESSEL_F32, p.dtypeCode, staging, dst + done * size, n);
+  }
+}
+
+} // namespace
 
 void tessel::run::initParams(const ModelDesc &model, tessel_ctx *ctx,
                              void *arena, uint64_t seed,
                              const std::vector<int64_t> &coordinates) {
+  void *staging = nullptr;
   for (const TensorDesc *p : model.withRole("param")) {
     char *base = static_cast<char *>(arena) + p->offset;
     int64_t size = tessel_dtype_size(p->dtypeCode);
+    bool mastered = model.masterFor(p->name) != nullptr;
+    if (mastered && !staging) {
+      staging = tessel_alloc(ctx, stagingElements * 4);
+      if (!staging)
+        throw RunError("cannot allocate " +
+                       std::to_string(stagingElements * 4) +
+                       " bytes to initialise the parameters");
+    }
     // Straight into the arena, one contiguous run of the block at a time.
     forEachRun(blockOf(model, *p, coordinates),
                [&](int64_t local, int64_t global, int64_t count) {
-                 tessel_init_param(ctx, base + local * size, p->dtypeCode,
-                                   /*first=*/global, count, p->initKind,
-                                   p->initArgs, seed, p->name.c_str());
+                 if (mastered)
+                   initRoundedFromF32(ctx, *p, base + local * size, global,
+                                      count, seed, staging);
+                 else
+                   tessel_init_param(ctx, base + local * size, p->dtypeCode,
+                                     /*first=*/global, count, p->initKind,
+                                     p->initArgs, seed, p->name.c_str());
+               });
+  }
+  // A master copy starts as its parameter's f32 values: the parameter's
+  // init (kind, arguments, name) over the master's own block or ZeRO chunk,
+  // whose global elements are the parameter's.
+  for (const TensorDesc *m : model.withRole("state")) {
+    if (!m->isMaster())
+      continue;
+    const TensorDesc &p = *model.find("param", *m->masterOf);
+    char *base = static_cast<char *>(arena) + m->offset;
+    forEachRun(blockOf(model, *m, coordinates),
+               [&](int64_t local, int64_t global, int64_t count) {
+                 tessel_init_param(ctx, base + local * 4, TESSEL_F32, global,
+                                   count, p.initKind, p.initArgs, seed,
+                                   p.name.c_str());
                });
   }
   tessel_synchronize(ctx);
+  if (staging)
+    tessel_free(ctx, staging);
 }
 
 void tessel::run::zeroGrads(const ModelDesc &model, tessel_ctx *ctx,
@@ -37,28 +93,11 @@ void tessel::run::zeroGrads(const ModelDesc &model, tessel_ctx *ctx,
 
 void tessel::run::zeroStates(const ModelDesc &model, tessel_ctx *ctx,
                              void *arena) {
+  // A master copy holds its parameter's value (from initParams or the
+  // checkpoint), never zero: skipping it leaves the order of calls free.
   for (const TensorDesc *t : model.withRole("state"))
-    tessel_zero(ctx, static_cast<char *>(arena) + t->offset, t->bytes);
-}
-
-/// The value of a bfloat16: the upper half of an f32.
-static double bf16ToDouble(uint16_t bits) {
-  uint32_t word = uint32_t(bits) << 16;
-  float value;
-  std::memcpy(&value, &word, sizeof(value));
-  return value;
-}
-
-/// The value of an IEEE half (subnormals, infinities and NaN included).
-static double f16ToDouble(uint16_t bits) {
-  int exponent = (bits >> 10) & 0x1F;
-  int mantissa = bits & 0x3FF;
-  double sign = (bits & 0x8000) ? -1.0 : 1.0;
-  if (exponent == 0)
-    return sign * std::ldexp(double(mantissa), -24);
-  if (exponent == 0x1F)
-    return mantissa ? std::nan("") : sign * HUGE_VAL;
-  return sign * std::ldexp(double(mantissa | 0x400), exponent - 25);
+    if (!t->isMaster())
+      tessel_zero(ctx, static_cast<char *>(arena) + t->offset, t->bytes);
 }
 
 double tessel::run::readLoss(const TensorDesc &loss, tessel_ctx *ctx,
@@ -77,7 +116,7 @@ double tessel::run::readLoss(const TensorDesc &loss, tessel_ctx *ctx,
   // f16 / bf16: two bytes on the device, widened exactly on the host.
   uint16_t bits;
   tessel_copy_to_host(ctx, &bits, src, sizeof(bits));
-  return loss.dtypeCode == TESSEL_BF16 ? bf16ToDouble(bits) : f16ToDouble(bits);
+  return loss.dtypeCode == TESSEL_BF16 ? bf16ToFloat(bits) : halfToFloat(bits);
 }
 
 std::string tessel::run::describeArena(const ModelDesc &model) {

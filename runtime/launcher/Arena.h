@@ -18,10 +18,13 @@
 
 namespace tessel::run {
 
-/// Initialises every parameter of `model` in `arena` from `seed`. On a
-/// mesh, pass the rank's `coordinates`: each split parameter gets its block
-/// of the values one device would have (tessel_init_param draws element i
-/// from (seed, name, global index i)).
+/// Initialises every parameter of `model` in `arena` from `seed`, and
+/// every master copy (TensorDesc::masterOf) with its parameter's f32
+/// values: the parameter is then those values rounded (tessel_cast), as the
+/// update keeps it. On a mesh, pass the rank's `coordinates`: each split
+/// parameter (or master chunk) gets its block of the values one device
+/// would have (tessel_init_param draws element i from (seed, name, global
+/// index i)).
 void initParams(const ModelDesc &model, tessel_ctx *ctx, void *arena,
                 uint64_t seed, const std::vector<int64_t> &coordinates = {});
 
@@ -29,15 +32,17 @@ void initParams(const ModelDesc &model, tessel_ctx *ctx, void *arena,
 /// region, or each grad tensor when the description has no such region).
 void zeroGrads(const ModelDesc &model, tessel_ctx *ctx, void *arena);
 
-/// Sets every optimizer state tensor to zero (a fresh optimizer).
+/// Sets every optimizer state tensor to zero (a fresh optimizer), except
+/// the master copies, which hold their parameters' values: call it before
+/// or after initParams or a checkpoint's load alike.
 void zeroStates(const ModelDesc &model, tessel_ctx *ctx, void *arena);
 
-/// The scalar loss (f32 or f64) after a step.
 /// What the arena of `model` holds, by region, for an out-of-memory error:
 /// "params 1750016, grads 1750016, optimizer states 3500032, activations
 /// and scratch 12596224 bytes, ...".
 std::string describeArena(const ModelDesc &model);
 
+/// The scalar loss (f32, f64, bf16 or f16) after a step.
 double readLoss(const TensorDesc &loss, tessel_ctx *ctx, const void *arena);
 
 } // namespace tessel::run

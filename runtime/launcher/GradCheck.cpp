@@ -173,6 +173,15 @@ void tessel::run::checkGradients(const LoadedModel &model, tessel_ctx *ctx,
       params.push_back(p);
   if (params.empty())
     throw RunError("--check-grads: the model has no trainable parameter");
+  // A perturbation written to a 16-bit parameter rounds to its grid (2^-8
+  // relative for bf16), so the finite difference would measure the
+  // rounding, not the gradient.
+  for (const TensorDesc *p : params)
+    if (p->dtypeCode == TESSEL_BF16 || p->dtypeCode == TESSEL_F16)
+      throw RunError("--check-grads: parameter '" + p->name + "' is stored in " +
+                     p->dtype +
+                     ", too coarse for finite differences; check the model "
+                     "compiled with --precision f32");
 
   // One backward call on one microbatch: the gradients of its loss.
   tessel_set_step(ctx, uint64_t(step));

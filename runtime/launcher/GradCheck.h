@@ -20,8 +20,10 @@ namespace tessel::run {
 /// 1e-3·s) with s the largest |gradient| element over every parameter (an
 /// all-zero gradient, e.g. a key bias under softmax, is judged against the
 /// model's scale, not its own). Throws RunError when
-/// one exceeds `tolerance` (default 1e-6 for f64 parameters, 2e-2 for f32,
-/// 2e-1 for f16/bf16). Parameters are left as they were.
+/// one exceeds `tolerance` (default 1e-6 for f64 parameters, 2e-2 for
+/// f32), and refuses a model with a bf16 or f16 trainable parameter (a bf16
+/// run's; a perturbation would round). The gradients are read in their own
+/// dtype. Parameters are left as they were.
 void checkGradients(const LoadedModel &model, tessel_ctx *ctx, void *arena,
                     BatchSource &batches, int64_t step, int64_t microbatch,
                     uint64_t seed, std::optional<double> tolerance,

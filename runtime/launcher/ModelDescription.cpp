@@ -56,6 +56,17 @@ const TensorDesc *ModelDesc::gradOf(const std::string &name) const {
   return find("grad", name);
 }
 
+const TensorDesc *ModelDesc::masterFor(const std::string &name) const {
+  for (const TensorDesc &t : tensors)
+    if (t.role == "state" && t.masterOf == name)
+      return &t;
+  return nullptr;
+}
+
+std::string tessel::run::masterKeyOf(const std::string &param) {
+  return param + ".master";
+}
+
 bool ModelDesc::trains() const {
   return entries.count("backward") && entries.count("update");
 }
@@ -105,7 +116,8 @@ int32_t initKindOf(const std::string &kind) {
 }
 
 // ABI v2 adds training (entries, grads, states, grad_scale, "train"); v1
-// models load as eval-only.
+// models load as eval-only. v3 adds the mesh; v4 bf16 parameters with f32
+// master copies ("master_of") and gradients of another dtype.
 constexpr int64_t newestModelAbi = TESSEL_ABI_VERSION;
 
 std::string shapeText(const std::vector<int64_t> &shape) {
@@ -283,6 +295,15 @@ TensorDesc parseTensor(const json &j, const ModelDesc &model,
   }
   if (j.contains("limit"))
     t.limit = j.at("limit").get<int64_t>();
+  if (j.contains("master_of")) {
+    if (t.role != "state")
+      fail("\"master_of\" on a " + t.role +
+           " tensor (only an optimizer state is a master copy)");
+    if (!j.at("master_of").is_string())
+      fail("\"master_of\" must name a parameter, got " +
+           j.at("master_of").dump());
+    t.masterOf = j.at("master_of").get<std::string>();
+  }
   if (j.contains("zero"))
     parseZero(j.at("zero"), t, model, fail);
   parseSharding(j, t, model, fail);
@@ -406,8 +427,42 @@ void parseEntries(const json &j, ModelDesc &model, const std::string &file) {
             " entry");
 }
 
+bool isHalfWidth(int32_t dtype) {
+  return dtype == TESSEL_BF16 || dtype == TESSEL_F16;
+}
+
+/// A master copy ("master_of", ABI v4): the f32 copy, named
+/// masterKeyOf(P), of a trainable bf16/f16 parameter P of the same global
+/// shape, at most one per parameter. Its block, sharding and layers are
+/// checked with the other states'.
+template <typename Fail>
+void validateMaster(const ModelDesc &model, const TensorDesc &t,
+                    std::set<std::string> &mastered, Fail fail) {
+  const std::string &name = *t.masterOf;
+  const TensorDesc *p = model.find("param", name);
+  if (!p)
+    fail("\"master_of\" names '" + name + "', not a parameter of the model");
+  if (!p->trainable)
+    fail("\"master_of\" names parameter '" + name +
+         "', which is not trainable");
+  if (!isHalfWidth(p->dtypeCode))
+    fail("\"master_of\" names parameter '" + name + "' of dtype " + p->dtype +
+         " (only a bf16 or f16 parameter has a master copy)");
+  if (t.dtypeCode != TESSEL_F32)
+    fail("a master copy must be f32, not " + t.dtype);
+  if (!mastered.insert(name).second)
+    fail("a second master copy of parameter '" + name + "'");
+  if (t.name != masterKeyOf(name))
+    fail("the master copy of '" + name + "' must be named '" +
+         masterKeyOf(name) + "' (its checkpoint key)");
+  if (t.globalShape != p->globalShape)
+    fail("global shape " + shapeText(t.globalShape) +
+         " differs from its parameter's " + shapeText(p->globalShape));
+}
+
 /// The tensors a training step adds: a grad per trainable parameter, the
-/// optimizer's states, one f32 grad_scale, all where the "regions" say.
+/// optimizer's states (and a bf16 parameter's master copy), one f32
+/// grad_scale, all where the "regions" say.
 void validateTraining(const ModelDesc &model, const std::string &file) {
   if (!model.train)
     failDescription(file, "backward and update entries but no \"train\"");
@@ -422,8 +477,14 @@ void validateTraining(const ModelDesc &model, const std::string &file) {
     if (!p->trainable)
       fail("its parameter is not trainable");
     // A ZeRO-sharded grad (or parameter) stores a chunk: the blocks match.
-    if (g->dtypeCode != p->dtypeCode || g->blockShape() != p->blockShape())
-      fail("dtype or shape differs from its parameter's");
+    if (g->blockShape() != p->blockShape())
+      fail("shape differs from its parameter's");
+    // A bf16/f16 parameter may accumulate its gradient in f32
+    // (--grad-precision f32).
+    if (g->dtypeCode != p->dtypeCode &&
+        !(g->dtypeCode == TESSEL_F32 && isHalfWidth(p->dtypeCode)))
+      fail("dtype " + g->dtype + " is not its parameter's " + p->dtype +
+           " (only a bf16 or f16 parameter's gradient may be f32)");
     if (!seen.insert(g->name).second)
       fail("appears twice");
   }
@@ -463,13 +524,15 @@ void validateTraining(const ModelDesc &model, const std::string &file) {
     auto fail = [&](const std::string &problem) {
       failDescription(file, "state '" + t->name + "': " + problem);
     };
-    if (!expected.count(t->name))
+    // A master copy is checked by validateRoles.
+    if (!t->masterOf && !expected.count(t->name))
       fail("not a state of optimizer " + model.train->optimizer +
            " of a trainable parameter");
     if (!states.insert(t->name).second)
       fail("appears twice");
-    const TensorDesc *p =
-        model.find("param", t->name.substr(0, t->name.rfind('.')));
+    const TensorDesc *p = model.find(
+        "param", t->masterOf ? *t->masterOf
+                             : t->name.substr(0, t->name.rfind('.')));
     if (t->dtypeCode != TESSEL_F32 || t->blockShape() != p->blockShape())
       fail("must be f32 with its parameter's shape");
     // A checkpoint holds states as global tensors, split as their
@@ -511,6 +574,14 @@ void validateRoles(const ModelDesc &model, const std::string &file) {
   for (const TensorDesc *p : model.withRole("param"))
     if (!names.insert(p->name).second)
       failDescription(file, "two parameters named '" + p->name + "'");
+  // Master copies in any model: initParams and the checkpoint reader
+  // follow "master_of" to its parameter.
+  std::set<std::string> mastered;
+  for (const TensorDesc *t : model.withRole("state"))
+    if (t->masterOf)
+      validateMaster(model, *t, mastered, [&](const std::string &problem) {
+        failDescription(file, "state '" + t->name + "': " + problem);
+      });
   if (model.trains())
     validateTraining(model, file);
 }

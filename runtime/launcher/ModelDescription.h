@@ -73,6 +73,11 @@ struct TensorDesc {
   /// ZeRO: the rank stores a chunk of its block (see ZeroShard); `shape`,
   /// `bytes` and numElements() are then the chunk's (padding included).
   std::optional<ZeroShard> zero;
+  /// States only (ABI v4): the f32 master copy of the 16-bit trainable
+  /// parameter of this name ("master_of"). The update steps it and writes
+  /// the parameter as it rounded; it starts from the parameter's init or
+  /// the checkpoint's parameter values, never at zero.
+  std::optional<std::string> masterOf;
 
   /// The rank's block before ZeRO: `zero->block`, else `shape`. Sharding,
   /// layer rows and the global shape are about it.
@@ -86,7 +91,14 @@ struct TensorDesc {
   bool isInteger() const;
   /// Some dimension is split over a mesh axis.
   bool isSharded() const { return !sharding.empty(); }
+  /// A parameter's f32 master copy (a state with "master_of").
+  bool isMaster() const { return masterOf.has_value(); }
 };
+
+/// The checkpoint key (and description name) of parameter `param`'s master
+/// copy: "<param>.master". A checkpoint is read without the description
+/// that wrote it, so the name is what says a key is a master.
+std::string masterKeyOf(const std::string &param);
 
 /// What the training step was compiled with: the description's "train"
 /// (runtime/config/TrainConfig.h, the compiler's own type).
@@ -117,8 +129,11 @@ struct ModelDesc {
   int64_t peakBytes = 0;
   std::map<std::string, Region> regions;
   std::optional<TrainConfig> train;
-  /// The compute type (tessel-compile --precision): "f32" or "bf16"; the
-  /// parameters, gradients and state are f32 either way.
+  /// The compute type (tessel-compile --precision): "f32" or "bf16". Under
+  /// ABI v4, bf16 also stores the trainable parameters in bf16, each with an
+  /// f32 master copy among its states (TensorDesc::masterOf); their
+  /// gradients are f32 or bf16 (--grad-precision). Before v4 the parameters,
+  /// gradients and states are f32 either way.
   std::string precision = "f32";
   std::vector<TensorDesc> tensors;
   /// The mesh a partitioned model was compiled for; none for one device.
@@ -139,6 +154,8 @@ struct ModelDesc {
   const TensorDesc &loss() const;
   /// The gradient accumulator of parameter `name`, or null.
   const TensorDesc *gradOf(const std::string &name) const;
+  /// The f32 master copy of parameter `name` (a state), or null.
+  const TensorDesc *masterFor(const std::string &name) const;
   const TensorDesc *find(const std::string &role,
                          const std::string &name) const;
   /// Has backward and update entries: a run trains by default.

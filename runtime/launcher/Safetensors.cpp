@@ -3,20 +3,19 @@
 // The format: an 8-byte little-endian header length N, N bytes of JSON
 // mapping each tensor name to {"dtype", "shape", "data_offsets": [begin,
 // end]} (offsets into the data that follows the header), then the data.
+// Reading one into a model's arena is CheckpointReader.cpp.
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/launcher/Safetensors.h"
 #include "runtime/launcher/Error.h"
 #include "runtime/launcher/OutputFiles.h"
-#include "runtime/launcher/ShardedCheckpoint.h"
 
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
 #include <functional>
@@ -48,21 +47,15 @@ const char *tessel::run::safetensorsDtype(int32_t code) {
   return "?";
 }
 
+int32_t tessel::run::safetensorsDtypeCode(const std::string &name) {
+  for (int32_t code : {TESSEL_F32, TESSEL_F16, TESSEL_BF16, TESSEL_F64,
+                       TESSEL_I32, TESSEL_I64})
+    if (name == safetensorsDtype(code))
+      return code;
+  return -1;
+}
+
 namespace {
-
-std::string shapeString(const std::vector<int64_t> &shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i)
-    s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
-
-std::string joinNames(const std::vector<std::string> &names) {
-  std::string s;
-  for (const std::string &n : names)
-    s += (s.empty() ? "" : ", ") + n;
-  return s;
-}
 
 /// The header JSON, padded with spaces to a multiple of 8 bytes so the data
 /// that follows is aligned (as the reference implementation does).
@@ -292,100 +285,6 @@ readHeader(const MappedFile &file, const std::string &path,
   return tensors;
 }
 
-/// A key "<param>.<suffix>" of one of the model's parameters: optimizer
-/// state (of this model's optimizer or another's).
-bool looksLikeState(const std::string &name, const ModelDesc &model) {
-  size_t dot = name.rfind('.');
-  return dot != std::string::npos && !model.find("param", name) &&
-         model.find("param", name.substr(0, dot));
-}
-
-/// Exactly the model's parameter names, plus optimizer-state keys: lists
-/// what is missing and extra.
-void checkKeys(const std::map<std::string, StoredTensor> &stored,
-               const ModelDesc &model, const std::string &path) {
-  std::vector<std::string> missing, extra;
-  for (const TensorDesc *p : model.withRole("param"))
-    if (!stored.count(p->name))
-      missing.push_back(p->name);
-  for (auto &[name, t] : stored)
-    if (!model.find("param", name) && !looksLikeState(name, model))
-      extra.push_back(name);
-  if (missing.empty() && extra.empty())
-    return;
-  std::string problem;
-  if (!missing.empty())
-    problem = "missing parameters " + joinNames(missing);
-  if (!extra.empty())
-    problem += (problem.empty() ? "" : "; ") + std::string("unexpected keys ") +
-               joinNames(extra);
-  throw RunError("checkpoint '" + path + "': " + problem);
-}
-
-/// A training run takes the checkpoint's optimizer state only if it is
-/// exactly its own optimizer's: resuming Adam moments into SGD (or the
-/// reverse) would silently change the run.
-void checkStateKeys(const std::map<std::string, StoredTensor> &stored,
-                    const ModelDesc &model, const std::string &path) {
-  std::vector<std::string> missing, extra;
-  for (const TensorDesc *t : model.withRole("state"))
-    if (!stored.count(t->name))
-      missing.push_back(t->name);
-  for (auto &[name, t] : stored)
-    if (looksLikeState(name, model) && !model.find("state", name))
-      extra.push_back(name);
-  if (missing.empty() && extra.empty())
-    return;
-  std::string problem = "optimizer state does not match the model's "
-                        "optimizer " +
-                        model.train->optimizer;
-  if (!missing.empty())
-    problem += ": missing " + joinNames(missing);
-  if (!extra.empty())
-    problem += std::string(missing.empty() ? ": " : "; ") + "unexpected " +
-               joinNames(extra);
-  throw RunError("checkpoint '" + path + "': " + problem);
-}
-
-void checkDtypesAndShapes(const std::map<std::string, StoredTensor> &stored,
-                          const std::vector<const TensorDesc *> &tensors,
-                          const std::string &path) {
-  for (const TensorDesc *p : tensors) {
-    const StoredTensor &t = stored.at(p->name);
-    std::string what =
-        (p->role == "param" ? "parameter '" : "state '") + p->name + "'";
-    std::string want = safetensorsDtype(p->dtypeCode);
-    if (t.dtype != want)
-      throw RunError("checkpoint '" + path + "': " + what + " has dtype " +
-                     t.dtype + ", the model expects " + want);
-    if (t.shape != p->globalShape)
-      throw RunError("checkpoint '" + path + "': " + what + " has shape " +
-                     shapeString(t.shape) + ", the model expects " +
-                     shapeString(p->globalShape));
-    if (t.end - t.begin != uint64_t(p->globalBytes()))
-      throw RunError("checkpoint '" + path + "': " + what + " holds " +
-                     std::to_string(t.end - t.begin) +
-                     " bytes, its shape needs " +
-                     std::to_string(p->globalBytes()));
-  }
-}
-
-int64_t parseStep(const std::map<std::string, std::string> &metadata,
-                  const std::string &path) {
-  auto it = metadata.find("tessel.step");
-  if (it == metadata.end())
-    throw RunError("checkpoint '" + path +
-                   "': optimizer state without a step count (metadata "
-                   "tessel.step)");
-  errno = 0;
-  char *end = nullptr;
-  long long step = std::strtoll(it->second.c_str(), &end, 10);
-  if (it->second.empty() || *end != '\0' || errno == ERANGE || step < 0)
-    throw RunError("checkpoint '" + path + "': bad tessel.step '" + it->second +
-                   "'");
-  return step;
-}
-
 } // namespace
 
 /// Writes `tensors` (their global shapes; `bytesOf` gives each one's global
@@ -460,92 +359,3 @@ SafetensorsFile::SafetensorsFile(const std::string &path)
 }
 
 SafetensorsFile::~SafetensorsFile() = default;
-
-struct CheckpointReader::File {
-  // A .safetensors file, mapped; or a sharded checkpoint's tensors
-  // assembled on the host.
-  std::unique_ptr<SafetensorsFile> single;
-  std::vector<char> assembled;
-  std::map<std::string, StoredTensor> stored;
-  const char *data = nullptr; // where the tensors' data_offsets start
-};
-
-CheckpointReader::CheckpointReader(const std::string &path,
-                                   const ModelDesc &model, bool training)
-    : file(std::make_unique<File>()), model(model) {
-  std::map<std::string, std::string> metadata;
-  std::unique_ptr<ShardedCheckpoint> sharded;
-  // What the errors about the checkpoint's contents name: the file, or a
-  // sharded checkpoint's index.
-  std::string label = path;
-  struct stat st;
-  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
-    sharded = std::make_unique<ShardedCheckpoint>(path);
-    label = sharded->indexPath();
-    file->stored = sharded->globalEntries();
-    metadata = sharded->metadata();
-  } else {
-    file->single = std::make_unique<SafetensorsFile>(path);
-    file->stored = file->single->entries();
-    metadata = file->single->metadata();
-    file->data = file->single->data();
-  }
-  checkKeys(file->stored, model, label);
-  bool anyState = false;
-  for (auto &[name, t] : file->stored)
-    anyState |= looksLikeState(name, model);
-  // A checkpoint of a training run has "tessel.step" (even when its
-  // optimizer keeps no state); one with neither holds parameters only.
-  if (training && (anyState || metadata.count("tessel.step"))) {
-    checkStateKeys(file->stored, model, label);
-    loaded.paramsOnly = false;
-    loaded.step = parseStep(metadata, label);
-  }
-  std::vector<const TensorDesc *> needed =
-      checkpointTensors(model, !loaded.paramsOnly);
-  checkDtypesAndShapes(file->stored, needed, label);
-  if (!sharded)
-    return;
-  // Everything is valid: the global tensors this run loads, one after
-  // another on the host.
-  uint64_t total = 0;
-  for (const TensorDesc *t : needed) {
-    StoredTensor &entry = file->stored.at(t->name);
-    entry.begin = total;
-    total += uint64_t(t->globalBytes());
-    entry.end = total;
-  }
-  file->assembled.resize(total);
-  for (const TensorDesc *t : needed)
-    sharded->assemble(t->name,
-                      file->assembled.data() + file->stored.at(t->name).begin);
-  file->data = file->assembled.data();
-}
-
-CheckpointReader::~CheckpointReader() = default;
-
-void CheckpointReader::load(tessel_ctx *ctx, void *arena,
-                            const std::vector<int64_t> &coordinates,
-                            const ModelDesc *target) const {
-  const ModelDesc &layout = target ? *target : model;
-  for (const TensorDesc *p : checkpointTensors(layout, !loaded.paramsOnly)) {
-    const char *src = file->data + file->stored.at(p->name).begin;
-    char *dst = static_cast<char *>(arena) + p->offset;
-    int64_t size = tessel_dtype_size(p->dtypeCode);
-    forEachRun(blockOf(layout, *p, coordinates),
-               [&](int64_t local, int64_t global, int64_t count) {
-                 tessel_copy_to_device(ctx, dst + local * size,
-                                       src + global * size, count * size);
-               });
-  }
-  tessel_synchronize(ctx);
-}
-
-LoadedCheckpoint tessel::run::loadSafetensors(const std::string &path,
-                                              const ModelDesc &model,
-                                              tessel_ctx *ctx, void *arena,
-                                              bool training) {
-  CheckpointReader reader(path, model, training);
-  reader.load(ctx, arena);
-  return reader.info();
-}

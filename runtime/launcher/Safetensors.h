@@ -16,6 +16,8 @@ namespace tessel::run {
 
 /// The safetensors name of a tessel dtype code ("F32", "BF16", ...).
 const char *safetensorsDtype(int32_t dtypeCode);
+/// The tessel dtype code of a safetensors dtype name; -1 for another.
+int32_t safetensorsDtypeCode(const std::string &name);
 
 /// One tensor of a safetensors file being written.
 struct SafetensorsEntry {
@@ -97,17 +99,32 @@ void writeSafetensorsAtomically(
 /// What a checkpoint brought besides the parameters.
 struct LoadedCheckpoint {
   /// Parameters only (no optimizer state, no "tessel.step"): a training run
-  /// starts its optimizer from zero at step 0.
+  /// starts its optimizer from zero at step 0 (its master copies from the
+  /// parameters).
   bool paramsOnly = true;
   int64_t step = 0; // "tessel.step": optimizer updates done so far
+  /// How tensors were read into a model of another precision, for a note
+  /// ("converted 2 parameters from F32 to BF16; ..."); "" when every one
+  /// was read as stored.
+  std::string conversions;
 };
 
 /// Reads every parameter of `model` from `path` into `arena`. The file must
-/// hold exactly the model's parameters with their dtypes and shapes, plus
-/// optionally optimizer states ("<param>.<suffix>"). With `training`, those
-/// states must be exactly the model's optimizer's (or absent: parameters
-/// only) and are loaded too; otherwise they are ignored. Everything is
-/// validated before the first byte of the arena is written.
+/// hold exactly the model's parameters with their shapes, plus optionally
+/// optimizer states ("<param>.<suffix>"). With `training`, those states
+/// must be exactly the model's optimizer's (or absent: parameters only) and
+/// are loaded too; otherwise they are ignored. Everything is validated
+/// before the first byte of the arena is written.
+///
+/// Precisions (bf16 master weights, ModelDesc::precision):
+///  - a parameter stored as f32 where the model's is bf16/f16, or the
+///    reverse, is converted on the host (rounded to nearest even; widened
+///    exactly); other dtype differences are errors;
+///  - a master copy the file lacks (an f32 run's checkpoint, parameters
+///    only) is its parameter's stored values in f32; it is never missing
+///    optimizer state;
+///  - a model without a master copy of P that reads a file with one
+///    ("P.master", a bf16 run's) takes P from it: the exact f32 values.
 LoadedCheckpoint loadSafetensors(const std::string &path,
                                  const ModelDesc &model, tessel_ctx *ctx,
                                  void *arena, bool training = false);
@@ -130,7 +147,8 @@ public:
 
   const LoadedCheckpoint &info() const { return loaded; }
   /// Writes into `arena` the block of every parameter (and, unless
-  /// info().paramsOnly, every state) the rank at `coordinates` holds.
+  /// info().paramsOnly, every state; training from parameters only, every
+  /// master copy) the rank at `coordinates` holds.
   /// `target`: place the tensors as that model lays them out (a pipeline
   /// stage's share of the whole model this reader checked against).
   void load(tessel_ctx *ctx, void *arena,
@@ -138,9 +156,13 @@ public:
             const ModelDesc *target = nullptr) const;
 
 private:
+  /// What load() writes of `layout`'s tensors.
+  std::vector<const TensorDesc *> tensorsToLoad(const ModelDesc &layout) const;
+
   struct File;
   std::unique_ptr<File> file;
   const ModelDesc &model;
+  bool training;
   LoadedCheckpoint loaded;
 };
 

@@ -10,7 +10,11 @@
 //
 // Variants (compile definitions): FAKE_BATCH (B), FAKE_SGD (SGD with
 // momentum instead of Adam), FAKE_GRAD_FACTOR (a wrong backward that
-// accumulates this multiple of the gradient), FAKE_F64 (f64 tensors).
+// accumulates this multiple of the gradient), FAKE_F64 (f64 tensors),
+// FAKE_BF16 (ABI v4's bf16 master weights: bf16 parameters, an f32
+// gradient, the f32 master copy "fc.weight.master" first among the states,
+// stepped by the update and rounded into the parameter; f32 inputs cast
+// to bf16 by the forward).
 //
 //===----------------------------------------------------------------------===//
 
@@ -31,6 +35,10 @@ namespace {
 using Real = double;
 constexpr int32_t dtype = TESSEL_F64;
 constexpr const char *dtypeName = "f64";
+#elif defined(FAKE_BF16)
+using Real = uint16_t; // bf16 bits
+constexpr int32_t dtype = TESSEL_BF16;
+constexpr const char *dtypeName = "bf16";
 #else
 using Real = float;
 constexpr int32_t dtype = TESSEL_F32;
@@ -38,26 +46,41 @@ constexpr const char *dtypeName = "f32";
 #endif
 constexpr int64_t batch = FAKE_BATCH, features = 8, classes = 5;
 constexpr int64_t elem = sizeof(Real);
+#ifdef FAKE_BF16
+constexpr int32_t gradDtype = TESSEL_F32, inputDtype = TESSEL_F32;
+constexpr const char *gradDtypeName = "f32", *inputDtypeName = "f32";
+constexpr int64_t gradElem = 4, inputElem = 4;
+constexpr int64_t masterStates = 1;
+constexpr Real realOne = 0x3f80;
+#else
+constexpr int32_t gradDtype = dtype, inputDtype = dtype;
+constexpr const char *gradDtypeName = dtypeName, *inputDtypeName = dtypeName;
+constexpr int64_t gradElem = elem, inputElem = elem;
+constexpr int64_t masterStates = 0;
+constexpr Real realOne = 1;
+#endif
 
 constexpr int64_t align(int64_t bytes) { return (bytes + 63) / 64 * 64; }
 
 // [params | grads | states | inputs and labels | grad_scale | outputs |
 //  scratch], every tensor 64-byte aligned.
 constexpr int64_t weightBytes = features * classes * elem;
+constexpr int64_t gradBytes = features * classes * gradElem;
 constexpr int64_t weightOffset = 0;
 constexpr int64_t frozenOffset = weightOffset + align(weightBytes);
 constexpr int64_t gradsOffset = frozenOffset + align(3 * elem);
 constexpr int64_t gradOffset = gradsOffset;
-constexpr int64_t statesOffset = gradOffset + align(weightBytes);
+constexpr int64_t statesOffset = gradOffset + align(gradBytes);
 constexpr int64_t stateBytes = features * classes * 4; // f32
-constexpr int64_t state0Offset = statesOffset;
+constexpr int64_t masterOffset = statesOffset;
+constexpr int64_t state0Offset = statesOffset + masterStates * align(stateBytes);
 #ifdef FAKE_SGD
 constexpr int64_t inputsOffset = state0Offset + align(stateBytes);
 #else
 constexpr int64_t state1Offset = state0Offset + align(stateBytes);
 constexpr int64_t inputsOffset = state1Offset + align(stateBytes);
 #endif
-constexpr int64_t inputBytes = batch * features * elem;
+constexpr int64_t inputBytes = batch * features * inputElem;
 constexpr int64_t inputOffset = inputsOffset;
 constexpr int64_t labelOffset = inputOffset + align(inputBytes);
 constexpr int64_t gradScaleOffset = labelOffset + align(batch * 4);
@@ -70,7 +93,10 @@ constexpr int64_t dweightOffset = dlogitsOffset + align(batch * classes * elem);
 constexpr int64_t dlossOffset = dweightOffset + align(weightBytes);
 constexpr int64_t sumSquaresOffset = dlossOffset + 64;
 constexpr int64_t scaleOffset = sumSquaresOffset + 64;
-constexpr int64_t arenaBytes = scaleOffset + 64;
+// FAKE_BF16: the input cast to bf16, and dW widened to f32.
+constexpr int64_t castInputOffset = scaleOffset + 64;
+constexpr int64_t wideGradOffset = castInputOffset + align(batch * features * 2);
+constexpr int64_t arenaBytes = wideGradOffset + align(gradBytes);
 
 char *at(void *arena, int64_t offset) {
   return static_cast<char *>(arena) + offset;
@@ -101,8 +127,14 @@ std::string describe() {
       tensor("fc.frozen", "param", real, "[3]", frozenOffset, 3 * elem,
              ", \"trainable\": false, \"init\": {\"kind\": \"ones\"}") +
       ",\n" +
-      tensor("fc.weight", "grad", real, w, gradOffset, weightBytes, "") +
+      tensor("fc.weight", "grad", gradDtypeName, w, gradOffset, gradBytes,
+             "") +
       ",\n" +
+#ifdef FAKE_BF16
+      tensor("fc.weight.master", "state", "f32", w, masterOffset, stateBytes,
+             ", \"master_of\": \"fc.weight\"") +
+      ",\n" +
+#endif
 #ifdef FAKE_SGD
       tensor("fc.weight.momentum", "state", "f32", w, state0Offset, stateBytes,
              "") +
@@ -112,7 +144,8 @@ std::string describe() {
       tensor("fc.weight.v", "state", "f32", w, state1Offset, stateBytes, "") +
 #endif
       ",\n" +
-      tensor("input0", "input", real, "[" + b + ", 8]", inputOffset, inputBytes,
+      tensor("input0", "input", inputDtypeName, "[" + b + ", 8]", inputOffset,
+             inputBytes,
              ", \"axes\": [\"batch\", \"embed\"]") +
       ",\n" +
       tensor("label0", "label", "i32", "[" + b + "]", labelOffset, batch * 4,
@@ -131,7 +164,9 @@ std::string describe() {
            "\"weight_decay\": 0.0, \"schedule\": \"warmup_cosine\", "
            "\"warmup\": 2, \"min_lr\": 0.005, \"total_steps\": 50, "
            "\"clip\": 1.0, \"recompute\": \"none\"";
-  return "{\n\"abi_version\": 2, \"source\": \"fake/train.mlir\", "
+  return "{\n\"abi_version\": " + std::string(masterStates ? "4" : "2") +
+         ", \"precision\": \"" + (masterStates ? "bf16" : "f32") +
+         "\", \"source\": \"fake/train.mlir\", "
          "\"function\": \"loss\",\n\"entry\": \"tessel_forward\",\n"
          "\"entries\": {\"forward\": \"tessel_forward\", \"backward\": "
          "\"tessel_backward\", \"update\": \"tessel_update\"},\n"
@@ -149,7 +184,13 @@ std::string describe() {
 }
 
 void forward(tessel_ctx *ctx, void *arena) {
-  tessel_matmul(ctx, dtype, at(arena, inputOffset), at(arena, weightOffset),
+  int64_t x = inputOffset;
+  if (inputDtype != dtype) {
+    tessel_cast(ctx, inputDtype, dtype, at(arena, inputOffset),
+                at(arena, castInputOffset), batch * features);
+    x = castInputOffset;
+  }
+  tessel_matmul(ctx, dtype, at(arena, x), at(arena, weightOffset),
                 at(arena, logitsOffset), /*batch=*/1, /*m=*/batch,
                 /*n=*/classes, /*k=*/features, 0, 0, /*b_shared=*/1);
   tessel_cross_entropy(ctx, dtype, TESSEL_I32, at(arena, logitsOffset),
@@ -170,26 +211,33 @@ extern "C" void tessel_forward(tessel_ctx *ctx, void *arena) {
 
 extern "C" void tessel_backward(tessel_ctx *ctx, void *arena) {
   forward(ctx, arena);
-  Real one = 1;
+  Real one = realOne;
   tessel_copy_to_device(ctx, at(arena, dlossOffset), &one, sizeof(one));
+  int64_t x = inputDtype != dtype ? castInputOffset : inputOffset;
   tessel_cross_entropy_grad(ctx, dtype, TESSEL_I32, at(arena, logitsOffset),
                             at(arena, labelOffset), at(arena, dlossOffset),
                             at(arena, dlogitsOffset), batch, classes,
                             TESSEL_LOSS_MEAN);
   // dW = xᵀ · dlogits, accumulated into the grad.
-  tessel_matmul(ctx, dtype, at(arena, inputOffset), at(arena, dlogitsOffset),
+  tessel_matmul(ctx, dtype, at(arena, x), at(arena, dlogitsOffset),
                 at(arena, dweightOffset), 1, /*m=*/features, /*n=*/classes,
                 /*k=*/batch, /*trans_a=*/1, 0, 0);
+  int64_t dweight = dweightOffset;
+  if (gradDtype != dtype) {
+    tessel_cast(ctx, dtype, gradDtype, at(arena, dweightOffset),
+                at(arena, wideGradOffset), features * classes);
+    dweight = wideGradOffset;
+  }
   for (int i = 0; i < FAKE_GRAD_FACTOR; ++i)
-    tessel_binary(ctx, TESSEL_ADD, dtype, at(arena, gradOffset),
-                  at(arena, dweightOffset), at(arena, gradOffset),
+    tessel_binary(ctx, TESSEL_ADD, gradDtype, at(arena, gradOffset),
+                  at(arena, dweight), at(arena, gradOffset),
                   features * classes);
 }
 
 extern "C" void tessel_update(tessel_ctx *ctx, void *arena) {
   float zero = 0;
   tessel_copy_to_device(ctx, at(arena, sumSquaresOffset), &zero, 4);
-  tessel_sum_squares(ctx, dtype, at(arena, gradOffset), features * classes,
+  tessel_sum_squares(ctx, gradDtype, at(arena, gradOffset), features * classes,
                      at(arena, sumSquaresOffset));
   tessel_clip_scale(ctx, at(arena, sumSquaresOffset), /*max_norm=*/1.0,
                     at(arena, gradScaleOffset), at(arena, scaleOffset));
@@ -202,8 +250,13 @@ extern "C" void tessel_update(tessel_ctx *ctx, void *arena) {
   tessel_optimizer opt = {TESSEL_OPT_ADAM, 0, 0.0, 0.9, 0.999, 1e-8, 0.0};
   void *state1 = at(arena, state1Offset);
 #endif
-  tessel_optimizer_update(ctx, &opt, dtype, at(arena, weightOffset),
+  // bf16: the master copy steps, the parameter is it rounded.
+  int64_t stepped = masterStates ? masterOffset : weightOffset;
+  tessel_optimizer_update(ctx, &opt, gradDtype, at(arena, stepped),
                           at(arena, gradOffset), at(arena, scaleOffset),
                           at(arena, state0Offset), state1, features * classes,
                           step, lr);
+  if (masterStates)
+    tessel_cast(ctx, TESSEL_F32, dtype, at(arena, masterOffset),
+                at(arena, weightOffset), features * classes);
 }

@@ -140,12 +140,34 @@ inline std::vector<float> floatsOf(const std::string &bytes) {
   return out;
 }
 
-/// The values of a safetensors tensor of `dtype` ("F32" or "F64").
+/// The values of a safetensors tensor of `dtype` ("F32", "F64", or a bf16
+/// run's "BF16"/"F16" parameters, widened exactly).
 inline std::vector<double> valuesOf(const std::string &bytes,
                                     const std::string &dtype) {
   if (dtype == "F64") {
     std::vector<double> out(bytes.size() / 8);
     std::memcpy(out.data(), bytes.data(), out.size() * 8);
+    return out;
+  }
+  if (dtype == "BF16" || dtype == "F16") {
+    std::vector<uint16_t> bits(bytes.size() / 2);
+    std::memcpy(bits.data(), bytes.data(), bits.size() * 2);
+    std::vector<double> out;
+    for (uint16_t b : bits) {
+      if (dtype == "BF16") {
+        uint32_t word = uint32_t(b) << 16;
+        float value;
+        std::memcpy(&value, &word, 4);
+        out.push_back(value);
+        continue;
+      }
+      int exponent = (b >> 10) & 0x1f, mantissa = b & 0x3ff;
+      double sign = (b & 0x8000) ? -1.0 : 1.0;
+      out.push_back(exponent == 0 ? sign * std::ldexp(mantissa, -24)
+                    : exponent == 31
+                        ? (mantissa ? NAN : sign * HUGE_VAL)
+                        : sign * std::ldexp(mantissa | 0x400, exponent - 25));
+    }
     return out;
   }
   EXPECT_EQ(dtype, "F32");

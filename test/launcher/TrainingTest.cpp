@@ -245,7 +245,14 @@ TEST(ModelAbiV2, InvalidDescriptionsNameTheProblem) {
          json &g = *tensorNamed(j, "grad", "w");
          g["shape"] = {3, 2};
        },
-       "grad 'w': dtype or shape differs from its parameter's"},
+       "grad 'w': shape differs from its parameter's"},
+      {"grad dtype",
+       [](json &j) {
+         json &g = *tensorNamed(j, "grad", "w");
+         g["dtype"] = "f64";
+         g["bytes"] = 48;
+       },
+       "grad 'w': dtype f64 is not its parameter's f32"},
       {"trainable without grad",
        [](json &j) { (*tensorNamed(j, "grad", "w"))["role"] = "output"; },
        "trainable parameter 'w' has no grad"},

@@ -107,6 +107,11 @@ RunEnd runModel(const Options &given, int32_t rank, int32_t mpiWorld) {
                    "tessel-run: note: checkpoint '%s' holds parameters only: "
                    "the optimizer state starts at zero, at step 0\n",
                    options.load.c_str());
+    // Another precision's checkpoint loads, but the user should know.
+    if (!checkpoint->info().conversions.empty() && rank == 0)
+      std::fprintf(stderr, "tessel-run: note: checkpoint '%s': %s\n",
+                   options.load.c_str(),
+                   checkpoint->info().conversions.c_str());
     if (plan.mode == Mode::Train)
       plan.firstStep = checkpoint->info().step;
     plan.checkpoint = checkpoint.get();

@@ -29,8 +29,12 @@ extern "C" {
  * 3: multi-rank execution: the device mesh and comm kind of a context, the
  * local (threads) and MPI worlds, collectives over mesh-axis groups and
  * their counters.
- * 4: mixed precision with f32 master weights: tessel_optimizer_update_master
- * and the description's "master_of" on a parameter's master state. */
+ * 4: mixed precision with f32 master weights: under --precision bf16 a
+ * trained parameter is stored in bf16 with an f32 master copy among its
+ * optimizer states (the description's "master_of"), updated by
+ * tessel_optimizer_update_master, and a gradient's dtype may differ from
+ * its parameter's (f32 for a bf16 parameter). Descriptions 1 to 3 still
+ * load. */
 #define TESSEL_ABI_VERSION 4
 
 typedef enum tessel_dtype {

@@ -1,0 +1,40 @@
+//===- FloatFormats.h - 16-bit floats converted on the host -----*- C++ -*-===//
+//
+// A checkpoint saved at one precision loads at another (an f32 run's
+// parameters into a bf16 model, a bf16 run's into an f32 one), so the
+// launcher converts tensors between f32 and bf16/f16 on the host. The
+// rounding is the runtime's tessel_cast's (round to nearest even, overflow
+// to infinity, NaN kept and quieted): a parameter converted here equals the
+// one the update entry rounds from its f32 master copy, bit for bit.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TESSEL_LAUNCHER_FLOATFORMATS_H
+#define TESSEL_LAUNCHER_FLOATFORMATS_H
+
+#include <cstdint>
+
+namespace tessel::run {
+
+/// bf16 bits widened to f32 (exact).
+float bf16ToFloat(uint16_t bits);
+/// f32 rounded to bf16 bits.
+uint16_t floatToBf16(float value);
+/// IEEE half bits widened to f32 (exact, subnormals included).
+float halfToFloat(uint16_t bits);
+/// f32 rounded to IEEE half bits.
+uint16_t floatToHalf(float value);
+
+/// convertFloats handles `from` -> `to`: the same dtype, or f32 and a
+/// 16-bit float (bf16, f16) either way. Not f64: narrowing an f64 run's
+/// tensors would silently lose what such a run is for.
+bool canConvertFloats(int32_t from, int32_t to);
+
+/// Writes `count` elements of dtype `from` at `src` as dtype `to` at `dst`
+/// (host memory; canConvertFloats(from, to) must hold).
+void convertFloats(int32_t from, const void *src, int32_t to, void *dst,
+                   int64_t count);
+
+} // namespace tessel::run
+
+#endif // TESSEL_LAUNCHER_FLOATFORMATS_H
