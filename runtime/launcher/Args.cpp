@@ -162,10 +162,14 @@ parallel flags (a model partitioned over a device mesh; docs/tessel-run.md):
                         process; mpi: one process per rank, started by
                         `mpirun -np WORLD tessel-run ... --comm mpi` (each
                         rank compiles a .mlir itself)
-  --precision f32|bf16  compute type of a .mlir model: bf16 runs forward and
-                        backward in bf16 around f32 master weights,
-                        gradients and optimizer state (docs/precision.md);
-                        with a .so, the precision it was compiled with
+  --precision f32|bf16  compute type of a .mlir model: bf16 stores the
+                        parameters in bf16 and runs forward and backward in
+                        bf16, with f32 master weights in the optimizer state
+                        (docs/precision.md); with a .so, the precision it
+                        was compiled with
+  --grad-precision f32|bf16
+                        with --precision bf16: the gradients' type, f32
+                        (default: reduced and accumulated in f32) or bf16
   --zero 1|2|3          shard the training state over dp (ZeRO: 1 optimizer
                         state, 2 and gradients, 3 and parameters; with
                         --no-reshard-after-forward stage 3 keeps the gathered
@@ -357,6 +361,13 @@ const std::map<std::string, ValueSetter> &valueFlags() {
            failUsage("bad value '" + v +
                      "' for --precision (expected f32 or bf16)");
          o.precision = v;
+       }},
+      {"--grad-precision",
+       [](Options &o, const std::string &v) {
+         if (v != "f32" && v != "bf16")
+           failUsage("bad value '" + v +
+                     "' for --grad-precision (expected f32 or bf16)");
+         o.gradPrecision = v;
        }},
       {"--pipeline-schedule",
        [](Options &o, const std::string &v) { o.pipelineSchedule = v; }},

@@ -69,6 +69,7 @@ struct Options {
   std::string backend = tessel_backend_available("cuda") ? "cuda" : "cpu";
   double commTimeoutSeconds = 0; // 0: the runtime's default (600 s)
   std::string precision; // --precision, as given ("": the model's)
+  std::string gradPrecision; // --grad-precision, as given ("": the model's)
   std::string rules;    // --rules, as given
   std::string bucketMb; // --bucket-mb, as given
   bool sequenceParallel = false;

@@ -154,6 +154,8 @@ std::vector<std::string> tessel::run::compileArgs(const Options &options) {
   std::vector<std::string> args = compileTrainingArgs(options);
   if (!options.precision.empty())
     args.insert(args.end(), {"--precision", options.precision});
+  if (!options.gradPrecision.empty())
+    args.insert(args.end(), {"--grad-precision", options.gradPrecision});
   std::vector<std::string> partition = partitionArgs(options);
   args.insert(args.end(), partition.begin(), partition.end());
   return args;
@@ -195,6 +197,21 @@ void tessel::run::checkTrainingFlags(const Options &options,
                    "' was compiled with; recompile with tessel-compile " +
                    (model.source.empty() ? "MODEL.mlir" : model.source) +
                    " --precision " + options.precision + " -o " + file);
+  if (!options.gradPrecision.empty()) {
+    // The gradients' type is the grads' dtype (f32 in an f32 model).
+    std::string grads = "f32";
+    for (const TensorDesc *g : model.withRole("grad"))
+      grads = g->dtype;
+    if (model.precision != "bf16")
+      throw RunError("--grad-precision applies to --precision bf16; model '" +
+                     file + "' computes in " + model.precision);
+    if (grads != options.gradPrecision)
+      throw RunError("--grad-precision " + options.gradPrecision +
+                     " differs from the " + grads + " gradients model '" +
+                     file + "' was compiled with; recompile with " +
+                     "tessel-compile --precision bf16 --grad-precision " +
+                     options.gradPrecision);
+  }
   if (options.training.empty())
     return;
   std::string recompile = "recompile with tessel-compile " +

@@ -1,7 +1,10 @@
 // RUN: tessel-opt %s -split-input-file -tessel-mixed-precision -verify-diagnostics
 // RUN: not tessel-opt %s -split-input-file -tessel-mixed-precision="precision=fp8" 2>&1 | FileCheck %s --check-prefix=UNKNOWN
 
+// RUN: not tessel-opt %s -split-input-file -tessel-mixed-precision="grad-precision=f16" 2>&1 | FileCheck %s --check-prefix=UNKNOWN-GRAD
+
 // UNKNOWN: error: unknown precision 'fp8'; expected f32 or bf16
+// UNKNOWN-GRAD: error: unknown gradient precision 'f16'; expected f32 or bf16
 
 // Tests that an f64 model is refused: bf16 is a precision for f32 models.
 // expected-error @+1 {{'func.func' op argument #0 is f64: bf16 mixed precision applies to f32 models (compile f64 models without it)}}
@@ -23,4 +26,11 @@ func.func @m_update(%w: tensor<4xf32>) attributes {nn.entry = "update"} {
 // Tests that nn.precision is checked where it is written.
 // expected-error @+1 {{'builtin.module' op 'nn.precision' must be "f32" or "bf16" on a module}}
 module attributes {nn.precision = "fp8"} {
+}
+
+// -----
+
+// Tests that nn.grad_precision is checked where it is written.
+// expected-error @+1 {{'builtin.module' op 'nn.grad_precision' must be "f32" or "bf16" on a module}}
+module attributes {nn.grad_precision = "f16"} {
 }

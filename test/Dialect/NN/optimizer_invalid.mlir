@@ -223,3 +223,39 @@ func.func @accumulate_types(%g: tensor<4xbf16>, %acc: tensor<4xf32>) -> tensor<4
   %0 = "nn.accumulate"(%g, %acc) : (tensor<4xbf16>, tensor<4xf32>) -> tensor<4xf32>
   return %0 : tensor<4xf32>
 }
+
+// -----
+
+// Tests that master weights belong to a bf16 or f16 parameter.
+func.func @optimizer_master_f32_param(%p: tensor<4xf32>, %s: tensor<f32>, %w: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'nn.optimizer_step' op with master weights updates a bf16 or f16 parameter, got 'tensor<4xf32>'}}
+  %0, %1 = nn.optimizer_step sgd %p, %s outs(%p, %w : tensor<4xf32>, tensor<4xf32>) {master} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// Tests that with master weights the gradient is f32 or the parameter's type.
+func.func @optimizer_master_grad(%p: tensor<4xbf16>, %g: tensor<4xf16>, %s: tensor<f32>, %w: tensor<4xf32>) -> tensor<4xbf16> {
+  // expected-error @+1 {{'nn.optimizer_step' op grad must be 'tensor<4xbf16>' or 'tensor<4xf32>', got 'tensor<4xf16>'}}
+  %0, %1 = nn.optimizer_step sgd %g, %s outs(%p, %w : tensor<4xbf16>, tensor<4xf32>) {master} : tensor<4xf16>
+  return %0 : tensor<4xbf16>
+}
+
+// -----
+
+// Tests that the master weights come first, then the optimizer's states.
+func.func @optimizer_master_states(%p: tensor<4xbf16>, %s: tensor<f32>, %w: tensor<4xf32>) -> tensor<4xbf16> {
+  // expected-error @+1 {{'nn.optimizer_step' op adamw keeps 2 states (m and v) after the parameter and its master in outs, got 0}}
+  %0, %1 = nn.optimizer_step adamw %p, %s outs(%p, %w : tensor<4xbf16>, tensor<4xf32>) {master} : tensor<4xbf16>
+  return %0 : tensor<4xbf16>
+}
+
+// -----
+
+// Tests that master weights are f32.
+func.func @optimizer_master_type(%p: tensor<4xbf16>, %s: tensor<f32>, %w: tensor<4xbf16>) -> tensor<4xbf16> {
+  // expected-error @+1 {{'nn.optimizer_step' op state #0 must be 'tensor<4xf32>' (f32 in the parameter's shape), got 'tensor<4xbf16>'}}
+  %0, %1 = nn.optimizer_step sgd %p, %s outs(%p, %w : tensor<4xbf16>, tensor<4xbf16>) {master} : tensor<4xbf16>
+  return %0 : tensor<4xbf16>
+}
