@@ -223,34 +223,6 @@ TEST(MasterCheckpoint, Bf16CheckpointIntoF32Run) {
   EXPECT_TRUE(allZero(widened.values("state", "w.m")));
 }
 
-/// Runs `body(rank, rt)` on every rank of `m`'s mesh as threads of one
-/// local world; the first failure, or "".
-std::string onEveryRank(const ModelDesc &m,
-                        const std::function<void(int32_t, RankRuntime &)> &body) {
-  int32_t n = int32_t(m.worldSize());
-  tessel_local_world *world = tessel_local_world_create(n);
-  std::mutex mutex;
-  std::string failure;
-  std::vector<std::thread> threads;
-  for (int32_t r = 0; r < n; ++r)
-    threads.emplace_back([&, r] {
-      try {
-        RankRuntime rt(m.arenaBytes,
-                       rankOptions(m, r, TESSEL_COMM_LOCAL, world));
-        body(r, rt);
-      } catch (const std::exception &e) {
-        std::lock_guard<std::mutex> lock(mutex);
-        if (failure.empty())
-          failure = e.what();
-        tessel_local_world_abort(world, r, e.what());
-      }
-    });
-  for (std::thread &t : threads)
-    t.join();
-  tessel_local_world_destroy(world);
-  return failure;
-}
-
 // Tests that a ZeRO-1 bf16 run on dp=2 (each rank's master and moments a
 // chunk) saves its masters with --save-sharded and with the gathered
 // --save; that both load onto one device in bf16 as they were and in f32
@@ -266,7 +238,7 @@ TEST(MasterCheckpoint, ZeroMastersThroughShardedAndGatheredSaves) {
   std::vector<float> moments = offGridValues(21, 0.25f);
   std::string dir = tmp / "ck", gathered = tmp / "all.safetensors";
   std::map<std::string, std::string> metadata = {{"tessel.step", "2"}};
-  std::string failure = onEveryRank(zero, [&](int32_t r, RankRuntime &rt) {
+  std::string failure = onLocalWorld(zero, [&](int32_t r, RankRuntime &rt) {
     initParams(zero, rt.ctx, rt.arena, 8, {r});
     zeroStates(zero, rt.ctx, rt.arena);
     const TensorDesc &m = tensorOf(zero, "state", "w.m");

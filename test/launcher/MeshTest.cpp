@@ -986,35 +986,6 @@ TEST(ShardedBlocks, DataParallelRanksReadOnlyTheirSamples) {
   }
 }
 
-/// Runs `body(rank, rt)` on every rank of `model`'s mesh as threads of one
-/// local world; returns the first failure ("" if none).
-std::string
-onLocalWorld(const ModelDesc &model,
-             const std::function<void(int32_t, RankRuntime &)> &body) {
-  int32_t n = int32_t(model.worldSize());
-  tessel_local_world *world = tessel_local_world_create(n);
-  std::mutex mutex;
-  std::string failure;
-  std::vector<std::thread> threads;
-  for (int32_t r = 0; r < n; ++r)
-    threads.emplace_back([&, r] {
-      try {
-        RankRuntime rt(model.arenaBytes,
-                       rankOptions(model, r, TESSEL_COMM_LOCAL, world));
-        body(r, rt);
-      } catch (const std::exception &e) {
-        std::lock_guard<std::mutex> lock(mutex);
-        if (failure.empty())
-          failure = "rank " + std::to_string(r) + ": " + e.what();
-        tessel_local_world_abort(world, r, e.what());
-      }
-    });
-  for (std::thread &t : threads)
-    t.join();
-  tessel_local_world_destroy(world);
-  return failure;
-}
-
 // Tests that blocks gathered on a 2x2 world are the global tensors (also a
 // dimension split by [tp, dp], against the mesh's order), that the
 // checkpoint written from them loads on another mesh as that mesh's
