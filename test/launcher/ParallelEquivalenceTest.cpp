@@ -572,19 +572,26 @@ protected:
 /// role's region of the arena is its tensors' bytes, each rounded up to 64;
 /// the report's training-state bytes are the tensors' bytes, equal to the
 /// ZeRO formula where every parameter divides evenly (gpt) and above it by
-/// the padding where not; the sharded roles carry "zero".
+/// the padding where not; the sharded roles carry "zero". Also gpt in
+/// mixed precision with bf16 gradients (the ZeRO paper's 16Ψ, 4Ψ+12Ψ/N,
+/// 2Ψ+14Ψ/N, 16Ψ/N), whose states include the f32 master weights.
 TEST_F(ZeroDescriptionTest, CountersAndArenaAreTheDescriptions) {
   struct Expected {
     std::string model;
     int zero;
+    std::string flags = "";
   };
+  const std::string bf16 = " --precision bf16 --grad-precision bf16";
   for (const Expected &e :
        {Expected{"gpt", 0}, Expected{"gpt", 1}, Expected{"gpt", 2},
-        Expected{"gpt", 3}, Expected{"mlp", 3}}) {
-    SCOPED_TRACE(e.model + " --zero " + std::to_string(e.zero));
-    Compiled c = compileAndStep(e.model + ".mlir",
-                                " --mesh dp=4 --zero " + std::to_string(e.zero),
-                                e.model + std::to_string(e.zero));
+        Expected{"gpt", 3}, Expected{"mlp", 3}, Expected{"gpt", 0, bf16},
+        Expected{"gpt", 1, bf16}, Expected{"gpt", 2, bf16},
+        Expected{"gpt", 3, bf16}}) {
+    SCOPED_TRACE(e.model + " --zero " + std::to_string(e.zero) + e.flags);
+    Compiled c = compileAndStep(
+        e.model + ".mlir",
+        " --mesh dp=4 --zero " + std::to_string(e.zero) + e.flags,
+        e.model + std::to_string(e.zero) + (e.flags.empty() ? "" : "bf16"));
     ASSERT_TRUE(c.description.is_object());
     ASSERT_TRUE(c.firstStep.contains("comm")) << c.firstStep.dump();
     EXPECT_EQ(c.firstStep["comm"], expectedComm(c.description));
@@ -611,8 +618,14 @@ TEST_F(ZeroDescriptionTest, CountersAndArenaAreTheDescriptions) {
       }
       EXPECT_EQ(c.description["regions"][region]["bytes"].get<int64_t>(),
                 rounded);
-      EXPECT_EQ(state[region]["bytes"].get<int64_t>(), bytes);
+      // The report's "master" row is the states region's master weights.
+      int64_t reported = state[region]["bytes"].get<int64_t>();
       double formula = state[region]["formula_bytes"].get<double>();
+      if (role == "state" && state.contains("master")) {
+        reported += state["master"]["bytes"].get<int64_t>();
+        formula += state["master"]["formula_bytes"].get<double>();
+      }
+      EXPECT_EQ(reported, bytes);
       if (e.model == "gpt") {
         EXPECT_EQ(double(bytes), formula);
       } else {
@@ -624,7 +637,13 @@ TEST_F(ZeroDescriptionTest, CountersAndArenaAreTheDescriptions) {
     EXPECT_EQ(state["total"]["bytes"].get<int64_t>(),
               state["params"]["bytes"].get<int64_t>() +
                   state["grads"]["bytes"].get<int64_t>() +
+                  state.value("master", json::object()).value("bytes", 0) +
                   state["states"]["bytes"].get<int64_t>());
+    EXPECT_EQ(state.contains("master"), !e.flags.empty());
+    const std::vector<std::string> paper = {"16Ψ", "4Ψ+12Ψ/N", "2Ψ+14Ψ/N",
+                                            "16Ψ/N"};
+    if (!e.flags.empty())
+      EXPECT_EQ(state["total"]["formula"], paper[e.zero]);
   }
 }
 
