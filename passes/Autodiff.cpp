@@ -56,6 +56,35 @@ Value zerosLike(OpBuilder &b, Location loc, Type type) {
           tensor, b.getFloatAttr(tensor.getElementType(), 0.0)));
 }
 
+//===----------------------------------------------------------------------===//
+// Mixed precision (tessel-mixed-precision's module attributes)
+//===----------------------------------------------------------------------===//
+
+ModuleOp moduleOf(func::FuncOp func) {
+  return func->getParentOfType<ModuleOp>();
+}
+
+/// A parameter of type `paramType` stored in bf16 by mixed precision: its
+/// optimizer keeps an f32 master copy, the first of its states.
+bool hasMasterWeights(ModuleOp module, Type paramType) {
+  auto precision =
+      module->getAttrOfType<StringAttr>(nn::NNDialect::kPrecisionAttrName);
+  return precision && precision.getValue() == "bf16" &&
+         cast<RankedTensorType>(paramType).getElementType().isBF16();
+}
+
+/// The type a parameter of type `paramType` gets its gradient in: f32 for a
+/// bf16 parameter when the module's nn.grad_precision is f32, else its own.
+Type gradientType(ModuleOp module, Type paramType) {
+  auto grads =
+      module->getAttrOfType<StringAttr>(nn::NNDialect::kGradPrecisionAttrName);
+  if (!hasMasterWeights(module, paramType) || !grads ||
+      grads.getValue() != "f32")
+    return paramType;
+  return RankedTensorType::get(cast<RankedTensorType>(paramType).getShape(),
+                               Float32Type::get(paramType.getContext()));
+}
+
 /// Flops per result element: what selective recompute weighs an op by.
 double flopsPerElement(Operation *op) {
   auto cost = dyn_cast<nn::CostOpInterface>(op);
@@ -93,10 +122,6 @@ private:
   FailureOr<func::FuncOp> buildLayerDerivative(func::FuncOp layer,
                                                unsigned numCarried,
                                                SmallVectorImpl<Value> &kept);
-  /// The type a parameter of type `type` gets its gradient in: f32 for a
-  /// bf16 parameter when the module's nn.grad_precision is f32 (mixed
-  /// precision), else its own.
-  Type gradTypeOf(Type type);
   StringRef recomputePolicy(func::FuncOp layer) const {
     if (auto policy =
             layer->getAttrOfType<StringAttr>(nn::NNDialect::kRecomputeAttrName))
@@ -216,16 +241,6 @@ ReverseMode::differentiate(func::FuncOp func,
                              [&](Value value) { return cotangent.lookup(value); });
 }
 
-Type ReverseMode::gradTypeOf(Type type) {
-  auto tensor = cast<RankedTensorType>(type);
-  auto grads =
-      module->getAttrOfType<StringAttr>(nn::NNDialect::kGradPrecisionAttrName);
-  if (!tensor.getElementType().isBF16() || !grads || grads.getValue() != "f32")
-    return type;
-  return RankedTensorType::get(tensor.getShape(),
-                               Float32Type::get(module.getContext()));
-}
-
 func::FuncOp ReverseMode::cloneFunction(func::FuncOp func, StringRef suffix,
                                         IRMapping &mapping) {
   func::FuncOp copy = func.cloneWithoutRegions();
@@ -302,7 +317,7 @@ ReverseMode::buildLayerDerivative(func::FuncOp layer, unsigned numCarried,
     Value result = grad ? grad : zerosLike(b, loc, input.getType());
     // A parameter slice's gradient leaves the layer in the gradients' type,
     // so a partitioned step reduces it in that type.
-    Type type = gradTypeOf(input.getType());
+    Type type = gradientType(module, input.getType());
     if (cast<BlockArgument>(input).getArgNumber() >=
             outputs.size() + numCarried &&
         result.getType() != type)
@@ -684,7 +699,7 @@ struct AutodiffPass : public tessel::impl::AutodiffPassBase<AutodiffPass> {
         continue;
       }
       trained.push_back(index);
-      Type type = gradType(model, index);
+      Type type = gradientType(moduleOf(model), model.getArgumentTypes()[index]);
       unsigned position = backward.getNumArguments();
       // A pipeline stage's accumulator holds its parameter's rows.
       SmallVector<NamedAttribute> attrs{b.getNamedAttr(
@@ -772,32 +787,6 @@ struct AutodiffPass : public tessel::impl::AutodiffPassBase<AutodiffPass> {
     return seeds;
   }
 
-  /// The type of parameter `index`'s gradient: the parameter's, or f32 for
-  /// a bf16 parameter of a module whose nn.grad_precision is f32.
-  static Type gradType(func::FuncOp model, unsigned index) {
-    auto type = cast<RankedTensorType>(model.getArgumentTypes()[index]);
-    if (!hasMasterWeights(model, index))
-      return type;
-    auto module = model->getParentOfType<ModuleOp>();
-    auto precision = module->getAttrOfType<StringAttr>(
-        nn::NNDialect::kGradPrecisionAttrName);
-    if (precision && precision.getValue() == "bf16")
-      return type;
-    return RankedTensorType::get(type.getShape(),
-                                 Float32Type::get(model.getContext()));
-  }
-
-  /// Parameter `index` is stored in bf16 by tessel-mixed-precision: its
-  /// optimizer keeps an f32 master copy, the first of its states.
-  static bool hasMasterWeights(func::FuncOp model, unsigned index) {
-    auto module = model->getParentOfType<ModuleOp>();
-    auto precision =
-        module->getAttrOfType<StringAttr>(nn::NNDialect::kPrecisionAttrName);
-    Type element =
-        cast<RankedTensorType>(model.getArgumentTypes()[index]).getElementType();
-    return precision && precision.getValue() == "bf16" && element.isBF16();
-  }
-
   /// @f_update: clipping, schedule and one in-place optimizer step per
   /// trained parameter.
   void buildUpdate(func::FuncOp model, ArrayRef<unsigned> trained,
@@ -828,7 +817,8 @@ struct AutodiffPass : public tessel::impl::AutodiffPassBase<AutodiffPass> {
       argAttrs.push_back(model.getArgAttrDict(index));
     }
     for (unsigned index : trained) {
-      argTypes.push_back(gradType(model, index));
+      argTypes.push_back(
+          gradientType(moduleOf(model), model.getArgumentTypes()[index]));
       SmallVector<NamedAttribute> attrs = axesOf(index);
       attrs.push_back(b.getNamedAttr(nn::NNDialect::kGradAttrName,
                                      b.getStringAttr(paramName(model, index))));
@@ -838,7 +828,7 @@ struct AutodiffPass : public tessel::impl::AutodiffPassBase<AutodiffPass> {
     // optimizer's states.
     auto statesOf = [&](unsigned index) {
       std::vector<std::string> names;
-      if (hasMasterWeights(model, index))
+      if (hasMasterWeights(moduleOf(model), model.getArgumentTypes()[index]))
         names.push_back("master");
       names.insert(names.end(), stateNames.begin(), stateNames.end());
       return names;
@@ -891,7 +881,8 @@ struct AutodiffPass : public tessel::impl::AutodiffPassBase<AutodiffPass> {
       NamedAttrList attrs(stepAttrs);
       attrs.set("weight_decay", b.getF64FloatAttr(config.weightDecayOf(
                                     paramName(model, trained[i]).str())));
-      bool master = hasMasterWeights(model, trained[i]);
+      bool master = hasMasterWeights(moduleOf(model),
+                                     model.getArgumentTypes()[trained[i]]);
       if (master)
         attrs.set("master", b.getUnitAttr());
       SmallVector<Value> operands{grads[i], scale, params[i]};

@@ -59,7 +59,7 @@ build_reader() {
   mkdir -p "$dir/corpus" "$dir/findings"
 # The readers and what they call, instrumented; the runtime library linked.
 "$CLANG" -std=c++17 -O1 -g -fsanitize=fuzzer,address \
-  -I. -Iruntime/include \
+  -I. -Iruntime -Iruntime/include \
   test/fuzz/ReaderFuzzer.cpp runtime/launcher/*.cpp runtime/config/*.cpp \
   -L"$BUILD_DIR/lib" -ltessel_runtime -Wl,-rpath,"$PWD/$BUILD_DIR/lib" \
   -ldl -lpthread -o "$dir/reader-fuzzer"
@@ -99,7 +99,7 @@ build_compile() {
   local flags=(-std=c++17 -O1 -g1 -fsanitize=fuzzer-no-link,address
     -D_GLIBCXX_USE_CXX11_ABI=1 -D__STDC_CONSTANT_MACROS
     -D__STDC_FORMAT_MACROS -D__STDC_LIMIT_MACROS -w
-    -I"$llvm/include" -I. -I"$BUILD_DIR" -Iruntime/include)
+    -I"$llvm/include" -I. -I"$BUILD_DIR" -Iruntime -Iruntime/include)
   local start=$SECONDS src obj
   # Stale objects (older than their source or any header) rebuilt, $jobs
   # at a time.

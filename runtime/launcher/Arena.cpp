@@ -116,7 +116,9 @@ double tessel::run::readLoss(const TensorDesc &loss, tessel_ctx *ctx,
   // f16 / bf16: two bytes on the device, widened exactly on the host.
   uint16_t bits;
   tessel_copy_to_host(ctx, &bits, src, sizeof(bits));
-  return loss.dtypeCode == TESSEL_BF16 ? bf16ToFloat(bits) : halfToFloat(bits);
+  float value;
+  convertFloats(loss.dtypeCode, &bits, TESSEL_F32, &value, 1);
+  return value;
 }
 
 std::string tessel::run::describeArena(const ModelDesc &model) {

@@ -198,10 +198,9 @@ void tessel::run::checkTrainingFlags(const Options &options,
                    (model.source.empty() ? "MODEL.mlir" : model.source) +
                    " --precision " + options.precision + " -o " + file);
   if (!options.gradPrecision.empty()) {
-    // The gradients' type is the grads' dtype (f32 in an f32 model).
-    std::string grads = "f32";
-    for (const TensorDesc *g : model.withRole("grad"))
-      grads = g->dtype;
+    // The gradients' type is the grads' dtype (all alike; f32 when none).
+    std::vector<const TensorDesc *> gradTensors = model.withRole("grad");
+    std::string grads = gradTensors.empty() ? "f32" : gradTensors.front()->dtype;
     if (model.precision != "bf16")
       throw RunError("--grad-precision applies to --precision bf16; model '" +
                      file + "' computes in " + model.precision);

@@ -2,10 +2,10 @@
 //
 // A checkpoint saved at one precision loads at another (an f32 run's
 // parameters into a bf16 model, a bf16 run's into an f32 one), so the
-// launcher converts tensors between f32 and bf16/f16 on the host. The
-// rounding is the runtime's tessel_cast's (round to nearest even, overflow
-// to infinity, NaN kept and quieted): a parameter converted here equals the
-// one the update entry rounds from its f32 master copy, bit for bit.
+// launcher converts tensors between f32 and bf16/f16 on the host, with the
+// runtime's own element conversions (core/storage.h, what tessel_cast and
+// the update's rounding use): a parameter converted here equals the one the
+// update entry rounds from its f32 master copy, bit for bit.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,15 +15,6 @@
 #include <cstdint>
 
 namespace tessel::run {
-
-/// bf16 bits widened to f32 (exact).
-float bf16ToFloat(uint16_t bits);
-/// f32 rounded to bf16 bits.
-uint16_t floatToBf16(float value);
-/// IEEE half bits widened to f32 (exact, subnormals included).
-float halfToFloat(uint16_t bits);
-/// f32 rounded to IEEE half bits.
-uint16_t floatToHalf(float value);
 
 /// convertFloats handles `from` -> `to`: the same dtype, or f32 and a
 /// 16-bit float (bf16, f16) either way. Not f64: narrowing an f64 run's

@@ -158,11 +158,18 @@ inline std::vector<float> offGridValues(int64_t n, float scale) {
   return out;
 }
 
+/// The bf16 bits of f32 `value` rounded (the launcher's conversion).
+inline uint16_t roundedBits(float value) {
+  uint16_t bits;
+  convertFloats(TESSEL_F32, &value, TESSEL_BF16, &bits, 1);
+  return bits;
+}
+
 /// bf16 bits of f32 `values` rounded.
 inline std::vector<uint16_t> roundedBits(const std::vector<float> &values) {
   std::vector<uint16_t> out;
   for (float v : values)
-    out.push_back(floatToBf16(v));
+    out.push_back(roundedBits(v));
   return out;
 }
 

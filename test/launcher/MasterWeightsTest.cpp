@@ -292,7 +292,7 @@ void expectFreshMaster(const ModelDesc &m, const std::vector<int64_t> &coords,
              [&](int64_t local, int64_t first, int64_t count) {
                for (int64_t i = 0; i < count; ++i)
                  rounded[size_t(local + i)] =
-                     floatToBf16(global[size_t(first + i)]);
+                     roundedBits(global[size_t(first + i)]);
              });
   EXPECT_EQ(paramBits, rounded);
   for (float v : valuesAt(rt.ctx, rt.arena, moment))

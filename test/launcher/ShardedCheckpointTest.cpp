@@ -248,37 +248,19 @@ TEST(ShardedIndex, ZeroChunksSaveAndLoadOnOtherLayouts) {
   std::vector<float> global(21);
   for (int i = 0; i < 21; ++i)
     global[i] = float(i) + 0.5f;
-  int32_t n = 4;
-  tessel_local_world *world = tessel_local_world_create(n);
-  std::mutex mutex;
-  std::string failure;
-  std::vector<std::thread> threads;
-  for (int32_t r = 0; r < n; ++r)
-    threads.emplace_back([&, r] {
-      try {
-        RankRuntime rt(zero.arenaBytes,
-                       rankOptions(zero, r, TESSEL_COMM_LOCAL, world));
-        const TensorDesc &w = zero.tensors[0];
-        std::vector<float> chunk(size_t(w.numElements()), 0.0f);
-        forEachRun(blockOf(zero, w, {r}),
-                   [&](int64_t l, int64_t g, int64_t count) {
-                     for (int64_t i = 0; i < count; ++i)
-                       chunk[l + i] = global[g + i];
-                   });
-        tessel_copy_to_device(rt.ctx, rt.arena, chunk.data(), w.bytes);
-        saveShardedCheckpoint(
-            dir, zero, r, rt.ctx, [&](int) { return rt.arena; },
-            {{"seed", "3"}}, false);
-      } catch (const std::exception &e) {
-        std::lock_guard<std::mutex> lock(mutex);
-        if (failure.empty())
-          failure = e.what();
-        tessel_local_world_abort(world, r, e.what());
-      }
-    });
-  for (std::thread &t : threads)
-    t.join();
-  tessel_local_world_destroy(world);
+  std::string failure = onLocalWorld(zero, [&](int32_t r, RankRuntime &rt) {
+    const TensorDesc &w = zero.tensors[0];
+    std::vector<float> chunk(size_t(w.numElements()), 0.0f);
+    forEachRun(blockOf(zero, w, {r}),
+               [&](int64_t l, int64_t g, int64_t count) {
+                 for (int64_t i = 0; i < count; ++i)
+                   chunk[l + i] = global[g + i];
+               });
+    tessel_copy_to_device(rt.ctx, rt.arena, chunk.data(), w.bytes);
+    saveShardedCheckpoint(
+        dir, zero, r, rt.ctx, [&](int) { return rt.arena; },
+        {{"seed", "3"}}, false);
+  });
   ASSERT_EQ(failure, "");
   for (const auto &entry : fs::directory_iterator(tmp.path))
     EXPECT_EQ(entry.path().filename(), "ck") << "a temporary left behind";
