@@ -61,6 +61,9 @@ struct Traffic {
   uint32_t axes;
   int64_t calls = 0;
   int64_t bytes = 0;
+  /// Of `bytes`, those of asynchronous collectives (nn.async): the
+  /// communication that overlaps compute.
+  int64_t asyncBytes = 0;
 };
 
 /// What one call of `func` communicates, per (kind, axes) in that order:

@@ -114,8 +114,10 @@ int64_t ringBytesOf(const llvm::json::Object &collective,
 } // namespace
 
 /// The report's "communication": per entry and collective the calls, the
-/// payload bytes (what the runtime's counters show) and the bytes a rank
-/// sends with the ring algorithms; and one step's total: backward + update
+/// payload bytes (what the runtime's counters show), the bytes a rank
+/// sends with the ring algorithms and the payload bytes that overlap
+/// compute (started asynchronously: tessel_comm_async_bytes); and one
+/// step's total: backward + update
 /// with one microbatch (forward for an evaluation-only model).
 std::optional<llvm::json::Object>
 tessel::communicationReport(const llvm::json::Object &description) {
@@ -135,7 +137,7 @@ tessel::communicationReport(const llvm::json::Object &description) {
       trained ? SmallVector<StringRef>{"backward", "update"}
               : SmallVector<StringRef>{"forward"};
   llvm::json::Array rows;
-  int64_t stepCalls = 0, stepBytes = 0, stepRing = 0;
+  int64_t stepCalls = 0, stepBytes = 0, stepRing = 0, stepOverlapped = 0;
   for (StringRef entry : {"forward", "backward", "update"}) {
     const llvm::json::Array *list = collectives->getArray(entry);
     if (!list)
@@ -146,11 +148,13 @@ tessel::communicationReport(const llvm::json::Object &description) {
         continue;
       int64_t calls = collective->getInteger("calls").value_or(0);
       int64_t bytes = collective->getInteger("bytes").value_or(0);
+      int64_t overlapped = collective->getInteger("async_bytes").value_or(0);
       int64_t ring = ringBytesOf(*collective, mesh);
       if (llvm::is_contained(stepEntries, entry)) {
         stepCalls += calls;
         stepBytes += bytes;
         stepRing += ring;
+        stepOverlapped += overlapped;
       }
       llvm::json::Array axes;
       if (const llvm::json::Array *names = collective->getArray("axes"))
@@ -161,7 +165,8 @@ tessel::communicationReport(const llvm::json::Object &description) {
           {"axes", std::move(axes)},
           {"calls", calls},
           {"bytes", bytes},
-          {"ring_bytes", ring}});
+          {"ring_bytes", ring},
+          {"overlapped_bytes", overlapped}});
     }
   }
   llvm::json::Array stepNames;
@@ -173,7 +178,8 @@ tessel::communicationReport(const llvm::json::Object &description) {
       {"step", llvm::json::Object{{"entries", std::move(stepNames)},
                                   {"calls", stepCalls},
                                   {"bytes", stepBytes},
-                                  {"ring_bytes", stepRing}}}};
+                                  {"ring_bytes", stepRing},
+                                  {"overlapped_bytes", stepOverlapped}}}};
 }
 
 /// Elements of a JSON shape.
@@ -295,9 +301,9 @@ void tessel::printCommunication(llvm::raw_ostream &os,
                                 StringRef title) {
   os << "  " << title << " (mesh "
      << communication.getString("mesh").value_or("") << ")\n";
-  os << llvm::format("    %-9s %-15s %-9s %8s %16s %16s\n", "entry",
-                               "collective", "axes", "calls", "bytes",
-                               "ring bytes");
+  os << llvm::format("    %-9s %-15s %-9s %8s %16s %16s %16s\n", "entry",
+                     "collective", "axes", "calls", "bytes", "ring bytes",
+                     "overlapped");
   auto joined = [](const llvm::json::Array *values) {
     std::string text;
     if (values)
@@ -310,22 +316,24 @@ void tessel::printCommunication(llvm::raw_ostream &os,
     for (const llvm::json::Value &value : *rows) {
       const llvm::json::Object &row = *value.getAsObject();
       os << llvm::format(
-          "    %-9s %-15s %-9s %8lld %16lld %16lld\n",
+          "    %-9s %-15s %-9s %8lld %16lld %16lld %16lld\n",
           row.getString("entry").value_or("").str().c_str(),
           row.getString("kind").value_or("").str().c_str(),
           joined(row.getArray("axes")).c_str(),
           (long long)row.getInteger("calls").value_or(0),
           (long long)row.getInteger("bytes").value_or(0),
-          (long long)row.getInteger("ring_bytes").value_or(0));
+          (long long)row.getInteger("ring_bytes").value_or(0),
+          (long long)row.getInteger("overlapped_bytes").value_or(0));
     }
   const llvm::json::Object &step = *communication.getObject("step");
   std::string label = "step (" + joined(step.getArray("entries")) + ")";
   std::replace(label.begin(), label.end(), ',', '+');
   os << llvm::format(
-      "    %-35s %8lld %16lld %16lld\n", label.c_str(),
+      "    %-35s %8lld %16lld %16lld %16lld\n", label.c_str(),
       (long long)step.getInteger("calls").value_or(0),
       (long long)step.getInteger("bytes").value_or(0),
-      (long long)step.getInteger("ring_bytes").value_or(0));
+      (long long)step.getInteger("ring_bytes").value_or(0),
+      (long long)step.getInteger("overlapped_bytes").value_or(0));
 }
 
 void tessel::printHumanReport(llvm::raw_ostream &os,

@@ -404,6 +404,46 @@ def CheckCommunicationPass
   ];
 }
 
+def OverlapCommunicationPass
+    : Pass<"tessel-overlap-communication", "mlir::ModuleOp"> {
+  let summary = "Overlap collectives with compute: start early, wait late";
+  let description = [{
+    Runs on a partitioned step, before `tessel-plan-memory`. In every
+    function (layer functions too) each collective that moves data
+    (all_reduce, all_gather, reduce_scatter, all_to_all) becomes an
+    asynchronous one (`nn.async`) completed by an `nn.wait` where its
+    result is first needed, whenever compute runs in between:
+
+    - A collective of values the function computes (a gradient bucket's
+      all-reduce, a ZeRO reduce-scatter) starts as soon as its input is
+      ready: it moves up to just after its input's definition (and the
+      reshapes that flatten it), and the slices and reshapes that unpack
+      its result move down to their first use. Its wait stands before the
+      first use of the result, before any later use of its input, and
+      before the collective `in-flight` places later starts, so at most
+      `in-flight` such buffers stay alive beyond their blocking lifetime.
+    - A collective of the function's arguments alone (a ZeRO-3 parameter
+      gather) is a prefetch: in the order in which their results are
+      needed, the first `in-flight` start where they stand and each later
+      one starts where the one `in-flight` places earlier is waited for, as
+      FSDP's forward prefetch does; each waits just before its first use.
+
+    A collective with nothing to overlap stays blocking. The order of a
+    function's collectives may change; it changes alike on every rank,
+    which runs the same program, so the ranks' calls still match. The
+    memory plan keeps an asynchronous collective's input alive until its
+    wait; the lowering calls the runtime's `tessel_*_start` and
+    `tessel_comm_wait`. The bytes started asynchronously are the report's
+    overlap figure and the runtime's `tessel_comm_async_bytes`.
+  }];
+  let dependentDialects = ["tessel::nn::NNDialect"];
+  let options = [
+    Option<"inFlight", "in-flight", "int64_t", "2",
+           "How many asynchronous collectives of each kind (computed, "
+           "prefetched) may be in flight at once (at least 1)">,
+  ];
+}
+
 def ZeroPass : Pass<"tessel-zero", "mlir::ModuleOp"> {
   let summary = "Shard the training state over the data-parallel axis (ZeRO-1/2/3, FSDP)";
   let description = [{

@@ -76,6 +76,11 @@ static void buildModelPlan(OpPassManager &pm,
   }
   // A zero-bubble pipeline stage: its backward's input and weight parts.
   pm.addPass(createSplitBackwardPass());
+  if (options.mesh.hasValue() && options.overlap > 0) {
+    OverlapCommunicationPassOptions overlap;
+    overlap.inFlight = options.overlap;
+    pm.addPass(createOverlapCommunicationPass(overlap));
+  }
   pm.addPass(createPlanMemoryPass());
 }
 

@@ -76,6 +76,12 @@ struct CompilePipelineOptions
       llvm::cl::desc("ZeRO-3: gather parameters again for the backward "
                      "(false: keep them from the forward)"),
       llvm::cl::init(true)};
+  Option<int64_t> overlap{
+      *this, "overlap",
+      llvm::cl::desc("Collectives overlapping compute per kind (computed, "
+                     "prefetched) at once; 0: every collective blocks "
+                     "(tessel-overlap-communication)"),
+      llvm::cl::init(2)};
   Option<std::string> stageLayers{
       *this, "stage-layers",
       llvm::cl::desc("Pipeline: layers per stage, e.g. 3,4,4,3 (default: "

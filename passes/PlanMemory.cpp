@@ -79,6 +79,16 @@ int64_t liveBytesBound(ArrayRef<Buffer> buffers) {
   return bound;
 }
 
+/// The values that must be alive at `op`: its operands and, at an nn.wait,
+/// the input its collective reads until it completes.
+SmallVector<Value> liveOperands(Operation *op) {
+  SmallVector<Value> values(op->getOperands());
+  if (auto wait = dyn_cast<nn::WaitOp>(op))
+    if (Operation *collective = wait.getInput().getDefiningOp())
+      values.push_back(collective->getOperand(0));
+  return values;
+}
+
 class FunctionPlanner {
 public:
   /// Plans `func` (and first every layer it repeats). Fails with a
@@ -94,7 +104,7 @@ public:
     DenseMap<Operation *, unsigned> workspaceOf;
     int64_t index = 0;
     for (Operation &op : body.getOperations()) {
-      for (Value operand : op.getOperands())
+      for (Value operand : liveOperands(&op))
         if (auto it = bufferOf.find(operand); it != bufferOf.end())
           buffers[it->second].end = std::max(buffers[it->second].end, index);
       if (op.hasTrait<OpTrait::IsTerminator>()) {
@@ -115,6 +125,18 @@ public:
         unsigned buffer = bufferOf.lookup(reduce.getInput());
         bufferOf[reduce.getResult()] = buffer;
         ownerOf[buffer] = reduce.getResult();
+        ++index;
+        continue;
+      }
+      if (collective && failed(checkWaits(&op)))
+        return failure();
+      if (auto wait = dyn_cast<nn::WaitOp>(op)) {
+        // The collective's result, complete: its bytes, owned by the wait's
+        // result from here on (returned, it is the caller's memory).
+        if (auto it = bufferOf.find(wait.getInput()); it != bufferOf.end()) {
+          bufferOf[wait.getResult()] = it->second;
+          ownerOf[it->second] = wait.getResult();
+        }
         ++index;
         continue;
       }
@@ -225,6 +247,25 @@ public:
       return user == reduce.getOperation() ||
              user->isBeforeInBlock(reduce.getOperation());
     });
+  }
+
+  /// An asynchronous collective's result is read only through its wait
+  /// (nn.wait verifies that it follows the collective in its block).
+  static LogicalResult checkWaits(Operation *collective) {
+    if (!collective->hasAttr(nn::NNDialect::kAsyncAttrName))
+      return success();
+    Value result = collective->getResult(0);
+    if (result.use_empty())
+      return collective->emitOpError()
+             << "is asynchronous but nothing waits for it (an nn.wait on its "
+                "result completes it)";
+    for (Operation *user : result.getUsers())
+      if (!isa<nn::WaitOp>(user))
+        return collective->emitOpError()
+               << "is asynchronous, so its result may only be read through "
+                  "nn.wait, not by '"
+               << user->getName() << "'";
+    return success();
   }
 
   static int64_t layerScratch(func::FuncOp layer) {

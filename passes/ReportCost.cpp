@@ -238,6 +238,8 @@ addCollectives(func::FuncOp func, const Mesh &mesh, int64_t times,
     entry.axes = mask;
     entry.calls += times;
     entry.bytes += times * payload->second;
+    if (op.hasAttr(nn::NNDialect::kAsyncAttrName))
+      entry.asyncBytes += times * payload->second;
   }
   active.erase(func);
 }

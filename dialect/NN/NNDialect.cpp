@@ -9,6 +9,7 @@
 #include "dialect/NN/NNDialect.h"
 #include "dialect/NN/NNOps.h"
 
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Transforms/InliningUtils.h"
@@ -415,6 +416,16 @@ LogicalResult NNDialect::verifyOperationAttribute(Operation *op,
         stage.getInt() > 3)
       return op->emitOpError() << "'" << kZeroStageAttrName
                                << "' must be a ZeRO stage 0-3 on a module";
+    return success();
+  }
+  if (attrName == kAsyncAttrName) {
+    if (!isa<UnitAttr>(attr.getValue()) ||
+        !isa<shard::AllReduceOp, shard::AllGatherOp, shard::ReduceScatterOp,
+             shard::AllToAllOp>(op))
+      return op->emitOpError()
+             << "'" << kAsyncAttrName
+             << "' is a unit attribute of a shard all_reduce, all_gather, "
+                "reduce_scatter or all_to_all";
     return success();
   }
   if (attrName == kLoopShardingAttrName) {

@@ -105,6 +105,10 @@ def NN_Dialect : Dialect {
     /// over dp).
     static constexpr llvm::StringLiteral kZeroStageAttrName = "nn.zero_stage";
     static constexpr llvm::StringLiteral kZeroAttrName = "nn.zero";
+    /// Overlapped communication (tessel-overlap-communication): a shard
+    /// collective that starts here and completes at the nn.wait on its
+    /// result, while the ops between them run.
+    static constexpr llvm::StringLiteral kAsyncAttrName = "nn.async";
     /// The block type a ZeRO-sharded argument `i` of `func` stands for
     /// (its own type when it has no valid nn.zero).
     static ::mlir::RankedTensorType blockTypeOf(::mlir::FunctionOpInterface func,

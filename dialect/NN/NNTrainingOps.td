@@ -199,3 +199,30 @@ def NN_RepeatOp : NN_Op<"repeat", [Pure,
     ::mlir::func::FuncOp getLayerFunction();
   }];
 }
+
+//===----------------------------------------------------------------------===//
+// Overlapped communication
+//===----------------------------------------------------------------------===//
+
+def NN_WaitOp : NN_Op<"wait", [SameOperandsAndResultType,
+    DeclareOpInterfaceMethods<NN_CostOpInterface, ["getBytesAccessed"]>]> {
+  let summary = "the point where an asynchronous collective's result is needed";
+  let description = [{
+    Completes the shard collective marked `nn.async` that produced `input`
+    (tessel-overlap-communication places it): the collective starts where
+    it stands, the ops between it and the wait run while it communicates,
+    and the result is the collective's, in the same memory. Every use of an
+    asynchronous collective's result goes through its wait. No flops and
+    no bytes of its own; it has effects, so nothing moves or removes it.
+
+    ```mlir
+    %r = shard.all_reduce %g on @mesh grid_axes = [0] {nn.async} : tensor<1024xf32> -> tensor<1024xf32>
+    %y = nn.gelu %x : tensor<8x512xf32>    // runs while %g is reduced
+    %s = nn.wait %r : tensor<1024xf32>
+    ```
+  }];
+  let arguments = (ins NN_Tensor:$input);
+  let results = (outs NN_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}

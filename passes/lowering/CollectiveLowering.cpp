@@ -1,13 +1,17 @@
 //===- CollectiveLowering.cpp - shard collectives to the runtime's --------===//
 //
-// One blocking runtime collective per shard op, over the group of the op's
-// grid axes (a bit mask); the shape passed is the local input's.
+// One runtime collective per shard op, over the group of the op's grid axes
+// (a bit mask); the shape passed is the local input's. A collective marked
+// nn.async calls the runtime's *_start twin, and its nn.wait
+// tessel_comm_wait on the result's memory.
 //
 //===----------------------------------------------------------------------===//
 
 #include "passes/lowering/FunctionLowering.h"
 
 #include "passes/Communication.h"
+
+#include "dialect/NN/NNOps.h"
 
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 
@@ -56,11 +60,17 @@ int32_t reduceKind(shard::ReductionKind kind) {
                                                : TESSEL_REDUCE_SUM;
 }
 
+/// The blocking entry point or, for an nn.async collective, its start.
+template <typename Fn> const Fn &entryOf(Operation *op, const Fn &blocking,
+                                         const Fn &start) {
+  return op->hasAttr(nn::NNDialect::kAsyncAttrName) ? start : blocking;
+}
+
 LogicalResult lowerAllReduce(shard::AllReduceOp op, FunctionLowering &fl) {
   FailureOr<CollectiveArgs> c = collectiveArgs(op, fl);
   if (failed(c))
     return failure();
-  fl.call(rt::tessel_all_reduce,
+  fl.call(entryOf(op, rt::tessel_all_reduce, rt::tessel_all_reduce_start),
           {c->axes, c->dtype, c->in, c->out, fl.count(op->getOperand(0)),
            fl.i32(reduceKind(op.getReduction()))});
   return success();
@@ -80,7 +90,9 @@ LogicalResult lowerAlongDim(Operation *op, FunctionLowering &fl,
 }
 
 LogicalResult lowerAllGather(shard::AllGatherOp op, FunctionLowering &fl) {
-  return lowerAlongDim(op, fl, rt::tessel_all_gather, op.getGatherAxis());
+  return lowerAlongDim(
+      op, fl, entryOf(op, rt::tessel_all_gather, rt::tessel_all_gather_start),
+      op.getGatherAxis());
 }
 
 LogicalResult lowerAllSlice(shard::AllSliceOp op, FunctionLowering &fl) {
@@ -95,7 +107,8 @@ LogicalResult lowerReduceScatter(shard::ReduceScatterOp op,
   I32Value dim = dimArg(fl, op.getScatterAxis());
   I32Value kind = fl.i32(reduceKind(op.getReduction()));
   ShapeArgs s = shapeArgs(op, fl);
-  fl.call(rt::tessel_reduce_scatter,
+  fl.call(entryOf(op, rt::tessel_reduce_scatter,
+                  rt::tessel_reduce_scatter_start),
           {c->axes, c->dtype, c->in, c->out, s.rank, s.shape, dim, kind});
   return success();
 }
@@ -107,8 +120,17 @@ LogicalResult lowerAllToAll(shard::AllToAllOp op, FunctionLowering &fl) {
   I32Value splitDim = dimArg(fl, op.getSplitAxis());
   I32Value concatDim = dimArg(fl, op.getConcatAxis());
   ShapeArgs s = shapeArgs(op, fl);
-  fl.call(rt::tessel_all_to_all, {c->axes, c->dtype, c->in, c->out, s.rank,
-                                  s.shape, splitDim, concatDim});
+  fl.call(entryOf(op, rt::tessel_all_to_all, rt::tessel_all_to_all_start),
+          {c->axes, c->dtype, c->in, c->out, s.rank, s.shape, splitDim,
+           concatDim});
+  return success();
+}
+
+/// The collective's result, complete, in the memory it was started into.
+LogicalResult lowerWait(nn::WaitOp op, FunctionLowering &fl) {
+  PtrValue result = fl.ptr(op.getInput());
+  fl.call(rt::tessel_comm_wait, {result});
+  fl.pointers[op.getResult()] = fl.pointers.lookup(op.getInput());
   return success();
 }
 
@@ -120,6 +142,7 @@ void addCollectiveLowerings(LoweringRegistry &registry) {
   registry.add<shard::ReduceScatterOp>(lowerReduceScatter);
   registry.add<shard::AllToAllOp>(lowerAllToAll);
   registry.add<shard::AllSliceOp>(lowerAllSlice);
+  registry.add<nn::WaitOp>(lowerWait);
 }
 
 } // namespace tessel::lowering

@@ -580,11 +580,15 @@ json::Object ModelAbiEmitter::describeCollectives() {
       json::Array axes;
       for (int16_t axis : communication::axesOfMask(traffic.axes))
         axes.push_back(mesh->axes[axis]);
-      list.push_back(json::Object{
+      json::Object entry{
           {"kind", communication::collectiveName(traffic.kind).str()},
           {"axes", std::move(axes)},
           {"calls", traffic.calls},
-          {"bytes", traffic.bytes}});
+          {"bytes", traffic.bytes}};
+      // Only where some of it overlaps compute (absent: 0, as before ABI 5).
+      if (traffic.asyncBytes > 0)
+        entry["async_bytes"] = traffic.asyncBytes;
+      list.push_back(std::move(entry));
     }
     collectives[role.str()] = std::move(list);
   };

@@ -126,6 +126,7 @@ std::vector<CommCount> normalise(std::vector<CommCount> counts,
     if (!out.empty() && key(out.back()) == key(c)) {
       out.back().calls += c.calls;
       out.back().bytes += c.bytes;
+      out.back().asyncBytes += c.asyncBytes;
     } else {
       out.push_back(c);
     }
@@ -147,7 +148,9 @@ std::string axesText(const std::vector<std::string> &axes) {
 
 std::string countText(const CommCount &c) {
   return std::to_string(c.calls) + (c.calls == 1 ? " call, " : " calls, ") +
-         std::to_string(c.bytes) + " bytes";
+         std::to_string(c.bytes) + " bytes" +
+         (c.asyncBytes ? " (" + std::to_string(c.asyncBytes) + " overlapped)"
+                       : std::string());
 }
 
 } // namespace
@@ -311,6 +314,7 @@ std::vector<CommCount> tessel::run::readCommCounters(tessel_ctx *ctx,
       c.axes = mesh.axesOf(mask);
       c.calls = tessel_comm_calls(ctx, kind, mask);
       c.bytes = tessel_comm_bytes(ctx, kind, mask);
+      c.asyncBytes = tessel_comm_async_bytes(ctx, kind, mask);
       if (c.calls || c.bytes)
         counts.push_back(c);
     }
@@ -330,6 +334,7 @@ std::vector<CommCount> tessel::run::expectedCommPerStep(const ModelDesc &model,
     for (CommCount c : it->second) {
       c.calls *= times;
       c.bytes *= times;
+      c.asyncBytes *= times;
       counts.push_back(c);
     }
   };
@@ -355,7 +360,8 @@ tessel::run::commDifference(const std::vector<CommCount> &expected,
   for (auto &[key, pair] : keys) {
     const CommCount &want = pair.first ? *pair.first : none;
     const CommCount &got = pair.second ? *pair.second : none;
-    if (want.calls == got.calls && want.bytes == got.bytes)
+    if (want.calls == got.calls && want.bytes == got.bytes &&
+        want.asyncBytes == got.asyncBytes)
       continue;
     const CommCount &named = pair.first ? want : got;
     text += (text.empty() ? "" : "; ") + named.kind + " over " +

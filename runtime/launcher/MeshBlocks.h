@@ -53,6 +53,7 @@ struct CommCount {
   std::vector<std::string> axes; // in mesh order
   int64_t calls = 0;
   int64_t bytes = 0;
+  int64_t asyncBytes = 0; // of bytes, started asynchronously (ABI 5)
 };
 
 /// The key of a count in the metrics: "all_reduce dp,tp".

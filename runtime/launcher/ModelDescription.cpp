@@ -324,7 +324,8 @@ Mesh parseModelMesh(const json &j, const std::string &file) {
   }
 }
 
-/// "collectives": {"backward": [{"kind", "axes", "calls", "bytes"}, ...]}.
+/// "collectives": {"backward": [{"kind", "axes", "calls", "bytes",
+/// "async_bytes"}, ...]} (async_bytes from ABI 5; absent, 0).
 void parseCollectives(const json &j, ModelDesc &model,
                       const std::string &file) {
   static const std::set<std::string> kinds = {"all_reduce", "all_gather",
@@ -351,8 +352,12 @@ void parseCollectives(const json &j, ModelDesc &model,
       count.axes = model.mesh->axesOf(axesMaskOf(*model.mesh, axes));
       count.calls = c.at("calls").get<int64_t>();
       count.bytes = c.at("bytes").get<int64_t>();
+      count.asyncBytes = c.value("async_bytes", int64_t(0));
       if (count.calls < 0 || count.bytes < 0)
         failDescription(file, "\"collectives\": negative calls or bytes");
+      if (count.asyncBytes < 0 || count.asyncBytes > count.bytes)
+        failDescription(file, "\"collectives\": async_bytes outside 0 .. "
+                              "bytes");
       counts.push_back(count);
     }
   }

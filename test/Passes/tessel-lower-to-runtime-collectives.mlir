@@ -181,3 +181,24 @@ func.func @dropout_block(%x: tensor<4x3xf32>) -> tensor<4x3xf32> {
   %y = nn.dropout %x rate = 0.5 seed = 3 {global_shape = array<i64: 8, 6>, split_axes = [array<i16: 0>, array<i16: 1>]} : tensor<4x3xf32>
   return %y : tensor<4x3xf32>
 }
+
+// -----
+
+// Tests that an asynchronous collective calls the start of its kind and its
+// wait tessel_comm_wait(ctx, out) on the memory it is gathered into, with
+// the kernel in between.
+// CHECK-LABEL: llvm.func @tessel_fn_async_gather
+// CHECK-SAME: (%[[CTX:[^:]*]]: !llvm.ptr, %[[SCRATCH:[^:]*]]: !llvm.ptr, %[[A:[^:]*]]: !llvm.ptr, %[[OUT0:[^:]*]]: !llvm.ptr
+// CHECK: llvm.call @tessel_all_gather_start(%[[CTX]], %{{.*}}, %{{.*}}, %[[SCRATCH]], %[[OUT0]],
+// CHECK: llvm.call @tessel_unary(
+// CHECK: llvm.call @tessel_comm_wait(%[[CTX]], %[[OUT0]])
+// CHECK: llvm.func @tessel_all_gather_start(!llvm.ptr, i32, i32, !llvm.ptr, !llvm.ptr, i32, !llvm.ptr, i32)
+// CHECK: llvm.func @tessel_comm_wait(!llvm.ptr, !llvm.ptr)
+shard.grid @mesh(shape = 2) {nn.axis_names = ["dp"]}
+func.func @async_gather(%x: tensor<16xf32>) -> (tensor<32xf32>, tensor<16xf32>) {
+  %a = nn.exp %x : tensor<16xf32>
+  %g = shard.all_gather %a on @mesh grid_axes = [0] gather_axis = 0 {nn.async} : tensor<16xf32> -> tensor<32xf32>
+  %b = nn.tanh %x : tensor<16xf32>
+  %w = nn.wait %g : tensor<32xf32>
+  return %w, %b : tensor<32xf32>, tensor<16xf32>
+}

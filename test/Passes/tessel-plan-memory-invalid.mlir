@@ -54,3 +54,26 @@ func.func @broadcast(%a: tensor<4xf32>) -> tensor<4xf32> {
   %0 = shard.broadcast %a on @mesh grid_axes = [0] root = [0] : (tensor<4xf32>) -> tensor<4xf32>
   return %0 : tensor<4xf32>
 }
+
+// -----
+
+shard.grid @mesh(shape = 2) {nn.axis_names = ["dp"]}
+// Tests that an asynchronous collective's result is read only through its
+// wait: read directly, it could be read before it arrives.
+func.func @async_read_directly(%x: tensor<8xf32>) -> tensor<8xf32> {
+  // expected-error @+1 {{'shard.all_reduce' op is asynchronous, so its result may only be read through nn.wait, not by 'nn.exp'}}
+  %s = shard.all_reduce %x on @mesh grid_axes = [0] {nn.async} : tensor<8xf32> -> tensor<8xf32>
+  %e = nn.exp %s : tensor<8xf32>
+  %w = nn.wait %s : tensor<8xf32>
+  return %e : tensor<8xf32>
+}
+
+// -----
+
+shard.grid @mesh(shape = 2) {nn.axis_names = ["dp"]}
+// Tests that an asynchronous collective must be waited for.
+func.func @async_never_waited(%x: tensor<8xf32>) -> tensor<8xf32> {
+  // expected-error @+1 {{'shard.all_reduce' op is asynchronous but nothing waits for it (an nn.wait on its result completes it)}}
+  %s = shard.all_reduce %x on @mesh grid_axes = [0] {nn.async} : tensor<8xf32> -> tensor<8xf32>
+  return %x : tensor<8xf32>
+}

@@ -182,3 +182,25 @@ func.func @reduce_copies(%a: tensor<16xf32>) -> (tensor<16xf32>, tensor<4x4xf32>
   %7 = nn.slice %6 start = [0, 0] limit = [4, 4] : tensor<8x4xf32> -> tensor<4x4xf32>
   return %5, %7 : tensor<16xf32>, tensor<4x4xf32>
 }
+
+// -----
+
+// Tests that an asynchronous collective's input stays alive until its wait:
+// the tanh between them gets bytes of its own (64), where a blocking gather
+// would have let it reuse the input's (0). The wait's result is the
+// gather's memory, here the caller's result 0.
+// CHECK-LABEL: func.func @async_input_lives_to_wait
+// CHECK-SAME: tessel.scratch_bytes = 128
+// CHECK: nn.exp %arg0 {tessel.offsets = array<i64: 0>}
+// CHECK: shard.all_gather {{.*}} {nn.async, tessel.offsets = array<i64: -2>}
+// CHECK: nn.tanh %arg0 {tessel.offsets = array<i64: 64>}
+// CHECK: nn.wait %{{.*}} {tessel.offsets = array<i64: -2>}
+shard.grid @mesh(shape = 2) {nn.axis_names = ["dp"]}
+func.func @async_input_lives_to_wait(%x: tensor<16xf32>) -> (tensor<32xf32>, tensor<16xf32>) {
+  %a = nn.exp %x : tensor<16xf32>
+  %g = shard.all_gather %a on @mesh grid_axes = [0] gather_axis = 0 {nn.async} : tensor<16xf32> -> tensor<32xf32>
+  %b = nn.tanh %x : tensor<16xf32>
+  %c = nn.exp %b : tensor<16xf32>
+  %w = nn.wait %g : tensor<32xf32>
+  return %w, %c : tensor<32xf32>, tensor<16xf32>
+}

@@ -161,6 +161,12 @@ cl::opt<bool> noReshardAfterForward(
              "backward instead of gathering them again"),
     cl::cat(meshCategory));
 
+cl::opt<int> overlapCollectives(
+    "overlap",
+    cl::desc("Collectives that overlap compute at once, per kind (computed, "
+             "prefetched); 0: every collective blocks (default 2)"),
+    cl::value_desc("n"), cl::init(2), cl::cat(meshCategory));
+
 // Pipeline parallelism: only with a pp axis of more than one rank
 // (docs/parallelism.md, "Pipeline parallelism").
 cl::opt<std::string>
@@ -274,6 +280,9 @@ LogicalResult checkMeshFlags() {
     return fail("--bucket-mb " + llvm::formatv("{0}", bucketMb.getValue()) +
                 ": the bucket size must be >= 0 MiB (0: one all-reduce per "
                 "gradient)");
+  if (overlapCollectives < 0)
+    return fail("--overlap " + llvm::Twine(overlapCollectives.getValue()) +
+                ": expected 0 (every collective blocks) or more");
   return success();
 }
 
@@ -324,6 +333,7 @@ void setPipelineOptions(tessel::CompilePipelineOptions &options) {
     options.bucketMb = bucketMb;
   options.zero = zeroStage;
   options.reshardAfterForward = !noReshardAfterForward;
+  options.overlap = overlapCollectives;
   if (stageLayers.getNumOccurrences() > 0)
     options.stageLayers = stageLayers;
   if (microbatches.getNumOccurrences() > 0)

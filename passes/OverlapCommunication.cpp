@@ -1,0 +1,276 @@
+//===- OverlapCommunication.cpp - tessel-overlap-communication ------------===//
+//
+// Turns blocking collectives into started ones (nn.async) completed by an
+// nn.wait, so that the kernels between the two run while the data moves.
+// Two kinds, each with its own window of `in-flight` collectives:
+//
+//   computed    the input is computed in the function (a gradient bucket, a
+//               ZeRO reduce-scatter): start as soon as the input is ready,
+//               wait before the result is needed or the window is full;
+//   prefetched  the input is the function's arguments only (a ZeRO-3
+//               parameter gather): start when the window has room, in the
+//               order of need, wait just before the first use.
+//
+// Collective order may change; every rank runs the same function, so the
+// members of every group still issue their calls in one order.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Passes.h"
+
+#include "dialect/NN/NNOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallPtrSet.h"
+
+namespace tessel {
+#define GEN_PASS_DEF_OVERLAPCOMMUNICATIONPASS
+#include "passes/Passes.h.inc"
+} // namespace tessel
+
+using namespace mlir;
+using namespace tessel;
+
+namespace {
+
+/// The collectives that move data and so can overlap compute.
+bool isOverlappable(Operation *op) {
+  return isa<shard::AllReduceOp, shard::AllGatherOp, shard::ReduceScatterOp,
+             shard::AllToAllOp>(op) &&
+         !op->hasAttr(nn::NNDialect::kAsyncAttrName) &&
+         !op->getResult(0).use_empty();
+}
+
+/// Ops that only view or copy data around a collective: they move with it.
+bool isView(Operation *op) { return isa<nn::ReshapeOp, nn::SliceOp>(op); }
+
+/// Ops that do work a collective can hide behind.
+bool isCompute(Operation &op) {
+  return !isView(&op) && !isa<nn::WaitOp>(op) &&
+         !op.hasTrait<OpTrait::IsTerminator>() &&
+         !isa<shard::ShardDialect>(op.getDialect());
+}
+
+/// The first op after `from` in its block that satisfies `pred` (the
+/// terminator when none does).
+template <typename Pred>
+Operation *firstAfter(Operation *from, Pred pred) {
+  for (Operation *op = from->getNextNode(); op; op = op->getNextNode())
+    if (pred(op) || op->hasTrait<OpTrait::IsTerminator>())
+      return op;
+  llvm_unreachable("a block ends with its terminator");
+}
+
+/// The earlier of two ops of one block.
+Operation *earlier(Operation *a, Operation *b) {
+  return a->isBeforeInBlock(b) ? a : b;
+}
+
+/// `value` and the reshapes of it (or of what it reshapes): the values that
+/// share its memory.
+SmallVector<Value> aliasesOf(Value value) {
+  while (auto reshape = value.getDefiningOp<nn::ReshapeOp>())
+    value = reshape.getInput();
+  SmallVector<Value> aliases{value};
+  for (size_t i = 0; i < aliases.size(); ++i)
+    for (Operation *user : aliases[i].getUsers())
+      if (auto reshape = dyn_cast<nn::ReshapeOp>(user))
+        aliases.push_back(reshape.getResult());
+  return aliases;
+}
+
+/// Whether `op` reads or writes the memory of the collective's input (other
+/// than the reshapes that only view it).
+bool touchesInput(Operation *op, ArrayRef<Value> inputAliases) {
+  if (isa<nn::ReshapeOp>(op))
+    return false;
+  return llvm::any_of(op->getOperands(), [&](Value operand) {
+    return llvm::is_contained(inputAliases, operand);
+  });
+}
+
+class BlockScheduler {
+public:
+  BlockScheduler(Block &block, int64_t inFlight)
+      : block(block), inFlight(inFlight) {}
+
+  void run() {
+    SmallVector<Operation *> computed, prefetched;
+    for (Operation &op : block)
+      if (isOverlappable(&op))
+        (isPrefetch(&op) ? prefetched : computed).push_back(&op);
+    for (Operation *op : computed)
+      startEarly(op);
+    for (Operation *op : llvm::concat<Operation *>(computed, prefetched))
+      sinkUnpacking(op);
+    // Waits first, against the starts as they stand; then the prefetches
+    // move to their window (after the waits placed at the same op).
+    SmallVector<Operation *> computedWaits = computedWaitPoints(computed);
+    llvm::sort(prefetched, [&](Operation *a, Operation *b) {
+      Operation *needA = firstUse(a), *needB = firstUse(b);
+      return needA == needB ? a->isBeforeInBlock(b)
+                            : needA->isBeforeInBlock(needB);
+    });
+    // A prefetch never moves past an op that touches its input, and
+    // completes before one.
+    SmallVector<Operation *> prefetchWaits, touches;
+    for (Operation *op : prefetched) {
+      touches.push_back(firstTouch(op));
+      prefetchWaits.push_back(earlier(firstUse(op), touches.back()));
+    }
+    for (auto [op, waitPoint] : llvm::zip(computed, computedWaits))
+      makeAsync(op, waitPoint);
+    // The first `inFlight` start together where the first of them stood, in
+    // the order of need; each later one where its window opens.
+    Operation *top = nullptr;
+    for (Operation *op : prefetched)
+      if (!top || op->isBeforeInBlock(top))
+        top = op;
+    Operation *previous = top ? top->getPrevNode() : nullptr;
+    for (auto [j, op] : llvm::enumerate(prefetched)) {
+      if (j < size_t(inFlight)) {
+        if (previous)
+          op->moveAfter(previous);
+        else if (op != &block.front())
+          op->moveBefore(&block.front());
+        previous = op;
+      } else if (Operation *window = prefetchWaits[j - size_t(inFlight)];
+                 !touches[j]->isBeforeInBlock(window)) {
+        op->moveBefore(window);
+      }
+      makeAsync(op, prefetchWaits[j]);
+    }
+  }
+
+private:
+  /// A collective of the block's arguments alone.
+  bool isPrefetch(Operation *op) {
+    return llvm::all_of(op->getOperands(), [&](Value operand) {
+      auto arg = dyn_cast<BlockArgument>(operand);
+      return arg && arg.getOwner() == &block;
+    });
+  }
+
+  /// Moves a computed collective (and the reshapes that feed it) up to just
+  /// after the definition of its input. Ties keep the block's order: the
+  /// collective goes after what already moved there.
+  void startEarly(Operation *op) {
+    Value input = op->getOperand(0);
+    if (auto reshape = input.getDefiningOp<nn::ReshapeOp>();
+        reshape && reshape->getBlock() == &block)
+      startEarly(reshape);
+    Operation *def = input.getDefiningOp();
+    if (!def || def->getBlock() != &block)
+      return;
+    Operation *after = def;
+    while (after->getNextNode() != op && moved.contains(after->getNextNode()))
+      after = after->getNextNode();
+    if (after != op && after->getNextNode() != op)
+      op->moveAfter(after);
+    moved.insert(op);
+  }
+
+  /// Moves the slices and reshapes that unpack a collective's result down to
+  /// their first use, last user first, so that the result is needed as late
+  /// as the program needs it.
+  void sinkUnpacking(Operation *op) {
+    SmallVector<Operation *> views;
+    SmallVector<Value> worklist{op->getResult(0)};
+    while (!worklist.empty()) {
+      Value value = worklist.pop_back_val();
+      for (Operation *user : value.getUsers())
+        if (isView(user) && user->getBlock() == &block &&
+            !llvm::is_contained(views, user)) {
+          views.push_back(user);
+          worklist.push_back(user->getResult(0));
+        }
+    }
+    llvm::sort(views, [](Operation *a, Operation *b) {
+      return b->isBeforeInBlock(a);
+    });
+    for (Operation *view : views) {
+      Operation *use = firstUse(view);
+      if (use != view->getNextNode())
+        view->moveBefore(use);
+    }
+  }
+
+  /// The first op after `op` that uses its result.
+  static Operation *firstUse(Operation *op) {
+    return firstAfter(op, [&](Operation *other) {
+      return llvm::is_contained(other->getOperands(), op->getResult(0));
+    });
+  }
+
+  /// The first op after `op` that touches the memory of its input.
+  static Operation *firstTouch(Operation *op) {
+    SmallVector<Value> inputAliases = aliasesOf(op->getOperand(0));
+    return firstAfter(
+        op, [&](Operation *other) { return touchesInput(other, inputAliases); });
+  }
+
+  /// Where each computed collective must have completed: before its result
+  /// is needed, before its input is touched again, and before the start of
+  /// the collective `inFlight` places after it.
+  SmallVector<Operation *> computedWaitPoints(ArrayRef<Operation *> computed) {
+    SmallVector<Operation *> sorted(computed);
+    llvm::sort(sorted, [](Operation *a, Operation *b) {
+      return a->isBeforeInBlock(b);
+    });
+    SmallVector<Operation *> points;
+    for (Operation *op : computed) {
+      Operation *point = earlier(firstUse(op), firstTouch(op));
+      size_t position = llvm::find(sorted, op) - sorted.begin();
+      if (position + size_t(inFlight) < sorted.size())
+        point = earlier(point, sorted[position + size_t(inFlight)]);
+      points.push_back(point);
+    }
+    return points;
+  }
+
+  /// Marks `op` asynchronous with its wait before `waitPoint`, if any
+  /// compute runs in between; otherwise it stays blocking.
+  void makeAsync(Operation *op, Operation *waitPoint) {
+    if (!op->isBeforeInBlock(waitPoint))
+      return;
+    bool overlaps = false;
+    for (Operation *between = op->getNextNode(); between != waitPoint;
+         between = between->getNextNode())
+      overlaps |= isCompute(*between);
+    if (!overlaps)
+      return;
+    Value result = op->getResult(0);
+    OpBuilder builder(waitPoint);
+    auto wait = nn::WaitOp::create(builder, op->getLoc(), result);
+    result.replaceAllUsesExcept(wait.getResult(), wait);
+    op->setAttr(nn::NNDialect::kAsyncAttrName, builder.getUnitAttr());
+  }
+
+  Block &block;
+  int64_t inFlight;
+  llvm::SmallPtrSet<Operation *, 16> moved;
+};
+
+struct OverlapCommunicationPass
+    : public tessel::impl::OverlapCommunicationPassBase<
+          OverlapCommunicationPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    if (inFlight < 1) {
+      getOperation().emitError()
+          << "tessel-overlap-communication: in-flight must be at least 1, "
+             "not "
+          << static_cast<int64_t>(inFlight);
+      return signalPassFailure();
+    }
+    for (auto func : getOperation().getOps<func::FuncOp>())
+      if (!func.isExternal())
+        BlockScheduler(func.getBody().front(), inFlight).run();
+  }
+};
+
+} // namespace

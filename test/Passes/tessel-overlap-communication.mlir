@@ -1,0 +1,156 @@
+// RUN: tessel-opt %s -tessel-overlap-communication --split-input-file | FileCheck %s
+// RUN: tessel-opt %s -tessel-overlap-communication=in-flight=1 --split-input-file | FileCheck %s --check-prefix=ONE
+// RUN: not tessel-opt %s -tessel-overlap-communication=in-flight=0 --split-input-file 2>&1 | FileCheck %s --check-prefix=WINDOW
+
+// The window holds at least one collective.
+// WINDOW: tessel-overlap-communication: in-flight must be at least 1, not 0
+
+// Tests that a gradient bucket's all-reduce starts as soon as its input is
+// ready (it moves above the unrelated matmul), that the slices unpacking it
+// move down to their first use, and that its wait stands before them, so
+// the matmul and the gelu run while the bucket is reduced.
+// CHECK-LABEL: func.func @bucket
+// CHECK: %[[FLAT:.*]] = nn.concat
+// CHECK-NEXT: %[[AR:.*]] = shard.all_reduce %[[FLAT]] on @mesh grid_axes = [0] {nn.async}
+// CHECK-NEXT: nn.matmul
+// CHECK-NEXT: nn.gelu
+// CHECK-NEXT: %[[DONE:.*]] = nn.wait %[[AR]] : tensor<24xf32>
+// CHECK-NEXT: nn.slice %[[DONE]]
+// CHECK-NEXT: nn.slice %[[DONE]]
+// CHECK-NEXT: return
+shard.grid @mesh(shape = 2) {nn.axis_names = ["dp"]}
+func.func @bucket(%ga: tensor<8xf32>, %gb: tensor<16xf32>, %x: tensor<4x8xf32>, %w: tensor<8x8xf32>)
+    -> (tensor<8xf32>, tensor<16xf32>, tensor<4x8xf32>) {
+  %flat = nn.concat %ga, %gb dim = 0 : (tensor<8xf32>, tensor<16xf32>) -> tensor<24xf32>
+  %y = nn.matmul %x, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %sum = shard.all_reduce %flat on @mesh grid_axes = [0] : tensor<24xf32> -> tensor<24xf32>
+  %a = nn.slice %sum start = [0] limit = [8] strides = [1] : tensor<24xf32> -> tensor<8xf32>
+  %b = nn.slice %sum start = [8] limit = [24] strides = [1] : tensor<24xf32> -> tensor<16xf32>
+  %z = nn.gelu %y : tensor<4x8xf32>
+  return %a, %b, %z : tensor<8xf32>, tensor<16xf32>, tensor<4x8xf32>
+}
+
+// -----
+
+// Tests that a collective with nothing to overlap stays blocking: its
+// result is needed by the very next op.
+// CHECK-LABEL: func.func @nothing_to_overlap
+// CHECK: shard.all_reduce
+// CHECK-NOT: nn.async
+// CHECK-NOT: nn.wait
+shard.grid @mesh(shape = 2) {nn.axis_names = ["dp"]}
+func.func @nothing_to_overlap(%x: tensor<8xf32>) -> tensor<8xf32> {
+  %e = nn.exp %x : tensor<8xf32>
+  %s = shard.all_reduce %e on @mesh grid_axes = [0] : tensor<8xf32> -> tensor<8xf32>
+  %r = nn.exp %s : tensor<8xf32>
+  return %r : tensor<8xf32>
+}
+
+// -----
+
+// Tests that ZeRO-3's gathers of arguments are prefetched in the order of
+// need, two at a time: the first two start where they stand, the third
+// where the first is waited for, the fourth where the second is. Each
+// waits just before its first use (through the reshape that views it).
+// With in-flight=1 the second starts where the first is waited for.
+// CHECK-LABEL: func.func @prefetch
+// CHECK-NEXT: %[[G0:.*]] = shard.all_gather %arg1 {{.*}} {nn.async}
+// CHECK-NEXT: %[[G1:.*]] = shard.all_gather %arg2 {{.*}} {nn.async}
+// CHECK-NEXT: %[[X:.*]] = nn.exp %arg0
+// CHECK-NEXT: %[[W0:.*]] = nn.wait %[[G0]]
+// CHECK-NEXT: %[[G2:.*]] = shard.all_gather %arg3 {{.*}} {nn.async}
+// CHECK-NEXT: nn.reshape %[[W0]]
+// CHECK-NEXT: nn.matmul
+// CHECK-NEXT: %[[W1:.*]] = nn.wait %[[G1]]
+// CHECK-NEXT: %[[G3:.*]] = shard.all_gather %arg4 {{.*}} {nn.async}
+// CHECK-NEXT: nn.reshape %[[W1]]
+// CHECK-NEXT: nn.matmul
+// CHECK-NEXT: nn.wait %[[G2]]
+// CHECK-NEXT: nn.reshape
+// CHECK-NEXT: nn.matmul
+// CHECK-NEXT: nn.wait %[[G3]]
+// CHECK-NEXT: nn.reshape
+// CHECK-NEXT: nn.matmul
+// CHECK-NEXT: return
+// ONE-LABEL: func.func @prefetch
+// ONE-NEXT: %[[G0:.*]] = shard.all_gather %arg1 {{.*}} {nn.async}
+// ONE-NEXT: nn.exp
+// ONE-NEXT: nn.wait %[[G0]]
+// ONE-NEXT: shard.all_gather %arg2 {{.*}} {nn.async}
+shard.grid @mesh(shape = 2) {nn.axis_names = ["dp"]}
+func.func @prefetch(%x: tensor<4x8xf32>, %s0: tensor<32xf32>, %s1: tensor<32xf32>,
+                    %s2: tensor<32xf32>, %s3: tensor<32xf32>) -> tensor<4x8xf32> {
+  %g3 = shard.all_gather %s3 on @mesh grid_axes = [0] gather_axis = 0 : tensor<32xf32> -> tensor<64xf32>
+  %g2 = shard.all_gather %s2 on @mesh grid_axes = [0] gather_axis = 0 : tensor<32xf32> -> tensor<64xf32>
+  %g1 = shard.all_gather %s1 on @mesh grid_axes = [0] gather_axis = 0 : tensor<32xf32> -> tensor<64xf32>
+  %g0 = shard.all_gather %s0 on @mesh grid_axes = [0] gather_axis = 0 : tensor<32xf32> -> tensor<64xf32>
+  %w3 = nn.reshape %g3 : tensor<64xf32> -> tensor<8x8xf32>
+  %w2 = nn.reshape %g2 : tensor<64xf32> -> tensor<8x8xf32>
+  %w1 = nn.reshape %g1 : tensor<64xf32> -> tensor<8x8xf32>
+  %w0 = nn.reshape %g0 : tensor<64xf32> -> tensor<8x8xf32>
+  %e = nn.exp %x : tensor<4x8xf32>
+  %h0 = nn.matmul %e, %w0 : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %h1 = nn.matmul %h0, %w1 : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %h2 = nn.matmul %h1, %w2 : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %h3 = nn.matmul %h2, %w3 : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  return %h3 : tensor<4x8xf32>
+}
+
+// -----
+
+// Tests that ZeRO's reduce-scatters start right after each gradient (the
+// reshape flattening it moves up with them), and that with two in flight
+// the first completes before the third starts; the last, with nothing
+// after it, blocks. With in-flight=1 each completes before the next starts.
+// CHECK-LABEL: func.func @reduce_scatters
+// CHECK: %[[D0:.*]] = nn.exp %arg0
+// CHECK-NEXT: %[[F0:.*]] = nn.reshape %[[D0]]
+// CHECK-NEXT: %[[R0:.*]] = shard.reduce_scatter %[[F0]] {{.*}} {nn.async}
+// CHECK-NEXT: %[[D1:.*]] = nn.tanh %arg0
+// CHECK-NEXT: %[[F1:.*]] = nn.reshape %[[D1]]
+// CHECK-NEXT: %[[R1:.*]] = shard.reduce_scatter %[[F1]] {{.*}} {nn.async}
+// CHECK-NEXT: %[[D2:.*]] = nn.sigmoid %arg0
+// CHECK-NEXT: %[[F2:.*]] = nn.reshape %[[D2]]
+// CHECK-NEXT: nn.wait %[[R0]]
+// CHECK-NEXT: %[[R2:.*]] = shard.reduce_scatter %[[F2]]
+// CHECK-NOT: nn.async
+// CHECK-SAME: -> tensor<16xf32>
+// CHECK-NEXT: nn.wait %[[R1]]
+// CHECK-NEXT: return
+// ONE-LABEL: func.func @reduce_scatters
+// ONE: %[[R0:.*]] = shard.reduce_scatter {{.*}} {nn.async}
+// ONE-NEXT: nn.tanh
+// ONE-NEXT: nn.reshape
+// ONE-NEXT: nn.wait %[[R0]]
+// ONE-NEXT: shard.reduce_scatter {{.*}} {nn.async}
+shard.grid @mesh(shape = 2) {nn.axis_names = ["dp"]}
+func.func @reduce_scatters(%x: tensor<4x8xf32>) -> (tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) {
+  %d0 = nn.exp %x : tensor<4x8xf32>
+  %d1 = nn.tanh %x : tensor<4x8xf32>
+  %d2 = nn.sigmoid %x : tensor<4x8xf32>
+  %f0 = nn.reshape %d0 : tensor<4x8xf32> -> tensor<32xf32>
+  %r0 = shard.reduce_scatter %f0 on @mesh grid_axes = [0] scatter_axis = 0 : tensor<32xf32> -> tensor<16xf32>
+  %f1 = nn.reshape %d1 : tensor<4x8xf32> -> tensor<32xf32>
+  %r1 = shard.reduce_scatter %f1 on @mesh grid_axes = [0] scatter_axis = 0 : tensor<32xf32> -> tensor<16xf32>
+  %f2 = nn.reshape %d2 : tensor<4x8xf32> -> tensor<32xf32>
+  %r2 = shard.reduce_scatter %f2 on @mesh grid_axes = [0] scatter_axis = 0 : tensor<32xf32> -> tensor<16xf32>
+  return %r0, %r1, %r2 : tensor<16xf32>, tensor<16xf32>, tensor<16xf32>
+}
+
+// -----
+
+// Tests that the wait comes before a later op touches the collective's
+// input: the accumulate updates it in place.
+// CHECK-LABEL: func.func @input_updated_later
+// CHECK: %[[AR:.*]] = shard.all_reduce %arg0 {{.*}} {nn.async}
+// CHECK-NEXT: nn.exp %arg1
+// CHECK-NEXT: nn.wait %[[AR]]
+// CHECK-NEXT: nn.accumulate %{{.*}} outs(%arg0)
+shard.grid @mesh(shape = 2) {nn.axis_names = ["dp"]}
+func.func @input_updated_later(%g: tensor<8xf32>, %x: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>) {
+  %s = shard.all_reduce %g on @mesh grid_axes = [0] : tensor<8xf32> -> tensor<8xf32>
+  %e = nn.exp %x : tensor<8xf32>
+  %acc = nn.accumulate %e outs(%g) : tensor<8xf32>
+  %t = nn.exp %s : tensor<8xf32>
+  return %acc, %t : tensor<8xf32>, tensor<8xf32>
+}
