@@ -128,7 +128,8 @@ private:
   std::vector<std::vector<Location>> sites;
 
   /// The collectives one call of `func` runs, in program order: an
-  /// nn.repeat's layer function as many times as it repeats. Collectives
+  /// nn.repeat's layer function (and its prefetch) as many times as it
+  /// repeats. Collectives
   /// over a group of one, and all_slice, move nothing and are left out.
   FailureOr<std::vector<int>> sequence(func::FuncOp func) {
     if (!func || func.isExternal())
@@ -140,10 +141,18 @@ private:
     for (Operation &op : func.getBody().getOps()) {
       if (auto repeat = dyn_cast<nn::RepeatOp>(op)) {
         FailureOr<std::vector<int>> layer = sequence(repeat.getLayerFunction());
-        if (failed(layer))
+        FailureOr<std::vector<int>> prefetch =
+            sequence(repeat.getPrefetchFunction());
+        if (failed(layer) || failed(prefetch))
           return failure();
-        for (int64_t i = 0; i < repeat.getNumLayers(); ++i)
+        // A prefetch runs for the first layer, then for each next layer
+        // before the current one.
+        result.insert(result.end(), prefetch->begin(), prefetch->end());
+        for (int64_t i = 0; i < repeat.getNumLayers(); ++i) {
+          if (i + 1 < repeat.getNumLayers())
+            result.insert(result.end(), prefetch->begin(), prefetch->end());
           result.insert(result.end(), layer->begin(), layer->end());
+        }
         continue;
       }
       if (!communication::isLowerableCollective(&op) ||

@@ -23,6 +23,9 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallPtrSet.h"
 
@@ -92,6 +95,37 @@ bool touchesInput(Operation *op, ArrayRef<Value> inputAliases) {
   });
 }
 
+/// The first op after `op` that uses `value` (the terminator when none).
+Operation *firstUseAfter(Operation *op, Value value) {
+  return firstAfter(op, [&](Operation *other) {
+    return llvm::is_contained(other->getOperands(), value);
+  });
+}
+
+/// Moves the slices and reshapes of `value` (transitively) down to their
+/// first use, last user first, so that `value` is needed as late as the
+/// program needs it.
+void sinkViewsOf(Value value, Block &block) {
+  SmallVector<Operation *> views;
+  SmallVector<Value> worklist{value};
+  while (!worklist.empty()) {
+    Value next = worklist.pop_back_val();
+    for (Operation *user : next.getUsers())
+      if (isView(user) && user->getBlock() == &block &&
+          !llvm::is_contained(views, user)) {
+        views.push_back(user);
+        worklist.push_back(user->getResult(0));
+      }
+  }
+  llvm::sort(views,
+             [](Operation *a, Operation *b) { return b->isBeforeInBlock(a); });
+  for (Operation *view : views) {
+    Operation *use = firstUseAfter(view, view->getResult(0));
+    if (use != view->getNextNode())
+      view->moveBefore(use);
+  }
+}
+
 class BlockScheduler {
 public:
   BlockScheduler(Block &block, int64_t inFlight)
@@ -105,7 +139,7 @@ public:
     for (Operation *op : computed)
       startEarly(op);
     for (Operation *op : llvm::concat<Operation *>(computed, prefetched))
-      sinkUnpacking(op);
+      sinkViewsOf(op->getResult(0), block);
     // Waits first, against the starts as they stand; then the prefetches
     // move to their window (after the waits placed at the same op).
     SmallVector<Operation *> computedWaits = computedWaitPoints(computed);
@@ -173,36 +207,9 @@ private:
     moved.insert(op);
   }
 
-  /// Moves the slices and reshapes that unpack a collective's result down to
-  /// their first use, last user first, so that the result is needed as late
-  /// as the program needs it.
-  void sinkUnpacking(Operation *op) {
-    SmallVector<Operation *> views;
-    SmallVector<Value> worklist{op->getResult(0)};
-    while (!worklist.empty()) {
-      Value value = worklist.pop_back_val();
-      for (Operation *user : value.getUsers())
-        if (isView(user) && user->getBlock() == &block &&
-            !llvm::is_contained(views, user)) {
-          views.push_back(user);
-          worklist.push_back(user->getResult(0));
-        }
-    }
-    llvm::sort(views, [](Operation *a, Operation *b) {
-      return b->isBeforeInBlock(a);
-    });
-    for (Operation *view : views) {
-      Operation *use = firstUse(view);
-      if (use != view->getNextNode())
-        view->moveBefore(use);
-    }
-  }
-
   /// The first op after `op` that uses its result.
   static Operation *firstUse(Operation *op) {
-    return firstAfter(op, [&](Operation *other) {
-      return llvm::is_contained(other->getOperands(), op->getResult(0));
-    });
+    return firstUseAfter(op, op->getResult(0));
   }
 
   /// The first op after `op` that touches the memory of its input.
@@ -254,6 +261,114 @@ private:
   llvm::SmallPtrSet<Operation *, 16> moved;
 };
 
+/// Moves the collectives of a repeated layer's parameter slices into a
+/// prefetch function that its repeats run one layer ahead (nn.repeat's
+/// `prefetch`): the layer function takes their results as arguments
+/// (nn.prefetched) and waits for them where it first needs them.
+class LayerPrefetcher {
+public:
+  explicit LayerPrefetcher(ModuleOp module) : module(module), symbols(module) {}
+
+  void run() {
+    llvm::MapVector<Operation *, SmallVector<nn::RepeatOp>> repeatsOf;
+    module.walk([&](nn::RepeatOp repeat) {
+      if (func::FuncOp layer = repeat.getLayerFunction())
+        repeatsOf[layer].push_back(repeat);
+    });
+    for (auto &[layer, repeats] : repeatsOf)
+      if (onlyRepeated(cast<func::FuncOp>(layer), repeats))
+        prefetch(cast<func::FuncOp>(layer), repeats);
+  }
+
+private:
+  /// Whether every use of `layer` is one of `repeats`, none prefetching yet.
+  bool onlyRepeated(func::FuncOp layer, ArrayRef<nn::RepeatOp> repeats) {
+    std::optional<SymbolTable::UseRange> uses = layer.getSymbolUses(module);
+    if (!uses)
+      return false;
+    for (const SymbolTable::SymbolUse &use : *uses)
+      if (!llvm::is_contained(repeats, use.getUser()))
+        return false;
+    return llvm::none_of(repeats, [&](nn::RepeatOp repeat) {
+      return repeat.getPrefetchAttr() || repeat.getLayer() != layer.getSymName();
+    });
+  }
+
+  void prefetch(func::FuncOp layer, ArrayRef<nn::RepeatOp> repeats) {
+    Block &body = layer.getBody().front();
+    nn::RepeatOp some = repeats.front();
+    unsigned first = some.getCarried().size();
+    unsigned numParams = some.getParams().size();
+    auto isSlice = [&](Value value) {
+      auto arg = dyn_cast<BlockArgument>(value);
+      return arg && arg.getOwner() == &body && arg.getArgNumber() >= first &&
+             arg.getArgNumber() < first + numParams;
+    };
+    SmallVector<Operation *> moved;
+    for (Operation &op : body)
+      if (isOverlappable(&op) && llvm::all_of(op.getOperands(), isSlice))
+        moved.push_back(&op);
+    if (moved.empty())
+      return;
+    // Started in the order the layer needs them (past the views).
+    for (Operation *op : moved)
+      sinkViewsOf(op->getResult(0), body);
+    llvm::stable_sort(moved, [](Operation *a, Operation *b) {
+      return firstUseAfter(a, a->getResult(0))
+          ->isBeforeInBlock(firstUseAfter(b, b->getResult(0)));
+    });
+
+    // The prefetch: the collectives, started, their results returned.
+    OpBuilder builder(layer);
+    builder.setInsertionPointAfter(layer);
+    SmallVector<Type> sliceTypes(
+        layer.getArgumentTypes().slice(first, numParams));
+    SmallVector<Type> resultTypes;
+    for (Operation *op : moved)
+      resultTypes.push_back(op->getResult(0).getType());
+    auto prefetch = func::FuncOp::create(
+        builder, layer.getLoc(), (layer.getSymName() + "_prefetch").str(),
+        builder.getFunctionType(sliceTypes, resultTypes));
+    prefetch.setPrivate();
+    prefetch->setAttr(nn::NNDialect::kPrefetchAttrName, builder.getUnitAttr());
+    symbols.insert(prefetch); // renamed if the name is taken
+    Block *entry = prefetch.addEntryBlock();
+    IRMapping mapping;
+    for (unsigned i = 0; i < numParams; ++i)
+      mapping.map(body.getArgument(first + i), entry->getArgument(i));
+    OpBuilder inPrefetch = OpBuilder::atBlockEnd(entry);
+    SmallVector<Value> started;
+    for (Operation *op : moved) {
+      Operation *copy = inPrefetch.clone(*op, mapping);
+      copy->setAttr(nn::NNDialect::kAsyncAttrName, builder.getUnitAttr());
+      started.push_back(copy->getResult(0));
+    }
+    func::ReturnOp::create(inPrefetch, layer.getLoc(), started);
+
+    // The layer: each result arrives as an argument, waited for at its
+    // first use.
+    auto prefetched = builder.getDictionaryAttr(builder.getNamedAttr(
+        nn::NNDialect::kPrefetchedAttrName, builder.getUnitAttr()));
+    for (Operation *op : moved) {
+      Value result = op->getResult(0);
+      unsigned index = layer.getNumArguments();
+      (void)layer.insertArgument(index, result.getType(), prefetched,
+                                 op->getLoc());
+      Operation *use = firstUseAfter(op, result);
+      OpBuilder atUse(use);
+      auto wait =
+          nn::WaitOp::create(atUse, op->getLoc(), body.getArgument(index));
+      result.replaceAllUsesWith(wait.getResult());
+      op->erase();
+    }
+    for (nn::RepeatOp repeat : repeats)
+      repeat.setPrefetchAttr(FlatSymbolRefAttr::get(prefetch.getSymNameAttr()));
+  }
+
+  ModuleOp module;
+  SymbolTable symbols;
+};
+
 struct OverlapCommunicationPass
     : public tessel::impl::OverlapCommunicationPassBase<
           OverlapCommunicationPass> {
@@ -267,6 +382,9 @@ struct OverlapCommunicationPass
           << static_cast<int64_t>(inFlight);
       return signalPassFailure();
     }
+    // Across layers first: what moves into a prefetch is not scheduled
+    // again inside the layer.
+    LayerPrefetcher(getOperation()).run();
     for (auto func : getOperation().getOps<func::FuncOp>())
       if (!func.isExternal())
         BlockScheduler(func.getBody().front(), inFlight).run();

@@ -170,6 +170,15 @@ public:
         for (Value carried : repeat.getCarried())
           bytes = memory_plan::addBytes(
               bytes, alignUp(nn::detail::tensorBytes(carried.getType())));
+        // Two slots of what the prefetch gathers: this layer's and the
+        // next one's.
+        if (func::FuncOp prefetch = repeat.getPrefetchFunction()) {
+          if (failed(plan(prefetch)))
+            return failure();
+          for (Type type : prefetch.getFunctionType().getResults())
+            bytes = memory_plan::addBytes(
+                bytes, 2 * alignUp(nn::detail::tensorBytes(type)));
+        }
         workspaceOf[&op] = buffers.size();
         buffers.push_back({bytes, index, index});
         ownerOf.push_back(Value());
@@ -255,6 +264,14 @@ public:
     if (!collective->hasAttr(nn::NNDialect::kAsyncAttrName))
       return success();
     Value result = collective->getResult(0);
+    // A prefetch returns what it starts: its repeat's layer waits for it.
+    auto func = collective->getParentOfType<func::FuncOp>();
+    if (func && func->hasAttr(nn::NNDialect::kPrefetchAttrName) &&
+        !result.use_empty() &&
+        llvm::all_of(result.getUsers(), [](Operation *user) {
+          return user->hasTrait<OpTrait::IsTerminator>();
+        }))
+      return success();
     if (result.use_empty())
       return collective->emitOpError()
              << "is asynchronous but nothing waits for it (an nn.wait on its "

@@ -225,6 +225,8 @@ addCollectives(func::FuncOp func, const Mesh &mesh, int64_t times,
     if (auto repeat = dyn_cast<nn::RepeatOp>(op)) {
       addCollectives(repeat.getLayerFunction(), mesh,
                      times * repeat.getNumLayers(), traffic, active);
+      addCollectives(repeat.getPrefetchFunction(), mesh,
+                     times * repeat.getNumLayers(), traffic, active);
       continue;
     }
     if (!isLowerableCollective(&op))

@@ -351,6 +351,12 @@ LogicalResult NNDialect::verifyRegionArgAttribute(Operation *op,
                 "dimension's rows inside [0, total)";
     return success();
   }
+  if (attrName == kPrefetchedAttrName) {
+    if (!isa<UnitAttr>(attr.getValue()))
+      return func.emitOpError() << "argument #" << argIndex << ": '"
+                                << attrName << "' takes no value";
+    return success();
+  }
   if (attrName == kGradScaleAttrName) {
     if (type.getRank() != 0 || !type.getElementType().isF32())
       return func.emitOpError() << "argument #" << argIndex << ": '"
@@ -362,7 +368,7 @@ LogicalResult NNDialect::verifyRegionArgAttribute(Operation *op,
                             << "' (known: nn.param, nn.init, nn.input, "
                                "nn.label, nn.axes, nn.grad, nn.state, "
                                "nn.grad_scale, nn.sharding, nn.stage_input, nn.output_grad, "
-                               "nn.layers, nn.zero)";
+                               "nn.layers, nn.zero, nn.prefetched)";
 }
 
 /// The recompute policies of repeated layers (Megatron's full and
@@ -426,6 +432,12 @@ LogicalResult NNDialect::verifyOperationAttribute(Operation *op,
              << "'" << kAsyncAttrName
              << "' is a unit attribute of a shard all_reduce, all_gather, "
                 "reduce_scatter or all_to_all";
+    return success();
+  }
+  if (attrName == kPrefetchAttrName) {
+    if (!isa<UnitAttr>(attr.getValue()) || !isa<FunctionOpInterface>(op))
+      return op->emitOpError() << "'" << kPrefetchAttrName
+                               << "' is a unit attribute of a function";
     return success();
   }
   if (attrName == kLoopShardingAttrName) {

@@ -109,6 +109,11 @@ def NN_Dialect : Dialect {
     /// collective that starts here and completes at the nn.wait on its
     /// result, while the ops between them run.
     static constexpr llvm::StringLiteral kAsyncAttrName = "nn.async";
+    /// Cross-layer prefetch (nn.repeat's `prefetch`): the function that
+    /// starts the next layer's collectives, and the layer function's
+    /// arguments that arrive from it in flight (waited for with nn.wait).
+    static constexpr llvm::StringLiteral kPrefetchAttrName = "nn.prefetch";
+    static constexpr llvm::StringLiteral kPrefetchedAttrName = "nn.prefetched";
     /// The block type a ZeRO-sharded argument `i` of `func` stands for
     /// (its own type when it has no valid nn.zero).
     static ::mlir::RankedTensorType blockTypeOf(::mlir::FunctionOpInterface func,

@@ -161,7 +161,14 @@ def NN_RepeatOp : NN_Op<"repeat", [Pure,
     outputs that the repeat stacks on a new leading axis of size L (JAX's
     `ys`; autodiff uses them to keep each layer's activations). With
     `reverse` the layers run from L − 1 down to 0 (the backward of a
-    repeat). A 48-layer model is as short as a 1-layer one, and pipeline
+    repeat). With `prefetch @p` (tessel-overlap-communication), `@p`
+    (marked `nn.prefetch`) takes one slice of each stacked parameter and
+    starts collectives of them whose results it returns in flight; the
+    repeat runs it for the first layer before the loop and for layer l + 1
+    (l − 1 reversed) before layer l, into two alternating slots, and the
+    layer function takes those results after its parameter slices (marked
+    `nn.prefetched`) and waits for them where it needs them: the next
+    layer's parameters gather while this one computes. A 48-layer model is as short as a 1-layer one, and pipeline
     parallelism splits the layer axis.
 
     Cost: L times the summed cost of the layer's body. The sharding rule is
@@ -177,12 +184,24 @@ def NN_RepeatOp : NN_Op<"repeat", [Pure,
     ```
   }];
   let arguments = (ins FlatSymbolRefAttr:$layer, Variadic<NN_Tensor>:$carried,
-                       Variadic<NN_Tensor>:$params, UnitAttr:$reverse);
+                       Variadic<NN_Tensor>:$params, UnitAttr:$reverse,
+                       OptionalAttr<FlatSymbolRefAttr>:$prefetch);
   let results = (outs Variadic<NN_Tensor>:$results);
   let assemblyFormat = [{
     $layer `(` $carried `)` `params` `(` $params `)` (`reverse` $reverse^)?
-    attr-dict `:` functional-type(operands, results)
+    (`prefetch` $prefetch^)? attr-dict `:` functional-type(operands, results)
   }];
+  let builders = [
+    // A repeat without a prefetch (what every pass but
+    // tessel-overlap-communication builds).
+    OpBuilder<(ins "::mlir::TypeRange":$resultTypes,
+                   "::mlir::FlatSymbolRefAttr":$layer,
+                   "::mlir::ValueRange":$carried, "::mlir::ValueRange":$params,
+                   CArg<"::mlir::UnitAttr", "{}">:$reverse), [{
+      build($_builder, $_state, resultTypes, layer, carried, params, reverse,
+            ::mlir::FlatSymbolRefAttr());
+    }]>
+  ];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
     /// L, the size of the stacked parameters' leading axis.
@@ -197,6 +216,8 @@ def NN_RepeatOp : NN_Op<"repeat", [Pure,
     }
     /// The layer function, or null when the symbol does not resolve.
     ::mlir::func::FuncOp getLayerFunction();
+    /// The prefetch function, or null when there is none.
+    ::mlir::func::FuncOp getPrefetchFunction();
   }];
 }
 

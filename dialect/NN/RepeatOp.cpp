@@ -20,6 +20,13 @@ func::FuncOp RepeatOp::getLayerFunction() {
                                                             getLayerAttr());
 }
 
+func::FuncOp RepeatOp::getPrefetchFunction() {
+  if (!getPrefetchAttr())
+    return nullptr;
+  return SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(*this,
+                                                            getPrefetchAttr());
+}
+
 LogicalResult RepeatOp::verify() {
   if (getCarried().empty())
     return emitOpError() << "needs at least one carried value (the layer's "
@@ -98,10 +105,29 @@ LogicalResult RepeatOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
     return emitOpError() << "layer @" << getLayer()
                          << " is a declaration; nn.repeat needs its body";
   SmallVector<Type> expectedInputs = llvm::to_vector(getCarried().getTypes());
+  SmallVector<Type> slices;
   for (Value param : getParams()) {
     auto type = cast<RankedTensorType>(param.getType());
-    expectedInputs.push_back(RankedTensorType::get(type.getShape().drop_front(),
-                                                   type.getElementType()));
+    slices.push_back(RankedTensorType::get(type.getShape().drop_front(),
+                                           type.getElementType()));
+  }
+  expectedInputs.append(slices);
+  if (getPrefetchAttr()) {
+    auto prefetch = symbolTable.lookupNearestSymbolFrom<func::FuncOp>(
+        *this, getPrefetchAttr());
+    if (!prefetch || prefetch.isExternal() ||
+        !prefetch->hasAttr(NNDialect::kPrefetchAttrName))
+      return emitOpError() << "prefetch '" << *getPrefetch()
+                           << "' does not name a func.func with a body marked '"
+                           << NNDialect::kPrefetchAttrName << "'";
+    if (prefetch.getFunctionType().getInputs() != ArrayRef<Type>(slices))
+      return emitOpError() << "prefetch @" << *getPrefetch() << " has type "
+                           << prefetch.getFunctionType()
+                           << " but must take one slice of each stacked "
+                              "parameter ("
+                           << slices << ")";
+    llvm::append_range(expectedInputs,
+                       prefetch.getFunctionType().getResults());
   }
   SmallVector<Type> expectedResults = llvm::to_vector(getCarried().getTypes());
   for (Value stacked : getStackedResults()) {
@@ -117,8 +143,9 @@ LogicalResult RepeatOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
                          << FunctionType::get(getContext(), expectedInputs,
                                               expectedResults)
                          << " (carried values, then one slice of each stacked "
-                            "parameter; the carried values, then one slice of "
-                            "each stacked result)";
+                            "parameter, then what the prefetch returns; the "
+                            "carried values, then one slice of each stacked "
+                            "result)";
   llvm::SmallPtrSet<Operation *, 4> path;
   if (auto parent = (*this)->getParentOfType<func::FuncOp>())
     path.insert(parent);

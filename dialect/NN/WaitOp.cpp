@@ -2,6 +2,7 @@
 
 #include "dialect/NN/NNOps.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 
 using namespace mlir;
@@ -12,12 +13,26 @@ int64_t WaitOp::getFlops() { return 0; }
 
 int64_t WaitOp::getBytesAccessed() { return 0; }
 
+/// A layer function's argument that its repeat's prefetch starts.
+static bool isPrefetchedArgument(Value value) {
+  auto arg = dyn_cast<BlockArgument>(value);
+  if (!arg)
+    return false;
+  auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
+  return func && func.getArgAttr(arg.getArgNumber(),
+                                 NNDialect::kPrefetchedAttrName);
+}
+
 LogicalResult WaitOp::verify() {
+  if (isPrefetchedArgument(getInput()))
+    return success();
   Operation *collective = getInput().getDefiningOp();
   if (!collective || !collective->hasAttr(NNDialect::kAsyncAttrName))
     return emitOpError() << "waits on a value that no asynchronous collective "
                             "(a shard collective marked '"
-                         << NNDialect::kAsyncAttrName << "') produces";
+                         << NNDialect::kAsyncAttrName
+                         << "') or prefetch (an argument marked '"
+                         << NNDialect::kPrefetchedAttrName << "') produces";
   if (collective->getBlock() != (*this)->getBlock() ||
       !collective->isBeforeInBlock(*this))
     return emitOpError() << "must follow its collective in the same block";

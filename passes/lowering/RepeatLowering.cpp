@@ -35,6 +35,8 @@ struct RepeatBuffers {
   SmallVector<Value> spare;
   Value layerScratch;
   SmallVector<Value> initial, results, params;
+  /// With a prefetch: its results' two slots, after the layer's scratch.
+  SmallVector<Value> slots[2];
 };
 
 RepeatBuffers repeatBuffers(nn::RepeatOp op, FunctionLowering &fl,
@@ -46,6 +48,16 @@ RepeatBuffers repeatBuffers(nn::RepeatOp op, FunctionLowering &fl,
     position += memory_plan::alignUp(bytesOf(carried));
   }
   buffers.layerScratch = fl.offset(fl.scratch, position);
+  if (func::FuncOp prefetch = op.getPrefetchFunction()) {
+    if (auto scratch = op.getLayerFunction()->getAttrOfType<IntegerAttr>(
+            memory_plan::kScratchBytesAttr))
+      position += scratch.getInt();
+    for (SmallVector<Value> &slot : buffers.slots)
+      for (Type type : prefetch.getFunctionType().getResults()) {
+        slot.push_back(fl.offset(fl.scratch, position));
+        position += memory_plan::alignUp(nn::detail::tensorBytes(type));
+      }
+  }
   for (Value carried : op.getCarried())
     buffers.initial.push_back(fl.ptr(carried));
   for (Value result : op.getCarriedResults())
@@ -53,6 +65,32 @@ RepeatBuffers repeatBuffers(nn::RepeatOp op, FunctionLowering &fl,
   for (Value param : op.getParams())
     buffers.params.push_back(fl.ptr(param));
   return buffers;
+}
+
+/// The byte offset of layer `layer`'s slice of each stacked parameter.
+SmallVector<Value> paramSlices(nn::RepeatOp op, FunctionLowering &fl,
+                               const RepeatBuffers &buffers, OpBuilder &b,
+                               Location loc, Value layer) {
+  SmallVector<Value> slices;
+  for (auto [param, value] : llvm::zip(buffers.params, op.getParams())) {
+    Value bytes = arith::MulIOp::create(
+        b, loc, layer,
+        arith::ConstantIntOp::create(b, loc,
+                                     bytesOf(value) / op.getNumLayers(), 64));
+    slices.push_back(fl.emit.offset(b, loc, param, bytes));
+  }
+  return slices;
+}
+
+/// prefetch(params[layer]) into `slot`: starts the layer's collectives.
+void emitPrefetch(nn::RepeatOp op, FunctionLowering &fl,
+                  const RepeatBuffers &buffers, OpBuilder &b, Location loc,
+                  Value layer, ValueRange slot) {
+  SmallVector<Value> args{fl.ctx, buffers.layerScratch};
+  llvm::append_range(args, paramSlices(op, fl, buffers, b, loc, layer));
+  llvm::append_range(args, slot);
+  auto name = b.getStringAttr(kFunctionPrefix + op.getPrefetch()->str());
+  LLVM::CallOp::create(b, loc, TypeRange{}, FlatSymbolRefAttr::get(name), args);
 }
 
 /// The body of iteration `iteration`: layer(carried `in`, params[l]) into
@@ -98,8 +136,33 @@ void emitLayerIteration(nn::RepeatOp op, FunctionLowering &fl,
   };
   SmallVector<Value> args{fl.ctx, buffers.layerScratch};
   args.append(in.begin(), in.end());
-  for (auto [param, value] : llvm::zip(buffers.params, op.getParams()))
-    args.push_back(sliceOf(param, value));
+  llvm::append_range(args, paramSlices(op, fl, buffers, body, loc, layer));
+  if (op.getPrefetchAttr()) {
+    // Start the next layer's prefetch into the other slot, then run this
+    // layer on the slot its prefetch filled (iteration parity).
+    Value even = arith::CmpIOp::create(
+        body, loc, arith::CmpIPredicate::eq,
+        arith::RemSIOp::create(body, loc, iteration, constant(2)),
+        constant(0));
+    auto pick = [&](int first) {
+      SmallVector<Value> slot;
+      for (auto [a, b] : llvm::zip(buffers.slots[first], buffers.slots[1 - first]))
+        slot.push_back(LLVM::SelectOp::create(body, loc, even, a, b));
+      return slot;
+    };
+    SmallVector<Value> current = pick(0), next = pick(1);
+    Value hasNext = arith::CmpIOp::create(body, loc, arith::CmpIPredicate::slt,
+                                          iteration, constant(numLayers - 1));
+    scf::IfOp::create(body, loc, hasNext, [&](OpBuilder &then, Location at) {
+      Value nextLayer =
+          op.getReverse()
+              ? arith::SubIOp::create(then, at, layer, constant(1)).getResult()
+              : arith::AddIOp::create(then, at, layer, constant(1)).getResult();
+      emitPrefetch(op, fl, buffers, then, at, nextLayer, next);
+      scf::YieldOp::create(then, at);
+    });
+    args.append(current.begin(), current.end());
+  }
   SmallVector<Value> out;
   for (auto [result, copy] : llvm::zip(buffers.results, buffers.spare))
     out.push_back(LLVM::SelectOp::create(body, loc, toResults, result, copy));
@@ -131,6 +194,11 @@ LogicalResult lowerRepeat(nn::RepeatOp op, FunctionLowering &fl) {
   Value lower = fl.i64(0);
   Value upper = fl.i64(op.getNumLayers());
   Value one = fl.i64(1);
+  // The first layer's prefetch, into slot 0.
+  if (op.getPrefetchAttr())
+    emitPrefetch(op, fl, buffers, fl.b, fl.loc,
+                 fl.i64(op.getReverse() ? op.getNumLayers() - 1 : 0),
+                 buffers.slots[0]);
   scf::ForOp::create(
       fl.b, fl.loc, lower, upper, one, buffers.initial,
       [&](OpBuilder &body, Location loc, Value iteration, ValueRange in) {

@@ -202,3 +202,42 @@ func.func @async_gather(%x: tensor<16xf32>) -> (tensor<32xf32>, tensor<16xf32>) 
   %w = nn.wait %g : tensor<32xf32>
   return %w, %b : tensor<32xf32>, tensor<16xf32>
 }
+
+// -----
+
+// Tests that a repeat with a prefetch runs it for layer 0 into slot 0
+// (scratch + 384, + 640) before its loop, and in iteration i for layer
+// i + 1 (while i < L - 1) into the other slot, before calling the layer on
+// the slot of parity i with the prefetched values after its slices.
+// CHECK-LABEL: llvm.func @tessel_fn_stack
+// CHECK-SAME: (%[[CTX:[^:]*]]: !llvm.ptr, %[[SCRATCH:[^:]*]]: !llvm.ptr, %[[H:[^:]*]]: !llvm.ptr, %[[W:[^:]*]]: !llvm.ptr, %[[B:[^:]*]]: !llvm.ptr
+// CHECK: llvm.mlir.constant(384 : i64)
+// CHECK: llvm.call @tessel_fn_layer_prefetch(%[[CTX]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}})
+// CHECK: scf.for %[[I:[^ ]*]] =
+// CHECK: %[[MORE:.*]] = arith.cmpi slt, %[[I]]
+// CHECK: scf.if %[[MORE]] {
+// CHECK: arith.addi %[[I]]
+// CHECK: llvm.call @tessel_fn_layer_prefetch(
+// CHECK: }
+// CHECK: llvm.call @tessel_fn_layer(%[[CTX]],
+shard.grid @mesh(shape = 2) {nn.axis_names = ["dp"]}
+func.func private @layer(%h: tensor<4x8xf32>, %w: tensor<32xf32>, %b: tensor<4xf32>,
+                         %gw: tensor<64xf32> {nn.prefetched}, %gb: tensor<8xf32> {nn.prefetched}) -> tensor<4x8xf32> {
+  %e = nn.exp %h : tensor<4x8xf32>
+  %1 = nn.wait %gw : tensor<64xf32>
+  %2 = nn.reshape %1 : tensor<64xf32> -> tensor<8x8xf32>
+  %3 = nn.matmul %e, %2 : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %4 = nn.wait %gb : tensor<8xf32>
+  %5 = nn.broadcast %4 dims = [1] : tensor<8xf32> -> tensor<4x8xf32>
+  %6 = nn.add %3, %5 : tensor<4x8xf32>
+  return %6 : tensor<4x8xf32>
+}
+func.func private @layer_prefetch(%w: tensor<32xf32>, %b: tensor<4xf32>) -> (tensor<64xf32>, tensor<8xf32>) attributes {nn.prefetch} {
+  %g = shard.all_gather %w on @mesh grid_axes = [0] gather_axis = 0 {nn.async} : tensor<32xf32> -> tensor<64xf32>
+  %gb = shard.all_gather %b on @mesh grid_axes = [0] gather_axis = 0 {nn.async} : tensor<4xf32> -> tensor<8xf32>
+  return %g, %gb : tensor<64xf32>, tensor<8xf32>
+}
+func.func @stack(%h: tensor<4x8xf32>, %w: tensor<3x32xf32>, %b: tensor<3x4xf32>) -> tensor<4x8xf32> {
+  %0 = nn.repeat @layer(%h) params(%w, %b) prefetch @layer_prefetch : (tensor<4x8xf32>, tensor<3x32xf32>, tensor<3x4xf32>) -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}

@@ -154,3 +154,65 @@ func.func @input_updated_later(%g: tensor<8xf32>, %x: tensor<8xf32>) -> (tensor<
   %t = nn.exp %s : tensor<8xf32>
   return %acc, %t : tensor<8xf32>, tensor<8xf32>
 }
+
+// -----
+
+// Tests that a repeated layer's gathers of its parameter slices move into
+// a prefetch its repeat runs one layer ahead: the layer takes the gathered
+// values as arguments (nn.prefetched) and waits for each at its first use
+// (the reshape viewing it moves down to the matmul); the prefetch starts
+// them in that order and returns them in flight.
+// CHECK-LABEL: func.func private @layer
+// CHECK-SAME: %[[W:[^:]*]]: tensor<64xf32> {nn.prefetched}, %[[B:[^:]*]]: tensor<8xf32> {nn.prefetched}
+// CHECK-NOT: shard.all_gather
+// CHECK: nn.exp
+// CHECK-NEXT: %[[WW:.*]] = nn.wait %[[W]] : tensor<64xf32>
+// CHECK-NEXT: nn.reshape %[[WW]]
+// CHECK-NEXT: nn.matmul
+// CHECK-NEXT: %[[BW:.*]] = nn.wait %[[B]] : tensor<8xf32>
+// CHECK-NEXT: nn.broadcast %[[BW]]
+// CHECK-LABEL: func.func private @layer_prefetch
+// CHECK-SAME: (%[[SW:[^:]*]]: tensor<32xf32>, %[[SB:[^:]*]]: tensor<4xf32>) -> (tensor<64xf32>, tensor<8xf32>) attributes {nn.prefetch}
+// CHECK-NEXT: %[[GW:.*]] = shard.all_gather %[[SW]] {{.*}} {nn.async}
+// CHECK-NEXT: %[[GB:.*]] = shard.all_gather %[[SB]] {{.*}} {nn.async}
+// CHECK-NEXT: return %[[GW]], %[[GB]]
+// CHECK-LABEL: func.func @stack
+// CHECK: nn.repeat @layer(%arg0) params(%arg1, %arg2) prefetch @layer_prefetch
+shard.grid @mesh(shape = 2) {nn.axis_names = ["dp"]}
+func.func private @layer(%h: tensor<4x8xf32>, %w: tensor<32xf32>, %b: tensor<4xf32>) -> tensor<4x8xf32> {
+  %gb = shard.all_gather %b on @mesh grid_axes = [0] gather_axis = 0 : tensor<4xf32> -> tensor<8xf32>
+  %g = shard.all_gather %w on @mesh grid_axes = [0] gather_axis = 0 : tensor<32xf32> -> tensor<64xf32>
+  %w2 = nn.reshape %g : tensor<64xf32> -> tensor<8x8xf32>
+  %e = nn.exp %h : tensor<4x8xf32>
+  %y = nn.matmul %e, %w2 : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %bb = nn.broadcast %gb dims = [1] : tensor<8xf32> -> tensor<4x8xf32>
+  %z = nn.add %y, %bb : tensor<4x8xf32>
+  return %z : tensor<4x8xf32>
+}
+func.func @stack(%h: tensor<4x8xf32>, %w: tensor<3x32xf32>, %b: tensor<3x4xf32>) -> tensor<4x8xf32> {
+  %0 = nn.repeat @layer(%h) params(%w, %b) : (tensor<4x8xf32>, tensor<3x32xf32>, tensor<3x4xf32>) -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+// Tests that a layer function called other than by repeats keeps its
+// gathers (no caller would prefetch them); they are scheduled inside it.
+// CHECK-LABEL: func.func private @called_layer
+// CHECK-NOT: nn.prefetched
+// CHECK: shard.all_gather
+// CHECK-LABEL: func.func @also_called
+// CHECK-NOT: prefetch @
+shard.grid @mesh(shape = 2) {nn.axis_names = ["dp"]}
+func.func private @called_layer(%h: tensor<4x8xf32>, %w: tensor<32xf32>) -> tensor<4x8xf32> {
+  %g = shard.all_gather %w on @mesh grid_axes = [0] gather_axis = 0 : tensor<32xf32> -> tensor<64xf32>
+  %w2 = nn.reshape %g : tensor<64xf32> -> tensor<8x8xf32>
+  %e = nn.exp %h : tensor<4x8xf32>
+  %y = nn.matmul %e, %w2 : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  return %y : tensor<4x8xf32>
+}
+func.func @also_called(%h: tensor<4x8xf32>, %w: tensor<3x32xf32>, %w0: tensor<32xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+  %0 = nn.repeat @called_layer(%h) params(%w) : (tensor<4x8xf32>, tensor<3x32xf32>) -> tensor<4x8xf32>
+  %1 = func.call @called_layer(%h, %w0) : (tensor<4x8xf32>, tensor<32xf32>) -> tensor<4x8xf32>
+  return %0, %1 : tensor<4x8xf32>, tensor<4x8xf32>
+}

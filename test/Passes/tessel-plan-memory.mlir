@@ -204,3 +204,42 @@ func.func @async_input_lives_to_wait(%x: tensor<16xf32>) -> (tensor<32xf32>, ten
   %w = nn.wait %g : tensor<32xf32>
   return %w, %c : tensor<32xf32>, tensor<16xf32>
 }
+
+// -----
+
+// Tests that a repeat with a prefetch reserves two slots of what it
+// gathers after the layer's scratch: 128 (the carried copy) + 256 (the
+// layer's scratch) + 2 x (256 + 64) = 1024 bytes of workspace; the
+// prefetch returns its gathers straight into the slot it is given (no
+// scratch), and the layer reads its prefetched arguments in place.
+// CHECK-LABEL: func.func private @layer
+// CHECK-SAME: tessel.scratch_bytes = 256
+// CHECK: nn.wait %arg3 {tessel.offsets = array<i64: -1>}
+// CHECK-LABEL: func.func private @layer_prefetch
+// CHECK-SAME: tessel.scratch_bytes = 0
+// CHECK: shard.all_gather {{.*}} {nn.async, tessel.offsets = array<i64: -2>}
+// CHECK: shard.all_gather {{.*}} {nn.async, tessel.offsets = array<i64: -3>}
+// CHECK-LABEL: func.func @stack
+// CHECK-SAME: tessel.scratch_bytes = 1024
+// CHECK: nn.repeat {{.*}} prefetch @layer_prefetch {tessel.offsets = array<i64: -2>, tessel.workspace = 0 : i64}
+shard.grid @mesh(shape = 2) {nn.axis_names = ["dp"]}
+func.func private @layer(%h: tensor<4x8xf32>, %w: tensor<32xf32>, %b: tensor<4xf32>,
+                         %gw: tensor<64xf32> {nn.prefetched}, %gb: tensor<8xf32> {nn.prefetched}) -> tensor<4x8xf32> {
+  %e = nn.exp %h : tensor<4x8xf32>
+  %1 = nn.wait %gw : tensor<64xf32>
+  %2 = nn.reshape %1 : tensor<64xf32> -> tensor<8x8xf32>
+  %3 = nn.matmul %e, %2 : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %4 = nn.wait %gb : tensor<8xf32>
+  %5 = nn.broadcast %4 dims = [1] : tensor<8xf32> -> tensor<4x8xf32>
+  %6 = nn.add %3, %5 : tensor<4x8xf32>
+  return %6 : tensor<4x8xf32>
+}
+func.func private @layer_prefetch(%w: tensor<32xf32>, %b: tensor<4xf32>) -> (tensor<64xf32>, tensor<8xf32>) attributes {nn.prefetch} {
+  %g = shard.all_gather %w on @mesh grid_axes = [0] gather_axis = 0 {nn.async} : tensor<32xf32> -> tensor<64xf32>
+  %gb = shard.all_gather %b on @mesh grid_axes = [0] gather_axis = 0 {nn.async} : tensor<4xf32> -> tensor<8xf32>
+  return %g, %gb : tensor<64xf32>, tensor<8xf32>
+}
+func.func @stack(%h: tensor<4x8xf32>, %w: tensor<3x32xf32>, %b: tensor<3x4xf32>) -> tensor<4x8xf32> {
+  %0 = nn.repeat @layer(%h) params(%w, %b) prefetch @layer_prefetch : (tensor<4x8xf32>, tensor<3x32xf32>, tensor<3x4xf32>) -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}

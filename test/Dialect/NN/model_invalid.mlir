@@ -229,7 +229,7 @@ func.func @loss_not_first(%x: tensor<4x8xf32> {nn.input}) -> (tensor<4x8xf32>, t
 // -----
 
 // Tests that an unknown nn.* argument attribute is rejected.
-// expected-error @+1 {{'func.func' op argument #0: unknown nn argument attribute 'nn.inputs' (known: nn.param, nn.init, nn.input, nn.label, nn.axes, nn.grad, nn.state, nn.grad_scale, nn.sharding, nn.stage_input, nn.output_grad, nn.layers, nn.zero)}}
+// expected-error @+1 {{'func.func' op argument #0: unknown nn argument attribute 'nn.inputs' (known: nn.param, nn.init, nn.input, nn.label, nn.axes, nn.grad, nn.state, nn.grad_scale, nn.sharding, nn.stage_input, nn.output_grad, nn.layers, nn.zero, nn.prefetched)}}
 func.func @unknown_arg_attr(%x: tensor<4x8xf32> {nn.inputs}) -> tensor<f32> {
   %l = nn.constant dense<0.0> : tensor<f32>
   return %l : tensor<f32>

@@ -25,7 +25,7 @@ func.func private @block(%h: tensor<8x16xf32>, %w: tensor<16x8xf32>) -> tensor<8
   return %h : tensor<8x16xf32>
 }
 func.func @wrong_param_slice(%h: tensor<8x16xf32>, %w: tensor<4x16x16xf32>) -> tensor<8x16xf32> {
-  // expected-error @+1 {{'nn.repeat' op layer @block has type '(tensor<8x16xf32>, tensor<16x8xf32>) -> tensor<8x16xf32>' but this repeat needs '(tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<8x16xf32>' (carried values, then one slice of each stacked parameter; the carried values, then one slice of each stacked result)}}
+  // expected-error @+1 {{'nn.repeat' op layer @block has type '(tensor<8x16xf32>, tensor<16x8xf32>) -> tensor<8x16xf32>' but this repeat needs '(tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<8x16xf32>' (carried values, then one slice of each stacked parameter, then what the prefetch returns; the carried values, then one slice of each stacked result)}}
   %0 = nn.repeat @block(%h) params(%w) : (tensor<8x16xf32>, tensor<4x16x16xf32>) -> tensor<8x16xf32>
   return %0 : tensor<8x16xf32>
 }
@@ -37,7 +37,7 @@ func.func private @block(%h: tensor<8x16xf32>, %w: tensor<16x16xf32>) -> (tensor
   return %h, %h : tensor<8x16xf32>, tensor<8x16xf32>
 }
 func.func @wrong_layer_results(%h: tensor<8x16xf32>, %w: tensor<4x16x16xf32>) -> tensor<8x16xf32> {
-  // expected-error @+1 {{'nn.repeat' op layer @block has type '(tensor<8x16xf32>, tensor<16x16xf32>) -> (tensor<8x16xf32>, tensor<8x16xf32>)' but this repeat needs '(tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<8x16xf32>' (carried values, then one slice of each stacked parameter; the carried values, then one slice of each stacked result)}}
+  // expected-error @+1 {{'nn.repeat' op layer @block has type '(tensor<8x16xf32>, tensor<16x16xf32>) -> (tensor<8x16xf32>, tensor<8x16xf32>)' but this repeat needs '(tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<8x16xf32>' (carried values, then one slice of each stacked parameter, then what the prefetch returns; the carried values, then one slice of each stacked result)}}
   %0 = nn.repeat @block(%h) params(%w) : (tensor<8x16xf32>, tensor<4x16x16xf32>) -> tensor<8x16xf32>
   return %0 : tensor<8x16xf32>
 }
@@ -49,7 +49,7 @@ func.func private @block(%w: tensor<16x16xf32>, %h: tensor<8x16xf32>) -> tensor<
   return %h : tensor<8x16xf32>
 }
 func.func @wrong_argument_order(%h: tensor<8x16xf32>, %w: tensor<4x16x16xf32>) -> tensor<8x16xf32> {
-  // expected-error @+1 {{'nn.repeat' op layer @block has type '(tensor<16x16xf32>, tensor<8x16xf32>) -> tensor<8x16xf32>' but this repeat needs '(tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<8x16xf32>' (carried values, then one slice of each stacked parameter; the carried values, then one slice of each stacked result)}}
+  // expected-error @+1 {{'nn.repeat' op layer @block has type '(tensor<16x16xf32>, tensor<8x16xf32>) -> tensor<8x16xf32>' but this repeat needs '(tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<8x16xf32>' (carried values, then one slice of each stacked parameter, then what the prefetch returns; the carried values, then one slice of each stacked result)}}
   %0 = nn.repeat @block(%h) params(%w) : (tensor<8x16xf32>, tensor<4x16x16xf32>) -> tensor<8x16xf32>
   return %0 : tensor<8x16xf32>
 }
@@ -224,4 +224,58 @@ func.func private @trained() attributes {nn.train = {lr = 1.0}} {
 // expected-error @+1 {{'nn.entry' must be "backward", "update", "backward_input" or "backward_weight" on a function}}
 func.func private @entry() attributes {nn.entry = "forward"} {
   return
+}
+
+// -----
+
+func.func private @layer(%h: tensor<4xf32>, %w: tensor<4xf32>, %g: tensor<8xf32>) -> tensor<4xf32> {
+  return %h : tensor<4xf32>
+}
+func.func private @not_a_prefetch(%w: tensor<4xf32>) -> tensor<8xf32> {
+  %0 = nn.concat %w, %w dim = 0 : (tensor<4xf32>, tensor<4xf32>) -> tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+// Tests that a repeat's prefetch must be marked nn.prefetch.
+func.func @unmarked_prefetch(%h: tensor<4xf32>, %w: tensor<3x4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'nn.repeat' op prefetch 'not_a_prefetch' does not name a func.func with a body marked 'nn.prefetch'}}
+  %0 = nn.repeat @layer(%h) params(%w) prefetch @not_a_prefetch : (tensor<4xf32>, tensor<3x4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func private @layer(%h: tensor<4xf32>, %w: tensor<4xf32>, %g: tensor<8xf32>) -> tensor<4xf32> {
+  return %h : tensor<4xf32>
+}
+func.func private @wrong_prefetch(%w: tensor<8xf32>) -> tensor<8xf32> attributes {nn.prefetch} {
+  return %w : tensor<8xf32>
+}
+// Tests that a prefetch takes one slice of each stacked parameter.
+func.func @prefetch_of_other_slices(%h: tensor<4xf32>, %w: tensor<3x4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'nn.repeat' op prefetch @wrong_prefetch has type '(tensor<8xf32>) -> tensor<8xf32>' but must take one slice of each stacked parameter ('tensor<4xf32>')}}
+  %0 = nn.repeat @layer(%h) params(%w) prefetch @wrong_prefetch : (tensor<4xf32>, tensor<3x4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func private @layer(%h: tensor<4xf32>, %w: tensor<4xf32>) -> tensor<4xf32> {
+  return %h : tensor<4xf32>
+}
+func.func private @prefetch(%w: tensor<4xf32>) -> tensor<8xf32> attributes {nn.prefetch} {
+  %0 = nn.concat %w, %w dim = 0 : (tensor<4xf32>, tensor<4xf32>) -> tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+// Tests that the layer takes what the prefetch returns after its slices.
+func.func @layer_without_prefetched(%h: tensor<4xf32>, %w: tensor<3x4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'nn.repeat' op layer @layer has type '(tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>' but this repeat needs '(tensor<4xf32>, tensor<4xf32>, tensor<8xf32>) -> tensor<4xf32>'}}
+  %0 = nn.repeat @layer(%h) params(%w) prefetch @prefetch : (tensor<4xf32>, tensor<3x4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// Tests that nn.prefetch marks functions only.
+// expected-error @+1 {{'builtin.module' op 'nn.prefetch' is a unit attribute of a function}}
+module attributes {nn.prefetch} {
 }
