@@ -34,8 +34,12 @@ extern "C" {
  * optimizer states (the description's "master_of"), updated by
  * tessel_optimizer_update_master, and a gradient's dtype may differ from
  * its parameter's (f32 for a bf16 parameter). Descriptions 1 to 3 still
- * load. */
-#define TESSEL_ABI_VERSION 4
+ * load.
+ * 5: asynchronous collectives: tessel_*_start and tessel_comm_wait /
+ * tessel_comm_wait_all, with which generated code overlaps a collective
+ * with the kernels after it; their counters (tessel_comm_async_bytes).
+ * Descriptions 1 to 4 still load. */
+#define TESSEL_ABI_VERSION 5
 
 typedef enum tessel_dtype {
   TESSEL_F32 = 0,
@@ -184,6 +188,36 @@ void tessel_all_slice(tessel_ctx *ctx, uint32_t axes, int32_t dtype,
                       const void *in, void *out, int32_t rank_,
                       const int64_t *shape, int32_t dim);
 
+/* Asynchronous collectives. Each *_start takes its blocking counterpart's
+ * arguments (`shape` is copied before it returns), checks them the same
+ * way and returns once the collective is issued; it then runs in the
+ * rank's order of collective calls (started or blocking: a blocking call
+ * waits for the ones started before it) while the caller goes on issuing
+ * kernels. Until it has completed, its `in` must not be written and its
+ * `out` neither read nor written. tessel_comm_wait(ctx, out) returns once
+ * every started collective whose output is `out` has completed (at once
+ * when none is pending); tessel_comm_wait_all(ctx) once every started
+ * collective has. Errors are the blocking call's, recorded on
+ * tessel_error(ctx) by the time the wait returns. On a backend whose
+ * communicator cannot overlap (MPI without thread support) a start runs
+ * the collective before returning. */
+void tessel_all_reduce_start(tessel_ctx *ctx, uint32_t axes, int32_t dtype,
+                             const void *in, void *out, int64_t count,
+                             int32_t kind);
+void tessel_all_gather_start(tessel_ctx *ctx, uint32_t axes, int32_t dtype,
+                             const void *in, void *out, int32_t rank_,
+                             const int64_t *shape, int32_t dim);
+void tessel_reduce_scatter_start(tessel_ctx *ctx, uint32_t axes,
+                                 int32_t dtype, const void *in, void *out,
+                                 int32_t rank_, const int64_t *shape,
+                                 int32_t dim, int32_t kind);
+void tessel_all_to_all_start(tessel_ctx *ctx, uint32_t axes, int32_t dtype,
+                             const void *in, void *out, int32_t rank_,
+                             const int64_t *shape, int32_t split_dim,
+                             int32_t concat_dim);
+void tessel_comm_wait(tessel_ctx *ctx, const void *out);
+void tessel_comm_wait_all(tessel_ctx *ctx);
+
 typedef enum tessel_collective {
   TESSEL_COLL_ALL_REDUCE = 0,
   TESSEL_COLL_ALL_GATHER = 1,
@@ -200,6 +234,10 @@ int64_t tessel_comm_bytes(const tessel_ctx *ctx, int32_t collective,
                           uint32_t axes);
 int64_t tessel_comm_calls(const tessel_ctx *ctx, int32_t collective,
                           uint32_t axes);
+/* Of tessel_comm_bytes, the bytes of the collectives started with a
+ * *_start call (the communication the program overlaps with compute). */
+int64_t tessel_comm_async_bytes(const tessel_ctx *ctx, int32_t collective,
+                                uint32_t axes);
 
 /*===--- Point-to-point --------------------------------------------------===*
  *
@@ -303,7 +341,8 @@ typedef struct tessel_counters {
 
 void tessel_get_counters(const tessel_ctx *ctx, tessel_counters *out);
 /* Zeroes the activity counters, the collectives' counters
- * (tessel_comm_bytes, tessel_comm_calls) and the point-to-point ones
+ * (tessel_comm_bytes, tessel_comm_calls, tessel_comm_async_bytes) and the
+ * point-to-point ones
  * (tessel_p2p_bytes, tessel_p2p_calls); the allocation counters keep
  * counting what is held. */
 void tessel_reset_counters(tessel_ctx *ctx);
