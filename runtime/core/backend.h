@@ -38,6 +38,25 @@
 
 namespace tessel {
 
+/// A communicator that orders its collectives on a device stream (NCCL)
+/// and so starts one without blocking the host: the front hands it the
+/// started collectives (tessel_*_start) and their waits directly, with no
+/// worker thread. Arguments are checked, the group has more than one rank.
+class StreamCollectives {
+public:
+  virtual ~StreamCollectives() = default;
+  /// Issues `c` ordered after the compute stream's work so far, without
+  /// ordering the compute stream after it; false with the error recorded.
+  /// The front counts it (bytes and async bytes) when it returns true.
+  virtual bool start(tessel_ctx *ctx, const Group &group,
+                     const Collective &c) = 0;
+  /// Orders the compute stream's later work after every started collective
+  /// whose output is `out` (none: nothing); no host wait.
+  virtual void wait(tessel_ctx *ctx, const void *out) = 0;
+  /// The same for every started collective.
+  virtual void waitAll(tessel_ctx *ctx) = 0;
+};
+
 /// The data movement of the collectives over one group of more than one
 /// rank (groups of one never reach it), and of point-to-point messages.
 /// Backend-provided: ranks as threads with shared memory or MPI processes on
@@ -46,9 +65,29 @@ namespace tessel {
 /// the rank's stream); it returns false with the error recorded on ctx (a
 /// timeout, a failed peer, members that disagree on the call). The front
 /// counts only calls that return true.
+///
+/// Started collectives (tessel_*_start) run one of three ways, chosen by
+/// the two queries below: a stream-ordered communicator starts them itself
+/// (streamCollectives()); one whose calls block the calling thread is
+/// driven by the context's comm worker (core/async_comm.h), a thread that
+/// runs the queued collectives one at a time in call order, so its
+/// collectives may run on that thread while no other call of the context
+/// is in it (runsOnWorkerThread()); otherwise a start runs the collective
+/// before it returns.
 class Communicator {
 public:
   virtual ~Communicator() = default;
+
+  /// Non-null when the communicator starts collectives itself.
+  virtual StreamCollectives *streamCollectives() { return nullptr; }
+  /// Whether its collectives may run on the comm worker's thread. The
+  /// worker and the rank's thread never call the communicator at the same
+  /// time (a blocking call waits for the queue, send and recv wait for
+  /// every started collective first), but they do call it from two
+  /// threads: false when that is not allowed (MPI below
+  /// MPI_THREAD_SERIALIZED).
+  virtual bool runsOnWorkerThread() const { return true; }
+
   virtual bool allReduce(tessel_ctx *ctx, const Group &group,
                          const Collective &c) = 0;
   virtual bool allGather(tessel_ctx *ctx, const Group &group,

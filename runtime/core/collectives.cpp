@@ -1,13 +1,17 @@
 //===- collectives.cpp - Mesh queries and the collectives' entry points ---===//
 //
-// The backend-neutral half of the collectives, in one place for all five:
-// the group of a rank for an axes mask, the argument checks, groups of one
-// (a local copy), all_slice (no communication: a strided copy), and the
-// counters. Only the data movement among a group of more than one rank goes
-// to the context's Communicator.
+// The backend-neutral half of the collectives, in one place for all five
+// and their started forms: the group of a rank for an axes mask, the
+// argument checks, groups of one (a local copy), all_slice (no
+// communication: a strided copy), and the counters. Only the data movement
+// among a group of more than one rank goes to the context's Communicator:
+// at once for a blocking call, and for a started one through the
+// communicator's own start (a stream-ordered one) or the context's comm
+// worker (core/async_comm.h), in the rank's call order either way.
 //
 //===----------------------------------------------------------------------===//
 
+#include "core/async_comm.h"
 #include "core/backend.h"
 #include "core/rng.h"
 
@@ -230,17 +234,33 @@ bool prepare(tessel_ctx *ctx, const Call &call, Collective &c, Group &group) {
                       /*inPlaceAllowed=*/call.kind == TESSEL_COLL_ALL_REDUCE);
 }
 
-/// Moves the data of a checked collective: a group of one copies, all_slice
-/// takes its block, the others go to the communicator; counts what
-/// completed.
-void execute(tessel_ctx *ctx, const Collective &c, const Group &group) {
-  const int64_t bytes = c.inBytes();
+/// Counts a collective that completed (or, on a stream-ordered
+/// communicator, was issued) without error. The comm worker counts from its
+/// thread, hence the lock.
+void countCollective(tessel_ctx *ctx, const Collective &c, const Group &group,
+                     bool started) {
+  const int64_t bytes = c.kind == TESSEL_COLL_ALL_GATHER
+                            ? c.inBytes() * group.size
+                            : c.inBytes();
+  std::lock_guard<std::mutex> lock(ctx->stateMutex);
+  CommCounter &counter = ctx->commCounters[c.kind][group.mask];
+  counter.bytes += bytes;
+  ++counter.calls;
+  if (started)
+    counter.asyncBytes += bytes;
+}
+
+/// The collectives that involve no peer: a group of one copies, all_slice
+/// takes its block. True when `c` is one of them (and has run).
+bool runWithoutPeers(tessel_ctx *ctx, const Collective &c,
+                     const Group &group) {
   Backend &backend = *ctx->backend;
   if (group.size == 1) {
     // Every collective of one rank is the identity on its input.
+    const int64_t bytes = c.inBytes();
     if (c.out != c.in && bytes > 0)
       backend.copy(c.out, c.in, bytes);
-    return;
+    return true;
   }
   if (c.kind == kAllSlice) {
     // Block g of every [len] row; no peer is involved and nothing counts.
@@ -250,15 +270,31 @@ void execute(tessel_ctx *ctx, const Collective &c, const Group &group) {
                      static_cast<const uint8_t *>(c.in) +
                          group.index * rowBytes,
                      c.len * c.inner * c.elemSize, c.outer, rowBytes);
-    return;
+    return true;
   }
-  Communicator *comm = ctx->communicator.get();
-  if (!comm) {
-    // Unreachable: a COMM_NONE context has one rank, so every group is one.
-    setError(ctx, "%s: no communicator for a group of %lld", c.name,
-             (long long)group.size);
-    return;
-  }
+  return false;
+}
+
+/// The communicator of a group of more than one rank, or null with the
+/// error recorded.
+Communicator *communicatorFor(tessel_ctx *ctx, const Collective &c,
+                              const Group &group) {
+  if (Communicator *comm = ctx->communicator.get())
+    return comm;
+  // Unreachable: a COMM_NONE context has one rank, so every group is one.
+  setError(ctx, "%s: no communicator for a group of %lld", c.name,
+           (long long)group.size);
+  return nullptr;
+}
+
+/// Moves the data of a checked collective among a group of more than one
+/// rank and counts it if it completed: the comm worker's RunCollective,
+/// and a blocking call's own path when nothing started is pending.
+bool communicate(tessel_ctx *ctx, const Collective &c, const Group &group,
+                 bool started) {
+  Communicator *comm = communicatorFor(ctx, c, group);
+  if (!comm)
+    return false;
   bool ok = false;
   switch (c.kind) {
   case TESSEL_COLL_ALL_REDUCE:
@@ -274,22 +310,62 @@ void execute(tessel_ctx *ctx, const Collective &c, const Group &group) {
     ok = comm->allToAll(ctx, group, c);
     break;
   }
-  if (!ok)
-    return;
-  CommCounter &counter = ctx->commCounters[c.kind][group.mask];
-  counter.bytes +=
-      c.kind == TESSEL_COLL_ALL_GATHER ? bytes * group.size : bytes;
-  ++counter.calls;
+  if (ok)
+    countCollective(ctx, c, group, started);
+  return ok;
 }
 
-/// The whole of every collective entry point.
+/// The whole of every blocking entry point. With started collectives
+/// pending on the comm worker, the call queues behind them and waits: the
+/// members of a group match calls in each rank's call order.
 void runCollective(tessel_ctx *ctx, const Call &call) {
   if (!ctx)
     return;
   Collective c;
   Group group;
-  if (prepare(ctx, call, c, group))
-    execute(ctx, c, group);
+  if (!prepare(ctx, call, c, group) || runWithoutPeers(ctx, c, group))
+    return;
+  CommWorker *worker = ctx->commWorker.get();
+  if (worker && !worker->idle()) {
+    worker->wait(worker->enqueue(c, group, /*started=*/false));
+    return;
+  }
+  communicate(ctx, c, group, /*started=*/false);
+}
+
+/// The whole of every *_start entry point: the blocking call's checks
+/// (synchronous errors), then the collective issued to run in call order
+/// while the caller goes on. Collectives without peers run at once.
+void startCollective(tessel_ctx *ctx, const Call &call) {
+  if (!ctx)
+    return;
+  Collective c;
+  Group group;
+  if (!prepare(ctx, call, c, group) || runWithoutPeers(ctx, c, group))
+    return;
+  Communicator *comm = communicatorFor(ctx, c, group);
+  if (!comm)
+    return;
+  if (StreamCollectives *stream = comm->streamCollectives()) {
+    if (stream->start(ctx, group, c))
+      countCollective(ctx, c, group, /*started=*/true);
+    return;
+  }
+  if (CommWorker *worker = commWorkerOf(ctx, &communicate)) {
+    worker->enqueue(c, group, /*started=*/true);
+    return;
+  }
+  // A communicator that cannot run on another thread: synchronous.
+  communicate(ctx, c, group, /*started=*/true);
+}
+
+/// A counter of (collective, axes), or null.
+const CommCounter *commCounterOf(const tessel_ctx *ctx, int32_t collective,
+                                 uint32_t axes) {
+  if (!ctx || collective < 0 || collective >= TESSEL_NUM_COLLECTIVES)
+    return nullptr;
+  auto it = ctx->commCounters[collective].find(axes);
+  return it == ctx->commCounters[collective].end() ? nullptr : &it->second;
 }
 
 } // namespace
@@ -378,20 +454,93 @@ void tessel_all_slice(tessel_ctx *ctx, uint32_t axes, int32_t dtype,
   runCollective(ctx, call);
 }
 
+void tessel_all_reduce_start(tessel_ctx *ctx, uint32_t axes, int32_t dtype,
+                             const void *in, void *out, int64_t count,
+                             int32_t kind) {
+  const char *name = "tessel_all_reduce_start";
+  Call call{TESSEL_COLL_ALL_REDUCE, name, axes, dtype, in, out};
+  call.reduce = kind;
+  call.count = count;
+  startCollective(ctx, call);
+}
+
+void tessel_all_gather_start(tessel_ctx *ctx, uint32_t axes, int32_t dtype,
+                             const void *in, void *out, int32_t rank_,
+                             const int64_t *shape, int32_t dim) {
+  const char *name = "tessel_all_gather_start";
+  Call call{TESSEL_COLL_ALL_GATHER, name, axes, dtype, in, out};
+  call.rank = rank_;
+  call.shape = shape;
+  call.dim = dim;
+  startCollective(ctx, call);
+}
+
+void tessel_reduce_scatter_start(tessel_ctx *ctx, uint32_t axes,
+                                 int32_t dtype, const void *in, void *out,
+                                 int32_t rank_, const int64_t *shape,
+                                 int32_t dim, int32_t kind) {
+  const char *name = "tessel_reduce_scatter_start";
+  Call call{TESSEL_COLL_REDUCE_SCATTER, name, axes, dtype, in, out};
+  call.reduce = kind;
+  call.rank = rank_;
+  call.shape = shape;
+  call.dim = dim;
+  startCollective(ctx, call);
+}
+
+void tessel_all_to_all_start(tessel_ctx *ctx, uint32_t axes, int32_t dtype,
+                             const void *in, void *out, int32_t rank_,
+                             const int64_t *shape, int32_t split_dim,
+                             int32_t concat_dim) {
+  const char *name = "tessel_all_to_all_start";
+  Call call{TESSEL_COLL_ALL_TO_ALL, name, axes, dtype, in, out};
+  call.rank = rank_;
+  call.shape = shape;
+  call.dim = split_dim;
+  call.concatDim = concat_dim;
+  startCollective(ctx, call);
+}
+
+void tessel_comm_wait(tessel_ctx *ctx, const void *out) {
+  if (!ctx)
+    return;
+  if (ctx->commWorker)
+    ctx->commWorker->waitForOutput(out);
+  else if (ctx->communicator)
+    if (StreamCollectives *stream = ctx->communicator->streamCollectives())
+      stream->wait(ctx, out);
+}
+
+void tessel_comm_wait_all(tessel_ctx *ctx) {
+  if (ctx)
+    waitForStartedCollectives(ctx);
+}
+
 int64_t tessel_comm_bytes(const tessel_ctx *ctx, int32_t collective,
                           uint32_t axes) {
-  if (!ctx || collective < 0 || collective >= TESSEL_NUM_COLLECTIVES)
+  if (!ctx)
     return 0;
-  auto it = ctx->commCounters[collective].find(axes);
-  return it == ctx->commCounters[collective].end() ? 0 : it->second.bytes;
+  std::lock_guard<std::mutex> lock(ctx->stateMutex);
+  const CommCounter *counter = commCounterOf(ctx, collective, axes);
+  return counter ? counter->bytes : 0;
 }
 
 int64_t tessel_comm_calls(const tessel_ctx *ctx, int32_t collective,
                           uint32_t axes) {
-  if (!ctx || collective < 0 || collective >= TESSEL_NUM_COLLECTIVES)
+  if (!ctx)
     return 0;
-  auto it = ctx->commCounters[collective].find(axes);
-  return it == ctx->commCounters[collective].end() ? 0 : it->second.calls;
+  std::lock_guard<std::mutex> lock(ctx->stateMutex);
+  const CommCounter *counter = commCounterOf(ctx, collective, axes);
+  return counter ? counter->calls : 0;
+}
+
+int64_t tessel_comm_async_bytes(const tessel_ctx *ctx, int32_t collective,
+                                uint32_t axes) {
+  if (!ctx)
+    return 0;
+  std::lock_guard<std::mutex> lock(ctx->stateMutex);
+  const CommCounter *counter = commCounterOf(ctx, collective, axes);
+  return counter ? counter->asyncBytes : 0;
 }
 
 } // extern "C"

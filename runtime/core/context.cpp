@@ -1,5 +1,6 @@
 //===- context.cpp - Contexts, backend selection, errors and counters -----===//
 
+#include "core/async_comm.h"
 #include "core/backend.h"
 #include "core/rng.h"
 
@@ -13,7 +14,12 @@ using namespace tessel;
 
 // Out of line: the backend and communicator types are complete here only.
 tessel_ctx::tessel_ctx() = default;
-tessel_ctx::~tessel_ctx() = default;
+tessel_ctx::~tessel_ctx() {
+  // Started collectives still use the communicator, the counters and the
+  // error: they complete (or fail) before any of those goes.
+  waitForStartedCollectives(this);
+  commWorker.reset();
+}
 
 namespace {
 // Why the last context-less call on this thread failed; tessel_error(null)
@@ -144,13 +150,16 @@ void tessel::setCreateError(std::string message) {
 }
 
 void tessel::setError(tessel_ctx *ctx, const char *fmt, ...) {
-  if (!ctx || ctx->hasError)
+  if (!ctx)
     return;
   char buf[512];
   va_list args;
   va_start(args, fmt);
   std::vsnprintf(buf, sizeof(buf), fmt, args);
   va_end(args);
+  std::lock_guard<std::mutex> lock(ctx->stateMutex);
+  if (ctx->hasError)
+    return;
   ctx->hasError = true;
   ctx->error = buf;
 }
@@ -278,6 +287,9 @@ uint64_t tessel_fold_in(uint64_t stream, int64_t data) {
 const char *tessel_error(const tessel_ctx *ctx) {
   if (!ctx)
     return createError.empty() ? nullptr : createError.c_str();
+  // The string stays put until tessel_clear_error: once set, an error is
+  // never overwritten.
+  std::lock_guard<std::mutex> lock(ctx->stateMutex);
   return ctx->hasError ? ctx->error.c_str() : nullptr;
 }
 
@@ -286,6 +298,7 @@ void tessel_clear_error(tessel_ctx *ctx) {
     createError.clear();
     return;
   }
+  std::lock_guard<std::mutex> lock(ctx->stateMutex);
   ctx->hasError = false;
   ctx->error.clear();
 }
@@ -303,6 +316,7 @@ void tessel_reset_counters(tessel_ctx *ctx) {
   held.bytes_allocated = ctx->counters.bytes_allocated;
   held.peak_bytes_allocated = ctx->counters.peak_bytes_allocated;
   ctx->counters = held;
+  std::lock_guard<std::mutex> lock(ctx->stateMutex);
   for (auto &perMask : ctx->commCounters)
     perMask.clear();
   for (auto &perPeer : ctx->p2pCounters)

@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -23,16 +24,24 @@
 namespace tessel {
 class Backend;
 class Communicator;
+class CommWorker;
 
-/// Bytes and calls of one (collective, axes mask) or (peer, direction).
+/// Bytes and calls of one (collective, axes mask) or (peer, direction);
+/// asyncBytes: of `bytes`, those of collectives started with a *_start
+/// call (collectives only).
 struct CommCounter {
   int64_t bytes = 0;
   int64_t calls = 0;
+  int64_t asyncBytes = 0;
 };
 } // namespace tessel
 
 // A context belongs to one rank, and a rank issues its kernels from one
-// thread, so the fields need no locking.
+// thread, so most fields need no locking. The exception is the comm worker
+// (core/async_comm.h): it runs started collectives on a thread of its own
+// and records their errors and counters, so the error and the collectives'
+// counters are guarded by stateMutex. Everything else the worker reads
+// (rank, mesh, timeout, communicator) is fixed once the context exists.
 struct tessel_ctx {
   tessel_ctx();
   ~tessel_ctx();
@@ -50,6 +59,13 @@ struct tessel_ctx {
   std::unique_ptr<tessel::Backend> backend;
   /// Null for TESSEL_COMM_NONE (every group has one member).
   std::unique_ptr<tessel::Communicator> communicator;
+  /// The thread that runs started collectives when the communicator blocks
+  /// its caller (the CPU ones); created by the first start, so a context
+  /// that never starts one has no thread. ~tessel_ctx drains and joins it
+  /// first, while everything it uses still exists.
+  std::unique_ptr<tessel::CommWorker> commWorker;
+  /// Guards hasError, error and commCounters (see above).
+  mutable std::mutex stateMutex;
   /// Per collective, keyed by axes mask.
   std::unordered_map<uint32_t, tessel::CommCounter>
       commCounters[TESSEL_NUM_COLLECTIVES];
@@ -70,7 +86,8 @@ namespace tessel {
 
 /// Records `fmt` as the context's error unless one is already recorded: the
 /// first failure is the one worth reporting. Backends call it too, for
-/// errors only the data reveals (a label out of range).
+/// errors only the data reveals (a label out of range). Thread-safe: the
+/// comm worker records the errors of started collectives.
 void setError(tessel_ctx *ctx, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 

@@ -4,10 +4,14 @@
 // collectives.cpp is for the collectives: the argument checks (a context
 // without a communicator has no peer), the per-peer counters of the calls
 // that completed, and the wording of recv's errors, so that every
-// communicator reports a timeout or a size mismatch alike.
+// communicator reports a timeout or a size mismatch alike. Both wait for
+// the started collectives first: the comm worker and the rank's thread
+// never call the communicator at once (MPI_THREAD_SERIALIZED), and a
+// message never overtakes a collective issued before it.
 //
 //===----------------------------------------------------------------------===//
 
+#include "core/async_comm.h"
 #include "core/backend.h"
 
 using namespace tessel;
@@ -92,7 +96,10 @@ void tessel_send(tessel_ctx *ctx, int32_t peer, int64_t tag, const void *buf,
   if (!ctx)
     return;
   Communicator *comm = checkPeer(ctx, "tessel_send", peer, buf, bytes);
-  if (comm && comm->send(ctx, peer, tag, buf, bytes))
+  if (!comm)
+    return;
+  waitForStartedCollectives(ctx);
+  if (comm->send(ctx, peer, tag, buf, bytes))
     count(ctx, TESSEL_P2P_SENT, peer, bytes);
 }
 
@@ -101,7 +108,10 @@ void tessel_recv(tessel_ctx *ctx, int32_t peer, int64_t tag, void *buf,
   if (!ctx)
     return;
   Communicator *comm = checkPeer(ctx, "tessel_recv", peer, buf, bytes);
-  if (comm && comm->recv(ctx, peer, tag, buf, bytes))
+  if (!comm)
+    return;
+  waitForStartedCollectives(ctx);
+  if (comm->recv(ctx, peer, tag, buf, bytes))
     count(ctx, TESSEL_P2P_RECEIVED, peer, bytes);
 }
 

@@ -8,6 +8,14 @@
 // buffer) while a peer still reads it. Reductions go through reduceInOrder in
 // group-index order, so every member computes the same bits.
 //
+// Nothing here is tied to the calling thread: a started collective runs on
+// its context's comm worker (core/async_comm.h) instead of the rank's
+// thread. The worker runs a rank's collectives one at a time, in call
+// order, and the rank's thread calls in only when nothing is queued, so a
+// rank is in at most one collective and writes its slot from one thread
+// at a time; errors go through the thread-safe setError; an abort or a
+// timeout wakes a worker waiting at a barrier as it would the rank.
+//
 // Point-to-point messages go through mailboxes instead: tessel_send copies
 // the payload into the (sender, receiver) pair's queue and returns;
 // tessel_recv waits on its rank's condition variable for a message with its

@@ -36,6 +36,17 @@
 // the payload, posts both with MPI_Isend and returns; the pending sends are
 // tested on every later call and awaited when the context goes.
 //
+// Started collectives run on the context's comm worker thread (see
+// core/async_comm.h) when MPI provides MPI_THREAD_SERIALIZED or more: every
+// MPI call of a context, collectives, point-to-point and status probes
+// alike, is made either by the worker or by the rank's thread while nothing
+// is queued (a blocking collective queues behind pending ones, send and
+// recv wait for them, creation and destruction happen with no worker
+// running), so no two threads are ever in MPI at once for a context. That
+// holds per context: a process must not use a second MPI context while
+// collectives of another are pending (tessel-run has one per process).
+// Below MPI_THREAD_SERIALIZED a start runs its collective before returning.
+//
 // Without MPI (TESSEL_WITH_MPI undefined) the entry points report that.
 //
 //===----------------------------------------------------------------------===//
@@ -426,7 +437,12 @@ public:
   bool recv(tessel_ctx *ctx, int32_t peer, int64_t tag, void *buf,
             int64_t bytes) override;
 
+  bool runsOnWorkerThread() const override { return serializedThreads; }
+
   MpiComms comms;
+  /// MPI provides MPI_THREAD_SERIALIZED or more: two threads may make MPI
+  /// calls, one at a time.
+  bool serializedThreads = false;
   StatusProbes probes;
   /// MPI_COMM_WORLD's duplicate for point-to-point messages.
   MPI_Comm p2pComm = MPI_COMM_NULL;
@@ -661,6 +677,10 @@ tessel::cpu::createMpiCommunicator(tessel_ctx *ctx, std::string &error) {
   }
   auto comm = std::make_unique<MpiCommunicator>();
   comm->timeoutSeconds = ctx->commTimeoutSeconds;
+  // MPI may have been initialised by someone else, at a lower level.
+  int threadLevel = MPI_THREAD_SINGLE;
+  MPI_Query_thread(&threadLevel);
+  comm->serializedThreads = threadLevel >= MPI_THREAD_SERIALIZED;
   if (MPI_Comm_dup(MPI_COMM_WORLD, &comm->p2pComm) != MPI_SUCCESS) {
     error = "tessel_ctx_create: MPI_Comm_dup failed";
     return nullptr;
@@ -701,8 +721,9 @@ int32_t tessel::cpu::mpiInit(int32_t *rank, int32_t *world_size) {
     return 1;
   }
   if (!initialized) {
-    // A rank issues its collectives from one thread, not necessarily the
-    // main one.
+    // A rank issues its calls from one thread, not necessarily the main
+    // one, and its started collectives run on its comm worker: two
+    // threads, never in MPI at once.
     int provided = 0;
     if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided) !=
         MPI_SUCCESS) {

@@ -36,6 +36,21 @@
 // pending). On a timeout or an NCCL error every communicator of the rank
 // is aborted and later collectives fail at once.
 //
+// Started collectives (tessel_*_start; the communicator is the front's
+// StreamCollectives) take the same path, handshake included, up to the
+// end: instead of the host wait, an event recorded on commStream after
+// the collective, kept per output pointer. tessel_comm_wait(out) orders
+// the compute stream after that event (cudaStreamWaitEvent, no host wait,
+// so a step with started collectives can still be captured as a graph);
+// tessel_comm_wait_all after the last one recorded (commStream runs its
+// work in order). A blocking collective after started ones waits for them
+// on the host anyway (its own event follows theirs on commStream).
+// Point-to-point, which synchronises the compute stream without a bound,
+// first waits on the host, up to the timeout, for the started collectives.
+// A started collective's NCCL failure is reported at its wait when NCCL
+// knows it by then, else by the next blocking collective or
+// point-to-point call.
+//
 // Data moves as bytes. Reductions are not NCCL's: all_reduce is an
 // all-to-all of chunks (ncclSend/ncclRecv in a group), a kernel reducing
 // the received chunks in group-index order (nccl_plan.h's reduceOrdered,
@@ -118,6 +133,8 @@ struct Call {
   ncclComm_t comm = nullptr;
   /// When the NCCL part must be done (set once the handshake is through).
   Clock::time_point deadline{};
+  /// A tessel_*_start: ends with an event instead of the host wait.
+  bool started = false;
 };
 
 /// A device buffer from the stream-ordered pool, freed on the same stream
@@ -141,7 +158,7 @@ private:
   void *ptr = nullptr;
 };
 
-class NcclCommunicator final : public Communicator {
+class NcclCommunicator final : public Communicator, public StreamCollectives {
 public:
   NcclCommunicator(CudaBackend &backend, std::unique_ptr<Communicator> host,
                    int32_t rank, double timeoutSeconds)
@@ -151,19 +168,41 @@ public:
   bool init(std::string &error);
 
   bool allReduce(tessel_ctx *ctx, const Group &group,
-                 const Collective &c) override;
+                 const Collective &c) override {
+    Call call{ctx, group, c};
+    return allReduceOn(call);
+  }
   bool allGather(tessel_ctx *ctx, const Group &group,
-                 const Collective &c) override;
+                 const Collective &c) override {
+    Call call{ctx, group, c};
+    return allGatherOn(call);
+  }
   bool reduceScatter(tessel_ctx *ctx, const Group &group,
-                     const Collective &c) override;
+                     const Collective &c) override {
+    Call call{ctx, group, c};
+    return reduceScatterOn(call);
+  }
   bool allToAll(tessel_ctx *ctx, const Group &group,
-                const Collective &c) override;
+                const Collective &c) override {
+    Call call{ctx, group, c};
+    return allToAllOn(call);
+  }
   bool send(tessel_ctx *ctx, int32_t peer, int64_t tag, const void *buf,
             int64_t bytes) override;
   bool recv(tessel_ctx *ctx, int32_t peer, int64_t tag, void *buf,
             int64_t bytes) override;
 
+  StreamCollectives *streamCollectives() override { return this; }
+  bool start(tessel_ctx *ctx, const Group &group,
+             const Collective &c) override;
+  void wait(tessel_ctx *ctx, const void *out) override;
+  void waitAll(tessel_ctx *ctx) override;
+
 private:
+  bool allReduceOn(Call &call);
+  bool allGatherOn(Call &call);
+  bool reduceScatterOn(Call &call);
+  bool allToAllOn(Call &call);
   /// The handshake, the group's communicator (created on first use) and
   /// the compute stream's work so far ordered before commStream; false
   /// with the error recorded.
@@ -174,12 +213,23 @@ private:
   /// (communicators aborted, error recorded) when it failed.
   bool settle(Call &call, ncclResult_t rc, const char *what);
   /// Waits for everything issued on commStream, then orders the compute
-  /// stream after it.
+  /// stream after it; for a started collective, markStarted instead.
   bool finish(Call &call, const char *what);
+  /// Records the event after a started collective, under its output.
+  bool markStarted(Call &call, const char *what);
+  /// Orders the compute stream after `event`, then reports an NCCL error
+  /// already known (a started collective's wait).
+  void orderComputeAfter(tessel_ctx *ctx, cudaEvent_t event, const char *what);
+  /// Waits on the host, up to the timeout, for the collectives started so
+  /// far; false (communicators aborted, error recorded) when one failed or
+  /// did not end in time.
+  bool settleStarted(tessel_ctx *ctx, const char *what);
   /// Records a CUDA failure of `what`; true when `status` is success.
   bool cudaOk(Call &call, cudaError_t status, const char *what);
   /// Aborts every communicator and records why on ctx.
   bool fail(Call &call, const char *what, const std::string &reason);
+  /// Aborts every communicator and records `message` on ctx.
+  bool abortAll(tessel_ctx *ctx, const std::string &message);
   /// Issues the grouped sends and receives of `sendAt`/`recvAt` (byte
   /// offsets and sizes per member; the own block is a device copy).
   bool exchange(Call &call, const uint8_t *send,
@@ -200,6 +250,16 @@ private:
   /// Set once the communicators were aborted: why.
   std::string aborted;
   cudaEvent_t computeDone = nullptr, commDone = nullptr;
+  /// The events of the started collectives not yet waited for, by output;
+  /// events waited for are kept for reuse.
+  std::unordered_map<const void *, cudaEvent_t> started;
+  std::vector<cudaEvent_t> spareEvents;
+  /// The event recorded last, after every started collective so far, and
+  /// its collective's communicator; `unsettled` until the host has seen
+  /// commStream pass it.
+  cudaEvent_t lastStarted = nullptr;
+  ncclComm_t lastStartedComm = nullptr;
+  bool unsettled = false;
   /// Host staging of point-to-point payloads.
   std::vector<uint8_t> staging;
 };
@@ -274,6 +334,10 @@ NcclCommunicator::~NcclCommunicator() {
     cudaEventDestroy(computeDone);
   if (commDone)
     cudaEventDestroy(commDone);
+  for (auto &entry : started)
+    cudaEventDestroy(entry.second);
+  for (cudaEvent_t event : spareEvents)
+    cudaEventDestroy(event);
 }
 
 bool NcclCommunicator::cudaOk(Call &call, cudaError_t status,
@@ -285,16 +349,22 @@ bool NcclCommunicator::cudaOk(Call &call, cudaError_t status,
 
 bool NcclCommunicator::fail(Call &call, const char *what,
                             const std::string &reason) {
+  return abortAll(call.ctx, std::string(call.c.name) + ": NCCL " + what +
+                                " on axes mask " + maskText(call.group.mask) +
+                                " " + reason + ", rank " +
+                                std::to_string(rank));
+}
+
+bool NcclCommunicator::abortAll(tessel_ctx *ctx, const std::string &message) {
   for (auto &entry : comms)
     ncclCommAbort(entry.second);
   comms.clear();
-  const std::string message =
-      std::string(call.c.name) + ": NCCL " + what + " on axes mask " +
-      maskText(call.group.mask) + " " + reason + ", rank " +
-      std::to_string(rank);
+  // The aborted communicators are freed: nothing may poll them any more.
+  lastStartedComm = nullptr;
+  unsettled = false;
   if (aborted.empty())
     aborted = message;
-  setError(call.ctx, "%s", message.c_str());
+  setError(ctx, "%s", message.c_str());
   return false;
 }
 
@@ -406,6 +476,8 @@ bool NcclCommunicator::createComm(Call &call, const Handshake &root) {
 }
 
 bool NcclCommunicator::finish(Call &call, const char *what) {
+  if (call.started)
+    return markStarted(call, what);
   cudaStream_t stream = backend.commStream();
   if (!cudaOk(call, cudaGetLastError(), what) ||
       !cudaOk(call, cudaEventRecord(commDone, stream), "cudaEventRecord"))
@@ -419,6 +491,8 @@ bool NcclCommunicator::finish(Call &call, const char *what) {
   case Wait::Done:
     if (status != cudaSuccess)
       return cudaOk(call, status, what);
+    // commDone follows every collective started before on commStream.
+    unsettled = false;
     return cudaOk(call,
                   cudaStreamWaitEvent(backend.stream(), commDone, 0),
                   "cudaStreamWaitEvent");
@@ -432,6 +506,127 @@ bool NcclCommunicator::finish(Call &call, const char *what) {
   return fail(call, what,
               std::string("timed out after ") + seconds +
                   " s (a member stopped or hung mid-collective)");
+}
+
+bool NcclCommunicator::markStarted(Call &call, const char *what) {
+  if (!cudaOk(call, cudaGetLastError(), what))
+    return false;
+  cudaEvent_t event = nullptr;
+  auto it = started.find(call.c.out);
+  if (it != started.end()) {
+    // Re-recorded: the later collective on one output ends after the
+    // earlier one (commStream is in order).
+    event = it->second;
+  } else if (!spareEvents.empty()) {
+    event = spareEvents.back();
+    spareEvents.pop_back();
+  } else if (!cudaOk(call,
+                     cudaEventCreateWithFlags(&event, cudaEventDisableTiming),
+                     "cudaEventCreate")) {
+    return false;
+  }
+  started[call.c.out] = event;
+  if (!cudaOk(call, cudaEventRecord(event, backend.commStream()),
+              "cudaEventRecord"))
+    return false;
+  lastStarted = event;
+  lastStartedComm = call.comm;
+  unsettled = true;
+  return true;
+}
+
+bool NcclCommunicator::start(tessel_ctx *ctx, const Group &group,
+                             const Collective &c) {
+  Call call{ctx, group, c};
+  call.started = true;
+  switch (c.kind) {
+  case TESSEL_COLL_ALL_REDUCE:
+    return allReduceOn(call);
+  case TESSEL_COLL_ALL_GATHER:
+    return allGatherOn(call);
+  case TESSEL_COLL_REDUCE_SCATTER:
+    return reduceScatterOn(call);
+  case TESSEL_COLL_ALL_TO_ALL:
+    return allToAllOn(call);
+  }
+  setError(ctx, "%s: unknown collective %d", c.name, c.kind);
+  return false;
+}
+
+void NcclCommunicator::orderComputeAfter(tessel_ctx *ctx, cudaEvent_t event,
+                                         const char *what) {
+  cudaSetDevice(backend.device());
+  if (!CudaBackend::check(ctx,
+                          cudaStreamWaitEvent(backend.stream(), event, 0),
+                          what))
+    return;
+  // Non-blocking: only what NCCL already knows.
+  for (auto &entry : comms) {
+    ncclResult_t state = ncclSuccess;
+    ncclResult_t rc = ncclCommGetAsyncError(entry.second, &state);
+    if (rc == ncclSuccess)
+      rc = state;
+    if (rc != ncclSuccess && rc != ncclInProgress) {
+      abortAll(ctx, std::string(what) + ": NCCL failed on axes mask " +
+                        maskText(entry.first) + ": " +
+                        ncclGetErrorString(rc) + ", rank " +
+                        std::to_string(rank));
+      return;
+    }
+  }
+}
+
+void NcclCommunicator::wait(tessel_ctx *ctx, const void *out) {
+  auto it = started.find(out);
+  if (it == started.end())
+    return;
+  const cudaEvent_t event = it->second;
+  started.erase(it);
+  // Reusable at once: the compute stream's wait has taken this record.
+  spareEvents.push_back(event);
+  orderComputeAfter(ctx, event, "tessel_comm_wait");
+}
+
+void NcclCommunicator::waitAll(tessel_ctx *ctx) {
+  if (started.empty())
+    return;
+  for (auto &entry : started)
+    spareEvents.push_back(entry.second);
+  started.clear();
+  // lastStarted's latest record follows every started collective, also
+  // when it was waited for (and kept for reuse) since.
+  orderComputeAfter(ctx, lastStarted, "tessel_comm_wait_all");
+}
+
+bool NcclCommunicator::settleStarted(tessel_ctx *ctx, const char *what) {
+  // After an abort nothing of NCCL's is left to wait for: ncclCommAbort
+  // ends the operations it had in flight.
+  if (!aborted.empty() || !unsettled)
+    return true;
+  cudaSetDevice(backend.device());
+  cudaError_t status = cudaSuccess;
+  ncclResult_t rc = ncclSuccess;
+  switch (poll(lastStartedComm, commDeadline(ctx), rc, [&](ncclResult_t) {
+    status = cudaEventQuery(lastStarted);
+    return status != cudaErrorNotReady;
+  })) {
+  case Wait::Done:
+    unsettled = false;
+    return CudaBackend::check(ctx, status, what);
+  case Wait::Failed:
+    return abortAll(ctx, std::string(what) +
+                             ": a started collective failed: NCCL " +
+                             ncclGetErrorString(rc) + ", rank " +
+                             std::to_string(rank));
+  case Wait::TimedOut:
+    break;
+  }
+  char seconds[32];
+  std::snprintf(seconds, sizeof(seconds), "%g", ctx->commTimeoutSeconds);
+  return abortAll(ctx, std::string(what) + ": a started collective did not "
+                                           "end within " +
+                           seconds + " s (a member stopped or hung), rank " +
+                           std::to_string(rank));
 }
 
 bool NcclCommunicator::exchange(Call &call, const uint8_t *send,
@@ -491,9 +686,9 @@ bool NcclCommunicator::reduceInto(Call &call, const uint8_t *blocks, void *out,
   return cudaOk(call, cudaGetLastError(), "reduction kernel launch");
 }
 
-bool NcclCommunicator::allReduce(tessel_ctx *ctx, const Group &group,
-                                 const Collective &c) {
-  Call call{ctx, group, c};
+bool NcclCommunicator::allReduceOn(Call &call) {
+  const Group &group = call.group;
+  const Collective &c = call.c;
   if (!enter(call))
     return false;
   const int64_t n = c.count, es = c.elemSize, G = group.size, g = group.index;
@@ -523,9 +718,9 @@ bool NcclCommunicator::allReduce(tessel_ctx *ctx, const Group &group,
          finish(call, "all_reduce");
 }
 
-bool NcclCommunicator::allGather(tessel_ctx *ctx, const Group &group,
-                                 const Collective &c) {
-  Call call{ctx, group, c};
+bool NcclCommunicator::allGatherOn(Call &call) {
+  const Group &group = call.group;
+  const Collective &c = call.c;
   if (!enter(call))
     return false;
   const int64_t bytes = c.inBytes();
@@ -551,9 +746,9 @@ bool NcclCommunicator::allGather(tessel_ctx *ctx, const Group &group,
   return finish(call, "ncclAllGather");
 }
 
-bool NcclCommunicator::reduceScatter(tessel_ctx *ctx, const Group &group,
-                                     const Collective &c) {
-  Call call{ctx, group, c};
+bool NcclCommunicator::reduceScatterOn(Call &call) {
+  const Group &group = call.group;
+  const Collective &c = call.c;
   if (!enter(call))
     return false;
   const int64_t G = group.size;
@@ -580,9 +775,9 @@ bool NcclCommunicator::reduceScatter(tessel_ctx *ctx, const Group &group,
          finish(call, "reduce_scatter");
 }
 
-bool NcclCommunicator::allToAll(tessel_ctx *ctx, const Group &group,
-                                const Collective &c) {
-  Call call{ctx, group, c};
+bool NcclCommunicator::allToAllOn(Call &call) {
+  const Group &group = call.group;
+  const Collective &c = call.c;
   if (!enter(call))
     return false;
   const int64_t G = group.size;
@@ -609,6 +804,8 @@ bool NcclCommunicator::allToAll(tessel_ctx *ctx, const Group &group,
 
 bool NcclCommunicator::send(tessel_ctx *ctx, int32_t peer, int64_t tag,
                             const void *buf, int64_t bytes) {
+  if (!settleStarted(ctx, "tessel_send"))
+    return false;
   if (bytes > 0) {
     // The payload is copied out before send returns: buf may be reused.
     staging.resize(size_t(bytes));
@@ -627,6 +824,8 @@ bool NcclCommunicator::send(tessel_ctx *ctx, int32_t peer, int64_t tag,
 
 bool NcclCommunicator::recv(tessel_ctx *ctx, int32_t peer, int64_t tag,
                             void *buf, int64_t bytes) {
+  if (!settleStarted(ctx, "tessel_recv"))
+    return false;
   staging.resize(size_t(bytes));
   if (!host->recv(ctx, peer, tag, staging.data(), bytes))
     return false;

@@ -192,6 +192,12 @@ public:
 
   int failures() const { return failed; }
 
+  /// Issue the collectives with their *_start forms (all_slice has none).
+  /// Each call computes its reference between the start and its
+  /// tessel_comm_wait, so the started collective runs while this thread
+  /// works.
+  void useStart(bool on) { started = on; }
+
   /// What every checked call starts with: a fresh salt (every rank counts
   /// the same calls), this rank's group and its index in it, and this
   /// rank's encoded input of `elements` values.
@@ -217,15 +223,19 @@ public:
     auto [salt, group, groupSize, g, in] = begin(dtype, mask, n);
     std::vector<uint8_t> out(in.size());
     void *dst = inPlace ? in.data() : out.data();
-    tessel_all_reduce(ctx, mask, dtype, in.data(), dst, n, kind);
+    if (started)
+      tessel_all_reduce_start(ctx, mask, dtype, in.data(), dst, n, kind);
+    else
+      tessel_all_reduce(ctx, mask, dtype, in.data(), dst, n, kind);
     std::vector<double> want(static_cast<size_t>(n)), xs(group.size());
     for (int64_t i = 0; i < n; ++i) {
       for (size_t p = 0; p < group.size(); ++p)
         xs[p] = commValue(dtype, salt, group[p], i);
       want[size_t(i)] = reduceRef(dtype, kind, xs);
     }
-    expectSame(decode(dtype, dst, size_t(n)), want, "tessel_all_reduce", mask,
-               dtype,
+    tessel_comm_wait(ctx, dst);
+    expectSame(decode(dtype, dst, size_t(n)), want, entry("tessel_all_reduce"),
+               mask, dtype,
                std::string(reduceName(kind)) + " n=" + std::to_string(n) +
                    (inPlace ? " in place" : ""));
   }
@@ -237,8 +247,12 @@ public:
     std::vector<int64_t> outShape = shape;
     outShape[size_t(dim)] *= groupSize;
     std::vector<uint8_t> out(in.size() * size_t(groupSize));
-    tessel_all_gather(ctx, mask, dtype, in.data(), out.data(),
-                      int32_t(shape.size()), shape.data(), dim);
+    if (started)
+      tessel_all_gather_start(ctx, mask, dtype, in.data(), out.data(),
+                              int32_t(shape.size()), shape.data(), dim);
+    else
+      tessel_all_gather(ctx, mask, dtype, in.data(), out.data(),
+                        int32_t(shape.size()), shape.data(), dim);
     std::vector<double> want(size_t(numElements(outShape)));
     for (int64_t f = 0; f < int64_t(want.size()); ++f) {
       std::vector<int64_t> idx = unravel(f, outShape);
@@ -247,8 +261,9 @@ public:
       want[size_t(f)] =
           commValue(dtype, salt, group[size_t(p)], ravel(idx, shape));
     }
+    tessel_comm_wait(ctx, out.data());
     expectSame(decode(dtype, out.data(), want.size()), want,
-               "tessel_all_gather", mask, dtype,
+               entry("tessel_all_gather"), mask, dtype,
                shapeText(shape) + " dim " + std::to_string(dim));
   }
 
@@ -261,8 +276,13 @@ public:
     std::vector<int64_t> outShape = shape;
     outShape[size_t(dim)] /= groupSize;
     std::vector<uint8_t> out(in.size() / size_t(groupSize));
-    tessel_reduce_scatter(ctx, mask, dtype, in.data(), out.data(),
-                          int32_t(shape.size()), shape.data(), dim, kind);
+    if (started)
+      tessel_reduce_scatter_start(ctx, mask, dtype, in.data(), out.data(),
+                                  int32_t(shape.size()), shape.data(), dim,
+                                  kind);
+    else
+      tessel_reduce_scatter(ctx, mask, dtype, in.data(), out.data(),
+                            int32_t(shape.size()), shape.data(), dim, kind);
     std::vector<double> want(size_t(numElements(outShape))), xs(group.size());
     for (int64_t f = 0; f < int64_t(want.size()); ++f) {
       std::vector<int64_t> idx = unravel(f, outShape);
@@ -271,8 +291,9 @@ public:
         xs[p] = commValue(dtype, salt, group[p], ravel(idx, shape));
       want[size_t(f)] = reduceRef(dtype, kind, xs);
     }
+    tessel_comm_wait(ctx, out.data());
     expectSame(decode(dtype, out.data(), want.size()), want,
-               "tessel_reduce_scatter", mask, dtype,
+               entry("tessel_reduce_scatter"), mask, dtype,
                shapeText(shape) + " dim " + std::to_string(dim) + " " +
                    reduceName(kind));
   }
@@ -287,8 +308,13 @@ public:
     std::vector<int64_t> outShape = block;
     outShape[size_t(concat)] *= groupSize;
     std::vector<uint8_t> out(in.size());
-    tessel_all_to_all(ctx, mask, dtype, in.data(), out.data(),
-                      int32_t(shape.size()), shape.data(), split, concat);
+    if (started)
+      tessel_all_to_all_start(ctx, mask, dtype, in.data(), out.data(),
+                              int32_t(shape.size()), shape.data(), split,
+                              concat);
+    else
+      tessel_all_to_all(ctx, mask, dtype, in.data(), out.data(),
+                        int32_t(shape.size()), shape.data(), split, concat);
     // Output block p along concat is block g along split of p's input.
     std::vector<double> want(size_t(numElements(outShape)));
     for (int64_t f = 0; f < int64_t(want.size()); ++f) {
@@ -299,8 +325,9 @@ public:
       want[size_t(f)] =
           commValue(dtype, salt, group[size_t(p)], ravel(idx, shape));
     }
+    tessel_comm_wait(ctx, out.data());
     expectSame(decode(dtype, out.data(), want.size()), want,
-               "tessel_all_to_all", mask, dtype,
+               entry("tessel_all_to_all"), mask, dtype,
                shapeText(shape) + " split " + std::to_string(split) +
                    " concat " + std::to_string(concat));
   }
@@ -392,8 +419,12 @@ public:
   }
 
 private:
+  /// The entry point a checked call used, for the failure messages.
+  std::string entry(const char *blocking) const {
+    return started ? std::string(blocking) + "_start" : blocking;
+  }
   void expectSame(const std::vector<double> &got,
-                  const std::vector<double> &want, const char *name,
+                  const std::vector<double> &want, const std::string &name,
                   uint32_t mask, int32_t dtype, const std::string &what) {
     std::string where = "rank " + std::to_string(rank) + " " + name + " mask " +
                         std::to_string(mask) + " " + dtypeName(dtype) + " " +
@@ -428,6 +459,7 @@ private:
   Report report;
   uint64_t calls = 0;
   int failed = 0;
+  bool started = false;
 };
 
 /// One call of every collective on a {2, 2} mesh, over masks 1, 3, 0 (a
@@ -435,24 +467,29 @@ private:
 /// counters CommTest and the MPI check compare with the spec's payloads
 /// (all_reduce mask 1: 40 bytes; mask 3: 14; all_gather mask 2: 48;
 /// reduce_scatter mask 3: 192; all_to_all mask 1: 48; all_slice: nothing).
-inline void issueOneOfEachCollective(tessel_ctx *ctx) {
-  std::vector<uint8_t> in(4096), out(4096);
-  tessel_all_reduce(ctx, 1, TESSEL_F32, in.data(), out.data(), 10,
-                    TESSEL_REDUCE_SUM);
-  tessel_all_reduce(ctx, 3, TESSEL_BF16, in.data(), in.data(), 7,
-                    TESSEL_REDUCE_MEAN);
-  tessel_all_reduce(ctx, 0, TESSEL_F32, in.data(), out.data(), 10,
-                    TESSEL_REDUCE_SUM);
+/// With `started`, through the *_start forms (all_slice has none), each on
+/// buffers of its own, then tessel_comm_wait_all.
+inline void issueOneOfEachCollective(tessel_ctx *ctx, bool started = false) {
+  std::vector<std::vector<uint8_t>> ins(7, std::vector<uint8_t>(4096)),
+      outs(7, std::vector<uint8_t>(4096));
+  auto in = [&](int i) { return ins[size_t(i)].data(); };
+  auto out = [&](int i) { return outs[size_t(i)].data(); };
+  auto allReduce = started ? &tessel_all_reduce_start : &tessel_all_reduce;
+  allReduce(ctx, 1, TESSEL_F32, in(0), out(0), 10, TESSEL_REDUCE_SUM);
+  allReduce(ctx, 3, TESSEL_BF16, in(1), in(1), 7, TESSEL_REDUCE_MEAN);
+  allReduce(ctx, 0, TESSEL_F32, in(2), out(2), 10, TESSEL_REDUCE_SUM);
   const int64_t gatherShape[] = {3, 2};
-  tessel_all_gather(ctx, 2, TESSEL_F32, in.data(), out.data(), 2, gatherShape,
-                    1);
+  (started ? &tessel_all_gather_start : &tessel_all_gather)(
+      ctx, 2, TESSEL_F32, in(3), out(3), 2, gatherShape, 1);
   const int64_t scatterShape[] = {8, 3};
-  tessel_reduce_scatter(ctx, 3, TESSEL_F64, in.data(), out.data(), 2,
-                        scatterShape, 0, TESSEL_REDUCE_SUM);
+  (started ? &tessel_reduce_scatter_start : &tessel_reduce_scatter)(
+      ctx, 3, TESSEL_F64, in(4), out(4), 2, scatterShape, 0,
+      TESSEL_REDUCE_SUM);
   const int64_t a2aShape[] = {4, 3};
-  tessel_all_to_all(ctx, 1, TESSEL_F32, in.data(), out.data(), 2, a2aShape, 0,
-                    1);
-  tessel_all_slice(ctx, 1, TESSEL_F32, in.data(), out.data(), 2, a2aShape, 0);
+  (started ? &tessel_all_to_all_start : &tessel_all_to_all)(
+      ctx, 1, TESSEL_F32, in(5), out(5), 2, a2aShape, 0, 1);
+  tessel_all_slice(ctx, 1, TESSEL_F32, in(6), out(6), 2, a2aShape, 0);
+  tessel_comm_wait_all(ctx);
 }
 
 } // namespace tt

@@ -2,7 +2,10 @@
 //
 // Run as 4 MPI processes (mpirun -np 4): a 2x2 mesh, every collective on
 // every mask against the same plain-loop references as the local backend's
-// tests (CommReference.h), bit for bit, plus the counters; then
+// tests (CommReference.h), bit for bit, plus the counters; the same
+// through the started forms (tessel_*_start, run on the context's comm
+// worker while the caller goes on), which also match the blocking calls'
+// bits with several in flight; then
 // point-to-point messages between every pair of ranks: several in flight,
 // received out of tag order, tags past MPI_TAG_UB that fold onto one MPI
 // tag, a 4 MiB payload, a size mismatch, a receive's timeout and the
@@ -53,6 +56,60 @@ int checkCounters(tessel_ctx *ctx, int rank) {
          "all_to_all mask 1");
   tessel_reset_counters(ctx);
   expect(tessel_comm_calls(ctx, TESSEL_COLL_ALL_REDUCE, 1) == 0, "reset");
+  return failed;
+}
+
+/// The started collectives: the reference battery through the *_start
+/// forms, several started back to back on every group against the blocking
+/// calls' bits, and their counters.
+int checkStarted(tessel_ctx *ctx, const Mesh &mesh, int rank) {
+  CommChecker checker(ctx, mesh, rank, [](const std::string &msg) {
+    std::fprintf(stderr, "%s\n", msg.c_str());
+  });
+  checker.useStart(true);
+  checker.allReduces({TESSEL_F32, TESSEL_BF16, TESSEL_I32}, /*large=*/true);
+  checker.allGathers({TESSEL_F32});
+  checker.reduceScatters({TESSEL_F64});
+  checker.allToAlls({TESSEL_BF16});
+  int failed = checker.failures();
+  auto expect = [&](bool ok, const char *what) {
+    if (!ok) {
+      const char *err = tessel_error(ctx);
+      std::fprintf(stderr, "rank %d: started: %s%s%s\n", rank, what,
+                   err ? ": " : "", err ? err : "");
+      ++failed;
+    }
+  };
+  // One all_reduce per mask (chunked), all in flight at once.
+  const int64_t n = 30001;
+  std::vector<float> in(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i)
+    in[size_t(i)] = float(commValue(TESSEL_F32, 9, rank, i));
+  std::vector<std::vector<float>> blocking(4, std::vector<float>(in.size())),
+      started(4, std::vector<float>(in.size(), -1.0f));
+  for (uint32_t mask = 1; mask < 4; ++mask)
+    tessel_all_reduce(ctx, mask, TESSEL_F32, in.data(), blocking[mask].data(),
+                      n, TESSEL_REDUCE_SUM);
+  for (uint32_t mask = 1; mask < 4; ++mask)
+    tessel_all_reduce_start(ctx, mask, TESSEL_F32, in.data(),
+                            started[mask].data(), n, TESSEL_REDUCE_SUM);
+  tessel_comm_wait_all(ctx);
+  for (uint32_t mask = 1; mask < 4; ++mask)
+    expect(tessel_error(ctx) == nullptr && started[mask] == blocking[mask],
+           "started all_reduce == blocking");
+  tessel_reset_counters(ctx);
+  tt::issueOneOfEachCollective(ctx, /*started=*/true);
+  expect(tessel_comm_bytes(ctx, TESSEL_COLL_ALL_REDUCE, 1) == 40 &&
+             tessel_comm_async_bytes(ctx, TESSEL_COLL_ALL_REDUCE, 1) == 40,
+         "async bytes of all_reduce mask 1");
+  expect(tessel_comm_async_bytes(ctx, TESSEL_COLL_REDUCE_SCATTER, 3) == 192 &&
+             tessel_comm_calls(ctx, TESSEL_COLL_REDUCE_SCATTER, 3) == 1,
+         "async bytes of reduce_scatter mask 3");
+  expect(tessel_comm_async_bytes(ctx, TESSEL_COLL_ALL_REDUCE, 0) == 0,
+         "a group of one counts nothing");
+  tessel_reset_counters(ctx);
+  expect(tessel_comm_async_bytes(ctx, TESSEL_COLL_ALL_REDUCE, 1) == 0,
+         "reset");
   return failed;
 }
 
@@ -316,7 +373,8 @@ int main() {
   checker.allToAlls(dtypes);
   checker.allSlices(dtypes);
   int failed = checker.failures() + checkCounters(ctx, rank) +
-               checkP2p(ctx, rank, size) + checkRecvTimeout(options, rank) +
+               checkStarted(ctx, mesh, rank) + checkP2p(ctx, rank, size) +
+               checkRecvTimeout(options, rank) +
                checkCollectiveTimeout(ctx, options, rank);
 
   // The world's verdict, through the collective under test (a broken

@@ -198,9 +198,15 @@ void tessel_all_slice(tessel_ctx *ctx, uint32_t axes, int32_t dtype,
  * every started collective whose output is `out` has completed (at once
  * when none is pending); tessel_comm_wait_all(ctx) once every started
  * collective has. Errors are the blocking call's, recorded on
- * tessel_error(ctx) by the time the wait returns. On a backend whose
- * communicator cannot overlap (MPI without thread support) a start runs
- * the collective before returning. */
+ * tessel_error(ctx) by the time the wait returns; after one, the
+ * collectives issued after it may not run (the group's state is undefined
+ * and the caller aborts, as after a failed blocking call). On a backend
+ * whose kernels run asynchronously (CUDA), completed means in stream
+ * order, as for a kernel: the rank's later kernels and copies see the
+ * output, and the wait does not block the host. tessel_send, tessel_recv
+ * and tessel_ctx_destroy wait for every started collective first. On a
+ * backend whose communicator cannot overlap (MPI without thread support) a
+ * start runs the collective before returning. */
 void tessel_all_reduce_start(tessel_ctx *ctx, uint32_t axes, int32_t dtype,
                              const void *in, void *out, int64_t count,
                              int32_t kind);

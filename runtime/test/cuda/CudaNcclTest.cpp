@@ -8,7 +8,10 @@
 // bit for bit with the CPU backend's collectives on a local world of
 // threads. GPU tests (two ranks as threads on two GPUs) run every
 // collective and point-to-point path through the C ABI on CUDA and on the
-// CPU and compare the bits; they skip without two devices.
+// CPU and compare the bits, and every started collective (tessel_*_start)
+// with the blocking one; they skip without two devices. The tests that
+// never reach NCCL (a refused handshake, waits with nothing started) run
+// two ranks on one GPU.
 //
 //===----------------------------------------------------------------------===//
 
@@ -197,6 +200,32 @@ Bytes inputOf(const Case &cs, int64_t r) {
   return out;
 }
 
+/// Issues `cs` on device buffers, blocking or with its *_start form.
+void issue(tessel_ctx *ctx, const Case &cs, const void *in, void *out,
+           bool started) {
+  const int32_t rank = int32_t(cs.shape.size());
+  switch (cs.kind) {
+  case TESSEL_COLL_ALL_REDUCE:
+    (started ? &tessel_all_reduce_start : &tessel_all_reduce)(
+        ctx, cs.axes, cs.dtype, in, out, product(cs.shape), cs.reduce);
+    break;
+  case TESSEL_COLL_ALL_GATHER:
+    (started ? &tessel_all_gather_start : &tessel_all_gather)(
+        ctx, cs.axes, cs.dtype, in, out, rank, cs.shape.data(), cs.dim);
+    break;
+  case TESSEL_COLL_REDUCE_SCATTER:
+    (started ? &tessel_reduce_scatter_start : &tessel_reduce_scatter)(
+        ctx, cs.axes, cs.dtype, in, out, rank, cs.shape.data(), cs.dim,
+        cs.reduce);
+    break;
+  case TESSEL_COLL_ALL_TO_ALL:
+    (started ? &tessel_all_to_all_start : &tessel_all_to_all)(
+        ctx, cs.axes, cs.dtype, in, out, rank, cs.shape.data(), cs.dim,
+        cs.concatDim);
+    break;
+  }
+}
+
 /// Runs `cs` through the C ABI on ctx (any backend) and returns the output.
 Bytes runOn(tessel_ctx *ctx, const Case &cs, const Bytes &input, int64_t G) {
   const int64_t es = tessel_dtype_size(cs.dtype);
@@ -205,25 +234,7 @@ Bytes runOn(tessel_ctx *ctx, const Case &cs, const Bytes &input, int64_t G) {
   void *out = tessel_alloc(ctx, outBytes);
   if (!input.empty())
     tessel_copy_to_device(ctx, in, input.data(), int64_t(input.size()));
-  const int32_t rank = int32_t(cs.shape.size());
-  switch (cs.kind) {
-  case TESSEL_COLL_ALL_REDUCE:
-    tessel_all_reduce(ctx, cs.axes, cs.dtype, in, out, product(cs.shape),
-                      cs.reduce);
-    break;
-  case TESSEL_COLL_ALL_GATHER:
-    tessel_all_gather(ctx, cs.axes, cs.dtype, in, out, rank, cs.shape.data(),
-                      cs.dim);
-    break;
-  case TESSEL_COLL_REDUCE_SCATTER:
-    tessel_reduce_scatter(ctx, cs.axes, cs.dtype, in, out, rank,
-                          cs.shape.data(), cs.dim, cs.reduce);
-    break;
-  case TESSEL_COLL_ALL_TO_ALL:
-    tessel_all_to_all(ctx, cs.axes, cs.dtype, in, out, rank, cs.shape.data(),
-                      cs.dim, cs.concatDim);
-    break;
-  }
+  issue(ctx, cs, in, out, /*started=*/false);
   tessel_synchronize(ctx);
   Bytes result(static_cast<size_t>(outBytes));
   if (outBytes > 0)
@@ -468,6 +479,60 @@ TEST(CudaNccl, CollectivesMatchTheCpuBitForBit) {
   }
 }
 
+// Tests that started collectives give the blocking calls' bits: every case
+// started back to back (all in flight on the communication stream), each
+// output then waited for and copied on the compute stream with no host
+// wait in between, so the copy reads the output only if tessel_comm_wait
+// ordered the compute stream after the collective.
+TEST(CudaNccl, StartedCollectivesMatchBlockingBitForBit) {
+  TESSEL_REQUIRE_TWO_GPUS();
+  const Mesh mesh{2};
+  const std::vector<Case> cases = casesFor(mesh);
+  auto errors = runWorld("cuda", mesh, 60, [&](tessel_ctx *ctx, int r) {
+    const int64_t G = tessel_group_size(ctx, 1);
+    std::vector<Bytes> want;
+    std::vector<void *> ins, outs, copies;
+    std::vector<int64_t> outBytes;
+    for (const Case &cs : cases) {
+      const Bytes input = inputOf(cs, r);
+      want.push_back(runOn(ctx, cs, input, G));
+      outBytes.push_back(int64_t(want.back().size()));
+      ins.push_back(tessel_alloc(ctx, int64_t(input.size())));
+      outs.push_back(tessel_alloc(ctx, outBytes.back()));
+      copies.push_back(tessel_alloc(ctx, outBytes.back()));
+      if (!input.empty())
+        tessel_copy_to_device(ctx, ins.back(), input.data(),
+                              int64_t(input.size()));
+    }
+    tessel_reset_counters(ctx);
+    for (size_t i = 0; i < cases.size(); ++i)
+      issue(ctx, cases[i], ins[i], outs[i], /*started=*/true);
+    // In reverse: a wait on the last output says nothing of the others'.
+    for (size_t i = cases.size(); i-- > 0;) {
+      tessel_comm_wait(ctx, outs[i]);
+      if (outBytes[i] > 0)
+        tessel_copy(ctx, copies[i], outs[i], outBytes[i]);
+    }
+    tessel_comm_wait_all(ctx);
+    tessel_synchronize(ctx);
+    ASSERT_EQ(tessel_error(ctx), nullptr) << tessel_error(ctx);
+    for (size_t i = 0; i < cases.size(); ++i) {
+      Bytes got(want[i].size());
+      if (!got.empty())
+        tessel_copy_to_host(ctx, got.data(), copies[i], outBytes[i]);
+      EXPECT_EQ(got, want[i]) << describeCase(cases[i]) << " rank " << r;
+      tessel_free(ctx, ins[i]);
+      tessel_free(ctx, outs[i]);
+      tessel_free(ctx, copies[i]);
+    }
+    EXPECT_EQ(tessel_comm_async_bytes(ctx, TESSEL_COLL_ALL_REDUCE, 1),
+              tessel_comm_bytes(ctx, TESSEL_COLL_ALL_REDUCE, 1));
+    EXPECT_GT(tessel_comm_async_bytes(ctx, TESSEL_COLL_ALL_REDUCE, 1), 0);
+  });
+  for (const std::string &e : errors)
+    EXPECT_EQ(e, "");
+}
+
 TEST(CudaNccl, InPlaceAllReduceAndRepeatedCalls) {
   TESSEL_REQUIRE_TWO_GPUS();
   const int64_t n = 1 << 20;
@@ -493,6 +558,45 @@ TEST(CudaNccl, InPlaceAllReduceAndRepeatedCalls) {
 /// The tests that create no NCCL communicator run two ranks on one GPU when
 /// there is only one.
 int oneOrTwoGpus(int r) { return tessel::cuda::deviceCount() >= 2 ? r : 0; }
+
+// Tests, on one GPU, the started paths that never reach NCCL: waits with
+// nothing started return, a started call the members disagree on fails
+// in the handshake naming the start, a group of one runs at once.
+TEST(CudaNccl, StartedCallsWithoutNccl) {
+  TESSEL_REQUIRE_CUDA();
+  std::vector<std::string> seen(2);
+  auto errors = runWorld("cuda", {2}, 10, [&](tessel_ctx *ctx, int r) {
+    const std::vector<float> host = {1, 2, 3, 4};
+    void *in = tessel_alloc(ctx, 16), *out = tessel_alloc(ctx, 16);
+    tessel_copy_to_device(ctx, in, host.data(), 16);
+    tessel_comm_wait(ctx, out);
+    tessel_comm_wait_all(ctx);
+    tessel_all_reduce_start(ctx, 1, TESSEL_F32, in, out, 3 + r,
+                            TESSEL_REDUCE_SUM);
+    tessel_comm_wait(ctx, out);
+    const char *err = tessel_error(ctx);
+    seen[size_t(r)] = err ? err : "";
+    tessel_clear_error(ctx);
+    // Axes 0: a group of one, a copy on the compute stream.
+    tessel_all_reduce_start(ctx, 0, TESSEL_F32, in, out, 4,
+                            TESSEL_REDUCE_SUM);
+    tessel_comm_wait(ctx, out);
+    tessel_synchronize(ctx);
+    std::vector<float> got(4);
+    tessel_copy_to_host(ctx, got.data(), out, 16);
+    EXPECT_EQ(got, host);
+    EXPECT_EQ(tessel_comm_async_bytes(ctx, TESSEL_COLL_ALL_REDUCE, 0), 0);
+    tessel_free(ctx, in);
+    tessel_free(ctx, out);
+  }, oneOrTwoGpus);
+  for (const std::string &e : errors)
+    EXPECT_EQ(e, "");
+  for (const std::string &e : seen)
+    EXPECT_NE(e.find("tessel_all_reduce_start: the members of the group of "
+                     "axes mask 0x1 made different calls"),
+              std::string::npos)
+        << e;
+}
 
 TEST(CudaNccl, SendRecvMatchByTagInAnyOrder) {
   TESSEL_REQUIRE_CUDA();
