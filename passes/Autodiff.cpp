@@ -573,7 +573,8 @@ struct AutodiffPass : public tessel::impl::AutodiffPassBase<AutodiffPass> {
 
   /// A no_decay pattern that names no parameter is most likely a typo: a
   /// warning, as the parameter it meant would silently decay. A pipeline
-  /// stage holds only some of the parameters, so it does not warn.
+  /// stage holds only some of the parameters, so it does not warn:
+  /// tessel-pipeline-split warns for the whole model before the split.
   static void warnUnmatchedPatterns(ModuleOp module, func::FuncOp model,
                                     ArrayRef<unsigned> paramArgs,
                                     const TrainConfig &config) {

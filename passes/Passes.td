@@ -296,7 +296,12 @@ def PipelineSplitPass : Pass<"tessel-pipeline-split", "mlir::ModuleOp"> {
     Option<"schedule", "schedule", "std::string", "\"1f1b\"",
            "Pipeline schedule: gpipe, 1f1b, interleaved or zb-h1">,
     Option<"virtualStages", "virtual-stages", "int64_t", "1",
-           "Stages per rank (interleaved; default 2 there)">
+           "Stages per rank (interleaved; default 2 there)">,
+    Option<"noDecay", "no-decay", "std::string", "\"\"",
+           "The training step's no_decay patterns (else the module's "
+           "nn.train ones): a pattern that matches no parameter of the whole "
+           "model is a warning here, since each stage's tessel-autodiff sees "
+           "only its own parameters">
   ];
 }
 

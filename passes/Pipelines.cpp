@@ -110,6 +110,8 @@ void tessel::buildPlanPipeline(OpPassManager &pm,
   split.microbatches = options.microbatches;
   split.schedule = options.pipelineSchedule;
   split.virtualStages = options.virtualStages;
+  if (options.noDecay.hasValue())
+    split.noDecay = options.noDecay;
   pm.addPass(createPipelineSplitPass(split));
   buildModelPlan(pm.nest<ModuleOp>(), options);
   pm.addPass(createCheckCommunicationPass());

@@ -174,10 +174,10 @@ parallel flags (a model partitioned over a device mesh; docs/tessel-run.md):
                         state, 2 and gradients, 3 and parameters; with
                         --no-reshard-after-forward stage 3 keeps the gathered
                         parameters from the forward to the backward)
-  --rules R, --sequence-parallel, --local-batchnorm, --bucket-mb X
-                        partitioning flags passed to tessel-compile with
+  --rules R, --sequence-parallel, --local-batchnorm, --bucket-mb X,
+  --overlap N           partitioning flags passed to tessel-compile with
                         --mesh (a .mlir model only; see tessel-compile
-                        --help)
+                        --help; --overlap 0 makes every collective block)
   --pipeline-schedule S, --stage-layers L, --virtual-stages V
                         pipeline flags passed to tessel-compile with a mesh
                         whose pp axis has more than one rank, with
@@ -196,6 +196,8 @@ std::vector<std::string> Options::partitioningFlags() const {
     flags.push_back("--local-batchnorm");
   if (!bucketMb.empty())
     flags.push_back("--bucket-mb");
+  if (!overlap.empty())
+    flags.push_back("--overlap");
   if (!zero.empty())
     flags.push_back("--zero");
   if (noReshardAfterForward)
@@ -388,6 +390,10 @@ const std::map<std::string, ValueSetter> &valueFlags() {
            failUsage("bad value '" + v +
                      "' for --bucket-mb (expected a number >= 0)");
          o.bucketMb = v;
+       }},
+      {"--overlap",
+       [](Options &o, const std::string &v) {
+         o.overlap = std::to_string(parseInteger("--overlap", v, 0));
        }},
       {"--grad-tol",
        [](Options &o, const std::string &v) {

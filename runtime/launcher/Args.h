@@ -72,6 +72,7 @@ struct Options {
   std::string gradPrecision; // --grad-precision, as given ("": the model's)
   std::string rules;    // --rules, as given
   std::string bucketMb; // --bucket-mb, as given
+  std::string overlap;  // --overlap, as given (collectives in flight)
   bool sequenceParallel = false;
   bool localBatchnorm = false;
   std::string zero;                   // --zero, as given

@@ -90,6 +90,8 @@ std::vector<std::string> partitionArgs(const Options &options) {
     args.insert(args.end(), {"--bucket-mb", options.bucketMb});
   if (!options.zero.empty())
     args.insert(args.end(), {"--zero", options.zero});
+  if (!options.overlap.empty())
+    args.insert(args.end(), {"--overlap", options.overlap});
   if (options.noReshardAfterForward)
     args.push_back("--no-reshard-after-forward");
   // A pipeline compiles its microbatches and schedule in.

@@ -71,8 +71,11 @@ void MetricsWriter::write(const StepResult &r) {
   line["allocated_bytes"] = r.allocatedBytes;
   if (r.comm) {
     nlohmann::ordered_json comm = nlohmann::ordered_json::object();
-    for (const CommCount &c : *r.comm)
+    for (const CommCount &c : *r.comm) {
       comm[commKey(c)] = {{"calls", c.calls}, {"bytes", c.bytes}};
+      if (c.asyncBytes)
+        comm[commKey(c)]["async_bytes"] = c.asyncBytes;
+    }
     line["comm"] = comm;
   }
   std::string text = line.dump() + "\n";

@@ -5,7 +5,7 @@
 // RUN: tessel-compile %examples/gpt.mlir --mesh dp=4 --zero 3 --emit=mlir -o %t.z3.mlir --report | FileCheck %s --check-prefix=Z3
 // RUN: FileCheck %s --check-prefix=Z3-IR --input-file %t.z3.mlir
 // RUN: tessel-compile %examples/gpt.mlir --mesh dp=2 --bucket-mb 0.5 -o %t.so
-// RUN: tessel-run %t.so --steps 2 2>&1 | FileCheck %s --check-prefix=RUN
+// RUN: tessel-run %t.so --steps 2 2>&1 | FileCheck %s --check-prefix=TRAIN
 // RUN: not tessel-compile %examples/gpt.mlir --mesh dp=2 --overlap -1 2>&1 | FileCheck %s --check-prefix=BAD
 
 // Tests that DDP's gradient buckets overlap the backward. gpt's layer
@@ -40,7 +40,7 @@
 
 // The run's counters equal the report's, overlapped bytes included
 // (tessel-run warns on any difference).
-// RUN-NOT: warning
-// RUN: all_reduce over dp: 14 calls, 3337220 bytes (3172356 overlapped)
+// TRAIN-NOT: warning
+// TRAIN: all_reduce over dp: 14 calls, 3337220 bytes (3172356 overlapped)
 
 // BAD: tessel-compile: --overlap -1: expected 0 (every collective blocks) or more
