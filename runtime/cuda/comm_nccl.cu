@@ -36,20 +36,8 @@
 // pending). On a timeout or an NCCL error every communicator of the rank
 // is aborted and later collectives fail at once.
 //
-// Started collectives (tessel_*_start; the communicator is the front's
-// StreamCollectives) take the same path, handshake included, up to the
-// end: instead of the host wait, an event recorded on commStream after
-// the collective, kept per output pointer. tessel_comm_wait(out) orders
-// the compute stream after that event (cudaStreamWaitEvent, no host wait,
-// so a step with started collectives can still be captured as a graph);
-// tessel_comm_wait_all after the last one recorded (commStream runs its
-// work in order). A blocking collective after started ones waits for them
-// on the host anyway (its own event follows theirs on commStream).
-// Point-to-point, which synchronises the compute stream without a bound,
-// first waits on the host, up to the timeout, for the started collectives.
-// A started collective's NCCL failure is reported at its wait when NCCL
-// knows it by then, else by the next blocking collective or
-// point-to-point call.
+// Started collectives (tessel_*_start) take the same path up to its end,
+// then comm_nccl_started.cu takes over.
 //
 // Data moves as bytes. Reductions are not NCCL's: all_reduce is an
 // all-to-all of chunks (ncclSend/ncclRecv in a group), a kernel reducing
@@ -62,18 +50,12 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "cuda/backend.h"
-#include "cuda/nccl_plan.h"
+#include "cuda/comm_nccl.h"
 
 #include "core/context.h"
 #include "cpu/comm.h"
 
-#include <nccl.h>
-
-#include <chrono>
 #include <cstdio>
-#include <thread>
-#include <unordered_map>
 
 using namespace tessel;
 using namespace tessel::cuda;
@@ -81,8 +63,6 @@ using namespace tessel::cuda;
 static_assert(NCCL_UNIQUE_ID_BYTES == kNcclIdBytes, "ncclUniqueId size");
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 //===--- The reduce kernel ------------------------------------------------===//
 
@@ -123,19 +103,7 @@ void reduceBlocks(int32_t dtype, const void *blocks, void *out, int64_t n,
   }
 }
 
-//===--- The communicator -------------------------------------------------===//
-
-/// One collective in progress: what the errors name.
-struct Call {
-  tessel_ctx *ctx;
-  const Group &group;
-  const Collective &c;
-  ncclComm_t comm = nullptr;
-  /// When the NCCL part must be done (set once the handshake is through).
-  Clock::time_point deadline{};
-  /// A tessel_*_start: ends with an event instead of the host wait.
-  bool started = false;
-};
+//===--- Device scratch ---------------------------------------------------===//
 
 /// A device buffer from the stream-ordered pool, freed on the same stream
 /// after the work that uses it.
@@ -158,145 +126,11 @@ private:
   void *ptr = nullptr;
 };
 
-class NcclCommunicator final : public Communicator, public StreamCollectives {
-public:
-  NcclCommunicator(CudaBackend &backend, std::unique_ptr<Communicator> host,
-                   int32_t rank, double timeoutSeconds)
-      : backend(backend), host(std::move(host)), rank(rank),
-        timeoutSeconds(timeoutSeconds) {}
-  ~NcclCommunicator() override;
-  bool init(std::string &error);
+} // namespace
 
-  bool allReduce(tessel_ctx *ctx, const Group &group,
-                 const Collective &c) override {
-    Call call{ctx, group, c};
-    return allReduceOn(call);
-  }
-  bool allGather(tessel_ctx *ctx, const Group &group,
-                 const Collective &c) override {
-    Call call{ctx, group, c};
-    return allGatherOn(call);
-  }
-  bool reduceScatter(tessel_ctx *ctx, const Group &group,
-                     const Collective &c) override {
-    Call call{ctx, group, c};
-    return reduceScatterOn(call);
-  }
-  bool allToAll(tessel_ctx *ctx, const Group &group,
-                const Collective &c) override {
-    Call call{ctx, group, c};
-    return allToAllOn(call);
-  }
-  bool send(tessel_ctx *ctx, int32_t peer, int64_t tag, const void *buf,
-            int64_t bytes) override;
-  bool recv(tessel_ctx *ctx, int32_t peer, int64_t tag, void *buf,
-            int64_t bytes) override;
-
-  StreamCollectives *streamCollectives() override { return this; }
-  bool start(tessel_ctx *ctx, const Group &group,
-             const Collective &c) override;
-  void wait(tessel_ctx *ctx, const void *out) override;
-  void waitAll(tessel_ctx *ctx) override;
-
-private:
-  bool allReduceOn(Call &call);
-  bool allGatherOn(Call &call);
-  bool reduceScatterOn(Call &call);
-  bool allToAllOn(Call &call);
-  /// The handshake, the group's communicator (created on first use) and
-  /// the compute stream's work so far ordered before commStream; false
-  /// with the error recorded.
-  bool enter(Call &call);
-  /// Creates the group's communicator from group index 0's id.
-  bool createComm(Call &call, const Handshake &root);
-  /// Waits for a non-blocking NCCL call's result `rc` to settle; false
-  /// (communicators aborted, error recorded) when it failed.
-  bool settle(Call &call, ncclResult_t rc, const char *what);
-  /// Waits for everything issued on commStream, then orders the compute
-  /// stream after it; for a started collective, markStarted instead.
-  bool finish(Call &call, const char *what);
-  /// Records the event after a started collective, under its output.
-  bool markStarted(Call &call, const char *what);
-  /// Orders the compute stream after `event`, then reports an NCCL error
-  /// already known (a started collective's wait).
-  void orderComputeAfter(tessel_ctx *ctx, cudaEvent_t event, const char *what);
-  /// Waits on the host, up to the timeout, for the collectives started so
-  /// far; false (communicators aborted, error recorded) when one failed or
-  /// did not end in time.
-  bool settleStarted(tessel_ctx *ctx, const char *what);
-  /// Records a CUDA failure of `what`; true when `status` is success.
-  bool cudaOk(Call &call, cudaError_t status, const char *what);
-  /// Aborts every communicator and records why on ctx.
-  bool fail(Call &call, const char *what, const std::string &reason);
-  /// Aborts every communicator and records `message` on ctx.
-  bool abortAll(tessel_ctx *ctx, const std::string &message);
-  /// Issues the grouped sends and receives of `sendAt`/`recvAt` (byte
-  /// offsets and sizes per member; the own block is a device copy).
-  bool exchange(Call &call, const uint8_t *send,
-                const std::vector<int64_t> &sendAt,
-                const std::vector<int64_t> &sendBytes, uint8_t *recv,
-                const std::vector<int64_t> &recvAt,
-                const std::vector<int64_t> &recvBytes);
-  bool copies(Call &call, uint8_t *dst, const uint8_t *src,
-              const std::vector<Copy2d> &plan);
-  bool reduceInto(Call &call, const uint8_t *blocks, void *out, int64_t n);
-
-  CudaBackend &backend;
-  std::unique_ptr<Communicator> host;
-  int32_t rank;
-  double timeoutSeconds;
-  /// By canonical axes mask.
-  std::unordered_map<uint32_t, ncclComm_t> comms;
-  /// Set once the communicators were aborted: why.
-  std::string aborted;
-  cudaEvent_t computeDone = nullptr, commDone = nullptr;
-  /// The events of the started collectives not yet waited for, by output;
-  /// events waited for are kept for reuse.
-  std::unordered_map<const void *, cudaEvent_t> started;
-  std::vector<cudaEvent_t> spareEvents;
-  /// The event recorded last, after every started collective so far, and
-  /// its collective's communicator; `unsettled` until the host has seen
-  /// commStream pass it.
-  cudaEvent_t lastStarted = nullptr;
-  ncclComm_t lastStartedComm = nullptr;
-  bool unsettled = false;
-  /// Host staging of point-to-point payloads.
-  std::vector<uint8_t> staging;
-};
-
-enum class Wait { Done, Failed, TimedOut };
-
-/// Polls `done` until it holds, NCCL reports an error on `comm` (`rc`) or
-/// the deadline passes. Spins for the first 100 ms (a healthy collective
-/// ends well within it), then polls every 100 µs so that a rank waiting for
-/// a stopped peer does not hold a core.
-template <class Done>
-Wait poll(ncclComm_t comm, Clock::time_point deadline, ncclResult_t &rc,
-          Done &&done) {
-  const auto spinUntil = Clock::now() + std::chrono::milliseconds(100);
-  while (true) {
-    ncclResult_t state = ncclSuccess;
-    rc = ncclCommGetAsyncError(comm, &state);
-    if (rc == ncclSuccess)
-      rc = state;
-    if (rc != ncclSuccess && rc != ncclInProgress)
-      return Wait::Failed;
-    if (done(rc))
-      return Wait::Done;
-    if (Clock::now() > deadline)
-      return Wait::TimedOut;
-    if (Clock::now() < spinUntil)
-      std::this_thread::yield();
-    else
-      std::this_thread::sleep_for(std::chrono::microseconds(100));
-  }
-}
-
-std::string maskText(uint32_t mask) {
-  char text[16];
-  std::snprintf(text, sizeof(text), "0x%x", mask);
-  return text;
-}
+namespace tessel {
+namespace cuda {
+namespace nccl {
 
 bool NcclCommunicator::init(std::string &error) {
   if (cudaEventCreateWithFlags(&computeDone, cudaEventDisableTiming) !=
@@ -506,127 +340,6 @@ bool NcclCommunicator::finish(Call &call, const char *what) {
   return fail(call, what,
               std::string("timed out after ") + seconds +
                   " s (a member stopped or hung mid-collective)");
-}
-
-bool NcclCommunicator::markStarted(Call &call, const char *what) {
-  if (!cudaOk(call, cudaGetLastError(), what))
-    return false;
-  cudaEvent_t event = nullptr;
-  auto it = started.find(call.c.out);
-  if (it != started.end()) {
-    // Re-recorded: the later collective on one output ends after the
-    // earlier one (commStream is in order).
-    event = it->second;
-  } else if (!spareEvents.empty()) {
-    event = spareEvents.back();
-    spareEvents.pop_back();
-  } else if (!cudaOk(call,
-                     cudaEventCreateWithFlags(&event, cudaEventDisableTiming),
-                     "cudaEventCreate")) {
-    return false;
-  }
-  started[call.c.out] = event;
-  if (!cudaOk(call, cudaEventRecord(event, backend.commStream()),
-              "cudaEventRecord"))
-    return false;
-  lastStarted = event;
-  lastStartedComm = call.comm;
-  unsettled = true;
-  return true;
-}
-
-bool NcclCommunicator::start(tessel_ctx *ctx, const Group &group,
-                             const Collective &c) {
-  Call call{ctx, group, c};
-  call.started = true;
-  switch (c.kind) {
-  case TESSEL_COLL_ALL_REDUCE:
-    return allReduceOn(call);
-  case TESSEL_COLL_ALL_GATHER:
-    return allGatherOn(call);
-  case TESSEL_COLL_REDUCE_SCATTER:
-    return reduceScatterOn(call);
-  case TESSEL_COLL_ALL_TO_ALL:
-    return allToAllOn(call);
-  }
-  setError(ctx, "%s: unknown collective %d", c.name, c.kind);
-  return false;
-}
-
-void NcclCommunicator::orderComputeAfter(tessel_ctx *ctx, cudaEvent_t event,
-                                         const char *what) {
-  cudaSetDevice(backend.device());
-  if (!CudaBackend::check(ctx,
-                          cudaStreamWaitEvent(backend.stream(), event, 0),
-                          what))
-    return;
-  // Non-blocking: only what NCCL already knows.
-  for (auto &entry : comms) {
-    ncclResult_t state = ncclSuccess;
-    ncclResult_t rc = ncclCommGetAsyncError(entry.second, &state);
-    if (rc == ncclSuccess)
-      rc = state;
-    if (rc != ncclSuccess && rc != ncclInProgress) {
-      abortAll(ctx, std::string(what) + ": NCCL failed on axes mask " +
-                        maskText(entry.first) + ": " +
-                        ncclGetErrorString(rc) + ", rank " +
-                        std::to_string(rank));
-      return;
-    }
-  }
-}
-
-void NcclCommunicator::wait(tessel_ctx *ctx, const void *out) {
-  auto it = started.find(out);
-  if (it == started.end())
-    return;
-  const cudaEvent_t event = it->second;
-  started.erase(it);
-  // Reusable at once: the compute stream's wait has taken this record.
-  spareEvents.push_back(event);
-  orderComputeAfter(ctx, event, "tessel_comm_wait");
-}
-
-void NcclCommunicator::waitAll(tessel_ctx *ctx) {
-  if (started.empty())
-    return;
-  for (auto &entry : started)
-    spareEvents.push_back(entry.second);
-  started.clear();
-  // lastStarted's latest record follows every started collective, also
-  // when it was waited for (and kept for reuse) since.
-  orderComputeAfter(ctx, lastStarted, "tessel_comm_wait_all");
-}
-
-bool NcclCommunicator::settleStarted(tessel_ctx *ctx, const char *what) {
-  // After an abort nothing of NCCL's is left to wait for: ncclCommAbort
-  // ends the operations it had in flight.
-  if (!aborted.empty() || !unsettled)
-    return true;
-  cudaSetDevice(backend.device());
-  cudaError_t status = cudaSuccess;
-  ncclResult_t rc = ncclSuccess;
-  switch (poll(lastStartedComm, commDeadline(ctx), rc, [&](ncclResult_t) {
-    status = cudaEventQuery(lastStarted);
-    return status != cudaErrorNotReady;
-  })) {
-  case Wait::Done:
-    unsettled = false;
-    return CudaBackend::check(ctx, status, what);
-  case Wait::Failed:
-    return abortAll(ctx, std::string(what) +
-                             ": a started collective failed: NCCL " +
-                             ncclGetErrorString(rc) + ", rank " +
-                             std::to_string(rank));
-  case Wait::TimedOut:
-    break;
-  }
-  char seconds[32];
-  std::snprintf(seconds, sizeof(seconds), "%g", ctx->commTimeoutSeconds);
-  return abortAll(ctx, std::string(what) + ": a started collective did not "
-                                           "end within " +
-                           seconds + " s (a member stopped or hung), rank " +
-                           std::to_string(rank));
 }
 
 bool NcclCommunicator::exchange(Call &call, const uint8_t *send,
@@ -840,7 +553,9 @@ bool NcclCommunicator::recv(tessel_ctx *ctx, int32_t peer, int64_t tag,
                             "tessel_recv's copy to the device");
 }
 
-} // namespace
+} // namespace nccl
+} // namespace cuda
+} // namespace tessel
 
 std::unique_ptr<Communicator>
 CudaBackend::createCommunicator(tessel_ctx *ctx,
@@ -859,7 +574,7 @@ CudaBackend::createCommunicator(tessel_ctx *ctx,
   }
   if (!host)
     return nullptr;
-  auto comm = std::make_unique<NcclCommunicator>(
+  auto comm = std::make_unique<nccl::NcclCommunicator>(
       *this, std::move(host), ctx->rank, ctx->commTimeoutSeconds);
   if (!comm->init(error))
     return nullptr;
