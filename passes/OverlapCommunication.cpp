@@ -25,6 +25,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/DestinationStyleOpInterface.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallPtrSet.h"
@@ -299,10 +300,16 @@ private:
     nn::RepeatOp some = repeats.front();
     unsigned first = some.getCarried().size();
     unsigned numParams = some.getParams().size();
+    // A slice the layer updates in place would be read by the prefetch
+    // before the update; it is gathered where it stands.
     auto isSlice = [&](Value value) {
       auto arg = dyn_cast<BlockArgument>(value);
       return arg && arg.getOwner() == &body && arg.getArgNumber() >= first &&
-             arg.getArgNumber() < first + numParams;
+             arg.getArgNumber() < first + numParams &&
+             llvm::none_of(arg.getUses(), [](OpOperand &use) {
+               auto dps = dyn_cast<DestinationStyleOpInterface>(use.getOwner());
+               return dps && dps.isDpsInit(&use);
+             });
     };
     SmallVector<Operation *> moved;
     for (Operation &op : body)

@@ -368,6 +368,47 @@ const CommCounter *commCounterOf(const tessel_ctx *ctx, int32_t collective,
   return it == ctx->commCounters[collective].end() ? nullptr : &it->second;
 }
 
+/// One field of a (collective, axes) counter, read under the state lock (a
+/// comm worker may be counting); 0 when nothing was counted.
+int64_t counterField(const tessel_ctx *ctx, int32_t collective, uint32_t axes,
+                     int64_t CommCounter::*field) {
+  if (!ctx)
+    return 0;
+  std::lock_guard<std::mutex> lock(ctx->stateMutex);
+  const CommCounter *counter = commCounterOf(ctx, collective, axes);
+  return counter ? counter->*field : 0;
+}
+
+/// The arguments of each entry point, shared by its blocking and started
+/// forms (`name` is the one errors give).
+Call allReduceCall(const char *name, uint32_t axes, int32_t dtype,
+                   const void *in, void *out, int64_t count, int32_t kind) {
+  Call call{TESSEL_COLL_ALL_REDUCE, name, axes, dtype, in, out};
+  call.reduce = kind;
+  call.count = count;
+  return call;
+}
+
+/// all_gather, reduce_scatter (its kind set after) and all_slice.
+Call alongDimCall(int32_t collective, const char *name, uint32_t axes,
+                  int32_t dtype, const void *in, void *out, int32_t rank,
+                  const int64_t *shape, int32_t dim) {
+  Call call{collective, name, axes, dtype, in, out};
+  call.rank = rank;
+  call.shape = shape;
+  call.dim = dim;
+  return call;
+}
+
+Call allToAllCall(const char *name, uint32_t axes, int32_t dtype,
+                  const void *in, void *out, int32_t rank,
+                  const int64_t *shape, int32_t splitDim, int32_t concatDim) {
+  Call call = alongDimCall(TESSEL_COLL_ALL_TO_ALL, name, axes, dtype, in, out,
+                           rank, shape, splitDim);
+  call.concatDim = concatDim;
+  return call;
+}
+
 } // namespace
 
 extern "C" {
@@ -404,31 +445,23 @@ int64_t tessel_group_index(const tessel_ctx *ctx, uint32_t axes) {
 
 void tessel_all_reduce(tessel_ctx *ctx, uint32_t axes, int32_t dtype,
                        const void *in, void *out, int64_t count, int32_t kind) {
-  Call call{TESSEL_COLL_ALL_REDUCE, "tessel_all_reduce", axes, dtype, in, out};
-  call.reduce = kind;
-  call.count = count;
-  runCollective(ctx, call);
+  runCollective(ctx, allReduceCall("tessel_all_reduce", axes, dtype, in, out,
+                                   count, kind));
 }
 
 void tessel_all_gather(tessel_ctx *ctx, uint32_t axes, int32_t dtype,
                        const void *in, void *out, int32_t rank_,
                        const int64_t *shape, int32_t dim) {
-  Call call{TESSEL_COLL_ALL_GATHER, "tessel_all_gather", axes, dtype, in, out};
-  call.rank = rank_;
-  call.shape = shape;
-  call.dim = dim;
-  runCollective(ctx, call);
+  runCollective(ctx, alongDimCall(TESSEL_COLL_ALL_GATHER, "tessel_all_gather",
+                                  axes, dtype, in, out, rank_, shape, dim));
 }
 
 void tessel_reduce_scatter(tessel_ctx *ctx, uint32_t axes, int32_t dtype,
                            const void *in, void *out, int32_t rank_,
                            const int64_t *shape, int32_t dim, int32_t kind) {
-  const char *name = "tessel_reduce_scatter";
-  Call call{TESSEL_COLL_REDUCE_SCATTER, name, axes, dtype, in, out};
+  Call call = alongDimCall(TESSEL_COLL_REDUCE_SCATTER, "tessel_reduce_scatter",
+                           axes, dtype, in, out, rank_, shape, dim);
   call.reduce = kind;
-  call.rank = rank_;
-  call.shape = shape;
-  call.dim = dim;
   runCollective(ctx, call);
 }
 
@@ -436,55 +469,40 @@ void tessel_all_to_all(tessel_ctx *ctx, uint32_t axes, int32_t dtype,
                        const void *in, void *out, int32_t rank_,
                        const int64_t *shape, int32_t split_dim,
                        int32_t concat_dim) {
-  Call call{TESSEL_COLL_ALL_TO_ALL, "tessel_all_to_all", axes, dtype, in, out};
-  call.rank = rank_;
-  call.shape = shape;
-  call.dim = split_dim;
-  call.concatDim = concat_dim;
-  runCollective(ctx, call);
+  runCollective(ctx, allToAllCall("tessel_all_to_all", axes, dtype, in, out,
+                                  rank_, shape, split_dim, concat_dim));
 }
 
 void tessel_all_slice(tessel_ctx *ctx, uint32_t axes, int32_t dtype,
                       const void *in, void *out, int32_t rank_,
                       const int64_t *shape, int32_t dim) {
-  Call call{kAllSlice, "tessel_all_slice", axes, dtype, in, out};
-  call.rank = rank_;
-  call.shape = shape;
-  call.dim = dim;
-  runCollective(ctx, call);
+  runCollective(ctx, alongDimCall(kAllSlice, "tessel_all_slice", axes, dtype,
+                                  in, out, rank_, shape, dim));
 }
 
 void tessel_all_reduce_start(tessel_ctx *ctx, uint32_t axes, int32_t dtype,
                              const void *in, void *out, int64_t count,
                              int32_t kind) {
-  const char *name = "tessel_all_reduce_start";
-  Call call{TESSEL_COLL_ALL_REDUCE, name, axes, dtype, in, out};
-  call.reduce = kind;
-  call.count = count;
-  startCollective(ctx, call);
+  startCollective(ctx, allReduceCall("tessel_all_reduce_start", axes, dtype,
+                                     in, out, count, kind));
 }
 
 void tessel_all_gather_start(tessel_ctx *ctx, uint32_t axes, int32_t dtype,
                              const void *in, void *out, int32_t rank_,
                              const int64_t *shape, int32_t dim) {
-  const char *name = "tessel_all_gather_start";
-  Call call{TESSEL_COLL_ALL_GATHER, name, axes, dtype, in, out};
-  call.rank = rank_;
-  call.shape = shape;
-  call.dim = dim;
-  startCollective(ctx, call);
+  startCollective(ctx, alongDimCall(TESSEL_COLL_ALL_GATHER,
+                                    "tessel_all_gather_start", axes, dtype, in,
+                                    out, rank_, shape, dim));
 }
 
 void tessel_reduce_scatter_start(tessel_ctx *ctx, uint32_t axes,
                                  int32_t dtype, const void *in, void *out,
                                  int32_t rank_, const int64_t *shape,
                                  int32_t dim, int32_t kind) {
-  const char *name = "tessel_reduce_scatter_start";
-  Call call{TESSEL_COLL_REDUCE_SCATTER, name, axes, dtype, in, out};
+  Call call =
+      alongDimCall(TESSEL_COLL_REDUCE_SCATTER, "tessel_reduce_scatter_start",
+                   axes, dtype, in, out, rank_, shape, dim);
   call.reduce = kind;
-  call.rank = rank_;
-  call.shape = shape;
-  call.dim = dim;
   startCollective(ctx, call);
 }
 
@@ -492,13 +510,8 @@ void tessel_all_to_all_start(tessel_ctx *ctx, uint32_t axes, int32_t dtype,
                              const void *in, void *out, int32_t rank_,
                              const int64_t *shape, int32_t split_dim,
                              int32_t concat_dim) {
-  const char *name = "tessel_all_to_all_start";
-  Call call{TESSEL_COLL_ALL_TO_ALL, name, axes, dtype, in, out};
-  call.rank = rank_;
-  call.shape = shape;
-  call.dim = split_dim;
-  call.concatDim = concat_dim;
-  startCollective(ctx, call);
+  startCollective(ctx, allToAllCall("tessel_all_to_all_start", axes, dtype, in,
+                                    out, rank_, shape, split_dim, concat_dim));
 }
 
 void tessel_comm_wait(tessel_ctx *ctx, const void *out) {
@@ -518,29 +531,17 @@ void tessel_comm_wait_all(tessel_ctx *ctx) {
 
 int64_t tessel_comm_bytes(const tessel_ctx *ctx, int32_t collective,
                           uint32_t axes) {
-  if (!ctx)
-    return 0;
-  std::lock_guard<std::mutex> lock(ctx->stateMutex);
-  const CommCounter *counter = commCounterOf(ctx, collective, axes);
-  return counter ? counter->bytes : 0;
+  return counterField(ctx, collective, axes, &CommCounter::bytes);
 }
 
 int64_t tessel_comm_calls(const tessel_ctx *ctx, int32_t collective,
                           uint32_t axes) {
-  if (!ctx)
-    return 0;
-  std::lock_guard<std::mutex> lock(ctx->stateMutex);
-  const CommCounter *counter = commCounterOf(ctx, collective, axes);
-  return counter ? counter->calls : 0;
+  return counterField(ctx, collective, axes, &CommCounter::calls);
 }
 
 int64_t tessel_comm_async_bytes(const tessel_ctx *ctx, int32_t collective,
                                 uint32_t axes) {
-  if (!ctx)
-    return 0;
-  std::lock_guard<std::mutex> lock(ctx->stateMutex);
-  const CommCounter *counter = commCounterOf(ctx, collective, axes);
-  return counter ? counter->asyncBytes : 0;
+  return counterField(ctx, collective, axes, &CommCounter::asyncBytes);
 }
 
 } // extern "C"
