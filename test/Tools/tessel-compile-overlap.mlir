@@ -7,6 +7,8 @@
 // RUN: tessel-compile %examples/gpt.mlir --mesh dp=2 --bucket-mb 0.5 -o %t.so
 // RUN: tessel-run %t.so --steps 2 2>&1 | FileCheck %s --check-prefix=TRAIN
 // RUN: not tessel-compile %examples/gpt.mlir --mesh dp=2 --overlap -1 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: tessel-run %examples/gpt.mlir --mesh dp=2 --bucket-mb 0.5 --overlap 0 --steps 1 2>&1 | FileCheck %s --check-prefix=RUN-BLOCKING
+// RUN: not tessel-run %examples/gpt.mlir --mesh dp=2 --overlap two 2>&1 | FileCheck %s --check-prefix=RUN-BAD
 
 // Tests that DDP's gradient buckets overlap the backward. gpt's layer
 // derivative fills three buckets of 0.5 MiB per layer: the first two
@@ -44,3 +46,7 @@
 // TRAIN: all_reduce over dp: 14 calls, 3337220 bytes (3172356 overlapped)
 
 // BAD: tessel-compile: --overlap -1: expected 0 (every collective blocks) or more
+
+// tessel-run passes --overlap to tessel-compile: with 0 nothing overlaps.
+// RUN-BLOCKING: all_reduce over dp: 14 calls, 3337220 bytes{{$}}
+// RUN-BAD: bad value 'two' for --overlap (expected an integer)
