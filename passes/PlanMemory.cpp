@@ -134,8 +134,9 @@ public:
         // The collective's result, complete: its bytes, owned by the wait's
         // result from here on (returned, it is the caller's memory).
         if (auto it = bufferOf.find(wait.getInput()); it != bufferOf.end()) {
-          bufferOf[wait.getResult()] = it->second;
-          ownerOf[it->second] = wait.getResult();
+          unsigned buffer = it->second; // before the insertion moves `it`
+          bufferOf[wait.getResult()] = buffer;
+          ownerOf[buffer] = wait.getResult();
         }
         ++index;
         continue;
