@@ -239,9 +239,8 @@ bool prepare(tessel_ctx *ctx, const Call &call, Collective &c, Group &group) {
 /// thread, hence the lock.
 void countCollective(tessel_ctx *ctx, const Collective &c, const Group &group,
                      bool started) {
-  const int64_t bytes = c.kind == TESSEL_COLL_ALL_GATHER
-                            ? c.inBytes() * group.size
-                            : c.inBytes();
+  const int64_t bytes =
+      c.kind == TESSEL_COLL_ALL_GATHER ? c.inBytes() * group.size : c.inBytes();
   std::lock_guard<std::mutex> lock(ctx->stateMutex);
   CommCounter &counter = ctx->commCounters[c.kind][group.mask];
   counter.bytes += bytes;
@@ -252,8 +251,7 @@ void countCollective(tessel_ctx *ctx, const Collective &c, const Group &group,
 
 /// The collectives that involve no peer: a group of one copies, all_slice
 /// takes its block. True when `c` is one of them (and has run).
-bool runWithoutPeers(tessel_ctx *ctx, const Collective &c,
-                     const Group &group) {
+bool runWithoutPeers(tessel_ctx *ctx, const Collective &c, const Group &group) {
   Backend &backend = *ctx->backend;
   if (group.size == 1) {
     // Every collective of one rank is the identity on its input.
@@ -475,10 +473,10 @@ void tessel_all_gather_start(tessel_ctx *ctx, uint32_t axes, int32_t dtype,
   startCollective(ctx, call);
 }
 
-void tessel_reduce_scatter_start(tessel_ctx *ctx, uint32_t axes,
-                                 int32_t dtype, const void *in, void *out,
-                                 int32_t rank_, const int64_t *shape,
-                                 int32_t dim, int32_t kind) {
+void tessel_reduce_scatter_start(tessel_ctx *ctx, uint32_t axes, int32_t dtype,
+                                 const void *in, void *out, int32_t rank_,
+                                 const int64_t *shape, int32_t dim,
+                                 int32_t kind) {
   const char *name = "tessel_reduce_scatter_start";
   Call call{TESSEL_COLL_REDUCE_SCATTER, name, axes, dtype, in, out};
   call.reduce = kind;
