@@ -1,4 +1,4 @@
-//===- comm_nccl.h - The NCCL communicator's class ---------------*- C++ -*-===//
+//===- comm_nccl.h - The NCCL communicator's class -------------*- C++ -*-===//
 //
 // Private to runtime/cuda: NcclCommunicator, shared by comm_nccl.cu (the
 // handshake, the collectives' data path, point-to-point; the file's banner
@@ -114,8 +114,7 @@ public:
             int64_t bytes) override;
 
   StreamCollectives *streamCollectives() override { return this; }
-  bool start(tessel_ctx *ctx, const Group &group,
-             const Collective &c) override;
+  bool start(tessel_ctx *ctx, const Group &group, const Collective &c) override;
   void wait(tessel_ctx *ctx, const void *out) override;
   void waitAll(tessel_ctx *ctx) override;
 

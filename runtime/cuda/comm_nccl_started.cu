@@ -73,8 +73,7 @@ bool NcclCommunicator::start(tessel_ctx *ctx, const Group &group,
 void NcclCommunicator::orderComputeAfter(tessel_ctx *ctx, cudaEvent_t event,
                                          const char *what) {
   cudaSetDevice(backend.device());
-  if (!CudaBackend::check(ctx,
-                          cudaStreamWaitEvent(backend.stream(), event, 0),
+  if (!CudaBackend::check(ctx, cudaStreamWaitEvent(backend.stream(), event, 0),
                           what))
     return;
   // Non-blocking: only what NCCL already knows.
@@ -85,9 +84,8 @@ void NcclCommunicator::orderComputeAfter(tessel_ctx *ctx, cudaEvent_t event,
       rc = state;
     if (rc != ncclSuccess && rc != ncclInProgress) {
       abortAll(ctx, std::string(what) + ": NCCL failed on axes mask " +
-                        maskText(entry.first) + ": " +
-                        ncclGetErrorString(rc) + ", rank " +
-                        std::to_string(rank));
+                        maskText(entry.first) + ": " + ncclGetErrorString(rc) +
+                        ", rank " + std::to_string(rank));
       return;
     }
   }
@@ -131,17 +129,17 @@ bool NcclCommunicator::settleStarted(tessel_ctx *ctx, const char *what) {
     unsettled = false;
     return CudaBackend::check(ctx, status, what);
   case Wait::Failed:
-    return abortAll(ctx, std::string(what) +
-                             ": a started collective failed: NCCL " +
-                             ncclGetErrorString(rc) + ", rank " +
-                             std::to_string(rank));
+    return abortAll(
+        ctx, std::string(what) + ": a started collective failed: NCCL " +
+                 ncclGetErrorString(rc) + ", rank " + std::to_string(rank));
   case Wait::TimedOut:
     break;
   }
   char seconds[32];
   std::snprintf(seconds, sizeof(seconds), "%g", ctx->commTimeoutSeconds);
-  return abortAll(ctx, std::string(what) + ": a started collective did not "
-                                           "end within " +
+  return abortAll(ctx, std::string(what) +
+                           ": a started collective did not "
+                           "end within " +
                            seconds + " s (a member stopped or hung), rank " +
                            std::to_string(rank));
 }

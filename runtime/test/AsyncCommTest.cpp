@@ -47,9 +47,8 @@ struct Op {
 std::string describe(const Op &op) {
   return "collective " + std::to_string(op.kind) + " axes " +
          std::to_string(op.axes) + " " + dtypeName(op.dtype) + " reduce " +
-         std::to_string(op.reduce) + " shape " + shapeText(op.shape) +
-         " dim " + std::to_string(op.dim) + " concat " +
-         std::to_string(op.concatDim);
+         std::to_string(op.reduce) + " shape " + shapeText(op.shape) + " dim " +
+         std::to_string(op.dim) + " concat " + std::to_string(op.concatDim);
 }
 
 /// Bytes of op's output on a group of G.
@@ -81,14 +80,14 @@ void issue(tessel_ctx *ctx, const Op &op, const void *in, void *out,
         ctx, op.axes, op.dtype, in, out, rank, op.shape.data(), op.dim);
     break;
   case TESSEL_COLL_REDUCE_SCATTER:
-    (started ? &tessel_reduce_scatter_start : &tessel_reduce_scatter)(
-        ctx, op.axes, op.dtype, in, out, rank, op.shape.data(), op.dim,
-        op.reduce);
+    (started ? &tessel_reduce_scatter_start
+             : &tessel_reduce_scatter)(ctx, op.axes, op.dtype, in, out, rank,
+                                       op.shape.data(), op.dim, op.reduce);
     break;
   case TESSEL_COLL_ALL_TO_ALL:
-    (started ? &tessel_all_to_all_start : &tessel_all_to_all)(
-        ctx, op.axes, op.dtype, in, out, rank, op.shape.data(), op.dim,
-        op.concatDim);
+    (started ? &tessel_all_to_all_start
+             : &tessel_all_to_all)(ctx, op.axes, op.dtype, in, out, rank,
+                                   op.shape.data(), op.dim, op.concatDim);
     break;
   }
 }
@@ -104,22 +103,29 @@ std::vector<Op> opsFor(const Mesh &mesh) {
       for (int32_t reduce :
            {TESSEL_REDUCE_SUM, TESSEL_REDUCE_MEAN, TESSEL_REDUCE_MAX}) {
         ops.push_back({TESSEL_COLL_ALL_REDUCE, axes, dtype, reduce, {37}});
-        ops.push_back({TESSEL_COLL_REDUCE_SCATTER, axes, dtype, reduce,
-                       {3, 2 * G, 5}, 1});
+        ops.push_back({TESSEL_COLL_REDUCE_SCATTER,
+                       axes,
+                       dtype,
+                       reduce,
+                       {3, 2 * G, 5},
+                       1});
       }
     // Over 64 KiB: each member reduces one chunk.
-    ops.push_back({TESSEL_COLL_ALL_REDUCE, axes, TESSEL_F32,
-                   TESSEL_REDUCE_SUM, {20011}});
+    ops.push_back(
+        {TESSEL_COLL_ALL_REDUCE, axes, TESSEL_F32, TESSEL_REDUCE_SUM, {20011}});
     for (int32_t dtype : {TESSEL_F32, TESSEL_BF16, TESSEL_F64, TESSEL_I64}) {
       for (int32_t dim : {0, 1, 2})
-        ops.push_back({TESSEL_COLL_ALL_GATHER, axes, dtype, 0, {3, 4, 5},
-                       dim});
-      ops.push_back({TESSEL_COLL_REDUCE_SCATTER, axes, dtype,
-                     TESSEL_REDUCE_SUM, {2 * G, 3}, 0});
-      ops.push_back({TESSEL_COLL_ALL_TO_ALL, axes, dtype, 0, {2 * G, 3, 4}, 0,
-                     2});
-      ops.push_back({TESSEL_COLL_ALL_TO_ALL, axes, dtype, 0, {2, 3, 4 * G}, 2,
+        ops.push_back({TESSEL_COLL_ALL_GATHER, axes, dtype, 0, {3, 4, 5}, dim});
+      ops.push_back({TESSEL_COLL_REDUCE_SCATTER,
+                     axes,
+                     dtype,
+                     TESSEL_REDUCE_SUM,
+                     {2 * G, 3},
                      0});
+      ops.push_back(
+          {TESSEL_COLL_ALL_TO_ALL, axes, dtype, 0, {2 * G, 3, 4}, 0, 2});
+      ops.push_back(
+          {TESSEL_COLL_ALL_TO_ALL, axes, dtype, 0, {2, 3, 4 * G}, 2, 0});
     }
   }
   return ops;
@@ -141,20 +147,20 @@ INSTANTIATE_TEST_SUITE_P(Meshes, AsyncCommMesh,
 // on the same input, bit for bit.
 TEST_P(AsyncCommMesh, StartedMatchesBlockingBitForBit) {
   const Mesh mesh = GetParam();
-  expectNoErrors(runRanks(mesh, [&](tessel_ctx *ctx, int rank,
-                                    tessel_local_world *) {
-    uint64_t salt = 0;
-    for (const Op &op : opsFor(mesh)) {
-      const int64_t G = tessel_group_size(ctx, op.axes);
-      const Bytes in = inputOf(op, ++salt, rank);
-      Bytes blocking(outBytes(op, G)), started(outBytes(op, G), 0xcd);
-      issue(ctx, op, in.data(), blocking.data(), /*started=*/false);
-      issue(ctx, op, in.data(), started.data(), /*started=*/true);
-      tessel_comm_wait(ctx, started.data());
-      ASSERT_EQ(tessel_error(ctx), nullptr) << describe(op);
-      EXPECT_TRUE(started == blocking) << describe(op) << " rank " << rank;
-    }
-  }));
+  expectNoErrors(
+      runRanks(mesh, [&](tessel_ctx *ctx, int rank, tessel_local_world *) {
+        uint64_t salt = 0;
+        for (const Op &op : opsFor(mesh)) {
+          const int64_t G = tessel_group_size(ctx, op.axes);
+          const Bytes in = inputOf(op, ++salt, rank);
+          Bytes blocking(outBytes(op, G)), started(outBytes(op, G), 0xcd);
+          issue(ctx, op, in.data(), blocking.data(), /*started=*/false);
+          issue(ctx, op, in.data(), started.data(), /*started=*/true);
+          tessel_comm_wait(ctx, started.data());
+          ASSERT_EQ(tessel_error(ctx), nullptr) << describe(op);
+          EXPECT_TRUE(started == blocking) << describe(op) << " rank " << rank;
+        }
+      }));
 }
 
 // Tests that the started forms pass the blocking calls' reference battery
@@ -184,8 +190,12 @@ std::vector<Op> mixedOps(const Mesh &mesh) {
   return {
       {TESSEL_COLL_ALL_REDUCE, all, TESSEL_F32, TESSEL_REDUCE_SUM, {1000}},
       {TESSEL_COLL_ALL_GATHER, all, TESSEL_BF16, 0, {4, 3}, 1},
-      {TESSEL_COLL_REDUCE_SCATTER, all, TESSEL_F64, TESSEL_REDUCE_MEAN,
-       {2 * G, 5}, 0},
+      {TESSEL_COLL_REDUCE_SCATTER,
+       all,
+       TESSEL_F64,
+       TESSEL_REDUCE_MEAN,
+       {2 * G, 5},
+       0},
       {TESSEL_COLL_ALL_TO_ALL, all, TESSEL_I32, 0, {3, 2 * G}, 1, 0},
       {TESSEL_COLL_ALL_REDUCE, 1, TESSEL_I64, TESSEL_REDUCE_MAX, {300}},
   };
@@ -210,22 +220,22 @@ Expected blockingResults(tessel_ctx *ctx, const std::vector<Op> &ops,
 // one's wait gives its result, wait_all everyone's.
 TEST_P(AsyncCommMesh, SeveralStartedThenOneWaitOnTheLast) {
   const Mesh mesh = GetParam();
-  expectNoErrors(runRanks(mesh, [&](tessel_ctx *ctx, int rank,
-                                    tessel_local_world *) {
-    const std::vector<Op> ops = mixedOps(mesh);
-    const Expected want = blockingResults(ctx, ops, rank);
-    std::vector<Bytes> got;
-    for (size_t i = 0; i < ops.size(); ++i)
-      got.emplace_back(want.outs[i].size(), 0xcd);
-    for (size_t i = 0; i < ops.size(); ++i)
-      issue(ctx, ops[i], want.ins[i].data(), got[i].data(), true);
-    tessel_comm_wait(ctx, got.back().data());
-    EXPECT_TRUE(got.back() == want.outs.back()) << "rank " << rank;
-    tessel_comm_wait_all(ctx);
-    for (size_t i = 0; i < ops.size(); ++i)
-      EXPECT_TRUE(got[i] == want.outs[i])
-          << describe(ops[i]) << " rank " << rank;
-  }));
+  expectNoErrors(
+      runRanks(mesh, [&](tessel_ctx *ctx, int rank, tessel_local_world *) {
+        const std::vector<Op> ops = mixedOps(mesh);
+        const Expected want = blockingResults(ctx, ops, rank);
+        std::vector<Bytes> got;
+        for (size_t i = 0; i < ops.size(); ++i)
+          got.emplace_back(want.outs[i].size(), 0xcd);
+        for (size_t i = 0; i < ops.size(); ++i)
+          issue(ctx, ops[i], want.ins[i].data(), got[i].data(), true);
+        tessel_comm_wait(ctx, got.back().data());
+        EXPECT_TRUE(got.back() == want.outs.back()) << "rank " << rank;
+        tessel_comm_wait_all(ctx);
+        for (size_t i = 0; i < ops.size(); ++i)
+          EXPECT_TRUE(got[i] == want.outs[i])
+              << describe(ops[i]) << " rank " << rank;
+      }));
 }
 
 // Tests that started and blocking calls interleave in one order on every
@@ -235,36 +245,36 @@ TEST_P(AsyncCommMesh, SeveralStartedThenOneWaitOnTheLast) {
 // ones' after wait_all.
 TEST_P(AsyncCommMesh, StartedAndBlockingCallsInOneOrder) {
   const Mesh mesh = GetParam();
-  expectNoErrors(runRanks(mesh, [&](tessel_ctx *ctx, int rank,
-                                    tessel_local_world *) {
-    std::vector<Op> ops;
-    for (int round = 0; round < 8; ++round)
-      for (const Op &op : mixedOps(mesh)) {
-        ops.push_back(op);
-        // Alternate the full group with single axes.
-        if (round % 2 == 1)
-          ops.back().axes = op.kind == TESSEL_COLL_ALL_REDUCE
-                                ? 1u << (round / 2 % mesh.size())
-                                : op.axes;
-      }
-    const Expected want = blockingResults(ctx, ops, rank);
-    std::vector<Bytes> got;
-    for (size_t i = 0; i < ops.size(); ++i)
-      got.emplace_back(want.outs[i].size(), 0xcd);
-    for (size_t i = 0; i < ops.size(); ++i) {
-      const bool started = (i + size_t(rank)) % 3 != 0;
-      issue(ctx, ops[i], want.ins[i].data(), got[i].data(), started);
-      if (!started)
-        EXPECT_TRUE(got[i] == want.outs[i])
-            << "blocking " << describe(ops[i]) << " rank " << rank;
-      if (i % 7 == 6) // Now and then, a wait on an earlier output.
-        tessel_comm_wait(ctx, got[i - 3].data());
-    }
-    tessel_comm_wait_all(ctx);
-    for (size_t i = 0; i < ops.size(); ++i)
-      EXPECT_TRUE(got[i] == want.outs[i])
-          << describe(ops[i]) << " rank " << rank;
-  }));
+  expectNoErrors(
+      runRanks(mesh, [&](tessel_ctx *ctx, int rank, tessel_local_world *) {
+        std::vector<Op> ops;
+        for (int round = 0; round < 8; ++round)
+          for (const Op &op : mixedOps(mesh)) {
+            ops.push_back(op);
+            // Alternate the full group with single axes.
+            if (round % 2 == 1)
+              ops.back().axes = op.kind == TESSEL_COLL_ALL_REDUCE
+                                    ? 1u << (round / 2 % mesh.size())
+                                    : op.axes;
+          }
+        const Expected want = blockingResults(ctx, ops, rank);
+        std::vector<Bytes> got;
+        for (size_t i = 0; i < ops.size(); ++i)
+          got.emplace_back(want.outs[i].size(), 0xcd);
+        for (size_t i = 0; i < ops.size(); ++i) {
+          const bool started = (i + size_t(rank)) % 3 != 0;
+          issue(ctx, ops[i], want.ins[i].data(), got[i].data(), started);
+          if (!started)
+            EXPECT_TRUE(got[i] == want.outs[i])
+                << "blocking " << describe(ops[i]) << " rank " << rank;
+          if (i % 7 == 6) // Now and then, a wait on an earlier output.
+            tessel_comm_wait(ctx, got[i - 3].data());
+        }
+        tessel_comm_wait_all(ctx);
+        for (size_t i = 0; i < ops.size(); ++i)
+          EXPECT_TRUE(got[i] == want.outs[i])
+              << describe(ops[i]) << " rank " << rank;
+      }));
 }
 
 //===--- Overlap and waits ------------------------------------------------===//
@@ -291,8 +301,8 @@ TEST(AsyncComm, TheCallerGoesOnWhileTheCollectiveRuns) {
           EXPECT_EQ(out[999], 3.0f);
           return;
         }
-        tessel_all_reduce_start(ctx, 1, TESSEL_F32, in.data(), out.data(),
-                                1000, TESSEL_REDUCE_SUM);
+        tessel_all_reduce_start(ctx, 1, TESSEL_F32, in.data(), out.data(), 1000,
+                                TESSEL_REDUCE_SUM);
         pastStart = true;
         int unknown = 0;
         const auto before = Clock::now();
@@ -313,21 +323,21 @@ TEST(AsyncComm, TheCallerGoesOnWhileTheCollectiveRuns) {
 // buffer, and recv before it returns: each may name a started collective's
 // output.
 TEST(AsyncComm, SendAndRecvWaitForStartedCollectives) {
-  expectNoErrors(runRanks(Mesh{2}, [](tessel_ctx *ctx, int rank,
-                                      tessel_local_world *) {
-    std::vector<float> buf(256, float(rank + 1)), got(256);
-    tessel_all_reduce_start(ctx, 1, TESSEL_F32, buf.data(), buf.data(), 256,
-                            TESSEL_REDUCE_SUM);
-    if (rank == 0) {
-      tessel_send(ctx, 1, 5, buf.data(), 1024);
-    } else {
-      tessel_recv(ctx, 0, 5, got.data(), 1024);
-      EXPECT_EQ(buf[255], 3.0f); // Complete once recv has returned.
-      EXPECT_EQ(got[0], 3.0f);
-      EXPECT_EQ(got[255], 3.0f);
-    }
-    tessel_comm_wait_all(ctx);
-  }));
+  expectNoErrors(
+      runRanks(Mesh{2}, [](tessel_ctx *ctx, int rank, tessel_local_world *) {
+        std::vector<float> buf(256, float(rank + 1)), got(256);
+        tessel_all_reduce_start(ctx, 1, TESSEL_F32, buf.data(), buf.data(), 256,
+                                TESSEL_REDUCE_SUM);
+        if (rank == 0) {
+          tessel_send(ctx, 1, 5, buf.data(), 1024);
+        } else {
+          tessel_recv(ctx, 0, 5, got.data(), 1024);
+          EXPECT_EQ(buf[255], 3.0f); // Complete once recv has returned.
+          EXPECT_EQ(got[0], 3.0f);
+          EXPECT_EQ(got[255], 3.0f);
+        }
+        tessel_comm_wait_all(ctx);
+      }));
 }
 
 // Tests that a collective without peers (a group of one) runs at once: its
@@ -485,8 +495,8 @@ TEST(AsyncCommErrors, APeerThatNeverCallsTimesOut) {
         const int64_t shape[] = {16};
         tessel_all_reduce_start(ctx, 1, TESSEL_F32, in.data(), out.data(), 16,
                                 TESSEL_REDUCE_SUM);
-        tessel_all_gather_start(ctx, 1, TESSEL_F32, in.data(),
-                                gathered.data(), 1, shape, 0);
+        tessel_all_gather_start(ctx, 1, TESSEL_F32, in.data(), gathered.data(),
+                                1, shape, 0);
         tessel_comm_wait(ctx, out.data());
         const char *err = tessel_error(ctx);
         ASSERT_NE(err, nullptr);
@@ -510,16 +520,16 @@ TEST(AsyncCommDestroy, WaitsForAPendingCollective) {
   std::vector<std::vector<float>> ins{std::vector<float>(16, 1.0f),
                                       std::vector<float>(16, 2.0f)};
   std::vector<std::vector<float>> outs(2, std::vector<float>(16));
-  expectNoErrors(runRanks(Mesh{2}, [&](tessel_ctx *ctx, int rank,
-                                       tessel_local_world *) {
-    const size_t r = size_t(rank);
-    if (rank == 1)
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    // Rank 0 starts and leaves: runRanks destroys its context at once.
-    (rank == 0 ? &tessel_all_reduce_start : &tessel_all_reduce)(
-        ctx, 1, TESSEL_F32, ins[r].data(), outs[r].data(), 16,
-        TESSEL_REDUCE_SUM);
-  }));
+  expectNoErrors(
+      runRanks(Mesh{2}, [&](tessel_ctx *ctx, int rank, tessel_local_world *) {
+        const size_t r = size_t(rank);
+        if (rank == 1)
+          std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        // Rank 0 starts and leaves: runRanks destroys its context at once.
+        (rank == 0 ? &tessel_all_reduce_start
+                   : &tessel_all_reduce)(ctx, 1, TESSEL_F32, ins[r].data(),
+                                         outs[r].data(), 16, TESSEL_REDUCE_SUM);
+      }));
   EXPECT_EQ(outs[0][15], 3.0f);
   EXPECT_EQ(outs[1][15], 3.0f);
 }

@@ -483,8 +483,7 @@ inline void issueOneOfEachCollective(tessel_ctx *ctx, bool started = false) {
       ctx, 2, TESSEL_F32, in(3), out(3), 2, gatherShape, 1);
   const int64_t scatterShape[] = {8, 3};
   (started ? &tessel_reduce_scatter_start : &tessel_reduce_scatter)(
-      ctx, 3, TESSEL_F64, in(4), out(4), 2, scatterShape, 0,
-      TESSEL_REDUCE_SUM);
+      ctx, 3, TESSEL_F64, in(4), out(4), 2, scatterShape, 0, TESSEL_REDUCE_SUM);
   const int64_t a2aShape[] = {4, 3};
   (started ? &tessel_all_to_all_start : &tessel_all_to_all)(
       ctx, 1, TESSEL_F32, in(5), out(5), 2, a2aShape, 0, 1);

@@ -108,8 +108,7 @@ int checkStarted(tessel_ctx *ctx, const Mesh &mesh, int rank) {
   expect(tessel_comm_async_bytes(ctx, TESSEL_COLL_ALL_REDUCE, 0) == 0,
          "a group of one counts nothing");
   tessel_reset_counters(ctx);
-  expect(tessel_comm_async_bytes(ctx, TESSEL_COLL_ALL_REDUCE, 1) == 0,
-         "reset");
+  expect(tessel_comm_async_bytes(ctx, TESSEL_COLL_ALL_REDUCE, 1) == 0, "reset");
   return failed;
 }
 

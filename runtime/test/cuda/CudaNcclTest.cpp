@@ -214,14 +214,14 @@ void issue(tessel_ctx *ctx, const Case &cs, const void *in, void *out,
         ctx, cs.axes, cs.dtype, in, out, rank, cs.shape.data(), cs.dim);
     break;
   case TESSEL_COLL_REDUCE_SCATTER:
-    (started ? &tessel_reduce_scatter_start : &tessel_reduce_scatter)(
-        ctx, cs.axes, cs.dtype, in, out, rank, cs.shape.data(), cs.dim,
-        cs.reduce);
+    (started ? &tessel_reduce_scatter_start
+             : &tessel_reduce_scatter)(ctx, cs.axes, cs.dtype, in, out, rank,
+                                       cs.shape.data(), cs.dim, cs.reduce);
     break;
   case TESSEL_COLL_ALL_TO_ALL:
-    (started ? &tessel_all_to_all_start : &tessel_all_to_all)(
-        ctx, cs.axes, cs.dtype, in, out, rank, cs.shape.data(), cs.dim,
-        cs.concatDim);
+    (started ? &tessel_all_to_all_start
+             : &tessel_all_to_all)(ctx, cs.axes, cs.dtype, in, out, rank,
+                                   cs.shape.data(), cs.dim, cs.concatDim);
     break;
   }
 }
@@ -565,30 +565,33 @@ int oneOrTwoGpus(int r) { return tessel::cuda::deviceCount() >= 2 ? r : 0; }
 TEST(CudaNccl, StartedCallsWithoutNccl) {
   TESSEL_REQUIRE_CUDA();
   std::vector<std::string> seen(2);
-  auto errors = runWorld("cuda", {2}, 10, [&](tessel_ctx *ctx, int r) {
-    const std::vector<float> host = {1, 2, 3, 4};
-    void *in = tessel_alloc(ctx, 16), *out = tessel_alloc(ctx, 16);
-    tessel_copy_to_device(ctx, in, host.data(), 16);
-    tessel_comm_wait(ctx, out);
-    tessel_comm_wait_all(ctx);
-    tessel_all_reduce_start(ctx, 1, TESSEL_F32, in, out, 3 + r,
-                            TESSEL_REDUCE_SUM);
-    tessel_comm_wait(ctx, out);
-    const char *err = tessel_error(ctx);
-    seen[size_t(r)] = err ? err : "";
-    tessel_clear_error(ctx);
-    // Axes 0: a group of one, a copy on the compute stream.
-    tessel_all_reduce_start(ctx, 0, TESSEL_F32, in, out, 4,
-                            TESSEL_REDUCE_SUM);
-    tessel_comm_wait(ctx, out);
-    tessel_synchronize(ctx);
-    std::vector<float> got(4);
-    tessel_copy_to_host(ctx, got.data(), out, 16);
-    EXPECT_EQ(got, host);
-    EXPECT_EQ(tessel_comm_async_bytes(ctx, TESSEL_COLL_ALL_REDUCE, 0), 0);
-    tessel_free(ctx, in);
-    tessel_free(ctx, out);
-  }, oneOrTwoGpus);
+  auto errors = runWorld(
+      "cuda", {2}, 10,
+      [&](tessel_ctx *ctx, int r) {
+        const std::vector<float> host = {1, 2, 3, 4};
+        void *in = tessel_alloc(ctx, 16), *out = tessel_alloc(ctx, 16);
+        tessel_copy_to_device(ctx, in, host.data(), 16);
+        tessel_comm_wait(ctx, out);
+        tessel_comm_wait_all(ctx);
+        tessel_all_reduce_start(ctx, 1, TESSEL_F32, in, out, 3 + r,
+                                TESSEL_REDUCE_SUM);
+        tessel_comm_wait(ctx, out);
+        const char *err = tessel_error(ctx);
+        seen[size_t(r)] = err ? err : "";
+        tessel_clear_error(ctx);
+        // Axes 0: a group of one, a copy on the compute stream.
+        tessel_all_reduce_start(ctx, 0, TESSEL_F32, in, out, 4,
+                                TESSEL_REDUCE_SUM);
+        tessel_comm_wait(ctx, out);
+        tessel_synchronize(ctx);
+        std::vector<float> got(4);
+        tessel_copy_to_host(ctx, got.data(), out, 16);
+        EXPECT_EQ(got, host);
+        EXPECT_EQ(tessel_comm_async_bytes(ctx, TESSEL_COLL_ALL_REDUCE, 0), 0);
+        tessel_free(ctx, in);
+        tessel_free(ctx, out);
+      },
+      oneOrTwoGpus);
   for (const std::string &e : errors)
     EXPECT_EQ(e, "");
   for (const std::string &e : seen)
