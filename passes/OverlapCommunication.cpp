@@ -60,8 +60,7 @@ bool isCompute(Operation &op) {
 
 /// The first op after `from` in its block that satisfies `pred` (the
 /// terminator when none does).
-template <typename Pred>
-Operation *firstAfter(Operation *from, Pred pred) {
+template <typename Pred> Operation *firstAfter(Operation *from, Pred pred) {
   for (Operation *op = from->getNextNode(); op; op = op->getNextNode())
     if (pred(op) || op->hasTrait<OpTrait::IsTerminator>())
       return op;
@@ -216,8 +215,9 @@ private:
   /// The first op after `op` that touches the memory of its input.
   static Operation *firstTouch(Operation *op) {
     SmallVector<Value> inputAliases = aliasesOf(op->getOperand(0));
-    return firstAfter(
-        op, [&](Operation *other) { return touchesInput(other, inputAliases); });
+    return firstAfter(op, [&](Operation *other) {
+      return touchesInput(other, inputAliases);
+    });
   }
 
   /// Where each computed collective must have completed: before its result
@@ -291,7 +291,8 @@ private:
       if (!llvm::is_contained(repeats, use.getUser()))
         return false;
     return llvm::none_of(repeats, [&](nn::RepeatOp repeat) {
-      return repeat.getPrefetchAttr() || repeat.getLayer() != layer.getSymName();
+      return repeat.getPrefetchAttr() ||
+             repeat.getLayer() != layer.getSymName();
     });
   }
 

@@ -19,8 +19,8 @@ static bool isPrefetchedArgument(Value value) {
   if (!arg)
     return false;
   auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
-  return func && func.getArgAttr(arg.getArgNumber(),
-                                 NNDialect::kPrefetchedAttrName);
+  return func &&
+         func.getArgAttr(arg.getArgNumber(), NNDialect::kPrefetchedAttrName);
 }
 
 LogicalResult WaitOp::verify() {

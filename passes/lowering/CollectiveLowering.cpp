@@ -61,8 +61,8 @@ int32_t reduceKind(shard::ReductionKind kind) {
 }
 
 /// The blocking entry point or, for an nn.async collective, its start.
-template <typename Fn> const Fn &entryOf(Operation *op, const Fn &blocking,
-                                         const Fn &start) {
+template <typename Fn>
+const Fn &entryOf(Operation *op, const Fn &blocking, const Fn &start) {
   return op->hasAttr(nn::NNDialect::kAsyncAttrName) ? start : blocking;
 }
 
@@ -107,9 +107,9 @@ LogicalResult lowerReduceScatter(shard::ReduceScatterOp op,
   I32Value dim = dimArg(fl, op.getScatterAxis());
   I32Value kind = fl.i32(reduceKind(op.getReduction()));
   ShapeArgs s = shapeArgs(op, fl);
-  fl.call(entryOf(op, rt::tessel_reduce_scatter,
-                  rt::tessel_reduce_scatter_start),
-          {c->axes, c->dtype, c->in, c->out, s.rank, s.shape, dim, kind});
+  fl.call(
+      entryOf(op, rt::tessel_reduce_scatter, rt::tessel_reduce_scatter_start),
+      {c->axes, c->dtype, c->in, c->out, s.rank, s.shape, dim, kind});
   return success();
 }
 
@@ -120,9 +120,9 @@ LogicalResult lowerAllToAll(shard::AllToAllOp op, FunctionLowering &fl) {
   I32Value splitDim = dimArg(fl, op.getSplitAxis());
   I32Value concatDim = dimArg(fl, op.getConcatAxis());
   ShapeArgs s = shapeArgs(op, fl);
-  fl.call(entryOf(op, rt::tessel_all_to_all, rt::tessel_all_to_all_start),
-          {c->axes, c->dtype, c->in, c->out, s.rank, s.shape, splitDim,
-           concatDim});
+  fl.call(
+      entryOf(op, rt::tessel_all_to_all, rt::tessel_all_to_all_start),
+      {c->axes, c->dtype, c->in, c->out, s.rank, s.shape, splitDim, concatDim});
   return success();
 }
 

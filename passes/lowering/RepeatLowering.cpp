@@ -75,8 +75,8 @@ SmallVector<Value> paramSlices(nn::RepeatOp op, FunctionLowering &fl,
   for (auto [param, value] : llvm::zip(buffers.params, op.getParams())) {
     Value bytes = arith::MulIOp::create(
         b, loc, layer,
-        arith::ConstantIntOp::create(b, loc,
-                                     bytesOf(value) / op.getNumLayers(), 64));
+        arith::ConstantIntOp::create(b, loc, bytesOf(value) / op.getNumLayers(),
+                                     64));
     slices.push_back(fl.emit.offset(b, loc, param, bytes));
   }
   return slices;
@@ -122,8 +122,9 @@ void emitLayerIteration(nn::RepeatOp op, FunctionLowering &fl,
         first && func && !func.isPrivate())
       modelLayer =
           arith::AddIOp::create(body, loc, layer, constant(first.getInt()));
-    I64Value stream = fl.emit.call(rt::tessel_fold_in, body, loc,
-                                   {I64Value(callerStream), I64Value(modelLayer)});
+    I64Value stream =
+        fl.emit.call(rt::tessel_fold_in, body, loc,
+                     {I64Value(callerStream), I64Value(modelLayer)});
     fl.emit.call(rt::tessel_set_rng_stream, body, loc, {fl.ctx, stream});
   }
   Value parity = arith::RemSIOp::create(body, loc, remaining, constant(2));
@@ -142,11 +143,11 @@ void emitLayerIteration(nn::RepeatOp op, FunctionLowering &fl,
     // layer on the slot its prefetch filled (iteration parity).
     Value even = arith::CmpIOp::create(
         body, loc, arith::CmpIPredicate::eq,
-        arith::RemSIOp::create(body, loc, iteration, constant(2)),
-        constant(0));
+        arith::RemSIOp::create(body, loc, iteration, constant(2)), constant(0));
     auto pick = [&](int first) {
       SmallVector<Value> slot;
-      for (auto [a, b] : llvm::zip(buffers.slots[first], buffers.slots[1 - first]))
+      for (auto [a, b] :
+           llvm::zip(buffers.slots[first], buffers.slots[1 - first]))
         slot.push_back(LLVM::SelectOp::create(body, loc, even, a, b));
       return slot;
     };

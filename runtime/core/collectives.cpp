@@ -239,9 +239,8 @@ bool prepare(tessel_ctx *ctx, const Call &call, Collective &c, Group &group) {
 /// thread, hence the lock.
 void countCollective(tessel_ctx *ctx, const Collective &c, const Group &group,
                      bool started) {
-  const int64_t bytes = c.kind == TESSEL_COLL_ALL_GATHER
-                            ? c.inBytes() * group.size
-                            : c.inBytes();
+  const int64_t bytes =
+      c.kind == TESSEL_COLL_ALL_GATHER ? c.inBytes() * group.size : c.inBytes();
   std::lock_guard<std::mutex> lock(ctx->stateMutex);
   CommCounter &counter = ctx->commCounters[c.kind][group.mask];
   counter.bytes += bytes;
@@ -252,8 +251,7 @@ void countCollective(tessel_ctx *ctx, const Collective &c, const Group &group,
 
 /// The collectives that involve no peer: a group of one copies, all_slice
 /// takes its block. True when `c` is one of them (and has run).
-bool runWithoutPeers(tessel_ctx *ctx, const Collective &c,
-                     const Group &group) {
+bool runWithoutPeers(tessel_ctx *ctx, const Collective &c, const Group &group) {
   Backend &backend = *ctx->backend;
   if (group.size == 1) {
     // Every collective of one rank is the identity on its input.
@@ -401,8 +399,8 @@ Call alongDimCall(int32_t collective, const char *name, uint32_t axes,
 }
 
 Call allToAllCall(const char *name, uint32_t axes, int32_t dtype,
-                  const void *in, void *out, int32_t rank,
-                  const int64_t *shape, int32_t splitDim, int32_t concatDim) {
+                  const void *in, void *out, int32_t rank, const int64_t *shape,
+                  int32_t splitDim, int32_t concatDim) {
   Call call = alongDimCall(TESSEL_COLL_ALL_TO_ALL, name, axes, dtype, in, out,
                            rank, shape, splitDim);
   call.concatDim = concatDim;
@@ -483,8 +481,8 @@ void tessel_all_slice(tessel_ctx *ctx, uint32_t axes, int32_t dtype,
 void tessel_all_reduce_start(tessel_ctx *ctx, uint32_t axes, int32_t dtype,
                              const void *in, void *out, int64_t count,
                              int32_t kind) {
-  startCollective(ctx, allReduceCall("tessel_all_reduce_start", axes, dtype,
-                                     in, out, count, kind));
+  startCollective(ctx, allReduceCall("tessel_all_reduce_start", axes, dtype, in,
+                                     out, count, kind));
 }
 
 void tessel_all_gather_start(tessel_ctx *ctx, uint32_t axes, int32_t dtype,
@@ -495,10 +493,10 @@ void tessel_all_gather_start(tessel_ctx *ctx, uint32_t axes, int32_t dtype,
                                     out, rank_, shape, dim));
 }
 
-void tessel_reduce_scatter_start(tessel_ctx *ctx, uint32_t axes,
-                                 int32_t dtype, const void *in, void *out,
-                                 int32_t rank_, const int64_t *shape,
-                                 int32_t dim, int32_t kind) {
+void tessel_reduce_scatter_start(tessel_ctx *ctx, uint32_t axes, int32_t dtype,
+                                 const void *in, void *out, int32_t rank_,
+                                 const int64_t *shape, int32_t dim,
+                                 int32_t kind) {
   Call call =
       alongDimCall(TESSEL_COLL_REDUCE_SCATTER, "tessel_reduce_scatter_start",
                    axes, dtype, in, out, rank_, shape, dim);
