@@ -126,6 +126,19 @@ void sinkViewsOf(Value value, Block &block) {
   }
 }
 
+/// Sorts collectives by where their result is first needed (ties keep the
+/// block's order), each need found once.
+void sortByNeed(SmallVectorImpl<Operation *> &collectives) {
+  SmallVector<std::pair<Operation *, Operation *>> needs; // (need, op)
+  for (Operation *op : collectives)
+    needs.push_back({firstUseAfter(op, op->getResult(0)), op});
+  llvm::stable_sort(needs, [](const auto &a, const auto &b) {
+    return a.first != b.first && a.first->isBeforeInBlock(b.first);
+  });
+  for (auto [i, entry] : llvm::enumerate(needs))
+    collectives[i] = entry.second;
+}
+
 class BlockScheduler {
 public:
   BlockScheduler(Block &block, int64_t inFlight)
@@ -143,11 +156,10 @@ public:
     // Waits first, against the starts as they stand; then the prefetches
     // move to their window (after the waits placed at the same op).
     SmallVector<Operation *> computedWaits = computedWaitPoints(computed);
-    llvm::sort(prefetched, [&](Operation *a, Operation *b) {
-      Operation *needA = firstUse(a), *needB = firstUse(b);
-      return needA == needB ? a->isBeforeInBlock(b)
-                            : needA->isBeforeInBlock(needB);
+    llvm::sort(prefetched, [](Operation *a, Operation *b) {
+      return a->isBeforeInBlock(b);
     });
+    sortByNeed(prefetched);
     // A prefetch never moves past an op that touches its input, and
     // completes before one.
     SmallVector<Operation *> prefetchWaits, touches;
@@ -321,10 +333,7 @@ private:
     // Started in the order the layer needs them (past the views).
     for (Operation *op : moved)
       sinkViewsOf(op->getResult(0), body);
-    llvm::stable_sort(moved, [](Operation *a, Operation *b) {
-      return firstUseAfter(a, a->getResult(0))
-          ->isBeforeInBlock(firstUseAfter(b, b->getResult(0)));
-    });
+    sortByNeed(moved);
 
     // The prefetch: the collectives, started, their results returned.
     OpBuilder builder(layer);

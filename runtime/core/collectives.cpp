@@ -387,7 +387,8 @@ Call allReduceCall(const char *name, uint32_t axes, int32_t dtype,
   return call;
 }
 
-/// all_gather, reduce_scatter (its kind set after) and all_slice.
+/// all_gather, reduce_scatter (reduceScatterCall adds its kind) and
+/// all_slice.
 Call alongDimCall(int32_t collective, const char *name, uint32_t axes,
                   int32_t dtype, const void *in, void *out, int32_t rank,
                   const int64_t *shape, int32_t dim) {
@@ -395,6 +396,15 @@ Call alongDimCall(int32_t collective, const char *name, uint32_t axes,
   call.rank = rank;
   call.shape = shape;
   call.dim = dim;
+  return call;
+}
+
+Call reduceScatterCall(const char *name, uint32_t axes, int32_t dtype,
+                       const void *in, void *out, int32_t rank,
+                       const int64_t *shape, int32_t dim, int32_t kind) {
+  Call call = alongDimCall(TESSEL_COLL_REDUCE_SCATTER, name, axes, dtype, in,
+                           out, rank, shape, dim);
+  call.reduce = kind;
   return call;
 }
 
@@ -457,10 +467,8 @@ void tessel_all_gather(tessel_ctx *ctx, uint32_t axes, int32_t dtype,
 void tessel_reduce_scatter(tessel_ctx *ctx, uint32_t axes, int32_t dtype,
                            const void *in, void *out, int32_t rank_,
                            const int64_t *shape, int32_t dim, int32_t kind) {
-  Call call = alongDimCall(TESSEL_COLL_REDUCE_SCATTER, "tessel_reduce_scatter",
-                           axes, dtype, in, out, rank_, shape, dim);
-  call.reduce = kind;
-  runCollective(ctx, call);
+  runCollective(ctx, reduceScatterCall("tessel_reduce_scatter", axes, dtype, in,
+                                       out, rank_, shape, dim, kind));
 }
 
 void tessel_all_to_all(tessel_ctx *ctx, uint32_t axes, int32_t dtype,
@@ -497,11 +505,9 @@ void tessel_reduce_scatter_start(tessel_ctx *ctx, uint32_t axes, int32_t dtype,
                                  const void *in, void *out, int32_t rank_,
                                  const int64_t *shape, int32_t dim,
                                  int32_t kind) {
-  Call call =
-      alongDimCall(TESSEL_COLL_REDUCE_SCATTER, "tessel_reduce_scatter_start",
-                   axes, dtype, in, out, rank_, shape, dim);
-  call.reduce = kind;
-  startCollective(ctx, call);
+  startCollective(ctx,
+                  reduceScatterCall("tessel_reduce_scatter_start", axes, dtype,
+                                    in, out, rank_, shape, dim, kind));
 }
 
 void tessel_all_to_all_start(tessel_ctx *ctx, uint32_t axes, int32_t dtype,
