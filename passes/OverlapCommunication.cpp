@@ -26,6 +26,7 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/DestinationStyleOpInterface.h"
+#include "llvm/ADT/BitVector.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallPtrSet.h"
@@ -274,6 +275,35 @@ private:
   llvm::SmallPtrSet<Operation *, 16> moved;
 };
 
+/// The layer functions that only nn.repeat ops call (as their layer), with
+/// those repeats: a pass may change such a layer's signature and its
+/// repeats together.
+llvm::MapVector<func::FuncOp, SmallVector<nn::RepeatOp>>
+onlyRepeatedLayers(ModuleOp module) {
+  llvm::MapVector<func::FuncOp, SmallVector<nn::RepeatOp>> repeatsOf;
+  module.walk([&](nn::RepeatOp repeat) {
+    if (func::FuncOp layer = repeat.getLayerFunction())
+      repeatsOf[layer].push_back(repeat);
+  });
+  llvm::MapVector<func::FuncOp, SmallVector<nn::RepeatOp>> result;
+  for (auto &[layer, repeats] : repeatsOf) {
+    std::optional<SymbolTable::UseRange> uses = layer.getSymbolUses(module);
+    if (!uses)
+      continue;
+    bool onlyAsLayer =
+        llvm::all_of(*uses, [&](const SymbolTable::SymbolUse &use) {
+          auto repeat = dyn_cast<nn::RepeatOp>(use.getUser());
+          return repeat && llvm::is_contained(repeats, repeat) &&
+                 repeat.getLayer() == layer.getSymName() &&
+                 repeat.getPrefetch() != layer.getSymName() &&
+                 repeat.getFinish() != layer.getSymName();
+        });
+    if (onlyAsLayer)
+      result.insert({layer, repeats});
+  }
+  return result;
+}
+
 /// Moves the collectives of a repeated layer's parameter slices into a
 /// prefetch function that its repeats run one layer ahead (nn.repeat's
 /// `prefetch`): the layer function takes their results as arguments
@@ -283,31 +313,14 @@ public:
   explicit LayerPrefetcher(ModuleOp module) : module(module), symbols(module) {}
 
   void run() {
-    llvm::MapVector<Operation *, SmallVector<nn::RepeatOp>> repeatsOf;
-    module.walk([&](nn::RepeatOp repeat) {
-      if (func::FuncOp layer = repeat.getLayerFunction())
-        repeatsOf[layer].push_back(repeat);
-    });
-    for (auto &[layer, repeats] : repeatsOf)
-      if (onlyRepeated(cast<func::FuncOp>(layer), repeats))
-        prefetch(cast<func::FuncOp>(layer), repeats);
+    for (auto &[layer, repeats] : onlyRepeatedLayers(module))
+      if (llvm::none_of(repeats, [](nn::RepeatOp repeat) {
+            return repeat.getPrefetchAttr();
+          }))
+        prefetch(layer, repeats);
   }
 
 private:
-  /// Whether every use of `layer` is one of `repeats`, none prefetching yet.
-  bool onlyRepeated(func::FuncOp layer, ArrayRef<nn::RepeatOp> repeats) {
-    std::optional<SymbolTable::UseRange> uses = layer.getSymbolUses(module);
-    if (!uses)
-      return false;
-    for (const SymbolTable::SymbolUse &use : *uses)
-      if (!llvm::is_contained(repeats, use.getUser()))
-        return false;
-    return llvm::none_of(repeats, [&](nn::RepeatOp repeat) {
-      return repeat.getPrefetchAttr() ||
-             repeat.getLayer() != layer.getSymName();
-    });
-  }
-
   void prefetch(func::FuncOp layer, ArrayRef<nn::RepeatOp> repeats) {
     Block &body = layer.getBody().front();
     nn::RepeatOp some = repeats.front();
@@ -386,6 +399,216 @@ private:
   SymbolTable symbols;
 };
 
+/// Defers the completion of a repeated layer's last collectives past its
+/// return (nn.repeat's `finish`). A gradient bucket that fills at the end
+/// of a layer's backward has no compute left in the layer to hide behind;
+/// the layer returns it in flight (nn.in_flight) into a slot of its
+/// repeat, and a finish function (nn.finish) that the repeat runs after
+/// the next layer waits for it and unpacks it into the layer's outputs:
+/// the bucket's all-reduce overlaps the next layer's backward, as
+/// PyTorch DDP's buckets overlap the rest of the backward.
+class LayerFinisher {
+public:
+  LayerFinisher(ModuleOp module, int64_t inFlight)
+      : module(module), symbols(module), inFlight(inFlight) {}
+
+  void run() {
+    for (auto &[layer, repeats] : onlyRepeatedLayers(module)) {
+      if (llvm::any_of(repeats, [](nn::RepeatOp repeat) {
+            return repeat.getFinishAttr();
+          }))
+        continue;
+      nn::RepeatOp some = repeats.front();
+      unsigned numCarried = some.getCarried().size();
+      // The last started first, at most `inFlight` of them.
+      SmallVector<Operation *> deferred;
+      Block &body = layer.getBody().front();
+      for (Operation &op : llvm::reverse(body))
+        if (deferred.size() < size_t(inFlight) && deferrable(&op, numCarried))
+          deferred.push_back(&op);
+      if (deferred.empty())
+        continue;
+      llvm::sort(deferred, [](Operation *a, Operation *b) {
+        return a->isBeforeInBlock(b);
+      });
+      finish(layer, repeats, deferred);
+    }
+  }
+
+private:
+  /// Where `op` completes in the layer: its nn.wait, or itself when it
+  /// blocks.
+  static Operation *completion(Operation *op) {
+    Value result = op->getResult(0);
+    if (result.hasOneUse())
+      if (auto wait = dyn_cast<nn::WaitOp>(*result.getUsers().begin()))
+        return wait;
+    return op;
+  }
+
+  /// The views of `op`'s completed result, transitively, in block order;
+  /// none when the result feeds anything but views and the terminator.
+  static std::optional<SmallVector<Operation *>> viewsOf(Operation *op) {
+    SmallVector<Operation *> views;
+    SmallVector<Value> worklist{completion(op)->getResult(0)};
+    while (!worklist.empty()) {
+      for (Operation *user : worklist.pop_back_val().getUsers()) {
+        if (user->hasTrait<OpTrait::IsTerminator>())
+          continue;
+        if (!isView(user))
+          return std::nullopt;
+        if (!llvm::is_contained(views, user)) {
+          views.push_back(user);
+          worklist.push_back(user->getResult(0));
+        }
+      }
+    }
+    llvm::sort(views, [](Operation *a, Operation *b) {
+      return a->isBeforeInBlock(b);
+    });
+    return views;
+  }
+
+  /// An all-reduce the layer can return in flight: it sums a buffer of its
+  /// own in place (the repeat's slot then holds it until the finish), no
+  /// compute follows its completion in the layer, and only views of its
+  /// result reach the terminator, as per-layer outputs (never a carried
+  /// value, which the next layer needs at once).
+  bool deferrable(Operation *op, unsigned numCarried) {
+    auto reduce = dyn_cast<shard::AllReduceOp>(op);
+    if (!reduce || reduce.getResult().use_empty())
+      return false;
+    Operation *def = reduce.getInput().getDefiningOp();
+    if (!def || def->getBlock() != op->getBlock() || isView(def) ||
+        !reduce.getInput().hasOneUse())
+      return false;
+    Operation *done = completion(op);
+    for (Operation *after = done->getNextNode(); after;
+         after = after->getNextNode())
+      if (isCompute(*after))
+        return false;
+    std::optional<SmallVector<Operation *>> views = viewsOf(op);
+    if (!views)
+      return false;
+    Operation *terminator = op->getBlock()->getTerminator();
+    for (OpOperand &operand : terminator->getOpOperands())
+      if (operand.getOperandNumber() < numCarried &&
+          (operand.get() == done->getResult(0) ||
+           llvm::is_contained(*views, operand.get().getDefiningOp())))
+        return false;
+    return true;
+  }
+
+  void finish(func::FuncOp layer, ArrayRef<nn::RepeatOp> repeats,
+              ArrayRef<Operation *> deferred) {
+    Block &body = layer.getBody().front();
+    Operation *terminator = body.getTerminator();
+    nn::RepeatOp some = repeats.front();
+    unsigned numCarried = some.getCarried().size();
+    // What moves to the finish: the completions, their views, and the
+    // per-layer outputs those give.
+    SmallVector<Operation *> waits, views;
+    SmallVector<Value> completed;
+    for (Operation *op : deferred) {
+      Operation *done = completion(op);
+      if (done != op)
+        waits.push_back(done);
+      completed.push_back(done->getResult(0));
+      llvm::append_range(views, *viewsOf(op));
+    }
+    llvm::sort(views, [](Operation *a, Operation *b) {
+      return a->isBeforeInBlock(b);
+    });
+    llvm::BitVector moved(layer.getNumResults());
+    for (OpOperand &operand : terminator->getOpOperands())
+      if (llvm::is_contained(completed, operand.get()) ||
+          llvm::is_contained(views, operand.get().getDefiningOp()))
+        moved.set(operand.getOperandNumber());
+
+    // The finish: wait for each in-flight result, unpack it, return the
+    // per-layer outputs in the layer's order.
+    OpBuilder builder(layer);
+    builder.setInsertionPointAfter(layer);
+    SmallVector<Type> inFlightTypes, finishedTypes;
+    for (Operation *op : deferred)
+      inFlightTypes.push_back(op->getResult(0).getType());
+    for (unsigned position : moved.set_bits())
+      finishedTypes.push_back(terminator->getOperand(position).getType());
+    auto finishFunc = func::FuncOp::create(
+        builder, layer.getLoc(), (layer.getSymName() + "_finish").str(),
+        builder.getFunctionType(inFlightTypes, finishedTypes));
+    finishFunc.setPrivate();
+    finishFunc->setAttr(nn::NNDialect::kFinishAttrName, builder.getUnitAttr());
+    symbols.insert(finishFunc); // renamed if the name is taken
+    Block *entry = finishFunc.addEntryBlock();
+    OpBuilder inFinish = OpBuilder::atBlockEnd(entry);
+    IRMapping mapping;
+    for (auto [op, value, arg] :
+         llvm::zip(deferred, completed, entry->getArguments()))
+      mapping.map(value,
+                  nn::WaitOp::create(inFinish, op->getLoc(), arg).getResult());
+    for (Operation *view : views)
+      inFinish.clone(*view, mapping);
+    SmallVector<Value> finished;
+    for (unsigned position : moved.set_bits())
+      finished.push_back(mapping.lookup(terminator->getOperand(position)));
+    func::ReturnOp::create(inFinish, layer.getLoc(), finished);
+
+    // The layer: returns the collectives started, in flight.
+    SmallVector<Value> returned;
+    for (OpOperand &operand : terminator->getOpOperands())
+      if (!moved.test(operand.getOperandNumber()))
+        returned.push_back(operand.get());
+    for (Operation *op : deferred) {
+      op->setAttr(nn::NNDialect::kAsyncAttrName, builder.getUnitAttr());
+      returned.push_back(op->getResult(0));
+    }
+    terminator->setOperands(returned);
+    for (Operation *op : llvm::reverse(views))
+      op->erase();
+    for (Operation *wait : waits)
+      wait->erase();
+    (void)layer.eraseResults(moved);
+    auto inFlightAttr = builder.getDictionaryAttr(builder.getNamedAttr(
+        nn::NNDialect::kInFlightAttrName, builder.getUnitAttr()));
+    for (Operation *op : deferred)
+      (void)layer.insertResult(layer.getNumResults(),
+                               op->getResult(0).getType(), inFlightAttr);
+
+    for (nn::RepeatOp repeat : repeats)
+      rebuild(repeat, moved, numCarried, finishFunc);
+  }
+
+  /// Replaces `repeat` by one whose stacked results list the layer's
+  /// remaining per-layer outputs, then the finish's.
+  static void rebuild(nn::RepeatOp repeat, const llvm::BitVector &moved,
+                      unsigned numCarried, func::FuncOp finishFunc) {
+    SmallVector<unsigned> order; // new result i is old result order[i]
+    for (unsigned i = 0; i < repeat.getNumResults(); ++i)
+      if (i < numCarried || !moved.test(i))
+        order.push_back(i);
+    for (unsigned i : moved.set_bits())
+      order.push_back(i);
+    SmallVector<Type> types;
+    for (unsigned i : order)
+      types.push_back(repeat.getResult(i).getType());
+    OpBuilder builder(repeat);
+    auto rebuilt = nn::RepeatOp::create(
+        builder, repeat.getLoc(), types, repeat.getLayerAttr(),
+        repeat.getCarried(), repeat.getParams(), repeat.getReverseAttr(),
+        repeat.getPrefetchAttr(),
+        FlatSymbolRefAttr::get(finishFunc.getSymNameAttr()));
+    rebuilt->setDiscardableAttrs(repeat->getDiscardableAttrDictionary());
+    for (auto [i, old] : llvm::enumerate(order))
+      repeat.getResult(old).replaceAllUsesWith(rebuilt.getResult(i));
+    repeat.erase();
+  }
+
+  ModuleOp module;
+  SymbolTable symbols;
+  int64_t inFlight;
+};
+
 struct OverlapCommunicationPass
     : public tessel::impl::OverlapCommunicationPassBase<
           OverlapCommunicationPass> {
@@ -405,6 +628,9 @@ struct OverlapCommunicationPass
     for (auto func : getOperation().getOps<func::FuncOp>())
       if (!func.isExternal())
         BlockScheduler(func.getBody().front(), inFlight).run();
+    // Then across the end of a layer: what still completes where the layer
+    // ends completes after the next one.
+    LayerFinisher(getOperation(), inFlight).run();
   }
 };
 

@@ -108,6 +108,8 @@ public:
         if (auto it = bufferOf.find(operand); it != bufferOf.end())
           buffers[it->second].end = std::max(buffers[it->second].end, index);
       if (op.hasTrait<OpTrait::IsTerminator>()) {
+        if (failed(checkInFlightResults(func, op)))
+          return failure();
         ++index;
         continue;
       }
@@ -118,8 +120,13 @@ public:
                   "collectives lower to the runtime";
       if (collective && failed(communication::verifyLowerableCollective(&op)))
         return failure();
-      if (auto reduce = dyn_cast<shard::AllReduceOp>(op);
-          reduce && reducesInPlace(reduce, bufferOf, ownerOf)) {
+      bool inPlace = false;
+      if (auto reduce = dyn_cast<shard::AllReduceOp>(op))
+        inPlace = reducesInPlace(reduce, bufferOf, ownerOf);
+      if (collective && failed(checkWaits(&op, inPlace)))
+        return failure();
+      if (inPlace) {
+        auto reduce = cast<shard::AllReduceOp>(op);
         // The runtime all-reduces in place (in == out): the sum takes its
         // input's bytes, which nothing reads afterwards.
         unsigned buffer = bufferOf.lookup(reduce.getInput());
@@ -128,8 +135,6 @@ public:
         ++index;
         continue;
       }
-      if (collective && failed(checkWaits(&op)))
-        return failure();
       if (auto wait = dyn_cast<nn::WaitOp>(op)) {
         // The collective's result, complete: its bytes, owned by the wait's
         // result from here on (returned, it is the caller's memory).
@@ -167,19 +172,35 @@ public:
         func::FuncOp layer = repeat.getLayerFunction();
         if (!layer || failed(plan(layer)))
           return failure();
+        // The layer's scratch, which its finish (run between layers)
+        // shares.
         int64_t bytes = layerScratch(layer);
+        func::FuncOp finish = repeat.getFinishFunction();
+        if (finish) {
+          if (failed(plan(finish)))
+            return failure();
+          bytes = std::max(bytes, layerScratch(finish));
+        }
         for (Value carried : repeat.getCarried())
           bytes = memory_plan::addBytes(
               bytes, alignUp(nn::detail::tensorBytes(carried.getType())));
-        // Two slots of what the prefetch gathers: this layer's and the
-        // next one's.
+        // Two slots of what the prefetch gathers (this layer's and the
+        // next one's) and of what the layer returns in flight (this
+        // layer's and the previous one's, until its finish).
+        auto addSlots = [&](TypeRange types) {
+          for (Type type : types)
+            bytes = memory_plan::addBytes(
+                bytes,
+                memory_plan::addBytes(alignUp(nn::detail::tensorBytes(type)),
+                                      alignUp(nn::detail::tensorBytes(type))));
+        };
         if (func::FuncOp prefetch = repeat.getPrefetchFunction()) {
           if (failed(plan(prefetch)))
             return failure();
-          for (Type type : prefetch.getFunctionType().getResults())
-            bytes = memory_plan::addBytes(
-                bytes, 2 * alignUp(nn::detail::tensorBytes(type)));
+          addSlots(prefetch.getFunctionType().getResults());
         }
+        if (finish)
+          addSlots(finish.getArgumentTypes());
         workspaceOf[&op] = buffers.size();
         buffers.push_back({bytes, index, index});
         ownerOf.push_back(Value());
@@ -260,19 +281,31 @@ public:
   }
 
   /// An asynchronous collective's result is read only through its wait
-  /// (nn.wait verifies that it follows the collective in its block).
-  static LogicalResult checkWaits(Operation *collective) {
+  /// (nn.wait verifies that it follows the collective in its block), or
+  /// returned in flight: by a prefetch (its repeat's layer waits for it),
+  /// or by a layer as a result marked nn.in_flight (its repeat's finish
+  /// waits for it). A layer's caller reuses the layer's scratch before the
+  /// finish, so what it returns in flight must read no scratch: an
+  /// all-reduce that sums in place, in the result's own memory.
+  static LogicalResult checkWaits(Operation *collective, bool inPlace) {
     if (!collective->hasAttr(nn::NNDialect::kAsyncAttrName))
       return success();
     Value result = collective->getResult(0);
-    // A prefetch returns what it starts: its repeat's layer waits for it.
     auto func = collective->getParentOfType<func::FuncOp>();
-    if (func && func->hasAttr(nn::NNDialect::kPrefetchAttrName) &&
-        !result.use_empty() &&
-        llvm::all_of(result.getUsers(), [](Operation *user) {
-          return user->hasTrait<OpTrait::IsTerminator>();
-        }))
-      return success();
+    if (func && !result.use_empty() &&
+        llvm::all_of(result.getUses(), [&](OpOperand &use) {
+          return use.getOwner()->hasTrait<OpTrait::IsTerminator>() &&
+                 (func->hasAttr(nn::NNDialect::kPrefetchAttrName) ||
+                  func.getResultAttr(use.getOperandNumber(),
+                                     nn::NNDialect::kInFlightAttrName));
+        })) {
+      if (func->hasAttr(nn::NNDialect::kPrefetchAttrName) || inPlace)
+        return success();
+      return collective->emitOpError()
+             << "is returned in flight, but the layer's scratch that it "
+                "reads is reused before its finish: only an all-reduce of a "
+                "buffer of its own (summed in place) can be";
+    }
     if (result.use_empty())
       return collective->emitOpError()
              << "is asynchronous but nothing waits for it (an nn.wait on its "
@@ -283,6 +316,26 @@ public:
                << "is asynchronous, so its result may only be read through "
                   "nn.wait, not by '"
                << user->getName() << "'";
+    return success();
+  }
+
+  /// A result marked nn.in_flight is a started collective's, returned
+  /// before its wait (the finish's nn.wait completes it).
+  static LogicalResult checkInFlightResults(func::FuncOp func,
+                                            Operation &terminator) {
+    for (OpOperand &operand : terminator.getOpOperands()) {
+      if (!func.getResultAttr(operand.getOperandNumber(),
+                              nn::NNDialect::kInFlightAttrName))
+        continue;
+      Operation *def = operand.get().getDefiningOp();
+      if (!def || !def->hasAttr(nn::NNDialect::kAsyncAttrName))
+        return terminator.emitOpError()
+               << "returns result #" << operand.getOperandNumber()
+               << ", marked '" << nn::NNDialect::kInFlightAttrName
+               << "', but not from an asynchronous collective (a shard "
+                  "collective marked '"
+               << nn::NNDialect::kAsyncAttrName << "')";
+    }
     return success();
   }
 

@@ -260,6 +260,21 @@ static LogicalResult verifyZero(FunctionOpInterface func, unsigned argIndex,
   return success();
 }
 
+LogicalResult NNDialect::verifyRegionResultAttribute(Operation *op,
+                                                     unsigned regionIndex,
+                                                     unsigned resultIndex,
+                                                     NamedAttribute attr) {
+  // The other result attributes (nn.param, nn.grad, nn.state, nn.sharding,
+  // ...) are checked by the passes that read them.
+  if (attr.getName().getValue() != kInFlightAttrName)
+    return success();
+  if (!isa<FunctionOpInterface>(op) || !isa<UnitAttr>(attr.getValue()))
+    return op->emitOpError()
+           << "result #" << resultIndex << ": '" << kInFlightAttrName
+           << "' is a unit attribute of a function result";
+  return success();
+}
+
 LogicalResult NNDialect::verifyRegionArgAttribute(Operation *op,
                                                   unsigned regionIndex,
                                                   unsigned argIndex,
@@ -434,10 +449,10 @@ LogicalResult NNDialect::verifyOperationAttribute(Operation *op,
                 "reduce_scatter or all_to_all";
     return success();
   }
-  if (attrName == kPrefetchAttrName) {
+  if (attrName == kPrefetchAttrName || attrName == kFinishAttrName) {
     if (!isa<UnitAttr>(attr.getValue()) || !isa<FunctionOpInterface>(op))
-      return op->emitOpError() << "'" << kPrefetchAttrName
-                               << "' is a unit attribute of a function";
+      return op->emitOpError()
+             << "'" << attrName << "' is a unit attribute of a function";
     return success();
   }
   if (attrName == kLoopShardingAttrName) {

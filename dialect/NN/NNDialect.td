@@ -40,6 +40,7 @@ def NN_Dialect : Dialect {
   let useDefaultAttributePrinterParser = 1;
   let hasConstantMaterializer = 1;
   let hasRegionArgAttrVerify = 1;
+  let hasRegionResultAttrVerify = 1;
   let hasOperationAttrVerify = 1;
   let extraClassDeclaration = [{
     /// Names of the argument attributes that describe a model's interface.
@@ -114,6 +115,12 @@ def NN_Dialect : Dialect {
     /// arguments that arrive from it in flight (waited for with nn.wait).
     static constexpr llvm::StringLiteral kPrefetchAttrName = "nn.prefetch";
     static constexpr llvm::StringLiteral kPrefetchedAttrName = "nn.prefetched";
+    /// Deferred completion (nn.repeat's `finish`): the layer function's
+    /// results returned while their collective still runs (nn.in_flight),
+    /// and the function that waits for them one layer later and unpacks
+    /// them (nn.finish).
+    static constexpr llvm::StringLiteral kInFlightAttrName = "nn.in_flight";
+    static constexpr llvm::StringLiteral kFinishAttrName = "nn.finish";
     /// The block type a ZeRO-sharded argument `i` of `func` stands for
     /// (its own type when it has no valid nn.zero).
     static ::mlir::RankedTensorType blockTypeOf(::mlir::FunctionOpInterface func,

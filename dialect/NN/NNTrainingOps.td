@@ -168,8 +168,16 @@ def NN_RepeatOp : NN_Op<"repeat", [Pure,
     (l − 1 reversed) before layer l, into two alternating slots, and the
     layer function takes those results after its parameter slices (marked
     `nn.prefetched`) and waits for them where it needs them: the next
-    layer's parameters gather while this one computes. A 48-layer model is as short as a 1-layer one, and pipeline
-    parallelism splits the layer axis.
+    layer's parameters gather while this one computes. With `finish @f`
+    (tessel-overlap-communication), the layer function returns, after its
+    per-layer outputs, collectives still in flight (results marked
+    `nn.in_flight`: the gradient bucket that fills at the layer's end);
+    `@f` (marked `nn.finish`) takes them, waits for them and returns the
+    last per-layer outputs. The repeat keeps the in-flight results in two
+    alternating slots and runs `@f` for a layer after the next layer has
+    run (after the loop for the last one): that bucket's all-reduce
+    overlaps the next layer's compute. A 48-layer model is as short as a
+    1-layer one, and pipeline parallelism splits the layer axis.
 
     Cost: L times the summed cost of the layer's body. The sharding rule is
     the layer body's: propagation and partitioning look inside `layer`.
@@ -185,21 +193,23 @@ def NN_RepeatOp : NN_Op<"repeat", [Pure,
   }];
   let arguments = (ins FlatSymbolRefAttr:$layer, Variadic<NN_Tensor>:$carried,
                        Variadic<NN_Tensor>:$params, UnitAttr:$reverse,
-                       OptionalAttr<FlatSymbolRefAttr>:$prefetch);
+                       OptionalAttr<FlatSymbolRefAttr>:$prefetch,
+                       OptionalAttr<FlatSymbolRefAttr>:$finish);
   let results = (outs Variadic<NN_Tensor>:$results);
   let assemblyFormat = [{
     $layer `(` $carried `)` `params` `(` $params `)` (`reverse` $reverse^)?
-    (`prefetch` $prefetch^)? attr-dict `:` functional-type(operands, results)
+    (`prefetch` $prefetch^)? (`finish` $finish^)? attr-dict `:`
+    functional-type(operands, results)
   }];
   let builders = [
-    // A repeat without a prefetch (what every pass but
+    // A repeat without a prefetch or a finish (what every pass but
     // tessel-overlap-communication builds).
     OpBuilder<(ins "::mlir::TypeRange":$resultTypes,
                    "::mlir::FlatSymbolRefAttr":$layer,
                    "::mlir::ValueRange":$carried, "::mlir::ValueRange":$params,
                    CArg<"::mlir::UnitAttr", "{}">:$reverse), [{
       build($_builder, $_state, resultTypes, layer, carried, params, reverse,
-            ::mlir::FlatSymbolRefAttr());
+            ::mlir::FlatSymbolRefAttr(), ::mlir::FlatSymbolRefAttr());
     }]>
   ];
   let hasVerifier = 1;
@@ -218,6 +228,14 @@ def NN_RepeatOp : NN_Op<"repeat", [Pure,
     ::mlir::func::FuncOp getLayerFunction();
     /// The prefetch function, or null when there is none.
     ::mlir::func::FuncOp getPrefetchFunction();
+    /// The finish function, or null when there is none.
+    ::mlir::func::FuncOp getFinishFunction();
+    /// The per-layer outputs the layer function returns itself (the
+    /// finish's, when there is one, come after them).
+    ::mlir::ResultRange getLayerStackedResults();
+    /// The per-layer outputs the finish function returns (none without
+    /// one).
+    ::mlir::ResultRange getFinishStackedResults();
   }];
 }
 

@@ -27,6 +27,32 @@ func::FuncOp RepeatOp::getPrefetchFunction() {
                                                             getPrefetchAttr());
 }
 
+func::FuncOp RepeatOp::getFinishFunction() {
+  if (!getFinishAttr())
+    return nullptr;
+  return SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(*this,
+                                                            getFinishAttr());
+}
+
+/// How many of `op`'s stacked results its finish function returns.
+static unsigned numFinishResults(RepeatOp op) {
+  func::FuncOp finish = op.getFinishFunction();
+  if (!finish)
+    return 0;
+  return std::min<unsigned>(finish.getNumResults(),
+                            op.getStackedResults().size());
+}
+
+ResultRange RepeatOp::getLayerStackedResults() {
+  ResultRange stacked = getStackedResults();
+  return stacked.take_front(stacked.size() - numFinishResults(*this));
+}
+
+ResultRange RepeatOp::getFinishStackedResults() {
+  ResultRange stacked = getStackedResults();
+  return stacked.drop_front(stacked.size() - numFinishResults(*this));
+}
+
 LogicalResult RepeatOp::verify() {
   if (getCarried().empty())
     return emitOpError() << "needs at least one carried value (the layer's "
@@ -129,23 +155,58 @@ LogicalResult RepeatOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
     llvm::append_range(expectedInputs,
                        prefetch.getFunctionType().getResults());
   }
-  SmallVector<Type> expectedResults = llvm::to_vector(getCarried().getTypes());
-  for (Value stacked : getStackedResults()) {
+  auto unstacked = [](Value stacked) -> Type {
     auto type = cast<RankedTensorType>(stacked.getType());
-    expectedResults.push_back(RankedTensorType::get(
-        type.getShape().drop_front(), type.getElementType()));
+    return RankedTensorType::get(type.getShape().drop_front(),
+                                 type.getElementType());
+  };
+  SmallVector<Type> expectedResults = llvm::to_vector(getCarried().getTypes());
+  unsigned numInFlight = 0;
+  if (getFinishAttr()) {
+    auto finish = symbolTable.lookupNearestSymbolFrom<func::FuncOp>(
+        *this, getFinishAttr());
+    if (!finish || finish.isExternal() ||
+        !finish->hasAttr(NNDialect::kFinishAttrName))
+      return emitOpError() << "finish '" << *getFinish()
+                           << "' does not name a func.func with a body marked '"
+                           << NNDialect::kFinishAttrName << "'";
+    if (finish.getNumResults() > getStackedResults().size())
+      return emitOpError() << "finish @" << *getFinish() << " returns "
+                           << finish.getNumResults()
+                           << " per-layer outputs but this repeat stacks only "
+                           << getStackedResults().size();
+    SmallVector<Type> finished =
+        llvm::map_to_vector(getFinishStackedResults(), unstacked);
+    if (finish.getFunctionType().getResults() != ArrayRef<Type>(finished))
+      return emitOpError() << "finish @" << *getFinish() << " has type "
+                           << finish.getFunctionType()
+                           << " but must return one slice of each of the "
+                              "repeat's last stacked results ("
+                           << finished << ")";
+    numInFlight = finish.getNumArguments();
   }
+  llvm::append_range(expectedResults,
+                     llvm::map_range(getLayerStackedResults(), unstacked));
+  if (func::FuncOp finish = getFinishFunction())
+    llvm::append_range(expectedResults, finish.getArgumentTypes());
   FunctionType layerType = layer.getFunctionType();
   if (layerType.getInputs() != ArrayRef<Type>(expectedInputs) ||
       layerType.getResults() != ArrayRef<Type>(expectedResults))
-    return emitOpError() << "layer @" << getLayer() << " has type "
-                         << layerType << " but this repeat needs "
+    return emitOpError() << "layer @" << getLayer() << " has type " << layerType
+                         << " but this repeat needs "
                          << FunctionType::get(getContext(), expectedInputs,
                                               expectedResults)
                          << " (carried values, then one slice of each stacked "
                             "parameter, then what the prefetch returns; the "
                             "carried values, then one slice of each stacked "
-                            "result)";
+                            "result the finish does not return, then what the "
+                            "finish takes)";
+  for (unsigned i = layerType.getNumResults() - numInFlight;
+       i < layerType.getNumResults(); ++i)
+    if (!layer.getResultAttr(i, NNDialect::kInFlightAttrName))
+      return emitOpError() << "layer @" << getLayer() << " result #" << i
+                           << " goes to the finish, so it must be marked '"
+                           << NNDialect::kInFlightAttrName << "'";
   llvm::SmallPtrSet<Operation *, 4> path;
   if (auto parent = (*this)->getParentOfType<func::FuncOp>())
     path.insert(parent);
@@ -158,6 +219,13 @@ static CostSummary repeatedBodyCost(RepeatOp op) {
   if (!layer || layer.isExternal())
     return {};
   CostSummary perLayer = sumCost(layer.getBody().front());
+  if (func::FuncOp finish = op.getFinishFunction();
+      finish && !finish.isExternal()) {
+    CostSummary finishing = sumCost(finish.getBody().front());
+    perLayer.flops = nn::detail::satAdd(perLayer.flops, finishing.flops);
+    perLayer.bytes = nn::detail::satAdd(perLayer.bytes, finishing.bytes);
+    perLayer.numOps += finishing.numOps;
+  }
   return {nn::detail::satMul(op.getNumLayers(), perLayer.flops),
           nn::detail::satMul(op.getNumLayers(), perLayer.bytes),
           perLayer.numOps};

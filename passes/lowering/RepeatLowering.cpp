@@ -37,7 +37,17 @@ struct RepeatBuffers {
   SmallVector<Value> initial, results, params;
   /// With a prefetch: its results' two slots, after the layer's scratch.
   SmallVector<Value> slots[2];
+  /// With a finish: two slots of what the layer returns in flight, after
+  /// the prefetch's.
+  SmallVector<Value> inFlight[2];
 };
+
+int64_t scratchBytes(func::FuncOp func) {
+  auto scratch =
+      func ? func->getAttrOfType<IntegerAttr>(memory_plan::kScratchBytesAttr)
+           : IntegerAttr();
+  return scratch ? scratch.getInt() : 0;
+}
 
 RepeatBuffers repeatBuffers(nn::RepeatOp op, FunctionLowering &fl,
                             int64_t workspace) {
@@ -47,17 +57,23 @@ RepeatBuffers repeatBuffers(nn::RepeatOp op, FunctionLowering &fl,
     buffers.spare.push_back(fl.offset(fl.scratch, position));
     position += memory_plan::alignUp(bytesOf(carried));
   }
+  // The layer's scratch, shared by its finish (tessel-plan-memory's
+  // workspace layout).
   buffers.layerScratch = fl.offset(fl.scratch, position);
-  if (func::FuncOp prefetch = op.getPrefetchFunction()) {
-    if (auto scratch = op.getLayerFunction()->getAttrOfType<IntegerAttr>(
-            memory_plan::kScratchBytesAttr))
-      position += scratch.getInt();
-    for (SmallVector<Value> &slot : buffers.slots)
-      for (Type type : prefetch.getFunctionType().getResults()) {
+  func::FuncOp finish = op.getFinishFunction();
+  position +=
+      std::max(scratchBytes(op.getLayerFunction()), scratchBytes(finish));
+  auto addSlots = [&](SmallVector<Value>(&slots)[2], TypeRange types) {
+    for (SmallVector<Value> &slot : slots)
+      for (Type type : types) {
         slot.push_back(fl.offset(fl.scratch, position));
         position += memory_plan::alignUp(nn::detail::tensorBytes(type));
       }
-  }
+  };
+  if (func::FuncOp prefetch = op.getPrefetchFunction())
+    addSlots(buffers.slots, prefetch.getFunctionType().getResults());
+  if (finish)
+    addSlots(buffers.inFlight, finish.getArgumentTypes());
   for (Value carried : op.getCarried())
     buffers.initial.push_back(fl.ptr(carried));
   for (Value result : op.getCarriedResults())
@@ -90,6 +106,25 @@ void emitPrefetch(nn::RepeatOp op, FunctionLowering &fl,
   llvm::append_range(args, paramSlices(op, fl, buffers, b, loc, layer));
   llvm::append_range(args, slot);
   auto name = b.getStringAttr(kFunctionPrefix + op.getPrefetch()->str());
+  LLVM::CallOp::create(b, loc, TypeRange{}, FlatSymbolRefAttr::get(name), args);
+}
+
+/// finish(in-flight results in `slot`) into stacked slice `layer` of the
+/// finish's per-layer outputs: completes that layer's deferred
+/// collectives.
+void emitFinish(nn::RepeatOp op, FunctionLowering &fl,
+                const RepeatBuffers &buffers, OpBuilder &b, Location loc,
+                Value layer, ValueRange slot) {
+  SmallVector<Value> args{fl.ctx, buffers.layerScratch};
+  llvm::append_range(args, slot);
+  for (Value stacked : op.getFinishStackedResults()) {
+    Value bytes = arith::MulIOp::create(
+        b, loc, layer,
+        arith::ConstantIntOp::create(b, loc,
+                                     bytesOf(stacked) / op.getNumLayers(), 64));
+    args.push_back(fl.emit.offset(b, loc, fl.ptr(stacked), bytes));
+  }
+  auto name = b.getStringAttr(kFunctionPrefix + op.getFinish()->str());
   LLVM::CallOp::create(b, loc, TypeRange{}, FlatSymbolRefAttr::get(name), args);
 }
 
@@ -138,20 +173,21 @@ void emitLayerIteration(nn::RepeatOp op, FunctionLowering &fl,
   SmallVector<Value> args{fl.ctx, buffers.layerScratch};
   args.append(in.begin(), in.end());
   llvm::append_range(args, paramSlices(op, fl, buffers, body, loc, layer));
+  // Slots alternate with the iteration's parity: `first` on even ones.
+  Value even = arith::CmpIOp::create(
+      body, loc, arith::CmpIPredicate::eq,
+      arith::RemSIOp::create(body, loc, iteration, constant(2)), constant(0));
+  auto pick = [&](const SmallVector<Value>(&slots)[2], int first) {
+    SmallVector<Value> slot;
+    for (auto [a, b] : llvm::zip(slots[first], slots[1 - first]))
+      slot.push_back(LLVM::SelectOp::create(body, loc, even, a, b));
+    return slot;
+  };
   if (op.getPrefetchAttr()) {
     // Start the next layer's prefetch into the other slot, then run this
-    // layer on the slot its prefetch filled (iteration parity).
-    Value even = arith::CmpIOp::create(
-        body, loc, arith::CmpIPredicate::eq,
-        arith::RemSIOp::create(body, loc, iteration, constant(2)), constant(0));
-    auto pick = [&](int first) {
-      SmallVector<Value> slot;
-      for (auto [a, b] :
-           llvm::zip(buffers.slots[first], buffers.slots[1 - first]))
-        slot.push_back(LLVM::SelectOp::create(body, loc, even, a, b));
-      return slot;
-    };
-    SmallVector<Value> current = pick(0), next = pick(1);
+    // layer on the slot its prefetch filled.
+    SmallVector<Value> current = pick(buffers.slots, 0),
+                       next = pick(buffers.slots, 1);
     Value hasNext = arith::CmpIOp::create(body, loc, arith::CmpIPredicate::slt,
                                           iteration, constant(numLayers - 1));
     scf::IfOp::create(body, loc, hasNext, [&](OpBuilder &then, Location at) {
@@ -168,11 +204,32 @@ void emitLayerIteration(nn::RepeatOp op, FunctionLowering &fl,
   for (auto [result, copy] : llvm::zip(buffers.results, buffers.spare))
     out.push_back(LLVM::SelectOp::create(body, loc, toResults, result, copy));
   args.append(out.begin(), out.end());
-  for (Value stacked : op.getStackedResults())
+  for (Value stacked : op.getLayerStackedResults())
     args.push_back(sliceOf(fl.ptr(stacked), stacked));
+  // What the layer returns in flight goes to this iteration's slot.
+  if (op.getFinishAttr())
+    llvm::append_range(args, pick(buffers.inFlight, 0));
   auto layerName = body.getStringAttr(kFunctionPrefix + op.getLayer().str());
   LLVM::CallOp::create(body, loc, TypeRange{},
                        FlatSymbolRefAttr::get(layerName), args);
+  if (op.getFinishAttr()) {
+    // The previous layer's collectives ran while this layer computed:
+    // finish them now.
+    Value hasPrevious = arith::CmpIOp::create(
+        body, loc, arith::CmpIPredicate::sgt, iteration, constant(0));
+    scf::IfOp::create(
+        body, loc, hasPrevious, [&](OpBuilder &then, Location at) {
+          Value previousLayer =
+              op.getReverse()
+                  ? arith::AddIOp::create(then, at, layer, constant(1))
+                        .getResult()
+                  : arith::SubIOp::create(then, at, layer, constant(1))
+                        .getResult();
+          emitFinish(op, fl, buffers, then, at, previousLayer,
+                     pick(buffers.inFlight, 1));
+          scf::YieldOp::create(then, at);
+        });
+  }
   scf::YieldOp::create(body, loc, out);
 }
 
@@ -206,6 +263,12 @@ LogicalResult lowerRepeat(nn::RepeatOp op, FunctionLowering &fl) {
         emitLayerIteration(op, fl, buffers, callerStream, body, loc, iteration,
                            in);
       });
+  // The last layer's deferred collectives, from the last iteration's slot.
+  if (op.getFinishAttr()) {
+    int64_t last = op.getNumLayers() - 1;
+    emitFinish(op, fl, buffers, fl.b, fl.loc,
+               fl.i64(op.getReverse() ? 0 : last), buffers.inFlight[last % 2]);
+  }
   if (callerStream)
     fl.call(rt::tessel_set_rng_stream, {I64Value(callerStream)});
   return success();

@@ -241,3 +241,55 @@ func.func @stack(%h: tensor<4x8xf32>, %w: tensor<3x32xf32>, %b: tensor<3x4xf32>)
   %0 = nn.repeat @layer(%h) params(%w, %b) prefetch @layer_prefetch : (tensor<4x8xf32>, tensor<3x32xf32>, tensor<3x4xf32>) -> tensor<4x8xf32>
   return %0 : tensor<4x8xf32>
 }
+
+// -----
+
+// Tests that a repeat with a finish gives iteration i's in-flight results
+// the slot of parity i (scratch + 448 or + 768, after the carried copy and
+// the shared 320 bytes of layer scratch), runs the finish for the previous
+// layer (layer + 1, reversed) on the other slot after the layer call from
+// the second iteration on, and finishes the last layer (layer 0) from slot
+// 0 (iteration 2) after the loop.
+// CHECK-LABEL: llvm.func @tessel_fn_backward
+// CHECK-SAME: (%[[CTX:[^:]*]]: !llvm.ptr, %[[SCRATCH:[^:]*]]: !llvm.ptr,
+// CHECK: %[[LS:.*]] = llvm.getelementptr %[[SCRATCH]][%{{.*}}]
+// CHECK: llvm.mlir.constant(448 : i64)
+// CHECK-NEXT: %[[SLOT0:.*]] = llvm.getelementptr %[[SCRATCH]]
+// CHECK: llvm.mlir.constant(768 : i64)
+// CHECK-NEXT: %[[SLOT1:.*]] = llvm.getelementptr %[[SCRATCH]]
+// CHECK: scf.for %[[I:[^ ]*]] =
+// CHECK: %[[PARITY:.*]] = arith.remsi %[[I]],
+// CHECK-NEXT: %[[EVEN:.*]] = arith.cmpi eq, %[[PARITY]]
+// CHECK: %[[MINE:.*]] = llvm.select %[[EVEN]], %[[SLOT0]], %[[SLOT1]]
+// CHECK: llvm.call @tessel_fn_grad_layer(%[[CTX]], %[[LS]], {{.*}}, %[[MINE]])
+// CHECK: %[[PREV:.*]] = arith.cmpi sgt, %[[I]]
+// CHECK: scf.if %[[PREV]] {
+// CHECK: arith.addi
+// CHECK: %[[OTHER:.*]] = llvm.select %[[EVEN]], %[[SLOT1]], %[[SLOT0]]
+// CHECK: llvm.call @tessel_fn_grad_layer_finish(%[[CTX]], %[[LS]], %[[OTHER]],
+// CHECK: }
+// CHECK: scf.yield
+// CHECK: llvm.call @tessel_fn_grad_layer_finish(%[[CTX]], %[[LS]], %[[SLOT0]],
+// CHECK-NEXT: llvm.return
+shard.grid @mesh(shape = 2) {nn.axis_names = ["dp"]}
+func.func private @grad_layer(%arg0: tensor<4x8xf32>, %arg1: tensor<8x8xf32>, %arg2: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<72xf32> {nn.in_flight}) {
+  %0 = nn.matmul %arg2, %arg0 transpose_lhs : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<8x8xf32>
+  %1 = nn.reduce_sum %arg0 dims = [0] : tensor<4x8xf32> -> tensor<8xf32>
+  %2 = nn.reshape %0 : tensor<8x8xf32> -> tensor<64xf32>
+  %3 = nn.concat %2, %1 dim = 0 : (tensor<64xf32>, tensor<8xf32>) -> tensor<72xf32>
+  %all_reduce = shard.all_reduce %3 on @mesh grid_axes = [0] {nn.async} : tensor<72xf32> -> tensor<72xf32>
+  %4 = nn.matmul %arg0, %arg1 transpose_rhs : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %5 = nn.exp %4 : tensor<4x8xf32>
+  return %4, %5, %all_reduce : tensor<4x8xf32>, tensor<4x8xf32>, tensor<72xf32>
+}
+func.func private @grad_layer_finish(%arg0: tensor<72xf32>) -> (tensor<8x8xf32>, tensor<8xf32>) attributes {nn.finish} {
+  %0 = nn.wait %arg0 : tensor<72xf32>
+  %1 = nn.slice %0 start = [64] limit = [72] : tensor<72xf32> -> tensor<8xf32>
+  %2 = nn.slice %0 start = [0] limit = [64] : tensor<72xf32> -> tensor<64xf32>
+  %3 = nn.reshape %2 : tensor<64xf32> -> tensor<8x8xf32>
+  return %3, %1 : tensor<8x8xf32>, tensor<8xf32>
+}
+func.func @backward(%arg0: tensor<4x8xf32>, %arg1: tensor<3x8x8xf32>, %arg2: tensor<3x4x8xf32>) -> (tensor<4x8xf32>, tensor<3x4x8xf32>, tensor<3x8x8xf32>, tensor<3x8xf32>) {
+  %0:4 = nn.repeat @grad_layer(%arg0) params(%arg1, %arg2) reverse finish @grad_layer_finish : (tensor<4x8xf32>, tensor<3x8x8xf32>, tensor<3x4x8xf32>) -> (tensor<4x8xf32>, tensor<3x4x8xf32>, tensor<3x8x8xf32>, tensor<3x8xf32>)
+  return %0#0, %0#1, %0#2, %0#3 : tensor<4x8xf32>, tensor<3x4x8xf32>, tensor<3x8x8xf32>, tensor<3x8xf32>
+}

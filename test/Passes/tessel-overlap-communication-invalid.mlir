@@ -7,7 +7,7 @@
 // Tests that nn.wait waits only on an asynchronous collective's result.
 func.func @wait_on_plain_value(%x: tensor<8xf32>) -> tensor<8xf32> {
   %e = nn.exp %x : tensor<8xf32>
-  // expected-error @+1 {{'nn.wait' op waits on a value that no asynchronous collective (a shard collective marked 'nn.async') or prefetch (an argument marked 'nn.prefetched') produces}}
+  // expected-error @+1 {{'nn.wait' op waits on a value that no asynchronous collective (a shard collective marked 'nn.async'), prefetch (an argument marked 'nn.prefetched') or layer (an argument of a function marked 'nn.finish') produces}}
   %w = nn.wait %e : tensor<8xf32>
   return %w : tensor<8xf32>
 }

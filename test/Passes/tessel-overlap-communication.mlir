@@ -216,3 +216,75 @@ func.func @also_called(%h: tensor<4x8xf32>, %w: tensor<3x32xf32>, %w0: tensor<32
   %1 = func.call @called_layer(%h, %w0) : (tensor<4x8xf32>, tensor<32xf32>) -> tensor<4x8xf32>
   return %0, %1 : tensor<4x8xf32>, tensor<4x8xf32>
 }
+
+// -----
+
+// Tests that a gradient bucket that completes where its layer ends is
+// returned in flight (nn.in_flight) and finished one layer later: the
+// layer returns the started all-reduce, the finish waits for it and
+// unpacks it, and the repeat lists the finish's per-layer outputs last
+// (its users follow the new order).
+// CHECK-LABEL: func.func private @grad_layer
+// CHECK-SAME: -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<72xf32> {nn.in_flight})
+// CHECK: %[[BUCKET:.*]] = nn.concat
+// CHECK-NEXT: %[[SUM:.*]] = shard.all_reduce %[[BUCKET]] {{.*}} {nn.async}
+// CHECK-NEXT: %[[DX:.*]] = nn.matmul
+// CHECK-NEXT: %[[E:.*]] = nn.exp %[[DX]]
+// CHECK-NOT: nn.wait
+// CHECK-NEXT: return %[[DX]], %[[E]], %[[SUM]]
+// CHECK-LABEL: func.func private @grad_layer_finish
+// CHECK-SAME: (%[[IN:[^:]*]]: tensor<72xf32>) -> (tensor<8x8xf32>, tensor<8xf32>) attributes {nn.finish}
+// CHECK-NEXT: %[[DONE:.*]] = nn.wait %[[IN]] : tensor<72xf32>
+// CHECK-DAG: %[[GB:.*]] = nn.slice %[[DONE]] start = [64] limit = [72]
+// CHECK-DAG: %[[S:.*]] = nn.slice %[[DONE]] start = [0] limit = [64]
+// CHECK: %[[GW:.*]] = nn.reshape %[[S]] : tensor<64xf32> -> tensor<8x8xf32>
+// CHECK-NEXT: return %[[GW]], %[[GB]]
+// CHECK-LABEL: func.func @backward
+// CHECK: %[[R:.*]]:4 = nn.repeat @grad_layer(%arg0) params(%arg1, %arg2) reverse finish @grad_layer_finish : {{.*}} -> (tensor<4x8xf32>, tensor<3x4x8xf32>, tensor<3x8x8xf32>, tensor<3x8xf32>)
+// CHECK-NEXT: return %[[R]]#0, %[[R]]#2, %[[R]]#3, %[[R]]#1
+shard.grid @mesh(shape = 2) {nn.axis_names = ["dp"]}
+func.func private @grad_layer(%dh: tensor<4x8xf32>, %w: tensor<8x8xf32>, %x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<8x8xf32>, tensor<8xf32>, tensor<4x8xf32>) {
+  %gw = nn.matmul %x, %dh transpose_lhs : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<8x8xf32>
+  %gb = nn.reduce_sum %dh dims = [0] : tensor<4x8xf32> -> tensor<8xf32>
+  %f = nn.reshape %gw : tensor<8x8xf32> -> tensor<64xf32>
+  %bucket = nn.concat %f, %gb dim = 0 : (tensor<64xf32>, tensor<8xf32>) -> tensor<72xf32>
+  %sum = shard.all_reduce %bucket on @mesh grid_axes = [0] : tensor<72xf32> -> tensor<72xf32>
+  %dx = nn.matmul %dh, %w transpose_rhs : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %e = nn.exp %dx : tensor<4x8xf32>
+  %s1 = nn.slice %sum start = [0] limit = [64] : tensor<72xf32> -> tensor<64xf32>
+  %gw2 = nn.reshape %s1 : tensor<64xf32> -> tensor<8x8xf32>
+  %gb2 = nn.slice %sum start = [64] limit = [72] : tensor<72xf32> -> tensor<8xf32>
+  return %dx, %gw2, %gb2, %e : tensor<4x8xf32>, tensor<8x8xf32>, tensor<8xf32>, tensor<4x8xf32>
+}
+func.func @backward(%dh: tensor<4x8xf32>, %w: tensor<3x8x8xf32>, %x: tensor<3x4x8xf32>) -> (tensor<4x8xf32>, tensor<3x8x8xf32>, tensor<3x8xf32>, tensor<3x4x8xf32>) {
+  %0:4 = nn.repeat @grad_layer(%dh) params(%w, %x) reverse : (tensor<4x8xf32>, tensor<3x8x8xf32>, tensor<3x4x8xf32>) -> (tensor<4x8xf32>, tensor<3x8x8xf32>, tensor<3x8xf32>, tensor<3x4x8xf32>)
+  return %0#0, %0#1, %0#2, %0#3 : tensor<4x8xf32>, tensor<3x8x8xf32>, tensor<3x8xf32>, tensor<3x4x8xf32>
+}
+
+// -----
+
+// Tests what stays in the layer: an all-reduce of a view (it cannot sum
+// in a slot of its own; the view's memory is the layer's scratch), and one
+// whose result the layer carries to the next layer (needed at once).
+// CHECK-LABEL: func.func private @kept_layer
+// CHECK-SAME: -> (tensor<4x8xf32>, tensor<8x8xf32>) {
+// CHECK-NOT: nn.in_flight
+// CHECK: shard.all_reduce
+// CHECK: shard.all_reduce
+// CHECK-LABEL: func.func @kept
+// CHECK-NOT: finish @
+shard.grid @mesh(shape = 2) {nn.axis_names = ["dp"]}
+func.func private @kept_layer(%dh: tensor<4x8xf32>, %w: tensor<8x8xf32>, %x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<8x8xf32>) {
+  %gw = nn.matmul %x, %dh transpose_lhs : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<8x8xf32>
+  %f = nn.reshape %gw : tensor<8x8xf32> -> tensor<64xf32>
+  %sum = shard.all_reduce %f on @mesh grid_axes = [0] : tensor<64xf32> -> tensor<64xf32>
+  %dx = nn.matmul %dh, %w transpose_rhs : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %e = nn.exp %dx : tensor<4x8xf32>
+  %partial = shard.all_reduce %e on @mesh grid_axes = [0] : tensor<4x8xf32> -> tensor<4x8xf32>
+  %gw2 = nn.reshape %sum : tensor<64xf32> -> tensor<8x8xf32>
+  return %partial, %gw2 : tensor<4x8xf32>, tensor<8x8xf32>
+}
+func.func @kept(%dh: tensor<4x8xf32>, %w: tensor<3x8x8xf32>, %x: tensor<3x4x8xf32>) -> (tensor<4x8xf32>, tensor<3x8x8xf32>) {
+  %0:2 = nn.repeat @kept_layer(%dh) params(%w, %x) reverse : (tensor<4x8xf32>, tensor<3x8x8xf32>, tensor<3x4x8xf32>) -> (tensor<4x8xf32>, tensor<3x8x8xf32>)
+  return %0#0, %0#1 : tensor<4x8xf32>, tensor<3x8x8xf32>
+}

@@ -77,3 +77,25 @@ func.func @async_never_waited(%x: tensor<8xf32>) -> tensor<8xf32> {
   %s = shard.all_reduce %x on @mesh grid_axes = [0] {nn.async} : tensor<8xf32> -> tensor<8xf32>
   return %x : tensor<8xf32>
 }
+
+// -----
+
+shard.grid @mesh(shape = 2) {nn.axis_names = ["dp"]}
+// Tests that a layer returns in flight only an all-reduce that sums in
+// place: a reduce-scatter reads the layer's scratch, which the caller
+// reuses before the finish.
+func.func @in_flight_reads_scratch(%x: tensor<8xf32>) -> (tensor<4xf32> {nn.in_flight}) {
+  %e = nn.exp %x : tensor<8xf32>
+  // expected-error @+1 {{'shard.reduce_scatter' op is returned in flight, but the layer's scratch that it reads is reused before its finish: only an all-reduce of a buffer of its own (summed in place) can be}}
+  %s = shard.reduce_scatter %e on @mesh grid_axes = [0] scatter_axis = 0 {nn.async} : tensor<8xf32> -> tensor<4xf32>
+  return %s : tensor<4xf32>
+}
+
+// -----
+
+// Tests that a result marked nn.in_flight comes from a started collective.
+func.func @in_flight_computed(%x: tensor<8xf32>) -> (tensor<8xf32> {nn.in_flight}) {
+  %e = nn.exp %x : tensor<8xf32>
+  // expected-error @+1 {{'func.return' op returns result #0, marked 'nn.in_flight', but not from an asynchronous collective (a shard collective marked 'nn.async')}}
+  return %e : tensor<8xf32>
+}

@@ -243,3 +243,44 @@ func.func @stack(%h: tensor<4x8xf32>, %w: tensor<3x32xf32>, %b: tensor<3x4xf32>)
   %0 = nn.repeat @layer(%h) params(%w, %b) prefetch @layer_prefetch : (tensor<4x8xf32>, tensor<3x32xf32>, tensor<3x4xf32>) -> tensor<4x8xf32>
   return %0 : tensor<4x8xf32>
 }
+
+// -----
+
+// Tests that a repeat with a finish reserves two slots of what its layer
+// returns in flight, and the larger of the layer's and the finish's
+// scratch (they never run at once): 128 (the carried copy) + max(320, 256)
+// + 2 x 320 (the 288-byte bucket) = 1088 bytes of workspace. The bucket is
+// concatenated straight into the slot and summed there in place; the
+// finish reads the slot in place.
+// CHECK-LABEL: func.func private @grad_layer
+// CHECK-SAME: tessel.scratch_bytes = 320
+// CHECK: nn.concat {{.*}} {tessel.offsets = array<i64: -4>}
+// CHECK-NEXT: shard.all_reduce {{.*}} {nn.async, tessel.offsets = array<i64: -4>}
+// CHECK-LABEL: func.func private @grad_layer_finish
+// CHECK-SAME: tessel.scratch_bytes = 256
+// CHECK-NEXT: nn.wait %arg0 {tessel.offsets = array<i64: -1>}
+// CHECK-LABEL: func.func @backward
+// CHECK-SAME: tessel.scratch_bytes = 1088
+// CHECK: nn.repeat {{.*}} finish @grad_layer_finish {tessel.offsets = array<i64: -2, -5, -3, -4>, tessel.workspace = 0 : i64}
+shard.grid @mesh(shape = 2) {nn.axis_names = ["dp"]}
+func.func private @grad_layer(%arg0: tensor<4x8xf32>, %arg1: tensor<8x8xf32>, %arg2: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<72xf32> {nn.in_flight}) {
+  %0 = nn.matmul %arg2, %arg0 transpose_lhs : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<8x8xf32>
+  %1 = nn.reduce_sum %arg0 dims = [0] : tensor<4x8xf32> -> tensor<8xf32>
+  %2 = nn.reshape %0 : tensor<8x8xf32> -> tensor<64xf32>
+  %3 = nn.concat %2, %1 dim = 0 : (tensor<64xf32>, tensor<8xf32>) -> tensor<72xf32>
+  %all_reduce = shard.all_reduce %3 on @mesh grid_axes = [0] {nn.async} : tensor<72xf32> -> tensor<72xf32>
+  %4 = nn.matmul %arg0, %arg1 transpose_rhs : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %5 = nn.exp %4 : tensor<4x8xf32>
+  return %4, %5, %all_reduce : tensor<4x8xf32>, tensor<4x8xf32>, tensor<72xf32>
+}
+func.func private @grad_layer_finish(%arg0: tensor<72xf32>) -> (tensor<8x8xf32>, tensor<8xf32>) attributes {nn.finish} {
+  %0 = nn.wait %arg0 : tensor<72xf32>
+  %1 = nn.slice %0 start = [64] limit = [72] : tensor<72xf32> -> tensor<8xf32>
+  %2 = nn.slice %0 start = [0] limit = [64] : tensor<72xf32> -> tensor<64xf32>
+  %3 = nn.reshape %2 : tensor<64xf32> -> tensor<8x8xf32>
+  return %3, %1 : tensor<8x8xf32>, tensor<8xf32>
+}
+func.func @backward(%arg0: tensor<4x8xf32>, %arg1: tensor<3x8x8xf32>, %arg2: tensor<3x4x8xf32>) -> (tensor<4x8xf32>, tensor<3x8x8xf32>, tensor<3x8xf32>, tensor<3x4x8xf32>) {
+  %0:4 = nn.repeat @grad_layer(%arg0) params(%arg1, %arg2) reverse finish @grad_layer_finish : (tensor<4x8xf32>, tensor<3x8x8xf32>, tensor<3x4x8xf32>) -> (tensor<4x8xf32>, tensor<3x4x8xf32>, tensor<3x8x8xf32>, tensor<3x8xf32>)
+  return %0#0, %0#2, %0#3, %0#1 : tensor<4x8xf32>, tensor<3x8x8xf32>, tensor<3x8xf32>, tensor<3x4x8xf32>
+}

@@ -11,17 +11,25 @@
 // RUN: not tessel-run %examples/gpt.mlir --mesh dp=2 --overlap two 2>&1 | FileCheck %s --check-prefix=RUN-BAD
 
 // Tests that DDP's gradient buckets overlap the backward. gpt's layer
-// derivative fills three buckets of 0.5 MiB per layer: the first two
-// start as soon as they are full and complete while the rest of the
-// layer's backward runs; the third fills at the layer's end, with nothing
-// left to hide behind, and blocks (4 layers x 41,216 bytes), as does the
-// all-reduce of the scalar loss (4). Of 3,337,220 bytes, 3,172,356
-// overlap compute. The payload and calls are the blocking program's.
+// derivative fills three buckets of 0.5 MiB per layer, each started as
+// soon as it is full. The first completes while the rest of the layer's
+// backward runs; the last two fill where the layer ends, so the layer
+// returns them in flight and the repeat's finish completes them after the
+// next layer's backward (the block_derivative_finish). Only the bucket of
+// the embeddings and the final norm (41,216 floats, 164,864 bytes), which
+// fills as the backward ends, blocks. Of 3,337,220 bytes, 3,172,356
+// overlap compute. The payload and calls are the blocking program's; the
+// arena grows by the two slots of in-flight buckets (27,141,248 bytes
+// blocking).
+// DDP: arena (one rank) 27935872 bytes
 // DDP: entry collective axes calls bytes ring bytes overlapped
 // DDP: backward all_reduce dp 14 3337220 3337220 3172356
 // DDP: step (backward+update) 14 3337220 3337220 3172356
 // DDP-IR: llvm.call @tessel_all_reduce_start
 // DDP-IR: llvm.call @tessel_comm_wait
+// DDP-IR: llvm.func @tessel_fn_block_derivative_finish
+// DDP-IR: llvm.call @tessel_fn_block_derivative_finish
+// BLOCKING: arena (one rank) 27141248 bytes
 // BLOCKING: backward all_reduce dp 14 3337220 3337220 0
 // BLOCKING-IR-NOT: _start
 // BLOCKING-IR-NOT: tessel_comm_wait

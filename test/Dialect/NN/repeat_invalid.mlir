@@ -25,7 +25,7 @@ func.func private @block(%h: tensor<8x16xf32>, %w: tensor<16x8xf32>) -> tensor<8
   return %h : tensor<8x16xf32>
 }
 func.func @wrong_param_slice(%h: tensor<8x16xf32>, %w: tensor<4x16x16xf32>) -> tensor<8x16xf32> {
-  // expected-error @+1 {{'nn.repeat' op layer @block has type '(tensor<8x16xf32>, tensor<16x8xf32>) -> tensor<8x16xf32>' but this repeat needs '(tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<8x16xf32>' (carried values, then one slice of each stacked parameter, then what the prefetch returns; the carried values, then one slice of each stacked result)}}
+  // expected-error @+1 {{'nn.repeat' op layer @block has type '(tensor<8x16xf32>, tensor<16x8xf32>) -> tensor<8x16xf32>' but this repeat needs '(tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<8x16xf32>' (carried values, then one slice of each stacked parameter, then what the prefetch returns; the carried values, then one slice of each stacked result the finish does not return, then what the finish takes)}}
   %0 = nn.repeat @block(%h) params(%w) : (tensor<8x16xf32>, tensor<4x16x16xf32>) -> tensor<8x16xf32>
   return %0 : tensor<8x16xf32>
 }
@@ -37,7 +37,7 @@ func.func private @block(%h: tensor<8x16xf32>, %w: tensor<16x16xf32>) -> (tensor
   return %h, %h : tensor<8x16xf32>, tensor<8x16xf32>
 }
 func.func @wrong_layer_results(%h: tensor<8x16xf32>, %w: tensor<4x16x16xf32>) -> tensor<8x16xf32> {
-  // expected-error @+1 {{'nn.repeat' op layer @block has type '(tensor<8x16xf32>, tensor<16x16xf32>) -> (tensor<8x16xf32>, tensor<8x16xf32>)' but this repeat needs '(tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<8x16xf32>' (carried values, then one slice of each stacked parameter, then what the prefetch returns; the carried values, then one slice of each stacked result)}}
+  // expected-error @+1 {{'nn.repeat' op layer @block has type '(tensor<8x16xf32>, tensor<16x16xf32>) -> (tensor<8x16xf32>, tensor<8x16xf32>)' but this repeat needs '(tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<8x16xf32>' (carried values, then one slice of each stacked parameter, then what the prefetch returns; the carried values, then one slice of each stacked result the finish does not return, then what the finish takes)}}
   %0 = nn.repeat @block(%h) params(%w) : (tensor<8x16xf32>, tensor<4x16x16xf32>) -> tensor<8x16xf32>
   return %0 : tensor<8x16xf32>
 }
@@ -49,7 +49,7 @@ func.func private @block(%w: tensor<16x16xf32>, %h: tensor<8x16xf32>) -> tensor<
   return %h : tensor<8x16xf32>
 }
 func.func @wrong_argument_order(%h: tensor<8x16xf32>, %w: tensor<4x16x16xf32>) -> tensor<8x16xf32> {
-  // expected-error @+1 {{'nn.repeat' op layer @block has type '(tensor<16x16xf32>, tensor<8x16xf32>) -> tensor<8x16xf32>' but this repeat needs '(tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<8x16xf32>' (carried values, then one slice of each stacked parameter, then what the prefetch returns; the carried values, then one slice of each stacked result)}}
+  // expected-error @+1 {{'nn.repeat' op layer @block has type '(tensor<16x16xf32>, tensor<8x16xf32>) -> tensor<8x16xf32>' but this repeat needs '(tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<8x16xf32>' (carried values, then one slice of each stacked parameter, then what the prefetch returns; the carried values, then one slice of each stacked result the finish does not return, then what the finish takes)}}
   %0 = nn.repeat @block(%h) params(%w) : (tensor<8x16xf32>, tensor<4x16x16xf32>) -> tensor<8x16xf32>
   return %0 : tensor<8x16xf32>
 }
@@ -278,4 +278,87 @@ func.func @layer_without_prefetched(%h: tensor<4xf32>, %w: tensor<3x4xf32>) -> t
 // Tests that nn.prefetch marks functions only.
 // expected-error @+1 {{'builtin.module' op 'nn.prefetch' is a unit attribute of a function}}
 module attributes {nn.prefetch} {
+}
+
+// -----
+
+func.func private @layer(%h: tensor<4xf32>, %w: tensor<4xf32>) -> (tensor<4xf32>, tensor<8xf32> {nn.in_flight}) {
+  %0 = nn.concat %w, %w dim = 0 : (tensor<4xf32>, tensor<4xf32>) -> tensor<8xf32>
+  return %h, %0 : tensor<4xf32>, tensor<8xf32>
+}
+func.func private @not_a_finish(%b: tensor<8xf32>) -> tensor<4xf32> {
+  %0 = nn.slice %b start = [0] limit = [4] : tensor<8xf32> -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+// Tests that a repeat's finish must be marked nn.finish.
+func.func @unmarked_finish(%h: tensor<4xf32>, %w: tensor<3x4xf32>) -> (tensor<4xf32>, tensor<3x4xf32>) {
+  // expected-error @+1 {{'nn.repeat' op finish 'not_a_finish' does not name a func.func with a body marked 'nn.finish'}}
+  %0:2 = nn.repeat @layer(%h) params(%w) finish @not_a_finish : (tensor<4xf32>, tensor<3x4xf32>) -> (tensor<4xf32>, tensor<3x4xf32>)
+  return %0#0, %0#1 : tensor<4xf32>, tensor<3x4xf32>
+}
+
+// -----
+
+func.func private @layer(%h: tensor<4xf32>, %w: tensor<4xf32>) -> (tensor<4xf32>, tensor<8xf32> {nn.in_flight}) {
+  %0 = nn.concat %w, %w dim = 0 : (tensor<4xf32>, tensor<4xf32>) -> tensor<8xf32>
+  return %h, %0 : tensor<4xf32>, tensor<8xf32>
+}
+func.func private @finish(%b: tensor<8xf32>) -> tensor<2xf32> attributes {nn.finish} {
+  %0 = nn.slice %b start = [0] limit = [2] : tensor<8xf32> -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+}
+// Tests that a finish returns slices of the repeat's last stacked results.
+func.func @finish_of_other_outputs(%h: tensor<4xf32>, %w: tensor<3x4xf32>) -> (tensor<4xf32>, tensor<3x4xf32>) {
+  // expected-error @+1 {{'nn.repeat' op finish @finish has type '(tensor<8xf32>) -> tensor<2xf32>' but must return one slice of each of the repeat's last stacked results ('tensor<4xf32>')}}
+  %0:2 = nn.repeat @layer(%h) params(%w) finish @finish : (tensor<4xf32>, tensor<3x4xf32>) -> (tensor<4xf32>, tensor<3x4xf32>)
+  return %0#0, %0#1 : tensor<4xf32>, tensor<3x4xf32>
+}
+
+// -----
+
+func.func private @layer(%h: tensor<4xf32>, %w: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  return %h, %w : tensor<4xf32>, tensor<4xf32>
+}
+func.func private @finish(%b: tensor<8xf32>) -> tensor<4xf32> attributes {nn.finish} {
+  %0 = nn.slice %b start = [0] limit = [4] : tensor<8xf32> -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+// Tests that the layer returns what the finish takes, after its own
+// per-layer outputs.
+func.func @layer_without_in_flight(%h: tensor<4xf32>, %w: tensor<3x4xf32>) -> (tensor<4xf32>, tensor<3x4xf32>) {
+  // expected-error @+1 {{'nn.repeat' op layer @layer has type '(tensor<4xf32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)' but this repeat needs '(tensor<4xf32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<8xf32>)'}}
+  %0:2 = nn.repeat @layer(%h) params(%w) finish @finish : (tensor<4xf32>, tensor<3x4xf32>) -> (tensor<4xf32>, tensor<3x4xf32>)
+  return %0#0, %0#1 : tensor<4xf32>, tensor<3x4xf32>
+}
+
+// -----
+
+func.func private @layer(%h: tensor<4xf32>, %w: tensor<4xf32>) -> (tensor<4xf32>, tensor<8xf32>) {
+  %0 = nn.concat %w, %w dim = 0 : (tensor<4xf32>, tensor<4xf32>) -> tensor<8xf32>
+  return %h, %0 : tensor<4xf32>, tensor<8xf32>
+}
+func.func private @finish(%b: tensor<8xf32>) -> tensor<4xf32> attributes {nn.finish} {
+  %0 = nn.slice %b start = [0] limit = [4] : tensor<8xf32> -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+// Tests that what the layer returns for the finish is marked nn.in_flight.
+func.func @unmarked_in_flight(%h: tensor<4xf32>, %w: tensor<3x4xf32>) -> (tensor<4xf32>, tensor<3x4xf32>) {
+  // expected-error @+1 {{'nn.repeat' op layer @layer result #1 goes to the finish, so it must be marked 'nn.in_flight'}}
+  %0:2 = nn.repeat @layer(%h) params(%w) finish @finish : (tensor<4xf32>, tensor<3x4xf32>) -> (tensor<4xf32>, tensor<3x4xf32>)
+  return %0#0, %0#1 : tensor<4xf32>, tensor<3x4xf32>
+}
+
+// -----
+
+// Tests that nn.finish marks functions only.
+// expected-error @+1 {{'builtin.module' op 'nn.finish' is a unit attribute of a function}}
+module attributes {nn.finish} {
+}
+
+// -----
+
+// Tests that nn.in_flight takes no value.
+// expected-error @+1 {{'func.func' op result #0: 'nn.in_flight' is a unit attribute of a function result}}
+func.func private @in_flight_value(%x: tensor<4xf32>) -> (tensor<4xf32> {nn.in_flight = 1 : i64}) {
+  return %x : tensor<4xf32>
 }
