@@ -286,7 +286,10 @@ onlyRepeatedLayers(ModuleOp module) {
       repeatsOf[layer].push_back(repeat);
   });
   llvm::MapVector<func::FuncOp, SmallVector<nn::RepeatOp>> result;
-  for (auto &[layer, repeats] : repeatsOf) {
+  for (auto &entry : repeatsOf) {
+    // Named copies: clang before 16 cannot capture structured bindings.
+    func::FuncOp layer = entry.first;
+    const SmallVector<nn::RepeatOp> &repeats = entry.second;
     std::optional<SymbolTable::UseRange> uses = layer.getSymbolUses(module);
     if (!uses)
       continue;
