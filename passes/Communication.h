@@ -61,9 +61,15 @@ struct Traffic {
   uint32_t axes;
   int64_t calls = 0;
   int64_t bytes = 0;
-  /// Of `bytes`, those of asynchronous collectives (nn.async): the
-  /// communication that overlaps compute.
+  /// Of `bytes`, those of asynchronous collectives (nn.async), as the
+  /// runtime's tessel_comm_async_bytes counts them: started early.
   int64_t asyncBytes = 0;
+  /// Of asyncBytes, those with a kernel issued between the start and the
+  /// wait (what the runtime's trace witnesses): the communication that
+  /// overlaps compute. A layer's prefetch that runs before the loop and
+  /// is waited for before the layer's first kernel is started, not
+  /// overlapped.
+  int64_t overlappedBytes = 0;
 };
 
 /// What one call of `func` communicates, per (kind, axes) in that order:

@@ -137,7 +137,8 @@ tessel::communicationReport(const llvm::json::Object &description) {
       trained ? SmallVector<StringRef>{"backward", "update"}
               : SmallVector<StringRef>{"forward"};
   llvm::json::Array rows;
-  int64_t stepCalls = 0, stepBytes = 0, stepRing = 0, stepOverlapped = 0;
+  int64_t stepCalls = 0, stepBytes = 0, stepRing = 0, stepOverlapped = 0,
+          stepStarted = 0;
   for (StringRef entry : {"forward", "backward", "update"}) {
     const llvm::json::Array *list = collectives->getArray(entry);
     if (!list)
@@ -148,13 +149,18 @@ tessel::communicationReport(const llvm::json::Object &description) {
         continue;
       int64_t calls = collective->getInteger("calls").value_or(0);
       int64_t bytes = collective->getInteger("bytes").value_or(0);
-      int64_t overlapped = collective->getInteger("async_bytes").value_or(0);
+      // Started early, and of those overlapping kernels (a description
+      // before the split has only the first).
+      int64_t started = collective->getInteger("async_bytes").value_or(0);
+      int64_t overlapped =
+          collective->getInteger("overlapped_bytes").value_or(started);
       int64_t ring = ringBytesOf(*collective, mesh);
       if (llvm::is_contained(stepEntries, entry)) {
         stepCalls += calls;
         stepBytes += bytes;
         stepRing += ring;
         stepOverlapped += overlapped;
+        stepStarted += started;
       }
       llvm::json::Array axes;
       if (const llvm::json::Array *names = collective->getArray("axes"))
@@ -166,6 +172,7 @@ tessel::communicationReport(const llvm::json::Object &description) {
           {"calls", calls},
           {"bytes", bytes},
           {"ring_bytes", ring},
+          {"started_bytes", started},
           {"overlapped_bytes", overlapped}});
     }
   }
@@ -179,6 +186,7 @@ tessel::communicationReport(const llvm::json::Object &description) {
                                   {"calls", stepCalls},
                                   {"bytes", stepBytes},
                                   {"ring_bytes", stepRing},
+                                  {"started_bytes", stepStarted},
                                   {"overlapped_bytes", stepOverlapped}}}};
 }
 

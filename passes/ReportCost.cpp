@@ -212,21 +212,67 @@ static std::optional<std::pair<Collective, int64_t>> payloadOf(Operation *op) {
   return std::nullopt;
 }
 
+/// Whether `op` issues a kernel (what the runtime's trace counts between a
+/// started collective and its wait): not a view, a wait, a collective or a
+/// terminator.
+static bool issuesKernel(Operation &op) {
+  return !isa<nn::ReshapeOp, nn::WaitOp>(op) &&
+         !op.hasTrait<OpTrait::IsTerminator>() &&
+         !isa<shard::ShardDialect>(op.getDialect());
+}
+
+/// The collectives of `repeat`'s prefetch whose first run, before the loop
+/// for the first layer, overlaps no kernel: the layer waits for their
+/// result before it issues any.
+static llvm::SmallPtrSet<Operation *, 4>
+firstPrefetchAlone(nn::RepeatOp repeat) {
+  llvm::SmallPtrSet<Operation *, 4> alone;
+  func::FuncOp prefetch = repeat.getPrefetchFunction();
+  func::FuncOp layer = repeat.getLayerFunction();
+  if (!prefetch || prefetch.isExternal() || !layer || layer.isExternal())
+    return alone;
+  Operation *ret = prefetch.getBody().front().getTerminator();
+  if (ret->getNumOperands() > layer.getNumArguments())
+    return alone;
+  unsigned first = layer.getNumArguments() - ret->getNumOperands();
+  for (OpOperand &operand : ret->getOpOperands()) {
+    Operation *collective = operand.get().getDefiningOp();
+    Value arrives = layer.getArgument(first + operand.getOperandNumber());
+    if (!collective)
+      continue;
+    bool kernelFirst = false;
+    for (Operation &op : layer.getBody().getOps()) {
+      if (isa<nn::WaitOp>(op) && op.getOperand(0) == arrives)
+        break;
+      if ((kernelFirst = issuesKernel(op)))
+        break;
+    }
+    if (!kernelFirst)
+      alone.insert(collective);
+  }
+  return alone;
+}
+
 /// Adds `times` calls of `func`'s collectives to `traffic`; `active` holds
 /// the functions being counted (a layer that repeats itself is counted
-/// once, not forever).
+/// once, not forever). `alone` collectives overlap nothing on `aloneTimes`
+/// of their calls.
 static void
 addCollectives(func::FuncOp func, const Mesh &mesh, int64_t times,
                std::map<std::pair<int32_t, uint32_t>, Traffic> &traffic,
-               llvm::SmallPtrSetImpl<Operation *> &active) {
+               llvm::SmallPtrSetImpl<Operation *> &active,
+               const llvm::SmallPtrSetImpl<Operation *> *alone = nullptr,
+               int64_t aloneTimes = 0) {
   if (!func || func.isExternal() || !active.insert(func).second)
     return;
   for (Operation &op : func.getBody().getOps()) {
     if (auto repeat = dyn_cast<nn::RepeatOp>(op)) {
       addCollectives(repeat.getLayerFunction(), mesh,
                      times * repeat.getNumLayers(), traffic, active);
+      llvm::SmallPtrSet<Operation *, 4> first = firstPrefetchAlone(repeat);
       addCollectives(repeat.getPrefetchFunction(), mesh,
-                     times * repeat.getNumLayers(), traffic, active);
+                     times * repeat.getNumLayers(), traffic, active, &first,
+                     times);
       continue;
     }
     if (!isLowerableCollective(&op))
@@ -240,8 +286,12 @@ addCollectives(func::FuncOp func, const Mesh &mesh, int64_t times,
     entry.axes = mask;
     entry.calls += times;
     entry.bytes += times * payload->second;
-    if (op.hasAttr(nn::NNDialect::kAsyncAttrName))
+    if (op.hasAttr(nn::NNDialect::kAsyncAttrName)) {
       entry.asyncBytes += times * payload->second;
+      entry.overlappedBytes +=
+          (times - (alone && alone->contains(&op) ? aloneTimes : 0)) *
+          payload->second;
+    }
   }
   active.erase(func);
 }

@@ -588,6 +588,8 @@ json::Object ModelAbiEmitter::describeCollectives() {
       // Only where some of it overlaps compute (absent: 0, as before ABI 5).
       if (traffic.asyncBytes > 0)
         entry["async_bytes"] = traffic.asyncBytes;
+      if (traffic.overlappedBytes > 0)
+        entry["overlapped_bytes"] = traffic.overlappedBytes;
       list.push_back(std::move(entry));
     }
     collectives[role.str()] = std::move(list);

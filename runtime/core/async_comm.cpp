@@ -72,6 +72,8 @@ void CommWorker::loop() {
                job.c.name, ctx->rank);
     else
       ok = run(ctx, job.c, job.group, job.started);
+    if (job.c.traceIndex >= 0)
+      ctx->trace->complete(job.c.traceIndex);
     lock.lock();
     if (!ok)
       failing = true;

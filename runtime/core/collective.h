@@ -55,6 +55,8 @@ struct Collective {
   /// all_to_all: the input shape and dims.
   std::vector<int64_t> shape;
   int32_t splitDim = 0, concatDim = 0;
+  /// Its event in the context's trace, or -1 (not traced).
+  int64_t traceIndex = -1;
 
   /// Bytes of the input.
   int64_t inBytes() const;

@@ -237,10 +237,15 @@ bool prepare(tessel_ctx *ctx, const Call &call, Collective &c, Group &group) {
 /// Counts a collective that completed (or, on a stream-ordered
 /// communicator, was issued) without error. The comm worker counts from its
 /// thread, hence the lock.
+/// The payload bytes a collective counts: its input's, all_gather's output's.
+int64_t payloadBytes(const Collective &c, const Group &group) {
+  return c.kind == TESSEL_COLL_ALL_GATHER ? c.inBytes() * group.size
+                                          : c.inBytes();
+}
+
 void countCollective(tessel_ctx *ctx, const Collective &c, const Group &group,
                      bool started) {
-  const int64_t bytes =
-      c.kind == TESSEL_COLL_ALL_GATHER ? c.inBytes() * group.size : c.inBytes();
+  const int64_t bytes = payloadBytes(c, group);
   std::lock_guard<std::mutex> lock(ctx->stateMutex);
   CommCounter &counter = ctx->commCounters[c.kind][group.mask];
   counter.bytes += bytes;
@@ -323,12 +328,16 @@ void runCollective(tessel_ctx *ctx, const Call &call) {
   Group group;
   if (!prepare(ctx, call, c, group) || runWithoutPeers(ctx, c, group))
     return;
+  const double begin = ctx->tracing ? ctx->trace->now() : 0;
   CommWorker *worker = ctx->commWorker.get();
-  if (worker && !worker->idle()) {
+  if (worker && !worker->idle())
     worker->wait(worker->enqueue(c, group, /*started=*/false));
-    return;
-  }
-  communicate(ctx, c, group, /*started=*/false);
+  else
+    communicate(ctx, c, group, /*started=*/false);
+  if (ctx->tracing)
+    ctx->trace->complete(ctx->trace->collective(
+        c.name, c.kind, group.mask, payloadBytes(c, group),
+        /*started=*/false, c.out, begin));
 }
 
 /// The whole of every *_start entry point: the blocking call's checks
@@ -344,17 +353,23 @@ void startCollective(tessel_ctx *ctx, const Call &call) {
   Communicator *comm = communicatorFor(ctx, c, group);
   if (!comm)
     return;
+  if (ctx->tracing)
+    c.traceIndex = ctx->trace->collective(
+        c.name, c.kind, group.mask, payloadBytes(c, group), /*started=*/true,
+        c.out, ctx->trace->now());
   if (StreamCollectives *stream = comm->streamCollectives()) {
     if (stream->start(ctx, group, c))
       countCollective(ctx, c, group, /*started=*/true);
-    return;
+    return; // Completed, as far as the trace knows, at its wait.
   }
   if (CommWorker *worker = commWorkerOf(ctx, &communicate)) {
-    worker->enqueue(c, group, /*started=*/true);
+    worker->enqueue(c, group, /*started=*/true); // It completes the event.
     return;
   }
   // A communicator that cannot run on another thread: synchronous.
   communicate(ctx, c, group, /*started=*/true);
+  if (c.traceIndex >= 0)
+    ctx->trace->complete(c.traceIndex);
 }
 
 /// A counter of (collective, axes), or null.
@@ -521,16 +536,23 @@ void tessel_all_to_all_start(tessel_ctx *ctx, uint32_t axes, int32_t dtype,
 void tessel_comm_wait(tessel_ctx *ctx, const void *out) {
   if (!ctx)
     return;
+  const double begin = ctx->tracing ? ctx->trace->now() : 0;
   if (ctx->commWorker)
     ctx->commWorker->waitForOutput(out);
   else if (ctx->communicator)
     if (StreamCollectives *stream = ctx->communicator->streamCollectives())
       stream->wait(ctx, out);
+  if (ctx->tracing)
+    ctx->trace->waited(out, begin);
 }
 
 void tessel_comm_wait_all(tessel_ctx *ctx) {
-  if (ctx)
-    waitForStartedCollectives(ctx);
+  if (!ctx)
+    return;
+  const double begin = ctx->tracing ? ctx->trace->now() : 0;
+  waitForStartedCollectives(ctx);
+  if (ctx->tracing)
+    ctx->trace->waited(nullptr, begin);
 }
 
 int64_t tessel_comm_bytes(const tessel_ctx *ctx, int32_t collective,

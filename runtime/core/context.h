@@ -11,6 +11,7 @@
 #ifndef TESSEL_RUNTIME_CORE_CONTEXT_H
 #define TESSEL_RUNTIME_CORE_CONTEXT_H
 
+#include "core/trace.h"
 #include "tessel/runtime.h"
 
 #include <chrono>
@@ -78,6 +79,10 @@ struct tessel_ctx {
   bool hasError = false;
   std::string error;
   tessel_counters counters{};
+  /// tessel_trace_begin's timeline (kept after tessel_trace_end for
+  /// reading); `tracing` while it records.
+  std::unique_ptr<tessel::Trace> trace;
+  bool tracing = false;
   /// Bytes asked for by each live tessel_alloc, to count frees.
   std::unordered_map<void *, int64_t> allocations;
 };
@@ -100,8 +105,12 @@ void setCreateError(std::string message);
 /// counter documents it as wall time on the CPU.
 class KernelScope {
 public:
-  explicit KernelScope(tessel_ctx *ctx)
-      : ctx(ctx), start(std::chrono::steady_clock::now()) {}
+  /// `name`: the entry point's, for the trace (static storage).
+  KernelScope(tessel_ctx *ctx, const char *name)
+      : ctx(ctx), name(name), start(std::chrono::steady_clock::now()) {
+    if (ctx && ctx->tracing)
+      traceBegin = ctx->trace->now();
+  }
   ~KernelScope() {
     if (!ctx)
       return;
@@ -109,13 +118,17 @@ public:
         std::chrono::steady_clock::now() - start;
     ++ctx->counters.kernel_calls;
     ctx->counters.kernel_seconds += elapsed.count();
+    if (ctx->tracing)
+      ctx->trace->kernel(name, traceBegin);
   }
   KernelScope(const KernelScope &) = delete;
   KernelScope &operator=(const KernelScope &) = delete;
 
 private:
   tessel_ctx *ctx;
+  const char *name;
   std::chrono::steady_clock::time_point start;
+  double traceBegin = 0;
 };
 
 } // namespace tessel

@@ -19,7 +19,7 @@ void tessel_init_param(tessel_ctx *ctx, void *dst, int32_t dtype, int64_t first,
                        uint64_t seed, const char *name) {
   if (!ctx)
     return;
-  KernelScope scope(ctx);
+  KernelScope scope(ctx, __func__);
   if (count <= 0)
     return;
   if (kind < TESSEL_INIT_ZEROS || kind > TESSEL_INIT_UNIFORM) {
@@ -45,7 +45,7 @@ void tessel_matmul(tessel_ctx *ctx, int32_t dtype, const void *a, const void *b,
                    int32_t trans_a, int32_t trans_b, int32_t b_shared) {
   if (!ctx)
     return;
-  KernelScope scope(ctx);
+  KernelScope scope(ctx, __func__);
   if (batch < 0 || m < 0 || n < 0 || k < 0) {
     setError(ctx, "tessel_matmul: negative dimension");
     return;
@@ -64,7 +64,7 @@ void tessel_binary(tessel_ctx *ctx, int32_t op, int32_t dtype, const void *a,
                    const void *b, void *out, int64_t n) {
   if (!ctx)
     return;
-  KernelScope scope(ctx);
+  KernelScope scope(ctx, __func__);
   if (op < TESSEL_ADD || op > TESSEL_EQUAL) {
     setError(ctx, "tessel_binary: unknown op %d", op);
     return;
@@ -78,7 +78,7 @@ void tessel_unary(tessel_ctx *ctx, int32_t op, int32_t dtype, const void *x,
                   void *y, int64_t n) {
   if (!ctx)
     return;
-  KernelScope scope(ctx);
+  KernelScope scope(ctx, __func__);
   if (!checkDtype(ctx, "tessel_unary", dtype, isFloatDtype(dtype)))
     return;
   if (op < TESSEL_NEG || op > TESSEL_SILU) {
@@ -92,7 +92,7 @@ void tessel_cast(tessel_ctx *ctx, int32_t src_dtype, int32_t dst_dtype,
                  const void *x, void *y, int64_t n) {
   if (!ctx)
     return;
-  KernelScope scope(ctx);
+  KernelScope scope(ctx, __func__);
   if (!isKnownDtype(src_dtype) || !isKnownDtype(dst_dtype)) {
     setError(ctx, "tessel_cast: unsupported dtypes %d -> %d", src_dtype,
              dst_dtype);
@@ -106,7 +106,7 @@ void tessel_dropout(tessel_ctx *ctx, int32_t dtype, const void *x, void *y,
                     int64_t first) {
   if (!ctx)
     return;
-  KernelScope scope(ctx);
+  KernelScope scope(ctx, __func__);
   if (!(rate >= 0.0 && rate <= 1.0)) {
     setError(ctx, "tessel_dropout: rate %g outside [0, 1]", rate);
     return;
@@ -123,7 +123,7 @@ void tessel_dropout_block(tessel_ctx *ctx, int32_t dtype, const void *x,
                           uint64_t step, int64_t first) {
   if (!ctx)
     return;
-  KernelScope scope(ctx);
+  KernelScope scope(ctx, __func__);
   if (!(rate >= 0.0 && rate <= 1.0)) {
     setError(ctx, "tessel_dropout_block: rate %g outside [0, 1]", rate);
     return;
@@ -150,7 +150,7 @@ void tessel_strided_copy(tessel_ctx *ctx, int32_t dtype, const void *in,
                          const int64_t *out_strides) {
   if (!ctx)
     return;
-  KernelScope scope(ctx);
+  KernelScope scope(ctx, __func__);
   if (!checkDtype(ctx, "tessel_strided_copy", dtype, isKnownDtype(dtype)))
     return;
   if (rank < 0) {
@@ -175,7 +175,7 @@ void tessel_reduce(tessel_ctx *ctx, int32_t kind, int32_t dtype, const void *in,
                    uint64_t reduce_mask) {
   if (!ctx)
     return;
-  KernelScope scope(ctx);
+  KernelScope scope(ctx, __func__);
   if (kind < TESSEL_REDUCE_SUM || kind > TESSEL_REDUCE_MAX) {
     setError(ctx, "tessel_reduce: unknown kind %d", kind);
     return;
@@ -213,7 +213,7 @@ void tessel_softmax(tessel_ctx *ctx, int32_t dtype, const void *x, void *y,
                     int64_t outer, int64_t dim, int64_t inner) {
   if (!ctx)
     return;
-  KernelScope scope(ctx);
+  KernelScope scope(ctx, __func__);
   if (!checkDtype(ctx, "tessel_softmax", dtype, isFloatDtype(dtype)))
     return;
   ctx->backend->softmax(ctx, dtype, x, y, outer, dim, inner);
@@ -224,7 +224,7 @@ void tessel_layer_norm(tessel_ctx *ctx, int32_t dtype, const void *x,
                        int64_t rows, int64_t cols, double eps, int32_t rms) {
   if (!ctx)
     return;
-  KernelScope scope(ctx);
+  KernelScope scope(ctx, __func__);
   if (cols <= 0)
     return;
   if (!checkDtype(ctx, "tessel_layer_norm", dtype, isFloatDtype(dtype)))
@@ -239,7 +239,7 @@ void tessel_batch_norm(tessel_ctx *ctx, int32_t dtype, const void *x,
                        double eps) {
   if (!ctx)
     return;
-  KernelScope scope(ctx);
+  KernelScope scope(ctx, __func__);
   if (outer * inner <= 0)
     return;
   if (!checkDtype(ctx, "tessel_batch_norm", dtype, isFloatDtype(dtype)))
@@ -254,7 +254,7 @@ void tessel_embedding(tessel_ctx *ctx, int32_t dtype, int32_t ids_dtype,
                       int64_t row_offset, int64_t vocab) {
   if (!ctx)
     return;
-  KernelScope scope(ctx);
+  KernelScope scope(ctx, __func__);
   const char *kernel = "tessel_embedding";
   if (!checkDtype(ctx, kernel, dtype, isKnownDtype(dtype)) ||
       !checkIndexDtype(ctx, kernel, "ids", ids_dtype))
@@ -274,7 +274,7 @@ void tessel_cross_entropy(tessel_ctx *ctx, int32_t dtype, int32_t label_dtype,
                           int64_t rows, int64_t classes, int32_t reduction) {
   if (!ctx)
     return;
-  KernelScope scope(ctx);
+  KernelScope scope(ctx, __func__);
   const char *kernel = "tessel_cross_entropy";
   if (!checkIndexDtype(ctx, kernel, "labels", label_dtype))
     return;
@@ -295,7 +295,7 @@ void tessel_attention(tessel_ctx *ctx, int32_t dtype, const void *q,
                       double scale, int32_t causal) {
   if (!ctx)
     return;
-  KernelScope scope(ctx);
+  KernelScope scope(ctx, __func__);
   if (!checkAttentionArgs(ctx, "tessel_attention", dtype, batch, seq, kv_seq,
                           heads, kv_heads, head_dim, value_dim))
     return;

@@ -19,7 +19,7 @@ void tessel_unary_grad(tessel_ctx *ctx, int32_t op, int32_t dtype,
                        const void *x, const void *dy, void *dx, int64_t n) {
   if (!ctx)
     return;
-  KernelScope scope(ctx);
+  KernelScope scope(ctx, __func__);
   if (!checkDtype(ctx, "tessel_unary_grad", dtype, isFloatDtype(dtype)))
     return;
   if (op < TESSEL_NEG || op > TESSEL_SILU) {
@@ -34,7 +34,7 @@ void tessel_softmax_grad(tessel_ctx *ctx, int32_t dtype, const void *y,
                          int64_t inner) {
   if (!ctx)
     return;
-  KernelScope scope(ctx);
+  KernelScope scope(ctx, __func__);
   if (!checkDtype(ctx, "tessel_softmax_grad", dtype, isFloatDtype(dtype)))
     return;
   ctx->backend->softmaxGrad(ctx, dtype, y, dy, dx, outer, dim, inner);
@@ -46,7 +46,7 @@ void tessel_layer_norm_grad(tessel_ctx *ctx, int32_t dtype, const void *x,
                             int64_t cols, double eps, int32_t rms) {
   if (!ctx)
     return;
-  KernelScope scope(ctx);
+  KernelScope scope(ctx, __func__);
   if (rows < 0 || cols < 0) {
     setError(ctx, "tessel_layer_norm_grad: negative shape");
     return;
@@ -63,7 +63,7 @@ void tessel_batch_norm_grad(tessel_ctx *ctx, int32_t dtype, const void *x,
                             int64_t channels, int64_t inner, double eps) {
   if (!ctx)
     return;
-  KernelScope scope(ctx);
+  KernelScope scope(ctx, __func__);
   if (outer < 0 || channels < 0 || inner < 0) {
     setError(ctx, "tessel_batch_norm_grad: negative shape");
     return;
@@ -81,7 +81,7 @@ void tessel_cross_entropy_grad(tessel_ctx *ctx, int32_t dtype,
                                int32_t reduction) {
   if (!ctx)
     return;
-  KernelScope scope(ctx);
+  KernelScope scope(ctx, __func__);
   const char *kernel = "tessel_cross_entropy_grad";
   if (!checkIndexDtype(ctx, kernel, "labels", label_dtype))
     return;
@@ -101,7 +101,7 @@ void tessel_label_logit(tessel_ctx *ctx, int32_t dtype, int32_t label_dtype,
                         int64_t total_classes) {
   if (!ctx)
     return;
-  KernelScope scope(ctx);
+  KernelScope scope(ctx, __func__);
   if (!checkLabelArgs(ctx, "tessel_label_logit", dtype, label_dtype, rows,
                       classes, class_offset, total_classes))
     return;
@@ -115,7 +115,7 @@ void tessel_sub_label(tessel_ctx *ctx, int32_t dtype, int32_t label_dtype,
                       int64_t class_offset, int64_t total_classes) {
   if (!ctx)
     return;
-  KernelScope scope(ctx);
+  KernelScope scope(ctx, __func__);
   if (!checkLabelArgs(ctx, "tessel_sub_label", dtype, label_dtype, rows,
                       classes, class_offset, total_classes))
     return;
@@ -129,7 +129,7 @@ void tessel_embedding_grad(tessel_ctx *ctx, int32_t dtype, int32_t ids_dtype,
                            int64_t row_offset, int64_t vocab) {
   if (!ctx)
     return;
-  KernelScope scope(ctx);
+  KernelScope scope(ctx, __func__);
   const char *kernel = "tessel_embedding_grad";
   if (!checkIndexDtype(ctx, kernel, "ids", ids_dtype))
     return;
@@ -152,7 +152,7 @@ void tessel_attention_grad(tessel_ctx *ctx, int32_t dtype, const void *q,
                            int64_t value_dim, double scale, int32_t causal) {
   if (!ctx)
     return;
-  KernelScope scope(ctx);
+  KernelScope scope(ctx, __func__);
   if (!checkAttentionArgs(ctx, "tessel_attention_grad", dtype, batch, seq,
                           kv_seq, heads, kv_heads, head_dim, value_dim))
     return;
@@ -165,7 +165,7 @@ void tessel_sum_squares(tessel_ctx *ctx, int32_t dtype, const void *x,
                         int64_t n, void *sum) {
   if (!ctx)
     return;
-  KernelScope scope(ctx);
+  KernelScope scope(ctx, __func__);
   if (!checkDtype(ctx, "tessel_sum_squares", dtype, isFloatDtype(dtype)))
     return;
   ctx->backend->sumSquares(ctx, dtype, x, n, sum);
@@ -175,7 +175,7 @@ void tessel_clip_scale(tessel_ctx *ctx, const void *sum_squares,
                        double max_norm, const void *grad_scale, void *scale) {
   if (!ctx)
     return;
-  KernelScope scope(ctx);
+  KernelScope scope(ctx, __func__);
   ctx->backend->clipScale(ctx, sum_squares, max_norm, grad_scale, scale);
 }
 
@@ -217,7 +217,7 @@ void tessel_optimizer_update(tessel_ctx *ctx, const tessel_optimizer *opt,
                              int64_t n, int64_t step, double lr) {
   if (!ctx)
     return;
-  KernelScope scope(ctx);
+  KernelScope scope(ctx, __func__);
   const char *entry = "tessel_optimizer_update";
   if (!checkOptimizerCall(ctx, entry, opt, n, step, state0, state1) ||
       !checkDtype(ctx, entry, dtype, isFloatDtype(dtype)))
@@ -235,7 +235,7 @@ void tessel_optimizer_update_master(tessel_ctx *ctx,
                                     int64_t step, double lr) {
   if (!ctx)
     return;
-  KernelScope scope(ctx);
+  KernelScope scope(ctx, __func__);
   const char *entry = "tessel_optimizer_update_master";
   auto isLow = [](int32_t dtype) {
     return dtype == TESSEL_BF16 || dtype == TESSEL_F16;

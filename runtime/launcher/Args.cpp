@@ -111,6 +111,14 @@ flags:
                         u8 reads any file as bytes: a character-level corpus)
   --metrics FILE        write one JSON object per step (step, loss, lr,
                         microbatches, tokens_per_s, step_ms, allocated_bytes)
+  --trace FILE          record one training step (the second, or the only
+                        one) on every rank and write it as a Chrome trace
+                        (chrome://tracing, Perfetto): per rank its kernels,
+                        waits and collectives. Prints rank 0's totals and
+                        warns when the started bytes that overlapped kernels
+                        differ from the compiled report's overlapped bytes.
+                        Under MPI, rank R > 0 writes FILE with ".rank<R>"
+                        before its extension
   --save FILE           write the parameters as .safetensors at the end; a
                         training run adds the optimizer state and the step
                         count (metadata "tessel.step"). Written to a
@@ -142,7 +150,8 @@ a mesh stops after the same step), writes its metrics line, saves to --save
 FILE and --save-sharded DIR if given and exits 130 (SIGINT) or 143
 (SIGTERM); a second one exits at once.
 
-)" + trainingFlagsHelp() + R"(
+)" + trainingFlagsHelp() +
+         R"(
 parallel flags (a model partitioned over a device mesh; docs/tessel-run.md):
   --mesh AXIS=N,...     the mesh, e.g. dp=2,tp=2 (row-major: rank r has
                         coordinates (r / 2, r % 2)); a .mlir is compiled for
@@ -303,6 +312,7 @@ const std::map<std::string, ValueSetter> &valueFlags() {
          o.dataDtype = parseTokenDtype(v);
        }},
       {"--metrics", [](Options &o, const std::string &v) { o.metrics = v; }},
+      {"--trace", [](Options &o, const std::string &v) { o.trace = v; }},
       {"--save", [](Options &o, const std::string &v) { o.save = v; }},
       {"--save-sharded",
        [](Options &o, const std::string &v) {

@@ -41,6 +41,7 @@ struct Options {
   std::string data;
   TokenDtype dataDtype = TokenDtype::U16;
   std::string metrics;
+  std::string trace; // --trace FILE: one step's timeline (TraceFile.h)
   std::string save;
   // --save-sharded DIR: each rank's own tensors, one file per rank, plus
   // an index (ShardedCheckpoint.h).

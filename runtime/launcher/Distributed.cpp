@@ -127,6 +127,7 @@ std::vector<CommCount> normalise(std::vector<CommCount> counts,
       out.back().calls += c.calls;
       out.back().bytes += c.bytes;
       out.back().asyncBytes += c.asyncBytes;
+      out.back().overlappedBytes += c.overlappedBytes;
     } else {
       out.push_back(c);
     }
@@ -149,7 +150,7 @@ std::string axesText(const std::vector<std::string> &axes) {
 std::string countText(const CommCount &c) {
   return std::to_string(c.calls) + (c.calls == 1 ? " call, " : " calls, ") +
          std::to_string(c.bytes) + " bytes" +
-         (c.asyncBytes ? " (" + std::to_string(c.asyncBytes) + " overlapped)"
+         (c.asyncBytes ? " (" + std::to_string(c.asyncBytes) + " started)"
                        : std::string());
 }
 
@@ -335,6 +336,7 @@ std::vector<CommCount> tessel::run::expectedCommPerStep(const ModelDesc &model,
       c.calls *= times;
       c.bytes *= times;
       c.asyncBytes *= times;
+      c.overlappedBytes *= times;
       counts.push_back(c);
     }
   };

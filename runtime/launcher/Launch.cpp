@@ -63,6 +63,29 @@ void checkCommunication(const ModelDesc &desc,
                  difference.c_str());
 }
 
+/// Events a traced step keeps at most (about 64 bytes each).
+constexpr int64_t kMaxTraceEvents = int64_t(1) << 20;
+
+/// Rank 0's account of its traced step, and the check of the report's
+/// overlapped bytes against it: every byte the compiler started early must
+/// have had a kernel issued before its wait.
+void reportTrace(const ModelDesc &desc, const TraceSummary &summary,
+                 int64_t step, bool check, int64_t microbatches) {
+  std::fprintf(stderr, "tessel-run: trace of step %lld (rank 0): %s\n",
+               (long long)step, describeTrace(summary).c_str());
+  if (!check || !desc.mesh)
+    return;
+  int64_t compiled = 0;
+  for (const CommCount &c :
+       expectedCommPerStep(desc, /*training=*/true, microbatches))
+    compiled += c.overlappedBytes;
+  if (summary.overlappedBytes != compiled)
+    std::fprintf(stderr,
+                 "tessel-run: warning: %lld bytes overlapped kernels in the "
+                 "trace, but the compiled report has %lld overlapped\n",
+                 (long long)summary.overlappedBytes, (long long)compiled);
+}
+
 /// Saves the checkpoint of `stepsDone` steps to --save (on a mesh every rank
 /// takes part in the gathers and rank 0 writes the file) and to
 /// --save-sharded (every rank writes its own file).
@@ -183,12 +206,18 @@ RunEnd tessel::run::runRank(const RunPlan &plan, int32_t rank, int32_t comm,
   // fall on the same step counts.
   uint32_t allAxes = desc.mesh ? (1u << desc.mesh->axes.size()) - 1 : 0;
   RunEnd end{0, lastStep};
+  // --trace: the second step (the first warms caches and threads up), or
+  // the only one.
+  int64_t tracedStep = options.steps >= 2 ? plan.firstStep + 1 : plan.firstStep;
   for (int64_t step = plan.firstStep; step < lastStep; ++step) {
     bool first = step == plan.firstStep;
     // Nothing before the first step communicates; its counters are the
     // step's alone.
     if (first && desc.mesh)
       tessel_reset_counters(rt.ctx);
+    bool traced = plan.trace && step == tracedStep;
+    if (traced && tessel_trace_begin(rt.ctx, kMaxTraceEvents) != 0)
+      checkKernelError(rt.ctx, "starting the trace");
     double stepStart = nowSeconds();
     double loss =
         pipelined ? (plan.mode == Mode::Train ? pipelined->trainStep(step)
@@ -197,6 +226,15 @@ RunEnd tessel::run::runRank(const RunPlan &plan, int32_t rank, int32_t comm,
             ? trainStep(model, rt, *batches, step, options.microbatches)
             : evalStep(model, rt, *batches, step, options.microbatches);
     double seconds = nowSeconds() - stepStart;
+    if (traced) {
+      tessel_trace_end(rt.ctx);
+      std::vector<tessel_trace_event> events = readTrace(rt.ctx);
+      if (reporter)
+        reportTrace(desc, summarizeTrace(events, tessel_trace_dropped(rt.ctx)),
+                    step + 1, plan.mode == Mode::Train && !pipelined,
+                    options.microbatches);
+      plan.trace->add(rank, step + 1, std::move(events));
+    }
     if (reporter) {
       tessel_counters counters;
       tessel_get_counters(rt.ctx, &counters);

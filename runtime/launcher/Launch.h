@@ -16,6 +16,7 @@
 #include "runtime/launcher/ModelLibrary.h"
 #include "runtime/launcher/Progress.h"
 #include "runtime/launcher/Safetensors.h"
+#include "runtime/launcher/TraceFile.h"
 
 #include <memory>
 
@@ -35,6 +36,8 @@ struct RunPlan {
   int64_t firstStep = 0;
   /// Written by rank 0 (null: no --metrics, or not this process's).
   MetricsWriter *metrics = nullptr;
+  /// --trace: every rank adds its traced step (null: no --trace).
+  TraceWriter *trace = nullptr;
   /// When the run started (steady clock seconds), for the summary.
   double startSeconds = 0;
 };

@@ -54,6 +54,9 @@ struct CommCount {
   int64_t calls = 0;
   int64_t bytes = 0;
   int64_t asyncBytes = 0; // of bytes, started asynchronously (ABI 5)
+  // Of asyncBytes, those with a kernel before their wait (the description's
+  // overlapped_bytes; its async_bytes where it has none).
+  int64_t overlappedBytes = 0;
 };
 
 /// The key of a count in the metrics: "all_reduce dp,tp".

@@ -353,11 +353,15 @@ void parseCollectives(const json &j, ModelDesc &model,
       count.calls = c.at("calls").get<int64_t>();
       count.bytes = c.at("bytes").get<int64_t>();
       count.asyncBytes = c.value("async_bytes", int64_t(0));
+      count.overlappedBytes = c.value("overlapped_bytes", count.asyncBytes);
       if (count.calls < 0 || count.bytes < 0)
         failDescription(file, "\"collectives\": negative calls or bytes");
       if (count.asyncBytes < 0 || count.asyncBytes > count.bytes)
         failDescription(file, "\"collectives\": async_bytes outside 0 .. "
                               "bytes");
+      if (count.overlappedBytes < 0 || count.overlappedBytes > count.asyncBytes)
+        failDescription(file, "\"collectives\": overlapped_bytes outside 0 "
+                              ".. async_bytes");
       counts.push_back(count);
     }
   }

@@ -174,6 +174,8 @@ void tessel::run::checkOutputPaths(const Options &options) {
   std::vector<std::pair<std::string, std::string>> outputs, inputs;
   if (!options.metrics.empty())
     outputs.push_back({"--metrics", options.metrics});
+  if (!options.trace.empty())
+    outputs.push_back({"--trace", options.trace});
   if (!options.save.empty())
     outputs.push_back({"--save", options.save});
   if (!options.saveSharded.empty())

@@ -52,7 +52,7 @@
 // REPORT-NEXT: step (backward+update) 4 200 178
 
 // JSON: "collectives":{"backward":[{"axes":["dp"],"bytes":100,"calls":2,"kind":"all_reduce"},{"axes":["tp"],"bytes":96,"calls":1,"kind":"all_gather"}],"forward":[{{.*}}],"update":[{"axes":["tp"],"bytes":4,"calls":1,"kind":"all_reduce"}]}
-// JSON-SAME: "communication":{"collectives":[{{.*}}{"axes":["tp"],"bytes":4,"calls":1,"entry":"update","kind":"all_reduce","overlapped_bytes":0,"ring_bytes":6}],"mesh":"dp=2,tp=4","step":{"bytes":200,"calls":4,"entries":["backward","update"],"overlapped_bytes":0,"ring_bytes":178}}
+// JSON-SAME: "communication":{"collectives":[{{.*}}{"axes":["tp"],"bytes":4,"calls":1,"entry":"update","kind":"all_reduce","overlapped_bytes":0,"ring_bytes":6,"started_bytes":0}],"mesh":"dp=2,tp=4","step":{"bytes":200,"calls":4,"entries":["backward","update"],"overlapped_bytes":0,"ring_bytes":178,"started_bytes":0}}
 // JSON-SAME: "mesh":{"axes":["dp","tp"],"shape":[2,4]}
 
 // The launcher's counters after a step: backward + update.

@@ -121,11 +121,19 @@ RunEnd runModel(const Options &given, int32_t rank, int32_t mpiWorld) {
     metrics = std::make_unique<MetricsWriter>(options.metrics);
     plan.metrics = metrics.get();
   }
+  std::unique_ptr<TraceWriter> trace;
+  if (!options.trace.empty() && plan.mode != Mode::CheckGrads) {
+    trace = std::make_unique<TraceWriter>(
+        TraceWriter::pathFor(options.trace, rank, mpiWorld));
+    plan.trace = trace.get();
+  }
   RunEnd end =
       mpiWorld
           ? runRank(plan, rank, desc.mesh ? TESSEL_COMM_MPI : TESSEL_COMM_NONE,
                     nullptr)
           : runLocalRanks(plan);
+  if (trace)
+    trace->write();
   if (end.signal && rank == 0) {
     std::string saved;
     for (const std::string &path : {options.save, options.saveSharded})

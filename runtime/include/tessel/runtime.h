@@ -353,6 +353,46 @@ void tessel_get_counters(const tessel_ctx *ctx, tessel_counters *out);
  * counting what is held. */
 void tessel_reset_counters(tessel_ctx *ctx);
 
+/*===--- Trace -----------------------------------------------------------===*/
+
+/* A rank's timeline, for profiling and for checking what overlapped: while a
+ * context traces, it records every kernel it issues, every collective from
+ * its call or start to its completion (a started one on the CPU completes
+ * on the comm thread; on a stream it completes, as far as the host knows, at
+ * its wait) and every wait. Times are seconds since tessel_trace_begin
+ * (steady clock). Not part of the model ABI: only launchers call these. */
+typedef enum tessel_trace_kind {
+  TESSEL_TRACE_KERNEL = 0,     /* a kernel the rank's thread issued */
+  TESSEL_TRACE_COLLECTIVE = 1, /* a collective, call (or start) to done */
+  TESSEL_TRACE_WAIT = 2,       /* the rank's thread in tessel_comm_wait* */
+} tessel_trace_kind;
+
+typedef struct tessel_trace_event {
+  int32_t kind;       /* tessel_trace_kind */
+  int32_t started;    /* collective: 1 when started with a *_start call */
+  const char *name;   /* the entry point (static storage) */
+  int32_t collective; /* collective: tessel_collective */
+  uint32_t axes;      /* collective: the axes mask */
+  int64_t bytes;      /* collective: payload bytes, as counted */
+  double begin, end;  /* seconds since tessel_trace_begin */
+  /* A started collective: the kernels the rank issued between its start and
+   * the wait that completed it (-1 before that wait). */
+  int64_t kernels_between;
+} tessel_trace_event;
+
+/* Starts a new trace of at most max_events events (later ones are counted
+ * by tessel_trace_dropped, not kept), after the collectives started before
+ * it complete; 0 on success. */
+int32_t tessel_trace_begin(tessel_ctx *ctx, int64_t max_events);
+/* Stops recording once the started collectives complete; the events stay
+ * readable until the next tessel_trace_begin or the context's end. */
+void tessel_trace_end(tessel_ctx *ctx);
+int64_t tessel_trace_count(const tessel_ctx *ctx);
+int64_t tessel_trace_dropped(const tessel_ctx *ctx);
+/* Event `index` (in the order recorded) into *out; 0 on success. */
+int32_t tessel_trace_get(const tessel_ctx *ctx, int64_t index,
+                         tessel_trace_event *out);
+
 /*===--- Parameter initialisation ----------------------------------------===*/
 
 typedef enum tessel_init_kind {

@@ -1,0 +1,34 @@
+// RUN: tessel-compile %examples/gpt.mlir --mesh dp=2 --bucket-mb 0.5 -o %t.ddp.so
+// RUN: tessel-run %t.ddp.so --steps 2 --trace %t.ddp.json 2>&1 | FileCheck %s --check-prefix=DDP
+// RUN: python3 %S/Inputs/check_trace.py %t.ddp.json 2 2 3337220 | FileCheck %s --check-prefix=DDP-FILE
+// RUN: tessel-compile %examples/gpt.mlir --mesh dp=4 --zero 3 -o %t.z3.so
+// RUN: tessel-run %t.z3.so --steps 1 --trace %t.z3.json 2>&1 | FileCheck %s --check-prefix=Z3
+// RUN: python3 %S/Inputs/check_trace.py %t.z3.json 4 1 9955844 | FileCheck %s --check-prefix=Z3-FILE
+// RUN: not tessel-run %t.ddp.so --steps 1 --trace %t.ddp.so 2>&1 | FileCheck %s --check-prefix=CLOBBER
+// RUN: not tessel-run %t.ddp.so --steps 1 --trace %t.missing/trace.json 2>&1 | FileCheck %s --check-prefix=NO-DIR
+// RUN: not tessel-run %t.ddp.so --trace 2>&1 | FileCheck %s --check-prefix=NO-VALUE
+
+// Tests that --trace records the second step (the first warms up) of
+// every rank: its kernels and waits on one thread, its collectives on
+// another, and that the trace witnesses the compiler's accounting: the
+// bytes the trace sees started before a kernel and completed after one
+// equal the report's overlapped bytes (tessel-compile-overlap.mlir), and
+// tessel-run warns on any difference.
+
+// DDP-NOT: warning
+// DDP: tessel-run: trace of step 2 (rank 0): 390 kernels ({{.*}}), 14 collectives ({{.*}}); 3172356 of 3172356 started bytes overlapped kernels
+// DDP-NOT: warning
+// DDP-FILE: rank 0: 390 kernels, 14 collectives (13 started), 13 waits, 3337220 bytes
+// DDP-FILE: rank 1: 390 kernels, 14 collectives (13 started), 13 waits, 3337220 bytes
+
+// ZeRO-3's two 512-byte gathers of the first layer's norm, started in the
+// prefetch before the loop, complete before any kernel runs: started, not
+// overlapped, in the trace as in the report.
+// Z3-NOT: warning
+// Z3: tessel-run: trace of step 1 (rank 0): {{[0-9]+}} kernels ({{.*}}), 171 collectives ({{.*}}); 9692676 of 9693700 started bytes overlapped kernels
+// Z3-NOT: warning
+// Z3-FILE-COUNT-4: rank {{[0-3]}}: {{[0-9]+}} kernels, 171 collectives
+
+// CLOBBER: tessel-run: error: --trace '{{.*}}.ddp.so' is the model '{{.*}}.ddp.so': refusing to overwrite it
+// NO-DIR: tessel-run: error: cannot write --trace file '{{.*}}trace.json': directory '{{.*}}.missing': No such file or directory
+// NO-VALUE: tessel-run: error: missing value for --trace
