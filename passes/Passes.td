@@ -409,6 +409,36 @@ def CheckCommunicationPass
   ];
 }
 
+def FuseEpiloguesPass : Pass<"tessel-fuse-epilogues", "mlir::ModuleOp"> {
+  let summary = "Fold the add after a matmul into the GEMM (beta = 1, bias epilogue)";
+  let description = [{
+    Runs on a partitioned step (one rank's program), after `tessel-zero`
+    and `tessel-split-backward` and before `tessel-overlap-communication`.
+    In every function:
+
+    - `nn.accumulate` of an `nn.matmul` used only there becomes
+      `nn.matmul_accumulate`: the GEMM adds its product into the
+      accumulator (beta = 1), as a weight gradient summed over
+      microbatches, with no product buffer. It stands where the matmul
+      stood when nothing between reads the accumulator, else where the
+      accumulate stood.
+    - `nn.add` of an `nn.matmul` used only there and an `nn.broadcast` of a
+      vector along the last dimension becomes `nn.matmul_bias` (cuBLASLt's
+      bias epilogue): a linear layer's forward in one call.
+
+    Anything else is left as it is; the program computes the same values
+    (on the CPU an accumulating GEMM may round in another order when K is
+    longer than its block).
+
+    ```mlir
+    %p = nn.matmul %x, %dy transpose_lhs : (...) -> tensor<784x1024xf32>
+    %g2 = nn.accumulate %p outs(%g) : tensor<784x1024xf32>
+    // becomes
+    %g2 = nn.matmul_accumulate %x, %dy transpose_lhs outs(%g) : (...) -> tensor<784x1024xf32>
+    ```
+  }];
+}
+
 def OverlapCommunicationPass
     : Pass<"tessel-overlap-communication", "mlir::ModuleOp"> {
   let summary = "Overlap collectives with compute: start early, wait late";

@@ -76,6 +76,11 @@ static void buildModelPlan(OpPassManager &pm,
   }
   // A zero-bubble pipeline stage: its backward's input and weight parts.
   pm.addPass(createSplitBackwardPass());
+  // On one rank's program, once ZeRO and the split no longer look for
+  // accumulates, and before the overlap orders the collectives around the
+  // fused ops.
+  if (options.fuseEpilogues)
+    pm.addPass(createFuseEpiloguesPass());
   if (options.mesh.hasValue() && options.overlap > 0) {
     OverlapCommunicationPassOptions overlap;
     overlap.inFlight = options.overlap;

@@ -82,6 +82,11 @@ struct CompilePipelineOptions
                      "prefetched) at once; 0: every collective blocks "
                      "(tessel-overlap-communication)"),
       llvm::cl::init(2)};
+  Option<bool> fuseEpilogues{
+      *this, "fuse-epilogues",
+      llvm::cl::desc("Fold the accumulate or bias add after a matmul into "
+                     "the GEMM (tessel-fuse-epilogues)"),
+      llvm::cl::init(true)};
   Option<std::string> stageLayers{
       *this, "stage-layers",
       llvm::cl::desc("Pipeline: layers per stage, e.g. 3,4,4,3 (default: "

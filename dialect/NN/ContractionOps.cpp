@@ -121,6 +121,85 @@ SmallVector<ReductionKind> MatmulOp::getReductionLoopIteratorKinds() {
 }
 
 //===----------------------------------------------------------------------===//
+// MatmulAccumulateOp, MatmulBiasOp
+//===----------------------------------------------------------------------===//
+
+/// The product's type of a fused matmul (as MatmulOp infers it).
+static FailureOr<RankedTensorType> getProductType(std::optional<Location> loc,
+                                                  Value lhs, Value rhs,
+                                                  bool transposeLhs,
+                                                  bool transposeRhs) {
+  auto lhsType = cast<RankedTensorType>(lhs.getType());
+  FailureOr<MatmulDims> dims =
+      getMatmulDims(loc, lhsType, cast<RankedTensorType>(rhs.getType()),
+                    transposeLhs, transposeRhs);
+  if (failed(dims))
+    return failure();
+  SmallVector<int64_t> shape = dims->batch;
+  shape.append({dims->m, dims->n});
+  return RankedTensorType::get(shape, lhsType.getElementType());
+}
+
+/// The matmul's flops plus one per element of the product (the add).
+static int64_t fusedMatmulFlops(Value lhs, Value rhs, bool transposeLhs,
+                                bool transposeRhs) {
+  MatmulDims dims = *getMatmulDims(
+      std::nullopt, cast<RankedTensorType>(lhs.getType()),
+      cast<RankedTensorType>(rhs.getType()), transposeLhs, transposeRhs);
+  int64_t batch = 1;
+  for (int64_t size : dims.batch)
+    batch = nn::detail::satMul(batch, size);
+  int64_t elements = nn::detail::satMul(batch, dims.m, dims.n);
+  return nn::detail::satAdd(
+      nn::detail::satMul(2, batch, dims.m, dims.n, dims.k), elements);
+}
+
+LogicalResult MatmulAccumulateOp::verify() {
+  FailureOr<RankedTensorType> product = getProductType(
+      getLoc(), getLhs(), getRhs(), getTransposeLhs(), getTransposeRhs());
+  if (failed(product))
+    return failure();
+  if (getAcc().getType() != *product)
+    return emitOpError() << "accumulator " << getAcc().getType()
+                         << " must have the product's type " << *product;
+  if (getResult().getType() != getAcc().getType())
+    return emitOpError() << "result " << getResult().getType()
+                         << " must have the accumulator's type "
+                         << getAcc().getType();
+  return success();
+}
+
+int64_t MatmulAccumulateOp::getFlops() {
+  return fusedMatmulFlops(getLhs(), getRhs(), getTransposeLhs(),
+                          getTransposeRhs());
+}
+
+LogicalResult MatmulBiasOp::inferReturnTypes(MLIRContext *,
+                                             std::optional<Location> loc,
+                                             Adaptor adaptor,
+                                             SmallVectorImpl<Type> &results) {
+  FailureOr<RankedTensorType> product =
+      getProductType(loc, adaptor.getLhs(), adaptor.getRhs(),
+                     adaptor.getTransposeLhs(), adaptor.getTransposeRhs());
+  if (failed(product))
+    return failure();
+  auto bias = cast<RankedTensorType>(adaptor.getBias().getType());
+  auto expected = RankedTensorType::get({product->getShape().back()},
+                                        product->getElementType());
+  if (bias != expected)
+    return nn::detail::inferError(loc, "bias must be ", expected,
+                                  " (the product's last dimension), got ",
+                                  bias);
+  results.push_back(*product);
+  return success();
+}
+
+int64_t MatmulBiasOp::getFlops() {
+  return fusedMatmulFlops(getLhs(), getRhs(), getTransposeLhs(),
+                          getTransposeRhs());
+}
+
+//===----------------------------------------------------------------------===//
 // EmbeddingOp
 //===----------------------------------------------------------------------===//
 

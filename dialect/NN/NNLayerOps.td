@@ -35,6 +35,62 @@ def NN_MatmulOp : NN_ShardableOp<"matmul", [Pure, InferTypeOpAdaptor, NN_Differe
   }];
 }
 
+// Fused forms of matmul, which tessel-fuse-epilogues makes of a partitioned
+// program (one rank's): a GEMM library does the add after the product in
+// the same call (cuBLASLt's beta and epilogues). Not differentiable and not
+// sharded: they exist only after partitioning.
+def NN_MatmulAccumulateOp : NN_Op<"matmul_accumulate",
+    [Pure, DestinationStyleOpInterface]> {
+  let summary = "a matrix product added into an accumulator in place";
+  let description = [{
+    `acc + lhs · rhs` (operands and transposes as `nn.matmul`; `acc` has the
+    product's type), written in place into `acc` (destination style: the
+    one init): a weight gradient summed into its buffer by the GEMM
+    (beta = 1) instead of a product buffer and an `nn.accumulate`. Flops:
+    the matmul's plus one per element.
+
+    ```mlir
+    %g2 = nn.matmul_accumulate %x, %dy transpose_lhs outs(%g) : (tensor<32x784xf32>, tensor<32x1024xf32>, tensor<784x1024xf32>) -> tensor<784x1024xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$lhs, NN_FloatTensor:$rhs,
+                       NN_FloatTensor:$acc, UnitAttr:$transpose_lhs,
+                       UnitAttr:$transpose_rhs);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs (`transpose_lhs` $transpose_lhs^)?
+    (`transpose_rhs` $transpose_rhs^)? `outs` `(` $acc `)` attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    ::mlir::MutableOperandRange getDpsInitsMutable() { return getAccMutable(); }
+  }];
+}
+
+def NN_MatmulBiasOp : NN_Op<"matmul_bias", [Pure, InferTypeOpAdaptor]> {
+  let summary = "a matrix product plus a bias on every row";
+  let description = [{
+    `lhs · rhs + bias` (operands and transposes as `nn.matmul`), `bias` a
+    vector of the product's last dimension N added to every row: a linear
+    layer's matmul, `nn.broadcast` and `nn.add` in one GEMM with a bias
+    epilogue. Flops: the matmul's plus one per element.
+
+    ```mlir
+    %h = nn.matmul_bias %x, %w, %b : (tensor<32x784xf32>, tensor<784x1024xf32>, tensor<1024xf32>) -> tensor<32x1024xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$lhs, NN_FloatTensor:$rhs,
+                       NN_FloatTensor:$bias, UnitAttr:$transpose_lhs,
+                       UnitAttr:$transpose_rhs);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs `,` $bias (`transpose_lhs` $transpose_lhs^)?
+    (`transpose_rhs` $transpose_rhs^)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+}
+
 def NN_EmbeddingOp : NN_ShardableOp<"embedding", [Pure, InferTypeOpAdaptor, NN_Differentiable,
     NN_VocabularyBlock]> {
   let summary = "look up rows of a table by index";

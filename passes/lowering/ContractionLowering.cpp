@@ -7,19 +7,63 @@ using namespace mlir;
 namespace tessel::lowering {
 namespace {
 
+/// tessel_matmul's sizes and flags of a product of lhs and rhs.
+struct GemmOperands {
+  int64_t batch, m, n, k;
+  bool shared;
+};
+
+GemmOperands gemmOperands(Value lhs, Value rhs, bool transposeLhs,
+                          bool transposeRhs) {
+  ArrayRef<int64_t> l = cast<RankedTensorType>(lhs.getType()).getShape();
+  ArrayRef<int64_t> r = cast<RankedTensorType>(rhs.getType()).getShape();
+  GemmOperands g;
+  g.batch = product(l.drop_back(2));
+  g.m = transposeLhs ? l.back() : l[l.size() - 2];
+  g.k = transposeLhs ? l[l.size() - 2] : l.back();
+  g.n = transposeRhs ? r[r.size() - 2] : r.back();
+  g.shared = r.size() == 2;
+  return g;
+}
+
 LogicalResult lowerMatmul(nn::MatmulOp op, FunctionLowering &fl) {
-  ArrayRef<int64_t> lhs = op.getLhs().getType().getShape();
-  ArrayRef<int64_t> rhs = op.getRhs().getType().getShape();
-  int64_t batch = product(lhs.drop_back(2));
-  int64_t m = op.getTransposeLhs() ? lhs.back() : lhs[lhs.size() - 2];
-  int64_t k = op.getTransposeLhs() ? lhs[lhs.size() - 2] : lhs.back();
-  int64_t n = op.getTransposeRhs() ? rhs[rhs.size() - 2] : rhs.back();
-  bool shared = rhs.size() == 2;
+  GemmOperands g = gemmOperands(op.getLhs(), op.getRhs(), op.getTransposeLhs(),
+                                op.getTransposeRhs());
   fl.call(rt::tessel_matmul,
           {fl.dtype(op.getResult()), fl.ptr(op.getLhs()), fl.ptr(op.getRhs()),
-           fl.ptr(op.getResult()), fl.i64(batch), fl.i64(m), fl.i64(n),
-           fl.i64(k), fl.i32(op.getTransposeLhs()),
-           fl.i32(op.getTransposeRhs()), fl.i32(shared)});
+           fl.ptr(op.getResult()), fl.i64(g.batch), fl.i64(g.m), fl.i64(g.n),
+           fl.i64(g.k), fl.i32(op.getTransposeLhs()),
+           fl.i32(op.getTransposeRhs()), fl.i32(g.shared)});
+  return success();
+}
+
+/// tessel_matmul_epilogue writing `out`: beta 1 accumulates into it, a
+/// non-null bias adds it to every row.
+void emitMatmulEpilogue(FunctionLowering &fl, Value lhs, Value rhs,
+                        bool transposeLhs, bool transposeRhs, Value out,
+                        double beta, Value bias) {
+  GemmOperands g = gemmOperands(lhs, rhs, transposeLhs, transposeRhs);
+  fl.call(rt::tessel_matmul_epilogue,
+          {fl.dtype(out), fl.ptr(lhs), fl.ptr(rhs), fl.ptr(out),
+           fl.i64(g.batch), fl.i64(g.m), fl.i64(g.n), fl.i64(g.k),
+           fl.i32(transposeLhs), fl.i32(transposeRhs), fl.i32(g.shared),
+           fl.f64(beta),
+           fl.i32(bias ? TESSEL_EPILOGUE_BIAS : TESSEL_EPILOGUE_NONE),
+           bias ? fl.ptr(bias) : fl.null()});
+}
+
+/// In place: acc += lhs · rhs.
+LogicalResult lowerMatmulAccumulate(nn::MatmulAccumulateOp op,
+                                    FunctionLowering &fl) {
+  fl.pointers[op.getResult()] = fl.ptr(op.getAcc());
+  emitMatmulEpilogue(fl, op.getLhs(), op.getRhs(), op.getTransposeLhs(),
+                     op.getTransposeRhs(), op.getResult(), 1.0, Value());
+  return success();
+}
+
+LogicalResult lowerMatmulBias(nn::MatmulBiasOp op, FunctionLowering &fl) {
+  emitMatmulEpilogue(fl, op.getLhs(), op.getRhs(), op.getTransposeLhs(),
+                     op.getTransposeRhs(), op.getResult(), 0.0, op.getBias());
   return success();
 }
 
@@ -54,6 +98,8 @@ LogicalResult lowerAttention(nn::AttentionOp op, FunctionLowering &fl) {
 
 void addContractionLowerings(LoweringRegistry &registry) {
   registry.add<nn::MatmulOp>(lowerMatmul);
+  registry.add<nn::MatmulAccumulateOp>(lowerMatmulAccumulate);
+  registry.add<nn::MatmulBiasOp>(lowerMatmulBias);
   registry.add<nn::EmbeddingOp>(lowerEmbedding);
   registry.add<nn::AttentionOp>(lowerAttention);
 }

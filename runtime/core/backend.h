@@ -168,6 +168,13 @@ public:
                       const void *b, void *c, int64_t batch, int64_t m,
                       int64_t n, int64_t k, bool transA, bool transB,
                       bool bShared) = 0;
+  /// beta 0 or 1; epilogue a tessel_matmul_epilogue_kind (the front checks
+  /// both), bias null unless TESSEL_EPILOGUE_BIAS.
+  virtual void matmulEpilogue(tessel_ctx *ctx, int32_t dtype, const void *a,
+                              const void *b, void *c, int64_t batch, int64_t m,
+                              int64_t n, int64_t k, bool transA, bool transB,
+                              bool bShared, double beta, int32_t epilogue,
+                              const void *bias) = 0;
   virtual void binary(tessel_ctx *ctx, int32_t op, int32_t dtype, const void *a,
                       const void *b, void *out, int64_t n) = 0;
   virtual void unary(tessel_ctx *ctx, int32_t op, int32_t dtype, const void *x,

@@ -60,6 +60,46 @@ void tessel_matmul(tessel_ctx *ctx, int32_t dtype, const void *a, const void *b,
                        trans_b != 0, b_shared != 0);
 }
 
+void tessel_matmul_epilogue(tessel_ctx *ctx, int32_t dtype, const void *a,
+                            const void *b, void *c, int64_t batch, int64_t m,
+                            int64_t n, int64_t k, int32_t trans_a,
+                            int32_t trans_b, int32_t b_shared, double beta,
+                            int32_t epilogue, const void *bias) {
+  if (!ctx)
+    return;
+  KernelScope scope(ctx, __func__);
+  if (batch < 0 || m < 0 || n < 0 || k < 0) {
+    setError(ctx, "tessel_matmul_epilogue: negative dimension");
+    return;
+  }
+  if (m > INT_MAX || n > INT_MAX || k > INT_MAX) {
+    setError(ctx, "tessel_matmul_epilogue: dimension beyond BLAS int range");
+    return;
+  }
+  if (!checkDtype(ctx, "tessel_matmul_epilogue", dtype, isFloatDtype(dtype)))
+    return;
+  if (beta != 0.0 && beta != 1.0) {
+    setError(ctx, "tessel_matmul_epilogue: beta %g (expected 0 or 1)", beta);
+    return;
+  }
+  if (epilogue != TESSEL_EPILOGUE_NONE && epilogue != TESSEL_EPILOGUE_BIAS) {
+    setError(ctx, "tessel_matmul_epilogue: unknown epilogue %d", epilogue);
+    return;
+  }
+  if (epilogue == TESSEL_EPILOGUE_BIAS && !bias && n > 0) {
+    setError(ctx, "tessel_matmul_epilogue: null bias");
+    return;
+  }
+  // cuBLASLt has no epilogue without a product; no backend takes one.
+  if (epilogue != TESSEL_EPILOGUE_NONE && k == 0) {
+    setError(ctx, "tessel_matmul_epilogue: k = 0 with an epilogue");
+    return;
+  }
+  ctx->backend->matmulEpilogue(ctx, dtype, a, b, c, batch, m, n, k,
+                               trans_a != 0, trans_b != 0, b_shared != 0, beta,
+                               epilogue, bias);
+}
+
 void tessel_binary(tessel_ctx *ctx, int32_t op, int32_t dtype, const void *a,
                    const void *b, void *out, int64_t n) {
   if (!ctx)

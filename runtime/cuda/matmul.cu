@@ -399,3 +399,28 @@ void CudaBackend::matmul(tessel_ctx *ctx, int32_t dtype, const void *a,
   args.bShared = bShared;
   gemm(*this, ctx, args);
 }
+
+void CudaBackend::matmulEpilogue(tessel_ctx *ctx, int32_t dtype, const void *a,
+                                 const void *b, void *c, int64_t batch,
+                                 int64_t m, int64_t n, int64_t k, bool transA,
+                                 bool transB, bool bShared, double beta,
+                                 int32_t epilogue, const void *bias) {
+  GemmArgs args;
+  args.dtype = dtype;
+  args.a = a;
+  args.b = b;
+  args.c = c;
+  args.batch = batch;
+  args.m = m;
+  args.n = n;
+  args.k = k;
+  args.transA = transA;
+  args.transB = transB;
+  args.bShared = bShared;
+  args.beta = beta;
+  if (epilogue == TESSEL_EPILOGUE_BIAS) {
+    args.epilogue = GemmEpilogue::Bias;
+    args.bias = bias;
+  }
+  gemm(*this, ctx, args);
+}

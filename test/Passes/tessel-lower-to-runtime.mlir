@@ -64,6 +64,34 @@ func.func @matmul(%a: tensor<2x3x4xf32>, %b: tensor<4x5xf32>) -> tensor<2x3x5xf3
 
 // -----
 
+// Tests that a matmul_accumulate calls tessel_matmul_epilogue with beta 1,
+// no epilogue and its accumulator as C, which its result is (in place).
+// CHECK-LABEL: llvm.func @tessel_fn_matmul_accumulate
+// CHECK-SAME: %[[CTX:[^:]*]]: !llvm.ptr, %{{[^:]*}}: !llvm.ptr, %[[A:[^:]*]]: !llvm.ptr, %[[B:[^:]*]]: !llvm.ptr, %[[G:[^:]*]]: !llvm.ptr
+// CHECK-DAG: %[[BETA:.*]] = llvm.mlir.constant(1.000000e+00 : f64) : f64
+// CHECK-DAG: %[[NULL:.*]] = llvm.mlir.zero : !llvm.ptr
+// CHECK: llvm.call @tessel_matmul_epilogue(%[[CTX]], %{{.*}}, %[[A]], %[[B]], %[[G]], {{.*}}, %[[BETA]], %{{[0-9]+}}, %[[NULL]])
+// CHECK-NOT: @tessel_matmul(
+func.func @matmul_accumulate(%a: tensor<6x4xf32>, %b: tensor<6x5xf32>, %g: tensor<4x5xf32>) -> tensor<4x5xf32> {
+  %0 = nn.matmul_accumulate %a, %b transpose_lhs outs(%g) : (tensor<6x4xf32>, tensor<6x5xf32>, tensor<4x5xf32>) -> tensor<4x5xf32>
+  return %0 : tensor<4x5xf32>
+}
+
+// -----
+
+// Tests that a matmul_bias calls tessel_matmul_epilogue with beta 0, the
+// bias epilogue and the bias's pointer.
+// CHECK-LABEL: llvm.func @tessel_fn_matmul_bias
+// CHECK-SAME: %[[CTX:[^:]*]]: !llvm.ptr, %{{[^:]*}}: !llvm.ptr, %[[A:[^:]*]]: !llvm.ptr, %[[W:[^:]*]]: !llvm.ptr, %[[BIAS:[^:]*]]: !llvm.ptr
+// CHECK-DAG: %[[BETA:.*]] = llvm.mlir.constant(0.000000e+00 : f64) : f64
+// CHECK: llvm.call @tessel_matmul_epilogue(%[[CTX]], %{{.*}}, %[[A]], %[[W]], %{{.*}}, {{.*}}, %[[BETA]], %{{[0-9]+}}, %[[BIAS]])
+func.func @matmul_bias(%a: tensor<2x3x4xf32>, %w: tensor<4x5xf32>, %bias: tensor<5xf32>) -> tensor<2x3x5xf32> {
+  %0 = nn.matmul_bias %a, %w, %bias : (tensor<2x3x4xf32>, tensor<4x5xf32>, tensor<5xf32>) -> tensor<2x3x5xf32>
+  return %0 : tensor<2x3x5xf32>
+}
+
+// -----
+
 // Tests that nn.repeat becomes a loop over the layers that calls the layer's
 // function on a parameter slice (l * 16 bytes) and alternates buffers.
 // CHECK-LABEL: llvm.func @tessel_fn_layer

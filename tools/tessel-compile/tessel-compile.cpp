@@ -124,6 +124,13 @@ cl::opt<std::string> gradPrecision(
              "reduced and accumulated in f32) or bf16 (2 bytes each)"),
     cl::value_desc("f32|bf16"), cl::init("f32"), cl::cat(trainCategory));
 
+// Kernels: fold the add after a matmul into the GEMM (docs/layout.md).
+cl::opt<bool> noFuseEpilogues(
+    "no-fuse-epilogues",
+    cl::desc("Keep a matmul and the accumulate or bias add after it apart "
+             "(tessel-fuse-epilogues folds them into one GEMM by default)"),
+    cl::cat(trainCategory));
+
 // Parallelism: the device mesh and how the step is split over it
 // (docs/parallelism.md).
 cl::opt<std::string>
@@ -334,6 +341,7 @@ void setPipelineOptions(tessel::CompilePipelineOptions &options) {
   options.zero = zeroStage;
   options.reshardAfterForward = !noReshardAfterForward;
   options.overlap = overlapCollectives;
+  options.fuseEpilogues = !noFuseEpilogues;
   if (stageLayers.getNumOccurrences() > 0)
     options.stageLayers = stageLayers;
   if (microbatches.getNumOccurrences() > 0)

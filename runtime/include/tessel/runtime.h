@@ -38,8 +38,11 @@ extern "C" {
  * 5: asynchronous collectives: tessel_*_start and tessel_comm_wait /
  * tessel_comm_wait_all, with which generated code overlaps a collective
  * with the kernels after it; their counters (tessel_comm_async_bytes).
- * Descriptions 1 to 4 still load. */
-#define TESSEL_ABI_VERSION 5
+ * Descriptions 1 to 4 still load.
+ * 6: tessel_matmul_epilogue, a GEMM that accumulates into its output
+ * (beta 1) and adds a bias, which tessel-fuse-epilogues uses in place of a
+ * matmul and the add after it. Descriptions 1 to 5 still load. */
+#define TESSEL_ABI_VERSION 6
 
 typedef enum tessel_dtype {
   TESSEL_F32 = 0,
@@ -421,6 +424,24 @@ void tessel_matmul(tessel_ctx *ctx, int32_t dtype, const void *a,
                    const void *b, void *c, int64_t batch, int64_t m, int64_t n,
                    int64_t k, int32_t trans_a, int32_t trans_b,
                    int32_t b_shared);
+
+typedef enum tessel_matmul_epilogue_kind {
+  TESSEL_EPILOGUE_NONE = 0,
+  TESSEL_EPILOGUE_BIAS = 1, /* + bias[j] on every row of C */
+} tessel_matmul_epilogue_kind;
+
+/* tessel_matmul with what a GEMM library fuses into the product (ABI 6):
+ *   C[b] = op(A[b]) · op(B[b]) + beta · C[b]  (+ bias[j] on every row)
+ * beta is 0 (C overwritten, as tessel_matmul) or 1 (the product added to
+ * C: a weight gradient summed into its buffer); `bias` has N elements of
+ * dtype and is read only with TESSEL_EPILOGUE_BIAS (null otherwise). The
+ * result equals tessel_matmul into a temporary followed by tessel_binary
+ * TESSEL_ADD: each element's product is rounded once, then added. */
+void tessel_matmul_epilogue(tessel_ctx *ctx, int32_t dtype, const void *a,
+                            const void *b, void *c, int64_t batch, int64_t m,
+                            int64_t n, int64_t k, int32_t trans_a,
+                            int32_t trans_b, int32_t b_shared, double beta,
+                            int32_t epilogue, const void *bias);
 
 typedef enum tessel_binary_op {
   TESSEL_ADD = 0,

@@ -213,3 +213,42 @@ TEST_F(CudaMatmul, OddlyAlignedOperands) {
   tessel_free(gpu, gb);
   tessel_free(gpu, gc);
 }
+
+// tessel_matmul_epilogue (what tessel-fuse-epilogues emits): beta 1 into a
+// C that holds values, and the bias epilogue, on both backends. Small
+// integers make every product and sum exact, so the GPU must equal the
+// CPU bit for bit whatever order either adds in.
+TEST_F(CudaMatmul, EpilogueEntryMatchesCpu) {
+  const int64_t batch = 2, m = 24, n = 40, k = 16;
+  std::mt19937 gen(11);
+  auto ints = [&](size_t count) {
+    std::vector<float> v(count);
+    for (float &x : v)
+      x = float(gen() % 9) - 4.0f;
+    return v;
+  };
+  std::vector<float> a = ints(size_t(batch * m * k)), b = ints(size_t(k * n)),
+                     c0 = ints(size_t(batch * m * n)), bias = ints(size_t(n));
+  for (double beta : {0.0, 1.0})
+    for (int32_t epilogue : {TESSEL_EPILOGUE_NONE, TESSEL_EPILOGUE_BIAS})
+      for (int ta : {0, 1}) {
+        SCOPED_TRACE("beta " + std::to_string(beta) + " epilogue " +
+                     std::to_string(epilogue) + " ta " + std::to_string(ta));
+        const float *biasHost = epilogue ? bias.data() : nullptr;
+        std::vector<float> want = c0;
+        tessel_matmul_epilogue(cpu, TESSEL_F32, a.data(), b.data(), want.data(),
+                               batch, m, n, k, ta, 0, 1, beta, epilogue,
+                               biasHost);
+        void *ga = upload(gpu, a), *gb = upload(gpu, b), *gc = upload(gpu, c0);
+        void *gbias = upload(gpu, bias);
+        tessel_matmul_epilogue(gpu, TESSEL_F32, ga, gb, gc, batch, m, n, k, ta,
+                               0, 1, beta, epilogue,
+                               epilogue ? gbias : nullptr);
+        std::vector<float> got = download<float>(gpu, gc, want.size());
+        ASSERT_EQ(tessel_error(gpu), nullptr) << tessel_error(gpu);
+        ASSERT_EQ(tessel_error(cpu), nullptr) << tessel_error(cpu);
+        EXPECT_EQ(got, want);
+        for (void *p : {ga, gb, gc, gbias})
+          tessel_free(gpu, p);
+      }
+}

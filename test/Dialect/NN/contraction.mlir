@@ -139,3 +139,29 @@ func.func @attention_scale(%q: tensor<2x8x4x16xf32>) -> (tensor<2x8x4x16xf32>, t
   %1 = nn.attention %q, %q, %q causal {scale = 0.5 : f64} : (tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>) -> tensor<2x8x4x16xf32>
   return %0, %1 : tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>
 }
+
+// Tests that matmul_accumulate adds a (transposed) product into its
+// accumulator, which has the product's type.
+// CHECK-LABEL: func.func @matmul_accumulate
+// CHECK: nn.matmul_accumulate %{{.*}}, %{{.*}} transpose_lhs outs(%{{.*}}) : (tensor<32x784xf32>, tensor<32x1024xf32>, tensor<784x1024xf32>) -> tensor<784x1024xf32>
+func.func @matmul_accumulate(%x: tensor<32x784xf32>, %dy: tensor<32x1024xf32>, %g: tensor<784x1024xf32>) -> tensor<784x1024xf32> {
+  %0 = nn.matmul_accumulate %x, %dy transpose_lhs outs(%g) : (tensor<32x784xf32>, tensor<32x1024xf32>, tensor<784x1024xf32>) -> tensor<784x1024xf32>
+  return %0 : tensor<784x1024xf32>
+}
+
+// Tests that matmul_bias adds a vector of the product's last dimension to
+// a batched product with a shared rhs.
+// CHECK-LABEL: func.func @matmul_bias
+// CHECK: nn.matmul_bias %{{.*}}, %{{.*}}, %{{.*}} : (tensor<8x64x128xf32>, tensor<128x512xf32>, tensor<512xf32>) -> tensor<8x64x512xf32>
+func.func @matmul_bias(%x: tensor<8x64x128xf32>, %w: tensor<128x512xf32>, %b: tensor<512xf32>) -> tensor<8x64x512xf32> {
+  %0 = nn.matmul_bias %x, %w, %b : (tensor<8x64x128xf32>, tensor<128x512xf32>, tensor<512xf32>) -> tensor<8x64x512xf32>
+  return %0 : tensor<8x64x512xf32>
+}
+
+// Tests that matmul_bias takes transpose_rhs: the bias follows the rhs's rows.
+// CHECK-LABEL: func.func @matmul_bias_transpose_rhs
+// CHECK: nn.matmul_bias %{{.*}}, %{{.*}}, %{{.*}} transpose_rhs : (tensor<4x8xf64>, tensor<16x8xf64>, tensor<16xf64>) -> tensor<4x16xf64>
+func.func @matmul_bias_transpose_rhs(%x: tensor<4x8xf64>, %w: tensor<16x8xf64>, %b: tensor<16xf64>) -> tensor<4x16xf64> {
+  %0 = nn.matmul_bias %x, %w, %b transpose_rhs : (tensor<4x8xf64>, tensor<16x8xf64>, tensor<16xf64>) -> tensor<4x16xf64>
+  return %0 : tensor<4x16xf64>
+}

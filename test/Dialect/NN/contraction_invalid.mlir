@@ -290,3 +290,52 @@ func.func @attention_integer_scale(%q: tensor<2x8x4x16xf32>) -> tensor<2x8x4x16x
   %0 = nn.attention %q, %q, %q {scale = 1 : i64} : (tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>) -> tensor<2x8x4x16xf32>
   return %0 : tensor<2x8x4x16xf32>
 }
+
+// -----
+
+// Tests that matmul_accumulate rejects an accumulator of another shape than
+// the product.
+func.func @matmul_accumulate_shape(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>, %g: tensor<16x4xf32>) -> tensor<16x4xf32> {
+  // expected-error @+1 {{'nn.matmul_accumulate' op accumulator 'tensor<16x4xf32>' must have the product's type 'tensor<4x16xf32>'}}
+  %0 = nn.matmul_accumulate %a, %b outs(%g) : (tensor<4x8xf32>, tensor<8x16xf32>, tensor<16x4xf32>) -> tensor<16x4xf32>
+  return %0 : tensor<16x4xf32>
+}
+
+// -----
+
+// Tests that matmul_accumulate checks its factors as matmul does.
+func.func @matmul_accumulate_k(%a: tensor<4x8xf32>, %b: tensor<9x16xf32>, %g: tensor<4x16xf32>) -> tensor<4x16xf32> {
+  // expected-error @+1 {{contracting dimensions differ: lhs has K = 8, rhs has K = 9}}
+  %0 = nn.matmul_accumulate %a, %b outs(%g) : (tensor<4x8xf32>, tensor<9x16xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
+}
+
+// -----
+
+// Tests that matmul_accumulate's result is its accumulator's type.
+func.func @matmul_accumulate_result(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>, %g: tensor<4x16xf32>) -> tensor<4x16xf64> {
+  // expected-error @+1 {{'nn.matmul_accumulate' op result 'tensor<4x16xf64>' must have the accumulator's type 'tensor<4x16xf32>'}}
+  %0 = nn.matmul_accumulate %a, %b outs(%g) : (tensor<4x8xf32>, tensor<8x16xf32>, tensor<4x16xf32>) -> tensor<4x16xf64>
+  return %0 : tensor<4x16xf64>
+}
+
+// -----
+
+// Tests that matmul_bias rejects a bias that is not a vector of the
+// product's last dimension.
+func.func @matmul_bias_length(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>, %bias: tensor<4xf32>) -> tensor<4x16xf32> {
+  // expected-error @+2 {{bias must be 'tensor<16xf32>' (the product's last dimension), got 'tensor<4xf32>'}}
+  // expected-error @+1 {{'nn.matmul_bias' op failed to infer returned types}}
+  %0 = nn.matmul_bias %a, %b, %bias : (tensor<4x8xf32>, tensor<8x16xf32>, tensor<4xf32>) -> tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
+}
+
+// -----
+
+// Tests that matmul_bias rejects a bias of another element type.
+func.func @matmul_bias_type(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>, %bias: tensor<16xf64>) -> tensor<4x16xf32> {
+  // expected-error @+2 {{bias must be 'tensor<16xf32>' (the product's last dimension), got 'tensor<16xf64>'}}
+  // expected-error @+1 {{'nn.matmul_bias' op failed to infer returned types}}
+  %0 = nn.matmul_bias %a, %b, %bias : (tensor<4x8xf32>, tensor<8x16xf32>, tensor<16xf64>) -> tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
+}

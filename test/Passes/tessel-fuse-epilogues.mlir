@@ -1,0 +1,109 @@
+// RUN: tessel-opt %s --split-input-file --tessel-fuse-epilogues | FileCheck %s
+
+// Tests that a weight gradient's matmul used only by the accumulate into
+// its buffer becomes one accumulating GEMM where the matmul stood.
+// CHECK-LABEL: func.func @accumulate
+// CHECK-NEXT: %[[G:.*]] = nn.matmul_accumulate %arg0, %arg1 transpose_lhs outs(%arg2) : (tensor<32x784xf32>, tensor<32x1024xf32>, tensor<784x1024xf32>) -> tensor<784x1024xf32>
+// CHECK-NEXT: %[[Y:.*]] = nn.gelu %arg1
+// CHECK-NEXT: return %[[G]], %[[Y]]
+func.func @accumulate(%x: tensor<32x784xf32>, %dy: tensor<32x1024xf32>, %g: tensor<784x1024xf32>) -> (tensor<784x1024xf32>, tensor<32x1024xf32>) {
+  %p = nn.matmul %x, %dy transpose_lhs : (tensor<32x784xf32>, tensor<32x1024xf32>) -> tensor<784x1024xf32>
+  %y = nn.gelu %dy : tensor<32x1024xf32>
+  %g2 = nn.accumulate %p outs(%g) : tensor<784x1024xf32>
+  return %g2, %y : tensor<784x1024xf32>, tensor<32x1024xf32>
+}
+
+// -----
+
+// Tests that the accumulating GEMM stands where the accumulate stood when
+// an op between the two reads the accumulator's old value.
+// CHECK-LABEL: func.func @accumulator_read_between
+// CHECK-NEXT: %[[S:.*]] = nn.reduce_sum %arg2
+// CHECK-NEXT: %[[G:.*]] = nn.matmul_accumulate %arg0, %arg1 outs(%arg2)
+// CHECK-NEXT: return %[[G]], %[[S]]
+func.func @accumulator_read_between(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>, %g: tensor<4x16xf32>) -> (tensor<4x16xf32>, tensor<16xf32>) {
+  %p = nn.matmul %a, %b : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
+  %s = nn.reduce_sum %g dims = [0] : tensor<4x16xf32> -> tensor<16xf32>
+  %g2 = nn.accumulate %p outs(%g) : tensor<4x16xf32>
+  return %g2, %s : tensor<4x16xf32>, tensor<16xf32>
+}
+
+// -----
+
+// Tests that a product used elsewhere too keeps its matmul and accumulate.
+// CHECK-LABEL: func.func @product_used_twice
+// CHECK: nn.matmul %arg0, %arg1
+// CHECK: nn.accumulate
+// CHECK-NOT: matmul_accumulate
+func.func @product_used_twice(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>, %g: tensor<4x16xf32>) -> (tensor<4x16xf32>, tensor<4x16xf32>) {
+  %p = nn.matmul %a, %b : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
+  %g2 = nn.accumulate %p outs(%g) : tensor<4x16xf32>
+  return %g2, %p : tensor<4x16xf32>, tensor<4x16xf32>
+}
+
+// -----
+
+// Tests that an accumulate of something other than a product stays.
+// CHECK-LABEL: func.func @accumulate_not_a_product
+// CHECK: nn.accumulate %{{.*}} outs(%arg1)
+func.func @accumulate_not_a_product(%x: tensor<4x16xf32>, %g: tensor<4x16xf32>) -> tensor<4x16xf32> {
+  %y = nn.gelu %x : tensor<4x16xf32>
+  %g2 = nn.accumulate %y outs(%g) : tensor<4x16xf32>
+  return %g2 : tensor<4x16xf32>
+}
+
+// -----
+
+// Tests that a linear layer's matmul, bias broadcast and add become one
+// GEMM with a bias epilogue, in either order of the add's operands, and
+// that a broadcast nothing else reads goes.
+// CHECK-LABEL: func.func @bias
+// CHECK-NEXT: %[[H:.*]] = nn.matmul_bias %arg0, %arg1, %arg2 : (tensor<8x64x128xf32>, tensor<128x512xf32>, tensor<512xf32>) -> tensor<8x64x512xf32>
+// CHECK-NEXT: %[[WT:.*]] = nn.transpose %arg1
+// CHECK-NEXT: %[[Z:.*]] = nn.matmul_bias %arg0, %[[WT]], %arg2 transpose_rhs : (tensor<8x64x128xf32>, tensor<512x128xf32>, tensor<512xf32>) -> tensor<8x64x512xf32>
+// CHECK-NEXT: return %[[H]], %[[Z]]
+func.func @bias(%x: tensor<8x64x128xf32>, %w: tensor<128x512xf32>, %b: tensor<512xf32>) -> (tensor<8x64x512xf32>, tensor<8x64x512xf32>) {
+  %h = nn.matmul %x, %w : (tensor<8x64x128xf32>, tensor<128x512xf32>) -> tensor<8x64x512xf32>
+  %bb = nn.broadcast %b dims = [2] : tensor<512xf32> -> tensor<8x64x512xf32>
+  %hb = nn.add %h, %bb : tensor<8x64x512xf32>
+  %wt = nn.transpose %w perm = [1, 0] : tensor<128x512xf32> -> tensor<512x128xf32>
+  %z = nn.matmul %x, %wt transpose_rhs : (tensor<8x64x128xf32>, tensor<512x128xf32>) -> tensor<8x64x512xf32>
+  %bb2 = nn.broadcast %b dims = [2] : tensor<512xf32> -> tensor<8x64x512xf32>
+  %zb = nn.add %bb2, %z : tensor<8x64x512xf32>
+  return %hb, %zb : tensor<8x64x512xf32>, tensor<8x64x512xf32>
+}
+
+// -----
+
+// Tests that a broadcast read elsewhere stays beside the fused GEMM.
+// CHECK-LABEL: func.func @bias_broadcast_kept
+// CHECK: %[[BB:.*]] = nn.broadcast %arg2
+// CHECK: nn.matmul_bias %arg0, %arg1, %arg2
+// CHECK: nn.mul %{{.*}}, %[[BB]]
+func.func @bias_broadcast_kept(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>, %b: tensor<16xf32>) -> (tensor<4x16xf32>, tensor<4x16xf32>) {
+  %h = nn.matmul %x, %w : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
+  %bb = nn.broadcast %b dims = [1] : tensor<16xf32> -> tensor<4x16xf32>
+  %hb = nn.add %h, %bb : tensor<4x16xf32>
+  %m = nn.mul %hb, %bb : tensor<4x16xf32>
+  return %hb, %m : tensor<4x16xf32>, tensor<4x16xf32>
+}
+
+// -----
+
+// Tests that adds which are not a bias on every row stay: a vector
+// broadcast along the rows, a size-1 vector repeated, and two products.
+// CHECK-LABEL: func.func @not_a_bias
+// CHECK-NOT: matmul_bias
+// CHECK: return
+func.func @not_a_bias(%x: tensor<16x8xf32>, %w: tensor<8x16xf32>, %c: tensor<16xf32>, %one: tensor<1xf32>) -> (tensor<16x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>) {
+  %h = nn.matmul %x, %w : (tensor<16x8xf32>, tensor<8x16xf32>) -> tensor<16x16xf32>
+  %cc = nn.broadcast %c dims = [0] : tensor<16xf32> -> tensor<16x16xf32>
+  %a = nn.add %h, %cc : tensor<16x16xf32>
+  %h2 = nn.matmul %x, %w : (tensor<16x8xf32>, tensor<8x16xf32>) -> tensor<16x16xf32>
+  %oo = nn.broadcast %one dims = [1] : tensor<1xf32> -> tensor<16x16xf32>
+  %b = nn.add %h2, %oo : tensor<16x16xf32>
+  %h3 = nn.matmul %x, %w : (tensor<16x8xf32>, tensor<8x16xf32>) -> tensor<16x16xf32>
+  %h4 = nn.matmul %x, %w : (tensor<16x8xf32>, tensor<8x16xf32>) -> tensor<16x16xf32>
+  %d = nn.add %h3, %h4 : tensor<16x16xf32>
+  return %a, %b, %d : tensor<16x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>
+}
