@@ -90,6 +90,13 @@ bool checkComm(const tessel_ctx_options &options, std::string &error) {
     return false;
   case TESSEL_COMM_MPI:
     return true;
+  case TESSEL_COMM_TCP:
+    if (options.rendezvous_port >= 1 && options.rendezvous_port <= 65535)
+      return true;
+    error = "tessel_ctx_create: TESSEL_COMM_TCP needs a rendezvous_port in "
+            "[1, 65535], got " +
+            std::to_string(options.rendezvous_port);
+    return false;
   default:
     error =
         "tessel_ctx_create: unknown comm kind " + std::to_string(options.comm);

@@ -2,6 +2,7 @@
 
 #include "cpu/backend.h"
 #include "cpu/comm.h"
+#include "cpu/comm_tcp.h"
 
 #include <cstdlib>
 #include <cstring>
@@ -33,6 +34,8 @@ std::unique_ptr<Communicator> CpuBackend::createCommunicator(
     return createLocalCommunicator(ctx, options.local_world, error);
   case TESSEL_COMM_MPI:
     return createMpiCommunicator(ctx, error);
+  case TESSEL_COMM_TCP:
+    return createTcpCommunicator(ctx, options, error);
   default:
     return nullptr;
   }

@@ -54,6 +54,7 @@
 
 #include "core/context.h"
 #include "cpu/comm.h"
+#include "cpu/comm_tcp.h"
 
 #include <cstdio>
 
@@ -568,6 +569,10 @@ CudaBackend::createCommunicator(tessel_ctx *ctx,
     break;
   case TESSEL_COMM_MPI:
     host = cpu::createMpiCommunicator(ctx, error);
+    break;
+  case TESSEL_COMM_TCP:
+    // The group roots' ncclUniqueIds travel over the TCP links.
+    host = cpu::createTcpCommunicator(ctx, options, error);
     break;
   default:
     return nullptr;

@@ -167,10 +167,15 @@ parallel flags (a model partitioned over a device mesh; docs/tessel-run.md):
                         when a GPU is visible, else cpu; a rank per GPU;
                         docs/runtime-backends.md); one compiled .so runs on
                         any backend
-  --comm local|mpi      local (default): every rank is a thread of this
+  --comm local|mpi|tcp  local (default): every rank is a thread of this
                         process; mpi: one process per rank, started by
                         `mpirun -np WORLD tessel-run ... --comm mpi` (each
-                        rank compiles a .mlir itself)
+                        rank compiles a .mlir itself); tcp: one process per
+                        rank, started by `torchrun --nproc-per-node WORLD
+                        tessel-run ...`, joined over TCP at MASTER_ADDR:
+                        MASTER_PORT (+1 when torchrun's store holds it);
+                        LOCAL_RANK picks the GPU. Under torchrun (RANK and
+                        WORLD_SIZE set) tcp is the default
   --precision f32|bf16  compute type of a .mlir model: bf16 stores the
                         parameters in bf16 and runs forward and backward in
                         bf16, with f32 master weights in the optimizer state
@@ -358,13 +363,16 @@ const std::map<std::string, ValueSetter> &valueFlags() {
        }},
       {"--comm",
        [](Options &o, const std::string &v) {
+         o.commGiven = true;
          if (v == "local")
            o.comm = CommBackend::Local;
          else if (v == "mpi")
            o.comm = CommBackend::Mpi;
+         else if (v == "tcp")
+           o.comm = CommBackend::Tcp;
          else
            failUsage("bad value '" + v +
-                     "' for --comm (expected local or mpi)");
+                     "' for --comm (expected local, mpi or tcp)");
        }},
       {"--rules", [](Options &o, const std::string &v) { o.rules = v; }},
       {"--precision",

@@ -16,9 +16,10 @@ namespace tessel::run {
 
 enum class TokenDtype { U8, U16, I32 };
 
-/// How the ranks of a mesh talk: threads of this process (shared memory) or
-/// one process per rank under mpirun.
-enum class CommBackend { Local, Mpi };
+/// How the ranks of a mesh talk: threads of this process (shared memory),
+/// one process per rank under mpirun, or one per rank joined over TCP
+/// (torchrun; Torchrun.h).
+enum class CommBackend { Local, Mpi, Tcp };
 
 /// A training flag as given (one per setting of
 /// runtime/config/TrainSettings.def: compiled into the .so, so a .mlir
@@ -65,6 +66,7 @@ struct Options {
   // tessel-compile (a .mlir model only).
   std::optional<Mesh> mesh;
   CommBackend comm = CommBackend::Local;
+  bool commGiven = false; // --comm given (else torchrun's env picks tcp)
   // The runtime backend (tessel_ctx_options): cuda when the runtime has it
   // and a GPU is visible, else cpu, unless --backend names one.
   std::string backend = tessel_backend_available("cuda") ? "cuda" : "cpu";

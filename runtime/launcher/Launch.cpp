@@ -41,7 +41,10 @@ std::string describeRun(const RunPlan &plan, int64_t globalBatch) {
   if (desc.mesh)
     what += ", mesh " + desc.mesh->toString() + " (" +
             std::to_string(desc.worldSize()) + " ranks, " +
-            (options.comm == CommBackend::Mpi ? "MPI" : "threads") + ")";
+            (options.comm == CommBackend::Mpi   ? "MPI"
+             : options.comm == CommBackend::Tcp ? "TCP"
+                                                : "threads") +
+            ")";
   return what;
 }
 
@@ -153,6 +156,11 @@ RunEnd tessel::run::runRank(const RunPlan &plan, int32_t rank, int32_t comm,
   tessel_ctx_options ctxOptions = rankOptions(desc, rank, comm, world);
   ctxOptions.backend_name = options.backend.c_str();
   ctxOptions.comm_timeout_seconds = options.commTimeoutSeconds;
+  if (plan.tcp) {
+    ctxOptions.rendezvous_host = plan.tcp->masterAddr.c_str();
+    ctxOptions.rendezvous_port = plan.tcp->rendezvousPort;
+    ctxOptions.rendezvous_key = plan.tcp->key.c_str();
+  }
   // A pipeline's stages allocate their own arenas.
   RankRuntime rt(desc.pipeline ? 64 : desc.arenaBytes, ctxOptions,
                  describeArena(desc));

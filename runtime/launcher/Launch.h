@@ -17,6 +17,7 @@
 #include "runtime/launcher/Progress.h"
 #include "runtime/launcher/Safetensors.h"
 #include "runtime/launcher/TraceFile.h"
+#include "runtime/launcher/Torchrun.h"
 
 #include <memory>
 
@@ -40,6 +41,9 @@ struct RunPlan {
   TraceWriter *trace = nullptr;
   /// When the run started (steady clock seconds), for the summary.
   double startSeconds = 0;
+  /// TESSEL_COMM_TCP: rank 0's address and port and the world's key
+  /// (Torchrun.h); null otherwise.
+  const TorchrunEnv *tcp = nullptr;
 };
 
 /// How a rank's run ended: `signal` 0 after its last step, else the

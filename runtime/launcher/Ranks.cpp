@@ -12,7 +12,7 @@ using namespace tessel::run;
 int32_t tessel::run::localDeviceOrdinal(int32_t rank, int32_t comm) {
   if (comm == TESSEL_COMM_LOCAL)
     return rank; // one process, a thread (and a GPU) per rank
-  if (comm != TESSEL_COMM_MPI)
+  if (comm != TESSEL_COMM_MPI && comm != TESSEL_COMM_TCP)
     return 0;
   // One process per GPU: the launcher's local rank names the GPU (Open
   // MPI, MPICH/MVAPICH, Slurm, torchrun), else the rank itself.

@@ -20,19 +20,28 @@
 
 namespace tt {
 
-inline tessel_ctx_options meshOptions(const Mesh &mesh, int rank,
-                                      tessel_local_world *world,
+/// A CPU context's options for `rank` of a world shaped `mesh` whose
+/// ranks talk through `comm`.
+inline tessel_ctx_options rankOptions(const Mesh &mesh, int rank, int32_t comm,
                                       double timeout) {
   tessel_ctx_options options{};
   options.backend = TESSEL_BACKEND_CPU;
   options.rank = rank;
   options.world_size = int32_t(meshRanks(mesh));
-  options.comm = TESSEL_COMM_LOCAL;
+  options.comm = comm;
   options.mesh_rank = int32_t(mesh.size());
   for (size_t a = 0; a < mesh.size(); ++a)
     options.mesh_shape[a] = mesh[a];
-  options.local_world = world;
   options.comm_timeout_seconds = timeout;
+  return options;
+}
+
+inline tessel_ctx_options meshOptions(const Mesh &mesh, int rank,
+                                      tessel_local_world *world,
+                                      double timeout) {
+  tessel_ctx_options options =
+      rankOptions(mesh, rank, TESSEL_COMM_LOCAL, timeout);
+  options.local_world = world;
   return options;
 }
 

@@ -8,6 +8,8 @@
 #ifndef TESSEL_RUN_TEST_LAUNCHERTESTSUPPORT_H
 #define TESSEL_RUN_TEST_LAUNCHERTESTSUPPORT_H
 
+#include "runtime/test/LoopbackPort.h"
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -210,6 +212,27 @@ inline double scaledError(const std::string &a, const std::string &b,
                           const std::string &dtype = "F32") {
   auto [diff, scale] = maxDifferenceAndScale(a, b, dtype);
   return diff / std::max(scale, floor);
+}
+
+/// A shell command prefix that starts `processes` copies of the command
+/// line appended to it, each with the environment torchrun gives its
+/// processes (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR,
+/// MASTER_PORT = `port`, TORCHELASTIC_RUN_ID, and `extraEnv`), waits for
+/// all and exits with the last non-zero status. No torchrun binary needed:
+/// the script is written into `dir`.
+inline std::string torchrunCommand(const std::filesystem::path &dir,
+                                   int processes, int port,
+                                   const std::string &extraEnv = "") {
+  const std::filesystem::path script = dir / "torchrun.sh";
+  const std::string n = std::to_string(processes);
+  std::ofstream(script)
+      << "pids=''\nr=0\nwhile [ $r -lt " << n << " ]; do\n"
+      << "  RANK=$r WORLD_SIZE=" << n << " LOCAL_RANK=$r LOCAL_WORLD_SIZE=" << n
+      << " MASTER_ADDR=127.0.0.1 MASTER_PORT=" << port
+      << " TORCHELASTIC_RUN_ID=test " << extraEnv << " \"$@\" &\n"
+      << "  pids=\"$pids $!\"\n  r=$((r + 1))\ndone\nrc=0\n"
+      << "for p in $pids; do wait $p || rc=$?; done\nexit $rc\n";
+  return "sh '" + script.string() + "'";
 }
 
 } // namespace tessel::run::test

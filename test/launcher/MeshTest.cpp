@@ -728,7 +728,7 @@ TEST(MeshFlags, ParseMeshCommAndPartitioningFlags) {
 TEST(MeshFlags, BadCombinationsAreUsageErrors) {
   std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{"m.so", "--comm", "nccl"},
-       "bad value 'nccl' for --comm (expected local or mpi)"},
+       "bad value 'nccl' for --comm (expected local, mpi or tcp)"},
       {{"m.so", "--mesh", "dp=2", "--rules", "r"},
        "--rules only with a .mlir model"},
       {{"m.so", "--mesh", "tp=2", "--sequence-parallel"},

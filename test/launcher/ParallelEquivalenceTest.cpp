@@ -12,7 +12,8 @@
 // (measured: up to 8e-7 in f32, 1.05e-10 in f64, gpt on dp=2,tp=2).
 // dp=2,tp=2 also runs under mpirun (both trainings), one process per rank,
 // and must equal the threads' run bit for bit (the collectives reduce in
-// one order on both).
+// one order on both); so must dp=4, tp=4 and dp=2,tp=2 with processes
+// started as torchrun starts them (TESSEL_COMM_TCP).
 //
 // Each mesh trains twice: in f32 with SGD and momentum, and with AdamW (the
 // default optimizer) on the example turned to f64 (every f32 type made f64;
@@ -262,6 +263,23 @@ protected:
   /// Runs `command` (tessel-run on a mesh, with its flags) for the steps
   /// and checks it against one device's run of `c.model`; the checkpoint
   /// goes to `name`.
+  /// Runs case `c` as threads and as one process per rank started by
+  /// `launch` (tessel-run's arguments followed by `extraArgs`): both train
+  /// as one device, and the processes bit for bit as the threads.
+  void expectProcessesTrainAsThreads(const Case &c, const std::string &launch,
+                                     const std::string &extraArgs,
+                                     const std::string &name) {
+    ASSERT_FALSE(suiteDir.empty());
+    const Compiled &mesh = compiled(c);
+    ASSERT_EQ(mesh.failure, "");
+    const std::string run =
+        quote(TESSEL_RUN_PATH) + " " + quote(mesh.so) + " --mesh " + c.mesh;
+    expectOneDevicesRun(c, run, "threads.safetensors");
+    expectOneDevicesRun(c, launch + " " + run + extraArgs, name);
+    EXPECT_EQ(readCheckpoint(dir / name).tensors,
+              readCheckpoint(dir / "threads.safetensors").tensors);
+  }
+
   void expectOneDevicesRun(const Case &c, const std::string &command,
                            const std::string &name = "mesh.safetensors") {
     const Reference &ref = reference(c);
@@ -645,8 +663,9 @@ TEST_F(ZeroDescriptionTest, CountersAndArenaAreTheDescriptions) {
     EXPECT_EQ(state.contains("master"), !e.flags.empty());
     const std::vector<std::string> paper = {"16Ψ", "4Ψ+12Ψ/N", "2Ψ+14Ψ/N",
                                             "16Ψ/N"};
-    if (!e.flags.empty())
+    if (!e.flags.empty()) {
       EXPECT_EQ(state["total"]["formula"], paper[e.zero]);
+    }
   }
 }
 
@@ -661,19 +680,9 @@ protected:
 };
 
 TEST_P(ParallelEquivalenceMpiTest, TrainsAsThreadsUnderMpirun) {
-  const Case &c = GetParam();
-  ASSERT_FALSE(suiteDir.empty());
-  const Compiled &mesh = compiled(c);
-  ASSERT_EQ(mesh.failure, "");
-  std::string so = quote(mesh.so) + " --mesh " + c.mesh;
-  expectOneDevicesRun(c, quote(TESSEL_RUN_PATH) + " " + so,
-                      "threads.safetensors");
-  expectOneDevicesRun(c,
-                      "mpirun --allow-run-as-root --oversubscribe -np 4 " +
-                          quote(TESSEL_RUN_PATH) + " " + so + " --comm mpi",
-                      "mpi.safetensors");
-  EXPECT_EQ(readCheckpoint(dir / "mpi.safetensors").tensors,
-            readCheckpoint(dir / "threads.safetensors").tensors);
+  expectProcessesTrainAsThreads(
+      GetParam(), "mpirun --allow-run-as-root --oversubscribe -np 4",
+      " --comm mpi", "mpi.safetensors");
 }
 
 INSTANTIATE_TEST_SUITE_P(Examples, ParallelEquivalenceMpiTest,
@@ -688,5 +697,23 @@ INSTANTIATE_TEST_SUITE_P(Examples, ParallelEquivalenceMpiTest,
                              // The uneven shard (fc2.bias padded 10 -> 12).
                              zeroCase("mlp", "dp=4", 2)),
                          caseName);
+
+/// The same meshes with one process per rank started as torchrun starts
+/// them (its environment set by hand), over TCP: bit for bit the threads'.
+class ParallelEquivalenceTorchrunTest : public ParallelEquivalenceTest {};
+
+TEST_P(ParallelEquivalenceTorchrunTest, TrainsAsThreadsUnderTorchrun) {
+  expectProcessesTrainAsThreads(
+      GetParam(), torchrunCommand(dir, 4, tessel::test::freeLoopbackPort()),
+      "", "tcp.safetensors");
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Examples, ParallelEquivalenceTorchrunTest,
+    ::testing::Values(Case{"mlp", "dp=4"}, Case{"mlp", "tp=4"},
+                      Case{"gpt", "dp=2,tp=2"},
+                      Case{"gpt", "dp=2,tp=2", false, true, true},
+                      zeroCase("gpt", "dp=2,tp=2", 3)),
+    caseName);
 
 } // namespace

@@ -252,7 +252,31 @@ std::vector<Case> pipelineCases() {
 INSTANTIATE_TEST_SUITE_P(Gpt, PipelineEquivalenceTest,
                          ::testing::ValuesIn(pipelineCases()), caseName);
 
-class PipelineCheckpointTest : public PipelineEquivalenceTest {};
+class PipelineCheckpointTest : public PipelineEquivalenceTest {
+protected:
+  /// dp=2 x pp=2 (1F1B, 2 microbatches) trained as threads and as one
+  /// process per rank started by `launch` (tessel-run's arguments followed
+  /// by `extraArgs`): the processes train as one device and bit for bit as
+  /// the threads.
+  void expectProcessesTrainAsThreads(const std::string &launch,
+                                     const std::string &extraArgs,
+                                     const std::string &name) {
+    std::string failure;
+    std::string so =
+        compile(source(4, false),
+                sgd + " --mesh dp=2,pp=2 --pipeline-schedule 1f1b "
+                      "--microbatches 2",
+                failure);
+    ASSERT_EQ(failure, "");
+    const std::string run = quote(TESSEL_RUN_PATH) + " " + quote(so) +
+                            " --steps " + std::to_string(steps);
+    Trained processes = train(launch + " " + run + extraArgs, name);
+    Trained threads = train(run, "threads");
+    expectEqual(processes, oneDevice(4, 2, false), 1e-5);
+    EXPECT_EQ(processes.losses, threads.losses);
+    EXPECT_EQ(processes.checkpoint.tensors, threads.checkpoint.tensors);
+  }
+};
 
 // Checkpoints stay global: 2 steps on pp=4 (4 microbatches), saved, then
 // the third step on dp=2,tp=2 and on one device, equal to one device's
@@ -442,22 +466,20 @@ TEST_F(PipelineCheckpointTest, DropoutDrawsTheModelsMasks) {
   }
 }
 
-// Under mpirun, one process per rank: the same run as threads.
+// Under mpirun, one process per rank: the same run as one device, and bit
+// for bit the threads' run.
 TEST_F(PipelineCheckpointTest, TrainsUnderMpirun) {
   if (std::system("command -v mpirun >/dev/null 2>&1") != 0)
     GTEST_SKIP() << "mpirun not found";
-  std::string failure;
-  std::string so = compile(source(4, false),
-                           sgd + " --mesh dp=2,pp=2 --pipeline-schedule 1f1b "
-                                 "--microbatches 2",
-                           failure);
-  ASSERT_EQ(failure, "");
-  Trained mpi = train("mpirun --allow-run-as-root --oversubscribe -np 4 " +
-                          quote(TESSEL_RUN_PATH) + " " + quote(so) +
-                          " --comm mpi --steps " + std::to_string(steps),
-                      "mpi");
-  Trained reference = oneDevice(4, 2, false);
-  expectEqual(mpi, reference, 1e-5);
+  expectProcessesTrainAsThreads(
+      "mpirun --allow-run-as-root --oversubscribe -np 4", " --comm mpi", "mpi");
+}
+
+// Under torchrun's environment, one process per rank over TCP: likewise.
+TEST_F(PipelineCheckpointTest, TrainsUnderTorchrun) {
+  expectProcessesTrainAsThreads(
+      torchrunCommand(dir, 4, tessel::test::freeLoopbackPort()), "",
+      "torchrun");
 }
 
 // tessel-run keeps the compiled microbatches.

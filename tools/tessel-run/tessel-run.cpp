@@ -57,8 +57,10 @@ LoadedModel loadOrCompileModel(const Options &options) {
 /// This process's part of a run, set up once before any rank starts: the
 /// model loaded (or compiled), the flags checked against it, the data and
 /// the checkpoint validated; then every rank of the mesh as threads (the
-/// local backend, `mpiWorld` 0) or MPI rank `rank` of `mpiWorld` processes.
-RunEnd runModel(const Options &given, int32_t rank, int32_t mpiWorld) {
+/// local backend, `mpiWorld` 0) or rank `rank` of `mpiWorld` processes (MPI,
+/// or TCP when `tcp` says where the world meets).
+RunEnd runModel(const Options &given, int32_t rank, int32_t mpiWorld,
+                const TorchrunEnv *tcp = nullptr) {
   double start = nowSeconds();
   LoadedModel model = loadOrCompileModel(given);
   const ModelDesc &desc = model.desc;
@@ -78,19 +80,22 @@ RunEnd runModel(const Options &given, int32_t rank, int32_t mpiWorld) {
   checkMesh(options, desc, options.model, compiledHere);
   checkTrainingFlags(options, desc, options.model, compiledHere);
   if (mpiWorld && mpiWorld != desc.worldSize())
-    throw RunError("mpirun started " + std::to_string(mpiWorld) +
+    throw RunError(std::string(tcp ? "torchrun" : "mpirun") + " started " +
+                   std::to_string(mpiWorld) +
                    (mpiWorld == 1 ? " process" : " processes") + "; model '" +
                    options.model + "' runs on " +
                    (desc.mesh ? "mesh " + desc.mesh->toString() + ": " +
                                     std::to_string(desc.worldSize()) +
                                     " ranks, one process each"
                               : std::string("one device")) +
-                   " (mpirun -np " + std::to_string(desc.worldSize()) + ")");
+                   (tcp ? " (torchrun --nproc-per-node " : " (mpirun -np ") +
+                   std::to_string(desc.worldSize()) + ")");
   RunPlan plan;
   plan.options = &options;
   plan.model = &model;
   plan.mode = modeOf(options, desc);
   plan.startSeconds = start;
+  plan.tcp = tcp;
   if (plan.mode == Mode::CheckGrads && !model.backward)
     throw RunError("--check-grads needs a model compiled for training; '" +
                    options.model + "' has no backward entry");
@@ -127,11 +132,12 @@ RunEnd runModel(const Options &given, int32_t rank, int32_t mpiWorld) {
         TraceWriter::pathFor(options.trace, rank, mpiWorld));
     plan.trace = trace.get();
   }
-  RunEnd end =
-      mpiWorld
-          ? runRank(plan, rank, desc.mesh ? TESSEL_COMM_MPI : TESSEL_COMM_NONE,
-                    nullptr)
-          : runLocalRanks(plan);
+  RunEnd end = mpiWorld ? runRank(plan, rank,
+                                  !desc.mesh ? TESSEL_COMM_NONE
+                                  : tcp      ? TESSEL_COMM_TCP
+                                             : TESSEL_COMM_MPI,
+                                  nullptr)
+                        : runLocalRanks(plan);
   if (trace)
     trace->write();
   if (end.signal && rank == 0) {
@@ -181,6 +187,21 @@ int runMpiProcess(const Options &options) {
   return exitCodeOf(end);
 }
 
+/// One process of `torchrun --nproc-per-node N tessel-run ...` (or of any
+/// launcher that sets torchrun's variables): a failure names the rank; the
+/// process's exit closes its sockets, which fails the other ranks at once.
+int runTcpProcess(const Options &options) {
+  const TorchrunEnv env = parseTorchrunEnv(processEnv());
+  try {
+    return exitCodeOf(runModel(options, env.rank, env.worldSize, &env));
+  } catch (const std::exception &e) {
+    std::fprintf(stderr, "tessel-run: error: rank %d: %s\n", int(env.rank),
+                 e.what());
+    const RunError *error = dynamic_cast<const RunError *>(&e);
+    return error ? error->exitCode : 1;
+  }
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -194,8 +215,12 @@ int main(int argc, char **argv) {
     // would be destroyed by the first write (--metrics truncates at once).
     checkOutputPaths(options);
     installStopHandlers();
+    if (!options.commGiven && torchrunDetected(processEnv()))
+      options.comm = CommBackend::Tcp;
     if (options.comm == CommBackend::Mpi)
       return runMpiProcess(options);
+    if (options.comm == CommBackend::Tcp)
+      return runTcpProcess(options);
     return exitCodeOf(runModel(options, /*rank=*/0, /*mpiWorld=*/0));
   } catch (const UsageError &e) {
     std::fprintf(stderr, "tessel-run: error: %s (see tessel-run --help)\n",

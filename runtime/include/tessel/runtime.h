@@ -41,7 +41,9 @@ extern "C" {
  * Descriptions 1 to 4 still load.
  * 6: tessel_matmul_epilogue, a GEMM that accumulates into its output
  * (beta 1) and adds a bias, which tessel-fuse-epilogues uses in place of a
- * matmul and the add after it. Descriptions 1 to 5 still load. */
+ * matmul and the add after it; TESSEL_COMM_TCP (one process per rank,
+ * joined by a TCP rendezvous, as under torchrun) and the options'
+ * rendezvous_host/port/key. Descriptions 1 to 5 still load. */
 #define TESSEL_ABI_VERSION 6
 
 typedef enum tessel_dtype {
@@ -69,6 +71,7 @@ typedef enum tessel_comm_kind {
   TESSEL_COMM_NONE = 0,  /* world_size must be 1 */
   TESSEL_COMM_LOCAL = 1, /* ranks are threads of one process (shared memory) */
   TESSEL_COMM_MPI = 2,   /* one process per rank, MPI_COMM_WORLD */
+  TESSEL_COMM_TCP = 3,   /* one process per rank, TCP rendezvous (torchrun) */
 } tessel_comm_kind;
 
 /* The shared state of world_size ranks that are threads of one process.
@@ -107,6 +110,13 @@ typedef struct tessel_ctx_options {
    * zero-initialised struct is the CPU backend). When both are set they must
    * agree. An unknown name fails tessel_ctx_create. */
   const char *backend_name;
+  /* TESSEL_COMM_TCP: rank 0 listens on rendezvous_port (all interfaces),
+   * the others connect to rendezvous_host:rendezvous_port (null: 127.0.0.1)
+   * and present rendezvous_key (null: ""), which strangers lack. Creation
+   * is collective and bounded by comm_timeout_seconds. */
+  const char *rendezvous_host;
+  int32_t rendezvous_port;
+  const char *rendezvous_key;
 } tessel_ctx_options;
 /* (Zero-initialised new fields keep old callers working: comm NONE, world
  * 1.) */
@@ -119,8 +129,10 @@ typedef struct tessel_ctx tessel_ctx;
  * world_size, a comm kind that does not fit the world (NONE with more than
  * one rank, LOCAL without a world of world_size ranks or with a rank that
  * already has a context there, MPI without MPI or with a rank/size other
- * than MPI_COMM_WORLD's). An MPI context creation is collective: every rank
- * creates its context (it splits MPI_COMM_WORLD into the mesh axes' groups). */
+ * than MPI_COMM_WORLD's, TCP with a port outside [1, 65535] or a rendezvous
+ * that fails or times out). An MPI context creation is collective: every
+ * rank creates its context (it splits MPI_COMM_WORLD into the mesh axes'
+ * groups); so is a TCP one (the rendezvous connects every pair of ranks). */
 tessel_ctx *tessel_ctx_create(const tessel_ctx_options *options);
 void tessel_ctx_destroy(tessel_ctx *ctx);
 /* The name of the context's backend ("cpu"); null for a null ctx. */
