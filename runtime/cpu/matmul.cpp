@@ -70,40 +70,13 @@ void matmulReal(const R *a, const R *b, R *c, int64_t batch, int64_t m,
 
 } // namespace
 
-void CpuBackend::matmul(tessel_ctx *, int32_t dtype, const void *a,
+// A plain product is the epilogue-free beta = 0 case; for 16-bit storage
+// that path's first rounding is the product's one rounding on store.
+void CpuBackend::matmul(tessel_ctx *ctx, int32_t dtype, const void *a,
                         const void *b, void *c, int64_t batch, int64_t m,
                         int64_t n, int64_t k, bool ta, bool tb, bool bs) {
-  int64_t outCount = batch * m * n;
-  if (outCount == 0)
-    return;
-  if (k == 0) {
-    // BLAS leaves C alone for k = 0 on some paths; the empty sum is zero.
-    std::memset(c, 0, size_t(outCount * tessel_dtype_size(dtype)));
-    return;
-  }
-  switch (dtype) {
-  case TESSEL_F32:
-    matmulReal(static_cast<const float *>(a), static_cast<const float *>(b),
-               static_cast<float *>(c), batch, m, n, k, ta, tb, bs);
-    return;
-  case TESSEL_F64:
-    matmulReal(static_cast<const double *>(a), static_cast<const double *>(b),
-               static_cast<double *>(c), batch, m, n, k, ta, tb, bs);
-    return;
-  default:
-    // 16-bit inputs: widen to f32 scratch, multiply, round once on store.
-    visitFloat(dtype, [&](auto tag) {
-      using T = decltype(tag);
-      std::vector<float> fa = widen<T>(a, batch * m * k);
-      std::vector<float> fb = widen<T>(b, (bs ? 1 : batch) * k * n);
-      std::vector<float> fc(static_cast<size_t>(outCount));
-      matmulReal(fa.data(), fb.data(), fc.data(), batch, m, n, k, ta, tb, bs);
-      T *out = static_cast<T *>(c);
-      for (int64_t i = 0; i < outCount; ++i)
-        out[i] = Elem<T>::store(fc[size_t(i)]);
-    });
-    return;
-  }
+  matmulEpilogue(ctx, dtype, a, b, c, batch, m, n, k, ta, tb, bs,
+                 /*beta=*/0.0, TESSEL_EPILOGUE_NONE, /*bias=*/nullptr);
 }
 
 namespace {

@@ -385,19 +385,8 @@ void CudaBackend::matmul(tessel_ctx *ctx, int32_t dtype, const void *a,
                          const void *b, void *c, int64_t batch, int64_t m,
                          int64_t n, int64_t k, bool transA, bool transB,
                          bool bShared) {
-  GemmArgs args;
-  args.dtype = dtype;
-  args.a = a;
-  args.b = b;
-  args.c = c;
-  args.batch = batch;
-  args.m = m;
-  args.n = n;
-  args.k = k;
-  args.transA = transA;
-  args.transB = transB;
-  args.bShared = bShared;
-  gemm(*this, ctx, args);
+  matmulEpilogue(ctx, dtype, a, b, c, batch, m, n, k, transA, transB, bShared,
+                 /*beta=*/0.0, TESSEL_EPILOGUE_NONE, /*bias=*/nullptr);
 }
 
 void CudaBackend::matmulEpilogue(tessel_ctx *ctx, int32_t dtype, const void *a,

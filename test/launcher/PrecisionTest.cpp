@@ -74,11 +74,13 @@ protected:
       EXPECT_NEAR(mesh.losses[i], one.losses[i], 1e-3 * one.losses[i])
           << "step " << i + 1;
     ASSERT_FALSE(one.checkpoint.tensors.empty());
-    for (auto &[name, bytes] : one.checkpoint.tensors)
-      if (one.checkpoint.header.at(name)["dtype"] == "F32")
+    for (auto &[name, bytes] : one.checkpoint.tensors) {
+      if (one.checkpoint.header.at(name)["dtype"] == "F32") {
         EXPECT_LE(scaledError(mesh.checkpoint.tensors.at(name), bytes, 1e-4),
                   kSgdWeightTolerance)
             << name;
+      }
+    }
   }
 
   /// round-to-nearest-even of f32 `bits` to bf16 (finite values).
