@@ -652,7 +652,6 @@ struct AutodiffPass : public tessel::impl::AutodiffPassBase<AutodiffPass> {
     Block &body = backward.getBody().front();
     Operation *terminator = body.getTerminator();
     OpBuilder b(terminator);
-    Location loc = model.getLoc();
     FailureOr<SmallVector<std::pair<Value, Value>>> seeds =
         seedsOf(backward, b);
     if (failed(seeds))

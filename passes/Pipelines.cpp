@@ -79,8 +79,11 @@ static void buildModelPlan(OpPassManager &pm,
   // On one rank's program, once ZeRO and the split no longer look for
   // accumulates, and before the overlap orders the collectives around the
   // fused ops.
-  if (options.fuseEpilogues)
-    pm.addPass(createFuseEpiloguesPass());
+  if (options.fuseEpilogues) {
+    FuseEpiloguesPassOptions fuse;
+    fuse.biasGrads = options.fuseBiasGrads;
+    pm.addPass(createFuseEpiloguesPass(fuse));
+  }
   if (options.mesh.hasValue() && options.overlap > 0) {
     OverlapCommunicationPassOptions overlap;
     overlap.inFlight = options.overlap;

@@ -87,6 +87,11 @@ struct CompilePipelineOptions
       llvm::cl::desc("Fold the accumulate or bias add after a matmul into "
                      "the GEMM (tessel-fuse-epilogues)"),
       llvm::cl::init(true)};
+  Option<bool> fuseBiasGrads{
+      *this, "fuse-bias-grads",
+      llvm::cl::desc("With fuse-epilogues: also fold a bias gradient's sum "
+                     "into its weight gradient's GEMM"),
+      llvm::cl::init(false)};
   Option<std::string> stageLayers{
       *this, "stage-layers",
       llvm::cl::desc("Pipeline: layers per stage, e.g. 3,4,4,3 (default: "

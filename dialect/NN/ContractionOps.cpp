@@ -121,7 +121,8 @@ SmallVector<ReductionKind> MatmulOp::getReductionLoopIteratorKinds() {
 }
 
 //===----------------------------------------------------------------------===//
-// MatmulAccumulateOp, MatmulBiasOp
+// MatmulAccumulateOp, MatmulBiasOp, MatmulBiasGeluOp, MatmulGeluGradOp,
+// MatmulBiasGradOp
 //===----------------------------------------------------------------------===//
 
 /// The product's type of a fused matmul (as MatmulOp infers it).
@@ -140,9 +141,10 @@ static FailureOr<RankedTensorType> getProductType(std::optional<Location> loc,
   return RankedTensorType::get(shape, lhsType.getElementType());
 }
 
-/// The matmul's flops plus one per element of the product (the add).
+/// The matmul's flops plus `perElement` per element of the product (the
+/// epilogue's).
 static int64_t fusedMatmulFlops(Value lhs, Value rhs, bool transposeLhs,
-                                bool transposeRhs) {
+                                bool transposeRhs, int64_t perElement = 1) {
   MatmulDims dims = *getMatmulDims(
       std::nullopt, cast<RankedTensorType>(lhs.getType()),
       cast<RankedTensorType>(rhs.getType()), transposeLhs, transposeRhs);
@@ -151,7 +153,8 @@ static int64_t fusedMatmulFlops(Value lhs, Value rhs, bool transposeLhs,
     batch = nn::detail::satMul(batch, size);
   int64_t elements = nn::detail::satMul(batch, dims.m, dims.n);
   return nn::detail::satAdd(
-      nn::detail::satMul(2, batch, dims.m, dims.n, dims.k), elements);
+      nn::detail::satMul(2, batch, dims.m, dims.n, dims.k),
+      nn::detail::satMul(perElement, elements));
 }
 
 LogicalResult MatmulAccumulateOp::verify() {
@@ -174,10 +177,13 @@ int64_t MatmulAccumulateOp::getFlops() {
                           getTransposeRhs());
 }
 
-LogicalResult MatmulBiasOp::inferReturnTypes(MLIRContext *,
-                                             std::optional<Location> loc,
-                                             Adaptor adaptor,
-                                             SmallVectorImpl<Type> &results) {
+/// A biased product's results: `copies` of the product's type, its bias a
+/// vector of the product's last dimension.
+template <class Adaptor>
+static LogicalResult inferBiasedProduct(std::optional<Location> loc,
+                                        Adaptor adaptor,
+                                        SmallVectorImpl<Type> &results,
+                                        unsigned copies) {
   FailureOr<RankedTensorType> product =
       getProductType(loc, adaptor.getLhs(), adaptor.getRhs(),
                      adaptor.getTransposeLhs(), adaptor.getTransposeRhs());
@@ -190,13 +196,86 @@ LogicalResult MatmulBiasOp::inferReturnTypes(MLIRContext *,
     return nn::detail::inferError(loc, "bias must be ", expected,
                                   " (the product's last dimension), got ",
                                   bias);
-  results.push_back(*product);
+  results.append(copies, *product);
   return success();
+}
+
+LogicalResult MatmulBiasOp::inferReturnTypes(MLIRContext *,
+                                             std::optional<Location> loc,
+                                             Adaptor adaptor,
+                                             SmallVectorImpl<Type> &results) {
+  return inferBiasedProduct(loc, adaptor, results, /*copies=*/1);
 }
 
 int64_t MatmulBiasOp::getFlops() {
   return fusedMatmulFlops(getLhs(), getRhs(), getTransposeLhs(),
                           getTransposeRhs());
+}
+
+// The GELU's output and its input.
+LogicalResult MatmulBiasGeluOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &results) {
+  return inferBiasedProduct(loc, adaptor, results, /*copies=*/2);
+}
+
+// The bias add (1) and nn.gelu's eight per element.
+int64_t MatmulBiasGeluOp::getFlops() {
+  return fusedMatmulFlops(getLhs(), getRhs(), getTransposeLhs(),
+                          getTransposeRhs(), /*perElement=*/1 + 8);
+}
+
+LogicalResult MatmulGeluGradOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &results) {
+  FailureOr<RankedTensorType> product =
+      getProductType(loc, adaptor.getLhs(), adaptor.getRhs(),
+                     adaptor.getTransposeLhs(), adaptor.getTransposeRhs());
+  if (failed(product))
+    return failure();
+  if (adaptor.getPre().getType() != *product)
+    return nn::detail::inferError(loc, "pre must have the product's type ",
+                                  *product, ", got ",
+                                  adaptor.getPre().getType());
+  results.push_back(*product);
+  return success();
+}
+
+// nn.gelu_grad's twelve per element.
+int64_t MatmulGeluGradOp::getFlops() {
+  return fusedMatmulFlops(getLhs(), getRhs(), getTransposeLhs(),
+                          getTransposeRhs(), /*perElement=*/12);
+}
+
+LogicalResult MatmulBiasGradOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &results) {
+  auto lhs = cast<RankedTensorType>(adaptor.getLhs().getType());
+  auto rhs = cast<RankedTensorType>(adaptor.getRhs().getType());
+  if (lhs.getRank() != 2 || rhs.getRank() != 2)
+    return nn::detail::inferError(loc, "operands must be matrices (one GEMM), "
+                                       "got ",
+                                  lhs, " and ", rhs);
+  FailureOr<RankedTensorType> product =
+      getProductType(loc, adaptor.getLhs(), adaptor.getRhs(),
+                     adaptor.getTransposeLhs(), adaptor.getTransposeRhs());
+  if (failed(product))
+    return failure();
+  results.push_back(*product);
+  results.push_back(RankedTensorType::get({product->getDimSize(1)},
+                                          product->getElementType()));
+  return success();
+}
+
+// The column sums of op(rhs), [K, N] to [N]: nn.reduce_sum's N_in - N_out.
+int64_t MatmulBiasGradOp::getFlops() {
+  ArrayRef<int64_t> rhs = getRhs().getType().getShape();
+  int64_t elements = nn::detail::satMul(rhs[0], rhs[1]);
+  int64_t n = getTransposeRhs() ? rhs[0] : rhs[1];
+  return nn::detail::satAdd(
+      fusedMatmulFlops(getLhs(), getRhs(), getTransposeLhs(), getTransposeRhs(),
+                       /*perElement=*/0),
+      elements - n);
 }
 
 //===----------------------------------------------------------------------===//

@@ -91,6 +91,82 @@ def NN_MatmulBiasOp : NN_Op<"matmul_bias", [Pure, InferTypeOpAdaptor]> {
   }];
 }
 
+def NN_MatmulBiasGeluOp : NN_Op<"matmul_bias_gelu",
+    [Pure, InferTypeOpAdaptor]> {
+  let summary = "a linear layer and its tanh GELU in one GEMM";
+  let description = [{
+    `result = gelu_tanh(pre)` with `pre = lhs · rhs + bias` (operands as
+    `nn.matmul_bias`), both returned: `pre` is what the GELU's gradient
+    reads in the backward (cuBLASLt's GELU_AUX_BIAS epilogue writes it
+    beside the output). Only the tanh form (`nn.gelu approximate`), which is
+    the one a GEMM library fuses. Flops: the matmul's, one per element for
+    the bias and eight for the GELU.
+
+    ```mlir
+    %y, %pre = nn.matmul_bias_gelu %x, %w, %b : (tensor<8x64x128xf32>, tensor<128x512xf32>, tensor<512xf32>) -> (tensor<8x64x512xf32>, tensor<8x64x512xf32>)
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$lhs, NN_FloatTensor:$rhs,
+                       NN_FloatTensor:$bias, UnitAttr:$transpose_lhs,
+                       UnitAttr:$transpose_rhs);
+  let results = (outs NN_FloatTensor:$result, NN_FloatTensor:$pre);
+  let assemblyFormat = [{
+    $lhs `,` $rhs `,` $bias (`transpose_lhs` $transpose_lhs^)?
+    (`transpose_rhs` $transpose_rhs^)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+}
+
+def NN_MatmulGeluGradOp : NN_Op<"matmul_gelu_grad",
+    [Pure, InferTypeOpAdaptor]> {
+  let summary = "a GEMM times the tanh GELU's derivative";
+  let description = [{
+    `(lhs · rhs) ⊙ gelu_tanh'(pre)` (operands and transposes as
+    `nn.matmul`; `pre` has the product's type): the gradient through a tanh
+    GELU whose output gradient the GEMM computes, `pre` the GELU's input
+    from the forward (cuBLASLt's DGELU epilogue). Flops: the matmul's plus
+    twelve per element (as `nn.gelu_grad`).
+
+    ```mlir
+    %dpre = nn.matmul_gelu_grad %dy, %w, %pre transpose_rhs : (tensor<8x64x128xf32>, tensor<512x128xf32>, tensor<8x64x512xf32>) -> tensor<8x64x512xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$lhs, NN_FloatTensor:$rhs,
+                       NN_FloatTensor:$pre, UnitAttr:$transpose_lhs,
+                       UnitAttr:$transpose_rhs);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs `,` $pre (`transpose_lhs` $transpose_lhs^)?
+    (`transpose_rhs` $transpose_rhs^)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+}
+
+def NN_MatmulBiasGradOp : NN_Op<"matmul_bias_grad",
+    [Pure, InferTypeOpAdaptor]> {
+  let summary = "a weight gradient's GEMM that also sums the bias gradient";
+  let description = [{
+    `result = lhs · rhs` (2-D operands, transposes as `nn.matmul`) and
+    `bias_grad[j] = Σ_k op(rhs)[k, j]`, the column sums of `op(rhs)`: a
+    linear layer's weight gradient `dW = Xᵀ · dY` and its bias gradient
+    `Σ dY` over the rows, in one GEMM (cuBLASLt's bias-gradient epilogue)
+    instead of a matmul and an `nn.reduce_sum`. Flops: the matmul's plus
+    the sum's, `(K - 1)·N`.
+
+    ```mlir
+    %dw, %db = nn.matmul_bias_grad %x, %dy transpose_lhs : (tensor<512x128xf32>, tensor<512x512xf32>) -> (tensor<128x512xf32>, tensor<512xf32>)
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$lhs, NN_FloatTensor:$rhs,
+                       UnitAttr:$transpose_lhs, UnitAttr:$transpose_rhs);
+  let results = (outs NN_FloatTensor:$result, NN_FloatTensor:$bias_grad);
+  let assemblyFormat = [{
+    $lhs `,` $rhs (`transpose_lhs` $transpose_lhs^)?
+    (`transpose_rhs` $transpose_rhs^)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+}
+
 def NN_EmbeddingOp : NN_ShardableOp<"embedding", [Pure, InferTypeOpAdaptor, NN_Differentiable,
     NN_VocabularyBlock]> {
   let summary = "look up rows of a table by index";

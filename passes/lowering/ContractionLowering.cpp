@@ -52,6 +52,21 @@ void emitMatmulEpilogue(FunctionLowering &fl, Value lhs, Value rhs,
            bias ? fl.ptr(bias) : fl.null()});
 }
 
+/// tessel_matmul_epilogue_aux writing `out`: an epilogue with its aux
+/// tensor (written by GELU_BIAS, null when nothing reads it; read by DGELU;
+/// the bias gradient BGRADB writes).
+void emitMatmulAux(FunctionLowering &fl, Value lhs, Value rhs,
+                    bool transposeLhs, bool transposeRhs, Value out,
+                    int32_t epilogue, Value bias, Value aux) {
+  GemmOperands g = gemmOperands(lhs, rhs, transposeLhs, transposeRhs);
+  fl.call(rt::tessel_matmul_epilogue_aux,
+          {fl.dtype(out), fl.ptr(lhs), fl.ptr(rhs), fl.ptr(out),
+           fl.i64(g.batch), fl.i64(g.m), fl.i64(g.n), fl.i64(g.k),
+           fl.i32(transposeLhs), fl.i32(transposeRhs), fl.i32(g.shared),
+           fl.f64(0.0), fl.i32(epilogue), fl.ptrOrNull(bias),
+           fl.ptrOrNull(aux)});
+}
+
 /// In place: acc += lhs · rhs.
 LogicalResult lowerMatmulAccumulate(nn::MatmulAccumulateOp op,
                                     FunctionLowering &fl) {
@@ -64,6 +79,31 @@ LogicalResult lowerMatmulAccumulate(nn::MatmulAccumulateOp op,
 LogicalResult lowerMatmulBias(nn::MatmulBiasOp op, FunctionLowering &fl) {
   emitMatmulEpilogue(fl, op.getLhs(), op.getRhs(), op.getTransposeLhs(),
                      op.getTransposeRhs(), op.getResult(), 0.0, op.getBias());
+  return success();
+}
+
+LogicalResult lowerMatmulBiasGelu(nn::MatmulBiasGeluOp op,
+                                  FunctionLowering &fl) {
+  Value pre = op.getPre().use_empty() ? Value() : op.getPre();
+  emitMatmulAux(fl, op.getLhs(), op.getRhs(), op.getTransposeLhs(),
+                 op.getTransposeRhs(), op.getResult(),
+                 TESSEL_EPILOGUE_GELU_BIAS, op.getBias(), pre);
+  return success();
+}
+
+LogicalResult lowerMatmulGeluGrad(nn::MatmulGeluGradOp op,
+                                  FunctionLowering &fl) {
+  emitMatmulAux(fl, op.getLhs(), op.getRhs(), op.getTransposeLhs(),
+                 op.getTransposeRhs(), op.getResult(), TESSEL_EPILOGUE_DGELU,
+                 Value(), op.getPre());
+  return success();
+}
+
+LogicalResult lowerMatmulBiasGrad(nn::MatmulBiasGradOp op,
+                                  FunctionLowering &fl) {
+  emitMatmulAux(fl, op.getLhs(), op.getRhs(), op.getTransposeLhs(),
+                 op.getTransposeRhs(), op.getResult(), TESSEL_EPILOGUE_BGRADB,
+                 Value(), op.getBiasGrad());
   return success();
 }
 
@@ -100,6 +140,9 @@ void addContractionLowerings(LoweringRegistry &registry) {
   registry.add<nn::MatmulOp>(lowerMatmul);
   registry.add<nn::MatmulAccumulateOp>(lowerMatmulAccumulate);
   registry.add<nn::MatmulBiasOp>(lowerMatmulBias);
+  registry.add<nn::MatmulBiasGeluOp>(lowerMatmulBiasGelu);
+  registry.add<nn::MatmulGeluGradOp>(lowerMatmulGeluGrad);
+  registry.add<nn::MatmulBiasGradOp>(lowerMatmulBiasGrad);
   registry.add<nn::EmbeddingOp>(lowerEmbedding);
   registry.add<nn::AttentionOp>(lowerAttention);
 }

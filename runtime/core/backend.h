@@ -168,13 +168,46 @@ public:
                       const void *b, void *c, int64_t batch, int64_t m,
                       int64_t n, int64_t k, bool transA, bool transB,
                       bool bShared) = 0;
-  /// beta 0 or 1; epilogue a tessel_matmul_epilogue_kind (the front checks
-  /// both), bias null unless TESSEL_EPILOGUE_BIAS.
+  /// beta 0 or 1 (0 with a GELU epilogue); epilogue a
+  /// tessel_matmul_epilogue_kind (the front checks them), bias null unless
+  /// a bias epilogue; aux [batch, M, N], written by GELU_BIAS when not null,
+  /// read by DGELU; [N] written by BGRADB (batch 1); null otherwise, never
+  /// overlapping c.
   virtual void matmulEpilogue(tessel_ctx *ctx, int32_t dtype, const void *a,
                               const void *b, void *c, int64_t batch, int64_t m,
                               int64_t n, int64_t k, bool transA, bool transB,
                               bool bShared, double beta, int32_t epilogue,
-                              const void *bias) = 0;
+                              const void *bias, void *aux) = 0;
+  /// An aux epilogue by the backend's own kernels, as the unfused ops run:
+  /// GELU_BIAS is the biased product (into aux, or into c when aux is
+  /// null) then tessel_unary's GELU; DGELU the product then tessel_unary_
+  /// grad's; BGRADB the product then tessel_reduce's sum of op(B)'s rows.
+  /// The CPU's arithmetic, and a GPU's where cuBLASLt refuses the fused
+  /// form.
+  void matmulEpilogueByParts(tessel_ctx *ctx, int32_t dtype, const void *a,
+                             const void *b, void *c, int64_t batch, int64_t m,
+                             int64_t n, int64_t k, bool transA, bool transB,
+                             bool bShared, double beta, int32_t epilogue,
+                             const void *bias, void *aux) {
+    const int64_t count = batch * m * n;
+    if (epilogue == TESSEL_EPILOGUE_GELU_BIAS) {
+      void *pre = aux ? aux : c;
+      matmulEpilogue(ctx, dtype, a, b, pre, batch, m, n, k, transA, transB,
+                     bShared, 0.0, TESSEL_EPILOGUE_BIAS, bias, nullptr);
+      unary(ctx, TESSEL_GELU_TANH, dtype, pre, c, count);
+      return;
+    }
+    matmulEpilogue(ctx, dtype, a, b, c, batch, m, n, k, transA, transB,
+                   bShared, beta, TESSEL_EPILOGUE_NONE, nullptr, nullptr);
+    if (epilogue == TESSEL_EPILOGUE_DGELU) {
+      unaryGrad(ctx, TESSEL_GELU_TANH, dtype, aux, c, c, count);
+    } else {
+      // op(B) is [k, n]; stored transposed it is [n, k], summed over k.
+      const int64_t shape[2] = {transB ? n : k, transB ? k : n};
+      reduce(ctx, TESSEL_REDUCE_SUM, dtype, b, aux, 2, shape,
+             transB ? 0b10 : 0b01);
+    }
+  }
   virtual void binary(tessel_ctx *ctx, int32_t op, int32_t dtype, const void *a,
                       const void *b, void *out, int64_t n) = 0;
   virtual void unary(tessel_ctx *ctx, int32_t op, int32_t dtype, const void *x,

@@ -76,7 +76,8 @@ void CpuBackend::matmul(tessel_ctx *ctx, int32_t dtype, const void *a,
                         const void *b, void *c, int64_t batch, int64_t m,
                         int64_t n, int64_t k, bool ta, bool tb, bool bs) {
   matmulEpilogue(ctx, dtype, a, b, c, batch, m, n, k, ta, tb, bs,
-                 /*beta=*/0.0, TESSEL_EPILOGUE_NONE, /*bias=*/nullptr);
+                 /*beta=*/0.0, TESSEL_EPILOGUE_NONE, /*bias=*/nullptr,
+                 /*aux=*/nullptr);
 }
 
 namespace {
@@ -95,11 +96,19 @@ template <class R> void addBias(R *c, const R *bias, int64_t rows, int64_t n) {
 // OpenBLAS adds each block of K's partial product to C in turn, so with
 // beta 1 and a K longer than its block the sum may round differently from
 // a product computed apart and added (within the f32 tolerance).
-void CpuBackend::matmulEpilogue(tessel_ctx *, int32_t dtype, const void *a,
+void CpuBackend::matmulEpilogue(tessel_ctx *ctx, int32_t dtype, const void *a,
                                 const void *b, void *c, int64_t batch,
                                 int64_t m, int64_t n, int64_t k, bool ta,
                                 bool tb, bool bs, double beta, int32_t epilogue,
-                                const void *bias) {
+                                const void *bias, void *aux) {
+  // The bias gradient has N elements even where C has none (M = 0).
+  if (epilogue == TESSEL_EPILOGUE_GELU_BIAS ||
+      epilogue == TESSEL_EPILOGUE_DGELU ||
+      epilogue == TESSEL_EPILOGUE_BGRADB) {
+    matmulEpilogueByParts(ctx, dtype, a, b, c, batch, m, n, k, ta, tb, bs, beta,
+                          epilogue, bias, aux);
+    return;
+  }
   int64_t outCount = batch * m * n;
   if (outCount == 0)
     return;

@@ -386,14 +386,32 @@ void CudaBackend::matmul(tessel_ctx *ctx, int32_t dtype, const void *a,
                          int64_t n, int64_t k, bool transA, bool transB,
                          bool bShared) {
   matmulEpilogue(ctx, dtype, a, b, c, batch, m, n, k, transA, transB, bShared,
-                 /*beta=*/0.0, TESSEL_EPILOGUE_NONE, /*bias=*/nullptr);
+                 /*beta=*/0.0, TESSEL_EPILOGUE_NONE, /*bias=*/nullptr,
+                 /*aux=*/nullptr);
 }
 
 void CudaBackend::matmulEpilogue(tessel_ctx *ctx, int32_t dtype, const void *a,
                                  const void *b, void *c, int64_t batch,
                                  int64_t m, int64_t n, int64_t k, bool transA,
                                  bool transB, bool bShared, double beta,
-                                 int32_t epilogue, const void *bias) {
+                                 int32_t epilogue, const void *bias,
+                                 void *aux) {
+  const bool gelu = epilogue == TESSEL_EPILOGUE_GELU_BIAS ||
+                    epilogue == TESSEL_EPILOGUE_DGELU;
+  const bool biasGrad = epilogue == TESSEL_EPILOGUE_BGRADB;
+  // cuBLASLt's aux epilogues take 16-bit and f32 GEMMs; the GELU's aux
+  // needs a leading dimension N that is a multiple of 8, 16-byte aligned.
+  // Elsewhere (and for an empty product's bias gradient) the GEMM and the
+  // other kernel run apart.
+  const bool misaligned =
+      aux && (reinterpret_cast<uintptr_t>(aux) % 16 != 0 ||
+              (gelu && n % 8 != 0));
+  if ((gelu || biasGrad) &&
+      (dtype == TESSEL_F64 || misaligned || (biasGrad && m == 0))) {
+    matmulEpilogueByParts(ctx, dtype, a, b, c, batch, m, n, k, transA, transB,
+                          bShared, beta, epilogue, bias, aux);
+    return;
+  }
   GemmArgs args;
   args.dtype = dtype;
   args.a = a;
@@ -407,9 +425,26 @@ void CudaBackend::matmulEpilogue(tessel_ctx *ctx, int32_t dtype, const void *a,
   args.transB = transB;
   args.bShared = bShared;
   args.beta = beta;
-  if (epilogue == TESSEL_EPILOGUE_BIAS) {
+  switch (epilogue) {
+  case TESSEL_EPILOGUE_BIAS:
     args.epilogue = GemmEpilogue::Bias;
     args.bias = bias;
+    break;
+  case TESSEL_EPILOGUE_GELU_BIAS:
+    args.epilogue = GemmEpilogue::GeluBias;
+    args.bias = bias;
+    args.aux = aux;
+    break;
+  case TESSEL_EPILOGUE_DGELU:
+    args.epilogue = GemmEpilogue::DGelu;
+    args.aux = aux;
+    break;
+  case TESSEL_EPILOGUE_BGRADB:
+    args.epilogue = GemmEpilogue::BGradB;
+    args.biasGrad = aux;
+    break;
+  default:
+    break;
   }
   gemm(*this, ctx, args);
 }

@@ -1,8 +1,10 @@
 //===- MatmulEpilogueTest.cpp - tessel_matmul_epilogue against loops ------===//
 //
 // C = op(A)·op(B) + beta·C (+ bias) checked against a double reference for
-// every float dtype, transpose, shared B, beta 0 and 1 and both epilogues;
-// and the front's refusals.
+// every float dtype, transpose, shared B, beta 0 and 1 and the bias
+// epilogue; the GELU and bias-gradient epilogues (tessel_matmul_epilogue_
+// aux) against the unfused ops bit for bit and against double loops; the
+// front's refusals.
 //
 //===----------------------------------------------------------------------===//
 
@@ -175,6 +177,241 @@ TEST_F(MatmulEpilogueTest, BadArgumentsSetErrors) {
   EXPECT_NE(tessel_error(ctx), nullptr);
   tessel_clear_error(ctx);
   EXPECT_EQ(c, 0.0f);
+}
+
+/// gelu_tanh and its derivative in double: the reference of the GELU
+/// epilogues.
+double geluTanh(double x) {
+  const double k = 0.79788456080286535588;
+  return 0.5 * x * (1 + std::tanh(k * (x + 0.044715 * x * x * x)));
+}
+double geluTanhGrad(double x) {
+  const double k = 0.79788456080286535588;
+  double t = std::tanh(k * (x + 0.044715 * x * x * x));
+  return 0.5 * (1 + t) +
+         0.5 * x * (1 - t * t) * k * (1 + 3 * 0.044715 * x * x);
+}
+
+// The GELU epilogues are the unfused ops' arithmetic on the CPU: the
+// biased product (kept in aux) then tessel_unary's GELU, and the product
+// then tessel_unary_grad's, bit for bit in every dtype, with and without
+// transposes and a shared B; GELU_BIAS without aux writes the same C.
+TEST_F(MatmulEpilogueTest, GeluEpiloguesEqualTheUnfusedOps) {
+  const Shape shapes[] = {{1, 7, 13, 5}, {3, 8, 16, 9}};
+  for (int32_t dtype : kFloatTypes)
+    for (const Shape &s : shapes)
+      for (int ta : {0, 1})
+        for (int tb : {0, 1})
+          for (int shared : {0, 1}) {
+            SCOPED_TRACE(describe(dtype, s, ta, tb, shared, 0, 1));
+            const int64_t count = s.batch * s.m * s.n;
+            auto a = encode(dtype, randomValues(dtype, size_t(s.batch * s.m * s.k),
+                                                -1, 1, 5));
+            auto b = encode(dtype,
+                            randomValues(dtype,
+                                         size_t((shared ? 1 : s.batch) * s.k * s.n),
+                                         -1, 1, 6));
+            auto bias = encode(dtype, randomValues(dtype, size_t(s.n), -1, 1, 7));
+            auto pre0 = encode(dtype, randomValues(dtype, size_t(count), -3, 3, 8));
+            const size_t bytes = pre0.size();
+            auto call = [&](auto fn, auto &&...args) {
+              fn(ctx, dtype, a.data(), b.data(), args...);
+              ASSERT_EQ(tessel_error(ctx), nullptr) << tessel_error(ctx);
+            };
+            // Forward: matmul_bias then gelu.
+            std::vector<uint8_t> pre(bytes), act(bytes), fused(bytes),
+                aux(bytes), noAux(bytes);
+            call(tessel_matmul_epilogue, pre.data(), s.batch, s.m, s.n, s.k, ta,
+                 tb, shared, 0.0, TESSEL_EPILOGUE_BIAS, bias.data());
+            tessel_unary(ctx, TESSEL_GELU_TANH, dtype, pre.data(), act.data(),
+                         count);
+            call(tessel_matmul_epilogue_aux, fused.data(), s.batch, s.m, s.n,
+                 s.k, ta, tb, shared, 0.0, TESSEL_EPILOGUE_GELU_BIAS,
+                 bias.data(), aux.data());
+            call(tessel_matmul_epilogue_aux, noAux.data(), s.batch, s.m, s.n,
+                 s.k, ta, tb, shared, 0.0, TESSEL_EPILOGUE_GELU_BIAS,
+                 bias.data(), static_cast<void *>(nullptr));
+            EXPECT_EQ(aux, pre);
+            EXPECT_EQ(fused, act);
+            EXPECT_EQ(noAux, act);
+            // Backward: matmul then gelu_grad at the forward's input.
+            std::vector<uint8_t> product(bytes), grad(bytes), fusedGrad(bytes);
+            call(tessel_matmul, product.data(), s.batch, s.m, s.n, s.k, ta, tb,
+                 shared);
+            tessel_unary_grad(ctx, TESSEL_GELU_TANH, dtype, pre0.data(),
+                              product.data(), grad.data(), count);
+            call(tessel_matmul_epilogue_aux, fusedGrad.data(), s.batch, s.m,
+                 s.n, s.k, ta, tb, shared, 0.0, TESSEL_EPILOGUE_DGELU,
+                 static_cast<const void *>(nullptr), pre0.data());
+            EXPECT_EQ(fusedGrad, grad);
+          }
+}
+
+// Against double loops: f64 to 1e-12 of the magnitudes, f32 to its rounding
+// (the fast tanh and exp of the f32 kernels are within a few ulps).
+TEST_F(MatmulEpilogueTest, GeluEpiloguesMatchDoubleLoops) {
+  const int64_t m = 9, n = 24, k = 31;
+  for (int32_t dtype : {TESSEL_F64, TESSEL_F32}) {
+    SCOPED_TRACE(dtypeName(dtype));
+    auto a = randomValues(dtype, size_t(m * k), -1, 1, 11);
+    auto b = randomValues(dtype, size_t(k * n), -1, 1, 12);
+    auto bias = randomValues(dtype, size_t(n), -1, 1, 13);
+    auto pre = randomValues(dtype, size_t(m * n), -4, 4, 14);
+    auto ab = encode(dtype, a), bb = encode(dtype, b);
+    auto biasBytes = encode(dtype, bias), preBytes = encode(dtype, pre);
+    std::vector<uint8_t> c(preBytes.size()), aux(preBytes.size()),
+        dc(preBytes.size());
+    tessel_matmul_epilogue_aux(ctx, dtype, ab.data(), bb.data(), c.data(), 1, m,
+                               n, k, 0, 0, 0, 0.0, TESSEL_EPILOGUE_GELU_BIAS,
+                               biasBytes.data(), aux.data());
+    tessel_matmul_epilogue_aux(ctx, dtype, ab.data(), bb.data(), dc.data(), 1,
+                               m, n, k, 0, 0, 0, 0.0, TESSEL_EPILOGUE_DGELU,
+                               nullptr, preBytes.data());
+    ASSERT_EQ(tessel_error(ctx), nullptr) << tessel_error(ctx);
+    auto got = decode(dtype, c), gotAux = decode(dtype, aux),
+         gotGrad = decode(dtype, dc);
+    const double tol = dtype == TESSEL_F64 ? 1e-12 : 4e-6;
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double product = 0, magnitude = 0;
+        for (int64_t l = 0; l < k; ++l) {
+          product += a[size_t(i * k + l)] * b[size_t(l * n + j)];
+          magnitude += std::fabs(a[size_t(i * k + l)] * b[size_t(l * n + j)]);
+        }
+        size_t at = size_t(i * n + j);
+        double x = product + bias[size_t(j)];
+        double scale = magnitude + std::fabs(bias[size_t(j)]) + 1;
+        EXPECT_NEAR(gotAux[at], x, tol * scale) << at;
+        EXPECT_NEAR(got[at], geluTanh(x), 1.2 * tol * scale) << at;
+        EXPECT_NEAR(gotGrad[at], product * geluTanhGrad(pre[at]),
+                    1.2 * tol * (magnitude + 1)) << at;
+      }
+  }
+}
+
+// The GELU epilogues' refusals: beta 1, DGELU without its input, aux with
+// an epilogue that has none, aux overlapping C.
+TEST_F(MatmulEpilogueTest, GeluEpilogueMisuseSetsErrors) {
+  std::vector<float> a(4, 1), b(4, 1), c(4, 0), bias(2, 1), aux(4, 0);
+  struct Case {
+    double beta;
+    int32_t epilogue;
+    const float *bias;
+    float *aux;
+    const char *message;
+  } cases[] = {
+      {1.0, TESSEL_EPILOGUE_GELU_BIAS, bias.data(), aux.data(),
+       "tessel_matmul_epilogue_aux: the GELU epilogues take beta 0, got 1"},
+      {0.0, TESSEL_EPILOGUE_DGELU, nullptr, nullptr,
+       "tessel_matmul_epilogue_aux: null aux (the GELU's input) with the "
+       "DGELU epilogue"},
+      {0.0, TESSEL_EPILOGUE_GELU_BIAS, nullptr, aux.data(),
+       "tessel_matmul_epilogue_aux: null bias"},
+      {0.0, TESSEL_EPILOGUE_BIAS, bias.data(), aux.data(),
+       "tessel_matmul_epilogue_aux: aux with an epilogue that neither writes "
+       "nor reads it"},
+      {0.0, TESSEL_EPILOGUE_DGELU, nullptr, c.data() + 1,
+       "tessel_matmul_epilogue_aux: aux overlaps the output"},
+      {0.0, 5, nullptr, nullptr,
+       "tessel_matmul_epilogue_aux: unknown epilogue 5"},
+  };
+  for (const Case &t : cases) {
+    tessel_matmul_epilogue_aux(ctx, TESSEL_F32, a.data(), b.data(), c.data(),
+                               1, 2, 2, 2, 0, 0, 0, t.beta, t.epilogue, t.bias,
+                               t.aux);
+    ASSERT_NE(tessel_error(ctx), nullptr) << t.message;
+    EXPECT_STREQ(tessel_error(ctx), t.message);
+    tessel_clear_error(ctx);
+  }
+  // tessel_matmul_epilogue has no aux: its DGELU cannot run.
+  tessel_matmul_epilogue(ctx, TESSEL_F32, a.data(), b.data(), c.data(), 1, 2, 2,
+                         2, 0, 0, 0, 0.0, TESSEL_EPILOGUE_DGELU, nullptr);
+  EXPECT_STREQ(tessel_error(ctx),
+               "tessel_matmul_epilogue: null aux (the GELU's input) with the "
+               "DGELU epilogue");
+  tessel_clear_error(ctx);
+  EXPECT_EQ(c, std::vector<float>(4, 0.0f));
+}
+
+// The bias-gradient epilogue is the GEMM (beta 0 or 1) and tessel_reduce's
+// sum of op(B)'s rows, bit for bit in every dtype, B stored either way; the
+// bias gradient is overwritten with beta 1 too.
+TEST_F(MatmulEpilogueTest, BiasGradEpilogueEqualsTheUnfusedOps) {
+  const int64_t m = 12, n = 20, k = 33;
+  for (int32_t dtype : kFloatTypes)
+    for (int ta : {0, 1})
+      for (int tb : {0, 1})
+        for (int beta : {0, 1}) {
+          SCOPED_TRACE(describe(dtype, Shape{1, m, n, k}, ta, tb, 0, beta, 0));
+          auto a = encode(dtype, randomValues(dtype, size_t(m * k), -1, 1, 21));
+          auto b = encode(dtype, randomValues(dtype, size_t(k * n), -1, 1, 22));
+          auto c0 = encode(dtype, randomValues(dtype, size_t(m * n), -1, 1, 23));
+          auto stale = encode(dtype, randomValues(dtype, size_t(n), -9, 9, 24));
+          std::vector<uint8_t> unfused = c0, fused = c0, sums(stale.size()),
+                               grad = stale;
+          tessel_matmul_epilogue(ctx, dtype, a.data(), b.data(), unfused.data(),
+                                 1, m, n, k, ta, tb, 0, double(beta),
+                                 TESSEL_EPILOGUE_NONE, nullptr);
+          const int64_t shape[2] = {tb ? n : k, tb ? k : n};
+          tessel_reduce(ctx, TESSEL_REDUCE_SUM, dtype, b.data(), sums.data(), 2,
+                        shape, tb ? 0b10 : 0b01);
+          tessel_matmul_epilogue_aux(ctx, dtype, a.data(), b.data(),
+                                     fused.data(), 1, m, n, k, ta, tb, 0,
+                                     double(beta), TESSEL_EPILOGUE_BGRADB,
+                                     nullptr, grad.data());
+          ASSERT_EQ(tessel_error(ctx), nullptr) << tessel_error(ctx);
+          EXPECT_EQ(fused, unfused);
+          EXPECT_EQ(grad, sums);
+        }
+  // Against double loops in f64: dW = Xᵀ·dY, db = Σ rows of dY.
+  auto x = randomValues(TESSEL_F64, size_t(k * m), -1, 1, 25);
+  auto dy = randomValues(TESSEL_F64, size_t(k * n), -1, 1, 26);
+  std::vector<double> dw(static_cast<size_t>(m * n)),
+      db(static_cast<size_t>(n));
+  tessel_matmul_epilogue_aux(ctx, TESSEL_F64, x.data(), dy.data(), dw.data(), 1,
+                             m, n, k, 1, 0, 0, 0.0, TESSEL_EPILOGUE_BGRADB,
+                             nullptr, db.data());
+  ASSERT_EQ(tessel_error(ctx), nullptr);
+  for (int64_t j = 0; j < n; ++j) {
+    double want = 0;
+    for (int64_t r = 0; r < k; ++r)
+      want += dy[size_t(r * n + j)];
+    EXPECT_NEAR(db[size_t(j)], want, 1e-13) << j;
+    for (int64_t i = 0; i < m; ++i) {
+      double w = 0;
+      for (int64_t r = 0; r < k; ++r)
+        w += x[size_t(r * m + i)] * dy[size_t(r * n + j)];
+      EXPECT_NEAR(dw[size_t(i * n + j)], w, 1e-13) << i << "," << j;
+    }
+  }
+}
+
+// The bias-gradient epilogue's refusals: no aux, a batch, aux over C.
+TEST_F(MatmulEpilogueTest, BiasGradEpilogueMisuseSetsErrors) {
+  std::vector<float> a(8, 1), b(8, 1), c(8, 0), grad(2, 0);
+  struct Case {
+    int64_t batch, k;
+    float *aux;
+    const char *message;
+  } cases[] = {
+      {1, 2, nullptr,
+       "tessel_matmul_epilogue_aux: null aux (the bias gradient) with the "
+       "BGRADB epilogue"},
+      {2, 1, grad.data(),
+       "tessel_matmul_epilogue_aux: the BGRADB epilogue on a batch of 2 (one "
+       "GEMM only)"},
+      {1, 2, c.data() + 3,
+       "tessel_matmul_epilogue_aux: aux overlaps the output"},
+  };
+  for (const Case &t : cases) {
+    tessel_matmul_epilogue_aux(ctx, TESSEL_F32, a.data(), b.data(), c.data(),
+                               t.batch, 2, 2, t.k, 0, 0, 0, 0.0,
+                               TESSEL_EPILOGUE_BGRADB, nullptr, t.aux);
+    EXPECT_STREQ(tessel_error(ctx), t.message);
+    tessel_clear_error(ctx);
+  }
+  EXPECT_EQ(c, std::vector<float>(8, 0.0f));
+  EXPECT_EQ(grad, std::vector<float>(2, 0.0f));
 }
 
 } // namespace

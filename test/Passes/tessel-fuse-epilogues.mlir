@@ -107,3 +107,72 @@ func.func @not_a_bias(%x: tensor<16x8xf32>, %w: tensor<8x16xf32>, %c: tensor<16x
   %d = nn.add %h3, %h4 : tensor<16x16xf32>
   return %a, %b, %d : tensor<16x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>
 }
+
+// -----
+
+// Tests that a linear layer followed by a tanh GELU becomes one GEMM with
+// the GELU epilogue whose pre-activation the GELU's gradient reads, and
+// that the backward's matmul into that gradient takes the DGELU epilogue.
+// CHECK-LABEL: func.func @linear_gelu
+// CHECK-NEXT: %[[Y:.*]], %[[PRE:.*]] = nn.matmul_bias_gelu %arg0, %arg1, %arg2 : (tensor<8x64x128xf32>, tensor<128x512xf32>, tensor<512xf32>) -> (tensor<8x64x512xf32>, tensor<8x64x512xf32>)
+// CHECK-NEXT: %[[D:.*]] = nn.matmul_gelu_grad %arg3, %arg4, %[[PRE]] transpose_rhs : (tensor<8x64x128xf32>, tensor<512x128xf32>, tensor<8x64x512xf32>) -> tensor<8x64x512xf32>
+// CHECK-NEXT: return %[[Y]], %[[D]]
+func.func @linear_gelu(%x: tensor<8x64x128xf32>, %w: tensor<128x512xf32>, %b: tensor<512xf32>, %dy: tensor<8x64x128xf32>, %wp: tensor<512x128xf32>) -> (tensor<8x64x512xf32>, tensor<8x64x512xf32>) {
+  %h = nn.matmul %x, %w : (tensor<8x64x128xf32>, tensor<128x512xf32>) -> tensor<8x64x512xf32>
+  %bb = nn.broadcast %b dims = [2] : tensor<512xf32> -> tensor<8x64x512xf32>
+  %pre = nn.add %h, %bb : tensor<8x64x512xf32>
+  %y = nn.gelu %pre approximate : tensor<8x64x512xf32>
+  %dh = nn.matmul %dy, %wp transpose_rhs : (tensor<8x64x128xf32>, tensor<512x128xf32>) -> tensor<8x64x512xf32>
+  %dpre = nn.gelu_grad %pre, %dh approximate : tensor<8x64x512xf32>
+  return %y, %dpre : tensor<8x64x512xf32>, tensor<8x64x512xf32>
+}
+
+// -----
+
+// Tests that an exact (erf) GELU, which no GEMM library fuses, keeps its
+// own kernels forward and backward; the bias still fuses.
+// CHECK-LABEL: func.func @exact_gelu
+// CHECK: nn.matmul_bias
+// CHECK-NEXT: nn.gelu
+// CHECK-NEXT: nn.matmul %arg3, %arg4
+// CHECK-NEXT: nn.gelu_grad
+// CHECK-NOT: gelu_grad
+func.func @exact_gelu(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>, %b: tensor<16xf32>, %dy: tensor<4x8xf32>, %wp: tensor<8x16xf32>) -> (tensor<4x16xf32>, tensor<4x16xf32>) {
+  %h = nn.matmul %x, %w : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
+  %bb = nn.broadcast %b dims = [1] : tensor<16xf32> -> tensor<4x16xf32>
+  %pre = nn.add %h, %bb : tensor<4x16xf32>
+  %y = nn.gelu %pre : tensor<4x16xf32>
+  %dh = nn.matmul %dy, %wp : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
+  %dpre = nn.gelu_grad %pre, %dh : tensor<4x16xf32>
+  return %y, %dpre : tensor<4x16xf32>, tensor<4x16xf32>
+}
+
+// -----
+
+// Tests what must not fuse: a GELU of a product without a bias, and a
+// GELU's gradient whose product is read elsewhere too (it must exist).
+// CHECK-LABEL: func.func @gelu_not_fused
+// CHECK-NOT: matmul_bias_gelu
+// CHECK-NOT: matmul_gelu_grad
+// CHECK: return
+func.func @gelu_not_fused(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>) -> (tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x16xf32>) {
+  %h = nn.matmul %x, %w : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
+  %y = nn.gelu %h approximate : tensor<4x16xf32>
+  %h2 = nn.matmul %x, %w : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
+  %d = nn.gelu_grad %y, %h2 approximate : tensor<4x16xf32>
+  return %y, %d, %h2 : tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x16xf32>
+}
+
+// -----
+
+// Tests that a bias gradient's sum stays apart from its weight gradient's
+// GEMM unless bias-grads asks for it (tessel-fuse-epilogues-bias-grads.mlir).
+// CHECK-LABEL: func.func @bias_grad_off_by_default
+// CHECK: nn.reduce_sum
+// CHECK: nn.matmul %arg0, %arg1 transpose_lhs
+// CHECK-NOT: matmul_bias_grad
+func.func @bias_grad_off_by_default(%x: tensor<32x784xf32>, %dy: tensor<32x16xf32>) -> (tensor<784x16xf32>, tensor<16xf32>) {
+  %db = nn.reduce_sum %dy dims = [0] : tensor<32x16xf32> -> tensor<16xf32>
+  %dw = nn.matmul %x, %dy transpose_lhs : (tensor<32x784xf32>, tensor<32x16xf32>) -> tensor<784x16xf32>
+  return %dw, %db : tensor<784x16xf32>, tensor<16xf32>
+}

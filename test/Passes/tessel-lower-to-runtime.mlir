@@ -92,6 +92,39 @@ func.func @matmul_bias(%a: tensor<2x3x4xf32>, %w: tensor<4x5xf32>, %bias: tensor
 
 // -----
 
+// Tests that a matmul_bias_gelu calls tessel_matmul_epilogue_aux with the
+// GELU_BIAS epilogue (2), the bias and its pre-activation result as aux,
+// and that matmul_gelu_grad passes the DGELU epilogue (3), no bias and the
+// GELU's input as aux.
+// CHECK-LABEL: llvm.func @tessel_fn_matmul_gelu
+// CHECK-SAME: %[[CTX:[^:]*]]: !llvm.ptr, %{{[^:]*}}: !llvm.ptr, %[[A:[^:]*]]: !llvm.ptr, %[[W:[^:]*]]: !llvm.ptr, %[[BIAS:[^:]*]]: !llvm.ptr, %[[DY:[^:]*]]: !llvm.ptr
+// CHECK: %[[GELU:.*]] = llvm.mlir.constant(2 : i32) : i32
+// CHECK: llvm.call @tessel_matmul_epilogue_aux(%[[CTX]], %{{.*}}, %[[A]], %[[W]], %{{.*}}, {{.*}}, %[[GELU]], %[[BIAS]], %[[PRE:[^)]+]])
+// CHECK: %[[DGELU:.*]] = llvm.mlir.constant(3 : i32) : i32
+// CHECK: %[[NULL:.*]] = llvm.mlir.zero : !llvm.ptr
+// CHECK: llvm.call @tessel_matmul_epilogue_aux(%[[CTX]], %{{.*}}, %[[DY]], %[[W]], %{{.*}}, {{.*}}, %[[DGELU]], %[[NULL]], %[[PRE]])
+func.func @matmul_gelu(%a: tensor<2x3x4xf32>, %w: tensor<4x8xf32>, %bias: tensor<8xf32>, %dy: tensor<2x3x4xf32>) -> (tensor<2x3x8xf32>, tensor<2x3x8xf32>) {
+  %y, %pre = nn.matmul_bias_gelu %a, %w, %bias : (tensor<2x3x4xf32>, tensor<4x8xf32>, tensor<8xf32>) -> (tensor<2x3x8xf32>, tensor<2x3x8xf32>)
+  %d = nn.matmul_gelu_grad %dy, %w, %pre : (tensor<2x3x4xf32>, tensor<4x8xf32>, tensor<2x3x8xf32>) -> tensor<2x3x8xf32>
+  return %y, %d : tensor<2x3x8xf32>, tensor<2x3x8xf32>
+}
+
+// -----
+
+// Tests that a matmul_bias_grad calls tessel_matmul_epilogue_aux with beta
+// 0, the BGRADB epilogue (4), no bias and its bias-gradient result as aux.
+// CHECK-LABEL: llvm.func @tessel_fn_matmul_bias_grad
+// CHECK-SAME: %[[CTX:[^:]*]]: !llvm.ptr, %{{[^:]*}}: !llvm.ptr, %[[X:[^:]*]]: !llvm.ptr, %[[DY:[^:]*]]: !llvm.ptr, %[[DW:[^:]*]]: !llvm.ptr, %[[DB:[^:]*]]: !llvm.ptr
+// CHECK: %[[BGRADB:.*]] = llvm.mlir.constant(4 : i32) : i32
+// CHECK-NEXT: %[[NULL:.*]] = llvm.mlir.zero : !llvm.ptr
+// CHECK-NEXT: llvm.call @tessel_matmul_epilogue_aux(%[[CTX]], %{{.*}}, %[[X]], %[[DY]], %[[DW]], {{.*}}, %[[BGRADB]], %[[NULL]], %[[DB]])
+func.func @matmul_bias_grad(%x: tensor<6x4xf32>, %dy: tensor<6x5xf32>) -> (tensor<4x5xf32>, tensor<5xf32>) {
+  %dw, %db = nn.matmul_bias_grad %x, %dy transpose_lhs : (tensor<6x4xf32>, tensor<6x5xf32>) -> (tensor<4x5xf32>, tensor<5xf32>)
+  return %dw, %db : tensor<4x5xf32>, tensor<5xf32>
+}
+
+// -----
+
 // Tests that nn.repeat becomes a loop over the layers that calls the layer's
 // function on a parameter slice (l * 16 bytes) and alternates buffers.
 // CHECK-LABEL: llvm.func @tessel_fn_layer

@@ -20,6 +20,13 @@
 // RUN: tessel-run %t.pp.so --steps 4 --quiet --save %t.pp.safetensors
 // RUN: tessel-run %t.pp-unfused.so --steps 4 --quiet --save %t.pp-unfused.safetensors
 // RUN: python3 %S/Inputs/compare_safetensors.py %t.pp.safetensors %t.pp-unfused.safetensors 1e-5 | FileCheck %s --check-prefix=CLOSE
+// RUN: tessel-compile %examples/gpt.mlir --mesh dp=2 --zero 3 --fuse-bias-grads --emit=mlir -o %t.z3.mlir
+// RUN: FileCheck %s --check-prefix=BGRAD-IR --input-file %t.z3.mlir
+// RUN: tessel-compile %examples/gpt.mlir --mesh dp=2 --zero 3 --fuse-bias-grads -o %t.z3.so
+// RUN: tessel-compile %examples/gpt.mlir --mesh dp=2 --zero 3 --no-fuse-epilogues -o %t.z3-unfused.so
+// RUN: tessel-run %t.z3.so --steps 3 --quiet --save %t.z3.safetensors
+// RUN: tessel-run %t.z3-unfused.so --steps 3 --quiet --save %t.z3-unfused.safetensors
+// RUN: python3 %S/Inputs/compare_safetensors.py %t.z3.safetensors %t.z3-unfused.safetensors | FileCheck %s --check-prefix=SAME
 
 // Tests that tessel-fuse-epilogues (on by default) folds mlp's weight
 // gradients into accumulating GEMMs and its linear layers' bias adds into
@@ -46,5 +53,12 @@
 // FUSED-IR-NOT: llvm.call @tessel_matmul
 // FUSED-IR-LABEL: llvm.func @tessel_fn_loss_update(
 // UNFUSED-IR-NOT: llvm.call @tessel_matmul_epilogue
+// gpt's MLP fuses its tanh GELU (epilogue 2) and its gradient (3); with
+// --fuse-bias-grads the layer's weight gradients also sum their bias
+// gradients (4). Trained with ZeRO-3, the same parameters bit for bit.
+// BGRAD-IR-DAG: llvm.mlir.constant(2 : i32)
+// BGRAD-IR-DAG: llvm.mlir.constant(3 : i32)
+// BGRAD-IR-DAG: llvm.mlir.constant(4 : i32)
+// BGRAD-IR: llvm.call @tessel_matmul_epilogue_aux
 // SAME: identical
 // CLOSE: 60 tensors, largest difference {{.*}}, {{identical|within 1e-5}}

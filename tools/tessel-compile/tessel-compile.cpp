@@ -130,6 +130,12 @@ cl::opt<bool> noFuseEpilogues(
     cl::desc("Keep a matmul and the accumulate or bias add after it apart "
              "(tessel-fuse-epilogues folds them into one GEMM by default)"),
     cl::cat(trainCategory));
+cl::opt<bool> fuseBiasGrads(
+    "fuse-bias-grads",
+    cl::desc("Also fold a bias gradient's sum into its weight gradient's "
+             "GEMM (one kernel fewer per linear layer; may shrink the "
+             "overlap of communication)"),
+    cl::cat(trainCategory));
 
 // Parallelism: the device mesh and how the step is split over it
 // (docs/parallelism.md).
@@ -342,6 +348,7 @@ void setPipelineOptions(tessel::CompilePipelineOptions &options) {
   options.reshardAfterForward = !noReshardAfterForward;
   options.overlap = overlapCollectives;
   options.fuseEpilogues = !noFuseEpilogues;
+  options.fuseBiasGrads = fuseBiasGrads;
   if (stageLayers.getNumOccurrences() > 0)
     options.stageLayers = stageLayers;
   if (microbatches.getNumOccurrences() > 0)

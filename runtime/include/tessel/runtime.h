@@ -43,8 +43,14 @@ extern "C" {
  * (beta 1) and adds a bias, which tessel-fuse-epilogues uses in place of a
  * matmul and the add after it; TESSEL_COMM_TCP (one process per rank,
  * joined by a TCP rendezvous, as under torchrun) and the options'
- * rendezvous_host/port/key. Descriptions 1 to 5 still load. */
-#define TESSEL_ABI_VERSION 6
+ * rendezvous_host/port/key. Descriptions 1 to 5 still load.
+ * 7: tessel_matmul_epilogue_aux, the GELU epilogues (a linear layer's
+ * bias and tanh GELU in its GEMM, keeping the pre-activation; the GELU's
+ * gradient applied to the GEMM that computes its input gradient) and the
+ * bias-gradient epilogue (a weight gradient's GEMM also sums its bias
+ * gradient).
+ * Descriptions 1 to 6 still load. */
+#define TESSEL_ABI_VERSION 7
 
 typedef enum tessel_dtype {
   TESSEL_F32 = 0,
@@ -440,6 +446,17 @@ void tessel_matmul(tessel_ctx *ctx, int32_t dtype, const void *a,
 typedef enum tessel_matmul_epilogue_kind {
   TESSEL_EPILOGUE_NONE = 0,
   TESSEL_EPILOGUE_BIAS = 1, /* + bias[j] on every row of C */
+  /* C = gelu_tanh(product + bias[j]); the pre-GELU values into aux when
+   * aux is not null (ABI 7). */
+  TESSEL_EPILOGUE_GELU_BIAS = 2,
+  /* C = product ⊙ gelu_tanh'(aux), aux the forward's pre-GELU values: the
+   * gradient through the GELU (ABI 7). */
+  TESSEL_EPILOGUE_DGELU = 3,
+  /* C = product (+ beta·C) and aux[j] = Σ_k op(B)[k, j], the column sums of
+   * op(B), N elements overwritten even with beta 1: a linear layer's bias
+   * gradient beside its weight gradient dW = Xᵀ·dY (B = dY). One GEMM:
+   * batch 1 (ABI 7). */
+  TESSEL_EPILOGUE_BGRADB = 4,
 } tessel_matmul_epilogue_kind;
 
 /* tessel_matmul with what a GEMM library fuses into the product (ABI 6):
@@ -454,6 +471,24 @@ void tessel_matmul_epilogue(tessel_ctx *ctx, int32_t dtype, const void *a,
                             int64_t n, int64_t k, int32_t trans_a,
                             int32_t trans_b, int32_t b_shared, double beta,
                             int32_t epilogue, const void *bias);
+
+/* tessel_matmul_epilogue with the epilogues that write or read a second
+ * tensor of dtype, `aux` (ABI 7): TESSEL_EPILOGUE_GELU_BIAS (aux, [batch,
+ * M, N], optional, receives product + bias), TESSEL_EPILOGUE_DGELU (aux,
+ * [batch, M, N], required, is read) and TESSEL_EPILOGUE_BGRADB (aux, [N],
+ * required, receives op(B)'s column sums). The GELU epilogues take beta 0
+ * only; aux may not overlap C. The result equals the unfused ops:
+ * tessel_matmul_epilogue with the bias then tessel_unary TESSEL_GELU_TANH;
+ * tessel_matmul then tessel_unary_grad TESSEL_GELU_TANH with x = aux;
+ * tessel_matmul_epilogue then tessel_reduce TESSEL_REDUCE_SUM of op(B) over
+ * its rows (a GPU's fused epilogue rounds and sums in its own order, within
+ * the GPU tests' bounds). */
+void tessel_matmul_epilogue_aux(tessel_ctx *ctx, int32_t dtype, const void *a,
+                                const void *b, void *c, int64_t batch,
+                                int64_t m, int64_t n, int64_t k,
+                                int32_t trans_a, int32_t trans_b,
+                                int32_t b_shared, double beta, int32_t epilogue,
+                                const void *bias, void *aux);
 
 typedef enum tessel_binary_op {
   TESSEL_ADD = 0,

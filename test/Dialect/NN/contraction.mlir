@@ -165,3 +165,30 @@ func.func @matmul_bias_transpose_rhs(%x: tensor<4x8xf64>, %w: tensor<16x8xf64>, 
   %0 = nn.matmul_bias %x, %w, %b transpose_rhs : (tensor<4x8xf64>, tensor<16x8xf64>, tensor<16xf64>) -> tensor<4x16xf64>
   return %0 : tensor<4x16xf64>
 }
+
+// Tests that matmul_bias_gelu returns the GELU's output and its input (the
+// biased product), both of the product's type.
+// CHECK-LABEL: func.func @matmul_bias_gelu
+// CHECK: %{{.*}}, %{{.*}} = nn.matmul_bias_gelu %{{.*}}, %{{.*}}, %{{.*}} : (tensor<8x64x128xbf16>, tensor<128x512xbf16>, tensor<512xbf16>) -> (tensor<8x64x512xbf16>, tensor<8x64x512xbf16>)
+func.func @matmul_bias_gelu(%x: tensor<8x64x128xbf16>, %w: tensor<128x512xbf16>, %b: tensor<512xbf16>) -> (tensor<8x64x512xbf16>, tensor<8x64x512xbf16>) {
+  %y, %pre = nn.matmul_bias_gelu %x, %w, %b : (tensor<8x64x128xbf16>, tensor<128x512xbf16>, tensor<512xbf16>) -> (tensor<8x64x512xbf16>, tensor<8x64x512xbf16>)
+  return %y, %pre : tensor<8x64x512xbf16>, tensor<8x64x512xbf16>
+}
+
+// Tests that matmul_gelu_grad takes the GELU's input of the product's type
+// and transposes as matmul.
+// CHECK-LABEL: func.func @matmul_gelu_grad
+// CHECK: nn.matmul_gelu_grad %{{.*}}, %{{.*}}, %{{.*}} transpose_rhs : (tensor<4x8xf32>, tensor<16x8xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
+func.func @matmul_gelu_grad(%dy: tensor<4x8xf32>, %w: tensor<16x8xf32>, %pre: tensor<4x16xf32>) -> tensor<4x16xf32> {
+  %0 = nn.matmul_gelu_grad %dy, %w, %pre transpose_rhs : (tensor<4x8xf32>, tensor<16x8xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
+}
+
+// Tests that matmul_bias_grad returns the product and the column sums of
+// its rhs, a vector of the product's last dimension.
+// CHECK-LABEL: func.func @matmul_bias_grad
+// CHECK: %{{.*}}, %{{.*}} = nn.matmul_bias_grad %{{.*}}, %{{.*}} transpose_lhs : (tensor<512x128xbf16>, tensor<512x256xbf16>) -> (tensor<128x256xbf16>, tensor<256xbf16>)
+func.func @matmul_bias_grad(%x: tensor<512x128xbf16>, %dy: tensor<512x256xbf16>) -> (tensor<128x256xbf16>, tensor<256xbf16>) {
+  %dw, %db = nn.matmul_bias_grad %x, %dy transpose_lhs : (tensor<512x128xbf16>, tensor<512x256xbf16>) -> (tensor<128x256xbf16>, tensor<256xbf16>)
+  return %dw, %db : tensor<128x256xbf16>, tensor<256xbf16>
+}

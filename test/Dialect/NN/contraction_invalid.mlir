@@ -339,3 +339,64 @@ func.func @matmul_bias_type(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>, %bias: te
   %0 = nn.matmul_bias %a, %b, %bias : (tensor<4x8xf32>, tensor<8x16xf32>, tensor<16xf64>) -> tensor<4x16xf32>
   return %0 : tensor<4x16xf32>
 }
+
+// -----
+
+// Tests that matmul_bias_gelu checks its bias as matmul_bias does.
+func.func @matmul_bias_gelu_bias(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>, %bias: tensor<8xf32>) -> (tensor<4x16xf32>, tensor<4x16xf32>) {
+  // expected-error @+2 {{bias must be 'tensor<16xf32>' (the product's last dimension), got 'tensor<8xf32>'}}
+  // expected-error @+1 {{'nn.matmul_bias_gelu' op failed to infer returned types}}
+  %y, %pre = nn.matmul_bias_gelu %a, %b, %bias : (tensor<4x8xf32>, tensor<8x16xf32>, tensor<8xf32>) -> (tensor<4x16xf32>, tensor<4x16xf32>)
+  return %y, %pre : tensor<4x16xf32>, tensor<4x16xf32>
+}
+
+// -----
+
+// Tests that matmul_bias_gelu checks its factors as matmul does.
+func.func @matmul_bias_gelu_k(%a: tensor<4x8xf32>, %b: tensor<9x16xf32>, %bias: tensor<16xf32>) -> (tensor<4x16xf32>, tensor<4x16xf32>) {
+  // expected-error @+2 {{contracting dimensions differ: lhs has K = 8, rhs has K = 9}}
+  // expected-error @+1 {{'nn.matmul_bias_gelu' op failed to infer returned types}}
+  %y, %pre = nn.matmul_bias_gelu %a, %b, %bias : (tensor<4x8xf32>, tensor<9x16xf32>, tensor<16xf32>) -> (tensor<4x16xf32>, tensor<4x16xf32>)
+  return %y, %pre : tensor<4x16xf32>, tensor<4x16xf32>
+}
+
+// -----
+
+// Tests that matmul_gelu_grad rejects a GELU input of another shape than
+// the product.
+func.func @matmul_gelu_grad_pre(%dy: tensor<4x8xf32>, %w: tensor<8x16xf32>, %pre: tensor<16x4xf32>) -> tensor<4x16xf32> {
+  // expected-error @+2 {{pre must have the product's type 'tensor<4x16xf32>', got 'tensor<16x4xf32>'}}
+  // expected-error @+1 {{'nn.matmul_gelu_grad' op failed to infer returned types}}
+  %0 = nn.matmul_gelu_grad %dy, %w, %pre : (tensor<4x8xf32>, tensor<8x16xf32>, tensor<16x4xf32>) -> tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
+}
+
+// -----
+
+// Tests that matmul_gelu_grad's GELU input has the product's element type.
+func.func @matmul_gelu_grad_dtype(%dy: tensor<4x8xbf16>, %w: tensor<8x16xbf16>, %pre: tensor<4x16xf32>) -> tensor<4x16xbf16> {
+  // expected-error @+2 {{pre must have the product's type 'tensor<4x16xbf16>', got 'tensor<4x16xf32>'}}
+  // expected-error @+1 {{'nn.matmul_gelu_grad' op failed to infer returned types}}
+  %0 = nn.matmul_gelu_grad %dy, %w, %pre : (tensor<4x8xbf16>, tensor<8x16xbf16>, tensor<4x16xf32>) -> tensor<4x16xbf16>
+  return %0 : tensor<4x16xbf16>
+}
+
+// -----
+
+// Tests that matmul_bias_grad is one GEMM: batched operands are refused.
+func.func @matmul_bias_grad_batched(%x: tensor<2x4x8xf32>, %dy: tensor<2x4x16xf32>) -> (tensor<2x8x16xf32>, tensor<16xf32>) {
+  // expected-error @+2 {{operands must be matrices (one GEMM), got 'tensor<2x4x8xf32>' and 'tensor<2x4x16xf32>'}}
+  // expected-error @+1 {{'nn.matmul_bias_grad' op failed to infer returned types}}
+  %dw, %db = nn.matmul_bias_grad %x, %dy transpose_lhs : (tensor<2x4x8xf32>, tensor<2x4x16xf32>) -> (tensor<2x8x16xf32>, tensor<16xf32>)
+  return %dw, %db : tensor<2x8x16xf32>, tensor<16xf32>
+}
+
+// -----
+
+// Tests that matmul_bias_grad checks its factors as matmul does.
+func.func @matmul_bias_grad_k(%x: tensor<4x8xf32>, %dy: tensor<5x16xf32>) -> (tensor<8x16xf32>, tensor<16xf32>) {
+  // expected-error @+2 {{contracting dimensions differ: lhs has K = 4, rhs has K = 5}}
+  // expected-error @+1 {{'nn.matmul_bias_grad' op failed to infer returned types}}
+  %dw, %db = nn.matmul_bias_grad %x, %dy transpose_lhs : (tensor<4x8xf32>, tensor<5x16xf32>) -> (tensor<8x16xf32>, tensor<16xf32>)
+  return %dw, %db : tensor<8x16xf32>, tensor<16xf32>
+}

@@ -1,0 +1,69 @@
+// RUN: tessel-opt %s --split-input-file --tessel-fuse-epilogues=bias-grads=true | FileCheck %s
+
+// Tests that a repeated layer's weight gradient (a matmul of the flattened
+// output gradient) and its bias gradient (the sum over the leading
+// dimensions of the same gradient) become one GEMM with the bias-gradient
+// epilogue, where the sum stood (the reshapes it reads, which compute
+// nothing, move before it).
+// CHECK-LABEL: func.func @bias_grad
+// CHECK: %[[X:.*]] = nn.reshape %arg0
+// CHECK-NEXT: %[[DY:.*]] = nn.reshape %arg1
+// CHECK-NEXT: %[[DW:.*]], %[[DB:.*]] = nn.matmul_bias_grad %[[X]], %[[DY]] transpose_lhs : (tensor<512x128xf32>, tensor<512x256xf32>) -> (tensor<128x256xf32>, tensor<256xf32>)
+// CHECK-NEXT: return %[[DW]], %[[DB]]
+func.func @bias_grad(%x: tensor<8x64x128xf32>, %dy: tensor<8x64x256xf32>) -> (tensor<128x256xf32>, tensor<256xf32>) {
+  %db = nn.reduce_sum %dy dims = [0, 1] : tensor<8x64x256xf32> -> tensor<256xf32>
+  %x2 = nn.reshape %x : tensor<8x64x128xf32> -> tensor<512x128xf32>
+  %dy2 = nn.reshape %dy : tensor<8x64x256xf32> -> tensor<512x256xf32>
+  %dw = nn.matmul %x2, %dy2 transpose_lhs : (tensor<512x128xf32>, tensor<512x256xf32>) -> tensor<128x256xf32>
+  return %dw, %db : tensor<128x256xf32>, tensor<256xf32>
+}
+
+// -----
+
+// Tests that a 2-D output gradient fuses as it is, and that a sum read
+// before the matmul puts the fused GEMM where the sum stood.
+// CHECK-LABEL: func.func @bias_grad_read_early
+// CHECK-NEXT: %[[DW:.*]], %[[DB:.*]] = nn.matmul_bias_grad %arg0, %arg1 transpose_lhs
+// CHECK-NEXT: nn.mul %[[DB]], %[[DB]]
+// CHECK-NEXT: nn.gelu %arg1
+func.func @bias_grad_read_early(%x: tensor<32x784xf32>, %dy: tensor<32x16xf32>) -> (tensor<784x16xf32>, tensor<16xf32>, tensor<32x16xf32>) {
+  %db = nn.reduce_sum %dy dims = [0] : tensor<32x16xf32> -> tensor<16xf32>
+  %sq = nn.mul %db, %db : tensor<16xf32>
+  %g = nn.gelu %dy : tensor<32x16xf32>
+  %dw = nn.matmul %x, %dy transpose_lhs : (tensor<32x784xf32>, tensor<32x16xf32>) -> tensor<784x16xf32>
+  return %dw, %sq, %g : tensor<784x16xf32>, tensor<16xf32>, tensor<32x16xf32>
+}
+
+// -----
+
+// Tests sums that are no bias gradient of a weight gradient: over another
+// dimension, with keep_dims, and beside a matmul that reads the rows as
+// its lhs or transposed.
+// CHECK-LABEL: func.func @not_a_bias_grad
+// CHECK-NOT: matmul_bias_grad
+// CHECK: return
+func.func @not_a_bias_grad(%v: tensor<32x16xf32>, %dy: tensor<32x16xf32>, %w: tensor<16x16xf32>) -> (tensor<32xf32>, tensor<1x16xf32>, tensor<16xf32>, tensor<16x32xf32>, tensor<16x16xf32>) {
+  %a = nn.reduce_sum %dy dims = [1] : tensor<32x16xf32> -> tensor<32xf32>
+  %b = nn.reduce_sum %dy dims = [0] keep_dims : tensor<32x16xf32> -> tensor<1x16xf32>
+  %e = nn.reduce_sum %dy dims = [0] : tensor<32x16xf32> -> tensor<16xf32>
+  %c = nn.matmul %w, %dy transpose_rhs : (tensor<16x16xf32>, tensor<32x16xf32>) -> tensor<16x32xf32>
+  %d = nn.matmul %dy, %v transpose_lhs : (tensor<32x16xf32>, tensor<32x16xf32>) -> tensor<16x16xf32>
+  return %a, %b, %e, %c, %d : tensor<32xf32>, tensor<1x16xf32>, tensor<16xf32>, tensor<16x32xf32>, tensor<16x16xf32>
+}
+
+// -----
+
+// Tests that rows reaching the sum and the matmul through different
+// reshapes of one tensor (attention's per-head gradient, summed as
+// [B, S, H·D] and multiplied as [B·S, H·D]) stay apart: fusing them would
+// empty ZeRO-3's overlap windows there.
+// CHECK-LABEL: func.func @bias_grad_through_reshapes
+// CHECK-NOT: nn.matmul_bias_grad
+// CHECK: nn.reduce_sum
+func.func @bias_grad_through_reshapes(%x: tensor<512x128xf32>, %dv: tensor<8x64x4x32xf32>) -> (tensor<128x128xf32>, tensor<128xf32>) {
+  %v3 = nn.reshape %dv : tensor<8x64x4x32xf32> -> tensor<8x64x128xf32>
+  %db = nn.reduce_sum %v3 dims = [0, 1] : tensor<8x64x128xf32> -> tensor<128xf32>
+  %v2 = nn.reshape %dv : tensor<8x64x4x32xf32> -> tensor<512x128xf32>
+  %dw = nn.matmul %x, %v2 transpose_lhs : (tensor<512x128xf32>, tensor<512x128xf32>) -> tensor<128x128xf32>
+  return %dw, %db : tensor<128x128xf32>, tensor<128xf32>
+}
