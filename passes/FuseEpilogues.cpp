@@ -50,6 +50,13 @@ bool usedBetween(Value value, Operation *from, Operation *to) {
   return false;
 }
 
+/// Whether `value` is available at `op`: defined in another block (an
+/// enclosing one: `op` uses it in the same region), or before `op`.
+bool availableAt(Value value, Operation *op) {
+  Operation *def = value.getDefiningOp();
+  return !def || def->getBlock() != op->getBlock() || def->isBeforeInBlock(op);
+}
+
 /// acc + matmul → matmul_accumulate.
 void fuseAccumulate(nn::AccumulateOp accumulate) {
   nn::MatmulOp matmul = soleMatmul(accumulate.getValue());
@@ -58,10 +65,8 @@ void fuseAccumulate(nn::AccumulateOp accumulate) {
   Value acc = accumulate.getAcc();
   // At the matmul when the accumulator exists there and nothing reads it
   // before the accumulate would have: the operands' lifetimes stay.
-  Operation *accDef = acc.getDefiningOp();
-  bool atMatmul = (!accDef || accDef->getBlock() != matmul->getBlock() ||
-                   accDef->isBeforeInBlock(matmul)) &&
-                  !usedBetween(acc, matmul, accumulate);
+  bool atMatmul =
+      availableAt(acc, matmul) && !usedBetween(acc, matmul, accumulate);
   OpBuilder b(atMatmul ? matmul.getOperation() : accumulate.getOperation());
   // Diagnostics of the in-place update point at the accumulate first.
   Location loc = b.getFusedLoc({accumulate.getLoc(), matmul.getLoc()});
@@ -130,13 +135,6 @@ void fuseGelu(nn::GeluOp gelu) {
   biased.erase();
 }
 
-/// Whether `value` is available at `op`: defined in another block (an
-/// enclosing one: `op` uses it in the same region), or before `op`.
-bool availableAt(Value value, Operation *op) {
-  Operation *def = value.getDefiningOp();
-  return !def || def->getBlock() != op->getBlock() || def->isBeforeInBlock(op);
-}
-
 /// matmul + gelu_grad approximate of the product → matmul_gelu_grad, where
 /// the matmul stood when the GELU's input exists there (the GEMM's operands
 /// then live no longer than before: a ZeRO-3 gathered weight is freed as
@@ -199,16 +197,24 @@ nn::MatmulOp weightGradientOf(Value rows, Block *block) {
   return nn::MatmulOp();
 }
 
-/// Whether `value` is available at `op`, after moving the reshape that
-/// defines it (a view: it computes nothing) to just before `op` if that
-/// makes it so.
-bool hoistTo(Value value, Operation *op) {
-  if (availableAt(value, op))
-    return true;
+/// The reshape defining `value` that would make it available at `op` if
+/// moved there (a view: it computes nothing).
+nn::ReshapeOp hoistableView(Value value, Operation *op) {
   auto reshape = value.getDefiningOp<nn::ReshapeOp>();
-  if (!reshape || !availableAt(reshape.getInput(), op))
-    return false;
-  reshape->moveBefore(op);
+  return reshape && availableAt(reshape.getInput(), op) ? reshape
+                                                        : nn::ReshapeOp();
+}
+
+/// Whether the matmul's operands exist at `op` or can by moving the
+/// reshapes that define them there; moves them only when both can.
+bool operandsMovableTo(nn::MatmulOp matmul, Operation *op) {
+  SmallVector<Value, 2> operands = {matmul.getLhs(), matmul.getRhs()};
+  for (Value v : operands)
+    if (!availableAt(v, op) && !hoistableView(v, op))
+      return false;
+  for (Value v : operands)
+    if (!availableAt(v, op))
+      hoistableView(v, op)->moveBefore(op);
   return true;
 }
 
@@ -231,7 +237,7 @@ void fuseBiasGrad(nn::ReduceSumOp sum) {
   Operation *at = nullptr;
   if (matmul->isBeforeInBlock(sum))
     at = matmul; // the rows exist there: the matmul reads them
-  else if (hoistTo(matmul.getLhs(), sum) && hoistTo(matmul.getRhs(), sum))
+  else if (operandsMovableTo(matmul, sum))
     at = sum;
   else if (onlyUsedAfter(sum.getResult(), matmul))
     at = matmul;

@@ -425,26 +425,15 @@ void CudaBackend::matmulEpilogue(tessel_ctx *ctx, int32_t dtype, const void *a,
   args.transB = transB;
   args.bShared = bShared;
   args.beta = beta;
-  switch (epilogue) {
-  case TESSEL_EPILOGUE_BIAS:
-    args.epilogue = GemmEpilogue::Bias;
-    args.bias = bias;
-    break;
-  case TESSEL_EPILOGUE_GELU_BIAS:
-    args.epilogue = GemmEpilogue::GeluBias;
-    args.bias = bias;
-    args.aux = aux;
-    break;
-  case TESSEL_EPILOGUE_DGELU:
-    args.epilogue = GemmEpilogue::DGelu;
-    args.aux = aux;
-    break;
-  case TESSEL_EPILOGUE_BGRADB:
-    args.epilogue = GemmEpilogue::BGradB;
-    args.biasGrad = aux;
-    break;
-  default:
-    break;
-  }
+  // The ABI's kinds are gemm()'s (checked by the front); gemm() passes on
+  // only the pointers its epilogue reads or writes.
+  static_assert(int(GemmEpilogue::Bias) == TESSEL_EPILOGUE_BIAS &&
+                int(GemmEpilogue::GeluBias) == TESSEL_EPILOGUE_GELU_BIAS &&
+                int(GemmEpilogue::DGelu) == TESSEL_EPILOGUE_DGELU &&
+                int(GemmEpilogue::BGradB) == TESSEL_EPILOGUE_BGRADB);
+  args.epilogue = GemmEpilogue(epilogue);
+  args.bias = bias;
+  args.aux = aux;
+  args.biasGrad = aux;
   gemm(*this, ctx, args);
 }
