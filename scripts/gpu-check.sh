@@ -1,45 +1,90 @@
 #!/usr/bin/env bash
 # The CUDA backend on a GPU machine, as one prepared run (under 8 minutes on
 # one H200), printing one table:
-#   1. build (scripts/setup.sh: the whole project, CUDA backend included);
+#   1. build (scripts/setup.sh: the whole project, CUDA backend included) and
+#      compile the models (scripts/gpu-models.sh); with --bundle DIR, take
+#      both from an archive scripts/gpu-bundle.sh packed on another machine
+#      (for a GPU machine without LLVM/MLIR, OpenBLAS or MPI);
 #   2. tessel-cuda-tests: every kernel against the CPU backend on the same
 #      inputs (f32 tight, bf16 within stated bounds), the NCCL collectives
-#      where there are two GPUs;
+#      where there are two GPUs; a failing test is rerun under
+#      compute-sanitizer where it is installed;
 #   3. examples/gpt.mlir trained 3 steps on one GPU and on the CPU backend
 #      from the same seed: losses within 1e-4 relative (GEMMs sum in another
-#      order); dp=2 and tp=2 on two GPUs against one GPU where there are two;
+#      order), and in bf16 within 1e-2; dp=2 and tp=2 on two GPUs against
+#      one GPU where there are two;
 #   4. the benchmark: a GPT-2 124M-shaped model (12 layers, width 768, 12
 #      heads, context 1024, vocabulary 50304, batch 8) in bf16 on one GPU:
 #      tokens/s, model FLOPs utilisation (6 N + 12 L T C flops per token over
 #      989 TFLOP/s dense bf16) and the step time outside kernels.
+# Every step runs under a timeout, so a hang costs minutes, not the machine.
 # Exits non-zero when a check fails (the table still prints).
-#   scripts/gpu-check.sh   (TESSEL_BUILD_DIR as scripts/setup.sh)
+# With --profile, the benchmark's second step runs again under Nsight Compute
+# (one metric, each kernel's device time): the kernels by device time, and
+# the step time outside kernels as 1 - their sum / the step's time.
+#   scripts/gpu-check.sh [--bundle DIR] [--profile]   (TESSEL_BUILD_DIR as scripts/setup.sh;
+#   TESSEL_GPU_LOGS: the folder for the logs, default a new one under /tmp)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${TESSEL_BUILD_DIR:-build}
-out=$(mktemp -d /tmp/tessel-gpu-XXXXXX)
+bundle=""
+profile=0
+while [ $# -gt 0 ]; do
+  case $1 in
+  --bundle) bundle=$(cd "${2:?--bundle needs a directory}" && pwd); shift 2 ;;
+  --profile) profile=1; shift ;;
+  *) echo "usage: scripts/gpu-check.sh [--bundle DIR] [--profile]" >&2; exit 2 ;;
+  esac
+done
+out=${TESSEL_GPU_LOGS:-$(mktemp -d /tmp/tessel-gpu-XXXXXX)}
+mkdir -p "$out"
 rows=()
 status=0
 row() { rows+=("$(printf '%-44s %s' "$1" "$2")"); }
 fail() { row "$1" "FAIL: $2"; status=1; }
 
 start=$SECONDS
-if ! scripts/setup.sh >"$out/setup.log" 2>&1; then
-  tail -20 "$out/setup.log"
-  echo "gpu-check: build failed (log $out/setup.log)"
-  exit 1
+if [ -n "$bundle" ]; then
+  bin=$bundle/bin
+  models=$bundle/models
+  # The bundle's libraries first; cudart, cuBLASLt and NCCL from the machine
+  # (the toolkit's folders, or the pip wheels a PyTorch install brings).
+  libs=$bundle/lib
+  for want in libcudart.so.13 libcublasLt.so.13 libnccl.so.2; do
+    LD_LIBRARY_PATH=$libs ldd "$libs/libtessel_cuda.so" | grep -q "$want => not" ||
+      continue
+    found=$(find /usr/local/cuda* /usr/lib /opt -name "$want" 2>/dev/null | head -1)
+    [ -n "$found" ] && libs=$libs:$(dirname "$found")
+  done
+  export LD_LIBRARY_PATH=$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  missing=$(ldd "$bundle/lib/libtessel_cuda.so" "$bin/tessel-run" | grep "not found" | sort -u)
+  [ -z "$missing" ] || echo "gpu-check: missing libraries: $missing"
+  row "bundle" "$bundle"
+else
+  if ! scripts/setup.sh >"$out/setup.log" 2>&1; then
+    tail -20 "$out/setup.log"
+    echo "gpu-check: build failed (log $out/setup.log)"
+    exit 1
+  fi
+  bin=$BUILD_DIR/bin
+  models=$out
+  source scripts/gpu-models.sh
+  if ! compile_gpu_models "$bin/tessel-compile" "$models" >"$out/models.log" 2>&1; then
+    tail -20 "$out/models.log"
+    echo "gpu-check: compiling the models failed (log $out/models.log)"
+    exit 1
+  fi
+  row "build" "$((SECONDS - start)) s"
 fi
-row "build" "$((SECONDS - start)) s"
-bin=$BUILD_DIR/bin
 gpus=$(nvidia-smi -L 2>/dev/null | wc -l)
 row "GPUs" "$gpus ($(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1))"
 
 # 2. Kernels against the CPU backend.
-t=$(find "$BUILD_DIR" -name tessel-cuda-tests -type f | head -1)
+t=$(find "$bin" "$BUILD_DIR" -name tessel-cuda-tests -type f 2>/dev/null | head -1)
 if [ -z "$t" ]; then
   fail "kernel tests" "tessel-cuda-tests not built (no CUDA backend?)"
 else
-  "$t" --gtest_brief=1 >"$out/cuda-tests.log" 2>&1
+  timeout 180 "$t" >"$out/cuda-tests.log" 2>&1
   rc=$?
   passed=$(grep -Eo '\[  PASSED  \] [0-9]+' "$out/cuda-tests.log" | grep -Eo '[0-9]+$')
   skipped=$(grep -Eo '\[  SKIPPED \] [0-9]+ test' "$out/cuda-tests.log" | grep -Eo '[0-9]+' | head -1)
@@ -48,6 +93,12 @@ else
   else
     fail "kernel tests (tessel-cuda-tests)" "$(grep -c '^\[  FAILED  \]' "$out/cuda-tests.log") failed (log $out/cuda-tests.log)"
     grep '^\[  FAILED  \]' "$out/cuda-tests.log" | head -20
+    first=$(grep -m1 -Eo '^\[  FAILED  \] [A-Za-z0-9_.]+' "$out/cuda-tests.log" | awk '{print $NF}')
+    if [ -n "$first" ] && command -v compute-sanitizer >/dev/null; then
+      timeout 120 compute-sanitizer --tool memcheck "$t" --gtest_filter="$first" \
+        >"$out/sanitizer.log" 2>&1
+      echo "gpu-check: $first under compute-sanitizer: $(grep -c '=========' "$out/sanitizer.log") lines of findings (log $out/sanitizer.log)"
+    fi
   fi
 fi
 
@@ -60,13 +111,13 @@ tol = float(sys.argv[3])
 ok = len(a) == len(b) and len(a) > 0 and all(abs(x - y) <= tol * abs(y) for x, y in zip(a, b))
 print("%.2e" % max((abs(x - y) / abs(y) for x, y in zip(a, b)), default=float("nan")))
 sys.exit(0 if ok else 1)' "$1" "$2" "$3"; }
-train() { # name backend extra...
-  local name=$1 backend=$2; shift 2
-  "$bin/tessel-run" examples/gpt.mlir --backend "$backend" --steps 3 --quiet \
-    --optimizer sgd --lr 0.1 --momentum 0.9 --data README.md --data-dtype u8 \
+train() { # name model backend extra...
+  local name=$1 model=$2 backend=$3; shift 3
+  timeout 90 "$bin/tessel-run" "$models/$model" --backend "$backend" --steps 3 \
+    --quiet --data README.md --data-dtype u8 \
     --metrics "$out/$name.jsonl" "$@" >"$out/$name.log" 2>&1
 }
-if train cpu cpu && train gpu1 cuda; then
+if train cpu gpt-sgd.so cpu && train gpu1 gpt-sgd.so cuda; then
   if d=$(close "$(losses "$out/gpu1.jsonl")" "$(losses "$out/cpu.jsonl")" 1e-4); then
     row "gpt 3 steps: 1 GPU vs CPU (losses)" "max rel diff $d"
   else
@@ -74,10 +125,28 @@ if train cpu cpu && train gpu1 cuda; then
   fi
 else
   fail "gpt 3 steps on 1 GPU" "$(tail -1 "$out/gpu1.log")"
+  # The CUDA call that failed, with its host stack (API errors included).
+  if command -v compute-sanitizer >/dev/null; then
+    timeout 180 compute-sanitizer --tool memcheck --show-backtrace host \
+      "$bin/tessel-run" "$models/gpt-sgd.so" --backend cuda --steps 1 --quiet \
+      >"$out/gpu1-sanitizer.log" 2>&1
+    grep -m3 -A12 '^========= [A-Z]' "$out/gpu1-sanitizer.log"
+  fi
+fi
+# bf16 on both: bf16 storage, f32 arithmetic; a GEMM's bf16 output may round
+# the other way after another summation order, so 1e-2 relative.
+if train cpu-bf16 gpt-sgd-bf16.so cpu && train gpu1-bf16 gpt-sgd-bf16.so cuda; then
+  if d=$(close "$(losses "$out/gpu1-bf16.jsonl")" "$(losses "$out/cpu-bf16.jsonl")" 1e-2); then
+    row "gpt bf16 3 steps: 1 GPU vs CPU (losses)" "max rel diff $d"
+  else
+    fail "gpt bf16 3 steps: 1 GPU vs CPU (losses)" "max rel diff $d"
+  fi
+else
+  fail "gpt bf16 3 steps on 1 GPU" "$(tail -1 "$out/gpu1-bf16.log")"
 fi
 if [ "$gpus" -ge 2 ]; then
   for mesh in dp=2 tp=2; do
-    if train "$mesh" cuda --mesh "$mesh"; then
+    if train "$mesh" "gpt-sgd-${mesh/=/}.so" cuda; then
       if d=$(close "$(losses "$out/$mesh.jsonl")" "$(losses "$out/gpu1.jsonl")" 1e-4); then
         row "gpt 3 steps: $mesh vs 1 GPU" "max rel diff $d"
       else
@@ -92,12 +161,8 @@ else
 fi
 
 # 4. The benchmark.
-python3 bench/gpt-model.py --batch 8 --seq 1024 --width 768 --heads 12 \
-  --layers 12 --vocab 50304 >"$out/gpt124m.mlir"
-if "$bin/tessel-compile" "$out/gpt124m.mlir" --precision bf16 -o "$out/gpt124m.so" \
-     >"$out/bench-compile.log" 2>&1 &&
-   "$bin/tessel-run" "$out/gpt124m.so" --backend cuda --steps 20 --quiet \
-     --metrics "$out/bench.jsonl" >"$out/bench.log" 2>&1; then
+if timeout 180 "$bin/tessel-run" "$models/gpt124m-bf16.so" --backend cuda --steps 20 \
+     --quiet --metrics "$out/bench.jsonl" >"$out/bench.log" 2>&1; then
   read -r tps mfu outside < <(python3 - "$out/bench.jsonl" <<'PY'
 import json, statistics, sys
 lines = [json.loads(l) for l in open(sys.argv[1])][5:]  # after warm-up
@@ -115,8 +180,53 @@ PY
   row "gpt-124M bf16, 1 GPU: tokens/s" "$tps"
   row "  model FLOPs utilisation (goal >= 45%)" "$mfu"
   row "  step time outside kernels (goal <= 2%)" "$outside"
+  # One traced step: the kernels the host issues and its time issuing them.
+  timeout 90 "$bin/tessel-run" "$models/gpt124m-bf16.so" --backend cuda --steps 3 \
+    --trace "$out/bench-trace.json" >"$out/bench-trace.log" 2>&1 ||
+    fail "gpt-124M bf16 traced step" "$(tail -1 "$out/bench-trace.log")"
 else
-  fail "gpt-124M bf16 benchmark" "$(cat "$out/bench-compile.log" "$out/bench.log" | tail -1)"
+  fail "gpt-124M bf16 benchmark" "$(tail -1 "$out/bench.log")"
+fi
+
+# 5. Where the step's time goes: every kernel launch of two steps timed by
+# Nsight Compute, serialised; the second step's are those timed.
+if [ $profile = 1 ] && [ -s "$out/bench.jsonl" ] && command -v ncu >/dev/null; then
+  timeout 300 ncu --clock-control none --metrics gpu__time_duration.sum --csv \
+    "$bin/tessel-run" "$models/gpt124m-bf16.so" --backend cuda --steps 2 --quiet \
+    >"$out/profile.csv" 2>"$out/profile.log"
+  python3 - "$out/profile.csv" "$out/bench.jsonl" >"$out/profile.txt" <<'PY'
+import collections, csv, json, statistics, sys
+scale = {"nsecond": 1e-6, "usecond": 1e-3, "msecond": 1.0, "second": 1e3,
+         "ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}
+rows = [r for r in csv.reader(l for l in open(sys.argv[1]) if l.startswith('"'))]
+head, rows = rows[0], rows[1:]
+name = head.index("Kernel Name" if "Kernel Name" in head else "Function Name")
+unit, value = head.index("Metric Unit"), head.index("Metric Value")
+launches = [(r[name], float(r[value].replace(",", "")) * scale[r[unit]]) for r in rows]
+# A step's launches: the longest tail that the launches before it repeat
+# (the two steps launch the same kernels; initialisation comes first).
+names = [n for n, _ in launches]
+per_step = max((p for p in range(1, len(names) // 2 + 1)
+                if names[-p:] == names[-2 * p:-p]), default=0)
+step = launches[len(launches) - per_step:]
+total = sum(ms for _, ms in step)
+wall = statistics.median(json.loads(l)["step_ms"] for l in list(open(sys.argv[2]))[5:])
+by = collections.defaultdict(lambda: [0, 0.0])
+for n, ms in step:
+    short = n.split("(")[0].split("<")[0][:60]
+    by[short][0] += 1
+    by[short][1] += ms
+print("launches per step %d, kernel time %.2f ms, step %.2f ms, outside kernels %.1f%%"
+      % (per_step, total, wall, 100 * (1 - total / wall)))
+for n, (count, ms) in sorted(by.items(), key=lambda kv: -kv[1][1])[:25]:
+    print("%8.2f ms %5.1f%% %5d  %s" % (ms, 100 * ms / total, count, n))
+PY
+  if [ -s "$out/profile.txt" ]; then
+    row "  kernels per step (Nsight Compute)" "$(head -1 "$out/profile.txt")"
+    cat "$out/profile.txt"
+  else
+    fail "profile" "$(tail -1 "$out/profile.log")"
+  fi
 fi
 
 echo

@@ -24,17 +24,16 @@ LogicalResult lowerConstant(nn::ConstantOp op, FunctionLowering &fl) {
   StringRef bytes(raw.data(), raw.size());
   RankedTensorType type = op.getType();
   if (dense.isSplat()) {
-    // One element in the .so, broadcast on the device (stride 0): a splat
-    // of any size costs a few bytes of data.
+    // One element in the .so, read by the host and written to every
+    // element on the device: a splat of any size costs a few bytes of data.
     int64_t elementBytes = nn::detail::elementBytes(type.getElementType());
     if (static_cast<int64_t>(raw.size()) != elementBytes)
       return op.emitOpError()
              << "has a constant layout the runtime cannot copy";
-    ArrayRef<int64_t> shape = type.getShape();
-    fl.stridedCopy(op.getResult(), fl.emit.bytesGlobal(fl.b, fl.loc, bytes),
-                   fl.ptr(op.getResult()), shape,
-                   SmallVector<int64_t>(shape.size(), 0),
-                   contiguousStrides(shape));
+    fl.call(rt::tessel_fill,
+            {fl.dtype(op.getResult()), fl.ptr(op.getResult()),
+             fl.i64(type.getNumElements()),
+             fl.emit.bytesGlobal(fl.b, fl.loc, bytes)});
     return success();
   }
   int64_t total = bytesOf(op.getResult());

@@ -223,6 +223,10 @@ public:
                             const int64_t *hostStrides, double rate,
                             uint64_t seed, uint64_t step, int64_t first,
                             uint64_t stream) = 0;
+  /// count > 0 elements of `elementBytes` (1, 2, 4 or 8) at out, each the
+  /// low `elementBytes` bytes of `bits` (the front read them from the host).
+  virtual void fill(tessel_ctx *ctx, void *out, int64_t count,
+                    int64_t elementBytes, uint64_t bits) = 0;
   /// Every extent > 0 (the front returns early on an empty copy).
   virtual void stridedCopy(tessel_ctx *ctx, int32_t dtype, const void *in,
                            void *out, int32_t rank, const int64_t *hostShape,

@@ -10,6 +10,8 @@
 #include "core/checks.h"
 #include "core/rng.h"
 
+#include <cstring>
+
 using namespace tessel;
 
 extern "C" {
@@ -260,6 +262,27 @@ void tessel_dropout_block(tessel_ctx *ctx, int32_t dtype, const void *x,
     return;
   ctx->backend->dropoutBlock(ctx, dtype, x, y, rank, shape, strides, rate, seed,
                              step, first, ctx->rngStream);
+}
+
+void tessel_fill(tessel_ctx *ctx, int32_t dtype, void *out, int64_t count,
+                 const void *value) {
+  if (!ctx)
+    return;
+  KernelScope scope(ctx, __func__);
+  if (!checkDtype(ctx, "tessel_fill", dtype, isKnownDtype(dtype)))
+    return;
+  if (count < 0 || !value) {
+    setError(ctx, "tessel_fill: %s",
+             count < 0 ? "negative count" : "null value");
+    return;
+  }
+  if (count == 0)
+    return;
+  // The element's bytes, read here on the host: the backend gets a value.
+  int64_t elementBytes = tessel_dtype_size(dtype);
+  uint64_t bits = 0;
+  std::memcpy(&bits, value, size_t(elementBytes));
+  ctx->backend->fill(ctx, out, count, elementBytes, bits);
 }
 
 void tessel_strided_copy(tessel_ctx *ctx, int32_t dtype, const void *in,

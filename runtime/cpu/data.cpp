@@ -3,6 +3,7 @@
 #include "cpu/backend.h"
 #include "cpu/internal.h"
 
+#include <algorithm>
 #include <vector>
 
 using namespace tessel::cpu;
@@ -140,6 +141,31 @@ void reduceImpl(int32_t kind, const T *in, T *out,
 }
 
 } // namespace
+
+namespace {
+template <class W> void fillWords(void *out, int64_t count, uint64_t bits) {
+  W *o = static_cast<W *>(out);
+  std::fill(o, o + count, static_cast<W>(bits));
+}
+} // namespace
+
+void CpuBackend::fill(tessel_ctx *, void *out, int64_t count,
+                      int64_t elementBytes, uint64_t bits) {
+  switch (elementBytes) {
+  case 1:
+    fillWords<uint8_t>(out, count, bits);
+    break;
+  case 2:
+    fillWords<uint16_t>(out, count, bits);
+    break;
+  case 4:
+    fillWords<uint32_t>(out, count, bits);
+    break;
+  default:
+    fillWords<uint64_t>(out, count, bits);
+    break;
+  }
+}
 
 void CpuBackend::stridedCopy(tessel_ctx *, int32_t dtype, const void *in,
                              void *out, int32_t rank, const int64_t *shape,

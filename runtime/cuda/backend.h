@@ -69,6 +69,8 @@ public:
                     int32_t rank, const int64_t *hostShape,
                     const int64_t *hostStrides, double rate, uint64_t seed,
                     uint64_t step, int64_t first, uint64_t stream) override;
+  void fill(tessel_ctx *ctx, void *out, int64_t count, int64_t elementBytes,
+            uint64_t bits) override;
   void stridedCopy(tessel_ctx *ctx, int32_t dtype, const void *in, void *out,
                    int32_t rank, const int64_t *hostShape,
                    const int64_t *hostInStrides,

@@ -48,6 +48,21 @@ __global__ void stridedCopyKernel(const E *__restrict__ in, E *__restrict__ out,
   }
 }
 
+template <class W>
+__global__ void fillKernel(W *__restrict__ out, int64_t count, W value) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
+       i += int64_t(gridDim.x) * blockDim.x)
+    out[i] = value;
+}
+
+template <class W>
+void launchFill(tessel_ctx *ctx, cudaStream_t stream, void *out, int64_t count,
+                uint64_t bits) {
+  fillKernel<W><<<gridFor(count), 256, 0, stream>>>(static_cast<W *>(out),
+                                                    count, W(bits));
+  CudaBackend::checkLaunch(ctx, "tessel_fill");
+}
+
 /// TransposePlan's copy: a 32x32 tile per block iteration, read along p
 /// (threadIdx.x), written along q (threadIdx.x) through shared memory.
 template <class E>
@@ -437,6 +452,25 @@ void launchEmbeddingGrad(tessel_ctx *ctx, cudaStream_t stream, const void *ids,
 }
 
 } // namespace
+
+void CudaBackend::fill(tessel_ctx *ctx, void *out, int64_t count,
+                       int64_t elementBytes, uint64_t bits) {
+  switch (elementBytes) {
+  case 1:
+    check(ctx, cudaMemsetAsync(out, int(bits & 0xff), size_t(count), stream()),
+          "tessel_fill");
+    break;
+  case 2:
+    launchFill<uint16_t>(ctx, stream(), out, count, bits);
+    break;
+  case 4:
+    launchFill<uint32_t>(ctx, stream(), out, count, bits);
+    break;
+  default:
+    launchFill<uint64_t>(ctx, stream(), out, count, bits);
+    break;
+  }
+}
 
 void CudaBackend::stridedCopy(tessel_ctx *ctx, int32_t dtype, const void *in,
                               void *out, int32_t rank, const int64_t *hostShape,

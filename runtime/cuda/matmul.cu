@@ -61,6 +61,10 @@ struct LtPlan {
   cublasLtMatmulDesc_t desc = nullptr;
   cublasLtMatrixLayout_t x = nullptr, y = nullptr, d = nullptr;
   cublasLtMatmulAlgo_t algo{};
+  /// cuBLASLt has no kernel for this epilogue here (BGRADA with a
+  /// transposed dY, say): the GEMM and its epilogue run apart. Remembered
+  /// so the heuristic is asked once.
+  bool epilogueUnsupported = false;
 
   ~LtPlan() {
     if (d)
@@ -252,6 +256,7 @@ LtPlan *planFor(CudaBackend &backend, tessel_ctx *ctx, const GemmArgs &args,
   };
   cublasLtMatmulHeuristicResult_t result{};
   int returned = 0;
+  cublasStatus_t heuristic = CUBLAS_STATUS_SUCCESS;
   bool ok =
       ltOk(ctx, setPref(CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, workspace),
            "cublasLtMatmulPreferenceSetAttribute") &&
@@ -263,15 +268,19 @@ LtPlan *planFor(CudaBackend &backend, tessel_ctx *ctx, const GemmArgs &args,
            "cublasLtMatmulPreferenceSetAttribute") &&
       ltOk(ctx, setPref(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, ad),
            "cublasLtMatmulPreferenceSetAttribute") &&
-      ltOk(ctx,
-           cublasLtMatmulAlgoGetHeuristic(backend.blasLt(), plan->desc, plan->x,
-                                          plan->y, plan->d, plan->d, pref, 1,
-                                          &result, &returned),
-           "cublasLtMatmulAlgoGetHeuristic");
+      ((heuristic = cublasLtMatmulAlgoGetHeuristic(
+            backend.blasLt(), plan->desc, plan->x, plan->y, plan->d, plan->d,
+            pref, 1, &result, &returned)) == CUBLAS_STATUS_NOT_SUPPORTED ||
+       ltOk(ctx, heuristic, "cublasLtMatmulAlgoGetHeuristic"));
   cublasLtMatmulPreferenceDestroy(pref);
   if (!ok)
     return nullptr;
-  if (returned == 0) {
+  bool none = heuristic == CUBLAS_STATUS_NOT_SUPPORTED || returned == 0;
+  if (none && args.epilogue != GemmEpilogue::None) {
+    plan->epilogueUnsupported = true;
+    return plans.emplace(key, std::move(plan)).first->second.get();
+  }
+  if (none) {
     setError(ctx,
              "tessel_matmul: cuBLASLt has no algorithm for this GEMM "
              "(status %d)",
@@ -284,10 +293,10 @@ LtPlan *planFor(CudaBackend &backend, tessel_ctx *ctx, const GemmArgs &args,
 
 } // namespace
 
-bool tessel::cuda::gemm(CudaBackend &backend, tessel_ctx *ctx,
-                        const GemmArgs &given) {
+GemmResult tessel::cuda::gemm(CudaBackend &backend, tessel_ctx *ctx,
+                              const GemmArgs &given) {
   if (given.batch == 0 || given.m == 0 || given.n == 0)
-    return true;
+    return GemmResult::Done;
   // Only the epilogue's own pointers reach the descriptor.
   GemmArgs args = given;
   GemmEpilogue e = args.epilogue;
@@ -304,15 +313,18 @@ bool tessel::cuda::gemm(CudaBackend &backend, tessel_ctx *ctx,
         (args.beta != 0.0 && args.beta != 1.0)) {
       setError(ctx, "tessel_matmul: k = 0 with an epilogue or beta %g",
                args.beta);
-      return false;
+      return GemmResult::Failed;
     }
     if (args.beta == 0.0)
-      return CudaBackend::check(
-          ctx,
-          cudaMemsetAsync(args.c, 0, size_t(args.batch * args.m * args.n * es),
-                          backend.stream()),
-          "tessel_matmul");
-    return true;
+      return CudaBackend::check(ctx,
+                                cudaMemsetAsync(args.c, 0,
+                                                size_t(args.batch * args.m *
+                                                       args.n * es),
+                                                backend.stream()),
+                                "tessel_matmul")
+                 ? GemmResult::Done
+                 : GemmResult::Failed;
+    return GemmResult::Done;
   }
   bool needsBias = args.epilogue == GemmEpilogue::Bias ||
                    args.epilogue == GemmEpilogue::GeluBias;
@@ -321,7 +333,7 @@ bool tessel::cuda::gemm(CudaBackend &backend, tessel_ctx *ctx,
       (args.epilogue == GemmEpilogue::BGradB && !args.biasGrad)) {
     setError(ctx, "tessel_matmul: epilogue %d without its vector or aux",
              int(args.epilogue));
-    return false;
+    return GemmResult::Failed;
   }
   LtGemmLayout l = ltGemmLayout(args.batch, args.m, args.n, args.k, args.transA,
                                 args.transB, args.bShared);
@@ -330,12 +342,12 @@ bool tessel::cuda::gemm(CudaBackend &backend, tessel_ctx *ctx,
              "tessel_matmul: a GELU epilogue's N (%lld) must be a "
              "multiple of 8",
              (long long)args.n);
-    return false;
+    return GemmResult::Failed;
   }
   if (args.epilogue == GemmEpilogue::BGradB && l.batch != 1) {
     setError(ctx, "tessel_matmul: a bias-gradient epilogue on a batch of %lld",
              (long long)l.batch);
-    return false;
+    return GemmResult::Failed;
   }
   // alpha and beta in the scale type (host memory, cuBLASLt's default).
   float alpha32 = 1.0f, beta32 = float(args.beta);
@@ -357,7 +369,14 @@ bool tessel::cuda::gemm(CudaBackend &backend, tessel_ctx *ctx,
     chunk.aux = auxi;
     LtPlan *plan = planFor(backend, ctx, chunk, l, count, xi, yi, di);
     if (!plan)
-      return false;
+      return GemmResult::Failed;
+    if (plan->epilogueUnsupported) {
+      if (first == 0)
+        return GemmResult::EpilogueUnsupported;
+      setError(ctx, "tessel_matmul: cuBLASLt has no kernel for epilogue %d "
+               "on the last chunk of a batch", int(args.epilogue));
+      return GemmResult::Failed;
+    }
     const void *biasPointer = args.bias ? args.bias : args.biasGrad;
     if ((biasPointer &&
          !ltOk(ctx,
@@ -369,16 +388,16 @@ bool tessel::cuda::gemm(CudaBackend &backend, tessel_ctx *ctx,
                setDesc(plan->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
                        static_cast<void *>(auxi)),
                "cublasLtMatmulDescSetAttribute")))
-      return false;
+      return GemmResult::Failed;
     if (!ltOk(ctx,
               cublasLtMatmul(backend.blasLt(), plan->desc, alpha, xi, plan->x,
                              yi, plan->y, beta, di, plan->d, di, plan->d,
                              &plan->algo, backend.ltWorkspace(),
                              CudaBackend::kLtWorkspaceBytes, backend.stream()),
               "cublasLtMatmul"))
-      return false;
+      return GemmResult::Failed;
   }
-  return true;
+  return GemmResult::Done;
 }
 
 void CudaBackend::matmul(tessel_ctx *ctx, int32_t dtype, const void *a,
@@ -435,5 +454,7 @@ void CudaBackend::matmulEpilogue(tessel_ctx *ctx, int32_t dtype, const void *a,
   args.bias = bias;
   args.aux = aux;
   args.biasGrad = aux;
-  gemm(*this, ctx, args);
+  if (gemm(*this, ctx, args) == GemmResult::EpilogueUnsupported)
+    matmulEpilogueByParts(ctx, dtype, a, b, c, batch, m, n, k, transA, transB,
+                          bShared, beta, epilogue, bias, aux);
 }

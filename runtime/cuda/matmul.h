@@ -73,10 +73,19 @@ struct GemmArgs {
   void *biasGrad = nullptr;
 };
 
-/// Issues the GEMM on backend's stream; false with "tessel_matmul: ..."
-/// recorded on ctx when cuBLASLt refuses it (or k = 0 with an epilogue or
-/// a beta other than 0 and 1). m, n or batch 0: nothing to do.
-bool gemm(CudaBackend &backend, tessel_ctx *ctx, const GemmArgs &args);
+enum class GemmResult {
+  Done,
+  /// "tessel_matmul: ..." recorded on ctx: cuBLASLt refused the GEMM (or
+  /// k = 0 with an epilogue or a beta other than 0 and 1).
+  Failed,
+  /// cuBLASLt has no kernel for this epilogue with these operands (its
+  /// BGRADA wants dY untransposed, say); nothing was issued or recorded:
+  /// the caller runs the GEMM and the epilogue apart.
+  EpilogueUnsupported,
+};
+
+/// Issues the GEMM on backend's stream. m, n or batch 0: nothing to do.
+GemmResult gemm(CudaBackend &backend, tessel_ctx *ctx, const GemmArgs &args);
 
 //===--- The row-major to column-major mapping ----------------------------===//
 

@@ -2,6 +2,7 @@
 
 #include "TestUtil.h"
 
+#include <cstring>
 #include <numeric>
 
 using namespace tt;
@@ -170,6 +171,45 @@ TEST_F(DataTest, ReduceMatchesReferenceForEveryMask) {
       }
     }
   }
+}
+
+// A splat constant: every element of every width is the host's one value,
+// nothing past `count` is written; misuse is reported, not run.
+TEST_F(DataTest, FillWritesTheOneValueEverywhere) {
+  const double f64 = -2.75;
+  const float f32 = 1.5f;
+  const uint16_t half = 0x3c00, bf16 = 0xbf80;
+  const int32_t i32 = -7;
+  const int64_t i64 = int64_t(1) << 40;
+  struct Case {
+    int32_t dtype;
+    const void *value;
+  };
+  for (Case c : {Case{TESSEL_F32, &f32}, Case{TESSEL_F16, &half},
+                 Case{TESSEL_BF16, &bf16}, Case{TESSEL_F64, &f64},
+                 Case{TESSEL_I32, &i32}, Case{TESSEL_I64, &i64}}) {
+    const size_t es = size_t(tessel_dtype_size(c.dtype)), count = 37;
+    std::vector<uint8_t> out((count + 1) * es, 0xee);
+    tessel_fill(ctx, c.dtype, out.data(), int64_t(count), c.value);
+    for (size_t i = 0; i < count; ++i)
+      EXPECT_EQ(std::memcmp(&out[i * es], c.value, es), 0)
+          << "dtype " << c.dtype << " element " << i;
+    for (size_t b = count * es; b < out.size(); ++b)
+      EXPECT_EQ(out[b], 0xee) << "dtype " << c.dtype << " past the end";
+  }
+  float untouched = 4.0f;
+  tessel_fill(ctx, TESSEL_F32, &untouched, 0, &f32);
+  EXPECT_EQ(untouched, 4.0f);
+  tessel_fill(ctx, TESSEL_F32, &untouched, -1, &f32);
+  EXPECT_STREQ(tessel_error(ctx), "tessel_fill: negative count");
+  tessel_clear_error(ctx);
+  tessel_fill(ctx, TESSEL_F32, &untouched, 1, nullptr);
+  EXPECT_STREQ(tessel_error(ctx), "tessel_fill: null value");
+  tessel_clear_error(ctx);
+  tessel_fill(ctx, 99, &untouched, 1, &f32);
+  EXPECT_NE(tessel_error(ctx), nullptr);
+  tessel_clear_error(ctx);
+  EXPECT_EQ(untouched, 4.0f);
 }
 
 TEST_F(DataTest, ReduceScalarAndErrors) {

@@ -50,6 +50,26 @@ func.func @views(%a: tensor<8xf32>) -> tensor<2x4xf32> {
 
 // -----
 
+// Tests that a splat constant is one tessel_fill of its element count from
+// one element in the .so (the host reads it: device memory need not be
+// host-readable), and another constant one copy of all its bytes.
+// CHECK: llvm.mlir.global private constant @[[ONE:__tessel_const_[0-9]+]]("\00\00\80?")
+// CHECK-LABEL: llvm.func @tessel_fn_constants
+// CHECK-DAG: %[[F32:.*]] = llvm.mlir.constant(0 : i32) : i32
+// CHECK-DAG: %[[COUNT:.*]] = llvm.mlir.constant(24 : i64) : i64
+// CHECK-DAG: %[[VALUE:.*]] = llvm.mlir.addressof @[[ONE]]
+// CHECK: llvm.call @tessel_fill(%{{.*}}, %[[F32]], %{{.*}}, %[[COUNT]], %[[VALUE]])
+// CHECK-DAG: %[[BYTES:.*]] = llvm.mlir.constant(8 : i64) : i64
+// CHECK: llvm.call @tessel_copy_to_device(%{{.*}}, %{{.*}}, %{{.*}}, %[[BYTES]])
+// CHECK-NOT: llvm.call @tessel_strided_copy
+func.func @constants() -> (tensor<4x6xf32>, tensor<2xf32>) {
+  %one = nn.constant dense<1.0> : tensor<4x6xf32>
+  %two = nn.constant dense<[1.0, 2.0]> : tensor<2xf32>
+  return %one, %two : tensor<4x6xf32>, tensor<2xf32>
+}
+
+// -----
+
 // Tests that a matmul passes batch, M, N, K and the shared-rhs flag.
 // CHECK-LABEL: llvm.func @tessel_fn_matmul
 // CHECK-DAG: %[[B:.*]] = llvm.mlir.constant(2 : i64) : i64

@@ -49,8 +49,10 @@ extern "C" {
  * gradient applied to the GEMM that computes its input gradient) and the
  * bias-gradient epilogue (a weight gradient's GEMM also sums its bias
  * gradient).
- * Descriptions 1 to 6 still load. */
-#define TESSEL_ABI_VERSION 7
+ * 8: tessel_fill, a splat constant written from one host element (before,
+ * a strided copy read it from the .so with stride 0, which a GPU cannot).
+ * Descriptions 1 to 7 still load. */
+#define TESSEL_ABI_VERSION 8
 
 typedef enum tessel_dtype {
   TESSEL_F32 = 0,
@@ -541,6 +543,11 @@ void tessel_dropout_block(tessel_ctx *ctx, int32_t dtype, const void *x,
                           void *y, int32_t rank, const int64_t *shape,
                           const int64_t *strides, double rate, uint64_t seed,
                           uint64_t step, int64_t first);
+
+/* out[0 .. count) = *value: a splat constant. `value` is host memory holding
+ * one element of dtype (in the model's .so); out is device memory. */
+void tessel_fill(tessel_ctx *ctx, int32_t dtype, void *out, int64_t count,
+                 const void *value);
 
 /* The data-movement kernel behind broadcast, transpose, slice and concat:
  * for every index (i_0 .. i_{rank-1}) < shape,

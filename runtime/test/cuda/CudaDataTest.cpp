@@ -496,6 +496,23 @@ TEST_F(CudaData, StridedCopyMatchesCpu) {
   }
 }
 
+// The value is host memory (a splat constant in the model's .so), the
+// output device memory: each width, counts below and past one block.
+TEST_F(CudaData, FillMatchesCpu) {
+  const uint64_t bits = 0x0123456789abcdefull;
+  for (int32_t dtype : {TESSEL_F32, TESSEL_BF16, TESSEL_F64, TESSEL_I64})
+    for (int64_t count : {int64_t(1), int64_t(37), (int64_t(1) << 22) + 3}) {
+      size_t bytes = size_t(count * tessel_dtype_size(dtype));
+      std::vector<uint8_t> none;
+      auto [want, got] = both<uint8_t>(
+          none, bytes, [&](tessel_ctx *ctx, const void *, void *y) {
+            tessel_fill(ctx, dtype, y, count, &bits);
+          });
+      ASSERT_EQ(tessel_error(gpu), nullptr) << tessel_error(gpu);
+      EXPECT_TRUE(got == want) << "dtype " << dtype << " count " << count;
+    }
+}
+
 TEST_F(CudaData, ReduceMatchesCpuF32) { checkReduce<float>(); }
 TEST_F(CudaData, ReduceMatchesCpuF64) { checkReduce<double>(); }
 TEST_F(CudaData, ReduceMatchesCpuBf16) { checkReduce<Bf16Bits>(); }
