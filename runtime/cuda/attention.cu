@@ -16,9 +16,14 @@
 //   tile), walks the query tiles of every query head of its group in a
 //   fixed order for dV = Σ Pᵀ·dO and dK = scale · Σ dSᵀ·Q, so a kv head's
 //   sum over its query heads needs no second pass.
-// Products of tiles run from shared memory into per-thread register tiles
-// (attnTileColumns); rows are padded by one element against bank
-// conflicts. Kernels are built per head-dim bucket (64, 128, 256).
+// For f32 and f64, products of tiles run from shared memory into per-thread
+// register tiles (attnTileColumns) on CUDA cores; rows are padded by one
+// element against bank conflicts. For f16 and bf16 they run on tensor cores
+// (TF32 WMMA with f32 accumulation: the 16-bit inputs are exact in TF32;
+// P and dS round to TF32, finer than the 16-bit output) from and into
+// shared memory, rows padded by four elements (WMMA's alignment), and the
+// register tiles add the products in. Kernels are built per head-dim
+// bucket (64, 128, 256).
 // attention_math.h holds the per-tile steps the host tests replay.
 //
 //===----------------------------------------------------------------------===//
@@ -30,8 +35,11 @@
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <mma.h>
 
 #include <climits>
+#include <cstdint>
+#include <type_traits>
 
 using namespace tessel;
 using namespace tessel::cuda;
@@ -116,53 +124,150 @@ __device__ void productNN(A (&acc)[M::RM][M::CN], const A *a, int lda,
   }
 }
 
-/// Loads `rows` rows of `width` elements (row r at src + r * stride, for
-/// r < valid) into dst [rows][DIM + 1] as A, zero past width and valid, so
-/// products over the whole tile read no stale value.
-template <int DIM, class T, class A>
-__device__ void loadRows(A *dst, const T *src, int64_t stride, int rows,
-                         int valid, int width) {
-  for (int idx = int(threadIdx.x); idx < rows * DIM; idx += kAttnThreads) {
+/// Whether a kernel of storage T and arithmetic A runs its products on
+/// tensor cores (16-bit storage, f32 arithmetic).
+template <class T, class A> constexpr bool attnTensorCores() {
+  return sizeof(T) == 2 && std::is_same<A, float>::value;
+}
+
+/// out[R x C] = a[R x depth] · b[C x depth]ᵀ (BT) or a · b[depth x C], all
+/// row-major f32 in shared memory, on tensor cores in TF32: a 16x16 output
+/// fragment per warp in turn. R, C multiples of 16, depth of 8; leading
+/// dimensions multiples of 4 and every fragment 32-byte aligned (WMMA's
+/// rules). The caller synchronises before reading `out`.
+template <int R, int C, bool BT>
+__device__ void mmaTile(float *out, int ldo, const float *a, int lda,
+                        const float *b, int ldb, int depth) {
+  namespace wmma = nvcuda::wmma;
+  static_assert(R % 16 == 0 && C % 16 == 0, "whole fragments");
+  constexpr int kFragCols = C / 16, kFrags = (R / 16) * kFragCols;
+  constexpr int kWarps = kAttnThreads / 32;
+  using BLayout =
+      typename std::conditional<BT, wmma::col_major, wmma::row_major>::type;
+  for (int f = int(threadIdx.x) / 32; f < kFrags; f += kWarps) {
+    const int fr = f / kFragCols * 16, fc = f % kFragCols * 16;
+    wmma::fragment<wmma::accumulator, 16, 16, 8, float> c;
+    wmma::fill_fragment(c, 0.0f);
+    for (int k = 0; k < depth; k += 8) {
+      wmma::fragment<wmma::matrix_a, 16, 16, 8, wmma::precision::tf32,
+                     wmma::row_major>
+          fa;
+      wmma::fragment<wmma::matrix_b, 16, 16, 8, wmma::precision::tf32,
+                     BLayout>
+          fb;
+      wmma::load_matrix_sync(fa, a + fr * lda + k, lda);
+      // Bᵀ's element (k, n) is b[n][k]: column-major with b's stride.
+      wmma::load_matrix_sync(fb, BT ? b + fc * ldb + k : b + k * ldb + fc,
+                             ldb);
+#pragma unroll
+      for (int i = 0; i < fa.num_elements; ++i)
+        fa.x[i] = wmma::__float_to_tf32(fa.x[i]);
+#pragma unroll
+      for (int i = 0; i < fb.num_elements; ++i)
+        fb.x[i] = wmma::__float_to_tf32(fb.x[i]);
+      wmma::mma_sync(c, fa, fb, c);
+    }
+    wmma::store_matrix_sync(out + fr * ldo + fc, c, ldo, wmma::mem_row_major);
+  }
+}
+
+/// acc[i][j] = acc[i][j] · rowScale(row(i)) + t[row(i)][col(j)]: a product
+/// mmaTile left in shared memory, added into a register tile.
+template <class M, class F>
+__device__ void addTile(float (&acc)[M::RM][M::CN], const float *t, int ldt,
+                        F rowScale) {
+#pragma unroll
+  for (int i = 0; i < M::RM; ++i) {
+    float a = rowScale(M::row(i));
+#pragma unroll
+    for (int j = 0; j < M::CN; ++j)
+      acc[i][j] = acc[i][j] * a + t[M::row(i) * ldt + M::col(j)];
+  }
+}
+
+/// Loads ROWS rows of `width` elements (row r at src + r * stride, for
+/// r < valid) into dst [ROWS][DP] as A, zero past width and valid, so
+/// products over the whole tile read no stale value. Whole rows of 16-byte
+/// aligned vectors load as uint4, all of a thread's loads issued before its
+/// stores (a load-store loop waits out the memory latency once per element).
+template <int DIM, int DP, int ROWS, class T, class A>
+__device__ void loadRows(A *dst, const T *src, int64_t stride, int valid,
+                         int width) {
+  constexpr int kVec = 16 / int(sizeof(T)), kChunks = ROWS * DIM / kVec;
+  constexpr int kPer = (kChunks + kAttnThreads - 1) / kAttnThreads;
+  static_assert(DIM % kVec == 0, "whole vectors per row");
+  if (kPer <= 4 && width == DIM && stride % kVec == 0 &&
+      reinterpret_cast<uintptr_t>(src) % 16 == 0) {
+    uint4 buf[kPer];
+#pragma unroll
+    for (int i = 0; i < kPer; ++i) {
+      int idx = int(threadIdx.x) + i * kAttnThreads;
+      int r = idx / (DIM / kVec), c = idx % (DIM / kVec) * kVec;
+      buf[i] = idx < kChunks && r < valid
+                   ? *reinterpret_cast<const uint4 *>(src + r * stride + c)
+                   : make_uint4(0, 0, 0, 0);
+    }
+#pragma unroll
+    for (int i = 0; i < kPer; ++i) {
+      int idx = int(threadIdx.x) + i * kAttnThreads;
+      if (idx >= kChunks)
+        break;
+      int r = idx / (DIM / kVec), c = idx % (DIM / kVec) * kVec;
+      const T *e = reinterpret_cast<const T *>(&buf[i]);
+#pragma unroll
+      for (int j = 0; j < kVec; ++j)
+        dst[r * DP + c + j] = A(loadAcc(e[j]));
+    }
+    return;
+  }
+  for (int idx = int(threadIdx.x); idx < ROWS * DIM; idx += kAttnThreads) {
     int r = idx / DIM, c = idx % DIM;
     A x = A(0);
     if (r < valid && c < width)
       x = A(loadAcc(src[r * stride + c]));
-    dst[r * (DIM + 1) + c] = x;
+    dst[r * DP + c] = x;
   }
 }
 
-/// The shared memory of a query-tile block (forward and dQ kernels).
-template <class A, int DIM> struct QueryTileSmem {
+/// The shared memory of a query-tile block (forward and dQ kernels). On
+/// tensor cores (TC) also o, the tile a product of the output rows lands
+/// in, and (dQ kernel) dp, the tile of dO·Vᵀ.
+template <class A, int DIM, bool TC> struct QueryTileSmem {
   static constexpr AttnTiles kTiles = attnQueryTiles(sizeof(A) == 8, DIM);
-  static constexpr int BR = kTiles.rows, BC = kTiles.keys, DP = DIM + 1;
-  static constexpr int SP = BC + 1;
-  A *q, *k, *v, *s, *alpha, *rowInv, *lse, *rowDot, *dout;
+  static constexpr int kPad = TC ? 4 : 1;
+  static constexpr int BR = kTiles.rows, BC = kTiles.keys, DP = DIM + kPad;
+  static constexpr int SP = BC + kPad;
+  static constexpr int kOut = TC ? BR * DP : 0, kDp = TC ? BR * SP : 0;
+  A *q, *k, *v, *s, *alpha, *rowInv, *lse, *rowDot, *o, *dout, *dp;
   __device__ explicit QueryTileSmem(A *base)
       : q(base), k(q + BR * DP), v(k + BC * DP), s(v + BC * DP),
         alpha(s + BR * SP), rowInv(alpha + BR), lse(rowInv + BR),
-        rowDot(lse + BR), dout(rowDot + BR) {}
+        rowDot(lse + BR), o(rowDot + BR), dout(o + kOut),
+        dp(dout + BR * DP) {}
   /// Bytes the forward uses (no dO tile) and the dQ kernel uses.
   static constexpr size_t forwardBytes() {
-    return sizeof(A) * size_t((BR + 2 * BC) * DP + BR * SP + 4 * BR);
+    return sizeof(A) * size_t((BR + 2 * BC) * DP + BR * SP + 4 * BR + kOut);
   }
   static constexpr size_t gradBytes() {
-    return forwardBytes() + sizeof(A) * size_t(BR * DP);
+    return forwardBytes() + sizeof(A) * size_t(BR * DP + kDp);
   }
 };
 
-extern __shared__ __align__(16) unsigned char attnSmem[];
+// 128-byte aligned: WMMA's fragments want 32 (every region above is a
+// multiple of 32 bytes long).
+extern __shared__ __align__(128) unsigned char attnSmem[];
 
 /// The forward over the key tiles of query tile [r0, r0 + BR) of head h:
 /// leaves the unnormalised output rows in `acc`, 1 / l per row in
 /// sm.rowInv and lse per row in sm.lse (both after a barrier).
-template <int DIM, class T, class A>
-__device__ void forwardTile(
-    const QueryTileSmem<A, DIM> &sm,
-    A (&acc)[TileMap<QueryTileSmem<A, DIM>::BR, DIM>::RM]
-            [TileMap<QueryTileSmem<A, DIM>::BR, DIM>::CN],
-    const T *q, const T *k, const T *v, const AttnShape &sh, int64_t b,
-    int64_t h, int64_t r0, A scale, bool causal) {
-  using S = QueryTileSmem<A, DIM>;
+template <int DIM, class T, class A, bool TC>
+__device__ void
+forwardTile(const QueryTileSmem<A, DIM, TC> &sm,
+            A (&acc)[TileMap<QueryTileSmem<A, DIM, TC>::BR, DIM>::RM]
+                    [TileMap<QueryTileSmem<A, DIM, TC>::BR, DIM>::CN],
+            const T *q, const T *k, const T *v, const AttnShape &sh,
+            int64_t b, int64_t h, int64_t r0, A scale, bool causal) {
+  using S = QueryTileSmem<A, DIM, TC>;
   using MS = TileMap<S::BR, S::BC>;
   using MO = TileMap<S::BR, DIM>;
   constexpr int G = kAttnThreads / S::BR; // threads per score row
@@ -174,29 +279,44 @@ __device__ void forwardTile(
   OnlineRow<A> row = OnlineRow<A>::start();
 
   __syncthreads(); // the previous tile's readers of shared memory are done
-  loadRows<DIM>(sm.q, q + sh.qRow(b, r0, h), sh.heads * sh.headDim, S::BR,
-                int(rowEnd - r0), int(sh.headDim));
+  loadRows<DIM, S::DP, S::BR>(sm.q, q + sh.qRow(b, r0, h),
+                              sh.heads * sh.headDim, int(rowEnd - r0),
+                              int(sh.headDim));
   clearTile<MO>(acc);
   for (int64_t c0 = 0; c0 < keyEnd; c0 += S::BC) {
     int keys = int(sh.kvSeq - c0 < S::BC ? sh.kvSeq - c0 : S::BC);
     __syncthreads();
-    loadRows<DIM>(sm.k, k + sh.kRow(b, c0, hk), sh.kvHeads * sh.headDim,
-                  S::BC, keys, int(sh.headDim));
-    loadRows<DIM>(sm.v, v + sh.vRow(b, c0, hk), sh.kvHeads * sh.valueDim,
-                  S::BC, keys, int(sh.valueDim));
+    loadRows<DIM, S::DP, S::BC>(sm.k, k + sh.kRow(b, c0, hk),
+                                sh.kvHeads * sh.headDim, keys, int(sh.headDim));
+    loadRows<DIM, S::DP, S::BC>(sm.v, v + sh.vRow(b, c0, hk),
+                                sh.kvHeads * sh.valueDim, keys,
+                                int(sh.valueDim));
     __syncthreads();
-    A sc[MS::RM][MS::CN];
-    clearTile<MS>(sc);
-    productNT<MS>(sc, sm.q, S::DP, sm.k, S::DP, int(sh.headDim));
-#pragma unroll
-    for (int i = 0; i < MS::RM; ++i)
-#pragma unroll
-      for (int j = 0; j < MS::CN; ++j)
-        sm.s[MS::row(i) * S::SP + MS::col(j)] =
-            attnVisible(r0 + MS::row(i), c0 + MS::col(j), sh.seq, sh.kvSeq,
-                        causal)
-                ? sc[i][j] * scale
+    if constexpr (TC) {
+      mmaTile<S::BR, S::BC, true>(sm.s, S::SP, sm.q, S::DP, sm.k, S::DP, DIM);
+      __syncthreads();
+      for (int idx = int(threadIdx.x); idx < S::BR * S::BC;
+           idx += kAttnThreads) {
+        int r = idx / S::BC, c = idx % S::BC;
+        A &x = sm.s[r * S::SP + c];
+        x = attnVisible(r0 + r, c0 + c, sh.seq, sh.kvSeq, causal)
+                ? x * scale
                 : attnNegInf<A>();
+      }
+    } else {
+      A sc[MS::RM][MS::CN];
+      clearTile<MS>(sc);
+      productNT<MS>(sc, sm.q, S::DP, sm.k, S::DP, int(sh.headDim));
+#pragma unroll
+      for (int i = 0; i < MS::RM; ++i)
+#pragma unroll
+        for (int j = 0; j < MS::CN; ++j)
+          sm.s[MS::row(i) * S::SP + MS::col(j)] =
+              attnVisible(r0 + MS::row(i), c0 + MS::col(j), sh.seq,
+                          sh.kvSeq, causal)
+                  ? sc[i][j] * scale
+                  : attnNegInf<A>();
+    }
     __syncthreads();
     // Online softmax of the tile, G lanes per row.
     A *srow = sm.s + myRow * S::SP;
@@ -219,14 +339,21 @@ __device__ void forwardTile(
     if (myLane == 0)
       sm.alpha[myRow] = alpha;
     __syncthreads();
+    if constexpr (TC) {
+      mmaTile<S::BR, DIM, false>(sm.o, S::DP, sm.s, S::SP, sm.v, S::DP,
+                                 S::BC);
+      __syncthreads();
+      addTile<MO>(acc, sm.o, S::DP, [&](int r) { return sm.alpha[r]; });
+    } else {
 #pragma unroll
-    for (int i = 0; i < MO::RM; ++i) {
-      A a = sm.alpha[MO::row(i)];
+      for (int i = 0; i < MO::RM; ++i) {
+        A a = sm.alpha[MO::row(i)];
 #pragma unroll
-      for (int j = 0; j < MO::CN; ++j)
-        acc[i][j] *= a;
+        for (int j = 0; j < MO::CN; ++j)
+          acc[i][j] *= a;
+      }
+      productNN<MO>(acc, sm.s, S::SP, sm.v, S::DP, S::BC);
     }
-    productNN<MO>(acc, sm.s, S::SP, sm.v, S::DP, S::BC);
   }
   if (myLane == 0) {
     sm.rowInv[myRow] = row.inverse();
@@ -250,7 +377,7 @@ template <int DIM, class T, class A>
 __global__ void __launch_bounds__(kAttnThreads, 2)
     attentionForwardKernel(const T *q, const T *k, const T *v, T *out,
                            AttnShape sh, A scale, bool causal, int64_t work) {
-  using S = QueryTileSmem<A, DIM>;
+  using S = QueryTileSmem<A, DIM, attnTensorCores<T, A>()>;
   using MO = TileMap<S::BR, DIM>;
   S sm(reinterpret_cast<A *>(attnSmem));
   for (int64_t w = blockIdx.x; w < work; w += gridDim.x) {
@@ -280,7 +407,8 @@ __global__ void __launch_bounds__(kAttnThreads, 1)
     attentionGradQueryKernel(const T *q, const T *k, const T *v,
                              const T *dout, T *dq, A *stats, AttnShape sh,
                              A scale, bool causal, int64_t work) {
-  using S = QueryTileSmem<A, DIM>;
+  constexpr bool TC = attnTensorCores<T, A>();
+  using S = QueryTileSmem<A, DIM, TC>;
   using MS = TileMap<S::BR, S::BC>;
   using MO = TileMap<S::BR, DIM>;
   S sm(reinterpret_cast<A *>(attnSmem));
@@ -316,37 +444,62 @@ __global__ void __launch_bounds__(kAttnThreads, 1)
         }
       }
     }
-    loadRows<DIM>(sm.dout, dout + sh.oRow(b, r0, h), sh.heads * sh.valueDim,
-                  S::BR, int(rowEnd - r0), int(sh.valueDim));
+    loadRows<DIM, S::DP, S::BR>(sm.dout, dout + sh.oRow(b, r0, h),
+                                sh.heads * sh.valueDim, int(rowEnd - r0),
+                                int(sh.valueDim));
     clearTile<MO>(acc); // now dQ / scale
     const int64_t keyEnd = attnKeyEnd(rowEnd, sh.kvSeq, causal);
     for (int64_t c0 = 0; c0 < keyEnd; c0 += S::BC) {
       int keys = int(sh.kvSeq - c0 < S::BC ? sh.kvSeq - c0 : S::BC);
       __syncthreads();
-      loadRows<DIM>(sm.k, k + sh.kRow(b, c0, hk), sh.kvHeads * sh.headDim,
-                    S::BC, keys, int(sh.headDim));
-      loadRows<DIM>(sm.v, v + sh.vRow(b, c0, hk), sh.kvHeads * sh.valueDim,
-                    S::BC, keys, int(sh.valueDim));
+      loadRows<DIM, S::DP, S::BC>(sm.k, k + sh.kRow(b, c0, hk),
+                                  sh.kvHeads * sh.headDim, keys,
+                                  int(sh.headDim));
+      loadRows<DIM, S::DP, S::BC>(sm.v, v + sh.vRow(b, c0, hk),
+                                  sh.kvHeads * sh.valueDim, keys,
+                                  int(sh.valueDim));
       __syncthreads();
-      A sc[MS::RM][MS::CN], dp[MS::RM][MS::CN];
-      clearTile<MS>(sc);
-      clearTile<MS>(dp);
-      productNT<MS>(sc, sm.q, S::DP, sm.k, S::DP, int(sh.headDim));
-      productNT<MS>(dp, sm.dout, S::DP, sm.v, S::DP, int(sh.valueDim));
-#pragma unroll
-      for (int i = 0; i < MS::RM; ++i) {
-        int r = MS::row(i);
-#pragma unroll
-        for (int j = 0; j < MS::CN; ++j) {
-          bool visible = attnVisible(r0 + r, c0 + MS::col(j), sh.seq,
-                                     sh.kvSeq, causal);
-          A p = attnProb(visible, sc[i][j] * scale, sm.lse[r]);
-          sm.s[r * S::SP + MS::col(j)] =
-              attnScoreGrad(p, dp[i][j], sm.rowDot[r]);
+      if constexpr (TC) {
+        mmaTile<S::BR, S::BC, true>(sm.s, S::SP, sm.q, S::DP, sm.k, S::DP,
+                                    DIM);
+        mmaTile<S::BR, S::BC, true>(sm.dp, S::SP, sm.dout, S::DP, sm.v,
+                                    S::DP, DIM);
+        __syncthreads();
+        for (int idx = int(threadIdx.x); idx < S::BR * S::BC;
+             idx += kAttnThreads) {
+          int r = idx / S::BC, c = idx % S::BC;
+          bool visible =
+              attnVisible(r0 + r, c0 + c, sh.seq, sh.kvSeq, causal);
+          A p = attnProb(visible, sm.s[r * S::SP + c] * scale, sm.lse[r]);
+          sm.s[r * S::SP + c] =
+              attnScoreGrad(p, sm.dp[r * S::SP + c], sm.rowDot[r]);
         }
+        __syncthreads();
+        mmaTile<S::BR, DIM, false>(sm.o, S::DP, sm.s, S::SP, sm.k, S::DP,
+                                   S::BC);
+        __syncthreads();
+        addTile<MO>(acc, sm.o, S::DP, [](int) { return 1.0f; });
+      } else {
+        A sc[MS::RM][MS::CN], dp[MS::RM][MS::CN];
+        clearTile<MS>(sc);
+        clearTile<MS>(dp);
+        productNT<MS>(sc, sm.q, S::DP, sm.k, S::DP, int(sh.headDim));
+        productNT<MS>(dp, sm.dout, S::DP, sm.v, S::DP, int(sh.valueDim));
+#pragma unroll
+        for (int i = 0; i < MS::RM; ++i) {
+          int r = MS::row(i);
+#pragma unroll
+          for (int j = 0; j < MS::CN; ++j) {
+            bool visible = attnVisible(r0 + r, c0 + MS::col(j), sh.seq,
+                                       sh.kvSeq, causal);
+            A p = attnProb(visible, sc[i][j] * scale, sm.lse[r]);
+            sm.s[r * S::SP + MS::col(j)] =
+                attnScoreGrad(p, dp[i][j], sm.rowDot[r]);
+          }
+        }
+        __syncthreads();
+        productNN<MO>(acc, sm.s, S::SP, sm.k, S::DP, S::BC);
       }
-      __syncthreads();
-      productNN<MO>(acc, sm.s, S::SP, sm.k, S::DP, S::BC);
     }
 #pragma unroll
     for (int i = 0; i < MO::RM; ++i) {
@@ -363,19 +516,22 @@ __global__ void __launch_bounds__(kAttnThreads, 1)
 }
 
 /// The shared memory of a key-tile block (dK/dV kernel); scores are held
-/// transposed, [key][query].
-template <class A, int DIM> struct KeyTileSmem {
+/// transposed, [key][query]. On tensor cores (TC) also o, the tile a
+/// product of the key rows lands in.
+template <class A, int DIM, bool TC> struct KeyTileSmem {
   static constexpr AttnTiles kTiles = attnKeyTiles(sizeof(A) == 8, DIM);
-  static constexpr int BR = kTiles.rows, BC = kTiles.keys, DP = DIM + 1;
-  static constexpr int SP = BR + 1;
-  A *k, *v, *q, *dout, *p, *ds, *lse, *rowDot;
+  static constexpr int kPad = TC ? 4 : 1;
+  static constexpr int BR = kTiles.rows, BC = kTiles.keys, DP = DIM + kPad;
+  static constexpr int SP = BR + kPad;
+  static constexpr int kOut = TC ? BC * DP : 0;
+  A *k, *v, *q, *dout, *p, *ds, *o, *lse, *rowDot;
   __device__ explicit KeyTileSmem(A *base)
       : k(base), v(k + BC * DP), q(v + BC * DP), dout(q + BR * DP),
-        p(dout + BR * DP), ds(p + BC * SP), lse(ds + BC * SP),
+        p(dout + BR * DP), ds(p + BC * SP), o(ds + BC * SP), lse(o + kOut),
         rowDot(lse + BR) {}
   static constexpr size_t bytes() {
     return sizeof(A) *
-           size_t((2 * BC + 2 * BR) * DP + 2 * BC * SP + 2 * BR);
+           size_t((2 * BC + 2 * BR) * DP + 2 * BC * SP + kOut + 2 * BR);
   }
 };
 
@@ -384,7 +540,8 @@ __global__ void __launch_bounds__(kAttnThreads, 1)
     attentionGradKeyKernel(const T *q, const T *k, const T *v, const T *dout,
                            const A *stats, T *dk, T *dv, AttnShape sh,
                            A scale, bool causal, int64_t work) {
-  using S = KeyTileSmem<A, DIM>;
+  constexpr bool TC = attnTensorCores<T, A>();
+  using S = KeyTileSmem<A, DIM, TC>;
   using MS = TileMap<S::BC, S::BR>;
   using MO = TileMap<S::BC, DIM>;
   S sm(reinterpret_cast<A *>(attnSmem));
@@ -396,10 +553,11 @@ __global__ void __launch_bounds__(kAttnThreads, 1)
                   hk = w % sh.kvHeads;
     const int keys = int(sh.kvSeq - c0 < S::BC ? sh.kvSeq - c0 : S::BC);
     __syncthreads();
-    loadRows<DIM>(sm.k, k + sh.kRow(b, c0, hk), sh.kvHeads * sh.headDim, S::BC,
-                  keys, int(sh.headDim));
-    loadRows<DIM>(sm.v, v + sh.vRow(b, c0, hk), sh.kvHeads * sh.valueDim,
-                  S::BC, keys, int(sh.valueDim));
+    loadRows<DIM, S::DP, S::BC>(sm.k, k + sh.kRow(b, c0, hk),
+                                sh.kvHeads * sh.headDim, keys, int(sh.headDim));
+    loadRows<DIM, S::DP, S::BC>(sm.v, v + sh.vRow(b, c0, hk),
+                                sh.kvHeads * sh.valueDim, keys,
+                                int(sh.valueDim));
     A gk[MO::RM][MO::CN], gv[MO::RM][MO::CN];
     clearTile<MO>(gk);
     clearTile<MO>(gv);
@@ -408,10 +566,12 @@ __global__ void __launch_bounds__(kAttnThreads, 1)
       for (int64_t r0 = firstTile * S::BR; r0 < sh.seq; r0 += S::BR) {
         int rows = int(sh.seq - r0 < S::BR ? sh.seq - r0 : S::BR);
         __syncthreads();
-        loadRows<DIM>(sm.q, q + sh.qRow(b, r0, h), sh.heads * sh.headDim,
-                      S::BR, rows, int(sh.headDim));
-        loadRows<DIM>(sm.dout, dout + sh.oRow(b, r0, h),
-                      sh.heads * sh.valueDim, S::BR, rows, int(sh.valueDim));
+        loadRows<DIM, S::DP, S::BR>(sm.q, q + sh.qRow(b, r0, h),
+                                    sh.heads * sh.headDim, rows,
+                                    int(sh.headDim));
+        loadRows<DIM, S::DP, S::BR>(sm.dout, dout + sh.oRow(b, r0, h),
+                                    sh.heads * sh.valueDim, rows,
+                                    int(sh.valueDim));
         for (int r = int(threadIdx.x); r < S::BR; r += kAttnThreads) {
           bool in = r < rows;
           sm.lse[r] = in ? stats[sh.statIndex(b, h, r0 + r)] : A(0);
@@ -419,27 +579,58 @@ __global__ void __launch_bounds__(kAttnThreads, 1)
                             : A(0);
         }
         __syncthreads();
-        A sc[MS::RM][MS::CN], dp[MS::RM][MS::CN];
-        clearTile<MS>(sc);
-        clearTile<MS>(dp);
-        productNT<MS>(sc, sm.k, S::DP, sm.q, S::DP, int(sh.headDim));
-        productNT<MS>(dp, sm.v, S::DP, sm.dout, S::DP, int(sh.valueDim));
-#pragma unroll
-        for (int i = 0; i < MS::RM; ++i) {
-          int key = MS::row(i);
-#pragma unroll
-          for (int j = 0; j < MS::CN; ++j) {
-            int r = MS::col(j);
+        if constexpr (TC) {
+          // Scores and dP land in p and ds, then become P and dS in place.
+          mmaTile<S::BC, S::BR, true>(sm.p, S::SP, sm.k, S::DP, sm.q, S::DP,
+                                      DIM);
+          mmaTile<S::BC, S::BR, true>(sm.ds, S::SP, sm.v, S::DP, sm.dout,
+                                      S::DP, DIM);
+          __syncthreads();
+          for (int idx = int(threadIdx.x); idx < S::BC * S::BR;
+               idx += kAttnThreads) {
+            int key = idx / S::BR, r = idx % S::BR;
             bool visible =
                 attnVisible(r0 + r, c0 + key, sh.seq, sh.kvSeq, causal);
-            A p = attnProb(visible, sc[i][j] * scale, sm.lse[r]);
+            A p = attnProb(visible, sm.p[key * S::SP + r] * scale, sm.lse[r]);
+            sm.ds[key * S::SP + r] =
+                attnScoreGrad(p, sm.ds[key * S::SP + r], sm.rowDot[r]);
             sm.p[key * S::SP + r] = p;
-            sm.ds[key * S::SP + r] = attnScoreGrad(p, dp[i][j], sm.rowDot[r]);
           }
+          __syncthreads();
+          auto one = [](int) { return 1.0f; };
+          mmaTile<S::BC, DIM, false>(sm.o, S::DP, sm.p, S::SP, sm.dout, S::DP,
+                                     S::BR);
+          __syncthreads();
+          addTile<MO>(gv, sm.o, S::DP, one);
+          __syncthreads();
+          mmaTile<S::BC, DIM, false>(sm.o, S::DP, sm.ds, S::SP, sm.q, S::DP,
+                                     S::BR);
+          __syncthreads();
+          addTile<MO>(gk, sm.o, S::DP, one);
+        } else {
+          A sc[MS::RM][MS::CN], dp[MS::RM][MS::CN];
+          clearTile<MS>(sc);
+          clearTile<MS>(dp);
+          productNT<MS>(sc, sm.k, S::DP, sm.q, S::DP, int(sh.headDim));
+          productNT<MS>(dp, sm.v, S::DP, sm.dout, S::DP, int(sh.valueDim));
+#pragma unroll
+          for (int i = 0; i < MS::RM; ++i) {
+            int key = MS::row(i);
+#pragma unroll
+            for (int j = 0; j < MS::CN; ++j) {
+              int r = MS::col(j);
+              bool visible =
+                  attnVisible(r0 + r, c0 + key, sh.seq, sh.kvSeq, causal);
+              A p = attnProb(visible, sc[i][j] * scale, sm.lse[r]);
+              sm.p[key * S::SP + r] = p;
+              sm.ds[key * S::SP + r] =
+                  attnScoreGrad(p, dp[i][j], sm.rowDot[r]);
+            }
+          }
+          __syncthreads();
+          productNN<MO>(gv, sm.p, S::SP, sm.dout, S::DP, S::BR);
+          productNN<MO>(gk, sm.ds, S::SP, sm.q, S::DP, S::BR);
         }
-        __syncthreads();
-        productNN<MO>(gv, sm.p, S::SP, sm.dout, S::DP, S::BR);
-        productNN<MO>(gk, sm.ds, S::SP, sm.q, S::DP, S::BR);
       }
     }
 #pragma unroll
@@ -482,7 +673,7 @@ template <int DIM, class T, class A>
 void launchForward(CudaBackend &be, tessel_ctx *ctx, const void *q,
                    const void *k, const void *v, void *out,
                    const AttnShape &sh, double scale, bool causal) {
-  using S = QueryTileSmem<A, DIM>;
+  using S = QueryTileSmem<A, DIM, attnTensorCores<T, A>()>;
   static_assert(S::forwardBytes() <= kMaxSmemBytes, "shared memory");
   auto kernel = attentionForwardKernel<DIM, T, A>;
   if (!allowSmem(ctx, kernel, S::forwardBytes(), "tessel_attention"))
@@ -500,8 +691,8 @@ void launchGrad(CudaBackend &be, tessel_ctx *ctx, const void *q,
                 const void *k, const void *v, const void *dout, void *dq,
                 void *dk, void *dv, const AttnShape &sh, double scale,
                 bool causal) {
-  using SQ = QueryTileSmem<A, DIM>;
-  using SK = KeyTileSmem<A, DIM>;
+  using SQ = QueryTileSmem<A, DIM, attnTensorCores<T, A>()>;
+  using SK = KeyTileSmem<A, DIM, attnTensorCores<T, A>()>;
   static_assert(SQ::gradBytes() <= kMaxSmemBytes &&
                     SK::bytes() <= kMaxSmemBytes,
                 "shared memory");
