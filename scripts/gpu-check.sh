@@ -179,6 +179,7 @@ PY
 )
   row "gpt-124M bf16, 1 GPU: tokens/s" "$tps"
   row "  model FLOPs utilisation (goal >= 45%)" "$mfu"
+  [ "$outside" = "-" ] && outside="with --profile (Nsight Compute)"
   row "  step time outside kernels (goal <= 2%)" "$outside"
   # One traced step: the kernels the host issues and its time issuing them.
   timeout 90 "$bin/tessel-run" "$models/gpt124m-bf16.so" --backend cuda --steps 3 \
