@@ -130,25 +130,45 @@ template <class T, class A> constexpr bool attnTensorCores() {
   return sizeof(T) == 2 && std::is_same<A, float>::value;
 }
 
-/// out[R x C] = a[R x depth] · b[C x depth]ᵀ (BT) or a · b[depth x C], all
-/// row-major f32 in shared memory, on tensor cores in TF32: a 16x16 output
-/// fragment per warp in turn. R, C multiples of 16, depth of 8; leading
-/// dimensions multiples of 4 and every fragment 32-byte aligned (WMMA's
-/// rules). The caller synchronises before reading `out`.
-template <int R, int C, bool BT>
-__device__ void mmaTile(float *out, int ldo, const float *a, int lda,
-                        const float *b, int ldb, int depth) {
-  namespace wmma = nvcuda::wmma;
+namespace wmma = nvcuda::wmma;
+using AccFrag = wmma::fragment<wmma::accumulator, 16, 16, 8, float>;
+constexpr int kAttnWarps = kAttnThreads / 32;
+
+/// The 16x16 fragments of an R x C tile each warp holds: fragment
+/// f = warp + i · kAttnWarps is the warp's i-th.
+template <int R, int C> constexpr int fragsPerWarp() {
   static_assert(R % 16 == 0 && C % 16 == 0, "whole fragments");
+  return ((R / 16) * (C / 16) + kAttnWarps - 1) / kAttnWarps;
+}
+
+template <int R, int C>
+__device__ void clearFrags(AccFrag (&acc)[fragsPerWarp<R, C>()]) {
+#pragma unroll
+  for (int i = 0; i < fragsPerWarp<R, C>(); ++i)
+    wmma::fill_fragment(acc[i], 0.0f);
+}
+
+/// acc += a[R x depth] · b[C x depth]ᵀ (BT) or a · b[depth x C], all
+/// row-major f32 in shared memory, on tensor cores in TF32 (f32
+/// accumulation), over the warp's fragments of the R x C tile. Operands
+/// read from 16-bit tensors are exact in TF32 and go as they are; a
+/// computed one (P, dS: ROUND_A) is rounded to nearest first. depth a
+/// multiple of 8; leading dimensions multiples of 4 and every fragment
+/// 32-byte aligned (WMMA's rules).
+template <int R, int C, bool BT, bool ROUND_A>
+__device__ void mmaAccumulate(AccFrag (&acc)[fragsPerWarp<R, C>()],
+                              const float *a, int lda, const float *b,
+                              int ldb, int depth) {
   constexpr int kFragCols = C / 16, kFrags = (R / 16) * kFragCols;
-  constexpr int kWarps = kAttnThreads / 32;
   using BLayout =
       typename std::conditional<BT, wmma::col_major, wmma::row_major>::type;
-  for (int f = int(threadIdx.x) / 32; f < kFrags; f += kWarps) {
+#pragma unroll
+  for (int i = 0; i < fragsPerWarp<R, C>(); ++i) {
+    const int f = int(threadIdx.x) / 32 + i * kAttnWarps;
+    // (Guarded, not left: a loop with an exit would index acc at run time,
+    // which puts the fragments in local memory.)
     const int fr = f / kFragCols * 16, fc = f % kFragCols * 16;
-    wmma::fragment<wmma::accumulator, 16, 16, 8, float> c;
-    wmma::fill_fragment(c, 0.0f);
-    for (int k = 0; k < depth; k += 8) {
+    for (int k = 0; f < kFrags && k < depth; k += 8) {
       wmma::fragment<wmma::matrix_a, 16, 16, 8, wmma::precision::tf32,
                      wmma::row_major>
           fa;
@@ -159,16 +179,56 @@ __device__ void mmaTile(float *out, int ldo, const float *a, int lda,
       // Bᵀ's element (k, n) is b[n][k]: column-major with b's stride.
       wmma::load_matrix_sync(fb, BT ? b + fc * ldb + k : b + k * ldb + fc,
                              ldb);
+      if constexpr (ROUND_A) {
 #pragma unroll
-      for (int i = 0; i < fa.num_elements; ++i)
-        fa.x[i] = wmma::__float_to_tf32(fa.x[i]);
-#pragma unroll
-      for (int i = 0; i < fb.num_elements; ++i)
-        fb.x[i] = wmma::__float_to_tf32(fb.x[i]);
-      wmma::mma_sync(c, fa, fb, c);
+        for (int e = 0; e < fa.num_elements; ++e)
+          fa.x[e] = wmma::__float_to_tf32(fa.x[e]);
+      }
+      wmma::mma_sync(acc[i], fa, fb, acc[i]);
     }
-    wmma::store_matrix_sync(out + fr * ldo + fc, c, ldo, wmma::mem_row_major);
   }
+}
+
+/// Stores the warp's fragments of an R x C tile to out (row-major, ldo).
+template <int R, int C>
+__device__ void storeFrags(float *out, int ldo,
+                           const AccFrag (&acc)[fragsPerWarp<R, C>()]) {
+  constexpr int kFragCols = C / 16, kFrags = (R / 16) * kFragCols;
+#pragma unroll
+  for (int i = 0; i < fragsPerWarp<R, C>(); ++i) {
+    const int f = int(threadIdx.x) / 32 + i * kAttnWarps;
+    if (f < kFrags)
+      wmma::store_matrix_sync(out + f / kFragCols * 16 * ldo +
+                                  f % kFragCols * 16,
+                              acc[i], ldo, wmma::mem_row_major);
+  }
+}
+
+/// out[R x C] = the product mmaAccumulate adds; the caller synchronises
+/// before reading out.
+template <int R, int C, bool BT, bool ROUND_A>
+__device__ void mmaTile(float *out, int ldo, const float *a, int lda,
+                        const float *b, int ldb, int depth) {
+  AccFrag acc[fragsPerWarp<R, C>()];
+  clearFrags<R, C>(acc);
+  mmaAccumulate<R, C, BT, ROUND_A>(acc, a, lda, b, ldb, depth);
+  storeFrags<R, C>(out, ldo, acc);
+}
+
+/// Whether any score of the tile of rows [r0, r0 + rows) and keys
+/// [c0, c0 + keys) is masked (past a sequence, or above the causal
+/// diagonal): only those tiles test each score.
+__device__ inline bool attnTileMasked(int64_t r0, int rows, int64_t c0,
+                                      int keys, const AttnShape &sh,
+                                      bool causal) {
+  return r0 + rows > sh.seq || c0 + keys > sh.kvSeq ||
+         (causal && c0 + keys - 1 > r0);
+}
+
+/// e^x for the tensor-core kernels: the hardware's exp2 (about 2 ulp of
+/// f32), far inside the 16-bit output's rounding.
+__device__ __forceinline__ float attnFastExp(float x) {
+  return exp2f(x * 1.4426950408889634f);
 }
 
 /// acc[i][j] = acc[i][j] · rowScale(row(i)) + t[row(i)][col(j)]: a product
@@ -231,25 +291,26 @@ __device__ void loadRows(A *dst, const T *src, int64_t stride, int valid,
 
 /// The shared memory of a query-tile block (forward and dQ kernels). On
 /// tensor cores (TC) also o, the tile a product of the output rows lands
-/// in, and (dQ kernel) dp, the tile of dO·Vᵀ.
+/// in, which the dQ kernel's loop reuses as dp, the tile of dO·Vᵀ
+/// (SP <= DP: a key tile is never wider than the head dim).
 template <class A, int DIM, bool TC> struct QueryTileSmem {
   static constexpr AttnTiles kTiles = attnQueryTiles(sizeof(A) == 8, DIM);
   static constexpr int kPad = TC ? 4 : 1;
   static constexpr int BR = kTiles.rows, BC = kTiles.keys, DP = DIM + kPad;
   static constexpr int SP = BC + kPad;
-  static constexpr int kOut = TC ? BR * DP : 0, kDp = TC ? BR * SP : 0;
+  static_assert(SP <= DP, "dp fits in o");
+  static constexpr int kOut = TC ? BR * DP : 0;
   A *q, *k, *v, *s, *alpha, *rowInv, *lse, *rowDot, *o, *dout, *dp;
   __device__ explicit QueryTileSmem(A *base)
       : q(base), k(q + BR * DP), v(k + BC * DP), s(v + BC * DP),
         alpha(s + BR * SP), rowInv(alpha + BR), lse(rowInv + BR),
-        rowDot(lse + BR), o(rowDot + BR), dout(o + kOut),
-        dp(dout + BR * DP) {}
+        rowDot(lse + BR), o(rowDot + BR), dout(o + kOut), dp(o) {}
   /// Bytes the forward uses (no dO tile) and the dQ kernel uses.
   static constexpr size_t forwardBytes() {
     return sizeof(A) * size_t((BR + 2 * BC) * DP + BR * SP + 4 * BR + kOut);
   }
   static constexpr size_t gradBytes() {
-    return forwardBytes() + sizeof(A) * size_t(BR * DP + kDp);
+    return forwardBytes() + sizeof(A) * size_t(BR * DP);
   }
 };
 
@@ -293,15 +354,17 @@ forwardTile(const QueryTileSmem<A, DIM, TC> &sm,
                                 int(sh.valueDim));
     __syncthreads();
     if constexpr (TC) {
-      mmaTile<S::BR, S::BC, true>(sm.s, S::SP, sm.q, S::DP, sm.k, S::DP, DIM);
-      __syncthreads();
-      for (int idx = int(threadIdx.x); idx < S::BR * S::BC;
-           idx += kAttnThreads) {
-        int r = idx / S::BC, c = idx % S::BC;
-        A &x = sm.s[r * S::SP + c];
-        x = attnVisible(r0 + r, c0 + c, sh.seq, sh.kvSeq, causal)
-                ? x * scale
-                : attnNegInf<A>();
+      // Raw scores, -inf where masked; the softmax below scales them.
+      mmaTile<S::BR, S::BC, true, false>(sm.s, S::SP, sm.q, S::DP, sm.k,
+                                         S::DP, DIM);
+      if (attnTileMasked(r0, S::BR, c0, S::BC, sh, causal)) {
+        __syncthreads();
+        for (int idx = int(threadIdx.x); idx < S::BR * S::BC;
+             idx += kAttnThreads) {
+          int r = idx / S::BC, c = idx % S::BC;
+          if (!attnVisible(r0 + r, c0 + c, sh.seq, sh.kvSeq, causal))
+            sm.s[r * S::SP + c] = attnNegInf<A>();
+        }
       }
     } else {
       A sc[MS::RM][MS::CN];
@@ -318,17 +381,29 @@ forwardTile(const QueryTileSmem<A, DIM, TC> &sm,
                   : attnNegInf<A>();
     }
     __syncthreads();
-    // Online softmax of the tile, G lanes per row.
+    // Online softmax of the tile, G lanes per row (on tensor cores the
+    // scores are scaled here and weighed with the fast exp).
     A *srow = sm.s + myRow * S::SP;
+    auto score = [&](int c) {
+      A x = srow[c];
+      if constexpr (TC)
+        return x == attnNegInf<A>() ? x : x * scale;
+      else
+        return x;
+    };
     A tileMax = attnNegInf<A>();
     for (int c = myLane; c < S::BC; c += G)
-      tileMax = fmax(tileMax, srow[c]);
+      tileMax = fmax(tileMax, score(c));
 #pragma unroll
     for (int off = G / 2; off > 0; off /= 2)
       tileMax = fmax(tileMax, __shfl_xor_sync(0xffffffffu, tileMax, off, G));
     A alpha = row.rescale(tileMax), tileSum = A(0);
     for (int c = myLane; c < S::BC; c += G) {
-      A p = row.weight(srow[c]);
+      A x = score(c), p;
+      if constexpr (TC)
+        p = x == attnNegInf<A>() ? A(0) : attnFastExp(x - row.m);
+      else
+        p = row.weight(x);
       srow[c] = p;
       tileSum += p;
     }
@@ -340,8 +415,8 @@ forwardTile(const QueryTileSmem<A, DIM, TC> &sm,
       sm.alpha[myRow] = alpha;
     __syncthreads();
     if constexpr (TC) {
-      mmaTile<S::BR, DIM, false>(sm.o, S::DP, sm.s, S::SP, sm.v, S::DP,
-                                 S::BC);
+      mmaTile<S::BR, DIM, false, true>(sm.o, S::DP, sm.s, S::SP, sm.v, S::DP,
+                                       S::BC);
       __syncthreads();
       addTile<MO>(acc, sm.o, S::DP, [&](int r) { return sm.alpha[r]; });
     } else {
@@ -360,6 +435,12 @@ forwardTile(const QueryTileSmem<A, DIM, TC> &sm,
     sm.lse[myRow] = row.logSumExp();
   }
   __syncthreads();
+}
+
+/// Blocks per SM the backward kernels are built for: two for the tensor-core
+/// kernel of head dim 64 (about 105 KB of shared memory each), else one.
+template <class T, class A, int DIM> constexpr int attnGradMinBlocks() {
+  return attnTensorCores<T, A>() && DIM == 64 ? 2 : 1;
 }
 
 /// The blocks of a query-tile grid: the last (causally heaviest) tiles of
@@ -403,7 +484,8 @@ __global__ void __launch_bounds__(kAttnThreads, 2)
 /// dQ of a query tile, and the rows' lse and D into stats ([B, H, S] each,
 /// lse first) for the dK/dV kernel.
 template <int DIM, class T, class A>
-__global__ void __launch_bounds__(kAttnThreads, 1)
+__global__ void __launch_bounds__(kAttnThreads,
+                                  attnGradMinBlocks<T, A, DIM>())
     attentionGradQueryKernel(const T *q, const T *k, const T *v,
                              const T *dout, T *dq, A *stats, AttnShape sh,
                              A scale, bool causal, int64_t work) {
@@ -447,8 +529,54 @@ __global__ void __launch_bounds__(kAttnThreads, 1)
     loadRows<DIM, S::DP, S::BR>(sm.dout, dout + sh.oRow(b, r0, h),
                                 sh.heads * sh.valueDim, int(rowEnd - r0),
                                 int(sh.valueDim));
-    clearTile<MO>(acc); // now dQ / scale
     const int64_t keyEnd = attnKeyEnd(rowEnd, sh.kvSeq, causal);
+    if constexpr (TC) {
+      // dQ / scale in the warps' fragments; dP lands in sm.dp (which is
+      // sm.o: the forward is done with it).
+      AccFrag dqFrags[fragsPerWarp<S::BR, DIM>()];
+      clearFrags<S::BR, DIM>(dqFrags);
+      for (int64_t c0 = 0; c0 < keyEnd; c0 += S::BC) {
+        int keys = int(sh.kvSeq - c0 < S::BC ? sh.kvSeq - c0 : S::BC);
+        __syncthreads();
+        loadRows<DIM, S::DP, S::BC>(sm.k, k + sh.kRow(b, c0, hk),
+                                    sh.kvHeads * sh.headDim, keys,
+                                    int(sh.headDim));
+        loadRows<DIM, S::DP, S::BC>(sm.v, v + sh.vRow(b, c0, hk),
+                                    sh.kvHeads * sh.valueDim, keys,
+                                    int(sh.valueDim));
+        __syncthreads();
+        mmaTile<S::BR, S::BC, true, false>(sm.s, S::SP, sm.q, S::DP, sm.k,
+                                           S::DP, DIM);
+        mmaTile<S::BR, S::BC, true, false>(sm.dp, S::SP, sm.dout, S::DP,
+                                           sm.v, S::DP, DIM);
+        const bool masked = attnTileMasked(r0, S::BR, c0, S::BC, sh, causal);
+        __syncthreads();
+        for (int idx = int(threadIdx.x); idx < S::BR * S::BC;
+             idx += kAttnThreads) {
+          int r = idx / S::BC, c = idx % S::BC;
+          bool visible = !masked || attnVisible(r0 + r, c0 + c, sh.seq,
+                                                sh.kvSeq, causal);
+          A p = visible ? attnFastExp(sm.s[r * S::SP + c] * scale - sm.lse[r])
+                        : A(0);
+          sm.s[r * S::SP + c] =
+              attnScoreGrad(p, sm.dp[r * S::SP + c], sm.rowDot[r]);
+        }
+        __syncthreads();
+        mmaAccumulate<S::BR, DIM, false, true>(dqFrags, sm.s, S::SP, sm.k,
+                                               S::DP, S::BC);
+      }
+      __syncthreads();
+      storeFrags<S::BR, DIM>(sm.o, S::DP, dqFrags);
+      __syncthreads();
+      for (int idx = int(threadIdx.x); idx < S::BR * DIM;
+           idx += kAttnThreads) {
+        int r = idx / DIM, c = idx % DIM;
+        if (r0 + r < sh.seq && c < sh.headDim)
+          storeAcc(dq + sh.qRow(b, r0 + r, h) + c, sm.o[r * S::DP + c] * scale);
+      }
+      continue;
+    }
+    clearTile<MO>(acc); // now dQ / scale
     for (int64_t c0 = 0; c0 < keyEnd; c0 += S::BC) {
       int keys = int(sh.kvSeq - c0 < S::BC ? sh.kvSeq - c0 : S::BC);
       __syncthreads();
@@ -459,47 +587,25 @@ __global__ void __launch_bounds__(kAttnThreads, 1)
                                   sh.kvHeads * sh.valueDim, keys,
                                   int(sh.valueDim));
       __syncthreads();
-      if constexpr (TC) {
-        mmaTile<S::BR, S::BC, true>(sm.s, S::SP, sm.q, S::DP, sm.k, S::DP,
-                                    DIM);
-        mmaTile<S::BR, S::BC, true>(sm.dp, S::SP, sm.dout, S::DP, sm.v,
-                                    S::DP, DIM);
-        __syncthreads();
-        for (int idx = int(threadIdx.x); idx < S::BR * S::BC;
-             idx += kAttnThreads) {
-          int r = idx / S::BC, c = idx % S::BC;
-          bool visible =
-              attnVisible(r0 + r, c0 + c, sh.seq, sh.kvSeq, causal);
-          A p = attnProb(visible, sm.s[r * S::SP + c] * scale, sm.lse[r]);
-          sm.s[r * S::SP + c] =
-              attnScoreGrad(p, sm.dp[r * S::SP + c], sm.rowDot[r]);
-        }
-        __syncthreads();
-        mmaTile<S::BR, DIM, false>(sm.o, S::DP, sm.s, S::SP, sm.k, S::DP,
-                                   S::BC);
-        __syncthreads();
-        addTile<MO>(acc, sm.o, S::DP, [](int) { return 1.0f; });
-      } else {
-        A sc[MS::RM][MS::CN], dp[MS::RM][MS::CN];
-        clearTile<MS>(sc);
-        clearTile<MS>(dp);
-        productNT<MS>(sc, sm.q, S::DP, sm.k, S::DP, int(sh.headDim));
-        productNT<MS>(dp, sm.dout, S::DP, sm.v, S::DP, int(sh.valueDim));
+      A sc[MS::RM][MS::CN], dp[MS::RM][MS::CN];
+      clearTile<MS>(sc);
+      clearTile<MS>(dp);
+      productNT<MS>(sc, sm.q, S::DP, sm.k, S::DP, int(sh.headDim));
+      productNT<MS>(dp, sm.dout, S::DP, sm.v, S::DP, int(sh.valueDim));
 #pragma unroll
-        for (int i = 0; i < MS::RM; ++i) {
-          int r = MS::row(i);
+      for (int i = 0; i < MS::RM; ++i) {
+        int r = MS::row(i);
 #pragma unroll
-          for (int j = 0; j < MS::CN; ++j) {
-            bool visible = attnVisible(r0 + r, c0 + MS::col(j), sh.seq,
-                                       sh.kvSeq, causal);
-            A p = attnProb(visible, sc[i][j] * scale, sm.lse[r]);
-            sm.s[r * S::SP + MS::col(j)] =
-                attnScoreGrad(p, dp[i][j], sm.rowDot[r]);
-          }
+        for (int j = 0; j < MS::CN; ++j) {
+          bool visible = attnVisible(r0 + r, c0 + MS::col(j), sh.seq,
+                                     sh.kvSeq, causal);
+          A p = attnProb(visible, sc[i][j] * scale, sm.lse[r]);
+          sm.s[r * S::SP + MS::col(j)] =
+              attnScoreGrad(p, dp[i][j], sm.rowDot[r]);
         }
-        __syncthreads();
-        productNN<MO>(acc, sm.s, S::SP, sm.k, S::DP, S::BC);
       }
+      __syncthreads();
+      productNN<MO>(acc, sm.s, S::SP, sm.k, S::DP, S::BC);
     }
 #pragma unroll
     for (int i = 0; i < MO::RM; ++i) {
@@ -516,27 +622,28 @@ __global__ void __launch_bounds__(kAttnThreads, 1)
 }
 
 /// The shared memory of a key-tile block (dK/dV kernel); scores are held
-/// transposed, [key][query]. On tensor cores (TC) also o, the tile a
-/// product of the key rows lands in.
+/// transposed, [key][query]. On tensor cores (TC) dK and dV stay in the
+/// warps' fragments and leave through q and dO's rows (2·BR >= BC).
 template <class A, int DIM, bool TC> struct KeyTileSmem {
   static constexpr AttnTiles kTiles = attnKeyTiles(sizeof(A) == 8, DIM);
   static constexpr int kPad = TC ? 4 : 1;
   static constexpr int BR = kTiles.rows, BC = kTiles.keys, DP = DIM + kPad;
   static constexpr int SP = BR + kPad;
-  static constexpr int kOut = TC ? BC * DP : 0;
-  A *k, *v, *q, *dout, *p, *ds, *o, *lse, *rowDot;
+  static_assert(2 * BR >= BC, "a key tile's rows fit in q and dO's");
+  A *k, *v, *q, *dout, *p, *ds, *lse, *rowDot;
   __device__ explicit KeyTileSmem(A *base)
       : k(base), v(k + BC * DP), q(v + BC * DP), dout(q + BR * DP),
-        p(dout + BR * DP), ds(p + BC * SP), o(ds + BC * SP), lse(o + kOut),
+        p(dout + BR * DP), ds(p + BC * SP), lse(ds + BC * SP),
         rowDot(lse + BR) {}
   static constexpr size_t bytes() {
-    return sizeof(A) *
-           size_t((2 * BC + 2 * BR) * DP + 2 * BC * SP + kOut + 2 * BR);
+    return sizeof(A) * size_t((2 * BC + 2 * BR) * DP + 2 * BC * SP + 2 * BR);
   }
 };
 
+
 template <int DIM, class T, class A>
-__global__ void __launch_bounds__(kAttnThreads, 1)
+__global__ void __launch_bounds__(kAttnThreads,
+                                  attnGradMinBlocks<T, A, DIM>())
     attentionGradKeyKernel(const T *q, const T *k, const T *v, const T *dout,
                            const A *stats, T *dk, T *dv, AttnShape sh,
                            A scale, bool causal, int64_t work) {
@@ -558,9 +665,16 @@ __global__ void __launch_bounds__(kAttnThreads, 1)
     loadRows<DIM, S::DP, S::BC>(sm.v, v + sh.vRow(b, c0, hk),
                                 sh.kvHeads * sh.valueDim, keys,
                                 int(sh.valueDim));
-    A gk[MO::RM][MO::CN], gv[MO::RM][MO::CN];
-    clearTile<MO>(gk);
-    clearTile<MO>(gv);
+    A gk[TC ? 1 : MO::RM][TC ? 1 : MO::CN], gv[TC ? 1 : MO::RM][TC ? 1 : MO::CN];
+    AccFrag gkFrags[TC ? fragsPerWarp<S::BC, DIM>() : 1],
+        gvFrags[TC ? fragsPerWarp<S::BC, DIM>() : 1];
+    if constexpr (TC) {
+      clearFrags<S::BC, DIM>(gkFrags);
+      clearFrags<S::BC, DIM>(gvFrags);
+    } else {
+      clearTile<MO>(gk);
+      clearTile<MO>(gv);
+    }
     const int64_t firstTile = attnFirstRow(c0, causal) / S::BR;
     for (int64_t h = hk * group; h < (hk + 1) * group; ++h) {
       for (int64_t r0 = firstTile * S::BR; r0 < sh.seq; r0 += S::BR) {
@@ -581,32 +695,30 @@ __global__ void __launch_bounds__(kAttnThreads, 1)
         __syncthreads();
         if constexpr (TC) {
           // Scores and dP land in p and ds, then become P and dS in place.
-          mmaTile<S::BC, S::BR, true>(sm.p, S::SP, sm.k, S::DP, sm.q, S::DP,
-                                      DIM);
-          mmaTile<S::BC, S::BR, true>(sm.ds, S::SP, sm.v, S::DP, sm.dout,
-                                      S::DP, DIM);
+          mmaTile<S::BC, S::BR, true, false>(sm.p, S::SP, sm.k, S::DP, sm.q,
+                                             S::DP, DIM);
+          mmaTile<S::BC, S::BR, true, false>(sm.ds, S::SP, sm.v, S::DP,
+                                             sm.dout, S::DP, DIM);
+          const bool masked =
+              attnTileMasked(r0, S::BR, c0, S::BC, sh, causal);
           __syncthreads();
           for (int idx = int(threadIdx.x); idx < S::BC * S::BR;
                idx += kAttnThreads) {
             int key = idx / S::BR, r = idx % S::BR;
-            bool visible =
-                attnVisible(r0 + r, c0 + key, sh.seq, sh.kvSeq, causal);
-            A p = attnProb(visible, sm.p[key * S::SP + r] * scale, sm.lse[r]);
+            bool visible = !masked || attnVisible(r0 + r, c0 + key, sh.seq,
+                                                  sh.kvSeq, causal);
+            A p = visible ? attnFastExp(sm.p[key * S::SP + r] * scale -
+                                        sm.lse[r])
+                          : A(0);
             sm.ds[key * S::SP + r] =
                 attnScoreGrad(p, sm.ds[key * S::SP + r], sm.rowDot[r]);
             sm.p[key * S::SP + r] = p;
           }
           __syncthreads();
-          auto one = [](int) { return 1.0f; };
-          mmaTile<S::BC, DIM, false>(sm.o, S::DP, sm.p, S::SP, sm.dout, S::DP,
-                                     S::BR);
-          __syncthreads();
-          addTile<MO>(gv, sm.o, S::DP, one);
-          __syncthreads();
-          mmaTile<S::BC, DIM, false>(sm.o, S::DP, sm.ds, S::SP, sm.q, S::DP,
-                                     S::BR);
-          __syncthreads();
-          addTile<MO>(gk, sm.o, S::DP, one);
+          mmaAccumulate<S::BC, DIM, false, true>(gvFrags, sm.p, S::SP,
+                                                 sm.dout, S::DP, S::BR);
+          mmaAccumulate<S::BC, DIM, false, true>(gkFrags, sm.ds, S::SP, sm.q,
+                                                 S::DP, S::BR);
         } else {
           A sc[MS::RM][MS::CN], dp[MS::RM][MS::CN];
           clearTile<MS>(sc);
@@ -633,19 +745,43 @@ __global__ void __launch_bounds__(kAttnThreads, 1)
         }
       }
     }
+    if constexpr (TC) {
+      // dV, then dK, through q and dO's rows (one array each: selecting
+      // between them at run time would put both in local memory).
+      auto flush = [&](const AccFrag(&frags)[fragsPerWarp<S::BC, DIM>()],
+                       bool isV) {
+        __syncthreads();
+        storeFrags<S::BC, DIM>(sm.q, S::DP, frags);
+        __syncthreads();
+        for (int idx = int(threadIdx.x); idx < S::BC * DIM;
+             idx += kAttnThreads) {
+          int key = idx / DIM, c = idx % DIM;
+          if (c0 + key >= sh.kvSeq)
+            continue;
+          A x = sm.q[key * S::DP + c];
+          if (isV && c < sh.valueDim)
+            storeAcc(dv + sh.vRow(b, c0 + key, hk) + c, x);
+          if (!isV && c < sh.headDim)
+            storeAcc(dk + sh.kRow(b, c0 + key, hk) + c, x * scale);
+        }
+      };
+      flush(gvFrags, true);
+      flush(gkFrags, false);
+    } else {
 #pragma unroll
-    for (int i = 0; i < MO::RM; ++i) {
-      int64_t kj = c0 + MO::row(i);
-      if (kj >= sh.kvSeq)
-        continue;
-      T *gkRow = dk + sh.kRow(b, kj, hk), *gvRow = dv + sh.vRow(b, kj, hk);
+      for (int i = 0; i < MO::RM; ++i) {
+        int64_t kj = c0 + MO::row(i);
+        if (kj >= sh.kvSeq)
+          continue;
+        T *gkRow = dk + sh.kRow(b, kj, hk), *gvRow = dv + sh.vRow(b, kj, hk);
 #pragma unroll
-      for (int j = 0; j < MO::CN; ++j) {
-        int c = MO::col(j);
-        if (c < sh.headDim)
-          storeAcc(gkRow + c, gk[i][j] * scale);
-        if (c < sh.valueDim)
-          storeAcc(gvRow + c, gv[i][j]);
+        for (int j = 0; j < MO::CN; ++j) {
+          int c = MO::col(j);
+          if (c < sh.headDim)
+            storeAcc(gkRow + c, gk[i][j] * scale);
+          if (c < sh.valueDim)
+            storeAcc(gvRow + c, gv[i][j]);
+        }
       }
     }
   }
