@@ -574,49 +574,49 @@ __global__ void __launch_bounds__(kAttnThreads,
         if (r0 + r < sh.seq && c < sh.headDim)
           storeAcc(dq + sh.qRow(b, r0 + r, h) + c, sm.o[r * S::DP + c] * scale);
       }
-      continue;
-    }
-    clearTile<MO>(acc); // now dQ / scale
-    for (int64_t c0 = 0; c0 < keyEnd; c0 += S::BC) {
-      int keys = int(sh.kvSeq - c0 < S::BC ? sh.kvSeq - c0 : S::BC);
-      __syncthreads();
-      loadRows<DIM, S::DP, S::BC>(sm.k, k + sh.kRow(b, c0, hk),
-                                  sh.kvHeads * sh.headDim, keys,
-                                  int(sh.headDim));
-      loadRows<DIM, S::DP, S::BC>(sm.v, v + sh.vRow(b, c0, hk),
-                                  sh.kvHeads * sh.valueDim, keys,
-                                  int(sh.valueDim));
-      __syncthreads();
-      A sc[MS::RM][MS::CN], dp[MS::RM][MS::CN];
-      clearTile<MS>(sc);
-      clearTile<MS>(dp);
-      productNT<MS>(sc, sm.q, S::DP, sm.k, S::DP, int(sh.headDim));
-      productNT<MS>(dp, sm.dout, S::DP, sm.v, S::DP, int(sh.valueDim));
+    } else {
+      clearTile<MO>(acc); // now dQ / scale
+      for (int64_t c0 = 0; c0 < keyEnd; c0 += S::BC) {
+        int keys = int(sh.kvSeq - c0 < S::BC ? sh.kvSeq - c0 : S::BC);
+        __syncthreads();
+        loadRows<DIM, S::DP, S::BC>(sm.k, k + sh.kRow(b, c0, hk),
+                                    sh.kvHeads * sh.headDim, keys,
+                                    int(sh.headDim));
+        loadRows<DIM, S::DP, S::BC>(sm.v, v + sh.vRow(b, c0, hk),
+                                    sh.kvHeads * sh.valueDim, keys,
+                                    int(sh.valueDim));
+        __syncthreads();
+        A sc[MS::RM][MS::CN], dp[MS::RM][MS::CN];
+        clearTile<MS>(sc);
+        clearTile<MS>(dp);
+        productNT<MS>(sc, sm.q, S::DP, sm.k, S::DP, int(sh.headDim));
+        productNT<MS>(dp, sm.dout, S::DP, sm.v, S::DP, int(sh.valueDim));
 #pragma unroll
-      for (int i = 0; i < MS::RM; ++i) {
-        int r = MS::row(i);
+        for (int i = 0; i < MS::RM; ++i) {
+          int r = MS::row(i);
 #pragma unroll
-        for (int j = 0; j < MS::CN; ++j) {
-          bool visible = attnVisible(r0 + r, c0 + MS::col(j), sh.seq,
-                                     sh.kvSeq, causal);
-          A p = attnProb(visible, sc[i][j] * scale, sm.lse[r]);
-          sm.s[r * S::SP + MS::col(j)] =
-              attnScoreGrad(p, dp[i][j], sm.rowDot[r]);
+          for (int j = 0; j < MS::CN; ++j) {
+            bool visible = attnVisible(r0 + r, c0 + MS::col(j), sh.seq,
+                                       sh.kvSeq, causal);
+            A p = attnProb(visible, sc[i][j] * scale, sm.lse[r]);
+            sm.s[r * S::SP + MS::col(j)] =
+                attnScoreGrad(p, dp[i][j], sm.rowDot[r]);
+          }
         }
+        __syncthreads();
+        productNN<MO>(acc, sm.s, S::SP, sm.k, S::DP, S::BC);
       }
-      __syncthreads();
-      productNN<MO>(acc, sm.s, S::SP, sm.k, S::DP, S::BC);
-    }
 #pragma unroll
-    for (int i = 0; i < MO::RM; ++i) {
-      int64_t qi = r0 + MO::row(i);
-      if (qi >= sh.seq)
-        continue;
-      T *g = dq + sh.qRow(b, qi, h);
+      for (int i = 0; i < MO::RM; ++i) {
+        int64_t qi = r0 + MO::row(i);
+        if (qi >= sh.seq)
+          continue;
+        T *g = dq + sh.qRow(b, qi, h);
 #pragma unroll
-      for (int j = 0; j < MO::CN; ++j)
-        if (MO::col(j) < sh.headDim)
-          storeAcc(g + MO::col(j), acc[i][j] * scale);
+        for (int j = 0; j < MO::CN; ++j)
+          if (MO::col(j) < sh.headDim)
+            storeAcc(g + MO::col(j), acc[i][j] * scale);
+      }
     }
   }
 }
@@ -665,7 +665,10 @@ __global__ void __launch_bounds__(kAttnThreads,
     loadRows<DIM, S::DP, S::BC>(sm.v, v + sh.vRow(b, c0, hk),
                                 sh.kvHeads * sh.valueDim, keys,
                                 int(sh.valueDim));
-    A gk[TC ? 1 : MO::RM][TC ? 1 : MO::CN], gv[TC ? 1 : MO::RM][TC ? 1 : MO::CN];
+    // On tensor cores dK and dV live in fragments; the register tiles are
+    // the CUDA-core kernels'.
+    A gk[TC ? 1 : MO::RM][TC ? 1 : MO::CN],
+        gv[TC ? 1 : MO::RM][TC ? 1 : MO::CN];
     AccFrag gkFrags[TC ? fragsPerWarp<S::BC, DIM>() : 1],
         gvFrags[TC ? fragsPerWarp<S::BC, DIM>() : 1];
     if constexpr (TC) {
