@@ -42,6 +42,11 @@ rows=()
 status=0
 row() { rows+=("$(printf '%-44s %s' "$1" "$2")"); }
 fail() { row "$1" "FAIL: $2"; status=1; }
+summary() {
+  echo
+  echo "== gpu-check ($((SECONDS - start)) s; logs in $out)"
+  printf '%s\n' "${rows[@]}"
+}
 
 start=$SECONDS
 if [ -n "$bundle" ]; then
@@ -100,6 +105,12 @@ else
       echo "gpu-check: $first under compute-sanitizer: $(grep -c '=========' "$out/sanitizer.log") lines of findings (log $out/sanitizer.log)"
     fi
   fi
+fi
+
+if [ "$gpus" -eq 0 ]; then
+  fail "GPU checks" "no GPU visible (nvidia-smi -L lists none): only the kernel tests' host parts ran"
+  summary
+  exit 1
 fi
 
 # 3. GPT training steps: GPU against CPU, meshes against one GPU.
@@ -230,7 +241,5 @@ PY
   fi
 fi
 
-echo
-echo "== gpu-check ($((SECONDS - start)) s; logs in $out)"
-printf '%s\n' "${rows[@]}"
+summary
 exit $status
