@@ -231,14 +231,15 @@ __device__ __forceinline__ float attnFastExp(float x) {
   return exp2f(x * 1.4426950408889634f);
 }
 
-/// acc[i][j] = acc[i][j] · rowScale(row(i)) + t[row(i)][col(j)]: a product
-/// mmaTile left in shared memory, added into a register tile.
-template <class M, class F>
+/// acc[i][j] = acc[i][j] · rowScale[row(i)] + t[row(i)][col(j)]: the
+/// output rows rescaled by the online softmax plus a product mmaTile left
+/// in shared memory.
+template <class M>
 __device__ void addTile(float (&acc)[M::RM][M::CN], const float *t, int ldt,
-                        F rowScale) {
+                        const float *rowScale) {
 #pragma unroll
   for (int i = 0; i < M::RM; ++i) {
-    float a = rowScale(M::row(i));
+    float a = rowScale[M::row(i)];
 #pragma unroll
     for (int j = 0; j < M::CN; ++j)
       acc[i][j] = acc[i][j] * a + t[M::row(i) * ldt + M::col(j)];
@@ -287,6 +288,20 @@ __device__ void loadRows(A *dst, const T *src, int64_t stride, int valid,
       x = A(loadAcc(src[r * stride + c]));
     dst[r * DP + c] = x;
   }
+}
+
+/// Loads key tile [c0, c0 + S::BC) of kv head hk of batch b into sm.k and
+/// sm.v (rows past kvSeq zero); the caller places the barriers.
+template <int DIM, class S, class T>
+__device__ void loadKeyTile(const S &sm, const T *k, const T *v,
+                            const AttnShape &sh, int64_t b, int64_t c0,
+                            int64_t hk) {
+  const int keys = int(sh.kvSeq - c0 < S::BC ? sh.kvSeq - c0 : S::BC);
+  loadRows<DIM, S::DP, S::BC>(sm.k, k + sh.kRow(b, c0, hk),
+                              sh.kvHeads * sh.headDim, keys, int(sh.headDim));
+  loadRows<DIM, S::DP, S::BC>(sm.v, v + sh.vRow(b, c0, hk),
+                              sh.kvHeads * sh.valueDim, keys,
+                              int(sh.valueDim));
 }
 
 /// The shared memory of a query-tile block (forward and dQ kernels). On
@@ -345,13 +360,8 @@ forwardTile(const QueryTileSmem<A, DIM, TC> &sm,
                               int(sh.headDim));
   clearTile<MO>(acc);
   for (int64_t c0 = 0; c0 < keyEnd; c0 += S::BC) {
-    int keys = int(sh.kvSeq - c0 < S::BC ? sh.kvSeq - c0 : S::BC);
     __syncthreads();
-    loadRows<DIM, S::DP, S::BC>(sm.k, k + sh.kRow(b, c0, hk),
-                                sh.kvHeads * sh.headDim, keys, int(sh.headDim));
-    loadRows<DIM, S::DP, S::BC>(sm.v, v + sh.vRow(b, c0, hk),
-                                sh.kvHeads * sh.valueDim, keys,
-                                int(sh.valueDim));
+    loadKeyTile<DIM>(sm, k, v, sh, b, c0, hk);
     __syncthreads();
     if constexpr (TC) {
       // Raw scores, -inf where masked; the softmax below scales them.
@@ -418,7 +428,7 @@ forwardTile(const QueryTileSmem<A, DIM, TC> &sm,
       mmaTile<S::BR, DIM, false, true>(sm.o, S::DP, sm.s, S::SP, sm.v, S::DP,
                                        S::BC);
       __syncthreads();
-      addTile<MO>(acc, sm.o, S::DP, [&](int r) { return sm.alpha[r]; });
+      addTile<MO>(acc, sm.o, S::DP, sm.alpha);
     } else {
 #pragma unroll
       for (int i = 0; i < MO::RM; ++i) {
@@ -536,14 +546,8 @@ __global__ void __launch_bounds__(kAttnThreads,
       AccFrag dqFrags[fragsPerWarp<S::BR, DIM>()];
       clearFrags<S::BR, DIM>(dqFrags);
       for (int64_t c0 = 0; c0 < keyEnd; c0 += S::BC) {
-        int keys = int(sh.kvSeq - c0 < S::BC ? sh.kvSeq - c0 : S::BC);
         __syncthreads();
-        loadRows<DIM, S::DP, S::BC>(sm.k, k + sh.kRow(b, c0, hk),
-                                    sh.kvHeads * sh.headDim, keys,
-                                    int(sh.headDim));
-        loadRows<DIM, S::DP, S::BC>(sm.v, v + sh.vRow(b, c0, hk),
-                                    sh.kvHeads * sh.valueDim, keys,
-                                    int(sh.valueDim));
+        loadKeyTile<DIM>(sm, k, v, sh, b, c0, hk);
         __syncthreads();
         mmaTile<S::BR, S::BC, true, false>(sm.s, S::SP, sm.q, S::DP, sm.k,
                                            S::DP, DIM);
@@ -577,14 +581,8 @@ __global__ void __launch_bounds__(kAttnThreads,
     } else {
       clearTile<MO>(acc); // now dQ / scale
       for (int64_t c0 = 0; c0 < keyEnd; c0 += S::BC) {
-        int keys = int(sh.kvSeq - c0 < S::BC ? sh.kvSeq - c0 : S::BC);
         __syncthreads();
-        loadRows<DIM, S::DP, S::BC>(sm.k, k + sh.kRow(b, c0, hk),
-                                    sh.kvHeads * sh.headDim, keys,
-                                    int(sh.headDim));
-        loadRows<DIM, S::DP, S::BC>(sm.v, v + sh.vRow(b, c0, hk),
-                                    sh.kvHeads * sh.valueDim, keys,
-                                    int(sh.valueDim));
+        loadKeyTile<DIM>(sm, k, v, sh, b, c0, hk);
         __syncthreads();
         A sc[MS::RM][MS::CN], dp[MS::RM][MS::CN];
         clearTile<MS>(sc);
@@ -658,13 +656,8 @@ __global__ void __launch_bounds__(kAttnThreads,
     // The first key tiles are seen by the most queries: they go first.
     const int64_t c0 = (w / bhk) * S::BC, b = (w % bhk) / sh.kvHeads,
                   hk = w % sh.kvHeads;
-    const int keys = int(sh.kvSeq - c0 < S::BC ? sh.kvSeq - c0 : S::BC);
     __syncthreads();
-    loadRows<DIM, S::DP, S::BC>(sm.k, k + sh.kRow(b, c0, hk),
-                                sh.kvHeads * sh.headDim, keys, int(sh.headDim));
-    loadRows<DIM, S::DP, S::BC>(sm.v, v + sh.vRow(b, c0, hk),
-                                sh.kvHeads * sh.valueDim, keys,
-                                int(sh.valueDim));
+    loadKeyTile<DIM>(sm, k, v, sh, b, c0, hk);
     // On tensor cores dK and dV live in fragments; the register tiles are
     // the CUDA-core kernels'.
     A gk[TC ? 1 : MO::RM][TC ? 1 : MO::CN],
