@@ -11,12 +11,14 @@
 #      compute-sanitizer where it is installed;
 #   3. examples/gpt.mlir trained 3 steps on one GPU and on the CPU backend
 #      from the same seed: losses within 1e-4 relative (GEMMs sum in another
-#      order), and in bf16 within 1e-2; dp=2 and tp=2 on two GPUs against
+#      order), and in bf16 within 1e-2; the step captured as a CUDA graph
+#      (--graph) equal to it call by call; dp=2 and tp=2 on two GPUs against
 #      one GPU where there are two;
 #   4. the benchmark: a GPT-2 124M-shaped model (12 layers, width 768, 12
 #      heads, context 1024, vocabulary 50304, batch 8) in bf16 on one GPU:
 #      tokens/s, model FLOPs utilisation (6 N + 12 L T C flops per token over
-#      989 TFLOP/s dense bf16) and the step time outside kernels.
+#      989 TFLOP/s dense bf16) and the step time outside kernels; then
+#      tokens/s with the step captured (--graph).
 # Every step runs under a timeout, so a hang costs minutes, not the machine.
 # Exits non-zero when a check fails (the table still prints).
 # With --profile, the benchmark's second step runs again under Nsight Compute
@@ -144,6 +146,18 @@ else
     grep -m3 -A12 '^========= [A-Z]' "$out/gpu1-sanitizer.log"
   fi
 fi
+# A captured step (CUDA graph) against the same steps call by call: the
+# same kernels in the same order, so the same losses. Step 1 warms up; the
+# graph runs steps 2 and 3.
+if [ -s "$out/gpu1.jsonl" ] && train gpu1-graph gpt-sgd.so cuda --graph; then
+  if d=$(close "$(losses "$out/gpu1-graph.jsonl")" "$(losses "$out/gpu1.jsonl")" 0); then
+    row "gpt 3 steps: --graph vs call by call" "max rel diff $d"
+  else
+    fail "gpt 3 steps: --graph vs call by call" "max rel diff $d"
+  fi
+else
+  fail "gpt 3 steps with --graph" "$(tail -1 "$out/gpu1-graph.log")"
+fi
 # bf16 on both: bf16 storage, f32 arithmetic; a GEMM's bf16 output may round
 # the other way after another summation order, so 1e-2 relative.
 if train cpu-bf16 gpt-sgd-bf16.so cpu && train gpu1-bf16 gpt-sgd-bf16.so cuda; then
@@ -171,10 +185,8 @@ else
   row "gpt on dp=2 / tp=2" "skipped: fewer than two GPUs"
 fi
 
-# 4. The benchmark.
-if timeout 180 "$bin/tessel-run" "$models/gpt124m-bf16.so" --backend cuda --steps 20 \
-     --quiet --metrics "$out/bench.jsonl" >"$out/bench.log" 2>&1; then
-  read -r tps mfu outside < <(python3 - "$out/bench.jsonl" <<'PY'
+# 4. The benchmark: call by call, then with the step captured (--graph).
+bench_numbers() { python3 - "$1" <<'PY'
 import json, statistics, sys
 lines = [json.loads(l) for l in open(sys.argv[1])][5:]  # after warm-up
 tps = statistics.median(l["tokens_per_s"] for l in lines)
@@ -187,7 +199,10 @@ step = [l["step_ms"] for l in lines]
 outside = "-" if None in kernel else "%.1f%%" % (100 * (1 - sum(kernel) / sum(step)))
 print("%.0f %.1f%% %s" % (tps, 100 * mfu, outside))
 PY
-)
+}
+if timeout 180 "$bin/tessel-run" "$models/gpt124m-bf16.so" --backend cuda --steps 20 \
+     --quiet --metrics "$out/bench.jsonl" >"$out/bench.log" 2>&1; then
+  read -r tps mfu outside < <(bench_numbers "$out/bench.jsonl")
   row "gpt-124M bf16, 1 GPU: tokens/s" "$tps"
   row "  model FLOPs utilisation (goal >= 45%)" "$mfu"
   [ "$outside" = "-" ] && outside="with --profile (Nsight Compute)"
@@ -196,6 +211,14 @@ PY
   timeout 90 "$bin/tessel-run" "$models/gpt124m-bf16.so" --backend cuda --steps 3 \
     --trace "$out/bench-trace.json" >"$out/bench-trace.log" 2>&1 ||
     fail "gpt-124M bf16 traced step" "$(tail -1 "$out/bench-trace.log")"
+  if timeout 180 "$bin/tessel-run" "$models/gpt124m-bf16.so" --backend cuda \
+       --steps 20 --graph --quiet --metrics "$out/bench-graph.jsonl" \
+       >"$out/bench-graph.log" 2>&1; then
+    read -r gtps gmfu _ < <(bench_numbers "$out/bench-graph.jsonl")
+    row "  with --graph: tokens/s (MFU)" "$gtps ($gmfu)"
+  else
+    fail "gpt-124M bf16 benchmark with --graph" "$(tail -1 "$out/bench-graph.log")"
+  fi
 else
   fail "gpt-124M bf16 benchmark" "$(tail -1 "$out/bench.log")"
 fi

@@ -100,7 +100,7 @@ LogicalResult lowerUnary(Operation *op, FunctionLowering &fl) {
 /// group index over its axes times the block size times the whole
 /// tensor's stride.
 LogicalResult lowerDropoutBlock(nn::DropoutOp op, FunctionLowering &fl,
-                                I64Value step, I64Value microbatch) {
+                                I64Value microbatch) {
   ArrayRef<int64_t> whole = *op.getGlobalShape();
   ArrayRef<int64_t> local = op.getType().getShape();
   SmallVector<int64_t> strides = contiguousStrides(whole);
@@ -119,28 +119,31 @@ LogicalResult lowerDropoutBlock(nn::DropoutOp op, FunctionLowering &fl,
         fl.emit.mul(fl.b, fl.loc, index, fl.i64(local[dim] * strides[dim]));
     first = fl.emit.add(fl.b, fl.loc, first, offset);
   }
-  fl.call(rt::tessel_dropout_block,
+  fl.call(rt::tessel_dropout_block_current,
           {fl.dtype(op.getResult()), fl.ptr(op.getInput()),
            fl.ptr(op.getResult()), fl.i32(static_cast<int32_t>(local.size())),
            fl.i64Array(local), fl.i64Array(strides),
            fl.f64(op.getRate().convertToDouble()),
-           fl.i64(static_cast<int64_t>(op.getSeed())), step, first});
+           fl.i64(static_cast<int64_t>(op.getSeed())), first});
   return success();
 }
 
+/// The mask is the context's step's as the kernel runs (the _current
+/// entries), so a step captured once replays with fresh masks; the
+/// microbatch is read when the call is issued, which a capture of the whole
+/// step (every microbatch) keeps right.
 LogicalResult lowerDropout(nn::DropoutOp op, FunctionLowering &fl) {
-  I64Value step = fl.call(rt::tessel_get_step, {});
   // Microbatch m draws the mask of elements m·n .. m·n + n − 1.
   I64Value microbatch = fl.call(rt::tessel_get_microbatch, {});
   if (op.getGlobalShape())
-    return lowerDropoutBlock(op, fl, step, microbatch);
+    return lowerDropoutBlock(op, fl, microbatch);
   I64Value first =
       fl.emit.mul(fl.b, fl.loc, microbatch, fl.count(op.getResult()));
-  fl.call(rt::tessel_dropout,
+  fl.call(rt::tessel_dropout_current,
           {fl.dtype(op.getResult()), fl.ptr(op.getInput()),
            fl.ptr(op.getResult()), fl.count(op.getResult()),
            fl.f64(op.getRate().convertToDouble()),
-           fl.i64(static_cast<int64_t>(op.getSeed())), step, first});
+           fl.i64(static_cast<int64_t>(op.getSeed())), first});
   return success();
 }
 

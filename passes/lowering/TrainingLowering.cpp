@@ -44,44 +44,48 @@ tessel_optimizer optimizerOf(nn::OptimizerStepOp op) {
   return opt;
 }
 
-/// In place: result i is init i's memory. The 1-based update count is the
-/// runtime's step + 1; the learning rate of that step comes from
-/// tessel_lr_at; the optimizer's constants are one constant
-/// tessel_optimizer struct in the .so.
+/// The op's learning-rate schedule as the runtime's struct.
+tessel_lr_schedule scheduleOf(nn::OptimizerStepOp op) {
+  tessel_lr_schedule schedule{};
+  schedule.kind = static_cast<int32_t>(op.getSchedule());
+  schedule.lr = op.getLr().convertToDouble();
+  schedule.min_lr = op.getMinLr().convertToDouble();
+  schedule.warmup = static_cast<int64_t>(op.getWarmup());
+  schedule.total_steps = static_cast<int64_t>(op.getTotalSteps());
+  return schedule;
+}
+
+/// The bytes of a constant struct, as a global of the .so.
+template <typename T> PtrValue structGlobal(FunctionLowering &fl, const T &v) {
+  return fl.emit.bytesGlobal(
+      fl.b, fl.loc, StringRef(reinterpret_cast<const char *>(&v), sizeof(v)));
+}
+
+/// In place: result i is init i's memory. The optimizer's constants and
+/// its schedule are two constant structs in the .so; the update count
+/// (the runtime's step + 1) and the rate are the context's as the update
+/// runs (the _current entries), so a step captured once replays with each
+/// launch's.
 LogicalResult lowerOptimizerStep(nn::OptimizerStepOp op, FunctionLowering &fl) {
   for (auto [result, init] : llvm::zip(op.getResults(), op.getOuts()))
     fl.pointers[result] = fl.ptr(init);
-  tessel_optimizer opt = optimizerOf(op);
-  PtrValue optPtr = fl.emit.bytesGlobal(
-      fl.b, fl.loc,
-      StringRef(reinterpret_cast<const char *>(&opt), sizeof(opt)));
-  I64Value runtimeStep = fl.call(rt::tessel_get_step, {});
-  I64Value step = fl.emit.add(fl.b, fl.loc, runtimeStep, fl.i64(1));
-  F64Value lr =
-      fl.emit.call(rt::tessel_lr_at, fl.b, fl.loc,
-                   {fl.i32(static_cast<int32_t>(op.getSchedule())),
-                    fl.f64(op.getLr().convertToDouble()),
-                    fl.f64(op.getMinLr().convertToDouble()),
-                    fl.i64(static_cast<int64_t>(op.getWarmup())),
-                    fl.i64(static_cast<int64_t>(op.getTotalSteps())), step});
+  PtrValue optPtr = structGlobal(fl, optimizerOf(op));
+  PtrValue schedulePtr = structGlobal(fl, scheduleOf(op));
   OperandRange states = op.getOptimizerStates();
+  PtrValue state0 = states.size() > 0 ? fl.ptr(states[0]) : fl.null();
+  PtrValue state1 = states.size() > 1 ? fl.ptr(states[1]) : fl.null();
   Value param = op.getParam();
   if (Value master = op.getMasterWeights()) {
-    fl.call(rt::tessel_optimizer_update_master,
-            {optPtr, fl.dtype(param), fl.ptr(param), fl.ptr(master),
-             fl.dtype(op.getGrad()), fl.ptr(op.getGrad()),
-             fl.ptr(op.getScale()),
-             states.size() > 0 ? fl.ptr(states[0]) : fl.null(),
-             states.size() > 1 ? fl.ptr(states[1]) : fl.null(),
-             fl.count(param), step, lr});
+    fl.call(rt::tessel_optimizer_update_master_current,
+            {optPtr, schedulePtr, fl.dtype(param), fl.ptr(param),
+             fl.ptr(master), fl.dtype(op.getGrad()), fl.ptr(op.getGrad()),
+             fl.ptr(op.getScale()), state0, state1, fl.count(param)});
     return success();
   }
-  fl.call(rt::tessel_optimizer_update,
-          {optPtr, fl.dtype(param), fl.ptr(param), fl.ptr(op.getGrad()),
-           fl.ptr(op.getScale()),
-           states.size() > 0 ? fl.ptr(states[0]) : fl.null(),
-           states.size() > 1 ? fl.ptr(states[1]) : fl.null(), fl.count(param),
-           step, lr});
+  fl.call(rt::tessel_optimizer_update_current,
+          {optPtr, schedulePtr, fl.dtype(param), fl.ptr(param),
+           fl.ptr(op.getGrad()), fl.ptr(op.getScale()), state0, state1,
+           fl.count(param)});
   return success();
 }
 

@@ -120,6 +120,35 @@ void setRecvTimeout(tessel_ctx *ctx, int32_t peer, int64_t tag,
 void setRecvSizeMismatch(tessel_ctx *ctx, int32_t peer, int64_t tag,
                          int64_t sentBytes, int64_t expectedBytes);
 
+/// The step a dropout mask belongs to. `current` (ABI 9's
+/// tessel_dropout*_current): the context's step as it stands when the work
+/// runs (on an asynchronous backend, the step the last setStep ordered
+/// before it on the stream), so a captured step replays with each launch's
+/// step; otherwise `step`, the caller's.
+struct StepRef {
+  bool current = false;
+  uint64_t step = 0;
+};
+
+/// An optimizer update's 1-based count and learning rate: the caller's
+/// (tessel_optimizer_update), or when `current` the context's step + 1
+/// (as StepRef) and `schedule` at that count (host memory, copied).
+struct UpdateStep {
+  bool current = false;
+  int64_t count = 0;
+  double lr = 0.0;
+  tessel_lr_schedule schedule{};
+};
+
+/// A step captured by a backend that captures natively (a CUDA graph):
+/// tessel_graph_launch runs it on the context's stream.
+class CapturedWork {
+public:
+  virtual ~CapturedWork() = default;
+  /// Runs the captured work once; errors are recorded on ctx.
+  virtual void launch(tessel_ctx *ctx) = 0;
+};
+
 /// One rank's backend. Created by its factory (see kBackends in
 /// registry.cpp) for one context and destroyed with it.
 class Backend {
@@ -157,6 +186,35 @@ public:
   /// Waits for every kernel and copy issued so far; an error a kernel found
   /// in the data on an asynchronous backend is recorded on ctx here.
   virtual void synchronize(tessel_ctx *ctx) = 0;
+  /// tessel_set_step: orders the context's new step (already in ctx->step)
+  /// before the work issued after it, for the kernels that read the step
+  /// when they run (StepRef::current). A backend whose work runs when it
+  /// is issued reads ctx->step and needs nothing here.
+  virtual void setStep(tessel_ctx *ctx, uint64_t step) {
+    (void)ctx;
+    (void)step;
+  }
+
+  //===--- Captured steps (tessel_graph_*) --------------------------------===//
+
+  /// Whether the backend captures work itself (CUDA stream capture). When
+  /// not, the front records the calls instead (core/recording.h).
+  virtual bool capturesNatively() const { return false; }
+  /// Starts capturing the work issued from now on (nothing of it runs);
+  /// false with the error recorded.
+  virtual bool beginCapture(tessel_ctx *ctx) {
+    (void)ctx;
+    return false;
+  }
+  /// Ends the capture: the work, or null with the error recorded. With
+  /// `discard` (an error was recorded meanwhile) it ends the capture and
+  /// returns null without recording another error.
+  virtual std::unique_ptr<CapturedWork> endCapture(tessel_ctx *ctx,
+                                                   bool discard) {
+    (void)ctx;
+    (void)discard;
+    return nullptr;
+  }
 
   //===--- Kernels (tessel/runtime.h documents each) ----------------------===//
 
@@ -216,12 +274,12 @@ public:
                     const void *x, void *y, int64_t n) = 0;
   /// `stream` is the context's random stream (tessel_set_rng_stream).
   virtual void dropout(tessel_ctx *ctx, int32_t dtype, const void *x, void *y,
-                       int64_t n, double rate, uint64_t seed, uint64_t step,
+                       int64_t n, double rate, uint64_t seed, StepRef step,
                        int64_t first, uint64_t stream) = 0;
   virtual void dropoutBlock(tessel_ctx *ctx, int32_t dtype, const void *x,
                             void *y, int32_t rank, const int64_t *hostShape,
                             const int64_t *hostStrides, double rate,
-                            uint64_t seed, uint64_t step, int64_t first,
+                            uint64_t seed, StepRef step, int64_t first,
                             uint64_t stream) = 0;
   /// count > 0 elements of `elementBytes` (1, 2, 4 or 8) at out, each the
   /// low `elementBytes` bytes of `bits` (the front read them from the host).
@@ -308,21 +366,22 @@ public:
   virtual void clipScale(tessel_ctx *ctx, const void *sumSquares,
                          double maxNorm, const void *gradScale,
                          void *scale) = 0;
-  /// `opt` is host memory; kind, step and state presence are checked.
+  /// `opt` is host memory; kind, count, schedule and state presence are
+  /// checked.
   virtual void optimizerUpdate(tessel_ctx *ctx, const tessel_optimizer &opt,
-                               int32_t dtype, void *param, const void *grad,
+                               const UpdateStep &at, int32_t dtype,
+                               void *param, const void *grad,
                                const void *gradScale, void *state0,
-                               void *state1, int64_t n, int64_t step,
-                               double lr) = 0;
+                               void *state1, int64_t n) = 0;
   /// Mixed precision: the same step on the f32 `master`, then `param`
   /// (bf16 or f16) = master rounded; dtypes checked.
   virtual void optimizerUpdateMaster(tessel_ctx *ctx,
                                      const tessel_optimizer &opt,
-                                     int32_t paramDtype, void *param,
-                                     void *master, int32_t gradDtype,
-                                     const void *grad, const void *gradScale,
-                                     void *state0, void *state1, int64_t n,
-                                     int64_t step, double lr) = 0;
+                                     const UpdateStep &at, int32_t paramDtype,
+                                     void *param, void *master,
+                                     int32_t gradDtype, const void *grad,
+                                     const void *gradScale, void *state0,
+                                     void *state1, int64_t n) = 0;
 };
 
 /// One backend compiled into this library: its name, whether it can run on

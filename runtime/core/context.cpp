@@ -2,6 +2,7 @@
 
 #include "core/async_comm.h"
 #include "core/backend.h"
+#include "core/graph.h"
 #include "core/rng.h"
 
 #include <cmath>
@@ -15,6 +16,8 @@ using namespace tessel;
 // Out of line: the backend and communicator types are complete here only.
 tessel_ctx::tessel_ctx() = default;
 tessel_ctx::~tessel_ctx() {
+  // A capture in progress gives the backend, communicator and worker back.
+  abandonCapture(this);
   // Started collectives still use the communicator, the counters and the
   // error: they complete (or fail) before any of those goes.
   waitForStartedCollectives(this);
@@ -263,8 +266,10 @@ int32_t tessel_ctx_world_size(const tessel_ctx *ctx) {
 }
 
 void tessel_set_step(tessel_ctx *ctx, uint64_t step) {
-  if (ctx)
-    ctx->step = step;
+  if (!ctx || refuseWhileCapturing(ctx, "tessel_set_step"))
+    return;
+  ctx->step = step;
+  ctx->backend->setStep(ctx, step);
 }
 
 uint64_t tessel_get_step(const tessel_ctx *ctx) { return ctx ? ctx->step : 0; }
@@ -317,7 +322,7 @@ void tessel_get_counters(const tessel_ctx *ctx, tessel_counters *out) {
 }
 
 void tessel_reset_counters(tessel_ctx *ctx) {
-  if (!ctx)
+  if (!ctx || refuseWhileCapturing(ctx, "tessel_reset_counters"))
     return;
   tessel_counters held{};
   held.bytes_allocated = ctx->counters.bytes_allocated;

@@ -26,6 +26,7 @@ namespace tessel {
 class Backend;
 class Communicator;
 class CommWorker;
+struct CaptureState;
 
 /// Bytes and calls of one (collective, axes mask) or (peer, direction);
 /// asyncBytes: of `bytes`, those of collectives started with a *_start
@@ -65,6 +66,9 @@ struct tessel_ctx {
   /// that never starts one has no thread. ~tessel_ctx drains and joins it
   /// first, while everything it uses still exists.
   std::unique_ptr<tessel::CommWorker> commWorker;
+  /// Between tessel_graph_begin and tessel_graph_end (core/graph.h); null
+  /// otherwise. ~tessel_ctx abandons a capture first.
+  std::unique_ptr<tessel::CaptureState> capture;
   /// Guards hasError, error and commCounters (see above).
   mutable std::mutex stateMutex;
   /// Per collective, keyed by axes mask.
@@ -95,6 +99,11 @@ namespace tessel {
 /// comm worker records the errors of started collectives.
 void setError(tessel_ctx *ctx, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+
+/// True, with the error recorded, when ctx is capturing a step: `entry`
+/// (a call that reads back, synchronises, allocates, sets the step or
+/// moves data through the host) cannot be part of a captured step.
+bool refuseWhileCapturing(tessel_ctx *ctx, const char *entry);
 
 /// Sets what tessel_error(NULL) reports on this thread: why the last
 /// context-less call (tessel_ctx_create, tessel_mpi_init) failed.

@@ -19,7 +19,7 @@ extern "C" {
 void tessel_init_param(tessel_ctx *ctx, void *dst, int32_t dtype, int64_t first,
                        int64_t count, int32_t kind, const double *args,
                        uint64_t seed, const char *name) {
-  if (!ctx)
+  if (!ctx || refuseWhileCapturing(ctx, "tessel_init_param"))
     return;
   KernelScope scope(ctx, __func__);
   if (count <= 0)
@@ -221,20 +221,64 @@ void tessel_cast(tessel_ctx *ctx, int32_t src_dtype, int32_t dst_dtype,
   ctx->backend->cast(ctx, src_dtype, dst_dtype, x, y, n);
 }
 
+/// The whole of tessel_dropout and tessel_dropout_current.
+static void dropout(tessel_ctx *ctx, const char *entry, int32_t dtype,
+                    const void *x, void *y, int64_t n, double rate,
+                    uint64_t seed, StepRef step, int64_t first) {
+  if (!(rate >= 0.0 && rate <= 1.0)) {
+    setError(ctx, "%s: rate %g outside [0, 1]", entry, rate);
+    return;
+  }
+  if (!checkDtype(ctx, entry, dtype, isFloatDtype(dtype)))
+    return;
+  ctx->backend->dropout(ctx, dtype, x, y, n, rate, seed, step, first,
+                        ctx->rngStream);
+}
+
+/// The whole of tessel_dropout_block and tessel_dropout_block_current.
+static void dropoutBlock(tessel_ctx *ctx, const char *entry, int32_t dtype,
+                         const void *x, void *y, int32_t rank,
+                         const int64_t *shape, const int64_t *strides,
+                         double rate, uint64_t seed, StepRef step,
+                         int64_t first) {
+  if (!(rate >= 0.0 && rate <= 1.0)) {
+    setError(ctx, "%s: rate %g outside [0, 1]", entry, rate);
+    return;
+  }
+  if (rank < 0 || (rank > 0 && (!shape || !strides))) {
+    setError(ctx, "%s: bad rank %d or null shape", entry, rank);
+    return;
+  }
+  for (int32_t d = 0; d < rank; ++d) {
+    if (shape[d] < 0) {
+      setError(ctx, "%s: negative shape", entry);
+      return;
+    }
+  }
+  if (!checkDtype(ctx, entry, dtype, isFloatDtype(dtype)))
+    return;
+  ctx->backend->dropoutBlock(ctx, dtype, x, y, rank, shape, strides, rate, seed,
+                             step, first, ctx->rngStream);
+}
+
 void tessel_dropout(tessel_ctx *ctx, int32_t dtype, const void *x, void *y,
                     int64_t n, double rate, uint64_t seed, uint64_t step,
                     int64_t first) {
   if (!ctx)
     return;
   KernelScope scope(ctx, __func__);
-  if (!(rate >= 0.0 && rate <= 1.0)) {
-    setError(ctx, "tessel_dropout: rate %g outside [0, 1]", rate);
+  dropout(ctx, "tessel_dropout", dtype, x, y, n, rate, seed,
+          StepRef{false, step}, first);
+}
+
+void tessel_dropout_current(tessel_ctx *ctx, int32_t dtype, const void *x,
+                            void *y, int64_t n, double rate, uint64_t seed,
+                            int64_t first) {
+  if (!ctx)
     return;
-  }
-  if (!checkDtype(ctx, "tessel_dropout", dtype, isFloatDtype(dtype)))
-    return;
-  ctx->backend->dropout(ctx, dtype, x, y, n, rate, seed, step, first,
-                        ctx->rngStream);
+  KernelScope scope(ctx, __func__);
+  dropout(ctx, "tessel_dropout_current", dtype, x, y, n, rate, seed,
+          StepRef{true, 0}, first);
 }
 
 void tessel_dropout_block(tessel_ctx *ctx, int32_t dtype, const void *x,
@@ -244,24 +288,19 @@ void tessel_dropout_block(tessel_ctx *ctx, int32_t dtype, const void *x,
   if (!ctx)
     return;
   KernelScope scope(ctx, __func__);
-  if (!(rate >= 0.0 && rate <= 1.0)) {
-    setError(ctx, "tessel_dropout_block: rate %g outside [0, 1]", rate);
+  dropoutBlock(ctx, "tessel_dropout_block", dtype, x, y, rank, shape, strides,
+               rate, seed, StepRef{false, step}, first);
+}
+
+void tessel_dropout_block_current(tessel_ctx *ctx, int32_t dtype,
+                                  const void *x, void *y, int32_t rank,
+                                  const int64_t *shape, const int64_t *strides,
+                                  double rate, uint64_t seed, int64_t first) {
+  if (!ctx)
     return;
-  }
-  if (rank < 0 || (rank > 0 && (!shape || !strides))) {
-    setError(ctx, "tessel_dropout_block: bad rank %d or null shape", rank);
-    return;
-  }
-  for (int32_t d = 0; d < rank; ++d) {
-    if (shape[d] < 0) {
-      setError(ctx, "tessel_dropout_block: negative shape");
-      return;
-    }
-  }
-  if (!checkDtype(ctx, "tessel_dropout_block", dtype, isFloatDtype(dtype)))
-    return;
-  ctx->backend->dropoutBlock(ctx, dtype, x, y, rank, shape, strides, rate, seed,
-                             step, first, ctx->rngStream);
+  KernelScope scope(ctx, __func__);
+  dropoutBlock(ctx, "tessel_dropout_block_current", dtype, x, y, rank, shape,
+               strides, rate, seed, StepRef{true, 0}, first);
 }
 
 void tessel_fill(tessel_ctx *ctx, int32_t dtype, void *out, int64_t count,

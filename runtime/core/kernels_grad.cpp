@@ -6,10 +6,8 @@
 
 #include "core/backend.h"
 #include "core/checks.h"
+#include "core/lr_schedule.h"
 
-#include <algorithm>
-#include <cmath>
-#include <limits>
 
 using namespace tessel;
 
@@ -211,6 +209,57 @@ static bool checkOptimizerCall(tessel_ctx *ctx, const char *entry,
   return true;
 }
 
+/// The whole of both plain updates (master null: tessel_optimizer_update).
+static void optimizerUpdate(tessel_ctx *ctx, const char *entry,
+                            const tessel_optimizer *opt, const UpdateStep &at,
+                            int32_t paramDtype, void *param, void *master,
+                            int32_t gradDtype, const void *grad,
+                            const void *gradScale, void *state0, void *state1,
+                            int64_t n, bool mixed) {
+  // The context's count is at least 1 (step + 1); a caller's is checked.
+  if (!checkOptimizerCall(ctx, entry, opt, n, at.current ? 1 : at.count,
+                          state0, state1))
+    return;
+  if (at.current && !isLrScheduleKind(at.schedule.kind)) {
+    setError(ctx, "%s: unknown learning-rate schedule %d", entry,
+             at.schedule.kind);
+    return;
+  }
+  if (!mixed) {
+    if (!checkDtype(ctx, entry, paramDtype, isFloatDtype(paramDtype)))
+      return;
+    ctx->backend->optimizerUpdate(ctx, *opt, at, paramDtype, param, grad,
+                                  gradScale, state0, state1, n);
+    return;
+  }
+  auto isLow = [](int32_t dtype) {
+    return dtype == TESSEL_BF16 || dtype == TESSEL_F16;
+  };
+  if (!checkDtype(ctx, entry, paramDtype, isLow(paramDtype)) ||
+      !checkDtype(ctx, entry, gradDtype,
+                  isLow(gradDtype) || gradDtype == TESSEL_F32))
+    return;
+  if (n > 0 && !master) {
+    setError(ctx, "%s: missing master weights", entry);
+    return;
+  }
+  ctx->backend->optimizerUpdateMaster(ctx, *opt, at, paramDtype, param, master,
+                                      gradDtype, grad, gradScale, state0,
+                                      state1, n);
+}
+
+/// The context's step, with `schedule` (null: an error) for the rate.
+static bool currentStep(tessel_ctx *ctx, const char *entry,
+                        const tessel_lr_schedule *schedule, UpdateStep &at) {
+  if (!schedule) {
+    setError(ctx, "%s: null learning-rate schedule", entry);
+    return false;
+  }
+  at.current = true;
+  at.schedule = *schedule;
+  return true;
+}
+
 void tessel_optimizer_update(tessel_ctx *ctx, const tessel_optimizer *opt,
                              int32_t dtype, void *param, const void *grad,
                              const void *grad_scale, void *state0, void *state1,
@@ -218,12 +267,12 @@ void tessel_optimizer_update(tessel_ctx *ctx, const tessel_optimizer *opt,
   if (!ctx)
     return;
   KernelScope scope(ctx, __func__);
-  const char *entry = "tessel_optimizer_update";
-  if (!checkOptimizerCall(ctx, entry, opt, n, step, state0, state1) ||
-      !checkDtype(ctx, entry, dtype, isFloatDtype(dtype)))
-    return;
-  ctx->backend->optimizerUpdate(ctx, *opt, dtype, param, grad, grad_scale,
-                                state0, state1, n, step, lr);
+  UpdateStep at;
+  at.count = step;
+  at.lr = lr;
+  optimizerUpdate(ctx, "tessel_optimizer_update", opt, at, dtype, param,
+                  nullptr, dtype, grad, grad_scale, state0, state1, n,
+                  /*mixed=*/false);
 }
 
 void tessel_optimizer_update_master(tessel_ctx *ctx,
@@ -236,49 +285,50 @@ void tessel_optimizer_update_master(tessel_ctx *ctx,
   if (!ctx)
     return;
   KernelScope scope(ctx, __func__);
-  const char *entry = "tessel_optimizer_update_master";
-  auto isLow = [](int32_t dtype) {
-    return dtype == TESSEL_BF16 || dtype == TESSEL_F16;
-  };
-  if (!checkOptimizerCall(ctx, entry, opt, n, step, state0, state1) ||
-      !checkDtype(ctx, entry, param_dtype, isLow(param_dtype)) ||
-      !checkDtype(ctx, entry, grad_dtype,
-                  isLow(grad_dtype) || grad_dtype == TESSEL_F32))
+  UpdateStep at;
+  at.count = step;
+  at.lr = lr;
+  optimizerUpdate(ctx, "tessel_optimizer_update_master", opt, at, param_dtype,
+                  param, master, grad_dtype, grad, grad_scale, state0, state1,
+                  n, /*mixed=*/true);
+}
+
+void tessel_optimizer_update_current(tessel_ctx *ctx,
+                                     const tessel_optimizer *opt,
+                                     const tessel_lr_schedule *schedule,
+                                     int32_t dtype, void *param,
+                                     const void *grad, const void *grad_scale,
+                                     void *state0, void *state1, int64_t n) {
+  if (!ctx)
     return;
-  if (n > 0 && !master) {
-    setError(ctx, "%s: missing master weights", entry);
+  KernelScope scope(ctx, __func__);
+  const char *entry = "tessel_optimizer_update_current";
+  UpdateStep at;
+  if (currentStep(ctx, entry, schedule, at))
+    optimizerUpdate(ctx, entry, opt, at, dtype, param, nullptr, dtype, grad,
+                    grad_scale, state0, state1, n, /*mixed=*/false);
+}
+
+void tessel_optimizer_update_master_current(
+    tessel_ctx *ctx, const tessel_optimizer *opt,
+    const tessel_lr_schedule *schedule, int32_t param_dtype, void *param,
+    void *master, int32_t grad_dtype, const void *grad, const void *grad_scale,
+    void *state0, void *state1, int64_t n) {
+  if (!ctx)
     return;
-  }
-  ctx->backend->optimizerUpdateMaster(ctx, *opt, param_dtype, param, master,
-                                      grad_dtype, grad, grad_scale, state0,
-                                      state1, n, step, lr);
+  KernelScope scope(ctx, __func__);
+  const char *entry = "tessel_optimizer_update_master_current";
+  UpdateStep at;
+  if (currentStep(ctx, entry, schedule, at))
+    optimizerUpdate(ctx, entry, opt, at, param_dtype, param, master,
+                    grad_dtype, grad, grad_scale, state0, state1, n,
+                    /*mixed=*/true);
 }
 
 // Host arithmetic on no context: the same for every backend.
 double tessel_lr_at(int32_t kind, double lr, double min_lr, int64_t warmup,
                     int64_t total_steps, int64_t step) {
-  bool warmingUp = warmup > 0 && step <= warmup;
-  switch (kind) {
-  case TESSEL_LR_CONSTANT:
-  case TESSEL_LR_WARMUP_COSINE:
-    break;
-  default:
-    return std::numeric_limits<double>::quiet_NaN();
-  }
-  if (warmingUp)
-    return lr * double(std::max<int64_t>(step, 0)) / double(warmup);
-  switch (kind) {
-  case TESSEL_LR_CONSTANT:
-    return lr;
-  case TESSEL_LR_WARMUP_COSINE: {
-    if (step >= total_steps)
-      return min_lr;
-    double progress = double(step - warmup) / double(total_steps - warmup);
-    return min_lr + 0.5 * (lr - min_lr) * (1.0 + std::cos(M_PI * progress));
-  }
-  default:
-    return std::numeric_limits<double>::quiet_NaN();
-  }
+  return lrAtStep(kind, lr, min_lr, warmup, total_steps, step);
 }
 
 } // extern "C"

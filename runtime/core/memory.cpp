@@ -29,7 +29,7 @@ bool startCopy(tessel_ctx *ctx, int64_t bytes) {
 extern "C" {
 
 void *tessel_alloc(tessel_ctx *ctx, int64_t bytes) {
-  if (!ctx)
+  if (!ctx || refuseWhileCapturing(ctx, "tessel_alloc"))
     return nullptr;
   if (bytes < 0) {
     setError(ctx, "tessel_alloc: negative size %lld", (long long)bytes);
@@ -54,7 +54,7 @@ void *tessel_alloc(tessel_ctx *ctx, int64_t bytes) {
 }
 
 void tessel_free(tessel_ctx *ctx, void *ptr) {
-  if (!ctx || !ptr)
+  if (!ctx || !ptr || refuseWhileCapturing(ctx, "tessel_free"))
     return;
   auto it = ctx->allocations.find(ptr);
   if (it != ctx->allocations.end()) {
@@ -72,6 +72,8 @@ void tessel_copy_to_device(tessel_ctx *ctx, void *dst, const void *src,
 
 void tessel_copy_to_host(tessel_ctx *ctx, void *dst, const void *src,
                          int64_t bytes) {
+  if (ctx && refuseWhileCapturing(ctx, "tessel_copy_to_host"))
+    return;
   if (startCopy(ctx, bytes))
     ctx->backend->copyToHost(dst, src, bytes);
 }
@@ -90,7 +92,7 @@ void tessel_zero(tessel_ctx *ctx, void *dst, int64_t bytes) {
 }
 
 void tessel_synchronize(tessel_ctx *ctx) {
-  if (ctx)
+  if (ctx && !refuseWhileCapturing(ctx, "tessel_synchronize"))
     ctx->backend->synchronize(ctx);
 }
 

@@ -93,7 +93,7 @@ extern "C" {
 
 void tessel_send(tessel_ctx *ctx, int32_t peer, int64_t tag, const void *buf,
                  int64_t bytes) {
-  if (!ctx)
+  if (!ctx || refuseWhileCapturing(ctx, "tessel_send"))
     return;
   Communicator *comm = checkPeer(ctx, "tessel_send", peer, buf, bytes);
   if (!comm)
@@ -105,7 +105,7 @@ void tessel_send(tessel_ctx *ctx, int32_t peer, int64_t tag, const void *buf,
 
 void tessel_recv(tessel_ctx *ctx, int32_t peer, int64_t tag, void *buf,
                  int64_t bytes) {
-  if (!ctx)
+  if (!ctx || refuseWhileCapturing(ctx, "tessel_recv"))
     return;
   Communicator *comm = checkPeer(ctx, "tessel_recv", peer, buf, bytes);
   if (!comm)

@@ -112,6 +112,8 @@ extern "C" {
 int32_t tessel_trace_begin(tessel_ctx *ctx, int64_t max_events) {
   if (!ctx)
     return 1;
+  if (refuseWhileCapturing(ctx, "tessel_trace_begin"))
+    return 1;
   if (max_events < 0) {
     setError(ctx, "tessel_trace_begin: max_events %lld is negative",
              (long long)max_events);
@@ -130,7 +132,7 @@ int32_t tessel_trace_begin(tessel_ctx *ctx, int64_t max_events) {
 }
 
 void tessel_trace_end(tessel_ctx *ctx) {
-  if (!ctx)
+  if (!ctx || refuseWhileCapturing(ctx, "tessel_trace_end"))
     return;
   // What the traced code started completes inside the trace.
   waitForStartedCollectives(ctx);

@@ -52,12 +52,12 @@ public:
   void cast(tessel_ctx *ctx, int32_t srcDtype, int32_t dstDtype, const void *x,
             void *y, int64_t n) override;
   void dropout(tessel_ctx *ctx, int32_t dtype, const void *x, void *y,
-               int64_t n, double rate, uint64_t seed, uint64_t step,
+               int64_t n, double rate, uint64_t seed, StepRef step,
                int64_t first, uint64_t stream) override;
   void dropoutBlock(tessel_ctx *ctx, int32_t dtype, const void *x, void *y,
                     int32_t rank, const int64_t *hostShape,
                     const int64_t *hostStrides, double rate, uint64_t seed,
-                    uint64_t step, int64_t first, uint64_t stream) override;
+                    StepRef step, int64_t first, uint64_t stream) override;
   void fill(tessel_ctx *ctx, void *out, int64_t count, int64_t elementBytes,
             uint64_t bits) override;
   void stridedCopy(tessel_ctx *ctx, int32_t dtype, const void *in, void *out,
@@ -128,15 +128,14 @@ public:
   void clipScale(tessel_ctx *ctx, const void *sumSquares, double maxNorm,
                  const void *gradScale, void *scale) override;
   void optimizerUpdate(tessel_ctx *ctx, const tessel_optimizer &opt,
-                       int32_t dtype, void *param, const void *grad,
-                       const void *gradScale, void *state0, void *state1,
-                       int64_t n, int64_t step, double lr) override;
+                       const UpdateStep &at, int32_t dtype, void *param,
+                       const void *grad, const void *gradScale, void *state0,
+                       void *state1, int64_t n) override;
   void optimizerUpdateMaster(tessel_ctx *ctx, const tessel_optimizer &opt,
-                             int32_t paramDtype, void *param, void *master,
-                             int32_t gradDtype, const void *grad,
-                             const void *gradScale, void *state0,
-                             void *state1, int64_t n, int64_t step,
-                             double lr) override;
+                             const UpdateStep &at, int32_t paramDtype,
+                             void *param, void *master, int32_t gradDtype,
+                             const void *grad, const void *gradScale,
+                             void *state0, void *state1, int64_t n) override;
 };
 
 } // namespace cpu

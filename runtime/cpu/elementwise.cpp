@@ -4,6 +4,8 @@
 #include "cpu/internal.h"
 #include "cpu/vecmath.h"
 
+#include "core/context.h"
+
 #include <functional>
 
 using namespace tessel::cpu;
@@ -230,17 +232,24 @@ void CpuBackend::cast(tessel_ctx *, int32_t src_dtype, int32_t dst_dtype,
   });
 }
 
-void CpuBackend::dropout(tessel_ctx *, int32_t dtype, const void *x, void *y,
-                         int64_t n, double rate, uint64_t seed, uint64_t step,
-                         int64_t first, uint64_t stream) {
-  dropoutElements(dtype, x, y, n, rate, seed, step, stream,
+/// The mask's step: the caller's, or the context's as it stands now (this
+/// backend runs work when it is issued, or replays a captured step after
+/// its launch's tessel_set_step).
+static uint64_t stepOf(const tessel_ctx *ctx, tessel::StepRef step) {
+  return step.current ? ctx->step : step.step;
+}
+
+void CpuBackend::dropout(tessel_ctx *ctx, int32_t dtype, const void *x,
+                         void *y, int64_t n, double rate, uint64_t seed,
+                         StepRef step, int64_t first, uint64_t stream) {
+  dropoutElements(dtype, x, y, n, rate, seed, stepOf(ctx, step), stream,
                   [&](int64_t i) { return first + i; });
 }
 
-void CpuBackend::dropoutBlock(tessel_ctx *, int32_t dtype, const void *x,
+void CpuBackend::dropoutBlock(tessel_ctx *ctx, int32_t dtype, const void *x,
                               void *y, int32_t rank, const int64_t *shape,
                               const int64_t *strides, double rate,
-                              uint64_t seed, uint64_t step, int64_t first,
+                              uint64_t seed, StepRef step, int64_t first,
                               uint64_t stream) {
   int64_t n = 1;
   for (int32_t d = 0; d < rank; ++d)
@@ -254,5 +263,6 @@ void CpuBackend::dropoutBlock(tessel_ctx *, int32_t dtype, const void *x,
     }
     return index;
   };
-  dropoutElements(dtype, x, y, n, rate, seed, step, stream, indexOf);
+  dropoutElements(dtype, x, y, n, rate, seed, stepOf(ctx, step), stream,
+                  indexOf);
 }

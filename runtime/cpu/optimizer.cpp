@@ -13,6 +13,9 @@
 #include "cpu/backend.h"
 #include "cpu/internal.h"
 
+#include "core/context.h"
+#include "core/lr_schedule.h"
+
 #include <algorithm>
 
 using namespace tessel::cpu;
@@ -127,11 +130,27 @@ void CpuBackend::clipScale(tessel_ctx *, const void *sum_squares,
   *static_cast<float *>(scale) = float(coef * g);
 }
 
-void CpuBackend::optimizerUpdate(tessel_ctx *, const tessel_optimizer &opt,
-                                 int32_t dtype, void *param, const void *grad,
+/// The update's count and rate: the caller's, or the context's step + 1
+/// and the schedule's rate there (this backend runs work when it is
+/// issued, or replays a captured step after its launch's tessel_set_step).
+static void resolveStep(const tessel_ctx *ctx, const tessel::UpdateStep &at,
+                        int64_t &step, double &lr) {
+  step = at.count;
+  lr = at.lr;
+  if (at.current) {
+    step = int64_t(ctx->step + 1);
+    lr = tessel::lrAtStep(at.schedule, step);
+  }
+}
+
+void CpuBackend::optimizerUpdate(tessel_ctx *ctx, const tessel_optimizer &opt,
+                                 const UpdateStep &at, int32_t dtype,
+                                 void *param, const void *grad,
                                  const void *grad_scale, void *state0,
-                                 void *state1, int64_t n, int64_t step,
-                                 double lr) {
+                                 void *state1, int64_t n) {
+  int64_t step;
+  double lr;
+  resolveStep(ctx, at, step, lr);
   const bool adam =
       opt.kind == TESSEL_OPT_ADAM || opt.kind == TESSEL_OPT_ADAMW;
   float gs = grad_scale ? *static_cast<const float *>(grad_scale) : 1.0f;
@@ -148,9 +167,13 @@ void CpuBackend::optimizerUpdate(tessel_ctx *, const tessel_optimizer &opt,
 }
 
 void CpuBackend::optimizerUpdateMaster(
-    tessel_ctx *, const tessel_optimizer &opt, int32_t paramDtype, void *param,
-    void *master, int32_t gradDtype, const void *grad, const void *grad_scale,
-    void *state0, void *state1, int64_t n, int64_t step, double lr) {
+    tessel_ctx *ctx, const tessel_optimizer &opt, const UpdateStep &at,
+    int32_t paramDtype, void *param, void *master, int32_t gradDtype,
+    const void *grad, const void *grad_scale, void *state0, void *state1,
+    int64_t n) {
+  int64_t step;
+  double lr;
+  resolveStep(ctx, at, step, lr);
   const bool adam =
       opt.kind == TESSEL_OPT_ADAM || opt.kind == TESSEL_OPT_ADAMW;
   float gs = grad_scale ? *static_cast<const float *>(grad_scale) : 1.0f;

@@ -3,9 +3,12 @@
 #include "cuda/backend.h"
 #include "cuda/plugin.h"
 
+#include "core/collective.h"
 #include "core/context.h"
 
+#include <chrono>
 #include <new>
+#include <thread>
 
 using namespace tessel;
 using namespace tessel::cuda;
@@ -64,6 +67,13 @@ bool CudaBackend::init(int32_t device, std::string &error) {
           reinterpret_cast<void **>(&deviceErrorSlot), hostErrorSlot, 0);
       status != cudaSuccess)
     return fail("cudaHostGetDevicePointer of the error slot", status);
+  if (cudaError_t status = cudaMalloc(reinterpret_cast<void **>(&stepSlot),
+                                      sizeof(uint64_t));
+      status != cudaSuccess)
+    return fail("cudaMalloc of the step", status);
+  if (cudaError_t status = cudaMemset(stepSlot, 0, sizeof(uint64_t));
+      status != cudaSuccess)
+    return fail("cudaMemset of the step", status);
   return true;
 }
 
@@ -76,6 +86,8 @@ CudaBackend::~CudaBackend() {
     cudaFree(workspace);
   if (hostErrorSlot)
     cudaFreeHost(hostErrorSlot);
+  if (stepSlot)
+    cudaFree(stepSlot);
   if (ltHandle)
     cublasLtDestroy(ltHandle);
   if (communicationStream)
@@ -105,6 +117,20 @@ void CudaBackend::free(void *ptr) {
 }
 
 void CudaBackend::copyToDevice(void *dst, const void *hostSrc, int64_t bytes) {
+  if (captureActive) {
+    // The bytes as they are now, in device memory the graph keeps; the
+    // captured copy reads them at every launch (a host source cannot be
+    // captured). Relaxed capture mode allows the allocation and the
+    // synchronous copy, which run now and are not part of the graph.
+    void *constant = nullptr;
+    if (cudaMalloc(&constant, size_t(bytes)) != cudaSuccess)
+      return;
+    captureConstants.push_back(constant);
+    cudaMemcpy(constant, hostSrc, size_t(bytes), cudaMemcpyHostToDevice);
+    cudaMemcpyAsync(dst, constant, size_t(bytes), cudaMemcpyDeviceToDevice,
+                    computeStream);
+    return;
+  }
   // Synchronous from the host's view: the caller may reuse hostSrc at once.
   cudaMemcpyAsync(dst, hostSrc, size_t(bytes), cudaMemcpyHostToDevice,
                   computeStream);
@@ -148,8 +174,107 @@ void CudaBackend::zero(void *dst, int64_t bytes) {
   cudaMemsetAsync(dst, 0, size_t(bytes), computeStream);
 }
 
+/// One thread stores the step: ordered on the stream like any kernel, and
+/// the value travels as an argument (no host buffer to keep alive).
+__global__ void storeStepKernel(uint64_t *slot, uint64_t step) { *slot = step; }
+
+void CudaBackend::setStep(tessel_ctx *ctx, uint64_t step) {
+  storeStepKernel<<<1, 1, 0, computeStream>>>(stepSlot, step);
+  checkLaunch(ctx, "tessel_set_step");
+}
+
+namespace {
+
+/// A captured step: the instantiated graph, launched on the compute
+/// stream, and the device constants its copies read.
+class CudaGraph final : public CapturedWork {
+public:
+  CudaGraph(int32_t device, cudaStream_t stream, cudaGraphExec_t exec,
+            std::vector<void *> constants)
+      : device(device), stream(stream), exec(exec),
+        constants(std::move(constants)) {}
+  ~CudaGraph() override {
+    cudaSetDevice(device);
+    cudaStreamSynchronize(stream);
+    cudaGraphExecDestroy(exec);
+    for (void *p : constants)
+      cudaFree(p);
+  }
+  void launch(tessel_ctx *ctx) override {
+    cudaSetDevice(device);
+    CudaBackend::check(ctx, cudaGraphLaunch(exec, stream), "cudaGraphLaunch");
+  }
+
+private:
+  int32_t device;
+  cudaStream_t stream;
+  cudaGraphExec_t exec;
+  std::vector<void *> constants;
+};
+
+} // namespace
+
+bool CudaBackend::beginCapture(tessel_ctx *ctx) {
+  cudaSetDevice(deviceOrdinal);
+  // Relaxed: the capture may allocate (copyToDevice's constants) and a
+  // started collective may create its events while it runs.
+  if (!check(ctx,
+             cudaStreamBeginCapture(computeStream, cudaStreamCaptureModeRelaxed),
+             "tessel_graph_begin: cudaStreamBeginCapture"))
+    return false;
+  captureActive = true;
+  return true;
+}
+
+std::unique_ptr<CapturedWork> CudaBackend::endCapture(tessel_ctx *ctx,
+                                                      bool discard) {
+  captureActive = false;
+  std::vector<void *> constants = std::move(captureConstants);
+  captureConstants.clear();
+  auto freeConstants = [&] {
+    for (void *p : constants)
+      cudaFree(p);
+  };
+  cudaGraph_t graph = nullptr;
+  cudaError_t status = cudaStreamEndCapture(computeStream, &graph);
+  if (discard || !check(ctx, status, "tessel_graph_end: cudaStreamEndCapture")) {
+    if (graph)
+      cudaGraphDestroy(graph);
+    freeConstants();
+    return nullptr;
+  }
+  cudaGraphExec_t exec = nullptr;
+  status = cudaGraphInstantiate(&exec, graph, 0);
+  cudaGraphDestroy(graph);
+  if (!check(ctx, status, "tessel_graph_end: cudaGraphInstantiate")) {
+    freeConstants();
+    return nullptr;
+  }
+  return std::make_unique<CudaGraph>(deviceOrdinal, computeStream, exec,
+                                     std::move(constants));
+}
+
 void CudaBackend::synchronize(tessel_ctx *ctx) {
-  check(ctx, cudaStreamSynchronize(computeStream), "a kernel");
+  if (ctx->communicator) {
+    // The stream may hold collectives (a launched graph's, which the host
+    // never waited for): wait no longer than the comm timeout, so that a
+    // peer that hangs makes this rank fail instead of hang.
+    auto deadline = commDeadline(ctx);
+    cudaError_t status;
+    while ((status = cudaStreamQuery(computeStream)) == cudaErrorNotReady) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        setError(ctx,
+                 "tessel_synchronize: rank %d's stream did not finish within "
+                 "%g s (a kernel or a collective hung)",
+                 ctx->rank, ctx->commTimeoutSeconds);
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+    check(ctx, status, "a kernel");
+  } else {
+    check(ctx, cudaStreamSynchronize(computeStream), "a kernel");
+  }
   DeviceError found = *hostErrorSlot;
   if (found.kind > 0) {
     setError(ctx, "%s", describeDeviceError(found).c_str());

@@ -20,6 +20,8 @@
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 
+#include <vector>
+
 namespace tessel {
 namespace cuda {
 
@@ -44,6 +46,11 @@ public:
               int64_t rows, int64_t rowBytes) override;
   void zero(void *dst, int64_t bytes) override;
   void synchronize(tessel_ctx *ctx) override;
+  void setStep(tessel_ctx *ctx, uint64_t step) override;
+  bool capturesNatively() const override { return true; }
+  bool beginCapture(tessel_ctx *ctx) override;
+  std::unique_ptr<CapturedWork> endCapture(tessel_ctx *ctx,
+                                           bool discard) override;
 
   void initParam(tessel_ctx *ctx, void *dst, int32_t dtype, int64_t first,
                  int64_t count, int32_t kind, const double *hostArgs,
@@ -63,12 +70,12 @@ public:
   void cast(tessel_ctx *ctx, int32_t srcDtype, int32_t dstDtype, const void *x,
             void *y, int64_t n) override;
   void dropout(tessel_ctx *ctx, int32_t dtype, const void *x, void *y,
-               int64_t n, double rate, uint64_t seed, uint64_t step,
+               int64_t n, double rate, uint64_t seed, StepRef step,
                int64_t first, uint64_t stream) override;
   void dropoutBlock(tessel_ctx *ctx, int32_t dtype, const void *x, void *y,
                     int32_t rank, const int64_t *hostShape,
                     const int64_t *hostStrides, double rate, uint64_t seed,
-                    uint64_t step, int64_t first, uint64_t stream) override;
+                    StepRef step, int64_t first, uint64_t stream) override;
   void fill(tessel_ctx *ctx, void *out, int64_t count, int64_t elementBytes,
             uint64_t bits) override;
   void stridedCopy(tessel_ctx *ctx, int32_t dtype, const void *in, void *out,
@@ -139,15 +146,14 @@ public:
   void clipScale(tessel_ctx *ctx, const void *sumSquares, double maxNorm,
                  const void *gradScale, void *scale) override;
   void optimizerUpdate(tessel_ctx *ctx, const tessel_optimizer &opt,
-                       int32_t dtype, void *param, const void *grad,
-                       const void *gradScale, void *state0, void *state1,
-                       int64_t n, int64_t step, double lr) override;
+                       const UpdateStep &at, int32_t dtype, void *param,
+                       const void *grad, const void *gradScale, void *state0,
+                       void *state1, int64_t n) override;
   void optimizerUpdateMaster(tessel_ctx *ctx, const tessel_optimizer &opt,
-                             int32_t paramDtype, void *param, void *master,
-                             int32_t gradDtype, const void *grad,
-                             const void *gradScale, void *state0,
-                             void *state1, int64_t n, int64_t step,
-                             double lr) override;
+                             const UpdateStep &at, int32_t paramDtype,
+                             void *param, void *master, int32_t gradDtype,
+                             const void *grad, const void *gradScale,
+                             void *state0, void *state1, int64_t n) override;
 
   //===--- What the kernel families share ---------------------------------===//
 
@@ -163,6 +169,12 @@ public:
   /// Where kernels record an error found in the data (device pointer of
   /// mapped pinned memory; see device_errors.h).
   DeviceError *deviceErrors() const { return deviceErrorSlot; }
+  /// The context's step on the device (setStep writes it in stream
+  /// order), read by the kernels of StepRef::current work.
+  const uint64_t *deviceStep() const { return stepSlot; }
+  /// Between beginCapture and endCapture: work issued on the stream is
+  /// captured into a CUDA graph, not run.
+  bool capturing() const { return captureActive; }
 
   /// Records a launch or API failure of `what` on ctx (the first error
   /// wins, as everywhere); true when `status` is success.
@@ -178,6 +190,11 @@ private:
   void *workspace = nullptr;
   DeviceError *hostErrorSlot = nullptr;   // pinned, mapped
   DeviceError *deviceErrorSlot = nullptr; // the same memory, device view
+  uint64_t *stepSlot = nullptr;           // device memory
+  bool captureActive = false;
+  /// Device copies of the host bytes copyToDevice was given while
+  /// capturing (a captured copy reads them); the graph takes them.
+  std::vector<void *> captureConstants;
 };
 
 /// Blocks of `threads` covering `n` elements, capped at what a grid-stride

@@ -317,6 +317,13 @@ bool NcclCommunicator::finish(Call &call, const char *what) {
   if (!cudaOk(call, cudaGetLastError(), what) ||
       !cudaOk(call, cudaEventRecord(commDone, stream), "cudaEventRecord"))
     return false;
+  if (backend.capturing()) {
+    // Captured, not run: the host cannot wait for it. The compute stream
+    // waits on the device, and synchronize() after a launch watches the
+    // timeout.
+    return cudaOk(call, cudaStreamWaitEvent(backend.stream(), commDone, 0),
+                  "cudaStreamWaitEvent");
+  }
   cudaError_t status = cudaSuccess;
   ncclResult_t rc = ncclSuccess;
   switch (poll(call.comm, call.deadline, rc, [&](ncclResult_t) {

@@ -47,11 +47,32 @@ template <int Count, int Op = 0, class F> void visitOp(int32_t op, F &&f) {
 
 //===--- The two kernel shapes --------------------------------------------===//
 
+/// What a map kernel's thread works out once, not per element: the
+/// functor's prepare() (reading the device step), or nothing; callFn then
+/// passes it to the functor.
+struct NoState {};
+template <class Fn>
+__device__ auto prepareOnce(const Fn &fn, int) -> decltype(fn.prepare()) {
+  return fn.prepare();
+}
+template <class Fn> __device__ NoState prepareOnce(const Fn &, long) {
+  return {};
+}
+template <class Fn, class State, class X>
+__device__ auto callFn(const Fn &fn, const State &state, int64_t i, X x) {
+  return fn(state, i, x);
+}
+template <class Fn, class X>
+__device__ auto callFn(const Fn &fn, NoState, int64_t i, X x) {
+  return fn(i, x);
+}
+
 /// y[i] = fn(i, x[i]) for i < n: vectors of N over the first vecs·N
 /// elements, scalars after.
 template <int N, class TIn, class TOut, class Fn>
 __global__ void __launch_bounds__(kThreads)
     map1Kernel(const TIn *x, TOut *y, int64_t n, int64_t vecs, Fn fn) {
+  const auto state = prepareOnce(fn, 0);
   const int64_t stride = int64_t(gridDim.x) * blockDim.x;
   const int64_t t = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   for (int64_t v = t; v < vecs; v += stride) {
@@ -59,11 +80,11 @@ __global__ void __launch_bounds__(kThreads)
     Pack<TOut, N> out;
 #pragma unroll
     for (int k = 0; k < N; ++k)
-      out.v[k] = fn(v * N + k, in.v[k]);
+      out.v[k] = callFn(fn, state, v * N + k, in.v[k]);
     reinterpret_cast<Pack<TOut, N> *>(y)[v] = out;
   }
   for (int64_t i = vecs * N + t; i < n; i += stride)
-    y[i] = fn(i, x[i]);
+    y[i] = callFn(fn, state, i, x[i]);
 }
 
 /// out[i] = fn(a[i], b[i], bad) for i < n, laid out as map1Kernel. A block
@@ -162,13 +183,22 @@ template <class TIn, class TOut> struct CastFn {
 };
 
 /// Inverted dropout; Index maps the call's element i to the whole tensor's.
+/// The mask's prefix is the caller's step's, or with `currentStep` the
+/// device step's as the kernel runs (a captured graph's replays).
+/// `prefixOrSeed` is the prefix, or with `currentStep` the seed: prepare(),
+/// once per thread, reads the device step and works the prefix out.
 template <class T, class Index> struct DropoutFn {
   using C = typename Elem<T>::Compute;
-  uint64_t prefix, stream;
+  uint64_t prefixOrSeed, stream;
+  const uint64_t *currentStep;
   double rate;
   C scale;
   Index index;
-  __device__ T operator()(int64_t i, T x) const {
+  __device__ uint64_t prepare() const {
+    return currentStep ? dropoutPrefix(prefixOrSeed, *currentStep)
+                       : prefixOrSeed;
+  }
+  __device__ T operator()(uint64_t prefix, int64_t i, T x) const {
     bool keep = dropoutKeep(prefix, index(i), stream, rate);
     return Elem<T>::store(keep ? C(Elem<T>::load(x) * scale) : C(0));
   }
@@ -202,13 +232,18 @@ struct DeviceBlockIndex {
 template <class Index>
 void launchDropout(CudaBackend &backend, tessel_ctx *ctx, const char *what,
                    int32_t dtype, const void *x, void *y, int64_t n,
-                   double rate, uint64_t seed, uint64_t step, uint64_t stream,
+                   double rate, uint64_t seed, StepRef step, uint64_t stream,
                    const Index &index) {
   visitFloat(dtype, [&](auto tag) {
     using T = decltype(tag);
     using C = typename Elem<T>::Compute;
-    DropoutFn<T, Index> fn{dropoutPrefix(seed, step), stream, rate,
-                           dropoutScale<C>(rate), index};
+    DropoutFn<T, Index> fn{step.current ? seed
+                                        : dropoutPrefix(seed, step.step),
+                           stream,
+                           step.current ? backend.deviceStep() : nullptr,
+                           rate,
+                           dropoutScale<C>(rate),
+                           index};
     launchMap1<T, T>(backend, ctx, what, x, y, n, fn);
   });
 }
@@ -256,7 +291,7 @@ void CudaBackend::cast(tessel_ctx *ctx, int32_t srcDtype, int32_t dstDtype,
 
 void CudaBackend::dropout(tessel_ctx *ctx, int32_t dtype, const void *x,
                           void *y, int64_t n, double rate, uint64_t seed,
-                          uint64_t step, int64_t first, uint64_t stream) {
+                          StepRef step, int64_t first, uint64_t stream) {
   launchDropout(*this, ctx, "tessel_dropout", dtype, x, y, n, rate, seed, step,
                 stream, LinearIndex{first});
 }
@@ -264,7 +299,7 @@ void CudaBackend::dropout(tessel_ctx *ctx, int32_t dtype, const void *x,
 void CudaBackend::dropoutBlock(tessel_ctx *ctx, int32_t dtype, const void *x,
                                void *y, int32_t rank, const int64_t *hostShape,
                                const int64_t *hostStrides, double rate,
-                               uint64_t seed, uint64_t step, int64_t first,
+                               uint64_t seed, StepRef step, int64_t first,
                                uint64_t stream) {
   const char *what = "tessel_dropout_block";
   int64_t n = 1;

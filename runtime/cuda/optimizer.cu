@@ -20,6 +20,8 @@
 #include "cuda/optimizer.h"
 #include "cuda/optimizer_math.h"
 
+#include "core/lr_schedule.h"
+
 #include "core/context.h"
 
 using namespace tessel;
@@ -209,44 +211,101 @@ adamSpan(const AdamCoeffs<Compute<T>> &k, ParamOut<T, L> out, const G *grad,
   }
 }
 
+/// An update of the context's step (UpdateStep::current): `step` is the
+/// device step, and each block works its constants out from it as the
+/// kernel runs, so a captured graph replays with each launch's count and
+/// rate. Null: the constants passed are the caller's step's.
+struct CurrentUpdate {
+  const uint64_t *step;
+  tessel_optimizer opt;
+  tessel_lr_schedule schedule;
+};
+
+/// The block's constants: `given`, or the device step's (thread 0 works
+/// them out once; `cur.step` is the same for every thread, so all of them
+/// reach the barrier).
+template <class C, class Coeffs, class Make>
+__device__ Coeffs blockCoeffs(const Coeffs &given, const CurrentUpdate &cur,
+                              Make make) {
+  if (!cur.step)
+    return given;
+  __shared__ Coeffs shared;
+  if (threadIdx.x == 0) {
+    int64_t count = int64_t(*cur.step + 1);
+    shared = make(count, lrAtStep(cur.schedule, count));
+  }
+  __syncthreads();
+  return shared;
+}
+
+template <class C>
+__device__ SgdCoeffs<C> sgdCoeffs(const SgdCoeffs<C> &given,
+                                  const CurrentUpdate &cur) {
+  return blockCoeffs<C>(given, cur, [&](int64_t, double lr) {
+    return makeSgdCoeffs<C>(cur.opt, lr);
+  });
+}
+
+template <class C>
+__device__ AdamCoeffs<C> adamCoeffs(const AdamCoeffs<C> &given,
+                                    const CurrentUpdate &cur) {
+  return blockCoeffs<C>(given, cur, [&](int64_t count, double lr) {
+    return makeAdamCoeffs<C>(cur.opt, count, lr);
+  });
+}
+
 template <class T, class G, class L>
 __global__ void __launch_bounds__(kThreads)
-    sgdKernel(SgdCoeffs<Compute<T>> k, ParamOut<T, L> out, const G *grad,
-              const float *gradScale, float *buf, int64_t n) {
-  sgdSpan(k, out, grad, buf, n, loadScale<T>(gradScale),
+    sgdKernel(SgdCoeffs<Compute<T>> k, CurrentUpdate cur, ParamOut<T, L> out,
+              const G *grad, const float *gradScale, float *buf, int64_t n) {
+  sgdSpan(sgdCoeffs(k, cur), out, grad, buf, n, loadScale<T>(gradScale),
           int64_t(blockIdx.x) * blockDim.x + threadIdx.x,
           int64_t(gridDim.x) * blockDim.x);
 }
 
 template <class T, class G, class L>
 __global__ void __launch_bounds__(kThreads)
-    adamKernel(AdamCoeffs<Compute<T>> k, ParamOut<T, L> out, const G *grad,
-               const float *gradScale, float *m, float *v, int64_t n) {
-  adamSpan(k, out, grad, m, v, n, loadScale<T>(gradScale),
+    adamKernel(AdamCoeffs<Compute<T>> k, CurrentUpdate cur, ParamOut<T, L> out,
+               const G *grad, const float *gradScale, float *m, float *v,
+               int64_t n) {
+  adamSpan(adamCoeffs(k, cur), out, grad, m, v, n, loadScale<T>(gradScale),
            int64_t(blockIdx.x) * blockDim.x + threadIdx.x,
            int64_t(gridDim.x) * blockDim.x);
 }
 
+/// The kernels' arguments for `at`: the caller's constants, or the device
+/// step's to work out on the device.
+CurrentUpdate currentUpdate(const CudaBackend &backend,
+                            const tessel_optimizer &opt, const UpdateStep &at) {
+  return {at.current ? backend.deviceStep() : nullptr, opt, at.schedule};
+}
+
 /// One launch of the SGD or Adam kernel for `n` elements.
 template <class T, class G, class L>
-void launchUpdate(cudaStream_t stream, const tessel_optimizer &opt,
-                  ParamOut<T, L> out, const G *grad, const float *scale,
-                  float *s0, float *s1, int64_t n, int64_t step, double lr) {
+void launchUpdate(const CudaBackend &backend, const tessel_optimizer &opt,
+                  const UpdateStep &at, ParamOut<T, L> out, const G *grad,
+                  const float *scale, float *s0, float *s1, int64_t n) {
   using C = Compute<T>;
   unsigned blocks = gridFor((n + 3) / 4, kThreads);
+  CurrentUpdate cur = currentUpdate(backend, opt, at);
+  // With the context's step the host constants are placeholders.
+  int64_t count = at.current ? 1 : at.count;
   if (opt.kind == TESSEL_OPT_ADAM || opt.kind == TESSEL_OPT_ADAMW)
-    adamKernel<T, G, L><<<blocks, kThreads, 0, stream>>>(
-        makeAdamCoeffs<C>(opt, step, lr), out, grad, scale, s0, s1, n);
+    adamKernel<T, G, L><<<blocks, kThreads, 0, backend.stream()>>>(
+        makeAdamCoeffs<C>(opt, count, at.lr), cur, out, grad, scale, s0, s1,
+        n);
   else
-    sgdKernel<T, G, L><<<blocks, kThreads, 0, stream>>>(
-        makeSgdCoeffs<C>(opt, lr), out, grad, scale, s0, n);
+    sgdKernel<T, G, L><<<blocks, kThreads, 0, backend.stream()>>>(
+        makeSgdCoeffs<C>(opt, at.lr), cur, out, grad, scale, s0, n);
 }
 
 /// Block b updates chunks b, b + gridDim.x, ... of the table.
 template <class T>
 __global__ void __launch_bounds__(kThreads)
-    multiTensorAdamKernel(AdamCoeffs<Compute<T>> k, const AdamChunk *chunks,
-                          int64_t numChunks, const float *gradScale) {
+    multiTensorAdamKernel(AdamCoeffs<Compute<T>> given, CurrentUpdate cur,
+                          const AdamChunk *chunks, int64_t numChunks,
+                          const float *gradScale) {
+  AdamCoeffs<Compute<T>> k = adamCoeffs(given, cur);
   Compute<T> scale = loadScale<T>(gradScale);
   for (int64_t c = blockIdx.x; c < numChunks; c += gridDim.x) {
     AdamChunk chunk = chunks[c];
@@ -291,40 +350,39 @@ void CudaBackend::clipScale(tessel_ctx *ctx, const void *sumSquares,
 }
 
 void CudaBackend::optimizerUpdate(tessel_ctx *ctx, const tessel_optimizer &opt,
-                                  int32_t dtype, void *param, const void *grad,
+                                  const UpdateStep &at, int32_t dtype,
+                                  void *param, const void *grad,
                                   const void *gradScale, void *state0,
-                                  void *state1, int64_t n, int64_t step,
-                                  double lr) {
+                                  void *state1, int64_t n) {
   if (n <= 0)
     return;
   stored::visitFloat(dtype, [&](auto tag) {
     using T = decltype(tag);
-    launchUpdate(stream(), opt, ParamOut<T, T>{static_cast<T *>(param), nullptr},
+    launchUpdate(*this, opt, at,
+                 ParamOut<T, T>{static_cast<T *>(param), nullptr},
                  static_cast<const T *>(grad),
                  static_cast<const float *>(gradScale),
-                 static_cast<float *>(state0), static_cast<float *>(state1), n,
-                 step, lr);
+                 static_cast<float *>(state0), static_cast<float *>(state1), n);
   });
   checkLaunch(ctx, "tessel_optimizer_update");
 }
 
 void CudaBackend::optimizerUpdateMaster(
-    tessel_ctx *ctx, const tessel_optimizer &opt, int32_t paramDtype,
-    void *param, void *master, int32_t gradDtype, const void *grad,
-    const void *gradScale, void *state0, void *state1, int64_t n, int64_t step,
-    double lr) {
+    tessel_ctx *ctx, const tessel_optimizer &opt, const UpdateStep &at,
+    int32_t paramDtype, void *param, void *master, int32_t gradDtype,
+    const void *grad, const void *gradScale, void *state0, void *state1,
+    int64_t n) {
   if (n <= 0)
     return;
   auto launch = [&](auto copyTag, auto gradTag) {
     using L = decltype(copyTag);
     using G = decltype(gradTag);
-    launchUpdate(stream(), opt,
+    launchUpdate(*this, opt, at,
                  ParamOut<float, L>{static_cast<float *>(master),
                                     static_cast<L *>(param)},
                  static_cast<const G *>(grad),
                  static_cast<const float *>(gradScale),
-                 static_cast<float *>(state0), static_cast<float *>(state1), n,
-                 step, lr);
+                 static_cast<float *>(state0), static_cast<float *>(state1), n);
   };
   // The dtypes were checked (bf16 or f16 copies; f32, bf16 or f16 grads).
   auto withGrad = [&](auto copyTag) {
@@ -343,18 +401,19 @@ void CudaBackend::optimizerUpdateMaster(
 }
 
 void tessel::cuda::multiTensorAdamW(CudaBackend &backend, tessel_ctx *ctx,
-                                    const tessel_optimizer &opt, int32_t dtype,
-                                    const TensorChunkList &list, int64_t step,
-                                    double lr, const void *gradScale) {
+                                    const tessel_optimizer &opt,
+                                    const UpdateStep &at, int32_t dtype,
+                                    const TensorChunkList &list,
+                                    const void *gradScale) {
   const char *entry = "multiTensorAdamW";
   if (opt.kind != TESSEL_OPT_ADAM && opt.kind != TESSEL_OPT_ADAMW) {
     setError(ctx, "%s: optimizer kind %d is not Adam or AdamW", entry,
              opt.kind);
     return;
   }
-  if (step < 1) {
+  if (!at.current && at.count < 1) {
     setError(ctx, "%s: step %lld < 1 (bias correction counts from 1)", entry,
-             (long long)step);
+             (long long)at.count);
     return;
   }
   int64_t elementBytes = tessel_dtype_size(dtype);
@@ -391,7 +450,8 @@ void tessel::cuda::multiTensorAdamW(CudaBackend &backend, tessel_ctx *ctx,
     stored::visitFloat(dtype, [&](auto tag) {
       using T = decltype(tag);
       multiTensorAdamKernel<T><<<blocks, kThreads, 0, stream>>>(
-          makeAdamCoeffs<Compute<T>>(opt, step, lr), table, numChunks, scale);
+          makeAdamCoeffs<Compute<T>>(opt, at.current ? 1 : at.count, at.lr),
+          currentUpdate(backend, opt, at), table, numChunks, scale);
     });
     CudaBackend::checkLaunch(ctx, entry);
   }

@@ -14,6 +14,7 @@
 #ifndef TESSEL_RUNTIME_CUDA_OPTIMIZER_H
 #define TESSEL_RUNTIME_CUDA_OPTIMIZER_H
 
+#include "core/backend.h"
 #include "tessel/runtime.h"
 
 #include <cstdint>
@@ -68,11 +69,12 @@ adamChunks(const TensorChunkList &list, int64_t elementBytes,
 }
 
 /// One Adam step of every tensor in `list` (opt.kind Adam or AdamW; the
-/// same checks and arithmetic as tessel_optimizer_update, gradScale a
-/// device f32 or null), issued as one kernel on the backend's stream.
+/// same checks and arithmetic as tessel_optimizer_update, of the caller's
+/// step or the context's as `at` says; gradScale a device f32 or null),
+/// issued as one kernel on the backend's stream.
 void multiTensorAdamW(CudaBackend &backend, tessel_ctx *ctx,
-                      const tessel_optimizer &opt, int32_t dtype,
-                      const TensorChunkList &list, int64_t step, double lr,
+                      const tessel_optimizer &opt, const UpdateStep &at,
+                      int32_t dtype, const TensorChunkList &list,
                       const void *gradScale);
 
 } // namespace cuda

@@ -4,8 +4,10 @@
 // exactly as the CPU backend computes them (cpu/optimizer.cpp): the same
 // operations in the same order, each rounded on its own (core/storage.h),
 // so the CUDA kernels match the CPU bit for bit. What is constant over a
-// call (bias corrections, 1 − β, the decoupled shrink) is computed once on
-// the host in double and rounded to the compute type, as the CPU does; the
+// call (bias corrections, 1 − β, the decoupled shrink) is computed once in
+// double and rounded to the compute type, as the CPU does: on the host for
+// a caller's step, on the device for the context's (ABI 9's *_current
+// updates, whose step a captured graph changes between launches); the
 // gradient scale is read on the device. Arithmetic in C: f32 for f32/f16/
 // bf16 parameters, f64 for f64; the optimizer state is f32.
 //
@@ -18,8 +20,8 @@
 
 #include "tessel/runtime.h"
 
-#include <cmath>
 #include <cstdint>
+#include <math.h>
 
 namespace tessel {
 namespace cuda {
@@ -32,7 +34,7 @@ template <class C> struct SgdCoeffs {
 };
 
 template <class C>
-inline SgdCoeffs<C> makeSgdCoeffs(const tessel_optimizer &opt, double lr) {
+TESSEL_HD SgdCoeffs<C> makeSgdCoeffs(const tessel_optimizer &opt, double lr) {
   return {C(opt.weight_decay), C(opt.momentum), C(lr),
           opt.weight_decay != 0.0, opt.momentum != 0.0, opt.nesterov != 0};
 }
@@ -68,19 +70,22 @@ template <class C> struct AdamCoeffs {
 
 /// The per-call constants in double, rounded to C, as torch.optim.Adam:
 /// step_size = lr / (1 − β1^t), denom = sqrt(v) / sqrt(1 − β2^t) + eps.
+/// On the host for a caller's step; on the device, once per block, for the
+/// context's step (the device's pow may differ in the last bit).
 template <class C>
-inline AdamCoeffs<C> makeAdamCoeffs(const tessel_optimizer &opt, int64_t step,
-                                    double lr) {
-  double bc1 = 1.0 - std::pow(opt.beta1, double(step));
-  double bc2 = 1.0 - std::pow(opt.beta2, double(step));
+TESSEL_HD AdamCoeffs<C> makeAdamCoeffs(const tessel_optimizer &opt,
+                                       int64_t step, double lr) {
+  using namespace stored;
+  double bc1 = 1.0 - pow(opt.beta1, double(step));
+  double bc2 = 1.0 - pow(opt.beta2, double(step));
   return {C(opt.weight_decay),
           C(opt.beta2),
           C(opt.eps),
           C(1.0 - opt.beta1),
           C(1.0 - opt.beta2),
           C(lr / bc1),
-          C(std::sqrt(bc2)),
-          C(1.0 - lr * opt.weight_decay),
+          C(sqrt(bc2)),
+          C(subRn(1.0, mulRn(lr, opt.weight_decay))),
           opt.weight_decay != 0.0,
           opt.kind == TESSEL_OPT_ADAMW};
 }

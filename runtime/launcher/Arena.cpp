@@ -5,6 +5,7 @@
 #include "runtime/launcher/FloatFormats.h"
 
 #include <algorithm>
+#include <cstring>
 
 using namespace tessel::run;
 
@@ -100,25 +101,26 @@ void tessel::run::zeroStates(const ModelDesc &model, tessel_ctx *ctx,
       tessel_zero(ctx, static_cast<char *>(arena) + t->offset, t->bytes);
 }
 
+double tessel::run::decodeLoss(const TensorDesc &loss, const void *host) {
+  if (loss.dtypeCode == TESSEL_F64) {
+    double value;
+    std::memcpy(&value, host, sizeof(value));
+    return value;
+  }
+  float value;
+  if (loss.dtypeCode == TESSEL_F32)
+    std::memcpy(&value, host, sizeof(value));
+  else // f16 / bf16, widened exactly
+    convertFloats(loss.dtypeCode, host, TESSEL_F32, &value, 1);
+  return value;
+}
+
 double tessel::run::readLoss(const TensorDesc &loss, tessel_ctx *ctx,
                              const void *arena) {
   const char *src = static_cast<const char *>(arena) + loss.offset;
-  if (loss.dtypeCode == TESSEL_F64) {
-    double value;
-    tessel_copy_to_host(ctx, &value, src, sizeof(value));
-    return value;
-  }
-  if (loss.dtypeCode == TESSEL_F32) {
-    float value;
-    tessel_copy_to_host(ctx, &value, src, sizeof(value));
-    return value;
-  }
-  // f16 / bf16: two bytes on the device, widened exactly on the host.
-  uint16_t bits;
-  tessel_copy_to_host(ctx, &bits, src, sizeof(bits));
-  float value;
-  convertFloats(loss.dtypeCode, &bits, TESSEL_F32, &value, 1);
-  return value;
+  alignas(8) char bytes[8];
+  tessel_copy_to_host(ctx, bytes, src, tessel_dtype_size(loss.dtypeCode));
+  return decodeLoss(loss, bytes);
 }
 
 std::string tessel::run::describeArena(const ModelDesc &model) {

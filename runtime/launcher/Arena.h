@@ -44,6 +44,8 @@ std::string describeArena(const ModelDesc &model);
 
 /// The scalar loss (f32, f64, bf16 or f16) after a step.
 double readLoss(const TensorDesc &loss, tessel_ctx *ctx, const void *arena);
+/// The loss held in `host` (its bytes, copied to the host), widened.
+double decodeLoss(const TensorDesc &loss, const void *host);
 
 } // namespace tessel::run
 

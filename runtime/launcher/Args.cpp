@@ -142,6 +142,12 @@ flags:
                         of initialising them
   --log-every N         progress line every N steps when stderr is not a
                         terminal (default 10)
+  --graph               capture the training step once (after the first,
+                        which warms up) and launch it every step after: a
+                        CUDA graph on a GPU (one launch per step instead of
+                        one per kernel); on the CPU the recorded calls are
+                        replayed. Training only; not with a pipeline (its
+                        stages exchange activations through host memory)
   --quiet               no progress and no summary
   --help                this text
 
@@ -491,6 +497,17 @@ void checkCombinations(const Options &options) {
     failUsage(std::string("--save-every has no effect with ") +
               (options.eval ? "--eval" : "--check-grads") +
               " (no step changes the parameters)");
+  if (options.graph && (options.eval || options.checkGrads))
+    failUsage(std::string("--graph captures the training step; not with ") +
+              (options.eval ? "--eval" : "--check-grads"));
+  if (options.graph && options.mesh)
+    if (std::optional<int> pp = options.mesh->axisIndex("pp");
+        pp && options.mesh->shape[*pp] > 1)
+      failUsage(kGraphPipelineRefusal);
+  if (options.graph && !options.trace.empty())
+    failUsage("--trace records every kernel and collective as it is issued; "
+              "a captured step runs them as one launch (drop --graph to "
+              "trace)");
   if (options.checkGrads && options.mesh)
     failUsage("--check-grads only on one device (drop --mesh " +
               options.mesh->toString() + ")");
@@ -512,6 +529,10 @@ Options tessel::run::parseArgs(int argc, char **argv) {
     }
     if (arg == "--eval") {
       options.eval = true;
+      continue;
+    }
+    if (arg == "--graph") {
+      options.graph = true;
       continue;
     }
     if (arg == "--check-grads") {

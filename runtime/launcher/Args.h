@@ -14,6 +14,13 @@
 
 namespace tessel::run {
 
+/// Why --graph refuses a pipeline (on the command line's mesh, or a .so
+/// compiled with one).
+inline constexpr const char *kGraphPipelineRefusal =
+    "--graph: a pipeline's stages exchange activations through host memory "
+    "(tessel_send, tessel_recv), which a captured step cannot hold; drop "
+    "--graph";
+
 enum class TokenDtype { U8, U16, I32 };
 
 /// How the ranks of a mesh talk: threads of this process (shared memory),
@@ -59,6 +66,9 @@ struct Options {
   bool microbatchesGiven = false;
   bool eval = false;
   bool checkGrads = false;
+  // --graph: the training step captured once (tessel_graph_*) after the
+  // first, and launched every step after (CUDA graphs on a GPU).
+  bool graph = false;
   std::optional<double> gradTol;
   std::vector<TrainingFlag> training; // in the order given, each flag once
   // Parallelism: the mesh to partition for (a .mlir) or to check a .so

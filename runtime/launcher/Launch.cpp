@@ -192,6 +192,8 @@ RunEnd tessel::run::runRank(const RunPlan &plan, int32_t rank, int32_t comm,
       [&](const ModelDesc &view) { return makeBatchSource(options, view); },
       coords, rt.ctx);
 
+  if (options.graph && pipelined)
+    throw UsageError(kGraphPipelineRefusal);
   if (plan.mode != Mode::CheckGrads && !pipelined)
     batches = std::make_unique<PrefetchingBatchSource>(
         std::move(batches), desc, options.backend.c_str());
@@ -202,6 +204,13 @@ RunEnd tessel::run::runRank(const RunPlan &plan, int32_t rank, int32_t comm,
     return {0, plan.firstStep};
   }
 
+  // --graph: the first step runs call by call (it warms up what a capture
+  // cannot: communicators, GEMM plans), the next is captured, and every
+  // later one is a launch.
+  std::unique_ptr<CapturedTrainStep> captured;
+  if (options.graph && plan.mode == Mode::Train)
+    captured = std::make_unique<CapturedTrainStep>(model, rt,
+                                                   options.microbatches);
   // Sizes of one device's run: the global microbatch.
   ModelDesc globalFeeds = globalFeedView(desc);
   int64_t tokens = tokensPerStep(globalFeeds) * options.microbatches;
@@ -231,7 +240,9 @@ RunEnd tessel::run::runRank(const RunPlan &plan, int32_t rank, int32_t comm,
         pipelined ? (plan.mode == Mode::Train ? pipelined->trainStep(step)
                                               : pipelined->evalStep(step))
         : plan.mode == Mode::Train
-            ? trainStep(model, rt, *batches, step, options.microbatches)
+            ? (captured && !first
+                   ? captured->run(*batches, step)
+                   : trainStep(model, rt, *batches, step, options.microbatches))
             : evalStep(model, rt, *batches, step, options.microbatches);
     double seconds = nowSeconds() - stepStart;
     if (traced) {

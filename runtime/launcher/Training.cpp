@@ -47,6 +47,99 @@ double tessel::run::trainStep(const LoadedModel &model, RankRuntime &rt,
   return loss;
 }
 
+namespace {
+/// `bytes` rounded up to the arena's alignment, or a RunError.
+int64_t aligned64(int64_t bytes) {
+  int64_t rounded;
+  if (__builtin_add_overflow(bytes, 63, &rounded))
+    throw RunError("--graph: the staging of a step's inputs overflows");
+  return rounded / 64 * 64;
+}
+} // namespace
+
+tessel::run::CapturedTrainStep::CapturedTrainStep(const LoadedModel &model,
+                                     RankRuntime &rt, int64_t microbatches)
+    : model(model), rt(rt), microbatches(microbatches),
+      feeds(model.desc.feeds()) {
+  for (const TensorDesc *feed : feeds) {
+    feedAt.push_back(slotBytes);
+    slotBytes = aligned64(slotBytes + feed->bytes);
+  }
+  lossBytes = aligned64(model.desc.loss().bytes);
+  int64_t bytes;
+  if (__builtin_mul_overflow(slotBytes + lossBytes, microbatches, &bytes))
+    throw RunError("--graph: the staging of " + std::to_string(microbatches) +
+                   " microbatches overflows");
+  staging = static_cast<char *>(tessel_alloc(rt.ctx, bytes));
+  checkKernelError(rt.ctx, "allocating the --graph staging (" +
+                               std::to_string(bytes) + " bytes)");
+}
+
+tessel::run::CapturedTrainStep::~CapturedTrainStep() {
+  tessel_graph_destroy(graph);
+  tessel_free(rt.ctx, staging);
+}
+
+char *tessel::run::CapturedTrainStep::slot(int64_t m) const {
+  return staging + m * slotBytes;
+}
+
+char *tessel::run::CapturedTrainStep::lossSlot(int64_t m) const {
+  return staging + microbatches * slotBytes + m * lossBytes;
+}
+
+void tessel::run::CapturedTrainStep::capture(int64_t step) {
+  const ModelDesc &desc = model.desc;
+  std::string when = "capturing step " + std::to_string(step + 1);
+  if (tessel_graph_begin(rt.ctx) != 0)
+    checkKernelError(rt.ctx, when);
+  char *arena = static_cast<char *>(rt.arena);
+  zeroGrads(desc, rt.ctx, arena);
+  for (int64_t m = 0; m < microbatches; ++m) {
+    for (size_t i = 0; i < feeds.size(); ++i)
+      tessel_copy(rt.ctx, arena + feeds[i]->offset, slot(m) + feedAt[i],
+                  feeds[i]->bytes);
+    tessel_set_microbatch(rt.ctx, uint64_t(m));
+    model.backward(rt.ctx, arena);
+    tessel_copy(rt.ctx, lossSlot(m), arena + desc.loss().offset,
+                desc.loss().bytes);
+  }
+  // A constant of the capture: the host bytes as they are now.
+  float gradScale = 1.0f / float(microbatches);
+  tessel_copy_to_device(rt.ctx, arena + desc.withRole("grad_scale")[0]->offset,
+                        &gradScale, sizeof(gradScale));
+  model.update(rt.ctx, arena);
+  graph = tessel_graph_end(rt.ctx);
+  if (!graph)
+    checkKernelError(rt.ctx, when);
+}
+
+double tessel::run::CapturedTrainStep::run(BatchSource &batches, int64_t step) {
+  tessel_set_step(rt.ctx, uint64_t(step));
+  char *arena = static_cast<char *>(rt.arena);
+  for (int64_t m = 0; m < microbatches; ++m) {
+    batches.fill(step * microbatches + m, rt.ctx, arena);
+    for (size_t i = 0; i < feeds.size(); ++i)
+      tessel_copy(rt.ctx, slot(m) + feedAt[i], arena + feeds[i]->offset,
+                  feeds[i]->bytes);
+  }
+  if (!graph)
+    capture(step);
+  tessel_graph_launch(rt.ctx, graph);
+  tessel_synchronize(rt.ctx);
+  checkKernelError(rt.ctx, "step " + std::to_string(step + 1) +
+                               " (the captured step)");
+  std::vector<char> losses(size_t(microbatches * lossBytes));
+  tessel_copy_to_host(rt.ctx, losses.data(), lossSlot(0),
+                      microbatches * lossBytes);
+  checkKernelError(rt.ctx, "reading step " + std::to_string(step + 1) +
+                               "'s losses");
+  double lossSum = 0;
+  for (int64_t m = 0; m < microbatches; ++m)
+    lossSum += decodeLoss(model.desc.loss(), losses.data() + m * lossBytes);
+  return lossSum / double(microbatches);
+}
+
 double tessel::run::evalStep(const LoadedModel &model, RankRuntime &rt,
                              BatchSource &batches, int64_t step,
                              int64_t microbatches) {

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace tessel::run {
 
@@ -27,6 +28,42 @@ double trainStep(const LoadedModel &model, RankRuntime &rt,
 /// on wrapped indices. `firstStep` comes from `source` when not empty.
 void checkStepRange(int64_t firstStep, int64_t steps, int64_t microbatches,
                     int64_t batch, const std::string &source);
+
+/// The training step captured once and launched every step after
+/// (tessel-run --graph): the work per step is filling the inputs, one
+/// launch and one read of the losses. The step's M microbatches' inputs and
+/// labels wait in device staging (each fill goes to the arena, as always,
+/// and is copied to its microbatch's slot), and the captured step copies
+/// slot m into the arena before microbatch m's backward and its loss out
+/// after, so it reads nothing from the host. The step itself comes from
+/// tessel_set_step before each launch (generated code reads it through the
+/// _current entries). Equal bit for bit to trainStep. The staging (M times
+/// the feeds, M losses) is allocated here, beside the arena.
+class CapturedTrainStep {
+public:
+  CapturedTrainStep(const LoadedModel &model, RankRuntime &rt,
+                    int64_t microbatches);
+  ~CapturedTrainStep();
+  CapturedTrainStep(const CapturedTrainStep &) = delete;
+  CapturedTrainStep &operator=(const CapturedTrainStep &) = delete;
+
+  /// Step `step` (captured at the first call): the mean loss.
+  double run(BatchSource &batches, int64_t step);
+
+private:
+  void capture(int64_t step);
+  char *slot(int64_t m) const;
+  char *lossSlot(int64_t m) const;
+
+  const LoadedModel &model;
+  RankRuntime &rt;
+  int64_t microbatches;
+  std::vector<const TensorDesc *> feeds;
+  std::vector<int64_t> feedAt; // each feed's offset in a slot
+  int64_t slotBytes = 0, lossBytes = 0;
+  char *staging = nullptr;
+  tessel_graph *graph = nullptr;
+};
 
 /// The forward entry on each microbatch of `step`: the mean loss, no update.
 double evalStep(const LoadedModel &model, RankRuntime &rt, BatchSource &batches,

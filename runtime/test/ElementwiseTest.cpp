@@ -220,6 +220,39 @@ TEST_F(ElementwiseTest, DropoutBlocksAreBlocksOfTheWhole) {
   tessel_clear_error(ctx);
 }
 
+// Tests that the _current entries draw the masks of the context's step
+// (tessel_set_step), whole and block, exactly as the explicit entries do
+// with that step, and that another step draws another mask.
+TEST_F(ElementwiseTest, CurrentDropoutDrawsTheContextsStep) {
+  const int64_t rows = 4, cols = 6, first = 5 * rows * cols;
+  auto x = randomValues(TESSEL_F32, size_t(rows * cols), 0.5, 2, 19);
+  auto xb = encode(TESSEL_F32, x);
+  std::vector<std::vector<uint8_t>> masks;
+  for (uint64_t step : {3u, 4u}) {
+    tessel_set_step(ctx, step);
+    std::vector<uint8_t> y(xb.size()), yBlock(xb.size());
+    tessel_dropout_current(ctx, TESSEL_F32, xb.data(), y.data(), rows * cols,
+                           0.5, 7, first);
+    const int64_t shape[] = {rows, cols}, strides[] = {cols, 1};
+    tessel_dropout_block_current(ctx, TESSEL_F32, xb.data(), yBlock.data(), 2,
+                                 shape, strides, 0.5, 7, first);
+    ASSERT_EQ(tessel_error(ctx), nullptr) << tessel_error(ctx);
+    EXPECT_EQ(decode(TESSEL_F32, y),
+              runDropout(ctx, TESSEL_F32, x, 0.5, 7, step, first));
+    EXPECT_EQ(yBlock, y);
+    masks.push_back(y);
+  }
+  EXPECT_NE(masks[0], masks[1]);
+  std::vector<uint8_t> y(xb.size());
+  tessel_dropout_current(ctx, TESSEL_F32, xb.data(), y.data(), rows * cols,
+                         1.5, 7, 0);
+  ASSERT_NE(tessel_error(ctx), nullptr);
+  EXPECT_NE(std::string(tessel_error(ctx)).find("tessel_dropout_current: rate"),
+            std::string::npos)
+      << tessel_error(ctx);
+  tessel_clear_error(ctx);
+}
+
 TEST_F(ElementwiseTest, DropoutIsIndependentOfChunking) {
   const size_t n = 1013;
   for (int32_t dtype : {TESSEL_F32, TESSEL_BF16}) {

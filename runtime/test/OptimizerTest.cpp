@@ -304,6 +304,75 @@ TEST_F(OptimizerTest, MasterUpdateRefusesBadDtypesAndMissingMaster) {
   EXPECT_EQ(copy, 0x3f80);
 }
 
+// Tests that the _current entries update with the context's step + 1 and
+// the schedule's rate there, bit for bit as the explicit entries given the
+// same count and rate, over a warm-up and cosine schedule, for every
+// optimizer and the mixed-precision form.
+TEST_F(OptimizerTest, CurrentUpdateUsesTheContextsStepAndSchedule) {
+  const tessel_optimizer configs[] = {sgd(0.9, 0, 0.1), sgd(0, 0, 0),
+                                      adam(TESSEL_OPT_ADAM, 0.1),
+                                      adam(TESSEL_OPT_ADAMW, 0.1)};
+  tessel_lr_schedule schedule{TESSEL_LR_WARMUP_COSINE, 1e-2, 1e-3, 3, 8};
+  const size_t n = 21;
+  for (const tessel_optimizer &o : configs) {
+    SCOPED_TRACE("kind " + std::to_string(o.kind));
+    Vec init = randomValues(TESSEL_F32, n, -1, 1, 800);
+    std::vector<uint8_t> p = encode(TESSEL_F32, init), want = p;
+    std::vector<uint8_t> master = p, wantMaster = p;
+    std::vector<uint8_t> copy = encode(TESSEL_BF16, init), wantCopy = copy;
+    std::vector<float> s0(n), s1(n), e0(n), e1(n);
+    std::vector<float> m0(n), m1(n), f0(n), f1(n);
+    for (int64_t step = 0; step < 10; ++step) {
+      std::vector<uint8_t> g =
+          encode(TESSEL_F32, randomValues(TESSEL_F32, n, -2, 2, 810 + step));
+      float scale = 0.5f;
+      double lr = tessel_lr_at(schedule.kind, schedule.lr, schedule.min_lr,
+                               schedule.warmup, schedule.total_steps, step + 1);
+      tessel_set_step(ctx, uint64_t(step));
+      tessel_optimizer_update_current(ctx, &o, &schedule, TESSEL_F32, p.data(),
+                                      g.data(), &scale, s0.data(), s1.data(),
+                                      int64_t(n));
+      tessel_optimizer_update(ctx, &o, TESSEL_F32, want.data(), g.data(),
+                              &scale, e0.data(), e1.data(), int64_t(n),
+                              step + 1, lr);
+      tessel_optimizer_update_master_current(
+          ctx, &o, &schedule, TESSEL_BF16, copy.data(), master.data(),
+          TESSEL_F32, g.data(), &scale, m0.data(), m1.data(), int64_t(n));
+      tessel_optimizer_update_master(ctx, &o, TESSEL_BF16, wantCopy.data(),
+                                     wantMaster.data(), TESSEL_F32, g.data(),
+                                     &scale, f0.data(), f1.data(), int64_t(n),
+                                     step + 1, lr);
+      ASSERT_EQ(tessel_error(ctx), nullptr) << tessel_error(ctx);
+      ASSERT_EQ(p, want) << "step " << step;
+      ASSERT_EQ(s0, e0) << "step " << step;
+      ASSERT_EQ(s1, e1) << "step " << step;
+      ASSERT_EQ(master, wantMaster) << "step " << step;
+      ASSERT_EQ(copy, wantCopy) << "step " << step;
+    }
+  }
+}
+
+TEST_F(OptimizerTest, CurrentUpdateRefusesAMissingOrUnknownSchedule) {
+  float p = 1, g = 1, m = 0, v = 0;
+  tessel_optimizer o = adam(TESSEL_OPT_ADAMW, 0);
+  tessel_optimizer_update_current(ctx, &o, nullptr, TESSEL_F32, &p, &g,
+                                  nullptr, &m, &v, 1);
+  ASSERT_NE(tessel_error(ctx), nullptr);
+  EXPECT_NE(std::string(tessel_error(ctx)).find("null learning-rate schedule"),
+            std::string::npos)
+      << tessel_error(ctx);
+  tessel_clear_error(ctx);
+  tessel_lr_schedule unknown{7, 0.1, 0, 0, 0};
+  tessel_optimizer_update_current(ctx, &o, &unknown, TESSEL_F32, &p, &g,
+                                  nullptr, &m, &v, 1);
+  ASSERT_NE(tessel_error(ctx), nullptr);
+  EXPECT_NE(std::string(tessel_error(ctx)).find("unknown learning-rate schedule 7"),
+            std::string::npos)
+      << tessel_error(ctx);
+  tessel_clear_error(ctx);
+  EXPECT_EQ(p, 1.0f);
+}
+
 //===--- Gradient norm and clipping ---------------------------------------===//
 
 TEST_F(OptimizerTest, SumSquaresAccumulates) {

@@ -218,22 +218,20 @@ func.func @loss(%x: tensor<2x4xf32> {nn.input, nn.axes = ["batch", "embed"]},
 
 // -----
 
-// Tests that optimizer_step updates its inits in place: the update count is
-// the runtime's step + 1, the learning rate comes from tessel_lr_at with the
-// schedule's constants, the optimizer's constants are one constant global,
-// and the results are the inits' pointers (copied out from them).
-// CHECK: llvm.mlir.global private constant @[[OPT:__tessel_const_[0-9]+]]
+// Tests that optimizer_step updates its inits in place through the _current
+// entry (the update count and the rate are the context's step's as the
+// update runs, so a captured step replays): the optimizer's constants are one
+// constant global, its schedule another (kind 1 = warmup_cosine, lr 3e-4,
+// min_lr 0, warmup 10, total 100), and the results are the inits' pointers
+// (copied out from them).
+// CHECK: llvm.mlir.global private constant @[[SCHED:__tessel_const_[0-9]+]]("\01\00\00\00\00\00\00\00a2U0*\A93?\00\00\00\00\00\00\00\00\0A\00\00\00\00\00\00\00d\00\00\00\00\00\00\00")
+// CHECK: llvm.mlir.global private constant @[[OPT:__tessel_const_[0-9]+]]("\02\00
 // CHECK-LABEL: llvm.func @tessel_fn_adamw
 // CHECK-SAME: (%[[CTX:[^:]*]]: !llvm.ptr, %{{[^:]*}}: !llvm.ptr, %[[P:[^:]*]]: !llvm.ptr, %[[G:[^:]*]]: !llvm.ptr, %[[S:[^:]*]]: !llvm.ptr, %[[M:[^:]*]]: !llvm.ptr, %[[V:[^:]*]]: !llvm.ptr, %[[OUTP:[^:]*]]: !llvm.ptr, %[[OUTM:[^:]*]]: !llvm.ptr, %[[OUTV:[^:]*]]: !llvm.ptr)
 // CHECK: %[[OPTPTR:.*]] = llvm.mlir.addressof @[[OPT]]
-// CHECK: %[[RSTEP:.*]] = llvm.call @tessel_get_step(%[[CTX]])
-// CHECK: %[[STEP:.*]] = llvm.add %[[RSTEP]], %{{.*}} : i64
-// CHECK-DAG: %[[WC:.*]] = llvm.mlir.constant(1 : i32) : i32
-// CHECK-DAG: %[[LR0:.*]] = llvm.mlir.constant(3.000000e-04 : f64) : f64
-// CHECK-DAG: %[[WARM:.*]] = llvm.mlir.constant(10 : i64) : i64
-// CHECK-DAG: %[[TOTAL:.*]] = llvm.mlir.constant(100 : i64) : i64
-// CHECK: %[[LR:.*]] = llvm.call @tessel_lr_at(%[[WC]], %[[LR0]], %{{.*}}, %[[WARM]], %[[TOTAL]], %[[STEP]])
-// CHECK: llvm.call @tessel_optimizer_update(%[[CTX]], %[[OPTPTR]], %{{.*}}, %[[P]], %[[G]], %[[S]], %[[M]], %[[V]], %{{.*}}, %[[STEP]], %[[LR]])
+// CHECK: %[[SCHEDPTR:.*]] = llvm.mlir.addressof @[[SCHED]]
+// CHECK-NOT: tessel_get_step
+// CHECK: llvm.call @tessel_optimizer_update_current(%[[CTX]], %[[OPTPTR]], %[[SCHEDPTR]], %{{.*}}, %[[P]], %[[G]], %[[S]], %[[M]], %[[V]], %{{.*}})
 // CHECK: llvm.call @tessel_copy(%[[CTX]], %[[OUTP]], %[[P]],
 // CHECK: llvm.call @tessel_copy(%[[CTX]], %[[OUTM]], %[[M]],
 // CHECK: llvm.call @tessel_copy(%[[CTX]], %[[OUTV]], %[[V]],
@@ -248,8 +246,9 @@ func.func @adamw(%p: tensor<4xf32>, %g: tensor<4xf32>, %s: tensor<f32>, %m: tens
 // in place (tessel_binary with out == acc).
 // CHECK-LABEL: llvm.func @tessel_fn_sgd_accumulate
 // CHECK-SAME: (%[[CTX:[^:]*]]: !llvm.ptr, %{{[^:]*}}: !llvm.ptr, %[[P:[^:]*]]: !llvm.ptr, %[[G:[^:]*]]: !llvm.ptr, %[[S:[^:]*]]: !llvm.ptr, %[[ACC:[^:]*]]: !llvm.ptr,
-// CHECK: %[[NULL:.*]] = llvm.mlir.zero : !llvm.ptr
-// CHECK: llvm.call @tessel_optimizer_update(%[[CTX]], %{{.*}}, %{{.*}}, %[[P]], %[[G]], %[[S]], %[[NULL]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}})
+// CHECK: %[[NULL0:.*]] = llvm.mlir.zero : !llvm.ptr
+// CHECK: %[[NULL1:.*]] = llvm.mlir.zero : !llvm.ptr
+// CHECK: llvm.call @tessel_optimizer_update_current(%[[CTX]], %{{.*}}, %{{.*}}, %{{.*}}, %[[P]], %[[G]], %[[S]], %[[NULL0]], %[[NULL1]], %{{.*}})
 // CHECK: %[[ADD:.*]] = llvm.mlir.constant(0 : i32) : i32
 // CHECK: llvm.call @tessel_binary(%[[CTX]], %[[ADD]], %{{.*}}, %[[ACC]], %[[G]], %[[ACC]], %{{.*}})
 func.func @sgd_accumulate(%p: tensor<4xf32>, %g: tensor<4xf32>, %s: tensor<f32>, %acc: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {

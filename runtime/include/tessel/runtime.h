@@ -51,8 +51,14 @@ extern "C" {
  * gradient).
  * 8: tessel_fill, a splat constant written from one host element (before,
  * a strided copy read it from the .so with stride 0, which a GPU cannot).
- * Descriptions 1 to 7 still load. */
-#define TESSEL_ABI_VERSION 8
+ * 9: tessel_dropout_current, tessel_dropout_block_current,
+ * tessel_optimizer_update_current and tessel_optimizer_update_master_current:
+ * the step (and the learning rate, from a tessel_lr_schedule) are read
+ * from the context when the kernel runs instead of passed by the caller
+ * when it is issued, so a step captured once (tessel_graph_begin) replays
+ * with each launch's step. Generated code no longer calls tessel_get_step
+ * or tessel_lr_at. Descriptions 1 to 8 still load (their entries remain). */
+#define TESSEL_ABI_VERSION 9
 
 typedef enum tessel_dtype {
   TESSEL_F32 = 0,
@@ -376,6 +382,41 @@ void tessel_get_counters(const tessel_ctx *ctx, tessel_counters *out);
  * counting what is held. */
 void tessel_reset_counters(tessel_ctx *ctx);
 
+/*===--- Captured steps --------------------------------------------------===*
+ *
+ * A training step captured once and launched every step after (CUDA
+ * graphs on the CUDA backend, so a step costs one launch instead of a
+ * launch per kernel). Between tessel_graph_begin and tessel_graph_end the
+ * kernels, device copies and collectives a context is given are captured
+ * and not run; tessel_graph_launch runs them again, in order, with the
+ * arguments they were given when captured. What changes between steps must
+ * therefore be read when the work runs: the step (tessel_set_step before
+ * each launch; the _current entries read it), and inputs copied into the
+ * arena from device memory. tessel_copy_to_device while capturing captures
+ * the host bytes as they are at the call (a constant). Calls that read
+ * back, wait, allocate, free, set the step, initialise parameters, reset
+ * the counters, trace or send and receive are refused while capturing (an
+ * error naming the entry point). A failed capture records its error and
+ * returns null. The CPU backend records the calls and replays them, so
+ * what a capture fixed shows up there as a wrong result, without a GPU.
+ * Each launch adds the captured work's kernel, copy and collective counts
+ * to the context's counters; a capture adds nothing. Not part of the model
+ * ABI: only launchers call these.
+ *===----------------------------------------------------------------------===*/
+typedef struct tessel_graph tessel_graph;
+/* Starts capturing ctx's work: 0, or non-zero with the error recorded (a
+ * capture already running, an error already recorded, a backend that
+ * cannot). Started collectives still in flight complete first. */
+int32_t tessel_graph_begin(tessel_ctx *ctx);
+/* Ends the capture: the graph (the caller destroys it), or null with the
+ * error recorded (no capture, or one that failed: then nothing is kept). */
+tessel_graph *tessel_graph_end(tessel_ctx *ctx);
+/* Runs the captured work once on ctx (the context it was captured on),
+ * asynchronously on an asynchronous backend (tessel_synchronize waits). */
+void tessel_graph_launch(tessel_ctx *ctx, tessel_graph *graph);
+/* Frees a graph (null: nothing). Before its context is destroyed. */
+void tessel_graph_destroy(tessel_graph *graph);
+
 /*===--- Trace -----------------------------------------------------------===*/
 
 /* A rank's timeline, for profiling and for checking what overlapped: while a
@@ -534,6 +575,15 @@ void tessel_dropout(tessel_ctx *ctx, int32_t dtype, const void *x, void *y,
                     int64_t n, double rate, uint64_t seed, uint64_t step,
                     int64_t first);
 
+/* tessel_dropout of the context's step (tessel_set_step) as it stands when
+ * the kernel runs: on an asynchronous backend, the step the last
+ * tessel_set_step before this call ordered on the stream, so a captured
+ * graph (tessel_graph_begin) draws each launch's masks. The same bits as
+ * tessel_dropout with that step. */
+void tessel_dropout_current(tessel_ctx *ctx, int32_t dtype, const void *x,
+                            void *y, int64_t n, double rate, uint64_t seed,
+                            int64_t first);
+
 /* tessel_dropout on a block of a larger tensor (a rank's part of a split
  * one): x and y hold `rank` dims of `shape`, row-major; element
  * (i_0 .. i_{rank-1}) draws the bit of element first + sum i_d · strides[d]
@@ -543,6 +593,12 @@ void tessel_dropout_block(tessel_ctx *ctx, int32_t dtype, const void *x,
                           void *y, int32_t rank, const int64_t *shape,
                           const int64_t *strides, double rate, uint64_t seed,
                           uint64_t step, int64_t first);
+/* The same of the context's step when the kernel runs (as
+ * tessel_dropout_current). */
+void tessel_dropout_block_current(tessel_ctx *ctx, int32_t dtype,
+                                  const void *x, void *y, int32_t rank,
+                                  const int64_t *shape, const int64_t *strides,
+                                  double rate, uint64_t seed, int64_t first);
 
 /* out[0 .. count) = *value: a splat constant. `value` is host memory holding
  * one element of dtype (in the model's .so); out is device memory. */
@@ -804,6 +860,33 @@ typedef enum tessel_lr_schedule_kind {
  * An unknown kind returns NaN (there is no context to record an error). */
 double tessel_lr_at(int32_t kind, double lr, double min_lr, int64_t warmup,
                     int64_t total_steps, int64_t step);
+
+/* A learning-rate schedule: tessel_lr_at's arguments but the step. */
+typedef struct tessel_lr_schedule {
+  int32_t kind; /* tessel_lr_schedule_kind */
+  double lr, min_lr;
+  int64_t warmup, total_steps;
+} tessel_lr_schedule;
+
+/* tessel_optimizer_update and tessel_optimizer_update_master of the
+ * context's step s (tessel_set_step) as it stands when the update runs: the
+ * 1-based update count is s + 1 and the learning rate tessel_lr_at of
+ * `schedule` (host memory) at s + 1, both worked out on the device, so a
+ * captured step replays with each launch's count and rate. Equal bit for bit
+ * to the explicit forms on the CPU; on a GPU the device's pow and cos may
+ * differ from the host's in the last bit of the double bias corrections and
+ * cosine rate. An unknown schedule kind records an error. */
+void tessel_optimizer_update_current(tessel_ctx *ctx,
+                                     const tessel_optimizer *opt,
+                                     const tessel_lr_schedule *schedule,
+                                     int32_t dtype, void *param,
+                                     const void *grad, const void *grad_scale,
+                                     void *state0, void *state1, int64_t n);
+void tessel_optimizer_update_master_current(
+    tessel_ctx *ctx, const tessel_optimizer *opt,
+    const tessel_lr_schedule *schedule, int32_t param_dtype, void *param,
+    void *master, int32_t grad_dtype, const void *grad, const void *grad_scale,
+    void *state0, void *state1, int64_t n);
 
 #ifdef __cplusplus
 } /* extern "C" */

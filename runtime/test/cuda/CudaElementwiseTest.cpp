@@ -626,4 +626,36 @@ TEST_F(CudaVsCpuElementwise, DropoutMatchesCpu) {
   });
 }
 
+// Tests the _current entries on the GPU against the CPU: the mask is the
+// device step's, which tessel_set_step orders on the stream, so two steps
+// set between calls draw their own masks (as a replayed graph's do).
+TEST_F(CudaVsCpuElementwise, CurrentDropoutReadsTheStepSetBeforeIt) {
+  std::vector<float> x = gpuInputs<float>(7, 2.0);
+  int64_t shape[] = {7, 14287}, strides[] = {20000, 1};
+  std::vector<float> masks[2];
+  for (uint64_t step : {5u, 6u}) {
+    tessel_set_step(cpu, step);
+    tessel_set_step(gpu, step);
+    auto [want, got] = runBoth<float>(
+        *this, 1,
+        [&](tessel_ctx *ctx, auto &ins, void *out) {
+          tessel_dropout_current(ctx, TESSEL_F32, ins[0], out, kGpuCount, 0.5,
+                                 3, 12345);
+        },
+        x);
+    expectSameBits(got, want);
+    masks[step - 5] = got;
+    std::vector<float> blockX(7 * 14287, 1.25f);
+    auto [wantBlock, gotBlock] = runBoth<float>(
+        *this, 0,
+        [&](tessel_ctx *ctx, auto &ins, void *out) {
+          tessel_dropout_block_current(ctx, TESSEL_F32, ins[0], out, 2, shape,
+                                       strides, 0.25, 8, 100);
+        },
+        blockX);
+    expectSameBits(gotBlock, wantBlock);
+  }
+  EXPECT_NE(masks[0], masks[1]);
+}
+
 } // namespace
