@@ -78,6 +78,9 @@ int32_t lossReduction(nn::LossReduction reduction) {
 
 LogicalResult FunctionLowering::lower(Operation *op,
                                       const LoweringRegistry &registry) {
+  // Lowered with an earlier op, which placed its results too.
+  if (lowered.contains(op))
+    return success();
   loc = op->getLoc();
   // Results live at their planned offsets (a reshape is a view).
   if (auto offsets =

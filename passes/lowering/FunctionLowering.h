@@ -18,6 +18,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/Support/TypeID.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 
 #include <functional>
 #include <optional>
@@ -127,6 +128,9 @@ public:
   mlir::Location loc = b.getUnknownLoc();
   /// The pointer that holds each tensor.
   llvm::DenseMap<mlir::Value, mlir::Value> pointers;
+  /// Ops an earlier op's lowering took care of, results included (a group
+  /// of optimizer steps): lower() skips them.
+  llvm::DenseSet<mlir::Operation *> lowered;
 
   PtrValue ptr(mlir::Value tensor) { return PtrValue(pointers.lookup(tensor)); }
   /// The pointer of `tensor`, or null for an absent optional one.

@@ -99,6 +99,22 @@ PtrValue RuntimeEmitter::i64Array(OpBuilder &b, Location loc,
   return PtrValue(LLVM::AddressOfOp::create(b, loc, global));
 }
 
+PtrValue RuntimeEmitter::ptrArray(OpBuilder &b, Location loc,
+                                  ArrayRef<PtrValue> values) {
+  auto size = LLVM::ConstantOp::create(
+      b, loc, b.getI64Type(),
+      b.getI64IntegerAttr(static_cast<int64_t>(values.size())));
+  auto array = LLVM::AllocaOp::create(b, loc, ptrType, ptrType, size,
+                                      /*alignment=*/8);
+  for (auto [i, value] : llvm::enumerate(values)) {
+    auto slot = LLVM::GEPOp::create(
+        b, loc, ptrType, ptrType, array,
+        ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(i)});
+    LLVM::StoreOp::create(b, loc, value, slot);
+  }
+  return PtrValue(array);
+}
+
 PtrValue RuntimeEmitter::bytesGlobal(OpBuilder &b, Location loc,
                                      StringRef bytes) {
   LLVM::GlobalOp global;

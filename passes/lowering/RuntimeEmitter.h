@@ -49,6 +49,11 @@ public:
   PtrValue i64Array(mlir::OpBuilder &b, mlir::Location loc,
                     llvm::ArrayRef<int64_t> values);
 
+  /// Address of a stack array holding `values` (pointers computed at run
+  /// time), written where the builder stands.
+  PtrValue ptrArray(mlir::OpBuilder &b, mlir::Location loc,
+                    llvm::ArrayRef<PtrValue> values);
+
   /// Address of a constant global holding `bytes`.
   PtrValue bytesGlobal(mlir::OpBuilder &b, mlir::Location loc,
                        llvm::StringRef bytes);

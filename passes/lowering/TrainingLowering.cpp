@@ -7,6 +7,9 @@
 
 #include "passes/lowering/FunctionLowering.h"
 
+#include <cstring>
+#include <string>
+
 using namespace mlir;
 
 namespace tessel::lowering {
@@ -31,9 +34,15 @@ LogicalResult lowerClipScale(nn::ClipScaleOp op, FunctionLowering &fl) {
   return success();
 }
 
-/// The optimizer's constants as the runtime's tessel_optimizer struct.
-tessel_optimizer optimizerOf(nn::OptimizerStepOp op) {
-  tessel_optimizer opt{};
+// The structs' bytes are built in the function that reads them, padding
+// zeroed first: a struct returned by value may lose its padding's zeros,
+// which would make the .so differ from build to build and two equal
+// optimizers compare unequal.
+
+/// The bytes of the op's optimizer constants, a tessel_optimizer.
+std::string optimizerBytes(nn::OptimizerStepOp op) {
+  tessel_optimizer opt;
+  std::memset(&opt, 0, sizeof(opt));
   opt.kind = static_cast<int32_t>(op.getOptimizer());
   opt.nesterov = op.getNesterov() ? 1 : 0;
   opt.momentum = op.getMomentum().convertToDouble();
@@ -41,41 +50,87 @@ tessel_optimizer optimizerOf(nn::OptimizerStepOp op) {
   opt.beta2 = op.getBeta2().convertToDouble();
   opt.eps = op.getEps().convertToDouble();
   opt.weight_decay = op.getWeightDecay().convertToDouble();
-  return opt;
+  return std::string(reinterpret_cast<const char *>(&opt), sizeof(opt));
 }
 
-/// The op's learning-rate schedule as the runtime's struct.
-tessel_lr_schedule scheduleOf(nn::OptimizerStepOp op) {
-  tessel_lr_schedule schedule{};
+/// The bytes of the op's learning-rate schedule, a tessel_lr_schedule.
+std::string scheduleBytes(nn::OptimizerStepOp op) {
+  tessel_lr_schedule schedule;
+  std::memset(&schedule, 0, sizeof(schedule));
   schedule.kind = static_cast<int32_t>(op.getSchedule());
   schedule.lr = op.getLr().convertToDouble();
   schedule.min_lr = op.getMinLr().convertToDouble();
   schedule.warmup = static_cast<int64_t>(op.getWarmup());
   schedule.total_steps = static_cast<int64_t>(op.getTotalSteps());
-  return schedule;
+  return std::string(reinterpret_cast<const char *>(&schedule),
+                     sizeof(schedule));
 }
 
-/// The bytes of a constant struct, as a global of the .so.
-template <typename T> PtrValue structGlobal(FunctionLowering &fl, const T &v) {
-  return fl.emit.bytesGlobal(
-      fl.b, fl.loc, StringRef(reinterpret_cast<const char *>(&v), sizeof(v)));
+/// Whether two optimizer steps can be one grouped update: the same
+/// optimizer constants and schedule, dtypes, master weights or not, state
+/// count and gradient scale.
+bool sameUpdate(nn::OptimizerStepOp a, nn::OptimizerStepOp b) {
+  auto elementType = [](Value v) { return tensorType(v).getElementType(); };
+  return optimizerBytes(a) == optimizerBytes(b) &&
+         scheduleBytes(a) == scheduleBytes(b) &&
+         elementType(a.getParam()) == elementType(b.getParam()) &&
+         elementType(a.getGrad()) == elementType(b.getGrad()) &&
+         !a.getMasterWeights() == !b.getMasterWeights() &&
+         a.getOptimizerStates().size() == b.getOptimizerStates().size() &&
+         a.getScale() == b.getScale();
 }
 
 /// In place: result i is init i's memory. The optimizer's constants and
 /// its schedule are two constant structs in the .so; the update count
 /// (the runtime's step + 1) and the rate are the context's as the update
 /// runs (the _current entries), so a step captured once replays with each
-/// launch's.
+/// launch's. The steps that follow this one and share its constants are
+/// one tessel_optimizer_update_group_current (one kernel on a GPU instead
+/// of one per parameter).
 LogicalResult lowerOptimizerStep(nn::OptimizerStepOp op, FunctionLowering &fl) {
-  for (auto [result, init] : llvm::zip(op.getResults(), op.getOuts()))
-    fl.pointers[result] = fl.ptr(init);
-  PtrValue optPtr = structGlobal(fl, optimizerOf(op));
-  PtrValue schedulePtr = structGlobal(fl, scheduleOf(op));
+  SmallVector<nn::OptimizerStepOp> group = {op};
+  for (Operation *next = op->getNextNode(); next; next = next->getNextNode()) {
+    auto step = dyn_cast<nn::OptimizerStepOp>(next);
+    // A step that reads an earlier member's result runs after it.
+    if (!step || !sameUpdate(op, step) ||
+        llvm::any_of(step->getOperands(), [&](Value v) {
+          auto producer = v.getDefiningOp<nn::OptimizerStepOp>();
+          return producer && llvm::is_contained(group, producer);
+        }))
+      break;
+    group.push_back(step);
+    fl.lowered.insert(step);
+  }
+  for (nn::OptimizerStepOp member : group)
+    for (auto [result, init] : llvm::zip(member.getResults(), member.getOuts()))
+      fl.pointers[result] = fl.ptr(init);
+  PtrValue optPtr = fl.emit.bytesGlobal(fl.b, fl.loc, optimizerBytes(op));
+  PtrValue schedulePtr = fl.emit.bytesGlobal(fl.b, fl.loc, scheduleBytes(op));
+  Value master = op.getMasterWeights();
+  if (group.size() > 1) {
+    SmallVector<PtrValue> pointers;
+    SmallVector<int64_t> counts;
+    for (nn::OptimizerStepOp member : group) {
+      OperandRange states = member.getOptimizerStates();
+      pointers.append({fl.ptr(member.getParam()),
+                       fl.ptrOrNull(member.getMasterWeights()),
+                       fl.ptr(member.getGrad()),
+                       states.size() > 0 ? fl.ptr(states[0]) : fl.null(),
+                       states.size() > 1 ? fl.ptr(states[1]) : fl.null()});
+      counts.push_back(tensorType(member.getParam()).getNumElements());
+    }
+    fl.call(rt::tessel_optimizer_update_group_current,
+            {optPtr, schedulePtr, fl.dtype(op.getParam()),
+             fl.dtype(op.getGrad()), fl.i32(master ? 1 : 0),
+             fl.ptr(op.getScale()), fl.i64(static_cast<int64_t>(group.size())),
+             fl.emit.ptrArray(fl.b, fl.loc, pointers), fl.i64Array(counts)});
+    return success();
+  }
   OperandRange states = op.getOptimizerStates();
   PtrValue state0 = states.size() > 0 ? fl.ptr(states[0]) : fl.null();
   PtrValue state1 = states.size() > 1 ? fl.ptr(states[1]) : fl.null();
   Value param = op.getParam();
-  if (Value master = op.getMasterWeights()) {
+  if (master) {
     fl.call(rt::tessel_optimizer_update_master_current,
             {optPtr, schedulePtr, fl.dtype(param), fl.ptr(param),
              fl.ptr(master), fl.dtype(op.getGrad()), fl.ptr(op.getGrad()),

@@ -35,6 +35,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace tessel {
 
@@ -147,6 +148,16 @@ public:
   virtual ~CapturedWork() = default;
   /// Runs the captured work once; errors are recorded on ctx.
   virtual void launch(tessel_ctx *ctx) = 0;
+};
+
+/// One tensor of a grouped optimizer update (tessel_optimizer_update_group_
+/// current): device pointers (master null without mixed precision) and its
+/// size.
+struct UpdateTensor {
+  void *param, *master;
+  const void *grad;
+  void *state0, *state1;
+  int64_t n;
 };
 
 /// One rank's backend. Created by its factory (see kBackends in
@@ -382,6 +393,24 @@ public:
                                      int32_t gradDtype, const void *grad,
                                      const void *gradScale, void *state0,
                                      void *state1, int64_t n) = 0;
+  /// The same update of every tensor (master: the mixed-precision form),
+  /// all checked; by default one call each, in order.
+  virtual void optimizerUpdateGroup(tessel_ctx *ctx,
+                                    const tessel_optimizer &opt,
+                                    const UpdateStep &at, int32_t paramDtype,
+                                    int32_t gradDtype, bool master,
+                                    const void *gradScale,
+                                    const std::vector<UpdateTensor> &tensors) {
+    for (const UpdateTensor &t : tensors) {
+      if (master)
+        optimizerUpdateMaster(ctx, opt, at, paramDtype, t.param, t.master,
+                              gradDtype, t.grad, gradScale, t.state0,
+                              t.state1, t.n);
+      else
+        optimizerUpdate(ctx, opt, at, paramDtype, t.param, t.grad, gradScale,
+                        t.state0, t.state1, t.n);
+    }
+  }
 };
 
 /// One backend compiled into this library: its name, whether it can run on

@@ -8,6 +8,8 @@
 #include "core/checks.h"
 #include "core/lr_schedule.h"
 
+#include <vector>
+
 
 using namespace tessel;
 
@@ -209,43 +211,54 @@ static bool checkOptimizerCall(tessel_ctx *ctx, const char *entry,
   return true;
 }
 
-/// The whole of both plain updates (master null: tessel_optimizer_update).
-static void optimizerUpdate(tessel_ctx *ctx, const char *entry,
-                            const tessel_optimizer *opt, const UpdateStep &at,
-                            int32_t paramDtype, void *param, void *master,
-                            int32_t gradDtype, const void *grad,
-                            const void *gradScale, void *state0, void *state1,
-                            int64_t n, bool mixed) {
+/// The checks of one tensor's update (`mixed`: the master form): the
+/// optimizer, size, count, schedule, states, dtypes and master weights.
+static bool checkUpdate(tessel_ctx *ctx, const char *entry,
+                        const tessel_optimizer *opt, const UpdateStep &at,
+                        int32_t paramDtype, int32_t gradDtype, bool mixed,
+                        const UpdateTensor &t) {
   // The context's count is at least 1 (step + 1); a caller's is checked.
-  if (!checkOptimizerCall(ctx, entry, opt, n, at.current ? 1 : at.count,
-                          state0, state1))
-    return;
+  if (!checkOptimizerCall(ctx, entry, opt, t.n, at.current ? 1 : at.count,
+                          t.state0, t.state1))
+    return false;
   if (at.current && !isLrScheduleKind(at.schedule.kind)) {
     setError(ctx, "%s: unknown learning-rate schedule %d", entry,
              at.schedule.kind);
-    return;
+    return false;
   }
-  if (!mixed) {
-    if (!checkDtype(ctx, entry, paramDtype, isFloatDtype(paramDtype)))
-      return;
-    ctx->backend->optimizerUpdate(ctx, *opt, at, paramDtype, param, grad,
-                                  gradScale, state0, state1, n);
-    return;
-  }
+  if (!mixed)
+    return checkDtype(ctx, entry, paramDtype, isFloatDtype(paramDtype));
   auto isLow = [](int32_t dtype) {
     return dtype == TESSEL_BF16 || dtype == TESSEL_F16;
   };
   if (!checkDtype(ctx, entry, paramDtype, isLow(paramDtype)) ||
       !checkDtype(ctx, entry, gradDtype,
                   isLow(gradDtype) || gradDtype == TESSEL_F32))
-    return;
-  if (n > 0 && !master) {
+    return false;
+  if (t.n > 0 && !t.master) {
     setError(ctx, "%s: missing master weights", entry);
-    return;
+    return false;
   }
-  ctx->backend->optimizerUpdateMaster(ctx, *opt, at, paramDtype, param, master,
-                                      gradDtype, grad, gradScale, state0,
-                                      state1, n);
+  return true;
+}
+
+/// The whole of the single-tensor updates (master null: the plain form).
+static void optimizerUpdate(tessel_ctx *ctx, const char *entry,
+                            const tessel_optimizer *opt, const UpdateStep &at,
+                            int32_t paramDtype, void *param, void *master,
+                            int32_t gradDtype, const void *grad,
+                            const void *gradScale, void *state0, void *state1,
+                            int64_t n, bool mixed) {
+  UpdateTensor t{param, master, grad, state0, state1, n};
+  if (!checkUpdate(ctx, entry, opt, at, paramDtype, gradDtype, mixed, t))
+    return;
+  if (mixed)
+    ctx->backend->optimizerUpdateMaster(ctx, *opt, at, paramDtype, param,
+                                        master, gradDtype, grad, gradScale,
+                                        state0, state1, n);
+  else
+    ctx->backend->optimizerUpdate(ctx, *opt, at, paramDtype, param, grad,
+                                  gradScale, state0, state1, n);
 }
 
 /// The context's step, with `schedule` (null: an error) for the rate.
@@ -329,6 +342,38 @@ void tessel_optimizer_update_master_current(
 double tessel_lr_at(int32_t kind, double lr, double min_lr, int64_t warmup,
                     int64_t total_steps, int64_t step) {
   return lrAtStep(kind, lr, min_lr, warmup, total_steps, step);
+}
+
+void tessel_optimizer_update_group_current(
+    tessel_ctx *ctx, const tessel_optimizer *opt,
+    const tessel_lr_schedule *schedule, int32_t param_dtype,
+    int32_t grad_dtype, int32_t master, const void *grad_scale, int64_t count,
+    void *const *pointers, const int64_t *counts) {
+  if (!ctx)
+    return;
+  KernelScope scope(ctx, __func__);
+  const char *entry = "tessel_optimizer_update_group_current";
+  UpdateStep at;
+  if (!currentStep(ctx, entry, schedule, at))
+    return;
+  if (count < 0 || (count > 0 && (!pointers || !counts))) {
+    setError(ctx, "%s: bad tensor count %lld or null arrays", entry,
+             (long long)count);
+    return;
+  }
+  std::vector<UpdateTensor> tensors;
+  tensors.reserve(size_t(count));
+  for (int64_t i = 0; i < count; ++i) {
+    void *const *p = pointers + 5 * i;
+    tensors.push_back({p[0], p[1], p[2], p[3], p[4], counts[i]});
+    if (!checkUpdate(ctx, entry, opt, at, param_dtype,
+                     master ? grad_dtype : param_dtype, master != 0,
+                     tensors.back()))
+      return;
+  }
+  ctx->backend->optimizerUpdateGroup(ctx, *opt, at, param_dtype,
+                                     master ? grad_dtype : param_dtype,
+                                     master != 0, grad_scale, tensors);
 }
 
 } // extern "C"

@@ -264,6 +264,14 @@ public:
     defer(&Backend::optimizerUpdateMaster, ctx, opt, at, paramDtype, param,
           master, gradDtype, grad, gradScale, state0, state1, n);
   }
+  void optimizerUpdateGroup(tessel_ctx *ctx, const tessel_optimizer &opt,
+                            const UpdateStep &at, int32_t paramDtype,
+                            int32_t gradDtype, bool master,
+                            const void *gradScale,
+                            const std::vector<UpdateTensor> &tensors) override {
+    defer(&Backend::optimizerUpdateGroup, ctx, opt, at, paramDtype, gradDtype,
+          master, gradScale, tensors);
+  }
 
 private:
   /// Keeps the call of inner's `fn` with these arguments, each stored as

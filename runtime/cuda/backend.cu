@@ -119,22 +119,51 @@ void CudaBackend::free(void *ptr) {
 void CudaBackend::copyToDevice(void *dst, const void *hostSrc, int64_t bytes) {
   if (captureActive) {
     // The bytes as they are now, in device memory the graph keeps; the
-    // captured copy reads them at every launch (a host source cannot be
-    // captured). Relaxed capture mode allows the allocation and the
-    // synchronous copy, which run now and are not part of the graph.
-    void *constant = nullptr;
-    if (cudaMalloc(&constant, size_t(bytes)) != cudaSuccess)
-      return;
-    captureConstants.push_back(constant);
-    cudaMemcpy(constant, hostSrc, size_t(bytes), cudaMemcpyHostToDevice);
-    cudaMemcpyAsync(dst, constant, size_t(bytes), cudaMemcpyDeviceToDevice,
-                    computeStream);
+    // captured copy reads them at every launch. (No context here: a failed
+    // allocation shows as a failed capture or launch.)
+    if (void *constant = stageHostArray(nullptr, hostSrc, size_t(bytes),
+                                        "tessel_copy_to_device"))
+      cudaMemcpyAsync(dst, constant, size_t(bytes), cudaMemcpyDeviceToDevice,
+                      computeStream);
     return;
   }
   // Synchronous from the host's view: the caller may reuse hostSrc at once.
   cudaMemcpyAsync(dst, hostSrc, size_t(bytes), cudaMemcpyHostToDevice,
                   computeStream);
   cudaStreamSynchronize(computeStream);
+}
+
+void *CudaBackend::stageHostArray(tessel_ctx *ctx, const void *host,
+                                  size_t bytes, const char *what) {
+  void *device = nullptr;
+  if (captureActive) {
+    // Relaxed capture mode allows the allocation and the synchronous copy,
+    // which run now and are not part of the graph.
+    if (!check(ctx, cudaMalloc(&device, bytes), what))
+      return nullptr;
+    captureConstants.push_back(device);
+    if (!check(ctx, cudaMemcpy(device, host, bytes, cudaMemcpyHostToDevice),
+               what))
+      return nullptr;
+    return device;
+  }
+  if (!check(ctx, cudaMallocAsync(&device, bytes, computeStream), what))
+    return nullptr;
+  // From pageable memory: the call returns once `host` is staged.
+  if (!check(ctx,
+             cudaMemcpyAsync(device, host, bytes, cudaMemcpyHostToDevice,
+                             computeStream),
+             what)) {
+    cudaFreeAsync(device, computeStream);
+    return nullptr;
+  }
+  return device;
+}
+
+void CudaBackend::releaseHostArray(tessel_ctx *ctx, void *device,
+                                   const char *what) {
+  if (!captureActive)
+    check(ctx, cudaFreeAsync(device, computeStream), what);
 }
 
 void CudaBackend::copyToHost(void *hostDst, const void *src, int64_t bytes) {

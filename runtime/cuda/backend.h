@@ -154,6 +154,11 @@ public:
                              void *param, void *master, int32_t gradDtype,
                              const void *grad, const void *gradScale,
                              void *state0, void *state1, int64_t n) override;
+  void optimizerUpdateGroup(tessel_ctx *ctx, const tessel_optimizer &opt,
+                            const UpdateStep &at, int32_t paramDtype,
+                            int32_t gradDtype, bool master,
+                            const void *gradScale,
+                            const std::vector<UpdateTensor> &tensors) override;
 
   //===--- What the kernel families share ---------------------------------===//
 
@@ -175,6 +180,16 @@ public:
   /// Between beginCapture and endCapture: work issued on the stream is
   /// captured into a CUDA graph, not run.
   bool capturing() const { return captureActive; }
+
+  /// `bytes` of host memory (kernel arguments too large to pass by value)
+  /// in device memory for the work issued next on the stream: a stream-
+  /// ordered temporary, or while capturing a constant the graph keeps (a
+  /// host source cannot be captured). Null with the error recorded.
+  void *stageHostArray(tessel_ctx *ctx, const void *host, size_t bytes,
+                       const char *what);
+  /// Gives a stageHostArray pointer back once the work that reads it is
+  /// issued (nothing while capturing: the graph owns it).
+  void releaseHostArray(tessel_ctx *ctx, void *device, const char *what);
 
   /// Records a launch or API failure of `what` on ctx (the first error
   /// wins, as everywhere); true when `status` is success.

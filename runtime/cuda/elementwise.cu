@@ -321,22 +321,17 @@ void CudaBackend::dropoutBlock(tessel_ctx *ctx, int32_t dtype, const void *x,
     return;
   }
   // More merged dims than a kernel argument holds: shape and strides go to
-  // the device (stream-ordered; the pageable copy is staged before return).
+  // the device (stageHostArray: stream-ordered, or the graph's).
   std::vector<int64_t> dims(shape.begin(), shape.begin() + merged);
   dims.insert(dims.end(), strides.begin(), strides.begin() + merged);
-  size_t bytes = dims.size() * sizeof(int64_t);
-  cudaStream_t kernelStream = this->stream(); // `stream` is the rng's here
-  void *deviceDims = nullptr;
-  if (!check(ctx, cudaMallocAsync(&deviceDims, bytes, kernelStream), what))
+  void *deviceDims = stageHostArray(ctx, dims.data(),
+                                    dims.size() * sizeof(int64_t), what);
+  if (!deviceDims)
     return;
-  if (check(ctx,
-            cudaMemcpyAsync(deviceDims, dims.data(), bytes,
-                            cudaMemcpyHostToDevice, kernelStream),
-            what))
-    launchDropout(*this, ctx, what, dtype, x, y, n, rate, seed, step, stream,
-                  DeviceBlockIndex{static_cast<const int64_t *>(deviceDims),
-                                   merged, first});
-  check(ctx, cudaFreeAsync(deviceDims, kernelStream), what);
+  launchDropout(*this, ctx, what, dtype, x, y, n, rate, seed, step, stream,
+                DeviceBlockIndex{static_cast<const int64_t *>(deviceDims),
+                                 merged, first});
+  releaseHostArray(ctx, deviceDims, what);
 }
 
 void CudaBackend::unaryGrad(tessel_ctx *ctx, int32_t op, int32_t dtype,

@@ -299,8 +299,9 @@ void launchUpdate(const CudaBackend &backend, const tessel_optimizer &opt,
         makeSgdCoeffs<C>(opt, at.lr), cur, out, grad, scale, s0, n);
 }
 
-/// Block b updates chunks b, b + gridDim.x, ... of the table.
-template <class T>
+/// Block b updates chunks b, b + gridDim.x, ... of the table: T the
+/// parameter (or f32 master) type, G the gradients', L the copy's.
+template <class T, class G, class L>
 __global__ void __launch_bounds__(kThreads)
     multiTensorAdamKernel(AdamCoeffs<Compute<T>> given, CurrentUpdate cur,
                           const AdamChunk *chunks, int64_t numChunks,
@@ -309,8 +310,10 @@ __global__ void __launch_bounds__(kThreads)
   Compute<T> scale = loadScale<T>(gradScale);
   for (int64_t c = blockIdx.x; c < numChunks; c += gridDim.x) {
     AdamChunk chunk = chunks[c];
-    adamSpan(k, ParamOut<T, T>{static_cast<T *>(chunk.param), nullptr},
-             static_cast<const T *>(chunk.grad), chunk.m, chunk.v, chunk.count,
+    adamSpan(k,
+             ParamOut<T, L>{static_cast<T *>(chunk.param),
+                            static_cast<L *>(chunk.copy)},
+             static_cast<const G *>(chunk.grad), chunk.m, chunk.v, chunk.count,
              scale, threadIdx.x, blockDim.x);
   }
 }
@@ -400,61 +403,66 @@ void CudaBackend::optimizerUpdateMaster(
   checkLaunch(ctx, "tessel_optimizer_update_master");
 }
 
+void CudaBackend::optimizerUpdateGroup(tessel_ctx *ctx,
+                                       const tessel_optimizer &opt,
+                                       const UpdateStep &at, int32_t paramDtype,
+                                       int32_t gradDtype, bool master,
+                                       const void *gradScale,
+                                       const std::vector<UpdateTensor> &tensors) {
+  if (opt.kind == TESSEL_OPT_ADAM || opt.kind == TESSEL_OPT_ADAMW)
+    multiTensorAdamW(*this, ctx, opt, at, paramDtype, gradDtype, master,
+                     tensors, gradScale);
+  else
+    Backend::optimizerUpdateGroup(ctx, opt, at, paramDtype, gradDtype, master,
+                                  gradScale, tensors);
+}
+
 void tessel::cuda::multiTensorAdamW(CudaBackend &backend, tessel_ctx *ctx,
                                     const tessel_optimizer &opt,
-                                    const UpdateStep &at, int32_t dtype,
-                                    const TensorChunkList &list,
+                                    const UpdateStep &at, int32_t paramDtype,
+                                    int32_t gradDtype, bool master,
+                                    const std::vector<UpdateTensor> &tensors,
                                     const void *gradScale) {
-  const char *entry = "multiTensorAdamW";
-  if (opt.kind != TESSEL_OPT_ADAM && opt.kind != TESSEL_OPT_ADAMW) {
-    setError(ctx, "%s: optimizer kind %d is not Adam or AdamW", entry,
-             opt.kind);
-    return;
-  }
-  if (!at.current && at.count < 1) {
-    setError(ctx, "%s: step %lld < 1 (bias correction counts from 1)", entry,
-             (long long)at.count);
-    return;
-  }
-  int64_t elementBytes = tessel_dtype_size(dtype);
-  if (dtype != TESSEL_F32 && dtype != TESSEL_F16 && dtype != TESSEL_BF16 &&
-      dtype != TESSEL_F64) {
-    setError(ctx, "%s: dtype %d is not a float dtype", entry, dtype);
-    return;
-  }
-  for (const AdamTensor &t : list.tensors)
-    if (t.n < 0 || (t.n > 0 && (!t.param || !t.grad || !t.m || !t.v))) {
-      setError(ctx, "%s: a tensor with a negative size or missing state",
-               entry);
-      return;
-    }
-  std::vector<AdamChunk> chunks = adamChunks(list, elementBytes);
+  const char *entry = "tessel_optimizer_update_group_current";
+  ChunkElementBytes bytes{
+      master ? 4 : tessel_dtype_size(paramDtype), tessel_dtype_size(gradDtype),
+      master ? tessel_dtype_size(paramDtype) : 0};
+  std::vector<AdamChunk> chunks = adamChunks(tensors, master, bytes);
   if (chunks.empty())
     return;
-  cudaStream_t stream = backend.stream();
   size_t tableBytes = chunks.size() * sizeof(AdamChunk);
-  AdamChunk *table = nullptr;
-  if (!CudaBackend::check(ctx,
-                          cudaMallocAsync(reinterpret_cast<void **>(&table),
-                                          tableBytes, stream),
-                          "cudaMallocAsync in multiTensorAdamW"))
+  void *table = backend.stageHostArray(ctx, chunks.data(), tableBytes, entry);
+  if (!table)
     return;
-  // From pageable memory: the call returns once `chunks` is staged.
-  if (CudaBackend::check(ctx,
-                         cudaMemcpyAsync(table, chunks.data(), tableBytes,
-                                         cudaMemcpyHostToDevice, stream),
-                         "cudaMemcpyAsync in multiTensorAdamW")) {
-    int64_t numChunks = int64_t(chunks.size());
-    unsigned blocks = gridFor(numChunks, 1);
-    const float *scale = static_cast<const float *>(gradScale);
-    stored::visitFloat(dtype, [&](auto tag) {
-      using T = decltype(tag);
-      multiTensorAdamKernel<T><<<blocks, kThreads, 0, stream>>>(
-          makeAdamCoeffs<Compute<T>>(opt, at.current ? 1 : at.count, at.lr),
-          currentUpdate(backend, opt, at), table, numChunks, scale);
-    });
-    CudaBackend::checkLaunch(ctx, entry);
+  int64_t numChunks = int64_t(chunks.size());
+  unsigned blocks = gridFor(numChunks, 1);
+  const float *scale = static_cast<const float *>(gradScale);
+  auto launch = [&](auto paramTag, auto gradTag, auto copyTag) {
+    using T = decltype(paramTag);
+    using G = decltype(gradTag);
+    using L = decltype(copyTag);
+    multiTensorAdamKernel<T, G, L><<<blocks, kThreads, 0, backend.stream()>>>(
+        makeAdamCoeffs<Compute<T>>(opt, at.current ? 1 : at.count, at.lr),
+        currentUpdate(backend, opt, at), static_cast<const AdamChunk *>(table),
+        numChunks, scale);
+  };
+  if (!master) {
+    stored::visitFloat(paramDtype, [&](auto tag) { launch(tag, tag, tag); });
+  } else {
+    // The dtypes were checked (bf16 or f16 copies; f32, bf16 or f16 grads).
+    auto withGrad = [&](auto copyTag) {
+      if (gradDtype == TESSEL_F32)
+        launch(float(), float(), copyTag);
+      else if (gradDtype == TESSEL_BF16)
+        launch(float(), BFloat(), copyTag);
+      else
+        launch(float(), Half(), copyTag);
+    };
+    if (paramDtype == TESSEL_BF16)
+      withGrad(BFloat());
+    else
+      withGrad(Half());
   }
-  CudaBackend::check(ctx, cudaFreeAsync(table, stream),
-                     "cudaFreeAsync in multiTensorAdamW");
+  CudaBackend::checkLaunch(ctx, entry);
+  backend.releaseHostArray(ctx, table, entry);
 }

@@ -7,7 +7,10 @@
 // (pointers already offset to the chunk) to a device table, and block b of
 // the grid updates chunk b with the same per-element arithmetic as
 // optimizerUpdate (optimizer_math.h). The chunk walk is plain C++ here so
-// the host tests follow it exactly. Not yet reachable from the C ABI.
+// the host tests follow it exactly. The C ABI reaches it through
+// tessel_optimizer_update_group_current (generated code groups the
+// consecutive updates that share their constants), for Adam and AdamW,
+// plain or on master weights.
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,23 +28,12 @@ namespace cuda {
 
 class CudaBackend;
 
-/// One parameter tensor and its Adam state: n elements of the call's dtype
-/// (param, grad) and f32 (m, v), device memory.
-struct AdamTensor {
-  void *param;
-  const void *grad;
-  float *m;
-  float *v;
-  int64_t n;
-};
-
-struct TensorChunkList {
-  std::vector<AdamTensor> tensors;
-};
-
-/// One block's share: `count` elements starting at the pointers.
+/// One block's share: `count` elements starting at the pointers. `param`
+/// is what the update computes in (the f32 master under mixed precision),
+/// `copy` its rounded low-precision copy (null without masters).
 struct AdamChunk {
   void *param;
+  void *copy;
   const void *grad;
   float *m;
   float *v;
@@ -50,31 +42,45 @@ struct AdamChunk {
 
 constexpr int64_t kAdamChunkElements = int64_t(1) << 16;
 
-/// The chunks of `list` in order, each tensor cut at multiples of
-/// chunkElements; `elementBytes` is the parameters' element size. Empty
-/// tensors give no chunk.
+/// Element sizes of a group's parameters (the master's, f32, under mixed
+/// precision), gradients and low-precision copies (0: none).
+struct ChunkElementBytes {
+  int64_t param, grad, copy;
+};
+
+/// The chunks of `tensors` in order, each tensor cut at multiples of
+/// chunkElements (`master`: param is the f32 master weights and copy the
+/// tensor's param). Empty tensors give no chunk.
 inline std::vector<AdamChunk>
-adamChunks(const TensorChunkList &list, int64_t elementBytes,
+adamChunks(const std::vector<UpdateTensor> &tensors, bool master,
+           ChunkElementBytes bytes,
            int64_t chunkElements = kAdamChunkElements) {
   std::vector<AdamChunk> chunks;
-  for (const AdamTensor &t : list.tensors) {
+  for (const UpdateTensor &t : tensors) {
+    char *param = static_cast<char *>(master ? t.master : t.param);
+    char *copy = master ? static_cast<char *>(t.param) : nullptr;
     for (int64_t begin = 0; begin < t.n; begin += chunkElements) {
       int64_t count = t.n - begin < chunkElements ? t.n - begin : chunkElements;
-      chunks.push_back({static_cast<char *>(t.param) + begin * elementBytes,
-                        static_cast<const char *>(t.grad) + begin * elementBytes,
-                        t.m + begin, t.v + begin, count});
+      chunks.push_back(
+          {param + begin * bytes.param,
+           copy ? copy + begin * bytes.copy : nullptr,
+           static_cast<const char *>(t.grad) + begin * bytes.grad,
+           static_cast<float *>(t.state0) + begin,
+           static_cast<float *>(t.state1) + begin, count});
     }
   }
   return chunks;
 }
 
-/// One Adam step of every tensor in `list` (opt.kind Adam or AdamW; the
-/// same checks and arithmetic as tessel_optimizer_update, of the caller's
-/// step or the context's as `at` says; gradScale a device f32 or null),
-/// issued as one kernel on the backend's stream.
+/// One Adam or AdamW step of every tensor (checked by the front; the
+/// arithmetic of tessel_optimizer_update, or of the master form), issued as
+/// one kernel over the chunks on the backend's stream. The chunk table
+/// goes to the device stream-ordered (a constant of the graph while
+/// capturing).
 void multiTensorAdamW(CudaBackend &backend, tessel_ctx *ctx,
                       const tessel_optimizer &opt, const UpdateStep &at,
-                      int32_t dtype, const TensorChunkList &list,
+                      int32_t paramDtype, int32_t gradDtype, bool master,
+                      const std::vector<UpdateTensor> &tensors,
                       const void *gradScale);
 
 } // namespace cuda

@@ -373,6 +373,99 @@ TEST_F(OptimizerTest, CurrentUpdateRefusesAMissingOrUnknownSchedule) {
   EXPECT_EQ(p, 1.0f);
 }
 
+// Tests that a grouped update equals the single calls, tensor by tensor and
+// bit for bit: plain f32 (SGD with momentum, AdamW) and master weights
+// with bf16 copies and bf16 gradients, over tensors of several sizes (an
+// empty one included).
+TEST_F(OptimizerTest, GroupUpdateEqualsTheCallsOneByOne) {
+  const tessel_optimizer configs[] = {sgd(0.9, 1, 0.01),
+                                      adam(TESSEL_OPT_ADAMW, 0.1)};
+  tessel_lr_schedule schedule{TESSEL_LR_WARMUP_COSINE, 1e-2, 1e-3, 2, 6};
+  const std::vector<size_t> sizes = {7, 0, 33};
+  for (const tessel_optimizer &o : configs)
+    for (bool master : {false, true}) {
+      SCOPED_TRACE("kind " + std::to_string(o.kind) +
+                   (master ? " master" : ""));
+      const int32_t paramDtype = master ? TESSEL_BF16 : TESSEL_F32;
+      const int32_t gradDtype = master ? TESSEL_BF16 : TESSEL_F32;
+      struct Tensors {
+        std::vector<uint8_t> param, master, grad;
+        std::vector<float> s0, s1;
+      };
+      std::vector<Tensors> group, single;
+      for (size_t t = 0; t < sizes.size(); ++t) {
+        Vec init = randomValues(TESSEL_F32, sizes[t], -1, 1, 900 + int(t));
+        Tensors x{encode(paramDtype, init), encode(TESSEL_F32, init), {},
+                  std::vector<float>(sizes[t]), std::vector<float>(sizes[t])};
+        group.push_back(x);
+        single.push_back(x);
+      }
+      float scale = 0.25f;
+      for (int64_t step = 0; step < 4; ++step) {
+        std::vector<void *> pointers;
+        std::vector<int64_t> counts;
+        tessel_set_step(ctx, uint64_t(step));
+        for (size_t t = 0; t < sizes.size(); ++t) {
+          std::vector<uint8_t> g = encode(
+              gradDtype,
+              randomValues(gradDtype, sizes[t], -2, 2, 950 + int(10 * step + t)));
+          group[t].grad = single[t].grad = g;
+          Tensors &x = group[t];
+          pointers.insert(pointers.end(),
+                          {x.param.data(), master ? x.master.data() : nullptr,
+                           x.grad.data(), x.s0.data(), x.s1.data()});
+          counts.push_back(int64_t(sizes[t]));
+          Tensors &y = single[t];
+          if (master)
+            tessel_optimizer_update_master_current(
+                ctx, &o, &schedule, paramDtype, y.param.data(), y.master.data(),
+                gradDtype, y.grad.data(), &scale, y.s0.data(), y.s1.data(),
+                int64_t(sizes[t]));
+          else
+            tessel_optimizer_update_current(
+                ctx, &o, &schedule, paramDtype, y.param.data(), y.grad.data(),
+                &scale, y.s0.data(), y.s1.data(), int64_t(sizes[t]));
+        }
+        tessel_optimizer_update_group_current(
+            ctx, &o, &schedule, paramDtype, gradDtype, master ? 1 : 0, &scale,
+            int64_t(sizes.size()), pointers.data(), counts.data());
+        ASSERT_EQ(tessel_error(ctx), nullptr) << tessel_error(ctx);
+        for (size_t t = 0; t < sizes.size(); ++t) {
+          ASSERT_EQ(group[t].param, single[t].param) << "tensor " << t;
+          ASSERT_EQ(group[t].master, single[t].master) << "tensor " << t;
+          ASSERT_EQ(group[t].s0, single[t].s0) << "tensor " << t;
+          ASSERT_EQ(group[t].s1, single[t].s1) << "tensor " << t;
+        }
+      }
+    }
+}
+
+// Tests that a grouped update checks every tensor before it updates any:
+// a missing state in the second tensor leaves the first one as it was.
+TEST_F(OptimizerTest, GroupUpdateChecksEveryTensorFirst) {
+  tessel_optimizer o = adam(TESSEL_OPT_ADAMW, 0.1);
+  tessel_lr_schedule schedule{TESSEL_LR_CONSTANT, 0.1, 0, 0, 0};
+  float p0 = 1, g0 = 1, m0 = 0, v0 = 0, p1 = 1, g1 = 1, m1 = 0;
+  void *pointers[] = {&p0, nullptr, &g0, &m0, &v0,
+                      &p1, nullptr, &g1, &m1, nullptr};
+  int64_t counts[] = {1, 1};
+  tessel_optimizer_update_group_current(ctx, &o, &schedule, TESSEL_F32,
+                                        TESSEL_F32, 0, nullptr, 2, pointers,
+                                        counts);
+  ASSERT_NE(tessel_error(ctx), nullptr);
+  EXPECT_EQ(std::string(tessel_error(ctx)),
+            "tessel_optimizer_update_group_current: missing optimizer state");
+  tessel_clear_error(ctx);
+  EXPECT_EQ(p0, 1.0f);
+  tessel_optimizer_update_group_current(ctx, &o, &schedule, TESSEL_F32,
+                                        TESSEL_F32, 0, nullptr, -1, pointers,
+                                        counts);
+  ASSERT_NE(tessel_error(ctx), nullptr);
+  EXPECT_NE(std::string(tessel_error(ctx)).find("bad tensor count -1"),
+            std::string::npos);
+  tessel_clear_error(ctx);
+}
+
 //===--- Gradient norm and clipping ---------------------------------------===//
 
 TEST_F(OptimizerTest, SumSquaresAccumulates) {

@@ -330,3 +330,33 @@ func.func @reversed(%h: tensor<4x8xf32>, %w: tensor<3x8xf32>) -> tensor<3x4x8xf3
   %y, %hs = nn.repeat @keep(%h) params(%w) reverse : (tensor<4x8xf32>, tensor<3x8xf32>) -> (tensor<4x8xf32>, tensor<3x4x8xf32>)
   return %hs : tensor<3x4x8xf32>
 }
+
+// -----
+
+// Tests that consecutive optimizer steps with the same constants are one
+// grouped update: five pointers a tensor (param, master or null, grad, the
+// two states) in a stack array, the sizes in a constant array; a step with
+// other constants (here its weight decay) is a call of its own.
+// CHECK-LABEL: llvm.func @tessel_fn_grouped
+// CHECK-SAME: (%[[CTX:[^:]*]]: !llvm.ptr, %{{[^:]*}}: !llvm.ptr, %[[P0:[^:]*]]: !llvm.ptr, %[[P1:[^:]*]]: !llvm.ptr, %[[P2:[^:]*]]: !llvm.ptr, %[[G0:[^:]*]]: !llvm.ptr, %[[G1:[^:]*]]: !llvm.ptr, %[[G2:[^:]*]]: !llvm.ptr, %[[S:[^:]*]]: !llvm.ptr, %[[M0:[^:]*]]: !llvm.ptr, %[[V0:[^:]*]]: !llvm.ptr, %[[M1:[^:]*]]: !llvm.ptr, %[[V1:[^:]*]]: !llvm.ptr, %[[M2:[^:]*]]: !llvm.ptr, %[[V2:[^:]*]]: !llvm.ptr
+// CHECK: %[[TEN:.*]] = llvm.mlir.constant(10 : i64) : i64
+// CHECK: %[[ARRAY:.*]] = llvm.alloca %[[TEN]] x !llvm.ptr
+// CHECK: %[[SLOT0:.*]] = llvm.getelementptr %[[ARRAY]][0]
+// CHECK: llvm.store %[[P0]], %[[SLOT0]]
+// CHECK: %[[SLOT2:.*]] = llvm.getelementptr %[[ARRAY]][2]
+// CHECK: llvm.store %[[G0]], %[[SLOT2]]
+// CHECK: %[[SLOT5:.*]] = llvm.getelementptr %[[ARRAY]][5]
+// CHECK: llvm.store %[[P1]], %[[SLOT5]]
+// CHECK: %[[SLOT9:.*]] = llvm.getelementptr %[[ARRAY]][9]
+// CHECK: llvm.store %[[V1]], %[[SLOT9]]
+// CHECK: %[[COUNTS:.*]] = llvm.mlir.addressof @__tessel_i64s_
+// CHECK: llvm.call @tessel_optimizer_update_group_current(%[[CTX]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[S]], %{{.*}}, %[[ARRAY]], %[[COUNTS]])
+// CHECK: llvm.call @tessel_optimizer_update_current(%[[CTX]], %{{.*}}, %{{.*}}, %{{.*}}, %[[P2]], %[[G2]], %[[S]], %[[M2]], %[[V2]],
+// CHECK-NOT: tessel_optimizer_update
+// CHECK: llvm.return
+func.func @grouped(%p0: tensor<4xf32>, %p1: tensor<2x3xf32>, %p2: tensor<4xf32>, %g0: tensor<4xf32>, %g1: tensor<2x3xf32>, %g2: tensor<4xf32>, %s: tensor<f32>, %m0: tensor<4xf32>, %v0: tensor<4xf32>, %m1: tensor<2x3xf32>, %v1: tensor<2x3xf32>, %m2: tensor<4xf32>, %v2: tensor<4xf32>) -> (tensor<4xf32>, tensor<2x3xf32>, tensor<4xf32>) {
+  %a:3 = nn.optimizer_step adamw %g0, %s outs(%p0, %m0, %v0 : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) {lr = 3.0e-4 : f64, weight_decay = 0.1 : f64} : tensor<4xf32>
+  %b:3 = nn.optimizer_step adamw %g1, %s outs(%p1, %m1, %v1 : tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>) {lr = 3.0e-4 : f64, weight_decay = 0.1 : f64} : tensor<2x3xf32>
+  %c:3 = nn.optimizer_step adamw %g2, %s outs(%p2, %m2, %v2 : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) {lr = 3.0e-4 : f64, weight_decay = 0.0 : f64} : tensor<4xf32>
+  return %a#0, %b#0, %c#0 : tensor<4xf32>, tensor<2x3xf32>, tensor<4xf32>
+}

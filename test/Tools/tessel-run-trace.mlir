@@ -16,10 +16,10 @@
 // tessel-run warns on any difference.
 
 // DDP-NOT: warning
-// DDP: tessel-run: trace of step 2 (rank 0): 334 kernels ({{.*}}), 14 collectives ({{.*}}); 3172356 of 3172356 started bytes overlapped kernels
+// DDP: tessel-run: trace of step 2 (rank 0): 315 kernels ({{.*}}), 14 collectives ({{.*}}); 3172356 of 3172356 started bytes overlapped kernels
 // DDP-NOT: warning
-// DDP-FILE: rank 0: 334 kernels, 14 collectives (13 started), 13 waits, 3337220 bytes
-// DDP-FILE: rank 1: 334 kernels, 14 collectives (13 started), 13 waits, 3337220 bytes
+// DDP-FILE: rank 0: 315 kernels, 14 collectives (13 started), 13 waits, 3337220 bytes
+// DDP-FILE: rank 1: 315 kernels, 14 collectives (13 started), 13 waits, 3337220 bytes
 
 // ZeRO-3's two 512-byte gathers of the first layer's norm, started in the
 // prefetch before the loop, complete before any kernel runs: started, not

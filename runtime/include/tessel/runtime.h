@@ -57,7 +57,9 @@ extern "C" {
  * from the context when the kernel runs instead of passed by the caller
  * when it is issued, so a step captured once (tessel_graph_begin) replays
  * with each launch's step. Generated code no longer calls tessel_get_step
- * or tessel_lr_at. Descriptions 1 to 8 still load (their entries remain). */
+ * or tessel_lr_at; consecutive updates that share their constants are one
+ * tessel_optimizer_update_group_current (one kernel on a GPU). Descriptions
+ * 1 to 8 still load (their entries remain). */
 #define TESSEL_ABI_VERSION 9
 
 typedef enum tessel_dtype {
@@ -882,6 +884,23 @@ void tessel_optimizer_update_current(tessel_ctx *ctx,
                                      int32_t dtype, void *param,
                                      const void *grad, const void *grad_scale,
                                      void *state0, void *state1, int64_t n);
+
+/* One step of `count` tensors that share the optimizer, the schedule, the
+ * dtypes and the gradient scale: for each tensor i,
+ * tessel_optimizer_update_current (master 0) or
+ * tessel_optimizer_update_master_current (master 1) with pointers[5i ..
+ * 5i + 4] its param, master weights (null when master is 0), grad, state0
+ * and state1, and counts[i] its size. Equal bit for bit to those calls one
+ * by one; on a GPU Adam and AdamW run as one kernel over every tensor (cut
+ * into 64K-element chunks, a block per chunk) instead of a launch each.
+ * pointers and counts are host memory (copied before the call returns);
+ * the checks are the single calls', for every tensor, and nothing is
+ * updated when one fails. */
+void tessel_optimizer_update_group_current(
+    tessel_ctx *ctx, const tessel_optimizer *opt,
+    const tessel_lr_schedule *schedule, int32_t param_dtype,
+    int32_t grad_dtype, int32_t master, const void *grad_scale, int64_t count,
+    void *const *pointers, const int64_t *counts);
 void tessel_optimizer_update_master_current(
     tessel_ctx *ctx, const tessel_optimizer *opt,
     const tessel_lr_schedule *schedule, int32_t param_dtype, void *param,

@@ -25,6 +25,7 @@ using namespace tessel::cuda;
 using namespace tessel::stored;
 using tessel::cudatest::createContext;
 using tessel::cudatest::CpuVsCuda;
+using tessel::UpdateTensor;
 
 namespace {
 
@@ -70,21 +71,23 @@ struct OptCase {
   tessel_optimizer opt;
 };
 
+tessel_optimizer adam(int32_t kind, double b1, double b2, double eps,
+                      double wd) {
+  tessel_optimizer o{};
+  o.kind = kind;
+  o.beta1 = b1;
+  o.beta2 = b2;
+  o.eps = eps;
+  o.weight_decay = wd;
+  return o;
+}
+
 std::vector<OptCase> optimizerCases() {
   auto sgd = [](double momentum, int nesterov, double wd) {
     tessel_optimizer o{};
     o.kind = TESSEL_OPT_SGD;
     o.momentum = momentum;
     o.nesterov = nesterov;
-    o.weight_decay = wd;
-    return o;
-  };
-  auto adam = [](int32_t kind, double b1, double b2, double eps, double wd) {
-    tessel_optimizer o{};
-    o.kind = kind;
-    o.beta1 = b1;
-    o.beta2 = b2;
-    o.eps = eps;
     o.weight_decay = wd;
     return o;
   };
@@ -346,7 +349,7 @@ template <class T> void expectChunkWalkEqualsCpu(int32_t kind) {
   std::vector<std::vector<T>> params, grads;
   std::vector<std::vector<float>> ms, vs;
   std::vector<std::unique_ptr<DeviceTensors<T>>> devs;
-  TensorChunkList list;
+  std::vector<UpdateTensor> list;
   for (size_t n : sizes) {
     params.push_back(randomValues<T>(rng, n, 1.0));
     grads.emplace_back(n);
@@ -355,18 +358,19 @@ template <class T> void expectChunkWalkEqualsCpu(int32_t kind) {
     devs.push_back(std::make_unique<DeviceTensors<T>>(cpu, params.back(), n));
   }
   for (size_t t = 0; t < sizes.size(); ++t)
-    list.tensors.push_back({params[t].data(), grads[t].data(), ms[t].data(),
-                            vs[t].data(), int64_t(sizes[t])});
-  std::vector<AdamChunk> chunks = adamChunks(list, int64_t(sizeof(T)));
+    list.push_back({params[t].data(), nullptr, grads[t].data(), ms[t].data(),
+                    vs[t].data(), int64_t(sizes[t])});
+  const ChunkElementBytes bytes{int64_t(sizeof(T)), int64_t(sizeof(T)), 0};
+  std::vector<AdamChunk> chunks = adamChunks(list, false, bytes);
   ASSERT_EQ(chunks.size(), size_t(1 + 1 + 1 + 3 + 1));
   using C = typename Elem<T>::Compute;
   for (int64_t step = 1; step <= 3; ++step) {
     for (size_t t = 0; t < sizes.size(); ++t) {
       grads[t] = randomValues<T>(rng, sizes[t], 0.5);
-      list.tensors[t].grad = grads[t].data();
+      list[t].grad = grads[t].data();
       devs[t]->step(opt, grads[t], step, true);
     }
-    chunks = adamChunks(list, int64_t(sizeof(T)));
+    chunks = adamChunks(list, false, bytes);
     AdamCoeffs<C> k = makeAdamCoeffs<C>(opt, step, lrAt(step));
     C scale = C(scaleAt(step));
     for (const AdamChunk &c : chunks) {
@@ -516,12 +520,7 @@ TEST_F(CpuVsCuda, CurrentUpdateReadsTheDeviceStep) {
   momentum.kind = TESSEL_OPT_SGD;
   momentum.momentum = 0.9;
   momentum.weight_decay = 0.01;
-  tessel_optimizer adamw{};
-  adamw.kind = TESSEL_OPT_ADAMW;
-  adamw.beta1 = 0.9;
-  adamw.beta2 = 0.95;
-  adamw.eps = 1e-8;
-  adamw.weight_decay = 0.1;
+  tessel_optimizer adamw = adam(TESSEL_OPT_ADAMW, 0.9, 0.95, 1e-8, 0.1);
   struct Case {
     tessel_optimizer opt;
     tessel_lr_schedule schedule;
@@ -563,6 +562,100 @@ TEST_F(CpuVsCuda, CurrentUpdateReadsTheDeviceStep) {
     for (int k = 0; k < 2; ++k)
       for (void *q : bufs[k])
         tessel_free(ctxs[k], q);
+  }
+}
+
+// The master form's chunks: the f32 master, the 16-bit copy and the
+// gradient each offset by their own element size.
+TEST(CudaOptimizerHost, MasterChunksOffsetEachArrayByItsOwnSize) {
+  std::vector<float> master(70000), m(70000), v(70000);
+  std::vector<uint16_t> copy(70000), grad(70000);
+  std::vector<UpdateTensor> tensors = {
+      {copy.data(), master.data(), grad.data(), m.data(), v.data(), 70000}};
+  std::vector<AdamChunk> chunks =
+      adamChunks(tensors, /*master=*/true, ChunkElementBytes{4, 2, 2});
+  ASSERT_EQ(chunks.size(), 2u);
+  EXPECT_EQ(chunks[1].param, master.data() + kAdamChunkElements);
+  EXPECT_EQ(chunks[1].copy, copy.data() + kAdamChunkElements);
+  EXPECT_EQ(chunks[1].grad, grad.data() + kAdamChunkElements);
+  EXPECT_EQ(chunks[1].m, m.data() + kAdamChunkElements);
+  EXPECT_EQ(chunks[1].count, 70000 - kAdamChunkElements);
+}
+
+// A grouped update on the GPU (one multi-tensor kernel for Adam/AdamW)
+// equals the GPU's calls one by one bit for bit (the same per-block
+// constants from the device step), plain f32 and on masters with bf16
+// copies and gradients; and the CPU's within 1e-6 (pow on the device).
+TEST_F(CpuVsCuda, GroupUpdateIsOneKernelEqualToTheCalls) {
+  tessel_optimizer adamw = adam(TESSEL_OPT_ADAMW, 0.9, 0.95, 1e-8, 0.1);
+  tessel_lr_schedule schedule{TESSEL_LR_WARMUP_COSINE, 1e-2, 1e-3, 2, 6};
+  const std::vector<int64_t> sizes = {5, 70001, 0, 4099};
+  std::mt19937_64 rng(77);
+  for (bool master : {false, true}) {
+    SCOPED_TRACE(master ? "master" : "plain");
+    const int32_t lowDtype = master ? TESSEL_BF16 : TESSEL_F32;
+    // Per tensor: param (bf16 copy or f32), master, grad, m, v; [0] the
+    // group's buffers on the GPU, [1] the single calls' on the GPU, [2]
+    // the single calls' on the CPU.
+    std::vector<std::vector<void *>> bufs[3];
+    tessel_ctx *ctxs[3] = {gpu, gpu, cpu};
+    for (int64_t n : sizes) {
+      std::vector<float> init = randomValues<float>(rng, size_t(n), 1.0);
+      std::vector<BFloat> low(static_cast<size_t>(n));
+      for (size_t i = 0; i < size_t(n); ++i)
+        low[i] = Elem<BFloat>::store(init[i]);
+      std::vector<float> zeros(size_t(n), 0.f);
+      for (int k = 0; k < 3; ++k)
+        bufs[k].push_back({master ? upload(ctxs[k], low) : upload(ctxs[k], init),
+                           upload(ctxs[k], init),
+                           master ? upload(ctxs[k], low) : upload(ctxs[k], init),
+                           upload(ctxs[k], zeros), upload(ctxs[k], zeros)});
+    }
+    for (uint64_t step = 0; step < 3; ++step) {
+      for (tessel_ctx *ctx : {gpu, cpu})
+        tessel_set_step(ctx, step);
+      std::vector<void *> pointers;
+      std::vector<int64_t> counts;
+      for (size_t t = 0; t < sizes.size(); ++t) {
+        const std::vector<void *> &b = bufs[0][t];
+        pointers.insert(pointers.end(),
+                        {b[0], master ? b[1] : nullptr, b[2], b[3], b[4]});
+        counts.push_back(sizes[t]);
+        for (int k = 1; k < 3; ++k) {
+          const std::vector<void *> &c = bufs[k][t];
+          if (master)
+            tessel_optimizer_update_master_current(
+                ctxs[k], &adamw, &schedule, lowDtype, c[0], c[1], lowDtype,
+                c[2], nullptr, c[3], c[4], sizes[t]);
+          else
+            tessel_optimizer_update_current(ctxs[k], &adamw, &schedule,
+                                            lowDtype, c[0], c[2], nullptr, c[3],
+                                            c[4], sizes[t]);
+        }
+      }
+      tessel_optimizer_update_group_current(
+          gpu, &adamw, &schedule, lowDtype, lowDtype, master ? 1 : 0, nullptr,
+          int64_t(sizes.size()), pointers.data(), counts.data());
+      ASSERT_EQ(tessel_error(gpu), nullptr) << tessel_error(gpu);
+    }
+    for (size_t t = 0; t < sizes.size(); ++t) {
+      size_t n = size_t(sizes[t]);
+      int f32Buffer = master ? 1 : 0; // the f32 values the update computes
+      for (int b : {f32Buffer, 3, 4}) {
+        std::vector<float> group = download<float>(gpu, bufs[0][t][b], n);
+        ASSERT_EQ(group, download<float>(gpu, bufs[1][t][b], n))
+            << "tensor " << t << " buffer " << b;
+        std::vector<float> want = download<float>(cpu, bufs[2][t][b], n);
+        for (size_t i = 0; i < n; ++i)
+          ASSERT_LE(std::fabs(group[i] - want[i]),
+                    1e-6 * std::fabs(want[i]) + 1e-12)
+              << "tensor " << t << " buffer " << b << " element " << i;
+      }
+    }
+    for (int k = 0; k < 3; ++k)
+      for (const std::vector<void *> &b : bufs[k])
+        for (void *p : b)
+          tessel_free(ctxs[k], p);
   }
 }
 
