@@ -142,12 +142,12 @@ flags:
                         of initialising them
   --log-every N         progress line every N steps when stderr is not a
                         terminal (default 10)
-  --graph               capture the training step once (after the first,
-                        which warms up) and launch it every step after: a
-                        CUDA graph on a GPU (one launch per step instead of
-                        one per kernel); on the CPU the recorded calls are
-                        replayed. Training only; not with a pipeline (its
-                        stages exchange activations through host memory)
+  --graph               capture the step once (after the first, which warms
+                        up) and launch it every step after: a CUDA graph on
+                        a GPU (one launch per step instead of one per
+                        kernel); on the CPU the recorded calls are replayed.
+                        Training or --eval; not with a pipeline (its stages
+                        exchange activations through host memory)
   --quiet               no progress and no summary
   --help                this text
 
@@ -497,9 +497,9 @@ void checkCombinations(const Options &options) {
     failUsage(std::string("--save-every has no effect with ") +
               (options.eval ? "--eval" : "--check-grads") +
               " (no step changes the parameters)");
-  if (options.graph && (options.eval || options.checkGrads))
-    failUsage(std::string("--graph captures the training step; not with ") +
-              (options.eval ? "--eval" : "--check-grads"));
+  if (options.graph && options.checkGrads)
+    failUsage("--graph captures a step; --check-grads runs the backward "
+              "entry on perturbed parameters, not steps");
   if (options.graph && options.mesh)
     if (std::optional<int> pp = options.mesh->axisIndex("pp");
         pp && options.mesh->shape[*pp] > 1)

@@ -207,10 +207,10 @@ RunEnd tessel::run::runRank(const RunPlan &plan, int32_t rank, int32_t comm,
   // --graph: the first step runs call by call (it warms up what a capture
   // cannot: communicators, GEMM plans), the next is captured, and every
   // later one is a launch.
-  std::unique_ptr<CapturedTrainStep> captured;
-  if (options.graph && plan.mode == Mode::Train)
-    captured = std::make_unique<CapturedTrainStep>(model, rt,
-                                                   options.microbatches);
+  std::unique_ptr<CapturedStep> captured;
+  if (options.graph)
+    captured = std::make_unique<CapturedStep>(model, rt, options.microbatches,
+                                              plan.mode == Mode::Train);
   // Sizes of one device's run: the global microbatch.
   ModelDesc globalFeeds = globalFeedView(desc);
   int64_t tokens = tokensPerStep(globalFeeds) * options.microbatches;
@@ -239,10 +239,9 @@ RunEnd tessel::run::runRank(const RunPlan &plan, int32_t rank, int32_t comm,
     double loss =
         pipelined ? (plan.mode == Mode::Train ? pipelined->trainStep(step)
                                               : pipelined->evalStep(step))
+        : captured && !first ? captured->run(*batches, step)
         : plan.mode == Mode::Train
-            ? (captured && !first
-                   ? captured->run(*batches, step)
-                   : trainStep(model, rt, *batches, step, options.microbatches))
+            ? trainStep(model, rt, *batches, step, options.microbatches)
             : evalStep(model, rt, *batches, step, options.microbatches);
     double seconds = nowSeconds() - stepStart;
     if (traced) {

@@ -57,9 +57,10 @@ int64_t aligned64(int64_t bytes) {
 }
 } // namespace
 
-tessel::run::CapturedTrainStep::CapturedTrainStep(const LoadedModel &model,
-                                     RankRuntime &rt, int64_t microbatches)
-    : model(model), rt(rt), microbatches(microbatches),
+tessel::run::CapturedStep::CapturedStep(const LoadedModel &model,
+                                       RankRuntime &rt, int64_t microbatches,
+                                       bool training)
+    : model(model), rt(rt), microbatches(microbatches), training(training),
       feeds(model.desc.feeds()) {
   for (const TensorDesc *feed : feeds) {
     feedAt.push_back(slotBytes);
@@ -75,46 +76,50 @@ tessel::run::CapturedTrainStep::CapturedTrainStep(const LoadedModel &model,
                                std::to_string(bytes) + " bytes)");
 }
 
-tessel::run::CapturedTrainStep::~CapturedTrainStep() {
+tessel::run::CapturedStep::~CapturedStep() {
   tessel_graph_destroy(graph);
   tessel_free(rt.ctx, staging);
 }
 
-char *tessel::run::CapturedTrainStep::slot(int64_t m) const {
+char *tessel::run::CapturedStep::slot(int64_t m) const {
   return staging + m * slotBytes;
 }
 
-char *tessel::run::CapturedTrainStep::lossSlot(int64_t m) const {
+char *tessel::run::CapturedStep::lossSlot(int64_t m) const {
   return staging + microbatches * slotBytes + m * lossBytes;
 }
 
-void tessel::run::CapturedTrainStep::capture(int64_t step) {
+void tessel::run::CapturedStep::capture(int64_t step) {
   const ModelDesc &desc = model.desc;
   std::string when = "capturing step " + std::to_string(step + 1);
   if (tessel_graph_begin(rt.ctx) != 0)
     checkKernelError(rt.ctx, when);
   char *arena = static_cast<char *>(rt.arena);
-  zeroGrads(desc, rt.ctx, arena);
+  if (training)
+    zeroGrads(desc, rt.ctx, arena);
   for (int64_t m = 0; m < microbatches; ++m) {
     for (size_t i = 0; i < feeds.size(); ++i)
       tessel_copy(rt.ctx, arena + feeds[i]->offset, slot(m) + feedAt[i],
                   feeds[i]->bytes);
     tessel_set_microbatch(rt.ctx, uint64_t(m));
-    model.backward(rt.ctx, arena);
+    (training ? model.backward : model.forward)(rt.ctx, arena);
     tessel_copy(rt.ctx, lossSlot(m), arena + desc.loss().offset,
                 desc.loss().bytes);
   }
-  // A constant of the capture: the host bytes as they are now.
-  float gradScale = 1.0f / float(microbatches);
-  tessel_copy_to_device(rt.ctx, arena + desc.withRole("grad_scale")[0]->offset,
-                        &gradScale, sizeof(gradScale));
-  model.update(rt.ctx, arena);
+  if (training) {
+    // A constant of the capture: the host bytes as they are now.
+    float gradScale = 1.0f / float(microbatches);
+    tessel_copy_to_device(rt.ctx,
+                          arena + desc.withRole("grad_scale")[0]->offset,
+                          &gradScale, sizeof(gradScale));
+    model.update(rt.ctx, arena);
+  }
   graph = tessel_graph_end(rt.ctx);
   if (!graph)
     checkKernelError(rt.ctx, when);
 }
 
-double tessel::run::CapturedTrainStep::run(BatchSource &batches, int64_t step) {
+double tessel::run::CapturedStep::run(BatchSource &batches, int64_t step) {
   tessel_set_step(rt.ctx, uint64_t(step));
   char *arena = static_cast<char *>(rt.arena);
   for (int64_t m = 0; m < microbatches; ++m) {

@@ -29,23 +29,26 @@ double trainStep(const LoadedModel &model, RankRuntime &rt,
 void checkStepRange(int64_t firstStep, int64_t steps, int64_t microbatches,
                     int64_t batch, const std::string &source);
 
-/// The training step captured once and launched every step after
-/// (tessel-run --graph): the work per step is filling the inputs, one
-/// launch and one read of the losses. The step's M microbatches' inputs and
+/// A step captured once and launched every step after (tessel-run
+/// --graph): a training step (backward on every microbatch and the
+/// update) or, with `training` false, an evaluation step (the forward on
+/// every microbatch). The work per step is filling the inputs, one launch
+/// and one read of the losses. The step's M microbatches' inputs and
 /// labels wait in device staging (each fill goes to the arena, as always,
 /// and is copied to its microbatch's slot), and the captured step copies
 /// slot m into the arena before microbatch m's backward and its loss out
 /// after, so it reads nothing from the host. The step itself comes from
 /// tessel_set_step before each launch (generated code reads it through the
-/// _current entries). Equal bit for bit to trainStep. The staging (M times
-/// the feeds, M losses) is allocated here, beside the arena.
-class CapturedTrainStep {
+/// _current entries). Equal bit for bit to trainStep (evalStep). The
+/// staging (M times the feeds, M losses) is allocated here, beside the
+/// arena.
+class CapturedStep {
 public:
-  CapturedTrainStep(const LoadedModel &model, RankRuntime &rt,
-                    int64_t microbatches);
-  ~CapturedTrainStep();
-  CapturedTrainStep(const CapturedTrainStep &) = delete;
-  CapturedTrainStep &operator=(const CapturedTrainStep &) = delete;
+  CapturedStep(const LoadedModel &model, RankRuntime &rt, int64_t microbatches,
+               bool training);
+  ~CapturedStep();
+  CapturedStep(const CapturedStep &) = delete;
+  CapturedStep &operator=(const CapturedStep &) = delete;
 
   /// Step `step` (captured at the first call): the mean loss.
   double run(BatchSource &batches, int64_t step);
@@ -58,6 +61,7 @@ private:
   const LoadedModel &model;
   RankRuntime &rt;
   int64_t microbatches;
+  bool training;
   std::vector<const TensorDesc *> feeds;
   std::vector<int64_t> feedAt; // each feed's offset in a slot
   int64_t slotBytes = 0, lossBytes = 0;

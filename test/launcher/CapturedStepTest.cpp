@@ -102,15 +102,37 @@ TEST_F(CapturedStepTest, ZeroThreeAndMixedPrecisionTrainAlike) {
                                  " --precision bf16", " --microbatches 3");
 }
 
+/// Evaluation (--eval: the forward on every microbatch) captured: the
+/// dropout masks of every step, as call by call.
+TEST_F(CapturedStepTest, EvaluationWithDropoutEvaluatesAlike) {
+  const std::string act = "tensor<8x64x128xf32>";
+  fs::path source = edited(
+      "gpt.mlir", {{"%x = nn.add %tok, %pos : " + act,
+                    "%x0 = nn.add %tok, %pos : " + act +
+                        "\n  %x = nn.dropout %x0 rate = 0.2 seed = 20 : " +
+                        act}});
+  std::string so = (dir / "eval.so").string();
+  RunResult c = runShell(quote(std::string(TESSEL_BIN_DIR) + "/tessel-compile") +
+                         " " + quote(source.string()) + " --no-train -o " +
+                         quote(so));
+  ASSERT_EQ(c.exitCode, 0) << c.err;
+  std::vector<double> callByCall =
+      losses(quote(so) + " --eval --steps 4 --microbatches 2");
+  std::vector<double> launched =
+      losses(quote(so) + " --eval --steps 4 --microbatches 2 --graph");
+  ASSERT_EQ(callByCall.size(), 4u);
+  EXPECT_EQ(launched, callByCall);
+  EXPECT_NE(callByCall[1], callByCall[2]); // each step its samples and masks
+}
+
 /// The combinations --graph refuses, each with one line saying why.
 TEST_F(CapturedStepTest, RefusesWhatItCannotCapture) {
   std::string mlp = quote(std::string(TESSEL_EXAMPLES_DIR) + "/mlp.mlir");
-  RunResult eval = run(mlp + " --graph --eval --steps 1");
-  EXPECT_NE(eval.exitCode, 0);
-  EXPECT_NE(eval.err.find("--graph captures the training step; not with "
-                          "--eval"),
+  RunResult grads = run(mlp + " --graph --check-grads");
+  EXPECT_NE(grads.exitCode, 0);
+  EXPECT_NE(grads.err.find("--graph captures a step; --check-grads runs"),
             std::string::npos)
-      << eval.err;
+      << grads.err;
   RunResult trace = run(mlp + " --graph --steps 2 --trace " + path("t.json"));
   EXPECT_NE(trace.exitCode, 0);
   EXPECT_NE(trace.err.find("drop --graph to trace"), std::string::npos)

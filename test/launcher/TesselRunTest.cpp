@@ -326,7 +326,7 @@ TEST_F(TesselRunTest, HelpDocumentsEveryFlag) {
         "--total-steps", "--clip",         "--recompute",    "--mesh",
         "--comm",        "--backend",      "--comm-timeout", "--rules",
         "--sequence-parallel",
-        "--local-batchnorm", "--bucket-mb"})
+        "--local-batchnorm", "--bucket-mb",  "--graph"})
     EXPECT_NE(help.find(flag), std::string::npos) << flag;
 }
 
