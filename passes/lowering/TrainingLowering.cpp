@@ -66,19 +66,28 @@ std::string scheduleBytes(nn::OptimizerStepOp op) {
                      sizeof(schedule));
 }
 
-/// Whether two optimizer steps can be one grouped update: the same
+/// What decides whether optimizer steps can be one grouped update: the
 /// optimizer constants and schedule, dtypes, master weights or not, state
 /// count and gradient scale.
-bool sameUpdate(nn::OptimizerStepOp a, nn::OptimizerStepOp b) {
-  auto elementType = [](Value v) { return tensorType(v).getElementType(); };
-  return optimizerBytes(a) == optimizerBytes(b) &&
-         scheduleBytes(a) == scheduleBytes(b) &&
-         elementType(a.getParam()) == elementType(b.getParam()) &&
-         elementType(a.getGrad()) == elementType(b.getGrad()) &&
-         !a.getMasterWeights() == !b.getMasterWeights() &&
-         a.getOptimizerStates().size() == b.getOptimizerStates().size() &&
-         a.getScale() == b.getScale();
-}
+struct UpdateKey {
+  std::string optimizer, schedule;
+  Type paramType, gradType;
+  bool master;
+  size_t states;
+  Value scale;
+
+  explicit UpdateKey(nn::OptimizerStepOp op)
+      : optimizer(optimizerBytes(op)), schedule(scheduleBytes(op)),
+        paramType(tensorType(op.getParam()).getElementType()),
+        gradType(tensorType(op.getGrad()).getElementType()),
+        master(op.getMasterWeights() != nullptr),
+        states(op.getOptimizerStates().size()), scale(op.getScale()) {}
+  bool operator==(const UpdateKey &o) const {
+    return optimizer == o.optimizer && schedule == o.schedule &&
+           paramType == o.paramType && gradType == o.gradType &&
+           master == o.master && states == o.states && scale == o.scale;
+  }
+};
 
 /// In place: result i is init i's memory. The optimizer's constants and
 /// its schedule are two constant structs in the .so; the update count
@@ -89,10 +98,11 @@ bool sameUpdate(nn::OptimizerStepOp a, nn::OptimizerStepOp b) {
 /// of one per parameter).
 LogicalResult lowerOptimizerStep(nn::OptimizerStepOp op, FunctionLowering &fl) {
   SmallVector<nn::OptimizerStepOp> group = {op};
+  const UpdateKey key(op);
   for (Operation *next = op->getNextNode(); next; next = next->getNextNode()) {
     auto step = dyn_cast<nn::OptimizerStepOp>(next);
     // A step that reads an earlier member's result runs after it.
-    if (!step || !sameUpdate(op, step) ||
+    if (!step || !(UpdateKey(step) == key) ||
         llvm::any_of(step->getOperands(), [&](Value v) {
           auto producer = v.getDefiningOp<nn::OptimizerStepOp>();
           return producer && llvm::is_contained(group, producer);
@@ -104,8 +114,8 @@ LogicalResult lowerOptimizerStep(nn::OptimizerStepOp op, FunctionLowering &fl) {
   for (nn::OptimizerStepOp member : group)
     for (auto [result, init] : llvm::zip(member.getResults(), member.getOuts()))
       fl.pointers[result] = fl.ptr(init);
-  PtrValue optPtr = fl.emit.bytesGlobal(fl.b, fl.loc, optimizerBytes(op));
-  PtrValue schedulePtr = fl.emit.bytesGlobal(fl.b, fl.loc, scheduleBytes(op));
+  PtrValue optPtr = fl.emit.bytesGlobal(fl.b, fl.loc, key.optimizer);
+  PtrValue schedulePtr = fl.emit.bytesGlobal(fl.b, fl.loc, key.schedule);
   Value master = op.getMasterWeights();
   if (group.size() > 1) {
     SmallVector<PtrValue> pointers;

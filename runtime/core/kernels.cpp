@@ -221,15 +221,21 @@ void tessel_cast(tessel_ctx *ctx, int32_t src_dtype, int32_t dst_dtype,
   ctx->backend->cast(ctx, src_dtype, dst_dtype, x, y, n);
 }
 
+/// The checks every dropout entry makes: the rate and the dtype.
+static bool checkDropout(tessel_ctx *ctx, const char *entry, int32_t dtype,
+                         double rate) {
+  if (!(rate >= 0.0 && rate <= 1.0)) {
+    setError(ctx, "%s: rate %g outside [0, 1]", entry, rate);
+    return false;
+  }
+  return checkDtype(ctx, entry, dtype, isFloatDtype(dtype));
+}
+
 /// The whole of tessel_dropout and tessel_dropout_current.
 static void dropout(tessel_ctx *ctx, const char *entry, int32_t dtype,
                     const void *x, void *y, int64_t n, double rate,
                     uint64_t seed, StepRef step, int64_t first) {
-  if (!(rate >= 0.0 && rate <= 1.0)) {
-    setError(ctx, "%s: rate %g outside [0, 1]", entry, rate);
-    return;
-  }
-  if (!checkDtype(ctx, entry, dtype, isFloatDtype(dtype)))
+  if (!checkDropout(ctx, entry, dtype, rate))
     return;
   ctx->backend->dropout(ctx, dtype, x, y, n, rate, seed, step, first,
                         ctx->rngStream);
@@ -241,10 +247,8 @@ static void dropoutBlock(tessel_ctx *ctx, const char *entry, int32_t dtype,
                          const int64_t *shape, const int64_t *strides,
                          double rate, uint64_t seed, StepRef step,
                          int64_t first) {
-  if (!(rate >= 0.0 && rate <= 1.0)) {
-    setError(ctx, "%s: rate %g outside [0, 1]", entry, rate);
+  if (!checkDropout(ctx, entry, dtype, rate))
     return;
-  }
   if (rank < 0 || (rank > 0 && (!shape || !strides))) {
     setError(ctx, "%s: bad rank %d or null shape", entry, rank);
     return;
@@ -255,8 +259,6 @@ static void dropoutBlock(tessel_ctx *ctx, const char *entry, int32_t dtype,
       return;
     }
   }
-  if (!checkDtype(ctx, entry, dtype, isFloatDtype(dtype)))
-    return;
   ctx->backend->dropoutBlock(ctx, dtype, x, y, rank, shape, strides, rate, seed,
                              step, first, ctx->rngStream);
 }

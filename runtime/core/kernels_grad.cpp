@@ -361,18 +361,18 @@ void tessel_optimizer_update_group_current(
              (long long)count);
     return;
   }
+  // Without master weights the gradients are of the parameters' dtype.
+  const int32_t gradDtype = master ? grad_dtype : param_dtype;
   std::vector<UpdateTensor> tensors;
   tensors.reserve(size_t(count));
   for (int64_t i = 0; i < count; ++i) {
     void *const *p = pointers + 5 * i;
     tensors.push_back({p[0], p[1], p[2], p[3], p[4], counts[i]});
-    if (!checkUpdate(ctx, entry, opt, at, param_dtype,
-                     master ? grad_dtype : param_dtype, master != 0,
+    if (!checkUpdate(ctx, entry, opt, at, param_dtype, gradDtype, master != 0,
                      tensors.back()))
       return;
   }
-  ctx->backend->optimizerUpdateGroup(ctx, *opt, at, param_dtype,
-                                     master ? grad_dtype : param_dtype,
+  ctx->backend->optimizerUpdateGroup(ctx, *opt, at, param_dtype, gradDtype,
                                      master != 0, grad_scale, tensors);
 }
 

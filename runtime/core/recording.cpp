@@ -21,17 +21,27 @@ template <class T> std::vector<T> hostCopy(const T *p, int64_t n) {
   return p && n > 0 ? std::vector<T>(p, p + n) : std::vector<T>();
 }
 
+/// What both recording fronts hold: the real object (given back by
+/// release) and the capture's call list.
+template <class Real> class RecordingFront : public Real {
+public:
+  RecordingFront(std::unique_ptr<Real> real,
+                 std::shared_ptr<RecordedCalls> calls)
+      : real(std::move(real)), calls(std::move(calls)) {}
+  std::unique_ptr<Real> release() { return std::move(real); }
+
+protected:
+  std::unique_ptr<Real> real;
+  std::shared_ptr<RecordedCalls> calls;
+};
+
 /// The recording front of a backend. Kernels and device copies are kept;
 /// what the front refuses while a step is being captured (allocation,
 /// reading back, synchronising, the step, parameter init) never reaches
 /// it, and would run at once if it did.
-class RecordingBackend final : public Backend {
+class RecordingBackend final : public RecordingFront<Backend> {
 public:
-  RecordingBackend(std::unique_ptr<Backend> inner,
-                   std::shared_ptr<RecordedCalls> calls)
-      : real(std::move(inner)), calls(std::move(calls)) {}
-
-  std::unique_ptr<Backend> release() { return std::move(real); }
+  using RecordingFront::RecordingFront;
 
   const char *name() const override { return real->name(); }
   std::unique_ptr<Communicator>
@@ -285,8 +295,6 @@ private:
     });
   }
 
-  std::unique_ptr<Backend> real;
-  std::shared_ptr<RecordedCalls> calls;
 };
 
 /// The recording front of a communicator: collectives are kept and run,
@@ -294,13 +302,9 @@ private:
 /// they issued them); started ones come here synchronously (no worker
 /// thread, no stream), so they are kept in call order too. Point-to-point
 /// messages are refused by the front while capturing.
-class RecordingCommunicator final : public Communicator {
+class RecordingCommunicator final : public RecordingFront<Communicator> {
 public:
-  RecordingCommunicator(std::unique_ptr<Communicator> inner,
-                        std::shared_ptr<RecordedCalls> calls)
-      : real(std::move(inner)), calls(std::move(calls)) {}
-
-  std::unique_ptr<Communicator> release() { return std::move(real); }
+  using RecordingFront::RecordingFront;
 
   bool runsOnWorkerThread() const override { return false; }
   bool allReduce(tessel_ctx *ctx, const Group &group,
@@ -341,9 +345,6 @@ private:
     });
     return true;
   }
-
-  std::unique_ptr<Communicator> real;
-  std::shared_ptr<RecordedCalls> calls;
 };
 
 } // namespace

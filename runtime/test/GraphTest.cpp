@@ -69,12 +69,8 @@ TEST_F(GraphTest, CurrentEntriesReadEachLaunchsStep) {
   const int64_t n = 64;
   std::vector<float> x(n, 1.0f), y(n), p(n, 0.5f), g(n, 0.25f), m(n), v(n);
   std::vector<float> wantP = p, wm(n), wv(n), wantY(n);
-  tessel_optimizer adamw{};
-  adamw.kind = TESSEL_OPT_ADAMW;
-  adamw.beta1 = 0.9;
-  adamw.beta2 = 0.95;
-  adamw.eps = 1e-8;
-  adamw.weight_decay = 0.1;
+  const tessel_optimizer adamw =
+      adamOptimizer(TESSEL_OPT_ADAMW, 0.9, 0.95, 1e-8, 0.1);
   tessel_lr_schedule schedule{TESSEL_LR_WARMUP_COSINE, 1e-2, 1e-3, 2, 6};
   ASSERT_EQ(tessel_graph_begin(ctx), 0);
   tessel_dropout_current(ctx, TESSEL_F32, x.data(), y.data(), n, 0.5, 9, 0);

@@ -26,13 +26,7 @@ tessel_optimizer sgd(double momentum, int nesterov, double wd) {
 }
 
 tessel_optimizer adam(int32_t kind, double wd) {
-  tessel_optimizer o{};
-  o.kind = kind;
-  o.beta1 = 0.9;
-  o.beta2 = 0.999;
-  o.eps = 1e-8;
-  o.weight_decay = wd;
-  return o;
+  return adamOptimizer(kind, 0.9, 0.999, 1e-8, wd);
 }
 
 /// PyTorch's update of one tensor in compute type C.

@@ -15,6 +15,18 @@
 
 namespace tt {
 
+/// Adam (kind TESSEL_OPT_ADAM) or AdamW with these constants.
+inline tessel_optimizer adamOptimizer(int32_t kind, double beta1, double beta2,
+                                      double eps, double weightDecay) {
+  tessel_optimizer o{};
+  o.kind = kind;
+  o.beta1 = beta1;
+  o.beta2 = beta2;
+  o.eps = eps;
+  o.weight_decay = weightDecay;
+  return o;
+}
+
 /// Expects |got - ref| <= rtol·|ref| + atol elementwise; reports the first
 /// few mismatches only.
 inline void expectClose(const std::vector<double> &got,

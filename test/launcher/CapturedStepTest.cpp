@@ -21,17 +21,8 @@ protected:
   /// examples/<example> with each `from` replaced by its `to`.
   fs::path edited(const std::string &example,
                   const std::vector<std::pair<std::string, std::string>> &edits) {
-    std::string model =
-        readFile(std::string(TESSEL_EXAMPLES_DIR) + "/" + example);
-    for (const auto &[from, to] : edits) {
-      size_t at = model.find(from);
-      EXPECT_NE(at, std::string::npos) << from;
-      if (at != std::string::npos)
-        model.replace(at, from.size(), to);
-    }
-    fs::path source = dir / ("edited-" + example);
-    std::ofstream(source) << model;
-    return source;
+    return editedModel(std::string(TESSEL_EXAMPLES_DIR) + "/" + example, edits,
+                       "edited-" + example);
   }
 
   /// Compiles `source` with `compileFlags`, trains it call by call and with

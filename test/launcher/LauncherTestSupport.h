@@ -101,6 +101,24 @@ protected:
     return out;
   }
 
+  /// `model` with each `from` replaced by its `to` (each expected once),
+  /// written to `name` in the test's folder.
+  fs::path editedModel(
+      const fs::path &model,
+      const std::vector<std::pair<std::string, std::string>> &edits,
+      const std::string &name) {
+    std::string text = readFile(model);
+    for (const auto &[from, to] : edits) {
+      size_t at = text.find(from);
+      EXPECT_NE(at, std::string::npos) << from;
+      if (at != std::string::npos)
+        text.replace(at, from.size(), to);
+    }
+    fs::path source = dir / name;
+    std::ofstream(source) << text;
+    return source;
+  }
+
   std::string path(const std::string &name) const {
     return quote((dir / name).string());
   }

@@ -397,17 +397,8 @@ protected:
   fs::path edited(const std::string &example,
                   const std::vector<std::pair<std::string, std::string>> &edits,
                   const std::string &name) {
-    std::string model =
-        readFile(std::string(TESSEL_EXAMPLES_DIR) + "/" + example);
-    for (const auto &[from, to] : edits) {
-      size_t at = model.find(from);
-      EXPECT_NE(at, std::string::npos) << from;
-      if (at != std::string::npos)
-        model.replace(at, from.size(), to);
-    }
-    fs::path source = dir / name;
-    std::ofstream(source) << model;
-    return source;
+    return editedModel(std::string(TESSEL_EXAMPLES_DIR) + "/" + example, edits,
+                       name);
   }
 
   /// `source` compiled with SGD and `compileFlags` (--mesh and more), then

@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CudaTestUtil.h"
+#include "TestUtil.h"
 
 #include "cuda/optimizer.h"
 #include "cuda/optimizer_math.h"
@@ -71,16 +72,8 @@ struct OptCase {
   tessel_optimizer opt;
 };
 
-tessel_optimizer adam(int32_t kind, double b1, double b2, double eps,
-                      double wd) {
-  tessel_optimizer o{};
-  o.kind = kind;
-  o.beta1 = b1;
-  o.beta2 = b2;
-  o.eps = eps;
-  o.weight_decay = wd;
-  return o;
-}
+/// Adam or AdamW with these constants (the runtime tests' helper).
+constexpr auto adam = tt::adamOptimizer;
 
 std::vector<OptCase> optimizerCases() {
   auto sgd = [](double momentum, int nesterov, double wd) {
