@@ -37,6 +37,10 @@ enum class Collective : int32_t {
 
 /// "all_reduce", "all_gather", "reduce_scatter" or "all_to_all".
 llvm::StringRef collectiveName(Collective kind);
+
+/// Whether `op` does work a started collective can hide behind: not a view
+/// (nn.reshape, nn.slice), a wait, a terminator or a shard op.
+bool isOverlapCover(mlir::Operation &op);
 std::optional<Collective> parseCollective(llvm::StringRef name);
 
 /// The mesh axes of a runtime axes mask, in axis order.

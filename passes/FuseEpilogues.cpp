@@ -1,4 +1,4 @@
-//===- FuseEpilogues.cpp - tessel-fuse-epilogues: adds into the GEMM ------===//
+//===- FuseEpilogues.cpp - tessel-fuse-epilogues: adds into their kernels -===//
 //
 // A GEMM library adds to its product for free: cuBLASLt's beta = 1 sums the
 // product into the output, its bias epilogue adds a vector to every row,
@@ -7,18 +7,23 @@
 // weight gradient's matmul followed by the accumulate into its gradient
 // buffer, a linear layer's matmul followed by the add of its broadcast
 // bias and then a tanh GELU, and in the backward the matmul computing the
-// GELU's output gradient followed by the GELU's gradient, and a weight
-// gradient's matmul beside the sum of the same output gradient's rows (the
-// bias gradient). Folding them saves a kernel and a pass over the product
-// (or the output gradient) each and, for the accumulate, the product's
-// buffer.
+// GELU's output gradient followed by the GELU's gradient (the bias
+// gradient's sum beside its weight gradient's GEMM is
+// tessel-fuse-bias-grads', after the overlap of communication). Folding
+// them saves a kernel and a pass over the product (or the output gradient)
+// each and, for the accumulate, the product's buffer. Beside the GEMMs, the same holds for a transformer's residual
+// stream: its add and the norm of the sum are one pass over the rows, and
+// so are a norm's input gradient and its add into the stream's gradient.
 //
 //===----------------------------------------------------------------------===//
 
+#include "passes/Communication.h"
+#include "passes/FusionPlacement.h"
 #include "passes/Passes.h"
 
 #include "dialect/NN/NNOps.h"
 
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/Builders.h"
 
 namespace tessel {
@@ -28,6 +33,7 @@ namespace tessel {
 
 using namespace mlir;
 using namespace tessel;
+using namespace tessel::fusion;
 
 namespace {
 
@@ -35,26 +41,6 @@ namespace {
 nn::MatmulOp soleMatmul(Value value) {
   auto matmul = value.getDefiningOp<nn::MatmulOp>();
   return matmul && matmul->hasOneUse() ? matmul : nn::MatmulOp();
-}
-
-/// Whether something between `from` and `to` (same block, `from` first)
-/// uses `value`.
-bool usedBetween(Value value, Operation *from, Operation *to) {
-  for (Operation *user : value.getUsers()) {
-    if (user == to)
-      continue;
-    if (user->getBlock() != from->getBlock() ||
-        (from->isBeforeInBlock(user) && user->isBeforeInBlock(to)))
-      return true;
-  }
-  return false;
-}
-
-/// Whether `value` is available at `op`: defined in another block (an
-/// enclosing one: `op` uses it in the same region), or before `op`.
-bool availableAt(Value value, Operation *op) {
-  Operation *def = value.getDefiningOp();
-  return !def || def->getBlock() != op->getBlock() || def->isBeforeInBlock(op);
 }
 
 /// acc + matmul → matmul_accumulate.
@@ -155,102 +141,108 @@ void fuseGeluGrad(nn::GeluGradOp grad) {
   matmul.erase();
 }
 
-/// Whether every user of `value` is after `op` in its block (or in another
-/// block).
-bool onlyUsedAfter(Value value, Operation *op) {
-  return llvm::all_of(value.getUsers(), [&](Operation *user) {
-    Operation *inBlock = op->getBlock()->findAncestorOpInBlock(*user);
-    return !inBlock || op->isBeforeInBlock(inBlock);
-  });
+/// A layer or RMS norm's operands: beta null for RMS norm.
+struct NormOperands {
+  Value input, gamma, beta;
+  FloatAttr epsilon;
+};
+
+std::optional<NormOperands> normOperands(Operation *op) {
+  if (auto norm = dyn_cast<nn::LayerNormOp>(op))
+    return NormOperands{norm.getInput(), norm.getGamma(), norm.getBeta(),
+                        norm.getEpsilonAttr()};
+  if (auto norm = dyn_cast<nn::RmsNormOp>(op))
+    return NormOperands{norm.getInput(), norm.getGamma(), Value(),
+                        norm.getEpsilonAttr()};
+  return std::nullopt;
 }
 
-/// The matmul whose untransposed 2-D rhs is `rows` itself or `rows`
-/// reshaped to [∏ leading dimensions, N]: the weight gradient beside the
-/// bias gradient that sums `rows` over its leading dimensions. (Not rows
-/// that reach the sum and the matmul through different reshapes of one
-/// tensor, as attention's per-head gradients do: fusing those emptied
-/// ZeRO-3's overlap windows of the q/k/v gradients, 262,144 bytes of gpt's
-/// overlapped communication, for four kernels per layer.)
-nn::MatmulOp weightGradientOf(Value rows, Block *block) {
-  auto type = cast<RankedTensorType>(rows.getType());
-  int64_t leading = 1;
-  for (int64_t size : type.getShape().drop_back())
-    leading *= size;
-  auto flat = RankedTensorType::get({leading, type.getShape().back()},
-                                    type.getElementType());
-  SmallVector<Value> candidates = {rows};
-  for (Operation *user : rows.getUsers())
-    if (auto reshape = dyn_cast<nn::ReshapeOp>(user))
-      if (reshape.getType() == flat)
-        candidates.push_back(reshape.getResult());
-  for (Value candidate : candidates) {
-    if (candidate.getType() != flat)
-      continue;
-    for (OpOperand &use : candidate.getUses()) {
-      auto matmul = dyn_cast<nn::MatmulOp>(use.getOwner());
-      if (matmul && matmul->getBlock() == block &&
-          use.getOperandNumber() == 1 && !matmul.getTransposeRhs() &&
-          matmul.getLhs().getType().getRank() == 2)
-        return matmul;
-    }
-  }
-  return nn::MatmulOp();
-}
-
-/// The reshape defining `value` that would make it available at `op` if
-/// moved there (a view: it computes nothing).
-nn::ReshapeOp hoistableView(Value value, Operation *op) {
-  auto reshape = value.getDefiningOp<nn::ReshapeOp>();
-  return reshape && availableAt(reshape.getInput(), op) ? reshape
-                                                        : nn::ReshapeOp();
-}
-
-/// Whether the matmul's operands exist at `op` or can by moving the
-/// reshapes that define them there; moves them only when both can.
-bool operandsMovableTo(nn::MatmulOp matmul, Operation *op) {
-  SmallVector<Value, 2> operands = {matmul.getLhs(), matmul.getRhs()};
-  for (Value v : operands)
-    if (!availableAt(v, op) && !hoistableView(v, op))
-      return false;
-  for (Value v : operands)
-    if (!availableAt(v, op))
-      hoistableView(v, op)->moveBefore(op);
-  return true;
-}
-
-/// reduce_sum over every leading dimension + the weight gradient's matmul
-/// of the same rows → matmul_bias_grad, where the earlier of the two stood
-/// when the other's operands exist there, else where the later stood when
-/// nothing reads the earlier's result before it. Early, the GEMM is work
-/// that the collectives started before it (a ZeRO-3 layer's prefetched
-/// gathers) overlap, as the sum was.
-void fuseBiasGrad(nn::ReduceSumOp sum) {
-  Value rows = sum.getInput();
-  auto type = cast<RankedTensorType>(rows.getType());
-  if (type.getRank() < 2 || sum.getKeepDims() ||
-      sum.getDims() != ArrayRef(llvm::to_vector(
-                           llvm::seq<int64_t>(0, type.getRank() - 1))))
-    return;
-  nn::MatmulOp matmul = weightGradientOf(rows, sum->getBlock());
-  if (!matmul)
+/// add + layer_norm (or rms_norm) of its sum → add_norm, whose first
+/// result replaces the add's (the residual stream goes on with it). Where
+/// the add stood when the norm's parameters exist there (a ZeRO-3 gamma is
+/// gathered late), else where the norm stood when nothing reads the sum
+/// before it.
+void fuseAddNorm(Operation *norm) {
+  std::optional<NormOperands> operands = normOperands(norm);
+  auto add = operands->input.getDefiningOp<nn::AddOp>();
+  if (!add || add->getBlock() != norm->getBlock() ||
+      add.getLhs().getType() != add.getType() ||
+      add.getRhs().getType() != add.getType())
     return;
   Operation *at = nullptr;
-  if (matmul->isBeforeInBlock(sum))
-    at = matmul; // the rows exist there: the matmul reads them
-  else if (operandsMovableTo(matmul, sum))
-    at = sum;
-  else if (onlyUsedAfter(sum.getResult(), matmul))
-    at = matmul;
+  if (availableAt(operands->gamma, add) &&
+      (!operands->beta || availableAt(operands->beta, add)))
+    at = add;
+  else if (!usedBetween(add.getResult(), add, norm))
+    at = norm;
   else
     return;
   OpBuilder b(at);
-  auto fused = nn::MatmulBiasGradOp::create(
-      b, b.getFusedLoc({matmul.getLoc(), sum.getLoc()}), matmul.getLhs(),
-      matmul.getRhs(), matmul.getTransposeLhs(), /*transpose_rhs=*/false);
-  matmul.getResult().replaceAllUsesWith(fused.getResult());
-  sum.getResult().replaceAllUsesWith(fused.getBiasGrad());
-  matmul.erase();
-  sum.erase();
+  auto fused = nn::AddNormOp::create(
+      b, b.getFusedLoc({add.getLoc(), norm->getLoc()}), add.getLhs(),
+      add.getRhs(), operands->gamma, operands->beta, operands->epsilon);
+  norm->getResult(0).replaceAllUsesWith(fused.getResult());
+  norm->erase();
+  add.getResult().replaceAllUsesWith(fused.getSum());
+  add.erase();
+}
+
+/// Whether `add` is the last work of its block and a collective reduces
+/// one of `grad`'s parameter gradients: tessel-overlap-communication then
+/// starts that collective before the add, which it overlaps (a layer's
+/// first norm, the end of its backward under ZeRO or DDP); merged into the
+/// gradient, the collective would block.
+bool coversParamCollective(Operation *grad, nn::AddOp add) {
+  for (Operation *op = add->getNextNode(); op; op = op->getNextNode())
+    if (communication::isOverlapCover(*op))
+      return false;
+  for (Value param : grad->getResults().drop_front())
+    for (Operation *user : param.getUsers())
+      if (isa<shard::ShardDialect>(user->getDialect()))
+        return true;
+  return false;
+}
+
+/// layer_norm_grad (or rms_norm_grad) + the add of its dx, used only
+/// there, to another gradient → norm_grad_add, unless the add is what a
+/// parameter gradient's collective overlaps. Where the gradient stood when
+/// the other addend exists there, else where the add stood when nothing
+/// reads the parameter gradients before it.
+void fuseNormGradAdd(Operation *grad) {
+  Value dx = grad->getResult(0);
+  if (!dx.hasOneUse())
+    return;
+  auto add = dyn_cast<nn::AddOp>(*dx.getUsers().begin());
+  if (!add || add->getBlock() != grad->getBlock() ||
+      add.getLhs() == add.getRhs())
+    return;
+  Value residual = add.getLhs() == dx ? add.getRhs() : add.getLhs();
+  if (residual.getType() != dx.getType() || add.getType() != dx.getType() ||
+      coversParamCollective(grad, add))
+    return;
+  Operation *at = nullptr;
+  if (availableAt(residual, grad))
+    at = grad;
+  else if (llvm::all_of(grad->getResults().drop_front(), [&](Value param) {
+             return onlyUsedAfter(param, add);
+           }))
+    at = add;
+  else
+    return;
+  bool rms = isa<nn::RmsNormGradOp>(grad);
+  FloatAttr epsilon = rms ? cast<nn::RmsNormGradOp>(grad).getEpsilonAttr()
+                          : cast<nn::LayerNormGradOp>(grad).getEpsilonAttr();
+  OpBuilder b(at);
+  auto fused = nn::NormGradAddOp::create(
+      b, b.getFusedLoc({grad->getLoc(), add.getLoc()}), grad->getOperand(0),
+      grad->getOperand(1), grad->getOperand(2), residual, epsilon,
+      rms ? b.getUnitAttr() : UnitAttr());
+  add.getResult().replaceAllUsesWith(fused.getDx());
+  add.erase();
+  for (auto [from, to] : llvm::zip(grad->getResults().drop_front(),
+                                   fused->getResults().drop_front()))
+    from.replaceAllUsesWith(to);
+  grad->erase();
 }
 
 struct FuseEpiloguesPass
@@ -262,9 +254,13 @@ struct FuseEpiloguesPass
     SmallVector<nn::AddOp> adds;
     SmallVector<nn::GeluOp> gelus;
     SmallVector<nn::GeluGradOp> geluGrads;
-    SmallVector<nn::ReduceSumOp> sums;
+    SmallVector<Operation *> norms, normGrads;
     getOperation().walk([&](Operation *op) {
-      if (auto accumulate = dyn_cast<nn::AccumulateOp>(op))
+      if (isa<nn::LayerNormOp, nn::RmsNormOp>(op))
+        norms.push_back(op);
+      else if (isa<nn::LayerNormGradOp, nn::RmsNormGradOp>(op))
+        normGrads.push_back(op);
+      else if (auto accumulate = dyn_cast<nn::AccumulateOp>(op))
         accumulates.push_back(accumulate);
       else if (auto add = dyn_cast<nn::AddOp>(op))
         adds.push_back(add);
@@ -272,8 +268,6 @@ struct FuseEpiloguesPass
         gelus.push_back(gelu);
       else if (auto grad = dyn_cast<nn::GeluGradOp>(op))
         geluGrads.push_back(grad);
-      else if (auto sum = dyn_cast<nn::ReduceSumOp>(op))
-        sums.push_back(sum);
     });
     // The GELU's gradient before the accumulates: its matmul is not a
     // weight gradient's, and the GELU after the bias adds it fuses with.
@@ -285,11 +279,14 @@ struct FuseEpiloguesPass
       fuseBias(add);
     for (nn::GeluOp gelu : gelus)
       fuseGelu(gelu);
-    // After the accumulates, which take the weight gradients outside a
-    // repeated layer (a GEMM with beta 1); inside one they stay matmuls.
-    if (biasGrads)
-      for (nn::ReduceSumOp sum : sums)
-        fuseBiasGrad(sum);
+    // After the bias adds: a norm of a linear layer's output keeps the
+    // bias in the GEMM.
+    if (residualNorms) {
+      for (Operation *norm : norms)
+        fuseAddNorm(norm);
+      for (Operation *grad : normGrads)
+        fuseNormGradAdd(grad);
+    }
   }
 };
 

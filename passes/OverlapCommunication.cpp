@@ -16,6 +16,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "passes/Communication.h"
 #include "passes/Passes.h"
 
 #include "dialect/NN/NNOps.h"
@@ -52,12 +53,6 @@ bool isOverlappable(Operation *op) {
 /// Ops that only view or copy data around a collective: they move with it.
 bool isView(Operation *op) { return isa<nn::ReshapeOp, nn::SliceOp>(op); }
 
-/// Ops that do work a collective can hide behind.
-bool isCompute(Operation &op) {
-  return !isView(&op) && !isa<nn::WaitOp>(op) &&
-         !op.hasTrait<OpTrait::IsTerminator>() &&
-         !isa<shard::ShardDialect>(op.getDialect());
-}
 
 /// The first op after `from` in its block that satisfies `pred` (the
 /// terminator when none does).
@@ -260,7 +255,7 @@ private:
     bool overlaps = false;
     for (Operation *between = op->getNextNode(); between != waitPoint;
          between = between->getNextNode())
-      overlaps |= isCompute(*between);
+      overlaps |= communication::isOverlapCover(*between);
     if (!overlaps)
       return;
     Value result = op->getResult(0);
@@ -488,7 +483,7 @@ private:
     Operation *done = completion(op);
     for (Operation *after = done->getNextNode(); after;
          after = after->getNextNode())
-      if (isCompute(*after))
+      if (communication::isOverlapCover(*after))
         return false;
     std::optional<SmallVector<Operation *>> views = viewsOf(op);
     if (!views)

@@ -81,7 +81,7 @@ static void buildModelPlan(OpPassManager &pm,
   // fused ops.
   if (options.fuseEpilogues) {
     FuseEpiloguesPassOptions fuse;
-    fuse.biasGrads = options.fuseBiasGrads;
+    fuse.residualNorms = options.fuseResidualNorms;
     pm.addPass(createFuseEpiloguesPass(fuse));
   }
   if (options.mesh.hasValue() && options.overlap > 0) {
@@ -89,6 +89,9 @@ static void buildModelPlan(OpPassManager &pm,
     overlap.inFlight = options.overlap;
     pm.addPass(createOverlapCommunicationPass(overlap));
   }
+  // After the overlap, whose windows it keeps covered.
+  if (options.fuseEpilogues && options.fuseBiasGrads)
+    pm.addPass(createFuseBiasGradsPass());
   pm.addPass(createPlanMemoryPass());
 }
 

@@ -90,8 +90,15 @@ struct CompilePipelineOptions
   Option<bool> fuseBiasGrads{
       *this, "fuse-bias-grads",
       llvm::cl::desc("With fuse-epilogues: also fold a bias gradient's sum "
-                     "into its weight gradient's GEMM"),
-      llvm::cl::init(false)};
+                     "into its weight gradient's GEMM where every overlap "
+                     "window keeps a kernel (tessel-fuse-bias-grads)"),
+      llvm::cl::init(true)};
+  Option<bool> fuseResidualNorms{
+      *this, "fuse-residual-norms",
+      llvm::cl::desc("Fold a residual add into the norm of its sum and a "
+                     "norm's input gradient into the residual gradient's add "
+                     "(tessel-fuse-epilogues{residual-norms})"),
+      llvm::cl::init(true)};
   Option<std::string> stageLayers{
       *this, "stage-layers",
       llvm::cl::desc("Pipeline: layers per stage, e.g. 3,4,4,3 (default: "

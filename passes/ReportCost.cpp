@@ -76,6 +76,12 @@ struct ReportCostPass : public tessel::impl::ReportCostPassBase<ReportCostPass> 
 
 namespace tessel::communication {
 
+bool isOverlapCover(Operation &op) {
+  return !isa<nn::ReshapeOp, nn::SliceOp, nn::WaitOp>(op) &&
+         !op.hasTrait<OpTrait::IsTerminator>() &&
+         !isa<shard::ShardDialect>(op.getDialect());
+}
+
 StringRef collectiveName(Collective kind) {
   switch (kind) {
   case Collective::AllReduce:

@@ -161,6 +161,35 @@ def NN_RmsNormGradOp : NN_ShardableOp<"rms_norm_grad",
   }];
 }
 
+def NN_NormGradAddOp : NN_Op<"norm_grad_add", [Pure, InferTypeOpAdaptor]> {
+  let summary = "a layer or RMS norm's gradient added to a residual gradient";
+  let description = [{
+    `dx = residual + dx'` with `dx'` the input gradient of
+    `nn.layer_norm_grad` (or `nn.rms_norm_grad` with `rms`) of `input`,
+    `gamma` and `dy`, and that op's parameter gradients: `dgamma`, and
+    `dbeta` for layer norm. `residual` has the input's type: the gradient
+    the residual stream carries past the norm. `tessel-fuse-epilogues`
+    makes it from the norm's gradient and the `nn.add` of its `dx` (the
+    only use), so the row pass adds as it writes instead of a second pass.
+    `dx'` is rounded to the element type before the add, as the two ops
+    do. Flops: the gradient's (15 or 11) and one per element.
+
+    ```mlir
+    %dx, %dg, %db = nn.norm_grad_add %x, %g, %dy, %dres {epsilon = 1.0e-05 : f64} : (tensor<8x768xf32>, tensor<768xf32>, tensor<8x768xf32>, tensor<8x768xf32>) -> (tensor<8x768xf32>, tensor<768xf32>, tensor<768xf32>)
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$input, NN_FloatTensor:$gamma,
+                       NN_FloatTensor:$dy, NN_FloatTensor:$residual,
+                       F64Attr:$epsilon, UnitAttr:$rms);
+  let results = (outs NN_FloatTensor:$dx, NN_FloatTensor:$dgamma,
+                      Optional<NN_FloatTensor>:$dbeta);
+  let assemblyFormat = [{
+    $input `,` $gamma `,` $dy `,` $residual attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 def NN_BatchNormGradOp : NN_ShardableOp<"batch_norm_grad",
     [Pure, InferTypeOpAdaptor,
      DeclareOpInterfaceMethods<NN_ShardingConstraintOpInterface,

@@ -303,6 +303,38 @@ def NN_RmsNormOp : NN_ShardableOp<"rms_norm",
   }];
 }
 
+def NN_AddNormOp : NN_Op<"add_norm", [Pure, InferTypeOpAdaptor]> {
+  let summary = "a residual add and the layer or RMS norm of its sum";
+  let description = [{
+    `sum = lhs + rhs` (one type, rank >= 1) and `result` the norm of `sum`
+    over its last dimension: `nn.layer_norm` with `beta`, `nn.rms_norm`
+    without; both returned, since the residual stream goes on with `sum`.
+    `tessel-fuse-epilogues` makes it from an `nn.add` and the norm of its
+    result (a transformer block's residual add and the next norm), so one
+    pass over the rows reads the two inputs and writes both results instead
+    of the norm reading the sum again. The norm reads the sum rounded to the
+    element type, as the two ops do. Flops: the add's one and the norm's
+    (8 or 4) per element.
+
+    ```mlir
+    %h1, %y = nn.add_norm %h, %o, %g, %b {epsilon = 1.0e-05 : f64} : (tensor<8x64x128xf32>, tensor<8x64x128xf32>, tensor<128xf32>, tensor<128xf32>) -> (tensor<8x64x128xf32>, tensor<8x64x128xf32>)
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$lhs, NN_FloatTensor:$rhs,
+                       NN_FloatTensor:$gamma, Optional<NN_FloatTensor>:$beta,
+                       F64Attr:$epsilon);
+  let results = (outs NN_FloatTensor:$sum, NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs `,` $gamma (`,` $beta^)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// RMS norm: no beta.
+    bool isRms() { return !getBeta(); }
+  }];
+}
+
 def NN_BatchNormOp : NN_ShardableOp<"batch_norm",
     [Pure, InferTypeOpAdaptor, NN_Differentiable,
      DeclareOpInterfaceMethods<NN_ShardingConstraintOpInterface,

@@ -65,6 +65,18 @@ LogicalResult lowerRmsNormGrad(nn::RmsNormGradOp op, FunctionLowering &fl) {
                        op.getEpsilon().convertToDouble(), /*rms=*/true);
 }
 
+/// A norm's gradient added to the residual stream's as it is written.
+LogicalResult lowerNormGradAdd(nn::NormGradAddOp op, FunctionLowering &fl) {
+  RowsAndCols rows = fl.rowsAndCols(tensorType(op.getInput()).getShape());
+  fl.call(rt::tessel_layer_norm_grad_add,
+          {fl.dtype(op.getInput()), fl.ptr(op.getInput()),
+           fl.ptr(op.getGamma()), fl.ptr(op.getDy()), fl.ptr(op.getResidual()),
+           fl.ptr(op.getDx()), fl.ptr(op.getDgamma()),
+           fl.ptrOrNull(op.getDbeta()), rows.rows, rows.cols,
+           fl.f64(op.getEpsilon().convertToDouble()), fl.i32(op.getRms())});
+  return success();
+}
+
 LogicalResult lowerBatchNormGrad(nn::BatchNormGradOp op, FunctionLowering &fl) {
   I32Value dtype = fl.dtype(op.getInput());
   ViewAround view =
@@ -138,6 +150,7 @@ void addGradientLowerings(LoweringRegistry &registry) {
   registry.add<nn::SoftmaxGradOp>(lowerSoftmaxGrad);
   registry.add<nn::LayerNormGradOp>(lowerLayerNormGrad);
   registry.add<nn::RmsNormGradOp>(lowerRmsNormGrad);
+  registry.add<nn::NormGradAddOp>(lowerNormGradAdd);
   registry.add<nn::BatchNormGradOp>(lowerBatchNormGrad);
   registry.add<nn::CrossEntropyGradOp>(lowerCrossEntropyGrad);
   registry.add<nn::EmbeddingGradOp>(lowerEmbeddingGrad);

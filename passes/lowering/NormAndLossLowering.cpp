@@ -45,6 +45,17 @@ LogicalResult lowerRmsNorm(nn::RmsNormOp op, FunctionLowering &fl) {
                    op.getEpsilon().convertToDouble(), /*rms=*/true);
 }
 
+/// The residual add and the layer (or RMS: no beta) norm of its sum.
+LogicalResult lowerAddNorm(nn::AddNormOp op, FunctionLowering &fl) {
+  RowsAndCols rows = fl.rowsAndCols(tensorType(op.getSum()).getShape());
+  fl.call(rt::tessel_add_layer_norm,
+          {fl.dtype(op.getSum()), fl.ptr(op.getLhs()), fl.ptr(op.getRhs()),
+           fl.ptr(op.getGamma()), fl.ptrOrNull(op.getBeta()),
+           fl.ptr(op.getSum()), fl.ptr(op.getResult()), rows.rows, rows.cols,
+           fl.f64(op.getEpsilon().convertToDouble()), fl.i32(op.isRms())});
+  return success();
+}
+
 LogicalResult lowerBatchNorm(nn::BatchNormOp op, FunctionLowering &fl) {
   I32Value dtype = fl.dtype(op.getResult());
   ViewAround view = fl.viewAround(op.getType().getShape(), op.getFeatureDim());
@@ -97,6 +108,7 @@ void addNormAndLossLowerings(LoweringRegistry &registry) {
   registry.add<nn::SoftmaxOp>(lowerSoftmax);
   registry.add<nn::LayerNormOp>(lowerLayerNorm);
   registry.add<nn::RmsNormOp>(lowerRmsNorm);
+  registry.add<nn::AddNormOp>(lowerAddNorm);
   registry.add<nn::BatchNormOp>(lowerBatchNorm);
   registry.add<nn::CrossEntropyOp>(lowerCrossEntropy);
   registry.add<nn::LabelLogitOp>(lowerLabelLogit);

@@ -311,6 +311,18 @@ public:
   virtual void layerNorm(tessel_ctx *ctx, int32_t dtype, const void *x,
                          const void *gamma, const void *beta, void *y,
                          int64_t rows, int64_t cols, double eps, bool rms) = 0;
+  /// A residual add and the norm of its result in one pass (rows, cols > 0;
+  /// rows·cols fits int64): sum = a + b rounded to dtype, then y =
+  /// layerNorm(sum). sum may be a or b; y overlaps none of a, b, sum. The
+  /// default is the two kernels; a backend that fuses them computes the
+  /// same values (the norm reads the rounded sum).
+  virtual void addLayerNorm(tessel_ctx *ctx, int32_t dtype, const void *a,
+                            const void *b, const void *gamma, const void *beta,
+                            void *sum, void *y, int64_t rows, int64_t cols,
+                            double eps, bool rms) {
+    binary(ctx, TESSEL_ADD, dtype, a, b, sum, rows * cols);
+    layerNorm(ctx, dtype, sum, gamma, beta, y, rows, cols, eps, rms);
+  }
   /// outer·inner > 0.
   virtual void batchNorm(tessel_ctx *ctx, int32_t dtype, const void *x,
                          const void *gamma, const void *beta, void *y,
@@ -342,6 +354,20 @@ public:
                              const void *gamma, const void *dy, void *dx,
                              void *dgamma, void *dbeta, int64_t rows,
                              int64_t cols, double eps, bool rms) = 0;
+  /// layerNormGrad whose dx is then added to `residual` (the gradient the
+  /// residual stream carries past the norm): dx = residual + the norm's dx
+  /// rounded to dtype, as the two kernels compute it. dx overlaps none of
+  /// x, dy, residual; rows, cols > 0 (the front takes an empty one to
+  /// layerNormGrad). The default is the two kernels.
+  virtual void layerNormGradAdd(tessel_ctx *ctx, int32_t dtype, const void *x,
+                                const void *gamma, const void *dy,
+                                const void *residual, void *dx, void *dgamma,
+                                void *dbeta, int64_t rows, int64_t cols,
+                                double eps, bool rms) {
+    layerNormGrad(ctx, dtype, x, gamma, dy, dx, dgamma, dbeta, rows, cols, eps,
+                  rms);
+    binary(ctx, TESSEL_ADD, dtype, residual, dx, dx, rows * cols);
+  }
   virtual void batchNormGrad(tessel_ctx *ctx, int32_t dtype, const void *x,
                              const void *gamma, const void *dy, void *dx,
                              void *dgamma, void *dbeta, int64_t outer,

@@ -46,6 +46,24 @@ inline bool checkIndexDtype(tessel_ctx *ctx, const char *kernel,
   return false;
 }
 
+/// rows × cols elements, neither negative and the count within int64;
+/// otherwise records "<kernel>: ..." and fails.
+inline bool checkRows(tessel_ctx *ctx, const char *kernel, int64_t rows,
+                      int64_t cols) {
+  int64_t count;
+  if (rows < 0 || cols < 0) {
+    setError(ctx, "%s: negative shape [%lld, %lld]", kernel, (long long)rows,
+             (long long)cols);
+    return false;
+  }
+  if (__builtin_mul_overflow(rows, cols, &count)) {
+    setError(ctx, "%s: [%lld, %lld] elements overflow int64", kernel,
+             (long long)rows, (long long)cols);
+    return false;
+  }
+  return true;
+}
+
 /// A block [offset, offset + size) of an extent `total` (a rank's rows of a
 /// vocabulary-parallel table or its classes of the logits): non-negative and
 /// inside [0, total]; otherwise records an error naming `kernel` and fails.

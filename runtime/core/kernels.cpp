@@ -415,6 +415,22 @@ void tessel_layer_norm(tessel_ctx *ctx, int32_t dtype, const void *x,
                           rms != 0);
 }
 
+void tessel_add_layer_norm(tessel_ctx *ctx, int32_t dtype, const void *a,
+                           const void *b, const void *gamma, const void *beta,
+                           void *sum, void *y, int64_t rows, int64_t cols,
+                           double eps, int32_t rms) {
+  if (!ctx)
+    return;
+  KernelScope scope(ctx, __func__);
+  if (!checkRows(ctx, "tessel_add_layer_norm", rows, cols) ||
+      !checkDtype(ctx, "tessel_add_layer_norm", dtype, isFloatDtype(dtype)))
+    return;
+  if (rows == 0 || cols == 0)
+    return;
+  ctx->backend->addLayerNorm(ctx, dtype, a, b, gamma, beta, sum, y, rows, cols,
+                             eps, rms != 0);
+}
+
 void tessel_batch_norm(tessel_ctx *ctx, int32_t dtype, const void *x,
                        const void *gamma, const void *beta, void *y,
                        int64_t outer, int64_t channels, int64_t inner,

@@ -57,6 +57,27 @@ void tessel_layer_norm_grad(tessel_ctx *ctx, int32_t dtype, const void *x,
                               cols, eps, rms != 0);
 }
 
+void tessel_layer_norm_grad_add(tessel_ctx *ctx, int32_t dtype, const void *x,
+                                const void *gamma, const void *dy,
+                                const void *residual, void *dx, void *dgamma,
+                                void *dbeta, int64_t rows, int64_t cols,
+                                double eps, int32_t rms) {
+  if (!ctx)
+    return;
+  KernelScope scope(ctx, __func__);
+  const char *kernel = "tessel_layer_norm_grad_add";
+  if (!checkRows(ctx, kernel, rows, cols) ||
+      !checkDtype(ctx, kernel, dtype, isFloatDtype(dtype)))
+    return;
+  // No element to add to: only the empty column sums are left.
+  if (rows == 0 || cols == 0)
+    ctx->backend->layerNormGrad(ctx, dtype, x, gamma, dy, dx, dgamma, dbeta,
+                                rows, cols, eps, rms != 0);
+  else
+    ctx->backend->layerNormGradAdd(ctx, dtype, x, gamma, dy, residual, dx,
+                                   dgamma, dbeta, rows, cols, eps, rms != 0);
+}
+
 void tessel_batch_norm_grad(tessel_ctx *ctx, int32_t dtype, const void *x,
                             const void *gamma, const void *dy, void *dx,
                             void *dgamma, void *dbeta, int64_t outer,

@@ -162,6 +162,13 @@ public:
     defer(&Backend::layerNorm, ctx, dtype, x, gamma, beta, y, rows, cols, eps,
           rms);
   }
+  void addLayerNorm(tessel_ctx *ctx, int32_t dtype, const void *a,
+                    const void *b, const void *gamma, const void *beta,
+                    void *sum, void *y, int64_t rows, int64_t cols, double eps,
+                    bool rms) override {
+    defer(&Backend::addLayerNorm, ctx, dtype, a, b, gamma, beta, sum, y, rows,
+          cols, eps, rms);
+  }
   void batchNorm(tessel_ctx *ctx, int32_t dtype, const void *x,
                  const void *gamma, const void *beta, void *y, int64_t outer,
                  int64_t channels, int64_t inner, double eps) override {
@@ -205,6 +212,13 @@ public:
                      bool rms) override {
     defer(&Backend::layerNormGrad, ctx, dtype, x, gamma, dy, dx, dgamma, dbeta,
           rows, cols, eps, rms);
+  }
+  void layerNormGradAdd(tessel_ctx *ctx, int32_t dtype, const void *x,
+                        const void *gamma, const void *dy, const void *residual,
+                        void *dx, void *dgamma, void *dbeta, int64_t rows,
+                        int64_t cols, double eps, bool rms) override {
+    defer(&Backend::layerNormGradAdd, ctx, dtype, x, gamma, dy, residual, dx,
+          dgamma, dbeta, rows, cols, eps, rms);
   }
   void batchNormGrad(tessel_ctx *ctx, int32_t dtype, const void *x,
                      const void *gamma, const void *dy, void *dx, void *dgamma,

@@ -90,6 +90,10 @@ public:
   void layerNorm(tessel_ctx *ctx, int32_t dtype, const void *x,
                  const void *gamma, const void *beta, void *y, int64_t rows,
                  int64_t cols, double eps, bool rms) override;
+  void addLayerNorm(tessel_ctx *ctx, int32_t dtype, const void *a,
+                    const void *b, const void *gamma, const void *beta,
+                    void *sum, void *y, int64_t rows, int64_t cols, double eps,
+                    bool rms) override;
   void batchNorm(tessel_ctx *ctx, int32_t dtype, const void *x,
                  const void *gamma, const void *beta, void *y, int64_t outer,
                  int64_t channels, int64_t inner, double eps) override;
@@ -114,6 +118,10 @@ public:
                      const void *gamma, const void *dy, void *dx, void *dgamma,
                      void *dbeta, int64_t rows, int64_t cols, double eps,
                      bool rms) override;
+  void layerNormGradAdd(tessel_ctx *ctx, int32_t dtype, const void *x,
+                        const void *gamma, const void *dy, const void *residual,
+                        void *dx, void *dgamma, void *dbeta, int64_t rows,
+                        int64_t cols, double eps, bool rms) override;
   void batchNormGrad(tessel_ctx *ctx, int32_t dtype, const void *x,
                      const void *gamma, const void *dy, void *dx, void *dgamma,
                      void *dbeta, int64_t outer, int64_t channels,

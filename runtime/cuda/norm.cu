@@ -10,7 +10,10 @@
 // 8192 columns (4096 for f64); 128-bit loads and stores where every pointer
 // and the row length allow. Row sums go through a fixed shuffle tree, so
 // they are the same every run. Softmax keeps a running max and
-// Σ e^(x − max) in one pass.
+// Σ e^(x − max) in one pass. Layer norm's row pass can also take the
+// residual add before it (the rounded sum stored and normalised), and its
+// gradient's the add of dx to the residual stream's gradient after it, each
+// bit for bit the unfused pair (norm_math.h's roundedSum, residualPlusDx).
 //
 // Strided softmax (inner > 1): a thread per (outer, inner) column, reading
 // across threads along inner, so loads are coalesced.
@@ -140,19 +143,52 @@ __device__ __forceinline__ void rowStats(Part &xp, const T *xr, int64_t cols,
   rstd = rstdOf<C>(double(groupSum<kThreads>(q)), invCols, eps);
 }
 
-template <class T, int kThreads, int kSlots, int kVec>
+/// Thread t's part of the row sum a + b rounded to T (roundedSum), stored
+/// to `sum` and, with kSlots > 0, kept in xp. Streamed (kSlots == 0), the
+/// passes after this read `sum` back from memory: forSlots gives thread t
+/// the same slots (slotStart(t, 0) + m·kThreads·kVec) in every pass, so a
+/// thread reads only what it wrote itself and needs no barrier. The same
+/// holds with sum aliasing a or b: each element is read, then written, by
+/// one thread.
+template <int kThreads, int kSlots, int kVec, class T, class Part>
+__device__ __forceinline__ void
+fillRoundedSum(Part &xp, const T *ar, const T *br, T *sr, int64_t cols, int t) {
+  using C = Compute<T>;
+  forSlots<kThreads, kSlots, kVec>(cols, t, [&](int k, int64_t j0) {
+    C *s = xp.v + k * kVec; // streamed: the one slot, scratch here
+    C b[kVec];
+    loadSlot<kVec>(ar, j0, cols, s);
+    loadSlot<kVec>(br, j0, cols, b);
+#pragma unroll
+    for (int v = 0; v < kVec; ++v)
+      s[v] = roundedSum<T>(s[v], b[v]); // 0 past the row
+    storeSlot<kVec>(sr, j0, cols, s);
+  });
+}
+
+/// Layer (or RMS) norm of x; with kAdd, of x + addend rounded to T, which
+/// is also stored to `sum` (tessel_add_layer_norm). Without kAdd, addend
+/// and sum are unused (null) and the kernel is the plain one.
+template <class T, int kThreads, int kSlots, int kVec, bool kAdd>
 __global__ void __launch_bounds__(RowGrid<kThreads>::kBlock,
                                     RowGrid<kThreads>::kMinBlocks)
-    layerNormRowsKernel(const T *x, const T *gamma, const T *beta, T *y,
-                        int64_t rows, int64_t cols, double invCols, double eps,
-                        bool rms) {
+    layerNormRowsKernel(const T *x, const T *addend, T *sum, const T *gamma,
+                        const T *beta, T *y, int64_t rows, int64_t cols,
+                        double invCols, double eps, bool rms) {
   using C = Compute<T>;
   using G = RowGrid<kThreads>;
   const int t = G::thread();
   for (int64_t r = G::first(); r < rows; r += G::stride()) {
     const T *xr = x + r * cols;
     RowPart<T, kThreads, kSlots, kVec> xp;
-    xp.fill(xr, cols, t);
+    if constexpr (kAdd) {
+      T *sr = sum + r * cols;
+      fillRoundedSum<kThreads, kSlots, kVec>(xp, xr, addend + r * cols, sr,
+                                             cols, t);
+      xr = sr;
+    } else {
+      xp.fill(xr, cols, t);
+    }
     C mean, rstd;
     rowStats<kThreads, kSlots, kVec>(xp, xr, cols, t, invCols, eps, rms, mean,
                                      rstd);
@@ -173,12 +209,17 @@ __global__ void __launch_bounds__(RowGrid<kThreads>::kBlock,
 }
 
 /// dx of layer (or RMS) norm; with `stats`, also each row's mean and rstd
-/// (stats[r], stats[rows + r]) for the dγ column sums.
-template <class T, int kThreads, int kSlots, int kVec>
+/// (stats[r], stats[rows + r]) for the dγ column sums. With kResidual, dx
+/// is residual + that dx rounded to T (residualPlusDx,
+/// tessel_layer_norm_grad_add); dx is never x or dy, which every pass and
+/// the column sums read (nor residual: the ABI's two-kernel meaning could
+/// not). Without kResidual, residual is unused (null).
+template <class T, int kThreads, int kSlots, int kVec, bool kResidual>
 __global__ void __launch_bounds__(RowGrid<kThreads>::kBlock)
-    layerNormGradRowsKernel(const T *x, const T *gamma, const T *dy, T *dx,
-                            Compute<T> *stats, int64_t rows, int64_t cols,
-                            double invCols, double eps, bool rms) {
+    layerNormGradRowsKernel(const T *x, const T *gamma, const T *dy,
+                            const T *residual, T *dx, Compute<T> *stats,
+                            int64_t rows, int64_t cols, double invCols,
+                            double eps, bool rms) {
   using C = Compute<T>;
   using G = RowGrid<kThreads>;
   const int t = G::thread();
@@ -224,6 +265,13 @@ __global__ void __launch_bounds__(RowGrid<kThreads>::kBlock)
 #pragma unroll
       for (int v = 0; v < kVec; ++v)
         out[v] = normDx(rstd, d[v], meanD, xh[v], meanDX);
+      if constexpr (kResidual) {
+        C res[kVec];
+        loadSlot<kVec>(residual + r * cols, j0, cols, res);
+#pragma unroll
+        for (int v = 0; v < kVec; ++v)
+          out[v] = residualPlusDx<T>(res[v], out[v]);
+      }
       storeSlot<kVec>(dx + r * cols, j0, cols, out);
     });
   }
@@ -263,19 +311,28 @@ void launchRows(cudaStream_t stream, int64_t rows, int64_t cols, bool vec,
     go(Int<512>(), Int<0>());
 }
 
+/// Name<kFused...>::launch runs Kernel<T, kThreads, kSlots, kVec, kFused...>
+/// (the layer norm kernels take whether a residual add is fused).
 #define TESSEL_ROW_OP(Name, Kernel)                                            \
-  struct Name {                                                                \
+  template <bool... kFused> struct Name {                                      \
     template <class T, int kThreads, int kSlots, int kVec, class... A>         \
     static void launch(unsigned grid, unsigned block, cudaStream_t stream,     \
                        A... args) {                                            \
-      Kernel<T, kThreads, kSlots, kVec><<<grid, block, 0, stream>>>(args...);  \
+      Kernel<T, kThreads, kSlots, kVec, kFused...>                             \
+          <<<grid, block, 0, stream>>>(args...);                               \
     }                                                                          \
   };
-TESSEL_ROW_OP(SoftmaxRows, softmaxRowsKernel)
-TESSEL_ROW_OP(SoftmaxGradRows, softmaxGradRowsKernel)
-TESSEL_ROW_OP(LayerNormRows, layerNormRowsKernel)
-TESSEL_ROW_OP(LayerNormGradRows, layerNormGradRowsKernel)
+TESSEL_ROW_OP(SoftmaxRowsOf, softmaxRowsKernel)
+TESSEL_ROW_OP(SoftmaxGradRowsOf, softmaxGradRowsKernel)
+TESSEL_ROW_OP(LayerNormRowsOf, layerNormRowsKernel)
+TESSEL_ROW_OP(LayerNormGradRowsOf, layerNormGradRowsKernel)
 #undef TESSEL_ROW_OP
+using SoftmaxRows = SoftmaxRowsOf<>;
+using SoftmaxGradRows = SoftmaxGradRowsOf<>;
+using LayerNormRows = LayerNormRowsOf<false>;
+using AddLayerNormRows = LayerNormRowsOf<true>;
+using LayerNormGradRows = LayerNormGradRowsOf<false>;
+using LayerNormGradAddRows = LayerNormGradRowsOf<true>;
 
 /// Rows can be read 128 bits at a time: the row length is a multiple of 16
 /// bytes and every (non-null) pointer 16-byte aligned.
@@ -495,6 +552,56 @@ void *scratch(tessel_ctx *ctx, cudaStream_t stream, size_t bytes,
   return p;
 }
 
+/// layerNormGrad, with `residual` (non-null) added to dx in the row pass;
+/// the dγ and dβ column sums read x and dy either way.
+void launchLayerNormGrad(tessel_ctx *ctx, cudaStream_t stream, const char *what,
+                         int32_t dtype, const void *x, const void *gamma,
+                         const void *dy, const void *residual, void *dx,
+                         void *dgamma, void *dbeta, int64_t rows, int64_t cols,
+                         double eps, bool rms) {
+  visitFloat(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    using C = Compute<T>;
+    const size_t columnBytes = size_t(cols) * sizeof(T);
+    if (rows == 0) { // empty column sums
+      if (dgamma)
+        CudaBackend::check(ctx, cudaMemsetAsync(dgamma, 0, columnBytes, stream),
+                           what);
+      if (dbeta)
+        CudaBackend::check(ctx, cudaMemsetAsync(dbeta, 0, columnBytes, stream),
+                           what);
+      return;
+    }
+    C *stats = nullptr;
+    if (dgamma && !(stats = static_cast<C *>(scratch(
+                        ctx, stream, 2 * size_t(rows) * sizeof(C), what))))
+      return;
+    const bool vec = vectorRows<T>(cols, {x, gamma, dy, residual, dx});
+    const double invCols = 1.0 / double(cols);
+    if (residual)
+      launchRows<LayerNormGradAddRows, T>(
+          stream, rows, cols, vec, in<T>(x), in<T>(gamma), in<T>(dy),
+          in<T>(residual), out<T>(dx), stats, rows, cols, invCols, eps, rms);
+    else
+      launchRows<LayerNormGradRows, T>(
+          stream, rows, cols, vec, in<T>(x), in<T>(gamma), in<T>(dy),
+          in<T>(nullptr), out<T>(dx), stats, rows, cols, invCols, eps, rms);
+    if (CudaBackend::checkLaunch(ctx, what) && (dgamma || dbeta)) {
+      size_t bytes = size_t(columnChunks(rows)) * size_t(cols) * 2 * 8;
+      if (auto *partials =
+              static_cast<double *>(scratch(ctx, stream, bytes, what))) {
+        channelSums<false>(
+            ctx, what, stream, rows, cols, 1, partials,
+            LayerNormColumnTerms<T>{in<T>(x), in<T>(dy), stats, rows},
+            StoreColumnSums<T>{out<T>(dgamma), out<T>(dbeta)});
+        cudaFreeAsync(partials, stream);
+      }
+    }
+    if (stats)
+      cudaFreeAsync(stats, stream);
+  });
+}
+
 } // namespace
 
 void CudaBackend::softmax(tessel_ctx *ctx, int32_t dtype, const void *x,
@@ -553,52 +660,50 @@ void CudaBackend::layerNorm(tessel_ctx *ctx, int32_t dtype, const void *x,
     using T = decltype(tag);
     launchRows<LayerNormRows, T>(
         stream(), rows, cols, vectorRows<T>(cols, {x, gamma, beta, y}),
-        in<T>(x), in<T>(gamma), in<T>(beta), out<T>(y), rows, cols,
-        1.0 / double(cols), eps, rms);
+        in<T>(x), in<T>(nullptr), out<T>(nullptr), in<T>(gamma), in<T>(beta),
+        out<T>(y), rows, cols, 1.0 / double(cols), eps, rms);
   });
   checkLaunch(ctx, "tessel_layer_norm");
+}
+
+void CudaBackend::addLayerNorm(tessel_ctx *ctx, int32_t dtype, const void *a,
+                               const void *b, const void *gamma,
+                               const void *beta, void *sum, void *y,
+                               int64_t rows, int64_t cols, double eps,
+                               bool rms) {
+  if (rows == 0 || cols == 0)
+    return;
+  visitFloat(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    launchRows<AddLayerNormRows, T>(
+        stream(), rows, cols, vectorRows<T>(cols, {a, b, sum, gamma, beta, y}),
+        in<T>(a), in<T>(b), out<T>(sum), in<T>(gamma), in<T>(beta), out<T>(y),
+        rows, cols, 1.0 / double(cols), eps, rms);
+  });
+  checkLaunch(ctx, "tessel_add_layer_norm");
 }
 
 void CudaBackend::layerNormGrad(tessel_ctx *ctx, int32_t dtype, const void *x,
                                 const void *gamma, const void *dy, void *dx,
                                 void *dgamma, void *dbeta, int64_t rows,
                                 int64_t cols, double eps, bool rms) {
-  const char *what = "tessel_layer_norm_grad";
   if (cols == 0)
     return;
-  visitFloat(dtype, [&](auto tag) {
-    using T = decltype(tag);
-    using C = Compute<T>;
-    const size_t columnBytes = size_t(cols) * sizeof(T);
-    if (rows == 0) { // empty column sums
-      if (dgamma)
-        check(ctx, cudaMemsetAsync(dgamma, 0, columnBytes, stream()), what);
-      if (dbeta)
-        check(ctx, cudaMemsetAsync(dbeta, 0, columnBytes, stream()), what);
-      return;
-    }
-    C *stats = nullptr;
-    if (dgamma &&
-        !(stats = static_cast<C *>(
-              scratch(ctx, stream(), 2 * size_t(rows) * sizeof(C), what))))
-      return;
-    launchRows<LayerNormGradRows, T>(
-        stream(), rows, cols, vectorRows<T>(cols, {x, gamma, dy, dx}),
-        in<T>(x), in<T>(gamma), in<T>(dy), out<T>(dx), stats, rows, cols,
-        1.0 / double(cols), eps, rms);
-    if (checkLaunch(ctx, what) && (dgamma || dbeta)) {
-      size_t bytes = size_t(columnChunks(rows)) * size_t(cols) * 2 * 8;
-      if (auto *partials =
-              static_cast<double *>(scratch(ctx, stream(), bytes, what))) {
-        channelSums<false>(ctx, what, stream(), rows, cols, 1, partials,
-                    LayerNormColumnTerms<T>{in<T>(x), in<T>(dy), stats, rows},
-                    StoreColumnSums<T>{out<T>(dgamma), out<T>(dbeta)});
-        cudaFreeAsync(partials, stream());
-      }
-    }
-    if (stats)
-      cudaFreeAsync(stats, stream());
-  });
+  launchLayerNormGrad(ctx, stream(), "tessel_layer_norm_grad", dtype, x, gamma,
+                      dy, nullptr, dx, dgamma, dbeta, rows, cols, eps, rms);
+}
+
+void CudaBackend::layerNormGradAdd(tessel_ctx *ctx, int32_t dtype,
+                                   const void *x, const void *gamma,
+                                   const void *dy, const void *residual,
+                                   void *dx, void *dgamma, void *dbeta,
+                                   int64_t rows, int64_t cols, double eps,
+                                   bool rms) {
+  if (cols == 0)
+    return;
+  launchLayerNormGrad(ctx, stream(), "tessel_layer_norm_grad_add", dtype, x,
+                      gamma, dy, residual, dx, dgamma, dbeta, rows, cols, eps,
+                      rms);
 }
 
 void CudaBackend::batchNorm(tessel_ctx *ctx, int32_t dtype, const void *x,

@@ -4,8 +4,9 @@
 // functions, so that the host tests (runtime/test/cuda/CudaNormTest.cpp)
 // run the device's arithmetic against the CPU backend without a GPU: the
 // element loads and stores (core/storage.h's, bit for bit cpu/internal.h's),
-// the row statistics, the normalised value, the softmax's online max and sum, the
-// gradient formulas, and how a row is split over the threads that reduce it
+// the row statistics, the normalised value, the softmax's online max and sum,
+// the gradient formulas, the residual adds fused into layer norm and its
+// gradient, and how a row is split over the threads that reduce it
 // (RowConfig, slotStart) and how column sums are split into chunks.
 //
 // Plain C++ with no CUDA header: g++ compiles it for the tests.
@@ -28,6 +29,7 @@ namespace norm_detail {
 
 //===--- Stored floats (core/storage.h) -----------------------------------===//
 
+using stored::addRn;
 using stored::bf16ToFloat;
 using stored::BFloat;
 using stored::bitsFloat;
@@ -117,6 +119,32 @@ template <class C> TESSEL_HD C onlineRescale(C max, C sum, C rowMax) {
   if (max == -std::numeric_limits<C>::infinity())
     return C(0);
   return sum * expOf(max - rowMax);
+}
+
+//===--- Residual adds fused into layer norm ------------------------------===//
+//
+// The fused kernels compute what a kernel that stores to T and a later one
+// that loads it back compute, rounding in between. addRn keeps the device
+// from contracting the add with the multiply before it (an FMA would skip
+// the rounding the unfused kernels do).
+
+/// v stored as T and loaded back (the identity for f32 and f64).
+template <class T, class C> TESSEL_HD C roundedTo(C v) {
+  return C(Elem<T>::load(Elem<T>::store(v)));
+}
+
+/// tessel_binary's TESSEL_ADD of two loaded T, rounded to T: the sum
+/// add-layer-norm stores and normalises. Storing it again gives the same
+/// bits (a value of T, or a NaN already quieted, rounds to itself).
+template <class T, class C> TESSEL_HD C roundedSum(C a, C b) {
+  return roundedTo<T>(addRn(a, b));
+}
+
+/// Layer norm's dx rounded to T (as layerNormGrad stores it) added to the
+/// loaded residual, as tessel_binary then adds them: the fused gradient's
+/// dx before its store.
+template <class T, class C> TESSEL_HD C residualPlusDx(C residual, C dx) {
+  return addRn(residual, roundedTo<T>(dx));
 }
 
 //===--- How the kernels split their work ---------------------------------===//

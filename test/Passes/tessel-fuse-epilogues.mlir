@@ -166,12 +166,13 @@ func.func @gelu_not_fused(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>) -> (tensor<
 // -----
 
 // Tests that a bias gradient's sum stays apart from its weight gradient's
-// GEMM unless bias-grads asks for it (tessel-fuse-epilogues-bias-grads.mlir).
-// CHECK-LABEL: func.func @bias_grad_off_by_default
+// GEMM here: that is tessel-fuse-bias-grads' (tessel-fuse-bias-grads.mlir),
+// after the overlap of communication.
+// CHECK-LABEL: func.func @bias_grad_left_alone
 // CHECK: nn.reduce_sum
 // CHECK: nn.matmul %arg0, %arg1 transpose_lhs
 // CHECK-NOT: matmul_bias_grad
-func.func @bias_grad_off_by_default(%x: tensor<32x784xf32>, %dy: tensor<32x16xf32>) -> (tensor<784x16xf32>, tensor<16xf32>) {
+func.func @bias_grad_left_alone(%x: tensor<32x784xf32>, %dy: tensor<32x16xf32>) -> (tensor<784x16xf32>, tensor<16xf32>) {
   %db = nn.reduce_sum %dy dims = [0] : tensor<32x16xf32> -> tensor<16xf32>
   %dw = nn.matmul %x, %dy transpose_lhs : (tensor<32x784xf32>, tensor<32x16xf32>) -> tensor<784x16xf32>
   return %dw, %db : tensor<784x16xf32>, tensor<16xf32>

@@ -360,3 +360,28 @@ func.func @grouped(%p0: tensor<4xf32>, %p1: tensor<2x3xf32>, %p2: tensor<4xf32>,
   %c:3 = nn.optimizer_step adamw %g2, %s outs(%p2, %m2, %v2 : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) {lr = 3.0e-4 : f64, weight_decay = 0.0 : f64} : tensor<4xf32>
   return %a#0, %b#0, %c#0 : tensor<4xf32>, tensor<2x3xf32>, tensor<4xf32>
 }
+
+// -----
+
+// Tests that add_norm calls tessel_add_layer_norm with both addends, gamma,
+// beta, the sum and the norm's result over rows of the last dimension
+// (rms 0), and norm_grad_add calls tessel_layer_norm_grad_add with the
+// residual gradient before dx: null dbeta and rms 1 for an RMS norm, an
+// unused dbeta still written (into the arena) for a layer norm.
+// CHECK-LABEL: llvm.func @tessel_fn_residual_norms
+// CHECK-SAME: %[[CTX:[^:]*]]: !llvm.ptr, %[[SCRATCH:[^:]*]]: !llvm.ptr, %[[H:[^:]*]]: !llvm.ptr, %[[O:[^:]*]]: !llvm.ptr, %[[G:[^:]*]]: !llvm.ptr, %[[B:[^:]*]]: !llvm.ptr, %[[DY:[^:]*]]: !llvm.ptr, %[[S:[^:]*]]: !llvm.ptr, %[[Y:[^:]*]]: !llvm.ptr, %[[DX:[^:]*]]: !llvm.ptr, %[[DG:[^:]*]]: !llvm.ptr, %[[DX2:[^:]*]]: !llvm.ptr, %[[DG2:[^:]*]]: !llvm.ptr
+// CHECK-DAG: %[[ROWS:.*]] = llvm.mlir.constant(6 : i64) : i64
+// CHECK-DAG: %[[COLS:.*]] = llvm.mlir.constant(8 : i64) : i64
+// CHECK-DAG: %[[BF16:.*]] = llvm.mlir.constant(2 : i32) : i32
+// CHECK-DAG: %[[LN:.*]] = llvm.mlir.constant(0 : i32) : i32
+// CHECK: llvm.call @tessel_add_layer_norm(%[[CTX]], %[[BF16]], %[[H]], %[[O]], %[[G]], %[[B]], %[[S]], %[[Y]], %[[ROWS]], %[[COLS]], %{{.*}}, %[[LN]])
+// CHECK: %[[NULL:.*]] = llvm.mlir.zero : !llvm.ptr
+// CHECK: %[[RMS:.*]] = llvm.mlir.constant(1 : i32) : i32
+// CHECK: llvm.call @tessel_layer_norm_grad_add(%[[CTX]], %{{.*}}, %[[S]], %[[G]], %[[DY]], %[[O]], %[[DX]], %[[DG]], %[[NULL]], %{{.*}}, %{{.*}}, %{{.*}}, %[[RMS]])
+// CHECK: llvm.call @tessel_layer_norm_grad_add(%[[CTX]], %{{.*}}, %[[S]], %[[G]], %[[DY]], %[[DX]], %[[DX2]], %[[DG2]], %[[SCRATCH]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}})
+func.func @residual_norms(%h: tensor<2x3x8xbf16>, %o: tensor<2x3x8xbf16>, %g: tensor<8xbf16>, %b: tensor<8xbf16>, %dy: tensor<2x3x8xbf16>) -> (tensor<2x3x8xbf16>, tensor<2x3x8xbf16>, tensor<2x3x8xbf16>, tensor<8xbf16>, tensor<2x3x8xbf16>, tensor<8xbf16>) {
+  %s, %y = nn.add_norm %h, %o, %g, %b {epsilon = 1.0e-5 : f64} : (tensor<2x3x8xbf16>, tensor<2x3x8xbf16>, tensor<8xbf16>, tensor<8xbf16>) -> (tensor<2x3x8xbf16>, tensor<2x3x8xbf16>)
+  %dx, %dg = nn.norm_grad_add %s, %g, %dy, %o {epsilon = 1.0e-6 : f64, rms} : (tensor<2x3x8xbf16>, tensor<8xbf16>, tensor<2x3x8xbf16>, tensor<2x3x8xbf16>) -> (tensor<2x3x8xbf16>, tensor<8xbf16>)
+  %dx2, %dg2, %db2 = nn.norm_grad_add %s, %g, %dy, %dx {epsilon = 1.0e-5 : f64} : (tensor<2x3x8xbf16>, tensor<8xbf16>, tensor<2x3x8xbf16>, tensor<2x3x8xbf16>) -> (tensor<2x3x8xbf16>, tensor<8xbf16>, tensor<8xbf16>)
+  return %s, %y, %dx, %dg, %dx2, %dg2 : tensor<2x3x8xbf16>, tensor<2x3x8xbf16>, tensor<2x3x8xbf16>, tensor<8xbf16>, tensor<2x3x8xbf16>, tensor<8xbf16>
+}

@@ -5,6 +5,8 @@
 // RUN: tessel-run %t.mlp.so --steps 4 --microbatches 4 --quiet --save %t.mlp.safetensors
 // RUN: tessel-run %t.mlp-unfused.so --steps 4 --microbatches 4 --quiet --save %t.mlp-unfused.safetensors
 // RUN: python3 %S/Inputs/compare_safetensors.py %t.mlp.safetensors %t.mlp-unfused.safetensors | FileCheck %s --check-prefix=SAME
+// RUN: tessel-compile %examples/gpt.mlir --emit=mlir -o - | FileCheck %s --check-prefix=NORM-IR
+// RUN: tessel-compile %examples/gpt.mlir --no-fuse-residual-norms --emit=mlir -o - | FileCheck %s --check-prefix=NORM-OFF-IR
 // RUN: tessel-compile %examples/gpt.mlir --mesh dp=2,tp=2 -o %t.gpt.so
 // RUN: tessel-compile %examples/gpt.mlir --mesh dp=2,tp=2 --no-fuse-epilogues -o %t.gpt-unfused.so
 // RUN: tessel-run %t.gpt.so --steps 3 --quiet --save %t.gpt.safetensors
@@ -20,9 +22,9 @@
 // RUN: tessel-run %t.pp.so --steps 4 --quiet --save %t.pp.safetensors
 // RUN: tessel-run %t.pp-unfused.so --steps 4 --quiet --save %t.pp-unfused.safetensors
 // RUN: python3 %S/Inputs/compare_safetensors.py %t.pp.safetensors %t.pp-unfused.safetensors 1e-5 | FileCheck %s --check-prefix=CLOSE
-// RUN: tessel-compile %examples/gpt.mlir --mesh dp=2 --zero 3 --fuse-bias-grads --emit=mlir -o %t.z3.mlir
+// RUN: tessel-compile %examples/gpt.mlir --mesh dp=2 --zero 3 --emit=mlir -o %t.z3.mlir
 // RUN: FileCheck %s --check-prefix=BGRAD-IR --input-file %t.z3.mlir
-// RUN: tessel-compile %examples/gpt.mlir --mesh dp=2 --zero 3 --fuse-bias-grads -o %t.z3.so
+// RUN: tessel-compile %examples/gpt.mlir --mesh dp=2 --zero 3 -o %t.z3.so
 // RUN: tessel-compile %examples/gpt.mlir --mesh dp=2 --zero 3 --no-fuse-epilogues -o %t.z3-unfused.so
 // RUN: tessel-run %t.z3.so --steps 3 --quiet --save %t.z3.safetensors
 // RUN: tessel-run %t.z3-unfused.so --steps 3 --quiet --save %t.z3-unfused.safetensors
@@ -53,9 +55,27 @@
 // FUSED-IR-NOT: llvm.call @tessel_matmul
 // FUSED-IR-LABEL: llvm.func @tessel_fn_loss_update(
 // UNFUSED-IR-NOT: llvm.call @tessel_matmul_epilogue
-// gpt's MLP fuses its tanh GELU (epilogue 2) and its gradient (3); with
-// --fuse-bias-grads the layer's weight gradients also sum their bias
-// gradients (4). Trained with ZeRO-3, the same parameters bit for bit.
+// gpt's block: the attention's residual add and the second norm are one
+// pass (the first norm reads the block's input, the last layer's sum goes
+// on to the final norm through nn.repeat); in the backward, both norms'
+// input gradients are added to the residual stream's as they are written.
+// NORM-IR-LABEL: llvm.func @tessel_fn_block(
+// NORM-IR: llvm.call @tessel_layer_norm(
+// NORM-IR: llvm.call @tessel_add_layer_norm(
+// NORM-IR-LABEL: llvm.func @tessel_fn_block_keep(
+// NORM-IR: llvm.call @tessel_add_layer_norm(
+// NORM-IR-LABEL: llvm.func @tessel_fn_block_derivative(
+// NORM-IR-COUNT-2: llvm.call @tessel_layer_norm_grad_add(
+// NORM-IR-NOT: llvm.call @tessel_layer_norm_grad_add(
+// NORM-IR-LABEL: llvm.func @tessel_fn_loss_backward(
+// NORM-IR-NOT: llvm.call @tessel_add_layer_norm(
+// NORM-IR: llvm.call @tessel_layer_norm_grad(
+// NORM-OFF-IR-NOT: @tessel_add_layer_norm(
+// NORM-OFF-IR-NOT: @tessel_layer_norm_grad_add(
+// gpt's MLP fuses its tanh GELU (epilogue 2) and its gradient (3), and
+// its layer's weight gradients also sum their bias gradients (4,
+// tessel-fuse-bias-grads). Trained with ZeRO-3, the same parameters bit
+// for bit.
 // BGRAD-IR-DAG: llvm.mlir.constant(2 : i32)
 // BGRAD-IR-DAG: llvm.mlir.constant(3 : i32)
 // BGRAD-IR-DAG: llvm.mlir.constant(4 : i32)

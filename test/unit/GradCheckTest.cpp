@@ -517,6 +517,27 @@ GradModel rmsNorm(std::mt19937 &rng) {
   return {m.finish(y, shape)};
 }
 
+/// A residual add, the norm of its sum and the sum used again (n ⊙ s):
+/// what tessel-fuse-epilogues folds into nn.add_norm and, in the backward,
+/// nn.norm_grad_add (the sum's gradient is the mul's plus the norm's).
+GradModel residualNorm(std::mt19937 &rng, bool rms) {
+  ModelBuilder m;
+  Shape shape = randomShape(rng, 0, 2);
+  int64_t hidden = between(rng, 2, 6);
+  shape.push_back(hidden);
+  std::string t = tensorType(shape), v = tensorType({hidden});
+  std::string x = m.param(shape), r = m.param(shape), g = m.param({hidden});
+  std::string s = m.emit("nn.add " + x + ", " + r + " : " + t);
+  std::string n =
+      rms ? m.emit("nn.rms_norm " + s + ", " + g + epsilonAttr(rng) + " : " +
+                   fnType({t, v}, t))
+          : m.emit("nn.layer_norm " + s + ", " + g + ", " +
+                   m.param({hidden}) + epsilonAttr(rng) + " : " +
+                   fnType({t, v, v}, t));
+  std::string y = m.emit("nn.mul " + n + ", " + s + " : " + t);
+  return {m.finish(y, shape)};
+}
+
 GradModel batchNorm(std::mt19937 &rng) {
   ModelBuilder m;
   Shape shape;
@@ -683,6 +704,10 @@ std::vector<GradCase> allCases() {
   add("softmax", 3, softmax);
   add("layer_norm", 2, layerNorm);
   add("rms_norm", 2, rmsNorm);
+  add("residual_layer_norm", 2,
+      [](std::mt19937 &rng) { return residualNorm(rng, false); });
+  add("residual_rms_norm", 2,
+      [](std::mt19937 &rng) { return residualNorm(rng, true); });
   add("batch_norm", 3, batchNorm);
   for (const char *reduction : {"mean", "sum", "none"})
     add(std::string("cross_entropy_") + reduction, 2,
@@ -697,7 +722,8 @@ std::vector<GradCase> allCases() {
   std::vector<GradCase> f32;
   for (const char *name :
        {"gelu_exact", "gelu_approximate", "silu", "softmax", "layer_norm",
-        "rms_norm", "batch_norm", "cross_entropy_mean", "cross_entropy_none",
+        "rms_norm", "residual_layer_norm", "residual_rms_norm", "batch_norm",
+        "cross_entropy_mean", "cross_entropy_none",
         "embedding", "attention_causal", "attention_grouped_query",
         "matmul_batched_tl_tr", "repeat_recompute_selective"})
     for (const GradCase &c : cases)

@@ -130,11 +130,17 @@ cl::opt<bool> noFuseEpilogues(
     cl::desc("Keep a matmul and the accumulate or bias add after it apart "
              "(tessel-fuse-epilogues folds them into one GEMM by default)"),
     cl::cat(trainCategory));
-cl::opt<bool> fuseBiasGrads(
-    "fuse-bias-grads",
-    cl::desc("Also fold a bias gradient's sum into its weight gradient's "
-             "GEMM (one kernel fewer per linear layer; may shrink the "
-             "overlap of communication)"),
+cl::opt<bool> noFuseResidualNorms(
+    "no-fuse-residual-norms",
+    cl::desc("Keep a residual add and the norm after it apart, and a norm's "
+             "input gradient and the residual gradient's add (one pass over "
+             "the rows each by default)"),
+    cl::cat(trainCategory));
+cl::opt<bool> noFuseBiasGrads(
+    "no-fuse-bias-grads",
+    cl::desc("Keep a bias gradient's sum apart from its weight gradient's "
+             "GEMM (fused by default where the overlap of communication "
+             "keeps every cover)"),
     cl::cat(trainCategory));
 
 // Parallelism: the device mesh and how the step is split over it
@@ -348,7 +354,8 @@ void setPipelineOptions(tessel::CompilePipelineOptions &options) {
   options.reshardAfterForward = !noReshardAfterForward;
   options.overlap = overlapCollectives;
   options.fuseEpilogues = !noFuseEpilogues;
-  options.fuseBiasGrads = fuseBiasGrads;
+  options.fuseBiasGrads = !noFuseBiasGrads;
+  options.fuseResidualNorms = !noFuseResidualNorms;
   if (stageLayers.getNumOccurrences() > 0)
     options.stageLayers = stageLayers;
   if (microbatches.getNumOccurrences() > 0)

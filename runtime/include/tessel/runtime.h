@@ -59,8 +59,13 @@ extern "C" {
  * with each launch's step. Generated code no longer calls tessel_get_step
  * or tessel_lr_at; consecutive updates that share their constants are one
  * tessel_optimizer_update_group_current (one kernel on a GPU). Descriptions
- * 1 to 8 still load (their entries remain). */
-#define TESSEL_ABI_VERSION 9
+ * 1 to 8 still load (their entries remain).
+ * 10: tessel_add_layer_norm and tessel_layer_norm_grad_add, a residual add
+ * and the layer (or RMS) norm of its sum in one pass, and the norm's
+ * gradient added to the residual stream's, which tessel-fuse-epilogues
+ * uses in place of tessel_binary beside tessel_layer_norm(_grad).
+ * Descriptions 1 to 9 still load. */
+#define TESSEL_ABI_VERSION 10
 
 typedef enum tessel_dtype {
   TESSEL_F32 = 0,
@@ -640,6 +645,15 @@ void tessel_layer_norm(tessel_ctx *ctx, int32_t dtype, const void *x,
                        const void *gamma, const void *beta, void *y,
                        int64_t rows, int64_t cols, double eps, int32_t rms);
 
+/* A residual add and the norm after it (ABI 10): sum = a + b, rounded to
+ * dtype, then y = tessel_layer_norm(sum) (RMS norm with beta null and rms
+ * set), in one pass over the rows. Equal to tessel_binary TESSEL_ADD then
+ * tessel_layer_norm. sum may be a or b; y may overlap none of a, b, sum. */
+void tessel_add_layer_norm(tessel_ctx *ctx, int32_t dtype, const void *a,
+                           const void *b, const void *gamma, const void *beta,
+                           void *sum, void *y, int64_t rows, int64_t cols,
+                           double eps, int32_t rms);
+
 /* Batch norm (training statistics) of an [outer, channels, inner] view:
  * every channel normalised with the mean and biased variance over outer and
  * inner, then scaled by gamma and shifted by beta. */
@@ -714,6 +728,17 @@ void tessel_layer_norm_grad(tessel_ctx *ctx, int32_t dtype, const void *x,
                             const void *gamma, const void *dy, void *dx,
                             void *dgamma, void *dbeta, int64_t rows,
                             int64_t cols, double eps, int32_t rms);
+
+/* tessel_layer_norm_grad whose dx is added to `residual`, the gradient
+ * the residual stream carries past the norm (ABI 10): dx = residual + the
+ * norm's dx rounded to dtype, equal to tessel_layer_norm_grad then
+ * tessel_binary TESSEL_ADD. dx may overlap none of x, dy and residual.
+ * dgamma and dbeta as tessel_layer_norm_grad. */
+void tessel_layer_norm_grad_add(tessel_ctx *ctx, int32_t dtype, const void *x,
+                                const void *gamma, const void *dy,
+                                const void *residual, void *dx, void *dgamma,
+                                void *dbeta, int64_t rows, int64_t cols,
+                                double eps, int32_t rms);
 
 /* Batch norm with batch statistics over [outer, channels, inner]: dx,
  * dgamma and dbeta (the full training-mode backward, through the mean and

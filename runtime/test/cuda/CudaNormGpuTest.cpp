@@ -3,7 +3,9 @@
 // On a GPU (CpuVsCuda; skipped without one): every norm kernel on a CUDA
 // and a CPU context through the C ABI on the same inputs, every dtype, rows
 // in each configuration (warp, block, streamed; 128-bit and scalar), and the
-// column sums' reproducibility.
+// column sums' reproducibility. The fused residual adds
+// (tessel_add_layer_norm, tessel_layer_norm_grad_add) against tessel_binary
+// beside the unfused kernels on the same GPU, bit for bit.
 //
 //===----------------------------------------------------------------------===//
 
@@ -134,6 +136,184 @@ TEST_F(CudaNormGpu, ColumnSumsAreReproducible) {
       runLayerNormGrad(cpu, x, &gv, dy, true, true, rows, cols, 1e-5, false);
   expectNear(first.dgamma, want.dgamma, 1e-5, "dgamma over 4000 rows");
   expectNear(first.dbeta, want.dbeta, 1e-5, "dbeta over 4000 rows");
+}
+
+//===--- Fused residual adds vs the unfused kernels -----------------------===//
+
+/// Device copies of host vectors on one context, each `shift` elements past
+/// an allocation (16-byte aligned), so that shift 1 makes the rows take the
+/// scalar path; freed at the end.
+struct DeviceBuffers {
+  tessel_ctx *ctx;
+  int shift;
+  std::vector<void *> owned;
+  template <class T> T *alloc(size_t n) {
+    owned.push_back(
+        tessel_alloc(ctx, int64_t((n + size_t(shift)) * sizeof(T))));
+    return static_cast<T *>(owned.back()) + shift;
+  }
+  template <class T> T *put(const std::vector<T> &host) {
+    T *p = alloc<T>(host.size());
+    tessel_copy_to_device(ctx, p, host.data(),
+                          int64_t(host.size() * sizeof(T)));
+    return p;
+  }
+  template <class T> T *putIf(const std::vector<T> *host) {
+    return host ? put(*host) : nullptr;
+  }
+  template <class T> std::vector<T> get(const T *p, size_t n) {
+    std::vector<T> host(n);
+    tessel_synchronize(ctx);
+    tessel_copy_to_host(ctx, host.data(), p, int64_t(n * sizeof(T)));
+    return host;
+  }
+  ~DeviceBuffers() {
+    for (void *p : owned)
+      tessel_free(ctx, p);
+  }
+};
+
+/// How a fused call's buffers are laid out: in place (sum = a or b) and
+/// misaligned (every pointer one element off).
+struct FusedLayout {
+  int sumIs = 0; // 0: its own buffer, 1: a, 2: b
+  int shift = 0;
+};
+
+/// tessel_add_layer_norm against tessel_binary then tessel_layer_norm.
+template <class T>
+void expectAddLayerNormUnfused(tessel_ctx *gpu, int64_t rows, int64_t cols,
+                               int affine, bool rms, FusedLayout layout,
+                               const std::string &what) {
+  const int32_t dtype = dtypeOf<T>();
+  const size_t n = size_t(rows * cols);
+  auto a = randomRow<T>(n, uint64_t(rows * cols), -4, 4);
+  auto b = randomRow<T>(n, uint64_t(cols) + 7, -1, 1);
+  auto gv = randomRow<T>(size_t(cols), 3, 0.5, 1.5);
+  auto bv = randomRow<T>(size_t(cols), 4, -1, 1);
+  DeviceBuffers buf{gpu, layout.shift, {}};
+  T *g = affine < 2 ? buf.put(gv) : nullptr;
+  T *beta = affine < 1 ? buf.put(bv) : nullptr;
+
+  T *ua = buf.put(a), *ub = buf.put(b), *usum = buf.alloc<T>(n),
+    *uy = buf.alloc<T>(n);
+  tessel_binary(gpu, TESSEL_ADD, dtype, ua, ub, usum, int64_t(n));
+  tessel_layer_norm(gpu, dtype, usum, g, beta, uy, rows, cols, 1e-5, rms);
+
+  T *fa = buf.put(a), *fb = buf.put(b), *fy = buf.alloc<T>(n);
+  T *fsum = layout.sumIs == 1 ? fa : layout.sumIs == 2 ? fb : buf.alloc<T>(n);
+  tessel_add_layer_norm(gpu, dtype, fa, fb, g, beta, fsum, fy, rows, cols, 1e-5,
+                        rms);
+  expectSameBits(buf.get(fsum, n), buf.get(usum, n), "sum " + what);
+  expectSameBits(buf.get(fy, n), buf.get(uy, n), "y " + what);
+}
+
+/// tessel_layer_norm_grad_add against tessel_layer_norm_grad then
+/// tessel_binary(residual, dx, dx); dγ with gamma, dβ unless `affine` is 1.
+template <class T>
+void expectLayerNormGradAddUnfused(tessel_ctx *gpu, int64_t rows, int64_t cols,
+                                   int affine, bool rms, FusedLayout layout,
+                                   const std::string &what) {
+  const int32_t dtype = dtypeOf<T>();
+  const size_t n = size_t(rows * cols), nc = size_t(cols);
+  auto x = randomRow<T>(n, uint64_t(rows * cols), -4, 4);
+  auto dy = randomRow<T>(n, 5, -1, 1);
+  auto res = randomRow<T>(n, 6, -2, 2);
+  auto gv = randomRow<T>(nc, 3, 0.5, 1.5);
+  const bool wantDgamma = affine < 2, wantDbeta = affine != 1;
+  DeviceBuffers buf{gpu, layout.shift, {}};
+  T *g = affine < 2 ? buf.put(gv) : nullptr;
+  T *xd = buf.put(x), *dyd = buf.put(dy);
+
+  T *ures = buf.put(res), *udx = buf.alloc<T>(n);
+  T *udg = wantDgamma ? buf.alloc<T>(nc) : nullptr;
+  T *udb = wantDbeta ? buf.alloc<T>(nc) : nullptr;
+  tessel_layer_norm_grad(gpu, dtype, xd, g, dyd, udx, udg, udb, rows, cols,
+                         1e-5, rms);
+  tessel_binary(gpu, TESSEL_ADD, dtype, ures, udx, udx, int64_t(n));
+
+  T *fres = buf.put(res);
+  T *fdx = buf.alloc<T>(n);
+  T *fdg = wantDgamma ? buf.alloc<T>(nc) : nullptr;
+  T *fdb = wantDbeta ? buf.alloc<T>(nc) : nullptr;
+  tessel_layer_norm_grad_add(gpu, dtype, xd, g, dyd, fres, fdx, fdg, fdb, rows,
+                             cols, 1e-5, rms);
+  expectSameBits(buf.get(fdx, n), buf.get(udx, n), "dx " + what);
+  if (wantDgamma)
+    expectSameBits(buf.get(fdg, nc), buf.get(udg, nc), "dgamma " + what);
+  if (wantDbeta)
+    expectSameBits(buf.get(fdb, nc), buf.get(udb, nc), "dbeta " + what);
+}
+
+/// Rows in every configuration: a warp of 8 or 16/32 elements a thread, a
+/// block, streamed; 128-bit where the row length allows (256, 768, 1000,
+/// 2048, 20000 for every dtype), scalar otherwise.
+template <class T> void fusedAddCases(tessel_ctx *gpu) {
+  const int64_t rowsList[] = {3, 65};
+  const int64_t colsList[] = {1, 7, 256, 768, 1000, 2048, 4097, 20000};
+  for (int64_t rows : rowsList)
+    for (int64_t cols : colsList)
+      for (bool rms : {false, true})
+        for (int affine = 0; affine < 3; ++affine) { // γ β, γ, neither
+          std::string what = shapeName(rows, cols) + (rms ? " rms" : "") +
+                             " affine " + std::to_string(affine);
+          expectAddLayerNormUnfused<T>(gpu, rows, cols, affine, rms, {}, what);
+          expectLayerNormGradAddUnfused<T>(gpu, rows, cols, affine, rms, {},
+                                           what);
+        }
+  // In place and misaligned, in each configuration.
+  for (int64_t cols : {768, 2048, 4097, 20000})
+    for (int shift : {0, 1}) {
+      std::string what =
+          shapeName(17, cols) + " shift " + std::to_string(shift);
+      for (int sumIs : {1, 2})
+        expectAddLayerNormUnfused<T>(
+            gpu, 17, cols, 0, false, {sumIs, shift},
+            what + " sum is " + (sumIs == 1 ? "a" : "b"));
+      expectAddLayerNormUnfused<T>(gpu, 17, cols, 1, true, {0, shift},
+                                   what + " rms");
+      expectLayerNormGradAddUnfused<T>(gpu, 17, cols, 0, false, {0, shift},
+                                       what);
+      expectLayerNormGradAddUnfused<T>(gpu, 17, cols, 2, true, {0, shift},
+                                       what + " rms");
+    }
+}
+
+// Tests that the fused residual adds equal the unfused kernels bit for bit.
+TEST_F(CudaNormGpu, FusedResidualAddsEqualUnfused) {
+  fusedAddCases<float>(gpu);
+  fusedAddCases<double>(gpu);
+  fusedAddCases<Half>(gpu);
+  fusedAddCases<BFloat>(gpu);
+}
+
+/// RMS norm with a residual add, on the GPU fused and on the CPU: one shape
+/// of each configuration.
+template <class T> void fusedVsCpuCases(tessel_ctx *cpu, tessel_ctx *gpu) {
+  for (int64_t cols : {768, 4097, 20000}) {
+    const int64_t rows = 5;
+    std::string name = shapeName(rows, cols);
+    auto a = randomRow<T>(size_t(rows * cols), 1, -4, 4);
+    auto b = randomRow<T>(a.size(), 2, -1, 1);
+    auto gv = randomRow<T>(size_t(cols), 3, 0.5, 1.5);
+    const std::vector<T> *noBeta = nullptr;
+    Call c{gpu};
+    void *sum = c.outOf<T>(a.size()), *y = c.outOf<T>(a.size());
+    tessel_add_layer_norm(gpu, dtypeOf<T>(), c.in(&a), c.in(&b), c.in(&gv),
+                          nullptr, sum, y, rows, cols, 1e-5, true);
+    auto cpuSum = runAdd(cpu, a, b);
+    expectSameBits(take<T>(gpu, sum, a.size()), cpuSum, "sum " + name);
+    expectNear(take<T>(gpu, y, a.size()),
+               runLayerNorm(cpu, cpuSum, &gv, noBeta, rows, cols, 1e-5, true),
+               tolerance<T>(), "y " + name);
+  }
+}
+
+// Tests that the fused add and norm is the CPU's sum bit for bit and its
+// norm within rounding.
+TEST_F(CudaNormGpu, FusedAddLayerNormMatchesCpu) {
+  fusedVsCpuCases<float>(cpu, gpu);
+  fusedVsCpuCases<BFloat>(cpu, gpu);
 }
 
 TEST_F(CudaNormGpu, EmptyBatchGivesZeroSums) {

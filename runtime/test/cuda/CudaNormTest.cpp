@@ -6,7 +6,9 @@
 // through the C ABI: softmax and its gradient (contiguous and strided),
 // layer and RMS norm and their gradients, batch norm and its gradient, in
 // f32 and f64 (bf16 for the forward kernels), and the 16-bit conversions
-// against cpu/internal.h bit for bit. The same kernels on a GPU:
+// against cpu/internal.h bit for bit. The residual adds fused into layer
+// norm and its gradient are checked bit for bit against tessel_binary beside
+// the unfused kernels. The same kernels on a GPU:
 // CudaNormGpuTest.cpp.
 //
 //===----------------------------------------------------------------------===//
@@ -160,13 +162,13 @@ std::vector<T> emulateSoftmaxGrad(const std::vector<T> &y,
   return dx;
 }
 
-/// A row's mean and rstd as rowStats computes them.
-template <class T>
-void emulateRowStats(const RowEmu<T> &emu, const T *xr, double eps, bool rms,
+/// A row's mean and rstd as rowStats computes them; at(j) is the row's
+/// element j in compute type.
+template <class T, class At>
+void emulateRowStats(const RowEmu<T> &emu, At at, double eps, bool rms,
                      typename Elem<T>::Compute &mean,
                      typename Elem<T>::Compute &rstd) {
   using C = typename Elem<T>::Compute;
-  auto at = [&](int64_t j) { return C(Elem<T>::load(xr[j])); };
   const double invCols = 1.0 / double(emu.cols);
   C m = rms ? C(0) : meanOf(emu.sum(at), invCols);
   C q = emu.sum([&](int64_t j) {
@@ -177,26 +179,61 @@ void emulateRowStats(const RowEmu<T> &emu, const T *xr, double eps, bool rms,
   rstd = rstdOf<C>(double(q), invCols, eps);
 }
 
+/// layerNormRowsKernel over the values x(i) (compute type) of a
+/// [rows, cols] tensor.
+template <class T, class X>
+std::vector<T> emulateLayerNormOf(X x, const std::vector<T> *gamma,
+                                  const std::vector<T> *beta, int64_t rows,
+                                  int64_t cols, double eps, bool rms) {
+  using C = typename Elem<T>::Compute;
+  RowEmu<T> emu(cols, true);
+  std::vector<T> y(size_t(rows * cols));
+  for (int64_t r = 0; r < rows; ++r) {
+    auto at = [&](int64_t j) { return C(x(r * cols + j)); };
+    C mean, rstd;
+    emulateRowStats(emu, at, eps, rms, mean, rstd);
+    for (int64_t j = 0; j < cols; ++j) {
+      C g = gamma ? C(Elem<T>::load((*gamma)[size_t(j)])) : C(0);
+      C b = beta ? C(Elem<T>::load((*beta)[size_t(j)])) : C(0);
+      y[size_t(r * cols + j)] = Elem<T>::store(layerNormValue(
+          at(j), mean, rstd, gamma != nullptr, g, beta != nullptr, b));
+    }
+  }
+  return y;
+}
+
 template <class T>
 std::vector<T> emulateLayerNorm(const std::vector<T> &x,
                                 const std::vector<T> *gamma,
                                 const std::vector<T> *beta, int64_t rows,
                                 int64_t cols, double eps, bool rms) {
+  return emulateLayerNormOf(
+      [&](int64_t i) { return Elem<T>::load(x[size_t(i)]); }, gamma, beta, rows,
+      cols, eps, rms);
+}
+
+/// The fused add and layer norm (layerNormRowsKernel with kAdd): `sum` gets
+/// a + b stored; the norm reads roundedSum from registers where the row is
+/// cached, the stored sum where it is streamed.
+template <class T>
+std::vector<T> emulateAddLayerNorm(const std::vector<T> &a,
+                                   const std::vector<T> &b, std::vector<T> &sum,
+                                   const std::vector<T> *gamma,
+                                   const std::vector<T> *beta, int64_t rows,
+                                   int64_t cols, double eps, bool rms) {
   using C = typename Elem<T>::Compute;
-  RowEmu<T> emu(cols, true);
-  std::vector<T> y(x.size());
-  for (int64_t r = 0; r < rows; ++r) {
-    C mean, rstd;
-    emulateRowStats(emu, x.data() + r * cols, eps, rms, mean, rstd);
-    for (int64_t j = 0; j < cols; ++j) {
-      C g = gamma ? C(Elem<T>::load((*gamma)[size_t(j)])) : C(0);
-      C b = beta ? C(Elem<T>::load((*beta)[size_t(j)])) : C(0);
-      y[size_t(r * cols + j)] = Elem<T>::store(
-          layerNormValue(C(Elem<T>::load(x[size_t(r * cols + j)])), mean, rstd,
-                         gamma != nullptr, g, beta != nullptr, b));
-    }
+  std::vector<C> cached(a.size());
+  sum.resize(a.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    cached[i] = roundedSum<T>(C(Elem<T>::load(a[i])), C(Elem<T>::load(b[i])));
+    sum[i] = Elem<T>::store(cached[i]);
   }
-  return y;
+  const bool streamed = chooseRowConfig(cols, int(sizeof(C))).elems == 0;
+  return emulateLayerNormOf(
+      [&](int64_t i) {
+        return streamed ? C(Elem<T>::load(sum[size_t(i)])) : cached[size_t(i)];
+      },
+      gamma, beta, rows, cols, eps, rms);
 }
 
 /// Column sums as channelSums computes them for inner == 1: per chunk of
@@ -224,11 +261,14 @@ void emulateColumnSums(int64_t rows, int64_t cols, F f, std::vector<double> &a,
     }
 }
 
+/// layerNormGradRowsKernel and the dγ/dβ column sums; with `residual`,
+/// the fused kernel's dx (residualPlusDx).
 template <class T>
 Grads<T> emulateLayerNormGrad(const std::vector<T> &x,
                               const std::vector<T> *gamma,
                               const std::vector<T> &dy, int64_t rows,
-                              int64_t cols, double eps, bool rms) {
+                              int64_t cols, double eps, bool rms,
+                              const std::vector<T> *residual = nullptr) {
   using C = typename Elem<T>::Compute;
   RowEmu<T> emu(cols, true);
   Grads<T> out;
@@ -240,7 +280,9 @@ Grads<T> emulateLayerNormGrad(const std::vector<T> &x,
   };
   for (int64_t r = 0; r < rows; ++r) {
     C mean, rstd;
-    emulateRowStats(emu, x.data() + r * cols, eps, rms, mean, rstd);
+    emulateRowStats(
+        emu, [&](int64_t j) { return ld(x, r * cols + j); }, eps, rms, mean,
+        rstd);
     means[size_t(r)] = mean;
     rstds[size_t(r)] = rstd;
     auto xh = [&](int64_t j) { return (ld(x, r * cols + j) - mean) * rstd; };
@@ -251,9 +293,12 @@ Grads<T> emulateLayerNormGrad(const std::vector<T> &x,
     C meanD = rms ? C(0) : meanOf(emu.sum(d), invCols);
     C meanDX =
         meanOf(emu.sum([&](int64_t j) { return d(j) * xh(j); }), invCols);
-    for (int64_t j = 0; j < cols; ++j)
-      out.dx[size_t(r * cols + j)] =
-          Elem<T>::store(normDx(rstd, d(j), meanD, xh(j), meanDX));
+    for (int64_t j = 0; j < cols; ++j) {
+      C v = normDx(rstd, d(j), meanD, xh(j), meanDX);
+      if (residual)
+        v = residualPlusDx<T>(ld(*residual, r * cols + j), v);
+      out.dx[size_t(r * cols + j)] = Elem<T>::store(v);
+    }
   }
   std::vector<double> a, b;
   emulateColumnSums(rows, cols,
@@ -503,6 +548,138 @@ TEST_F(CudaNormHost, LayerNormLongRowsAndBf16) {
   layerNormCases<float>(cpu, rows, 1, longCols, 1);
   const int64_t bfRows[] = {5};
   layerNormCases<BFloat>(cpu, bfRows, 1, cols, 2);
+}
+
+/// Special values for the residual adds: zeros of both signs, infinities,
+/// a NaN, sums that overflow T and that round to even, subnormals.
+template <class T> std::vector<T> specialValues() {
+  const double inf = std::numeric_limits<double>::infinity();
+  const double big = std::is_same<T, Half>::value     ? 60000.0
+                     : std::is_same<T, double>::value ? 1e308
+                                                      : 3e38;
+  std::vector<double> v = {0.0,  -0.0, inf,     -inf,  std::nan(""), big,
+                           -big, 1.0,  1.0 / 3, 1e-40, -1e-42,       257.0};
+  std::vector<T> out;
+  for (double d : v)
+    out.push_back(fromDouble<T>(d));
+  return out;
+}
+
+template <class T> void roundedSumCases(tessel_ctx *cpu) {
+  using C = typename Elem<T>::Compute;
+  auto sp = specialValues<T>();
+  std::vector<T> a = randomRow<T>(4096, 11, -300, 300);
+  std::vector<T> b = randomRow<T>(4096, 12, -1, 1);
+  for (T x : sp)
+    for (T y : sp) {
+      a.push_back(x);
+      b.push_back(y);
+    }
+  // dx: b's value nudged off T's grid, unrounded (in f32 and f64 a no-op).
+  std::vector<T> sums, dx, plusDx;
+  for (size_t i = 0; i < a.size(); ++i) {
+    C ca = C(Elem<T>::load(a[i])), cb = C(Elem<T>::load(b[i]));
+    C unrounded = cb + cb * C(1.0 / 4096);
+    sums.push_back(Elem<T>::store(roundedSum<T>(ca, cb)));
+    dx.push_back(Elem<T>::store(unrounded));
+    plusDx.push_back(Elem<T>::store(residualPlusDx<T>(ca, unrounded)));
+  }
+  expectSameBits(sums, runAdd(cpu, a, b), "roundedSum");
+  expectSameBits(plusDx, runAdd(cpu, a, dx), "residualPlusDx");
+}
+
+// Tests that the fused adds' per-element arithmetic is tessel_binary's add
+// on the CPU, special values included.
+TEST_F(CudaNormHost, FusedAddsAreTheCpuAdd) {
+  roundedSumCases<float>(cpu);
+  roundedSumCases<double>(cpu);
+  roundedSumCases<Half>(cpu);
+  roundedSumCases<BFloat>(cpu);
+}
+
+/// The fused add and layer norm against tessel_binary then
+/// tessel_layer_norm on the CPU: the sum bit for bit, y bit for bit with the
+/// unfused kernel's emulation on that sum (the CPU's row sums run in another
+/// order) and within rounding of the CPU's.
+template <class T>
+void addLayerNormCases(tessel_ctx *cpu, std::initializer_list<int64_t> rowsList,
+                       std::initializer_list<int64_t> colsList) {
+  const double eps = 1e-5;
+  for (int64_t rows : rowsList)
+    for (int64_t cols : colsList)
+      for (int affine = 0; affine < 3; ++affine)
+        for (bool rms : {false, true}) {
+          std::string name = shapeName(rows, cols) + (rms ? " rms" : "") +
+                             " affine " + std::to_string(affine);
+          size_t n = size_t(rows * cols);
+          auto a = randomRow<T>(n, uint64_t(rows + cols), -3, 5);
+          auto b = randomRow<T>(n, uint64_t(cols) + 77, -1, 1);
+          auto gv = randomRow<T>(size_t(cols), 3, 0.5, 1.5);
+          auto bv = randomRow<T>(size_t(cols), 4, -1, 1);
+          const std::vector<T> *g = affine < 2 ? &gv : nullptr;
+          const std::vector<T> *beta = affine < 1 ? &bv : nullptr;
+          std::vector<T> sum;
+          auto y =
+              emulateAddLayerNorm(a, b, sum, g, beta, rows, cols, eps, rms);
+          auto cpuSum = runAdd(cpu, a, b);
+          expectSameBits(sum, cpuSum, "sum " + name);
+          expectSameBits(
+              y, emulateLayerNorm(cpuSum, g, beta, rows, cols, eps, rms),
+              "y vs unfused " + name);
+          expectNear(y,
+                     runLayerNorm(cpu, cpuSum, g, beta, rows, cols, eps, rms),
+                     tolerance<T>(), "y vs cpu " + name);
+        }
+}
+
+// Tests the fused add and layer norm in the warp, block and streamed
+// configurations (9000 columns: streamed for f32 and bf16).
+TEST_F(CudaNormHost, AddLayerNormMatchesAddThenLayerNorm) {
+  addLayerNormCases<float>(cpu, {1, 3, 17}, {1, 7, 768, 4097, 9000});
+  addLayerNormCases<BFloat>(cpu, {1, 5}, {7, 768, 4097, 9000});
+}
+
+/// The fused gradient against tessel_layer_norm_grad then tessel_binary
+/// (residual + dx) on the CPU: dx bit for bit with the unfused kernel's
+/// emulation plus the CPU's add, dγ and dβ bit for bit with the unfused
+/// emulation's, and (f32) within rounding of the CPU's.
+template <class T>
+void layerNormGradAddCases(tessel_ctx *cpu,
+                           std::initializer_list<int64_t> rowsList,
+                           std::initializer_list<int64_t> colsList) {
+  const double eps = 1e-5;
+  for (int64_t rows : rowsList)
+    for (int64_t cols : colsList)
+      for (bool affine : {true, false})
+        for (bool rms : {false, true}) {
+          std::string name = shapeName(rows, cols) + (rms ? " rms" : "") +
+                             (affine ? "" : " plain");
+          size_t n = size_t(rows * cols);
+          auto x = randomRow<T>(n, uint64_t(rows + cols), -3, 5);
+          auto dy = randomRow<T>(n, uint64_t(cols) + 1000, -1, 1);
+          auto res = randomRow<T>(n, uint64_t(cols) + 2000, -2, 2);
+          auto gv = randomRow<T>(size_t(cols), 3, 0.5, 1.5);
+          const std::vector<T> *g = affine ? &gv : nullptr;
+          Grads<T> got =
+              emulateLayerNormGrad(x, g, dy, rows, cols, eps, rms, &res);
+          Grads<T> unfused =
+              emulateLayerNormGrad(x, g, dy, rows, cols, eps, rms);
+          expectSameBits(got.dx, runAdd(cpu, res, unfused.dx), "dx " + name);
+          expectSameBits(got.dgamma, unfused.dgamma, "dgamma " + name);
+          expectSameBits(got.dbeta, unfused.dbeta, "dbeta " + name);
+          if constexpr (std::is_same<T, float>::value) {
+            Grads<T> want = runLayerNormGrad(cpu, x, g, dy, true, true, rows,
+                                             cols, eps, rms);
+            expectNear(got.dx, runAdd(cpu, res, want.dx), tolerance<T>(),
+                       "dx vs cpu " + name,
+                       layerNormGradScale(x, g, dy, rows, cols, eps, rms));
+          }
+        }
+}
+
+TEST_F(CudaNormHost, LayerNormGradAddMatchesGradThenAdd) {
+  layerNormGradAddCases<float>(cpu, {1, 3, 65}, {1, 7, 768, 4097, 9000});
+  layerNormGradAddCases<BFloat>(cpu, {1, 5}, {7, 768, 9000});
 }
 
 template <class T> void batchNormCases(tessel_ctx *cpu) {

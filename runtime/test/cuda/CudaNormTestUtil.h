@@ -1,9 +1,10 @@
 //===- CudaNormTestUtil.h - Helpers of the CUDA norm tests ------*- C++ -*-===//
 //
 // Shared by CudaNormTest.cpp (host) and CudaNormGpuTest.cpp (GPU): each
-// norm kernel run through the C ABI on a context, from host vectors to host
-// vectors, random data in any float storage type, and the comparison with
-// its tolerance per type.
+// norm kernel (and tessel_binary's add, which the fused residual adds are
+// checked against) run through the C ABI on a context, from host vectors to
+// host vectors, random data in any float storage type, and the comparisons:
+// with a tolerance per type, or bit for bit.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,6 +16,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <string>
 
@@ -85,6 +87,17 @@ std::vector<T> runSoftmaxGrad(tessel_ctx *ctx, const std::vector<T> &y,
   tessel_softmax_grad(ctx, dtypeOf<T>(), c.in(&y), c.in(&dy), dx, outer, dim,
                       inner);
   return take<T>(ctx, dx, y.size());
+}
+
+/// tessel_binary TESSEL_ADD: a + b rounded to T.
+template <class T>
+std::vector<T> runAdd(tessel_ctx *ctx, const std::vector<T> &a,
+                      const std::vector<T> &b) {
+  Call c{ctx};
+  void *out = c.outOf<T>(a.size());
+  tessel_binary(ctx, TESSEL_ADD, dtypeOf<T>(), c.in(&a), c.in(&b), out,
+                int64_t(a.size()));
+  return take<T>(ctx, out, a.size());
 }
 
 template <class T>
@@ -184,6 +197,31 @@ void expectNear(const std::vector<A> &got, const std::vector<B> &want,
       ++bad;
     }
   }
+}
+
+template <class T> uint64_t bitsOf(T v) {
+  uint64_t bits = 0;
+  std::memcpy(&bits, &v, sizeof(T));
+  return bits;
+}
+
+/// Equal bit for bit, any NaN matching any NaN (the device's NaN is the
+/// canonical one, the host's carries its operand's payload).
+template <class T>
+void expectSameBits(const std::vector<T> &got, const std::vector<T> &want,
+                    const std::string &what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  int bad = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    bool same = bitsOf(got[i]) == bitsOf(want[i]) ||
+                (std::isnan(toDouble(got[i])) && std::isnan(toDouble(want[i])));
+    if (!same && bad++ < 5)
+      ADD_FAILURE() << what << ": element " << i << " is " << toDouble(got[i])
+                    << " (bits " << std::hex << bitsOf(got[i]) << "), want "
+                    << std::dec << toDouble(want[i]) << " (bits " << std::hex
+                    << bitsOf(want[i]) << ")" << std::dec;
+  }
+  EXPECT_EQ(bad, 0) << what << ": elements that differ";
 }
 
 template <class T> double tolerance() {

@@ -108,3 +108,24 @@ func.func @batch_norm_epsilon(%x: tensor<8x16xf32>, %g: tensor<8xf32>, %b: tenso
   %0 = nn.batch_norm %x, %g, %b {feature_dim = 0 : i64, epsilon = 1.0e-3 : f64} : (tensor<8x16xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<8x16xf32>
   return %0 : tensor<8x16xf32>
 }
+
+// Tests that add_norm returns the sum and its norm: layer norm with beta,
+// RMS norm without.
+// CHECK-LABEL: func.func @add_norm
+// CHECK: %{{.*}}, %{{.*}} = nn.add_norm %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {epsilon = 1.000000e-05 : f64} : (tensor<2x4x8xbf16>, tensor<2x4x8xbf16>, tensor<8xbf16>, tensor<8xbf16>) -> (tensor<2x4x8xbf16>, tensor<2x4x8xbf16>)
+// CHECK: %{{.*}}, %{{.*}} = nn.add_norm %{{.*}}, %{{.*}}, %{{.*}} {epsilon = 9.9999999999999995E-7 : f64} : (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>)
+func.func @add_norm(%h: tensor<2x4x8xbf16>, %o: tensor<2x4x8xbf16>, %g: tensor<8xbf16>, %b: tensor<8xbf16>, %v: tensor<8xf32>) -> (tensor<2x4x8xbf16>, tensor<2x4x8xbf16>, tensor<8xf32>, tensor<8xf32>) {
+  %s, %y = nn.add_norm %h, %o, %g, %b {epsilon = 1.0e-5 : f64} : (tensor<2x4x8xbf16>, tensor<2x4x8xbf16>, tensor<8xbf16>, tensor<8xbf16>) -> (tensor<2x4x8xbf16>, tensor<2x4x8xbf16>)
+  %s2, %y2 = nn.add_norm %v, %v, %v {epsilon = 1.0e-6 : f64} : (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>)
+  return %s, %y, %s2, %y2 : tensor<2x4x8xbf16>, tensor<2x4x8xbf16>, tensor<8xf32>, tensor<8xf32>
+}
+
+// Tests that norm_grad_add returns dx, dgamma and, without rms, dbeta.
+// CHECK-LABEL: func.func @norm_grad_add
+// CHECK: %{{.*}}, %{{.*}}, %{{.*}} = nn.norm_grad_add %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {epsilon = 1.000000e-05 : f64} : (tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>)
+// CHECK: %{{.*}}, %{{.*}} = nn.norm_grad_add %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {epsilon = 9.9999999999999995E-7 : f64, rms} : (tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<8xf32>)
+func.func @norm_grad_add(%x: tensor<4x8xf32>, %g: tensor<8xf32>, %dy: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<4x8xf32>, tensor<8xf32>) {
+  %dx, %dg, %db = nn.norm_grad_add %x, %g, %dy, %dy {epsilon = 1.0e-5 : f64} : (tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>)
+  %dx2, %dg2 = nn.norm_grad_add %x, %g, %dy, %dx {epsilon = 1.0e-6 : f64, rms} : (tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<8xf32>)
+  return %dx, %dg, %db, %dx2, %dg2 : tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<4x8xf32>, tensor<8xf32>
+}

@@ -179,3 +179,61 @@ func.func @batch_norm_epsilon(%x: tensor<8x16xf32>, %g: tensor<16xf32>) -> tenso
   %0 = nn.batch_norm %x, %g, %g {epsilon = -1.0e-5 : f64} : (tensor<8x16xf32>, tensor<16xf32>, tensor<16xf32>) -> tensor<8x16xf32>
   return %0 : tensor<8x16xf32>
 }
+
+// -----
+
+// Tests that add_norm needs its two addends of one type.
+func.func @add_norm_addends(%h: tensor<4x8xf32>, %o: tensor<4x8xbf16>, %g: tensor<8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+  // expected-error @+2 {{rhs must have type 'tensor<4x8xf32>', got 'tensor<4x8xbf16>'}}
+  // expected-error @+1 {{'nn.add_norm' op failed to infer returned types}}
+  %s, %y = nn.add_norm %h, %o, %g {epsilon = 1.0e-5 : f64} : (tensor<4x8xf32>, tensor<4x8xbf16>, tensor<8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>)
+  return %s, %y : tensor<4x8xf32>, tensor<4x8xf32>
+}
+
+// -----
+
+// Tests that add_norm checks beta against the last dimension.
+func.func @add_norm_beta(%h: tensor<4x8xf32>, %g: tensor<8xf32>, %b: tensor<4xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+  // expected-error @+2 {{beta}}
+  // expected-error @+1 {{'nn.add_norm' op failed to infer returned types}}
+  %s, %y = nn.add_norm %h, %h, %g, %b {epsilon = 1.0e-5 : f64} : (tensor<4x8xf32>, tensor<4x8xf32>, tensor<8xf32>, tensor<4xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>)
+  return %s, %y : tensor<4x8xf32>, tensor<4x8xf32>
+}
+
+// -----
+
+// Tests that add_norm rejects a rank-0 sum and a non-positive epsilon.
+func.func @add_norm_scalar(%h: tensor<f32>, %g: tensor<1xf32>) -> (tensor<f32>, tensor<f32>) {
+  // expected-error @+2 {{operands must have rank >= 1}}
+  // expected-error @+1 {{'nn.add_norm' op failed to infer returned types}}
+  %s, %y = nn.add_norm %h, %h, %g {epsilon = 1.0e-5 : f64} : (tensor<f32>, tensor<f32>, tensor<1xf32>) -> (tensor<f32>, tensor<f32>)
+  return %s, %y : tensor<f32>, tensor<f32>
+}
+
+// -----
+
+func.func @add_norm_epsilon(%h: tensor<4x8xf32>, %g: tensor<8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+  // expected-error @+1 {{'nn.add_norm' op epsilon must be positive, got 0.000000e+00}}
+  %s, %y = nn.add_norm %h, %h, %g {epsilon = 0.0 : f64} : (tensor<4x8xf32>, tensor<4x8xf32>, tensor<8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>)
+  return %s, %y : tensor<4x8xf32>, tensor<4x8xf32>
+}
+
+// -----
+
+// Tests that norm_grad_add needs the residual gradient of the input's type.
+func.func @norm_grad_add_residual(%x: tensor<4x8xf32>, %g: tensor<8xf32>, %r: tensor<8x4xf32>) -> (tensor<4x8xf32>, tensor<8xf32>) {
+  // expected-error @+2 {{residual must have type 'tensor<4x8xf32>', got 'tensor<8x4xf32>'}}
+  // expected-error @+1 {{'nn.norm_grad_add' op failed to infer returned types}}
+  %dx, %dg = nn.norm_grad_add %x, %g, %x, %r {epsilon = 1.0e-5 : f64, rms} : (tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>, tensor<8x4xf32>) -> (tensor<4x8xf32>, tensor<8xf32>)
+  return %dx, %dg : tensor<4x8xf32>, tensor<8xf32>
+}
+
+// -----
+
+// Tests that a layer norm's gradient (no rms) must return dbeta.
+func.func @norm_grad_add_dbeta(%x: tensor<4x8xf32>, %g: tensor<8xf32>) -> (tensor<4x8xf32>, tensor<8xf32>) {
+  // expected-error @+2 {{'nn.norm_grad_add' op inferred type(s) 'tensor<4x8xf32>', 'tensor<8xf32>', 'tensor<8xf32>' are incompatible with return type(s) of operation 'tensor<4x8xf32>', 'tensor<8xf32>'}}
+  // expected-error @+1 {{'nn.norm_grad_add' op failed to infer returned types}}
+  %dx, %dg = nn.norm_grad_add %x, %g, %x, %x {epsilon = 1.0e-5 : f64} : (tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<8xf32>)
+  return %dx, %dg : tensor<4x8xf32>, tensor<8xf32>
+}

@@ -1,4 +1,4 @@
-// RUN: tessel-opt %s --split-input-file --tessel-fuse-epilogues=bias-grads=true | FileCheck %s
+// RUN: tessel-opt %s --split-input-file --tessel-fuse-bias-grads | FileCheck %s
 
 // Tests that a repeated layer's weight gradient (a matmul of the flattened
 // output gradient) and its bias gradient (the sum over the leading
@@ -66,4 +66,43 @@ func.func @bias_grad_through_reshapes(%x: tensor<512x128xf32>, %dv: tensor<8x64x
   %v2 = nn.reshape %dv : tensor<8x64x4x32xf32> -> tensor<512x128xf32>
   %dw = nn.matmul %x, %v2 transpose_lhs : (tensor<512x128xf32>, tensor<512x128xf32>) -> tensor<128x128xf32>
   return %dw, %db : tensor<128x128xf32>, tensor<128xf32>
+}
+
+// -----
+
+// Tests that the fused GEMM takes a place only where every started
+// collective keeps a kernel between its start and its wait: here the sum
+// is the only kernel inside the all-reduce's window, so the GEMM stands
+// where the sum stood (the matmul's place had other work, outside it).
+// CHECK-LABEL: func.func @keeps_the_window
+// CHECK: %[[AR:.*]] = shard.all_reduce %arg2 on @mesh grid_axes = [0] {nn.async}
+// CHECK-NEXT: %[[DW:.*]], %[[DB:.*]] = nn.matmul_bias_grad %arg0, %arg1 transpose_lhs
+// CHECK-NEXT: %[[W:.*]] = nn.wait %[[AR]]
+// CHECK-NEXT: %[[E:.*]] = nn.exp %[[W]]
+shard.grid @mesh(shape = 2) {nn.axis_names = ["dp"]}
+func.func @keeps_the_window(%x: tensor<32x8xf32>, %dy: tensor<32x16xf32>, %g: tensor<64xf32>) -> (tensor<8x16xf32>, tensor<16xf32>, tensor<64xf32>) {
+  %dw = nn.matmul %x, %dy transpose_lhs : (tensor<32x8xf32>, tensor<32x16xf32>) -> tensor<8x16xf32>
+  %ar = shard.all_reduce %g on @mesh grid_axes = [0] {nn.async} : tensor<64xf32> -> tensor<64xf32>
+  %db = nn.reduce_sum %dy dims = [0] : tensor<32x16xf32> -> tensor<16xf32>
+  %w = nn.wait %ar : tensor<64xf32>
+  %e = nn.exp %w : tensor<64xf32>
+  return %dw, %db, %e : tensor<8x16xf32>, tensor<16xf32>, tensor<64xf32>
+}
+
+// -----
+
+// Tests that the two stay apart when each is the only kernel of a window:
+// a gather started before the function (a prefetch, waited for after the
+// matmul) and an all-reduce around the sum.
+// CHECK-LABEL: func.func @every_place_empties_a_window
+// CHECK-NOT: nn.matmul_bias_grad
+// CHECK: return
+shard.grid @mesh(shape = 2) {nn.axis_names = ["dp"]}
+func.func @every_place_empties_a_window(%x: tensor<32x8xf32>, %dy: tensor<32x16xf32>, %g: tensor<64xf32>, %prefetched: tensor<64xf32> {nn.prefetched}) -> (tensor<8x16xf32>, tensor<16xf32>, tensor<64xf32>, tensor<64xf32>) {
+  %dw = nn.matmul %x, %dy transpose_lhs : (tensor<32x8xf32>, tensor<32x16xf32>) -> tensor<8x16xf32>
+  %p = nn.wait %prefetched : tensor<64xf32>
+  %ar = shard.all_reduce %g on @mesh grid_axes = [0] {nn.async} : tensor<64xf32> -> tensor<64xf32>
+  %db = nn.reduce_sum %dy dims = [0] : tensor<32x16xf32> -> tensor<16xf32>
+  %w = nn.wait %ar : tensor<64xf32>
+  return %dw, %db, %w, %p : tensor<8x16xf32>, tensor<16xf32>, tensor<64xf32>, tensor<64xf32>
 }

@@ -1,0 +1,51 @@
+//===- FusionPlacement.h - Where a fused op may stand -----------*- C++ -*-===//
+//
+// What the fusing passes (tessel-fuse-epilogues, tessel-fuse-bias-grads)
+// ask before they put two ops' work at the place of one of them: whether a
+// value exists there and who reads it in between.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TESSEL_PASSES_FUSIONPLACEMENT_H
+#define TESSEL_PASSES_FUSIONPLACEMENT_H
+
+#include "mlir/IR/Block.h"
+#include "mlir/IR/Operation.h"
+#include "mlir/IR/Value.h"
+#include "llvm/ADT/STLExtras.h"
+
+namespace tessel::fusion {
+
+/// Whether something between `from` and `to` (same block, `from` first)
+/// uses `value`.
+inline bool usedBetween(mlir::Value value, mlir::Operation *from,
+                        mlir::Operation *to) {
+  for (mlir::Operation *user : value.getUsers()) {
+    if (user == to)
+      continue;
+    if (user->getBlock() != from->getBlock() ||
+        (from->isBeforeInBlock(user) && user->isBeforeInBlock(to)))
+      return true;
+  }
+  return false;
+}
+
+/// Whether `value` is available at `op`: defined in another block (an
+/// enclosing one: `op` uses it in the same region), or before `op`.
+inline bool availableAt(mlir::Value value, mlir::Operation *op) {
+  mlir::Operation *def = value.getDefiningOp();
+  return !def || def->getBlock() != op->getBlock() || def->isBeforeInBlock(op);
+}
+
+/// Whether every user of `value` is after `op` in its block (or in another
+/// block).
+inline bool onlyUsedAfter(mlir::Value value, mlir::Operation *op) {
+  return llvm::all_of(value.getUsers(), [&](mlir::Operation *user) {
+    mlir::Operation *inBlock = op->getBlock()->findAncestorOpInBlock(*user);
+    return !inBlock || op->isBeforeInBlock(inBlock);
+  });
+}
+
+} // namespace tessel::fusion
+
+#endif // TESSEL_PASSES_FUSIONPLACEMENT_H
