@@ -20,8 +20,8 @@
 // fills as the backward ends, blocks. Of 3,337,220 bytes, 3,172,356
 // overlap compute. The payload and calls are the blocking program's; the
 // arena grows by the two slots of in-flight buckets (27,143,808 bytes
-// blocking; 27,078,272 with --no-fuse-bias-grads: blocking, a fused
-// weight gradient's GEMM allocates its bias gradient beside its product).
+// blocking; 27,078,272 with --no-fuse-bias-grads: the plan's layout
+// around the fused weight-gradient GEMMs).
 // Fusing the bias gradients keeps every overlapped byte
 // (tessel-fuse-bias-grads places them where each window keeps a kernel).
 // DDP: arena (one rank) 27875456 bytes
