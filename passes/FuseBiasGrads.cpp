@@ -181,9 +181,12 @@ struct FuseBiasGradsPass
     SmallVector<Block *> blocks;
     getOperation().walk([&](Block *block) { blocks.push_back(block); });
     for (Block *block : blocks) {
+      // A fusion erases a matmul and a sum, never a start or a wait: the
+      // windows stay those of the block as it came.
+      SmallVector<Window> windows = windowsOf(*block);
       SmallVector<nn::ReduceSumOp> sums(block->getOps<nn::ReduceSumOp>());
       for (nn::ReduceSumOp sum : sums)
-        fuseBiasGrad(sum, windowsOf(*block));
+        fuseBiasGrad(sum, windows);
     }
   }
 };

@@ -147,14 +147,13 @@ struct NormOperands {
   FloatAttr epsilon;
 };
 
-std::optional<NormOperands> normOperands(Operation *op) {
+/// Those of an nn.layer_norm or nn.rms_norm.
+NormOperands normOperands(Operation *op) {
   if (auto norm = dyn_cast<nn::LayerNormOp>(op))
-    return NormOperands{norm.getInput(), norm.getGamma(), norm.getBeta(),
-                        norm.getEpsilonAttr()};
-  if (auto norm = dyn_cast<nn::RmsNormOp>(op))
-    return NormOperands{norm.getInput(), norm.getGamma(), Value(),
-                        norm.getEpsilonAttr()};
-  return std::nullopt;
+    return {norm.getInput(), norm.getGamma(), norm.getBeta(),
+            norm.getEpsilonAttr()};
+  auto norm = cast<nn::RmsNormOp>(op);
+  return {norm.getInput(), norm.getGamma(), Value(), norm.getEpsilonAttr()};
 }
 
 /// add + layer_norm (or rms_norm) of its sum → add_norm, whose first
@@ -163,15 +162,15 @@ std::optional<NormOperands> normOperands(Operation *op) {
 /// gathered late), else where the norm stood when nothing reads the sum
 /// before it.
 void fuseAddNorm(Operation *norm) {
-  std::optional<NormOperands> operands = normOperands(norm);
-  auto add = operands->input.getDefiningOp<nn::AddOp>();
+  NormOperands operands = normOperands(norm);
+  auto add = operands.input.getDefiningOp<nn::AddOp>();
   if (!add || add->getBlock() != norm->getBlock() ||
       add.getLhs().getType() != add.getType() ||
       add.getRhs().getType() != add.getType())
     return;
   Operation *at = nullptr;
-  if (availableAt(operands->gamma, add) &&
-      (!operands->beta || availableAt(operands->beta, add)))
+  if (availableAt(operands.gamma, add) &&
+      (!operands.beta || availableAt(operands.beta, add)))
     at = add;
   else if (!usedBetween(add.getResult(), add, norm))
     at = norm;
@@ -180,7 +179,7 @@ void fuseAddNorm(Operation *norm) {
   OpBuilder b(at);
   auto fused = nn::AddNormOp::create(
       b, b.getFusedLoc({add.getLoc(), norm->getLoc()}), add.getLhs(),
-      add.getRhs(), operands->gamma, operands->beta, operands->epsilon);
+      add.getRhs(), operands.gamma, operands.beta, operands.epsilon);
   norm->getResult(0).replaceAllUsesWith(fused.getResult());
   norm->erase();
   add.getResult().replaceAllUsesWith(fused.getSum());

@@ -76,11 +76,6 @@ struct ReportCostPass : public tessel::impl::ReportCostPassBase<ReportCostPass> 
 
 namespace tessel::communication {
 
-bool isOverlapCover(Operation &op) {
-  return !isa<nn::ReshapeOp, nn::SliceOp, nn::WaitOp>(op) &&
-         !op.hasTrait<OpTrait::IsTerminator>() &&
-         !isa<shard::ShardDialect>(op.getDialect());
-}
 
 StringRef collectiveName(Collective kind) {
   switch (kind) {
@@ -225,6 +220,12 @@ static bool issuesKernel(Operation &op) {
   return !isa<nn::ReshapeOp, nn::WaitOp>(op) &&
          !op.hasTrait<OpTrait::IsTerminator>() &&
          !isa<shard::ShardDialect>(op.getDialect());
+}
+
+// A slice's copy moves with the collective it unpacks
+// (tessel-overlap-communication), so it is no cover of its own.
+bool isOverlapCover(Operation &op) {
+  return !isa<nn::SliceOp>(op) && issuesKernel(op);
 }
 
 /// The collectives of `repeat`'s prefetch whose first run, before the loop

@@ -671,9 +671,7 @@ void CudaBackend::addLayerNorm(tessel_ctx *ctx, int32_t dtype, const void *a,
                                const void *beta, void *sum, void *y,
                                int64_t rows, int64_t cols, double eps,
                                bool rms) {
-  if (rows == 0 || cols == 0)
-    return;
-  visitFloat(dtype, [&](auto tag) {
+  visitFloat(dtype, [&](auto tag) { // rows, cols > 0 (the front's)
     using T = decltype(tag);
     launchRows<AddLayerNormRows, T>(
         stream(), rows, cols, vectorRows<T>(cols, {a, b, sum, gamma, beta, y}),
@@ -699,8 +697,7 @@ void CudaBackend::layerNormGradAdd(tessel_ctx *ctx, int32_t dtype,
                                    void *dx, void *dgamma, void *dbeta,
                                    int64_t rows, int64_t cols, double eps,
                                    bool rms) {
-  if (cols == 0)
-    return;
+  // rows, cols > 0: the front takes an empty one to layerNormGrad.
   launchLayerNormGrad(ctx, stream(), "tessel_layer_norm_grad_add", dtype, x,
                       gamma, dy, residual, dx, dgamma, dbeta, rows, cols, eps,
                       rms);
