@@ -364,6 +364,28 @@ ReverseMode::buildLayerDerivative(func::FuncOp layer, unsigned numCarried,
           worklist.push_back(operand);
     }
   }
+  // A reshape is a view: keep what it views, and let the derivative reshape
+  // again, instead of stacking the bytes twice when the backward reads both
+  // (an attention's output, read by its gradient, and its reshape, read by
+  // the projection's weight gradient). A view of a layer input needs
+  // nothing kept.
+  llvm::SetVector<Value> viewed;
+  for (Value value : keep) {
+    Value base = value;
+    while (auto reshape = base.getDefiningOp<nn::ReshapeOp>()) {
+      if (!isRecomputed.contains(reshape))
+        break;
+      base = reshape.getInput();
+    }
+    Operation *def = base.getDefiningOp();
+    if (def && isRecomputed.contains(def) && original.contains(base))
+      viewed.insert(base);
+    else if (!def || !isRecomputed.contains(def))
+      continue; // a layer input: at hand
+    else
+      viewed.insert(value);
+  }
+  keep = std::move(viewed);
   // In forward order, so the stacked results read like the layer.
   SmallVector<Value> keptHere;
   for (Operation *op : recomputed)
@@ -637,6 +659,27 @@ struct AutodiffPass : public tessel::impl::AutodiffPassBase<AutodiffPass> {
   /// Names setOptions did not know, reported when the pass runs.
   TrainSettingTexts unknownSettings;
 
+  /// Every nn.attention outside the evaluation `model` (the backward's, and
+  /// its layer functions') also returns its log-sum-exp, which its gradient
+  /// reads with the output instead of running the forward again. The
+  /// canonicalizer drops the ones no gradient reads.
+  static void keepAttentionStatistics(func::FuncOp model) {
+    SmallVector<nn::AttentionOp> plain;
+    model->getParentOfType<ModuleOp>().walk([&](nn::AttentionOp op) {
+      if (!op.getLse() && op->getParentOfType<func::FuncOp>() != model)
+        plain.push_back(op);
+    });
+    for (nn::AttentionOp op : plain) {
+      OpBuilder b(op);
+      auto withLse = nn::AttentionOp::create(
+          b, op.getLoc(), op.getQuery(), op.getKey(), op.getValue(),
+          op.getCausalAttr(), b.getUnitAttr(), op.getScaleAttr());
+      withLse->setDiscardableAttrs(op->getDiscardableAttrDictionary());
+      op.getResult().replaceAllUsesWith(withLse.getResult());
+      op.erase();
+    }
+  }
+
   /// @f_backward; returns the indices (into @f's arguments) of the
   /// parameters the loss depends on.
   FailureOr<SmallVector<unsigned>>
@@ -648,6 +691,7 @@ struct AutodiffPass : public tessel::impl::AutodiffPassBase<AutodiffPass> {
                       StringAttr::get(&getContext(), "backward"));
     symbols.insert(backward, std::next(Block::iterator(model)));
     backwardFunction = backward;
+    keepAttentionStatistics(model);
 
     Block &body = backward.getBody().front();
     Operation *terminator = body.getTerminator();

@@ -365,6 +365,14 @@ nn::detail::inferAttentionType(std::optional<Location> loc, RankedTensorType q,
                                q.getElementType());
 }
 
+RankedTensorType nn::detail::attentionLseType(RankedTensorType q) {
+  Type element = q.getElementType().isF64()
+                     ? Type(Float64Type::get(q.getContext()))
+                     : Type(Float32Type::get(q.getContext()));
+  return RankedTensorType::get(
+      {q.getDimSize(0), q.getDimSize(2), q.getDimSize(1)}, element);
+}
+
 LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
                                             std::optional<Location> loc,
                                             Adaptor adaptor,
@@ -377,6 +385,24 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
   if (failed(type))
     return failure();
   results.push_back(*type);
+  if (adaptor.getWithLse())
+    results.push_back(nn::detail::attentionLseType(
+        cast<RankedTensorType>(adaptor.getQuery().getType())));
+  return success();
+}
+
+// An lse nothing reads (an evaluation, or a forward whose gradient is not
+// needed) is not computed.
+LogicalResult AttentionOp::canonicalize(AttentionOp op,
+                                        PatternRewriter &rewriter) {
+  if (!op.getLse() || !op.getLse().use_empty())
+    return failure();
+  auto plain = AttentionOp::create(rewriter, op.getLoc(), op.getQuery(),
+                                   op.getKey(), op.getValue(),
+                                   op.getCausalAttr(), UnitAttr(),
+                                   op.getScaleAttr());
+  plain->setDiscardableAttrs(op->getDiscardableAttrDictionary());
+  rewriter.replaceOp(op, {plain.getResult(), Value()});
   return success();
 }
 
@@ -414,8 +440,13 @@ SmallVector<AffineMap> AttentionOp::getIndexingMaps() {
   auto map = [&](ArrayRef<AffineExpr> exprs) {
     return AffineMap::get(kNumAttentionLoops, 0, exprs, ctx);
   };
-  return {map({d(kB), d(kS), d(kH), d(kD)}), map({d(kB), d(kT), kvHead, d(kD)}),
-          map({d(kB), d(kT), kvHead, d(kE)}), map({d(kB), d(kS), d(kH), d(kE)})};
+  SmallVector<AffineMap> maps = {map({d(kB), d(kS), d(kH), d(kD)}),
+                                 map({d(kB), d(kT), kvHead, d(kD)}),
+                                 map({d(kB), d(kT), kvHead, d(kE)}),
+                                 map({d(kB), d(kS), d(kH), d(kE)})};
+  if (getLse())
+    maps.push_back(map({d(kB), d(kH), d(kS)}));
+  return maps;
 }
 
 // Neither the softmax over keys nor the contraction inside it is a plain

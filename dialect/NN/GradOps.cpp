@@ -344,6 +344,11 @@ AttentionGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
   FailureOr<RankedTensorType> out =
       nn::detail::inferAttentionType(loc, q, k, v, adaptor.getCausal());
   if (failed(out) ||
+      failed(verifySameAs(loc, "out", adaptor.getOut().getType(),
+                          "the attention result's", *out)) ||
+      failed(verifySameAs(loc, "lse", adaptor.getLse().getType(),
+                          "the attention log-sum-exp's",
+                          nn::detail::attentionLseType(q))) ||
       failed(verifySameAs(loc, "dout", adaptor.getDout().getType(),
                           "the attention result's", *out)))
     return failure();
@@ -365,8 +370,9 @@ int64_t AttentionGradOp::getFlops() {
   int64_t valueDim = getValue().getType().getDimSize(3);
   using nn::detail::satAdd, nn::detail::satMul;
   int64_t scores = satMul(q[0], q[2], q[1], kvSeq); // B·H·S·T
+  int64_t rowDots = satMul(2, q[0], q[2], q[1], valueDim);
   return satAdd(satAdd(satMul(6, scores, q[3]), satMul(4, scores, valueDim)),
-                satMul(8, scores));
+                satAdd(satMul(5, scores), rowDots));
 }
 
 // Loops as the forward: b, s, h, t, d, e.
@@ -389,7 +395,8 @@ SmallVector<AffineMap> AttentionGradOp::getIndexingMaps() {
   AffineMap key = map({d(kB), d(kT), kvHead, d(kD)});
   AffineMap value = map({d(kB), d(kT), kvHead, d(kE)});
   AffineMap out = map({d(kB), d(kS), d(kH), d(kE)});
-  return {query, key, value, out, query, key, value};
+  AffineMap lse = map({d(kB), d(kH), d(kS)});
+  return {query, key, value, out, lse, out, query, key, value};
 }
 
 SmallVector<ReductionKind> AttentionGradOp::getReductionLoopIteratorKinds() {

@@ -279,27 +279,31 @@ def NN_AttentionGradOp : NN_ShardableOp<"attention_grad",
     [Pure, InferTypeOpAdaptor, NN_LocalShardingConstraints]> {
   let summary = "gradient of nn.attention";
   let description = [{
-    From `q`, `k`, `v` and `dout` (the forward result's type), recomputes the
-    probabilities and returns `dq`, `dk`, `dv` (the types of `q`, `k`, `v`;
-    with grouped-query heads the key/value gradients sum over the query
-    heads that share them). `causal` and `scale` as the forward. Flops:
-    `6·B·H·S·T·D + 4·B·H·S·T·E + 8·B·H·S·T` (the forward's scores and
-    softmax again, then dV, dP, the softmax backward, dQ and dK). Loops are
-    the forward's; batch and heads can split, S, T, D and E must stay whole
-    (each is a reduction for some of the three gradients).
+    From `q`, `k`, `v`, the forward's output `out` and log-sum-exp `lse`
+    (nn.attention's `lse` result) and `dout` (the output's type), returns
+    `dq`, `dk`, `dv` (the types of `q`, `k`, `v`; with grouped-query heads
+    the key/value gradients sum over the query heads that share them):
+    `P = e^(scale·q·kᵀ - lse)`, `dS = P ⊙ (dout·vᵀ - rowsum(dout ⊙ out))`,
+    without running the forward again. `causal` and `scale` as the forward.
+    Flops: `6·B·H·S·T·D + 4·B·H·S·T·E + 5·B·H·S·T + 2·B·H·S·E` (the scores
+    and their exponentials, then dV, dP, dS, dQ and dK; the row dots of
+    dout and out). Loops are the forward's; batch and heads can split, S,
+    T, D and E must stay whole (each is a reduction for some of the three
+    gradients).
 
     ```mlir
-    %dq, %dk, %dv = nn.attention_grad %q, %k, %v, %do causal : (tensor<2x16x4x8xf32>, tensor<2x16x4x8xf32>, tensor<2x16x4x8xf32>, tensor<2x16x4x8xf32>) -> (tensor<2x16x4x8xf32>, tensor<2x16x4x8xf32>, tensor<2x16x4x8xf32>)
+    %dq, %dk, %dv = nn.attention_grad %q, %k, %v, %o, %lse, %do causal : (tensor<2x16x4x8xf32>, tensor<2x16x4x8xf32>, tensor<2x16x4x8xf32>, tensor<2x16x4x8xf32>, tensor<2x4x16xf32>, tensor<2x16x4x8xf32>) -> (tensor<2x16x4x8xf32>, tensor<2x16x4x8xf32>, tensor<2x16x4x8xf32>)
     ```
   }];
   let arguments = (ins NN_FloatTensor:$query, NN_FloatTensor:$key,
-                       NN_FloatTensor:$value, NN_FloatTensor:$dout,
+                       NN_FloatTensor:$value, NN_FloatTensor:$out,
+                       NN_FloatTensor:$lse, NN_FloatTensor:$dout,
                        UnitAttr:$causal, OptionalAttr<F64Attr>:$scale);
   let results = (outs NN_FloatTensor:$dquery, NN_FloatTensor:$dkey,
                       NN_FloatTensor:$dvalue);
   let assemblyFormat = [{
-    $query `,` $key `,` $value `,` $dout (`causal` $causal^)? attr-dict `:`
-    functional-type(operands, results)
+    $query `,` $key `,` $value `,` $out `,` $lse `,` $dout (`causal` $causal^)?
+    attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }

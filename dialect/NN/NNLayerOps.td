@@ -207,19 +207,27 @@ def NN_AttentionOp : NN_ShardableOp<"attention",
     parallel (heads split in Megatron's tensor parallelism); the key loop T
     and the head dimension D must stay whole.
 
+    With `lse`, a second result holds each query row's log-sum-exp of its
+    scaled scores (`max + log Σ e^(s - max)`, `[B, H, S]`, f32, or f64 for
+    f64 inputs): what nn.attention_grad reads with the output instead of
+    running the forward again (flash-attention 2's saved statistics).
+    tessel-autodiff asks for it; the canonicalizer drops an unused one.
+
     ```mlir
     %o = nn.attention %q, %k, %v causal : (tensor<8x128x12x64xf32>, tensor<8x128x12x64xf32>, tensor<8x128x12x64xf32>) -> tensor<8x128x12x64xf32>
+    %o2, %lse = nn.attention %q, %k, %v causal lse : (tensor<8x128x12x64xbf16>, tensor<8x128x12x64xbf16>, tensor<8x128x12x64xbf16>) -> (tensor<8x128x12x64xbf16>, tensor<8x12x128xf32>)
     ```
   }];
   let arguments = (ins NN_FloatTensor:$query, NN_FloatTensor:$key,
                        NN_FloatTensor:$value, UnitAttr:$causal,
-                       OptionalAttr<F64Attr>:$scale);
-  let results = (outs NN_FloatTensor:$result);
+                       UnitAttr:$with_lse, OptionalAttr<F64Attr>:$scale);
+  let results = (outs NN_FloatTensor:$result, Optional<NN_FloatTensor>:$lse);
   let assemblyFormat = [{
-    $query `,` $key `,` $value (`causal` $causal^)? attr-dict `:`
-    functional-type(operands, results)
+    $query `,` $key `,` $value (`causal` $causal^)? (`lse` $with_lse^)?
+    attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
+  let hasCanonicalizeMethod = 1;
 }
 
 //===----------------------------------------------------------------------===//

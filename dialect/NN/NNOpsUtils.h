@@ -54,6 +54,11 @@ inferAttentionType(std::optional<mlir::Location> loc, mlir::RankedTensorType q,
                    mlir::RankedTensorType k, mlir::RankedTensorType v,
                    bool causal);
 
+/// The type of nn.attention's log-sum-exp result for query q [B, S, H, D]:
+/// [B, H, S], f64 for f64 queries and f32 for every other float type (the
+/// kernels' arithmetic type).
+mlir::RankedTensorType attentionLseType(mlir::RankedTensorType q);
+
 /// The loss type of nn.cross_entropy of `logits` against `labels` with
 /// `reduction` (a scalar, or the labels' shape for `none`), or a located
 /// error when the shapes disagree.

@@ -458,10 +458,21 @@ Cotangents AttentionOp::buildVJP(OpBuilder &b, ValueRange cotangents,
     attrs.push_back(b.getNamedAttr("causal", b.getUnitAttr()));
   if (getScaleAttr())
     attrs.push_back(b.getNamedAttr("scale", getScaleAttr()));
+  // The gradient reads the forward's output and log-sum-exp; a forward
+  // built without the latter (tessel-autodiff asks every attention for it)
+  // runs again here for both.
+  Value out = getResult(), lse = getLse();
+  if (!lse) {
+    auto forward = AttentionOp::create(b, getLoc(), getQuery(), getKey(),
+                                       getValue(), getCausalAttr(),
+                                       b.getUnitAttr(), getScaleAttr());
+    out = forward.getResult();
+    lse = forward.getLse();
+  }
   Operation *grad = buildWith<AttentionGradOp>(
       b, getLoc(),
       {getQuery().getType(), getKey().getType(), getValue().getType()},
-      {getQuery(), getKey(), getValue(), cotangents[0]}, attrs);
+      {getQuery(), getKey(), getValue(), out, lse, cotangents[0]}, attrs);
   SmallVector<Value> grads(3);
   for (unsigned i = 0; i < 3; ++i)
     if (needed[i])

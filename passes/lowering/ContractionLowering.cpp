@@ -126,6 +126,14 @@ LogicalResult lowerAttention(nn::AttentionOp op, FunctionLowering &fl) {
   I32Value dtype = fl.dtype(op.getResult());
   AttentionShape shape = fl.attentionShape(
       op.getQuery(), op.getKey(), op.getValue(), op.getScale(), op.getCausal());
+  if (op.getLse()) {
+    fl.call(rt::tessel_attention_lse,
+            {dtype, fl.ptr(op.getQuery()), fl.ptr(op.getKey()),
+             fl.ptr(op.getValue()), fl.ptr(op.getResult()), fl.ptr(op.getLse()),
+             shape.batch, shape.seq, shape.kvSeq, shape.heads, shape.kvHeads,
+             shape.headDim, shape.valueDim, shape.scale, shape.causal});
+    return success();
+  }
   fl.call(rt::tessel_attention,
           {dtype, fl.ptr(op.getQuery()), fl.ptr(op.getKey()),
            fl.ptr(op.getValue()), fl.ptr(op.getResult()), shape.batch,

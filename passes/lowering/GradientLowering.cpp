@@ -117,12 +117,13 @@ LogicalResult lowerAttentionGrad(nn::AttentionGradOp op, FunctionLowering &fl) {
   I32Value dtype = fl.dtype(op.getQuery());
   AttentionShape shape = fl.attentionShape(
       op.getQuery(), op.getKey(), op.getValue(), op.getScale(), op.getCausal());
-  fl.call(rt::tessel_attention_grad,
+  fl.call(rt::tessel_attention_grad_lse,
           {dtype, fl.ptr(op.getQuery()), fl.ptr(op.getKey()),
-           fl.ptr(op.getValue()), fl.ptr(op.getDout()), fl.ptr(op.getDquery()),
-           fl.ptr(op.getDkey()), fl.ptr(op.getDvalue()), shape.batch, shape.seq,
-           shape.kvSeq, shape.heads, shape.kvHeads, shape.headDim,
-           shape.valueDim, shape.scale, shape.causal});
+           fl.ptr(op.getValue()), fl.ptr(op.getOut()), fl.ptr(op.getLse()),
+           fl.ptr(op.getDout()), fl.ptr(op.getDquery()), fl.ptr(op.getDkey()),
+           fl.ptr(op.getDvalue()), shape.batch, shape.seq, shape.kvSeq,
+           shape.heads, shape.kvHeads, shape.headDim, shape.valueDim,
+           shape.scale, shape.causal});
   return success();
 }
 

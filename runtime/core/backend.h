@@ -336,11 +336,12 @@ public:
                             const void *logits, const void *labels, void *out,
                             int64_t rows, int64_t classes,
                             int32_t reduction) = 0;
+  /// lse ([B, H, S], f64 for f64 and f32 otherwise) may be null.
   virtual void attention(tessel_ctx *ctx, int32_t dtype, const void *q,
-                         const void *k, const void *v, void *out, int64_t batch,
-                         int64_t seq, int64_t kvSeq, int64_t heads,
-                         int64_t kvHeads, int64_t headDim, int64_t valueDim,
-                         double scale, bool causal) = 0;
+                         const void *k, const void *v, void *out, void *lse,
+                         int64_t batch, int64_t seq, int64_t kvSeq,
+                         int64_t heads, int64_t kvHeads, int64_t headDim,
+                         int64_t valueDim, double scale, bool causal) = 0;
 
   //===--- Backward kernels -----------------------------------------------===//
 
@@ -389,12 +390,16 @@ public:
                              const void *ids, const void *dout, void *dtable,
                              int64_t numIds, int64_t rows, int64_t hidden,
                              int64_t rowOffset, int64_t vocab) = 0;
+  /// From the forward's out and lse; both null (a model of ABI 10 or
+  /// older, tessel_attention_grad): the backend runs the forward for them
+  /// into temporaries first.
   virtual void attentionGrad(tessel_ctx *ctx, int32_t dtype, const void *q,
-                             const void *k, const void *v, const void *dout,
-                             void *dq, void *dk, void *dv, int64_t batch,
-                             int64_t seq, int64_t kvSeq, int64_t heads,
-                             int64_t kvHeads, int64_t headDim, int64_t valueDim,
-                             double scale, bool causal) = 0;
+                             const void *k, const void *v, const void *out,
+                             const void *lse, const void *dout, void *dq,
+                             void *dk, void *dv, int64_t batch, int64_t seq,
+                             int64_t kvSeq, int64_t heads, int64_t kvHeads,
+                             int64_t headDim, int64_t valueDim, double scale,
+                             bool causal) = 0;
 
   //===--- Optimizer (device-side scalars) --------------------------------===//
 

@@ -497,8 +497,29 @@ void tessel_attention(tessel_ctx *ctx, int32_t dtype, const void *q,
   if (!checkAttentionArgs(ctx, "tessel_attention", dtype, batch, seq, kv_seq,
                           heads, kv_heads, head_dim, value_dim))
     return;
-  ctx->backend->attention(ctx, dtype, q, k, v, out, batch, seq, kv_seq, heads,
-                          kv_heads, head_dim, value_dim, scale, causal != 0);
+  ctx->backend->attention(ctx, dtype, q, k, v, out, nullptr, batch, seq,
+                          kv_seq, heads, kv_heads, head_dim, value_dim, scale,
+                          causal != 0);
+}
+
+void tessel_attention_lse(tessel_ctx *ctx, int32_t dtype, const void *q,
+                          const void *k, const void *v, void *out, void *lse,
+                          int64_t batch, int64_t seq, int64_t kv_seq,
+                          int64_t heads, int64_t kv_heads, int64_t head_dim,
+                          int64_t value_dim, double scale, int32_t causal) {
+  if (!ctx)
+    return;
+  KernelScope scope(ctx, __func__);
+  if (!checkAttentionArgs(ctx, "tessel_attention_lse", dtype, batch, seq,
+                          kv_seq, heads, kv_heads, head_dim, value_dim))
+    return;
+  if (!lse && batch * heads * seq > 0) {
+    setError(ctx, "tessel_attention_lse: lse is null");
+    return;
+  }
+  ctx->backend->attention(ctx, dtype, q, k, v, out, lse, batch, seq, kv_seq,
+                          heads, kv_heads, head_dim, value_dim, scale,
+                          causal != 0);
 }
 
 } // extern "C"

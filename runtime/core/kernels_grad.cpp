@@ -177,9 +177,32 @@ void tessel_attention_grad(tessel_ctx *ctx, int32_t dtype, const void *q,
   if (!checkAttentionArgs(ctx, "tessel_attention_grad", dtype, batch, seq,
                           kv_seq, heads, kv_heads, head_dim, value_dim))
     return;
-  ctx->backend->attentionGrad(ctx, dtype, q, k, v, dout, dq, dk, dv, batch, seq,
-                              kv_seq, heads, kv_heads, head_dim, value_dim,
-                              scale, causal != 0);
+  ctx->backend->attentionGrad(ctx, dtype, q, k, v, nullptr, nullptr, dout, dq,
+                              dk, dv, batch, seq, kv_seq, heads, kv_heads,
+                              head_dim, value_dim, scale, causal != 0);
+}
+
+void tessel_attention_grad_lse(tessel_ctx *ctx, int32_t dtype, const void *q,
+                               const void *k, const void *v, const void *out,
+                               const void *lse, const void *dout, void *dq,
+                               void *dk, void *dv, int64_t batch, int64_t seq,
+                               int64_t kv_seq, int64_t heads, int64_t kv_heads,
+                               int64_t head_dim, int64_t value_dim,
+                               double scale, int32_t causal) {
+  if (!ctx)
+    return;
+  KernelScope scope(ctx, __func__);
+  const char *kernel = "tessel_attention_grad_lse";
+  if (!checkAttentionArgs(ctx, kernel, dtype, batch, seq, kv_seq, heads,
+                          kv_heads, head_dim, value_dim))
+    return;
+  if ((!out || !lse) && batch * heads * seq * kv_seq > 0) {
+    setError(ctx, "%s: %s is null", kernel, out ? "lse" : "out");
+    return;
+  }
+  ctx->backend->attentionGrad(ctx, dtype, q, k, v, out, lse, dout, dq, dk, dv,
+                              batch, seq, kv_seq, heads, kv_heads, head_dim,
+                              value_dim, scale, causal != 0);
 }
 
 void tessel_sum_squares(tessel_ctx *ctx, int32_t dtype, const void *x,

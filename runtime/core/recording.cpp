@@ -189,12 +189,12 @@ public:
           rows, classes, reduction);
   }
   void attention(tessel_ctx *ctx, int32_t dtype, const void *q, const void *k,
-                 const void *v, void *out, int64_t batch, int64_t seq,
-                 int64_t kvSeq, int64_t heads, int64_t kvHeads,
+                 const void *v, void *out, void *lse, int64_t batch,
+                 int64_t seq, int64_t kvSeq, int64_t heads, int64_t kvHeads,
                  int64_t headDim, int64_t valueDim, double scale,
                  bool causal) override {
-    defer(&Backend::attention, ctx, dtype, q, k, v, out, batch, seq, kvSeq,
-          heads, kvHeads, headDim, valueDim, scale, causal);
+    defer(&Backend::attention, ctx, dtype, q, k, v, out, lse, batch, seq,
+          kvSeq, heads, kvHeads, headDim, valueDim, scale, causal);
   }
 
   void unaryGrad(tessel_ctx *ctx, int32_t op, int32_t dtype, const void *x,
@@ -256,13 +256,14 @@ public:
           numIds, rows, hidden, rowOffset, vocab);
   }
   void attentionGrad(tessel_ctx *ctx, int32_t dtype, const void *q,
-                     const void *k, const void *v, const void *dout, void *dq,
-                     void *dk, void *dv, int64_t batch, int64_t seq,
-                     int64_t kvSeq, int64_t heads, int64_t kvHeads,
-                     int64_t headDim, int64_t valueDim, double scale,
-                     bool causal) override {
-    defer(&Backend::attentionGrad, ctx, dtype, q, k, v, dout, dq, dk, dv,
-          batch, seq, kvSeq, heads, kvHeads, headDim, valueDim, scale, causal);
+                     const void *k, const void *v, const void *out,
+                     const void *lse, const void *dout, void *dq, void *dk,
+                     void *dv, int64_t batch, int64_t seq, int64_t kvSeq,
+                     int64_t heads, int64_t kvHeads, int64_t headDim,
+                     int64_t valueDim, double scale, bool causal) override {
+    defer(&Backend::attentionGrad, ctx, dtype, q, k, v, out, lse, dout, dq, dk,
+          dv, batch, seq, kvSeq, heads, kvHeads, headDim, valueDim, scale,
+          causal);
   }
 
   void sumSquares(tessel_ctx *ctx, int32_t dtype, const void *x, int64_t n,

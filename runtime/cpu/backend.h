@@ -83,9 +83,10 @@ public:
                     const void *logits, const void *labels, void *out,
                     int64_t rows, int64_t classes, int32_t reduction) override;
   void attention(tessel_ctx *ctx, int32_t dtype, const void *q, const void *k,
-                 const void *v, void *out, int64_t batch, int64_t seq,
-                 int64_t kvSeq, int64_t heads, int64_t kvHeads, int64_t headDim,
-                 int64_t valueDim, double scale, bool causal) override;
+                 const void *v, void *out, void *lse, int64_t batch,
+                 int64_t seq, int64_t kvSeq, int64_t heads, int64_t kvHeads,
+                 int64_t headDim, int64_t valueDim, double scale,
+                 bool causal) override;
 
   void unaryGrad(tessel_ctx *ctx, int32_t op, int32_t dtype, const void *x,
                  const void *dy, void *dx, int64_t n) override;
@@ -117,11 +118,11 @@ public:
                      int64_t numIds, int64_t rows, int64_t hidden,
                      int64_t rowOffset, int64_t vocab) override;
   void attentionGrad(tessel_ctx *ctx, int32_t dtype, const void *q,
-                     const void *k, const void *v, const void *dout, void *dq,
-                     void *dk, void *dv, int64_t batch, int64_t seq,
-                     int64_t kvSeq, int64_t heads, int64_t kvHeads,
-                     int64_t headDim, int64_t valueDim, double scale,
-                     bool causal) override;
+                     const void *k, const void *v, const void *out,
+                     const void *lse, const void *dout, void *dq, void *dk,
+                     void *dv, int64_t batch, int64_t seq, int64_t kvSeq,
+                     int64_t heads, int64_t kvHeads, int64_t headDim,
+                     int64_t valueDim, double scale, bool causal) override;
 
   void sumSquares(tessel_ctx *ctx, int32_t dtype, const void *x, int64_t n,
                   void *sum) override;

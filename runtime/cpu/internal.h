@@ -116,18 +116,15 @@ struct AttentionLayout {
   }
 };
 
-/// The softmax of `rows` score rows (row stride kvSeq; the first is query
-/// row `first` of the head) in two halves: expRows leaves e^(x - max) in
-/// the first `keys` entries of each row (zero past a causal row's last key)
-/// and 1 / Σ in `inv`; scaleRows multiplies row r of `o` by inv[r].
-void expRows(float *p, int64_t first, int64_t rows, int64_t keys,
-             int64_t kvSeq, bool causal, float *inv);
-void expRows(double *p, int64_t first, int64_t rows, int64_t keys,
-             int64_t kvSeq, bool causal, double *inv);
-void scaleRows(float *o, int64_t rows, int64_t cols, int64_t ld,
-               const float *inv);
-void scaleRows(double *o, int64_t rows, int64_t cols, int64_t ld,
-               const double *inv);
+/// The probabilities the gradient recomputes from the forward's
+/// log-sum-exp: e^(x - lse[r]) in the first `keys` entries of each of `rows`
+/// score rows (row stride ld; the first is query row `first` of the head),
+/// zero past a causal row's last key. The forward's own softmax stays in
+/// attention.cpp.
+void probRows(float *p, int64_t first, int64_t rows, int64_t keys, int64_t ld,
+              bool causal, const float *lse);
+void probRows(double *p, int64_t first, int64_t rows, int64_t keys, int64_t ld,
+              bool causal, const double *lse);
 
 /// Element i of an index tensor (i32 or i64, checked by the front).
 inline int64_t loadIndex(int32_t dtype, const void *p, int64_t i) {

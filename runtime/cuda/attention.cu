@@ -1,21 +1,25 @@
 //===- attention.cu - Flash-style attention, forward and backward -----------===//
 //
-// tessel_attention and tessel_attention_grad in the flash-attention-2 form,
-// on CUDA cores (f32 arithmetic for f32, f16 and bf16 storage; f64 in f64):
+// tessel_attention(_lse) and tessel_attention_grad(_lse) in the
+// flash-attention-2 form, on CUDA cores (f32 arithmetic for f32, f16 and
+// bf16 storage; f64 in f64):
 //
 // - forward: a block per (batch, head, tile of query rows) keeps its Q tile
 //   in shared memory and walks the key tiles its rows see (causal: the
 //   tiles above the diagonal are skipped whole), with an online softmax
 //   (running max and sum per row) and the output rows accumulated in
-//   registers, written once, normalised.
+//   registers, written once, normalised; with lse, also each row's
+//   log-sum-exp ([B, H, S], in the arithmetic type).
 // - backward, two kernels and no float atomics, so the result is
-//   deterministic: the first redoes the forward for its query tile (the ABI
-//   keeps neither O nor the log-sum-exp), keeps lse and D = rowsum(dO ∘ O)
-//   per row in a temporary [B, H, S] buffer, then walks the key tiles again
+//   deterministic, from the forward's O and lse, P = e^(scale · q·kᵀ - lse):
+//   the first, a block per query tile, computes D = rowsum(dO ∘ O) of its
+//   rows (kept in a temporary [B, H, S] buffer), then walks the key tiles
 //   for dQ = scale · dS·K; the second, a block per (batch, kv head, key
 //   tile), walks the query tiles of every query head of its group in a
 //   fixed order for dV = Σ Pᵀ·dO and dK = scale · Σ dSᵀ·Q, so a kv head's
-//   sum over its query heads needs no second pass.
+//   sum over its query heads needs no second pass. tessel_attention_grad
+//   (ABI 10 and older models, which keep neither O nor lse) runs the
+//   forward into temporaries first.
 // For f32 and f64, products of tiles run from shared memory into per-thread
 // register tiles (attnTileColumns) on CUDA cores; rows are padded by one
 // element against bank conflicts. For f16 and bf16 they run on tensor cores
@@ -38,7 +42,9 @@
 #include <mma.h>
 
 #include <climits>
+#include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 using namespace tessel;
@@ -304,33 +310,52 @@ __device__ void loadKeyTile(const S &sm, const T *k, const T *v,
                               int(sh.valueDim));
 }
 
-/// The shared memory of a query-tile block (forward and dQ kernels). On
-/// tensor cores (TC) also o, the tile a product of the output rows lands
-/// in, which the dQ kernel's loop reuses as dp, the tile of dO·Vᵀ
-/// (SP <= DP: a key tile is never wider than the head dim).
-template <class A, int DIM, bool TC> struct QueryTileSmem {
+/// The shared memory of a forward block: the Q tile, a key tile (k, v),
+/// the scores s and per row the rescale factor, 1 / l and lse. On tensor
+/// cores (TC) also o, the tile a product of the output rows lands in.
+template <class A, int DIM, bool TC> struct ForwardSmem {
   static constexpr AttnTiles kTiles = attnQueryTiles(sizeof(A) == 8, DIM);
   static constexpr int kPad = TC ? 4 : 1;
   static constexpr int BR = kTiles.rows, BC = kTiles.keys, DP = DIM + kPad;
   static constexpr int SP = BC + kPad;
-  static_assert(SP <= DP, "dp fits in o");
+  /// Where o starts (elements), and its length.
+  static constexpr int kOAt = (BR + 2 * BC) * DP + BR * SP + 3 * BR;
   static constexpr int kOut = TC ? BR * DP : 0;
-  A *q, *k, *v, *s, *alpha, *rowInv, *lse, *rowDot, *o, *dout, *dp;
-  __device__ explicit QueryTileSmem(A *base)
+  static_assert(!TC || kOAt * sizeof(A) % 32 == 0, "o aligned for WMMA");
+  A *q, *k, *v, *s, *alpha, *rowInv, *lse, *o;
+  __device__ explicit ForwardSmem(A *base)
       : q(base), k(q + BR * DP), v(k + BC * DP), s(v + BC * DP),
         alpha(s + BR * SP), rowInv(alpha + BR), lse(rowInv + BR),
-        rowDot(lse + BR), o(rowDot + BR), dout(o + kOut), dp(o) {}
-  /// Bytes the forward uses (no dO tile) and the dQ kernel uses.
-  static constexpr size_t forwardBytes() {
-    return sizeof(A) * size_t((BR + 2 * BC) * DP + BR * SP + 4 * BR + kOut);
-  }
-  static constexpr size_t gradBytes() {
-    return forwardBytes() + sizeof(A) * size_t(BR * DP);
-  }
+        o(base + kOAt) {}
+  static constexpr size_t bytes() { return sizeof(A) * size_t(kOAt + kOut); }
 };
 
-// 128-byte aligned: WMMA's fragments want 32 (every region above is a
-// multiple of 32 bytes long).
+/// The shared memory of a dQ block: the forward's tiles less its softmax
+/// state, plus per row D and the dO tile. Before the key loop, k and v
+/// hold the O tile (2·BC >= BR). On tensor cores (TC) also dp, the tile of
+/// dO·Vᵀ; dQ leaves through q.
+template <class A, int DIM, bool TC> struct GradQuerySmem {
+  using Tiles = ForwardSmem<A, DIM, TC>;
+  static constexpr int BR = Tiles::BR, BC = Tiles::BC, DP = Tiles::DP,
+                       SP = Tiles::SP;
+  static_assert(2 * BC >= BR, "the O tile fits in k and v");
+  /// Where dout and dp start (elements), and dp's length.
+  static constexpr int kDoutAt = (BR + 2 * BC) * DP + BR * SP + 2 * BR;
+  static constexpr int kDpAt = kDoutAt + BR * DP;
+  static constexpr int kDp = TC ? BR * SP : 0;
+  static_assert(!TC || (kDoutAt * sizeof(A) % 32 == 0 &&
+                        kDpAt * sizeof(A) % 32 == 0),
+                "dout and dp aligned for WMMA");
+  A *q, *k, *v, *s, *lse, *rowDot, *dout, *dp;
+  __device__ explicit GradQuerySmem(A *base)
+      : q(base), k(q + BR * DP), v(k + BC * DP), s(v + BC * DP),
+        lse(s + BR * SP), rowDot(lse + BR), dout(base + kDoutAt),
+        dp(base + kDpAt) {}
+  static constexpr size_t bytes() { return sizeof(A) * size_t(kDpAt + kDp); }
+};
+
+// 128-byte aligned: WMMA's fragments want 32 (the regions WMMA reads or
+// writes start at multiples of 32 bytes).
 extern __shared__ __align__(128) unsigned char attnSmem[];
 
 /// The forward over the key tiles of query tile [r0, r0 + BR) of head h:
@@ -338,12 +363,12 @@ extern __shared__ __align__(128) unsigned char attnSmem[];
 /// sm.rowInv and lse per row in sm.lse (both after a barrier).
 template <int DIM, class T, class A, bool TC>
 __device__ void
-forwardTile(const QueryTileSmem<A, DIM, TC> &sm,
-            A (&acc)[TileMap<QueryTileSmem<A, DIM, TC>::BR, DIM>::RM]
-                    [TileMap<QueryTileSmem<A, DIM, TC>::BR, DIM>::CN],
+forwardTile(const ForwardSmem<A, DIM, TC> &sm,
+            A (&acc)[TileMap<ForwardSmem<A, DIM, TC>::BR, DIM>::RM]
+                    [TileMap<ForwardSmem<A, DIM, TC>::BR, DIM>::CN],
             const T *q, const T *k, const T *v, const AttnShape &sh,
             int64_t b, int64_t h, int64_t r0, A scale, bool causal) {
-  using S = QueryTileSmem<A, DIM, TC>;
+  using S = ForwardSmem<A, DIM, TC>;
   using MS = TileMap<S::BR, S::BC>;
   using MO = TileMap<S::BR, DIM>;
   constexpr int G = kAttnThreads / S::BR; // threads per score row
@@ -464,11 +489,22 @@ __device__ inline void queryTileOf(int64_t w, const AttnShape &sh, int rows,
   r0 = tile * rows;
 }
 
+/// Blocks per SM the forward is built for: two where two blocks' shared
+/// memory fits in an SM (228 KB, 1 KB of it reserved per block); else one
+/// (the tensor-core kernel of head dim 256, 135 KB), as asking for two
+/// would only cap its registers at 128 and spill.
+template <class T, class A, int DIM> constexpr int attnForwardMinBlocks() {
+  using S = ForwardSmem<A, DIM, attnTensorCores<T, A>()>;
+  return 2 * (S::bytes() + 1024) <= (size_t(228) << 10) ? 2 : 1;
+}
+
+/// out, and each row's log-sum-exp into lse ([B, H, S]) when not null.
 template <int DIM, class T, class A>
-__global__ void __launch_bounds__(kAttnThreads, 2)
-    attentionForwardKernel(const T *q, const T *k, const T *v, T *out,
+__global__ void __launch_bounds__(kAttnThreads,
+                                  attnForwardMinBlocks<T, A, DIM>())
+    attentionForwardKernel(const T *q, const T *k, const T *v, T *out, A *lse,
                            AttnShape sh, A scale, bool causal, int64_t work) {
-  using S = QueryTileSmem<A, DIM, attnTensorCores<T, A>()>;
+  using S = ForwardSmem<A, DIM, attnTensorCores<T, A>()>;
   using MO = TileMap<S::BR, DIM>;
   S sm(reinterpret_cast<A *>(attnSmem));
   for (int64_t w = blockIdx.x; w < work; w += gridDim.x) {
@@ -488,61 +524,68 @@ __global__ void __launch_bounds__(kAttnThreads, 2)
         if (MO::col(j) < sh.valueDim)
           storeAcc(o + MO::col(j), acc[i][j] * inv);
     }
+    // (After the output rows, when acc no longer holds registers.)
+    if (lse)
+      for (int r = int(threadIdx.x); r < S::BR && r0 + r < sh.seq;
+           r += kAttnThreads)
+        lse[sh.statIndex(b, h, r0 + r)] = sm.lse[r];
   }
 }
 
-/// dQ of a query tile, and the rows' lse and D into stats ([B, H, S] each,
-/// lse first) for the dK/dV kernel.
+/// dQ of a query tile from the forward's out and lse, and the rows' D into
+/// rowDot ([B, H, S]) for the dK/dV kernel.
 template <int DIM, class T, class A>
 __global__ void __launch_bounds__(kAttnThreads,
                                   attnGradMinBlocks<T, A, DIM>())
     attentionGradQueryKernel(const T *q, const T *k, const T *v,
-                             const T *dout, T *dq, A *stats, AttnShape sh,
-                             A scale, bool causal, int64_t work) {
+                             const T *out, const A *lse, const T *dout,
+                             T *dq, A *rowDot, AttnShape sh, A scale,
+                             bool causal, int64_t work) {
   constexpr bool TC = attnTensorCores<T, A>();
-  using S = QueryTileSmem<A, DIM, TC>;
+  using S = GradQuerySmem<A, DIM, TC>;
   using MS = TileMap<S::BR, S::BC>;
   using MO = TileMap<S::BR, DIM>;
+  constexpr int G = kAttnThreads / S::BR; // threads per row of D
+  static_assert(G >= 1 && G <= 32 && (G & (G - 1)) == 0, "row group");
+  const int myRow = int(threadIdx.x) / G, myLane = int(threadIdx.x) % G;
   S sm(reinterpret_cast<A *>(attnSmem));
-  const int64_t statCount = sh.batch * sh.heads * sh.seq;
   for (int64_t w = blockIdx.x; w < work; w += gridDim.x) {
     int64_t b, h, r0;
     queryTileOf(w, sh, S::BR, b, h, r0);
     const int64_t hk = sh.kvHeadOf(h);
     const int64_t rowEnd = r0 + S::BR < sh.seq ? r0 + S::BR : sh.seq;
-    A acc[MO::RM][MO::CN];
-    forwardTile<DIM>(sm, acc, q, k, v, sh, b, h, r0, scale, causal);
-    // D_i = dO_i · O_i, reduced over the TX lanes that own row i.
-#pragma unroll
-    for (int i = 0; i < MO::RM; ++i) {
-      int64_t qi = r0 + MO::row(i);
+    const int rows = int(rowEnd - r0);
+    __syncthreads(); // the previous tile's readers of shared memory are done
+    loadRows<DIM, S::DP, S::BR>(sm.q, q + sh.qRow(b, r0, h),
+                                sh.heads * sh.headDim, rows, int(sh.headDim));
+    loadRows<DIM, S::DP, S::BR>(sm.dout, dout + sh.oRow(b, r0, h),
+                                sh.heads * sh.valueDim, rows,
+                                int(sh.valueDim));
+    // The O tile in k and v, which the key loop loads after its barrier.
+    loadRows<DIM, S::DP, S::BR>(sm.k, out + sh.oRow(b, r0, h),
+                                sh.heads * sh.valueDim, rows,
+                                int(sh.valueDim));
+    for (int r = int(threadIdx.x); r < S::BR; r += kAttnThreads)
+      sm.lse[r] = r < rows ? lse[sh.statIndex(b, h, r0 + r)] : A(0);
+    __syncthreads();
+    {
+      // D_i = dO_i · O_i, reduced over the G lanes of row i.
+      const A *g = sm.dout + myRow * S::DP, *o = sm.k + myRow * S::DP;
       A dot = A(0);
-      if (qi < sh.seq) {
-        const T *g = dout + sh.oRow(b, qi, h);
+      for (int c = myLane; c < int(sh.valueDim); c += G)
+        dot = fma(g[c], o[c], dot);
 #pragma unroll
-        for (int j = 0; j < MO::CN; ++j)
-          if (MO::col(j) < sh.valueDim)
-            dot += A(loadAcc(g[MO::col(j)])) * acc[i][j];
-      }
-#pragma unroll
-      for (int off = MO::TX / 2; off > 0; off /= 2)
-        dot += __shfl_xor_sync(0xffffffffu, dot, off, MO::TX);
-      if (int(threadIdx.x) % MO::TX == 0) {
-        A d = dot * sm.rowInv[MO::row(i)];
-        sm.rowDot[MO::row(i)] = d;
-        if (qi < sh.seq) {
-          stats[sh.statIndex(b, h, qi)] = sm.lse[MO::row(i)];
-          stats[statCount + sh.statIndex(b, h, qi)] = d;
-        }
+      for (int off = G / 2; off > 0; off /= 2)
+        dot += __shfl_xor_sync(0xffffffffu, dot, off, G);
+      if (myLane == 0) {
+        sm.rowDot[myRow] = dot;
+        if (myRow < rows)
+          rowDot[sh.statIndex(b, h, r0 + myRow)] = dot;
       }
     }
-    loadRows<DIM, S::DP, S::BR>(sm.dout, dout + sh.oRow(b, r0, h),
-                                sh.heads * sh.valueDim, int(rowEnd - r0),
-                                int(sh.valueDim));
     const int64_t keyEnd = attnKeyEnd(rowEnd, sh.kvSeq, causal);
     if constexpr (TC) {
-      // dQ / scale in the warps' fragments; dP lands in sm.dp (which is
-      // sm.o: the forward is done with it).
+      // dQ / scale in the warps' fragments; dP lands in sm.dp.
       AccFrag dqFrags[fragsPerWarp<S::BR, DIM>()];
       clearFrags<S::BR, DIM>(dqFrags);
       for (int64_t c0 = 0; c0 < keyEnd; c0 += S::BC) {
@@ -569,17 +612,18 @@ __global__ void __launch_bounds__(kAttnThreads,
         mmaAccumulate<S::BR, DIM, false, true>(dqFrags, sm.s, S::SP, sm.k,
                                                S::DP, S::BC);
       }
-      __syncthreads();
-      storeFrags<S::BR, DIM>(sm.o, S::DP, dqFrags);
+      __syncthreads(); // the loop's readers of q are done
+      storeFrags<S::BR, DIM>(sm.q, S::DP, dqFrags);
       __syncthreads();
       for (int idx = int(threadIdx.x); idx < S::BR * DIM;
            idx += kAttnThreads) {
         int r = idx / DIM, c = idx % DIM;
         if (r0 + r < sh.seq && c < sh.headDim)
-          storeAcc(dq + sh.qRow(b, r0 + r, h) + c, sm.o[r * S::DP + c] * scale);
+          storeAcc(dq + sh.qRow(b, r0 + r, h) + c, sm.q[r * S::DP + c] * scale);
       }
     } else {
-      clearTile<MO>(acc); // now dQ / scale
+      A acc[MO::RM][MO::CN]; // dQ / scale
+      clearTile<MO>(acc);
       for (int64_t c0 = 0; c0 < keyEnd; c0 += S::BC) {
         __syncthreads();
         loadKeyTile<DIM>(sm, k, v, sh, b, c0, hk);
@@ -643,14 +687,13 @@ template <int DIM, class T, class A>
 __global__ void __launch_bounds__(kAttnThreads,
                                   attnGradMinBlocks<T, A, DIM>())
     attentionGradKeyKernel(const T *q, const T *k, const T *v, const T *dout,
-                           const A *stats, T *dk, T *dv, AttnShape sh,
-                           A scale, bool causal, int64_t work) {
+                           const A *lse, const A *rowDot, T *dk, T *dv,
+                           AttnShape sh, A scale, bool causal, int64_t work) {
   constexpr bool TC = attnTensorCores<T, A>();
   using S = KeyTileSmem<A, DIM, TC>;
   using MS = TileMap<S::BC, S::BR>;
   using MO = TileMap<S::BC, DIM>;
   S sm(reinterpret_cast<A *>(attnSmem));
-  const int64_t statCount = sh.batch * sh.heads * sh.seq;
   const int64_t group = sh.heads / sh.kvHeads, bhk = sh.batch * sh.kvHeads;
   for (int64_t w = blockIdx.x; w < work; w += gridDim.x) {
     // The first key tiles are seen by the most queries: they go first.
@@ -682,11 +725,11 @@ __global__ void __launch_bounds__(kAttnThreads,
         loadRows<DIM, S::DP, S::BR>(sm.dout, dout + sh.oRow(b, r0, h),
                                     sh.heads * sh.valueDim, rows,
                                     int(sh.valueDim));
+        const int64_t stat = sh.statIndex(b, h, r0);
         for (int r = int(threadIdx.x); r < S::BR; r += kAttnThreads) {
           bool in = r < rows;
-          sm.lse[r] = in ? stats[sh.statIndex(b, h, r0 + r)] : A(0);
-          sm.rowDot[r] = in ? stats[statCount + sh.statIndex(b, h, r0 + r)]
-                            : A(0);
+          sm.lse[r] = in ? lse[stat + r] : A(0);
+          sm.rowDot[r] = in ? rowDot[stat + r] : A(0);
         }
         __syncthreads();
         if constexpr (TC) {
@@ -801,63 +844,91 @@ bool allowSmem(tessel_ctx *ctx, K kernel, size_t bytes, const char *what) {
       what);
 }
 
+/// The forward into out and, when not null, lse; false with the error
+/// recorded when it could not be launched.
 template <int DIM, class T, class A>
-void launchForward(CudaBackend &be, tessel_ctx *ctx, const void *q,
-                   const void *k, const void *v, void *out,
-                   const AttnShape &sh, double scale, bool causal) {
-  using S = QueryTileSmem<A, DIM, attnTensorCores<T, A>()>;
-  static_assert(S::forwardBytes() <= kMaxSmemBytes, "shared memory");
+bool launchForward(CudaBackend &be, tessel_ctx *ctx, const void *q,
+                   const void *k, const void *v, void *out, A *lse,
+                   const AttnShape &sh, double scale, bool causal,
+                   const char *what) {
+  using S = ForwardSmem<A, DIM, attnTensorCores<T, A>()>;
+  static_assert(S::bytes() <= kMaxSmemBytes, "shared memory");
   auto kernel = attentionForwardKernel<DIM, T, A>;
-  if (!allowSmem(ctx, kernel, S::forwardBytes(), "tessel_attention"))
-    return;
+  if (!allowSmem(ctx, kernel, S::bytes(), what))
+    return false;
   int64_t work = sh.batch * sh.heads * ((sh.seq + S::BR - 1) / S::BR);
-  kernel<<<gridOf(work), kAttnThreads, S::forwardBytes(), be.stream()>>>(
+  kernel<<<gridOf(work), kAttnThreads, S::bytes(), be.stream()>>>(
       static_cast<const T *>(q), static_cast<const T *>(k),
-      static_cast<const T *>(v), static_cast<T *>(out), sh, A(scale), causal,
-      work);
-  CudaBackend::checkLaunch(ctx, "tessel_attention");
+      static_cast<const T *>(v), static_cast<T *>(out), lse, sh, A(scale),
+      causal, work);
+  return CudaBackend::checkLaunch(ctx, what);
 }
 
+/// The backward from the forward's out and lse or, both null (ABI 10 and
+/// older), from a forward run first into temporaries.
 template <int DIM, class T, class A>
 void launchGrad(CudaBackend &be, tessel_ctx *ctx, const void *q,
-                const void *k, const void *v, const void *dout, void *dq,
-                void *dk, void *dv, const AttnShape &sh, double scale,
-                bool causal) {
-  using SQ = QueryTileSmem<A, DIM, attnTensorCores<T, A>()>;
+                const void *k, const void *v, const void *out,
+                const void *lse, const void *dout, void *dq, void *dk,
+                void *dv, const AttnShape &sh, double scale, bool causal) {
+  using SQ = GradQuerySmem<A, DIM, attnTensorCores<T, A>()>;
   using SK = KeyTileSmem<A, DIM, attnTensorCores<T, A>()>;
-  static_assert(SQ::gradBytes() <= kMaxSmemBytes &&
-                    SK::bytes() <= kMaxSmemBytes,
+  static_assert(SQ::bytes() <= kMaxSmemBytes && SK::bytes() <= kMaxSmemBytes,
                 "shared memory");
-  const char *what = "tessel_attention_grad";
+  const bool recompute = !out || !lse;
+  const char *what =
+      recompute ? "tessel_attention_grad" : "tessel_attention_grad_lse";
   auto queryKernel = attentionGradQueryKernel<DIM, T, A>;
   auto keyKernel = attentionGradKeyKernel<DIM, T, A>;
-  if (!allowSmem(ctx, queryKernel, SQ::gradBytes(), what) ||
+  if (!allowSmem(ctx, queryKernel, SQ::bytes(), what) ||
       !allowSmem(ctx, keyKernel, SK::bytes(), what))
     return;
-  A *stats = nullptr;
-  size_t statBytes = sizeof(A) * size_t(2 * sh.batch * sh.heads * sh.seq);
-  if (!CudaBackend::check(ctx,
-                          cudaMallocAsync(reinterpret_cast<void **>(&stats),
-                                          statBytes, be.stream()),
-                          "tessel_attention_grad: cudaMallocAsync"))
+  // One stream-ordered temporary (legal under graph capture): D per row,
+  // and for a recomputing call the forward's lse and out after it (each
+  // part 256-byte aligned, for the tile loads' vectors).
+  const int64_t rowCount = sh.batch * sh.heads * sh.seq;
+  auto aligned = [](size_t bytes) { return (bytes + 255) / 256 * 256; };
+  const size_t rowBytes = aligned(sizeof(A) * size_t(rowCount));
+  const size_t outBytes = sizeof(T) * size_t(rowCount * sh.valueDim);
+  unsigned char *temp = nullptr;
+  if (!CudaBackend::check(
+          ctx,
+          cudaMallocAsync(reinterpret_cast<void **>(&temp),
+                          recompute ? 2 * rowBytes + outBytes : rowBytes,
+                          be.stream()),
+          "tessel_attention_grad: cudaMallocAsync"))
     return;
+  A *rowDot = reinterpret_cast<A *>(temp);
+  bool launched = true;
+  if (recompute) {
+    A *forwardLse = reinterpret_cast<A *>(temp + rowBytes);
+    void *forwardOut = temp + 2 * rowBytes;
+    launched = launchForward<DIM, T, A>(be, ctx, q, k, v, forwardOut,
+                                        forwardLse, sh, scale, causal, what);
+    out = forwardOut;
+    lse = forwardLse;
+  }
   int64_t queryWork = sh.batch * sh.heads * ((sh.seq + SQ::BR - 1) / SQ::BR);
-  queryKernel<<<gridOf(queryWork), kAttnThreads, SQ::gradBytes(),
-                be.stream()>>>(
-      static_cast<const T *>(q), static_cast<const T *>(k),
-      static_cast<const T *>(v), static_cast<const T *>(dout),
-      static_cast<T *>(dq), stats, sh, A(scale), causal, queryWork);
-  if (CudaBackend::checkLaunch(ctx, what)) {
+  if (launched) {
+    queryKernel<<<gridOf(queryWork), kAttnThreads, SQ::bytes(),
+                  be.stream()>>>(
+        static_cast<const T *>(q), static_cast<const T *>(k),
+        static_cast<const T *>(v), static_cast<const T *>(out),
+        static_cast<const A *>(lse), static_cast<const T *>(dout),
+        static_cast<T *>(dq), rowDot, sh, A(scale), causal, queryWork);
+    launched = CudaBackend::checkLaunch(ctx, what);
+  }
+  if (launched) {
     int64_t keyWork =
         sh.batch * sh.kvHeads * ((sh.kvSeq + SK::BC - 1) / SK::BC);
     keyKernel<<<gridOf(keyWork), kAttnThreads, SK::bytes(), be.stream()>>>(
         static_cast<const T *>(q), static_cast<const T *>(k),
-        static_cast<const T *>(v), static_cast<const T *>(dout), stats,
-        static_cast<T *>(dk), static_cast<T *>(dv), sh, A(scale), causal,
-        keyWork);
+        static_cast<const T *>(v), static_cast<const T *>(dout),
+        static_cast<const A *>(lse), rowDot, static_cast<T *>(dk),
+        static_cast<T *>(dv), sh, A(scale), causal, keyWork);
     CudaBackend::checkLaunch(ctx, what);
   }
-  CudaBackend::check(ctx, cudaFreeAsync(stats, be.stream()),
+  CudaBackend::check(ctx, cudaFreeAsync(temp, be.stream()),
                      "tessel_attention_grad: cudaFreeAsync");
 }
 
@@ -896,46 +967,69 @@ bool dimBucket(tessel_ctx *ctx, const char *kernel, int64_t headDim,
 } // namespace
 
 void CudaBackend::attention(tessel_ctx *ctx, int32_t dtype, const void *q,
-                            const void *k, const void *v, void *out,
+                            const void *k, const void *v, void *out, void *lse,
                             int64_t batch, int64_t seq, int64_t kvSeq,
                             int64_t heads, int64_t kvHeads, int64_t headDim,
                             int64_t valueDim, double scale, bool causal) {
-  int64_t outCount = batch * seq * heads * valueDim;
-  if (outCount == 0 ||
-      !check(ctx, cudaSetDevice(device()), "tessel_attention"))
+  const char *what = lse ? "tessel_attention_lse" : "tessel_attention";
+  int64_t rowCount = batch * heads * seq, outCount = rowCount * valueDim;
+  // (With value dim 0 there is no output, but still each row's lse.)
+  if (outCount == 0 && (!lse || rowCount == 0))
+    return;
+  if (!check(ctx, cudaSetDevice(device()), what))
     return;
   if (kvSeq == 0) {
-    // No keys: every weighted sum is empty (as the CPU backend).
-    check(ctx,
-          cudaMemsetAsync(out, 0, size_t(outCount * tessel_dtype_size(dtype)),
-                          stream()),
-          "tessel_attention");
+    // No keys: every weighted sum is empty and every row's lse -inf (as
+    // the CPU backend).
+    if (outCount > 0 &&
+        !check(ctx,
+               cudaMemsetAsync(out, 0,
+                               size_t(outCount * tessel_dtype_size(dtype)),
+                               stream()),
+               what))
+      return;
+    if (lse && dtype == TESSEL_F64) {
+      const double negInf = -INFINITY;
+      uint64_t bits;
+      std::memcpy(&bits, &negInf, sizeof(bits));
+      fill(ctx, lse, rowCount, sizeof(double), bits);
+    } else if (lse) {
+      const float negInf = -INFINITY;
+      uint32_t bits;
+      std::memcpy(&bits, &negInf, sizeof(bits));
+      fill(ctx, lse, rowCount, sizeof(float), bits);
+    }
     return;
   }
   int bucket = 0;
-  if (!dimBucket(ctx, "tessel_attention", headDim, valueDim, bucket))
+  if (!dimBucket(ctx, what, headDim, valueDim, bucket))
     return;
   AttnShape sh{batch, seq, kvSeq, heads, kvHeads, headDim, valueDim};
   visitAttnDtype(dtype, [&](auto t, auto a) {
     using T = decltype(t);
     using A = decltype(a);
+    A *rowLse = static_cast<A *>(lse);
     if (bucket == 64)
-      launchForward<64, T, A>(*this, ctx, q, k, v, out, sh, scale, causal);
+      launchForward<64, T, A>(*this, ctx, q, k, v, out, rowLse, sh, scale,
+                              causal, what);
     else if (bucket == 128)
-      launchForward<128, T, A>(*this, ctx, q, k, v, out, sh, scale, causal);
+      launchForward<128, T, A>(*this, ctx, q, k, v, out, rowLse, sh, scale,
+                               causal, what);
     else
-      launchForward<256, T, A>(*this, ctx, q, k, v, out, sh, scale, causal);
+      launchForward<256, T, A>(*this, ctx, q, k, v, out, rowLse, sh, scale,
+                               causal, what);
   });
 }
 
 void CudaBackend::attentionGrad(tessel_ctx *ctx, int32_t dtype, const void *q,
-                                const void *k, const void *v,
-                                const void *dout, void *dq, void *dk, void *dv,
-                                int64_t batch, int64_t seq, int64_t kvSeq,
-                                int64_t heads, int64_t kvHeads,
+                                const void *k, const void *v, const void *out,
+                                const void *lse, const void *dout, void *dq,
+                                void *dk, void *dv, int64_t batch, int64_t seq,
+                                int64_t kvSeq, int64_t heads, int64_t kvHeads,
                                 int64_t headDim, int64_t valueDim,
                                 double scale, bool causal) {
-  const char *what = "tessel_attention_grad";
+  const char *what =
+      out && lse ? "tessel_attention_grad_lse" : "tessel_attention_grad";
   // The stream's device is current: cudaMallocAsync takes from its pool.
   if (!check(ctx, cudaSetDevice(device()), what))
     return;
@@ -962,13 +1056,13 @@ void CudaBackend::attentionGrad(tessel_ctx *ctx, int32_t dtype, const void *q,
     using T = decltype(t);
     using A = decltype(a);
     if (bucket == 64)
-      launchGrad<64, T, A>(*this, ctx, q, k, v, dout, dq, dk, dv, sh, scale,
-                           causal);
+      launchGrad<64, T, A>(*this, ctx, q, k, v, out, lse, dout, dq, dk, dv, sh,
+                           scale, causal);
     else if (bucket == 128)
-      launchGrad<128, T, A>(*this, ctx, q, k, v, dout, dq, dk, dv, sh, scale,
-                            causal);
+      launchGrad<128, T, A>(*this, ctx, q, k, v, out, lse, dout, dq, dk, dv,
+                            sh, scale, causal);
     else
-      launchGrad<256, T, A>(*this, ctx, q, k, v, dout, dq, dk, dv, sh, scale,
-                            causal);
+      launchGrad<256, T, A>(*this, ctx, q, k, v, out, lse, dout, dq, dk, dv,
+                            sh, scale, causal);
   });
 }

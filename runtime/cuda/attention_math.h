@@ -4,10 +4,11 @@
 // tile, as TESSEL_HD functions: the [B, S, H, D] index math with grouped
 // kv heads, which key tiles a query tile needs (and the reverse) under the
 // causal mask, the element mask, the online softmax's running max / sum
-// update, and the backward's softmax recomputation and score gradient. The
-// host tests replay the kernels' tile loops with these functions and
-// compare with the CPU backend, so the device and the tests share one
-// definition of every step. The tile sizes live here for the same reason.
+// update and log-sum-exp, and the backward's softmax recomputation from
+// that log-sum-exp and score gradient. The host tests replay the kernels'
+// tile loops with these functions and compare with the CPU backend, so the
+// device and the tests share one definition of every step. The tile sizes
+// live here for the same reason.
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,8 +24,8 @@ namespace tessel {
 namespace cuda {
 
 /// The shapes of one attention call: q [B, S, H, D], k [B, T, Hkv, D],
-/// v [B, T, Hkv, E], out / dout [B, S, H, E]; the per-row statistics the
-/// backward keeps are [B, H, S].
+/// v [B, T, Hkv, E], out / dout [B, S, H, E]; the per-row statistics (the
+/// forward's lse, the backward's D) are [B, H, S].
 struct AttnShape {
   int64_t batch, seq, kvSeq, heads, kvHeads, headDim, valueDim;
 
@@ -105,9 +106,11 @@ template <class A> struct OnlineRow {
   TESSEL_HD void add(A tileSum) { l += tileSum; }
   /// 1 / l, what the output row is multiplied by at the end.
   TESSEL_HD A inverse() const { return l > A(0) ? A(1) / l : A(0); }
-  /// m + log l: the backward's probabilities are e^(s - lse).
+  /// m + log l (natural log, of the scaled scores): the backward's
+  /// probabilities are e^(s - lse). -inf for a row that has seen no key,
+  /// as tessel_attention_lse reports it.
   TESSEL_HD A logSumExp() const {
-    return l > A(0) ? m + attnLog(l) : A(0);
+    return l > A(0) ? m + attnLog(l) : attnNegInf<A>();
   }
 };
 

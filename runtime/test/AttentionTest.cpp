@@ -37,6 +37,7 @@ TEST_F(AttentionTest, MatchesReference) {
       auto v = randomValues(dtype, size_t(c.b * c.t * c.hkv * c.e), -2, 2, 63);
       double scale = 1.0 / std::sqrt(double(c.d)) * 1.7;
       std::vector<double> ref(static_cast<size_t>(c.b * c.s * c.h * c.e));
+      std::vector<double> refLse(static_cast<size_t>(c.b * c.h * c.s));
       int64_t group = c.h / c.hkv;
       for (int64_t b = 0; b < c.b; ++b)
         for (int64_t h = 0; h < c.h; ++h) {
@@ -55,6 +56,7 @@ TEST_F(AttentionTest, MatchesReference) {
             }
             for (double &x : p)
               sum += (x = std::exp(x - mx));
+            refLse[size_t((b * c.h + h) * c.s + i)] = mx + std::log(sum);
             for (int64_t y = 0; y < c.e; ++y) {
               double acc = 0;
               for (int64_t j = 0; j < limit; ++j)
@@ -73,8 +75,59 @@ TEST_F(AttentionTest, MatchesReference) {
       double atol = 2 * 64 * computeEps(dtype) * 2 +
                     (dtype == TESSEL_F16 ? 0x1p-24 : 0);
       expectClose(decode(dtype, out), ref, rtol, atol);
+
+      // With the log-sum-exp: the same output bytes, and lse [B, H, S] in
+      // f64 for f64 and f32 otherwise (exact inputs, f32 arithmetic).
+      std::vector<uint8_t> outLse(out.size());
+      std::vector<double> lse64(refLse.size());
+      std::vector<float> lse32(refLse.size());
+      void *lse = dtype == TESSEL_F64 ? static_cast<void *>(lse64.data())
+                                      : static_cast<void *>(lse32.data());
+      tessel_attention_lse(ctx, dtype, qb.data(), kb.data(), vb.data(),
+                           outLse.data(), lse, c.b, c.s, c.t, c.h, c.hkv, c.d,
+                           c.e, scale, c.causal);
+      ASSERT_EQ(tessel_error(ctx), nullptr) << tessel_error(ctx);
+      EXPECT_EQ(outLse, out);
+      std::vector<double> gotLse =
+          dtype == TESSEL_F64 ? lse64
+                              : std::vector<double>(lse32.begin(), lse32.end());
+      expectClose(gotLse, refLse, dtype == TESSEL_F64 ? 1e-13 : 1e-6,
+                  dtype == TESSEL_F64 ? 1e-13 : 1e-6);
     }
   }
+}
+
+TEST_F(AttentionTest, LseOfRowsWithoutKeysIsMinusInfinity) {
+  float q[4] = {1, 2, 3, 4}, lse32[2] = {0, 0};
+  double q64[4] = {1, 2, 3, 4}, lse64[2] = {0, 0};
+  float o[4];
+  double o64[4];
+  // B 1, S 2, T 0, H 1, D 2, E 2: no keys, zero outputs.
+  tessel_attention_lse(ctx, TESSEL_F32, q, q, q, o, lse32, 1, 2, 0, 1, 1, 2, 2,
+                       1.0, 0);
+  tessel_attention_lse(ctx, TESSEL_F64, q64, q64, q64, o64, lse64, 1, 2, 0, 1,
+                       1, 2, 2, 1.0, 0);
+  ASSERT_EQ(tessel_error(ctx), nullptr);
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(lse32[i], -INFINITY);
+    EXPECT_EQ(lse64[i], -INFINITY);
+  }
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(o[i], 0.0f);
+    EXPECT_EQ(o64[i], 0.0);
+  }
+}
+
+TEST_F(AttentionTest, LseNullSetsError) {
+  float q[2] = {1, 2}, o[2];
+  tessel_attention_lse(ctx, TESSEL_F32, q, q, q, o, nullptr, 1, 1, 1, 1, 1, 2,
+                       2, 1.0, 0);
+  ASSERT_NE(tessel_error(ctx), nullptr);
+  EXPECT_NE(std::string(tessel_error(ctx)).find("tessel_attention_lse: lse is "
+                                                "null"),
+            std::string::npos)
+      << tessel_error(ctx);
+  tessel_clear_error(ctx);
 }
 
 TEST_F(AttentionTest, BadHeadGroupingSetsError) {

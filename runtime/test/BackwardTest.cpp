@@ -743,21 +743,77 @@ TEST_F(BackwardTest, AttentionGradMatchesFiniteDifferences) {
                        c.causal);
       return decode(TESSEL_F64, o);
     };
-    Backward bwd = [&](int32_t dt, const Vecs &in, const Vec &dy) {
+    // The model's way (ABI 11): the forward's output and log-sum-exp
+    // handed to the gradient. The entry of older models, which recomputes
+    // both, must give the same bytes. `stored`: the dtype the output is
+    // rounded to before the gradient reads it (its own, unless an f64
+    // reference stands in for a 16-bit run).
+    auto gradient = [&](int32_t dt, const Vecs &in, const Vec &dy,
+                        int32_t stored) {
       Bytes qb = enc(dt, in[0]), kb = enc(dt, in[1]), vb = enc(dt, in[2]),
-            dob = enc(dt, dy);
+            dob = enc(dt, dy), out = zeros(dt, no);
+      Bytes lse((dt == TESSEL_F64 ? 8 : 4) * size_t(c.b * c.h * c.s));
+      tessel_attention_lse(ctx, dt, qb.data(), kb.data(), vb.data(),
+                           out.data(), lse.data(), c.b, c.s, c.t, c.h, c.hkv,
+                           c.d, c.e, scale, c.causal);
+      if (stored != dt)
+        out = enc(dt, quantized(stored, decode(dt, out)));
       Bytes dq = zeros(dt, nq), dk = zeros(dt, nk), dv = zeros(dt, nv);
       // Garbage first: the gradients are overwritten, not accumulated.
       std::fill(dk.begin(), dk.end(), uint8_t(0x3c));
       std::fill(dv.begin(), dv.end(), uint8_t(0x3c));
-      tessel_attention_grad(ctx, dt, qb.data(), kb.data(), vb.data(),
-                            dob.data(), dq.data(), dk.data(), dv.data(), c.b,
-                            c.s, c.t, c.h, c.hkv, c.d, c.e, scale, c.causal);
+      tessel_attention_grad_lse(ctx, dt, qb.data(), kb.data(), vb.data(),
+                                out.data(), lse.data(), dob.data(), dq.data(),
+                                dk.data(), dv.data(), c.b, c.s, c.t, c.h,
+                                c.hkv, c.d, c.e, scale, c.causal);
+      if (stored == dt) {
+        Bytes rq = zeros(dt, nq), rk = zeros(dt, nk), rv = zeros(dt, nv);
+        tessel_attention_grad(ctx, dt, qb.data(), kb.data(), vb.data(),
+                              dob.data(), rq.data(), rk.data(), rv.data(), c.b,
+                              c.s, c.t, c.h, c.hkv, c.d, c.e, scale, c.causal);
+        EXPECT_TRUE(rq == dq && rk == dk && rv == dv) << dtypeName(dt);
+      }
+      EXPECT_EQ(tessel_error(ctx), nullptr);
       return Vecs{decode(dt, dq), decode(dt, dk), decode(dt, dv)};
     };
+    Backward bwd = [&](int32_t dt, const Vecs &in, const Vec &dy) {
+      return gradient(dt, in, dy, dt);
+    };
     checkFiniteDifferences(fwd, bwd, {q, k, v}, r, {0, 1, 2});
-    checkDtypes(bwd, {q, k, v}, r, {TESSEL_F32, TESSEL_BF16, TESSEL_F16});
+    checkDtypes(bwd, {q, k, v}, r, {TESSEL_F32});
+    // 16-bit: D = rowsum(dO ⊙ O) reads the stored output, rounded to the
+    // dtype (as flash-attention's does), so the reference is the f64
+    // gradient from the output rounded the same way.
+    for (int32_t dt : {TESSEL_BF16, TESSEL_F16}) {
+      SCOPED_TRACE(dtypeName(dt));
+      Vecs qin = {quantized(dt, q), quantized(dt, k), quantized(dt, v)};
+      Vec qr = quantized(dt, r);
+      Vecs ref = gradient(TESSEL_F64, qin, qr, dt);
+      Vecs got = gradient(dt, qin, qr, dt);
+      for (size_t i = 0; i < ref.size(); ++i) {
+        SCOPED_TRACE("gradient " + std::to_string(i));
+        expectClose(got[i], ref[i], eps(dt),
+                    1e-5 * std::max(1.0, maxAbs(ref[i])) +
+                        (dt == TESSEL_F16 ? 0x1p-24 : 0));
+      }
+    }
   }
+}
+
+TEST_F(BackwardTest, AttentionGradLseNeedsOutAndLse) {
+  float x[2] = {1, 2}, lse[1] = {0}, g[2], h[2], i[2];
+  tessel_attention_grad_lse(ctx, TESSEL_F32, x, x, x, x, nullptr, x, g, h, i,
+                            1, 1, 1, 1, 1, 2, 2, 1.0, 0);
+  ASSERT_NE(tessel_error(ctx), nullptr);
+  EXPECT_NE(std::string(tessel_error(ctx)).find("lse is null"),
+            std::string::npos);
+  tessel_clear_error(ctx);
+  tessel_attention_grad_lse(ctx, TESSEL_F32, x, x, x, nullptr, lse, x, g, h, i,
+                            1, 1, 1, 1, 1, 2, 2, 1.0, 0);
+  ASSERT_NE(tessel_error(ctx), nullptr);
+  EXPECT_NE(std::string(tessel_error(ctx)).find("out is null"),
+            std::string::npos);
+  tessel_clear_error(ctx);
 }
 
 TEST_F(BackwardTest, AttentionGradBadHeadGroupingSetsError) {

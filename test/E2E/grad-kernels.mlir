@@ -11,7 +11,8 @@
 //   equal([1, 2, 3], [1, 5, 3]) = [1, 0, 1]                              -> 2
 //   layer_norm_grad dbeta = Σ_rows dy = [1, 0]                           -> 1
 //   batch_norm_grad dbeta = Σ dy over the batch                          -> 1
-//   attention_grad with q = k = 0 (uniform probabilities over T = 2):
+//   attention_grad with q = k = 0 (uniform probabilities over T = 2), from
+//   the forward's output and log-sum-exp (log 2 per row):
 //     dv = mean over the queries of dout [1, 3] at both keys = [2, 2]   -> 4
 //   rms_norm_grad dgamma of x = [3, 4], dy = 1: x / sqrt(12.5) sums to  -> 1.979899
 // loss = 44.229899 (rms epsilon 1e-6 moves the 7th digit).
@@ -78,7 +79,8 @@ func.func @loss(%unused: tensor<1xf32> {nn.input, nn.axes = ["batch"]}) -> tenso
   %qk = nn.constant dense<0.0> : tensor<1x2x1x1xf32>
   %v = nn.constant dense<[[[[5.0]], [[-7.0]]]]> : tensor<1x2x1x1xf32>
   %do = nn.constant dense<[[[[1.0]], [[3.0]]]]> : tensor<1x2x1x1xf32>
-  %dq, %dk, %dv = nn.attention_grad %qk, %qk, %v, %do : (tensor<1x2x1x1xf32>, tensor<1x2x1x1xf32>, tensor<1x2x1x1xf32>, tensor<1x2x1x1xf32>) -> (tensor<1x2x1x1xf32>, tensor<1x2x1x1xf32>, tensor<1x2x1x1xf32>)
+  %ao, %alse = nn.attention %qk, %qk, %v lse : (tensor<1x2x1x1xf32>, tensor<1x2x1x1xf32>, tensor<1x2x1x1xf32>) -> (tensor<1x2x1x1xf32>, tensor<1x1x2xf32>)
+  %dq, %dk, %dv = nn.attention_grad %qk, %qk, %v, %ao, %alse, %do : (tensor<1x2x1x1xf32>, tensor<1x2x1x1xf32>, tensor<1x2x1x1xf32>, tensor<1x2x1x1xf32>, tensor<1x1x2xf32>, tensor<1x2x1x1xf32>) -> (tensor<1x2x1x1xf32>, tensor<1x2x1x1xf32>, tensor<1x2x1x1xf32>)
   %dvs = nn.reduce_sum %dv dims = [0, 1, 2, 3] : tensor<1x2x1x1xf32> -> tensor<f32>
   // rms_norm_grad: dgamma
   %mx = nn.constant dense<[[3.0, 4.0]]> : tensor<1x2xf32>

@@ -156,3 +156,50 @@ func.func @pinned_stack(%ws: tensor<2x8x8xf32> {nn.param = "ws", nn.init = #nn.i
   %l = nn.reduce_sum %y dims = [0, 1] : tensor<2x8xf32> -> tensor<f32>
   return %l : tensor<f32>
 }
+
+// -----
+
+// Tests that attention's gradient reads the forward's output and
+// log-sum-exp instead of running the forward again: in a repeat, the
+// keeping layer returns the log-sum-exp ([B, H, S], f32 for bf16) and the
+// output once, not the output and its reshape (a reshape is a view: the
+// derivative reshapes the kept output again). The evaluation model's
+// attention (@attn_stack's repeat of @attn_layer) computes no log-sum-exp
+// once canonicalized. Full recompute keeps only the layer input and runs
+// the forward (with its log-sum-exp) in the derivative.
+// CHECK-LABEL: func.func private @attn_layer(
+// CHECK:       nn.attention %{{[^,]*}}, %{{[^,]*}}, %{{[^ ]*}} causal : (tensor<2x4x2x4xbf16>, tensor<2x4x2x4xbf16>, tensor<2x4x2x4xbf16>) -> tensor<2x4x2x4xbf16>
+// CHECK-LABEL: func.func private @attn_layer_keep(
+// CHECK-SAME: -> (tensor<2x4x8xbf16>, tensor<2x4x8xbf16>, tensor<2x4x2x4xbf16>, tensor<2x2x4xf32>)
+// CHECK:       %[[O:.*]], %[[LSE:.*]] = nn.attention %{{[^,]*}}, %{{[^,]*}}, %{{[^ ]*}} causal lse :
+// CHECK:       return %{{.*}}, %{{.*}}, %[[O]], %[[LSE]]
+// CHECK-LABEL: func.func private @attn_layer_derivative(
+// CHECK-SAME: %[[DY:[^:]*]]: tensor<2x4x8xbf16>, %[[H:[^:]*]]: tensor<2x4x8xbf16>, %{{[^:]*}}: tensor<8x8xbf16>, %[[O:[^:]*]]: tensor<2x4x2x4xbf16>, %[[LSE:[^:]*]]: tensor<2x2x4xf32>)
+// CHECK-NOT:   nn.attention %
+// CHECK:       %[[Q:.*]] = nn.reshape %[[H]]
+// CHECK:       %[[O2:.*]] = nn.reshape %[[O]]
+// CHECK:       nn.matmul %[[O2]], %{{.*}} transpose_lhs
+// CHECK:       nn.attention_grad %[[Q]], %[[Q]], %[[Q]], %[[O]], %[[LSE]], %{{[^ ]*}} causal :
+// CHECK-LABEL: func.func @attn_stack(
+// CHECK:       nn.repeat @attn_layer(
+// CHECK-LABEL: func.func @attn_stack_backward(
+// CHECK:       nn.repeat @attn_layer_keep(
+// FULL-LABEL: func.func private @attn_layer_keep(
+// FULL-SAME: -> (tensor<2x4x8xbf16>, tensor<2x4x8xbf16>)
+// FULL-LABEL: func.func private @attn_layer_derivative(
+// FULL:       %[[O:.*]], %[[LSE:.*]] = nn.attention %{{[^,]*}}, %{{[^,]*}}, %{{[^ ]*}} causal lse :
+// FULL:       nn.attention_grad %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %[[O]], %[[LSE]], %{{[^ ]*}} causal :
+func.func private @attn_layer(%h: tensor<2x4x8xbf16>, %w: tensor<8x8xbf16>) -> tensor<2x4x8xbf16> {
+  %q = nn.reshape %h : tensor<2x4x8xbf16> -> tensor<2x4x2x4xbf16>
+  %a = nn.attention %q, %q, %q causal : (tensor<2x4x2x4xbf16>, tensor<2x4x2x4xbf16>, tensor<2x4x2x4xbf16>) -> tensor<2x4x2x4xbf16>
+  %a2 = nn.reshape %a : tensor<2x4x2x4xbf16> -> tensor<2x4x8xbf16>
+  %o = nn.matmul %a2, %w : (tensor<2x4x8xbf16>, tensor<8x8xbf16>) -> tensor<2x4x8xbf16>
+  return %o : tensor<2x4x8xbf16>
+}
+func.func @attn_stack(%ws: tensor<2x8x8xbf16> {nn.param = "ws", nn.init = #nn.init<normal, 0.1>},
+                      %x: tensor<2x4x8xbf16> {nn.input}) -> tensor<f32> {
+  %y = nn.repeat @attn_layer(%x) params(%ws) : (tensor<2x4x8xbf16>, tensor<2x8x8xbf16>) -> tensor<2x4x8xbf16>
+  %y32 = nn.cast %y : tensor<2x4x8xbf16> to tensor<2x4x8xf32>
+  %l = nn.reduce_sum %y32 dims = [0, 1, 2] : tensor<2x4x8xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}

@@ -385,3 +385,21 @@ func.func @residual_norms(%h: tensor<2x3x8xbf16>, %o: tensor<2x3x8xbf16>, %g: te
   %dx2, %dg2, %db2 = nn.norm_grad_add %s, %g, %dy, %dx {epsilon = 1.0e-5 : f64} : (tensor<2x3x8xbf16>, tensor<8xbf16>, tensor<2x3x8xbf16>, tensor<2x3x8xbf16>) -> (tensor<2x3x8xbf16>, tensor<8xbf16>, tensor<8xbf16>)
   return %s, %y, %dx, %dg, %dx2, %dg2 : tensor<2x3x8xbf16>, tensor<2x3x8xbf16>, tensor<2x3x8xbf16>, tensor<8xbf16>, tensor<2x3x8xbf16>, tensor<8xbf16>
 }
+
+// -----
+
+// Tests that attention with its log-sum-exp calls tessel_attention_lse,
+// that its gradient reads the output and log-sum-exp the forward wrote
+// (tessel_attention_grad_lse), and that plain attention keeps
+// tessel_attention.
+// CHECK-LABEL: llvm.func @tessel_fn_attention_lse
+// CHECK-SAME: (%[[CTX:[^:]*]]: !llvm.ptr, %[[SCRATCH:[^:]*]]: !llvm.ptr, %[[Q:[^:]*]]: !llvm.ptr, %[[DO:[^:]*]]: !llvm.ptr,
+// CHECK: llvm.call @tessel_attention(%[[CTX]], %{{.*}}, %[[Q]], %[[Q]], %[[Q]],
+// CHECK: llvm.call @tessel_attention_lse(%[[CTX]], %{{[^,]*}}, %[[Q]], %[[Q]], %[[Q]], %[[O:[^,]*]], %[[LSE:[^,]*]],
+// CHECK: llvm.call @tessel_attention_grad_lse(%[[CTX]], %{{[^,]*}}, %[[Q]], %[[Q]], %[[Q]], %[[O]], %[[LSE]], %[[DO]],
+func.func @attention_lse(%q: tensor<1x4x2x8xf32>, %do: tensor<1x4x2x8xf32>) -> (tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>) {
+  %p = nn.attention %q, %q, %q causal : (tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>) -> tensor<1x4x2x8xf32>
+  %o, %lse = nn.attention %q, %q, %q causal lse : (tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>) -> (tensor<1x4x2x8xf32>, tensor<1x2x4xf32>)
+  %dq, %dk, %dv = nn.attention_grad %q, %q, %q, %o, %lse, %do causal : (tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>, tensor<1x2x4xf32>, tensor<1x4x2x8xf32>) -> (tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>)
+  return %p, %dq, %dv : tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>
+}

@@ -19,12 +19,12 @@
 // the embeddings and the final norm (41,216 floats, 164,864 bytes), which
 // fills as the backward ends, blocks. Of 3,337,220 bytes, 3,172,356
 // overlap compute. The payload and calls are the blocking program's; the
-// arena grows by the two slots of in-flight buckets (27,143,808 bytes
-// blocking; 27,078,272 with --no-fuse-bias-grads: the plan's layout
+// arena grows by the two slots of in-flight buckets (27,160,192 bytes
+// blocking; 27,094,656 with --no-fuse-bias-grads: the plan's layout
 // around the fused weight-gradient GEMMs).
 // Fusing the bias gradients keeps every overlapped byte
 // (tessel-fuse-bias-grads places them where each window keeps a kernel).
-// DDP: arena (one rank) 27875456 bytes
+// DDP: arena (one rank) 27891840 bytes
 // DDP: entry collective axes calls bytes ring bytes overlapped
 // DDP: backward all_reduce dp 14 3337220 3337220 3172356
 // DDP: step (backward+update) 14 3337220 3337220 3172356
@@ -32,7 +32,7 @@
 // DDP-IR: llvm.call @tessel_comm_wait
 // DDP-IR: llvm.func @tessel_fn_block_derivative_finish
 // DDP-IR: llvm.call @tessel_fn_block_derivative_finish
-// BLOCKING: arena (one rank) 27143808 bytes
+// BLOCKING: arena (one rank) 27160192 bytes
 // BLOCKING: backward all_reduce dp 14 3337220 3337220 0
 // BLOCKING-IR-NOT: _start
 // BLOCKING-IR-NOT: tessel_comm_wait
@@ -46,8 +46,8 @@
 // in a trace). Each repeated layer's gathers move into a
 // prefetch that runs one layer ahead (FSDP's forward and backward
 // prefetch), so two layers' gathered parameters are alive at once: the
-// arena is 11,083,648 bytes against the blocking program's 9,774,208.
-// Z3: arena (one rank) 11083648 bytes
+// arena is 11,091,840 bytes against the blocking program's 9,782,400.
+// Z3: arena (one rank) 11091840 bytes
 // Z3: step (backward+update) 171 9955844 7466886 9692676
 // Z3-IR-DAG: llvm.func @tessel_fn_block_prefetch
 // Z3-IR-DAG: llvm.func @tessel_fn_block_keep_prefetch

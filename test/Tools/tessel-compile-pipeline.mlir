@@ -102,8 +102,8 @@
 // stage input (262,144 bytes, M of them under GPipe); the stages differ
 // (the head), so the bubble exceeds 1/5.
 // GPT: pipeline over pp=2 (mesh pp=2): gpipe, 4 microbatches, 2 stages (1 per rank)
-// GPT: 0     0    0-1              445317120        445317120       1349092352        7437568
-// GPT-NEXT: 1     1    2-3              479855616        479855616       1452378880        7302656
+// GPT: 0     0    0-1              445317120        445317120       1348568064        7437568
+// GPT-NEXT: 1     1    2-3              479855616        479855616       1451854592        7302656
 // GPT-NEXT: imbalance (max / mean model forward)        1.0373
 // GPT-NEXT: tied parameter wte held by stages 0,1 (a copy on each)
 // GPT: 0          1750016      1750016      3500032

@@ -18,14 +18,15 @@
 // copy in the optimizer state (4Ψ) beside AdamW's m and v (8Ψ); gradients
 // are f32 (4Ψ) by default and bf16 (2Ψ) with --grad-precision bf16, which
 // gives the ZeRO paper's 16Ψ. The activations the layers keep for the
-// backward halve (16 MiB in f32, 8 MiB in bf16).
-// F32:      layer activations kept                16777216 bytes
+// backward halve (16 MiB in f32, 8 MiB in bf16), all but the attention's
+// log-sum-exp, f32 in both (32 KiB).
+// F32:      layer activations kept                16809984 bytes
 // F32-NOT:  precision bf16
 // F32:        params                               3337216 bytes
 // F32-NEXT:   grads                                3337216 bytes
 // F32-NEXT:   states                               6674432 bytes
 // F32:        total          16Ψ                 13348864 bytes
-// BF16:     layer activations kept                 8388608 bytes
+// BF16:     layer activations kept                 8421376 bytes
 // BF16-NEXT: precision bf16: parameters bf16, f32 master weights in the optimizer state, gradients f32
 // BF16:       params                               1668608 bytes
 // BF16-NEXT:  grads                                3337216 bytes

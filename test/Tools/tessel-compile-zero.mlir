@@ -100,9 +100,9 @@
 // ZeRO-3 without resharding after the forward: the backward entry gathers
 // each parameter once (a stack whole: 16 + 4 = 20 calls) and keeps it to
 // the backward, so a step moves DDP's 5005830 ring bytes; the gathered
-// parameters live in scratch: 12681088 bytes of arena against 11083648
+// parameters live in scratch: 12689280 bytes of arena against 11091840
 // resharded (tessel-compile-overlap.mlir).
-// Z3N: arena (one rank) 12681088 bytes
+// Z3N: arena (one rank) 12689280 bytes
 // Z3N: total 16Ψ/N 3337216 bytes (formula 3337216.0)
 // Z3N: forward all_gather dp 68 3337216 2502912
 // Z3N-NEXT: backward all_reduce dp 1 4 6

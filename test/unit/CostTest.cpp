@@ -381,17 +381,19 @@ TEST(CostTest, BackwardOps) {
        "tensor<3x7x5xf32>) -> tensor<11x5xf32>",
        105, 21 * 8 + 105 * 4 + 55 * 4},
       // attention_grad, B = 2, S = 3, H = 4, Hkv = 2, T = 7, D = 5, E = 11:
-      // 6·B·H·S·T·D + 4·B·H·S·T·E + 8·B·H·S·T; q, k, v, dout in, dq, dk,
-      // dv out.
+      // 6·B·H·S·T·D + 4·B·H·S·T·E + 5·B·H·S·T + 2·B·H·S·E; q, k, v, out,
+      // lse (24), dout in, dq, dk, dv out.
       {"attention_grad gqa",
        "%q: tensor<2x3x4x5xf32>, %k: tensor<2x7x2x5xf32>, "
-       "%v: tensor<2x7x2x11xf32>, %do: tensor<2x3x4x11xf32>",
-       "%dq, %dk, %dv = nn.attention_grad %q, %k, %v, %do : "
+       "%v: tensor<2x7x2x11xf32>, %o: tensor<2x3x4x11xf32>, "
+       "%lse: tensor<2x4x3xf32>, %do: tensor<2x3x4x11xf32>",
+       "%dq, %dk, %dv = nn.attention_grad %q, %k, %v, %o, %lse, %do : "
        "(tensor<2x3x4x5xf32>, tensor<2x7x2x5xf32>, tensor<2x7x2x11xf32>, "
-       "tensor<2x3x4x11xf32>) -> (tensor<2x3x4x5xf32>, tensor<2x7x2x5xf32>, "
-       "tensor<2x7x2x11xf32>)",
-       6 * 2 * 4 * 3 * 7 * 5 + 4 * 2 * 4 * 3 * 7 * 11 + 8 * 2 * 4 * 3 * 7,
-       (2 * (120 + 140 + 308) + 264) * 4},
+       "tensor<2x3x4x11xf32>, tensor<2x4x3xf32>, tensor<2x3x4x11xf32>) -> "
+       "(tensor<2x3x4x5xf32>, tensor<2x7x2x5xf32>, tensor<2x7x2x11xf32>)",
+       6 * 2 * 4 * 3 * 7 * 5 + 4 * 2 * 4 * 3 * 7 * 11 + 5 * 2 * 4 * 3 * 7 +
+           2 * 2 * 4 * 3 * 11,
+       (2 * (120 + 140 + 308) + 2 * 264 + 24) * 4},
       // slice_grad moves data: reads 3x4, writes 7x11.
       {"slice_grad strided", "%d: tensor<3x4xf32>",
        "%x = nn.slice_grad %d start = [1, 0] limit = [7, 11] strides = [2, 3] "

@@ -401,6 +401,20 @@ TEST(ShardingRuleTest, Attention) {
        "(d0, d1, d2, d3, d4, d5) -> (d0, d3, d2, d5)\n"
        "(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d5)",
        "generic, generic", "3, 4"},
+      // With its log-sum-exp: [B, H, S], the rows of the result.
+      {"attention lse",
+       "%q: tensor<2x3x4x5xbf16>, %k: tensor<2x7x2x5xbf16>, "
+       "%v: tensor<2x7x2x11xbf16>",
+       "%o, %lse = nn.attention %q, %k, %v lse : (tensor<2x3x4x5xbf16>, "
+       "tensor<2x7x2x5xbf16>, tensor<2x7x2x11xbf16>) -> "
+       "(tensor<2x3x4x11xbf16>, tensor<2x4x3xf32>)",
+       loops,
+       "(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d4)\n"
+       "(d0, d1, d2, d3, d4, d5) -> (d0, d3, d2 floordiv 2, d4)\n"
+       "(d0, d1, d2, d3, d4, d5) -> (d0, d3, d2 floordiv 2, d5)\n"
+       "(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d5)\n"
+       "(d0, d1, d2, d3, d4, d5) -> (d0, d2, d1)",
+       "generic, generic", "3, 4"},
   });
 }
 
@@ -603,19 +617,23 @@ TEST(ShardingRuleTest, BackwardOps) {
        "(d0, d1, d2, d3) -> (d0, d1)\n(d0, d1, d2, d3) -> (d0, d1, d2)\n"
        "(d0, d1, d2, d3) -> (d3, d2)",
        "sum, sum", ""},
-      // The forward's loops b, s, h, t, d, e; dq, dk, dv read as q, k, v.
-      // Only batch and heads split.
+      // The forward's loops b, s, h, t, d, e; out and dout read as the
+      // result, lse [B, H, S] as its rows, dq, dk, dv as q, k, v. Only
+      // batch and heads split.
       {"attention_grad gqa",
        "%q: tensor<2x3x4x5xf32>, %k: tensor<2x7x2x5xf32>, "
-       "%v: tensor<2x7x2x11xf32>, %do: tensor<2x3x4x11xf32>",
-       "%dq, %dk, %dv = nn.attention_grad %q, %k, %v, %do : "
+       "%v: tensor<2x7x2x11xf32>, %o: tensor<2x3x4x11xf32>, "
+       "%lse: tensor<2x4x3xf32>, %do: tensor<2x3x4x11xf32>",
+       "%dq, %dk, %dv = nn.attention_grad %q, %k, %v, %o, %lse, %do : "
        "(tensor<2x3x4x5xf32>, tensor<2x7x2x5xf32>, tensor<2x7x2x11xf32>, "
-       "tensor<2x3x4x11xf32>) -> (tensor<2x3x4x5xf32>, tensor<2x7x2x5xf32>, "
-       "tensor<2x7x2x11xf32>)",
+       "tensor<2x3x4x11xf32>, tensor<2x4x3xf32>, tensor<2x3x4x11xf32>) -> "
+       "(tensor<2x3x4x5xf32>, tensor<2x7x2x5xf32>, tensor<2x7x2x11xf32>)",
        "parallel, parallel, parallel, reduction, reduction, parallel",
        "(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d4)\n"
        "(d0, d1, d2, d3, d4, d5) -> (d0, d3, d2 floordiv 2, d4)\n"
        "(d0, d1, d2, d3, d4, d5) -> (d0, d3, d2 floordiv 2, d5)\n"
+       "(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d5)\n"
+       "(d0, d1, d2, d3, d4, d5) -> (d0, d2, d1)\n"
        "(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d5)\n"
        "(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d4)\n"
        "(d0, d1, d2, d3, d4, d5) -> (d0, d3, d2 floordiv 2, d4)\n"

@@ -64,8 +64,13 @@ extern "C" {
  * and the layer (or RMS) norm of its sum in one pass, and the norm's
  * gradient added to the residual stream's, which tessel-fuse-epilogues
  * uses in place of tessel_binary beside tessel_layer_norm(_grad).
- * Descriptions 1 to 9 still load. */
-#define TESSEL_ABI_VERSION 10
+ * Descriptions 1 to 9 still load.
+ * 11: tessel_attention_lse and tessel_attention_grad_lse: the forward also
+ * writes each query row's log-sum-exp, and the backward reads it and the
+ * forward's output instead of running the forward again (flash-attention
+ * 2's saved statistics). Descriptions 1 to 10 still load: their
+ * tessel_attention_grad recomputes both. */
+#define TESSEL_ABI_VERSION 11
 
 typedef enum tessel_dtype {
   TESSEL_F32 = 0,
@@ -697,6 +702,17 @@ void tessel_attention(tessel_ctx *ctx, int32_t dtype, const void *q,
                       int64_t kv_heads, int64_t head_dim, int64_t value_dim,
                       double scale, int32_t causal);
 
+/* tessel_attention that also writes lse [B, H, S] (ABI 11): the natural
+ * log of each query row's softmax denominator, max + log Σ e^(s - max)
+ * over the scaled scores the row sees (-inf for a row that sees none), in
+ * f64 for TESSEL_F64 and f32 for every other dtype. tessel_attention_grad_lse
+ * reads it with out. lse may overlap none of q, k, v, out. */
+void tessel_attention_lse(tessel_ctx *ctx, int32_t dtype, const void *q,
+                          const void *k, const void *v, void *out, void *lse,
+                          int64_t batch, int64_t seq, int64_t kv_seq,
+                          int64_t heads, int64_t kv_heads, int64_t head_dim,
+                          int64_t value_dim, double scale, int32_t causal);
+
 /*===--- Backward kernels (reverse-mode autodiff) ------------------------===*
  *
  * The backward work that deserves a kernel of its own. Every gradient output
@@ -808,6 +824,18 @@ void tessel_attention_grad(tessel_ctx *ctx, int32_t dtype, const void *q,
                            int64_t seq, int64_t kv_seq, int64_t heads,
                            int64_t kv_heads, int64_t head_dim,
                            int64_t value_dim, double scale, int32_t causal);
+
+/* Attention's gradient from the forward's out and lse (tessel_attention_lse,
+ * ABI 11), which it reads instead of running the forward again:
+ * P = e^(scale · q·kᵀ - lse), D = rowsum(dout ⊙ out), dS = P ⊙ (dout·vᵀ - D).
+ * dq, dk, dv as tessel_attention_grad, and none overlaps an input. */
+void tessel_attention_grad_lse(tessel_ctx *ctx, int32_t dtype, const void *q,
+                               const void *k, const void *v, const void *out,
+                               const void *lse, const void *dout, void *dq,
+                               void *dk, void *dv, int64_t batch, int64_t seq,
+                               int64_t kv_seq, int64_t heads, int64_t kv_heads,
+                               int64_t head_dim, int64_t value_dim,
+                               double scale, int32_t causal);
 
 /*===--- Optimizers ------------------------------------------------------===*
  *

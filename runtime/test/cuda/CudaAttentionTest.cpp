@@ -3,11 +3,12 @@
 // Host tests replay the tile loops of attention.cu's three kernels (the
 // forward, the dQ kernel and the dK/dV kernel) with their steps from
 // attention_math.h, the same tile sizes, tile skipping and order of
-// accumulation, and compare with the CPU backend's tessel_attention and
-// tessel_attention_grad through the C ABI: grouped kv heads, kvSeq != seq,
-// causal and not, odd lengths and head dims across the three buckets.
-// The GPU tests (CpuVsCuda, skipped without a device) run the same cases
-// on a CUDA context, in every float dtype.
+// accumulation, and compare with the CPU backend's tessel_attention_lse
+// and tessel_attention_grad_lse through the C ABI: grouped kv heads,
+// kvSeq != seq, causal and not, odd lengths and head dims across the three
+// buckets. The GPU tests (CpuVsCuda, skipped without a device) run the same
+// cases on a CUDA context, in every float dtype, through both the entries
+// with lse and the older ones (whose backward recomputes the forward).
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,6 +19,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <string>
 
 using namespace tessel::cuda;
@@ -111,56 +113,63 @@ void forwardTile(const AttnShape &sh, const A *q, const A *k, const A *v,
   }
 }
 
+/// The forward kernel's out and lse ([B, H, S]).
+template <class A> struct Forward {
+  std::vector<A> out, lse;
+};
 template <class A>
-std::vector<A> emulateForward(const AttnShape &sh, const A *q, const A *k,
-                              const A *v, A scale, bool causal) {
+Forward<A> emulateForward(const AttnShape &sh, const A *q, const A *k,
+                          const A *v, A scale, bool causal) {
   int dim = attnDimBucket(sh.headDim, sh.valueDim);
   AttnTiles tiles = attnQueryTiles(sizeof(A) == 8, dim);
-  std::vector<A> out(size_t(sh.batch * sh.seq * sh.heads * sh.valueDim)), acc;
+  Forward<A> f{std::vector<A>(
+                   size_t(sh.batch * sh.seq * sh.heads * sh.valueDim)),
+               std::vector<A>(size_t(sh.batch * sh.heads * sh.seq))};
+  std::vector<A> acc;
   std::vector<OnlineRow<A>> rows;
   for (int64_t b = 0; b < sh.batch; ++b)
     for (int64_t h = 0; h < sh.heads; ++h)
       for (int64_t r0 = 0; r0 < sh.seq; r0 += tiles.rows) {
         forwardTile(sh, q, k, v, b, h, r0, tiles, scale, causal, acc, rows);
-        for (int64_t r = 0; r < tiles.rows && r0 + r < sh.seq; ++r)
+        for (int64_t r = 0; r < tiles.rows && r0 + r < sh.seq; ++r) {
           for (int64_t e = 0; e < sh.valueDim; ++e)
-            out[size_t(sh.oRow(b, r0 + r, h) + e)] =
+            f.out[size_t(sh.oRow(b, r0 + r, h) + e)] =
                 acc[size_t(r * sh.valueDim + e)] * rows[size_t(r)].inverse();
+          f.lse[size_t(sh.statIndex(b, h, r0 + r))] =
+              rows[size_t(r)].logSumExp();
+        }
       }
-  return out;
+  return f;
 }
 
-/// The backward as its two kernels: dQ and the row statistics per query
-/// tile, then dK / dV per key tile over the group's query heads.
+/// The backward as its two kernels, from the forward's out and lse: D and
+/// dQ per query tile, then dK / dV per key tile over the group's query
+/// heads.
 template <class A>
 void emulateGrad(const AttnShape &sh, const A *q, const A *k, const A *v,
-                 const A *dout, A scale, bool causal, std::vector<A> &dq,
-                 std::vector<A> &dk, std::vector<A> &dv) {
+                 const A *out, const A *lse, const A *dout, A scale,
+                 bool causal, std::vector<A> &dq, std::vector<A> &dk,
+                 std::vector<A> &dv) {
   const int dim = attnDimBucket(sh.headDim, sh.valueDim);
   const AttnTiles qt = attnQueryTiles(sizeof(A) == 8, dim);
   const int64_t D = sh.headDim, E = sh.valueDim;
-  const int64_t statCount = sh.batch * sh.heads * sh.seq;
-  std::vector<A> stats(size_t(2 * statCount)), acc;
-  std::vector<OnlineRow<A>> rows;
+  std::vector<A> rowDots(size_t(sh.batch * sh.heads * sh.seq));
   dq.assign(size_t(sh.batch * sh.seq * sh.heads * D), A(0));
   for (int64_t b = 0; b < sh.batch; ++b)
     for (int64_t h = 0; h < sh.heads; ++h)
       for (int64_t r0 = 0; r0 < sh.seq; r0 += qt.rows) {
         const int64_t hk = sh.kvHeadOf(h);
         const int64_t rowEnd = std::min<int64_t>(r0 + qt.rows, sh.seq);
-        forwardTile(sh, q, k, v, b, h, r0, qt, scale, causal, acc, rows);
         for (int64_t i = r0; i < rowEnd; ++i) {
           A dot = A(0);
           for (int64_t e = 0; e < E; ++e)
-            dot += dout[sh.oRow(b, i, h) + e] * acc[size_t((i - r0) * E + e)];
-          stats[size_t(sh.statIndex(b, h, i))] =
-              rows[size_t(i - r0)].logSumExp();
-          stats[size_t(statCount + sh.statIndex(b, h, i))] =
-              dot * rows[size_t(i - r0)].inverse();
+            dot = std::fma(dout[sh.oRow(b, i, h) + e],
+                           out[sh.oRow(b, i, h) + e], dot);
+          rowDots[size_t(sh.statIndex(b, h, i))] = dot;
         }
         for (int64_t i = r0; i < rowEnd; ++i) {
-          A lse = stats[size_t(sh.statIndex(b, h, i))];
-          A rowDot = stats[size_t(statCount + sh.statIndex(b, h, i))];
+          A rowLse = lse[sh.statIndex(b, h, i)];
+          A rowDot = rowDots[size_t(sh.statIndex(b, h, i))];
           std::vector<A> g(size_t(D), A(0));
           for (int64_t c0 = 0; c0 < attnKeyEnd(rowEnd, sh.kvSeq, causal);
                c0 += qt.keys)
@@ -173,7 +182,7 @@ void emulateGrad(const AttnShape &sh, const A *q, const A *k, const A *v,
               for (int64_t e = 0; e < E; ++e)
                 dp = std::fma(dout[sh.oRow(b, i, h) + e],
                               v[sh.vRow(b, j, hk) + e], dp);
-              A ds = attnScoreGrad(attnProb(visible, s * scale, lse), dp,
+              A ds = attnScoreGrad(attnProb(visible, s * scale, rowLse), dp,
                                    rowDot);
               for (int64_t x = 0; x < D; ++x)
                 g[size_t(x)] = std::fma(ds, k[sh.kRow(b, j, hk) + x],
@@ -204,10 +213,9 @@ void emulateGrad(const AttnShape &sh, const A *q, const A *k, const A *v,
               for (int64_t e = 0; e < E; ++e)
                 dp = std::fma(v[sh.vRow(b, j, hk) + e],
                               dout[sh.oRow(b, i, h) + e], dp);
-              A p = attnProb(visible, s * scale,
-                             stats[size_t(sh.statIndex(b, h, i))]);
-              A ds = attnScoreGrad(
-                  p, dp, stats[size_t(statCount + sh.statIndex(b, h, i))]);
+              A p = attnProb(visible, s * scale, lse[sh.statIndex(b, h, i)]);
+              A ds =
+                  attnScoreGrad(p, dp, rowDots[size_t(sh.statIndex(b, h, i))]);
               for (int64_t e = 0; e < E; ++e)
                 gv[size_t(e)] =
                     std::fma(p, dout[sh.oRow(b, i, h) + e], gv[size_t(e)]);
@@ -247,25 +255,50 @@ template <class A> std::vector<A> narrow(const std::vector<double> &x) {
   return std::vector<A>(x.begin(), x.end());
 }
 
-/// The CPU backend's forward and backward of a case on `ctx`, decoded.
+/// lse's element: f64 for TESSEL_F64, f32 for every other dtype.
+size_t lseElementBytes(int32_t dtype) { return dtype == TESSEL_F64 ? 8 : 4; }
+
+std::vector<double> decodeLse(int32_t dtype,
+                              const std::vector<uint8_t> &bytes) {
+  std::vector<double> lse(bytes.size() / lseElementBytes(dtype));
+  for (size_t i = 0; i < lse.size(); ++i) {
+    if (dtype == TESSEL_F64) {
+      std::memcpy(&lse[i], bytes.data() + 8 * i, 8);
+    } else {
+      float x;
+      std::memcpy(&x, bytes.data() + 4 * i, 4);
+      lse[i] = x;
+    }
+  }
+  return lse;
+}
+
+/// A case's forward (out, and lse where the entry writes it) and backward,
+/// decoded.
 struct Results {
-  std::vector<double> out, dq, dk, dv;
+  std::vector<double> out, lse, dq, dk, dv;
 };
+
+/// The CPU backend's tessel_attention_lse and tessel_attention_grad_lse
+/// (from that out and lse) of a case on `ctx`.
 Results cpuResults(tessel_ctx *ctx, int32_t dtype, const Case &c,
                    const Inputs &in, bool causal) {
   auto q = tt::encode(dtype, in.q), k = tt::encode(dtype, in.k),
        v = tt::encode(dtype, in.v), g = tt::encode(dtype, in.dout);
   size_t es = size_t(tessel_dtype_size(dtype));
   std::vector<uint8_t> out(in.dout.size() * es), dq(in.q.size() * es),
-      dk(in.k.size() * es), dv(in.v.size() * es);
-  tessel_attention(ctx, dtype, q.data(), k.data(), v.data(), out.data(), c.b,
-                   c.s, c.t, c.h, c.hkv, c.d, c.e, scaleOf(c), causal);
-  tessel_attention_grad(ctx, dtype, q.data(), k.data(), v.data(), g.data(),
-                        dq.data(), dk.data(), dv.data(), c.b, c.s, c.t, c.h,
-                        c.hkv, c.d, c.e, scaleOf(c), causal);
+      dk(in.k.size() * es), dv(in.v.size() * es),
+      lse(size_t(c.b * c.h * c.s) * lseElementBytes(dtype));
+  tessel_attention_lse(ctx, dtype, q.data(), k.data(), v.data(), out.data(),
+                       lse.data(), c.b, c.s, c.t, c.h, c.hkv, c.d, c.e,
+                       scaleOf(c), causal);
+  tessel_attention_grad_lse(ctx, dtype, q.data(), k.data(), v.data(),
+                            out.data(), lse.data(), g.data(), dq.data(),
+                            dk.data(), dv.data(), c.b, c.s, c.t, c.h, c.hkv,
+                            c.d, c.e, scaleOf(c), causal);
   EXPECT_EQ(tessel_error(ctx), nullptr) << tessel_error(ctx);
-  return {tt::decode(dtype, out), tt::decode(dtype, dq), tt::decode(dtype, dk),
-          tt::decode(dtype, dv)};
+  return {tt::decode(dtype, out), decodeLse(dtype, lse), tt::decode(dtype, dq),
+          tt::decode(dtype, dk), tt::decode(dtype, dv)};
 }
 
 template <class A> void replayMatchesCpu(int32_t dtype, double rtol) {
@@ -281,12 +314,13 @@ template <class A> void replayMatchesCpu(int32_t dtype, double rtol) {
       auto q = narrow<A>(in.q), k = narrow<A>(in.k), v = narrow<A>(in.v),
            g = narrow<A>(in.dout);
       A scale = A(scaleOf(c));
-      expectNear(emulateForward(sh, q.data(), k.data(), v.data(), scale,
-                                causal),
-                 want.out, rtol, "out");
+      Forward<A> f =
+          emulateForward(sh, q.data(), k.data(), v.data(), scale, causal);
+      expectNear(f.out, want.out, rtol, "out");
+      expectNear(f.lse, want.lse, rtol, "lse");
       std::vector<A> dq, dk, dv;
-      emulateGrad(sh, q.data(), k.data(), v.data(), g.data(), scale, causal,
-                  dq, dk, dv);
+      emulateGrad(sh, q.data(), k.data(), v.data(), f.out.data(),
+                  f.lse.data(), g.data(), scale, causal, dq, dk, dv);
       expectNear(dq, want.dq, rtol, "dq");
       expectNear(dk, want.dk, rtol, "dk");
       expectNear(dv, want.dv, rtol, "dv");
@@ -306,8 +340,10 @@ TEST(CudaAttentionMath, TileReplayMatchesCpuF64) {
   replayMatchesCpu<double>(TESSEL_F64, 1e-13);
 }
 
-// Every tile configuration has a thread cover; its shared memory fits in
-// the 227 KB an H100 / H200 block may opt into.
+// Every tile configuration has a thread cover; its shared memory (rows
+// padded by one element on CUDA cores; on tensor cores, f32 arithmetic
+// only, by four, plus the product tiles: the forward's o, the dQ kernel's
+// dp) fits in the 227 KB an H100 / H200 block may opt into.
 TEST(CudaAttentionMath, TileConfigurations) {
   for (bool f64 : {false, true})
     for (int dim : {64, 128, 256}) {
@@ -318,15 +354,32 @@ TEST(CudaAttentionMath, TileConfigurations) {
       EXPECT_GT(attnTileColumns(qt.rows, dim, kAttnThreads), 0);
       EXPECT_GT(attnTileColumns(kt.keys, kt.rows, kAttnThreads), 0);
       EXPECT_GT(attnTileColumns(kt.keys, dim, kAttnThreads), 0);
-      // A score row's lanes: a power of two within a warp.
+      // A score row's lanes (and a row of D's): a power of two within a
+      // warp.
       int group = kAttnThreads / qt.rows;
       EXPECT_TRUE(group >= 1 && group <= 32 && (group & (group - 1)) == 0);
-      size_t querySmem = es * size_t((2 * qt.rows + 2 * qt.keys) * (dim + 1) +
-                                     qt.rows * (qt.keys + 1) + 4 * qt.rows);
-      size_t keySmem = es * size_t((2 * kt.rows + 2 * kt.keys) * (dim + 1) +
-                                   2 * kt.keys * (kt.rows + 1) + 2 * kt.rows);
-      EXPECT_LE(querySmem, size_t(227) << 10);
-      EXPECT_LE(keySmem, size_t(227) << 10);
+      // The dQ kernel stages the O tile in the key tile's k and v.
+      EXPECT_GE(2 * qt.keys, qt.rows);
+      for (bool tc : {false, true}) {
+        if (tc && f64)
+          continue;
+        SCOPED_TRACE(tc ? "tensor cores" : "CUDA cores");
+        int pad = tc ? 4 : 1, dp = dim + pad;
+        size_t forwardSmem =
+            es * size_t((qt.rows + 2 * qt.keys) * dp +
+                        qt.rows * (qt.keys + pad) + 3 * qt.rows +
+                        (tc ? qt.rows * dp : 0));
+        size_t querySmem =
+            es * size_t((2 * qt.rows + 2 * qt.keys) * dp +
+                        (tc ? 2 : 1) * qt.rows * (qt.keys + pad) +
+                        2 * qt.rows);
+        size_t keySmem = es * size_t((2 * kt.rows + 2 * kt.keys) * dp +
+                                     2 * kt.keys * (kt.rows + pad) +
+                                     2 * kt.rows);
+        EXPECT_LE(forwardSmem, size_t(227) << 10);
+        EXPECT_LE(querySmem, size_t(227) << 10);
+        EXPECT_LE(keySmem, size_t(227) << 10);
+      }
     }
   EXPECT_EQ(attnDimBucket(0, 0), 64);
   EXPECT_EQ(attnDimBucket(80, 16), 128);
@@ -335,8 +388,9 @@ TEST(CudaAttentionMath, TileConfigurations) {
 }
 
 // The online softmax over any split into tiles gives the softmax: its
-// weights sum to 1 after the last rescale, whatever the order of maxima;
-// a fully masked tile leaves the row as it was.
+// weights sum to 1 after the last rescale, whatever the order of maxima,
+// and its log-sum-exp is the row's; a fully masked tile leaves the row as
+// it was.
 TEST(CudaAttentionMath, OnlineRowRescales) {
   const double scores[] = {0.5, -3.0, 7.25, 2.0, 7.0, -40.0, 1.0};
   double mx = 7.25, sum = 0;
@@ -367,10 +421,13 @@ TEST(CudaAttentionMath, OnlineRowRescales) {
     EXPECT_NEAR(acc * row.inverse(), want, 1e-14);
     EXPECT_NEAR(row.logSumExp(), mx + std::log(sum), 1e-14);
   }
+  // A row that sees no key: lse -inf, as tessel_attention_lse reports it.
   OnlineRow<float> none = OnlineRow<float>::start();
   EXPECT_EQ(none.rescale(attnNegInf<float>()), 0.0f);
   EXPECT_EQ(none.weight(attnNegInf<float>()), 0.0f);
   EXPECT_EQ(none.inverse(), 0.0f);
+  EXPECT_EQ(none.logSumExp(), -INFINITY);
+  EXPECT_EQ(OnlineRow<double>::start().logSumExp(), -double(INFINITY));
 }
 
 // The causal predicates: the diagonal at the top left, tiles skipped
@@ -414,33 +471,62 @@ TEST(CudaAttentionMath, CausalTileSkipping) {
 
 class CudaAttention : public CpuVsCuda {
 protected:
-  /// The CUDA backend's forward and backward of a case, decoded.
+  /// The CUDA backend's results of a case, decoded: withLse through
+  /// tessel_attention_lse and tessel_attention_grad_lse from its out and
+  /// lse, else through tessel_attention and tessel_attention_grad (which
+  /// recomputes the forward; lse stays empty).
   Results gpuResults(int32_t dtype, const Case &c, const Inputs &in,
-                     bool causal) {
+                     bool causal, bool withLse) {
     size_t es = size_t(tessel_dtype_size(dtype));
+    size_t rows = size_t(c.b * c.h * c.s);
     void *q = upload(gpu, tt::encode(dtype, in.q));
     void *k = upload(gpu, tt::encode(dtype, in.k));
     void *v = upload(gpu, tt::encode(dtype, in.v));
     void *g = upload(gpu, tt::encode(dtype, in.dout));
     void *out = tessel_alloc(gpu, int64_t(in.dout.size() * es));
+    void *lse = tessel_alloc(gpu, int64_t(rows * lseElementBytes(dtype)));
     void *dq = tessel_alloc(gpu, int64_t(in.q.size() * es));
     void *dk = tessel_alloc(gpu, int64_t(in.k.size() * es));
     void *dv = tessel_alloc(gpu, int64_t(in.v.size() * es));
-    tessel_attention(gpu, dtype, q, k, v, out, c.b, c.s, c.t, c.h, c.hkv, c.d,
-                     c.e, scaleOf(c), causal);
-    tessel_attention_grad(gpu, dtype, q, k, v, g, dq, dk, dv, c.b, c.s, c.t,
-                          c.h, c.hkv, c.d, c.e, scaleOf(c), causal);
+    if (withLse) {
+      tessel_attention_lse(gpu, dtype, q, k, v, out, lse, c.b, c.s, c.t, c.h,
+                           c.hkv, c.d, c.e, scaleOf(c), causal);
+      tessel_attention_grad_lse(gpu, dtype, q, k, v, out, lse, g, dq, dk, dv,
+                                c.b, c.s, c.t, c.h, c.hkv, c.d, c.e,
+                                scaleOf(c), causal);
+    } else {
+      tessel_attention(gpu, dtype, q, k, v, out, c.b, c.s, c.t, c.h, c.hkv,
+                       c.d, c.e, scaleOf(c), causal);
+      tessel_attention_grad(gpu, dtype, q, k, v, g, dq, dk, dv, c.b, c.s, c.t,
+                            c.h, c.hkv, c.d, c.e, scaleOf(c), causal);
+    }
     auto fetch = [&](void *p, size_t n) {
       auto bytes = download<uint8_t>(gpu, p, n * es);
       return tt::decode(dtype, bytes);
     };
-    Results r{fetch(out, in.dout.size()), fetch(dq, in.q.size()),
-              fetch(dk, in.k.size()), fetch(dv, in.v.size())};
-    for (void *p : {q, k, v, g, out, dq, dk, dv})
+    Results r{fetch(out, in.dout.size()),
+              {},
+              fetch(dq, in.q.size()),
+              fetch(dk, in.k.size()),
+              fetch(dv, in.v.size())};
+    if (withLse)
+      r.lse = decodeLse(
+          dtype, download<uint8_t>(gpu, lse, rows * lseElementBytes(dtype)));
+    for (void *p : {q, k, v, g, out, lse, dq, dk, dv})
       tessel_free(gpu, p);
     return r;
   }
 };
+
+/// lse's bound, relative as expectNear's: f64 to its arithmetic; every
+/// other dtype has an f32 lse computed from the same inputs on both
+/// backends, where the scores' f32 sums (in another order, on tensor cores
+/// for 16-bit storage) and e^x (the hardware exp2 there, about 2 ulp of
+/// the sum) differ by a few ulp of f32: about 1e-6 absolute in the log of
+/// rows of at most a few hundred keys.
+double lseTolerance(int32_t dtype) {
+  return dtype == TESSEL_F64 ? 1e-12 : 1e-5;
+}
 
 TEST_F(CudaAttention, MatchesCpu) {
   for (int32_t dtype : tt::kFloatTypes) {
@@ -456,53 +542,118 @@ TEST_F(CudaAttention, MatchesCpu) {
                      describe(c, causal));
         Inputs in = inputsOf(dtype, c, seed += 4);
         Results want = cpuResults(cpu, dtype, c, in, causal);
-        Results got = gpuResults(dtype, c, in, causal);
+        Results got = gpuResults(dtype, c, in, causal, true);
+        Results plain = gpuResults(dtype, c, in, causal, false);
+        // One kernel: writing lse changes no output element.
+        EXPECT_EQ(got.out, plain.out);
         expectNear(got.out, want.out, rtol, "out");
+        expectNear(got.lse, want.lse, lseTolerance(dtype), "lse");
         expectNear(got.dq, want.dq, rtol, "dq");
         expectNear(got.dk, want.dk, rtol, "dk");
         expectNear(got.dv, want.dv, rtol, "dv");
+        // The older entry: the forward recomputed into temporaries.
+        expectNear(plain.dq, want.dq, rtol, "dq (recomputed)");
+        expectNear(plain.dk, want.dk, rtol, "dk (recomputed)");
+        expectNear(plain.dv, want.dv, rtol, "dv (recomputed)");
       }
   }
 }
 
 // Many query tiles, batches and heads: the grid-stride work order and the
 // causal tile skipping at a realistic size; the backward is bitwise
-// deterministic.
+// deterministic, and from the saved out and lse it is the recomputing
+// one's to f32 rounding.
 TEST_F(CudaAttention, LargeCausalAndDeterministic) {
   const Case c{2, 300, 300, 8, 2, 128, 128};
   Inputs in = inputsOf(TESSEL_F32, c, 7);
   Results want = cpuResults(cpu, TESSEL_F32, c, in, true);
-  Results first = gpuResults(TESSEL_F32, c, in, true);
-  Results second = gpuResults(TESSEL_F32, c, in, true);
+  Results first = gpuResults(TESSEL_F32, c, in, true, true);
+  Results second = gpuResults(TESSEL_F32, c, in, true, true);
+  Results plain = gpuResults(TESSEL_F32, c, in, true, false);
   expectNear(first.out, want.out, 1e-5, "out");
+  expectNear(first.lse, want.lse, lseTolerance(TESSEL_F32), "lse");
   expectNear(first.dq, want.dq, 1e-5, "dq");
   expectNear(first.dk, want.dk, 1e-5, "dk");
   expectNear(first.dv, want.dv, 1e-5, "dv");
+  expectNear(plain.dq, want.dq, 1e-5, "dq (recomputed)");
+  expectNear(plain.dk, want.dk, 1e-5, "dk (recomputed)");
+  expectNear(plain.dv, want.dv, 1e-5, "dv (recomputed)");
+  EXPECT_EQ(first.lse, second.lse);
   EXPECT_EQ(first.dq, second.dq);
   EXPECT_EQ(first.dk, second.dk);
   EXPECT_EQ(first.dv, second.dv);
 }
 
-// No keys: a zero output and zero gradients, overwriting what was there.
+// No keys: a zero output, lse -inf, and zero gradients, overwriting what
+// was there, through both entries, with an f32 and an f64 lse.
 TEST_F(CudaAttention, NoKeys) {
   const Case c{2, 5, 0, 4, 2, 16, 8};
-  std::vector<float> ones(size_t(c.b * c.s * c.h * 16), 1.0f);
-  void *q = upload(gpu, ones), *out = upload(gpu, ones), *dq = upload(gpu, ones);
-  void *g = upload(gpu, ones);
-  float dummy = 0;
-  void *kv = upload(gpu, std::vector<float>{dummy});
-  tessel_attention(gpu, TESSEL_F32, q, kv, kv, out, c.b, c.s, c.t, c.h, c.hkv,
-                   c.d, c.e, 1.0, 1);
-  tessel_attention_grad(gpu, TESSEL_F32, q, kv, kv, g, dq, kv, kv, c.b, c.s,
-                        c.t, c.h, c.hkv, c.d, c.e, 1.0, 1);
-  auto o = download<float>(gpu, out, size_t(c.b * c.s * c.h * c.e));
-  auto gq = download<float>(gpu, dq, size_t(c.b * c.s * c.h * c.d));
-  for (float x : o)
-    EXPECT_EQ(x, 0.0f);
-  for (float x : gq)
-    EXPECT_EQ(x, 0.0f);
-  for (void *p : {q, out, dq, g, kv})
-    tessel_free(gpu, p);
+  for (int32_t dtype : {TESSEL_F32, TESSEL_F64}) {
+    SCOPED_TRACE(tt::dtypeName(dtype));
+    size_t rows = size_t(c.b * c.h * c.s);
+    size_t es = size_t(tessel_dtype_size(dtype));
+    auto ones = [&](size_t n) {
+      return upload(gpu, tt::encode(dtype, std::vector<double>(n, 1.0)));
+    };
+    size_t qCount = rows * size_t(c.d), oCount = rows * size_t(c.e);
+    void *q = ones(qCount), *g = ones(oCount), *kv = ones(1);
+    void *lse = upload(gpu, std::vector<double>(rows, 1.0));
+    for (bool withLse : {false, true}) {
+      void *out = ones(oCount), *dq = ones(qCount);
+      if (withLse) {
+        tessel_attention_lse(gpu, dtype, q, kv, kv, out, lse, c.b, c.s, c.t,
+                             c.h, c.hkv, c.d, c.e, 1.0, 1);
+        tessel_attention_grad_lse(gpu, dtype, q, kv, kv, out, lse, g, dq, kv,
+                                  kv, c.b, c.s, c.t, c.h, c.hkv, c.d, c.e,
+                                  1.0, 1);
+      } else {
+        tessel_attention(gpu, dtype, q, kv, kv, out, c.b, c.s, c.t, c.h,
+                         c.hkv, c.d, c.e, 1.0, 1);
+        tessel_attention_grad(gpu, dtype, q, kv, kv, g, dq, kv, kv, c.b, c.s,
+                              c.t, c.h, c.hkv, c.d, c.e, 1.0, 1);
+      }
+      auto fetch = [&](void *p, size_t n) {
+        return tt::decode(dtype, download<uint8_t>(gpu, p, n * es));
+      };
+      for (double x : fetch(out, oCount))
+        EXPECT_EQ(x, 0.0);
+      for (double x : fetch(dq, qCount))
+        EXPECT_EQ(x, 0.0);
+      tessel_free(gpu, out);
+      tessel_free(gpu, dq);
+    }
+    auto l = decodeLse(
+        dtype, download<uint8_t>(gpu, lse, rows * lseElementBytes(dtype)));
+    for (double x : l)
+      EXPECT_EQ(x, -double(INFINITY));
+    for (void *p : {q, g, kv, lse})
+      tessel_free(gpu, p);
+  }
+}
+
+// Value dim 0: no output, but every row's lse, as the CPU backend's.
+TEST_F(CudaAttention, ValueDimZeroStillWritesLse) {
+  const Case c{1, 37, 19, 4, 2, 64, 0};
+  const size_t rows = size_t(c.b * c.h * c.s);
+  for (bool causal : {false, true}) {
+    SCOPED_TRACE(describe(c, causal));
+    Inputs in = inputsOf(TESSEL_F32, c, 5);
+    std::vector<float> q = narrow<float>(in.q), k = narrow<float>(in.k);
+    std::vector<float> want(rows), none(1); // (v and out have no element)
+    tessel_attention_lse(cpu, TESSEL_F32, q.data(), k.data(), none.data(),
+                         none.data(), want.data(), c.b, c.s, c.t, c.h, c.hkv,
+                         c.d, c.e, scaleOf(c), causal);
+    ASSERT_EQ(tessel_error(cpu), nullptr) << tessel_error(cpu);
+    void *gq = upload(gpu, q), *gk = upload(gpu, k), *gnone = upload(gpu, none);
+    void *lse = upload(gpu, std::vector<float>(rows, 0.0f));
+    tessel_attention_lse(gpu, TESSEL_F32, gq, gk, gnone, gnone, lse, c.b, c.s,
+                         c.t, c.h, c.hkv, c.d, c.e, scaleOf(c), causal);
+    expectNear(download<float>(gpu, lse, rows),
+               std::vector<double>(want.begin(), want.end()),
+               lseTolerance(TESSEL_F32), "lse");
+    for (void *p : {gq, gk, gnone, lse})
+      tessel_free(gpu, p);
+  }
 }
 
 TEST_F(CudaAttention, HeadDimBeyond256IsRefused) {

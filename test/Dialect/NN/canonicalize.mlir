@@ -530,3 +530,18 @@ func.func @concat_two_no_fold(%x: tensor<4x3xf32>) -> tensor<8x3xf32> {
   %0 = nn.concat %x, %x dim = 0 : (tensor<4x3xf32>, tensor<4x3xf32>) -> tensor<8x3xf32>
   return %0 : tensor<8x3xf32>
 }
+
+// -----
+
+// Tests that an attention log-sum-exp nothing reads is dropped, with the
+// op's attributes kept, and that one a gradient reads stays.
+// CHECK-LABEL: func.func @attention_unused_lse
+// CHECK: nn.attention %{{.*}}, %{{.*}}, %{{.*}} causal {scale = 5.000000e-01 : f64} : (tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>) -> tensor<1x4x2x8xf32>
+// CHECK: %[[O:.*]], %[[LSE:.*]] = nn.attention %{{.*}}, %{{.*}}, %{{.*}} lse :
+// CHECK: nn.attention_grad %{{.*}}, %{{.*}}, %{{.*}}, %[[O]], %[[LSE]], %{{.*}} :
+func.func @attention_unused_lse(%q: tensor<1x4x2x8xf32>) -> (tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>) {
+  %0, %1 = nn.attention %q, %q, %q causal lse {scale = 0.5 : f64} : (tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>) -> (tensor<1x4x2x8xf32>, tensor<1x2x4xf32>)
+  %2, %3 = nn.attention %0, %q, %q lse : (tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>) -> (tensor<1x4x2x8xf32>, tensor<1x2x4xf32>)
+  %dq, %dk, %dv = nn.attention_grad %0, %q, %q, %2, %3, %q : (tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>, tensor<1x2x4xf32>, tensor<1x4x2x8xf32>) -> (tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>)
+  return %2, %dq : tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>
+}

@@ -140,6 +140,16 @@ func.func @attention_scale(%q: tensor<2x8x4x16xf32>) -> (tensor<2x8x4x16xf32>, t
   return %0, %1 : tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>
 }
 
+// Tests that attention with `lse` also returns the log-sum-exp per query row, [B, H, S] in f32 for 16-bit inputs and f64 for f64.
+// CHECK-LABEL: func.func @attention_lse
+// CHECK: nn.attention %{{.*}}, %{{.*}}, %{{.*}} causal lse : (tensor<2x8x4x16xbf16>, tensor<2x8x2x16xbf16>, tensor<2x8x2x16xbf16>) -> (tensor<2x8x4x16xbf16>, tensor<2x4x8xf32>)
+// CHECK: nn.attention %{{.*}}, %{{.*}}, %{{.*}} lse {scale = 2.500000e-01 : f64} : (tensor<1x3x2x4xf64>, tensor<1x5x2x4xf64>, tensor<1x5x2x4xf64>) -> (tensor<1x3x2x4xf64>, tensor<1x2x3xf64>)
+func.func @attention_lse(%q: tensor<2x8x4x16xbf16>, %k: tensor<2x8x2x16xbf16>, %q1: tensor<1x3x2x4xf64>, %k1: tensor<1x5x2x4xf64>) -> (tensor<2x4x8xf32>, tensor<1x2x3xf64>) {
+  %0, %1 = nn.attention %q, %k, %k causal lse : (tensor<2x8x4x16xbf16>, tensor<2x8x2x16xbf16>, tensor<2x8x2x16xbf16>) -> (tensor<2x8x4x16xbf16>, tensor<2x4x8xf32>)
+  %2, %3 = nn.attention %q1, %k1, %k1 lse {scale = 0.25 : f64} : (tensor<1x3x2x4xf64>, tensor<1x5x2x4xf64>, tensor<1x5x2x4xf64>) -> (tensor<1x3x2x4xf64>, tensor<1x2x3xf64>)
+  return %1, %3 : tensor<2x4x8xf32>, tensor<1x2x3xf64>
+}
+
 // Tests that matmul_accumulate adds a (transposed) product into its
 // accumulator, which has the product's type.
 // CHECK-LABEL: func.func @matmul_accumulate

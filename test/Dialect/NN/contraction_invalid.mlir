@@ -400,3 +400,23 @@ func.func @matmul_bias_grad_k(%x: tensor<4x8xf32>, %dy: tensor<5x16xf32>) -> (te
   %dw, %db = nn.matmul_bias_grad %x, %dy transpose_lhs : (tensor<4x8xf32>, tensor<5x16xf32>) -> (tensor<8x16xf32>, tensor<16xf32>)
   return %dw, %db : tensor<8x16xf32>, tensor<16xf32>
 }
+
+// -----
+
+// Tests that attention with lse rejects a declared log-sum-exp in the query's 16-bit type (it is f32).
+func.func @attention_lse_type(%q: tensor<2x8x4x16xbf16>) -> tensor<2x4x8xbf16> {
+  // expected-error @+2 {{'nn.attention' op inferred type(s) 'tensor<2x8x4x16xbf16>', 'tensor<2x4x8xf32>' are incompatible with return type(s) of operation 'tensor<2x8x4x16xbf16>', 'tensor<2x4x8xbf16>'}}
+  // expected-error @+1 {{'nn.attention' op failed to infer returned types}}
+  %0, %1 = nn.attention %q, %q, %q lse : (tensor<2x8x4x16xbf16>, tensor<2x8x4x16xbf16>, tensor<2x8x4x16xbf16>) -> (tensor<2x8x4x16xbf16>, tensor<2x4x8xbf16>)
+  return %1 : tensor<2x4x8xbf16>
+}
+
+// -----
+
+// Tests that attention without lse rejects a second result.
+func.func @attention_lse_missing(%q: tensor<2x8x4x16xf32>) -> tensor<2x4x8xf32> {
+  // expected-error @+2 {{'nn.attention' op inferred type(s) 'tensor<2x8x4x16xf32>' are incompatible with return type(s) of operation 'tensor<2x8x4x16xf32>', 'tensor<2x4x8xf32>'}}
+  // expected-error @+1 {{'nn.attention' op failed to infer returned types}}
+  %0, %1 = nn.attention %q, %q, %q : (tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>) -> (tensor<2x8x4x16xf32>, tensor<2x4x8xf32>)
+  return %1 : tensor<2x4x8xf32>
+}

@@ -270,36 +270,65 @@ func.func @embedding_grad_float_ids(%ids: tensor<8xf32>, %dout: tensor<8x16xf32>
 func.func @attention_grad_rank(%q: tensor<2x16x8xf32>, %k: tensor<2x16x4x8xf32>) -> tensor<2x16x8xf32> {
   // expected-error @+2 {{query must be [batch, seq, heads, head_dim], got 'tensor<2x16x8xf32>'}}
   // expected-error @+1 {{'nn.attention_grad' op failed to infer returned types}}
-  %dq, %dk, %dv = nn.attention_grad %q, %k, %k, %k : (tensor<2x16x8xf32>, tensor<2x16x4x8xf32>, tensor<2x16x4x8xf32>, tensor<2x16x4x8xf32>) -> (tensor<2x16x8xf32>, tensor<2x16x4x8xf32>, tensor<2x16x4x8xf32>)
+  %dq, %dk, %dv = nn.attention_grad %q, %k, %k, %k, %k, %k : (tensor<2x16x8xf32>, tensor<2x16x4x8xf32>, tensor<2x16x4x8xf32>, tensor<2x16x4x8xf32>, tensor<2x16x4x8xf32>, tensor<2x16x4x8xf32>) -> (tensor<2x16x8xf32>, tensor<2x16x4x8xf32>, tensor<2x16x4x8xf32>)
   return %dq : tensor<2x16x8xf32>
 }
 
 // -----
 
 // Tests that attention_grad rejects a dout of another type than the attention result.
-func.func @attention_grad_dout(%q: tensor<2x16x4x8xf32>, %v: tensor<2x16x4x6xf32>) -> tensor<2x16x4x8xf32> {
+func.func @attention_grad_dout(%q: tensor<2x16x4x8xf32>, %v: tensor<2x16x4x6xf32>, %lse: tensor<2x4x16xf32>) -> tensor<2x16x4x8xf32> {
   // expected-error @+2 {{dout must have the attention result's type 'tensor<2x16x4x6xf32>', got 'tensor<2x16x4x8xf32>'}}
   // expected-error @+1 {{'nn.attention_grad' op failed to infer returned types}}
-  %dq, %dk, %dv = nn.attention_grad %q, %q, %v, %q : (tensor<2x16x4x8xf32>, tensor<2x16x4x8xf32>, tensor<2x16x4x6xf32>, tensor<2x16x4x8xf32>) -> (tensor<2x16x4x8xf32>, tensor<2x16x4x8xf32>, tensor<2x16x4x6xf32>)
+  %dq, %dk, %dv = nn.attention_grad %q, %q, %v, %v, %lse, %q : (tensor<2x16x4x8xf32>, tensor<2x16x4x8xf32>, tensor<2x16x4x6xf32>, tensor<2x16x4x6xf32>, tensor<2x4x16xf32>, tensor<2x16x4x8xf32>) -> (tensor<2x16x4x8xf32>, tensor<2x16x4x8xf32>, tensor<2x16x4x6xf32>)
+  return %dq : tensor<2x16x4x8xf32>
+}
+
+// -----
+
+// Tests that attention_grad rejects a saved output of another type than the attention result.
+func.func @attention_grad_out(%q: tensor<2x16x4x8xf32>, %v: tensor<2x16x4x6xf32>, %lse: tensor<2x4x16xf32>) -> tensor<2x16x4x8xf32> {
+  // expected-error @+2 {{out must have the attention result's type 'tensor<2x16x4x6xf32>', got 'tensor<2x16x4x8xf32>'}}
+  // expected-error @+1 {{'nn.attention_grad' op failed to infer returned types}}
+  %dq, %dk, %dv = nn.attention_grad %q, %q, %v, %q, %lse, %v : (tensor<2x16x4x8xf32>, tensor<2x16x4x8xf32>, tensor<2x16x4x6xf32>, tensor<2x16x4x8xf32>, tensor<2x4x16xf32>, tensor<2x16x4x6xf32>) -> (tensor<2x16x4x8xf32>, tensor<2x16x4x8xf32>, tensor<2x16x4x6xf32>)
+  return %dq : tensor<2x16x4x8xf32>
+}
+
+// -----
+
+// Tests that attention_grad rejects a log-sum-exp in the query's 16-bit type (it is f32) or laid out [B, S, H].
+func.func @attention_grad_lse(%q: tensor<2x16x4x8xbf16>, %lse: tensor<2x4x16xbf16>, %lse2: tensor<2x16x4xf32>) -> tensor<2x16x4x8xbf16> {
+  // expected-error @+2 {{lse must have the attention log-sum-exp's type 'tensor<2x4x16xf32>', got 'tensor<2x4x16xbf16>'}}
+  // expected-error @+1 {{'nn.attention_grad' op failed to infer returned types}}
+  %dq, %dk, %dv = nn.attention_grad %q, %q, %q, %q, %lse, %q : (tensor<2x16x4x8xbf16>, tensor<2x16x4x8xbf16>, tensor<2x16x4x8xbf16>, tensor<2x16x4x8xbf16>, tensor<2x4x16xbf16>, tensor<2x16x4x8xbf16>) -> (tensor<2x16x4x8xbf16>, tensor<2x16x4x8xbf16>, tensor<2x16x4x8xbf16>)
+  return %dq : tensor<2x16x4x8xbf16>
+}
+
+// -----
+
+func.func @attention_grad_lse_layout(%q: tensor<2x16x4x8xf32>, %lse: tensor<2x16x4xf32>) -> tensor<2x16x4x8xf32> {
+  // expected-error @+2 {{lse must have the attention log-sum-exp's type 'tensor<2x4x16xf32>', got 'tensor<2x16x4xf32>'}}
+  // expected-error @+1 {{'nn.attention_grad' op failed to infer returned types}}
+  %dq, %dk, %dv = nn.attention_grad %q, %q, %q, %q, %lse, %q : (tensor<2x16x4x8xf32>, tensor<2x16x4x8xf32>, tensor<2x16x4x8xf32>, tensor<2x16x4x8xf32>, tensor<2x16x4xf32>, tensor<2x16x4x8xf32>) -> (tensor<2x16x4x8xf32>, tensor<2x16x4x8xf32>, tensor<2x16x4x8xf32>)
   return %dq : tensor<2x16x4x8xf32>
 }
 
 // -----
 
 // Tests that causal attention_grad rejects different query and key lengths.
-func.func @attention_grad_causal(%q: tensor<1x4x2x8xf32>, %k: tensor<1x6x2x8xf32>) -> tensor<1x4x2x8xf32> {
+func.func @attention_grad_causal(%q: tensor<1x4x2x8xf32>, %k: tensor<1x6x2x8xf32>, %lse: tensor<1x2x4xf32>) -> tensor<1x4x2x8xf32> {
   // expected-error @+2 {{causal attention needs equal query and key lengths, got 4 and 6}}
   // expected-error @+1 {{'nn.attention_grad' op failed to infer returned types}}
-  %dq, %dk, %dv = nn.attention_grad %q, %k, %k, %q causal : (tensor<1x4x2x8xf32>, tensor<1x6x2x8xf32>, tensor<1x6x2x8xf32>, tensor<1x4x2x8xf32>) -> (tensor<1x4x2x8xf32>, tensor<1x6x2x8xf32>, tensor<1x6x2x8xf32>)
+  %dq, %dk, %dv = nn.attention_grad %q, %k, %k, %q, %lse, %q causal : (tensor<1x4x2x8xf32>, tensor<1x6x2x8xf32>, tensor<1x6x2x8xf32>, tensor<1x4x2x8xf32>, tensor<1x2x4xf32>, tensor<1x4x2x8xf32>) -> (tensor<1x4x2x8xf32>, tensor<1x6x2x8xf32>, tensor<1x6x2x8xf32>)
   return %dq : tensor<1x4x2x8xf32>
 }
 
 // -----
 
 // Tests that attention_grad rejects a non-positive scale.
-func.func @attention_grad_scale(%q: tensor<1x4x2x8xf32>) -> tensor<1x4x2x8xf32> {
+func.func @attention_grad_scale(%q: tensor<1x4x2x8xf32>, %lse: tensor<1x2x4xf32>) -> tensor<1x4x2x8xf32> {
   // expected-error @+1 {{'nn.attention_grad' op scale must be positive, got 0}}
-  %dq, %dk, %dv = nn.attention_grad %q, %q, %q, %q {scale = 0.0 : f64} : (tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>) -> (tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>)
+  %dq, %dk, %dv = nn.attention_grad %q, %q, %q, %q, %lse, %q {scale = 0.0 : f64} : (tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>, tensor<1x2x4xf32>, tensor<1x4x2x8xf32>) -> (tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>)
   return %dq : tensor<1x4x2x8xf32>
 }
 
