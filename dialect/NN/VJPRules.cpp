@@ -453,6 +453,11 @@ Cotangents EmbeddingOp::buildVJP(OpBuilder &b, ValueRange cotangents,
 
 Cotangents AttentionOp::buildVJP(OpBuilder &b, ValueRange cotangents,
                                  ArrayRef<bool> needed) {
+  // The log-sum-exp is the gradient's saved statistic, not a model output.
+  if (cotangents.size() > 1 && cotangents[1])
+    return emitOpError() << "reaches the loss through its log-sum-exp result, "
+                            "which has no gradient; differentiate through "
+                            "the attention output only";
   SmallVector<NamedAttribute> attrs;
   if (getCausal())
     attrs.push_back(b.getNamedAttr("causal", b.getUnitAttr()));

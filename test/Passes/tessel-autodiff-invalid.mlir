@@ -196,3 +196,14 @@ module attributes {nn.train = {no_decay = ["wte"]}} {
     return %l : tensor<f32>
   }
 }
+
+// -----
+
+// Tests that a loss reached through an attention's log-sum-exp (the
+// gradient's saved statistic) is refused with the reason, not a crash.
+func.func @attention_lse_loss(%w: tensor<1x4x2x8xf32> {nn.param = "w", nn.init = #nn.init<normal, 0.1>}) -> tensor<f32> {
+  // expected-error @+1 {{'nn.attention' op reaches the loss through its log-sum-exp result, which has no gradient; differentiate through the attention output only}}
+  %o, %lse = nn.attention %w, %w, %w causal lse : (tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>) -> (tensor<1x4x2x8xf32>, tensor<1x2x4xf32>)
+  %l = nn.reduce_sum %lse dims = [0, 1, 2] : tensor<1x2x4xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}

@@ -90,3 +90,16 @@ func.func @stack(%ws: tensor<3x8x8xf32> {nn.param = "ws", nn.init = #nn.init<nor
   %l = nn.reduce_sum %y dims = [0, 1] : tensor<2x8xf32> -> tensor<f32>
   return %l : tensor<f32>
 }
+
+// -----
+
+// Tests that an attention's log-sum-exp stays f32 in bf16 (it is the
+// kernels' arithmetic type, not the storage's; the attention verifier
+// would refuse a bf16 one).
+// CHECK-LABEL: func.func @attention_lse(
+// CHECK:         nn.attention %{{.*}} causal lse : ({{.*}}) -> (tensor<1x4x2x8xbf16>, tensor<1x2x4xf32>)
+func.func @attention_lse(%w: tensor<1x4x2x8xf32> {nn.param = "w", nn.init = #nn.init<normal, 0.1>}) -> tensor<f32> {
+  %o, %lse = nn.attention %w, %w, %w causal lse : (tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>) -> (tensor<1x4x2x8xf32>, tensor<1x2x4xf32>)
+  %l = nn.reduce_sum %o dims = [0, 1, 2, 3] : tensor<1x4x2x8xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
