@@ -671,11 +671,7 @@ struct AutodiffPass : public tessel::impl::AutodiffPassBase<AutodiffPass> {
     });
     for (nn::AttentionOp op : plain) {
       OpBuilder b(op);
-      auto withLse = nn::AttentionOp::create(
-          b, op.getLoc(), op.getQuery(), op.getKey(), op.getValue(),
-          op.getCausalAttr(), b.getUnitAttr(), op.getScaleAttr());
-      withLse->setDiscardableAttrs(op->getDiscardableAttrDictionary());
-      op.getResult().replaceAllUsesWith(withLse.getResult());
+      op.getResult().replaceAllUsesWith(op.buildAgain(b, true).getResult());
       op.erase();
     }
   }

@@ -391,18 +391,22 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
+AttentionOp AttentionOp::buildAgain(OpBuilder &b, bool withLse) {
+  auto again = AttentionOp::create(b, getLoc(), getQuery(), getKey(),
+                                   getValue(), getCausalAttr(),
+                                   withLse ? b.getUnitAttr() : UnitAttr(),
+                                   getScaleAttr());
+  again->setDiscardableAttrs(getOperation()->getDiscardableAttrDictionary());
+  return again;
+}
+
 // An lse nothing reads (an evaluation, or a forward whose gradient is not
 // needed) is not computed.
 LogicalResult AttentionOp::canonicalize(AttentionOp op,
                                         PatternRewriter &rewriter) {
   if (!op.getLse() || !op.getLse().use_empty())
     return failure();
-  auto plain = AttentionOp::create(rewriter, op.getLoc(), op.getQuery(),
-                                   op.getKey(), op.getValue(),
-                                   op.getCausalAttr(), UnitAttr(),
-                                   op.getScaleAttr());
-  plain->setDiscardableAttrs(op->getDiscardableAttrDictionary());
-  rewriter.replaceOp(op, {plain.getResult(), Value()});
+  rewriter.replaceOp(op, {op.buildAgain(rewriter, false).getResult(), Value()});
   return success();
 }
 

@@ -228,6 +228,12 @@ def NN_AttentionOp : NN_ShardableOp<"attention",
   }];
   let hasVerifier = 1;
   let hasCanonicalizeMethod = 1;
+  let extraClassDeclaration = [{
+    /// This attention (operands, causal, scale and discardable attributes)
+    /// built again at `b`'s insertion point, with or without its
+    /// log-sum-exp result.
+    AttentionOp buildAgain(::mlir::OpBuilder &b, bool withLse);
+  }];
 }
 
 //===----------------------------------------------------------------------===//

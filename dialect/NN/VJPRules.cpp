@@ -468,9 +468,7 @@ Cotangents AttentionOp::buildVJP(OpBuilder &b, ValueRange cotangents,
   // runs again here for both.
   Value out = getResult(), lse = getLse();
   if (!lse) {
-    auto forward = AttentionOp::create(b, getLoc(), getQuery(), getKey(),
-                                       getValue(), getCausalAttr(),
-                                       b.getUnitAttr(), getScaleAttr());
+    AttentionOp forward = buildAgain(b, true);
     out = forward.getResult();
     lse = forward.getLse();
   }

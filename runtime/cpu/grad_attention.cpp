@@ -141,7 +141,8 @@ void CpuBackend::attentionGrad(tessel_ctx *ctx, int32_t dtype, const void *q,
     std::memset(dv, 0, size_t(vCount * es));
   if (batch * heads * seq * kv_seq == 0)
     return;
-  // ABI 10 and older: no saved output or lse, so the forward runs first.
+  // ABI 10 and older: no saved output or lse, so the forward runs first
+  // (into doubles: storage aligned for every dtype).
   std::vector<double> forwardOut, forwardLse;
   if (!out || !lse) {
     forwardOut.resize(size_t((oCount * es + 7) / 8));

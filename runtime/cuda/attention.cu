@@ -310,6 +310,19 @@ __device__ void loadKeyTile(const S &sm, const T *k, const T *v,
                               int(sh.valueDim));
 }
 
+/// Loads rows [r0, r0 + rows) of query head h of batch b from q and dout
+/// into sm.q and sm.dout (rows past `rows` zero), for the two backward
+/// kernels; the caller places the barriers.
+template <int DIM, class S, class T>
+__device__ void loadQueryAndGradRows(const S &sm, const T *q, const T *dout,
+                                     const AttnShape &sh, int64_t b,
+                                     int64_t r0, int64_t h, int rows) {
+  loadRows<DIM, S::DP, S::BR>(sm.q, q + sh.qRow(b, r0, h),
+                              sh.heads * sh.headDim, rows, int(sh.headDim));
+  loadRows<DIM, S::DP, S::BR>(sm.dout, dout + sh.oRow(b, r0, h),
+                              sh.heads * sh.valueDim, rows, int(sh.valueDim));
+}
+
 /// The shared memory of a forward block: the Q tile, a key tile (k, v),
 /// the scores s and per row the rescale factor, 1 / l and lse. On tensor
 /// cores (TC) also o, the tile a product of the output rows lands in.
@@ -556,11 +569,7 @@ __global__ void __launch_bounds__(kAttnThreads,
     const int64_t rowEnd = r0 + S::BR < sh.seq ? r0 + S::BR : sh.seq;
     const int rows = int(rowEnd - r0);
     __syncthreads(); // the previous tile's readers of shared memory are done
-    loadRows<DIM, S::DP, S::BR>(sm.q, q + sh.qRow(b, r0, h),
-                                sh.heads * sh.headDim, rows, int(sh.headDim));
-    loadRows<DIM, S::DP, S::BR>(sm.dout, dout + sh.oRow(b, r0, h),
-                                sh.heads * sh.valueDim, rows,
-                                int(sh.valueDim));
+    loadQueryAndGradRows<DIM>(sm, q, dout, sh, b, r0, h, rows);
     // The O tile in k and v, which the key loop loads after its barrier.
     loadRows<DIM, S::DP, S::BR>(sm.k, out + sh.oRow(b, r0, h),
                                 sh.heads * sh.valueDim, rows,
@@ -719,12 +728,7 @@ __global__ void __launch_bounds__(kAttnThreads,
       for (int64_t r0 = firstTile * S::BR; r0 < sh.seq; r0 += S::BR) {
         int rows = int(sh.seq - r0 < S::BR ? sh.seq - r0 : S::BR);
         __syncthreads();
-        loadRows<DIM, S::DP, S::BR>(sm.q, q + sh.qRow(b, r0, h),
-                                    sh.heads * sh.headDim, rows,
-                                    int(sh.headDim));
-        loadRows<DIM, S::DP, S::BR>(sm.dout, dout + sh.oRow(b, r0, h),
-                                    sh.heads * sh.valueDim, rows,
-                                    int(sh.valueDim));
+        loadQueryAndGradRows<DIM>(sm, q, dout, sh, b, r0, h, rows);
         const int64_t stat = sh.statIndex(b, h, r0);
         for (int r = int(threadIdx.x); r < S::BR; r += kAttnThreads) {
           bool in = r < rows;
