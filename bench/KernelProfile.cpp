@@ -23,16 +23,20 @@ namespace {
 
 KernelStat stats[kNumKernels];
 
-const char *const names[kNumKernels] = {
+const char *const names[] = {
     "matmul",         "attention",          "layer_norm",
     "softmax",        "binary",             "unary",
     "strided_copy",   "embedding",          "cross_entropy",
     "reduce",         "batch_norm",         "cast",
     "dropout",        "copy",               "copy_to_device",
+    "matmul_epilogue", "add_layer_norm",    "fill",
     "unary_grad",     "softmax_grad",       "layer_norm_grad",
     "batch_norm_grad", "cross_entropy_grad", "embedding_grad",
-    "attention_grad", "sum_squares",        "clip_scale",
+    "attention_grad", "layer_norm_grad_add", "label_logit",
+    "sub_label",      "sum_squares",        "clip_scale",
     "optimizer_update", "zero"};
+static_assert(sizeof(names) / sizeof(names[0]) == kNumKernels,
+              "a name per kernel");
 
 /// The runtime's definition of `name`: the next one after this executable.
 void *realKernel(const char *name) {
@@ -156,7 +160,51 @@ TESSEL_BENCH_WRAP(kAttention, tessel_attention,
                    double scale, int32_t causal),
                   (ctx, dtype, q, k, v, out, batch, seq, kv_seq, heads,
                    kv_heads, head_dim, value_dim, scale, causal))
-// ABI 11's forms count with the plain ones.
+// The fused forms (GEMM epilogues, ABI 6; residual add + norm, ABI 10;
+// the step read on the device, ABI 9; attention's log-sum-exp, ABI 11)
+// count with their kernels, or as kernels of their own.
+TESSEL_BENCH_WRAP(kMatmulEpilogue, tessel_matmul_epilogue,
+                  (tessel_ctx * ctx, int32_t dtype, const void *a,
+                   const void *b, void *c, int64_t batch, int64_t m, int64_t n,
+                   int64_t k, int32_t trans_a, int32_t trans_b,
+                   int32_t b_shared, double beta, int32_t epilogue,
+                   const void *bias),
+                  (ctx, dtype, a, b, c, batch, m, n, k, trans_a, trans_b,
+                   b_shared, beta, epilogue, bias))
+TESSEL_BENCH_WRAP(kMatmulEpilogue, tessel_matmul_epilogue_aux,
+                  (tessel_ctx * ctx, int32_t dtype, const void *a,
+                   const void *b, void *c, int64_t batch, int64_t m, int64_t n,
+                   int64_t k, int32_t trans_a, int32_t trans_b,
+                   int32_t b_shared, double beta, int32_t epilogue,
+                   const void *bias, void *aux),
+                  (ctx, dtype, a, b, c, batch, m, n, k, trans_a, trans_b,
+                   b_shared, beta, epilogue, bias, aux))
+TESSEL_BENCH_WRAP(kAddLayerNorm, tessel_add_layer_norm,
+                  (tessel_ctx * ctx, int32_t dtype, const void *a,
+                   const void *b, const void *gamma, const void *beta,
+                   void *sum, void *y, int64_t rows, int64_t cols, double eps,
+                   int32_t rms),
+                  (ctx, dtype, a, b, gamma, beta, sum, y, rows, cols, eps,
+                   rms))
+TESSEL_BENCH_WRAP(kFill, tessel_fill,
+                  (tessel_ctx * ctx, int32_t dtype, void *out, int64_t count,
+                   const void *value),
+                  (ctx, dtype, out, count, value))
+TESSEL_BENCH_WRAP(kDropout, tessel_dropout_block,
+                  (tessel_ctx * ctx, int32_t dtype, const void *x, void *y,
+                   int32_t rank, const int64_t *shape, const int64_t *strides,
+                   double rate, uint64_t seed, uint64_t step, int64_t first),
+                  (ctx, dtype, x, y, rank, shape, strides, rate, seed, step,
+                   first))
+TESSEL_BENCH_WRAP(kDropout, tessel_dropout_current,
+                  (tessel_ctx * ctx, int32_t dtype, const void *x, void *y,
+                   int64_t n, double rate, uint64_t seed, int64_t first),
+                  (ctx, dtype, x, y, n, rate, seed, first))
+TESSEL_BENCH_WRAP(kDropout, tessel_dropout_block_current,
+                  (tessel_ctx * ctx, int32_t dtype, const void *x, void *y,
+                   int32_t rank, const int64_t *shape, const int64_t *strides,
+                   double rate, uint64_t seed, int64_t first),
+                  (ctx, dtype, x, y, rank, shape, strides, rate, seed, first))
 TESSEL_BENCH_WRAP(kAttention, tessel_attention_lse,
                   (tessel_ctx * ctx, int32_t dtype, const void *q,
                    const void *k, const void *v, void *out, void *lse,
@@ -231,6 +279,27 @@ TESSEL_BENCH_WRAP(kAttentionGrad, tessel_attention_grad_lse,
                    int64_t value_dim, double scale, int32_t causal),
                   (ctx, dtype, q, k, v, out, lse, dout, dq, dk, dv, batch, seq,
                    kv_seq, heads, kv_heads, head_dim, value_dim, scale, causal))
+TESSEL_BENCH_WRAP(kLayerNormGradAdd, tessel_layer_norm_grad_add,
+                  (tessel_ctx * ctx, int32_t dtype, const void *x,
+                   const void *gamma, const void *dy, const void *residual,
+                   void *dx, void *dgamma, void *dbeta, int64_t rows,
+                   int64_t cols, double eps, int32_t rms),
+                  (ctx, dtype, x, gamma, dy, residual, dx, dgamma, dbeta, rows,
+                   cols, eps, rms))
+TESSEL_BENCH_WRAP(kLabelLogit, tessel_label_logit,
+                  (tessel_ctx * ctx, int32_t dtype, int32_t label_dtype,
+                   const void *logits, const void *labels, void *out,
+                   int64_t rows, int64_t classes, int64_t class_offset,
+                   int64_t total_classes),
+                  (ctx, dtype, label_dtype, logits, labels, out, rows, classes,
+                   class_offset, total_classes))
+TESSEL_BENCH_WRAP(kSubLabel, tessel_sub_label,
+                  (tessel_ctx * ctx, int32_t dtype, int32_t label_dtype,
+                   const void *x, const void *labels, const void *values,
+                   void *out, int64_t rows, int64_t classes,
+                   int64_t class_offset, int64_t total_classes),
+                  (ctx, dtype, label_dtype, x, labels, values, out, rows,
+                   classes, class_offset, total_classes))
 TESSEL_BENCH_WRAP(kSumSquares, tessel_sum_squares,
                   (tessel_ctx * ctx, int32_t dtype, const void *x, int64_t n,
                    void *sum),
@@ -246,6 +315,36 @@ TESSEL_BENCH_WRAP(kOptimizerUpdate, tessel_optimizer_update,
                    double lr),
                   (ctx, opt, dtype, param, grad, grad_scale, state0, state1, n,
                    step, lr))
+TESSEL_BENCH_WRAP(kOptimizerUpdate, tessel_optimizer_update_master,
+                  (tessel_ctx * ctx, const tessel_optimizer *opt,
+                   int32_t param_dtype, void *param, void *master,
+                   int32_t grad_dtype, const void *grad,
+                   const void *grad_scale, void *state0, void *state1,
+                   int64_t n, int64_t step, double lr),
+                  (ctx, opt, param_dtype, param, master, grad_dtype, grad,
+                   grad_scale, state0, state1, n, step, lr))
+TESSEL_BENCH_WRAP(kOptimizerUpdate, tessel_optimizer_update_current,
+                  (tessel_ctx * ctx, const tessel_optimizer *opt,
+                   const tessel_lr_schedule *schedule, int32_t dtype,
+                   void *param, const void *grad, const void *grad_scale,
+                   void *state0, void *state1, int64_t n),
+                  (ctx, opt, schedule, dtype, param, grad, grad_scale, state0,
+                   state1, n))
+TESSEL_BENCH_WRAP(kOptimizerUpdate, tessel_optimizer_update_master_current,
+                  (tessel_ctx * ctx, const tessel_optimizer *opt,
+                   const tessel_lr_schedule *schedule, int32_t param_dtype,
+                   void *param, void *master, int32_t grad_dtype,
+                   const void *grad, const void *grad_scale, void *state0,
+                   void *state1, int64_t n),
+                  (ctx, opt, schedule, param_dtype, param, master, grad_dtype,
+                   grad, grad_scale, state0, state1, n))
+TESSEL_BENCH_WRAP(kOptimizerUpdate, tessel_optimizer_update_group_current,
+                  (tessel_ctx * ctx, const tessel_optimizer *opt,
+                   const tessel_lr_schedule *schedule, int32_t param_dtype,
+                   int32_t grad_dtype, int32_t master, const void *grad_scale,
+                   int64_t count, void *const *pointers, const int64_t *counts),
+                  (ctx, opt, schedule, param_dtype, grad_dtype, master,
+                   grad_scale, count, pointers, counts))
 TESSEL_BENCH_WRAP(kZero, tessel_zero,
                   (tessel_ctx * ctx, void *dst, int64_t bytes),
                   (ctx, dst, bytes))

@@ -14,6 +14,7 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
+#include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
 
@@ -35,13 +36,15 @@ int32_t dtypeCode(Type type) {
 }
 
 
-/// The arguments tessel-lower-to-runtime passes to tessel_matmul.
-Gemm gemmOf(tessel::nn::MatmulOp op) {
+/// The arguments tessel-lower-to-runtime passes to tessel_matmul for a
+/// matmul, or for the GEMM of a matmul with a fused epilogue (its
+/// GEMM-only time is the plain GEMM's).
+template <class MatmulLike> Gemm gemmOf(MatmulLike op) {
   ArrayRef<int64_t> lhs = op.getLhs().getType().getShape();
   ArrayRef<int64_t> rhs = op.getRhs().getType().getShape();
   Gemm g;
   g.op = op;
-  g.dtype = dtypeCode(op.getResult().getType().getElementType());
+  g.dtype = dtypeCode(op.getLhs().getType().getElementType());
   g.batch = 1;
   for (int64_t d : lhs.drop_back(2))
     g.batch *= d;
@@ -54,18 +57,29 @@ Gemm gemmOf(tessel::nn::MatmulOp op) {
   return g;
 }
 
-/// Appends the matmuls `func` executes, in order, to `list`: the body of
+/// The GEMM of a matmul, fused epilogue or not (tessel-fuse-epilogues and
+/// tessel-fuse-bias-grads build those); none for other ops.
+std::optional<Gemm> gemmOfOp(Operation &op) {
+  namespace nn = tessel::nn;
+  return llvm::TypeSwitch<Operation *, std::optional<Gemm>>(&op)
+      .Case<nn::MatmulOp, nn::MatmulAccumulateOp, nn::MatmulBiasOp,
+            nn::MatmulBiasGeluOp, nn::MatmulGeluGradOp, nn::MatmulBiasGradOp>(
+          [](auto matmul) { return gemmOf(matmul); })
+      .Default([](Operation *) { return std::nullopt; });
+}
+
+/// Appends the GEMMs `func` executes, in order, to `list`: the body of
 /// each nn.repeat's layer function L times (nested repeats included).
-/// `index` maps an nn.matmul op to its entry of `list.gemms`.
+/// `index` maps a matmul op to its entry of `list.gemms`.
 void collectGemms(func::FuncOp func, GemmList &list,
                   std::map<Operation *, size_t> &index, int depth) {
   if (depth > 64)
     throw BenchError("nn.repeat nests deeper than 64 levels");
   for (Operation &op : func.getBody().front()) {
-    if (auto matmul = dyn_cast<tessel::nn::MatmulOp>(op)) {
+    if (std::optional<Gemm> gemm = gemmOfOp(op)) {
       auto [it, inserted] = index.try_emplace(&op, list.gemms.size());
       if (inserted)
-        list.gemms.push_back(gemmOf(matmul));
+        list.gemms.push_back(*gemm);
       list.schedule.push_back(it->second);
       list.gemmFlops += list.gemms[it->second].flops();
     } else if (auto repeat = dyn_cast<tessel::nn::RepeatOp>(op)) {

@@ -395,18 +395,19 @@ void compare(Comparison &c, const GemmList &list, const Series &entry,
   c.ratioMax = *std::max_element(ratios.begin(), ratios.end());
 }
 
-/// The profiled body must have called tessel_matmul as often per call as
-/// its GEMM list says.
+/// The profiled body must have called tessel_matmul and
+/// tessel_matmul_epilogue(_aux) as often per call as its GEMM list says.
 void checkMatmulCalls(const Profile &p, const GemmList &list,
                       const std::string &what) {
-  int64_t calls = p.kernels[tessel_bench::kMatmul].calls;
+  int64_t calls = p.kernels[tessel_bench::kMatmul].calls +
+                  p.kernels[tessel_bench::kMatmulEpilogue].calls;
   if (calls == 0)
     throw BenchError("the profiled model did not call the timed wrappers "
                      "(was the executable linked with ENABLE_EXPORTS?)");
   int64_t perStep = calls / p.iterations;
   if (perStep != int64_t(list.schedule.size()))
     progress("warning: " + what + " ran " + std::to_string(perStep) +
-             " tessel_matmul calls per step, the GEMM list has " +
+             " tessel_matmul(_epilogue) calls per step, the GEMM list has " +
              std::to_string(list.schedule.size()));
 }
 
