@@ -378,12 +378,9 @@ ReverseMode::buildLayerDerivative(func::FuncOp layer, unsigned numCarried,
       base = reshape.getInput();
     }
     Operation *def = base.getDefiningOp();
-    if (def && isRecomputed.contains(def) && original.contains(base))
-      viewed.insert(base);
-    else if (!def || !isRecomputed.contains(def))
+    if (!def || !isRecomputed.contains(def))
       continue; // a layer input: at hand
-    else
-      viewed.insert(value);
+    viewed.insert(original.contains(base) ? base : value);
   }
   keep = std::move(viewed);
   // In forward order, so the stacked results read like the layer.

@@ -331,8 +331,11 @@ template <class A, int DIM, bool TC> struct ForwardSmem {
   static constexpr int kPad = TC ? 4 : 1;
   static constexpr int BR = kTiles.rows, BC = kTiles.keys, DP = DIM + kPad;
   static constexpr int SP = BC + kPad;
+  /// Where the tiles q, k, v and s end (elements); the backward's dQ block
+  /// shares this layout up to there.
+  static constexpr int kTilesEnd = (BR + 2 * BC) * DP + BR * SP;
   /// Where o starts (elements), and its length.
-  static constexpr int kOAt = (BR + 2 * BC) * DP + BR * SP + 3 * BR;
+  static constexpr int kOAt = kTilesEnd + 3 * BR;
   static constexpr int kOut = TC ? BR * DP : 0;
   static_assert(!TC || kOAt * sizeof(A) % 32 == 0, "o aligned for WMMA");
   A *q, *k, *v, *s, *alpha, *rowInv, *lse, *o;
@@ -353,7 +356,7 @@ template <class A, int DIM, bool TC> struct GradQuerySmem {
                        SP = Tiles::SP;
   static_assert(2 * BC >= BR, "the O tile fits in k and v");
   /// Where dout and dp start (elements), and dp's length.
-  static constexpr int kDoutAt = (BR + 2 * BC) * DP + BR * SP + 2 * BR;
+  static constexpr int kDoutAt = Tiles::kTilesEnd + 2 * BR;
   static constexpr int kDpAt = kDoutAt + BR * DP;
   static constexpr int kDp = TC ? BR * SP : 0;
   static_assert(!TC || (kDoutAt * sizeof(A) % 32 == 0 &&

@@ -802,18 +802,18 @@ TEST_F(BackwardTest, AttentionGradMatchesFiniteDifferences) {
 
 TEST_F(BackwardTest, AttentionGradLseNeedsOutAndLse) {
   float x[2] = {1, 2}, lse[1] = {0}, g[2], h[2], i[2];
-  tessel_attention_grad_lse(ctx, TESSEL_F32, x, x, x, x, nullptr, x, g, h, i,
-                            1, 1, 1, 1, 1, 2, 2, 1.0, 0);
-  ASSERT_NE(tessel_error(ctx), nullptr);
-  EXPECT_NE(std::string(tessel_error(ctx)).find("lse is null"),
-            std::string::npos);
-  tessel_clear_error(ctx);
-  tessel_attention_grad_lse(ctx, TESSEL_F32, x, x, x, nullptr, lse, x, g, h, i,
-                            1, 1, 1, 1, 1, 2, 2, 1.0, 0);
-  ASSERT_NE(tessel_error(ctx), nullptr);
-  EXPECT_NE(std::string(tessel_error(ctx)).find("out is null"),
-            std::string::npos);
-  tessel_clear_error(ctx);
+  struct Missing {
+    const float *out, *lse;
+    const char *error;
+  };
+  for (const Missing &m : {Missing{x, nullptr, "lse is null"},
+                           Missing{nullptr, lse, "out is null"}}) {
+    tessel_attention_grad_lse(ctx, TESSEL_F32, x, x, x, m.out, m.lse, x, g, h,
+                              i, 1, 1, 1, 1, 1, 2, 2, 1.0, 0);
+    ASSERT_NE(tessel_error(ctx), nullptr) << m.error;
+    EXPECT_NE(std::string(tessel_error(ctx)).find(m.error), std::string::npos);
+    tessel_clear_error(ctx);
+  }
 }
 
 TEST_F(BackwardTest, AttentionGradBadHeadGroupingSetsError) {
