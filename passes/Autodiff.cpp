@@ -546,6 +546,8 @@ struct AutodiffPass : public tessel::impl::AutodiffPassBase<AutodiffPass> {
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    if (failed(nn::RepeatOp::refuseOuts(module, "tessel-autodiff")))
+      return signalPassFailure();
     func::FuncOp model;
     for (auto func : module.getOps<func::FuncOp>()) {
       if (func->hasAttr(nn::NNDialect::kEntryAttrName)) {

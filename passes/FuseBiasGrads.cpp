@@ -34,14 +34,24 @@ using namespace tessel::fusion;
 
 namespace {
 
-/// The matmul whose untransposed 2-D rhs is `rows` itself or `rows`
-/// reshaped to [∏ leading dimensions, N]: the weight gradient beside the
-/// bias gradient that sums `rows` over its leading dimensions. (Not rows
-/// that reach the sum and the matmul through different reshapes of one
-/// tensor, as attention's per-head gradients do: fusing those emptied
-/// ZeRO-3's overlap windows of the q/k/v gradients, 262,144 bytes of gpt's
-/// overlapped communication, for four kernels per layer.)
-nn::MatmulOp weightGradientOf(Value rows, Block *block) {
+/// A weight gradient's GEMM: an nn.matmul, or an nn.matmul_accumulate that
+/// adds it into its accumulator (a repeated layer's gradient summed in its
+/// slice, tessel-accumulate-in-layers).
+struct WeightGradient {
+  Operation *op = nullptr;
+  Value lhs, rhs, acc;
+  bool transposeLhs = false;
+  explicit operator bool() const { return op; }
+};
+
+/// The weight gradient whose untransposed 2-D rhs is `rows` itself or
+/// `rows` reshaped to [∏ leading dimensions, N]: the weight gradient
+/// beside the bias gradient that sums `rows` over its leading dimensions.
+/// (Not rows that reach the sum and the matmul through different reshapes
+/// of one tensor, as attention's per-head gradients do: fusing those
+/// emptied ZeRO-3's overlap windows of the q/k/v gradients, 262,144 bytes
+/// of gpt's overlapped communication, for four kernels per layer.)
+WeightGradient weightGradientOf(Value rows, Block *block) {
   auto type = cast<RankedTensorType>(rows.getType());
   int64_t leading = 1;
   for (int64_t size : type.getShape().drop_back())
@@ -57,14 +67,23 @@ nn::MatmulOp weightGradientOf(Value rows, Block *block) {
     if (candidate.getType() != flat)
       continue;
     for (OpOperand &use : candidate.getUses()) {
-      auto matmul = dyn_cast<nn::MatmulOp>(use.getOwner());
-      if (matmul && matmul->getBlock() == block &&
-          use.getOperandNumber() == 1 && !matmul.getTransposeRhs() &&
-          matmul.getLhs().getType().getRank() == 2)
-        return matmul;
+      Operation *user = use.getOwner();
+      if (user->getBlock() != block || use.getOperandNumber() != 1)
+        continue;
+      WeightGradient found;
+      if (auto matmul = dyn_cast<nn::MatmulOp>(user);
+          matmul && !matmul.getTransposeRhs())
+        found = {matmul, matmul.getLhs(), matmul.getRhs(), Value(),
+                 matmul.getTransposeLhs()};
+      else if (auto accumulate = dyn_cast<nn::MatmulAccumulateOp>(user);
+               accumulate && !accumulate.getTransposeRhs())
+        found = {accumulate, accumulate.getLhs(), accumulate.getRhs(),
+                 accumulate.getAcc(), accumulate.getTransposeLhs()};
+      if (found && cast<RankedTensorType>(found.lhs.getType()).getRank() == 2)
+        return found;
     }
   }
-  return nn::MatmulOp();
+  return WeightGradient();
 }
 
 /// The reshape defining `value` that would make it available at `op` if
@@ -77,7 +96,7 @@ nn::ReshapeOp hoistableView(Value value, Operation *op) {
 
 /// Whether the matmul's operands exist at `op`, or would by moving the
 /// reshapes that define them there.
-bool operandsMovableTo(nn::MatmulOp matmul, Operation *op) {
+bool operandsMovableTo(Operation *matmul, Operation *op) {
   return llvm::all_of(matmul->getOperands(), [&](Value v) {
     return availableAt(v, op) || hoistableView(v, op);
   });
@@ -136,7 +155,9 @@ bool keepsEveryCover(ArrayRef<Window> windows, Operation *removed,
 /// is legal and keeps every overlap window covered: where the matmul stood
 /// (the GEMM's operands and product live as before; only the bias
 /// gradient, a vector, moves), else where the sum stood (moving the views
-/// that define the GEMM's operands there when it is the earlier).
+/// that define the GEMM's operands there when it is the earlier). A GEMM
+/// that accumulates stays where it is: its update in place is ordered
+/// with its accumulator's other readers.
 void fuseBiasGrad(nn::ReduceSumOp sum, ArrayRef<Window> windows) {
   Value rows = sum.getInput();
   auto type = cast<RankedTensorType>(rows.getType());
@@ -144,14 +165,16 @@ void fuseBiasGrad(nn::ReduceSumOp sum, ArrayRef<Window> windows) {
       sum.getDims() != ArrayRef(llvm::to_vector(
                            llvm::seq<int64_t>(0, type.getRank() - 1))))
     return;
-  nn::MatmulOp matmul = weightGradientOf(rows, sum->getBlock());
-  if (!matmul)
+  WeightGradient gradient = weightGradientOf(rows, sum->getBlock());
+  if (!gradient)
     return;
+  Operation *matmul = gradient.op;
   // The sum's rows exist wherever the matmul reads them.
   bool sumFirst = sum->isBeforeInBlock(matmul);
   bool atMatmul = !sumFirst || onlyUsedAfter(sum.getResult(), matmul);
-  bool atSum = sumFirst ? operandsMovableTo(matmul, sum)
-                        : onlyUsedAfter(matmul.getResult(), sum);
+  bool atSum = !gradient.acc &&
+               (sumFirst ? operandsMovableTo(matmul, sum)
+                         : onlyUsedAfter(matmul->getResult(0), sum));
   Operation *at = nullptr;
   if (atMatmul && keepsEveryCover(windows, sum, matmul))
     at = matmul;
@@ -165,11 +188,12 @@ void fuseBiasGrad(nn::ReduceSumOp sum, ArrayRef<Window> windows) {
         hoistableView(v, sum)->moveBefore(sum);
   OpBuilder b(at);
   auto fused = nn::MatmulBiasGradOp::create(
-      b, b.getFusedLoc({matmul.getLoc(), sum.getLoc()}), matmul.getLhs(),
-      matmul.getRhs(), matmul.getTransposeLhs(), /*transpose_rhs=*/false);
-  matmul.getResult().replaceAllUsesWith(fused.getResult());
+      b, b.getFusedLoc({matmul->getLoc(), sum.getLoc()}), gradient.lhs,
+      gradient.rhs, gradient.acc, gradient.transposeLhs,
+      /*transpose_rhs=*/false);
+  matmul->getResult(0).replaceAllUsesWith(fused.getResult());
   sum.getResult().replaceAllUsesWith(fused.getBiasGrad());
-  matmul.erase();
+  matmul->erase();
   sum.erase();
 }
 

@@ -74,6 +74,8 @@ public:
                          << "'; expected f32 or bf16";
       return signalPassFailure();
     }
+    if (failed(nn::RepeatOp::refuseOuts(module, "tessel-mixed-precision")))
+      return signalPassFailure();
     SymbolTable table(module);
     symbols = &table;
     SmallVector<func::FuncOp> models;

@@ -593,7 +593,8 @@ private:
     OpBuilder builder(repeat);
     auto rebuilt = nn::RepeatOp::create(
         builder, repeat.getLoc(), types, repeat.getLayerAttr(),
-        repeat.getCarried(), repeat.getParams(), repeat.getReverseAttr(),
+        repeat.getCarried(), repeat.getParams(), repeat.getOuts(),
+        repeat.getReverseAttr(),
         repeat.getPrefetchAttr(),
         FlatSymbolRefAttr::get(finishFunc.getSymNameAttr()));
     rebuilt->setDiscardableAttrs(repeat->getDiscardableAttrDictionary());

@@ -717,6 +717,8 @@ struct PartitionPass : tessel::impl::PartitionPassBase<PartitionPass> {
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    if (failed(nn::RepeatOp::refuseOuts(module, "tessel-partition")))
+      return signalPassFailure();
     FailureOr<std::optional<Mesh>> mesh = meshFromModule(module);
     if (failed(mesh))
       return signalPassFailure();

@@ -409,6 +409,43 @@ def CheckCommunicationPass
   ];
 }
 
+def AccumulateInLayersPass : Pass<"tessel-accumulate-in-layers",
+                                  "mlir::ModuleOp"> {
+  let summary = "Sum a repeated layer's weight gradients into their buffers where the layer computes them";
+  let description = [{
+    Runs on a partitioned step (one rank's program), after `tessel-zero`
+    and `tessel-split-backward` and right before `tessel-fuse-epilogues`
+    (the compile pipeline runs it with the fusion). The derivative of an
+    `nn.repeat` stacks every layer's parameter gradients, `[L, ...]` each,
+    and the step then adds each stack into its gradient accumulator: a
+    second copy of all the layers' weight gradients and a pass over it.
+    Here an `nn.accumulate` of a stacked result (its only use) into an
+    accumulator that nothing reads between the repeat and the accumulate
+    moves into the layer when the layer returns that gradient straight
+    from an `nn.matmul` nothing else reads (or from that GEMM's 16-bit
+    product cast to its f32 accumulator, under `tessel-mixed-precision`:
+    the cast and the add then run per layer): the repeat takes the
+    accumulator as `outs`, the layer takes its slice and returns it
+    updated by the accumulate, in place, and `tessel-fuse-epilogues` folds
+    the add into the GEMM (beta = 1), as llm.c's and Megatron's backward
+    do: no stack and no add.
+
+    Left as they are: a gradient the layer computes otherwise (a bias's or
+    a norm's, vectors: in the layer its add would be a kernel per layer
+    instead of one for all layers, to save a few bytes; a gradient the
+    layer all-reduces, which `tessel-overlap-communication` schedules), a
+    repeat with a prefetch or a finish, and a layer function something
+    else calls too. The program computes the same values.
+
+    ```mlir
+    %dh, %dw = nn.repeat @layer_derivative(%dy) params(%w, %x) reverse : (...) -> (tensor<4x8xf32>, tensor<3x8x8xf32>)
+    %g2 = nn.accumulate %dw outs(%g) : tensor<3x8x8xf32>
+    // becomes (the layer takes and returns a slice of %g)
+    %dh, %g2 = nn.repeat @layer_derivative(%dy) params(%w, %x) outs(%g) reverse : (...) -> (tensor<4x8xf32>, tensor<3x8x8xf32>)
+    ```
+  }];
+}
+
 def FuseEpiloguesPass : Pass<"tessel-fuse-epilogues", "mlir::ModuleOp"> {
   let summary = "Fold the add, GELU or bias-gradient sum after a matmul into the GEMM";
   let description = [{
@@ -468,7 +505,9 @@ def FuseBiasGradsPass : Pass<"tessel-fuse-bias-grads", "mlir::ModuleOp"> {
     over its leading dimensions beside the weight gradient's `nn.matmul`
     of the same rows (flattened, untransposed) becomes
     `nn.matmul_bias_grad` (cuBLASLt's BGRADB): one kernel and one pass over
-    the rows fewer per linear layer. The fused GEMM takes the place of one
+    the rows fewer per linear layer. Beside an `nn.matmul_accumulate` (a
+    weight gradient added into its buffer) it becomes `nn.matmul_bias_grad
+    ... outs(%acc)`, which adds as that did, where the GEMM stood. The fused GEMM takes the place of one
     of the two, so the other's kernel leaves its place; a place is taken
     only if every started collective in the block still has a kernel
     between its start (or the block's start, for one started before it)

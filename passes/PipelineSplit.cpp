@@ -184,6 +184,8 @@ struct PipelineSplitPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    if (failed(nn::RepeatOp::refuseOuts(module, "tessel-pipeline-split")))
+      return signalPassFailure();
     std::string error;
     std::optional<Mesh> mesh = Mesh::parse(this->mesh, error);
     if (!mesh) {

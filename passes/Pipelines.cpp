@@ -78,8 +78,10 @@ static void buildModelPlan(OpPassManager &pm,
   pm.addPass(createSplitBackwardPass());
   // On one rank's program, once ZeRO and the split no longer look for
   // accumulates, and before the overlap orders the collectives around the
-  // fused ops.
+  // fused ops. A repeated layer's weight gradients first move to where the
+  // layer computes them, so that their GEMMs add them.
   if (options.fuseEpilogues) {
+    pm.addPass(createAccumulateInLayersPass());
     FuseEpiloguesPassOptions fuse;
     fuse.residualNorms = options.fuseResidualNorms;
     pm.addPass(createFuseEpiloguesPass(fuse));

@@ -79,6 +79,26 @@ int64_t liveBytesBound(ArrayRef<Buffer> buffers) {
   return bound;
 }
 
+/// The operand whose memory `result` updates in place: a
+/// destination-style op's init, a repeat's outs, the accumulator of a bias
+/// gradient's GEMM; null for a result of its own.
+OpOperand *updatedOperand(OpResult result) {
+  Operation *op = result.getOwner();
+  if (auto dps = dyn_cast<DestinationStyleOpInterface>(op))
+    return dps.getTiedOpOperand(result);
+  if (auto repeat = dyn_cast<nn::RepeatOp>(op)) {
+    unsigned first = repeat.getCarried().size();
+    unsigned number = result.getResultNumber();
+    if (number < first || number >= first + repeat.getOuts().size())
+      return nullptr;
+    return &repeat.getOutsMutable()[number - first];
+  }
+  if (auto biasGrad = dyn_cast<nn::MatmulBiasGradOp>(op))
+    if (result == biasGrad.getResult() && biasGrad.getAcc())
+      return &biasGrad.getAccMutable()[0];
+  return nullptr;
+}
+
 /// The values that must be alive at `op`: its operands and, at an nn.wait,
 /// the input its collective reads until it completes.
 SmallVector<Value> liveOperands(Operation *op) {
@@ -102,6 +122,22 @@ public:
     DenseMap<Value, unsigned> bufferOf;
     SmallVector<Value> ownerOf; // per buffer, the value it was made for
     DenseMap<Operation *, unsigned> workspaceOf;
+    // `result` updates `init` in place: it is the init's bytes (none of
+    // the function's when the init is an argument's), which nothing may
+    // read after the update.
+    DenseSet<Value> updatedInPlace;
+    auto updateInPlace = [&](OpOperand &init, Value result) -> LogicalResult {
+      Operation *op = init.getOwner();
+      for (Operation *user : init.get().getUsers())
+        if (user != op && op->isBeforeInBlock(user))
+          return op->emitOpError()
+                 << "updates operand #" << init.getOperandNumber()
+                 << " in place, but a later op still reads it";
+      updatedInPlace.insert(result);
+      if (auto it = bufferOf.find(init.get()); it != bufferOf.end())
+        bufferOf[result] = it->second;
+      return success();
+    };
     int64_t index = 0;
     for (Operation &op : body.getOperations()) {
       for (Value operand : liveOperands(&op))
@@ -153,21 +189,12 @@ public:
         ++index;
         continue;
       }
-      if (auto dps = dyn_cast<DestinationStyleOpInterface>(op)) {
-        // Updated in place: each result is its init's bytes, which must
-        // not be read after the update.
-        for (OpOperand &init : dps.getDpsInitsMutable()) {
-          for (Operation *user : init.get().getUsers())
-            if (user != &op && op.isBeforeInBlock(user))
-              return op.emitOpError()
-                     << "updates operand #" << init.getOperandNumber()
-                     << " in place, but a later op still reads it";
-          if (auto it = bufferOf.find(init.get()); it != bufferOf.end())
-            bufferOf[dps.getTiedOpResult(&init)] = it->second;
-        }
-        ++index;
-        continue;
-      }
+      // Updated in place: such a result is its operand's bytes, which must
+      // not be read after the update.
+      for (OpResult result : op.getResults())
+        if (OpOperand *init = updatedOperand(result))
+          if (failed(updateInPlace(*init, result)))
+            return failure();
       if (auto repeat = dyn_cast<nn::RepeatOp>(op)) {
         func::FuncOp layer = repeat.getLayerFunction();
         if (!layer || failed(plan(layer)))
@@ -204,8 +231,12 @@ public:
         workspaceOf[&op] = buffers.size();
         buffers.push_back({bytes, index, index});
         ownerOf.push_back(Value());
+        if (failed(checkOutsUpdatedInPlace(repeat, layer)))
+          return failure();
       }
       for (Value result : op.getResults()) {
+        if (updatedInPlace.contains(result))
+          continue;
         bufferOf[result] = buffers.size();
         buffers.push_back({alignUp(nn::detail::tensorBytes(result.getType())),
                            index, index});
@@ -258,6 +289,39 @@ public:
     }
     func->setAttr(memory_plan::kScratchBytesAttr,
                   builder.getI64IntegerAttr(peak));
+    return success();
+  }
+
+  /// A repeat's outs result is its operand's memory, which the caller
+  /// passes to the layer as both the slice argument and the result: the
+  /// layer must return that slice updated in place (through
+  /// destination-style ops and views), never a value computed elsewhere
+  /// into memory the slice argument still holds.
+  static LogicalResult checkOutsUpdatedInPlace(nn::RepeatOp repeat,
+                                               func::FuncOp layer) {
+    if (repeat.getOuts().empty())
+      return success();
+    Block &body = layer.getBody().front();
+    unsigned firstArg =
+        repeat.getCarried().size() + repeat.getParams().size();
+    unsigned firstResult = repeat.getCarried().size();
+    for (unsigned i = 0; i < repeat.getOuts().size(); ++i) {
+      Value value = body.getTerminator()->getOperand(firstResult + i);
+      while (auto result = dyn_cast<OpResult>(value)) {
+        if (auto reshape = dyn_cast<nn::ReshapeOp>(result.getOwner()))
+          value = reshape.getInput();
+        else if (OpOperand *init = updatedOperand(result))
+          value = init->get();
+        else
+          break;
+      }
+      if (value != body.getArgument(firstArg + i))
+        return repeat.emitOpError()
+               << "updates outs #" << i << " in place, but layer @"
+               << layer.getSymName() << " returns for it a value that is not "
+               << "its slice argument #" << firstArg + i
+               << " updated in place";
+    }
     return success();
   }
 

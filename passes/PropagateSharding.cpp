@@ -603,6 +603,8 @@ struct PropagateShardingPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    if (failed(nn::RepeatOp::refuseOuts(module, "tessel-propagate-sharding")))
+      return signalPassFailure();
     std::string error;
     std::optional<Mesh> mesh = Mesh::parse(this->mesh, error);
     if (!mesh) {

@@ -372,6 +372,8 @@ struct SplitBackwardPass
     ModuleOp module = getOperation();
     if (!module->hasAttr(nn::NNDialect::kSplitBackwardAttrName))
       return;
+    if (failed(nn::RepeatOp::refuseOuts(module, "tessel-split-backward")))
+      return signalPassFailure();
     func::FuncOp backward;
     for (auto func : module.getOps<func::FuncOp>())
       if (auto entry =

@@ -667,6 +667,8 @@ struct ZeroPass : public tessel::impl::ZeroPassBase<ZeroPass> {
     }
     if (stage == 0)
       return;
+    if (failed(nn::RepeatOp::refuseOuts(module, "tessel-zero")))
+      return signalPassFailure();
     FailureOr<std::optional<Mesh>> mesh = meshFromModule(module);
     if (failed(mesh))
       return signalPassFailure();

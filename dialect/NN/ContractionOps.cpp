@@ -267,14 +267,23 @@ LogicalResult MatmulBiasGradOp::inferReturnTypes(
   return success();
 }
 
-// The column sums of op(rhs), [K, N] to [N]: nn.reduce_sum's N_in - N_out.
+LogicalResult MatmulBiasGradOp::verify() {
+  if (getAcc() && getAcc().getType() != getResult().getType())
+    return emitOpError() << "accumulator " << getAcc().getType()
+                         << " must have the product's type "
+                         << getResult().getType();
+  return success();
+}
+
+// The column sums of op(rhs), [K, N] to [N]: nn.reduce_sum's N_in - N_out;
+// with an accumulator, its add.
 int64_t MatmulBiasGradOp::getFlops() {
   ArrayRef<int64_t> rhs = getRhs().getType().getShape();
   int64_t elements = nn::detail::satMul(rhs[0], rhs[1]);
   int64_t n = getTransposeRhs() ? rhs[0] : rhs[1];
   return nn::detail::satAdd(
       fusedMatmulFlops(getLhs(), getRhs(), getTransposeLhs(), getTransposeRhs(),
-                       /*perElement=*/0),
+                       /*perElement=*/getAcc() ? 1 : 0),
       elements - n);
 }
 

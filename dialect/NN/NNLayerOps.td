@@ -150,21 +150,28 @@ def NN_MatmulBiasGradOp : NN_Op<"matmul_bias_grad",
     `bias_grad[j] = Σ_k op(rhs)[k, j]`, the column sums of `op(rhs)`: a
     linear layer's weight gradient `dW = Xᵀ · dY` and its bias gradient
     `Σ dY` over the rows, in one GEMM (cuBLASLt's bias-gradient epilogue)
-    instead of a matmul and an `nn.reduce_sum`. Flops: the matmul's plus
-    the sum's, `(K - 1)·N`.
+    instead of a matmul and an `nn.reduce_sum`. With `outs(%acc)` (the
+    product's type) the product is added into `acc` in place, as
+    `nn.matmul_accumulate` adds it (beta = 1), and `result` is `acc`
+    updated; the bias gradient is written, never added (cuBLASLt's
+    epilogue overwrites it). Flops: the matmul's plus the sum's,
+    `(K - 1)·N`, plus one per element of the product with `outs`.
 
     ```mlir
     %dw, %db = nn.matmul_bias_grad %x, %dy transpose_lhs : (tensor<512x128xf32>, tensor<512x512xf32>) -> (tensor<128x512xf32>, tensor<512xf32>)
+    %g2, %db2 = nn.matmul_bias_grad %x, %dy transpose_lhs outs(%g) : (tensor<512x128xf32>, tensor<512x512xf32>, tensor<128x512xf32>) -> (tensor<128x512xf32>, tensor<512xf32>)
     ```
   }];
   let arguments = (ins NN_FloatTensor:$lhs, NN_FloatTensor:$rhs,
+                       Optional<NN_FloatTensor>:$acc,
                        UnitAttr:$transpose_lhs, UnitAttr:$transpose_rhs);
   let results = (outs NN_FloatTensor:$result, NN_FloatTensor:$bias_grad);
   let assemblyFormat = [{
     $lhs `,` $rhs (`transpose_lhs` $transpose_lhs^)?
-    (`transpose_rhs` $transpose_rhs^)? attr-dict `:`
+    (`transpose_rhs` $transpose_rhs^)? (`outs` `(` $acc^ `)`)? attr-dict `:`
     functional-type(operands, results)
   }];
+  let hasVerifier = 1;
 }
 
 def NN_EmbeddingOp : NN_ShardableOp<"embedding", [Pure, InferTypeOpAdaptor, NN_Differentiable,

@@ -179,6 +179,17 @@ def NN_RepeatOp : NN_Op<"repeat", [Pure,
     overlaps the next layer's compute. A 48-layer model is as short as a
     1-layer one, and pipeline parallelism splits the layer axis.
 
+    With `outs(...)` (tessel-accumulate-in-layers), tensors stacked on the
+    same layer axis are updated in place, destination style: layer `l` takes slice
+    `l` of each after its parameter slices (before what the prefetch
+    returns) and returns the slice updated in place of it, right after the
+    carried values; the repeat's results after its carried values are the
+    updated tensors, in the same memory (nothing reads an `outs` operand
+    after the repeat). A layer's weight gradient is then summed into its
+    gradient buffer where the layer computes it (a GEMM with beta = 1)
+    instead of into a stack of all the layers' gradients that is added to
+    the buffer afterwards.
+
     Cost: L times the summed cost of the layer's body. The sharding rule is
     the layer body's: propagation and partitioning look inside `layer`.
 
@@ -192,24 +203,27 @@ def NN_RepeatOp : NN_Op<"repeat", [Pure,
     ```
   }];
   let arguments = (ins FlatSymbolRefAttr:$layer, Variadic<NN_Tensor>:$carried,
-                       Variadic<NN_Tensor>:$params, UnitAttr:$reverse,
+                       Variadic<NN_Tensor>:$params,
+                       Variadic<NN_Tensor>:$outs, UnitAttr:$reverse,
                        OptionalAttr<FlatSymbolRefAttr>:$prefetch,
                        OptionalAttr<FlatSymbolRefAttr>:$finish);
   let results = (outs Variadic<NN_Tensor>:$results);
   let assemblyFormat = [{
-    $layer `(` $carried `)` `params` `(` $params `)` (`reverse` $reverse^)?
+    $layer `(` $carried `)` `params` `(` $params `)`
+    (`outs` `(` $outs^ `)`)? (`reverse` $reverse^)?
     (`prefetch` $prefetch^)? (`finish` $finish^)? attr-dict `:`
     functional-type(operands, results)
   }];
   let builders = [
-    // A repeat without a prefetch or a finish (what every pass but
-    // tessel-overlap-communication builds).
+    // A repeat without outs, a prefetch or a finish (what every pass but
+    // tessel-accumulate-in-layers and tessel-overlap-communication builds).
     OpBuilder<(ins "::mlir::TypeRange":$resultTypes,
                    "::mlir::FlatSymbolRefAttr":$layer,
                    "::mlir::ValueRange":$carried, "::mlir::ValueRange":$params,
                    CArg<"::mlir::UnitAttr", "{}">:$reverse), [{
-      build($_builder, $_state, resultTypes, layer, carried, params, reverse,
-            ::mlir::FlatSymbolRefAttr(), ::mlir::FlatSymbolRefAttr());
+      build($_builder, $_state, resultTypes, layer, carried, params,
+            ::mlir::ValueRange(), reverse, ::mlir::FlatSymbolRefAttr(),
+            ::mlir::FlatSymbolRefAttr());
     }]>
   ];
   let hasVerifier = 1;
@@ -220,9 +234,14 @@ def NN_RepeatOp : NN_Op<"repeat", [Pure,
     ::mlir::ResultRange getCarriedResults() {
       return getResults().take_front(getCarried().size());
     }
-    /// The per-layer outputs, stacked on a leading axis of size L.
+    /// The `outs` operands updated in place, after the carried values.
+    ::mlir::ResultRange getOutsResults() {
+      return getResults().slice(getCarried().size(), getOuts().size());
+    }
+    /// The per-layer outputs, stacked on a leading axis of size L (after
+    /// the carried values and the updated `outs`).
     ::mlir::ResultRange getStackedResults() {
-      return getResults().drop_front(getCarried().size());
+      return getResults().drop_front(getCarried().size() + getOuts().size());
     }
     /// The layer function, or null when the symbol does not resolve.
     ::mlir::func::FuncOp getLayerFunction();
@@ -236,6 +255,11 @@ def NN_RepeatOp : NN_Op<"repeat", [Pure,
     /// The per-layer outputs the finish function returns (none without
     /// one).
     ::mlir::ResultRange getFinishStackedResults();
+    /// Fails with a diagnostic at the first repeat under `root` with outs:
+    /// `pass` runs before tessel-accumulate-in-layers makes them and takes
+    /// repeats without.
+    static ::llvm::LogicalResult refuseOuts(::mlir::Operation *root,
+                                            ::llvm::StringRef pass);
   }];
 }
 

@@ -53,6 +53,20 @@ ResultRange RepeatOp::getFinishStackedResults() {
   return stacked.drop_front(stacked.size() - numFinishResults(*this));
 }
 
+LogicalResult RepeatOp::refuseOuts(Operation *root, StringRef pass) {
+  WalkResult result = root->walk([&](RepeatOp repeat) {
+    if (repeat.getOuts().empty())
+      return WalkResult::advance();
+    repeat.emitOpError() << "has outs (updated in place, the form "
+                            "tessel-accumulate-in-layers makes after the "
+                            "passes that differentiate, split, shard or cast "
+                            "a repeat); "
+                         << pass << " takes repeats without outs";
+    return WalkResult::interrupt();
+  });
+  return failure(result.wasInterrupted());
+}
+
 LogicalResult RepeatOp::verify() {
   if (getCarried().empty())
     return emitOpError() << "needs at least one carried value (the layer's "
@@ -66,6 +80,12 @@ LogicalResult RepeatOp::verify() {
                          << ") must start with the types of the carried "
                             "values ("
                          << getCarried().getTypes() << ")";
+  if (getNumResults() < getCarried().size() + getOuts().size() ||
+      !llvm::equal(getOutsResults().getTypes(), getOuts().getTypes()))
+    return emitOpError() << "results (" << getResultTypes()
+                         << ") must continue with the types of the outs ("
+                         << getOuts().getTypes()
+                         << ") after the carried values";
   int64_t numLayers = -1;
   for (auto [index, param] : llvm::enumerate(getParams())) {
     auto type = cast<RankedTensorType>(param.getType());
@@ -91,14 +111,20 @@ LogicalResult RepeatOp::verify() {
                  << arg.getArgNumber() << ") must name its leading axis "
                  << "\"layers\" in nn.axes, got " << axes[0];
   }
-  for (auto [index, stacked] : llvm::enumerate(getStackedResults())) {
-    auto type = cast<RankedTensorType>(stacked.getType());
-    if (type.getRank() == 0 || type.getDimSize(0) != numLayers)
-      return emitOpError() << "stacked result #" << index
-                           << " needs a leading layer axis of size "
-                           << numLayers << ", got " << type;
-  }
-  return success();
+  // The outs and the stacked results are on the parameters' layer axis.
+  auto onLayerAxis = [&](ValueRange values, StringRef what) -> LogicalResult {
+    for (auto [index, value] : llvm::enumerate(values)) {
+      auto type = cast<RankedTensorType>(value.getType());
+      if (type.getRank() == 0 || type.getDimSize(0) != numLayers)
+        return emitOpError() << what << " #" << index
+                             << " needs a leading layer axis of size "
+                             << numLayers << ", got " << type;
+    }
+    return success();
+  };
+  if (failed(onLayerAxis(getOuts(), "outs")))
+    return failure();
+  return onLayerAxis(getStackedResults(), "stacked result");
 }
 
 /// Fails when following nn.repeat layers from `layer` reaches a function
@@ -130,14 +156,16 @@ LogicalResult RepeatOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   if (layer.isExternal())
     return emitOpError() << "layer @" << getLayer()
                          << " is a declaration; nn.repeat needs its body";
+  auto unstacked = [](Value stacked) -> Type {
+    auto type = cast<RankedTensorType>(stacked.getType());
+    return RankedTensorType::get(type.getShape().drop_front(),
+                                 type.getElementType());
+  };
   SmallVector<Type> expectedInputs = llvm::to_vector(getCarried().getTypes());
-  SmallVector<Type> slices;
-  for (Value param : getParams()) {
-    auto type = cast<RankedTensorType>(param.getType());
-    slices.push_back(RankedTensorType::get(type.getShape().drop_front(),
-                                           type.getElementType()));
-  }
+  SmallVector<Type> slices = llvm::map_to_vector(getParams(), unstacked);
+  SmallVector<Type> outSlices = llvm::map_to_vector(getOuts(), unstacked);
   expectedInputs.append(slices);
+  expectedInputs.append(outSlices);
   if (getPrefetchAttr()) {
     auto prefetch = symbolTable.lookupNearestSymbolFrom<func::FuncOp>(
         *this, getPrefetchAttr());
@@ -155,12 +183,8 @@ LogicalResult RepeatOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
     llvm::append_range(expectedInputs,
                        prefetch.getFunctionType().getResults());
   }
-  auto unstacked = [](Value stacked) -> Type {
-    auto type = cast<RankedTensorType>(stacked.getType());
-    return RankedTensorType::get(type.getShape().drop_front(),
-                                 type.getElementType());
-  };
   SmallVector<Type> expectedResults = llvm::to_vector(getCarried().getTypes());
+  expectedResults.append(outSlices);
   unsigned numInFlight = 0;
   if (getFinishAttr()) {
     auto finish = symbolTable.lookupNearestSymbolFrom<func::FuncOp>(
@@ -197,10 +221,11 @@ LogicalResult RepeatOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
                          << FunctionType::get(getContext(), expectedInputs,
                                               expectedResults)
                          << " (carried values, then one slice of each stacked "
-                            "parameter, then what the prefetch returns; the "
-                            "carried values, then one slice of each stacked "
-                            "result the finish does not return, then what the "
-                            "finish takes)";
+                            "parameter and of each outs, then what the "
+                            "prefetch returns; the carried values, then one "
+                            "slice of each outs, then of each stacked result "
+                            "the finish does not return, then what the finish "
+                            "takes)";
   for (unsigned i = layerType.getNumResults() - numInFlight;
        i < layerType.getNumResults(); ++i)
     if (!layer.getResultAttr(i, NNDialect::kInFlightAttrName))

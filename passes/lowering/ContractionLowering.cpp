@@ -57,13 +57,14 @@ void emitMatmulEpilogue(FunctionLowering &fl, Value lhs, Value rhs,
 /// the bias gradient BGRADB writes).
 void emitMatmulAux(FunctionLowering &fl, Value lhs, Value rhs,
                     bool transposeLhs, bool transposeRhs, Value out,
-                    int32_t epilogue, Value bias, Value aux) {
+                    int32_t epilogue, Value bias, Value aux,
+                    double beta = 0.0) {
   GemmOperands g = gemmOperands(lhs, rhs, transposeLhs, transposeRhs);
   fl.call(rt::tessel_matmul_epilogue_aux,
           {fl.dtype(out), fl.ptr(lhs), fl.ptr(rhs), fl.ptr(out),
            fl.i64(g.batch), fl.i64(g.m), fl.i64(g.n), fl.i64(g.k),
            fl.i32(transposeLhs), fl.i32(transposeRhs), fl.i32(g.shared),
-           fl.f64(0.0), fl.i32(epilogue), fl.ptrOrNull(bias),
+           fl.f64(beta), fl.i32(epilogue), fl.ptrOrNull(bias),
            fl.ptrOrNull(aux)});
 }
 
@@ -99,11 +100,15 @@ LogicalResult lowerMatmulGeluGrad(nn::MatmulGeluGradOp op,
   return success();
 }
 
+/// With an accumulator, in place: acc += lhs · rhs (beta 1), the bias
+/// gradient written.
 LogicalResult lowerMatmulBiasGrad(nn::MatmulBiasGradOp op,
                                   FunctionLowering &fl) {
+  if (op.getAcc())
+    fl.pointers[op.getResult()] = fl.ptr(op.getAcc());
   emitMatmulAux(fl, op.getLhs(), op.getRhs(), op.getTransposeLhs(),
                  op.getTransposeRhs(), op.getResult(), TESSEL_EPILOGUE_BGRADB,
-                 Value(), op.getBiasGrad());
+                 Value(), op.getBiasGrad(), op.getAcc() ? 1.0 : 0.0);
   return success();
 }
 

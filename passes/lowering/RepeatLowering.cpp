@@ -34,7 +34,7 @@ struct RepeatBuffers {
   /// after them.
   SmallVector<Value> spare;
   Value layerScratch;
-  SmallVector<Value> initial, results, params;
+  SmallVector<Value> initial, results;
   /// With a prefetch: its results' two slots, after the layer's scratch.
   SmallVector<Value> slots[2];
   /// With a finish: two slots of what the layer returns in flight, after
@@ -78,22 +78,24 @@ RepeatBuffers repeatBuffers(nn::RepeatOp op, FunctionLowering &fl,
     buffers.initial.push_back(fl.ptr(carried));
   for (Value result : op.getCarriedResults())
     buffers.results.push_back(fl.ptr(result));
-  for (Value param : op.getParams())
-    buffers.params.push_back(fl.ptr(param));
+  // An outs result is its operand's memory, updated in place.
+  for (auto [out, result] : llvm::zip(op.getOuts(), op.getOutsResults()))
+    fl.pointers[result] = fl.ptr(out);
   return buffers;
 }
 
-/// The byte offset of layer `layer`'s slice of each stacked parameter.
-SmallVector<Value> paramSlices(nn::RepeatOp op, FunctionLowering &fl,
-                               const RepeatBuffers &buffers, OpBuilder &b,
-                               Location loc, Value layer) {
+/// Layer `layer`'s slice of each of `stacked` (tensors on the layer axis:
+/// parameters, outs, stacked results).
+SmallVector<Value> layerSlices(nn::RepeatOp op, FunctionLowering &fl,
+                               ValueRange stacked, OpBuilder &b, Location loc,
+                               Value layer) {
   SmallVector<Value> slices;
-  for (auto [param, value] : llvm::zip(buffers.params, op.getParams())) {
+  for (Value value : stacked) {
     Value bytes = arith::MulIOp::create(
         b, loc, layer,
         arith::ConstantIntOp::create(b, loc, bytesOf(value) / op.getNumLayers(),
                                      64));
-    slices.push_back(fl.emit.offset(b, loc, param, bytes));
+    slices.push_back(fl.emit.offset(b, loc, fl.ptr(value), bytes));
   }
   return slices;
 }
@@ -103,7 +105,7 @@ void emitPrefetch(nn::RepeatOp op, FunctionLowering &fl,
                   const RepeatBuffers &buffers, OpBuilder &b, Location loc,
                   Value layer, ValueRange slot) {
   SmallVector<Value> args{fl.ctx, buffers.layerScratch};
-  llvm::append_range(args, paramSlices(op, fl, buffers, b, loc, layer));
+  llvm::append_range(args, layerSlices(op, fl, op.getParams(), b, loc, layer));
   llvm::append_range(args, slot);
   auto name = b.getStringAttr(kFunctionPrefix + op.getPrefetch()->str());
   LLVM::CallOp::create(b, loc, TypeRange{}, FlatSymbolRefAttr::get(name), args);
@@ -117,13 +119,8 @@ void emitFinish(nn::RepeatOp op, FunctionLowering &fl,
                 Value layer, ValueRange slot) {
   SmallVector<Value> args{fl.ctx, buffers.layerScratch};
   llvm::append_range(args, slot);
-  for (Value stacked : op.getFinishStackedResults()) {
-    Value bytes = arith::MulIOp::create(
-        b, loc, layer,
-        arith::ConstantIntOp::create(b, loc,
-                                     bytesOf(stacked) / op.getNumLayers(), 64));
-    args.push_back(fl.emit.offset(b, loc, fl.ptr(stacked), bytes));
-  }
+  llvm::append_range(args, layerSlices(op, fl, op.getFinishStackedResults(),
+                                       b, loc, layer));
   auto name = b.getStringAttr(kFunctionPrefix + op.getFinish()->str());
   LLVM::CallOp::create(b, loc, TypeRange{}, FlatSymbolRefAttr::get(name), args);
 }
@@ -165,14 +162,13 @@ void emitLayerIteration(nn::RepeatOp op, FunctionLowering &fl,
   Value parity = arith::RemSIOp::create(body, loc, remaining, constant(2));
   Value toResults = arith::CmpIOp::create(body, loc, arith::CmpIPredicate::eq,
                                           parity, constant(0));
-  auto sliceOf = [&](Value base, Value stacked) {
-    Value bytes = arith::MulIOp::create(body, loc, layer,
-                                        constant(bytesOf(stacked) / numLayers));
-    return fl.emit.offset(body, loc, base, bytes);
-  };
   SmallVector<Value> args{fl.ctx, buffers.layerScratch};
   args.append(in.begin(), in.end());
-  llvm::append_range(args, paramSlices(op, fl, buffers, body, loc, layer));
+  llvm::append_range(args,
+                     layerSlices(op, fl, op.getParams(), body, loc, layer));
+  SmallVector<Value> outSlices =
+      layerSlices(op, fl, op.getOuts(), body, loc, layer);
+  llvm::append_range(args, outSlices);
   // Slots alternate with the iteration's parity: `first` on even ones.
   Value even = arith::CmpIOp::create(
       body, loc, arith::CmpIPredicate::eq,
@@ -204,8 +200,10 @@ void emitLayerIteration(nn::RepeatOp op, FunctionLowering &fl,
   for (auto [result, copy] : llvm::zip(buffers.results, buffers.spare))
     out.push_back(LLVM::SelectOp::create(body, loc, toResults, result, copy));
   args.append(out.begin(), out.end());
-  for (Value stacked : op.getLayerStackedResults())
-    args.push_back(sliceOf(fl.ptr(stacked), stacked));
+  // The layer returns each outs slice updated where it stands.
+  llvm::append_range(args, outSlices);
+  llvm::append_range(args, layerSlices(op, fl, op.getLayerStackedResults(),
+                                       body, loc, layer));
   // What the layer returns in flight goes to this iteration's slot.
   if (op.getFinishAttr())
     llvm::append_range(args, pick(buffers.inFlight, 0));
@@ -234,12 +232,13 @@ void emitLayerIteration(nn::RepeatOp op, FunctionLowering &fl,
 }
 
 /// for l in [0, L) (or down from L − 1 with `reverse`): layer(carried,
-/// params[l]) -> next carried, stacked[l]. The carried outputs alternate
-/// between the op's result buffers and a workspace copy so that the last
-/// iteration writes the results; stacked outputs go to slice l. A layer
-/// that draws random bits runs layer l on the random stream folded from
-/// its caller's and l (tessel_fold_in), so layers draw distinct dropout
-/// masks and the backward's layer l draws its forward's.
+/// params[l], outs[l]) -> next carried, outs[l] in place, stacked[l]. The
+/// carried outputs alternate between the op's result buffers and a
+/// workspace copy so that the last iteration writes the results; stacked
+/// outputs go to slice l. A layer that draws random bits runs layer l on
+/// the random stream folded from its caller's and l (tessel_fold_in), so
+/// layers draw distinct dropout masks and the backward's layer l draws its
+/// forward's.
 LogicalResult lowerRepeat(nn::RepeatOp op, FunctionLowering &fl) {
   auto workspace = op->getAttrOfType<IntegerAttr>(memory_plan::kWorkspaceAttr);
   if (!workspace)

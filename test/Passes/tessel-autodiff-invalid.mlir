@@ -207,3 +207,16 @@ func.func @attention_lse_loss(%w: tensor<1x4x2x8xf32> {nn.param = "w", nn.init =
   %l = nn.reduce_sum %lse dims = [0, 1, 2] : tensor<1x2x4xf32> -> tensor<f32>
   return %l : tensor<f32>
 }
+
+// -----
+
+func.func private @acc_layer(%h: tensor<4xf32>, %w: tensor<4xf32>, %g: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  %0 = nn.accumulate %w outs(%g) : tensor<4xf32>
+  return %h, %0 : tensor<4xf32>, tensor<4xf32>
+}
+// Tests that a repeat with outs, the form a later pass makes, is refused.
+func.func @repeat_outs(%h: tensor<4xf32>, %w: tensor<3x4xf32>, %g: tensor<3x4xf32>) -> tensor<3x4xf32> {
+  // expected-error @+1 {{'nn.repeat' op has outs (updated in place, the form tessel-accumulate-in-layers makes after the passes that differentiate, split, shard or cast a repeat); tessel-autodiff takes repeats without outs}}
+  %0:2 = nn.repeat @acc_layer(%h) params(%w) outs(%g) : (tensor<4xf32>, tensor<3x4xf32>, tensor<3x4xf32>) -> (tensor<4xf32>, tensor<3x4xf32>)
+  return %0#1 : tensor<3x4xf32>
+}

@@ -36,6 +36,28 @@ func.func @bias_grad_read_early(%x: tensor<32x784xf32>, %dy: tensor<32x16xf32>) 
 
 // -----
 
+// Tests that a weight gradient's GEMM that adds into its accumulator (a
+// repeated layer's slice) takes the bias gradient's sum too, adding into
+// the accumulator as before, where the GEMM stood; a sum read before an
+// accumulating GEMM stays apart (the GEMM's update in place does not move).
+// CHECK-LABEL: func.func @bias_grad_accumulate
+// CHECK-NEXT: %[[G:.*]], %[[DB:.*]] = nn.matmul_bias_grad %arg0, %arg1 transpose_lhs outs(%arg2) : (tensor<32x784xf32>, tensor<32x16xf32>, tensor<784x16xf32>) -> (tensor<784x16xf32>, tensor<16xf32>)
+// CHECK-NEXT: %[[B:.*]] = nn.accumulate %[[DB]] outs(%arg3)
+// CHECK-NEXT: %[[S:.*]] = nn.reduce_sum %arg4
+// CHECK-NEXT: nn.mul %[[S]], %[[S]]
+// CHECK-NEXT: nn.matmul_accumulate %arg0, %arg4 transpose_lhs outs(%arg5)
+func.func @bias_grad_accumulate(%x: tensor<32x784xf32>, %dy: tensor<32x16xf32>, %g: tensor<784x16xf32>, %b: tensor<16xf32>, %dz: tensor<32x16xf32>, %h: tensor<784x16xf32>) -> (tensor<784x16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<784x16xf32>) {
+  %g2 = nn.matmul_accumulate %x, %dy transpose_lhs outs(%g) : (tensor<32x784xf32>, tensor<32x16xf32>, tensor<784x16xf32>) -> tensor<784x16xf32>
+  %db = nn.reduce_sum %dy dims = [0] : tensor<32x16xf32> -> tensor<16xf32>
+  %b2 = nn.accumulate %db outs(%b) : tensor<16xf32>
+  %dz_sum = nn.reduce_sum %dz dims = [0] : tensor<32x16xf32> -> tensor<16xf32>
+  %sq = nn.mul %dz_sum, %dz_sum : tensor<16xf32>
+  %h2 = nn.matmul_accumulate %x, %dz transpose_lhs outs(%h) : (tensor<32x784xf32>, tensor<32x16xf32>, tensor<784x16xf32>) -> tensor<784x16xf32>
+  return %g2, %b2, %sq, %h2 : tensor<784x16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<784x16xf32>
+}
+
+// -----
+
 // Tests sums that are no bias gradient of a weight gradient: over another
 // dimension, with keep_dims, and beside a matmul that reads the rows as
 // its lhs or transposed.

@@ -333,6 +333,33 @@ func.func @reversed(%h: tensor<4x8xf32>, %w: tensor<3x8xf32>) -> tensor<3x4x8xf3
 
 // -----
 
+// Tests that a repeat's outs are updated in place: the layer gets layer
+// l's slice of the accumulator (32 bytes a layer) both as its argument
+// and as its result, so returning the updated slice copies nothing; the
+// bias gradient's GEMM inside adds into the slice (beta 1).
+// CHECK-LABEL: llvm.func @tessel_fn_acc_layer(
+// CHECK-SAME: %[[CTX:[^:]*]]: !llvm.ptr, %{{[^:]*}}: !llvm.ptr, %{{[^:]*}}: !llvm.ptr, %{{[^:]*}}: !llvm.ptr, %[[GIN:[^:]*]]: !llvm.ptr, %{{[^:]*}}: !llvm.ptr, %[[GOUT:[^:]*]]: !llvm.ptr, %{{[^:]*}}: !llvm.ptr)
+// CHECK: %[[BETA:.*]] = llvm.mlir.constant(1.000000e+00 : f64) : f64
+// CHECK: %[[BGRADB:.*]] = llvm.mlir.constant(4 : i32) : i32
+// CHECK: llvm.call @tessel_matmul_epilogue_aux(%[[CTX]], %{{.*}}, %{{.*}}, %{{.*}}, %[[GIN]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[BETA]], %[[BGRADB]],
+// CHECK: llvm.call @tessel_copy(%[[CTX]], %[[GOUT]], %[[GIN]],
+// CHECK-LABEL: llvm.func @tessel_fn_outs(
+// CHECK-SAME: %[[CTX:[^:]*]]: !llvm.ptr, %{{[^:]*}}: !llvm.ptr, %[[DY:[^:]*]]: !llvm.ptr, %[[X:[^:]*]]: !llvm.ptr, %[[G:[^:]*]]: !llvm.ptr,
+// CHECK: scf.for
+// CHECK:   %[[BYTES:.*]] = arith.muli %{{.*}}, %c32_i64 : i64
+// CHECK:   %[[SLICE:.*]] = llvm.getelementptr %[[G]][%[[BYTES]]]
+// CHECK:   llvm.call @tessel_fn_acc_layer(%[[CTX]], %{{.*}}, %{{.*}}, %{{.*}}, %[[SLICE]], %{{.*}}, %[[SLICE]], %{{.*}})
+func.func private @acc_layer(%dy: tensor<2x4xf32>, %x: tensor<2x2xf32>, %g: tensor<2x4xf32>) -> (tensor<2x4xf32>, tensor<2x4xf32>, tensor<4xf32>) {
+  %g2, %db = nn.matmul_bias_grad %x, %dy transpose_lhs outs(%g) : (tensor<2x2xf32>, tensor<2x4xf32>, tensor<2x4xf32>) -> (tensor<2x4xf32>, tensor<4xf32>)
+  return %dy, %g2, %db : tensor<2x4xf32>, tensor<2x4xf32>, tensor<4xf32>
+}
+func.func @outs(%dy: tensor<2x4xf32>, %x: tensor<3x2x2xf32>, %g: tensor<3x2x4xf32>) -> (tensor<3x2x4xf32>, tensor<3x4xf32>) {
+  %0:3 = nn.repeat @acc_layer(%dy) params(%x) outs(%g) reverse : (tensor<2x4xf32>, tensor<3x2x2xf32>, tensor<3x2x4xf32>) -> (tensor<2x4xf32>, tensor<3x2x4xf32>, tensor<3x4xf32>)
+  return %0#1, %0#2 : tensor<3x2x4xf32>, tensor<3x4xf32>
+}
+
+// -----
+
 // Tests that consecutive optimizer steps with the same constants are one
 // grouped update: five pointers a tensor (param, master or null, grad, the
 // two states) in a stack array, the sizes in a constant array; a step with

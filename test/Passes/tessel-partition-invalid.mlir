@@ -99,3 +99,16 @@ func.func @block_split_again(%z: tensor<6x8xf32> {nn.sharding = [[], ["tp"]]},
   %p = nn.label_logit %z, %y {block_axes = array<i16: 0>, nn.loop_sharding = [[], ["tp"]]} : (tensor<6x8xf32>, tensor<6xi32>) -> tensor<6xf32>
   return %p : tensor<6xf32>
 }
+
+// -----
+
+func.func private @acc_layer(%h: tensor<4xf32>, %w: tensor<4xf32>, %g: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  %0 = nn.accumulate %w outs(%g) : tensor<4xf32>
+  return %h, %0 : tensor<4xf32>, tensor<4xf32>
+}
+// Tests that a repeat with outs, the form a later pass makes, is refused.
+func.func @repeat_outs(%h: tensor<4xf32>, %w: tensor<3x4xf32>, %g: tensor<3x4xf32>) -> tensor<3x4xf32> {
+  // expected-error @+1 {{'nn.repeat' op has outs (updated in place, the form tessel-accumulate-in-layers makes after the passes that differentiate, split, shard or cast a repeat); tessel-partition takes repeats without outs}}
+  %0:2 = nn.repeat @acc_layer(%h) params(%w) outs(%g) : (tensor<4xf32>, tensor<3x4xf32>, tensor<3x4xf32>) -> (tensor<4xf32>, tensor<3x4xf32>)
+  return %0#1 : tensor<3x4xf32>
+}

@@ -99,3 +99,42 @@ func.func @in_flight_computed(%x: tensor<8xf32>) -> (tensor<8xf32> {nn.in_flight
   // expected-error @+1 {{'func.return' op returns result #0, marked 'nn.in_flight', but not from an asynchronous collective (a shard collective marked 'nn.async')}}
   return %e : tensor<8xf32>
 }
+
+// -----
+
+func.func private @acc_layer(%h: tensor<4xf32>, %w: tensor<4xf32>, %g: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  %0 = nn.accumulate %w outs(%g) : tensor<4xf32>
+  return %h, %0 : tensor<4xf32>, tensor<4xf32>
+}
+// Tests that nothing reads a repeat's outs after the repeat updated it.
+func.func @outs_read_after(%h: tensor<4xf32>, %w: tensor<3x4xf32>, %g: tensor<3x4xf32>) -> (tensor<3x4xf32>, tensor<3x4xf32>) {
+  // expected-error @+1 {{'nn.repeat' op updates operand #2 in place, but a later op still reads it}}
+  %0:2 = nn.repeat @acc_layer(%h) params(%w) outs(%g) : (tensor<4xf32>, tensor<3x4xf32>, tensor<3x4xf32>) -> (tensor<4xf32>, tensor<3x4xf32>)
+  %1 = nn.exp %g : tensor<3x4xf32>
+  return %0#1, %1 : tensor<3x4xf32>, tensor<3x4xf32>
+}
+
+// -----
+
+func.func private @fresh_layer(%h: tensor<4xf32>, %w: tensor<4xf32>, %g: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  %0 = nn.add %g, %w : tensor<4xf32>
+  return %h, %0 : tensor<4xf32>, tensor<4xf32>
+}
+// Tests that a layer returns its outs slice updated in place, not a value
+// computed elsewhere (the caller passes one memory for both).
+func.func @outs_not_in_place(%h: tensor<4xf32>, %w: tensor<3x4xf32>, %g: tensor<3x4xf32>) -> tensor<3x4xf32> {
+  // expected-error @+1 {{'nn.repeat' op updates outs #0 in place, but layer @fresh_layer returns for it a value that is not its slice argument #2 updated in place}}
+  %0:2 = nn.repeat @fresh_layer(%h) params(%w) outs(%g) : (tensor<4xf32>, tensor<3x4xf32>, tensor<3x4xf32>) -> (tensor<4xf32>, tensor<3x4xf32>)
+  return %0#1 : tensor<3x4xf32>
+}
+
+// -----
+
+// Tests that nothing reads a bias gradient's accumulator after the GEMM
+// added into it.
+func.func @bias_grad_acc_read_after(%x: tensor<2x2xf32>, %dy: tensor<2x4xf32>, %g: tensor<2x4xf32>) -> (tensor<2x4xf32>, tensor<4xf32>, tensor<2x4xf32>) {
+  // expected-error @+1 {{'nn.matmul_bias_grad' op updates operand #2 in place, but a later op still reads it}}
+  %g2, %db = nn.matmul_bias_grad %x, %dy transpose_lhs outs(%g) : (tensor<2x2xf32>, tensor<2x4xf32>, tensor<2x4xf32>) -> (tensor<2x4xf32>, tensor<4xf32>)
+  %e = nn.exp %g : tensor<2x4xf32>
+  return %g2, %db, %e : tensor<2x4xf32>, tensor<4xf32>, tensor<2x4xf32>
+}

@@ -119,6 +119,32 @@ func.func @stacked(%h: tensor<4x8xf32>, %w: tensor<3x8xf32>) -> tensor<3x4x8xf32
 
 // -----
 
+// Tests that a repeat's outs result is its operand's memory: an argument's
+// (-1) when the outs is one, the buffer of the value it updates otherwise
+// (the exp's, at 0, which the function then returns from: the sum is
+// computed there and copied out); and that a bias gradient's GEMM adding
+// into an accumulator takes the accumulator's memory for its product
+// (-1: the layer's argument) and a buffer of its own for the bias
+// gradient (here the layer's result, -4).
+// CHECK-LABEL: func.func private @acc_layer
+// CHECK: nn.matmul_bias_grad {{.*}} {tessel.offsets = array<i64: -1, -4>}
+// CHECK-LABEL: func.func @outs_in_place
+// CHECK: nn.exp {{.*}} {tessel.offsets = array<i64: 0>}
+// CHECK: nn.repeat @acc_layer({{.*}}) params({{.*}}) outs({{.*}}) {tessel.offsets = array<i64: {{[0-9]+}}, 0, -3>, tessel.workspace = {{[0-9]+}} : i64}
+// CHECK: nn.repeat @acc_layer({{.*}}) params({{.*}}) outs(%arg2) {tessel.offsets = array<i64: {{[0-9]+}}, -1, {{[0-9]+}}>, tessel.workspace = {{[0-9]+}} : i64}
+func.func private @acc_layer(%dy: tensor<2x4xf32>, %x: tensor<2x2xf32>, %g: tensor<2x4xf32>) -> (tensor<2x4xf32>, tensor<2x4xf32>, tensor<4xf32>) {
+  %g2, %db = nn.matmul_bias_grad %x, %dy transpose_lhs outs(%g) : (tensor<2x2xf32>, tensor<2x4xf32>, tensor<2x4xf32>) -> (tensor<2x4xf32>, tensor<4xf32>)
+  return %dy, %g2, %db : tensor<2x4xf32>, tensor<2x4xf32>, tensor<4xf32>
+}
+func.func @outs_in_place(%dy: tensor<2x4xf32>, %x: tensor<3x2x2xf32>, %g: tensor<3x2x4xf32>) -> (tensor<3x2x4xf32>, tensor<3x4xf32>, tensor<3x2x4xf32>) {
+  %e = nn.exp %g : tensor<3x2x4xf32>
+  %0:3 = nn.repeat @acc_layer(%dy) params(%x) outs(%e) : (tensor<2x4xf32>, tensor<3x2x2xf32>, tensor<3x2x4xf32>) -> (tensor<2x4xf32>, tensor<3x2x4xf32>, tensor<3x4xf32>)
+  %1:3 = nn.repeat @acc_layer(%dy) params(%x) outs(%g) : (tensor<2x4xf32>, tensor<3x2x2xf32>, tensor<3x2x4xf32>) -> (tensor<2x4xf32>, tensor<3x2x4xf32>, tensor<3x4xf32>)
+  return %0#1, %0#2, %1#1 : tensor<3x2x4xf32>, tensor<3x4xf32>, tensor<3x2x4xf32>
+}
+
+// -----
+
 // Tests that only a value returned from a buffer of its own is computed in
 // the caller's memory: a value returned twice goes to the first result (the
 // second is a copy), and a returned view keeps its operand's scratch.

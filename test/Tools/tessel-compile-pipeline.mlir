@@ -89,7 +89,7 @@
 // bubble is the closed form's double, exactly.
 // JSON: "pipeline":{"actions":["rank 0: F0.0 s>1:F0.0
 // JSON-SAME: "backward_split":"even","bubble_fraction":0.20000000000000001,"equal_stage_bubble_fraction":0.20000000000000001,"flops":[1154,1154],"imbalance":1,"layers":[2,2],"makespan_flops":24020,"microbatches":4,"ranks":2,"schedule":"1f1b"
-// JSON-SAME: "stages":[{"arena_bytes":4480,"backward_flops":3650,
+// JSON-SAME: "stages":[{"arena_bytes":3968,"backward_flops":3650,
 // JSON-SAME: "microbatch_bytes":0,
 // JSON-SAME: "regions":{"control":
 // JSON-SAME: "timeline":[{"activation_bytes":0,"busy_flops":19216,"peak_activations":2,"peak_weight_pending":0},{"activation_bytes":192,"busy_flops":19216,"peak_activations":1,"peak_weight_pending":0}]

@@ -202,3 +202,12 @@ func.func @matmul_bias_grad(%x: tensor<512x128xbf16>, %dy: tensor<512x256xbf16>)
   %dw, %db = nn.matmul_bias_grad %x, %dy transpose_lhs : (tensor<512x128xbf16>, tensor<512x256xbf16>) -> (tensor<128x256xbf16>, tensor<256xbf16>)
   return %dw, %db : tensor<128x256xbf16>, tensor<256xbf16>
 }
+
+// Tests that matmul_bias_grad may add its product into an accumulator of
+// the product's type.
+// CHECK-LABEL: func.func @matmul_bias_grad_outs
+// CHECK: %{{.*}}, %{{.*}} = nn.matmul_bias_grad %{{.*}}, %{{.*}} transpose_lhs outs(%{{.*}}) : (tensor<512x128xf32>, tensor<512x256xf32>, tensor<128x256xf32>) -> (tensor<128x256xf32>, tensor<256xf32>)
+func.func @matmul_bias_grad_outs(%x: tensor<512x128xf32>, %dy: tensor<512x256xf32>, %g: tensor<128x256xf32>) -> (tensor<128x256xf32>, tensor<256xf32>) {
+  %dw, %db = nn.matmul_bias_grad %x, %dy transpose_lhs outs(%g) : (tensor<512x128xf32>, tensor<512x256xf32>, tensor<128x256xf32>) -> (tensor<128x256xf32>, tensor<256xf32>)
+  return %dw, %db : tensor<128x256xf32>, tensor<256xf32>
+}

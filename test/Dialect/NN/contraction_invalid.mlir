@@ -420,3 +420,12 @@ func.func @attention_lse_missing(%q: tensor<2x8x4x16xf32>) -> tensor<2x4x8xf32> 
   %0, %1 = nn.attention %q, %q, %q : (tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>) -> (tensor<2x8x4x16xf32>, tensor<2x4x8xf32>)
   return %1 : tensor<2x4x8xf32>
 }
+
+// -----
+
+// Tests that matmul_bias_grad's accumulator has the product's type.
+func.func @matmul_bias_grad_acc(%x: tensor<4x8xf32>, %dy: tensor<4x16xf32>, %g: tensor<16x8xf32>) -> (tensor<8x16xf32>, tensor<16xf32>) {
+  // expected-error @+1 {{'nn.matmul_bias_grad' op accumulator 'tensor<16x8xf32>' must have the product's type 'tensor<8x16xf32>'}}
+  %dw, %db = nn.matmul_bias_grad %x, %dy transpose_lhs outs(%g) : (tensor<4x8xf32>, tensor<4x16xf32>, tensor<16x8xf32>) -> (tensor<8x16xf32>, tensor<16xf32>)
+  return %dw, %db : tensor<8x16xf32>, tensor<16xf32>
+}

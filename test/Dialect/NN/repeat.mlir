@@ -77,3 +77,21 @@ func.func @repeat_nested(%h: tensor<8xf32>, %s: tensor<2x3xf32>) -> tensor<8xf32
   %0 = nn.repeat @outer_layer(%h) params(%s) : (tensor<8xf32>, tensor<2x3xf32>) -> tensor<8xf32>
   return %0 : tensor<8xf32>
 }
+
+// Tests that a repeat updates its outs in place: the layer takes a slice
+// of each after its parameter slices and returns it updated after the
+// carried values, and the repeat's updated outs come before its stacked
+// results.
+// CHECK-LABEL: func.func private @grad_layer
+// CHECK-SAME: (%{{.*}}: tensor<8x16xf32>, %{{.*}}: tensor<16x16xf32>, %{{.*}}: tensor<16x16xf32>) -> (tensor<8x16xf32>, tensor<16x16xf32>, tensor<16xf32>)
+// CHECK-LABEL: func.func @repeat_outs
+// CHECK: %[[R:.*]]:3 = nn.repeat @grad_layer(%{{.*}}) params(%{{.*}}) outs(%{{.*}}) reverse : (tensor<8x16xf32>, tensor<4x16x16xf32>, tensor<4x16x16xf32>) -> (tensor<8x16xf32>, tensor<4x16x16xf32>, tensor<4x16xf32>)
+func.func private @grad_layer(%dy: tensor<8x16xf32>, %x: tensor<16x16xf32>, %g: tensor<16x16xf32>) -> (tensor<8x16xf32>, tensor<16x16xf32>, tensor<16xf32>) {
+  %g2 = nn.matmul_accumulate %x, %x transpose_lhs outs(%g) : (tensor<16x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>) -> tensor<16x16xf32>
+  %s = nn.reduce_sum %dy dims = [0] : tensor<8x16xf32> -> tensor<16xf32>
+  return %dy, %g2, %s : tensor<8x16xf32>, tensor<16x16xf32>, tensor<16xf32>
+}
+func.func @repeat_outs(%dy: tensor<8x16xf32>, %x: tensor<4x16x16xf32>, %g: tensor<4x16x16xf32>) -> (tensor<4x16x16xf32>, tensor<4x16xf32>) {
+  %0:3 = nn.repeat @grad_layer(%dy) params(%x) outs(%g) reverse : (tensor<8x16xf32>, tensor<4x16x16xf32>, tensor<4x16x16xf32>) -> (tensor<8x16xf32>, tensor<4x16x16xf32>, tensor<4x16xf32>)
+  return %0#1, %0#2 : tensor<4x16x16xf32>, tensor<4x16xf32>
+}

@@ -25,7 +25,7 @@ func.func private @block(%h: tensor<8x16xf32>, %w: tensor<16x8xf32>) -> tensor<8
   return %h : tensor<8x16xf32>
 }
 func.func @wrong_param_slice(%h: tensor<8x16xf32>, %w: tensor<4x16x16xf32>) -> tensor<8x16xf32> {
-  // expected-error @+1 {{'nn.repeat' op layer @block has type '(tensor<8x16xf32>, tensor<16x8xf32>) -> tensor<8x16xf32>' but this repeat needs '(tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<8x16xf32>' (carried values, then one slice of each stacked parameter, then what the prefetch returns; the carried values, then one slice of each stacked result the finish does not return, then what the finish takes)}}
+  // expected-error @+1 {{'nn.repeat' op layer @block has type '(tensor<8x16xf32>, tensor<16x8xf32>) -> tensor<8x16xf32>' but this repeat needs '(tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<8x16xf32>' (carried values, then one slice of each stacked parameter and of each outs, then what the prefetch returns; the carried values, then one slice of each outs, then of each stacked result the finish does not return, then what the finish takes)}}
   %0 = nn.repeat @block(%h) params(%w) : (tensor<8x16xf32>, tensor<4x16x16xf32>) -> tensor<8x16xf32>
   return %0 : tensor<8x16xf32>
 }
@@ -37,7 +37,7 @@ func.func private @block(%h: tensor<8x16xf32>, %w: tensor<16x16xf32>) -> (tensor
   return %h, %h : tensor<8x16xf32>, tensor<8x16xf32>
 }
 func.func @wrong_layer_results(%h: tensor<8x16xf32>, %w: tensor<4x16x16xf32>) -> tensor<8x16xf32> {
-  // expected-error @+1 {{'nn.repeat' op layer @block has type '(tensor<8x16xf32>, tensor<16x16xf32>) -> (tensor<8x16xf32>, tensor<8x16xf32>)' but this repeat needs '(tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<8x16xf32>' (carried values, then one slice of each stacked parameter, then what the prefetch returns; the carried values, then one slice of each stacked result the finish does not return, then what the finish takes)}}
+  // expected-error @+1 {{'nn.repeat' op layer @block has type '(tensor<8x16xf32>, tensor<16x16xf32>) -> (tensor<8x16xf32>, tensor<8x16xf32>)' but this repeat needs '(tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<8x16xf32>' (carried values, then one slice of each stacked parameter and of each outs, then what the prefetch returns; the carried values, then one slice of each outs, then of each stacked result the finish does not return, then what the finish takes)}}
   %0 = nn.repeat @block(%h) params(%w) : (tensor<8x16xf32>, tensor<4x16x16xf32>) -> tensor<8x16xf32>
   return %0 : tensor<8x16xf32>
 }
@@ -49,7 +49,7 @@ func.func private @block(%w: tensor<16x16xf32>, %h: tensor<8x16xf32>) -> tensor<
   return %h : tensor<8x16xf32>
 }
 func.func @wrong_argument_order(%h: tensor<8x16xf32>, %w: tensor<4x16x16xf32>) -> tensor<8x16xf32> {
-  // expected-error @+1 {{'nn.repeat' op layer @block has type '(tensor<16x16xf32>, tensor<8x16xf32>) -> tensor<8x16xf32>' but this repeat needs '(tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<8x16xf32>' (carried values, then one slice of each stacked parameter, then what the prefetch returns; the carried values, then one slice of each stacked result the finish does not return, then what the finish takes)}}
+  // expected-error @+1 {{'nn.repeat' op layer @block has type '(tensor<16x16xf32>, tensor<8x16xf32>) -> tensor<8x16xf32>' but this repeat needs '(tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<8x16xf32>' (carried values, then one slice of each stacked parameter and of each outs, then what the prefetch returns; the carried values, then one slice of each outs, then of each stacked result the finish does not return, then what the finish takes)}}
   %0 = nn.repeat @block(%h) params(%w) : (tensor<8x16xf32>, tensor<4x16x16xf32>) -> tensor<8x16xf32>
   return %0 : tensor<8x16xf32>
 }
@@ -110,7 +110,7 @@ func.func private @block(%h: tensor<8x16xf32>, %w: tensor<16x16xf32>) -> tensor<
 }
 func.func @result_count_differs(%h: tensor<8x16xf32>, %w: tensor<4x16x16xf32>) -> tensor<8x16xf32> {
   // expected-error @+1 {{'nn.repeat' op stacked result #0 needs a leading layer axis of size 4, got 'tensor<8x16xf32>'}}
-  %0:2 = "nn.repeat"(%h, %w) <{layer = @block, operandSegmentSizes = array<i32: 1, 1>}> : (tensor<8x16xf32>, tensor<4x16x16xf32>) -> (tensor<8x16xf32>, tensor<8x16xf32>)
+  %0:2 = "nn.repeat"(%h, %w) <{layer = @block, operandSegmentSizes = array<i32: 1, 1, 0>}> : (tensor<8x16xf32>, tensor<4x16x16xf32>) -> (tensor<8x16xf32>, tensor<8x16xf32>)
   return %0#0 : tensor<8x16xf32>
 }
 
@@ -361,4 +361,41 @@ module attributes {nn.finish} {
 // expected-error @+1 {{'func.func' op result #0: 'nn.in_flight' is a unit attribute of a function result}}
 func.func private @in_flight_value(%x: tensor<4xf32>) -> (tensor<4xf32> {nn.in_flight = 1 : i64}) {
   return %x : tensor<4xf32>
+}
+
+// -----
+
+func.func private @grad_layer(%dy: tensor<8x16xf32>, %x: tensor<16x16xf32>, %g: tensor<16x16xf32>) -> (tensor<8x16xf32>, tensor<16x16xf32>) {
+  return %dy, %g : tensor<8x16xf32>, tensor<16x16xf32>
+}
+// Tests that the updated outs follow the carried values among the results.
+func.func @outs_result_type(%dy: tensor<8x16xf32>, %x: tensor<4x16x16xf32>, %g: tensor<4x16x16xf32>) -> tensor<4x16xf32> {
+  // expected-error @+1 {{'nn.repeat' op results ('tensor<8x16xf32>', 'tensor<4x16xf32>') must continue with the types of the outs ('tensor<4x16x16xf32>') after the carried values}}
+  %0:2 = nn.repeat @grad_layer(%dy) params(%x) outs(%g) : (tensor<8x16xf32>, tensor<4x16x16xf32>, tensor<4x16x16xf32>) -> (tensor<8x16xf32>, tensor<4x16xf32>)
+  return %0#1 : tensor<4x16xf32>
+}
+
+// -----
+
+func.func private @grad_layer(%dy: tensor<8x16xf32>, %x: tensor<16x16xf32>, %g: tensor<16xf32>) -> (tensor<8x16xf32>, tensor<16xf32>) {
+  return %dy, %g : tensor<8x16xf32>, tensor<16xf32>
+}
+// Tests that an outs is stacked on the parameters' layer axis.
+func.func @outs_layers(%dy: tensor<8x16xf32>, %x: tensor<4x16x16xf32>, %g: tensor<3x16xf32>) -> tensor<3x16xf32> {
+  // expected-error @+1 {{'nn.repeat' op outs #0 needs a leading layer axis of size 4, got 'tensor<3x16xf32>'}}
+  %0:2 = nn.repeat @grad_layer(%dy) params(%x) outs(%g) : (tensor<8x16xf32>, tensor<4x16x16xf32>, tensor<3x16xf32>) -> (tensor<8x16xf32>, tensor<3x16xf32>)
+  return %0#1 : tensor<3x16xf32>
+}
+
+// -----
+
+func.func private @grad_layer(%dy: tensor<8x16xf32>, %x: tensor<16x16xf32>) -> (tensor<8x16xf32>, tensor<16x16xf32>) {
+  return %dy, %x : tensor<8x16xf32>, tensor<16x16xf32>
+}
+// Tests that the layer takes a slice of each outs after its parameter
+// slices.
+func.func @outs_slice_missing(%dy: tensor<8x16xf32>, %x: tensor<4x16x16xf32>, %g: tensor<4x16x16xf32>) -> tensor<4x16x16xf32> {
+  // expected-error @+1 {{'nn.repeat' op layer @grad_layer has type '(tensor<8x16xf32>, tensor<16x16xf32>) -> (tensor<8x16xf32>, tensor<16x16xf32>)' but this repeat needs '(tensor<8x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>) -> (tensor<8x16xf32>, tensor<16x16xf32>)'}}
+  %0:2 = nn.repeat @grad_layer(%dy) params(%x) outs(%g) : (tensor<8x16xf32>, tensor<4x16x16xf32>, tensor<4x16x16xf32>) -> (tensor<8x16xf32>, tensor<4x16x16xf32>)
+  return %0#1 : tensor<4x16x16xf32>
 }

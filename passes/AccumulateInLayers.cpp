@@ -1,0 +1,198 @@
+//===- AccumulateInLayers.cpp - tessel-accumulate-in-layers ---------------===//
+//
+// A repeat's derivative returns each layer's parameter gradients stacked,
+// [L, ...] per parameter, and the step adds each stack into the gradient
+// accumulator afterwards: as much memory again as the layers' weights,
+// and a pass over it. Moving the accumulate of a weight gradient into the
+// layer (the repeat's `outs`) sums each layer's gradient into its slice of
+// the accumulator where the layer computes it, and tessel-fuse-epilogues
+// folds that add into the GEMM (beta = 1): no stack, no add. A gradient
+// the layer computes otherwise (a bias's or a norm's, vectors) stays
+// stacked: in the layer its add would be a kernel per layer instead of
+// one for all of them, to save a few bytes.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/FusionPlacement.h"
+#include "passes/Passes.h"
+
+#include "dialect/NN/NNOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/BitVector.h"
+
+namespace tessel {
+#define GEN_PASS_DEF_ACCUMULATEINLAYERSPASS
+#include "passes/Passes.h.inc"
+} // namespace tessel
+
+using namespace mlir;
+using namespace tessel;
+using namespace tessel::fusion;
+
+namespace {
+
+/// A stacked result of a repeat and the accumulate that sums it into an
+/// accumulator.
+struct Move {
+  unsigned stacked; // index in the repeat's stacked results
+  nn::AccumulateOp accumulate;
+};
+
+/// Whether the layer returns `value` straight from a GEMM that nothing
+/// else reads: the add into its accumulator then folds into the GEMM. Or
+/// from the cast of such a GEMM's 16-bit product to its f32 accumulator's
+/// type (tessel-mixed-precision's gradients): the cast and the add then
+/// run per layer, without the f32 stack of every layer's gradient.
+bool fromSoleGemm(Value value) {
+  if (auto cast = value.getDefiningOp<nn::CastOp>();
+      cast && cast->hasOneUse())
+    value = cast.getInput();
+  auto matmul = value.getDefiningOp<nn::MatmulOp>();
+  return matmul && matmul->hasOneUse();
+}
+
+/// The accumulate that may move into the layer with stacked result
+/// `stacked`: its only use, into an accumulator that exists at the repeat
+/// and that nothing reads between the two.
+nn::AccumulateOp movableAccumulate(nn::RepeatOp repeat, Value stacked,
+                                   Value returned) {
+  if (!stacked.hasOneUse() || !fromSoleGemm(returned))
+    return nn::AccumulateOp();
+  auto accumulate = dyn_cast<nn::AccumulateOp>(*stacked.getUsers().begin());
+  if (!accumulate || accumulate.getValue() != stacked ||
+      accumulate->getBlock() != repeat->getBlock())
+    return nn::AccumulateOp();
+  Value acc = accumulate.getAcc();
+  if (!availableAt(acc, repeat) ||
+      llvm::is_contained(repeat->getOperands(), acc) ||
+      usedBetween(acc, repeat, accumulate))
+    return nn::AccumulateOp();
+  return accumulate;
+}
+
+/// The layer function of `repeat` when that repeat is its only user.
+func::FuncOp soleLayer(nn::RepeatOp repeat) {
+  func::FuncOp layer = repeat.getLayerFunction();
+  if (!layer || layer.isExternal())
+    return func::FuncOp();
+  std::optional<SymbolTable::UseRange> uses =
+      SymbolTable::getSymbolUses(layer, layer->getParentOp());
+  if (!uses || !llvm::hasSingleElement(*uses))
+    return func::FuncOp();
+  return layer;
+}
+
+RankedTensorType sliceType(Value stacked) {
+  auto type = cast<RankedTensorType>(stacked.getType());
+  return RankedTensorType::get(type.getShape().drop_front(),
+                               type.getElementType());
+}
+
+/// The layer takes a slice of each moved accumulator after the existing
+/// outs slices, accumulates its gradient into it and returns it after the
+/// existing outs results; the repeat is rebuilt with the accumulators as
+/// outs, its updated accumulators replacing the accumulates' results.
+void moveIntoLayer(nn::RepeatOp repeat, func::FuncOp layer,
+                   MutableArrayRef<Move> moves) {
+  unsigned numCarried = repeat.getCarried().size();
+  unsigned numOuts = repeat.getOuts().size();
+  unsigned firstArg = numCarried + repeat.getParams().size() + numOuts;
+  unsigned firstResult = numCarried + numOuts;
+  Block &body = layer.getBody().front();
+  Operation *terminator = body.getTerminator();
+
+  SmallVector<Value> updated;
+  llvm::BitVector moved(layer.getNumResults());
+  for (auto [j, move] : llvm::enumerate(moves)) {
+    Location loc = move.accumulate.getLoc();
+    RankedTensorType slice = sliceType(move.accumulate.getAcc());
+    (void)layer.insertArgument(firstArg + j, slice, DictionaryAttr(), loc);
+    OpBuilder b(terminator);
+    unsigned position = firstResult + move.stacked;
+    moved.set(position);
+    updated.push_back(nn::AccumulateOp::create(
+        b, loc, terminator->getOperand(position),
+        body.getArgument(firstArg + j)));
+  }
+  SmallVector<Value> returned;
+  for (OpOperand &operand : terminator->getOpOperands()) {
+    if (operand.getOperandNumber() == firstResult)
+      returned.append(updated);
+    if (!moved.test(operand.getOperandNumber()))
+      returned.push_back(operand.get());
+  }
+  terminator->setOperands(returned);
+  (void)layer.eraseResults(moved);
+  for (auto [j, value] : llvm::enumerate(updated))
+    (void)layer.insertResult(firstResult + j, value.getType(),
+                             DictionaryAttr());
+
+  SmallVector<Value> outs(repeat.getOuts());
+  for (Move &move : moves)
+    outs.push_back(move.accumulate.getAcc());
+  SmallVector<Value> kept; // the old results the new repeat keeps, in order
+  llvm::append_range(kept, repeat.getResults().take_front(firstResult));
+  for (auto [k, stacked] : llvm::enumerate(repeat.getStackedResults()))
+    if (!moved.test(firstResult + k))
+      kept.push_back(stacked);
+  SmallVector<Type> types;
+  for (Value value : ValueRange(kept).take_front(firstResult))
+    types.push_back(value.getType());
+  for (Move &move : moves)
+    types.push_back(move.accumulate.getType());
+  for (Value value : ValueRange(kept).drop_front(firstResult))
+    types.push_back(value.getType());
+  OpBuilder b(repeat);
+  auto rebuilt = nn::RepeatOp::create(
+      b, repeat.getLoc(), types, repeat.getLayerAttr(), repeat.getCarried(),
+      repeat.getParams(), outs, repeat.getReverseAttr(),
+      repeat.getPrefetchAttr(), repeat.getFinishAttr());
+  rebuilt->setDiscardableAttrs(repeat->getDiscardableAttrDictionary());
+  ResultRange results = rebuilt.getResults();
+  for (auto [old, now] :
+       llvm::zip(ValueRange(kept).take_front(firstResult),
+                 results.take_front(firstResult)))
+    old.replaceAllUsesWith(now);
+  for (auto [j, move] : llvm::enumerate(moves)) {
+    move.accumulate.getResult().replaceAllUsesWith(
+        results[firstResult + j]);
+    move.accumulate.erase();
+  }
+  for (auto [old, now] :
+       llvm::zip(ValueRange(kept).drop_front(firstResult),
+                 results.drop_front(firstResult + moves.size())))
+    old.replaceAllUsesWith(now);
+  repeat.erase();
+}
+
+struct AccumulateInLayersPass
+    : tessel::impl::AccumulateInLayersPassBase<AccumulateInLayersPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    SmallVector<nn::RepeatOp> repeats;
+    getOperation().walk([&](nn::RepeatOp repeat) {
+      if (!repeat.getPrefetchAttr() && !repeat.getFinishAttr())
+        repeats.push_back(repeat);
+    });
+    for (nn::RepeatOp repeat : repeats) {
+      func::FuncOp layer = soleLayer(repeat);
+      if (!layer)
+        continue;
+      Operation *terminator = layer.getBody().front().getTerminator();
+      unsigned firstResult =
+          repeat.getCarried().size() + repeat.getOuts().size();
+      SmallVector<Move> moves;
+      for (auto [k, stacked] : llvm::enumerate(repeat.getStackedResults()))
+        if (nn::AccumulateOp accumulate = movableAccumulate(
+                repeat, stacked, terminator->getOperand(firstResult + k)))
+          moves.push_back({static_cast<unsigned>(k), accumulate});
+      if (!moves.empty())
+        moveIntoLayer(repeat, layer, moves);
+    }
+  }
+};
+
+} // namespace
