@@ -129,21 +129,20 @@ void moveIntoLayer(nn::RepeatOp repeat, func::FuncOp layer,
     (void)layer.insertResult(firstResult + j, value.getType(),
                              DictionaryAttr());
 
-  SmallVector<Value> outs(repeat.getOuts());
-  for (Move &move : moves)
-    outs.push_back(move.accumulate.getAcc());
-  SmallVector<Value> kept; // the old results the new repeat keeps, in order
-  llvm::append_range(kept, repeat.getResults().take_front(firstResult));
+  // The rebuilt repeat's results: the carried values and the outs it had,
+  // the moved accumulators, then the stacked results that stay.
+  ValueRange kept = repeat.getResults().take_front(firstResult);
+  SmallVector<Value> stayed;
   for (auto [k, stacked] : llvm::enumerate(repeat.getStackedResults()))
     if (!moved.test(firstResult + k))
-      kept.push_back(stacked);
-  SmallVector<Type> types;
-  for (Value value : ValueRange(kept).take_front(firstResult))
-    types.push_back(value.getType());
-  for (Move &move : moves)
+      stayed.push_back(stacked);
+  SmallVector<Value> outs(repeat.getOuts());
+  SmallVector<Type> types(kept.getTypes());
+  for (Move &move : moves) {
+    outs.push_back(move.accumulate.getAcc());
     types.push_back(move.accumulate.getType());
-  for (Value value : ValueRange(kept).drop_front(firstResult))
-    types.push_back(value.getType());
+  }
+  llvm::append_range(types, ValueRange(stayed).getTypes());
   OpBuilder b(repeat);
   auto rebuilt = nn::RepeatOp::create(
       b, repeat.getLoc(), types, repeat.getLayerAttr(), repeat.getCarried(),
@@ -151,18 +150,14 @@ void moveIntoLayer(nn::RepeatOp repeat, func::FuncOp layer,
       repeat.getPrefetchAttr(), repeat.getFinishAttr());
   rebuilt->setDiscardableAttrs(repeat->getDiscardableAttrDictionary());
   ResultRange results = rebuilt.getResults();
-  for (auto [old, now] :
-       llvm::zip(ValueRange(kept).take_front(firstResult),
-                 results.take_front(firstResult)))
+  for (auto [old, now] : llvm::zip(kept, results))
     old.replaceAllUsesWith(now);
-  for (auto [j, move] : llvm::enumerate(moves)) {
-    move.accumulate.getResult().replaceAllUsesWith(
-        results[firstResult + j]);
+  for (auto [move, now] : llvm::zip(moves, results.drop_front(firstResult))) {
+    move.accumulate.getResult().replaceAllUsesWith(now);
     move.accumulate.erase();
   }
   for (auto [old, now] :
-       llvm::zip(ValueRange(kept).drop_front(firstResult),
-                 results.drop_front(firstResult + moves.size())))
+       llvm::zip(stayed, results.drop_front(firstResult + moves.size())))
     old.replaceAllUsesWith(now);
   repeat.erase();
 }
