@@ -22,6 +22,7 @@
 #include "dialect/NN/NNOps.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/TypeUtilities.h"
 
 namespace tessel {
 #define GEN_PASS_DEF_FUSEBIASGRADSPASS
@@ -169,9 +170,24 @@ void fuseBiasGrad(nn::ReduceSumOp sum, ArrayRef<Window> windows) {
   if (!gradient)
     return;
   Operation *matmul = gradient.op;
+  // A 16-bit GEMM accumulating into f32 writes its bias gradient in f32:
+  // it replaces the sum's widening cast, the sum's only use.
+  nn::CastOp widening;
+  if (gradient.acc && getElementTypeOrSelf(gradient.acc) !=
+                          getElementTypeOrSelf(gradient.rhs)) {
+    widening = sum->hasOneUse()
+                   ? dyn_cast<nn::CastOp>(*sum->getUsers().begin())
+                   : nn::CastOp();
+    if (!widening || widening->getBlock() != sum->getBlock() ||
+        getElementTypeOrSelf(widening.getResult()) !=
+            getElementTypeOrSelf(gradient.acc) ||
+        !keepsEveryCover(windows, widening, matmul))
+      return;
+  }
+  Value biasGrad = widening ? widening.getResult() : sum.getResult();
   // The sum's rows exist wherever the matmul reads them.
   bool sumFirst = sum->isBeforeInBlock(matmul);
-  bool atMatmul = !sumFirst || onlyUsedAfter(sum.getResult(), matmul);
+  bool atMatmul = !sumFirst || onlyUsedAfter(biasGrad, matmul);
   bool atSum = !gradient.acc &&
                (sumFirst ? operandsMovableTo(matmul, sum)
                          : onlyUsedAfter(matmul->getResult(0), sum));
@@ -192,8 +208,10 @@ void fuseBiasGrad(nn::ReduceSumOp sum, ArrayRef<Window> windows) {
       gradient.rhs, gradient.acc, gradient.transposeLhs,
       /*transpose_rhs=*/false);
   matmul->getResult(0).replaceAllUsesWith(fused.getResult());
-  sum.getResult().replaceAllUsesWith(fused.getBiasGrad());
+  biasGrad.replaceAllUsesWith(fused.getBiasGrad());
   matmul->erase();
+  if (widening)
+    widening.erase();
   sum.erase();
 }
 

@@ -25,6 +25,7 @@
 
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/TypeUtilities.h"
 
 namespace tessel {
 #define GEN_PASS_DEF_FUSEEPILOGUESPASS
@@ -43,10 +44,25 @@ nn::MatmulOp soleMatmul(Value value) {
   return matmul && matmul->hasOneUse() ? matmul : nn::MatmulOp();
 }
 
-/// acc + matmul → matmul_accumulate.
+/// The widening cast of a 16-bit value to f32 that defines `value` and is
+/// its only user's operand, or null.
+nn::CastOp soleWidening(Value value) {
+  auto cast = value.getDefiningOp<nn::CastOp>();
+  if (!cast || !cast->hasOneUse() || !getElementTypeOrSelf(cast.getResult()).isF32())
+    return nn::CastOp();
+  Type narrow = getElementTypeOrSelf(cast.getInput());
+  return narrow.isBF16() || narrow.isF16() ? cast : nn::CastOp();
+}
+
+/// acc + matmul → matmul_accumulate; an f32 acc + the cast of a 16-bit
+/// matmul → matmul_accumulate into the f32 acc (the product summed in f32,
+/// never rounded to 16 bits).
 void fuseAccumulate(nn::AccumulateOp accumulate) {
-  nn::MatmulOp matmul = soleMatmul(accumulate.getValue());
-  if (!matmul || matmul->getBlock() != accumulate->getBlock())
+  nn::CastOp widening = soleWidening(accumulate.getValue());
+  nn::MatmulOp matmul = soleMatmul(
+      widening ? widening.getInput() : accumulate.getValue());
+  if (!matmul || matmul->getBlock() != accumulate->getBlock() ||
+      (widening && widening->getBlock() != accumulate->getBlock()))
     return;
   Value acc = accumulate.getAcc();
   // At the matmul when the accumulator exists there and nothing reads it
@@ -61,6 +77,8 @@ void fuseAccumulate(nn::AccumulateOp accumulate) {
       matmul.getTransposeLhs(), matmul.getTransposeRhs());
   accumulate.getResult().replaceAllUsesWith(fused.getResult());
   accumulate.erase();
+  if (widening)
+    widening.erase();
   matmul.erase();
 }
 

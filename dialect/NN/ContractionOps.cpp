@@ -157,14 +157,28 @@ static int64_t fusedMatmulFlops(Value lhs, Value rhs, bool transposeLhs,
       nn::detail::satMul(perElement, elements));
 }
 
+/// The type an accumulator of `product` may have: the product's, or its
+/// shape in f32 for a 16-bit product (a mixed-precision gradient summed in
+/// f32 by the GEMM).
+static bool accumulatesProduct(RankedTensorType product, Type acc) {
+  if (acc == product)
+    return true;
+  auto wide = dyn_cast<RankedTensorType>(acc);
+  return wide && wide.getShape() == product.getShape() &&
+         wide.getElementType().isF32() &&
+         (product.getElementType().isBF16() ||
+          product.getElementType().isF16());
+}
+
 LogicalResult MatmulAccumulateOp::verify() {
   FailureOr<RankedTensorType> product = getProductType(
       getLoc(), getLhs(), getRhs(), getTransposeLhs(), getTransposeRhs());
   if (failed(product))
     return failure();
-  if (getAcc().getType() != *product)
+  if (!accumulatesProduct(*product, getAcc().getType()))
     return emitOpError() << "accumulator " << getAcc().getType()
-                         << " must have the product's type " << *product;
+                         << " must have the product's type " << *product
+                         << " (or its shape in f32 for 16-bit operands)";
   if (getResult().getType() != getAcc().getType())
     return emitOpError() << "result " << getResult().getType()
                          << " must have the accumulator's type "
@@ -261,9 +275,14 @@ LogicalResult MatmulBiasGradOp::inferReturnTypes(
                      adaptor.getTransposeLhs(), adaptor.getTransposeRhs());
   if (failed(product))
     return failure();
-  results.push_back(*product);
-  results.push_back(RankedTensorType::get({product->getDimSize(1)},
-                                          product->getElementType()));
+  // An f32 accumulator of a 16-bit product: both results in f32.
+  RankedTensorType result = *product;
+  if (Value acc = adaptor.getAcc();
+      acc && accumulatesProduct(*product, acc.getType()))
+    result = cast<RankedTensorType>(acc.getType());
+  results.push_back(result);
+  results.push_back(RankedTensorType::get({result.getDimSize(1)},
+                                          result.getElementType()));
   return success();
 }
 
@@ -271,7 +290,8 @@ LogicalResult MatmulBiasGradOp::verify() {
   if (getAcc() && getAcc().getType() != getResult().getType())
     return emitOpError() << "accumulator " << getAcc().getType()
                          << " must have the product's type "
-                         << getResult().getType();
+                         << getResult().getType()
+                         << " (or its shape in f32 for 16-bit operands)";
   return success();
 }
 

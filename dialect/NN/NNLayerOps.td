@@ -44,10 +44,14 @@ def NN_MatmulAccumulateOp : NN_Op<"matmul_accumulate",
   let summary = "a matrix product added into an accumulator in place";
   let description = [{
     `acc + lhs · rhs` (operands and transposes as `nn.matmul`; `acc` has the
-    product's type), written in place into `acc` (destination style: the
-    one init): a weight gradient summed into its buffer by the GEMM
-    (beta = 1) instead of a product buffer and an `nn.accumulate`. Flops:
-    the matmul's plus one per element.
+    product's type, or its shape in f32 for 16-bit operands), written in
+    place into `acc` (destination style: the one init): a weight gradient
+    summed into its buffer by the GEMM (beta = 1) instead of a product
+    buffer and an `nn.accumulate`. With an f32 `acc` the product is summed
+    in f32 and never rounded to 16 bits: a mixed-precision gradient added
+    into its f32 buffer (Megatron's gradient-accumulation fusion) instead
+    of a 16-bit product, an `nn.cast` and an `nn.accumulate`. Flops: the
+    matmul's plus one per element.
 
     ```mlir
     %g2 = nn.matmul_accumulate %x, %dy transpose_lhs outs(%g) : (tensor<32x784xf32>, tensor<32x1024xf32>, tensor<784x1024xf32>) -> tensor<784x1024xf32>
@@ -151,10 +155,11 @@ def NN_MatmulBiasGradOp : NN_Op<"matmul_bias_grad",
     linear layer's weight gradient `dW = Xᵀ · dY` and its bias gradient
     `Σ dY` over the rows, in one GEMM (cuBLASLt's bias-gradient epilogue)
     instead of a matmul and an `nn.reduce_sum`. With `outs(%acc)` (the
-    product's type) the product is added into `acc` in place, as
-    `nn.matmul_accumulate` adds it (beta = 1), and `result` is `acc`
-    updated; the bias gradient is written, never added (cuBLASLt's
-    epilogue overwrites it). Flops: the matmul's plus the sum's,
+    product's type, or its shape in f32 for 16-bit operands) the product
+    is added into `acc` in place, as `nn.matmul_accumulate` adds it
+    (beta = 1), and `result` is `acc` updated; the bias gradient is
+    written, never added (cuBLASLt's epilogue overwrites it), in `acc`'s
+    element type. Flops: the matmul's plus the sum's,
     `(K - 1)·N`, plus one per element of the product with `outs`.
 
     ```mlir

@@ -2,6 +2,8 @@
 
 #include "passes/lowering/FunctionLowering.h"
 
+#include "mlir/IR/TypeUtilities.h"
+
 using namespace mlir;
 
 namespace tessel::lowering {
@@ -68,12 +70,36 @@ void emitMatmulAux(FunctionLowering &fl, Value lhs, Value rhs,
            fl.ptrOrNull(aux)});
 }
 
+/// Whether `acc` is wider than the GEMM's operands: a 16-bit product summed
+/// into f32 (tessel_matmul_accumulate_f32).
+bool accumulatesWider(Value lhs, Value acc) {
+  return acc && getElementTypeOrSelf(acc) != getElementTypeOrSelf(lhs);
+}
+
+/// tessel_matmul_accumulate_f32: out (f32) += lhs · rhs in f32, the bias
+/// gradient (f32) written when not null.
+void emitMatmulAccumulateF32(FunctionLowering &fl, Value lhs, Value rhs,
+                             bool transposeLhs, bool transposeRhs, Value out,
+                             Value biasGrad) {
+  GemmOperands g = gemmOperands(lhs, rhs, transposeLhs, transposeRhs);
+  fl.call(rt::tessel_matmul_accumulate_f32,
+          {fl.dtype(lhs), fl.ptr(lhs), fl.ptr(rhs), fl.ptr(out),
+           fl.i64(g.batch), fl.i64(g.m), fl.i64(g.n), fl.i64(g.k),
+           fl.i32(transposeLhs), fl.i32(transposeRhs), fl.i32(g.shared),
+           fl.i32(biasGrad ? TESSEL_EPILOGUE_BGRADB : TESSEL_EPILOGUE_NONE),
+           fl.ptrOrNull(biasGrad)});
+}
+
 /// In place: acc += lhs · rhs.
 LogicalResult lowerMatmulAccumulate(nn::MatmulAccumulateOp op,
                                     FunctionLowering &fl) {
   fl.pointers[op.getResult()] = fl.ptr(op.getAcc());
-  emitMatmulEpilogue(fl, op.getLhs(), op.getRhs(), op.getTransposeLhs(),
-                     op.getTransposeRhs(), op.getResult(), 1.0, Value());
+  if (accumulatesWider(op.getLhs(), op.getAcc()))
+    emitMatmulAccumulateF32(fl, op.getLhs(), op.getRhs(), op.getTransposeLhs(),
+                            op.getTransposeRhs(), op.getResult(), Value());
+  else
+    emitMatmulEpilogue(fl, op.getLhs(), op.getRhs(), op.getTransposeLhs(),
+                       op.getTransposeRhs(), op.getResult(), 1.0, Value());
   return success();
 }
 
@@ -106,6 +132,12 @@ LogicalResult lowerMatmulBiasGrad(nn::MatmulBiasGradOp op,
                                   FunctionLowering &fl) {
   if (op.getAcc())
     fl.pointers[op.getResult()] = fl.ptr(op.getAcc());
+  if (accumulatesWider(op.getLhs(), op.getAcc())) {
+    emitMatmulAccumulateF32(fl, op.getLhs(), op.getRhs(), op.getTransposeLhs(),
+                            op.getTransposeRhs(), op.getResult(),
+                            op.getBiasGrad());
+    return success();
+  }
   emitMatmulAux(fl, op.getLhs(), op.getRhs(), op.getTransposeLhs(),
                  op.getTransposeRhs(), op.getResult(), TESSEL_EPILOGUE_BGRADB,
                  Value(), op.getBiasGrad(), op.getAcc() ? 1.0 : 0.0);

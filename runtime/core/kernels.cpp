@@ -71,86 +71,86 @@ bool overlaps(const void *a, int64_t aBytes, const void *b, int64_t bBytes) {
          y < x + uint64_t(aBytes);
 }
 
-/// The checks both matmul-with-epilogue entries share, then the backend.
-void matmulEpilogueFront(tessel_ctx *ctx, const char *name, int32_t dtype,
-                         const void *a, const void *b, void *c, int64_t batch,
-                         int64_t m, int64_t n, int64_t k, int32_t trans_a,
-                         int32_t trans_b, int32_t b_shared, double beta,
-                         int32_t epilogue, const void *bias, void *aux) {
+/// The checks every matmul-with-epilogue entry shares: A and B of dtype,
+/// C (and a bias gradient) of outDtype. False with the error recorded.
+bool matmulEpilogueChecked(tessel_ctx *ctx, const char *name, int32_t dtype,
+                           int32_t outDtype, const void *c, int64_t batch,
+                           int64_t m, int64_t n, int64_t k, double beta,
+                           int32_t epilogue, const void *bias,
+                           const void *aux) {
   if (batch < 0 || m < 0 || n < 0 || k < 0) {
     setError(ctx, "%s: negative dimension", name);
-    return;
+    return false;
   }
   if (m > INT_MAX || n > INT_MAX || k > INT_MAX) {
     setError(ctx, "%s: dimension beyond BLAS int range", name);
-    return;
+    return false;
   }
   if (!checkDtype(ctx, name, dtype, isFloatDtype(dtype)))
-    return;
+    return false;
   if (beta != 0.0 && beta != 1.0) {
     setError(ctx, "%s: beta %g (expected 0 or 1)", name, beta);
-    return;
+    return false;
   }
   if (epilogue < TESSEL_EPILOGUE_NONE || epilogue > TESSEL_EPILOGUE_BGRADB) {
     setError(ctx, "%s: unknown epilogue %d", name, epilogue);
-    return;
+    return false;
   }
   const bool gelu = epilogue == TESSEL_EPILOGUE_GELU_BIAS ||
                     epilogue == TESSEL_EPILOGUE_DGELU;
   if (gelu && beta != 0.0) {
     setError(ctx, "%s: the GELU epilogues take beta 0, got %g", name, beta);
-    return;
+    return false;
   }
   const bool empty = batch == 0 || m == 0 || n == 0;
   if ((epilogue == TESSEL_EPILOGUE_BIAS ||
        epilogue == TESSEL_EPILOGUE_GELU_BIAS) &&
       !bias && !empty) {
     setError(ctx, "%s: null bias", name);
-    return;
+    return false;
   }
   if (epilogue == TESSEL_EPILOGUE_DGELU && !aux && !empty) {
     setError(ctx, "%s: null aux (the GELU's input) with the DGELU epilogue",
              name);
-    return;
+    return false;
   }
   const bool biasGrad = epilogue == TESSEL_EPILOGUE_BGRADB;
   if (biasGrad && !aux && n > 0) {
     setError(ctx, "%s: null aux (the bias gradient) with the BGRADB epilogue",
              name);
-    return;
+    return false;
   }
   if (biasGrad && batch != 1) {
     setError(ctx, "%s: the BGRADB epilogue on a batch of %lld (one GEMM only)",
              name, (long long)batch);
-    return;
+    return false;
   }
   if (aux && !gelu && !biasGrad) {
     setError(ctx, "%s: aux with an epilogue that neither writes nor reads it",
              name);
-    return;
+    return false;
   }
   // The GELU's aux is [batch, M, N] as C, the bias gradient [N].
   int64_t bytes = 0;
   if (aux && (__builtin_mul_overflow(batch, m, &bytes) ||
               __builtin_mul_overflow(bytes, n, &bytes) ||
-              __builtin_mul_overflow(bytes, tessel_dtype_size(dtype), &bytes))) {
+              __builtin_mul_overflow(bytes, tessel_dtype_size(outDtype),
+                                     &bytes))) {
     setError(ctx, "%s: output size overflows", name);
-    return;
+    return false;
   }
   const int64_t auxBytes =
-      biasGrad ? n * tessel_dtype_size(dtype) : bytes;
+      biasGrad ? n * tessel_dtype_size(outDtype) : bytes;
   if (aux && overlaps(aux, auxBytes, c, bytes)) {
     setError(ctx, "%s: aux overlaps the output", name);
-    return;
+    return false;
   }
   // cuBLASLt has no epilogue without a product; no backend takes one.
   if (epilogue != TESSEL_EPILOGUE_NONE && k == 0) {
     setError(ctx, "%s: k = 0 with an epilogue", name);
-    return;
+    return false;
   }
-  ctx->backend->matmulEpilogue(ctx, dtype, a, b, c, batch, m, n, k,
-                               trans_a != 0, trans_b != 0, b_shared != 0, beta,
-                               epilogue, bias, aux);
+  return true;
 }
 
 } // namespace
@@ -163,8 +163,11 @@ void tessel_matmul_epilogue(tessel_ctx *ctx, int32_t dtype, const void *a,
   if (!ctx)
     return;
   KernelScope scope(ctx, __func__);
-  matmulEpilogueFront(ctx, __func__, dtype, a, b, c, batch, m, n, k, trans_a,
-                      trans_b, b_shared, beta, epilogue, bias, nullptr);
+  if (matmulEpilogueChecked(ctx, __func__, dtype, dtype, c, batch, m, n, k,
+                            beta, epilogue, bias, nullptr))
+    ctx->backend->matmulEpilogue(ctx, dtype, a, b, c, batch, m, n, k,
+                                 trans_a != 0, trans_b != 0, b_shared != 0,
+                                 beta, epilogue, bias, nullptr);
 }
 
 void tessel_matmul_epilogue_aux(tessel_ctx *ctx, int32_t dtype, const void *a,
@@ -176,8 +179,35 @@ void tessel_matmul_epilogue_aux(tessel_ctx *ctx, int32_t dtype, const void *a,
   if (!ctx)
     return;
   KernelScope scope(ctx, __func__);
-  matmulEpilogueFront(ctx, __func__, dtype, a, b, c, batch, m, n, k, trans_a,
-                      trans_b, b_shared, beta, epilogue, bias, aux);
+  if (matmulEpilogueChecked(ctx, __func__, dtype, dtype, c, batch, m, n, k,
+                            beta, epilogue, bias, aux))
+    ctx->backend->matmulEpilogue(ctx, dtype, a, b, c, batch, m, n, k,
+                                 trans_a != 0, trans_b != 0, b_shared != 0,
+                                 beta, epilogue, bias, aux);
+}
+
+void tessel_matmul_accumulate_f32(tessel_ctx *ctx, int32_t dtype,
+                                  const void *a, const void *b, void *c,
+                                  int64_t batch, int64_t m, int64_t n,
+                                  int64_t k, int32_t trans_a, int32_t trans_b,
+                                  int32_t b_shared, int32_t epilogue,
+                                  void *aux) {
+  if (!ctx)
+    return;
+  KernelScope scope(ctx, __func__);
+  if (!checkDtype(ctx, __func__, dtype,
+                  dtype == TESSEL_F16 || dtype == TESSEL_BF16))
+    return;
+  if (epilogue != TESSEL_EPILOGUE_NONE && epilogue != TESSEL_EPILOGUE_BGRADB) {
+    setError(ctx, "%s: epilogue %d (expected none or BGRADB)", __func__,
+             epilogue);
+    return;
+  }
+  if (matmulEpilogueChecked(ctx, __func__, dtype, TESSEL_F32, c, batch, m, n,
+                            k, /*beta=*/1.0, epilogue, nullptr, aux))
+    ctx->backend->matmulAccumulateF32(ctx, dtype, a, b, c, batch, m, n, k,
+                                      trans_a != 0, trans_b != 0,
+                                      b_shared != 0, epilogue, aux);
 }
 
 void tessel_binary(tessel_ctx *ctx, int32_t op, int32_t dtype, const void *a,

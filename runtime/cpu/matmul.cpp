@@ -165,3 +165,40 @@ void CpuBackend::matmulEpilogue(tessel_ctx *ctx, int32_t dtype, const void *a,
     return;
   }
 }
+
+// The unfused ops' arithmetic, bit for bit, as for the 16-bit epilogues
+// above: the product in f32 rounded to the storage type (a 16-bit
+// tessel_matmul), widened and added to C (tessel_cast, tessel_binary in
+// f32); the bias gradient summed by tessel_reduce in the storage type and
+// widened. A GPU adds the product unrounded (tessel/runtime.h). Rounding
+// differently here moves gpt's bf16 training onto another path, with a
+// loss spike near step 26 (PrecisionTest.Bf16TracksF32Over100Steps).
+void CpuBackend::matmulAccumulateF32(tessel_ctx *ctx, int32_t dtype,
+                                     const void *a, const void *b, void *c,
+                                     int64_t batch, int64_t m, int64_t n,
+                                     int64_t k, bool ta, bool tb, bool bs,
+                                     int32_t epilogue, void *aux) {
+  visitFloat(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    const int64_t count = batch * m * n;
+    if (count > 0 && k > 0) {
+      std::vector<float> fa = widen<T>(a, batch * m * k);
+      std::vector<float> fb = widen<T>(b, (bs ? 1 : batch) * k * n);
+      std::vector<float> product(static_cast<size_t>(count));
+      matmulReal(fa.data(), fb.data(), product.data(), batch, m, n, k, ta, tb,
+                 bs);
+      float *out = static_cast<float *>(c);
+      for (int64_t i = 0; i < count; ++i)
+        out[i] += float(Elem<T>::load(Elem<T>::store(product[size_t(i)])));
+    }
+    if (epilogue != TESSEL_EPILOGUE_BGRADB)
+      return;
+    // op(B) is [k, n]; stored transposed it is [n, k], summed over k.
+    std::vector<T> sums(static_cast<size_t>(n));
+    const int64_t shape[2] = {tb ? n : k, tb ? k : n};
+    reduce(ctx, TESSEL_REDUCE_SUM, dtype, b, sums.data(), 2, shape,
+           tb ? 0b10 : 0b01);
+    for (int64_t j = 0; j < n; ++j)
+      static_cast<float *>(aux)[j] = float(Elem<T>::load(sums[size_t(j)]));
+  });
+}

@@ -18,6 +18,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "cuda/matmul.h"
+#include "core/storage.h"
 
 #include "cuda/backend.h"
 
@@ -78,7 +79,7 @@ struct LtPlan {
   }
 };
 
-using PlanKey = std::array<int64_t, 20>;
+using PlanKey = std::array<int64_t, 21>;
 
 /// This thread's plans; emptied when it grows past kMaxPlans (a model has
 /// a few dozen distinct GEMMs, so that only happens with varying shapes).
@@ -168,15 +169,18 @@ LtPlan *planFor(CudaBackend &backend, tessel_ctx *ctx, const GemmArgs &args,
                 const LtGemmLayout &l, int64_t batch, const void *x,
                 const void *y, void *d) {
   int64_t es = tessel_dtype_size(args.dtype);
+  int32_t outDtype = args.outDtype < 0 ? args.dtype : args.outDtype;
   uint32_t ax = alignmentOf(x, batch > 1 ? l.x.batchStride * es : 0);
   uint32_t ay = alignmentOf(y, batch > 1 ? l.y.batchStride * es : 0);
-  uint32_t ad = alignmentOf(d, batch > 1 ? l.d.batchStride * es : 0);
+  uint32_t ad = alignmentOf(
+      d, batch > 1 ? l.d.batchStride * tessel_dtype_size(outDtype) : 0);
   uint32_t aBias = alignmentOf(args.bias ? args.bias : args.biasGrad, 0);
   uint32_t aAux = alignmentOf(args.aux, 0);
   LtTypes types = ltTypes(args.dtype);
   PlanKey key = {int64_t(reinterpret_cast<uintptr_t>(&backend)),
                  backend.device(),
                  args.dtype,
+                 outDtype,
                  int64_t(types.compute),
                  l.m,
                  l.n,
@@ -229,7 +233,7 @@ LtPlan *planFor(CudaBackend &backend, tessel_ctx *ctx, const GemmArgs &args,
   }
   if (!makeLayout(ctx, plan->x, types.data, l.x, batch) ||
       !makeLayout(ctx, plan->y, types.data, l.y, batch) ||
-      !makeLayout(ctx, plan->d, types.data, l.d, batch))
+      !makeLayout(ctx, plan->d, ltTypes(outDtype).data, l.d, batch))
     return nullptr;
 
   // The heuristic reads the epilogue pointers' alignment from the
@@ -307,6 +311,8 @@ GemmResult tessel::cuda::gemm(CudaBackend &backend, tessel_ctx *ctx,
   if (e != GemmEpilogue::BGradB)
     args.biasGrad = nullptr;
   int64_t es = tessel_dtype_size(args.dtype);
+  int64_t outEs =
+      tessel_dtype_size(args.outDtype < 0 ? args.dtype : args.outDtype);
   if (args.k == 0) {
     // The empty sum: C = beta·C (the front's matmul: beta 0, C = 0).
     if (args.epilogue != GemmEpilogue::None ||
@@ -319,7 +325,7 @@ GemmResult tessel::cuda::gemm(CudaBackend &backend, tessel_ctx *ctx,
       return CudaBackend::check(ctx,
                                 cudaMemsetAsync(args.c, 0,
                                                 size_t(args.batch * args.m *
-                                                       args.n * es),
+                                                       args.n * outEs),
                                                 backend.stream()),
                                 "tessel_matmul")
                  ? GemmResult::Done
@@ -363,7 +369,7 @@ GemmResult tessel::cuda::gemm(CudaBackend &backend, tessel_ctx *ctx,
     int64_t count = std::min(kMaxLtBatch, l.batch - first);
     const char *xi = x + first * l.x.batchStride * es;
     const char *yi = y + first * l.y.batchStride * es;
-    char *di = d + first * l.d.batchStride * es;
+    char *di = d + first * l.d.batchStride * outEs;
     char *auxi = aux ? aux + first * l.d.batchStride * es : nullptr;
     GemmArgs chunk = args;
     chunk.aux = auxi;
@@ -400,6 +406,30 @@ GemmResult tessel::cuda::gemm(CudaBackend &backend, tessel_ctx *ctx,
   return GemmResult::Done;
 }
 
+namespace {
+
+/// The GEMM of a tessel_matmul_* call, without an epilogue.
+GemmArgs callGemm(int32_t dtype, const void *a, const void *b, void *c,
+                  int64_t batch, int64_t m, int64_t n, int64_t k, bool transA,
+                  bool transB, bool bShared, double beta) {
+  GemmArgs args;
+  args.dtype = dtype;
+  args.a = a;
+  args.b = b;
+  args.c = c;
+  args.batch = batch;
+  args.m = m;
+  args.n = n;
+  args.k = k;
+  args.transA = transA;
+  args.transB = transB;
+  args.bShared = bShared;
+  args.beta = beta;
+  return args;
+}
+
+} // namespace
+
 void CudaBackend::matmul(tessel_ctx *ctx, int32_t dtype, const void *a,
                          const void *b, void *c, int64_t batch, int64_t m,
                          int64_t n, int64_t k, bool transA, bool transB,
@@ -431,19 +461,8 @@ void CudaBackend::matmulEpilogue(tessel_ctx *ctx, int32_t dtype, const void *a,
                           bShared, beta, epilogue, bias, aux);
     return;
   }
-  GemmArgs args;
-  args.dtype = dtype;
-  args.a = a;
-  args.b = b;
-  args.c = c;
-  args.batch = batch;
-  args.m = m;
-  args.n = n;
-  args.k = k;
-  args.transA = transA;
-  args.transB = transB;
-  args.bShared = bShared;
-  args.beta = beta;
+  GemmArgs args = callGemm(dtype, a, b, c, batch, m, n, k, transA, transB,
+                           bShared, beta);
   // The ABI's kinds are gemm()'s (checked by the front); gemm() passes on
   // only the pointers its epilogue reads or writes.
   static_assert(int(GemmEpilogue::Bias) == TESSEL_EPILOGUE_BIAS &&
@@ -457,4 +476,68 @@ void CudaBackend::matmulEpilogue(tessel_ctx *ctx, int32_t dtype, const void *a,
   if (gemm(*this, ctx, args) == GemmResult::EpilogueUnsupported)
     matmulEpilogueByParts(ctx, dtype, a, b, c, batch, m, n, k, transA, transB,
                           bShared, beta, epilogue, bias, aux);
+}
+
+namespace {
+
+constexpr unsigned kSumThreads = 256;
+
+/// sums[j] = Σ_r op(B)[r, j] in f32, in row order, op(B) [k, n] (B stored
+/// [n, k] when transposed); one thread a column: adjacent threads read
+/// adjacent columns of a row.
+template <class T>
+__global__ void columnSumsF32Kernel(const T *b, float *sums, int64_t k,
+                                    int64_t n, bool transposed) {
+  for (int64_t j = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; j < n;
+       j += int64_t(gridDim.x) * blockDim.x) {
+    float sum = 0.0f;
+    for (int64_t r = 0; r < k; ++r)
+      sum = stored::addRn(sum, stored::Elem<T>::load(
+                                   transposed ? b[j * k + r] : b[r * n + j]));
+    sums[j] = sum;
+  }
+}
+
+} // namespace
+
+// cuBLASLt with f32 C and D under 16-bit A and B, beta 1; its BGRADB
+// epilogue writes the bias gradient in D's type. Where it has no kernel for
+// that (or M = 0, where it runs none) the GEMM runs alone and a kernel of
+// ours sums the columns.
+void CudaBackend::matmulAccumulateF32(tessel_ctx *ctx, int32_t dtype,
+                                      const void *a, const void *b, void *c,
+                                      int64_t batch, int64_t m, int64_t n,
+                                      int64_t k, bool transA, bool transB,
+                                      bool bShared, int32_t epilogue,
+                                      void *aux) {
+  const bool biasGrad = epilogue == TESSEL_EPILOGUE_BGRADB;
+  GemmArgs args = callGemm(dtype, a, b, c, batch, m, n, k, transA, transB,
+                           bShared, /*beta=*/1.0);
+  args.outDtype = TESSEL_F32;
+  bool fused = biasGrad && m > 0 && reinterpret_cast<uintptr_t>(aux) % 16 == 0;
+  if (fused) {
+    args.epilogue = GemmEpilogue::BGradB;
+    args.biasGrad = aux;
+  }
+  GemmResult result = gemm(*this, ctx, args);
+  if (result == GemmResult::EpilogueUnsupported) {
+    fused = false;
+    args.epilogue = GemmEpilogue::None;
+    args.biasGrad = nullptr;
+    result = gemm(*this, ctx, args);
+  }
+  if (result != GemmResult::Done || !biasGrad || fused || n == 0)
+    return;
+  const char *what = "tessel_matmul_accumulate_f32";
+  if (dtype == TESSEL_BF16)
+    columnSumsF32Kernel<<<gridFor(n, kSumThreads), kSumThreads, 0,
+                          stream()>>>(
+        static_cast<const stored::BFloat *>(b), static_cast<float *>(aux), k,
+        n, transB);
+  else
+    columnSumsF32Kernel<<<gridFor(n, kSumThreads), kSumThreads, 0,
+                          stream()>>>(
+        static_cast<const stored::Half *>(b), static_cast<float *>(aux), k, n,
+        transB);
+  checkLaunch(ctx, what);
 }

@@ -57,6 +57,10 @@ enum class GemmEpilogue : int32_t {
 
 struct GemmArgs {
   int32_t dtype = TESSEL_F32; // f32, f16, bf16 (f32 accumulation) or f64
+  /// C's (and a bias gradient's) dtype when it is not dtype's: f32 for a
+  /// 16-bit GEMM accumulating into an f32 buffer
+  /// (tessel_matmul_accumulate_f32); -1 for dtype.
+  int32_t outDtype = -1;
   const void *a = nullptr, *b = nullptr;
   void *c = nullptr;
   int64_t batch = 1, m = 0, n = 0, k = 0;

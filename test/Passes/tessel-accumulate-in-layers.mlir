@@ -142,6 +142,10 @@ func.func @more_outs(%h: tensor<4x4xf32>, %w: tensor<3x4x4xf32>, %a: tensor<3x4x
 // CHECK-NEXT: return %arg0, %[[U]]
 // CHECK-LABEL: func.func @bf16_gradient
 // CHECK: nn.repeat @bf16_layer(%arg0) params(%arg1) outs(%arg2)
+// The fusion then sums the bf16 GEMM straight into the f32 slice.
+// FUSED-LABEL: func.func private @bf16_layer
+// FUSED-NEXT: %[[U:.*]] = nn.matmul_accumulate %arg0, %arg1 transpose_lhs outs(%arg2) : (tensor<4x4xbf16>, tensor<4x4xbf16>, tensor<4x4xf32>) -> tensor<4x4xf32>
+// FUSED-NEXT: return %arg0, %[[U]]
 func.func private @bf16_layer(%h: tensor<4x4xbf16>, %w: tensor<4x4xbf16>) -> (tensor<4x4xbf16>, tensor<4x4xf32>) {
   %0 = nn.matmul %h, %w transpose_lhs : (tensor<4x4xbf16>, tensor<4x4xbf16>) -> tensor<4x4xbf16>
   %1 = nn.cast %0 : tensor<4x4xbf16> to tensor<4x4xf32>

@@ -128,3 +128,24 @@ func.func @every_place_empties_a_window(%x: tensor<32x8xf32>, %dy: tensor<32x16x
   %w = nn.wait %ar : tensor<64xf32>
   return %dw, %db, %w, %p : tensor<8x16xf32>, tensor<16xf32>, tensor<64xf32>, tensor<64xf32>
 }
+
+// -----
+
+// Tests that a bf16 weight gradient's GEMM accumulating into f32 takes the
+// bias gradient's sum, whose f32 widening it then replaces (the sum in f32,
+// never rounded to bf16); a sum read in bf16 too stays apart.
+// CHECK-LABEL: func.func @bias_grad_accumulate_f32
+// CHECK-NEXT: %[[G:.*]], %[[DB:.*]] = nn.matmul_bias_grad %arg0, %arg1 transpose_lhs outs(%arg2) : (tensor<32x64xbf16>, tensor<32x16xbf16>, tensor<64x16xf32>) -> (tensor<64x16xf32>, tensor<16xf32>)
+// CHECK-NEXT: nn.matmul_accumulate %arg0, %arg3 transpose_lhs outs(%arg4)
+// CHECK-NEXT: %[[S:.*]] = nn.reduce_sum %arg3
+// CHECK-NEXT: nn.cast %[[S]]
+// CHECK: return %[[G]], %[[DB]]
+func.func @bias_grad_accumulate_f32(%x: tensor<32x64xbf16>, %dy: tensor<32x16xbf16>, %g: tensor<64x16xf32>, %dz: tensor<32x16xbf16>, %h: tensor<64x16xf32>) -> (tensor<64x16xf32>, tensor<16xf32>, tensor<64x16xf32>, tensor<16xf32>, tensor<16xbf16>) {
+  %g2 = nn.matmul_accumulate %x, %dy transpose_lhs outs(%g) : (tensor<32x64xbf16>, tensor<32x16xbf16>, tensor<64x16xf32>) -> tensor<64x16xf32>
+  %db = nn.reduce_sum %dy dims = [0] : tensor<32x16xbf16> -> tensor<16xbf16>
+  %dbw = nn.cast %db : tensor<16xbf16> to tensor<16xf32>
+  %h2 = nn.matmul_accumulate %x, %dz transpose_lhs outs(%h) : (tensor<32x64xbf16>, tensor<32x16xbf16>, tensor<64x16xf32>) -> tensor<64x16xf32>
+  %dc = nn.reduce_sum %dz dims = [0] : tensor<32x16xbf16> -> tensor<16xbf16>
+  %dcw = nn.cast %dc : tensor<16xbf16> to tensor<16xf32>
+  return %g2, %dbw, %h2, %dcw, %dc : tensor<64x16xf32>, tensor<16xf32>, tensor<64x16xf32>, tensor<16xf32>, tensor<16xbf16>
+}

@@ -43,6 +43,33 @@ func.func @product_used_twice(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>, %g: ten
 
 // -----
 
+// Tests that a bf16 product widened to its f32 accumulator (a mixed-
+// precision weight gradient) becomes one GEMM summing into the f32
+// accumulator (Megatron's gradient-accumulation fusion); a widened product
+// something else also reads, or a cast that is not a widening to f32, stays.
+// CHECK-LABEL: func.func @accumulate_widened
+// CHECK-NEXT: %[[G:.*]] = nn.matmul_accumulate %arg0, %arg1 transpose_lhs outs(%arg2) : (tensor<8x4xbf16>, tensor<8x16xbf16>, tensor<4x16xf32>) -> tensor<4x16xf32>
+// CHECK-NEXT: %[[P:.*]] = nn.matmul %arg0, %arg1 transpose_lhs
+// CHECK-NEXT: %[[C:.*]] = nn.cast %[[P]]
+// CHECK-NEXT: %[[H:.*]] = nn.accumulate %[[C]] outs(%arg3)
+// CHECK-NEXT: %[[Q:.*]] = nn.matmul %arg4, %arg5 transpose_lhs
+// CHECK-NEXT: %[[D:.*]] = nn.cast %[[Q]] : tensor<4x16xf16> to tensor<4x16xbf16>
+// CHECK-NEXT: nn.accumulate %[[D]] outs(%arg6)
+func.func @accumulate_widened(%x: tensor<8x4xbf16>, %dy: tensor<8x16xbf16>, %g: tensor<4x16xf32>, %h: tensor<4x16xf32>, %xh: tensor<8x4xf16>, %dz: tensor<8x16xf16>, %k: tensor<4x16xbf16>) -> (tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x16xbf16>) {
+  %p = nn.matmul %x, %dy transpose_lhs : (tensor<8x4xbf16>, tensor<8x16xbf16>) -> tensor<4x16xbf16>
+  %w = nn.cast %p : tensor<4x16xbf16> to tensor<4x16xf32>
+  %g2 = nn.accumulate %w outs(%g) : tensor<4x16xf32>
+  %q = nn.matmul %x, %dy transpose_lhs : (tensor<8x4xbf16>, tensor<8x16xbf16>) -> tensor<4x16xbf16>
+  %v = nn.cast %q : tensor<4x16xbf16> to tensor<4x16xf32>
+  %h2 = nn.accumulate %v outs(%h) : tensor<4x16xf32>
+  %r = nn.matmul %xh, %dz transpose_lhs : (tensor<8x4xf16>, tensor<8x16xf16>) -> tensor<4x16xf16>
+  %n = nn.cast %r : tensor<4x16xf16> to tensor<4x16xbf16>
+  %k2 = nn.accumulate %n outs(%k) : tensor<4x16xbf16>
+  return %g2, %h2, %v, %k2 : tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x16xbf16>
+}
+
+// -----
+
 // Tests that an accumulate of something other than a product stays.
 // CHECK-LABEL: func.func @accumulate_not_a_product
 // CHECK: nn.accumulate %{{.*}} outs(%arg1)

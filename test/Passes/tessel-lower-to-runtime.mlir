@@ -360,6 +360,25 @@ func.func @outs(%dy: tensor<2x4xf32>, %x: tensor<3x2x2xf32>, %g: tensor<3x2x4xf3
 
 // -----
 
+// Tests that a bf16 GEMM summing into an f32 accumulator calls
+// tessel_matmul_accumulate_f32 (bf16 operands, the f32 buffer updated in
+// place): with null aux, and with the bias gradient (BGRADB, 4) written in
+// f32 into the function's result.
+// CHECK-LABEL: llvm.func @tessel_fn_accumulate_f32(
+// CHECK-SAME: %[[CTX:[^:]*]]: !llvm.ptr, %{{[^:]*}}: !llvm.ptr, %[[X:[^:]*]]: !llvm.ptr, %[[DY:[^:]*]]: !llvm.ptr, %[[G:[^:]*]]: !llvm.ptr, %[[H:[^:]*]]: !llvm.ptr, %{{[^:]*}}: !llvm.ptr, %{{[^:]*}}: !llvm.ptr, %[[DB:[^:]*]]: !llvm.ptr)
+// CHECK: %[[BF16:.*]] = llvm.mlir.constant(2 : i32) : i32
+// CHECK: %[[NULL:.*]] = llvm.mlir.zero : !llvm.ptr
+// CHECK-NEXT: llvm.call @tessel_matmul_accumulate_f32(%[[CTX]], %[[BF16]], %[[X]], %[[DY]], %[[G]], {{.*}}, %[[NULL]])
+// CHECK: %[[BGRADB:.*]] = llvm.mlir.constant(4 : i32) : i32
+// CHECK-NEXT: llvm.call @tessel_matmul_accumulate_f32(%[[CTX]], %{{.*}}, %[[X]], %[[DY]], %[[H]], {{.*}}, %[[BGRADB]], %[[DB]])
+func.func @accumulate_f32(%x: tensor<8x4xbf16>, %dy: tensor<8x16xbf16>, %g: tensor<4x16xf32>, %h: tensor<4x16xf32>) -> (tensor<4x16xf32>, tensor<4x16xf32>, tensor<16xf32>) {
+  %0 = nn.matmul_accumulate %x, %dy transpose_lhs outs(%g) : (tensor<8x4xbf16>, tensor<8x16xbf16>, tensor<4x16xf32>) -> tensor<4x16xf32>
+  %1, %2 = nn.matmul_bias_grad %x, %dy transpose_lhs outs(%h) : (tensor<8x4xbf16>, tensor<8x16xbf16>, tensor<4x16xf32>) -> (tensor<4x16xf32>, tensor<16xf32>)
+  return %0, %1, %2 : tensor<4x16xf32>, tensor<4x16xf32>, tensor<16xf32>
+}
+
+// -----
+
 // Tests that consecutive optimizer steps with the same constants are one
 // grouped update: five pointers a tensor (param, master or null, grad, the
 // two states) in a stack array, the sizes in a constant array; a step with

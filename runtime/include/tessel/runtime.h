@@ -69,8 +69,12 @@ extern "C" {
  * writes each query row's log-sum-exp, and the backward reads it and the
  * forward's output instead of running the forward again (flash-attention
  * 2's saved statistics). Descriptions 1 to 10 still load: their
- * tessel_attention_grad recomputes both. */
-#define TESSEL_ABI_VERSION 11
+ * tessel_attention_grad recomputes both.
+ * 12: tessel_matmul_accumulate_f32, a 16-bit GEMM summed into an f32
+ * output (a bf16 weight gradient added into its f32 gradient buffer by
+ * the GEMM: Megatron's gradient-accumulation fusion), optionally with its
+ * bias gradient in f32. Descriptions 1 to 11 still load. */
+#define TESSEL_ABI_VERSION 12
 
 typedef enum tessel_dtype {
   TESSEL_F32 = 0,
@@ -544,6 +548,25 @@ void tessel_matmul_epilogue_aux(tessel_ctx *ctx, int32_t dtype, const void *a,
                                 int32_t trans_a, int32_t trans_b,
                                 int32_t b_shared, double beta, int32_t epilogue,
                                 const void *bias, void *aux);
+
+/* C[b] += op(A[b]) · op(B[b]) with A and B of dtype (TESSEL_F16 or
+ * TESSEL_BF16) and C f32 (ABI 12): a mixed-precision weight gradient
+ * accumulated into its f32 buffer by the GEMM (cuBLASLt with f32 C and D,
+ * the product summed in f32 and never rounded to dtype: Megatron's
+ * gradient-accumulation fusion) instead of a 16-bit product, a cast and an
+ * add. epilogue is TESSEL_EPILOGUE_NONE (aux null) or
+ * TESSEL_EPILOGUE_BGRADB (one GEMM: batch 1; aux, f32 [N], receives op(B)'s
+ * column sums, overwritten); aux may not overlap C. The CPU backend
+ * computes what the unfused ops do, as tessel_matmul_epilogue does: the
+ * product rounded to dtype, widened and added; the column sums as
+ * tessel_reduce sums them in dtype, widened (a GPU's unrounded result is
+ * within the GPU tests' bounds). */
+void tessel_matmul_accumulate_f32(tessel_ctx *ctx, int32_t dtype,
+                                  const void *a, const void *b, void *c,
+                                  int64_t batch, int64_t m, int64_t n,
+                                  int64_t k, int32_t trans_a, int32_t trans_b,
+                                  int32_t b_shared, int32_t epilogue,
+                                  void *aux);
 
 typedef enum tessel_binary_op {
   TESSEL_ADD = 0,

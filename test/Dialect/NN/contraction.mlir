@@ -203,6 +203,18 @@ func.func @matmul_bias_grad(%x: tensor<512x128xbf16>, %dy: tensor<512x256xbf16>)
   return %dw, %db : tensor<128x256xbf16>, tensor<256xbf16>
 }
 
+// Tests that a 16-bit matmul may accumulate into an f32 accumulator of the
+// product's shape, and that matmul_bias_grad with one returns the product
+// and the bias gradient in f32.
+// CHECK-LABEL: func.func @accumulate_f32
+// CHECK: nn.matmul_accumulate %{{.*}}, %{{.*}} transpose_lhs outs(%{{.*}}) : (tensor<512x128xbf16>, tensor<512x256xbf16>, tensor<128x256xf32>) -> tensor<128x256xf32>
+// CHECK: nn.matmul_bias_grad %{{.*}}, %{{.*}} transpose_lhs outs(%{{.*}}) : (tensor<512x128xbf16>, tensor<512x256xbf16>, tensor<128x256xf32>) -> (tensor<128x256xf32>, tensor<256xf32>)
+func.func @accumulate_f32(%x: tensor<512x128xbf16>, %dy: tensor<512x256xbf16>, %g: tensor<128x256xf32>, %h: tensor<128x256xf32>) -> (tensor<128x256xf32>, tensor<128x256xf32>, tensor<256xf32>) {
+  %0 = nn.matmul_accumulate %x, %dy transpose_lhs outs(%g) : (tensor<512x128xbf16>, tensor<512x256xbf16>, tensor<128x256xf32>) -> tensor<128x256xf32>
+  %1, %2 = nn.matmul_bias_grad %x, %dy transpose_lhs outs(%h) : (tensor<512x128xbf16>, tensor<512x256xbf16>, tensor<128x256xf32>) -> (tensor<128x256xf32>, tensor<256xf32>)
+  return %0, %1, %2 : tensor<128x256xf32>, tensor<128x256xf32>, tensor<256xf32>
+}
+
 // Tests that matmul_bias_grad may add its product into an accumulator of
 // the product's type.
 // CHECK-LABEL: func.func @matmul_bias_grad_outs

@@ -296,7 +296,7 @@ func.func @attention_integer_scale(%q: tensor<2x8x4x16xf32>) -> tensor<2x8x4x16x
 // Tests that matmul_accumulate rejects an accumulator of another shape than
 // the product.
 func.func @matmul_accumulate_shape(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>, %g: tensor<16x4xf32>) -> tensor<16x4xf32> {
-  // expected-error @+1 {{'nn.matmul_accumulate' op accumulator 'tensor<16x4xf32>' must have the product's type 'tensor<4x16xf32>'}}
+  // expected-error @+1 {{'nn.matmul_accumulate' op accumulator 'tensor<16x4xf32>' must have the product's type 'tensor<4x16xf32>' (or its shape in f32 for 16-bit operands)}}
   %0 = nn.matmul_accumulate %a, %b outs(%g) : (tensor<4x8xf32>, tensor<8x16xf32>, tensor<16x4xf32>) -> tensor<16x4xf32>
   return %0 : tensor<16x4xf32>
 }
@@ -425,7 +425,17 @@ func.func @attention_lse_missing(%q: tensor<2x8x4x16xf32>) -> tensor<2x4x8xf32> 
 
 // Tests that matmul_bias_grad's accumulator has the product's type.
 func.func @matmul_bias_grad_acc(%x: tensor<4x8xf32>, %dy: tensor<4x16xf32>, %g: tensor<16x8xf32>) -> (tensor<8x16xf32>, tensor<16xf32>) {
-  // expected-error @+1 {{'nn.matmul_bias_grad' op accumulator 'tensor<16x8xf32>' must have the product's type 'tensor<8x16xf32>'}}
+  // expected-error @+1 {{'nn.matmul_bias_grad' op accumulator 'tensor<16x8xf32>' must have the product's type 'tensor<8x16xf32>' (or its shape in f32 for 16-bit operands)}}
   %dw, %db = nn.matmul_bias_grad %x, %dy transpose_lhs outs(%g) : (tensor<4x8xf32>, tensor<4x16xf32>, tensor<16x8xf32>) -> (tensor<8x16xf32>, tensor<16xf32>)
   return %dw, %db : tensor<8x16xf32>, tensor<16xf32>
+}
+
+// -----
+
+// Tests that only a 16-bit product accumulates into f32: an f16
+// accumulator of a bf16 product is refused.
+func.func @matmul_accumulate_narrow(%a: tensor<4x8xbf16>, %b: tensor<8x16xbf16>, %g: tensor<4x16xf16>) -> tensor<4x16xf16> {
+  // expected-error @+1 {{'nn.matmul_accumulate' op accumulator 'tensor<4x16xf16>' must have the product's type 'tensor<4x16xbf16>' (or its shape in f32 for 16-bit operands)}}
+  %0 = nn.matmul_accumulate %a, %b outs(%g) : (tensor<4x8xbf16>, tensor<8x16xbf16>, tensor<4x16xf16>) -> tensor<4x16xf16>
+  return %0 : tensor<4x16xf16>
 }
