@@ -46,11 +46,9 @@ struct Move {
 /// type (tessel-mixed-precision's gradients): the cast and the add then
 /// run per layer, without the f32 stack of every layer's gradient.
 bool fromSoleGemm(Value value) {
-  if (auto cast = value.getDefiningOp<nn::CastOp>();
-      cast && cast->hasOneUse())
-    value = cast.getInput();
-  auto matmul = value.getDefiningOp<nn::MatmulOp>();
-  return matmul && matmul->hasOneUse();
+  nn::CastOp widening = soleWidening(value);
+  return static_cast<bool>(
+      soleMatmul(widening ? widening.getInput() : value));
 }
 
 /// The accumulate that may move into the layer with stacked result

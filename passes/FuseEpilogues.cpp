@@ -25,7 +25,6 @@
 
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/Builders.h"
-#include "mlir/IR/TypeUtilities.h"
 
 namespace tessel {
 #define GEN_PASS_DEF_FUSEEPILOGUESPASS
@@ -37,22 +36,6 @@ using namespace tessel;
 using namespace tessel::fusion;
 
 namespace {
-
-/// The matmul that defines `value` when the op using it is its only user.
-nn::MatmulOp soleMatmul(Value value) {
-  auto matmul = value.getDefiningOp<nn::MatmulOp>();
-  return matmul && matmul->hasOneUse() ? matmul : nn::MatmulOp();
-}
-
-/// The widening cast of a 16-bit value to f32 that defines `value` and is
-/// its only user's operand, or null.
-nn::CastOp soleWidening(Value value) {
-  auto cast = value.getDefiningOp<nn::CastOp>();
-  if (!cast || !cast->hasOneUse() || !getElementTypeOrSelf(cast.getResult()).isF32())
-    return nn::CastOp();
-  Type narrow = getElementTypeOrSelf(cast.getInput());
-  return narrow.isBF16() || narrow.isF16() ? cast : nn::CastOp();
-}
 
 /// acc + matmul → matmul_accumulate; an f32 acc + the cast of a 16-bit
 /// matmul → matmul_accumulate into the f32 acc (the product summed in f32,

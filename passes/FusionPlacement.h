@@ -1,16 +1,20 @@
 //===- FusionPlacement.h - Where a fused op may stand -----------*- C++ -*-===//
 //
-// What the fusing passes (tessel-fuse-epilogues, tessel-fuse-bias-grads)
-// ask before they put two ops' work at the place of one of them: whether a
-// value exists there and who reads it in between.
+// What the fusing passes (tessel-fuse-epilogues, tessel-fuse-bias-grads,
+// tessel-accumulate-in-layers) ask before they put two ops' work at the
+// place of one of them: whether a value exists there and who reads it in
+// between, and which GEMM (or its widening to f32) alone produces a value.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef TESSEL_PASSES_FUSIONPLACEMENT_H
 #define TESSEL_PASSES_FUSIONPLACEMENT_H
 
+#include "dialect/NN/NNOps.h"
+
 #include "mlir/IR/Block.h"
 #include "mlir/IR/Operation.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "mlir/IR/Value.h"
 #include "llvm/ADT/STLExtras.h"
 
@@ -44,6 +48,24 @@ inline bool onlyUsedAfter(mlir::Value value, mlir::Operation *op) {
     mlir::Operation *inBlock = op->getBlock()->findAncestorOpInBlock(*user);
     return !inBlock || op->isBeforeInBlock(inBlock);
   });
+}
+
+/// The matmul that defines `value` when the op using it is its only user.
+inline nn::MatmulOp soleMatmul(mlir::Value value) {
+  auto matmul = value.getDefiningOp<nn::MatmulOp>();
+  return matmul && matmul->hasOneUse() ? matmul : nn::MatmulOp();
+}
+
+/// The widening cast of a 16-bit value to f32 that defines `value` and is
+/// its only user's operand, or null: a mixed-precision gradient on its way
+/// to its f32 accumulator.
+inline nn::CastOp soleWidening(mlir::Value value) {
+  auto cast = value.getDefiningOp<nn::CastOp>();
+  if (!cast || !cast->hasOneUse() ||
+      !mlir::getElementTypeOrSelf(cast.getResult()).isF32())
+    return nn::CastOp();
+  mlir::Type narrow = mlir::getElementTypeOrSelf(cast.getInput());
+  return narrow.isBF16() || narrow.isF16() ? cast : nn::CastOp();
 }
 
 } // namespace tessel::fusion
