@@ -45,13 +45,12 @@ struct WeightGradient {
   explicit operator bool() const { return op; }
 };
 
-/// The weight gradient whose untransposed 2-D rhs is `rows` itself or
-/// `rows` reshaped to [∏ leading dimensions, N]: the weight gradient
-/// beside the bias gradient that sums `rows` over its leading dimensions.
-/// (Not rows that reach the sum and the matmul through different reshapes
-/// of one tensor, as attention's per-head gradients do: fusing those
-/// emptied ZeRO-3's overlap windows of the q/k/v gradients, 262,144 bytes
-/// of gpt's overlapped communication, for four kernels per layer.)
+/// The weight gradient whose untransposed 2-D rhs is `rows` reshaped to
+/// [∏ leading dimensions, N] (or `rows` itself): the weight gradient beside
+/// the bias gradient that sums `rows` over its leading dimensions. A
+/// reshape keeps the row-major order, so every view of the tensor `rows`
+/// views (attention's per-head gradient, [B, S, H, D], summed as
+/// [B, S, H·D] and multiplied as [B·S, H·D]) is the same rows.
 WeightGradient weightGradientOf(Value rows, Block *block) {
   auto type = cast<RankedTensorType>(rows.getType());
   int64_t leading = 1;
@@ -59,10 +58,13 @@ WeightGradient weightGradientOf(Value rows, Block *block) {
     leading *= size;
   auto flat = RankedTensorType::get({leading, type.getShape().back()},
                                     type.getElementType());
-  SmallVector<Value> candidates = {rows};
-  for (Operation *user : rows.getUsers())
-    if (auto reshape = dyn_cast<nn::ReshapeOp>(user))
-      if (reshape.getType() == flat)
+  Value source = rows;
+  while (auto view = source.getDefiningOp<nn::ReshapeOp>())
+    source = view.getInput();
+  SmallVector<Value> candidates = {source};
+  for (size_t i = 0; i < candidates.size(); ++i)
+    for (Operation *user : candidates[i].getUsers())
+      if (auto reshape = dyn_cast<nn::ReshapeOp>(user))
         candidates.push_back(reshape.getResult());
   for (Value candidate : candidates) {
     if (candidate.getType() != flat)
@@ -213,6 +215,13 @@ void fuseBiasGrad(nn::ReduceSumOp sum, ArrayRef<Window> windows) {
   if (widening)
     widening.erase();
   sum.erase();
+  // The view only the sum read (a per-head gradient's [B, S, H·D]).
+  while (auto view = rows.getDefiningOp<nn::ReshapeOp>()) {
+    if (!view->use_empty())
+      break;
+    rows = view.getInput();
+    view.erase();
+  }
 }
 
 struct FuseBiasGradsPass
