@@ -11,9 +11,16 @@
 // gradient's sum beside its weight gradient's GEMM is
 // tessel-fuse-bias-grads', after the overlap of communication). Folding
 // them saves a kernel and a pass over the product (or the output gradient)
-// each and, for the accumulate, the product's buffer. Beside the GEMMs, the same holds for a transformer's residual
-// stream: its add and the norm of the sum are one pass over the rows, and
-// so are a norm's input gradient and its add into the stream's gradient.
+// each and, for the accumulate, the product's buffer. Beside the GEMMs,
+// the same holds for a transformer's residual stream: its add and the norm
+// of the sum are one pass over the rows, and so are a norm's input
+// gradient and its add into the stream's gradient. And under bf16 mixed
+// precision for the loss: the cross-entropy reads the 16-bit logits
+// itself and its gradient writes them rounded, so neither the logits'
+// widening to f32 nor the f32 gradient's rounding is a kernel and a
+// buffer of [positions, vocabulary] floats; and a step's loss and its
+// gradient are one pass over the logits, the gradient written over them
+// where nothing else reads them (llm.c's fused classifier; ABI 13).
 //
 //===----------------------------------------------------------------------===//
 
@@ -245,6 +252,86 @@ void fuseNormGradAdd(Operation *grad) {
   grad->erase();
 }
 
+/// cross_entropy(widen(x)) → cross_entropy(x), its loss still f32 (the
+/// kernel widens each logit, as the cast did); the widening goes when
+/// nothing else reads it.
+void fuseLossWidening(nn::CrossEntropyOp loss) {
+  nn::CastOp widened = widening(loss.getLogits());
+  if (!widened)
+    return;
+  loss.getLogitsMutable().assign(widened.getInput());
+  if (widened->use_empty())
+    widened->erase();
+}
+
+/// round(cross_entropy_grad(widen(x), labels, dloss)) back to x's type,
+/// the gradient's only use → cross_entropy_grad(x, labels, dloss) with
+/// dloss still f32: the kernel rounds each gradient as the cast did.
+void fuseLossGradRounding(nn::CrossEntropyGradOp grad) {
+  nn::CastOp widened = widening(grad.getLogits());
+  if (!widened || !grad->hasOneUse())
+    return;
+  auto rounding = dyn_cast<nn::CastOp>(*grad->getUsers().begin());
+  if (!rounding || rounding.getType() != widened.getInput().getType())
+    return;
+  OpBuilder b(grad);
+  auto fused = nn::CrossEntropyGradOp::create(
+      b, b.getFusedLoc({grad.getLoc(), rounding.getLoc()}),
+      widened.getInput(), grad.getLabels(), grad.getDloss(),
+      grad.getReductionAttr());
+  rounding.getResult().replaceAllUsesWith(fused.getDlogits());
+  rounding->erase();
+  grad->erase();
+  if (widened->use_empty())
+    widened->erase();
+}
+
+/// cross_entropy(z, y) and cross_entropy_grad(z, y, dloss) of the same
+/// reduction, the loss first → cross_entropy_with_grad: each row's
+/// statistics read once. Where the loss stood when dloss exists there (a
+/// training step's seed, a constant), else where the gradient stood when
+/// nothing reads the loss before it. In place (the gradient written over
+/// the logits) when the two are the only readers of logits a kernel of
+/// this block made: not an argument (the caller's memory) nor a view
+/// (another value's bytes).
+void fuseLossWithGrad(nn::CrossEntropyGradOp grad) {
+  Value logits = grad.getLogits();
+  nn::CrossEntropyOp loss;
+  for (Operation *user : logits.getUsers())
+    if (auto candidate = dyn_cast<nn::CrossEntropyOp>(user))
+      if (candidate->getBlock() == grad->getBlock() &&
+          candidate->isBeforeInBlock(grad) &&
+          candidate.getLabels() == grad.getLabels() &&
+          candidate.getReduction() == grad.getReduction() &&
+          candidate.getType() == grad.getDloss().getType())
+        loss = candidate;
+  if (!loss)
+    return;
+  Operation *at = nullptr;
+  if (availableAt(grad.getDloss(), loss))
+    at = loss;
+  else if (onlyUsedAfter(loss.getResult(), grad))
+    at = grad;
+  else
+    return;
+  Operation *producer = logits.getDefiningOp();
+  bool inPlace = producer && !isa<nn::ReshapeOp>(producer) &&
+                 producer->getBlock() == grad->getBlock() &&
+                 llvm::all_of(logits.getUsers(), [&](Operation *user) {
+                   return user == loss || user == grad;
+                 });
+  OpBuilder b(at);
+  auto fused = nn::CrossEntropyWithGradOp::create(
+      b, b.getFusedLoc({loss.getLoc(), grad.getLoc()}),
+      TypeRange{loss.getType(), grad.getType()}, logits, grad.getLabels(),
+      grad.getDloss(), grad.getReductionAttr(),
+      inPlace ? b.getUnitAttr() : UnitAttr());
+  loss.getResult().replaceAllUsesWith(fused.getLoss());
+  grad.getResult().replaceAllUsesWith(fused.getDlogits());
+  loss->erase();
+  grad->erase();
+}
+
 struct FuseEpiloguesPass
     : tessel::impl::FuseEpiloguesPassBase<FuseEpiloguesPass> {
   using Base::Base;
@@ -255,8 +342,14 @@ struct FuseEpiloguesPass
     SmallVector<nn::GeluOp> gelus;
     SmallVector<nn::GeluGradOp> geluGrads;
     SmallVector<Operation *> norms, normGrads;
+    SmallVector<nn::CrossEntropyOp> losses;
+    SmallVector<nn::CrossEntropyGradOp> lossGrads;
     getOperation().walk([&](Operation *op) {
-      if (isa<nn::LayerNormOp, nn::RmsNormOp>(op))
+      if (auto loss = dyn_cast<nn::CrossEntropyOp>(op))
+        losses.push_back(loss);
+      else if (auto grad = dyn_cast<nn::CrossEntropyGradOp>(op))
+        lossGrads.push_back(grad);
+      else if (isa<nn::LayerNormOp, nn::RmsNormOp>(op))
         norms.push_back(op);
       else if (isa<nn::LayerNormGradOp, nn::RmsNormGradOp>(op))
         normGrads.push_back(op);
@@ -279,6 +372,17 @@ struct FuseEpiloguesPass
       fuseBias(add);
     for (nn::GeluOp gelu : gelus)
       fuseGelu(gelu);
+    // The gradient first: it reads the widening the loss may then erase.
+    for (nn::CrossEntropyGradOp grad : lossGrads)
+      fuseLossGradRounding(grad);
+    for (nn::CrossEntropyOp loss : losses)
+      fuseLossWidening(loss);
+    // The folds above made new gradients: collect them again.
+    lossGrads.clear();
+    getOperation().walk(
+        [&](nn::CrossEntropyGradOp grad) { lossGrads.push_back(grad); });
+    for (nn::CrossEntropyGradOp grad : lossGrads)
+      fuseLossWithGrad(grad);
     // After the bias adds: a norm of a linear layer's output keeps the
     // bias in the GEMM.
     if (residualNorms) {

@@ -56,16 +56,22 @@ inline nn::MatmulOp soleMatmul(mlir::Value value) {
   return matmul && matmul->hasOneUse() ? matmul : nn::MatmulOp();
 }
 
+/// The cast that defines `value` by widening an f16 or bf16 value to f32,
+/// or null.
+inline nn::CastOp widening(mlir::Value value) {
+  auto cast = value.getDefiningOp<nn::CastOp>();
+  if (!cast || !mlir::getElementTypeOrSelf(cast.getResult()).isF32())
+    return nn::CastOp();
+  mlir::Type narrow = mlir::getElementTypeOrSelf(cast.getInput());
+  return narrow.isBF16() || narrow.isF16() ? cast : nn::CastOp();
+}
+
 /// The widening cast of a 16-bit value to f32 that defines `value` and is
 /// its only user's operand, or null: a mixed-precision gradient on its way
 /// to its f32 accumulator.
 inline nn::CastOp soleWidening(mlir::Value value) {
-  auto cast = value.getDefiningOp<nn::CastOp>();
-  if (!cast || !cast->hasOneUse() ||
-      !mlir::getElementTypeOrSelf(cast.getResult()).isF32())
-    return nn::CastOp();
-  mlir::Type narrow = mlir::getElementTypeOrSelf(cast.getInput());
-  return narrow.isBF16() || narrow.isF16() ? cast : nn::CastOp();
+  nn::CastOp cast = widening(value);
+  return cast && cast->hasOneUse() ? cast : nn::CastOp();
 }
 
 } // namespace tessel::fusion

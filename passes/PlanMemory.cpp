@@ -81,7 +81,8 @@ int64_t liveBytesBound(ArrayRef<Buffer> buffers) {
 
 /// The operand whose memory `result` updates in place: a
 /// destination-style op's init, a repeat's outs, the accumulator of a bias
-/// gradient's GEMM; null for a result of its own.
+/// gradient's GEMM, the logits an in-place loss gradient overwrites; null
+/// for a result of its own.
 OpOperand *updatedOperand(OpResult result) {
   Operation *op = result.getOwner();
   if (auto dps = dyn_cast<DestinationStyleOpInterface>(op))
@@ -96,6 +97,9 @@ OpOperand *updatedOperand(OpResult result) {
   if (auto biasGrad = dyn_cast<nn::MatmulBiasGradOp>(op))
     if (result == biasGrad.getResult() && biasGrad.getAcc())
       return &biasGrad.getAccMutable()[0];
+  if (auto loss = dyn_cast<nn::CrossEntropyWithGradOp>(op))
+    if (result == loss.getDlogits() && loss.getInPlace())
+      return &loss.getLogitsMutable();
   return nullptr;
 }
 

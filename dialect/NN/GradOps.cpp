@@ -235,11 +235,14 @@ CrossEntropyGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
       reduction == LossReduction::none);
   if (failed(loss))
     return failure();
-  if (adaptor.getDloss().getType() != *loss)
-    return nn::detail::inferError(loc, "dloss must have the loss's type ", *loss,
-                                  " (reduction ",
-                                  stringifyLossReduction(reduction), "), got ",
-                                  adaptor.getDloss().getType());
+  if (!nn::detail::isCrossEntropyLossType(*loss, adaptor.getDloss().getType()))
+    return nn::detail::inferError(
+        loc, "dloss must have the loss's type ", *loss,
+        loss->getElementType().isF16() || loss->getElementType().isBF16()
+            ? " (or f32)"
+            : "",
+        " (reduction ", stringifyLossReduction(reduction), "), got ",
+        adaptor.getDloss().getType());
   results.push_back(logits);
   return success();
 }

@@ -1,4 +1,4 @@
-//===- LossOps.cpp - cross_entropy ----------------------------------------===//
+//===- LossOps.cpp - cross_entropy and its fused gradient -----------------===//
 
 #include "dialect/NN/NNOps.h"
 #include "dialect/NN/NNOpsUtils.h"
@@ -24,6 +24,23 @@ nn::detail::inferCrossEntropyType(std::optional<Location> loc,
   return RankedTensorType::get(
       keepPositions ? labels.getShape() : ArrayRef<int64_t>{},
       logits.getElementType());
+}
+
+bool nn::detail::isCrossEntropyLossType(RankedTensorType inferred,
+                                        Type actual) {
+  if (actual == inferred)
+    return true;
+  Type element = inferred.getElementType();
+  return (element.isF16() || element.isBF16()) &&
+         actual == inferred.clone(Float32Type::get(element.getContext()));
+}
+
+// The loss in the logits' type, or in f32 for 16-bit logits.
+bool CrossEntropyOp::isCompatibleReturnTypes(TypeRange inferred,
+                                             TypeRange actual) {
+  return inferred.size() == 1 && actual.size() == 1 &&
+         nn::detail::isCrossEntropyLossType(
+             cast<RankedTensorType>(inferred.front()), actual.front());
 }
 
 LogicalResult CrossEntropyOp::inferReturnTypes(MLIRContext *,
@@ -160,4 +177,40 @@ SmallVector<AffineMap> SubLabelOp::getIndexingMaps() {
 
 SmallVector<ReductionKind> SubLabelOp::getReductionLoopIteratorKinds() {
   return {};
+}
+
+//===----------------------------------------------------------------------===//
+// CrossEntropyWithGradOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult CrossEntropyWithGradOp::verify() {
+  FailureOr<RankedTensorType> loss = nn::detail::inferCrossEntropyType(
+      getLoc(), getLogits().getType(), getLabels().getType(),
+      getReduction() == LossReduction::none);
+  if (failed(loss))
+    return failure();
+  if (!nn::detail::isCrossEntropyLossType(*loss, getLoss().getType()))
+    return emitOpError() << "loss must have type " << *loss
+                         << (loss->getElementType().isF16() ||
+                                     loss->getElementType().isBF16()
+                                 ? " (or f32)"
+                                 : "")
+                         << ", got " << getLoss().getType();
+  if (getDloss().getType() != getLoss().getType())
+    return emitOpError() << "dloss must have the loss's type "
+                         << getLoss().getType() << ", got "
+                         << getDloss().getType();
+  if (getDlogits().getType() != getLogits().getType())
+    return emitOpError() << "dlogits must have the logits' type "
+                         << getLogits().getType() << ", got "
+                         << getDlogits().getType();
+  return success();
+}
+
+// nn.cross_entropy's 4·N + 2·R and nn.cross_entropy_grad's 6·N + R, less
+// the row max and sum the gradient recomputed (2 per logit).
+int64_t CrossEntropyWithGradOp::getFlops() {
+  using nn::detail::satAdd, nn::detail::satMul;
+  return satAdd(satMul(8, nn::detail::numElements(getLogits().getType())),
+                satMul(3, nn::detail::numElements(getLabels().getType())));
 }

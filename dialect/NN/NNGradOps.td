@@ -233,7 +233,9 @@ def NN_CrossEntropyGradOp : NN_ShardableOp<"cross_entropy_grad",
     `dlogits[i, :] = g_i · (softmax(logits[i, :]) − onehot(labels[i]))` with
     `g_i = dloss / R` (`mean`, R positions), `dloss` (`sum`) or `dloss[i]`
     (`none`); `dloss` has the forward loss's type (a scalar of the logits'
-    element type, or the labels' shape for `none`). Flops: `6·N + R` with
+    element type, or the labels' shape for `none`; f32 for the f32 loss of
+    f16/bf16 logits, whose gradient is computed in f32 and rounded to the
+    logits' type). Flops: `6·N + R` with
     `N` logits. Every loop is parallel: a split `mean` rescales `dloss` by
     the local share of the positions; a split class loop all-reduces the
     row maximum and sum of exponentials over the class blocks
@@ -250,6 +252,38 @@ def NN_CrossEntropyGradOp : NN_ShardableOp<"cross_entropy_grad",
   let assemblyFormat = [{
     $logits `,` $labels `,` $dloss attr-dict `:` functional-type(operands, results)
   }];
+}
+
+def NN_CrossEntropyWithGradOp : NN_Op<"cross_entropy_with_grad", [Pure]> {
+  let summary = "nn.cross_entropy and its gradient in one pass";
+  let description = [{
+    The results of `nn.cross_entropy %logits, %labels` (`loss`) and of
+    `nn.cross_entropy_grad %logits, %labels, %dloss` (`dlogits`), the same
+    `reduction`, from one reading of each row's statistics: a training
+    step's loss and the seed of its backward (`tessel-fuse-epilogues` makes
+    it of the two when `dloss` exists where the loss is computed). The
+    types are theirs: the loss in the logits' type or, for f16/bf16
+    logits, f32; `dloss` of the loss's type; `dlogits` of the logits'.
+    With `in_place`, `dlogits` takes the logits' memory (llm.c's fused
+    classifier): the memory plan then checks that nothing reads the logits
+    afterwards. Flops: the two ops' less the row statistics the gradient
+    recomputed (its max and sum, 2 per logit): `8·N + 3·R` with `N`
+    logits and `R` positions.
+
+    ```mlir
+    %l, %dz = nn.cross_entropy_with_grad %z, %y, %dl in_place : (tensor<32x10xbf16>, tensor<32xi32>, tensor<f32>) -> (tensor<f32>, tensor<32x10xbf16>)
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$logits, NN_IndexTensor:$labels,
+      NN_FloatTensor:$dloss,
+      DefaultValuedAttr<NN_LossReductionAttr, "LossReduction::mean">:$reduction,
+      UnitAttr:$in_place);
+  let results = (outs NN_FloatTensor:$loss, NN_FloatTensor:$dlogits);
+  let assemblyFormat = [{
+    $logits `,` $labels `,` $dloss (`in_place` $in_place^)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
 }
 
 def NN_EmbeddingGradOp : NN_ShardableOp<"embedding_grad",

@@ -400,7 +400,7 @@ def NN_BatchNormOp : NN_ShardableOp<"batch_norm",
 //===----------------------------------------------------------------------===//
 
 def NN_CrossEntropyOp : NN_ShardableOp<"cross_entropy",
-    [Pure, InferTypeOpAdaptor, NN_Differentiable,
+    [Pure, InferTypeOpAdaptorWithIsCompatible, NN_Differentiable,
      DeclareOpInterfaceMethods<NN_ShardingConstraintOpInterface,
                                ["adjustLocalPartition"]>]> {
   let summary = "softmax cross-entropy of logits against integer labels";
@@ -415,8 +415,14 @@ def NN_CrossEntropyOp : NN_ShardableOp<"cross_entropy",
     exponentials and label logit over its block of classes, each completed
     by an all-reduce of one value per position.
 
+    The loss has the logits' element type, or f32 for f16/bf16 logits: each
+    logit widened and the loss computed in f32, as the cast to f32 and the
+    f32 loss would (tessel-fuse-epilogues folds that cast into the loss
+    under bf16 mixed precision; no f32 copy of the logits).
+
     ```mlir
     %l = nn.cross_entropy %logits, %labels : (tensor<8x128x50304xf32>, tensor<8x128xi32>) -> tensor<f32>
+    %m = nn.cross_entropy %h, %labels : (tensor<8x128x50304xbf16>, tensor<8x128xi32>) -> tensor<f32>
     ```
   }];
   let arguments = (ins NN_FloatTensor:$logits, NN_IndexTensor:$labels,

@@ -67,6 +67,12 @@ inferCrossEntropyType(std::optional<mlir::Location> loc,
                       mlir::RankedTensorType logits,
                       mlir::RankedTensorType labels, bool keepPositions);
 
+/// Whether `actual` is a cross-entropy loss type for logits whose loss
+/// type `inferCrossEntropyType` gave as `inferred`: that type, or its f32
+/// version when the logits are f16 or bf16 (the loss computed in f32).
+bool isCrossEntropyLossType(mlir::RankedTensorType inferred,
+                            mlir::Type actual);
+
 } // namespace tessel::nn::detail
 
 #endif // TESSEL_DIALECT_NN_NNOPSUTILS_H

@@ -27,6 +27,7 @@
 
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "mlir/IR/TypeUtilities.h"
 
 using namespace mlir;
 using namespace tessel::nn;
@@ -55,6 +56,17 @@ LogicalResult markVocabularyBlock(Operation *global, Operation *local,
   local->setAttr("block_axes",
                  DenseI16ArrayAttr::get(global->getContext(), axes));
   return success();
+}
+
+/// A vocabulary-parallel loss computes in the logits' type: an f32 loss of
+/// 16-bit logits (the fused cast of mixed precision) is refused there.
+LogicalResult refuseWidenedLoss(Operation *op, Type logits, Type loss) {
+  if (getElementTypeOrSelf(logits) == getElementTypeOrSelf(loss))
+    return success();
+  return op->emitOpError()
+         << "has an f32 loss of " << getElementTypeOrSelf(logits)
+         << " logits, which a vocabulary-parallel split does not compute; "
+            "cast the logits to f32 before the loss";
 }
 
 /// The position dimensions of logits of rank `rank` (all but the last).
@@ -149,6 +161,8 @@ LogicalResult CrossEntropyOp::adjustLocalPartition(Operation *localOp,
   if (classLoop >= static_cast<int64_t>(split.loopAxes.size()) ||
       split.loopAxes[classLoop].empty())
     return success();
+  if (failed(refuseWidenedLoss(*this, getLogits().getType(), getType())))
+    return failure();
   auto local = cast<CrossEntropyOp>(localOp);
   OpBuilder::InsertionGuard guard(builder);
   builder.setInsertionPoint(local);
@@ -208,6 +222,9 @@ LogicalResult CrossEntropyGradOp::adjustLocalPartition(Operation *localOp,
                                         static_cast<double>(globalRows)));
     return success();
   }
+  if (failed(refuseWidenedLoss(*this, getLogits().getType(),
+                               getDloss().getType())))
+    return failure();
   VocabParallelBuilder vocab(b, local.getLogits(), split,
                              split.loopAxes[classLoop]);
   Value rowGrad = local.getDloss();

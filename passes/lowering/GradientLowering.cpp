@@ -8,6 +8,7 @@
 
 #include "passes/lowering/FunctionLowering.h"
 
+#include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
@@ -89,9 +90,13 @@ LogicalResult lowerBatchNormGrad(nn::BatchNormGradOp op, FunctionLowering &fl) {
   return success();
 }
 
+// dloss of an f32 loss of 16-bit logits: tessel_cross_entropy_grad_f32.
 LogicalResult lowerCrossEntropyGrad(nn::CrossEntropyGradOp op,
                                     FunctionLowering &fl) {
-  fl.call(rt::tessel_cross_entropy_grad,
+  bool widened = getElementTypeOrSelf(op.getDloss().getType()) !=
+                 getElementTypeOrSelf(op.getLogits().getType());
+  fl.call(widened ? rt::tessel_cross_entropy_grad_f32
+                  : rt::tessel_cross_entropy_grad,
           {fl.dtype(op.getLogits()), fl.dtype(op.getLabels()),
            fl.ptr(op.getLogits()), fl.ptr(op.getLabels()),
            fl.ptr(op.getDloss()), fl.ptr(op.getDlogits()),

@@ -8,6 +8,8 @@
 
 #include "passes/lowering/FunctionLowering.h"
 
+#include "mlir/IR/TypeUtilities.h"
+
 using namespace mlir;
 
 namespace tessel::lowering {
@@ -66,11 +68,28 @@ LogicalResult lowerBatchNorm(nn::BatchNormOp op, FunctionLowering &fl) {
   return success();
 }
 
+// An f32 loss of 16-bit logits: tessel_cross_entropy_f32 (ABI 13).
 LogicalResult lowerCrossEntropy(nn::CrossEntropyOp op, FunctionLowering &fl) {
-  fl.call(rt::tessel_cross_entropy,
+  bool widened = getElementTypeOrSelf(op.getType()) !=
+                 getElementTypeOrSelf(op.getLogits().getType());
+  fl.call(widened ? rt::tessel_cross_entropy_f32 : rt::tessel_cross_entropy,
           {fl.dtype(op.getLogits()), fl.dtype(op.getLabels()),
            fl.ptr(op.getLogits()), fl.ptr(op.getLabels()),
            fl.ptr(op.getResult()), fl.count(op.getLabels()),
+           fl.i64(op.getLogits().getType().getShape().back()),
+           fl.i32(lossReduction(op.getReduction()))});
+  return success();
+}
+
+// The loss and its gradient in one call; dlogits is the logits' memory
+// when the plan put it there (in place).
+LogicalResult lowerCrossEntropyWithGrad(nn::CrossEntropyWithGradOp op,
+                                        FunctionLowering &fl) {
+  fl.call(rt::tessel_cross_entropy_with_grad,
+          {fl.dtype(op.getLogits()), fl.dtype(op.getLoss()),
+           fl.dtype(op.getLabels()), fl.ptr(op.getLogits()),
+           fl.ptr(op.getLabels()), fl.ptr(op.getDloss()), fl.ptr(op.getLoss()),
+           fl.ptr(op.getDlogits()), fl.count(op.getLabels()),
            fl.i64(op.getLogits().getType().getShape().back()),
            fl.i32(lossReduction(op.getReduction()))});
   return success();
@@ -111,6 +130,7 @@ void addNormAndLossLowerings(LoweringRegistry &registry) {
   registry.add<nn::AddNormOp>(lowerAddNorm);
   registry.add<nn::BatchNormOp>(lowerBatchNorm);
   registry.add<nn::CrossEntropyOp>(lowerCrossEntropy);
+  registry.add<nn::CrossEntropyWithGradOp>(lowerCrossEntropyWithGrad);
   registry.add<nn::LabelLogitOp>(lowerLabelLogit);
   registry.add<nn::SubLabelOp>(lowerSubLabel);
 }

@@ -101,9 +101,11 @@ std::optional<int64_t> valueLimit(Value arg, const std::optional<Mesh> &mesh) {
             rows *= mesh->shape[axis];
         return rows;
       }
-    if (auto loss = dyn_cast<nn::CrossEntropyOp>(user))
-      if (use.get() == loss.getLabels())
-        return loss.getLogits().getType().getShape().back();
+    // A loss's labels (operand 1 of each form) index its classes.
+    if (isa<nn::CrossEntropyOp, nn::CrossEntropyGradOp,
+            nn::CrossEntropyWithGradOp>(user) &&
+        use.getOperandNumber() == 1)
+      return tensorType(user->getOperand(0)).getShape().back();
     // A vocabulary-parallel cross-entropy's pieces: their class blocks.
     if (isa<nn::LabelLogitOp, nn::SubLabelOp>(user) &&
         use.getOperandNumber() == 1) {

@@ -341,10 +341,13 @@ public:
                          const void *table, const void *ids, void *out,
                          int64_t numIds, int64_t rows, int64_t hidden,
                          int64_t rowOffset, int64_t vocab) = 0;
-  virtual void crossEntropy(tessel_ctx *ctx, int32_t dtype, int32_t labelDtype,
-                            const void *logits, const void *labels, void *out,
-                            int64_t rows, int64_t classes,
-                            int32_t reduction) = 0;
+  /// lossDtype is dtype's, or f32 for f16/bf16 logits
+  /// (tessel_cross_entropy_f32: the f32 kernel's arithmetic on the widened
+  /// logits).
+  virtual void crossEntropy(tessel_ctx *ctx, int32_t dtype, int32_t lossDtype,
+                            int32_t labelDtype, const void *logits,
+                            const void *labels, void *out, int64_t rows,
+                            int64_t classes, int32_t reduction) = 0;
   /// lse ([B, H, S], f64 for f64 and f32 otherwise) may be null.
   virtual void attention(tessel_ctx *ctx, int32_t dtype, const void *q,
                          const void *k, const void *v, void *out, void *lse,
@@ -382,11 +385,29 @@ public:
                              const void *gamma, const void *dy, void *dx,
                              void *dgamma, void *dbeta, int64_t outer,
                              int64_t channels, int64_t inner, double eps) = 0;
+  /// dloss of lossDtype (crossEntropy's), dlogits of dtype: with an f32
+  /// loss of 16-bit logits, the f32 gradient of the widened logits rounded
+  /// to dtype (tessel_cross_entropy_grad_f32).
   virtual void crossEntropyGrad(tessel_ctx *ctx, int32_t dtype,
-                                int32_t labelDtype, const void *logits,
-                                const void *labels, const void *dloss,
-                                void *dlogits, int64_t rows, int64_t classes,
-                                int32_t reduction) = 0;
+                                int32_t lossDtype, int32_t labelDtype,
+                                const void *logits, const void *labels,
+                                const void *dloss, void *dlogits, int64_t rows,
+                                int64_t classes, int32_t reduction) = 0;
+  /// crossEntropy into out, then crossEntropyGrad into dlogits, which is
+  /// logits (in place) or apart from every other operand. The default is
+  /// the two kernels, the loss first (it reads the logits the gradient may
+  /// overwrite).
+  virtual void crossEntropyWithGrad(tessel_ctx *ctx, int32_t dtype,
+                                    int32_t lossDtype, int32_t labelDtype,
+                                    const void *logits, const void *labels,
+                                    const void *dloss, void *out,
+                                    void *dlogits, int64_t rows,
+                                    int64_t classes, int32_t reduction) {
+    crossEntropy(ctx, dtype, lossDtype, labelDtype, logits, labels, out, rows,
+                 classes, reduction);
+    crossEntropyGrad(ctx, dtype, lossDtype, labelDtype, logits, labels, dloss,
+                     dlogits, rows, classes, reduction);
+  }
   virtual void labelLogit(tessel_ctx *ctx, int32_t dtype, int32_t labelDtype,
                           const void *logits, const void *labels, void *out,
                           int64_t rows, int64_t classes, int64_t classOffset,

@@ -12,6 +12,7 @@
 #include "core/context.h"
 
 #include <climits>
+#include <cstdint>
 
 namespace tessel {
 
@@ -62,6 +63,32 @@ inline bool checkRows(tessel_ctx *ctx, const char *kernel, int64_t rows,
     return false;
   }
   return true;
+}
+
+/// Whether [a, a + aBytes) and [b, b + bBytes) share a byte.
+inline bool overlaps(const void *a, int64_t aBytes, const void *b,
+                     int64_t bBytes) {
+  auto x = reinterpret_cast<uintptr_t>(a), y = reinterpret_cast<uintptr_t>(b);
+  return aBytes > 0 && bBytes > 0 && x < y + uint64_t(bBytes) &&
+         y < x + uint64_t(aBytes);
+}
+
+/// A cross-entropy kernel's arguments: labels i32 or i64, a known
+/// reduction, [rows, classes] logits of a float dtype, or f16/bf16 where
+/// the loss is f32 (`f32Loss`: the _f32 entries).
+inline bool checkLoss(tessel_ctx *ctx, const char *kernel, int32_t dtype,
+                      bool f32Loss, int32_t labelDtype, int64_t rows,
+                      int64_t classes, int32_t reduction) {
+  if (!checkIndexDtype(ctx, kernel, "labels", labelDtype) ||
+      !checkRows(ctx, kernel, rows, classes))
+    return false;
+  if (reduction < TESSEL_LOSS_MEAN || reduction > TESSEL_LOSS_NONE) {
+    setError(ctx, "%s: unknown reduction %d", kernel, reduction);
+    return false;
+  }
+  return checkDtype(ctx, kernel, dtype,
+                    f32Loss ? dtype == TESSEL_F16 || dtype == TESSEL_BF16
+                            : isFloatDtype(dtype));
 }
 
 /// A block [offset, offset + size) of an extent `total` (a rank's rows of a

@@ -64,13 +64,6 @@ void tessel_matmul(tessel_ctx *ctx, int32_t dtype, const void *a, const void *b,
 
 namespace {
 
-/// Whether [a, a + aBytes) and [b, b + bBytes) share a byte.
-bool overlaps(const void *a, int64_t aBytes, const void *b, int64_t bBytes) {
-  auto x = reinterpret_cast<uintptr_t>(a), y = reinterpret_cast<uintptr_t>(b);
-  return aBytes > 0 && bBytes > 0 && x < y + uint64_t(bBytes) &&
-         y < x + uint64_t(aBytes);
-}
-
 /// The checks every matmul-with-epilogue entry shares: A and B of dtype,
 /// C (and a bias gradient) of outDtype. False with the error recorded.
 bool matmulEpilogueChecked(tessel_ctx *ctx, const char *name, int32_t dtype,
@@ -497,23 +490,36 @@ void tessel_embedding(tessel_ctx *ctx, int32_t dtype, int32_t ids_dtype,
                           hidden, row_offset, vocab);
 }
 
+/// tessel_cross_entropy, or (f32Loss) its _f32 entry: the f32 loss of
+/// 16-bit logits.
+static void crossEntropyEntry(const char *entry, bool f32Loss,
+                              tessel_ctx *ctx, int32_t dtype,
+                              int32_t labelDtype, const void *logits,
+                              const void *labels, void *out, int64_t rows,
+                              int64_t classes, int32_t reduction) {
+  if (!ctx)
+    return;
+  KernelScope scope(ctx, entry);
+  if (checkLoss(ctx, entry, dtype, f32Loss, labelDtype, rows, classes,
+                reduction))
+    ctx->backend->crossEntropy(ctx, dtype, f32Loss ? TESSEL_F32 : dtype,
+                               labelDtype, logits, labels, out, rows, classes,
+                               reduction);
+}
+
 void tessel_cross_entropy(tessel_ctx *ctx, int32_t dtype, int32_t label_dtype,
                           const void *logits, const void *labels, void *out,
                           int64_t rows, int64_t classes, int32_t reduction) {
-  if (!ctx)
-    return;
-  KernelScope scope(ctx, __func__);
-  const char *kernel = "tessel_cross_entropy";
-  if (!checkIndexDtype(ctx, kernel, "labels", label_dtype))
-    return;
-  if (reduction < TESSEL_LOSS_MEAN || reduction > TESSEL_LOSS_NONE) {
-    setError(ctx, "tessel_cross_entropy: unknown reduction %d", reduction);
-    return;
-  }
-  if (!checkDtype(ctx, kernel, dtype, isFloatDtype(dtype)))
-    return;
-  ctx->backend->crossEntropy(ctx, dtype, label_dtype, logits, labels, out, rows,
-                             classes, reduction);
+  crossEntropyEntry(__func__, false, ctx, dtype, label_dtype, logits, labels,
+                    out, rows, classes, reduction);
+}
+
+void tessel_cross_entropy_f32(tessel_ctx *ctx, int32_t dtype,
+                              int32_t label_dtype, const void *logits,
+                              const void *labels, void *out, int64_t rows,
+                              int64_t classes, int32_t reduction) {
+  crossEntropyEntry(__func__, true, ctx, dtype, label_dtype, logits, labels,
+                    out, rows, classes, reduction);
 }
 
 void tessel_attention(tessel_ctx *ctx, int32_t dtype, const void *q,

@@ -95,25 +95,77 @@ void tessel_batch_norm_grad(tessel_ctx *ctx, int32_t dtype, const void *x,
                               outer, channels, inner, eps);
 }
 
+/// tessel_cross_entropy_grad, or (f32Loss) its _f32 entry: dloss f32,
+/// dlogits of the 16-bit logits' type.
+static void crossEntropyGradEntry(const char *entry, bool f32Loss,
+                                  tessel_ctx *ctx, int32_t dtype,
+                                  int32_t labelDtype, const void *logits,
+                                  const void *labels, const void *dloss,
+                                  void *dlogits, int64_t rows,
+                                  int64_t classes, int32_t reduction) {
+  if (!ctx)
+    return;
+  KernelScope scope(ctx, entry);
+  if (checkLoss(ctx, entry, dtype, f32Loss, labelDtype, rows, classes,
+                reduction))
+    ctx->backend->crossEntropyGrad(ctx, dtype, f32Loss ? TESSEL_F32 : dtype,
+                                   labelDtype, logits, labels, dloss, dlogits,
+                                   rows, classes, reduction);
+}
+
 void tessel_cross_entropy_grad(tessel_ctx *ctx, int32_t dtype,
                                int32_t label_dtype, const void *logits,
                                const void *labels, const void *dloss,
                                void *dlogits, int64_t rows, int64_t classes,
                                int32_t reduction) {
+  crossEntropyGradEntry(__func__, false, ctx, dtype, label_dtype, logits,
+                        labels, dloss, dlogits, rows, classes, reduction);
+}
+
+void tessel_cross_entropy_grad_f32(tessel_ctx *ctx, int32_t dtype,
+                                   int32_t label_dtype, const void *logits,
+                                   const void *labels, const void *dloss,
+                                   void *dlogits, int64_t rows,
+                                   int64_t classes, int32_t reduction) {
+  crossEntropyGradEntry(__func__, true, ctx, dtype, label_dtype, logits,
+                        labels, dloss, dlogits, rows, classes, reduction);
+}
+
+void tessel_cross_entropy_with_grad(tessel_ctx *ctx, int32_t dtype,
+                                    int32_t loss_dtype, int32_t label_dtype,
+                                    const void *logits, const void *labels,
+                                    const void *dloss, void *out,
+                                    void *dlogits, int64_t rows,
+                                    int64_t classes, int32_t reduction) {
   if (!ctx)
     return;
   KernelScope scope(ctx, __func__);
-  const char *kernel = "tessel_cross_entropy_grad";
-  if (!checkIndexDtype(ctx, kernel, "labels", label_dtype))
-    return;
-  if (reduction < TESSEL_LOSS_MEAN || reduction > TESSEL_LOSS_NONE) {
-    setError(ctx, "tessel_cross_entropy_grad: unknown reduction %d", reduction);
+  if (loss_dtype != dtype && loss_dtype != TESSEL_F32) {
+    setError(ctx, "%s: loss dtype %d (expected the logits' %d or f32)",
+             __func__, loss_dtype, dtype);
     return;
   }
-  if (!checkDtype(ctx, kernel, dtype, isFloatDtype(dtype)))
+  if (!checkLoss(ctx, __func__, dtype, loss_dtype != dtype, label_dtype, rows,
+                 classes, reduction))
     return;
-  ctx->backend->crossEntropyGrad(ctx, dtype, label_dtype, logits, labels, dloss,
-                                 dlogits, rows, classes, reduction);
+  // The gradient is the logits' memory or memory of its own.
+  int64_t bytes;
+  if (__builtin_mul_overflow(rows * classes, tessel_dtype_size(dtype),
+                             &bytes)) {
+    setError(ctx, "%s: [%lld, %lld] logits overflow int64 bytes", __func__,
+             (long long)rows, (long long)classes);
+    return;
+  }
+  if (dlogits != logits && overlaps(dlogits, bytes, logits, bytes)) {
+    setError(ctx,
+             "%s: dlogits overlaps the logits without being them (in place "
+             "is dlogits == logits)",
+             __func__);
+    return;
+  }
+  ctx->backend->crossEntropyWithGrad(ctx, dtype, loss_dtype, label_dtype,
+                                     logits, labels, dloss, out, dlogits, rows,
+                                     classes, reduction);
 }
 
 void tessel_label_logit(tessel_ctx *ctx, int32_t dtype, int32_t label_dtype,

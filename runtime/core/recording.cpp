@@ -190,11 +190,12 @@ public:
     defer(&Backend::embedding, ctx, dtype, idsDtype, table, ids, out, numIds,
           rows, hidden, rowOffset, vocab);
   }
-  void crossEntropy(tessel_ctx *ctx, int32_t dtype, int32_t labelDtype,
-                    const void *logits, const void *labels, void *out,
-                    int64_t rows, int64_t classes, int32_t reduction) override {
-    defer(&Backend::crossEntropy, ctx, dtype, labelDtype, logits, labels, out,
-          rows, classes, reduction);
+  void crossEntropy(tessel_ctx *ctx, int32_t dtype, int32_t lossDtype,
+                    int32_t labelDtype, const void *logits, const void *labels,
+                    void *out, int64_t rows, int64_t classes,
+                    int32_t reduction) override {
+    defer(&Backend::crossEntropy, ctx, dtype, lossDtype, labelDtype, logits,
+          labels, out, rows, classes, reduction);
   }
   void attention(tessel_ctx *ctx, int32_t dtype, const void *q, const void *k,
                  const void *v, void *out, void *lse, int64_t batch,
@@ -235,12 +236,21 @@ public:
     defer(&Backend::batchNormGrad, ctx, dtype, x, gamma, dy, dx, dgamma, dbeta,
           outer, channels, inner, eps);
   }
-  void crossEntropyGrad(tessel_ctx *ctx, int32_t dtype, int32_t labelDtype,
-                        const void *logits, const void *labels,
-                        const void *dloss, void *dlogits, int64_t rows,
-                        int64_t classes, int32_t reduction) override {
-    defer(&Backend::crossEntropyGrad, ctx, dtype, labelDtype, logits, labels,
-          dloss, dlogits, rows, classes, reduction);
+  void crossEntropyGrad(tessel_ctx *ctx, int32_t dtype, int32_t lossDtype,
+                        int32_t labelDtype, const void *logits,
+                        const void *labels, const void *dloss, void *dlogits,
+                        int64_t rows, int64_t classes,
+                        int32_t reduction) override {
+    defer(&Backend::crossEntropyGrad, ctx, dtype, lossDtype, labelDtype,
+          logits, labels, dloss, dlogits, rows, classes, reduction);
+  }
+  void crossEntropyWithGrad(tessel_ctx *ctx, int32_t dtype, int32_t lossDtype,
+                            int32_t labelDtype, const void *logits,
+                            const void *labels, const void *dloss, void *out,
+                            void *dlogits, int64_t rows, int64_t classes,
+                            int32_t reduction) override {
+    defer(&Backend::crossEntropyWithGrad, ctx, dtype, lossDtype, labelDtype,
+          logits, labels, dloss, out, dlogits, rows, classes, reduction);
   }
   void labelLogit(tessel_ctx *ctx, int32_t dtype, int32_t labelDtype,
                   const void *logits, const void *labels, void *out,

@@ -342,17 +342,23 @@ void layerNormGradF32(const float *x, const float *gamma, const float *dy,
       dbeta[j] = float(dbSum[j]);
 }
 
-/// The f32 cross-entropy gradient, vectorised: the row's max, e^(x − max)
-/// (the polynomial exp) written straight into the output row with its sum
-/// (f32 lanes flushed into f64, as in the forward), then one scaling pass.
+/// The cross-entropy gradient in f32, vectorised: the row's max,
+/// e^(x − max) (the polynomial exp) written straight into the output row
+/// with its sum (f32 lanes flushed into f64, as in the forward), then one
+/// scaling pass. Logits and dlogits are f32, or 16-bit (T) with an f32
+/// loss: each row is then widened first and its f32 gradient rounded to T
+/// as tessel_cast rounds it (the unfused cast, f32 kernel and cast).
+template <class T>
 void crossEntropyGradF32(tessel_ctx *ctx, int32_t labelDtype,
-                         const void *labels, const float *x, const float *dl,
-                         float *dlogits, int64_t rows, int64_t classes,
+                         const void *labels, const T *x, const float *dl,
+                         T *dlogits, int64_t rows, int64_t classes,
                          int32_t reduction) {
+  constexpr bool kWiden = !std::is_same<T, float>::value;
+  std::vector<float> wide(kWiden ? 2 * size_t(classes) : 0);
   dispatch([&]() TESSEL_INLINE {
     for (int64_t r = 0; r < rows; ++r) {
-      const float *xs = x + r * classes;
-      float *dr = dlogits + r * classes;
+      const T *xs = x + r * classes;
+      T *dr = dlogits + r * classes;
       int64_t label = labelDtype == TESSEL_I32
                           ? static_cast<const int32_t *>(labels)[r]
                           : static_cast<const int64_t *>(labels)[r];
@@ -360,18 +366,32 @@ void crossEntropyGradF32(tessel_ctx *ctx, int32_t labelDtype,
         setError(ctx, "tessel_cross_entropy_grad: label %lld of row %lld "
                       "outside [0, %lld)",
                  (long long)label, (long long)r, (long long)classes);
-        std::fill(dr, dr + classes, 0.0f);
+        std::fill(dr, dr + classes, fromDouble<T>(0.0));
         continue;
       }
       double g = reduction == TESSEL_LOSS_NONE ? double(dl[r])
                  : reduction == TESSEL_LOSS_SUM
                      ? double(dl[0])
                      : double(dl[0]) / double(rows);
-      float mx = rowMax(xs, classes);
-      float k = float(g / expSum(xs, dr, classes, classes, mx));
+      const float *xf;
+      float *df;
+      if constexpr (kWiden) {
+        for (int64_t c = 0; c < classes; ++c)
+          wide[size_t(c)] = float(Elem<T>::load(xs[c]));
+        xf = wide.data();
+        df = wide.data() + classes;
+      } else {
+        xf = xs;
+        df = dr;
+      }
+      float mx = rowMax(xf, classes);
+      float k = float(g / expSum(xf, df, classes, classes, mx));
       for (int64_t c = 0; c < classes; ++c)
-        dr[c] *= k;
-      dr[label] -= float(g);
+        df[c] *= k;
+      df[label] -= float(g);
+      if constexpr (kWiden)
+        for (int64_t c = 0; c < classes; ++c)
+          dr[c] = fromDouble<T>(double(df[c]));
     }
   });
 }
@@ -500,18 +520,22 @@ void CpuBackend::batchNormGrad(tessel_ctx *, int32_t dtype, const void *x,
 }
 
 void CpuBackend::crossEntropyGrad(tessel_ctx *ctx, int32_t dtype,
-                                  int32_t label_dtype, const void *logits,
-                                  const void *labels, const void *dloss,
-                                  void *dlogits, int64_t rows, int64_t classes,
+                                  int32_t loss_dtype, int32_t label_dtype,
+                                  const void *logits, const void *labels,
+                                  const void *dloss, void *dlogits,
+                                  int64_t rows, int64_t classes,
                                   int32_t reduction) {
   visitFloat(dtype, [&](auto tag) {
     using T = decltype(tag);
     using C = typename Elem<T>::Compute;
-    if constexpr (std::is_same<T, float>::value) {
-      crossEntropyGradF32(ctx, label_dtype, labels, in<float>(logits),
-                          in<float>(dloss), out<float>(dlogits), rows,
-                          classes, reduction);
-      return;
+    // f32 logits, or 16-bit ones with an f32 loss: the f32 kernel.
+    if constexpr (std::is_same<T, float>::value || sizeof(T) == 2) {
+      if (std::is_same<T, float>::value || loss_dtype != dtype) {
+        crossEntropyGradF32(ctx, label_dtype, labels, in<T>(logits),
+                            in<float>(dloss), out<T>(dlogits), rows, classes,
+                            reduction);
+        return;
+      }
     }
     const T *x = in<T>(logits);
     const T *dl = in<T>(dloss);

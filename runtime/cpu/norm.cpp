@@ -193,15 +193,49 @@ void CpuBackend::batchNorm(tessel_ctx *, int32_t dtype, const void *x,
   });
 }
 
+namespace {
+
+/// Softmax cross-entropy of one row, lse − x[label], in T's compute type
+/// (f32 rows through the vectorised log-sum-exp).
+template <class T>
+double crossEntropyRow(const T *xs, int64_t classes, int64_t label) {
+  using C = typename Elem<T>::Compute;
+  // log Σ exp(x) = max + log Σ exp(x - max): no overflow for large logits,
+  // no log(0) for very negative ones.
+  double lse;
+  if constexpr (std::is_same<T, float>::value) {
+    dispatch([&]() TESSEL_INLINE { lse = logSumExpRow(xs, classes); });
+  } else {
+    C mx = -std::numeric_limits<C>::infinity();
+    for (int64_t c = 0; c < classes; ++c)
+      mx = std::max(mx, C(Elem<T>::load(xs[c])));
+    double sum = 0.0;
+    for (int64_t c = 0; c < classes; ++c)
+      sum += double(std::exp(C(Elem<T>::load(xs[c])) - mx));
+    lse = double(mx) + std::log(sum);
+  }
+  return lse - double(Elem<T>::load(xs[label]));
+}
+
+} // namespace
+
 void CpuBackend::crossEntropy(tessel_ctx *ctx, int32_t dtype,
-                              int32_t label_dtype, const void *logits,
-                              const void *labels, void *outp, int64_t rows,
-                              int64_t classes, int32_t reduction) {
+                              int32_t loss_dtype, int32_t label_dtype,
+                              const void *logits, const void *labels,
+                              void *outp, int64_t rows, int64_t classes,
+                              int32_t reduction) {
   visitFloat(dtype, [&](auto tag) {
     using T = decltype(tag);
-    using C = typename Elem<T>::Compute;
     const T *x = in<T>(logits);
-    T *o = out<T>(outp);
+    // An f32 loss of 16-bit logits: the f32 kernel on each row widened.
+    const bool widen = loss_dtype != dtype;
+    std::vector<float> wide(widen ? size_t(classes) : 0);
+    auto store = [&](int64_t i, double loss) {
+      if (widen)
+        out<float>(outp)[i] = float(loss);
+      else
+        out<T>(outp)[i] = fromDouble<T>(loss);
+    };
     double total = 0.0;
     for (int64_t r = 0; r < rows; ++r) {
       const T *xs = x + r * classes;
@@ -213,31 +247,21 @@ void CpuBackend::crossEntropy(tessel_ctx *ctx, int32_t dtype,
         setError(ctx, "tessel_cross_entropy: label %lld of row %lld outside "
                       "[0, %lld)",
                  (long long)label, (long long)r, (long long)classes);
+      } else if (widen) {
+        for (int64_t c = 0; c < classes; ++c)
+          wide[size_t(c)] = float(Elem<T>::load(xs[c]));
+        loss = crossEntropyRow(wide.data(), classes, label);
       } else {
-        // log Σ exp(x) = max + log Σ exp(x - max): no overflow for large
-        // logits, no log(0) for very negative ones.
-        double lse;
-        if constexpr (std::is_same<T, float>::value) {
-          dispatch([&]() TESSEL_INLINE { lse = logSumExpRow(xs, classes); });
-        } else {
-          C mx = -std::numeric_limits<C>::infinity();
-          for (int64_t c = 0; c < classes; ++c)
-            mx = std::max(mx, C(Elem<T>::load(xs[c])));
-          double sum = 0.0;
-          for (int64_t c = 0; c < classes; ++c)
-            sum += double(std::exp(C(Elem<T>::load(xs[c])) - mx));
-          lse = double(mx) + std::log(sum);
-        }
-        loss = lse - double(Elem<T>::load(xs[label]));
+        loss = crossEntropyRow(xs, classes, label);
       }
       if (reduction == TESSEL_LOSS_NONE)
-        o[r] = fromDouble<T>(loss);
+        store(r, loss);
       total += loss;
     }
     if (reduction == TESSEL_LOSS_SUM)
-      o[0] = fromDouble<T>(total);
+      store(0, total);
     else if (reduction == TESSEL_LOSS_MEAN)
-      o[0] = fromDouble<T>(rows > 0 ? total / double(rows)
-                                    : std::numeric_limits<double>::quiet_NaN());
+      store(0, rows > 0 ? total / double(rows)
+                        : std::numeric_limits<double>::quiet_NaN());
   });
 }

@@ -106,9 +106,10 @@ public:
                  const void *table, const void *ids, void *out, int64_t numIds,
                  int64_t rows, int64_t hidden, int64_t rowOffset,
                  int64_t vocab) override;
-  void crossEntropy(tessel_ctx *ctx, int32_t dtype, int32_t labelDtype,
-                    const void *logits, const void *labels, void *out,
-                    int64_t rows, int64_t classes, int32_t reduction) override;
+  void crossEntropy(tessel_ctx *ctx, int32_t dtype, int32_t lossDtype,
+                    int32_t labelDtype, const void *logits, const void *labels,
+                    void *out, int64_t rows, int64_t classes,
+                    int32_t reduction) override;
   void attention(tessel_ctx *ctx, int32_t dtype, const void *q, const void *k,
                  const void *v, void *out, void *lse, int64_t batch,
                  int64_t seq, int64_t kvSeq, int64_t heads, int64_t kvHeads,
@@ -132,10 +133,16 @@ public:
                      const void *gamma, const void *dy, void *dx, void *dgamma,
                      void *dbeta, int64_t outer, int64_t channels,
                      int64_t inner, double eps) override;
-  void crossEntropyGrad(tessel_ctx *ctx, int32_t dtype, int32_t labelDtype,
-                        const void *logits, const void *labels,
-                        const void *dloss, void *dlogits, int64_t rows,
-                        int64_t classes, int32_t reduction) override;
+  void crossEntropyGrad(tessel_ctx *ctx, int32_t dtype, int32_t lossDtype,
+                        int32_t labelDtype, const void *logits,
+                        const void *labels, const void *dloss, void *dlogits,
+                        int64_t rows, int64_t classes,
+                        int32_t reduction) override;
+  void crossEntropyWithGrad(tessel_ctx *ctx, int32_t dtype, int32_t lossDtype,
+                            int32_t labelDtype, const void *logits,
+                            const void *labels, const void *dloss, void *out,
+                            void *dlogits, int64_t rows, int64_t classes,
+                            int32_t reduction) override;
   void labelLogit(tessel_ctx *ctx, int32_t dtype, int32_t labelDtype,
                   const void *logits, const void *labels, void *out,
                   int64_t rows, int64_t classes, int64_t classOffset,

@@ -1,16 +1,20 @@
 //===- loss.cu - Cross-entropy and the vocab-parallel loss pieces --------===//
 //
-// tessel_cross_entropy(_grad), tessel_label_logit and tessel_sub_label on
-// the GPU. A row of logits belongs to one warp (classes <= 1024, eight rows
-// a block) or one 512-thread block (longer rows, e.g. a 50k vocabulary).
-// The row's threads read it once with 16-byte vectors (after a scalar head
-// up to the first aligned element), each keeping a running (max, Σ e^(x -
-// max)), and combine them in a fixed tree (loss_math.h): the loss is
-// lse − x[label]. The mean and sum go through per-row losses in a
-// temporary and one fixed-order reduction block, never float atomics, so
-// the loss is the same bits on every run. The gradient recomputes the row's
-// statistics and writes g·(e^(x − max)/Σ − onehot) while reading the row a
-// second time (llm.c's fused classifier): no probability buffer.
+// tessel_cross_entropy(_grad, _with_grad), tessel_label_logit and
+// tessel_sub_label on the GPU. A row of logits belongs to one warp (classes
+// <= 1024, eight rows a block) or one 512-thread block (longer rows, e.g. a
+// 50k vocabulary). The row's threads read it once with 16-byte vectors
+// (after a scalar head up to the first aligned element), each keeping a
+// running (max, Σ e^(x - max)), and combine them in a fixed tree
+// (loss_math.h): the loss is lse − x[label]. The mean and sum go through
+// per-row losses in a temporary and one fixed-order reduction block, never
+// float atomics, so the loss is the same bits on every run. The gradient
+// recomputes the row's statistics and writes g·(e^(x − max)/Σ − onehot)
+// while reading the row a second time: no probability buffer.
+// tessel_cross_entropy_with_grad does both from one reading of the
+// statistics, the gradient optionally over the logits (llm.c's fused
+// classifier). Logits of 16 bits may have an f32 loss (the _f32 entries):
+// the arithmetic is f32 either way.
 //
 //===----------------------------------------------------------------------===//
 
@@ -145,11 +149,11 @@ template <int G> struct RowLoop {
 };
 
 /// Per-row losses: into `rowLoss` (f64, for the mean or sum) or, for
-/// TESSEL_LOSS_NONE, rounded into `out`.
-template <int G, class T>
+/// TESSEL_LOSS_NONE, rounded into `out` (L: T, or f32 for 16-bit T).
+template <int G, class T, class L>
 __global__ void __launch_bounds__(kBlockThreads<G>)
     crossEntropyKernel(const T *logits, const void *labels, bool labels64,
-                       int64_t rows, int64_t classes, double *rowLoss, T *out,
+                       int64_t rows, int64_t classes, double *rowLoss, L *out,
                        DeviceError *errors) {
   __shared__ double scratch[kBlockRow / kWarp];
   RowLoop<G> loop;
@@ -169,7 +173,7 @@ __global__ void __launch_bounds__(kBlockThreads<G>)
       if (rowLoss)
         rowLoss[r] = loss;
       else
-        out[r] = fromDouble<T>(loss);
+        out[r] = fromDouble<L>(loss);
     }
   }
 }
@@ -193,36 +197,62 @@ __global__ void __launch_bounds__(kReduceThreads)
                                       : double(infinityF()) * 0.0);
 }
 
-template <int G, class T>
+/// A barrier of a row's group with memory ordering: what its threads read
+/// before it is read before any of them writes after it.
+template <int G> __device__ void groupSync() {
+  if constexpr (G > kWarp)
+    __syncthreads();
+  else
+    __syncwarp();
+}
+
+/// Each row's dlogits (T) from dloss (L: T, or f32 for 16-bit T) and, with
+/// rowLoss or out, its loss as crossEntropyKernel writes it: the gradient's
+/// kernel, and with the loss one pass of both, each row's statistics read
+/// once (llm.c's fused classifier). dlogits may be the logits (in place):
+/// every thread of the row's group has read the row, and the label's
+/// logit, before any writes it. A bad label is recorded as `badLabel`.
+template <int G, class T, class L>
 __global__ void __launch_bounds__(kBlockThreads<G>)
     crossEntropyGradKernel(const T *logits, const void *labels, bool labels64,
-                           const T *dloss, T *dlogits, int64_t rows,
+                           const L *dloss, T *dlogits, int64_t rows,
                            int64_t classes, int32_t reduction,
+                           double *rowLoss, L *out, DeviceErrorKind badLabel,
                            DeviceError *errors) {
   using C = typename Elem<T>::Compute;
   __shared__ double scratch[kBlockRow / kWarp];
   RowLoop<G> loop;
+  const bool withLoss = rowLoss || out;
   const double dloss0 = toDouble(dloss[0]);
   for (int64_t r = loop.begin; r < rows; r += loop.step) {
     const T *x = logits + r * classes;
     T *dx = dlogits + r * classes;
     int64_t label = loadLabel(labels, labels64, r);
+    double loss = 0.0; // what the CPU adds for a bad label's row
     if (label < 0 || label >= classes) {
       if (loop.lane == 0)
-        recordDeviceError(errors, DeviceErrorKind::CrossEntropyGradLabel, label,
-                          r, classes);
+        recordDeviceError(errors, badLabel, label, r, classes);
       for (int64_t c = loop.lane; c < classes; c += G)
         dx[c] = Elem<T>::store(C(0));
-      continue;
+    } else {
+      double picked = withLoss ? toDouble(x[label]) : 0.0;
+      auto stats = rowStats<G>(x, classes, loop.lane, scratch);
+      groupSync<G>();
+      loss = lseOfRow(stats.max, stats.sum) - picked;
+      double g = lossGradScale(
+          reduction, reduction == TESSEL_LOSS_NONE ? toDouble(dloss[r]) : 0.0,
+          dloss0, rows);
+      C k = C(g / stats.sum), gc = C(g);
+      mapRow<G>(x, dx, classes, loop.lane, [=](int64_t c, C v) {
+        return crossEntropyGradElement(v, stats.max, k, gc, c == label);
+      });
     }
-    double g = lossGradScale(
-        reduction, reduction == TESSEL_LOSS_NONE ? toDouble(dloss[r]) : 0.0,
-        dloss0, rows);
-    auto stats = rowStats<G>(x, classes, loop.lane, scratch);
-    C k = C(g / stats.sum), gc = C(g);
-    mapRow<G>(x, dx, classes, loop.lane, [=](int64_t c, C v) {
-      return crossEntropyGradElement(v, stats.max, k, gc, c == label);
-    });
+    if (withLoss && loop.lane == 0) {
+      if (rowLoss)
+        rowLoss[r] = loss;
+      else
+        out[r] = fromDouble<L>(loss);
+    }
   }
 }
 
@@ -289,59 +319,122 @@ template <class F> void visitRowGroup(int64_t classes, F &&f) {
 using namespace tessel;
 using namespace tessel::cuda;
 
-void CudaBackend::crossEntropy(tessel_ctx *ctx, int32_t dtype,
-                               int32_t labelDtype, const void *logits,
-                               const void *labels, void *out, int64_t rows,
-                               int64_t classes, int32_t reduction) {
-  const char *what = "tessel_cross_entropy";
-  bool labels64 = labelDtype == TESSEL_I64;
+namespace {
+
+/// f(T(), L()): the logits' stored type and the loss's, T's own or f32
+/// (the front allows f32 only for 16-bit logits).
+template <class F>
+void visitLossTypes(int32_t dtype, int32_t lossDtype, F &&f) {
   visitFloat(dtype, [&](auto tag) {
     using T = decltype(tag);
-    const T *x = static_cast<const T *>(logits);
-    T *o = static_cast<T *>(out);
-    double *rowLoss = nullptr;
-    if (reduction != TESSEL_LOSS_NONE && rows > 0 &&
-        !check(ctx,
-               cudaMallocAsync(reinterpret_cast<void **>(&rowLoss),
-                               size_t(rows) * sizeof(double), stream()),
-               what))
-      return;
-    if (rows > 0) {
-      visitRowGroup(classes, [&](auto group) {
-        constexpr int G = decltype(group)::value;
-        crossEntropyKernel<G>
-            <<<rowBlocks<G>(rows), kBlockThreads<G>, 0, stream()>>>(
-                x, labels, labels64, rows, classes, rowLoss, o, deviceErrors());
-      });
-      checkLaunch(ctx, what);
-    }
-    if (reduction != TESSEL_LOSS_NONE) {
-      lossReduceKernel<<<1, kReduceThreads, 0, stream()>>>(
-          rowLoss, rows, reduction == TESSEL_LOSS_MEAN, o);
-      checkLaunch(ctx, what);
-    }
-    if (rowLoss)
-      check(ctx, cudaFreeAsync(rowLoss, stream()), what);
+    if (lossDtype == dtype)
+      f(T(), T());
+    else if constexpr (sizeof(T) == 2)
+      f(T(), float());
+  });
+}
+
+/// The loss out of a row kernel: launchRows(rowLoss) writes each row's
+/// loss into rowLoss (f64, a temporary, for the mean or sum) or, with
+/// rowLoss null (none), into out; then one block reduces them in a fixed
+/// order.
+template <class L, class LaunchRows>
+void lossOfRows(CudaBackend &be, tessel_ctx *ctx, const char *what,
+                int64_t rows, int32_t reduction, L *out,
+                LaunchRows &&launchRows) {
+  double *rowLoss = nullptr;
+  if (reduction != TESSEL_LOSS_NONE && rows > 0 &&
+      !CudaBackend::check(ctx,
+                          cudaMallocAsync(reinterpret_cast<void **>(&rowLoss),
+                                          size_t(rows) * sizeof(double),
+                                          be.stream()),
+                          what))
+    return;
+  if (rows > 0) {
+    launchRows(rowLoss);
+    CudaBackend::checkLaunch(ctx, what);
+  }
+  if (reduction != TESSEL_LOSS_NONE) {
+    lossReduceKernel<<<1, kReduceThreads, 0, be.stream()>>>(
+        rowLoss, rows, reduction == TESSEL_LOSS_MEAN, out);
+    CudaBackend::checkLaunch(ctx, what);
+  }
+  if (rowLoss)
+    CudaBackend::check(ctx, cudaFreeAsync(rowLoss, be.stream()), what);
+}
+
+} // namespace
+
+void CudaBackend::crossEntropy(tessel_ctx *ctx, int32_t dtype,
+                               int32_t lossDtype, int32_t labelDtype,
+                               const void *logits, const void *labels,
+                               void *out, int64_t rows, int64_t classes,
+                               int32_t reduction) {
+  bool labels64 = labelDtype == TESSEL_I64;
+  visitLossTypes(dtype, lossDtype, [&](auto tag, auto lossTag) {
+    using T = decltype(tag);
+    using L = decltype(lossTag);
+    L *o = static_cast<L *>(out);
+    lossOfRows(*this, ctx, "tessel_cross_entropy", rows, reduction, o,
+               [&](double *rowLoss) {
+                 visitRowGroup(classes, [&](auto group) {
+                   constexpr int G = decltype(group)::value;
+                   crossEntropyKernel<G>
+                       <<<rowBlocks<G>(rows), kBlockThreads<G>, 0, stream()>>>(
+                           static_cast<const T *>(logits), labels, labels64,
+                           rows, classes, rowLoss, o, deviceErrors());
+                 });
+               });
+  });
+}
+
+void CudaBackend::crossEntropyWithGrad(tessel_ctx *ctx, int32_t dtype,
+                                       int32_t lossDtype, int32_t labelDtype,
+                                       const void *logits, const void *labels,
+                                       const void *dloss, void *out,
+                                       void *dlogits, int64_t rows,
+                                       int64_t classes, int32_t reduction) {
+  bool labels64 = labelDtype == TESSEL_I64;
+  visitLossTypes(dtype, lossDtype, [&](auto tag, auto lossTag) {
+    using T = decltype(tag);
+    using L = decltype(lossTag);
+    L *o = static_cast<L *>(out);
+    lossOfRows(*this, ctx, "tessel_cross_entropy_with_grad", rows, reduction,
+               o, [&](double *rowLoss) {
+                 visitRowGroup(classes, [&](auto group) {
+                   constexpr int G = decltype(group)::value;
+                   crossEntropyGradKernel<G>
+                       <<<rowBlocks<G>(rows), kBlockThreads<G>, 0, stream()>>>(
+                           static_cast<const T *>(logits), labels, labels64,
+                           static_cast<const L *>(dloss),
+                           static_cast<T *>(dlogits), rows, classes,
+                           reduction, rowLoss, o,
+                           DeviceErrorKind::CrossEntropyLabel, deviceErrors());
+                 });
+               });
   });
 }
 
 void CudaBackend::crossEntropyGrad(tessel_ctx *ctx, int32_t dtype,
-                                   int32_t labelDtype, const void *logits,
-                                   const void *labels, const void *dloss,
-                                   void *dlogits, int64_t rows, int64_t classes,
+                                   int32_t lossDtype, int32_t labelDtype,
+                                   const void *logits, const void *labels,
+                                   const void *dloss, void *dlogits,
+                                   int64_t rows, int64_t classes,
                                    int32_t reduction) {
   if (rows <= 0)
     return;
   bool labels64 = labelDtype == TESSEL_I64;
-  visitFloat(dtype, [&](auto tag) {
+  visitLossTypes(dtype, lossDtype, [&](auto tag, auto lossTag) {
     using T = decltype(tag);
+    using L = decltype(lossTag);
     visitRowGroup(classes, [&](auto group) {
       constexpr int G = decltype(group)::value;
       crossEntropyGradKernel<G>
           <<<rowBlocks<G>(rows), kBlockThreads<G>, 0, stream()>>>(
               static_cast<const T *>(logits), labels, labels64,
-              static_cast<const T *>(dloss), static_cast<T *>(dlogits), rows,
-              classes, reduction, deviceErrors());
+              static_cast<const L *>(dloss), static_cast<T *>(dlogits), rows,
+              classes, reduction, nullptr, static_cast<L *>(nullptr),
+              DeviceErrorKind::CrossEntropyGradLabel, deviceErrors());
     });
   });
   checkLaunch(ctx, "tessel_cross_entropy_grad");

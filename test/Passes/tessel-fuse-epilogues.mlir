@@ -204,3 +204,124 @@ func.func @bias_grad_left_alone(%x: tensor<32x784xf32>, %dy: tensor<32x16xf32>) 
   %dw = nn.matmul %x, %dy transpose_lhs : (tensor<32x784xf32>, tensor<32x16xf32>) -> tensor<784x16xf32>
   return %dw, %db : tensor<784x16xf32>, tensor<16xf32>
 }
+
+// -----
+
+// Tests that under mixed precision the loss reads the bf16 logits itself
+// (its loss still f32): the widened logits go.
+// CHECK-LABEL: func.func @loss_cast
+// CHECK-NEXT: %[[L:.*]] = nn.cross_entropy %arg0, %arg1 : (tensor<8x16xbf16>, tensor<8xi32>) -> tensor<f32>
+// CHECK-NEXT: return %[[L]]
+func.func @loss_cast(%z: tensor<8x16xbf16>, %y: tensor<8xi32>) -> tensor<f32> {
+  %w = nn.cast %z : tensor<8x16xbf16> to tensor<8x16xf32>
+  %l = nn.cross_entropy %w, %y : (tensor<8x16xf32>, tensor<8xi32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// Tests that the gradient's rounding back to bf16 folds into the gradient
+// of the bf16 logits (dloss still f32): neither the widened logits nor the
+// f32 gradient remain.
+// CHECK-LABEL: func.func @loss_grad_rounding
+// CHECK-NEXT: %[[G:.*]] = nn.cross_entropy_grad %arg0, %arg1, %arg2 : (tensor<8x16xbf16>, tensor<8xi32>, tensor<f32>) -> tensor<8x16xbf16>
+// CHECK-NEXT: return %[[G]]
+func.func @loss_grad_rounding(%z: tensor<8x16xbf16>, %y: tensor<8xi32>, %dl: tensor<f32>) -> tensor<8x16xbf16> {
+  %w = nn.cast %z : tensor<8x16xbf16> to tensor<8x16xf32>
+  %g = nn.cross_entropy_grad %w, %y, %dl : (tensor<8x16xf32>, tensor<8xi32>, tensor<f32>) -> tensor<8x16xf32>
+  %r = nn.cast %g : tensor<8x16xf32> to tensor<8x16xbf16>
+  return %r : tensor<8x16xbf16>
+}
+
+// -----
+
+// Tests that a step's loss and its gradient of the same logits, labels and
+// reduction become one op where the loss stood (the seed exists there);
+// after the casts fold, bf16 logits with an f32 loss. The logits are an
+// argument, the caller's memory: not in place.
+// CHECK-LABEL: func.func @loss_with_grad
+// CHECK-NEXT: %[[L:.*]], %[[G:.*]] = nn.cross_entropy_with_grad %arg0, %arg1, %arg2 : (tensor<8x16xbf16>, tensor<8xi32>, tensor<f32>) -> (tensor<f32>, tensor<8x16xbf16>)
+// CHECK-NEXT: return %[[L]], %[[G]]
+func.func @loss_with_grad(%z: tensor<8x16xbf16>, %y: tensor<8xi32>, %dl: tensor<f32>) -> (tensor<f32>, tensor<8x16xbf16>) {
+  %w = nn.cast %z : tensor<8x16xbf16> to tensor<8x16xf32>
+  %l = nn.cross_entropy %w, %y : (tensor<8x16xf32>, tensor<8xi32>) -> tensor<f32>
+  %g = nn.cross_entropy_grad %w, %y, %dl : (tensor<8x16xf32>, tensor<8xi32>, tensor<f32>) -> tensor<8x16xf32>
+  %r = nn.cast %g : tensor<8x16xf32> to tensor<8x16xbf16>
+  return %l, %r : tensor<f32>, tensor<8x16xbf16>
+}
+
+// -----
+
+// Tests that the gradient is written over logits a kernel of the function
+// made and only the two read (in_place), and that the fused op stands
+// where the gradient stood when the seed is made after the loss (nothing
+// reads the loss before).
+// CHECK-LABEL: func.func @loss_with_grad_in_place
+// CHECK-NEXT: %[[Z:.*]] = nn.matmul %arg0, %arg1
+// CHECK-NEXT: %[[S:.*]] = nn.constant
+// CHECK-NEXT: %[[L:.*]], %[[G:.*]] = nn.cross_entropy_with_grad %[[Z]], %arg2, %[[S]] in_place : (tensor<8x16xf32>, tensor<8xi32>, tensor<f32>) -> (tensor<f32>, tensor<8x16xf32>)
+// CHECK-NEXT: return %[[L]], %[[G]]
+func.func @loss_with_grad_in_place(%x: tensor<8x4xf32>, %w: tensor<4x16xf32>, %y: tensor<8xi32>) -> (tensor<f32>, tensor<8x16xf32>) {
+  %z = nn.matmul %x, %w : (tensor<8x4xf32>, tensor<4x16xf32>) -> tensor<8x16xf32>
+  %l = nn.cross_entropy %z, %y : (tensor<8x16xf32>, tensor<8xi32>) -> tensor<f32>
+  %s = nn.constant dense<1.0> : tensor<f32>
+  %g = nn.cross_entropy_grad %z, %y, %s : (tensor<8x16xf32>, tensor<8xi32>, tensor<f32>) -> tensor<8x16xf32>
+  return %l, %g : tensor<f32>, tensor<8x16xf32>
+}
+
+// -----
+
+// Tests the fused loss's limits: logits read by a third op keep their
+// memory (not in place); another reduction, other labels, or a loss read
+// before a seed made after it stay two ops.
+// CHECK-LABEL: func.func @loss_with_grad_kept
+// CHECK: nn.cross_entropy_with_grad %[[Z:.*]], %arg2, %arg3 : (tensor<8x16xf32>, tensor<8xi32>, tensor<f32>) -> (tensor<f32>, tensor<8x16xf32>)
+// CHECK: nn.cross_entropy %arg4, %arg2 {reduction = #nn.reduction<sum>}
+// CHECK: nn.cross_entropy_grad %arg4, %arg2, %arg3 :
+// CHECK: nn.cross_entropy %arg5, %arg2 :
+// CHECK: nn.cross_entropy_grad %arg5, %arg6, %arg3 :
+// CHECK: %[[M:.*]] = nn.cross_entropy %arg7, %arg2 :
+// CHECK-NEXT: %[[E:.*]] = nn.exp %[[M]]
+// CHECK-NEXT: %[[S:.*]] = nn.constant
+// CHECK-NEXT: nn.cross_entropy_grad %arg7, %arg2, %[[S]] :
+// CHECK-NOT: cross_entropy_with_grad
+func.func @loss_with_grad_kept(%x: tensor<8x4xf32>, %w: tensor<4x16xf32>, %y: tensor<8xi32>, %dl: tensor<f32>, %a: tensor<8x16xf32>, %b: tensor<8x16xf32>, %y2: tensor<8xi32>, %c: tensor<8x16xf32>) -> (tensor<f32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<f32>, tensor<8x16xf32>, tensor<f32>, tensor<8x16xf32>, tensor<f32>, tensor<8x16xf32>) {
+  %z = nn.matmul %x, %w : (tensor<8x4xf32>, tensor<4x16xf32>) -> tensor<8x16xf32>
+  %l = nn.cross_entropy %z, %y : (tensor<8x16xf32>, tensor<8xi32>) -> tensor<f32>
+  %g = nn.cross_entropy_grad %z, %y, %dl : (tensor<8x16xf32>, tensor<8xi32>, tensor<f32>) -> tensor<8x16xf32>
+  %la = nn.cross_entropy %a, %y {reduction = #nn.reduction<sum>} : (tensor<8x16xf32>, tensor<8xi32>) -> tensor<f32>
+  %ga = nn.cross_entropy_grad %a, %y, %dl : (tensor<8x16xf32>, tensor<8xi32>, tensor<f32>) -> tensor<8x16xf32>
+  %lb = nn.cross_entropy %b, %y : (tensor<8x16xf32>, tensor<8xi32>) -> tensor<f32>
+  %gb = nn.cross_entropy_grad %b, %y2, %dl : (tensor<8x16xf32>, tensor<8xi32>, tensor<f32>) -> tensor<8x16xf32>
+  %lc = nn.cross_entropy %c, %y : (tensor<8x16xf32>, tensor<8xi32>) -> tensor<f32>
+  %e = nn.exp %lc : tensor<f32>
+  %s = nn.constant dense<1.0> : tensor<f32>
+  %gc = nn.cross_entropy_grad %c, %y, %s : (tensor<8x16xf32>, tensor<8xi32>, tensor<f32>) -> tensor<8x16xf32>
+  return %l, %g, %z, %la, %ga, %lb, %gb, %e, %gc : tensor<f32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<f32>, tensor<8x16xf32>, tensor<f32>, tensor<8x16xf32>, tensor<f32>, tensor<8x16xf32>
+}
+
+// -----
+
+// Tests the folds' limits: a gradient read in f32 keeps the widening
+// (the loss, reduction none, reads the f16 logits all the same); a
+// gradient rounded to another type than its logits' (bf16 logits, f16
+// gradient) and the loss of f32 logits stay as they are.
+// CHECK-LABEL: func.func @loss_casts_kept
+// CHECK-NEXT: %[[W:.*]] = nn.cast %arg0 : tensor<8x16xf16> to tensor<8x16xf32>
+// CHECK-NEXT: %[[L:.*]] = nn.cross_entropy %arg0, %arg1 {reduction = #nn.reduction<none>} : (tensor<8x16xf16>, tensor<8xi32>) -> tensor<8xf32>
+// CHECK-NEXT: %[[G:.*]] = nn.cross_entropy_grad %[[W]], %arg1, %arg2 {reduction = #nn.reduction<none>} : (tensor<8x16xf32>, tensor<8xi32>, tensor<8xf32>) -> tensor<8x16xf32>
+// CHECK-NEXT: %[[B:.*]] = nn.cast %arg3 : tensor<8x16xbf16> to tensor<8x16xf32>
+// CHECK-NEXT: %[[H:.*]] = nn.cross_entropy_grad %[[B]], %arg1, %arg4 : (tensor<8x16xf32>, tensor<8xi32>, tensor<f32>) -> tensor<8x16xf32>
+// CHECK-NEXT: %[[R:.*]] = nn.cast %[[H]] : tensor<8x16xf32> to tensor<8x16xf16>
+// CHECK-NEXT: %[[M:.*]] = nn.cross_entropy %arg5, %arg1 : (tensor<8x16xf32>, tensor<8xi32>) -> tensor<f32>
+// CHECK-NEXT: return %[[L]], %[[G]], %[[R]], %[[M]]
+func.func @loss_casts_kept(%z: tensor<8x16xf16>, %y: tensor<8xi32>, %dl: tensor<8xf32>, %b: tensor<8x16xbf16>, %db: tensor<f32>, %f: tensor<8x16xf32>) -> (tensor<8xf32>, tensor<8x16xf32>, tensor<8x16xf16>, tensor<f32>) {
+  %w = nn.cast %z : tensor<8x16xf16> to tensor<8x16xf32>
+  %l = nn.cross_entropy %w, %y {reduction = #nn.reduction<none>} : (tensor<8x16xf32>, tensor<8xi32>) -> tensor<8xf32>
+  %g = nn.cross_entropy_grad %w, %y, %dl {reduction = #nn.reduction<none>} : (tensor<8x16xf32>, tensor<8xi32>, tensor<8xf32>) -> tensor<8x16xf32>
+  %bw = nn.cast %b : tensor<8x16xbf16> to tensor<8x16xf32>
+  %h = nn.cross_entropy_grad %bw, %y, %db : (tensor<8x16xf32>, tensor<8xi32>, tensor<f32>) -> tensor<8x16xf32>
+  %r = nn.cast %h : tensor<8x16xf32> to tensor<8x16xf16>
+  %m = nn.cross_entropy %f, %y : (tensor<8x16xf32>, tensor<8xi32>) -> tensor<f32>
+  return %l, %g, %r, %m : tensor<8xf32>, tensor<8x16xf32>, tensor<8x16xf16>, tensor<f32>
+}

@@ -379,6 +379,40 @@ func.func @accumulate_f32(%x: tensor<8x4xbf16>, %dy: tensor<8x16xbf16>, %g: tens
 
 // -----
 
+// Tests that the f32 loss of bf16 logits and its gradient call the ABI 13
+// entries with the logits' dtype (bf16, 2): the loss written in f32, the
+// gradient in bf16 from an f32 dloss.
+// CHECK-LABEL: llvm.func @tessel_fn_loss_f32(
+// CHECK-SAME: %[[CTX:[^:]*]]: !llvm.ptr, %{{[^:]*}}: !llvm.ptr, %[[Z:[^:]*]]: !llvm.ptr, %[[Y:[^:]*]]: !llvm.ptr, %[[DL:[^:]*]]: !llvm.ptr, %[[L:[^:]*]]: !llvm.ptr, %[[G:[^:]*]]: !llvm.ptr)
+// CHECK: %[[BF16:.*]] = llvm.mlir.constant(2 : i32) : i32
+// CHECK: llvm.call @tessel_cross_entropy_f32(%[[CTX]], %[[BF16]], %{{.*}}, %[[Z]], %[[Y]], %[[L]],
+// CHECK: llvm.call @tessel_cross_entropy_grad_f32(%[[CTX]], %{{.*}}, %{{.*}}, %[[Z]], %[[Y]], %[[DL]], %[[G]],
+func.func @loss_f32(%z: tensor<2x3xbf16>, %y: tensor<2xi32>, %dl: tensor<f32>) -> (tensor<f32>, tensor<2x3xbf16>) {
+  %l = nn.cross_entropy %z, %y : (tensor<2x3xbf16>, tensor<2xi32>) -> tensor<f32>
+  %g = nn.cross_entropy_grad %z, %y, %dl : (tensor<2x3xbf16>, tensor<2xi32>, tensor<f32>) -> tensor<2x3xbf16>
+  return %l, %g : tensor<f32>, tensor<2x3xbf16>
+}
+
+// -----
+
+// Tests that the loss and its gradient are one call with the logits'
+// dtype (bf16, 2) and the loss's (f32, 0), the gradient's pointer the
+// logits' (scratch offset 0) when it is written in place.
+// CHECK-LABEL: llvm.func @tessel_fn_loss_with_grad(
+// CHECK-SAME: %[[CTX:[^:]*]]: !llvm.ptr, %[[S:[^:]*]]: !llvm.ptr, %{{[^:]*}}: !llvm.ptr, %[[Y:[^:]*]]: !llvm.ptr, %[[DL:[^:]*]]: !llvm.ptr, %[[L:[^:]*]]: !llvm.ptr
+// CHECK: llvm.call @tessel_unary
+// CHECK-NEXT: %[[BF16:.*]] = llvm.mlir.constant(2 : i32) : i32
+// CHECK-NEXT: %[[F32:.*]] = llvm.mlir.constant(0 : i32) : i32
+// CHECK: llvm.call @tessel_cross_entropy_with_grad(%[[CTX]], %[[BF16]], %[[F32]], %{{.*}}, %[[S]], %[[Y]], %[[DL]], %[[L]], %[[S]],
+func.func @loss_with_grad(%x: tensor<2x3xbf16>, %y: tensor<2xi32>, %dl: tensor<f32>) -> (tensor<f32>, tensor<2x3xbf16>) {
+  %z = nn.exp %x : tensor<2x3xbf16>
+  %l, %g = nn.cross_entropy_with_grad %z, %y, %dl in_place : (tensor<2x3xbf16>, tensor<2xi32>, tensor<f32>) -> (tensor<f32>, tensor<2x3xbf16>)
+  %n = nn.neg %g : tensor<2x3xbf16>
+  return %l, %n : tensor<f32>, tensor<2x3xbf16>
+}
+
+// -----
+
 // Tests that consecutive optimizer steps with the same constants are one
 // grouped update: five pointers a tensor (param, master or null, grad, the
 // two states) in a stack array, the sizes in a constant array; a step with

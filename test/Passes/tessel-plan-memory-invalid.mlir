@@ -138,3 +138,15 @@ func.func @bias_grad_acc_read_after(%x: tensor<2x2xf32>, %dy: tensor<2x4xf32>, %
   %e = nn.exp %g : tensor<2x4xf32>
   return %g2, %db, %e : tensor<2x4xf32>, tensor<4xf32>, tensor<2x4xf32>
 }
+
+// -----
+
+// Tests that a loss gradient written in place over logits read afterwards
+// is refused: the later read would see the gradient.
+func.func @loss_gradient_over_read_logits(%x: tensor<8x16xf32>, %y: tensor<8xi32>, %dl: tensor<f32>) -> (tensor<f32>, tensor<8x16xf32>, tensor<8x16xf32>) {
+  %z = nn.exp %x : tensor<8x16xf32>
+  // expected-error @+1 {{'nn.cross_entropy_with_grad' op updates operand #0 in place, but a later op still reads it}}
+  %l, %g = nn.cross_entropy_with_grad %z, %y, %dl in_place : (tensor<8x16xf32>, tensor<8xi32>, tensor<f32>) -> (tensor<f32>, tensor<8x16xf32>)
+  %late = nn.neg %z : tensor<8x16xf32>
+  return %l, %g, %late : tensor<f32>, tensor<8x16xf32>, tensor<8x16xf32>
+}

@@ -310,3 +310,29 @@ func.func @backward(%arg0: tensor<4x8xf32>, %arg1: tensor<3x8x8xf32>, %arg2: ten
   %0:4 = nn.repeat @grad_layer(%arg0) params(%arg1, %arg2) reverse finish @grad_layer_finish : (tensor<4x8xf32>, tensor<3x8x8xf32>, tensor<3x4x8xf32>) -> (tensor<4x8xf32>, tensor<3x4x8xf32>, tensor<3x8x8xf32>, tensor<3x8xf32>)
   return %0#0, %0#2, %0#3, %0#1 : tensor<4x8xf32>, tensor<3x8x8xf32>, tensor<3x8xf32>, tensor<3x4x8xf32>
 }
+
+// -----
+
+// Tests that a loss gradient written in place takes the logits' bytes
+// (offset 0; the scratch is the logits' 512 bytes alone), and one apart a
+// buffer of its own beside them (1,024 bytes).
+// CHECK-LABEL: func.func @loss_gradient_in_place
+// CHECK-SAME: tessel.scratch_bytes = 512
+// CHECK: nn.exp %{{.*}} {tessel.offsets = array<i64: 0>}
+// CHECK: nn.cross_entropy_with_grad %{{.*}} in_place {tessel.offsets = array<i64: -2, 0>}
+func.func @loss_gradient_in_place(%x: tensor<8x16xf32>, %y: tensor<8xi32>, %dl: tensor<f32>) -> (tensor<f32>, tensor<8x16xf32>) {
+  %z = nn.exp %x : tensor<8x16xf32>
+  %l, %g = nn.cross_entropy_with_grad %z, %y, %dl in_place : (tensor<8x16xf32>, tensor<8xi32>, tensor<f32>) -> (tensor<f32>, tensor<8x16xf32>)
+  %n = nn.neg %g : tensor<8x16xf32>
+  return %l, %n : tensor<f32>, tensor<8x16xf32>
+}
+
+// CHECK-LABEL: func.func @loss_gradient_apart
+// CHECK-SAME: tessel.scratch_bytes = 1024
+// CHECK: nn.cross_entropy_with_grad %{{.*}} {tessel.offsets = array<i64: -2, 512>}
+func.func @loss_gradient_apart(%x: tensor<8x16xf32>, %y: tensor<8xi32>, %dl: tensor<f32>) -> (tensor<f32>, tensor<8x16xf32>) {
+  %z = nn.exp %x : tensor<8x16xf32>
+  %l, %g = nn.cross_entropy_with_grad %z, %y, %dl : (tensor<8x16xf32>, tensor<8xi32>, tensor<f32>) -> (tensor<f32>, tensor<8x16xf32>)
+  %n = nn.neg %g : tensor<8x16xf32>
+  return %l, %n : tensor<f32>, tensor<8x16xf32>
+}

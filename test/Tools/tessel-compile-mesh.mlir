@@ -33,8 +33,9 @@
 // all_slice moves nothing. Ring bytes a rank sends: 2(G-1)/G of an
 // all-reduce's payload (G = 2: x1; G = 4: x1.5), (G-1)/G of a gather's
 // (x0.75). One step (one microbatch) is the backward and the update.
-// REPORT: arena (one rank) 960 bytes
-// REPORT: scratch 320 bytes at 640
+// The loss's gradient is written over the gathered logits (in place).
+// REPORT: arena (one rank) 896 bytes
+// REPORT: scratch 256 bytes at 640
 // Without --zero every dp rank keeps its whole blocks: Ψ = 24 parameters
 // (the rank's [8, 3] block of w), SGD with momentum keeps one state each.
 // REPORT-NEXT: training state per rank (not sharded; Ψ = 24 parameters per rank before ZeRO)

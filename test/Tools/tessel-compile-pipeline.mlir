@@ -103,15 +103,15 @@
 // (the head), so the bubble exceeds 1/5.
 // GPT: pipeline over pp=2 (mesh pp=2): gpipe, 4 microbatches, 2 stages (1 per rank)
 // GPT: 0     0    0-1              445317120        445317120       1348568064        7437568
-// GPT-NEXT: 1     1    2-3              479855616        479855616       1451854592        7302656
+// GPT-NEXT: 1     1    2-3              479855616        479855616       1451592448        7302656
 // GPT-NEXT: imbalance (max / mean model forward)        1.0373
 // GPT-NEXT: tied parameter wte held by stages 0,1 (a copy on each)
 // GPT: 0          1750016      1750016      3500032
 // GPT-SAME: 0            0
 // GPT-NEXT: 1          1718272      1718272      3436544
 // GPT-SAME: 262144      1048576
-// GPT: * gpipe         0.2174         0.2000  4,4                  0,1048576
-// GPT-NEXT:   1f1b          0.2174         0.2000  2,1                  0,262144
+// GPT: * gpipe         0.2173         0.2000  4,4                  0,1048576
+// GPT-NEXT:   1f1b          0.2173         0.2000  2,1                  0,262144
 // GPT-NEXT:   zb-h1         0.0882              -  2,1                  0,524288
 // GPT: point-to-point per step (bytes a rank of each stage sends: 4 activations forward, 4 gradients back)
 // GPT-NEXT: stage 0            1048576

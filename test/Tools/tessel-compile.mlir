@@ -13,7 +13,7 @@
 // MLIR: llvm.call @tessel_matmul
 // MLIR: llvm.call @tessel_cross_entropy
 // MLIR-LABEL: llvm.func @tessel_fn_loss_backward
-// MLIR: llvm.call @tessel_cross_entropy_grad
+// MLIR: llvm.call @tessel_cross_entropy_with_grad
 // MLIR-LABEL: llvm.func @tessel_fn_loss_update
 // MLIR: llvm.call @tessel_optimizer_update
 // MLIR-LABEL: llvm.func @tessel_forward
@@ -28,21 +28,21 @@
 
 // Trained (the default, AdamW): w 4·3·4 = 48 -> 64 at 0; its gradient 64
 // at 64; m and v 128 at 128; x 2·4·4 = 32 -> 64 at 256, y 8 -> 64 at 320;
-// the gradient scale 64 at 384; the loss at 448; scratch 192 at 512 (the
-// backward's logits, logit gradient and weight gradient; the loss is
-// computed in its slot): 704 bytes.
+// the gradient scale 64 at 384; the loss at 448; scratch 128 at 512 (the
+// backward's logits, which the loss's gradient overwrites in place, and
+// the weight gradient; the loss is computed in its slot): 640 bytes.
 // REPORT: model {{.*}}tessel-compile.mlir (@loss)
 // REPORT: flops of @loss 76
-// REPORT: arena (one rank) 704 bytes
+// REPORT: arena (one rank) 640 bytes
 // REPORT: params 64 bytes at 0
 // REPORT: grads 64 bytes at 64
 // REPORT: states 128 bytes at 128
 // REPORT: inputs 128 bytes at 256
 // REPORT: control 64 bytes at 384
 // REPORT: outputs 64 bytes at 448
-// REPORT: scratch 192 bytes at 512
+// REPORT: scratch 128 bytes at 512
 
-// JSON: "arena_bytes":704
+// JSON: "arena_bytes":640
 // JSON-SAME: "entries":{"backward":"tessel_backward","forward":"tessel_forward","update":"tessel_update"}
 // JSON-SAME: "train":{{{.*}}"optimizer":"adamw"
 

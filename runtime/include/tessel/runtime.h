@@ -73,8 +73,16 @@ extern "C" {
  * 12: tessel_matmul_accumulate_f32, a 16-bit GEMM summed into an f32
  * output (a bf16 weight gradient added into its f32 gradient buffer by
  * the GEMM: Megatron's gradient-accumulation fusion), optionally with its
- * bias gradient in f32. Descriptions 1 to 11 still load. */
-#define TESSEL_ABI_VERSION 12
+ * bias gradient in f32. Descriptions 1 to 11 still load.
+ * 13: the loss's fusions. tessel_cross_entropy_f32 and
+ * tessel_cross_entropy_grad_f32, the cross-entropy of 16-bit logits with
+ * the loss in f32 (the widening cast before the loss and the rounding
+ * after its gradient, folded into the two kernels: no f32 copy of the
+ * logits or of their gradient); tessel_cross_entropy_with_grad, a training
+ * step's loss and its gradient from one reading of each row's statistics,
+ * the gradient optionally written over the logits (llm.c's fused
+ * classifier). Descriptions 1 to 12 still load. */
+#define TESSEL_ABI_VERSION 13
 
 typedef enum tessel_dtype {
   TESSEL_F32 = 0,
@@ -716,6 +724,15 @@ void tessel_cross_entropy(tessel_ctx *ctx, int32_t dtype, int32_t label_dtype,
                           const void *logits, const void *labels, void *out,
                           int64_t rows, int64_t classes, int32_t reduction);
 
+/* tessel_cross_entropy of dtype (TESSEL_F16 or TESSEL_BF16) logits with
+ * out f32 (ABI 13): each logit widened (exactly) and the f32 kernel's
+ * arithmetic, so the loss equals tessel_cast to f32 then
+ * tessel_cross_entropy, with no f32 copy of the logits. */
+void tessel_cross_entropy_f32(tessel_ctx *ctx, int32_t dtype,
+                              int32_t label_dtype, const void *logits,
+                              const void *labels, void *out, int64_t rows,
+                              int64_t classes, int32_t reduction);
+
 /* Multi-head attention: q [B, S, H, D], k [B, T, Hkv, D], v [B, T, Hkv, E],
  * out [B, S, H, E]; query head h reads kv head h / (H / Hkv); with causal,
  * query i sees keys 0..i. */
@@ -796,6 +813,30 @@ void tessel_cross_entropy_grad(tessel_ctx *ctx, int32_t dtype,
                                const void *labels, const void *dloss,
                                void *dlogits, int64_t rows, int64_t classes,
                                int32_t reduction);
+
+/* tessel_cross_entropy_grad of dtype (TESSEL_F16 or TESSEL_BF16) logits
+ * with dloss f32 (tessel_cross_entropy_f32's loss) and dlogits of dtype
+ * (ABI 13): the f32 gradient of the widened logits rounded to dtype as
+ * tessel_cast rounds it, with no f32 gradient buffer. */
+void tessel_cross_entropy_grad_f32(tessel_ctx *ctx, int32_t dtype,
+                                   int32_t label_dtype, const void *logits,
+                                   const void *labels, const void *dloss,
+                                   void *dlogits, int64_t rows,
+                                   int64_t classes, int32_t reduction);
+
+/* tessel_cross_entropy's out and tessel_cross_entropy_grad's dlogits (from
+ * dloss) in one call (ABI 13): on a GPU one pass, each row's statistics
+ * read once (llm.c's fused classifier). loss_dtype, the type of out and
+ * dloss, is dtype, or TESSEL_F32 for f16/bf16 logits (the _f32 entries'
+ * arithmetic). dlogits may be logits itself (the gradient written over
+ * the logits, in place) or memory apart from it; it overlaps none of
+ * labels, dloss, out. A bad label records the loss's error. */
+void tessel_cross_entropy_with_grad(tessel_ctx *ctx, int32_t dtype,
+                                    int32_t loss_dtype, int32_t label_dtype,
+                                    const void *logits, const void *labels,
+                                    const void *dloss, void *out,
+                                    void *dlogits, int64_t rows,
+                                    int64_t classes, int32_t reduction);
 
 /* Vocabulary-parallel cross-entropy (Megatron style): each rank holds the
  * logits of a block of the classes, and the loss is built from the

@@ -7,7 +7,8 @@
 // many shapes (a 50304-class row included), f32 and f64, every reduction;
 // the vocab-parallel label kernels' column rule against the CPU's. GPU
 // tests (skipped without a device): each kernel on a CUDA and a CPU
-// context, compared.
+// context, compared, ABI 13's fused forms included (the f32 loss of
+// 16-bit logits; the loss and its gradient in one pass, in place or not).
 //
 //===----------------------------------------------------------------------===//
 
@@ -327,37 +328,45 @@ template <class F> void forFloatTypes(F &&f) {
   f(tc::BFloat());
 }
 
+/// Calls f(shape, reduction) for every shape and reduction, traced with
+/// T's dtype.
+template <class T, class F> void forLossCases(F &&f) {
+  for (const Shape &s : kShapes)
+    for (int32_t reduction :
+         {TESSEL_LOSS_MEAN, TESSEL_LOSS_SUM, TESSEL_LOSS_NONE}) {
+      SCOPED_TRACE(std::to_string(dtypeOf<T>()) + " " +
+                   std::to_string(s.rows) + "x" + std::to_string(s.classes) +
+                   " reduction " + std::to_string(reduction));
+      f(s, reduction);
+    }
+}
+
 // Tests tessel_cross_entropy on the GPU (every reduction, both label types,
 // aligned and misaligned logits) and that it is deterministic.
 TEST_F(CudaVsCpuLoss, CrossEntropyMatchesCpu) {
   forFloatTypes([&](auto tag) {
     using T = decltype(tag);
-    for (const Shape &s : kShapes)
-      for (int32_t reduction :
-           {TESSEL_LOSS_MEAN, TESSEL_LOSS_SUM, TESSEL_LOSS_NONE})
-        for (size_t shift : {0, 1}) {
-          SCOPED_TRACE(std::to_string(dtypeOf<T>()) + " " +
-                       std::to_string(s.rows) + "x" +
-                       std::to_string(s.classes) + " reduction " +
-                       std::to_string(reduction));
-          std::vector<T> x;
-          std::vector<int64_t> labels;
-          makeProblem(s, 17 + uint64_t(s.classes), false, x, labels);
-          size_t count = reduction == TESSEL_LOSS_NONE ? size_t(s.rows) : 1;
-          auto kernel = [&](tessel_ctx *ctx, const T *lg, void *l, void *out) {
-            tessel_cross_entropy(ctx, dtypeOf<T>(), TESSEL_I64, lg, l, out,
-                                 s.rows, s.classes, reduction);
-          };
-          auto [want, got] = both<T>(x, labels, count, shift, kernel);
-          auto again = both<T>(x, labels, count, shift, kernel).second;
-          for (size_t i = 0; i < count; ++i) {
-            EXPECT_TRUE(close(tc::toDouble(got[i]), tc::toDouble(want[i]),
-                              gpuTolerance<T>(), gpuTolerance<T>()))
-                << i << ": " << tc::toDouble(got[i]) << " vs "
-                << tc::toDouble(want[i]);
-            EXPECT_EQ(bitsOf(got[i]), bitsOf(again[i]));
-          }
+    forLossCases<T>([&](const Shape &s, int32_t reduction) {
+      for (size_t shift : {0, 1}) {
+        std::vector<T> x;
+        std::vector<int64_t> labels;
+        makeProblem(s, 17 + uint64_t(s.classes), false, x, labels);
+        size_t count = reduction == TESSEL_LOSS_NONE ? size_t(s.rows) : 1;
+        auto kernel = [&](tessel_ctx *ctx, const T *lg, void *l, void *out) {
+          tessel_cross_entropy(ctx, dtypeOf<T>(), TESSEL_I64, lg, l, out,
+                               s.rows, s.classes, reduction);
+        };
+        auto [want, got] = both<T>(x, labels, count, shift, kernel);
+        auto again = both<T>(x, labels, count, shift, kernel).second;
+        for (size_t i = 0; i < count; ++i) {
+          EXPECT_TRUE(close(tc::toDouble(got[i]), tc::toDouble(want[i]),
+                            gpuTolerance<T>(), gpuTolerance<T>()))
+              << i << ": " << tc::toDouble(got[i]) << " vs "
+              << tc::toDouble(want[i]);
+          EXPECT_EQ(bitsOf(got[i]), bitsOf(again[i]));
         }
+      }
+    });
   });
 }
 
@@ -365,38 +374,140 @@ TEST_F(CudaVsCpuLoss, CrossEntropyMatchesCpu) {
 TEST_F(CudaVsCpuLoss, CrossEntropyGradMatchesCpu) {
   forFloatTypes([&](auto tag) {
     using T = decltype(tag);
-    for (const Shape &s : kShapes)
-      for (int32_t reduction :
-           {TESSEL_LOSS_MEAN, TESSEL_LOSS_SUM, TESSEL_LOSS_NONE})
-        for (size_t shift : {0, 1}) {
-          SCOPED_TRACE(std::to_string(dtypeOf<T>()) + " " +
-                       std::to_string(s.rows) + "x" +
-                       std::to_string(s.classes) + " reduction " +
-                       std::to_string(reduction));
-          std::vector<T> x;
-          std::vector<int64_t> labels64;
-          makeProblem(s, 29 + uint64_t(s.classes), false, x, labels64);
-          std::vector<int32_t> labels(labels64.begin(), labels64.end());
-          std::vector<T> dloss;
-          for (int64_t r = 0; r < s.rows; ++r)
-            dloss.push_back(tc::fromDouble<T>(1.0 + 0.5 * double(r % 3)));
-          auto [want, got] =
-              both<T>(x, labels, x.size(), shift,
-                      [&](tessel_ctx *ctx, const T *lg, void *l, void *out) {
-                        void *dl = upload(ctx, dloss);
-                        tessel_cross_entropy_grad(ctx, dtypeOf<T>(), TESSEL_I32,
-                                                  lg, l, dl, out, s.rows,
-                                                  s.classes, reduction);
-                        tessel_synchronize(ctx);
-                        tessel_free(ctx, dl);
-                      });
-          int wrong = 0;
-          for (size_t i = 0; i < x.size(); ++i)
-            wrong += !close(tc::toDouble(got[i]), tc::toDouble(want[i]),
-                            gpuTolerance<T>(), gpuTolerance<T>() * 2.0);
-          EXPECT_EQ(wrong, 0);
-        }
+    forLossCases<T>([&](const Shape &s, int32_t reduction) {
+      for (size_t shift : {0, 1}) {
+        std::vector<T> x;
+        std::vector<int64_t> labels64;
+        makeProblem(s, 29 + uint64_t(s.classes), false, x, labels64);
+        std::vector<int32_t> labels(labels64.begin(), labels64.end());
+        std::vector<T> dloss;
+        for (int64_t r = 0; r < s.rows; ++r)
+          dloss.push_back(tc::fromDouble<T>(1.0 + 0.5 * double(r % 3)));
+        auto [want, got] =
+            both<T>(x, labels, x.size(), shift,
+                    [&](tessel_ctx *ctx, const T *lg, void *l, void *out) {
+                      void *dl = upload(ctx, dloss);
+                      tessel_cross_entropy_grad(ctx, dtypeOf<T>(), TESSEL_I32,
+                                                lg, l, dl, out, s.rows,
+                                                s.classes, reduction);
+                      tessel_synchronize(ctx);
+                      tessel_free(ctx, dl);
+                    });
+        int wrong = 0;
+        for (size_t i = 0; i < x.size(); ++i)
+          wrong += !close(tc::toDouble(got[i]), tc::toDouble(want[i]),
+                          gpuTolerance<T>(), gpuTolerance<T>() * 2.0);
+        EXPECT_EQ(wrong, 0);
+      }
+    });
   });
+}
+
+// Tests tessel_cross_entropy_f32 and tessel_cross_entropy_grad_f32 (ABI 13:
+// 16-bit logits, the loss and dloss in f32) on the GPU: the loss within
+// f32's bounds of the CPU's (the widened logits are exact, so only the
+// summation order differs), the gradient within the 16-bit bounds.
+TEST_F(CudaVsCpuLoss, CrossEntropyF32OfHalfLogitsMatchesCpu) {
+  auto run = [&](auto tag) {
+    using T = decltype(tag);
+    forLossCases<T>([&](const Shape &s, int32_t reduction) {
+      std::vector<T> x;
+      std::vector<int64_t> labels;
+      makeProblem(s, 41 + uint64_t(s.classes), false, x, labels);
+      size_t count = reduction == TESSEL_LOSS_NONE ? size_t(s.rows) : 1;
+      auto [want, got] = both<float>(
+          x, labels, count, 1,
+          [&](tessel_ctx *ctx, const T *lg, void *l, void *out) {
+            tessel_cross_entropy_f32(ctx, dtypeOf<T>(), TESSEL_I64, lg, l,
+                                     out, s.rows, s.classes, reduction);
+          });
+      for (size_t i = 0; i < count; ++i)
+        EXPECT_TRUE(close(got[i], want[i], gpuTolerance<float>(),
+                          gpuTolerance<float>()))
+            << i << ": " << got[i] << " vs " << want[i];
+      std::vector<float> dloss;
+      for (int64_t r = 0; r < s.rows; ++r)
+        dloss.push_back(1.0f + 0.5f * float(r % 3));
+      auto [wantGrad, gotGrad] = both<T>(
+          x, labels, x.size(), 0,
+          [&](tessel_ctx *ctx, const T *lg, void *l, void *out) {
+            void *dl = upload(ctx, dloss);
+            tessel_cross_entropy_grad_f32(ctx, dtypeOf<T>(), TESSEL_I64, lg,
+                                          l, dl, out, s.rows, s.classes,
+                                          reduction);
+            tessel_synchronize(ctx);
+            tessel_free(ctx, dl);
+          });
+      int wrong = 0;
+      for (size_t i = 0; i < x.size(); ++i)
+        wrong += !close(tc::toDouble(gotGrad[i]), tc::toDouble(wantGrad[i]),
+                        gpuTolerance<T>(), gpuTolerance<T>() * 2.0);
+      EXPECT_EQ(wrong, 0);
+    });
+  };
+  run(tc::Half());
+  run(tc::BFloat());
+}
+
+// Tests tessel_cross_entropy_with_grad on the GPU (one pass) against the
+// CPU's (the loss, then the gradient): the gradient apart from the logits
+// and over them, each float type with its own loss and f16/bf16 with an
+// f32 one; the loss within its type's bounds, the gradient within the
+// logits'.
+TEST_F(CudaVsCpuLoss, CrossEntropyWithGradMatchesCpu) {
+  auto run = [&](auto tag, auto lossTag) {
+    using T = decltype(tag);
+    using L = decltype(lossTag);
+    forLossCases<T>([&](const Shape &s, int32_t reduction) {
+      std::vector<T> x;
+      std::vector<int64_t> labels;
+      makeProblem(s, 53 + uint64_t(s.classes), false, x, labels);
+      size_t count = reduction == TESSEL_LOSS_NONE ? size_t(s.rows) : 1;
+      std::vector<L> dloss;
+      for (size_t r = 0; r < count; ++r)
+        dloss.push_back(tc::fromDouble<L>(1.0 + 0.5 * double(r % 3)));
+      for (bool inPlace : {false, true}) {
+        SCOPED_TRACE(std::string("loss dtype ") +
+                     std::to_string(dtypeOf<L>()) +
+                     (inPlace ? ", in place" : ", apart"));
+        std::vector<L> loss[2];
+        std::vector<T> grad[2];
+        tessel_ctx *ctxs[2] = {cpu, gpu};
+        for (int k = 0; k < 2; ++k) {
+          void *lg = upload(ctxs[k], x), *l = upload(ctxs[k], labels);
+          void *dl = upload(ctxs[k], dloss);
+          void *out = upload(ctxs[k], std::vector<L>(count));
+          void *dx = inPlace ? lg : upload(ctxs[k], std::vector<T>(x.size()));
+          tessel_cross_entropy_with_grad(ctxs[k], dtypeOf<T>(), dtypeOf<L>(),
+                                         TESSEL_I64, lg, l, dl, out, dx,
+                                         s.rows, s.classes, reduction);
+          loss[k] = download<L>(ctxs[k], out, count);
+          grad[k] = download<T>(ctxs[k], dx, x.size());
+          EXPECT_EQ(tessel_error(ctxs[k]), nullptr) << tessel_error(ctxs[k]);
+          for (void *p : {lg, l, dl, out})
+            tessel_free(ctxs[k], p);
+          if (!inPlace)
+            tessel_free(ctxs[k], dx);
+        }
+        for (size_t i = 0; i < count; ++i)
+          EXPECT_TRUE(close(tc::toDouble(loss[1][i]), tc::toDouble(loss[0][i]),
+                            gpuTolerance<L>(), gpuTolerance<L>()))
+              << i << ": " << tc::toDouble(loss[1][i]) << " vs "
+              << tc::toDouble(loss[0][i]);
+        int wrong = 0;
+        for (size_t i = 0; i < x.size(); ++i)
+          wrong += !close(tc::toDouble(grad[1][i]), tc::toDouble(grad[0][i]),
+                          gpuTolerance<T>(), gpuTolerance<T>() * 2.0);
+        EXPECT_EQ(wrong, 0);
+      }
+    });
+  };
+  run(float(), float());
+  run(double(), double());
+  run(tc::Half(), tc::Half());
+  run(tc::BFloat(), tc::BFloat());
+  run(tc::Half(), float());
+  run(tc::BFloat(), float());
 }
 
 // Tests that bad labels on the GPU report the CPU's error and write what

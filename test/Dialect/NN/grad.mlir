@@ -124,3 +124,14 @@ func.func @slice_grad(%a: tensor<8x64xf32>, %b: tensor<4x64xf32>, %c: tensor<0xi
   %2 = nn.slice_grad %c start = [0] limit = [0] : tensor<0xi32> -> tensor<5xi32>
   return %0, %1, %2 : tensor<8x192xf32>, tensor<8x192xf32>, tensor<5xi32>
 }
+
+// Tests that the gradient of 16-bit logits takes dloss of their type or,
+// for their f32 loss, f32; dlogits keep the logits' type.
+// CHECK-LABEL: func.func @cross_entropy_grad_f32_dloss
+// CHECK: nn.cross_entropy_grad %{{.*}}, %{{.*}}, %{{.*}} : (tensor<2x8x50xbf16>, tensor<2x8xi32>, tensor<f32>) -> tensor<2x8x50xbf16>
+// CHECK: nn.cross_entropy_grad %{{.*}}, %{{.*}}, %{{.*}} {reduction = #nn.reduction<none>} : (tensor<2x8x50xf16>, tensor<2x8xi32>, tensor<2x8xf32>) -> tensor<2x8x50xf16>
+func.func @cross_entropy_grad_f32_dloss(%z: tensor<2x8x50xbf16>, %h: tensor<2x8x50xf16>, %y: tensor<2x8xi32>, %dl: tensor<f32>, %dls: tensor<2x8xf32>) -> (tensor<2x8x50xbf16>, tensor<2x8x50xf16>) {
+  %0 = nn.cross_entropy_grad %z, %y, %dl : (tensor<2x8x50xbf16>, tensor<2x8xi32>, tensor<f32>) -> tensor<2x8x50xbf16>
+  %1 = nn.cross_entropy_grad %h, %y, %dls {reduction = #nn.reduction<none>} : (tensor<2x8x50xf16>, tensor<2x8xi32>, tensor<2x8xf32>) -> tensor<2x8x50xf16>
+  return %0, %1 : tensor<2x8x50xbf16>, tensor<2x8x50xf16>
+}

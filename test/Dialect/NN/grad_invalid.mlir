@@ -230,6 +230,16 @@ func.func @cross_entropy_grad_dloss_type(%z: tensor<8x10xf32>, %y: tensor<8xi32>
 
 // -----
 
+// Tests that the gradient of bf16 logits takes dloss of bf16 or f32, not f64.
+func.func @cross_entropy_grad_dloss_f64_of_bf16(%z: tensor<8x10xbf16>, %y: tensor<8xi32>, %dl: tensor<f64>) -> tensor<8x10xbf16> {
+  // expected-error @+2 {{dloss must have the loss's type 'tensor<bf16>' (or f32) (reduction mean), got 'tensor<f64>'}}
+  // expected-error @+1 {{'nn.cross_entropy_grad' op failed to infer returned types}}
+  %0 = nn.cross_entropy_grad %z, %y, %dl : (tensor<8x10xbf16>, tensor<8xi32>, tensor<f64>) -> tensor<8x10xbf16>
+  return %0 : tensor<8x10xbf16>
+}
+
+// -----
+
 // Tests that embedding_grad rejects a result that is not a [vocab, hidden] table.
 func.func @embedding_grad_result_rank(%ids: tensor<8xi32>, %dout: tensor<8x16xf32>) -> tensor<16xf32> {
   // expected-error @+1 {{'nn.embedding_grad' op result must be the table [vocab, hidden], got 'tensor<16xf32>'}}

@@ -97,3 +97,25 @@ func.func @layer_norm_grad_row_split(%x: tensor<8x16xf32>, %g: tensor<16xf32>, %
   %db2 = shard.shard %db1 to %none annotate_for_users : tensor<16xf32>
   return %dx2, %dg2, %db2 : tensor<8x16xf32>, tensor<16xf32>, tensor<16xf32>
 }
+
+// -----
+
+// Tests that the gradient of an f32 loss of bf16 logits is refused over
+// split classes: the vocabulary-parallel statistics would be computed in
+// bf16 (tessel-partition-invalid.mlir: the loss itself).
+shard.grid @mesh(shape = 2)
+func.func @cross_entropy_grad_widened_class_split(%z: tensor<8x10xbf16>, %y: tensor<8xi32>, %dl: tensor<f32>) -> tensor<8x10xbf16> {
+  %classes = shard.sharding @mesh split_axes = [[], [0]] : !shard.sharding
+  %none = shard.sharding @mesh split_axes = [[]] : !shard.sharding
+  %z1 = shard.shard %z to %classes : tensor<8x10xbf16>
+  %z2 = shard.shard %z1 to %classes annotate_for_users : tensor<8x10xbf16>
+  %y1 = shard.shard %y to %none : tensor<8xi32>
+  %y2 = shard.shard %y1 to %none annotate_for_users : tensor<8xi32>
+  %d1 = shard.shard %dl to %none : tensor<f32>
+  %d2 = shard.shard %d1 to %none annotate_for_users : tensor<f32>
+  // expected-error @+1 {{'nn.cross_entropy_grad' op has an f32 loss of 'bf16' logits, which a vocabulary-parallel split does not compute; cast the logits to f32 before the loss}}
+  %g = nn.cross_entropy_grad %z2, %y2, %d2 : (tensor<8x10xbf16>, tensor<8xi32>, tensor<f32>) -> tensor<8x10xbf16>
+  %g1 = shard.shard %g to %classes : tensor<8x10xbf16>
+  %g2 = shard.shard %g1 to %classes annotate_for_users : tensor<8x10xbf16>
+  return %g2 : tensor<8x10xbf16>
+}

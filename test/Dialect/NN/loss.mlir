@@ -74,3 +74,28 @@ func.func @cross_entropy_single_example(%logits: tensor<10xf32>, %label: tensor<
   %0 = nn.cross_entropy %logits, %label {reduction = #nn.reduction<none>} : (tensor<10xf32>, tensor<i32>) -> tensor<f32>
   return %0 : tensor<f32>
 }
+
+// Tests that 16-bit logits give a loss of their own type or, computed in
+// f32, an f32 loss (the mixed-precision loss, ABI 13).
+// CHECK-LABEL: func.func @cross_entropy_f32_loss_of_bf16
+// CHECK: nn.cross_entropy %{{.*}}, %{{.*}} : (tensor<8x10xbf16>, tensor<8xi32>) -> tensor<bf16>
+// CHECK: nn.cross_entropy %{{.*}}, %{{.*}} : (tensor<8x10xbf16>, tensor<8xi32>) -> tensor<f32>
+// CHECK: nn.cross_entropy %{{.*}}, %{{.*}} {reduction = #nn.reduction<none>} : (tensor<8x10xf16>, tensor<8xi32>) -> tensor<8xf32>
+func.func @cross_entropy_f32_loss_of_bf16(%logits: tensor<8x10xbf16>, %half: tensor<8x10xf16>, %labels: tensor<8xi32>) -> (tensor<bf16>, tensor<f32>, tensor<8xf32>) {
+  %0 = nn.cross_entropy %logits, %labels : (tensor<8x10xbf16>, tensor<8xi32>) -> tensor<bf16>
+  %1 = nn.cross_entropy %logits, %labels : (tensor<8x10xbf16>, tensor<8xi32>) -> tensor<f32>
+  %2 = nn.cross_entropy %half, %labels {reduction = #nn.reduction<none>} : (tensor<8x10xf16>, tensor<8xi32>) -> tensor<8xf32>
+  return %0, %1, %2 : tensor<bf16>, tensor<f32>, tensor<8xf32>
+}
+
+// Tests the loss and its gradient in one op: the loss in the logits' type
+// or (16-bit logits) f32, dloss of the loss's type, dlogits of the logits';
+// in_place printed when set.
+// CHECK-LABEL: func.func @cross_entropy_with_grad
+// CHECK: nn.cross_entropy_with_grad %{{.*}}, %{{.*}}, %{{.*}} : (tensor<8x10xf32>, tensor<8xi32>, tensor<f32>) -> (tensor<f32>, tensor<8x10xf32>)
+// CHECK: nn.cross_entropy_with_grad %{{.*}}, %{{.*}}, %{{.*}} in_place {reduction = #nn.reduction<none>} : (tensor<8x10xbf16>, tensor<8xi64>, tensor<8xf32>) -> (tensor<8xf32>, tensor<8x10xbf16>)
+func.func @cross_entropy_with_grad(%z: tensor<8x10xf32>, %h: tensor<8x10xbf16>, %y: tensor<8xi32>, %y64: tensor<8xi64>, %dl: tensor<f32>, %dls: tensor<8xf32>) -> (tensor<f32>, tensor<8x10xf32>, tensor<8xf32>, tensor<8x10xbf16>) {
+  %l, %dz = nn.cross_entropy_with_grad %z, %y, %dl : (tensor<8x10xf32>, tensor<8xi32>, tensor<f32>) -> (tensor<f32>, tensor<8x10xf32>)
+  %m, %dh = nn.cross_entropy_with_grad %h, %y64, %dls in_place {reduction = #nn.reduction<none>} : (tensor<8x10xbf16>, tensor<8xi64>, tensor<8xf32>) -> (tensor<8xf32>, tensor<8x10xbf16>)
+  return %l, %dz, %m, %dh : tensor<f32>, tensor<8x10xf32>, tensor<8xf32>, tensor<8x10xbf16>
+}

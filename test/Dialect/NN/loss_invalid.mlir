@@ -80,16 +80,6 @@ func.func @cross_entropy_sum_not_scalar(%logits: tensor<2x8x50xf32>, %labels: te
 
 // -----
 
-// Tests that the loss has the logits' element type.
-func.func @cross_entropy_result_element_type(%logits: tensor<8x10xbf16>, %labels: tensor<8xi32>) -> tensor<f32> {
-  // expected-error @+2 {{'nn.cross_entropy' op inferred type(s) 'tensor<bf16>' are incompatible with return type(s) of operation 'tensor<f32>'}}
-  // expected-error @+1 {{'nn.cross_entropy' op failed to infer returned types}}
-  %0 = nn.cross_entropy %logits, %labels : (tensor<8x10xbf16>, tensor<8xi32>) -> tensor<f32>
-  return %0 : tensor<f32>
-}
-
-// -----
-
 // Tests that cross_entropy rejects float labels.
 func.func @cross_entropy_float_labels(%logits: tensor<8x10xf32>, %labels: tensor<8xf32>) -> tensor<f32> {
   // expected-error @+1 {{'nn.cross_entropy' op operand #1 must be statically shaped tensor of 32-bit signless integer or 64-bit signless integer values without encoding, but got 'tensor<8xf32>'}}
@@ -123,4 +113,80 @@ func.func @cross_entropy_integer_reduction(%logits: tensor<8x10xf32>, %labels: t
   // expected-error @+1 {{'nn.cross_entropy' op attribute 'reduction' failed to satisfy constraint: how a per-example loss is reduced}}
   %0 = nn.cross_entropy %logits, %labels {reduction = 1 : i32} : (tensor<8x10xf32>, tensor<8xi32>) -> tensor<f32>
   return %0 : tensor<f32>
+}
+
+// -----
+
+// Tests that the loss of 16-bit logits is of their type or f32, not f64.
+func.func @cross_entropy_f64_loss_of_bf16(%logits: tensor<8x10xbf16>, %labels: tensor<8xi32>) -> tensor<f64> {
+  // expected-error @+2 {{'nn.cross_entropy' op inferred type(s) 'tensor<bf16>' are incompatible with return type(s) of operation 'tensor<f64>'}}
+  // expected-error @+1 {{'nn.cross_entropy' op failed to infer returned types}}
+  %0 = nn.cross_entropy %logits, %labels : (tensor<8x10xbf16>, tensor<8xi32>) -> tensor<f64>
+  return %0 : tensor<f64>
+}
+
+// -----
+
+// Tests that f32 logits have an f32 loss only: a loss in another type is
+// no widening.
+func.func @cross_entropy_bf16_loss_of_f32(%logits: tensor<8x10xf32>, %labels: tensor<8xi32>) -> tensor<bf16> {
+  // expected-error @+2 {{'nn.cross_entropy' op inferred type(s) 'tensor<f32>' are incompatible with return type(s) of operation 'tensor<bf16>'}}
+  // expected-error @+1 {{'nn.cross_entropy' op failed to infer returned types}}
+  %0 = nn.cross_entropy %logits, %labels : (tensor<8x10xf32>, tensor<8xi32>) -> tensor<bf16>
+  return %0 : tensor<bf16>
+}
+
+// -----
+
+// Tests that the f32 loss of 16-bit logits keeps the reduction's shape.
+func.func @cross_entropy_f32_loss_shape(%logits: tensor<8x10xbf16>, %labels: tensor<8xi32>) -> tensor<f32> {
+  // expected-error @+2 {{'nn.cross_entropy' op inferred type(s) 'tensor<8xbf16>' are incompatible with return type(s) of operation 'tensor<f32>'}}
+  // expected-error @+1 {{'nn.cross_entropy' op failed to infer returned types}}
+  %0 = nn.cross_entropy %logits, %labels {reduction = #nn.reduction<none>} : (tensor<8x10xbf16>, tensor<8xi32>) -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+// Tests that the fused loss's loss has the cross-entropy's type.
+func.func @with_grad_loss_type(%z: tensor<8x10xf32>, %y: tensor<8xi32>, %dl: tensor<8xf32>) -> tensor<8xf32> {
+  // expected-error @+1 {{'nn.cross_entropy_with_grad' op loss must have type 'tensor<f32>', got 'tensor<8xf32>'}}
+  %l, %dz = nn.cross_entropy_with_grad %z, %y, %dl : (tensor<8x10xf32>, tensor<8xi32>, tensor<8xf32>) -> (tensor<8xf32>, tensor<8x10xf32>)
+  return %l : tensor<8xf32>
+}
+
+// -----
+
+// Tests that the loss of bf16 logits is bf16 or f32.
+func.func @with_grad_loss_f64(%z: tensor<8x10xbf16>, %y: tensor<8xi32>, %dl: tensor<f64>) -> tensor<f64> {
+  // expected-error @+1 {{'nn.cross_entropy_with_grad' op loss must have type 'tensor<bf16>' (or f32), got 'tensor<f64>'}}
+  %l, %dz = nn.cross_entropy_with_grad %z, %y, %dl : (tensor<8x10xbf16>, tensor<8xi32>, tensor<f64>) -> (tensor<f64>, tensor<8x10xbf16>)
+  return %l : tensor<f64>
+}
+
+// -----
+
+// Tests that dloss has the loss's type.
+func.func @with_grad_dloss_type(%z: tensor<8x10xbf16>, %y: tensor<8xi32>, %dl: tensor<bf16>) -> tensor<f32> {
+  // expected-error @+1 {{'nn.cross_entropy_with_grad' op dloss must have the loss's type 'tensor<f32>', got 'tensor<bf16>'}}
+  %l, %dz = nn.cross_entropy_with_grad %z, %y, %dl : (tensor<8x10xbf16>, tensor<8xi32>, tensor<bf16>) -> (tensor<f32>, tensor<8x10xbf16>)
+  return %l : tensor<f32>
+}
+
+// -----
+
+// Tests that dlogits have the logits' type.
+func.func @with_grad_dlogits_type(%z: tensor<8x10xbf16>, %y: tensor<8xi32>, %dl: tensor<f32>) -> tensor<8x10xf32> {
+  // expected-error @+1 {{'nn.cross_entropy_with_grad' op dlogits must have the logits' type 'tensor<8x10xbf16>', got 'tensor<8x10xf32>'}}
+  %l, %dz = nn.cross_entropy_with_grad %z, %y, %dl : (tensor<8x10xbf16>, tensor<8xi32>, tensor<f32>) -> (tensor<f32>, tensor<8x10xf32>)
+  return %dz : tensor<8x10xf32>
+}
+
+// -----
+
+// Tests that the labels fit the logits.
+func.func @with_grad_labels(%z: tensor<8x10xf32>, %y: tensor<4xi32>, %dl: tensor<f32>) -> tensor<f32> {
+  // expected-error @+1 {{labels 'tensor<4xi32>' must have the shape of the logits 'tensor<8x10xf32>' without the class dimension (8)}}
+  %l, %dz = nn.cross_entropy_with_grad %z, %y, %dl : (tensor<8x10xf32>, tensor<4xi32>, tensor<f32>) -> (tensor<f32>, tensor<8x10xf32>)
+  return %l : tensor<f32>
 }
