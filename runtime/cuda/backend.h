@@ -7,7 +7,8 @@
 // and runs asynchronously; synchronize() waits for it. Device memory is
 // cudaMalloc'd on the context's device. The kernels' definitions live with
 // their families (matmul.cu, elementwise.cu, data.cu, norm.cu, loss.cu,
-// attention.cu, optimizer.cu, init.cu); the communicator in comm_nccl.cu.
+// attention.cu and attention_grad.cu, optimizer.cu, init.cu); the
+// communicator in comm_nccl.cu.
 //
 //===----------------------------------------------------------------------===//
 

@@ -1,14 +1,15 @@
 //===- CudaAttentionTest.cpp - The CUDA flash attention against the CPU ---===//
 //
-// Host tests replay the tile loops of attention.cu's three kernels (the
-// forward, the dQ kernel and the dK/dV kernel) with their steps from
-// attention_math.h, the same tile sizes, tile skipping and order of
-// accumulation, and compare with the CPU backend's tessel_attention_lse
-// and tessel_attention_grad_lse through the C ABI: grouped kv heads,
-// kvSeq != seq, causal and not, odd lengths and head dims across the three
-// buckets. The GPU tests (CpuVsCuda, skipped without a device) run the same
-// cases on a CUDA context, in every float dtype, through both the entries
-// with lse and the older ones (whose backward recomputes the forward).
+// Host tests replay the tile loops of the three attention kernels (the
+// forward in attention.cu, the dQ and dK/dV kernels in attention_grad.cu)
+// with their steps from attention_math.h, the same tile sizes, tile skipping
+// and order of accumulation, and compare with the CPU backend's
+// tessel_attention_lse and tessel_attention_grad_lse through the C ABI:
+// grouped kv heads, kvSeq != seq, causal and not, odd lengths and head dims
+// across the three buckets. The GPU tests (CpuVsCuda, skipped without a
+// device) run the same cases on a CUDA context, in every float dtype,
+// through both the entries with lse and the older ones (whose backward
+// recomputes the forward).
 //
 //===----------------------------------------------------------------------===//
 
