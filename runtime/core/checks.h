@@ -91,6 +91,21 @@ inline bool checkLoss(tessel_ctx *ctx, const char *kernel, int32_t dtype,
                             : isFloatDtype(dtype));
 }
 
+/// A cross-entropy entry point: traced as `entry`, its arguments checked
+/// (checkLoss), then run(lossDtype) with the loss's dtype, f32 for the
+/// _f32 entries (`f32Loss`) and the logits' otherwise.
+template <class Run>
+void lossEntry(tessel_ctx *ctx, const char *entry, int32_t dtype,
+               bool f32Loss, int32_t labelDtype, int64_t rows,
+               int64_t classes, int32_t reduction, Run &&run) {
+  if (!ctx)
+    return;
+  KernelScope scope(ctx, entry);
+  if (checkLoss(ctx, entry, dtype, f32Loss, labelDtype, rows, classes,
+                reduction))
+    run(f32Loss ? int32_t(TESSEL_F32) : dtype);
+}
+
 /// A block [offset, offset + size) of an extent `total` (a rank's rows of a
 /// vocabulary-parallel table or its classes of the logits): non-negative and
 /// inside [0, total]; otherwise records an error naming `kernel` and fails.

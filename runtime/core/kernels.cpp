@@ -490,36 +490,27 @@ void tessel_embedding(tessel_ctx *ctx, int32_t dtype, int32_t ids_dtype,
                           hidden, row_offset, vocab);
 }
 
-/// tessel_cross_entropy, or (f32Loss) its _f32 entry: the f32 loss of
-/// 16-bit logits.
-static void crossEntropyEntry(const char *entry, bool f32Loss,
-                              tessel_ctx *ctx, int32_t dtype,
-                              int32_t labelDtype, const void *logits,
-                              const void *labels, void *out, int64_t rows,
-                              int64_t classes, int32_t reduction) {
-  if (!ctx)
-    return;
-  KernelScope scope(ctx, entry);
-  if (checkLoss(ctx, entry, dtype, f32Loss, labelDtype, rows, classes,
-                reduction))
-    ctx->backend->crossEntropy(ctx, dtype, f32Loss ? TESSEL_F32 : dtype,
-                               labelDtype, logits, labels, out, rows, classes,
-                               reduction);
-}
-
 void tessel_cross_entropy(tessel_ctx *ctx, int32_t dtype, int32_t label_dtype,
                           const void *logits, const void *labels, void *out,
                           int64_t rows, int64_t classes, int32_t reduction) {
-  crossEntropyEntry(__func__, false, ctx, dtype, label_dtype, logits, labels,
-                    out, rows, classes, reduction);
+  lossEntry(ctx, __func__, dtype, false, label_dtype, rows, classes, reduction,
+            [&](int32_t lossDtype) {
+              ctx->backend->crossEntropy(ctx, dtype, lossDtype, label_dtype,
+                                         logits, labels, out, rows, classes,
+                                         reduction);
+            });
 }
 
 void tessel_cross_entropy_f32(tessel_ctx *ctx, int32_t dtype,
                               int32_t label_dtype, const void *logits,
                               const void *labels, void *out, int64_t rows,
                               int64_t classes, int32_t reduction) {
-  crossEntropyEntry(__func__, true, ctx, dtype, label_dtype, logits, labels,
-                    out, rows, classes, reduction);
+  lossEntry(ctx, __func__, dtype, true, label_dtype, rows, classes, reduction,
+            [&](int32_t lossDtype) {
+              ctx->backend->crossEntropy(ctx, dtype, lossDtype, label_dtype,
+                                         logits, labels, out, rows, classes,
+                                         reduction);
+            });
 }
 
 void tessel_attention(tessel_ctx *ctx, int32_t dtype, const void *q,

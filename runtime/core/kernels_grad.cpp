@@ -95,31 +95,18 @@ void tessel_batch_norm_grad(tessel_ctx *ctx, int32_t dtype, const void *x,
                               outer, channels, inner, eps);
 }
 
-/// tessel_cross_entropy_grad, or (f32Loss) its _f32 entry: dloss f32,
-/// dlogits of the 16-bit logits' type.
-static void crossEntropyGradEntry(const char *entry, bool f32Loss,
-                                  tessel_ctx *ctx, int32_t dtype,
-                                  int32_t labelDtype, const void *logits,
-                                  const void *labels, const void *dloss,
-                                  void *dlogits, int64_t rows,
-                                  int64_t classes, int32_t reduction) {
-  if (!ctx)
-    return;
-  KernelScope scope(ctx, entry);
-  if (checkLoss(ctx, entry, dtype, f32Loss, labelDtype, rows, classes,
-                reduction))
-    ctx->backend->crossEntropyGrad(ctx, dtype, f32Loss ? TESSEL_F32 : dtype,
-                                   labelDtype, logits, labels, dloss, dlogits,
-                                   rows, classes, reduction);
-}
-
 void tessel_cross_entropy_grad(tessel_ctx *ctx, int32_t dtype,
                                int32_t label_dtype, const void *logits,
                                const void *labels, const void *dloss,
                                void *dlogits, int64_t rows, int64_t classes,
                                int32_t reduction) {
-  crossEntropyGradEntry(__func__, false, ctx, dtype, label_dtype, logits,
-                        labels, dloss, dlogits, rows, classes, reduction);
+  lossEntry(ctx, __func__, dtype, false, label_dtype, rows, classes, reduction,
+            [&](int32_t lossDtype) {
+              ctx->backend->crossEntropyGrad(ctx, dtype, lossDtype,
+                                             label_dtype, logits, labels,
+                                             dloss, dlogits, rows, classes,
+                                             reduction);
+            });
 }
 
 void tessel_cross_entropy_grad_f32(tessel_ctx *ctx, int32_t dtype,
@@ -127,8 +114,13 @@ void tessel_cross_entropy_grad_f32(tessel_ctx *ctx, int32_t dtype,
                                    const void *labels, const void *dloss,
                                    void *dlogits, int64_t rows,
                                    int64_t classes, int32_t reduction) {
-  crossEntropyGradEntry(__func__, true, ctx, dtype, label_dtype, logits,
-                        labels, dloss, dlogits, rows, classes, reduction);
+  lossEntry(ctx, __func__, dtype, true, label_dtype, rows, classes, reduction,
+            [&](int32_t lossDtype) {
+              ctx->backend->crossEntropyGrad(ctx, dtype, lossDtype,
+                                             label_dtype, logits, labels,
+                                             dloss, dlogits, rows, classes,
+                                             reduction);
+            });
 }
 
 void tessel_cross_entropy_with_grad(tessel_ctx *ctx, int32_t dtype,
