@@ -267,13 +267,14 @@ void fuseLossWidening(nn::CrossEntropyOp loss) {
 /// round(cross_entropy_grad(widen(x), labels, dloss)) back to x's type,
 /// the gradient's only use → cross_entropy_grad(x, labels, dloss) with
 /// dloss still f32: the kernel rounds each gradient as the cast did.
-void fuseLossGradRounding(nn::CrossEntropyGradOp grad) {
+/// Returns the gradient that stands afterwards.
+nn::CrossEntropyGradOp fuseLossGradRounding(nn::CrossEntropyGradOp grad) {
   nn::CastOp widened = widening(grad.getLogits());
   if (!widened || !grad->hasOneUse())
-    return;
+    return grad;
   auto rounding = dyn_cast<nn::CastOp>(*grad->getUsers().begin());
   if (!rounding || rounding.getType() != widened.getInput().getType())
-    return;
+    return grad;
   OpBuilder b(grad);
   auto fused = nn::CrossEntropyGradOp::create(
       b, b.getFusedLoc({grad.getLoc(), rounding.getLoc()}),
@@ -284,6 +285,7 @@ void fuseLossGradRounding(nn::CrossEntropyGradOp grad) {
   grad->erase();
   if (widened->use_empty())
     widened->erase();
+  return fused;
 }
 
 /// cross_entropy(z, y) and cross_entropy_grad(z, y, dloss) of the same
@@ -373,14 +375,10 @@ struct FuseEpiloguesPass
     for (nn::GeluOp gelu : gelus)
       fuseGelu(gelu);
     // The gradient first: it reads the widening the loss may then erase.
-    for (nn::CrossEntropyGradOp grad : lossGrads)
-      fuseLossGradRounding(grad);
+    for (nn::CrossEntropyGradOp &grad : lossGrads)
+      grad = fuseLossGradRounding(grad);
     for (nn::CrossEntropyOp loss : losses)
       fuseLossWidening(loss);
-    // The folds above made new gradients: collect them again.
-    lossGrads.clear();
-    getOperation().walk(
-        [&](nn::CrossEntropyGradOp grad) { lossGrads.push_back(grad); });
     for (nn::CrossEntropyGradOp grad : lossGrads)
       fuseLossWithGrad(grad);
     // After the bias adds: a norm of a linear layer's output keeps the

@@ -238,10 +238,8 @@ CrossEntropyGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
   if (!nn::detail::isCrossEntropyLossType(*loss, adaptor.getDloss().getType()))
     return nn::detail::inferError(
         loc, "dloss must have the loss's type ", *loss,
-        loss->getElementType().isF16() || loss->getElementType().isBF16()
-            ? " (or f32)"
-            : "",
-        " (reduction ", stringifyLossReduction(reduction), "), got ",
+        nn::detail::orF32LossNote(*loss), " (reduction ",
+        stringifyLossReduction(reduction), "), got ",
         adaptor.getDloss().getType());
   results.push_back(logits);
   return success();

@@ -26,13 +26,21 @@ nn::detail::inferCrossEntropyType(std::optional<Location> loc,
       logits.getElementType());
 }
 
+/// Whether the loss of logits whose loss type is `inferred` may be f32.
+static bool hasF32Loss(RankedTensorType inferred) {
+  return inferred.getElementType().isF16() ||
+         inferred.getElementType().isBF16();
+}
+
 bool nn::detail::isCrossEntropyLossType(RankedTensorType inferred,
                                         Type actual) {
-  if (actual == inferred)
-    return true;
-  Type element = inferred.getElementType();
-  return (element.isF16() || element.isBF16()) &&
-         actual == inferred.clone(Float32Type::get(element.getContext()));
+  return actual == inferred ||
+         (hasF32Loss(inferred) &&
+          actual == inferred.clone(Float32Type::get(inferred.getContext())));
+}
+
+StringRef nn::detail::orF32LossNote(RankedTensorType inferred) {
+  return hasF32Loss(inferred) ? " (or f32)" : "";
 }
 
 // The loss in the logits' type, or in f32 for 16-bit logits.
@@ -191,11 +199,8 @@ LogicalResult CrossEntropyWithGradOp::verify() {
     return failure();
   if (!nn::detail::isCrossEntropyLossType(*loss, getLoss().getType()))
     return emitOpError() << "loss must have type " << *loss
-                         << (loss->getElementType().isF16() ||
-                                     loss->getElementType().isBF16()
-                                 ? " (or f32)"
-                                 : "")
-                         << ", got " << getLoss().getType();
+                         << nn::detail::orF32LossNote(*loss) << ", got "
+                         << getLoss().getType();
   if (getDloss().getType() != getLoss().getType())
     return emitOpError() << "dloss must have the loss's type "
                          << getLoss().getType() << ", got "

@@ -73,6 +73,10 @@ inferCrossEntropyType(std::optional<mlir::Location> loc,
 bool isCrossEntropyLossType(mlir::RankedTensorType inferred,
                             mlir::Type actual);
 
+/// " (or f32)" where isCrossEntropyLossType also takes the f32 version of
+/// `inferred` (16-bit logits), else "": for the messages that name it.
+llvm::StringRef orF32LossNote(mlir::RankedTensorType inferred);
+
 } // namespace tessel::nn::detail
 
 #endif // TESSEL_DIALECT_NN_NNOPSUTILS_H

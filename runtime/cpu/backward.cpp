@@ -376,8 +376,7 @@ void crossEntropyGradF32(tessel_ctx *ctx, int32_t labelDtype,
       const float *xf;
       float *df;
       if constexpr (kWiden) {
-        for (int64_t c = 0; c < classes; ++c)
-          wide[size_t(c)] = float(Elem<T>::load(xs[c]));
+        widenInto(xs, wide.data(), classes);
         xf = wide.data();
         df = wide.data() + classes;
       } else {
@@ -390,8 +389,7 @@ void crossEntropyGradF32(tessel_ctx *ctx, int32_t labelDtype,
         df[c] *= k;
       df[label] -= float(g);
       if constexpr (kWiden)
-        for (int64_t c = 0; c < classes; ++c)
-          dr[c] = fromDouble<T>(double(df[c]));
+        roundInto(df, dr, classes);
     }
   });
 }

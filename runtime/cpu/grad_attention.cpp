@@ -188,13 +188,8 @@ void CpuBackend::attentionGrad(tessel_ctx *ctx, int32_t dtype, const void *q,
                       static_cast<const float *>(lse), fd.data(), gq.data(),
                       gk.data(), gv.data(), batch, seq, kv_seq, heads, kv_heads,
                       head_dim, value_dim, scale, c);
-    auto store = [](const std::vector<float> &src, void *dst) {
-      T *d = static_cast<T *>(dst);
-      for (size_t i = 0; i < src.size(); ++i)
-        d[i] = Elem<T>::store(src[i]);
-    };
-    store(gq, dq);
-    store(gk, dk);
-    store(gv, dv);
+    roundInto(gq.data(), static_cast<T *>(dq), qCount);
+    roundInto(gk.data(), static_cast<T *>(dk), kCount);
+    roundInto(gv.data(), static_cast<T *>(dv), vCount);
   });
 }

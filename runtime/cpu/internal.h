@@ -67,13 +67,24 @@ template <class T> inline double toDouble(T v) {
   return double(Elem<T>::load(v));
 }
 
+/// Widens `count` elements of a 16-bit float tensor into f32 `dst`.
+template <class T> void widenInto(const T *src, float *dst, int64_t count) {
+  for (int64_t i = 0; i < count; ++i)
+    dst[i] = Elem<T>::load(src[i]);
+}
+
 /// Widens `count` elements of a 16-bit float tensor to f32 scratch.
 template <class T> std::vector<float> widen(const void *p, int64_t count) {
-  const T *src = static_cast<const T *>(p);
   std::vector<float> out(static_cast<size_t>(count));
-  for (int64_t i = 0; i < count; ++i)
-    out[size_t(i)] = Elem<T>::load(src[i]);
+  widenInto(static_cast<const T *>(p), out.data(), count);
   return out;
+}
+
+/// Rounds `count` f32 elements into `dst` of T (to nearest even, as
+/// tessel_cast rounds).
+template <class T> void roundInto(const float *src, T *dst, int64_t count) {
+  for (int64_t i = 0; i < count; ++i)
+    dst[i] = Elem<T>::store(src[i]);
 }
 
 //===--- BLAS -------------------------------------------------------------===//

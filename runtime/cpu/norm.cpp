@@ -248,8 +248,7 @@ void CpuBackend::crossEntropy(tessel_ctx *ctx, int32_t dtype,
                       "[0, %lld)",
                  (long long)label, (long long)r, (long long)classes);
       } else if (widen) {
-        for (int64_t c = 0; c < classes; ++c)
-          wide[size_t(c)] = float(Elem<T>::load(xs[c]));
+        widenInto(xs, wide.data(), classes);
         loss = crossEntropyRow(wide.data(), classes, label);
       } else {
         loss = crossEntropyRow(xs, classes, label);

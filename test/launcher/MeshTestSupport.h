@@ -24,7 +24,7 @@ namespace tessel::run::meshtest {
 using nlohmann::json;
 
 inline std::vector<int64_t> rowMajorIndex(int64_t flat,
-                                   const std::vector<int64_t> &shape) {
+                                          const std::vector<int64_t> &shape) {
   std::vector<int64_t> index(shape.size());
   for (size_t d = shape.size(); d-- > 0;) {
     index[d] = flat % shape[d];
@@ -34,7 +34,7 @@ inline std::vector<int64_t> rowMajorIndex(int64_t flat,
 }
 
 inline int64_t flatIndex(const std::vector<int64_t> &index,
-                  const std::vector<int64_t> &shape) {
+                         const std::vector<int64_t> &shape) {
   int64_t flat = 0;
   for (size_t d = 0; d < shape.size(); ++d)
     flat = flat * shape[d] + index[d];
@@ -55,7 +55,7 @@ struct Spec {
 
 /// A description's "zero".
 inline json zeroJson(const std::vector<std::string> &axes, int64_t dims,
-              const std::vector<int64_t> &block) {
+                     const std::vector<int64_t> &block) {
   json zero = json::object();
   zero["axes"] = axes;
   zero["dims"] = dims;
@@ -110,7 +110,7 @@ inline ModelDesc parse(const json &j) {
 /// A description's "mesh" (built from vectors: a braced list of two
 /// strings would become a JSON object).
 inline json meshJson(const std::vector<std::string> &axes,
-              const std::vector<int64_t> &shape) {
+                     const std::vector<int64_t> &shape) {
   json mesh = json::object();
   mesh["axes"] = axes;
   mesh["shape"] = shape;

@@ -17,6 +17,7 @@
 #include "runtime/launcher/Safetensors.h"
 #include "test/launcher/LauncherTestSupport.h"
 #include "test/launcher/LibraryTestSupport.h"
+#include "test/launcher/MeshTestSupport.h"
 
 #include <csignal>
 #include <fcntl.h>
@@ -29,6 +30,8 @@
 
 using namespace tessel::run;
 using namespace tessel::run::test;
+using tessel::run::meshtest::meshJson;
+using tessel::run::meshtest::zeroJson;
 
 namespace {
 
@@ -72,23 +75,6 @@ ModelDesc oneParamModel(const json &mesh, const std::vector<int64_t> &shape,
   if (!mesh.is_null())
     j["mesh"] = mesh;
   return parseModelDescription(j.dump(), "m.so");
-}
-
-json meshOf(const std::vector<std::string> &axes,
-            const std::vector<int64_t> &shape) {
-  json mesh = json::object();
-  mesh["axes"] = axes;
-  mesh["shape"] = shape;
-  return mesh;
-}
-
-json zeroOf(const std::vector<std::string> &axes, int64_t dims,
-            const std::vector<int64_t> &block) {
-  json zero = json::object();
-  zero["axes"] = axes;
-  zero["dims"] = dims;
-  zero["block"] = block;
-  return zero;
 }
 
 /// A fresh folder, removed with the object.
@@ -243,8 +229,8 @@ TEST(ShardedIndex, ZeroChunksSaveAndLoadOnOtherLayouts) {
   TempDir tmp;
   std::string dir = (tmp.path / "ck").string();
   // [3, 7] over dp=4, dims 1: s = 2, the last chunk one column of padding.
-  ModelDesc zero = oneParamModel(meshOf({"dp"}, {4}), {3, 2},
-                                 {{"zero", zeroOf({"dp"}, 1, {3, 7})}});
+  ModelDesc zero = oneParamModel(meshJson({"dp"}, {4}), {3, 2},
+                                 {{"zero", zeroJson({"dp"}, 1, {3, 7})}});
   std::vector<float> global(21);
   for (int i = 0; i < 21; ++i)
     global[i] = float(i) + 0.5f;
@@ -277,7 +263,7 @@ TEST(ShardedIndex, ZeroChunksSaveAndLoadOnOtherLayouts) {
   EXPECT_EQ(floatsAt(rt.ctx, rt.arena, one.tensors[0]), global);
   // Onto dp=2,tp=2 with the rows split over tp and chunked over dp.
   // Global shapes that are not the checkpoint's are refused.
-  ModelDesc other = oneParamModel(meshOf({"dp", "tp"}, {2, 2}), {2, 4},
+  ModelDesc other = oneParamModel(meshJson({"dp", "tp"}, {2, 2}), {2, 4},
                                   json::parse(R"({"sharding": [["tp"], []],
                       "zero": {"axes": ["dp"], "dims": 1, "block": [2, 7]}})"));
   std::string error = errorOf([&] { CheckpointReader(dir, other, false); });
@@ -285,14 +271,14 @@ TEST(ShardedIndex, ZeroChunksSaveAndLoadOnOtherLayouts) {
                        "[4, 7]"),
             std::string::npos)
       << error;
-  ModelDesc rows = oneParamModel(meshOf({"dp", "tp"}, {2, 2}), {3, 4},
+  ModelDesc rows = oneParamModel(meshJson({"dp", "tp"}, {2, 2}), {3, 4},
                                  json::parse(R"({"sharding": [[], ["tp"]]})"));
   error = errorOf([&] { CheckpointReader(dir, rows, false); });
   EXPECT_NE(error.find("has shape [3, 7], the model expects [3, 8]"),
             std::string::npos)
       << error;
-  ModelDesc dp2zero = oneParamModel(meshOf({"dp"}, {2}), {3, 4},
-                                    {{"zero", zeroOf({"dp"}, 1, {3, 7})}});
+  ModelDesc dp2zero = oneParamModel(meshJson({"dp"}, {2}), {3, 4},
+                                    {{"zero", zeroJson({"dp"}, 1, {3, 7})}});
   CheckpointReader again(dir, dp2zero, false);
   for (int64_t r = 0; r < 2; ++r) {
     RankRuntime local(dp2zero.arenaBytes);
