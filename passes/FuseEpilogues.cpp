@@ -20,7 +20,9 @@
 // widening to f32 nor the f32 gradient's rounding is a kernel and a
 // buffer of [positions, vocabulary] floats; and a step's loss and its
 // gradient are one pass over the logits, the gradient written over them
-// where nothing else reads them (llm.c's fused classifier; ABI 13).
+// where nothing else reads them (llm.c's fused classifier; ABI 13); a
+// norm's gradient and an embedding's write the f32 gradients of their
+// 16-bit parameters themselves, summed wide and rounded once (ABI 14).
 //
 //===----------------------------------------------------------------------===//
 
@@ -70,6 +72,40 @@ void fuseAccumulate(nn::AccumulateOp accumulate) {
   if (widening)
     widening.erase();
   matmul.erase();
+}
+
+/// acc + (widen(matmul) + y), the sum read only there → acc + the product
+/// summed by the GEMM where it stood (a matmul_accumulate, ABI 12), then
+/// + y where the sum was accumulated: a tied parameter's two f32 gradient
+/// contributions (the LM head's GEMM, the embedding's scatter-add) go into
+/// its f32 gradient buffer one by one, so the head's 16-bit product is
+/// neither cast nor kept (nor its operands) until the embedding's exists.
+/// The buffer must exist at the GEMM with nothing reading it in between;
+/// the sums are reassociated (f32 rounding order, as an accumulating GEMM).
+void fuseAccumulatedSum(nn::AccumulateOp accumulate) {
+  auto add = accumulate.getValue().getDefiningOp<nn::AddOp>();
+  if (!add || !add->hasOneUse() || add->getBlock() != accumulate->getBlock())
+    return;
+  Value acc = accumulate.getAcc();
+  for (unsigned i = 0; i < 2; ++i) {
+    nn::CastOp widened = soleWidening(add->getOperand(i));
+    nn::MatmulOp matmul =
+        widened ? soleMatmul(widened.getInput()) : nn::MatmulOp();
+    if (!matmul || matmul->getBlock() != accumulate->getBlock() ||
+        !availableAt(acc, matmul) || usedBetween(acc, matmul, accumulate))
+      continue;
+    OpBuilder b(matmul);
+    auto fused = nn::MatmulAccumulateOp::create(
+        b, b.getFusedLoc({accumulate.getLoc(), matmul.getLoc()}), acc.getType(),
+        matmul.getLhs(), matmul.getRhs(), acc, matmul.getTransposeLhs(),
+        matmul.getTransposeRhs());
+    accumulate.getAccMutable().assign(fused.getResult());
+    accumulate.getValueMutable().assign(add->getOperand(1 - i));
+    add.erase();
+    widened.erase();
+    matmul.erase();
+    return;
+  }
 }
 
 /// The bias vector broadcast along the last dimension into `value`'s type.
@@ -210,6 +246,34 @@ bool coversParamCollective(Operation *grad, nn::AddOp add) {
   return false;
 }
 
+/// The widening cast to f32 that is `value`'s only user, or null.
+nn::CastOp widenedOnlyBy(Value value) {
+  if (!value.hasOneUse())
+    return nn::CastOp();
+  auto cast = dyn_cast<nn::CastOp>(*value.getUsers().begin());
+  return cast && widening(cast.getResult()) ? cast : nn::CastOp();
+}
+
+/// Parameter gradients of one 16-bit kernel (a norm gradient's dγ and dβ,
+/// an embedding's table gradient), each only widened to f32 (a bf16
+/// step's f32 gradients) → the kernel writes them in f32 (ABI 14): its
+/// sums rounded once, not to 16 bits and widened, and no cast kernel each.
+/// All or none: one kernel writes its parameter gradients in one type.
+void fuseParamGradWidening(ResultRange grads) {
+  SmallVector<nn::CastOp> casts;
+  for (Value param : grads) {
+    nn::CastOp cast = widenedOnlyBy(param);
+    if (!cast)
+      return;
+    casts.push_back(cast);
+  }
+  for (auto [param, cast] : llvm::zip(grads, casts)) {
+    param.setType(cast.getType());
+    cast.getResult().replaceAllUsesWith(param);
+    cast.erase();
+  }
+}
+
 /// layer_norm_grad (or rms_norm_grad) + the add of its dx, used only
 /// there, to another gradient → norm_grad_add, unless the add is what a
 /// parameter gradient's collective overlaps. Where the gradient stood when
@@ -240,10 +304,11 @@ void fuseNormGradAdd(Operation *grad) {
   FloatAttr epsilon = rms ? cast<nn::RmsNormGradOp>(grad).getEpsilonAttr()
                           : cast<nn::LayerNormGradOp>(grad).getEpsilonAttr();
   OpBuilder b(at);
+  // The parameter gradients' types as the gradient's (f32 when widened).
   auto fused = nn::NormGradAddOp::create(
-      b, b.getFusedLoc({grad->getLoc(), add.getLoc()}), grad->getOperand(0),
-      grad->getOperand(1), grad->getOperand(2), residual, epsilon,
-      rms ? b.getUnitAttr() : UnitAttr());
+      b, b.getFusedLoc({grad->getLoc(), add.getLoc()}), grad->getResultTypes(),
+      grad->getOperand(0), grad->getOperand(1), grad->getOperand(2), residual,
+      epsilon, rms ? b.getUnitAttr() : UnitAttr());
   add.getResult().replaceAllUsesWith(fused.getDx());
   add.erase();
   for (auto [from, to] : llvm::zip(grad->getResults().drop_front(),
@@ -346,6 +411,7 @@ struct FuseEpiloguesPass
     SmallVector<Operation *> norms, normGrads;
     SmallVector<nn::CrossEntropyOp> losses;
     SmallVector<nn::CrossEntropyGradOp> lossGrads;
+    SmallVector<nn::EmbeddingGradOp> embeddingGrads;
     getOperation().walk([&](Operation *op) {
       if (auto loss = dyn_cast<nn::CrossEntropyOp>(op))
         losses.push_back(loss);
@@ -363,15 +429,21 @@ struct FuseEpiloguesPass
         gelus.push_back(gelu);
       else if (auto grad = dyn_cast<nn::GeluGradOp>(op))
         geluGrads.push_back(grad);
+      else if (auto grad = dyn_cast<nn::EmbeddingGradOp>(op))
+        embeddingGrads.push_back(grad);
     });
     // The GELU's gradient before the accumulates: its matmul is not a
     // weight gradient's, and the GELU after the bias adds it fuses with.
     for (nn::GeluGradOp grad : geluGrads)
       fuseGeluGrad(grad);
-    for (nn::AccumulateOp accumulate : accumulates)
-      fuseAccumulate(accumulate);
+    // The bias adds before the accumulates: fuseAccumulatedSum erases adds
+    // (not a bias's: a cast's), which the list would still hold.
     for (nn::AddOp add : adds)
       fuseBias(add);
+    for (nn::AccumulateOp accumulate : accumulates) {
+      fuseAccumulatedSum(accumulate); // keeps the accumulate, of y
+      fuseAccumulate(accumulate);
+    }
     for (nn::GeluOp gelu : gelus)
       fuseGelu(gelu);
     // The gradient first: it reads the widening the loss may then erase.
@@ -381,6 +453,10 @@ struct FuseEpiloguesPass
       fuseLossWidening(loss);
     for (nn::CrossEntropyGradOp grad : lossGrads)
       fuseLossWithGrad(grad);
+    for (Operation *grad : normGrads)
+      fuseParamGradWidening(grad->getResults().drop_front());
+    for (nn::EmbeddingGradOp grad : embeddingGrads)
+      fuseParamGradWidening(grad->getResults());
     // After the bias adds: a norm of a linear layer's output keeps the
     // bias in the GEMM.
     if (residualNorms) {

@@ -319,8 +319,9 @@ def MixedPrecisionPass : Pass<"tessel-mixed-precision", "mlir::ModuleOp"> {
     explicit casts keep their types. Layer functions of `nn.repeat` are
     converted with their repeats. The module records `nn.precision` and
     `nn.grad_precision` (gradients in f32, widened as they leave the
-    backward and so reduced and accumulated in f32; or in bf16, the ZeRO
-    paper's 2 bytes each). Runs before tessel-autodiff; f64 models are
+    backward and so reduced and accumulated in f32, the contributions of a
+    parameter read twice widened before they are summed; or in bf16, the
+    ZeRO paper's 2 bytes each). Runs before tessel-autodiff; f64 models are
     refused.
   }];
   let options = [
@@ -479,9 +480,22 @@ def FuseEpiloguesPass : Pass<"tessel-fuse-epilogues", "mlir::ModuleOp"> {
       the add is what that collective overlaps (a transformer layer's
       first norm under ZeRO; gpt ZeRO-3 dp=4 would block 4,096 bytes).
       Off with `residual-norms=false`.
-    Anything else is left as it is; the program computes the same values
-    (on the CPU an accumulating GEMM may round in another order when K is
-    longer than its block).
+    - Under bf16 mixed precision: `nn.cross_entropy` of the f32 widening of
+      16-bit logits reads the logits themselves (its loss still f32), and
+      the rounding of its f32 gradient back to 16 bits folds into
+      `nn.cross_entropy_grad`; a step's loss and its gradient become
+      `nn.cross_entropy_with_grad`, `in_place` where nothing else reads
+      logits a kernel of the block made. A 16-bit norm gradient (or
+      embedding gradient) whose parameter gradients are each only widened
+      to f32 returns them in f32 (the casts go; the sums are rounded once,
+      to f32). `nn.accumulate` of a sum of the widening of a 16-bit
+      `nn.matmul` and another value becomes `nn.matmul_accumulate` into
+      the accumulator where the matmul stood, then the accumulate of the
+      other value (a tied embedding's gradient and its LM head's).
+    Anything else is left as it is; the program computes the same values,
+    except that parameter gradients written in f32 skip their rounding to
+    16 bits (and on the CPU an accumulating GEMM may round in another
+    order when K is longer than its block).
 
     ```mlir
     %p = nn.matmul %x, %dy transpose_lhs : (...) -> tensor<784x1024xf32>

@@ -95,6 +95,12 @@ LayerNormGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                               adaptor.getDy().getType(), 2, results);
 }
 
+// dgamma and dbeta in gamma's type, or f32 for a 16-bit gamma.
+bool LayerNormGradOp::isCompatibleReturnTypes(TypeRange inferred,
+                                              TypeRange actual) {
+  return nn::detail::areNormGradTypes(inferred, actual);
+}
+
 LogicalResult LayerNormGradOp::verify() {
   return nn::detail::verifyNormEpsilon(*this, getEpsilon());
 }
@@ -134,6 +140,11 @@ LogicalResult RmsNormGradOp::inferReturnTypes(MLIRContext *,
   return inferLastDimNormGrad(loc, adaptor.getInput().getType(),
                               adaptor.getGamma().getType(),
                               adaptor.getDy().getType(), 1, results);
+}
+
+bool RmsNormGradOp::isCompatibleReturnTypes(TypeRange inferred,
+                                            TypeRange actual) {
+  return nn::detail::areNormGradTypes(inferred, actual);
 }
 
 LogicalResult RmsNormGradOp::verify() {
@@ -235,12 +246,12 @@ CrossEntropyGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
       reduction == LossReduction::none);
   if (failed(loss))
     return failure();
-  if (!nn::detail::isCrossEntropyLossType(*loss, adaptor.getDloss().getType()))
-    return nn::detail::inferError(
-        loc, "dloss must have the loss's type ", *loss,
-        nn::detail::orF32LossNote(*loss), " (reduction ",
-        stringifyLossReduction(reduction), "), got ",
-        adaptor.getDloss().getType());
+  if (!nn::detail::isInferredOrF32(*loss, adaptor.getDloss().getType()))
+    return nn::detail::inferError(loc, "dloss must have the loss's type ",
+                                  *loss, nn::detail::orF32Note(*loss),
+                                  " (reduction ",
+                                  stringifyLossReduction(reduction), "), got ",
+                                  adaptor.getDloss().getType());
   results.push_back(logits);
   return success();
 }
@@ -293,10 +304,10 @@ LogicalResult EmbeddingGradOp::verify() {
                          << " must have the ids' shape followed by the hidden "
                             "size ("
                          << nn::detail::shapeString(expected) << ")";
-  if (dout.getElementType() != table.getElementType())
-    return emitOpError() << "dout element type " << dout.getElementType()
-                         << " differs from the table's "
-                         << table.getElementType();
+  if (!nn::detail::isInferredOrF32(dout.clone(table.getShape()), table))
+    return emitOpError() << "table element type " << table.getElementType()
+                         << " must be dout's " << dout.getElementType()
+                         << nn::detail::orF32Note(dout);
   return success();
 }
 

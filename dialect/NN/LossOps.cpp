@@ -26,29 +26,11 @@ nn::detail::inferCrossEntropyType(std::optional<Location> loc,
       logits.getElementType());
 }
 
-/// Whether the loss of logits whose loss type is `inferred` may be f32.
-static bool hasF32Loss(RankedTensorType inferred) {
-  return inferred.getElementType().isF16() ||
-         inferred.getElementType().isBF16();
-}
-
-bool nn::detail::isCrossEntropyLossType(RankedTensorType inferred,
-                                        Type actual) {
-  return actual == inferred ||
-         (hasF32Loss(inferred) &&
-          actual == inferred.clone(Float32Type::get(inferred.getContext())));
-}
-
-StringRef nn::detail::orF32LossNote(RankedTensorType inferred) {
-  return hasF32Loss(inferred) ? " (or f32)" : "";
-}
-
 // The loss in the logits' type, or in f32 for 16-bit logits.
 bool CrossEntropyOp::isCompatibleReturnTypes(TypeRange inferred,
                                              TypeRange actual) {
   return inferred.size() == 1 && actual.size() == 1 &&
-         nn::detail::isCrossEntropyLossType(
-             cast<RankedTensorType>(inferred.front()), actual.front());
+         nn::detail::isInferredOrF32(inferred.front(), actual.front());
 }
 
 LogicalResult CrossEntropyOp::inferReturnTypes(MLIRContext *,
@@ -197,9 +179,9 @@ LogicalResult CrossEntropyWithGradOp::verify() {
       getReduction() == LossReduction::none);
   if (failed(loss))
     return failure();
-  if (!nn::detail::isCrossEntropyLossType(*loss, getLoss().getType()))
+  if (!nn::detail::isInferredOrF32(*loss, getLoss().getType()))
     return emitOpError() << "loss must have type " << *loss
-                         << nn::detail::orF32LossNote(*loss) << ", got "
+                         << nn::detail::orF32Note(*loss) << ", got "
                          << getLoss().getType();
   if (getDloss().getType() != getLoss().getType())
     return emitOpError() << "dloss must have the loss's type "

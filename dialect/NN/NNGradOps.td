@@ -105,15 +105,18 @@ def NN_SoftmaxGradOp : NN_ShardableOp<"softmax_grad",
 }
 
 def NN_LayerNormGradOp : NN_ShardableOp<"layer_norm_grad",
-    [Pure, InferTypeOpAdaptor, NN_LocalShardingConstraints]> {
+    [Pure, InferTypeOpAdaptorWithIsCompatible, NN_LocalShardingConstraints]> {
   let summary = "gradient of nn.layer_norm";
   let description = [{
     From the forward input `x`, `gamma` and the output gradient `dy` (the
     type of `x`), recomputes the statistics and returns `dx` (the type of
     `x`), `dgamma = Σ_rows dy ⊙ x̂` and `dbeta = Σ_rows dy` (the type of
-    `gamma`). `15` flops per element of `x`. Loops are the forward's; the
-    row loops are `sum` reductions for `dgamma` and `dbeta`, the normalised
-    dimension must stay whole.
+    `gamma`, or both f32 for an f16/bf16 `gamma`: the column sums written
+    unrounded, as f32 gradients of 16-bit parameters want them;
+    `tessel-fuse-epilogues` folds their widening casts into the op). `15`
+    flops per element of `x`. Loops are the forward's; the row loops are
+    `sum` reductions for `dgamma` and `dbeta`, the normalised dimension
+    must stay whole.
 
     ```mlir
     %dx, %dg, %db = nn.layer_norm_grad %x, %g, %dy : (tensor<8x768xf32>, tensor<768xf32>, tensor<8x768xf32>) -> (tensor<8x768xf32>, tensor<768xf32>, tensor<768xf32>)
@@ -135,13 +138,14 @@ def NN_LayerNormGradOp : NN_ShardableOp<"layer_norm_grad",
 }
 
 def NN_RmsNormGradOp : NN_ShardableOp<"rms_norm_grad",
-    [Pure, InferTypeOpAdaptor, NN_LocalShardingConstraints]> {
+    [Pure, InferTypeOpAdaptorWithIsCompatible, NN_LocalShardingConstraints]> {
   let summary = "gradient of nn.rms_norm";
   let description = [{
     From the forward input `x`, `gamma` and `dy` (the type of `x`),
     recomputes the statistics and returns `dx` (the type of `x`) and
-    `dgamma = Σ_rows dy ⊙ x̂` (the type of `gamma`). `11` flops per element
-    of `x`. Loops as `nn.layer_norm_grad`.
+    `dgamma = Σ_rows dy ⊙ x̂` (the type of `gamma`, or f32 for an f16/bf16
+    `gamma`, as `nn.layer_norm_grad`). `11` flops per element of `x`. Loops
+    as `nn.layer_norm_grad`.
 
     ```mlir
     %dx, %dg = nn.rms_norm_grad %x, %g, %dy : (tensor<8x768xf32>, tensor<768xf32>, tensor<8x768xf32>) -> (tensor<8x768xf32>, tensor<768xf32>)
@@ -161,17 +165,18 @@ def NN_RmsNormGradOp : NN_ShardableOp<"rms_norm_grad",
   }];
 }
 
-def NN_NormGradAddOp : NN_Op<"norm_grad_add", [Pure, InferTypeOpAdaptor]> {
+def NN_NormGradAddOp : NN_Op<"norm_grad_add",
+    [Pure, InferTypeOpAdaptorWithIsCompatible]> {
   let summary = "a layer or RMS norm's gradient added to a residual gradient";
   let description = [{
     `dx = residual + dx'` with `dx'` the input gradient of
     `nn.layer_norm_grad` (or `nn.rms_norm_grad` with `rms`) of `input`,
     `gamma` and `dy`, and that op's parameter gradients: `dgamma`, and
-    `dbeta` for layer norm. `residual` has the input's type: the gradient
-    the residual stream carries past the norm. `tessel-fuse-epilogues`
-    makes it from the norm's gradient and the `nn.add` of its `dx` (the
-    only use), so the row pass adds as it writes instead of a second pass.
-    `dx'` is rounded to the element type before the add, as the two ops
+    `dbeta` for layer norm, in `gamma`'s type or f32 as that op's.
+    `residual` has the input's type: the gradient the residual stream
+    carries past the norm. `tessel-fuse-epilogues` makes it from the
+    norm's gradient and the `nn.add` of its `dx` (the only use), so the row
+    pass adds as it writes instead of a second pass. `dx'` is rounded to the element type before the add, as the two ops
     do. Flops: the gradient's (15 or 11) and one per element.
 
     ```mlir
@@ -293,7 +298,10 @@ def NN_EmbeddingGradOp : NN_ShardableOp<"embedding_grad",
     Scatter-add: `dtable[r, :] = Σ_{i : ids[i] = r} dout[i, :]` (zero rows
     for ids that never occur). `dout` is `ids`' shape followed by `[H]`; the
     result `[V, H]` (its type gives the vocabulary size V) has `dout`'s
-    element type. One flop per element of `dout`. Sharding: the id loops
+    element type, or f32 for an f16/bf16 `dout`: each row's sum rounded
+    once, to f32, as an f32 gradient of a 16-bit table wants it
+    (`tessel-fuse-epilogues` folds the widening cast). One flop per element
+    of `dout`. Sharding: the id loops
     are `sum` reductions (a split leaves partial tables), H and the
     vocabulary loop are parallel. With `block_axes` (as `nn.embedding`) the
     result is the block of rows of the rank: ids outside it are skipped.

@@ -52,6 +52,32 @@ std::string shapeString(ArrayRef<int64_t> shape) {
   return text;
 }
 
+bool isInferredOrF32(Type inferred, Type actual) {
+  if (actual == inferred)
+    return true;
+  auto type = dyn_cast<RankedTensorType>(inferred);
+  return type &&
+         (type.getElementType().isF16() || type.getElementType().isBF16()) &&
+         actual == type.clone(Float32Type::get(type.getContext()));
+}
+
+StringRef orF32Note(RankedTensorType inferred) {
+  Type f32 = inferred.clone(Float32Type::get(inferred.getContext()));
+  return f32 != inferred && isInferredOrF32(inferred, f32) ? " (or f32)" : "";
+}
+
+bool areNormGradTypes(TypeRange inferred, TypeRange actual) {
+  if (inferred.size() != actual.size() || inferred.empty() ||
+      inferred.front() != actual.front())
+    return false;
+  // The parameter gradients are all widened or none: one dtype per call.
+  bool widened = actual.size() > 1 && actual[1] != inferred[1];
+  for (auto [from, to] : llvm::zip(inferred.drop_front(), actual.drop_front()))
+    if (!isInferredOrF32(from, to) || (to != from) != widened)
+      return false;
+  return true;
+}
+
 LogicalResult verifyDimList(std::optional<Location> loc, ArrayRef<int64_t> dims,
                             int64_t rank, StringRef what) {
   llvm::SmallSet<int64_t, 8> seen;

@@ -67,15 +67,20 @@ inferCrossEntropyType(std::optional<mlir::Location> loc,
                       mlir::RankedTensorType logits,
                       mlir::RankedTensorType labels, bool keepPositions);
 
-/// Whether `actual` is a cross-entropy loss type for logits whose loss
-/// type `inferCrossEntropyType` gave as `inferred`: that type, or its f32
-/// version when the logits are f16 or bf16 (the loss computed in f32).
-bool isCrossEntropyLossType(mlir::RankedTensorType inferred,
-                            mlir::Type actual);
+/// Whether `actual` is `inferred`, or its f32 version where `inferred` is
+/// an f16 or bf16 tensor: a result a kernel may write in f32 from 16-bit
+/// operands (the cross-entropy of 16-bit logits, ABI 13; a norm's
+/// parameter gradients, ABI 14).
+bool isInferredOrF32(mlir::Type inferred, mlir::Type actual);
 
-/// " (or f32)" where isCrossEntropyLossType also takes the f32 version of
-/// `inferred` (16-bit logits), else "": for the messages that name it.
-llvm::StringRef orF32LossNote(mlir::RankedTensorType inferred);
+/// A norm gradient's result types against the inferred ones: dx as
+/// inferred, the parameter gradients all as inferred or all f32
+/// (isInferredOrF32).
+bool areNormGradTypes(mlir::TypeRange inferred, mlir::TypeRange actual);
+
+/// " (or f32)" where isInferredOrF32 also takes the f32 version of
+/// `inferred` (an f16/bf16 type), else "": for the messages that name it.
+llvm::StringRef orF32Note(mlir::RankedTensorType inferred);
 
 } // namespace tessel::nn::detail
 

@@ -89,6 +89,12 @@ LogicalResult NormGradAddOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
+// The parameter gradients as the norm gradient's (f32 of a 16-bit gamma).
+bool NormGradAddOp::isCompatibleReturnTypes(TypeRange inferred,
+                                            TypeRange actual) {
+  return nn::detail::areNormGradTypes(inferred, actual);
+}
+
 LogicalResult NormGradAddOp::verify() {
   return nn::detail::verifyNormEpsilon(*this, getEpsilon());
 }

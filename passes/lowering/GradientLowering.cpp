@@ -40,6 +40,13 @@ LogicalResult lowerSoftmaxGrad(nn::SoftmaxGradOp op, FunctionLowering &fl) {
   return success();
 }
 
+/// Whether a parameter gradient `grad` computed from 16-bit `from` is f32:
+/// the _f32 entries (ABI 14).
+bool hasF32ParamGrads(Value from, Value grad) {
+  return getElementTypeOrSelf(grad.getType()) !=
+         getElementTypeOrSelf(from.getType());
+}
+
 /// Layer norm's gradient, or RMS norm's (no dbeta) with `rms`.
 LogicalResult lowerNormGrad(FunctionLowering &fl, Value input, Value gamma,
                             Value dy, Value dx, Value dgamma, Value dbeta,
@@ -47,7 +54,8 @@ LogicalResult lowerNormGrad(FunctionLowering &fl, Value input, Value gamma,
   I32Value dtype = fl.dtype(input);
   PtrValue dbetaPtr = fl.ptrOrNull(dbeta);
   RowsAndCols rows = fl.rowsAndCols(tensorType(input).getShape());
-  fl.call(rt::tessel_layer_norm_grad,
+  fl.call(hasF32ParamGrads(input, dgamma) ? rt::tessel_layer_norm_grad_f32
+                                          : rt::tessel_layer_norm_grad,
           {dtype, fl.ptr(input), fl.ptr(gamma), fl.ptr(dy), fl.ptr(dx),
            fl.ptr(dgamma), dbetaPtr, rows.rows, rows.cols, fl.f64(epsilon),
            fl.i32(rms)});
@@ -69,7 +77,9 @@ LogicalResult lowerRmsNormGrad(nn::RmsNormGradOp op, FunctionLowering &fl) {
 /// A norm's gradient added to the residual stream's as it is written.
 LogicalResult lowerNormGradAdd(nn::NormGradAddOp op, FunctionLowering &fl) {
   RowsAndCols rows = fl.rowsAndCols(tensorType(op.getInput()).getShape());
-  fl.call(rt::tessel_layer_norm_grad_add,
+  fl.call(hasF32ParamGrads(op.getInput(), op.getDgamma())
+              ? rt::tessel_layer_norm_grad_add_f32
+              : rt::tessel_layer_norm_grad_add,
           {fl.dtype(op.getInput()), fl.ptr(op.getInput()),
            fl.ptr(op.getGamma()), fl.ptr(op.getDy()), fl.ptr(op.getResidual()),
            fl.ptr(op.getDx()), fl.ptr(op.getDgamma()),
@@ -111,8 +121,10 @@ LogicalResult lowerEmbeddingGrad(nn::EmbeddingGradOp op, FunctionLowering &fl) {
   FailureOr<RankBlock> block = fl.blockOf(op, table[0]);
   if (failed(block))
     return failure();
-  fl.call(rt::tessel_embedding_grad,
-          {fl.dtype(op.getDtable()), fl.dtype(op.getIds()), fl.ptr(op.getIds()),
+  fl.call(hasF32ParamGrads(op.getDout(), op.getDtable())
+              ? rt::tessel_embedding_grad_f32
+              : rt::tessel_embedding_grad,
+          {fl.dtype(op.getDout()), fl.dtype(op.getIds()), fl.ptr(op.getIds()),
            fl.ptr(op.getDout()), fl.ptr(op.getDtable()), fl.count(op.getIds()),
            fl.i64(table[0]), fl.i64(table[1]), block->first, block->whole});
   return success();

@@ -363,22 +363,25 @@ public:
   virtual void softmaxGrad(tessel_ctx *ctx, int32_t dtype, const void *y,
                            const void *dy, void *dx, int64_t outer, int64_t dim,
                            int64_t inner) = 0;
-  virtual void layerNormGrad(tessel_ctx *ctx, int32_t dtype, const void *x,
-                             const void *gamma, const void *dy, void *dx,
-                             void *dgamma, void *dbeta, int64_t rows,
+  /// dgamma and dbeta of paramDtype: dtype's, or f32 for f16/bf16 x
+  /// (tessel_layer_norm_grad_f32: the column sums rounded to f32 only).
+  virtual void layerNormGrad(tessel_ctx *ctx, int32_t dtype, int32_t paramDtype,
+                             const void *x, const void *gamma, const void *dy,
+                             void *dx, void *dgamma, void *dbeta, int64_t rows,
                              int64_t cols, double eps, bool rms) = 0;
   /// layerNormGrad whose dx is then added to `residual` (the gradient the
   /// residual stream carries past the norm): dx = residual + the norm's dx
   /// rounded to dtype, as the two kernels compute it. dx overlaps none of
   /// x, dy, residual; rows, cols > 0 (the front takes an empty one to
   /// layerNormGrad). The default is the two kernels.
-  virtual void layerNormGradAdd(tessel_ctx *ctx, int32_t dtype, const void *x,
+  virtual void layerNormGradAdd(tessel_ctx *ctx, int32_t dtype,
+                                int32_t paramDtype, const void *x,
                                 const void *gamma, const void *dy,
                                 const void *residual, void *dx, void *dgamma,
                                 void *dbeta, int64_t rows, int64_t cols,
                                 double eps, bool rms) {
-    layerNormGrad(ctx, dtype, x, gamma, dy, dx, dgamma, dbeta, rows, cols, eps,
-                  rms);
+    layerNormGrad(ctx, dtype, paramDtype, x, gamma, dy, dx, dgamma, dbeta, rows,
+                  cols, eps, rms);
     binary(ctx, TESSEL_ADD, dtype, residual, dx, dx, rows * cols);
   }
   virtual void batchNormGrad(tessel_ctx *ctx, int32_t dtype, const void *x,
@@ -416,10 +419,13 @@ public:
                         const void *x, const void *labels, const void *values,
                         void *out, int64_t rows, int64_t classes,
                         int64_t classOffset, int64_t totalClasses) = 0;
-  virtual void embeddingGrad(tessel_ctx *ctx, int32_t dtype, int32_t idsDtype,
-                             const void *ids, const void *dout, void *dtable,
-                             int64_t numIds, int64_t rows, int64_t hidden,
-                             int64_t rowOffset, int64_t vocab) = 0;
+  /// dtable of tableDtype: dtype's, or f32 for f16/bf16 dout
+  /// (tessel_embedding_grad_f32: each row's sum rounded to f32 only).
+  virtual void embeddingGrad(tessel_ctx *ctx, int32_t dtype, int32_t tableDtype,
+                             int32_t idsDtype, const void *ids,
+                             const void *dout, void *dtable, int64_t numIds,
+                             int64_t rows, int64_t hidden, int64_t rowOffset,
+                             int64_t vocab) = 0;
   /// From the forward's out and lse; both null (a model of ABI 10 or
   /// older, tessel_attention_grad): the backend runs the forward for them
   /// into temporaries first.

@@ -13,6 +13,70 @@
 
 using namespace tessel;
 
+namespace {
+
+/// Whether dtype suits an entry whose parameter gradients are f32
+/// (`f32Grads`: the _f32 entries, of f16/bf16 only) or dtype's.
+bool checkGradDtype(tessel_ctx *ctx, const char *entry, int32_t dtype,
+                    bool f32Grads) {
+  return checkDtype(ctx, entry, dtype,
+                    f32Grads ? dtype == TESSEL_F16 || dtype == TESSEL_BF16
+                             : isFloatDtype(dtype));
+}
+
+/// A layer norm gradient's entry point: traced as `entry`, its shape and
+/// dtype checked, then the backend's kernel, with dgamma and dbeta in f32
+/// for the _f32 entries (`f32Params`, of f16/bf16 x only) and in dtype
+/// otherwise. With `residual` (the _add entries) dx is added to it, unless
+/// there is no element to add to: only the empty column sums are left.
+void normGradEntry(tessel_ctx *ctx, const char *entry, int32_t dtype,
+                   bool f32Params, const void *x, const void *gamma,
+                   const void *dy, const void *residual, void *dx, void *dgamma,
+                   void *dbeta, int64_t rows, int64_t cols, double eps,
+                   int32_t rms) {
+  if (!ctx)
+    return;
+  KernelScope scope(ctx, entry);
+  if (!checkRows(ctx, entry, rows, cols) ||
+      !checkGradDtype(ctx, entry, dtype, f32Params))
+    return;
+  int32_t paramDtype = f32Params ? int32_t(TESSEL_F32) : dtype;
+  if (residual && rows != 0 && cols != 0)
+    ctx->backend->layerNormGradAdd(ctx, dtype, paramDtype, x, gamma, dy,
+                                   residual, dx, dgamma, dbeta, rows, cols, eps,
+                                   rms != 0);
+  else
+    ctx->backend->layerNormGrad(ctx, dtype, paramDtype, x, gamma, dy, dx,
+                                dgamma, dbeta, rows, cols, eps, rms != 0);
+}
+
+/// An embedding gradient's entry point: traced as `entry`, its arguments
+/// checked, dtable in f32 for the _f32 entry (`f32Table`) and in dtype
+/// otherwise.
+void embeddingGradEntry(tessel_ctx *ctx, const char *entry, int32_t dtype,
+                        bool f32Table, int32_t idsDtype, const void *ids,
+                        const void *dout, void *dtable, int64_t numIds,
+                        int64_t rows, int64_t hidden, int64_t rowOffset,
+                        int64_t vocab) {
+  if (!ctx)
+    return;
+  KernelScope scope(ctx, entry);
+  if (!checkIndexDtype(ctx, entry, "ids", idsDtype))
+    return;
+  if (numIds < 0 || hidden < 0) {
+    setError(ctx, "%s: negative shape", entry);
+    return;
+  }
+  if (!checkBlock(ctx, entry, "rows", rows, rowOffset, vocab) ||
+      !checkGradDtype(ctx, entry, dtype, f32Table))
+    return;
+  ctx->backend->embeddingGrad(
+      ctx, dtype, f32Table ? int32_t(TESSEL_F32) : dtype, idsDtype, ids, dout,
+      dtable, numIds, rows, hidden, rowOffset, vocab);
+}
+
+} // namespace
+
 extern "C" {
 
 void tessel_unary_grad(tessel_ctx *ctx, int32_t op, int32_t dtype,
@@ -44,17 +108,8 @@ void tessel_layer_norm_grad(tessel_ctx *ctx, int32_t dtype, const void *x,
                             const void *gamma, const void *dy, void *dx,
                             void *dgamma, void *dbeta, int64_t rows,
                             int64_t cols, double eps, int32_t rms) {
-  if (!ctx)
-    return;
-  KernelScope scope(ctx, __func__);
-  if (rows < 0 || cols < 0) {
-    setError(ctx, "tessel_layer_norm_grad: negative shape");
-    return;
-  }
-  if (!checkDtype(ctx, "tessel_layer_norm_grad", dtype, isFloatDtype(dtype)))
-    return;
-  ctx->backend->layerNormGrad(ctx, dtype, x, gamma, dy, dx, dgamma, dbeta, rows,
-                              cols, eps, rms != 0);
+  normGradEntry(ctx, __func__, dtype, false, x, gamma, dy, nullptr, dx, dgamma,
+                dbeta, rows, cols, eps, rms);
 }
 
 void tessel_layer_norm_grad_add(tessel_ctx *ctx, int32_t dtype, const void *x,
@@ -62,20 +117,26 @@ void tessel_layer_norm_grad_add(tessel_ctx *ctx, int32_t dtype, const void *x,
                                 const void *residual, void *dx, void *dgamma,
                                 void *dbeta, int64_t rows, int64_t cols,
                                 double eps, int32_t rms) {
-  if (!ctx)
-    return;
-  KernelScope scope(ctx, __func__);
-  const char *kernel = "tessel_layer_norm_grad_add";
-  if (!checkRows(ctx, kernel, rows, cols) ||
-      !checkDtype(ctx, kernel, dtype, isFloatDtype(dtype)))
-    return;
-  // No element to add to: only the empty column sums are left.
-  if (rows == 0 || cols == 0)
-    ctx->backend->layerNormGrad(ctx, dtype, x, gamma, dy, dx, dgamma, dbeta,
-                                rows, cols, eps, rms != 0);
-  else
-    ctx->backend->layerNormGradAdd(ctx, dtype, x, gamma, dy, residual, dx,
-                                   dgamma, dbeta, rows, cols, eps, rms != 0);
+  normGradEntry(ctx, __func__, dtype, false, x, gamma, dy, residual, dx, dgamma,
+                dbeta, rows, cols, eps, rms);
+}
+
+void tessel_layer_norm_grad_f32(tessel_ctx *ctx, int32_t dtype, const void *x,
+                                const void *gamma, const void *dy, void *dx,
+                                void *dgamma, void *dbeta, int64_t rows,
+                                int64_t cols, double eps, int32_t rms) {
+  normGradEntry(ctx, __func__, dtype, true, x, gamma, dy, nullptr, dx, dgamma,
+                dbeta, rows, cols, eps, rms);
+}
+
+void tessel_layer_norm_grad_add_f32(tessel_ctx *ctx, int32_t dtype,
+                                    const void *x, const void *gamma,
+                                    const void *dy, const void *residual,
+                                    void *dx, void *dgamma, void *dbeta,
+                                    int64_t rows, int64_t cols, double eps,
+                                    int32_t rms) {
+  normGradEntry(ctx, __func__, dtype, true, x, gamma, dy, residual, dx, dgamma,
+                dbeta, rows, cols, eps, rms);
 }
 
 void tessel_batch_norm_grad(tessel_ctx *ctx, int32_t dtype, const void *x,
@@ -192,21 +253,17 @@ void tessel_embedding_grad(tessel_ctx *ctx, int32_t dtype, int32_t ids_dtype,
                            const void *ids, const void *dout, void *dtable,
                            int64_t num_ids, int64_t rows, int64_t hidden,
                            int64_t row_offset, int64_t vocab) {
-  if (!ctx)
-    return;
-  KernelScope scope(ctx, __func__);
-  const char *kernel = "tessel_embedding_grad";
-  if (!checkIndexDtype(ctx, kernel, "ids", ids_dtype))
-    return;
-  if (num_ids < 0 || hidden < 0) {
-    setError(ctx, "tessel_embedding_grad: negative shape");
-    return;
-  }
-  if (!checkBlock(ctx, kernel, "rows", rows, row_offset, vocab) ||
-      !checkDtype(ctx, kernel, dtype, isFloatDtype(dtype)))
-    return;
-  ctx->backend->embeddingGrad(ctx, dtype, ids_dtype, ids, dout, dtable, num_ids,
-                              rows, hidden, row_offset, vocab);
+  embeddingGradEntry(ctx, __func__, dtype, false, ids_dtype, ids, dout, dtable,
+                     num_ids, rows, hidden, row_offset, vocab);
+}
+
+void tessel_embedding_grad_f32(tessel_ctx *ctx, int32_t dtype,
+                               int32_t ids_dtype, const void *ids,
+                               const void *dout, void *dtable, int64_t num_ids,
+                               int64_t rows, int64_t hidden, int64_t row_offset,
+                               int64_t vocab) {
+  embeddingGradEntry(ctx, __func__, dtype, true, ids_dtype, ids, dout, dtable,
+                     num_ids, rows, hidden, row_offset, vocab);
 }
 
 void tessel_attention_grad(tessel_ctx *ctx, int32_t dtype, const void *q,

@@ -215,19 +215,20 @@ public:
                    int64_t inner) override {
     defer(&Backend::softmaxGrad, ctx, dtype, y, dy, dx, outer, dim, inner);
   }
-  void layerNormGrad(tessel_ctx *ctx, int32_t dtype, const void *x,
-                     const void *gamma, const void *dy, void *dx, void *dgamma,
-                     void *dbeta, int64_t rows, int64_t cols, double eps,
-                     bool rms) override {
-    defer(&Backend::layerNormGrad, ctx, dtype, x, gamma, dy, dx, dgamma, dbeta,
-          rows, cols, eps, rms);
-  }
-  void layerNormGradAdd(tessel_ctx *ctx, int32_t dtype, const void *x,
-                        const void *gamma, const void *dy, const void *residual,
-                        void *dx, void *dgamma, void *dbeta, int64_t rows,
-                        int64_t cols, double eps, bool rms) override {
-    defer(&Backend::layerNormGradAdd, ctx, dtype, x, gamma, dy, residual, dx,
+  void layerNormGrad(tessel_ctx *ctx, int32_t dtype, int32_t paramDtype,
+                     const void *x, const void *gamma, const void *dy, void *dx,
+                     void *dgamma, void *dbeta, int64_t rows, int64_t cols,
+                     double eps, bool rms) override {
+    defer(&Backend::layerNormGrad, ctx, dtype, paramDtype, x, gamma, dy, dx,
           dgamma, dbeta, rows, cols, eps, rms);
+  }
+  void layerNormGradAdd(tessel_ctx *ctx, int32_t dtype, int32_t paramDtype,
+                        const void *x, const void *gamma, const void *dy,
+                        const void *residual, void *dx, void *dgamma,
+                        void *dbeta, int64_t rows, int64_t cols, double eps,
+                        bool rms) override {
+    defer(&Backend::layerNormGradAdd, ctx, dtype, paramDtype, x, gamma, dy,
+          residual, dx, dgamma, dbeta, rows, cols, eps, rms);
   }
   void batchNormGrad(tessel_ctx *ctx, int32_t dtype, const void *x,
                      const void *gamma, const void *dy, void *dx, void *dgamma,
@@ -266,12 +267,12 @@ public:
     defer(&Backend::subLabel, ctx, dtype, labelDtype, x, labels, values, out,
           rows, classes, classOffset, totalClasses);
   }
-  void embeddingGrad(tessel_ctx *ctx, int32_t dtype, int32_t idsDtype,
-                     const void *ids, const void *dout, void *dtable,
-                     int64_t numIds, int64_t rows, int64_t hidden,
+  void embeddingGrad(tessel_ctx *ctx, int32_t dtype, int32_t tableDtype,
+                     int32_t idsDtype, const void *ids, const void *dout,
+                     void *dtable, int64_t numIds, int64_t rows, int64_t hidden,
                      int64_t rowOffset, int64_t vocab) override {
-    defer(&Backend::embeddingGrad, ctx, dtype, idsDtype, ids, dout, dtable,
-          numIds, rows, hidden, rowOffset, vocab);
+    defer(&Backend::embeddingGrad, ctx, dtype, tableDtype, idsDtype, ids, dout,
+          dtable, numIds, rows, hidden, rowOffset, vocab);
   }
   void attentionGrad(tessel_ctx *ctx, int32_t dtype, const void *q,
                      const void *k, const void *v, const void *out,

@@ -99,10 +99,10 @@ public:
   void softmaxGrad(tessel_ctx *ctx, int32_t dtype, const void *y,
                    const void *dy, void *dx, int64_t outer, int64_t dim,
                    int64_t inner) override;
-  void layerNormGrad(tessel_ctx *ctx, int32_t dtype, const void *x,
-                     const void *gamma, const void *dy, void *dx, void *dgamma,
-                     void *dbeta, int64_t rows, int64_t cols, double eps,
-                     bool rms) override;
+  void layerNormGrad(tessel_ctx *ctx, int32_t dtype, int32_t paramDtype,
+                     const void *x, const void *gamma, const void *dy, void *dx,
+                     void *dgamma, void *dbeta, int64_t rows, int64_t cols,
+                     double eps, bool rms) override;
   void batchNormGrad(tessel_ctx *ctx, int32_t dtype, const void *x,
                      const void *gamma, const void *dy, void *dx, void *dgamma,
                      void *dbeta, int64_t outer, int64_t channels,
@@ -120,9 +120,9 @@ public:
                 const void *x, const void *labels, const void *values,
                 void *out, int64_t rows, int64_t classes, int64_t classOffset,
                 int64_t totalClasses) override;
-  void embeddingGrad(tessel_ctx *ctx, int32_t dtype, int32_t idsDtype,
-                     const void *ids, const void *dout, void *dtable,
-                     int64_t numIds, int64_t rows, int64_t hidden,
+  void embeddingGrad(tessel_ctx *ctx, int32_t dtype, int32_t tableDtype,
+                     int32_t idsDtype, const void *ids, const void *dout,
+                     void *dtable, int64_t numIds, int64_t rows, int64_t hidden,
                      int64_t rowOffset, int64_t vocab) override;
   void attentionGrad(tessel_ctx *ctx, int32_t dtype, const void *q,
                      const void *k, const void *v, const void *out,

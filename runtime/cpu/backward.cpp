@@ -19,6 +19,7 @@
 #include "cpu/vecmath.h"
 
 #include <algorithm>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -204,9 +205,10 @@ void softmaxGradImpl(const T *y, const T *dy, T *dx, int64_t outer,
 /// Layer norm: x̂ = (x − mean)·rstd, y = x̂·γ + β, so with d = dy·γ
 ///   dx = rstd · (d − mean(d) − x̂ · mean(d·x̂)).
 /// RMS norm (no mean subtracted): dx = rstd · (d − x̂ · mean(d·x̂)).
-template <class T>
+/// The column sums dγ and dβ are stored as P: T, or f32 for 16-bit T.
+template <class T, class P = T>
 void layerNormGradImpl(const T *x, const T *gamma, const T *dy, T *dx,
-                       T *dgamma, T *dbeta, int64_t rows, int64_t cols,
+                       P *dgamma, P *dbeta, int64_t rows, int64_t cols,
                        double eps, bool rms) {
   using C = typename Elem<T>::Compute;
   std::vector<double> dg(static_cast<size_t>(cols), 0.0),
@@ -253,10 +255,10 @@ void layerNormGradImpl(const T *x, const T *gamma, const T *dy, T *dx,
   }
   if (dgamma)
     for (int64_t j = 0; j < cols; ++j)
-      dgamma[j] = fromDouble<T>(dg[size_t(j)]);
+      dgamma[j] = fromDouble<P>(dg[size_t(j)]);
   if (dbeta)
     for (int64_t j = 0; j < cols; ++j)
-      dbeta[j] = fromDouble<T>(db[size_t(j)]);
+      dbeta[j] = fromDouble<P>(db[size_t(j)]);
 }
 
 /// Rows whose dγ and dβ contributions the f32 layer norm sums in f32 before
@@ -478,20 +480,25 @@ void CpuBackend::softmaxGrad(tessel_ctx *, int32_t dtype, const void *y,
   });
 }
 
-void CpuBackend::layerNormGrad(tessel_ctx *, int32_t dtype, const void *x,
-                               const void *gamma, const void *dy, void *dx,
-                               void *dgamma, void *dbeta, int64_t rows,
-                               int64_t cols, double eps, bool rms) {
+void CpuBackend::layerNormGrad(tessel_ctx *, int32_t dtype, int32_t paramDtype,
+                               const void *x, const void *gamma, const void *dy,
+                               void *dx, void *dgamma, void *dbeta,
+                               int64_t rows, int64_t cols, double eps,
+                               bool rms) {
   visitFloat(dtype, [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_same<T, float>::value) {
       layerNormGradF32(in<float>(x), in<float>(gamma), in<float>(dy),
                        out<float>(dx), out<float>(dgamma), out<float>(dbeta),
                        rows, cols, eps, rms);
-      return;
+    } else if (paramDtype == TESSEL_F32) { // tessel_layer_norm_grad_f32
+      layerNormGradImpl(in<T>(x), in<T>(gamma), in<T>(dy), out<T>(dx),
+                        out<float>(dgamma), out<float>(dbeta), rows, cols, eps,
+                        rms);
+    } else {
+      layerNormGradImpl(in<T>(x), in<T>(gamma), in<T>(dy), out<T>(dx),
+                        out<T>(dgamma), out<T>(dbeta), rows, cols, eps, rms);
     }
-    layerNormGradImpl(in<T>(x), in<T>(gamma), in<T>(dy), out<T>(dx),
-                      out<T>(dgamma), out<T>(dbeta), rows, cols, eps, rms);
   });
 }
 
@@ -572,47 +579,54 @@ void CpuBackend::crossEntropyGrad(tessel_ctx *ctx, int32_t dtype,
 }
 
 void CpuBackend::embeddingGrad(tessel_ctx *ctx, int32_t dtype,
-                               int32_t ids_dtype, const void *ids,
-                               const void *dout, void *dtable, int64_t num_ids,
-                               int64_t rows, int64_t hidden, int64_t row_offset,
-                               int64_t vocab) {
-  visitFloat(dtype, [&](auto tag) {
-    using T = decltype(tag);
-    const T *src = in<T>(dout);
-    T *dst = out<T>(dtable);
-    // Every float format stores +0 as all-zero bits.
-    std::memset(dst, 0, size_t(rows * hidden) * sizeof(T));
-    // (row, position) pairs of the block's ids sorted by row, positions
-    // ascending within a row: each row sums its contributions in position
-    // order, in f64, and is rounded once — the same bits for any thread
-    // count, backend order or split of the table into blocks.
-    std::vector<std::pair<int64_t, int64_t>> order;
-    order.reserve(size_t(num_ids));
-    for (int64_t i = 0; i < num_ids; ++i) {
-      int64_t id = loadIndex(ids_dtype, ids, i);
-      if (id < 0 || id >= vocab) {
-        setError(ctx, "tessel_embedding_grad: id %lld at position %lld "
-                      "outside [0, %lld)",
-                 (long long)id, (long long)i, (long long)vocab);
-        continue;
-      }
-      int64_t local = id - row_offset;
-      if (local >= 0 && local < rows)
-        order.emplace_back(local, i);
+                               int32_t tableDtype, int32_t ids_dtype,
+                               const void *ids, const void *dout, void *dtable,
+                               int64_t num_ids, int64_t rows, int64_t hidden,
+                               int64_t row_offset, int64_t vocab) {
+  // (row, position) pairs of the block's ids sorted by row, positions
+  // ascending within a row: each row sums its contributions in position
+  // order, in f64, and is rounded once — the same bits for any thread
+  // count, backend order or split of the table into blocks.
+  std::vector<std::pair<int64_t, int64_t>> order;
+  order.reserve(size_t(num_ids));
+  for (int64_t i = 0; i < num_ids; ++i) {
+    int64_t id = loadIndex(ids_dtype, ids, i);
+    if (id < 0 || id >= vocab) {
+      setError(ctx,
+               "tessel_embedding_grad: id %lld at position %lld "
+               "outside [0, %lld)",
+               (long long)id, (long long)i, (long long)vocab);
+      continue;
     }
-    std::sort(order.begin(), order.end());
+    int64_t local = id - row_offset;
+    if (local >= 0 && local < rows)
+      order.emplace_back(local, i);
+  }
+  std::sort(order.begin(), order.end());
+  // The rows' sums stored as P: T, or f32 (tessel_embedding_grad_f32).
+  auto sumRows = [&](auto *src, auto *dst) {
+    using P = std::remove_pointer_t<decltype(dst)>;
+    // Every float format stores +0 as all-zero bits.
+    std::memset(dst, 0, size_t(rows * hidden) * sizeof(P));
     std::vector<double> acc(static_cast<size_t>(hidden));
     for (size_t a = 0; a < order.size();) {
       int64_t row = order[a].first;
       std::fill(acc.begin(), acc.end(), 0.0);
       for (; a < order.size() && order[a].first == row; ++a) {
-        const T *dy = src + order[a].second * hidden;
+        auto *dy = src + order[a].second * hidden;
         for (int64_t j = 0; j < hidden; ++j)
           acc[size_t(j)] += double(ld(dy, j));
       }
-      T *drow = dst + row * hidden;
+      P *drow = dst + row * hidden;
       for (int64_t j = 0; j < hidden; ++j)
-        drow[j] = fromDouble<T>(acc[size_t(j)]);
+        drow[j] = fromDouble<P>(acc[size_t(j)]);
     }
+  };
+  visitFloat(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    if (tableDtype == TESSEL_F32)
+      sumRows(in<T>(dout), out<float>(dtable));
+    else
+      sumRows(in<T>(dout), out<T>(dtable));
   });
 }

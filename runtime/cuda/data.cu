@@ -30,6 +30,8 @@
 
 #include <cub/cub.cuh>
 
+#include <type_traits>
+
 using namespace tessel;
 using namespace tessel::cuda;
 
@@ -374,12 +376,12 @@ __global__ void embeddingGradKeysKernel(const Id *__restrict__ ids, Key *keys,
 
 /// Block (x) per run start of the sorted keys, threads (and blockIdx.y) over
 /// the columns: dtable[row, c] = Σ over the run, in position order, in
-/// double, rounded once.
-template <class T, class Key, class Val>
+/// double, rounded once to P (T, or f32: tessel_embedding_grad_f32).
+template <class T, class P, class Key, class Val>
 __global__ void embeddingGradSumKernel(const Key *__restrict__ keys,
                                        const Val *__restrict__ positions,
                                        const T *__restrict__ dout,
-                                       T *__restrict__ dtable, int64_t numIds,
+                                       P *__restrict__ dtable, int64_t numIds,
                                        int64_t rows, int64_t hidden) {
   for (int64_t s = blockIdx.x; s < numIds; s += gridDim.x) {
     Key key = keys[s];
@@ -390,14 +392,14 @@ __global__ void embeddingGradSumKernel(const Key *__restrict__ keys,
       double acc = 0.0;
       for (int64_t j = s; j < numIds && keys[j] == key; ++j)
         acc += FloatElem<T>::load(dout[int64_t(positions[j]) * hidden + c]);
-      dtable[int64_t(key) * hidden + c] = FloatElem<T>::store(acc);
+      dtable[int64_t(key) * hidden + c] = FloatElem<P>::store(acc);
     }
   }
 }
 
 size_t roundUp256(size_t bytes) { return (bytes + 255) / 256 * 256; }
 
-template <class T, class Id, class Key, class Val>
+template <class T, class P, class Id, class Key, class Val>
 void launchEmbeddingGrad(tessel_ctx *ctx, cudaStream_t stream, const void *ids,
                          const void *dout, void *dtable, int64_t numIds,
                          int64_t rows, int64_t hidden, int64_t rowOffset,
@@ -443,9 +445,9 @@ void launchEmbeddingGrad(tessel_ctx *ctx, cudaStream_t stream, const void *ids,
     dim3 grid(unsigned(std::min(numIds, kMaxGridX)), unsigned(columnBlocks));
     unsigned threads =
         unsigned(std::min<int64_t>(256, (hidden + 31) / 32 * 32));
-    embeddingGradSumKernel<T, Key, Val><<<grid, threads, 0, stream>>>(
+    embeddingGradSumKernel<T, P, Key, Val><<<grid, threads, 0, stream>>>(
         keysOut, valsOut, static_cast<const T *>(dout),
-        static_cast<T *>(dtable), numIds, rows, hidden);
+        static_cast<P *>(dtable), numIds, rows, hidden);
     CudaBackend::checkLaunch(ctx, what);
   }
   cudaFreeAsync(scratch, stream);
@@ -572,13 +574,13 @@ void CudaBackend::embedding(tessel_ctx *ctx, int32_t dtype, int32_t idsDtype,
 }
 
 void CudaBackend::embeddingGrad(tessel_ctx *ctx, int32_t dtype,
-                                int32_t idsDtype, const void *ids,
-                                const void *dout, void *dtable, int64_t numIds,
-                                int64_t rows, int64_t hidden, int64_t rowOffset,
-                                int64_t vocab) {
+                                int32_t tableDtype, int32_t idsDtype,
+                                const void *ids, const void *dout, void *dtable,
+                                int64_t numIds, int64_t rows, int64_t hidden,
+                                int64_t rowOffset, int64_t vocab) {
   // Overwritten, not accumulated (as the CPU backend): rows no id names
   // stay zero.
-  int64_t bytes = rows * hidden * tessel_dtype_size(dtype);
+  int64_t bytes = rows * hidden * tessel_dtype_size(tableDtype);
   if (bytes > 0 &&
       !check(ctx, cudaMemsetAsync(dtable, 0, size_t(bytes), stream()),
              "tessel_embedding_grad"))
@@ -589,20 +591,27 @@ void CudaBackend::embeddingGrad(tessel_ctx *ctx, int32_t dtype,
   bool narrow = numIds < (int64_t(1) << 31) && rows < (int64_t(1) << 32) - 1;
   stored::visitFloat(dtype, [&](auto tag) {
     using T = decltype(tag);
-    auto go = [&](auto id) {
+    auto go = [&](auto id, auto table) {
       using Id = decltype(id);
+      using P = decltype(table);
       if (narrow)
-        launchEmbeddingGrad<T, Id, uint32_t, int32_t>(
+        launchEmbeddingGrad<T, P, Id, uint32_t, int32_t>(
             ctx, stream(), ids, dout, dtable, numIds, rows, hidden, rowOffset,
             vocab, deviceErrors());
       else
-        launchEmbeddingGrad<T, Id, uint64_t, int64_t>(
+        launchEmbeddingGrad<T, P, Id, uint64_t, int64_t>(
             ctx, stream(), ids, dout, dtable, numIds, rows, hidden, rowOffset,
             vocab, deviceErrors());
     };
-    if (idsDtype == TESSEL_I32)
-      go(int32_t());
+    auto withIds = [&](auto table) {
+      if (idsDtype == TESSEL_I32)
+        go(int32_t(), table);
+      else
+        go(int64_t(), table);
+    };
+    if (tableDtype == TESSEL_F32 && !std::is_same<T, float>::value)
+      withIds(float()); // tessel_embedding_grad_f32
     else
-      go(int64_t());
+      withIds(T());
   });
 }

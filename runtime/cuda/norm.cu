@@ -37,6 +37,7 @@
 #include "core/context.h"
 
 #include <cstdint>
+#include <type_traits>
 
 using namespace tessel;
 using namespace tessel::cuda;
@@ -409,13 +410,15 @@ template <class T> struct LayerNormColumnTerms {
   }
 };
 
-template <class T> struct StoreColumnSums {
-  T *sumA, *sumB; // either may be null
+/// The column sums stored as P: the norm's type, or f32 for a 16-bit one
+/// (tessel_layer_norm_grad_f32).
+template <class P> struct StoreColumnSums {
+  P *sumA, *sumB; // either may be null
   __device__ void operator()(int64_t c, double a, double b) const {
     if (sumA)
-      sumA[c] = fromDouble<T>(a);
+      sumA[c] = fromDouble<P>(a);
     if (sumB)
-      sumB[c] = fromDouble<T>(b);
+      sumB[c] = fromDouble<P>(b);
   }
 };
 
@@ -553,52 +556,69 @@ void *scratch(tessel_ctx *ctx, cudaStream_t stream, size_t bytes,
 }
 
 /// layerNormGrad, with `residual` (non-null) added to dx in the row pass;
-/// the dγ and dβ column sums read x and dy either way.
+/// the dγ and dβ column sums read x and dy either way and are stored as P.
+template <class T, class P>
 void launchLayerNormGrad(tessel_ctx *ctx, cudaStream_t stream, const char *what,
-                         int32_t dtype, const void *x, const void *gamma,
-                         const void *dy, const void *residual, void *dx,
-                         void *dgamma, void *dbeta, int64_t rows, int64_t cols,
-                         double eps, bool rms) {
+                         const void *x, const void *gamma, const void *dy,
+                         const void *residual, void *dx, void *dgamma,
+                         void *dbeta, int64_t rows, int64_t cols, double eps,
+                         bool rms) {
+  using C = Compute<T>;
+  const size_t columnBytes = size_t(cols) * sizeof(P);
+  if (rows == 0) { // empty column sums
+    if (dgamma)
+      CudaBackend::check(ctx, cudaMemsetAsync(dgamma, 0, columnBytes, stream),
+                         what);
+    if (dbeta)
+      CudaBackend::check(ctx, cudaMemsetAsync(dbeta, 0, columnBytes, stream),
+                         what);
+    return;
+  }
+  C *stats = nullptr;
+  if (dgamma && !(stats = static_cast<C *>(scratch(
+                      ctx, stream, 2 * size_t(rows) * sizeof(C), what))))
+    return;
+  const bool vec = vectorRows<T>(cols, {x, gamma, dy, residual, dx});
+  const double invCols = 1.0 / double(cols);
+  if (residual)
+    launchRows<LayerNormGradAddRows, T>(
+        stream, rows, cols, vec, in<T>(x), in<T>(gamma), in<T>(dy),
+        in<T>(residual), out<T>(dx), stats, rows, cols, invCols, eps, rms);
+  else
+    launchRows<LayerNormGradRows, T>(
+        stream, rows, cols, vec, in<T>(x), in<T>(gamma), in<T>(dy),
+        in<T>(nullptr), out<T>(dx), stats, rows, cols, invCols, eps, rms);
+  if (CudaBackend::checkLaunch(ctx, what) && (dgamma || dbeta)) {
+    size_t bytes = size_t(columnChunks(rows)) * size_t(cols) * 2 * 8;
+    if (auto *partials =
+            static_cast<double *>(scratch(ctx, stream, bytes, what))) {
+      channelSums<false>(
+          ctx, what, stream, rows, cols, 1, partials,
+          LayerNormColumnTerms<T>{in<T>(x), in<T>(dy), stats, rows},
+          StoreColumnSums<P>{out<P>(dgamma), out<P>(dbeta)});
+      cudaFreeAsync(partials, stream);
+    }
+  }
+  if (stats)
+    cudaFreeAsync(stats, stream);
+}
+
+/// launchLayerNormGrad of dtype with the column sums of paramDtype (dtype's,
+/// or f32 for f16/bf16: the front's check).
+void launchLayerNormGrad(tessel_ctx *ctx, cudaStream_t stream, const char *what,
+                         int32_t dtype, int32_t paramDtype, const void *x,
+                         const void *gamma, const void *dy,
+                         const void *residual, void *dx, void *dgamma,
+                         void *dbeta, int64_t rows, int64_t cols, double eps,
+                         bool rms) {
   visitFloat(dtype, [&](auto tag) {
     using T = decltype(tag);
-    using C = Compute<T>;
-    const size_t columnBytes = size_t(cols) * sizeof(T);
-    if (rows == 0) { // empty column sums
-      if (dgamma)
-        CudaBackend::check(ctx, cudaMemsetAsync(dgamma, 0, columnBytes, stream),
-                           what);
-      if (dbeta)
-        CudaBackend::check(ctx, cudaMemsetAsync(dbeta, 0, columnBytes, stream),
-                           what);
-      return;
-    }
-    C *stats = nullptr;
-    if (dgamma && !(stats = static_cast<C *>(scratch(
-                        ctx, stream, 2 * size_t(rows) * sizeof(C), what))))
-      return;
-    const bool vec = vectorRows<T>(cols, {x, gamma, dy, residual, dx});
-    const double invCols = 1.0 / double(cols);
-    if (residual)
-      launchRows<LayerNormGradAddRows, T>(
-          stream, rows, cols, vec, in<T>(x), in<T>(gamma), in<T>(dy),
-          in<T>(residual), out<T>(dx), stats, rows, cols, invCols, eps, rms);
+    if (paramDtype == TESSEL_F32 && !std::is_same<T, float>::value)
+      launchLayerNormGrad<T, float>(ctx, stream, what, x, gamma, dy, residual,
+                                    dx, dgamma, dbeta, rows, cols, eps, rms);
     else
-      launchRows<LayerNormGradRows, T>(
-          stream, rows, cols, vec, in<T>(x), in<T>(gamma), in<T>(dy),
-          in<T>(nullptr), out<T>(dx), stats, rows, cols, invCols, eps, rms);
-    if (CudaBackend::checkLaunch(ctx, what) && (dgamma || dbeta)) {
-      size_t bytes = size_t(columnChunks(rows)) * size_t(cols) * 2 * 8;
-      if (auto *partials =
-              static_cast<double *>(scratch(ctx, stream, bytes, what))) {
-        channelSums<false>(
-            ctx, what, stream, rows, cols, 1, partials,
-            LayerNormColumnTerms<T>{in<T>(x), in<T>(dy), stats, rows},
-            StoreColumnSums<T>{out<T>(dgamma), out<T>(dbeta)});
-        cudaFreeAsync(partials, stream);
-      }
-    }
-    if (stats)
-      cudaFreeAsync(stats, stream);
+      launchLayerNormGrad<T, T>(ctx, stream, what, x, gamma, dy, residual, dx,
+                                dgamma, dbeta, rows, cols, eps, rms);
   });
 }
 
@@ -681,26 +701,28 @@ void CudaBackend::addLayerNorm(tessel_ctx *ctx, int32_t dtype, const void *a,
   checkLaunch(ctx, "tessel_add_layer_norm");
 }
 
-void CudaBackend::layerNormGrad(tessel_ctx *ctx, int32_t dtype, const void *x,
+void CudaBackend::layerNormGrad(tessel_ctx *ctx, int32_t dtype,
+                                int32_t paramDtype, const void *x,
                                 const void *gamma, const void *dy, void *dx,
                                 void *dgamma, void *dbeta, int64_t rows,
                                 int64_t cols, double eps, bool rms) {
   if (cols == 0)
     return;
-  launchLayerNormGrad(ctx, stream(), "tessel_layer_norm_grad", dtype, x, gamma,
-                      dy, nullptr, dx, dgamma, dbeta, rows, cols, eps, rms);
+  launchLayerNormGrad(ctx, stream(), "tessel_layer_norm_grad", dtype,
+                      paramDtype, x, gamma, dy, nullptr, dx, dgamma, dbeta,
+                      rows, cols, eps, rms);
 }
 
 void CudaBackend::layerNormGradAdd(tessel_ctx *ctx, int32_t dtype,
-                                   const void *x, const void *gamma,
-                                   const void *dy, const void *residual,
-                                   void *dx, void *dgamma, void *dbeta,
-                                   int64_t rows, int64_t cols, double eps,
-                                   bool rms) {
+                                   int32_t paramDtype, const void *x,
+                                   const void *gamma, const void *dy,
+                                   const void *residual, void *dx,
+                                   void *dgamma, void *dbeta, int64_t rows,
+                                   int64_t cols, double eps, bool rms) {
   // rows, cols > 0: the front takes an empty one to layerNormGrad.
-  launchLayerNormGrad(ctx, stream(), "tessel_layer_norm_grad_add", dtype, x,
-                      gamma, dy, residual, dx, dgamma, dbeta, rows, cols, eps,
-                      rms);
+  launchLayerNormGrad(ctx, stream(), "tessel_layer_norm_grad_add", dtype,
+                      paramDtype, x, gamma, dy, residual, dx, dgamma, dbeta,
+                      rows, cols, eps, rms);
 }
 
 void CudaBackend::batchNorm(tessel_ctx *ctx, int32_t dtype, const void *x,

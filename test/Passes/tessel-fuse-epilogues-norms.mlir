@@ -149,3 +149,56 @@ func.func @work_after_add(%x: tensor<4x8xf32>, %g: tensor<8xf32>, %dy: tensor<4x
   %e = nn.exp %d : tensor<4x8xf32>
   return %e, %r : tensor<4x8xf32>, tensor<8xf32>
 }
+
+// -----
+
+// Tests that the f32 widenings of a bf16 norm gradient's parameter
+// gradients (a bf16 step's f32 gradients) fold into it: the gradient
+// returns them in f32 and the casts go. With the residual add too, the
+// fused op keeps the f32 types. Not a residual fusion: on with it off.
+// CHECK-LABEL: func.func @param_grads_widened
+// CHECK-NEXT: %[[DX:.*]], %[[DG:.*]], %[[DB:.*]] = nn.norm_grad_add %arg0, %arg1, %arg2, %arg3 {epsilon = 1.000000e-05 : f64} : (tensor<4x8xbf16>, tensor<8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>) -> (tensor<4x8xbf16>, tensor<8xf32>, tensor<8xf32>)
+// CHECK-NEXT: %[[DX2:.*]], %[[DG2:.*]] = nn.rms_norm_grad %arg0, %arg1, %arg2 {{.*}} -> (tensor<4x8xbf16>, tensor<8xf32>)
+// CHECK-NEXT: %[[E:.*]] = nn.exp %[[DG2]] : tensor<8xf32>
+// CHECK-NEXT: return %[[DX]], %[[DG]], %[[DB]], %[[DX2]], %[[E]]
+// OFF-LABEL: func.func @param_grads_widened
+// OFF-NEXT: nn.layer_norm_grad {{.*}} -> (tensor<4x8xbf16>, tensor<8xf32>, tensor<8xf32>)
+// OFF-NEXT: nn.add
+// OFF-NEXT: nn.rms_norm_grad {{.*}} -> (tensor<4x8xbf16>, tensor<8xf32>)
+// OFF-NOT: nn.cast
+// OFF: return
+func.func @param_grads_widened(%x: tensor<4x8xbf16>, %g: tensor<8xbf16>, %dy: tensor<4x8xbf16>, %dres: tensor<4x8xbf16>) -> (tensor<4x8xbf16>, tensor<8xf32>, tensor<8xf32>, tensor<4x8xbf16>, tensor<8xf32>) {
+  %dx, %dg, %db = nn.layer_norm_grad %x, %g, %dy : (tensor<4x8xbf16>, tensor<8xbf16>, tensor<4x8xbf16>) -> (tensor<4x8xbf16>, tensor<8xbf16>, tensor<8xbf16>)
+  %d = nn.add %dx, %dres : tensor<4x8xbf16>
+  %dg32 = nn.cast %dg : tensor<8xbf16> to tensor<8xf32>
+  %db32 = nn.cast %db : tensor<8xbf16> to tensor<8xf32>
+  %dx2, %dg2 = nn.rms_norm_grad %x, %g, %dy {epsilon = 1.0e-6 : f64} : (tensor<4x8xbf16>, tensor<8xbf16>, tensor<4x8xbf16>) -> (tensor<4x8xbf16>, tensor<8xbf16>)
+  %w = nn.cast %dg2 : tensor<8xbf16> to tensor<8xf32>
+  %e = nn.exp %w : tensor<8xf32>
+  return %d, %dg32, %db32, %dx2, %e : tensor<4x8xbf16>, tensor<8xf32>, tensor<8xf32>, tensor<4x8xbf16>, tensor<8xf32>
+}
+
+// -----
+
+// Tests what keeps its casts: a parameter gradient read in bf16 too (the
+// two stay one type), one of the two not widened, an f32 gradient's cast
+// to f64 (not a 16-bit one's widening).
+// CHECK-LABEL: func.func @param_grads_not_widened
+// CHECK-NEXT: nn.layer_norm_grad {{.*}} -> (tensor<4x8xbf16>, tensor<8xbf16>, tensor<8xbf16>)
+// CHECK-NEXT: nn.cast {{.*}} to tensor<8xf32>
+// CHECK-NEXT: nn.cast {{.*}} to tensor<8xf32>
+// CHECK-NEXT: nn.layer_norm_grad {{.*}} -> (tensor<4x8xbf16>, tensor<8xbf16>, tensor<8xbf16>)
+// CHECK-NEXT: nn.cast {{.*}} to tensor<8xf32>
+// CHECK-NEXT: nn.rms_norm_grad {{.*}} -> (tensor<4x8xf32>, tensor<8xf32>)
+// CHECK-NEXT: nn.cast {{.*}} to tensor<8xf64>
+// CHECK-NEXT: return
+func.func @param_grads_not_widened(%x: tensor<4x8xbf16>, %g: tensor<8xbf16>, %dy: tensor<4x8xbf16>, %x32: tensor<4x8xf32>, %g32: tensor<8xf32>) -> (tensor<4x8xbf16>, tensor<8xf32>, tensor<8xbf16>, tensor<8xf32>, tensor<4x8xbf16>, tensor<8xf32>, tensor<8xbf16>, tensor<4x8xf32>, tensor<8xf64>) {
+  %dx, %dg, %db = nn.layer_norm_grad %x, %g, %dy : (tensor<4x8xbf16>, tensor<8xbf16>, tensor<4x8xbf16>) -> (tensor<4x8xbf16>, tensor<8xbf16>, tensor<8xbf16>)
+  %dg32 = nn.cast %dg : tensor<8xbf16> to tensor<8xf32>
+  %db32 = nn.cast %db : tensor<8xbf16> to tensor<8xf32>
+  %dx2, %dg2, %db2 = nn.layer_norm_grad %x, %g, %dy : (tensor<4x8xbf16>, tensor<8xbf16>, tensor<4x8xbf16>) -> (tensor<4x8xbf16>, tensor<8xbf16>, tensor<8xbf16>)
+  %dg2w = nn.cast %dg2 : tensor<8xbf16> to tensor<8xf32>
+  %dx3, %dg3 = nn.rms_norm_grad %x32, %g32, %x32 : (tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<8xf32>)
+  %dg3w = nn.cast %dg3 : tensor<8xf32> to tensor<8xf64>
+  return %dx, %dg32, %db, %db32, %dx2, %dg2w, %db2, %dx3, %dg3w : tensor<4x8xbf16>, tensor<8xf32>, tensor<8xbf16>, tensor<8xf32>, tensor<4x8xbf16>, tensor<8xf32>, tensor<8xbf16>, tensor<4x8xf32>, tensor<8xf64>
+}

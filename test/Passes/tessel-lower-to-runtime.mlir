@@ -468,6 +468,46 @@ func.func @residual_norms(%h: tensor<2x3x8xbf16>, %o: tensor<2x3x8xbf16>, %g: te
 
 // -----
 
+// Tests that norm gradients of bf16 rows with f32 parameter gradients call
+// the ABI 14 entries with the rows' dtype (bf16, 2); the bf16 ones keep
+// tessel_layer_norm_grad.
+// CHECK-LABEL: llvm.func @tessel_fn_norm_grads_f32(
+// CHECK-SAME: %[[CTX:[^:]*]]: !llvm.ptr, %{{[^:]*}}: !llvm.ptr, %[[X:[^:]*]]: !llvm.ptr, %[[G:[^:]*]]: !llvm.ptr, %[[DY:[^:]*]]: !llvm.ptr, %[[DX:[^:]*]]: !llvm.ptr, %[[DG:[^:]*]]: !llvm.ptr, %[[DB:[^:]*]]: !llvm.ptr, %[[DX2:[^:]*]]: !llvm.ptr, %[[DG2:[^:]*]]: !llvm.ptr, %[[DX3:[^:]*]]: !llvm.ptr, %[[DG3:[^:]*]]: !llvm.ptr)
+// CHECK: %[[BF16:.*]] = llvm.mlir.constant(2 : i32) : i32
+// CHECK: llvm.call @tessel_layer_norm_grad_f32(%[[CTX]], %[[BF16]], %[[X]], %[[G]], %[[DY]], %[[DX]], %[[DG]], %[[DB]],
+// CHECK: llvm.call @tessel_layer_norm_grad_add_f32(%[[CTX]], %{{.*}}, %[[X]], %[[G]], %[[DY]], %[[DX]], %[[DX2]], %[[DG2]],
+// CHECK: llvm.call @tessel_layer_norm_grad(%[[CTX]], %{{.*}}, %[[X]], %[[G]], %[[DY]], %[[DX3]], %[[DG3]],
+func.func @norm_grads_f32(%x: tensor<4x8xbf16>, %g: tensor<8xbf16>, %dy: tensor<4x8xbf16>) -> (tensor<4x8xbf16>, tensor<8xf32>, tensor<8xf32>, tensor<4x8xbf16>, tensor<8xf32>, tensor<4x8xbf16>, tensor<8xbf16>) {
+  %dx, %dg, %db = nn.layer_norm_grad %x, %g, %dy : (tensor<4x8xbf16>, tensor<8xbf16>, tensor<4x8xbf16>) -> (tensor<4x8xbf16>, tensor<8xf32>, tensor<8xf32>)
+  %dx2, %dg2 = nn.norm_grad_add %x, %g, %dy, %dx {epsilon = 1.0e-6 : f64, rms} : (tensor<4x8xbf16>, tensor<8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>) -> (tensor<4x8xbf16>, tensor<8xf32>)
+  %dx3, %dg3 = nn.rms_norm_grad %x, %g, %dy : (tensor<4x8xbf16>, tensor<8xbf16>, tensor<4x8xbf16>) -> (tensor<4x8xbf16>, tensor<8xbf16>)
+  return %dx, %dg, %db, %dx2, %dg2, %dx3, %dg3 : tensor<4x8xbf16>, tensor<8xf32>, tensor<8xf32>, tensor<4x8xbf16>, tensor<8xf32>, tensor<4x8xbf16>, tensor<8xbf16>
+}
+
+// -----
+
+// Tests that an embedding's table gradient calls tessel_embedding_grad with
+// dout's dtype (bf16, 2), and tessel_embedding_grad_f32 for an f32 table
+// of a bf16 dout (ABI 14): ids i32 (4), 6 of them, the whole table of 5
+// rows of 4.
+// CHECK-LABEL: llvm.func @tessel_fn_embedding_grads(
+// CHECK-SAME: %[[CTX:[^:]*]]: !llvm.ptr, %{{[^:]*}}: !llvm.ptr, %[[IDS:[^:]*]]: !llvm.ptr, %[[DH:[^:]*]]: !llvm.ptr, %[[T16:[^:]*]]: !llvm.ptr, %[[T32:[^:]*]]: !llvm.ptr)
+// CHECK: %[[BF16:.*]] = llvm.mlir.constant(2 : i32) : i32
+// CHECK-NEXT: %[[I32:.*]] = llvm.mlir.constant(4 : i32) : i32
+// CHECK-NEXT: %[[N:.*]] = llvm.mlir.constant(6 : i64) : i64
+// CHECK-NEXT: %[[V:.*]] = llvm.mlir.constant(5 : i64) : i64
+// CHECK-NEXT: %[[H:.*]] = llvm.mlir.constant(4 : i64) : i64
+// CHECK-NEXT: llvm.call @tessel_embedding_grad(%[[CTX]], %[[BF16]], %[[I32]], %[[IDS]], %[[DH]], %[[T16]], %[[N]], %[[V]], %[[H]],
+// CHECK: %[[BF16B:.*]] = llvm.mlir.constant(2 : i32) : i32
+// CHECK: llvm.call @tessel_embedding_grad_f32(%[[CTX]], %[[BF16B]], %{{[^,]*}}, %[[IDS]], %[[DH]], %[[T32]],
+func.func @embedding_grads(%ids: tensor<6xi32>, %dh: tensor<6x4xbf16>) -> (tensor<5x4xbf16>, tensor<5x4xf32>) {
+  %t16 = nn.embedding_grad %ids, %dh : (tensor<6xi32>, tensor<6x4xbf16>) -> tensor<5x4xbf16>
+  %t32 = nn.embedding_grad %ids, %dh : (tensor<6xi32>, tensor<6x4xbf16>) -> tensor<5x4xf32>
+  return %t16, %t32 : tensor<5x4xbf16>, tensor<5x4xf32>
+}
+
+// -----
+
 // Tests that attention with its log-sum-exp calls tessel_attention_lse,
 // that its gradient reads the output and log-sum-exp the forward wrote
 // (tessel_attention_grad_lse), and that plain attention keeps

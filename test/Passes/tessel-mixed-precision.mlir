@@ -103,3 +103,30 @@ func.func @attention_lse(%w: tensor<1x4x2x8xf32> {nn.param = "w", nn.init = #nn.
   %l = nn.reduce_sum %o dims = [0, 1, 2, 3] : tensor<1x4x2x8xf32> -> tensor<f32>
   return %l : tensor<f32>
 }
+
+// -----
+
+// Tests that a parameter read twice (a tied embedding and LM head) sums
+// its two bf16 gradient contributions in f32 when gradients are f32: each
+// is widened, never their bf16 sum rounded (Megatron's f32 main_grad);
+// with bf16 gradients they sum in bf16.
+// GRAD-LABEL: func.func @tied_backward(
+// GRAD-DAG:     %[[HEAD:.*]] = nn.matmul {{.*}} -> tensor<5x4xbf16>
+// GRAD-DAG:     %[[EMB:.*]] = nn.embedding_grad {{.*}} -> tensor<5x4xbf16>
+// GRAD-DAG:     %[[HEADF:.*]] = nn.cast %[[HEAD]] : tensor<5x4xbf16> to tensor<5x4xf32>
+// GRAD-DAG:     %[[EMBF:.*]] = nn.cast %[[EMB]] : tensor<5x4xbf16> to tensor<5x4xf32>
+// GRAD:         %[[SUM:.*]] = nn.add %[[HEADF]], %[[EMBF]] : tensor<5x4xf32>
+// GRAD:         nn.accumulate %[[SUM]] outs(%{{.*}}) : tensor<5x4xf32>
+// BF16GRAD-LABEL: func.func @tied_backward(
+// BF16GRAD:         nn.add %{{.*}}, %{{.*}} : tensor<5x4xbf16>
+// BF16GRAD-NOT:     nn.cast {{.*}} to tensor<5x4xf32>
+// BF16GRAD:         return
+func.func @tied(%ids: tensor<2x3xi32> {nn.input}, %y: tensor<2x3xi32> {nn.label},
+                %wte: tensor<5x4xf32> {nn.param = "wte", nn.init = #nn.init<normal, 0.1>}) -> tensor<f32> {
+  %h = nn.embedding %wte, %ids : (tensor<5x4xf32>, tensor<2x3xi32>) -> tensor<2x3x4xf32>
+  %hf = nn.reshape %h : tensor<2x3x4xf32> -> tensor<6x4xf32>
+  %z = nn.matmul %hf, %wte transpose_rhs : (tensor<6x4xf32>, tensor<5x4xf32>) -> tensor<6x5xf32>
+  %z3 = nn.reshape %z : tensor<6x5xf32> -> tensor<2x3x5xf32>
+  %l = nn.cross_entropy %z3, %y : (tensor<2x3x5xf32>, tensor<2x3xi32>) -> tensor<f32>
+  return %l : tensor<f32>
+}

@@ -81,8 +81,14 @@ extern "C" {
  * logits or of their gradient); tessel_cross_entropy_with_grad, a training
  * step's loss and its gradient from one reading of each row's statistics,
  * the gradient optionally written over the logits (llm.c's fused
- * classifier). Descriptions 1 to 12 still load. */
-#define TESSEL_ABI_VERSION 13
+ * classifier). Descriptions 1 to 12 still load.
+ * 14: f32 gradients of 16-bit parameters written by their kernels:
+ * tessel_layer_norm_grad_f32 and tessel_layer_norm_grad_add_f32 (a norm's
+ * dgamma and dbeta) and tessel_embedding_grad_f32 (an embedding table's
+ * gradient) sum in f32 or wider and round once, to f32, instead of to 16
+ * bits for a cast to widen after (bf16 mixed precision). Descriptions 1 to
+ * 13 still load. */
+#define TESSEL_ABI_VERSION 14
 
 typedef enum tessel_dtype {
   TESSEL_F32 = 0,
@@ -796,6 +802,20 @@ void tessel_layer_norm_grad_add(tessel_ctx *ctx, int32_t dtype, const void *x,
                                 void *dbeta, int64_t rows, int64_t cols,
                                 double eps, int32_t rms);
 
+/* tessel_layer_norm_grad and tessel_layer_norm_grad_add of f16/bf16 x,
+ * gamma and dy whose dgamma and dbeta are f32 (ABI 14): the column sums
+ * rounded once, to f32, instead of to dtype. dx as those entries. */
+void tessel_layer_norm_grad_f32(tessel_ctx *ctx, int32_t dtype, const void *x,
+                                const void *gamma, const void *dy, void *dx,
+                                void *dgamma, void *dbeta, int64_t rows,
+                                int64_t cols, double eps, int32_t rms);
+void tessel_layer_norm_grad_add_f32(tessel_ctx *ctx, int32_t dtype,
+                                    const void *x, const void *gamma,
+                                    const void *dy, const void *residual,
+                                    void *dx, void *dgamma, void *dbeta,
+                                    int64_t rows, int64_t cols, double eps,
+                                    int32_t rms);
+
 /* Batch norm with batch statistics over [outer, channels, inner]: dx,
  * dgamma and dbeta (the full training-mode backward, through the mean and
  * variance). gamma null means ones; a null dgamma or dbeta is not computed. */
@@ -877,6 +897,13 @@ void tessel_embedding_grad(tessel_ctx *ctx, int32_t dtype, int32_t ids_dtype,
                            const void *ids, const void *dout, void *dtable,
                            int64_t num_ids, int64_t rows, int64_t hidden,
                            int64_t row_offset, int64_t vocab);
+/* tessel_embedding_grad of f16/bf16 dout with dtable in f32 (ABI 14): each
+ * row's f64 sum rounded once, to f32. */
+void tessel_embedding_grad_f32(tessel_ctx *ctx, int32_t dtype,
+                               int32_t ids_dtype, const void *ids,
+                               const void *dout, void *dtable, int64_t num_ids,
+                               int64_t rows, int64_t hidden, int64_t row_offset,
+                               int64_t vocab);
 
 /* Attention (shapes as tessel_attention): dq, dk, dv from q, k, v and dout,
  * recomputing the probabilities; with grouped-query heads the kv gradients

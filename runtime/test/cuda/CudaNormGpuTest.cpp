@@ -5,7 +5,8 @@
 // in each configuration (warp, block, streamed; 128-bit and scalar), and the
 // column sums' reproducibility. The fused residual adds
 // (tessel_add_layer_norm, tessel_layer_norm_grad_add) against tessel_binary
-// beside the unfused kernels on the same GPU, bit for bit.
+// beside the unfused kernels on the same GPU, bit for bit. The f32
+// parameter gradients of 16-bit rows (ABI 14) against the CPU's.
 //
 //===----------------------------------------------------------------------===//
 
@@ -136,6 +137,45 @@ TEST_F(CudaNormGpu, ColumnSumsAreReproducible) {
       runLayerNormGrad(cpu, x, &gv, dy, true, true, rows, cols, 1e-5, false);
   expectNear(first.dgamma, want.dgamma, 1e-5, "dgamma over 4000 rows");
   expectNear(first.dbeta, want.dbeta, 1e-5, "dbeta over 4000 rows");
+}
+
+/// The ABI 14 entries: dγ and dβ of 16-bit rows in f32 as the CPU's
+/// within f32 rounding, dx bit for bit the 16-bit entry's on the GPU (and,
+/// with the residual add, as the CPU's).
+template <class T> void f32ParamGradCases(tessel_ctx *cpu, tessel_ctx *gpu) {
+  const int64_t cols[] = {7, 768, 4097};
+  for (int64_t rows : kRows)
+    for (int64_t n : cols)
+      for (bool rms : {false, true})
+        for (bool add : {false, true}) {
+          std::string what =
+              shapeName(rows, n) + (rms ? " rms" : "") + (add ? " add" : "");
+          auto x = randomRow<T>(size_t(rows * n), uint64_t(rows * n), -4, 4);
+          auto gv = randomRow<T>(size_t(n), 3, 0.5, 1.5);
+          auto dy = randomRow<T>(x.size(), 5, -1, 1);
+          auto res = randomRow<T>(x.size(), 6, -1, 1);
+          const std::vector<T> *residual = add ? &res : nullptr;
+          Grads<T, float> want = runLayerNormGradF32(cpu, x, &gv, dy, residual,
+                                                     rows, n, 1e-5, rms);
+          Grads<T, float> got = runLayerNormGradF32(gpu, x, &gv, dy, residual,
+                                                    rows, n, 1e-5, rms);
+          expectNear(got.dgamma, want.dgamma, 1e-5, "f32 dgamma " + what);
+          expectNear(got.dbeta, want.dbeta, 1e-5, "f32 dbeta " + what);
+          if (add)
+            expectNear(got.dx, want.dx, tolerance<T>(), "dx " + what,
+                       layerNormGradScale(x, &gv, dy, rows, n, 1e-5, rms));
+          else
+            expectSameBits(got.dx,
+                           runLayerNormGrad(gpu, x, &gv, dy, true, true, rows,
+                                            n, 1e-5, rms)
+                               .dx,
+                           "dx " + what);
+        }
+}
+
+TEST_F(CudaNormGpu, F32ParamGradsOfHalfRowsMatchCpu) {
+  f32ParamGradCases<Half>(cpu, gpu);
+  f32ParamGradCases<BFloat>(cpu, gpu);
 }
 
 //===--- Fused residual adds vs the unfused kernels -----------------------===//

@@ -112,8 +112,10 @@ std::vector<T> runLayerNorm(tessel_ctx *ctx, const std::vector<T> &x,
   return take<T>(ctx, y, x.size());
 }
 
-template <class T> struct Grads {
-  std::vector<T> dx, dgamma, dbeta;
+/// dx of T; dγ, dβ of P (f32 from the _f32 entries).
+template <class T, class P = T> struct Grads {
+  std::vector<T> dx;
+  std::vector<P> dgamma, dbeta;
 };
 
 template <class T>
@@ -133,6 +135,32 @@ Grads<T> runLayerNormGrad(tessel_ctx *ctx, const std::vector<T> &x,
     g.dgamma = take<T>(ctx, dg, size_t(cols));
   if (db)
     g.dbeta = take<T>(ctx, db, size_t(cols));
+  return g;
+}
+
+/// tessel_layer_norm_grad_f32, or with `residual`
+/// tessel_layer_norm_grad_add_f32 (ABI 14): 16-bit rows, dγ and dβ in f32.
+template <class T>
+Grads<T, float>
+runLayerNormGradF32(tessel_ctx *ctx, const std::vector<T> &x,
+                    const std::vector<T> *gamma, const std::vector<T> &dy,
+                    const std::vector<T> *residual, int64_t rows, int64_t cols,
+                    double eps, bool rms) {
+  Call c{ctx};
+  void *dx = c.outOf<T>(x.size());
+  void *dg = c.outOf<float>(size_t(cols));
+  void *db = c.outOf<float>(size_t(cols));
+  if (residual)
+    tessel_layer_norm_grad_add_f32(ctx, dtypeOf<T>(), c.in(&x), c.in(gamma),
+                                   c.in(&dy), c.in(residual), dx, dg, db, rows,
+                                   cols, eps, rms);
+  else
+    tessel_layer_norm_grad_f32(ctx, dtypeOf<T>(), c.in(&x), c.in(gamma),
+                               c.in(&dy), dx, dg, db, rows, cols, eps, rms);
+  Grads<T, float> g;
+  g.dx = take<T>(ctx, dx, x.size());
+  g.dgamma = take<float>(ctx, dg, size_t(cols));
+  g.dbeta = take<float>(ctx, db, size_t(cols));
   return g;
 }
 

@@ -58,6 +58,17 @@ func.func @layer_norm_grad(%x: tensor<2x8x16xf32>, %g: tensor<16xf32>, %dy: tens
   return %dx, %db, %hdb : tensor<2x8x16xf32>, tensor<16xf32>, tensor<16xbf16>
 }
 
+// Tests that the parameter gradients of a 16-bit norm may be f32 (the
+// column sums written unrounded: a bf16 step's f32 gradients, ABI 14).
+// CHECK-LABEL: func.func @norm_grad_f32_params
+// CHECK: nn.layer_norm_grad {{.*}} : (tensor<8x16xbf16>, tensor<16xbf16>, tensor<8x16xbf16>) -> (tensor<8x16xbf16>, tensor<16xf32>, tensor<16xf32>)
+// CHECK: nn.rms_norm_grad {{.*}} : (tensor<8x16xf16>, tensor<16xf16>, tensor<8x16xf16>) -> (tensor<8x16xf16>, tensor<16xf32>)
+func.func @norm_grad_f32_params(%h: tensor<8x16xbf16>, %hg: tensor<16xbf16>, %f: tensor<8x16xf16>, %fg: tensor<16xf16>) -> (tensor<16xf32>, tensor<16xf32>) {
+  %hx, %hdg, %hdb = nn.layer_norm_grad %h, %hg, %h : (tensor<8x16xbf16>, tensor<16xbf16>, tensor<8x16xbf16>) -> (tensor<8x16xbf16>, tensor<16xf32>, tensor<16xf32>)
+  %fx, %fdg = nn.rms_norm_grad %f, %fg, %f : (tensor<8x16xf16>, tensor<16xf16>, tensor<8x16xf16>) -> (tensor<8x16xf16>, tensor<16xf32>)
+  return %hdb, %fdg : tensor<16xf32>, tensor<16xf32>
+}
+
 // Tests that rms_norm_grad returns dx and dgamma, default epsilon 1e-6 elided.
 // CHECK-LABEL: func.func @rms_norm_grad
 // CHECK: %{{.*}}, %{{.*}} = nn.rms_norm_grad %{{.*}}, %{{.*}}, %{{.*}} : (tensor<8x16xf32>, tensor<16xf32>, tensor<8x16xf32>) -> (tensor<8x16xf32>, tensor<16xf32>)
@@ -93,10 +104,13 @@ func.func @cross_entropy_grad(%z: tensor<2x8x50xf32>, %y: tensor<2x8xi32>, %dl: 
 // CHECK-LABEL: func.func @embedding_grad
 // CHECK: nn.embedding_grad %{{.*}}, %{{.*}} : (tensor<2x8xi32>, tensor<2x8x16xf32>) -> tensor<100x16xf32>
 // CHECK: nn.embedding_grad %{{.*}}, %{{.*}} : (tensor<i64>, tensor<16xbf16>) -> tensor<7x16xbf16>
-func.func @embedding_grad(%ids: tensor<2x8xi32>, %dout: tensor<2x8x16xf32>, %id: tensor<i64>, %row: tensor<16xbf16>) -> (tensor<100x16xf32>, tensor<7x16xbf16>) {
+// CHECK: nn.embedding_grad %{{.*}}, %{{.*}} : (tensor<i64>, tensor<16xbf16>) -> tensor<7x16xf32>
+func.func @embedding_grad(%ids: tensor<2x8xi32>, %dout: tensor<2x8x16xf32>, %id: tensor<i64>, %row: tensor<16xbf16>) -> (tensor<100x16xf32>, tensor<7x16xbf16>, tensor<7x16xf32>) {
   %0 = nn.embedding_grad %ids, %dout : (tensor<2x8xi32>, tensor<2x8x16xf32>) -> tensor<100x16xf32>
   %1 = nn.embedding_grad %id, %row : (tensor<i64>, tensor<16xbf16>) -> tensor<7x16xbf16>
-  return %0, %1 : tensor<100x16xf32>, tensor<7x16xbf16>
+  // A 16-bit dout's table gradient in f32 (ABI 14).
+  %2 = nn.embedding_grad %id, %row : (tensor<i64>, tensor<16xbf16>) -> tensor<7x16xf32>
+  return %0, %1, %2 : tensor<100x16xf32>, tensor<7x16xbf16>, tensor<7x16xf32>
 }
 
 // Tests that attention_grad reads the forward's output and log-sum-exp ([B, H, S], f32 for bf16, f64 for f64) and returns the types of q, k and v, with grouped-query heads, causal and an explicit scale.

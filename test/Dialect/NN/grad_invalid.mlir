@@ -93,6 +93,37 @@ func.func @layer_norm_grad_dy(%x: tensor<8x16xf32>, %g: tensor<16xf32>, %dy: ten
 
 // -----
 
+// Tests that f32 parameter gradients need 16-bit rows: an f32 norm's are
+// f32 already, an f64 norm's cannot be narrowed.
+func.func @layer_norm_grad_f32_params_of_f64(%x: tensor<8x16xf64>, %g: tensor<16xf64>) -> tensor<8x16xf64> {
+  // expected-error @+2 {{'nn.layer_norm_grad' op inferred type(s) 'tensor<8x16xf64>', 'tensor<16xf64>', 'tensor<16xf64>' are incompatible with return type(s) of operation 'tensor<8x16xf64>', 'tensor<16xf32>', 'tensor<16xf32>'}}
+  // expected-error @+1 {{'nn.layer_norm_grad' op failed to infer returned types}}
+  %dx, %dg, %db = nn.layer_norm_grad %x, %g, %x : (tensor<8x16xf64>, tensor<16xf64>, tensor<8x16xf64>) -> (tensor<8x16xf64>, tensor<16xf32>, tensor<16xf32>)
+  return %dx : tensor<8x16xf64>
+}
+
+// -----
+
+// Tests that the parameter gradients are all f32 or none (one dtype for
+// the kernel's column sums), and dx keeps the input's type.
+func.func @layer_norm_grad_f32_params_mixed(%x: tensor<8x16xbf16>, %g: tensor<16xbf16>) -> tensor<8x16xbf16> {
+  // expected-error @+2 {{'nn.layer_norm_grad' op inferred type(s) 'tensor<8x16xbf16>', 'tensor<16xbf16>', 'tensor<16xbf16>' are incompatible with return type(s) of operation 'tensor<8x16xbf16>', 'tensor<16xf32>', 'tensor<16xbf16>'}}
+  // expected-error @+1 {{'nn.layer_norm_grad' op failed to infer returned types}}
+  %dx, %dg, %db = nn.layer_norm_grad %x, %g, %x : (tensor<8x16xbf16>, tensor<16xbf16>, tensor<8x16xbf16>) -> (tensor<8x16xbf16>, tensor<16xf32>, tensor<16xbf16>)
+  return %dx : tensor<8x16xbf16>
+}
+
+// -----
+
+func.func @rms_norm_grad_f32_dx(%x: tensor<8x16xbf16>, %g: tensor<16xbf16>) -> tensor<8x16xf32> {
+  // expected-error @+2 {{'nn.rms_norm_grad' op inferred type(s) 'tensor<8x16xbf16>', 'tensor<16xbf16>' are incompatible with return type(s) of operation 'tensor<8x16xf32>', 'tensor<16xf32>'}}
+  // expected-error @+1 {{'nn.rms_norm_grad' op failed to infer returned types}}
+  %dx, %dg = nn.rms_norm_grad %x, %g, %x : (tensor<8x16xbf16>, tensor<16xbf16>, tensor<8x16xbf16>) -> (tensor<8x16xf32>, tensor<16xf32>)
+  return %dx : tensor<8x16xf32>
+}
+
+// -----
+
 // Tests that layer_norm_grad rejects a non-positive epsilon.
 func.func @layer_norm_grad_epsilon(%x: tensor<8x16xf32>, %g: tensor<16xf32>) -> tensor<8x16xf32> {
   // expected-error @+1 {{'nn.layer_norm_grad' op epsilon must be positive, got 0}}
@@ -258,10 +289,19 @@ func.func @embedding_grad_dout_shape(%ids: tensor<2x8xi32>, %dout: tensor<2x8x15
 
 // -----
 
-// Tests that embedding_grad rejects a dout of another element type than the table.
-func.func @embedding_grad_element_type(%ids: tensor<8xi32>, %dout: tensor<8x16xbf16>) -> tensor<100x16xf32> {
-  // expected-error @+1 {{'nn.embedding_grad' op dout element type 'bf16' differs from the table's 'f32'}}
-  %0 = nn.embedding_grad %ids, %dout : (tensor<8xi32>, tensor<8x16xbf16>) -> tensor<100x16xf32>
+// Tests that embedding_grad rejects a table of another element type than
+// dout's, or than f32 for a 16-bit dout (ABI 14's f32 table gradient).
+func.func @embedding_grad_element_type(%ids: tensor<8xi32>, %dout: tensor<8x16xbf16>) -> tensor<100x16xf16> {
+  // expected-error @+1 {{'nn.embedding_grad' op table element type 'f16' must be dout's 'bf16' (or f32)}}
+  %0 = nn.embedding_grad %ids, %dout : (tensor<8xi32>, tensor<8x16xbf16>) -> tensor<100x16xf16>
+  return %0 : tensor<100x16xf16>
+}
+
+// -----
+
+func.func @embedding_grad_f32_table_of_f64(%ids: tensor<8xi32>, %dout: tensor<8x16xf64>) -> tensor<100x16xf32> {
+  // expected-error @+1 {{'nn.embedding_grad' op table element type 'f32' must be dout's 'f64'}}
+  %0 = nn.embedding_grad %ids, %dout : (tensor<8xi32>, tensor<8x16xf64>) -> tensor<100x16xf32>
   return %0 : tensor<100x16xf32>
 }
 

@@ -129,3 +129,14 @@ func.func @norm_grad_add(%x: tensor<4x8xf32>, %g: tensor<8xf32>, %dy: tensor<4x8
   %dx2, %dg2 = nn.norm_grad_add %x, %g, %dy, %dx {epsilon = 1.0e-6 : f64, rms} : (tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<8xf32>)
   return %dx, %dg, %db, %dx2, %dg2 : tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<4x8xf32>, tensor<8xf32>
 }
+
+// Tests that a bf16 norm_grad_add may return f32 parameter gradients (as
+// nn.layer_norm_grad: ABI 14).
+// CHECK-LABEL: func.func @norm_grad_add_f32_params
+// CHECK: nn.norm_grad_add {{.*}} -> (tensor<4x8xbf16>, tensor<8xf32>, tensor<8xf32>)
+// CHECK: nn.norm_grad_add {{.*}} -> (tensor<4x8xbf16>, tensor<8xf32>)
+func.func @norm_grad_add_f32_params(%x: tensor<4x8xbf16>, %g: tensor<8xbf16>) -> (tensor<8xf32>, tensor<8xf32>) {
+  %dx, %dg, %db = nn.norm_grad_add %x, %g, %x, %x {epsilon = 1.0e-5 : f64} : (tensor<4x8xbf16>, tensor<8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>) -> (tensor<4x8xbf16>, tensor<8xf32>, tensor<8xf32>)
+  %dx2, %dg2 = nn.norm_grad_add %x, %g, %x, %dx {epsilon = 1.0e-6 : f64, rms} : (tensor<4x8xbf16>, tensor<8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>) -> (tensor<4x8xbf16>, tensor<8xf32>)
+  return %db, %dg2 : tensor<8xf32>, tensor<8xf32>
+}
