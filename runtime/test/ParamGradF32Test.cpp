@@ -15,7 +15,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "TestUtil.h"
+#include "BackwardTestSupport.h"
 
 #include <cmath>
 
@@ -41,15 +41,9 @@ void referenceSums(const std::vector<double> &x, const std::vector<double> &dy,
   scale.assign(size_t(cols), 0.0);
   for (int64_t r = 0; r < rows; ++r) {
     const double *xs = x.data() + r * cols, *dys = dy.data() + r * cols;
-    double mean = 0, var = 0;
-    if (!rms) {
-      for (int64_t j = 0; j < cols; ++j)
-        mean += xs[j];
-      mean /= double(cols);
-    }
-    for (int64_t j = 0; j < cols; ++j)
-      var += (xs[j] - mean) * (xs[j] - mean);
-    double rstd = 1 / std::sqrt(var / double(cols) + 1e-5);
+    const backward::RowStats stats =
+        backward::normRowStats(xs, cols, rms, 1e-5);
+    const double mean = stats.mean, rstd = stats.rstd;
     for (int64_t j = 0; j < cols; ++j) {
       double term = dys[j] * (xs[j] - mean) * rstd;
       dg[size_t(j)] += term;
