@@ -207,22 +207,17 @@ struct AutodiffPass : public tessel::impl::AutodiffPassBase<AutodiffPass> {
         stageInputs.push_back(i);
     SmallVector<Value> wrt;
     SmallVector<std::string> names;
-    // A parameter read twice (tied embeddings) sums in its gradients' type.
-    SmallVector<Type> sumTypes;
     for (unsigned index : stageInputs) {
       wrt.push_back(backward.getArgument(index));
       names.push_back("stage input #" + std::to_string(index));
-      sumTypes.push_back(Type());
     }
     for (unsigned index : paramArgs) {
       wrt.push_back(backward.getArgument(index));
       names.push_back(paramName(model, index).str());
-      sumTypes.push_back(
-          gradientType(moduleOf(model), model.getArgumentTypes()[index]));
     }
     ReverseMode reverse(getOperation(), symbols, config.recompute);
     FailureOr<SmallVector<Value>> cotangents =
-        reverse.differentiate(backward, *seeds, wrt, names, sumTypes);
+        reverse.differentiate(backward, *seeds, wrt, names);
     if (failed(cotangents))
       return failure();
 

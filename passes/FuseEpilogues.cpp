@@ -74,23 +74,25 @@ void fuseAccumulate(nn::AccumulateOp accumulate) {
   matmul.erase();
 }
 
-/// acc + (widen(matmul) + y), the sum read only there → acc + the product
-/// summed by the GEMM where it stood (a matmul_accumulate, ABI 12), then
-/// + y where the sum was accumulated: a tied parameter's two f32 gradient
-/// contributions (the LM head's GEMM, the embedding's scatter-add) go into
-/// its f32 gradient buffer one by one, so the head's 16-bit product is
-/// neither cast nor kept (nor its operands) until the embedding's exists.
-/// The buffer must exist at the GEMM with nothing reading it in between;
-/// the sums are reassociated (f32 rounding order, as an accumulating GEMM).
+/// acc + widen(matmul + y), the sum and its widening read only there → acc
+/// + the product, summed in f32 by the GEMM where it stood (a
+/// matmul_accumulate, ABI 12), then + widen(y) where the sum was
+/// accumulated. A bf16 step's f32 gradient of a tied parameter: the LM
+/// head's GEMM and the embedding's scatter-add were summed in bf16 and
+/// widened; now they go into the f32 gradient buffer one by one, and the
+/// head's [V, C] bf16 product is neither rounded, cast nor kept (nor its
+/// operands) until the embedding's exists (whose widening
+/// fuseParamGradWidening then folds). The buffer must exist at the GEMM
+/// with nothing reading it in between; the sums are reassociated, in f32.
 void fuseAccumulatedSum(nn::AccumulateOp accumulate) {
-  auto add = accumulate.getValue().getDefiningOp<nn::AddOp>();
+  nn::CastOp widenedSum = soleWidening(accumulate.getValue());
+  auto add = widenedSum ? widenedSum.getInput().getDefiningOp<nn::AddOp>()
+                        : nn::AddOp();
   if (!add || !add->hasOneUse() || add->getBlock() != accumulate->getBlock())
     return;
   Value acc = accumulate.getAcc();
   for (unsigned i = 0; i < 2; ++i) {
-    nn::CastOp widened = soleWidening(add->getOperand(i));
-    nn::MatmulOp matmul =
-        widened ? soleMatmul(widened.getInput()) : nn::MatmulOp();
+    nn::MatmulOp matmul = soleMatmul(add->getOperand(i));
     if (!matmul || matmul->getBlock() != accumulate->getBlock() ||
         !availableAt(acc, matmul) || usedBetween(acc, matmul, accumulate))
       continue;
@@ -99,10 +101,13 @@ void fuseAccumulatedSum(nn::AccumulateOp accumulate) {
         b, b.getFusedLoc({accumulate.getLoc(), matmul.getLoc()}), acc.getType(),
         matmul.getLhs(), matmul.getRhs(), acc, matmul.getTransposeLhs(),
         matmul.getTransposeRhs());
+    b.setInsertionPoint(accumulate);
+    Value other = nn::CastOp::create(b, widenedSum.getLoc(), acc.getType(),
+                                     add->getOperand(1 - i));
     accumulate.getAccMutable().assign(fused.getResult());
-    accumulate.getValueMutable().assign(add->getOperand(1 - i));
+    accumulate.getValueMutable().assign(other);
+    widenedSum.erase();
     add.erase();
-    widened.erase();
     matmul.erase();
     return;
   }

@@ -319,9 +319,8 @@ def MixedPrecisionPass : Pass<"tessel-mixed-precision", "mlir::ModuleOp"> {
     explicit casts keep their types. Layer functions of `nn.repeat` are
     converted with their repeats. The module records `nn.precision` and
     `nn.grad_precision` (gradients in f32, widened as they leave the
-    backward and so reduced and accumulated in f32, the contributions of a
-    parameter read twice widened before they are summed; or in bf16, the
-    ZeRO paper's 2 bytes each). Runs before tessel-autodiff; f64 models are
+    backward and so reduced and accumulated in f32; or in bf16, the ZeRO
+    paper's 2 bytes each). Runs before tessel-autodiff; f64 models are
     refused.
   }];
   let options = [
@@ -488,10 +487,11 @@ def FuseEpiloguesPass : Pass<"tessel-fuse-epilogues", "mlir::ModuleOp"> {
       logits a kernel of the block made. A 16-bit norm gradient (or
       embedding gradient) whose parameter gradients are each only widened
       to f32 returns them in f32 (the casts go; the sums are rounded once,
-      to f32). `nn.accumulate` of a sum of the widening of a 16-bit
-      `nn.matmul` and another value becomes `nn.matmul_accumulate` into
-      the accumulator where the matmul stood, then the accumulate of the
-      other value (a tied embedding's gradient and its LM head's).
+      to f32). `nn.accumulate` of the widening of a 16-bit `nn.matmul`
+      plus another value becomes `nn.matmul_accumulate` into the
+      accumulator where the matmul stood, then the accumulate of the other
+      value widened (a tied embedding's gradient and its LM head's), when
+      nothing reads the accumulator in between.
     Anything else is left as it is; the program computes the same values,
     except that parameter gradients written in f32 skip their rounding to
     16 bits (and on the CPU an accumulating GEMM may round in another

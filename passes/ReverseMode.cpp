@@ -69,10 +69,12 @@ Type tessel::autodiff::gradientType(ModuleOp module, Type paramType) {
                                Float32Type::get(paramType.getContext()));
 }
 
-FailureOr<SmallVector<Value>> ReverseMode::differentiate(
-    func::FuncOp func, ArrayRef<std::pair<Value, Value>> seeds,
-    ArrayRef<Value> wrt, ArrayRef<std::string> wrtNames,
-    ArrayRef<Type> sumTypes, SmallVectorImpl<Operation *> *forwardOps) {
+FailureOr<SmallVector<Value>>
+ReverseMode::differentiate(func::FuncOp func,
+                           ArrayRef<std::pair<Value, Value>> seeds,
+                           ArrayRef<Value> wrt,
+                           ArrayRef<std::string> wrtNames,
+                           SmallVectorImpl<Operation *> *forwardOps) {
   Block &body = func.getBody().front();
   Operation *terminator = body.getTerminator();
   SmallVector<Operation *> forward = llvm::map_to_vector(
@@ -95,25 +97,15 @@ FailureOr<SmallVector<Value>> ReverseMode::differentiate(
         source.try_emplace(result, *from);
   }
 
-  DenseMap<Value, Type> sumType;
-  for (auto [value, type] : llvm::zip(wrt, sumTypes))
-    if (type)
-      sumType[value] = type;
   OpBuilder b(terminator);
   DenseMap<Value, Value> cotangent;
   auto accumulate = [&](Value value, Value grad, Location loc) {
     auto [it, inserted] = cotangent.try_emplace(value, grad);
     if (inserted)
       return;
-    Value sum = it->second;
-    if (Type type = sumType.lookup(value)) {
-      if (sum.getType() != type)
-        sum = nn::CastOp::create(b, loc, type, sum);
-      if (grad.getType() != type)
-        grad = nn::CastOp::create(b, loc, type, grad);
-    }
     // A layer stack's gradient may arrive widened (f32 gradients of bf16
     // parameters): the sum takes the wider type.
+    Value sum = it->second;
     auto width = [](Value v) {
       return tensorType(v).getElementType().getIntOrFloatBitWidth();
     };
@@ -241,15 +233,8 @@ ReverseMode::buildLayerDerivative(func::FuncOp layer, unsigned numCarried,
     }
   // A nested repeat in the layer is replaced by its keeping form while it
   // is differentiated: take the forward ops as they are afterwards.
-  // A parameter slice read twice in the layer sums in the gradients' type.
-  SmallVector<Type> sumTypes;
-  for (Value input : wrt)
-    sumTypes.push_back(cast<BlockArgument>(input).getArgNumber() >=
-                               outputs.size() + numCarried
-                           ? gradientType(module, input.getType())
-                           : Type());
   FailureOr<SmallVector<Value>> grads =
-      differentiate(derivative, seeds, wrt, names, sumTypes, &recomputed);
+      differentiate(derivative, seeds, wrt, names, &recomputed);
   if (failed(grads))
     return failure();
   // Recomputed value -> the layer's value (a keeping repeat's first

@@ -45,17 +45,11 @@ public:
   /// Appends to `func`'s body, before its terminator, the ops that compute
   /// the cotangent of each of `wrt` from the cotangents `seeds` of some of
   /// its values. A null result: that value does not reach a seed.
-  /// `sumTypes` (one per `wrt`; null: as the contributions come) is the
-  /// type in which a value of `wrt` read several times sums its
-  /// contributions, each widened to it first: the f32 gradient of a bf16
-  /// parameter (tied embeddings) is then never a bf16 sum rounded, as
-  /// Megatron sums into its f32 main_grad.
   mlir::FailureOr<llvm::SmallVector<mlir::Value>>
   differentiate(mlir::func::FuncOp func,
                 llvm::ArrayRef<std::pair<mlir::Value, mlir::Value>> seeds,
                 llvm::ArrayRef<mlir::Value> wrt,
                 llvm::ArrayRef<std::string> wrtNames,
-                llvm::ArrayRef<mlir::Type> sumTypes,
                 llvm::SmallVectorImpl<mlir::Operation *> *forwardOps = nullptr);
 
 private:

@@ -328,12 +328,12 @@ func.func @loss_casts_kept(%z: tensor<8x16xf16>, %y: tensor<8xi32>, %dl: tensor<
 
 // -----
 
-// Tests a bf16 step's tied embedding: its table gradient's widening folds
-// into nn.embedding_grad (an f32 table, ABI 14), and the LM head's bf16
-// GEMM summed with it into the f32 gradient buffer becomes a
-// matmul_accumulate into the buffer where the GEMM stood (the product
-// summed in f32, ABI 12; no cast, no add, no bf16 product kept), the
-// embedding's part accumulated after.
+// Tests a bf16 step's tied embedding: the LM head's bf16 GEMM and the
+// embedding's table gradient, summed in bf16 and widened into the f32
+// gradient buffer, become a matmul_accumulate into the buffer where the
+// GEMM stood (the product summed in f32, ABI 12; no bf16 product kept, no
+// add) and the embedding's gradient written in f32 (ABI 14) and
+// accumulated after.
 // CHECK-LABEL: func.func @tied_embedding_grad
 // CHECK-NEXT: %[[G:.*]] = nn.matmul_accumulate %arg2, %arg3 transpose_lhs outs(%arg4) : (tensor<6x5xbf16>, tensor<6x4xbf16>, tensor<5x4xf32>) -> tensor<5x4xf32>
 // CHECK-NEXT: %[[X:.*]] = nn.exp %arg1
@@ -344,34 +344,37 @@ func.func @tied_embedding_grad(%ids: tensor<6xi32>, %dh: tensor<6x4xbf16>, %dz: 
   %head = nn.matmul %dz, %h transpose_lhs : (tensor<6x5xbf16>, tensor<6x4xbf16>) -> tensor<5x4xbf16>
   %dx = nn.exp %dh : tensor<6x4xbf16>
   %emb = nn.embedding_grad %ids, %dx : (tensor<6xi32>, tensor<6x4xbf16>) -> tensor<5x4xbf16>
-  %headf = nn.cast %head : tensor<5x4xbf16> to tensor<5x4xf32>
-  %embf = nn.cast %emb : tensor<5x4xbf16> to tensor<5x4xf32>
-  %g = nn.add %headf, %embf : tensor<5x4xf32>
-  %a = nn.accumulate %g outs(%buf) : tensor<5x4xf32>
+  %g = nn.add %head, %emb : tensor<5x4xbf16>
+  %gf = nn.cast %g : tensor<5x4xbf16> to tensor<5x4xf32>
+  %a = nn.accumulate %gf outs(%buf) : tensor<5x4xf32>
   return %a : tensor<5x4xf32>
 }
 
 // -----
 
-// Tests what stays apart: a widened product whose sum is read again, or
-// whose accumulator is read between the GEMM and the accumulate; an
-// embedding gradient read in bf16 too keeps its cast.
+// Tests what stays apart: a sum read again, a widened sum read again, an
+// accumulator read between the GEMM and the accumulate; an embedding
+// gradient read in bf16 too keeps its cast.
 // CHECK-LABEL: func.func @widened_sum_not_fused
 // CHECK-NOT: nn.matmul_accumulate
 // CHECK: nn.embedding_grad {{.*}} -> tensor<5x4xbf16>
 // CHECK-NOT: nn.matmul_accumulate
 // CHECK: return
-func.func @widened_sum_not_fused(%ids: tensor<6xi32>, %dh: tensor<6x4xbf16>, %dz: tensor<6x5xbf16>, %h: tensor<6x4xbf16>, %buf: tensor<5x4xf32>, %buf2: tensor<5x4xf32>, %y: tensor<5x4xf32>) -> (tensor<5x4xf32>, tensor<5x4xf32>, tensor<5x4xf32>, tensor<5x4xf32>, tensor<5x4xbf16>, tensor<5x4xf32>) {
+func.func @widened_sum_not_fused(%ids: tensor<6xi32>, %dh: tensor<6x4xbf16>, %dz: tensor<6x5xbf16>, %h: tensor<6x4xbf16>, %buf: tensor<5x4xf32>, %buf2: tensor<5x4xf32>, %buf3: tensor<5x4xf32>, %y: tensor<5x4xbf16>) -> (tensor<5x4xf32>, tensor<5x4xbf16>, tensor<5x4xf32>, tensor<5x4xf32>, tensor<5x4xf32>, tensor<5x4xf32>, tensor<5x4xbf16>, tensor<5x4xf32>) {
   %p = nn.matmul %dz, %h transpose_lhs : (tensor<6x5xbf16>, tensor<6x4xbf16>) -> tensor<5x4xbf16>
-  %pf = nn.cast %p : tensor<5x4xbf16> to tensor<5x4xf32>
-  %s = nn.add %pf, %y : tensor<5x4xf32>
-  %a = nn.accumulate %s outs(%buf) : tensor<5x4xf32>
+  %s = nn.add %p, %y : tensor<5x4xbf16>
+  %sf = nn.cast %s : tensor<5x4xbf16> to tensor<5x4xf32>
+  %a = nn.accumulate %sf outs(%buf) : tensor<5x4xf32>
   %q = nn.matmul %dz, %h transpose_lhs : (tensor<6x5xbf16>, tensor<6x4xbf16>) -> tensor<5x4xbf16>
-  %e = nn.exp %buf2 : tensor<5x4xf32>
-  %qf = nn.cast %q : tensor<5x4xbf16> to tensor<5x4xf32>
-  %t = nn.add %qf, %y : tensor<5x4xf32>
-  %b = nn.accumulate %t outs(%buf2) : tensor<5x4xf32>
+  %t = nn.add %q, %y : tensor<5x4xbf16>
+  %tf = nn.cast %t : tensor<5x4xbf16> to tensor<5x4xf32>
+  %b = nn.accumulate %tf outs(%buf2) : tensor<5x4xf32>
+  %r = nn.matmul %dz, %h transpose_lhs : (tensor<6x5xbf16>, tensor<6x4xbf16>) -> tensor<5x4xbf16>
+  %e = nn.exp %buf3 : tensor<5x4xf32>
+  %u = nn.add %r, %y : tensor<5x4xbf16>
+  %uf = nn.cast %u : tensor<5x4xbf16> to tensor<5x4xf32>
+  %c = nn.accumulate %uf outs(%buf3) : tensor<5x4xf32>
   %emb = nn.embedding_grad %ids, %dh : (tensor<6xi32>, tensor<6x4xbf16>) -> tensor<5x4xbf16>
   %embf = nn.cast %emb : tensor<5x4xbf16> to tensor<5x4xf32>
-  return %a, %s, %b, %e, %emb, %embf : tensor<5x4xf32>, tensor<5x4xf32>, tensor<5x4xf32>, tensor<5x4xf32>, tensor<5x4xbf16>, tensor<5x4xf32>
+  return %a, %s, %b, %tf, %c, %e, %emb, %embf : tensor<5x4xf32>, tensor<5x4xbf16>, tensor<5x4xf32>, tensor<5x4xf32>, tensor<5x4xf32>, tensor<5x4xf32>, tensor<5x4xbf16>, tensor<5x4xf32>
 }
