@@ -441,8 +441,8 @@ struct FuseEpiloguesPass
     // weight gradient's, and the GELU after the bias adds it fuses with.
     for (nn::GeluGradOp grad : geluGrads)
       fuseGeluGrad(grad);
-    // The bias adds before the accumulates: fuseAccumulatedSum erases adds
-    // (not a bias's: a cast's), which the list would still hold.
+    // The bias adds before the accumulates: fuseAccumulatedSum erases the
+    // adds it folds (a widened sum's, never a bias's), which `adds` holds.
     for (nn::AddOp add : adds)
       fuseBias(add);
     for (nn::AccumulateOp accumulate : accumulates) {
