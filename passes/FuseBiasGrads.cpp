@@ -35,9 +35,10 @@ using namespace tessel::fusion;
 
 namespace {
 
-/// A weight gradient's GEMM: an nn.matmul, or an nn.matmul_accumulate that
-/// adds it into its accumulator (a repeated layer's gradient summed in its
-/// slice, tessel-accumulate-in-layers).
+/// A weight gradient's GEMM: an nn.matmul, an nn.matmul_f32 (a 16-bit
+/// gradient written in f32), or an nn.matmul_accumulate that adds it into
+/// its accumulator (a repeated layer's gradient summed in its slice,
+/// tessel-accumulate-in-layers).
 struct WeightGradient {
   Operation *op = nullptr;
   Value lhs, rhs, acc;
@@ -78,6 +79,10 @@ WeightGradient weightGradientOf(Value rows, Block *block) {
           matmul && !matmul.getTransposeRhs())
         found = {matmul, matmul.getLhs(), matmul.getRhs(), Value(),
                  matmul.getTransposeLhs()};
+      else if (auto wide = dyn_cast<nn::MatmulF32Op>(user);
+               wide && !wide.getTransposeRhs())
+        found = {wide, wide.getLhs(), wide.getRhs(), Value(),
+                 wide.getTransposeLhs()};
       else if (auto accumulate = dyn_cast<nn::MatmulAccumulateOp>(user);
                accumulate && !accumulate.getTransposeRhs())
         found = {accumulate, accumulate.getLhs(), accumulate.getRhs(),
@@ -172,17 +177,17 @@ void fuseBiasGrad(nn::ReduceSumOp sum, ArrayRef<Window> windows) {
   if (!gradient)
     return;
   Operation *matmul = gradient.op;
-  // A 16-bit GEMM accumulating into f32 writes its bias gradient in f32:
-  // it replaces the sum's widening cast, the sum's only use.
+  // A 16-bit GEMM writing or accumulating into f32 writes its bias gradient
+  // in f32: it replaces the sum's widening cast, the sum's only use.
+  Type product = matmul->getResult(0).getType();
   nn::CastOp widening;
-  if (gradient.acc && getElementTypeOrSelf(gradient.acc) !=
-                          getElementTypeOrSelf(gradient.rhs)) {
+  if (getElementTypeOrSelf(product) != getElementTypeOrSelf(gradient.rhs)) {
     widening = sum->hasOneUse()
                    ? dyn_cast<nn::CastOp>(*sum->getUsers().begin())
                    : nn::CastOp();
     if (!widening || widening->getBlock() != sum->getBlock() ||
         getElementTypeOrSelf(widening.getResult()) !=
-            getElementTypeOrSelf(gradient.acc) ||
+            getElementTypeOrSelf(product) ||
         !keepsEveryCover(windows, widening, matmul))
       return;
   }
@@ -205,10 +210,12 @@ void fuseBiasGrad(nn::ReduceSumOp sum, ArrayRef<Window> windows) {
       if (!availableAt(v, sum))
         hoistableView(v, sum)->moveBefore(sum);
   OpBuilder b(at);
+  // The results' types as the GEMM's (f32 for matmul_f32's, whose widened
+  // bias gradient the types alone tell from the 16-bit one).
   auto fused = nn::MatmulBiasGradOp::create(
-      b, b.getFusedLoc({matmul->getLoc(), sum.getLoc()}), gradient.lhs,
-      gradient.rhs, gradient.acc, gradient.transposeLhs,
-      /*transpose_rhs=*/false);
+      b, b.getFusedLoc({matmul->getLoc(), sum.getLoc()}),
+      TypeRange{product, biasGrad.getType()}, gradient.lhs, gradient.rhs,
+      gradient.acc, gradient.transposeLhs, /*transpose_rhs=*/false);
   matmul->getResult(0).replaceAllUsesWith(fused.getResult());
   biasGrad.replaceAllUsesWith(fused.getBiasGrad());
   matmul->erase();

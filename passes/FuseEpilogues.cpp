@@ -22,7 +22,9 @@
 // gradient are one pass over the logits, the gradient written over them
 // where nothing else reads them (llm.c's fused classifier; ABI 13); a
 // norm's gradient and an embedding's write the f32 gradients of their
-// 16-bit parameters themselves, summed wide and rounded once (ABI 14).
+// 16-bit parameters themselves, summed wide and rounded once (ABI 14), and
+// so does a weight gradient's GEMM when its product is only widened (on
+// its way to a data-parallel bucket: ABI 15).
 //
 //===----------------------------------------------------------------------===//
 
@@ -74,20 +76,23 @@ void fuseAccumulate(nn::AccumulateOp accumulate) {
   matmul.erase();
 }
 
-/// acc + widen(matmul + y), the sum and its widening read only there → acc
-/// + the product, summed in f32 by the GEMM where it stood (a
-/// matmul_accumulate, ABI 12), then + widen(y) where the sum was
-/// accumulated. A bf16 step's f32 gradient of a tied parameter: the LM
-/// head's GEMM and the embedding's scatter-add were summed in bf16 and
-/// widened; now they go into the f32 gradient buffer one by one, and the
-/// head's [V, C] bf16 product is neither rounded, cast nor kept (nor its
-/// operands) until the embedding's exists (whose widening
-/// fuseParamGradWidening then folds). The buffer must exist at the GEMM
-/// with nothing reading it in between; the sums are reassociated, in f32.
+/// acc + (matmul + y), or acc + widen(matmul + y), the sum (and its
+/// widening) read only there → acc + the product, summed by the GEMM where
+/// it stood (a matmul_accumulate; in f32 for a widened sum, ABI 12), then
+/// + y (+ widen(y)) where the sum was accumulated. A tied parameter's
+/// gradient: the LM head's GEMM and the embedding's scatter-add were
+/// summed and then accumulated into the gradient buffer; now they go into
+/// it one by one, and the head's [V, C] product is not kept (nor its
+/// operands) until the embedding's exists. In a bf16 step the sum was in
+/// bf16 and widened: the product is then neither rounded nor cast, and
+/// fuseParamGradWidening folds the embedding's widening. The buffer must
+/// exist at the GEMM with nothing reading it in between; the sums are
+/// reassociated, (acc + m) + y for acc + (m + y): the same values when acc
+/// is zero (a step's first microbatch), within a rounding otherwise.
 void fuseAccumulatedSum(nn::AccumulateOp accumulate) {
   nn::CastOp widenedSum = soleWidening(accumulate.getValue());
-  auto add = widenedSum ? widenedSum.getInput().getDefiningOp<nn::AddOp>()
-                        : nn::AddOp();
+  Value sum = widenedSum ? widenedSum.getInput() : accumulate.getValue();
+  auto add = sum.getDefiningOp<nn::AddOp>();
   if (!add || !add->hasOneUse() || add->getBlock() != accumulate->getBlock())
     return;
   Value acc = accumulate.getAcc();
@@ -101,16 +106,39 @@ void fuseAccumulatedSum(nn::AccumulateOp accumulate) {
         b, b.getFusedLoc({accumulate.getLoc(), matmul.getLoc()}), acc.getType(),
         matmul.getLhs(), matmul.getRhs(), acc, matmul.getTransposeLhs(),
         matmul.getTransposeRhs());
-    b.setInsertionPoint(accumulate);
-    Value other = nn::CastOp::create(b, widenedSum.getLoc(), acc.getType(),
-                                     add->getOperand(1 - i));
+    Value other = add->getOperand(1 - i);
+    if (widenedSum) {
+      b.setInsertionPoint(accumulate);
+      other = nn::CastOp::create(b, widenedSum.getLoc(), acc.getType(), other);
+    }
     accumulate.getAccMutable().assign(fused.getResult());
     accumulate.getValueMutable().assign(other);
-    widenedSum.erase();
+    if (widenedSum)
+      widenedSum.erase();
     add.erase();
     matmul.erase();
     return;
   }
+}
+
+/// widen(matmul) of 16-bit operands, the widening the product's only use
+/// → matmul_f32 where the matmul stood: the GEMM writes the product in f32
+/// (ABI 15), never rounded to 16 bits, and no cast kernel reads it again.
+/// Under data parallelism a bf16 step's f32 weight gradient on its way to
+/// its bucket (a GEMM accumulating into its buffer is fuseAccumulate's;
+/// the logits' widening for the loss, fuseLossWidening's, runs first).
+void fuseMatmulWidening(nn::CastOp widened) {
+  nn::MatmulOp matmul = soleMatmul(widened.getInput());
+  if (!widening(widened.getResult()) || !matmul ||
+      matmul->getBlock() != widened->getBlock())
+    return;
+  OpBuilder b(matmul);
+  auto fused = nn::MatmulF32Op::create(
+      b, b.getFusedLoc({matmul.getLoc(), widened.getLoc()}), matmul.getLhs(),
+      matmul.getRhs(), matmul.getTransposeLhs(), matmul.getTransposeRhs());
+  widened.getResult().replaceAllUsesWith(fused.getResult());
+  widened.erase();
+  matmul.erase();
 }
 
 /// The bias vector broadcast along the last dimension into `value`'s type.
@@ -462,6 +490,11 @@ struct FuseEpiloguesPass
       fuseParamGradWidening(grad->getResults().drop_front());
     for (nn::EmbeddingGradOp grad : embeddingGrads)
       fuseParamGradWidening(grad->getResults());
+    // The widenings the fusions above left (they erase the ones they fold).
+    SmallVector<nn::CastOp> casts;
+    getOperation().walk([&](nn::CastOp cast) { casts.push_back(cast); });
+    for (nn::CastOp cast : casts)
+      fuseMatmulWidening(cast);
     // After the bias adds: a norm of a linear layer's output keeps the
     // bias in the GEMM.
     if (residualNorms) {

@@ -458,7 +458,11 @@ def FuseEpiloguesPass : Pass<"tessel-fuse-epilogues", "mlir::ModuleOp"> {
       accumulator (beta = 1), as a weight gradient summed over
       microbatches, with no product buffer. It stands where the matmul
       stood when nothing between reads the accumulator, else where the
-      accumulate stood.
+      accumulate stood. `nn.accumulate` of an `nn.matmul` plus another
+      value, the sum used only there, becomes `nn.matmul_accumulate` into
+      the accumulator where the matmul stood, then the accumulate of the
+      other value (a tied embedding's gradient and its LM head's), when
+      nothing reads the accumulator in between.
     - `nn.add` of an `nn.matmul` used only there and an `nn.broadcast` of a
       vector along the last dimension becomes `nn.matmul_bias` (cuBLASLt's
       bias epilogue): a linear layer's forward in one call.
@@ -487,15 +491,18 @@ def FuseEpiloguesPass : Pass<"tessel-fuse-epilogues", "mlir::ModuleOp"> {
       logits a kernel of the block made. A 16-bit norm gradient (or
       embedding gradient) whose parameter gradients are each only widened
       to f32 returns them in f32 (the casts go; the sums are rounded once,
-      to f32). `nn.accumulate` of the widening of a 16-bit `nn.matmul`
-      plus another value becomes `nn.matmul_accumulate` into the
-      accumulator where the matmul stood, then the accumulate of the other
-      value widened (a tied embedding's gradient and its LM head's), when
-      nothing reads the accumulator in between.
+      to f32). The sum of a tied parameter's contributions, widened, folds
+      as above: the GEMM sums its product into the f32 accumulator, and the
+      other value follows widened. A 16-bit `nn.matmul` used only by its
+      widening to f32 (a weight gradient on its way to a data-parallel
+      bucket) becomes `nn.matmul_f32` where the matmul stood: the GEMM
+      writes f32.
     Anything else is left as it is; the program computes the same values,
     except that parameter gradients written in f32 skip their rounding to
-    16 bits (and on the CPU an accumulating GEMM may round in another
-    order when K is longer than its block).
+    16 bits, a tied parameter's two contributions are accumulated one by
+    one (the same values when the accumulator is zero, as in a step's
+    first microbatch), and on the CPU an accumulating GEMM may round in
+    another order when K is longer than its block.
 
     ```mlir
     %p = nn.matmul %x, %dy transpose_lhs : (...) -> tensor<784x1024xf32>
@@ -521,7 +528,10 @@ def FuseBiasGradsPass : Pass<"tessel-fuse-bias-grads", "mlir::ModuleOp"> {
     `nn.matmul_bias_grad` (cuBLASLt's BGRADB): one kernel and one pass over
     the rows fewer per linear layer. Beside an `nn.matmul_accumulate` (a
     weight gradient added into its buffer) it becomes `nn.matmul_bias_grad
-    ... outs(%acc)`, which adds as that did, where the GEMM stood. The fused GEMM takes the place of one
+    ... outs(%acc)`, which adds as that did, where the GEMM stood. A 16-bit
+    GEMM writing or accumulating f32 (`nn.matmul_f32`, or an f32
+    accumulator) takes the sum's f32 widening with it: both results f32.
+    The fused GEMM takes the place of one
     of the two, so the other's kernel leaves its place; a place is taken
     only if every started collective in the block still has a kernel
     between its start (or the block's start, for one started before it)

@@ -121,8 +121,8 @@ SmallVector<ReductionKind> MatmulOp::getReductionLoopIteratorKinds() {
 }
 
 //===----------------------------------------------------------------------===//
-// MatmulAccumulateOp, MatmulBiasOp, MatmulBiasGeluOp, MatmulGeluGradOp,
-// MatmulBiasGradOp
+// MatmulAccumulateOp, MatmulF32Op, MatmulBiasOp, MatmulBiasGeluOp,
+// MatmulGeluGradOp, MatmulBiasGradOp
 //===----------------------------------------------------------------------===//
 
 /// The product's type of a fused matmul (as MatmulOp infers it).
@@ -189,6 +189,36 @@ LogicalResult MatmulAccumulateOp::verify() {
 int64_t MatmulAccumulateOp::getFlops() {
   return fusedMatmulFlops(getLhs(), getRhs(), getTransposeLhs(),
                           getTransposeRhs());
+}
+
+/// Whether `type` is a 16-bit float tensor: a product that may be written
+/// in f32.
+static bool isHalfTensor(Type type) {
+  Type element = cast<RankedTensorType>(type).getElementType();
+  return element.isF16() || element.isBF16();
+}
+
+LogicalResult MatmulF32Op::inferReturnTypes(MLIRContext *context,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &results) {
+  FailureOr<RankedTensorType> product =
+      getProductType(loc, adaptor.getLhs(), adaptor.getRhs(),
+                     adaptor.getTransposeLhs(), adaptor.getTransposeRhs());
+  if (failed(product))
+    return failure();
+  if (!isHalfTensor(*product))
+    return nn::detail::inferError(loc,
+                                  "operands must be f16 or bf16 (the "
+                                  "product is widened to f32), got ",
+                                  adaptor.getLhs().getType());
+  results.push_back(product->clone(Float32Type::get(context)));
+  return success();
+}
+
+int64_t MatmulF32Op::getFlops() {
+  return fusedMatmulFlops(getLhs(), getRhs(), getTransposeLhs(),
+                          getTransposeRhs(), /*perElement=*/0);
 }
 
 /// A biased product's results: `copies` of the product's type, its bias a
@@ -284,6 +314,19 @@ LogicalResult MatmulBiasGradOp::inferReturnTypes(
   results.push_back(RankedTensorType::get({result.getDimSize(1)},
                                           result.getElementType()));
   return success();
+}
+
+// Without an accumulator, both results as inferred or both in f32 for
+// 16-bit operands (one GEMM writes one type).
+bool MatmulBiasGradOp::isCompatibleReturnTypes(TypeRange inferred,
+                                               TypeRange actual) {
+  if (inferred == actual)
+    return true;
+  return inferred.size() == 2 && actual.size() == 2 &&
+         llvm::all_of(llvm::zip(inferred, actual), [](auto pair) {
+           auto [from, to] = pair;
+           return from != to && nn::detail::isInferredOrF32(from, to);
+         });
 }
 
 LogicalResult MatmulBiasGradOp::verify() {

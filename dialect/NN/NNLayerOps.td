@@ -72,6 +72,30 @@ def NN_MatmulAccumulateOp : NN_Op<"matmul_accumulate",
   }];
 }
 
+def NN_MatmulF32Op : NN_Op<"matmul_f32", [Pure, InferTypeOpAdaptor]> {
+  let summary = "a matrix product of 16-bit operands written in f32";
+  let description = [{
+    `lhs · rhs` (operands and transposes as `nn.matmul`, both f16 or both
+    bf16) summed in f32 and returned in f32, never rounded to 16 bits: a
+    mixed-precision gradient's GEMM whose f32 values a data-parallel
+    bucket then reduces, written so by the GEMM (cuBLASLt with an f32 D)
+    instead of a 16-bit product and an `nn.cast` (tessel-fuse-epilogues
+    folds the pair). Flops: the matmul's.
+
+    ```mlir
+    %dw = nn.matmul_f32 %x, %dy transpose_lhs : (tensor<32x784xbf16>, tensor<32x1024xbf16>) -> tensor<784x1024xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$lhs, NN_FloatTensor:$rhs,
+                       UnitAttr:$transpose_lhs, UnitAttr:$transpose_rhs);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs (`transpose_lhs` $transpose_lhs^)?
+    (`transpose_rhs` $transpose_rhs^)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+}
+
 def NN_MatmulBiasOp : NN_Op<"matmul_bias", [Pure, InferTypeOpAdaptor]> {
   let summary = "a matrix product plus a bias on every row";
   let description = [{
@@ -147,7 +171,7 @@ def NN_MatmulGeluGradOp : NN_Op<"matmul_gelu_grad",
 }
 
 def NN_MatmulBiasGradOp : NN_Op<"matmul_bias_grad",
-    [Pure, InferTypeOpAdaptor]> {
+    [Pure, InferTypeOpAdaptorWithIsCompatible]> {
   let summary = "a weight gradient's GEMM that also sums the bias gradient";
   let description = [{
     `result = lhs · rhs` (2-D operands, transposes as `nn.matmul`) and
@@ -159,12 +183,16 @@ def NN_MatmulBiasGradOp : NN_Op<"matmul_bias_grad",
     is added into `acc` in place, as `nn.matmul_accumulate` adds it
     (beta = 1), and `result` is `acc` updated; the bias gradient is
     written, never added (cuBLASLt's epilogue overwrites it), in `acc`'s
-    element type. Flops: the matmul's plus the sum's,
-    `(K - 1)·N`, plus one per element of the product with `outs`.
+    element type. Without `outs`, 16-bit operands may have both results in
+    f32 (as `nn.matmul_f32` writes its product): a mixed-precision weight
+    and bias gradient written in f32 for a data-parallel bucket. Flops: the
+    matmul's plus the sum's, `(K - 1)·N`, plus one per element of the
+    product with `outs`.
 
     ```mlir
     %dw, %db = nn.matmul_bias_grad %x, %dy transpose_lhs : (tensor<512x128xf32>, tensor<512x512xf32>) -> (tensor<128x512xf32>, tensor<512xf32>)
     %g2, %db2 = nn.matmul_bias_grad %x, %dy transpose_lhs outs(%g) : (tensor<512x128xf32>, tensor<512x512xf32>, tensor<128x512xf32>) -> (tensor<128x512xf32>, tensor<512xf32>)
+    %w3, %db3 = nn.matmul_bias_grad %h, %dz transpose_lhs : (tensor<512x128xbf16>, tensor<512x512xbf16>) -> (tensor<128x512xf32>, tensor<512xf32>)
     ```
   }];
   let arguments = (ins NN_FloatTensor:$lhs, NN_FloatTensor:$rhs,

@@ -70,19 +70,20 @@ void emitMatmulAux(FunctionLowering &fl, Value lhs, Value rhs,
            fl.ptrOrNull(aux)});
 }
 
-/// Whether `acc` is wider than the GEMM's operands: a 16-bit product summed
-/// into f32 (tessel_matmul_accumulate_f32).
-bool accumulatesWider(Value lhs, Value acc) {
-  return acc && getElementTypeOrSelf(acc) != getElementTypeOrSelf(lhs);
+/// Whether `out` is wider than the GEMM's operands: a 16-bit product
+/// written or summed in f32 (tessel_matmul_f32, _accumulate_f32).
+bool writesWider(Value lhs, Value out) {
+  return getElementTypeOrSelf(out) != getElementTypeOrSelf(lhs);
 }
 
-/// tessel_matmul_accumulate_f32: out (f32) += lhs · rhs in f32, the bias
-/// gradient (f32) written when not null.
-void emitMatmulAccumulateF32(FunctionLowering &fl, Value lhs, Value rhs,
-                             bool transposeLhs, bool transposeRhs, Value out,
-                             Value biasGrad) {
+/// tessel_matmul_accumulate_f32 (accumulate: out (f32) += lhs · rhs) or
+/// tessel_matmul_f32 (out = lhs · rhs), in f32; the bias gradient (f32)
+/// written when not null.
+void emitMatmulF32(FunctionLowering &fl, Value lhs, Value rhs,
+                   bool transposeLhs, bool transposeRhs, Value out,
+                   Value biasGrad, bool accumulate) {
   GemmOperands g = gemmOperands(lhs, rhs, transposeLhs, transposeRhs);
-  fl.call(rt::tessel_matmul_accumulate_f32,
+  fl.call(accumulate ? rt::tessel_matmul_accumulate_f32 : rt::tessel_matmul_f32,
           {fl.dtype(lhs), fl.ptr(lhs), fl.ptr(rhs), fl.ptr(out),
            fl.i64(g.batch), fl.i64(g.m), fl.i64(g.n), fl.i64(g.k),
            fl.i32(transposeLhs), fl.i32(transposeRhs), fl.i32(g.shared),
@@ -94,12 +95,20 @@ void emitMatmulAccumulateF32(FunctionLowering &fl, Value lhs, Value rhs,
 LogicalResult lowerMatmulAccumulate(nn::MatmulAccumulateOp op,
                                     FunctionLowering &fl) {
   fl.pointers[op.getResult()] = fl.ptr(op.getAcc());
-  if (accumulatesWider(op.getLhs(), op.getAcc()))
-    emitMatmulAccumulateF32(fl, op.getLhs(), op.getRhs(), op.getTransposeLhs(),
-                            op.getTransposeRhs(), op.getResult(), Value());
+  if (writesWider(op.getLhs(), op.getAcc()))
+    emitMatmulF32(fl, op.getLhs(), op.getRhs(), op.getTransposeLhs(),
+                  op.getTransposeRhs(), op.getResult(), Value(),
+                  /*accumulate=*/true);
   else
     emitMatmulEpilogue(fl, op.getLhs(), op.getRhs(), op.getTransposeLhs(),
                        op.getTransposeRhs(), op.getResult(), 1.0, Value());
+  return success();
+}
+
+LogicalResult lowerMatmulF32(nn::MatmulF32Op op, FunctionLowering &fl) {
+  emitMatmulF32(fl, op.getLhs(), op.getRhs(), op.getTransposeLhs(),
+                op.getTransposeRhs(), op.getResult(), Value(),
+                /*accumulate=*/false);
   return success();
 }
 
@@ -127,15 +136,15 @@ LogicalResult lowerMatmulGeluGrad(nn::MatmulGeluGradOp op,
 }
 
 /// With an accumulator, in place: acc += lhs · rhs (beta 1), the bias
-/// gradient written.
+/// gradient written. f32 results of 16-bit operands: in f32.
 LogicalResult lowerMatmulBiasGrad(nn::MatmulBiasGradOp op,
                                   FunctionLowering &fl) {
   if (op.getAcc())
     fl.pointers[op.getResult()] = fl.ptr(op.getAcc());
-  if (accumulatesWider(op.getLhs(), op.getAcc())) {
-    emitMatmulAccumulateF32(fl, op.getLhs(), op.getRhs(), op.getTransposeLhs(),
-                            op.getTransposeRhs(), op.getResult(),
-                            op.getBiasGrad());
+  if (writesWider(op.getLhs(), op.getResult())) {
+    emitMatmulF32(fl, op.getLhs(), op.getRhs(), op.getTransposeLhs(),
+                  op.getTransposeRhs(), op.getResult(), op.getBiasGrad(),
+                  /*accumulate=*/bool(op.getAcc()));
     return success();
   }
   emitMatmulAux(fl, op.getLhs(), op.getRhs(), op.getTransposeLhs(),
@@ -184,6 +193,7 @@ LogicalResult lowerAttention(nn::AttentionOp op, FunctionLowering &fl) {
 void addContractionLowerings(LoweringRegistry &registry) {
   registry.add<nn::MatmulOp>(lowerMatmul);
   registry.add<nn::MatmulAccumulateOp>(lowerMatmulAccumulate);
+  registry.add<nn::MatmulF32Op>(lowerMatmulF32);
   registry.add<nn::MatmulBiasOp>(lowerMatmulBias);
   registry.add<nn::MatmulBiasGeluOp>(lowerMatmulBiasGelu);
   registry.add<nn::MatmulGeluGradOp>(lowerMatmulGeluGrad);

@@ -247,15 +247,15 @@ public:
                               int64_t n, int64_t k, bool transA, bool transB,
                               bool bShared, double beta, int32_t epilogue,
                               const void *bias, void *aux) = 0;
-  /// tessel_matmul_accumulate_f32: C (f32) += op(A)·op(B), A and B f16 or
-  /// bf16, the product summed in f32; BGRADB (batch 1) also writes op(B)'s
-  /// column sums, f32, to aux (the front checks the rest).
-  virtual void matmulAccumulateF32(tessel_ctx *ctx, int32_t dtype,
-                                   const void *a, const void *b, void *c,
-                                   int64_t batch, int64_t m, int64_t n,
-                                   int64_t k, bool transA, bool transB,
-                                   bool bShared, int32_t epilogue,
-                                   void *aux) = 0;
+  /// tessel_matmul_accumulate_f32 (beta 1) and tessel_matmul_f32 (beta
+  /// 0): C (f32) = op(A)·op(B) + beta·C, A and B f16 or bf16, the product
+  /// summed in f32; BGRADB (batch 1) also writes op(B)'s column sums, f32,
+  /// to aux (the front checks the rest).
+  virtual void matmulF32(tessel_ctx *ctx, int32_t dtype, const void *a,
+                         const void *b, void *c, int64_t batch, int64_t m,
+                         int64_t n, int64_t k, bool transA, bool transB,
+                         bool bShared, double beta, int32_t epilogue,
+                         void *aux) = 0;
   /// An aux epilogue by the backend's own kernels, as the unfused ops run:
   /// GELU_BIAS is the biased product (into aux, or into c when aux is
   /// null) then tessel_unary's GELU; DGELU the product then tessel_unary_

@@ -179,6 +179,30 @@ void tessel_matmul_epilogue_aux(tessel_ctx *ctx, int32_t dtype, const void *a,
                                  beta, epilogue, bias, aux);
 }
 
+namespace {
+
+/// tessel_matmul_accumulate_f32 (beta 1) and tessel_matmul_f32 (beta 0):
+/// 16-bit operands, an f32 C, no epilogue or BGRADB.
+void matmulF32Checked(tessel_ctx *ctx, const char *name, int32_t dtype,
+                      const void *a, const void *b, void *c, int64_t batch,
+                      int64_t m, int64_t n, int64_t k, int32_t transA,
+                      int32_t transB, int32_t bShared, double beta,
+                      int32_t epilogue, void *aux) {
+  if (!checkDtype(ctx, name, dtype,
+                  dtype == TESSEL_F16 || dtype == TESSEL_BF16))
+    return;
+  if (epilogue != TESSEL_EPILOGUE_NONE && epilogue != TESSEL_EPILOGUE_BGRADB) {
+    setError(ctx, "%s: epilogue %d (expected none or BGRADB)", name, epilogue);
+    return;
+  }
+  if (matmulEpilogueChecked(ctx, name, dtype, TESSEL_F32, c, batch, m, n, k,
+                            beta, epilogue, nullptr, aux))
+    ctx->backend->matmulF32(ctx, dtype, a, b, c, batch, m, n, k, transA != 0,
+                            transB != 0, bShared != 0, beta, epilogue, aux);
+}
+
+} // namespace
+
 void tessel_matmul_accumulate_f32(tessel_ctx *ctx, int32_t dtype,
                                   const void *a, const void *b, void *c,
                                   int64_t batch, int64_t m, int64_t n,
@@ -188,19 +212,19 @@ void tessel_matmul_accumulate_f32(tessel_ctx *ctx, int32_t dtype,
   if (!ctx)
     return;
   KernelScope scope(ctx, __func__);
-  if (!checkDtype(ctx, __func__, dtype,
-                  dtype == TESSEL_F16 || dtype == TESSEL_BF16))
+  matmulF32Checked(ctx, __func__, dtype, a, b, c, batch, m, n, k, trans_a,
+                   trans_b, b_shared, /*beta=*/1.0, epilogue, aux);
+}
+
+void tessel_matmul_f32(tessel_ctx *ctx, int32_t dtype, const void *a,
+                       const void *b, void *c, int64_t batch, int64_t m,
+                       int64_t n, int64_t k, int32_t trans_a, int32_t trans_b,
+                       int32_t b_shared, int32_t epilogue, void *aux) {
+  if (!ctx)
     return;
-  if (epilogue != TESSEL_EPILOGUE_NONE && epilogue != TESSEL_EPILOGUE_BGRADB) {
-    setError(ctx, "%s: epilogue %d (expected none or BGRADB)", __func__,
-             epilogue);
-    return;
-  }
-  if (matmulEpilogueChecked(ctx, __func__, dtype, TESSEL_F32, c, batch, m, n,
-                            k, /*beta=*/1.0, epilogue, nullptr, aux))
-    ctx->backend->matmulAccumulateF32(ctx, dtype, a, b, c, batch, m, n, k,
-                                      trans_a != 0, trans_b != 0,
-                                      b_shared != 0, epilogue, aux);
+  KernelScope scope(ctx, __func__);
+  matmulF32Checked(ctx, __func__, dtype, a, b, c, batch, m, n, k, trans_a,
+                   trans_b, b_shared, /*beta=*/0.0, epilogue, aux);
 }
 
 void tessel_binary(tessel_ctx *ctx, int32_t op, int32_t dtype, const void *a,

@@ -99,13 +99,12 @@ public:
     defer(&Backend::matmulEpilogue, ctx, dtype, a, b, c, batch, m, n, k,
           transA, transB, bShared, beta, epilogue, bias, aux);
   }
-  void matmulAccumulateF32(tessel_ctx *ctx, int32_t dtype, const void *a,
-                           const void *b, void *c, int64_t batch, int64_t m,
-                           int64_t n, int64_t k, bool transA, bool transB,
-                           bool bShared, int32_t epilogue,
-                           void *aux) override {
-    defer(&Backend::matmulAccumulateF32, ctx, dtype, a, b, c, batch, m, n, k,
-          transA, transB, bShared, epilogue, aux);
+  void matmulF32(tessel_ctx *ctx, int32_t dtype, const void *a, const void *b,
+                 void *c, int64_t batch, int64_t m, int64_t n, int64_t k,
+                 bool transA, bool transB, bool bShared, double beta,
+                 int32_t epilogue, void *aux) override {
+    defer(&Backend::matmulF32, ctx, dtype, a, b, c, batch, m, n, k, transA,
+          transB, bShared, beta, epilogue, aux);
   }
   void binary(tessel_ctx *ctx, int32_t op, int32_t dtype, const void *a,
               const void *b, void *out, int64_t n) override {

@@ -172,24 +172,30 @@ void CpuBackend::matmulEpilogue(tessel_ctx *ctx, int32_t dtype, const void *a,
 // f32); the bias gradient summed by tessel_reduce in the storage type and
 // widened. A GPU adds the product unrounded (tessel/runtime.h). Rounding
 // differently here moves gpt's bf16 training onto another path, with a
-// loss spike near step 26 (PrecisionTest.Bf16TracksF32Over100Steps).
-void CpuBackend::matmulAccumulateF32(tessel_ctx *ctx, int32_t dtype,
-                                     const void *a, const void *b, void *c,
-                                     int64_t batch, int64_t m, int64_t n,
-                                     int64_t k, bool ta, bool tb, bool bs,
-                                     int32_t epilogue, void *aux) {
+// loss spike near step 26 (PrecisionTest.Bf16TracksF32Over100Steps). With
+// beta 0 C is overwritten: the product rounded and widened (tessel_matmul
+// then tessel_cast), C's old bytes never read.
+void CpuBackend::matmulF32(tessel_ctx *ctx, int32_t dtype, const void *a,
+                           const void *b, void *c, int64_t batch, int64_t m,
+                           int64_t n, int64_t k, bool ta, bool tb, bool bs,
+                           double beta, int32_t epilogue, void *aux) {
   visitFloat(dtype, [&](auto tag) {
     using T = decltype(tag);
     const int64_t count = batch * m * n;
+    float *out = static_cast<float *>(c);
     if (count > 0 && k > 0) {
       std::vector<float> fa = widen<T>(a, batch * m * k);
       std::vector<float> fb = widen<T>(b, (bs ? 1 : batch) * k * n);
       std::vector<float> product(static_cast<size_t>(count));
       matmulReal(fa.data(), fb.data(), product.data(), batch, m, n, k, ta, tb,
                  bs);
-      float *out = static_cast<float *>(c);
-      for (int64_t i = 0; i < count; ++i)
-        out[i] += float(Elem<T>::load(Elem<T>::store(product[size_t(i)])));
+      for (int64_t i = 0; i < count; ++i) {
+        float rounded =
+            float(Elem<T>::load(Elem<T>::store(product[size_t(i)])));
+        out[i] = beta == 0.0 ? rounded : out[i] + rounded;
+      }
+    } else if (count > 0 && beta == 0.0) {
+      std::fill(out, out + count, 0.0f); // an empty sum
     }
     if (epilogue != TESSEL_EPILOGUE_BGRADB)
       return;

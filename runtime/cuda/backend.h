@@ -64,11 +64,10 @@ public:
                       int64_t n, int64_t k, bool transA, bool transB,
                       bool bShared, double beta, int32_t epilogue,
                       const void *bias, void *aux) override;
-  void matmulAccumulateF32(tessel_ctx *ctx, int32_t dtype, const void *a,
-                           const void *b, void *c, int64_t batch, int64_t m,
-                           int64_t n, int64_t k, bool transA, bool transB,
-                           bool bShared, int32_t epilogue,
-                           void *aux) override;
+  void matmulF32(tessel_ctx *ctx, int32_t dtype, const void *a, const void *b,
+                 void *c, int64_t batch, int64_t m, int64_t n, int64_t k,
+                 bool transA, bool transB, bool bShared, double beta,
+                 int32_t epilogue, void *aux) override;
   void binary(tessel_ctx *ctx, int32_t op, int32_t dtype, const void *a,
               const void *b, void *out, int64_t n) override;
   void unary(tessel_ctx *ctx, int32_t op, int32_t dtype, const void *x, void *y,

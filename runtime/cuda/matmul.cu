@@ -500,19 +500,18 @@ __global__ void columnSumsF32Kernel(const T *b, float *sums, int64_t k,
 
 } // namespace
 
-// cuBLASLt with f32 C and D under 16-bit A and B, beta 1; its BGRADB
-// epilogue writes the bias gradient in D's type. Where it has no kernel for
-// that (or M = 0, where it runs none) the GEMM runs alone and a kernel of
-// ours sums the columns.
-void CudaBackend::matmulAccumulateF32(tessel_ctx *ctx, int32_t dtype,
-                                      const void *a, const void *b, void *c,
-                                      int64_t batch, int64_t m, int64_t n,
-                                      int64_t k, bool transA, bool transB,
-                                      bool bShared, int32_t epilogue,
-                                      void *aux) {
+// cuBLASLt with f32 C and D under 16-bit A and B, beta 1 (accumulate) or
+// 0 (overwrite); its BGRADB epilogue writes the bias gradient in D's type.
+// Where it has no kernel for that (or M = 0, where it runs none) the GEMM
+// runs alone and a kernel of ours sums the columns.
+void CudaBackend::matmulF32(tessel_ctx *ctx, int32_t dtype, const void *a,
+                            const void *b, void *c, int64_t batch, int64_t m,
+                            int64_t n, int64_t k, bool transA, bool transB,
+                            bool bShared, double beta, int32_t epilogue,
+                            void *aux) {
   const bool biasGrad = epilogue == TESSEL_EPILOGUE_BGRADB;
   GemmArgs args = callGemm(dtype, a, b, c, batch, m, n, k, transA, transB,
-                           bShared, /*beta=*/1.0);
+                           bShared, beta);
   args.outDtype = TESSEL_F32;
   bool fused = biasGrad && m > 0 && reinterpret_cast<uintptr_t>(aux) % 16 == 0;
   if (fused) {
@@ -528,7 +527,8 @@ void CudaBackend::matmulAccumulateF32(tessel_ctx *ctx, int32_t dtype,
   }
   if (result != GemmResult::Done || !biasGrad || fused || n == 0)
     return;
-  const char *what = "tessel_matmul_accumulate_f32";
+  const char *what =
+      beta == 0.0 ? "tessel_matmul_f32" : "tessel_matmul_accumulate_f32";
   if (dtype == TESSEL_BF16)
     columnSumsF32Kernel<<<gridFor(n, kSumThreads), kSumThreads, 0,
                           stream()>>>(

@@ -4,12 +4,16 @@
 // every float dtype, transpose, shared B, beta 0 and 1 and the bias
 // epilogue; the GELU and bias-gradient epilogues (tessel_matmul_epilogue_
 // aux) against the unfused ops bit for bit and against double loops; a
-// 16-bit GEMM summed into f32 (tessel_matmul_accumulate_f32) against double
-// loops; the front's refusals.
+// 16-bit GEMM summed into or written in f32 (tessel_matmul_accumulate_f32,
+// tessel_matmul_f32) against double loops; the front's refusals.
 //
 //===----------------------------------------------------------------------===//
 
 #include "TestUtil.h"
+
+#include <limits>
+#include <string>
+#include <utility>
 
 using namespace tt;
 
@@ -415,13 +419,14 @@ TEST_F(MatmulEpilogueTest, BiasGradEpilogueMisuseSetsErrors) {
   EXPECT_EQ(grad, std::vector<float>(2, 0.0f));
 }
 
-// tessel_matmul_accumulate_f32 on the CPU is the unfused ops' arithmetic:
-// 16-bit A and B (small integers, exact in bf16 and f16, so every product
-// and sum is exact before the rounding) give C + round(A·B) with the
+// tessel_matmul_accumulate_f32 and tessel_matmul_f32 on the CPU are the
+// unfused ops' arithmetic: 16-bit A and B (small integers, exact in bf16
+// and f16, so every product and sum is exact before the rounding) give C +
+// round(A·B), or round(A·B) over a C of NaNs that is never read, with the
 // product rounded to the dtype, and BGRADB the column sums rounded to the
 // dtype, against double loops rounded by the test's own encoder; every
 // transpose, a shared B, a batch.
-TEST_F(MatmulEpilogueTest, AccumulateF32MatchesLoops) {
+TEST_F(MatmulEpilogueTest, MatmulF32MatchesLoops) {
   const Shape shapes[] = {{1, 7, 13, 5}, {3, 4, 6, 9}, {1, 9, 11, 300}};
   std::mt19937 gen(5);
   auto ints = [&](size_t count, int span) {
@@ -435,55 +440,75 @@ TEST_F(MatmulEpilogueTest, AccumulateF32MatchesLoops) {
       for (int ta : {0, 1})
         for (int tb : {0, 1})
           for (int shared : {0, 1})
-            for (int bgrad : {0, 1}) {
-              if (bgrad && s.batch != 1)
-                continue;
-              SCOPED_TRACE(describe(dtype, s, ta, tb, shared, 1, bgrad));
-              int64_t bb = shared ? 1 : s.batch;
-              std::vector<double> a = ints(size_t(s.batch * s.m * s.k), 3),
-                                  b = ints(size_t(bb * s.k * s.n), 3);
-              std::vector<float> c(size_t(s.batch * s.m * s.n));
-              for (float &x : c)
-                x = float(int(gen() % 201) - 100) / 8.0f;
-              std::vector<double> product(c.size()), sums(size_t(s.n));
-              for (int64_t p = 0; p < s.batch; ++p)
-                for (int64_t i = 0; i < s.m; ++i)
-                  for (int64_t j = 0; j < s.n; ++j)
-                    for (int64_t r = 0; r < s.k; ++r) {
-                      double x = a[size_t(p * s.m * s.k +
-                                          (ta ? r * s.m + i : i * s.k + r))];
-                      double y = b[size_t((shared ? 0 : p * s.k * s.n) +
-                                          (tb ? j * s.k + r : r * s.n + j))];
-                      product[size_t((p * s.m + i) * s.n + j)] += x * y;
-                      if (p == 0 && i == 0)
-                        sums[size_t(j)] += y;
-                    }
-              auto rounded = [&](const std::vector<double> &v) {
-                return decode(dtype, encode(dtype, v).data(), v.size());
-              };
-              std::vector<double> want(c.size()), wantSums = rounded(sums);
-              std::vector<double> roundedProduct = rounded(product);
-              for (size_t i = 0; i < c.size(); ++i)
-                want[i] = double(c[i] + float(roundedProduct[i]));
-              std::vector<float> grad(size_t(s.n), 7.0f);
-              auto ea = encode(dtype, a), eb = encode(dtype, b);
-              tessel_matmul_accumulate_f32(
-                  ctx, dtype, ea.data(), eb.data(), c.data(), s.batch, s.m,
-                  s.n, s.k, ta, tb, shared,
-                  bgrad ? TESSEL_EPILOGUE_BGRADB : TESSEL_EPILOGUE_NONE,
-                  bgrad ? grad.data() : nullptr);
-              ASSERT_EQ(tessel_error(ctx), nullptr) << tessel_error(ctx);
-              EXPECT_EQ(std::vector<double>(c.begin(), c.end()), want);
-              if (bgrad)
-                EXPECT_EQ(std::vector<double>(grad.begin(), grad.end()),
-                          wantSums);
-            }
+            for (int bgrad : {0, 1})
+              for (int accumulate : {0, 1}) {
+                if (bgrad && s.batch != 1)
+                  continue;
+                SCOPED_TRACE(
+                    describe(dtype, s, ta, tb, shared, accumulate, bgrad));
+                int64_t bb = shared ? 1 : s.batch;
+                std::vector<double> a = ints(size_t(s.batch * s.m * s.k), 3),
+                                    b = ints(size_t(bb * s.k * s.n), 3);
+                std::vector<float> c(size_t(s.batch * s.m * s.n));
+                for (float &x : c)
+                  x = accumulate ? float(int(gen() % 201) - 100) / 8.0f
+                                 : std::numeric_limits<float>::quiet_NaN();
+                std::vector<double> product(c.size()), sums(size_t(s.n));
+                for (int64_t p = 0; p < s.batch; ++p)
+                  for (int64_t i = 0; i < s.m; ++i)
+                    for (int64_t j = 0; j < s.n; ++j)
+                      for (int64_t r = 0; r < s.k; ++r) {
+                        double x = a[size_t(p * s.m * s.k +
+                                            (ta ? r * s.m + i : i * s.k + r))];
+                        double y = b[size_t((shared ? 0 : p * s.k * s.n) +
+                                            (tb ? j * s.k + r : r * s.n + j))];
+                        product[size_t((p * s.m + i) * s.n + j)] += x * y;
+                        if (p == 0 && i == 0)
+                          sums[size_t(j)] += y;
+                      }
+                auto rounded = [&](const std::vector<double> &v) {
+                  return decode(dtype, encode(dtype, v).data(), v.size());
+                };
+                std::vector<double> want(c.size()), wantSums = rounded(sums);
+                std::vector<double> roundedProduct = rounded(product);
+                for (size_t i = 0; i < c.size(); ++i)
+                  want[i] = accumulate ? double(c[i] + float(roundedProduct[i]))
+                                       : roundedProduct[i];
+                std::vector<float> grad(size_t(s.n), 7.0f);
+                auto ea = encode(dtype, a), eb = encode(dtype, b);
+                (accumulate ? tessel_matmul_accumulate_f32 : tessel_matmul_f32)(
+                    ctx, dtype, ea.data(), eb.data(), c.data(), s.batch, s.m,
+                    s.n, s.k, ta, tb, shared,
+                    bgrad ? TESSEL_EPILOGUE_BGRADB : TESSEL_EPILOGUE_NONE,
+                    bgrad ? grad.data() : nullptr);
+                ASSERT_EQ(tessel_error(ctx), nullptr) << tessel_error(ctx);
+                EXPECT_EQ(std::vector<double>(c.begin(), c.end()), want);
+                if (bgrad)
+                  EXPECT_EQ(std::vector<double>(grad.begin(), grad.end()),
+                            wantSums);
+              }
 }
 
-// tessel_matmul_accumulate_f32's own refusals (an f32 or f64 GEMM, an
-// epilogue other than BGRADB) and those of the matmul epilogues it shares
-// (aux over C, BGRADB on a batch); nothing is written.
-TEST_F(MatmulEpilogueTest, AccumulateF32MisuseSetsErrors) {
+// tessel_matmul_f32 of an empty sum (K = 0) writes zeros over C, never
+// read; tessel_matmul_accumulate_f32 leaves C as it was.
+TEST_F(MatmulEpilogueTest, MatmulF32OfEmptySumIsZero) {
+  std::vector<float> c(6, std::numeric_limits<float>::quiet_NaN());
+  tessel_matmul_f32(ctx, TESSEL_BF16, nullptr, nullptr, c.data(), 1, 2, 3, 0, 0,
+                    0, 0, TESSEL_EPILOGUE_NONE, nullptr);
+  ASSERT_EQ(tessel_error(ctx), nullptr) << tessel_error(ctx);
+  EXPECT_EQ(c, std::vector<float>(6, 0.0f));
+  std::fill(c.begin(), c.end(), 2.5f);
+  tessel_matmul_accumulate_f32(ctx, TESSEL_F16, nullptr, nullptr, c.data(), 1,
+                               2, 3, 0, 0, 0, 0, TESSEL_EPILOGUE_NONE, nullptr);
+  ASSERT_EQ(tessel_error(ctx), nullptr) << tessel_error(ctx);
+  EXPECT_EQ(c, std::vector<float>(6, 2.5f));
+}
+
+// The refusals of tessel_matmul_accumulate_f32 and tessel_matmul_f32 (an
+// f32 or f64 GEMM, an epilogue other than BGRADB) and those of the matmul
+// epilogues they share (aux over C, BGRADB on a batch), each naming its
+// entry; nothing is written.
+TEST_F(MatmulEpilogueTest, MatmulF32MisuseSetsErrors) {
   std::vector<uint16_t> a(8, 0x3f80), b(8, 0x3f80); // bf16 ones
   std::vector<float> c(8, 0.0f), grad(2, 0.0f);
   struct Case {
@@ -492,24 +517,27 @@ TEST_F(MatmulEpilogueTest, AccumulateF32MisuseSetsErrors) {
     float *aux;
     const char *message;
   } cases[] = {
-      {TESSEL_F32, TESSEL_EPILOGUE_NONE, 1, nullptr,
-       "tessel_matmul_accumulate_f32: unsupported dtype 0"},
-      {TESSEL_F64, TESSEL_EPILOGUE_NONE, 1, nullptr,
-       "tessel_matmul_accumulate_f32: unsupported dtype 3"},
+      {TESSEL_F32, TESSEL_EPILOGUE_NONE, 1, nullptr, ": unsupported dtype 0"},
+      {TESSEL_F64, TESSEL_EPILOGUE_NONE, 1, nullptr, ": unsupported dtype 3"},
       {TESSEL_BF16, TESSEL_EPILOGUE_BIAS, 1, nullptr,
-       "tessel_matmul_accumulate_f32: epilogue 1 (expected none or BGRADB)"},
+       ": epilogue 1 (expected none or BGRADB)"},
       {TESSEL_BF16, TESSEL_EPILOGUE_BGRADB, 1, c.data() + 3,
-       "tessel_matmul_accumulate_f32: aux overlaps the output"},
+       ": aux overlaps the output"},
       {TESSEL_BF16, TESSEL_EPILOGUE_BGRADB, 2, grad.data(),
-       "tessel_matmul_accumulate_f32: the BGRADB epilogue on a batch of 2 "
-       "(one GEMM only)"},
+       ": the BGRADB epilogue on a batch of 2 (one GEMM only)"},
   };
-  for (const Case &t : cases) {
-    tessel_matmul_accumulate_f32(ctx, t.dtype, a.data(), b.data(), c.data(),
-                                 t.batch, 2, 2, 1, 0, 0, 0, t.epilogue, t.aux);
-    EXPECT_STREQ(tessel_error(ctx), t.message);
-    tessel_clear_error(ctx);
-  }
+  using Entry = decltype(&tessel_matmul_f32);
+  const std::pair<Entry, std::string> entries[] = {
+      {tessel_matmul_accumulate_f32, "tessel_matmul_accumulate_f32"},
+      {tessel_matmul_f32, "tessel_matmul_f32"}};
+  for (const auto &[entry, name] : entries)
+    for (const Case &t : cases) {
+      entry(ctx, t.dtype, a.data(), b.data(), c.data(), t.batch, 2, 2, 1, 0, 0,
+            0, t.epilogue, t.aux);
+      EXPECT_EQ(std::string(tessel_error(ctx) ? tessel_error(ctx) : ""),
+                name + t.message);
+      tessel_clear_error(ctx);
+    }
   EXPECT_EQ(c, std::vector<float>(8, 0.0f));
   EXPECT_EQ(grad, std::vector<float>(2, 0.0f));
 }

@@ -151,3 +151,25 @@ func.func @bias_grad_accumulate_f32(%x: tensor<32x64xbf16>, %dy: tensor<32x16xbf
   %dcw = nn.cast %dc : tensor<16xbf16> to tensor<16xf32>
   return %g2, %dbw, %h2, %dcw, %dc : tensor<64x16xf32>, tensor<16xf32>, tensor<64x16xf32>, tensor<16xf32>, tensor<16xbf16>
 }
+
+// -----
+
+// Tests that a bf16 weight gradient's GEMM written in f32 (matmul_f32, a
+// data-parallel bucket's) takes the bias gradient's sum, whose widening it
+// replaces, into one GEMM with both results in f32 (at the matmul, the
+// first); a sum read in bf16 too stays apart.
+// CHECK-LABEL: func.func @bias_grad_matmul_f32
+// CHECK-NEXT: %[[G:.*]], %[[DB:.*]] = nn.matmul_bias_grad %arg0, %arg1 transpose_lhs : (tensor<32x64xbf16>, tensor<32x16xbf16>) -> (tensor<64x16xf32>, tensor<16xf32>)
+// CHECK-NEXT: nn.matmul_f32 %arg0, %arg2 transpose_lhs
+// CHECK-NEXT: %[[S:.*]] = nn.reduce_sum %arg2
+// CHECK-NEXT: nn.cast %[[S]]
+// CHECK: return %[[G]], %[[DB]]
+func.func @bias_grad_matmul_f32(%x: tensor<32x64xbf16>, %dy: tensor<32x16xbf16>, %dz: tensor<32x16xbf16>) -> (tensor<64x16xf32>, tensor<16xf32>, tensor<64x16xf32>, tensor<16xf32>, tensor<16xbf16>) {
+  %g = nn.matmul_f32 %x, %dy transpose_lhs : (tensor<32x64xbf16>, tensor<32x16xbf16>) -> tensor<64x16xf32>
+  %db = nn.reduce_sum %dy dims = [0] : tensor<32x16xbf16> -> tensor<16xbf16>
+  %dbw = nn.cast %db : tensor<16xbf16> to tensor<16xf32>
+  %h = nn.matmul_f32 %x, %dz transpose_lhs : (tensor<32x64xbf16>, tensor<32x16xbf16>) -> tensor<64x16xf32>
+  %dc = nn.reduce_sum %dz dims = [0] : tensor<32x16xbf16> -> tensor<16xbf16>
+  %dcw = nn.cast %dc : tensor<16xbf16> to tensor<16xf32>
+  return %g, %dbw, %h, %dcw, %dc : tensor<64x16xf32>, tensor<16xf32>, tensor<64x16xf32>, tensor<16xf32>, tensor<16xbf16>
+}

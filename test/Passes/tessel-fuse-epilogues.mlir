@@ -46,12 +46,13 @@ func.func @product_used_twice(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>, %g: ten
 // Tests that a bf16 product widened to its f32 accumulator (a mixed-
 // precision weight gradient) becomes one GEMM summing into the f32
 // accumulator (Megatron's gradient-accumulation fusion); a widened product
-// something else also reads, or a cast that is not a widening to f32, stays.
+// something else also reads stays apart from the accumulate (written in
+// f32 by its GEMM, matmul_f32), and a cast that is not a widening to f32
+// stays.
 // CHECK-LABEL: func.func @accumulate_widened
 // CHECK-NEXT: %[[G:.*]] = nn.matmul_accumulate %arg0, %arg1 transpose_lhs outs(%arg2) : (tensor<8x4xbf16>, tensor<8x16xbf16>, tensor<4x16xf32>) -> tensor<4x16xf32>
-// CHECK-NEXT: %[[P:.*]] = nn.matmul %arg0, %arg1 transpose_lhs
-// CHECK-NEXT: %[[C:.*]] = nn.cast %[[P]]
-// CHECK-NEXT: %[[H:.*]] = nn.accumulate %[[C]] outs(%arg3)
+// CHECK-NEXT: %[[P:.*]] = nn.matmul_f32 %arg0, %arg1 transpose_lhs
+// CHECK-NEXT: %[[H:.*]] = nn.accumulate %[[P]] outs(%arg3)
 // CHECK-NEXT: %[[Q:.*]] = nn.matmul %arg4, %arg5 transpose_lhs
 // CHECK-NEXT: %[[D:.*]] = nn.cast %[[Q]] : tensor<4x16xf16> to tensor<4x16xbf16>
 // CHECK-NEXT: nn.accumulate %[[D]] outs(%arg6)
@@ -352,6 +353,29 @@ func.func @tied_embedding_grad(%ids: tensor<6xi32>, %dh: tensor<6x4xbf16>, %dz: 
 
 // -----
 
+// Tests an f32 step's tied embedding: the LM head's GEMM and the
+// embedding's table gradient, summed and accumulated into the gradient
+// buffer, become a matmul_accumulate into the buffer where the GEMM stood
+// (no [V, C] product kept through the backward, no add) and the
+// embedding's gradient accumulated after; the sum with the GEMM second
+// too.
+// CHECK-LABEL: func.func @tied_embedding_grad_f32
+// CHECK-NEXT: %[[G:.*]] = nn.matmul_accumulate %arg2, %arg3 transpose_lhs outs(%arg4) : (tensor<6x5xf32>, tensor<6x4xf32>, tensor<5x4xf32>) -> tensor<5x4xf32>
+// CHECK-NEXT: %[[X:.*]] = nn.exp %arg1
+// CHECK-NEXT: %[[E:.*]] = nn.embedding_grad %arg0, %[[X]] : (tensor<6xi32>, tensor<6x4xf32>) -> tensor<5x4xf32>
+// CHECK-NEXT: %[[A:.*]] = nn.accumulate %[[E]] outs(%[[G]]) : tensor<5x4xf32>
+// CHECK-NEXT: return %[[A]]
+func.func @tied_embedding_grad_f32(%ids: tensor<6xi32>, %dh: tensor<6x4xf32>, %dz: tensor<6x5xf32>, %h: tensor<6x4xf32>, %buf: tensor<5x4xf32>) -> tensor<5x4xf32> {
+  %head = nn.matmul %dz, %h transpose_lhs : (tensor<6x5xf32>, tensor<6x4xf32>) -> tensor<5x4xf32>
+  %dx = nn.exp %dh : tensor<6x4xf32>
+  %emb = nn.embedding_grad %ids, %dx : (tensor<6xi32>, tensor<6x4xf32>) -> tensor<5x4xf32>
+  %g = nn.add %emb, %head : tensor<5x4xf32>
+  %a = nn.accumulate %g outs(%buf) : tensor<5x4xf32>
+  return %a : tensor<5x4xf32>
+}
+
+// -----
+
 // Tests what stays apart: a sum read again, a widened sum read again, an
 // accumulator read between the GEMM and the accumulate; an embedding
 // gradient read in bf16 too keeps its cast.
@@ -377,4 +401,34 @@ func.func @widened_sum_not_fused(%ids: tensor<6xi32>, %dh: tensor<6x4xbf16>, %dz
   %emb = nn.embedding_grad %ids, %dh : (tensor<6xi32>, tensor<6x4xbf16>) -> tensor<5x4xbf16>
   %embf = nn.cast %emb : tensor<5x4xbf16> to tensor<5x4xf32>
   return %a, %s, %b, %tf, %c, %e, %emb, %embf : tensor<5x4xf32>, tensor<5x4xbf16>, tensor<5x4xf32>, tensor<5x4xf32>, tensor<5x4xf32>, tensor<5x4xf32>, tensor<5x4xbf16>, tensor<5x4xf32>
+}
+
+// -----
+
+// Tests that a 16-bit product only widened to f32 (a bf16 step's weight
+// gradient on its way to a data-parallel bucket) becomes one GEMM writing
+// f32, where the matmul stood (ABI 15); f16 too. A product read in 16 bits
+// as well keeps its cast, and so do logits whose widening the loss reads
+// (the loss reads the bf16 logits itself: no f32 logits).
+// CHECK-LABEL: func.func @matmul_widening
+// CHECK-NEXT: %[[W:.*]] = nn.matmul_f32 %arg0, %arg1 transpose_lhs : (tensor<6x5xbf16>, tensor<6x4xbf16>) -> tensor<5x4xf32>
+// CHECK-NEXT: %[[E:.*]] = nn.exp %arg1
+// CHECK-NEXT: %[[H:.*]] = nn.matmul_f32 %arg2, %arg2 transpose_rhs : (tensor<3x8xf16>, tensor<3x8xf16>) -> tensor<3x3xf32>
+// CHECK-NEXT: %[[P:.*]] = nn.matmul %arg0, %arg1 transpose_lhs : (tensor<6x5xbf16>, tensor<6x4xbf16>) -> tensor<5x4xbf16>
+// CHECK-NEXT: %[[PW:.*]] = nn.cast %[[P]]
+// CHECK-NEXT: %[[Z:.*]] = nn.matmul %arg1, %arg4 : (tensor<6x4xbf16>, tensor<4x7xbf16>) -> tensor<6x7xbf16>
+// CHECK-NEXT: %[[L:.*]] = nn.cross_entropy %[[Z]], %arg3 : (tensor<6x7xbf16>, tensor<6xi32>) -> tensor<f32>
+// CHECK-NEXT: return %[[W]], %[[E]], %[[H]], %[[P]], %[[PW]], %[[L]]
+func.func @matmul_widening(%dz: tensor<6x5xbf16>, %h: tensor<6x4xbf16>, %x: tensor<3x8xf16>, %y: tensor<6xi32>, %w: tensor<4x7xbf16>) -> (tensor<5x4xf32>, tensor<6x4xbf16>, tensor<3x3xf32>, tensor<5x4xbf16>, tensor<5x4xf32>, tensor<f32>) {
+  %g = nn.matmul %dz, %h transpose_lhs : (tensor<6x5xbf16>, tensor<6x4xbf16>) -> tensor<5x4xbf16>
+  %e = nn.exp %h : tensor<6x4xbf16>
+  %gw = nn.cast %g : tensor<5x4xbf16> to tensor<5x4xf32>
+  %q = nn.matmul %x, %x transpose_rhs : (tensor<3x8xf16>, tensor<3x8xf16>) -> tensor<3x3xf16>
+  %qw = nn.cast %q : tensor<3x3xf16> to tensor<3x3xf32>
+  %p = nn.matmul %dz, %h transpose_lhs : (tensor<6x5xbf16>, tensor<6x4xbf16>) -> tensor<5x4xbf16>
+  %pw = nn.cast %p : tensor<5x4xbf16> to tensor<5x4xf32>
+  %z = nn.matmul %h, %w : (tensor<6x4xbf16>, tensor<4x7xbf16>) -> tensor<6x7xbf16>
+  %zw = nn.cast %z : tensor<6x7xbf16> to tensor<6x7xf32>
+  %l = nn.cross_entropy %zw, %y : (tensor<6x7xf32>, tensor<6xi32>) -> tensor<f32>
+  return %gw, %e, %qw, %p, %pw, %l : tensor<5x4xf32>, tensor<6x4xbf16>, tensor<3x3xf32>, tensor<5x4xbf16>, tensor<5x4xf32>, tensor<f32>
 }

@@ -379,6 +379,27 @@ func.func @accumulate_f32(%x: tensor<8x4xbf16>, %dy: tensor<8x16xbf16>, %g: tens
 
 // -----
 
+// Tests that a bf16 GEMM written in f32 (nn.matmul_f32, and
+// nn.matmul_bias_grad with f32 results and no accumulator) calls
+// tessel_matmul_f32 (ABI 15) with bf16 operands straight into the
+// function's f32 results: with null aux, and with the bias gradient
+// (BGRADB, 4) written in f32.
+// CHECK-LABEL: llvm.func @tessel_fn_matmul_f32(
+// CHECK-SAME: %[[CTX:[^:]*]]: !llvm.ptr, %{{[^:]*}}: !llvm.ptr, %[[X:[^:]*]]: !llvm.ptr, %[[DY:[^:]*]]: !llvm.ptr, %[[G:[^:]*]]: !llvm.ptr, %[[H:[^:]*]]: !llvm.ptr, %[[DB:[^:]*]]: !llvm.ptr)
+// CHECK: %[[BF16:.*]] = llvm.mlir.constant(2 : i32) : i32
+// CHECK: %[[NULL:.*]] = llvm.mlir.zero : !llvm.ptr
+// CHECK-NEXT: llvm.call @tessel_matmul_f32(%[[CTX]], %[[BF16]], %[[X]], %[[DY]], %[[G]], {{.*}}, %[[NULL]])
+// CHECK: %[[BGRADB:.*]] = llvm.mlir.constant(4 : i32) : i32
+// CHECK-NEXT: llvm.call @tessel_matmul_f32(%[[CTX]], %{{.*}}, %[[X]], %[[DY]], %[[H]], {{.*}}, %[[BGRADB]], %[[DB]])
+// CHECK-NOT: tessel_cast
+func.func @matmul_f32(%x: tensor<8x4xbf16>, %dy: tensor<8x16xbf16>) -> (tensor<4x16xf32>, tensor<4x16xf32>, tensor<16xf32>) {
+  %0 = nn.matmul_f32 %x, %dy transpose_lhs : (tensor<8x4xbf16>, tensor<8x16xbf16>) -> tensor<4x16xf32>
+  %1, %2 = nn.matmul_bias_grad %x, %dy transpose_lhs : (tensor<8x4xbf16>, tensor<8x16xbf16>) -> (tensor<4x16xf32>, tensor<16xf32>)
+  return %0, %1, %2 : tensor<4x16xf32>, tensor<4x16xf32>, tensor<16xf32>
+}
+
+// -----
+
 // Tests that the f32 loss of bf16 logits and its gradient call the ABI 13
 // entries with the logits' dtype (bf16, 2): the loss written in f32, the
 // gradient in bf16 from an f32 dloss.

@@ -14,6 +14,7 @@
 #include "Formats.h"
 
 #include <cmath>
+#include <limits>
 #include <random>
 
 using namespace tessel::cuda;
@@ -310,14 +311,15 @@ TEST_F(CudaMatmul, GeluEpiloguesMatchCpu) {
     }
 }
 
-// A 16-bit GEMM summed into f32 (tessel_matmul_accumulate_f32: cuBLASLt
-// with f32 C and D) against the CPU, which rounds the product and the sums
-// to the dtype as the unfused ops do: small integers and k = 16, so every
-// product and sum (at most 256 in magnitude) is exact even in bf16 and the
-// GPU must equal the CPU bit for bit; bf16 and f16, B stored either way,
-// with and without the bias gradient, whose aux is also offset by 4 bytes
-// (not 16-byte aligned: our column-sum kernel instead of the epilogue).
-TEST_F(CudaMatmul, AccumulateF32MatchesCpu) {
+// A 16-bit GEMM summed into or written in f32 (tessel_matmul_accumulate_f32,
+// tessel_matmul_f32 over a C of NaNs: cuBLASLt with f32 C and D, beta 1 or
+// 0) against the CPU, which rounds the product and the sums to the dtype as
+// the unfused ops do: small integers and k = 16, so every product and sum
+// (at most 256 in magnitude) is exact even in bf16 and the GPU must equal
+// the CPU bit for bit; bf16 and f16, B stored either way, with and without
+// the bias gradient, whose aux is also offset by 4 bytes (not 16-byte
+// aligned: our column-sum kernel instead of the epilogue).
+TEST_F(CudaMatmul, MatmulF32MatchesCpu) {
   const int64_t m = 24, n = 40, k = 16;
   std::mt19937 gen(17);
   auto ints = [&](size_t count) {
@@ -328,39 +330,44 @@ TEST_F(CudaMatmul, AccumulateF32MatchesCpu) {
   };
   for (int32_t dtype : {TESSEL_BF16, TESSEL_F16})
     for (int tb : {0, 1})
-      for (int bgrad : {0, 1, 2}) { // 2: a misaligned aux
-        SCOPED_TRACE(std::string(tt::dtypeName(dtype)) + " tb " +
-                     std::to_string(tb) + " bgrad " + std::to_string(bgrad));
-        auto a = tt::encode(dtype, ints(size_t(k * m)));
-        auto b = tt::encode(dtype, ints(size_t(k * n)));
-        std::vector<float> c0(size_t(m * n));
-        for (float &x : c0)
-          x = float(int(gen() % 33) - 16) / 4.0f;
-        int32_t epilogue = bgrad ? TESSEL_EPILOGUE_BGRADB : TESSEL_EPILOGUE_NONE;
-        std::vector<float> want = c0, wantGrad(size_t(n) + 1, 7.0f);
-        tessel_matmul_accumulate_f32(cpu, dtype, a.data(), b.data(),
-                                     want.data(), 1, m, n, k, 1, tb, 0,
-                                     epilogue,
-                                     bgrad ? wantGrad.data() : nullptr);
-        ASSERT_EQ(tessel_error(cpu), nullptr) << tessel_error(cpu);
-        void *ga = upload(gpu, a), *gb = upload(gpu, b), *gc = upload(gpu, c0);
-        void *ggrad = upload(gpu, std::vector<float>(size_t(n) + 1, 7.0f));
-        float *aux = bgrad == 2 ? static_cast<float *>(ggrad) + 1
-                                : static_cast<float *>(ggrad);
-        tessel_matmul_accumulate_f32(gpu, dtype, ga, gb, gc, 1, m, n, k, 1, tb,
-                                     0, epilogue, bgrad ? aux : nullptr);
-        ASSERT_EQ(tessel_error(gpu), nullptr) << tessel_error(gpu);
-        EXPECT_EQ(download<float>(gpu, gc, want.size()), want);
-        if (bgrad) {
-          std::vector<float> got = download<float>(gpu, ggrad, size_t(n) + 1);
-          std::vector<float> sums(wantGrad.begin(), wantGrad.end() - 1);
-          EXPECT_EQ(std::vector<float>(got.begin() + (bgrad == 2),
-                                       got.begin() + (bgrad == 2) + n),
-                    sums);
+      for (int bgrad : {0, 1, 2}) // 2: a misaligned aux
+        for (int accumulate : {0, 1}) {
+          SCOPED_TRACE(std::string(tt::dtypeName(dtype)) + " tb " +
+                       std::to_string(tb) + " bgrad " + std::to_string(bgrad) +
+                       " accumulate " + std::to_string(accumulate));
+          auto entry =
+              accumulate ? tessel_matmul_accumulate_f32 : tessel_matmul_f32;
+          auto a = tt::encode(dtype, ints(size_t(k * m)));
+          auto b = tt::encode(dtype, ints(size_t(k * n)));
+          std::vector<float> c0(size_t(m * n));
+          for (float &x : c0)
+            x = accumulate ? float(int(gen() % 33) - 16) / 4.0f
+                           : std::numeric_limits<float>::quiet_NaN();
+          int32_t epilogue =
+              bgrad ? TESSEL_EPILOGUE_BGRADB : TESSEL_EPILOGUE_NONE;
+          std::vector<float> want = c0, wantGrad(size_t(n) + 1, 7.0f);
+          entry(cpu, dtype, a.data(), b.data(), want.data(), 1, m, n, k, 1, tb,
+                0, epilogue, bgrad ? wantGrad.data() : nullptr);
+          ASSERT_EQ(tessel_error(cpu), nullptr) << tessel_error(cpu);
+          void *ga = upload(gpu, a), *gb = upload(gpu, b),
+               *gc = upload(gpu, c0);
+          void *ggrad = upload(gpu, std::vector<float>(size_t(n) + 1, 7.0f));
+          float *aux = bgrad == 2 ? static_cast<float *>(ggrad) + 1
+                                  : static_cast<float *>(ggrad);
+          entry(gpu, dtype, ga, gb, gc, 1, m, n, k, 1, tb, 0, epilogue,
+                bgrad ? aux : nullptr);
+          ASSERT_EQ(tessel_error(gpu), nullptr) << tessel_error(gpu);
+          EXPECT_EQ(download<float>(gpu, gc, want.size()), want);
+          if (bgrad) {
+            std::vector<float> got = download<float>(gpu, ggrad, size_t(n) + 1);
+            std::vector<float> sums(wantGrad.begin(), wantGrad.end() - 1);
+            EXPECT_EQ(std::vector<float>(got.begin() + (bgrad == 2),
+                                         got.begin() + (bgrad == 2) + n),
+                      sums);
+          }
+          for (void *p : {ga, gb, gc, ggrad})
+            tessel_free(gpu, p);
         }
-        for (void *p : {ga, gb, gc, ggrad})
-          tessel_free(gpu, p);
-      }
 }
 
 // The bias-gradient epilogue (cuBLASLt's BGRADB under the row-major swap)

@@ -215,6 +215,20 @@ func.func @accumulate_f32(%x: tensor<512x128xbf16>, %dy: tensor<512x256xbf16>, %
   return %0, %1, %2 : tensor<128x256xf32>, tensor<128x256xf32>, tensor<256xf32>
 }
 
+// Tests that matmul_f32 writes a 16-bit product (batched, shared rhs,
+// transposed) in f32, and that matmul_bias_grad without an accumulator may
+// return both of its results in f32 for 16-bit operands.
+// CHECK-LABEL: func.func @matmul_f32
+// CHECK: nn.matmul_f32 %{{.*}}, %{{.*}} transpose_rhs : (tensor<2x4x8xbf16>, tensor<16x8xbf16>) -> tensor<2x4x16xf32>
+// CHECK: nn.matmul_f32 %{{.*}}, %{{.*}} transpose_lhs : (tensor<8x4xf16>, tensor<8x16xf16>) -> tensor<4x16xf32>
+// CHECK: nn.matmul_bias_grad %{{.*}}, %{{.*}} transpose_lhs : (tensor<512x128xbf16>, tensor<512x256xbf16>) -> (tensor<128x256xf32>, tensor<256xf32>)
+func.func @matmul_f32(%a: tensor<2x4x8xbf16>, %w: tensor<16x8xbf16>, %x: tensor<8x4xf16>, %y: tensor<8x16xf16>, %h: tensor<512x128xbf16>, %dz: tensor<512x256xbf16>) -> (tensor<2x4x16xf32>, tensor<4x16xf32>, tensor<128x256xf32>, tensor<256xf32>) {
+  %0 = nn.matmul_f32 %a, %w transpose_rhs : (tensor<2x4x8xbf16>, tensor<16x8xbf16>) -> tensor<2x4x16xf32>
+  %1 = nn.matmul_f32 %x, %y transpose_lhs : (tensor<8x4xf16>, tensor<8x16xf16>) -> tensor<4x16xf32>
+  %2, %3 = nn.matmul_bias_grad %h, %dz transpose_lhs : (tensor<512x128xbf16>, tensor<512x256xbf16>) -> (tensor<128x256xf32>, tensor<256xf32>)
+  return %0, %1, %2, %3 : tensor<2x4x16xf32>, tensor<4x16xf32>, tensor<128x256xf32>, tensor<256xf32>
+}
+
 // Tests that matmul_bias_grad may add its product into an accumulator of
 // the product's type.
 // CHECK-LABEL: func.func @matmul_bias_grad_outs

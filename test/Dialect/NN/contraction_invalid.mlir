@@ -439,3 +439,54 @@ func.func @matmul_accumulate_narrow(%a: tensor<4x8xbf16>, %b: tensor<8x16xbf16>,
   %0 = nn.matmul_accumulate %a, %b outs(%g) : (tensor<4x8xbf16>, tensor<8x16xbf16>, tensor<4x16xf16>) -> tensor<4x16xf16>
   return %0 : tensor<4x16xf16>
 }
+
+// -----
+
+// Tests that matmul_f32 widens 16-bit products only.
+func.func @matmul_f32_of_f32(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>) -> tensor<4x16xf32> {
+  // expected-error @+2 {{operands must be f16 or bf16 (the product is widened to f32), got 'tensor<4x8xf32>'}}
+  // expected-error @+1 {{'nn.matmul_f32' op failed to infer returned types}}
+  %0 = nn.matmul_f32 %a, %b : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
+}
+
+// -----
+
+// Tests that matmul_f32's result is the product in f32, not in 16 bits.
+func.func @matmul_f32_result(%a: tensor<4x8xbf16>, %b: tensor<8x16xbf16>) -> tensor<4x16xbf16> {
+  // expected-error @+2 {{'nn.matmul_f32' op inferred type(s) 'tensor<4x16xf32>' are incompatible with return type(s) of operation 'tensor<4x16xbf16>'}}
+  // expected-error @+1 {{'nn.matmul_f32' op failed to infer returned types}}
+  %0 = nn.matmul_f32 %a, %b : (tensor<4x8xbf16>, tensor<8x16xbf16>) -> tensor<4x16xbf16>
+  return %0 : tensor<4x16xbf16>
+}
+
+// -----
+
+// Tests that matmul_f32 checks its factors as matmul does.
+func.func @matmul_f32_k(%a: tensor<4x8xbf16>, %b: tensor<9x16xbf16>) -> tensor<4x16xf32> {
+  // expected-error @+2 {{contracting dimensions differ: lhs has K = 8, rhs has K = 9}}
+  // expected-error @+1 {{'nn.matmul_f32' op failed to infer returned types}}
+  %0 = nn.matmul_f32 %a, %b : (tensor<4x8xbf16>, tensor<9x16xbf16>) -> tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
+}
+
+// -----
+
+// Tests that matmul_bias_grad writes both results in one type: an f32
+// product beside a 16-bit bias gradient is refused.
+func.func @matmul_bias_grad_half_widened(%x: tensor<4x8xbf16>, %dy: tensor<4x16xbf16>) -> (tensor<8x16xf32>, tensor<16xbf16>) {
+  // expected-error @+2 {{'nn.matmul_bias_grad' op inferred type(s) 'tensor<8x16xbf16>', 'tensor<16xbf16>' are incompatible with return type(s) of operation 'tensor<8x16xf32>', 'tensor<16xbf16>'}}
+  // expected-error @+1 {{'nn.matmul_bias_grad' op failed to infer returned types}}
+  %dw, %db = nn.matmul_bias_grad %x, %dy transpose_lhs : (tensor<4x8xbf16>, tensor<4x16xbf16>) -> (tensor<8x16xf32>, tensor<16xbf16>)
+  return %dw, %db : tensor<8x16xf32>, tensor<16xbf16>
+}
+
+// -----
+
+// Tests that an f32 matmul_bias_grad has no wider results.
+func.func @matmul_bias_grad_f64(%x: tensor<4x8xf32>, %dy: tensor<4x16xf32>) -> (tensor<8x16xf64>, tensor<16xf64>) {
+  // expected-error @+2 {{'nn.matmul_bias_grad' op inferred type(s) 'tensor<8x16xf32>', 'tensor<16xf32>' are incompatible with return type(s) of operation 'tensor<8x16xf64>', 'tensor<16xf64>'}}
+  // expected-error @+1 {{'nn.matmul_bias_grad' op failed to infer returned types}}
+  %dw, %db = nn.matmul_bias_grad %x, %dy transpose_lhs : (tensor<4x8xf32>, tensor<4x16xf32>) -> (tensor<8x16xf64>, tensor<16xf64>)
+  return %dw, %db : tensor<8x16xf64>, tensor<16xf64>
+}

@@ -1,0 +1,601 @@
+/*===- runtime_kernels.h - Tessel runtime C ABI: the kernels -----------===*
+ *
+ * The second half of the runtime's C ABI (runtime.h includes it; either
+ * header gives both): parameter initialisation, the forward kernels, the
+ * backward kernels and the optimizers that generated code issues on a
+ * context's stream. runtime.h holds the context, its memory, copies,
+ * collectives, counters and traces, and the ABI's versions.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#ifndef TESSEL_RUNTIME_KERNELS_H
+#define TESSEL_RUNTIME_KERNELS_H
+
+#include "runtime.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*===--- Parameter initialisation ----------------------------------------===*/
+
+typedef enum tessel_init_kind {
+  TESSEL_INIT_ZEROS = 0,
+  TESSEL_INIT_ONES = 1,
+  TESSEL_INIT_CONSTANT = 2,        /* args[0] = value */
+  TESSEL_INIT_NORMAL = 3,          /* args[0] = std, args[1] = mean */
+  TESSEL_INIT_TRUNCATED_NORMAL = 4,/* args[0] = std, args[1] = mean; cut at 2 std */
+  TESSEL_INIT_UNIFORM = 5,         /* args[0] = low, args[1] = high */
+} tessel_init_kind;
+
+/* Fills elements [first, first + count) of the parameter called `name`,
+ * stored at `dst` (device memory, `count` elements of `dtype`). Element i's
+ * value is a pure function of (seed, name, first + i): the same on every
+ * mesh and every backend, so any strategy starts where one device starts. */
+void tessel_init_param(tessel_ctx *ctx, void *dst, int32_t dtype,
+                       int64_t first, int64_t count, int32_t kind,
+                       const double *args, uint64_t seed, const char *name);
+
+/*===--- Kernels ---------------------------------------------------------===*/
+
+/* C[b] = op(A[b]) · op(B[b]); A is [batch, M, K] ([batch, K, M] when
+ * trans_a), B is [batch, K, N] ([batch, N, K] when trans_b), or one [K, N]
+ * matrix for every batch when b_shared. Row-major. */
+void tessel_matmul(tessel_ctx *ctx, int32_t dtype, const void *a,
+                   const void *b, void *c, int64_t batch, int64_t m, int64_t n,
+                   int64_t k, int32_t trans_a, int32_t trans_b,
+                   int32_t b_shared);
+
+typedef enum tessel_matmul_epilogue_kind {
+  TESSEL_EPILOGUE_NONE = 0,
+  TESSEL_EPILOGUE_BIAS = 1, /* + bias[j] on every row of C */
+  /* C = gelu_tanh(product + bias[j]); the pre-GELU values into aux when
+   * aux is not null (ABI 7). */
+  TESSEL_EPILOGUE_GELU_BIAS = 2,
+  /* C = product ⊙ gelu_tanh'(aux), aux the forward's pre-GELU values: the
+   * gradient through the GELU (ABI 7). */
+  TESSEL_EPILOGUE_DGELU = 3,
+  /* C = product (+ beta·C) and aux[j] = Σ_k op(B)[k, j], the column sums of
+   * op(B), N elements overwritten even with beta 1: a linear layer's bias
+   * gradient beside its weight gradient dW = Xᵀ·dY (B = dY). One GEMM:
+   * batch 1 (ABI 7). */
+  TESSEL_EPILOGUE_BGRADB = 4,
+} tessel_matmul_epilogue_kind;
+
+/* tessel_matmul with what a GEMM library fuses into the product (ABI 6):
+ *   C[b] = op(A[b]) · op(B[b]) + beta · C[b]  (+ bias[j] on every row)
+ * beta is 0 (C overwritten, as tessel_matmul) or 1 (the product added to
+ * C: a weight gradient summed into its buffer); `bias` has N elements of
+ * dtype and is read only with TESSEL_EPILOGUE_BIAS (null otherwise). The
+ * result equals tessel_matmul into a temporary followed by tessel_binary
+ * TESSEL_ADD: each element's product is rounded once, then added. */
+void tessel_matmul_epilogue(tessel_ctx *ctx, int32_t dtype, const void *a,
+                            const void *b, void *c, int64_t batch, int64_t m,
+                            int64_t n, int64_t k, int32_t trans_a,
+                            int32_t trans_b, int32_t b_shared, double beta,
+                            int32_t epilogue, const void *bias);
+
+/* tessel_matmul_epilogue with the epilogues that write or read a second
+ * tensor of dtype, `aux` (ABI 7): TESSEL_EPILOGUE_GELU_BIAS (aux, [batch,
+ * M, N], optional, receives product + bias), TESSEL_EPILOGUE_DGELU (aux,
+ * [batch, M, N], required, is read) and TESSEL_EPILOGUE_BGRADB (aux, [N],
+ * required, receives op(B)'s column sums). The GELU epilogues take beta 0
+ * only; aux may not overlap C. The result equals the unfused ops:
+ * tessel_matmul_epilogue with the bias then tessel_unary TESSEL_GELU_TANH;
+ * tessel_matmul then tessel_unary_grad TESSEL_GELU_TANH with x = aux;
+ * tessel_matmul_epilogue then tessel_reduce TESSEL_REDUCE_SUM of op(B) over
+ * its rows (a GPU's fused epilogue rounds and sums in its own order, within
+ * the GPU tests' bounds). */
+void tessel_matmul_epilogue_aux(tessel_ctx *ctx, int32_t dtype, const void *a,
+                                const void *b, void *c, int64_t batch,
+                                int64_t m, int64_t n, int64_t k,
+                                int32_t trans_a, int32_t trans_b,
+                                int32_t b_shared, double beta, int32_t epilogue,
+                                const void *bias, void *aux);
+
+/* C[b] += op(A[b]) · op(B[b]) with A and B of dtype (TESSEL_F16 or
+ * TESSEL_BF16) and C f32 (ABI 12): a mixed-precision weight gradient
+ * accumulated into its f32 buffer by the GEMM (cuBLASLt with f32 C and D,
+ * the product summed in f32 and never rounded to dtype: Megatron's
+ * gradient-accumulation fusion) instead of a 16-bit product, a cast and an
+ * add. epilogue is TESSEL_EPILOGUE_NONE (aux null) or
+ * TESSEL_EPILOGUE_BGRADB (one GEMM: batch 1; aux, f32 [N], receives op(B)'s
+ * column sums, overwritten); aux may not overlap C. The CPU backend
+ * computes what the unfused ops do, as tessel_matmul_epilogue does: the
+ * product rounded to dtype, widened and added; the column sums as
+ * tessel_reduce sums them in dtype, widened (a GPU's unrounded result is
+ * within the GPU tests' bounds). */
+void tessel_matmul_accumulate_f32(tessel_ctx *ctx, int32_t dtype,
+                                  const void *a, const void *b, void *c,
+                                  int64_t batch, int64_t m, int64_t n,
+                                  int64_t k, int32_t trans_a, int32_t trans_b,
+                                  int32_t b_shared, int32_t epilogue,
+                                  void *aux);
+
+/* C[b] = op(A[b]) · op(B[b]) with A and B of dtype (TESSEL_F16 or
+ * TESSEL_BF16) and C f32 (ABI 15): tessel_matmul_accumulate_f32 with
+ * beta 0, C overwritten (a mixed-precision gradient's GEMM writing the f32
+ * values a reduction then sums, never rounded to 16 bits, instead of a
+ * 16-bit product and a tessel_cast). epilogue and aux as there; C is
+ * neither read nor required to hold numbers. The CPU backend computes
+ * what tessel_matmul then tessel_cast do: the product rounded to dtype and
+ * widened (a GPU's unrounded result is within the GPU tests' bounds). */
+void tessel_matmul_f32(tessel_ctx *ctx, int32_t dtype, const void *a,
+                       const void *b, void *c, int64_t batch, int64_t m,
+                       int64_t n, int64_t k, int32_t trans_a, int32_t trans_b,
+                       int32_t b_shared, int32_t epilogue, void *aux);
+
+typedef enum tessel_binary_op {
+  TESSEL_ADD = 0,
+  TESSEL_SUB = 1,
+  TESSEL_MUL = 2,
+  TESSEL_DIV = 3,
+  TESSEL_EQUAL = 4, /* 1 where a[i] == b[i], else 0, in the dtype (NaN: 0) */
+} tessel_binary_op;
+
+/* out[i] = a[i] op b[i] for i < n (out may be a or b: in place). */
+void tessel_binary(tessel_ctx *ctx, int32_t op, int32_t dtype, const void *a,
+                   const void *b, void *out, int64_t n);
+
+typedef enum tessel_unary_op {
+  TESSEL_NEG = 0,
+  TESSEL_EXP = 1,
+  TESSEL_LOG = 2,
+  TESSEL_SQRT = 3,
+  TESSEL_RSQRT = 4,
+  TESSEL_TANH = 5,
+  TESSEL_SIGMOID = 6,
+  TESSEL_RELU = 7,
+  TESSEL_GELU = 8,      /* exact: x·Φ(x) with erf */
+  TESSEL_GELU_TANH = 9, /* tanh approximation */
+  TESSEL_SILU = 10,
+} tessel_unary_op;
+
+/* y[i] = op(x[i]) for i < n (float dtypes). */
+void tessel_unary(tessel_ctx *ctx, int32_t op, int32_t dtype, const void *x,
+                  void *y, int64_t n);
+
+/* y[i] = convert(x[i]) from src_dtype to dst_dtype for i < n. */
+void tessel_cast(tessel_ctx *ctx, int32_t src_dtype, int32_t dst_dtype,
+                 const void *x, void *y, int64_t n);
+
+/* Inverted dropout: y[i] = keep(i) ? x[i] / (1 - rate) : 0, where keep(i)
+ * is a pure function of (seed, step, first + i, the context's random
+ * stream) — counter-based, so every partition of an element draws the same
+ * bit. */
+void tessel_dropout(tessel_ctx *ctx, int32_t dtype, const void *x, void *y,
+                    int64_t n, double rate, uint64_t seed, uint64_t step,
+                    int64_t first);
+
+/* tessel_dropout of the context's step (tessel_set_step) as it stands when
+ * the kernel runs: on an asynchronous backend, the step the last
+ * tessel_set_step before this call ordered on the stream, so a captured
+ * graph (tessel_graph_begin) draws each launch's masks. The same bits as
+ * tessel_dropout with that step. */
+void tessel_dropout_current(tessel_ctx *ctx, int32_t dtype, const void *x,
+                            void *y, int64_t n, double rate, uint64_t seed,
+                            int64_t first);
+
+/* tessel_dropout on a block of a larger tensor (a rank's part of a split
+ * one): x and y hold `rank` dims of `shape`, row-major; element
+ * (i_0 .. i_{rank-1}) draws the bit of element first + sum i_d · strides[d]
+ * of the whole tensor (`strides` its row-major strides in elements,
+ * `first` the block's first element there). */
+void tessel_dropout_block(tessel_ctx *ctx, int32_t dtype, const void *x,
+                          void *y, int32_t rank, const int64_t *shape,
+                          const int64_t *strides, double rate, uint64_t seed,
+                          uint64_t step, int64_t first);
+/* The same of the context's step when the kernel runs (as
+ * tessel_dropout_current). */
+void tessel_dropout_block_current(tessel_ctx *ctx, int32_t dtype,
+                                  const void *x, void *y, int32_t rank,
+                                  const int64_t *shape, const int64_t *strides,
+                                  double rate, uint64_t seed, int64_t first);
+
+/* out[0 .. count) = *value: a splat constant. `value` is host memory holding
+ * one element of dtype (in the model's .so); out is device memory. */
+void tessel_fill(tessel_ctx *ctx, int32_t dtype, void *out, int64_t count,
+                 const void *value);
+
+/* The data-movement kernel behind broadcast, transpose, slice and concat:
+ * for every index (i_0 .. i_{rank-1}) < shape,
+ *   out[sum i_d · out_strides[d]] = in[sum i_d · in_strides[d]]
+ * (strides in elements; an input stride of 0 broadcasts). */
+void tessel_strided_copy(tessel_ctx *ctx, int32_t dtype, const void *in,
+                         void *out, int32_t rank, const int64_t *shape,
+                         const int64_t *in_strides,
+                         const int64_t *out_strides);
+
+typedef enum tessel_reduce_kind {
+  TESSEL_REDUCE_SUM = 0,
+  TESSEL_REDUCE_MEAN = 1,
+  TESSEL_REDUCE_MAX = 2,
+} tessel_reduce_kind;
+
+/* Reduces `in` (row-major, `shape` of `rank`) over the dimensions whose bit
+ * is set in `reduce_mask` (bit d = dimension d); `out` holds the kept
+ * dimensions in order. */
+void tessel_reduce(tessel_ctx *ctx, int32_t kind, int32_t dtype,
+                   const void *in, void *out, int32_t rank,
+                   const int64_t *shape, uint64_t reduce_mask);
+
+/* Softmax over the middle dimension of an [outer, dim, inner] view. */
+void tessel_softmax(tessel_ctx *ctx, int32_t dtype, const void *x, void *y,
+                    int64_t outer, int64_t dim, int64_t inner);
+
+/* Layer norm over rows of `cols`: y = (x - mean) / sqrt(var + eps) · gamma
+ * + beta. With beta null and rms set: RMS norm, y = x / sqrt(mean(x²) +
+ * eps) · gamma. */
+void tessel_layer_norm(tessel_ctx *ctx, int32_t dtype, const void *x,
+                       const void *gamma, const void *beta, void *y,
+                       int64_t rows, int64_t cols, double eps, int32_t rms);
+
+/* A residual add and the norm after it (ABI 10): sum = a + b, rounded to
+ * dtype, then y = tessel_layer_norm(sum) (RMS norm with beta null and rms
+ * set), in one pass over the rows. Equal to tessel_binary TESSEL_ADD then
+ * tessel_layer_norm. sum may be a or b; y may overlap none of a, b, sum. */
+void tessel_add_layer_norm(tessel_ctx *ctx, int32_t dtype, const void *a,
+                           const void *b, const void *gamma, const void *beta,
+                           void *sum, void *y, int64_t rows, int64_t cols,
+                           double eps, int32_t rms);
+
+/* Batch norm (training statistics) of an [outer, channels, inner] view:
+ * every channel normalised with the mean and biased variance over outer and
+ * inner, then scaled by gamma and shifted by beta. */
+void tessel_batch_norm(tessel_ctx *ctx, int32_t dtype, const void *x,
+                       const void *gamma, const void *beta, void *y,
+                       int64_t outer, int64_t channels, int64_t inner,
+                       double eps);
+
+/* out[i, :] = table[ids[i], :] for i < num_ids (out [num_ids, hidden]).
+ * `table` holds rows [row_offset, row_offset + rows) of a [vocab, hidden]
+ * table (a rank's block under a vocabulary-parallel split); ids index the
+ * whole table: an id outside [0, vocab) is an error, an id outside the block
+ * gives a zero row. row_offset 0 and rows == vocab: the plain lookup.
+ * Summed over the blocks of a split, the outputs are the plain lookup
+ * exactly. A bad id records an error on the context and its row gets 0; a
+ * block outside [0, vocab) records an error and writes nothing. */
+void tessel_embedding(tessel_ctx *ctx, int32_t dtype, int32_t ids_dtype,
+                      const void *table, const void *ids, void *out,
+                      int64_t num_ids, int64_t rows, int64_t hidden,
+                      int64_t row_offset, int64_t vocab);
+
+typedef enum tessel_loss_reduction {
+  TESSEL_LOSS_MEAN = 0,
+  TESSEL_LOSS_SUM = 1,
+  TESSEL_LOSS_NONE = 2,
+} tessel_loss_reduction;
+
+/* Softmax cross-entropy of `rows` logit rows of `classes` against integer
+ * labels; out is one scalar (mean, sum) or `rows` values (none). A label
+ * outside [0, classes) records an error on the context. */
+void tessel_cross_entropy(tessel_ctx *ctx, int32_t dtype, int32_t label_dtype,
+                          const void *logits, const void *labels, void *out,
+                          int64_t rows, int64_t classes, int32_t reduction);
+
+/* tessel_cross_entropy of dtype (TESSEL_F16 or TESSEL_BF16) logits with
+ * out f32 (ABI 13): each logit widened (exactly) and the f32 kernel's
+ * arithmetic, so the loss equals tessel_cast to f32 then
+ * tessel_cross_entropy, with no f32 copy of the logits. */
+void tessel_cross_entropy_f32(tessel_ctx *ctx, int32_t dtype,
+                              int32_t label_dtype, const void *logits,
+                              const void *labels, void *out, int64_t rows,
+                              int64_t classes, int32_t reduction);
+
+/* Multi-head attention: q [B, S, H, D], k [B, T, Hkv, D], v [B, T, Hkv, E],
+ * out [B, S, H, E]; query head h reads kv head h / (H / Hkv); with causal,
+ * query i sees keys 0..i. */
+void tessel_attention(tessel_ctx *ctx, int32_t dtype, const void *q,
+                      const void *k, const void *v, void *out, int64_t batch,
+                      int64_t seq, int64_t kv_seq, int64_t heads,
+                      int64_t kv_heads, int64_t head_dim, int64_t value_dim,
+                      double scale, int32_t causal);
+
+/* tessel_attention that also writes lse [B, H, S] (ABI 11): the natural
+ * log of each query row's softmax denominator, max + log Σ e^(s - max)
+ * over the scaled scores the row sees (-inf for a row that sees none), in
+ * f64 for TESSEL_F64 and f32 for every other dtype. tessel_attention_grad_lse
+ * reads it with out. lse may overlap none of q, k, v, out. */
+void tessel_attention_lse(tessel_ctx *ctx, int32_t dtype, const void *q,
+                          const void *k, const void *v, void *out, void *lse,
+                          int64_t batch, int64_t seq, int64_t kv_seq,
+                          int64_t heads, int64_t kv_heads, int64_t head_dim,
+                          int64_t value_dim, double scale, int32_t causal);
+
+/*===--- Backward kernels (reverse-mode autodiff) ------------------------===*
+ *
+ * The backward work that deserves a kernel of its own. Every gradient output
+ * is overwritten (not accumulated); the autodiff pass adds contributions of
+ * values used several times with tessel_binary(TESSEL_ADD). Shapes and views
+ * are those of the forward kernel of the same name.
+ *===----------------------------------------------------------------------===*/
+
+/* dx[i] = dy[i] · op'(x[i]) for the float unary ops of tessel_unary_op
+ * (TESSEL_GELU, TESSEL_GELU_TANH, TESSEL_SILU, TESSEL_SIGMOID, TESSEL_TANH,
+ * TESSEL_RELU (0 at x = 0), TESSEL_EXP, TESSEL_LOG, TESSEL_SQRT,
+ * TESSEL_RSQRT, TESSEL_NEG). ReLU as PyTorch's threshold_backward: 0 where
+ * x <= 0, dy elsewhere (a NaN x passes dy). */
+void tessel_unary_grad(tessel_ctx *ctx, int32_t op, int32_t dtype,
+                       const void *x, const void *dy, void *dx, int64_t n);
+
+/* Softmax over the middle dimension of [outer, dim, inner], from its output
+ * y: dx = y ⊙ (dy − Σ_dim dy ⊙ y). */
+void tessel_softmax_grad(tessel_ctx *ctx, int32_t dtype, const void *y,
+                         const void *dy, void *dx, int64_t outer, int64_t dim,
+                         int64_t inner);
+
+/* Layer norm (or RMS norm when rms = 1) over rows of `cols`, recomputing the
+ * statistics from x: dx, dgamma = Σ_rows dy ⊙ x̂ and, for layer norm,
+ * dbeta = Σ_rows dy (dbeta null for RMS norm). gamma null means ones (as
+ * in the forward); a null dgamma or dbeta is not computed, and a non-null
+ * dbeta gets Σ_rows dy also with rms (the gradient of an RMS norm's beta). */
+void tessel_layer_norm_grad(tessel_ctx *ctx, int32_t dtype, const void *x,
+                            const void *gamma, const void *dy, void *dx,
+                            void *dgamma, void *dbeta, int64_t rows,
+                            int64_t cols, double eps, int32_t rms);
+
+/* tessel_layer_norm_grad whose dx is added to `residual`, the gradient
+ * the residual stream carries past the norm (ABI 10): dx = residual + the
+ * norm's dx rounded to dtype, equal to tessel_layer_norm_grad then
+ * tessel_binary TESSEL_ADD. dx may overlap none of x, dy and residual.
+ * dgamma and dbeta as tessel_layer_norm_grad. */
+void tessel_layer_norm_grad_add(tessel_ctx *ctx, int32_t dtype, const void *x,
+                                const void *gamma, const void *dy,
+                                const void *residual, void *dx, void *dgamma,
+                                void *dbeta, int64_t rows, int64_t cols,
+                                double eps, int32_t rms);
+
+/* tessel_layer_norm_grad and tessel_layer_norm_grad_add of f16/bf16 x,
+ * gamma and dy whose dgamma and dbeta are f32 (ABI 14): the column sums
+ * rounded once, to f32, instead of to dtype. dx as those entries. */
+void tessel_layer_norm_grad_f32(tessel_ctx *ctx, int32_t dtype, const void *x,
+                                const void *gamma, const void *dy, void *dx,
+                                void *dgamma, void *dbeta, int64_t rows,
+                                int64_t cols, double eps, int32_t rms);
+void tessel_layer_norm_grad_add_f32(tessel_ctx *ctx, int32_t dtype,
+                                    const void *x, const void *gamma,
+                                    const void *dy, const void *residual,
+                                    void *dx, void *dgamma, void *dbeta,
+                                    int64_t rows, int64_t cols, double eps,
+                                    int32_t rms);
+
+/* Batch norm with batch statistics over [outer, channels, inner]: dx,
+ * dgamma and dbeta (the full training-mode backward, through the mean and
+ * variance). gamma null means ones; a null dgamma or dbeta is not computed. */
+void tessel_batch_norm_grad(tessel_ctx *ctx, int32_t dtype, const void *x,
+                            const void *gamma, const void *dy, void *dx,
+                            void *dgamma, void *dbeta, int64_t outer,
+                            int64_t channels, int64_t inner, double eps);
+
+/* Cross-entropy: dlogits = g · (softmax(logits) − onehot(label)) per row,
+ * where g is dloss[0] / rows (mean), dloss[0] (sum) or dloss[row] (none);
+ * dloss has the loss's dtype and shape. A bad label records an error and
+ * its row gets 0. */
+void tessel_cross_entropy_grad(tessel_ctx *ctx, int32_t dtype,
+                               int32_t label_dtype, const void *logits,
+                               const void *labels, const void *dloss,
+                               void *dlogits, int64_t rows, int64_t classes,
+                               int32_t reduction);
+
+/* tessel_cross_entropy_grad of dtype (TESSEL_F16 or TESSEL_BF16) logits
+ * with dloss f32 (tessel_cross_entropy_f32's loss) and dlogits of dtype
+ * (ABI 13): the f32 gradient of the widened logits rounded to dtype as
+ * tessel_cast rounds it, with no f32 gradient buffer. */
+void tessel_cross_entropy_grad_f32(tessel_ctx *ctx, int32_t dtype,
+                                   int32_t label_dtype, const void *logits,
+                                   const void *labels, const void *dloss,
+                                   void *dlogits, int64_t rows,
+                                   int64_t classes, int32_t reduction);
+
+/* tessel_cross_entropy's out and tessel_cross_entropy_grad's dlogits (from
+ * dloss) in one call (ABI 13): on a GPU one pass, each row's statistics
+ * read once (llm.c's fused classifier). loss_dtype, the type of out and
+ * dloss, is dtype, or TESSEL_F32 for f16/bf16 logits (the _f32 entries'
+ * arithmetic). dlogits may be logits itself (the gradient written over
+ * the logits, in place) or memory apart from it; it overlaps none of
+ * labels, dloss, out. A bad label records the loss's error. */
+void tessel_cross_entropy_with_grad(tessel_ctx *ctx, int32_t dtype,
+                                    int32_t loss_dtype, int32_t label_dtype,
+                                    const void *logits, const void *labels,
+                                    const void *dloss, void *out,
+                                    void *dlogits, int64_t rows,
+                                    int64_t classes, int32_t reduction);
+
+/* Vocabulary-parallel cross-entropy (Megatron style): each rank holds the
+ * logits of a block of the classes, and the loss is built from the
+ * reductions (max, Σ exp, each all-reduced over the split) and these two
+ * label kernels. Float dtypes; labels i32 or i64; a block outside
+ * [0, total_classes) records an error and writes nothing. */
+
+/* The logit of each row's label within a block of the classes: `logits`
+ * [rows, classes] holds classes [class_offset, class_offset + classes) of
+ * [rows, total_classes]; out[r] = logits[r, labels[r] - class_offset] when
+ * the label falls in the block, else 0. A label outside [0, total_classes)
+ * is an error (its out[r] is 0). (Summed over the blocks: the label's
+ * logit.) */
+void tessel_label_logit(tessel_ctx *ctx, int32_t dtype, int32_t label_dtype,
+                        const void *logits, const void *labels, void *out,
+                        int64_t rows, int64_t classes, int64_t class_offset,
+                        int64_t total_classes);
+/* out = x, then out[r, labels[r] - class_offset] -= values[r] for each row
+ * whose label falls in the block (x, out [rows, classes]; values [rows]).
+ * `out` may be `x` (in place). A label outside [0, total_classes) is an
+ * error (its row of out is x's). The subtraction is in the compute type, so
+ * the blocks, concatenated, are the whole rows' result bit for bit. */
+void tessel_sub_label(tessel_ctx *ctx, int32_t dtype, int32_t label_dtype,
+                      const void *x, const void *labels, const void *values,
+                      void *out, int64_t rows, int64_t classes,
+                      int64_t class_offset, int64_t total_classes);
+
+/* Embedding: dtable [rows, hidden] is the block [row_offset, row_offset +
+ * rows) of the whole [vocab, hidden] table's gradient, Σ over i with
+ * ids[i] = row of dout[i, :] (zero rows for ids that never occur): a
+ * scatter-add of the dout rows whose id falls in the block (other ids are
+ * skipped), deterministic in id order (each row sums its contributions in
+ * position order in f64 and is rounded once), so the blocks of any split,
+ * concatenated, are the whole table's gradient bit for bit. Float dtypes
+ * only. An id outside [0, vocab) records an error and its row of dout is
+ * dropped; a block outside [0, vocab) records an error and writes nothing. */
+void tessel_embedding_grad(tessel_ctx *ctx, int32_t dtype, int32_t ids_dtype,
+                           const void *ids, const void *dout, void *dtable,
+                           int64_t num_ids, int64_t rows, int64_t hidden,
+                           int64_t row_offset, int64_t vocab);
+/* tessel_embedding_grad of f16/bf16 dout with dtable in f32 (ABI 14): each
+ * row's f64 sum rounded once, to f32. */
+void tessel_embedding_grad_f32(tessel_ctx *ctx, int32_t dtype,
+                               int32_t ids_dtype, const void *ids,
+                               const void *dout, void *dtable, int64_t num_ids,
+                               int64_t rows, int64_t hidden, int64_t row_offset,
+                               int64_t vocab);
+
+/* Attention (shapes as tessel_attention): dq, dk, dv from q, k, v and dout,
+ * recomputing the probabilities; with grouped-query heads the kv gradients
+ * sum over the query heads that share them. dq, dk and dv are all
+ * overwritten. */
+void tessel_attention_grad(tessel_ctx *ctx, int32_t dtype, const void *q,
+                           const void *k, const void *v, const void *dout,
+                           void *dq, void *dk, void *dv, int64_t batch,
+                           int64_t seq, int64_t kv_seq, int64_t heads,
+                           int64_t kv_heads, int64_t head_dim,
+                           int64_t value_dim, double scale, int32_t causal);
+
+/* Attention's gradient from the forward's out and lse (tessel_attention_lse,
+ * ABI 11), which it reads instead of running the forward again:
+ * P = e^(scale · q·kᵀ - lse), D = rowsum(dout ⊙ out), dS = P ⊙ (dout·vᵀ - D).
+ * dq, dk, dv as tessel_attention_grad, and none overlaps an input. */
+void tessel_attention_grad_lse(tessel_ctx *ctx, int32_t dtype, const void *q,
+                               const void *k, const void *v, const void *out,
+                               const void *lse, const void *dout, void *dq,
+                               void *dk, void *dv, int64_t batch, int64_t seq,
+                               int64_t kv_seq, int64_t heads, int64_t kv_heads,
+                               int64_t head_dim, int64_t value_dim,
+                               double scale, int32_t causal);
+
+/*===--- Optimizers ------------------------------------------------------===*
+ *
+ * Updates run on the device with device-side scalars, so a step can be
+ * captured once (CUDA graphs) and replayed.
+ *===----------------------------------------------------------------------===*/
+
+/* *sum += Σ x[i]² over n elements (sum is one device f32; accumulation in
+ * f64 inside the call): the pieces of a global gradient norm. */
+void tessel_sum_squares(tessel_ctx *ctx, int32_t dtype, const void *x,
+                        int64_t n, void *sum);
+
+/* With g = *grad_scale (grad_scale null: 1, e.g. 1 / microbatches):
+ *   *scale = min(1, max_norm / (sqrt(*sum_squares) · g + 1e-6)) · g
+ * (max_norm <= 0: no clipping, *scale = g). sum_squares is Σ of the
+ * unscaled gradients, so clipping sees the norm of the scaled gradient, as
+ * torch.nn.utils.clip_grad_norm_ after dividing the loss by M. Device f32
+ * scalars. */
+void tessel_clip_scale(tessel_ctx *ctx, const void *sum_squares,
+                       double max_norm, const void *grad_scale, void *scale);
+
+typedef enum tessel_optimizer_kind {
+  TESSEL_OPT_SGD = 0,   /* momentum 0: plain SGD; nesterov optional */
+  TESSEL_OPT_ADAM = 1,  /* L2 weight decay added to the gradient */
+  TESSEL_OPT_ADAMW = 2, /* decoupled weight decay */
+} tessel_optimizer_kind;
+
+typedef struct tessel_optimizer {
+  int32_t kind;     /* tessel_optimizer_kind */
+  int32_t nesterov; /* SGD with momentum: Nesterov's form */
+  double momentum;  /* SGD */
+  double beta1, beta2, eps; /* Adam, AdamW */
+  double weight_decay;
+} tessel_optimizer;
+
+/* One in-place update of n parameters from their gradient, as PyTorch's
+ * torch.optim.SGD / Adam / AdamW do it: g = grad · *grad_scale (grad_scale
+ * null: 1); state0 is the momentum buffer (SGD) or m (Adam), state1 is v
+ * (Adam); both f32, n elements, zero before the first step. `step` is the
+ * 1-based update count (bias correction), `lr` this step's learning rate.
+ * Parameters of any float dtype, grad of the same dtype, *grad_scale a
+ * device f32; the arithmetic is f32 (f64 for f64). SGD has dampening 0 and
+ * reads state0 only with momentum != 0 (it may be null otherwise); Adam's
+ * m is updated as PyTorch's m.lerp_(g, 1 − beta1), and a `step` < 1 records
+ * an error and changes nothing. */
+void tessel_optimizer_update(tessel_ctx *ctx, const tessel_optimizer *opt,
+                             int32_t dtype, void *param, const void *grad,
+                             const void *grad_scale, void *state0,
+                             void *state1, int64_t n, int64_t step, double lr);
+
+/* Mixed precision (tessel-compile --precision bf16): the same update as
+ * tessel_optimizer_update on the f32 master weights `master` (n elements),
+ * from a gradient of dtype grad_dtype (f32, bf16 or f16; widened exactly
+ * to f32), then param[i] = master[i] rounded to nearest even in
+ * param_dtype (bf16 or f16): the copy the model computes with. state0 and
+ * state1 as there. Bit for bit: master and states equal
+ * tessel_optimizer_update(f32, master, widened grad). */
+void tessel_optimizer_update_master(tessel_ctx *ctx,
+                                    const tessel_optimizer *opt,
+                                    int32_t param_dtype, void *param,
+                                    void *master, int32_t grad_dtype,
+                                    const void *grad, const void *grad_scale,
+                                    void *state0, void *state1, int64_t n,
+                                    int64_t step, double lr);
+
+typedef enum tessel_lr_schedule_kind {
+  TESSEL_LR_CONSTANT = 0,      /* linear warm-up (if any), then lr */
+  TESSEL_LR_WARMUP_COSINE = 1, /* linear warm-up, then cosine to min_lr */
+} tessel_lr_schedule_kind;
+
+/* The learning rate of 1-based `step`. Both schedules first warm up
+ * linearly from 0 over `warmup` steps: lr·step/warmup for step <= warmup
+ * (none when warmup is 0). Then the constant schedule stays at lr (as
+ * transformers' constant_schedule_with_warmup), and the cosine one decays
+ * to `min_lr` at `total_steps` (and stays there): min_lr + (lr −
+ * min_lr)·(1 + cos(π·(step − warmup)/(total_steps − warmup)))/2.
+ * An unknown kind returns NaN (there is no context to record an error). */
+double tessel_lr_at(int32_t kind, double lr, double min_lr, int64_t warmup,
+                    int64_t total_steps, int64_t step);
+
+/* A learning-rate schedule: tessel_lr_at's arguments but the step. */
+typedef struct tessel_lr_schedule {
+  int32_t kind; /* tessel_lr_schedule_kind */
+  double lr, min_lr;
+  int64_t warmup, total_steps;
+} tessel_lr_schedule;
+
+/* tessel_optimizer_update and tessel_optimizer_update_master of the
+ * context's step s (tessel_set_step) as it stands when the update runs: the
+ * 1-based update count is s + 1 and the learning rate tessel_lr_at of
+ * `schedule` (host memory) at s + 1, both worked out on the device, so a
+ * captured step replays with each launch's count and rate. Equal bit for bit
+ * to the explicit forms on the CPU; on a GPU the device's pow and cos may
+ * differ from the host's in the last bit of the double bias corrections and
+ * cosine rate. An unknown schedule kind records an error. */
+void tessel_optimizer_update_current(tessel_ctx *ctx,
+                                     const tessel_optimizer *opt,
+                                     const tessel_lr_schedule *schedule,
+                                     int32_t dtype, void *param,
+                                     const void *grad, const void *grad_scale,
+                                     void *state0, void *state1, int64_t n);
+
+/* One step of `count` tensors that share the optimizer, the schedule, the
+ * dtypes and the gradient scale: for each tensor i,
+ * tessel_optimizer_update_current (master 0) or
+ * tessel_optimizer_update_master_current (master 1) with pointers[5i ..
+ * 5i + 4] its param, master weights (null when master is 0), grad, state0
+ * and state1, and counts[i] its size. Equal bit for bit to those calls one
+ * by one; on a GPU Adam and AdamW run as one kernel over every tensor (cut
+ * into 64K-element chunks, a block per chunk) instead of a launch each.
+ * pointers and counts are host memory (copied before the call returns);
+ * the checks are the single calls', for every tensor, and nothing is
+ * updated when one fails. */
+void tessel_optimizer_update_group_current(
+    tessel_ctx *ctx, const tessel_optimizer *opt,
+    const tessel_lr_schedule *schedule, int32_t param_dtype,
+    int32_t grad_dtype, int32_t master, const void *grad_scale, int64_t count,
+    void *const *pointers, const int64_t *counts);
+void tessel_optimizer_update_master_current(
+    tessel_ctx *ctx, const tessel_optimizer *opt,
+    const tessel_lr_schedule *schedule, int32_t param_dtype, void *param,
+    void *master, int32_t grad_dtype, const void *grad, const void *grad_scale,
+    void *state0, void *state1, int64_t n);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* TESSEL_RUNTIME_KERNELS_H */
