@@ -24,6 +24,18 @@ inline constexpr int64_t resultOffset(int64_t resultIndex) {
 }
 /// The result index of an offset below kArgumentView.
 inline constexpr int64_t resultIndexOf(int64_t offset) { return -2 - offset; }
+/// On an op whose results lie inside the caller's memory for a function
+/// result (the inputs of an in-place concat that the function returns):
+/// each result's byte offset from where its tessel.offsets code points (0
+/// for the others).
+inline constexpr llvm::StringLiteral kSubOffsetsAttr = "tessel.sub_offsets";
+/// On an nn.concat: per input, whether the plan put it where the concat
+/// writes it (its producer computes it into the concat's result: no copy).
+inline constexpr llvm::StringLiteral kInPlaceInputsAttr =
+    "tessel.in_place_inputs";
+/// The byte alignment of an input computed into a concat's result (what a
+/// kernel's 128-bit loads and cuBLASLt's fast paths need).
+inline constexpr int64_t kInPlaceInputAlignment = 16;
 /// On an nn.repeat: the scratch byte offset of its workspace.
 inline constexpr llvm::StringLiteral kWorkspaceAttr = "tessel.workspace";
 /// On a function: the bytes of scratch it needs (its peak).

@@ -142,7 +142,15 @@ def PlanMemoryPass : Pass<"tessel-plan-memory", "mlir::ModuleOp"> {
     that result (offset -2 - i for result i), with no copy at the return.
     An in-place update (`DestinationStyleOpInterface`: `nn.accumulate`,
     `nn.optimizer_step`) takes its init's bytes, and an init read after its
-    update is an error.
+    update is an error. An `nn.concat` input is computed straight where the
+    concat puts it (a gradient bucket costs no copy; the concat's
+    `tessel.in_place_inputs` says which) when it is a contiguous slab of the
+    result at a 16-byte aligned offset, made by an op of the function into
+    a buffer of its own (not an argument, a view, an update in place or
+    another concat), given once and read by nothing after the concat: the
+    concat's buffer then opens where the first such input is made, and an
+    all-reduce may still sum it in place. Inside a returned buffer the
+    input's byte offset from the result's memory is `tessel.sub_offsets`.
 
     Before:
     ```mlir

@@ -103,6 +103,87 @@ OpOperand *updatedOperand(OpResult result) {
   return nullptr;
 }
 
+/// Whether `value` is made by an op of `block` that the plan gives a buffer
+/// of its own: not a view, a wait, an update in place, a repeat's or a
+/// collective's result, nor a concat's (whose own inputs may lie in it).
+bool ownsFreshBuffer(Value value, Block &block) {
+  auto result = dyn_cast<OpResult>(value);
+  if (!result)
+    return false;
+  Operation *op = result.getOwner();
+  return op->getBlock() == &block && isa<nn::NNDialect>(op->getDialect()) &&
+         !isa<nn::ReshapeOp, nn::WaitOp, nn::RepeatOp, nn::ConcatOp>(op) &&
+         !updatedOperand(result);
+}
+
+/// Whether nothing reads `value`, or a view of it, after `op` (of the same
+/// block).
+bool readNoLaterThan(Value value, Operation *op) {
+  SmallVector<Value> values = {value};
+  for (size_t i = 0; i < values.size(); ++i)
+    for (Operation *user : values[i].getUsers()) {
+      if (auto view = dyn_cast<nn::ReshapeOp>(user)) {
+        values.push_back(view.getResult());
+        continue;
+      }
+      if (user->getBlock() != op->getBlock() ||
+          (user != op && !user->isBeforeInBlock(op)))
+        return false;
+    }
+  return true;
+}
+
+/// The value a concat input views (through reshapes).
+Value viewedValue(Value value) {
+  while (auto view = value.getDefiningOp<nn::ReshapeOp>())
+    value = view.getInput();
+  return value;
+}
+
+/// Where an input of a concat lies when its producer computes it into the
+/// concat's result: that result and the input's byte offset in it.
+struct ConcatSlot {
+  Value concat;
+  int64_t byteOffset = 0;
+};
+
+/// The concat inputs the plan computes straight into their concat's
+/// result, by the value each views: a contiguous slab of the result (every
+/// dimension before the concat's of size 1) at an aligned offset, made by
+/// an op of the function into a buffer of its own, read by nothing after
+/// the concat (a collective may then update the result in place), and an
+/// input of that concat once. A bucket of gradients (tessel-partition's
+/// concat before its reduction) then costs no copy: each gradient's kernel
+/// writes it where the bucket holds it.
+DenseMap<Value, ConcatSlot> inPlaceConcatInputs(Block &body) {
+  DenseMap<Value, ConcatSlot> slots;
+  for (auto concat : body.getOps<nn::ConcatOp>()) {
+    RankedTensorType type = concat.getType();
+    int64_t dim = static_cast<int64_t>(concat.getDim());
+    if (llvm::any_of(type.getShape().take_front(dim),
+                     [](int64_t size) { return size != 1; }))
+      continue;
+    int64_t sliceBytes = nn::detail::elementBytes(type.getElementType());
+    for (int64_t size : type.getShape().drop_front(dim + 1))
+      sliceBytes *= size;
+    DenseMap<Value, unsigned> uses;
+    for (Value input : concat.getInputs())
+      ++uses[viewedValue(input)];
+    int64_t position = 0;
+    for (Value input : concat.getInputs()) {
+      int64_t offset = position * sliceBytes;
+      position += cast<RankedTensorType>(input.getType()).getDimSize(dim);
+      Value value = viewedValue(input);
+      if (uses[value] == 1 &&
+          offset % memory_plan::kInPlaceInputAlignment == 0 &&
+          ownsFreshBuffer(value, body) && !slots.contains(value) &&
+          readNoLaterThan(value, concat))
+        slots[value] = {concat.getResult(), offset};
+    }
+  }
+  return slots;
+}
+
 /// The values that must be alive at `op`: its operands and, at an nn.wait,
 /// the input its collective reads until it completes.
 SmallVector<Value> liveOperands(Operation *op) {
@@ -124,8 +205,23 @@ public:
     Block &body = func.getBody().front();
     SmallVector<Buffer> buffers;
     DenseMap<Value, unsigned> bufferOf;
+    // A value inside a larger buffer (a concat's input computed in place):
+    // its byte offset there; 0 for every other value.
+    DenseMap<Value, int64_t> subOffsetOf;
     SmallVector<Value> ownerOf; // per buffer, the value it was made for
     DenseMap<Operation *, unsigned> workspaceOf;
+    DenseMap<Value, ConcatSlot> concatSlots = inPlaceConcatInputs(body);
+    DenseMap<Value, unsigned> concatBufferOf; // by the concat's result
+    // `to` is `from`'s bytes (a view, an update in place, a collective's
+    // result over its input).
+    auto alias = [&](Value from, Value to) {
+      if (auto it = bufferOf.find(from); it != bufferOf.end()) {
+        unsigned buffer = it->second; // before the insertion moves `it`
+        bufferOf[to] = buffer;
+        if (int64_t offset = subOffsetOf.lookup(from))
+          subOffsetOf[to] = offset;
+      }
+    };
     // `result` updates `init` in place: it is the init's bytes (none of
     // the function's when the init is an argument's), which nothing may
     // read after the update.
@@ -138,8 +234,7 @@ public:
                  << "updates operand #" << init.getOperandNumber()
                  << " in place, but a later op still reads it";
       updatedInPlace.insert(result);
-      if (auto it = bufferOf.find(init.get()); it != bufferOf.end())
-        bufferOf[result] = it->second;
+      alias(init.get(), result);
       return success();
     };
     int64_t index = 0;
@@ -169,27 +264,24 @@ public:
         auto reduce = cast<shard::AllReduceOp>(op);
         // The runtime all-reduces in place (in == out): the sum takes its
         // input's bytes, which nothing reads afterwards.
-        unsigned buffer = bufferOf.lookup(reduce.getInput());
-        bufferOf[reduce.getResult()] = buffer;
-        ownerOf[buffer] = reduce.getResult();
+        alias(reduce.getInput(), reduce.getResult());
+        ownerOf[bufferOf.lookup(reduce.getInput())] = reduce.getResult();
         ++index;
         continue;
       }
       if (auto wait = dyn_cast<nn::WaitOp>(op)) {
         // The collective's result, complete: its bytes, owned by the wait's
         // result from here on (returned, it is the caller's memory).
-        if (auto it = bufferOf.find(wait.getInput()); it != bufferOf.end()) {
-          unsigned buffer = it->second; // before the insertion moves `it`
-          bufferOf[wait.getResult()] = buffer;
-          ownerOf[buffer] = wait.getResult();
+        if (bufferOf.contains(wait.getInput())) {
+          alias(wait.getInput(), wait.getResult());
+          ownerOf[bufferOf.lookup(wait.getInput())] = wait.getResult();
         }
         ++index;
         continue;
       }
       if (auto reshape = dyn_cast<nn::ReshapeOp>(op)) {
         // A view: the result is its operand's bytes.
-        if (auto it = bufferOf.find(reshape.getInput()); it != bufferOf.end())
-          bufferOf[reshape.getResult()] = it->second;
+        alias(reshape.getInput(), reshape.getResult());
         ++index;
         continue;
       }
@@ -241,6 +333,26 @@ public:
       for (Value result : op.getResults()) {
         if (updatedInPlace.contains(result))
           continue;
+        // A concat's input computed in place: inside the concat's buffer,
+        // which the first such input opens.
+        if (auto slot = concatSlots.find(result); slot != concatSlots.end()) {
+          Value concat = slot->second.concat;
+          auto [it, opened] =
+              concatBufferOf.try_emplace(concat, buffers.size());
+          if (opened) {
+            buffers.push_back(
+                {alignUp(nn::detail::tensorBytes(concat.getType())), index,
+                 index});
+            ownerOf.push_back(concat);
+          }
+          bufferOf[result] = it->second;
+          subOffsetOf[result] = slot->second.byteOffset;
+          continue;
+        }
+        if (auto it = concatBufferOf.find(result); it != concatBufferOf.end()) {
+          bufferOf[result] = it->second;
+          continue;
+        }
         bufferOf[result] = buffers.size();
         buffers.push_back({alignUp(nn::detail::tensorBytes(result.getType())),
                            index, index});
@@ -274,19 +386,35 @@ public:
     for (Operation &op : body.getOperations()) {
       if (op.getNumResults() == 0)
         continue;
-      SmallVector<int64_t> offsets;
+      SmallVector<int64_t> offsets, subOffsets;
       for (Value result : op.getResults()) {
         auto it = bufferOf.find(result);
-        if (it == bufferOf.end())
+        int64_t subOffset = subOffsetOf.lookup(result);
+        subOffsets.push_back(0);
+        if (it == bufferOf.end()) {
           offsets.push_back(memory_plan::kArgumentView);
-        else if (auto returned = resultOf.find(it->second);
-                 returned != resultOf.end())
+        } else if (auto returned = resultOf.find(it->second);
+                   returned != resultOf.end()) {
           offsets.push_back(memory_plan::resultOffset(returned->second));
-        else
-          offsets.push_back(buffers[it->second].offset);
+          subOffsets.back() = subOffset;
+        } else {
+          offsets.push_back(buffers[it->second].offset + subOffset);
+        }
       }
       op.setAttr(memory_plan::kOffsetsAttr,
                  builder.getDenseI64ArrayAttr(offsets));
+      if (llvm::any_of(subOffsets, [](int64_t offset) { return offset != 0; }))
+        op.setAttr(memory_plan::kSubOffsetsAttr,
+                   builder.getDenseI64ArrayAttr(subOffsets));
+      if (auto concat = dyn_cast<nn::ConcatOp>(op)) {
+        SmallVector<bool> inPlace;
+        for (Value input : concat.getInputs())
+          inPlace.push_back(concatSlots.lookup(viewedValue(input)).concat ==
+                            concat.getResult());
+        if (llvm::is_contained(inPlace, true))
+          op.setAttr(memory_plan::kInPlaceInputsAttr,
+                     builder.getDenseBoolArrayAttr(inPlace));
+      }
       if (auto it = workspaceOf.find(&op); it != workspaceOf.end())
         op.setAttr(memory_plan::kWorkspaceAttr,
                    builder.getI64IntegerAttr(buffers[it->second].offset));
@@ -330,8 +458,9 @@ public:
   }
 
   /// Whether an all-reduce can sum into its input's buffer: the input has
-  /// a scratch buffer of its own (not an argument's, not one a view shares
-  /// with another value) and no later op reads it.
+  /// a scratch buffer of its own (not an argument's, nor one it shares with
+  /// a value read after the reduction: a view, or the concat input computed
+  /// there) and no later op reads it.
   static bool reducesInPlace(shard::AllReduceOp reduce,
                              const DenseMap<Value, unsigned> &bufferOf,
                              ArrayRef<Value> ownerOf) {
@@ -340,7 +469,11 @@ public:
     if (it == bufferOf.end() || ownerOf[it->second] != input)
       return false;
     for (auto [value, buffer] : bufferOf)
-      if (buffer == it->second && value != input)
+      if (buffer == it->second && value != input &&
+          !llvm::all_of(value.getUsers(), [&](Operation *user) {
+            return user->getBlock() == reduce->getBlock() &&
+                   user->isBeforeInBlock(reduce);
+          }))
         return false;
     return llvm::all_of(input.getUsers(), [&](Operation *user) {
       return user == reduce.getOperation() ||

@@ -223,9 +223,11 @@ static bool issuesKernel(Operation &op) {
 }
 
 // A slice's copy moves with the collective it unpacks
-// (tessel-overlap-communication), so it is no cover of its own.
+// (tessel-overlap-communication), and a concat's inputs are computed where
+// it puts them (tessel-plan-memory: a bucket costs no copy), so neither is
+// a cover of its own.
 bool isOverlapCover(Operation &op) {
-  return !isa<nn::SliceOp>(op) && issuesKernel(op);
+  return !isa<nn::SliceOp, nn::ConcatOp>(op) && issuesKernel(op);
 }
 
 /// The collectives of `repeat`'s prefetch whose first run, before the loop

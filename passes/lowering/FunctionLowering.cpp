@@ -82,15 +82,29 @@ LogicalResult FunctionLowering::lower(Operation *op,
   if (lowered.contains(op))
     return success();
   loc = op->getLoc();
-  // Results live at their planned offsets (a reshape is a view).
+  // Results live at their planned offsets (a reshape is a view), those
+  // inside a function result's memory at their sub-offsets there.
   if (auto offsets =
           op->getAttrOfType<DenseI64ArrayAttr>(memory_plan::kOffsetsAttr)) {
-    for (auto [result, offset] :
-         llvm::zip(op->getResults(), offsets.asArrayRef())) {
-      if (offset >= 0)
+    auto subOffsets =
+        op->getAttrOfType<DenseI64ArrayAttr>(memory_plan::kSubOffsetsAttr);
+    int64_t results = op->getNumResults();
+    if (offsets.size() != results ||
+        (subOffsets && subOffsets.size() != results))
+      return op->emitOpError()
+             << "has a memory plan of " << offsets.size() << " offsets and "
+             << (subOffsets ? subOffsets.size() : 0) << " sub-offsets for "
+             << results << " results";
+    for (auto [i, result] : llvm::enumerate(op->getResults())) {
+      int64_t offset = offsets[i];
+      if (offset >= 0) {
         pointers[result] = emit.offset(b, loc, scratch, offset);
-      else if (offset < memory_plan::kArgumentView)
-        pointers[result] = outs[memory_plan::resultIndexOf(offset)];
+      } else if (offset < memory_plan::kArgumentView) {
+        Value out = outs[memory_plan::resultIndexOf(offset)];
+        int64_t subOffset = subOffsets ? subOffsets[i] : 0;
+        pointers[result] =
+            subOffset ? emit.offset(b, loc, out, subOffset) : out;
+      }
     }
   } else if (op->getNumResults() > 0) {
     return op->emitOpError() << "has no memory plan; run -tessel-plan-memory "

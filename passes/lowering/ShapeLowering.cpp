@@ -1,11 +1,14 @@
 //===- ShapeLowering.cpp - views and data movement ------------------------===//
 //
 // A reshape is a view (no call); the others are tessel_strided_copy with
-// the strides that read (or write) the right elements.
+// the strides that read (or write) the right elements (none for a concat's
+// input the memory plan computed in place).
 //
 //===----------------------------------------------------------------------===//
 
 #include "passes/lowering/FunctionLowering.h"
+
+#include "passes/MemoryPlan.h"
 
 using namespace mlir;
 
@@ -55,18 +58,27 @@ LogicalResult lowerSlice(nn::SliceOp op, FunctionLowering &fl) {
   return success();
 }
 
+/// A copy per input, but of none the memory plan computed in place (its
+/// producer wrote it where the concat puts it).
 LogicalResult lowerConcat(nn::ConcatOp op, FunctionLowering &fl) {
   ArrayRef<int64_t> outShape = op.getType().getShape();
   SmallVector<int64_t> outStrides = contiguousStrides(outShape);
   int64_t dim = op.getDim(), position = 0;
   int64_t elementBytes =
       nn::detail::elementBytes(op.getType().getElementType());
-  for (Value input : op.getInputs()) {
+  auto inPlace =
+      op->getAttrOfType<DenseBoolArrayAttr>(memory_plan::kInPlaceInputsAttr);
+  if (inPlace && inPlace.size() != static_cast<int64_t>(op.getNumOperands()))
+    return op.emitOpError()
+           << "has " << inPlace.size() << " in-place flags for "
+           << op.getNumOperands() << " inputs";
+  for (auto [i, input] : llvm::enumerate(op.getInputs())) {
     ArrayRef<int64_t> shape = tensorType(input).getShape();
-    fl.stridedCopy(op.getResult(), fl.ptr(input),
-                   fl.offset(fl.ptr(op.getResult()),
-                             position * outStrides[dim] * elementBytes),
-                   shape, contiguousStrides(shape), outStrides);
+    if (!inPlace || !inPlace[i])
+      fl.stridedCopy(op.getResult(), fl.ptr(input),
+                     fl.offset(fl.ptr(op.getResult()),
+                               position * outStrides[dim] * elementBytes),
+                     shape, contiguousStrides(shape), outStrides);
     position += shape[dim];
   }
   return success();

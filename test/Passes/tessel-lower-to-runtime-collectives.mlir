@@ -246,17 +246,30 @@ func.func @stack(%h: tensor<4x8xf32>, %w: tensor<3x32xf32>, %b: tensor<3x4xf32>)
 // -----
 
 // Tests that a repeat with a finish gives iteration i's in-flight results
-// the slot of parity i (scratch + 448 or + 768, after the carried copy and
-// the shared 320 bytes of layer scratch), runs the finish for the previous
-// layer (layer + 1, reversed) on the other slot after the layer call from
-// the second iteration on, and finishes the last layer (layer 0) from slot
-// 0 (iteration 2) after the loop.
+// the slot of parity i (scratch + 384 or + 704, after the carried copy and
+// the 256 bytes of scratch the layer and its finish share), runs the finish
+// for the previous layer (layer + 1, reversed) on the other slot after the
+// layer call from the second iteration on, and finishes the last layer
+// (layer 0) from slot 0 (iteration 2) after the loop. The layer computes
+// its bucket's gradients straight into the slot it returns in flight (the
+// weight gradient's GEMM at its start, the bias gradient's sum 256 bytes
+// in: no scratch, no copy) and all-reduces it there in place.
+// CHECK-LABEL: llvm.func @tessel_fn_grad_layer(
+// CHECK-SAME: %[[CTX:[^:]*]]: !llvm.ptr, %{{[^:]*}}: !llvm.ptr, %[[H:[^:]*]]: !llvm.ptr, %{{[^:]*}}: !llvm.ptr, %[[X:[^:]*]]: !llvm.ptr, %{{[^:]*}}: !llvm.ptr, %{{[^:]*}}: !llvm.ptr, %[[SLOT:[^:]*]]: !llvm.ptr)
+// CHECK: llvm.call @tessel_matmul(%[[CTX]], %{{.*}}, %[[X]], %[[H]], %[[SLOT]],
+// CHECK: %[[AT:.*]] = llvm.mlir.constant(256 : i64)
+// CHECK-NEXT: %[[BIAS:.*]] = llvm.getelementptr %[[SLOT]][%[[AT]]]
+// CHECK: llvm.call @tessel_reduce(%[[CTX]], %{{.*}}, %{{.*}}, %[[H]], %[[BIAS]],
+// CHECK-NOT: tessel_strided_copy
+// CHECK: llvm.call @tessel_all_reduce_start(%[[CTX]], %{{.*}}, %{{.*}}, %[[SLOT]], %[[SLOT]],
+// CHECK-NOT: tessel_strided_copy
+// CHECK: llvm.return
 // CHECK-LABEL: llvm.func @tessel_fn_backward
 // CHECK-SAME: (%[[CTX:[^:]*]]: !llvm.ptr, %[[SCRATCH:[^:]*]]: !llvm.ptr,
 // CHECK: %[[LS:.*]] = llvm.getelementptr %[[SCRATCH]][%{{.*}}]
-// CHECK: llvm.mlir.constant(448 : i64)
+// CHECK: llvm.mlir.constant(384 : i64)
 // CHECK-NEXT: %[[SLOT0:.*]] = llvm.getelementptr %[[SCRATCH]]
-// CHECK: llvm.mlir.constant(768 : i64)
+// CHECK: llvm.mlir.constant(704 : i64)
 // CHECK-NEXT: %[[SLOT1:.*]] = llvm.getelementptr %[[SCRATCH]]
 // CHECK: scf.for %[[I:[^ ]*]] =
 // CHECK: %[[PARITY:.*]] = arith.remsi %[[I]],

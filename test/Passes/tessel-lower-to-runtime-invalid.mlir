@@ -137,3 +137,22 @@ func.func @no_mesh(%x: tensor<4xf32> {nn.input, nn.sharding = [["dp"]]}) -> tens
   %0 = nn.reduce_sum %x dims = [0] {tessel.offsets = array<i64: -2>} : tensor<4xf32> -> tensor<f32>
   return %0 : tensor<f32>
 }
+
+// -----
+
+// Tests that a concat's in-place flags (tessel-plan-memory's) must name
+// each input once: a plan edited by hand is refused, not read past.
+func.func @concat_flags(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<8xf32> attributes {tessel.scratch_bytes = 64 : i64} {
+  // expected-error @+1 {{'nn.concat' op has 1 in-place flags for 2 inputs}}
+  %0 = nn.concat %a, %b dim = 0 {tessel.in_place_inputs = array<i1: true>, tessel.offsets = array<i64: -2>} : (tensor<4xf32>, tensor<4xf32>) -> tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+
+// -----
+
+// Tests that a plan's offsets and sub-offsets must name each result once.
+func.func @short_plan(%a: tensor<4xf32>) -> tensor<4xf32> attributes {tessel.scratch_bytes = 0 : i64} {
+  // expected-error @+1 {{'nn.exp' op has a memory plan of 1 offsets and 2 sub-offsets for 1 results}}
+  %0 = nn.exp %a {tessel.offsets = array<i64: -2>, tessel.sub_offsets = array<i64: 0, 16>} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}

@@ -544,3 +544,24 @@ func.func @attention_lse(%q: tensor<1x4x2x8xf32>, %do: tensor<1x4x2x8xf32>) -> (
   %dq, %dk, %dv = nn.attention_grad %q, %q, %q, %o, %lse, %do causal : (tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>, tensor<1x2x4xf32>, tensor<1x4x2x8xf32>) -> (tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>)
   return %p, %dq, %dv : tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>
 }
+
+// -----
+
+// Tests that a concat copies only the inputs the memory plan did not
+// compute in place: the matmul writes its product at the concat's start
+// in scratch, and the one copy is the argument's, 256 bytes in.
+// CHECK-LABEL: llvm.func @tessel_fn_partly_in_place(
+// CHECK-SAME: %[[CTX:[^:]*]]: !llvm.ptr, %[[SCRATCH:[^:]*]]: !llvm.ptr, %[[X:[^:]*]]: !llvm.ptr, %[[V:[^:]*]]: !llvm.ptr,
+// CHECK: llvm.call @tessel_matmul(%[[CTX]], %{{.*}}, %[[X]], %[[X]], %[[SCRATCH]],
+// CHECK: %[[AT:.*]] = llvm.mlir.constant(256 : i64)
+// CHECK-NEXT: %[[DST:.*]] = llvm.getelementptr %[[SCRATCH]][%[[AT]]]
+// CHECK: llvm.call @tessel_strided_copy(%[[CTX]], %{{.*}}, %[[V]], %[[DST]],
+// CHECK-NOT: tessel_strided_copy
+// CHECK: llvm.call @tessel_unary
+func.func @partly_in_place(%x: tensor<4x8xf32>, %v: tensor<8xf32>) -> tensor<72xf32> {
+  %0 = nn.matmul %x, %x transpose_lhs : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<8x8xf32>
+  %1 = nn.reshape %0 : tensor<8x8xf32> -> tensor<64xf32>
+  %2 = nn.concat %1, %v dim = 0 : (tensor<64xf32>, tensor<8xf32>) -> tensor<72xf32>
+  %3 = nn.exp %2 : tensor<72xf32>
+  return %3 : tensor<72xf32>
+}

@@ -274,19 +274,23 @@ func.func @stack(%h: tensor<4x8xf32>, %w: tensor<3x32xf32>, %b: tensor<3x4xf32>)
 
 // Tests that a repeat with a finish reserves two slots of what its layer
 // returns in flight, and the larger of the layer's and the finish's
-// scratch (they never run at once): 128 (the carried copy) + max(320, 256)
-// + 2 x 320 (the 288-byte bucket) = 1088 bytes of workspace. The bucket is
-// concatenated straight into the slot and summed there in place; the
-// finish reads the slot in place.
+// scratch (they never run at once): 128 (the carried copy) + max(0, 256)
+// + 2 x 320 (the 288-byte bucket) = 1024 bytes of workspace. The bucket's
+// gradients are computed straight into the slot (the weight gradient at
+// its start, the bias gradient 256 bytes in: the layer needs no scratch
+// and its concat copies nothing) and summed there in place; the finish
+// reads the slot in place.
 // CHECK-LABEL: func.func private @grad_layer
-// CHECK-SAME: tessel.scratch_bytes = 320
-// CHECK: nn.concat {{.*}} {tessel.offsets = array<i64: -4>}
+// CHECK-SAME: tessel.scratch_bytes = 0
+// CHECK-NEXT: nn.matmul {{.*}} {tessel.offsets = array<i64: -4>}
+// CHECK-NEXT: nn.reduce_sum {{.*}} {tessel.offsets = array<i64: -4>, tessel.sub_offsets = array<i64: 256>}
+// CHECK: nn.concat {{.*}} {tessel.in_place_inputs = array<i1: true, true>, tessel.offsets = array<i64: -4>}
 // CHECK-NEXT: shard.all_reduce {{.*}} {nn.async, tessel.offsets = array<i64: -4>}
 // CHECK-LABEL: func.func private @grad_layer_finish
 // CHECK-SAME: tessel.scratch_bytes = 256
 // CHECK-NEXT: nn.wait %arg0 {tessel.offsets = array<i64: -1>}
 // CHECK-LABEL: func.func @backward
-// CHECK-SAME: tessel.scratch_bytes = 1088
+// CHECK-SAME: tessel.scratch_bytes = 1024
 // CHECK: nn.repeat {{.*}} finish @grad_layer_finish {tessel.offsets = array<i64: -2, -5, -3, -4>, tessel.workspace = 0 : i64}
 shard.grid @mesh(shape = 2) {nn.axis_names = ["dp"]}
 func.func private @grad_layer(%arg0: tensor<4x8xf32>, %arg1: tensor<8x8xf32>, %arg2: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<72xf32> {nn.in_flight}) {
@@ -336,3 +340,57 @@ func.func @loss_gradient_apart(%x: tensor<8x16xf32>, %y: tensor<8xi32>, %dl: ten
   %n = nn.neg %g : tensor<8x16xf32>
   return %l, %n : tensor<f32>, tensor<8x16xf32>
 }
+
+// -----
+
+// Tests which concat inputs the plan computes straight into the concat's
+// result (a bucket of gradients, which a collective then sums in place):
+// the matmul's product (through its reshape) at the bucket's start and the
+// sum 256 bytes in, each in the 448-byte bucket's bytes (their own buffers
+// gone: 576 bytes of scratch); not an argument, nor a value read after the
+// concat (the exp, which the add reads), nor one given twice: those are
+// copied.
+// CHECK-LABEL: func.func @bucket
+// CHECK-SAME: tessel.scratch_bytes = 576
+// CHECK-NEXT: nn.matmul {{.*}} {tessel.offsets = array<i64: 0>}
+// CHECK-NEXT: nn.reduce_sum {{.*}} {tessel.offsets = array<i64: 256>}
+// CHECK-NEXT: nn.reshape {{.*}} {tessel.offsets = array<i64: 0>}
+// CHECK-NEXT: nn.exp {{.*}} {tessel.offsets = array<i64: 448>}
+// CHECK-NEXT: nn.neg {{.*}} {tessel.offsets = array<i64: 512>}
+// CHECK-NEXT: nn.concat {{.*}} {tessel.in_place_inputs = array<i1: true, true, false, false, false, false>, tessel.offsets = array<i64: 0>}
+func.func @bucket(%x: tensor<4x8xf32>, %v: tensor<8xf32>) -> (tensor<104xf32>, tensor<8xf32>) {
+  %0 = nn.matmul %x, %x transpose_lhs : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<8x8xf32>
+  %1 = nn.reduce_sum %x dims = [0] : tensor<4x8xf32> -> tensor<8xf32>
+  %2 = nn.reshape %0 : tensor<8x8xf32> -> tensor<64xf32>
+  %3 = nn.exp %v : tensor<8xf32>
+  %4 = nn.neg %v : tensor<8xf32>
+  %5 = nn.concat %2, %1, %v, %3, %4, %4 dim = 0 : (tensor<64xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<104xf32>
+  %6 = nn.exp %5 : tensor<104xf32>
+  %7 = nn.add %3, %3 : tensor<8xf32>
+  return %6, %7 : tensor<104xf32>, tensor<8xf32>
+}
+
+// -----
+
+// Tests what stays a copy by its place in the result: an input past an
+// offset that is not a multiple of 16 bytes (the [1, 8] sum 12 bytes in;
+// the [1, 3] one at 0 is in place), an input of a concat whose leading
+// dimension is not 1 (rows of a [2, 11] result are not one slab), and a
+// concat's own result (its inputs may lie in it).
+// CHECK-LABEL: func.func @not_in_place
+// CHECK: nn.concat {{.*}} dim = 1 {tessel.in_place_inputs = array<i1: true, false>,
+// CHECK: nn.concat {{.*}} dim = 1 {tessel.offsets
+// CHECK: nn.concat {{.*}} dim = 0 {tessel.offsets
+func.func @not_in_place(%x: tensor<4x3xf32>, %y: tensor<4x8xf32>) -> (tensor<1x11xf32>, tensor<2x11xf32>, tensor<2x11xf32>) {
+  %0 = nn.reduce_sum %x dims = [0] keep_dims : tensor<4x3xf32> -> tensor<1x3xf32>
+  %1 = nn.reduce_sum %y dims = [0] keep_dims : tensor<4x8xf32> -> tensor<1x8xf32>
+  %2 = nn.concat %0, %1 dim = 1 : (tensor<1x3xf32>, tensor<1x8xf32>) -> tensor<1x11xf32>
+  %3 = nn.exp %x : tensor<4x3xf32>
+  %4 = nn.slice %3 start = [0, 0] limit = [2, 3] : tensor<4x3xf32> -> tensor<2x3xf32>
+  %5 = nn.slice %y start = [0, 0] limit = [2, 8] : tensor<4x8xf32> -> tensor<2x8xf32>
+  %6 = nn.concat %4, %5 dim = 1 : (tensor<2x3xf32>, tensor<2x8xf32>) -> tensor<2x11xf32>
+  %7 = nn.neg %2 : tensor<1x11xf32>
+  %8 = nn.concat %2, %7 dim = 0 : (tensor<1x11xf32>, tensor<1x11xf32>) -> tensor<2x11xf32>
+  return %2, %6, %8 : tensor<1x11xf32>, tensor<2x11xf32>, tensor<2x11xf32>
+}
+

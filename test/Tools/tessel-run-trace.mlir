@@ -13,19 +13,21 @@
 // another, and that the trace witnesses the compiler's accounting: the
 // bytes the trace sees started before a kernel and completed after one
 // equal the report's overlapped bytes (tessel-compile-overlap.mlir), and
-// tessel-run warns on any difference. 278 kernels: 315 before each layer's
+// tessel-run warns on any difference. 210 kernels: 315 before each layer's
 // residual add went into its norm and both norms' input gradients into
 // their adds (tessel-fuse-epilogues), and its six bias gradients into
 // their weight gradients' GEMMs (tessel-fuse-bias-grads; attention's q, k
 // and v bias gradients sum a view of the per-head gradient the GEMM reads
-// through another): nine fewer per layer, the same bytes overlapped; and
-// one fewer since the loss and its gradient are one call.
+// through another): nine fewer per layer, the same bytes overlapped; one
+// fewer since the loss and its gradient are one call; and 68 fewer since
+// each bucket's gradients are computed where the bucket holds them
+// (tessel-plan-memory: no concat copies).
 
 // DDP-NOT: warning
-// DDP: tessel-run: trace of step 2 (rank 0): 278 kernels ({{.*}}), 14 collectives ({{.*}}); 3172356 of 3172356 started bytes overlapped kernels
+// DDP: tessel-run: trace of step 2 (rank 0): 210 kernels ({{.*}}), 14 collectives ({{.*}}); 3172356 of 3172356 started bytes overlapped kernels
 // DDP-NOT: warning
-// DDP-FILE: rank 0: 278 kernels, 14 collectives (13 started), 13 waits, 3337220 bytes
-// DDP-FILE: rank 1: 278 kernels, 14 collectives (13 started), 13 waits, 3337220 bytes
+// DDP-FILE: rank 0: 210 kernels, 14 collectives (13 started), 13 waits, 3337220 bytes
+// DDP-FILE: rank 1: 210 kernels, 14 collectives (13 started), 13 waits, 3337220 bytes
 
 // ZeRO-3's two 512-byte gathers of the first layer's norm, started in the
 // prefetch before the loop, complete before any kernel runs: started, not
