@@ -1,0 +1,256 @@
+//===- ExampleTrainingTest.cpp - tessel-run training the examples ---------===//
+//
+// examples/mlp.mlir and examples/gpt.mlir compiled by tessel-compile and
+// trained by tessel-run as a subprocess: learning within a step budget,
+// resuming, microbatches against one big batch, dropout masks, recompute,
+// no-decay groups and finite-difference gradients. TesselRunTest.cpp
+// drives tessel-run on hand-written model .so files.
+//
+//===----------------------------------------------------------------------===//
+
+#include "test/launcher/LauncherTestSupport.h"
+#include "runtime/launcher/ModelLibrary.h"
+
+#include <cstdlib>
+
+using namespace tessel::run::test;
+
+namespace {
+
+//===--- Training the examples (needs tessel-autodiff in tessel-compile) --===//
+
+/// Compiles examples/mlp.mlir once per suite: as is (batch 32, the compiled
+/// defaults), and with SGD for the equivalence checks at batch 32 and at
+/// batch 8 (four microbatches of 8 must equal one batch of 32). Skips when
+/// tessel-compile does not emit training entries yet.
+class ExampleTrainingTest : public TesselRunTest {
+protected:
+  static void SetUpTestSuite() {
+    std::string pattern =
+        (fs::temp_directory_path() / "tessel-run-examples-XXXXXX").string();
+    if (!::mkdtemp(pattern.data()))
+      return;
+    suiteDir = pattern;
+    std::string mlp = readFile(fs::path(TESSEL_EXAMPLES_DIR) / "mlp.mlir");
+    std::string mlp8 = mlp;
+    for (size_t at; (at = mlp8.find("tensor<32x")) != std::string::npos;)
+      mlp8.replace(at, 10, "tensor<8x");
+    writeFile(suiteDir / "mlp8.mlir", mlp8);
+    // Dropout on the input: microbatch m must draw the masks of samples
+    // m·8 .. m·8 + 7 of the batch of 32.
+    auto dropoutModel = [](int batch) {
+      std::string b = std::to_string(batch);
+      return "func.func @loss(%x: tensor<" + b +
+             "x64xf32> {nn.input}, %y: tensor<" + b +
+             "xi32> {nn.label},\n"
+             "    %w: tensor<64x10xf32> {nn.param = \"w\", nn.init = "
+             "#nn.init<normal, 0.1>}) -> tensor<f32> {\n"
+             "  %d = nn.dropout %x rate = 0.5 seed = 7 : "
+             "tensor<" + b + "x64xf32>\n"
+             "  %z = nn.matmul %d, %w : (tensor<" + b +
+             "x64xf32>, tensor<64x10xf32>) -> tensor<" + b + "x10xf32>\n"
+             "  %l = nn.cross_entropy %z, %y : (tensor<" + b +
+             "x10xf32>, tensor<" + b + "xi32>) -> tensor<f32>\n"
+             "  return %l : tensor<f32>\n}\n";
+    };
+    writeFile(suiteDir / "dropout32.mlir", dropoutModel(32));
+    writeFile(suiteDir / "dropout8.mlir", dropoutModel(8));
+    auto compile = [](const std::string &source, const std::string &so,
+                      const std::string &flags) {
+      std::string command =
+          quote(std::string(TESSEL_BIN_DIR) + "/tessel-compile") + " " +
+          quote(source) + " -o " + quote((suiteDir / so).string()) + " " +
+          flags + " >/dev/null 2>&1";
+      return std::system(command.c_str()) == 0;
+    };
+    std::string sgd = "--optimizer sgd --lr 0.05 --momentum 0.9 --clip 1";
+    std::string examples = TESSEL_EXAMPLES_DIR;
+    if (!compile(examples + "/mlp.mlir", "mlp.so", "") ||
+        !compile(examples + "/mlp.mlir", "mlp-sgd.so", sgd) ||
+        !compile((suiteDir / "mlp8.mlir").string(), "mlp8-sgd.so", sgd) ||
+        !compile((suiteDir / "dropout32.mlir").string(), "dropout32.so", sgd) ||
+        !compile((suiteDir / "dropout8.mlir").string(), "dropout8.so", sgd))
+      return;
+    tessel::run::LoadedModel model =
+        tessel::run::loadModel((suiteDir / "mlp.so").string());
+    landed = model.desc.trains();
+  }
+  static void TearDownTestSuite() {
+    if (!suiteDir.empty())
+      fs::remove_all(suiteDir);
+  }
+  void SetUp() override {
+    ASSERT_TRUE(landed) << "tessel-compile failed on the examples or emitted "
+                           "no training entries for examples/mlp.mlir";
+    TesselRunTest::SetUp();
+  }
+  static std::string so(const std::string &name) {
+    return quote((suiteDir / name).string());
+  }
+
+  static inline fs::path suiteDir;
+  static inline bool landed = false;
+};
+
+// Issue 4: "examples/mlp.mlir on its synthetic task reaches a loss under a
+// stated fraction of its start within 200 steps". The task: labels from a
+// random linear teacher on 16 of the 784 features. With the compiled
+// defaults (AdamW, lr 1e-3) the mean loss of steps 191-200 is 0.49 of the
+// first step's (2.39 -> 1.18); the bound is 0.65.
+TEST_F(ExampleTrainingTest, MlpLearnsItsSyntheticTaskIn200Steps) {
+  std::vector<double> loss = losses(so("mlp.so") + " --steps 200");
+  ASSERT_EQ(loss.size(), 200u);
+  EXPECT_NEAR(loss[0], std::log(10.0), 0.2); // Untrained: ln(classes).
+  EXPECT_LT(mean(loss, 190, 200), 0.65 * loss[0])
+      << loss[0] << " -> " << mean(loss, 190, 200);
+}
+
+TEST_F(ExampleTrainingTest, MlpResumeEqualsAnUninterruptedRun) {
+  std::vector<double> whole =
+      losses(so("mlp.so") + " --steps 4 --save " + path("whole.safetensors"));
+  losses(so("mlp.so") + " --steps 2 --save " + path("half.safetensors"));
+  std::vector<double> resumed =
+      losses(so("mlp.so") + " --steps 2 --load " + path("half.safetensors") +
+             " --save " + path("resumed.safetensors"));
+  ASSERT_EQ(whole.size(), 4u);
+  ASSERT_EQ(resumed.size(), 2u);
+  EXPECT_EQ(resumed[0], whole[2]);
+  EXPECT_EQ(resumed[1], whole[3]);
+  Checkpoint a = readCheckpoint(dir / "whole.safetensors");
+  Checkpoint b = readCheckpoint(dir / "resumed.safetensors");
+  EXPECT_EQ(a.header["__metadata__"]["tessel.step"], "4");
+  EXPECT_EQ(a.tensors.count("fc1.weight.m"), 1u); // AdamW's moments.
+  EXPECT_EQ(a.tensors, b.tensors);
+}
+
+// Issue 4: microbatches M = 1 and M = 4 give the same parameters after 3
+// steps (relative error <= 1e-5). SGD with momentum and clipping: Adam's
+// first step is g / |g|, which turns rounding in a near-zero gradient into
+// a full step.
+TEST_F(ExampleTrainingTest, MlpFourMicrobatchesEqualOneBigBatch) {
+  std::vector<double> big =
+      losses(so("mlp-sgd.so") + " --steps 3 --save " + path("m1.safetensors"));
+  std::vector<double> small =
+      losses(so("mlp8-sgd.so") + " --steps 3 --microbatches 4 --save " +
+             path("m4.safetensors"));
+  ASSERT_EQ(big.size(), 3u);
+  ASSERT_EQ(small.size(), 3u);
+  for (int i = 0; i < 3; ++i)
+    EXPECT_NEAR(small[i], big[i], 1e-5 * big[i]);
+  Checkpoint a = readCheckpoint(dir / "m1.safetensors");
+  Checkpoint b = readCheckpoint(dir / "m4.safetensors");
+  ASSERT_EQ(a.tensors.size(), 8u); // 4 parameters, 4 momentum buffers.
+  for (auto &[name, bytes] : a.tensors)
+    EXPECT_LE(relativeError(b.tensors[name], bytes), 1e-5) << name;
+}
+
+// Dropout under microbatches draws, in microbatch m, the masks of the
+// samples one big batch would give m·B .. m·B + B − 1: M = 4 of 8 equals
+// one batch of 32 (and would not if every microbatch drew microbatch 0's).
+TEST_F(ExampleTrainingTest, DropoutMicrobatchesDrawTheBigBatchMasks) {
+  std::vector<double> big = losses(so("dropout32.so") + " --steps 3 --save " +
+                                   path("d1.safetensors"));
+  std::vector<double> small =
+      losses(so("dropout8.so") + " --steps 3 --microbatches 4 --save " +
+             path("d4.safetensors"));
+  ASSERT_EQ(big.size(), 3u);
+  ASSERT_EQ(small.size(), 3u);
+  for (int i = 0; i < 3; ++i)
+    EXPECT_NEAR(small[i], big[i], 1e-5 * big[i]);
+  Checkpoint a = readCheckpoint(dir / "d1.safetensors");
+  Checkpoint b = readCheckpoint(dir / "d4.safetensors");
+  for (auto &[name, bytes] : a.tensors)
+    EXPECT_LE(relativeError(b.tensors[name], bytes), 1e-5) << name;
+}
+
+// Issue 4: "examples/gpt.mlir as a character-level model on a text file
+// that every Debian machine has falls well below ln(vocab)". AdamW lr 1e-3
+// with clipping at 1: 5.41 -> 2.58 (mean of steps 91-100); the bound is
+// 0.6 ln 256 = 3.33.
+TEST_F(ExampleTrainingTest, GptLearnsTheGplAsCharacters) {
+  const std::string gpl = "/usr/share/common-licenses/GPL-3";
+  if (!fs::exists(gpl))
+    GTEST_SKIP() << gpl << " is missing";
+  std::vector<double> loss =
+      losses(quote(std::string(TESSEL_EXAMPLES_DIR) + "/gpt.mlir") +
+             " --clip 1 --steps 100 --data-dtype u8 --data " + quote(gpl));
+  ASSERT_EQ(loss.size(), 100u);
+  EXPECT_NEAR(loss[0], std::log(256.0), 0.3);
+  EXPECT_LT(mean(loss, 90, 100), 0.6 * std::log(256.0))
+      << loss[0] << " -> " << mean(loss, 90, 100);
+}
+
+// Issue 4: recompute on and off give the same parameters after 3 steps
+// (relative error <= 1e-5).
+TEST_F(ExampleTrainingTest, GptRecomputeGivesTheSameParameters) {
+  std::string gpt = quote(std::string(TESSEL_EXAMPLES_DIR) + "/gpt.mlir") +
+                    " --steps 3 --optimizer sgd --lr 0.1 --momentum 0.9";
+  std::map<std::string, Checkpoint> runs;
+  for (const char *mode : {"none", "selective", "full"}) {
+    std::string file = std::string(mode) + ".safetensors";
+    losses(gpt + " --recompute " + mode + " --save " + path(file));
+    runs[mode] = readCheckpoint(dir / file);
+  }
+  ASSERT_FALSE(runs["none"].tensors.empty());
+  for (const char *mode : {"selective", "full"})
+    for (auto &[name, bytes] : runs["none"].tensors)
+      EXPECT_LE(relativeError(runs[mode].tensors[name], bytes), 1e-5)
+          << mode << " " << name;
+}
+
+// Parameter groups (--no-decay): after one AdamW step each parameter's
+// update depends only on its own gradient, the same in every run, so a
+// parameter in the no-decay group equals, bit for bit, the run without
+// weight decay, and the others the run where everything decays.
+TEST_F(ExampleTrainingTest, MlpNoDecayGroupStepsWithoutWeightDecay) {
+  std::string mlp = quote(std::string(TESSEL_EXAMPLES_DIR) + "/mlp.mlir") +
+                    " --steps 1 --optimizer adamw --lr 0.1";
+  auto train = [&](const std::string &flags, const std::string &file) {
+    EXPECT_EQ(losses(mlp + " " + flags + " --save " + path(file)).size(), 1u)
+        << flags;
+    return readCheckpoint(dir / file);
+  };
+  Checkpoint grouped = train("--weight-decay 0.1 --no-decay 'fc1.bias,fc2.*'",
+                             "grouped.safetensors");
+  Checkpoint undecayed = train("--weight-decay 0", "undecayed.safetensors");
+  Checkpoint decayed = train("--weight-decay 0.1", "decayed.safetensors");
+  // The parameters and their m and v.
+  ASSERT_EQ(grouped.tensors.size(), 12u);
+  // lr 0.1 × weight decay 0.1 shrinks a weight by 1%: the runs differ.
+  EXPECT_NE(decayed.tensors["fc1.weight"], undecayed.tensors["fc1.weight"]);
+  EXPECT_NE(decayed.tensors["fc2.weight"], undecayed.tensors["fc2.weight"]);
+  for (auto &[name, bytes] : grouped.tensors) {
+    bool exempt = name.rfind("fc1.bias", 0) == 0 || name.rfind("fc2.", 0) == 0;
+    EXPECT_EQ(bytes, (exempt ? undecayed : decayed).tensors[name])
+        << name << (exempt ? " (no decay)" : " (decayed)");
+  }
+}
+
+// --no-decay '*' exempts every parameter: three steps equal, bit for bit,
+// training with --weight-decay 0.
+TEST_F(ExampleTrainingTest, MlpNoDecayOnEveryParameterIsNoWeightDecay) {
+  std::string mlp = quote(std::string(TESSEL_EXAMPLES_DIR) + "/mlp.mlir") +
+                    " --steps 3 --optimizer adamw --lr 0.01";
+  std::vector<double> exempt =
+      losses(mlp + " --weight-decay 0.1 --no-decay '*' --save " +
+             path("exempt.safetensors"));
+  std::vector<double> zero =
+      losses(mlp + " --weight-decay 0 --save " + path("zero.safetensors"));
+  ASSERT_EQ(exempt.size(), 3u);
+  EXPECT_EQ(exempt, zero);
+  Checkpoint a = readCheckpoint(dir / "exempt.safetensors");
+  Checkpoint b = readCheckpoint(dir / "zero.safetensors");
+  ASSERT_EQ(a.tensors.size(), 12u);
+  EXPECT_EQ(a.tensors, b.tensors);
+}
+
+TEST_F(ExampleTrainingTest, MlpGradientsMatchFiniteDifferences) {
+  RunResult r = run(so("mlp.so") + " --check-grads");
+  EXPECT_EQ(r.exitCode, 0) << r.err << r.out;
+  for (const char *name : {"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"})
+    EXPECT_NE(r.out.find("grad-check " + std::string(name) + ": "),
+              std::string::npos)
+        << r.out;
+}
+
+} // namespace
