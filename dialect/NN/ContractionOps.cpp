@@ -141,6 +141,14 @@ static FailureOr<RankedTensorType> getProductType(std::optional<Location> loc,
   return RankedTensorType::get(shape, lhsType.getElementType());
 }
 
+/// The product's type of a fused matmul's adaptor.
+template <class Adaptor>
+static FailureOr<RankedTensorType> getProductType(std::optional<Location> loc,
+                                                  Adaptor adaptor) {
+  return getProductType(loc, adaptor.getLhs(), adaptor.getRhs(),
+                        adaptor.getTransposeLhs(), adaptor.getTransposeRhs());
+}
+
 /// The matmul's flops plus `perElement` per element of the product (the
 /// epilogue's).
 static int64_t fusedMatmulFlops(Value lhs, Value rhs, bool transposeLhs,
@@ -202,9 +210,7 @@ LogicalResult MatmulF32Op::inferReturnTypes(MLIRContext *context,
                                             std::optional<Location> loc,
                                             Adaptor adaptor,
                                             SmallVectorImpl<Type> &results) {
-  FailureOr<RankedTensorType> product =
-      getProductType(loc, adaptor.getLhs(), adaptor.getRhs(),
-                     adaptor.getTransposeLhs(), adaptor.getTransposeRhs());
+  FailureOr<RankedTensorType> product = getProductType(loc, adaptor);
   if (failed(product))
     return failure();
   if (!isHalfTensor(*product))
@@ -228,9 +234,7 @@ static LogicalResult inferBiasedProduct(std::optional<Location> loc,
                                         Adaptor adaptor,
                                         SmallVectorImpl<Type> &results,
                                         unsigned copies) {
-  FailureOr<RankedTensorType> product =
-      getProductType(loc, adaptor.getLhs(), adaptor.getRhs(),
-                     adaptor.getTransposeLhs(), adaptor.getTransposeRhs());
+  FailureOr<RankedTensorType> product = getProductType(loc, adaptor);
   if (failed(product))
     return failure();
   auto bias = cast<RankedTensorType>(adaptor.getBias().getType());
@@ -272,9 +276,7 @@ int64_t MatmulBiasGeluOp::getFlops() {
 LogicalResult MatmulGeluGradOp::inferReturnTypes(
     MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
     SmallVectorImpl<Type> &results) {
-  FailureOr<RankedTensorType> product =
-      getProductType(loc, adaptor.getLhs(), adaptor.getRhs(),
-                     adaptor.getTransposeLhs(), adaptor.getTransposeRhs());
+  FailureOr<RankedTensorType> product = getProductType(loc, adaptor);
   if (failed(product))
     return failure();
   if (adaptor.getPre().getType() != *product)
@@ -300,9 +302,7 @@ LogicalResult MatmulBiasGradOp::inferReturnTypes(
     return nn::detail::inferError(loc, "operands must be matrices (one GEMM), "
                                        "got ",
                                   lhs, " and ", rhs);
-  FailureOr<RankedTensorType> product =
-      getProductType(loc, adaptor.getLhs(), adaptor.getRhs(),
-                     adaptor.getTransposeLhs(), adaptor.getTransposeRhs());
+  FailureOr<RankedTensorType> product = getProductType(loc, adaptor);
   if (failed(product))
     return failure();
   // An f32 accumulator of a 16-bit product: both results in f32.
