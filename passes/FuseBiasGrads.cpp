@@ -18,6 +18,7 @@
 #include "passes/Communication.h"
 #include "passes/FusionPlacement.h"
 #include "passes/Passes.h"
+#include "passes/Views.h"
 
 #include "dialect/NN/NNOps.h"
 
@@ -59,15 +60,7 @@ WeightGradient weightGradientOf(Value rows, Block *block) {
     leading *= size;
   auto flat = RankedTensorType::get({leading, type.getShape().back()},
                                     type.getElementType());
-  Value source = rows;
-  while (auto view = source.getDefiningOp<nn::ReshapeOp>())
-    source = view.getInput();
-  SmallVector<Value> candidates = {source};
-  for (size_t i = 0; i < candidates.size(); ++i)
-    for (Operation *user : candidates[i].getUsers())
-      if (auto reshape = dyn_cast<nn::ReshapeOp>(user))
-        candidates.push_back(reshape.getResult());
-  for (Value candidate : candidates) {
+  for (Value candidate : views::aliasesOf(rows)) {
     if (candidate.getType() != flat)
       continue;
     for (OpOperand &use : candidate.getUses()) {

@@ -18,6 +18,7 @@
 
 #include "passes/Communication.h"
 #include "passes/Passes.h"
+#include "passes/Views.h"
 
 #include "dialect/NN/NNOps.h"
 
@@ -66,19 +67,6 @@ template <typename Pred> Operation *firstAfter(Operation *from, Pred pred) {
 /// The earlier of two ops of one block.
 Operation *earlier(Operation *a, Operation *b) {
   return a->isBeforeInBlock(b) ? a : b;
-}
-
-/// `value` and the reshapes of it (or of what it reshapes): the values that
-/// share its memory.
-SmallVector<Value> aliasesOf(Value value) {
-  while (auto reshape = value.getDefiningOp<nn::ReshapeOp>())
-    value = reshape.getInput();
-  SmallVector<Value> aliases{value};
-  for (size_t i = 0; i < aliases.size(); ++i)
-    for (Operation *user : aliases[i].getUsers())
-      if (auto reshape = dyn_cast<nn::ReshapeOp>(user))
-        aliases.push_back(reshape.getResult());
-  return aliases;
 }
 
 /// Whether `op` reads or writes the memory of the collective's input (other
@@ -222,7 +210,7 @@ private:
 
   /// The first op after `op` that touches the memory of its input.
   static Operation *firstTouch(Operation *op) {
-    SmallVector<Value> inputAliases = aliasesOf(op->getOperand(0));
+    SmallVector<Value> inputAliases = views::aliasesOf(op->getOperand(0));
     return firstAfter(op, [&](Operation *other) {
       return touchesInput(other, inputAliases);
     });

@@ -3,6 +3,7 @@
 #include "passes/Communication.h"
 #include "passes/MemoryPlan.h"
 #include "passes/Passes.h"
+#include "passes/Views.h"
 
 #include "dialect/NN/NNOps.h"
 
@@ -119,25 +120,13 @@ bool ownsFreshBuffer(Value value, Block &block) {
 /// Whether nothing reads `value`, or a view of it, after `op` (of the same
 /// block).
 bool readNoLaterThan(Value value, Operation *op) {
-  SmallVector<Value> values = {value};
-  for (size_t i = 0; i < values.size(); ++i)
-    for (Operation *user : values[i].getUsers()) {
-      if (auto view = dyn_cast<nn::ReshapeOp>(user)) {
-        values.push_back(view.getResult());
-        continue;
-      }
-      if (user->getBlock() != op->getBlock() ||
-          (user != op && !user->isBeforeInBlock(op)))
+  for (Value alias : views::aliasesOf(value))
+    for (Operation *user : alias.getUsers())
+      if (!isa<nn::ReshapeOp>(user) &&
+          (user->getBlock() != op->getBlock() ||
+           (user != op && !user->isBeforeInBlock(op))))
         return false;
-    }
   return true;
-}
-
-/// The value a concat input views (through reshapes).
-Value viewedValue(Value value) {
-  while (auto view = value.getDefiningOp<nn::ReshapeOp>())
-    value = view.getInput();
-  return value;
 }
 
 /// Where an input of a concat lies when its producer computes it into the
@@ -168,12 +157,12 @@ DenseMap<Value, ConcatSlot> inPlaceConcatInputs(Block &body) {
       sliceBytes *= size;
     DenseMap<Value, unsigned> uses;
     for (Value input : concat.getInputs())
-      ++uses[viewedValue(input)];
+      ++uses[views::viewedBase(input)];
     int64_t position = 0;
     for (Value input : concat.getInputs()) {
       int64_t offset = position * sliceBytes;
       position += cast<RankedTensorType>(input.getType()).getDimSize(dim);
-      Value value = viewedValue(input);
+      Value value = views::viewedBase(input);
       if (uses[value] == 1 &&
           offset % memory_plan::kInPlaceInputAlignment == 0 &&
           ownsFreshBuffer(value, body) && !slots.contains(value) &&
@@ -409,8 +398,9 @@ public:
       if (auto concat = dyn_cast<nn::ConcatOp>(op)) {
         SmallVector<bool> inPlace;
         for (Value input : concat.getInputs())
-          inPlace.push_back(concatSlots.lookup(viewedValue(input)).concat ==
-                            concat.getResult());
+          inPlace.push_back(
+              concatSlots.lookup(views::viewedBase(input)).concat ==
+              concat.getResult());
         if (llvm::is_contained(inPlace, true))
           op.setAttr(memory_plan::kInPlaceInputsAttr,
                      builder.getDenseBoolArrayAttr(inPlace));

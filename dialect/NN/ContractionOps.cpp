@@ -165,25 +165,12 @@ static int64_t fusedMatmulFlops(Value lhs, Value rhs, bool transposeLhs,
       nn::detail::satMul(perElement, elements));
 }
 
-/// The type an accumulator of `product` may have: the product's, or its
-/// shape in f32 for a 16-bit product (a mixed-precision gradient summed in
-/// f32 by the GEMM).
-static bool accumulatesProduct(RankedTensorType product, Type acc) {
-  if (acc == product)
-    return true;
-  auto wide = dyn_cast<RankedTensorType>(acc);
-  return wide && wide.getShape() == product.getShape() &&
-         wide.getElementType().isF32() &&
-         (product.getElementType().isBF16() ||
-          product.getElementType().isF16());
-}
-
 LogicalResult MatmulAccumulateOp::verify() {
   FailureOr<RankedTensorType> product = getProductType(
       getLoc(), getLhs(), getRhs(), getTransposeLhs(), getTransposeRhs());
   if (failed(product))
     return failure();
-  if (!accumulatesProduct(*product, getAcc().getType()))
+  if (!nn::detail::isInferredOrF32(*product, getAcc().getType()))
     return emitOpError() << "accumulator " << getAcc().getType()
                          << " must have the product's type " << *product
                          << " (or its shape in f32 for 16-bit operands)";
@@ -199,13 +186,6 @@ int64_t MatmulAccumulateOp::getFlops() {
                           getTransposeRhs());
 }
 
-/// Whether `type` is a 16-bit float tensor: a product that may be written
-/// in f32.
-static bool isHalfTensor(Type type) {
-  Type element = cast<RankedTensorType>(type).getElementType();
-  return element.isF16() || element.isBF16();
-}
-
 LogicalResult MatmulF32Op::inferReturnTypes(MLIRContext *context,
                                             std::optional<Location> loc,
                                             Adaptor adaptor,
@@ -213,7 +193,7 @@ LogicalResult MatmulF32Op::inferReturnTypes(MLIRContext *context,
   FailureOr<RankedTensorType> product = getProductType(loc, adaptor);
   if (failed(product))
     return failure();
-  if (!isHalfTensor(*product))
+  if (!nn::detail::isHalfFloatTensor(*product))
     return nn::detail::inferError(loc,
                                   "operands must be f16 or bf16 (the "
                                   "product is widened to f32), got ",
@@ -308,7 +288,7 @@ LogicalResult MatmulBiasGradOp::inferReturnTypes(
   // An f32 accumulator of a 16-bit product: both results in f32.
   RankedTensorType result = *product;
   if (Value acc = adaptor.getAcc();
-      acc && accumulatesProduct(*product, acc.getType()))
+      acc && nn::detail::isInferredOrF32(*product, acc.getType()))
     result = cast<RankedTensorType>(acc.getType());
   results.push_back(result);
   results.push_back(RankedTensorType::get({result.getDimSize(1)},
@@ -320,13 +300,7 @@ LogicalResult MatmulBiasGradOp::inferReturnTypes(
 // 16-bit operands (one GEMM writes one type).
 bool MatmulBiasGradOp::isCompatibleReturnTypes(TypeRange inferred,
                                                TypeRange actual) {
-  if (inferred == actual)
-    return true;
-  return inferred.size() == 2 && actual.size() == 2 &&
-         llvm::all_of(llvm::zip(inferred, actual), [](auto pair) {
-           auto [from, to] = pair;
-           return from != to && nn::detail::isInferredOrF32(from, to);
-         });
+  return nn::detail::areInferredOrAllF32(inferred, actual, /*kept=*/0);
 }
 
 LogicalResult MatmulBiasGradOp::verify() {

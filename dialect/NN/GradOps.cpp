@@ -98,7 +98,7 @@ LayerNormGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
 // dgamma and dbeta in gamma's type, or f32 for a 16-bit gamma.
 bool LayerNormGradOp::isCompatibleReturnTypes(TypeRange inferred,
                                               TypeRange actual) {
-  return nn::detail::areNormGradTypes(inferred, actual);
+  return nn::detail::areInferredOrAllF32(inferred, actual, /*kept=*/1);
 }
 
 LogicalResult LayerNormGradOp::verify() {
@@ -144,7 +144,7 @@ LogicalResult RmsNormGradOp::inferReturnTypes(MLIRContext *,
 
 bool RmsNormGradOp::isCompatibleReturnTypes(TypeRange inferred,
                                             TypeRange actual) {
-  return nn::detail::areNormGradTypes(inferred, actual);
+  return nn::detail::areInferredOrAllF32(inferred, actual, /*kept=*/1);
 }
 
 LogicalResult RmsNormGradOp::verify() {

@@ -52,13 +52,17 @@ std::string shapeString(ArrayRef<int64_t> shape) {
   return text;
 }
 
+bool isHalfFloatTensor(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  return tensor &&
+         (tensor.getElementType().isF16() || tensor.getElementType().isBF16());
+}
+
 bool isInferredOrF32(Type inferred, Type actual) {
-  if (actual == inferred)
-    return true;
-  auto type = dyn_cast<RankedTensorType>(inferred);
-  return type &&
-         (type.getElementType().isF16() || type.getElementType().isBF16()) &&
-         actual == type.clone(Float32Type::get(type.getContext()));
+  return actual == inferred ||
+         (isHalfFloatTensor(inferred) &&
+          actual == cast<RankedTensorType>(inferred).clone(
+                        Float32Type::get(inferred.getContext())));
 }
 
 StringRef orF32Note(RankedTensorType inferred) {
@@ -66,13 +70,14 @@ StringRef orF32Note(RankedTensorType inferred) {
   return f32 != inferred && isInferredOrF32(inferred, f32) ? " (or f32)" : "";
 }
 
-bool areNormGradTypes(TypeRange inferred, TypeRange actual) {
-  if (inferred.size() != actual.size() || inferred.empty() ||
-      inferred.front() != actual.front())
+bool areInferredOrAllF32(TypeRange inferred, TypeRange actual, unsigned kept) {
+  if (inferred.size() != actual.size() || inferred.size() < kept ||
+      inferred.take_front(kept) != actual.take_front(kept))
     return false;
-  // The parameter gradients are all widened or none: one dtype per call.
-  bool widened = actual.size() > 1 && actual[1] != inferred[1];
-  for (auto [from, to] : llvm::zip(inferred.drop_front(), actual.drop_front()))
+  // All widened or none: one dtype per call.
+  bool widened = kept < actual.size() && actual[kept] != inferred[kept];
+  for (auto [from, to] :
+       llvm::zip(inferred.drop_front(kept), actual.drop_front(kept)))
     if (!isInferredOrF32(from, to) || (to != from) != widened)
       return false;
   return true;

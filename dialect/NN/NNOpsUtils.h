@@ -67,16 +67,21 @@ inferCrossEntropyType(std::optional<mlir::Location> loc,
                       mlir::RankedTensorType logits,
                       mlir::RankedTensorType labels, bool keepPositions);
 
+/// Whether `type` is an f16 or bf16 tensor.
+bool isHalfFloatTensor(mlir::Type type);
+
 /// Whether `actual` is `inferred`, or its f32 version where `inferred` is
 /// an f16 or bf16 tensor: a result a kernel may write in f32 from 16-bit
 /// operands (the cross-entropy of 16-bit logits, ABI 13; a norm's
-/// parameter gradients, ABI 14).
+/// parameter gradients, ABI 14; a GEMM's product, ABI 12 and 15).
 bool isInferredOrF32(mlir::Type inferred, mlir::Type actual);
 
-/// A norm gradient's result types against the inferred ones: dx as
-/// inferred, the parameter gradients all as inferred or all f32
-/// (isInferredOrF32).
-bool areNormGradTypes(mlir::TypeRange inferred, mlir::TypeRange actual);
+/// Result types against the inferred ones: the first `kept` as inferred,
+/// the others all as inferred or all in f32 (isInferredOrF32), since one
+/// kernel writes them in one type (a norm gradient's dγ and dβ after dx; a
+/// weight and bias gradient's GEMM).
+bool areInferredOrAllF32(mlir::TypeRange inferred, mlir::TypeRange actual,
+                         unsigned kept);
 
 /// " (or f32)" where isInferredOrF32 also takes the f32 version of
 /// `inferred` (an f16/bf16 type), else "": for the messages that name it.

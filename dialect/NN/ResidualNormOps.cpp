@@ -92,7 +92,7 @@ LogicalResult NormGradAddOp::inferReturnTypes(MLIRContext *,
 // The parameter gradients as the norm gradient's (f32 of a 16-bit gamma).
 bool NormGradAddOp::isCompatibleReturnTypes(TypeRange inferred,
                                             TypeRange actual) {
-  return nn::detail::areNormGradTypes(inferred, actual);
+  return nn::detail::areInferredOrAllF32(inferred, actual, /*kept=*/1);
 }
 
 LogicalResult NormGradAddOp::verify() {

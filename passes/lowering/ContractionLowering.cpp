@@ -2,8 +2,6 @@
 
 #include "passes/lowering/FunctionLowering.h"
 
-#include "mlir/IR/TypeUtilities.h"
-
 using namespace mlir;
 
 namespace tessel::lowering {
@@ -70,12 +68,6 @@ void emitMatmulAux(FunctionLowering &fl, Value lhs, Value rhs,
            fl.ptrOrNull(aux)});
 }
 
-/// Whether `out` is wider than the GEMM's operands: a 16-bit product
-/// written or summed in f32 (tessel_matmul_f32, _accumulate_f32).
-bool writesWider(Value lhs, Value out) {
-  return getElementTypeOrSelf(out) != getElementTypeOrSelf(lhs);
-}
-
 /// tessel_matmul_accumulate_f32 (accumulate: out (f32) += lhs · rhs) or
 /// tessel_matmul_f32 (out = lhs · rhs), in f32; the bias gradient (f32)
 /// written when not null.
@@ -95,7 +87,7 @@ void emitMatmulF32(FunctionLowering &fl, Value lhs, Value rhs,
 LogicalResult lowerMatmulAccumulate(nn::MatmulAccumulateOp op,
                                     FunctionLowering &fl) {
   fl.pointers[op.getResult()] = fl.ptr(op.getAcc());
-  if (writesWider(op.getLhs(), op.getAcc()))
+  if (isWidened(op.getLhs(), op.getAcc()))
     emitMatmulF32(fl, op.getLhs(), op.getRhs(), op.getTransposeLhs(),
                   op.getTransposeRhs(), op.getResult(), Value(),
                   /*accumulate=*/true);
@@ -141,7 +133,7 @@ LogicalResult lowerMatmulBiasGrad(nn::MatmulBiasGradOp op,
                                   FunctionLowering &fl) {
   if (op.getAcc())
     fl.pointers[op.getResult()] = fl.ptr(op.getAcc());
-  if (writesWider(op.getLhs(), op.getResult())) {
+  if (isWidened(op.getLhs(), op.getResult())) {
     emitMatmulF32(fl, op.getLhs(), op.getRhs(), op.getTransposeLhs(),
                   op.getTransposeRhs(), op.getResult(), op.getBiasGrad(),
                   /*accumulate=*/bool(op.getAcc()));

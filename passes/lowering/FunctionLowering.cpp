@@ -5,6 +5,7 @@
 #include "passes/MemoryPlan.h"
 #include "passes/RuntimeTypes.h"
 
+#include "mlir/IR/TypeUtilities.h"
 #include "llvm/Support/ErrorHandling.h"
 
 #include <cmath>
@@ -58,6 +59,10 @@ RankedTensorType tensorType(Value value) {
 
 int64_t bytesOf(Value value) {
   return nn::detail::tensorBytes(value.getType());
+}
+
+bool isWidened(Value operand, Value result) {
+  return getElementTypeOrSelf(result) != getElementTypeOrSelf(operand);
 }
 
 StridedWindow stridedWindow(ArrayRef<int64_t> shape, ArrayRef<int64_t> start,

@@ -73,6 +73,10 @@ int64_t product(llvm::ArrayRef<int64_t> sizes);
 mlir::RankedTensorType tensorType(mlir::Value value);
 int64_t bytesOf(mlir::Value value);
 
+/// Whether `result` is stored wider than the 16-bit `operand` it is
+/// computed from: an f32 result, for the runtime's _f32 entries.
+bool isWidened(mlir::Value operand, mlir::Value result);
+
 /// A strided window of a row-major tensor (nn.slice's and its gradient's):
 /// the element strides that step through it and its first element.
 struct StridedWindow {

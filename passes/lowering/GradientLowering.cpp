@@ -8,7 +8,6 @@
 
 #include "passes/lowering/FunctionLowering.h"
 
-#include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
@@ -40,13 +39,6 @@ LogicalResult lowerSoftmaxGrad(nn::SoftmaxGradOp op, FunctionLowering &fl) {
   return success();
 }
 
-/// Whether a parameter gradient `grad` computed from 16-bit `from` is f32:
-/// the _f32 entries (ABI 14).
-bool hasF32ParamGrads(Value from, Value grad) {
-  return getElementTypeOrSelf(grad.getType()) !=
-         getElementTypeOrSelf(from.getType());
-}
-
 /// Layer norm's gradient, or RMS norm's (no dbeta) with `rms`.
 LogicalResult lowerNormGrad(FunctionLowering &fl, Value input, Value gamma,
                             Value dy, Value dx, Value dgamma, Value dbeta,
@@ -54,8 +46,8 @@ LogicalResult lowerNormGrad(FunctionLowering &fl, Value input, Value gamma,
   I32Value dtype = fl.dtype(input);
   PtrValue dbetaPtr = fl.ptrOrNull(dbeta);
   RowsAndCols rows = fl.rowsAndCols(tensorType(input).getShape());
-  fl.call(hasF32ParamGrads(input, dgamma) ? rt::tessel_layer_norm_grad_f32
-                                          : rt::tessel_layer_norm_grad,
+  fl.call(isWidened(input, dgamma) ? rt::tessel_layer_norm_grad_f32
+                                   : rt::tessel_layer_norm_grad,
           {dtype, fl.ptr(input), fl.ptr(gamma), fl.ptr(dy), fl.ptr(dx),
            fl.ptr(dgamma), dbetaPtr, rows.rows, rows.cols, fl.f64(epsilon),
            fl.i32(rms)});
@@ -77,7 +69,7 @@ LogicalResult lowerRmsNormGrad(nn::RmsNormGradOp op, FunctionLowering &fl) {
 /// A norm's gradient added to the residual stream's as it is written.
 LogicalResult lowerNormGradAdd(nn::NormGradAddOp op, FunctionLowering &fl) {
   RowsAndCols rows = fl.rowsAndCols(tensorType(op.getInput()).getShape());
-  fl.call(hasF32ParamGrads(op.getInput(), op.getDgamma())
+  fl.call(isWidened(op.getInput(), op.getDgamma())
               ? rt::tessel_layer_norm_grad_add_f32
               : rt::tessel_layer_norm_grad_add,
           {fl.dtype(op.getInput()), fl.ptr(op.getInput()),
@@ -103,10 +95,9 @@ LogicalResult lowerBatchNormGrad(nn::BatchNormGradOp op, FunctionLowering &fl) {
 // dloss of an f32 loss of 16-bit logits: tessel_cross_entropy_grad_f32.
 LogicalResult lowerCrossEntropyGrad(nn::CrossEntropyGradOp op,
                                     FunctionLowering &fl) {
-  bool widened = getElementTypeOrSelf(op.getDloss().getType()) !=
-                 getElementTypeOrSelf(op.getLogits().getType());
-  fl.call(widened ? rt::tessel_cross_entropy_grad_f32
-                  : rt::tessel_cross_entropy_grad,
+  fl.call(isWidened(op.getLogits(), op.getDloss())
+              ? rt::tessel_cross_entropy_grad_f32
+              : rt::tessel_cross_entropy_grad,
           {fl.dtype(op.getLogits()), fl.dtype(op.getLabels()),
            fl.ptr(op.getLogits()), fl.ptr(op.getLabels()),
            fl.ptr(op.getDloss()), fl.ptr(op.getDlogits()),
@@ -121,7 +112,7 @@ LogicalResult lowerEmbeddingGrad(nn::EmbeddingGradOp op, FunctionLowering &fl) {
   FailureOr<RankBlock> block = fl.blockOf(op, table[0]);
   if (failed(block))
     return failure();
-  fl.call(hasF32ParamGrads(op.getDout(), op.getDtable())
+  fl.call(isWidened(op.getDout(), op.getDtable())
               ? rt::tessel_embedding_grad_f32
               : rt::tessel_embedding_grad,
           {fl.dtype(op.getDout()), fl.dtype(op.getIds()), fl.ptr(op.getIds()),

@@ -8,8 +8,6 @@
 
 #include "passes/lowering/FunctionLowering.h"
 
-#include "mlir/IR/TypeUtilities.h"
-
 using namespace mlir;
 
 namespace tessel::lowering {
@@ -70,9 +68,9 @@ LogicalResult lowerBatchNorm(nn::BatchNormOp op, FunctionLowering &fl) {
 
 // An f32 loss of 16-bit logits: tessel_cross_entropy_f32 (ABI 13).
 LogicalResult lowerCrossEntropy(nn::CrossEntropyOp op, FunctionLowering &fl) {
-  bool widened = getElementTypeOrSelf(op.getType()) !=
-                 getElementTypeOrSelf(op.getLogits().getType());
-  fl.call(widened ? rt::tessel_cross_entropy_f32 : rt::tessel_cross_entropy,
+  fl.call(isWidened(op.getLogits(), op.getResult())
+              ? rt::tessel_cross_entropy_f32
+              : rt::tessel_cross_entropy,
           {fl.dtype(op.getLogits()), fl.dtype(op.getLabels()),
            fl.ptr(op.getLogits()), fl.ptr(op.getLabels()),
            fl.ptr(op.getResult()), fl.count(op.getLabels()),

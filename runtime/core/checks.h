@@ -21,6 +21,11 @@ inline bool isFloatDtype(int32_t dtype) {
          dtype == TESSEL_F64;
 }
 
+/// f16 or bf16: stored in 16 bits, computed in f32.
+inline bool isHalfDtype(int32_t dtype) {
+  return dtype == TESSEL_F16 || dtype == TESSEL_BF16;
+}
+
 inline bool isIntDtype(int32_t dtype) {
   return dtype == TESSEL_I32 || dtype == TESSEL_I64;
 }
@@ -35,6 +40,14 @@ inline bool checkDtype(tessel_ctx *ctx, const char *kernel, int32_t dtype,
   if (!ok)
     setError(ctx, "%s: unsupported dtype %d", kernel, dtype);
   return ok;
+}
+
+/// checkDtype of an entry that writes some results in f32 (`widened`: the
+/// _f32 entries, of f16/bf16 inputs only) or all in its inputs' float dtype.
+inline bool checkWidenedDtype(tessel_ctx *ctx, const char *kernel,
+                              int32_t dtype, bool widened) {
+  return checkDtype(ctx, kernel, dtype,
+                    widened ? isHalfDtype(dtype) : isFloatDtype(dtype));
 }
 
 /// Integer indices (labels, ids) are i32 or i64; otherwise records
@@ -86,9 +99,7 @@ inline bool checkLoss(tessel_ctx *ctx, const char *kernel, int32_t dtype,
     setError(ctx, "%s: unknown reduction %d", kernel, reduction);
     return false;
   }
-  return checkDtype(ctx, kernel, dtype,
-                    f32Loss ? dtype == TESSEL_F16 || dtype == TESSEL_BF16
-                            : isFloatDtype(dtype));
+  return checkWidenedDtype(ctx, kernel, dtype, f32Loss);
 }
 
 /// A cross-entropy entry point: traced as `entry`, its arguments checked

@@ -188,8 +188,7 @@ void matmulF32Checked(tessel_ctx *ctx, const char *name, int32_t dtype,
                       int64_t m, int64_t n, int64_t k, int32_t transA,
                       int32_t transB, int32_t bShared, double beta,
                       int32_t epilogue, void *aux) {
-  if (!checkDtype(ctx, name, dtype,
-                  dtype == TESSEL_F16 || dtype == TESSEL_BF16))
+  if (!checkDtype(ctx, name, dtype, isHalfDtype(dtype)))
     return;
   if (epilogue != TESSEL_EPILOGUE_NONE && epilogue != TESSEL_EPILOGUE_BGRADB) {
     setError(ctx, "%s: epilogue %d (expected none or BGRADB)", name, epilogue);

@@ -15,15 +15,6 @@ using namespace tessel;
 
 namespace {
 
-/// Whether dtype suits an entry whose parameter gradients are f32
-/// (`f32Grads`: the _f32 entries, of f16/bf16 only) or dtype's.
-bool checkGradDtype(tessel_ctx *ctx, const char *entry, int32_t dtype,
-                    bool f32Grads) {
-  return checkDtype(ctx, entry, dtype,
-                    f32Grads ? dtype == TESSEL_F16 || dtype == TESSEL_BF16
-                             : isFloatDtype(dtype));
-}
-
 /// A layer norm gradient's entry point: traced as `entry`, its shape and
 /// dtype checked, then the backend's kernel, with dgamma and dbeta in f32
 /// for the _f32 entries (`f32Params`, of f16/bf16 x only) and in dtype
@@ -38,7 +29,7 @@ void normGradEntry(tessel_ctx *ctx, const char *entry, int32_t dtype,
     return;
   KernelScope scope(ctx, entry);
   if (!checkRows(ctx, entry, rows, cols) ||
-      !checkGradDtype(ctx, entry, dtype, f32Params))
+      !checkWidenedDtype(ctx, entry, dtype, f32Params))
     return;
   int32_t paramDtype = f32Params ? int32_t(TESSEL_F32) : dtype;
   if (residual && rows != 0 && cols != 0)
@@ -68,7 +59,7 @@ void embeddingGradEntry(tessel_ctx *ctx, const char *entry, int32_t dtype,
     return;
   }
   if (!checkBlock(ctx, entry, "rows", rows, rowOffset, vocab) ||
-      !checkGradDtype(ctx, entry, dtype, f32Table))
+      !checkWidenedDtype(ctx, entry, dtype, f32Table))
     return;
   ctx->backend->embeddingGrad(
       ctx, dtype, f32Table ? int32_t(TESSEL_F32) : dtype, idsDtype, ids, dout,
@@ -373,12 +364,9 @@ static bool checkUpdate(tessel_ctx *ctx, const char *entry,
   }
   if (!mixed)
     return checkDtype(ctx, entry, paramDtype, isFloatDtype(paramDtype));
-  auto isLow = [](int32_t dtype) {
-    return dtype == TESSEL_BF16 || dtype == TESSEL_F16;
-  };
-  if (!checkDtype(ctx, entry, paramDtype, isLow(paramDtype)) ||
+  if (!checkDtype(ctx, entry, paramDtype, isHalfDtype(paramDtype)) ||
       !checkDtype(ctx, entry, gradDtype,
-                  isLow(gradDtype) || gradDtype == TESSEL_F32))
+                  isHalfDtype(gradDtype) || gradDtype == TESSEL_F32))
     return false;
   if (t.n > 0 && !t.master) {
     setError(ctx, "%s: missing master weights", entry);

@@ -208,6 +208,21 @@ template <class F> bool visitFloat(int32_t dtype, F &&f) {
   }
 }
 
+/// visitFloat with the type the kernel stores its widened results in:
+/// f(T(), P()) with P float for a 16-bit T whose results are f32
+/// (`outDtype` TESSEL_F32: the _f32 entries), else T.
+template <class F>
+bool visitFloatWidened(int32_t dtype, int32_t outDtype, F &&f) {
+  return visitFloat(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_same<T, Half>::value ||
+                  std::is_same<T, BFloat>::value)
+      if (outDtype == TESSEL_F32)
+        return f(tag, float());
+    f(tag, tag);
+  });
+}
+
 /// Like visitFloat, plus the integer dtypes.
 template <class F> bool visitAny(int32_t dtype, F &&f) {
   switch (dtype) {

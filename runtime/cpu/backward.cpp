@@ -485,20 +485,16 @@ void CpuBackend::layerNormGrad(tessel_ctx *, int32_t dtype, int32_t paramDtype,
                                void *dx, void *dgamma, void *dbeta,
                                int64_t rows, int64_t cols, double eps,
                                bool rms) {
-  visitFloat(dtype, [&](auto tag) {
+  stored::visitFloatWidened(dtype, paramDtype, [&](auto tag, auto param) {
     using T = decltype(tag);
-    if constexpr (std::is_same<T, float>::value) {
+    using P = decltype(param); // f32 for tessel_layer_norm_grad_f32
+    if constexpr (std::is_same<T, float>::value)
       layerNormGradF32(in<float>(x), in<float>(gamma), in<float>(dy),
                        out<float>(dx), out<float>(dgamma), out<float>(dbeta),
                        rows, cols, eps, rms);
-    } else if (paramDtype == TESSEL_F32) { // tessel_layer_norm_grad_f32
+    else
       layerNormGradImpl(in<T>(x), in<T>(gamma), in<T>(dy), out<T>(dx),
-                        out<float>(dgamma), out<float>(dbeta), rows, cols, eps,
-                        rms);
-    } else {
-      layerNormGradImpl(in<T>(x), in<T>(gamma), in<T>(dy), out<T>(dx),
-                        out<T>(dgamma), out<T>(dbeta), rows, cols, eps, rms);
-    }
+                        out<P>(dgamma), out<P>(dbeta), rows, cols, eps, rms);
   });
 }
 
@@ -622,11 +618,9 @@ void CpuBackend::embeddingGrad(tessel_ctx *ctx, int32_t dtype,
         drow[j] = fromDouble<P>(acc[size_t(j)]);
     }
   };
-  visitFloat(dtype, [&](auto tag) {
+  stored::visitFloatWidened(dtype, tableDtype, [&](auto tag, auto table) {
     using T = decltype(tag);
-    if (tableDtype == TESSEL_F32)
-      sumRows(in<T>(dout), out<float>(dtable));
-    else
-      sumRows(in<T>(dout), out<T>(dtable));
+    using P = decltype(table); // f32 for tessel_embedding_grad_f32
+    sumRows(in<T>(dout), out<P>(dtable));
   });
 }

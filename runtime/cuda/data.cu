@@ -30,8 +30,6 @@
 
 #include <cub/cub.cuh>
 
-#include <type_traits>
-
 using namespace tessel;
 using namespace tessel::cuda;
 
@@ -589,11 +587,12 @@ void CudaBackend::embeddingGrad(tessel_ctx *ctx, int32_t dtype,
     return;
   // 32-bit keys and positions whenever they fit (half the sort's passes).
   bool narrow = numIds < (int64_t(1) << 31) && rows < (int64_t(1) << 32) - 1;
-  stored::visitFloat(dtype, [&](auto tag) {
+  // The table in f32 for tessel_embedding_grad_f32.
+  stored::visitFloatWidened(dtype, tableDtype, [&](auto tag, auto table) {
     using T = decltype(tag);
-    auto go = [&](auto id, auto table) {
+    using P = decltype(table);
+    auto go = [&](auto id) {
       using Id = decltype(id);
-      using P = decltype(table);
       if (narrow)
         launchEmbeddingGrad<T, P, Id, uint32_t, int32_t>(
             ctx, stream(), ids, dout, dtable, numIds, rows, hidden, rowOffset,
@@ -603,15 +602,9 @@ void CudaBackend::embeddingGrad(tessel_ctx *ctx, int32_t dtype,
             ctx, stream(), ids, dout, dtable, numIds, rows, hidden, rowOffset,
             vocab, deviceErrors());
     };
-    auto withIds = [&](auto table) {
-      if (idsDtype == TESSEL_I32)
-        go(int32_t(), table);
-      else
-        go(int64_t(), table);
-    };
-    if (tableDtype == TESSEL_F32 && !std::is_same<T, float>::value)
-      withIds(float()); // tessel_embedding_grad_f32
+    if (idsDtype == TESSEL_I32)
+      go(int32_t());
     else
-      withIds(T());
+      go(int64_t());
   });
 }

@@ -37,7 +37,6 @@
 #include "core/context.h"
 
 #include <cstdint>
-#include <type_traits>
 
 using namespace tessel;
 using namespace tessel::cuda;
@@ -611,14 +610,10 @@ void launchLayerNormGrad(tessel_ctx *ctx, cudaStream_t stream, const char *what,
                          const void *residual, void *dx, void *dgamma,
                          void *dbeta, int64_t rows, int64_t cols, double eps,
                          bool rms) {
-  visitFloat(dtype, [&](auto tag) {
-    using T = decltype(tag);
-    if (paramDtype == TESSEL_F32 && !std::is_same<T, float>::value)
-      launchLayerNormGrad<T, float>(ctx, stream, what, x, gamma, dy, residual,
-                                    dx, dgamma, dbeta, rows, cols, eps, rms);
-    else
-      launchLayerNormGrad<T, T>(ctx, stream, what, x, gamma, dy, residual, dx,
-                                dgamma, dbeta, rows, cols, eps, rms);
+  stored::visitFloatWidened(dtype, paramDtype, [&](auto tag, auto param) {
+    launchLayerNormGrad<decltype(tag), decltype(param)>(
+        ctx, stream, what, x, gamma, dy, residual, dx, dgamma, dbeta, rows,
+        cols, eps, rms);
   });
 }
 
