@@ -6,15 +6,20 @@
 // and a pass over it. Moving the accumulate of a weight gradient into the
 // layer (the repeat's `outs`) sums each layer's gradient into its slice of
 // the accumulator where the layer computes it, and tessel-fuse-epilogues
-// folds that add into the GEMM (beta = 1): no stack, no add. A gradient
-// the layer computes otherwise (a bias's or a norm's, vectors) stays
-// stacked: in the layer its add would be a kernel per layer instead of
-// one for all of them, to save a few bytes.
+// folds that add into the GEMM (beta = 1): no stack, no add. So does a
+// gradient the layer unpacks from a collective (a slice of its DDP
+// bucket's all-reduce): the add into its slice of the accumulator reads
+// it where the bucket holds it, in place of the copy into the stack. A
+// gradient the layer computes otherwise (a bias's or a norm's, vectors)
+// stays stacked: in the layer its add would be a kernel per layer instead
+// of one for all of them, to save a few bytes.
 //
 //===----------------------------------------------------------------------===//
 
+#include "passes/Communication.h"
 #include "passes/FusionPlacement.h"
 #include "passes/Passes.h"
+#include "passes/Views.h"
 
 #include "dialect/NN/NNOps.h"
 
@@ -51,12 +56,27 @@ bool fromSoleGemm(Value value) {
       soleMatmul(widening ? widening.getInput() : value));
 }
 
+/// Whether the layer returns `value` sliced, through views, from a
+/// collective's result (a gradient of its bucket): returned into the
+/// stack it would be a copy, which the add into its accumulator replaces.
+bool unpacksCollective(Value value) {
+  auto slice = views::viewedBase(value).getDefiningOp<nn::SliceOp>();
+  if (!slice)
+    return false;
+  Value input = views::viewedBase(slice.getInput());
+  while (auto wait = input.getDefiningOp<nn::WaitOp>())
+    input = views::viewedBase(wait.getInput());
+  Operation *def = input.getDefiningOp();
+  return def && communication::isLowerableCollective(def);
+}
+
 /// The accumulate that may move into the layer with stacked result
 /// `stacked`: its only use, into an accumulator that exists at the repeat
 /// and that nothing reads between the two.
 nn::AccumulateOp movableAccumulate(nn::RepeatOp repeat, Value stacked,
                                    Value returned) {
-  if (!stacked.hasOneUse() || !fromSoleGemm(returned))
+  if (!stacked.hasOneUse() ||
+      (!fromSoleGemm(returned) && !unpacksCollective(returned)))
     return nn::AccumulateOp();
   auto accumulate = dyn_cast<nn::AccumulateOp>(*stacked.getUsers().begin());
   if (!accumulate || accumulate.getValue() != stacked ||
@@ -91,7 +111,11 @@ RankedTensorType sliceType(Value stacked) {
 /// The layer takes a slice of each moved accumulator after the existing
 /// outs slices, accumulates its gradient into it and returns it after the
 /// existing outs results; the repeat is rebuilt with the accumulators as
-/// outs, its updated accumulators replacing the accumulates' results.
+/// outs, its updated accumulators replacing the accumulates' results. The
+/// adds go before the layer's return in the order the layer makes their
+/// gradients (a bucket's in the order of the all-reduces: the completion
+/// of each, which tessel-overlap-communication places before its adds,
+/// then comes as late as the one before allows).
 void moveIntoLayer(nn::RepeatOp repeat, func::FuncOp layer,
                    MutableArrayRef<Move> moves) {
   unsigned numCarried = repeat.getCarried().size();
@@ -114,6 +138,22 @@ void moveIntoLayer(nn::RepeatOp repeat, func::FuncOp layer,
         b, loc, terminator->getOperand(position),
         body.getArgument(firstArg + j)));
   }
+  // In the order the layer makes their gradients (arguments first): where
+  // the GEMM or the collective they are views of stands.
+  auto madeAt = [&](Value value) -> Operation * {
+    Operation *def =
+        value.getDefiningOp<nn::AccumulateOp>().getValue().getDefiningOp();
+    while (def && isa<nn::ReshapeOp, nn::SliceOp, nn::WaitOp>(def))
+      def = def->getOperand(0).getDefiningOp();
+    return def && def->getBlock() == &body ? def : nullptr;
+  };
+  SmallVector<Value> inOrder(updated);
+  llvm::stable_sort(inOrder, [&](Value a, Value b) {
+    Operation *x = madeAt(a), *y = madeAt(b);
+    return y && x != y && (!x || x->isBeforeInBlock(y));
+  });
+  for (Value value : inOrder)
+    value.getDefiningOp()->moveBefore(terminator);
   SmallVector<Value> returned;
   for (OpOperand &operand : terminator->getOpOperands()) {
     if (operand.getOperandNumber() == firstResult)

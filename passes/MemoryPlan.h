@@ -36,6 +36,9 @@ inline constexpr llvm::StringLiteral kInPlaceInputsAttr =
 /// The byte alignment of an input computed into a concat's result (what a
 /// kernel's 128-bit loads and cuBLASLt's fast paths need).
 inline constexpr int64_t kInPlaceInputAlignment = 16;
+/// On an nn.slice whose window is a contiguous run of its input: its
+/// result is those bytes of the input (a view, no copy).
+inline constexpr llvm::StringLiteral kViewAttr = "tessel.view";
 /// On an nn.repeat: the scratch byte offset of its workspace.
 inline constexpr llvm::StringLiteral kWorkspaceAttr = "tessel.workspace";
 /// On a function: the bytes of scratch it needs (its peak).

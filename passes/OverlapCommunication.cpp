@@ -210,7 +210,7 @@ private:
 
   /// The first op after `op` that touches the memory of its input.
   static Operation *firstTouch(Operation *op) {
-    SmallVector<Value> inputAliases = views::aliasesOf(op->getOperand(0));
+    SmallVector<Value> inputAliases = views::readersOfMemory(op->getOperand(0));
     return firstAfter(op, [&](Operation *other) {
       return touchesInput(other, inputAliases);
     });
@@ -385,14 +385,47 @@ private:
   SymbolTable symbols;
 };
 
+/// Where a repeated layer's outs slices are: its arguments from `firstArg`
+/// and its results from `firstResult`, `size` of each.
+struct OutsSlices {
+  unsigned firstArg, firstResult, size;
+
+  /// The index of the outs whose slice argument is `value`, if it is one.
+  std::optional<unsigned> outsOf(Value value) const {
+    auto arg = dyn_cast<BlockArgument>(value);
+    if (!arg || arg.getArgNumber() < firstArg ||
+        arg.getArgNumber() >= firstArg + size)
+      return std::nullopt;
+    return arg.getArgNumber() - firstArg;
+  }
+};
+
+/// What completes a collective's result in the layer: the views of it and
+/// the accumulates of those into outs slices, which move to the finish.
+struct Unpacking {
+  SmallVector<Operation *> views;
+  /// Accumulates into an outs slice, each the value the layer returns for
+  /// that slice (tessel-accumulate-in-layers: a bucket's gradient summed
+  /// into its buffer).
+  SmallVector<nn::AccumulateOp> accumulates;
+
+  bool contains(Operation *op) const {
+    return llvm::is_contained(views, op) ||
+           llvm::any_of(accumulates, [&](nn::AccumulateOp accumulate) {
+             return accumulate.getOperation() == op;
+           });
+  }
+};
+
 /// Defers the completion of a repeated layer's last collectives past its
 /// return (nn.repeat's `finish`). A gradient bucket that fills at the end
 /// of a layer's backward has no compute left in the layer to hide behind;
 /// the layer returns it in flight (nn.in_flight) into a slot of its
 /// repeat, and a finish function (nn.finish) that the repeat runs after
-/// the next layer waits for it and unpacks it into the layer's outputs:
-/// the bucket's all-reduce overlaps the next layer's backward, as
-/// PyTorch DDP's buckets overlap the rest of the backward.
+/// the next layer waits for it and unpacks it into the layer's outputs, or
+/// sums its gradients into their outs slices: the bucket's all-reduce
+/// overlaps the next layer's backward, as PyTorch DDP's buckets overlap the
+/// rest of the backward.
 class LayerFinisher {
 public:
   LayerFinisher(ModuleOp module, int64_t inFlight)
@@ -406,18 +439,31 @@ public:
         continue;
       nn::RepeatOp some = repeats.front();
       unsigned numCarried = some.getCarried().size();
-      // The last started first, at most `inFlight` of them.
+      OutsSlices outs{numCarried + unsigned(some.getParams().size()),
+                      numCarried, unsigned(some.getOuts().size())};
+      // The last started first, at most `inFlight` of them; what a later
+      // one's finish runs does not keep an earlier one in the layer.
       SmallVector<Operation *> deferred;
+      llvm::SmallPtrSet<Operation *, 16> toFinish;
       Block &body = layer.getBody().front();
-      for (Operation &op : llvm::reverse(body))
-        if (deferred.size() < size_t(inFlight) && deferrable(&op, numCarried))
-          deferred.push_back(&op);
+      for (Operation &op : llvm::reverse(body)) {
+        if (deferred.size() == size_t(inFlight))
+          break;
+        std::optional<Unpacking> unpacking =
+            deferrable(&op, numCarried, outs, toFinish);
+        if (!unpacking)
+          continue;
+        deferred.push_back(&op);
+        toFinish.insert(unpacking->views.begin(), unpacking->views.end());
+        for (nn::AccumulateOp accumulate : unpacking->accumulates)
+          toFinish.insert(accumulate);
+      }
       if (deferred.empty())
         continue;
       llvm::sort(deferred, [](Operation *a, Operation *b) {
         return a->isBeforeInBlock(b);
       });
-      finish(layer, repeats, deferred);
+      finish(layer, repeats, deferred, outs);
     }
   }
 
@@ -432,92 +478,133 @@ private:
     return op;
   }
 
-  /// The views of `op`'s completed result, transitively, in block order;
-  /// none when the result feeds anything but views and the terminator.
-  static std::optional<SmallVector<Operation *>> viewsOf(Operation *op) {
-    SmallVector<Operation *> views;
+  /// Whether `accumulate` sums into an outs slice and its result is what
+  /// the layer returns for that slice, and only that.
+  static bool accumulatesIntoOuts(nn::AccumulateOp accumulate,
+                                  const OutsSlices &outs) {
+    std::optional<unsigned> index = outs.outsOf(accumulate.getAcc());
+    if (!index || !accumulate.getResult().hasOneUse())
+      return false;
+    OpOperand &use = *accumulate.getResult().getUses().begin();
+    return use.getOwner()->hasTrait<OpTrait::IsTerminator>() &&
+           use.getOperandNumber() == outs.firstResult + *index;
+  }
+
+  /// The views of `op`'s completed result, transitively, and the
+  /// accumulates of them into outs slices, each in block order; none when
+  /// the result feeds anything else but the terminator.
+  static std::optional<Unpacking> unpackingOf(Operation *op,
+                                              const OutsSlices &outs) {
+    Unpacking unpacking;
     SmallVector<Value> worklist{completion(op)->getResult(0)};
     while (!worklist.empty()) {
-      for (Operation *user : worklist.pop_back_val().getUsers()) {
-        if (user->hasTrait<OpTrait::IsTerminator>())
+      for (OpOperand &use : worklist.pop_back_val().getUses()) {
+        Operation *user = use.getOwner();
+        if (user->hasTrait<OpTrait::IsTerminator>() || unpacking.contains(user))
           continue;
+        auto accumulate = dyn_cast<nn::AccumulateOp>(user);
+        if (accumulate && use.get() == accumulate.getValue() &&
+            accumulatesIntoOuts(accumulate, outs)) {
+          unpacking.accumulates.push_back(accumulate);
+          continue;
+        }
         if (!isView(user))
           return std::nullopt;
-        if (!llvm::is_contained(views, user)) {
-          views.push_back(user);
-          worklist.push_back(user->getResult(0));
-        }
+        unpacking.views.push_back(user);
+        worklist.push_back(user->getResult(0));
       }
     }
-    llvm::sort(views, [](Operation *a, Operation *b) {
-      return a->isBeforeInBlock(b);
-    });
-    return views;
+    auto inBlockOrder = [](auto a, auto b) { return a->isBeforeInBlock(b); };
+    llvm::sort(unpacking.views, inBlockOrder);
+    llvm::sort(unpacking.accumulates,
+               [](nn::AccumulateOp a, nn::AccumulateOp b) {
+                 return a->isBeforeInBlock(b);
+               });
+    return unpacking;
   }
 
   /// An all-reduce the layer can return in flight: it sums a buffer of its
   /// own in place (the repeat's slot then holds it until the finish), no
-  /// compute follows its completion in the layer, and only views of its
-  /// result reach the terminator, as per-layer outputs (never a carried
-  /// value, which the next layer needs at once).
-  bool deferrable(Operation *op, unsigned numCarried) {
+  /// compute but its unpacking follows its completion in the layer, and
+  /// only views of its result reach the terminator, as per-layer outputs
+  /// (never a carried value, which the next layer needs at once) or summed
+  /// into outs slices. Ops in `toFinish` (a later collective's unpacking,
+  /// deferred too) move out of the layer and do not count. Returns the
+  /// collective's unpacking.
+  std::optional<Unpacking>
+  deferrable(Operation *op, unsigned numCarried, const OutsSlices &outs,
+             const llvm::SmallPtrSetImpl<Operation *> &toFinish) {
     auto reduce = dyn_cast<shard::AllReduceOp>(op);
     if (!reduce || reduce.getResult().use_empty())
-      return false;
+      return std::nullopt;
     Operation *def = reduce.getInput().getDefiningOp();
     if (!def || def->getBlock() != op->getBlock() || isView(def) ||
         !reduce.getInput().hasOneUse())
-      return false;
+      return std::nullopt;
+    std::optional<Unpacking> unpacking = unpackingOf(op, outs);
+    if (!unpacking)
+      return std::nullopt;
     Operation *done = completion(op);
     for (Operation *after = done->getNextNode(); after;
          after = after->getNextNode())
-      if (communication::isOverlapCover(*after))
-        return false;
-    std::optional<SmallVector<Operation *>> views = viewsOf(op);
-    if (!views)
-      return false;
+      if (communication::isOverlapCover(*after) &&
+          !unpacking->contains(after) && !toFinish.contains(after))
+        return std::nullopt;
     Operation *terminator = op->getBlock()->getTerminator();
     for (OpOperand &operand : terminator->getOpOperands())
       if (operand.getOperandNumber() < numCarried &&
           (operand.get() == done->getResult(0) ||
-           llvm::is_contained(*views, operand.get().getDefiningOp())))
-        return false;
-    return true;
+           llvm::is_contained(unpacking->views, operand.get().getDefiningOp())))
+        return std::nullopt;
+    return unpacking;
   }
 
   void finish(func::FuncOp layer, ArrayRef<nn::RepeatOp> repeats,
-              ArrayRef<Operation *> deferred) {
+              ArrayRef<Operation *> deferred, const OutsSlices &outs) {
     Block &body = layer.getBody().front();
     Operation *terminator = body.getTerminator();
     nn::RepeatOp some = repeats.front();
     unsigned numCarried = some.getCarried().size();
-    // What moves to the finish: the completions, their views, and the
-    // per-layer outputs those give.
+    // What moves to the finish: the completions, their views, the
+    // accumulates of those into outs slices, and the per-layer outputs
+    // the views give.
     SmallVector<Operation *> waits, views;
+    SmallVector<nn::AccumulateOp> accumulates;
     SmallVector<Value> completed;
     for (Operation *op : deferred) {
       Operation *done = completion(op);
       if (done != op)
         waits.push_back(done);
       completed.push_back(done->getResult(0));
-      llvm::append_range(views, *viewsOf(op));
+      Unpacking unpacking = *unpackingOf(op, outs);
+      llvm::append_range(views, unpacking.views);
+      llvm::append_range(accumulates, unpacking.accumulates);
     }
     llvm::sort(views, [](Operation *a, Operation *b) {
       return a->isBeforeInBlock(b);
     });
+    llvm::sort(accumulates, [](nn::AccumulateOp a, nn::AccumulateOp b) {
+      return a->isBeforeInBlock(b);
+    });
     llvm::BitVector moved(layer.getNumResults());
     for (OpOperand &operand : terminator->getOpOperands())
-      if (llvm::is_contained(completed, operand.get()) ||
-          llvm::is_contained(views, operand.get().getDefiningOp()))
+      if (operand.getOperandNumber() >= numCarried + outs.size &&
+          (llvm::is_contained(completed, operand.get()) ||
+           llvm::is_contained(views, operand.get().getDefiningOp())))
         moved.set(operand.getOperandNumber());
 
-    // The finish: wait for each in-flight result, unpack it, return the
-    // per-layer outputs in the layer's order.
+    // The finish: wait for each in-flight result, unpack it, sum what goes
+    // into the outs slices, return those slices (the others untouched) and
+    // the per-layer outputs in the layer's order.
     OpBuilder builder(layer);
     builder.setInsertionPointAfter(layer);
     SmallVector<Type> inFlightTypes, finishedTypes;
     for (Operation *op : deferred)
       inFlightTypes.push_back(op->getResult(0).getType());
+    TypeRange outsTypes =
+        layer.getArgumentTypes().slice(outs.firstArg, outs.size);
+    llvm::append_range(inFlightTypes, outsTypes);
+    llvm::append_range(finishedTypes, outsTypes);
     for (unsigned position : moved.set_bits())
       finishedTypes.push_back(terminator->getOperand(position).getType());
     auto finishFunc = func::FuncOp::create(
@@ -533,14 +620,26 @@ private:
          llvm::zip(deferred, completed, entry->getArguments()))
       mapping.map(value,
                   nn::WaitOp::create(inFinish, op->getLoc(), arg).getResult());
+    ValueRange outsArgs = entry->getArguments().drop_front(deferred.size());
+    for (auto [layerArg, finishArg] : llvm::zip(
+             body.getArguments().slice(outs.firstArg, outs.size), outsArgs))
+      mapping.map(layerArg, finishArg);
     for (Operation *view : views)
       inFinish.clone(*view, mapping);
-    SmallVector<Value> finished;
+    SmallVector<Value> finished(outsArgs);
+    for (nn::AccumulateOp accumulate : accumulates)
+      finished[*outs.outsOf(accumulate.getAcc())] =
+          inFinish.clone(*accumulate, mapping)->getResult(0);
     for (unsigned position : moved.set_bits())
       finished.push_back(mapping.lookup(terminator->getOperand(position)));
     func::ReturnOp::create(inFinish, layer.getLoc(), finished);
 
-    // The layer: returns the collectives started, in flight.
+    // The layer: returns the collectives started, in flight, and the outs
+    // slices the finish sums into as it took them.
+    for (nn::AccumulateOp accumulate : accumulates)
+      terminator->setOperand(outs.firstResult +
+                                 *outs.outsOf(accumulate.getAcc()),
+                             accumulate.getAcc());
     SmallVector<Value> returned;
     for (OpOperand &operand : terminator->getOpOperands())
       if (!moved.test(operand.getOperandNumber()))
@@ -550,6 +649,8 @@ private:
       returned.push_back(op->getResult(0));
     }
     terminator->setOperands(returned);
+    for (nn::AccumulateOp accumulate : accumulates)
+      accumulate.erase();
     for (Operation *op : llvm::reverse(views))
       op->erase();
     for (Operation *wait : waits)

@@ -134,6 +134,10 @@ def PlanMemoryPass : Pass<"tessel-plan-memory", "mlir::ModuleOp"> {
     With `report`, each function's peak is printed next to its floor, the
     most bytes alive at one op. A reshape is a view: its result shares
     its operand's buffer, whose live range grows to cover the view's uses.
+    So is an `nn.slice` whose window is one contiguous run of its operand
+    (a gradient of a bucket, a block of rows), at its byte offset there,
+    marked `tessel.view` for the lowering (no copy), unless something
+    updates the operand's memory in place (the view would see the update).
     An `nn.repeat` reserves a workspace for the whole loop: one buffer per
     carried value plus the layer function's own scratch (layers are planned
     before their callers). Function arguments live in memory the caller
@@ -436,14 +440,23 @@ def AccumulateInLayersPass : Pass<"tessel-accumulate-in-layers",
     accumulator as `outs`, the layer takes its slice and returns it
     updated by the accumulate, in place, and `tessel-fuse-epilogues` folds
     the add into the GEMM (beta = 1), as llm.c's and Megatron's backward
-    do: no stack and no add.
+    do: no stack and no add. So does the accumulate of a gradient the layer
+    returns sliced from a collective's result (through reshapes: a DDP
+    bucket's all-reduce, unpacked): returned into the stack it is a copy
+    per layer; summed into its buffer in the layer it is an add that reads
+    the bucket where it lies (`tessel-plan-memory` makes the slice a view),
+    and no stack. `tessel-overlap-communication` moves the adds of a
+    bucket it leaves in flight into the repeat's finish. The adds go
+    before the layer's return in the order the layer makes their
+    gradients.
 
     Left as they are: a gradient the layer computes otherwise (a bias's or
     a norm's, vectors: in the layer its add would be a kernel per layer
-    instead of one for all layers, to save a few bytes; a gradient the
-    layer all-reduces, which `tessel-overlap-communication` schedules), a
-    repeat with a prefetch or a finish, and a layer function something
-    else calls too. The program computes the same values.
+    instead of one for all layers, to save a few bytes; a whole
+    collective's result, such as a ZeRO reduce-scatter's, which the stack
+    holds with no copy), a repeat with a prefetch or a finish, and a layer
+    function something else calls too. The program computes the same
+    values.
 
     ```mlir
     %dh, %dw = nn.repeat @layer_derivative(%dy) params(%w, %x) reverse : (...) -> (tensor<4x8xf32>, tensor<3x8x8xf32>)
@@ -580,6 +593,17 @@ def OverlapCommunicationPass
       needed, the first `in-flight` start where they stand and each later
       one starts where the one `in-flight` places earlier is waited for, as
       FSDP's forward prefetch does; each waits just before its first use.
+
+    Across a repeated layer's boundary: the gathers of the layer's
+    parameter slices move into a prefetch that the repeat runs one layer
+    ahead (`nn.repeat` `prefetch`), and the last `in-flight` all-reduces a
+    layer starts with no compute after their completion (the bucket that
+    fills at the end of a layer's backward) are returned in flight to a
+    finish that the repeat runs after the next layer (`nn.repeat`
+    `finish`): it waits for them, unpacks them into the layer's per-layer
+    outputs, and runs the adds of their gradients into the layer's `outs`
+    slices (`tessel-accumulate-in-layers`), which the layer then returns
+    as it took them.
 
     A collective with nothing to overlap stays blocking. The order of a
     function's collectives may change; it changes alike on every rank,

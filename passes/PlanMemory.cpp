@@ -104,23 +104,52 @@ OpOperand *updatedOperand(OpResult result) {
   return nullptr;
 }
 
+/// Whether some op updates in place the memory of `value` or of a view of
+/// the tensor it views.
+bool updatedInPlaceAnywhere(Value value) {
+  for (Value alias : views::readersOfMemory(value))
+    for (OpOperand &use : alias.getUses())
+      for (OpResult result : use.getOwner()->getResults())
+        if (updatedOperand(result) == &use)
+          return true;
+  return false;
+}
+
+/// The slices of `body` whose results are views (tessel.view), by op, with
+/// their byte offsets in their inputs: a contiguous window of a tensor whose
+/// memory nothing updates in place (the view would see the update where
+/// the copy it replaces was taken before it). A bucket's gradients are
+/// then read where the bucket holds them.
+DenseMap<Operation *, int64_t> sliceViews(Block &body) {
+  DenseMap<Operation *, int64_t> views;
+  for (auto slice : body.getOps<nn::SliceOp>()) {
+    std::optional<int64_t> start = views::contiguousSliceStart(slice);
+    if (start && !updatedInPlaceAnywhere(slice.getResult()))
+      views[slice] =
+          *start * nn::detail::elementBytes(slice.getType().getElementType());
+  }
+  return views;
+}
+
 /// Whether `value` is made by an op of `block` that the plan gives a buffer
-/// of its own: not a view, a wait, an update in place, a repeat's or a
-/// collective's result, nor a concat's (whose own inputs may lie in it).
-bool ownsFreshBuffer(Value value, Block &block) {
+/// of its own: not a view (a reshape, or one of `sliceViews`), a wait, an
+/// update in place, a repeat's or a collective's result, nor a concat's
+/// (whose own inputs may lie in it).
+bool ownsFreshBuffer(Value value, Block &block,
+                     const DenseMap<Operation *, int64_t> &sliceViews) {
   auto result = dyn_cast<OpResult>(value);
   if (!result)
     return false;
   Operation *op = result.getOwner();
   return op->getBlock() == &block && isa<nn::NNDialect>(op->getDialect()) &&
          !isa<nn::ReshapeOp, nn::WaitOp, nn::RepeatOp, nn::ConcatOp>(op) &&
-         !updatedOperand(result);
+         !sliceViews.contains(op) && !updatedOperand(result);
 }
 
 /// Whether nothing reads `value`, or a view of it, after `op` (of the same
 /// block).
 bool readNoLaterThan(Value value, Operation *op) {
-  for (Value alias : views::aliasesOf(value))
+  for (Value alias : views::readersOfMemory(value))
     for (Operation *user : alias.getUsers())
       if (!isa<nn::ReshapeOp>(user) &&
           (user->getBlock() != op->getBlock() ||
@@ -144,7 +173,9 @@ struct ConcatSlot {
 /// input of that concat once. A bucket of gradients (tessel-partition's
 /// concat before its reduction) then costs no copy: each gradient's kernel
 /// writes it where the bucket holds it.
-DenseMap<Value, ConcatSlot> inPlaceConcatInputs(Block &body) {
+DenseMap<Value, ConcatSlot>
+inPlaceConcatInputs(Block &body,
+                    const DenseMap<Operation *, int64_t> &sliceViews) {
   DenseMap<Value, ConcatSlot> slots;
   for (auto concat : body.getOps<nn::ConcatOp>()) {
     RankedTensorType type = concat.getType();
@@ -165,7 +196,7 @@ DenseMap<Value, ConcatSlot> inPlaceConcatInputs(Block &body) {
       Value value = views::viewedBase(input);
       if (uses[value] == 1 &&
           offset % memory_plan::kInPlaceInputAlignment == 0 &&
-          ownsFreshBuffer(value, body) && !slots.contains(value) &&
+          ownsFreshBuffer(value, body, sliceViews) && !slots.contains(value) &&
           readNoLaterThan(value, concat))
         slots[value] = {concat.getResult(), offset};
     }
@@ -199,7 +230,9 @@ public:
     DenseMap<Value, int64_t> subOffsetOf;
     SmallVector<Value> ownerOf; // per buffer, the value it was made for
     DenseMap<Operation *, unsigned> workspaceOf;
-    DenseMap<Value, ConcatSlot> concatSlots = inPlaceConcatInputs(body);
+    DenseMap<Operation *, int64_t> viewOffsets = sliceViews(body);
+    DenseMap<Value, ConcatSlot> concatSlots =
+        inPlaceConcatInputs(body, viewOffsets);
     DenseMap<Value, unsigned> concatBufferOf; // by the concat's result
     // `to` is `from`'s bytes (a view, an update in place, a collective's
     // result over its input).
@@ -274,6 +307,15 @@ public:
         ++index;
         continue;
       }
+      if (auto view = viewOffsets.find(&op); view != viewOffsets.end()) {
+        // A contiguous slice: those bytes of its operand.
+        Value input = op.getOperand(0), result = op.getResult(0);
+        alias(input, result);
+        if (bufferOf.contains(input))
+          subOffsetOf[result] = subOffsetOf.lookup(input) + view->second;
+        ++index;
+        continue;
+      }
       // Updated in place: such a result is its operand's bytes, which must
       // not be read after the update.
       for (OpResult result : op.getResults())
@@ -312,11 +354,17 @@ public:
           addSlots(prefetch.getFunctionType().getResults());
         }
         if (finish)
-          addSlots(finish.getArgumentTypes());
+          addSlots(
+              finish.getArgumentTypes().take_front(repeat.getNumInFlight()));
         workspaceOf[&op] = buffers.size();
         buffers.push_back({bytes, index, index});
         ownerOf.push_back(Value());
-        if (failed(checkOutsUpdatedInPlace(repeat, layer)))
+        if (failed(checkOutsUpdatedInPlace(repeat, layer,
+                                           repeat.getCarried().size() +
+                                               repeat.getParams().size(),
+                                           repeat.getCarried().size())) ||
+            (finish && failed(checkOutsUpdatedInPlace(
+                           repeat, finish, repeat.getNumInFlight(), 0))))
           return failure();
       }
       for (Value result : op.getResults()) {
@@ -405,6 +453,8 @@ public:
           op.setAttr(memory_plan::kInPlaceInputsAttr,
                      builder.getDenseBoolArrayAttr(inPlace));
       }
+      if (viewOffsets.contains(&op))
+        op.setAttr(memory_plan::kViewAttr, builder.getUnitAttr());
       if (auto it = workspaceOf.find(&op); it != workspaceOf.end())
         op.setAttr(memory_plan::kWorkspaceAttr,
                    builder.getI64IntegerAttr(buffers[it->second].offset));
@@ -415,18 +465,17 @@ public:
   }
 
   /// A repeat's outs result is its operand's memory, which the caller
-  /// passes to the layer as both the slice argument and the result: the
-  /// layer must return that slice updated in place (through
-  /// destination-style ops and views), never a value computed elsewhere
-  /// into memory the slice argument still holds.
+  /// passes to the layer (and to its finish) as both the slice argument
+  /// and the result: `func` must return that slice updated in place
+  /// (through destination-style ops and views), or untouched, never a
+  /// value computed elsewhere into memory the slice argument still holds.
+  /// Its slice arguments start at `firstArg`, the results at
+  /// `firstResult`.
   static LogicalResult checkOutsUpdatedInPlace(nn::RepeatOp repeat,
-                                               func::FuncOp layer) {
-    if (repeat.getOuts().empty())
-      return success();
-    Block &body = layer.getBody().front();
-    unsigned firstArg =
-        repeat.getCarried().size() + repeat.getParams().size();
-    unsigned firstResult = repeat.getCarried().size();
+                                               func::FuncOp func,
+                                               unsigned firstArg,
+                                               unsigned firstResult) {
+    Block &body = func.getBody().front();
     for (unsigned i = 0; i < repeat.getOuts().size(); ++i) {
       Value value = body.getTerminator()->getOperand(firstResult + i);
       while (auto result = dyn_cast<OpResult>(value)) {
@@ -439,10 +488,9 @@ public:
       }
       if (value != body.getArgument(firstArg + i))
         return repeat.emitOpError()
-               << "updates outs #" << i << " in place, but layer @"
-               << layer.getSymName() << " returns for it a value that is not "
-               << "its slice argument #" << firstArg + i
-               << " updated in place";
+               << "updates outs #" << i << " in place, but @"
+               << func.getSymName() << " returns for it a value that is not "
+               << "its slice argument #" << firstArg + i << " updated in place";
     }
     return success();
   }

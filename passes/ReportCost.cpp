@@ -1,6 +1,7 @@
 //===- ReportCost.cpp - tessel-report-cost: flops, bytes, communication ---===//
 
 #include "passes/Communication.h"
+#include "passes/MemoryPlan.h"
 #include "passes/Passes.h"
 
 #include "dialect/NN/NNOps.h"
@@ -214,10 +215,11 @@ static std::optional<std::pair<Collective, int64_t>> payloadOf(Operation *op) {
 }
 
 /// Whether `op` issues a kernel (what the runtime's trace counts between a
-/// started collective and its wait): not a view, a wait, a collective or a
-/// terminator.
+/// started collective and its wait): not a view (a reshape, or a slice the
+/// memory plan made one), a wait, a collective or a terminator.
 static bool issuesKernel(Operation &op) {
   return !isa<nn::ReshapeOp, nn::WaitOp>(op) &&
+         !op.hasAttr(memory_plan::kViewAttr) &&
          !op.hasTrait<OpTrait::IsTerminator>() &&
          !isa<shard::ShardDialect>(op.getDialect());
 }
@@ -262,6 +264,33 @@ firstPrefetchAlone(nn::RepeatOp repeat) {
   return alone;
 }
 
+/// The collectives `repeat`'s layer returns in flight whose last run, the
+/// last layer's, overlaps no kernel: none follows them in the layer, and
+/// the repeat finishes that layer right after the loop, where only the
+/// previous layer's finish runs in between (none with one layer, no kernel
+/// when the finish only waits and views).
+static llvm::SmallPtrSet<Operation *, 4> lastFinishAlone(nn::RepeatOp repeat) {
+  llvm::SmallPtrSet<Operation *, 4> alone;
+  func::FuncOp finish = repeat.getFinishFunction();
+  func::FuncOp layer = repeat.getLayerFunction();
+  if (!finish || finish.isExternal() || !layer || layer.isExternal())
+    return alone;
+  if (repeat.getNumLayers() > 1 &&
+      llvm::any_of(finish.getBody().getOps(), issuesKernel))
+    return alone;
+  Operation *ret = layer.getBody().front().getTerminator();
+  if (repeat.getNumInFlight() > ret->getNumOperands())
+    return alone;
+  for (Value inFlight : ret->getOperands().take_back(repeat.getNumInFlight()))
+    if (Operation *collective = inFlight.getDefiningOp();
+        collective && collective->getBlock() == ret->getBlock() &&
+        llvm::none_of(llvm::make_range(std::next(collective->getIterator()),
+                                       ret->getIterator()),
+                      issuesKernel))
+      alone.insert(collective);
+  return alone;
+}
+
 /// Adds `times` calls of `func`'s collectives to `traffic`; `active` holds
 /// the functions being counted (a layer that repeats itself is counted
 /// once, not forever). `alone` collectives overlap nothing on `aloneTimes`
@@ -276,8 +305,10 @@ addCollectives(func::FuncOp func, const Mesh &mesh, int64_t times,
     return;
   for (Operation &op : func.getBody().getOps()) {
     if (auto repeat = dyn_cast<nn::RepeatOp>(op)) {
+      llvm::SmallPtrSet<Operation *, 4> last = lastFinishAlone(repeat);
       addCollectives(repeat.getLayerFunction(), mesh,
-                     times * repeat.getNumLayers(), traffic, active);
+                     times * repeat.getNumLayers(), traffic, active, &last,
+                     times);
       llvm::SmallPtrSet<Operation *, 4> first = firstPrefetchAlone(repeat);
       addCollectives(repeat.getPrefetchFunction(), mesh,
                      times * repeat.getNumLayers(), traffic, active, &first,

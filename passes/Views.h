@@ -1,10 +1,13 @@
-//===- Views.h - Reshapes are views of one tensor's memory ------*- C++ -*-===//
+//===- Views.h - Reshapes and slices viewing a tensor's memory --*- C++ -*-===//
 //
 // An nn.reshape computes nothing: its result is its operand's bytes (the
 // memory plan gives both one buffer; the lowering passes the pointer on).
 // The passes that ask who reads or writes a tensor's memory (the overlap
 // of communication, the memory plan, the fusion of bias gradients) look
-// through these views alike.
+// through these views alike. An nn.slice whose window is one contiguous
+// run of its input's bytes (a bucket's gradient, a row block) may be a
+// view too, at an offset: the memory plan decides (tessel.view), and the
+// passes that ask who reads a tensor's memory count every slice of it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,7 +17,10 @@
 #include "dialect/NN/NNOps.h"
 
 #include "mlir/IR/Value.h"
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"
+
+#include <optional>
 
 namespace tessel::views {
 
@@ -33,6 +39,52 @@ inline llvm::SmallVector<mlir::Value> aliasesOf(mlir::Value value) {
     for (mlir::Operation *user : aliases[i].getUsers())
       if (auto reshape = llvm::dyn_cast<nn::ReshapeOp>(user))
         aliases.push_back(reshape.getResult());
+  return aliases;
+}
+
+/// The element offset of `slice`'s window in its input when the window is
+/// one contiguous run of the input's row-major elements (dimensions of size
+/// 1, then one partial dimension of step 1, then whole ones); none
+/// otherwise, or for an empty window.
+inline std::optional<int64_t> contiguousSliceStart(nn::SliceOp slice) {
+  llvm::ArrayRef<int64_t> in = slice.getInput().getType().getShape();
+  llvm::ArrayRef<int64_t> out = slice.getType().getShape();
+  llvm::SmallVector<int64_t> steps = slice.getStridesOrOnes();
+  llvm::ArrayRef<int64_t> start = slice.getStart();
+  if (llvm::is_contained(out, 0))
+    return std::nullopt;
+  // The dimensions after `partial` are whole, those before it of size 1.
+  size_t partial = in.size();
+  while (partial > 0 && out[partial - 1] == in[partial - 1])
+    --partial;
+  int64_t offset = 0, stride = 1;
+  for (size_t dim = in.size(); dim-- > 0;) {
+    if (dim + 1 < partial && out[dim] != 1)
+      return std::nullopt;
+    if (out[dim] > 1 && steps[dim] != 1)
+      return std::nullopt;
+    offset += start[dim] * stride;
+    stride *= in[dim];
+  }
+  return offset;
+}
+
+/// Every value that may read `value`'s memory: the tensor it views
+/// through reshapes and slices, and every reshape and slice of that,
+/// transitively, the viewed tensor first. A conservative superset of the
+/// values the memory plan gives those bytes (a slice it copies, or a
+/// sibling slice of other bytes, is listed too).
+inline llvm::SmallVector<mlir::Value> readersOfMemory(mlir::Value value) {
+  mlir::Operation *def = value.getDefiningOp();
+  while (def && llvm::isa<nn::ReshapeOp, nn::SliceOp>(def)) {
+    value = def->getOperand(0);
+    def = value.getDefiningOp();
+  }
+  llvm::SmallVector<mlir::Value> aliases{value};
+  for (size_t i = 0; i < aliases.size(); ++i)
+    for (mlir::Operation *user : aliases[i].getUsers())
+      if (llvm::isa<nn::ReshapeOp, nn::SliceOp>(user))
+        aliases.push_back(user->getResult(0));
   return aliases;
 }
 

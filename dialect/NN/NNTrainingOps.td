@@ -172,7 +172,9 @@ def NN_RepeatOp : NN_Op<"repeat", [Pure,
     (tessel-overlap-communication), the layer function returns, after its
     per-layer outputs, collectives still in flight (results marked
     `nn.in_flight`: the gradient bucket that fills at the layer's end);
-    `@f` (marked `nn.finish`) takes them, waits for them and returns the
+    `@f` (marked `nn.finish`) takes them, then one slice of each `outs` as
+    the layer does, waits for them and returns those slices updated in
+    place (the bucket's gradients summed into their buffers), then the
     last per-layer outputs. The repeat keeps the in-flight results in two
     alternating slots and runs `@f` for a layer after the next layer has
     run (after the loop for the last one): that bucket's all-reduce
@@ -255,6 +257,9 @@ def NN_RepeatOp : NN_Op<"repeat", [Pure,
     /// The per-layer outputs the finish function returns (none without
     /// one).
     ::mlir::ResultRange getFinishStackedResults();
+    /// How many results the layer returns in flight to its finish (the
+    /// finish's first arguments, before the outs slices; 0 without one).
+    unsigned getNumInFlight();
     /// Fails with a diagnostic at the first repeat under `root` with outs:
     /// `pass` runs before tessel-accumulate-in-layers makes them and takes
     /// repeats without.

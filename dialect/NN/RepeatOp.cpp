@@ -34,12 +34,13 @@ func::FuncOp RepeatOp::getFinishFunction() {
                                                             getFinishAttr());
 }
 
-/// How many of `op`'s stacked results its finish function returns.
+/// How many of `op`'s stacked results its finish function returns (after
+/// the outs slices it returns first).
 static unsigned numFinishResults(RepeatOp op) {
   func::FuncOp finish = op.getFinishFunction();
-  if (!finish)
+  if (!finish || finish.getNumResults() < op.getOuts().size())
     return 0;
-  return std::min<unsigned>(finish.getNumResults(),
+  return std::min<unsigned>(finish.getNumResults() - op.getOuts().size(),
                             op.getStackedResults().size());
 }
 
@@ -51,6 +52,13 @@ ResultRange RepeatOp::getLayerStackedResults() {
 ResultRange RepeatOp::getFinishStackedResults() {
   ResultRange stacked = getStackedResults();
   return stacked.drop_front(stacked.size() - numFinishResults(*this));
+}
+
+unsigned RepeatOp::getNumInFlight() {
+  func::FuncOp finish = getFinishFunction();
+  if (!finish || finish.getNumArguments() < getOuts().size())
+    return 0;
+  return finish.getNumArguments() - getOuts().size();
 }
 
 LogicalResult RepeatOp::refuseOuts(Operation *root, StringRef pass) {
@@ -194,25 +202,38 @@ LogicalResult RepeatOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
       return emitOpError() << "finish '" << *getFinish()
                            << "' does not name a func.func with a body marked '"
                            << NNDialect::kFinishAttrName << "'";
-    if (finish.getNumResults() > getStackedResults().size())
+    FunctionType finishType = finish.getFunctionType();
+    if (finish.getNumResults() < outSlices.size() ||
+        finish.getNumResults() - outSlices.size() > getStackedResults().size())
       return emitOpError() << "finish @" << *getFinish() << " returns "
-                           << finish.getNumResults()
-                           << " per-layer outputs but this repeat stacks only "
-                           << getStackedResults().size();
-    SmallVector<Type> finished =
+                           << finish.getNumResults() << " results but this "
+                           << "repeat has " << outSlices.size()
+                           << " outs and stacks only "
+                           << getStackedResults().size() << " results";
+    // The outs slices, updated in place, then the last stacked results.
+    SmallVector<Type> stackedSlices =
         llvm::map_to_vector(getFinishStackedResults(), unstacked);
-    if (finish.getFunctionType().getResults() != ArrayRef<Type>(finished))
+    SmallVector<Type> finished(outSlices);
+    llvm::append_range(finished, stackedSlices);
+    if (finishType.getResults() != ArrayRef<Type>(finished) ||
+        finish.getNumArguments() < outSlices.size() ||
+        finishType.getInputs().take_back(outSlices.size()) !=
+            ArrayRef<Type>(outSlices))
       return emitOpError() << "finish @" << *getFinish() << " has type "
-                           << finish.getFunctionType()
-                           << " but must return one slice of each of the "
-                              "repeat's last stacked results ("
-                           << finished << ")";
-    numInFlight = finish.getNumArguments();
+                           << finishType
+                           << " but must take what the layer returns in "
+                              "flight, then one slice of each outs ("
+                           << outSlices << "), and return those slices, then "
+                           << "one slice of each of the repeat's last stacked "
+                              "results ("
+                           << stackedSlices << ")";
+    numInFlight = finish.getNumArguments() - outSlices.size();
   }
   llvm::append_range(expectedResults,
                      llvm::map_range(getLayerStackedResults(), unstacked));
   if (func::FuncOp finish = getFinishFunction())
-    llvm::append_range(expectedResults, finish.getArgumentTypes());
+    llvm::append_range(expectedResults,
+                       finish.getArgumentTypes().take_front(numInFlight));
   FunctionType layerType = layer.getFunctionType();
   if (layerType.getInputs() != ArrayRef<Type>(expectedInputs) ||
       layerType.getResults() != ArrayRef<Type>(expectedResults))

@@ -73,7 +73,8 @@ RepeatBuffers repeatBuffers(nn::RepeatOp op, FunctionLowering &fl,
   if (func::FuncOp prefetch = op.getPrefetchFunction())
     addSlots(buffers.slots, prefetch.getFunctionType().getResults());
   if (finish)
-    addSlots(buffers.inFlight, finish.getArgumentTypes());
+    addSlots(buffers.inFlight,
+             finish.getArgumentTypes().take_front(op.getNumInFlight()));
   for (Value carried : op.getCarried())
     buffers.initial.push_back(fl.ptr(carried));
   for (Value result : op.getCarriedResults())
@@ -111,14 +112,18 @@ void emitPrefetch(nn::RepeatOp op, FunctionLowering &fl,
   LLVM::CallOp::create(b, loc, TypeRange{}, FlatSymbolRefAttr::get(name), args);
 }
 
-/// finish(in-flight results in `slot`) into stacked slice `layer` of the
-/// finish's per-layer outputs: completes that layer's deferred
-/// collectives.
+/// finish(in-flight results in `slot`, outs[layer]) into outs[layer] in
+/// place and stacked slice `layer` of the finish's per-layer outputs:
+/// completes that layer's deferred collectives.
 void emitFinish(nn::RepeatOp op, FunctionLowering &fl,
                 const RepeatBuffers &buffers, OpBuilder &b, Location loc,
                 Value layer, ValueRange slot) {
   SmallVector<Value> args{fl.ctx, buffers.layerScratch};
   llvm::append_range(args, slot);
+  SmallVector<Value> outSlices =
+      layerSlices(op, fl, op.getOuts(), b, loc, layer);
+  llvm::append_range(args, outSlices);
+  llvm::append_range(args, outSlices);
   llvm::append_range(args, layerSlices(op, fl, op.getFinishStackedResults(),
                                        b, loc, layer));
   auto name = b.getStringAttr(kFunctionPrefix + op.getFinish()->str());

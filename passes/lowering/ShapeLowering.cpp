@@ -1,14 +1,16 @@
 //===- ShapeLowering.cpp - views and data movement ------------------------===//
 //
-// A reshape is a view (no call); the others are tessel_strided_copy with
-// the strides that read (or write) the right elements (none for a concat's
-// input the memory plan computed in place).
+// A reshape is a view (no call), and so is a slice the memory plan made one
+// (tessel.view); the others are tessel_strided_copy with the strides that
+// read (or write) the right elements (none for a concat's input the memory
+// plan computed in place).
 //
 //===----------------------------------------------------------------------===//
 
 #include "passes/lowering/FunctionLowering.h"
 
 #include "passes/MemoryPlan.h"
+#include "passes/Views.h"
 
 using namespace mlir;
 
@@ -46,10 +48,21 @@ LogicalResult lowerTranspose(nn::TransposeOp op, FunctionLowering &fl) {
 }
 
 LogicalResult lowerSlice(nn::SliceOp op, FunctionLowering &fl) {
-  StridedWindow window = stridedWindow(op.getInput().getType().getShape(),
-                                       op.getStart(), op.getStridesOrOnes());
   int64_t elementBytes =
       nn::detail::elementBytes(op.getType().getElementType());
+  if (op->hasAttr(memory_plan::kViewAttr)) {
+    // The memory plan made it a view: its window's bytes of the input.
+    std::optional<int64_t> start = views::contiguousSliceStart(op);
+    if (!start)
+      return op.emitOpError()
+             << "is planned as a view ('" << memory_plan::kViewAttr
+             << "') but its window is not contiguous";
+    fl.pointers[op.getResult()] =
+        fl.offset(fl.ptr(op.getInput()), *start * elementBytes);
+    return success();
+  }
+  StridedWindow window = stridedWindow(op.getInput().getType().getShape(),
+                                       op.getStart(), op.getStridesOrOnes());
   ArrayRef<int64_t> outShape = op.getType().getShape();
   fl.stridedCopy(op.getResult(),
                  fl.offset(fl.ptr(op.getInput()), window.first * elementBytes),

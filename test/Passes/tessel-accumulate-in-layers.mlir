@@ -71,9 +71,9 @@ func.func @stays(%h: tensor<4x4xf32>, %w: tensor<3x4x4xf32>, %a: tensor<3x4x4xf3
 
 // -----
 
-// Tests that a gradient the layer all-reduces (a data-parallel bucket,
-// unpacked by slices) is accumulated after the repeat as before:
-// tessel-overlap-communication may defer that all-reduce past the layer.
+// Tests that a gradient the layer returns whole from its all-reduce (one
+// all-reduce per gradient, as a ZeRO reduce-scatter's) is accumulated after
+// the repeat as before: the stack holds it with no copy.
 // CHECK-LABEL: func.func @bucketed
 // CHECK: %[[R:.*]]:2 = nn.repeat @reduced_layer(%arg0) params(%arg1) :
 // CHECK-NEXT: nn.accumulate %[[R]]#1 outs(%arg2)
@@ -87,6 +87,53 @@ func.func @bucketed(%h: tensor<4x4xf32>, %w: tensor<3x4x4xf32>, %g: tensor<3x4x4
   %0:2 = nn.repeat @reduced_layer(%h) params(%w) : (tensor<4x4xf32>, tensor<3x4x4xf32>) -> (tensor<4x4xf32>, tensor<3x4x4xf32>)
   %1 = nn.accumulate %0#1 outs(%g) : tensor<3x4x4xf32>
   return %1 : tensor<3x4x4xf32>
+}
+
+// -----
+
+// Tests that the gradients a layer unpacks from its buckets' all-reduces
+// (slices, through reshapes) are summed into their buffers in the layer:
+// returned into the stack each would be a copy. The adds go before the
+// return in the order of the slices (the first bucket's first), not of
+// the results; the bias gradient of the first bucket moves too.
+// CHECK-LABEL: func.func private @bucket_layer
+// CHECK-SAME: (%{{[^:]*}}: tensor<4x4xf32>, %{{[^:]*}}: tensor<4x4xf32>, %[[G1:[^:]*]]: tensor<4x4xf32>, %[[G2:[^:]*]]: tensor<4xf32>, %[[G3:[^:]*]]: tensor<4x4xf32>) -> (tensor<4x4xf32>, tensor<4x4xf32>, tensor<4xf32>, tensor<4x4xf32>)
+// CHECK: %[[S1:.*]] = shard.all_reduce
+// CHECK: %[[S2:.*]] = shard.all_reduce
+// CHECK: %[[W2:.*]] = nn.reshape
+// CHECK: %[[B1:.*]] = nn.slice %[[S1]] start = [16]
+// CHECK: %[[W1:.*]] = nn.reshape
+// CHECK-NEXT: %[[U1:.*]] = nn.accumulate %[[W1]] outs(%[[G1]])
+// CHECK-NEXT: %[[U2:.*]] = nn.accumulate %[[B1]] outs(%[[G2]])
+// CHECK-NEXT: %[[U3:.*]] = nn.accumulate %[[W2]] outs(%[[G3]])
+// CHECK-NEXT: return %{{.*}}, %[[U1]], %[[U2]], %[[U3]]
+// CHECK-LABEL: func.func @buckets
+// CHECK: %[[R:.*]]:4 = nn.repeat @bucket_layer(%arg0) params(%arg1) outs(%arg2, %arg3, %arg4) :
+// CHECK-NEXT: return %[[R]]#1, %[[R]]#2, %[[R]]#3
+shard.grid @mesh(shape = 2)
+func.func private @bucket_layer(%h: tensor<4x4xf32>, %w: tensor<4x4xf32>) -> (tensor<4x4xf32>, tensor<4x4xf32>, tensor<4xf32>, tensor<4x4xf32>) {
+  %0 = nn.matmul %h, %w : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+  %1 = nn.reduce_sum %h dims = [0] : tensor<4x4xf32> -> tensor<4xf32>
+  %2 = nn.reshape %0 : tensor<4x4xf32> -> tensor<16xf32>
+  %3 = nn.concat %2, %1 dim = 0 : (tensor<16xf32>, tensor<4xf32>) -> tensor<20xf32>
+  %4 = shard.all_reduce %3 on @mesh grid_axes = [0] : tensor<20xf32> -> tensor<20xf32>
+  %5 = nn.matmul %w, %h : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+  %6 = nn.reshape %5 : tensor<4x4xf32> -> tensor<16xf32>
+  %7 = nn.concat %6, %6 dim = 0 : (tensor<16xf32>, tensor<16xf32>) -> tensor<32xf32>
+  %8 = shard.all_reduce %7 on @mesh grid_axes = [0] : tensor<32xf32> -> tensor<32xf32>
+  %9 = nn.slice %8 start = [16] limit = [32] : tensor<32xf32> -> tensor<16xf32>
+  %10 = nn.reshape %9 : tensor<16xf32> -> tensor<4x4xf32>
+  %11 = nn.slice %4 start = [16] limit = [20] : tensor<20xf32> -> tensor<4xf32>
+  %12 = nn.slice %4 start = [0] limit = [16] : tensor<20xf32> -> tensor<16xf32>
+  %13 = nn.reshape %12 : tensor<16xf32> -> tensor<4x4xf32>
+  return %h, %13, %11, %10 : tensor<4x4xf32>, tensor<4x4xf32>, tensor<4xf32>, tensor<4x4xf32>
+}
+func.func @buckets(%h: tensor<4x4xf32>, %w: tensor<3x4x4xf32>, %g1: tensor<3x4x4xf32>, %g2: tensor<3x4xf32>, %g3: tensor<3x4x4xf32>) -> (tensor<3x4x4xf32>, tensor<3x4xf32>, tensor<3x4x4xf32>) {
+  %0:4 = nn.repeat @bucket_layer(%h) params(%w) : (tensor<4x4xf32>, tensor<3x4x4xf32>) -> (tensor<4x4xf32>, tensor<3x4x4xf32>, tensor<3x4xf32>, tensor<3x4x4xf32>)
+  %1 = nn.accumulate %0#1 outs(%g1) : tensor<3x4x4xf32>
+  %2 = nn.accumulate %0#2 outs(%g2) : tensor<3x4xf32>
+  %3 = nn.accumulate %0#3 outs(%g3) : tensor<3x4x4xf32>
+  return %1, %2, %3 : tensor<3x4x4xf32>, tensor<3x4xf32>, tensor<3x4x4xf32>
 }
 
 // -----

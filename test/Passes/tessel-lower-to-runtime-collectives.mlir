@@ -246,14 +246,17 @@ func.func @stack(%h: tensor<4x8xf32>, %w: tensor<3x32xf32>, %b: tensor<3x4xf32>)
 // -----
 
 // Tests that a repeat with a finish gives iteration i's in-flight results
-// the slot of parity i (scratch + 384 or + 704, after the carried copy and
-// the 256 bytes of scratch the layer and its finish share), runs the finish
+// the slot of parity i (scratch + 128 or + 448, after the carried copy: the
+// layer and its finish need no scratch of their own, so slot 0 starts
+// where their empty scratch does), runs the finish
 // for the previous layer (layer + 1, reversed) on the other slot after the
 // layer call from the second iteration on, and finishes the last layer
 // (layer 0) from slot 0 (iteration 2) after the loop. The layer computes
 // its bucket's gradients straight into the slot it returns in flight (the
 // weight gradient's GEMM at its start, the bias gradient's sum 256 bytes
-// in: no scratch, no copy) and all-reduces it there in place.
+// in: no scratch, no copy) and all-reduces it there in place; the finish
+// reads the gradients where the slot holds them (its slices are views) and
+// copies them into its results.
 // CHECK-LABEL: llvm.func @tessel_fn_grad_layer(
 // CHECK-SAME: %[[CTX:[^:]*]]: !llvm.ptr, %{{[^:]*}}: !llvm.ptr, %[[H:[^:]*]]: !llvm.ptr, %{{[^:]*}}: !llvm.ptr, %[[X:[^:]*]]: !llvm.ptr, %{{[^:]*}}: !llvm.ptr, %{{[^:]*}}: !llvm.ptr, %[[SLOT:[^:]*]]: !llvm.ptr)
 // CHECK: llvm.call @tessel_matmul(%[[CTX]], %{{.*}}, %[[X]], %[[H]], %[[SLOT]],
@@ -264,26 +267,33 @@ func.func @stack(%h: tensor<4x8xf32>, %w: tensor<3x32xf32>, %b: tensor<3x4xf32>)
 // CHECK: llvm.call @tessel_all_reduce_start(%[[CTX]], %{{.*}}, %{{.*}}, %[[SLOT]], %[[SLOT]],
 // CHECK-NOT: tessel_strided_copy
 // CHECK: llvm.return
+// CHECK-LABEL: llvm.func @tessel_fn_grad_layer_finish(
+// CHECK-SAME: %[[FCTX:[^:]*]]: !llvm.ptr, %{{[^:]*}}: !llvm.ptr, %[[FSLOT:[^:]*]]: !llvm.ptr, %[[GW:[^:]*]]: !llvm.ptr, %[[GB:[^:]*]]: !llvm.ptr)
+// CHECK: llvm.call @tessel_comm_wait
+// CHECK: %[[AT:.*]] = llvm.mlir.constant(256 : i64)
+// CHECK-NEXT: %[[BIAS:.*]] = llvm.getelementptr %[[FSLOT]][%[[AT]]]
+// CHECK-NOT: tessel_strided_copy
+// CHECK: llvm.call @tessel_copy(%[[FCTX]], %[[GW]], %[[FSLOT]],
+// CHECK: llvm.call @tessel_copy(%[[FCTX]], %[[GB]], %[[BIAS]],
 // CHECK-LABEL: llvm.func @tessel_fn_backward
 // CHECK-SAME: (%[[CTX:[^:]*]]: !llvm.ptr, %[[SCRATCH:[^:]*]]: !llvm.ptr,
-// CHECK: %[[LS:.*]] = llvm.getelementptr %[[SCRATCH]][%{{.*}}]
-// CHECK: llvm.mlir.constant(384 : i64)
-// CHECK-NEXT: %[[SLOT0:.*]] = llvm.getelementptr %[[SCRATCH]]
-// CHECK: llvm.mlir.constant(704 : i64)
+// CHECK: llvm.mlir.constant(128 : i64)
+// CHECK-NEXT: %[[LS:.*]] = llvm.getelementptr %[[SCRATCH]]
+// CHECK: llvm.mlir.constant(448 : i64)
 // CHECK-NEXT: %[[SLOT1:.*]] = llvm.getelementptr %[[SCRATCH]]
 // CHECK: scf.for %[[I:[^ ]*]] =
 // CHECK: %[[PARITY:.*]] = arith.remsi %[[I]],
 // CHECK-NEXT: %[[EVEN:.*]] = arith.cmpi eq, %[[PARITY]]
-// CHECK: %[[MINE:.*]] = llvm.select %[[EVEN]], %[[SLOT0]], %[[SLOT1]]
+// CHECK: %[[MINE:.*]] = llvm.select %[[EVEN]], %[[LS]], %[[SLOT1]]
 // CHECK: llvm.call @tessel_fn_grad_layer(%[[CTX]], %[[LS]], {{.*}}, %[[MINE]])
 // CHECK: %[[PREV:.*]] = arith.cmpi sgt, %[[I]]
 // CHECK: scf.if %[[PREV]] {
 // CHECK: arith.addi
-// CHECK: %[[OTHER:.*]] = llvm.select %[[EVEN]], %[[SLOT1]], %[[SLOT0]]
+// CHECK: %[[OTHER:.*]] = llvm.select %[[EVEN]], %[[SLOT1]], %[[LS]]
 // CHECK: llvm.call @tessel_fn_grad_layer_finish(%[[CTX]], %[[LS]], %[[OTHER]],
 // CHECK: }
 // CHECK: scf.yield
-// CHECK: llvm.call @tessel_fn_grad_layer_finish(%[[CTX]], %[[LS]], %[[SLOT0]],
+// CHECK: llvm.call @tessel_fn_grad_layer_finish(%[[CTX]], %[[LS]], %[[LS]],
 // CHECK-NEXT: llvm.return
 shard.grid @mesh(shape = 2) {nn.axis_names = ["dp"]}
 func.func private @grad_layer(%arg0: tensor<4x8xf32>, %arg1: tensor<8x8xf32>, %arg2: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<72xf32> {nn.in_flight}) {

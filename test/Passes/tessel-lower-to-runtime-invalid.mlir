@@ -156,3 +156,13 @@ func.func @short_plan(%a: tensor<4xf32>) -> tensor<4xf32> attributes {tessel.scr
   %0 = nn.exp %a {tessel.offsets = array<i64: -2>, tessel.sub_offsets = array<i64: 0, 16>} : tensor<4xf32>
   return %0 : tensor<4xf32>
 }
+
+// -----
+
+// Tests that a slice planned as a view must be a contiguous window of its
+// operand: a plan edited by hand is refused, not read as the wrong bytes.
+func.func @strided_view(%a: tensor<4x8xf32>) -> tensor<4x4xf32> attributes {tessel.scratch_bytes = 0 : i64} {
+  // expected-error @+1 {{'nn.slice' op is planned as a view ('tessel.view') but its window is not contiguous}}
+  %0 = nn.slice %a start = [0, 0] limit = [4, 4] {tessel.offsets = array<i64: -1>, tessel.view} : tensor<4x8xf32> -> tensor<4x4xf32>
+  return %0 : tensor<4x4xf32>
+}

@@ -263,6 +263,57 @@ func.func @backward(%dh: tensor<4x8xf32>, %w: tensor<3x8x8xf32>, %x: tensor<3x4x
 
 // -----
 
+// Tests that a bucket left in flight takes the adds of its gradients into
+// the repeat's outs with it (tessel-accumulate-in-layers put them in the
+// layer): the finish takes the in-flight bucket and the outs slice, waits,
+// sums the weight gradient into the slice and returns it, then the bias
+// gradient; the layer returns its outs slice as it took it. Two buckets
+// complete where the layer ends: the later one's adds, which move to the
+// finish too, do not keep the earlier one in the layer.
+// CHECK-LABEL: func.func private @acc_layer
+// CHECK-SAME: (%{{[^:]*}}: tensor<4x8xf32>, %{{[^:]*}}: tensor<8x8xf32>, %{{[^:]*}}: tensor<4x8xf32>, %[[G:[^:]*]]: tensor<8x8xf32>, %[[G2:[^:]*]]: tensor<8x8xf32>)
+// CHECK-SAME: -> (tensor<4x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<72xf32> {nn.in_flight}, tensor<8x8xf32> {nn.in_flight})
+// CHECK: %[[SUM:.*]] = shard.all_reduce {{.*}} {nn.async}
+// CHECK: %[[SUM2:.*]] = shard.all_reduce {{.*}} {nn.async}
+// CHECK-NOT: nn.accumulate
+// CHECK-NOT: nn.wait
+// CHECK: return %{{.*}}, %[[G]], %[[G2]], %[[SUM]], %[[SUM2]]
+// CHECK-LABEL: func.func private @acc_layer_finish
+// CHECK-SAME: (%[[IN:[^:]*]]: tensor<72xf32>, %[[IN2:[^:]*]]: tensor<8x8xf32>, %[[FG:[^:]*]]: tensor<8x8xf32>, %[[FG2:[^:]*]]: tensor<8x8xf32>) -> (tensor<8x8xf32>, tensor<8x8xf32>, tensor<8xf32>) attributes {nn.finish}
+// CHECK-NEXT: %[[DONE:.*]] = nn.wait %[[IN]] : tensor<72xf32>
+// CHECK-NEXT: %[[DONE2:.*]] = nn.wait %[[IN2]] : tensor<8x8xf32>
+// CHECK-DAG: %[[S:.*]] = nn.slice %[[DONE]] start = [0] limit = [64]
+// CHECK-DAG: %[[GB:.*]] = nn.slice %[[DONE]] start = [64] limit = [72]
+// CHECK-DAG: %[[GW:.*]] = nn.reshape %[[S]] : tensor<64xf32> -> tensor<8x8xf32>
+// CHECK-DAG: %[[U:.*]] = nn.accumulate %[[GW]] outs(%[[FG]])
+// CHECK-DAG: %[[U2:.*]] = nn.accumulate %[[DONE2]] outs(%[[FG2]])
+// CHECK: return %[[U]], %[[U2]], %[[GB]]
+// CHECK-LABEL: func.func @acc_backward
+// CHECK: %[[R:.*]]:4 = nn.repeat @acc_layer(%arg0) params(%arg1, %arg2) outs(%arg3, %arg4) reverse finish @acc_layer_finish : {{.*}} -> (tensor<4x8xf32>, tensor<3x8x8xf32>, tensor<3x8x8xf32>, tensor<3x8xf32>)
+shard.grid @mesh(shape = 2) {nn.axis_names = ["dp"]}
+func.func private @acc_layer(%dh: tensor<4x8xf32>, %w: tensor<8x8xf32>, %x: tensor<4x8xf32>, %g: tensor<8x8xf32>, %g2: tensor<8x8xf32>) -> (tensor<4x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8xf32>) {
+  %gw = nn.matmul %x, %dh transpose_lhs : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<8x8xf32>
+  %gb = nn.reduce_sum %dh dims = [0] : tensor<4x8xf32> -> tensor<8xf32>
+  %f = nn.reshape %gw : tensor<8x8xf32> -> tensor<64xf32>
+  %bucket = nn.concat %f, %gb dim = 0 : (tensor<64xf32>, tensor<8xf32>) -> tensor<72xf32>
+  %sum = shard.all_reduce %bucket on @mesh grid_axes = [0] : tensor<72xf32> -> tensor<72xf32>
+  %dx = nn.matmul %dh, %w transpose_rhs : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %gw3 = nn.matmul %x, %dx transpose_lhs : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<8x8xf32>
+  %sum2 = shard.all_reduce %gw3 on @mesh grid_axes = [0] : tensor<8x8xf32> -> tensor<8x8xf32>
+  %s1 = nn.slice %sum start = [0] limit = [64] : tensor<72xf32> -> tensor<64xf32>
+  %gw2 = nn.reshape %s1 : tensor<64xf32> -> tensor<8x8xf32>
+  %gb2 = nn.slice %sum start = [64] limit = [72] : tensor<72xf32> -> tensor<8xf32>
+  %u = nn.accumulate %gw2 outs(%g) : tensor<8x8xf32>
+  %u2 = nn.accumulate %sum2 outs(%g2) : tensor<8x8xf32>
+  return %dx, %u, %u2, %gb2 : tensor<4x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8xf32>
+}
+func.func @acc_backward(%dh: tensor<4x8xf32>, %w: tensor<3x8x8xf32>, %x: tensor<3x4x8xf32>, %g: tensor<3x8x8xf32>, %g2: tensor<3x8x8xf32>) -> (tensor<4x8xf32>, tensor<3x8x8xf32>, tensor<3x8x8xf32>, tensor<3x8xf32>) {
+  %0:4 = nn.repeat @acc_layer(%dh) params(%w, %x) outs(%g, %g2) reverse : (tensor<4x8xf32>, tensor<3x8x8xf32>, tensor<3x4x8xf32>, tensor<3x8x8xf32>, tensor<3x8x8xf32>) -> (tensor<4x8xf32>, tensor<3x8x8xf32>, tensor<3x8x8xf32>, tensor<3x8xf32>)
+  return %0#0, %0#1, %0#2, %0#3 : tensor<4x8xf32>, tensor<3x8x8xf32>, tensor<3x8x8xf32>, tensor<3x8xf32>
+}
+
+// -----
+
 // Tests what stays in the layer: an all-reduce of a view (it cannot sum
 // in a slot of its own; the view's memory is the layer's scratch), and one
 // whose result the layer carries to the next layer (needed at once).

@@ -123,7 +123,7 @@ func.func private @fresh_layer(%h: tensor<4xf32>, %w: tensor<4xf32>, %g: tensor<
 // Tests that a layer returns its outs slice updated in place, not a value
 // computed elsewhere (the caller passes one memory for both).
 func.func @outs_not_in_place(%h: tensor<4xf32>, %w: tensor<3x4xf32>, %g: tensor<3x4xf32>) -> tensor<3x4xf32> {
-  // expected-error @+1 {{'nn.repeat' op updates outs #0 in place, but layer @fresh_layer returns for it a value that is not its slice argument #2 updated in place}}
+  // expected-error @+1 {{'nn.repeat' op updates outs #0 in place, but @fresh_layer returns for it a value that is not its slice argument #2 updated in place}}
   %0:2 = nn.repeat @fresh_layer(%h) params(%w) outs(%g) : (tensor<4xf32>, tensor<3x4xf32>, tensor<3x4xf32>) -> (tensor<4xf32>, tensor<3x4xf32>)
   return %0#1 : tensor<3x4xf32>
 }

@@ -274,12 +274,13 @@ func.func @stack(%h: tensor<4x8xf32>, %w: tensor<3x32xf32>, %b: tensor<3x4xf32>)
 
 // Tests that a repeat with a finish reserves two slots of what its layer
 // returns in flight, and the larger of the layer's and the finish's
-// scratch (they never run at once): 128 (the carried copy) + max(0, 256)
-// + 2 x 320 (the 288-byte bucket) = 1024 bytes of workspace. The bucket's
+// scratch (they never run at once): 128 (the carried copy) + max(0, 0)
+// + 2 x 320 (the 288-byte bucket) = 768 bytes of workspace. The bucket's
 // gradients are computed straight into the slot (the weight gradient at
 // its start, the bias gradient 256 bytes in: the layer needs no scratch
 // and its concat copies nothing) and summed there in place; the finish
-// reads the slot in place.
+// reads the slot in place, its slices are views of it (tessel.view), and
+// its return copies them out.
 // CHECK-LABEL: func.func private @grad_layer
 // CHECK-SAME: tessel.scratch_bytes = 0
 // CHECK-NEXT: nn.matmul {{.*}} {tessel.offsets = array<i64: -4>}
@@ -287,10 +288,12 @@ func.func @stack(%h: tensor<4x8xf32>, %w: tensor<3x32xf32>, %b: tensor<3x4xf32>)
 // CHECK: nn.concat {{.*}} {tessel.in_place_inputs = array<i1: true, true>, tessel.offsets = array<i64: -4>}
 // CHECK-NEXT: shard.all_reduce {{.*}} {nn.async, tessel.offsets = array<i64: -4>}
 // CHECK-LABEL: func.func private @grad_layer_finish
-// CHECK-SAME: tessel.scratch_bytes = 256
+// CHECK-SAME: tessel.scratch_bytes = 0
 // CHECK-NEXT: nn.wait %arg0 {tessel.offsets = array<i64: -1>}
+// CHECK-NEXT: nn.slice {{.*}} {tessel.offsets = array<i64: -1>, tessel.view}
+// CHECK-NEXT: nn.slice {{.*}} {tessel.offsets = array<i64: -1>, tessel.view}
 // CHECK-LABEL: func.func @backward
-// CHECK-SAME: tessel.scratch_bytes = 1024
+// CHECK-SAME: tessel.scratch_bytes = 768
 // CHECK: nn.repeat {{.*}} finish @grad_layer_finish {tessel.offsets = array<i64: -2, -5, -3, -4>, tessel.workspace = 0 : i64}
 shard.grid @mesh(shape = 2) {nn.axis_names = ["dp"]}
 func.func private @grad_layer(%arg0: tensor<4x8xf32>, %arg1: tensor<8x8xf32>, %arg2: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<72xf32> {nn.in_flight}) {
@@ -394,3 +397,32 @@ func.func @not_in_place(%x: tensor<4x3xf32>, %y: tensor<4x8xf32>) -> (tensor<1x1
   return %2, %6, %8 : tensor<1x11xf32>, tensor<2x11xf32>, tensor<2x11xf32>
 }
 
+// -----
+
+// Tests which slices are views of their operand's bytes (tessel.view, no
+// buffer of their own): rows 2 and 3 of a computed [4, 8] (64 bytes into
+// its buffer), a row of an argument (offset -1: the lowering offsets the
+// argument's pointer), and a slice of that view; not a block of columns
+// (strided: copied into a buffer of its own), nor a row of an accumulator
+// that is updated in place after it (a view would read the update).
+// CHECK-LABEL: func.func @slices
+// CHECK: %[[E:.*]] = nn.exp %arg0 {tessel.offsets = array<i64: 0>}
+// CHECK-NEXT: nn.slice %[[E]] start = [2, 0] {{.*}} {tessel.offsets = array<i64: 64>, tessel.view}
+// CHECK-NEXT: nn.slice %[[E]] start = [0, 0] limit = [4, 4] {tessel.offsets = array<i64: 128>} :
+// CHECK-NEXT: %[[ROW:.*]] = nn.slice %arg0 {{.*}} {tessel.offsets = array<i64: -1>, tessel.view}
+// CHECK-NEXT: nn.slice %[[ROW]] {{.*}} {tessel.offsets = array<i64: -1>, tessel.view}
+// CHECK-NEXT: nn.slice %arg1 {{.*}} {tessel.offsets = array<i64: {{[0-9]+}}>} :
+func.func @slices(%a: tensor<4x8xf32>, %g: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<2x8xf32>, tensor<4x4xf32>, tensor<4xf32>, tensor<1x8xf32>) {
+  %0 = nn.exp %a : tensor<4x8xf32>
+  %1 = nn.slice %0 start = [2, 0] limit = [4, 8] : tensor<4x8xf32> -> tensor<2x8xf32>
+  %2 = nn.slice %0 start = [0, 0] limit = [4, 4] : tensor<4x8xf32> -> tensor<4x4xf32>
+  %3 = nn.slice %a start = [1, 0] limit = [2, 8] : tensor<4x8xf32> -> tensor<1x8xf32>
+  %4 = nn.slice %3 start = [0, 4] limit = [1, 8] : tensor<1x8xf32> -> tensor<1x4xf32>
+  %5 = nn.slice %g start = [0, 0] limit = [1, 8] : tensor<4x8xf32> -> tensor<1x8xf32>
+  %6 = nn.accumulate %0 outs(%g) : tensor<4x8xf32>
+  %7 = nn.exp %1 : tensor<2x8xf32>
+  %8 = nn.exp %2 : tensor<4x4xf32>
+  %9 = nn.reshape %4 : tensor<1x4xf32> -> tensor<4xf32>
+  %10 = nn.exp %5 : tensor<1x8xf32>
+  return %6, %7, %8, %9, %10 : tensor<4x8xf32>, tensor<2x8xf32>, tensor<4x4xf32>, tensor<4xf32>, tensor<1x8xf32>
+}

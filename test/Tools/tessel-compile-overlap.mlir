@@ -19,14 +19,18 @@
 // the embeddings and the final norm (41,216 floats, 164,864 bytes), which
 // fills as the backward ends, blocks. Of 3,337,220 bytes, 3,172,356
 // overlap compute. The payload and calls are the blocking program's; the
-// arena grows by the two slots of in-flight buckets (27,327,104 bytes
-// blocking; 27,193,472 with --no-fuse-bias-grads: the plan's layout
-// around the fused weight-gradient GEMMs). Each bucket's gradients are
-// computed where the bucket holds them (no concat copies; its concat is
-// therefore no cover of a window).
+// arena grows by the two slots of in-flight buckets (23,827,072 bytes
+// blocking; the same 24,422,016 with --no-fuse-bias-grads). Each bucket's
+// gradients are computed where the bucket holds them (no concat copies;
+// its concat is therefore no cover of a window), and each layer sums them
+// from the bucket into their gradient buffers (tessel-accumulate-in-layers:
+// the slices are views), the finish those of the buckets in flight: no
+// stack of the layers' gradients (27,594,368 bytes before, 27,327,104
+// blocking). Those adds are the kernels the last layer's in-flight buckets
+// overlap before the finish after the loop.
 // Fusing the bias gradients keeps every overlapped byte
 // (tessel-fuse-bias-grads places them where each window keeps a kernel).
-// DDP: arena (one rank) 27594368 bytes
+// DDP: arena (one rank) 24422016 bytes
 // DDP: entry collective axes calls bytes ring bytes overlapped
 // DDP: backward all_reduce dp 14 3337220 3337220 3172356
 // DDP: step (backward+update) 14 3337220 3337220 3172356
@@ -34,7 +38,7 @@
 // DDP-IR: llvm.call @tessel_comm_wait
 // DDP-IR: llvm.func @tessel_fn_block_derivative_finish
 // DDP-IR: llvm.call @tessel_fn_block_derivative_finish
-// BLOCKING: arena (one rank) 27327104 bytes
+// BLOCKING: arena (one rank) 23827072 bytes
 // BLOCKING: backward all_reduce dp 14 3337220 3337220 0
 // BLOCKING-IR-NOT: _start
 // BLOCKING-IR-NOT: tessel_comm_wait

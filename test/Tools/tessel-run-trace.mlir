@@ -19,15 +19,19 @@
 // their weight gradients' GEMMs (tessel-fuse-bias-grads; attention's q, k
 // and v bias gradients sum a view of the per-head gradient the GEMM reads
 // through another): nine fewer per layer, the same bytes overlapped; one
-// fewer since the loss and its gradient are one call; and 68 fewer since
+// fewer since the loss and its gradient are one call; 68 fewer since
 // each bucket's gradients are computed where the bucket holds them
-// (tessel-plan-memory: no concat copies).
+// (tessel-plan-memory: no concat copies); and 20 fewer since each layer
+// sums its gradients from its buckets into their buffers (a view of the
+// bucket, no copy into a stack: 64 adds in the layers and their finishes
+// for 64 copies, 16 adds of stacks and 4 slice copies of the last bucket
+// gone).
 
 // DDP-NOT: warning
-// DDP: tessel-run: trace of step 2 (rank 0): 210 kernels ({{.*}}), 14 collectives ({{.*}}); 3172356 of 3172356 started bytes overlapped kernels
+// DDP: tessel-run: trace of step 2 (rank 0): 190 kernels ({{.*}}), 14 collectives ({{.*}}); 3172356 of 3172356 started bytes overlapped kernels
 // DDP-NOT: warning
-// DDP-FILE: rank 0: 210 kernels, 14 collectives (13 started), 13 waits, 3337220 bytes
-// DDP-FILE: rank 1: 210 kernels, 14 collectives (13 started), 13 waits, 3337220 bytes
+// DDP-FILE: rank 0: 190 kernels, 14 collectives (13 started), 13 waits, 3337220 bytes
+// DDP-FILE: rank 1: 190 kernels, 14 collectives (13 started), 13 waits, 3337220 bytes
 
 // ZeRO-3's two 512-byte gathers of the first layer's norm, started in the
 // prefetch before the loop, complete before any kernel runs: started, not

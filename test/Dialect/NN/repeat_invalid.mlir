@@ -309,7 +309,7 @@ func.func private @finish(%b: tensor<8xf32>) -> tensor<2xf32> attributes {nn.fin
 }
 // Tests that a finish returns slices of the repeat's last stacked results.
 func.func @finish_of_other_outputs(%h: tensor<4xf32>, %w: tensor<3x4xf32>) -> (tensor<4xf32>, tensor<3x4xf32>) {
-  // expected-error @+1 {{'nn.repeat' op finish @finish has type '(tensor<8xf32>) -> tensor<2xf32>' but must return one slice of each of the repeat's last stacked results ('tensor<4xf32>')}}
+  // expected-error @+1 {{'nn.repeat' op finish @finish has type '(tensor<8xf32>) -> tensor<2xf32>' but must take what the layer returns in flight, then one slice of each outs (), and return those slices, then one slice of each of the repeat's last stacked results ('tensor<4xf32>')}}
   %0:2 = nn.repeat @layer(%h) params(%w) finish @finish : (tensor<4xf32>, tensor<3x4xf32>) -> (tensor<4xf32>, tensor<3x4xf32>)
   return %0#0, %0#1 : tensor<4xf32>, tensor<3x4xf32>
 }
@@ -398,4 +398,40 @@ func.func @outs_slice_missing(%dy: tensor<8x16xf32>, %x: tensor<4x16x16xf32>, %g
   // expected-error @+1 {{'nn.repeat' op layer @grad_layer has type '(tensor<8x16xf32>, tensor<16x16xf32>) -> (tensor<8x16xf32>, tensor<16x16xf32>)' but this repeat needs '(tensor<8x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>) -> (tensor<8x16xf32>, tensor<16x16xf32>)'}}
   %0:2 = nn.repeat @grad_layer(%dy) params(%x) outs(%g) : (tensor<8x16xf32>, tensor<4x16x16xf32>, tensor<4x16x16xf32>) -> (tensor<8x16xf32>, tensor<4x16x16xf32>)
   return %0#1 : tensor<4x16x16xf32>
+}
+
+// -----
+
+func.func private @layer(%h: tensor<4xf32>, %w: tensor<4xf32>, %g: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<8xf32> {nn.in_flight}) {
+  %0 = nn.concat %w, %w dim = 0 : (tensor<4xf32>, tensor<4xf32>) -> tensor<8xf32>
+  return %h, %g, %0 : tensor<4xf32>, tensor<4xf32>, tensor<8xf32>
+}
+func.func private @finish(%b: tensor<8xf32>) -> tensor<4xf32> attributes {nn.finish} {
+  %0 = nn.slice %b start = [0] limit = [4] : tensor<8xf32> -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+// Tests that a repeat's finish takes a slice of each outs after what is in
+// flight and returns it first, as the layer does.
+func.func @finish_without_outs(%h: tensor<4xf32>, %w: tensor<3x4xf32>, %g: tensor<3x4xf32>) -> (tensor<4xf32>, tensor<3x4xf32>) {
+  // expected-error @+1 {{'nn.repeat' op finish @finish has type '(tensor<8xf32>) -> tensor<4xf32>' but must take what the layer returns in flight, then one slice of each outs ('tensor<4xf32>'), and return those slices, then one slice of each of the repeat's last stacked results ()}}
+  %0:2 = nn.repeat @layer(%h) params(%w) outs(%g) finish @finish : (tensor<4xf32>, tensor<3x4xf32>, tensor<3x4xf32>) -> (tensor<4xf32>, tensor<3x4xf32>)
+  return %0#0, %0#1 : tensor<4xf32>, tensor<3x4xf32>
+}
+
+// -----
+
+func.func private @layer(%h: tensor<4xf32>, %w: tensor<4xf32>) -> (tensor<4xf32>, tensor<8xf32> {nn.in_flight}) {
+  %0 = nn.concat %w, %w dim = 0 : (tensor<4xf32>, tensor<4xf32>) -> tensor<8xf32>
+  return %h, %0 : tensor<4xf32>, tensor<8xf32>
+}
+func.func private @finish(%b: tensor<8xf32>) -> (tensor<4xf32>, tensor<4xf32>) attributes {nn.finish} {
+  %0 = nn.slice %b start = [0] limit = [4] : tensor<8xf32> -> tensor<4xf32>
+  return %0, %0 : tensor<4xf32>, tensor<4xf32>
+}
+// Tests that a finish returns no more per-layer outputs than the repeat
+// stacks.
+func.func @finish_of_too_many(%h: tensor<4xf32>, %w: tensor<3x4xf32>) -> (tensor<4xf32>, tensor<3x4xf32>) {
+  // expected-error @+1 {{'nn.repeat' op finish @finish returns 2 results but this repeat has 0 outs and stacks only 1 results}}
+  %0:2 = nn.repeat @layer(%h) params(%w) finish @finish : (tensor<4xf32>, tensor<3x4xf32>) -> (tensor<4xf32>, tensor<3x4xf32>)
+  return %0#0, %0#1 : tensor<4xf32>, tensor<3x4xf32>
 }
