@@ -171,11 +171,13 @@ void fuseBiasGrad(nn::ReduceSumOp sum, ArrayRef<Window> windows) {
     return;
   Operation *matmul = gradient.op;
   // A 16-bit GEMM writing or accumulating into f32 writes its bias gradient
-  // in f32: it replaces the sum's widening cast, the sum's only use.
+  // in f32: the sum's, written in f32 (tessel-fuse-epilogues), or the
+  // sum's widening cast, the sum's only use, which it replaces.
   Type product = matmul->getResult(0).getType();
   nn::CastOp widening;
-  if (getElementTypeOrSelf(product) != getElementTypeOrSelf(gradient.rhs)) {
-    widening = sum->hasOneUse()
+  if (getElementTypeOrSelf(product) != getElementTypeOrSelf(sum.getType())) {
+    widening = sum->hasOneUse() && getElementTypeOrSelf(sum.getType()) ==
+                                       getElementTypeOrSelf(gradient.rhs)
                    ? dyn_cast<nn::CastOp>(*sum->getUsers().begin())
                    : nn::CastOp();
     if (!widening || widening->getBlock() != sum->getBlock() ||

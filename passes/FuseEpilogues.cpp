@@ -141,6 +141,26 @@ void fuseMatmulWidening(nn::CastOp widened) {
   matmul.erase();
 }
 
+/// widen(reduce_sum) of a 16-bit tensor, the widening the sum's only use →
+/// the sum written in f32 where it stood (tessel_reduce_f32, ABI 16): one
+/// kernel instead of two, and on a GPU the sum never rounded to 16 bits. A
+/// bf16 step's bias or position-embedding gradient on its way to its f32
+/// bucket or buffer (tessel-fuse-bias-grads may then fold it into its
+/// weight gradient's GEMM).
+void fuseReduceWidening(nn::CastOp widened) {
+  auto sum = widened.getInput().getDefiningOp<nn::ReduceSumOp>();
+  if (!widening(widened.getResult()) || !sum || !sum->hasOneUse() ||
+      sum->getBlock() != widened->getBlock())
+    return;
+  OpBuilder b(sum);
+  auto fused = nn::ReduceSumOp::create(
+      b, b.getFusedLoc({sum.getLoc(), widened.getLoc()}), widened.getType(),
+      sum.getInput(), sum.getDimsAttr(), sum.getKeepDimsAttr());
+  widened.getResult().replaceAllUsesWith(fused.getResult());
+  widened.erase();
+  sum.erase();
+}
+
 /// The bias vector broadcast along the last dimension into `value`'s type.
 Value broadcastBias(Value value) {
   auto broadcast = value.getDefiningOp<nn::BroadcastOp>();
@@ -493,8 +513,12 @@ struct FuseEpiloguesPass
     // The widenings the fusions above left (they erase the ones they fold).
     SmallVector<nn::CastOp> casts;
     getOperation().walk([&](nn::CastOp cast) { casts.push_back(cast); });
-    for (nn::CastOp cast : casts)
-      fuseMatmulWidening(cast);
+    for (nn::CastOp cast : casts) {
+      if (cast.getInput().getDefiningOp<nn::ReduceSumOp>())
+        fuseReduceWidening(cast);
+      else
+        fuseMatmulWidening(cast);
+    }
     // After the bias adds: a norm of a linear layer's output keeps the
     // bias in the GEMM.
     if (residualNorms) {

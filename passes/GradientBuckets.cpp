@@ -47,6 +47,20 @@ void bucketFunction(func::FuncOp func, int64_t bucketBytes,
   for (auto op : body.getOps<shard::AllReduceOp>())
     if (isGradientAllReduce(op, numCarried))
       candidates.push_back(op);
+  // A gradient widened for its reduction (tessel-mixed-precision casts a
+  // bf16 gradient to f32 where the function returns it) is complete where
+  // the value it widens is: the cast moves there first, so that buckets
+  // follow the order in which the backward computes the gradients, as in
+  // f32 (not the order of the results).
+  for (shard::AllReduceOp op : candidates) {
+    auto cast = op.getInput().getDefiningOp<nn::CastOp>();
+    if (!cast || cast->getBlock() != &body || !cast->hasOneUse())
+      continue;
+    if (Operation *def = readyPoint(cast.getInput(), &body))
+      cast->moveAfter(def);
+    else if (&body.front() != cast.getOperation())
+      cast->moveBefore(&body.front());
+  }
   // Null (an argument) is ready first; otherwise block order.
   auto readyBefore = [](Operation *a, Operation *b) {
     return b && (!a || a->isBeforeInBlock(b));

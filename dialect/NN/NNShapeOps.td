@@ -8,9 +8,10 @@
 // Reductions
 //===----------------------------------------------------------------------===//
 
-class NN_ReduceOp<string mnemonic, list<Trait> traits = []>
+class NN_ReduceOp<string mnemonic, list<Trait> traits = [],
+                  Trait inferType = InferTypeOpAdaptor>
     : NN_ShardableOp<mnemonic, !listconcat(traits,
-        [Pure, InferTypeOpAdaptor, NN_Differentiable])> {
+        [Pure, inferType, NN_Differentiable])> {
   let arguments = (ins NN_Tensor:$input, DenseI64ArrayAttr:$dims,
                        UnitAttr:$keep_dims);
   let results = (outs NN_Tensor:$result);
@@ -21,15 +22,20 @@ class NN_ReduceOp<string mnemonic, list<Trait> traits = []>
   let hasFolder = 1;
 }
 
-def NN_ReduceSumOp : NN_ReduceOp<"reduce_sum", [NN_PassesPartialSums]> {
+def NN_ReduceSumOp : NN_ReduceOp<"reduce_sum", [NN_PassesPartialSums],
+                                  InferTypeOpAdaptorWithIsCompatible> {
   let summary = "sum over dimensions";
   let description = [{
     Sums over the listed dimensions (unique, in range), dropping them or, with
     `keep_dims`, keeping them with size 1. `N_in - N_out` flops. Reduced
-    loops are `sum` reductions: a split one leaves partial sums.
+    loops are `sum` reductions: a split one leaves partial sums. The sum of
+    an f16 or bf16 tensor may be written in f32 (tessel-fuse-epilogues folds
+    its widening into it: a bf16 bias gradient on its way to an f32 bucket
+    or buffer, summed without rounding to 16 bits on a GPU).
 
     ```mlir
     %s = nn.reduce_sum %x dims = [1] : tensor<32x10xf32> -> tensor<32xf32>
+    %w = nn.reduce_sum %h dims = [0] : tensor<8x768xbf16> -> tensor<768xf32>
     ```
   }];
 }

@@ -92,6 +92,12 @@ TESSEL_DEFINE_REDUCE_OP(ReduceMaxOp, ReductionKind::Max, combineFlops(*this))
 
 #undef TESSEL_DEFINE_REDUCE_OP
 
+// The sum of a 16-bit tensor as inferred or in f32.
+bool ReduceSumOp::isCompatibleReturnTypes(TypeRange inferred,
+                                          TypeRange actual) {
+  return nn::detail::areInferredOrAllF32(inferred, actual, /*kept=*/0);
+}
+
 LogicalResult ReduceMeanOp::verify() {
   if (!isa<FloatType>(getType().getElementType()))
     return emitOpError() << "needs a float tensor, not " << getInput().getType();

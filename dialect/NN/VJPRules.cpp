@@ -365,8 +365,14 @@ Cotangents ReduceSumOp::buildVJP(OpBuilder &b, ValueRange cotangents,
   if (!isFloatTensor(getInput()))
     return SmallVector<Value>(1);
   return perOperand(needed, [&](unsigned) {
-    return broadcastReduced(b, getLoc(), cotangents[0], typeOf(getInput()),
-                            getDims(), getKeepDims());
+    // A sum written in f32: its cotangent rounded to the input's type.
+    RankedTensorType input = typeOf(getInput());
+    Value cotangent = cotangents[0];
+    if (getType().getElementType() != input.getElementType())
+      cotangent = CastOp::create(
+          b, getLoc(), getType().clone(input.getElementType()), cotangent);
+    return broadcastReduced(b, getLoc(), cotangent, input, getDims(),
+                            getKeepDims());
   });
 }
 

@@ -2,8 +2,8 @@
 //
 // The ops that map element i of the inputs to element i of the result, and
 // the reductions: one tessel_binary, tessel_unary, tessel_cast,
-// tessel_dropout(_block) or tessel_reduce each; a constant is a copy from
-// the .so.
+// tessel_dropout(_block) or tessel_reduce(_f32) each; a constant is a copy
+// from the .so.
 //
 //===----------------------------------------------------------------------===//
 
@@ -159,7 +159,9 @@ LogicalResult lowerReduce(Operation *op, FunctionLowering &fl) {
   ArrayRef<int64_t> shape = tensorType(input).getShape();
   if (shape.size() > 64)
     return op->emitOpError() << "reduces a tensor of rank > 64";
-  fl.call(rt::tessel_reduce,
+  // A 16-bit sum written in f32 (tessel-fuse-epilogues' widening).
+  fl.call(isWidened(input, op->getResult(0)) ? rt::tessel_reduce_f32
+                                             : rt::tessel_reduce,
           {fl.i32(kind), fl.dtype(input), fl.ptr(input),
            fl.ptr(op->getResult(0)), fl.i32(static_cast<int32_t>(shape.size())),
            fl.i64Array(shape), fl.i64(static_cast<int64_t>(mask))});

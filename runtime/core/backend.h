@@ -282,7 +282,7 @@ public:
     } else {
       // op(B) is [k, n]; stored transposed it is [n, k], summed over k.
       const int64_t shape[2] = {transB ? n : k, transB ? k : n};
-      reduce(ctx, TESSEL_REDUCE_SUM, dtype, b, aux, 2, shape,
+      reduce(ctx, TESSEL_REDUCE_SUM, dtype, dtype, b, aux, 2, shape,
              transB ? 0b10 : 0b01);
     }
   }
@@ -310,9 +310,10 @@ public:
                            void *out, int32_t rank, const int64_t *hostShape,
                            const int64_t *hostInStrides,
                            const int64_t *hostOutStrides) = 0;
-  /// At least one output element.
+  /// At least one output element. `outDtype` is `dtype`, or f32 for a
+  /// 16-bit dtype (tessel_reduce_f32).
   virtual void reduce(tessel_ctx *ctx, int32_t kind, int32_t dtype,
-                      const void *in, void *out, int32_t rank,
+                      int32_t outDtype, const void *in, void *out, int32_t rank,
                       const int64_t *hostShape, uint64_t reduceMask) = 0;
   virtual void softmax(tessel_ctx *ctx, int32_t dtype, const void *x, void *y,
                        int64_t outer, int64_t dim, int64_t inner) = 0;

@@ -398,32 +398,35 @@ void tessel_strided_copy(tessel_ctx *ctx, int32_t dtype, const void *in,
                             out_strides);
 }
 
-void tessel_reduce(tessel_ctx *ctx, int32_t kind, int32_t dtype, const void *in,
-                   void *out, int32_t rank, const int64_t *shape,
-                   uint64_t reduce_mask) {
+namespace {
+/// tessel_reduce (`widened` false) and tessel_reduce_f32 (true, out f32):
+/// the arguments checked, then the backend's reduction.
+void reduceEntry(tessel_ctx *ctx, const char *entry, bool widened, int32_t kind,
+                 int32_t dtype, const void *in, void *out, int32_t rank,
+                 const int64_t *shape, uint64_t reduce_mask) {
   if (!ctx)
     return;
-  KernelScope scope(ctx, __func__);
+  KernelScope scope(ctx, entry);
   if (kind < TESSEL_REDUCE_SUM || kind > TESSEL_REDUCE_MAX) {
-    setError(ctx, "tessel_reduce: unknown kind %d", kind);
+    setError(ctx, "%s: unknown kind %d", entry, kind);
     return;
   }
   if (rank < 0 || rank > 64) {
-    setError(ctx, "tessel_reduce: rank %d outside [0, 64]", rank);
+    setError(ctx, "%s: rank %d outside [0, 64]", entry, rank);
     return;
   }
   if (rank < 64 && (reduce_mask >> rank) != 0) {
-    setError(ctx, "tessel_reduce: mask names a dimension beyond rank %d", rank);
+    setError(ctx, "%s: mask names a dimension beyond rank %d", entry, rank);
     return;
   }
   if (kind == TESSEL_REDUCE_MEAN && isIntDtype(dtype)) {
-    setError(ctx, "tessel_reduce: mean of an integer tensor");
+    setError(ctx, "%s: mean of an integer tensor", entry);
     return;
   }
   int64_t outCount = 1;
   for (int32_t d = 0; d < rank; ++d) {
     if (shape[d] < 0) {
-      setError(ctx, "tessel_reduce: negative extent");
+      setError(ctx, "%s: negative extent", entry);
       return;
     }
     if (!((reduce_mask >> d) & 1))
@@ -432,9 +435,26 @@ void tessel_reduce(tessel_ctx *ctx, int32_t kind, int32_t dtype, const void *in,
   // No output: nothing to compute, whatever the dtype.
   if (outCount == 0)
     return;
-  if (!checkDtype(ctx, "tessel_reduce", dtype, isKnownDtype(dtype)))
+  if (!(widened ? checkWidenedDtype(ctx, entry, dtype, true)
+                : checkDtype(ctx, entry, dtype, isKnownDtype(dtype))))
     return;
-  ctx->backend->reduce(ctx, kind, dtype, in, out, rank, shape, reduce_mask);
+  ctx->backend->reduce(ctx, kind, dtype, widened ? TESSEL_F32 : dtype, in, out,
+                       rank, shape, reduce_mask);
+}
+} // namespace
+
+void tessel_reduce(tessel_ctx *ctx, int32_t kind, int32_t dtype, const void *in,
+                   void *out, int32_t rank, const int64_t *shape,
+                   uint64_t reduce_mask) {
+  reduceEntry(ctx, __func__, /*widened=*/false, kind, dtype, in, out, rank,
+              shape, reduce_mask);
+}
+
+void tessel_reduce_f32(tessel_ctx *ctx, int32_t kind, int32_t dtype,
+                       const void *in, void *out, int32_t rank,
+                       const int64_t *shape, uint64_t reduce_mask) {
+  reduceEntry(ctx, __func__, /*widened=*/true, kind, dtype, in, out, rank,
+              shape, reduce_mask);
 }
 
 void tessel_softmax(tessel_ctx *ctx, int32_t dtype, const void *x, void *y,

@@ -150,14 +150,14 @@ public:
                            inStrides.data(), outStrides.data());
     });
   }
-  void reduce(tessel_ctx *ctx, int32_t kind, int32_t dtype, const void *in,
-              void *out, int32_t rank, const int64_t *hostShape,
+  void reduce(tessel_ctx *ctx, int32_t kind, int32_t dtype, int32_t outDtype,
+              const void *in, void *out, int32_t rank, const int64_t *hostShape,
               uint64_t reduceMask) override {
-    calls->push_back([=, backend = real.get(),
-                      shape = hostCopy(hostShape, rank)] {
-      backend->reduce(ctx, kind, dtype, in, out, rank, shape.data(),
-                      reduceMask);
-    });
+    calls->push_back(
+        [=, backend = real.get(), shape = hostCopy(hostShape, rank)] {
+          backend->reduce(ctx, kind, dtype, outDtype, in, out, rank,
+                          shape.data(), reduceMask);
+        });
   }
   void softmax(tessel_ctx *ctx, int32_t dtype, const void *x, void *y,
                int64_t outer, int64_t dim, int64_t inner) override {

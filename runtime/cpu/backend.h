@@ -68,8 +68,8 @@ public:
                    int32_t rank, const int64_t *hostShape,
                    const int64_t *hostInStrides,
                    const int64_t *hostOutStrides) override;
-  void reduce(tessel_ctx *ctx, int32_t kind, int32_t dtype, const void *in,
-              void *out, int32_t rank, const int64_t *hostShape,
+  void reduce(tessel_ctx *ctx, int32_t kind, int32_t dtype, int32_t outDtype,
+              const void *in, void *out, int32_t rank, const int64_t *hostShape,
               uint64_t reduceMask) override;
   void softmax(tessel_ctx *ctx, int32_t dtype, const void *x, void *y,
                int64_t outer, int64_t dim, int64_t inner) override;

@@ -207,9 +207,10 @@ void CpuBackend::stridedCopy(tessel_ctx *, int32_t dtype, const void *in,
   }
 }
 
-void CpuBackend::reduce(tessel_ctx *, int32_t kind, int32_t dtype,
-                        const void *in, void *out, int32_t rank,
-                        const int64_t *shape, uint64_t reduce_mask) {
+void CpuBackend::reduce(tessel_ctx *ctx, int32_t kind, int32_t dtype,
+                        int32_t outDtype, const void *in, void *out,
+                        int32_t rank, const int64_t *shape,
+                        uint64_t reduce_mask) {
   // Unit dimensions change nothing; adjacent dimensions that are both kept
   // or both reduced merge into one.
   std::vector<ReduceDim> dims;
@@ -226,6 +227,16 @@ void CpuBackend::reduce(tessel_ctx *, int32_t kind, int32_t dtype,
   }
   if (rank > 0 && dims.empty())
     dims.push_back({1, false}); // All unit dimensions: one element.
+  if (outDtype != dtype) {
+    // Widened: the unfused ops' values, reduced in dtype (rounded to it)
+    // and cast (tessel/runtime.h).
+    std::vector<char> rounded(
+        static_cast<size_t>(outCount * tessel_dtype_size(dtype)));
+    reduce(ctx, kind, dtype, dtype, in, rounded.data(), rank, shape,
+           reduce_mask);
+    cast(ctx, dtype, outDtype, rounded.data(), out, outCount);
+    return;
+  }
   visitAny(dtype, [&](auto tag) {
     using T = decltype(tag);
     reduceImpl(kind, static_cast<const T *>(in), static_cast<T *>(out), dims,

@@ -200,11 +200,8 @@ void CpuBackend::matmulF32(tessel_ctx *ctx, int32_t dtype, const void *a,
     if (epilogue != TESSEL_EPILOGUE_BGRADB)
       return;
     // op(B) is [k, n]; stored transposed it is [n, k], summed over k.
-    std::vector<T> sums(static_cast<size_t>(n));
     const int64_t shape[2] = {tb ? n : k, tb ? k : n};
-    reduce(ctx, TESSEL_REDUCE_SUM, dtype, b, sums.data(), 2, shape,
+    reduce(ctx, TESSEL_REDUCE_SUM, dtype, TESSEL_F32, b, aux, 2, shape,
            tb ? 0b10 : 0b01);
-    for (int64_t j = 0; j < n; ++j)
-      static_cast<float *>(aux)[j] = float(Elem<T>::load(sums[size_t(j)]));
   });
 }

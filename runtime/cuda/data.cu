@@ -145,18 +145,23 @@ bool launchStridedCopy(tessel_ctx *ctx, cudaStream_t stream, const void *in,
 constexpr int64_t kMaxGridX = int64_t(1) << 20; // blocks loop beyond
 
 /// Where a reduction block leaves its result: the output itself (one split)
-/// or its partial, combined later by reduceFinishKernel.
-template <class T> struct ReduceSink {
-  T *out;
+/// or its partial, combined later by reduceFinishKernel. The output's type
+/// P is the input's T, or f32 for a 16-bit T (tessel_reduce_f32; the
+/// accumulator is the same f64).
+template <class T, class P> struct ReduceSink {
+  P *out;
   typename ReduceOps<T>::Acc *partials; // [outputs, splits] when splits > 1
   int64_t splits, chunk;
   bool isMax, isMean;
   int64_t reduced;
 
+  __device__ void store(int64_t o, typename ReduceOps<T>::Acc acc) const {
+    out[o] = ReduceOps<P>::store(acc, isMean, reduced);
+  }
   __device__ void put(int64_t o, int64_t s,
                       typename ReduceOps<T>::Acc acc) const {
     if (splits == 1)
-      out[o] = ReduceOps<T>::store(acc, isMean, reduced);
+      store(o, acc);
     else
       partials[o * splits + s] = acc;
   }
@@ -164,10 +169,10 @@ template <class T> struct ReduceSink {
 
 /// The reduced elements are a contiguous run: a block of kRowThreads per
 /// output (and split), thread t taking r = t, t + kRowThreads, ...
-template <class T>
+template <class T, class P>
 __global__ void __launch_bounds__(kRowThreads)
     reduceRowKernel(const T *__restrict__ in, ReducePlan plan,
-                    ReduceSink<T> sink) {
+                    ReduceSink<T, P> sink) {
   using Ops = ReduceOps<T>;
   using Acc = typename Ops::Acc;
   __shared__ Acc tree[kRowThreads];
@@ -195,10 +200,10 @@ __global__ void __launch_bounds__(kRowThreads)
 
 /// Consecutive outputs are the contiguous direction: threadIdx.x over 32
 /// outputs, threadIdx.y over kColY interleaved runs of the reduced range.
-template <class T>
+template <class T, class P>
 __global__ void __launch_bounds__(kColX *kColY)
     reduceColKernel(const T *__restrict__ in, ReducePlan plan,
-                    ReduceSink<T> sink) {
+                    ReduceSink<T, P> sink) {
   using Ops = ReduceOps<T>;
   using Acc = typename Ops::Acc;
   __shared__ Acc tree[kColY][kColX];
@@ -230,24 +235,24 @@ __global__ void __launch_bounds__(kColX *kColY)
 }
 
 /// Combines each output's splits in order and stores it.
-template <class T>
-__global__ void reduceFinishKernel(ReduceSink<T> sink, int64_t outputs) {
+template <class T, class P>
+__global__ void reduceFinishKernel(ReduceSink<T, P> sink, int64_t outputs) {
   using Ops = ReduceOps<T>;
   for (int64_t o = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; o < outputs;
        o += int64_t(gridDim.x) * blockDim.x) {
     typename Ops::Acc acc = sink.partials[o * sink.splits];
     for (int64_t s = 1; s < sink.splits; ++s)
       acc = Ops::combine(sink.isMax, acc, sink.partials[o * sink.splits + s]);
-    sink.out[o] = Ops::store(acc, sink.isMean, sink.reduced);
+    sink.store(o, acc);
   }
 }
 
-template <class T>
+template <class T, class P = T>
 void launchReduce(tessel_ctx *ctx, cudaStream_t stream, int32_t kind,
                   const void *in, void *out, const ReducePlan &plan) {
   using Acc = typename ReduceOps<T>::Acc;
   const char *what = "tessel_reduce";
-  ReduceSink<T> sink{static_cast<T *>(out),
+  ReduceSink<T, P> sink{static_cast<P *>(out),
                      nullptr,
                      1,
                      plan.reduced,
@@ -269,13 +274,13 @@ void launchReduce(tessel_ctx *ctx, cudaStream_t stream, int32_t kind,
       plan.rowMajor ? plan.outputs : (plan.outputs + kColX - 1) / kColX;
   dim3 grid(unsigned(std::min(outBlocks, kMaxGridX)), unsigned(sink.splits));
   if (plan.rowMajor)
-    reduceRowKernel<T><<<grid, kRowThreads, 0, stream>>>(
+    reduceRowKernel<T, P><<<grid, kRowThreads, 0, stream>>>(
         static_cast<const T *>(in), plan, sink);
   else
-    reduceColKernel<T><<<grid, dim3(kColX, kColY), 0, stream>>>(
+    reduceColKernel<T, P><<<grid, dim3(kColX, kColY), 0, stream>>>(
         static_cast<const T *>(in), plan, sink);
   if (CudaBackend::checkLaunch(ctx, what) && sink.splits > 1) {
-    reduceFinishKernel<T>
+    reduceFinishKernel<T, P>
         <<<gridFor(plan.outputs), 256, 0, stream>>>(sink, plan.outputs);
     CudaBackend::checkLaunch(ctx, what);
   }
@@ -498,8 +503,9 @@ void CudaBackend::stridedCopy(tessel_ctx *ctx, int32_t dtype, const void *in,
 }
 
 void CudaBackend::reduce(tessel_ctx *ctx, int32_t kind, int32_t dtype,
-                         const void *in, void *out, int32_t rank,
-                         const int64_t *hostShape, uint64_t reduceMask) {
+                         int32_t outDtype, const void *in, void *out,
+                         int32_t rank, const int64_t *hostShape,
+                         uint64_t reduceMask) {
   ReducePlan plan;
   if (!planReduce(rank, hostShape, reduceMask, plan)) {
     // Kept and reduced dimensions interleave beyond kMaxDims each: move the
@@ -536,7 +542,8 @@ void CudaBackend::reduce(tessel_ctx *ctx, int32_t kind, int32_t dtype,
       stridedCopy(ctx, dtype, in, moved, rank, shape.data(), inStrides.data(),
                   outStrides.data());
     }
-    reduce(ctx, kind, dtype, moved, out, rank, shape.data(), innerMask);
+    reduce(ctx, kind, dtype, outDtype, moved, out, rank, shape.data(),
+           innerMask);
     if (moved)
       cudaFreeAsync(moved, stream());
     return;
@@ -549,8 +556,9 @@ void CudaBackend::reduce(tessel_ctx *ctx, int32_t kind, int32_t dtype,
     launchReduce<int64_t>(ctx, stream(), kind, in, out, plan);
     return;
   default:
-    stored::visitFloat(dtype, [&](auto tag) {
-      launchReduce<decltype(tag)>(ctx, stream(), kind, in, out, plan);
+    stored::visitFloatWidened(dtype, outDtype, [&](auto tag, auto result) {
+      launchReduce<decltype(tag), decltype(result)>(ctx, stream(), kind, in,
+                                                    out, plan);
     });
     return;
   }

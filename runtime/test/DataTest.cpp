@@ -226,6 +226,67 @@ TEST_F(DataTest, ReduceScalarAndErrors) {
   tessel_clear_error(ctx);
 }
 
+// The CPU's widened reduction is the unfused ops' values, bit for bit: the
+// reduction in the 16-bit dtype, then the cast to f32 (tessel/runtime.h).
+TEST_F(DataTest, ReduceF32IsTheReductionWidened) {
+  const std::vector<int64_t> shape = {3, 5, 7};
+  auto in = randomValues(TESSEL_BF16, 105, -10, 10, 105);
+  for (int32_t dtype : {TESSEL_BF16, TESSEL_F16}) {
+    auto inB = encode(dtype, in);
+    for (uint64_t mask = 0; mask < 8; ++mask)
+      for (int32_t kind :
+           {TESSEL_REDUCE_SUM, TESSEL_REDUCE_MEAN, TESSEL_REDUCE_MAX}) {
+        SCOPED_TRACE(std::string(dtypeName(dtype)) + " mask " +
+                     std::to_string(mask) + " kind " + std::to_string(kind));
+        size_t count = 1;
+        for (size_t d = 0; d < shape.size(); ++d)
+          if (!((mask >> d) & 1))
+            count *= size_t(shape[d]);
+        std::vector<uint16_t> narrow(count);
+        std::vector<float> expected(count), wide(count, -1.0f);
+        tessel_reduce(ctx, kind, dtype, inB.data(), narrow.data(), 3,
+                      shape.data(), mask);
+        tessel_cast(ctx, dtype, TESSEL_F32, narrow.data(), expected.data(),
+                    int64_t(count));
+        tessel_reduce_f32(ctx, kind, dtype, inB.data(), wide.data(), 3,
+                          shape.data(), mask);
+        ASSERT_EQ(tessel_error(ctx), nullptr) << tessel_error(ctx);
+        EXPECT_EQ(0, std::memcmp(wide.data(), expected.data(),
+                                 count * sizeof(float)));
+      }
+  }
+}
+
+TEST_F(DataTest, ReduceF32MisuseSetsErrors) {
+  uint16_t in[4] = {0x3f80, 0x3f80, 0x3f80, 0x3f80}; // bf16 ones
+  float out[2] = {7.0f, 7.0f};
+  int64_t shape[2] = {2, 2};
+  struct Case {
+    int32_t kind, dtype;
+    uint64_t mask;
+    const char *message;
+  } cases[] = {
+      {TESSEL_REDUCE_SUM, TESSEL_F32, 1,
+       "tessel_reduce_f32: unsupported dtype 0"},
+      {TESSEL_REDUCE_SUM, TESSEL_I32, 1,
+       "tessel_reduce_f32: unsupported dtype 4"},
+      {7, TESSEL_BF16, 1, "tessel_reduce_f32: unknown kind 7"},
+      {TESSEL_REDUCE_SUM, TESSEL_BF16, 4,
+       "tessel_reduce_f32: mask names a dimension beyond rank 2"},
+  };
+  for (const Case &t : cases) {
+    tessel_reduce_f32(ctx, t.kind, t.dtype, in, out, 2, shape, t.mask);
+    EXPECT_EQ(std::string(tessel_error(ctx) ? tessel_error(ctx) : ""),
+              t.message);
+    tessel_clear_error(ctx);
+  }
+  EXPECT_EQ(out[0], 7.0f); // refused: nothing written
+  tessel_reduce_f32(ctx, TESSEL_REDUCE_SUM, TESSEL_BF16, in, out, 2, shape, 1);
+  EXPECT_EQ(tessel_error(ctx), nullptr);
+  EXPECT_EQ(out[0], 2.0f);
+  EXPECT_EQ(out[1], 2.0f);
+}
+
 TEST_F(DataTest, EmbeddingGathersRows) {
   const int64_t vocab = 13, hidden = 7, numIds = 11;
   for (int32_t dtype : {TESSEL_F32, TESSEL_BF16, TESSEL_F16}) {

@@ -203,3 +203,19 @@ func.func @attn_stack(%ws: tensor<2x8x8xbf16> {nn.param = "ws", nn.init = #nn.in
   %l = nn.reduce_sum %y32 dims = [0, 1, 2] : tensor<2x4x8xf32> -> tensor<f32>
   return %l : tensor<f32>
 }
+
+// -----
+
+// Tests the derivative of a bf16 sum written in f32 (the loss of a model
+// that reduces in f32): its f32 cotangent is rounded to bf16, then
+// broadcast over the summed dimension.
+// CHECK-LABEL: func.func @widened_sum_backward(
+// CHECK:       %[[ONE:.*]] = nn.constant dense<1.000000e+00> : tensor<f32>
+// CHECK:       %[[R:.*]] = nn.cast %[[ONE]] : tensor<f32> to tensor<bf16>
+// CHECK:       %[[B:.*]] = nn.broadcast %[[R]] dims = [] : tensor<bf16> -> tensor<4xbf16>
+func.func @widened_sum(%w: tensor<4xbf16> {nn.param = "w", nn.init = #nn.init<zeros>},
+                       %x: tensor<4xbf16> {nn.input}) -> tensor<f32> {
+  %y = nn.mul %w, %x : tensor<4xbf16>
+  %l = nn.reduce_sum %y dims = [0] : tensor<4xbf16> -> tensor<f32>
+  return %l : tensor<f32>
+}

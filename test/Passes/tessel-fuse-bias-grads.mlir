@@ -173,3 +173,22 @@ func.func @bias_grad_matmul_f32(%x: tensor<32x64xbf16>, %dy: tensor<32x16xbf16>,
   %dcw = nn.cast %dc : tensor<16xbf16> to tensor<16xf32>
   return %g, %dbw, %h, %dcw, %dc : tensor<64x16xf32>, tensor<16xf32>, tensor<64x16xf32>, tensor<16xf32>, tensor<16xbf16>
 }
+
+// -----
+
+// Tests that a bias gradient's sum already written in f32
+// (tessel-fuse-epilogues folds its widening into it) joins its weight
+// gradient's GEMM written in f32, and that it does not join a GEMM that
+// writes bf16 (one GEMM writes one type).
+// CHECK-LABEL: func.func @widened_sum
+// CHECK-NEXT: %[[G:.*]], %[[DB:.*]] = nn.matmul_bias_grad %arg0, %arg1 transpose_lhs : (tensor<32x64xbf16>, tensor<32x16xbf16>) -> (tensor<64x16xf32>, tensor<16xf32>)
+// CHECK-NEXT: %[[H:.*]] = nn.matmul %arg0, %arg2 transpose_lhs
+// CHECK-NEXT: %[[DC:.*]] = nn.reduce_sum %arg2 dims = [0] : tensor<32x16xbf16> -> tensor<16xf32>
+// CHECK-NEXT: return %[[G]], %[[DB]], %[[H]], %[[DC]]
+func.func @widened_sum(%x: tensor<32x64xbf16>, %dy: tensor<32x16xbf16>, %dz: tensor<32x16xbf16>) -> (tensor<64x16xf32>, tensor<16xf32>, tensor<64x16xbf16>, tensor<16xf32>) {
+  %g = nn.matmul_f32 %x, %dy transpose_lhs : (tensor<32x64xbf16>, tensor<32x16xbf16>) -> tensor<64x16xf32>
+  %db = nn.reduce_sum %dy dims = [0] : tensor<32x16xbf16> -> tensor<16xf32>
+  %h = nn.matmul %x, %dz transpose_lhs : (tensor<32x64xbf16>, tensor<32x16xbf16>) -> tensor<64x16xbf16>
+  %dc = nn.reduce_sum %dz dims = [0] : tensor<32x16xbf16> -> tensor<16xf32>
+  return %g, %db, %h, %dc : tensor<64x16xf32>, tensor<16xf32>, tensor<64x16xbf16>, tensor<16xf32>
+}

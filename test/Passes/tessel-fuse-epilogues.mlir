@@ -432,3 +432,28 @@ func.func @matmul_widening(%dz: tensor<6x5xbf16>, %h: tensor<6x4xbf16>, %x: tens
   %l = nn.cross_entropy %zw, %y : (tensor<6x7xf32>, tensor<6xi32>) -> tensor<f32>
   return %gw, %e, %qw, %p, %pw, %l : tensor<5x4xf32>, tensor<6x4xbf16>, tensor<3x3xf32>, tensor<5x4xbf16>, tensor<5x4xf32>, tensor<f32>
 }
+
+// -----
+
+// Tests that a 16-bit sum only widened to f32 (a bf16 step's bias or
+// position-embedding gradient on its way to its f32 bucket or buffer) is
+// written in f32 where it stood (ABI 16): one kernel. A sum read in 16 bits
+// as well keeps its cast, and so does the widening of a mean.
+// CHECK-LABEL: func.func @reduce_widening
+// CHECK-NEXT: %[[S:.*]] = nn.reduce_sum %arg0 dims = [0] : tensor<6x4xbf16> -> tensor<4xf32>
+// CHECK-NEXT: %[[E:.*]] = nn.exp %arg0
+// CHECK-NEXT: %[[T:.*]] = nn.reduce_sum %arg0 dims = [1] : tensor<6x4xbf16> -> tensor<6xbf16>
+// CHECK-NEXT: %[[TW:.*]] = nn.cast %[[T]]
+// CHECK-NEXT: %[[M:.*]] = nn.reduce_mean %arg0
+// CHECK-NEXT: %[[MW:.*]] = nn.cast %[[M]]
+// CHECK-NEXT: return %[[S]], %[[E]], %[[T]], %[[TW]], %[[MW]]
+func.func @reduce_widening(%dy: tensor<6x4xbf16>) -> (tensor<4xf32>, tensor<6x4xbf16>, tensor<6xbf16>, tensor<6xf32>, tensor<4xf32>) {
+  %s = nn.reduce_sum %dy dims = [0] : tensor<6x4xbf16> -> tensor<4xbf16>
+  %e = nn.exp %dy : tensor<6x4xbf16>
+  %sw = nn.cast %s : tensor<4xbf16> to tensor<4xf32>
+  %t = nn.reduce_sum %dy dims = [1] : tensor<6x4xbf16> -> tensor<6xbf16>
+  %tw = nn.cast %t : tensor<6xbf16> to tensor<6xf32>
+  %m = nn.reduce_mean %dy dims = [0] : tensor<6x4xbf16> -> tensor<4xbf16>
+  %mw = nn.cast %m : tensor<4xbf16> to tensor<4xf32>
+  return %sw, %e, %t, %tw, %mw : tensor<4xf32>, tensor<6x4xbf16>, tensor<6xbf16>, tensor<6xf32>, tensor<4xf32>
+}

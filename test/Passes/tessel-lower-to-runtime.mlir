@@ -400,6 +400,23 @@ func.func @matmul_f32(%x: tensor<8x4xbf16>, %dy: tensor<8x16xbf16>) -> (tensor<4
 
 // -----
 
+// Tests that a bf16 sum written in f32 calls tessel_reduce_f32 (ABI 16)
+// with the input's dtype (bf16, 2) straight into the f32 result, and an
+// unwidened sum tessel_reduce.
+// CHECK-LABEL: llvm.func @tessel_fn_reduce_f32(
+// CHECK-SAME: %[[CTX:[^:]*]]: !llvm.ptr, %{{[^:]*}}: !llvm.ptr, %[[X:[^:]*]]: !llvm.ptr, %[[S:[^:]*]]: !llvm.ptr, %[[N:[^:]*]]: !llvm.ptr)
+// CHECK: %[[BF16:.*]] = llvm.mlir.constant(2 : i32) : i32
+// CHECK: llvm.call @tessel_reduce_f32(%[[CTX]], %{{.*}}, %[[BF16]], %[[X]], %[[S]],
+// CHECK: llvm.call @tessel_reduce(%[[CTX]], %{{.*}}, %{{.*}}, %[[X]], %[[N]],
+// CHECK-NOT: tessel_cast
+func.func @reduce_f32(%x: tensor<8x16xbf16>) -> (tensor<16xf32>, tensor<16xbf16>) {
+  %0 = nn.reduce_sum %x dims = [0] : tensor<8x16xbf16> -> tensor<16xf32>
+  %1 = nn.reduce_sum %x dims = [0] : tensor<8x16xbf16> -> tensor<16xbf16>
+  return %0, %1 : tensor<16xf32>, tensor<16xbf16>
+}
+
+// -----
+
 // Tests that the f32 loss of bf16 logits and its gradient call the ABI 13
 // entries with the logits' dtype (bf16, 2): the loss written in f32, the
 // gradient in bf16 from an f32 dloss.

@@ -48,6 +48,37 @@ func.func @grads(%x: tensor<8x4xf32> {nn.sharding = [["dp"], []]},
   return %a1, %b1, %c1 : tensor<4x4xf32>, tensor<4xf32>, tensor<4x8xf32>
 }
 
+// Tests that gradients widened where the function returns them (bf16
+// mixed precision's casts, here in the reverse order) are bucketed in the
+// order the backward computes them, as in f32: each cast moves right after
+// the value it widens, and the first two share a bucket.
+// SMALL-LABEL: func.func @widened_grads
+// SMALL: %[[A:.*]] = nn.matmul {{.*}} -> tensor<4x4xbf16>
+// SMALL-NEXT: nn.cast %[[A]] {{.*}} to tensor<4x4xf32>
+// SMALL-NEXT: %[[B:.*]] = nn.reduce_sum
+// SMALL-NEXT: nn.cast %[[B]] {{.*}} to tensor<4xf32>
+// SMALL: nn.concat {{.*}} -> tensor<20xf32>
+// SMALL-NEXT: shard.all_reduce {{.*}} : tensor<20xf32> -> tensor<20xf32>
+// SMALL: %[[C:.*]] = nn.matmul {{.*}} -> tensor<4x8xbf16>
+// SMALL-NEXT: %[[CW:.*]] = nn.cast %[[C]]
+// SMALL-NEXT: shard.all_reduce %[[CW]] {{.*}} : tensor<4x8xf32> -> tensor<4x8xf32>
+func.func @widened_grads(%x: tensor<8x4xbf16> {nn.sharding = [["dp"], []]},
+                         %dy: tensor<8x4xbf16> {nn.sharding = [["dp"], []]},
+                         %dz: tensor<8x8xbf16> {nn.sharding = [["dp"], []]},
+                         %g1: tensor<4x4xf32>, %g2: tensor<4xf32>, %g3: tensor<4x8xf32>)
+    -> (tensor<4x4xf32>, tensor<4xf32>, tensor<4x8xf32>) {
+  %a = nn.matmul %x, %dy transpose_lhs {nn.loop_sharding = [[], [], ["dp"]]} : (tensor<8x4xbf16>, tensor<8x4xbf16>) -> tensor<4x4xbf16>
+  %b = nn.reduce_sum %dy dims = [0] {nn.loop_sharding = [["dp"], []]} : tensor<8x4xbf16> -> tensor<4xbf16>
+  %c = nn.matmul %x, %dz transpose_lhs {nn.loop_sharding = [[], [], ["dp"]]} : (tensor<8x4xbf16>, tensor<8x8xbf16>) -> tensor<4x8xbf16>
+  %cw = nn.cast %c {nn.loop_sharding = [[], []]} : tensor<4x8xbf16> to tensor<4x8xf32>
+  %bw = nn.cast %b {nn.loop_sharding = [[]]} : tensor<4xbf16> to tensor<4xf32>
+  %aw = nn.cast %a {nn.loop_sharding = [[], []]} : tensor<4x4xbf16> to tensor<4x4xf32>
+  %a1 = nn.accumulate %aw outs(%g1) {nn.loop_sharding = [[], []]} : tensor<4x4xf32>
+  %b1 = nn.accumulate %bw outs(%g2) {nn.loop_sharding = [[]]} : tensor<4xf32>
+  %c1 = nn.accumulate %cw outs(%g3) {nn.loop_sharding = [[], []]} : tensor<4x8xf32>
+  return %a1, %b1, %c1 : tensor<4x4xf32>, tensor<4xf32>, tensor<4x8xf32>
+}
+
 // Tests a repeated layer's gradients (the stacked results of its layer
 // function) are bucketed within the layer, each layer's bucket issued when
 // its backward is done; the carried value (result #0) is not a gradient.

@@ -91,8 +91,12 @@ extern "C" {
  * 15: tessel_matmul_f32, a 16-bit GEMM written to an f32 output (a bf16
  * weight gradient that a data-parallel bucket reduces in f32, written
  * there by the GEMM instead of a 16-bit product and a cast), optionally
- * with its bias gradient in f32. Descriptions 1 to 14 still load. */
-#define TESSEL_ABI_VERSION 15
+ * with its bias gradient in f32. Descriptions 1 to 14 still load.
+ * 16: tessel_reduce_f32, a reduction of a 16-bit tensor written in f32 (a
+ * bf16 bias or position-embedding gradient on its way to an f32 reduction
+ * or buffer, instead of a 16-bit sum and a cast). Descriptions 1 to 15
+ * still load. */
+#define TESSEL_ABI_VERSION 16
 
 typedef enum tessel_dtype {
   TESSEL_F32 = 0,

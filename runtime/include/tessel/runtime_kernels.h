@@ -218,6 +218,13 @@ typedef enum tessel_reduce_kind {
 void tessel_reduce(tessel_ctx *ctx, int32_t kind, int32_t dtype,
                    const void *in, void *out, int32_t rank,
                    const int64_t *shape, uint64_t reduce_mask);
+/* tessel_reduce of an f16/bf16 `in` into an f32 `out` (ABI 16): a GPU
+ * combines in f64 and rounds once, to f32; the CPU reduces in dtype as
+ * tessel_reduce does and widens (the unfused ops' values; a GPU's are
+ * within the GPU tests' bounds of them). */
+void tessel_reduce_f32(tessel_ctx *ctx, int32_t kind, int32_t dtype,
+                       const void *in, void *out, int32_t rank,
+                       const int64_t *shape, uint64_t reduce_mask);
 
 /* Softmax over the middle dimension of an [outer, dim, inner] view. */
 void tessel_softmax(tessel_ctx *ctx, int32_t dtype, const void *x, void *y,

@@ -520,6 +520,43 @@ TEST_F(CudaData, ReduceMatchesCpuF16) { checkReduce<HalfBits>(); }
 TEST_F(CudaData, ReduceMatchesCpuI32) { checkReduce<int32_t>(); }
 TEST_F(CudaData, ReduceMatchesCpuI64) { checkReduce<int64_t>(); }
 
+// The 16-bit sum written in f32 (ABI 16): combined in f64 and rounded once,
+// to f32, where the CPU rounds to 16 bits first (the unfused ops' values):
+// equal to the CPU's f64 reduction of the same values rounded to f32 (bf16
+// sums of these sizes are exact in f64, in any order).
+TEST_F(CudaData, ReduceF32IsTheF64ReductionRoundedOnce) {
+  for (const ReduceCase &c : reduceCases()) {
+    int64_t count = 1, outCount = 1;
+    for (size_t d = 0; d < c.shape.size(); ++d) {
+      count *= c.shape[d];
+      if (!((c.mask >> d) & 1))
+        outCount *= c.shape[d];
+    }
+    std::vector<Bf16Bits> in =
+        randomData<Bf16Bits>(size_t(count), uint32_t(count) + 5);
+    std::vector<double> wide(in.size());
+    for (size_t i = 0; i < in.size(); ++i)
+      wide[i] = FloatElem<Bf16Bits>::load(in[i]);
+    int32_t rank = int32_t(c.shape.size());
+    for (int32_t kind :
+         {TESSEL_REDUCE_SUM, TESSEL_REDUCE_MEAN, TESSEL_REDUCE_MAX}) {
+      std::vector<double> exact(static_cast<size_t>(outCount));
+      tessel_reduce(cpu, kind, TESSEL_F64, wide.data(), exact.data(), rank,
+                    c.shape.data(), c.mask);
+      std::vector<float> want(exact.begin(), exact.end());
+      void *x = upload(gpu, in);
+      void *y = tessel_alloc(gpu, int64_t(std::max<int64_t>(1, outCount) * 4));
+      tessel_reduce_f32(gpu, kind, TESSEL_BF16, x, y, rank, c.shape.data(),
+                        c.mask);
+      std::vector<float> got = download<float>(gpu, y, size_t(outCount));
+      tessel_free(gpu, x);
+      tessel_free(gpu, y);
+      ASSERT_EQ(tessel_error(gpu), nullptr) << tessel_error(gpu);
+      expectSameBits(got, want, "reduce_f32");
+    }
+  }
+}
+
 TEST_F(CudaData, ReduceInterleavedBeyondEightDims) {
   std::vector<int64_t> shape(18, 2);
   uint64_t mask = 0;

@@ -122,3 +122,14 @@ func.func @reduce_scalar(%x: tensor<f32>) -> tensor<f32> {
   %0 = nn.reduce_max %x dims = [] : tensor<f32> -> tensor<f32>
   return %0 : tensor<f32>
 }
+
+// Tests that the sum of a 16-bit tensor may be written in f32 (the widening
+// tessel-fuse-epilogues folds into it); it round-trips.
+// CHECK-LABEL: func.func @reduce_sum_f32
+func.func @reduce_sum_f32(%a: tensor<4x8xbf16>, %b: tensor<4x8xf16>) -> (tensor<8xf32>, tensor<4x1xf32>) {
+  // CHECK: nn.reduce_sum %{{.*}} dims = [0] : tensor<4x8xbf16> -> tensor<8xf32>
+  %0 = nn.reduce_sum %a dims = [0] : tensor<4x8xbf16> -> tensor<8xf32>
+  // CHECK: nn.reduce_sum %{{.*}} dims = [1] keep_dims : tensor<4x8xf16> -> tensor<4x1xf32>
+  %1 = nn.reduce_sum %b dims = [1] keep_dims : tensor<4x8xf16> -> tensor<4x1xf32>
+  return %0, %1 : tensor<8xf32>, tensor<4x1xf32>
+}

@@ -140,3 +140,23 @@ func.func @encoded_operand(%x: tensor<4xf32, "enc">) -> tensor<f32> {
   %0 = nn.reduce_sum %x dims = [0] : tensor<4xf32, "enc"> -> tensor<f32>
   return %0 : tensor<f32>
 }
+
+// -----
+
+// Tests that only a 16-bit sum may be written in f32: not an f32 one in
+// bf16, nor a 16-bit mean or max (their widening stays a cast).
+func.func @narrowed_sum(%x: tensor<4x8xf32>) -> tensor<8xbf16> {
+  // expected-error @+2 {{'nn.reduce_sum' op inferred type(s) 'tensor<8xf32>' are incompatible with return type(s) of operation 'tensor<8xbf16>'}}
+  // expected-error @+1 {{'nn.reduce_sum' op failed to infer returned types}}
+  %0 = nn.reduce_sum %x dims = [0] : tensor<4x8xf32> -> tensor<8xbf16>
+  return %0 : tensor<8xbf16>
+}
+
+// -----
+
+func.func @widened_mean(%x: tensor<4x8xbf16>) -> tensor<8xf32> {
+  // expected-error @+2 {{'nn.reduce_mean' op inferred type(s) 'tensor<8xbf16>' are incompatible with return type(s) of operation 'tensor<8xf32>'}}
+  // expected-error @+1 {{'nn.reduce_mean' op failed to infer returned types}}
+  %0 = nn.reduce_mean %x dims = [0] : tensor<4x8xbf16> -> tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
