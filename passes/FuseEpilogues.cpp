@@ -121,6 +121,18 @@ void fuseAccumulatedSum(nn::AccumulateOp accumulate) {
   }
 }
 
+/// Replaces `widened`, the widening cast of `producer`'s only result, by
+/// the op `build(b, loc)` makes where the producer stood (writing the
+/// result in f32), and erases both.
+template <class Build>
+void foldWidening(nn::CastOp widened, Operation *producer, Build build) {
+  OpBuilder b(producer);
+  Value fused = build(b, b.getFusedLoc({producer->getLoc(), widened.getLoc()}));
+  widened.getResult().replaceAllUsesWith(fused);
+  widened.erase();
+  producer->erase();
+}
+
 /// widen(matmul) of 16-bit operands, the widening the product's only use
 /// → matmul_f32 where the matmul stood: the GEMM writes the product in f32
 /// (ABI 15), never rounded to 16 bits, and no cast kernel reads it again.
@@ -132,13 +144,12 @@ void fuseMatmulWidening(nn::CastOp widened) {
   if (!widening(widened.getResult()) || !matmul ||
       matmul->getBlock() != widened->getBlock())
     return;
-  OpBuilder b(matmul);
-  auto fused = nn::MatmulF32Op::create(
-      b, b.getFusedLoc({matmul.getLoc(), widened.getLoc()}), matmul.getLhs(),
-      matmul.getRhs(), matmul.getTransposeLhs(), matmul.getTransposeRhs());
-  widened.getResult().replaceAllUsesWith(fused.getResult());
-  widened.erase();
-  matmul.erase();
+  foldWidening(widened, matmul, [&](OpBuilder &b, Location loc) {
+    return nn::MatmulF32Op::create(b, loc, matmul.getLhs(), matmul.getRhs(),
+                                   matmul.getTransposeLhs(),
+                                   matmul.getTransposeRhs())
+        .getResult();
+  });
 }
 
 /// widen(reduce_sum) of a 16-bit tensor, the widening the sum's only use →
@@ -152,13 +163,11 @@ void fuseReduceWidening(nn::CastOp widened) {
   if (!widening(widened.getResult()) || !sum || !sum->hasOneUse() ||
       sum->getBlock() != widened->getBlock())
     return;
-  OpBuilder b(sum);
-  auto fused = nn::ReduceSumOp::create(
-      b, b.getFusedLoc({sum.getLoc(), widened.getLoc()}), widened.getType(),
-      sum.getInput(), sum.getDimsAttr(), sum.getKeepDimsAttr());
-  widened.getResult().replaceAllUsesWith(fused.getResult());
-  widened.erase();
-  sum.erase();
+  foldWidening(widened, sum, [&](OpBuilder &b, Location loc) {
+    return nn::ReduceSumOp::create(b, loc, widened.getType(), sum.getInput(),
+                                   sum.getDimsAttr(), sum.getKeepDimsAttr())
+        .getResult();
+  });
 }
 
 /// The bias vector broadcast along the last dimension into `value`'s type.

@@ -229,6 +229,21 @@ std::vector<T> emulateEmbeddingGrad(const std::vector<int64_t> &ids,
 struct ReduceCase {
   std::vector<int64_t> shape;
   uint64_t mask;
+
+  /// Elements of the input and of the output (the kept dimensions).
+  int64_t inputCount() const {
+    int64_t count = 1;
+    for (int64_t s : shape)
+      count *= s;
+    return count;
+  }
+  int64_t outputCount() const {
+    int64_t count = 1;
+    for (size_t d = 0; d < shape.size(); ++d)
+      if (!((mask >> d) & 1))
+        count *= shape[d];
+    return count;
+  }
 };
 
 const std::vector<ReduceCase> &reduceCases() {
@@ -255,9 +270,7 @@ const std::vector<ReduceCase> &reduceCases() {
 
 template <class T> void checkReduceOnHost(tessel_ctx *cpu) {
   for (const ReduceCase &c : reduceCases()) {
-    int64_t count = 1;
-    for (int64_t s : c.shape)
-      count *= s;
+    int64_t count = c.inputCount();
     std::vector<T> in = randomData<T>(size_t(count), uint32_t(count) + 7);
     if constexpr (!std::is_integral<T>::value)
       if (count > 3)
@@ -428,12 +441,7 @@ protected:
 
   template <class T> void checkReduce() {
     for (const ReduceCase &c : reduceCases()) {
-      int64_t count = 1, outCount = 1;
-      for (size_t d = 0; d < c.shape.size(); ++d) {
-        count *= c.shape[d];
-        if (!((c.mask >> d) & 1))
-          outCount *= c.shape[d];
-      }
+      int64_t count = c.inputCount(), outCount = c.outputCount();
       std::vector<T> in = randomData<T>(size_t(count), uint32_t(count) + 3);
       for (int32_t kind :
            {TESSEL_REDUCE_SUM, TESSEL_REDUCE_MEAN, TESSEL_REDUCE_MAX}) {
@@ -526,12 +534,7 @@ TEST_F(CudaData, ReduceMatchesCpuI64) { checkReduce<int64_t>(); }
 // sums of these sizes are exact in f64, in any order).
 TEST_F(CudaData, ReduceF32IsTheF64ReductionRoundedOnce) {
   for (const ReduceCase &c : reduceCases()) {
-    int64_t count = 1, outCount = 1;
-    for (size_t d = 0; d < c.shape.size(); ++d) {
-      count *= c.shape[d];
-      if (!((c.mask >> d) & 1))
-        outCount *= c.shape[d];
-    }
+    int64_t count = c.inputCount(), outCount = c.outputCount();
     std::vector<Bf16Bits> in =
         randomData<Bf16Bits>(size_t(count), uint32_t(count) + 5);
     std::vector<double> wide(in.size());
