@@ -157,6 +157,27 @@ func.func @input_updated_later(%g: tensor<8xf32>, %x: tensor<8xf32>) -> (tensor<
 
 // -----
 
+// Tests that an op reading the collective's input through a slice taken
+// before it (the memory plan may make the slice a view of those bytes)
+// counts as touching the input too: the wait comes before it.
+// CHECK-LABEL: func.func @input_read_through_a_slice
+// CHECK: %[[V:.*]] = nn.slice %arg0
+// CHECK-NEXT: %[[AR:.*]] = shard.all_reduce %arg0 {{.*}} {nn.async}
+// CHECK-NEXT: nn.exp %arg1
+// CHECK-NEXT: nn.wait %[[AR]]
+// CHECK-NEXT: nn.accumulate %{{.*}} outs(%[[V]])
+shard.grid @mesh(shape = 2) {nn.axis_names = ["dp"]}
+func.func @input_read_through_a_slice(%g: tensor<8xf32>, %x: tensor<4xf32>) -> (tensor<4xf32>, tensor<8xf32>) {
+  %v = nn.slice %g start = [0] limit = [4] : tensor<8xf32> -> tensor<4xf32>
+  %s = shard.all_reduce %g on @mesh grid_axes = [0] : tensor<8xf32> -> tensor<8xf32>
+  %e = nn.exp %x : tensor<4xf32>
+  %acc = nn.accumulate %e outs(%v) : tensor<4xf32>
+  %t = nn.exp %s : tensor<8xf32>
+  return %acc, %t : tensor<4xf32>, tensor<8xf32>
+}
+
+// -----
+
 // Tests that a repeated layer's gathers of its parameter slices move into
 // a prefetch its repeat runs one layer ahead: the layer takes the gathered
 // values as arguments (nn.prefetched) and waits for each at its first use
