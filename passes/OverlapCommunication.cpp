@@ -415,6 +415,10 @@ struct Unpacking {
              return accumulate.getOperation() == op;
            });
   }
+  void append(const Unpacking &other) {
+    llvm::append_range(views, other.views);
+    llvm::append_range(accumulates, other.accumulates);
+  }
 };
 
 /// Defers the completion of a repeated layer's last collectives past its
@@ -444,7 +448,7 @@ public:
       // The last started first, at most `inFlight` of them; what a later
       // one's finish runs does not keep an earlier one in the layer.
       SmallVector<Operation *> deferred;
-      llvm::SmallPtrSet<Operation *, 16> toFinish;
+      Unpacking toFinish; // the deferred collectives' unpacking
       Block &body = layer.getBody().front();
       for (Operation &op : llvm::reverse(body)) {
         if (deferred.size() == size_t(inFlight))
@@ -454,16 +458,14 @@ public:
         if (!unpacking)
           continue;
         deferred.push_back(&op);
-        toFinish.insert(unpacking->views.begin(), unpacking->views.end());
-        for (nn::AccumulateOp accumulate : unpacking->accumulates)
-          toFinish.insert(accumulate);
+        toFinish.append(*unpacking);
       }
       if (deferred.empty())
         continue;
       llvm::sort(deferred, [](Operation *a, Operation *b) {
         return a->isBeforeInBlock(b);
       });
-      finish(layer, repeats, deferred, outs);
+      finish(layer, repeats, deferred, std::move(toFinish), outs);
     }
   }
 
@@ -491,8 +493,8 @@ private:
   }
 
   /// The views of `op`'s completed result, transitively, and the
-  /// accumulates of them into outs slices, each in block order; none when
-  /// the result feeds anything else but the terminator.
+  /// accumulates of them into outs slices; none when the result feeds
+  /// anything else but the terminator.
   static std::optional<Unpacking> unpackingOf(Operation *op,
                                               const OutsSlices &outs) {
     Unpacking unpacking;
@@ -514,12 +516,6 @@ private:
         worklist.push_back(user->getResult(0));
       }
     }
-    auto inBlockOrder = [](auto a, auto b) { return a->isBeforeInBlock(b); };
-    llvm::sort(unpacking.views, inBlockOrder);
-    llvm::sort(unpacking.accumulates,
-               [](nn::AccumulateOp a, nn::AccumulateOp b) {
-                 return a->isBeforeInBlock(b);
-               });
     return unpacking;
   }
 
@@ -531,9 +527,9 @@ private:
   /// into outs slices. Ops in `toFinish` (a later collective's unpacking,
   /// deferred too) move out of the layer and do not count. Returns the
   /// collective's unpacking.
-  std::optional<Unpacking>
-  deferrable(Operation *op, unsigned numCarried, const OutsSlices &outs,
-             const llvm::SmallPtrSetImpl<Operation *> &toFinish) {
+  std::optional<Unpacking> deferrable(Operation *op, unsigned numCarried,
+                                      const OutsSlices &outs,
+                                      const Unpacking &toFinish) {
     auto reduce = dyn_cast<shard::AllReduceOp>(op);
     if (!reduce || reduce.getResult().use_empty())
       return std::nullopt;
@@ -559,27 +555,26 @@ private:
     return unpacking;
   }
 
+  /// Moves `deferred`'s completions and their `unpacking` (the views of
+  /// their results and the accumulates of those into outs slices) into a
+  /// new finish function, with the per-layer outputs the views give.
   void finish(func::FuncOp layer, ArrayRef<nn::RepeatOp> repeats,
-              ArrayRef<Operation *> deferred, const OutsSlices &outs) {
+              ArrayRef<Operation *> deferred, Unpacking unpacking,
+              const OutsSlices &outs) {
     Block &body = layer.getBody().front();
     Operation *terminator = body.getTerminator();
     nn::RepeatOp some = repeats.front();
     unsigned numCarried = some.getCarried().size();
-    // What moves to the finish: the completions, their views, the
-    // accumulates of those into outs slices, and the per-layer outputs
-    // the views give.
-    SmallVector<Operation *> waits, views;
-    SmallVector<nn::AccumulateOp> accumulates;
+    SmallVector<Operation *> waits;
     SmallVector<Value> completed;
     for (Operation *op : deferred) {
       Operation *done = completion(op);
       if (done != op)
         waits.push_back(done);
       completed.push_back(done->getResult(0));
-      Unpacking unpacking = *unpackingOf(op, outs);
-      llvm::append_range(views, unpacking.views);
-      llvm::append_range(accumulates, unpacking.accumulates);
     }
+    SmallVector<Operation *> &views = unpacking.views;
+    SmallVector<nn::AccumulateOp> &accumulates = unpacking.accumulates;
     llvm::sort(views, [](Operation *a, Operation *b) {
       return a->isBeforeInBlock(b);
     });

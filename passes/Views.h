@@ -31,15 +31,27 @@ inline mlir::Value viewedBase(mlir::Value value) {
   return value;
 }
 
+/// The tensor `value` views through ops of `ViewOps` (their operand 0),
+/// then every result of such ops of it, transitively, the tensor first.
+template <class... ViewOps>
+llvm::SmallVector<mlir::Value> viewClosure(mlir::Value value) {
+  mlir::Operation *def = value.getDefiningOp();
+  while (def && llvm::isa<ViewOps...>(def)) {
+    value = def->getOperand(0);
+    def = value.getDefiningOp();
+  }
+  llvm::SmallVector<mlir::Value> aliases{value};
+  for (size_t i = 0; i < aliases.size(); ++i)
+    for (mlir::Operation *user : aliases[i].getUsers())
+      if (llvm::isa<ViewOps...>(user))
+        aliases.push_back(user->getResult(0));
+  return aliases;
+}
+
 /// `value`'s base (viewedBase) and every reshape of it, or of such a
 /// reshape: the values that share its memory, the base first.
 inline llvm::SmallVector<mlir::Value> aliasesOf(mlir::Value value) {
-  llvm::SmallVector<mlir::Value> aliases{viewedBase(value)};
-  for (size_t i = 0; i < aliases.size(); ++i)
-    for (mlir::Operation *user : aliases[i].getUsers())
-      if (auto reshape = llvm::dyn_cast<nn::ReshapeOp>(user))
-        aliases.push_back(reshape.getResult());
-  return aliases;
+  return viewClosure<nn::ReshapeOp>(value);
 }
 
 /// The element offset of `slice`'s window in its input when the window is
@@ -75,17 +87,7 @@ inline std::optional<int64_t> contiguousSliceStart(nn::SliceOp slice) {
 /// values the memory plan gives those bytes (a slice it copies, or a
 /// sibling slice of other bytes, is listed too).
 inline llvm::SmallVector<mlir::Value> readersOfMemory(mlir::Value value) {
-  mlir::Operation *def = value.getDefiningOp();
-  while (def && llvm::isa<nn::ReshapeOp, nn::SliceOp>(def)) {
-    value = def->getOperand(0);
-    def = value.getDefiningOp();
-  }
-  llvm::SmallVector<mlir::Value> aliases{value};
-  for (size_t i = 0; i < aliases.size(); ++i)
-    for (mlir::Operation *user : aliases[i].getUsers())
-      if (llvm::isa<nn::ReshapeOp, nn::SliceOp>(user))
-        aliases.push_back(user->getResult(0));
-  return aliases;
+  return viewClosure<nn::ReshapeOp, nn::SliceOp>(value);
 }
 
 } // namespace tessel::views

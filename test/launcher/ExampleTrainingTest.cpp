@@ -88,6 +88,31 @@ protected:
     return quote((suiteDir / name).string());
   }
 
+  /// Trains `big` for 3 steps and `small` for 3 steps of 4 microbatches,
+  /// saved as `name`1 and `name`4, and expects the same losses and
+  /// parameters (relative error <= 1e-5); a checkpoint of `tensors`
+  /// tensors when that is not 0.
+  void expectMicrobatchesMatchOneBatch(const std::string &big,
+                                       const std::string &small,
+                                       const std::string &name,
+                                       size_t tensors = 0) {
+    std::vector<double> whole =
+        losses(so(big) + " --steps 3 --save " + path(name + "1.safetensors"));
+    std::vector<double> split =
+        losses(so(small) + " --steps 3 --microbatches 4 --save " +
+               path(name + "4.safetensors"));
+    ASSERT_EQ(whole.size(), 3u);
+    ASSERT_EQ(split.size(), 3u);
+    for (int i = 0; i < 3; ++i)
+      EXPECT_NEAR(split[i], whole[i], 1e-5 * whole[i]);
+    Checkpoint a = readCheckpoint(dir / (name + "1.safetensors"));
+    Checkpoint b = readCheckpoint(dir / (name + "4.safetensors"));
+    if (tensors != 0)
+      ASSERT_EQ(a.tensors.size(), tensors);
+    for (auto &[tensor, bytes] : a.tensors)
+      EXPECT_LE(relativeError(b.tensors[tensor], bytes), 1e-5) << tensor;
+  }
+
   static inline fs::path suiteDir;
   static inline bool landed = false;
 };
@@ -128,39 +153,15 @@ TEST_F(ExampleTrainingTest, MlpResumeEqualsAnUninterruptedRun) {
 // first step is g / |g|, which turns rounding in a near-zero gradient into
 // a full step.
 TEST_F(ExampleTrainingTest, MlpFourMicrobatchesEqualOneBigBatch) {
-  std::vector<double> big =
-      losses(so("mlp-sgd.so") + " --steps 3 --save " + path("m1.safetensors"));
-  std::vector<double> small =
-      losses(so("mlp8-sgd.so") + " --steps 3 --microbatches 4 --save " +
-             path("m4.safetensors"));
-  ASSERT_EQ(big.size(), 3u);
-  ASSERT_EQ(small.size(), 3u);
-  for (int i = 0; i < 3; ++i)
-    EXPECT_NEAR(small[i], big[i], 1e-5 * big[i]);
-  Checkpoint a = readCheckpoint(dir / "m1.safetensors");
-  Checkpoint b = readCheckpoint(dir / "m4.safetensors");
-  ASSERT_EQ(a.tensors.size(), 8u); // 4 parameters, 4 momentum buffers.
-  for (auto &[name, bytes] : a.tensors)
-    EXPECT_LE(relativeError(b.tensors[name], bytes), 1e-5) << name;
+  // 4 parameters, 4 momentum buffers.
+  expectMicrobatchesMatchOneBatch("mlp-sgd.so", "mlp8-sgd.so", "m", 8);
 }
 
 // Dropout under microbatches draws, in microbatch m, the masks of the
 // samples one big batch would give m·B .. m·B + B − 1: M = 4 of 8 equals
 // one batch of 32 (and would not if every microbatch drew microbatch 0's).
 TEST_F(ExampleTrainingTest, DropoutMicrobatchesDrawTheBigBatchMasks) {
-  std::vector<double> big = losses(so("dropout32.so") + " --steps 3 --save " +
-                                   path("d1.safetensors"));
-  std::vector<double> small =
-      losses(so("dropout8.so") + " --steps 3 --microbatches 4 --save " +
-             path("d4.safetensors"));
-  ASSERT_EQ(big.size(), 3u);
-  ASSERT_EQ(small.size(), 3u);
-  for (int i = 0; i < 3; ++i)
-    EXPECT_NEAR(small[i], big[i], 1e-5 * big[i]);
-  Checkpoint a = readCheckpoint(dir / "d1.safetensors");
-  Checkpoint b = readCheckpoint(dir / "d4.safetensors");
-  for (auto &[name, bytes] : a.tensors)
-    EXPECT_LE(relativeError(b.tensors[name], bytes), 1e-5) << name;
+  expectMicrobatchesMatchOneBatch("dropout32.so", "dropout8.so", "d");
 }
 
 // Issue 4: "examples/gpt.mlir as a character-level model on a text file
