@@ -98,7 +98,10 @@ else
   if [ $rc -eq 0 ]; then
     row "kernel tests (tessel-cuda-tests)" "${passed:-0} passed, ${skipped:-0} skipped"
   else
-    fail "kernel tests (tessel-cuda-tests)" "$(grep -c '^\[  FAILED  \]' "$out/cuda-tests.log") failed (log $out/cuda-tests.log)"
+    # gtest's summary line "[  FAILED  ] N tests, listed below" (each
+    # failure is listed twice besides: after its run and in the summary).
+    failed=$(grep -Eo '^\[  FAILED  \] [0-9]+ tests?, listed below' "$out/cuda-tests.log" | grep -Eo '[0-9]+')
+    fail "kernel tests (tessel-cuda-tests)" "${failed:-?} failed (log $out/cuda-tests.log; exit $rc)"
     grep '^\[  FAILED  \]' "$out/cuda-tests.log" | head -20
     first=$(grep -m1 -Eo '^\[  FAILED  \] [A-Za-z0-9_.]+' "$out/cuda-tests.log" | awk '{print $NF}')
     if [ -n "$first" ] && command -v compute-sanitizer >/dev/null; then
@@ -246,11 +249,20 @@ per_step = max((p for p in range(1, len(names) // 2 + 1)
 step = launches[len(launches) - per_step:]
 total = sum(ms for _, ms in step)
 wall = statistics.median(json.loads(l)["step_ms"] for l in list(open(sys.argv[2]))[5:])
+def short(n):
+    # "void ns::(anonymous namespace)::kernel<T, 64>(const T *, ...)" -> kernel
+    n = n.replace("(anonymous namespace)::", "")
+    if n.startswith("void "):
+        n = n[5:]
+    for i, ch in enumerate(n):
+        if ch in "<(":
+            n = n[:i]
+            break
+    return n.split("::")[-1][:60]
 by = collections.defaultdict(lambda: [0, 0.0])
 for n, ms in step:
-    short = n.split("(")[0].split("<")[0][:60]
-    by[short][0] += 1
-    by[short][1] += ms
+    by[short(n)][0] += 1
+    by[short(n)][1] += ms
 print("launches per step %d, kernel time %.2f ms, step %.2f ms, outside kernels %.1f%%"
       % (per_step, total, wall, 100 * (1 - total / wall)))
 for n, (count, ms) in sorted(by.items(), key=lambda kv: -kv[1][1])[:25]:

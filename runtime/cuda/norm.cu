@@ -96,7 +96,7 @@ __global__ void __launch_bounds__(RowGrid<kThreads>::kBlock)
       const C *ys = yp.get(k, yr, j0, dim), *dys = dyp.get(k, dyr, j0, dim);
 #pragma unroll
       for (int v = 0; v < kVec; ++v)
-        dot += ys[v] * dys[v]; // 0 past the row
+        dot = addProduct(dot, ys[v], dys[v]); // 0 past the row
     });
     dot = groupSum<kThreads>(dot);
     forSlots<kThreads, kSlots, kVec>(dim, t, [&](int k, int64_t j0) {
@@ -134,9 +134,9 @@ __device__ __forceinline__ void rowStats(Part &xp, const T *xr, int64_t cols,
     const C *xs = xp.get(k, xr, j0, cols);
 #pragma unroll
     for (int v = 0; v < kVec; ++v) {
-      C d = xs[v] - m;
+      C d = subRn(xs[v], m);
       if (j0 + v < cols)
-        q += d * d;
+        q = addProduct(q, d, d);
     }
   });
   mean = m;
@@ -243,8 +243,8 @@ __global__ void __launch_bounds__(RowGrid<kThreads>::kBlock)
         loadSlot<kVec>(gamma, j0, cols, g);
 #pragma unroll
       for (int v = 0; v < kVec; ++v) {
-        xh[v] = (xs[v] - mean) * rstd;
-        d[v] = gamma ? dys[v] * g[v] : dys[v];
+        xh[v] = normalized(xs[v], mean, rstd);
+        d[v] = gamma ? mulRn(dys[v], g[v]) : dys[v];
       }
     };
     C sumD = C(0), sumDX = C(0);
@@ -253,8 +253,8 @@ __global__ void __launch_bounds__(RowGrid<kThreads>::kBlock)
       terms(k, j0, d, xh);
 #pragma unroll
       for (int v = 0; v < kVec; ++v) {
-        sumD += d[v];
-        sumDX += d[v] * xh[v];
+        sumD = addRn(sumD, d[v]);
+        sumDX = addProduct(sumDX, d[v], xh[v]);
       }
     });
     C meanD = rms ? C(0) : meanOf(groupSum<kThreads>(sumD), invCols);
@@ -382,7 +382,7 @@ __global__ void softmaxGradColumnsKernel(const T *y, const T *dy, T *dx,
     C dot = C(0);
     for (int64_t d = 0; d < dim; ++d) {
       int64_t i = base + d * inner;
-      dot += C(Elem<T>::load(y[i])) * C(Elem<T>::load(dy[i]));
+      dot = addProduct(dot, C(Elem<T>::load(y[i])), C(Elem<T>::load(dy[i])));
     }
     for (int64_t d = 0; d < dim; ++d) {
       int64_t i = base + d * inner;
@@ -405,7 +405,9 @@ template <class T> struct LayerNormColumnTerms {
     C d = C(Elem<T>::load(dy[idx]));
     b += double(d);
     if (stats)
-      a += double(d * ((C(Elem<T>::load(x[idx])) - stats[r]) * stats[rows + r]));
+      a = addRn(a, double(mulRn(
+                       d, normalized(C(Elem<T>::load(x[idx])), stats[r],
+                                     stats[rows + r]))));
   }
 };
 

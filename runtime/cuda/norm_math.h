@@ -41,6 +41,8 @@ using stored::floatToHalf;
 using stored::fromDouble;
 using stored::Half;
 using stored::halfToFloat;
+using stored::mulRn;
+using stored::subRn;
 
 //===--- Row arithmetic ---------------------------------------------------===//
 
@@ -76,16 +78,31 @@ TESSEL_HD C rstdOf(double squareSum, double invN, double eps) {
 #endif
 }
 
+// The row arithmetic below rounds every operation (storage.h's *Rn): left
+// to itself nvcc contracts a product into the add after it in one
+// instantiation and not in another, so a fused kernel (a residual add, a
+// 128-bit row) would differ from the unfused one in the last bit.
+
+/// x̂ = (x − mean)·rstd.
+template <class C> TESSEL_HD C normalized(C x, C mean, C rstd) {
+  return mulRn(subRn(x, mean), rstd);
+}
+
 /// y = (x − mean)·rstd, times gamma, plus beta, in the CPU's order.
 template <class C>
 TESSEL_HD C layerNormValue(C x, C mean, C rstd, bool hasGamma, C gamma,
                            bool hasBeta, C beta) {
-  C v = (x - mean) * rstd;
+  C v = normalized(x, mean, rstd);
   if (hasGamma)
-    v *= gamma;
+    v = mulRn(v, gamma);
   if (hasBeta)
-    v += beta;
+    v = addRn(v, beta);
   return v;
+}
+
+/// sum + a·b, the product rounded before the add (a dot product's step).
+template <class C> TESSEL_HD C addProduct(C sum, C a, C b) {
+  return addRn(sum, mulRn(a, b));
 }
 
 /// Layer norm's dx with d = dy·γ, x̂ = (x − mean)·rstd:
@@ -94,7 +111,7 @@ TESSEL_HD C layerNormValue(C x, C mean, C rstd, bool hasGamma, C gamma,
 /// place of d.
 template <class C>
 TESSEL_HD C normDx(C scale, C d, C meanD, C xhat, C meanDX) {
-  return scale * (d - meanD - xhat * meanDX);
+  return mulRn(scale, subRn(subRn(d, meanD), mulRn(xhat, meanDX)));
 }
 
 /// The softmax gradient of one element: y·(dy − Σ y·dy).
