@@ -102,6 +102,12 @@ TESSEL_BENCH_WRAP(kBinary, tessel_binary,
                   (tessel_ctx * ctx, int32_t op, int32_t dtype, const void *a,
                    const void *b, void *out, int64_t n),
                   (ctx, op, dtype, a, b, out, n))
+// (Timed as a binary op: it replaces a broadcast copy and one.)
+TESSEL_BENCH_WRAP(kBinary, tessel_binary_broadcast,
+                  (tessel_ctx * ctx, int32_t op, int32_t dtype, const void *a,
+                   const void *b, void *out, int64_t rows, int64_t cols,
+                   int32_t layout),
+                  (ctx, op, dtype, a, b, out, rows, cols, layout))
 TESSEL_BENCH_WRAP(kUnary, tessel_unary,
                   (tessel_ctx * ctx, int32_t op, int32_t dtype, const void *x,
                    void *y, int64_t n),

@@ -39,7 +39,8 @@ enum class Collective : int32_t {
 llvm::StringRef collectiveName(Collective kind);
 
 /// Whether `op` does work a started collective can hide behind: not a view
-/// (nn.reshape, nn.slice), a wait, a terminator or a shard op.
+/// (nn.reshape, nn.slice, an nn.broadcast only binary ops read), a wait, a
+/// terminator or a shard op.
 bool isOverlapCover(mlir::Operation &op);
 std::optional<Collective> parseCollective(llvm::StringRef name);
 

@@ -37,7 +37,9 @@ inline constexpr llvm::StringLiteral kInPlaceInputsAttr =
 /// kernel's 128-bit loads and cuBLASLt's fast paths need).
 inline constexpr int64_t kInPlaceInputAlignment = 16;
 /// On an nn.slice whose window is a contiguous run of its input: its
-/// result is those bytes of the input (a view, no copy).
+/// result is those bytes of the input (a view, no copy). On an
+/// nn.broadcast that only binary ops read: they read its input where it
+/// lies, along its rows or columns (tessel_binary_broadcast, no copy).
 inline constexpr llvm::StringLiteral kViewAttr = "tessel.view";
 /// On an nn.repeat: the scratch byte offset of its workspace.
 inline constexpr llvm::StringLiteral kWorkspaceAttr = "tessel.workspace";

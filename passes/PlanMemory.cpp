@@ -115,35 +115,43 @@ bool updatedInPlaceAnywhere(Value value) {
   return false;
 }
 
-/// The slices of `body` whose results are views (tessel.view), by op, with
-/// their byte offsets in their inputs: a contiguous window of a tensor whose
-/// memory nothing updates in place (the view would see the update where
-/// the copy it replaces was taken before it). A bucket's gradients are
-/// then read where the bucket holds them.
-DenseMap<Operation *, int64_t> sliceViews(Block &body) {
-  DenseMap<Operation *, int64_t> views;
-  for (auto slice : body.getOps<nn::SliceOp>()) {
-    std::optional<int64_t> start = views::contiguousSliceStart(slice);
-    if (start && !updatedInPlaceAnywhere(slice.getResult()))
-      views[slice] =
-          *start * nn::detail::elementBytes(slice.getType().getElementType());
+/// The ops of `body` whose results are views (tessel.view), by op, with
+/// their byte offsets in their inputs: a slice's contiguous window, or a
+/// broadcast that only binary ops read (at 0: they read its input along
+/// its rows or columns, tessel_binary_broadcast), of a tensor whose memory
+/// nothing updates in place (the view would see the update where the copy
+/// it replaces was taken before it). A bucket's gradients are then read
+/// where the bucket holds them, a bias where it lies.
+DenseMap<Operation *, int64_t> planViews(Block &body) {
+  DenseMap<Operation *, int64_t> found;
+  for (Operation &op : body) {
+    if (auto slice = dyn_cast<nn::SliceOp>(op)) {
+      std::optional<int64_t> start = views::contiguousSliceStart(slice);
+      if (start && !updatedInPlaceAnywhere(slice.getResult()))
+        found[slice] =
+            *start * nn::detail::elementBytes(slice.getType().getElementType());
+    } else if (auto broadcast = dyn_cast<nn::BroadcastOp>(op)) {
+      if (views::mayBeView(broadcast) &&
+          !updatedInPlaceAnywhere(broadcast.getResult()))
+        found[broadcast] = 0;
+    }
   }
-  return views;
+  return found;
 }
 
 /// Whether `value` is made by an op of `block` that the plan gives a buffer
-/// of its own: not a view (a reshape, or one of `sliceViews`), a wait, an
+/// of its own: not a view (a reshape, or one of `planViews`), a wait, an
 /// update in place, a repeat's or a collective's result, nor a concat's
 /// (whose own inputs may lie in it).
 bool ownsFreshBuffer(Value value, Block &block,
-                     const DenseMap<Operation *, int64_t> &sliceViews) {
+                     const DenseMap<Operation *, int64_t> &viewOps) {
   auto result = dyn_cast<OpResult>(value);
   if (!result)
     return false;
   Operation *op = result.getOwner();
   return op->getBlock() == &block && isa<nn::NNDialect>(op->getDialect()) &&
          !isa<nn::ReshapeOp, nn::WaitOp, nn::RepeatOp, nn::ConcatOp>(op) &&
-         !sliceViews.contains(op) && !updatedOperand(result);
+         !viewOps.contains(op) && !updatedOperand(result);
 }
 
 /// Whether nothing reads `value`, or a view of it, after `op` (of the same
@@ -175,7 +183,7 @@ struct ConcatSlot {
 /// writes it where the bucket holds it.
 DenseMap<Value, ConcatSlot>
 inPlaceConcatInputs(Block &body,
-                    const DenseMap<Operation *, int64_t> &sliceViews) {
+                    const DenseMap<Operation *, int64_t> &viewOps) {
   DenseMap<Value, ConcatSlot> slots;
   for (auto concat : body.getOps<nn::ConcatOp>()) {
     RankedTensorType type = concat.getType();
@@ -196,7 +204,7 @@ inPlaceConcatInputs(Block &body,
       Value value = views::viewedBase(input);
       if (uses[value] == 1 &&
           offset % memory_plan::kInPlaceInputAlignment == 0 &&
-          ownsFreshBuffer(value, body, sliceViews) && !slots.contains(value) &&
+          ownsFreshBuffer(value, body, viewOps) && !slots.contains(value) &&
           readNoLaterThan(value, concat))
         slots[value] = {concat.getResult(), offset};
     }
@@ -230,7 +238,7 @@ public:
     DenseMap<Value, int64_t> subOffsetOf;
     SmallVector<Value> ownerOf; // per buffer, the value it was made for
     DenseMap<Operation *, unsigned> workspaceOf;
-    DenseMap<Operation *, int64_t> viewOffsets = sliceViews(body);
+    DenseMap<Operation *, int64_t> viewOffsets = planViews(body);
     DenseMap<Value, ConcatSlot> concatSlots =
         inPlaceConcatInputs(body, viewOffsets);
     DenseMap<Value, unsigned> concatBufferOf; // by the concat's result
@@ -308,7 +316,8 @@ public:
         continue;
       }
       if (auto view = viewOffsets.find(&op); view != viewOffsets.end()) {
-        // A contiguous slice: those bytes of its operand.
+        // A contiguous slice: those bytes of its operand; a broadcast: its
+        // operand's bytes, which its readers read until they are done.
         Value input = op.getOperand(0), result = op.getResult(0);
         alias(input, result);
         if (bufferOf.contains(input))

@@ -3,6 +3,7 @@
 #include "passes/Communication.h"
 #include "passes/MemoryPlan.h"
 #include "passes/Passes.h"
+#include "passes/Views.h"
 
 #include "dialect/NN/NNOps.h"
 #include "runtime/include/tessel/runtime.h"
@@ -225,10 +226,14 @@ static bool issuesKernel(Operation &op) {
 }
 
 // A slice's copy moves with the collective it unpacks
-// (tessel-overlap-communication), and a concat's inputs are computed where
-// it puts them (tessel-plan-memory: a bucket costs no copy), so neither is
-// a cover of its own.
+// (tessel-overlap-communication), a concat's inputs are computed where it
+// puts them (tessel-plan-memory: a bucket costs no copy), and a broadcast
+// only binary ops read may be read where its input lies (a view), so none
+// is a cover of its own.
 bool isOverlapCover(Operation &op) {
+  if (auto broadcast = dyn_cast<nn::BroadcastOp>(op);
+      broadcast && views::mayBeView(broadcast))
+    return false;
   return !isa<nn::SliceOp, nn::ConcatOp>(op) && issuesKernel(op);
 }
 

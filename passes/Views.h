@@ -6,8 +6,10 @@
 // of communication, the memory plan, the fusion of bias gradients) look
 // through these views alike. An nn.slice whose window is one contiguous
 // run of its input's bytes (a bucket's gradient, a row block) may be a
-// view too, at an offset: the memory plan decides (tessel.view), and the
-// passes that ask who reads a tensor's memory count every slice of it.
+// view too, at an offset, and so may an nn.broadcast that only binary ops
+// read, along the rows or the columns of their other operand (a bias): the
+// memory plan decides (tessel.view), and the passes that ask who reads a
+// tensor's memory count every slice and broadcast of it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -81,13 +83,85 @@ inline std::optional<int64_t> contiguousSliceStart(nn::SliceOp slice) {
   return offset;
 }
 
+/// How a broadcast's result reads its input as an [rows, cols] view: one
+/// input element per column (the input is the result's trailing
+/// dimensions: a bias, a position table) or per row (its leading ones: a
+/// row's statistic).
+struct BroadcastPairing {
+  int64_t rows, cols;
+  bool perRow;
+};
+
+/// `broadcast`'s pairing, or none when its new (or size-1, repeated)
+/// dimensions are neither all before nor all after the ones it keeps.
+/// Result dimensions of size 1 count as neither.
+inline std::optional<BroadcastPairing>
+broadcastPairing(nn::BroadcastOp broadcast) {
+  llvm::ArrayRef<int64_t> in = broadcast.getInput().getType().getShape();
+  llvm::ArrayRef<int64_t> out = broadcast.getType().getShape();
+  llvm::SmallVector<bool> kept(out.size(), false);
+  for (auto [i, dim] : llvm::enumerate(broadcast.getDims()))
+    kept[dim] = in[i] == out[dim];
+  // The first and last dimension of each kind (of size > 1).
+  int64_t firstKept = -1, lastKept = -1, firstNew = -1, lastNew = -1;
+  for (int64_t dim = 0; dim < static_cast<int64_t>(out.size()); ++dim) {
+    if (out[dim] == 1)
+      continue;
+    int64_t &first = kept[dim] ? firstKept : firstNew;
+    (kept[dim] ? lastKept : lastNew) = dim;
+    if (first < 0)
+      first = dim;
+  }
+  auto product = [&](int64_t begin, int64_t end) {
+    int64_t size = 1;
+    for (int64_t dim = begin; dim < end; ++dim)
+      size *= out[dim];
+    return size;
+  };
+  const int64_t rank = static_cast<int64_t>(out.size());
+  if (firstKept < 0 || firstNew < 0 || lastNew < firstKept) {
+    // Kept after new (or one kind only): a value per column.
+    int64_t split = lastNew + 1;
+    return BroadcastPairing{product(0, split), product(split, rank), false};
+  }
+  if (lastKept < firstNew) {
+    int64_t split = lastKept + 1;
+    return BroadcastPairing{product(0, split), product(split, rank), true};
+  }
+  return std::nullopt;
+}
+
+/// Whether `broadcast` is read only by binary ops (tessel_binary's: add,
+/// sub, mul, div, equal) whose other operand is no broadcast: each can
+/// read the broadcast's input where it lies, along broadcastPairing.
+inline bool readOnlyByBinaryOps(nn::BroadcastOp broadcast) {
+  mlir::Value result = broadcast.getResult();
+  return !result.use_empty() &&
+         llvm::all_of(result.getUsers(), [&](mlir::Operation *user) {
+           if (!llvm::isa<nn::AddOp, nn::SubOp, nn::MulOp, nn::DivOp,
+                          nn::EqualOp>(user))
+             return false;
+           mlir::Value other = user->getOperand(0) == result
+                                   ? user->getOperand(1)
+                                   : user->getOperand(0);
+           return !other.getDefiningOp<nn::BroadcastOp>();
+         });
+}
+
+/// Whether the memory plan may make `broadcast` a view (tessel.view: it
+/// does unless the input's memory is updated in place), which then issues
+/// no kernel: no cover for a started collective.
+inline bool mayBeView(nn::BroadcastOp broadcast) {
+  return broadcastPairing(broadcast) && readOnlyByBinaryOps(broadcast);
+}
+
 /// Every value that may read `value`'s memory: the tensor it views
-/// through reshapes and slices, and every reshape and slice of that,
-/// transitively, the viewed tensor first. A conservative superset of the
-/// values the memory plan gives those bytes (a slice it copies, or a
-/// sibling slice of other bytes, is listed too).
+/// through reshapes and slices, and every reshape, slice and broadcast of
+/// that, transitively, the viewed tensor first. A conservative superset of
+/// the values the memory plan gives those bytes (a slice or broadcast it
+/// copies, or a sibling slice of other bytes, is listed too).
 inline llvm::SmallVector<mlir::Value> readersOfMemory(mlir::Value value) {
-  return viewClosure<nn::ReshapeOp, nn::SliceOp>(value);
+  return viewClosure<nn::ReshapeOp, nn::SliceOp, nn::BroadcastOp>(value);
 }
 
 } // namespace tessel::views

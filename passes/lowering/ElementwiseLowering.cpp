@@ -1,13 +1,17 @@
 //===- ElementwiseLowering.cpp - elementwise ops and reductions -----------===//
 //
 // The ops that map element i of the inputs to element i of the result, and
-// the reductions: one tessel_binary, tessel_unary, tessel_cast,
-// tessel_dropout(_block) or tessel_reduce(_f32) each; a constant is a copy
-// from the .so.
+// the reductions: one tessel_binary (tessel_binary_broadcast where an
+// operand is a broadcast the memory plan made a view), tessel_unary,
+// tessel_cast, tessel_dropout(_block) or tessel_reduce(_f32) each; a
+// constant is a copy from the .so.
 //
 //===----------------------------------------------------------------------===//
 
 #include "passes/lowering/FunctionLowering.h"
+
+#include "passes/MemoryPlan.h"
+#include "passes/Views.h"
 
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -62,8 +66,39 @@ int32_t binaryKind(Operation *op) {
       .Default([](Operation *) { return TESSEL_DIV; });
 }
 
+/// The operand of a binary op that the memory plan made a broadcast view
+/// (tessel.view), or null.
+nn::BroadcastOp broadcastView(Value operand) {
+  auto broadcast = operand.getDefiningOp<nn::BroadcastOp>();
+  return broadcast && broadcast->hasAttr(memory_plan::kViewAttr)
+             ? broadcast
+             : nn::BroadcastOp();
+}
+
 LogicalResult lowerBinary(Operation *op, FunctionLowering &fl) {
   Value result = op->getResult(0);
+  Value lhs = op->getOperand(0), rhs = op->getOperand(1);
+  nn::BroadcastOp broadcast = broadcastView(rhs);
+  bool bFirst = false;
+  if (!broadcast && (broadcast = broadcastView(lhs)))
+    bFirst = true;
+  if (broadcast) {
+    // The broadcast's input read where it lies, along rows or columns.
+    std::optional<views::BroadcastPairing> pairing =
+        views::broadcastPairing(broadcast);
+    if (!pairing)
+      return op->emitOpError() << "reads a broadcast planned as a view that "
+                                  "does not broadcast along rows or columns";
+    int32_t layout =
+        (pairing->perRow ? TESSEL_BROADCAST_ROWS : TESSEL_BROADCAST_COLS) |
+        (bFirst ? TESSEL_BROADCAST_B_FIRST : 0);
+    fl.call(rt::tessel_binary_broadcast,
+            {fl.i32(binaryKind(op)), fl.dtype(result),
+             fl.ptr(bFirst ? rhs : lhs), fl.ptr(broadcast.getInput()),
+             fl.ptr(result), fl.i64(pairing->rows), fl.i64(pairing->cols),
+             fl.i32(layout)});
+    return success();
+  }
   fl.call(rt::tessel_binary,
           {fl.i32(binaryKind(op)), fl.dtype(result), fl.ptr(op->getOperand(0)),
            fl.ptr(op->getOperand(1)), fl.ptr(result), fl.count(result)});

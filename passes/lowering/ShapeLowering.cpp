@@ -1,9 +1,9 @@
 //===- ShapeLowering.cpp - views and data movement ------------------------===//
 //
-// A reshape is a view (no call), and so is a slice the memory plan made one
-// (tessel.view); the others are tessel_strided_copy with the strides that
-// read (or write) the right elements (none for a concat's input the memory
-// plan computed in place).
+// A reshape is a view (no call), and so is a slice or a broadcast the
+// memory plan made one (tessel.view); the others are tessel_strided_copy with
+// the strides that read (or write) the right elements (none for a concat's
+// input the memory plan computed in place).
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,6 +23,20 @@ LogicalResult lowerReshape(nn::ReshapeOp op, FunctionLowering &fl) {
 }
 
 LogicalResult lowerBroadcast(nn::BroadcastOp op, FunctionLowering &fl) {
+  if (op->hasAttr(memory_plan::kViewAttr)) {
+    // The memory plan made it a view: its readers, binary ops, read the
+    // input where it lies (tessel_binary_broadcast).
+    if (!views::broadcastPairing(op))
+      return op.emitOpError()
+             << "is planned as a view ('" << memory_plan::kViewAttr
+             << "') but does not broadcast along rows or columns";
+    if (!views::readOnlyByBinaryOps(op))
+      return op.emitOpError()
+             << "is planned as a view ('" << memory_plan::kViewAttr
+             << "') but is read by an op other than a binary op";
+    fl.pointers[op.getResult()] = fl.ptr(op.getInput());
+    return success();
+  }
   ArrayRef<int64_t> outShape = op.getType().getShape();
   ArrayRef<int64_t> inShape = op.getInput().getType().getShape();
   SmallVector<int64_t> inContiguous = contiguousStrides(inShape);

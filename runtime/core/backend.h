@@ -288,6 +288,11 @@ public:
   }
   virtual void binary(tessel_ctx *ctx, int32_t op, int32_t dtype, const void *a,
                       const void *b, void *out, int64_t n) = 0;
+  /// tessel_binary_broadcast: b paired by column or row of an [rows, cols]
+  /// view of a (`layout`, tessel_broadcast_layout); rows, cols > 0.
+  virtual void binaryBroadcast(tessel_ctx *ctx, int32_t op, int32_t dtype,
+                               const void *a, const void *b, void *out,
+                               int64_t rows, int64_t cols, int32_t layout) = 0;
   virtual void unary(tessel_ctx *ctx, int32_t op, int32_t dtype, const void *x,
                      void *y, int64_t n) = 0;
   virtual void cast(tessel_ctx *ctx, int32_t srcDtype, int32_t dstDtype,

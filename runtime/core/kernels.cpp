@@ -240,6 +240,37 @@ void tessel_binary(tessel_ctx *ctx, int32_t op, int32_t dtype, const void *a,
   ctx->backend->binary(ctx, op, dtype, a, b, out, n);
 }
 
+void tessel_binary_broadcast(tessel_ctx *ctx, int32_t op, int32_t dtype,
+                             const void *a, const void *b, void *out,
+                             int64_t rows, int64_t cols, int32_t layout) {
+  if (!ctx)
+    return;
+  KernelScope scope(ctx, __func__);
+  if (op < TESSEL_ADD || op > TESSEL_EQUAL) {
+    setError(ctx, "tessel_binary_broadcast: unknown op %d", op);
+    return;
+  }
+  if (layout < 0 ||
+      layout > (TESSEL_BROADCAST_ROWS | TESSEL_BROADCAST_B_FIRST)) {
+    setError(ctx, "tessel_binary_broadcast: unknown layout %d", layout);
+    return;
+  }
+  if (!checkDtype(ctx, "tessel_binary_broadcast", dtype, isKnownDtype(dtype)) ||
+      !checkRows(ctx, "tessel_binary_broadcast", rows, cols))
+    return;
+  if (rows == 0 || cols == 0)
+    return;
+  // b's elements are read by many of out's: writing out over them would
+  // change what later elements read.
+  const int64_t size = tessel_dtype_size(dtype);
+  const int64_t bCount = layout & TESSEL_BROADCAST_ROWS ? rows : cols;
+  if (overlaps(out, rows * cols * size, b, bCount * size)) {
+    setError(ctx, "tessel_binary_broadcast: out overlaps b");
+    return;
+  }
+  ctx->backend->binaryBroadcast(ctx, op, dtype, a, b, out, rows, cols, layout);
+}
+
 void tessel_unary(tessel_ctx *ctx, int32_t op, int32_t dtype, const void *x,
                   void *y, int64_t n) {
   if (!ctx)

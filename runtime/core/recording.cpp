@@ -110,6 +110,12 @@ public:
               const void *b, void *out, int64_t n) override {
     defer(&Backend::binary, ctx, op, dtype, a, b, out, n);
   }
+  void binaryBroadcast(tessel_ctx *ctx, int32_t op, int32_t dtype,
+                       const void *a, const void *b, void *out, int64_t rows,
+                       int64_t cols, int32_t layout) override {
+    defer(&Backend::binaryBroadcast, ctx, op, dtype, a, b, out, rows, cols,
+          layout);
+  }
   void unary(tessel_ctx *ctx, int32_t op, int32_t dtype, const void *x, void *y,
              int64_t n) override {
     defer(&Backend::unary, ctx, op, dtype, x, y, n);

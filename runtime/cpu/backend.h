@@ -51,6 +51,9 @@ public:
                  int32_t epilogue, void *aux) override;
   void binary(tessel_ctx *ctx, int32_t op, int32_t dtype, const void *a,
               const void *b, void *out, int64_t n) override;
+  void binaryBroadcast(tessel_ctx *ctx, int32_t op, int32_t dtype,
+                       const void *a, const void *b, void *out, int64_t rows,
+                       int64_t cols, int32_t layout) override;
   void unary(tessel_ctx *ctx, int32_t op, int32_t dtype, const void *x, void *y,
              int64_t n) override;
   void cast(tessel_ctx *ctx, int32_t srcDtype, int32_t dstDtype, const void *x,

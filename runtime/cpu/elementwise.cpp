@@ -19,19 +19,59 @@ template <class T>
 constexpr bool kVectorElem = !std::is_same<T, Half>::value &&
                              !std::is_same<T, BFloat>::value;
 
+/// Which element of b each element of a meets: b[i] (tessel_binary, rows
+/// 1), or tessel_binary_broadcast's b[c] or b[r] of an [rows, cols] view,
+/// b the left operand with bFirst.
+struct Pairing {
+  int64_t rows, cols;
+  bool perRow = false, bFirst = false;
+
+  static Pairing same(int64_t n) { return {1, n}; }
+  static Pairing broadcast(int64_t rows, int64_t cols, int32_t layout) {
+    return {rows, cols, (layout & TESSEL_BROADCAST_ROWS) != 0,
+            (layout & TESSEL_BROADCAST_B_FIRST) != 0};
+  }
+};
+
+/// out = fn(a, b) over `pairing`'s elements, b's first operand already
+/// placed by mapBinary. A row at a time: the inner loop vectorises as
+/// tessel_binary's always has.
 template <class T, class Fn>
-void mapBinary(const void *a, const void *b, void *out, int64_t n, Fn fn) {
-  const T *as = static_cast<const T *>(a);
-  const T *bs = static_cast<const T *>(b);
-  T *os = static_cast<T *>(out);
+void mapPairs(const T *as, const T *bs, T *os, const Pairing &pairing, Fn fn) {
+  const int64_t cols = pairing.cols;
   auto loop = [&]() TESSEL_INLINE {
-    for (int64_t i = 0; i < n; ++i)
-      os[i] = Elem<T>::store(fn(Elem<T>::load(as[i]), Elem<T>::load(bs[i])));
+    for (int64_t r = 0; r < pairing.rows; ++r) {
+      const T *ar = as + r * cols;
+      T *orow = os + r * cols;
+      if (pairing.perRow) {
+        const auto y = Elem<T>::load(bs[r]);
+        for (int64_t c = 0; c < cols; ++c)
+          orow[c] = Elem<T>::store(fn(Elem<T>::load(ar[c]), y));
+      } else {
+        for (int64_t c = 0; c < cols; ++c)
+          orow[c] =
+              Elem<T>::store(fn(Elem<T>::load(ar[c]), Elem<T>::load(bs[c])));
+      }
+    }
   };
   if constexpr (kVectorElem<T>)
     dispatch(loop);
   else
     loop();
+}
+
+/// out = fn(a, b) over `pairing`'s elements (fn(b, a) with bFirst).
+template <class T, class Fn>
+void mapBinary(const void *a, const void *b, void *out, const Pairing &pairing,
+               Fn fn) {
+  const T *as = static_cast<const T *>(a);
+  const T *bs = static_cast<const T *>(b);
+  T *os = static_cast<T *>(out);
+  if (pairing.bFirst)
+    mapPairs<T>(as, bs, os, pairing,
+                [&](auto x, auto y) TESSEL_INLINE { return fn(y, x); });
+  else
+    mapPairs<T>(as, bs, os, pairing, fn);
 }
 
 template <class T, class Fn>
@@ -176,27 +216,32 @@ void dropoutElements(int32_t dtype, const void *x, void *y, int64_t n,
 
 } // namespace
 
-void CpuBackend::binary(tessel_ctx *ctx, int32_t op, int32_t dtype,
-                        const void *a, const void *b, void *out, int64_t n) {
+/// tessel_binary and tessel_binary_broadcast: op over `pairing`'s elements;
+/// false for an integer division by zero (0 written there).
+static bool runBinary(int32_t op, int32_t dtype, const void *a, const void *b,
+                      void *out, const Pairing &pairing) {
   bool divByZero = false;
   visitAny(dtype, [&](auto tag) {
     using T = decltype(tag);
     using C = typename Elem<T>::Compute;
     switch (op) {
     case TESSEL_ADD:
-      mapBinary<T>(a, b, out, n, [](C x, C y) { return wrap<C>(x, y, std::plus<>()); });
+      mapBinary<T>(a, b, out, pairing,
+                   [](C x, C y) { return wrap<C>(x, y, std::plus<>()); });
       break;
     case TESSEL_SUB:
-      mapBinary<T>(a, b, out, n, [](C x, C y) { return wrap<C>(x, y, std::minus<>()); });
+      mapBinary<T>(a, b, out, pairing,
+                   [](C x, C y) { return wrap<C>(x, y, std::minus<>()); });
       break;
     case TESSEL_MUL:
-      mapBinary<T>(a, b, out, n, [](C x, C y) { return wrap<C>(x, y, std::multiplies<>()); });
+      mapBinary<T>(a, b, out, pairing,
+                   [](C x, C y) { return wrap<C>(x, y, std::multiplies<>()); });
       break;
     case TESSEL_DIV:
       if constexpr (isIntegral<C>()) {
         // Integer division by zero (or MIN / -1) is undefined in C++;
         // write 0 and report instead.
-        mapBinary<T>(a, b, out, n, [&](C x, C y) {
+        mapBinary<T>(a, b, out, pairing, [&](C x, C y) {
           if (y == 0 || (y == C(-1) && x == std::numeric_limits<C>::min())) {
             divByZero |= y == 0;
             return y == 0 ? C(0) : x;
@@ -204,17 +249,30 @@ void CpuBackend::binary(tessel_ctx *ctx, int32_t op, int32_t dtype,
           return C(x / y);
         });
       } else {
-        mapBinary<T>(a, b, out, n, [](C x, C y) { return x / y; });
+        mapBinary<T>(a, b, out, pairing, [](C x, C y) { return x / y; });
       }
       break;
     case TESSEL_EQUAL:
       // 16-bit floats load exactly into f32: the stored values compare.
-      mapBinary<T>(a, b, out, n, [](C x, C y) { return x == y ? C(1) : C(0); });
+      mapBinary<T>(a, b, out, pairing,
+                   [](C x, C y) { return x == y ? C(1) : C(0); });
       break;
     }
   });
-  if (divByZero)
+  return !divByZero;
+}
+
+void CpuBackend::binary(tessel_ctx *ctx, int32_t op, int32_t dtype,
+                        const void *a, const void *b, void *out, int64_t n) {
+  if (!runBinary(op, dtype, a, b, out, Pairing::same(n)))
     setError(ctx, "tessel_binary: integer division by zero");
+}
+
+void CpuBackend::binaryBroadcast(tessel_ctx *ctx, int32_t op, int32_t dtype,
+                                 const void *a, const void *b, void *out,
+                                 int64_t rows, int64_t cols, int32_t layout) {
+  if (!runBinary(op, dtype, a, b, out, Pairing::broadcast(rows, cols, layout)))
+    setError(ctx, "tessel_binary_broadcast: integer division by zero");
 }
 
 void CpuBackend::unary(tessel_ctx *, int32_t op, int32_t dtype, const void *x,

@@ -332,6 +332,8 @@ std::string tessel::cuda::describeDeviceError(const DeviceError &error) {
     return row("tessel_sub_label", "label", "of row");
   case DeviceErrorKind::IntegerDivisionByZero:
     return "tessel_binary: integer division by zero";
+  case DeviceErrorKind::BroadcastIntegerDivisionByZero:
+    return "tessel_binary_broadcast: integer division by zero";
   case DeviceErrorKind::None:
     break;
   }

@@ -27,6 +27,7 @@ enum class DeviceErrorKind : int32_t {
   IntegerDivisionByZero, // tessel_binary
   LabelLogitLabel,       // tessel_label_logit: label value of row position
   SubLabelLabel,         // tessel_sub_label: the same
+  BroadcastIntegerDivisionByZero, // tessel_binary_broadcast
 };
 
 struct DeviceError {

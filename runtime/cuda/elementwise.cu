@@ -1,14 +1,15 @@
 //===- elementwise.cu - Elementwise kernels and their gradients ----------===//
 //
-// tessel_binary, tessel_unary, tessel_cast, tessel_dropout(_block) and
-// tessel_unary_grad on the GPU. Every kernel is one memory-bound pass: a
-// grid-stride loop over 16-byte vectors (float4, 8 halves, 2 doubles) when
-// every pointer is aligned for them, then a scalar tail; a misaligned
-// pointer takes the scalar loop throughout. The per-element arithmetic is
-// elementwise_math.h's, the CPU backend's bit for bit where that is
-// possible (conversions, integer ops, the dropout mask) and the same
-// formulas otherwise. Ops and dtypes are template parameters: one kernel
-// per (op, dtype), no switch inside the loop. Indices are int64.
+// tessel_binary(_broadcast), tessel_unary, tessel_cast,
+// tessel_dropout(_block) and tessel_unary_grad on the GPU. Every kernel is
+// one memory-bound pass: a grid-stride loop over 16-byte vectors (float4, 8
+// halves, 2 doubles) when every pointer is aligned for them, then a scalar
+// tail; a misaligned pointer takes the scalar loop throughout. The
+// per-element arithmetic is elementwise_math.h's, the CPU backend's bit for
+// bit where that is possible (conversions, integer ops, the dropout mask)
+// and the same formulas otherwise. Ops and dtypes are template parameters:
+// one kernel per (op, dtype), no switch inside the loop. Indices are int64
+// (a broadcast's are 32-bit where the view fits).
 //
 //===----------------------------------------------------------------------===//
 
@@ -113,6 +114,80 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+/// out[r, c] = fn(a[r, c], b[c]) or fn(a[r, c], b[r]) over an [rows, cols]
+/// view, fn(b, a) with bFirst (tessel_binary_broadcast; the two flags are
+/// the same for every thread). A thread takes units of W elements along a
+/// row (broadcastUnit): W = N, 16-byte vectors, where cols is a multiple
+/// of N and every pointer aligned; else 1. I is the index type: 32 bits
+/// where the view fits, as the division by the row's units is the one cost
+/// beyond the loads.
+template <int W, class I, class T, class Fn>
+__global__ void __launch_bounds__(kThreads)
+    broadcastKernel(const T *a, const T *b, T *out, I units, I unitsPerRow,
+                    I cols, bool perRow, bool bFirst, Fn fn) {
+  const I stride = I(gridDim.x) * blockDim.x;
+  bool bad = false;
+  for (I u = I(blockIdx.x) * blockDim.x + threadIdx.x; u < units;
+       u += stride) {
+    I r, c;
+    broadcastUnit(u, unitsPerRow, W, r, c);
+    const I i = r * cols + c;
+    Pack<T, W> pa = *reinterpret_cast<const Pack<T, W> *>(a + i), pb, po;
+    if (perRow) {
+      const T v = b[broadcastOperandIndex(r, c, true)];
+#pragma unroll
+      for (int k = 0; k < W; ++k)
+        pb.v[k] = v;
+    } else {
+      pb = *reinterpret_cast<const Pack<T, W> *>(
+          b + broadcastOperandIndex(r, c, false));
+    }
+#pragma unroll
+    for (int k = 0; k < W; ++k)
+      po.v[k] = bFirst ? fn(pb.v[k], pa.v[k], bad) : fn(pa.v[k], pb.v[k], bad);
+    *reinterpret_cast<Pack<T, W> *>(out + i) = po;
+  }
+  if constexpr (Fn::kReports) {
+    if (__syncthreads_or(bad) && threadIdx.x == 0)
+      fn.report();
+  }
+}
+
+template <int N> using Width = std::integral_constant<int, N>;
+
+/// Launches broadcastKernel for tessel_binary_broadcast (rows, cols > 0).
+template <class T, class Fn>
+void launchBroadcast(CudaBackend &backend, tessel_ctx *ctx, const void *a,
+                     const void *b, void *out, int64_t rows, int64_t cols,
+                     int32_t layout, const Fn &fn) {
+  constexpr int N = kVecWidth<T, T>;
+  const bool perRow = (layout & TESSEL_BROADCAST_ROWS) != 0;
+  const bool bFirst = (layout & TESSEL_BROADCAST_B_FIRST) != 0;
+  // (A grid-stride step is at most 2^28 threads: u + stride stays in 32
+  // bits below 2^30 elements.)
+  const bool narrow = rows * cols <= (int64_t(1) << 30);
+  const bool vector = narrow && cols % N == 0 && alignedTo(a, 16) &&
+                      alignedTo(out, 16) && (perRow || alignedTo(b, 16));
+  const int64_t unitsPerRow = vector ? cols / N : cols;
+  const int64_t units = rows * unitsPerRow;
+  auto go = [&](auto width, auto index) {
+    constexpr int W = decltype(width)::value;
+    using I = decltype(index);
+    broadcastKernel<W, I>
+        <<<gridFor(units, kThreads), kThreads, 0, backend.stream()>>>(
+            static_cast<const T *>(a), static_cast<const T *>(b),
+            static_cast<T *>(out), I(units), I(unitsPerRow), I(cols), perRow,
+            bFirst, fn);
+  };
+  if (vector)
+    go(Width<N>(), uint32_t());
+  else if (narrow)
+    go(Width<1>(), uint32_t());
+  else
+    go(Width<1>(), int64_t());
+  CudaBackend::checkLaunch(ctx, "tessel_binary_broadcast");
+}
+
 /// Launches map1Kernel over n elements on the backend's stream.
 template <class TIn, class TOut, class Fn>
 void launchMap1(CudaBackend &backend, tessel_ctx *ctx, const char *what,
@@ -149,13 +224,14 @@ void launchMap2(CudaBackend &backend, tessel_ctx *ctx, const char *what,
 template <int Op, class T> struct BinaryFn {
   static constexpr bool kReports = isIntegral<T>() && Op == TESSEL_DIV;
   DeviceError *errors;
+  DeviceErrorKind divisionByZero; // the entry point's kind
   __device__ T operator()(T a, T b, bool &bad) const {
     using C = typename Elem<T>::Compute;
     return Elem<T>::store(
         binaryOp<Op, C>(Elem<T>::load(a), Elem<T>::load(b), bad));
   }
   __device__ void report() const {
-    recordDeviceError(errors, DeviceErrorKind::IntegerDivisionByZero, 0, 0, 0);
+    recordDeviceError(errors, divisionByZero, 0, 0, 0);
   }
 };
 
@@ -260,8 +336,22 @@ void CudaBackend::binary(tessel_ctx *ctx, int32_t op, int32_t dtype,
   visitAny(dtype, [&](auto tag) {
     using T = decltype(tag);
     visitOp<TESSEL_EQUAL + 1>(op, [&](auto opTag) {
-      BinaryFn<decltype(opTag)::value, T> fn{deviceErrors()};
+      BinaryFn<decltype(opTag)::value, T> fn{
+          deviceErrors(), DeviceErrorKind::IntegerDivisionByZero};
       launchMap2<T>(*this, ctx, "tessel_binary", a, b, out, n, fn);
+    });
+  });
+}
+
+void CudaBackend::binaryBroadcast(tessel_ctx *ctx, int32_t op, int32_t dtype,
+                                  const void *a, const void *b, void *out,
+                                  int64_t rows, int64_t cols, int32_t layout) {
+  visitAny(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    visitOp<TESSEL_EQUAL + 1>(op, [&](auto opTag) {
+      BinaryFn<decltype(opTag)::value, T> fn{
+          deviceErrors(), DeviceErrorKind::BroadcastIntegerDivisionByZero};
+      launchBroadcast<T>(*this, ctx, a, b, out, rows, cols, layout, fn);
     });
   });
 }

@@ -314,6 +314,22 @@ template <int Op, class C> TESSEL_HD C binaryOp(C x, C y, bool &divByZero) {
   }
 }
 
+/// tessel_binary_broadcast's split of an [rows, cols] view into units of
+/// `width` elements along a row (cols a multiple of width): unit u's row
+/// and first column.
+template <class I>
+TESSEL_HD void broadcastUnit(I u, I unitsPerRow, int width, I &row, I &col) {
+  row = u / unitsPerRow;
+  col = (u - row * unitsPerRow) * I(width);
+}
+
+/// The element of tessel_binary_broadcast's b that element (row, col)
+/// meets: b[row] (TESSEL_BROADCAST_ROWS) or b[col].
+template <class I>
+TESSEL_HD I broadcastOperandIndex(I row, I col, bool perRow) {
+  return perRow ? row : col;
+}
+
 //===--- Dropout (core/rng.h's hash) --------------------------------------===//
 
 /// The part of hash4(kDropoutDomain ^ seed, step, index, stream) that is

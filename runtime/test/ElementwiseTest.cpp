@@ -99,6 +99,110 @@ TEST_F(ElementwiseTest, IntegerDivisionByZeroSetsError) {
   tessel_clear_error(ctx);
 }
 
+/// b broadcast to [rows, cols] by tessel_strided_copy (stride 0): what a
+/// model copied out before ABI 17's tessel_binary_broadcast.
+std::vector<uint8_t> broadcastCopy(tessel_ctx *ctx, int32_t dtype,
+                                   const std::vector<uint8_t> &b, int64_t rows,
+                                   int64_t cols, bool perRow) {
+  std::vector<uint8_t> out(size_t(rows * cols) * tessel_dtype_size(dtype));
+  const int64_t shape[2] = {rows, cols};
+  const int64_t inStrides[2] = {perRow ? 1 : 0, perRow ? 0 : 1};
+  const int64_t outStrides[2] = {cols, 1};
+  tessel_strided_copy(ctx, dtype, b.data(), out.data(), 2, shape, inStrides,
+                      outStrides);
+  return out;
+}
+
+// Tests that tessel_binary_broadcast equals the broadcast copied out and
+// tessel_binary, bit for bit: every op and dtype, b per column and per row,
+// b the left or the right operand, also in place (out == a).
+TEST_F(ElementwiseTest, BinaryBroadcastIsCopyThenBinary) {
+  const std::pair<int64_t, int64_t> shapes[] = {
+      {1, 1}, {3, 7}, {5, 16}, {4, 1000}, {1000, 3}};
+  for (int32_t dtype : kAllTypes)
+    for (int32_t op = TESSEL_ADD; op <= TESSEL_EQUAL; ++op)
+      for (auto [rows, cols] : shapes)
+        for (int32_t layout = 0; layout < 4; ++layout) {
+          const bool perRow = (layout & TESSEL_BROADCAST_ROWS) != 0;
+          const bool bFirst = (layout & TESSEL_BROADCAST_B_FIRST) != 0;
+          SCOPED_TRACE(std::string(dtypeName(dtype)) + " op " +
+                       std::to_string(op) + " [" + std::to_string(rows) + ", " +
+                       std::to_string(cols) + "] layout " +
+                       std::to_string(layout));
+          // Divisors of both signs, never zero, on both sides.
+          auto a = randomValues(dtype, size_t(rows * cols), 1, 50, 3 + rows);
+          auto b = randomValues(dtype, size_t(perRow ? rows : cols), 1, 20,
+                                5 + cols);
+          for (size_t i = 0; i < a.size(); i += 3)
+            a[i] = -a[i];
+          for (size_t i = 0; i < b.size(); i += 2)
+            b[i] = -b[i];
+          // Equal pairs for TESSEL_EQUAL.
+          a[0] = b[0];
+          auto ab = encode(dtype, a), bb = encode(dtype, b);
+          auto full = broadcastCopy(ctx, dtype, bb, rows, cols, perRow);
+          std::vector<uint8_t> want(ab.size()), got(ab.size());
+          tessel_binary(ctx, op, dtype, bFirst ? full.data() : ab.data(),
+                        bFirst ? ab.data() : full.data(), want.data(),
+                        rows * cols);
+          tessel_binary_broadcast(ctx, op, dtype, ab.data(), bb.data(),
+                                  got.data(), rows, cols, layout);
+          ASSERT_EQ(tessel_error(ctx), nullptr) << tessel_error(ctx);
+          EXPECT_EQ(got, want);
+          tessel_binary_broadcast(ctx, op, dtype, ab.data(), bb.data(),
+                                  ab.data(), rows, cols, layout);
+          EXPECT_EQ(ab, want) << "in place";
+        }
+}
+
+// Tests that tessel_binary_broadcast refuses an unknown op or layout, a
+// negative or overflowing shape and an out over b, writing nothing; that an
+// empty view does nothing; and that it reports an integer division by zero
+// as tessel_binary does.
+TEST_F(ElementwiseTest, BinaryBroadcastMisuseSetsErrors) {
+  float a[6] = {1, 2, 3, 4, 5, 6}, b[3] = {1, 1, 1}, out[6] = {};
+  const std::vector<float> aBefore(a, a + 6);
+  struct Case {
+    int32_t op, dtype;
+    const float *b;
+    float *out;
+    int64_t rows;
+    int32_t layout;
+    const char *error;
+  };
+  const Case cases[] = {
+      {9, TESSEL_F32, b, out, 2, 0, "unknown op 9"},
+      {TESSEL_ADD, TESSEL_F32, b, out, 2, 4, "unknown layout 4"},
+      {TESSEL_ADD, TESSEL_F32, b, out, -2, 0, "negative shape"},
+      {TESSEL_ADD, TESSEL_F32, b, out, INT64_MAX, 0, "overflow"},
+      {TESSEL_ADD, 77, b, out, 2, 0, "dtype"},
+      {TESSEL_ADD, TESSEL_F32, a + 1, a, 2, 0, "out overlaps b"},
+  };
+  for (const Case &c : cases) {
+    tessel_binary_broadcast(ctx, c.op, c.dtype, a, c.b, c.out, c.rows, 3,
+                            c.layout);
+    ASSERT_NE(tessel_error(ctx), nullptr) << c.error;
+    EXPECT_NE(std::string(tessel_error(ctx)).find(c.error), std::string::npos)
+        << tessel_error(ctx);
+    tessel_clear_error(ctx);
+    EXPECT_EQ(std::vector<float>(out, out + 6), std::vector<float>(6, 0.0f))
+        << c.error;
+    EXPECT_EQ(std::vector<float>(a, a + 6), aBefore) << c.error;
+  }
+  tessel_binary_broadcast(ctx, TESSEL_ADD, TESSEL_F32, a, b, out, 0, 3, 0);
+  EXPECT_EQ(tessel_error(ctx), nullptr);
+
+  int32_t ia[4] = {6, 7, 8, 9}, ib[2] = {3, 0}, iout[4];
+  tessel_binary_broadcast(ctx, TESSEL_DIV, TESSEL_I32, ia, ib, iout, 2, 2,
+                          TESSEL_BROADCAST_COLS);
+  ASSERT_NE(tessel_error(ctx), nullptr);
+  EXPECT_STREQ(tessel_error(ctx),
+               "tessel_binary_broadcast: integer division by zero");
+  tessel_clear_error(ctx);
+  EXPECT_EQ(std::vector<int32_t>(iout, iout + 4),
+            (std::vector<int32_t>{2, 0, 2, 0}));
+}
+
 double refUnary(int32_t op, double x) {
   switch (op) {
   case TESSEL_NEG:

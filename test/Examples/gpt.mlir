@@ -29,9 +29,10 @@
 // CHECK: nn.matmul %{{.*}}, %{{.*}} transpose_rhs
 // CHECK: nn.cross_entropy
 // The memory plan reaches the floor (the most bytes alive at one op): at
-// the MLP's bias add, h1 (256 KiB) and fc's matmul output, broadcast bias
-// and sum (1 MiB each) are alive: 3.25 MiB.
-// PLAN: remark: scratch peak of @block: 3407872 bytes (live bytes at most 3407872)
-// PLAN: remark: scratch peak of @loss: 4194304 bytes (live bytes at most 4194304)
+// the MLP's bias add, h1 (256 KiB) and fc's matmul output and sum (1 MiB
+// each) are alive, the bias read where it lies (a broadcast view): 2.25
+// MiB; the loss's peak is the layer's workspace and what it carries.
+// PLAN: remark: scratch peak of @block: 2359296 bytes (live bytes at most 2359296)
+// PLAN: remark: scratch peak of @loss: 3145728 bytes (live bytes at most 3145728)
 // COST: remark: function @block: 28 ops, flops 222625792,
 // COST: remark: function @loss: 7 ops, flops 925172736,

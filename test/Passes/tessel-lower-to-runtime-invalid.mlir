@@ -166,3 +166,24 @@ func.func @strided_view(%a: tensor<4x8xf32>) -> tensor<4x4xf32> attributes {tess
   %0 = nn.slice %a start = [0, 0] limit = [4, 4] {tessel.offsets = array<i64: -1>, tessel.view} : tensor<4x8xf32> -> tensor<4x4xf32>
   return %0 : tensor<4x4xf32>
 }
+
+// -----
+
+// Tests that a broadcast planned as a view must broadcast along rows or
+// columns and be read only by binary ops: a plan edited by hand is
+// refused, not read as the wrong elements.
+func.func @middle_view(%a: tensor<2x8xf32>, %x: tensor<2x4x8xf32>) -> tensor<2x4x8xf32> attributes {tessel.scratch_bytes = 256 : i64} {
+  // expected-error @+1 {{'nn.broadcast' op is planned as a view ('tessel.view') but does not broadcast along rows or columns}}
+  %0 = nn.broadcast %a dims = [0, 2] {tessel.offsets = array<i64: -1>, tessel.view} : tensor<2x8xf32> -> tensor<2x4x8xf32>
+  %1 = nn.add %x, %0 {tessel.offsets = array<i64: 0>} : tensor<2x4x8xf32>
+  return %1 : tensor<2x4x8xf32>
+}
+
+// -----
+
+func.func @view_read_by_exp(%b: tensor<8xf32>) -> tensor<4x8xf32> attributes {tessel.scratch_bytes = 128 : i64} {
+  // expected-error @+1 {{'nn.broadcast' op is planned as a view ('tessel.view') but is read by an op other than a binary op}}
+  %0 = nn.broadcast %b dims = [1] {tessel.offsets = array<i64: -1>, tessel.view} : tensor<8xf32> -> tensor<4x8xf32>
+  %1 = nn.exp %0 {tessel.offsets = array<i64: 0>} : tensor<4x8xf32>
+  return %1 : tensor<4x8xf32>
+}

@@ -582,3 +582,32 @@ func.func @partly_in_place(%x: tensor<4x8xf32>, %v: tensor<8xf32>) -> tensor<72x
   %3 = nn.exp %2 : tensor<72xf32>
   return %3 : tensor<72xf32>
 }
+
+// -----
+
+// Tests that a binary op reading a broadcast the memory plan made a view
+// calls tessel_binary_broadcast on the broadcast's input, no copy: a bias
+// per column as the right operand (layout 0, [12, 8]: the result's leading
+// dimensions are the rows), and a row statistic as the left operand of a
+// sub (TESSEL_BROADCAST_ROWS | TESSEL_BROADCAST_B_FIRST = 3, [3, 32]).
+// CHECK-LABEL: llvm.func @tessel_fn_broadcast_views
+// CHECK-SAME: (%[[CTX:[^:]*]]: !llvm.ptr, %{{[^:]*}}: !llvm.ptr, %[[X:[^:]*]]: !llvm.ptr, %[[B:[^:]*]]: !llvm.ptr, %[[R:[^:]*]]: !llvm.ptr,
+// CHECK-NOT: tessel_strided_copy
+// CHECK: %[[ADD:.*]] = llvm.mlir.constant(0 : i32) : i32
+// CHECK: %[[ROWS:.*]] = llvm.mlir.constant(12 : i64) : i64
+// CHECK: %[[COLS:.*]] = llvm.mlir.constant(8 : i64) : i64
+// CHECK: %[[COLUMNS:.*]] = llvm.mlir.constant(0 : i32) : i32
+// CHECK: llvm.call @tessel_binary_broadcast(%[[CTX]], %[[ADD]], %{{.*}}, %[[X]], %[[B]], %{{.*}}, %[[ROWS]], %[[COLS]], %[[COLUMNS]])
+// CHECK: %[[SUB:.*]] = llvm.mlir.constant(1 : i32) : i32
+// CHECK: %[[ROWS2:.*]] = llvm.mlir.constant(3 : i64) : i64
+// CHECK: %[[COLS2:.*]] = llvm.mlir.constant(32 : i64) : i64
+// CHECK: %[[FIRST:.*]] = llvm.mlir.constant(3 : i32) : i32
+// CHECK: llvm.call @tessel_binary_broadcast(%[[CTX]], %[[SUB]], %{{.*}}, %{{.*}}, %[[R]], %{{.*}}, %[[ROWS2]], %[[COLS2]], %[[FIRST]])
+// CHECK-NOT: tessel_strided_copy
+func.func @broadcast_views(%x: tensor<3x4x8xf32>, %b: tensor<8xf32>, %r: tensor<3xf32>) -> tensor<3x4x8xf32> {
+  %bb = nn.broadcast %b dims = [2] : tensor<8xf32> -> tensor<3x4x8xf32>
+  %0 = nn.add %x, %bb : tensor<3x4x8xf32>
+  %rb = nn.broadcast %r dims = [0] : tensor<3xf32> -> tensor<3x4x8xf32>
+  %1 = nn.sub %rb, %0 : tensor<3x4x8xf32>
+  return %1 : tensor<3x4x8xf32>
+}

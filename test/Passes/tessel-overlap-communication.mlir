@@ -48,6 +48,37 @@ func.func @nothing_to_overlap(%x: tensor<8xf32>) -> tensor<8xf32> {
 
 // -----
 
+// Tests that a bias broadcast only a binary op reads is no cover (the
+// memory plan reads it where it lies, tessel.view: no kernel), so a
+// row-parallel all-reduce before its bias add stays blocking; a broadcast
+// a matmul reads is copied, a cover.
+// CHECK-LABEL: func.func @bias_is_no_cover
+// CHECK: shard.all_reduce
+// CHECK-NOT: nn.async
+// CHECK: nn.add
+// CHECK-LABEL: func.func @copied_broadcast_covers
+// CHECK: shard.all_reduce {{.*}} {nn.async}
+// CHECK: nn.broadcast
+// CHECK: nn.wait
+shard.grid @mesh(shape = 2) {nn.axis_names = ["tp"]}
+func.func @bias_is_no_cover(%x: tensor<4x8xf32>, %b: tensor<8xf32>) -> tensor<4x8xf32> {
+  %p = nn.exp %x : tensor<4x8xf32>
+  %s = shard.all_reduce %p on @mesh grid_axes = [0] : tensor<4x8xf32> -> tensor<4x8xf32>
+  %bb = nn.broadcast %b dims = [1] : tensor<8xf32> -> tensor<4x8xf32>
+  %y = nn.add %s, %bb : tensor<4x8xf32>
+  return %y : tensor<4x8xf32>
+}
+func.func @copied_broadcast_covers(%x: tensor<4x8xf32>, %b: tensor<8xf32>, %w: tensor<8x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+  %p = nn.exp %x : tensor<4x8xf32>
+  %s = shard.all_reduce %p on @mesh grid_axes = [0] : tensor<4x8xf32> -> tensor<4x8xf32>
+  %bb = nn.broadcast %b dims = [1] : tensor<8xf32> -> tensor<4x8xf32>
+  %m = nn.matmul %bb, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %y = nn.exp %s : tensor<4x8xf32>
+  return %y, %m : tensor<4x8xf32>, tensor<4x8xf32>
+}
+
+// -----
+
 // Tests that ZeRO-3's gathers of arguments are prefetched in the order of
 // need, two at a time: the first two start where they stand, the third
 // where the first is waited for, the fourth where the second is. Each

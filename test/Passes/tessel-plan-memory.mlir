@@ -108,8 +108,9 @@ func.func @in_place(%g: tensor<4x8xf32>, %acc: tensor<4x8xf32>) -> tensor<4x8xf3
 // CHECK-SAME: tessel.scratch_bytes = 384
 // CHECK: nn.repeat @keep(%{{.*}}) params(%{{.*}}) {tessel.offsets = array<i64: 256, -2>, tessel.workspace = 0 : i64}
 func.func private @keep(%h: tensor<4x8xf32>, %w: tensor<8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+  %t = nn.tanh %h : tensor<4x8xf32>
   %wb = nn.broadcast %w dims = [1] : tensor<8xf32> -> tensor<4x8xf32>
-  %m = nn.mul %h, %wb : tensor<4x8xf32>
+  %m = nn.mul %t, %wb : tensor<4x8xf32>
   return %m, %h : tensor<4x8xf32>, tensor<4x8xf32>
 }
 func.func @stacked(%h: tensor<4x8xf32>, %w: tensor<3x8xf32>) -> tensor<3x4x8xf32> {
@@ -425,4 +426,50 @@ func.func @slices(%a: tensor<4x8xf32>, %g: tensor<4x8xf32>) -> (tensor<4x8xf32>,
   %9 = nn.reshape %4 : tensor<1x4xf32> -> tensor<4xf32>
   %10 = nn.exp %5 : tensor<1x8xf32>
   return %6, %7, %8, %9, %10 : tensor<4x8xf32>, tensor<2x8xf32>, tensor<4x4xf32>, tensor<4xf32>, tensor<1x8xf32>
+}
+
+// -----
+
+// Tests which broadcasts are views of their input (tessel.view, no buffer
+// of their own; the binary ops read the input along its rows or columns):
+// a row statistic computed here (its buffer, at 128, lives until the sub
+// that reads it: the sub's result takes 0) and a bias argument read by two
+// adds (offset -1). Not a view: a broadcast a matmul reads, one along a
+// middle dimension, one of a tensor updated in place later (its add would
+// read the update), and one added to another broadcast.
+// CHECK-LABEL: func.func @broadcasts
+// CHECK: nn.reduce_sum {{.*}} {tessel.offsets = array<i64: 128>}
+// CHECK-NEXT: nn.broadcast {{.*}} {tessel.offsets = array<i64: 128>, tessel.view}
+// CHECK-NEXT: nn.broadcast %arg1 {{.*}} {tessel.offsets = array<i64: -1>, tessel.view}
+// CHECK-NEXT: nn.sub {{.*}} {tessel.offsets = array<i64: 0>}
+// CHECK-NEXT: nn.add
+// CHECK-NEXT: nn.add
+// CHECK-NEXT: nn.broadcast %arg1 {{.*}} {tessel.offsets = array<i64: {{[0-9]+}}>} :
+// CHECK-NEXT: nn.matmul
+// CHECK-NEXT: nn.broadcast %arg3 {{.*}} {tessel.offsets = array<i64: {{[0-9]+}}>} :
+// CHECK-NEXT: nn.mul
+// CHECK-NEXT: nn.broadcast %arg4 {{.*}} {tessel.offsets = array<i64: {{[0-9]+}}>} :
+// CHECK-NEXT: nn.accumulate
+// CHECK-NEXT: nn.add
+// CHECK-NEXT: nn.broadcast %arg1 {{.*}} {tessel.offsets = array<i64: {{[0-9]+}}>} :
+// CHECK-NEXT: nn.broadcast %arg1 {{.*}} {tessel.offsets = array<i64: {{[0-9]+}}>} :
+// CHECK-NEXT: nn.add
+func.func @broadcasts(%x: tensor<4x8xf32>, %b: tensor<8xf32>, %w: tensor<8x8xf32>, %m: tensor<2x8xf32>, %acc: tensor<8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<8x8xf32>, tensor<2x4x8xf32>, tensor<8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) {
+  %r = nn.reduce_sum %x dims = [1] : tensor<4x8xf32> -> tensor<4xf32>
+  %rb = nn.broadcast %r dims = [0] : tensor<4xf32> -> tensor<4x8xf32>
+  %bb = nn.broadcast %b dims = [1] : tensor<8xf32> -> tensor<4x8xf32>
+  %0 = nn.sub %x, %rb : tensor<4x8xf32>
+  %1 = nn.add %bb, %0 : tensor<4x8xf32>
+  %2 = nn.add %0, %bb : tensor<4x8xf32>
+  %bm = nn.broadcast %b dims = [1] : tensor<8xf32> -> tensor<8x8xf32>
+  %3 = nn.matmul %bm, %w : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>
+  %mid = nn.broadcast %m dims = [0, 2] : tensor<2x8xf32> -> tensor<2x4x8xf32>
+  %4 = nn.mul %mid, %mid : tensor<2x4x8xf32>
+  %ab = nn.broadcast %acc dims = [1] : tensor<8xf32> -> tensor<4x8xf32>
+  %5 = nn.accumulate %b outs(%acc) : tensor<8xf32>
+  %6 = nn.add %x, %ab : tensor<4x8xf32>
+  %b1 = nn.broadcast %b dims = [1] : tensor<8xf32> -> tensor<4x8xf32>
+  %b2 = nn.broadcast %b dims = [1] : tensor<8xf32> -> tensor<4x8xf32>
+  %7 = nn.add %b1, %b2 : tensor<4x8xf32>
+  return %1, %2, %3, %4, %5, %6, %7 : tensor<4x8xf32>, tensor<4x8xf32>, tensor<8x8xf32>, tensor<2x4x8xf32>, tensor<8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
 }

@@ -4,6 +4,8 @@
 // RUN: tessel-compile %examples/gpt.mlir --mesh dp=4 --zero 3 -o %t.z3.so
 // RUN: tessel-run %t.z3.so --steps 1 --trace %t.z3.json 2>&1 | FileCheck %s --check-prefix=Z3
 // RUN: python3 %S/Inputs/check_trace.py %t.z3.json 4 1 9955844 | FileCheck %s --check-prefix=Z3-FILE
+// RUN: tessel-compile %examples/gpt.mlir --mesh tp=2 -o %t.tp.so
+// RUN: tessel-run %t.tp.so --steps 2 --trace %t.tp.json 2>&1 | FileCheck %s --check-prefix=TP
 // RUN: not tessel-run %t.ddp.so --steps 1 --trace %t.ddp.so 2>&1 | FileCheck %s --check-prefix=CLOBBER
 // RUN: not tessel-run %t.ddp.so --steps 1 --trace %t.missing/trace.json 2>&1 | FileCheck %s --check-prefix=NO-DIR
 // RUN: not tessel-run %t.ddp.so --trace 2>&1 | FileCheck %s --check-prefix=NO-VALUE
@@ -25,13 +27,21 @@
 // sums its gradients from its buckets into their buffers (a view of the
 // bucket, no copy into a stack: 64 adds in the layers and their finishes
 // for 64 copies, 16 adds of stacks and 4 slice copies of the last bucket
-// gone).
+// gone); and one fewer since the position table is added where it lies
+// (tessel-plan-memory's broadcast view, tessel_binary_broadcast: no copy).
 
 // DDP-NOT: warning
-// DDP: tessel-run: trace of step 2 (rank 0): 190 kernels ({{.*}}), 14 collectives ({{.*}}); 3172356 of 3172356 started bytes overlapped kernels
+// DDP: tessel-run: trace of step 2 (rank 0): 189 kernels ({{.*}}), 14 collectives ({{.*}}); 3172356 of 3172356 started bytes overlapped kernels
 // DDP-NOT: warning
-// DDP-FILE: rank 0: 190 kernels, 14 collectives (13 started), 13 waits, 3337220 bytes
-// DDP-FILE: rank 1: 190 kernels, 14 collectives (13 started), 13 waits, 3337220 bytes
+// DDP-FILE: rank 0: 189 kernels, 14 collectives (13 started), 13 waits, 3337220 bytes
+// DDP-FILE: rank 1: 189 kernels, 14 collectives (13 started), 13 waits, 3337220 bytes
+
+// Tensor parallelism: the row-parallel all-reduces before a bias add
+// block (the bias is read where it lies, no copy to hide them behind); the
+// vocabulary-parallel loss's and the backward's start early and overlap.
+// TP-NOT: warning
+// TP: tessel-run: trace of step 2 (rank 0): 153 kernels ({{.*}}), 21 collectives ({{.*}}); 1314816 of 1314816 started bytes overlapped kernels
+// TP-NOT: warning
 
 // ZeRO-3's two 512-byte gathers of the first layer's norm, started in the
 // prefetch before the loop, complete before any kernel runs: started, not

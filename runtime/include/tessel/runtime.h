@@ -95,8 +95,13 @@ extern "C" {
  * 16: tessel_reduce_f32, a reduction of a 16-bit tensor written in f32 (a
  * bf16 bias or position-embedding gradient on its way to an f32 reduction
  * or buffer, instead of a 16-bit sum and a cast). Descriptions 1 to 15
+ * still load.
+ * 17: tessel_binary_broadcast, a binary op whose one operand is broadcast
+ * along the rows or the columns of the other (a bias added after a
+ * row-parallel all-reduce, a row statistic subtracted), read where it lies
+ * instead of copied out to the full shape first. Descriptions 1 to 16
  * still load. */
-#define TESSEL_ABI_VERSION 16
+#define TESSEL_ABI_VERSION 17
 
 typedef enum tessel_dtype {
   TESSEL_F32 = 0,

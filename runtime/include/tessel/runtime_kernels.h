@@ -137,6 +137,25 @@ typedef enum tessel_binary_op {
 void tessel_binary(tessel_ctx *ctx, int32_t op, int32_t dtype, const void *a,
                    const void *b, void *out, int64_t n);
 
+/* How tessel_binary_broadcast pairs b with the elements of a, viewed as
+ * [rows, cols]: one value of b per column (b has cols elements: a bias, a
+ * position table) or per row (rows elements: a row's statistic); with
+ * TESSEL_BROADCAST_B_FIRST set, b is the op's left operand. */
+typedef enum tessel_broadcast_layout {
+  TESSEL_BROADCAST_COLS = 0,
+  TESSEL_BROADCAST_ROWS = 1,
+  TESSEL_BROADCAST_B_FIRST = 2,
+} tessel_broadcast_layout;
+
+/* out[r, c] = a[r, c] op b[c] (TESSEL_BROADCAST_COLS) or a[r, c] op b[r]
+ * (TESSEL_BROADCAST_ROWS), b op a with TESSEL_BROADCAST_B_FIRST, for an
+ * [rows, cols] view of a and out (ABI 17): b broadcast where it lies.
+ * Equal to tessel_strided_copy of b (stride 0) into a temporary followed
+ * by tessel_binary. out may be a, never b. */
+void tessel_binary_broadcast(tessel_ctx *ctx, int32_t op, int32_t dtype,
+                             const void *a, const void *b, void *out,
+                             int64_t rows, int64_t cols, int32_t layout);
+
 typedef enum tessel_unary_op {
   TESSEL_NEG = 0,
   TESSEL_EXP = 1,

@@ -19,6 +19,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <tuple>
 
 using namespace tessel::cudatest;
 namespace tc = tessel::cuda;
@@ -326,6 +327,29 @@ TEST_F(CpuReference, BinaryMatchesCpu) {
   });
 }
 
+// Tests that tessel_binary_broadcast's units cover an [rows, cols] view
+// once, each element meeting b's element of its column or row.
+TEST(CudaBroadcastSplit, UnitsCoverTheViewOnce) {
+  for (auto [rows, cols, width] : {std::tuple<int64_t, int64_t, int>{3, 8, 4},
+                                   {5, 7, 1},
+                                   {1, 16, 8},
+                                   {4, 1, 1}}) {
+    std::vector<int> seen(size_t(rows * cols), 0);
+    const int64_t unitsPerRow = cols / width;
+    for (int64_t u = 0; u < rows * unitsPerRow; ++u) {
+      int64_t r, c;
+      tc::broadcastUnit<int64_t>(u, unitsPerRow, width, r, c);
+      for (int k = 0; k < width; ++k) {
+        ++seen[size_t(r * cols + c + k)];
+        EXPECT_EQ(tc::broadcastOperandIndex<int64_t>(r, c + k, false), c + k);
+        EXPECT_EQ(tc::broadcastOperandIndex<int64_t>(r, c + k, true), r);
+      }
+    }
+    EXPECT_EQ(seen, std::vector<int>(seen.size(), 1))
+        << rows << "x" << cols << " by " << width;
+  }
+}
+
 //===--- Dropout ----------------------------------------------------------===//
 
 // Tests dropout's mask (its prefix split of the hash) against core/rng.h's.
@@ -517,6 +541,74 @@ TEST_F(CudaVsCpuElementwise, BinaryMatchesCpu) {
       }
     });
   });
+}
+
+// Tests tessel_binary_broadcast on the GPU: every op and dtype, b per
+// column and per row, either side, 16-byte vectors (cols a multiple of
+// every vector width) and single elements (odd cols, or misaligned), bit
+// for bit.
+TEST_F(CudaVsCpuElementwise, BinaryBroadcastMatchesCpu) {
+  forAllTypes([&](auto tag) {
+    using T = decltype(tag);
+    for (auto [rows, cols] :
+         {std::pair<int64_t, int64_t>{97, 768}, {1021, 97}}) {
+      std::vector<T> a = gpuInputs<T>(3, 1e3);
+      a.resize(size_t(rows * cols)); // (kGpuCount is more)
+      for (int32_t layout = 0; layout < 4; ++layout) {
+        const bool perRow = (layout & TESSEL_BROADCAST_ROWS) != 0;
+        std::vector<T> b = gpuInputs<T>(4, 1e3);
+        b.resize(size_t(perRow ? rows : cols));
+        for (size_t i = 0; i < b.size(); i += 5)
+          b[i] = a[i]; // equal pairs for TESSEL_EQUAL
+        if constexpr (std::is_integral<T>::value) {
+          // No zero divisor on either side (an error).
+          for (T &v : a)
+            if (v == 0)
+              v = 3;
+          for (T &v : b)
+            if (v == 0)
+              v = 5;
+        }
+        forOps<TESSEL_EQUAL + 1>([&](auto opTag) {
+          for (size_t shift : {0, 1}) {
+            auto [want, got] = runBoth<T>(
+                *this, shift,
+                [&](tessel_ctx *ctx, auto &ins, void *out) {
+                  tessel_binary_broadcast(ctx, decltype(opTag)::value,
+                                          dtypeOf<T>(), ins[0], ins[1], out,
+                                          rows, cols, layout);
+                },
+                a, b);
+            SCOPED_TRACE("dtype " + std::to_string(dtypeOf<T>()) + " op " +
+                         std::to_string(decltype(opTag)::value) + " layout " +
+                         std::to_string(layout) + " shift " +
+                         std::to_string(shift));
+            expectSameBits(got, want);
+          }
+        });
+      }
+    }
+  });
+  ASSERT_EQ(tessel_error(gpu), nullptr) << tessel_error(gpu);
+}
+
+// Tests that an integer division by zero in a broadcast binary op on the
+// GPU reports the CPU's error.
+TEST_F(CudaVsCpuElementwise, BroadcastDivisionByZeroReported) {
+  std::vector<int32_t> a = {7, 8, 9, 10}, b = {1, 0};
+  void *da = upload(gpu, a), *db = upload(gpu, b);
+  void *out = upload(gpu, std::vector<int32_t>(4));
+  tessel_binary_broadcast(gpu, TESSEL_DIV, TESSEL_I32, da, db, out, 2, 2,
+                          TESSEL_BROADCAST_COLS);
+  auto got = download<int32_t>(gpu, out, 4);
+  ASSERT_NE(tessel_error(gpu), nullptr);
+  EXPECT_STREQ(tessel_error(gpu),
+               "tessel_binary_broadcast: integer division by zero");
+  tessel_clear_error(gpu);
+  EXPECT_EQ(got, (std::vector<int32_t>{7, 0, 9, 0}));
+  tessel_free(gpu, da);
+  tessel_free(gpu, db);
+  tessel_free(gpu, out);
 }
 
 // Tests that an integer division by zero on the GPU reports the CPU's
