@@ -226,18 +226,24 @@ void tessel_matmul_f32(tessel_ctx *ctx, int32_t dtype, const void *a,
                    trans_b, b_shared, /*beta=*/0.0, epilogue, aux);
 }
 
+/// A binary entry's op (tessel_binary_op) and dtype; otherwise records
+/// "<entry>: ..." and fails.
+static bool checkBinary(tessel_ctx *ctx, const char *entry, int32_t op,
+                        int32_t dtype) {
+  if (op < TESSEL_ADD || op > TESSEL_EQUAL) {
+    setError(ctx, "%s: unknown op %d", entry, op);
+    return false;
+  }
+  return checkDtype(ctx, entry, dtype, isKnownDtype(dtype));
+}
+
 void tessel_binary(tessel_ctx *ctx, int32_t op, int32_t dtype, const void *a,
                    const void *b, void *out, int64_t n) {
   if (!ctx)
     return;
   KernelScope scope(ctx, __func__);
-  if (op < TESSEL_ADD || op > TESSEL_EQUAL) {
-    setError(ctx, "tessel_binary: unknown op %d", op);
-    return;
-  }
-  if (!checkDtype(ctx, "tessel_binary", dtype, isKnownDtype(dtype)))
-    return;
-  ctx->backend->binary(ctx, op, dtype, a, b, out, n);
+  if (checkBinary(ctx, __func__, op, dtype))
+    ctx->backend->binary(ctx, op, dtype, a, b, out, n);
 }
 
 void tessel_binary_broadcast(tessel_ctx *ctx, int32_t op, int32_t dtype,
@@ -246,17 +252,14 @@ void tessel_binary_broadcast(tessel_ctx *ctx, int32_t op, int32_t dtype,
   if (!ctx)
     return;
   KernelScope scope(ctx, __func__);
-  if (op < TESSEL_ADD || op > TESSEL_EQUAL) {
-    setError(ctx, "tessel_binary_broadcast: unknown op %d", op);
+  if (!checkBinary(ctx, __func__, op, dtype))
     return;
-  }
   if (layout < 0 ||
       layout > (TESSEL_BROADCAST_ROWS | TESSEL_BROADCAST_B_FIRST)) {
     setError(ctx, "tessel_binary_broadcast: unknown layout %d", layout);
     return;
   }
-  if (!checkDtype(ctx, "tessel_binary_broadcast", dtype, isKnownDtype(dtype)) ||
-      !checkRows(ctx, "tessel_binary_broadcast", rows, cols))
+  if (!checkRows(ctx, __func__, rows, cols))
     return;
   if (rows == 0 || cols == 0)
     return;

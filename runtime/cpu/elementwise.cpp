@@ -33,8 +33,8 @@ struct Pairing {
   }
 };
 
-/// out = fn(a, b) over `pairing`'s elements, b's first operand already
-/// placed by mapBinary. A row at a time: the inner loop vectorises as
+/// out = fn(a, b) over `pairing`'s elements (mapBinary swaps fn's operands
+/// for bFirst). A row at a time: the inner loop vectorises as
 /// tessel_binary's always has.
 template <class T, class Fn>
 void mapPairs(const T *as, const T *bs, T *os, const Pairing &pairing, Fn fn) {
