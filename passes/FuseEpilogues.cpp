@@ -9,9 +9,11 @@
 // bias and then a tanh GELU, and in the backward the matmul computing the
 // GELU's output gradient followed by the GELU's gradient (the bias
 // gradient's sum beside its weight gradient's GEMM is
-// tessel-fuse-bias-grads', after the overlap of communication). Folding
-// them saves a kernel and a pass over the product (or the output gradient)
-// each and, for the accumulate, the product's buffer. Beside the GEMMs,
+// tessel-fuse-bias-grads', after the overlap of communication), and a sum
+// of products into a temporary (a layer's input gradient through its q, k
+// and v projections). Folding them saves a kernel and a pass over the
+// product (or the output gradient) each and, for the accumulate, the
+// product's buffer. Beside the GEMMs,
 // the same holds for a transformer's residual stream: its add and the norm
 // of the sum are one pass over the rows, and so are a norm's input
 // gradient and its add into the stream's gradient. And under bf16 mixed
@@ -36,6 +38,7 @@
 
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/Interfaces/DestinationStyleOpInterface.h"
 
 namespace tessel {
 #define GEN_PASS_DEF_FUSEEPILOGUESPASS
@@ -115,6 +118,58 @@ void fuseAccumulatedSum(nn::AccumulateOp accumulate) {
     accumulate.getValueMutable().assign(other);
     if (widenedSum)
       widenedSum.erase();
+    add.erase();
+    matmul.erase();
+    return;
+  }
+}
+
+/// Whether `value` is a temporary of `block` that only its one reader
+/// reads: made by a computing op of the block (not an argument, a view, a
+/// wait, a repeat's or a concat's result, whose bytes are another value's),
+/// or updated in place (destination style) from such a temporary read only
+/// there.
+bool soleTemporary(Value value, Block *block) {
+  while (value.hasOneUse()) {
+    auto result = dyn_cast<OpResult>(value);
+    if (!result || result.getOwner()->getBlock() != block)
+      return false;
+    Operation *def = result.getOwner();
+    if (auto dps = dyn_cast<DestinationStyleOpInterface>(def)) {
+      OpOperand *init = dps.getTiedOpOperand(result);
+      if (!init)
+        return false;
+      value = init->get();
+      continue;
+    }
+    return isa<nn::NNDialect>(def->getDialect()) &&
+           !isa<nn::ReshapeOp, nn::SliceOp, nn::BroadcastOp, nn::WaitOp,
+                nn::RepeatOp, nn::ConcatOp, nn::CrossEntropyWithGradOp>(def);
+  }
+  return false;
+}
+
+/// x + matmul, x a temporary nothing else reads → the GEMM summing its
+/// product into x in place (a matmul_accumulate, beta = 1) where the matmul
+/// stood: no product buffer and no add. A layer's input gradient through
+/// its q, k and v projections, dQ·Wqᵀ + dK·Wkᵀ + dV·Wvᵀ, is then three
+/// GEMMs into one buffer (autograd's sum of an input's gradients, as the
+/// weight gradients' accumulation already is). The same values: the
+/// product rounded once, then added (tessel_matmul_epilogue's β = 1).
+void fuseSumOfProducts(nn::AddOp add) {
+  for (unsigned i = 0; i < 2; ++i) {
+    nn::MatmulOp matmul = soleMatmul(add->getOperand(i));
+    Value acc = add->getOperand(1 - i);
+    if (!matmul || matmul->getBlock() != add->getBlock() ||
+        acc.getType() != matmul.getType() || !availableAt(acc, matmul) ||
+        !soleTemporary(acc, add->getBlock()))
+      continue;
+    OpBuilder b(matmul);
+    auto fused = nn::MatmulAccumulateOp::create(
+        b, b.getFusedLoc({add.getLoc(), matmul.getLoc()}), acc.getType(),
+        matmul.getLhs(), matmul.getRhs(), acc, matmul.getTransposeLhs(),
+        matmul.getTransposeRhs());
+    add.getResult().replaceAllUsesWith(fused.getResult());
     add.erase();
     matmul.erase();
     return;
@@ -508,6 +563,11 @@ struct FuseEpiloguesPass
     }
     for (nn::GeluOp gelu : gelus)
       fuseGelu(gelu);
+    // The adds left (the bias adds and accumulated sums erased theirs).
+    SmallVector<nn::AddOp> sums;
+    getOperation().walk([&](nn::AddOp add) { sums.push_back(add); });
+    for (nn::AddOp add : sums)
+      fuseSumOfProducts(add);
     // The gradient first: it reads the widening the loss may then erase.
     for (nn::CrossEntropyGradOp &grad : lossGrads)
       grad = fuseLossGradRounding(grad);

@@ -457,3 +457,48 @@ func.func @reduce_widening(%dy: tensor<6x4xbf16>) -> (tensor<4xf32>, tensor<6x4x
   %mw = nn.cast %m : tensor<4xbf16> to tensor<4xf32>
   return %sw, %e, %t, %tw, %mw : tensor<4xf32>, tensor<6x4xbf16>, tensor<6xbf16>, tensor<6xf32>, tensor<4xf32>
 }
+
+// -----
+
+// Tests that a sum of products into a temporary is the GEMMs' own: a
+// layer's input gradient through q, k and v, three matmuls and two adds,
+// becomes a matmul and two matmul_accumulates into its buffer (beta = 1),
+// each where its matmul stood.
+// CHECK-LABEL: func.func @input_gradient_sum
+// CHECK: %[[V:.*]] = nn.matmul %arg0, %arg3
+// CHECK-NEXT: %[[K:.*]] = nn.matmul_accumulate %arg1, %arg4 outs(%[[V]])
+// CHECK-NEXT: %[[Q:.*]] = nn.matmul_accumulate %arg2, %arg5 outs(%[[K]])
+// CHECK-NEXT: return %[[Q]]
+func.func @input_gradient_sum(%dv: tensor<4x8xf32>, %dk: tensor<4x8xf32>, %dq: tensor<4x8xf32>, %wv: tensor<8x8xf32>, %wk: tensor<8x8xf32>, %wq: tensor<8x8xf32>) -> tensor<4x8xf32> {
+  %0 = nn.matmul %dv, %wv : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %1 = nn.matmul %dk, %wk : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %2 = nn.add %0, %1 : tensor<4x8xf32>
+  %3 = nn.matmul %dq, %wq : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %4 = nn.add %2, %3 : tensor<4x8xf32>
+  return %4 : tensor<4x8xf32>
+}
+
+// -----
+
+// Tests the sums kept: into an argument (the caller's memory), into a
+// temporary another op reads too, into a view of a temporary, and into a
+// value made after the matmul.
+// CHECK-LABEL: func.func @sums_kept
+// CHECK-NOT: nn.matmul_accumulate
+// CHECK-COUNT-4: nn.add
+// CHECK-NOT: nn.matmul_accumulate
+func.func @sums_kept(%x: tensor<4x8xf32>, %a: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) {
+  %m0 = nn.matmul %a, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %0 = nn.add %x, %m0 : tensor<4x8xf32>
+  %t = nn.exp %x : tensor<4x8xf32>
+  %m1 = nn.matmul %a, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %1 = nn.add %t, %m1 : tensor<4x8xf32>
+  %e = nn.exp %a : tensor<4x8xf32>
+  %r = nn.reshape %e : tensor<4x8xf32> -> tensor<4x8xf32>
+  %m2 = nn.matmul %a, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %2 = nn.add %r, %m2 : tensor<4x8xf32>
+  %m3 = nn.matmul %a, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %late = nn.tanh %x : tensor<4x8xf32>
+  %3 = nn.add %m3, %late : tensor<4x8xf32>
+  return %0, %1, %2, %3, %t : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
+}

@@ -27,20 +27,24 @@
 // sums its gradients from its buckets into their buffers (a view of the
 // bucket, no copy into a stack: 64 adds in the layers and their finishes
 // for 64 copies, 16 adds of stacks and 4 slice copies of the last bucket
-// gone); and one fewer since the position table is added where it lies
-// (tessel-plan-memory's broadcast view, tessel_binary_broadcast: no copy).
+// gone); one fewer since the position table is added where it lies
+// (tessel-plan-memory's broadcast view, tessel_binary_broadcast: no copy);
+// and 8 fewer since each layer's input gradient through q, k and v is
+// three GEMMs into one buffer (tessel-fuse-epilogues: beta = 1, no adds).
 
 // DDP-NOT: warning
-// DDP: tessel-run: trace of step 2 (rank 0): 189 kernels ({{.*}}), 14 collectives ({{.*}}); 3172356 of 3172356 started bytes overlapped kernels
+// DDP: tessel-run: trace of step 2 (rank 0): 181 kernels ({{.*}}), 14 collectives ({{.*}}); 3172356 of 3172356 started bytes overlapped kernels
 // DDP-NOT: warning
-// DDP-FILE: rank 0: 189 kernels, 14 collectives (13 started), 13 waits, 3337220 bytes
-// DDP-FILE: rank 1: 189 kernels, 14 collectives (13 started), 13 waits, 3337220 bytes
+// DDP-FILE: rank 0: 181 kernels, 14 collectives (13 started), 13 waits, 3337220 bytes
+// DDP-FILE: rank 1: 181 kernels, 14 collectives (13 started), 13 waits, 3337220 bytes
 
 // Tensor parallelism: the row-parallel all-reduces before a bias add
 // block (the bias is read where it lies, no copy to hide them behind); the
-// vocabulary-parallel loss's and the backward's start early and overlap.
+// vocabulary-parallel loss's start early and overlap, and so does each
+// layer's input gradient's all-reduce behind the last weight gradient's
+// GEMM (its q, k, v sum is their GEMMs' own: it starts after the last).
 // TP-NOT: warning
-// TP: tessel-run: trace of step 2 (rank 0): 153 kernels ({{.*}}), 21 collectives ({{.*}}); 1314816 of 1314816 started bytes overlapped kernels
+// TP: tessel-run: trace of step 2 (rank 0): 145 kernels ({{.*}}), 21 collectives ({{.*}}); 2363392 of 2363392 started bytes overlapped kernels
 // TP-NOT: warning
 
 // ZeRO-3's two 512-byte gathers of the first layer's norm, started in the
