@@ -51,6 +51,16 @@ using namespace tessel::fusion;
 
 namespace {
 
+/// `matmul`'s product summed into `acc` by the GEMM (beta = 1), built at
+/// b's insertion point; `fusedFrom` is the op the sum replaces.
+Value accumulateProduct(OpBuilder &b, Operation *fusedFrom, nn::MatmulOp matmul,
+                        Value acc) {
+  return nn::MatmulAccumulateOp::create(
+      b, b.getFusedLoc({fusedFrom->getLoc(), matmul.getLoc()}), acc.getType(),
+      matmul.getLhs(), matmul.getRhs(), acc, matmul.getTransposeLhs(),
+      matmul.getTransposeRhs());
+}
+
 /// acc + matmul → matmul_accumulate; an f32 acc + the cast of a 16-bit
 /// matmul → matmul_accumulate into the f32 acc (the product summed in f32,
 /// never rounded to 16 bits).
@@ -67,12 +77,9 @@ void fuseAccumulate(nn::AccumulateOp accumulate) {
   bool atMatmul =
       availableAt(acc, matmul) && !usedBetween(acc, matmul, accumulate);
   OpBuilder b(atMatmul ? matmul.getOperation() : accumulate.getOperation());
-  // Diagnostics of the in-place update point at the accumulate first.
-  Location loc = b.getFusedLoc({accumulate.getLoc(), matmul.getLoc()});
-  auto fused = nn::MatmulAccumulateOp::create(
-      b, loc, acc.getType(), matmul.getLhs(), matmul.getRhs(), acc,
-      matmul.getTransposeLhs(), matmul.getTransposeRhs());
-  accumulate.getResult().replaceAllUsesWith(fused.getResult());
+  // (Diagnostics of the in-place update point at the accumulate first.)
+  accumulate.getResult().replaceAllUsesWith(
+      accumulateProduct(b, accumulate, matmul, acc));
   accumulate.erase();
   if (widening)
     widening.erase();
@@ -105,16 +112,13 @@ void fuseAccumulatedSum(nn::AccumulateOp accumulate) {
         !availableAt(acc, matmul) || usedBetween(acc, matmul, accumulate))
       continue;
     OpBuilder b(matmul);
-    auto fused = nn::MatmulAccumulateOp::create(
-        b, b.getFusedLoc({accumulate.getLoc(), matmul.getLoc()}), acc.getType(),
-        matmul.getLhs(), matmul.getRhs(), acc, matmul.getTransposeLhs(),
-        matmul.getTransposeRhs());
+    Value fused = accumulateProduct(b, accumulate, matmul, acc);
     Value other = add->getOperand(1 - i);
     if (widenedSum) {
       b.setInsertionPoint(accumulate);
       other = nn::CastOp::create(b, widenedSum.getLoc(), acc.getType(), other);
     }
-    accumulate.getAccMutable().assign(fused.getResult());
+    accumulate.getAccMutable().assign(fused);
     accumulate.getValueMutable().assign(other);
     if (widenedSum)
       widenedSum.erase();
@@ -165,11 +169,7 @@ void fuseSumOfProducts(nn::AddOp add) {
         !soleTemporary(acc, add->getBlock()))
       continue;
     OpBuilder b(matmul);
-    auto fused = nn::MatmulAccumulateOp::create(
-        b, b.getFusedLoc({add.getLoc(), matmul.getLoc()}), acc.getType(),
-        matmul.getLhs(), matmul.getRhs(), acc, matmul.getTransposeLhs(),
-        matmul.getTransposeRhs());
-    add.getResult().replaceAllUsesWith(fused.getResult());
+    add.getResult().replaceAllUsesWith(accumulateProduct(b, add, matmul, acc));
     add.erase();
     matmul.erase();
     return;
