@@ -267,7 +267,14 @@ void tessel_binary_broadcast(tessel_ctx *ctx, int32_t op, int32_t dtype,
   // change what later elements read.
   const int64_t size = tessel_dtype_size(dtype);
   const int64_t bCount = layout & TESSEL_BROADCAST_ROWS ? rows : cols;
-  if (overlaps(out, rows * cols * size, b, bCount * size)) {
+  int64_t outBytes;
+  if (__builtin_mul_overflow(rows * cols, size, &outBytes)) {
+    setError(ctx, "tessel_binary_broadcast: [%lld, %lld] elements overflow "
+                  "int64 bytes",
+             (long long)rows, (long long)cols);
+    return;
+  }
+  if (overlaps(out, outBytes, b, bCount * size)) {
     setError(ctx, "tessel_binary_broadcast: out overlaps b");
     return;
   }

@@ -175,6 +175,7 @@ TEST_F(ElementwiseTest, BinaryBroadcastMisuseSetsErrors) {
       {TESSEL_ADD, TESSEL_F32, b, out, 2, 4, "unknown layout 4"},
       {TESSEL_ADD, TESSEL_F32, b, out, -2, 0, "negative shape"},
       {TESSEL_ADD, TESSEL_F32, b, out, INT64_MAX, 0, "overflow"},
+      {TESSEL_ADD, TESSEL_F32, b, out, int64_t(1) << 61, 0, "int64 bytes"},
       {TESSEL_ADD, 77, b, out, 2, 0, "dtype"},
       {TESSEL_ADD, TESSEL_F32, a + 1, a, 2, 0, "out overlaps b"},
   };
