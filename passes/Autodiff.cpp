@@ -67,16 +67,6 @@ struct AutodiffPass : public tessel::impl::AutodiffPassBase<AutodiffPass> {
     TrainConfig config;
     if (failed(resolveConfig(module, config)))
       return signalPassFailure();
-    // A stage's update sees only its own gradients; the global norm needs
-    // every stage's (and a tied parameter's once).
-    if (config.clip > 0 && module->hasAttr(nn::NNDialect::kStageAttrName)) {
-      model.emitOpError()
-          << "is a pipeline stage: gradient clipping (clip = " << config.clip
-          << ") needs the norm over every stage's gradients, which pipeline "
-             "stages do not compute yet; train without --clip on a pp mesh";
-      return signalPassFailure();
-    }
-
     SmallVector<unsigned> paramArgs;
     for (unsigned i = 0, e = model.getNumArguments(); i < e; ++i)
       if (model.getArgAttr(i, nn::NNDialect::kParamAttrName))
@@ -403,10 +393,16 @@ struct AutodiffPass : public tessel::impl::AutodiffPassBase<AutodiffPass> {
                             .drop_back();
     Value scale = entry->getArguments().back();
     if (config.clip > 0) {
+      // A pipeline stage's tied copy is counted on the first holder (its
+      // sum with the other stages' is tessel-split-update-norm's).
+      SmallVector<Value> counted;
+      for (auto [index, grad] : llvm::zip(trained, grads))
+        if (!model.getArgAttr(index, nn::NNDialect::kTiedCopyAttrName))
+          counted.push_back(grad);
       Value sumSquares =
-          nn::SumSquaresOp::create(b, loc,
-                                   TypeRange{RankedTensorType::get({}, b.getF32Type())},
-                                   grads)
+          nn::SumSquaresOp::create(
+              b, loc, TypeRange{RankedTensorType::get({}, b.getF32Type())},
+              counted)
               .getResult();
       scale = nn::ClipScaleOp::create(
                   b, loc, TypeRange{scale.getType()},

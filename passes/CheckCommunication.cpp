@@ -92,6 +92,9 @@ struct StageEntries {
   /// A zero-bubble stage's backward parts (tessel-split-backward).
   func::FuncOp backwardInput, backwardWeight;
   std::vector<int> inputCollectives, weightCollectives;
+  /// A clipping stage's gradient norm (tessel-split-update-norm).
+  func::FuncOp gradNorm;
+  std::vector<int> gradNormCollectives;
   SmallVector<Message> inputs, outputs, inputGrads, outputGrads;
   /// nn.grad name -> the backward's gradient of that parameter.
   llvm::StringMap<Message> grads;
@@ -189,6 +192,8 @@ private:
         entries.backwardInput = func;
       else if (role && role.getValue() == "backward_weight")
         entries.backwardWeight = func;
+      else if (role && role.getValue() == "grad_norm")
+        entries.gradNorm = func;
       else if (nn::NNDialect::isModelFunction(func))
         entries.forward = func;
     }
@@ -197,7 +202,8 @@ private:
           std::make_pair(entries.backward, &entries.backwardCollectives),
           std::make_pair(entries.update, &entries.updateCollectives),
           std::make_pair(entries.backwardInput, &entries.inputCollectives),
-          std::make_pair(entries.backwardWeight, &entries.weightCollectives)}) {
+          std::make_pair(entries.backwardWeight, &entries.weightCollectives),
+          std::make_pair(entries.gradNorm, &entries.gradNormCollectives)}) {
       FailureOr<std::vector<int>> found = sequence(func);
       if (failed(found))
         return failure();
@@ -547,6 +553,25 @@ private:
             if (holder != p)
               appendTransfer(rank, send, worldRank(holder), -int64_t(k + 1),
                              grad->second, label);
+      }
+      // Clipping: each stage's part of the gradient norm, then their sum
+      // over pp (tessel-split-update-norm), before any update.
+      bool clipped = false;
+      for (int s = p; s < stageCount; s += P)
+        if (stages[s].gradNorm) {
+          appendCollectives(rank, stages[s].gradNormCollectives,
+                            "gradient norm of stage " + std::to_string(s));
+          clipped = true;
+        }
+      if (clipped) {
+        Event norm{Event::Kind::Collective};
+        norm.op = "all_reduce";
+        norm.group = groupOf(rank, ppMask);
+        norm.axes = kPipelineAxisName.str();
+        norm.bytes = 4;
+        norm.dtype = "f32";
+        append(rank, std::move(norm), top.getLoc(), topAt,
+               "the gradient norm over pp");
       }
       for (int s = p; s < stageCount; s += P)
         appendCollectives(rank, stages[s].updateCollectives,

@@ -117,8 +117,8 @@ int64_t ringBytesOf(const llvm::json::Object &collective,
 /// payload bytes (what the runtime's counters show), the bytes a rank
 /// sends with the ring algorithms and the payload bytes that overlap
 /// compute (started asynchronously: tessel_comm_async_bytes); and one
-/// step's total: backward + update
-/// with one microbatch (forward for an evaluation-only model).
+/// step's total: backward + update (+ a clipping pipeline stage's
+/// grad_norm) with one microbatch (forward for an evaluation-only model).
 std::optional<llvm::json::Object>
 tessel::communicationReport(const llvm::json::Object &description) {
   const llvm::json::Object *meshJson = description.getObject("mesh");
@@ -136,10 +136,13 @@ tessel::communicationReport(const llvm::json::Object &description) {
   SmallVector<StringRef> stepEntries =
       trained ? SmallVector<StringRef>{"backward", "update"}
               : SmallVector<StringRef>{"forward"};
+  // A clipping pipeline stage's part of the gradient norm.
+  if (trained && collectives->getArray("grad_norm"))
+    stepEntries.push_back("grad_norm");
   llvm::json::Array rows;
   int64_t stepCalls = 0, stepBytes = 0, stepRing = 0, stepOverlapped = 0,
           stepStarted = 0;
-  for (StringRef entry : {"forward", "backward", "update"}) {
+  for (StringRef entry : {"forward", "backward", "update", "grad_norm"}) {
     const llvm::json::Array *list = collectives->getArray(entry);
     if (!list)
       continue;

@@ -92,11 +92,12 @@ struct LowerToRuntimePass
           func->getAttrOfType<StringAttr>(nn::NNDialect::kEntryAttrName);
       if (!role)
         continue;
-      func::FuncOp &slot = role.getValue() == "backward" ? entries.backward
-                           : role.getValue() == "update" ? entries.update
-                           : role.getValue() == "backward_input"
-                               ? entries.backwardInput
-                               : entries.backwardWeight;
+      func::FuncOp &slot =
+          role.getValue() == "backward"         ? entries.backward
+          : role.getValue() == "update"         ? entries.update
+          : role.getValue() == "backward_input" ? entries.backwardInput
+          : role.getValue() == "grad_norm"      ? entries.gradNorm
+                                                : entries.backwardWeight;
       if (slot || !model)
         return func.emitOpError()
                << (model ? "is a second '" : "is a '") << role.getValue()
@@ -109,6 +110,9 @@ struct LowerToRuntimePass
                  .emitOpError()
              << "is a training entry without its partner (a trained model "
                 "has both a backward and an update entry)";
+    if (entries.gradNorm && !entries.update)
+      return entries.gradNorm.emitOpError()
+             << "is a 'grad_norm' entry without an update entry to use it";
     return success();
   }
 

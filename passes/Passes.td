@@ -361,6 +361,21 @@ def SplitBackwardPass : Pass<"tessel-split-backward", "mlir::ModuleOp"> {
   }];
 }
 
+def SplitUpdateNormPass : Pass<"tessel-split-update-norm", "mlir::ModuleOp"> {
+  let summary = "Move a clipping pipeline stage's gradient norm into an entry of its own";
+  let description = [{
+    On a stage module (`nn.stage`) whose update clips (`nn.clip_scale`),
+    moves the ops that compute the clip's sum of squares (`nn.sum_squares`
+    of the stage's gradients and the all-reduces that complete it over dp
+    and tp) into `@f_grad_norm` {nn.entry = "grad_norm"}, which returns it
+    (`nn.grad_sum_squares`), and gives the update an argument
+    `nn.grad_sum_squares` that its clip scale reads instead: the launcher
+    adds every stage's part over the pipeline between the two calls.
+    Tied parameters' copies (`nn.tied_copy`) are not in the sum
+    (tessel-autodiff leaves them out). Other modules are left alone.
+  }];
+}
+
 def LinkStagesPass : Pass<"tessel-link-stages", "mlir::ModuleOp"> {
   let summary = "Join the lowered pipeline stages into one module";
   let description = [{

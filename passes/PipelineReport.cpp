@@ -71,8 +71,10 @@ StageFigures stageFigures(ModuleOp stage) {
           figures.weightStashBytes += aligned(func.getArgument(i).getType());
     } else if (entry && entry.getValue() == "backward_weight") {
       figures.backwardWeightFlops = flops;
-    } else if (entry && entry.getValue() == "update") {
-      figures.updateFlops = flops;
+    } else if (entry && (entry.getValue() == "update" ||
+                         entry.getValue() == "grad_norm")) {
+      // A clipping stage's gradient norm is part of its update.
+      figures.updateFlops += flops;
     } else if (nn::NNDialect::isModelFunction(func)) {
       figures.forwardFlops = flops;
       for (unsigned i = 0; i < func.getNumArguments(); ++i) {

@@ -237,8 +237,29 @@ struct PipelineSplitPass
     for (Operation &op : llvm::make_early_inc_range(module.getBody()->getOperations()))
       if (!isa<ModuleOp>(op) || !llvm::is_contained(stages, cast<ModuleOp>(op)))
         op.erase();
+    auto tied = tiedParams(stages);
+    markTiedCopies(stages, tied);
     module->setAttr(nn::NNDialect::kPipelineAttrName,
-                    plan->toAttr(module.getContext(), tiedParams(stages)));
+                    plan->toAttr(module.getContext(), tied));
+  }
+
+  /// Marks each tied parameter on every holder but the first `nn.tied_copy`
+  /// (the gradient norm counts it once).
+  static void
+  markTiedCopies(SmallVector<ModuleOp> &stages,
+                 ArrayRef<std::pair<std::string, SmallVector<int64_t>>> tied) {
+    for (auto &[name, holders] : tied)
+      for (int64_t s : ArrayRef<int64_t>(holders).drop_front())
+        for (auto func : stages[size_t(s)].getOps<func::FuncOp>()) {
+          if (!func->hasAttr(nn::NNDialect::kStageAttrName))
+            continue;
+          for (unsigned i = 0; i < func.getNumArguments(); ++i)
+            if (auto param = func.getArgAttrOfType<StringAttr>(
+                    i, nn::NNDialect::kParamAttrName);
+                param && param.getValue() == name)
+              func.setArgAttr(i, nn::NNDialect::kTiedCopyAttrName,
+                              UnitAttr::get(func.getContext()));
+        }
   }
 
   /// Stage `s`'s module: the layer functions and its model.

@@ -76,6 +76,9 @@ static void buildModelPlan(OpPassManager &pm,
   }
   // A zero-bubble pipeline stage: its backward's input and weight parts.
   pm.addPass(createSplitBackwardPass());
+  // A clipping pipeline stage: its gradient norm, summed over the stages
+  // by the launcher.
+  pm.addPass(createSplitUpdateNormPass());
   // On one rank's program, once ZeRO and the split no longer look for
   // accumulates, and before the overlap orders the collectives around the
   // fused ops. A repeated layer's weight gradients first move to where the

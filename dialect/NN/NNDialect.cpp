@@ -372,18 +372,25 @@ LogicalResult NNDialect::verifyRegionArgAttribute(Operation *op,
                                 << attrName << "' takes no value";
     return success();
   }
-  if (attrName == kGradScaleAttrName) {
+  if (attrName == kTiedCopyAttrName) {
+    if (!isa<UnitAttr>(attr.getValue()) || !isParam)
+      return func.emitOpError() << "argument #" << argIndex << ": '" << attrName
+                                << "' takes no value and marks an nn.param";
+    return success();
+  }
+  if (attrName == kGradScaleAttrName || attrName == kGradSumSquaresAttrName) {
     if (type.getRank() != 0 || !type.getElementType().isF32())
       return func.emitOpError() << "argument #" << argIndex << ": '"
                                 << attrName << "' must be a tensor<f32>";
     return success();
   }
-  return func.emitOpError() << "argument #" << argIndex
-                            << ": unknown nn argument attribute '" << attrName
-                            << "' (known: nn.param, nn.init, nn.input, "
-                               "nn.label, nn.axes, nn.grad, nn.state, "
-                               "nn.grad_scale, nn.sharding, nn.stage_input, nn.output_grad, "
-                               "nn.layers, nn.zero, nn.prefetched)";
+  return func.emitOpError()
+         << "argument #" << argIndex << ": unknown nn argument attribute '"
+         << attrName
+         << "' (known: nn.param, nn.init, nn.input, nn.label, nn.axes, "
+            "nn.grad, nn.state, nn.grad_scale, nn.grad_sum_squares, "
+            "nn.sharding, nn.stage_input, nn.output_grad, nn.layers, "
+            "nn.tied_copy, nn.zero, nn.prefetched)";
 }
 
 /// The recompute policies of repeated layers (Megatron's full and
@@ -423,12 +430,12 @@ LogicalResult NNDialect::verifyOperationAttribute(Operation *op,
     auto entry = dyn_cast<StringAttr>(attr.getValue());
     if (!isa<FunctionOpInterface>(op) || !entry ||
         !llvm::is_contained({"backward", "update", "backward_input",
-                             "backward_weight"},
+                             "backward_weight", "grad_norm"},
                             entry.getValue()))
       return op->emitOpError() << "'" << kEntryAttrName
                                << "' must be \"backward\", \"update\", "
-                                  "\"backward_input\" or \"backward_weight\" "
-                                  "on a function";
+                                  "\"backward_input\", \"backward_weight\" "
+                                  "or \"grad_norm\" on a function";
     return success();
   }
   if (attrName == kZeroStageAttrName) {

@@ -91,6 +91,17 @@ def NN_Dialect : Dialect {
     static constexpr llvm::StringLiteral kOutputGradAttrName = "nn.output_grad";
     static constexpr llvm::StringLiteral kInputGradAttrName = "nn.input_grad";
     static constexpr llvm::StringLiteral kLayersAttrName = "nn.layers";
+    /// A stage's copy of a parameter an earlier stage also holds (GPT's
+    /// embedding on the head's stage): after the launcher sums the tied
+    /// gradients every holder has the whole one, which the clipping norm
+    /// counts once, on the first holder (a unit attribute of the param).
+    static constexpr llvm::StringLiteral kTiedCopyAttrName = "nn.tied_copy";
+    /// Clipping on a pipeline stage (tessel-split-update-norm): the sum of
+    /// squares of the stage's gradients its `grad_norm` entry returns, and
+    /// the whole pipeline's sum (the launcher adds the stages') its update
+    /// takes; a tensor<f32>.
+    static constexpr llvm::StringLiteral kGradSumSquaresAttrName =
+        "nn.grad_sum_squares";
     /// A stage module's first layer: its repeats' layer l is the model's
     /// layer first + l (dropout draws the model's layer's mask).
     static constexpr llvm::StringLiteral kFirstLayerAttrName = "nn.first_layer";

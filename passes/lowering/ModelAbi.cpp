@@ -109,7 +109,7 @@ private:
   json::Object placeStash();
   void addLayers(json::Object &tensor, func::FuncOp func, unsigned i);
   void addZero(json::Object &tensor, func::FuncOp func, unsigned i);
-  int64_t gradScaleAt = -1, scratchBegin = 0;
+  int64_t gradScaleAt = -1, gradSumSquaresAt = -1, scratchBegin = 0;
   json::Object entryNames;
 };
 
@@ -185,7 +185,8 @@ int64_t ModelAbiEmitter::peakScratchBytes() const {
   SmallVector<func::FuncOp> functions{model};
   if (trained)
     functions.append({entries.backward, entries.update});
-  for (func::FuncOp part : {entries.backwardInput, entries.backwardWeight})
+  for (func::FuncOp part :
+       {entries.backwardInput, entries.backwardWeight, entries.gradNorm})
     if (part)
       functions.push_back(part);
   int64_t bytes = 0;
@@ -371,17 +372,24 @@ void ModelAbiEmitter::addZero(json::Object &tensor, func::FuncOp func,
       {"block", json::Array(block.asArrayRef())}};
 }
 
-/// Control scalars the launcher writes: the gradient scale.
+/// Control scalars the launcher writes: the gradient scale, and on a
+/// clipping pipeline stage the pipeline's gradient sum of squares (its
+/// grad_norm entry writes the stage's there; the launcher the sum).
 json::Object ModelAbiEmitter::placeControl() {
   int64_t begin = cursor;
-  if (trained) {
-    auto scalar = RankedTensorType::get({}, b.getF32Type());
-    json::Object tensor =
-        describeTensor("grad_scale", "grad_scale", scalar, cursor);
-    addSharding(tensor, model, ArrayAttr(), scalar, "the gradient scale");
-    gradScaleAt = cursor;
+  auto scalar = RankedTensorType::get({}, b.getF32Type());
+  auto placeScalar = [&](StringRef name, StringRef what) {
+    json::Object tensor = describeTensor(name, name, scalar, cursor);
+    addSharding(tensor, model, ArrayAttr(), scalar, what);
+    int64_t at = cursor;
     place(std::move(tensor), nn::detail::tensorBytes(scalar));
-  }
+    return at;
+  };
+  if (trained)
+    gradScaleAt = placeScalar("grad_scale", "the gradient scale");
+  if (trained && entries.gradNorm)
+    gradSumSquaresAt =
+        placeScalar("grad_sum_squares", "the gradient sum of squares");
   return region(begin);
 }
 
@@ -474,6 +482,9 @@ FailureOr<int64_t> ModelAbiEmitter::argumentAt(func::FuncOp func, unsigned i,
     return lookup(func, stateAt, name, "optimizer state");
   if (func.getArgAttr(i, nn::NNDialect::kGradScaleAttrName))
     return gradScaleAt;
+  if (func.getArgAttr(i, nn::NNDialect::kGradSumSquaresAttrName) &&
+      gradSumSquaresAt >= 0)
+    return gradSumSquaresAt;
   if (auto index =
           func.getArgAttrOfType<IntegerAttr>(i, nn::NNDialect::kStashAttrName))
     if (auto it = stashAt.find(index.getInt()); it != stashAt.end())
@@ -510,6 +521,9 @@ FailureOr<int64_t> ModelAbiEmitter::resultAt(func::FuncOp func, unsigned i) {
   if (StringRef name = resultNameOf(func, i, nn::NNDialect::kStateAttrName);
       !name.empty())
     return lookup(func, stateAt, name, "optimizer state");
+  if (func.getResultAttr(i, nn::NNDialect::kGradSumSquaresAttrName) &&
+      gradSumSquaresAt >= 0)
+    return gradSumSquaresAt;
   if (i < outputAt.size())
     return outputAt[i];
   return func.emitOpError()
@@ -528,6 +542,9 @@ LogicalResult ModelAbiEmitter::emitEntries() {
                         "backward_input")) ||
        failed(emitEntry(entries.backwardWeight, "tessel_backward_weight",
                         "backward_weight"))))
+    return failure();
+  if (trained && entries.gradNorm &&
+      failed(emitEntry(entries.gradNorm, "tessel_grad_norm", "grad_norm")))
     return failure();
   return success();
 }
@@ -603,6 +620,8 @@ json::Object ModelAbiEmitter::describeCollectives() {
     count("backward_input", entries.backwardInput);
     count("backward_weight", entries.backwardWeight);
   }
+  if (trained && entries.gradNorm)
+    count("grad_norm", entries.gradNorm);
   return collectives;
 }
 

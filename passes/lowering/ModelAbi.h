@@ -22,6 +22,9 @@ struct TrainingEntries {
   mlir::func::FuncOp backward, update;
   /// A zero-bubble pipeline stage's backward in two parts (optional).
   mlir::func::FuncOp backwardInput, backwardWeight;
+  /// A pipeline stage's gradient norm for clipping (optional,
+  /// tessel-split-update-norm).
+  mlir::func::FuncOp gradNorm;
 };
 
 /// Emits the entry points of the compiled model and tessel_model_json(),

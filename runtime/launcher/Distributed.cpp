@@ -343,6 +343,7 @@ std::vector<CommCount> tessel::run::expectedCommPerStep(const ModelDesc &model,
   if (training) {
     add("backward", microbatches);
     add("update", 1);
+    add("grad_norm", 1); // a clipping pipeline stage's
   } else {
     add("forward", microbatches);
   }

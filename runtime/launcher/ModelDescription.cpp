@@ -253,10 +253,9 @@ TensorDesc parseTensor(const json &j, const ModelDesc &model,
   };
   t.role = j.at("role").get<std::string>();
   static const std::set<std::string> roles = {
-      "param",       "grad",        "state",        "input",
-      "label",       "loss",        "grad_scale",   "output",
-      "stage_input", "stage_output", "output_grad", "input_grad",
-      "stash"};
+      "param",       "grad",       "state",  "input",           "label",
+      "loss",        "grad_scale", "output", "stage_input",     "stage_output",
+      "output_grad", "input_grad", "stash",  "grad_sum_squares"};
   if (!roles.count(t.role))
     fail("unknown role '" + t.role + "'");
   t.dtype = j.at("dtype").get<std::string>();
@@ -411,12 +410,15 @@ TrainConfig parseTrainConfig(const json &j, const std::string &file) {
 void parseEntries(const json &j, ModelDesc &model, const std::string &file) {
   if (j.contains("entries")) {
     for (auto &[kind, symbol] : j.at("entries").items()) {
-      // backward_input and backward_weight: a zero-bubble pipeline stage.
+      // backward_input and backward_weight: a zero-bubble pipeline stage;
+      // grad_norm: a pipeline stage that clips.
       if (kind != "forward" && kind != "backward" && kind != "update" &&
-          kind != "backward_input" && kind != "backward_weight")
+          kind != "backward_input" && kind != "backward_weight" &&
+          kind != "grad_norm")
         failDescription(file, "unknown entry kind '" + kind +
                                   "' (expected forward, backward, update, "
-                                  "backward_input or backward_weight)");
+                                  "backward_input, backward_weight or "
+                                  "grad_norm)");
       model.entries[kind] = symbol.get<std::string>();
     }
   }
@@ -559,6 +561,18 @@ void validateTraining(const ModelDesc &model, const std::string &file) {
       scales[0]->numElements() != 1)
     failDescription(file, "expected one f32 scalar grad_scale tensor, found " +
                               std::to_string(scales.size()));
+  // A clipping pipeline stage: its grad_norm entry writes the stage's sum
+  // of squares where its update reads the pipeline's.
+  std::vector<const TensorDesc *> norms = model.withRole("grad_sum_squares");
+  bool hasEntry = model.entries.count("grad_norm") != 0;
+  bool oneScalar = norms.size() == 1 && norms[0]->dtypeCode == TESSEL_F32 &&
+                   norms[0]->numElements() == 1;
+  if (hasEntry ? !oneScalar : !norms.empty())
+    failDescription(file, "a grad_norm entry and one f32 scalar "
+                          "grad_sum_squares tensor come together (found " +
+                              std::to_string(hasEntry ? 1 : 0) +
+                              " entries, " + std::to_string(norms.size()) +
+                              " tensors)");
   if (auto grads = model.regions.find("grads"); grads != model.regions.end())
     for (const TensorDesc *g : model.withRole("grad"))
       if (g->offset < grads->second.offset ||

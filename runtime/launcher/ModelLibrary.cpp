@@ -100,10 +100,16 @@ LoadedModel tessel::run::loadModel(const std::string &path, int dlopenFlags) {
       model.stages.push_back(
           {resolve(stage, "forward", s), resolve(stage, "backward", s),
            resolve(stage, "update", s), resolve(stage, "backward_input", s),
-           resolve(stage, "backward_weight", s)});
+           resolve(stage, "backward_weight", s),
+           resolve(stage, "grad_norm", s)});
     }
     return model;
   }
+  // The norm of a whole model is its update's own.
+  if (model.desc.entries.count("grad_norm"))
+    throw RunError("model '" + path +
+                   "' has a grad_norm entry but no pipeline: only a "
+                   "pipeline stage's update reads a norm from the launcher");
   model.forward = resolve(model.desc, "forward", std::nullopt);
   model.backward = resolve(model.desc, "backward", std::nullopt);
   model.update = resolve(model.desc, "update", std::nullopt);

@@ -26,6 +26,8 @@ struct LoadedModel {
     EntryFn forward = nullptr, backward = nullptr, update = nullptr;
     // A zero-bubble stage's backward in two parts (else null).
     EntryFn backwardInput = nullptr, backwardWeight = nullptr;
+    // A clipping stage's part of the gradient norm (else null).
+    EntryFn gradNorm = nullptr;
   };
   std::vector<StageEntries> stages;
 };

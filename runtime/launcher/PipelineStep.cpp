@@ -383,6 +383,31 @@ void PipelineRank::exchangeTiedGradients() {
   }
 }
 
+void PipelineRank::shareGradientNorm() {
+  std::vector<Stage *> clipping;
+  for (auto &stage : stages)
+    if (stage->entries.gradNorm)
+      clipping.push_back(stage.get());
+  if (clipping.empty())
+    return;
+  auto normOf = [](Stage &stage) {
+    return at(stage.arena, *stage.desc->withRole("grad_sum_squares").at(0));
+  };
+  // This rank's stages' parts, added in stage order, then the pipeline's
+  // sum over pp: every stage's update reads the same total.
+  for (Stage *stage : clipping)
+    stage->entries.gradNorm(ctx, stage->arena);
+  void *total = normOf(*clipping.front());
+  for (size_t k = 1; k < clipping.size(); ++k)
+    tessel_binary(ctx, TESSEL_ADD, TESSEL_F32, total, normOf(*clipping[k]),
+                  total, 1);
+  tessel_all_reduce(ctx, 1u << pipe.axis, TESSEL_F32, total, total, 1,
+                    TESSEL_REDUCE_SUM);
+  for (size_t k = 1; k < clipping.size(); ++k)
+    tessel_copy(ctx, normOf(*clipping[k]), total, sizeof(float));
+  check("summing the gradient norm over the pipeline");
+}
+
 double PipelineRank::shareLoss(double sum) {
   // The last stage's ranks hold the losses; the others add zero.
   double *device = static_cast<double *>(tessel_alloc(ctx, 64));
@@ -406,6 +431,7 @@ double PipelineRank::trainStep(int64_t step) {
   for (const Action &action : pipe.actions.ranks.at(ppRank))
     runAction(action, step);
   exchangeTiedGradients();
+  shareGradientNorm();
   float gradScale = 1.0f / float(pipe.microbatches);
   for (auto &stage : stages) {
     tessel_copy_to_device(

@@ -1,4 +1,5 @@
-//===- PipelineStep.h - One pp rank running its stages' schedule -*- C++ -*-===//
+//===- PipelineStep.h - One pp rank running its stages' schedule -*- C++
+//-*-===//
 //
 // A rank of a pipeline holds the stages s with s mod P = its pp coordinate,
 // each with its own arena, and runs its list of the schedule's actions:
@@ -16,8 +17,11 @@
 //     (microbatch, producing stage, direction) (pipeline::messageTag, as
 //     the compiler's communication check tags them).
 // After the actions: the tied parameters' gradients are exchanged between
-// the stages holding them and summed, each stage's update runs, and the
-// step's loss (the last stage's mean) is shared over the pp axis.
+// the stages holding them and summed; a clipping pipeline's stages each
+// compute their part of the gradient norm (grad_norm entries), summed on
+// the rank and then over the pp axis into every stage's
+// grad_sum_squares; each stage's update runs, and the step's loss (the
+// last stage's mean) is shared over the pp axis.
 //
 //===----------------------------------------------------------------------===//
 
@@ -81,6 +85,7 @@ private:
   void send(Stage &stage, int microbatch, bool gradient, int peer);
   void recv(Stage &stage, int microbatch, bool gradient, int peer);
   void exchangeTiedGradients();
+  void shareGradientNorm();
   double shareLoss(double lossSum);
   Stage &stageAt(int s);
   int32_t worldRankOf(int64_t ppRank) const;

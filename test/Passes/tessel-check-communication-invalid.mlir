@@ -114,6 +114,42 @@ module attributes {nn.pipeline = {
 
 // -----
 
+// Tests that a pipeline where only stage 0 clips is refused: its rank adds
+// the stages' parts of the gradient norm over pp (4 bytes f32) while rank 1,
+// whose stage has no grad_norm entry, is already in the loss's all-reduce.
+// expected-error-re @+1 {{communication check: rank 1's all_reduce over pp (8 bytes f64, at {{.*}} (the loss over pp)) meets rank 0's all_reduce over pp (4 bytes f32, at {{.*}} (the gradient norm over pp)): the sizes and types differ}}
+module attributes {nn.pipeline = {
+    ranks = 2 : i64, virtual_stages = 1 : i64, microbatches = 1 : i64,
+    schedule = "gpipe", layers = array<i64: 1, 1>, flops = array<i64: 1, 1>, tied = {}}} {
+  module @stage0 attributes {nn.stage = 0 : i64} {
+    shard.grid @mesh(shape = 2x2) {nn.axis_names = ["dp", "pp"]}
+    func.func @loss(%x: tensor<2x8xf32> {nn.input}) -> (tensor<2x8xf32> {nn.stage_output}) attributes {nn.stage = 0 : i64} {
+      %0 = nn.tanh %x : tensor<2x8xf32>
+      return %0 : tensor<2x8xf32>
+    }
+    func.func @loss_update(%t: tensor<f32> {nn.grad_sum_squares}) attributes {nn.entry = "update"} {
+      return
+    }
+    func.func @loss_grad_norm(%g: tensor<8xf32> {nn.grad = "w"}) -> (tensor<f32> {nn.grad_sum_squares}) attributes {nn.entry = "grad_norm"} {
+      %0 = nn.sum_squares %g : (tensor<8xf32>) -> tensor<f32>
+      %1 = shard.all_reduce %0 on @mesh grid_axes = [0] : tensor<f32> -> tensor<f32>
+      return %1 : tensor<f32>
+    }
+  }
+  module @stage1 attributes {nn.stage = 1 : i64} {
+    shard.grid @mesh(shape = 2x2) {nn.axis_names = ["dp", "pp"]}
+    func.func @loss(%h: tensor<2x8xf32> {nn.stage_input}, %y: tensor<2x8xf32> {nn.label}) -> tensor<f32> attributes {nn.stage = 1 : i64} {
+      %0 = nn.reduce_sum %h dims = [0, 1] : tensor<2x8xf32> -> tensor<f32>
+      return %0 : tensor<f32>
+    }
+    func.func @loss_update() attributes {nn.entry = "update"} {
+      return
+    }
+  }
+}
+
+// -----
+
 // Tests that stages whose updates all-reduce over different axes are
 // refused: rank 0 (stage 0) waits in an all-reduce over dp and pp for rank
 // 1, which is past its own update (over dp) and waits in the loss's

@@ -16,7 +16,8 @@
 // 1,664), that each stage holds its rows of the stacked parameters
 // (nn.layers = [offset, total]), that the activation crosses as
 // nn.stage_output / nn.stage_input, and that @e, used before the layers and
-// after them (a tied embedding and head), is held by both stages.
+// after them (a tied embedding and head), is held by both stages, the
+// second's a tied copy (the gradient norm counts the first's).
 // CHECK: module attributes {nn.pipeline = {flops = array<i64: 1664, 1800>, layers = array<i64: 2, 2>, microbatches = 2 : i64, ranks = 2 : i64, schedule = "1f1b", tied = {e = array<i64: 0, 1>}, virtual_stages = 1 : i64}}
 // CHECK-LABEL: module @stage0 attributes {nn.first_layer = 0 : i64, nn.stage = 0 : i64}
 // CHECK: func.func private @layer
@@ -26,7 +27,7 @@
 // CHECK-NOT: nn.cross_entropy
 // CHECK: return
 // CHECK-LABEL: module @stage1 attributes {nn.first_layer = 2 : i64, nn.stage = 1 : i64}
-// CHECK: func.func @loss(%{{.*}}: tensor<4x8xf32> {nn.stage_input}, %{{.*}}: tensor<4xi32> {nn.axes = ["batch"], nn.label}, %{{.*}}: tensor<8x8xf32> {{{.*}}nn.param = "e"}, %{{.*}}: tensor<2x8x8xf32> {{{.*}}nn.layers = array<i64: 2, 4>, nn.param = "w"}, %{{.*}}: tensor<2x8xf32> {{{.*}}nn.layers = array<i64: 2, 4>, nn.param = "b"}) -> tensor<f32> attributes {nn.stage = 1 : i64}
+// CHECK: func.func @loss(%{{.*}}: tensor<4x8xf32> {nn.stage_input}, %{{.*}}: tensor<4xi32> {nn.axes = ["batch"], nn.label}, %{{.*}}: tensor<8x8xf32> {{{.*}}nn.param = "e", nn.tied_copy}, %{{.*}}: tensor<2x8x8xf32> {{{.*}}nn.layers = array<i64: 2, 4>, nn.param = "w"}, %{{.*}}: tensor<2x8xf32> {{{.*}}nn.layers = array<i64: 2, 4>, nn.param = "b"}) -> tensor<f32> attributes {nn.stage = 1 : i64}
 // CHECK-NEXT: nn.repeat @layer(%{{.*}}) params
 // CHECK-NEXT: nn.matmul {{.*}} transpose_rhs
 // CHECK-NEXT: nn.cross_entropy
@@ -46,6 +47,7 @@
 // INTERLEAVED-LABEL: module @stage2
 // INTERLEAVED: nn.layers = array<i64: 2, 4>
 // INTERLEAVED-LABEL: module @stage3
+// INTERLEAVED: nn.param = "e", nn.tied_copy}
 // INTERLEAVED: nn.layers = array<i64: 3, 4>
 
 // Tests that the boundary carries the layers' sharding (batch over dp).

@@ -18,6 +18,10 @@
 // RUN: tessel-compile %examples/gpt.mlir --mesh dp=2,tp=2,pp=2 --report -o %t.gpt3d.so | FileCheck %s --check-prefix=GPT3D
 // RUN: tessel-compile %examples/gpt.mlir --mesh pp=2 --stage-layers 1,3 --report --emit=mlir -o %t.pinned.mlir | FileCheck %s --check-prefix=PINNED
 //
+// Clipping on stages, with ZeRO's chunks inside them:
+// RUN: tessel-compile %s --mesh dp=2,pp=2 --zero 2 --clip 1.0 --report --emit=mlir -o %t.clip.mlir | FileCheck %s --check-prefix=CLIP
+// RUN: FileCheck %s --check-prefix=CLIPIR --input-file=%t.clip.mlir
+//
 // The pipeline flags need a pp axis of more than one rank, one line each:
 // RUN: not tessel-compile %s --mesh dp=2 --microbatches 4 --pipeline-schedule gpipe --stage-layers 2,2 --virtual-stages 2 --dump-schedule %t.x.json -o %t.x.so 2>&1 | FileCheck %s --check-prefix=NOPP
 // RUN: not tessel-compile %s --microbatches 4 -o %t.x.so 2>&1 | FileCheck %s --check-prefix=NOMESH
@@ -34,7 +38,6 @@
 // RUN: not tessel-compile %s --mesh pp=4 --microbatches 2 -o %t.x.so 2>&1 | FileCheck %s --check-prefix=ONEF-M
 // RUN: not tessel-compile %s --mesh pp=2 --pipeline-schedule zigzag -o %t.x.so 2>&1 | FileCheck %s --check-prefix=UNKNOWN
 // RUN: not tessel-compile %s --mesh pp=2 --virtual-stages 2 -o %t.x.so 2>&1 | FileCheck %s --check-prefix=VIRTUAL
-// RUN: not tessel-compile %s --mesh pp=2 --clip 1.0 -o %t.x.so 2>&1 | FileCheck %s --check-prefix=CLIP
 
 // GPipe, P = 2, M = 4, equal stages: the bubble is (P-1)/(M+P-1) = 1/5
 // exactly; a stage keeps each microbatch's input activations (64-byte
@@ -163,4 +166,17 @@ func.func @loss(%x: tensor<4x8xf32> {nn.input, nn.axes = ["batch", "embed"]},
   return %l : tensor<f32>
 }
 
-// CLIP: error: 'func.func' op is a pipeline stage: gradient clipping (clip = 1.000000e+00) needs the norm over every stage's gradients
+// Tests that a clipping stage's sum of squares is its own entry: each stage
+// squares its gradient chunks and all-reduces the 4 bytes over dp (the
+// launcher then adds the stages' over pp), counted in the step; the update
+// keeps only its all-gather.
+// CLIP-LABEL: stage 0 communication per rank (mesh dp=2,pp=2)
+// CLIP: update    all_gather      dp               1              512              256                0
+// CLIP-NEXT: grad_norm all_reduce      dp               1                4                4                0
+// CLIP-NEXT: step (backward+update+grad_norm)           6             1036              524                0
+// CLIP-LABEL: stage 1 communication per rank (mesh dp=2,pp=2)
+// CLIP: grad_norm all_reduce      dp               1                4                4                0
+// CLIPIR-DAG: llvm.func @tessel_s0_grad_norm(
+// CLIPIR-DAG: llvm.func @tessel_s1_grad_norm(
+// CLIPIR-DAG: \22grad_norm\22:\22tessel_grad_norm\22
+// CLIPIR-DAG: \22role\22:\22grad_sum_squares\22

@@ -276,6 +276,21 @@ TEST(ModelAbiV2, InvalidDescriptionsNameTheProblem) {
          (*tensorNamed(j, "grad_scale", "grad_scale"))["role"] = "output";
        },
        "expected one f32 scalar grad_scale tensor, found 0"},
+      {"grad_norm without its sum",
+       [](json &j) { j["entries"]["grad_norm"] = "tessel_grad_norm"; },
+       "a grad_norm entry and one f32 scalar grad_sum_squares tensor come "
+       "together (found 1 entries, 0 tensors)"},
+      {"sum of squares without grad_norm",
+       [](json &j) {
+         (*tensorNamed(j, "grad_scale", "grad_scale"))["role"] =
+             "grad_sum_squares";
+         json scale = *tensorNamed(j, "grad_sum_squares", "grad_scale");
+         scale["role"] = "grad_scale";
+         scale["offset"] = 576;
+         j["tensors"].push_back(scale);
+       },
+       "a grad_norm entry and one f32 scalar grad_sum_squares tensor come "
+       "together (found 0 entries, 1 tensors)"},
       {"grad outside its region",
        [](json &j) { j["regions"]["grads"]["bytes"] = 16; },
        "grad 'w' lies outside the \"grads\" region"},

@@ -229,7 +229,7 @@ func.func @loss_not_first(%x: tensor<4x8xf32> {nn.input}) -> (tensor<4x8xf32>, t
 // -----
 
 // Tests that an unknown nn.* argument attribute is rejected.
-// expected-error @+1 {{'func.func' op argument #0: unknown nn argument attribute 'nn.inputs' (known: nn.param, nn.init, nn.input, nn.label, nn.axes, nn.grad, nn.state, nn.grad_scale, nn.sharding, nn.stage_input, nn.output_grad, nn.layers, nn.zero, nn.prefetched)}}
+// expected-error @+1 {{'func.func' op argument #0: unknown nn argument attribute 'nn.inputs' (known: nn.param, nn.init, nn.input, nn.label, nn.axes, nn.grad, nn.state, nn.grad_scale, nn.grad_sum_squares, nn.sharding, nn.stage_input, nn.output_grad, nn.layers, nn.tied_copy, nn.zero, nn.prefetched)}}
 func.func @unknown_arg_attr(%x: tensor<4x8xf32> {nn.inputs}) -> tensor<f32> {
   %l = nn.constant dense<0.0> : tensor<f32>
   return %l : tensor<f32>
@@ -447,4 +447,21 @@ func.func @grad_name_bytes(%g: tensor<4xf32> {nn.grad = "w\C3"}) {
 // Tests that declared logical axes are UTF-8 text.
 // expected-error @+1 {{'builtin.module' op 'nn.logical_axes' must be an array of non-empty UTF-8 strings}}
 module attributes {nn.logical_axes = ["st\FFage"]} {
+}
+
+// -----
+
+// Tests that nn.tied_copy marks only a parameter.
+// expected-error @+1 {{'func.func' op argument #0: 'nn.tied_copy' takes no value and marks an nn.param}}
+func.func @tied_copy_of_input(%x: tensor<4x8xf32> {nn.input, nn.tied_copy}) -> tensor<f32> {
+  %l = nn.constant dense<0.0> : tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// Tests that the pipeline's gradient sum of squares is an f32 scalar.
+// expected-error @+1 {{'func.func' op argument #0: 'nn.grad_sum_squares' must be a tensor<f32>}}
+func.func @sum_squares_f64(%ss: tensor<f64> {nn.grad_sum_squares}) {
+  return
 }
