@@ -554,6 +554,17 @@ private:
               appendTransfer(rank, send, worldRank(holder), -int64_t(k + 1),
                              grad->second, label);
       }
+      // What the launcher itself all-reduces over pp (no IR of its own).
+      auto appendOverPipeline = [&](int64_t bytes, StringRef dtype,
+                                    StringRef label) {
+        Event event{Event::Kind::Collective};
+        event.op = "all_reduce";
+        event.group = groupOf(rank, ppMask);
+        event.axes = kPipelineAxisName.str();
+        event.bytes = bytes;
+        event.dtype = dtype.str();
+        append(rank, std::move(event), top.getLoc(), topAt, label);
+      };
       // Clipping: each stage's part of the gradient norm, then their sum
       // over pp (tessel-split-update-norm), before any update.
       bool clipped = false;
@@ -563,26 +574,12 @@ private:
                             "gradient norm of stage " + std::to_string(s));
           clipped = true;
         }
-      if (clipped) {
-        Event norm{Event::Kind::Collective};
-        norm.op = "all_reduce";
-        norm.group = groupOf(rank, ppMask);
-        norm.axes = kPipelineAxisName.str();
-        norm.bytes = 4;
-        norm.dtype = "f32";
-        append(rank, std::move(norm), top.getLoc(), topAt,
-               "the gradient norm over pp");
-      }
+      if (clipped)
+        appendOverPipeline(4, "f32", "the gradient norm over pp");
       for (int s = p; s < stageCount; s += P)
         appendCollectives(rank, stages[s].updateCollectives,
                           "update of stage " + std::to_string(s));
-      Event loss{Event::Kind::Collective};
-      loss.op = "all_reduce";
-      loss.group = groupOf(rank, ppMask);
-      loss.axes = kPipelineAxisName.str();
-      loss.bytes = 8;
-      loss.dtype = "f64";
-      append(rank, std::move(loss), top.getLoc(), topAt, "the loss over pp");
+      appendOverPipeline(8, "f64", "the loss over pp");
       programLength[p] = programs[rank].size();
     }
     return match(top);

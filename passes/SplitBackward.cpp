@@ -17,6 +17,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "passes/BlockSlice.h"
 #include "passes/Passes.h"
 
 #include "dialect/NN/NNOps.h"
@@ -35,31 +36,6 @@ using namespace mlir;
 using namespace tessel;
 
 namespace {
-
-using OpSet = llvm::SetVector<Operation *>;
-
-/// The ops of `block` that `roots` depend on, in block order.
-OpSet sliceOf(Block &block, ArrayRef<Value> roots) {
-  llvm::DenseSet<Operation *> seen;
-  SmallVector<Operation *> work;
-  auto visit = [&](Value v) {
-    Operation *def = v.getDefiningOp();
-    if (def && def->getBlock() == &block && seen.insert(def).second)
-      work.push_back(def);
-  };
-  for (Value v : roots)
-    visit(v);
-  while (!work.empty()) {
-    Operation *op = work.pop_back_val();
-    for (Value operand : op->getOperands())
-      visit(operand);
-  }
-  OpSet ordered;
-  for (Operation &op : block.without_terminator())
-    if (seen.contains(&op))
-      ordered.insert(&op);
-  return ordered;
-}
 
 /// Values defined by `from` (or, when `args`, block arguments) that ops of
 /// `to` use, in first-use order.

@@ -16,6 +16,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "passes/BlockSlice.h"
 #include "passes/Passes.h"
 
 #include "dialect/NN/NNOps.h"
@@ -24,7 +25,6 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
-#include "llvm/ADT/SetVector.h"
 
 namespace tessel {
 #define GEN_PASS_DEF_SPLITUPDATENORMPASS
@@ -36,26 +36,6 @@ using namespace tessel;
 
 namespace {
 
-/// The ops of `block` that `root` depends on, in block order.
-llvm::SetVector<Operation *> sliceOf(Block &block, Value root) {
-  llvm::DenseSet<Operation *> seen;
-  SmallVector<Operation *> work;
-  auto visit = [&](Value v) {
-    Operation *def = v.getDefiningOp();
-    if (def && def->getBlock() == &block && seen.insert(def).second)
-      work.push_back(def);
-  };
-  visit(root);
-  while (!work.empty())
-    for (Value operand : work.pop_back_val()->getOperands())
-      visit(operand);
-  llvm::SetVector<Operation *> ordered;
-  for (Operation &op : block.without_terminator())
-    if (seen.contains(&op))
-      ordered.insert(&op);
-  return ordered;
-}
-
 /// Moves the sum of squares that `clip` reads out of `update` into
 /// `<model>_grad_norm`.
 LogicalResult splitNorm(ModuleOp module, func::FuncOp update,
@@ -63,7 +43,7 @@ LogicalResult splitNorm(ModuleOp module, func::FuncOp update,
   OpBuilder b(module.getContext());
   Block &block = update.getBody().front();
   Value squares = clip.getSumSquares();
-  llvm::SetVector<Operation *> slice = sliceOf(block, squares);
+  OpSet slice = sliceOf(block, squares);
   // The norm is computed elsewhere: it may read only the update's
   // arguments, through ops that write nothing but their results (shard's
   // collectives included).

@@ -376,6 +376,14 @@ LogicalResult NNDialect::verifyRegionArgAttribute(Operation *op,
     if (!isa<UnitAttr>(attr.getValue()) || !isParam)
       return func.emitOpError() << "argument #" << argIndex << ": '" << attrName
                                 << "' takes no value and marks an nn.param";
+    // Outside a pipeline nothing else holds the parameter, and the norm
+    // would miss its gradient.
+    auto module = op->getParentOfType<ModuleOp>();
+    if (!module || !module->hasAttr(kStageAttrName))
+      return func.emitOpError()
+             << "argument #" << argIndex << ": '" << attrName
+             << "' marks a pipeline stage's copy of a tied parameter; it "
+                "belongs in a stage module (nn.stage)";
     return success();
   }
   if (attrName == kGradScaleAttrName || attrName == kGradSumSquaresAttrName) {

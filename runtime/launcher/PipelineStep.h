@@ -1,5 +1,4 @@
-//===- PipelineStep.h - One pp rank running its stages' schedule -*- C++
-//-*-===//
+//===- PipelineStep.h - One pp rank running its stages' schedule -*- C++ -*-===//
 //
 // A rank of a pipeline holds the stages s with s mod P = its pp coordinate,
 // each with its own arena, and runs its list of the schedule's actions:

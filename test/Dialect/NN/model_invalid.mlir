@@ -465,3 +465,13 @@ func.func @tied_copy_of_input(%x: tensor<4x8xf32> {nn.input, nn.tied_copy}) -> t
 func.func @sum_squares_f64(%ss: tensor<f64> {nn.grad_sum_squares}) {
   return
 }
+
+// -----
+
+// Tests that nn.tied_copy outside a pipeline stage is refused (the gradient
+// norm would leave the parameter out).
+// expected-error @+1 {{'func.func' op argument #0: 'nn.tied_copy' marks a pipeline stage's copy of a tied parameter; it belongs in a stage module (nn.stage)}}
+func.func @tied_copy_outside_a_stage(%w: tensor<8xf32> {nn.param = "w", nn.init = #nn.init<zeros>, nn.tied_copy}) -> tensor<f32> {
+  %l = nn.reduce_sum %w dims = [0] : tensor<8xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
