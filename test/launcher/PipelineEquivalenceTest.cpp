@@ -280,23 +280,25 @@ class PipelineCheckpointTest : public PipelineEquivalenceTest {
 protected:
   /// dp=2 x pp=2 (1F1B, 2 microbatches) trained as threads and as one
   /// process per rank started by `launch` (tessel-run's arguments followed
-  /// by `extraArgs`): the processes train as one device and bit for bit as
-  /// the threads.
+  /// by `extraArgs`), both compiled with `training` too: the processes
+  /// train as one device and bit for bit as the threads.
   void expectProcessesTrainAsThreads(const std::string &launch,
                                      const std::string &extraArgs,
-                                     const std::string &name) {
+                                     const std::string &name,
+                                     const std::string &training = "") {
     std::string failure;
-    std::string so =
-        compile(source(4, false),
-                sgd + " --mesh dp=2,pp=2 --pipeline-schedule 1f1b "
-                      "--microbatches 2",
-                failure);
+    std::string so = compile(source(4, false),
+                             sgd +
+                                 " --mesh dp=2,pp=2 --pipeline-schedule 1f1b "
+                                 "--microbatches 2 " +
+                                 training,
+                             failure);
     ASSERT_EQ(failure, "");
     const std::string run = quote(TESSEL_RUN_PATH) + " " + quote(so) +
                             " --steps " + std::to_string(steps);
     Trained processes = train(launch + " " + run + extraArgs, name);
     Trained threads = train(run, "threads");
-    expectEqual(processes, oneDevice(4, 2, false), 1e-5);
+    expectEqual(processes, oneDevice(4, 2, false, training), 1e-5);
     EXPECT_EQ(processes.losses, threads.losses);
     EXPECT_EQ(processes.checkpoint.tensors, threads.checkpoint.tensors);
   }
@@ -497,6 +499,16 @@ TEST_F(PipelineCheckpointTest, TrainsUnderMpirun) {
     GTEST_SKIP() << "mpirun not found";
   expectProcessesTrainAsThreads(
       "mpirun --allow-run-as-root --oversubscribe -np 4", " --comm mpi", "mpi");
+}
+
+// Clipping under mpirun: the stages' parts of the gradient norm meet over
+// pp between processes as between threads.
+TEST_F(PipelineCheckpointTest, ClipsUnderMpirun) {
+  if (std::system("command -v mpirun >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "mpirun not found";
+  expectProcessesTrainAsThreads(
+      "mpirun --allow-run-as-root --oversubscribe -np 4", " --comm mpi",
+      "mpi-clip", "--clip 0.05");
 }
 
 // Under torchrun's environment, one process per rank over TCP: likewise.
