@@ -347,6 +347,40 @@ void tessel::completePipelineReport(json::Object &report,
                         stage->getInteger("stage_input_bytes").value_or(0));
     (*stage)["p2p_bytes"] = sent;
   }
+  // What the launcher sends besides the schedule's messages: each holder
+  // of a tied parameter its gradient to the others, and the all-reduces
+  // over pp of the loss and, where the stages clip, of the gradient norm.
+  json::Object tiedBytes;
+  if (const json::Object *tied = pipelineReport->getObject("tied"))
+    for (const auto &[name, holders] : *tied) {
+      const json::Array *stagesOf = holders.getAsArray();
+      std::optional<int64_t> first = stagesOf && !stagesOf->empty()
+                                         ? (*stagesOf)[0].getAsInteger()
+                                         : std::nullopt;
+      if (!first || *first < 0 || size_t(*first) >= descriptions->size())
+        continue;
+      const json::Array *tensors =
+          (*descriptions)[size_t(*first)].getAsObject()->getArray("tensors");
+      for (const json::Value &value : tensors ? *tensors : json::Array()) {
+        const json::Object *tensor = value.getAsObject();
+        if (tensor && tensor->getString("role") == "grad" &&
+            tensor->getString("name") == name.str())
+          tiedBytes[name] = tensor->getInteger("bytes").value_or(0);
+      }
+    }
+  (*pipelineReport)["tied_grad_bytes"] = std::move(tiedBytes);
+  bool clips = llvm::any_of(*descriptions, [](const json::Value &value) {
+    const json::Object *entries =
+        value.getAsObject() ? value.getAsObject()->getObject("entries")
+                            : nullptr;
+    return entries && entries->get("grad_norm");
+  });
+  json::Array allReduces{
+      json::Object{{"what", "the loss"}, {"bytes", 8}, {"dtype", "f64"}}};
+  if (clips)
+    allReduces.push_back(json::Object{
+        {"what", "the gradient norm"}, {"bytes", 4}, {"dtype", "f32"}});
+  (*pipelineReport)["launcher_all_reduces"] = std::move(allReduces);
 }
 
 namespace {
@@ -506,6 +540,22 @@ void tessel::printPipelineReport(llvm::raw_ostream &os,
     os << llvm::format("    stage %-3lld %16lld\n",
                        (long long)integerOf(stage, "stage"),
                        (long long)integerOf(stage, "p2p_bytes"));
+  }
+  if (const json::Object *tied = pipe.getObject("tied_grad_bytes"))
+    for (const auto &[name, bytes] : *tied)
+      os << "    tied " << name.str() << ": "
+         << bytes.getAsInteger().value_or(0)
+         << " bytes (its gradient) from each holder to each other\n";
+  if (const json::Array *reduces = pipe.getArray("launcher_all_reduces")) {
+    os << "  the launcher's all-reduces over pp per step:";
+    for (const json::Value &value : *reduces) {
+      const json::Object &reduce = *value.getAsObject();
+      os << (&value == &reduces->front() ? " " : ", ")
+         << reduce.getString("what").value_or("") << " ("
+         << reduce.getInteger("bytes").value_or(0) << " bytes "
+         << reduce.getString("dtype").value_or("") << ")";
+    }
+    os << "\n";
   }
   for (const json::Value &value : stages) {
     const json::Object &stage = *value.getAsObject();

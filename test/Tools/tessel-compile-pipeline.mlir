@@ -65,6 +65,7 @@
 // GPIPE: point-to-point per step (bytes a rank of each stage sends: 4 activations forward, 4 gradients back)
 // GPIPE-NEXT: stage 0                528
 // GPIPE-NEXT: stage 1                528
+// GPIPE-NEXT: the launcher's all-reduces over pp per step: the loss (8 bytes f64)
 
 // 1F1B: the same bubble, 1/5; rank r has at most P - r microbatches in
 // flight (stage 1 keeps 1 x 192 bytes), not M.
@@ -91,11 +92,11 @@
 // The JSON report: the pipeline's figures under "pipeline"; the simulated
 // bubble is the closed form's double, exactly.
 // JSON: "pipeline":{"actions":["rank 0: F0.0 s>1:F0.0
-// JSON-SAME: "backward_split":"even","bubble_fraction":0.20000000000000001,"equal_stage_bubble_fraction":0.20000000000000001,"flops":[1154,1154],"imbalance":1,"layers":[2,2],"makespan_flops":24020,"microbatches":4,"ranks":2,"schedule":"1f1b"
+// JSON-SAME: "backward_split":"even","bubble_fraction":0.20000000000000001,"equal_stage_bubble_fraction":0.20000000000000001,"flops":[1154,1154],"imbalance":1,"launcher_all_reduces":[{"bytes":8,"dtype":"f64","what":"the loss"}],"layers":[2,2],"makespan_flops":24020,"microbatches":4,"ranks":2,"schedule":"1f1b"
 // JSON-SAME: "stages":[{"arena_bytes":3968,"backward_flops":3650,
 // JSON-SAME: "microbatch_bytes":0,
 // JSON-SAME: "regions":{"control":
-// JSON-SAME: "timeline":[{"activation_bytes":0,"busy_flops":19216,"peak_activations":2,"peak_weight_pending":0},{"activation_bytes":192,"busy_flops":19216,"peak_activations":1,"peak_weight_pending":0}]
+// JSON-SAME: "tied":{},"tied_grad_bytes":{},"timeline":[{"activation_bytes":0,"busy_flops":19216,"peak_activations":2,"peak_weight_pending":0},{"activation_bytes":192,"busy_flops":19216,"peak_activations":1,"peak_weight_pending":0}]
 
 // --dump-schedule writes the compiled schedule's actions (1F1B by default).
 // DUMP: {"schedule":"1f1b","ranks":2,"microbatches":4,"virtual_stages":1,"actions":{{\[\[}}{"kind":"forward","stage":0,"microbatch":0},{"kind":"send","stage":0,"microbatch":0,"gradient":false,"peer":1},
@@ -103,7 +104,9 @@
 // GPT on pp=2: the blocks 2 + 2; the first stage keeps nothing per
 // microbatch (its token ids are drawn again for its backward), the last its
 // stage input (262,144 bytes, M of them under GPipe); the stages differ
-// (the head), so the bubble exceeds 1/5.
+// (the head), so the bubble exceeds 1/5. Besides the schedule's messages
+// each holder sends the tied embedding's gradient (256 x 128 f32) to the
+// other, and the loss is all-reduced over pp.
 // GPT: pipeline over pp=2 (mesh pp=2): gpipe, 4 microbatches, 2 stages (1 per rank)
 // GPT: 0     0    0-1              445317120        445317120       1348568064        7437568
 // GPT-NEXT: 1     1    2-3              479855616        479855616       1451592448        7302656
@@ -119,6 +122,8 @@
 // GPT: point-to-point per step (bytes a rank of each stage sends: 4 activations forward, 4 gradients back)
 // GPT-NEXT: stage 0            1048576
 // GPT-NEXT: stage 1            1048576
+// GPT-NEXT: tied wte: 131072 bytes (its gradient) from each holder to each other
+// GPT-NEXT: the launcher's all-reduces over pp per step: the loss (8 bytes f64)
 
 // dp x tp x pp: each stage's collectives, on dp and tp.
 // GPT3D: pipeline over pp=2 (mesh dp=2,tp=2,pp=2): 1f1b, 2 microbatches, 2 stages (1 per rank)
@@ -170,6 +175,7 @@ func.func @loss(%x: tensor<4x8xf32> {nn.input, nn.axes = ["batch", "embed"]},
 // squares its gradient chunks and all-reduces the 4 bytes over dp (the
 // launcher then adds the stages' over pp), counted in the step; the update
 // keeps only its all-gather.
+// CLIP: the launcher's all-reduces over pp per step: the loss (8 bytes f64), the gradient norm (4 bytes f32)
 // CLIP-LABEL: stage 0 communication per rank (mesh dp=2,pp=2)
 // CLIP: update    all_gather      dp               1              512              256                0
 // CLIP-NEXT: grad_norm all_reduce      dp               1                4                4                0
