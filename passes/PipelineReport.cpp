@@ -328,11 +328,14 @@ void tessel::completePipelineReport(json::Object &report,
   if (!stages)
     return;
   int64_t microbatches = pipelineReport->getInteger("microbatches").value_or(1);
+  bool clips = false;
   for (auto [stageValue, describedValue] : llvm::zip(*stages, *descriptions)) {
     json::Object *stage = stageValue.getAsObject();
     const json::Object *described = describedValue.getAsObject();
     if (!stage || !described)
       continue;
+    if (const json::Object *entries = described->getObject("entries"))
+      clips |= entries->get("grad_norm") != nullptr;
     for (StringRef key : {"arena_bytes", "peak_bytes"})
       if (const json::Value *value = described->get(key))
         (*stage)[key] = *value;
@@ -353,15 +356,20 @@ void tessel::completePipelineReport(json::Object &report,
   json::Object tiedBytes;
   if (const json::Object *tied = pipelineReport->getObject("tied"))
     for (const auto &[name, holders] : *tied) {
+      // The first holder's gradient (every holder's is the same size).
       const json::Array *stagesOf = holders.getAsArray();
       std::optional<int64_t> first = stagesOf && !stagesOf->empty()
                                          ? (*stagesOf)[0].getAsInteger()
                                          : std::nullopt;
-      if (!first || *first < 0 || size_t(*first) >= descriptions->size())
-        continue;
+      const json::Object *described =
+          first && *first >= 0 && size_t(*first) < descriptions->size()
+              ? (*descriptions)[size_t(*first)].getAsObject()
+              : nullptr;
       const json::Array *tensors =
-          (*descriptions)[size_t(*first)].getAsObject()->getArray("tensors");
-      for (const json::Value &value : tensors ? *tensors : json::Array()) {
+          described ? described->getArray("tensors") : nullptr;
+      if (!tensors)
+        continue;
+      for (const json::Value &value : *tensors) {
         const json::Object *tensor = value.getAsObject();
         if (tensor && tensor->getString("role") == "grad" &&
             tensor->getString("name") == name.str())
@@ -369,12 +377,6 @@ void tessel::completePipelineReport(json::Object &report,
       }
     }
   (*pipelineReport)["tied_grad_bytes"] = std::move(tiedBytes);
-  bool clips = llvm::any_of(*descriptions, [](const json::Value &value) {
-    const json::Object *entries =
-        value.getAsObject() ? value.getAsObject()->getObject("entries")
-                            : nullptr;
-    return entries && entries->get("grad_norm");
-  });
   json::Array allReduces{
       json::Object{{"what", "the loss"}, {"bytes", 8}, {"dtype", "f64"}}};
   if (clips)
