@@ -95,6 +95,10 @@ struct StageEntries {
   /// A clipping stage's gradient norm (tessel-split-update-norm).
   func::FuncOp gradNorm;
   std::vector<int> gradNormCollectives;
+  /// The backward without its gradient reductions and their step's
+  /// reduction (tessel-defer-gradient-reduction).
+  func::FuncOp backwardNoSync, reduceGrads;
+  std::vector<int> noSyncCollectives, reduceGradsCollectives;
   SmallVector<Message> inputs, outputs, inputGrads, outputGrads;
   /// nn.grad name -> the backward's gradient of that parameter.
   llvm::StringMap<Message> grads;
@@ -194,6 +198,10 @@ private:
         entries.backwardWeight = func;
       else if (role && role.getValue() == "grad_norm")
         entries.gradNorm = func;
+      else if (role && role.getValue() == "backward_no_sync")
+        entries.backwardNoSync = func;
+      else if (role && role.getValue() == "reduce_grads")
+        entries.reduceGrads = func;
       else if (nn::NNDialect::isModelFunction(func))
         entries.forward = func;
     }
@@ -203,7 +211,10 @@ private:
           std::make_pair(entries.update, &entries.updateCollectives),
           std::make_pair(entries.backwardInput, &entries.inputCollectives),
           std::make_pair(entries.backwardWeight, &entries.weightCollectives),
-          std::make_pair(entries.gradNorm, &entries.gradNormCollectives)}) {
+          std::make_pair(entries.gradNorm, &entries.gradNormCollectives),
+          std::make_pair(entries.backwardNoSync, &entries.noSyncCollectives),
+          std::make_pair(entries.reduceGrads,
+                         &entries.reduceGradsCollectives)}) {
       FailureOr<std::vector<int>> found = sequence(func);
       if (failed(found))
         return failure();
@@ -361,6 +372,13 @@ private:
       }
       appendCollectives(rank, entries->backwardCollectives, "backward");
       appendCollectives(rank, entries->updateCollectives, "update");
+      // A step of several microbatches (one stands for them all).
+      if (entries->backwardNoSync) {
+        appendCollectives(rank, entries->noSyncCollectives, "backward_no_sync");
+        appendCollectives(rank, entries->reduceGradsCollectives,
+                          "reduce_grads");
+        appendCollectives(rank, entries->updateCollectives, "update");
+      }
     }
     return match(top);
   }
@@ -479,6 +497,17 @@ private:
     if (!actions)
       return top.emitError() << "pipeline schedule: " << error;
 
+    // As the launcher runs it: several microbatches accumulate unreduced
+    // gradients in backward_no_sync and reduce them once after the
+    // schedule (tessel-defer-gradient-reduction).
+    auto defers = [&](const StageEntries &stage) {
+      return stage.backwardNoSync && plan.microbatches > 1;
+    };
+    auto wholeBackward =
+        [&](const StageEntries &stage) -> const std::vector<int> & {
+      return defers(stage) ? stage.noSyncCollectives
+                           : stage.backwardCollectives;
+    };
     resetPrograms();
     const std::string topAt = locationText(top.getLoc());
     const uint32_t ppMask = uint32_t(1) << *ppAxis;
@@ -499,14 +528,14 @@ private:
           appendCollectives(rank, stage.forwardCollectives, label);
           break;
         case ActionKind::Backward:
-          appendCollectives(rank, stage.backwardCollectives, label);
+          appendCollectives(rank, wholeBackward(stage), label);
           break;
         case ActionKind::BackwardInput:
           // Without split entries (as the launcher runs it), I runs the
           // stage's whole backward and W has nothing left to do.
           appendCollectives(rank,
                             stage.backwardWeight ? stage.inputCollectives
-                                                 : stage.backwardCollectives,
+                                                 : wholeBackward(stage),
                             label);
           break;
         case ActionKind::BackwardWeight:
@@ -531,6 +560,11 @@ private:
         }
         }
       }
+      // The gradients accumulated unreduced, reduced once per stage.
+      for (int s = p; s < stageCount; s += P)
+        if (defers(stages[s]))
+          appendCollectives(rank, stages[s].reduceGradsCollectives,
+                            "gradient reduction of stage " + std::to_string(s));
       // The tied parameters' gradients, summed over the ranks holding them.
       for (auto [k, tied] : llvm::enumerate(plan.tied)) {
         SmallVector<int> holders; // pp ranks, in stage order

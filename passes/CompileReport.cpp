@@ -142,7 +142,10 @@ tessel::communicationReport(const llvm::json::Object &description) {
   llvm::json::Array rows;
   int64_t stepCalls = 0, stepBytes = 0, stepRing = 0, stepOverlapped = 0,
           stepStarted = 0;
-  for (StringRef entry : {"forward", "backward", "update", "grad_norm"}) {
+  // Payload bytes per entry: a step of several microbatches' figures.
+  llvm::StringMap<int64_t> entryBytes;
+  for (StringRef entry : {"forward", "backward", "update", "grad_norm",
+                          "backward_no_sync", "reduce_grads"}) {
     const llvm::json::Array *list = collectives->getArray(entry);
     if (!list)
       continue;
@@ -158,6 +161,7 @@ tessel::communicationReport(const llvm::json::Object &description) {
       int64_t overlapped =
           collective->getInteger("overlapped_bytes").value_or(started);
       int64_t ring = ringBytesOf(*collective, mesh);
+      entryBytes[entry] += bytes;
       if (llvm::is_contained(stepEntries, entry)) {
         stepCalls += calls;
         stepBytes += bytes;
@@ -182,7 +186,7 @@ tessel::communicationReport(const llvm::json::Object &description) {
   llvm::json::Array stepNames;
   for (StringRef entry : stepEntries)
     stepNames.push_back(entry.str());
-  return llvm::json::Object{
+  llvm::json::Object report{
       {"mesh", mesh.toString()},
       {"collectives", std::move(rows)},
       {"step", llvm::json::Object{{"entries", std::move(stepNames)},
@@ -191,6 +195,13 @@ tessel::communicationReport(const llvm::json::Object &description) {
                                   {"ring_bytes", stepRing},
                                   {"started_bytes", stepStarted},
                                   {"overlapped_bytes", stepOverlapped}}}};
+  // M > 1 microbatches: M backward_no_sync, then the gradients reduced
+  // once, and the update.
+  if (trained && collectives->getArray("backward_no_sync"))
+    report["microbatch_step"] = llvm::json::Object{
+        {"per_microbatch_bytes", entryBytes["backward_no_sync"]},
+        {"once_bytes", entryBytes["reduce_grads"] + entryBytes["update"]}};
+  return report;
 }
 
 /// Elements of a JSON shape.
@@ -345,6 +356,13 @@ void tessel::printCommunication(llvm::raw_ostream &os,
       (long long)step.getInteger("bytes").value_or(0),
       (long long)step.getInteger("ring_bytes").value_or(0),
       (long long)step.getInteger("overlapped_bytes").value_or(0));
+  if (const llvm::json::Object *several =
+          communication.getObject("microbatch_step"))
+    os << llvm::format(
+        "    step of M > 1 microbatches: M x %lld (backward_no_sync) + %lld "
+        "(reduce_grads+update) bytes\n",
+        (long long)several->getInteger("per_microbatch_bytes").value_or(0),
+        (long long)several->getInteger("once_bytes").value_or(0));
 }
 
 void tessel::printHumanReport(llvm::raw_ostream &os,

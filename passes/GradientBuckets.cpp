@@ -13,7 +13,6 @@ using namespace tessel;
 
 namespace {
 
-
 /// A gradient all-reduce: a sum whose every use accumulates it into a
 /// gradient accumulator or, in the layer function of an nn.repeat (which
 /// has `numCarried` carried values), returns it as a per-layer (stacked)
@@ -175,4 +174,9 @@ void tessel::bucketGradientAllReduces(ModuleOp module, int64_t bucketBytes) {
                    it == numCarried.end() ? std::nullopt
                                           : std::optional<unsigned>(it->second));
   }
+}
+
+void tessel::bucketGradientAllReducesOf(func::FuncOp func, int64_t bucketBytes,
+                                        unsigned returnedFrom) {
+  bucketFunction(func, bucketBytes, returnedFrom);
 }

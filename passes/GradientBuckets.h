@@ -10,6 +10,7 @@
 #ifndef TESSEL_PASSES_GRADIENTBUCKETS_H
 #define TESSEL_PASSES_GRADIENTBUCKETS_H
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 
 #include <cstdint>
@@ -20,6 +21,12 @@ namespace tessel {
 /// repeated layer's within its layer function, one bucket set per layer);
 /// 0 bytes: one all-reduce per gradient.
 void bucketGradientAllReduces(mlir::ModuleOp module, int64_t bucketBytes);
+
+/// Buckets the gradient all-reduces of `func` alone, whose results it may
+/// return from result `returnedFrom` on (a layer function's per-layer
+/// results; 0 for an entry that returns reduced gradients).
+void bucketGradientAllReducesOf(mlir::func::FuncOp func, int64_t bucketBytes,
+                                unsigned returnedFrom);
 
 } // namespace tessel
 

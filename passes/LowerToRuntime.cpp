@@ -92,12 +92,15 @@ struct LowerToRuntimePass
           func->getAttrOfType<StringAttr>(nn::NNDialect::kEntryAttrName);
       if (!role)
         continue;
+      // The dialect's verifier admits these kinds only.
       func::FuncOp &slot =
-          role.getValue() == "backward"         ? entries.backward
-          : role.getValue() == "update"         ? entries.update
-          : role.getValue() == "backward_input" ? entries.backwardInput
-          : role.getValue() == "grad_norm"      ? entries.gradNorm
-                                                : entries.backwardWeight;
+          role.getValue() == "backward"           ? entries.backward
+          : role.getValue() == "update"           ? entries.update
+          : role.getValue() == "backward_input"   ? entries.backwardInput
+          : role.getValue() == "grad_norm"        ? entries.gradNorm
+          : role.getValue() == "backward_no_sync" ? entries.backwardNoSync
+          : role.getValue() == "reduce_grads"     ? entries.reduceGrads
+                                                  : entries.backwardWeight;
       if (slot || !model)
         return func.emitOpError()
                << (model ? "is a second '" : "is a '") << role.getValue()
@@ -113,6 +116,15 @@ struct LowerToRuntimePass
     if (entries.gradNorm && !entries.update)
       return entries.gradNorm.emitOpError()
              << "is a 'grad_norm' entry without an update entry to use it";
+    if (static_cast<bool>(entries.backwardNoSync) !=
+            static_cast<bool>(entries.reduceGrads) ||
+        (entries.backwardNoSync && !entries.backward))
+      return (entries.backwardNoSync ? entries.backwardNoSync
+                                     : entries.reduceGrads)
+                 .emitOpError()
+             << "is a deferred gradient reduction's entry without its "
+                "partners (backward_no_sync and reduce_grads come together, "
+                "beside a backward)";
     return success();
   }
 

@@ -376,6 +376,30 @@ def SplitUpdateNormPass : Pass<"tessel-split-update-norm", "mlir::ModuleOp"> {
   }];
 }
 
+def DeferGradientReductionPass
+    : Pass<"tessel-defer-gradient-reduction", "mlir::ModuleOp"> {
+  let summary = "Reduce the gradients once per step, not once per microbatch";
+  let description = [{
+    On a partitioned module whose backward reduces every gradient by
+    all-reduces that only feed its accumulator (tessel-partition's DDP
+    buckets, in the backward or in a repeated layer's function), adds
+    `@f_backward_no_sync` {nn.entry = "backward_no_sync"}, the backward
+    without those all-reduces, and `@f_reduce_grads` {nn.entry =
+    "reduce_grads"}, which all-reduces the accumulated gradients over the
+    same axes in buckets of `bucket-mb`. The launcher runs M > 1
+    microbatches as M backward_no_sync calls and one reduce_grads before
+    the update (PyTorch's `no_sync`), one microbatch as the backward; a
+    pipeline stage's backward actions likewise. A gradient reduced
+    otherwise (ZeRO's reduce-scatters, a sum of reductions) keeps its
+    reduction in the backward; a backward with a gradient reduced only in
+    part, and a zero-bubble stage's split backward, are left alone.
+  }];
+  let options = [
+    Option<"bucketMb", "bucket-mb", "double", /*default=*/"25.0",
+           "reduce_grads' all-reduce bucket size in MiB (0: one all-reduce per gradient)">,
+  ];
+}
+
 def LinkStagesPass : Pass<"tessel-link-stages", "mlir::ModuleOp"> {
   let summary = "Join the lowered pipeline stages into one module";
   let description = [{

@@ -79,6 +79,13 @@ static void buildModelPlan(OpPassManager &pm,
   // A clipping pipeline stage: its gradient norm, summed over the stages
   // by the launcher.
   pm.addPass(createSplitUpdateNormPass());
+  // One gradient reduction per step under gradient accumulation, beside
+  // the backward that reduces each microbatch.
+  if (options.mesh.hasValue() && options.train) {
+    DeferGradientReductionPassOptions defer;
+    defer.bucketMb = options.bucketMb;
+    pm.addPass(createDeferGradientReductionPass(defer));
+  }
   // On one rank's program, once ZeRO and the split no longer look for
   // accumulates, and before the overlap orders the collectives around the
   // fused ops. A repeated layer's weight gradients first move to where the

@@ -438,12 +438,14 @@ LogicalResult NNDialect::verifyOperationAttribute(Operation *op,
     auto entry = dyn_cast<StringAttr>(attr.getValue());
     if (!isa<FunctionOpInterface>(op) || !entry ||
         !llvm::is_contained({"backward", "update", "backward_input",
-                             "backward_weight", "grad_norm"},
+                             "backward_weight", "grad_norm", "backward_no_sync",
+                             "reduce_grads"},
                             entry.getValue()))
-      return op->emitOpError() << "'" << kEntryAttrName
-                               << "' must be \"backward\", \"update\", "
-                                  "\"backward_input\", \"backward_weight\" "
-                                  "or \"grad_norm\" on a function";
+      return op->emitOpError()
+             << "'" << kEntryAttrName
+             << "' must be \"backward\", \"update\", \"backward_input\", "
+                "\"backward_weight\", \"grad_norm\", \"backward_no_sync\" "
+                "or \"reduce_grads\" on a function";
     return success();
   }
   if (attrName == kZeroStageAttrName) {

@@ -363,7 +363,31 @@ static bool keepsWhole(SliceOp op, int64_t dim) {
          op.getStridesOrOnes()[dim] == 1;
 }
 
+/// The input of `concat` that `slice` takes whole (slicing only the concat
+/// dimension, at that input's place), or null.
+static Value concatInputSliced(SliceOp slice, ConcatOp concat) {
+  int64_t dim = concat.getDim(), offset = 0;
+  for (int64_t d = 0, e = slice.getType().getRank(); d < e; ++d)
+    if (d != dim && !keepsWhole(slice, d))
+      return {};
+  if (slice.getStridesOrOnes()[dim] != 1)
+    return {};
+  for (Value input : concat.getInputs()) {
+    int64_t size = cast<RankedTensorType>(input.getType()).getDimSize(dim);
+    if (slice.getStart()[dim] == offset &&
+        slice.getLimit()[dim] == offset + size)
+      return input;
+    offset += size;
+  }
+  return {};
+}
+
 OpFoldResult SliceOp::fold(FoldAdaptor) {
+  // slice(concat(..., x, ...)) at x's place is x (a gradient bucket's
+  // slices once its all-reduce is gone: tessel-defer-gradient-reduction).
+  if (auto concat = getInput().getDefiningOp<ConcatOp>())
+    if (Value input = concatInputSliced(*this, concat))
+      return input;
   for (int64_t dim = 0, e = getType().getRank(); dim < e; ++dim)
     if (!keepsWhole(*this, dim))
       return {};

@@ -185,9 +185,8 @@ int64_t ModelAbiEmitter::peakScratchBytes() const {
   SmallVector<func::FuncOp> functions{model};
   if (trained)
     functions.append({entries.backward, entries.update});
-  for (func::FuncOp part :
-       {entries.backwardInput, entries.backwardWeight, entries.gradNorm})
-    if (part)
+  if (trained)
+    for (auto [part, kind] : entries.optionalParts())
       functions.push_back(part);
   int64_t bytes = 0;
   for (func::FuncOp func : functions)
@@ -537,15 +536,10 @@ LogicalResult ModelAbiEmitter::emitEntries() {
       (failed(emitEntry(entries.backward, "tessel_backward", "backward")) ||
        failed(emitEntry(entries.update, "tessel_update", "update"))))
     return failure();
-  if (entries.backwardInput && entries.backwardWeight &&
-      (failed(emitEntry(entries.backwardInput, "tessel_backward_input",
-                        "backward_input")) ||
-       failed(emitEntry(entries.backwardWeight, "tessel_backward_weight",
-                        "backward_weight"))))
-    return failure();
-  if (trained && entries.gradNorm &&
-      failed(emitEntry(entries.gradNorm, "tessel_grad_norm", "grad_norm")))
-    return failure();
+  if (trained)
+    for (auto [part, kind] : entries.optionalParts())
+      if (failed(emitEntry(part, ("tessel_" + kind).str(), kind)))
+        return failure();
   return success();
 }
 
@@ -616,12 +610,9 @@ json::Object ModelAbiEmitter::describeCollectives() {
     count("backward", entries.backward);
     count("update", entries.update);
   }
-  if (entries.backwardInput && entries.backwardWeight) {
-    count("backward_input", entries.backwardInput);
-    count("backward_weight", entries.backwardWeight);
-  }
-  if (trained && entries.gradNorm)
-    count("grad_norm", entries.gradNorm);
+  if (trained)
+    for (auto [part, kind] : entries.optionalParts())
+      count(kind, part);
   return collectives;
 }
 

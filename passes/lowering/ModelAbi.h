@@ -25,6 +25,26 @@ struct TrainingEntries {
   /// A pipeline stage's gradient norm for clipping (optional,
   /// tessel-split-update-norm).
   mlir::func::FuncOp gradNorm;
+  /// The backward without its gradient reductions and those reductions of
+  /// the accumulated gradients (optional, tessel-defer-gradient-reduction).
+  mlir::func::FuncOp backwardNoSync, reduceGrads;
+
+  /// The optional entries present, each with its kind (its symbol is
+  /// "tessel_" + kind): a zero-bubble backward's two parts only together.
+  llvm::SmallVector<std::pair<mlir::func::FuncOp, llvm::StringRef>>
+  optionalParts() const {
+    llvm::SmallVector<std::pair<mlir::func::FuncOp, llvm::StringRef>> parts;
+    if (backwardInput && backwardWeight)
+      parts.append({{backwardInput, "backward_input"},
+                    {backwardWeight, "backward_weight"}});
+    for (auto part :
+         {std::make_pair(gradNorm, llvm::StringRef("grad_norm")),
+          std::make_pair(backwardNoSync, llvm::StringRef("backward_no_sync")),
+          std::make_pair(reduceGrads, llvm::StringRef("reduce_grads"))})
+      if (part.first)
+        parts.push_back(part);
+    return parts;
+  }
 };
 
 /// Emits the entry points of the compiled model and tessel_model_json(),

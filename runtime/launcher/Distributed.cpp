@@ -340,7 +340,11 @@ std::vector<CommCount> tessel::run::expectedCommPerStep(const ModelDesc &model,
       counts.push_back(c);
     }
   };
-  if (training) {
+  if (training && model.reducesGradientsOnce(microbatches)) {
+    add("backward_no_sync", microbatches);
+    add("reduce_grads", 1);
+    add("update", 1);
+  } else if (training) {
     add("backward", microbatches);
     add("update", 1);
     add("grad_norm", 1); // a clipping pipeline stage's

@@ -71,6 +71,11 @@ bool ModelDesc::trains() const {
   return entries.count("backward") && entries.count("update");
 }
 
+bool ModelDesc::reducesGradientsOnce(int64_t microbatches) const {
+  return microbatches > 1 && entries.count("backward_no_sync") &&
+         entries.count("reduce_grads");
+}
+
 int64_t ModelDesc::batchSize() const {
   std::vector<const TensorDesc *> inputs = withRole("input");
   if (inputs.empty() || inputs.front()->shape.empty())
@@ -411,14 +416,17 @@ void parseEntries(const json &j, ModelDesc &model, const std::string &file) {
   if (j.contains("entries")) {
     for (auto &[kind, symbol] : j.at("entries").items()) {
       // backward_input and backward_weight: a zero-bubble pipeline stage;
-      // grad_norm: a pipeline stage that clips.
+      // grad_norm: a pipeline stage that clips; backward_no_sync and
+      // reduce_grads: one gradient reduction per step of microbatches.
       if (kind != "forward" && kind != "backward" && kind != "update" &&
           kind != "backward_input" && kind != "backward_weight" &&
-          kind != "grad_norm")
+          kind != "grad_norm" && kind != "backward_no_sync" &&
+          kind != "reduce_grads")
         failDescription(file, "unknown entry kind '" + kind +
                                   "' (expected forward, backward, update, "
-                                  "backward_input, backward_weight or "
-                                  "grad_norm)");
+                                  "backward_input, backward_weight, "
+                                  "grad_norm, backward_no_sync or "
+                                  "reduce_grads)");
       model.entries[kind] = symbol.get<std::string>();
     }
   }
@@ -428,6 +436,12 @@ void parseEntries(const json &j, ModelDesc &model, const std::string &file) {
                             "\"entry\" names one)");
     model.entries["forward"] = j.at("entry").get<std::string>();
   }
+  if (model.entries.count("backward_no_sync") !=
+          model.entries.count("reduce_grads") ||
+      (model.entries.count("backward_no_sync") &&
+       !model.entries.count("backward")))
+    failDescription(file, "backward_no_sync and reduce_grads entries come "
+                          "together, beside a backward entry");
   if (model.entries.count("backward") != model.entries.count("update"))
     failDescription(
         file,

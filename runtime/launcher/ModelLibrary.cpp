@@ -100,8 +100,9 @@ LoadedModel tessel::run::loadModel(const std::string &path, int dlopenFlags) {
       model.stages.push_back(
           {resolve(stage, "forward", s), resolve(stage, "backward", s),
            resolve(stage, "update", s), resolve(stage, "backward_input", s),
-           resolve(stage, "backward_weight", s),
-           resolve(stage, "grad_norm", s)});
+           resolve(stage, "backward_weight", s), resolve(stage, "grad_norm", s),
+           resolve(stage, "backward_no_sync", s),
+           resolve(stage, "reduce_grads", s)});
     }
     return model;
   }
@@ -113,5 +114,7 @@ LoadedModel tessel::run::loadModel(const std::string &path, int dlopenFlags) {
   model.forward = resolve(model.desc, "forward", std::nullopt);
   model.backward = resolve(model.desc, "backward", std::nullopt);
   model.update = resolve(model.desc, "update", std::nullopt);
+  model.backwardNoSync = resolve(model.desc, "backward_no_sync", std::nullopt);
+  model.reduceGrads = resolve(model.desc, "reduce_grads", std::nullopt);
   return model;
 }

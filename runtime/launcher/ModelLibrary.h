@@ -19,6 +19,9 @@ struct LoadedModel {
   EntryFn forward = nullptr;
   EntryFn backward = nullptr; // null unless desc.trains()
   EntryFn update = nullptr;
+  // The backward without its gradient reductions, and those reductions of
+  // the accumulated gradients: M > 1 microbatches reduce once (else null).
+  EntryFn backwardNoSync = nullptr, reduceGrads = nullptr;
   ModelDesc desc;
   /// A pipeline: every stage's entries (tessel_s<s>_forward, ...), in
   /// stage order; the entries above are then null.
@@ -28,6 +31,8 @@ struct LoadedModel {
     EntryFn backwardInput = nullptr, backwardWeight = nullptr;
     // A clipping stage's part of the gradient norm (else null).
     EntryFn gradNorm = nullptr;
+    // One gradient reduction per step, as the model's own (else null).
+    EntryFn backwardNoSync = nullptr, reduceGrads = nullptr;
   };
   std::vector<StageEntries> stages;
 };

@@ -291,8 +291,12 @@ void PipelineRank::backward(Stage &stage, int microbatch, int64_t step,
     return;
   }
   bool inputOnly = part == BackwardPart::Input && split;
-  (inputOnly ? stage.entries.backwardInput : stage.entries.backward)(
-      ctx, stage.arena);
+  // Several microbatches reduce their summed gradients once, after the
+  // schedule (reduceGradients).
+  EntryFn whole = stage.desc->reducesGradientsOnce(pipe.microbatches)
+                      ? stage.entries.backwardNoSync
+                      : stage.entries.backward;
+  (inputOnly ? stage.entries.backwardInput : whole)(ctx, stage.arena);
   tessel_synchronize(ctx);
   check("step " + std::to_string(step + 1) + " (backward of " +
         stageText(stage.index, microbatch) + ")");
@@ -383,6 +387,16 @@ void PipelineRank::exchangeTiedGradients() {
   }
 }
 
+void PipelineRank::reduceGradients() {
+  for (auto &stage : stages) {
+    if (!stage->desc->reducesGradientsOnce(pipe.microbatches))
+      continue;
+    stage->entries.reduceGrads(ctx, stage->arena);
+    tessel_synchronize(ctx);
+    check("reducing the gradients of stage " + std::to_string(stage->index));
+  }
+}
+
 void PipelineRank::shareGradientNorm() {
   std::vector<Stage *> clipping;
   for (auto &stage : stages)
@@ -430,6 +444,7 @@ double PipelineRank::trainStep(int64_t step) {
   lossSum = 0;
   for (const Action &action : pipe.actions.ranks.at(ppRank))
     runAction(action, step);
+  reduceGradients();
   exchangeTiedGradients();
   shareGradientNorm();
   float gradScale = 1.0f / float(pipe.microbatches);

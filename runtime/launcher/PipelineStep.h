@@ -1,10 +1,12 @@
-//===- PipelineStep.h - One pp rank running its stages' schedule -*- C++ -*-===//
+//===- PipelineStep.h - One pp rank running its stages' schedule -*- C++
+//-*-===//
 //
 // A rank of a pipeline holds the stages s with s mod P = its pp coordinate,
 // each with its own arena, and runs its list of the schedule's actions:
 //   - Forward(s, m): the stage's forward entry on microbatch m, its input
 //     activations restored from the microbatch's stash slot;
-//   - Backward(s, m): the stage's backward entry, which recomputes the
+//   - Backward(s, m): the stage's backward entry (backward_no_sync when
+//     the stage reduces its gradients once per step), which recomputes the
 //     stage's forward from the same stash (GPipe's re-materialisation: a
 //     stage keeps only its input per microbatch in flight), accumulates the
 //     parameters' gradients and leaves the gradient of its input;
@@ -15,7 +17,9 @@
 //   - Send / Recv: the boundary tensors, one message each, tagged by
 //     (microbatch, producing stage, direction) (pipeline::messageTag, as
 //     the compiler's communication check tags them).
-// After the actions: the tied parameters' gradients are exchanged between
+// After the actions: a stage whose microbatches accumulated their gradients
+// unreduced (backward_no_sync) reduces them over dp once (reduce_grads);
+// the tied parameters' gradients are exchanged between
 // the stages holding them and summed; a clipping pipeline's stages each
 // compute their part of the gradient norm (grad_norm entries), summed on
 // the rank and then over the pp axis into every stage's
@@ -83,6 +87,8 @@ private:
   void backward(Stage &stage, int microbatch, int64_t step, BackwardPart part);
   void send(Stage &stage, int microbatch, bool gradient, int peer);
   void recv(Stage &stage, int microbatch, bool gradient, int peer);
+  /// Each stage's reduce_grads, where its microbatches ran backward_no_sync.
+  void reduceGradients();
   void exchangeTiedGradients();
   void shareGradientNorm();
   double shareLoss(double lossSum);

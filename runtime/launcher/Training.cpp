@@ -36,8 +36,17 @@ double tessel::run::trainStep(const LoadedModel &model, RankRuntime &rt,
   const ModelDesc &desc = model.desc;
   tessel_set_step(rt.ctx, uint64_t(step));
   zeroGrads(desc, rt.ctx, rt.arena);
-  double loss = runMicrobatches(model, rt, batches, step, microbatches,
-                                model.backward, "backward");
+  // Several microbatches reduce their summed gradients once (no_sync).
+  bool once = desc.reducesGradientsOnce(microbatches);
+  double loss =
+      runMicrobatches(model, rt, batches, step, microbatches,
+                      once ? model.backwardNoSync : model.backward, "backward");
+  if (once) {
+    model.reduceGrads(rt.ctx, rt.arena);
+    tessel_synchronize(rt.ctx);
+    checkKernelError(rt.ctx, "step " + std::to_string(step + 1) +
+                                 " (the gradients' reduction)");
+  }
   float gradScale = 1.0f / float(microbatches);
   tessel_copy_to_device(rt.ctx, at(rt.arena, *desc.withRole("grad_scale")[0]),
                         &gradScale, sizeof(gradScale));
@@ -97,15 +106,21 @@ void tessel::run::CapturedStep::capture(int64_t step) {
   char *arena = static_cast<char *>(rt.arena);
   if (training)
     zeroGrads(desc, rt.ctx, arena);
+  bool once = training && desc.reducesGradientsOnce(microbatches);
+  EntryFn entry = !training ? model.forward
+                  : once    ? model.backwardNoSync
+                            : model.backward;
   for (int64_t m = 0; m < microbatches; ++m) {
     for (size_t i = 0; i < feeds.size(); ++i)
       tessel_copy(rt.ctx, arena + feeds[i]->offset, slot(m) + feedAt[i],
                   feeds[i]->bytes);
     tessel_set_microbatch(rt.ctx, uint64_t(m));
-    (training ? model.backward : model.forward)(rt.ctx, arena);
+    entry(rt.ctx, arena);
     tessel_copy(rt.ctx, lossSlot(m), arena + desc.loss().offset,
                 desc.loss().bytes);
   }
+  if (once)
+    model.reduceGrads(rt.ctx, arena);
   if (training) {
     // A constant of the capture: the host bytes as they are now.
     float gradScale = 1.0f / float(microbatches);

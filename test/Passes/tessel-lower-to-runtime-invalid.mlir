@@ -187,3 +187,25 @@ func.func @view_read_by_exp(%b: tensor<8xf32>) -> tensor<4x8xf32> attributes {te
   %1 = nn.exp %0 {tessel.offsets = array<i64: 0>} : tensor<4x8xf32>
   return %1 : tensor<4x8xf32>
 }
+
+// -----
+
+// Tests that a deferred gradient reduction's entries come together: a
+// backward_no_sync without its reduce_grads would leave the gradients of
+// a step of microbatches unreduced.
+func.func @loss(%x: tensor<4xf32> {nn.input}) -> tensor<f32> attributes {tessel.scratch_bytes = 0 : i64} {
+  %l = nn.reduce_sum %x dims = [0] {tessel.offsets = array<i64: -2>} : tensor<4xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
+func.func @loss_backward(%x: tensor<4xf32> {nn.input}) -> tensor<f32> attributes {nn.entry = "backward", tessel.scratch_bytes = 0 : i64} {
+  %l = nn.reduce_sum %x dims = [0] {tessel.offsets = array<i64: -2>} : tensor<4xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
+func.func @loss_update(%x: tensor<4xf32> {nn.input}) attributes {nn.entry = "update", tessel.scratch_bytes = 0 : i64} {
+  return
+}
+// expected-error @+1 {{'func.func' op is a deferred gradient reduction's entry without its partners (backward_no_sync and reduce_grads come together, beside a backward)}}
+func.func @loss_backward_no_sync(%x: tensor<4xf32> {nn.input}) -> tensor<f32> attributes {nn.entry = "backward_no_sync", tessel.scratch_bytes = 0 : i64} {
+  %l = nn.reduce_sum %x dims = [0] {tessel.offsets = array<i64: -2>} : tensor<4xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}

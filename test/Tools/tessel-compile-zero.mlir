@@ -28,7 +28,9 @@
 //
 // ZeRO-0 (plain DDP): the backward all-reduces the loss (4 bytes) and
 // every gradient, 4Ψ = 3337216 bytes, in 25 MiB buckets: 6 calls,
-// 1.5 · 3337220 = 5005830 ring bytes a step.
+// 1.5 · 3337220 = 5005830 ring bytes a step. M > 1 microbatches reduce
+// the loss in each (backward_no_sync) and the summed gradients once
+// (reduce_grads, one 25 MiB bucket).
 // Z0: training state per rank (not sharded; Ψ = 834304 parameters per rank before ZeRO)
 // Z0-NEXT: params 4Ψ 3337216 bytes (formula 3337216.0)
 // Z0-NEXT: grads 4Ψ 3337216 bytes (formula 3337216.0)
@@ -38,7 +40,10 @@
 // Z0-NEXT: entry collective axes calls bytes ring bytes
 // Z0-NEXT: forward all_reduce dp 1 4 6
 // Z0-NEXT: backward all_reduce dp 6 3337220 5005830
+// Z0-NEXT: backward_no_sync all_reduce dp 1 4 6
+// Z0-NEXT: reduce_grads all_reduce dp 1 3337216 5005824
 // Z0-NEXT: step (backward+update) 6 3337220 5005830
+// Z0-NEXT: step of M > 1 microbatches: M x 4 (backward_no_sync) + 3337216 (reduce_grads+update) bytes
 //
 // ZeRO-1: the backward keeps its partial gradients (only the loss is
 // all-reduced); the update reduce-scatters them (0.75 · 4Ψ = 2502912) and

@@ -291,6 +291,21 @@ TEST(ModelAbiV2, InvalidDescriptionsNameTheProblem) {
        },
        "a grad_norm entry and one f32 scalar grad_sum_squares tensor come "
        "together (found 0 entries, 1 tensors)"},
+      {"backward_no_sync without reduce_grads",
+       [](json &j) {
+         j["entries"]["backward_no_sync"] = "tessel_backward_no_sync";
+       },
+       "backward_no_sync and reduce_grads entries come together, beside a "
+       "backward entry"},
+      {"reduce_grads without a backward",
+       [](json &j) {
+         j["entries"].erase("backward");
+         j["entries"].erase("update");
+         j["entries"]["backward_no_sync"] = "tessel_backward_no_sync";
+         j["entries"]["reduce_grads"] = "tessel_reduce_grads";
+       },
+       "backward_no_sync and reduce_grads entries come together, beside a "
+       "backward entry"},
       {"grad outside its region",
        [](json &j) { j["regions"]["grads"]["bytes"] = 16; },
        "grad 'w' lies outside the \"grads\" region"},
