@@ -97,8 +97,9 @@ struct StageEntries {
   std::vector<int> gradNormCollectives;
   /// The backward without its gradient reductions and their step's
   /// reduction (tessel-defer-gradient-reduction).
-  func::FuncOp backwardNoSync, reduceGrads;
-  std::vector<int> noSyncCollectives, reduceGradsCollectives;
+  func::FuncOp backwardNoSync, reduceGrads, backwardWeightNoSync;
+  std::vector<int> noSyncCollectives, reduceGradsCollectives,
+      weightNoSyncCollectives;
   SmallVector<Message> inputs, outputs, inputGrads, outputGrads;
   /// nn.grad name -> the backward's gradient of that parameter.
   llvm::StringMap<Message> grads;
@@ -202,6 +203,8 @@ private:
         entries.backwardNoSync = func;
       else if (role && role.getValue() == "reduce_grads")
         entries.reduceGrads = func;
+      else if (role && role.getValue() == "backward_weight_no_sync")
+        entries.backwardWeightNoSync = func;
       else if (nn::NNDialect::isModelFunction(func))
         entries.forward = func;
     }
@@ -213,8 +216,9 @@ private:
           std::make_pair(entries.backwardWeight, &entries.weightCollectives),
           std::make_pair(entries.gradNorm, &entries.gradNormCollectives),
           std::make_pair(entries.backwardNoSync, &entries.noSyncCollectives),
-          std::make_pair(entries.reduceGrads,
-                         &entries.reduceGradsCollectives)}) {
+          std::make_pair(entries.reduceGrads, &entries.reduceGradsCollectives),
+          std::make_pair(entries.backwardWeightNoSync,
+                         &entries.weightNoSyncCollectives)}) {
       FailureOr<std::vector<int>> found = sequence(func);
       if (failed(found))
         return failure();
@@ -373,7 +377,7 @@ private:
       appendCollectives(rank, entries->backwardCollectives, "backward");
       appendCollectives(rank, entries->updateCollectives, "update");
       // A step of several microbatches (one stands for them all).
-      if (entries->backwardNoSync) {
+      if (entries->reduceGrads) {
         appendCollectives(rank, entries->noSyncCollectives, "backward_no_sync");
         appendCollectives(rank, entries->reduceGradsCollectives,
                           "reduce_grads");
@@ -501,7 +505,7 @@ private:
     // gradients in backward_no_sync and reduce them once after the
     // schedule (tessel-defer-gradient-reduction).
     auto defers = [&](const StageEntries &stage) {
-      return stage.backwardNoSync && plan.microbatches > 1;
+      return stage.reduceGrads && plan.microbatches > 1;
     };
     auto wholeBackward =
         [&](const StageEntries &stage) -> const std::vector<int> & {
@@ -540,7 +544,10 @@ private:
           break;
         case ActionKind::BackwardWeight:
           if (stage.backwardWeight)
-            appendCollectives(rank, stage.weightCollectives, label);
+            appendCollectives(rank,
+                              defers(stage) ? stage.weightNoSyncCollectives
+                                            : stage.weightCollectives,
+                              label);
           break;
         case ActionKind::Send:
         case ActionKind::Recv: {

@@ -144,8 +144,12 @@ tessel::communicationReport(const llvm::json::Object &description) {
           stepStarted = 0;
   // Payload bytes per entry: a step of several microbatches' figures.
   llvm::StringMap<int64_t> entryBytes;
-  for (StringRef entry : {"forward", "backward", "update", "grad_norm",
-                          "backward_no_sync", "reduce_grads"}) {
+  // Every entry's rows (a zero-bubble stage runs backward_input and
+  // backward_weight instead of the backward).
+  for (StringRef entry :
+       {"forward", "backward", "backward_input", "backward_weight", "update",
+        "grad_norm", "backward_no_sync", "backward_weight_no_sync",
+        "reduce_grads"}) {
     const llvm::json::Array *list = collectives->getArray(entry);
     if (!list)
       continue;
@@ -195,12 +199,20 @@ tessel::communicationReport(const llvm::json::Object &description) {
                                   {"ring_bytes", stepRing},
                                   {"started_bytes", stepStarted},
                                   {"overlapped_bytes", stepOverlapped}}}};
-  // M > 1 microbatches: M backward_no_sync, then the gradients reduced
-  // once, and the update.
-  if (trained && collectives->getArray("backward_no_sync"))
+  // M > 1 microbatches: each the backward without its gradient
+  // reductions (a zero-bubble stage's two parts), then the gradients
+  // reduced once, and the update.
+  if (trained && collectives->getArray("reduce_grads")) {
+    bool split = collectives->getArray("backward_weight_no_sync") != nullptr;
+    int64_t perMicrobatch = split ? entryBytes["backward_input"] +
+                                        entryBytes["backward_weight_no_sync"]
+                                  : entryBytes["backward_no_sync"];
     report["microbatch_step"] = llvm::json::Object{
-        {"per_microbatch_bytes", entryBytes["backward_no_sync"]},
+        {"per_microbatch",
+         split ? "backward_input+backward_weight_no_sync" : "backward_no_sync"},
+        {"per_microbatch_bytes", perMicrobatch},
         {"once_bytes", entryBytes["reduce_grads"] + entryBytes["update"]}};
+  }
   return report;
 }
 
@@ -359,9 +371,10 @@ void tessel::printCommunication(llvm::raw_ostream &os,
   if (const llvm::json::Object *several =
           communication.getObject("microbatch_step"))
     os << llvm::format(
-        "    step of M > 1 microbatches: M x %lld (backward_no_sync) + %lld "
+        "    step of M > 1 microbatches: M x %lld (%s) + %lld "
         "(reduce_grads+update) bytes\n",
         (long long)several->getInteger("per_microbatch_bytes").value_or(0),
+        several->getString("per_microbatch").value_or("").str().c_str(),
         (long long)several->getInteger("once_bytes").value_or(0));
 }
 

@@ -17,8 +17,10 @@
 // The launcher runs M > 1 microbatches as M × backward_no_sync, then
 // reduce_grads, then the update; one microbatch keeps the backward, whose
 // buckets overlap its compute. A pipeline stage's backward actions do the
-// same, each stage reducing once after the schedule (a zero-bubble stage
-// split into backward_input and backward_weight is left as it is).
+// same, each stage reducing once after the schedule; a zero-bubble stage's
+// weight part gets its own `<f>_backward_weight_no_sync` (kind
+// "backward_weight_no_sync"), which must defer what the whole backward
+// does.
 //
 // A gradient reduced in another way keeps its reduction in every
 // microbatch: ZeRO's reduce-scatters (DeepSpeed's ZeRO-2 also reduces every
@@ -93,19 +95,31 @@ struct Reduction {
   }
 };
 
-class Deferral {
-public:
-  explicit Deferral(func::FuncOp backward) : backward(backward) {}
+/// One gradient whose reduction moves into reduce_grads: the entry's
+/// result and accumulator argument, and how it is reduced.
+struct Deferred {
+  unsigned result, arg;
+  StringAttr name;
+  Reduction reduction;
+};
 
-  /// Finds each gradient's reduction; false when some gradient is not
-  /// reduced wholly by gradient reductions of one kind (the backward then
-  /// keeps reducing every microbatch).
+/// The gradient reductions of one entry that accumulates gradients (the
+/// backward, or a zero-bubble stage's backward_weight).
+class EntryDeferral {
+public:
+  explicit EntryDeferral(func::FuncOp entry) : entry(entry) {}
+
+  /// Finds each gradient's reduction; false when some gradient is reduced
+  /// only in part or over two kinds of axes (the entry then keeps reducing
+  /// every microbatch).
   bool analyze() {
-    Operation *ret = backward.getBody().front().getTerminator();
+    Operation *ret = entry.getBody().front().getTerminator();
     for (auto [i, value] : llvm::enumerate(ret->getOperands())) {
-      if (!backward.getResultAttr(i, nn::NNDialect::kGradAttrName))
+      auto name = entry.getResultAttrOfType<StringAttr>(
+          i, nn::NNDialect::kGradAttrName);
+      if (!name)
         continue;
-      // The accumulator and what the backward adds into it.
+      // The accumulator and what the entry adds into it.
       SmallVector<Value> added;
       Value acc = value;
       while (auto accumulate = acc.getDefiningOp<nn::AccumulateOp>()) {
@@ -113,9 +127,8 @@ public:
         acc = accumulate.getAcc();
       }
       auto arg = dyn_cast<BlockArgument>(acc);
-      if (!arg || arg.getOwner()->getParentOp() != backward ||
-          !backward.getArgAttr(arg.getArgNumber(),
-                               nn::NNDialect::kGradAttrName))
+      if (!arg || arg.getOwner()->getParentOp() != entry ||
+          !entry.getArgAttr(arg.getArgNumber(), nn::NNDialect::kGradAttrName))
         return false;
       std::optional<Reduction> common;
       bool unreduced = false;
@@ -131,7 +144,7 @@ public:
         return false; // Reduced in part.
       if (common)
         deferred.push_back(
-            {static_cast<unsigned>(i), arg.getArgNumber(), *common});
+            {static_cast<unsigned>(i), arg.getArgNumber(), name, *common});
     }
     // Every gradient reduction of the functions is one of the traced.
     for (func::FuncOp func : functions())
@@ -141,20 +154,29 @@ public:
     return !deferred.empty();
   }
 
-  /// Adds `<f>_backward_no_sync` and `<f>_reduce_grads` beside the backward.
-  void apply(int64_t bucketBytes) {
-    auto module = backward->getParentOfType<ModuleOp>();
-    SymbolTable symbols(module);
-    StringRef base = backward.getSymName();
-    base.consume_back("_backward");
-    OpBuilder b(module.getContext());
+  /// Whether `other` defers the same gradients, each reduced alike.
+  bool defersAs(const EntryDeferral &other) const {
+    if (deferred.size() != other.deferred.size())
+      return false;
+    llvm::DenseMap<StringAttr, Reduction> mine;
+    for (const Deferred &d : deferred)
+      mine.try_emplace(d.name, d.reduction);
+    return llvm::all_of(other.deferred, [&](const Deferred &d) {
+      auto it = mine.find(d.name);
+      return it != mine.end() && it->second == d.reduction;
+    });
+  }
 
-    // The backward and its layers without their gradient reductions.
-    auto noSync = cast<func::FuncOp>(backward->clone());
-    noSync.setSymName((base + "_backward_no_sync").str());
+  /// Adds `<entry>_no_sync` (kind `<kind>_no_sync`) beside the entry: it
+  /// and its layers without their gradient reductions.
+  void addNoSync(SymbolTable &symbols) {
+    MLIRContext *ctx = entry.getContext();
+    auto noSync = cast<func::FuncOp>(entry->clone());
+    noSync.setSymName((entry.getSymName() + "_no_sync").str());
+    auto kind = entry->getAttrOfType<StringAttr>(nn::NNDialect::kEntryAttrName);
     noSync->setAttr(nn::NNDialect::kEntryAttrName,
-                    b.getStringAttr("backward_no_sync"));
-    symbols.insert(noSync, std::next(Block::iterator(backward)));
+                    StringAttr::get(ctx, kind.getValue() + "_no_sync"));
+    symbols.insert(noSync, std::next(Block::iterator(entry)));
     llvm::DenseMap<StringAttr, FlatSymbolRefAttr> layerClones;
     for (auto [layer, numCarried] : layers) {
       auto clone = cast<func::FuncOp>(layer->clone());
@@ -169,47 +191,46 @@ public:
         repeat.setLayerAttr(clone);
     });
     dropGradientReductions(noSync, std::nullopt);
+  }
 
-    // The accumulators' reductions, in the order of the backward's results.
+  /// Adds `<base>_reduce_grads`: the accumulators' reductions, in the
+  /// order of the entry's results.
+  void addReduceGrads(SymbolTable &symbols, StringRef base,
+                      int64_t bucketBytes) {
     SmallVector<Type> types;
     for (const Deferred &d : deferred)
-      types.push_back(backward.getArgumentTypes()[d.arg]);
-    Location loc = backward.getLoc();
-    b.setInsertionPointAfter(noSync);
-    auto reduce = func::FuncOp::create(b, loc, (base + "_reduce_grads").str(),
+      types.push_back(entry.getArgumentTypes()[d.arg]);
+    Location loc = entry.getLoc();
+    OpBuilder b(entry.getContext());
+    auto reduce = func::FuncOp::create(loc, (base + "_reduce_grads").str(),
                                        b.getFunctionType(types, types));
-    symbols.insert(reduce, std::next(Block::iterator(noSync)));
-    for (NamedAttribute attr : backward->getAttrs())
+    symbols.insert(reduce);
+    for (NamedAttribute attr : entry->getAttrs())
       if (attr.getName().getValue().starts_with("nn."))
         reduce->setAttr(attr.getName(), attr.getValue());
     reduce->setAttr(nn::NNDialect::kEntryAttrName,
                     b.getStringAttr("reduce_grads"));
-    Block *entry = reduce.addEntryBlock();
-    OpBuilder rb = OpBuilder::atBlockEnd(entry);
+    Block *body = reduce.addEntryBlock();
+    b.setInsertionPointToEnd(body);
     SmallVector<Value> reduced;
     for (auto [k, d] : llvm::enumerate(deferred)) {
-      if (DictionaryAttr attrs = backward.getArgAttrDict(d.arg))
+      if (DictionaryAttr attrs = entry.getArgAttrDict(d.arg))
         reduce.setArgAttrs(k, attrs);
-      if (DictionaryAttr attrs = backward.getResultAttrDict(d.result))
+      if (DictionaryAttr attrs = entry.getResultAttrDict(d.result))
         reduce.setResultAttrs(k, attrs);
       reduced.push_back(shard::AllReduceOp::create(
-          rb, loc, types[k], d.reduction.grid,
-          rb.getDenseI16ArrayAttr(d.reduction.axes), entry->getArgument(k),
+          b, loc, types[k], d.reduction.grid,
+          b.getDenseI16ArrayAttr(d.reduction.axes), body->getArgument(k),
           shard::ReductionKindAttr::get(b.getContext(),
                                         shard::ReductionKind::Sum)));
     }
-    func::ReturnOp::create(rb, loc, reduced);
+    func::ReturnOp::create(b, loc, reduced);
     bucketGradientAllReducesOf(reduce, bucketBytes, /*returnedFrom=*/0);
   }
 
 private:
-  struct Deferred {
-    unsigned result, arg;
-    Reduction reduction;
-  };
-
-  /// The gradient reduction `value` is (a view of), in the backward or in
-  /// the layer function of a repeat whose per-layer result it is.
+  /// The gradient reduction `value` is (a view of), in the entry or in the
+  /// layer function of a repeat whose per-layer result it is.
   std::optional<Reduction> reductionOf(Value value) {
     value = viewedValue(value);
     std::optional<unsigned> numCarried;
@@ -238,7 +259,7 @@ private:
   }
 
   SmallVector<func::FuncOp> functions() {
-    SmallVector<func::FuncOp> all{backward};
+    SmallVector<func::FuncOp> all{entry};
     for (auto [layer, numCarried] : layers)
       all.push_back(layer);
     return all;
@@ -257,13 +278,30 @@ private:
     (void)applyPatternsGreedily(func, FrozenRewritePatternSet());
   }
 
-  func::FuncOp backward;
+  func::FuncOp entry;
   /// The layer functions holding gradient reductions, with their carried
   /// values' count.
   llvm::MapVector<func::FuncOp, unsigned> layers;
   llvm::DenseSet<Operation *> traced;
   SmallVector<Deferred> deferred;
 };
+
+/// Whether `func` (or a repeated layer it runs) reduces a gradient the way
+/// this pass defers it.
+bool hasGradientReduction(func::FuncOp func,
+                          std::optional<unsigned> numCarried = std::nullopt) {
+  for (Operation &op : func.getBody().getOps()) {
+    if (auto reduce = dyn_cast<shard::AllReduceOp>(op);
+        reduce && isGradientReduction(reduce, numCarried))
+      return true;
+    if (auto repeat = dyn_cast<nn::RepeatOp>(op))
+      if (func::FuncOp layer = repeat.getLayerFunction();
+          layer && !layer.isExternal() && layer != func &&
+          hasGradientReduction(layer, repeat.getCarried().size()))
+        return true;
+  }
+  return false;
+}
 
 struct DeferGradientReductionPass
     : tessel::impl::DeferGradientReductionPassBase<DeferGradientReductionPass> {
@@ -275,14 +313,13 @@ struct DeferGradientReductionPass
       module.emitError() << "bucket-mb must be 0 or more, not " << bucketMb;
       return signalPassFailure();
     }
-    func::FuncOp backward;
-    bool splitBackward = false;
+    func::FuncOp backward, backwardInput, backwardWeight;
     for (auto func : module.getOps<func::FuncOp>()) {
       auto entry =
           func->getAttrOfType<StringAttr>(nn::NNDialect::kEntryAttrName);
       if (!entry)
         continue;
-      if (entry.getValue() == "backward_no_sync" ||
+      if (entry.getValue().ends_with("_no_sync") ||
           entry.getValue() == "reduce_grads") {
         func.emitOpError() << "is already a '" << entry.getValue()
                            << "' entry; tessel-defer-gradient-reduction runs "
@@ -291,15 +328,31 @@ struct DeferGradientReductionPass
       }
       if (entry.getValue() == "backward")
         backward = func;
-      splitBackward |= entry.getValue() == "backward_weight";
+      else if (entry.getValue() == "backward_input")
+        backwardInput = func;
+      else if (entry.getValue() == "backward_weight")
+        backwardWeight = func;
     }
-    // A zero-bubble stage's weight part (backward_weight) keeps reducing
-    // every microbatch.
-    if (!backward || splitBackward)
+    if (!backward)
+      return; // Evaluation only.
+    // A zero-bubble stage runs its backward in two parts: the weight part
+    // defers what the whole backward does, and the input part reduces no
+    // gradient.
+    SmallVector<EntryDeferral> entries{EntryDeferral(backward)};
+    if (backwardWeight)
+      entries.push_back(EntryDeferral(backwardWeight));
+    if (backwardInput && hasGradientReduction(backwardInput))
       return;
-    Deferral deferral(backward);
-    if (deferral.analyze())
-      deferral.apply(static_cast<int64_t>(bucketMb * 1024.0 * 1024.0));
+    for (EntryDeferral &entry : entries)
+      if (!entry.analyze() || !entry.defersAs(entries.front()))
+        return;
+    SymbolTable symbols(module);
+    for (EntryDeferral &entry : entries)
+      entry.addNoSync(symbols);
+    StringRef base = backward.getSymName();
+    base.consume_back("_backward");
+    entries.front().addReduceGrads(
+        symbols, base, static_cast<int64_t>(bucketMb * 1024.0 * 1024.0));
   }
 };
 

@@ -33,9 +33,11 @@ namespace {
 
 /// The ABI's entry points of one model, renamed per stage.
 constexpr llvm::StringLiteral kEntries[] = {
-    "tessel_forward",          "tessel_backward",        "tessel_update",
-    "tessel_backward_input",   "tessel_backward_weight", "tessel_grad_norm",
-    "tessel_backward_no_sync", "tessel_reduce_grads",    "tessel_model_json"};
+    "tessel_forward",          "tessel_backward",
+    "tessel_update",           "tessel_backward_input",
+    "tessel_backward_weight",  "tessel_grad_norm",
+    "tessel_backward_no_sync", "tessel_backward_weight_no_sync",
+    "tessel_reduce_grads",     "tessel_model_json"};
 
 struct LinkStagesPass : tessel::impl::LinkStagesPassBase<LinkStagesPass> {
   void runOnOperation() override {

@@ -99,8 +99,10 @@ struct LowerToRuntimePass
           : role.getValue() == "backward_input"   ? entries.backwardInput
           : role.getValue() == "grad_norm"        ? entries.gradNorm
           : role.getValue() == "backward_no_sync" ? entries.backwardNoSync
-          : role.getValue() == "reduce_grads"     ? entries.reduceGrads
-                                                  : entries.backwardWeight;
+          : role.getValue() == "backward_weight_no_sync"
+              ? entries.backwardWeightNoSync
+          : role.getValue() == "reduce_grads" ? entries.reduceGrads
+                                              : entries.backwardWeight;
       if (slot || !model)
         return func.emitOpError()
                << (model ? "is a second '" : "is a '") << role.getValue()
@@ -116,15 +118,21 @@ struct LowerToRuntimePass
     if (entries.gradNorm && !entries.update)
       return entries.gradNorm.emitOpError()
              << "is a 'grad_norm' entry without an update entry to use it";
-    if (static_cast<bool>(entries.backwardNoSync) !=
-            static_cast<bool>(entries.reduceGrads) ||
-        (entries.backwardNoSync && !entries.backward))
-      return (entries.backwardNoSync ? entries.backwardNoSync
-                                     : entries.reduceGrads)
+    // Each entry that accumulates gradients has its no-sync twin, or none.
+    bool noSync = entries.backwardNoSync || entries.backwardWeightNoSync;
+    if (noSync != static_cast<bool>(entries.reduceGrads) ||
+        (noSync && (static_cast<bool>(entries.backward) !=
+                        static_cast<bool>(entries.backwardNoSync) ||
+                    static_cast<bool>(entries.backwardWeight) !=
+                        static_cast<bool>(entries.backwardWeightNoSync))))
+      return (entries.backwardNoSync         ? entries.backwardNoSync
+              : entries.backwardWeightNoSync ? entries.backwardWeightNoSync
+                                             : entries.reduceGrads)
                  .emitOpError()
              << "is a deferred gradient reduction's entry without its "
-                "partners (backward_no_sync and reduce_grads come together, "
-                "beside a backward)";
+                "partners (reduce_grads comes with backward_no_sync, and "
+                "with backward_weight_no_sync where there is a "
+                "backward_weight)";
     return success();
   }
 

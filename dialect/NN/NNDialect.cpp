@@ -146,7 +146,8 @@ static LogicalResult verifyReturnsScalarLoss(FunctionOpInterface func) {
   // returns them updated; it has no loss. Neither has a pipeline stage
   // before the last.
   if (auto entry = func->getAttrOfType<StringAttr>(NNDialect::kEntryAttrName))
-    if (entry.getValue() == "update" || entry.getValue() == "backward_weight")
+    if (entry.getValue() == "update" ||
+        entry.getValue().starts_with("backward_weight"))
       return success();
   if (NNDialect::returnsStageOutputs(func))
     return success();
@@ -439,13 +440,14 @@ LogicalResult NNDialect::verifyOperationAttribute(Operation *op,
     if (!isa<FunctionOpInterface>(op) || !entry ||
         !llvm::is_contained({"backward", "update", "backward_input",
                              "backward_weight", "grad_norm", "backward_no_sync",
-                             "reduce_grads"},
+                             "backward_weight_no_sync", "reduce_grads"},
                             entry.getValue()))
       return op->emitOpError()
              << "'" << kEntryAttrName
              << "' must be \"backward\", \"update\", \"backward_input\", "
-                "\"backward_weight\", \"grad_norm\", \"backward_no_sync\" "
-                "or \"reduce_grads\" on a function";
+                "\"backward_weight\", \"grad_norm\", \"backward_no_sync\", "
+                "\"backward_weight_no_sync\" or \"reduce_grads\" on a "
+                "function";
     return success();
   }
   if (attrName == kZeroStageAttrName) {

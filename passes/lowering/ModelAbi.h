@@ -28,6 +28,9 @@ struct TrainingEntries {
   /// The backward without its gradient reductions and those reductions of
   /// the accumulated gradients (optional, tessel-defer-gradient-reduction).
   mlir::func::FuncOp backwardNoSync, reduceGrads;
+  /// A zero-bubble stage's weight part without them (optional, with the
+  /// above).
+  mlir::func::FuncOp backwardWeightNoSync;
 
   /// The optional entries present, each with its kind (its symbol is
   /// "tessel_" + kind): a zero-bubble backward's two parts only together.
@@ -40,6 +43,8 @@ struct TrainingEntries {
     for (auto part :
          {std::make_pair(gradNorm, llvm::StringRef("grad_norm")),
           std::make_pair(backwardNoSync, llvm::StringRef("backward_no_sync")),
+          std::make_pair(backwardWeightNoSync,
+                         llvm::StringRef("backward_weight_no_sync")),
           std::make_pair(reduceGrads, llvm::StringRef("reduce_grads"))})
       if (part.first)
         parts.push_back(part);

@@ -72,8 +72,8 @@ bool ModelDesc::trains() const {
 }
 
 bool ModelDesc::reducesGradientsOnce(int64_t microbatches) const {
-  return microbatches > 1 && entries.count("backward_no_sync") &&
-         entries.count("reduce_grads");
+  // parseEntries checks that the no-sync twins come with it.
+  return microbatches > 1 && entries.count("reduce_grads");
 }
 
 int64_t ModelDesc::batchSize() const {
@@ -416,17 +416,18 @@ void parseEntries(const json &j, ModelDesc &model, const std::string &file) {
   if (j.contains("entries")) {
     for (auto &[kind, symbol] : j.at("entries").items()) {
       // backward_input and backward_weight: a zero-bubble pipeline stage;
-      // grad_norm: a pipeline stage that clips; backward_no_sync and
-      // reduce_grads: one gradient reduction per step of microbatches.
+      // grad_norm: a pipeline stage that clips; backward_no_sync,
+      // backward_weight_no_sync and reduce_grads: one gradient reduction
+      // per step of microbatches.
       if (kind != "forward" && kind != "backward" && kind != "update" &&
           kind != "backward_input" && kind != "backward_weight" &&
           kind != "grad_norm" && kind != "backward_no_sync" &&
-          kind != "reduce_grads")
+          kind != "backward_weight_no_sync" && kind != "reduce_grads")
         failDescription(file, "unknown entry kind '" + kind +
                                   "' (expected forward, backward, update, "
                                   "backward_input, backward_weight, "
-                                  "grad_norm, backward_no_sync or "
-                                  "reduce_grads)");
+                                  "grad_norm, backward_no_sync, "
+                                  "backward_weight_no_sync or reduce_grads)");
       model.entries[kind] = symbol.get<std::string>();
     }
   }
@@ -436,12 +437,16 @@ void parseEntries(const json &j, ModelDesc &model, const std::string &file) {
                             "\"entry\" names one)");
     model.entries["forward"] = j.at("entry").get<std::string>();
   }
-  if (model.entries.count("backward_no_sync") !=
-          model.entries.count("reduce_grads") ||
-      (model.entries.count("backward_no_sync") &&
-       !model.entries.count("backward")))
+  // Each entry that accumulates gradients has its no-sync twin, or none.
+  auto has = [&](const char *kind) { return model.entries.count(kind) != 0; };
+  if (has("reduce_grads") !=
+          (has("backward_no_sync") || has("backward_weight_no_sync")) ||
+      (has("reduce_grads") &&
+       (has("backward") != has("backward_no_sync") ||
+        has("backward_weight") != has("backward_weight_no_sync"))))
     failDescription(file, "backward_no_sync and reduce_grads entries come "
-                          "together, beside a backward entry");
+                          "together, beside a backward entry (and "
+                          "backward_weight_no_sync beside a backward_weight)");
   if (model.entries.count("backward") != model.entries.count("update"))
     failDescription(
         file,

@@ -160,8 +160,9 @@ struct ModelDesc {
                          const std::string &name) const;
   /// Has backward and update entries: a run trains by default.
   bool trains() const;
-  /// A step of `microbatches` runs backward_no_sync per microbatch and
-  /// reduce_grads once (more than one microbatch, and the entries exist).
+  /// A step of `microbatches` runs backward_no_sync (and a zero-bubble
+  /// stage's backward_weight_no_sync) per microbatch and reduce_grads once
+  /// (more than one microbatch, and the entries exist).
   bool reducesGradientsOnce(int64_t microbatches) const;
   /// The batch of one microbatch: the size of the "batch" axis (else the
   /// first dimension) of the first input; 1 without one. A rank's share of

@@ -102,7 +102,8 @@ LoadedModel tessel::run::loadModel(const std::string &path, int dlopenFlags) {
            resolve(stage, "update", s), resolve(stage, "backward_input", s),
            resolve(stage, "backward_weight", s), resolve(stage, "grad_norm", s),
            resolve(stage, "backward_no_sync", s),
-           resolve(stage, "reduce_grads", s)});
+           resolve(stage, "reduce_grads", s),
+           resolve(stage, "backward_weight_no_sync", s)});
     }
     return model;
   }

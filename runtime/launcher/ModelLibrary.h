@@ -33,6 +33,7 @@ struct LoadedModel {
     EntryFn gradNorm = nullptr;
     // One gradient reduction per step, as the model's own (else null).
     EntryFn backwardNoSync = nullptr, reduceGrads = nullptr;
+    EntryFn backwardWeightNoSync = nullptr;
   };
   std::vector<StageEntries> stages;
 };

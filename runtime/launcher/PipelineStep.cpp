@@ -283,7 +283,9 @@ void PipelineRank::backward(Stage &stage, int microbatch, int64_t step,
                   [&](const TensorDesc &t, char *place) {
                     tessel_copy(ctx, at(stage.arena, t), place, t.bytes);
                   });
-    stage.entries.backwardWeight(ctx, stage.arena);
+    (stage.desc->reducesGradientsOnce(pipe.microbatches)
+         ? stage.entries.backwardWeightNoSync
+         : stage.entries.backwardWeight)(ctx, stage.arena);
     tessel_synchronize(ctx);
     check("step " + std::to_string(step + 1) + " (weight gradients of " +
           stageText(stage.index, microbatch) + ")");

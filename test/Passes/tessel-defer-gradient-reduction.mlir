@@ -130,8 +130,8 @@ module @zero {
 
 // Tests that a pipeline stage defers its dp reduction as a whole model
 // does (its launcher runs backward_no_sync per backward action, then
-// reduce_grads), and that a zero-bubble stage, whose weight part
-// (backward_weight) reduces, is left as it is.
+// reduce_grads), and that a zero-bubble stage's weight part
+// (backward_weight) gets its no-sync twin too.
 // CHECK-LABEL: module @stage
 // CHECK: func.func @loss_backward_no_sync
 // CHECK: func.func @loss_reduce_grads
@@ -149,11 +149,67 @@ module @stage attributes {nn.stage = 1 : i64} {
 // -----
 
 // CHECK-LABEL: module @zero_bubble_stage
-// CHECK-NOT: no_sync
+// CHECK: func.func @loss_backward_no_sync
+// CHECK: func.func @loss_backward_weight_no_sync(%{{.*}}: tensor<4xf32> {nn.input}, %[[G:.*]]: tensor<4xf32> {nn.grad = "w"}) -> (tensor<4xf32> {nn.grad = "w"}) attributes {nn.entry = "backward_weight_no_sync"}
+// CHECK-NEXT: %[[A:.*]] = nn.accumulate %{{.*}} outs(%[[G]])
+// CHECK-NEXT: return %[[A]]
+// CHECK: func.func @loss_reduce_grads
 module @zero_bubble_stage attributes {nn.stage = 1 : i64} {
   shard.grid @mesh(shape = 2x2) {nn.axis_names = ["dp", "pp"]}
   func.func @loss_backward(%x: tensor<4xf32> {nn.input}, %gw: tensor<4xf32> {nn.grad = "w"})
       -> (tensor<f32>, tensor<4xf32> {nn.grad = "w"}) attributes {nn.entry = "backward"} {
+    %l = nn.reduce_sum %x dims = [0] : tensor<4xf32> -> tensor<f32>
+    %r = shard.all_reduce %x on @mesh grid_axes = [0] : tensor<4xf32> -> tensor<4xf32>
+    %a = nn.accumulate %r outs(%gw) : tensor<4xf32>
+    return %l, %a : tensor<f32>, tensor<4xf32>
+  }
+  func.func @loss_backward_weight(%x: tensor<4xf32> {nn.input}, %gw: tensor<4xf32> {nn.grad = "w"})
+      -> (tensor<4xf32> {nn.grad = "w"}) attributes {nn.entry = "backward_weight"} {
+    %r = shard.all_reduce %x on @mesh grid_axes = [0] : tensor<4xf32> -> tensor<4xf32>
+    %a = nn.accumulate %r outs(%gw) : tensor<4xf32>
+    return %a : tensor<4xf32>
+  }
+}
+
+// -----
+
+// Tests that a zero-bubble stage whose weight part defers other gradients
+// than the whole backward, or whose input part reduces a gradient, is left
+// as it is: its actions would reduce some gradient twice or not at all.
+// CHECK-LABEL: module @weight_part_differs
+// CHECK-NOT: no_sync
+module @weight_part_differs attributes {nn.stage = 1 : i64} {
+  shard.grid @mesh(shape = 2x2) {nn.axis_names = ["dp", "pp"]}
+  func.func @loss_backward(%x: tensor<4xf32> {nn.input}, %gw: tensor<4xf32> {nn.grad = "w"})
+      -> (tensor<f32>, tensor<4xf32> {nn.grad = "w"}) attributes {nn.entry = "backward"} {
+    %l = nn.reduce_sum %x dims = [0] : tensor<4xf32> -> tensor<f32>
+    %r = shard.all_reduce %x on @mesh grid_axes = [0] : tensor<4xf32> -> tensor<4xf32>
+    %a = nn.accumulate %r outs(%gw) : tensor<4xf32>
+    return %l, %a : tensor<f32>, tensor<4xf32>
+  }
+  func.func @loss_backward_weight(%x: tensor<4xf32> {nn.input}, %gw: tensor<4xf32> {nn.grad = "w"})
+      -> (tensor<4xf32> {nn.grad = "w"}) attributes {nn.entry = "backward_weight"} {
+    %r = shard.all_reduce %x on @mesh grid_axes = [0, 1] : tensor<4xf32> -> tensor<4xf32>
+    %a = nn.accumulate %r outs(%gw) : tensor<4xf32>
+    return %a : tensor<4xf32>
+  }
+}
+
+// -----
+
+// CHECK-LABEL: module @input_part_reduces
+// CHECK-NOT: no_sync
+module @input_part_reduces attributes {nn.stage = 1 : i64} {
+  shard.grid @mesh(shape = 2x2) {nn.axis_names = ["dp", "pp"]}
+  func.func @loss_backward(%x: tensor<4xf32> {nn.input}, %gw: tensor<4xf32> {nn.grad = "w"})
+      -> (tensor<f32>, tensor<4xf32> {nn.grad = "w"}) attributes {nn.entry = "backward"} {
+    %l = nn.reduce_sum %x dims = [0] : tensor<4xf32> -> tensor<f32>
+    %r = shard.all_reduce %x on @mesh grid_axes = [0] : tensor<4xf32> -> tensor<4xf32>
+    %a = nn.accumulate %r outs(%gw) : tensor<4xf32>
+    return %l, %a : tensor<f32>, tensor<4xf32>
+  }
+  func.func @loss_backward_input(%x: tensor<4xf32> {nn.input}, %gw: tensor<4xf32> {nn.grad = "w"})
+      -> (tensor<f32>, tensor<4xf32> {nn.grad = "w"}) attributes {nn.entry = "backward_input"} {
     %l = nn.reduce_sum %x dims = [0] : tensor<4xf32> -> tensor<f32>
     %r = shard.all_reduce %x on @mesh grid_axes = [0] : tensor<4xf32> -> tensor<4xf32>
     %a = nn.accumulate %r outs(%gw) : tensor<4xf32>

@@ -204,7 +204,7 @@ func.func @loss_backward(%x: tensor<4xf32> {nn.input}) -> tensor<f32> attributes
 func.func @loss_update(%x: tensor<4xf32> {nn.input}) attributes {nn.entry = "update", tessel.scratch_bytes = 0 : i64} {
   return
 }
-// expected-error @+1 {{'func.func' op is a deferred gradient reduction's entry without its partners (backward_no_sync and reduce_grads come together, beside a backward)}}
+// expected-error @+1 {{'func.func' op is a deferred gradient reduction's entry without its partners (reduce_grads comes with backward_no_sync, and with backward_weight_no_sync where there is a backward_weight)}}
 func.func @loss_backward_no_sync(%x: tensor<4xf32> {nn.input}) -> tensor<f32> attributes {nn.entry = "backward_no_sync", tessel.scratch_bytes = 0 : i64} {
   %l = nn.reduce_sum %x dims = [0] {tessel.offsets = array<i64: -2>} : tensor<4xf32> -> tensor<f32>
   return %l : tensor<f32>

@@ -22,6 +22,10 @@
 // RUN: tessel-compile %s --mesh dp=2,pp=2 --zero 2 --clip 1.0 --report --emit=mlir -o %t.clip.mlir | FileCheck %s --check-prefix=CLIP
 // RUN: FileCheck %s --check-prefix=CLIPIR --input-file=%t.clip.mlir
 //
+// One dp reduction per step on zero-bubble stages:
+// RUN: tessel-compile %s --mesh dp=2,pp=2 --pipeline-schedule zb-h1 --microbatches 4 --report --emit=mlir -o %t.zbdp.mlir | FileCheck %s --check-prefix=ZBDP
+// RUN: FileCheck %s --check-prefix=ZBDPIR --input-file=%t.zbdp.mlir
+//
 // The pipeline flags need a pp axis of more than one rank, one line each:
 // RUN: not tessel-compile %s --mesh dp=2 --microbatches 4 --pipeline-schedule gpipe --stage-layers 2,2 --virtual-stages 2 --dump-schedule %t.x.json -o %t.x.so 2>&1 | FileCheck %s --check-prefix=NOPP
 // RUN: not tessel-compile %s --microbatches 4 -o %t.x.so 2>&1 | FileCheck %s --check-prefix=NOMESH
@@ -186,3 +190,20 @@ func.func @loss(%x: tensor<4x8xf32> {nn.input, nn.axes = ["batch", "embed"]},
 // CLIPIR-DAG: llvm.func @tessel_s1_grad_norm(
 // CLIPIR-DAG: \22grad_norm\22:\22tessel_grad_norm\22
 // CLIPIR-DAG: \22role\22:\22grad_sum_squares\22
+
+// Tests that a zero-bubble stage on dp reduces its gradients once per
+// step: its weight part (W) reduces the 512 bytes of the stage's two
+// layers' gradients in the backward_weight entry, runs as
+// backward_weight_no_sync in a step of several microbatches (its input
+// part keeps the carried loss's two 4-byte all-reduces), and reduce_grads
+// reduces them once; the launcher's symbols are each stage's.
+// ZBDP-LABEL: stage 0 communication per rank (mesh dp=2,pp=2)
+// ZBDP: backward_input all_reduce      dp               2                8                8
+// ZBDP-NEXT: backward_weight all_reduce      dp               2              512              512
+// ZBDP-NEXT: backward_no_sync all_reduce      dp               2                8                8
+// ZBDP-NEXT: reduce_grads all_reduce      dp               1              512              512
+// ZBDP: step of M > 1 microbatches: M x 8 (backward_input+backward_weight_no_sync) + 512 (reduce_grads+update) bytes
+// ZBDPIR-DAG: llvm.func @tessel_s0_backward_weight_no_sync(
+// ZBDPIR-DAG: llvm.func @tessel_s1_backward_weight_no_sync(
+// ZBDPIR-DAG: llvm.func @tessel_s1_reduce_grads(
+// ZBDPIR-DAG: \22reduce_grads\22:\22tessel_reduce_grads\22

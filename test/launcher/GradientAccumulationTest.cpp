@@ -12,9 +12,10 @@
 //   with momentum in f32; gpt on dp=2 and mlp on dp=4 also with AdamW in
 //   f64 within 1e-9), and so does ZeRO-2, which keeps its
 //   reduce-scatters in every microbatch; so do pipelines (dp=2,pp=2 with
-//   1f1b and interleaved, dp=2,tp=2,pp=2), each stage reducing once after
-//   the schedule, and zb-h1, whose weight part still reduces each
-//   microbatch;
+//   1f1b, interleaved and zb-h1; dp=2,tp=2,pp=2 with 1f1b and with zb-h1
+//   and sequence parallelism), each stage reducing once after the
+//   schedule (a zero-bubble stage's weight part runs as
+//   backward_weight_no_sync);
 // - the counters of a step are M backward_no_sync, one reduce_grads and
 //   the update by the description (tessel-run warns otherwise), the
 //   deferral moves the backward's gradient bytes and adds none, and gpt on
@@ -185,39 +186,15 @@ INSTANTIATE_TEST_SUITE_P(
              "--virtual-stages 2 --microbatches 4",
              true},
         Case{"gpt", " --mesh dp=2,tp=2,pp=2 --microbatches 4", true},
-        // A zero-bubble stage's W reduces every microbatch.
+        // A zero-bubble stage's W runs without reductions too.
         Case{"gpt",
-             " --mesh dp=2,pp=2 --pipeline-schedule zb-h1 "
-             "--microbatches 4",
-             false}),
+             " --mesh dp=2,pp=2 --pipeline-schedule zb-h1 --microbatches 4",
+             true},
+        Case{"gpt",
+             " --mesh dp=2,tp=2,pp=2 --pipeline-schedule zb-h1 "
+             "--sequence-parallel --microbatches 4",
+             true}),
     caseName);
-
-/// The collectives of `entries` (each times its count) by the description,
-/// keyed as tessel-run's metrics key them ("all_reduce dp").
-json commOf(const json &description,
-            const std::vector<std::pair<std::string, int64_t>> &entries) {
-  json comm = json::object();
-  for (const auto &[entry, times] : entries) {
-    if (!description["collectives"].contains(entry))
-      continue;
-    for (const json &c : description["collectives"][entry]) {
-      std::string key = c["kind"].get<std::string>() + " ";
-      for (size_t i = 0; i < c["axes"].size(); ++i)
-        key += (i ? "," : "") + c["axes"][i].get<std::string>();
-      json &count = comm[key];
-      if (count.is_null())
-        count = {{"calls", 0}, {"bytes", 0}};
-      count["calls"] =
-          count.value("calls", int64_t(0)) + times * c["calls"].get<int64_t>();
-      count["bytes"] =
-          count.value("bytes", int64_t(0)) + times * c["bytes"].get<int64_t>();
-      if (int64_t started = c.value("async_bytes", int64_t(0)))
-        count["async_bytes"] =
-            count.value("async_bytes", int64_t(0)) + times * started;
-    }
-  }
-  return comm;
-}
 
 TEST_F(GradientAccumulation, OneReductionPerStepOfMicrobatches) {
   for (const std::string &flags :
@@ -227,9 +204,9 @@ TEST_F(GradientAccumulation, OneReductionPerStepOfMicrobatches) {
     json description = describe(so);
     ASSERT_TRUE(description.contains("collectives"));
     // The deferral moves the backward's gradient bytes; it adds none.
-    json before = commOf(description, {{"backward", 1}});
-    json after =
-        commOf(description, {{"backward_no_sync", 1}, {"reduce_grads", 1}});
+    json before = describedComm(description, {{"backward", 1}});
+    json after = describedComm(description,
+                               {{"backward_no_sync", 1}, {"reduce_grads", 1}});
     ASSERT_EQ(before.size(), after.size());
     for (auto &[key, count] : before.items())
       EXPECT_EQ(after[key]["bytes"], count["bytes"]) << key;
@@ -239,9 +216,9 @@ TEST_F(GradientAccumulation, OneReductionPerStepOfMicrobatches) {
                     std::to_string(microbatches));
     ASSERT_EQ(lines.size(), 1u);
     EXPECT_EQ(lines[0]["comm"],
-              commOf(description, {{"backward_no_sync", microbatches},
-                                   {"reduce_grads", 1},
-                                   {"update", 1}}));
+              describedComm(description, {{"backward_no_sync", microbatches},
+                                          {"reduce_grads", 1},
+                                          {"update", 1}}));
     if (flags == " --mesh dp=2") {
       // The loss (4 bytes) per microbatch and every gradient (4Ψ) once.
       EXPECT_EQ(lines[0]["comm"]["all_reduce dp"]["bytes"],
@@ -252,7 +229,7 @@ TEST_F(GradientAccumulation, OneReductionPerStepOfMicrobatches) {
     lines = metricLines(quote(so) + " --steps 1");
     ASSERT_EQ(lines.size(), 1u);
     EXPECT_EQ(lines[0]["comm"],
-              commOf(description, {{"backward", 1}, {"update", 1}}));
+              describedComm(description, {{"backward", 1}, {"update", 1}}));
   }
 }
 

@@ -232,6 +232,35 @@ inline double scaledError(const std::string &a, const std::string &b,
   return diff / std::max(scale, floor);
 }
 
+/// The collectives of a model description's `entries`, each times its
+/// count, keyed as tessel-run's metrics key them ("all_reduce dp"), with
+/// the bytes started asynchronously where there are any.
+inline json
+describedComm(const json &description,
+              const std::vector<std::pair<std::string, int64_t>> &entries) {
+  json comm = json::object();
+  for (const auto &[entry, times] : entries) {
+    if (!description["collectives"].contains(entry))
+      continue;
+    for (const json &c : description["collectives"][entry]) {
+      std::string key = c["kind"].get<std::string>() + " ";
+      for (size_t i = 0; i < c["axes"].size(); ++i)
+        key += (i ? "," : "") + c["axes"][i].get<std::string>();
+      json &count = comm[key];
+      if (count.is_null())
+        count = {{"calls", 0}, {"bytes", 0}};
+      count["calls"] =
+          count.value("calls", int64_t(0)) + times * c["calls"].get<int64_t>();
+      count["bytes"] =
+          count.value("bytes", int64_t(0)) + times * c["bytes"].get<int64_t>();
+      if (int64_t started = c.value("async_bytes", int64_t(0)))
+        count["async_bytes"] =
+            count.value("async_bytes", int64_t(0)) + times * started;
+    }
+  }
+  return comm;
+}
+
 /// A shell command prefix that starts `processes` copies of the command
 /// line appended to it, each with the environment torchrun gives its
 /// processes (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR,

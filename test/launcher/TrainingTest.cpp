@@ -306,6 +306,14 @@ TEST(ModelAbiV2, InvalidDescriptionsNameTheProblem) {
        },
        "backward_no_sync and reduce_grads entries come together, beside a "
        "backward entry"},
+      {"backward_weight without its no-sync twin",
+       [](json &j) {
+         j["entries"]["backward_no_sync"] = "tessel_backward_no_sync";
+         j["entries"]["reduce_grads"] = "tessel_reduce_grads";
+         j["entries"]["backward_input"] = "tessel_backward_input";
+         j["entries"]["backward_weight"] = "tessel_backward_weight";
+       },
+       "(and backward_weight_no_sync beside a backward_weight)"},
       {"grad outside its region",
        [](json &j) { j["regions"]["grads"]["bytes"] = 16; },
        "grad 'w' lies outside the \"grads\" region"},
