@@ -105,6 +105,29 @@ struct StageEntries {
   llvm::StringMap<Message> grads;
 };
 
+/// The training entries by their kind (nn.entry), each with the list of
+/// its collectives.
+struct EntrySlot {
+  StringLiteral kind;
+  func::FuncOp StageEntries::*func;
+  std::vector<int> StageEntries::*collectives;
+};
+constexpr EntrySlot kEntrySlots[] = {
+    {"backward", &StageEntries::backward, &StageEntries::backwardCollectives},
+    {"update", &StageEntries::update, &StageEntries::updateCollectives},
+    {"backward_input", &StageEntries::backwardInput,
+     &StageEntries::inputCollectives},
+    {"backward_weight", &StageEntries::backwardWeight,
+     &StageEntries::weightCollectives},
+    {"grad_norm", &StageEntries::gradNorm, &StageEntries::gradNormCollectives},
+    {"backward_no_sync", &StageEntries::backwardNoSync,
+     &StageEntries::noSyncCollectives},
+    {"backward_weight_no_sync", &StageEntries::backwardWeightNoSync,
+     &StageEntries::weightNoSyncCollectives},
+    {"reduce_grads", &StageEntries::reduceGrads,
+     &StageEntries::reduceGradsCollectives},
+};
+
 Message messageOf(Type type, Location loc) {
   return {nn::detail::tensorBytes(type), elementTypeText(type), loc,
           locationText(loc)};
@@ -189,40 +212,26 @@ private:
     for (auto func : module.getOps<func::FuncOp>()) {
       auto role =
           func->getAttrOfType<StringAttr>(nn::NNDialect::kEntryAttrName);
-      if (role && role.getValue() == "backward")
-        entries.backward = func;
-      else if (role && role.getValue() == "update")
-        entries.update = func;
-      else if (role && role.getValue() == "backward_input")
-        entries.backwardInput = func;
-      else if (role && role.getValue() == "backward_weight")
-        entries.backwardWeight = func;
-      else if (role && role.getValue() == "grad_norm")
-        entries.gradNorm = func;
-      else if (role && role.getValue() == "backward_no_sync")
-        entries.backwardNoSync = func;
-      else if (role && role.getValue() == "reduce_grads")
-        entries.reduceGrads = func;
-      else if (role && role.getValue() == "backward_weight_no_sync")
-        entries.backwardWeightNoSync = func;
-      else if (nn::NNDialect::isModelFunction(func))
+      const EntrySlot *slot =
+          role ? llvm::find_if(kEntrySlots,
+                               [&](const EntrySlot &slot) {
+                                 return slot.kind == role.getValue();
+                               })
+               : std::end(kEntrySlots);
+      if (slot != std::end(kEntrySlots))
+        entries.*slot->func = func;
+      else if (!role && nn::NNDialect::isModelFunction(func))
         entries.forward = func;
     }
-    for (auto [func, list] :
-         {std::make_pair(entries.forward, &entries.forwardCollectives),
-          std::make_pair(entries.backward, &entries.backwardCollectives),
-          std::make_pair(entries.update, &entries.updateCollectives),
-          std::make_pair(entries.backwardInput, &entries.inputCollectives),
-          std::make_pair(entries.backwardWeight, &entries.weightCollectives),
-          std::make_pair(entries.gradNorm, &entries.gradNormCollectives),
-          std::make_pair(entries.backwardNoSync, &entries.noSyncCollectives),
-          std::make_pair(entries.reduceGrads, &entries.reduceGradsCollectives),
-          std::make_pair(entries.backwardWeightNoSync,
-                         &entries.weightNoSyncCollectives)}) {
-      FailureOr<std::vector<int>> found = sequence(func);
+    FailureOr<std::vector<int>> forward = sequence(entries.forward);
+    if (failed(forward))
+      return failure();
+    entries.forwardCollectives = std::move(*forward);
+    for (const EntrySlot &slot : kEntrySlots) {
+      FailureOr<std::vector<int>> found = sequence(entries.*slot.func);
       if (failed(found))
         return failure();
-      *list = std::move(*found);
+      entries.*slot.collectives = std::move(*found);
     }
     auto arguments = [](func::FuncOp func, StringRef attr,
                         SmallVector<Message> &out) {
