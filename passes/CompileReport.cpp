@@ -117,8 +117,9 @@ int64_t ringBytesOf(const llvm::json::Object &collective,
 /// payload bytes (what the runtime's counters show), the bytes a rank
 /// sends with the ring algorithms and the payload bytes that overlap
 /// compute (started asynchronously: tessel_comm_async_bytes); and one
-/// step's total: backward + update (+ a clipping pipeline stage's
-/// grad_norm) with one microbatch (forward for an evaluation-only model).
+/// step's total: backward (a zero-bubble stage's backward_input and
+/// backward_weight) + update (+ a clipping pipeline stage's grad_norm)
+/// with one microbatch (forward for an evaluation-only model).
 std::optional<llvm::json::Object>
 tessel::communicationReport(const llvm::json::Object &description) {
   const llvm::json::Object *meshJson = description.getObject("mesh");
@@ -133,9 +134,14 @@ tessel::communicationReport(const llvm::json::Object &description) {
     for (const llvm::json::Value &size : *shape)
       mesh.shape.push_back(size.getAsInteger().value_or(1));
   bool trained = collectives->getArray("backward") != nullptr;
+  // A zero-bubble stage runs its backward as backward_input and
+  // backward_weight (the description lists both, or neither).
+  bool split = collectives->getArray("backward_weight") != nullptr;
   SmallVector<StringRef> stepEntries =
-      trained ? SmallVector<StringRef>{"backward", "update"}
-              : SmallVector<StringRef>{"forward"};
+      !trained ? SmallVector<StringRef>{"forward"}
+      : split  ? SmallVector<StringRef>{"backward_input", "backward_weight",
+                                        "update"}
+               : SmallVector<StringRef>{"backward", "update"};
   // A clipping pipeline stage's part of the gradient norm.
   if (trained && collectives->getArray("grad_norm"))
     stepEntries.push_back("grad_norm");
@@ -203,7 +209,6 @@ tessel::communicationReport(const llvm::json::Object &description) {
   // reductions (a zero-bubble stage's two parts), then the gradients
   // reduced once, and the update.
   if (trained && collectives->getArray("reduce_grads")) {
-    bool split = collectives->getArray("backward_weight_no_sync") != nullptr;
     int64_t perMicrobatch = split ? entryBytes["backward_input"] +
                                         entryBytes["backward_weight_no_sync"]
                                   : entryBytes["backward_no_sync"];

@@ -196,13 +196,16 @@ func.func @loss(%x: tensor<4x8xf32> {nn.input, nn.axes = ["batch", "embed"]},
 // layers' gradients in the backward_weight entry, runs as
 // backward_weight_no_sync in a step of several microbatches (its input
 // part keeps the carried loss's two 4-byte all-reduces), and reduce_grads
-// reduces them once; the launcher's symbols are each stage's.
+// reduces them once; a step of one microbatch counts the two parts the
+// stage runs, not its whole backward; the launcher's symbols are each
+// stage's.
 // ZBDP-LABEL: stage 0 communication per rank (mesh dp=2,pp=2)
 // ZBDP: backward_input all_reduce      dp               2                8                8
 // ZBDP-NEXT: backward_weight all_reduce      dp               2              512              512
 // ZBDP-NEXT: backward_no_sync all_reduce      dp               2                8                8
 // ZBDP-NEXT: reduce_grads all_reduce      dp               1              512              512
-// ZBDP: step of M > 1 microbatches: M x 8 (backward_input+backward_weight_no_sync) + 512 (reduce_grads+update) bytes
+// ZBDP-NEXT: step (backward_input+backward_weight+update)        4              520              520              256
+// ZBDP-NEXT: step of M > 1 microbatches: M x 8 (backward_input+backward_weight_no_sync) + 512 (reduce_grads+update) bytes
 // ZBDPIR-DAG: llvm.func @tessel_s0_backward_weight_no_sync(
 // ZBDPIR-DAG: llvm.func @tessel_s1_backward_weight_no_sync(
 // ZBDPIR-DAG: llvm.func @tessel_s1_reduce_grads(
