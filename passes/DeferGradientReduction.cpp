@@ -31,6 +31,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/GradientBuckets.h"
+#include "passes/NNAttributes.h"
 #include "passes/Passes.h"
 
 #include "dialect/NN/NNOps.h"
@@ -205,9 +206,7 @@ public:
     auto reduce = func::FuncOp::create(loc, (base + "_reduce_grads").str(),
                                        b.getFunctionType(types, types));
     symbols.insert(reduce);
-    for (NamedAttribute attr : entry->getAttrs())
-      if (attr.getName().getValue().starts_with("nn."))
-        reduce->setAttr(attr.getName(), attr.getValue());
+    copyNNAttributes(entry, reduce);
     reduce->setAttr(nn::NNDialect::kEntryAttrName,
                     b.getStringAttr("reduce_grads"));
     Block *body = reduce.addEntryBlock();

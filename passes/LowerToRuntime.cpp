@@ -92,17 +92,12 @@ struct LowerToRuntimePass
           func->getAttrOfType<StringAttr>(nn::NNDialect::kEntryAttrName);
       if (!role)
         continue;
-      // The dialect's verifier admits these kinds only.
-      func::FuncOp &slot =
-          role.getValue() == "backward"           ? entries.backward
-          : role.getValue() == "update"           ? entries.update
-          : role.getValue() == "backward_input"   ? entries.backwardInput
-          : role.getValue() == "grad_norm"        ? entries.gradNorm
-          : role.getValue() == "backward_no_sync" ? entries.backwardNoSync
-          : role.getValue() == "backward_weight_no_sync"
-              ? entries.backwardWeightNoSync
-          : role.getValue() == "reduce_grads" ? entries.reduceGrads
-                                              : entries.backwardWeight;
+      // The dialect's verifier admits the kinds slotOf knows only.
+      func::FuncOp *found = entries.slotOf(role.getValue());
+      if (!found)
+        return func.emitOpError()
+               << "is an entry of unknown kind '" << role.getValue() << "'";
+      func::FuncOp &slot = *found;
       if (slot || !model)
         return func.emitOpError()
                << (model ? "is a second '" : "is a '") << role.getValue()

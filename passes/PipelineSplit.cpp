@@ -16,6 +16,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "passes/NNAttributes.h"
 #include "passes/Passes.h"
 #include "passes/PipelinePlan.h"
 #include "passes/Sharding.h"
@@ -271,9 +272,7 @@ struct PipelineSplitPass
     b.setInsertionPointToEnd(module.getBody());
     Location loc = parts.model.getLoc();
     auto stage = ModuleOp::create(b, loc, ("stage" + Twine(s)).str());
-    for (NamedAttribute attr : module->getAttrs())
-      if (attr.getName().getValue().starts_with("nn."))
-        stage->setAttr(attr.getName(), attr.getValue());
+    copyNNAttributes(module, stage);
     stage->setAttr(nn::NNDialect::kStageAttrName, b.getI64IntegerAttr(s));
     if (plan.schedule == "zb-h1")
       stage->setAttr(nn::NNDialect::kSplitBackwardAttrName, b.getUnitAttr());
@@ -366,9 +365,7 @@ struct PipelineSplitPass
         results.push_back(value.getType());
     auto func = func::FuncOp::create(b, loc, model.getSymName(),
                                      b.getFunctionType(types, results));
-    for (NamedAttribute attr : model->getAttrs())
-      if (attr.getName().getValue().starts_with("nn."))
-        func->setAttr(attr.getName(), attr.getValue());
+    copyNNAttributes(model, func);
     func->setAttr(nn::NNDialect::kStageAttrName, b.getI64IntegerAttr(s));
     func.setAllArgAttrs(attrs);
     Block *entry = func.addEntryBlock();

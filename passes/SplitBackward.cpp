@@ -18,6 +18,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/BlockSlice.h"
+#include "passes/NNAttributes.h"
 #include "passes/Passes.h"
 
 #include "dialect/NN/NNOps.h"
@@ -291,9 +292,7 @@ LogicalResult BackwardSplitter::run(func::FuncOp original) {
                                      (base + "_backward_weight").str(),
                                      b.getFunctionType(argTypes, resultTypes));
   symbols.insert(weight);
-  for (NamedAttribute attr : original->getAttrs())
-    if (attr.getName().getValue().starts_with("nn."))
-      weight->setAttr(attr.getName(), attr.getValue());
+  copyNNAttributes(original, weight);
   weight->setAttr(nn::NNDialect::kEntryAttrName,
                   b.getStringAttr("backward_weight"));
   weight.setAllArgAttrs(argAttrs);

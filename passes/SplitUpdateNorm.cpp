@@ -17,6 +17,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/BlockSlice.h"
+#include "passes/NNAttributes.h"
 #include "passes/Passes.h"
 
 #include "dialect/NN/NNOps.h"
@@ -83,9 +84,7 @@ LogicalResult splitNorm(ModuleOp module, func::FuncOp update,
       func::FuncOp::create(b, clip.getLoc(), (base + "_grad_norm").str(),
                            b.getFunctionType(argTypes, {squares.getType()}));
   SymbolTable(module).insert(norm);
-  for (NamedAttribute attr : update->getAttrs())
-    if (attr.getName().getValue().starts_with("nn."))
-      norm->setAttr(attr.getName(), attr.getValue());
+  copyNNAttributes(update, norm);
   norm->setAttr(nn::NNDialect::kEntryAttrName, b.getStringAttr("grad_norm"));
   norm.setAllArgAttrs(argAttrs);
   norm.setResultAttr(0, nn::NNDialect::kGradSumSquaresAttrName,

@@ -13,6 +13,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/StringSwitch.h"
 
 namespace tessel::lowering {
 
@@ -31,6 +32,20 @@ struct TrainingEntries {
   /// A zero-bubble stage's weight part without them (optional, with the
   /// above).
   mlir::func::FuncOp backwardWeightNoSync;
+
+  /// The place of the entry of kind `kind` (nn.entry), or null.
+  mlir::func::FuncOp *slotOf(llvm::StringRef kind) {
+    return llvm::StringSwitch<mlir::func::FuncOp *>(kind)
+        .Case("backward", &backward)
+        .Case("update", &update)
+        .Case("backward_input", &backwardInput)
+        .Case("backward_weight", &backwardWeight)
+        .Case("grad_norm", &gradNorm)
+        .Case("backward_no_sync", &backwardNoSync)
+        .Case("backward_weight_no_sync", &backwardWeightNoSync)
+        .Case("reduce_grads", &reduceGrads)
+        .Default(nullptr);
+  }
 
   /// The optional entries present, each with its kind (its symbol is
   /// "tessel_" + kind): a zero-bubble backward's two parts only together.

@@ -340,12 +340,12 @@ std::vector<CommCount> tessel::run::expectedCommPerStep(const ModelDesc &model,
       counts.push_back(c);
     }
   };
-  if (training && model.reducesGradientsOnce(microbatches)) {
-    add("backward_no_sync", microbatches);
-    add("reduce_grads", 1);
-    add("update", 1);
-  } else if (training) {
-    add("backward", microbatches);
+  if (training) {
+    // Several microbatches reduce their summed gradients once.
+    bool once = model.reducesGradientsOnce(microbatches);
+    add(once ? "backward_no_sync" : "backward", microbatches);
+    if (once)
+      add("reduce_grads", 1);
     add("update", 1);
     add("grad_norm", 1); // a clipping pipeline stage's
   } else {

@@ -122,6 +122,17 @@ PipelineRank::PipelineRank(const LoadedModel &model, tessel_ctx *ctx,
     stage->index = s;
     stage->desc = &pipe.stages[s];
     stage->entries = model.stages.at(s);
+    // The entries this rank's actions run, chosen once: a step of several
+    // microbatches accumulates their gradients unreduced and reduces them
+    // once after the schedule (reduceGradients); one microbatch reduces in
+    // its backward.
+    LoadedModel::StageEntries &entries = stage->entries;
+    if (stage->desc->reducesGradientsOnce(pipe.microbatches)) {
+      entries.backward = entries.backwardNoSync;
+      entries.backwardWeight = entries.backwardWeightNoSync;
+    } else {
+      entries.reduceGrads = nullptr;
+    }
     stage->arena = tessel_alloc(ctx, std::max<int64_t>(stage->desc->arenaBytes, 64));
     if (!stage->arena)
       throw RunError("cannot allocate the arena of pipeline stage " +
@@ -283,9 +294,7 @@ void PipelineRank::backward(Stage &stage, int microbatch, int64_t step,
                   [&](const TensorDesc &t, char *place) {
                     tessel_copy(ctx, at(stage.arena, t), place, t.bytes);
                   });
-    (stage.desc->reducesGradientsOnce(pipe.microbatches)
-         ? stage.entries.backwardWeightNoSync
-         : stage.entries.backwardWeight)(ctx, stage.arena);
+    stage.entries.backwardWeight(ctx, stage.arena);
     tessel_synchronize(ctx);
     check("step " + std::to_string(step + 1) + " (weight gradients of " +
           stageText(stage.index, microbatch) + ")");
@@ -293,12 +302,8 @@ void PipelineRank::backward(Stage &stage, int microbatch, int64_t step,
     return;
   }
   bool inputOnly = part == BackwardPart::Input && split;
-  // Several microbatches reduce their summed gradients once, after the
-  // schedule (reduceGradients).
-  EntryFn whole = stage.desc->reducesGradientsOnce(pipe.microbatches)
-                      ? stage.entries.backwardNoSync
-                      : stage.entries.backward;
-  (inputOnly ? stage.entries.backwardInput : whole)(ctx, stage.arena);
+  (inputOnly ? stage.entries.backwardInput
+             : stage.entries.backward)(ctx, stage.arena);
   tessel_synchronize(ctx);
   check("step " + std::to_string(step + 1) + " (backward of " +
         stageText(stage.index, microbatch) + ")");
@@ -391,8 +396,8 @@ void PipelineRank::exchangeTiedGradients() {
 
 void PipelineRank::reduceGradients() {
   for (auto &stage : stages) {
-    if (!stage->desc->reducesGradientsOnce(pipe.microbatches))
-      continue;
+    if (!stage->entries.reduceGrads)
+      continue; // One microbatch: reduced in the backward.
     stage->entries.reduceGrads(ctx, stage->arena);
     tessel_synchronize(ctx);
     check("reducing the gradients of stage " + std::to_string(stage->index));

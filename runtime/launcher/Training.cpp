@@ -11,6 +11,15 @@ static void *at(void *arena, const TensorDesc &t) {
   return static_cast<char *>(arena) + t.offset;
 }
 
+/// The backward each of `microbatches` runs: without the gradient
+/// reductions where a step of several reduces the summed gradients once
+/// (reduce_grads after the last; PyTorch's no_sync).
+static EntryFn microbatchBackward(const LoadedModel &model,
+                                  int64_t microbatches) {
+  return model.desc.reducesGradientsOnce(microbatches) ? model.backwardNoSync
+                                                       : model.backward;
+}
+
 /// Runs `entry` (forward or backward) once per microbatch of `step`, each
 /// on its own samples and with its own dropout masks; the mean loss.
 static double runMicrobatches(const LoadedModel &model, RankRuntime &rt,
@@ -36,12 +45,10 @@ double tessel::run::trainStep(const LoadedModel &model, RankRuntime &rt,
   const ModelDesc &desc = model.desc;
   tessel_set_step(rt.ctx, uint64_t(step));
   zeroGrads(desc, rt.ctx, rt.arena);
-  // Several microbatches reduce their summed gradients once (no_sync).
-  bool once = desc.reducesGradientsOnce(microbatches);
   double loss =
       runMicrobatches(model, rt, batches, step, microbatches,
-                      once ? model.backwardNoSync : model.backward, "backward");
-  if (once) {
+                      microbatchBackward(model, microbatches), "backward");
+  if (desc.reducesGradientsOnce(microbatches)) {
     model.reduceGrads(rt.ctx, rt.arena);
     tessel_synchronize(rt.ctx);
     checkKernelError(rt.ctx, "step " + std::to_string(step + 1) +
@@ -106,10 +113,8 @@ void tessel::run::CapturedStep::capture(int64_t step) {
   char *arena = static_cast<char *>(rt.arena);
   if (training)
     zeroGrads(desc, rt.ctx, arena);
-  bool once = training && desc.reducesGradientsOnce(microbatches);
-  EntryFn entry = !training ? model.forward
-                  : once    ? model.backwardNoSync
-                            : model.backward;
+  EntryFn entry =
+      training ? microbatchBackward(model, microbatches) : model.forward;
   for (int64_t m = 0; m < microbatches; ++m) {
     for (size_t i = 0; i < feeds.size(); ++i)
       tessel_copy(rt.ctx, arena + feeds[i]->offset, slot(m) + feedAt[i],
@@ -119,7 +124,7 @@ void tessel::run::CapturedStep::capture(int64_t step) {
     tessel_copy(rt.ctx, lossSlot(m), arena + desc.loss().offset,
                 desc.loss().bytes);
   }
-  if (once)
+  if (training && desc.reducesGradientsOnce(microbatches))
     model.reduceGrads(rt.ctx, arena);
   if (training) {
     // A constant of the capture: the host bytes as they are now.
