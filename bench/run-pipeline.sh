@@ -6,12 +6,15 @@
 #
 #   predicted = makespan (flops, tessel-compile --report-json's simulated
 #               timeline) x seconds per flop, the latter measured on one
-#               device running the same M microbatches back to back (all
-#               of the work on one core: sum of every rank's busy flops)
+#               device running the same M microbatches back to back (its
+#               report's flops: M backwards and the update, on one core)
 #   measured  = the median step of tessel-run (steps 2..STEPS)
 #
 # measured / predicted near 1 says the schedule runs as its timeline says;
-# the bubble columns are the report's. Needs P cores to mean anything (the
+# the bubble columns are the report's. Each schedule runs twice: each stage
+# keeping what its backward reads of its forward (the default), and with
+# --stage-recompute (each backward recomputes its stage's forward, as GPipe
+# does: more work for the same step). Needs P cores to mean anything (the
 # ranks are threads): on fewer, the ranks share cores and every schedule
 # looks alike. Usage: bench/run-pipeline.sh [LAYERS] [P] [M] [STEPS]
 set -euo pipefail
@@ -38,7 +41,8 @@ print(statistics.median(ms))
 EOF
 }
 
-"$bin/tessel-compile" "$work/gpt.mlir" $flags -o "$work/one.so"
+"$bin/tessel-compile" "$work/gpt.mlir" $flags -o "$work/one.so" \
+  --report-json "$work/one.json"
 "$bin/tessel-run" "$work/one.so" --steps "$STEPS" --microbatches "$M" \
   --quiet --metrics "$work/one.jsonl"
 one_ms=$(median_step_ms "$work/one.jsonl")
@@ -47,29 +51,40 @@ echo "# Pipeline schedules: gpt, $LAYERS blocks, pp=$P, $M microbatches"
 echo
 echo "$cores cores ($cpu); one device: $one_ms ms per step of $M microbatches."
 echo
-echo "| schedule | bubble (report) | predicted ms | measured ms | measured / predicted | activation bytes per rank |"
-echo "| --- | --- | --- | --- | --- | --- |"
+echo "| schedule | stage activations | bubble (report) | predicted ms | measured ms | measured / predicted | activation bytes per rank |"
+echo "| --- | --- | --- | --- | --- | --- | --- |"
 for schedule in gpipe 1f1b interleaved zb-h1; do
-  extra=""
-  [ "$schedule" = interleaved ] && extra="--virtual-stages 2"
-  so="$work/$schedule.so"
-  if ! "$bin/tessel-compile" "$work/gpt.mlir" $flags --mesh "pp=$P" \
-      --microbatches "$M" --pipeline-schedule "$schedule" $extra \
-      --report-json "$work/$schedule.json" -o "$so" 2>"$work/err"; then
-    echo "| $schedule | $(head -1 "$work/err") | | | | |"
-    continue
-  fi
-  "$bin/tessel-run" "$so" --steps "$STEPS" --quiet \
-    --metrics "$work/$schedule.jsonl"
-  measured=$(median_step_ms "$work/$schedule.jsonl")
-  python3 - "$work/$schedule.json" "$one_ms" "$measured" "$schedule" <<'EOF'
+  for mode in kept recomputed; do
+    extra=""
+    [ "$schedule" = interleaved ] && extra="--virtual-stages 2"
+    [ "$mode" = recomputed ] && extra="$extra --stage-recompute"
+    name="$schedule-$mode"
+    so="$work/$name.so"
+    if ! "$bin/tessel-compile" "$work/gpt.mlir" $flags --mesh "pp=$P" \
+        --microbatches "$M" --pipeline-schedule "$schedule" $extra \
+        --report-json "$work/$name.json" -o "$so" 2>"$work/err"; then
+      echo "| $schedule | $mode | $(head -1 "$work/err") | | | | | |"
+      continue
+    fi
+    "$bin/tessel-run" "$so" --steps "$STEPS" --quiet \
+      --metrics "$work/$name.jsonl"
+    measured=$(median_step_ms "$work/$name.jsonl")
+    python3 - "$work/$name.json" "$work/one.json" "$one_ms" "$measured" \
+      "$schedule" "$mode" "$M" <<'EOF'
 import json, sys
 report = json.load(open(sys.argv[1]))["pipeline"]
-one_ms, measured, schedule = float(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
-work = sum(r["busy_flops"] for r in report["timeline"])
-predicted = report["makespan_flops"] * one_ms / work
+one = json.load(open(sys.argv[2]))
+one_ms, measured = float(sys.argv[3]), float(sys.argv[4])
+schedule, mode, m = sys.argv[5], sys.argv[6], int(sys.argv[7])
+# Seconds per flop from one device: M backwards (each with its forward)
+# and an update, the work of one step on one core.
+flops = one["flops"]
+one_work = m * flops["loss_backward"] + flops["loss_update"]
+predicted = report["makespan_flops"] * one_ms / one_work
 activations = ",".join(str(r["activation_bytes"]) for r in report["timeline"])
-print(f"| {schedule} | {report['bubble_fraction']:.4f} | {predicted:.1f} | "
-      f"{measured:.1f} | {measured / predicted:.2f} | {activations} |")
+print(f"| {schedule} | {mode} | {report['bubble_fraction']:.4f} | "
+      f"{predicted:.1f} | {measured:.1f} | {measured / predicted:.2f} | "
+      f"{activations} |")
 EOF
+  done
 done

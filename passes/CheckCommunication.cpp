@@ -100,6 +100,10 @@ struct StageEntries {
   func::FuncOp backwardNoSync, reduceGrads, backwardWeightNoSync;
   std::vector<int> noSyncCollectives, reduceGradsCollectives,
       weightNoSyncCollectives;
+  /// The forward that keeps what the backward reads, which a training
+  /// Forward action runs (tessel-keep-stage-activations).
+  func::FuncOp forwardKeep;
+  std::vector<int> forwardKeepCollectives;
   SmallVector<Message> inputs, outputs, inputGrads, outputGrads;
   /// nn.grad name -> the backward's gradient of that parameter.
   llvm::StringMap<Message> grads;
@@ -126,6 +130,8 @@ constexpr EntrySlot kEntrySlots[] = {
      &StageEntries::weightNoSyncCollectives},
     {"reduce_grads", &StageEntries::reduceGrads,
      &StageEntries::reduceGradsCollectives},
+    {"forward_keep", &StageEntries::forwardKeep,
+     &StageEntries::forwardKeepCollectives},
 };
 
 Message messageOf(Type type, Location loc) {
@@ -538,7 +544,10 @@ private:
         const std::string label = pipeline::formatAction(action);
         switch (action.kind) {
         case ActionKind::Forward:
-          appendCollectives(rank, stage.forwardCollectives, label);
+          appendCollectives(rank,
+                            stage.forwardKeep ? stage.forwardKeepCollectives
+                                              : stage.forwardCollectives,
+                            label);
           break;
         case ActionKind::Backward:
           appendCollectives(rank, wholeBackward(stage), label);

@@ -32,15 +32,17 @@ llvm::json::Object costReport(ModuleOp module) {
   return perFunction;
 }
 
-/// Bytes of the activations the backward entry keeps from its forward for
-/// the repeated layers' derivatives (the stacks the recompute policy
-/// decides); 0 for a model that is not trained.
+/// Bytes of the activations the backward entry (or, on a stage that keeps
+/// its activations, forward_keep) keeps from its forward for the repeated
+/// layers' derivatives (the stacks the recompute policy decides); 0 for a
+/// model that is not trained.
 int64_t keptActivationBytes(ModuleOp module) {
   int64_t bytes = 0;
   for (auto func : module.getOps<func::FuncOp>()) {
     auto entry = func->getAttrOfType<StringAttr>(
         tessel::nn::NNDialect::kEntryAttrName);
-    if (!entry || entry.getValue() != "backward")
+    if (!entry ||
+        !llvm::is_contained({"backward", "forward_keep"}, entry.getValue()))
       continue;
     func.walk([&](tessel::nn::RepeatOp repeat) {
       if (!repeat.getReverse())
@@ -118,8 +120,9 @@ int64_t ringBytesOf(const llvm::json::Object &collective,
 /// sends with the ring algorithms and the payload bytes that overlap
 /// compute (started asynchronously: tessel_comm_async_bytes); and one
 /// step's total: backward (a zero-bubble stage's backward_input and
-/// backward_weight) + update (+ a clipping pipeline stage's grad_norm)
-/// with one microbatch (forward for an evaluation-only model).
+/// backward_weight) + update (+ a clipping pipeline stage's grad_norm, + a
+/// stage's forward_keep, which its backward no longer recomputes) with one
+/// microbatch (forward for an evaluation-only model).
 std::optional<llvm::json::Object>
 tessel::communicationReport(const llvm::json::Object &description) {
   const llvm::json::Object *meshJson = description.getObject("mesh");
@@ -145,6 +148,10 @@ tessel::communicationReport(const llvm::json::Object &description) {
   // A clipping pipeline stage's part of the gradient norm.
   if (trained && collectives->getArray("grad_norm"))
     stepEntries.push_back("grad_norm");
+  // A stage that keeps its activations runs its forward in training as
+  // forward_keep, and its backward without it.
+  if (trained && collectives->getArray("forward_keep"))
+    stepEntries.insert(stepEntries.begin(), "forward_keep");
   llvm::json::Array rows;
   int64_t stepCalls = 0, stepBytes = 0, stepRing = 0, stepOverlapped = 0,
           stepStarted = 0;
@@ -153,9 +160,9 @@ tessel::communicationReport(const llvm::json::Object &description) {
   // Every entry's rows (a zero-bubble stage runs backward_input and
   // backward_weight instead of the backward).
   for (StringRef entry :
-       {"forward", "backward", "backward_input", "backward_weight", "update",
-        "grad_norm", "backward_no_sync", "backward_weight_no_sync",
-        "reduce_grads"}) {
+       {"forward", "forward_keep", "backward", "backward_input",
+        "backward_weight", "update", "grad_norm", "backward_no_sync",
+        "backward_weight_no_sync", "reduce_grads"}) {
     const llvm::json::Array *list = collectives->getArray(entry);
     if (!list)
       continue;
@@ -209,12 +216,16 @@ tessel::communicationReport(const llvm::json::Object &description) {
   // reductions (a zero-bubble stage's two parts), then the gradients
   // reduced once, and the update.
   if (trained && collectives->getArray("reduce_grads")) {
-    int64_t perMicrobatch = split ? entryBytes["backward_input"] +
-                                        entryBytes["backward_weight_no_sync"]
-                                  : entryBytes["backward_no_sync"];
+    bool keeps = collectives->getArray("forward_keep") != nullptr;
+    int64_t perMicrobatch = entryBytes["forward_keep"] +
+                            (split ? entryBytes["backward_input"] +
+                                         entryBytes["backward_weight_no_sync"]
+                                   : entryBytes["backward_no_sync"]);
+    std::string parts =
+        std::string(keeps ? "forward_keep+" : "") +
+        (split ? "backward_input+backward_weight_no_sync" : "backward_no_sync");
     report["microbatch_step"] = llvm::json::Object{
-        {"per_microbatch",
-         split ? "backward_input+backward_weight_no_sync" : "backward_no_sync"},
+        {"per_microbatch", parts},
         {"per_microbatch_bytes", perMicrobatch},
         {"once_bytes", entryBytes["reduce_grads"] + entryBytes["update"]}};
   }

@@ -37,7 +37,8 @@ constexpr llvm::StringLiteral kEntries[] = {
     "tessel_update",           "tessel_backward_input",
     "tessel_backward_weight",  "tessel_grad_norm",
     "tessel_backward_no_sync", "tessel_backward_weight_no_sync",
-    "tessel_reduce_grads",     "tessel_model_json"};
+    "tessel_reduce_grads",     "tessel_forward_keep",
+    "tessel_model_json"};
 
 struct LinkStagesPass : tessel::impl::LinkStagesPassBase<LinkStagesPass> {
   void runOnOperation() override {

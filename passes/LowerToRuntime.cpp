@@ -113,6 +113,19 @@ struct LowerToRuntimePass
     if (entries.gradNorm && !entries.update)
       return entries.gradNorm.emitOpError()
              << "is a 'grad_norm' entry without an update entry to use it";
+    // A forward that keeps its activations comes with the backward that
+    // reads them, and a backward reads kept values only from it.
+    if (entries.forwardKeep && !entries.backward)
+      return entries.forwardKeep.emitOpError()
+             << "is a 'forward_keep' entry without a backward entry to read "
+                "what it keeps";
+    if (entries.backward && !entries.forwardKeep)
+      for (unsigned i = 0; i < entries.backward.getNumArguments(); ++i)
+        if (entries.backward.getArgAttr(i, nn::NNDialect::kKeptAttrName))
+          return entries.backward.emitOpError()
+                 << "reads a kept value (argument #" << i
+                 << ", nn.kept) but the module has no 'forward_keep' entry "
+                    "to keep it";
     // Each entry that accumulates gradients has its no-sync twin, or none.
     bool noSync = entries.backwardNoSync || entries.backwardWeightNoSync;
     if (noSync != static_cast<bool>(entries.reduceGrads) ||

@@ -309,6 +309,10 @@ def PipelineSplitPass : Pass<"tessel-pipeline-split", "mlir::ModuleOp"> {
            "Pipeline schedule: gpipe, 1f1b, interleaved or zb-h1">,
     Option<"virtualStages", "virtual-stages", "int64_t", "1",
            "Stages per rank (interleaved; default 2 there)">,
+    Option<"stageRecompute", "stage-recompute", "bool", "false",
+           "Recompute each stage's forward in its backward from its input "
+           "(GPipe's re-materialisation) instead of keeping its activations "
+           "per microbatch">,
     Option<"noDecay", "no-decay", "std::string", "\"\"",
            "The training step's no_decay patterns (else the module's "
            "nn.train ones): a pattern that matches no parameter of the whole "
@@ -342,6 +346,26 @@ def MixedPrecisionPass : Pass<"tessel-mixed-precision", "mlir::ModuleOp"> {
            /*default=*/"\"f32\"",
            "The parameter gradients' type: f32 (reduced and accumulated in f32) or bf16">
   ];
+}
+
+def KeepStageActivationsPass
+    : Pass<"tessel-keep-stage-activations", "mlir::ModuleOp"> {
+  let summary = "Keep a pipeline stage's forward activations for its backward instead of recomputing them";
+  let description = [{
+    On a stage module marked `nn.keep_activations` (tessel-pipeline-split
+    sets it unless `stage-recompute`), moves the forward part of
+    `@f_backward` (every op its loss or output activations depend on) into
+    `@f_forward_keep` {nn.entry = "forward_keep"}, which returns those, then
+    the values the rest of the backward reads (`nn.kept = k`); the backward
+    takes them as arguments instead, and returns only the input gradients
+    and the accumulators. The launcher runs a training Forward action as
+    forward_keep and keeps the kept values per microbatch until its
+    backward, as Megatron does, instead of recomputing the stage's forward
+    there (GPipe's re-materialisation). A value computed from parameters and
+    constants only is recomputed by the backward rather than kept. Runs
+    after partitioning and ZeRO, before the passes that derive entries from
+    the backward; other modules are left alone.
+  }];
 }
 
 def SplitBackwardPass : Pass<"tessel-split-backward", "mlir::ModuleOp"> {

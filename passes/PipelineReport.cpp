@@ -6,8 +6,10 @@
 // each entry, the bytes of its per-microbatch arguments) and the lowered
 // description (each stage's arena and collectives). The schedules are
 // simulated on the stages' per-rank flops: a stage's forward takes its
-// forward entry's flops, its backward its backward entry's (which
-// recomputes the stage's forward from its input, as GPipe does).
+// forward entry's flops (forward_keep's where the stage keeps its
+// activations), its backward its backward entry's (which, with
+// --stage-recompute, recomputes the stage's forward from its input, as
+// GPipe does).
 //
 //===----------------------------------------------------------------------===//
 
@@ -41,10 +43,13 @@ struct StageFigures {
   int64_t backwardInputFlops = 0, backwardWeightFlops = 0;
   /// What the launcher keeps of one microbatch between the stage's actions
   /// (64-byte aligned, as it allocates them): its input activations, from
-  /// their receipt until its backward, which recomputes the rest (the feeds
-  /// are drawn again); and, split, the weight part's stash and the output
-  /// gradient, from the input part until the weight part.
-  int64_t microbatchBytes = 0, weightStashBytes = 0;
+  /// their receipt until its backward (the feeds are drawn again); what
+  /// forward_keep keeps for the backward, from the forward until the
+  /// backward (none where the backward recomputes the forward); and,
+  /// split, the weight part's stash and the output gradient, from the
+  /// input part until the weight part.
+  int64_t microbatchBytes = 0, keptBytes = 0, weightStashBytes = 0;
+  bool keepsActivations = false;
   /// The activations it receives and sends (one microbatch).
   int64_t stageInputBytes = 0, stageOutputBytes = 0;
 };
@@ -71,12 +76,19 @@ StageFigures stageFigures(ModuleOp stage) {
           figures.weightStashBytes += aligned(func.getArgument(i).getType());
     } else if (entry && entry.getValue() == "backward_weight") {
       figures.backwardWeightFlops = flops;
+    } else if (entry && entry.getValue() == "forward_keep") {
+      figures.keepsActivations = true;
+      figures.forwardFlops = flops;
+      for (unsigned i = 0; i < func.getNumResults(); ++i)
+        if (func.getResultAttr(i, nn::NNDialect::kKeptAttrName))
+          figures.keptBytes += aligned(func.getResultTypes()[i]);
     } else if (entry && (entry.getValue() == "update" ||
                          entry.getValue() == "grad_norm")) {
       // A clipping stage's gradient norm is part of its update.
       figures.updateFlops += flops;
     } else if (nn::NNDialect::isModelFunction(func)) {
-      figures.forwardFlops = flops;
+      if (!figures.keepsActivations)
+        figures.forwardFlops = flops;
       for (unsigned i = 0; i < func.getNumArguments(); ++i) {
         int64_t bytes = nn::detail::tensorBytes(func.getArgument(i).getType());
         bool stageInput =
@@ -135,6 +147,7 @@ json::Object simulateSchedule(pipeline::ScheduleKind kind,
                               pipeline::ScheduleShape shape,
                               ArrayRef<pipeline::StageTimes> times,
                               ArrayRef<int64_t> microbatchBytes,
+                              ArrayRef<int64_t> keptBytes,
                               ArrayRef<int64_t> weightStashBytes) {
   json::Object result{{"schedule", pipeline::scheduleName(kind)},
                       {"virtual_stages", shape.virtualStages}};
@@ -165,6 +178,7 @@ json::Object simulateSchedule(pipeline::ScheduleKind kind,
   bool split = kind == pipeline::ScheduleKind::ZeroBubbleH1;
   for (int s = 0; s < stages; ++s)
     stageBytes[s] = holding[s].inputs * microbatchBytes[s] +
+                    holding[s].kept * keptBytes[s] +
                     (split ? holding[s].weightStash * weightStashBytes[s] : 0);
   for (int r = 0; r < shape.ranks; ++r) {
     int64_t peakBytes = 0;
@@ -181,6 +195,7 @@ json::Object simulateSchedule(pipeline::ScheduleKind kind,
     perStage.push_back(
         json::Object{{"in_flight", holding[s].inputs},
                      {"weight_stash_in_flight", holding[s].weightStash},
+                     {"kept_in_flight", holding[s].kept},
                      {"activation_bytes", stageBytes[s]}});
   result["ranks"] = std::move(ranks);
   result["stages"] = std::move(perStage);
@@ -213,7 +228,7 @@ std::optional<json::Object> tessel::pipelinePlanReport(ModuleOp top) {
 
   json::Array stages;
   SmallVector<pipeline::StageTimes> times;
-  SmallVector<int64_t> microbatchBytes, weightStashBytes;
+  SmallVector<int64_t> microbatchBytes, keptBytes, weightStashBytes;
   bool splitFlops = false;
   for (auto [s, module] : llvm::enumerate(modules)) {
     StageFigures figures = stageFigures(module);
@@ -233,6 +248,7 @@ std::optional<json::Object> tessel::pipelinePlanReport(ModuleOp top) {
     }
     stage["microbatch_bytes"] = figures.microbatchBytes;
     stage["weight_stash_bytes"] = figures.weightStashBytes;
+    stage["kept_bytes"] = figures.keptBytes;
     stage["stage_input_bytes"] = figures.stageInputBytes;
     stage["stage_output_bytes"] = figures.stageOutputBytes;
     stages.push_back(std::move(stage));
@@ -248,6 +264,7 @@ std::optional<json::Object> tessel::pipelinePlanReport(ModuleOp top) {
       times.push_back(
           {double(figures.forwardFlops), backward / 2, backward / 2});
     microbatchBytes.push_back(figures.microbatchBytes);
+    keptBytes.push_back(figures.keptBytes);
     weightStashBytes.push_back(figures.weightStashBytes);
   }
 
@@ -278,8 +295,8 @@ std::optional<json::Object> tessel::pipelinePlanReport(ModuleOp top) {
   json::Array schedules;
   json::Object chosen;
   for (pipeline::ScheduleKind kind : kinds) {
-    json::Object simulated =
-        simulateSchedule(kind, shape, times, microbatchBytes, weightStashBytes);
+    json::Object simulated = simulateSchedule(
+        kind, shape, times, microbatchBytes, keptBytes, weightStashBytes);
     if (compiled && kind == *compiled)
       chosen = simulated;
     schedules.push_back(std::move(simulated));
@@ -462,12 +479,12 @@ void tessel::printPipelineReport(llvm::raw_ostream &os,
       if (value.getAsObject()->getString("schedule") ==
           pipe.getString("schedule"))
         compiled = value.getAsObject();
-  os << "  memory per rank of each stage (bytes; activations: the stage "
-        "inputs the "
+  os << "  memory per rank of each stage (bytes; per microbatch: its input "
+        "and what its forward keeps; activations: what the "
      << pipe.getString("schedule").value_or("") << " schedule keeps)\n";
-  os << llvm::format("    %-5s %12s %12s %12s %12s %12s %12s %12s\n", "stage",
-                     "params", "grads", "states", "scratch", "arena",
-                     "microbatch", "activations");
+  os << llvm::format("    %-5s %12s %12s %12s %12s %12s %12s %12s %12s\n",
+                     "stage", "params", "grads", "states", "scratch", "arena",
+                     "microbatch", "kept", "activations");
   for (const json::Value &value : stages) {
     const json::Object &stage = *value.getAsObject();
     int64_t s = integerOf(stage, "stage");
@@ -478,14 +495,14 @@ void tessel::printPipelineReport(llvm::raw_ostream &os,
         activations =
             integerOf(*(*perStage)[s].getAsObject(), "activation_bytes");
     os << llvm::format(
-        "    %-5lld %12lld %12lld %12lld %12lld %12lld %12lld %12lld\n",
+        "    %-5lld %12lld %12lld %12lld %12lld %12lld %12lld %12lld %12lld\n",
         (long long)s, (long long)regionBytes(stage, "params"),
         (long long)regionBytes(stage, "grads"),
         (long long)regionBytes(stage, "states"),
         (long long)regionBytes(stage, "scratch"),
         (long long)integerOf(stage, "arena_bytes"),
         (long long)integerOf(stage, "microbatch_bytes"),
-        (long long)activations);
+        (long long)integerOf(stage, "kept_bytes"), (long long)activations);
   }
 
   bool compiledSplit = pipe.getString("backward_split") == "compiled";

@@ -276,6 +276,8 @@ struct PipelineSplitPass
     stage->setAttr(nn::NNDialect::kStageAttrName, b.getI64IntegerAttr(s));
     if (plan.schedule == "zb-h1")
       stage->setAttr(nn::NNDialect::kSplitBackwardAttrName, b.getUnitAttr());
+    if (!stageRecompute)
+      stage->setAttr(nn::NNDialect::kKeepActivationsAttrName, b.getUnitAttr());
     stage->setAttr(nn::NNDialect::kFirstLayerAttrName,
                    b.getI64IntegerAttr(plan.layerRange(s).first));
     b.setInsertionPointToEnd(stage.getBody());

@@ -74,6 +74,9 @@ static void buildModelPlan(OpPassManager &pm,
     zero.bucketMb = options.bucketMb;
     pm.addPass(createZeroPass(zero));
   }
+  // A pipeline stage: its forward keeps what its backward reads (first:
+  // the passes below derive their entries from that backward).
+  pm.addPass(createKeepStageActivationsPass());
   // A zero-bubble pipeline stage: its backward's input and weight parts.
   pm.addPass(createSplitBackwardPass());
   // A clipping pipeline stage: its gradient norm, summed over the stages
@@ -133,6 +136,7 @@ void tessel::buildPlanPipeline(OpPassManager &pm,
   split.microbatches = options.microbatches;
   split.schedule = options.pipelineSchedule;
   split.virtualStages = options.virtualStages;
+  split.stageRecompute = options.stageRecompute;
   if (options.noDecay.hasValue())
     split.noDecay = options.noDecay;
   pm.addPass(createPipelineSplitPass(split));

@@ -117,6 +117,12 @@ struct CompilePipelineOptions
       llvm::cl::desc("Pipeline: stages per rank (interleaved; default 2 "
                      "there)"),
       llvm::cl::init(1)};
+  Option<bool> stageRecompute{
+      *this, "stage-recompute",
+      llvm::cl::desc("Pipeline: recompute each stage's forward in its "
+                     "backward (GPipe) instead of keeping its activations "
+                     "per microbatch"),
+      llvm::cl::init(false)};
   Option<std::string> source{
       *this, "source",
       llvm::cl::desc("The model's file name, recorded in its description")};

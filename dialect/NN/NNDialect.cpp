@@ -151,6 +151,11 @@ static LogicalResult verifyReturnsScalarLoss(FunctionOpInterface func) {
       return success();
   if (NNDialect::returnsStageOutputs(func))
     return success();
+  // Nor has a backward whose forward part ran before it, as forward_keep
+  // (it reads that part's kept values).
+  for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
+    if (func.getArgAttr(i, NNDialect::kKeptAttrName))
+      return success();
   ArrayRef<Type> results = func.getResultTypes();
   auto loss = results.empty() ? RankedTensorType()
                               : dyn_cast<RankedTensorType>(results.front());
@@ -349,10 +354,12 @@ LogicalResult NNDialect::verifyRegionArgAttribute(Operation *op,
                                 << "' takes no value and needs a float tensor";
     return success();
   }
-  if (attrName == kStashAttrName) {
+  if (attrName == kStashAttrName || attrName == kKeptAttrName) {
     if (!isa<IntegerAttr>(attr.getValue()))
-      return func.emitOpError() << "argument #" << argIndex << ": '"
-                                << attrName << "' must be the stash index";
+      return func.emitOpError()
+             << "argument #" << argIndex << ": '" << attrName << "' must be "
+             << (attrName == kStashAttrName ? "the stash index"
+                                            : "the kept value's index");
     return success();
   }
   if (attrName == kLayersAttrName) {
@@ -440,14 +447,15 @@ LogicalResult NNDialect::verifyOperationAttribute(Operation *op,
     if (!isa<FunctionOpInterface>(op) || !entry ||
         !llvm::is_contained({"backward", "update", "backward_input",
                              "backward_weight", "grad_norm", "backward_no_sync",
-                             "backward_weight_no_sync", "reduce_grads"},
+                             "backward_weight_no_sync", "reduce_grads",
+                             "forward_keep"},
                             entry.getValue()))
       return op->emitOpError()
              << "'" << kEntryAttrName
              << "' must be \"backward\", \"update\", \"backward_input\", "
                 "\"backward_weight\", \"grad_norm\", \"backward_no_sync\", "
-                "\"backward_weight_no_sync\" or \"reduce_grads\" on a "
-                "function";
+                "\"backward_weight_no_sync\", \"reduce_grads\" or "
+                "\"forward_keep\" on a function";
     return success();
   }
   if (attrName == kZeroStageAttrName) {
@@ -489,7 +497,8 @@ LogicalResult NNDialect::verifyOperationAttribute(Operation *op,
     return success();
   }
   if (attrName == kPipelineAttrName || attrName == kStageAttrName ||
-      attrName == kSplitBackwardAttrName || attrName == kFirstLayerAttrName) {
+      attrName == kSplitBackwardAttrName || attrName == kFirstLayerAttrName ||
+      attrName == kKeepActivationsAttrName) {
     if (!isa<ModuleOp, FunctionOpInterface>(op))
       return op->emitOpError() << "'" << attrName
                                << "' belongs on a module or a function";

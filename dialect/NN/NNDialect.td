@@ -110,6 +110,13 @@ def NN_Dialect : Dialect {
     /// values the first leaves for the second (`nn.stash = k`).
     static constexpr llvm::StringLiteral kSplitBackwardAttrName = "nn.split_backward";
     static constexpr llvm::StringLiteral kStashAttrName = "nn.stash";
+    /// A pipeline stage module that keeps its forward's activations per
+    /// microbatch instead of recomputing them in its backward
+    /// (tessel-keep-stage-activations), and the values its forward_keep
+    /// entry returns for the backward (`nn.kept = k`).
+    static constexpr llvm::StringLiteral kKeepActivationsAttrName =
+        "nn.keep_activations";
+    static constexpr llvm::StringLiteral kKeptAttrName = "nn.kept";
     /// ZeRO (tessel-zero): the module's stage, and on a sharded parameter,
     /// gradient or state argument its split: `{block = array<i64: ...>,
     /// dims = k}`, the rank's block before ZeRO and how many leading

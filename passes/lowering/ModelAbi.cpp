@@ -107,6 +107,18 @@ private:
   /// its weight part, by index.
   llvm::DenseMap<int64_t, int64_t> stashAt;
   json::Object placeStash();
+  /// A stage that keeps its forward's activations: what forward_keep
+  /// returns for the backward, by index.
+  llvm::DenseMap<int64_t, int64_t> keptAt;
+  json::Object placeKept();
+  /// Places of `func`'s results marked `attrName` (nn.stash or nn.kept),
+  /// described as role `role`, recorded by index in `at`.
+  void placeIndexed(func::FuncOp func, StringRef attrName, StringRef role,
+                    llvm::DenseMap<int64_t, int64_t> &at);
+  /// A value an entry reads or writes by index (nn.stash, nn.kept), if
+  /// `index` names one that was placed.
+  static std::optional<int64_t>
+  indexedAt(IntegerAttr index, const llvm::DenseMap<int64_t, int64_t> &at);
   void addLayers(json::Object &tensor, func::FuncOp func, unsigned i);
   void addZero(json::Object &tensor, func::FuncOp func, unsigned i);
   int64_t gradScaleAt = -1, gradSumSquaresAt = -1, scratchBegin = 0;
@@ -123,6 +135,7 @@ LogicalResult ModelAbiEmitter::run(StringRef sourceName) {
   json::Object control = placeControl();
   json::Object outputs = placeOutputs();
   json::Object stash = placeStash();
+  json::Object kept = placeKept();
   if (badSharding)
     return failure();
   int64_t scratchBytes = peakScratchBytes();
@@ -142,7 +155,8 @@ LogicalResult ModelAbiEmitter::run(StringRef sourceName) {
       {"params", std::move(params)},   {"grads", std::move(grads)},
       {"states", std::move(states)},   {"inputs", std::move(inputs)},
       {"control", std::move(control)}, {"outputs", std::move(outputs)},
-      {"stash", std::move(stash)},     {"scratch", std::move(scratch)}};
+      {"stash", std::move(stash)},     {"kept", std::move(kept)},
+      {"scratch", std::move(scratch)}};
   json::Object description{
       {"abi_version", TESSEL_ABI_VERSION},
       // A path may be any bytes; the JSON string must be UTF-8.
@@ -428,24 +442,50 @@ json::Object ModelAbiEmitter::placeOutputs() {
   return region(begin);
 }
 
+void ModelAbiEmitter::placeIndexed(func::FuncOp func, StringRef attrName,
+                                   StringRef role,
+                                   llvm::DenseMap<int64_t, int64_t> &at) {
+  if (!func)
+    return;
+  for (unsigned i = 0, e = func.getNumResults(); i < e; ++i) {
+    auto index = func.getResultAttrOfType<IntegerAttr>(i, attrName);
+    if (!index)
+      continue;
+    Type type = func.getResultTypes()[i];
+    json::Object tensor = describeTensor((role + Twine(index.getInt())).str(),
+                                         role, type, cursor);
+    addSharding(tensor, func, ArrayAttr(), type, "result #" + Twine(i));
+    at[index.getInt()] = cursor;
+    place(std::move(tensor), nn::detail::tensorBytes(type));
+  }
+}
+
+std::optional<int64_t>
+ModelAbiEmitter::indexedAt(IntegerAttr index,
+                           const llvm::DenseMap<int64_t, int64_t> &at) {
+  if (!index)
+    return std::nullopt;
+  auto it = at.find(index.getInt());
+  if (it == at.end())
+    return std::nullopt;
+  return it->second;
+}
+
 /// The values a zero-bubble stage's backward input part returns for its
 /// weight part (nn.stash = k), in index order.
 json::Object ModelAbiEmitter::placeStash() {
   int64_t begin = cursor;
-  func::FuncOp input = entries.backwardInput;
-  if (input)
-    for (unsigned i = 0, e = input.getNumResults(); i < e; ++i) {
-      auto index = input.getResultAttrOfType<IntegerAttr>(
-          i, nn::NNDialect::kStashAttrName);
-      if (!index)
-        continue;
-      Type type = input.getResultTypes()[i];
-      json::Object tensor = describeTensor(
-          "stash" + std::to_string(index.getInt()), "stash", type, cursor);
-      addSharding(tensor, input, ArrayAttr(), type, "result #" + Twine(i));
-      stashAt[index.getInt()] = cursor;
-      place(std::move(tensor), nn::detail::tensorBytes(type));
-    }
+  placeIndexed(entries.backwardInput, nn::NNDialect::kStashAttrName, "stash",
+               stashAt);
+  return region(begin);
+}
+
+/// The values a stage's forward_keep returns for its backward (nn.kept =
+/// k), in index order.
+json::Object ModelAbiEmitter::placeKept() {
+  int64_t begin = cursor;
+  placeIndexed(entries.forwardKeep, nn::NNDialect::kKeptAttrName, "kept",
+               keptAt);
   return region(begin);
 }
 
@@ -484,10 +524,14 @@ FailureOr<int64_t> ModelAbiEmitter::argumentAt(func::FuncOp func, unsigned i,
   if (func.getArgAttr(i, nn::NNDialect::kGradSumSquaresAttrName) &&
       gradSumSquaresAt >= 0)
     return gradSumSquaresAt;
-  if (auto index =
-          func.getArgAttrOfType<IntegerAttr>(i, nn::NNDialect::kStashAttrName))
-    if (auto it = stashAt.find(index.getInt()); it != stashAt.end())
-      return it->second;
+  if (std::optional<int64_t> at = indexedAt(
+          func.getArgAttrOfType<IntegerAttr>(i, nn::NNDialect::kStashAttrName),
+          stashAt))
+    return *at;
+  if (std::optional<int64_t> at = indexedAt(
+          func.getArgAttrOfType<IntegerAttr>(i, nn::NNDialect::kKeptAttrName),
+          keptAt))
+    return *at;
   if ((func.getArgAttr(i, nn::NNDialect::kInputAttrName) ||
        func.getArgAttr(i, nn::NNDialect::kLabelAttrName) ||
        func.getArgAttr(i, nn::NNDialect::kStageInputAttrName)) &&
@@ -505,12 +549,28 @@ FailureOr<int64_t> ModelAbiEmitter::argumentAt(func::FuncOp func, unsigned i,
 }
 
 /// Result `i` of an entry function: a named parameter, gradient or state
-/// (updated in place), or the model's output `i`.
+/// (updated in place), a stash or kept value, the gradient of the stage's
+/// input k (the k-th so marked), or the model's output `i`.
 FailureOr<int64_t> ModelAbiEmitter::resultAt(func::FuncOp func, unsigned i) {
-  if (auto index =
-          func.getResultAttrOfType<IntegerAttr>(i, nn::NNDialect::kStashAttrName))
-    if (auto it = stashAt.find(index.getInt()); it != stashAt.end())
-      return it->second;
+  if (std::optional<int64_t> at =
+          indexedAt(func.getResultAttrOfType<IntegerAttr>(
+                        i, nn::NNDialect::kStashAttrName),
+                    stashAt))
+    return *at;
+  if (std::optional<int64_t> at =
+          indexedAt(func.getResultAttrOfType<IntegerAttr>(
+                        i, nn::NNDialect::kKeptAttrName),
+                    keptAt))
+    return *at;
+  // A backward that keeps its forward returns no loss or outputs before
+  // its input gradients.
+  if (func.getResultAttr(i, nn::NNDialect::kInputGradAttrName)) {
+    unsigned k = 0;
+    for (unsigned j = 0; j < i; ++j)
+      k += func.getResultAttr(j, nn::NNDialect::kInputGradAttrName) != nullptr;
+    if (model.getNumResults() + k < outputAt.size())
+      return outputAt[model.getNumResults() + k];
+  }
   if (StringRef name = resultNameOf(func, i, nn::NNDialect::kParamAttrName);
       !name.empty())
     return lookup(func, paramAt, name, "parameter");

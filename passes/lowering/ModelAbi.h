@@ -32,6 +32,9 @@ struct TrainingEntries {
   /// A zero-bubble stage's weight part without them (optional, with the
   /// above).
   mlir::func::FuncOp backwardWeightNoSync;
+  /// A pipeline stage's forward that keeps what its backward reads
+  /// (optional, tessel-keep-stage-activations).
+  mlir::func::FuncOp forwardKeep;
 
   /// The place of the entry of kind `kind` (nn.entry), or null.
   mlir::func::FuncOp *slotOf(llvm::StringRef kind) {
@@ -44,6 +47,7 @@ struct TrainingEntries {
         .Case("backward_no_sync", &backwardNoSync)
         .Case("backward_weight_no_sync", &backwardWeightNoSync)
         .Case("reduce_grads", &reduceGrads)
+        .Case("forward_keep", &forwardKeep)
         .Default(nullptr);
   }
 
@@ -60,7 +64,8 @@ struct TrainingEntries {
           std::make_pair(backwardNoSync, llvm::StringRef("backward_no_sync")),
           std::make_pair(backwardWeightNoSync,
                          llvm::StringRef("backward_weight_no_sync")),
-          std::make_pair(reduceGrads, llvm::StringRef("reduce_grads"))})
+          std::make_pair(reduceGrads, llvm::StringRef("reduce_grads")),
+          std::make_pair(forwardKeep, llvm::StringRef("forward_keep"))})
       if (part.first)
         parts.push_back(part);
     return parts;

@@ -625,7 +625,11 @@ tessel::pipeline::peakHolding(const Schedule &schedule) {
         if (!a.gradient)
           ++h.inputs;
         break;
+      case ActionKind::Forward:
+        ++h.kept;
+        break;
       case ActionKind::Backward:
+        --h.kept;
         if (a.stage > 0)
           --h.inputs;
         break;
@@ -634,6 +638,7 @@ tessel::pipeline::peakHolding(const Schedule &schedule) {
         break;
       case ActionKind::BackwardWeight:
         --h.weightStash;
+        --h.kept;
         if (a.stage > 0)
           --h.inputs;
         break;
@@ -643,6 +648,7 @@ tessel::pipeline::peakHolding(const Schedule &schedule) {
       peak[a.stage].inputs = std::max(peak[a.stage].inputs, h.inputs);
       peak[a.stage].weightStash =
           std::max(peak[a.stage].weightStash, h.weightStash);
+      peak[a.stage].kept = std::max(peak[a.stage].kept, h.kept);
     }
   }
   return peak;

@@ -178,13 +178,16 @@ std::string scheduleJson(const Schedule &schedule);
 
 /// What a virtual stage keeps between its actions, at most, running
 /// `schedule` as the launcher does: a microbatch's input activations from
-/// their Recv until its Backward (or, split, its BackwardWeight), and the
-/// weight part's stash from BackwardInput until BackwardWeight. The
-/// launcher allocates exactly these many slots; the report multiplies them
-/// by the slots' bytes.
+/// their Recv until its Backward (or, split, its BackwardWeight), the
+/// weight part's stash from BackwardInput until BackwardWeight, and the
+/// forward's kept activations (a stage with a forward_keep entry) from its
+/// Forward until its Backward or BackwardWeight. The launcher allocates
+/// exactly these many slots; the report multiplies them by the slots'
+/// bytes.
 struct StageHolding {
   int inputs = 0;
   int weightStash = 0;
+  int kept = 0;
 };
 std::vector<StageHolding> peakHolding(const Schedule &schedule);
 

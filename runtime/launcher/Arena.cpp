@@ -131,6 +131,7 @@ std::string tessel::run::describeArena(const ModelDesc &model) {
       {"inputs", "inputs"},
       {"outputs", "outputs"},
       {"stash", "weight-gradient stash"},
+      {"kept", "kept forward activations"},
       {"scratch", "activations and scratch"}};
   std::string text;
   for (auto [region, name] : names) {

@@ -257,10 +257,14 @@ TensorDesc parseTensor(const json &j, const ModelDesc &model,
     throw RunError(prefix + "tensor '" + t.name + "': " + problem);
   };
   t.role = j.at("role").get<std::string>();
-  static const std::set<std::string> roles = {
-      "param",       "grad",       "state",  "input",           "label",
-      "loss",        "grad_scale", "output", "stage_input",     "stage_output",
-      "output_grad", "input_grad", "stash",  "grad_sum_squares"};
+  static const std::set<std::string> roles = {"param",       "grad",
+                                              "state",       "input",
+                                              "label",       "loss",
+                                              "grad_scale",  "output",
+                                              "stage_input", "stage_output",
+                                              "output_grad", "input_grad",
+                                              "stash",       "grad_sum_squares",
+                                              "kept"};
   if (!roles.count(t.role))
     fail("unknown role '" + t.role + "'");
   t.dtype = j.at("dtype").get<std::string>();
@@ -418,16 +422,19 @@ void parseEntries(const json &j, ModelDesc &model, const std::string &file) {
       // backward_input and backward_weight: a zero-bubble pipeline stage;
       // grad_norm: a pipeline stage that clips; backward_no_sync,
       // backward_weight_no_sync and reduce_grads: one gradient reduction
-      // per step of microbatches.
+      // per step of microbatches; forward_keep: a pipeline stage that
+      // keeps its forward's activations for its backward.
       if (kind != "forward" && kind != "backward" && kind != "update" &&
           kind != "backward_input" && kind != "backward_weight" &&
           kind != "grad_norm" && kind != "backward_no_sync" &&
-          kind != "backward_weight_no_sync" && kind != "reduce_grads")
+          kind != "backward_weight_no_sync" && kind != "reduce_grads" &&
+          kind != "forward_keep")
         failDescription(file, "unknown entry kind '" + kind +
                                   "' (expected forward, backward, update, "
                                   "backward_input, backward_weight, "
                                   "grad_norm, backward_no_sync, "
-                                  "backward_weight_no_sync or reduce_grads)");
+                                  "backward_weight_no_sync, reduce_grads "
+                                  "or forward_keep)");
       model.entries[kind] = symbol.get<std::string>();
     }
   }
@@ -447,6 +454,9 @@ void parseEntries(const json &j, ModelDesc &model, const std::string &file) {
     failDescription(file, "backward_no_sync and reduce_grads entries come "
                           "together, beside a backward entry (and "
                           "backward_weight_no_sync beside a backward_weight)");
+  if (has("forward_keep") && !has("backward"))
+    failDescription(file, "a forward_keep entry without a backward entry to "
+                          "read what it keeps");
   if (model.entries.count("backward") != model.entries.count("update"))
     failDescription(
         file,
@@ -624,6 +634,10 @@ void validateRoles(const ModelDesc &model, const std::string &file) {
       validateMaster(model, *t, mastered, [&](const std::string &problem) {
         failDescription(file, "state '" + t->name + "': " + problem);
       });
+  // Kept activations are forward_keep's, for the backward.
+  if (!model.withRole("kept").empty() && !model.entries.count("forward_keep"))
+    failDescription(file, "kept tensors without a forward_keep entry to "
+                          "write them");
   if (model.trains())
     validateTraining(model, file);
 }

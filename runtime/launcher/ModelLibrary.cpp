@@ -103,15 +103,21 @@ LoadedModel tessel::run::loadModel(const std::string &path, int dlopenFlags) {
            resolve(stage, "backward_weight", s), resolve(stage, "grad_norm", s),
            resolve(stage, "backward_no_sync", s),
            resolve(stage, "reduce_grads", s),
-           resolve(stage, "backward_weight_no_sync", s)});
+           resolve(stage, "backward_weight_no_sync", s),
+           resolve(stage, "forward_keep", s)});
     }
     return model;
   }
-  // The norm of a whole model is its update's own.
-  if (model.desc.entries.count("grad_norm"))
-    throw RunError("model '" + path +
-                   "' has a grad_norm entry but no pipeline: only a "
-                   "pipeline stage's update reads a norm from the launcher");
+  // The norm of a whole model is its update's own; only a pipeline's
+  // actions keep a forward's activations between calls.
+  for (const char *kind : {"grad_norm", "forward_keep"})
+    if (model.desc.entries.count(kind))
+      throw RunError("model '" + path + "' has a " + kind +
+                     " entry but no pipeline: only a pipeline stage's " +
+                     (std::string(kind) == "grad_norm"
+                          ? "update reads a norm from the launcher"
+                          : "actions keep a forward's activations for "
+                            "its backward"));
   model.forward = resolve(model.desc, "forward", std::nullopt);
   model.backward = resolve(model.desc, "backward", std::nullopt);
   model.update = resolve(model.desc, "update", std::nullopt);

@@ -34,6 +34,9 @@ struct LoadedModel {
     // One gradient reduction per step, as the model's own (else null).
     EntryFn backwardNoSync = nullptr, reduceGrads = nullptr;
     EntryFn backwardWeightNoSync = nullptr;
+    // A stage that keeps its forward's activations: the training forward
+    // (else null; the backward then recomputes the forward).
+    EntryFn forwardKeep = nullptr;
   };
   std::vector<StageEntries> stages;
 };

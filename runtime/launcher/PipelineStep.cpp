@@ -96,6 +96,10 @@ struct PipelineRank::Stage {
   // other.
   std::vector<const TensorDesc *> weightInputs;
   SlotPool weightSlots;
+  // A stage that keeps its activations: what its training forward
+  // (forward_keep) leaves for the backward, from one to the other.
+  std::vector<const TensorDesc *> kept;
+  SlotPool keptSlots;
 };
 
 namespace {
@@ -151,6 +155,10 @@ PipelineRank::PipelineRank(const LoadedModel &model, tessel_ctx *ctx,
         stage->weightInputs.push_back(t);
       stage->weightSlots.bytes = packedBytes(stage->weightInputs);
     }
+    if (stage->entries.forwardKeep) {
+      stage->kept = stage->desc->withRole("kept");
+      stage->keptSlots.bytes = packedBytes(stage->kept);
+    }
     stages.push_back(std::move(stage));
   }
 }
@@ -159,6 +167,7 @@ PipelineRank::~PipelineRank() {
   for (auto &stage : stages) {
     stage->inputSlots.clear(ctx);
     stage->weightSlots.clear(ctx);
+    stage->keptSlots.clear(ctx);
     tessel_free(ctx, stage->arena);
   }
 }
@@ -205,15 +214,19 @@ std::string PipelineRank::stashDifference() const {
   for (const auto &stage : stages) {
     const pipeline::StageHolding &want = expected.at(stage->index);
     int64_t wantWeight = stage->entries.backwardWeight ? want.weightStash : 0;
+    int64_t wantKept = stage->entries.forwardKeep ? want.kept : 0;
     if (stage->inputSlots.allocated == want.inputs &&
-        stage->weightSlots.allocated == wantWeight)
+        stage->weightSlots.allocated == wantWeight &&
+        stage->keptSlots.allocated == wantKept)
       continue;
     text += (text.empty() ? "" : "; ") + std::string("stage ") +
             std::to_string(stage->index) + " keeps " +
-            std::to_string(stage->inputSlots.allocated) + " input and " +
+            std::to_string(stage->inputSlots.allocated) + " input, " +
+            std::to_string(stage->keptSlots.allocated) + " kept and " +
             std::to_string(stage->weightSlots.allocated) +
             " weight-stash slots (schedule: " + std::to_string(want.inputs) +
-            " and " + std::to_string(wantWeight) + ")";
+            ", " + std::to_string(wantKept) + " and " +
+            std::to_string(wantWeight) + ")";
   }
   return text;
 }
@@ -269,22 +282,48 @@ void PipelineRank::forward(Stage &stage, int microbatch, int64_t step,
                            bool evaluating) {
   restoreInputs(stage, ctx, step * pipe.microbatches + microbatch, microbatch);
   tessel_set_microbatch(ctx, uint64_t(microbatch));
-  stage.entries.forward(ctx, stage.arena);
+  // Training keeps what the backward reads, where the stage can.
+  bool keeps = !evaluating && stage.entries.forwardKeep;
+  (keeps ? stage.entries.forwardKeep : stage.entries.forward)(ctx, stage.arena);
   tessel_synchronize(ctx);
   check("step " + std::to_string(step + 1) + " (forward of " +
         stageText(stage.index, microbatch) + ")");
-  if (evaluating && stage.index == pipe.numStages() - 1)
+  if ((evaluating || keeps) && stage.index == pipe.numStages() - 1)
     lossSum += readLoss(stage.desc->loss(), ctx, stage.arena);
+  if (!keeps)
+    return;
+  void *slot = stage.keptSlots.acquire(ctx, microbatch,
+                                       "the kept activations of " +
+                                           stageText(stage.index, microbatch));
+  forEachPacked(stage.kept, slot, [&](const TensorDesc &t, char *place) {
+    tessel_copy(ctx, place, at(stage.arena, t), t.bytes);
+  });
+}
+
+/// Puts back microbatch `microbatch`'s kept activations (a stage with
+/// forward_keep) where its backward reads them.
+static void restoreKept(PipelineRank::Stage &stage, tessel_ctx *ctx,
+                        int microbatch) {
+  if (!stage.entries.forwardKeep)
+    return;
+  void *slot = stage.keptSlots.find(microbatch);
+  if (!slot)
+    throw RunError("pipeline " + stageText(stage.index, microbatch) +
+                   ": its backward runs before its forward");
+  forEachPacked(stage.kept, slot, [&](const TensorDesc &t, char *place) {
+    tessel_copy(ctx, at(stage.arena, t), place, t.bytes);
+  });
 }
 
 void PipelineRank::backward(Stage &stage, int microbatch, int64_t step,
                             BackwardPart part) {
-  restoreInputs(stage, ctx, step * pipe.microbatches + microbatch, microbatch);
-  tessel_set_microbatch(ctx, uint64_t(microbatch));
   bool split = stage.entries.backwardInput && stage.entries.backwardWeight;
+  if (part == BackwardPart::Weight && !split)
+    return; // Computed with the input part.
+  restoreInputs(stage, ctx, step * pipe.microbatches + microbatch, microbatch);
+  restoreKept(stage, ctx, microbatch);
+  tessel_set_microbatch(ctx, uint64_t(microbatch));
   if (part == BackwardPart::Weight) {
-    if (!split)
-      return; // Computed with the input part.
     // The input part's stash and output gradient, back in the arena.
     void *slot = stage.weightSlots.find(microbatch);
     if (!slot)
@@ -307,7 +346,8 @@ void PipelineRank::backward(Stage &stage, int microbatch, int64_t step,
   tessel_synchronize(ctx);
   check("step " + std::to_string(step + 1) + " (backward of " +
         stageText(stage.index, microbatch) + ")");
-  if (stage.index == pipe.numStages() - 1)
+  // The loss, where the forward did not read it.
+  if (!stage.entries.forwardKeep && stage.index == pipe.numStages() - 1)
     lossSum += readLoss(stage.desc->loss(), ctx, stage.arena);
   if (!inputOnly)
     return;
@@ -321,7 +361,10 @@ void PipelineRank::backward(Stage &stage, int microbatch, int64_t step,
 
 void PipelineRank::runAction(const Action &action, int64_t step) {
   Stage &stage = stageAt(action.stage);
-  auto release = [&] { stage.inputSlots.release(action.microbatch); };
+  auto release = [&] {
+    stage.inputSlots.release(action.microbatch);
+    stage.keptSlots.release(action.microbatch);
+  };
   switch (action.kind) {
   case ActionKind::Forward:
     forward(stage, action.microbatch, step, false);

@@ -4,11 +4,14 @@
 // A rank of a pipeline holds the stages s with s mod P = its pp coordinate,
 // each with its own arena, and runs its list of the schedule's actions:
 //   - Forward(s, m): the stage's forward entry on microbatch m, its input
-//     activations restored from the microbatch's stash slot;
+//     activations restored from the microbatch's slot; in training, a
+//     stage with forward_keep runs that instead and keeps what it returns
+//     for the backward in a slot of the microbatch's;
 //   - Backward(s, m): the stage's backward entry (backward_no_sync when
-//     the stage reduces its gradients once per step), which recomputes the
-//     stage's forward from the same stash (GPipe's re-materialisation: a
-//     stage keeps only its input per microbatch in flight), accumulates the
+//     the stage reduces its gradients once per step) on the restored kept
+//     activations, or, compiled with --stage-recompute, recomputing the
+//     stage's forward from its input (GPipe's re-materialisation: a stage
+//     keeps only its input per microbatch in flight); it accumulates the
 //     parameters' gradients and leaves the gradient of its input;
 //   - BackwardInput / BackwardWeight (zb-h1): the stage's backward_input
 //     entry (the input gradient; it also leaves a stash of what the weight
@@ -72,9 +75,9 @@ public:
   /// writes its tensors as they are); throws RunError for another stage.
   const void *stageArena(int s);
   /// How the slots this rank allocated to keep microbatches between
-  /// actions (inputs, and the weight part's stash) differ from what the
-  /// schedule holds at most (pipeline::peakHolding, which the report's
-  /// activation bytes count): "" when they agree.
+  /// actions (inputs, kept activations, and the weight part's stash)
+  /// differ from what the schedule holds at most (pipeline::peakHolding,
+  /// which the report's activation bytes count): "" when they agree.
   std::string stashDifference() const;
 
   /// One of this rank's stages (PipelineStep.cpp).

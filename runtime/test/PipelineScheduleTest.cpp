@@ -258,6 +258,36 @@ TEST(PipelineScheduleTest, PeakActivations) {
   }
 }
 
+// Tests the slots the launcher keeps per stage, which the report counts:
+// kept activations from each Forward to the last part of its backward, as
+// many as the stage's microbatches in flight (M for GPipe, P - s for
+// 1F1B; on ZB-H1 at least that many and as many as wait for their W);
+// inputs likewise from their Recv, on every stage but the first; the
+// zero-bubble stash from I to W, s + 1 deep on stage s.
+TEST(PipelineScheduleTest, PeakHolding) {
+  for (auto [P, M] : std::vector<std::pair<int, int>>{{2, 4}, {4, 8}, {4, 4}}) {
+    SCOPED_TRACE("P=" + std::to_string(P) + " M=" + std::to_string(M));
+    std::vector<StageHolding> gpipe =
+        peakHolding(build(ScheduleKind::GPipe, P, M));
+    std::vector<StageHolding> oneF =
+        peakHolding(build(ScheduleKind::OneFOneB, P, M));
+    std::vector<StageHolding> zb =
+        peakHolding(build(ScheduleKind::ZeroBubbleH1, P, M));
+    ASSERT_EQ(int(gpipe.size()), P);
+    for (int s = 0; s < P; ++s) {
+      EXPECT_EQ(gpipe[s].kept, M);
+      EXPECT_EQ(gpipe[s].inputs, s > 0 ? M : 0);
+      EXPECT_EQ(oneF[s].kept, P - s);
+      EXPECT_EQ(oneF[s].inputs, s > 0 ? P - s : 0);
+      EXPECT_EQ(oneF[s].weightStash, 0);
+      EXPECT_EQ(zb[s].weightStash, s + 1);
+      // W keeps both a microbatch's input and what its forward kept.
+      EXPECT_EQ(zb[s].inputs, s > 0 ? zb[s].kept : 0);
+      EXPECT_GE(zb[s].kept, std::max(P - s, zb[s].weightStash));
+    }
+  }
+}
+
 // Tests the text and the JSON of small schedules, character for character.
 TEST(PipelineScheduleTest, FormatsTextAndJson) {
   EXPECT_EQ(formatSchedule(build(ScheduleKind::OneFOneB, 2, 2)),

@@ -209,3 +209,34 @@ func.func @loss_backward_no_sync(%x: tensor<4xf32> {nn.input}) -> tensor<f32> at
   %l = nn.reduce_sum %x dims = [0] {tessel.offsets = array<i64: -2>} : tensor<4xf32> -> tensor<f32>
   return %l : tensor<f32>
 }
+
+// -----
+
+// Tests that a backward reading kept activations (nn.kept) comes with the
+// forward_keep that writes them: without it they would have no place.
+func.func @loss(%x: tensor<4xf32> {nn.input}) -> tensor<f32> attributes {tessel.scratch_bytes = 0 : i64} {
+  %l = nn.reduce_sum %x dims = [0] {tessel.offsets = array<i64: -2>} : tensor<4xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
+// expected-error @+1 {{'func.func' op reads a kept value (argument #1, nn.kept) but the module has no 'forward_keep' entry to keep it}}
+func.func @loss_backward(%x: tensor<4xf32> {nn.input}, %k: tensor<4xf32> {nn.kept = 0 : i64}) -> tensor<f32> attributes {nn.entry = "backward", tessel.scratch_bytes = 0 : i64} {
+  %l = nn.reduce_sum %k dims = [0] {tessel.offsets = array<i64: -2>} : tensor<4xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
+func.func @loss_update(%x: tensor<4xf32> {nn.input}) attributes {nn.entry = "update", tessel.scratch_bytes = 0 : i64} {
+  return
+}
+
+// -----
+
+// Tests that a forward_keep comes with the backward that reads what it
+// keeps.
+func.func @loss(%x: tensor<4xf32> {nn.input}) -> tensor<f32> attributes {tessel.scratch_bytes = 0 : i64} {
+  %l = nn.reduce_sum %x dims = [0] {tessel.offsets = array<i64: -2>} : tensor<4xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
+// expected-error @+1 {{'func.func' op is a 'forward_keep' entry without a backward entry to read what it keeps}}
+func.func @loss_forward_keep(%x: tensor<4xf32> {nn.input}) -> tensor<f32> attributes {nn.entry = "forward_keep", tessel.scratch_bytes = 0 : i64} {
+  %l = nn.reduce_sum %x dims = [0] {tessel.offsets = array<i64: -2>} : tensor<4xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}

@@ -19,14 +19,14 @@
 // after them (a tied embedding and head), is held by both stages, the
 // second's a tied copy (the gradient norm counts the first's).
 // CHECK: module attributes {nn.pipeline = {flops = array<i64: 1664, 1800>, layers = array<i64: 2, 2>, microbatches = 2 : i64, ranks = 2 : i64, schedule = "1f1b", tied = {e = array<i64: 0, 1>}, virtual_stages = 1 : i64}}
-// CHECK-LABEL: module @stage0 attributes {nn.first_layer = 0 : i64, nn.stage = 0 : i64}
+// CHECK-LABEL: module @stage0 attributes {nn.first_layer = 0 : i64, nn.keep_activations, nn.stage = 0 : i64}
 // CHECK: func.func private @layer
 // CHECK: func.func @loss(%{{.*}}: tensor<4x8xf32> {nn.axes = ["batch", "embed"], nn.input}, %{{.*}}: tensor<8x8xf32> {{{.*}}nn.param = "e"}, %{{.*}}: tensor<2x8x8xf32> {{{.*}}nn.layers = array<i64: 0, 4>, nn.param = "w"}, %{{.*}}: tensor<2x8xf32> {{{.*}}nn.layers = array<i64: 0, 4>, nn.param = "b"}) -> (tensor<4x8xf32> {nn.stage_output}) attributes {nn.stage = 0 : i64}
 // CHECK: nn.matmul
 // CHECK: nn.repeat @layer
 // CHECK-NOT: nn.cross_entropy
 // CHECK: return
-// CHECK-LABEL: module @stage1 attributes {nn.first_layer = 2 : i64, nn.stage = 1 : i64}
+// CHECK-LABEL: module @stage1 attributes {nn.first_layer = 2 : i64, nn.keep_activations, nn.stage = 1 : i64}
 // CHECK: func.func @loss(%{{.*}}: tensor<4x8xf32> {nn.stage_input}, %{{.*}}: tensor<4xi32> {nn.axes = ["batch"], nn.label}, %{{.*}}: tensor<8x8xf32> {{{.*}}nn.param = "e", nn.tied_copy}, %{{.*}}: tensor<2x8x8xf32> {{{.*}}nn.layers = array<i64: 2, 4>, nn.param = "w"}, %{{.*}}: tensor<2x8xf32> {{{.*}}nn.layers = array<i64: 2, 4>, nn.param = "b"}) -> tensor<f32> attributes {nn.stage = 1 : i64}
 // CHECK-NEXT: nn.repeat @layer(%{{.*}}) params
 // CHECK-NEXT: nn.matmul {{.*}} transpose_rhs

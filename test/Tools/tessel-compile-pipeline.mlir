@@ -5,7 +5,8 @@
 // examples/gpt.mlir (the first stage holds the embeddings, the last the
 // head).
 //
-// RUN: tessel-compile %s --mesh pp=2 --microbatches 4 --pipeline-schedule gpipe --report --emit=mlir -o %t.gpipe.mlir | FileCheck %s --check-prefix=GPIPE
+// RUN: tessel-compile %s --mesh pp=2 --microbatches 4 --pipeline-schedule gpipe --stage-recompute --report --emit=mlir -o %t.gpipe.mlir | FileCheck %s --check-prefix=GPIPE
+// RUN: tessel-compile %s --mesh pp=2 --microbatches 4 --pipeline-schedule gpipe --report --emit=mlir -o %t.keep.mlir | FileCheck %s --check-prefix=KEEP
 // RUN: tessel-compile %s --mesh pp=2 --microbatches 4 --pipeline-schedule 1f1b --report --emit=mlir -o %t.1f1b.mlir | FileCheck %s --check-prefix=ONEF
 // RUN: tessel-compile %s --mesh pp=2 --microbatches 4 --pipeline-schedule zb-h1 --report --emit=mlir -o %t.zb.mlir | FileCheck %s --check-prefix=ZB
 // RUN: tessel-compile %s --mesh pp=2 --microbatches 4 --pipeline-schedule interleaved --report --emit=mlir -o %t.int.mlir | FileCheck %s --check-prefix=INTER
@@ -44,21 +45,21 @@
 // RUN: not tessel-compile %s --mesh pp=2 --virtual-stages 2 -o %t.x.so 2>&1 | FileCheck %s --check-prefix=VIRTUAL
 
 // GPipe, P = 2, M = 4, equal stages: the bubble is (P-1)/(M+P-1) = 1/5
-// exactly; a stage keeps each microbatch's input activations (64-byte
-// slots, as tessel-run allocates them) from their receipt to its backward,
-// which recomputes the rest: stage 0 has none (its feeds are drawn again),
-// stage 1 keeps all M: 4 x 192 bytes (the activation, 128, and the running
-// loss, 4 in a slot of 64).
+// exactly. With --stage-recompute a stage keeps each microbatch's input
+// activations (64-byte slots, as tessel-run allocates them) from their
+// receipt to its backward, which recomputes the rest: stage 0 has none
+// (its feeds are drawn again), stage 1 keeps all M: 4 x 192 bytes (the
+// activation, 128, and the running loss, 4 in a slot of 64).
 // GPIPE: pipeline over pp=2 (mesh pp=2): gpipe, 4 microbatches, 2 stages (1 per rank)
 // GPIPE: stage rank layers       model forward          forward         backward         update
 // GPIPE-NEXT: 0     0    0-1                   1154             1154             3650           2176
 // GPIPE-NEXT: 1     1    2-3                   1154             1154             3650           2176
 // GPIPE-NEXT: imbalance (max / mean model forward)        1.0000
-// GPIPE: stage       params        grads       states      scratch        arena   microbatch  activations
+// GPIPE: stage       params        grads       states      scratch        arena   microbatch         kept  activations
 // GPIPE-NEXT: 0              512          512         1024
-// GPIPE-SAME: 0            0
+// GPIPE-SAME: 0            0            0
 // GPIPE-NEXT: 1              512          512         1024
-// GPIPE-SAME: 192          768
+// GPIPE-SAME: 192            0          768
 // GPIPE: schedule        bubble   equal stages  in flight per rank   activation bytes per rank
 // GPIPE-NEXT: * gpipe         0.2000         0.2000  4,4                  0,768
 // GPIPE-NEXT:   1f1b          0.2000         0.2000  2,1                  0,192
@@ -71,70 +72,99 @@
 // GPIPE-NEXT: stage 1                528
 // GPIPE-NEXT: the launcher's all-reduces over pp per step: the loss (8 bytes f64)
 
+// By default a stage keeps what its backward reads of its forward, which
+// it then no longer recomputes: the backward's 3,650 flops become 2,496
+// (3,650 - the forward's 1,154). Each stage keeps 576 bytes per microbatch
+// from its Forward to its Backward (per layer its input and its tanh,
+// 2 x 4 x 8 f32 each, and the running loss), M of them under GPipe; stage
+// 1 also its input.
+// KEEP: stage rank layers       model forward          forward         backward         update
+// KEEP-NEXT: 0     0    0-1                   1154             1154             2496           2176
+// KEEP-NEXT: 1     1    2-3                   1154             1154             2496           2176
+// KEEP: stage       params        grads       states      scratch        arena   microbatch         kept  activations
+// KEEP-NEXT: 0              512          512         1024
+// KEEP-SAME: 0          576         2304
+// KEEP-NEXT: 1              512          512         1024
+// KEEP-SAME: 192          576         3072
+// KEEP: * gpipe         0.2000         0.2000  4,4                  2304,3072
+// KEEP-NEXT:   1f1b          0.2000         0.2000  2,1                  1152,768
+// KEEP: step (forward_keep+backward+update)        0                0                0                0
+
 // 1F1B: the same bubble, 1/5; rank r has at most P - r microbatches in
-// flight (stage 1 keeps 1 x 192 bytes), not M.
-// ONEF: * 1f1b          0.2000         0.2000  2,1                  0,192
+// flight (stage 0 keeps 2 x 576 bytes, stage 1 1 x (192 + 576)), not M.
+// ONEF: * 1f1b          0.2000         0.2000  2,1                  1152,768
 // ONEF: 1f1b actions per rank
 // ONEF-NEXT: rank 0: F0.0 s>1:F0.0 F0.1 s>1:F0.1 r<1:B0.0 B0.0 F0.2 s>1:F0.2 r<1:B0.1 B0.1 F0.3 s>1:F0.3 r<1:B0.2 B0.2 r<1:B0.3 B0.3
 // ONEF-NEXT: rank 1: r<0:F1.0 F1.0 B1.0 s>0:B1.0 r<0:F1.1 F1.1 B1.1 s>0:B1.1 r<0:F1.2 F1.2 B1.2 s>0:B1.2 r<0:F1.3 F1.3 B1.3 s>0:B1.3
 
-// ZB-H1 on the compiled split of each backward (tessel-split-backward;
-// stage 0: I = 1,154, W = 2,496; stage 1: I = 2,498, W = 1,152; I + W is
-// the backward's 3,650: nothing is computed twice): 19,216 flops of work
-// per rank in a makespan of 21,716, a bubble of 2,500 / 21,716. Each stage
-// also keeps its weight part's stash (768 and 512 bytes) from I to W, and
-// stage 1 its input until W.
-// ZB: * zb-h1         0.1151              -  2,1                  768,1408
+// ZB-H1 on the compiled split of each backward (tessel-split-backward,
+// after the forward moved to forward_keep; stage 0: I = 0, its input has
+// no gradient to send, W = 2,496; stage 1: I = 1,344, W = 1,152; I + W is
+// the backward's 2,496: nothing is computed twice). Each stage also keeps
+// its weight part's stash (192 and 256 bytes) from I to W, and its kept
+// activations and stage 1 its input until W.
+// ZB: {{^}}    0              512          512         1024 {{.*}} 0          576         1344
+// ZB: * zb-h1         0.0844              -  2,1                  1344,2048
 // ZB: zb-h1 actions per rank
 // ZB-NEXT: rank 0: F0.0 s>1:F0.0 F0.1 s>1:F0.1 r<1:B0.0 I0.0 W0.0
 
 // Interleaved, V = 2 (four stages of one layer, 577 and 1,825 flops): the
 // bubble is (P-1)/(V·M+P-1) = 1/9.
 // INTER: pipeline over pp=2 (mesh pp=2): interleaved, 4 microbatches, 4 stages (2 per rank)
-// INTER: * interleaved   0.1111         0.1111  5,3                  384,768
+// INTER: * interleaved   0.1111         0.1111  5,3                  2304,2048
 
 // The JSON report: the pipeline's figures under "pipeline"; the simulated
 // bubble is the closed form's double, exactly.
 // JSON: "pipeline":{"actions":["rank 0: F0.0 s>1:F0.0
-// JSON-SAME: "backward_split":"even","bubble_fraction":0.20000000000000001,"equal_stage_bubble_fraction":0.20000000000000001,"flops":[1154,1154],"imbalance":1,"launcher_all_reduces":[{"bytes":8,"dtype":"f64","what":"the loss"}],"layers":[2,2],"makespan_flops":24020,"microbatches":4,"ranks":2,"schedule":"1f1b"
-// JSON-SAME: "stages":[{"arena_bytes":3968,"backward_flops":3650,
+// JSON-SAME: "backward_split":"even","bubble_fraction":0.20000000000000001,"equal_stage_bubble_fraction":0.20000000000000001,"flops":[1154,1154],"imbalance":1,"launcher_all_reduces":[{"bytes":8,"dtype":"f64","what":"the loss"}],"layers":[2,2],"makespan_flops":18250,"microbatches":4,"ranks":2,"schedule":"1f1b"
+// JSON-SAME: "stages":[{"arena_bytes":3968,"backward_flops":2496,
+// JSON-SAME: "kept_bytes":576,
 // JSON-SAME: "microbatch_bytes":0,
 // JSON-SAME: "regions":{"control":
-// JSON-SAME: "tied":{},"tied_grad_bytes":{},"timeline":[{"activation_bytes":0,"busy_flops":19216,"peak_activations":2,"peak_weight_pending":0},{"activation_bytes":192,"busy_flops":19216,"peak_activations":1,"peak_weight_pending":0}]
+// JSON-SAME: "tied":{},"tied_grad_bytes":{},"timeline":[{"activation_bytes":1152,"busy_flops":14600,"peak_activations":2,"peak_weight_pending":0},{"activation_bytes":768,"busy_flops":14600,"peak_activations":1,"peak_weight_pending":0}]
 
 // --dump-schedule writes the compiled schedule's actions (1F1B by default).
 // DUMP: {"schedule":"1f1b","ranks":2,"microbatches":4,"virtual_stages":1,"actions":{{\[\[}}{"kind":"forward","stage":0,"microbatch":0},{"kind":"send","stage":0,"microbatch":0,"gradient":false,"peer":1},
 
-// GPT on pp=2: the blocks 2 + 2; the first stage keeps nothing per
-// microbatch (its token ids are drawn again for its backward), the last its
-// stage input (262,144 bytes, M of them under GPipe); the stages differ
-// (the head), so the bubble exceeds 1/5. Besides the schedule's messages
-// each holder sends the tied embedding's gradient (256 x 128 f32) to the
-// other, and the loss is all-reduced over pp.
+// GPT on pp=2: the blocks 2 + 2; the backwards no longer recompute the
+// forwards (1,348,568,064 and 1,451,592,448 flops with --stage-recompute,
+// less the forward's 445,317,120 and 479,855,616); each stage keeps what
+// its backward reads per microbatch (8.4 and 9.5 MB: the layers' stacks,
+// and on the last stage the logits) from its Forward to its Backward, the
+// last stage also its input (262,144 bytes), M of them under GPipe; the
+// stages differ (the head), so the bubble exceeds 1/5. Besides the
+// schedule's messages each holder sends the tied embedding's gradient
+// (256 x 128 f32) to the other, and the loss is all-reduced over pp.
 // GPT: pipeline over pp=2 (mesh pp=2): gpipe, 4 microbatches, 2 stages (1 per rank)
-// GPT: 0     0    0-1              445317120        445317120       1348568064        7437568
-// GPT-NEXT: 1     1    2-3              479855616        479855616       1451592448        7302656
+// GPT: 0     0    0-1              445317120        445317120        903250944        7437568
+// GPT-NEXT: 1     1    2-3              479855616        479855616        971998976        7302656
 // GPT-NEXT: imbalance (max / mean model forward)        1.0373
 // GPT-NEXT: tied parameter wte held by stages 0,1 (a copy on each)
 // GPT: 0          1750016      1750016      3500032
-// GPT-SAME: 0            0
+// GPT-SAME: 0      8404992     33619968
 // GPT-NEXT: 1          1718272      1718272      3436544
-// GPT-SAME: 262144      1048576
-// GPT: * gpipe         0.2173         0.2000  4,4                  0,1048576
-// GPT-NEXT:   1f1b          0.2173         0.2000  2,1                  0,262144
-// GPT-NEXT:   zb-h1         0.0882              -  2,1                  0,524288
+// GPT-SAME: 262144      9453568     38862848
+// GPT: * gpipe         0.2173         0.2000  4,4                  33619968,38862848
+// GPT-NEXT:   1f1b          0.2173         0.2000  2,1                  16809984,9715712
+// GPT-NEXT:   zb-h1         0.1043              -  2,1                  16809984,19431424
 // GPT: point-to-point per step (bytes a rank of each stage sends: 4 activations forward, 4 gradients back)
 // GPT-NEXT: stage 0            1048576
 // GPT-NEXT: stage 1            1048576
 // GPT-NEXT: tied wte: 131072 bytes (its gradient) from each holder to each other
 // GPT-NEXT: the launcher's all-reduces over pp per step: the loss (8 bytes f64)
 
-// dp x tp x pp: each stage's collectives, on dp and tp.
+// dp x tp x pp: each stage's collectives, on dp and tp; a training
+// forward (forward_keep) runs the forward's tp all-reduces, and the
+// backward only its own (it no longer recomputes the forward's 5).
 // GPT3D: pipeline over pp=2 (mesh dp=2,tp=2,pp=2): 1f1b, 2 microbatches, 2 stages (1 per rank)
 // GPT3D: stage 0 communication per rank (mesh dp=2,tp=2,pp=2)
 // GPT3D-NEXT: entry     collective      axes         calls            bytes       ring bytes
 // GPT3D-NEXT: forward   all_reduce      tp               5           655360           655360
+// GPT3D-NEXT: forward_keep all_reduce      tp               5           655360           655360
 // GPT3D-NEXT: backward  all_reduce      dp               3           894464           894464
+// GPT3D-NEXT: backward  all_reduce      tp               4           524288           524288
+// GPT3D: step (forward_keep+backward+update)       12          2074112          2074112
+// GPT3D-NEXT: step of M > 1 microbatches: M x 1179648 (forward_keep+backward_no_sync) + 894464 (reduce_grads+update) bytes
 // GPT3D: stage 1 communication per rank (mesh dp=2,tp=2,pp=2)
 
 // PINNED: 0     0    0-0              222691328
@@ -183,7 +213,7 @@ func.func @loss(%x: tensor<4x8xf32> {nn.input, nn.axes = ["batch", "embed"]},
 // CLIP-LABEL: stage 0 communication per rank (mesh dp=2,pp=2)
 // CLIP: update    all_gather      dp               1              512              256                0
 // CLIP-NEXT: grad_norm all_reduce      dp               1                4                4                0
-// CLIP-NEXT: step (backward+update+grad_norm)           6             1036              524                0
+// CLIP-NEXT: step (forward_keep+backward+update+grad_norm)        6             1036              524                0
 // CLIP-LABEL: stage 1 communication per rank (mesh dp=2,pp=2)
 // CLIP: grad_norm all_reduce      dp               1                4                4                0
 // CLIPIR-DAG: llvm.func @tessel_s0_grad_norm(
@@ -194,18 +224,20 @@ func.func @loss(%x: tensor<4x8xf32> {nn.input, nn.axes = ["batch", "embed"]},
 // Tests that a zero-bubble stage on dp reduces its gradients once per
 // step: its weight part (W) reduces the 512 bytes of the stage's two
 // layers' gradients in the backward_weight entry, runs as
-// backward_weight_no_sync in a step of several microbatches (its input
-// part keeps the carried loss's two 4-byte all-reduces), and reduce_grads
-// reduces them once; a step of one microbatch counts the two parts the
-// stage runs, not its whole backward; the launcher's symbols are each
-// stage's.
+// backward_weight_no_sync in a step of several microbatches, and
+// reduce_grads reduces them once; the carried loss's two 4-byte
+// all-reduces are the training forward's (forward_keep), which the
+// backward's parts no longer recompute (backward_no_sync, the deferred
+// backward, has no collective left); a step of one microbatch counts the
+// parts the stage runs, not its whole backward; the launcher's symbols are
+// each stage's.
 // ZBDP-LABEL: stage 0 communication per rank (mesh dp=2,pp=2)
-// ZBDP: backward_input all_reduce      dp               2                8                8
+// ZBDP: forward_keep all_reduce      dp               2                8                8
+// ZBDP-NEXT: backward  all_reduce      dp               2              512              512
 // ZBDP-NEXT: backward_weight all_reduce      dp               2              512              512
-// ZBDP-NEXT: backward_no_sync all_reduce      dp               2                8                8
 // ZBDP-NEXT: reduce_grads all_reduce      dp               1              512              512
-// ZBDP-NEXT: step (backward_input+backward_weight+update)        4              520              520              256
-// ZBDP-NEXT: step of M > 1 microbatches: M x 8 (backward_input+backward_weight_no_sync) + 512 (reduce_grads+update) bytes
+// ZBDP-NEXT: step (forward_keep+backward_input+backward_weight+update)        4              520              520              256
+// ZBDP-NEXT: step of M > 1 microbatches: M x 8 (forward_keep+backward_input+backward_weight_no_sync) + 512 (reduce_grads+update) bytes
 // ZBDPIR-DAG: llvm.func @tessel_s0_backward_weight_no_sync(
 // ZBDPIR-DAG: llvm.func @tessel_s1_backward_weight_no_sync(
 // ZBDPIR-DAG: llvm.func @tessel_s1_reduce_grads(

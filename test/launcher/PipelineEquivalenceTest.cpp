@@ -2,7 +2,9 @@
 //
 // Issue 13's acceptance: examples/gpt.mlir (and variants of 5, 6 and 8
 // layers) compiled with a `pp` axis, under every schedule and combined
-// with dp, tp and sequence parallelism, trains 3 steps with tessel-run and
+// with dp, tp and sequence parallelism, each stage keeping its forward's
+// activations for its backward (or, --stage-recompute, recomputing them
+// from its input), trains 3 steps with tessel-run and
 // ends where one device ends with the same microbatches (--microbatches M,
 // gradient accumulation): the losses within 1e-5 relative, and every
 // parameter and optimizer state within
@@ -230,6 +232,15 @@ std::vector<Case> pipelineCases() {
       {4, "pp=4", "1f1b", 4},
       {8, "pp=4", "interleaved", 4, "--virtual-stages 2"},
       {4, "pp=4", "zb-h1", 5},
+      // A stage keeps what its backward reads of its forward (the default,
+      // every case here but these): per the recompute policy, which then
+      // recomputes inside the backward; or, with --stage-recompute, keeps
+      // only its input and recomputes its whole forward (GPipe).
+      {4, "pp=2", "1f1b", 4, "--recompute full"},
+      {4, "pp=2", "interleaved", 2, "--virtual-stages 2 --recompute selective"},
+      {4, "pp=2", "1f1b", 4, "--stage-recompute"},
+      {4, "dp=2,tp=2,pp=2", "zb-h1", 2, "--stage-recompute"},
+      {4, "pp=4", "zb-h1", 4, "--stage-recompute", true},
       // Pinned and uneven layers.
       {6, "pp=2", "1f1b", 2, "--stage-layers 3,3"},
       {5, "pp=2", "1f1b", 2},

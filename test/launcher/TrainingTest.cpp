@@ -314,6 +314,21 @@ TEST(ModelAbiV2, InvalidDescriptionsNameTheProblem) {
          j["entries"]["backward_weight"] = "tessel_backward_weight";
        },
        "(and backward_weight_no_sync beside a backward_weight)"},
+      {"forward_keep without a backward",
+       [](json &j) {
+         j["entries"].erase("backward");
+         j["entries"].erase("update");
+         j["entries"]["forward_keep"] = "tessel_forward_keep";
+       },
+       "a forward_keep entry without a backward entry to read what it keeps"},
+      {"kept tensors without forward_keep",
+       [](json &j) {
+         json kept = *tensorNamed(j, "param", "w");
+         kept["name"] = "kept0";
+         kept["role"] = "kept";
+         j["tensors"].push_back(kept);
+       },
+       "kept tensors without a forward_keep entry to write them"},
       {"grad outside its region",
        [](json &j) { j["regions"]["grads"]["bytes"] = 16; },
        "grad 'w' lies outside the \"grads\" region"},

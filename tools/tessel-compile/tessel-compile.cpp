@@ -209,6 +209,13 @@ cl::opt<int64_t> virtualStages(
     cl::desc("Stages per pp rank, for the interleaved schedule (default 2 "
              "there)"),
     cl::value_desc("v"), cl::init(1), cl::cat(pipelineCategory));
+cl::opt<bool> stageRecompute(
+    "stage-recompute",
+    cl::desc("Recompute each stage's forward in its backward from the "
+             "stage's input (GPipe's re-materialisation: one input per "
+             "microbatch in flight) instead of keeping the forward's "
+             "activations per microbatch (the default, as Megatron)"),
+    cl::init(false), cl::cat(pipelineCategory));
 
 /// One string flag per training setting, in TrainSettings.def's order (a
 /// switch takes no value: --nesterov), and the names of their values in
@@ -311,8 +318,9 @@ LogicalResult checkMeshFlags() {
 /// positive. Whether the stages and the schedule fit the model is
 /// tessel-pipeline-split's to say, at the model's location.
 LogicalResult checkPipelineFlags(bool pipelined) {
-  const cl::Option *flags[] = {&stageLayers, &microbatches, &pipelineSchedule,
-                               &virtualStages, &dumpSchedule};
+  const cl::Option *flags[] = {&stageLayers,      &microbatches,
+                               &pipelineSchedule, &virtualStages,
+                               &stageRecompute,   &dumpSchedule};
   bool refused = false;
   if (!pipelined) {
     for (const cl::Option *flag : flags)
@@ -364,6 +372,7 @@ void setPipelineOptions(tessel::CompilePipelineOptions &options) {
     options.pipelineSchedule = pipelineSchedule;
   if (virtualStages.getNumOccurrences() > 0)
     options.virtualStages = virtualStages;
+  options.stageRecompute = stageRecompute;
   options.source = inputFile;
 }
 

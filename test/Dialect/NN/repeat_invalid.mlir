@@ -221,7 +221,7 @@ func.func private @trained() attributes {nn.train = {lr = 1.0}} {
 // -----
 
 // Tests that nn.entry names one of the two training entries.
-// expected-error @+1 {{'nn.entry' must be "backward", "update", "backward_input", "backward_weight", "grad_norm", "backward_no_sync", "backward_weight_no_sync" or "reduce_grads" on a function}}
+// expected-error @+1 {{'nn.entry' must be "backward", "update", "backward_input", "backward_weight", "grad_norm", "backward_no_sync", "backward_weight_no_sync", "reduce_grads" or "forward_keep" on a function}}
 func.func private @entry() attributes {nn.entry = "forward"} {
   return
 }
