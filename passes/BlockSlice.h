@@ -1,13 +1,18 @@
 //===- BlockSlice.h - The ops of a block that values depend on -*- C++ -*-===//
 //
-// What tessel-split-backward and tessel-split-update-norm move out of an
-// entry: the ops of its body that some of its values are computed from.
+// What tessel-split-backward, tessel-split-update-norm and
+// tessel-keep-stage-activations move out of an entry: the ops of its body
+// that some of its values are computed from, and the new function's body
+// made of them.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef TESSEL_PASSES_BLOCKSLICE_H
 #define TESSEL_PASSES_BLOCKSLICE_H
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Operation.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SetVector.h"
@@ -36,6 +41,22 @@ inline OpSet sliceOf(mlir::Block &block, llvm::ArrayRef<mlir::Value> roots) {
     if (seen.contains(&op))
       ordered.insert(&op);
   return ordered;
+}
+
+/// Ends `into` with clones of `ops`, in order, reading through `map`, and
+/// a func.return at `loc` of `returned` as mapped (a value `map` does not
+/// know, such as an argument of `into`, returns as it is).
+inline void cloneAndReturn(mlir::Block *into,
+                           llvm::ArrayRef<mlir::Operation *> ops,
+                           llvm::ArrayRef<mlir::Value> returned,
+                           mlir::IRMapping &map, mlir::Location loc) {
+  mlir::OpBuilder b = mlir::OpBuilder::atBlockEnd(into);
+  for (mlir::Operation *op : ops)
+    b.clone(*op, map);
+  llvm::SmallVector<mlir::Value> results;
+  for (mlir::Value v : returned)
+    results.push_back(map.lookupOrDefault(v));
+  mlir::func::ReturnOp::create(b, loc, results);
 }
 
 } // namespace tessel

@@ -151,18 +151,12 @@ LogicalResult keepActivations(ModuleOp module, func::FuncOp backward) {
     forward.setAllArgAttrs(argAttrs);
   forward.setAllResultAttrs(resultAttrs);
   {
-    Block *entry = forward.addEntryBlock();
     IRMapping map;
-    map.map(block.getArguments(), entry->getArguments());
-    OpBuilder fb = OpBuilder::atBlockEnd(entry);
-    for (Operation *op : forwardOps)
-      fb.clone(*op, map);
-    SmallVector<Value> returned;
-    for (Value v : roots)
-      returned.push_back(map.lookupOrDefault(v));
-    for (Value v : kept)
-      returned.push_back(map.lookupOrDefault(v));
-    func::ReturnOp::create(fb, ret.getLoc(), returned);
+    map.map(block.getArguments(), forward.addEntryBlock()->getArguments());
+    SmallVector<Value> returned(roots);
+    returned.append(kept.begin(), kept.end());
+    cloneAndReturn(&forward.getBody().front(), forwardOps.getArrayRef(),
+                   returned, map, ret.getLoc());
   }
 
   // The backward: the kept values become arguments, the step-invariant

@@ -149,15 +149,9 @@ bool BackwardSplitter::splitRepeat(nn::RepeatOp op, const OpSet &weightOps) {
     Block *entry = inputLayer.addEntryBlock();
     IRMapping map;
     map.map(body.getArguments(), entry->getArguments());
-    OpBuilder ib = OpBuilder::atBlockEnd(entry);
-    for (Operation *o : inputOps)
-      ib.clone(*o, map);
-    SmallVector<Value> results;
-    for (Value v : inputRoots)
-      results.push_back(map.lookupOrDefault(v));
-    for (Value v : stacked)
-      results.push_back(map.lookupOrDefault(v));
-    func::ReturnOp::create(ib, ret.getLoc(), results);
+    SmallVector<Value> results(inputRoots);
+    results.append(stacked.begin(), stacked.end());
+    cloneAndReturn(entry, inputOps.getArrayRef(), results, map, ret.getLoc());
   }
   // The W layer: (a scalar carried through, the slices of the stacks, the
   // parameter slices) -> (the scalar, the weight gradients).
@@ -183,13 +177,9 @@ bool BackwardSplitter::splitRepeat(nn::RepeatOp op, const OpSet &weightOps) {
       map.map(v, entry->getArgument(1 + i));
     for (auto [i, v] : llvm::enumerate(paramArgs))
       map.map(v, entry->getArgument(1 + stacked.size() + i));
-    OpBuilder wb = OpBuilder::atBlockEnd(entry);
-    for (Operation *o : weightOnly)
-      wb.clone(*o, map);
     SmallVector<Value> results{entry->getArgument(0)};
-    for (Value v : weightRoots)
-      results.push_back(map.lookupOrDefault(v));
-    func::ReturnOp::create(wb, ret.getLoc(), results);
+    results.append(weightRoots.begin(), weightRoots.end());
+    cloneAndReturn(entry, weightOnly.getArrayRef(), results, map, ret.getLoc());
   }
 
   // The two repeats in place of `op`.
@@ -303,13 +293,11 @@ LogicalResult BackwardSplitter::run(func::FuncOp original) {
           entry->getArguments().take_front(block.getNumArguments()));
   for (auto [k, v] : llvm::enumerate(stash))
     map.map(v, entry->getArgument(block.getNumArguments() + k));
-  OpBuilder wb = OpBuilder::atBlockEnd(entry);
-  for (Operation *op : weightOps)
-    wb.clone(*op, map);
   SmallVector<Value> weightReturned;
   for (unsigned i : weightResults)
-    weightReturned.push_back(map.lookupOrDefault(ret.getOperand(i)));
-  func::ReturnOp::create(wb, ret.getLoc(), weightReturned);
+    weightReturned.push_back(ret.getOperand(i));
+  cloneAndReturn(entry, weightOps.getArrayRef(), weightReturned, map,
+                 ret.getLoc());
 
   // B: the input part's results, then the stash.
   SmallVector<Value> inputReturned;
