@@ -616,29 +616,49 @@ tessel::pipeline::peakHolding(const Schedule &schedule) {
   std::vector<StageHolding> peak(stages);
   for (const std::vector<Action> &actions : schedule.ranks) {
     std::vector<StageHolding> held(stages);
+    // The microbatch whose kept activations are in the stage's arena (no
+    // slot), or -1.
+    std::vector<int> resident(stages, -1);
     for (const Action &a : actions) {
       if (a.stage < 0 || a.stage >= stages)
         continue;
       StageHolding &h = held[a.stage];
+      int &inArena = resident[a.stage];
+      auto keptNow = [&] {
+        peak[a.stage].kept = std::max(peak[a.stage].kept, h.kept);
+      };
       switch (a.kind) {
       case ActionKind::Recv:
         if (!a.gradient)
           ++h.inputs;
         break;
       case ActionKind::Forward:
-        ++h.kept;
+        // The microbatch in the arena moves to a slot; the new one's stay.
+        if (inArena >= 0)
+          ++h.kept;
+        inArena = a.microbatch;
         break;
       case ActionKind::Backward:
-        --h.kept;
-        if (a.stage > 0)
-          --h.inputs;
-        break;
       case ActionKind::BackwardInput:
-        ++h.weightStash;
-        break;
       case ActionKind::BackwardWeight:
-        --h.weightStash;
-        --h.kept;
+        // A part reads its microbatch's kept activations in the arena:
+        // the one there moves to a slot (both slots held a moment), then
+        // this one's slot empties into the arena.
+        if (inArena != a.microbatch) {
+          if (inArena >= 0)
+            ++h.kept;
+          keptNow();
+          --h.kept;
+          inArena = a.microbatch;
+        }
+        if (a.kind == ActionKind::BackwardInput) {
+          ++h.weightStash;
+          break;
+        }
+        // The microbatch's last part: its input and kept values go.
+        inArena = -1;
+        if (a.kind == ActionKind::BackwardWeight)
+          --h.weightStash;
         if (a.stage > 0)
           --h.inputs;
         break;
@@ -648,7 +668,7 @@ tessel::pipeline::peakHolding(const Schedule &schedule) {
       peak[a.stage].inputs = std::max(peak[a.stage].inputs, h.inputs);
       peak[a.stage].weightStash =
           std::max(peak[a.stage].weightStash, h.weightStash);
-      peak[a.stage].kept = std::max(peak[a.stage].kept, h.kept);
+      keptNow();
     }
   }
   return peak;

@@ -181,9 +181,11 @@ std::string scheduleJson(const Schedule &schedule);
 /// their Recv until its Backward (or, split, its BackwardWeight), the
 /// weight part's stash from BackwardInput until BackwardWeight, and the
 /// forward's kept activations (a stage with a forward_keep entry) from its
-/// Forward until its Backward or BackwardWeight. The launcher allocates
-/// exactly these many slots; the report multiplies them by the slots'
-/// bytes.
+/// Forward until its Backward or BackwardWeight: one microbatch's in the
+/// stage's arena, where forward_keep wrote them or a backward part reads
+/// them, the others' in slots (`kept` counts the slots). The launcher
+/// allocates exactly these many slots; the report multiplies them by the
+/// slots' bytes.
 struct StageHolding {
   int inputs = 0;
   int weightStash = 0;

@@ -97,9 +97,13 @@ struct PipelineRank::Stage {
   std::vector<const TensorDesc *> weightInputs;
   SlotPool weightSlots;
   // A stage that keeps its activations: what its training forward
-  // (forward_keep) leaves for the backward, from one to the other.
+  // (forward_keep) leaves for the backward, from one to the other. One
+  // microbatch's stay where forward_keep wrote them (`keptResident`, -1
+  // for none); the others' wait in slots, copied there only when another
+  // microbatch needs the arena's place.
   std::vector<const TensorDesc *> kept;
   SlotPool keptSlots;
+  int keptResident = -1;
 };
 
 namespace {
@@ -278,41 +282,56 @@ static void restoreInputs(PipelineRank::Stage &stage, tessel_ctx *ctx,
   });
 }
 
-void PipelineRank::forward(Stage &stage, int microbatch, int64_t step,
-                           bool evaluating) {
-  restoreInputs(stage, ctx, step * pipe.microbatches + microbatch, microbatch);
-  tessel_set_microbatch(ctx, uint64_t(microbatch));
-  // Training keeps what the backward reads, where the stage can.
-  bool keeps = !evaluating && stage.entries.forwardKeep;
-  (keeps ? stage.entries.forwardKeep : stage.entries.forward)(ctx, stage.arena);
-  tessel_synchronize(ctx);
-  check("step " + std::to_string(step + 1) + " (forward of " +
-        stageText(stage.index, microbatch) + ")");
-  if ((evaluating || keeps) && stage.index == pipe.numStages() - 1)
-    lossSum += readLoss(stage.desc->loss(), ctx, stage.arena);
-  if (!keeps)
+/// Moves the kept activations in the arena, if any, to a slot of their
+/// microbatch's: another microbatch is about to take their place.
+static void spillKept(PipelineRank::Stage &stage, tessel_ctx *ctx) {
+  if (stage.keptResident < 0)
     return;
+  int microbatch = stage.keptResident;
   void *slot = stage.keptSlots.acquire(ctx, microbatch,
                                        "the kept activations of " +
                                            stageText(stage.index, microbatch));
   forEachPacked(stage.kept, slot, [&](const TensorDesc &t, char *place) {
     tessel_copy(ctx, place, at(stage.arena, t), t.bytes);
   });
+  stage.keptResident = -1;
 }
 
-/// Puts back microbatch `microbatch`'s kept activations (a stage with
-/// forward_keep) where its backward reads them.
+/// Puts microbatch `microbatch`'s kept activations (a stage with
+/// forward_keep) where its backward reads them, unless they are there.
 static void restoreKept(PipelineRank::Stage &stage, tessel_ctx *ctx,
                         int microbatch) {
-  if (!stage.entries.forwardKeep)
+  if (!stage.entries.forwardKeep || stage.keptResident == microbatch)
     return;
   void *slot = stage.keptSlots.find(microbatch);
   if (!slot)
     throw RunError("pipeline " + stageText(stage.index, microbatch) +
                    ": its backward runs before its forward");
+  spillKept(stage, ctx);
   forEachPacked(stage.kept, slot, [&](const TensorDesc &t, char *place) {
     tessel_copy(ctx, at(stage.arena, t), place, t.bytes);
   });
+  stage.keptSlots.release(microbatch);
+  stage.keptResident = microbatch;
+}
+
+void PipelineRank::forward(Stage &stage, int microbatch, int64_t step,
+                           bool evaluating) {
+  restoreInputs(stage, ctx, step * pipe.microbatches + microbatch, microbatch);
+  tessel_set_microbatch(ctx, uint64_t(microbatch));
+  // Training keeps what the backward reads, where the stage can; the
+  // microbatch whose kept values are in the arena moves to a slot first.
+  bool keeps = !evaluating && stage.entries.forwardKeep;
+  if (keeps)
+    spillKept(stage, ctx);
+  (keeps ? stage.entries.forwardKeep : stage.entries.forward)(ctx, stage.arena);
+  tessel_synchronize(ctx);
+  check("step " + std::to_string(step + 1) + " (forward of " +
+        stageText(stage.index, microbatch) + ")");
+  if ((evaluating || keeps) && stage.index == pipe.numStages() - 1)
+    lossSum += readLoss(stage.desc->loss(), ctx, stage.arena);
+  if (keeps)
+    stage.keptResident = microbatch;
 }
 
 void PipelineRank::backward(Stage &stage, int microbatch, int64_t step,
@@ -363,6 +382,8 @@ void PipelineRank::runAction(const Action &action, int64_t step) {
   Stage &stage = stageAt(action.stage);
   auto release = [&] {
     stage.inputSlots.release(action.microbatch);
+    if (stage.keptResident == action.microbatch)
+      stage.keptResident = -1;
     stage.keptSlots.release(action.microbatch);
   };
   switch (action.kind) {

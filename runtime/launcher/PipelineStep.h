@@ -6,7 +6,8 @@
 //   - Forward(s, m): the stage's forward entry on microbatch m, its input
 //     activations restored from the microbatch's slot; in training, a
 //     stage with forward_keep runs that instead and keeps what it returns
-//     for the backward in a slot of the microbatch's;
+//     for the backward: in the arena until another microbatch needs the
+//     place, then in a slot of the microbatch's;
 //   - Backward(s, m): the stage's backward entry (backward_no_sync when
 //     the stage reduces its gradients once per step) on the restored kept
 //     activations, or, compiled with --stage-recompute, recomputing the

@@ -87,12 +87,15 @@
 // KEEP-NEXT: 1              512          512         1024
 // KEEP-SAME: 192          576         3072
 // KEEP: * gpipe         0.2000         0.2000  4,4                  2304,3072
-// KEEP-NEXT:   1f1b          0.2000         0.2000  2,1                  1152,768
+// KEEP-NEXT:   1f1b          0.2000         0.2000  2,1                  1152,192
 // KEEP: step (forward_keep+backward+update)        0                0                0                0
 
 // 1F1B: the same bubble, 1/5; rank r has at most P - r microbatches in
-// flight (stage 0 keeps 2 x 576 bytes, stage 1 1 x (192 + 576)), not M.
-// ONEF: * 1f1b          0.2000         0.2000  2,1                  1152,768
+// flight, not M: stage 0 keeps 2 x 576 bytes in slots (its Backward needs
+// a microbatch's kept values while the next one's are in the arena);
+// stage 1 runs each Backward right after its Forward, on the kept values
+// where forward_keep left them, and keeps only its input (1 x 192).
+// ONEF: * 1f1b          0.2000         0.2000  2,1                  1152,192
 // ONEF: 1f1b actions per rank
 // ONEF-NEXT: rank 0: F0.0 s>1:F0.0 F0.1 s>1:F0.1 r<1:B0.0 B0.0 F0.2 s>1:F0.2 r<1:B0.1 B0.1 F0.3 s>1:F0.3 r<1:B0.2 B0.2 r<1:B0.3 B0.3
 // ONEF-NEXT: rank 1: r<0:F1.0 F1.0 B1.0 s>0:B1.0 r<0:F1.1 F1.1 B1.1 s>0:B1.1 r<0:F1.2 F1.2 B1.2 s>0:B1.2 r<0:F1.3 F1.3 B1.3 s>0:B1.3
@@ -111,7 +114,7 @@
 // Interleaved, V = 2 (four stages of one layer, 577 and 1,825 flops): the
 // bubble is (P-1)/(V·M+P-1) = 1/9.
 // INTER: pipeline over pp=2 (mesh pp=2): interleaved, 4 microbatches, 4 stages (2 per rank)
-// INTER: * interleaved   0.1111         0.1111  5,3                  2304,2048
+// INTER: * interleaved   0.1111         0.1111  5,3                  2304,1728
 
 // The JSON report: the pipeline's figures under "pipeline"; the simulated
 // bubble is the closed form's double, exactly.
@@ -121,7 +124,7 @@
 // JSON-SAME: "kept_bytes":576,
 // JSON-SAME: "microbatch_bytes":0,
 // JSON-SAME: "regions":{"control":
-// JSON-SAME: "tied":{},"tied_grad_bytes":{},"timeline":[{"activation_bytes":1152,"busy_flops":14600,"peak_activations":2,"peak_weight_pending":0},{"activation_bytes":768,"busy_flops":14600,"peak_activations":1,"peak_weight_pending":0}]
+// JSON-SAME: "tied":{},"tied_grad_bytes":{},"timeline":[{"activation_bytes":1152,"busy_flops":14600,"peak_activations":2,"peak_weight_pending":0},{"activation_bytes":192,"busy_flops":14600,"peak_activations":1,"peak_weight_pending":0}]
 
 // --dump-schedule writes the compiled schedule's actions (1F1B by default).
 // DUMP: {"schedule":"1f1b","ranks":2,"microbatches":4,"virtual_stages":1,"actions":{{\[\[}}{"kind":"forward","stage":0,"microbatch":0},{"kind":"send","stage":0,"microbatch":0,"gradient":false,"peer":1},
@@ -131,7 +134,9 @@
 // less the forward's 445,317,120 and 479,855,616); each stage keeps what
 // its backward reads per microbatch (8.4 and 9.5 MB: the layers' stacks,
 // and on the last stage the logits) from its Forward to its Backward, the
-// last stage also its input (262,144 bytes), M of them under GPipe; the
+// last stage also its input (262,144 bytes), M of them under GPipe (under
+// 1F1B the last stage's Backward follows its Forward and finds them where
+// forward_keep left them: its input only); the
 // stages differ (the head), so the bubble exceeds 1/5. Besides the
 // schedule's messages each holder sends the tied embedding's gradient
 // (256 x 128 f32) to the other, and the loss is all-reduced over pp.
@@ -145,7 +150,7 @@
 // GPT-NEXT: 1          1718272      1718272      3436544
 // GPT-SAME: 262144      9453568     38862848
 // GPT: * gpipe         0.2173         0.2000  4,4                  33619968,38862848
-// GPT-NEXT:   1f1b          0.2173         0.2000  2,1                  16809984,9715712
+// GPT-NEXT:   1f1b          0.2173         0.2000  2,1                  16809984,262144
 // GPT-NEXT:   zb-h1         0.1043              -  2,1                  16809984,19431424
 // GPT: point-to-point per step (bytes a rank of each stage sends: 4 activations forward, 4 gradients back)
 // GPT-NEXT: stage 0            1048576
