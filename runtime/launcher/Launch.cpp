@@ -322,7 +322,8 @@ RunEnd tessel::run::runRank(const RunPlan &plan, int32_t rank, int32_t comm,
   if (reporter && !end.signal)
     progress.finish(nowSeconds() - plan.startSeconds, desc.peakBytes,
                     desc.arenaBytes, describeRun(plan, globalFeeds.batchSize()),
-                    commLine, /*perRank=*/desc.mesh.has_value());
+                    commLine, /*perRank=*/desc.mesh.has_value(),
+                    pipelined ? pipelined->heldBytes() : -1);
   return end;
 }
 

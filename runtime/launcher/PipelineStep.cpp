@@ -235,6 +235,15 @@ std::string PipelineRank::stashDifference() const {
   return text;
 }
 
+int64_t PipelineRank::heldBytes() const {
+  int64_t bytes = 0;
+  for (const auto &stage : stages)
+    for (const SlotPool *pool :
+         {&stage->inputSlots, &stage->keptSlots, &stage->weightSlots})
+      bytes += pool->allocated * pool->bytes;
+  return bytes;
+}
+
 void PipelineRank::send(Stage &stage, int microbatch, bool gradient, int peer) {
   int64_t tag = pipeline::messageTag(pipe.numStages(), stage.index, microbatch,
                                     gradient);

@@ -80,6 +80,9 @@ public:
   /// differ from what the schedule holds at most (pipeline::peakHolding,
   /// which the report's activation bytes count): "" when they agree.
   std::string stashDifference() const;
+  /// The bytes of every slot this rank allocated to keep microbatches
+  /// between actions (what the report's activation bytes count).
+  int64_t heldBytes() const;
 
   /// One of this rank's stages (PipelineStep.cpp).
   struct Stage;

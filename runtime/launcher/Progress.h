@@ -51,10 +51,12 @@ public:
   void onStep(const StepResult &result);
   /// The summary; `what` says what ran ("train adamw lr 0.001, global
   /// batch 32 = 4 x 8"). On a mesh, `comm` is the communication of one step
-  /// (a line of its own) and the memory figures are each rank's.
+  /// (a line of its own) and the memory figures are each rank's; a
+  /// pipeline's rank also keeps `heldBytes` of microbatches between its
+  /// schedule's actions (-1: not a pipeline).
   void finish(double totalSeconds, int64_t peakBytes, int64_t arenaBytes,
               const std::string &what, const std::string &comm = "",
-              bool perRank = false);
+              bool perRank = false, int64_t heldBytes = -1);
 
 private:
   void drawBar(const StepResult &result, double eta);

@@ -28,7 +28,7 @@
 // RUN: FileCheck %s --check-prefix=ZBDPIR --input-file=%t.zbdp.mlir
 //
 // The pipeline flags need a pp axis of more than one rank, one line each:
-// RUN: not tessel-compile %s --mesh dp=2 --microbatches 4 --pipeline-schedule gpipe --stage-layers 2,2 --virtual-stages 2 --dump-schedule %t.x.json -o %t.x.so 2>&1 | FileCheck %s --check-prefix=NOPP
+// RUN: not tessel-compile %s --mesh dp=2 --microbatches 4 --pipeline-schedule gpipe --stage-layers 2,2 --virtual-stages 2 --stage-recompute --dump-schedule %t.x.json -o %t.x.so 2>&1 | FileCheck %s --check-prefix=NOPP
 // RUN: not tessel-compile %s --microbatches 4 -o %t.x.so 2>&1 | FileCheck %s --check-prefix=NOMESH
 // RUN: not tessel-compile %s --mesh dp=2,pp=1 --pipeline-schedule gpipe -o %t.x.so 2>&1 | FileCheck %s --check-prefix=PP1
 // RUN: not tessel-compile %s --mesh pp=2 --microbatches 0 -o %t.x.so 2>&1 | FileCheck %s --check-prefix=ZERO
@@ -180,6 +180,7 @@
 // NOPP-NEXT: tessel-compile: --microbatches needs a mesh with a pp axis of more than one rank
 // NOPP-NEXT: tessel-compile: --pipeline-schedule needs a mesh with a pp axis of more than one rank
 // NOPP-NEXT: tessel-compile: --virtual-stages needs a mesh with a pp axis of more than one rank
+// NOPP-NEXT: tessel-compile: --stage-recompute needs a mesh with a pp axis of more than one rank
 // NOPP-NEXT: tessel-compile: --dump-schedule needs a mesh with a pp axis of more than one rank
 // NOMESH: tessel-compile: --microbatches needs a mesh with a pp axis of more than one rank
 // PP1: tessel-compile: --pipeline-schedule needs a mesh with a pp axis of more than one rank

@@ -540,4 +540,35 @@ TEST_F(PipelineCheckpointTest, RefusesOtherMicrobatches) {
       << r.err;
 }
 
+// What rank 0 keeps between its schedule's actions, as tessel-run's summary
+// reports it, is exactly the compiled report's activation bytes of rank 0:
+// on gpt pp=2 with 1F1B and 4 microbatches, 2 microbatches' kept
+// activations (the default), or nothing (--stage-recompute: stage 0's
+// feeds are drawn again, and it receives no input).
+TEST_F(PipelineCheckpointTest, SummaryHoldsTheReportsActivationBytes) {
+  for (std::string extra : {"", " --stage-recompute"}) {
+    SCOPED_TRACE(extra);
+    fs::path report = dir / "report.json";
+    std::string failure;
+    std::string so = compile(source(4, false),
+                             sgd + " --mesh pp=2 --microbatches 4" + extra +
+                                 " --report-json " + quote(report.string()),
+                             failure);
+    ASSERT_EQ(failure, "");
+    int64_t compiled = json::parse(readFile(report))["pipeline"]["timeline"][0]
+                           .at("activation_bytes")
+                           .get<int64_t>();
+    EXPECT_EQ(compiled, extra.empty() ? 2 * 8404992 : 0);
+    RunResult r = run(quote(so) + " --steps 1");
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+    std::smatch held;
+    ASSERT_TRUE(std::regex_search(
+        r.err, held,
+        std::regex("plus ([0-9]+) bytes of microbatches held between the "
+                   "schedule's actions\\) per rank")))
+        << r.err;
+    EXPECT_EQ(std::stoll(held[1]), compiled);
+  }
+}
+
 } // namespace
