@@ -257,14 +257,10 @@ TensorDesc parseTensor(const json &j, const ModelDesc &model,
     throw RunError(prefix + "tensor '" + t.name + "': " + problem);
   };
   t.role = j.at("role").get<std::string>();
-  static const std::set<std::string> roles = {"param",       "grad",
-                                              "state",       "input",
-                                              "label",       "loss",
-                                              "grad_scale",  "output",
-                                              "stage_input", "stage_output",
-                                              "output_grad", "input_grad",
-                                              "stash",       "grad_sum_squares",
-                                              "kept"};
+  static const std::set<std::string> roles = {
+      "param",       "grad",       "state",  "input",       "label",
+      "loss",        "grad_scale", "output", "stage_input", "stage_output",
+      "output_grad", "input_grad", "stash",  "kept",        "grad_sum_squares"};
   if (!roles.count(t.role))
     fail("unknown role '" + t.role + "'");
   t.dtype = j.at("dtype").get<std::string>();
