@@ -102,24 +102,18 @@ LogicalResult keepActivations(ModuleOp module, func::FuncOp backward) {
   // recompute it from the parameters (then its ops are cloned there).
   DenseMap<Value, bool> invariant;
   llvm::SetVector<Value> kept, recomputed;
-  auto reads = [&](Operation *op) {
-    for (Value operand : op->getOperands()) {
-      Operation *def = operand.getDefiningOp();
-      if (!def || !forwardOps.contains(def))
-        continue;
-      (isStepInvariant(backward, operand, invariant) ? recomputed : kept)
-          .insert(operand);
-    }
+  auto read = [&](Value value) {
+    Operation *def = value.getDefiningOp();
+    if (def && forwardOps.contains(def))
+      (isStepInvariant(backward, value, invariant) ? recomputed : kept)
+          .insert(value);
   };
   for (Operation &op : block.without_terminator())
     if (!forwardOps.contains(&op))
-      reads(&op);
+      llvm::for_each(op.getOperands(), read);
   for (auto [i, value] : llvm::enumerate(ret.getOperands()))
     if (!isForwardResult(backward, unsigned(i)))
-      if (Operation *def = value.getDefiningOp();
-          def && forwardOps.contains(def))
-        (isStepInvariant(backward, value, invariant) ? recomputed : kept)
-            .insert(value);
+      read(value);
 
   // <f>_forward_keep: the backward's arguments (so that every feed keeps
   // its place), the forward part, its results and the kept values.

@@ -11,6 +11,7 @@
 
 #include "passes/Passes.h"
 #include "passes/PipelinePlan.h"
+#include "runtime/config/EntryKinds.h"
 #include "runtime/config/PipelineSchedule.h"
 
 #include "runtime/include/tessel/runtime.h"
@@ -31,14 +32,12 @@ namespace json = llvm::json;
 
 namespace {
 
-/// The ABI's entry points of one model, renamed per stage.
-constexpr llvm::StringLiteral kEntries[] = {
-    "tessel_forward",          "tessel_backward",
-    "tessel_update",           "tessel_backward_input",
-    "tessel_backward_weight",  "tessel_grad_norm",
-    "tessel_backward_no_sync", "tessel_backward_weight_no_sync",
-    "tessel_reduce_grads",     "tessel_forward_keep",
-    "tessel_model_json"};
+/// The ABI's entry points of one model (tessel_<kind>, and its
+/// description), renamed per stage.
+bool isEntrySymbol(StringRef name) {
+  return name == "tessel_model_json" ||
+         (name.consume_front("tessel_") && tessel::entries::isEntryKind(name));
+}
 
 struct LinkStagesPass : tessel::impl::LinkStagesPassBase<LinkStagesPass> {
   void runOnOperation() override {
@@ -112,10 +111,9 @@ struct LinkStagesPass : tessel::impl::LinkStagesPassBase<LinkStagesPass> {
           continue;
         }
       } else {
-        std::string renamed =
-            llvm::is_contained(kEntries, name)
-                ? pipeline::stageEntrySymbol(s, name.str())
-                : ("s" + Twine(s) + "." + name).str();
+        std::string renamed = isEntrySymbol(name)
+                                  ? pipeline::stageEntrySymbol(s, name.str())
+                                  : ("s" + Twine(s) + "." + name).str();
         if (failed(symbols.rename(&op, StringAttr::get(&getContext(), renamed))))
           return op.emitOpError() << "cannot be renamed for stage " << s;
       }

@@ -8,6 +8,7 @@
 
 #include "dialect/NN/NNDialect.h"
 #include "dialect/NN/NNOps.h"
+#include "runtime/config/EntryKinds.h"
 
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -445,17 +446,11 @@ LogicalResult NNDialect::verifyOperationAttribute(Operation *op,
   if (attrName == kEntryAttrName) {
     auto entry = dyn_cast<StringAttr>(attr.getValue());
     if (!isa<FunctionOpInterface>(op) || !entry ||
-        !llvm::is_contained({"backward", "update", "backward_input",
-                             "backward_weight", "grad_norm", "backward_no_sync",
-                             "backward_weight_no_sync", "reduce_grads",
-                             "forward_keep"},
-                            entry.getValue()))
+        !tessel::entries::isTrainingKind(entry.getValue()))
       return op->emitOpError()
-             << "'" << kEntryAttrName
-             << "' must be \"backward\", \"update\", \"backward_input\", "
-                "\"backward_weight\", \"grad_norm\", \"backward_no_sync\", "
-                "\"backward_weight_no_sync\", \"reduce_grads\" or "
-                "\"forward_keep\" on a function";
+             << "'" << kEntryAttrName << "' must be "
+             << tessel::entries::kindList(/*withForward=*/false, "\"")
+             << " on a function";
     return success();
   }
   if (attrName == kZeroStageAttrName) {

@@ -1,8 +1,9 @@
 //===- ModelDescription.cpp - A compiled model's JSON description ---------===//
 
 #include "runtime/launcher/ModelDescription.h"
-#include "runtime/launcher/Pipeline.h"
+#include "runtime/config/EntryKinds.h"
 #include "runtime/launcher/Error.h"
+#include "runtime/launcher/Pipeline.h"
 
 #include <nlohmann/json.hpp>
 
@@ -415,22 +416,11 @@ TrainConfig parseTrainConfig(const json &j, const std::string &file) {
 void parseEntries(const json &j, ModelDesc &model, const std::string &file) {
   if (j.contains("entries")) {
     for (auto &[kind, symbol] : j.at("entries").items()) {
-      // backward_input and backward_weight: a zero-bubble pipeline stage;
-      // grad_norm: a pipeline stage that clips; backward_no_sync,
-      // backward_weight_no_sync and reduce_grads: one gradient reduction
-      // per step of microbatches; forward_keep: a pipeline stage that
-      // keeps its forward's activations for its backward.
-      if (kind != "forward" && kind != "backward" && kind != "update" &&
-          kind != "backward_input" && kind != "backward_weight" &&
-          kind != "grad_norm" && kind != "backward_no_sync" &&
-          kind != "backward_weight_no_sync" && kind != "reduce_grads" &&
-          kind != "forward_keep")
-        failDescription(file, "unknown entry kind '" + kind +
-                                  "' (expected forward, backward, update, "
-                                  "backward_input, backward_weight, "
-                                  "grad_norm, backward_no_sync, "
-                                  "backward_weight_no_sync, reduce_grads "
-                                  "or forward_keep)");
+      if (!tessel::entries::isEntryKind(kind))
+        failDescription(
+            file, "unknown entry kind '" + kind + "' (expected " +
+                      tessel::entries::kindList(/*withForward=*/true, "") +
+                      ")");
       model.entries[kind] = symbol.get<std::string>();
     }
   }
