@@ -22,12 +22,16 @@
 // per layer is what the kept stacks hold: `--recompute full` keeps one
 // input per layer. A value computed from parameters and constants only (a
 // transposed or cast weight, a constant) is recomputed where it is read,
-// not kept per microbatch.
+// not kept per microbatch. On the last stage the loss's gradient moves to
+// forward_keep too (it reads no incoming gradient), which keeps it in
+// place of the logits: fused with the loss there, each row's statistics
+// are read once per microbatch, as on one device.
 //
 //===----------------------------------------------------------------------===//
 
 #include "passes/BlockSlice.h"
 #include "passes/Communication.h"
+#include "passes/MemoryPlan.h"
 #include "passes/NNAttributes.h"
 #include "passes/Passes.h"
 
@@ -80,6 +84,86 @@ bool isStepInvariant(func::FuncOp func, Value value,
   return memo[value] = invariant;
 }
 
+/// What the rest of the backward (outside `forwardOps`) reads of its
+/// forward part: kept per microbatch, or recomputed from the parameters
+/// (then its ops are cloned there).
+struct ForwardReads {
+  llvm::SetVector<Value> kept, recomputed;
+
+  int64_t keptBytes() const {
+    int64_t bytes = 0;
+    for (Value v : kept)
+      bytes = memory_plan::addBytes(
+          bytes, memory_plan::alignUp(nn::detail::tensorBytes(v.getType())));
+    return bytes;
+  }
+};
+
+ForwardReads readsOf(func::FuncOp backward, const OpSet &forwardOps,
+                     DenseMap<Value, bool> &invariant) {
+  Block &block = backward.getBody().front();
+  ForwardReads reads;
+  auto read = [&](Value value) {
+    Operation *def = value.getDefiningOp();
+    if (def && forwardOps.contains(def))
+      (isStepInvariant(backward, value, invariant) ? reads.recomputed
+                                                   : reads.kept)
+          .insert(value);
+  };
+  for (Operation &op : block.without_terminator())
+    if (!forwardOps.contains(&op))
+      llvm::for_each(op.getOperands(), read);
+  auto ret = cast<func::ReturnOp>(block.getTerminator());
+  for (auto [i, value] : llvm::enumerate(ret.getOperands()))
+    if (!isForwardResult(backward, unsigned(i)))
+      read(value);
+  return reads;
+}
+
+/// The loss gradients that the forward part takes over: each
+/// cross_entropy_grad (with the rounding cast that is its only reader,
+/// under mixed precision) that reads nothing a Forward lacks (only the
+/// forward part, the feeds and values of the parameters; on the last
+/// stage, which no incoming gradient seeds, every one), where keeping its
+/// gradient keeps no more bytes than keeping what it reads. In
+/// forward_keep, tessel-fuse-epilogues then fuses it with the loss
+/// (cross_entropy_with_grad: each row's statistics read once, the gradient
+/// written over the logits) and the backward starts from the gradient.
+/// Extends `forwardOps` and `reads` with each one taken.
+void takeLossGradients(func::FuncOp backward, ArrayRef<Value> roots,
+                       OpSet &forwardOps, ForwardReads &reads,
+                       DenseMap<Value, bool> &invariant) {
+  Block &block = backward.getBody().front();
+  auto availableToForward = [&](Value value) {
+    if (auto arg = dyn_cast<BlockArgument>(value))
+      return !backward.getArgAttr(arg.getArgNumber(),
+                                  nn::NNDialect::kOutputGradAttrName) &&
+             !backward.getArgAttr(arg.getArgNumber(),
+                                  nn::NNDialect::kGradAttrName);
+    return forwardOps.contains(value.getDefiningOp()) ||
+           isStepInvariant(backward, value, invariant);
+  };
+  SmallVector<Value> taken(roots);
+  for (auto grad : llvm::to_vector(block.getOps<nn::CrossEntropyGradOp>())) {
+    if (forwardOps.contains(grad) ||
+        !llvm::all_of(grad->getOperands(), availableToForward))
+      continue;
+    Value gradient = grad.getDlogits();
+    if (grad->hasOneUse())
+      if (auto rounding = dyn_cast<nn::CastOp>(*grad->getUsers().begin()))
+        gradient = rounding.getResult();
+    taken.push_back(gradient);
+    OpSet extended = sliceOf(block, taken);
+    ForwardReads extendedReads = readsOf(backward, extended, invariant);
+    if (extendedReads.keptBytes() > reads.keptBytes()) {
+      taken.pop_back();
+      continue;
+    }
+    forwardOps = std::move(extended);
+    reads = std::move(extendedReads);
+  }
+}
+
 LogicalResult keepActivations(ModuleOp module, func::FuncOp backward) {
   MLIRContext *ctx = module.getContext();
   OpBuilder b(ctx);
@@ -97,23 +181,10 @@ LogicalResult keepActivations(ModuleOp module, func::FuncOp backward) {
   for (unsigned i : forwardResults)
     roots.push_back(ret.getOperand(i));
   OpSet forwardOps = sliceOf(block, roots);
-
-  // What the rest reads of the forward part: kept, unless the backward can
-  // recompute it from the parameters (then its ops are cloned there).
   DenseMap<Value, bool> invariant;
-  llvm::SetVector<Value> kept, recomputed;
-  auto read = [&](Value value) {
-    Operation *def = value.getDefiningOp();
-    if (def && forwardOps.contains(def))
-      (isStepInvariant(backward, value, invariant) ? recomputed : kept)
-          .insert(value);
-  };
-  for (Operation &op : block.without_terminator())
-    if (!forwardOps.contains(&op))
-      llvm::for_each(op.getOperands(), read);
-  for (auto [i, value] : llvm::enumerate(ret.getOperands()))
-    if (!isForwardResult(backward, unsigned(i)))
-      read(value);
+  ForwardReads reads = readsOf(backward, forwardOps, invariant);
+  takeLossGradients(backward, roots, forwardOps, reads, invariant);
+  llvm::SetVector<Value> &kept = reads.kept, &recomputed = reads.recomputed;
 
   // <f>_forward_keep: the backward's arguments (so that every feed keeps
   // its place), the forward part, its results and the kept values.

@@ -25,18 +25,22 @@
 // CHECK: return
 
 // Tests that the last stage's forward_keep returns the loss first, then
-// the logits (the loss gradient's), the layers' output (the head's weight
-// gradient's) and the stacks; that its backward recomputes the loss seed
-// (a constant: nothing to keep) and returns the input gradient first.
+// the loss's gradient (in place of the logits: it reads no incoming
+// gradient, only the logits, the labels and the constant seed), the
+// layers' output (the head's weight gradient's) and the stacks; that its
+// backward starts from that gradient and returns the input gradient first.
 // CHECK-LABEL: module @stage1
 // CHECK: func.func @loss_forward_keep({{.*}}) -> (tensor<f32>, tensor<4x8xf32> {nn.kept = 0 : i64}, tensor<4x8xf32> {nn.kept = 1 : i64}, tensor<2x4x8xf32> {nn.kept = 2 : i64}, tensor<2x4x8xf32> {nn.kept = 3 : i64}) attributes {nn.entry = "forward_keep", nn.stage = 1 : i64}
-// CHECK: %[[LOGITS:.*]] = nn.matmul
+// CHECK: %[[ONE:.*]] = nn.constant dense<1.000000e+00> : tensor<f32>
+// CHECK: %[[H:.*]]:3 = nn.repeat @layer_keep
+// CHECK-NEXT: %[[LOGITS:.*]] = nn.matmul %[[H]]#0
 // CHECK-NEXT: %[[LOSS:.*]] = nn.cross_entropy %[[LOGITS]]
-// CHECK-NEXT: return %[[LOSS]], %[[LOGITS]]
-// CHECK: func.func @loss_backward({{.*}}%[[Z:.*]]: tensor<4x8xf32> {nn.kept = 0 : i64}, %{{.*}}: tensor<4x8xf32> {nn.kept = 1 : i64}, %{{.*}}: tensor<2x4x8xf32> {nn.kept = 2 : i64}, %{{.*}}: tensor<2x4x8xf32> {nn.kept = 3 : i64}) -> (tensor<4x8xf32> {nn.input_grad}, tensor<8x8xf32> {nn.grad = "e"}, tensor<2x8x8xf32> {nn.grad = "w"}, tensor<2x8xf32> {nn.grad = "b"}) attributes {nn.entry = "backward", nn.stage = 1 : i64}
-// CHECK-NEXT: %[[ONE:.*]] = nn.constant dense<1.000000e+00> : tensor<f32>
-// CHECK-NEXT: nn.cross_entropy_grad %[[Z]], %{{.*}}, %[[ONE]]
-// CHECK-NOT: nn.cross_entropy %
+// CHECK-NEXT: %[[DZ:.*]] = nn.cross_entropy_grad %[[LOGITS]], %{{.*}}, %[[ONE]]
+// CHECK-NEXT: return %[[LOSS]], %[[DZ]], %[[H]]#0, %[[H]]#1, %[[H]]#2
+// CHECK: func.func @loss_backward({{.*}}%[[E:.*]]: tensor<8x8xf32> {{{.*}}nn.param = "e"{{.*}}%[[KDZ:.*]]: tensor<4x8xf32> {nn.kept = 0 : i64}, %[[KH:.*]]: tensor<4x8xf32> {nn.kept = 1 : i64}, %{{.*}}: tensor<2x4x8xf32> {nn.kept = 2 : i64}, %{{.*}}: tensor<2x4x8xf32> {nn.kept = 3 : i64}) -> (tensor<4x8xf32> {nn.input_grad}, tensor<8x8xf32> {nn.grad = "e"}, tensor<2x8x8xf32> {nn.grad = "w"}, tensor<2x8xf32> {nn.grad = "b"}) attributes {nn.entry = "backward", nn.stage = 1 : i64}
+// CHECK-NEXT: %[[DH:.*]] = nn.matmul %[[KDZ]], %[[E]] :
+// CHECK-NEXT: nn.matmul %[[KDZ]], %[[KH]] transpose_lhs
+// CHECK-NOT: nn.cross_entropy
 // CHECK: return
 
 // Tests that --stage-recompute leaves the stages as GPipe runs them: no
