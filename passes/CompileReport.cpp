@@ -11,6 +11,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/Format.h"
 
@@ -455,4 +456,44 @@ void tessel::printHumanReport(llvm::raw_ostream &os,
   if (const llvm::json::Object *communication =
           report.getObject("communication"))
     printCommunication(os, *communication);
+}
+
+LogicalResult tessel::compileWithReport(ModuleOp module,
+                                        const CompilePipelineOptions &options,
+                                        llvm::json::Object &report,
+                                        std::optional<std::string> *schedule) {
+  PassManager plan(module.getContext());
+  buildPlanPipeline(plan, options);
+  if (failed(plan.run(module)))
+    return failure();
+  // A pipeline's stages are modules nested in the top one; its report reads
+  // each, and the description's "stages".
+  std::optional<llvm::json::Object> pipeline = pipelinePlanReport(module);
+  if (schedule)
+    *schedule = pipelineScheduleJson(module);
+  report = pipeline ? std::move(*pipeline) : planReport(module);
+
+  PassManager lower(module.getContext());
+  buildLowerPipeline(lower, options);
+  if (failed(lower.run(module)))
+    return failure();
+  std::optional<llvm::json::Value> description = modelDescription(module);
+  if (!description || !description->getAsObject())
+    return module.emitError()
+           << "the module has no model function (a func.func whose arguments "
+              "carry nn.param, nn.input or nn.label)";
+  if (report.getObject("pipeline")) {
+    completePipelineReport(report, *description->getAsObject());
+    return success();
+  }
+  for (auto &[key, value] : *description->getAsObject())
+    if (key != "tensors")
+      report[key] = value;
+  if (std::optional<llvm::json::Object> state =
+          trainingStateReport(*description->getAsObject()))
+    report["training_state"] = std::move(*state);
+  if (std::optional<llvm::json::Object> communication =
+          communicationReport(*description->getAsObject()))
+    report["communication"] = std::move(*communication);
+  return success();
 }

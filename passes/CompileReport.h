@@ -13,6 +13,8 @@
 #ifndef TESSEL_PASSES_COMPILEREPORT_H
 #define TESSEL_PASSES_COMPILEREPORT_H
 
+#include "passes/Pipelines.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
@@ -46,6 +48,16 @@ communicationReport(const llvm::json::Object &description);
 /// them), and the tensors padded for the shard. nullopt without training.
 std::optional<llvm::json::Object>
 trainingStateReport(const llvm::json::Object &description);
+
+/// The compile pipeline on `module` (buildPlanPipeline, then
+/// buildLowerPipeline), and its report in `report`: what the planned module
+/// says (planReport, or pipelinePlanReport for a pipeline), then what the
+/// lowered module's description says. `schedule` (when given) gets a
+/// pipeline's pipelineScheduleJson. Failure after the diagnostics.
+mlir::LogicalResult
+compileWithReport(mlir::ModuleOp module, const CompilePipelineOptions &options,
+                  llvm::json::Object &report,
+                  std::optional<std::string> *schedule = nullptr);
 
 /// The communication table of a report's "communication", under `title`.
 void printCommunication(llvm::raw_ostream &os,

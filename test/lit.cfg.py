@@ -15,5 +15,5 @@ config.substitutions.append(("%examples", os.path.join(config.tessel_src_root, "
 
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
-llvm_config.add_tool_substitutions(["tessel-opt", "tessel-compile", "tessel-run"], [config.tessel_tools_dir])
+llvm_config.add_tool_substitutions(["tessel-opt", "tessel-compile", "tessel-plan", "tessel-run"], [config.tessel_tools_dir])
 llvm_config.add_tool_substitutions(["FileCheck", "not", "count"], [config.llvm_tools_dir])

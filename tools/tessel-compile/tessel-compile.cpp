@@ -16,6 +16,7 @@
 #include "passes/Passes.h"
 #include "passes/PipelineReport.h"
 #include "passes/Pipelines.h"
+#include "passes/Planner.h"
 #include "runtime/config/Mesh.h"
 #include "tools/ToolStack.h"
 
@@ -42,6 +43,7 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FileUtilities.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/JSON.h"
@@ -148,8 +150,17 @@ cl::opt<bool> noFuseBiasGrads(
 cl::opt<std::string>
     meshSpec("mesh",
              cl::desc("Device mesh, e.g. dp=2,tp=2 (row-major, "
-                      "last axis fastest)"),
+                      "last axis fastest), or auto (with --devices)"),
              cl::init(""), cl::cat(meshCategory));
+cl::opt<int64_t> planDevices(
+    "devices",
+    cl::desc("With --mesh auto: the devices to split the model over "
+             "(tessel-plan's search picks the mesh, ZeRO stage and schedule)"),
+    cl::value_desc("n"), cl::init(0), cl::cat(meshCategory));
+cl::opt<std::string> planDevice(
+    "device",
+    cl::desc("With --mesh auto: the device model, h100 (default) or h200"),
+    cl::init("h100"), cl::cat(meshCategory));
 cl::opt<std::string>
     shardingRules("rules",
                   cl::desc("Logical axis to mesh axis rules in priority order, "
@@ -341,8 +352,21 @@ LogicalResult checkPipelineFlags(bool pipelined) {
   return success();
 }
 
-/// The pipeline's options from the command line.
-void setPipelineOptions(tessel::CompilePipelineOptions &options) {
+/// setPipelineOptions below, forward-declared for checkSplitFlags.
+void setPipelineOptions(tessel::CompilePipelineOptions &options);
+
+/// The mesh and pipeline flags, as given or as --mesh auto set them.
+LogicalResult checkSplitFlags() {
+  if (failed(checkMeshFlags()))
+    return failure();
+  tessel::CompilePipelineOptions options;
+  setPipelineOptions(options);
+  return checkPipelineFlags(options.pipelined());
+}
+
+/// The pipeline's options from the command line but the split (the mesh,
+/// ZeRO stage and pipeline flags): what --mesh auto's candidates share.
+void setModelOptions(tessel::CompilePipelineOptions &options) {
   options.train = !noTrain;
   options.precision = precision;
   options.gradPrecision = gradPrecision;
@@ -350,20 +374,27 @@ void setPipelineOptions(tessel::CompilePipelineOptions &options) {
        llvm::zip(tessel::trainSettings(), trainingFlags))
     if (flag->getNumOccurrences() > 0)
       options.setTrainSetting(setting.key, flag->getValue());
-  if (meshSpec.getNumOccurrences() > 0)
-    options.mesh = meshSpec;
   if (shardingRules.getNumOccurrences() > 0)
     options.rules = shardingRules;
   options.sequenceParallel = sequenceParallel;
   options.localBatchnorm = localBatchnorm;
   if (bucketMb.getNumOccurrences() > 0)
     options.bucketMb = bucketMb;
-  options.zero = zeroStage;
   options.reshardAfterForward = !noReshardAfterForward;
   options.overlap = overlapCollectives;
   options.fuseEpilogues = !noFuseEpilogues;
   options.fuseBiasGrads = !noFuseBiasGrads;
   options.fuseResidualNorms = !noFuseResidualNorms;
+  options.stageRecompute = stageRecompute;
+  options.source = inputFile;
+}
+
+/// The pipeline's options from the command line.
+void setPipelineOptions(tessel::CompilePipelineOptions &options) {
+  setModelOptions(options);
+  if (meshSpec.getNumOccurrences() > 0)
+    options.mesh = meshSpec;
+  options.zero = zeroStage;
   if (stageLayers.getNumOccurrences() > 0)
     options.stageLayers = stageLayers;
   if (microbatches.getNumOccurrences() > 0)
@@ -372,51 +403,95 @@ void setPipelineOptions(tessel::CompilePipelineOptions &options) {
     options.pipelineSchedule = pipelineSchedule;
   if (virtualStages.getNumOccurrences() > 0)
     options.virtualStages = virtualStages;
-  options.stageRecompute = stageRecompute;
-  options.source = inputFile;
 }
 
-/// The compile pipeline on `module`, with the report: what the planned
-/// module says, then what the lowered module's description says.
+/// --mesh auto: --devices is given and the device known, and none of the
+/// flags the search chooses (the ZeRO stage, the schedule and its stages)
+/// is; a training step (the search ranks steps).
+LogicalResult checkAutoMeshFlags() {
+  if (planDevices.getNumOccurrences() == 0)
+    return fail("--mesh auto needs --devices N: the devices to split the "
+                "model over");
+  if (planDevices < 1 || planDevices > 4096)
+    return fail("--devices " + llvm::Twine(planDevices) +
+                ": expected 1 to 4096");
+  if (!tessel::planner::deviceModel(planDevice))
+    return fail("--device " + planDevice + ": expected one of " +
+                tessel::planner::deviceNames());
+  for (const cl::Option *flag : std::initializer_list<const cl::Option *>{
+           &zeroStage, &noReshardAfterForward, &pipelineSchedule,
+           &virtualStages, &stageLayers})
+    if (flag->getNumOccurrences() > 0)
+      return fail(llvm::Twine("--") + flag->ArgStr +
+                  " is what --mesh auto chooses; give --mesh to set it");
+  if (noTrain)
+    return fail("--mesh auto ranks training steps; it does not apply with "
+                "--no-train");
+  if (microbatches.getNumOccurrences() > 0 && microbatches < 1)
+    return fail("--microbatches " + llvm::Twine(microbatches) +
+                ": a step runs at least one microbatch");
+  return success();
+}
+
+/// --mesh auto: ranks the splits of `module` over --devices (tessel-plan's
+/// search, with this command line's other options) and sets the flags of
+/// the fastest that fits, as if they had been given, saying which on
+/// stderr. Its microbatches (--microbatches, default the device count) are
+/// the schedule's with pp; without, they are tessel-run's to give.
+LogicalResult chooseMesh(ModuleOp module) {
+  tessel::planner::Settings settings;
+  settings.devices = planDevices;
+  settings.device = *tessel::planner::deviceModel(planDevice);
+  settings.microbatches = microbatches.getNumOccurrences() > 0
+                              ? int64_t(microbatches)
+                              : int64_t(planDevices);
+  settings.precision = precision;
+  settings.source = inputFile;
+  settings.configure = setModelOptions;
+  std::vector<tessel::planner::Candidate> ranked =
+      tessel::planner::plan(module, settings);
+  const tessel::planner::Candidate *best = tessel::planner::best(ranked);
+  if (!best)
+    return fail("--mesh auto: no split of the model over " +
+                llvm::Twine(planDevices) + " x " + planDevice +
+                " fits in its memory (tessel-plan " + inputFile +
+                " --devices " + llvm::Twine(planDevices) + " lists them)");
+  std::string flags = best->pp * best->tp * best->dp > 1
+                          ? "--mesh " + best->mesh()
+                          : std::string("one device");
+  if (best->zero > 0)
+    flags += " --zero " + std::to_string(best->zero);
+  if (best->pp > 1)
+    flags += " --pipeline-schedule " + best->schedule + " --microbatches " +
+             std::to_string(settings.microbatches);
+  llvm::errs() << "tessel-compile: --mesh auto on " << planDevices << " x "
+               << planDevice << ": " << flags << " (predicted step "
+               << llvm::format("%.4g", best->stepSeconds * 1e3)
+               << " ms; tessel-plan ranks all " << ranked.size() << ")\n";
+  if (best->pp * best->tp * best->dp == 1)
+    meshSpec.reset();
+  else
+    meshSpec.setValue(best->mesh());
+  zeroStage.setValue(int(best->zero));
+  if (best->pp > 1) {
+    if (microbatches.getNumOccurrences() == 0)
+      microbatches.addOccurrence(0, "microbatches",
+                                 std::to_string(settings.microbatches));
+    pipelineSchedule.addOccurrence(0, "pipeline-schedule", best->schedule);
+    if (best->schedule == "interleaved")
+      virtualStages.addOccurrence(0, "virtual-stages", "2");
+  } else {
+    microbatches.reset();
+  }
+  return success();
+}
+
+/// The compile pipeline on `module`, with the report.
 LogicalResult runPipeline(ModuleOp module, llvm::json::Object &report,
                           std::optional<std::string> &schedule) {
   tessel::CompilePipelineOptions options;
   setPipelineOptions(options);
-  PassManager plan(module.getContext());
-  tessel::buildPlanPipeline(plan, options);
-  if (failed(plan.run(module)))
-    return failure();
-  // A pipeline's stages are modules nested in the top one; its report reads
-  // each, and the description's "stages".
-  std::optional<llvm::json::Object> pipeline =
-      tessel::pipelinePlanReport(module);
-  schedule = tessel::pipelineScheduleJson(module);
-  report = pipeline ? std::move(*pipeline) : tessel::planReport(module);
-
-  PassManager lower(module.getContext());
-  tessel::buildLowerPipeline(lower, options);
-  if (failed(lower.run(module)))
-    return failure();
-  std::optional<llvm::json::Value> description =
-      tessel::modelDescription(module);
-  if (!description || !description->getAsObject())
-    return module.emitError()
-           << "the module has no model function (a func.func whose arguments "
-              "carry nn.param, nn.input or nn.label)";
-  if (report.getObject("pipeline")) {
-    tessel::completePipelineReport(report, *description->getAsObject());
-    return success();
-  }
-  for (auto &[key, value] : *description->getAsObject())
-    if (key != "tensors")
-      report[key] = value;
-  if (std::optional<llvm::json::Object> state =
-          tessel::trainingStateReport(*description->getAsObject()))
-    report["training_state"] = std::move(*state);
-  if (std::optional<llvm::json::Object> communication =
-          tessel::communicationReport(*description->getAsObject()))
-    report["communication"] = std::move(*communication);
-  return success();
+  return tessel::compileWithReport(module, options, report, &schedule);
 }
 
 std::unique_ptr<llvm::TargetMachine> hostTargetMachine() {
@@ -550,12 +625,17 @@ int compile(int argc, char **argv) {
   if (gradPrecision.getNumOccurrences() > 0 && precision != "bf16")
     return exitWith("--grad-precision applies to --precision bf16 (f32 "
                     "training keeps f32 gradients)");
-  if (failed(checkMeshFlags()))
-    return 1;
-  {
-    tessel::CompilePipelineOptions options;
-    setPipelineOptions(options);
-    if (failed(checkPipelineFlags(options.pipelined())))
+  bool autoMesh = meshSpec == "auto";
+  if (autoMesh) {
+    if (failed(checkAutoMeshFlags()))
+      return 1;
+  } else {
+    for (const cl::Option *flag :
+         std::initializer_list<const cl::Option *>{&planDevices, &planDevice})
+      if (flag->getNumOccurrences() > 0)
+        return exitWith(llvm::Twine("--") + flag->ArgStr +
+                        " applies to --mesh auto");
+    if (failed(checkSplitFlags()))
       return 1;
   }
   std::string output = outputFile.empty() ? defaultOutput() : outputFile;
@@ -586,6 +666,9 @@ int compile(int argc, char **argv) {
   if (!module)
     return 1;
 
+  // The chosen split's flags pass the checks a given one does.
+  if (autoMesh && (failed(chooseMesh(*module)) || failed(checkSplitFlags())))
+    return 1;
   llvm::json::Object report;
   std::optional<std::string> schedule;
   if (failed(runPipeline(*module, report, schedule)))

@@ -1,0 +1,407 @@
+//===- Planner.cpp - Rank the ways to split a model over N devices --------===//
+
+#include "passes/Planner.h"
+#include "passes/CompileReport.h"
+#include "passes/Pipelines.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/Format.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+using namespace mlir;
+using namespace tessel;
+using namespace tessel::planner;
+
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+int64_t integer(const llvm::json::Object &o, StringRef key) {
+  return o.getInteger(key).value_or(0);
+}
+
+/// The entry kinds one training step runs per microbatch and once, as the
+/// launcher runs them (runtime/launcher/Training.cpp, PipelineStep.cpp).
+struct StepKinds {
+  llvm::StringSet<> perMicrobatch, once;
+};
+
+/// `flops` names the functions the compile made (`<function>_<kind>`, the
+/// forward `<function>`): M > 1 microbatches with a reduce_grads entry run
+/// the backward without its reductions, then reduce once; a zero-bubble
+/// stage runs its two parts; a pipeline's Forward is forward_keep (or, with
+/// --stage-recompute, the forward), while one device's backward computes
+/// its forward itself.
+StepKinds stepKinds(const llvm::json::Object &flops, StringRef function,
+                    int64_t microbatches, bool pipelined) {
+  auto has = [&](StringRef kind) {
+    return flops.get((function + "_" + kind).str()) != nullptr;
+  };
+  bool deferred = microbatches > 1 && has("reduce_grads");
+  StepKinds kinds;
+  if (has("forward_keep"))
+    kinds.perMicrobatch.insert("forward_keep");
+  else if (pipelined)
+    kinds.perMicrobatch.insert("forward");
+  if (has("backward_input")) {
+    kinds.perMicrobatch.insert("backward_input");
+    kinds.perMicrobatch.insert(deferred ? "backward_weight_no_sync"
+                                        : "backward_weight");
+  } else {
+    kinds.perMicrobatch.insert(deferred ? "backward_no_sync" : "backward");
+  }
+  kinds.once.insert("update");
+  kinds.once.insert("grad_norm");
+  if (deferred)
+    kinds.once.insert("reduce_grads");
+  return kinds;
+}
+
+/// The flops of `kind` in `flops`.
+int64_t kindFlops(const llvm::json::Object &flops, StringRef function,
+                  StringRef kind) {
+  std::string name =
+      kind == "forward" ? function.str() : (function + "_" + kind).str();
+  return integer(flops, name);
+}
+
+/// Ring and overlapped bytes of one step's collectives (a "collectives"
+/// array of a communication report, rows tagged by entry kind).
+std::pair<int64_t, int64_t> stepBytes(const llvm::json::Object *communication,
+                                      const StepKinds &kinds,
+                                      int64_t microbatches) {
+  int64_t ring = 0, overlapped = 0;
+  const llvm::json::Array *rows =
+      communication ? communication->getArray("collectives") : nullptr;
+  if (!rows)
+    return {0, 0};
+  for (const llvm::json::Value &value : *rows) {
+    const llvm::json::Object *row = value.getAsObject();
+    if (!row)
+      continue;
+    StringRef entry = row->getString("entry").value_or("");
+    int64_t times = kinds.perMicrobatch.contains(entry) ? microbatches
+                    : kinds.once.contains(entry)        ? 1
+                                                        : 0;
+    // Overlapped bytes are counted as payload; the ring sends the same
+    // share of its bytes behind compute.
+    int64_t rowRing = integer(*row, "ring_bytes");
+    int64_t payload = integer(*row, "bytes");
+    int64_t rowOverlapped =
+        payload > 0 ? int64_t(double(rowRing) *
+                              double(integer(*row, "overlapped_bytes")) /
+                              double(payload))
+                    : 0;
+    ring += times * rowRing;
+    overlapped += times * std::min(rowRing, rowOverlapped);
+  }
+  return {ring, overlapped};
+}
+
+/// Reads one device's (or a mesh without pp) report into `c`.
+void readModelReport(const llvm::json::Object &report, int64_t microbatches,
+                     Candidate &c) {
+  StringRef function = report.getString("function").value_or("");
+  const llvm::json::Object *flops = report.getObject("flops");
+  if (!flops)
+    return;
+  StepKinds kinds = stepKinds(*flops, function, microbatches, false);
+  for (const auto &kind : kinds.perMicrobatch)
+    c.flops += microbatches * kindFlops(*flops, function, kind.getKey());
+  for (const auto &kind : kinds.once)
+    c.flops += kindFlops(*flops, function, kind.getKey());
+  auto [ring, overlapped] =
+      stepBytes(report.getObject("communication"), kinds, microbatches);
+  c.ringBytes = ring;
+  c.exposedBytes = ring - overlapped;
+  c.memoryBytes = integer(report, "arena_bytes");
+}
+
+/// Reads a pipeline's report: the simulated makespan (every rank's time,
+/// bubble included) plus the busiest rank's update; per rank the
+/// collectives and sends of its stages and its arenas with the activations
+/// the schedule holds.
+void readPipelineReport(const llvm::json::Object &pipeline,
+                        int64_t microbatches, Candidate &c) {
+  c.bubble = pipeline.getNumber("bubble_fraction").value_or(0);
+  const llvm::json::Array *stages = pipeline.getArray("stages");
+  const llvm::json::Array *timeline = pipeline.getArray("timeline");
+  if (!stages || !timeline)
+    return;
+  std::map<int64_t, Candidate> ranks;
+  for (const llvm::json::Value &value : *stages) {
+    const llvm::json::Object *stage = value.getAsObject();
+    const llvm::json::Object *flops =
+        stage ? stage->getObject("flops") : nullptr;
+    if (!flops)
+      continue;
+    // A stage's entries are its model function's: `loss_backward`, ...
+    StringRef function;
+    for (const auto &entry : *flops)
+      if (StringRef(entry.first).ends_with("_update"))
+        function = StringRef(entry.first).drop_back(strlen("_update"));
+    StepKinds kinds = stepKinds(*flops, function, microbatches, true);
+    Candidate &rank = ranks[integer(*stage, "rank")];
+    for (const auto &kind : kinds.once)
+      rank.flops += kindFlops(*flops, function, kind.getKey());
+    auto [ring, overlapped] =
+        stepBytes(stage->getObject("communication"), kinds, microbatches);
+    rank.ringBytes += ring;
+    rank.exposedBytes += ring - overlapped;
+    rank.p2pBytes += integer(*stage, "p2p_bytes");
+    rank.memoryBytes += integer(*stage, "arena_bytes");
+  }
+  int64_t makespan = integer(pipeline, "makespan_flops");
+  for (auto &[r, rank] : ranks) {
+    if (r < int64_t(timeline->size()))
+      if (const llvm::json::Object *held = (*timeline)[r].getAsObject())
+        rank.memoryBytes += integer(*held, "activation_bytes");
+    c.flops = std::max(c.flops, makespan + rank.flops);
+    c.ringBytes = std::max(c.ringBytes, rank.ringBytes);
+    c.exposedBytes = std::max(c.exposedBytes, rank.exposedBytes);
+    c.p2pBytes = std::max(c.p2pBytes, rank.p2pBytes);
+    c.memoryBytes = std::max(c.memoryBytes, rank.memoryBytes);
+  }
+}
+
+/// Compiles `c` from a clone of `model` and reads its report; a refusal
+/// keeps the compiler's first error.
+void evaluate(ModuleOp model, const Settings &settings, Candidate &c) {
+  CompilePipelineOptions options;
+  if (settings.configure)
+    settings.configure(options);
+  options.precision = settings.precision;
+  options.source = settings.source;
+  std::string mesh = c.mesh();
+  if (settings.devices > 1)
+    options.mesh = mesh;
+  options.zero = c.zero;
+  if (c.pp > 1) {
+    options.microbatches = settings.microbatches;
+    options.pipelineSchedule = c.schedule;
+    if (c.schedule == "interleaved")
+      options.virtualStages = 2;
+  }
+  OwningOpRef<ModuleOp> clone = model.clone();
+  std::string firstError;
+  llvm::json::Object report;
+  {
+    ScopedDiagnosticHandler handler(model.getContext(), [&](Diagnostic &d) {
+      if (d.getSeverity() == DiagnosticSeverity::Error && firstError.empty())
+        firstError = d.str();
+      return success();
+    });
+    if (failed(compileWithReport(*clone, options, report))) {
+      c.refused = firstError.empty() ? "the compile failed" : firstError;
+      return;
+    }
+  }
+  if (const llvm::json::Object *pipeline = report.getObject("pipeline"))
+    readPipelineReport(*pipeline, settings.microbatches, c);
+  else
+    readModelReport(report, settings.microbatches, c);
+  // Overlapped bytes hide behind compute, and no more than it lasts.
+  double rate = (settings.precision == "bf16" ? settings.device.bf16Flops
+                                              : settings.device.f32Flops) *
+                settings.efficiency;
+  double bandwidth = settings.device.linkBytesPerSec;
+  c.computeSeconds = double(c.flops) / rate;
+  double hidden = std::min(double(c.ringBytes - c.exposedBytes),
+                           c.computeSeconds * bandwidth);
+  c.commSeconds =
+      (double(c.ringBytes) - hidden + double(c.p2pBytes)) / bandwidth;
+  c.stepSeconds = c.computeSeconds + c.commSeconds;
+  c.fits = double(c.memoryBytes) <= settings.device.memoryBytes;
+}
+
+std::string format(const char *fmt, double value) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), fmt, value);
+  return buf;
+}
+
+} // namespace
+
+std::optional<DeviceModel> planner::deviceModel(StringRef name) {
+  if (name == "h100")
+    return DeviceModel{"h100", 80 * kGiB, 989e12, 67e12, 450e9};
+  if (name == "h200")
+    return DeviceModel{"h200", 141e9, 989e12, 67e12, 450e9};
+  return std::nullopt;
+}
+
+std::string planner::deviceNames() { return "h100, h200"; }
+
+std::string Candidate::mesh() const {
+  std::string text;
+  auto axis = [&](const char *name, int64_t size) {
+    if (size > 1)
+      text += (text.empty() ? "" : ",") + std::string(name) + "=" +
+              std::to_string(size);
+  };
+  axis("dp", dp);
+  axis("tp", tp);
+  axis("pp", pp);
+  return text.empty() ? "one device" : text;
+}
+
+std::vector<Candidate> planner::plan(ModuleOp model, const Settings &settings) {
+  std::vector<Candidate> all;
+  int64_t n = settings.devices;
+  for (int64_t pp = 1; pp <= n; ++pp) {
+    if (n % pp)
+      continue;
+    for (int64_t tp = 1; tp <= n / pp; ++tp) {
+      if ((n / pp) % tp)
+        continue;
+      int64_t dp = n / pp / tp;
+      for (int64_t zero = 0; zero <= (dp > 1 ? 3 : 0); ++zero) {
+        std::vector<std::string> schedules = {""};
+        if (pp > 1)
+          schedules = {"1f1b", "zb-h1", "interleaved"};
+        for (const std::string &schedule : schedules) {
+          Candidate c;
+          c.dp = dp;
+          c.tp = tp;
+          c.pp = pp;
+          c.zero = zero;
+          c.schedule = schedule;
+          evaluate(model, settings, c);
+          all.push_back(std::move(c));
+        }
+      }
+    }
+  }
+  auto order = [](const Candidate &c) {
+    return c.refused.empty() ? (c.fits ? 0 : 1) : 2;
+  };
+  std::stable_sort(all.begin(), all.end(),
+                   [&](const Candidate &a, const Candidate &b) {
+                     if (order(a) != order(b))
+                       return order(a) < order(b);
+                     if (order(a) == 0 && a.stepSeconds != b.stepSeconds)
+                       return a.stepSeconds < b.stepSeconds;
+                     if (order(a) == 1)
+                       return a.memoryBytes < b.memoryBytes;
+                     return false;
+                   });
+  return all;
+}
+
+const Candidate *planner::best(const std::vector<Candidate> &ranked) {
+  return !ranked.empty() && ranked.front().refused.empty() &&
+                 ranked.front().fits
+             ? &ranked.front()
+             : nullptr;
+}
+
+void planner::printPlan(llvm::raw_ostream &os,
+                        const std::vector<Candidate> &ranked,
+                        const Settings &settings, size_t top) {
+  const DeviceModel &d = settings.device;
+  double peak = settings.precision == "bf16" ? d.bf16Flops : d.f32Flops;
+  os << "plan for " << settings.source << " on " << settings.devices << " x "
+     << d.name << " (" << format("%.4g", d.memoryBytes / kGiB) << " GiB, "
+     << format("%.0f", peak / 1e12) << " TFLOP/s " << settings.precision
+     << " at " << format("%.0f", settings.efficiency * 100) << "%, links "
+     << format("%.0f", d.linkBytesPerSec / 1e9) << " GB/s), "
+     << settings.microbatches << " microbatch"
+     << (settings.microbatches == 1 ? "" : "es") << " per step\n";
+  os << llvm::format("  %-4s %-16s %4s %-11s %10s %10s %9s %7s %14s %16s "
+                     "%14s\n",
+                     "rank", "mesh", "zero", "schedule", "step ms",
+                     "compute ms", "comm ms", "bubble", "memory bytes", "flops",
+                     "ring bytes");
+  size_t shown = 0, fitting = 0;
+  for (const Candidate &c : ranked) {
+    if (!c.refused.empty() || !c.fits)
+      continue;
+    ++fitting;
+    if (shown == top)
+      continue;
+    ++shown;
+    os << llvm::format(
+        "  %-4zu %-16s %4lld %-11s %10.4g %10.4g %9.4g %7.4f %14lld %16lld "
+        "%14lld\n",
+        shown, c.mesh().c_str(), (long long)c.zero,
+        c.schedule.empty() ? "-" : c.schedule.c_str(), c.stepSeconds * 1e3,
+        c.computeSeconds * 1e3, c.commSeconds * 1e3, c.bubble,
+        (long long)c.memoryBytes, (long long)c.flops, (long long)c.ringBytes);
+  }
+  if (fitting > shown)
+    os << "  (" << fitting - shown << " more that fit: --top)\n";
+  if (fitting == 0)
+    os << "  none fits in " << format("%.0f", d.memoryBytes)
+       << " bytes per device\n";
+  for (const Candidate &c : ranked)
+    if (c.refused.empty() && !c.fits)
+      os << "  over memory: " << c.mesh() << " zero " << c.zero
+         << (c.schedule.empty() ? "" : " " + c.schedule) << " needs "
+         << c.memoryBytes << " bytes\n";
+  // One line per refusal: the same error (a model without nn.repeat
+  // under pp) refuses every ZeRO stage and schedule alike.
+  std::vector<std::pair<std::string, std::vector<std::string>>> refusals;
+  for (const Candidate &c : ranked) {
+    if (c.refused.empty())
+      continue;
+    std::string message = StringRef(c.refused).split('\n').first.str();
+    auto it = llvm::find_if(refusals,
+                            [&](const auto &r) { return r.first == message; });
+    if (it == refusals.end())
+      it = refusals.insert(refusals.end(), {message, {}});
+    std::string label = c.mesh() + (c.schedule.empty() ? "" : " " + c.schedule);
+    if (!llvm::is_contained(it->second, label))
+      it->second.push_back(label);
+  }
+  for (const auto &[message, labels] : refusals)
+    os << "  refused (" << llvm::join(labels, ", ") << "): " << message << "\n";
+}
+
+llvm::json::Object planner::planJson(const std::vector<Candidate> &ranked,
+                                     const Settings &settings) {
+  llvm::json::Array candidates;
+  for (const Candidate &c : ranked) {
+    llvm::json::Object o{{"mesh", c.mesh()},
+                         {"dp", c.dp},
+                         {"tp", c.tp},
+                         {"pp", c.pp},
+                         {"zero", c.zero}};
+    if (!c.schedule.empty())
+      o["schedule"] = c.schedule;
+    if (!c.refused.empty()) {
+      o["refused"] = c.refused;
+    } else {
+      o["fits"] = c.fits;
+      o["flops"] = c.flops;
+      o["ring_bytes"] = c.ringBytes;
+      o["exposed_bytes"] = c.exposedBytes;
+      o["p2p_bytes"] = c.p2pBytes;
+      o["memory_bytes"] = c.memoryBytes;
+      o["bubble_fraction"] = c.bubble;
+      o["compute_seconds"] = c.computeSeconds;
+      o["comm_seconds"] = c.commSeconds;
+      o["step_seconds"] = c.stepSeconds;
+    }
+    candidates.push_back(std::move(o));
+  }
+  const DeviceModel &d = settings.device;
+  return llvm::json::Object{
+      {"source", settings.source},
+      {"devices", settings.devices},
+      {"device",
+       llvm::json::Object{{"name", d.name},
+                          {"memory_bytes", d.memoryBytes},
+                          {"bf16_flops", d.bf16Flops},
+                          {"f32_flops", d.f32Flops},
+                          {"link_bytes_per_second", d.linkBytesPerSec}}},
+      {"efficiency", settings.efficiency},
+      {"microbatches", settings.microbatches},
+      {"precision", settings.precision},
+      {"candidates", std::move(candidates)}};
+}

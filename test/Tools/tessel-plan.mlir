@@ -1,0 +1,126 @@
+// Tests tessel-plan on a model of four repeated layers and a head over 4 (and
+// 1) devices: every (dp, tp, pp, ZeRO stage, schedule) compiled, its figures
+// the compile's own, ranked by the predicted step time.
+//
+// RUN: tessel-plan %s --devices 4 --top 3 --json %t.json | FileCheck %s
+// RUN: FileCheck %s --check-prefix=JSON --input-file=%t.json
+// RUN: tessel-compile %s --report -o %t.one.so > %t.one
+// RUN: tessel-plan %s --devices 1 >> %t.one
+// RUN: FileCheck %s --check-prefix=ONE --input-file=%t.one
+// RUN: tessel-compile %s --mesh dp=4 --report -o %t.dp.so > %t.dp
+// RUN: tessel-plan %s --devices 4 --top 100 >> %t.dp
+// RUN: FileCheck %s --check-prefix=DP --input-file=%t.dp
+// RUN: not tessel-plan %s --devices 4 --memory-gib 0.00001 | FileCheck %s --check-prefix=NOFIT
+// RUN: tessel-plan %s --devices 2 --device h200 --precision bf16 --microbatches 2 --efficiency 0.25 | FileCheck %s --check-prefix=H200
+// RUN: tessel-compile %s --mesh auto --devices 4 --report -o %t.auto.so 2>&1 | FileCheck %s --check-prefix=AUTO
+// RUN: tessel-compile %s --mesh auto --devices 1 --precision bf16 -o %t.auto1.so 2>&1 | FileCheck %s --check-prefix=AUTO1
+// RUN: tessel-compile %s --mesh auto --devices 2 --microbatches 2 --optimizer sgd -o %t.auto2.so 2>&1 | FileCheck %s --check-prefix=AUTO2
+//
+// Bad flags and models: one line each, nothing written.
+// RUN: not tessel-compile %s --mesh auto -o %t.x.so 2>&1 | FileCheck %s --check-prefix=AUTO-DEVICES
+// RUN: not tessel-compile %s --mesh auto --devices 4 --zero 1 -o %t.x.so 2>&1 | FileCheck %s --check-prefix=AUTO-ZERO
+// RUN: not tessel-compile %s --mesh auto --devices 4 --pipeline-schedule gpipe -o %t.x.so 2>&1 | FileCheck %s --check-prefix=AUTO-SCHEDULE
+// RUN: not tessel-compile %s --mesh auto --devices 4 --no-train -o %t.x.so 2>&1 | FileCheck %s --check-prefix=AUTO-EVAL
+// RUN: not tessel-compile %s --mesh auto --devices 4 --device a100 -o %t.x.so 2>&1 | FileCheck %s --check-prefix=AUTO-DEVICE
+// RUN: not tessel-compile %s --mesh dp=2 --devices 4 -o %t.x.so 2>&1 | FileCheck %s --check-prefix=AUTO-ONLY
+// RUN: not test -e %t.x.so
+// RUN: not tessel-plan %s --devices 0 2>&1 | FileCheck %s --check-prefix=DEVICES
+// RUN: not tessel-plan %s --devices 2 --device a100 2>&1 | FileCheck %s --check-prefix=DEVICE
+// RUN: not tessel-plan %s --devices 2 --efficiency 1.5 2>&1 | FileCheck %s --check-prefix=EFFICIENCY
+// RUN: not tessel-plan %s --devices 2 --precision f16 2>&1 | FileCheck %s --check-prefix=PRECISION
+// RUN: not tessel-plan %s --devices 2 --memory-gib -1 2>&1 | FileCheck %s --check-prefix=MEMORY
+// RUN: not tessel-plan %s --devices 2 --microbatches -2 2>&1 | FileCheck %s --check-prefix=MICRO
+// RUN: not tessel-plan %s --devices 2 --json %s 2>&1 | FileCheck %s --check-prefix=CLOBBER
+// RUN: not tessel-plan %t.missing.mlir --devices 2 2>&1 | FileCheck %s --check-prefix=MISSING
+// RUN: echo 'func.func @loss(%%x: tensor<4xf32>' > %t.bad.mlir
+// RUN: not tessel-plan %t.bad.mlir --devices 2 2>&1 | FileCheck %s --check-prefix=BAD
+
+// Tests the ranking's head: 26 candidates compile (pp=4 interleaved needs
+// 8 stages of the 4 layers), the fastest first; dp=2,pp=2 with ZeRO-1 and
+// zero bubble sends the fewest bytes that do not overlap compute.
+// CHECK: plan for {{.*}}tessel-plan.mlir on 4 x h100 (80 GiB, 67 TFLOP/s f32 at 50%, links 450 GB/s), 4 microbatches per step
+// CHECK-NEXT: rank mesh             zero schedule       step ms compute ms   comm ms  bubble   memory bytes            flops     ring bytes
+// CHECK-NEXT: 1    dp=2,pp=2           1 zb-h1        1.094e-05  2.864e-06 8.071e-06  0.0794          20480            95944           3264
+// CHECK-NEXT: 2    dp=2,pp=2           1 1f1b         1.135e-05  3.277e-06 8.071e-06  0.2031          20224           109768           3264
+// CHECK-NEXT: 3    dp=2,pp=2           0 zb-h1         1.26e-05  3.071e-06 9.529e-06  0.0794          25280           102880           3264
+// CHECK-NEXT: (23 more that fit: --top)
+// CHECK-NEXT: refused (pp=4 interleaved): the nn.repeat has 4 layers, fewer than the 8 pipeline stages (pp=4 x 2 virtual stages) need: every stage holds at least one layer
+// CHECK-NOT: refused
+
+// JSON: {"candidates":[{"bubble_fraction":0.0793{{[0-9]*}},"comm_seconds":{{.*}},"dp":2,"exposed_bytes":2608,"fits":true,"flops":95944,"memory_bytes":20480,"mesh":"dp=2,pp=2","p2p_bytes":1024,"pp":2,"ring_bytes":3264,"schedule":"zb-h1",
+// JSON-SAME: {"dp":1,"mesh":"pp=4","pp":4,"refused":"the nn.repeat has 4 layers, fewer than the 8 pipeline stages (pp=4 x 2 virtual stages) need: every stage holds at least one layer","schedule":"interleaved","tp":1,"zero":0}]
+// JSON-SAME: "devices":4,"efficiency":0.5,"microbatches":4,"precision":"f32","source":"{{.*}}tessel-plan.mlir"}
+
+// Tests that one device's step is the compile's backward and update
+// (one microbatch: as many as devices) and its memory the arena.
+// ONE-DAG: flops of @loss_update {{ *}}[[#UPDATE:]]
+// ONE-DAG: flops of @loss_backward {{ *}}[[#BACKWARD:]]
+// ONE: arena (one rank) {{ *}}[[#ARENA:]] bytes
+// ONE: plan for {{.*}} on 1 x h100 ({{.*}}), 1 microbatch per step
+// ONE: 1    one device          0 - {{.*}} 0.0000 {{ *}}[[#ARENA]] {{ *}}[[#BACKWARD+UPDATE]]              0
+
+// Tests dp=4 without ZeRO: 4 microbatches run the backward without its
+// gradient reductions, then reduce once: flops 4 x backward_no_sync +
+// update (reduce_grads computes nothing), ring bytes 4 x the loss's 6 +
+// reduce_grads' 9,600.
+// DP-DAG: flops of @loss_update {{ *}}[[#UPDATE:]]
+// DP-DAG: flops of @loss_backward_no_sync {{ *}}[[#NOSYNC:]]
+// DP: arena (one rank) {{ *}}[[#ARENA:]] bytes
+// DP: backward_no_sync all_reduce      dp               1                4                [[#RING:]]
+// DP: reduce_grads all_reduce      dp               1             6400             [[#REDUCE:]]
+// DP: dp=4                0 - {{.*}} 0.0000 {{ *}}[[#ARENA]] {{ *}}[[#add(mul(4,NOSYNC),UPDATE)]] {{ *}}[[#add(mul(4,RING),REDUCE)]]
+
+// Tests that candidates over the memory are listed by memory, none ranked,
+// and the exit status says none fits.
+// NOFIT: none fits in 10737 bytes per device
+// NOFIT-NEXT: over memory: tp=4 zero 0 needs 10752 bytes
+// NOFIT-NEXT: over memory: dp=2,tp=2 zero 3 needs 14656 bytes
+
+// Tests the device, precision, efficiency and microbatches settings: bf16
+// at 25% of the H200's 989 TFLOP/s, two microbatches for pp=2.
+// H200: plan for {{.*}} on 2 x h200 (131.3 GiB, 989 TFLOP/s bf16 at 25%, links 450 GB/s), 2 microbatches per step
+// H200: 1    pp=2                0 zb-h1
+// H200-COUNT-7: {{^  [0-9] }}
+
+// Tests tessel-compile --mesh auto: the ranking's first, compiled as if
+// its flags had been given (the report is that split's); one device
+// compiles without a mesh; the command line's other options (the
+// optimizer, the microbatches) are every candidate's.
+// AUTO: tessel-compile: --mesh auto on 4 x h100: --mesh dp=2,pp=2 --zero 1 --pipeline-schedule zb-h1 --microbatches 4 (predicted step 1.094e-05 ms; tessel-plan ranks all 27)
+// AUTO: pipeline over pp=2 (mesh dp=2,pp=2): zb-h1, 4 microbatches, 2 stages (1 per rank)
+// AUTO1: tessel-compile: --mesh auto on 1 x h100: one device (predicted step {{.*}} ms; tessel-plan ranks all 1)
+// AUTO2: tessel-compile: --mesh auto on 2 x h100: --mesh pp=2 --pipeline-schedule zb-h1 --microbatches 2
+// AUTO-DEVICES: tessel-compile: --mesh auto needs --devices N: the devices to split the model over
+// AUTO-ZERO: tessel-compile: --zero is what --mesh auto chooses; give --mesh to set it
+// AUTO-SCHEDULE: tessel-compile: --pipeline-schedule is what --mesh auto chooses; give --mesh to set it
+// AUTO-EVAL: tessel-compile: --mesh auto ranks training steps; it does not apply with --no-train
+// AUTO-DEVICE: tessel-compile: --device a100: expected one of h100, h200
+// AUTO-ONLY: tessel-compile: --devices applies to --mesh auto
+
+// DEVICES: tessel-plan: --devices 0: expected 1 to 4096
+// DEVICE: tessel-plan: --device a100: expected one of h100, h200
+// EFFICIENCY: tessel-plan: --efficiency must be in (0, 1]
+// PRECISION: tessel-plan: --precision f16: expected f32 or bf16
+// MEMORY: tessel-plan: --memory-gib must be a positive number
+// MICRO: tessel-plan: --microbatches -2: expected 1 to 65536
+// CLOBBER: tessel-plan: --json {{.*}}tessel-plan.mlir is the model file: refusing to overwrite it
+// MISSING: tessel-plan: {{.*}}missing.mlir: cannot open input file
+// BAD: bad.mlir:1:{{[0-9]+}}: error: expected ')'
+
+func.func private @layer(%h: tensor<8x16xf32>, %w: tensor<16x16xf32>, %b: tensor<16xf32>) -> tensor<8x16xf32> {
+  %m = nn.matmul %h, %w : (tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<8x16xf32>
+  %bb = nn.broadcast %b dims = [1] : tensor<16xf32> -> tensor<8x16xf32>
+  %a = nn.add %m, %bb : tensor<8x16xf32>
+  %t = nn.tanh %a : tensor<8x16xf32>
+  return %t : tensor<8x16xf32>
+}
+func.func @loss(%x: tensor<8x16xf32> {nn.input, nn.axes = ["batch", "embed"]},
+                %y: tensor<8xi32> {nn.label, nn.axes = ["batch"]},
+                %w: tensor<4x16x16xf32> {nn.param = "w", nn.init = #nn.init<normal, 0.1>, nn.axes = ["layers", "embed", "mlp"]},
+                %b: tensor<4x16xf32> {nn.param = "b", nn.init = #nn.init<zeros>, nn.axes = ["layers", "mlp"]},
+                %o: tensor<16x32xf32> {nn.param = "o", nn.init = #nn.init<normal, 0.1>, nn.axes = ["embed", "vocab"]}) -> tensor<f32> {
+  %h = nn.repeat @layer(%x) params(%w, %b) : (tensor<8x16xf32>, tensor<4x16x16xf32>, tensor<4x16xf32>) -> tensor<8x16xf32>
+  %z = nn.matmul %h, %o : (tensor<8x16xf32>, tensor<16x32xf32>) -> tensor<8x32xf32>
+  %l = nn.cross_entropy %z, %y : (tensor<8x32xf32>, tensor<8xi32>) -> tensor<f32>
+  return %l : tensor<f32>
+}

@@ -1,0 +1,160 @@
+//===- tessel-plan.cpp - Rank the ways to split a model over N devices ----===//
+//
+//   tessel-plan model.mlir --devices 8 [--device h100|h200] [--microbatches M]
+//               [--precision bf16] [--top K] [--json FILE]
+//
+// Compiles every (dp, tp, pp, ZeRO stage, schedule) of the device count and
+// prints them fastest first by the predicted step time (passes/Planner.h);
+// the first line is the mesh to give tessel-compile or tessel-run.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialect/NN/NNDialect.h"
+#include "passes/Planner.h"
+#include "tools/ToolStack.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Shard/IR/ShardDialect.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/ToolOutputFile.h"
+
+#include <cmath>
+
+using namespace mlir;
+namespace cl = llvm::cl;
+
+namespace {
+
+cl::OptionCategory planCategory("Plan");
+
+cl::opt<std::string> inputFile(cl::Positional, cl::desc("<model.mlir>"),
+                               cl::Required, cl::cat(planCategory));
+cl::opt<int64_t> devices("devices", cl::desc("Devices to split the model over"),
+                         cl::Required, cl::cat(planCategory));
+cl::opt<std::string>
+    device("device", cl::desc("The device model: h100 (default) or h200"),
+           cl::init("h100"), cl::cat(planCategory));
+cl::opt<double> memoryGib("memory-gib",
+                          cl::desc("Memory per device in GiB (default: the "
+                                   "device's)"),
+                          cl::cat(planCategory));
+cl::opt<double> efficiency(
+    "efficiency",
+    cl::desc("Fraction of the peak flops the kernels reach (default 0.5)"),
+    cl::init(0.5), cl::cat(planCategory));
+cl::opt<int64_t> microbatches(
+    "microbatches",
+    cl::desc("Microbatches per step, for every candidate (default: the "
+             "device count)"),
+    cl::init(0), cl::cat(planCategory));
+cl::opt<std::string> precision("precision", cl::desc("f32 (default) or bf16"),
+                               cl::init("f32"), cl::cat(planCategory));
+cl::opt<unsigned> top("top",
+                      cl::desc("Candidates that fit to list (default 10)"),
+                      cl::init(10), cl::cat(planCategory));
+cl::opt<std::string> jsonFile("json",
+                              cl::desc("Also write every candidate as JSON"),
+                              cl::value_desc("file"), cl::cat(planCategory));
+
+int exitWith(const llvm::Twine &message) {
+  llvm::errs() << "tessel-plan: " << message << "\n";
+  return 1;
+}
+
+int planModel() {
+  if (devices < 1 || devices > 4096)
+    return exitWith("--devices " + std::to_string(devices) +
+                    ": expected 1 to 4096");
+  std::optional<tessel::planner::DeviceModel> model =
+      tessel::planner::deviceModel(device);
+  if (!model)
+    return exitWith("--device " + device + ": expected one of " +
+                    tessel::planner::deviceNames());
+  if (memoryGib.getNumOccurrences() > 0) {
+    if (!(memoryGib > 0) || !std::isfinite(memoryGib))
+      return exitWith("--memory-gib must be a positive number");
+    model->memoryBytes = memoryGib * 1024.0 * 1024.0 * 1024.0;
+  }
+  if (!(efficiency > 0 && efficiency <= 1))
+    return exitWith("--efficiency must be in (0, 1]");
+  if (microbatches < 0 || microbatches > 65536)
+    return exitWith("--microbatches " + std::to_string(microbatches) +
+                    ": expected 1 to 65536");
+  if (precision != "f32" && precision != "bf16")
+    return exitWith("--precision " + precision + ": expected f32 or bf16");
+  if (!jsonFile.empty() && llvm::sys::fs::equivalent(jsonFile, inputFile))
+    return exitWith("--json " + jsonFile +
+                    " is the model file: refusing to "
+                    "overwrite it");
+
+  DialectRegistry registry;
+  registry.insert<tessel::nn::NNDialect, func::FuncDialect, arith::ArithDialect,
+                  scf::SCFDialect, cf::ControlFlowDialect, LLVM::LLVMDialect,
+                  shard::ShardDialect, tensor::TensorDialect>();
+  MLIRContext context(registry);
+  context.printOpOnDiagnostic(false);
+  context.loadAllAvailableDialects();
+  std::string error;
+  std::unique_ptr<llvm::MemoryBuffer> input = openInputFile(inputFile, &error);
+  if (!input)
+    return exitWith(inputFile + ": " + error);
+  if (tessel::tools::refuseTooDeepNesting(*input))
+    return 1;
+  llvm::SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(std::move(input), llvm::SMLoc());
+  OwningOpRef<ModuleOp> module;
+  {
+    // The model's own errors are printed; the candidates' are collected.
+    SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
+    module = parseSourceFile<ModuleOp>(sourceMgr, &context);
+    if (!module || failed(module->verify()))
+      return 1;
+  }
+
+  tessel::planner::Settings settings;
+  settings.devices = devices;
+  settings.device = *model;
+  settings.efficiency = efficiency;
+  settings.microbatches =
+      microbatches > 0 ? int64_t(microbatches) : int64_t(devices);
+  settings.precision = precision;
+  settings.source = inputFile;
+  std::vector<tessel::planner::Candidate> ranked =
+      tessel::planner::plan(*module, settings);
+  tessel::planner::printPlan(llvm::outs(), ranked, settings, top);
+  if (!jsonFile.empty()) {
+    std::error_code ec;
+    llvm::ToolOutputFile out(jsonFile, ec, llvm::sys::fs::OF_Text);
+    if (ec)
+      return exitWith("cannot write " + jsonFile + ": " + ec.message());
+    out.os() << llvm::json::Value(tessel::planner::planJson(ranked, settings))
+             << "\n";
+    out.keep();
+  }
+  bool anyFits = llvm::any_of(
+      ranked, [](const auto &c) { return c.refused.empty() && c.fits; });
+  return anyFits ? 0 : 1;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  cl::HideUnrelatedOptions({&planCategory});
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "tessel-plan: rank the ways to split a model over N devices\n");
+  return tessel::tools::runOnToolStack(planModel);
+}
