@@ -18,6 +18,7 @@
 #include "passes/Pipelines.h"
 #include "passes/Planner.h"
 #include "runtime/config/Mesh.h"
+#include "tools/ModelFile.h"
 #include "tools/ToolStack.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -642,9 +643,7 @@ int compile(int argc, char **argv) {
   if (failed(checkOutputPaths(output)))
     return 1;
   DialectRegistry registry;
-  registry.insert<tessel::nn::NNDialect, func::FuncDialect,
-                  arith::ArithDialect, scf::SCFDialect, cf::ControlFlowDialect,
-                  LLVM::LLVMDialect, shard::ShardDialect, tensor::TensorDialect>();
+  tessel::tools::insertCompilerDialects(registry);
   registerBuiltinDialectTranslation(registry);
   registerLLVMDialectTranslation(registry);
   MLIRContext context(registry);
@@ -652,17 +651,8 @@ int compile(int argc, char **argv) {
   // after each one would bury them.
   context.printOpOnDiagnostic(false);
   context.loadAllAvailableDialects();
-
-  std::string error;
-  std::unique_ptr<llvm::MemoryBuffer> input = openInputFile(inputFile, &error);
-  if (!input)
-    return exitWith(inputFile + ": " + error);
-  if (tessel::tools::refuseTooDeepNesting(*input))
-    return 1;
-  llvm::SourceMgr sourceMgr;
-  sourceMgr.AddNewSourceBuffer(std::move(input), llvm::SMLoc());
-  SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
-  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
+  tessel::tools::ModelFile file(context);
+  OwningOpRef<ModuleOp> module = file.parse(inputFile, "tessel-compile");
   if (!module)
     return 1;
 

@@ -9,25 +9,15 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "dialect/NN/NNDialect.h"
 #include "passes/Planner.h"
+#include "tools/ModelFile.h"
 #include "tools/ToolStack.h"
 
-#include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
-#include "mlir/Dialect/SCF/IR/SCF.h"
-#include "mlir/Dialect/Shard/IR/ShardDialect.h"
-#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
-#include "mlir/Parser/Parser.h"
-#include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
-#include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 
 #include <cmath>
@@ -100,28 +90,16 @@ int planModel() {
                     "overwrite it");
 
   DialectRegistry registry;
-  registry.insert<tessel::nn::NNDialect, func::FuncDialect, arith::ArithDialect,
-                  scf::SCFDialect, cf::ControlFlowDialect, LLVM::LLVMDialect,
-                  shard::ShardDialect, tensor::TensorDialect>();
+  tessel::tools::insertCompilerDialects(registry);
   MLIRContext context(registry);
   context.printOpOnDiagnostic(false);
   context.loadAllAvailableDialects();
-  std::string error;
-  std::unique_ptr<llvm::MemoryBuffer> input = openInputFile(inputFile, &error);
-  if (!input)
-    return exitWith(inputFile + ": " + error);
-  if (tessel::tools::refuseTooDeepNesting(*input))
+  // The model's errors are printed at their locations; the candidates'
+  // are the planner's to collect.
+  tessel::tools::ModelFile file(context);
+  OwningOpRef<ModuleOp> module = file.parse(inputFile, "tessel-plan");
+  if (!module)
     return 1;
-  llvm::SourceMgr sourceMgr;
-  sourceMgr.AddNewSourceBuffer(std::move(input), llvm::SMLoc());
-  OwningOpRef<ModuleOp> module;
-  {
-    // The model's own errors are printed; the candidates' are collected.
-    SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
-    module = parseSourceFile<ModuleOp>(sourceMgr, &context);
-    if (!module || failed(module->verify()))
-      return 1;
-  }
 
   tessel::planner::Settings settings;
   settings.devices = devices;
