@@ -165,6 +165,11 @@ parallel flags (a model partitioned over a device mesh; docs/tessel-run.md):
                         on the mesh it was compiled for). The losses, the
                         global batch and the checkpoints (global tensors,
                         loadable on any mesh) are one device's
+  --mesh auto --devices N [--device h100|h200]
+                        a .mlir is compiled for the split tessel-compile
+                        --mesh auto picks over N devices (tessel-plan's
+                        ranking: mesh, ZeRO stage, schedule; docs/
+                        tessel-plan.md), which the run then takes
   --comm-timeout S      a rank waiting longer than S seconds for its peers in
                         a collective fails, naming the operation and the
                         ranks that did not arrive; every rank then exits
@@ -347,7 +352,15 @@ const std::map<std::string, ValueSetter> &valueFlags() {
          o.microbatchesGiven = true;
        }},
       {"--mesh",
-       [](Options &o, const std::string &v) { o.mesh = parseMesh(v); }},
+       [](Options &o, const std::string &v) {
+         o.meshAuto = v == "auto";
+         o.mesh = o.meshAuto ? std::nullopt : std::optional(parseMesh(v));
+       }},
+      {"--devices",
+       [](Options &o, const std::string &v) {
+         o.planDevices = parseInteger("--devices", v, 1);
+       }},
+      {"--device", [](Options &o, const std::string &v) { o.planDevice = v; }},
       {"--comm-timeout",
        [](Options &o, const std::string &v) {
          double seconds = parseReal("--comm-timeout", v);
@@ -449,6 +462,25 @@ void setTrainingFlag(Options &options, const TrainSetting &setting,
   options.training.push_back({&setting, value});
 }
 
+/// --mesh auto: a training run of a .mlir over --devices, without the
+/// flags the search chooses.
+void checkMeshAuto(const Options &options, bool mlir) {
+  if (!options.planDevices)
+    failUsage("--mesh auto needs --devices N: the devices to split the model "
+              "over");
+  if (!mlir && !options.model.empty())
+    failUsage("--mesh auto compiles a .mlir model (a .so was partitioned when "
+              "it was compiled)");
+  if (options.eval || options.checkGrads)
+    failUsage(std::string("--mesh auto ranks training steps; not with ") +
+              (options.eval ? "--eval" : "--check-grads"));
+  for (const std::string &flag : options.partitioningFlags())
+    if (flag == "--zero" || flag == "--no-reshard-after-forward" ||
+        flag == "--pipeline-schedule" || flag == "--stage-layers" ||
+        flag == "--virtual-stages")
+      failUsage(flag + " is what --mesh auto chooses; give --mesh to set it");
+}
+
 /// Combinations no model accepts, caught before any compile or load.
 void checkCombinations(const Options &options) {
   if (options.eval && options.checkGrads)
@@ -468,10 +500,17 @@ void checkCombinations(const Options &options) {
   // are tessel-compile's.
   bool mlir = options.model.size() >= 5 &&
               options.model.compare(options.model.size() - 5, 5, ".mlir") == 0;
+  if ((options.planDevices || !options.planDevice.empty()) && !options.meshAuto)
+    failUsage(std::string(options.planDevices ? "--devices" : "--device") +
+              " applies to --mesh auto");
+  if (options.meshAuto)
+    checkMeshAuto(options, mlir);
   for (const std::string &flag : options.partitioningFlags()) {
     if (!mlir && !options.model.empty())
       failUsage(flag + " only with a .mlir model (a .so was partitioned when "
                        "it was compiled)");
+    if (options.meshAuto)
+      continue; // checkMeshAuto refused those it chooses.
     if (!options.mesh)
       failUsage(flag + " needs --mesh");
     std::optional<int> pp = options.mesh->axisIndex("pp");

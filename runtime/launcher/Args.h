@@ -75,6 +75,12 @@ struct Options {
   // against, and the communication backend. The partitioning flags go to
   // tessel-compile (a .mlir model only).
   std::optional<Mesh> mesh;
+  // --mesh auto: a .mlir compiled for the split tessel-compile --mesh auto
+  // picks over `planDevices` devices of model `planDevice` ("": its
+  // default); the run then takes the compiled mesh.
+  bool meshAuto = false;
+  int64_t planDevices = 0;
+  std::string planDevice;
   CommBackend comm = CommBackend::Local;
   bool commGiven = false; // --comm given (else torchrun's env picks tcp)
   // The runtime backend (tessel_ctx_options): cuda when the runtime has it

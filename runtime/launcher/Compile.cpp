@@ -77,9 +77,19 @@ std::string flagText(const TrainingFlag &flag) {
 
 /// --mesh and the partitioning flags, as tessel-compile takes them.
 std::vector<std::string> partitionArgs(const Options &options) {
-  if (!options.mesh)
+  if (!options.mesh && !options.meshAuto)
     return {};
-  std::vector<std::string> args = {"--mesh", options.mesh->toString()};
+  std::vector<std::string> args = {
+      "--mesh", options.mesh ? options.mesh->toString() : std::string("auto")};
+  if (options.meshAuto) {
+    args.insert(args.end(), {"--devices", std::to_string(options.planDevices)});
+    if (!options.planDevice.empty())
+      args.insert(args.end(), {"--device", options.planDevice});
+    // The plan's microbatches; a pipeline compiles them in.
+    if (options.microbatchesGiven)
+      args.insert(args.end(),
+                  {"--microbatches", std::to_string(options.microbatches)});
+  }
   if (!options.rules.empty())
     args.insert(args.end(), {"--rules", options.rules});
   if (options.sequenceParallel)
@@ -95,7 +105,8 @@ std::vector<std::string> partitionArgs(const Options &options) {
   if (options.noReshardAfterForward)
     args.push_back("--no-reshard-after-forward");
   // A pipeline compiles its microbatches and schedule in.
-  std::optional<int> pp = options.mesh->axisIndex("pp");
+  std::optional<int> pp =
+      options.mesh ? options.mesh->axisIndex("pp") : std::nullopt;
   if (pp && options.mesh->shape[*pp] > 1) {
     if (options.microbatchesGiven)
       args.insert(args.end(),

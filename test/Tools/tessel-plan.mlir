@@ -15,8 +15,16 @@
 // RUN: tessel-compile %s --mesh auto --devices 4 --report -o %t.auto.so 2>&1 | FileCheck %s --check-prefix=AUTO
 // RUN: tessel-compile %s --mesh auto --devices 1 --precision bf16 -o %t.auto1.so 2>&1 | FileCheck %s --check-prefix=AUTO1
 // RUN: tessel-compile %s --mesh auto --devices 2 --microbatches 2 --optimizer sgd -o %t.auto2.so 2>&1 | FileCheck %s --check-prefix=AUTO2
+// RUN: tessel-run %s --mesh auto --devices 4 --steps 2 --seed 3 > %t.runs 2>&1
+// RUN: tessel-run %s --mesh dp=2,pp=2 --zero 1 --pipeline-schedule zb-h1 --microbatches 4 --steps 2 --seed 3 >> %t.runs 2>&1
+// RUN: FileCheck %s --check-prefix=RUN-AUTO --input-file=%t.runs
 //
 // Bad flags and models: one line each, nothing written.
+// RUN: not tessel-run %s --devices 4 2>&1 | FileCheck %s --check-prefix=RUN-ONLY
+// RUN: not tessel-run %s --mesh auto 2>&1 | FileCheck %s --check-prefix=RUN-DEVICES
+// RUN: not tessel-run %s --mesh auto --devices 2 --zero 1 2>&1 | FileCheck %s --check-prefix=RUN-ZERO
+// RUN: not tessel-run %s --mesh auto --devices 2 --eval 2>&1 | FileCheck %s --check-prefix=RUN-EVAL
+// RUN: not tessel-run %t.auto.so --mesh auto --devices 2 2>&1 | FileCheck %s --check-prefix=RUN-SO
 // RUN: not tessel-compile %s --mesh auto -o %t.x.so 2>&1 | FileCheck %s --check-prefix=AUTO-DEVICES
 // RUN: not tessel-compile %s --mesh auto --devices 4 --zero 1 -o %t.x.so 2>&1 | FileCheck %s --check-prefix=AUTO-ZERO
 // RUN: not tessel-compile %s --mesh auto --devices 4 --pipeline-schedule gpipe -o %t.x.so 2>&1 | FileCheck %s --check-prefix=AUTO-SCHEDULE
@@ -96,6 +104,18 @@
 // AUTO-EVAL: tessel-compile: --mesh auto ranks training steps; it does not apply with --no-train
 // AUTO-DEVICE: tessel-compile: --device a100: expected one of h100, h200
 // AUTO-ONLY: tessel-compile: --devices applies to --mesh auto
+
+// Tests tessel-run --mesh auto: it compiles the .mlir for tessel-compile
+// --mesh auto's choice and runs on that mesh, the same run as the choice's
+// flags given.
+// RUN-AUTO: tessel-compile: --mesh auto on 4 x h100: --mesh dp=2,pp=2 --zero 1 --pipeline-schedule zb-h1 --microbatches 4
+// RUN-AUTO: done: 2 steps ({{.*}}mesh dp=2,pp=2 (4 ranks, threads)), loss [[FIRST:[0-9.]+]] -> [[LAST:[0-9.]+]],
+// RUN-AUTO: done: 2 steps ({{.*}}mesh dp=2,pp=2 (4 ranks, threads)), loss [[FIRST]] -> [[LAST]],
+// RUN-ONLY: tessel-run: error: --devices applies to --mesh auto
+// RUN-DEVICES: tessel-run: error: --mesh auto needs --devices N: the devices to split the model over
+// RUN-ZERO: tessel-run: error: --zero is what --mesh auto chooses; give --mesh to set it
+// RUN-EVAL: tessel-run: error: --mesh auto ranks training steps; not with --eval
+// RUN-SO: tessel-run: error: --mesh auto compiles a .mlir model (a .so was partitioned when it was compiled)
 
 // DEVICES: tessel-plan: --devices 0: expected 1 to 4096
 // DEVICE: tessel-plan: --device a100: expected one of h100, h200
