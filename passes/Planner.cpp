@@ -71,16 +71,56 @@ int64_t kindFlops(const llvm::json::Object &flops, StringRef function,
   return integer(flops, name);
 }
 
-/// Ring and overlapped bytes of one step's collectives (a "collectives"
-/// array of a communication report, rows tagged by entry kind).
-std::pair<int64_t, int64_t> stepBytes(const llvm::json::Object *communication,
-                                      const StepKinds &kinds,
-                                      int64_t microbatches) {
-  int64_t ring = 0, overlapped = 0;
+/// The links a group of mesh axes sends over: the node's when every axis
+/// stays in a node, else the network between nodes (a ring is as fast as
+/// its slowest link). Ranks are numbered row-major over pp, dp, tp (tp
+/// fastest), `devices / nodes` consecutive ranks to a node, as Megatron
+/// places them: tp in a node first, then dp, then pp.
+class Links {
+public:
+  Links(const Settings &settings, const Candidate &c)
+      : settings(settings), c(c) {}
+
+  /// Whether the ranks of `axis`'s groups are on more than one node.
+  bool crossesNodes(StringRef axis) const {
+    int64_t perNode = settings.devices / std::max<int64_t>(settings.nodes, 1);
+    int64_t span = axis == "tp"   ? c.tp
+                   : axis == "dp" ? c.tp * c.dp
+                   : axis == "pp" ? c.tp * c.dp * c.pp
+                                  : settings.devices;
+    return span > perNode || perNode % span != 0;
+  }
+  /// Seconds per byte over `axes` (names).
+  double secondsPerByte(const llvm::json::Array *axes) const {
+    bool network = false;
+    if (axes)
+      for (const llvm::json::Value &axis : *axes)
+        network |= crossesNodes(axis.getAsString().value_or(""));
+    return 1.0 / (network ? settings.device.networkBytesPerSec
+                          : settings.device.linkBytesPerSec);
+  }
+
+private:
+  const Settings &settings;
+  const Candidate &c;
+};
+
+/// One step's collectives (a "collectives" array of a communication
+/// report, rows tagged by entry kind and axes): ring bytes, the share that
+/// overlaps compute, and the seconds of each on their links.
+struct StepComm {
+  int64_t ringBytes = 0, overlappedBytes = 0;
+  double exposedSeconds = 0, overlappedSeconds = 0;
+};
+
+StepComm stepComm(const llvm::json::Object *communication,
+                  const StepKinds &kinds, int64_t microbatches,
+                  const Links &links) {
+  StepComm step;
   const llvm::json::Array *rows =
       communication ? communication->getArray("collectives") : nullptr;
   if (!rows)
-    return {0, 0};
+    return step;
   for (const llvm::json::Value &value : *rows) {
     const llvm::json::Object *row = value.getAsObject();
     if (!row)
@@ -91,22 +131,26 @@ std::pair<int64_t, int64_t> stepBytes(const llvm::json::Object *communication,
                                                         : 0;
     // Overlapped bytes are counted as payload; the ring sends the same
     // share of its bytes behind compute.
-    int64_t rowRing = integer(*row, "ring_bytes");
+    int64_t ring = integer(*row, "ring_bytes");
     int64_t payload = integer(*row, "bytes");
-    int64_t rowOverlapped =
-        payload > 0 ? int64_t(double(rowRing) *
-                              double(integer(*row, "overlapped_bytes")) /
-                              double(payload))
-                    : 0;
-    ring += times * rowRing;
-    overlapped += times * std::min(rowRing, rowOverlapped);
+    int64_t overlapped =
+        payload > 0
+            ? std::min(ring, int64_t(double(ring) *
+                                     double(integer(*row, "overlapped_bytes")) /
+                                     double(payload)))
+            : 0;
+    double perByte = links.secondsPerByte(row->getArray("axes"));
+    step.ringBytes += times * ring;
+    step.overlappedBytes += times * overlapped;
+    step.exposedSeconds += double(times * (ring - overlapped)) * perByte;
+    step.overlappedSeconds += double(times * overlapped) * perByte;
   }
-  return {ring, overlapped};
+  return step;
 }
 
 /// Reads one device's (or a mesh without pp) report into `c`.
 void readModelReport(const llvm::json::Object &report, int64_t microbatches,
-                     Candidate &c) {
+                     const Links &links, Candidate &c) {
   StringRef function = report.getString("function").value_or("");
   const llvm::json::Object *flops = report.getObject("flops");
   if (!flops)
@@ -116,10 +160,12 @@ void readModelReport(const llvm::json::Object &report, int64_t microbatches,
     c.flops += microbatches * kindFlops(*flops, function, kind.getKey());
   for (const auto &kind : kinds.once)
     c.flops += kindFlops(*flops, function, kind.getKey());
-  auto [ring, overlapped] =
-      stepBytes(report.getObject("communication"), kinds, microbatches);
-  c.ringBytes = ring;
-  c.exposedBytes = ring - overlapped;
+  StepComm step =
+      stepComm(report.getObject("communication"), kinds, microbatches, links);
+  c.ringBytes = step.ringBytes;
+  c.exposedBytes = step.ringBytes - step.overlappedBytes;
+  c.exposedSeconds = step.exposedSeconds;
+  c.overlappedSeconds = step.overlappedSeconds;
   c.memoryBytes = integer(report, "arena_bytes");
 }
 
@@ -128,7 +174,8 @@ void readModelReport(const llvm::json::Object &report, int64_t microbatches,
 /// collectives and sends of its stages and its arenas with the activations
 /// the schedule holds.
 void readPipelineReport(const llvm::json::Object &pipeline,
-                        int64_t microbatches, Candidate &c) {
+                        int64_t microbatches, const Links &links,
+                        Candidate &c) {
   c.bubble = pipeline.getNumber("bubble_fraction").value_or(0);
   const llvm::json::Array *stages = pipeline.getArray("stages");
   const llvm::json::Array *timeline = pipeline.getArray("timeline");
@@ -150,10 +197,12 @@ void readPipelineReport(const llvm::json::Object &pipeline,
     Candidate &rank = ranks[integer(*stage, "rank")];
     for (const auto &kind : kinds.once)
       rank.flops += kindFlops(*flops, function, kind.getKey());
-    auto [ring, overlapped] =
-        stepBytes(stage->getObject("communication"), kinds, microbatches);
-    rank.ringBytes += ring;
-    rank.exposedBytes += ring - overlapped;
+    StepComm step =
+        stepComm(stage->getObject("communication"), kinds, microbatches, links);
+    rank.ringBytes += step.ringBytes;
+    rank.exposedBytes += step.ringBytes - step.overlappedBytes;
+    rank.exposedSeconds += step.exposedSeconds;
+    rank.overlappedSeconds += step.overlappedSeconds;
     rank.p2pBytes += integer(*stage, "p2p_bytes");
     rank.memoryBytes += integer(*stage, "arena_bytes");
   }
@@ -165,6 +214,8 @@ void readPipelineReport(const llvm::json::Object &pipeline,
     c.flops = std::max(c.flops, makespan + rank.flops);
     c.ringBytes = std::max(c.ringBytes, rank.ringBytes);
     c.exposedBytes = std::max(c.exposedBytes, rank.exposedBytes);
+    c.exposedSeconds = std::max(c.exposedSeconds, rank.exposedSeconds);
+    c.overlappedSeconds = std::max(c.overlappedSeconds, rank.overlappedSeconds);
     c.p2pBytes = std::max(c.p2pBytes, rank.p2pBytes);
     c.memoryBytes = std::max(c.memoryBytes, rank.memoryBytes);
   }
@@ -202,22 +253,28 @@ void evaluate(ModuleOp model, const Settings &settings, Candidate &c) {
       return;
     }
   }
+  Links links(settings, c);
   if (const llvm::json::Object *pipeline = report.getObject("pipeline"))
-    readPipelineReport(*pipeline, settings.microbatches, c);
+    readPipelineReport(*pipeline, settings.microbatches, links, c);
   else
-    readModelReport(report, settings.microbatches, c);
-  // Overlapped bytes hide behind compute, and no more than it lasts.
+    readModelReport(report, settings.microbatches, links, c);
+  // Overlapped collectives hide behind compute, and no more than it lasts;
+  // a stage's sends cross the pp axis's links.
   double rate = (settings.precision == "bf16" ? settings.device.bf16Flops
                                               : settings.device.f32Flops) *
                 settings.efficiency;
-  double bandwidth = settings.device.linkBytesPerSec;
   c.computeSeconds = double(c.flops) / rate;
-  double hidden = std::min(double(c.ringBytes - c.exposedBytes),
-                           c.computeSeconds * bandwidth);
-  c.commSeconds =
-      (double(c.ringBytes) - hidden + double(c.p2pBytes)) / bandwidth;
+  llvm::json::Array pp{"pp"};
+  c.commSeconds = c.exposedSeconds +
+                  std::max(0.0, c.overlappedSeconds - c.computeSeconds) +
+                  double(c.p2pBytes) * links.secondsPerByte(&pp);
   c.stepSeconds = c.computeSeconds + c.commSeconds;
   c.fits = double(c.memoryBytes) <= settings.device.memoryBytes;
+}
+
+/// Equal but for the rounding of sums taken in another order.
+bool nearlyEqual(double a, double b) {
+  return std::fabs(a - b) <= 1e-9 * std::max(std::fabs(a), std::fabs(b));
 }
 
 std::string format(const char *fmt, double value) {
@@ -230,9 +287,9 @@ std::string format(const char *fmt, double value) {
 
 std::optional<DeviceModel> planner::deviceModel(StringRef name) {
   if (name == "h100")
-    return DeviceModel{"h100", 80 * kGiB, 989e12, 67e12, 450e9};
+    return DeviceModel{"h100", 80 * kGiB, 989e12, 67e12, 450e9, 50e9};
   if (name == "h200")
-    return DeviceModel{"h200", 141e9, 989e12, 67e12, 450e9};
+    return DeviceModel{"h200", 141e9, 989e12, 67e12, 450e9, 50e9};
   return std::nullopt;
 }
 
@@ -245,9 +302,9 @@ std::string Candidate::mesh() const {
       text += (text.empty() ? "" : ",") + std::string(name) + "=" +
               std::to_string(size);
   };
+  axis("pp", pp);
   axis("dp", dp);
   axis("tp", tp);
-  axis("pp", pp);
   return text.empty() ? "one device" : text;
 }
 
@@ -285,9 +342,16 @@ std::vector<Candidate> planner::plan(ModuleOp model, const Settings &settings) {
                    [&](const Candidate &a, const Candidate &b) {
                      if (order(a) != order(b))
                        return order(a) < order(b);
-                     if (order(a) == 0 && a.stepSeconds != b.stepSeconds)
+                     // Equal step times (a step all communication)
+                     // go to the one that computes less, then holds
+                     // less.
+                     if (order(a) == 0 && !nearlyEqual(a.stepSeconds,
+                                                       b.stepSeconds))
                        return a.stepSeconds < b.stepSeconds;
-                     if (order(a) == 1)
+                     if (order(a) == 0 && !nearlyEqual(a.computeSeconds,
+                                                       b.computeSeconds))
+                       return a.computeSeconds < b.computeSeconds;
+                     if (order(a) <= 1)
                        return a.memoryBytes < b.memoryBytes;
                      return false;
                    });
@@ -310,8 +374,11 @@ void planner::printPlan(llvm::raw_ostream &os,
      << d.name << " (" << format("%.4g", d.memoryBytes / kGiB) << " GiB, "
      << format("%.0f", peak / 1e12) << " TFLOP/s " << settings.precision
      << " at " << format("%.0f", settings.efficiency * 100) << "%, links "
-     << format("%.0f", d.linkBytesPerSec / 1e9) << " GB/s), "
-     << settings.microbatches << " microbatch"
+     << format("%.0f", d.linkBytesPerSec / 1e9) << " GB/s";
+  if (settings.nodes > 1)
+    os << " in each of " << settings.nodes << " nodes, "
+       << format("%.0f", d.networkBytesPerSec / 1e9) << " GB/s between";
+  os << "), " << settings.microbatches << " microbatch"
      << (settings.microbatches == 1 ? "" : "es") << " per step\n";
   os << llvm::format("  %-4s %-16s %4s %-11s %10s %10s %9s %7s %14s %16s "
                      "%14s\n",
@@ -399,7 +466,9 @@ llvm::json::Object planner::planJson(const std::vector<Candidate> &ranked,
                           {"memory_bytes", d.memoryBytes},
                           {"bf16_flops", d.bf16Flops},
                           {"f32_flops", d.f32Flops},
-                          {"link_bytes_per_second", d.linkBytesPerSec}}},
+                          {"link_bytes_per_second", d.linkBytesPerSec},
+                          {"network_bytes_per_second", d.networkBytesPerSec}}},
+      {"nodes", settings.nodes},
       {"efficiency", settings.efficiency},
       {"microbatches", settings.microbatches},
       {"precision", settings.precision},

@@ -40,17 +40,22 @@ struct DeviceModel {
   double memoryBytes = 0;
   double bf16Flops = 0;       // dense peak, flop/s
   double f32Flops = 0;        // dense peak without TF32, flop/s
-  double linkBytesPerSec = 0; // what a rank sends per second to a peer
+  double linkBytesPerSec = 0; // a rank's sends per second in a node
+  double networkBytesPerSec = 0; // ... to another node
 };
 
 /// "h100" (SXM: 80 GiB, 989 TFLOP/s bf16, 67 f32, NVLink 450 GB/s each
-/// way) or "h200" (141 GB, the same compute and links); nullopt otherwise.
+/// way, a 400 Gb/s network port per GPU between nodes) or "h200" (141 GB,
+/// the same compute and links); nullopt otherwise.
 std::optional<DeviceModel> deviceModel(llvm::StringRef name);
 /// The names deviceModel knows, for messages: "h100, h200".
 std::string deviceNames();
 
 struct Settings {
   int64_t devices = 1;
+  /// The nodes the devices are in, devices / nodes each (ranks numbered as
+  /// Links places them: tp in a node first, then dp, then pp).
+  int64_t nodes = 1;
   DeviceModel device;
   /// The fraction of the peak a rank's kernels reach (MFU-like).
   double efficiency = 0.5;
@@ -79,10 +84,14 @@ struct Candidate {
   int64_t p2pBytes = 0;     // a pipeline stage's sends
   int64_t memoryBytes = 0;  // arena (+ a pipeline's held activations)
   double bubble = 0;
+  // The collectives' seconds on their links: exposed, and overlapping
+  // compute (hidden up to the compute's time).
+  double exposedSeconds = 0, overlappedSeconds = 0;
   double computeSeconds = 0, commSeconds = 0, stepSeconds = 0;
   bool fits = false;
 
-  /// "dp=2,tp=2" (axes of one rank left out; "one device" for none).
+  /// "pp=2,dp=2,tp=2", outermost first (axes of one rank left out; "one
+  /// device" for none).
   std::string mesh() const;
 };
 

@@ -165,7 +165,7 @@ parallel flags (a model partitioned over a device mesh; docs/tessel-run.md):
                         on the mesh it was compiled for). The losses, the
                         global batch and the checkpoints (global tensors,
                         loadable on any mesh) are one device's
-  --mesh auto --devices N [--device h100|h200]
+  --mesh auto --devices N [--nodes K] [--device h100|h200]
                         a .mlir is compiled for the split tessel-compile
                         --mesh auto picks over N devices (tessel-plan's
                         ranking: mesh, ZeRO stage, schedule; docs/
@@ -360,6 +360,10 @@ const std::map<std::string, ValueSetter> &valueFlags() {
        [](Options &o, const std::string &v) {
          o.planDevices = parseInteger("--devices", v, 1);
        }},
+      {"--nodes",
+       [](Options &o, const std::string &v) {
+         o.planNodes = parseInteger("--nodes", v, 1);
+       }},
       {"--device", [](Options &o, const std::string &v) { o.planDevice = v; }},
       {"--comm-timeout",
        [](Options &o, const std::string &v) {
@@ -500,8 +504,12 @@ void checkCombinations(const Options &options) {
   // are tessel-compile's.
   bool mlir = options.model.size() >= 5 &&
               options.model.compare(options.model.size() - 5, 5, ".mlir") == 0;
-  if ((options.planDevices || !options.planDevice.empty()) && !options.meshAuto)
-    failUsage(std::string(options.planDevices ? "--devices" : "--device") +
+  if ((options.planDevices || options.planNodes ||
+       !options.planDevice.empty()) &&
+      !options.meshAuto)
+    failUsage(std::string(options.planDevices ? "--devices"
+                          : options.planNodes ? "--nodes"
+                                              : "--device") +
               " applies to --mesh auto");
   if (options.meshAuto)
     checkMeshAuto(options, mlir);

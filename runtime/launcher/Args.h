@@ -80,6 +80,7 @@ struct Options {
   // default); the run then takes the compiled mesh.
   bool meshAuto = false;
   int64_t planDevices = 0;
+  int64_t planNodes = 0; // --nodes (0: not given)
   std::string planDevice;
   CommBackend comm = CommBackend::Local;
   bool commGiven = false; // --comm given (else torchrun's env picks tcp)

@@ -83,6 +83,8 @@ std::vector<std::string> partitionArgs(const Options &options) {
       "--mesh", options.mesh ? options.mesh->toString() : std::string("auto")};
   if (options.meshAuto) {
     args.insert(args.end(), {"--devices", std::to_string(options.planDevices)});
+    if (options.planNodes)
+      args.insert(args.end(), {"--nodes", std::to_string(options.planNodes)});
     if (!options.planDevice.empty())
       args.insert(args.end(), {"--device", options.planDevice});
     // The plan's microbatches; a pipeline compiles them in.

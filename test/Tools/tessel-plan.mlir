@@ -11,12 +11,13 @@
 // RUN: tessel-plan %s --devices 4 --top 100 >> %t.dp
 // RUN: FileCheck %s --check-prefix=DP --input-file=%t.dp
 // RUN: not tessel-plan %s --devices 4 --memory-gib 0.00001 | FileCheck %s --check-prefix=NOFIT
+// RUN: tessel-plan %s --devices 4 --nodes 2 --top 1 | FileCheck %s --check-prefix=NODES
 // RUN: tessel-plan %s --devices 2 --device h200 --precision bf16 --microbatches 2 --efficiency 0.25 | FileCheck %s --check-prefix=H200
 // RUN: tessel-compile %s --mesh auto --devices 4 --report -o %t.auto.so 2>&1 | FileCheck %s --check-prefix=AUTO
 // RUN: tessel-compile %s --mesh auto --devices 1 --precision bf16 -o %t.auto1.so 2>&1 | FileCheck %s --check-prefix=AUTO1
 // RUN: tessel-compile %s --mesh auto --devices 2 --microbatches 2 --optimizer sgd -o %t.auto2.so 2>&1 | FileCheck %s --check-prefix=AUTO2
 // RUN: tessel-run %s --mesh auto --devices 4 --steps 2 --seed 3 > %t.runs 2>&1
-// RUN: tessel-run %s --mesh dp=2,pp=2 --zero 1 --pipeline-schedule zb-h1 --microbatches 4 --steps 2 --seed 3 >> %t.runs 2>&1
+// RUN: tessel-run %s --mesh pp=2,dp=2 --zero 1 --pipeline-schedule zb-h1 --microbatches 4 --steps 2 --seed 3 >> %t.runs 2>&1
 // RUN: FileCheck %s --check-prefix=RUN-AUTO --input-file=%t.runs
 //
 // Bad flags and models: one line each, nothing written.
@@ -34,6 +35,7 @@
 // RUN: not test -e %t.x.so
 // RUN: not tessel-plan %s --devices 0 2>&1 | FileCheck %s --check-prefix=DEVICES
 // RUN: not tessel-plan %s --devices 2 --device a100 2>&1 | FileCheck %s --check-prefix=DEVICE
+// RUN: not tessel-plan %s --devices 4 --nodes 3 2>&1 | FileCheck %s --check-prefix=NODES-BAD
 // RUN: not tessel-plan %s --devices 2 --efficiency 1.5 2>&1 | FileCheck %s --check-prefix=EFFICIENCY
 // RUN: not tessel-plan %s --devices 2 --precision f16 2>&1 | FileCheck %s --check-prefix=PRECISION
 // RUN: not tessel-plan %s --devices 2 --memory-gib -1 2>&1 | FileCheck %s --check-prefix=MEMORY
@@ -48,16 +50,16 @@
 // zero bubble sends the fewest bytes that do not overlap compute.
 // CHECK: plan for {{.*}}tessel-plan.mlir on 4 x h100 (80 GiB, 67 TFLOP/s f32 at 50%, links 450 GB/s), 4 microbatches per step
 // CHECK-NEXT: rank mesh             zero schedule       step ms compute ms   comm ms  bubble   memory bytes            flops     ring bytes
-// CHECK-NEXT: 1    dp=2,pp=2           1 zb-h1        1.094e-05  2.864e-06 8.071e-06  0.0794          20480            95944           3264
-// CHECK-NEXT: 2    dp=2,pp=2           1 1f1b         1.135e-05  3.277e-06 8.071e-06  0.2031          20224           109768           3264
-// CHECK-NEXT: 3    dp=2,pp=2           0 zb-h1         1.26e-05  3.071e-06 9.529e-06  0.0794          25280           102880           3264
+// CHECK-NEXT: 1    pp=2,dp=2           1 zb-h1        1.148e-05  2.864e-06  8.62e-06  0.0794          20480            95944           3264
+// CHECK-NEXT: 2    pp=2,dp=2           1 1f1b         1.148e-05  3.277e-06 8.208e-06  0.2031          20224           109768           3264
+// CHECK-NEXT: 3    pp=2,dp=2           0 zb-h1         1.26e-05  3.071e-06 9.529e-06  0.0794          25280           102880           3264
 // CHECK-NEXT: (23 more that fit: --top)
 // CHECK-NEXT: refused (pp=4 interleaved): the nn.repeat has 4 layers, fewer than the 8 pipeline stages (pp=4 x 2 virtual stages) need: every stage holds at least one layer
 // CHECK-NOT: refused
 
-// JSON: {"candidates":[{"bubble_fraction":0.0793{{[0-9]*}},"comm_seconds":{{.*}},"dp":2,"exposed_bytes":2608,"fits":true,"flops":95944,"memory_bytes":20480,"mesh":"dp=2,pp=2","p2p_bytes":1024,"pp":2,"ring_bytes":3264,"schedule":"zb-h1",
+// JSON: {"candidates":[{"bubble_fraction":0.0793{{[0-9]*}},"comm_seconds":{{.*}},"dp":2,"exposed_bytes":2608,"fits":true,"flops":95944,"memory_bytes":20480,"mesh":"pp=2,dp=2","p2p_bytes":1024,"pp":2,"ring_bytes":3264,"schedule":"zb-h1",
 // JSON-SAME: {"dp":1,"mesh":"pp=4","pp":4,"refused":"the nn.repeat has 4 layers, fewer than the 8 pipeline stages (pp=4 x 2 virtual stages) need: every stage holds at least one layer","schedule":"interleaved","tp":1,"zero":0}]
-// JSON-SAME: "devices":4,"efficiency":0.5,"microbatches":4,"precision":"f32","source":"{{.*}}tessel-plan.mlir"}
+// JSON-SAME: "devices":4,"efficiency":0.5,"microbatches":4,"nodes":1,"precision":"f32","source":"{{.*}}tessel-plan.mlir"}
 
 // Tests that one device's step is the compile's backward and update
 // (one microbatch: as many as devices) and its memory the arena.
@@ -84,6 +86,14 @@
 // NOFIT-NEXT: over memory: tp=4 zero 0 needs 10752 bytes
 // NOFIT-NEXT: over memory: dp=2,tp=2 zero 3 needs 14656 bytes
 
+// Tests two nodes of two devices: ranks are placed tp first, then dp,
+// then pp (Megatron's order), so pp=2,dp=2 keeps dp's reduction in a node
+// and sends between stages over the network, 50 GB/s instead of 450: the
+// same figures, more time.
+// NODES: plan for {{.*}} on 4 x h100 (80 GiB, 67 TFLOP/s f32 at 50%, links 450 GB/s in each of 2 nodes, 50 GB/s between), 4 microbatches per step
+// NODES: 1    pp=2,dp=2           1 zb-h1        2.969e-05  2.864e-06 2.682e-05  0.0794          20480            95944           3264
+// NODES-BAD: tessel-plan: --nodes 3: expected a divisor of --devices 4
+
 // Tests the device, precision, efficiency and microbatches settings: bf16
 // at 25% of the H200's 989 TFLOP/s, two microbatches for pp=2.
 // H200: plan for {{.*}} on 2 x h200 (131.3 GiB, 989 TFLOP/s bf16 at 25%, links 450 GB/s), 2 microbatches per step
@@ -94,8 +104,8 @@
 // its flags had been given (the report is that split's); one device
 // compiles without a mesh; the command line's other options (the
 // optimizer, the microbatches) are every candidate's.
-// AUTO: tessel-compile: --mesh auto on 4 x h100: --mesh dp=2,pp=2 --zero 1 --pipeline-schedule zb-h1 --microbatches 4 (predicted step 1.094e-05 ms; tessel-plan ranks all 27)
-// AUTO: pipeline over pp=2 (mesh dp=2,pp=2): zb-h1, 4 microbatches, 2 stages (1 per rank)
+// AUTO: tessel-compile: --mesh auto on 4 x h100: --mesh pp=2,dp=2 --zero 1 --pipeline-schedule zb-h1 --microbatches 4 (predicted step 1.148e-05 ms; tessel-plan ranks all 27)
+// AUTO: pipeline over pp=2 (mesh pp=2,dp=2): zb-h1, 4 microbatches, 2 stages (1 per rank)
 // AUTO1: tessel-compile: --mesh auto on 1 x h100: one device (predicted step {{.*}} ms; tessel-plan ranks all 1)
 // AUTO2: tessel-compile: --mesh auto on 2 x h100: --mesh pp=2 --pipeline-schedule zb-h1 --microbatches 2
 // AUTO-DEVICES: tessel-compile: --mesh auto needs --devices N: the devices to split the model over
@@ -108,9 +118,9 @@
 // Tests tessel-run --mesh auto: it compiles the .mlir for tessel-compile
 // --mesh auto's choice and runs on that mesh, the same run as the choice's
 // flags given.
-// RUN-AUTO: tessel-compile: --mesh auto on 4 x h100: --mesh dp=2,pp=2 --zero 1 --pipeline-schedule zb-h1 --microbatches 4
-// RUN-AUTO: done: 2 steps ({{.*}}mesh dp=2,pp=2 (4 ranks, threads)), loss [[FIRST:[0-9.]+]] -> [[LAST:[0-9.]+]],
-// RUN-AUTO: done: 2 steps ({{.*}}mesh dp=2,pp=2 (4 ranks, threads)), loss [[FIRST]] -> [[LAST]],
+// RUN-AUTO: tessel-compile: --mesh auto on 4 x h100: --mesh pp=2,dp=2 --zero 1 --pipeline-schedule zb-h1 --microbatches 4
+// RUN-AUTO: done: 2 steps ({{.*}}mesh pp=2,dp=2 (4 ranks, threads)), loss [[FIRST:[0-9.]+]] -> [[LAST:[0-9.]+]],
+// RUN-AUTO: done: 2 steps ({{.*}}mesh pp=2,dp=2 (4 ranks, threads)), loss [[FIRST]] -> [[LAST]],
 // RUN-ONLY: tessel-run: error: --devices applies to --mesh auto
 // RUN-DEVICES: tessel-run: error: --mesh auto needs --devices N: the devices to split the model over
 // RUN-ZERO: tessel-run: error: --zero is what --mesh auto chooses; give --mesh to set it

@@ -158,6 +158,10 @@ cl::opt<int64_t> planDevices(
     cl::desc("With --mesh auto: the devices to split the model over "
              "(tessel-plan's search picks the mesh, ZeRO stage and schedule)"),
     cl::value_desc("n"), cl::init(0), cl::cat(meshCategory));
+cl::opt<int64_t> planNodes(
+    "nodes",
+    cl::desc("With --mesh auto: the nodes the devices are in (default 1)"),
+    cl::value_desc("k"), cl::init(1), cl::cat(meshCategory));
 cl::opt<std::string> planDevice(
     "device",
     cl::desc("With --mesh auto: the device model, h100 (default) or h200"),
@@ -416,6 +420,10 @@ LogicalResult checkAutoMeshFlags() {
   if (planDevices < 1 || planDevices > 4096)
     return fail("--devices " + llvm::Twine(planDevices) +
                 ": expected 1 to 4096");
+  if (planNodes < 1 || planDevices % planNodes != 0)
+    return fail("--nodes " + llvm::Twine(planNodes) +
+                ": expected a divisor of --devices " +
+                llvm::Twine(planDevices));
   if (!tessel::planner::deviceModel(planDevice))
     return fail("--device " + planDevice + ": expected one of " +
                 tessel::planner::deviceNames());
@@ -442,6 +450,7 @@ LogicalResult checkAutoMeshFlags() {
 LogicalResult chooseMesh(ModuleOp module) {
   tessel::planner::Settings settings;
   settings.devices = planDevices;
+  settings.nodes = planNodes;
   settings.device = *tessel::planner::deviceModel(planDevice);
   settings.microbatches = microbatches.getNumOccurrences() > 0
                               ? int64_t(microbatches)
@@ -631,8 +640,8 @@ int compile(int argc, char **argv) {
     if (failed(checkAutoMeshFlags()))
       return 1;
   } else {
-    for (const cl::Option *flag :
-         std::initializer_list<const cl::Option *>{&planDevices, &planDevice})
+    for (const cl::Option *flag : std::initializer_list<const cl::Option *>{
+             &planDevices, &planNodes, &planDevice})
       if (flag->getNumOccurrences() > 0)
         return exitWith(llvm::Twine("--") + flag->ArgStr +
                         " applies to --mesh auto");

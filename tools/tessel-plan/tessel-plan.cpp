@@ -1,6 +1,7 @@
 //===- tessel-plan.cpp - Rank the ways to split a model over N devices ----===//
 //
-//   tessel-plan model.mlir --devices 8 [--device h100|h200] [--microbatches M]
+//   tessel-plan model.mlir --devices 8 [--nodes K] [--device h100|h200]
+//               [--microbatches M]
 //               [--precision bf16] [--top K] [--json FILE]
 //
 // Compiles every (dp, tp, pp, ZeRO stage, schedule) of the device count and
@@ -33,6 +34,10 @@ cl::opt<std::string> inputFile(cl::Positional, cl::desc("<model.mlir>"),
                                cl::Required, cl::cat(planCategory));
 cl::opt<int64_t> devices("devices", cl::desc("Devices to split the model over"),
                          cl::Required, cl::cat(planCategory));
+cl::opt<int64_t> nodes("nodes",
+                       cl::desc("Nodes the devices are in, devices / nodes "
+                                "each (default 1)"),
+                       cl::init(1), cl::cat(planCategory));
 cl::opt<std::string>
     device("device", cl::desc("The device model: h100 (default) or h200"),
            cl::init("h100"), cl::cat(planCategory));
@@ -67,6 +72,10 @@ int planModel() {
   if (devices < 1 || devices > 4096)
     return exitWith("--devices " + std::to_string(devices) +
                     ": expected 1 to 4096");
+  if (nodes < 1 || devices % nodes != 0)
+    return exitWith("--nodes " + std::to_string(nodes) +
+                    ": expected a divisor of --devices " +
+                    std::to_string(devices));
   std::optional<tessel::planner::DeviceModel> model =
       tessel::planner::deviceModel(device);
   if (!model)
@@ -103,6 +112,7 @@ int planModel() {
 
   tessel::planner::Settings settings;
   settings.devices = devices;
+  settings.nodes = nodes;
   settings.device = *model;
   settings.efficiency = efficiency;
   settings.microbatches =
