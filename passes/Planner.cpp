@@ -293,7 +293,17 @@ std::optional<DeviceModel> planner::deviceModel(StringRef name) {
   return std::nullopt;
 }
 
-std::string planner::deviceNames() { return "h100, h200"; }
+std::string planner::refuseDevices(int64_t devices, int64_t nodes,
+                                   StringRef device) {
+  if (devices < 1 || devices > 4096)
+    return "--devices " + std::to_string(devices) + ": expected 1 to 4096";
+  if (nodes < 1 || devices % nodes != 0)
+    return "--nodes " + std::to_string(nodes) +
+           ": expected a divisor of --devices " + std::to_string(devices);
+  if (!deviceModel(device))
+    return "--device " + device.str() + ": expected one of h100, h200";
+  return "";
+}
 
 std::string Candidate::mesh() const {
   std::string text;

@@ -48,8 +48,11 @@ struct DeviceModel {
 /// way, a 400 Gb/s network port per GPU between nodes) or "h200" (141 GB,
 /// the same compute and links); nullopt otherwise.
 std::optional<DeviceModel> deviceModel(llvm::StringRef name);
-/// The names deviceModel knows, for messages: "h100, h200".
-std::string deviceNames();
+/// Why `devices` over `nodes` of `device` cannot be planned ("--devices 0:
+/// expected 1 to 4096", a node count that does not divide the devices, an
+/// unknown device), or empty: what tessel-plan and --mesh auto refuse.
+std::string refuseDevices(int64_t devices, int64_t nodes,
+                          llvm::StringRef device);
 
 struct Settings {
   int64_t devices = 1;

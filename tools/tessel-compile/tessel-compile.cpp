@@ -417,16 +417,10 @@ LogicalResult checkAutoMeshFlags() {
   if (planDevices.getNumOccurrences() == 0)
     return fail("--mesh auto needs --devices N: the devices to split the "
                 "model over");
-  if (planDevices < 1 || planDevices > 4096)
-    return fail("--devices " + llvm::Twine(planDevices) +
-                ": expected 1 to 4096");
-  if (planNodes < 1 || planDevices % planNodes != 0)
-    return fail("--nodes " + llvm::Twine(planNodes) +
-                ": expected a divisor of --devices " +
-                llvm::Twine(planDevices));
-  if (!tessel::planner::deviceModel(planDevice))
-    return fail("--device " + planDevice + ": expected one of " +
-                tessel::planner::deviceNames());
+  if (std::string why =
+          tessel::planner::refuseDevices(planDevices, planNodes, planDevice);
+      !why.empty())
+    return fail(why);
   for (const cl::Option *flag : std::initializer_list<const cl::Option *>{
            &zeroStage, &noReshardAfterForward, &pipelineSchedule,
            &virtualStages, &stageLayers})

@@ -69,18 +69,11 @@ int exitWith(const llvm::Twine &message) {
 }
 
 int planModel() {
-  if (devices < 1 || devices > 4096)
-    return exitWith("--devices " + std::to_string(devices) +
-                    ": expected 1 to 4096");
-  if (nodes < 1 || devices % nodes != 0)
-    return exitWith("--nodes " + std::to_string(nodes) +
-                    ": expected a divisor of --devices " +
-                    std::to_string(devices));
+  if (std::string why = tessel::planner::refuseDevices(devices, nodes, device);
+      !why.empty())
+    return exitWith(why);
   std::optional<tessel::planner::DeviceModel> model =
       tessel::planner::deviceModel(device);
-  if (!model)
-    return exitWith("--device " + device + ": expected one of " +
-                    tessel::planner::deviceNames());
   if (memoryGib.getNumOccurrences() > 0) {
     if (!(memoryGib > 0) || !std::isfinite(memoryGib))
       return exitWith("--memory-gib must be a positive number");
