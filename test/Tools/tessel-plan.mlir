@@ -32,6 +32,7 @@
 // RUN: not tessel-compile %s --mesh auto --devices 4 --no-train -o %t.x.so 2>&1 | FileCheck %s --check-prefix=AUTO-EVAL
 // RUN: not tessel-compile %s --mesh auto --devices 4 --device a100 -o %t.x.so 2>&1 | FileCheck %s --check-prefix=AUTO-DEVICE
 // RUN: not tessel-compile %s --mesh dp=2 --devices 4 -o %t.x.so 2>&1 | FileCheck %s --check-prefix=AUTO-ONLY
+// RUN: not tessel-compile %s --mesh auto --devices 4 --rules batch -o %t.x.so 2>&1 | FileCheck %s --check-prefix=AUTO-REFUSED
 // RUN: not test -e %t.x.so
 // RUN: not tessel-plan %s --devices 0 2>&1 | FileCheck %s --check-prefix=DEVICES
 // RUN: not tessel-plan %s --devices 2 --device a100 2>&1 | FileCheck %s --check-prefix=DEVICE
@@ -114,6 +115,7 @@
 // AUTO-EVAL: tessel-compile: --mesh auto ranks training steps; it does not apply with --no-train
 // AUTO-DEVICE: tessel-compile: --device a100: expected one of h100, h200
 // AUTO-ONLY: tessel-compile: --devices applies to --mesh auto
+// AUTO-REFUSED: tessel-compile: --mesh auto: the compiler refused every split of the model over 4 devices; the first: 
 
 // Tests tessel-run --mesh auto: it compiles the .mlir for tessel-compile
 // --mesh auto's choice and runs on that mesh, the same run as the choice's

@@ -455,6 +455,12 @@ LogicalResult chooseMesh(ModuleOp module) {
   std::vector<tessel::planner::Candidate> ranked =
       tessel::planner::plan(module, settings);
   const tessel::planner::Candidate *best = tessel::planner::best(ranked);
+  if (!best &&
+      llvm::all_of(ranked, [](const auto &c) { return !c.refused.empty(); }))
+    return fail("--mesh auto: the compiler refused every split of the model "
+                "over " +
+                llvm::Twine(planDevices) + " devices; the first: " +
+                StringRef(ranked.front().refused).split('\n').first);
   if (!best)
     return fail("--mesh auto: no split of the model over " +
                 llvm::Twine(planDevices) + " x " + planDevice +
@@ -485,7 +491,9 @@ LogicalResult chooseMesh(ModuleOp module) {
     if (best->schedule == "interleaved")
       virtualStages.addOccurrence(0, "virtual-stages", "2");
   } else {
+    // Pipeline settings of a split without one: M is tessel-run's.
     microbatches.reset();
+    stageRecompute.reset();
   }
   return success();
 }
