@@ -32,16 +32,22 @@ struct StepKinds {
   llvm::StringSet<> perMicrobatch, once;
 };
 
-/// `flops` names the functions the compile made (`<function>_<kind>`, the
-/// forward `<function>`): M > 1 microbatches with a reduce_grads entry run
-/// the backward without its reductions, then reduce once; a zero-bubble
-/// stage runs its two parts; a pipeline's Forward is forward_keep (or, with
+/// The function of entry `kind` of model function `function`:
+/// `<function>_<kind>`, the forward `<function>` itself.
+std::string entryName(StringRef function, StringRef kind) {
+  return kind == "forward" ? function.str() : (function + "_" + kind).str();
+}
+
+/// `flops` names the functions the compile made (entryName): M > 1 microbatches
+/// with a reduce_grads entry run the backward without its reductions, then
+/// reduce once; a zero-bubble stage runs its two parts; a pipeline's Forward is
+/// forward_keep (or, with
 /// --stage-recompute, the forward), while one device's backward computes
 /// its forward itself.
 StepKinds stepKinds(const llvm::json::Object &flops, StringRef function,
                     int64_t microbatches, bool pipelined) {
   auto has = [&](StringRef kind) {
-    return flops.get((function + "_" + kind).str()) != nullptr;
+    return flops.get(entryName(function, kind)) != nullptr;
   };
   bool deferred = microbatches > 1 && has("reduce_grads");
   StepKinds kinds;
@@ -63,14 +69,6 @@ StepKinds stepKinds(const llvm::json::Object &flops, StringRef function,
   return kinds;
 }
 
-/// The flops of `kind` in `flops`.
-int64_t kindFlops(const llvm::json::Object &flops, StringRef function,
-                  StringRef kind) {
-  std::string name =
-      kind == "forward" ? function.str() : (function + "_" + kind).str();
-  return integer(flops, name);
-}
-
 /// The links a group of mesh axes sends over: the node's when every axis
 /// stays in a node, else the network between nodes (a ring is as fast as
 /// its slowest link). Ranks are numbered row-major over pp, dp, tp (tp
@@ -90,17 +88,25 @@ public:
                                   : settings.devices;
     return span > perNode || perNode % span != 0;
   }
-  /// Seconds per byte over `axes` (names).
+  /// Seconds per byte over the links of `axis`.
+  double secondsPerByte(StringRef axis) const {
+    return perByte(crossesNodes(axis));
+  }
+  /// Seconds per byte over `axes` (names): the network's when one crosses.
   double secondsPerByte(const llvm::json::Array *axes) const {
     bool network = false;
     if (axes)
       for (const llvm::json::Value &axis : *axes)
         network |= crossesNodes(axis.getAsString().value_or(""));
+    return perByte(network);
+  }
+
+private:
+  double perByte(bool network) const {
     return 1.0 / (network ? settings.device.networkBytesPerSec
                           : settings.device.linkBytesPerSec);
   }
 
-private:
   const Settings &settings;
   const Candidate &c;
 };
@@ -148,76 +154,85 @@ StepComm stepComm(const llvm::json::Object *communication,
   return step;
 }
 
-/// Reads one device's (or a mesh without pp) report into `c`.
-void readModelReport(const llvm::json::Object &report, int64_t microbatches,
-                     const Links &links, Candidate &c) {
-  StringRef function = report.getString("function").value_or("");
-  const llvm::json::Object *flops = report.getObject("flops");
-  if (!flops)
-    return;
-  StepKinds kinds = stepKinds(*flops, function, microbatches, false);
-  for (const auto &kind : kinds.perMicrobatch)
-    c.flops += microbatches * kindFlops(*flops, function, kind.getKey());
-  for (const auto &kind : kinds.once)
-    c.flops += kindFlops(*flops, function, kind.getKey());
-  StepComm step =
-      stepComm(report.getObject("communication"), kinds, microbatches, links);
-  c.ringBytes = step.ringBytes;
-  c.exposedBytes = step.ringBytes - step.overlappedBytes;
-  c.exposedSeconds = step.exposedSeconds;
-  c.overlappedSeconds = step.overlappedSeconds;
-  c.memoryBytes = integer(report, "arena_bytes");
-}
+/// What one rank does in a step, as the candidate's figures count it.
+struct RankLoad {
+  int64_t flops = 0, ringBytes = 0, exposedBytes = 0, p2pBytes = 0,
+          memoryBytes = 0;
+  double exposedSeconds = 0, overlappedSeconds = 0;
 
-/// Reads a pipeline's report: the simulated makespan (every rank's time,
-/// bubble included) plus the busiest rank's update; per rank the
-/// collectives and sends of its stages and its arenas with the activations
-/// the schedule holds.
-void readPipelineReport(const llvm::json::Object &pipeline,
-                        int64_t microbatches, const Links &links,
-                        Candidate &c) {
-  c.bubble = pipeline.getNumber("bubble_fraction").value_or(0);
-  const llvm::json::Array *stages = pipeline.getArray("stages");
-  const llvm::json::Array *timeline = pipeline.getArray("timeline");
+  /// Adds a model's (or a stage's) entries of one step: their collectives,
+  /// the flops of those run once, and, unless a pipeline's makespan counts
+  /// them, the flops of those run per microbatch; and its arena.
+  void addModel(const llvm::json::Object &model, StringRef function,
+                int64_t microbatches, bool pipelined, const Links &links) {
+    const llvm::json::Object *entryFlops = model.getObject("flops");
+    if (!entryFlops)
+      return;
+    StepKinds kinds = stepKinds(*entryFlops, function, microbatches, pipelined);
+    auto flopsOf = [&](StringRef kind) {
+      return integer(*entryFlops, entryName(function, kind));
+    };
+    if (!pipelined)
+      for (const auto &kind : kinds.perMicrobatch)
+        flops += microbatches * flopsOf(kind.getKey());
+    for (const auto &kind : kinds.once)
+      flops += flopsOf(kind.getKey());
+    StepComm step =
+        stepComm(model.getObject("communication"), kinds, microbatches, links);
+    ringBytes += step.ringBytes;
+    exposedBytes += step.ringBytes - step.overlappedBytes;
+    exposedSeconds += step.exposedSeconds;
+    overlappedSeconds += step.overlappedSeconds;
+    memoryBytes += integer(model, "arena_bytes");
+  }
+
+  /// The candidate's figures: the busiest rank's, each on its own.
+  void maxInto(Candidate &c) const {
+    c.flops = std::max(c.flops, flops);
+    c.ringBytes = std::max(c.ringBytes, ringBytes);
+    c.exposedBytes = std::max(c.exposedBytes, exposedBytes);
+    c.exposedSeconds = std::max(c.exposedSeconds, exposedSeconds);
+    c.overlappedSeconds = std::max(c.overlappedSeconds, overlappedSeconds);
+    c.p2pBytes = std::max(c.p2pBytes, p2pBytes);
+    c.memoryBytes = std::max(c.memoryBytes, memoryBytes);
+  }
+};
+
+/// Reads a compile's report into `c`. A pipeline: the simulated makespan
+/// (every rank's time, bubble included) plus each rank's update, per rank
+/// the collectives and sends of its stages and its arenas with the
+/// activations the schedule holds.
+void readReport(const llvm::json::Object &report, int64_t microbatches,
+                const Links &links, Candidate &c) {
+  StringRef function = report.getString("function").value_or("");
+  const llvm::json::Object *pipeline = report.getObject("pipeline");
+  if (!pipeline) {
+    RankLoad rank;
+    rank.addModel(report, function, microbatches, false, links);
+    rank.maxInto(c);
+    return;
+  }
+  c.bubble = pipeline->getNumber("bubble_fraction").value_or(0);
+  const llvm::json::Array *stages = pipeline->getArray("stages");
+  const llvm::json::Array *timeline = pipeline->getArray("timeline");
   if (!stages || !timeline)
     return;
-  std::map<int64_t, Candidate> ranks;
+  std::map<int64_t, RankLoad> ranks;
   for (const llvm::json::Value &value : *stages) {
     const llvm::json::Object *stage = value.getAsObject();
-    const llvm::json::Object *flops =
-        stage ? stage->getObject("flops") : nullptr;
-    if (!flops)
+    if (!stage)
       continue;
-    // A stage's entries are its model function's: `loss_backward`, ...
-    StringRef function;
-    for (const auto &entry : *flops)
-      if (StringRef(entry.first).ends_with("_update"))
-        function = StringRef(entry.first).drop_back(strlen("_update"));
-    StepKinds kinds = stepKinds(*flops, function, microbatches, true);
-    Candidate &rank = ranks[integer(*stage, "rank")];
-    for (const auto &kind : kinds.once)
-      rank.flops += kindFlops(*flops, function, kind.getKey());
-    StepComm step =
-        stepComm(stage->getObject("communication"), kinds, microbatches, links);
-    rank.ringBytes += step.ringBytes;
-    rank.exposedBytes += step.ringBytes - step.overlappedBytes;
-    rank.exposedSeconds += step.exposedSeconds;
-    rank.overlappedSeconds += step.overlappedSeconds;
+    RankLoad &rank = ranks[integer(*stage, "rank")];
+    rank.addModel(*stage, function, microbatches, true, links);
     rank.p2pBytes += integer(*stage, "p2p_bytes");
-    rank.memoryBytes += integer(*stage, "arena_bytes");
   }
-  int64_t makespan = integer(pipeline, "makespan_flops");
+  int64_t makespan = integer(*pipeline, "makespan_flops");
   for (auto &[r, rank] : ranks) {
     if (r < int64_t(timeline->size()))
       if (const llvm::json::Object *held = (*timeline)[r].getAsObject())
         rank.memoryBytes += integer(*held, "activation_bytes");
-    c.flops = std::max(c.flops, makespan + rank.flops);
-    c.ringBytes = std::max(c.ringBytes, rank.ringBytes);
-    c.exposedBytes = std::max(c.exposedBytes, rank.exposedBytes);
-    c.exposedSeconds = std::max(c.exposedSeconds, rank.exposedSeconds);
-    c.overlappedSeconds = std::max(c.overlappedSeconds, rank.overlappedSeconds);
-    c.p2pBytes = std::max(c.p2pBytes, rank.p2pBytes);
-    c.memoryBytes = std::max(c.memoryBytes, rank.memoryBytes);
+    rank.flops += makespan;
+    rank.maxInto(c);
   }
 }
 
@@ -254,20 +269,16 @@ void evaluate(ModuleOp model, const Settings &settings, Candidate &c) {
     }
   }
   Links links(settings, c);
-  if (const llvm::json::Object *pipeline = report.getObject("pipeline"))
-    readPipelineReport(*pipeline, settings.microbatches, links, c);
-  else
-    readModelReport(report, settings.microbatches, links, c);
+  readReport(report, settings.microbatches, links, c);
   // Overlapped collectives hide behind compute, and no more than it lasts;
   // a stage's sends cross the pp axis's links.
   double rate = (settings.precision == "bf16" ? settings.device.bf16Flops
                                               : settings.device.f32Flops) *
                 settings.efficiency;
   c.computeSeconds = double(c.flops) / rate;
-  llvm::json::Array pp{"pp"};
   c.commSeconds = c.exposedSeconds +
                   std::max(0.0, c.overlappedSeconds - c.computeSeconds) +
-                  double(c.p2pBytes) * links.secondsPerByte(&pp);
+                  double(c.p2pBytes) * links.secondsPerByte("pp");
   c.stepSeconds = c.computeSeconds + c.commSeconds;
   c.fits = double(c.memoryBytes) <= settings.device.memoryBytes;
 }
@@ -348,23 +359,21 @@ std::vector<Candidate> planner::plan(ModuleOp model, const Settings &settings) {
   auto order = [](const Candidate &c) {
     return c.refused.empty() ? (c.fits ? 0 : 1) : 2;
   };
-  std::stable_sort(all.begin(), all.end(),
-                   [&](const Candidate &a, const Candidate &b) {
-                     if (order(a) != order(b))
-                       return order(a) < order(b);
-                     // Equal step times (a step all communication)
-                     // go to the one that computes less, then holds
-                     // less.
-                     if (order(a) == 0 && !nearlyEqual(a.stepSeconds,
-                                                       b.stepSeconds))
-                       return a.stepSeconds < b.stepSeconds;
-                     if (order(a) == 0 && !nearlyEqual(a.computeSeconds,
-                                                       b.computeSeconds))
-                       return a.computeSeconds < b.computeSeconds;
-                     if (order(a) <= 1)
-                       return a.memoryBytes < b.memoryBytes;
-                     return false;
-                   });
+  std::stable_sort(
+      all.begin(), all.end(), [&](const Candidate &a, const Candidate &b) {
+        if (order(a) != order(b))
+          return order(a) < order(b);
+        // Equal step times (a step all communication)
+        // go to the one that computes less, then holds
+        // less.
+        if (order(a) == 0 && !nearlyEqual(a.stepSeconds, b.stepSeconds))
+          return a.stepSeconds < b.stepSeconds;
+        if (order(a) == 0 && !nearlyEqual(a.computeSeconds, b.computeSeconds))
+          return a.computeSeconds < b.computeSeconds;
+        if (order(a) <= 1)
+          return a.memoryBytes < b.memoryBytes;
+        return false;
+      });
   return all;
 }
 
