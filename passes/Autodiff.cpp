@@ -340,10 +340,23 @@ struct AutodiffPass : public tessel::impl::AutodiffPassBase<AutodiffPass> {
           attrs.push_back(b.getNamedAttr(name, value));
       return attrs;
     };
+    // States are f32, or f64 for an f64 parameter; the update's scalars
+    // (the gradient scale, the norm, the clipping factor) are f64 when any
+    // trained parameter is, so an f64 model's update is never rounded to
+    // f32. An f32 parameter beside them reads the scale rounded.
+    auto stateElement = [&](Type paramType) -> Type {
+      Type element = cast<RankedTensorType>(paramType).getElementType();
+      return element.isF64() ? element : b.getF32Type();
+    };
     auto stateType = [&](Type paramType) -> Type {
       auto tensor = cast<RankedTensorType>(paramType);
-      return RankedTensorType::get(tensor.getShape(), b.getF32Type());
+      return RankedTensorType::get(tensor.getShape(), stateElement(tensor));
     };
+    Type scalarElement = b.getF32Type();
+    for (unsigned index : trained)
+      if (stateElement(model.getArgumentTypes()[index]).isF64())
+        scalarElement = b.getF64Type();
+    auto scalarType = RankedTensorType::get({}, scalarElement);
     for (unsigned index : trained) {
       argTypes.push_back(model.getArgumentTypes()[index]);
       argAttrs.push_back(model.getArgAttrDict(index));
@@ -374,7 +387,7 @@ struct AutodiffPass : public tessel::impl::AutodiffPassBase<AutodiffPass> {
             b.getStringAttr(paramName(model, index) + "." + state)));
         argAttrs.push_back(b.getDictionaryAttr(attrs));
       }
-    argTypes.push_back(RankedTensorType::get({}, b.getF32Type()));
+    argTypes.push_back(scalarType);
     argAttrs.push_back(b.getDictionaryAttr(
         b.getNamedAttr(nn::NNDialect::kGradScaleAttrName, b.getUnitAttr())));
 
@@ -400,9 +413,7 @@ struct AutodiffPass : public tessel::impl::AutodiffPassBase<AutodiffPass> {
         if (!model.getArgAttr(index, nn::NNDialect::kTiedCopyAttrName))
           counted.push_back(grad);
       Value sumSquares =
-          nn::SumSquaresOp::create(
-              b, loc, TypeRange{RankedTensorType::get({}, b.getF32Type())},
-              counted)
+          nn::SumSquaresOp::create(b, loc, TypeRange{scalarType}, counted)
               .getResult();
       scale = nn::ClipScaleOp::create(
                   b, loc, TypeRange{scale.getType()},
@@ -412,6 +423,7 @@ struct AutodiffPass : public tessel::impl::AutodiffPassBase<AutodiffPass> {
     }
     SmallVector<NamedAttribute> stepAttrs = optimizerAttrs(b, config);
     SmallVector<Value> newParams, newStates;
+    Value f32Scale; // the scale rounded, once, for f32 parameters
     size_t firstState = 0;
     for (unsigned i = 0; i < numTrained; ++i) {
       // The parameter's group: no weight decay when a no_decay pattern
@@ -423,7 +435,15 @@ struct AutodiffPass : public tessel::impl::AutodiffPassBase<AutodiffPass> {
                                      model.getArgumentTypes()[trained[i]]);
       if (master)
         attrs.set("master", b.getUnitAttr());
-      SmallVector<Value> operands{grads[i], scale, params[i]};
+      Value paramScale = scale;
+      if (!stateElement(model.getArgumentTypes()[trained[i]]).isF64() &&
+          scalarElement.isF64()) {
+        if (!f32Scale)
+          f32Scale = nn::CastOp::create(
+              b, loc, RankedTensorType::get({}, b.getF32Type()), scale);
+        paramScale = f32Scale;
+      }
+      SmallVector<Value> operands{grads[i], paramScale, params[i]};
       size_t numStates = statesOf(trained[i]).size();
       ValueRange paramStates = states.slice(firstState, numStates);
       firstState += numStates;

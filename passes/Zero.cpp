@@ -134,7 +134,7 @@ private:
 
 // Each building block splits `plan`'s shape in the element type of the
 // value it is given: an f32 gradient (or master state) beside a bf16
-// parameter, an f32 state beside an f64 one.
+// parameter.
 
 /// `plan` in the element type of `value`.
 static ShardPlan typedLike(const ShardPlan &plan, Value value) {
@@ -270,8 +270,8 @@ void ZeroRewriter::markArgument(func::FuncOp func, unsigned i,
 
 void ZeroRewriter::retypeArgument(func::FuncOp func, unsigned i,
                                   const ShardPlan &plan) {
-  // In its own element type: optimizer states stay f32 beside an f64
-  // parameter.
+  // In its own element type: a master copy and its states are f32 beside
+  // a bf16 parameter.
   BlockArgument arg = func.getArgument(i);
   arg.setType(
       plan.withElement(cast<RankedTensorType>(arg.getType()).getElementType())

@@ -396,9 +396,11 @@ LogicalResult NNDialect::verifyRegionArgAttribute(Operation *op,
     return success();
   }
   if (attrName == kGradScaleAttrName || attrName == kGradSumSquaresAttrName) {
-    if (type.getRank() != 0 || !type.getElementType().isF32())
-      return func.emitOpError() << "argument #" << argIndex << ": '"
-                                << attrName << "' must be a tensor<f32>";
+    if (type.getRank() != 0 ||
+        !isa<Float32Type, Float64Type>(type.getElementType()))
+      return func.emitOpError()
+             << "argument #" << argIndex << ": '" << attrName
+             << "' must be a tensor<f32> (or tensor<f64> in an f64 model)";
     return success();
   }
   return func.emitOpError()

@@ -56,6 +56,9 @@ mlir::ParseResult parseOptimizerKind(mlir::OpAsmParser &parser,
                                      OptimizerKindAttr &optimizer);
 void printOptimizerKind(mlir::OpAsmPrinter &printer, mlir::Operation *op,
                         OptimizerKindAttr optimizer);
+/// nn.optimizer_step's scale type for its gradient's: tensor<f64> beside
+/// an f64 gradient (f64 states), tensor<f32> otherwise.
+mlir::Type updateScalarType(mlir::Type gradType);
 } // namespace tessel::nn
 
 #define GET_OP_CLASSES

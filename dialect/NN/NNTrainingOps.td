@@ -8,19 +8,20 @@
 // Training ops (the update step)
 //===----------------------------------------------------------------------===//
 
-// tensor<f32>: the device scalars of the update step.
-def NN_F32Scalar : Type<
-    And<[NN_TensorOf<[F32]>.predicate,
+// tensor<f32> or tensor<f64>: the device scalars of the update step (f64
+// in an f64 model, so its norm, clipping factor and gradient scale are not
+// rounded to f32).
+def NN_UpdateScalar : Type<
+    And<[NN_TensorOf<[F32, F64]>.predicate,
          CPred<"::llvm::cast<::mlir::RankedTensorType>($_self).getRank() == 0">]>,
-    "tensor<f32>", "::mlir::RankedTensorType">,
-    BuildableType<"::mlir::RankedTensorType::get({}, $_builder.getF32Type())">;
+    "tensor<f32> or tensor<f64>", "::mlir::RankedTensorType">;
 
-def NN_SumSquaresOp : NN_ShardableOp<"sum_squares",
-    [Pure, DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+def NN_SumSquaresOp : NN_ShardableOp<"sum_squares", [Pure]> {
   let summary = "sum of the squares of every element of float tensors";
   let description = [{
-    `Σ x²` over every element of every operand, in f32 (the pieces of a
-    global gradient norm). Two flops per element. Every loop (the operands'
+    `Σ x²` over every element of every operand, accumulated in f64 and
+    returned in the result's type, f32 or f64 (the pieces of a global
+    gradient norm; f64 in an f64 model). Two flops per element. Every loop (the operands'
     dimensions, one after the other) is a `sum` reduction.
 
     ```mlir
@@ -28,7 +29,7 @@ def NN_SumSquaresOp : NN_ShardableOp<"sum_squares",
     ```
   }];
   let arguments = (ins Variadic<NN_FloatTensor>:$inputs);
-  let results = (outs NN_F32Scalar:$result);
+  let results = (outs NN_UpdateScalar:$result);
   let assemblyFormat = "$inputs attr-dict `:` functional-type($inputs, $result)";
   let hasVerifier = 1;
 }
@@ -41,21 +42,24 @@ def NN_ClipScaleOp : NN_ShardableOp<"clip_scale",
     gradients), `scale = min(1, max_norm / (sqrt(ss) · g + 1e-6)) · g`, or
     `g` when `max_norm <= 0` (no clipping): the clipping sees the norm of
     the scaled gradient, as torch.nn.utils.clip_grad_norm_ after `loss / M`.
-    Six flops.
+    The three scalars are f32, or f64 in an f64 model. Six flops.
 
     ```mlir
     %scale = nn.clip_scale %ss, %gs {max_norm = 1.0 : f64} : tensor<f32>
     ```
   }];
-  let arguments = (ins NN_F32Scalar:$sum_squares, NN_F32Scalar:$grad_scale,
+  let arguments = (ins NN_UpdateScalar:$sum_squares,
+                       NN_UpdateScalar:$grad_scale,
                        DefaultValuedAttr<F64Attr, "1.0">:$max_norm);
-  let results = (outs NN_F32Scalar:$result);
+  let results = (outs NN_UpdateScalar:$result);
   let assemblyFormat = "$sum_squares `,` $grad_scale attr-dict `:` type($result)";
   let hasVerifier = 1;
 }
 
 def NN_OptimizerStepOp : NN_ShardableOp<"optimizer_step",
-    [Pure, InferTypeOpAdaptor, DestinationStyleOpInterface]> {
+    [Pure, InferTypeOpAdaptor, DestinationStyleOpInterface,
+     TypesMatchWith<"scale is tensor<f64> beside an f64 grad, else tensor<f32>",
+                    "grad", "scale", "::tessel::nn::updateScalarType($_self)">]> {
   let summary = "one optimizer update of a parameter and its state";
   let description = [{
     Updates `outs = (param, states...)` in place (destination style: result
@@ -63,8 +67,9 @@ def NN_OptimizerStepOp : NN_ShardableOp<"optimizer_step",
     device scalar `scale`, as torch.optim.SGD / Adam / AdamW do: `sgd`
     (with `momentum`, dampening 0, optionally `nesterov`), `adam` (L2
     `weight_decay` added to the gradient), `adamw` (decoupled weight decay).
-    States are f32 in the parameter's shape: none for SGD without momentum,
-    the momentum buffer for SGD with momentum, `m` and `v` for Adam(W).
+    States are in the parameter's shape, f32 (f64 for an f64 parameter,
+    whose `scale` is f64 too): none for SGD without momentum, the momentum
+    buffer for SGD with momentum, `m` and `v` for Adam(W).
     With `master` (mixed precision, `tessel-compile --precision bf16`) the
     parameter is a bf16 or f16 copy and the first state is its f32 master
     weights: the step runs on the master, from `grad` widened (f32 or the
@@ -81,7 +86,7 @@ def NN_OptimizerStepOp : NN_ShardableOp<"optimizer_step",
     %p2, %m2, %v2 = nn.optimizer_step adamw %g, %scale outs(%p, %m, %v : tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>) {lr = 3.0e-4 : f64} : tensor<8x16xf32>
     ```
   }];
-  let arguments = (ins NN_FloatTensor:$grad, NN_F32Scalar:$scale,
+  let arguments = (ins NN_FloatTensor:$grad, NN_UpdateScalar:$scale,
       Variadic<NN_FloatTensor>:$outs,
       DefaultValuedAttr<NN_OptimizerKindAttr, "OptimizerKind::adamw">:$optimizer,
       DefaultValuedAttr<F64Attr, "1e-3">:$lr,

@@ -48,6 +48,13 @@ void nn::printOptimizerKind(OpAsmPrinter &printer, Operation *,
                                               : OptimizerKind::adamw);
 }
 
+Type nn::updateScalarType(Type gradType) {
+  Type element = cast<ShapedType>(gradType).getElementType();
+  Builder b(gradType.getContext());
+  return RankedTensorType::get({}, element.isF64() ? Type(b.getF64Type())
+                                                   : Type(b.getF32Type()));
+}
+
 //===----------------------------------------------------------------------===//
 // SumSquaresOp
 //===----------------------------------------------------------------------===//
@@ -190,10 +197,17 @@ LogicalResult OptimizerStepOp::verify() {
     return diag << " after the parameter" << (getMaster() ? " and its master" : "")
                 << " in outs, got " << numStates;
   }
+  // An f64 parameter's states and scale are f64: its update is not
+  // rounded to f32. Master weights and their states are f32.
+  Type stateElement = !getMaster() && elementType.isF64()
+                          ? Type(Float64Type::get(getContext()))
+                          : Type(Float32Type::get(getContext()));
+  auto stateType = RankedTensorType::get(param.getShape(), stateElement);
   for (auto [index, state] : llvm::enumerate(getStates()))
-    if (state.getType() != f32Type)
-      return emitOpError() << "state #" << index << " must be " << f32Type
-                           << " (f32 in the parameter's shape), got "
+    if (state.getType() != stateType)
+      return emitOpError() << "state #" << index << " must be " << stateType
+                           << " (" << (stateElement.isF64() ? "f64" : "f32")
+                           << " in the parameter's shape), got "
                            << state.getType();
   auto check = [&](bool ok, StringRef what, double value) -> LogicalResult {
     if (ok)

@@ -387,11 +387,15 @@ void ModelAbiEmitter::addZero(json::Object &tensor, func::FuncOp func,
 
 /// Control scalars the launcher writes: the gradient scale, and on a
 /// clipping pipeline stage the pipeline's gradient sum of squares (its
-/// grad_norm entry writes the stage's there; the launcher the sum).
+/// grad_norm entry writes the stage's there; the launcher the sum). Each
+/// of the update argument's type: f32, or f64 in an f64 model.
 json::Object ModelAbiEmitter::placeControl() {
   int64_t begin = cursor;
-  auto scalar = RankedTensorType::get({}, b.getF32Type());
-  auto placeScalar = [&](StringRef name, StringRef what) {
+  auto placeScalar = [&](StringRef name, StringRef attr, StringRef what) {
+    Type scalar = RankedTensorType::get({}, b.getF32Type());
+    for (unsigned i = 0, e = entries.update.getNumArguments(); i < e; ++i)
+      if (entries.update.getArgAttr(i, attr))
+        scalar = entries.update.getArgumentTypes()[i];
     json::Object tensor = describeTensor(name, name, scalar, cursor);
     addSharding(tensor, model, ArrayAttr(), scalar, what);
     int64_t at = cursor;
@@ -399,10 +403,12 @@ json::Object ModelAbiEmitter::placeControl() {
     return at;
   };
   if (trained)
-    gradScaleAt = placeScalar("grad_scale", "the gradient scale");
+    gradScaleAt = placeScalar("grad_scale", nn::NNDialect::kGradScaleAttrName,
+                              "the gradient scale");
   if (trained && entries.gradNorm)
     gradSumSquaresAt =
-        placeScalar("grad_sum_squares", "the gradient sum of squares");
+        placeScalar("grad_sum_squares", nn::NNDialect::kGradSumSquaresAttrName,
+                    "the gradient sum of squares");
   return region(begin);
 }
 

@@ -15,19 +15,27 @@ using namespace mlir;
 namespace tessel::lowering {
 namespace {
 
-/// tessel_sum_squares accumulates: zero the f32 result, then one call per
+/// Whether the update scalar `value` is f64 (ABI 18's entries) or f32.
+bool isF64Scalar(Value value) {
+  return tensorType(value).getElementType().isF64();
+}
+
+/// tessel_sum_squares accumulates: zero the result, then one call per
 /// operand.
 LogicalResult lowerSumSquares(nn::SumSquaresOp op, FunctionLowering &fl) {
   fl.call(rt::tessel_zero,
           {fl.ptr(op.getResult()), fl.i64(bytesOf(op.getResult()))});
+  auto entry = isF64Scalar(op.getResult()) ? rt::tessel_sum_squares_f64
+                                           : rt::tessel_sum_squares;
   for (Value input : op.getInputs())
-    fl.call(rt::tessel_sum_squares, {fl.dtype(input), fl.ptr(input),
-                                     fl.count(input), fl.ptr(op.getResult())});
+    fl.call(entry, {fl.dtype(input), fl.ptr(input), fl.count(input),
+                    fl.ptr(op.getResult())});
   return success();
 }
 
 LogicalResult lowerClipScale(nn::ClipScaleOp op, FunctionLowering &fl) {
-  fl.call(rt::tessel_clip_scale,
+  fl.call(isF64Scalar(op.getResult()) ? rt::tessel_clip_scale_f64
+                                      : rt::tessel_clip_scale,
           {fl.ptr(op.getSumSquares()),
            fl.f64(op.getMaxNorm().convertToDouble()), fl.ptr(op.getGradScale()),
            fl.ptr(op.getResult())});
@@ -117,6 +125,24 @@ LogicalResult lowerOptimizerStep(nn::OptimizerStepOp op, FunctionLowering &fl) {
   PtrValue optPtr = fl.emit.bytesGlobal(fl.b, fl.loc, key.optimizer);
   PtrValue schedulePtr = fl.emit.bytesGlobal(fl.b, fl.loc, key.schedule);
   Value master = op.getMasterWeights();
+  if (isF64Scalar(op.getScale())) {
+    // f64 states and scale (ABI 18): always the grouped entry, a group of
+    // one included.
+    SmallVector<PtrValue> pointers;
+    SmallVector<int64_t> counts;
+    for (nn::OptimizerStepOp member : group) {
+      OperandRange states = member.getOptimizerStates();
+      pointers.append({fl.ptr(member.getParam()), fl.ptr(member.getGrad()),
+                       states.size() > 0 ? fl.ptr(states[0]) : fl.null(),
+                       states.size() > 1 ? fl.ptr(states[1]) : fl.null()});
+      counts.push_back(tensorType(member.getParam()).getNumElements());
+    }
+    fl.call(rt::tessel_optimizer_update_f64_group_current,
+            {optPtr, schedulePtr, fl.ptr(op.getScale()),
+             fl.i64(static_cast<int64_t>(group.size())),
+             fl.emit.ptrArray(fl.b, fl.loc, pointers), fl.i64Array(counts)});
+    return success();
+  }
   if (group.size() > 1) {
     SmallVector<PtrValue> pointers;
     SmallVector<int64_t> counts;

@@ -133,12 +133,16 @@ struct StepRef {
 
 /// An optimizer update's 1-based count and learning rate: the caller's
 /// (tessel_optimizer_update), or when `current` the context's step + 1
-/// (as StepRef) and `schedule` at that count (host memory, copied).
+/// (as StepRef) and `schedule` at that count (host memory, copied); and
+/// the dtype of its optimizer states and *gradScale: F32, or F64 with f64
+/// parameters (ABI 18's tessel_optimizer_update_f64_group_current; the
+/// master form is always F32).
 struct UpdateStep {
   bool current = false;
   int64_t count = 0;
   double lr = 0.0;
   tessel_lr_schedule schedule{};
+  int32_t stateDtype = TESSEL_F32;
 };
 
 /// A step captured by a backend that captures natively (a CUDA graph):
@@ -445,9 +449,12 @@ public:
 
   //===--- Optimizer (device-side scalars) --------------------------------===//
 
+  /// *sum (a device scalar of sumDtype, F32 or F64) += Σ x² accumulated
+  /// in f64.
   virtual void sumSquares(tessel_ctx *ctx, int32_t dtype, const void *x,
-                          int64_t n, void *sum) = 0;
-  virtual void clipScale(tessel_ctx *ctx, const void *sumSquares,
+                          int64_t n, int32_t sumDtype, void *sum) = 0;
+  /// The three scalars are device `dtype`s, F32 or F64.
+  virtual void clipScale(tessel_ctx *ctx, int32_t dtype, const void *sumSquares,
                          double maxNorm, const void *gradScale,
                          void *scale) = 0;
   /// `opt` is host memory; kind, count, schedule and state presence are

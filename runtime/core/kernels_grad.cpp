@@ -297,14 +297,25 @@ void tessel_attention_grad_lse(tessel_ctx *ctx, int32_t dtype, const void *q,
                               value_dim, scale, causal != 0);
 }
 
-void tessel_sum_squares(tessel_ctx *ctx, int32_t dtype, const void *x,
-                        int64_t n, void *sum) {
+/// tessel_sum_squares and its f64 form: *sum is a device sumDtype.
+static void sumSquares(tessel_ctx *ctx, const char *entry, int32_t dtype,
+                       const void *x, int64_t n, int32_t sumDtype, void *sum) {
   if (!ctx)
     return;
-  KernelScope scope(ctx, __func__);
-  if (!checkDtype(ctx, "tessel_sum_squares", dtype, isFloatDtype(dtype)))
+  KernelScope scope(ctx, entry);
+  if (!checkDtype(ctx, entry, dtype, isFloatDtype(dtype)))
     return;
-  ctx->backend->sumSquares(ctx, dtype, x, n, sum);
+  ctx->backend->sumSquares(ctx, dtype, x, n, sumDtype, sum);
+}
+
+void tessel_sum_squares(tessel_ctx *ctx, int32_t dtype, const void *x,
+                        int64_t n, void *sum) {
+  sumSquares(ctx, __func__, dtype, x, n, TESSEL_F32, sum);
+}
+
+void tessel_sum_squares_f64(tessel_ctx *ctx, int32_t dtype, const void *x,
+                            int64_t n, void *sum) {
+  sumSquares(ctx, __func__, dtype, x, n, TESSEL_F64, sum);
 }
 
 void tessel_clip_scale(tessel_ctx *ctx, const void *sum_squares,
@@ -312,7 +323,18 @@ void tessel_clip_scale(tessel_ctx *ctx, const void *sum_squares,
   if (!ctx)
     return;
   KernelScope scope(ctx, __func__);
-  ctx->backend->clipScale(ctx, sum_squares, max_norm, grad_scale, scale);
+  ctx->backend->clipScale(ctx, TESSEL_F32, sum_squares, max_norm, grad_scale,
+                          scale);
+}
+
+void tessel_clip_scale_f64(tessel_ctx *ctx, const void *sum_squares,
+                           double max_norm, const void *grad_scale,
+                           void *scale) {
+  if (!ctx)
+    return;
+  KernelScope scope(ctx, __func__);
+  ctx->backend->clipScale(ctx, TESSEL_F64, sum_squares, max_norm, grad_scale,
+                          scale);
 }
 
 /// The checks both optimizer entries make: the optimizer, the size, the
@@ -477,16 +499,16 @@ double tessel_lr_at(int32_t kind, double lr, double min_lr, int64_t warmup,
   return lrAtStep(kind, lr, min_lr, warmup, total_steps, step);
 }
 
-void tessel_optimizer_update_group_current(
-    tessel_ctx *ctx, const tessel_optimizer *opt,
-    const tessel_lr_schedule *schedule, int32_t param_dtype,
-    int32_t grad_dtype, int32_t master, const void *grad_scale, int64_t count,
-    void *const *pointers, const int64_t *counts) {
-  if (!ctx)
-    return;
-  KernelScope scope(ctx, __func__);
-  const char *entry = "tessel_optimizer_update_group_current";
-  UpdateStep at;
+/// The grouped updates: `pointers` holds `stride` pointers per tensor, 5
+/// (param, master, grad, state0, state1) or 4 (no master); every tensor is
+/// checked before the one backend call.
+static void updateGroup(tessel_ctx *ctx, const char *entry,
+                        const tessel_optimizer *opt,
+                        const tessel_lr_schedule *schedule, UpdateStep at,
+                        int32_t paramDtype, int32_t gradDtype, bool master,
+                        const void *gradScale, int64_t count,
+                        void *const *pointers, const int64_t *counts,
+                        int stride) {
   if (!currentStep(ctx, entry, schedule, at))
     return;
   if (count < 0 || (count > 0 && (!pointers || !counts))) {
@@ -494,19 +516,48 @@ void tessel_optimizer_update_group_current(
              (long long)count);
     return;
   }
-  // Without master weights the gradients are of the parameters' dtype.
-  const int32_t gradDtype = master ? grad_dtype : param_dtype;
   std::vector<UpdateTensor> tensors;
   tensors.reserve(size_t(count));
   for (int64_t i = 0; i < count; ++i) {
-    void *const *p = pointers + 5 * i;
-    tensors.push_back({p[0], p[1], p[2], p[3], p[4], counts[i]});
-    if (!checkUpdate(ctx, entry, opt, at, param_dtype, gradDtype, master != 0,
+    void *const *p = pointers + stride * i;
+    if (stride == 5)
+      tensors.push_back({p[0], p[1], p[2], p[3], p[4], counts[i]});
+    else
+      tensors.push_back({p[0], nullptr, p[1], p[2], p[3], counts[i]});
+    if (!checkUpdate(ctx, entry, opt, at, paramDtype, gradDtype, master,
                      tensors.back()))
       return;
   }
-  ctx->backend->optimizerUpdateGroup(ctx, *opt, at, param_dtype, gradDtype,
-                                     master != 0, grad_scale, tensors);
+  ctx->backend->optimizerUpdateGroup(ctx, *opt, at, paramDtype, gradDtype,
+                                     master, gradScale, tensors);
+}
+
+void tessel_optimizer_update_group_current(
+    tessel_ctx *ctx, const tessel_optimizer *opt,
+    const tessel_lr_schedule *schedule, int32_t param_dtype, int32_t grad_dtype,
+    int32_t master, const void *grad_scale, int64_t count,
+    void *const *pointers, const int64_t *counts) {
+  if (!ctx)
+    return;
+  KernelScope scope(ctx, __func__);
+  // Without master weights the gradients are of the parameters' dtype.
+  updateGroup(ctx, __func__, opt, schedule, UpdateStep(), param_dtype,
+              master ? grad_dtype : param_dtype, master != 0, grad_scale, count,
+              pointers, counts, /*stride=*/5);
+}
+
+void tessel_optimizer_update_f64_group_current(
+    tessel_ctx *ctx, const tessel_optimizer *opt,
+    const tessel_lr_schedule *schedule, const void *grad_scale, int64_t count,
+    void *const *pointers, const int64_t *counts) {
+  if (!ctx)
+    return;
+  KernelScope scope(ctx, __func__);
+  UpdateStep at;
+  at.stateDtype = TESSEL_F64;
+  updateGroup(ctx, __func__, opt, schedule, at, TESSEL_F64, TESSEL_F64,
+              /*master=*/false, grad_scale, count, pointers, counts,
+              /*stride=*/4);
 }
 
 } // extern "C"

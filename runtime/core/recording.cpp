@@ -291,12 +291,13 @@ public:
   }
 
   void sumSquares(tessel_ctx *ctx, int32_t dtype, const void *x, int64_t n,
-                  void *sum) override {
-    defer(&Backend::sumSquares, ctx, dtype, x, n, sum);
+                  int32_t sumDtype, void *sum) override {
+    defer(&Backend::sumSquares, ctx, dtype, x, n, sumDtype, sum);
   }
-  void clipScale(tessel_ctx *ctx, const void *sumSquares, double maxNorm,
-                 const void *gradScale, void *scale) override {
-    defer(&Backend::clipScale, ctx, sumSquares, maxNorm, gradScale, scale);
+  void clipScale(tessel_ctx *ctx, int32_t dtype, const void *sumSquares,
+                 double maxNorm, const void *gradScale, void *scale) override {
+    defer(&Backend::clipScale, ctx, dtype, sumSquares, maxNorm, gradScale,
+          scale);
   }
   void optimizerUpdate(tessel_ctx *ctx, const tessel_optimizer &opt,
                        const UpdateStep &at, int32_t dtype, void *param,

@@ -134,9 +134,9 @@ public:
                      int64_t valueDim, double scale, bool causal) override;
 
   void sumSquares(tessel_ctx *ctx, int32_t dtype, const void *x, int64_t n,
-                  void *sum) override;
-  void clipScale(tessel_ctx *ctx, const void *sumSquares, double maxNorm,
-                 const void *gradScale, void *scale) override;
+                  int32_t sumDtype, void *sum) override;
+  void clipScale(tessel_ctx *ctx, int32_t dtype, const void *sumSquares,
+                 double maxNorm, const void *gradScale, void *scale) override;
   void optimizerUpdate(tessel_ctx *ctx, const tessel_optimizer &opt,
                        const UpdateStep &at, int32_t dtype, void *param,
                        const void *grad, const void *gradScale, void *state0,

@@ -4,7 +4,8 @@
 // added to the gradient) and AdamW (decoupled decay), one fused in-place
 // update per parameter tensor. Scalars that change per step on the device
 // (the clipping scale) are read from device memory; the arithmetic is f32
-// (f64 for f64 parameters), the optimizer state is f32. Under mixed
+// (f64 for f64 parameters), the optimizer state and the scalars are f32, or
+// f64 for f64 parameters (ABI 18). Under mixed
 // precision the step runs on the f32 master weights and writes their
 // rounded copy to the bf16 (or f16) parameter the model computes with.
 //
@@ -37,9 +38,10 @@ template <class T, class L> struct ParamOut {
   }
 };
 
-template <class T, class G, class L>
+/// S: the optimizer state's type (f32, or f64 with f64 parameters).
+template <class T, class G, class L, class S>
 void sgdImpl(const tessel_optimizer &opt, ParamOut<T, L> out, const G *grad,
-             float gs, float *buf, int64_t n, double lr) {
+             S gs, S *buf, int64_t n, double lr) {
   T *param = out.param;
   using C = Compute<T>;
   const C scale = C(gs), wd = C(opt.weight_decay), mom = C(opt.momentum);
@@ -54,7 +56,7 @@ void sgdImpl(const tessel_optimizer &opt, ParamOut<T, L> out, const G *grad,
     if (useMom) {
       // buf = momentum · buf + g (dampening 0; the zero initial buffer makes
       // the first step buf = g, as PyTorch's clone does).
-      float b = float(mom * C(buf[i]) + g);
+      S b = S(mom * C(buf[i]) + g);
       buf[i] = b;
       g = nesterov ? g + mom * C(b) : C(b);
     }
@@ -62,10 +64,9 @@ void sgdImpl(const tessel_optimizer &opt, ParamOut<T, L> out, const G *grad,
   }
 }
 
-template <class T, class G, class L>
+template <class T, class G, class L, class S>
 void adamImpl(const tessel_optimizer &opt, ParamOut<T, L> out, const G *grad,
-              float gs, float *m, float *v, int64_t n, int64_t step,
-              double lr) {
+              S gs, S *m, S *v, int64_t n, int64_t step, double lr) {
   T *param = out.param;
   using C = Compute<T>;
   const bool decoupled = opt.kind == TESSEL_OPT_ADAMW;
@@ -91,7 +92,7 @@ void adamImpl(const tessel_optimizer &opt, ParamOut<T, L> out, const G *grad,
     C mi = C(m[i]);
     mi = mi + (g - mi) * omb1; // m.lerp_(g, 1 − β1)
     C vi = C(v[i]) * b2 + omb2 * g * g;
-    float ms = float(mi), vs = float(vi);
+    S ms = S(mi), vs = S(vi);
     m[i] = ms;
     v[i] = vs;
     C denom = std::sqrt(C(vs)) / bc2Sqrt + eps;
@@ -102,7 +103,7 @@ void adamImpl(const tessel_optimizer &opt, ParamOut<T, L> out, const G *grad,
 } // namespace
 
 void CpuBackend::sumSquares(tessel_ctx *, int32_t dtype, const void *x,
-                            int64_t n, void *sum) {
+                            int64_t n, int32_t sumDtype, void *sum) {
   double acc = 0.0;
   visitFloat(dtype, [&](auto tag) {
     using T = decltype(tag);
@@ -112,22 +113,33 @@ void CpuBackend::sumSquares(tessel_ctx *, int32_t dtype, const void *x,
       acc += v * v;
     }
   });
+  if (sumDtype == TESSEL_F64) {
+    *static_cast<double *>(sum) += acc;
+    return;
+  }
   float *s = static_cast<float *>(sum);
   *s = float(double(*s) + acc);
 }
 
-void CpuBackend::clipScale(tessel_ctx *, const void *sum_squares,
+/// A device scalar of `dtype` (F32 or F64) as a double.
+static double loadScalar(int32_t dtype, const void *p) {
+  return dtype == TESSEL_F64 ? *static_cast<const double *>(p)
+                             : double(*static_cast<const float *>(p));
+}
+
+void CpuBackend::clipScale(tessel_ctx *, int32_t dtype, const void *sum_squares,
                            double max_norm, const void *grad_scale,
                            void *scale) {
-  double g =
-      grad_scale ? double(*static_cast<const float *>(grad_scale)) : 1.0;
+  double g = grad_scale ? loadScalar(dtype, grad_scale) : 1.0;
   // The norm of the scaled gradient g·grad.
-  double norm =
-      std::sqrt(double(*static_cast<const float *>(sum_squares))) * g;
+  double norm = std::sqrt(loadScalar(dtype, sum_squares)) * g;
   // As torch.nn.utils.clip_grad_norm_: coef = max_norm / (norm + 1e-6),
   // clamped to 1.
   double coef = max_norm > 0.0 ? std::min(1.0, max_norm / (norm + 1e-6)) : 1.0;
-  *static_cast<float *>(scale) = float(coef * g);
+  if (dtype == TESSEL_F64)
+    *static_cast<double *>(scale) = coef * g;
+  else
+    *static_cast<float *>(scale) = float(coef * g);
 }
 
 /// The update's count and rate: the caller's, or the context's step + 1
@@ -143,6 +155,20 @@ static void resolveStep(const tessel_ctx *ctx, const tessel::UpdateStep &at,
   }
 }
 
+/// One tensor's SGD or Adam step with states (and gradient scale) of type
+/// S.
+template <class S, class T, class G, class L>
+static void updateWithStates(const tessel_optimizer &opt, ParamOut<T, L> out,
+                             const G *grad, const void *gradScale, void *state0,
+                             void *state1, int64_t n, int64_t step, double lr) {
+  S gs = gradScale ? *static_cast<const S *>(gradScale) : S(1);
+  S *s0 = static_cast<S *>(state0), *s1 = static_cast<S *>(state1);
+  if (opt.kind == TESSEL_OPT_ADAM || opt.kind == TESSEL_OPT_ADAMW)
+    adamImpl(opt, out, grad, gs, s0, s1, n, step, lr);
+  else
+    sgdImpl(opt, out, grad, gs, s0, n, lr);
+}
+
 void CpuBackend::optimizerUpdate(tessel_ctx *ctx, const tessel_optimizer &opt,
                                  const UpdateStep &at, int32_t dtype,
                                  void *param, const void *grad,
@@ -151,18 +177,19 @@ void CpuBackend::optimizerUpdate(tessel_ctx *ctx, const tessel_optimizer &opt,
   int64_t step;
   double lr;
   resolveStep(ctx, at, step, lr);
-  const bool adam =
-      opt.kind == TESSEL_OPT_ADAM || opt.kind == TESSEL_OPT_ADAMW;
-  float gs = grad_scale ? *static_cast<const float *>(grad_scale) : 1.0f;
-  float *s0 = static_cast<float *>(state0), *s1 = static_cast<float *>(state1);
+  if (at.stateDtype == TESSEL_F64) {
+    // ABI 18: f64 parameters with f64 states (the front checked the dtype).
+    updateWithStates<double>(
+        opt, ParamOut<double, double>{static_cast<double *>(param), nullptr},
+        static_cast<const double *>(grad), grad_scale, state0, state1, n, step,
+        lr);
+    return;
+  }
   visitFloat(dtype, [&](auto tag) {
     using T = decltype(tag);
-    ParamOut<T, T> out{static_cast<T *>(param), nullptr};
-    const T *g = static_cast<const T *>(grad);
-    if (adam)
-      adamImpl(opt, out, g, gs, s0, s1, n, step, lr);
-    else
-      sgdImpl(opt, out, g, gs, s0, n, lr);
+    updateWithStates<float>(
+        opt, ParamOut<T, T>{static_cast<T *>(param), nullptr},
+        static_cast<const T *>(grad), grad_scale, state0, state1, n, step, lr);
   });
 }
 
@@ -174,20 +201,13 @@ void CpuBackend::optimizerUpdateMaster(
   int64_t step;
   double lr;
   resolveStep(ctx, at, step, lr);
-  const bool adam =
-      opt.kind == TESSEL_OPT_ADAM || opt.kind == TESSEL_OPT_ADAMW;
-  float gs = grad_scale ? *static_cast<const float *>(grad_scale) : 1.0f;
-  float *s0 = static_cast<float *>(state0), *s1 = static_cast<float *>(state1);
   visitFloat(paramDtype, [&](auto paramTag) {
     using L = decltype(paramTag);
     ParamOut<float, L> out{static_cast<float *>(master), static_cast<L *>(param)};
     visitFloat(gradDtype, [&](auto gradTag) {
       using G = decltype(gradTag);
-      const G *g = static_cast<const G *>(grad);
-      if (adam)
-        adamImpl(opt, out, g, gs, s0, s1, n, step, lr);
-      else
-        sgdImpl(opt, out, g, gs, s0, n, lr);
+      updateWithStates<float>(opt, out, static_cast<const G *>(grad),
+                              grad_scale, state0, state1, n, step, lr);
     });
   });
 }

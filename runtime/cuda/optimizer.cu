@@ -3,13 +3,16 @@
 // sumSquares: a deterministic two-level reduction in f64 (the CPU's
 // accumulation type): per-block partials to a stream-ordered temporary,
 // then one block adds them in a fixed order and adds the total to the
-// device f32 *sum, as the CPU does (a global norm accumulates over
-// tensors). No float atomics, so a step replays bit for bit.
-// clipScale: one thread, the CPU's double arithmetic.
+// device f32 (or, ABI 18, f64) *sum, as the CPU does (a global norm
+// accumulates over tensors). No float atomics, so a step replays bit for
+// bit.
+// clipScale: one thread, the CPU's double arithmetic on f32 or f64 scalars.
 // optimizerUpdate: one fused elementwise kernel per call (SGD, Adam,
 // AdamW); optimizerUpdateMaster the same kernel on the f32 master weights,
-// writing their bf16/f16 copy in the same pass; the per-element arithmetic is optimizer_math.h's, which rounds
-// every operation as the CPU does, so results equal the CPU's bit for bit.
+// writing their bf16/f16 copy in the same pass; the per-element arithmetic
+// is optimizer_math.h's, which rounds every operation as the CPU does, so
+// results equal the CPU's bit for bit. The states and the gradient scale
+// are f32, or f64 with f64 parameters (UpdateStep::stateDtype, ABI 18).
 // Four elements per thread step with 128-bit loads of f32 data (64-bit for
 // f16/bf16) when every pointer is aligned, a scalar path otherwise.
 // multiTensorAdamW (optimizer.h): the same Adam step over a chunk table.
@@ -86,31 +89,44 @@ __global__ void __launch_bounds__(kThreads)
     partials[blockIdx.x] = total;
 }
 
+/// *sum is an S, float or (tessel_sum_squares_f64) double.
+template <class S>
 __global__ void __launch_bounds__(kThreads)
-    sumSquaresFinish(const double *partials, unsigned count, float *sum) {
+    sumSquaresFinish(const double *partials, unsigned count, S *sum) {
   double acc = 0.0;
   for (unsigned i = threadIdx.x; i < count; i += blockDim.x)
     acc += partials[i];
   double total = blockSum(acc);
   if (threadIdx.x == 0)
-    *sum = float(addRn(double(*sum), total));
+    *sum = S(addRn(double(*sum), total));
 }
 
 //===--- Clipping ---------------------------------------------------------===//
 
-__global__ void clipScaleKernel(const float *sumSquares, double maxNorm,
-                                const float *gradScale, float *scale) {
-  *scale = clipScaleValue(*sumSquares, maxNorm, gradScale != nullptr,
-                          gradScale ? *gradScale : 1.0f);
+/// The scalars are S, float or (tessel_clip_scale_f64) double.
+template <class S>
+__global__ void clipScaleKernel(const S *sumSquares, double maxNorm,
+                                const S *gradScale, S *scale) {
+  *scale = S(clipScaleValue(double(*sumSquares), maxNorm,
+                            gradScale ? double(*gradScale) : 1.0));
+}
+
+/// f(float()), or f(double()) for F64 device scalars (ABI 18).
+template <class F> void visitScalar(int32_t dtype, F &&f) {
+  if (dtype == TESSEL_F64)
+    f(double());
+  else
+    f(float());
 }
 
 //===--- Optimizer updates ------------------------------------------------===//
 
 template <class T> using Compute = typename Elem<T>::Compute;
 
-template <class T>
-__device__ __forceinline__ Compute<T> loadScale(const float *gradScale) {
-  return Compute<T>(gradScale ? *gradScale : 1.0f);
+/// The gradient scale is of the states' type S.
+template <class T, class S>
+__device__ __forceinline__ Compute<T> loadScale(const S *gradScale) {
+  return Compute<T>(gradScale ? *gradScale : S(1));
 }
 
 /// Where a step's new parameter values go: the parameter, and under mixed
@@ -142,22 +158,22 @@ template <class T, class L> struct ParamOut {
 };
 
 /// SGD over elements [0, n) of the pointers, thread `tid` of `stride`;
-/// the gradient has type G.
-template <class T, class G, class L>
+/// the gradient has type G, the momentum buffer S.
+template <class T, class G, class L, class S>
 __device__ __forceinline__ void
 sgdSpan(const SgdCoeffs<Compute<T>> &k, ParamOut<T, L> out, const G *grad,
-        float *buf, int64_t n, Compute<T> scale, int64_t tid, int64_t stride) {
+        S *buf, int64_t n, Compute<T> scale, int64_t tid, int64_t stride) {
   using C = Compute<T>;
   T *param = out.param;
   bool vector = out.aligned() && alignedTo(grad, sizeof(Vec4<G>)) &&
-                (!k.useMomentum || alignedTo(buf, sizeof(Vec4<float>)));
+                (!k.useMomentum || alignedTo(buf, sizeof(Vec4<S>)));
   int64_t vectors = vector ? n / 4 : 0;
   for (int64_t i = tid; i < vectors; i += stride) {
     Vec4<T> p = reinterpret_cast<Vec4<T> *>(param)[i];
     Vec4<G> g = reinterpret_cast<const Vec4<G> *>(grad)[i];
-    Vec4<float> b{};
+    Vec4<S> b{};
     if (k.useMomentum)
-      b = reinterpret_cast<Vec4<float> *>(buf)[i];
+      b = reinterpret_cast<Vec4<S> *>(buf)[i];
 #pragma unroll
     for (int j = 0; j < 4; ++j)
       p.v[j] = Elem<T>::store(sgdElement(k, C(Elem<T>::load(p.v[j])),
@@ -165,10 +181,10 @@ sgdSpan(const SgdCoeffs<Compute<T>> &k, ParamOut<T, L> out, const G *grad,
                                          b.v[j]));
     out.set4(i, p);
     if (k.useMomentum)
-      reinterpret_cast<Vec4<float> *>(buf)[i] = b;
+      reinterpret_cast<Vec4<S> *>(buf)[i] = b;
   }
   for (int64_t i = vectors * 4 + tid; i < n; i += stride) {
-    float b = k.useMomentum ? buf[i] : 0.0f;
+    S b = k.useMomentum ? buf[i] : S(0);
     out.set(i, sgdElement(k, C(Elem<T>::load(param[i])),
                           C(Elem<G>::load(grad[i])), scale, b));
     if (k.useMomentum)
@@ -176,34 +192,32 @@ sgdSpan(const SgdCoeffs<Compute<T>> &k, ParamOut<T, L> out, const G *grad,
   }
 }
 
-/// Adam / AdamW over elements [0, n) of the pointers.
-template <class T, class G, class L>
+/// Adam / AdamW over elements [0, n) of the pointers; the states are S.
+template <class T, class G, class L, class S>
 __device__ __forceinline__ void
 adamSpan(const AdamCoeffs<Compute<T>> &k, ParamOut<T, L> out, const G *grad,
-         float *m, float *v, int64_t n, Compute<T> scale, int64_t tid,
-         int64_t stride) {
+         S *m, S *v, int64_t n, Compute<T> scale, int64_t tid, int64_t stride) {
   using C = Compute<T>;
   T *param = out.param;
   bool vector = out.aligned() && alignedTo(grad, sizeof(Vec4<G>)) &&
-                alignedTo(m, sizeof(Vec4<float>)) &&
-                alignedTo(v, sizeof(Vec4<float>));
+                alignedTo(m, sizeof(Vec4<S>)) && alignedTo(v, sizeof(Vec4<S>));
   int64_t vectors = vector ? n / 4 : 0;
   for (int64_t i = tid; i < vectors; i += stride) {
     Vec4<T> p = reinterpret_cast<Vec4<T> *>(param)[i];
     Vec4<G> g = reinterpret_cast<const Vec4<G> *>(grad)[i];
-    Vec4<float> mv = reinterpret_cast<Vec4<float> *>(m)[i];
-    Vec4<float> vv = reinterpret_cast<Vec4<float> *>(v)[i];
+    Vec4<S> mv = reinterpret_cast<Vec4<S> *>(m)[i];
+    Vec4<S> vv = reinterpret_cast<Vec4<S> *>(v)[i];
 #pragma unroll
     for (int j = 0; j < 4; ++j)
       p.v[j] = Elem<T>::store(adamElement(k, C(Elem<T>::load(p.v[j])),
                                           C(Elem<G>::load(g.v[j])), scale,
                                           mv.v[j], vv.v[j]));
     out.set4(i, p);
-    reinterpret_cast<Vec4<float> *>(m)[i] = mv;
-    reinterpret_cast<Vec4<float> *>(v)[i] = vv;
+    reinterpret_cast<Vec4<S> *>(m)[i] = mv;
+    reinterpret_cast<Vec4<S> *>(v)[i] = vv;
   }
   for (int64_t i = vectors * 4 + tid; i < n; i += stride) {
-    float mi = m[i], vi = v[i];
+    S mi = m[i], vi = v[i];
     out.set(i, adamElement(k, C(Elem<T>::load(param[i])),
                            C(Elem<G>::load(grad[i])), scale, mi, vi));
     m[i] = mi;
@@ -254,20 +268,19 @@ __device__ AdamCoeffs<C> adamCoeffs(const AdamCoeffs<C> &given,
   });
 }
 
-template <class T, class G, class L>
+template <class T, class G, class L, class S>
 __global__ void __launch_bounds__(kThreads)
     sgdKernel(SgdCoeffs<Compute<T>> k, CurrentUpdate cur, ParamOut<T, L> out,
-              const G *grad, const float *gradScale, float *buf, int64_t n) {
+              const G *grad, const S *gradScale, S *buf, int64_t n) {
   sgdSpan(sgdCoeffs(k, cur), out, grad, buf, n, loadScale<T>(gradScale),
           int64_t(blockIdx.x) * blockDim.x + threadIdx.x,
           int64_t(gridDim.x) * blockDim.x);
 }
 
-template <class T, class G, class L>
+template <class T, class G, class L, class S>
 __global__ void __launch_bounds__(kThreads)
     adamKernel(AdamCoeffs<Compute<T>> k, CurrentUpdate cur, ParamOut<T, L> out,
-               const G *grad, const float *gradScale, float *m, float *v,
-               int64_t n) {
+               const G *grad, const S *gradScale, S *m, S *v, int64_t n) {
   adamSpan(adamCoeffs(k, cur), out, grad, m, v, n, loadScale<T>(gradScale),
            int64_t(blockIdx.x) * blockDim.x + threadIdx.x,
            int64_t(gridDim.x) * blockDim.x);
@@ -280,32 +293,33 @@ CurrentUpdate currentUpdate(const CudaBackend &backend,
   return {at.current ? backend.deviceStep() : nullptr, opt, at.schedule};
 }
 
-/// One launch of the SGD or Adam kernel for `n` elements.
-template <class T, class G, class L>
+/// One launch of the SGD or Adam kernel for `n` elements; the states and
+/// the scale are S.
+template <class T, class G, class L, class S>
 void launchUpdate(const CudaBackend &backend, const tessel_optimizer &opt,
                   const UpdateStep &at, ParamOut<T, L> out, const G *grad,
-                  const float *scale, float *s0, float *s1, int64_t n) {
+                  const S *scale, S *s0, S *s1, int64_t n) {
   using C = Compute<T>;
   unsigned blocks = gridFor((n + 3) / 4, kThreads);
   CurrentUpdate cur = currentUpdate(backend, opt, at);
   // With the context's step the host constants are placeholders.
   int64_t count = at.current ? 1 : at.count;
   if (opt.kind == TESSEL_OPT_ADAM || opt.kind == TESSEL_OPT_ADAMW)
-    adamKernel<T, G, L><<<blocks, kThreads, 0, backend.stream()>>>(
-        makeAdamCoeffs<C>(opt, count, at.lr), cur, out, grad, scale, s0, s1,
-        n);
+    adamKernel<T, G, L, S><<<blocks, kThreads, 0, backend.stream()>>>(
+        makeAdamCoeffs<C>(opt, count, at.lr), cur, out, grad, scale, s0, s1, n);
   else
-    sgdKernel<T, G, L><<<blocks, kThreads, 0, backend.stream()>>>(
+    sgdKernel<T, G, L, S><<<blocks, kThreads, 0, backend.stream()>>>(
         makeSgdCoeffs<C>(opt, at.lr), cur, out, grad, scale, s0, n);
 }
 
 /// Block b updates chunks b, b + gridDim.x, ... of the table: T the
-/// parameter (or f32 master) type, G the gradients', L the copy's.
-template <class T, class G, class L>
+/// parameter (or f32 master) type, G the gradients', L the copy's, S the
+/// states' and the scale's.
+template <class T, class G, class L, class S>
 __global__ void __launch_bounds__(kThreads)
     multiTensorAdamKernel(AdamCoeffs<Compute<T>> given, CurrentUpdate cur,
                           const AdamChunk *chunks, int64_t numChunks,
-                          const float *gradScale) {
+                          const S *gradScale) {
   AdamCoeffs<Compute<T>> k = adamCoeffs(given, cur);
   Compute<T> scale = loadScale<T>(gradScale);
   for (int64_t c = blockIdx.x; c < numChunks; c += gridDim.x) {
@@ -313,15 +327,16 @@ __global__ void __launch_bounds__(kThreads)
     adamSpan(k,
              ParamOut<T, L>{static_cast<T *>(chunk.param),
                             static_cast<L *>(chunk.copy)},
-             static_cast<const G *>(chunk.grad), chunk.m, chunk.v, chunk.count,
-             scale, threadIdx.x, blockDim.x);
+             static_cast<const G *>(chunk.grad), static_cast<S *>(chunk.m),
+             static_cast<S *>(chunk.v), chunk.count, scale, threadIdx.x,
+             blockDim.x);
   }
 }
 
 } // namespace
 
 void CudaBackend::sumSquares(tessel_ctx *ctx, int32_t dtype, const void *x,
-                             int64_t n, void *sum) {
+                             int64_t n, int32_t sumDtype, void *sum) {
   int64_t want = (n + 4 * kThreads - 1) / (4 * kThreads);
   unsigned blocks = unsigned(want < 1 ? 1 : want > kMaxSumBlocks ? kMaxSumBlocks
                                                                  : want);
@@ -336,19 +351,25 @@ void CudaBackend::sumSquares(tessel_ctx *ctx, int32_t dtype, const void *x,
     sumSquaresPartials<T><<<blocks, kThreads, 0, stream()>>>(
         static_cast<const T *>(x), n < 0 ? 0 : n, partials);
   });
-  sumSquaresFinish<<<1, kThreads, 0, stream()>>>(partials, blocks,
-                                                 static_cast<float *>(sum));
+  visitScalar(sumDtype, [&](auto tag) {
+    using S = decltype(tag);
+    sumSquaresFinish<<<1, kThreads, 0, stream()>>>(partials, blocks,
+                                                   static_cast<S *>(sum));
+  });
   checkLaunch(ctx, "tessel_sum_squares");
   check(ctx, cudaFreeAsync(partials, stream()),
         "cudaFreeAsync in tessel_sum_squares");
 }
 
-void CudaBackend::clipScale(tessel_ctx *ctx, const void *sumSquares,
-                            double maxNorm, const void *gradScale,
-                            void *scale) {
-  clipScaleKernel<<<1, 1, 0, stream()>>>(
-      static_cast<const float *>(sumSquares), maxNorm,
-      static_cast<const float *>(gradScale), static_cast<float *>(scale));
+void CudaBackend::clipScale(tessel_ctx *ctx, int32_t dtype,
+                            const void *sumSquares, double maxNorm,
+                            const void *gradScale, void *scale) {
+  visitScalar(dtype, [&](auto tag) {
+    using S = decltype(tag);
+    clipScaleKernel<<<1, 1, 0, stream()>>>(
+        static_cast<const S *>(sumSquares), maxNorm,
+        static_cast<const S *>(gradScale), static_cast<S *>(scale));
+  });
   checkLaunch(ctx, "tessel_clip_scale");
 }
 
@@ -359,14 +380,20 @@ void CudaBackend::optimizerUpdate(tessel_ctx *ctx, const tessel_optimizer &opt,
                                   void *state1, int64_t n) {
   if (n <= 0)
     return;
-  stored::visitFloat(dtype, [&](auto tag) {
-    using T = decltype(tag);
-    launchUpdate(*this, opt, at,
-                 ParamOut<T, T>{static_cast<T *>(param), nullptr},
-                 static_cast<const T *>(grad),
-                 static_cast<const float *>(gradScale),
-                 static_cast<float *>(state0), static_cast<float *>(state1), n);
-  });
+  auto launch = [&](auto paramTag, auto stateTag) {
+    using T = decltype(paramTag);
+    using S = decltype(stateTag);
+    launchUpdate(
+        *this, opt, at, ParamOut<T, T>{static_cast<T *>(param), nullptr},
+        static_cast<const T *>(grad), static_cast<const S *>(gradScale),
+        static_cast<S *>(state0), static_cast<S *>(state1), n);
+  };
+  // f64 states come only with f64 parameters (the front's contract), so
+  // no other pair is instantiated.
+  if (at.stateDtype == TESSEL_F64)
+    launch(double(), double());
+  else
+    stored::visitFloat(dtype, [&](auto tag) { launch(tag, float()); });
   checkLaunch(ctx, "tessel_optimizer_update");
 }
 
@@ -424,9 +451,10 @@ void tessel::cuda::multiTensorAdamW(CudaBackend &backend, tessel_ctx *ctx,
                                     const std::vector<UpdateTensor> &tensors,
                                     const void *gradScale) {
   const char *entry = "tessel_optimizer_update_group_current";
-  ChunkElementBytes bytes{
-      master ? 4 : tessel_dtype_size(paramDtype), tessel_dtype_size(gradDtype),
-      master ? tessel_dtype_size(paramDtype) : 0};
+  ChunkElementBytes bytes{master ? 4 : tessel_dtype_size(paramDtype),
+                          tessel_dtype_size(gradDtype),
+                          master ? tessel_dtype_size(paramDtype) : 0,
+                          tessel_dtype_size(at.stateDtype)};
   std::vector<AdamChunk> chunks = adamChunks(tensors, master, bytes);
   if (chunks.empty())
     return;
@@ -436,27 +464,33 @@ void tessel::cuda::multiTensorAdamW(CudaBackend &backend, tessel_ctx *ctx,
     return;
   int64_t numChunks = int64_t(chunks.size());
   unsigned blocks = gridFor(numChunks, 1);
-  const float *scale = static_cast<const float *>(gradScale);
-  auto launch = [&](auto paramTag, auto gradTag, auto copyTag) {
+  auto launch = [&](auto paramTag, auto gradTag, auto copyTag, auto stateTag) {
     using T = decltype(paramTag);
     using G = decltype(gradTag);
     using L = decltype(copyTag);
-    multiTensorAdamKernel<T, G, L><<<blocks, kThreads, 0, backend.stream()>>>(
-        makeAdamCoeffs<Compute<T>>(opt, at.current ? 1 : at.count, at.lr),
-        currentUpdate(backend, opt, at), static_cast<const AdamChunk *>(table),
-        numChunks, scale);
+    using S = decltype(stateTag);
+    multiTensorAdamKernel<T, G, L, S>
+        <<<blocks, kThreads, 0, backend.stream()>>>(
+            makeAdamCoeffs<Compute<T>>(opt, at.current ? 1 : at.count, at.lr),
+            currentUpdate(backend, opt, at),
+            static_cast<const AdamChunk *>(table), numChunks,
+            static_cast<const S *>(gradScale));
   };
-  if (!master) {
-    stored::visitFloat(paramDtype, [&](auto tag) { launch(tag, tag, tag); });
+  if (at.stateDtype == TESSEL_F64) {
+    // f64 states: f64 parameters and gradients, no master (checked).
+    launch(double(), double(), double(), double());
+  } else if (!master) {
+    stored::visitFloat(paramDtype,
+                       [&](auto tag) { launch(tag, tag, tag, float()); });
   } else {
     // The dtypes were checked (bf16 or f16 copies; f32, bf16 or f16 grads).
     auto withGrad = [&](auto copyTag) {
       if (gradDtype == TESSEL_F32)
-        launch(float(), float(), copyTag);
+        launch(float(), float(), copyTag, float());
       else if (gradDtype == TESSEL_BF16)
-        launch(float(), BFloat(), copyTag);
+        launch(float(), BFloat(), copyTag, float());
       else
-        launch(float(), Half(), copyTag);
+        launch(float(), Half(), copyTag, float());
     };
     if (paramDtype == TESSEL_BF16)
       withGrad(BFloat());

@@ -9,7 +9,8 @@
 // a caller's step, on the device for the context's (ABI 9's *_current
 // updates, whose step a captured graph changes between launches); the
 // gradient scale is read on the device. Arithmetic in C: f32 for f32/f16/
-// bf16 parameters, f64 for f64; the optimizer state is f32.
+// bf16 parameters, f64 for f64; the optimizer state S is f32, or f64 for
+// f64 parameters (ABI 18: then nothing is rounded to f32).
 //
 //===----------------------------------------------------------------------===//
 
@@ -42,16 +43,15 @@ TESSEL_HD SgdCoeffs<C> makeSgdCoeffs(const tessel_optimizer &opt, double lr) {
 /// torch.optim.SGD (dampening 0) on one element: the new parameter from
 /// p, the loaded gradient `grad` and the scale; `buf` is the momentum
 /// buffer (read and written only with momentum).
-template <class C>
-TESSEL_HD C sgdElement(const SgdCoeffs<C> &k, C p, C grad, C scale,
-                       float &buf) {
+template <class C, class S>
+TESSEL_HD C sgdElement(const SgdCoeffs<C> &k, C p, C grad, C scale, S &buf) {
   using namespace stored;
   C g = mulRn(grad, scale);
   if (k.decay)
     g = addRn(g, mulRn(k.weightDecay, p));
   if (k.useMomentum) {
     // The zero initial buffer makes the first step buf = g, as PyTorch.
-    float b = float(addRn(mulRn(k.momentum, C(buf)), g));
+    S b = S(addRn(mulRn(k.momentum, C(buf)), g));
     buf = b;
     g = k.nesterov ? addRn(g, mulRn(k.momentum, C(b))) : C(b);
   }
@@ -92,9 +92,9 @@ TESSEL_HD AdamCoeffs<C> makeAdamCoeffs(const tessel_optimizer &opt,
 
 /// Adam (L2 decay in the gradient) or AdamW (decoupled decay) on one
 /// element: the new parameter; m and v are updated in place.
-template <class C>
-TESSEL_HD C adamElement(const AdamCoeffs<C> &k, C p, C grad, C scale,
-                        float &m, float &v) {
+template <class C, class S>
+TESSEL_HD C adamElement(const AdamCoeffs<C> &k, C p, C grad, C scale, S &m,
+                        S &v) {
   using namespace stored;
   C g = mulRn(grad, scale);
   if (k.decay) {
@@ -106,7 +106,7 @@ TESSEL_HD C adamElement(const AdamCoeffs<C> &k, C p, C grad, C scale,
   C mi = C(m);
   mi = addRn(mi, mulRn(subRn(g, mi), k.oneMinusBeta1)); // m.lerp_(g, 1 − β1)
   C vi = addRn(mulRn(C(v), k.beta2), mulRn(mulRn(k.oneMinusBeta2, g), g));
-  float ms = float(mi), vs = float(vi);
+  S ms = S(mi), vs = S(vi);
   m = ms;
   v = vs;
   C denom = addRn(divRn(sqrtRn(C(vs)), k.bc2Sqrt), k.eps);
@@ -115,19 +115,19 @@ TESSEL_HD C adamElement(const AdamCoeffs<C> &k, C p, C grad, C scale,
 
 //===--- Clipping ---------------------------------------------------------===//
 
-/// tessel_clip_scale: min(1, maxNorm / (sqrt(sumSquares)·g + 1e-6))·g with
-/// g = gradScale (1 when hasScale is false); maxNorm <= 0 gives g.
-TESSEL_HD float clipScaleValue(float sumSquares, double maxNorm, bool hasScale,
-                               float gradScale) {
+/// tessel_clip_scale: min(1, maxNorm / (sqrt(sumSquares)·g + 1e-6))·g in
+/// double, g the gradient scale (1 without one); maxNorm <= 0 gives g.
+/// Callers of f32 scalars widen the inputs (exactly) and round the result
+/// to float; those of f64 scalars (ABI 18) round nothing.
+TESSEL_HD double clipScaleValue(double sumSquares, double maxNorm, double g) {
   using namespace stored;
-  double g = hasScale ? double(gradScale) : 1.0;
-  double norm = mulRn(sqrtRn(double(sumSquares)), g);
+  double norm = mulRn(sqrtRn(sumSquares), g);
   double coef = 1.0;
   if (maxNorm > 0.0) {
     double ratio = divRn(maxNorm, addRn(norm, 1e-6));
     coef = ratio < 1.0 ? ratio : 1.0; // std::min(1.0, ratio), NaN gives 1
   }
-  return float(mulRn(coef, g));
+  return mulRn(coef, g);
 }
 
 } // namespace cuda

@@ -101,6 +101,19 @@ void tessel::run::zeroStates(const ModelDesc &model, tessel_ctx *ctx,
       tessel_zero(ctx, static_cast<char *>(arena) + t->offset, t->bytes);
 }
 
+void tessel::run::writeGradScale(const ModelDesc &model, tessel_ctx *ctx,
+                                 void *arena, int64_t microbatches) {
+  const TensorDesc &scale = *model.withRole("grad_scale").at(0);
+  void *device = static_cast<char *>(arena) + scale.offset;
+  if (scale.dtypeCode == TESSEL_F64) {
+    double value = 1.0 / double(microbatches);
+    tessel_copy_to_device(ctx, device, &value, sizeof(value));
+  } else {
+    float value = 1.0f / float(microbatches);
+    tessel_copy_to_device(ctx, device, &value, sizeof(value));
+  }
+}
+
 double tessel::run::decodeLoss(const TensorDesc &loss, const void *host) {
   if (loss.dtypeCode == TESSEL_F64) {
     double value;

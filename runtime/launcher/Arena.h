@@ -37,6 +37,11 @@ void zeroGrads(const ModelDesc &model, tessel_ctx *ctx, void *arena);
 /// or after initParams or a checkpoint's load alike.
 void zeroStates(const ModelDesc &model, tessel_ctx *ctx, void *arena);
 
+/// Writes 1 / `microbatches` to the model's grad_scale, in its dtype (f32,
+/// or f64 in an f64 model).
+void writeGradScale(const ModelDesc &model, tessel_ctx *ctx, void *arena,
+                    int64_t microbatches);
+
 /// What the arena of `model` holds, by region, for an out-of-memory error:
 /// "params 1750016, grads 1750016, optimizer states 3500032, activations
 /// and scratch 12596224 bytes, ...".

@@ -128,14 +128,16 @@ std::string sourceKeyOf(const TensorDesc &t, const ModelDesc &model,
 
 /// The entry of `key` holds `t`'s global tensor in a dtype the load
 /// converts from: the same, or (a parameter or master copy) one
-/// canConvertFloats accepts.
+/// canConvertFloats accepts, or (an f64 model's optimizer state, f32 before
+/// ABI 18) f32, widened exactly.
 void checkSource(const StoredTensor &stored, const std::string &key,
                  const TensorDesc &t, const std::string &path) {
   std::string what =
       (t.role == "param" ? "parameter '" : "state '") + t.name + "'" +
       (key == t.name ? std::string() : " (read from '" + key + "')");
   int32_t code = safetensorsDtypeCode(stored.dtype);
-  bool converts = t.role == "param" || t.isMaster();
+  bool converts = t.role == "param" || t.isMaster() ||
+                  (code == TESSEL_F32 && t.dtypeCode == TESSEL_F64);
   if (code != t.dtypeCode &&
       !(converts && code >= 0 && canConvertFloats(code, t.dtypeCode)))
     throw RunError("checkpoint '" + path + "': " + what + " has dtype " +
@@ -184,7 +186,9 @@ std::string describeConversions(
     else if (t->role == "param" && key != t->name)
       ++counts["read %d parameters from their master copies (" + from + ")"];
     else if (from != to)
-      ++counts["converted %d parameters from " + from + " to " + to];
+      ++counts["converted %d " +
+               std::string(t->role == "param" ? "parameters" : "states") +
+               " from " + from + " to " + to];
   }
   std::string text;
   for (auto &[format, n] : counts) {

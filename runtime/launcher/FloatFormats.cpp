@@ -20,13 +20,21 @@ bool isHalfWidth(int32_t dtype) {
 
 bool tessel::run::canConvertFloats(int32_t from, int32_t to) {
   return from == to || (from == TESSEL_F32 && isHalfWidth(to)) ||
-         (isHalfWidth(from) && to == TESSEL_F32);
+         (isHalfWidth(from) && to == TESSEL_F32) ||
+         (from == TESSEL_F32 && to == TESSEL_F64);
 }
 
 void tessel::run::convertFloats(int32_t from, const void *src, int32_t to,
                                 void *dst, int64_t count) {
   if (from == to) {
     std::memcpy(dst, src, size_t(count * tessel_dtype_size(from)));
+    return;
+  }
+  if (from == TESSEL_F32 && to == TESSEL_F64) {
+    const float *in = static_cast<const float *>(src);
+    double *out = static_cast<double *>(dst);
+    for (int64_t i = 0; i < count; ++i)
+      out[i] = double(in[i]);
     return;
   }
   if (from == TESSEL_F32) {

@@ -559,8 +559,14 @@ void validateTraining(const ModelDesc &model, const std::string &file) {
     const TensorDesc *p = model.find(
         "param", t->masterOf ? *t->masterOf
                              : t->name.substr(0, t->name.rfind('.')));
-    if (t->dtypeCode != TESSEL_F32 || t->blockShape() != p->blockShape())
-      fail("must be f32 with its parameter's shape");
+    // f32; an f64 parameter's own states are f64 from ABI 18 on.
+    int32_t dtype =
+        !t->masterOf && p->dtypeCode == TESSEL_F64 && model.abiVersion >= 18
+            ? TESSEL_F64
+            : TESSEL_F32;
+    if (t->dtypeCode != dtype || t->blockShape() != p->blockShape())
+      fail(std::string("must be ") + (dtype == TESSEL_F64 ? "f64" : "f32") +
+           " with its parameter's shape");
     // A checkpoint holds states as global tensors, split as their
     // parameters.
     if (t->sharding != p->sharding)
@@ -571,23 +577,27 @@ void validateTraining(const ModelDesc &model, const std::string &file) {
       failDescription(file, "optimizer " + model.train->optimizer +
                                 " needs state '" + name +
                                 "', the description has none");
+  // The update's scalars: f32, or f64 in an f64 model (ABI 18).
+  auto isUpdateScalar = [&](const TensorDesc *t) {
+    return (t->dtypeCode == TESSEL_F32 ||
+            (t->dtypeCode == TESSEL_F64 && model.abiVersion >= 18)) &&
+           t->numElements() == 1;
+  };
   std::vector<const TensorDesc *> scales = model.withRole("grad_scale");
-  if (scales.size() != 1 || scales[0]->dtypeCode != TESSEL_F32 ||
-      scales[0]->numElements() != 1)
-    failDescription(file, "expected one f32 scalar grad_scale tensor, found " +
+  if (scales.size() != 1 || !isUpdateScalar(scales[0]))
+    failDescription(file, "expected one f32 (or f64) scalar grad_scale "
+                          "tensor, found " +
                               std::to_string(scales.size()));
   // A clipping pipeline stage: its grad_norm entry writes the stage's sum
   // of squares where its update reads the pipeline's.
   std::vector<const TensorDesc *> norms = model.withRole("grad_sum_squares");
   bool hasEntry = model.entries.count("grad_norm") != 0;
-  bool oneScalar = norms.size() == 1 && norms[0]->dtypeCode == TESSEL_F32 &&
-                   norms[0]->numElements() == 1;
+  bool oneScalar = norms.size() == 1 && isUpdateScalar(norms[0]);
   if (hasEntry ? !oneScalar : !norms.empty())
-    failDescription(file, "a grad_norm entry and one f32 scalar "
+    failDescription(file, "a grad_norm entry and one f32 (or f64) scalar "
                           "grad_sum_squares tensor come together (found " +
-                              std::to_string(hasEntry ? 1 : 0) +
-                              " entries, " + std::to_string(norms.size()) +
-                              " tensors)");
+                              std::to_string(hasEntry ? 1 : 0) + " entries, " +
+                              std::to_string(norms.size()) + " tensors)");
   if (auto grads = model.regions.find("grads"); grads != model.regions.end())
     for (const TensorDesc *g : model.withRole("grad"))
       if (g->offset < grads->second.offset ||

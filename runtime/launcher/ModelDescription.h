@@ -133,7 +133,9 @@ struct ModelDesc {
   /// ABI v4, bf16 also stores the trainable parameters in bf16, each with an
   /// f32 master copy among its states (TensorDesc::masterOf); their
   /// gradients are f32 or bf16 (--grad-precision). Before v4 the parameters,
-  /// gradients and states are f32 either way.
+  /// gradients and states are f32 either way. From ABI 18 on an f64
+  /// parameter's states, and the gradient scale of a model with one, are
+  /// f64.
   std::string precision = "f32";
   std::vector<TensorDesc> tensors;
   /// The mesh a partitioned model was compiled for; none for one device.

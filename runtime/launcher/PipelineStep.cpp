@@ -491,14 +491,17 @@ void PipelineRank::shareGradientNorm() {
   // sum over pp: every stage's update reads the same total.
   for (Stage *stage : clipping)
     stage->entries.gradNorm(ctx, stage->arena);
+  // f32, or f64 in an f64 model.
+  const TensorDesc &norm =
+      *clipping.front()->desc->withRole("grad_sum_squares").at(0);
   void *total = normOf(*clipping.front());
   for (size_t k = 1; k < clipping.size(); ++k)
-    tessel_binary(ctx, TESSEL_ADD, TESSEL_F32, total, normOf(*clipping[k]),
+    tessel_binary(ctx, TESSEL_ADD, norm.dtypeCode, total, normOf(*clipping[k]),
                   total, 1);
-  tessel_all_reduce(ctx, 1u << pipe.axis, TESSEL_F32, total, total, 1,
+  tessel_all_reduce(ctx, 1u << pipe.axis, norm.dtypeCode, total, total, 1,
                     TESSEL_REDUCE_SUM);
   for (size_t k = 1; k < clipping.size(); ++k)
-    tessel_copy(ctx, normOf(*clipping[k]), total, sizeof(float));
+    tessel_copy(ctx, normOf(*clipping[k]), total, norm.bytes);
   check("summing the gradient norm over the pipeline");
 }
 
@@ -527,11 +530,8 @@ double PipelineRank::trainStep(int64_t step) {
   reduceGradients();
   exchangeTiedGradients();
   shareGradientNorm();
-  float gradScale = 1.0f / float(pipe.microbatches);
   for (auto &stage : stages) {
-    tessel_copy_to_device(
-        ctx, at(stage->arena, *stage->desc->withRole("grad_scale").at(0)),
-        &gradScale, sizeof(gradScale));
+    writeGradScale(*stage->desc, ctx, stage->arena, pipe.microbatches);
     stage->entries.update(ctx, stage->arena);
     tessel_synchronize(ctx);
     check("step " + std::to_string(step + 1) + " (update of stage " +

@@ -54,9 +54,7 @@ double tessel::run::trainStep(const LoadedModel &model, RankRuntime &rt,
     checkKernelError(rt.ctx, "step " + std::to_string(step + 1) +
                                  " (the gradients' reduction)");
   }
-  float gradScale = 1.0f / float(microbatches);
-  tessel_copy_to_device(rt.ctx, at(rt.arena, *desc.withRole("grad_scale")[0]),
-                        &gradScale, sizeof(gradScale));
+  writeGradScale(desc, rt.ctx, rt.arena, microbatches);
   model.update(rt.ctx, rt.arena);
   tessel_synchronize(rt.ctx);
   checkKernelError(rt.ctx, "step " + std::to_string(step + 1) + " (update)");
@@ -128,10 +126,7 @@ void tessel::run::CapturedStep::capture(int64_t step) {
     model.reduceGrads(rt.ctx, arena);
   if (training) {
     // A constant of the capture: the host bytes as they are now.
-    float gradScale = 1.0f / float(microbatches);
-    tessel_copy_to_device(rt.ctx,
-                          arena + desc.withRole("grad_scale")[0]->offset,
-                          &gradScale, sizeof(gradScale));
+    writeGradScale(desc, rt.ctx, arena, microbatches);
     model.update(rt.ctx, arena);
   }
   graph = tessel_graph_end(rt.ctx);

@@ -2,8 +2,8 @@
 //
 // The reference below follows torch.optim's single-tensor SGD / Adam / AdamW
 // code line by line (buffers created on the first step, lerp for the first
-// moment), with the runtime's storage: f32 state, parameters rounded to
-// their dtype after every step.
+// moment), with the runtime's storage: f32 state (f64 for f64 parameters
+// from ABI 18 on), parameters rounded to their dtype after every step.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,45 +16,38 @@ namespace {
 using OptimizerTest = RuntimeTest;
 using Vec = std::vector<double>;
 
-tessel_optimizer sgd(double momentum, int nesterov, double wd) {
-  tessel_optimizer o{};
-  o.kind = TESSEL_OPT_SGD;
-  o.momentum = momentum;
-  o.nesterov = nesterov;
-  o.weight_decay = wd;
-  return o;
-}
+constexpr auto sgd = sgdOptimizer;
 
 tessel_optimizer adam(int32_t kind, double wd) {
   return adamOptimizer(kind, 0.9, 0.999, 1e-8, wd);
 }
 
-/// PyTorch's update of one tensor in compute type C.
-template <class C> struct Reference {
+/// PyTorch's update of one tensor in compute type C, its state stored in S.
+template <class C, class S = float> struct Reference {
   tessel_optimizer o;
   int32_t dtype;
-  std::vector<float> buf, expAvg, expAvgSq;
+  std::vector<S> buf, expAvg, expAvgSq;
   bool hasState = false;
 
   void step(Vec &param, const Vec &grad, double gradScale, int64_t t,
             double lr) {
     size_t n = param.size();
     if (!hasState) {
-      buf.assign(n, 0.f);
-      expAvg.assign(n, 0.f);
-      expAvgSq.assign(n, 0.f);
+      buf.assign(n, S(0));
+      expAvg.assign(n, S(0));
+      expAvgSq.assign(n, S(0));
     }
     for (size_t i = 0; i < n; ++i) {
       C p = C(param[i]);
-      C g = C(grad[i]) * C(float(gradScale));
+      C g = C(grad[i]) * C(S(gradScale));
       if (o.kind == TESSEL_OPT_SGD) {
         if (o.weight_decay != 0)
           g = g + C(o.weight_decay) * p;
         if (o.momentum != 0) {
           if (!hasState)
-            buf[i] = float(g); // torch.clone(d_p)
+            buf[i] = S(g); // torch.clone(d_p)
           else
-            buf[i] = float(C(buf[i]) * C(o.momentum) + g); // dampening 0
+            buf[i] = S(C(buf[i]) * C(o.momentum) + g); // dampening 0
           g = o.nesterov ? g + C(o.momentum) * C(buf[i]) : C(buf[i]);
         }
         p = p - C(lr) * g;
@@ -64,9 +57,8 @@ template <class C> struct Reference {
         else if (o.weight_decay != 0)
           g = g + C(o.weight_decay) * p;
         C m = C(expAvg[i]);
-        expAvg[i] = float(m + C(1 - o.beta1) * (g - m));
-        expAvgSq[i] =
-            float(C(expAvgSq[i]) * C(o.beta2) + C(1 - o.beta2) * g * g);
+        expAvg[i] = S(m + C(1 - o.beta1) * (g - m));
+        expAvgSq[i] = S(C(expAvgSq[i]) * C(o.beta2) + C(1 - o.beta2) * g * g);
         double bc1 = 1 - std::pow(o.beta1, double(t));
         double bc2 = 1 - std::pow(o.beta2, double(t));
         C stepSize = C(lr / bc1);
@@ -160,6 +152,81 @@ TEST_F(OptimizerTest, MatchesPyTorchReference) {
       }
     }
   }
+}
+
+// Tests ABI 18's f64 update: with f64 states and scale an f64 parameter
+// follows PyTorch's f64 arithmetic to the last bits, where the f32 states
+// of tessel_optimizer_update round every step's moments (measured: 1e-9
+// relative after 10 steps).
+TEST_F(OptimizerTest, F64StatesMatchPyTorchInF64) {
+  const tessel_optimizer configs[] = {sgd(0.9, 0, 0.05), sgd(0.8, 1, 0),
+                                      adam(TESSEL_OPT_ADAM, 0.1),
+                                      adam(TESSEL_OPT_ADAMW, 0.1)};
+  const size_t n = 13;
+  const double lr = 1e-2;
+  tessel_lr_schedule schedule{TESSEL_LR_CONSTANT, lr, 0, 0, 0};
+  for (const tessel_optimizer &o : configs) {
+    SCOPED_TRACE("kind " + std::to_string(o.kind));
+    Vec p0 = randomValues(TESSEL_F64, n, -1, 1, 960);
+    Reference<double, double> wide{o, TESSEL_F64, {}, {}, {}};
+    Reference<double, float> narrow{o, TESSEL_F64, {}, {}, {}};
+    Vec wideParam = p0, narrowParam = p0, param = p0;
+    std::vector<double> s0(n, 0.0), s1(n, 0.0);
+    bool momentumOnly = o.kind == TESSEL_OPT_SGD;
+    for (int t = 1; t <= 10; ++t) {
+      Vec g = randomValues(TESSEL_F64, n, -2, 2, 961 + t);
+      double scale = 1.0 / 3.0; // not an f32
+      void *pointers[] = {param.data(), g.data(), s0.data(),
+                          momentumOnly ? nullptr : s1.data()};
+      int64_t counts[] = {int64_t(n)};
+      tessel_set_step(ctx, uint64_t(t - 1));
+      tessel_optimizer_update_f64_group_current(ctx, &o, &schedule, &scale, 1,
+                                                pointers, counts);
+      ASSERT_EQ(tessel_error(ctx), nullptr) << tessel_error(ctx);
+      wide.step(wideParam, g, scale, t, lr);
+      narrow.step(narrowParam, g, scale, t, lr);
+    }
+    expectClose(param, wideParam, 1e-15, 1e-15);
+    expectClose(s0, momentumOnly ? wide.buf : wide.expAvg, 1e-15, 1e-15);
+    if (!momentumOnly)
+      expectClose(s1, wide.expAvgSq, 1e-15, 1e-15);
+    double apart = 0;
+    for (size_t i = 0; i < n; ++i)
+      apart = std::max(apart, std::fabs(narrowParam[i] - wideParam[i]));
+    EXPECT_GT(apart, 1e-12) << "f32 states should round the update";
+  }
+}
+
+// Tests the f64 group's checks: every tensor before any update, a null
+// schedule, a bad count.
+TEST_F(OptimizerTest, F64GroupChecksEveryTensorFirst) {
+  tessel_optimizer o = adam(TESSEL_OPT_ADAMW, 0.1);
+  tessel_lr_schedule schedule{TESSEL_LR_CONSTANT, 0.1, 0, 0, 0};
+  double p0 = 1, g0 = 1, m0 = 0, v0 = 0, p1 = 1, g1 = 1, m1 = 0;
+  void *pointers[] = {&p0, &g0, &m0, &v0, &p1, &g1, &m1, nullptr};
+  int64_t counts[] = {1, 1};
+  tessel_optimizer_update_f64_group_current(ctx, &o, &schedule, nullptr, 2,
+                                            pointers, counts);
+  ASSERT_NE(tessel_error(ctx), nullptr);
+  EXPECT_EQ(std::string(tessel_error(ctx)),
+            "tessel_optimizer_update_f64_group_current: missing optimizer "
+            "state");
+  tessel_clear_error(ctx);
+  EXPECT_EQ(p0, 1.0);
+  tessel_optimizer_update_f64_group_current(ctx, &o, nullptr, nullptr, 1,
+                                            pointers, counts);
+  ASSERT_NE(tessel_error(ctx), nullptr);
+  EXPECT_EQ(std::string(tessel_error(ctx)),
+            "tessel_optimizer_update_f64_group_current: null learning-rate "
+            "schedule");
+  tessel_clear_error(ctx);
+  tessel_optimizer_update_f64_group_current(ctx, &o, &schedule, nullptr, -1,
+                                            pointers, counts);
+  ASSERT_NE(tessel_error(ctx), nullptr);
+  EXPECT_NE(std::string(tessel_error(ctx)).find("bad tensor count -1"),
+            std::string::npos);
+  tessel_clear_error(ctx);
+  EXPECT_EQ(p0, 1.0);
 }
 
 TEST_F(OptimizerTest, SgdSingleUpdate) {
@@ -478,6 +545,36 @@ TEST_F(OptimizerTest, SumSquaresAccumulates) {
   }
   tessel_sum_squares(ctx, TESSEL_F32, nullptr, 0, &sum);
   EXPECT_NEAR(sum, ref, 1e-6 * ref);
+}
+
+// Tests that the f64 sum of squares adds the f64 accumulation without
+// rounding it to f32.
+TEST_F(OptimizerTest, SumSquaresF64IsNotRounded) {
+  double sum = 0.1; // not an f32
+  double ref = 0.1;
+  for (int32_t dtype : {TESSEL_F64, TESSEL_F32, TESSEL_BF16}) {
+    Vec x = randomValues(dtype, 7, -3, 3, 970);
+    auto xb = encode(dtype, x);
+    tessel_sum_squares_f64(ctx, dtype, xb.data(), 7, &sum);
+    for (double v : x)
+      ref += v * v;
+    EXPECT_NEAR(sum, ref, 1e-15 * ref) << dtypeName(dtype);
+  }
+  EXPECT_NE(double(float(sum)), sum);
+  tessel_sum_squares_f64(ctx, TESSEL_I32, nullptr, 0, &sum);
+  ASSERT_NE(tessel_error(ctx), nullptr);
+  tessel_clear_error(ctx);
+}
+
+// Tests the f64 clipping factor: the same formula, nothing rounded to f32.
+TEST_F(OptimizerTest, ClipScaleF64) {
+  double ss = 16.0, scale = 0, third = 1.0 / 3.0;
+  tessel_clip_scale_f64(ctx, &ss, 1.0, &third, &scale);
+  EXPECT_EQ(scale, 1.0 / (4.0 * third + 1e-6) * third);
+  tessel_clip_scale_f64(ctx, &ss, 10.0, &third, &scale); // Below max_norm.
+  EXPECT_EQ(scale, third);
+  tessel_clip_scale_f64(ctx, &ss, 0.0, nullptr, &scale); // No clipping.
+  EXPECT_EQ(scale, 1.0);
 }
 
 TEST_F(OptimizerTest, ClipScale) {

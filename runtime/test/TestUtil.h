@@ -27,6 +27,17 @@ inline tessel_optimizer adamOptimizer(int32_t kind, double beta1, double beta2,
   return o;
 }
 
+/// SGD (dampening 0) with these constants.
+inline tessel_optimizer sgdOptimizer(double momentum, int nesterov,
+                                     double weightDecay) {
+  tessel_optimizer o{};
+  o.kind = TESSEL_OPT_SGD;
+  o.momentum = momentum;
+  o.nesterov = nesterov;
+  o.weight_decay = weightDecay;
+  return o;
+}
+
 /// Expects |got - ref| <= rtol·|ref| + atol elementwise; reports the first
 /// few mismatches only.
 inline void expectClose(const std::vector<double> &got,

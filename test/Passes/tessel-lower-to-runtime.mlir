@@ -481,6 +481,38 @@ func.func @grouped(%p0: tensor<4xf32>, %p1: tensor<2x3xf32>, %p2: tensor<4xf32>,
 
 // -----
 
+// Tests an f64 model's update (ABI 18): the sum of squares and the clip
+// factor as f64 scalars through their f64 entries, and the f64 steps as
+// one f64 group of four pointers a tensor (param, grad, the two states) —
+// a single step too, where f32 would call tessel_optimizer_update_current.
+// CHECK-LABEL: llvm.func @tessel_fn_update_f64
+// CHECK-SAME: (%[[CTX:[^:]*]]: !llvm.ptr, %[[SCRATCH:[^:]*]]: !llvm.ptr, %[[P0:[^:]*]]: !llvm.ptr, %[[P1:[^:]*]]: !llvm.ptr, %[[G0:[^:]*]]: !llvm.ptr, %[[G1:[^:]*]]: !llvm.ptr, %[[GS:[^:]*]]: !llvm.ptr, %[[M0:[^:]*]]: !llvm.ptr, %[[V0:[^:]*]]: !llvm.ptr, %[[M1:[^:]*]]: !llvm.ptr, %[[V1:[^:]*]]: !llvm.ptr
+// CHECK: llvm.call @tessel_zero(%[[CTX]], %[[SQ:[^,]*]], %{{.*}})
+// CHECK: llvm.call @tessel_sum_squares_f64(%[[CTX]], %{{.*}}, %[[G0]], %{{.*}}, %[[SQ]])
+// CHECK: llvm.call @tessel_sum_squares_f64(%[[CTX]], %{{.*}}, %[[G1]], %{{.*}}, %[[SQ]])
+// CHECK: llvm.call @tessel_clip_scale_f64(%[[CTX]], %[[SQ]], %{{.*}}, %[[GS]], %[[SCALE:[^)]*]])
+// CHECK: %[[TWO:.*]] = llvm.mlir.constant(2 : i64) : i64
+// CHECK: %[[EIGHT:.*]] = llvm.mlir.constant(8 : i64) : i64
+// CHECK: %[[ARRAY:.*]] = llvm.alloca %[[EIGHT]] x !llvm.ptr
+// CHECK: %[[SLOT1:.*]] = llvm.getelementptr %[[ARRAY]][1]
+// CHECK: llvm.store %[[G0]], %[[SLOT1]]
+// CHECK: %[[SLOT4:.*]] = llvm.getelementptr %[[ARRAY]][4]
+// CHECK: llvm.store %[[P1]], %[[SLOT4]]
+// CHECK: %[[SLOT7:.*]] = llvm.getelementptr %[[ARRAY]][7]
+// CHECK: llvm.store %[[V1]], %[[SLOT7]]
+// CHECK: llvm.call @tessel_optimizer_update_f64_group_current(%[[CTX]], %{{.*}}, %{{.*}}, %[[SCALE]], %[[TWO]], %[[ARRAY]], %{{.*}})
+// CHECK-NOT: tessel_optimizer_update
+// CHECK: llvm.return
+func.func @update_f64(%p0: tensor<4xf64>, %p1: tensor<2x3xf64>, %g0: tensor<4xf64>, %g1: tensor<2x3xf64>, %gs: tensor<f64>, %m0: tensor<4xf64>, %v0: tensor<4xf64>, %m1: tensor<2x3xf64>, %v1: tensor<2x3xf64>) -> (tensor<4xf64>, tensor<2x3xf64>) {
+  %ss = nn.sum_squares %g0, %g1 : (tensor<4xf64>, tensor<2x3xf64>) -> tensor<f64>
+  %s = nn.clip_scale %ss, %gs {max_norm = 1.0 : f64} : tensor<f64>
+  %a:3 = nn.optimizer_step adamw %g0, %s outs(%p0, %m0, %v0 : tensor<4xf64>, tensor<4xf64>, tensor<4xf64>) : tensor<4xf64>
+  %b:3 = nn.optimizer_step adamw %g1, %s outs(%p1, %m1, %v1 : tensor<2x3xf64>, tensor<2x3xf64>, tensor<2x3xf64>) : tensor<2x3xf64>
+  return %a#0, %b#0 : tensor<4xf64>, tensor<2x3xf64>
+}
+
+// -----
+
 // Tests that add_norm calls tessel_add_layer_norm with both addends, gamma,
 // beta, the sum and the norm's result over rows of the last dimension
 // (rms 0), and norm_grad_add calls tessel_layer_norm_grad_add with the

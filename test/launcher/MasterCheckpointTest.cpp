@@ -20,6 +20,7 @@
 #include "test/launcher/LibraryTestSupport.h"
 #include "test/launcher/MasterWeightsSupport.h"
 
+#include <cstring>
 #include <mutex>
 #include <thread>
 
@@ -160,6 +161,50 @@ TEST(MasterCheckpoint, F32AdamCheckpointResumesBf16Run) {
   Loaded eval(tmp / "f32.safetensors", bf16, false);
   EXPECT_EQ(eval.bits("w"), roundedBits(before.values("param", "w")));
   EXPECT_TRUE(allZero(eval.values("state", "w.master")));
+}
+
+// Tests that an f64 model's checkpoint of ABI 17, whose moments were f32,
+// resumes the model compiled now, whose moments are f64 (ABI 18): the
+// parameters as they are, the moments widened exactly, the step kept, the
+// conversion named. The other way the moments would be rounded: refused in
+// one line.
+TEST(MasterCheckpoint, F32StatesResumeF64Model) {
+  TempDir tmp;
+  ModelDesc f64 = masterModel(specWith("f64"));
+  EXPECT_EQ(tensorOf(f64, "state", "w.m").dtypeCode, TESSEL_F64);
+  json old = masterModelJson(specWith("f64"));
+  old["abi_version"] = 17;
+  for (json &t : old["tensors"])
+    if (t["role"] == "state" || t["role"] == "grad_scale") {
+      t["dtype"] = "f32";
+      t["bytes"] = t["bytes"].get<int64_t>() / 2;
+    }
+  ModelDesc abi17 = parseModelDescription(old.dump(), "m.so");
+  Trained before(abi17, 2);
+  before.save(tmp / "abi17.safetensors", true, 6);
+
+  Loaded after(tmp / "abi17.safetensors", f64, true);
+  EXPECT_EQ(after.info.step, 6);
+  EXPECT_EQ(after.bytes("param", "w"), before.bytes("param", "w"));
+  for (const char *state : {"w.m", "w.v"}) {
+    std::vector<char> bytes = after.bytes("state", state);
+    std::vector<double> got(bytes.size() / sizeof(double));
+    std::memcpy(got.data(), bytes.data(), bytes.size());
+    std::vector<float> stored = before.values("state", state);
+    EXPECT_EQ(got, std::vector<double>(stored.begin(), stored.end())) << state;
+  }
+  EXPECT_EQ(after.info.conversions, "converted 2 states from F32 to F64");
+
+  Trained wide(f64, 3);
+  wide.save(tmp / "f64.safetensors", true, 2);
+  try {
+    CheckpointReader(tmp / "f64.safetensors", abi17, true);
+    ADD_FAILURE() << "an f64 state loaded into f32";
+  } catch (const RunError &e) {
+    EXPECT_EQ(std::string(e.what()),
+              "checkpoint '" + tmp / "f64.safetensors" +
+                  "': state 'w.m' has dtype F64, the model expects F32");
+  }
 }
 
 // Tests that a parameters-only checkpoint starts a bf16 training run with

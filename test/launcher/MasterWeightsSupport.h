@@ -26,7 +26,7 @@ namespace tessel::run::test {
 using nlohmann::json;
 
 struct MasterModelSpec {
-  std::string paramDtype = "bf16"; // "f32": the f32 run's model, no master
+  std::string paramDtype = "bf16"; // "f32" or "f64": no master
   std::string gradDtype = "f32";
   std::string optimizer = "adamw"; // or "sgd"
   std::vector<int64_t> paramShape = {3, 7}; // stored shapes
@@ -42,6 +42,8 @@ inline MasterModelSpec specWith(const std::string &paramDtype,
                                 const std::string &optimizer = "adamw") {
   MasterModelSpec spec;
   spec.paramDtype = paramDtype;
+  if (paramDtype == "f64")
+    spec.gradDtype = "f64"; // only 16-bit parameters have f32 gradients
   spec.optimizer = optimizer;
   return spec;
 }
@@ -84,13 +86,16 @@ inline json masterModelJson(const MasterModelSpec &spec) {
   std::vector<std::string> suffixes = spec.optimizer == "sgd"
                                           ? std::vector<std::string>{"momentum"}
                                           : std::vector<std::string>{"m", "v"};
+  // An f64 model's states and scale are f64 (ABI 18).
+  bool f64 = spec.paramDtype == "f64";
+  std::string stateDtype = f64 ? "f64" : "f32";
   for (const std::string &suffix : suffixes)
-    add("w." + suffix, "state", "f32", spec.stateShape, spec.stateExtra);
+    add("w." + suffix, "state", stateDtype, spec.stateShape, spec.stateExtra);
   add("input0", "input", "f32", {4, 2}, {{"axes", {"batch", "embed"}}});
   add("label0", "label", "i32", {4}, {{"limit", 3}});
-  add("grad_scale", "grad_scale", "f32", {}, json::object());
+  add("grad_scale", "grad_scale", stateDtype, {}, json::object());
   add("loss", "loss", "f32", {}, json::object());
-  json j = {{"abi_version", 4},
+  json j = {{"abi_version", f64 ? 18 : 4},
             {"source", "m.mlir"},
             {"function", "loss"},
             {"precision", isSixteenBit(spec.paramDtype) ? "bf16" : "f32"},

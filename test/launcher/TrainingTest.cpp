@@ -271,15 +271,37 @@ TEST(ModelAbiV2, InvalidDescriptionsNameTheProblem) {
          s["bytes"] = 48;
        },
        "state 'w.m': must be f32 with its parameter's shape"},
+      {"f64 states before ABI 18",
+       [](json &j) {
+         for (json *t :
+              {tensorNamed(j, "param", "w"), tensorNamed(j, "grad", "w"),
+               tensorNamed(j, "state", "w.m"),
+               tensorNamed(j, "state", "w.v")}) {
+           (*t)["dtype"] = "f64";
+           (*t)["bytes"] = 48;
+         }
+       },
+       "state 'w.m': must be f32 with its parameter's shape"},
+      {"f32 state of an f64 parameter from ABI 18 on",
+       [](json &j) {
+         j["abi_version"] = 18;
+         for (json *t :
+              {tensorNamed(j, "param", "w"), tensorNamed(j, "grad", "w"),
+               tensorNamed(j, "state", "w.v")}) {
+           (*t)["dtype"] = "f64";
+           (*t)["bytes"] = 48;
+         }
+       },
+       "state 'w.m': must be f64 with its parameter's shape"},
       {"no grad scale",
        [](json &j) {
          (*tensorNamed(j, "grad_scale", "grad_scale"))["role"] = "output";
        },
-       "expected one f32 scalar grad_scale tensor, found 0"},
+       "expected one f32 (or f64) scalar grad_scale tensor, found 0"},
       {"grad_norm without its sum",
        [](json &j) { j["entries"]["grad_norm"] = "tessel_grad_norm"; },
-       "a grad_norm entry and one f32 scalar grad_sum_squares tensor come "
-       "together (found 1 entries, 0 tensors)"},
+       "a grad_norm entry and one f32 (or f64) scalar grad_sum_squares "
+       "tensor come together (found 1 entries, 0 tensors)"},
       {"sum of squares without grad_norm",
        [](json &j) {
          (*tensorNamed(j, "grad_scale", "grad_scale"))["role"] =
@@ -289,8 +311,8 @@ TEST(ModelAbiV2, InvalidDescriptionsNameTheProblem) {
          scale["offset"] = 576;
          j["tensors"].push_back(scale);
        },
-       "a grad_norm entry and one f32 scalar grad_sum_squares tensor come "
-       "together (found 0 entries, 1 tensors)"},
+       "a grad_norm entry and one f32 (or f64) scalar grad_sum_squares "
+       "tensor come together (found 0 entries, 1 tensors)"},
       {"backward_no_sync without reduce_grads",
        [](json &j) {
          j["entries"]["backward_no_sync"] = "tessel_backward_no_sync";

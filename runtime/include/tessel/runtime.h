@@ -100,8 +100,14 @@ extern "C" {
  * along the rows or the columns of the other (a bias added after a
  * row-parallel all-reduce, a row statistic subtracted), read where it lies
  * instead of copied out to the full shape first. Descriptions 1 to 16
- * still load. */
-#define TESSEL_ABI_VERSION 17
+ * still load.
+ * 18: an f64 model's update in f64: tessel_sum_squares_f64 and
+ * tessel_clip_scale_f64 (the global norm and the clipping factor as f64
+ * scalars) and tessel_optimizer_update_f64_group_current (f64 optimizer
+ * states and gradient scale), where the states, the norm and the factor
+ * were f32 and rounded an f64 model's update to f32 precision.
+ * Descriptions 1 to 17 still load (their f32 states and scalars). */
+#define TESSEL_ABI_VERSION 18
 
 typedef enum tessel_dtype {
   TESSEL_F32 = 0,

@@ -517,6 +517,16 @@ void tessel_sum_squares(tessel_ctx *ctx, int32_t dtype, const void *x,
 void tessel_clip_scale(tessel_ctx *ctx, const void *sum_squares,
                        double max_norm, const void *grad_scale, void *scale);
 
+/* ABI 18: the norm and the clipping factor of an f64 model in f64.
+ * tessel_sum_squares with *sum a device f64 (the f64 accumulation added
+ * to it without rounding to f32), and tessel_clip_scale with every scalar
+ * (sum_squares, grad_scale, scale) a device f64 (no rounding to f32). */
+void tessel_sum_squares_f64(tessel_ctx *ctx, int32_t dtype, const void *x,
+                            int64_t n, void *sum);
+void tessel_clip_scale_f64(tessel_ctx *ctx, const void *sum_squares,
+                           double max_norm, const void *grad_scale,
+                           void *scale);
+
 typedef enum tessel_optimizer_kind {
   TESSEL_OPT_SGD = 0,   /* momentum 0: plain SGD; nesterov optional */
   TESSEL_OPT_ADAM = 1,  /* L2 weight decay added to the gradient */
@@ -619,6 +629,18 @@ void tessel_optimizer_update_master_current(
     const tessel_lr_schedule *schedule, int32_t param_dtype, void *param,
     void *master, int32_t grad_dtype, const void *grad, const void *grad_scale,
     void *state0, void *state1, int64_t n);
+
+/* ABI 18: tessel_optimizer_update_group_current of f64 parameters whose
+ * optimizer states and *grad_scale are f64 too: the arithmetic is f64
+ * throughout, nothing is rounded to f32 (an f64 model trains as its f64
+ * reference would). pointers[4i .. 4i + 3] are tensor i's param, grad,
+ * state0 and state1, counts[i] its size; the checks are
+ * tessel_optimizer_update_current's, for every tensor, and nothing is
+ * updated when one fails. */
+void tessel_optimizer_update_f64_group_current(
+    tessel_ctx *ctx, const tessel_optimizer *opt,
+    const tessel_lr_schedule *schedule, const void *grad_scale, int64_t count,
+    void *const *pointers, const int64_t *counts);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -1,4 +1,4 @@
-//===- CudaOptimizerTest.cpp - The CUDA optimizer kernels vs the CPU -------===//
+//===- CudaOptimizerTest.cpp - CUDA optimizer kernels vs the CPU ----------===//
 //
 // Host tests: optimizer_math.h's per-element SGD / Adam / AdamW, run in
 // plain loops, equal the CPU backend's tessel_optimizer_update bit for bit
@@ -6,8 +6,11 @@
 // scale, f32 / f64 / f16 / bf16); clipScaleValue equals tessel_clip_scale;
 // the sum of squares partitioned as the kernel partitions it matches
 // tessel_sum_squares; the multi-tensor chunk walk (optimizer.h) equals
-// per-tensor updates. GPU tests (skipped without a device): each kernel on
-// a CUDA context against the CPU context through the C ABI.
+// per-tensor updates. ABI 18's f64 states: the per-element updates equal
+// plain double loops, the chunk walk equals the CPU's
+// tessel_optimizer_update_f64_group_current, clipScaleValue equals
+// tessel_clip_scale_f64. GPU tests (skipped without a device): each kernel
+// on a CUDA context against the CPU context through the C ABI.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,6 +20,7 @@
 #include "cuda/optimizer.h"
 #include "cuda/optimizer_math.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -24,9 +28,11 @@
 
 using namespace tessel::cuda;
 using namespace tessel::stored;
-using tessel::cudatest::createContext;
-using tessel::cudatest::CpuVsCuda;
 using tessel::UpdateTensor;
+using tessel::cudatest::CpuVsCuda;
+using tessel::cudatest::createContext;
+using tessel::cudatest::downloadFrom;
+using tessel::cudatest::uploadTo;
 
 namespace {
 
@@ -75,15 +81,18 @@ struct OptCase {
 /// Adam or AdamW with these constants (the runtime tests' helper).
 constexpr auto adam = tt::adamOptimizer;
 
+/// SGD with these constants (the runtime tests' helper).
+constexpr auto sgd = tt::sgdOptimizer;
+
+/// An update over a schedule of the context's step, and whether the GPU
+/// must equal the CPU bit for bit (no pow or cos of the device).
+struct ScheduledCase {
+  tessel_optimizer opt;
+  tessel_lr_schedule schedule;
+  bool exact;
+};
+
 std::vector<OptCase> optimizerCases() {
-  auto sgd = [](double momentum, int nesterov, double wd) {
-    tessel_optimizer o{};
-    o.kind = TESSEL_OPT_SGD;
-    o.momentum = momentum;
-    o.nesterov = nesterov;
-    o.weight_decay = wd;
-    return o;
-  };
   return {
       {"sgd", sgd(0.0, 0, 0.0)},
       {"sgd-wd", sgd(0.0, 0, 0.01)},
@@ -123,8 +132,8 @@ template <class T> struct DeviceTensors {
       tessel_free(ctx, q);
   }
   /// One update with gradient g; `offset` elements into each buffer.
-  void step(const tessel_optimizer &opt, const std::vector<T> &g,
-            int64_t step, bool withScale, int64_t offset = 0) {
+  void step(const tessel_optimizer &opt, const std::vector<T> &g, int64_t step,
+            bool withScale, int64_t offset = 0) {
     int64_t n = int64_t(g.size());
     char *p = static_cast<char *>(param) + offset * sizeof(T);
     char *gd = static_cast<char *>(grad) + offset * sizeof(T);
@@ -137,11 +146,11 @@ template <class T> struct DeviceTensors {
     bool needsState0 = isAdam(opt) || opt.momentum != 0.0;
     tessel_optimizer_update(ctx, &opt, dtypeOf<T>(), p, gd,
                             withScale ? scale : nullptr,
-                            needsState0 ? m : nullptr, isAdam(opt) ? v : nullptr,
-                            n, step, lrAt(step));
+                            needsState0 ? m : nullptr,
+                            isAdam(opt) ? v : nullptr, n, step, lrAt(step));
   }
-  template <class U> std::vector<U> read(const void *base, int64_t offset,
-                                         size_t n) {
+  template <class U>
+  std::vector<U> read(const void *base, int64_t offset, size_t n) {
     std::vector<U> out(n);
     tessel_synchronize(ctx);
     if (n)
@@ -168,9 +177,9 @@ void hostUpdate(const tessel_optimizer &opt, std::vector<T> &param,
   } else {
     SgdCoeffs<C> k = makeSgdCoeffs<C>(opt, lrAt(step));
     for (size_t i = 0; i < param.size(); ++i)
-      param[i] = Elem<T>::store(sgdElement(k, C(Elem<T>::load(param[i])),
-                                           C(Elem<T>::load(grad[i])), scale,
-                                           s0[i]));
+      param[i] =
+          Elem<T>::store(sgdElement(k, C(Elem<T>::load(param[i])),
+                                    C(Elem<T>::load(grad[i])), scale, s0[i]));
   }
 }
 
@@ -179,8 +188,8 @@ template <class T> void expectHostUpdateEqualsCpu(size_t n) {
   ASSERT_NE(cpu, nullptr);
   for (const OptCase &c : optimizerCases()) {
     for (bool withScale : {false, true}) {
-      SCOPED_TRACE(std::string(c.name) + " " + dtypeName<T>() + " n=" +
-                   std::to_string(n) + (withScale ? " scaled" : ""));
+      SCOPED_TRACE(std::string(c.name) + " " + dtypeName<T>() +
+                   " n=" + std::to_string(n) + (withScale ? " scaled" : ""));
       std::mt19937_64 rng(n * 31 + 7);
       std::vector<T> param = randomValues<T>(rng, n, 1.0);
       std::vector<float> s0(n, 0.0f), s1(n, 0.0f);
@@ -247,13 +256,44 @@ TEST(CudaOptimizerHost, ClipScaleEqualsCpu) {
         tessel_clip_scale(cpu, sum, maxNorm, scaled ? gs : nullptr, out);
         float cpuScale;
         tessel_copy_to_host(cpu, &cpuScale, out, 4);
-        float hd = clipScaleValue(s, maxNorm, scaled != 0, g);
+        float hd = float(clipScaleValue(s, maxNorm, scaled ? g : 1.0f));
         EXPECT_EQ(floatBits(hd), floatBits(cpuScale))
             << "sum " << s << " max_norm " << maxNorm << " scaled " << scaled;
         ++checked;
       }
   EXPECT_EQ(checked, 7 * 7 * 3);
   for (void *p : {(void *)sum, (void *)gs, (void *)out})
+    tessel_free(cpu, p);
+  tessel_ctx_destroy(cpu);
+}
+
+// ABI 18: with f64 scalars nothing is rounded to f32: clipScaleValue is
+// torch's formula in double and equals tessel_clip_scale_f64 bit for bit.
+TEST(CudaOptimizerHost, ClipScaleF64EqualsCpu) {
+  tessel_ctx *cpu = createContext("cpu");
+  ASSERT_NE(cpu, nullptr);
+  void *sum = tessel_alloc(cpu, 8), *gs = tessel_alloc(cpu, 8);
+  void *out = tessel_alloc(cpu, 8);
+  for (double s : {0.0, 1e-12, 0.1, 4.0, 123.456, 1e6 + 0.3, 3e30})
+    for (double maxNorm : {-1.0, 0.0, 1e-3, 0.5, 1.0, 7.3, 1e9})
+      for (bool scaled : {false, true}) {
+        SCOPED_TRACE("sum " + std::to_string(s) + " max_norm " +
+                     std::to_string(maxNorm) + (scaled ? " scaled" : ""));
+        double g = scaled ? 1.0 / 3.0 : 1.0; // 1/3: not an f32 value
+        tessel_copy_to_device(cpu, sum, &s, 8);
+        tessel_copy_to_device(cpu, gs, &g, 8);
+        tessel_clip_scale_f64(cpu, sum, maxNorm, scaled ? gs : nullptr, out);
+        double cpuScale = downloadFrom<double>(cpu, out, 1)[0];
+        double hd = clipScaleValue(s, maxNorm, g);
+        double torch =
+            maxNorm > 0.0
+                ? std::min(1.0, maxNorm / (std::sqrt(s) * g + 1e-6)) * g
+                : g;
+        EXPECT_EQ(std::memcmp(&hd, &cpuScale, 8), 0) << hd << " " << cpuScale;
+        EXPECT_EQ(hd, torch);
+      }
+  EXPECT_EQ(tessel_error(cpu), nullptr);
+  for (void *p : {sum, gs, out})
     tessel_free(cpu, p);
   tessel_ctx_destroy(cpu);
 }
@@ -306,8 +346,22 @@ template <class T> void expectSumSquaresMatchesCpu(size_t n) {
   tessel_copy_to_host(cpu, &cpuSum, sum, 4);
   float hostSum = float(double(start) + partitionedSumSquares(x));
   EXPECT_NEAR(hostSum, cpuSum, 1e-6 * std::fabs(cpuSum));
+  // ABI 18's f64 *sum: the f64 total added without rounding to f32, so
+  // within 1e-11 (the orders of the sums differ; f32 would be up to 6e-8
+  // off) and, with nothing added, the start (not an f32 value) exactly.
+  double start64 = 2.5 + 0x1p-30;
+  void *sum64 = uploadTo(cpu, std::vector<double>{start64});
+  tessel_sum_squares_f64(cpu, dtypeOf<T>(), dx, int64_t(n), sum64);
+  double cpuSum64 = downloadFrom<double>(cpu, sum64, 1)[0];
+  double hostSum64 = start64 + partitionedSumSquares(x);
+  EXPECT_NEAR(hostSum64, cpuSum64, 1e-11 * std::fabs(cpuSum64));
+  if (n == 0) {
+    EXPECT_EQ(cpuSum64, start64);
+  }
+  EXPECT_EQ(tessel_error(cpu), nullptr);
   tessel_free(cpu, dx);
   tessel_free(cpu, sum);
+  tessel_free(cpu, sum64);
   tessel_ctx_destroy(cpu);
 }
 
@@ -334,8 +388,9 @@ template <class T> void expectChunkWalkEqualsCpu(int32_t kind) {
   opt.beta2 = 0.95;
   opt.eps = 1e-8;
   opt.weight_decay = 0.1;
-  const std::vector<size_t> sizes = {1, 5, 0, size_t(kAdamChunkElements),
-                                     size_t(2 * kAdamChunkElements + 7), 3000};
+  const std::vector<size_t> sizes = {
+      1,   5, 0, size_t(kAdamChunkElements), size_t(2 * kAdamChunkElements + 7),
+      3000};
   tessel_ctx *cpu = createContext("cpu");
   ASSERT_NE(cpu, nullptr);
   std::mt19937_64 rng(11);
@@ -353,7 +408,7 @@ template <class T> void expectChunkWalkEqualsCpu(int32_t kind) {
   for (size_t t = 0; t < sizes.size(); ++t)
     list.push_back({params[t].data(), nullptr, grads[t].data(), ms[t].data(),
                     vs[t].data(), int64_t(sizes[t])});
-  const ChunkElementBytes bytes{int64_t(sizeof(T)), int64_t(sizeof(T)), 0};
+  const ChunkElementBytes bytes{int64_t(sizeof(T)), int64_t(sizeof(T)), 0, 4};
   std::vector<AdamChunk> chunks = adamChunks(list, false, bytes);
   ASSERT_EQ(chunks.size(), size_t(1 + 1 + 1 + 3 + 1));
   using C = typename Elem<T>::Compute;
@@ -369,19 +424,20 @@ template <class T> void expectChunkWalkEqualsCpu(int32_t kind) {
     for (const AdamChunk &c : chunks) {
       T *p = static_cast<T *>(c.param);
       const T *g = static_cast<const T *>(c.grad);
+      float *m = static_cast<float *>(c.m), *v = static_cast<float *>(c.v);
       for (int64_t i = 0; i < c.count; ++i)
         p[i] = Elem<T>::store(adamElement(k, C(Elem<T>::load(p[i])),
-                                          C(Elem<T>::load(g[i])), scale,
-                                          c.m[i], c.v[i]));
+                                          C(Elem<T>::load(g[i])), scale, m[i],
+                                          v[i]));
     }
     for (size_t t = 0; t < sizes.size(); ++t) {
       DeviceTensors<T> &d = *devs[t];
-      ASSERT_EQ(firstDifference(params[t],
-                                d.template read<T>(d.param, 0, sizes[t])),
-                -1)
+      ASSERT_EQ(
+          firstDifference(params[t], d.template read<T>(d.param, 0, sizes[t])),
+          -1)
           << "tensor " << t << " step " << step;
-      ASSERT_EQ(firstDifference(vs[t], d.template read<float>(d.s1, 0, sizes[t])),
-                -1)
+      ASSERT_EQ(
+          firstDifference(vs[t], d.template read<float>(d.s1, 0, sizes[t])), -1)
           << "tensor " << t << " step " << step;
     }
   }
@@ -396,6 +452,157 @@ TEST(CudaOptimizerHost, MultiTensorChunkWalkEqualsCpu) {
   expectChunkWalkEqualsCpu<float>(TESSEL_OPT_ADAMW);
   expectChunkWalkEqualsCpu<BFloat>(TESSEL_OPT_ADAMW);
   expectChunkWalkEqualsCpu<float>(TESSEL_OPT_ADAM);
+}
+
+//===--- Host: f64 states (ABI 18) ----------------------------------------===//
+
+// With f64 states and an f64 scale the element updates are torch's
+// arithmetic in double throughout (no state rounded to f32), written here
+// as plain double loops in the same order.
+TEST(CudaOptimizerHost, F64StatesEqualPlainDoubleLoops) {
+  const size_t n = 1031;
+  for (const OptCase &c : optimizerCases()) {
+    SCOPED_TRACE(c.name);
+    const tessel_optimizer &o = c.opt;
+    std::mt19937_64 rng(19);
+    std::vector<double> param = randomValues<double>(rng, n, 1.0);
+    std::vector<double> want = param;
+    std::vector<double> s0(n, 0.0), s1(n, 0.0), w0(n, 0.0), w1(n, 0.0);
+    for (int64_t step = 1; step <= 4; ++step) {
+      std::vector<double> grad = randomValues<double>(rng, n, 0.5);
+      double scale = 1.0 / (3.0 * double(step)), lr = lrAt(step);
+      if (isAdam(o)) {
+        AdamCoeffs<double> k = makeAdamCoeffs<double>(o, step, lr);
+        double bc1 = 1.0 - std::pow(o.beta1, double(step));
+        double bc2 = 1.0 - std::pow(o.beta2, double(step));
+        for (size_t i = 0; i < n; ++i) {
+          param[i] = adamElement(k, param[i], grad[i], scale, s0[i], s1[i]);
+          double p = want[i], g = grad[i] * scale;
+          if (o.weight_decay != 0.0) {
+            if (o.kind == TESSEL_OPT_ADAMW)
+              p *= 1.0 - lr * o.weight_decay;
+            else
+              g += o.weight_decay * p;
+          }
+          w0[i] = w0[i] + (g - w0[i]) * (1.0 - o.beta1);
+          w1[i] = w1[i] * o.beta2 + (1.0 - o.beta2) * g * g;
+          double denom = std::sqrt(w1[i]) / std::sqrt(bc2) + o.eps;
+          want[i] = p - lr / bc1 * (w0[i] / denom);
+        }
+      } else {
+        SgdCoeffs<double> k = makeSgdCoeffs<double>(o, lr);
+        for (size_t i = 0; i < n; ++i) {
+          param[i] = sgdElement(k, param[i], grad[i], scale, s0[i]);
+          double g = grad[i] * scale;
+          if (o.weight_decay != 0.0)
+            g += o.weight_decay * want[i];
+          if (o.momentum != 0.0) {
+            w0[i] = o.momentum * w0[i] + g;
+            g = o.nesterov ? g + o.momentum * w0[i] : w0[i];
+          }
+          want[i] = want[i] - lr * g;
+        }
+      }
+      ASSERT_EQ(firstDifference(param, want), -1) << "param, step " << step;
+      ASSERT_EQ(firstDifference(s0, w0), -1) << "state0, step " << step;
+      ASSERT_EQ(firstDifference(s1, w1), -1) << "state1, step " << step;
+    }
+  }
+}
+
+// f64 states are 8 bytes an element: the chunks' m and v advance by 8.
+TEST(CudaOptimizerHost, F64StateChunksOffsetStatesByEightBytes) {
+  std::vector<double> param(70000), grad(70000), m(70000), v(70000);
+  std::vector<UpdateTensor> tensors = {
+      {param.data(), nullptr, grad.data(), m.data(), v.data(), 70000}};
+  std::vector<AdamChunk> chunks =
+      adamChunks(tensors, /*master=*/false, ChunkElementBytes{8, 8, 0, 8});
+  ASSERT_EQ(chunks.size(), 2u);
+  EXPECT_EQ(chunks[1].param, param.data() + kAdamChunkElements);
+  EXPECT_EQ(chunks[1].copy, nullptr);
+  EXPECT_EQ(chunks[1].grad, grad.data() + kAdamChunkElements);
+  EXPECT_EQ(chunks[1].m, m.data() + kAdamChunkElements);
+  EXPECT_EQ(chunks[1].v, v.data() + kAdamChunkElements);
+  EXPECT_EQ(chunks[1].count, 70000 - kAdamChunkElements);
+}
+
+// What the CUDA f64 group computes on the host (Adam through the chunk
+// walk, SGD through the per-tensor update it falls back to) equals the
+// CPU's tessel_optimizer_update_f64_group_current bit for bit: param, m and
+// v in f64 and the gradient scale read as an f64.
+TEST(CudaOptimizerHost, F64GroupEqualsCpu) {
+  const std::vector<int64_t> sizes = {5, 0, kAdamChunkElements + 3, 3000};
+  tessel_ctx *cpu = createContext("cpu");
+  ASSERT_NE(cpu, nullptr);
+  for (const OptCase &c : optimizerCases()) {
+    SCOPED_TRACE(c.name);
+    const tessel_optimizer &o = c.opt;
+    std::mt19937_64 rng(23);
+    // Per tensor: param, grad, state0, state1 on the host (what the walk
+    // updates) and on the CPU context (what the group updates).
+    std::vector<std::vector<double>> host;
+    std::vector<void *> bufs;
+    std::vector<UpdateTensor> list;
+    for (int64_t n : sizes) {
+      std::vector<double> p = randomValues<double>(rng, size_t(n), 1.0);
+      std::vector<double> zeros(size_t(n), 0.0);
+      for (const std::vector<double> &init : {p, zeros, zeros, zeros}) {
+        host.push_back(init);
+        bufs.push_back(uploadTo(cpu, init));
+      }
+    }
+    for (size_t t = 0; t < sizes.size(); ++t)
+      list.push_back({host[4 * t].data(), nullptr, host[4 * t + 1].data(),
+                      host[4 * t + 2].data(), host[4 * t + 3].data(),
+                      sizes[t]});
+    void *scaleBuf = tessel_alloc(cpu, 8);
+    for (int64_t step = 1; step <= 3; ++step) {
+      double scale = 1.0 / (3.0 * double(step)); // not an f32 value
+      tessel_copy_to_device(cpu, scaleBuf, &scale, 8);
+      for (size_t t = 0; t < sizes.size(); ++t) {
+        host[4 * t + 1] = randomValues<double>(rng, size_t(sizes[t]), 0.5);
+        list[t].grad = host[4 * t + 1].data();
+        if (sizes[t])
+          tessel_copy_to_device(cpu, bufs[4 * t + 1], host[4 * t + 1].data(),
+                                sizes[t] * 8);
+      }
+      tessel_lr_schedule schedule{TESSEL_LR_CONSTANT, lrAt(step), 0.0, 0, 0};
+      tessel_set_step(cpu, uint64_t(step - 1));
+      tessel_optimizer_update_f64_group_current(cpu, &o, &schedule, scaleBuf,
+                                                int64_t(sizes.size()),
+                                                bufs.data(), sizes.data());
+      if (isAdam(o)) {
+        AdamCoeffs<double> k = makeAdamCoeffs<double>(o, step, lrAt(step));
+        for (const AdamChunk &ch :
+             adamChunks(list, false, ChunkElementBytes{8, 8, 0, 8})) {
+          double *p = static_cast<double *>(ch.param);
+          const double *g = static_cast<const double *>(ch.grad);
+          double *m = static_cast<double *>(ch.m);
+          double *v = static_cast<double *>(ch.v);
+          for (int64_t i = 0; i < ch.count; ++i)
+            p[i] = adamElement(k, p[i], g[i], scale, m[i], v[i]);
+        }
+      } else {
+        SgdCoeffs<double> k = makeSgdCoeffs<double>(o, lrAt(step));
+        for (const UpdateTensor &t : list)
+          for (int64_t i = 0; i < t.n; ++i) {
+            double *p = static_cast<double *>(t.param);
+            p[i] = sgdElement(k, p[i], static_cast<const double *>(t.grad)[i],
+                              scale, static_cast<double *>(t.state0)[i]);
+          }
+      }
+      ASSERT_EQ(tessel_error(cpu), nullptr) << tessel_error(cpu);
+      for (size_t b = 0; b < bufs.size(); ++b)
+        ASSERT_EQ(firstDifference(host[b], downloadFrom<double>(
+                                               cpu, bufs[b], host[b].size())),
+                  -1)
+            << "tensor " << b / 4 << " buffer " << b % 4 << " step " << step;
+    }
+    for (void *p : bufs)
+      tessel_free(cpu, p);
+    tessel_free(cpu, scaleBuf);
+  }
+  tessel_ctx_destroy(cpu);
 }
 
 //===--- GPU: the kernels against the CPU backend -------------------------===//
@@ -480,10 +687,10 @@ TEST_F(CpuVsCuda, MasterUpdateBitExact) {
                                              : upload(ctx, gradB),
                      upload(ctx, zeros), upload(ctx, zeros)};
           for (int64_t step = 1; step <= 3; ++step)
-            tessel_optimizer_update_master(
-                ctx, &opt, TESSEL_BF16, bufs[c][0], bufs[c][1], gradDtype,
-                bufs[c][2], nullptr, bufs[c][3], bufs[c][4], int64_t(n), step,
-                1e-2);
+            tessel_optimizer_update_master(ctx, &opt, TESSEL_BF16, bufs[c][0],
+                                           bufs[c][1], gradDtype, bufs[c][2],
+                                           nullptr, bufs[c][3], bufs[c][4],
+                                           int64_t(n), step, 1e-2);
         }
         ASSERT_EQ(tessel_error(gpu), nullptr) << tessel_error(gpu);
         EXPECT_EQ(firstDifference(download<BFloat>(cpu, bufs[0][0], n),
@@ -509,18 +716,11 @@ TEST_F(CpuVsCuda, MasterUpdateBitExact) {
 TEST_F(CpuVsCuda, CurrentUpdateReadsTheDeviceStep) {
   const size_t n = 4099;
   std::mt19937_64 rng(41);
-  tessel_optimizer momentum{};
-  momentum.kind = TESSEL_OPT_SGD;
-  momentum.momentum = 0.9;
-  momentum.weight_decay = 0.01;
   tessel_optimizer adamw = adam(TESSEL_OPT_ADAMW, 0.9, 0.95, 1e-8, 0.1);
-  struct Case {
-    tessel_optimizer opt;
-    tessel_lr_schedule schedule;
-    bool exact;
-  } cases[] = {{momentum, {TESSEL_LR_CONSTANT, 1e-2, 0.0, 3, 0}, true},
-               {adamw, {TESSEL_LR_WARMUP_COSINE, 1e-2, 1e-3, 2, 6}, false}};
-  for (const Case &c : cases) {
+  const ScheduledCase cases[] = {
+      {sgd(0.9, 0, 0.01), {TESSEL_LR_CONSTANT, 1e-2, 0.0, 3, 0}, true},
+      {adamw, {TESSEL_LR_WARMUP_COSINE, 1e-2, 1e-3, 2, 6}, false}};
+  for (const ScheduledCase &c : cases) {
     SCOPED_TRACE("kind " + std::to_string(c.opt.kind));
     std::vector<float> param = randomValues<float>(rng, n, 1.0);
     std::vector<float> zeros(n, 0.f);
@@ -549,7 +749,8 @@ TEST_F(CpuVsCuda, CurrentUpdateReadsTheDeviceStep) {
       EXPECT_EQ(firstDifference(want, got), -1);
     } else {
       for (size_t i = 0; i < n; ++i)
-        ASSERT_LE(std::fabs(got[i] - want[i]), 1e-6 * std::fabs(want[i]) + 1e-12)
+        ASSERT_LE(std::fabs(got[i] - want[i]),
+                  1e-6 * std::fabs(want[i]) + 1e-12)
             << "element " << i;
     }
     for (int k = 0; k < 2; ++k)
@@ -566,12 +767,13 @@ TEST(CudaOptimizerHost, MasterChunksOffsetEachArrayByItsOwnSize) {
   std::vector<UpdateTensor> tensors = {
       {copy.data(), master.data(), grad.data(), m.data(), v.data(), 70000}};
   std::vector<AdamChunk> chunks =
-      adamChunks(tensors, /*master=*/true, ChunkElementBytes{4, 2, 2});
+      adamChunks(tensors, /*master=*/true, ChunkElementBytes{4, 2, 2, 4});
   ASSERT_EQ(chunks.size(), 2u);
   EXPECT_EQ(chunks[1].param, master.data() + kAdamChunkElements);
   EXPECT_EQ(chunks[1].copy, copy.data() + kAdamChunkElements);
   EXPECT_EQ(chunks[1].grad, grad.data() + kAdamChunkElements);
   EXPECT_EQ(chunks[1].m, m.data() + kAdamChunkElements);
+  EXPECT_EQ(chunks[1].v, v.data() + kAdamChunkElements);
   EXPECT_EQ(chunks[1].count, 70000 - kAdamChunkElements);
 }
 
@@ -599,10 +801,11 @@ TEST_F(CpuVsCuda, GroupUpdateIsOneKernelEqualToTheCalls) {
         low[i] = Elem<BFloat>::store(init[i]);
       std::vector<float> zeros(size_t(n), 0.f);
       for (int k = 0; k < 3; ++k)
-        bufs[k].push_back({master ? upload(ctxs[k], low) : upload(ctxs[k], init),
-                           upload(ctxs[k], init),
-                           master ? upload(ctxs[k], low) : upload(ctxs[k], init),
-                           upload(ctxs[k], zeros), upload(ctxs[k], zeros)});
+        bufs[k].push_back(
+            {master ? upload(ctxs[k], low) : upload(ctxs[k], init),
+             upload(ctxs[k], init),
+             master ? upload(ctxs[k], low) : upload(ctxs[k], init),
+             upload(ctxs[k], zeros), upload(ctxs[k], zeros)});
     }
     for (uint64_t step = 0; step < 3; ++step) {
       for (tessel_ctx *ctx : {gpu, cpu})
@@ -652,34 +855,92 @@ TEST_F(CpuVsCuda, GroupUpdateIsOneKernelEqualToTheCalls) {
   }
 }
 
-TEST_F(CpuVsCuda, SumSquaresAccumulatesAndIsDeterministic) {
+/// The sum-of-squares and clipping entries of S scalars: f32, or f64
+/// (ABI 18); and how far two f64 sums of other orders may be apart once in
+/// S (a rounding to f32 would be up to 6e-8 off).
+template <class S> struct ScalarEntries;
+template <> struct ScalarEntries<float> {
+  static constexpr auto sumSquares = tessel_sum_squares;
+  static constexpr auto clipScale = tessel_clip_scale;
+  static constexpr double sumTolerance = 2e-7;
+};
+template <> struct ScalarEntries<double> {
+  static constexpr auto sumSquares = tessel_sum_squares_f64;
+  static constexpr auto clipScale = tessel_clip_scale_f64;
+  static constexpr double sumTolerance = 1e-11;
+};
+
+/// Sums of squares of X (f32 or f64) values into an S added to `start`,
+/// per size and alignment: the GPU's within the tolerance of the CPU's,
+/// the same bits on every run, the start kept exactly when nothing is
+/// added.
+template <class X, class S>
+void expectSumSquaresPerSize(tessel_ctx *cpu, tessel_ctx *gpu, S start,
+                             uint64_t seed) {
+  using Entries = ScalarEntries<S>;
+  const int32_t dtype = sizeof(X) == 8 ? TESSEL_F64 : TESSEL_F32;
   for (size_t n : {0, 1, 7, 1000, (1 << 20) + 3})
     for (int64_t offset : {0, 1}) {
-      SCOPED_TRACE("n=" + std::to_string(n) + " offset=" +
-                   std::to_string(offset));
-      std::mt19937_64 rng(n);
-      std::vector<float> x = randomValues<float>(rng, n + size_t(offset), 1.5);
-      void *cx = upload(cpu, x), *gx = upload(gpu, x);
-      float start = 2.5f;
-      void *cs = upload(cpu, std::vector<float>{start});
-      void *gs1 = upload(gpu, std::vector<float>{start});
-      void *gs2 = upload(gpu, std::vector<float>{start});
-      tessel_sum_squares(cpu, TESSEL_F32, static_cast<float *>(cx) + offset,
-                         int64_t(n), cs);
-      tessel_sum_squares(gpu, TESSEL_F32, static_cast<float *>(gx) + offset,
-                         int64_t(n), gs1);
-      tessel_sum_squares(gpu, TESSEL_F32, static_cast<float *>(gx) + offset,
-                         int64_t(n), gs2);
-      float c = download<float>(cpu, cs, 1)[0];
-      float g1 = download<float>(gpu, gs1, 1)[0];
-      float g2 = download<float>(gpu, gs2, 1)[0];
-      EXPECT_NEAR(g1, c, 2e-7 * std::fabs(c)); // f64 sums, orders differ
-      EXPECT_EQ(floatBits(g1), floatBits(g2));
+      SCOPED_TRACE("n=" + std::to_string(n) +
+                   " offset=" + std::to_string(offset));
+      std::mt19937_64 rng(n + seed);
+      std::vector<X> x = randomValues<X>(rng, n + size_t(offset), 1.5);
+      void *cx = uploadTo(cpu, x), *gx = uploadTo(gpu, x);
+      void *cs = uploadTo(cpu, std::vector<S>{start});
+      void *gs1 = uploadTo(gpu, std::vector<S>{start});
+      void *gs2 = uploadTo(gpu, std::vector<S>{start});
+      Entries::sumSquares(cpu, dtype, static_cast<X *>(cx) + offset, int64_t(n),
+                          cs);
+      Entries::sumSquares(gpu, dtype, static_cast<X *>(gx) + offset, int64_t(n),
+                          gs1);
+      Entries::sumSquares(gpu, dtype, static_cast<X *>(gx) + offset, int64_t(n),
+                          gs2);
+      S c = downloadFrom<S>(cpu, cs, 1)[0];
+      S g1 = downloadFrom<S>(gpu, gs1, 1)[0];
+      S g2 = downloadFrom<S>(gpu, gs2, 1)[0];
+      EXPECT_NEAR(g1, c, Entries::sumTolerance * std::fabs(c));
+      EXPECT_EQ(std::memcmp(&g1, &g2, sizeof(S)), 0);
+      if (n == 0)
+        EXPECT_EQ(g1, start);
       for (void *p : {cx, cs})
         tessel_free(cpu, p);
       for (void *p : {gx, gs1, gs2})
         tessel_free(gpu, p);
     }
+}
+
+/// The clipping factor of S scalars from each of `sums`, with and without
+/// the gradient scale g: the GPU's bits are the CPU's.
+template <class S>
+void expectClipScaleBitExact(tessel_ctx *cpu, tessel_ctx *gpu,
+                             std::initializer_list<S> sums, S g) {
+  for (S s : sums)
+    for (double maxNorm : {0.0, 0.5, 1.0, 1e9})
+      for (bool scaled : {false, true}) {
+        void *cs = uploadTo(cpu, std::vector<S>{s});
+        void *gs = uploadTo(gpu, std::vector<S>{s});
+        void *cg = uploadTo(cpu, std::vector<S>{g});
+        void *gg = uploadTo(gpu, std::vector<S>{g});
+        void *co = uploadTo(cpu, std::vector<S>{S(0)});
+        void *go = uploadTo(gpu, std::vector<S>{S(0)});
+        ScalarEntries<S>::clipScale(cpu, cs, maxNorm, scaled ? cg : nullptr,
+                                    co);
+        ScalarEntries<S>::clipScale(gpu, gs, maxNorm, scaled ? gg : nullptr,
+                                    go);
+        S want = downloadFrom<S>(cpu, co, 1)[0];
+        S got = downloadFrom<S>(gpu, go, 1)[0];
+        EXPECT_EQ(std::memcmp(&want, &got, sizeof(S)), 0)
+            << s << " " << maxNorm << " " << scaled << ": " << want << " vs "
+            << got;
+        for (void *p : {cs, cg, co})
+          tessel_free(cpu, p);
+        for (void *p : {gs, gg, go})
+          tessel_free(gpu, p);
+      }
+}
+
+TEST_F(CpuVsCuda, SumSquaresAccumulatesAndIsDeterministic) {
+  expectSumSquaresPerSize<float, float>(cpu, gpu, 2.5f, 0);
   // The other dtypes, accumulating over two tensors as a global norm does.
   std::mt19937_64 rng(1);
   std::vector<double> d = randomValues<double>(rng, 5003, 1.0);
@@ -705,24 +966,123 @@ TEST_F(CpuVsCuda, SumSquaresAccumulatesAndIsDeterministic) {
 }
 
 TEST_F(CpuVsCuda, ClipScaleBitExact) {
-  for (float s : {0.0f, 0.25f, 4.0f, 1e6f})
-    for (double maxNorm : {0.0, 0.5, 1.0, 1e9})
-      for (bool scaled : {false, true}) {
-        float g = 1.0f / 3.0f;
-        void *cs = upload(cpu, std::vector<float>{s});
-        void *gs = upload(gpu, std::vector<float>{s});
-        void *cg = upload(cpu, std::vector<float>{g});
-        void *gg = upload(gpu, std::vector<float>{g});
-        void *co = upload(cpu, std::vector<float>{0.0f});
-        void *go = upload(gpu, std::vector<float>{0.0f});
-        tessel_clip_scale(cpu, cs, maxNorm, scaled ? cg : nullptr, co);
-        tessel_clip_scale(gpu, gs, maxNorm, scaled ? gg : nullptr, go);
-        EXPECT_EQ(floatBits(download<float>(cpu, co, 1)[0]),
-                  floatBits(download<float>(gpu, go, 1)[0]))
-            << s << " " << maxNorm << " " << scaled;
-        for (void *p : {cs, cg, co})
-          tessel_free(cpu, p);
-        for (void *p : {gs, gg, go})
-          tessel_free(gpu, p);
+  expectClipScaleBitExact<float>(cpu, gpu, {0.0f, 0.25f, 4.0f, 1e6f},
+                                 1.0f / 3.0f);
+}
+
+//===--- GPU: f64 states and scalars (ABI 18) -----------------------------===//
+
+// The f64 *sum: as the f32 one, nothing rounded to f32 (ABI 18).
+TEST_F(CpuVsCuda, SumSquaresF64AccumulatesInF64) {
+  const double start = 2.5 + 0x1p-30; // not an f32 value
+  expectSumSquaresPerSize<double, double>(cpu, gpu, start, 9);
+  // The other dtypes into one f64 sum, as a global norm accumulates.
+  std::mt19937_64 rng(2);
+  std::vector<float> f = randomValues<float>(rng, 5003, 1.0);
+  std::vector<BFloat> b = randomValues<BFloat>(rng, 777, 1.0);
+  std::vector<Half> h = randomValues<Half>(rng, 4096, 1.0);
+  void *cf = upload(cpu, f), *gf = upload(gpu, f);
+  void *cb = upload(cpu, b), *gb = upload(gpu, b);
+  void *ch = upload(cpu, h), *gh = upload(gpu, h);
+  void *cs = upload(cpu, std::vector<double>{start});
+  void *gs = upload(gpu, std::vector<double>{start});
+  for (tessel_ctx *ctx : {cpu, gpu}) {
+    bool onCpu = ctx == cpu;
+    tessel_sum_squares_f64(ctx, TESSEL_F32, onCpu ? cf : gf, 5003,
+                           onCpu ? cs : gs);
+    tessel_sum_squares_f64(ctx, TESSEL_BF16, onCpu ? cb : gb, 777,
+                           onCpu ? cs : gs);
+    tessel_sum_squares_f64(ctx, TESSEL_F16, onCpu ? ch : gh, 4096,
+                           onCpu ? cs : gs);
+  }
+  double c = download<double>(cpu, cs, 1)[0];
+  double g = download<double>(gpu, gs, 1)[0];
+  EXPECT_NEAR(g, c, 1e-11 * std::fabs(c));
+  for (void *p : {cf, cb, ch, cs})
+    tessel_free(cpu, p);
+  for (void *p : {gf, gb, gh, gs})
+    tessel_free(gpu, p);
+}
+
+TEST_F(CpuVsCuda, ClipScaleF64BitExact) {
+  expectClipScaleBitExact<double>(cpu, gpu, {0.0, 0.1, 4.0, 1e6 + 0.3},
+                                  1.0 / 3.0);
+}
+
+// tessel_optimizer_update_f64_group_current on the GPU (AdamW: one
+// multi-tensor kernel over f64 chunks; SGD: the per-tensor kernel with f64
+// states) against the CPU, tensors at odd element offsets taking the
+// scalar path. SGD over a constant schedule is equal bit for bit; AdamW's
+// states too (they depend on neither the rate nor the parameter), its
+// parameters within 1e-12 relative (the device's pow and cos may differ
+// from the host's in the last bit of a double).
+TEST_F(CpuVsCuda, F64GroupUpdateEqualsCpu) {
+  tessel_optimizer adamw = adam(TESSEL_OPT_ADAMW, 0.9, 0.95, 1e-8, 0.1);
+  const ScheduledCase cases[] = {
+      {sgd(0.9, 1, 0.01), {TESSEL_LR_CONSTANT, 1e-2, 0.0, 2, 0}, true},
+      {adamw, {TESSEL_LR_WARMUP_COSINE, 1e-2, 1e-3, 2, 6}, false}};
+  const std::vector<int64_t> sizes = {5, 70001, 0, 4099};
+  std::mt19937_64 rng(53);
+  for (const ScheduledCase &c : cases)
+    for (bool scaled : {false, true}) {
+      SCOPED_TRACE("kind " + std::to_string(c.opt.kind) +
+                   (scaled ? " scaled" : ""));
+      // Per tensor: param, grad, state0, state1, each one element longer,
+      // the tensor at offset t % 2; [0] the CPU's, [1] the GPU's.
+      std::vector<void *> bufs[2];
+      std::vector<void *> pointers[2];
+      tessel_ctx *ctxs[2] = {cpu, gpu};
+      for (size_t t = 0; t < sizes.size(); ++t) {
+        size_t len = size_t(sizes[t]) + 1;
+        std::vector<double> init = randomValues<double>(rng, len, 1.0);
+        std::vector<double> zeros(len, 0.0);
+        for (int k = 0; k < 2; ++k)
+          for (const std::vector<double> &v : {init, zeros, zeros, zeros}) {
+            bufs[k].push_back(upload(ctxs[k], v));
+            pointers[k].push_back(static_cast<double *>(bufs[k].back()) +
+                                  t % 2);
+          }
       }
+      void *scales[2] = {upload(cpu, std::vector<double>{1.0 / 3.0}),
+                         upload(gpu, std::vector<double>{1.0 / 3.0})};
+      for (uint64_t step = 0; step < 3; ++step) {
+        for (size_t t = 0; t < sizes.size(); ++t) {
+          std::vector<double> grad =
+              randomValues<double>(rng, size_t(sizes[t]), 0.5);
+          for (int k = 0; k < 2; ++k)
+            if (!grad.empty())
+              tessel_copy_to_device(ctxs[k], pointers[k][4 * t + 1],
+                                    grad.data(), sizes[t] * 8);
+        }
+        for (int k = 0; k < 2; ++k) {
+          tessel_set_step(ctxs[k], step);
+          tessel_optimizer_update_f64_group_current(
+              ctxs[k], &c.opt, &c.schedule, scaled ? scales[k] : nullptr,
+              int64_t(sizes.size()), pointers[k].data(), sizes.data());
+        }
+        ASSERT_EQ(tessel_error(gpu), nullptr) << tessel_error(gpu);
+      }
+      for (size_t t = 0; t < sizes.size(); ++t)
+        for (size_t b : {size_t(0), size_t(2), size_t(3)}) {
+          size_t n = size_t(sizes[t]);
+          std::vector<double> want =
+              download<double>(cpu, pointers[0][4 * t + b], n);
+          std::vector<double> got =
+              download<double>(gpu, pointers[1][4 * t + b], n);
+          if (c.exact || b != 0) {
+            EXPECT_EQ(firstDifference(want, got), -1)
+                << "tensor " << t << " buffer " << b;
+            continue;
+          }
+          for (size_t i = 0; i < n; ++i)
+            ASSERT_LE(std::fabs(got[i] - want[i]),
+                      1e-12 * std::fabs(want[i]) + 1e-15)
+                << "tensor " << t << " element " << i;
+        }
+      for (int k = 0; k < 2; ++k) {
+        for (void *p : bufs[k])
+          tessel_free(ctxs[k], p);
+        tessel_free(ctxs[k], scales[k]);
+      }
+    }
 }

@@ -34,6 +34,26 @@ inline tessel_ctx *createContext(const char *name) {
       GTEST_SKIP() << "no CUDA device (or the CUDA backend is not built)";     \
   } while (0)
 
+/// A buffer on `ctx` holding `host`.
+template <typename T>
+void *uploadTo(tessel_ctx *ctx, const std::vector<T> &host) {
+  void *p = tessel_alloc(ctx, int64_t(host.size() * sizeof(T)));
+  if (!host.empty())
+    tessel_copy_to_device(ctx, p, host.data(),
+                          int64_t(host.size() * sizeof(T)));
+  return p;
+}
+
+/// `count` elements of a buffer on `ctx`.
+template <typename T>
+std::vector<T> downloadFrom(tessel_ctx *ctx, const void *p, size_t count) {
+  std::vector<T> host(count);
+  tessel_synchronize(ctx);
+  if (count)
+    tessel_copy_to_host(ctx, host.data(), p, int64_t(count * sizeof(T)));
+  return host;
+}
+
 /// A CPU and a CUDA context, for GPU-vs-CPU tests; both destroyed after.
 class CpuVsCuda : public ::testing::Test {
 protected:
@@ -50,23 +70,13 @@ protected:
     tessel_ctx_destroy(cpu);
     tessel_ctx_destroy(gpu);
   }
-  /// A device buffer on `ctx` holding `host`.
   template <typename T>
   void *upload(tessel_ctx *ctx, const std::vector<T> &host) {
-    void *p = tessel_alloc(ctx, int64_t(host.size() * sizeof(T)));
-    if (!host.empty())
-      tessel_copy_to_device(ctx, p, host.data(),
-                            int64_t(host.size() * sizeof(T)));
-    return p;
+    return uploadTo(ctx, host);
   }
-  /// `count` elements of a device buffer on `ctx`.
   template <typename T>
   std::vector<T> download(tessel_ctx *ctx, const void *p, size_t count) {
-    std::vector<T> host(count);
-    tessel_synchronize(ctx);
-    if (count)
-      tessel_copy_to_host(ctx, host.data(), p, int64_t(count * sizeof(T)));
-    return host;
+    return downloadFrom<T>(ctx, p, count);
   }
 
   tessel_ctx *cpu = nullptr;

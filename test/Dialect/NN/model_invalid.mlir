@@ -460,9 +460,18 @@ func.func @tied_copy_of_input(%x: tensor<4x8xf32> {nn.input, nn.tied_copy}) -> t
 
 // -----
 
-// Tests that the pipeline's gradient sum of squares is an f32 scalar.
-// expected-error @+1 {{'func.func' op argument #0: 'nn.grad_sum_squares' must be a tensor<f32>}}
-func.func @sum_squares_f64(%ss: tensor<f64> {nn.grad_sum_squares}) {
+// Tests that the pipeline's gradient sum of squares is an f32 (or f64)
+// scalar.
+// expected-error @+1 {{'func.func' op argument #0: 'nn.grad_sum_squares' must be a tensor<f32> (or tensor<f64> in an f64 model)}}
+func.func @sum_squares_bf16(%ss: tensor<bf16> {nn.grad_sum_squares}) {
+  return
+}
+
+// -----
+
+// Tests that the gradient scale is a scalar.
+// expected-error @+1 {{'func.func' op argument #0: 'nn.grad_scale' must be a tensor<f32> (or tensor<f64> in an f64 model)}}
+func.func @grad_scale_vector(%gs: tensor<2xf64> {nn.grad_scale}) {
   return
 }
 

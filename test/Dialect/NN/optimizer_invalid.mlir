@@ -18,10 +18,19 @@ func.func @sum_squares_integer(%a: tensor<8xi32>) -> tensor<f32> {
 
 // -----
 
-// Tests that sum_squares gives an f32 scalar, whatever its inputs.
-func.func @sum_squares_result(%a: tensor<8xf64>) -> tensor<f64> {
-  // expected-error @+1 {{'nn.sum_squares' op result #0 must be tensor<f32>, but got 'tensor<f64>'}}
-  %0 = nn.sum_squares %a : (tensor<8xf64>) -> tensor<f64>
+// Tests that sum_squares gives an f32 or f64 scalar, whatever its inputs.
+func.func @sum_squares_result(%a: tensor<8xbf16>) -> tensor<bf16> {
+  // expected-error @+1 {{'nn.sum_squares' op result #0 must be tensor<f32> or tensor<f64>, but got 'tensor<bf16>'}}
+  %0 = nn.sum_squares %a : (tensor<8xbf16>) -> tensor<bf16>
+  return %0 : tensor<bf16>
+}
+
+// -----
+
+// Tests that clip_scale's scalars are of one type (generic form).
+func.func @clip_scale_mixed(%ss: tensor<f64>, %gs: tensor<f32>) -> tensor<f64> {
+  // expected-error @+1 {{'nn.clip_scale' op requires the same type for all operands and results}}
+  %0 = "nn.clip_scale"(%ss, %gs) : (tensor<f64>, tensor<f32>) -> tensor<f64>
   return %0 : tensor<f64>
 }
 
@@ -29,7 +38,7 @@ func.func @sum_squares_result(%a: tensor<8xf64>) -> tensor<f64> {
 
 // Tests that clip_scale rejects operands that are not f32 scalars (generic form).
 func.func @clip_scale_type(%ss: tensor<2xf32>, %gs: tensor<2xf32>) -> tensor<2xf32> {
-  // expected-error @+1 {{'nn.clip_scale' op operand #0 must be tensor<f32>, but got 'tensor<2xf32>'}}
+  // expected-error @+1 {{'nn.clip_scale' op operand #0 must be tensor<f32> or tensor<f64>, but got 'tensor<2xf32>'}}
   %0 = "nn.clip_scale"(%ss, %gs) : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
   return %0 : tensor<2xf32>
 }
@@ -95,6 +104,26 @@ func.func @optimizer_sgd_state(%p: tensor<4xf32>, %s: tensor<f32>, %m: tensor<4x
   // expected-error @+1 {{'nn.optimizer_step' op sgd without momentum keeps no state after the parameter in outs, got 1}}
   %0, %1 = nn.optimizer_step sgd %p, %s outs(%p, %m : tensor<4xf32>, tensor<4xf32>) : tensor<4xf32>
   return %0 : tensor<4xf32>
+}
+
+// -----
+
+// Tests that an f64 parameter's states are f64: its update is not rounded
+// to f32.
+func.func @optimizer_state_f64(%p: tensor<4xf64>, %s: tensor<f64>, %m: tensor<4xf32>, %v: tensor<4xf32>) -> tensor<4xf64> {
+  // expected-error @+1 {{'nn.optimizer_step' op state #0 must be 'tensor<4xf64>' (f64 in the parameter's shape), got 'tensor<4xf32>'}}
+  %0, %1, %2 = nn.optimizer_step adamw %p, %s outs(%p, %m, %v : tensor<4xf64>, tensor<4xf32>, tensor<4xf32>) : tensor<4xf64>
+  return %0 : tensor<4xf64>
+}
+
+// -----
+
+// Tests that an f64 parameter's scale is f64 too (generic form: the custom
+// form infers it from the gradient's type).
+func.func @optimizer_scale_f64(%p: tensor<4xf64>, %s: tensor<f32>, %m: tensor<4xf64>) -> tensor<4xf64> {
+  // expected-error @+1 {{'nn.optimizer_step' op failed to verify that scale is tensor<f64> beside an f64 grad, else tensor<f32>}}
+  %0:2 = "nn.optimizer_step"(%p, %s, %p, %m) {optimizer = #nn.optimizer<sgd>, momentum = 0.9 : f64} : (tensor<4xf64>, tensor<f32>, tensor<4xf64>, tensor<4xf64>) -> (tensor<4xf64>, tensor<4xf64>)
+  return %0#0 : tensor<4xf64>
 }
 
 // -----
