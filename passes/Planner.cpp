@@ -248,6 +248,10 @@ void evaluate(ModuleOp model, const Settings &settings, Candidate &c) {
   if (settings.devices > 1)
     options.mesh = mesh;
   options.zero = c.zero;
+  if (c.sequenceParallel)
+    options.sequenceParallel = true;
+  if (!c.recompute.empty())
+    options.setTrainSetting("recompute", c.recompute);
   if (c.pp > 1) {
     options.microbatches = settings.microbatches;
     options.pipelineSchedule = c.schedule;
@@ -281,6 +285,35 @@ void evaluate(ModuleOp model, const Settings &settings, Candidate &c) {
                   double(c.p2pBytes) * links.secondsPerByte("pp");
   c.stepSeconds = c.computeSeconds + c.commSeconds;
   c.fits = double(c.memoryBytes) <= settings.device.memoryBytes;
+}
+
+/// Compiles `c`; when it is over memory and the command line sets no
+/// recompute policy (`searchRecompute`), again with selective, then full
+/// recomputation (the cheaper first): the first that fits, else the one
+/// that holds the least.
+void evaluateFitting(ModuleOp model, const Settings &settings, Candidate &c,
+                     bool searchRecompute) {
+  evaluate(model, settings, c);
+  if (!searchRecompute || !c.refused.empty() || c.fits)
+    return;
+  for (const char *policy : {"selective", "full"}) {
+    Candidate retry = c.sameSplit();
+    retry.recompute = policy;
+    evaluate(model, settings, retry);
+    if (retry.refused.empty() &&
+        (retry.fits || retry.memoryBytes < c.memoryBytes))
+      c = std::move(retry);
+    if (c.fits)
+      return;
+  }
+}
+
+/// The same program's figures: sequence parallelism that changed nothing
+/// (a model without a sequence dimension).
+bool sameFigures(const Candidate &a, const Candidate &b) {
+  return a.refused == b.refused && a.flops == b.flops &&
+         a.ringBytes == b.ringBytes && a.exposedBytes == b.exposedBytes &&
+         a.p2pBytes == b.p2pBytes && a.memoryBytes == b.memoryBytes;
 }
 
 /// Equal but for the rounding of sums taken in another order.
@@ -329,9 +362,28 @@ std::string Candidate::mesh() const {
   return text.empty() ? "one device" : text;
 }
 
+Candidate Candidate::sameSplit() const {
+  Candidate c;
+  c.dp = dp;
+  c.tp = tp;
+  c.pp = pp;
+  c.zero = zero;
+  c.schedule = schedule;
+  c.sequenceParallel = sequenceParallel;
+  c.recompute = recompute;
+  return c;
+}
+
 std::vector<Candidate> planner::plan(ModuleOp model, const Settings &settings) {
   std::vector<Candidate> all;
   int64_t n = settings.devices;
+  // What the command line leaves to the search: sequence parallelism under
+  // tp, and a recompute policy where the memory needs one.
+  CompilePipelineOptions given;
+  if (settings.configure)
+    settings.configure(given);
+  bool searchSequenceParallel = !given.sequenceParallel;
+  bool searchRecompute = std::string(given.recompute).empty();
   for (int64_t pp = 1; pp <= n; ++pp) {
     if (n % pp)
       continue;
@@ -350,8 +402,17 @@ std::vector<Candidate> planner::plan(ModuleOp model, const Settings &settings) {
           c.pp = pp;
           c.zero = zero;
           c.schedule = schedule;
-          evaluate(model, settings, c);
-          all.push_back(std::move(c));
+          c.sequenceParallel = given.sequenceParallel;
+          evaluateFitting(model, settings, c, searchRecompute);
+          all.push_back(c);
+          if (tp > 1 && searchSequenceParallel) {
+            Candidate sp = c.sameSplit();
+            sp.sequenceParallel = true;
+            sp.recompute.clear();
+            evaluateFitting(model, settings, sp, searchRecompute);
+            if (!sameFigures(sp, c))
+              all.push_back(std::move(sp));
+          }
         }
       }
     }
@@ -399,11 +460,11 @@ void planner::printPlan(llvm::raw_ostream &os,
        << format("%.0f", d.networkBytesPerSec / 1e9) << " GB/s between";
   os << "), " << settings.microbatches << " microbatch"
      << (settings.microbatches == 1 ? "" : "es") << " per step\n";
-  os << llvm::format("  %-4s %-16s %4s %-11s %10s %10s %9s %7s %14s %16s "
-                     "%14s\n",
-                     "rank", "mesh", "zero", "schedule", "step ms",
-                     "compute ms", "comm ms", "bubble", "memory bytes", "flops",
-                     "ring bytes");
+  os << llvm::format("  %-4s %-16s %4s %-11s %-3s %-9s %10s %10s %9s %7s "
+                     "%14s %16s %14s\n",
+                     "rank", "mesh", "zero", "schedule", "sp", "recompute",
+                     "step ms", "compute ms", "comm ms", "bubble",
+                     "memory bytes", "flops", "ring bytes");
   size_t shown = 0, fitting = 0;
   for (const Candidate &c : ranked) {
     if (!c.refused.empty() || !c.fits)
@@ -413,10 +474,12 @@ void planner::printPlan(llvm::raw_ostream &os,
       continue;
     ++shown;
     os << llvm::format(
-        "  %-4zu %-16s %4lld %-11s %10.4g %10.4g %9.4g %7.4f %14lld %16lld "
-        "%14lld\n",
+        "  %-4zu %-16s %4lld %-11s %-3s %-9s %10.4g %10.4g %9.4g %7.4f %14lld "
+        "%16lld %14lld\n",
         shown, c.mesh().c_str(), (long long)c.zero,
-        c.schedule.empty() ? "-" : c.schedule.c_str(), c.stepSeconds * 1e3,
+        c.schedule.empty() ? "-" : c.schedule.c_str(),
+        c.sequenceParallel ? "yes" : "-",
+        c.recompute.empty() ? "-" : c.recompute.c_str(), c.stepSeconds * 1e3,
         c.computeSeconds * 1e3, c.commSeconds * 1e3, c.bubble,
         (long long)c.memoryBytes, (long long)c.flops, (long long)c.ringBytes);
   }
@@ -428,8 +491,10 @@ void planner::printPlan(llvm::raw_ostream &os,
   for (const Candidate &c : ranked)
     if (c.refused.empty() && !c.fits)
       os << "  over memory: " << c.mesh() << " zero " << c.zero
-         << (c.schedule.empty() ? "" : " " + c.schedule) << " needs "
-         << c.memoryBytes << " bytes\n";
+         << (c.schedule.empty() ? "" : " " + c.schedule)
+         << (c.sequenceParallel ? " sp" : "")
+         << (c.recompute.empty() ? "" : " recompute " + c.recompute)
+         << " needs " << c.memoryBytes << " bytes\n";
   // One line per refusal: the same error (a model without nn.repeat
   // under pp) refuses every ZeRO stage and schedule alike.
   std::vector<std::pair<std::string, std::vector<std::string>>> refusals;
@@ -441,7 +506,9 @@ void planner::printPlan(llvm::raw_ostream &os,
                             [&](const auto &r) { return r.first == message; });
     if (it == refusals.end())
       it = refusals.insert(refusals.end(), {message, {}});
-    std::string label = c.mesh() + (c.schedule.empty() ? "" : " " + c.schedule);
+    std::string label = c.mesh() +
+                        (c.schedule.empty() ? "" : " " + c.schedule) +
+                        (c.sequenceParallel ? " sp" : "");
     if (!llvm::is_contained(it->second, label))
       it->second.push_back(label);
   }
@@ -460,6 +527,9 @@ llvm::json::Object planner::planJson(const std::vector<Candidate> &ranked,
                          {"zero", c.zero}};
     if (!c.schedule.empty())
       o["schedule"] = c.schedule;
+    o["sequence_parallel"] = c.sequenceParallel;
+    if (!c.recompute.empty())
+      o["recompute"] = c.recompute;
     if (!c.refused.empty()) {
       o["refused"] = c.refused;
     } else {

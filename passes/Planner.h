@@ -1,18 +1,21 @@
-//===- Planner.h - Rank the ways to split a model over N devices -*- C++
-//-*-===//
+//===- Planner.h - Rank the splits of a model over N devices ----*- C++ -*-===//
 //
 // tessel-plan's search (DESIGN §2, "Planner"): every (dp, tp, pp) whose
-// product is the device count, with each ZeRO stage where dp > 1 and each
-// pipeline schedule where pp > 1, is compiled (the whole plan and lowering
+// product is the device count, with each ZeRO stage where dp > 1, each
+// pipeline schedule where pp > 1 and with and without sequence parallelism
+// where tp > 1, is compiled (the whole plan and lowering
 // pipeline, no code generation) and its report read: the flops of a step per
 // rank (a pipeline's simulated makespan, bubble included), the bytes each
 // rank sends with the ring algorithms less those that overlap compute, the
 // point-to-point bytes of the stages and the memory a rank holds. A device
 // model (peak flops at an achieved fraction, link bandwidth, memory) turns
 // them into a predicted step time; candidates that fit in memory are ranked
-// by it. Alpa searches the same space with an ILP over its own cost model;
-// this one compiles each candidate in well under a second, so its figures
-// are the generated program's, exactly, and only the time model is a model.
+// by it. One over memory is compiled again with selective, then full
+// activation recomputation, as a Megatron user turns it on: only where the
+// memory needs it, since it costs compute. Alpa searches the same space with an
+// ILP over its own cost model; this one compiles each candidate in well under a
+// second, so its figures are the generated program's, exactly, and only the
+// time model is a model.
 //
 //===----------------------------------------------------------------------===//
 
@@ -78,6 +81,12 @@ struct Settings {
 struct Candidate {
   int64_t dp = 1, tp = 1, pp = 1, zero = 0;
   std::string schedule; // pp > 1 only
+  /// Sequence parallelism (tp > 1): the search's choice or the command
+  /// line's.
+  bool sequenceParallel = false;
+  /// The recompute policy the search set for the candidate to fit
+  /// ("selective", "full"), or empty: the command line's (default none).
+  std::string recompute;
   /// The compiler's refusal (the first error), or empty.
   std::string refused;
   // Per rank, per step: the busiest rank's figures.
@@ -96,6 +105,8 @@ struct Candidate {
   /// "pp=2,dp=2,tp=2", outermost first (axes of one rank left out; "one
   /// device" for none).
   std::string mesh() const;
+  /// A candidate of the same split, not yet compiled.
+  Candidate sameSplit() const;
 };
 
 /// Every candidate for `settings.devices`, compiled from a clone of

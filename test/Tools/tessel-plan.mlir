@@ -11,6 +11,13 @@
 // RUN: tessel-plan %s --devices 4 --top 100 >> %t.dp
 // RUN: FileCheck %s --check-prefix=DP --input-file=%t.dp
 // RUN: not tessel-plan %s --devices 4 --memory-gib 0.00001 | FileCheck %s --check-prefix=NOFIT
+// RUN: tessel-plan %s --devices 4 --memory-gib 0.0000136 --top 2 | FileCheck %s --check-prefix=RECOMPUTE
+// RUN: tessel-compile %examples/gpt.mlir --mesh tp=2 --sequence-parallel --report -o %t.sp.so > %t.sp
+// RUN: tessel-plan %examples/gpt.mlir --devices 2 --json %t.sp.json >> %t.sp
+// RUN: FileCheck %s --check-prefix=SP --input-file=%t.sp
+// RUN: FileCheck %s --check-prefix=SP-JSON --input-file=%t.sp.json
+// RUN: tessel-compile %S/Inputs/plan-activations.mlir --mesh auto --devices 1 --report -o %t.act.so 2>&1 | FileCheck %s --check-prefix=AUTO-RECOMPUTE
+// RUN: not tessel-compile %S/Inputs/plan-activations.mlir --mesh auto --devices 1 --recompute none -o %t.x.so 2>&1 | FileCheck %s --check-prefix=AUTO-NO-RECOMPUTE
 // RUN: tessel-plan %s --devices 4 --nodes 2 --top 1 | FileCheck %s --check-prefix=NODES
 // RUN: tessel-plan %s --devices 2 --device h200 --precision bf16 --microbatches 2 --efficiency 0.25 | FileCheck %s --check-prefix=H200
 // RUN: tessel-compile %s --mesh auto --devices 4 --report -o %t.auto.so 2>&1 | FileCheck %s --check-prefix=AUTO
@@ -50,16 +57,16 @@
 // 8 stages of the 4 layers), the fastest first; dp=2,pp=2 with ZeRO-1 and
 // zero bubble sends the fewest bytes that do not overlap compute.
 // CHECK: plan for {{.*}}tessel-plan.mlir on 4 x h100 (80 GiB, 67 TFLOP/s f32 at 50%, links 450 GB/s), 4 microbatches per step
-// CHECK-NEXT: rank mesh             zero schedule       step ms compute ms   comm ms  bubble   memory bytes            flops     ring bytes
-// CHECK-NEXT: 1    pp=2,dp=2           1 zb-h1        1.148e-05  2.864e-06  8.62e-06  0.0794          20480            95944           3264
-// CHECK-NEXT: 2    pp=2,dp=2           1 1f1b         1.148e-05  3.277e-06 8.208e-06  0.2031          20224           109768           3264
-// CHECK-NEXT: 3    pp=2,dp=2           0 zb-h1         1.26e-05  3.071e-06 9.529e-06  0.0794          25280           102880           3264
+// CHECK-NEXT: rank mesh             zero schedule    sp  recompute    step ms compute ms   comm ms  bubble   memory bytes            flops     ring bytes
+// CHECK-NEXT: 1    pp=2,dp=2           1 zb-h1       -   -          1.148e-05  2.864e-06  8.62e-06  0.0794          20480            95944           3264
+// CHECK-NEXT: 2    pp=2,dp=2           1 1f1b        -   -          1.148e-05  3.277e-06 8.208e-06  0.2031          20224           109768           3264
+// CHECK-NEXT: 3    pp=2,dp=2           0 zb-h1       -   -           1.26e-05  3.071e-06 9.529e-06  0.0794          25280           102880           3264
 // CHECK-NEXT: (23 more that fit: --top)
 // CHECK-NEXT: refused (pp=4 interleaved): the nn.repeat has 4 layers, fewer than the 8 pipeline stages (pp=4 x 2 virtual stages) need: every stage holds at least one layer
 // CHECK-NOT: refused
 
 // JSON: {"candidates":[{"bubble_fraction":0.0793{{[0-9]*}},"comm_seconds":{{.*}},"dp":2,"exposed_bytes":2608,"fits":true,"flops":95944,"memory_bytes":20480,"mesh":"pp=2,dp=2","p2p_bytes":1024,"pp":2,"ring_bytes":3264,"schedule":"zb-h1",
-// JSON-SAME: {"dp":1,"mesh":"pp=4","pp":4,"refused":"the nn.repeat has 4 layers, fewer than the 8 pipeline stages (pp=4 x 2 virtual stages) need: every stage holds at least one layer","schedule":"interleaved","tp":1,"zero":0}]
+// JSON-SAME: {"dp":1,"mesh":"pp=4","pp":4,"refused":"the nn.repeat has 4 layers, fewer than the 8 pipeline stages (pp=4 x 2 virtual stages) need: every stage holds at least one layer","schedule":"interleaved","sequence_parallel":false,"tp":1,"zero":0}]
 // JSON-SAME: "devices":4,"efficiency":0.5,"microbatches":4,"nodes":1,"precision":"f32","source":"{{.*}}tessel-plan.mlir"}
 
 // Tests that one device's step is the compile's backward and update
@@ -68,7 +75,7 @@
 // ONE-DAG: flops of @loss_backward {{ *}}[[#BACKWARD:]]
 // ONE: arena (one rank) {{ *}}[[#ARENA:]] bytes
 // ONE: plan for {{.*}} on 1 x h100 ({{.*}}), 1 microbatch per step
-// ONE: 1    one device          0 - {{.*}} 0.0000 {{ *}}[[#ARENA]] {{ *}}[[#BACKWARD+UPDATE]]              0
+// ONE: 1    one device          0 - - - {{.*}} 0.0000 {{ *}}[[#ARENA]] {{ *}}[[#BACKWARD+UPDATE]]              0
 
 // Tests dp=4 without ZeRO: 4 microbatches run the backward without its
 // gradient reductions, then reduce once: flops 4 x backward_no_sync +
@@ -79,20 +86,50 @@
 // DP: arena (one rank) {{ *}}[[#ARENA:]] bytes
 // DP: backward_no_sync all_reduce      dp               1                4                [[#RING:]]
 // DP: reduce_grads all_reduce      dp               1             6400             [[#REDUCE:]]
-// DP: dp=4                0 - {{.*}} 0.0000 {{ *}}[[#ARENA]] {{ *}}[[#add(mul(4,NOSYNC),UPDATE)]] {{ *}}[[#add(mul(4,RING),REDUCE)]]
+// DP: dp=4                0 - - - {{.*}} 0.0000 {{ *}}[[#ARENA]] {{ *}}[[#add(mul(4,NOSYNC),UPDATE)]] {{ *}}[[#add(mul(4,RING),REDUCE)]]
 
 // Tests that candidates over the memory are listed by memory, none ranked,
-// and the exit status says none fits.
+// and the exit status says none fits; each was compiled again with
+// selective, then full recomputation, and is listed with the policy that
+// holds the least where one does (tp=4 keeps no layer's activations to
+// recompute).
 // NOFIT: none fits in 10737 bytes per device
 // NOFIT-NEXT: over memory: tp=4 zero 0 needs 10752 bytes
+// NOFIT-NEXT: over memory: pp=2,tp=2 zero 0 1f1b recompute full needs 14592 bytes
+// NOFIT-NEXT: over memory: dp=4 zero 3 recompute full needs 14656 bytes
 // NOFIT-NEXT: over memory: dp=2,tp=2 zero 3 needs 14656 bytes
+
+// Tests the recompute search: with 14,603 bytes a device, pp=2,tp=2 1f1b
+// fits only recomputing its layers' forward (full; selective does not
+// suffice): 15,872 -> 14,592 bytes for 106,584 -> 130,520 flops (and tp's
+// all-reduces of the forward again, 12,288 -> 15,360 ring bytes); it
+// ranks above tp=4, which fits as it is.
+// RECOMPUTE: rank mesh
+// RECOMPUTE-NEXT: 1    pp=2,tp=2           0 1f1b        -   full       {{.*}} 0.2144          14592           130520          15360
+// RECOMPUTE-NEXT: 2    tp=4                0 -           -   -          {{.*}} 0.0000          10752            86544          25152
+
+// Tests the sequence-parallel dimension on gpt (which has a sequence
+// axis): tp=2 both ways, sp's memory the compile's arena exactly; the
+// JSON says which is which.
+// SP: arena (one rank) {{ *}}[[#SPARENA:]] bytes
+// SP: tp=2                0 -           -   -
+// SP: tp=2                0 -           yes -          {{.*}} 0.0000 {{ *}}[[#SPARENA]]
+// SP-JSON: "mesh":"tp=2",{{.*}}"sequence_parallel":true,"step_seconds"
+
+// Tests --mesh auto with a model whose activations outgrow one device:
+// it compiles with the recompute policy the search chose (the report is
+// that compile's: 73,014,444,160 bytes against 103,079,215,232 without);
+// given --recompute, the search keeps it, and nothing fits.
+// AUTO-RECOMPUTE: tessel-compile: --mesh auto on 1 x h100: one device --recompute selective (predicted step
+// AUTO-RECOMPUTE: arena (one rank) {{ *}}73014444160 bytes
+// AUTO-NO-RECOMPUTE: tessel-compile: --mesh auto: no split of the model over 1 x h100 fits in its memory
 
 // Tests two nodes of two devices: ranks are placed tp first, then dp,
 // then pp (Megatron's order), so pp=2,dp=2 keeps dp's reduction in a node
 // and sends between stages over the network, 50 GB/s instead of 450: the
 // same figures, more time.
 // NODES: plan for {{.*}} on 4 x h100 (80 GiB, 67 TFLOP/s f32 at 50%, links 450 GB/s in each of 2 nodes, 50 GB/s between), 4 microbatches per step
-// NODES: 1    pp=2,dp=2           1 zb-h1        2.969e-05  2.864e-06 2.682e-05  0.0794          20480            95944           3264
+// NODES: 1    pp=2,dp=2           1 zb-h1       -   -          2.969e-05  2.864e-06 2.682e-05  0.0794          20480            95944           3264
 // NODES-BAD: tessel-plan: --nodes 3: expected a divisor of --devices 4
 
 // Tests the device, precision, efficiency and microbatches settings: bf16

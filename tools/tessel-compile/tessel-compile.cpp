@@ -438,9 +438,10 @@ LogicalResult checkAutoMeshFlags() {
 
 /// --mesh auto: ranks the splits of `module` over --devices (tessel-plan's
 /// search, with this command line's other options) and sets the flags of
-/// the fastest that fits, as if they had been given, saying which on
-/// stderr. Its microbatches (--microbatches, default the device count) are
-/// the schedule's with pp; without, they are tessel-run's to give.
+/// the fastest that fits (sequence parallelism and a recompute policy too,
+/// unless the command line sets them), as if they had been given, saying
+/// which on stderr. Its microbatches (--microbatches, default the device count)
+/// are the schedule's with pp; without, they are tessel-run's to give.
 LogicalResult chooseMesh(ModuleOp module) {
   tessel::planner::Settings settings;
   settings.devices = planDevices;
@@ -474,6 +475,10 @@ LogicalResult chooseMesh(ModuleOp module) {
   if (best->pp > 1)
     flags += " --pipeline-schedule " + best->schedule + " --microbatches " +
              std::to_string(settings.microbatches);
+  if (best->sequenceParallel && !sequenceParallel)
+    flags += " --sequence-parallel";
+  if (!best->recompute.empty())
+    flags += " --recompute " + best->recompute;
   llvm::errs() << "tessel-compile: --mesh auto on " << planDevices << " x "
                << planDevice << ": " << flags << " (predicted step "
                << llvm::format("%.4g", best->stepSeconds * 1e3)
@@ -483,6 +488,12 @@ LogicalResult chooseMesh(ModuleOp module) {
   else
     meshSpec.setValue(best->mesh());
   zeroStage.setValue(int(best->zero));
+  sequenceParallel.setValue(best->sequenceParallel);
+  if (!best->recompute.empty())
+    for (auto [setting, flag] :
+         llvm::zip(tessel::trainSettings(), trainingFlags))
+      if (StringRef(setting.key) == "recompute")
+        flag->addOccurrence(0, setting.flag, best->recompute);
   if (best->pp > 1) {
     if (microbatches.getNumOccurrences() == 0)
       microbatches.addOccurrence(0, "microbatches",
