@@ -12,6 +12,9 @@
 // RUN: FileCheck %s --check-prefix=DP --input-file=%t.dp
 // RUN: not tessel-plan %s --devices 4 --memory-gib 0.00001 | FileCheck %s --check-prefix=NOFIT
 // RUN: tessel-plan %s --devices 4 --memory-gib 0.0000136 --top 2 | FileCheck %s --check-prefix=RECOMPUTE
+// RUN: tessel-plan %s --devices 4 --memory-gib 0.0000136 --recompute none --top 2 | FileCheck %s --check-prefix=FIXED
+// RUN: tessel-plan %examples/gpt.mlir --devices 2 --sequence-parallel | FileCheck %s --check-prefix=SP-FIXED
+// RUN: not tessel-plan %s --devices 2 --recompute half 2>&1 | FileCheck %s --check-prefix=RECOMPUTE-BAD
 // RUN: tessel-compile %examples/gpt.mlir --mesh tp=2 --sequence-parallel --report -o %t.sp.so > %t.sp
 // RUN: tessel-plan %examples/gpt.mlir --devices 2 --json %t.sp.json >> %t.sp
 // RUN: FileCheck %s --check-prefix=SP --input-file=%t.sp
@@ -107,6 +110,15 @@
 // RECOMPUTE: rank mesh
 // RECOMPUTE-NEXT: 1    pp=2,tp=2           0 1f1b        -   full       {{.*}} 0.2144          14592           130520          15360
 // RECOMPUTE-NEXT: 2    tp=4                0 -           -   -          {{.*}} 0.0000          10752            86544          25152
+
+// Tests that --recompute fixes the policy instead: none, and only tp=4
+// fits; --sequence-parallel compiles every tp split with it, once.
+// FIXED: 1    tp=4
+// FIXED-NEXT: over memory: dp=2,tp=2 zero 3 needs 14656 bytes
+// FIXED-NOT: recompute full
+// SP-FIXED: tp=2                0 -           yes -
+// SP-FIXED-NOT: tp=2
+// RECOMPUTE-BAD: tessel-plan: --recompute half: expected none, selective or full
 
 // Tests the sequence-parallel dimension on gpt (which has a sequence
 // axis): tp=2 both ways, sp's memory the compile's arena exactly; the

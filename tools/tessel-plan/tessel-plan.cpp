@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "passes/Pipelines.h"
 #include "passes/Planner.h"
 #include "tools/ModelFile.h"
 #include "tools/ToolStack.h"
@@ -56,6 +57,16 @@ cl::opt<int64_t> microbatches(
     cl::init(0), cl::cat(planCategory));
 cl::opt<std::string> precision("precision", cl::desc("f32 (default) or bf16"),
                                cl::init("f32"), cl::cat(planCategory));
+cl::opt<std::string> recompute(
+    "recompute",
+    cl::desc("Every candidate's recompute policy: none, selective or full "
+             "(default: searched, where a candidate is over memory)"),
+    cl::cat(planCategory));
+cl::opt<bool> sequenceParallel(
+    "sequence-parallel",
+    cl::desc("Every tp candidate with sequence parallelism (default: each "
+             "with and without)"),
+    cl::cat(planCategory));
 cl::opt<unsigned> top("top",
                       cl::desc("Candidates that fit to list (default 10)"),
                       cl::init(10), cl::cat(planCategory));
@@ -86,6 +97,10 @@ int planModel() {
                     ": expected 1 to 65536");
   if (precision != "f32" && precision != "bf16")
     return exitWith("--precision " + precision + ": expected f32 or bf16");
+  if (recompute.getNumOccurrences() > 0 && recompute != "none" &&
+      recompute != "selective" && recompute != "full")
+    return exitWith("--recompute " + recompute +
+                    ": expected none, selective or full");
   if (!jsonFile.empty() && llvm::sys::fs::equivalent(jsonFile, inputFile))
     return exitWith("--json " + jsonFile +
                     " is the model file: refusing to "
@@ -112,6 +127,11 @@ int planModel() {
       microbatches > 0 ? int64_t(microbatches) : int64_t(devices);
   settings.precision = precision;
   settings.source = inputFile;
+  settings.configure = [](tessel::CompilePipelineOptions &options) {
+    if (recompute.getNumOccurrences() > 0)
+      options.setTrainSetting("recompute", recompute);
+    options.sequenceParallel = sequenceParallel;
+  };
   std::vector<tessel::planner::Candidate> ranked =
       tessel::planner::plan(*module, settings);
   tessel::planner::printPlan(llvm::outs(), ranked, settings, top);
