@@ -362,7 +362,10 @@ std::string Candidate::mesh() const {
   return text.empty() ? "one device" : text;
 }
 
-Candidate Candidate::sameSplit() const {
+/// A candidate of this split, not yet compiled.
+static Candidate split(int64_t dp, int64_t tp, int64_t pp, int64_t zero,
+                       const std::string &schedule, bool sequenceParallel,
+                       const std::string &recompute) {
   Candidate c;
   c.dp = dp;
   c.tp = tp;
@@ -372,6 +375,10 @@ Candidate Candidate::sameSplit() const {
   c.sequenceParallel = sequenceParallel;
   c.recompute = recompute;
   return c;
+}
+
+Candidate Candidate::sameSplit() const {
+  return split(dp, tp, pp, zero, schedule, sequenceParallel, recompute);
 }
 
 std::vector<Candidate> planner::plan(ModuleOp model, const Settings &settings) {
@@ -396,19 +403,13 @@ std::vector<Candidate> planner::plan(ModuleOp model, const Settings &settings) {
         if (pp > 1)
           schedules = {"1f1b", "zb-h1", "interleaved"};
         for (const std::string &schedule : schedules) {
-          Candidate c;
-          c.dp = dp;
-          c.tp = tp;
-          c.pp = pp;
-          c.zero = zero;
-          c.schedule = schedule;
-          c.sequenceParallel = given.sequenceParallel;
+          Candidate c = split(dp, tp, pp, zero, schedule,
+                              given.sequenceParallel, /*recompute=*/"");
           evaluateFitting(model, settings, c, searchRecompute);
           all.push_back(c);
           if (tp > 1 && searchSequenceParallel) {
-            Candidate sp = c.sameSplit();
-            sp.sequenceParallel = true;
-            sp.recompute.clear();
+            Candidate sp = split(dp, tp, pp, zero, schedule,
+                                 /*sequenceParallel=*/true, /*recompute=*/"");
             evaluateFitting(model, settings, sp, searchRecompute);
             if (!sameFigures(sp, c))
               all.push_back(std::move(sp));
