@@ -6,11 +6,6 @@
 
 using namespace tessel::run;
 
-/// The address of `t` in `arena`, for a runtime call.
-static void *at(void *arena, const TensorDesc &t) {
-  return static_cast<char *>(arena) + t.offset;
-}
-
 /// The backward each of `microbatches` runs: without the gradient
 /// reductions where a step of several reduces the summed gradients once
 /// (reduce_grads after the last; PyTorch's no_sync).

@@ -107,8 +107,9 @@ protected:
       EXPECT_NEAR(split[i], whole[i], 1e-5 * whole[i]);
     Checkpoint a = readCheckpoint(dir / (name + "1.safetensors"));
     Checkpoint b = readCheckpoint(dir / (name + "4.safetensors"));
-    if (tensors != 0)
+    if (tensors != 0) {
       ASSERT_EQ(a.tensors.size(), tensors);
+    }
     for (auto &[tensor, bytes] : a.tensors)
       EXPECT_LE(relativeError(b.tensors[tensor], bytes), 1e-5) << tensor;
   }
