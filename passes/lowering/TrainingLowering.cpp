@@ -125,41 +125,34 @@ LogicalResult lowerOptimizerStep(nn::OptimizerStepOp op, FunctionLowering &fl) {
   PtrValue optPtr = fl.emit.bytesGlobal(fl.b, fl.loc, key.optimizer);
   PtrValue schedulePtr = fl.emit.bytesGlobal(fl.b, fl.loc, key.schedule);
   Value master = op.getMasterWeights();
-  if (isF64Scalar(op.getScale())) {
-    // f64 states and scale (ABI 18): always the grouped entry, a group of
-    // one included.
+  bool f64 = isF64Scalar(op.getScale());
+  if (f64 || group.size() > 1) {
+    // The group's table: per tensor its param, master weights (or null;
+    // not in an f64 group, ABI 18, which has none), grad and two states.
     SmallVector<PtrValue> pointers;
     SmallVector<int64_t> counts;
     for (nn::OptimizerStepOp member : group) {
       OperandRange states = member.getOptimizerStates();
-      pointers.append({fl.ptr(member.getParam()), fl.ptr(member.getGrad()),
+      pointers.push_back(fl.ptr(member.getParam()));
+      if (!f64)
+        pointers.push_back(fl.ptrOrNull(member.getMasterWeights()));
+      pointers.append({fl.ptr(member.getGrad()),
                        states.size() > 0 ? fl.ptr(states[0]) : fl.null(),
                        states.size() > 1 ? fl.ptr(states[1]) : fl.null()});
       counts.push_back(tensorType(member.getParam()).getNumElements());
     }
-    fl.call(rt::tessel_optimizer_update_f64_group_current,
-            {optPtr, schedulePtr, fl.ptr(op.getScale()),
-             fl.i64(static_cast<int64_t>(group.size())),
-             fl.emit.ptrArray(fl.b, fl.loc, pointers), fl.i64Array(counts)});
-    return success();
-  }
-  if (group.size() > 1) {
-    SmallVector<PtrValue> pointers;
-    SmallVector<int64_t> counts;
-    for (nn::OptimizerStepOp member : group) {
-      OperandRange states = member.getOptimizerStates();
-      pointers.append({fl.ptr(member.getParam()),
-                       fl.ptrOrNull(member.getMasterWeights()),
-                       fl.ptr(member.getGrad()),
-                       states.size() > 0 ? fl.ptr(states[0]) : fl.null(),
-                       states.size() > 1 ? fl.ptr(states[1]) : fl.null()});
-      counts.push_back(tensorType(member.getParam()).getNumElements());
-    }
-    fl.call(rt::tessel_optimizer_update_group_current,
-            {optPtr, schedulePtr, fl.dtype(op.getParam()),
-             fl.dtype(op.getGrad()), fl.i32(master ? 1 : 0),
-             fl.ptr(op.getScale()), fl.i64(static_cast<int64_t>(group.size())),
-             fl.emit.ptrArray(fl.b, fl.loc, pointers), fl.i64Array(counts)});
+    int64_t size = static_cast<int64_t>(group.size());
+    // f64: always the grouped entry, a group of one included.
+    if (f64)
+      fl.call(rt::tessel_optimizer_update_f64_group_current,
+              {optPtr, schedulePtr, fl.ptr(op.getScale()), fl.i64(size),
+               fl.emit.ptrArray(fl.b, fl.loc, pointers), fl.i64Array(counts)});
+    else
+      fl.call(rt::tessel_optimizer_update_group_current,
+              {optPtr, schedulePtr, fl.dtype(op.getParam()),
+               fl.dtype(op.getGrad()), fl.i32(master ? 1 : 0),
+               fl.ptr(op.getScale()), fl.i64(size),
+               fl.emit.ptrArray(fl.b, fl.loc, pointers), fl.i64Array(counts)});
     return success();
   }
   OperandRange states = op.getOptimizerStates();
