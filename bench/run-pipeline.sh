@@ -53,7 +53,7 @@ echo "$cores cores ($cpu); one device: $one_ms ms per step of $M microbatches."
 echo
 echo "| schedule | stage activations | bubble (report) | predicted ms | measured ms | measured / predicted | activation bytes per rank |"
 echo "| --- | --- | --- | --- | --- | --- | --- |"
-for schedule in gpipe 1f1b interleaved zb-h1; do
+for schedule in gpipe 1f1b interleaved zb-h1 zb-v; do
   for mode in kept recomputed; do
     extra=""
     [ "$schedule" = interleaved ] && extra="--virtual-stages 2"

@@ -539,6 +539,7 @@ private:
       auto worldRank = [&](int64_t pp) {
         return mesh.withCoordinate(rank, *ppAxis, pp);
       };
+      const std::vector<int> ownStages = plan.stagesOf(p);
       for (const Action &action : (*actions)[p]) {
         const StageEntries &stage = stages[action.stage];
         const std::string label = pipeline::formatAction(action);
@@ -569,6 +570,9 @@ private:
           break;
         case ActionKind::Send:
         case ActionKind::Recv: {
+          // Two stages of this rank hand over in memory: no message.
+          if (action.peer == p)
+            break;
           const bool send = action.kind == ActionKind::Send;
           const int producer = send              ? action.stage
                                : action.gradient ? action.stage + 1
@@ -586,7 +590,7 @@ private:
         }
       }
       // The gradients accumulated unreduced, reduced once per stage.
-      for (int s = p; s < stageCount; s += P)
+      for (int s : ownStages)
         if (defers(stages[s]))
           appendCollectives(rank, stages[s].reduceGradsCollectives,
                             "gradient reduction of stage " + std::to_string(s));
@@ -627,7 +631,7 @@ private:
       // Clipping: each stage's part of the gradient norm, then their sum
       // over pp (tessel-split-update-norm), before any update.
       bool clipped = false;
-      for (int s = p; s < stageCount; s += P)
+      for (int s : ownStages)
         if (stages[s].gradNorm) {
           appendCollectives(rank, stages[s].gradNormCollectives,
                             "gradient norm of stage " + std::to_string(s));
@@ -635,7 +639,7 @@ private:
         }
       if (clipped)
         appendOverPipeline(4, "f32", "the gradient norm over pp");
-      for (int s = p; s < stageCount; s += P)
+      for (int s : ownStages)
         appendCollectives(rank, stages[s].updateCollectives,
                           "update of stage " + std::to_string(s));
       appendOverPipeline(8, "f64", "the loss over pp");

@@ -279,7 +279,8 @@ def PipelineSplitPass : Pass<"tessel-pipeline-split", "mlir::ModuleOp"> {
   let description = [{
     With a mesh whose `pp` axis has P > 1 ranks, splits the layers of the
     model's `nn.repeat` into P·V contiguous stages (V virtual stages per rank
-    with the interleaved schedule; stage s runs on pp rank s mod P). Each
+    with the interleaved and zb-v schedules; stage s runs on pp rank s mod
+    P, or with zb-v on rank s for s < P and 2P - 1 - s after). Each
     stage becomes a nested `module @stage<s>` {nn.stage = s} holding a model
     of its own: stage 0 also takes the ops before the layers, the last stage
     the ops after them and the loss. A stage's stacked parameters are its
@@ -306,9 +307,9 @@ def PipelineSplitPass : Pass<"tessel-pipeline-split", "mlir::ModuleOp"> {
     Option<"microbatches", "microbatches", "int64_t", "0",
            "Microbatches per step (default: as many as pp ranks)">,
     Option<"schedule", "schedule", "std::string", "\"1f1b\"",
-           "Pipeline schedule: gpipe, 1f1b, interleaved or zb-h1">,
+           "Pipeline schedule: gpipe, 1f1b, interleaved, zb-h1 or zb-v">,
     Option<"virtualStages", "virtual-stages", "int64_t", "1",
-           "Stages per rank (interleaved; default 2 there)">,
+           "Stages per rank (interleaved and zb-v; default 2 there)">,
     Option<"stageRecompute", "stage-recompute", "bool", "false",
            "Recompute each stage's forward in its backward from its input "
            "(GPipe's re-materialisation) instead of keeping its activations "
@@ -372,7 +373,7 @@ def SplitBackwardPass : Pass<"tessel-split-backward", "mlir::ModuleOp"> {
   let summary = "Split a pipeline stage's backward into its input and weight parts (zero bubble)";
   let description = [{
     On a stage module marked `nn.split_backward` (tessel-pipeline-split sets
-    it for the zb-h1 schedule), derives from `@f_backward` two entries:
+    it for the zb-h1 and zb-v schedules), derives from `@f_backward` two entries:
     `@f_backward_input` {nn.entry = "backward_input"}, every op the loss,
     the output activations and the input gradients depend on, and
     `@f_backward_weight` {nn.entry = "backward_weight"}, the ops only the

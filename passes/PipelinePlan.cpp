@@ -119,14 +119,44 @@ LogicalResult PipelinePlan::parseActions(
         return fail(prefix + quoted + "is stage " +
                     std::to_string(action->stage) + "'s, which rank " +
                     std::to_string(rankOf(action->stage)) + " holds");
-      if (transfer && (action->peer >= ranks || action->peer == int(rank)))
-        return fail(prefix + quoted + "names peer " +
-                    std::to_string(action->peer) + ", not another of the " +
-                    std::to_string(ranks) + " ranks");
+      // The peer holds the other side's stage: the rank itself for two
+      // stages it holds (a hand-over in memory).
+      if (transfer) {
+        bool forward = !action->gradient;
+        bool isSend = action->kind == pipeline::ActionKind::Send;
+        int other = forward == isSend ? action->stage + 1 : action->stage - 1;
+        if (other < 0 || other >= stageCount)
+          return fail(prefix + quoted + "crosses no stage boundary (stage " +
+                      std::to_string(action->stage) + " of " +
+                      std::to_string(stageCount) + ")");
+        if (action->peer != rankOf(other))
+          return fail(prefix + quoted + "names peer " +
+                      std::to_string(action->peer) + ", but stage " +
+                      std::to_string(other) + " is on rank " +
+                      std::to_string(rankOf(other)));
+      }
       rankList.push_back(*action);
     }
   }
   return success();
+}
+
+/// The placement of the plan's schedule; an unknown schedule (diagnosed
+/// where it is read) places as most do.
+static pipeline::Placement placementOfSchedule(const std::string &schedule) {
+  std::optional<pipeline::ScheduleKind> kind =
+      pipeline::parseScheduleKind(schedule);
+  return kind ? pipeline::placementOf(*kind) : pipeline::Placement::Looped;
+}
+
+int64_t PipelinePlan::rankOf(int s) const {
+  return pipeline::rankOfStage(s, int(ranks), placementOfSchedule(schedule));
+}
+
+std::vector<int> PipelinePlan::stagesOf(int64_t rank) const {
+  return pipeline::stagesOfRank(
+      int(rank), {int(ranks), int(microbatches), int(virtualStages)},
+      placementOfSchedule(schedule));
 }
 
 std::optional<std::vector<std::vector<pipeline::Action>>>
@@ -187,6 +217,43 @@ static SmallVector<int64_t> balance(int64_t stages, int64_t layers,
   return split;
 }
 
+/// ZB-V's split: rank r runs stages r and 2P - 1 - r, so its load is the
+/// two together (rank 0 holding both what comes before the layers and
+/// what comes after). Every rank starts with a layer a stage; each further
+/// layer goes to the least loaded rank (the later one on a tie), which
+/// makes the largest rank load smallest; a rank's layers then split
+/// between its two stages as evenly as their extra costs allow.
+static SmallVector<int64_t> balanceV(int64_t ranks, int64_t layers,
+                                     double layerFlops, double before,
+                                     double after) {
+  SmallVector<int64_t> perRank(ranks, 2);
+  SmallVector<double> load(ranks, 2 * layerFlops);
+  load[0] += before + after;
+  for (int64_t extra = layers - 2 * ranks; extra > 0; --extra) {
+    int64_t lightest = ranks - 1;
+    for (int64_t r = ranks - 1; r >= 0; --r)
+      if (load[r] < load[lightest])
+        lightest = r;
+    ++perRank[lightest];
+    load[lightest] += layerFlops;
+  }
+  SmallVector<int64_t> split(2 * ranks);
+  for (int64_t r = 0; r < ranks; ++r) {
+    double down = r == 0 ? before : 0, up = r == 0 ? after : 0;
+    int64_t best = 1;
+    auto largest = [&](int64_t n) {
+      return std::max(n * layerFlops + down,
+                      (perRank[r] - n) * layerFlops + up);
+    };
+    for (int64_t n = 2; n < perRank[r]; ++n)
+      if (largest(n) < largest(best))
+        best = n;
+    split[r] = best;
+    split[2 * ranks - 1 - r] = perRank[r] - best;
+  }
+  return split;
+}
+
 FailureOr<PipelinePlan> tessel::planPipeline(const PipelineRequest &request,
                                              Operation *where) {
   PipelinePlan plan;
@@ -198,19 +265,20 @@ FailureOr<PipelinePlan> tessel::planPipeline(const PipelineRequest &request,
   if (!kind)
     return where->emitError()
            << "unknown pipeline schedule '" << request.schedule
-           << "' (expected gpipe, 1f1b, interleaved or zb-h1)";
+           << "' (expected gpipe, 1f1b, interleaved, zb-h1 or zb-v)";
   if (request.virtualStages < 1)
     return where->emitError() << "--virtual-stages " << request.virtualStages
                               << ": every pp rank holds at least one stage";
-  if (request.virtualStages > 1 && *kind != pipeline::ScheduleKind::Interleaved)
+  // Interleaving and ZB-V run several stages per rank (two unless told).
+  bool severalPerRank = *kind == pipeline::ScheduleKind::Interleaved ||
+                        *kind == pipeline::ScheduleKind::ZeroBubbleV;
+  if (request.virtualStages > 1 && !severalPerRank)
     return where->emitError()
            << "--virtual-stages " << request.virtualStages
-           << " needs the interleaved schedule (" << request.schedule
+           << " needs the interleaved or zb-v schedule (" << request.schedule
            << " runs one stage per rank)";
   int64_t virtualStages =
-      *kind == pipeline::ScheduleKind::Interleaved && request.virtualStages == 1
-          ? 2
-          : request.virtualStages;
+      severalPerRank && request.virtualStages == 1 ? 2 : request.virtualStages;
   plan.virtualStages = virtualStages;
   if (request.microbatches < 0)
     return where->emitError() << "--microbatches " << request.microbatches
@@ -259,6 +327,10 @@ FailureOr<PipelinePlan> tessel::planPipeline(const PipelineRequest &request,
              << plan.layers.size() << " stages " << sum
              << " layers; the pipeline has " << stages << " stages and the "
              << "repeat " << request.layers << " layers";
+  } else if (pipeline::placementOf(*kind) == pipeline::Placement::VShape) {
+    plan.layers =
+        balanceV(request.ranks, request.layers, double(request.layerFlops),
+                 double(request.beforeFlops), double(request.afterFlops));
   } else {
     plan.layers = balance(stages, request.layers, double(request.layerFlops),
                           double(request.beforeFlops),

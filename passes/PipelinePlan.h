@@ -28,7 +28,7 @@ struct PipelineRequest {
   int64_t ranks = 1;         // the size of the mesh's `pp` axis
   int64_t virtualStages = 1; // chunks per rank (interleaved)
   int64_t microbatches = 0;  // 0: as many as ranks
-  std::string schedule;      // gpipe, 1f1b, interleaved, zb-h1
+  std::string schedule;      // gpipe, 1f1b, interleaved, zb-h1, zb-v
   std::string stageLayers;   // "3,4,4,3" pins the layers; "" balances
   int64_t layers = 0;        // L, the repeat's layer count
   int64_t layerFlops = 0, beforeFlops = 0, afterFlops = 0;
@@ -49,8 +49,11 @@ struct PipelinePlan {
   int stages() const { return static_cast<int>(layers.size()); }
   /// Stage `s`'s layers: {first layer, count}.
   std::pair<int64_t, int64_t> layerRange(int s) const;
-  /// The pp rank running virtual stage `s` (Megatron's interleaving).
-  int64_t rankOf(int s) const { return s % ranks; }
+  /// The pp rank running virtual stage `s`: Megatron's interleaving, or
+  /// ZB-V's V (pipeline::placementOf the schedule).
+  int64_t rankOf(int s) const;
+  /// The virtual stages pp rank `rank` runs, ascending.
+  std::vector<int> stagesOf(int64_t rank) const;
 
   /// Per pp rank, the actions it runs: `actions` when the module gives
   /// them, else buildSchedule's; nullopt, with `error`, when the schedule

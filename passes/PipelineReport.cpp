@@ -133,6 +133,7 @@ std::optional<double> equalStageBubble(pipeline::ScheduleKind kind,
   case pipeline::ScheduleKind::Interleaved:
     return (p - 1) / (v * m + p - 1);
   case pipeline::ScheduleKind::ZeroBubbleH1:
+  case pipeline::ScheduleKind::ZeroBubbleV:
     return std::nullopt;
   }
   return std::nullopt;
@@ -142,13 +143,15 @@ std::optional<double> equalStageBubble(pipeline::ScheduleKind kind,
 /// the microbatches in flight and the bytes they keep. A microbatch's
 /// stage input is kept from its forward until the last part of its
 /// backward (B, or W when the backward is split: the weight gradient
-/// recomputes from it too).
+/// recomputes from it too); an output gradient handed over on one rank
+/// (ZB-V's turn) from the next stage's input part to its own.
 json::Object simulateSchedule(pipeline::ScheduleKind kind,
                               pipeline::ScheduleShape shape,
                               ArrayRef<pipeline::StageTimes> times,
                               ArrayRef<int64_t> microbatchBytes,
                               ArrayRef<int64_t> keptBytes,
-                              ArrayRef<int64_t> weightStashBytes) {
+                              ArrayRef<int64_t> weightStashBytes,
+                              ArrayRef<int64_t> outputBytes) {
   json::Object result{{"schedule", pipeline::scheduleName(kind)},
                       {"virtual_stages", shape.virtualStages}};
   std::string problem = pipeline::checkShape(kind, shape);
@@ -175,14 +178,15 @@ json::Object simulateSchedule(pipeline::ScheduleKind kind,
   // at once: what it allocates.
   std::vector<pipeline::StageHolding> holding = pipeline::peakHolding(schedule);
   SmallVector<int64_t> stageBytes(stages, 0);
-  bool split = kind == pipeline::ScheduleKind::ZeroBubbleH1;
+  bool split = pipeline::splitsBackward(kind);
   for (int s = 0; s < stages; ++s)
     stageBytes[s] = holding[s].inputs * microbatchBytes[s] +
                     holding[s].kept * keptBytes[s] +
-                    (split ? holding[s].weightStash * weightStashBytes[s] : 0);
+                    (split ? holding[s].weightStash * weightStashBytes[s] : 0) +
+                    holding[s].gradients * outputBytes[s];
   for (int r = 0; r < shape.ranks; ++r) {
     int64_t peakBytes = 0;
-    for (int s = r; s < stages; s += shape.ranks)
+    for (int s : pipeline::stagesOfRank(r, shape, pipeline::placementOf(kind)))
       peakBytes += stageBytes[s];
     ranks.push_back(
         json::Object{{"busy_flops", timeline.busy[r]},
@@ -196,6 +200,7 @@ json::Object simulateSchedule(pipeline::ScheduleKind kind,
         json::Object{{"in_flight", holding[s].inputs},
                      {"weight_stash_in_flight", holding[s].weightStash},
                      {"kept_in_flight", holding[s].kept},
+                     {"gradients_handed_over", holding[s].gradients},
                      {"activation_bytes", stageBytes[s]}});
   result["ranks"] = std::move(ranks);
   result["stages"] = std::move(perStage);
@@ -228,7 +233,8 @@ std::optional<json::Object> tessel::pipelinePlanReport(ModuleOp top) {
 
   json::Array stages;
   SmallVector<pipeline::StageTimes> times;
-  SmallVector<int64_t> microbatchBytes, keptBytes, weightStashBytes;
+  SmallVector<int64_t> microbatchBytes, keptBytes, weightStashBytes,
+      outputBytes;
   bool splitFlops = false;
   for (auto [s, module] : llvm::enumerate(modules)) {
     StageFigures figures = stageFigures(module);
@@ -266,6 +272,7 @@ std::optional<json::Object> tessel::pipelinePlanReport(ModuleOp top) {
     microbatchBytes.push_back(figures.microbatchBytes);
     keptBytes.push_back(figures.keptBytes);
     weightStashBytes.push_back(figures.weightStashBytes);
+    outputBytes.push_back(figures.stageOutputBytes);
   }
 
   double total = 0, largest = 0;
@@ -281,13 +288,16 @@ std::optional<json::Object> tessel::pipelinePlanReport(ModuleOp top) {
     tied[name] = json::Array(holders);
 
   // The compiled schedule, and the others that run the same stages (one
-  // per rank; an interleaved pipeline's stages only fit interleaving).
+  // per rank; several: interleaving, and ZB-V's two).
   std::optional<pipeline::ScheduleKind> compiled =
       pipeline::parseScheduleKind(plan.schedule);
   pipeline::ScheduleShape shape{int(plan.ranks), int(plan.microbatches),
                                 int(plan.virtualStages)};
   SmallVector<pipeline::ScheduleKind> kinds;
-  if (plan.virtualStages > 1)
+  if (plan.virtualStages == 2)
+    kinds = {pipeline::ScheduleKind::Interleaved,
+             pipeline::ScheduleKind::ZeroBubbleV};
+  else if (plan.virtualStages > 1)
     kinds = {pipeline::ScheduleKind::Interleaved};
   else
     kinds = {pipeline::ScheduleKind::GPipe, pipeline::ScheduleKind::OneFOneB,
@@ -295,8 +305,9 @@ std::optional<json::Object> tessel::pipelinePlanReport(ModuleOp top) {
   json::Array schedules;
   json::Object chosen;
   for (pipeline::ScheduleKind kind : kinds) {
-    json::Object simulated = simulateSchedule(
-        kind, shape, times, microbatchBytes, keptBytes, weightStashBytes);
+    json::Object simulated =
+        simulateSchedule(kind, shape, times, microbatchBytes, keptBytes,
+                         weightStashBytes, outputBytes);
     if (compiled && kind == *compiled)
       chosen = simulated;
     schedules.push_back(std::move(simulated));
@@ -345,8 +356,19 @@ void tessel::completePipelineReport(json::Object &report,
   if (!stages)
     return;
   int64_t microbatches = pipelineReport->getInteger("microbatches").value_or(1);
+  // Each stage's pp rank: two stages on one rank hand over in memory.
+  SmallVector<std::optional<int64_t>> rankOfStage;
+  for (const json::Value &value : *stages)
+    rankOfStage.push_back(value.getAsObject()
+                              ? value.getAsObject()->getInteger("rank")
+                              : std::nullopt);
+  auto crosses = [&](size_t a, size_t b) {
+    return b < rankOfStage.size() && rankOfStage[a] != rankOfStage[b];
+  };
   bool clips = false;
-  for (auto [stageValue, describedValue] : llvm::zip(*stages, *descriptions)) {
+  for (auto [index, pair] :
+       llvm::enumerate(llvm::zip(*stages, *descriptions))) {
+    auto [stageValue, describedValue] = pair;
     json::Object *stage = stageValue.getAsObject();
     const json::Object *described = describedValue.getAsObject();
     if (!stage || !described)
@@ -361,10 +383,15 @@ void tessel::completePipelineReport(json::Object &report,
     if (std::optional<json::Object> communication =
             communicationReport(*described))
       (*stage)["communication"] = std::move(*communication);
-    // Each microbatch's activation goes forward and its gradient back.
-    int64_t sent =
-        microbatches * (stage->getInteger("stage_output_bytes").value_or(0) +
-                        stage->getInteger("stage_input_bytes").value_or(0));
+    // Each microbatch's activation goes forward and its gradient back, to
+    // stages on other ranks.
+    int64_t sent = microbatches *
+                   ((crosses(index, index + 1)
+                         ? stage->getInteger("stage_output_bytes").value_or(0)
+                         : 0) +
+                    (index > 0 && crosses(index, index - 1)
+                         ? stage->getInteger("stage_input_bytes").value_or(0)
+                         : 0));
     (*stage)["p2p_bytes"] = sent;
   }
   // What the launcher sends besides the schedule's messages: each holder
@@ -507,7 +534,7 @@ void tessel::printPipelineReport(llvm::raw_ostream &os,
 
   bool compiledSplit = pipe.getString("backward_split") == "compiled";
   os << "  schedules on these stages (time: each stage's flops per rank; "
-        "sends free; zb-h1's I and W: "
+        "sends free; zero bubble's I and W: "
      << (compiledSplit ? "the compiled backward_input and backward_weight"
                        : "the backward split evenly")
      << ")\n";

@@ -274,7 +274,9 @@ struct PipelineSplitPass
     auto stage = ModuleOp::create(b, loc, ("stage" + Twine(s)).str());
     copyNNAttributes(module, stage);
     stage->setAttr(nn::NNDialect::kStageAttrName, b.getI64IntegerAttr(s));
-    if (plan.schedule == "zb-h1")
+    if (std::optional<pipeline::ScheduleKind> kind =
+            pipeline::parseScheduleKind(plan.schedule);
+        kind && pipeline::splitsBackward(*kind))
       stage->setAttr(nn::NNDialect::kSplitBackwardAttrName, b.getUnitAttr());
     if (!stageRecompute)
       stage->setAttr(nn::NNDialect::kKeepActivationsAttrName, b.getUnitAttr());

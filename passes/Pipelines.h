@@ -110,12 +110,13 @@ struct CompilePipelineOptions
       llvm::cl::init(0)};
   Option<std::string> pipelineSchedule{
       *this, "pipeline-schedule",
-      llvm::cl::desc("Pipeline schedule: gpipe, 1f1b, interleaved or zb-h1"),
+      llvm::cl::desc(
+          "Pipeline schedule: gpipe, 1f1b, interleaved, zb-h1 or zb-v"),
       llvm::cl::init("1f1b")};
   Option<int64_t> virtualStages{
       *this, "virtual-stages",
-      llvm::cl::desc("Pipeline: stages per rank (interleaved; default 2 "
-                     "there)"),
+      llvm::cl::desc("Pipeline: stages per rank (interleaved and zb-v; "
+                     "default 2 there)"),
       llvm::cl::init(1)};
   Option<bool> stageRecompute{
       *this, "stage-recompute",

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <limits>
 #include <map>
 #include <tuple>
 
@@ -16,14 +17,21 @@ namespace {
 constexpr long long kMaxComputeActions = 1 << 24;
 
 /// Appends one rank's actions, with the sends and receives each compute
-/// action implies.
+/// action implies (to the rank itself between two of its stages).
 class RankProgram {
 public:
-  RankProgram(ScheduleShape shape, int rank, std::vector<Action> &actions)
+  RankProgram(ScheduleKind kind, ScheduleShape shape, int rank,
+              std::vector<Action> &actions)
       : ranks(shape.ranks), stages(shape.ranks * shape.virtualStages),
-        rank(rank), actions(actions) {}
+        rank(rank), placement(placementOf(kind)), actions(actions) {}
+
+  /// Skips the actions of microbatches from `limit` on: a schedule built
+  /// for more microbatches than the step has keeps its order for the rest.
+  void keepMicrobatchesBelow(int limit) { microbatchLimit = limit; }
 
   void forward(int stage, int microbatch) {
+    if (microbatch >= microbatchLimit)
+      return;
     if (stage > 0)
       transfer(ActionKind::Recv, stage, microbatch, false, stage - 1);
     actions.push_back({ActionKind::Forward, stage, microbatch});
@@ -33,6 +41,8 @@ public:
 
   /// A full Backward, or the input part of a split one (`split`).
   void backward(int stage, int microbatch, bool split = false) {
+    if (microbatch >= microbatchLimit)
+      return;
     if (stage < stages - 1)
       transfer(ActionKind::Recv, stage, microbatch, true, stage + 1);
     actions.push_back({split ? ActionKind::BackwardInput : ActionKind::Backward,
@@ -42,24 +52,26 @@ public:
   }
 
   void weight(int stage, int microbatch) {
+    if (microbatch >= microbatchLimit)
+      return;
     actions.push_back({ActionKind::BackwardWeight, stage, microbatch});
   }
 
 private:
   void transfer(ActionKind kind, int stage, int microbatch, bool gradient,
                 int otherStage) {
-    int peer = rankOfStage(otherStage, ranks);
-    // Stages on one rank hand their tensors over in memory.
-    if (peer != rank)
-      actions.push_back({kind, stage, microbatch, gradient, peer});
+    actions.push_back({kind, stage, microbatch, gradient,
+                       rankOfStage(otherStage, ranks, placement)});
   }
 
   int ranks, stages, rank;
+  Placement placement;
   std::vector<Action> &actions;
+  int microbatchLimit = std::numeric_limits<int>::max();
 };
 
 void buildGPipe(ScheduleShape shape, int rank, std::vector<Action> &actions) {
-  RankProgram program(shape, rank, actions);
+  RankProgram program(ScheduleKind::GPipe, shape, rank, actions);
   for (int m = 0; m < shape.microbatches; ++m)
     program.forward(rank, m);
   for (int m = 0; m < shape.microbatches; ++m)
@@ -75,7 +87,9 @@ void buildGPipe(ScheduleShape shape, int rank, std::vector<Action> &actions) {
 /// stay where 1F1B has them.
 void buildOneFOneB(ScheduleShape shape, int rank, bool zeroBubble,
                    std::vector<Action> &actions) {
-  RankProgram program(shape, rank, actions);
+  RankProgram program(zeroBubble ? ScheduleKind::ZeroBubbleH1
+                                 : ScheduleKind::OneFOneB,
+                      shape, rank, actions);
   const int microbatches = shape.microbatches;
   const int warmup = std::min(shape.ranks - rank - 1, microbatches);
   const int weightLag = zeroBubble ? std::min(rank, microbatches) : 0;
@@ -104,7 +118,7 @@ void buildOneFOneB(ScheduleShape shape, int rank, bool zeroBubble,
 /// forward and one backward, then runs the remaining backwards.
 void buildInterleaved(ScheduleShape shape, int rank,
                       std::vector<Action> &actions) {
-  RankProgram program(shape, rank, actions);
+  RankProgram program(ScheduleKind::Interleaved, shape, rank, actions);
   const int P = shape.ranks, V = shape.virtualStages;
   const int total = shape.microbatches * V;
   const int warmup = std::min((P - rank - 1) * 2 + (V - 1) * P, total);
@@ -123,13 +137,84 @@ void buildInterleaved(ScheduleShape shape, int rank,
     program.backward(stageOf(k, false), microbatchOf(k));
 }
 
+/// ZB-V (Qi et al., section 6): rank r holds stage `down` = r on the way
+/// down and `up` = 2P - 1 - r on the way back. With F = I = W it has no
+/// bubble once the pipe is full, and holds at most 2P chunk activations
+/// (P of a 1F1B stage's). Rank r warms up with 2(P - r) - 1 forwards of
+/// `down`, then r pairs (F up, F down), then P - r triples (F, I, W) of
+/// `up`, the first turning at the bottom rank; the steady phase runs
+/// F I W of `down` then of `up`; the cool-down drains the input parts,
+/// then the weight parts. The pattern is laid out for at least 2P - 1
+/// microbatches (as the warm-up needs) and keeps only the step's: every
+/// wait of a kept action is on one of the same microbatch, so dropping
+/// whole microbatches cannot make a rank wait forever.
+void buildZeroBubbleV(ScheduleShape shape, int rank,
+                      std::vector<Action> &actions) {
+  RankProgram program(ScheduleKind::ZeroBubbleV, shape, rank, actions);
+  const int P = shape.ranks;
+  const int n = std::max(shape.microbatches, 2 * P - 1);
+  program.keepMicrobatchesBelow(shape.microbatches);
+  const int stage[2] = {rank, 2 * P - 1 - rank};
+  int forwards[2] = {0, 0}, inputs[2] = {0, 0}, weights[2] = {0, 0};
+  auto F = [&](int c) { program.forward(stage[c], forwards[c]++); };
+  auto I = [&](int c) { program.backward(stage[c], inputs[c]++, true); };
+  auto W = [&](int c) { program.weight(stage[c], weights[c]++); };
+  const int down = 0, up = 1;
+  for (int k = 0; k < 2 * (P - rank) - 1; ++k)
+    F(down);
+  for (int k = 0; k < rank; ++k) {
+    F(up);
+    F(down);
+  }
+  for (int k = 0; k < P - rank; ++k) {
+    F(up);
+    I(up);
+    W(up);
+  }
+  while (forwards[up] < forwards[down] || forwards[down] < n) {
+    if (forwards[down] < n)
+      F(down);
+    I(down);
+    W(down);
+    F(up);
+    I(up);
+    W(up);
+  }
+  for (int k = 0; k < rank; ++k) {
+    I(down);
+    I(up);
+  }
+  for (int k = 0; k < P - rank; ++k) {
+    I(down);
+    W(down);
+  }
+  while (weights[up] < inputs[up])
+    W(up);
+  while (weights[down] < inputs[down])
+    W(down);
+}
+
 } // namespace
+
+Placement tessel::pipeline::placementOf(ScheduleKind kind) {
+  return kind == ScheduleKind::ZeroBubbleV ? Placement::VShape
+                                           : Placement::Looped;
+}
+
+std::vector<int> tessel::pipeline::stagesOfRank(int rank, ScheduleShape shape,
+                                                Placement placement) {
+  std::vector<int> stages;
+  for (int s = 0; s < shape.ranks * shape.virtualStages; ++s)
+    if (rankOfStage(s, shape.ranks, placement) == rank)
+      stages.push_back(s);
+  return stages;
+}
 
 std::optional<ScheduleKind>
 tessel::pipeline::parseScheduleKind(std::string_view text) {
   for (ScheduleKind kind :
        {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::Interleaved,
-        ScheduleKind::ZeroBubbleH1})
+        ScheduleKind::ZeroBubbleH1, ScheduleKind::ZeroBubbleV})
     if (text == scheduleName(kind))
       return kind;
   return std::nullopt;
@@ -145,6 +230,8 @@ const char *tessel::pipeline::scheduleName(ScheduleKind kind) {
     return "interleaved";
   case ScheduleKind::ZeroBubbleH1:
     return "zb-h1";
+  case ScheduleKind::ZeroBubbleV:
+    return "zb-v";
   }
   return "?";
 }
@@ -161,9 +248,13 @@ std::string tessel::pipeline::checkShape(ScheduleKind kind,
   if (kind == ScheduleKind::Interleaved && V < 2)
     return "interleaved needs at least two virtual stages per rank (V = " +
            std::to_string(V) + ")";
-  if (kind != ScheduleKind::Interleaved && V != 1)
+  if (kind == ScheduleKind::ZeroBubbleV && V != 2)
+    return "zb-v runs two stages per rank, down the ranks and back (V = " +
+           std::to_string(V) + ")";
+  if (kind != ScheduleKind::Interleaved && kind != ScheduleKind::ZeroBubbleV &&
+      V != 1)
     return name + " runs one stage per rank (V = " + std::to_string(V) +
-           "); only interleaved runs more";
+           "); only interleaved and zb-v run more";
   if (1LL * P * V * M > kMaxComputeActions)
     return "the pipeline is too large: P * V * M = " +
            std::to_string(1LL * P * V * M) + " forwards, more than 2^24";
@@ -196,6 +287,9 @@ Schedule tessel::pipeline::buildSchedule(ScheduleKind kind,
       break;
     case ScheduleKind::Interleaved:
       buildInterleaved(shape, rank, actions);
+      break;
+    case ScheduleKind::ZeroBubbleV:
+      buildZeroBubbleV(shape, rank, actions);
       break;
     }
   }
@@ -367,7 +461,8 @@ Timeline tessel::pipeline::simulate(const Schedule &schedule,
           channel.waitingRank = rank;
           return;
         }
-        start = std::max(start, channel.posted.front().time + sendTime);
+        start = std::max(start, channel.posted.front().time +
+                                    (action.peer == rank ? 0 : sendTime));
         channel.posted.pop_front();
         ++channel.received;
         break;
@@ -614,7 +709,8 @@ std::vector<tessel::pipeline::StageHolding>
 tessel::pipeline::peakHolding(const Schedule &schedule) {
   int stages = schedule.shape.ranks * schedule.shape.virtualStages;
   std::vector<StageHolding> peak(stages);
-  for (const std::vector<Action> &actions : schedule.ranks) {
+  for (int rank = 0; rank < int(schedule.ranks.size()); ++rank) {
+    const std::vector<Action> &actions = schedule.ranks[rank];
     std::vector<StageHolding> held(stages);
     // The microbatch whose kept activations are in the stage's arena (no
     // slot), or -1.
@@ -627,9 +723,30 @@ tessel::pipeline::peakHolding(const Schedule &schedule) {
       auto keptNow = [&] {
         peak[a.stage].kept = std::max(peak[a.stage].kept, h.kept);
       };
+      // A hand-over on this rank fills the receiving stage's slot at the
+      // Send: an activation the next stage's input slot, a gradient the
+      // previous stage's gradient slot until its Recv.
+      const bool handOver =
+          (a.kind == ActionKind::Send || a.kind == ActionKind::Recv) &&
+          a.peer == rank;
       switch (a.kind) {
+      case ActionKind::Send:
+        if (handOver && a.gradient && a.stage > 0) {
+          StageHolding &to = held[a.stage - 1];
+          ++to.gradients;
+          peak[a.stage - 1].gradients =
+              std::max(peak[a.stage - 1].gradients, to.gradients);
+        } else if (handOver && !a.gradient && a.stage + 1 < stages) {
+          StageHolding &to = held[a.stage + 1];
+          ++to.inputs;
+          peak[a.stage + 1].inputs =
+              std::max(peak[a.stage + 1].inputs, to.inputs);
+        }
+        break;
       case ActionKind::Recv:
-        if (!a.gradient)
+        if (handOver && a.gradient)
+          --h.gradients;
+        else if (!handOver && !a.gradient)
           ++h.inputs;
         break;
       case ActionKind::Forward:

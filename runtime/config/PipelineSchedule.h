@@ -3,14 +3,17 @@
 // A pipeline schedule is, per pp rank, the list of what that rank does in
 // order: the forwards and backwards of (virtual stage, microbatch) pairs and
 // the sends and receives between them. GPipe, 1F1B (PipeDream-flush),
-// Megatron's interleaved 1F1B and ZB-H1 (Qi et al., "Zero Bubble Pipeline
+// Megatron's interleaved 1F1B, ZB-H1 and ZB-V (Qi et al., "Zero Bubble Pipeline
 // Parallelism") are built here once, for the compiler (which lowers a list
 // to code) and the launcher (which prints and checks it); `simulate` runs
 // the lists against per-stage times to give the makespan, the bubble and
 // the activations held. No LLVM.
 //
-// Virtual stage v lives on rank v % P (Megatron's interleaving: rank r holds
-// the chunks r, r + P, r + 2P, ...); there are P * V stages.
+// There are P * V virtual stages. Most schedules place stage v on rank
+// v % P (Megatron's interleaving: rank r holds the chunks r, r + P, ...);
+// ZB-V (the same paper, section 6) places them in a V: rank r holds r and
+// 2P - 1 - r, so the model runs down the ranks and back up, the first and
+// last stage share rank 0 and the two middle ones rank P - 1.
 //
 // formatSchedule's notation, one line per rank ("rank 0: F0.0 s>1:F0.0 ..."):
 //   F<s>.<m>   forward of stage s, microbatch m
@@ -22,7 +25,8 @@
 //   r<p:F<s>.<m>  receive from rank p the activation that F<s>.<m> needs
 //   r<p:B<s>.<m>  receive from rank p the gradient that B/I<s>.<m> needs
 // (the stage is always the Action's: producer for a send, consumer for a
-// receive).
+// receive). Two consecutive stages on one rank hand their tensors over in
+// memory, written as a send and a receive with the rank itself as peer.
 //
 //===----------------------------------------------------------------------===//
 
@@ -38,9 +42,16 @@
 
 namespace tessel::pipeline {
 
-enum class ScheduleKind { GPipe, OneFOneB, Interleaved, ZeroBubbleH1 };
+enum class ScheduleKind {
+  GPipe,
+  OneFOneB,
+  Interleaved,
+  ZeroBubbleH1,
+  ZeroBubbleV
+};
 
-/// "gpipe", "1f1b", "interleaved", "zb-h1"; nullopt for anything else.
+/// "gpipe", "1f1b", "interleaved", "zb-h1", "zb-v"; nullopt for anything
+/// else.
 std::optional<ScheduleKind> parseScheduleKind(std::string_view text);
 /// The spelling parseScheduleKind takes.
 const char *scheduleName(ScheduleKind kind);
@@ -87,8 +98,30 @@ struct Schedule {
   std::vector<std::vector<Action>> ranks;
 };
 
+/// How a schedule's virtual stages sit on its ranks.
+enum class Placement {
+  Looped, // stage v on rank v % P
+  VShape, // chunk c runs down the ranks when c is even, back up when odd
+};
+Placement placementOf(ScheduleKind kind);
+
 /// The rank that holds virtual stage `stage` of a pipeline over `ranks`.
-inline int rankOfStage(int stage, int ranks) { return stage % ranks; }
+inline int rankOfStage(int stage, int ranks, Placement placement) {
+  int chunk = stage / ranks, position = stage % ranks;
+  return placement == Placement::VShape && chunk % 2 == 1 ? ranks - 1 - position
+                                                          : position;
+}
+
+/// The virtual stages rank `rank` holds, ascending.
+std::vector<int> stagesOfRank(int rank, ScheduleShape shape,
+                              Placement placement);
+
+/// Whether `kind` splits each backward into its input part (I) and its
+/// weight part (W): the zero-bubble schedules.
+inline bool splitsBackward(ScheduleKind kind) {
+  return kind == ScheduleKind::ZeroBubbleH1 ||
+         kind == ScheduleKind::ZeroBubbleV;
+}
 
 /// The tag of the message carrying microbatch `microbatch`'s activation
 /// (`gradient` false) or input gradient (true) that stage `producerStage`
@@ -115,13 +148,12 @@ inline int64_t messageTag(int stages, int producerStage, int microbatch,
 
 /// "" when `kind` can be built for `shape`, else one sentence saying why
 /// not (1F1B and ZB-H1 need M >= P; interleaved needs V >= 2 and M a
-/// multiple of P, as Megatron does; V > 1 only for interleaved).
+/// multiple of P, as Megatron does; ZB-V needs V = 2; the others V = 1).
 std::string checkShape(ScheduleKind kind, ScheduleShape shape);
 
 /// The schedule's per-rank lists. Precondition: checkShape(kind, shape) is
 /// "". Sends are buffered, receives block; a receive sits right before the
 /// action that needs it, a send right after the action that produced it.
-/// With one rank there are no sends or receives.
 Schedule buildSchedule(ScheduleKind kind, ScheduleShape shape);
 
 /// The time of each part of one virtual stage; a full Backward takes
@@ -149,7 +181,8 @@ struct Timeline {
 /// Runs every rank's list in order: a compute action starts when the
 /// rank's previous action ended; a Recv completes when the matching Send
 /// (same message: sender, receiver, direction, producing stage,
-/// microbatch) has happened plus `sendTime`; Sends never wait.
+/// microbatch) has happened plus `sendTime` (nothing for a hand-over on
+/// one rank); Sends never wait.
 /// `perVirtualStage` holds P*V entries, or none for unit times. When the
 /// lists cannot run to their end (a Recv nobody sends, a cycle of waits, a
 /// Send nobody receives) returns an empty Timeline and sets `*error` (if
@@ -178,18 +211,21 @@ std::string scheduleJson(const Schedule &schedule);
 
 /// What a virtual stage keeps between its actions, at most, running
 /// `schedule` as the launcher does: a microbatch's input activations from
-/// their Recv until its Backward (or, split, its BackwardWeight), the
-/// weight part's stash from BackwardInput until BackwardWeight, and the
-/// forward's kept activations (a stage with a forward_keep entry) from its
-/// Forward until its Backward or BackwardWeight: one microbatch's in the
-/// stage's arena, where forward_keep wrote them or a backward part reads
-/// them, the others' in slots (`kept` counts the slots). The launcher
-/// allocates exactly these many slots; the report multiplies them by the
-/// slots' bytes.
+/// their Recv (handed over on one rank: from the previous stage's Send)
+/// until its Backward (or, split, its BackwardWeight), the weight part's
+/// stash from BackwardInput until BackwardWeight, the forward's kept
+/// activations (a stage with a forward_keep entry) from its Forward until
+/// its Backward or BackwardWeight: one microbatch's in the stage's arena,
+/// where forward_keep wrote them or a backward part reads them, the
+/// others' in slots (`kept` counts the slots); and the output gradients
+/// the next stage on the same rank handed over, from its Send to this
+/// stage's Recv. The launcher allocates exactly these many slots; the
+/// report multiplies them by the slots' bytes.
 struct StageHolding {
   int inputs = 0;
   int weightStash = 0;
   int kept = 0;
+  int gradients = 0;
 };
 std::vector<StageHolding> peakHolding(const Schedule &schedule);
 

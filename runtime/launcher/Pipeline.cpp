@@ -46,6 +46,13 @@ pipeline::Schedule parseActions(const json &j, const PipelineDesc &p,
     fail(file, "unknown schedule '" + p.schedule + "'");
   schedule.kind = *kind;
   schedule.shape = {int(p.ranks), int(p.microbatches), int(p.virtualStages)};
+  // A send's or receive's peer holds the stage on the boundary's other
+  // side (the rank itself for a hand-over between two of its stages).
+  auto peerOf = [&](const pipeline::Action &a) {
+    bool isSend = a.kind == pipeline::ActionKind::Send;
+    int other = a.gradient == isSend ? a.stage - 1 : a.stage + 1;
+    return other < 0 || other >= p.numStages() ? -1 : p.rankOf(other);
+  };
   const json &ranks = j.at("actions");
   if (!ranks.is_array() || int64_t(ranks.size()) != p.ranks)
     fail(file, "the schedule needs one action list per pp rank");
@@ -60,10 +67,9 @@ pipeline::Schedule parseActions(const json &j, const PipelineDesc &p,
       bool comm = action.kind == pipeline::ActionKind::Send ||
                   action.kind == pipeline::ActionKind::Recv;
       if (action.stage < 0 || action.stage >= p.numStages() ||
-          action.stage % p.ranks != int64_t(r) || action.microbatch < 0 ||
+          p.rankOf(action.stage) != int(r) || action.microbatch < 0 ||
           action.microbatch >= p.microbatches ||
-          (comm && (action.peer < 0 || action.peer >= p.ranks ||
-                    action.peer == int(r))))
+          (comm && (action.peer < 0 || action.peer != peerOf(action))))
         fail(file, "schedule action " + pipeline::formatAction(action) +
                        " of pp rank " + std::to_string(r) +
                        " names a stage, microbatch or peer outside the "
@@ -119,11 +125,9 @@ ModelDesc wholeModel(const json &j, const PipelineDesc &p) {
 } // namespace
 
 std::vector<int> PipelineDesc::stagesOfRank(int64_t rank) const {
-  std::vector<int> mine;
-  for (int s = 0; s < numStages(); ++s)
-    if (s % ranks == rank)
-      mine.push_back(s);
-  return mine;
+  return pipeline::stagesOfRank(
+      int(rank), {int(ranks), int(microbatches), int(virtualStages)},
+      placement);
 }
 
 ModelDesc tessel::run::parsePipelineDescription(const json &j,
@@ -134,6 +138,9 @@ ModelDesc tessel::run::parsePipelineDescription(const json &j,
   p->virtualStages = pj.at("virtual_stages").get<int64_t>();
   p->microbatches = pj.at("microbatches").get<int64_t>();
   p->schedule = pj.at("schedule").get<std::string>();
+  if (std::optional<pipeline::ScheduleKind> kind =
+          pipeline::parseScheduleKind(p->schedule))
+    p->placement = pipeline::placementOf(*kind);
   p->layers = pj.at("layers").get<std::vector<int64_t>>();
   if (p->ranks < 2 || p->virtualStages < 1 || p->microbatches < 1 ||
       p->ranks > 4096 || p->virtualStages > 4096 ||

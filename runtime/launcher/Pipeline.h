@@ -4,7 +4,8 @@
 // object holding every stage's entries (tessel_s<s>_forward, ...), and a
 // description listing the stages' own descriptions, the schedule's
 // actions per pp rank and the parameters several stages hold (tied).
-// Rank r of the pp axis runs the stages s with s mod P = r.
+// Rank r of the pp axis runs the stages s with s mod P = r, or with ZB-V
+// r and 2P - 1 - r (pipeline::placementOf the schedule).
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,6 +26,8 @@ namespace tessel::run {
 struct PipelineDesc {
   int64_t ranks = 1, virtualStages = 1, microbatches = 1;
   std::string schedule;
+  /// Where the schedule puts each stage.
+  pipeline::Placement placement = pipeline::Placement::Looped;
   /// The index of the `pp` axis in the mesh.
   int axis = 0;
   std::vector<int64_t> layers;
@@ -36,6 +39,10 @@ struct PipelineDesc {
   pipeline::Schedule actions;
 
   int numStages() const { return int(stages.size()); }
+  /// The pp rank that runs stage `s`.
+  int rankOf(int s) const {
+    return pipeline::rankOfStage(s, int(ranks), placement);
+  }
   /// The stages pp rank `rank` runs, in stage order.
   std::vector<int> stagesOfRank(int64_t rank) const;
 };

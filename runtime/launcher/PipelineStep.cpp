@@ -104,6 +104,9 @@ struct PipelineRank::Stage {
   std::vector<const TensorDesc *> kept;
   SlotPool keptSlots;
   int keptResident = -1;
+  // The output gradients the next stage, on this rank too, handed over,
+  // from its input part until this stage's backward receives them.
+  SlotPool gradientSlots;
 };
 
 namespace {
@@ -153,6 +156,7 @@ PipelineRank::PipelineRank(const LoadedModel &model, tessel_ctx *ctx,
     stage->outputGrads = stage->desc->withRole("output_grad");
     stage->inputGrads = stage->desc->withRole("input_grad");
     stage->inputSlots.bytes = packedBytes(stage->inputs);
+    stage->gradientSlots.bytes = packedBytes(stage->outputGrads);
     if (stage->entries.backwardInput && stage->entries.backwardWeight) {
       stage->weightInputs = stage->desc->withRole("stash");
       for (const TensorDesc *t : stage->outputGrads)
@@ -172,6 +176,7 @@ PipelineRank::~PipelineRank() {
     stage->inputSlots.clear(ctx);
     stage->weightSlots.clear(ctx);
     stage->keptSlots.clear(ctx);
+    stage->gradientSlots.clear(ctx);
     tessel_free(ctx, stage->arena);
   }
 }
@@ -221,16 +226,20 @@ std::string PipelineRank::stashDifference() const {
     int64_t wantKept = stage->entries.forwardKeep ? want.kept : 0;
     if (stage->inputSlots.allocated == want.inputs &&
         stage->weightSlots.allocated == wantWeight &&
-        stage->keptSlots.allocated == wantKept)
+        stage->keptSlots.allocated == wantKept &&
+        stage->gradientSlots.allocated == want.gradients)
       continue;
     text += (text.empty() ? "" : "; ") + std::string("stage ") +
             std::to_string(stage->index) + " keeps " +
             std::to_string(stage->inputSlots.allocated) + " input, " +
-            std::to_string(stage->keptSlots.allocated) + " kept and " +
+            std::to_string(stage->keptSlots.allocated) + " kept, " +
             std::to_string(stage->weightSlots.allocated) +
-            " weight-stash slots (schedule: " + std::to_string(want.inputs) +
-            ", " + std::to_string(wantKept) + " and " +
-            std::to_string(wantWeight) + ")";
+            " weight-stash and " +
+            std::to_string(stage->gradientSlots.allocated) +
+            " handed-over gradient slots (schedule: " +
+            std::to_string(want.inputs) + ", " + std::to_string(wantKept) +
+            ", " + std::to_string(wantWeight) + " and " +
+            std::to_string(want.gradients) + ")";
   }
   return text;
 }
@@ -238,13 +247,17 @@ std::string PipelineRank::stashDifference() const {
 int64_t PipelineRank::heldBytes() const {
   int64_t bytes = 0;
   for (const auto &stage : stages)
-    for (const SlotPool *pool :
-         {&stage->inputSlots, &stage->keptSlots, &stage->weightSlots})
+    for (const SlotPool *pool : {&stage->inputSlots, &stage->keptSlots,
+                                 &stage->weightSlots, &stage->gradientSlots})
       bytes += pool->allocated * pool->bytes;
   return bytes;
 }
 
 void PipelineRank::send(Stage &stage, int microbatch, bool gradient, int peer) {
+  if (peer == ppRank) {
+    handOver(stage, microbatch, gradient);
+    return;
+  }
   int64_t tag = pipeline::messageTag(pipe.numStages(), stage.index, microbatch,
                                     gradient);
   for (const TensorDesc *t : gradient ? stage.inputGrads : stage.outputs)
@@ -255,6 +268,10 @@ void PipelineRank::send(Stage &stage, int microbatch, bool gradient, int peer) {
 }
 
 void PipelineRank::recv(Stage &stage, int microbatch, bool gradient, int peer) {
+  if (peer == ppRank) {
+    takeOver(stage, microbatch, gradient);
+    return;
+  }
   int producer = gradient ? stage.index + 1 : stage.index - 1;
   int64_t tag = pipeline::messageTag(pipe.numStages(), producer, microbatch,
                                     gradient);
@@ -273,6 +290,52 @@ void PipelineRank::recv(Stage &stage, int microbatch, bool gradient, int peer) {
         std::string(gradient ? "output gradient" : "input") + " of " +
         stageText(stage.index, microbatch) + " from pp rank " +
         std::to_string(peer));
+}
+
+void PipelineRank::handOver(Stage &from, int microbatch, bool gradient) {
+  Stage &to = stageAt(gradient ? from.index - 1 : from.index + 1);
+  const std::vector<const TensorDesc *> &sent =
+      gradient ? from.inputGrads : from.outputs;
+  const std::vector<const TensorDesc *> &layout =
+      gradient ? to.outputGrads : to.inputs;
+  std::string what =
+      std::string(gradient ? "the output gradient" : "the input") + " of " +
+      stageText(to.index, microbatch);
+  if (sent.size() != layout.size())
+    throw RunError("pipeline stage " + std::to_string(from.index) + " hands " +
+                   std::to_string(sent.size()) + " tensors over as " + what +
+                   ", which takes " + std::to_string(layout.size()));
+  SlotPool &pool = gradient ? to.gradientSlots : to.inputSlots;
+  void *slot = pool.acquire(ctx, microbatch, what);
+  size_t k = 0;
+  forEachPacked(layout, slot, [&](const TensorDesc &t, char *place) {
+    const TensorDesc &source = *sent[k++];
+    if (source.bytes != t.bytes)
+      throw RunError(
+          "pipeline stage " + std::to_string(from.index) + " hands over '" +
+          source.name + "' (" + std::to_string(source.bytes) + " bytes) as '" +
+          t.name + "' of " + what + " (" + std::to_string(t.bytes) + " bytes)");
+    tessel_copy(ctx, place, at(from.arena, source), t.bytes);
+  });
+  check("handing over " + what);
+}
+
+void PipelineRank::takeOver(Stage &stage, int microbatch, bool gradient) {
+  SlotPool &pool = gradient ? stage.gradientSlots : stage.inputSlots;
+  void *slot = pool.find(microbatch);
+  if (!slot)
+    throw RunError("pipeline " + stageText(stage.index, microbatch) +
+                   " receives its " + (gradient ? "output gradient" : "input") +
+                   " from its own rank before the stage handing it over ran");
+  if (!gradient)
+    return; // Already in the input slot, where the forward reads it.
+  // The backward that needs it comes next: into the arena, as a message.
+  forEachPacked(stage.outputGrads, slot, [&](const TensorDesc &t, char *place) {
+    tessel_copy(ctx, at(stage.arena, t), place, t.bytes);
+  });
+  pool.release(microbatch);
+  check("taking over the output gradient of " +
+        stageText(stage.index, microbatch));
 }
 
 /// Restores microbatch `microbatch`'s feeds and stage inputs in the arena.
@@ -425,44 +488,63 @@ void PipelineRank::exchangeTiedGradients() {
   for (size_t k = 0; k < pipe.tied.size(); ++k) {
     const auto &[name, holders] = pipe.tied[k];
     int64_t tag = -int64_t(k + 1);
-    // Send this rank's copies' gradients to every other holder first
-    // (sends never wait), then receive and add theirs: every holder ends
-    // with the same sum.
-    for (auto &stage : stages) {
-      if (!std::count(holders.begin(), holders.end(), stage->index))
-        continue;
+    std::vector<Stage *> mine;
+    for (auto &stage : stages)
+      if (std::count(holders.begin(), holders.end(), stage->index))
+        mine.push_back(stage.get());
+    // Send this rank's copies' gradients to every other rank holding one
+    // first (sends never wait), then sum each copy's from every holder's
+    // into a buffer of its own, and only then write the sums back: a
+    // second copy on this rank (interleaved stages, or ZB-V's first and
+    // last) adds the first's gradient, not its sum.
+    for (Stage *stage : mine) {
       const TensorDesc *grad = stage->desc->gradOf(name);
       for (int64_t other : holders)
-        if (other != stage->index && other % pipe.ranks != ppRank)
-          tessel_send(ctx, worldRankOf(other % pipe.ranks), tag,
+        if (other != stage->index && pipe.rankOf(int(other)) != ppRank)
+          tessel_send(ctx, worldRankOf(pipe.rankOf(int(other))), tag,
                       at(stage->arena, *grad), grad->bytes);
     }
-    for (auto &stage : stages) {
-      if (!std::count(holders.begin(), holders.end(), stage->index))
-        continue;
+    std::vector<void *> sums;
+    auto release = [&] {
+      for (void *sum : sums)
+        tessel_free(ctx, sum);
+    };
+    for (Stage *stage : mine) {
       const TensorDesc *grad = stage->desc->gradOf(name);
+      void *sum = tessel_alloc(ctx, std::max<int64_t>(grad->bytes, 64));
       void *incoming = tessel_alloc(ctx, std::max<int64_t>(grad->bytes, 64));
-      if (!incoming)
+      if (!sum || !incoming) {
+        tessel_free(ctx, sum);
+        tessel_free(ctx, incoming);
+        release();
         throw RunError("cannot allocate " + std::to_string(grad->bytes) +
                        " bytes for the tied gradient of '" + name + "'");
+      }
+      sums.push_back(sum);
+      tessel_copy(ctx, sum, at(stage->arena, *grad), grad->bytes);
       for (int64_t other : holders) {
         if (other == stage->index)
           continue;
-        if (other % pipe.ranks == ppRank) {
-          // Both copies on this rank (interleaved stages).
+        if (pipe.rankOf(int(other)) == ppRank) {
           const TensorDesc *theirs = stageAt(int(other)).desc->gradOf(name);
           tessel_copy(ctx, incoming, at(stageAt(int(other)).arena, *theirs),
                       grad->bytes);
         } else {
-          tessel_recv(ctx, worldRankOf(other % pipe.ranks), tag, incoming,
+          tessel_recv(ctx, worldRankOf(pipe.rankOf(int(other))), tag, incoming,
                       grad->bytes);
         }
-        tessel_binary(ctx, TESSEL_ADD, grad->dtypeCode, at(stage->arena, *grad),
-                      incoming, at(stage->arena, *grad), grad->numElements());
+        tessel_binary(ctx, TESSEL_ADD, grad->dtypeCode, sum, incoming, sum,
+                      grad->numElements());
       }
       tessel_synchronize(ctx);
       tessel_free(ctx, incoming);
     }
+    for (size_t i = 0; i < mine.size(); ++i) {
+      const TensorDesc *grad = mine[i]->desc->gradOf(name);
+      tessel_copy(ctx, at(mine[i]->arena, *grad), sums[i], grad->bytes);
+    }
+    tessel_synchronize(ctx);
+    release();
     check("summing the gradients of tied parameter '" + name + "'");
   }
 }
@@ -547,11 +629,11 @@ double PipelineRank::evalStep(int64_t step) {
   for (int m = 0; m < int(pipe.microbatches); ++m)
     for (auto &stage : stages) {
       if (stage->index > 0)
-        recv(*stage, m, false, int((stage->index - 1) % pipe.ranks));
+        recv(*stage, m, false, pipe.rankOf(stage->index - 1));
       forward(*stage, m, step, true);
       stage->inputSlots.release(m);
       if (stage->index < last)
-        send(*stage, m, false, int((stage->index + 1) % pipe.ranks));
+        send(*stage, m, false, pipe.rankOf(stage->index + 1));
     }
   return shareLoss(lossSum);
 }
@@ -583,7 +665,7 @@ PipelineRank::gatherCheckpoint(bool withStates, bool keep) {
           first = false;
       if (!first)
         continue;
-      bool mine = s % pipe.ranks == ppRank;
+      bool mine = pipe.rankOf(s) == ppRank;
       std::vector<char> slice;
       if (mine)
         slice = gatherGlobalTensor(desc, *t, ctx, stageAt(s).arena,
@@ -595,7 +677,7 @@ PipelineRank::gatherCheckpoint(bool withStates, bool keep) {
       int64_t sliceBytes = rowBytes * rowsHere;
       int64_t offset = t->layers ? t->layers->offset : 0;
       int64_t tag = tagBase - s;
-      int64_t holderPp = s % pipe.ranks;
+      int64_t holderPp = pipe.rankOf(s);
       if (mine && sliceLeader && rank != 0) {
         void *device = tessel_alloc(ctx, std::max<int64_t>(sliceBytes, 64));
         tessel_copy_to_device(ctx, device, slice.data(), sliceBytes);

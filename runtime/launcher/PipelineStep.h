@@ -1,8 +1,9 @@
 //===- PipelineStep.h - One pp rank running its stages' schedule -*- C++
 //-*-===//
 //
-// A rank of a pipeline holds the stages s with s mod P = its pp coordinate,
-// each with its own arena, and runs its list of the schedule's actions:
+// A rank of a pipeline holds its stages (s mod P = its pp coordinate, or
+// ZB-V's two: PipelineDesc::stagesOfRank), each with its own arena, and
+// runs its list of the schedule's actions:
 //   - Forward(s, m): the stage's forward entry on microbatch m, its input
 //     activations restored from the microbatch's slot; in training, a
 //     stage with forward_keep runs that instead and keeps what it returns
@@ -20,7 +21,8 @@
 //     backward_weight entry on that stash (tessel-split-backward);
 //   - Send / Recv: the boundary tensors, one message each, tagged by
 //     (microbatch, producing stage, direction) (pipeline::messageTag, as
-//     the compiler's communication check tags them).
+//     the compiler's communication check tags them); between two stages
+//     of this rank (ZB-V's turn) a copy into the receiver's slot.
 // After the actions: a stage whose microbatches accumulated their gradients
 // unreduced (backward_no_sync) reduces them over dp once (reduce_grads);
 // the tied parameters' gradients are exchanged between
@@ -94,6 +96,11 @@ private:
   void backward(Stage &stage, int microbatch, int64_t step, BackwardPart part);
   void send(Stage &stage, int microbatch, bool gradient, int peer);
   void recv(Stage &stage, int microbatch, bool gradient, int peer);
+  /// A send between two of this rank's stages: the tensors go straight
+  /// into the receiving stage's slot (its input slot for an activation,
+  /// its gradient slot for a gradient); the receive takes them from there.
+  void handOver(Stage &from, int microbatch, bool gradient);
+  void takeOver(Stage &stage, int microbatch, bool gradient);
   /// Each stage's reduce_grads, where its microbatches ran backward_no_sync.
   void reduceGradients();
   void exchangeTiedGradients();

@@ -43,6 +43,7 @@ std::vector<Case> allCases() {
       if (M % P == 0)
         for (int V : {2, 3, 4})
           cases.push_back({ScheduleKind::Interleaved, P, M, V});
+      cases.push_back({ScheduleKind::ZeroBubbleV, P, M, 2});
     }
   return cases;
 }
@@ -56,9 +57,10 @@ std::string caseName(const Case &c) {
 TEST(PipelineScheduleTest, ParsesAndNamesKinds) {
   for (ScheduleKind kind :
        {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::Interleaved,
-        ScheduleKind::ZeroBubbleH1})
+        ScheduleKind::ZeroBubbleH1, ScheduleKind::ZeroBubbleV})
     EXPECT_EQ(parseScheduleKind(scheduleName(kind)), kind);
   EXPECT_EQ(parseScheduleKind("zb-h1"), ScheduleKind::ZeroBubbleH1);
+  EXPECT_EQ(parseScheduleKind("zb-v"), ScheduleKind::ZeroBubbleV);
   EXPECT_FALSE(parseScheduleKind("1F1B"));
   EXPECT_FALSE(parseScheduleKind("zb"));
   EXPECT_FALSE(parseScheduleKind(""));
@@ -78,8 +80,15 @@ TEST(PipelineScheduleTest, CheckShapeRefusals) {
             "interleaved needs the microbatches to be a multiple of the "
             "ranks, as Megatron does (M = 6, P = 4)");
   EXPECT_EQ(checkShape(ScheduleKind::GPipe, {4, 8, 2}),
-            "gpipe runs one stage per rank (V = 2); only interleaved runs "
-            "more");
+            "gpipe runs one stage per rank (V = 2); only interleaved and zb-v "
+            "run more");
+  EXPECT_EQ(checkShape(ScheduleKind::ZeroBubbleV, {4, 8, 1}),
+            "zb-v runs two stages per rank, down the ranks and back (V = 1)");
+  EXPECT_EQ(checkShape(ScheduleKind::ZeroBubbleV, {4, 8, 3}),
+            "zb-v runs two stages per rank, down the ranks and back (V = 3)");
+  // ZB-V runs any number of microbatches (its pattern, laid out for
+  // 2P - 1, keeps the step's).
+  EXPECT_EQ(checkShape(ScheduleKind::ZeroBubbleV, {4, 1, 2}), "");
   EXPECT_EQ(checkShape(ScheduleKind::GPipe, {0, 8}),
             "a pipeline needs at least one rank (P = 0)");
   EXPECT_EQ(checkShape(ScheduleKind::OneFOneB, {2, 0}),
@@ -99,7 +108,8 @@ TEST(PipelineScheduleTest, EveryPairComputedOnceOnItsRank) {
     SCOPED_TRACE(caseName(c));
     Schedule schedule = build(c.kind, c.P, c.M, c.V);
     ASSERT_EQ(int(schedule.ranks.size()), c.P);
-    const bool split = c.kind == ScheduleKind::ZeroBubbleH1;
+    const bool split = splitsBackward(c.kind);
+    const Placement placement = placementOf(c.kind);
     // Per pair: the position (rank, index) of each compute kind.
     std::map<std::pair<int, int>, std::map<ActionKind, std::vector<int>>> seen;
     for (int rank = 0; rank < c.P; ++rank)
@@ -107,7 +117,8 @@ TEST(PipelineScheduleTest, EveryPairComputedOnceOnItsRank) {
         const Action &a = schedule.ranks[rank][i];
         if (a.kind == ActionKind::Send || a.kind == ActionKind::Recv)
           continue;
-        EXPECT_EQ(rankOfStage(a.stage, c.P), rank) << formatAction(a);
+        EXPECT_EQ(rankOfStage(a.stage, c.P, placement), rank)
+            << formatAction(a);
         seen[{a.stage, a.microbatch}][a.kind].push_back(int(i));
       }
     ASSERT_EQ(int(seen.size()), c.P * c.V * c.M);
@@ -136,12 +147,13 @@ TEST(PipelineScheduleTest, EveryPairComputedOnceOnItsRank) {
 
 // Tests that sends and receives pair one to one, each receive right before
 // the compute action that needs it and each send right after the one that
-// produced it, and that one rank has none.
+// produced it; two stages on one rank hand over to the rank itself.
 TEST(PipelineScheduleTest, SendsAndRecvsMatchOneToOne) {
   for (const Case &c : allCases()) {
     SCOPED_TRACE(caseName(c));
     Schedule schedule = build(c.kind, c.P, c.M, c.V);
     const int stages = c.P * c.V;
+    const Placement placement = placementOf(c.kind);
     // (sender, receiver, gradient, producing stage, microbatch) -> count.
     using Message = std::tuple<int, int, bool, int, int>;
     std::map<Message, int> sent, received;
@@ -154,14 +166,13 @@ TEST(PipelineScheduleTest, SendsAndRecvsMatchOneToOne) {
           const Action &producer = actions[i - 1];
           EXPECT_EQ(producer.stage, a.stage);
           EXPECT_EQ(producer.microbatch, a.microbatch);
-          EXPECT_EQ(producer.kind, a.gradient
-                                       ? (c.kind == ScheduleKind::ZeroBubbleH1
-                                              ? ActionKind::BackwardInput
-                                              : ActionKind::Backward)
-                                       : ActionKind::Forward);
+          EXPECT_EQ(producer.kind, a.gradient ? (splitsBackward(c.kind)
+                                                     ? ActionKind::BackwardInput
+                                                     : ActionKind::Backward)
+                                              : ActionKind::Forward);
           int to = a.gradient ? a.stage - 1 : a.stage + 1;
           ASSERT_TRUE(to >= 0 && to < stages) << formatAction(a);
-          EXPECT_EQ(a.peer, rankOfStage(to, c.P));
+          EXPECT_EQ(a.peer, rankOfStage(to, c.P, placement));
           ++sent[{rank, a.peer, a.gradient, a.stage, a.microbatch}];
         } else if (a.kind == ActionKind::Recv) {
           ASSERT_LT(i + 1, actions.size());
@@ -172,7 +183,7 @@ TEST(PipelineScheduleTest, SendsAndRecvsMatchOneToOne) {
           EXPECT_NE(consumer.kind, ActionKind::Recv);
           EXPECT_EQ(consumer.kind == ActionKind::Forward, !a.gradient);
           int from = a.gradient ? a.stage + 1 : a.stage - 1;
-          EXPECT_EQ(a.peer, rankOfStage(from, c.P));
+          EXPECT_EQ(a.peer, rankOfStage(from, c.P, placement));
           ++received[{a.peer, rank, a.gradient, from, a.microbatch}];
         }
       }
@@ -181,8 +192,7 @@ TEST(PipelineScheduleTest, SendsAndRecvsMatchOneToOne) {
     for (auto &[message, count] : sent)
       EXPECT_EQ(count, 1);
     // Every stage boundary crossed both ways by every microbatch.
-    size_t boundaries = c.P == 1 ? 0 : size_t(stages - 1) * c.M * 2;
-    EXPECT_EQ(sent.size(), boundaries);
+    EXPECT_EQ(sent.size(), size_t(stages - 1) * c.M * 2);
   }
 }
 
@@ -233,6 +243,39 @@ TEST(PipelineScheduleTest, ZeroBubbleH1Bubble) {
     EXPECT_EQ(timeline.makespan, 3.0 * M + P - 1);
     EXPECT_EQ(timeline.bubbleFraction, double(P - 1) / (3 * M + P - 1));
   }
+}
+
+// Tests ZB-V with F = I = W = 1 a chunk (half a 1F1B stage): once the
+// pipe fills (M >= 2P - 1) only the last rank's staggered start is left,
+// makespan 6M + P - 1, half of ZB-H1's bubble on the same stages (whose
+// F = I = W = 2); every rank holds at most 2P chunks' activations, what
+// 1F1B's first rank holds of whole stages, and only the turn's stage
+// (P - 1) waits for a gradient handed over on its own rank.
+TEST(PipelineScheduleTest, ZeroBubbleVBubbleAndMemory) {
+  for (auto [P, M] : std::vector<std::pair<int, int>>{
+           {2, 3}, {2, 8}, {3, 5}, {4, 7}, {4, 8}, {4, 24}, {8, 15}, {8, 32}}) {
+    SCOPED_TRACE("P=" + std::to_string(P) + " M=" + std::to_string(M));
+    Schedule schedule = build(ScheduleKind::ZeroBubbleV, P, M, 2);
+    Timeline timeline = unitTimeline(schedule);
+    EXPECT_EQ(timeline.makespan, 6.0 * M + P - 1);
+    EXPECT_EQ(timeline.bubbleFraction, double(P - 1) / (6 * M + P - 1));
+    std::string error;
+    Timeline zbH1 = simulate(build(ScheduleKind::ZeroBubbleH1, P, M),
+                             std::vector<StageTimes>(P, {2, 2, 2}), 0, &error);
+    ASSERT_EQ(error, "");
+    EXPECT_EQ(zbH1.makespan - 6.0 * M, 2 * (timeline.makespan - 6.0 * M));
+    std::vector<StageHolding> holding = peakHolding(schedule);
+    for (int r = 0; r < P; ++r) {
+      EXPECT_EQ(timeline.peakActivations[r], 2 * P);
+      EXPECT_EQ(holding[r].gradients, r == P - 1 ? 1 : 0);
+      EXPECT_EQ(holding[2 * P - 1 - r].gradients, 0);
+    }
+  }
+  // Fewer microbatches than the pattern's 2P - 1 still run, each one
+  // through all 2P stages.
+  for (int M : {1, 2, 5})
+    EXPECT_GT(unitTimeline(build(ScheduleKind::ZeroBubbleV, 4, M, 2)).makespan,
+              6.0 * M);
 }
 
 // Tests the activations each rank holds at most: M for GPipe, P - r for
@@ -304,7 +347,15 @@ TEST(PipelineScheduleTest, FormatsTextAndJson) {
             "rank 1: r<0:F1.0 F1.0 I1.0 s>0:B1.0 r<0:F1.1 F1.1 I1.1 "
             "s>0:B1.1 W1.0 W1.1\n");
   EXPECT_EQ(formatSchedule(build(ScheduleKind::Interleaved, 1, 1, 2)),
-            "rank 0: F0.0 F1.0 B1.0 B0.0\n");
+            "rank 0: F0.0 s>0:F0.0 r<0:F1.0 F1.0 B1.0 s>0:B1.0 r<0:B0.0 "
+            "B0.0\n");
+  // ZB-V's V: stage 0 and 3 on rank 0, 1 and 2 on rank 1, which hands
+  // over to itself at the turn.
+  EXPECT_EQ(formatSchedule(build(ScheduleKind::ZeroBubbleV, 2, 1, 2)),
+            "rank 0: F0.0 s>1:F0.0 r<1:F3.0 F3.0 I3.0 s>1:B3.0 W3.0 r<1:B0.0 "
+            "I0.0 W0.0\n"
+            "rank 1: r<0:F1.0 F1.0 s>1:F1.0 r<1:F2.0 F2.0 s>0:F2.0 r<0:B2.0 "
+            "I2.0 s>1:B2.0 W2.0 r<1:B1.0 I1.0 s>0:B1.0 W1.0\n");
   EXPECT_EQ(
       scheduleJson(build(ScheduleKind::GPipe, 2, 1)),
       "{\"schedule\":\"gpipe\",\"ranks\":2,\"microbatches\":1,"

@@ -202,3 +202,34 @@ module attributes {nn.pipeline = {
     schedule = "gpipe", layers = array<i64: 1, 1>, flops = array<i64: 1, 1>, tied = {},
     actions = [["F1.0"], []]}} {
 }
+
+// -----
+
+// Tests that a ZB-V schedule places its stages in a V: stage 2 of 4 on
+// two ranks is rank 1's (rank 0 holds 0 and 3).
+// expected-error @+1 {{malformed 'nn.pipeline': actions of rank 0: 'F2.0' is stage 2's, which rank 1 holds}}
+module attributes {nn.pipeline = {
+    ranks = 2 : i64, virtual_stages = 2 : i64, microbatches = 1 : i64,
+    schedule = "zb-v", layers = array<i64: 1, 1, 1, 1>, flops = array<i64: 1, 1, 1, 1>, tied = {},
+    actions = [["F0.0", "F2.0"], []]}} {
+}
+
+// -----
+
+// Tests that a send names the rank holding the stage it feeds.
+// expected-error @+1 {{malformed 'nn.pipeline': actions of rank 0: 's>0:F0.0' names peer 0, but stage 1 is on rank 1}}
+module attributes {nn.pipeline = {
+    ranks = 2 : i64, virtual_stages = 1 : i64, microbatches = 1 : i64,
+    schedule = "gpipe", layers = array<i64: 1, 1>, flops = array<i64: 1, 1>, tied = {},
+    actions = [["F0.0", "s>0:F0.0"], []]}} {
+}
+
+// -----
+
+// Tests that a receive of the first stage's input crosses no boundary.
+// expected-error @+1 {{malformed 'nn.pipeline': actions of rank 0: 'r<1:F0.0' crosses no stage boundary (stage 0 of 2)}}
+module attributes {nn.pipeline = {
+    ranks = 2 : i64, virtual_stages = 1 : i64, microbatches = 1 : i64,
+    schedule = "gpipe", layers = array<i64: 1, 1>, flops = array<i64: 1, 1>, tied = {},
+    actions = [["r<1:F0.0", "F0.0"], []]}} {
+}

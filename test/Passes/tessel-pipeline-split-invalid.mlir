@@ -6,6 +6,7 @@
 // RUN: tessel-opt %t/model.mlir --tessel-pipeline-split="mesh=pp=2" --split-input-file --verify-diagnostics
 // RUN: tessel-opt %t/plan.mlir --tessel-pipeline-split="mesh=pp=2 schedule=zigzag" --verify-diagnostics
 // RUN: tessel-opt %t/virtual.mlir --tessel-pipeline-split="mesh=pp=2 virtual-stages=2" --verify-diagnostics
+// RUN: tessel-opt %t/zbv-three.mlir --tessel-pipeline-split="mesh=pp=2 schedule=zb-v virtual-stages=3" --verify-diagnostics
 // RUN: tessel-opt %t/virtual-zero.mlir --tessel-pipeline-split="mesh=pp=2 schedule=interleaved virtual-stages=0" --verify-diagnostics
 // RUN: tessel-opt %t/negative-microbatches.mlir --tessel-pipeline-split="mesh=pp=2 microbatches=-1" --verify-diagnostics
 // RUN: tessel-opt %t/too-large.mlir --tessel-pipeline-split="mesh=pp=2 microbatches=2000000" --verify-diagnostics
@@ -179,7 +180,7 @@ func.func private @layer(%h: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> tensor<4x8
 }
 func.func @loss(%x: tensor<4x8xf32> {nn.input},
                 %w: tensor<4x8x8xf32> {nn.param = "w", nn.init = #nn.init<normal, 0.1>}) -> tensor<f32> {
-  // expected-error@+1 {{unknown pipeline schedule 'zigzag' (expected gpipe, 1f1b, interleaved or zb-h1)}}
+  // expected-error@+1 {{unknown pipeline schedule 'zigzag' (expected gpipe, 1f1b, interleaved, zb-h1 or zb-v)}}
   %h = nn.repeat @layer(%x) params(%w) : (tensor<4x8xf32>, tensor<4x8x8xf32>) -> tensor<4x8xf32>
   %l = nn.reduce_mean %h dims = [0, 1] : tensor<4x8xf32> -> tensor<f32>
   return %l : tensor<f32>
@@ -194,8 +195,23 @@ func.func private @layer(%h: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> tensor<4x8
 }
 func.func @loss(%x: tensor<4x8xf32> {nn.input, nn.axes = ["batch", "embed"]},
                 %w: tensor<4x8x8xf32> {nn.param = "w", nn.init = #nn.init<normal, 0.1>}) -> tensor<f32> {
-  // expected-error@+1 {{--virtual-stages 2 needs the interleaved schedule (1f1b runs one stage per rank)}}
+  // expected-error@+1 {{--virtual-stages 2 needs the interleaved or zb-v schedule (1f1b runs one stage per rank)}}
   %h = nn.repeat @layer(%x) params(%w) : (tensor<4x8xf32>, tensor<4x8x8xf32>) -> tensor<4x8xf32>
+  %l = nn.reduce_mean %h dims = [0, 1] : tensor<4x8xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+//--- zbv-three.mlir
+
+// Tests that ZB-V with other than two stages per rank is refused at the repeat.
+func.func private @layer(%h: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> tensor<4x8xf32> {
+  %m = nn.matmul %h, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  return %m : tensor<4x8xf32>
+}
+func.func @loss(%x: tensor<4x8xf32> {nn.input, nn.axes = ["batch", "embed"]},
+                %w: tensor<6x8x8xf32> {nn.param = "w", nn.init = #nn.init<normal, 0.1>}) -> tensor<f32> {
+  // expected-error@+1 {{pipeline schedule: zb-v runs two stages per rank, down the ranks and back (V = 3)}}
+  %h = nn.repeat @layer(%x) params(%w) : (tensor<4x8xf32>, tensor<6x8x8xf32>) -> tensor<4x8xf32>
   %l = nn.reduce_mean %h dims = [0, 1] : tensor<4x8xf32> -> tensor<f32>
   return %l : tensor<f32>
 }

@@ -10,6 +10,7 @@
 // RUN: tessel-compile %s --mesh pp=2 --microbatches 4 --pipeline-schedule 1f1b --report --emit=mlir -o %t.1f1b.mlir | FileCheck %s --check-prefix=ONEF
 // RUN: tessel-compile %s --mesh pp=2 --microbatches 4 --pipeline-schedule zb-h1 --report --emit=mlir -o %t.zb.mlir | FileCheck %s --check-prefix=ZB
 // RUN: tessel-compile %s --mesh pp=2 --microbatches 4 --pipeline-schedule interleaved --report --emit=mlir -o %t.int.mlir | FileCheck %s --check-prefix=INTER
+// RUN: tessel-compile %s --mesh pp=2 --microbatches 4 --pipeline-schedule zb-v --report --emit=mlir -o %t.zbv.mlir | FileCheck %s --check-prefix=ZBV
 // RUN: tessel-compile %s --mesh pp=2 --microbatches 4 --report-json %t.json --dump-schedule %t.schedule.json --emit=mlir -o %t.json.mlir
 // RUN: FileCheck %s --check-prefix=JSON --input-file=%t.json
 // RUN: FileCheck %s --check-prefix=DUMP --input-file=%t.schedule.json
@@ -113,6 +114,27 @@
 
 // Interleaved, V = 2 (four stages of one layer, 577 and 1,825 flops): the
 // bubble is (P-1)/(V·M+P-1) = 1/9.
+// ZB-V, P = 2, M = 4: stages 0 and 3 on rank 0, 1 and 2 on rank 1 (a V),
+// each a layer; the bubble less than half interleaved's on the same four
+// stages. Rank 1 hands stage 1's activations to stage 2 and stage 2's
+// gradients back to stage 1 in memory: stage 1 sends only its input's
+// gradients and stage 2 only its activations (4 x 132 bytes each), and
+// rank 1 keeps one handed-over gradient (within its 3,652 bytes).
+// ZBV: pipeline over pp=2 (mesh pp=2): zb-v, 4 microbatches, 4 stages (2 per rank)
+// ZBV: stage rank layers
+// ZBV-NEXT: 0     0    0-0
+// ZBV-NEXT: 1     1    1-1
+// ZBV-NEXT: 2     1    2-2
+// ZBV-NEXT: 3     0    3-3
+// ZBV: interleaved   0.1111         0.1111  5,3                  2304,1728
+// ZBV-NEXT: * zb-v          0.0440              -  4,4                  1792,3652
+// ZBV: rank 1: r<0:F1.0 F1.0 s>1:F1.0 r<1:F2.0 F2.0 s>0:F2.0
+// ZBV: point-to-point per step (bytes a rank of each stage sends: 4 activations forward, 4 gradients back)
+// ZBV-NEXT: stage 0                528
+// ZBV-NEXT: stage 1                528
+// ZBV-NEXT: stage 2                528
+// ZBV-NEXT: stage 3                528
+
 // INTER: pipeline over pp=2 (mesh pp=2): interleaved, 4 microbatches, 4 stages (2 per rank)
 // INTER: * interleaved   0.1111         0.1111  5,3                  2304,1728
 
@@ -196,8 +218,8 @@
 // SUM: tessel-compile-pipeline.mlir:{{[0-9]+}}:{{[0-9]+}}: error: --stage-layers '1,2' gives 2 stages 3 layers; the pipeline has 2 stages and the repeat 4 layers
 // FEW: tessel-compile-pipeline.mlir:{{[0-9]+}}:{{[0-9]+}}: error: the nn.repeat has 4 layers, fewer than the 8 pipeline stages (pp=8) need
 // ONEF-M: error: pipeline schedule: 1f1b needs at least as many microbatches as stages (M = 2 < P = 4)
-// UNKNOWN: error: unknown pipeline schedule 'zigzag' (expected gpipe, 1f1b, interleaved or zb-h1)
-// VIRTUAL: error: --virtual-stages 2 needs the interleaved schedule (1f1b runs one stage per rank)
+// UNKNOWN: error: unknown pipeline schedule 'zigzag' (expected gpipe, 1f1b, interleaved, zb-h1 or zb-v)
+// VIRTUAL: error: --virtual-stages 2 needs the interleaved or zb-v schedule (1f1b runs one stage per rank)
 
 // The layers carry the activation and the running loss: nothing comes
 // before them (a constant) or after, so the stages cost the same.

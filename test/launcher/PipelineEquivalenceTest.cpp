@@ -16,10 +16,11 @@
 // ZeRO (--zero) shards each stage's training state over its dp ranks:
 // 1f1b on dp=2,pp=2 and dp=2,tp=2,pp=2 at stage 2 (the gradient chunks
 // accumulate over 4 microbatches; and AdamW in f64), zb-h1 at stage 3 (the
-// split backward gathers what its weight part reads) train as one device
-// too, and ZeRO checkpoints, gathered or sharded, resume on other meshes
-// and stages, pipelines included. With --clip the stages' parts of the
-// gradient norm add up to one device's (the tied embedding once).
+// split backward gathers what its weight part reads) and zb-v at stage 2
+// train as one device too, and ZeRO checkpoints, gathered or sharded,
+// resume on other meshes and stages, pipelines included. With --clip the
+// stages' parts of the gradient norm add up to one device's (the tied
+// embedding once).
 //
 // `ctest -L parallel`.
 //
@@ -232,6 +233,17 @@ std::vector<Case> pipelineCases() {
       {4, "pp=4", "1f1b", 4},
       {8, "pp=4", "interleaved", 4, "--virtual-stages 2"},
       {4, "pp=4", "zb-h1", 5},
+      // ZB-V: two stages a rank in a V, so rank 0 holds both copies of the
+      // tied embedding and the middle rank hands its activations and
+      // gradients over to itself; fewer microbatches than the pattern's
+      // 2P - 1 (pp=4, M=4) keep its order.
+      {4, "pp=2", "zb-v", 4},
+      {8, "pp=4", "zb-v", 8},
+      {8, "pp=4", "zb-v", 4, "", true},
+      {4, "dp=2,tp=2,pp=2", "zb-v", 4},
+      {4, "dp=2,pp=2", "zb-v", 4, "--zero 2"},
+      {4, "pp=2", "zb-v", 4, "--stage-recompute"},
+      {4, "pp=2", "zb-v", 2, "", true, "--clip 0.05"},
       // A stage keeps what its backward reads of its forward (the default,
       // every case here but these): per the recompute policy, which then
       // recomputes inside the backward; or, with --stage-recompute, keeps

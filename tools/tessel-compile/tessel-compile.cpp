@@ -218,12 +218,12 @@ cl::opt<int64_t> microbatches(
 cl::opt<std::string>
     pipelineSchedule("pipeline-schedule",
                      cl::desc("Pipeline schedule (default 1f1b)"),
-                     cl::value_desc("gpipe|1f1b|interleaved|zb-h1"),
+                     cl::value_desc("gpipe|1f1b|interleaved|zb-h1|zb-v"),
                      cl::init("1f1b"), cl::cat(pipelineCategory));
 cl::opt<int64_t> virtualStages(
     "virtual-stages",
-    cl::desc("Stages per pp rank, for the interleaved schedule (default 2 "
-             "there)"),
+    cl::desc("Stages per pp rank, for the interleaved and zb-v schedules "
+             "(default 2 there)"),
     cl::value_desc("v"), cl::init(1), cl::cat(pipelineCategory));
 cl::opt<bool> stageRecompute(
     "stage-recompute",
