@@ -5,14 +5,18 @@
 #include "passes/Pipelines.h"
 
 #include "mlir/IR/Diagnostics.h"
+#include "mlir/Parser/Parser.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/Format.h"
+#include "llvm/Support/Threading.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <map>
+#include <thread>
 
 using namespace mlir;
 using namespace tessel;
@@ -308,6 +312,55 @@ void evaluateFitting(ModuleOp model, const Settings &settings, Candidate &c,
   }
 }
 
+/// Compiles every candidate of `all` (evaluateFitting), `settings.jobs` at a
+/// time. One job compiles in `model`'s context; several each parse the
+/// model's text into a context of their own (threading off: the workers
+/// are the parallelism) and take the next candidate until none is left, so
+/// no IR, diagnostic handler or uniquer is shared between compiles.
+void evaluateAll(ModuleOp model, const Settings &settings,
+                 std::vector<Candidate> &all, bool searchRecompute) {
+  unsigned jobs = settings.jobs
+                      ? settings.jobs
+                      : llvm::hardware_concurrency().compute_thread_count();
+  jobs = std::max(1u, std::min<unsigned>(jobs, unsigned(all.size())));
+  if (jobs == 1) {
+    for (Candidate &c : all)
+      evaluateFitting(model, settings, c, searchRecompute);
+    return;
+  }
+  std::string text;
+  {
+    llvm::raw_string_ostream os(text);
+    model->print(os, OpPrintingFlags().enableDebugInfo());
+  }
+  const DialectRegistry &registry = model.getContext()->getDialectRegistry();
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    MLIRContext context(registry, MLIRContext::Threading::DISABLED);
+    context.printOpOnDiagnostic(false);
+    context.loadAllAvailableDialects();
+    std::string parseError;
+    ScopedDiagnosticHandler handler(&context, [&](Diagnostic &d) {
+      if (parseError.empty())
+        parseError = d.str();
+      return success();
+    });
+    OwningOpRef<ModuleOp> copy = parseSourceString<ModuleOp>(text, &context);
+    for (size_t i = next++; i < all.size(); i = next++) {
+      if (!copy)
+        all[i].refused =
+            "the planner could not read the model back: " + parseError;
+      else
+        evaluateFitting(*copy, settings, all[i], searchRecompute);
+    }
+  };
+  std::vector<std::thread> workers;
+  for (unsigned k = 0; k < jobs; ++k)
+    workers.emplace_back(work);
+  for (std::thread &worker : workers)
+    worker.join();
+}
+
 /// The same program's figures: sequence parallelism that changed nothing
 /// (a model without a sequence dimension).
 bool sameFigures(const Candidate &a, const Candidate &b) {
@@ -391,6 +444,9 @@ std::vector<Candidate> planner::plan(ModuleOp model, const Settings &settings) {
     settings.configure(given);
   bool searchSequenceParallel = !given.sequenceParallel;
   bool searchRecompute = std::string(given.recompute).empty();
+  // Every candidate, then every compile; a sequence-parallel candidate
+  // follows its split's and is dropped where it compiled the same program.
+  std::vector<bool> sequenceVariant;
   for (int64_t pp = 1; pp <= n; ++pp) {
     if (n % pp)
       continue;
@@ -403,21 +459,24 @@ std::vector<Candidate> planner::plan(ModuleOp model, const Settings &settings) {
         if (pp > 1)
           schedules = {"1f1b", "zb-h1", "interleaved", "zb-v"};
         for (const std::string &schedule : schedules) {
-          Candidate c = split(dp, tp, pp, zero, schedule,
-                              given.sequenceParallel, /*recompute=*/"");
-          evaluateFitting(model, settings, c, searchRecompute);
-          all.push_back(c);
+          all.push_back(split(dp, tp, pp, zero, schedule,
+                              given.sequenceParallel, /*recompute=*/""));
+          sequenceVariant.push_back(false);
           if (tp > 1 && searchSequenceParallel) {
-            Candidate sp = split(dp, tp, pp, zero, schedule,
-                                 /*sequenceParallel=*/true, /*recompute=*/"");
-            evaluateFitting(model, settings, sp, searchRecompute);
-            if (!sameFigures(sp, c))
-              all.push_back(std::move(sp));
+            all.push_back(split(dp, tp, pp, zero, schedule,
+                                /*sequenceParallel=*/true, /*recompute=*/""));
+            sequenceVariant.push_back(true);
           }
         }
       }
     }
   }
+  evaluateAll(model, settings, all, searchRecompute);
+  std::vector<Candidate> kept;
+  for (size_t i = 0; i < all.size(); ++i)
+    if (!sequenceVariant[i] || !sameFigures(all[i], all[i - 1]))
+      kept.push_back(std::move(all[i]));
+  all = std::move(kept);
   auto order = [](const Candidate &c) {
     return c.refused.empty() ? (c.fits ? 0 : 1) : 2;
   };

@@ -15,7 +15,9 @@
 // memory needs it, since it costs compute. Alpa searches the same space with an
 // ILP over its own cost model; this one compiles each candidate in well under a
 // second, so its figures are the generated program's, exactly, and only the
-// time model is a model.
+// time model is a model. The compiles run `Settings::jobs` at a time, each
+// worker in an MLIRContext of its own with its own parse of the model; the
+// ranking is the same at any job count.
 //
 //===----------------------------------------------------------------------===//
 
@@ -73,8 +75,11 @@ struct Settings {
   std::string source; // the model's file name, for the descriptions
   /// The rest of every candidate's compile options (training settings,
   /// rules, ...), set before the planner sets the mesh, ZeRO stage,
-  /// schedule, microbatches and precision.
+  /// schedule, microbatches and precision. Called from the workers at
+  /// once: it may only read.
   std::function<void(CompilePipelineOptions &)> configure;
+  /// Candidates compiled at once (0: one per hardware thread).
+  unsigned jobs = 0;
 };
 
 /// One way to split the model, and what its compile says.

@@ -22,6 +22,11 @@
 // RUN: tessel-compile %S/Inputs/plan-activations.mlir --mesh auto --devices 1 --report -o %t.act.so 2>&1 | FileCheck %s --check-prefix=AUTO-RECOMPUTE
 // RUN: not tessel-compile %S/Inputs/plan-activations.mlir --mesh auto --devices 1 --recompute none -o %t.x.so 2>&1 | FileCheck %s --check-prefix=AUTO-NO-RECOMPUTE
 // RUN: tessel-plan %s --devices 4 --nodes 2 --top 1 | FileCheck %s --check-prefix=NODES
+// Any number of compiles at once ranks alike, byte for byte:
+// RUN: tessel-plan %s --devices 4 --top 100 --jobs 1 --json %t.jobs1.json > %t.jobs1
+// RUN: tessel-plan %s --devices 4 --top 100 --jobs 3 --json %t.jobs3.json > %t.jobs3
+// RUN: diff %t.jobs1 %t.jobs3
+// RUN: diff %t.jobs1.json %t.jobs3.json
 // RUN: tessel-plan %s --devices 2 --device h200 --precision bf16 --microbatches 2 --efficiency 0.25 | FileCheck %s --check-prefix=H200
 // RUN: tessel-compile %s --mesh auto --devices 4 --report -o %t.auto.so 2>&1 | FileCheck %s --check-prefix=AUTO
 // RUN: tessel-compile %s --mesh auto --devices 1 --precision bf16 -o %t.auto1.so 2>&1 | FileCheck %s --check-prefix=AUTO1
@@ -51,6 +56,7 @@
 // RUN: not tessel-plan %s --devices 2 --precision f16 2>&1 | FileCheck %s --check-prefix=PRECISION
 // RUN: not tessel-plan %s --devices 2 --memory-gib -1 2>&1 | FileCheck %s --check-prefix=MEMORY
 // RUN: not tessel-plan %s --devices 2 --microbatches -2 2>&1 | FileCheck %s --check-prefix=MICRO
+// RUN: not tessel-plan %s --devices 2 --jobs 5000 2>&1 | FileCheck %s --check-prefix=JOBS
 // RUN: not tessel-plan %s --devices 2 --json %s 2>&1 | FileCheck %s --check-prefix=CLOBBER
 // RUN: not tessel-plan %t.missing.mlir --devices 2 2>&1 | FileCheck %s --check-prefix=MISSING
 // RUN: echo 'func.func @loss(%%x: tensor<4xf32>' > %t.bad.mlir
@@ -186,6 +192,7 @@
 // PRECISION: tessel-plan: --precision f16: expected f32 or bf16
 // MEMORY: tessel-plan: --memory-gib must be a positive number
 // MICRO: tessel-plan: --microbatches -2: expected 1 to 65536
+// JOBS: tessel-plan: --jobs 5000: expected 0 to 1024
 // CLOBBER: tessel-plan: --json {{.*}}tessel-plan.mlir is the model file: refusing to overwrite it
 // MISSING: tessel-plan: {{.*}}missing.mlir: cannot open input file
 // BAD: bad.mlir:1:{{[0-9]+}}: error: expected ')'

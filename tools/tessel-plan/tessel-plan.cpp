@@ -70,6 +70,11 @@ cl::opt<bool> sequenceParallel(
 cl::opt<unsigned> top("top",
                       cl::desc("Candidates that fit to list (default 10)"),
                       cl::init(10), cl::cat(planCategory));
+cl::opt<unsigned>
+    jobs("jobs",
+         cl::desc("Candidates compiled at once (default: one per hardware "
+                  "thread; the ranking is the same at any count)"),
+         cl::init(0), cl::cat(planCategory));
 cl::opt<std::string> jsonFile("json",
                               cl::desc("Also write every candidate as JSON"),
                               cl::value_desc("file"), cl::cat(planCategory));
@@ -97,6 +102,8 @@ int planModel() {
                     ": expected 1 to 65536");
   if (precision != "f32" && precision != "bf16")
     return exitWith("--precision " + precision + ": expected f32 or bf16");
+  if (jobs > 1024)
+    return exitWith("--jobs " + std::to_string(jobs) + ": expected 0 to 1024");
   if (recompute.getNumOccurrences() > 0 && recompute != "none" &&
       recompute != "selective" && recompute != "full")
     return exitWith("--recompute " + recompute +
@@ -127,6 +134,7 @@ int planModel() {
       microbatches > 0 ? int64_t(microbatches) : int64_t(devices);
   settings.precision = precision;
   settings.source = inputFile;
+  settings.jobs = jobs;
   settings.configure = [](tessel::CompilePipelineOptions &options) {
     if (recompute.getNumOccurrences() > 0)
       options.setTrainSetting("recompute", recompute);
