@@ -256,6 +256,8 @@ void evaluate(ModuleOp model, const Settings &settings, Candidate &c) {
     options.sequenceParallel = true;
   if (!c.recompute.empty())
     options.setTrainSetting("recompute", c.recompute);
+  if (c.stageRecompute)
+    options.stageRecompute = true;
   if (c.pp > 1) {
     options.microbatches = settings.microbatches;
     options.pipelineSchedule = c.schedule;
@@ -291,18 +293,33 @@ void evaluate(ModuleOp model, const Settings &settings, Candidate &c) {
   c.fits = double(c.memoryBytes) <= settings.device.memoryBytes;
 }
 
-/// Compiles `c`; when it is over memory and the command line sets no
-/// recompute policy (`searchRecompute`), again with selective, then full
-/// recomputation (the cheaper first): the first that fits, else the one
-/// that holds the least.
+/// What the search may turn on for a candidate over memory: what the
+/// command line leaves unset.
+struct FitSearch {
+  bool recompute = true;      // a recompute policy
+  bool stageRecompute = true; // a pipeline's --stage-recompute
+};
+
+/// Compiles `c`; when it is over memory, again with selective, then full
+/// recomputation, then (a pipeline) its stages recomputing their whole
+/// forward from their inputs, the cheaper first, as far as `search` allows:
+/// the first that fits, else the one that holds the least.
 void evaluateFitting(ModuleOp model, const Settings &settings, Candidate &c,
-                     bool searchRecompute) {
+                     FitSearch search) {
   evaluate(model, settings, c);
-  if (!searchRecompute || !c.refused.empty() || c.fits)
+  if (!c.refused.empty() || c.fits)
     return;
-  for (const char *policy : {"selective", "full"}) {
-    Candidate retry = c.sameSplit();
-    retry.recompute = policy;
+  std::vector<Candidate> retries;
+  if (search.recompute)
+    for (const char *policy : {"selective", "full"}) {
+      retries.push_back(c.sameSplit());
+      retries.back().recompute = policy;
+    }
+  if (search.stageRecompute && c.pp > 1) {
+    retries.push_back(c.sameSplit());
+    retries.back().stageRecompute = true;
+  }
+  for (Candidate &retry : retries) {
     evaluate(model, settings, retry);
     if (retry.refused.empty() &&
         (retry.fits || retry.memoryBytes < c.memoryBytes))
@@ -318,14 +335,14 @@ void evaluateFitting(ModuleOp model, const Settings &settings, Candidate &c,
 /// are the parallelism) and take the next candidate until none is left, so
 /// no IR, diagnostic handler or uniquer is shared between compiles.
 void evaluateAll(ModuleOp model, const Settings &settings,
-                 std::vector<Candidate> &all, bool searchRecompute) {
+                 std::vector<Candidate> &all, FitSearch search) {
   unsigned jobs = settings.jobs
                       ? settings.jobs
                       : llvm::hardware_concurrency().compute_thread_count();
   jobs = std::max(1u, std::min<unsigned>(jobs, unsigned(all.size())));
   if (jobs == 1) {
     for (Candidate &c : all)
-      evaluateFitting(model, settings, c, searchRecompute);
+      evaluateFitting(model, settings, c, search);
     return;
   }
   std::string text;
@@ -351,7 +368,7 @@ void evaluateAll(ModuleOp model, const Settings &settings,
         all[i].refused =
             "the planner could not read the model back: " + parseError;
       else
-        evaluateFitting(*copy, settings, all[i], searchRecompute);
+        evaluateFitting(*copy, settings, all[i], search);
     }
   };
   std::vector<std::thread> workers;
@@ -372,6 +389,14 @@ bool sameFigures(const Candidate &a, const Candidate &b) {
 /// Equal but for the rounding of sums taken in another order.
 bool nearlyEqual(double a, double b) {
   return std::fabs(a - b) <= 1e-9 * std::max(std::fabs(a), std::fabs(b));
+}
+
+/// The table's recompute column: the policy, "stage" for a pipeline's
+/// stages recomputing their forward, "-" for neither.
+std::string recomputeText(const Candidate &c) {
+  if (c.stageRecompute)
+    return c.recompute.empty() ? "stage" : c.recompute + "+stage";
+  return c.recompute.empty() ? "-" : c.recompute;
 }
 
 std::string format(const char *fmt, double value) {
@@ -418,7 +443,8 @@ std::string Candidate::mesh() const {
 /// A candidate of this split, not yet compiled.
 static Candidate split(int64_t dp, int64_t tp, int64_t pp, int64_t zero,
                        const std::string &schedule, bool sequenceParallel,
-                       const std::string &recompute) {
+                       const std::string &recompute,
+                       bool stageRecompute = false) {
   Candidate c;
   c.dp = dp;
   c.tp = tp;
@@ -427,11 +453,13 @@ static Candidate split(int64_t dp, int64_t tp, int64_t pp, int64_t zero,
   c.schedule = schedule;
   c.sequenceParallel = sequenceParallel;
   c.recompute = recompute;
+  c.stageRecompute = stageRecompute;
   return c;
 }
 
 Candidate Candidate::sameSplit() const {
-  return split(dp, tp, pp, zero, schedule, sequenceParallel, recompute);
+  return split(dp, tp, pp, zero, schedule, sequenceParallel, recompute,
+               stageRecompute);
 }
 
 std::vector<Candidate> planner::plan(ModuleOp model, const Settings &settings) {
@@ -443,7 +471,10 @@ std::vector<Candidate> planner::plan(ModuleOp model, const Settings &settings) {
   if (settings.configure)
     settings.configure(given);
   bool searchSequenceParallel = !given.sequenceParallel;
-  bool searchRecompute = std::string(given.recompute).empty();
+  FitSearch search;
+  search.recompute = std::string(given.recompute).empty();
+  // A policy given fixes recomputation: no stage recomputation either.
+  search.stageRecompute = search.recompute && !given.stageRecompute;
   // Every candidate, then every compile; a sequence-parallel candidate
   // follows its split's and is dropped where it compiled the same program.
   std::vector<bool> sequenceVariant;
@@ -471,7 +502,7 @@ std::vector<Candidate> planner::plan(ModuleOp model, const Settings &settings) {
       }
     }
   }
-  evaluateAll(model, settings, all, searchRecompute);
+  evaluateAll(model, settings, all, search);
   std::vector<Candidate> kept;
   for (size_t i = 0; i < all.size(); ++i)
     if (!sequenceVariant[i] || !sameFigures(all[i], all[i - 1]))
@@ -538,10 +569,10 @@ void planner::printPlan(llvm::raw_ostream &os,
         "%16lld %14lld\n",
         shown, c.mesh().c_str(), (long long)c.zero,
         c.schedule.empty() ? "-" : c.schedule.c_str(),
-        c.sequenceParallel ? "yes" : "-",
-        c.recompute.empty() ? "-" : c.recompute.c_str(), c.stepSeconds * 1e3,
-        c.computeSeconds * 1e3, c.commSeconds * 1e3, c.bubble,
-        (long long)c.memoryBytes, (long long)c.flops, (long long)c.ringBytes);
+        c.sequenceParallel ? "yes" : "-", recomputeText(c).c_str(),
+        c.stepSeconds * 1e3, c.computeSeconds * 1e3, c.commSeconds * 1e3,
+        c.bubble, (long long)c.memoryBytes, (long long)c.flops,
+        (long long)c.ringBytes);
   }
   if (fitting > shown)
     os << "  (" << fitting - shown << " more that fit: --top)\n";
@@ -554,7 +585,8 @@ void planner::printPlan(llvm::raw_ostream &os,
          << (c.schedule.empty() ? "" : " " + c.schedule)
          << (c.sequenceParallel ? " sp" : "")
          << (c.recompute.empty() ? "" : " recompute " + c.recompute)
-         << " needs " << c.memoryBytes << " bytes\n";
+         << (c.stageRecompute ? " stage-recompute" : "") << " needs "
+         << c.memoryBytes << " bytes\n";
   // One line per refusal: the same error (a model without nn.repeat
   // under pp) refuses every ZeRO stage and schedule alike.
   std::vector<std::pair<std::string, std::vector<std::string>>> refusals;
@@ -590,6 +622,8 @@ llvm::json::Object planner::planJson(const std::vector<Candidate> &ranked,
     o["sequence_parallel"] = c.sequenceParallel;
     if (!c.recompute.empty())
       o["recompute"] = c.recompute;
+    if (c.stageRecompute)
+      o["stage_recompute"] = true;
     if (!c.refused.empty()) {
       o["refused"] = c.refused;
     } else {

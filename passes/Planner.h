@@ -11,11 +11,12 @@
 // model (peak flops at an achieved fraction, link bandwidth, memory) turns
 // them into a predicted step time; candidates that fit in memory are ranked
 // by it. One over memory is compiled again with selective, then full
-// activation recomputation, as a Megatron user turns it on: only where the
-// memory needs it, since it costs compute. Alpa searches the same space with an
-// ILP over its own cost model; this one compiles each candidate in well under a
-// second, so its figures are the generated program's, exactly, and only the
-// time model is a model. The compiles run `Settings::jobs` at a time, each
+// activation recomputation, then (a pipeline) with --stage-recompute, as a
+// Megatron user turns it on: only where the memory needs it, since it
+// costs compute. Alpa searches the same space with an ILP over its own
+// cost model; this one compiles each candidate in well under a second, so
+// its figures are the generated program's, exactly, and only the time
+// model is a model. The compiles run `Settings::jobs` at a time, each
 // worker in an MLIRContext of its own with its own parse of the model; the
 // ranking is the same at any job count.
 //
@@ -92,6 +93,10 @@ struct Candidate {
   /// The recompute policy the search set for the candidate to fit
   /// ("selective", "full"), or empty: the command line's (default none).
   std::string recompute;
+  /// A pipeline whose stages keep only their inputs and recompute their
+  /// forward in the backward (--stage-recompute): the search's last resort
+  /// where neither policy fits, or the command line's.
+  bool stageRecompute = false;
   /// The compiler's refusal (the first error), or empty.
   std::string refused;
   // Per rank, per step: the busiest rank's figures.

@@ -13,6 +13,8 @@
 // RUN: not tessel-plan %s --devices 4 --memory-gib 0.00001 | FileCheck %s --check-prefix=NOFIT
 // RUN: tessel-plan %s --devices 4 --memory-gib 0.0000136 --top 2 | FileCheck %s --check-prefix=RECOMPUTE
 // RUN: tessel-plan %s --devices 4 --memory-gib 0.0000136 --recompute none --top 2 | FileCheck %s --check-prefix=FIXED
+// RUN: tessel-plan %s --devices 4 --memory-gib 0.000012 --top 2 --json %t.stage.json | FileCheck %s --check-prefix=STAGE
+// RUN: FileCheck %s --check-prefix=STAGE-JSON --input-file=%t.stage.json
 // RUN: tessel-plan %examples/gpt.mlir --devices 2 --sequence-parallel | FileCheck %s --check-prefix=SP-FIXED
 // RUN: not tessel-plan %s --devices 2 --recompute half 2>&1 | FileCheck %s --check-prefix=RECOMPUTE-BAD
 // RUN: tessel-compile %examples/gpt.mlir --mesh tp=2 --sequence-parallel --report -o %t.sp.so > %t.sp
@@ -106,7 +108,7 @@
 // recompute).
 // NOFIT: none fits in 10737 bytes per device
 // NOFIT-NEXT: over memory: tp=4 zero 0 needs 10752 bytes
-// NOFIT-NEXT: over memory: pp=2,tp=2 zero 0 1f1b recompute full needs 14592 bytes
+// NOFIT-NEXT: over memory: pp=2,tp=2 zero 0 1f1b stage-recompute needs 12800 bytes
 // NOFIT-NEXT: over memory: dp=4 zero 3 recompute full needs 14656 bytes
 // NOFIT-NEXT: over memory: dp=2,tp=2 zero 3 needs 14656 bytes
 
@@ -119,8 +121,17 @@
 // RECOMPUTE-NEXT: 1    pp=2,tp=2           0 1f1b        -   full       {{.*}} 0.2144          14592           130520          15360
 // RECOMPUTE-NEXT: 2    tp=4                0 -           -   -          {{.*}} 0.0000          10752            86544          25152
 
-// Tests that --recompute fixes the policy instead: none, and only tp=4
-// fits; --sequence-parallel compiles every tp split with it, once.
+// Tests the last resort: with 12,885 bytes a device neither policy is
+// enough, and pp=2,tp=2 1f1b fits with its stages recomputing their whole
+// forward from their inputs (--stage-recompute): 12,800 bytes for 140,120
+// flops, more than full recomputation's 130,520.
+// STAGE: rank mesh
+// STAGE-NEXT: 1    pp=2,tp=2           0 1f1b        -   stage      {{.*}} 0.2016          12800           140120          15360
+// STAGE-NEXT: 2    tp=4                0 -           -   -          {{.*}} 0.0000          10752            86544          25152
+// STAGE-JSON: {"candidates":[{"bubble_fraction":{{.*}},"memory_bytes":12800,"mesh":"pp=2,tp=2",{{.*}}"stage_recompute":true,
+
+// Tests that --recompute fixes the policy instead (stage recomputation
+// not searched either): none, and only tp=4 fits; --sequence-parallel compiles every tp split with it, once.
 // FIXED: 1    tp=4
 // FIXED-NEXT: over memory: dp=2,tp=2 zero 3 needs 14656 bytes
 // FIXED-NOT: recompute full

@@ -479,6 +479,8 @@ LogicalResult chooseMesh(ModuleOp module) {
     flags += " --sequence-parallel";
   if (!best->recompute.empty())
     flags += " --recompute " + best->recompute;
+  if (best->stageRecompute && !stageRecompute)
+    flags += " --stage-recompute";
   llvm::errs() << "tessel-compile: --mesh auto on " << planDevices << " x "
                << planDevice << ": " << flags << " (predicted step "
                << llvm::format("%.4g", best->stepSeconds * 1e3)
@@ -501,6 +503,7 @@ LogicalResult chooseMesh(ModuleOp module) {
     pipelineSchedule.addOccurrence(0, "pipeline-schedule", best->schedule);
     if (best->schedule == "interleaved")
       virtualStages.addOccurrence(0, "virtual-stages", "2");
+    stageRecompute.setValue(best->stageRecompute || stageRecompute);
   } else {
     // Pipeline settings of a split without one: M is tessel-run's.
     microbatches.reset();
