@@ -27,6 +27,7 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
+#include <map>
 #include <numeric>
 
 using namespace mlir;
@@ -174,20 +175,37 @@ json::Object simulateSchedule(pipeline::ScheduleKind kind,
 
   int stages = shape.ranks * shape.virtualStages;
   json::Array ranks;
-  // The launcher keeps a pool of slots per stage, as many as it ever holds
-  // at once: what it allocates.
+  // The launcher keeps a pool of slots of each kind for each slot size
+  // on a rank, as many as the rank's stages of that size ever hold at
+  // once: what it allocates. Per stage, what the stage alone would.
   std::vector<pipeline::StageHolding> holding = pipeline::peakHolding(schedule);
   SmallVector<int64_t> stageBytes(stages, 0);
   bool split = pipeline::splitsBackward(kind);
+  using Kind = int pipeline::StageHolding::*;
+  const std::pair<Kind, ArrayRef<int64_t>> kinds[] = {
+      {&pipeline::StageHolding::inputs, microbatchBytes},
+      {&pipeline::StageHolding::kept, keptBytes},
+      {&pipeline::StageHolding::weightStash,
+       split ? weightStashBytes : ArrayRef<int64_t>()},
+      {&pipeline::StageHolding::gradients, outputBytes}};
   for (int s = 0; s < stages; ++s)
-    stageBytes[s] = holding[s].inputs * microbatchBytes[s] +
-                    holding[s].kept * keptBytes[s] +
-                    (split ? holding[s].weightStash * weightStashBytes[s] : 0) +
-                    holding[s].gradients * outputBytes[s];
+    for (auto [held, bytes] : kinds)
+      if (!bytes.empty())
+        stageBytes[s] += holding[s].*held * bytes[s];
   for (int r = 0; r < shape.ranks; ++r) {
+    std::vector<int> own =
+        pipeline::stagesOfRank(r, shape, pipeline::placementOf(kind));
     int64_t peakBytes = 0;
-    for (int s : pipeline::stagesOfRank(r, shape, pipeline::placementOf(kind)))
-      peakBytes += stageBytes[s];
+    for (auto [held, bytes] : kinds) {
+      if (bytes.empty())
+        continue;
+      std::map<int64_t, std::vector<int>> bySize;
+      for (int s : own)
+        bySize[bytes[s]].push_back(s);
+      for (const auto &[size, group] : bySize)
+        peakBytes +=
+            pipeline::peakHoldingTogether(schedule, group).*held * size;
+    }
     ranks.push_back(
         json::Object{{"busy_flops", timeline.busy[r]},
                      {"peak_activations", timeline.peakActivations[r]},

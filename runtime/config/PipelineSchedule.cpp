@@ -705,88 +705,130 @@ std::string tessel::pipeline::scheduleJson(const Schedule &schedule) {
   return json + "]}";
 }
 
-std::vector<tessel::pipeline::StageHolding>
-tessel::pipeline::peakHolding(const Schedule &schedule) {
-  int stages = schedule.shape.ranks * schedule.shape.virtualStages;
-  std::vector<StageHolding> peak(stages);
-  for (int rank = 0; rank < int(schedule.ranks.size()); ++rank) {
-    const std::vector<Action> &actions = schedule.ranks[rank];
-    std::vector<StageHolding> held(stages);
-    // The microbatch whose kept activations are in the stage's arena (no
-    // slot), or -1.
-    std::vector<int> resident(stages, -1);
-    for (const Action &a : actions) {
-      if (a.stage < 0 || a.stage >= stages)
-        continue;
-      StageHolding &h = held[a.stage];
-      int &inArena = resident[a.stage];
-      auto keptNow = [&] {
-        peak[a.stage].kept = std::max(peak[a.stage].kept, h.kept);
-      };
-      // A hand-over on this rank fills the receiving stage's slot at the
-      // Send: an activation the next stage's input slot, a gradient the
-      // previous stage's gradient slot until its Recv.
-      const bool handOver =
-          (a.kind == ActionKind::Send || a.kind == ActionKind::Recv) &&
-          a.peer == rank;
-      switch (a.kind) {
-      case ActionKind::Send:
-        if (handOver && a.gradient && a.stage > 0) {
-          StageHolding &to = held[a.stage - 1];
-          ++to.gradients;
-          peak[a.stage - 1].gradients =
-              std::max(peak[a.stage - 1].gradients, to.gradients);
-        } else if (handOver && !a.gradient && a.stage + 1 < stages) {
-          StageHolding &to = held[a.stage + 1];
-          ++to.inputs;
-          peak[a.stage + 1].inputs =
-              std::max(peak[a.stage + 1].inputs, to.inputs);
-        }
-        break;
-      case ActionKind::Recv:
-        if (handOver && a.gradient)
-          --h.gradients;
-        else if (!handOver && !a.gradient)
-          ++h.inputs;
-        break;
-      case ActionKind::Forward:
-        // The microbatch in the arena moves to a slot; the new one's stay.
-        if (inArena >= 0)
-          ++h.kept;
-        inArena = a.microbatch;
-        break;
-      case ActionKind::Backward:
-      case ActionKind::BackwardInput:
-      case ActionKind::BackwardWeight:
-        // A part reads its microbatch's kept activations in the arena:
-        // the one there moves to a slot (both slots held a moment), then
-        // this one's slot empties into the arena.
-        if (inArena != a.microbatch) {
-          if (inArena >= 0)
-            ++h.kept;
-          keptNow();
-          --h.kept;
-          inArena = a.microbatch;
-        }
-        if (a.kind == ActionKind::BackwardInput) {
-          ++h.weightStash;
-          break;
-        }
-        // The microbatch's last part: its input and kept values go.
-        inArena = -1;
-        if (a.kind == ActionKind::BackwardWeight)
-          --h.weightStash;
-        if (a.stage > 0)
-          --h.inputs;
-        break;
-      default:
-        break;
-      }
-      peak[a.stage].inputs = std::max(peak[a.stage].inputs, h.inputs);
-      peak[a.stage].weightStash =
-          std::max(peak[a.stage].weightStash, h.weightStash);
-      keptNow();
+namespace {
+
+/// Slots held while a rank runs its list as the launcher does, per stage
+/// and summed over a group of its stages (sharing a pool), with the peaks
+/// of both.
+class HoldingTracker {
+public:
+  explicit HoldingTracker(int stages, std::vector<bool> inGroup = {})
+      : held(stages), stagePeak(stages), inGroup(std::move(inGroup)) {}
+
+  void add(int stage, int StageHolding::*kind, int delta) {
+    held[stage].*kind += delta;
+    stagePeak[stage].*kind =
+        std::max(stagePeak[stage].*kind, held[stage].*kind);
+    if (stage < int(inGroup.size()) && inGroup[stage]) {
+      total.*kind += delta;
+      groupPeak.*kind = std::max(groupPeak.*kind, total.*kind);
     }
   }
+
+  std::vector<StageHolding> held, stagePeak;
+  StageHolding total, groupPeak;
+
+private:
+  std::vector<bool> inGroup;
+};
+
+/// Runs rank `rank`'s list through `t`: a microbatch's input from its
+/// Recv (a hand-over on the rank: from the previous stage's Send) to the
+/// last part of its backward; the weight stash from I to W; kept values
+/// from the Forward, in a slot only while another microbatch has the
+/// stage's arena; a handed-over gradient from the next stage's Send to
+/// this stage's Recv.
+void trackHolding(const Schedule &schedule, int rank, HoldingTracker &t) {
+  const int stages = int(t.held.size());
+  // The microbatch whose kept activations are in the stage's arena (no
+  // slot), or -1.
+  std::vector<int> resident(stages, -1);
+  for (const Action &a : schedule.ranks[rank]) {
+    if (a.stage < 0 || a.stage >= stages)
+      continue;
+    int &inArena = resident[a.stage];
+    const bool handOver =
+        (a.kind == ActionKind::Send || a.kind == ActionKind::Recv) &&
+        a.peer == rank;
+    switch (a.kind) {
+    case ActionKind::Send:
+      if (handOver && a.gradient && a.stage > 0)
+        t.add(a.stage - 1, &StageHolding::gradients, 1);
+      else if (handOver && !a.gradient && a.stage + 1 < stages)
+        t.add(a.stage + 1, &StageHolding::inputs, 1);
+      break;
+    case ActionKind::Recv:
+      if (handOver && a.gradient)
+        t.add(a.stage, &StageHolding::gradients, -1);
+      else if (!handOver && !a.gradient)
+        t.add(a.stage, &StageHolding::inputs, 1);
+      break;
+    case ActionKind::Forward:
+      // The microbatch in the arena moves to a slot; the new one's stay.
+      if (inArena >= 0)
+        t.add(a.stage, &StageHolding::kept, 1);
+      inArena = a.microbatch;
+      break;
+    case ActionKind::Backward:
+    case ActionKind::BackwardInput:
+    case ActionKind::BackwardWeight:
+      // A part reads its microbatch's kept activations in the arena: the
+      // one there moves to a slot (both slots held a moment), then this
+      // one's slot empties into the arena.
+      if (inArena != a.microbatch) {
+        if (inArena >= 0)
+          t.add(a.stage, &StageHolding::kept, 1);
+        t.add(a.stage, &StageHolding::kept, -1);
+        inArena = a.microbatch;
+      }
+      if (a.kind == ActionKind::BackwardInput) {
+        t.add(a.stage, &StageHolding::weightStash, 1);
+        break;
+      }
+      // The microbatch's last part: its input and kept values go.
+      inArena = -1;
+      if (a.kind == ActionKind::BackwardWeight)
+        t.add(a.stage, &StageHolding::weightStash, -1);
+      if (a.stage > 0)
+        t.add(a.stage, &StageHolding::inputs, -1);
+      break;
+    }
+  }
+}
+
+} // namespace
+
+std::vector<tessel::pipeline::StageHolding>
+tessel::pipeline::peakHolding(const Schedule &schedule) {
+  const int stages = schedule.shape.ranks * schedule.shape.virtualStages;
+  std::vector<StageHolding> peak(stages);
+  for (int rank = 0; rank < int(schedule.ranks.size()); ++rank) {
+    HoldingTracker t(stages);
+    trackHolding(schedule, rank, t);
+    for (int s = 0; s < stages; ++s)
+      for (int StageHolding::*kind :
+           {&StageHolding::inputs, &StageHolding::weightStash,
+            &StageHolding::kept, &StageHolding::gradients})
+        peak[s].*kind = std::max(peak[s].*kind, t.stagePeak[s].*kind);
+  }
   return peak;
+}
+
+tessel::pipeline::StageHolding
+tessel::pipeline::peakHoldingTogether(const Schedule &schedule,
+                                      const std::vector<int> &group) {
+  const int stages = schedule.shape.ranks * schedule.shape.virtualStages;
+  std::vector<bool> inGroup(stages, false);
+  for (int s : group)
+    if (s >= 0 && s < stages)
+      inGroup[s] = true;
+  if (group.empty())
+    return {};
+  int rank = rankOfStage(group.front(), schedule.shape.ranks,
+                         placementOf(schedule.kind));
+  if (rank >= int(schedule.ranks.size()))
+    return {};
+  HoldingTracker t(stages, std::move(inGroup));
+  trackHolding(schedule, rank, t);
+  return t.groupPeak;
 }

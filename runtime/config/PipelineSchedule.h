@@ -219,15 +219,21 @@ std::string scheduleJson(const Schedule &schedule);
 /// where forward_keep wrote them or a backward part reads them, the
 /// others' in slots (`kept` counts the slots); and the output gradients
 /// the next stage on the same rank handed over, from its Send to this
-/// stage's Recv. The launcher allocates exactly these many slots; the
-/// report multiplies them by the slots' bytes.
+/// stage's Recv.
 struct StageHolding {
   int inputs = 0;
   int weightStash = 0;
   int kept = 0;
   int gradients = 0;
 };
+/// Per stage, the most of each it holds at once.
 std::vector<StageHolding> peakHolding(const Schedule &schedule);
+/// The most of each that `stages`, all on one rank, hold at once together:
+/// the slots of one pool they share (the launcher pools the slots of a
+/// rank's stages whose slots are equal in size). For one stage, its
+/// peakHolding.
+StageHolding peakHoldingTogether(const Schedule &schedule,
+                                 const std::vector<int> &stages);
 
 } // namespace tessel::pipeline
 

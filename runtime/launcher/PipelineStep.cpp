@@ -14,16 +14,18 @@ using pipeline::ActionKind;
 
 namespace {
 
-/// Device buffers of `bytes` each, one per microbatch held and reused once
-/// released: the pool never shrinks, so it allocates as many as it ever
-/// held at once (what pipeline::peakHolding predicts).
-struct SlotPool {
+/// Device buffers of `bytes` each, one per (stage, microbatch) held and
+/// reused once released by any of the rank's stages whose slots are this
+/// size: the pool never shrinks, so it allocates as many as those stages
+/// ever held at once (pipeline::peakHoldingTogether).
+struct SharedPool {
   int64_t bytes = 0;
-  std::map<int, void *> held; // microbatch -> its slot
+  std::map<std::pair<int, int>, void *> held; // (stage, microbatch) -> slot
   std::vector<void *> free;
   int64_t allocated = 0;
 
-  void *acquire(tessel_ctx *ctx, int microbatch, const std::string &what) {
+  void *acquire(tessel_ctx *ctx, std::pair<int, int> key,
+                const std::string &what) {
     void *slot = nullptr;
     if (!free.empty()) {
       slot = free.back();
@@ -35,14 +37,14 @@ struct SlotPool {
                        " bytes to keep " + what);
       ++allocated;
     }
-    return held[microbatch] = slot;
+    return held[key] = slot;
   }
-  void *find(int microbatch) const {
-    auto it = held.find(microbatch);
+  void *find(std::pair<int, int> key) const {
+    auto it = held.find(key);
     return it == held.end() ? nullptr : it->second;
   }
-  void release(int microbatch) {
-    auto it = held.find(microbatch);
+  void release(std::pair<int, int> key) {
+    auto it = held.find(key);
     if (it == held.end())
       return;
     free.push_back(it->second);
@@ -57,6 +59,30 @@ struct SlotPool {
     free.clear();
   }
 };
+
+/// One stage's view of its rank's pool of one kind: slots by microbatch.
+/// A stage that keeps nothing of the kind has no pool.
+struct SlotPool {
+  SharedPool *pool = nullptr;
+  int stage = 0;
+
+  void *acquire(tessel_ctx *ctx, int microbatch, const std::string &what) {
+    if (!pool)
+      throw RunError("pipeline stage " + std::to_string(stage) +
+                     " has no slots to keep " + what);
+    return pool->acquire(ctx, {stage, microbatch}, what);
+  }
+  void *find(int microbatch) const {
+    return pool ? pool->find({stage, microbatch}) : nullptr;
+  }
+  void release(int microbatch) {
+    if (pool)
+      pool->release({stage, microbatch});
+  }
+};
+
+/// A pool per slot size: a rank's stages share the pools of their sizes.
+using PoolsBySize = std::map<int64_t, SharedPool>;
 
 /// A slot's layout: `tensors` packed one after another, 64-byte aligned.
 int64_t packedBytes(const std::vector<const TensorDesc *> &tensors) {
@@ -79,8 +105,20 @@ void forEachPacked(const std::vector<const TensorDesc *> &tensors, void *slot,
 
 } // namespace
 
+/// The rank's slot pools of each kind.
+struct PipelineRank::Slots {
+  PoolsBySize inputs, weight, kept, gradients;
+
+  /// Every pool of every kind.
+  template <class F> void forEachPool(F f) const {
+    for (const PoolsBySize *kind : {&inputs, &weight, &kept, &gradients})
+      for (const auto &[bytes, pool] : *kind)
+        f(pool);
+  }
+};
+
 /// One stage this rank runs: its entries, its arena, its data and what it
-/// keeps per microbatch between actions.
+/// keeps per microbatch between actions (in the rank's pools).
 struct PipelineRank::Stage {
   int index = 0;
   const ModelDesc *desc = nullptr;
@@ -127,7 +165,8 @@ PipelineRank::PipelineRank(const LoadedModel &model, tessel_ctx *ctx,
                            const std::vector<int64_t> &coordinates,
                            const BatchSourceFactory &makeGlobal)
     : model(model), pipe(*model.desc.pipeline), ctx(ctx), rank(rank),
-      coordinates(coordinates), ppRank(coordinates.at(pipe.axis)) {
+      coordinates(coordinates), ppRank(coordinates.at(pipe.axis)),
+      slots(std::make_unique<Slots>()) {
   for (int s : pipe.stagesOfRank(ppRank)) {
     auto stage = std::make_unique<Stage>();
     stage->index = s;
@@ -155,28 +194,35 @@ PipelineRank::PipelineRank(const LoadedModel &model, tessel_ctx *ctx,
     stage->outputs = stage->desc->withRole("stage_output");
     stage->outputGrads = stage->desc->withRole("output_grad");
     stage->inputGrads = stage->desc->withRole("input_grad");
-    stage->inputSlots.bytes = packedBytes(stage->inputs);
-    stage->gradientSlots.bytes = packedBytes(stage->outputGrads);
+    auto share = [&](SlotPool &view, PoolsBySize &pools, int64_t bytes) {
+      view.pool = &pools[bytes];
+      view.pool->bytes = bytes;
+      view.stage = s;
+    };
+    share(stage->inputSlots, slots->inputs, packedBytes(stage->inputs));
+    share(stage->gradientSlots, slots->gradients,
+          packedBytes(stage->outputGrads));
     if (stage->entries.backwardInput && stage->entries.backwardWeight) {
       stage->weightInputs = stage->desc->withRole("stash");
       for (const TensorDesc *t : stage->outputGrads)
         stage->weightInputs.push_back(t);
-      stage->weightSlots.bytes = packedBytes(stage->weightInputs);
+      share(stage->weightSlots, slots->weight,
+            packedBytes(stage->weightInputs));
     }
     if (stage->entries.forwardKeep) {
       stage->kept = stage->desc->withRole("kept");
-      stage->keptSlots.bytes = packedBytes(stage->kept);
+      share(stage->keptSlots, slots->kept, packedBytes(stage->kept));
     }
     stages.push_back(std::move(stage));
   }
 }
 
 PipelineRank::~PipelineRank() {
+  for (PoolsBySize *kind :
+       {&slots->inputs, &slots->weight, &slots->kept, &slots->gradients})
+    for (auto &[bytes, pool] : *kind)
+      pool.clear(ctx);
   for (auto &stage : stages) {
-    stage->inputSlots.clear(ctx);
-    stage->weightSlots.clear(ctx);
-    stage->keptSlots.clear(ctx);
-    stage->gradientSlots.clear(ctx);
     tessel_free(ctx, stage->arena);
   }
 }
@@ -217,39 +263,42 @@ void PipelineRank::load(const CheckpointReader &checkpoint, bool training) {
 }
 
 std::string PipelineRank::stashDifference() const {
-  std::vector<pipeline::StageHolding> expected =
-      pipeline::peakHolding(pipe.actions);
   std::string text;
-  for (const auto &stage : stages) {
-    const pipeline::StageHolding &want = expected.at(stage->index);
-    int64_t wantWeight = stage->entries.backwardWeight ? want.weightStash : 0;
-    int64_t wantKept = stage->entries.forwardKeep ? want.kept : 0;
-    if (stage->inputSlots.allocated == want.inputs &&
-        stage->weightSlots.allocated == wantWeight &&
-        stage->keptSlots.allocated == wantKept &&
-        stage->gradientSlots.allocated == want.gradients)
-      continue;
-    text += (text.empty() ? "" : "; ") + std::string("stage ") +
-            std::to_string(stage->index) + " keeps " +
-            std::to_string(stage->inputSlots.allocated) + " input, " +
-            std::to_string(stage->keptSlots.allocated) + " kept, " +
-            std::to_string(stage->weightSlots.allocated) +
-            " weight-stash and " +
-            std::to_string(stage->gradientSlots.allocated) +
-            " handed-over gradient slots (schedule: " +
-            std::to_string(want.inputs) + ", " + std::to_string(wantKept) +
-            ", " + std::to_string(wantWeight) + " and " +
-            std::to_string(want.gradients) + ")";
-  }
+  auto compare = [&](const char *what, const PoolsBySize &pools,
+                     SlotPool Stage::*view, int pipeline::StageHolding::*kind) {
+    for (const auto &[bytes, pool] : pools) {
+      std::vector<int> group;
+      for (const auto &stage : stages)
+        if (((*stage).*view).pool == &pool)
+          group.push_back(stage->index);
+      int64_t want = pipeline::peakHoldingTogether(pipe.actions, group).*kind;
+      if (pool.allocated == want)
+        continue;
+      std::string stagesText;
+      for (int s : group)
+        stagesText += (stagesText.empty() ? "" : ",") + std::to_string(s);
+      text += (text.empty() ? "" : "; ") + std::string("stage") +
+              (group.size() > 1 ? "s " : " ") + stagesText + " keep " +
+              std::to_string(pool.allocated) + " " + what + " slots of " +
+              std::to_string(bytes) +
+              " bytes (schedule: " + std::to_string(want) + ")";
+    }
+  };
+  compare("input", slots->inputs, &Stage::inputSlots,
+          &pipeline::StageHolding::inputs);
+  compare("kept", slots->kept, &Stage::keptSlots,
+          &pipeline::StageHolding::kept);
+  compare("weight-stash", slots->weight, &Stage::weightSlots,
+          &pipeline::StageHolding::weightStash);
+  compare("handed-over gradient", slots->gradients, &Stage::gradientSlots,
+          &pipeline::StageHolding::gradients);
   return text;
 }
 
 int64_t PipelineRank::heldBytes() const {
   int64_t bytes = 0;
-  for (const auto &stage : stages)
-    for (const SlotPool *pool : {&stage->inputSlots, &stage->keptSlots,
-                                 &stage->weightSlots, &stage->gradientSlots})
-      bytes += pool->allocated * pool->bytes;
+  slots->forEachPool(
+      [&](const SharedPool &pool) { bytes += pool.allocated * pool.bytes; });
   return bytes;
 }
 

@@ -78,8 +78,9 @@ public:
   /// writes its tensors as they are); throws RunError for another stage.
   const void *stageArena(int s);
   /// How the slots this rank allocated to keep microbatches between
-  /// actions (inputs, kept activations, and the weight part's stash)
-  /// differ from what the schedule holds at most (pipeline::peakHolding,
+  /// actions (inputs, kept activations, the weight part's stash and
+  /// handed-over gradients, one pool of each for all its stages) differ
+  /// from what the schedule holds at most (pipeline::peakHoldingPerRank,
   /// which the report's activation bytes count): "" when they agree.
   std::string stashDifference() const;
   /// The bytes of every slot this rank allocated to keep microbatches
@@ -116,6 +117,8 @@ private:
   int32_t rank;
   std::vector<int64_t> coordinates;
   int64_t ppRank;
+  struct Slots;
+  std::unique_ptr<Slots> slots;
   std::vector<std::unique_ptr<Stage>> stages;
   double lossSum = 0;
 };

@@ -334,6 +334,43 @@ TEST(PipelineScheduleTest, PeakHolding) {
   }
 }
 
+// Tests the holding of stages that share a pool: one stage alone holds
+// its peakHolding; a rank's stages together at least the most any of them
+// holds and at most their sum, strictly less where their peaks fall at
+// different times (interleaved's and ZB-V's kept activations).
+TEST(PipelineScheduleTest, PeakHoldingTogether) {
+  using Kind = int StageHolding::*;
+  const Kind kinds[] = {&StageHolding::inputs, &StageHolding::kept,
+                        &StageHolding::weightStash, &StageHolding::gradients};
+  for (const Case &c : allCases()) {
+    SCOPED_TRACE(caseName(c));
+    Schedule schedule = build(c.kind, c.P, c.M, c.V);
+    std::vector<StageHolding> apart = peakHolding(schedule);
+    for (int s = 0; s < c.P * c.V; ++s)
+      for (Kind kind : kinds)
+        EXPECT_EQ(peakHoldingTogether(schedule, {s}).*kind, apart[s].*kind);
+    for (int r = 0; r < c.P; ++r) {
+      std::vector<int> own =
+          stagesOfRank(r, {c.P, c.M, c.V}, placementOf(c.kind));
+      StageHolding together = peakHoldingTogether(schedule, own);
+      for (Kind kind : kinds) {
+        int most = 0, sum = 0;
+        for (int s : own) {
+          most = std::max(most, apart[s].*kind);
+          sum += apart[s].*kind;
+        }
+        EXPECT_GE(together.*kind, most);
+        EXPECT_LE(together.*kind, sum);
+      }
+    }
+  }
+  Schedule interleaved = build(ScheduleKind::Interleaved, 4, 8, 2);
+  std::vector<StageHolding> apart = peakHolding(interleaved);
+  EXPECT_LT(peakHoldingTogether(interleaved, {0, 4}).kept,
+            apart[0].kept + apart[4].kept);
+  EXPECT_EQ(peakHoldingTogether(interleaved, {}).kept, 0);
+}
+
 // Tests the text and the JSON of small schedules, character for character.
 TEST(PipelineScheduleTest, FormatsTextAndJson) {
   EXPECT_EQ(formatSchedule(build(ScheduleKind::OneFOneB, 2, 2)),

@@ -113,30 +113,32 @@
 // ZB-NEXT: rank 0: F0.0 s>1:F0.0 F0.1 s>1:F0.1 r<1:B0.0 I0.0 W0.0
 
 // Interleaved, V = 2 (four stages of one layer, 577 and 1,825 flops): the
-// bubble is (P-1)/(V·M+P-1) = 1/9.
+// bubble is (P-1)/(V·M+P-1) = 1/9. A rank's two stages share the pools of
+// their slot sizes: rank 0 holds 1,664 bytes, not its stages' 1,280 and
+// 1,024 apart (their peaks fall at different times).
+// INTER: pipeline over pp=2 (mesh pp=2): interleaved, 4 microbatches, 4 stages (2 per rank)
+// INTER: * interleaved   0.1111         0.1111  5,3                  1664,1536
+
 // ZB-V, P = 2, M = 4: stages 0 and 3 on rank 0, 1 and 2 on rank 1 (a V),
 // each a layer; the bubble less than half interleaved's on the same four
 // stages. Rank 1 hands stage 1's activations to stage 2 and stage 2's
 // gradients back to stage 1 in memory: stage 1 sends only its input's
 // gradients and stage 2 only its activations (4 x 132 bytes each), and
-// rank 1 keeps one handed-over gradient (within its 3,652 bytes).
+// rank 1 keeps one handed-over gradient (within its 3,332 bytes).
 // ZBV: pipeline over pp=2 (mesh pp=2): zb-v, 4 microbatches, 4 stages (2 per rank)
 // ZBV: stage rank layers
 // ZBV-NEXT: 0     0    0-0
 // ZBV-NEXT: 1     1    1-1
 // ZBV-NEXT: 2     1    2-2
 // ZBV-NEXT: 3     0    3-3
-// ZBV: interleaved   0.1111         0.1111  5,3                  2304,1728
-// ZBV-NEXT: * zb-v          0.0440              -  4,4                  1792,3652
+// ZBV: interleaved   0.1111         0.1111  5,3                  1664,1536
+// ZBV-NEXT: * zb-v          0.0440              -  4,4                  1792,3332
 // ZBV: rank 1: r<0:F1.0 F1.0 s>1:F1.0 r<1:F2.0 F2.0 s>0:F2.0
 // ZBV: point-to-point per step (bytes a rank of each stage sends: 4 activations forward, 4 gradients back)
 // ZBV-NEXT: stage 0                528
 // ZBV-NEXT: stage 1                528
 // ZBV-NEXT: stage 2                528
 // ZBV-NEXT: stage 3                528
-
-// INTER: pipeline over pp=2 (mesh pp=2): interleaved, 4 microbatches, 4 stages (2 per rank)
-// INTER: * interleaved   0.1111         0.1111  5,3                  2304,1728
 
 // The JSON report: the pipeline's figures under "pipeline"; the simulated
 // bubble is the closed form's double, exactly.
