@@ -152,7 +152,7 @@ json::Object simulateSchedule(pipeline::ScheduleKind kind,
                               ArrayRef<int64_t> microbatchBytes,
                               ArrayRef<int64_t> keptBytes,
                               ArrayRef<int64_t> weightStashBytes,
-                              ArrayRef<int64_t> outputBytes) {
+                              ArrayRef<int64_t> gradientSlotBytes) {
   json::Object result{{"schedule", pipeline::scheduleName(kind)},
                       {"virtual_stages", shape.virtualStages}};
   std::string problem = pipeline::checkShape(kind, shape);
@@ -187,7 +187,7 @@ json::Object simulateSchedule(pipeline::ScheduleKind kind,
       {&pipeline::StageHolding::kept, keptBytes},
       {&pipeline::StageHolding::weightStash,
        split ? weightStashBytes : ArrayRef<int64_t>()},
-      {&pipeline::StageHolding::gradients, outputBytes}};
+      {&pipeline::StageHolding::gradients, gradientSlotBytes}};
   for (int s = 0; s < stages; ++s)
     for (auto [held, bytes] : kinds)
       if (!bytes.empty())
@@ -252,7 +252,7 @@ std::optional<json::Object> tessel::pipelinePlanReport(ModuleOp top) {
   json::Array stages;
   SmallVector<pipeline::StageTimes> times;
   SmallVector<int64_t> microbatchBytes, keptBytes, weightStashBytes,
-      outputBytes;
+      gradientSlotBytes;
   bool splitFlops = false;
   for (auto [s, module] : llvm::enumerate(modules)) {
     StageFigures figures = stageFigures(module);
@@ -290,8 +290,12 @@ std::optional<json::Object> tessel::pipelinePlanReport(ModuleOp top) {
     microbatchBytes.push_back(figures.microbatchBytes);
     keptBytes.push_back(figures.keptBytes);
     weightStashBytes.push_back(figures.weightStashBytes);
-    outputBytes.push_back(figures.stageOutputBytes);
   }
+  // A gradient handed over to stage s fills a slot laid out as the next
+  // stage's input slot (the same tensors, packed alike).
+  for (size_t s = 0; s < microbatchBytes.size(); ++s)
+    gradientSlotBytes.push_back(
+        s + 1 < microbatchBytes.size() ? microbatchBytes[s + 1] : 0);
 
   double total = 0, largest = 0;
   for (int64_t flops : plan.flops) {
@@ -325,7 +329,7 @@ std::optional<json::Object> tessel::pipelinePlanReport(ModuleOp top) {
   for (pipeline::ScheduleKind kind : kinds) {
     json::Object simulated =
         simulateSchedule(kind, shape, times, microbatchBytes, keptBytes,
-                         weightStashBytes, outputBytes);
+                         weightStashBytes, gradientSlotBytes);
     if (compiled && kind == *compiled)
       chosen = simulated;
     schedules.push_back(std::move(simulated));

@@ -110,9 +110,9 @@ struct PipelineRank::Slots {
   PoolsBySize inputs, weight, kept, gradients;
 
   /// Every pool of every kind.
-  template <class F> void forEachPool(F f) const {
-    for (const PoolsBySize *kind : {&inputs, &weight, &kept, &gradients})
-      for (const auto &[bytes, pool] : *kind)
+  template <class F> void forEachPool(F f) {
+    for (PoolsBySize *kind : {&inputs, &weight, &kept, &gradients})
+      for (auto &[bytes, pool] : *kind)
         f(pool);
   }
 };
@@ -218,10 +218,7 @@ PipelineRank::PipelineRank(const LoadedModel &model, tessel_ctx *ctx,
 }
 
 PipelineRank::~PipelineRank() {
-  for (PoolsBySize *kind :
-       {&slots->inputs, &slots->weight, &slots->kept, &slots->gradients})
-    for (auto &[bytes, pool] : *kind)
-      pool.clear(ctx);
+  slots->forEachPool([&](SharedPool &pool) { pool.clear(ctx); });
   for (auto &stage : stages) {
     tessel_free(ctx, stage->arena);
   }

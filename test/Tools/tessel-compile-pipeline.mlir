@@ -124,7 +124,7 @@
 // stages. Rank 1 hands stage 1's activations to stage 2 and stage 2's
 // gradients back to stage 1 in memory: stage 1 sends only its input's
 // gradients and stage 2 only its activations (4 x 132 bytes each), and
-// rank 1 keeps one handed-over gradient (within its 3,332 bytes).
+// rank 1 keeps one handed-over gradient (within its 3,392 bytes).
 // ZBV: pipeline over pp=2 (mesh pp=2): zb-v, 4 microbatches, 4 stages (2 per rank)
 // ZBV: stage rank layers
 // ZBV-NEXT: 0     0    0-0
@@ -132,7 +132,7 @@
 // ZBV-NEXT: 2     1    2-2
 // ZBV-NEXT: 3     0    3-3
 // ZBV: interleaved   0.1111         0.1111  5,3                  1664,1536
-// ZBV-NEXT: * zb-v          0.0440              -  4,4                  1792,3332
+// ZBV-NEXT: * zb-v          0.0440              -  4,4                  1792,3392
 // ZBV: rank 1: r<0:F1.0 F1.0 s>1:F1.0 r<1:F2.0 F2.0 s>0:F2.0
 // ZBV: point-to-point per step (bytes a rank of each stage sends: 4 activations forward, 4 gradients back)
 // ZBV-NEXT: stage 0                528
