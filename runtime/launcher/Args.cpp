@@ -96,7 +96,10 @@ flags:
                         all parameters. f: the four-point stencil from step
                         h = 0.1 * max(1, |x|) (f64: 1e-3 * max(1, |x|)),
                         halved until two estimates agree within the loss's
-                        rounding noise
+                        rounding noise. With --mesh (dp, tp, ZeRO; not pp)
+                        every rank takes part: the reduced gradients are
+                        gathered, the loss averaged over the ranks, and an
+                        element perturbed wherever a copy of it is held
   --grad-tol T          tolerance of --check-grads (default 1e-6 for f64
                         parameters, 2e-2 for f32, 2e-1 for f16/bf16)
   --seed S              seed of parameter init and synthetic data (default 0);
@@ -525,9 +528,8 @@ void checkCombinations(const Options &options) {
     bool pipelineFlag = flag == "--pipeline-schedule" ||
                         flag == "--stage-layers" || flag == "--virtual-stages";
     bool zeroFlag = flag == "--zero" || flag == "--no-reshard-after-forward";
-    if (zeroFlag && (options.eval || options.checkGrads))
-      failUsage(flag + " shards the training state; not with " +
-                (options.eval ? "--eval" : "--check-grads"));
+    if (zeroFlag && options.eval)
+      failUsage(flag + " shards the training state; not with --eval");
     if (zeroFlag && !options.mesh->axisIndex("dp"))
       failUsage(flag + " shards the training state over the dp axis; --mesh " +
                 options.mesh->toString() + " has none");
@@ -556,8 +558,11 @@ void checkCombinations(const Options &options) {
               "a captured step runs them as one launch (drop --graph to "
               "trace)");
   if (options.checkGrads && options.mesh)
-    failUsage("--check-grads only on one device (drop --mesh " +
-              options.mesh->toString() + ")");
+    if (std::optional<int> pp = options.mesh->axisIndex("pp");
+        pp && options.mesh->shape[*pp] > 1)
+      failUsage("--check-grads checks one device or a dp/tp mesh, not a "
+                "pipeline (drop the pp axis of --mesh " +
+                options.mesh->toString() + ")");
 }
 
 } // namespace

@@ -7,10 +7,18 @@
 // four-point stencil starts at h = 0.1·max(1, |x|) (f64: 1e-3·max(1, |x|))
 // and halves h until two successive estimates agree within the noise.
 //
+// On a mesh every rank runs the same check in lockstep: the gradients are
+// the reduced ones, gathered whole; the loss is the mean over the ranks
+// (each dp rank's batch slice, tp ranks alike); a perturbed element is
+// written by every rank holding a copy of it (a replica, a tp shard's
+// owner, a ZeRO chunk's), so the forward sees one model with one changed
+// parameter, as one device would.
+//
 //===----------------------------------------------------------------------===//
 
 #include "runtime/launcher/GradCheck.h"
 #include "runtime/launcher/Arena.h"
+#include "runtime/launcher/Distributed.h"
 #include "runtime/launcher/Error.h"
 #include "runtime/launcher/Hash.h"
 #include "runtime/launcher/Ranks.h"
@@ -145,6 +153,39 @@ double adaptiveDifference(const std::function<double(double)> &f, double h,
   return previous;
 }
 
+/// A gathered global tensor's elements as f64 (f32 or f64 only: a 16-bit
+/// parameter is refused before).
+std::vector<double> decodeAll(const TensorDesc &t,
+                              const std::vector<char> &bytes) {
+  int64_t n = t.globalBytes() / tessel_dtype_size(t.dtypeCode);
+  std::vector<double> out(n);
+  for (int64_t i = 0; i < n; ++i) {
+    if (t.dtypeCode == TESSEL_F64) {
+      std::memcpy(&out[i], bytes.data() + i * 8, 8);
+    } else {
+      float f;
+      std::memcpy(&f, bytes.data() + i * 4, 4);
+      out[i] = f;
+    }
+  }
+  return out;
+}
+
+/// Where this rank stores global element `g` of `t`: its local element
+/// index, or -1 where it holds no copy.
+int64_t localIndexOf(const ModelDesc &desc, const TensorDesc &t,
+                     const std::vector<int64_t> &coordinates, int64_t g) {
+  if (!desc.mesh)
+    return g;
+  int64_t local = -1;
+  forEachRun(blockOf(desc, t, coordinates),
+             [&](int64_t localFirst, int64_t globalFirst, int64_t count) {
+               if (g >= globalFirst && g < globalFirst + count)
+                 local = localFirst + (g - globalFirst);
+             });
+  return local;
+}
+
 double defaultTolerance(int32_t dtype) {
   switch (dtype) {
   case TESSEL_F64:
@@ -162,8 +203,13 @@ void tessel::run::checkGradients(const LoadedModel &model, tessel_ctx *ctx,
                                  void *arena, BatchSource &batches,
                                  int64_t step, int64_t microbatch,
                                  uint64_t seed, std::optional<double> tolerance,
-                                 std::FILE *out) {
+                                 std::FILE *out,
+                                 const std::vector<int64_t> &coordinates) {
   const ModelDesc &desc = model.desc;
+  if (desc.pipeline)
+    throw RunError("--check-grads checks one device or a dp/tp mesh; '" +
+                   desc.source +
+                   "' is a pipeline: check it compiled without the pp axis");
   if (!model.backward)
     throw RunError("--check-grads needs a model compiled for training; '" +
                    desc.source + "' has no backward entry");
@@ -191,9 +237,28 @@ void tessel::run::checkGradients(const LoadedModel &model, tessel_ctx *ctx,
   tessel_synchronize(ctx);
   checkKernelError(ctx, "the backward entry");
 
+  // The model's loss: this rank's, or on a mesh the mean over every rank
+  // (the same on all of them).
+  uint32_t allAxes = desc.mesh ? (1u << desc.mesh->axes.size()) - 1 : 0;
+  auto meanLoss = [&] {
+    double value = readLoss(desc.loss(), ctx, arena);
+    if (!desc.mesh)
+      return value;
+    void *device = tessel_alloc(ctx, 64);
+    if (!device)
+      throw RunError("out of memory for the gradient check's loss");
+    tessel_copy_to_device(ctx, device, &value, sizeof(value));
+    tessel_all_reduce(ctx, allAxes, TESSEL_F64, device, device, 1,
+                      TESSEL_REDUCE_SUM);
+    tessel_copy_to_host(ctx, &value, device, sizeof(value));
+    tessel_free(ctx, device);
+    checkKernelError(ctx, "averaging the loss over the mesh");
+    return value / double(desc.worldSize());
+  };
+
   // The rounding noise of one loss evaluation: a few units in the last
   // place of the loss's dtype.
-  double loss0 = readLoss(desc.loss(), ctx, arena);
+  double loss0 = meanLoss();
   double unit = desc.loss().dtypeCode == TESSEL_F64 ? 0x1p-53 : 0x1p-24;
   double lossNoise = 2 * unit * std::max(1.0, std::fabs(loss0));
 
@@ -201,16 +266,22 @@ void tessel::run::checkGradients(const LoadedModel &model, tessel_ctx *ctx,
     model.forward(ctx, arena);
     tessel_synchronize(ctx);
     checkKernelError(ctx, "the forward entry");
-    return readLoss(desc.loss(), ctx, arena);
+    return meanLoss();
   };
 
   ElementAccess access(ctx);
+  // Global values, every rank alike: on a mesh, gathered from the blocks.
+  auto globalValues = [&](const TensorDesc &t) {
+    if (!desc.mesh)
+      return access.readAll(t, arena);
+    return decodeAll(t, gatherGlobalTensor(desc, t, ctx, arena, true));
+  };
   // The gradients before any forward call overwrites scratch, and their
   // scale: the largest |element| over every parameter.
   std::vector<std::vector<double>> grads;
   double scale = 0;
   for (const TensorDesc *p : params) {
-    grads.push_back(access.readAll(*desc.gradOf(p->name), arena));
+    grads.push_back(globalValues(*desc.gradOf(p->name)));
     for (double g : grads.back())
       scale = std::max(scale, std::fabs(g));
   }
@@ -219,19 +290,26 @@ void tessel::run::checkGradients(const LoadedModel &model, tessel_ctx *ctx,
   for (size_t k = 0; k < params.size(); ++k) {
     const TensorDesc *p = params[k];
     const std::vector<double> &grad = grads[k];
-    std::vector<double> values = access.readAll(*p, arena);
+    std::vector<double> values = globalValues(*p);
     double maxAbs = 0, maxRel = 0;
     std::vector<int64_t> indices = sampleIndices(grad, p->name, seed);
     for (int64_t i : indices) {
-      std::vector<char> original = access.save(*p, arena, i);
+      // Every rank holding a copy of element i perturbs it; every rank
+      // runs the forward.
+      int64_t local = localIndexOf(desc, *p, coordinates, i);
+      std::vector<char> original;
+      if (local >= 0)
+        original = access.save(*p, arena, local);
       double x = values[i];
       double fd = adaptiveDifference(
           [&](double offset) {
-            access.write(*p, arena, i, x + offset);
+            if (local >= 0)
+              access.write(*p, arena, local, x + offset);
             return loss();
           },
           firstStep(p->dtypeCode) * std::max(1.0, std::fabs(x)), lossNoise);
-      access.restore(*p, arena, i, original);
+      if (local >= 0)
+        access.restore(*p, arena, local, original);
       double a = grad[i];
       double abs = std::fabs(a - fd);
       double floor = std::max(1e-3 * scale, 1e-300);
@@ -240,11 +318,13 @@ void tessel::run::checkGradients(const LoadedModel &model, tessel_ctx *ctx,
       maxAbs = std::max(maxAbs, abs);
       maxRel = std::max(maxRel, rel);
     }
-    std::fprintf(out,
-                 "grad-check %s: max abs err %.3g, max rel err %.3g (%zu "
-                 "elements)\n",
-                 p->name.c_str(), maxAbs, maxRel, indices.size());
-    std::fflush(out);
+    if (out) {
+      std::fprintf(out,
+                   "grad-check %s: max abs err %.3g, max rel err %.3g (%zu "
+                   "elements)\n",
+                   p->name.c_str(), maxAbs, maxRel, indices.size());
+      std::fflush(out);
+    }
     double tol = tolerance ? *tolerance : defaultTolerance(p->dtypeCode);
     if (maxRel > tol && (worst.empty() || maxRel / tol > worstRel / worstTol)) {
       worst = p->name;
@@ -252,7 +332,8 @@ void tessel::run::checkGradients(const LoadedModel &model, tessel_ctx *ctx,
       worstTol = tol;
     }
   }
-  if (!worst.empty()) {
+  // Every rank reaches the same verdict; the reporting rank gives it.
+  if (!worst.empty() && out) {
     char buf[64];
     std::snprintf(buf, sizeof(buf), "%.3g > tolerance %.3g", worstRel,
                   worstTol);

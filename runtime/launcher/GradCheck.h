@@ -24,10 +24,18 @@ namespace tessel::run {
 /// f32), and refuses a model with a bf16 or f16 trainable parameter (a bf16
 /// run's; a perturbation would round). The gradients are read in their own
 /// dtype. Parameters are left as they were.
+///
+/// On a dp/tp mesh (ZeRO included) every rank calls it with its
+/// `coordinates` and its block of the batch: the reduced gradients are
+/// gathered whole, the loss is the mean over the ranks, and a perturbed
+/// element is written by every rank holding it, so the check is the one
+/// device's, of the partitioned program. Only the rank given an `out`
+/// prints and throws. A pipeline is refused.
 void checkGradients(const LoadedModel &model, tessel_ctx *ctx, void *arena,
                     BatchSource &batches, int64_t step, int64_t microbatch,
                     uint64_t seed, std::optional<double> tolerance,
-                    std::FILE *out);
+                    std::FILE *out,
+                    const std::vector<int64_t> &coordinates = {});
 
 } // namespace tessel::run
 

@@ -167,8 +167,8 @@ RunEnd tessel::run::runRank(const RunPlan &plan, int32_t rank, int32_t comm,
   std::unique_ptr<PipelineRank> pipelined;
   if (desc.pipeline) {
     if (plan.mode == Mode::CheckGrads)
-      throw UsageError("--check-grads checks one device's gradients: run it "
-                       "on the model compiled without a pp axis");
+      throw UsageError("--check-grads checks one device or a dp/tp mesh: "
+                       "run it on the model compiled without a pp axis");
     pipelined = std::make_unique<PipelineRank>(
         model, rt.ctx, rank, coords,
         [&](const ModelDesc &view) { return makeBatchSource(options, view); });
@@ -200,7 +200,7 @@ RunEnd tessel::run::runRank(const RunPlan &plan, int32_t rank, int32_t comm,
   if (plan.mode == Mode::CheckGrads) {
     checkGradients(model, rt.ctx, rt.arena, *batches, plan.firstStep,
                    plan.firstStep * options.microbatches, options.seed,
-                   options.gradTol, stdout);
+                   options.gradTol, reporter ? stdout : nullptr, coords);
     return {0, plan.firstStep};
   }
 
