@@ -20,6 +20,7 @@
 #include "runtime/launcher/Arena.h"
 #include "runtime/launcher/Distributed.h"
 #include "runtime/launcher/Error.h"
+#include "runtime/launcher/FloatFormats.h"
 #include "runtime/launcher/Hash.h"
 #include "runtime/launcher/Ranks.h"
 
@@ -157,17 +158,9 @@ double adaptiveDifference(const std::function<double(double)> &f, double h,
 /// parameter is refused before).
 std::vector<double> decodeAll(const TensorDesc &t,
                               const std::vector<char> &bytes) {
-  int64_t n = t.globalBytes() / tessel_dtype_size(t.dtypeCode);
-  std::vector<double> out(n);
-  for (int64_t i = 0; i < n; ++i) {
-    if (t.dtypeCode == TESSEL_F64) {
-      std::memcpy(&out[i], bytes.data() + i * 8, 8);
-    } else {
-      float f;
-      std::memcpy(&f, bytes.data() + i * 4, 4);
-      out[i] = f;
-    }
-  }
+  std::vector<double> out(t.globalBytes() / tessel_dtype_size(t.dtypeCode));
+  convertFloats(t.dtypeCode, bytes.data(), TESSEL_F64, out.data(),
+                int64_t(out.size()));
   return out;
 }
 
