@@ -122,9 +122,7 @@ LogicalResult PipelinePlan::parseActions(
       // The peer holds the other side's stage: the rank itself for two
       // stages it holds (a hand-over in memory).
       if (transfer) {
-        bool forward = !action->gradient;
-        bool isSend = action->kind == pipeline::ActionKind::Send;
-        int other = forward == isSend ? action->stage + 1 : action->stage - 1;
+        int other = pipeline::otherStage(*action);
         if (other < 0 || other >= stageCount)
           return fail(prefix + quoted + "crosses no stage boundary (stage " +
                       std::to_string(action->stage) + " of " +

@@ -192,6 +192,16 @@ json::Object simulateSchedule(pipeline::ScheduleKind kind,
     for (auto [held, bytes] : kinds)
       if (!bytes.empty())
         stageBytes[s] += holding[s].*held * bytes[s];
+  // A group of stages is walked once for every kind it pools.
+  std::map<std::vector<int>, pipeline::StageHolding> together;
+  auto heldTogether = [&](const std::vector<int> &group) {
+    auto it = together.find(group);
+    if (it == together.end())
+      it = together
+               .emplace(group, pipeline::peakHoldingTogether(schedule, group))
+               .first;
+    return it->second;
+  };
   for (int r = 0; r < shape.ranks; ++r) {
     std::vector<int> own =
         pipeline::stagesOfRank(r, shape, pipeline::placementOf(kind));
@@ -203,8 +213,7 @@ json::Object simulateSchedule(pipeline::ScheduleKind kind,
       for (int s : own)
         bySize[bytes[s]].push_back(s);
       for (const auto &[size, group] : bySize)
-        peakBytes +=
-            pipeline::peakHoldingTogether(schedule, group).*held * size;
+        peakBytes += heldTogether(group).*held * size;
     }
     ranks.push_back(
         json::Object{{"busy_flops", timeline.busy[r]},

@@ -98,6 +98,14 @@ struct Schedule {
   std::vector<std::vector<Action>> ranks;
 };
 
+/// The stage on the other side of a Send's or Recv's boundary: an
+/// activation goes from stage s to s + 1, a gradient from s to s - 1 (may
+/// be outside the pipeline for a malformed action).
+inline int otherStage(const Action &a) {
+  bool isSend = a.kind == ActionKind::Send;
+  return a.gradient == isSend ? a.stage - 1 : a.stage + 1;
+}
+
 /// How a schedule's virtual stages sit on its ranks.
 enum class Placement {
   Looped, // stage v on rank v % P

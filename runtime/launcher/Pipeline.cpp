@@ -49,8 +49,7 @@ pipeline::Schedule parseActions(const json &j, const PipelineDesc &p,
   // A send's or receive's peer holds the stage on the boundary's other
   // side (the rank itself for a hand-over between two of its stages).
   auto peerOf = [&](const pipeline::Action &a) {
-    bool isSend = a.kind == pipeline::ActionKind::Send;
-    int other = a.gradient == isSend ? a.stage - 1 : a.stage + 1;
+    int other = pipeline::otherStage(a);
     return other < 0 || other >= p.numStages() ? -1 : p.rankOf(other);
   };
   const json &ranks = j.at("actions");
