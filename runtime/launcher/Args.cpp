@@ -96,7 +96,12 @@ flags:
                         all parameters. f: the four-point stencil from step
                         h = 0.1 * max(1, |x|) (f64: 1e-3 * max(1, |x|)),
                         halved until two estimates agree within the loss's
-                        rounding noise. With --mesh (dp, tp, ZeRO; not pp)
+                        rounding noise or a quarter of the tolerance; an
+                        element where five halvings never agree (a ReLU or
+                        max kink within the step) is passed over for
+                        another (up to 128 tried), and a parameter with
+                        fewer than half its samples compared fails as
+                        inconclusive. With --mesh (dp, tp, ZeRO; not pp)
                         every rank takes part: the reduced gradients are
                         gathered, the loss averaged over the ranks, and an
                         element perturbed wherever a copy of it is held

@@ -7,6 +7,7 @@
 #include "runtime/launcher/ModelLibrary.h"
 
 #include <cstdio>
+#include <functional>
 #include <optional>
 
 namespace tessel::run {
@@ -14,16 +15,21 @@ namespace tessel::run {
 /// As torch.autograd.gradcheck, per trainable parameter: the gradient of
 /// one backward call (grads zeroed first) on the batch of `microbatch`
 /// against central finite differences of the forward entry's loss on up to
-/// 32 sampled elements (the largest |gradient| among them). Prints
-///   grad-check <name>: max abs err A, max rel err R (n elements)
+/// 32 sampled elements (the largest |gradient| among them). An element
+/// whose finite differences do not settle as the step shrinks (a ReLU or
+/// max kink within the step: the loss is not differentiable there) is
+/// passed over for the next candidate, up to 128 tried. Prints
+///   grad-check <name>: max abs err A, max rel err R (n elements[, k passed
+///   over: finite differences did not settle])
 /// to `out` per parameter, the relative error being |a − f| / max(|a|, |f|,
 /// 1e-3·s) with s the largest |gradient| element over every parameter (an
 /// all-zero gradient, e.g. a key bias under softmax, is judged against the
 /// model's scale, not its own). Throws RunError when
 /// one exceeds `tolerance` (default 1e-6 for f64 parameters, 2e-2 for
-/// f32), and refuses a model with a bf16 or f16 trainable parameter (a bf16
-/// run's; a perturbation would round). The gradients are read in their own
-/// dtype. Parameters are left as they were.
+/// f32), or when fewer than half of a parameter's samples could be
+/// compared (inconclusive), and refuses a model with a bf16 or f16 trainable
+/// parameter (a bf16 run's; a perturbation would round). The gradients are read
+/// in their own dtype. Parameters are left as they were.
 ///
 /// On a dp/tp mesh (ZeRO included) every rank calls it with its
 /// `coordinates` and its block of the batch: the reduced gradients are
@@ -36,6 +42,29 @@ void checkGradients(const LoadedModel &model, tessel_ctx *ctx, void *arena,
                     uint64_t seed, std::optional<double> tolerance,
                     std::FILE *out,
                     const std::vector<int64_t> &coordinates = {});
+
+/// The derivative of f at 0 by the four-point central stencil
+///   D(h) = (8 (f(h) − f(−h)) − (f(2h) − f(−2h))) / 12h   (error O(h⁴)),
+/// halving h while D(h) and D(h/2) disagree by more than both the rounding
+/// noise of D(h/2) (≈ noise / (h/2)) and `resolution`: a step too large for
+/// the function's curvature is halved, one small enough is not shrunk into
+/// the noise. Agreement within `resolution` bounds D(h/2)'s error by about
+/// that much (by resolution / 15 where truncation dominates, D(h) − D(h/2)
+/// being 15/16 of D(h)'s error), so a resolution below the comparison's
+/// tolerance settles an estimate whose rounding the 2-ulp noise model
+/// understates (GPT's f64 loss rounds ~10 times coarser). Each halving costs
+/// two more evaluations.
+///
+/// Estimates that never settle mean f is not smooth at the step's scale: a
+/// ReLU or max kink within 2h, whose one-sided slopes the stencil averages
+/// (upstream of a wide ReLU layer, as fc1.weight is in
+/// examples/bn_mlp.mlir, kinks lie every ~1e-4 of the weight), or rounding
+/// beyond the tolerance. No step there measures the derivative: nullopt.
+/// The backward plays no part in this, so passing over such an element
+/// cannot hide a wrong gradient.
+std::optional<double> adaptiveDifference(const std::function<double(double)> &f,
+                                         double h, double noise,
+                                         double resolution);
 
 } // namespace tessel::run
 

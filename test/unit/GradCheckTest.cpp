@@ -13,12 +13,11 @@
 // whose backward is a kernel of its own also run once in f32 (inF32).
 //
 // Kinks: relu (at 0) and reduce_max (at ties) are not differentiable
-// everywhere. Parameters are drawn from continuous distributions, and the f64
-// step is h = 1e-6·max(1, |x|): the chance that x ± h crosses 0, or that two
-// candidates of a max lie within 2h, is ~1e-6 per element, and a failing seed
-// would reproduce, so neither needs special handling. Dropout is linear in
-// its input for a fixed mask, and the mask is a function of (seed, step,
-// index) only, the same in the forward and backward entries.
+// everywhere. Parameters are drawn from continuous distributions, and where
+// x ± 2h crosses a kink the check passes the element over for another
+// (runtime/launcher/GradCheck.cpp), so neither needs special handling here.
+// Dropout is linear in its input for a fixed mask, and the mask is a function
+// of (seed, step, index) only, the same in the forward and backward entries.
 //
 //===----------------------------------------------------------------------===//
 
