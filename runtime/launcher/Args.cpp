@@ -101,10 +101,12 @@ flags:
                         max kink within the step) is passed over for
                         another (up to 128 tried), and a parameter with
                         fewer than half its samples compared fails as
-                        inconclusive. With --mesh (dp, tp, ZeRO; not pp)
-                        every rank takes part: the reduced gradients are
+                        inconclusive. With --mesh (dp, tp, ZeRO, pp) every
+                        rank takes part: the reduced gradients are
                         gathered, the loss averaged over the ranks, and an
-                        element perturbed wherever a copy of it is held
+                        element perturbed wherever a copy of it is held; a
+                        pipeline checks its step (the mean over its
+                        compiled microbatches) through its schedule
   --grad-tol T          tolerance of --check-grads (default 1e-6 for f64
                         parameters, 2e-2 for f32, 2e-1 for f16/bf16)
   --seed S              seed of parameter init and synthetic data (default 0);
@@ -562,12 +564,6 @@ void checkCombinations(const Options &options) {
     failUsage("--trace records every kernel and collective as it is issued; "
               "a captured step runs them as one launch (drop --graph to "
               "trace)");
-  if (options.checkGrads && options.mesh)
-    if (std::optional<int> pp = options.mesh->axisIndex("pp");
-        pp && options.mesh->shape[*pp] > 1)
-      failUsage("--check-grads checks one device or a dp/tp mesh, not a "
-                "pipeline (drop the pp axis of --mesh " +
-                options.mesh->toString() + ")");
 }
 
 } // namespace

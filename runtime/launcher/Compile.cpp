@@ -264,9 +264,6 @@ void tessel::run::checkMesh(const Options &options, const ModelDesc &model,
   auto meshText = [](const std::optional<Mesh> &mesh) {
     return mesh ? "mesh " + mesh->toString() : std::string("one device");
   };
-  if (options.checkGrads && model.pipeline)
-    throw RunError("--check-grads checks one device or a dp/tp mesh: model '" +
-                   file + "' is a pipeline over " + meshText(model.mesh));
   if (!options.mesh || model.mesh == options.mesh)
     return;
   if (compiledHere)

@@ -22,6 +22,7 @@
 #include "runtime/launcher/Error.h"
 #include "runtime/launcher/FloatFormats.h"
 #include "runtime/launcher/Hash.h"
+#include "runtime/launcher/PipelineStep.h"
 #include "runtime/launcher/Ranks.h"
 
 #include <algorithm>
@@ -138,7 +139,9 @@ double firstStep(int32_t dtype) { return dtype == TESSEL_F64 ? 1e-3 : 1e-1; }
 /// parameter is refused before).
 std::vector<double> decodeAll(const TensorDesc &t,
                               const std::vector<char> &bytes) {
-  std::vector<double> out(t.globalBytes() / tessel_dtype_size(t.dtypeCode));
+  // A pipeline stage's gathered slice of a stacked tensor is its own
+  // layers only, less than the tensor's global shape.
+  std::vector<double> out(bytes.size() / tessel_dtype_size(t.dtypeCode));
   convertFloats(t.dtypeCode, bytes.data(), TESSEL_F64, out.data(),
                 int64_t(out.size()));
   return out;
@@ -197,20 +200,39 @@ tessel::run::adaptiveDifference(const std::function<double(double)> &f,
   return std::nullopt;
 }
 
-void tessel::run::checkGradients(const LoadedModel &model, tessel_ctx *ctx,
-                                 void *arena, BatchSource &batches,
-                                 int64_t step, int64_t microbatch,
-                                 uint64_t seed, std::optional<double> tolerance,
-                                 std::FILE *out,
-                                 const std::vector<int64_t> &coordinates) {
-  const ModelDesc &desc = model.desc;
-  if (desc.pipeline)
-    throw RunError("--check-grads checks one device or a dp/tp mesh; '" +
-                   desc.source +
-                   "' is a pipeline: check it compiled without the pp axis");
-  if (!model.backward)
-    throw RunError("--check-grads needs a model compiled for training; '" +
-                   desc.source + "' has no backward entry");
+namespace {
+
+/// Where this rank holds a copy of one element of a parameter.
+struct ElementCopy {
+  const TensorDesc *tensor;
+  void *arena;
+  int64_t local;
+};
+
+/// The partitioned program under check, as every rank sees it: its
+/// backward has run on the checked batch.
+struct CheckedProgram {
+  explicit CheckedProgram(const ModelDesc &desc) : desc(desc) {}
+  /// The whole model's description: its parameters and gradients.
+  const ModelDesc &desc;
+  /// The whole tensor `t` (a parameter or gradient of `desc`) as f64, on
+  /// every rank.
+  std::function<std::vector<double>(const TensorDesc &t)> global;
+  /// The forward's loss with the parameters as they are now: the mean over
+  /// the ranks.
+  std::function<double()> loss;
+  /// This rank's copies of element `i` of parameter `p` (none, one, or a
+  /// tied parameter's several).
+  std::function<std::vector<ElementCopy>(const TensorDesc &p, int64_t i)>
+      copies;
+  /// Turns the gradients read into those of `loss`: 1/M where they are the
+  /// sum of M microbatches' (a pipeline's step).
+  double gradientScale = 1;
+};
+
+/// The trainable parameters a gradient reaches; refuses a model without
+/// any, or with a 16-bit one.
+std::vector<const TensorDesc *> checkedParameters(const ModelDesc &desc) {
   std::vector<const TensorDesc *> params;
   for (const TensorDesc *p : desc.withRole("param"))
     if (p->trainable && desc.gradOf(p->name))
@@ -226,69 +248,59 @@ void tessel::run::checkGradients(const LoadedModel &model, tessel_ctx *ctx,
                      p->dtype +
                      ", too coarse for finite differences; check the model "
                      "compiled with --precision f32");
+  return params;
+}
 
-  // One backward call on one microbatch: the gradients of its loss.
-  tessel_set_step(ctx, uint64_t(step));
-  batches.fill(microbatch, ctx, arena);
-  zeroGrads(desc, ctx, arena);
-  model.backward(ctx, arena);
-  tessel_synchronize(ctx);
-  checkKernelError(ctx, "the backward entry");
+/// `value` (this rank's) averaged over every rank of `desc`'s mesh.
+double meanOverRanks(const ModelDesc &desc, tessel_ctx *ctx, double value) {
+  if (!desc.mesh)
+    return value;
+  uint32_t allAxes = (1u << desc.mesh->axes.size()) - 1;
+  void *device = tessel_alloc(ctx, 64);
+  if (!device)
+    throw RunError("out of memory for the gradient check's loss");
+  tessel_copy_to_device(ctx, device, &value, sizeof(value));
+  tessel_all_reduce(ctx, allAxes, TESSEL_F64, device, device, 1,
+                    TESSEL_REDUCE_SUM);
+  tessel_copy_to_host(ctx, &value, device, sizeof(value));
+  tessel_free(ctx, device);
+  checkKernelError(ctx, "averaging the loss over the mesh");
+  return value / double(desc.worldSize());
+}
 
-  // The model's loss: this rank's, or on a mesh the mean over every rank
-  // (the same on all of them).
-  uint32_t allAxes = desc.mesh ? (1u << desc.mesh->axes.size()) - 1 : 0;
-  auto meanLoss = [&] {
-    double value = readLoss(desc.loss(), ctx, arena);
-    if (!desc.mesh)
-      return value;
-    void *device = tessel_alloc(ctx, 64);
-    if (!device)
-      throw RunError("out of memory for the gradient check's loss");
-    tessel_copy_to_device(ctx, device, &value, sizeof(value));
-    tessel_all_reduce(ctx, allAxes, TESSEL_F64, device, device, 1,
-                      TESSEL_REDUCE_SUM);
-    tessel_copy_to_host(ctx, &value, device, sizeof(value));
-    tessel_free(ctx, device);
-    checkKernelError(ctx, "averaging the loss over the mesh");
-    return value / double(desc.worldSize());
-  };
-
-  // The rounding noise of one loss evaluation: a few units in the last
-  // place of the loss's dtype.
-  double loss0 = meanLoss();
-  double unit = desc.loss().dtypeCode == TESSEL_F64 ? 0x1p-53 : 0x1p-24;
-  double lossNoise = 2 * unit * std::max(1.0, std::fabs(loss0));
-
-  auto loss = [&] {
-    model.forward(ctx, arena);
-    tessel_synchronize(ctx);
-    checkKernelError(ctx, "the forward entry");
-    return meanLoss();
-  };
-
-  ElementAccess access(ctx);
-  // Global values, every rank alike: on a mesh, gathered from the blocks.
-  auto globalValues = [&](const TensorDesc &t) {
-    if (!desc.mesh)
-      return access.readAll(t, arena);
-    return decodeAll(t, gatherGlobalTensor(desc, t, ctx, arena, true));
-  };
+/// Compares the program's gradients with finite differences of its loss
+/// (GradCheck.h), every rank in lockstep; the rank given `out` reports.
+void compareWithFiniteDifferences(CheckedProgram &program, tessel_ctx *ctx,
+                                  uint64_t seed,
+                                  std::optional<double> tolerance,
+                                  std::FILE *out) {
+  const ModelDesc &desc = program.desc;
+  std::vector<const TensorDesc *> params = checkedParameters(desc);
   // The gradients before any forward call overwrites scratch, and their
   // scale: the largest |element| over every parameter.
   std::vector<std::vector<double>> grads;
   double scale = 0;
   for (const TensorDesc *p : params) {
-    grads.push_back(globalValues(*desc.gradOf(p->name)));
-    for (double g : grads.back())
+    grads.push_back(program.global(*desc.gradOf(p->name)));
+    for (double &g : grads.back()) {
+      g *= program.gradientScale;
       scale = std::max(scale, std::fabs(g));
+    }
   }
+
+  // The rounding noise of one loss evaluation: a few units in the last
+  // place of the loss's dtype.
+  double loss0 = program.loss();
+  double unit = desc.loss().dtypeCode == TESSEL_F64 ? 0x1p-53 : 0x1p-24;
+  double lossNoise = 2 * unit * std::max(1.0, std::fabs(loss0));
+
+  ElementAccess access(ctx);
   std::string worst, unchecked;
   double worstRel = 0, worstTol = 0;
   for (size_t k = 0; k < params.size(); ++k) {
     const TensorDesc *p = params[k];
     const std::vector<double> &grad = grads[k];
-    std::vector<double> values = globalValues(*p);
+    std::vector<double> values = program.global(*p);
     double tol = tolerance ? *tolerance : defaultTolerance(p->dtypeCode);
     double floor = std::max(1e-3 * scale, 1e-300);
     double maxAbs = 0, maxRel = 0;
@@ -298,10 +310,10 @@ void tessel::run::checkGradients(const LoadedModel &model, tessel_ctx *ctx,
         break;
       // Every rank holding a copy of element i perturbs it; every rank
       // runs the forward.
-      int64_t local = localIndexOf(desc, *p, coordinates, i);
-      std::vector<char> original;
-      if (local >= 0)
-        original = access.save(*p, arena, local);
+      std::vector<ElementCopy> copies = program.copies(*p, i);
+      std::vector<std::vector<char>> originals;
+      for (const ElementCopy &c : copies)
+        originals.push_back(access.save(*c.tensor, c.arena, c.local));
       double x = values[i];
       double a = grad[i];
       double h = firstStep(p->dtypeCode) * std::max(1.0, std::fabs(x));
@@ -309,13 +321,14 @@ void tessel::run::checkGradients(const LoadedModel &model, tessel_ctx *ctx,
       double resolution = tol / 4 * std::max(std::fabs(a), floor);
       std::optional<double> fd = adaptiveDifference(
           [&](double offset) {
-            if (local >= 0)
-              access.write(*p, arena, local, x + offset);
-            return loss();
+            for (const ElementCopy &c : copies)
+              access.write(*c.tensor, c.arena, c.local, x + offset);
+            return program.loss();
           },
           h, lossNoise, resolution);
-      if (local >= 0)
-        access.restore(*p, arena, local, original);
+      for (size_t c = 0; c < copies.size(); ++c)
+        access.restore(*copies[c].tensor, copies[c].arena, copies[c].local,
+                       originals[c]);
       if (!fd) {
         ++atKinks;
         continue;
@@ -366,4 +379,124 @@ void tessel::run::checkGradients(const LoadedModel &model, tessel_ctx *ctx,
   if (!unchecked.empty() && out)
     throw RunError("gradient check inconclusive: parameter '" + unchecked +
                    " (check it in f64, or with a smooth activation)");
+}
+
+} // namespace
+
+void tessel::run::checkGradients(const LoadedModel &model, tessel_ctx *ctx,
+                                 void *arena, BatchSource &batches,
+                                 int64_t step, int64_t microbatch,
+                                 uint64_t seed, std::optional<double> tolerance,
+                                 std::FILE *out,
+                                 const std::vector<int64_t> &coordinates) {
+  const ModelDesc &desc = model.desc;
+  if (desc.pipeline)
+    throw RunError("--check-grads: '" + desc.source +
+                   "' is a pipeline (checkPipelineGradients checks it)");
+  if (!model.backward)
+    throw RunError("--check-grads needs a model compiled for training; '" +
+                   desc.source + "' has no backward entry");
+  checkedParameters(desc);
+
+  // One backward call on one microbatch: the gradients of its loss.
+  tessel_set_step(ctx, uint64_t(step));
+  batches.fill(microbatch, ctx, arena);
+  zeroGrads(desc, ctx, arena);
+  model.backward(ctx, arena);
+  tessel_synchronize(ctx);
+  checkKernelError(ctx, "the backward entry");
+
+  ElementAccess access(ctx);
+  CheckedProgram program(desc);
+  // Global values, every rank alike: on a mesh, gathered from the blocks.
+  program.global = [&](const TensorDesc &t) {
+    if (!desc.mesh)
+      return access.readAll(t, arena);
+    return decodeAll(t, gatherGlobalTensor(desc, t, ctx, arena, true));
+  };
+  program.loss = [&] {
+    model.forward(ctx, arena);
+    tessel_synchronize(ctx);
+    checkKernelError(ctx, "the forward entry");
+    return meanOverRanks(desc, ctx, readLoss(desc.loss(), ctx, arena));
+  };
+  program.copies = [&](const TensorDesc &p, int64_t i) {
+    int64_t local = localIndexOf(desc, p, coordinates, i);
+    return local < 0 ? std::vector<ElementCopy>{}
+                     : std::vector<ElementCopy>{{&p, arena, local}};
+  };
+  compareWithFiniteDifferences(program, ctx, seed, tolerance, out);
+}
+
+void tessel::run::checkPipelineGradients(
+    const LoadedModel &model, tessel_ctx *ctx, PipelineRank &pipelined,
+    int64_t step, uint64_t seed, std::optional<double> tolerance,
+    std::FILE *out, const std::vector<int64_t> &coordinates) {
+  const ModelDesc &desc = model.desc;
+  const PipelineDesc &pipe = *desc.pipeline;
+  for (const LoadedModel::StageEntries &stage : model.stages)
+    if (!stage.update)
+      throw RunError("--check-grads needs a model compiled for training; '" +
+                     desc.source + "' has no update entry");
+  checkedParameters(desc);
+  int64_t ppRank = coordinates.at(pipe.axis);
+
+  // The step's schedule without its update: every stage's gradients,
+  // summed over the step's microbatches.
+  pipelined.accumulateGradients(step);
+
+  CheckedProgram program(desc);
+  program.gradientScale = 1.0 / double(pipe.microbatches);
+  // Each stage's slice gathered over its dp/tp group, then summed over pp
+  // with zeros from the ranks not holding it: every rank has the tensor.
+  program.global = [&](const TensorDesc &w) {
+    std::vector<double> whole(w.numElements());
+    int64_t rowsTotal = w.globalShape.empty() ? 1 : w.globalShape[0];
+    int64_t rowElements = rowsTotal ? w.numElements() / rowsTotal : 0;
+    for (const PipelineDesc::Slice &slice : pipe.slicesOf(w, false)) {
+      int64_t count = rowElements * slice.rows;
+      std::vector<double> part(count, 0.0);
+      if (pipe.rankOf(slice.stage) == ppRank)
+        part = decodeAll(
+            *slice.tensor,
+            gatherGlobalTensor(pipe.stages[slice.stage], *slice.tensor, ctx,
+                               pipelined.stageArena(slice.stage), true));
+      if (int64_t(part.size()) != count)
+        throw RunError("--check-grads: gathered " +
+                       std::to_string(part.size()) + " elements of '" + w.name +
+                       "' from stage " + std::to_string(slice.stage) +
+                       ", expected " + std::to_string(count));
+      void *device = tessel_alloc(ctx, std::max<int64_t>(count * 8, 64));
+      if (!device)
+        throw RunError("out of memory gathering '" + w.name + "'");
+      tessel_copy_to_device(ctx, device, part.data(), count * 8);
+      tessel_all_reduce(ctx, 1u << pipe.axis, TESSEL_F64, device, device, count,
+                        TESSEL_REDUCE_SUM);
+      tessel_copy_to_host(ctx, whole.data() + slice.firstRow * rowElements,
+                          device, count * 8);
+      tessel_free(ctx, device);
+      checkKernelError(ctx, "sharing '" + w.name + "' over the pipeline");
+    }
+    return whole;
+  };
+  program.loss = [&] {
+    return meanOverRanks(desc, ctx, pipelined.evalStep(step));
+  };
+  // Every stage of this rank holding element i: a stacked parameter's
+  // layers are split between stages (blockOf places a stage's rows in the
+  // whole tensor), a tied one is whole on each holder.
+  program.copies = [&](const TensorDesc &p, int64_t i) {
+    std::vector<ElementCopy> copies;
+    for (const PipelineDesc::Slice &slice : pipe.slicesOf(p, true)) {
+      if (pipe.rankOf(slice.stage) != ppRank)
+        continue;
+      int64_t local =
+          localIndexOf(pipe.stages[slice.stage], *slice.tensor, coordinates, i);
+      if (local >= 0)
+        copies.push_back(
+            {slice.tensor, pipelined.stageArena(slice.stage), local});
+    }
+    return copies;
+  };
+  compareWithFiniteDifferences(program, ctx, seed, tolerance, out);
 }

@@ -12,6 +12,8 @@
 
 namespace tessel::run {
 
+class PipelineRank;
+
 /// As torch.autograd.gradcheck, per trainable parameter: the gradient of
 /// one backward call (grads zeroed first) on the batch of `microbatch`
 /// against central finite differences of the forward entry's loss on up to
@@ -36,12 +38,26 @@ namespace tessel::run {
 /// gathered whole, the loss is the mean over the ranks, and a perturbed
 /// element is written by every rank holding it, so the check is the one
 /// device's, of the partitioned program. Only the rank given an `out`
-/// prints and throws. A pipeline is refused.
+/// prints and throws. A pipeline goes to checkPipelineGradients.
 void checkGradients(const LoadedModel &model, tessel_ctx *ctx, void *arena,
                     BatchSource &batches, int64_t step, int64_t microbatch,
                     uint64_t seed, std::optional<double> tolerance,
                     std::FILE *out,
                     const std::vector<int64_t> &coordinates = {});
+
+/// checkGradients for a pipeline (any schedule, with dp/tp/ZeRO inside the
+/// stages), every rank of the mesh calling it with its stages in
+/// `pipelined`: the gradients are those of the step's loss (the mean over
+/// the compiled microbatches of `step`), the sum the schedule accumulates
+/// (reduced over dp, tied copies summed) over M; the loss is the forward
+/// of every microbatch through the stages (evalStep), averaged over the
+/// ranks; a perturbed element is written into every stage holding it (a
+/// tied parameter's copies, a stacked parameter's layer on its stage).
+void checkPipelineGradients(const LoadedModel &model, tessel_ctx *ctx,
+                            PipelineRank &pipelined, int64_t step,
+                            uint64_t seed, std::optional<double> tolerance,
+                            std::FILE *out,
+                            const std::vector<int64_t> &coordinates);
 
 /// The derivative of f at 0 by the four-point central stencil
 ///   D(h) = (8 (f(h) − f(−h)) − (f(2h) − f(−2h))) / 12h   (error O(h⁴)),

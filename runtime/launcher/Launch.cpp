@@ -166,9 +166,6 @@ RunEnd tessel::run::runRank(const RunPlan &plan, int32_t rank, int32_t comm,
                  describeArena(desc));
   std::unique_ptr<PipelineRank> pipelined;
   if (desc.pipeline) {
-    if (plan.mode == Mode::CheckGrads)
-      throw UsageError("--check-grads checks one device or a dp/tp mesh: "
-                       "run it on the model compiled without a pp axis");
     pipelined = std::make_unique<PipelineRank>(
         model, rt.ctx, rank, coords,
         [&](const ModelDesc &view) { return makeBatchSource(options, view); });
@@ -198,9 +195,14 @@ RunEnd tessel::run::runRank(const RunPlan &plan, int32_t rank, int32_t comm,
     batches = std::make_unique<PrefetchingBatchSource>(
         std::move(batches), desc, options.backend.c_str());
   if (plan.mode == Mode::CheckGrads) {
-    checkGradients(model, rt.ctx, rt.arena, *batches, plan.firstStep,
-                   plan.firstStep * options.microbatches, options.seed,
-                   options.gradTol, reporter ? stdout : nullptr, coords);
+    if (pipelined)
+      checkPipelineGradients(model, rt.ctx, *pipelined, plan.firstStep,
+                             options.seed, options.gradTol,
+                             reporter ? stdout : nullptr, coords);
+    else
+      checkGradients(model, rt.ctx, rt.arena, *batches, plan.firstStep,
+                     plan.firstStep * options.microbatches, options.seed,
+                     options.gradTol, reporter ? stdout : nullptr, coords);
     return {0, plan.firstStep};
   }
 

@@ -129,6 +129,22 @@ std::vector<int> PipelineDesc::stagesOfRank(int64_t rank) const {
       placement);
 }
 
+std::vector<PipelineDesc::Slice> PipelineDesc::slicesOf(const TensorDesc &w,
+                                                        bool everyCopy) const {
+  std::vector<Slice> out;
+  int64_t rowsTotal = w.globalShape.empty() ? 1 : w.globalShape[0];
+  for (int s = 0; s < numStages(); ++s) {
+    const TensorDesc *t = stages[s].find(w.role, w.name);
+    if (!t)
+      continue;
+    if (t->layers)
+      out.push_back({s, t, t->layers->offset, t->blockShape()[0]});
+    else if (out.empty() || everyCopy)
+      out.push_back({s, t, 0, rowsTotal});
+  }
+  return out;
+}
+
 ModelDesc tessel::run::parsePipelineDescription(const json &j,
                                                 const std::string &file) {
   auto p = std::make_shared<PipelineDesc>();

@@ -45,6 +45,20 @@ struct PipelineDesc {
   }
   /// The stages pp rank `rank` runs, in stage order.
   std::vector<int> stagesOfRank(int64_t rank) const;
+
+  /// A stage's part of one of the whole model's tensors: rows [firstRow,
+  /// firstRow + rows) of its first dimension, which the stage describes as
+  /// `tensor`.
+  struct Slice {
+    int stage;
+    const TensorDesc *tensor;
+    int64_t firstRow, rows;
+  };
+  /// Where the whole model's tensor `w` (a parameter, gradient or state)
+  /// lives: every stage holding some of a stacked tensor's layers, and of
+  /// a tied or unstacked one the first stage holding it, or with
+  /// `everyCopy` every stage (a tied parameter's copies).
+  std::vector<Slice> slicesOf(const TensorDesc &w, bool everyCopy) const;
 };
 
 /// Parses a pipeline's description (the top level has "pipeline" and

@@ -232,7 +232,7 @@ PipelineRank::Stage &PipelineRank::stageAt(int s) {
                  " does not run on pp rank " + std::to_string(ppRank));
 }
 
-const void *PipelineRank::stageArena(int s) { return stageAt(s).arena; }
+void *PipelineRank::stageArena(int s) { return stageAt(s).arena; }
 
 int32_t PipelineRank::worldRankOf(int64_t peer) const {
   return int32_t(model.desc.mesh->withCoordinate(rank, pipe.axis, peer));
@@ -648,7 +648,7 @@ double PipelineRank::shareLoss(double sum) {
   return total / double(pipe.microbatches);
 }
 
-double PipelineRank::trainStep(int64_t step) {
+double PipelineRank::accumulateGradients(int64_t step) {
   tessel_set_step(ctx, uint64_t(step));
   for (auto &stage : stages)
     zeroGrads(*stage->desc, ctx, stage->arena);
@@ -657,6 +657,11 @@ double PipelineRank::trainStep(int64_t step) {
     runAction(action, step);
   reduceGradients();
   exchangeTiedGradients();
+  return shareLoss(lossSum);
+}
+
+double PipelineRank::trainStep(int64_t step) {
+  double loss = accumulateGradients(step);
   shareGradientNorm();
   for (auto &stage : stages) {
     writeGradScale(*stage->desc, ctx, stage->arena, pipe.microbatches);
@@ -665,7 +670,7 @@ double PipelineRank::trainStep(int64_t step) {
     check("step " + std::to_string(step + 1) + " (update of stage " +
           std::to_string(stage->index) + ")");
   }
-  return shareLoss(lossSum);
+  return loss;
 }
 
 double PipelineRank::evalStep(int64_t step) {
@@ -696,32 +701,20 @@ PipelineRank::gatherCheckpoint(bool withStates, bool keep) {
       sliceLeader = false;
   int64_t tagBase = -(int64_t(1) << 40);
   for (const TensorDesc *w : checkpointTensors(whole, withStates)) {
-    // The stages holding `w`, and which rows of it each holds.
-    for (int s = 0; s < pipe.numStages(); ++s) {
-      const ModelDesc &desc = pipe.stages[s];
-      const TensorDesc *t = desc.find(w->role, w->name);
-      if (!t)
-        continue;
-      // A tied tensor (whole on each holder) is written from its first
-      // holder, the others are not even gathered; a stacked one from every
-      // stage, its rows each.
-      bool first = true;
-      for (int earlier = 0; earlier < s && !t->layers; ++earlier)
-        if (pipe.stages[earlier].find(w->role, w->name))
-          first = false;
-      if (!first)
-        continue;
+    // A tied tensor (whole on each holder) is written from its first
+    // holder, the others are not even gathered; a stacked one from every
+    // stage, its rows each.
+    int64_t rowsTotal = w->globalShape.empty() ? 1 : w->globalShape[0];
+    int64_t rowBytes = rowsTotal ? w->globalBytes() / rowsTotal : 0;
+    for (const PipelineDesc::Slice &part : pipe.slicesOf(*w, false)) {
+      int s = part.stage;
       bool mine = pipe.rankOf(s) == ppRank;
       std::vector<char> slice;
       if (mine)
-        slice = gatherGlobalTensor(desc, *t, ctx, stageAt(s).arena,
-                                   sliceLeader);
-      // Stage s holds rows [offset, offset + rowsHere) of `rowsTotal`.
-      int64_t rowsTotal = w->globalShape.empty() ? 1 : w->globalShape[0];
-      int64_t rowsHere = t->layers ? t->blockShape()[0] : rowsTotal;
-      int64_t rowBytes = rowsTotal ? w->globalBytes() / rowsTotal : 0;
-      int64_t sliceBytes = rowBytes * rowsHere;
-      int64_t offset = t->layers ? t->layers->offset : 0;
+        slice = gatherGlobalTensor(pipe.stages[s], *part.tensor, ctx,
+                                   stageAt(s).arena, sliceLeader);
+      int64_t sliceBytes = rowBytes * part.rows;
+      int64_t offset = part.firstRow;
       int64_t tag = tagBase - s;
       int64_t holderPp = pipe.rankOf(s);
       if (mine && sliceLeader && rank != 0) {

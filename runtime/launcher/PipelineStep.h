@@ -67,6 +67,10 @@ public:
   /// One training step: the schedule, the tied gradients, the updates;
   /// the mean loss of the step's microbatches (on every rank).
   double trainStep(int64_t step);
+  /// The step's schedule without the update: every stage's gradients
+  /// summed over the step's microbatches (reduced over dp, tied copies
+  /// summed); the mean loss of the microbatches (on every rank).
+  double accumulateGradients(int64_t step);
   /// The forward of every microbatch in stage order; the mean loss.
   double evalStep(int64_t step);
   /// The global checkpoint tensors (parameters, and states when
@@ -75,8 +79,9 @@ public:
   std::map<std::string, std::vector<char>> gatherCheckpoint(bool withStates,
                                                             bool keep);
   /// The arena of stage `s`, one of this rank's (a sharded checkpoint
-  /// writes its tensors as they are); throws RunError for another stage.
-  const void *stageArena(int s);
+  /// writes its tensors as they are, the gradient check perturbs them);
+  /// throws RunError for another stage.
+  void *stageArena(int s);
   /// How the slots this rank allocated to keep microbatches between
   /// actions (inputs, kept activations, the weight part's stash and
   /// handed-over gradients, one pool of each for all its stages) differ

@@ -639,9 +639,6 @@ TEST(MeshFlags, BadCombinationsAreUsageErrors) {
       {{"m.mlir", "--sequence-parallel"}, "--sequence-parallel needs --mesh"},
       {{"m.mlir", "--mesh", "dp=2", "--bucket-mb", "-1"},
        "bad value '-1' for --bucket-mb"},
-      {{"m.mlir", "--mesh", "dp=2,pp=2", "--check-grads"},
-       "--check-grads checks one device or a dp/tp mesh, not a pipeline "
-       "(drop the pp axis of --mesh dp=2,pp=2)"},
       {{"m.so", "--mesh", "dp=2,dp=2"}, "mesh axis 'dp' is given twice"},
       {{"m.so", "--mesh", "dp=2", "--zero", "2"},
        "--zero only with a .mlir model"},

@@ -96,7 +96,11 @@ RunEnd runModel(const Options &given, int32_t rank, int32_t mpiWorld,
   plan.mode = modeOf(options, desc);
   plan.startSeconds = start;
   plan.tcp = tcp;
-  if (plan.mode == Mode::CheckGrads && !model.backward)
+  // A pipeline's stages train where they update (their backward may be
+  // split in two or deferred).
+  bool trains = desc.pipeline ? model.stages.front().update != nullptr
+                              : model.backward != nullptr;
+  if (plan.mode == Mode::CheckGrads && !trains)
     throw RunError("--check-grads needs a model compiled for training; '" +
                    options.model + "' has no backward entry");
   // The data source is checked before any work so a bad file fails fast
