@@ -354,14 +354,16 @@ void compareWithFiniteDifferences(CheckedProgram &program, tessel_ctx *ctx,
     }
     // Fewer than half the samples wanted (maxSamples, or every element of
     // a smaller parameter) is more than a ReLU's scattered kinks: the loss
-    // is not differentiable at the step's scale for this parameter (a step
-    // function, or f32 noise the stencil cannot beat).
+    // is not differentiable at the step's scale for this parameter (kinks
+    // denser than the smallest step, or f32 noise the stencil cannot beat).
     int64_t wanted = std::min<int64_t>(maxSamples, int64_t(grad.size()));
     if (2 * compared < wanted && unchecked.empty())
       unchecked = p->name + "': " + std::to_string(atKinks) + " of " +
                   std::to_string(atKinks + compared) +
                   " sampled elements are not differentiable at the "
-                  "finite-difference step";
+                  "finite-difference step (check it " +
+                  (p->dtypeCode == TESSEL_F64 ? "" : "in f64, or ") +
+                  "with a smooth activation in place of ReLU or max)";
     if (maxRel > tol && (worst.empty() || maxRel / tol > worstRel / worstTol)) {
       worst = p->name;
       worstRel = maxRel;
@@ -377,8 +379,7 @@ void compareWithFiniteDifferences(CheckedProgram &program, tessel_ctx *ctx,
                    "' has max rel err " + buf);
   }
   if (!unchecked.empty() && out)
-    throw RunError("gradient check inconclusive: parameter '" + unchecked +
-                   " (check it in f64, or with a smooth activation)");
+    throw RunError("gradient check inconclusive: parameter '" + unchecked);
 }
 
 } // namespace

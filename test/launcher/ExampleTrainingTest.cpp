@@ -286,6 +286,42 @@ TEST_F(ExampleTrainingTest, BnMlpGradientsPassOverReluKinks) {
   }
 }
 
+// Where kinks are as dense as the smallest stencil is wide (every element
+// of w moves 65,536 ReLU inputs: ~1e-4 of it apart, against the stencil's
+// ±6e-5 after five halvings), hardly any element's finite differences
+// settle: the check says so and fails, instead of comparing
+// averages of slopes or passing on the one element it could compare.
+TEST_F(ExampleTrainingTest, DenseKinksMakeTheCheckInconclusive) {
+  writeFile(dir / "kinks.mlir", R"mlir(
+func.func @loss(
+    %x: tensor<65536x4xf64> {nn.input, nn.axes = ["batch", "features"]},
+    %r: tensor<65536x2xf64> {nn.input, nn.axes = ["batch", "classes"]},
+    %w: tensor<4x2xf64> {nn.param = "w", nn.init = #nn.init<normal, 1.0>,
+                         nn.axes = ["features", "classes"]})
+    -> tensor<f64> {
+  %h = nn.matmul %x, %w : (tensor<65536x4xf64>, tensor<4x2xf64>) -> tensor<65536x2xf64>
+  %a = nn.relu %h : tensor<65536x2xf64>
+  %p = nn.mul %a, %r : tensor<65536x2xf64>
+  %l = nn.reduce_sum %p dims = [0, 1] : tensor<65536x2xf64> -> tensor<f64>
+  return %l : tensor<f64>
+}
+)mlir");
+  RunResult r = run(path("kinks.mlir") + " --check-grads");
+  EXPECT_EQ(r.exitCode, 1) << r.err << r.out;
+  EXPECT_NE(r.out.find(" passed over: finite differences did not settle)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_TRUE(isOneLine(r.err)) << r.err;
+  EXPECT_NE(r.err.find("gradient check inconclusive: parameter 'w': "),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("sampled elements are not differentiable at the "
+                       "finite-difference step (check it with a smooth "
+                       "activation in place of ReLU or max)"),
+            std::string::npos)
+      << r.err;
+}
+
 TEST_F(ExampleTrainingTest, MlpGradientsMatchFiniteDifferencesOnMeshes) {
   std::string mlp = readFile(fs::path(TESSEL_EXAMPLES_DIR) / "mlp.mlir");
   for (size_t at; (at = mlp.find("f32")) != std::string::npos;)
