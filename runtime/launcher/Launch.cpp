@@ -13,11 +13,34 @@
 #include "runtime/launcher/Training.h"
 
 #include <chrono>
+#include <climits>
 #include <cstdio>
 
 using namespace tessel::run;
 
 namespace {
+
+/// The most bytes a rank of the mesh keeps between its pipeline schedule's
+/// actions, and the first rank keeping that many (every rank calls it).
+HeldMicrobatches busiestHolding(tessel_ctx *ctx, uint32_t axes, int64_t mine,
+                                int32_t rank) {
+  auto maxOverRanks = [&](int64_t value) {
+    void *device = tessel_alloc(ctx, 64);
+    if (!device)
+      throw RunError("cannot allocate the held bytes' buffer");
+    tessel_copy_to_device(ctx, device, &value, sizeof(value));
+    tessel_all_reduce(ctx, axes, TESSEL_I64, device, device, 1,
+                      TESSEL_REDUCE_MAX);
+    tessel_copy_to_host(ctx, &value, device, sizeof(value));
+    tessel_free(ctx, device);
+    checkKernelError(ctx, "comparing the ranks' held bytes");
+    return value;
+  };
+  HeldMicrobatches held;
+  held.bytes = maxOverRanks(mine);
+  held.rank = -maxOverRanks(mine == held.bytes ? -int64_t(rank) : INT64_MIN);
+  return held;
+}
 
 double nowSeconds() {
   using namespace std::chrono;
@@ -321,11 +344,15 @@ RunEnd tessel::run::runRank(const RunPlan &plan, int32_t rank, int32_t comm,
   if (end.signal)
     waitForEveryRank(rt.ctx, allAxes);
   // A stopped run ends with tessel-run's message instead of the summary.
-  if (reporter && !end.signal)
+  if (end.signal)
+    return end;
+  HeldMicrobatches held;
+  if (pipelined)
+    held = busiestHolding(rt.ctx, allAxes, pipelined->heldBytes(), rank);
+  if (reporter)
     progress.finish(nowSeconds() - plan.startSeconds, desc.peakBytes,
                     desc.arenaBytes, describeRun(plan, globalFeeds.batchSize()),
-                    commLine, /*perRank=*/desc.mesh.has_value(),
-                    pipelined ? pipelined->heldBytes() : -1);
+                    commLine, /*perRank=*/desc.mesh.has_value(), held);
   return end;
 }
 

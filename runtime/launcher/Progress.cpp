@@ -132,24 +132,25 @@ void ProgressReporter::logLine(const StepResult &r, double eta) {
 void ProgressReporter::finish(double totalSeconds, int64_t peakBytes,
                               int64_t arenaBytes, const std::string &what,
                               const std::string &comm, bool perRank,
-                              int64_t heldBytes) {
+                              HeldMicrobatches held) {
   if (quiet)
     return;
   if (barDrawn)
     std::fputc('\n', stderr);
   double meanTokens = stepSeconds > 0 ? tokens / stepSeconds : 0;
-  std::string held = heldBytes < 0
-                         ? ""
-                         : ", plus " + std::to_string(heldBytes) +
-                               " bytes of microbatches held between the "
-                               "schedule's actions";
+  std::string heldText = held.bytes < 0
+                             ? ""
+                             : ", plus up to " + std::to_string(held.bytes) +
+                                   " bytes of microbatches held between the "
+                                   "schedule's actions (rank " +
+                                   std::to_string(held.rank) + ")";
   std::fprintf(stderr,
                "done: %ld steps (%s), loss %.6g -> %.6g, %.0f tokens/s mean, "
                "%s total, peak %s (arena %s%s)%s\n",
                long(steps), what.c_str(), firstLoss, lastLoss, meanTokens,
                formatDuration(totalSeconds).c_str(),
                formatBytes(peakBytes).c_str(), formatBytes(arenaBytes).c_str(),
-               held.c_str(), perRank ? " per rank" : "");
+               heldText.c_str(), perRank ? " per rank" : "");
   if (!comm.empty())
     std::fprintf(stderr, "communication per step: %s\n", comm.c_str());
 }

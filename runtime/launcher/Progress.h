@@ -41,6 +41,12 @@ private:
   std::FILE *file = nullptr;
 };
 
+/// The most bytes a pipeline's rank keeps of its microbatches between the
+/// schedule's actions, and the first rank keeping that many.
+struct HeldMicrobatches {
+  int64_t bytes = -1, rank = 0;
+};
+
 /// The stderr report: a redrawn progress bar on a terminal, one line every
 /// `logEvery` steps otherwise, and a summary at the end.
 class ProgressReporter {
@@ -52,11 +58,12 @@ public:
   /// The summary; `what` says what ran ("train adamw lr 0.001, global
   /// batch 32 = 4 x 8"). On a mesh, `comm` is the communication of one step
   /// (a line of its own) and the memory figures are each rank's; a
-  /// pipeline's rank also keeps `heldBytes` of microbatches between its
-  /// schedule's actions (-1: not a pipeline).
+  /// pipeline's ranks also keep up to `held.bytes` of microbatches between
+  /// their schedule's actions, the first that many being rank `held.rank`
+  /// (bytes -1: not a pipeline).
   void finish(double totalSeconds, int64_t peakBytes, int64_t arenaBytes,
               const std::string &what, const std::string &comm = "",
-              bool perRank = false, int64_t heldBytes = -1);
+              bool perRank = false, HeldMicrobatches held = {});
 
 private:
   void drawBar(const StepResult &result, double eta);
