@@ -1,6 +1,7 @@
 //===- Args.cpp - Parsing tessel-run's command line -----------------------===//
 
 #include "runtime/launcher/Args.h"
+#include "runtime/config/NamePattern.h"
 #include "runtime/launcher/Error.h"
 #include "tessel/runtime.h"
 
@@ -109,6 +110,10 @@ flags:
                         compiled microbatches) through its schedule
   --grad-tol T          tolerance of --check-grads (default 1e-6 for f64
                         parameters, 2e-2 for f32, 2e-1 for f16/bf16)
+  --grad-params P,P...  check only the trainable parameters matching these
+                        name patterns ('*' any characters, '?' one, as
+                        --no-decay), e.g. 'h.attn.*,wte'; one matching none
+                        is an error
   --seed S              seed of parameter init and synthetic data (default 0);
                         synthetic samples are N(0, 1) floats and uniform
                         integers, except a classifier's labels: the class a
@@ -454,6 +459,15 @@ const std::map<std::string, ValueSetter> &valueFlags() {
                      "' for --grad-tol (expected a number > 0)");
          o.gradTol = tol;
        }},
+      {"--grad-params",
+       [](Options &o, const std::string &v) {
+         if (std::optional<std::string> why = checkNamePatterns(v))
+           failUsage("bad value '" + v +
+                     "' for --grad-params (expected comma-separated name "
+                     "patterns: " +
+                     *why + ")");
+         o.gradParams = v;
+       }},
   };
   return flags;
 }
@@ -553,6 +567,9 @@ void checkCombinations(const Options &options) {
     failUsage(std::string("--save-every has no effect with ") +
               (options.eval ? "--eval" : "--check-grads") +
               " (no step changes the parameters)");
+  if (!options.checkGrads && (options.gradTol || !options.gradParams.empty()))
+    failUsage(std::string(options.gradTol ? "--grad-tol" : "--grad-params") +
+              " only with --check-grads");
   if (options.graph && options.checkGrads)
     failUsage("--graph captures a step; --check-grads runs the backward "
               "entry on perturbed parameters, not steps");

@@ -70,6 +70,9 @@ struct Options {
   // first, and launched every step after (CUDA graphs on a GPU).
   bool graph = false;
   std::optional<double> gradTol;
+  // --grad-params: the name patterns of the parameters --check-grads checks
+  // ("" all).
+  std::string gradParams;
   std::vector<TrainingFlag> training; // in the order given, each flag once
   // Parallelism: the mesh to partition for (a .mlir) or to check a .so
   // against, and the communication backend. The partitioning flags go to

@@ -17,6 +17,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/launcher/GradCheck.h"
+#include "runtime/config/NamePattern.h"
 #include "runtime/launcher/Arena.h"
 #include "runtime/launcher/Distributed.h"
 #include "runtime/launcher/Error.h"
@@ -230,15 +231,24 @@ struct CheckedProgram {
   double gradientScale = 1;
 };
 
-/// The trainable parameters a gradient reaches; refuses a model without
-/// any, or with a 16-bit one.
-std::vector<const TensorDesc *> checkedParameters(const ModelDesc &desc) {
+/// The trainable parameters a gradient reaches that match `patterns` (all
+/// when ""); refuses a model without any, none matching, or a 16-bit one.
+std::vector<const TensorDesc *> checkedParameters(const ModelDesc &desc,
+                                                  const std::string &patterns) {
   std::vector<const TensorDesc *> params;
+  std::string trainable;
   for (const TensorDesc *p : desc.withRole("param"))
-    if (p->trainable && desc.gradOf(p->name))
-      params.push_back(p);
-  if (params.empty())
+    if (p->trainable && desc.gradOf(p->name)) {
+      trainable += (trainable.empty() ? "" : ", ") + p->name;
+      if (patterns.empty() || tessel::matchesAny(patterns, p->name))
+        params.push_back(p);
+    }
+  if (trainable.empty())
     throw RunError("--check-grads: the model has no trainable parameter");
+  if (params.empty())
+    throw RunError(
+        "--grad-params '" + patterns +
+        "' matches no trainable parameter (the model's: " + trainable + ")");
   // A perturbation written to a 16-bit parameter rounds to its grid (2^-8
   // relative for bf16), so the finite difference would measure the
   // rounding, not the gradient.
@@ -271,11 +281,11 @@ double meanOverRanks(const ModelDesc &desc, tessel_ctx *ctx, double value) {
 /// Compares the program's gradients with finite differences of its loss
 /// (GradCheck.h), every rank in lockstep; the rank given `out` reports.
 void compareWithFiniteDifferences(CheckedProgram &program, tessel_ctx *ctx,
-                                  uint64_t seed,
-                                  std::optional<double> tolerance,
+                                  const GradCheckSettings &settings,
                                   std::FILE *out) {
   const ModelDesc &desc = program.desc;
-  std::vector<const TensorDesc *> params = checkedParameters(desc);
+  std::vector<const TensorDesc *> params =
+      checkedParameters(desc, settings.params);
   // The gradients before any forward call overwrites scratch, and their
   // scale: the largest |element| over every parameter.
   std::vector<std::vector<double>> grads;
@@ -301,11 +311,12 @@ void compareWithFiniteDifferences(CheckedProgram &program, tessel_ctx *ctx,
     const TensorDesc *p = params[k];
     const std::vector<double> &grad = grads[k];
     std::vector<double> values = program.global(*p);
-    double tol = tolerance ? *tolerance : defaultTolerance(p->dtypeCode);
+    double tol = settings.tolerance ? *settings.tolerance
+                                    : defaultTolerance(p->dtypeCode);
     double floor = std::max(1e-3 * scale, 1e-300);
     double maxAbs = 0, maxRel = 0;
     int64_t compared = 0, atKinks = 0;
-    for (int64_t i : candidateOrder(grad, p->name, seed)) {
+    for (int64_t i : candidateOrder(grad, p->name, settings.seed)) {
       if (compared == maxSamples)
         break;
       // Every rank holding a copy of element i perturbs it; every rank
@@ -387,7 +398,7 @@ void compareWithFiniteDifferences(CheckedProgram &program, tessel_ctx *ctx,
 void tessel::run::checkGradients(const LoadedModel &model, tessel_ctx *ctx,
                                  void *arena, BatchSource &batches,
                                  int64_t step, int64_t microbatch,
-                                 uint64_t seed, std::optional<double> tolerance,
+                                 const GradCheckSettings &settings,
                                  std::FILE *out,
                                  const std::vector<int64_t> &coordinates) {
   const ModelDesc &desc = model.desc;
@@ -397,7 +408,7 @@ void tessel::run::checkGradients(const LoadedModel &model, tessel_ctx *ctx,
   if (!model.backward)
     throw RunError("--check-grads needs a model compiled for training; '" +
                    desc.source + "' has no backward entry");
-  checkedParameters(desc);
+  checkedParameters(desc, settings.params);
 
   // One backward call on one microbatch: the gradients of its loss.
   tessel_set_step(ctx, uint64_t(step));
@@ -426,20 +437,20 @@ void tessel::run::checkGradients(const LoadedModel &model, tessel_ctx *ctx,
     return local < 0 ? std::vector<ElementCopy>{}
                      : std::vector<ElementCopy>{{&p, arena, local}};
   };
-  compareWithFiniteDifferences(program, ctx, seed, tolerance, out);
+  compareWithFiniteDifferences(program, ctx, settings, out);
 }
 
 void tessel::run::checkPipelineGradients(
     const LoadedModel &model, tessel_ctx *ctx, PipelineRank &pipelined,
-    int64_t step, uint64_t seed, std::optional<double> tolerance,
-    std::FILE *out, const std::vector<int64_t> &coordinates) {
+    int64_t step, const GradCheckSettings &settings, std::FILE *out,
+    const std::vector<int64_t> &coordinates) {
   const ModelDesc &desc = model.desc;
   const PipelineDesc &pipe = *desc.pipeline;
   for (const LoadedModel::StageEntries &stage : model.stages)
     if (!stage.update)
       throw RunError("--check-grads needs a model compiled for training; '" +
                      desc.source + "' has no update entry");
-  checkedParameters(desc);
+  checkedParameters(desc, settings.params);
   int64_t ppRank = coordinates.at(pipe.axis);
 
   // The step's schedule without its update: every stage's gradients,
@@ -499,5 +510,5 @@ void tessel::run::checkPipelineGradients(
     }
     return copies;
   };
-  compareWithFiniteDifferences(program, ctx, seed, tolerance, out);
+  compareWithFiniteDifferences(program, ctx, settings, out);
 }

@@ -9,12 +9,25 @@
 #include <cstdio>
 #include <functional>
 #include <optional>
+#include <string>
 
 namespace tessel::run {
 
 class PipelineRank;
 
-/// As torch.autograd.gradcheck, per trainable parameter: the gradient of
+/// What --check-grads checks and how.
+struct GradCheckSettings {
+  /// Seeds the sampled elements' choice.
+  uint64_t seed = 0;
+  /// The relative error allowed (default: by the parameter's dtype).
+  std::optional<double> tolerance;
+  /// Name patterns (NamePattern.h): only the trainable parameters matching
+  /// one are checked; "" checks every one.
+  std::string params;
+};
+
+/// As torch.autograd.gradcheck, per trainable parameter (those matching
+/// `settings.params`; none matching is an error): the gradient of
 /// one backward call (grads zeroed first) on the batch of `microbatch`
 /// against central finite differences of the forward entry's loss on up to
 /// 32 sampled elements (the largest |gradient| among them). An element
@@ -27,7 +40,7 @@ class PipelineRank;
 /// 1e-3·s) with s the largest |gradient| element over every parameter (an
 /// all-zero gradient, e.g. a key bias under softmax, is judged against the
 /// model's scale, not its own). Throws RunError when
-/// one exceeds `tolerance` (default 1e-6 for f64 parameters, 2e-2 for
+/// one exceeds `settings.tolerance` (default 1e-6 for f64 parameters, 2e-2 for
 /// f32), or when fewer than half of a parameter's samples could be
 /// compared (inconclusive), and refuses a model with a bf16 or f16 trainable
 /// parameter (a bf16 run's; a perturbation would round). The gradients are read
@@ -41,8 +54,7 @@ class PipelineRank;
 /// prints and throws. A pipeline goes to checkPipelineGradients.
 void checkGradients(const LoadedModel &model, tessel_ctx *ctx, void *arena,
                     BatchSource &batches, int64_t step, int64_t microbatch,
-                    uint64_t seed, std::optional<double> tolerance,
-                    std::FILE *out,
+                    const GradCheckSettings &settings, std::FILE *out,
                     const std::vector<int64_t> &coordinates = {});
 
 /// checkGradients for a pipeline (any schedule, with dp/tp/ZeRO inside the
@@ -55,8 +67,7 @@ void checkGradients(const LoadedModel &model, tessel_ctx *ctx, void *arena,
 /// tied parameter's copies, a stacked parameter's layer on its stage).
 void checkPipelineGradients(const LoadedModel &model, tessel_ctx *ctx,
                             PipelineRank &pipelined, int64_t step,
-                            uint64_t seed, std::optional<double> tolerance,
-                            std::FILE *out,
+                            const GradCheckSettings &settings, std::FILE *out,
                             const std::vector<int64_t> &coordinates);
 
 /// The derivative of f at 0 by the four-point central stencil

@@ -218,14 +218,15 @@ RunEnd tessel::run::runRank(const RunPlan &plan, int32_t rank, int32_t comm,
     batches = std::make_unique<PrefetchingBatchSource>(
         std::move(batches), desc, options.backend.c_str());
   if (plan.mode == Mode::CheckGrads) {
+    GradCheckSettings settings{options.seed, options.gradTol,
+                               options.gradParams};
     if (pipelined)
       checkPipelineGradients(model, rt.ctx, *pipelined, plan.firstStep,
-                             options.seed, options.gradTol,
-                             reporter ? stdout : nullptr, coords);
+                             settings, reporter ? stdout : nullptr, coords);
     else
       checkGradients(model, rt.ctx, rt.arena, *batches, plan.firstStep,
-                     plan.firstStep * options.microbatches, options.seed,
-                     options.gradTol, reporter ? stdout : nullptr, coords);
+                     plan.firstStep * options.microbatches, settings,
+                     reporter ? stdout : nullptr, coords);
     return {0, plan.firstStep};
   }
 

@@ -399,6 +399,13 @@ TEST_F(ExampleTrainingTest, PipelineGradientsMatchFiniteDifferences) {
       EXPECT_EQ(r.out.find(line, at + 1), std::string::npos) << r.out;
     }
   }
+  // --grad-params: the stacked parameters only.
+  RunResult some = run(path("tied.mlir") +
+                       " --check-grads --quiet --microbatches 2 --mesh pp=2 "
+                       "--grad-params 'h.*'");
+  EXPECT_EQ(some.exitCode, 0) << some.err;
+  EXPECT_EQ(some.out.find("grad-check wte"), std::string::npos) << some.out;
+  EXPECT_NE(some.out.find("grad-check h.bias"), std::string::npos) << some.out;
 }
 
 } // namespace

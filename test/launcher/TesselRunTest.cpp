@@ -319,18 +319,44 @@ TEST_F(TesselRunTest, HelpDocumentsEveryFlag) {
                       "1e-3 * s)"),
             std::string::npos)
       << help;
-  for (const char *flag :
-       {"--steps",       "--seed",         "--data",         "--data-dtype",
-        "--metrics",     "--save",         "--load",         "--log-every",
-        "--save-every",
-        "--quiet",       "--microbatches", "--eval",         "--check-grads",
-        "--grad-tol",    "--optimizer",    "--lr",           "--beta1",
-        "--beta2",       "--eps",          "--weight-decay", "--momentum",
-        "--nesterov",    "--schedule",     "--warmup",       "--min-lr",
-        "--total-steps", "--clip",         "--recompute",    "--mesh",
-        "--comm",        "--backend",      "--comm-timeout", "--rules",
-        "--sequence-parallel",
-        "--local-batchnorm", "--bucket-mb",  "--graph"})
+  for (const char *flag : {"--steps",
+                           "--seed",
+                           "--data",
+                           "--data-dtype",
+                           "--metrics",
+                           "--save",
+                           "--load",
+                           "--log-every",
+                           "--save-every",
+                           "--quiet",
+                           "--microbatches",
+                           "--eval",
+                           "--check-grads",
+                           "--grad-tol",
+                           "--grad-params",
+                           "--optimizer",
+                           "--lr",
+                           "--beta1",
+                           "--beta2",
+                           "--eps",
+                           "--weight-decay",
+                           "--momentum",
+                           "--nesterov",
+                           "--schedule",
+                           "--warmup",
+                           "--min-lr",
+                           "--total-steps",
+                           "--clip",
+                           "--recompute",
+                           "--mesh",
+                           "--comm",
+                           "--backend",
+                           "--comm-timeout",
+                           "--rules",
+                           "--sequence-parallel",
+                           "--local-batchnorm",
+                           "--bucket-mb",
+                           "--graph"})
     EXPECT_NE(help.find(flag), std::string::npos) << flag;
 }
 
@@ -643,6 +669,19 @@ TEST_F(TesselRunTest, CheckGradsComparesWithFiniteDifferences) {
       run(quote(FAKE_TRAIN_MODEL_WRONG_GRAD) + " --check-grads --grad-tol 0.6")
           .exitCode,
       0);
+
+  // --grad-params picks parameters by name; one matching no trainable
+  // parameter names the model's.
+  r = run(trainable + " --check-grads --grad-params 'fc.*'");
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_NE(r.out.find("grad-check fc.weight"), std::string::npos) << r.out;
+  r = run(trainable + " --check-grads --grad-params fc.frozen,bias");
+  EXPECT_EQ(r.exitCode, 1);
+  EXPECT_TRUE(isOneLine(r.err)) << r.err;
+  EXPECT_NE(r.err.find("--grad-params 'fc.frozen,bias' matches no trainable "
+                       "parameter (the model's: fc.weight)"),
+            std::string::npos)
+      << r.err;
 
   r = run(linear + " --check-grads");
   EXPECT_EQ(r.exitCode, 1);

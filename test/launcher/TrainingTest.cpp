@@ -370,13 +370,30 @@ TEST(ModelAbiV2, InvalidDescriptionsNameTheProblem) {
 }
 
 TEST(TrainingFlags, ParseAndNormalise) {
-  Options o = parseFlags({"m.so", "--optimizer", "sgd", "--lr=3e-4",
-                          "--schedule", "warmup_cosine", "--warmup", "10",
-                          "--nesterov", "--microbatches", "4", "--clip", "1",
-                          "--lr", "1e-3", "--grad-tol", "1e-4"});
+  Options o = parseFlags({"m.so",
+                          "--optimizer",
+                          "sgd",
+                          "--lr=3e-4",
+                          "--schedule",
+                          "warmup_cosine",
+                          "--warmup",
+                          "10",
+                          "--nesterov",
+                          "--microbatches",
+                          "4",
+                          "--clip",
+                          "1",
+                          "--lr",
+                          "1e-3",
+                          "--check-grads",
+                          "--grad-tol",
+                          "1e-4",
+                          "--grad-params",
+                          "h.*,wte"});
   EXPECT_EQ(o.microbatches, 4);
   ASSERT_TRUE(o.gradTol);
   EXPECT_DOUBLE_EQ(*o.gradTol, 1e-4);
+  EXPECT_EQ(o.gradParams, "h.*,wte");
   ASSERT_NE(o.trainingValue("--schedule"), nullptr);
   EXPECT_EQ(*o.trainingValue("--schedule"), "warmup-cosine");
   EXPECT_EQ(*o.trainingValue("--lr"), "1e-3"); // The last one wins.
@@ -406,6 +423,11 @@ TEST(TrainingFlags, BadValuesAreUsageErrors) {
       {{"--total-steps", "0"}, "bad value '0' for --total-steps"},
       {{"--microbatches", "0"}, "bad value '0' for --microbatches"},
       {{"--grad-tol", "0"}, "bad value '0' for --grad-tol"},
+      {{"--grad-tol", "1e-3"}, "--grad-tol only with --check-grads"},
+      {{"--grad-params", "h.*"}, "--grad-params only with --check-grads"},
+      {{"--check-grads", "--grad-params", "h.*,,wte"},
+       "bad value 'h.*,,wte' for --grad-params (expected comma-separated "
+       "name patterns"},
       {{"--nesterov=1"}, "--nesterov takes no value"},
       {{"--no-decay", "*.bias,,wte"},
        "bad value '*.bias,,wte' for --no-decay (expected comma-separated "
