@@ -2,6 +2,7 @@
 
 #include "runtime/launcher/Distributed.h"
 #include "runtime/launcher/Error.h"
+#include "runtime/launcher/Ranks.h"
 #include "runtime/launcher/Safetensors.h"
 
 #include <algorithm>
@@ -233,6 +234,35 @@ void gatherAlong(tessel_ctx *ctx, const Mesh &mesh, const TensorDesc &t,
 }
 
 } // namespace
+
+namespace {
+template <typename T>
+void allReduceVector(tessel_ctx *ctx, uint32_t axes, std::vector<T> &values,
+                     int32_t dtype, int32_t kind, const std::string &what) {
+  int64_t bytes = int64_t(values.size() * sizeof(T));
+  void *device = tessel_alloc(ctx, std::max<int64_t>(bytes, 64));
+  if (!device)
+    throw RunError("out of memory " + what);
+  tessel_copy_to_device(ctx, device, values.data(), bytes);
+  tessel_all_reduce(ctx, axes, dtype, device, device, int64_t(values.size()),
+                    kind);
+  tessel_copy_to_host(ctx, values.data(), device, bytes);
+  tessel_free(ctx, device);
+  checkKernelError(ctx, what);
+}
+} // namespace
+
+void tessel::run::allReduceOnHost(tessel_ctx *ctx, uint32_t axes,
+                                  std::vector<double> &values, int32_t kind,
+                                  const std::string &what) {
+  allReduceVector(ctx, axes, values, TESSEL_F64, kind, what);
+}
+
+void tessel::run::allReduceOnHost(tessel_ctx *ctx, uint32_t axes,
+                                  std::vector<int64_t> &values, int32_t kind,
+                                  const std::string &what) {
+  allReduceVector(ctx, axes, values, TESSEL_I64, kind, what);
+}
 
 std::vector<char>
 tessel::run::gatherGlobalTensor(const ModelDesc &model, const TensorDesc &t,

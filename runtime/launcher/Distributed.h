@@ -47,6 +47,17 @@ std::vector<char> gatherGlobalTensor(const ModelDesc &model,
                                      const TensorDesc &t, tessel_ctx *ctx,
                                      const void *arena, bool keep);
 
+/// `values` reduced element by element (`kind`, a tessel_reduce_kind) over
+/// mesh `axes`, in place, through a device buffer: every member of this
+/// rank's groups calls it alike. Throws RunError naming `what` on a
+/// runtime error.
+void allReduceOnHost(tessel_ctx *ctx, uint32_t axes,
+                     std::vector<double> &values, int32_t kind,
+                     const std::string &what);
+void allReduceOnHost(tessel_ctx *ctx, uint32_t axes,
+                     std::vector<int64_t> &values, int32_t kind,
+                     const std::string &what);
+
 /// gatherGlobalTensor of every tensor of checkpointTensors(model,
 /// withStates), by name (empty unless `keep`).
 std::map<std::string, std::vector<char>>

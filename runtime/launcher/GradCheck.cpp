@@ -265,17 +265,10 @@ std::vector<const TensorDesc *> checkedParameters(const ModelDesc &desc,
 double meanOverRanks(const ModelDesc &desc, tessel_ctx *ctx, double value) {
   if (!desc.mesh)
     return value;
-  uint32_t allAxes = (1u << desc.mesh->axes.size()) - 1;
-  void *device = tessel_alloc(ctx, 64);
-  if (!device)
-    throw RunError("out of memory for the gradient check's loss");
-  tessel_copy_to_device(ctx, device, &value, sizeof(value));
-  tessel_all_reduce(ctx, allAxes, TESSEL_F64, device, device, 1,
-                    TESSEL_REDUCE_SUM);
-  tessel_copy_to_host(ctx, &value, device, sizeof(value));
-  tessel_free(ctx, device);
-  checkKernelError(ctx, "averaging the loss over the mesh");
-  return value / double(desc.worldSize());
+  std::vector<double> sum = {value};
+  allReduceOnHost(ctx, (1u << desc.mesh->axes.size()) - 1, sum,
+                  TESSEL_REDUCE_SUM, "averaging the loss over the mesh");
+  return sum[0] / double(desc.worldSize());
 }
 
 /// Compares the program's gradients with finite differences of its loss
@@ -478,16 +471,10 @@ void tessel::run::checkPipelineGradients(
                        std::to_string(part.size()) + " elements of '" + w.name +
                        "' from stage " + std::to_string(slice.stage) +
                        ", expected " + std::to_string(count));
-      void *device = tessel_alloc(ctx, std::max<int64_t>(count * 8, 64));
-      if (!device)
-        throw RunError("out of memory gathering '" + w.name + "'");
-      tessel_copy_to_device(ctx, device, part.data(), count * 8);
-      tessel_all_reduce(ctx, 1u << pipe.axis, TESSEL_F64, device, device, count,
-                        TESSEL_REDUCE_SUM);
-      tessel_copy_to_host(ctx, whole.data() + slice.firstRow * rowElements,
-                          device, count * 8);
-      tessel_free(ctx, device);
-      checkKernelError(ctx, "sharing '" + w.name + "' over the pipeline");
+      allReduceOnHost(ctx, 1u << pipe.axis, part, TESSEL_REDUCE_SUM,
+                      "sharing '" + w.name + "' over the pipeline");
+      std::copy(part.begin(), part.end(),
+                whole.begin() + slice.firstRow * rowElements);
     }
     return whole;
   };

@@ -25,16 +25,10 @@ namespace {
 HeldMicrobatches busiestHolding(tessel_ctx *ctx, uint32_t axes, int64_t mine,
                                 int32_t rank) {
   auto maxOverRanks = [&](int64_t value) {
-    void *device = tessel_alloc(ctx, 64);
-    if (!device)
-      throw RunError("cannot allocate the held bytes' buffer");
-    tessel_copy_to_device(ctx, device, &value, sizeof(value));
-    tessel_all_reduce(ctx, axes, TESSEL_I64, device, device, 1,
-                      TESSEL_REDUCE_MAX);
-    tessel_copy_to_host(ctx, &value, device, sizeof(value));
-    tessel_free(ctx, device);
-    checkKernelError(ctx, "comparing the ranks' held bytes");
-    return value;
+    std::vector<int64_t> max = {value};
+    allReduceOnHost(ctx, axes, max, TESSEL_REDUCE_MAX,
+                    "comparing the ranks' held bytes");
+    return max[0];
   };
   HeldMicrobatches held;
   held.bytes = maxOverRanks(mine);

@@ -635,17 +635,10 @@ void PipelineRank::shareGradientNorm() {
 
 double PipelineRank::shareLoss(double sum) {
   // The last stage's ranks hold the losses; the others add zero.
-  double *device = static_cast<double *>(tessel_alloc(ctx, 64));
-  if (!device)
-    throw RunError("cannot allocate the loss's buffer");
-  tessel_copy_to_device(ctx, device, &sum, sizeof(sum));
-  tessel_all_reduce(ctx, 1u << pipe.axis, TESSEL_F64, device, device, 1,
-                    TESSEL_REDUCE_SUM);
-  double total = 0;
-  tessel_copy_to_host(ctx, &total, device, sizeof(total));
-  tessel_free(ctx, device);
-  check("sharing the loss over the pipeline");
-  return total / double(pipe.microbatches);
+  std::vector<double> total = {sum};
+  allReduceOnHost(ctx, 1u << pipe.axis, total, TESSEL_REDUCE_SUM,
+                  "sharing the loss over the pipeline");
+  return total[0] / double(pipe.microbatches);
 }
 
 double PipelineRank::accumulateGradients(int64_t step) {
