@@ -279,16 +279,20 @@ void compareWithFiniteDifferences(CheckedProgram &program, tessel_ctx *ctx,
   const ModelDesc &desc = program.desc;
   std::vector<const TensorDesc *> params =
       checkedParameters(desc, settings.params);
-  // The gradients before any forward call overwrites scratch, and their
-  // scale: the largest |element| over every parameter.
+  // The checked gradients before any forward call overwrites scratch, and
+  // their scale: the largest |element| over every trainable parameter,
+  // checked or not, so that a parameter's verdict does not depend on which
+  // others --grad-params picks.
   std::vector<std::vector<double>> grads;
   double scale = 0;
-  for (const TensorDesc *p : params) {
-    grads.push_back(program.global(*desc.gradOf(p->name)));
-    for (double &g : grads.back()) {
+  for (const TensorDesc *p : checkedParameters(desc, "")) {
+    std::vector<double> grad = program.global(*desc.gradOf(p->name));
+    for (double &g : grad) {
       g *= program.gradientScale;
       scale = std::max(scale, std::fabs(g));
     }
+    if (std::find(params.begin(), params.end(), p) != params.end())
+      grads.push_back(std::move(grad));
   }
 
   // The rounding noise of one loss evaluation: a few units in the last

@@ -37,14 +37,15 @@ struct GradCheckSettings {
 ///   grad-check <name>: max abs err A, max rel err R (n elements[, k passed
 ///   over: finite differences did not settle])
 /// to `out` per parameter, the relative error being |a − f| / max(|a|, |f|,
-/// 1e-3·s) with s the largest |gradient| element over every parameter (an
-/// all-zero gradient, e.g. a key bias under softmax, is judged against the
-/// model's scale, not its own). Throws RunError when
-/// one exceeds `settings.tolerance` (default 1e-6 for f64 parameters, 2e-2 for
-/// f32), or when fewer than half of a parameter's samples could be
-/// compared (inconclusive), and refuses a model with a bf16 or f16 trainable
-/// parameter (a bf16 run's; a perturbation would round). The gradients are read
-/// in their own dtype. Parameters are left as they were.
+/// 1e-3·s) with s the largest |gradient| element over every trainable
+/// parameter, checked or not (an all-zero gradient, e.g. a key bias under
+/// softmax, is judged against the model's scale, not its own). Throws
+/// RunError when one exceeds `settings.tolerance` (default 1e-6 for f64
+/// parameters, 2e-2 for f32), or when fewer than half of a parameter's
+/// samples could be compared (inconclusive), and refuses a model with a
+/// bf16 or f16 trainable parameter (a bf16 run's; a perturbation would
+/// round). The gradients are read in their own dtype. Parameters are left
+/// as they were.
 ///
 /// On a dp/tp mesh (ZeRO included) every rank calls it with its
 /// `coordinates` and its block of the batch: the reduced gradients are
