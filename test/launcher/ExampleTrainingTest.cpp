@@ -17,6 +17,26 @@ using namespace tessel::run::test;
 
 namespace {
 
+/// Example `name` (in examples/) with every f32 made f64: the gradient
+/// checks' precision.
+std::string exampleInF64(const std::string &name) {
+  std::string text = readFile(fs::path(TESSEL_EXAMPLES_DIR) / name);
+  for (size_t at; (at = text.find("f32")) != std::string::npos;)
+    text.replace(at, 3, "f64");
+  return text;
+}
+
+/// That --check-grads printed exactly one line for each of `names`.
+void expectOneLineEach(const std::string &out,
+                       std::initializer_list<const char *> names) {
+  for (const char *name : names) {
+    std::string line = "grad-check " + std::string(name) + ": ";
+    size_t at = out.find(line);
+    EXPECT_NE(at, std::string::npos) << name << "\n" << out;
+    EXPECT_EQ(out.find(line, at + 1), std::string::npos) << name << "\n" << out;
+  }
+}
+
 //===--- Training the examples (needs tessel-autodiff in tessel-compile) --===//
 
 /// Compiles examples/mlp.mlir once per suite: as is (batch 32, the compiled
@@ -267,10 +287,7 @@ TEST_F(ExampleTrainingTest, MlpGradientsMatchFiniteDifferences) {
 // first 53 candidates). They are passed over, counted, and the rest match
 // at f64's 1e-6, on one device and with SyncBatchNorm over dp=2.
 TEST_F(ExampleTrainingTest, BnMlpGradientsPassOverReluKinks) {
-  std::string model = readFile(fs::path(TESSEL_EXAMPLES_DIR) / "bn_mlp.mlir");
-  for (size_t at; (at = model.find("f32")) != std::string::npos;)
-    model.replace(at, 3, "f64");
-  writeFile(dir / "bn64.mlir", model);
+  writeFile(dir / "bn64.mlir", exampleInF64("bn_mlp.mlir"));
   for (const std::string mesh : {"", " --mesh dp=2"}) {
     SCOPED_TRACE(mesh);
     RunResult r =
@@ -329,10 +346,7 @@ func.func @loss(
 // by its own scale it read 2.5e-5 (a failure at 1e-6), by the model's
 // 1.2e-7, as in the whole check.
 TEST_F(ExampleTrainingTest, GradParamsJudgeAsTheWholeCheck) {
-  std::string gpt = readFile(fs::path(TESSEL_EXAMPLES_DIR) / "gpt.mlir");
-  for (size_t at; (at = gpt.find("f32")) != std::string::npos;)
-    gpt.replace(at, 3, "f64");
-  writeFile(dir / "gpt64.mlir", gpt);
+  writeFile(dir / "gpt64.mlir", exampleInF64("gpt.mlir"));
   RunResult r = run(path("gpt64.mlir") +
                     " --check-grads --quiet --grad-params h.attn.q.bias");
   EXPECT_EQ(r.exitCode, 0) << r.err << r.out;
@@ -343,23 +357,15 @@ TEST_F(ExampleTrainingTest, GradParamsJudgeAsTheWholeCheck) {
 }
 
 TEST_F(ExampleTrainingTest, MlpGradientsMatchFiniteDifferencesOnMeshes) {
-  std::string mlp = readFile(fs::path(TESSEL_EXAMPLES_DIR) / "mlp.mlir");
-  for (size_t at; (at = mlp.find("f32")) != std::string::npos;)
-    mlp.replace(at, 3, "f64");
-  writeFile(dir / "mlp64.mlir", mlp);
+  writeFile(dir / "mlp64.mlir", exampleInF64("mlp.mlir"));
   for (const std::string mesh :
        {"dp=2", "tp=2", "dp=2,tp=2", "dp=2 --zero 3"}) {
     SCOPED_TRACE(mesh);
     RunResult r =
         run(path("mlp64.mlir") + " --check-grads --quiet --mesh " + mesh);
     EXPECT_EQ(r.exitCode, 0) << r.err << r.out;
-    for (const char *name :
-         {"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"}) {
-      std::string line = "grad-check " + std::string(name) + ": ";
-      size_t at = r.out.find(line);
-      EXPECT_NE(at, std::string::npos) << r.out;
-      EXPECT_EQ(r.out.find(line, at + 1), std::string::npos) << r.out;
-    }
+    expectOneLineEach(r.out,
+                      {"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"});
   }
 }
 
@@ -412,12 +418,7 @@ TEST_F(ExampleTrainingTest, PipelineGradientsMatchFiniteDifferences) {
     RunResult r = run(path("tied.mlir") +
                       " --check-grads --quiet --microbatches 2 --mesh " + mesh);
     EXPECT_EQ(r.exitCode, 0) << r.err << r.out;
-    for (const char *name : {"wte", "h.weight", "h.bias"}) {
-      std::string line = "grad-check " + std::string(name) + ": ";
-      size_t at = r.out.find(line);
-      EXPECT_NE(at, std::string::npos) << r.out;
-      EXPECT_EQ(r.out.find(line, at + 1), std::string::npos) << r.out;
-    }
+    expectOneLineEach(r.out, {"wte", "h.weight", "h.bias"});
   }
   // --grad-params: the stacked parameters only.
   RunResult some = run(path("tied.mlir") +
