@@ -42,8 +42,9 @@ constexpr int64_t maxSamples = 32;
 /// ~1% of fc1.weight's elements in examples/bn_mlp.mlir).
 constexpr int64_t maxCandidates = 4 * maxSamples;
 
-/// Reads and writes single elements of a float tensor of any dtype as f64,
-/// through the runtime's cast (so f16/bf16 round as the kernels do).
+/// Writes single elements of a float tensor of any dtype as f64, through
+/// the runtime's cast (so f16/bf16 round as the kernels do), and restores
+/// their bytes.
 class ElementAccess {
 public:
   explicit ElementAccess(tessel_ctx *ctx) : ctx(ctx) {
@@ -54,24 +55,6 @@ public:
   ~ElementAccess() { tessel_free(ctx, staging); }
   ElementAccess(const ElementAccess &) = delete;
   ElementAccess &operator=(const ElementAccess &) = delete;
-
-  std::vector<double> readAll(const TensorDesc &t, const void *arena) {
-    int64_t n = t.numElements();
-    std::vector<double> out(n);
-    const char *src = static_cast<const char *>(arena) + t.offset;
-    if (t.dtypeCode == TESSEL_F64) {
-      tessel_copy_to_host(ctx, out.data(), src, n * 8);
-      return out;
-    }
-    void *wide = tessel_alloc(ctx, n * 8);
-    if (!wide)
-      throw RunError("out of memory reading '" + t.name + "'");
-    tessel_cast(ctx, t.dtypeCode, TESSEL_F64, src, wide, n);
-    tessel_synchronize(ctx);
-    tessel_copy_to_host(ctx, out.data(), wide, n * 8);
-    tessel_free(ctx, wide);
-    return out;
-  }
 
   void write(const TensorDesc &t, void *arena, int64_t i, double value) {
     char *dst = static_cast<char *>(arena) + t.offset +
@@ -271,14 +254,15 @@ double meanOverRanks(const ModelDesc &desc, tessel_ctx *ctx, double value) {
   return sum[0] / double(desc.worldSize());
 }
 
-/// Compares the program's gradients with finite differences of its loss
-/// (GradCheck.h), every rank in lockstep; the rank given `out` reports.
-void compareWithFiniteDifferences(CheckedProgram &program, tessel_ctx *ctx,
+/// Compares the gradients of `params` (checkedParameters') with finite
+/// differences of the program's loss (GradCheck.h), every rank in
+/// lockstep; the rank given `out` reports.
+void compareWithFiniteDifferences(CheckedProgram &program,
+                                  const std::vector<const TensorDesc *> &params,
+                                  tessel_ctx *ctx,
                                   const GradCheckSettings &settings,
                                   std::FILE *out) {
   const ModelDesc &desc = program.desc;
-  std::vector<const TensorDesc *> params =
-      checkedParameters(desc, settings.params);
   // The checked gradients before any forward call overwrites scratch, and
   // their scale: the largest |element| over every trainable parameter,
   // checked or not, so that a parameter's verdict does not depend on which
@@ -405,7 +389,8 @@ void tessel::run::checkGradients(const LoadedModel &model, tessel_ctx *ctx,
   if (!model.backward)
     throw RunError("--check-grads needs a model compiled for training; '" +
                    desc.source + "' has no backward entry");
-  checkedParameters(desc, settings.params);
+  std::vector<const TensorDesc *> params =
+      checkedParameters(desc, settings.params);
 
   // One backward call on one microbatch: the gradients of its loss.
   tessel_set_step(ctx, uint64_t(step));
@@ -415,12 +400,10 @@ void tessel::run::checkGradients(const LoadedModel &model, tessel_ctx *ctx,
   tessel_synchronize(ctx);
   checkKernelError(ctx, "the backward entry");
 
-  ElementAccess access(ctx);
   CheckedProgram program(desc);
-  // Global values, every rank alike: on a mesh, gathered from the blocks.
+  // Global values, every rank alike: on a mesh, gathered from the blocks
+  // (on one device, the tensor's own bytes).
   program.global = [&](const TensorDesc &t) {
-    if (!desc.mesh)
-      return access.readAll(t, arena);
     return decodeAll(t, gatherGlobalTensor(desc, t, ctx, arena, true));
   };
   program.loss = [&] {
@@ -434,7 +417,7 @@ void tessel::run::checkGradients(const LoadedModel &model, tessel_ctx *ctx,
     return local < 0 ? std::vector<ElementCopy>{}
                      : std::vector<ElementCopy>{{&p, arena, local}};
   };
-  compareWithFiniteDifferences(program, ctx, settings, out);
+  compareWithFiniteDifferences(program, params, ctx, settings, out);
 }
 
 void tessel::run::checkPipelineGradients(
@@ -447,7 +430,8 @@ void tessel::run::checkPipelineGradients(
     if (!stage.update)
       throw RunError("--check-grads needs a model compiled for training; '" +
                      desc.source + "' has no update entry");
-  checkedParameters(desc, settings.params);
+  std::vector<const TensorDesc *> params =
+      checkedParameters(desc, settings.params);
   int64_t ppRank = coordinates.at(pipe.axis);
 
   // The step's schedule without its update: every stage's gradients,
@@ -501,5 +485,5 @@ void tessel::run::checkPipelineGradients(
     }
     return copies;
   };
-  compareWithFiniteDifferences(program, ctx, settings, out);
+  compareWithFiniteDifferences(program, params, ctx, settings, out);
 }
