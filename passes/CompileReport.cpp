@@ -412,10 +412,15 @@ void tessel::printHumanReport(llvm::raw_ostream &os,
         "  %-29s %16lld bytes (recompute %s)\n", "layer activations kept",
         (long long)*kept,
         report.getString("recompute").value_or("none").str().c_str());
-  if (std::optional<StringRef> precision = report.getString("precision"))
-    os << "  precision " << *precision << ": parameters " << *precision
-       << ", f32 master weights in the optimizer state, gradients "
-       << report.getString("grad_precision").value_or("f32") << "\n";
+  if (std::optional<StringRef> precision = report.getString("precision")) {
+    if (*precision == "f64")
+      os << "  precision f64: the model's f32 tensors computed in f64 "
+            "(parameters, gradients and optimizer state f64)\n";
+    else
+      os << "  precision " << *precision << ": parameters " << *precision
+         << ", f32 master weights in the optimizer state, gradients "
+         << report.getString("grad_precision").value_or("f32") << "\n";
+  }
   os << llvm::format("  %-29s %16lld bytes\n", "arena (one rank)",
                                (long long)*report.getInteger("arena_bytes"));
   if (const llvm::json::Object *regions = report.getObject("regions"))

@@ -349,6 +349,21 @@ def MixedPrecisionPass : Pass<"tessel-mixed-precision", "mlir::ModuleOp"> {
   ];
 }
 
+def PromoteF64Pass : Pass<"tessel-promote-f64", "mlir::ModuleOp"> {
+  let summary = "Compute an f32 model in f64 (gradient checks, references)";
+  let description = [{
+    What PyTorch's `model.double()` is to torch.autograd.gradcheck: every
+    f32 tensor of the forward model and its layer functions (parameters,
+    inputs, activations, the loss) becomes f64, and a constant's dense
+    value is widened exactly, so tessel-autodiff (run after) derives a
+    step computing, accumulating and updating in f64. Other types keep
+    theirs; ops that infer their result types infer them again, and a
+    written cast left converting f64 to f64 is removed. The module records
+    `nn.precision = "f64"`. Runs before tessel-autodiff; a module already
+    in bf16 mixed precision is refused.
+  }];
+}
+
 def KeepStageActivationsPass
     : Pass<"tessel-keep-stage-activations", "mlir::ModuleOp"> {
   let summary = "Keep a pipeline stage's forward activations for its backward instead of recomputing them";

@@ -112,9 +112,11 @@ static void buildModelPlan(OpPassManager &pm,
 
 void tessel::buildPlanPipeline(OpPassManager &pm,
                                const CompilePipelineOptions &options) {
-  // Mixed precision rewrites the forward before anything derives from it
-  // (a pipeline's stages then pass bf16 activations).
-  if (options.precision != "f32") {
+  // The precision rewrites the forward before anything derives from it
+  // (a pipeline's stages then pass bf16 or f64 activations).
+  if (options.precision == "f64") {
+    pm.addPass(createPromoteF64Pass());
+  } else if (options.precision != "f32") {
     MixedPrecisionPassOptions mixed;
     mixed.precision = options.precision;
     mixed.gradPrecision = options.gradPrecision;

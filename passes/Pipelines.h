@@ -35,9 +35,9 @@ struct CompilePipelineOptions
 
   Option<std::string> precision{
       *this, "precision",
-      llvm::cl::desc("Compute type of forward and backward: f32, or bf16 "
+      llvm::cl::desc("Compute type of forward and backward: f32, bf16 "
                      "parameters around f32 master weights "
-                     "(tessel-mixed-precision)"),
+                     "(tessel-mixed-precision), or f64 (tessel-promote-f64)"),
       llvm::cl::init("f32")};
   Option<std::string> gradPrecision{
       *this, "grad-precision",

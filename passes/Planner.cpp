@@ -282,9 +282,8 @@ void evaluate(ModuleOp model, const Settings &settings, Candidate &c) {
   readReport(report, settings.microbatches, links, c);
   // Overlapped collectives hide behind compute, and no more than it lasts;
   // a stage's sends cross the pp axis's links.
-  double rate = (settings.precision == "bf16" ? settings.device.bf16Flops
-                                              : settings.device.f32Flops) *
-                settings.efficiency;
+  double rate =
+      settings.device.peakFlops(settings.precision) * settings.efficiency;
   c.computeSeconds = double(c.flops) / rate;
   c.commSeconds = c.exposedSeconds +
                   std::max(0.0, c.overlappedSeconds - c.computeSeconds) +
@@ -409,9 +408,9 @@ std::string format(const char *fmt, double value) {
 
 std::optional<DeviceModel> planner::deviceModel(StringRef name) {
   if (name == "h100")
-    return DeviceModel{"h100", 80 * kGiB, 989e12, 67e12, 450e9, 50e9};
+    return DeviceModel{"h100", 80 * kGiB, 989e12, 67e12, 67e12, 450e9, 50e9};
   if (name == "h200")
-    return DeviceModel{"h200", 141e9, 989e12, 67e12, 450e9, 50e9};
+    return DeviceModel{"h200", 141e9, 989e12, 67e12, 67e12, 450e9, 50e9};
   return std::nullopt;
 }
 
@@ -540,7 +539,7 @@ void planner::printPlan(llvm::raw_ostream &os,
                         const std::vector<Candidate> &ranked,
                         const Settings &settings, size_t top) {
   const DeviceModel &d = settings.device;
-  double peak = settings.precision == "bf16" ? d.bf16Flops : d.f32Flops;
+  double peak = d.peakFlops(settings.precision);
   os << "plan for " << settings.source << " on " << settings.devices << " x "
      << d.name << " (" << format("%.4g", d.memoryBytes / kGiB) << " GiB, "
      << format("%.0f", peak / 1e12) << " TFLOP/s " << settings.precision
@@ -649,6 +648,7 @@ llvm::json::Object planner::planJson(const std::vector<Candidate> &ranked,
                           {"memory_bytes", d.memoryBytes},
                           {"bf16_flops", d.bf16Flops},
                           {"f32_flops", d.f32Flops},
+                          {"f64_flops", d.f64Flops},
                           {"link_bytes_per_second", d.linkBytesPerSec},
                           {"network_bytes_per_second", d.networkBytesPerSec}}},
       {"nodes", settings.nodes},

@@ -46,11 +46,18 @@ struct DeviceModel {
   double memoryBytes = 0;
   double bf16Flops = 0;       // dense peak, flop/s
   double f32Flops = 0;        // dense peak without TF32, flop/s
+  double f64Flops = 0;        // dense peak (FP64 tensor cores), flop/s
+  /// The dense peak for `precision` (f32, bf16 or f64).
+  double peakFlops(llvm::StringRef precision) const {
+    return precision == "bf16"  ? bf16Flops
+           : precision == "f64" ? f64Flops
+                                : f32Flops;
+  }
   double linkBytesPerSec = 0; // a rank's sends per second in a node
   double networkBytesPerSec = 0; // ... to another node
 };
 
-/// "h100" (SXM: 80 GiB, 989 TFLOP/s bf16, 67 f32, NVLink 450 GB/s each
+/// "h100" (SXM: 80 GiB, 989 TFLOP/s bf16, 67 f32 and f64, NVLink 450 GB/s each
 /// way, a 400 Gb/s network port per GPU between nodes) or "h200" (141 GB,
 /// the same compute and links); nullopt otherwise.
 std::optional<DeviceModel> deviceModel(llvm::StringRef name);

@@ -430,10 +430,18 @@ LogicalResult NNDialect::verifyOperationAttribute(Operation *op,
   }
   if (attrName == kPrecisionAttrName || attrName == kGradPrecisionAttrName) {
     auto precision = dyn_cast<StringAttr>(attr.getValue());
+    // The compute type may be f64 (tessel-promote-f64); the gradients'
+    // type, recorded only beside bf16, is f32 or bf16.
+    bool compute = attrName == kPrecisionAttrName;
+    SmallVector<StringRef, 3> allowed = {"f32", "bf16"};
+    if (compute)
+      allowed.push_back("f64");
     if (!isa<ModuleOp>(op) || !precision ||
-        !llvm::is_contained({"f32", "bf16"}, precision.getValue()))
-      return op->emitOpError() << "'" << attrName
-                               << "' must be \"f32\" or \"bf16\" on a module";
+        !llvm::is_contained(allowed, precision.getValue()))
+      return op->emitOpError() << "'" << attrName << "' must be "
+                               << (compute ? "\"f32\", \"bf16\" or \"f64\""
+                                           : "\"f32\" or \"bf16\"")
+                               << " on a module";
     return success();
   }
   if (attrName == kRecomputeAttrName) {

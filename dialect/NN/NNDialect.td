@@ -57,8 +57,8 @@ def NN_Dialect : Dialect {
     /// of those entries: gradient accumulators and optimizer state (named
     /// after their parameter) and the gradient scale (1 / microbatches).
     static constexpr llvm::StringLiteral kTrainAttrName = "nn.train";
-    /// On a module: the compute type tessel-mixed-precision gave the model
-    /// ("bf16"); absent, f32.
+    /// On a module: the compute type tessel-mixed-precision ("bf16") or
+    /// tessel-promote-f64 ("f64") gave the model; absent, as written.
     static constexpr llvm::StringLiteral kPrecisionAttrName = "nn.precision";
     /// On a module with nn.precision = "bf16": the type parameter gradients
     /// are accumulated, reduced and stored in ("f32" or "bf16").

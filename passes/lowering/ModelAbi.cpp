@@ -71,6 +71,9 @@ private:
   /// cursor past its `bytes`.
   void place(json::Object tensor, int64_t bytes);
   int64_t peakScratchBytes() const;
+  /// "f64" when the model's parameters are all f64 (a model written in
+  /// f64), else "f32".
+  StringRef writtenPrecision();
 
   /// describeSharding, recording a bad sharding (diagnosed) so that every
   /// one is reported before the lowering fails.
@@ -125,6 +128,19 @@ private:
   json::Object entryNames;
 };
 
+StringRef ModelAbiEmitter::writtenPrecision() {
+  bool any = false;
+  for (unsigned i = 0, e = model.getNumArguments(); i < e; ++i) {
+    if (nameOf(model, i, nn::NNDialect::kParamAttrName).empty())
+      continue;
+    auto type = dyn_cast<RankedTensorType>(model.getArgumentTypes()[i]);
+    if (!type || !type.getElementType().isF64())
+      return "f32";
+    any = true;
+  }
+  return any ? "f64" : "f32";
+}
+
 LogicalResult ModelAbiEmitter::run(StringRef sourceName) {
   json::Object params = placeParams();
   json::Object grads = placeNamed(entries.backward,
@@ -170,8 +186,9 @@ LogicalResult ModelAbiEmitter::run(StringRef sourceName) {
                                        {"shape", json::Array(mesh->shape)}};
     description["collectives"] = describeCollectives();
   }
-  // A pipeline stage's module inherits its pipeline's precision.
-  description["precision"] = "f32";
+  // A pipeline stage's module inherits its pipeline's precision; without
+  // one, the model computes in the type it was written in.
+  description["precision"] = writtenPrecision();
   for (Operation *op = module; op; op = op->getParentOp())
     if (auto precision =
             op->getAttrOfType<StringAttr>(nn::NNDialect::kPrecisionAttrName)) {

@@ -202,11 +202,13 @@ parallel flags (a model partitioned over a device mesh; docs/tessel-run.md):
                         MASTER_PORT (+1 when torchrun's store holds it);
                         LOCAL_RANK picks the GPU. Under torchrun (RANK and
                         WORLD_SIZE set) tcp is the default
-  --precision f32|bf16  compute type of a .mlir model: bf16 stores the
+  --precision f32|bf16|f64
+                        compute type of a .mlir model: bf16 stores the
                         parameters in bf16 and runs forward and backward in
-                        bf16, with f32 master weights in the optimizer state
-                        (docs/precision.md); with a .so, the precision it
-                        was compiled with
+                        bf16, with f32 master weights in the optimizer state;
+                        f64 widens every f32 tensor, for --check-grads and
+                        references (docs/precision.md); with a .so, the
+                        precision it was compiled with
   --grad-precision f32|bf16
                         with --precision bf16: the gradients' type, f32
                         (default: reduced and accumulated in f32) or bf16
@@ -415,9 +417,9 @@ const std::map<std::string, ValueSetter> &valueFlags() {
       {"--rules", [](Options &o, const std::string &v) { o.rules = v; }},
       {"--precision",
        [](Options &o, const std::string &v) {
-         if (v != "f32" && v != "bf16")
+         if (v != "f32" && v != "bf16" && v != "f64")
            failUsage("bad value '" + v +
-                     "' for --precision (expected f32 or bf16)");
+                     "' for --precision (expected f32, bf16 or f64)");
          o.precision = v;
        }},
       {"--grad-precision",

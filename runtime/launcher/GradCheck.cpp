@@ -288,6 +288,7 @@ void compareWithFiniteDifferences(CheckedProgram &program,
   ElementAccess access(ctx);
   std::string worst, unchecked;
   double worstRel = 0, worstTol = 0;
+  bool worstInF64 = false;
   for (size_t k = 0; k < params.size(); ++k) {
     const TensorDesc *p = params[k];
     const std::vector<double> &grad = grads[k];
@@ -350,14 +351,16 @@ void compareWithFiniteDifferences(CheckedProgram &program,
     // denser than the smallest step, or f32 noise the stencil cannot beat).
     int64_t wanted = std::min<int64_t>(maxSamples, int64_t(grad.size()));
     if (2 * compared < wanted && unchecked.empty())
-      unchecked = p->name + "': " + std::to_string(atKinks) + " of " +
-                  std::to_string(atKinks + compared) +
-                  " sampled elements are not differentiable at the "
-                  "finite-difference step (check it " +
-                  (p->dtypeCode == TESSEL_F64 ? "" : "in f64, or ") +
-                  "with a smooth activation in place of ReLU or max)";
+      unchecked =
+          p->name + "': " + std::to_string(atKinks) + " of " +
+          std::to_string(atKinks + compared) +
+          " sampled elements are not differentiable at the "
+          "finite-difference step (check it " +
+          (p->dtypeCode == TESSEL_F64 ? "" : "in f64 (--precision f64), or ") +
+          "with a smooth activation in place of ReLU or max)";
     if (maxRel > tol && (worst.empty() || maxRel / tol > worstRel / worstTol)) {
       worst = p->name;
+      worstInF64 = p->dtypeCode == TESSEL_F64;
       worstRel = maxRel;
       worstTol = tol;
     }
@@ -368,7 +371,11 @@ void compareWithFiniteDifferences(CheckedProgram &program,
     std::snprintf(buf, sizeof(buf), "%.3g > tolerance %.3g", worstRel,
                   worstTol);
     throw RunError("gradient check failed: parameter '" + worst +
-                   "' has max rel err " + buf);
+                   "' has max rel err " + buf +
+                   (worstInF64 ? ""
+                               : " (in f32 a check is indicative only: "
+                                 "--precision f64 checks the model in "
+                                 "f64)"));
   }
   if (!unchecked.empty() && out)
     throw RunError("gradient check inconclusive: parameter '" + unchecked);

@@ -24,7 +24,7 @@ func.func @m_update(%w: tensor<4xf32>) attributes {nn.entry = "update"} {
 // -----
 
 // Tests that nn.precision is checked where it is written.
-// expected-error @+1 {{'builtin.module' op 'nn.precision' must be "f32" or "bf16" on a module}}
+// expected-error @+1 {{'builtin.module' op 'nn.precision' must be "f32", "bf16" or "f64" on a module}}
 module attributes {nn.precision = "fp8"} {
 }
 

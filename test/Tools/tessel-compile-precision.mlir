@@ -2,7 +2,9 @@
 // RUN: tessel-compile %S/../../examples/gpt.mlir --precision bf16 --report -o %t.bf16.so | FileCheck %s --check-prefix=BF16
 // RUN: tessel-compile %S/../../examples/gpt.mlir --precision bf16 --mesh dp=2,pp=2 --microbatches 2 --report -o %t.pp.so | FileCheck %s --check-prefix=PP
 // RUN: tessel-compile %S/../../examples/gpt.mlir --precision bf16 --mesh tp=2 --sequence-parallel -o %t.sp.so
+// RUN: tessel-compile %S/../../examples/gpt.mlir --precision f64 --report -o %t.f64.so | FileCheck %s --check-prefix=F64
 // RUN: not tessel-compile %S/../../examples/gpt.mlir --precision fp8 -o %t.bad.so 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: not tessel-compile %S/../../examples/gpt.mlir --precision f64 --grad-precision f32 -o %t.bad.so 2>&1 | FileCheck %s --check-prefix=BADGRAD
 // RUN: not tessel-compile %S/../../examples/gpt.mlir --grad-precision bf16 -o %t.bad.so 2>&1 | FileCheck %s --check-prefix=BADGRAD
 // RUN: not tessel-compile %S/../../examples/gpt.mlir --precision bf16 --grad-precision f16 -o %t.bad.so 2>&1 | FileCheck %s --check-prefix=BADGRAD16
 // RUN: tessel-compile %S/../../examples/gpt.mlir --precision bf16 --grad-precision bf16 --mesh dp=4 --optimizer adamw --report -o %t.z0.so | FileCheck %s --check-prefix=Z0
@@ -36,6 +38,16 @@
 // BF16-NEXT:  master         4Ψ                   3337216 bytes (formula 3337216.0)
 // BF16-NEXT:  states         8Ψ                   6674432 bytes (formula 6674432.0)
 // BF16-NEXT:  total          18Ψ                 15017472 bytes (formula 15017472.0)
+
+// --precision f64: every f32 tensor widened, so every region is twice
+// f32's (8 bytes a parameter, gradient and state element: 32Ψ with
+// AdamW), activations included (the log-sum-exp too, f64 for f64 queries).
+// F64:      layer activations kept                33619968 bytes
+// F64-NEXT: precision f64: the model's f32 tensors computed in f64 (parameters, gradients and optimizer state f64)
+// F64:        params                               6674432 bytes
+// F64-NEXT:   grads                                6674432 bytes
+// F64-NEXT:   states                              13348864 bytes
+// F64:        total          32Ψ                 26697728 bytes
 
 // The ZeRO paper's mixed-precision Adam on dp=4 (N = 4): 16Ψ, 4Ψ+12Ψ/N,
 // 2Ψ+14Ψ/N, 16Ψ/N bytes, each row exactly its formula. Data parallelism
@@ -82,6 +94,6 @@
 // device is tessel-run-precision-tests): the weights' bf16 copies keep the
 // weights' tensor-parallel split, so attention's queries stay whole.
 
-// BAD: --precision fp8: expected f32 or bf16
+// BAD: --precision fp8: expected f32, bf16 or f64
 // BADGRAD: --grad-precision applies to --precision bf16
 // BADGRAD16: --grad-precision f16: expected f32 or bf16

@@ -30,6 +30,7 @@
 // RUN: diff %t.jobs1 %t.jobs3
 // RUN: diff %t.jobs1.json %t.jobs3.json
 // RUN: tessel-plan %s --devices 2 --device h200 --precision bf16 --microbatches 2 --efficiency 0.25 | FileCheck %s --check-prefix=H200
+// RUN: tessel-plan %s --devices 2 --precision f64 --top 1 | FileCheck %s --check-prefix=F64
 // RUN: tessel-compile %s --mesh auto --devices 4 --report -o %t.auto.so 2>&1 | FileCheck %s --check-prefix=AUTO
 // RUN: tessel-compile %s --mesh auto --devices 1 --precision bf16 -o %t.auto1.so 2>&1 | FileCheck %s --check-prefix=AUTO1
 // RUN: tessel-compile %s --mesh auto --devices 2 --microbatches 2 --optimizer sgd -o %t.auto2.so 2>&1 | FileCheck %s --check-prefix=AUTO2
@@ -169,6 +170,10 @@
 // H200: 1    pp=2                0 zb-h1
 // H200-COUNT-7: {{^  [0-9] }}
 
+// f64 (each candidate compiled with tessel-promote-f64) runs at the FP64
+// tensor cores' 67 TFLOP/s.
+// F64: plan for {{.*}} on 2 x h100 (80 GiB, 67 TFLOP/s f64 at 50%, links 450 GB/s), 2 microbatches per step
+
 // Tests tessel-compile --mesh auto: the ranking's first, compiled as if
 // its flags had been given (the report is that split's); one device
 // compiles without a mesh; the command line's other options (the
@@ -200,7 +205,7 @@
 // DEVICES: tessel-plan: --devices 0: expected 1 to 4096
 // DEVICE: tessel-plan: --device a100: expected one of h100, h200
 // EFFICIENCY: tessel-plan: --efficiency must be in (0, 1]
-// PRECISION: tessel-plan: --precision f16: expected f32 or bf16
+// PRECISION: tessel-plan: --precision f16: expected f32, bf16 or f64
 // MEMORY: tessel-plan: --memory-gib must be a positive number
 // MICRO: tessel-plan: --microbatches -2: expected 1 to 65536
 // JOBS: tessel-plan: --jobs 5000: expected 0 to 1024

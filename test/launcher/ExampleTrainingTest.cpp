@@ -17,9 +17,14 @@ using namespace tessel::run::test;
 
 namespace {
 
-/// Example `name` (in examples/) with every f32 made f64: the gradient
-/// checks' precision.
-std::string exampleInF64(const std::string &name) {
+/// Example `name` (in examples/), quoted for a command line.
+std::string example(const std::string &name) {
+  return quote(std::string(TESSEL_EXAMPLES_DIR) + "/" + name);
+}
+
+/// Example `name` with every f32 written f64: what --precision f64 must
+/// equal.
+std::string exampleWrittenInF64(const std::string &name) {
   std::string text = readFile(fs::path(TESSEL_EXAMPLES_DIR) / name);
   for (size_t at; (at = text.find("f32")) != std::string::npos;)
     text.replace(at, 3, "f64");
@@ -275,6 +280,61 @@ TEST_F(ExampleTrainingTest, MlpGradientsMatchFiniteDifferences) {
         << r.out;
 }
 
+// --precision f64 compiles the model as if it were written in f64: GPT
+// (attention and its log-sum-exp, layer norms, an nn.repeat, a tied
+// head) trained 3 AdamW steps saves the same bytes as the file with every
+// f32 replaced, and a .so of either describes itself as f64.
+TEST_F(ExampleTrainingTest, PromotedF64EqualsWrittenF64) {
+  writeFile(dir / "gpt64.mlir", exampleWrittenInF64("gpt.mlir"));
+  RunResult promoted =
+      run(example("gpt.mlir") + " --precision f64 --steps 3 --quiet --save " +
+          path("promoted.safetensors"));
+  ASSERT_EQ(promoted.exitCode, 0) << promoted.err;
+  RunResult written = run(path("gpt64.mlir") + " --steps 3 --quiet --save " +
+                          path("written.safetensors"));
+  ASSERT_EQ(written.exitCode, 0) << written.err;
+  Checkpoint a = readCheckpoint(dir / "promoted.safetensors");
+  Checkpoint b = readCheckpoint(dir / "written.safetensors");
+  ASSERT_FALSE(a.tensors.empty());
+  EXPECT_EQ(a.header.at("wte")["dtype"], "F64");
+  EXPECT_EQ(a.tensors, b.tensors);
+
+  // The written f64 model's .so takes --precision f64; an f32 one refuses
+  // it, naming the command that compiles it.
+  for (const auto &[source, so] :
+       {std::pair{path("gpt64.mlir"), "gpt64.so"},
+        std::pair{example("gpt.mlir"), "gpt32.so"}}) {
+    ASSERT_EQ(runShell(quote(std::string(TESSEL_BIN_DIR) + "/tessel-compile") +
+                       " " + source + " -o " + path(so))
+                  .exitCode,
+              0);
+  }
+  EXPECT_EQ(
+      run(path("gpt64.so") + " --precision f64 --steps 1 --quiet").exitCode, 0);
+  RunResult refused = run(path("gpt32.so") + " --precision f64 --steps 1");
+  EXPECT_NE(refused.err.find("--precision f64 differs from the f32 that "
+                             "model"),
+            std::string::npos)
+      << refused.err;
+}
+
+// An f32 run's checkpoint widens into a --precision f64 run, so a check
+// at f64's noise looks at the gradients where the f32 run stopped.
+TEST_F(ExampleTrainingTest, F32CheckpointChecksInF64) {
+  ASSERT_EQ(
+      run(so("mlp.so") + " --steps 5 --quiet --save " + path("f32.safetensors"))
+          .exitCode,
+      0);
+  RunResult r = run(example("mlp.mlir") + " --precision f64 --load " +
+                    path("f32.safetensors") + " --check-grads --quiet");
+  EXPECT_EQ(r.exitCode, 0) << r.err << r.out;
+  EXPECT_NE(r.err.find("converted 4 parameters from F32 to F64"),
+            std::string::npos)
+      << r.err;
+  expectOneLineEach(r.out,
+                    {"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"});
+}
+
 // On a dp/tp mesh (and ZeRO-3, whose parameters are chunks) every rank
 // takes part in the check: the reduced gradients gathered whole, the loss
 // the mean over the ranks, a perturbed element written wherever it is
@@ -287,11 +347,10 @@ TEST_F(ExampleTrainingTest, MlpGradientsMatchFiniteDifferences) {
 // first 53 candidates). They are passed over, counted, and the rest match
 // at f64's 1e-6, on one device and with SyncBatchNorm over dp=2.
 TEST_F(ExampleTrainingTest, BnMlpGradientsPassOverReluKinks) {
-  writeFile(dir / "bn64.mlir", exampleInF64("bn_mlp.mlir"));
   for (const std::string mesh : {"", " --mesh dp=2"}) {
     SCOPED_TRACE(mesh);
-    RunResult r =
-        run(path("bn64.mlir") + " --check-grads --quiet --seed 1" + mesh);
+    RunResult r = run(example("bn_mlp.mlir") +
+                      " --precision f64 --check-grads --quiet --seed 1" + mesh);
     EXPECT_EQ(r.exitCode, 0) << r.err << r.out;
     size_t at = r.out.find("grad-check fc1.weight: ");
     ASSERT_NE(at, std::string::npos) << r.out;
@@ -346,9 +405,9 @@ func.func @loss(
 // by its own scale it read 2.5e-5 (a failure at 1e-6), by the model's
 // 1.2e-7, as in the whole check.
 TEST_F(ExampleTrainingTest, GradParamsJudgeAsTheWholeCheck) {
-  writeFile(dir / "gpt64.mlir", exampleInF64("gpt.mlir"));
-  RunResult r = run(path("gpt64.mlir") +
-                    " --check-grads --quiet --grad-params h.attn.q.bias");
+  RunResult r =
+      run(example("gpt.mlir") + " --precision f64 --check-grads "
+                                "--quiet --grad-params h.attn.q.bias");
   EXPECT_EQ(r.exitCode, 0) << r.err << r.out;
   EXPECT_NE(r.out.find("grad-check h.attn.q.bias: "), std::string::npos)
       << r.out;
@@ -357,12 +416,11 @@ TEST_F(ExampleTrainingTest, GradParamsJudgeAsTheWholeCheck) {
 }
 
 TEST_F(ExampleTrainingTest, MlpGradientsMatchFiniteDifferencesOnMeshes) {
-  writeFile(dir / "mlp64.mlir", exampleInF64("mlp.mlir"));
   for (const std::string mesh :
        {"dp=2", "tp=2", "dp=2,tp=2", "dp=2 --zero 3"}) {
     SCOPED_TRACE(mesh);
-    RunResult r =
-        run(path("mlp64.mlir") + " --check-grads --quiet --mesh " + mesh);
+    RunResult r = run(example("mlp.mlir") +
+                      " --precision f64 --check-grads --quiet --mesh " + mesh);
     EXPECT_EQ(r.exitCode, 0) << r.err << r.out;
     expectOneLineEach(r.out,
                       {"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"});

@@ -664,6 +664,11 @@ TEST_F(TesselRunTest, CheckGradsComparesWithFiniteDifferences) {
                        "rel err 0.5"),
             std::string::npos)
       << r.err;
+  // An f32 model's failure points at the f64 check.
+  EXPECT_NE(r.err.find("(in f32 a check is indicative only: --precision f64 "
+                       "checks the model in f64)"),
+            std::string::npos)
+      << r.err;
   // ... unless the tolerance is loose enough.
   EXPECT_EQ(
       run(quote(FAKE_TRAIN_MODEL_WRONG_GRAD) + " --check-grads --grad-tol 0.6")

@@ -116,10 +116,11 @@ cl::opt<bool> noTrain("no-train",
 // Precision: the compute type of forward and backward (docs/precision.md).
 cl::opt<std::string>
     precision("precision",
-              cl::desc("Compute type: f32 (default), or bf16 parameters, "
+              cl::desc("Compute type: f32 (default); bf16 parameters, "
                        "forward and backward, with f32 master weights in "
-                       "the optimizer state"),
-              cl::value_desc("f32|bf16"), cl::init("f32"),
+                       "the optimizer state; or f64, every f32 tensor "
+                       "widened (gradient checks, references)"),
+              cl::value_desc("f32|bf16|f64"), cl::init("f32"),
               cl::cat(trainCategory));
 cl::opt<std::string> gradPrecision(
     "grad-precision",
@@ -643,14 +644,14 @@ LogicalResult checkOutputPaths(StringRef output) {
 }
 
 int compile(int argc, char **argv) {
-  if (precision != "f32" && precision != "bf16")
-    return exitWith("--precision " + precision + ": expected f32 or bf16");
+  if (precision != "f32" && precision != "bf16" && precision != "f64")
+    return exitWith("--precision " + precision + ": expected f32, bf16 or f64");
   if (gradPrecision != "f32" && gradPrecision != "bf16")
     return exitWith("--grad-precision " + gradPrecision +
                     ": expected f32 or bf16");
   if (gradPrecision.getNumOccurrences() > 0 && precision != "bf16")
     return exitWith("--grad-precision applies to --precision bf16 (f32 "
-                    "training keeps f32 gradients)");
+                    "and f64 training keep gradients in their type)");
   bool autoMesh = meshSpec == "auto";
   if (autoMesh) {
     if (failed(checkAutoMeshFlags()))

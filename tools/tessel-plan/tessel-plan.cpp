@@ -55,7 +55,8 @@ cl::opt<int64_t> microbatches(
     cl::desc("Microbatches per step, for every candidate (default: the "
              "device count)"),
     cl::init(0), cl::cat(planCategory));
-cl::opt<std::string> precision("precision", cl::desc("f32 (default) or bf16"),
+cl::opt<std::string> precision("precision",
+                               cl::desc("f32 (default), bf16 or f64"),
                                cl::init("f32"), cl::cat(planCategory));
 cl::opt<std::string> recompute(
     "recompute",
@@ -100,8 +101,8 @@ int planModel() {
   if (microbatches < 0 || microbatches > 65536)
     return exitWith("--microbatches " + std::to_string(microbatches) +
                     ": expected 1 to 65536");
-  if (precision != "f32" && precision != "bf16")
-    return exitWith("--precision " + precision + ": expected f32 or bf16");
+  if (precision != "f32" && precision != "bf16" && precision != "f64")
+    return exitWith("--precision " + precision + ": expected f32, bf16 or f64");
   if (jobs > 1024)
     return exitWith("--jobs " + std::to_string(jobs) + ": expected 0 to 1024");
   if (recompute.getNumOccurrences() > 0 && recompute != "none" &&
