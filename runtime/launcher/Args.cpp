@@ -220,11 +220,13 @@ parallel flags (a model partitioned over a device mesh; docs/tessel-run.md):
   --overlap N           partitioning flags passed to tessel-compile with
                         --mesh (a .mlir model only; see tessel-compile
                         --help; --overlap 0 makes every collective block)
-  --pipeline-schedule S, --stage-layers L, --virtual-stages V
-                        pipeline flags passed to tessel-compile with a mesh
+  --pipeline-schedule S, --stage-layers L, --virtual-stages V,
+  --stage-recompute     pipeline flags passed to tessel-compile with a mesh
                         whose pp axis has more than one rank, with
                         --microbatches (a .mlir model only; a compiled
-                        pipeline runs its own schedule and microbatches)
+                        pipeline runs its own schedule and microbatches);
+                        --stage-recompute keeps only each stage's input per
+                        microbatch and recomputes its forward (GPipe)
 )";
 }
 
@@ -250,7 +252,14 @@ std::vector<std::string> Options::partitioningFlags() const {
     flags.push_back("--stage-layers");
   if (!virtualStages.empty())
     flags.push_back("--virtual-stages");
+  if (stageRecompute)
+    flags.push_back("--stage-recompute");
   return flags;
+}
+
+bool Options::isPipelineFlag(const std::string &flag) {
+  return flag == "--pipeline-schedule" || flag == "--stage-layers" ||
+         flag == "--virtual-stages" || flag == "--stage-recompute";
 }
 
 const std::string *Options::trainingValue(const std::string &flag) const {
@@ -505,9 +514,10 @@ void checkMeshAuto(const Options &options, bool mlir) {
     failUsage(std::string("--mesh auto ranks training steps; not with ") +
               (options.eval ? "--eval" : "--check-grads"));
   for (const std::string &flag : options.partitioningFlags())
+    // --stage-recompute, like --sequence-parallel, is a constraint on the
+    // search: a pipeline it chooses recomputes its stages.
     if (flag == "--zero" || flag == "--no-reshard-after-forward" ||
-        flag == "--pipeline-schedule" || flag == "--stage-layers" ||
-        flag == "--virtual-stages")
+        (Options::isPipelineFlag(flag) && flag != "--stage-recompute"))
       failUsage(flag + " is what --mesh auto chooses; give --mesh to set it");
 }
 
@@ -548,8 +558,7 @@ void checkCombinations(const Options &options) {
     if (!options.mesh)
       failUsage(flag + " needs --mesh");
     std::optional<int> pp = options.mesh->axisIndex("pp");
-    bool pipelineFlag = flag == "--pipeline-schedule" ||
-                        flag == "--stage-layers" || flag == "--virtual-stages";
+    bool pipelineFlag = Options::isPipelineFlag(flag);
     bool zeroFlag = flag == "--zero" || flag == "--no-reshard-after-forward";
     if (zeroFlag && options.eval)
       failUsage(flag + " shards the training state; not with --eval");
@@ -621,6 +630,10 @@ Options tessel::run::parseArgs(int argc, char **argv) {
     }
     if (arg == "--local-batchnorm") {
       options.localBatchnorm = true;
+      continue;
+    }
+    if (arg == "--stage-recompute") {
+      options.stageRecompute = true;
       continue;
     }
     if (arg.size() > 1 && arg[0] == '-') {

@@ -102,10 +102,13 @@ struct Options {
   bool noReshardAfterForward = false; // --no-reshard-after-forward
   // Pipeline flags for tessel-compile, as given (a pp mesh only).
   std::string pipelineSchedule, stageLayers, virtualStages;
+  bool stageRecompute = false; // --stage-recompute
 
   /// The partitioning flags given besides --mesh, as the user wrote them
   /// ("--rules", "--sequence-parallel", ...).
   std::vector<std::string> partitioningFlags() const;
+  /// Whether partitioning flag `flag` sets the pipeline (needs pp > 1).
+  static bool isPipelineFlag(const std::string &flag);
 
   /// The value of training flag `flag` ("--lr") if given.
   const std::string *trainingValue(const std::string &flag) const;

@@ -120,6 +120,10 @@ std::vector<std::string> partitionArgs(const Options &options) {
     if (!options.virtualStages.empty())
       args.insert(args.end(), {"--virtual-stages", options.virtualStages});
   }
+  // The pipeline's stages recompute (with --mesh auto: a pipeline's, if
+  // the search chooses one).
+  if (options.stageRecompute)
+    args.push_back("--stage-recompute");
   return args;
 }
 

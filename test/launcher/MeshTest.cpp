@@ -617,6 +617,20 @@ TEST(MeshFlags, ParseMeshCommAndPartitioningFlags) {
                                     "--no-reshard-after-forward"})),
             (std::vector<std::string>{"--mesh", "dp=4", "--zero", "3",
                                       "--no-reshard-after-forward"}));
+  // A pipeline's flags, --stage-recompute among them; with --mesh auto it
+  // constrains the search (a pipeline it chooses recomputes its stages).
+  EXPECT_EQ(
+      compileArgs(
+          parseFlags({"m.mlir", "--mesh", "dp=2,pp=2", "--pipeline-schedule",
+                      "zb-v", "--virtual-stages", "2", "--microbatches", "4",
+                      "--stage-recompute"})),
+      (std::vector<std::string>{"--mesh", "dp=2,pp=2", "--microbatches", "4",
+                                "--pipeline-schedule", "zb-v",
+                                "--virtual-stages", "2", "--stage-recompute"}));
+  EXPECT_EQ(compileArgs(parseFlags({"m.mlir", "--mesh", "auto", "--devices",
+                                    "4", "--stage-recompute"})),
+            (std::vector<std::string>{"--mesh", "auto", "--devices", "4",
+                                      "--stage-recompute"}));
   EXPECT_EQ(parseFlags({"m.so"}).comm, CommBackend::Local);
   // An evaluation is partitioned too.
   EXPECT_EQ(compileArgs(parseFlags({"m.mlir", "--eval", "--mesh", "tp=2"})),
@@ -653,6 +667,12 @@ TEST(MeshFlags, BadCombinationsAreUsageErrors) {
       {{"m.mlir", "--mesh", "dp=2", "--zero", "2",
         "--no-reshard-after-forward"},
        "--no-reshard-after-forward applies to --zero 3"},
+      {{"m.mlir", "--mesh", "dp=2", "--stage-recompute"},
+       "--stage-recompute needs a mesh whose pp axis has more than one rank"},
+      {{"m.so", "--stage-recompute"},
+       "--stage-recompute only with a .mlir model"},
+      {{"m.mlir", "--mesh", "auto", "--devices", "4", "--virtual-stages", "2"},
+       "--virtual-stages is what --mesh auto chooses; give --mesh to set it"},
   };
   for (auto &[args, message] : cases) {
     std::string error = usageErrorOf(args);
