@@ -307,7 +307,7 @@ def PipelineSplitPass : Pass<"tessel-pipeline-split", "mlir::ModuleOp"> {
     Option<"microbatches", "microbatches", "int64_t", "0",
            "Microbatches per step (default: as many as pp ranks)">,
     Option<"schedule", "schedule", "std::string", "\"1f1b\"",
-           "Pipeline schedule: gpipe, 1f1b, interleaved, zb-h1 or zb-v">,
+           "Pipeline schedule: gpipe, 1f1b, interleaved, zb-h1, zb-v or dualpipev">,
     Option<"virtualStages", "virtual-stages", "int64_t", "1",
            "Stages per rank (interleaved and zb-v; default 2 there)">,
     Option<"stageRecompute", "stage-recompute", "bool", "false",

@@ -263,18 +263,21 @@ FailureOr<PipelinePlan> tessel::planPipeline(const PipelineRequest &request,
   if (!kind)
     return where->emitError()
            << "unknown pipeline schedule '" << request.schedule
-           << "' (expected gpipe, 1f1b, interleaved, zb-h1 or zb-v)";
+           << "' (expected gpipe, 1f1b, interleaved, zb-h1, zb-v or "
+              "dualpipev)";
   if (request.virtualStages < 1)
     return where->emitError() << "--virtual-stages " << request.virtualStages
                               << ": every pp rank holds at least one stage";
-  // Interleaving and ZB-V run several stages per rank (two unless told).
-  bool severalPerRank = *kind == pipeline::ScheduleKind::Interleaved ||
-                        *kind == pipeline::ScheduleKind::ZeroBubbleV;
+  // Interleaving, ZB-V and DualPipeV run several stages per rank (two
+  // unless told).
+  bool severalPerRank =
+      *kind == pipeline::ScheduleKind::Interleaved ||
+      pipeline::placementOf(*kind) == pipeline::Placement::VShape;
   if (request.virtualStages > 1 && !severalPerRank)
     return where->emitError()
            << "--virtual-stages " << request.virtualStages
-           << " needs the interleaved or zb-v schedule (" << request.schedule
-           << " runs one stage per rank)";
+           << " needs the interleaved, zb-v or dualpipev schedule ("
+           << request.schedule << " runs one stage per rank)";
   int64_t virtualStages =
       severalPerRank && request.virtualStages == 1 ? 2 : request.virtualStages;
   plan.virtualStages = virtualStages;

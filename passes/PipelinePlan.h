@@ -28,7 +28,7 @@ struct PipelineRequest {
   int64_t ranks = 1;         // the size of the mesh's `pp` axis
   int64_t virtualStages = 1; // chunks per rank (interleaved)
   int64_t microbatches = 0;  // 0: as many as ranks
-  std::string schedule;      // gpipe, 1f1b, interleaved, zb-h1, zb-v
+  std::string schedule;      // gpipe, 1f1b, interleaved, zb-h1, zb-v, dualpipev
   std::string stageLayers;   // "3,4,4,3" pins the layers; "" balances
   int64_t layers = 0;        // L, the repeat's layer count
   int64_t layerFlops = 0, beforeFlops = 0, afterFlops = 0;

@@ -135,6 +135,7 @@ std::optional<double> equalStageBubble(pipeline::ScheduleKind kind,
     return (p - 1) / (v * m + p - 1);
   case pipeline::ScheduleKind::ZeroBubbleH1:
   case pipeline::ScheduleKind::ZeroBubbleV:
+  case pipeline::ScheduleKind::DualPipeV:
     return std::nullopt;
   }
   return std::nullopt;
@@ -327,7 +328,8 @@ std::optional<json::Object> tessel::pipelinePlanReport(ModuleOp top) {
   SmallVector<pipeline::ScheduleKind> kinds;
   if (plan.virtualStages == 2)
     kinds = {pipeline::ScheduleKind::Interleaved,
-             pipeline::ScheduleKind::ZeroBubbleV};
+             pipeline::ScheduleKind::ZeroBubbleV,
+             pipeline::ScheduleKind::DualPipeV};
   else if (plan.virtualStages > 1)
     kinds = {pipeline::ScheduleKind::Interleaved};
   else

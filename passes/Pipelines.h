@@ -111,7 +111,8 @@ struct CompilePipelineOptions
   Option<std::string> pipelineSchedule{
       *this, "pipeline-schedule",
       llvm::cl::desc(
-          "Pipeline schedule: gpipe, 1f1b, interleaved, zb-h1 or zb-v"),
+          "Pipeline schedule: gpipe, 1f1b, interleaved, zb-h1, zb-v or "
+          "dualpipev"),
       llvm::cl::init("1f1b")};
   Option<int64_t> virtualStages{
       *this, "virtual-stages",

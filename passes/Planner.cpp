@@ -487,7 +487,7 @@ std::vector<Candidate> planner::plan(ModuleOp model, const Settings &settings) {
       for (int64_t zero = 0; zero <= (dp > 1 ? 3 : 0); ++zero) {
         std::vector<std::string> schedules = {""};
         if (pp > 1)
-          schedules = {"1f1b", "zb-h1", "interleaved", "zb-v"};
+          schedules = {"1f1b", "zb-h1", "interleaved", "zb-v", "dualpipev"};
         for (const std::string &schedule : schedules) {
           all.push_back(split(dp, tp, pp, zero, schedule,
                               given.sequenceParallel, /*recompute=*/""));

@@ -194,11 +194,93 @@ void buildZeroBubbleV(ScheduleShape shape, int rank,
     W(down);
 }
 
+/// DualPipeV (DeepSeek-V3's DualPipe cut in half: deepseek-ai/DualPipe's
+/// dualpipev.py): ZB-V's V, rank r holding `down` = r and `up` =
+/// 2P - 1 - r, with DualPipe's order. Rank r warms up with 2(P - r - 1)
+/// forwards of `down`, then r + 1 pairs (F down, F up), then P - r - 1
+/// triples (I up, W, F up); the steady phase runs pairs of a forward of
+/// one chunk and a backward of the other (F down + B up, F up + B down:
+/// what DualPipe overlaps, so that one's communication hides behind the
+/// other's compute; they run one after the other here); the cool-down
+/// runs the rest of the backwards, the later half split (I now, W
+/// later), and the queued weight parts fill the last slots, oldest first.
+/// A backward that is not split runs as its I and its W at once. The
+/// pattern is laid out for at least 2P microbatches (as DualPipe needs)
+/// and keeps only the step's, as ZB-V does: every wait of a kept action
+/// is on one of the same microbatch.
+void buildDualPipeV(ScheduleShape shape, int rank,
+                    std::vector<Action> &actions) {
+  RankProgram program(ScheduleKind::DualPipeV, shape, rank, actions);
+  const int P = shape.ranks;
+  const int n = std::max(shape.microbatches, 2 * P);
+  program.keepMicrobatchesBelow(shape.microbatches);
+  const int stage[2] = {rank, 2 * P - 1 - rank};
+  const int down = 0, up = 1;
+  int forwards[2] = {0, 0}, backwards[2] = {0, 0};
+  // The weight parts split off and not yet run, oldest first: (chunk,
+  // microbatch).
+  std::deque<std::pair<int, int>> pendingWeights;
+  auto F = [&](int c) { program.forward(stage[c], forwards[c]++); };
+  auto B = [&](int c, bool split) {
+    int m = backwards[c]++;
+    program.backward(stage[c], m, /*split=*/true);
+    if (split)
+      pendingWeights.push_back({c, m});
+    else
+      program.weight(stage[c], m);
+  };
+  auto W = [&] {
+    auto [c, m] = pendingWeights.front();
+    pendingWeights.pop_front();
+    program.weight(stage[c], m);
+  };
+  for (int k = 0; k < 2 * (P - rank - 1); ++k)
+    F(down);
+  for (int k = 0; k < rank + 1; ++k) {
+    F(down);
+    F(up);
+  }
+  for (int k = 0; k < P - rank - 1; ++k) {
+    B(up, /*split=*/true);
+    W();
+    F(up);
+  }
+  for (int k = 0; k < n - 2 * P + rank + 1; ++k) {
+    F(down);
+    B(up, /*split=*/false);
+    F(up);
+    B(down, /*split=*/false);
+  }
+  for (int k = 0; k < P - rank - 1; ++k) {
+    B(up, /*split=*/false);
+    F(up);
+    B(down, /*split=*/false);
+  }
+  // Half of these split, from the middle on (an odd rank's from its up
+  // backward, an even rank's from its down one).
+  bool split = false;
+  for (int k = 0; k < rank + 1; ++k) {
+    if (k == (rank + 1) / 2 && rank % 2 == 1)
+      split = true;
+    B(up, split);
+    if (k == (rank + 1) / 2 && rank % 2 == 0)
+      split = true;
+    B(down, split);
+  }
+  for (int k = 0; k < P - rank - 1; ++k) {
+    W();
+    B(down, /*split=*/true);
+  }
+  while (!pendingWeights.empty())
+    W();
+}
+
 } // namespace
 
 Placement tessel::pipeline::placementOf(ScheduleKind kind) {
-  return kind == ScheduleKind::ZeroBubbleV ? Placement::VShape
-                                           : Placement::Looped;
+  return kind == ScheduleKind::ZeroBubbleV || kind == ScheduleKind::DualPipeV
+             ? Placement::VShape
+             : Placement::Looped;
 }
 
 std::vector<int> tessel::pipeline::stagesOfRank(int rank, ScheduleShape shape,
@@ -214,7 +296,8 @@ std::optional<ScheduleKind>
 tessel::pipeline::parseScheduleKind(std::string_view text) {
   for (ScheduleKind kind :
        {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::Interleaved,
-        ScheduleKind::ZeroBubbleH1, ScheduleKind::ZeroBubbleV})
+        ScheduleKind::ZeroBubbleH1, ScheduleKind::ZeroBubbleV,
+        ScheduleKind::DualPipeV})
     if (text == scheduleName(kind))
       return kind;
   return std::nullopt;
@@ -232,6 +315,8 @@ const char *tessel::pipeline::scheduleName(ScheduleKind kind) {
     return "zb-h1";
   case ScheduleKind::ZeroBubbleV:
     return "zb-v";
+  case ScheduleKind::DualPipeV:
+    return "dualpipev";
   }
   return "?";
 }
@@ -248,13 +333,13 @@ std::string tessel::pipeline::checkShape(ScheduleKind kind,
   if (kind == ScheduleKind::Interleaved && V < 2)
     return "interleaved needs at least two virtual stages per rank (V = " +
            std::to_string(V) + ")";
-  if (kind == ScheduleKind::ZeroBubbleV && V != 2)
-    return "zb-v runs two stages per rank, down the ranks and back (V = " +
+  if (placementOf(kind) == Placement::VShape && V != 2)
+    return name + " runs two stages per rank, down the ranks and back (V = " +
            std::to_string(V) + ")";
-  if (kind != ScheduleKind::Interleaved && kind != ScheduleKind::ZeroBubbleV &&
-      V != 1)
+  if (kind != ScheduleKind::Interleaved &&
+      placementOf(kind) != Placement::VShape && V != 1)
     return name + " runs one stage per rank (V = " + std::to_string(V) +
-           "); only interleaved and zb-v run more";
+           "); only interleaved, zb-v and dualpipev run more";
   if (1LL * P * V * M > kMaxComputeActions)
     return "the pipeline is too large: P * V * M = " +
            std::to_string(1LL * P * V * M) + " forwards, more than 2^24";
@@ -290,6 +375,9 @@ Schedule tessel::pipeline::buildSchedule(ScheduleKind kind,
       break;
     case ScheduleKind::ZeroBubbleV:
       buildZeroBubbleV(shape, rank, actions);
+      break;
+    case ScheduleKind::DualPipeV:
+      buildDualPipeV(shape, rank, actions);
       break;
     }
   }

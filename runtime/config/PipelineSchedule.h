@@ -3,17 +3,18 @@
 // A pipeline schedule is, per pp rank, the list of what that rank does in
 // order: the forwards and backwards of (virtual stage, microbatch) pairs and
 // the sends and receives between them. GPipe, 1F1B (PipeDream-flush),
-// Megatron's interleaved 1F1B, ZB-H1 and ZB-V (Qi et al., "Zero Bubble Pipeline
-// Parallelism") are built here once, for the compiler (which lowers a list
-// to code) and the launcher (which prints and checks it); `simulate` runs
-// the lists against per-stage times to give the makespan, the bubble and
-// the activations held. No LLVM.
+// Megatron's interleaved 1F1B, ZB-H1 and ZB-V (Qi et al., "Zero Bubble
+// Pipeline Parallelism") and DualPipeV (DeepSeek-V3's DualPipe on a V) are
+// built here once, for the compiler (which lowers a list to code) and the
+// launcher (which prints and checks it); `simulate` runs the lists against
+// per-stage times to give the makespan, the bubble and the activations
+// held. No LLVM.
 //
 // There are P * V virtual stages. Most schedules place stage v on rank
 // v % P (Megatron's interleaving: rank r holds the chunks r, r + P, ...);
-// ZB-V (the same paper, section 6) places them in a V: rank r holds r and
-// 2P - 1 - r, so the model runs down the ranks and back up, the first and
-// last stage share rank 0 and the two middle ones rank P - 1.
+// ZB-V (the same paper, section 6) and DualPipeV place them in a V: rank r
+// holds r and 2P - 1 - r, so the model runs down the ranks and back up,
+// the first and last stage share rank 0 and the two middle ones rank P - 1.
 //
 // formatSchedule's notation, one line per rank ("rank 0: F0.0 s>1:F0.0 ..."):
 //   F<s>.<m>   forward of stage s, microbatch m
@@ -47,11 +48,12 @@ enum class ScheduleKind {
   OneFOneB,
   Interleaved,
   ZeroBubbleH1,
-  ZeroBubbleV
+  ZeroBubbleV,
+  DualPipeV
 };
 
-/// "gpipe", "1f1b", "interleaved", "zb-h1", "zb-v"; nullopt for anything
-/// else.
+/// "gpipe", "1f1b", "interleaved", "zb-h1", "zb-v", "dualpipev"; nullopt
+/// for anything else.
 std::optional<ScheduleKind> parseScheduleKind(std::string_view text);
 /// The spelling parseScheduleKind takes.
 const char *scheduleName(ScheduleKind kind);
@@ -128,7 +130,7 @@ std::vector<int> stagesOfRank(int rank, ScheduleShape shape,
 /// weight part (W): the zero-bubble schedules.
 inline bool splitsBackward(ScheduleKind kind) {
   return kind == ScheduleKind::ZeroBubbleH1 ||
-         kind == ScheduleKind::ZeroBubbleV;
+         kind == ScheduleKind::ZeroBubbleV || kind == ScheduleKind::DualPipeV;
 }
 
 /// The tag of the message carrying microbatch `microbatch`'s activation
@@ -156,7 +158,8 @@ inline int64_t messageTag(int stages, int producerStage, int microbatch,
 
 /// "" when `kind` can be built for `shape`, else one sentence saying why
 /// not (1F1B and ZB-H1 need M >= P; interleaved needs V >= 2 and M a
-/// multiple of P, as Megatron does; ZB-V needs V = 2; the others V = 1).
+/// multiple of P, as Megatron does; ZB-V and DualPipeV need V = 2; the
+/// others V = 1).
 std::string checkShape(ScheduleKind kind, ScheduleShape shape);
 
 /// The schedule's per-rank lists. Precondition: checkShape(kind, shape) is

@@ -44,6 +44,7 @@ std::vector<Case> allCases() {
         for (int V : {2, 3, 4})
           cases.push_back({ScheduleKind::Interleaved, P, M, V});
       cases.push_back({ScheduleKind::ZeroBubbleV, P, M, 2});
+      cases.push_back({ScheduleKind::DualPipeV, P, M, 2});
     }
   return cases;
 }
@@ -57,8 +58,10 @@ std::string caseName(const Case &c) {
 TEST(PipelineScheduleTest, ParsesAndNamesKinds) {
   for (ScheduleKind kind :
        {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::Interleaved,
-        ScheduleKind::ZeroBubbleH1, ScheduleKind::ZeroBubbleV})
+        ScheduleKind::ZeroBubbleH1, ScheduleKind::ZeroBubbleV,
+        ScheduleKind::DualPipeV})
     EXPECT_EQ(parseScheduleKind(scheduleName(kind)), kind);
+  EXPECT_EQ(parseScheduleKind("dualpipev"), ScheduleKind::DualPipeV);
   EXPECT_EQ(parseScheduleKind("zb-h1"), ScheduleKind::ZeroBubbleH1);
   EXPECT_EQ(parseScheduleKind("zb-v"), ScheduleKind::ZeroBubbleV);
   EXPECT_FALSE(parseScheduleKind("1F1B"));
@@ -80,15 +83,19 @@ TEST(PipelineScheduleTest, CheckShapeRefusals) {
             "interleaved needs the microbatches to be a multiple of the "
             "ranks, as Megatron does (M = 6, P = 4)");
   EXPECT_EQ(checkShape(ScheduleKind::GPipe, {4, 8, 2}),
-            "gpipe runs one stage per rank (V = 2); only interleaved and zb-v "
-            "run more");
+            "gpipe runs one stage per rank (V = 2); only interleaved, zb-v and "
+            "dualpipev run more");
   EXPECT_EQ(checkShape(ScheduleKind::ZeroBubbleV, {4, 8, 1}),
             "zb-v runs two stages per rank, down the ranks and back (V = 1)");
   EXPECT_EQ(checkShape(ScheduleKind::ZeroBubbleV, {4, 8, 3}),
             "zb-v runs two stages per rank, down the ranks and back (V = 3)");
+  EXPECT_EQ(checkShape(ScheduleKind::DualPipeV, {4, 8, 1}),
+            "dualpipev runs two stages per rank, down the ranks and back (V = "
+            "1)");
   // ZB-V runs any number of microbatches (its pattern, laid out for
   // 2P - 1, keeps the step's).
   EXPECT_EQ(checkShape(ScheduleKind::ZeroBubbleV, {4, 1, 2}), "");
+  EXPECT_EQ(checkShape(ScheduleKind::DualPipeV, {4, 1, 2}), "");
   EXPECT_EQ(checkShape(ScheduleKind::GPipe, {0, 8}),
             "a pipeline needs at least one rank (P = 0)");
   EXPECT_EQ(checkShape(ScheduleKind::OneFOneB, {2, 0}),
@@ -275,6 +282,38 @@ TEST(PipelineScheduleTest, ZeroBubbleVBubbleAndMemory) {
   // through all 2P stages.
   for (int M : {1, 2, 5})
     EXPECT_GT(unitTimeline(build(ScheduleKind::ZeroBubbleV, 4, M, 2)).makespan,
+              6.0 * M);
+}
+
+// Tests DualPipeV with F = I = W = 1: from 2P microbatches on, ZB-V's
+// makespan 6M + P - 1 (DualPipe's overlap of a forward with another
+// microbatch's backward hides communication, which is free here); one more
+// chunk activation a rank (2P + 1), but rank r's weight parts wait at most
+// r + 1 deep against ZB-V's 2r + 1, so the zero-bubble stash is bounded by
+// P, not 2P - 1. Only the turn (rank P - 1) hands a gradient over on its
+// own rank.
+TEST(PipelineScheduleTest, DualPipeVBubbleAndMemory) {
+  for (auto [P, M] : std::vector<std::pair<int, int>>{
+           {2, 4}, {2, 9}, {3, 6}, {4, 8}, {4, 9}, {4, 24}, {8, 16}, {8, 32}}) {
+    SCOPED_TRACE("P=" + std::to_string(P) + " M=" + std::to_string(M));
+    Schedule schedule = build(ScheduleKind::DualPipeV, P, M, 2);
+    Timeline timeline = unitTimeline(schedule);
+    EXPECT_EQ(timeline.makespan, 6.0 * M + P - 1);
+    EXPECT_EQ(timeline.bubbleFraction, double(P - 1) / (6 * M + P - 1));
+    Timeline zbV = unitTimeline(build(ScheduleKind::ZeroBubbleV, P, M, 2));
+    std::vector<StageHolding> holding = peakHolding(schedule);
+    for (int r = 0; r < P; ++r) {
+      EXPECT_EQ(timeline.peakActivations[r], 2 * P + 1);
+      EXPECT_EQ(timeline.peakWeightPending[r], r + 1);
+      EXPECT_EQ(zbV.peakWeightPending[r], 2 * r + 1);
+      EXPECT_EQ(holding[r].gradients, r == P - 1 ? 1 : 0);
+      EXPECT_EQ(holding[2 * P - 1 - r].gradients, 0);
+    }
+  }
+  // Fewer microbatches than the pattern's 2P still run, each one through
+  // all 2P stages.
+  for (int M : {1, 3, 7})
+    EXPECT_GT(unitTimeline(build(ScheduleKind::DualPipeV, 4, M, 2)).makespan,
               6.0 * M);
 }
 

@@ -180,7 +180,7 @@ func.func private @layer(%h: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> tensor<4x8
 }
 func.func @loss(%x: tensor<4x8xf32> {nn.input},
                 %w: tensor<4x8x8xf32> {nn.param = "w", nn.init = #nn.init<normal, 0.1>}) -> tensor<f32> {
-  // expected-error@+1 {{unknown pipeline schedule 'zigzag' (expected gpipe, 1f1b, interleaved, zb-h1 or zb-v)}}
+  // expected-error@+1 {{unknown pipeline schedule 'zigzag' (expected gpipe, 1f1b, interleaved, zb-h1, zb-v or dualpipev)}}
   %h = nn.repeat @layer(%x) params(%w) : (tensor<4x8xf32>, tensor<4x8x8xf32>) -> tensor<4x8xf32>
   %l = nn.reduce_mean %h dims = [0, 1] : tensor<4x8xf32> -> tensor<f32>
   return %l : tensor<f32>
@@ -195,7 +195,7 @@ func.func private @layer(%h: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> tensor<4x8
 }
 func.func @loss(%x: tensor<4x8xf32> {nn.input, nn.axes = ["batch", "embed"]},
                 %w: tensor<4x8x8xf32> {nn.param = "w", nn.init = #nn.init<normal, 0.1>}) -> tensor<f32> {
-  // expected-error@+1 {{--virtual-stages 2 needs the interleaved or zb-v schedule (1f1b runs one stage per rank)}}
+  // expected-error@+1 {{--virtual-stages 2 needs the interleaved, zb-v or dualpipev schedule (1f1b runs one stage per rank)}}
   %h = nn.repeat @layer(%x) params(%w) : (tensor<4x8xf32>, tensor<4x8x8xf32>) -> tensor<4x8xf32>
   %l = nn.reduce_mean %h dims = [0, 1] : tensor<4x8xf32> -> tensor<f32>
   return %l : tensor<f32>

@@ -220,8 +220,8 @@
 // SUM: tessel-compile-pipeline.mlir:{{[0-9]+}}:{{[0-9]+}}: error: --stage-layers '1,2' gives 2 stages 3 layers; the pipeline has 2 stages and the repeat 4 layers
 // FEW: tessel-compile-pipeline.mlir:{{[0-9]+}}:{{[0-9]+}}: error: the nn.repeat has 4 layers, fewer than the 8 pipeline stages (pp=8) need
 // ONEF-M: error: pipeline schedule: 1f1b needs at least as many microbatches as stages (M = 2 < P = 4)
-// UNKNOWN: error: unknown pipeline schedule 'zigzag' (expected gpipe, 1f1b, interleaved, zb-h1 or zb-v)
-// VIRTUAL: error: --virtual-stages 2 needs the interleaved or zb-v schedule (1f1b runs one stage per rank)
+// UNKNOWN: error: unknown pipeline schedule 'zigzag' (expected gpipe, 1f1b, interleaved, zb-h1, zb-v or dualpipev)
+// VIRTUAL: error: --virtual-stages 2 needs the interleaved, zb-v or dualpipev schedule (1f1b runs one stage per rank)
 
 // The layers carry the activation and the running loss: nothing comes
 // before them (a constant) or after, so the stages cost the same.

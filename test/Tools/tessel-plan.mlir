@@ -65,8 +65,8 @@
 // RUN: echo 'func.func @loss(%%x: tensor<4xf32>' > %t.bad.mlir
 // RUN: not tessel-plan %t.bad.mlir --devices 2 2>&1 | FileCheck %s --check-prefix=BAD
 
-// Tests the ranking's head: 31 candidates compile (pp=4 interleaved and
-// zb-v need 8 stages of the 4 layers), the fastest first; dp=2,pp=2 with
+// Tests the ranking's head: 36 candidates compile (pp=4 interleaved, zb-v
+// and dualpipev need 8 stages of the 4 layers), the fastest first; dp=2,pp=2 with
 // ZeRO-1 and zero bubble sends the fewest bytes that do not overlap
 // compute.
 // CHECK: plan for {{.*}}tessel-plan.mlir on 4 x h100 (80 GiB, 67 TFLOP/s f32 at 50%, links 450 GB/s), 4 microbatches per step
@@ -74,13 +74,14 @@
 // CHECK-NEXT: 1    pp=2,dp=2           1 zb-h1       -   -          1.148e-05  2.864e-06  8.62e-06  0.0794          20480            95944           3264
 // CHECK-NEXT: 2    pp=2,dp=2           1 1f1b        -   -          1.148e-05  3.277e-06 8.208e-06  0.2031          20224           109768           3264
 // CHECK-NEXT: 3    pp=2,dp=2           0 zb-h1       -   -           1.26e-05  3.071e-06 9.529e-06  0.0794          25280           102880           3264
-// CHECK-NEXT: (28 more that fit: --top)
-// CHECK-NEXT: refused (pp=4 interleaved, pp=4 zb-v): the nn.repeat has 4 layers, fewer than the 8 pipeline stages (pp=4 x 2 virtual stages) need: every stage holds at least one layer
+// CHECK-NEXT: (33 more that fit: --top)
+// CHECK-NEXT: refused (pp=4 interleaved, pp=4 zb-v, pp=4 dualpipev): the nn.repeat has 4 layers, fewer than the 8 pipeline stages (pp=4 x 2 virtual stages) need: every stage holds at least one layer
 // CHECK-NOT: refused
 
 // JSON: {"candidates":[{"bubble_fraction":0.0793{{[0-9]*}},"comm_seconds":{{.*}},"dp":2,"exposed_bytes":2608,"fits":true,"flops":95944,"memory_bytes":20480,"mesh":"pp=2,dp=2","p2p_bytes":1024,"pp":2,"ring_bytes":3264,"schedule":"zb-h1",
 // JSON-SAME: {"dp":1,"mesh":"pp=4","pp":4,"refused":"the nn.repeat has 4 layers, fewer than the 8 pipeline stages (pp=4 x 2 virtual stages) need: every stage holds at least one layer","schedule":"interleaved","sequence_parallel":false,"tp":1,"zero":0}
-// JSON-SAME: {"dp":1,"mesh":"pp=4","pp":4,"refused":"the nn.repeat has 4 layers, fewer than the 8 pipeline stages (pp=4 x 2 virtual stages) need: every stage holds at least one layer","schedule":"zb-v","sequence_parallel":false,"tp":1,"zero":0}]
+// JSON-SAME: {"dp":1,"mesh":"pp=4","pp":4,"refused":"the nn.repeat has 4 layers, fewer than the 8 pipeline stages (pp=4 x 2 virtual stages) need: every stage holds at least one layer","schedule":"zb-v","sequence_parallel":false,"tp":1,"zero":0}
+// JSON-SAME: {"dp":1,"mesh":"pp=4","pp":4,"refused":"the nn.repeat has 4 layers, fewer than the 8 pipeline stages (pp=4 x 2 virtual stages) need: every stage holds at least one layer","schedule":"dualpipev","sequence_parallel":false,"tp":1,"zero":0}]
 // JSON-SAME: "devices":4,"efficiency":0.5,"microbatches":4,"nodes":1,"precision":"f32","source":"{{.*}}tessel-plan.mlir"}
 
 // Tests that one device's step is the compile's backward and update
@@ -178,7 +179,7 @@
 // its flags had been given (the report is that split's); one device
 // compiles without a mesh; the command line's other options (the
 // optimizer, the microbatches) are every candidate's.
-// AUTO: tessel-compile: --mesh auto on 4 x h100: --mesh pp=2,dp=2 --zero 1 --pipeline-schedule zb-h1 --microbatches 4 (predicted step 1.148e-05 ms; tessel-plan ranks all 33)
+// AUTO: tessel-compile: --mesh auto on 4 x h100: --mesh pp=2,dp=2 --zero 1 --pipeline-schedule zb-h1 --microbatches 4 (predicted step 1.148e-05 ms; tessel-plan ranks all 39)
 // AUTO: pipeline over pp=2 (mesh pp=2,dp=2): zb-h1, 4 microbatches, 2 stages (1 per rank)
 // AUTO1: tessel-compile: --mesh auto on 1 x h100: one device (predicted step {{.*}} ms; tessel-plan ranks all 1)
 // AUTO2: tessel-compile: --mesh auto on 2 x h100: --mesh pp=2 --pipeline-schedule zb-h1 --microbatches 2

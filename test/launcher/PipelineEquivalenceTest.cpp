@@ -244,6 +244,14 @@ std::vector<Case> pipelineCases() {
       {4, "dp=2,pp=2", "zb-v", 4, "--zero 2"},
       {4, "pp=2", "zb-v", 4, "--stage-recompute"},
       {4, "pp=2", "zb-v", 2, "", true, "--clip 0.05"},
+      // DualPipeV: ZB-V's V in DualPipe's order, some backwards split and
+      // their weight parts queued; fewer microbatches than its 2P keep the
+      // order too.
+      {4, "pp=2", "dualpipev", 4},
+      {8, "pp=4", "dualpipev", 8},
+      {4, "dp=2,tp=2,pp=2", "dualpipev", 4},
+      {4, "dp=2,pp=2", "dualpipev", 4, "--zero 2"},
+      {4, "pp=2", "dualpipev", 3, "", true, "--clip 0.05"},
       // A stage keeps what its backward reads of its forward (the default,
       // every case here but these): per the recompute policy, which then
       // recomputes inside the backward; or, with --stage-recompute, keeps
@@ -560,11 +568,14 @@ TEST_F(PipelineCheckpointTest, RefusesOtherMicrobatches) {
 // activation bytes of a rank: on gpt pp=2 with 1F1B and 4 microbatches, 2
 // microbatches' kept activations (the default), or nothing (--stage-recompute:
 // stage 0's feeds are drawn again, and it receives no input); with ZB-V, the
-// busiest rank's two stages' slots. The summary gives the most any rank holds
-// and the first rank holding it.
+// busiest rank's two stages' slots, and with DualPipeV fewer (its weight
+// parts wait less deep, so less of the zero-bubble stash is held). The
+// summary gives the most any rank holds and the first rank holding it.
 TEST_F(PipelineCheckpointTest, SummaryHoldsTheReportsActivationBytes) {
+  int64_t zbV = 0;
   for (std::string extra :
-       {"", " --stage-recompute", " --pipeline-schedule zb-v"}) {
+       {"", " --stage-recompute", " --pipeline-schedule zb-v",
+        " --pipeline-schedule dualpipev"}) {
     SCOPED_TRACE(extra);
     fs::path report = dir / "report.json";
     std::string failure;
@@ -590,8 +601,12 @@ TEST_F(PipelineCheckpointTest, SummaryHoldsTheReportsActivationBytes) {
       // Rank 0 keeps nothing; rank 1 one 8 x 64 x 128 f32 input in flight.
       EXPECT_EQ(compiled, 262144);
       EXPECT_EQ(busiest, 1);
+    } else if (extra == " --pipeline-schedule zb-v") {
+      zbV = compiled;
+      EXPECT_GT(compiled, 0);
     } else {
       EXPECT_GT(compiled, 0);
+      EXPECT_LT(compiled, zbV);
     }
     RunResult r = run(quote(so) + " --steps 1");
     ASSERT_EQ(r.exitCode, 0) << r.err;

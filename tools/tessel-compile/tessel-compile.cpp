@@ -219,12 +219,13 @@ cl::opt<int64_t> microbatches(
 cl::opt<std::string>
     pipelineSchedule("pipeline-schedule",
                      cl::desc("Pipeline schedule (default 1f1b)"),
-                     cl::value_desc("gpipe|1f1b|interleaved|zb-h1|zb-v"),
+                     cl::value_desc("gpipe|1f1b|interleaved|zb-h1|zb-v|"
+                                    "dualpipev"),
                      cl::init("1f1b"), cl::cat(pipelineCategory));
 cl::opt<int64_t> virtualStages(
     "virtual-stages",
-    cl::desc("Stages per pp rank, for the interleaved and zb-v schedules "
-             "(default 2 there)"),
+    cl::desc("Stages per pp rank, for the interleaved, zb-v and dualpipev "
+             "schedules (default 2 there)"),
     cl::value_desc("v"), cl::init(1), cl::cat(pipelineCategory));
 cl::opt<bool> stageRecompute(
     "stage-recompute",
