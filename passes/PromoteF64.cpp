@@ -13,8 +13,9 @@
 // Types other than f32 keep theirs (integer labels, a bf16 value a model
 // casts to explicitly). An op that infers its result types infers them
 // again from its promoted operands (an attention's log-sum-exp is f32 for
-// bf16 queries and f64 for f64 ones); a written cast that now converts
-// f64 to f64 is removed.
+// bf16 queries and f64 for f64 ones), a function returns the types its body
+// computes and a call its callee's (callees are promoted first); a written
+// cast that now converts f64 to f64 is removed.
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,7 +24,9 @@
 #include "dialect/NN/NNOps.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "llvm/ADT/SetVector.h"
 
 namespace tessel {
 #define GEN_PASS_DEF_PROMOTEF64PASS
@@ -82,7 +85,12 @@ public:
                               "on the forward model, before autodiff";
         return signalPassFailure();
       }
+    // Callees first, so that a call takes its callee's promoted results.
+    SymbolTable symbols(module);
+    llvm::SetVector<func::FuncOp> order;
     for (auto func : module.getOps<func::FuncOp>())
+      addCalleesFirst(func, symbols, order);
+    for (func::FuncOp func : order)
       if (failed(promote(func)))
         return signalPassFailure();
     // Recorded for the report and the model description.
@@ -91,6 +99,30 @@ public:
   }
 
 private:
+  /// Appends the functions `func` calls (func.call, a repeat's layer), then
+  /// `func`, to `order`, each once.
+  static void addCalleesFirst(func::FuncOp func, SymbolTable &symbols,
+                              llvm::SetVector<func::FuncOp> &order) {
+    if (order.contains(func))
+      return;
+    SmallVector<func::FuncOp> callees;
+    func.walk([&](Operation *op) {
+      FlatSymbolRefAttr callee;
+      if (auto call = dyn_cast<func::CallOp>(op))
+        callee = call.getCalleeAttr();
+      else if (auto repeat = dyn_cast<nn::RepeatOp>(op))
+        callee = repeat.getLayerAttr();
+      if (auto target = callee ? symbols.lookup<func::FuncOp>(callee.getValue())
+                               : nullptr;
+          target && target != func)
+        callees.push_back(target);
+    });
+    for (func::FuncOp callee : callees)
+      if (!order.contains(callee))
+        addCalleesFirst(callee, symbols, order);
+    order.insert(func);
+  }
+
   /// Promotes `func`'s body and signature (a declaration's signature only).
   LogicalResult promote(func::FuncOp func) {
     SmallVector<Type> inputs, results;
@@ -108,6 +140,12 @@ private:
     });
     if (walk.wasInterrupted())
       return failure();
+    // A body returns what it computes now (an f32 log-sum-exp of bf16
+    // queries stays f32).
+    if (!func.isExternal())
+      results.assign(
+          func.getBody().front().getTerminator()->operand_type_begin(),
+          func.getBody().front().getTerminator()->operand_type_end());
     func.setFunctionType(FunctionType::get(func.getContext(), inputs, results));
     return success();
   }
@@ -138,6 +176,17 @@ private:
       for (auto [result, type] : llvm::zip(op.getResults(), inferred))
         result.setType(type);
       return success();
+    }
+    // A call returns what its callee (promoted first) does.
+    if (auto call = dyn_cast<func::CallOp>(op)) {
+      auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+          call, call.getCalleeAttr());
+      if (callee && callee.getNumResults() == call.getNumResults()) {
+        for (auto [result, type] :
+             llvm::zip(call.getResults(), callee.getResultTypes()))
+          result.setType(type);
+        return success();
+      }
     }
     for (Value result : op.getResults())
       result.setType(promoted(result.getType()));

@@ -86,3 +86,4 @@ func.func @f64_model(%w: tensor<4xf64> {nn.param = "w", nn.init = #nn.init<zeros
   %l = nn.reduce_sum %w dims = [0] : tensor<4xf64> -> tensor<f64>
   return %l : tensor<f64>
 }
+
