@@ -16,7 +16,8 @@
 # --stage-recompute (each backward recomputes its stage's forward, as GPipe
 # does: more work for the same step). Needs P cores to mean anything (the
 # ranks are threads): on fewer, the ranks share cores and every schedule
-# looks alike. Usage: bench/run-pipeline.sh [LAYERS] [P] [M] [STEPS]
+# looks alike. Usage: [SCHEDULES="zb-v dualpipev"] bench/run-pipeline.sh
+# [LAYERS] [P] [M] [STEPS]
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/build.sh"
 LAYERS=${1:-8}
@@ -53,7 +54,7 @@ echo "$cores cores ($cpu); one device: $one_ms ms per step of $M microbatches."
 echo
 echo "| schedule | stage activations | bubble (report) | predicted ms | measured ms | measured / predicted | activation bytes per rank |"
 echo "| --- | --- | --- | --- | --- | --- | --- |"
-for schedule in gpipe 1f1b interleaved zb-h1 zb-v; do
+for schedule in ${SCHEDULES:-gpipe 1f1b interleaved zb-h1 zb-v dualpipev}; do
   for mode in kept recomputed; do
     extra=""
     [ "$schedule" = interleaved ] && extra="--virtual-stages 2"

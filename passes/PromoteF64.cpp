@@ -27,6 +27,7 @@
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/SmallPtrSet.h"
 
 namespace tessel {
 #define GEN_PASS_DEF_PROMOTEF64PASS
@@ -88,8 +89,9 @@ public:
     // Callees first, so that a call takes its callee's promoted results.
     SymbolTable symbols(module);
     llvm::SetVector<func::FuncOp> order;
+    llvm::SmallPtrSet<Operation *, 8> visiting;
     for (auto func : module.getOps<func::FuncOp>())
-      addCalleesFirst(func, symbols, order);
+      addCalleesFirst(func, symbols, visiting, order);
     for (func::FuncOp func : order)
       if (failed(promote(func)))
         return signalPassFailure();
@@ -100,10 +102,12 @@ public:
 
 private:
   /// Appends the functions `func` calls (func.call, a repeat's layer), then
-  /// `func`, to `order`, each once.
+  /// `func`, to `order`, each once (a cycle of calls, which no model has,
+  /// is cut where it closes).
   static void addCalleesFirst(func::FuncOp func, SymbolTable &symbols,
+                              llvm::SmallPtrSet<Operation *, 8> &visiting,
                               llvm::SetVector<func::FuncOp> &order) {
-    if (order.contains(func))
+    if (order.contains(func) || !visiting.insert(func).second)
       return;
     SmallVector<func::FuncOp> callees;
     func.walk([&](Operation *op) {
@@ -118,8 +122,7 @@ private:
         callees.push_back(target);
     });
     for (func::FuncOp callee : callees)
-      if (!order.contains(callee))
-        addCalleesFirst(callee, symbols, order);
+      addCalleesFirst(callee, symbols, visiting, order);
     order.insert(func);
   }
 
@@ -130,7 +133,7 @@ private:
       inputs.push_back(promoted(type));
     for (Type type : func.getResultTypes())
       results.push_back(promoted(type));
-    WalkResult walk = func.getBody().walk([&](Block *block) {
+    WalkResult walk = func->walk<WalkOrder::PreOrder>([&](Block *block) {
       for (BlockArgument arg : block->getArguments())
         arg.setType(promoted(arg.getType()));
       for (Operation &op : llvm::make_early_inc_range(*block))
