@@ -74,6 +74,24 @@ struct AutodiffPass : public tessel::impl::AutodiffPassBase<AutodiffPass> {
     warnUnmatchedPatterns(module, model, paramArgs, config);
     if (paramArgs.empty())
       return; // Nothing to train: the model stays an evaluation.
+    // Frozen parameters are read as constants: no gradient, no state.
+    llvm::erase_if(paramArgs, [&](unsigned index) {
+      return matchesAny(config.freeze, paramName(model, index).str());
+    });
+    if (paramArgs.empty()) {
+      if (module->hasAttr(nn::NNDialect::kStageAttrName))
+        model.emitOpError()
+            << "is a pipeline stage with every parameter frozen (freeze '"
+            << config.freeze
+            << "'): each stage trains at least one (freeze fewer, or move "
+               "the stage boundaries with --stage-layers)";
+      else
+        model.emitOpError()
+            << "has every parameter frozen (freeze '" << config.freeze
+            << "'): there is nothing to train (compile it "
+               "without training to evaluate it)";
+      return signalPassFailure();
+    }
 
     SymbolTable symbols(module);
     FailureOr<SmallVector<unsigned>> trained =
@@ -85,21 +103,24 @@ struct AutodiffPass : public tessel::impl::AutodiffPassBase<AutodiffPass> {
                     trainConfigToAttr(module.getContext(), config));
   }
 
-  /// A no_decay pattern that names no parameter is most likely a typo: a
-  /// warning, as the parameter it meant would silently decay. A pipeline
-  /// stage holds only some of the parameters, so it does not warn:
-  /// tessel-pipeline-split warns for the whole model before the split.
+  /// A no_decay or freeze pattern that names no parameter is most likely a
+  /// typo: a warning, as the parameter it meant would silently decay or
+  /// train. A pipeline stage holds only some of the parameters, so it does
+  /// not warn: tessel-pipeline-split warns for the whole model before the
+  /// split.
   static void warnUnmatchedPatterns(ModuleOp module, func::FuncOp model,
                                     ArrayRef<unsigned> paramArgs,
                                     const TrainConfig &config) {
     if (module->hasAttr(nn::NNDialect::kStageAttrName))
       return;
-    for (const std::string &pattern : splitNamePatterns(config.noDecay))
-      if (llvm::none_of(paramArgs, [&](unsigned index) {
-            return matchesNamePattern(pattern, paramName(model, index).str());
-          }))
-        model.emitWarning() << "no_decay pattern '" << pattern
-                            << "' matches no parameter of the model";
+    for (auto [key, patterns] : {std::pair{"no_decay", &config.noDecay},
+                                 std::pair{"freeze", &config.freeze}})
+      for (const std::string &pattern : splitNamePatterns(*patterns))
+        if (llvm::none_of(paramArgs, [&](unsigned index) {
+              return matchesNamePattern(pattern, paramName(model, index).str());
+            }))
+          model.emitWarning() << key << " pattern '" << pattern
+                              << "' matches no parameter of the model";
   }
 
   /// The settings: the module's nn.train, then the options given.

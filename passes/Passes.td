@@ -318,7 +318,10 @@ def PipelineSplitPass : Pass<"tessel-pipeline-split", "mlir::ModuleOp"> {
            "The training step's no_decay patterns (else the module's "
            "nn.train ones): a pattern that matches no parameter of the whole "
            "model is a warning here, since each stage's tessel-autodiff sees "
-           "only its own parameters">
+           "only its own parameters">,
+    Option<"freeze", "freeze", "std::string", "\"\"",
+           "The training step's freeze patterns (else the module's nn.train "
+           "ones), warned about as the no_decay ones">
   ];
 }
 

@@ -160,27 +160,31 @@ struct PipelineSplitPass
     : tessel::impl::PipelineSplitPassBase<PipelineSplitPass> {
   using Base::Base;
 
-  /// A no_decay pattern that matches no parameter of the whole model (a
-  /// typo: the parameter it meant would silently decay). Said here, before
-  /// the split, because each stage's autodiff sees only its parameters.
-  void warnUnmatchedNoDecay(ModuleOp module, func::FuncOp model) {
-    std::string patterns = noDecay;
-    if (patterns.empty())
-      if (auto train = module->getAttrOfType<DictionaryAttr>(
-              nn::NNDialect::kTrainAttrName))
-        if (auto given = train.getAs<StringAttr>("no_decay"))
-          patterns = given.getValue().str();
+  /// A no_decay or freeze pattern that matches no parameter of the whole
+  /// model (a typo: the parameter it meant would silently decay or train).
+  /// Said here, before the split, because each stage's autodiff sees only
+  /// its parameters.
+  void warnUnmatchedPatterns(ModuleOp module, func::FuncOp model) {
     SmallVector<std::string> names;
     for (unsigned i = 0; i < model.getNumArguments(); ++i)
       if (auto name = model.getArgAttrOfType<StringAttr>(
               i, nn::NNDialect::kParamAttrName))
         names.push_back(name.getValue().str());
-    for (const std::string &pattern : splitNamePatterns(patterns))
-      if (llvm::none_of(names, [&](const std::string &name) {
-            return matchesNamePattern(pattern, name);
-          }))
-        model.emitWarning() << "no_decay pattern '" << pattern
-                            << "' matches no parameter of the model";
+    auto train =
+        module->getAttrOfType<DictionaryAttr>(nn::NNDialect::kTrainAttrName);
+    for (auto [key, option] : {std::pair{"no_decay", noDecay.getValue()},
+                               std::pair{"freeze", freeze.getValue()}}) {
+      std::string patterns = option;
+      if (patterns.empty() && train)
+        if (auto given = train.getAs<StringAttr>(key))
+          patterns = given.getValue().str();
+      for (const std::string &pattern : splitNamePatterns(patterns))
+        if (llvm::none_of(names, [&](const std::string &name) {
+              return matchesNamePattern(pattern, name);
+            }))
+          model.emitWarning() << key << " pattern '" << pattern
+                              << "' matches no parameter of the model";
+    }
   }
 
   void runOnOperation() override {
@@ -207,7 +211,7 @@ struct PipelineSplitPass
     FailureOr<ModelParts> parts = findParts(module);
     if (failed(parts))
       return signalPassFailure();
-    warnUnmatchedNoDecay(module, parts->model);
+    warnUnmatchedPatterns(module, parts->model);
 
     PipelineRequest request;
     request.ranks = mesh->shape[*axis];

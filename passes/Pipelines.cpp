@@ -141,6 +141,8 @@ void tessel::buildPlanPipeline(OpPassManager &pm,
   split.stageRecompute = options.stageRecompute;
   if (options.noDecay.hasValue())
     split.noDecay = options.noDecay;
+  if (options.freeze.hasValue())
+    split.freeze = options.freeze;
   pm.addPass(createPipelineSplitPass(split));
   buildModelPlan(pm.nest<ModuleOp>(), options);
   pm.addPass(createCheckCommunicationPass());

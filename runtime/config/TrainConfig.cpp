@@ -244,6 +244,8 @@ std::string TrainConfig::describe() const {
     text += ", recompute " + recompute;
   if (!noDecay.empty())
     text += ", no decay on " + noDecay;
+  if (!freeze.empty())
+    text += ", frozen " + freeze;
   return text;
 }
 

@@ -83,21 +83,37 @@ void checkKeys(const StoredTensors &stored, const ModelDesc &model,
   throw RunError("checkpoint '" + path + "': " + problem);
 }
 
+/// A state key of a parameter the model trains not (--freeze): a run that
+/// trained it saved it, and a frozen parameter has no state to take it.
+bool ofFrozenParameter(const std::string &name, const ModelDesc &model) {
+  const TensorDesc *param =
+      model.find("param", name.substr(0, name.rfind('.')));
+  return param && !param->trainable;
+}
+
 /// A training run takes the checkpoint's optimizer state only if it is
 /// exactly its own optimizer's: resuming Adam moments into SGD (or the
 /// reverse) would silently change the run. Master copies are not part of
 /// that match: a missing one is its parameter's values (every parameter is
-/// in the file), and one the model does not keep gives its parameter.
+/// in the file), and one the model does not keep gives its parameter. The
+/// states of a parameter this run freezes are left unread (`ignored`
+/// counts them); a parameter it trains that the checkpoint froze has none,
+/// which is missing state.
 void checkStateKeys(const StoredTensors &stored, const ModelDesc &model,
-                    const std::string &path) {
+                    const std::string &path, int &ignored) {
   std::vector<std::string> missing, extra;
   for (const TensorDesc *t : model.withRole("state"))
     if (!stored.count(t->name) && !t->isMaster())
       missing.push_back(t->name);
-  for (auto &[name, t] : stored)
-    if (looksLikeState(name, model) && !model.find("state", name) &&
-        !isForeignMaster(name, model))
+  for (auto &[name, t] : stored) {
+    if (!looksLikeState(name, model) || model.find("state", name) ||
+        isForeignMaster(name, model))
+      continue;
+    if (ofFrozenParameter(name, model))
+      ++ignored;
+    else
       extra.push_back(name);
+  }
   if (missing.empty() && extra.empty())
     return;
   std::string problem = "optimizer state does not match the model's "
@@ -108,6 +124,22 @@ void checkStateKeys(const StoredTensors &stored, const ModelDesc &model,
   if (!extra.empty())
     problem += std::string(missing.empty() ? ": " : "; ") + "unexpected " +
                joinNames(extra);
+  // Every missing state is of a parameter without any in the file, while
+  // others have theirs: the checkpoint's run froze it (--freeze).
+  std::set<std::string> withState;
+  for (auto &[name, t] : stored)
+    if (looksLikeState(name, model))
+      withState.insert(name.substr(0, name.rfind('.')));
+  bool frozenThere =
+      !withState.empty() && extra.empty() &&
+      std::none_of(missing.begin(), missing.end(),
+                   [&](const std::string &state) {
+                     return withState.count(state.substr(0, state.rfind('.')));
+                   });
+  if (frozenThere)
+    problem += " (the checkpoint's run froze those parameters: start from "
+               "its parameters alone, which an --eval run with --load and "
+               "--save writes)";
   throw RunError("checkpoint '" + path + "': " + problem);
 }
 
@@ -233,13 +265,14 @@ CheckpointReader::CheckpointReader(const std::string &path,
     file->data = file->single->data();
   }
   checkKeys(file->stored, model, label);
+  int ignoredStates = 0;
   bool anyState = false;
   for (auto &[name, t] : file->stored)
     anyState |= looksLikeState(name, model);
   // A checkpoint of a training run has "tessel.step" (even when its
   // optimizer keeps no state); one with neither holds parameters only.
   if (training && (anyState || metadata.count("tessel.step"))) {
-    checkStateKeys(file->stored, model, label);
+    checkStateKeys(file->stored, model, label, ignoredStates);
     loaded.paramsOnly = false;
     loaded.step = parseStep(metadata, label);
   }
@@ -251,6 +284,10 @@ CheckpointReader::CheckpointReader(const std::string &path,
     file->sources[{t->role, t->name}] = key;
   }
   loaded.conversions = describeConversions(needed, file->stored, file->sources);
+  if (ignoredStates)
+    loaded.conversions += (loaded.conversions.empty() ? "" : "; ") +
+                          std::string("left ") + std::to_string(ignoredStates) +
+                          " optimizer states of frozen parameters unread";
   if (!sharded)
     return;
   // Everything is valid: the global tensors this run reads, each once, one

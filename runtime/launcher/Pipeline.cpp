@@ -196,12 +196,24 @@ ModelDesc tessel::run::parsePipelineDescription(const json &j,
     fail(file, "the mesh's 'pp' axis must have the pipeline's " +
                    std::to_string(p->ranks) + " ranks");
   p->axis = *axis;
-  for (auto &[name, holders] : p->tied)
+  for (auto &[name, holders] : p->tied) {
+    if (holders.empty())
+      fail(file, "tied parameter '" + name + "' names no stage");
     for (int64_t s : holders)
       if (s < 0 || s >= p->numStages() ||
           !p->stages[s].find("param", name))
         fail(file, "tied parameter '" + name + "' names stage " +
                        std::to_string(s) + ", which does not hold it");
+    // Trained on every holder (its gradients summed), or frozen on all.
+    size_t withGrad = 0;
+    for (int64_t s : holders)
+      withGrad += p->stages[s].gradOf(name) ? 1 : 0;
+    if (withGrad != 0 && withGrad != holders.size())
+      fail(file, "tied parameter '" + name + "' has a gradient on " +
+                     std::to_string(withGrad) + " of its " +
+                     std::to_string(holders.size()) +
+                     " stages (every holder trains it, or none)");
+  }
   if (pj.contains("schedule_actions"))
     p->actions = parseActions(pj.at("schedule_actions"), *p, file);
   else

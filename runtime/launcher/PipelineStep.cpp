@@ -533,6 +533,9 @@ void PipelineRank::runAction(const Action &action, int64_t step) {
 void PipelineRank::exchangeTiedGradients() {
   for (size_t k = 0; k < pipe.tied.size(); ++k) {
     const auto &[name, holders] = pipe.tied[k];
+    // A frozen parameter (--freeze) has no gradient on any holder.
+    if (!pipe.stages[size_t(holders.front())].gradOf(name))
+      continue;
     int64_t tag = -int64_t(k + 1);
     std::vector<Stage *> mine;
     for (auto &stage : stages)

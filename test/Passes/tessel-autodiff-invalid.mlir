@@ -220,3 +220,17 @@ func.func @repeat_outs(%h: tensor<4xf32>, %w: tensor<3x4xf32>, %g: tensor<3x4xf3
   %0:2 = nn.repeat @acc_layer(%h) params(%w) outs(%g) : (tensor<4xf32>, tensor<3x4xf32>, tensor<3x4xf32>) -> (tensor<4xf32>, tensor<3x4xf32>)
   return %0#1 : tensor<3x4xf32>
 }
+
+// -----
+
+// Tests that a model whose every parameter is frozen is refused: there is
+// nothing to train (it compiles without training to be evaluated).
+module attributes {nn.train = {freeze = "fc.*"}} {
+  // expected-error @+1 {{'func.func' op has every parameter frozen (freeze 'fc.*'): there is nothing to train (compile it without training to evaluate it)}}
+  func.func @all_frozen(%x: tensor<2x4xf32> {nn.input},
+                        %w: tensor<4x3xf32> {nn.param = "fc.weight", nn.init = #nn.init<normal, 0.02>}) -> tensor<f32> {
+    %h = nn.matmul %x, %w : (tensor<2x4xf32>, tensor<4x3xf32>) -> tensor<2x3xf32>
+    %l = nn.reduce_mean %h dims = [0, 1] : tensor<2x3xf32> -> tensor<f32>
+    return %l : tensor<f32>
+  }
+}
