@@ -83,8 +83,8 @@ void checkKeys(const StoredTensors &stored, const ModelDesc &model,
   throw RunError("checkpoint '" + path + "': " + problem);
 }
 
-/// A state key of a parameter the model trains not (--freeze): a run that
-/// trained it saved it, and a frozen parameter has no state to take it.
+/// A state key of a parameter the model does not train (--freeze): a run
+/// that trained it saved it, and a frozen parameter has no state to take it.
 bool ofFrozenParameter(const std::string &name, const ModelDesc &model) {
   const TensorDesc *param =
       model.find("param", name.substr(0, name.rfind('.')));
