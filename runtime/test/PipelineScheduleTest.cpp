@@ -252,6 +252,23 @@ TEST(PipelineScheduleTest, ZeroBubbleH1Bubble) {
   }
 }
 
+/// The unit timeline of a V schedule (ZB-V, DualPipeV) over its pipe's
+/// 2P stages, checked for what both give once the pipe is full: makespan
+/// 6M + P - 1 (only the last rank's staggered start) and only the turn's
+/// stage (P - 1) waiting for a gradient handed over on its own rank.
+Timeline vTimeline(const Schedule &schedule) {
+  const int P = schedule.shape.ranks, M = schedule.shape.microbatches;
+  Timeline timeline = unitTimeline(schedule);
+  EXPECT_EQ(timeline.makespan, 6.0 * M + P - 1);
+  EXPECT_EQ(timeline.bubbleFraction, double(P - 1) / (6 * M + P - 1));
+  std::vector<StageHolding> holding = peakHolding(schedule);
+  for (int r = 0; r < P; ++r) {
+    EXPECT_EQ(holding[r].gradients, r == P - 1 ? 1 : 0);
+    EXPECT_EQ(holding[2 * P - 1 - r].gradients, 0);
+  }
+  return timeline;
+}
+
 // Tests ZB-V with F = I = W = 1 a chunk (half a 1F1B stage): once the
 // pipe fills (M >= 2P - 1) only the last rank's staggered start is left,
 // makespan 6M + P - 1, half of ZB-H1's bubble on the same stages (whose
@@ -263,20 +280,14 @@ TEST(PipelineScheduleTest, ZeroBubbleVBubbleAndMemory) {
            {2, 3}, {2, 8}, {3, 5}, {4, 7}, {4, 8}, {4, 24}, {8, 15}, {8, 32}}) {
     SCOPED_TRACE("P=" + std::to_string(P) + " M=" + std::to_string(M));
     Schedule schedule = build(ScheduleKind::ZeroBubbleV, P, M, 2);
-    Timeline timeline = unitTimeline(schedule);
-    EXPECT_EQ(timeline.makespan, 6.0 * M + P - 1);
-    EXPECT_EQ(timeline.bubbleFraction, double(P - 1) / (6 * M + P - 1));
+    Timeline timeline = vTimeline(schedule);
     std::string error;
     Timeline zbH1 = simulate(build(ScheduleKind::ZeroBubbleH1, P, M),
                              std::vector<StageTimes>(P, {2, 2, 2}), 0, &error);
     ASSERT_EQ(error, "");
     EXPECT_EQ(zbH1.makespan - 6.0 * M, 2 * (timeline.makespan - 6.0 * M));
-    std::vector<StageHolding> holding = peakHolding(schedule);
-    for (int r = 0; r < P; ++r) {
+    for (int r = 0; r < P; ++r)
       EXPECT_EQ(timeline.peakActivations[r], 2 * P);
-      EXPECT_EQ(holding[r].gradients, r == P - 1 ? 1 : 0);
-      EXPECT_EQ(holding[2 * P - 1 - r].gradients, 0);
-    }
   }
   // Fewer microbatches than the pattern's 2P - 1 still run, each one
   // through all 2P stages.
@@ -296,18 +307,12 @@ TEST(PipelineScheduleTest, DualPipeVBubbleAndMemory) {
   for (auto [P, M] : std::vector<std::pair<int, int>>{
            {2, 4}, {2, 9}, {3, 6}, {4, 8}, {4, 9}, {4, 24}, {8, 16}, {8, 32}}) {
     SCOPED_TRACE("P=" + std::to_string(P) + " M=" + std::to_string(M));
-    Schedule schedule = build(ScheduleKind::DualPipeV, P, M, 2);
-    Timeline timeline = unitTimeline(schedule);
-    EXPECT_EQ(timeline.makespan, 6.0 * M + P - 1);
-    EXPECT_EQ(timeline.bubbleFraction, double(P - 1) / (6 * M + P - 1));
+    Timeline timeline = vTimeline(build(ScheduleKind::DualPipeV, P, M, 2));
     Timeline zbV = unitTimeline(build(ScheduleKind::ZeroBubbleV, P, M, 2));
-    std::vector<StageHolding> holding = peakHolding(schedule);
     for (int r = 0; r < P; ++r) {
       EXPECT_EQ(timeline.peakActivations[r], 2 * P + 1);
       EXPECT_EQ(timeline.peakWeightPending[r], r + 1);
       EXPECT_EQ(zbV.peakWeightPending[r], 2 * r + 1);
-      EXPECT_EQ(holding[r].gradients, r == P - 1 ? 1 : 0);
-      EXPECT_EQ(holding[2 * P - 1 - r].gradients, 0);
     }
   }
   // Fewer microbatches than the pattern's 2P still run, each one through
