@@ -57,6 +57,10 @@
 // RUN: not tessel-plan %s --devices 4 --nodes 3 2>&1 | FileCheck %s --check-prefix=NODES-BAD
 // RUN: not tessel-plan %s --devices 2 --efficiency 1.5 2>&1 | FileCheck %s --check-prefix=EFFICIENCY
 // RUN: not tessel-plan %s --devices 2 --precision f16 2>&1 | FileCheck %s --check-prefix=PRECISION
+// RUN: tessel-plan %s --devices 2 --top 1 | FileCheck %s --check-prefix=ADAMW
+// RUN: tessel-plan %s --devices 2 --top 1 --optimizer sgd | FileCheck %s --check-prefix=SGD
+// RUN: tessel-plan %s --devices 2 --top 1 --optimizer sgd --freeze w | FileCheck %s --check-prefix=FROZEN
+// RUN: not tessel-plan %s --devices 2 --optimizer lamb 2>&1 | FileCheck %s --check-prefix=BAD-OPTIMIZER
 // RUN: not tessel-plan %s --devices 2 --memory-gib -1 2>&1 | FileCheck %s --check-prefix=MEMORY
 // RUN: not tessel-plan %s --devices 2 --microbatches -2 2>&1 | FileCheck %s --check-prefix=MICRO
 // RUN: not tessel-plan %s --devices 2 --jobs 5000 2>&1 | FileCheck %s --check-prefix=JOBS
@@ -139,7 +143,7 @@
 // FIXED-NOT: recompute full
 // SP-FIXED: tp=2                0 -           yes -
 // SP-FIXED-NOT: tp=2
-// RECOMPUTE-BAD: tessel-plan: --recompute half: expected none, selective or full
+// RECOMPUTE-BAD: error: training settings: unknown recompute policy 'half'; expected none, selective or full
 
 // Tests the sequence-parallel dimension on gpt (which has a sequence
 // axis): tp=2 both ways, sp's memory the compile's arena exactly; the
@@ -174,6 +178,17 @@
 // f64 (each candidate compiled with tessel-promote-f64) runs at the FP64
 // tensor cores' 67 TFLOP/s.
 // F64: plan for {{.*}} on 2 x h100 (80 GiB, 67 TFLOP/s f64 at 50%, links 450 GB/s), 2 microbatches per step
+
+// Tests that the training flags are every candidate's: the default AdamW
+// keeps two states a parameter, SGD without momentum none, and a frozen
+// parameter (the layers' w) no gradient (and its stage's backward fewer
+// flops); a bad
+// setting is refused once, at the model, before any candidate compiles.
+// ADAMW: 1    pp=2                0 zb-h1       -   -          {{.*}}  0.1492          29760
+// SGD: 1    pp=2                0 zb-h1       -   -          {{.*}}  0.1492          23232
+// FROZEN: 1    pp=2                0 zb-h1       -   -          {{.*}}  0.1532          20352            95328
+// BAD-OPTIMIZER: error: training settings: unknown optimizer 'lamb'; expected sgd, adam or adamw
+// BAD-OPTIMIZER-NOT: plan for
 
 // Tests tessel-compile --mesh auto: the ranking's first, compiled as if
 // its flags had been given (the report is that split's); one device

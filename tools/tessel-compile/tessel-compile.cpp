@@ -20,6 +20,7 @@
 #include "runtime/config/Mesh.h"
 #include "tools/ModelFile.h"
 #include "tools/ToolStack.h"
+#include "tools/TrainingFlags.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
@@ -238,37 +239,8 @@ cl::opt<bool> stageRecompute(
 /// One string flag per training setting, in TrainSettings.def's order (a
 /// switch takes no value: --nesterov), and the names of their values in
 /// --help ("sgd|adam|adamw"), which the flags refer to.
-std::vector<std::unique_ptr<cl::opt<std::string>>> trainingFlags;
-std::deque<std::string> trainingValueNames;
-
-void makeTrainingFlags() {
-  for (const tessel::TrainSetting &setting : tessel::trainSettings()) {
-    std::string valueName;
-    switch (setting.kind) {
-    case tessel::TrainSettingKind::Choice:
-      for (const std::string &choice : setting.choices)
-        valueName += (valueName.empty() ? "" : "|") + choice;
-      std::replace(valueName.begin(), valueName.end(), '_', '-');
-      break;
-    case tessel::TrainSettingKind::Count:
-      valueName = "n";
-      break;
-    case tessel::TrainSettingKind::Patterns:
-      valueName = "patterns";
-      break;
-    default:
-      valueName = "x";
-    }
-    bool isSwitch = setting.kind == tessel::TrainSettingKind::Switch;
-    auto flag = std::make_unique<cl::opt<std::string>>(
-        llvm::StringRef(setting.flag), cl::desc(setting.help),
-        cl::cat(trainCategory),
-        isSwitch ? cl::ValueOptional : cl::ValueRequired);
-    flag->setValueStr(
-        trainingValueNames.emplace_back(isSwitch ? "true|false" : valueName));
-    trainingFlags.push_back(std::move(flag));
-  }
-}
+// One flag per training setting (--optimizer, --lr, ...), made in main.
+std::unique_ptr<tessel::tools::TrainingFlags> trainingFlags;
 
 /// Fails with "tessel-compile: <message>" on stderr.
 LogicalResult fail(const llvm::Twine &message) {
@@ -377,10 +349,7 @@ void setModelOptions(tessel::CompilePipelineOptions &options) {
   options.train = !noTrain;
   options.precision = precision;
   options.gradPrecision = gradPrecision;
-  for (auto [setting, flag] :
-       llvm::zip(tessel::trainSettings(), trainingFlags))
-    if (flag->getNumOccurrences() > 0)
-      options.setTrainSetting(setting.key, flag->getValue());
+  trainingFlags->apply(options);
   if (shardingRules.getNumOccurrences() > 0)
     options.rules = shardingRules;
   options.sequenceParallel = sequenceParallel;
@@ -493,11 +462,10 @@ LogicalResult chooseMesh(ModuleOp module) {
     meshSpec.setValue(best->mesh());
   zeroStage.setValue(int(best->zero));
   sequenceParallel.setValue(best->sequenceParallel);
-  if (!best->recompute.empty())
-    for (auto [setting, flag] :
-         llvm::zip(tessel::trainSettings(), trainingFlags))
-      if (StringRef(setting.key) == "recompute")
-        flag->addOccurrence(0, setting.flag, best->recompute);
+  if (!best->recompute.empty()) {
+    cl::opt<std::string> &recompute = (*trainingFlags)["recompute"];
+    recompute.addOccurrence(0, recompute.ArgStr, best->recompute);
+  }
   if (best->pp > 1) {
     if (microbatches.getNumOccurrences() == 0)
       microbatches.addOccurrence(0, "microbatches",
@@ -765,7 +733,7 @@ int compile(int argc, char **argv) {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
-  makeTrainingFlags();
+  trainingFlags = std::make_unique<tessel::tools::TrainingFlags>(trainCategory);
   cl::HideUnrelatedOptions({&modelCategory, &trainCategory, &meshCategory,
                             &pipelineCategory, &outputCategory});
   cl::ParseCommandLineOptions(

@@ -3,6 +3,7 @@
 //   tessel-plan model.mlir --devices 8 [--nodes K] [--device h100|h200]
 //               [--microbatches M]
 //               [--precision bf16] [--top K] [--json FILE]
+//               [training flags: --optimizer sgd --freeze wte ...]
 //
 // Compiles every (dp, tp, pp, ZeRO stage, schedule) of the device count and
 // prints them fastest first by the predicted step time (passes/Planner.h);
@@ -14,6 +15,10 @@
 #include "passes/Planner.h"
 #include "tools/ModelFile.h"
 #include "tools/ToolStack.h"
+#include "tools/TrainingFlags.h"
+
+#include "dialect/NN/NNDialect.h"
+#include "passes/TrainSettings.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
@@ -30,6 +35,11 @@ namespace cl = llvm::cl;
 namespace {
 
 cl::OptionCategory planCategory("Plan");
+cl::OptionCategory trainCategory(
+    "Training (every candidate's; --recompute fixes the policy, which is "
+    "otherwise searched where a candidate is over memory)");
+// One flag per training setting (--optimizer, --lr, ...), made in main.
+std::unique_ptr<tessel::tools::TrainingFlags> trainingFlags;
 
 cl::opt<std::string> inputFile(cl::Positional, cl::desc("<model.mlir>"),
                                cl::Required, cl::cat(planCategory));
@@ -58,11 +68,7 @@ cl::opt<int64_t> microbatches(
 cl::opt<std::string> precision("precision",
                                cl::desc("f32 (default), bf16 or f64"),
                                cl::init("f32"), cl::cat(planCategory));
-cl::opt<std::string> recompute(
-    "recompute",
-    cl::desc("Every candidate's recompute policy: none, selective or full "
-             "(default: searched, where a candidate is over memory)"),
-    cl::cat(planCategory));
+
 cl::opt<bool> sequenceParallel(
     "sequence-parallel",
     cl::desc("Every tp candidate with sequence parallelism (default: each "
@@ -105,10 +111,6 @@ int planModel() {
     return exitWith("--precision " + precision + ": expected f32, bf16 or f64");
   if (jobs > 1024)
     return exitWith("--jobs " + std::to_string(jobs) + ": expected 0 to 1024");
-  if (recompute.getNumOccurrences() > 0 && recompute != "none" &&
-      recompute != "selective" && recompute != "full")
-    return exitWith("--recompute " + recompute +
-                    ": expected none, selective or full");
   if (!jsonFile.empty() && llvm::sys::fs::equivalent(jsonFile, inputFile))
     return exitWith("--json " + jsonFile +
                     " is the model file: refusing to "
@@ -136,9 +138,24 @@ int planModel() {
   settings.precision = precision;
   settings.source = inputFile;
   settings.jobs = jobs;
+  // The training settings given (--optimizer, --freeze, a --recompute
+  // policy that every candidate then keeps, ...) are every candidate's,
+  // checked once here, at the model, rather than refused by each compile.
+  tessel::CompilePipelineOptions given;
+  trainingFlags->apply(given);
+  tessel::TrainConfig config;
+  if (auto train = (*module)->getAttrOfType<DictionaryAttr>(
+          tessel::nn::NNDialect::kTrainAttrName))
+    if (failed(tessel::readTrainAttr(*module, train, config)))
+      return 1;
+  if (failed(tessel::applyTrainSettings(*module, given.givenTrainSettings(),
+                                        config)))
+    return 1;
+  config.resolveDefaults();
+  if (failed(tessel::checkTrainConfig(*module, config)))
+    return 1;
   settings.configure = [](tessel::CompilePipelineOptions &options) {
-    if (recompute.getNumOccurrences() > 0)
-      options.setTrainSetting("recompute", recompute);
+    trainingFlags->apply(options);
     options.sequenceParallel = sequenceParallel;
   };
   std::vector<tessel::planner::Candidate> ranked =
@@ -162,7 +179,8 @@ int planModel() {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
-  cl::HideUnrelatedOptions({&planCategory});
+  trainingFlags = std::make_unique<tessel::tools::TrainingFlags>(trainCategory);
+  cl::HideUnrelatedOptions({&planCategory, &trainCategory});
   cl::ParseCommandLineOptions(
       argc, argv,
       "tessel-plan: rank the ways to split a model over N devices\n");
