@@ -103,41 +103,28 @@ struct AutodiffPass : public tessel::impl::AutodiffPassBase<AutodiffPass> {
                     trainConfigToAttr(module.getContext(), config));
   }
 
-  /// A no_decay or freeze pattern that names no parameter is most likely a
-  /// typo: a warning, as the parameter it meant would silently decay or
-  /// train. A pipeline stage holds only some of the parameters, so it does
-  /// not warn: tessel-pipeline-split warns for the whole model before the
-  /// split.
+  /// A pipeline stage holds only some of the parameters, so it does not
+  /// warn about patterns naming none of them: tessel-pipeline-split warns
+  /// for the whole model before the split.
   static void warnUnmatchedPatterns(ModuleOp module, func::FuncOp model,
                                     ArrayRef<unsigned> paramArgs,
                                     const TrainConfig &config) {
     if (module->hasAttr(nn::NNDialect::kStageAttrName))
       return;
-    for (auto [key, patterns] : {std::pair{"no_decay", &config.noDecay},
-                                 std::pair{"freeze", &config.freeze}})
-      for (const std::string &pattern : splitNamePatterns(*patterns))
-        if (llvm::none_of(paramArgs, [&](unsigned index) {
-              return matchesNamePattern(pattern, paramName(model, index).str());
-            }))
-          model.emitWarning() << key << " pattern '" << pattern
-                              << "' matches no parameter of the model";
+    SmallVector<std::string> names;
+    for (unsigned index : paramArgs)
+      names.push_back(paramName(model, index).str());
+    tessel::warnUnmatchedPatterns(model, names, config.noDecay, config.freeze);
   }
 
   /// The settings: the module's nn.train, then the options given.
   LogicalResult resolveConfig(ModuleOp module, TrainConfig &config) {
-    if (auto dict = module->getAttrOfType<DictionaryAttr>(
-            nn::NNDialect::kTrainAttrName))
-      if (failed(readTrainAttr(module, dict, config)))
-        return failure();
     TrainSettingTexts given;
     for (auto [setting, option] : llvm::zip(trainSettings(), settingOptions()))
       if (option->hasValue())
         given.emplace_back(setting.key, option->getValue());
     given.insert(given.end(), unknownSettings.begin(), unknownSettings.end());
-    if (failed(applyTrainSettings(module, given, config)))
-      return failure();
-    config.resolveDefaults();
-    return checkTrainConfig(module, config);
+    return resolveTrainConfig(module, given, config);
   }
 
   // One option per training setting (runtime/config/TrainSettings.def),

@@ -20,7 +20,7 @@
 #include "passes/Passes.h"
 #include "passes/PipelinePlan.h"
 #include "passes/Sharding.h"
-#include "runtime/config/NamePattern.h"
+#include "passes/TrainSettings.h"
 
 #include "dialect/NN/NNInterfaces.h"
 #include "dialect/NN/NNOps.h"
@@ -170,21 +170,17 @@ struct PipelineSplitPass
       if (auto name = model.getArgAttrOfType<StringAttr>(
               i, nn::NNDialect::kParamAttrName))
         names.push_back(name.getValue().str());
+    // The options given, else the module's nn.train patterns.
     auto train =
         module->getAttrOfType<DictionaryAttr>(nn::NNDialect::kTrainAttrName);
-    for (auto [key, option] : {std::pair{"no_decay", noDecay.getValue()},
-                               std::pair{"freeze", freeze.getValue()}}) {
-      std::string patterns = option;
-      if (patterns.empty() && train)
+    auto patterns = [&](const std::string &option, StringRef key) {
+      if (option.empty() && train)
         if (auto given = train.getAs<StringAttr>(key))
-          patterns = given.getValue().str();
-      for (const std::string &pattern : splitNamePatterns(patterns))
-        if (llvm::none_of(names, [&](const std::string &name) {
-              return matchesNamePattern(pattern, name);
-            }))
-          model.emitWarning() << key << " pattern '" << pattern
-                              << "' matches no parameter of the model";
-    }
+          return given.getValue().str();
+      return option;
+    };
+    tessel::warnUnmatchedPatterns(model, names, patterns(noDecay, "no_decay"),
+                                  patterns(freeze, "freeze"));
   }
 
   void runOnOperation() override {

@@ -87,11 +87,12 @@ public:
         return signalPassFailure();
       }
     // Callees first, so that a call takes its callee's promoted results.
-    SymbolTable symbols(module);
+    SymbolTable table(module);
+    symbols = &table;
     llvm::SetVector<func::FuncOp> order;
     llvm::SmallPtrSet<Operation *, 8> visiting;
     for (auto func : module.getOps<func::FuncOp>())
-      addCalleesFirst(func, symbols, visiting, order);
+      addCalleesFirst(func, visiting, order);
     for (func::FuncOp func : order)
       if (failed(promote(func)))
         return signalPassFailure();
@@ -104,9 +105,9 @@ private:
   /// Appends the functions `func` calls (func.call, a repeat's layer), then
   /// `func`, to `order`, each once (a cycle of calls, which no model has,
   /// is cut where it closes).
-  static void addCalleesFirst(func::FuncOp func, SymbolTable &symbols,
-                              llvm::SmallPtrSet<Operation *, 8> &visiting,
-                              llvm::SetVector<func::FuncOp> &order) {
+  void addCalleesFirst(func::FuncOp func,
+                       llvm::SmallPtrSet<Operation *, 8> &visiting,
+                       llvm::SetVector<func::FuncOp> &order) {
     if (order.contains(func) || !visiting.insert(func).second)
       return;
     SmallVector<func::FuncOp> callees;
@@ -116,23 +117,25 @@ private:
         callee = call.getCalleeAttr();
       else if (auto repeat = dyn_cast<nn::RepeatOp>(op))
         callee = repeat.getLayerAttr();
-      if (auto target = callee ? symbols.lookup<func::FuncOp>(callee.getValue())
-                               : nullptr;
-          target && target != func)
+      if (func::FuncOp target = lookup(callee); target && target != func)
         callees.push_back(target);
     });
     for (func::FuncOp callee : callees)
-      addCalleesFirst(callee, symbols, visiting, order);
+      addCalleesFirst(callee, visiting, order);
     order.insert(func);
+  }
+
+  /// The function `callee` names in the module, or null.
+  func::FuncOp lookup(FlatSymbolRefAttr callee) const {
+    return callee ? symbols->lookup<func::FuncOp>(callee.getValue())
+                  : func::FuncOp();
   }
 
   /// Promotes `func`'s body and signature (a declaration's signature only).
   LogicalResult promote(func::FuncOp func) {
-    SmallVector<Type> inputs, results;
+    SmallVector<Type> inputs;
     for (Type type : func.getArgumentTypes())
       inputs.push_back(promoted(type));
-    for (Type type : func.getResultTypes())
-      results.push_back(promoted(type));
     WalkResult walk = func->walk<WalkOrder::PreOrder>([&](Block *block) {
       for (BlockArgument arg : block->getArguments())
         arg.setType(promoted(arg.getType()));
@@ -144,11 +147,14 @@ private:
     if (walk.wasInterrupted())
       return failure();
     // A body returns what it computes now (an f32 log-sum-exp of bf16
-    // queries stays f32).
-    if (!func.isExternal())
-      results.assign(
-          func.getBody().front().getTerminator()->operand_type_begin(),
-          func.getBody().front().getTerminator()->operand_type_end());
+    // queries stays f32); a declaration its results promoted.
+    SmallVector<Type> results;
+    if (func.isExternal())
+      for (Type type : func.getResultTypes())
+        results.push_back(promoted(type));
+    else
+      llvm::append_range(
+          results, func.getBody().front().getTerminator()->getOperandTypes());
     func.setFunctionType(FunctionType::get(func.getContext(), inputs, results));
     return success();
   }
@@ -182,8 +188,7 @@ private:
     }
     // A call returns what its callee (promoted first) does.
     if (auto call = dyn_cast<func::CallOp>(op)) {
-      auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
-          call, call.getCalleeAttr());
+      func::FuncOp callee = lookup(call.getCalleeAttr());
       if (callee && callee.getNumResults() == call.getNumResults()) {
         for (auto [result, type] :
              llvm::zip(call.getResults(), callee.getResultTypes()))
@@ -201,6 +206,9 @@ private:
     }
     return success();
   }
+
+  // Per run (the pass is cloned, never reused across modules at once).
+  SymbolTable *symbols = nullptr;
 };
 
 } // namespace

@@ -1,6 +1,9 @@
 //===- TrainSettings.cpp - Training settings as module attributes ---------===//
 
 #include "passes/TrainSettings.h"
+#include "runtime/config/NamePattern.h"
+
+#include "dialect/NN/NNDialect.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Diagnostics.h"
@@ -135,4 +138,30 @@ DictionaryAttr tessel::trainConfigToAttr(MLIRContext *ctx,
     entries.push_back(b.getNamedAttr(setting.key, value));
   }
   return b.getDictionaryAttr(entries);
+}
+
+LogicalResult tessel::resolveTrainConfig(ModuleOp module,
+                                         const TrainSettingTexts &given,
+                                         TrainConfig &config) {
+  if (auto dict =
+          module->getAttrOfType<DictionaryAttr>(nn::NNDialect::kTrainAttrName))
+    if (failed(readTrainAttr(module, dict, config)))
+      return failure();
+  if (failed(applyTrainSettings(module, given, config)))
+    return failure();
+  config.resolveDefaults();
+  return checkTrainConfig(module, config);
+}
+
+void tessel::warnUnmatchedPatterns(Operation *at,
+                                   ArrayRef<std::string> paramNames,
+                                   StringRef noDecay, StringRef freeze) {
+  for (auto [key, patterns] :
+       {std::pair{"no_decay", noDecay}, std::pair{"freeze", freeze}})
+    for (const std::string &pattern : splitNamePatterns(patterns.str()))
+      if (llvm::none_of(paramNames, [&](const std::string &name) {
+            return matchesNamePattern(pattern, name);
+          }))
+        at->emitWarning() << key << " pattern '" << pattern
+                          << "' matches no parameter of the model";
 }

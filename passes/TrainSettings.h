@@ -36,6 +36,17 @@ mlir::LogicalResult applyTrainSettings(mlir::ModuleOp module,
 /// The checks no single value makes (TrainConfig::checkCombination).
 mlir::LogicalResult checkTrainConfig(mlir::ModuleOp module,
                                      const TrainConfig &config);
+/// `config` as a compile resolves it: the module's nn.train, then the
+/// settings given, then the defaults, checked together.
+mlir::LogicalResult resolveTrainConfig(mlir::ModuleOp module,
+                                       const TrainSettingTexts &given,
+                                       TrainConfig &config);
+/// Warns at `at` about each no_decay or freeze pattern that matches none of
+/// `paramNames` (a typo: the parameter it meant would silently decay or
+/// train).
+void warnUnmatchedPatterns(mlir::Operation *at,
+                           llvm::ArrayRef<std::string> paramNames,
+                           llvm::StringRef noDecay, llvm::StringRef freeze);
 /// The nn.train dictionary of `config`: every setting, the weight decay
 /// resolved.
 mlir::DictionaryAttr trainConfigToAttr(mlir::MLIRContext *ctx,

@@ -42,12 +42,17 @@ std::string joinNames(const std::vector<std::string> &names) {
   return s;
 }
 
+/// The "<param>" of a key "<param>.<suffix>" (the key itself without a
+/// dot).
+std::string parameterOf(const std::string &key) {
+  return key.substr(0, key.rfind('.'));
+}
+
 /// A key "<param>.<suffix>" of one of the model's parameters: optimizer
 /// state (of this model's optimizer or another's), or a master copy.
 bool looksLikeState(const std::string &name, const ModelDesc &model) {
-  size_t dot = name.rfind('.');
-  return dot != std::string::npos && !model.find("param", name) &&
-         model.find("param", name.substr(0, dot));
+  return name.find('.') != std::string::npos && !model.find("param", name) &&
+         model.find("param", parameterOf(name));
 }
 
 /// A master copy's key ("P.master") of a parameter P of which the model
@@ -86,8 +91,7 @@ void checkKeys(const StoredTensors &stored, const ModelDesc &model,
 /// A state key of a parameter the model does not train (--freeze): a run
 /// that trained it saved it, and a frozen parameter has no state to take it.
 bool ofFrozenParameter(const std::string &name, const ModelDesc &model) {
-  const TensorDesc *param =
-      model.find("param", name.substr(0, name.rfind('.')));
+  const TensorDesc *param = model.find("param", parameterOf(name));
   return param && !param->trainable;
 }
 
@@ -129,13 +133,12 @@ void checkStateKeys(const StoredTensors &stored, const ModelDesc &model,
   std::set<std::string> withState;
   for (auto &[name, t] : stored)
     if (looksLikeState(name, model))
-      withState.insert(name.substr(0, name.rfind('.')));
-  bool frozenThere =
-      !withState.empty() && extra.empty() &&
-      std::none_of(missing.begin(), missing.end(),
-                   [&](const std::string &state) {
-                     return withState.count(state.substr(0, state.rfind('.')));
-                   });
+      withState.insert(parameterOf(name));
+  bool frozenThere = !withState.empty() && extra.empty() &&
+                     std::none_of(missing.begin(), missing.end(),
+                                  [&](const std::string &state) {
+                                    return withState.count(parameterOf(state));
+                                  });
   if (frozenThere)
     problem += " (the checkpoint's run froze those parameters: start from "
                "its parameters alone, which an --eval run with --load and "

@@ -17,7 +17,6 @@
 #include "tools/ToolStack.h"
 #include "tools/TrainingFlags.h"
 
-#include "dialect/NN/NNDialect.h"
 #include "passes/TrainSettings.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -144,15 +143,8 @@ int planModel() {
   tessel::CompilePipelineOptions given;
   trainingFlags->apply(given);
   tessel::TrainConfig config;
-  if (auto train = (*module)->getAttrOfType<DictionaryAttr>(
-          tessel::nn::NNDialect::kTrainAttrName))
-    if (failed(tessel::readTrainAttr(*module, train, config)))
-      return 1;
-  if (failed(tessel::applyTrainSettings(*module, given.givenTrainSettings(),
+  if (failed(tessel::resolveTrainConfig(*module, given.givenTrainSettings(),
                                         config)))
-    return 1;
-  config.resolveDefaults();
-  if (failed(tessel::checkTrainConfig(*module, config)))
     return 1;
   settings.configure = [](tessel::CompilePipelineOptions &options) {
     trainingFlags->apply(options);
