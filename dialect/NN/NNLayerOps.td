@@ -276,6 +276,49 @@ def NN_AttentionOp : NN_ShardableOp<"attention",
   }];
 }
 
+def NN_RopeOp : NN_ShardableOp<"rope",
+    [Pure, SameOperandsAndResultType, InferTypeOpInterface,
+     NN_LocalShardingConstraints, NN_PassesPartialSums, NN_Differentiable]> {
+  let summary = "rotary position embedding of queries or keys";
+  let description = [{
+    Rotates pairs of the head dimension of `x: [..., S, H, D]` (the layout
+    nn.attention reads) by an angle that grows with the position: for the
+    position `p` along `S` and the pair `i < D/2`, the angle is
+    `p · theta^(-2i/D)` and `(x_a, x_b)` becomes
+    `(x_a cos − x_b sin, x_b cos + x_a sin)` (RoFormer; Llama, Mistral and
+    Qwen with `theta` 10000, 500000 or 1000000). The pairs are
+    `(i, i + D/2)`, the halves Hugging Face's `rotate_half` pairs; with
+    `interleaved`, `(2i, 2i + 1)` (Meta's original Llama and GPT-J).
+    `inverse` rotates by the negative angle: the transpose, so
+    `nn.rope inverse` is the gradient of `nn.rope` and the reverse. The
+    angle and its sine and cosine are computed in f64 and rounded to the
+    arithmetic's type (f32 for f32, f16 and bf16; f64 for f64).
+
+    Dimensions in front of `S` are batch dimensions. `D` is even. `3` flops
+    per element. Linear: partial sums pass through. Sharding: the batch and
+    head loops are parallel (Megatron's tensor parallelism splits heads);
+    the position loop `S` and the head dimension `D` stay whole.
+
+    ```mlir
+    %q = nn.rope %x {theta = 500000.0 : f64} : tensor<8x128x32x64xbf16>
+    %dx = nn.rope %dy inverse : tensor<8x128x32x64xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$input,
+                       DefaultValuedAttr<F64Attr, "10000.0">:$theta,
+                       UnitAttr:$interleaved, UnitAttr:$inverse);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input (`interleaved` $interleaved^)? (`inverse` $inverse^)? attr-dict
+    `:` type($result)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The position dimension (`S`): the third from the end.
+    int64_t getPositionDim() { return getType().getRank() - 3; }
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Normalisations
 //===----------------------------------------------------------------------===//

@@ -489,6 +489,17 @@ Cotangents AttentionOp::buildVJP(OpBuilder &b, ValueRange cotangents,
   return grads;
 }
 
+/// A rotation's transpose is the rotation by the negative angle.
+Cotangents RopeOp::buildVJP(OpBuilder &b, ValueRange cotangents,
+                            ArrayRef<bool> needed) {
+  return perOperand(needed, [&](unsigned) -> Value {
+    auto back = RopeOp::create(b, getLoc(), cotangents[0], getThetaAttr(),
+                               getInterleavedAttr(),
+                               getInverse() ? UnitAttr() : b.getUnitAttr());
+    return back.getResult();
+  });
+}
+
 //===----------------------------------------------------------------------===//
 // Normalisations and losses
 //===----------------------------------------------------------------------===//

@@ -1,4 +1,4 @@
-//===- ContractionLowering.cpp - matmul, attention, embedding -------------===//
+//===- ContractionLowering.cpp - matmul, attention, rope, embedding -------===//
 
 #include "passes/lowering/FunctionLowering.h"
 
@@ -180,6 +180,22 @@ LogicalResult lowerAttention(nn::AttentionOp op, FunctionLowering &fl) {
   return success();
 }
 
+/// [..., S, H, D] as tessel_rope's [outer, positions, heads, head_dim].
+LogicalResult lowerRope(nn::RopeOp op, FunctionLowering &fl) {
+  ArrayRef<int64_t> shape = op.getType().getShape();
+  int64_t outer = 1;
+  for (int64_t size : shape.drop_back(3))
+    outer *= size; // the verified type's element count fits int64
+  size_t rank = shape.size();
+  fl.call(rt::tessel_rope,
+          {fl.dtype(op.getResult()), fl.ptr(op.getInput()),
+           fl.ptr(op.getResult()), fl.i64(outer), fl.i64(shape[rank - 3]),
+           fl.i64(shape[rank - 2]), fl.i64(shape[rank - 1]),
+           fl.f64(op.getTheta().convertToDouble()), fl.i32(op.getInterleaved()),
+           fl.i32(op.getInverse())});
+  return success();
+}
+
 } // namespace
 
 void addContractionLowerings(LoweringRegistry &registry) {
@@ -192,6 +208,7 @@ void addContractionLowerings(LoweringRegistry &registry) {
   registry.add<nn::MatmulBiasGradOp>(lowerMatmulBiasGrad);
   registry.add<nn::EmbeddingOp>(lowerEmbedding);
   registry.add<nn::AttentionOp>(lowerAttention);
+  registry.add<nn::RopeOp>(lowerRope);
 }
 
 } // namespace tessel::lowering

@@ -364,6 +364,12 @@ public:
                          int64_t batch, int64_t seq, int64_t kvSeq,
                          int64_t heads, int64_t kvHeads, int64_t headDim,
                          int64_t valueDim, double scale, bool causal) = 0;
+  /// Sizes >= 0 with headDim even, theta finite and positive; y is x or
+  /// overlaps it nowhere.
+  virtual void rope(tessel_ctx *ctx, int32_t dtype, const void *x, void *y,
+                    int64_t outer, int64_t positions, int64_t heads,
+                    int64_t headDim, double theta, bool interleaved,
+                    bool inverse) = 0;
 
   //===--- Backward kernels -----------------------------------------------===//
 

@@ -10,6 +10,7 @@
 #include "core/checks.h"
 #include "core/rng.h"
 
+#include <cmath>
 #include <cstring>
 
 using namespace tessel;
@@ -631,6 +632,42 @@ void tessel_attention_lse(tessel_ctx *ctx, int32_t dtype, const void *q,
   ctx->backend->attention(ctx, dtype, q, k, v, out, lse, batch, seq, kv_seq,
                           heads, kv_heads, head_dim, value_dim, scale,
                           causal != 0);
+}
+
+void tessel_rope(tessel_ctx *ctx, int32_t dtype, const void *x, void *y,
+                 int64_t outer, int64_t positions, int64_t heads,
+                 int64_t head_dim, double theta, int32_t interleaved,
+                 int32_t inverse) {
+  if (!ctx)
+    return;
+  KernelScope scope(ctx, __func__);
+  if (!checkDtype(ctx, "tessel_rope", dtype, isFloatDtype(dtype)))
+    return;
+  int64_t rows, bytes;
+  if (outer < 0 || positions < 0 || heads < 0 || head_dim < 0 ||
+      head_dim % 2 != 0 || __builtin_mul_overflow(outer, positions, &rows) ||
+      __builtin_mul_overflow(rows, heads, &rows) ||
+      __builtin_mul_overflow(rows, head_dim, &bytes) ||
+      __builtin_mul_overflow(bytes, tessel_dtype_size(dtype), &bytes)) {
+    setError(ctx,
+             "tessel_rope: bad shape [%lld, %lld, %lld, %lld] (sizes >= 0, "
+             "head_dim even, bytes within int64)",
+             (long long)outer, (long long)positions, (long long)heads,
+             (long long)head_dim);
+    return;
+  }
+  if (!std::isfinite(theta) || theta <= 0) {
+    setError(ctx, "tessel_rope: theta %g must be finite and positive", theta);
+    return;
+  }
+  if (bytes == 0)
+    return;
+  if (x != y && overlaps(x, bytes, y, bytes)) {
+    setError(ctx, "tessel_rope: y overlaps x without being it");
+    return;
+  }
+  ctx->backend->rope(ctx, dtype, x, y, outer, positions, heads, head_dim, theta,
+                     interleaved != 0, inverse != 0);
 }
 
 } // extern "C"

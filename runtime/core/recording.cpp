@@ -210,6 +210,12 @@ public:
     defer(&Backend::attention, ctx, dtype, q, k, v, out, lse, batch, seq,
           kvSeq, heads, kvHeads, headDim, valueDim, scale, causal);
   }
+  void rope(tessel_ctx *ctx, int32_t dtype, const void *x, void *y,
+            int64_t outer, int64_t positions, int64_t heads, int64_t headDim,
+            double theta, bool interleaved, bool inverse) override {
+    defer(&Backend::rope, ctx, dtype, x, y, outer, positions, heads, headDim,
+          theta, interleaved, inverse);
+  }
 
   void unaryGrad(tessel_ctx *ctx, int32_t op, int32_t dtype, const void *x,
                  const void *dy, void *dx, int64_t n) override {

@@ -265,6 +265,9 @@ TEST(CostTest, EmbeddingAndAttention) {
 
 TEST(CostTest, Normalisations) {
   checkCosts({
+      // rope: 3 per element (a pair: 4 products and 2 sums).
+      {"rope f32", "%x: tensor<2x5x3x8xf32>",
+       "%y = nn.rope %x : tensor<2x5x3x8xf32>", 3 * 240, 2 * 240 * 4},
       // softmax: 5 per element.
       {"softmax f32 dim 0", "%x: tensor<3x7xf32>",
        "%y = nn.softmax %x {dim = 0 : i64} : tensor<3x7xf32>", 5 * 21,

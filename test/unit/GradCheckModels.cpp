@@ -428,6 +428,22 @@ GradModel attention(std::mt19937 &rng, bool causal, bool groupedQuery) {
   return {m.finish(y, out)};
 }
 
+/// Rope over [..., S, H, D]: rank 3 to 5, an even D, either pair layout,
+/// either direction, and theta now and then other than the default.
+GradModel rope(std::mt19937 &rng) {
+  ModelBuilder m;
+  Shape shape = randomShape(rng, 0, 2, 3);
+  for (int64_t d :
+       {between(rng, 1, 6), between(rng, 1, 3), 2 * between(rng, 1, 4)})
+    shape.push_back(d);
+  std::string attrs = std::string(coin(rng) ? " interleaved" : "") +
+                      (coin(rng) ? " inverse" : "") +
+                      (coin(rng) ? "" : " {theta = 3.5 : f64}");
+  std::string x = m.param(shape);
+  std::string y = m.emit("nn.rope " + x + attrs + " : " + tensorType(shape));
+  return {m.finish(y, shape)};
+}
+
 GradModel softmax(std::mt19937 &rng) {
   ModelBuilder m;
   Shape shape = randomShape(rng, 1, 3, 5);
@@ -659,6 +675,7 @@ std::vector<GradCase> allCases() {
       [](std::mt19937 &rng) { return attention(rng, true, false); });
   add("attention_grouped_query", 2,
       [](std::mt19937 &rng) { return attention(rng, coin(rng), true); });
+  add("rope", 3, rope);
   add("softmax", 3, softmax);
   add("layer_norm", 2, layerNorm);
   add("rms_norm", 2, rmsNorm);
@@ -681,8 +698,8 @@ std::vector<GradCase> allCases() {
   for (const char *name :
        {"gelu_exact", "gelu_approximate", "silu", "softmax", "layer_norm",
         "rms_norm", "residual_layer_norm", "residual_rms_norm", "batch_norm",
-        "cross_entropy_mean", "cross_entropy_none",
-        "embedding", "attention_causal", "attention_grouped_query",
+        "cross_entropy_mean", "cross_entropy_none", "embedding",
+        "attention_causal", "attention_grouped_query", "rope",
         "matmul_batched_tl_tr", "repeat_recompute_selective"})
     for (const GradCase &c : cases)
       if (c.name == name)

@@ -418,6 +418,19 @@ TEST(ShardingRuleTest, Attention) {
   });
 }
 
+TEST(ShardingRuleTest, Rope) {
+  checkRules({
+      // Every loop parallel and read in place; the positions (third from
+      // the end) and the rotated pairs' dimension stay whole.
+      {"rope", "%x: tensor<2x3x8x4x6xbf16>",
+       "%y = nn.rope %x interleaved : tensor<2x3x8x4x6xbf16>",
+       "parallel, parallel, parallel, parallel, parallel",
+       "(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)\n"
+       "(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)",
+       "", "2, 4"},
+  });
+}
+
 TEST(ShardingRuleTest, Normalisations) {
   const char *identity3 = "(d0, d1, d2) -> (d0, d1, d2)";
   const char *par3 = "parallel, parallel, parallel";

@@ -106,8 +106,11 @@ extern "C" {
  * scalars) and tessel_optimizer_update_f64_group_current (f64 optimizer
  * states and gradient scale), where the states, the norm and the factor
  * were f32 and rounded an f64 model's update to f32 precision.
- * Descriptions 1 to 17 still load (their f32 states and scalars). */
-#define TESSEL_ABI_VERSION 18
+ * Descriptions 1 to 17 still load (their f32 states and scalars).
+ * 19: tessel_rope, the rotary position embedding of queries and keys
+ * (nn.rope) and, by the negative angle, its gradient. Descriptions 1 to 18
+ * still load. */
+#define TESSEL_ABI_VERSION 19
 
 typedef enum tessel_dtype {
   TESSEL_F32 = 0,

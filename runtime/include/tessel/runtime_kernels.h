@@ -328,6 +328,16 @@ void tessel_attention_lse(tessel_ctx *ctx, int32_t dtype, const void *q,
                           int64_t heads, int64_t kv_heads, int64_t head_dim,
                           int64_t value_dim, double scale, int32_t causal);
 
+/* Rotary position embedding (ABI 19) of x viewed as [outer, positions,
+ * heads, head_dim] (head_dim even): the pair i < head_dim / 2 of position
+ * p, (i, i + head_dim / 2), or (2i, 2i + 1) with interleaved, rotated by
+ * p · theta^(-2i / head_dim), by the negative angle with inverse (the
+ * gradient). y may be x; otherwise they do not overlap. */
+void tessel_rope(tessel_ctx *ctx, int32_t dtype, const void *x, void *y,
+                 int64_t outer, int64_t positions, int64_t heads,
+                 int64_t head_dim, double theta, int32_t interleaved,
+                 int32_t inverse);
+
 /*===--- Backward kernels (reverse-mode autodiff) ------------------------===*
  *
  * The backward work that deserves a kernel of its own. Every gradient output

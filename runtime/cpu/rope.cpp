@@ -1,0 +1,57 @@
+//===- rope.cpp - The rotary position embedding on the CPU
+//-----------------===//
+//
+// tessel_rope: a position's turns (core/rope.h) are computed once and
+// applied to the rows of every batch entry and head at that position.
+//
+//===----------------------------------------------------------------------===//
+
+#include "core/rope.h"
+#include "cpu/backend.h"
+#include "cpu/internal.h"
+
+namespace tessel {
+namespace cpu {
+namespace {
+
+template <class T>
+void ropeImpl(const T *x, T *y, int64_t outer, int64_t positions, int64_t heads,
+              int64_t headDim, double theta, bool interleaved, bool inverse) {
+  using C = typename Elem<T>::Compute;
+  const int64_t pairs = headDim / 2;
+  std::vector<rope::Turn<C>> turns(static_cast<size_t>(pairs));
+  for (int64_t p = 0; p < positions; ++p) {
+    for (int64_t i = 0; i < pairs; ++i)
+      turns[size_t(i)] = rope::turnOf<C>(p, i, headDim, theta, inverse);
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t h = 0; h < heads; ++h) {
+        const int64_t row = ((o * positions + p) * heads + h) * headDim;
+        const T *xr = x + row;
+        T *yr = y + row;
+        for (int64_t i = 0; i < pairs; ++i) {
+          const int64_t ia = rope::firstOf(i, interleaved);
+          const int64_t ib = rope::secondOf(i, headDim, interleaved);
+          // Both read before either is written: y may be x.
+          C a = Elem<T>::load(xr[ia]), b = Elem<T>::load(xr[ib]);
+          yr[ia] = Elem<T>::store(rope::rotatedFirst(a, b, turns[size_t(i)]));
+          yr[ib] = Elem<T>::store(rope::rotatedSecond(a, b, turns[size_t(i)]));
+        }
+      }
+  }
+}
+
+} // namespace
+
+void CpuBackend::rope(tessel_ctx *, int32_t dtype, const void *x, void *y,
+                      int64_t outer, int64_t positions, int64_t heads,
+                      int64_t headDim, double theta, bool interleaved,
+                      bool inverse) {
+  visitFloat(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    ropeImpl(static_cast<const T *>(x), static_cast<T *>(y), outer, positions,
+             heads, headDim, theta, interleaved, inverse);
+  });
+}
+
+} // namespace cpu
+} // namespace tessel

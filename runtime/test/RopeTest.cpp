@@ -1,0 +1,189 @@
+//===- RopeTest.cpp - The rotary position embedding against a reference ---===//
+//
+// tessel_rope against the rotation written out in f64 from its definition
+// (the angle p · theta^(-2i/D), the halves' or the neighbours' pairs), and
+// the properties autodiff relies on: the inverse undoes the rotation and
+// is its transpose.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TestUtil.h"
+
+#include <cmath>
+#include <numeric>
+
+using namespace tt;
+
+namespace {
+
+using RopeTest = RuntimeTest;
+
+struct Shape {
+  int64_t outer, positions, heads, dim;
+  int64_t count() const { return outer * positions * heads * dim; }
+};
+
+/// The rotation from its definition, in f64.
+std::vector<double> reference(const std::vector<double> &x, Shape s,
+                              double theta, bool interleaved, bool inverse) {
+  std::vector<double> y(x.size());
+  const int64_t half = s.dim / 2;
+  for (int64_t o = 0; o < s.outer; ++o)
+    for (int64_t p = 0; p < s.positions; ++p)
+      for (int64_t h = 0; h < s.heads; ++h) {
+        const int64_t row = ((o * s.positions + p) * s.heads + h) * s.dim;
+        for (int64_t i = 0; i < half; ++i) {
+          double angle =
+              double(p) / std::pow(theta, double(2 * i) / double(s.dim));
+          if (inverse)
+            angle = -angle;
+          size_t a = size_t(row + (interleaved ? 2 * i : i));
+          size_t b = size_t(row + (interleaved ? 2 * i + 1 : i + half));
+          y[a] = x[a] * std::cos(angle) - x[b] * std::sin(angle);
+          y[b] = x[b] * std::cos(angle) + x[a] * std::sin(angle);
+        }
+      }
+  return y;
+}
+
+std::vector<double> run(tessel_ctx *ctx, int32_t dtype,
+                        const std::vector<double> &x, Shape s, double theta,
+                        bool interleaved, bool inverse) {
+  auto xb = encode(dtype, x);
+  std::vector<uint8_t> yb(xb.size());
+  tessel_rope(ctx, dtype, xb.data(), yb.data(), s.outer, s.positions, s.heads,
+              s.dim, theta, interleaved, inverse);
+  return decode(dtype, yb);
+}
+
+const Shape kShapes[] = {
+    {1, 1, 1, 2}, {2, 7, 3, 8}, {1, 33, 2, 16}, {3, 5, 4, 6}, {1, 130, 1, 64}};
+
+TEST_F(RopeTest, MatchesDefinition) {
+  for (int32_t dtype : kFloatTypes)
+    for (Shape s : kShapes)
+      for (bool interleaved : {false, true})
+        for (bool inverse : {false, true})
+          for (double theta : {10000.0, 500000.0, 2.5}) {
+            SCOPED_TRACE(
+                std::string(dtypeName(dtype)) + " [" + std::to_string(s.outer) +
+                ", " + std::to_string(s.positions) + ", " +
+                std::to_string(s.heads) + ", " + std::to_string(s.dim) +
+                "] theta " + std::to_string(theta) +
+                (interleaved ? " interleaved" : "") +
+                (inverse ? " inverse" : ""));
+            auto x = randomValues(dtype, size_t(s.count()), -2, 2, 71);
+            auto want = reference(x, s, theta, interleaved, inverse);
+            // |y| <= |a| + |b| <= 4: the turn rounded to the arithmetic's
+            // type (twice) and two products and a sum in it, then the
+            // rounding to the stored type; and the f64 angle's own
+            // rounding, relative to the angle (up to the position).
+            double atol =
+                16 * computeEps(dtype) + 4 * double(s.positions) * 0x1p-52;
+            expectClose(run(ctx, dtype, x, s, theta, interleaved, inverse),
+                        want, eps(dtype), atol);
+          }
+}
+
+// Position 0 turns by nothing: its rows come out bit for bit.
+TEST_F(RopeTest, FirstPositionIsUnchanged) {
+  Shape s{2, 3, 2, 8};
+  for (int32_t dtype : kFloatTypes) {
+    auto x = randomValues(dtype, size_t(s.count()), -3, 3, 72);
+    auto y = run(ctx, dtype, x, s, 10000.0, false, false);
+    for (int64_t o = 0; o < s.outer; ++o)
+      for (int64_t j = 0; j < s.heads * s.dim; ++j) {
+        size_t at = size_t(o * s.positions * s.heads * s.dim + j);
+        EXPECT_EQ(y[at], x[at]) << dtypeName(dtype) << " element " << at;
+      }
+  }
+}
+
+// The inverse undoes the rotation, and is its transpose:
+// <rope(x), y> = <x, rope⁻¹(y)>, which makes it rope's gradient.
+TEST_F(RopeTest, InverseIsTheTranspose) {
+  for (bool interleaved : {false, true}) {
+    Shape s{2, 9, 3, 10};
+    auto x = randomValues(TESSEL_F64, size_t(s.count()), -1, 1, 73);
+    auto y = randomValues(TESSEL_F64, size_t(s.count()), -1, 1, 74);
+    auto rx = run(ctx, TESSEL_F64, x, s, 10000.0, interleaved, false);
+    auto back = run(ctx, TESSEL_F64, rx, s, 10000.0, interleaved, true);
+    expectClose(back, x, 0, 4e-16);
+    auto ry = run(ctx, TESSEL_F64, y, s, 10000.0, interleaved, true);
+    double lhs = std::inner_product(rx.begin(), rx.end(), y.begin(), 0.0);
+    double rhs = std::inner_product(x.begin(), x.end(), ry.begin(), 0.0);
+    EXPECT_NEAR(lhs, rhs, 1e-13) << (interleaved ? "interleaved" : "halves");
+  }
+}
+
+// The interleaved pairs are the halves' pairs of the row with its even
+// elements first: the same rotation, the elements permuted.
+TEST_F(RopeTest, InterleavedIsAPermutationOfHalves) {
+  Shape s{1, 6, 2, 8};
+  auto x = randomValues(TESSEL_F32, size_t(s.count()), -1, 1, 75);
+  std::vector<double> permuted(x.size());
+  for (int64_t r = 0; r < s.outer * s.positions * s.heads; ++r)
+    for (int64_t i = 0; i < s.dim / 2; ++i) {
+      permuted[size_t(r * s.dim + i)] = x[size_t(r * s.dim + 2 * i)];
+      permuted[size_t(r * s.dim + s.dim / 2 + i)] =
+          x[size_t(r * s.dim + 2 * i + 1)];
+    }
+  auto interleaved = run(ctx, TESSEL_F32, x, s, 10000.0, true, false);
+  auto halves = run(ctx, TESSEL_F32, permuted, s, 10000.0, false, false);
+  for (int64_t r = 0; r < s.outer * s.positions * s.heads; ++r)
+    for (int64_t i = 0; i < s.dim / 2; ++i) {
+      EXPECT_EQ(interleaved[size_t(r * s.dim + 2 * i)],
+                halves[size_t(r * s.dim + i)]);
+      EXPECT_EQ(interleaved[size_t(r * s.dim + 2 * i + 1)],
+                halves[size_t(r * s.dim + s.dim / 2 + i)]);
+    }
+}
+
+// y may be x: the rotation in place writes what it would elsewhere.
+TEST_F(RopeTest, InPlaceEqualsOutOfPlace) {
+  Shape s{2, 5, 3, 12};
+  for (int32_t dtype : kFloatTypes) {
+    auto x = randomValues(dtype, size_t(s.count()), -1, 1, 76);
+    auto xb = encode(dtype, x);
+    std::vector<uint8_t> yb(xb.size());
+    tessel_rope(ctx, dtype, xb.data(), yb.data(), s.outer, s.positions, s.heads,
+                s.dim, 10000.0, 0, 0);
+    tessel_rope(ctx, dtype, xb.data(), xb.data(), s.outer, s.positions, s.heads,
+                s.dim, 10000.0, 0, 0);
+    EXPECT_EQ(xb, yb) << dtypeName(dtype);
+  }
+}
+
+// Bad arguments are refused with a message and touch nothing.
+TEST_F(RopeTest, BadArgumentsAreRefused) {
+  float x[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+  float y[16] = {};
+  struct Bad {
+    int64_t outer, positions, heads, dim;
+    double theta;
+    float *out;
+    const char *message;
+  } cases[] = {
+      {1, 2, 1, 3, 10000.0, y, "head_dim even"},
+      {-1, 2, 1, 4, 10000.0, y, "bad shape"},
+      {INT64_MAX / 2, 4, 1, 2, 10000.0, y, "bytes within int64"},
+      {1, 2, 2, 4, 0.0, y, "theta 0 must be finite and positive"},
+      {1, 2, 2, 4, NAN, y, "must be finite"},
+      {1, 2, 2, 4, 10000.0, x + 1, "y overlaps x without being it"},
+  };
+  for (const Bad &c : cases) {
+    tessel_rope(ctx, TESSEL_F32, x, c.out, c.outer, c.positions, c.heads, c.dim,
+                c.theta, 0, 0);
+    const char *err = tessel_error(ctx);
+    ASSERT_NE(err, nullptr) << c.message;
+    EXPECT_NE(std::string(err).find(c.message), std::string::npos) << err;
+    tessel_clear_error(ctx);
+    for (float v : y)
+      EXPECT_EQ(v, 0.0f);
+  }
+  tessel_rope(ctx, 99, x, y, 1, 2, 2, 4, 10000.0, 0, 0);
+  EXPECT_NE(tessel_error(ctx), nullptr);
+  tessel_clear_error(ctx);
+}
+
+} // namespace

@@ -1,0 +1,91 @@
+//===- CudaRopeTest.cpp - The CUDA rope kernel against the CPU's
+//-----------===//
+//
+// On a GPU (CpuVsCuda; skipped without one): tessel_rope on a CUDA and a
+// CPU context through the C ABI on the same inputs, every dtype, both pair
+// layouts, both directions, positions far enough out (8191) that the
+// angles need the f64 turn, and in place. Both backends compute the turn
+// with core/rope.h; the device's f64 sine and cosine and its fused
+// multiply-adds may differ from the host's in the last bit, so f32 and
+// f64 agree within a few ulp and 16-bit results within one.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Formats.h"
+#include "cuda/CudaTestUtil.h"
+
+#include <cmath>
+#include <string>
+
+using namespace tessel::cudatest;
+using namespace tt;
+
+namespace {
+
+using CudaVsCpuRope = CpuVsCuda;
+
+struct RopeShape {
+  int64_t outer, positions, heads, dim;
+  int64_t count() const { return outer * positions * heads * dim; }
+};
+
+std::vector<double> runRope(tessel_ctx *ctx, int32_t dtype,
+                            const std::vector<double> &x, RopeShape s,
+                            bool interleaved, bool inverse, bool inPlace) {
+  auto bytes = encode(dtype, x);
+  void *in = uploadTo(ctx, bytes);
+  void *out = inPlace ? in : tessel_alloc(ctx, int64_t(bytes.size()));
+  tessel_rope(ctx, dtype, in, out, s.outer, s.positions, s.heads, s.dim,
+              10000.0, interleaved, inverse);
+  auto result = downloadFrom<uint8_t>(ctx, out, bytes.size());
+  tessel_free(ctx, in);
+  if (!inPlace)
+    tessel_free(ctx, out);
+  return decode(dtype, result);
+}
+
+TEST_F(CudaVsCpuRope, MatchesCpu) {
+  const RopeShape shapes[] = {{1, 1, 1, 2},
+                              {2, 7, 3, 8},
+                              {3, 33, 4, 64},
+                              {1, 8192, 2, 128},
+                              {2, 5, 1, 6}};
+  for (int32_t dtype : kFloatTypes)
+    for (RopeShape s : shapes)
+      for (int variant = 0; variant < 4; ++variant) {
+        bool interleaved = variant & 1, inverse = variant & 2;
+        bool inPlace = s.dim == 64;
+        std::string what =
+            std::string(dtypeName(dtype)) + " positions " +
+            std::to_string(s.positions) + " dim " + std::to_string(s.dim) +
+            (interleaved ? " interleaved" : "") + (inverse ? " inverse" : "");
+        auto x = randomValues(dtype, size_t(s.count()), -2, 2, 81);
+        auto want = runRope(cpu, dtype, x, s, interleaved, inverse, false);
+        auto got = runRope(gpu, dtype, x, s, interleaved, inverse, inPlace);
+        ASSERT_EQ(tessel_error(gpu), nullptr) << tessel_error(gpu);
+        ASSERT_EQ(got.size(), want.size());
+        // |y| <= 4: a few ulp of the arithmetic's type, or one of the
+        // stored type's.
+        double tol = dtype == TESSEL_F64   ? 4 * 4 * 0x1p-52
+                     : dtype == TESSEL_F32 ? 4 * 4 * 0x1p-23
+                                           : 4 * eps(dtype);
+        int bad = 0;
+        for (size_t i = 0; i < want.size(); ++i)
+          if (!(std::fabs(got[i] - want[i]) <= tol) && bad++ < 5)
+            ADD_FAILURE() << what << " element " << i << ": " << got[i]
+                          << " vs the CPU's " << want[i];
+        EXPECT_EQ(bad, 0) << what;
+      }
+}
+
+TEST_F(CudaVsCpuRope, BadShapeReportedNotLaunched) {
+  void *x = tessel_alloc(gpu, 64);
+  tessel_rope(gpu, TESSEL_F32, x, x, 1, 2, 2, 3, 10000.0, 0, 0);
+  const char *err = tessel_error(gpu);
+  ASSERT_NE(err, nullptr);
+  EXPECT_NE(std::string(err).find("head_dim even"), std::string::npos) << err;
+  tessel_clear_error(gpu);
+  tessel_free(gpu, x);
+}
+
+} // namespace
