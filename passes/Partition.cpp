@@ -306,11 +306,13 @@ Value Partitioner::reshard(Location loc, Value global,
 // Ops
 //===----------------------------------------------------------------------===//
 
-// A split loop must be the outermost loop of every dimension it indexes; a
-// loop that must stay whole must not be split.
+// A split loop must be the outermost loop of every dimension it indexes,
+// and its blocks must hold whole groups of a group index; a loop that must
+// stay whole must not be split.
 static LogicalResult checkSplitLoops(Operation *op, const Mesh &mesh,
                                      const DimSharding &loopSharding,
                                      ArrayRef<AffineMap> maps) {
+  SmallVector<int64_t> extents = loopExtents(op, maps);
   SmallVector<int64_t> unsplittable;
   if (auto constraints = dyn_cast<nn::ShardingConstraintOpInterface>(op))
     unsplittable = constraints.getUnsplittableLoops();
@@ -332,6 +334,19 @@ static LogicalResult checkSplitLoops(Operation *op, const Mesh &mesh,
         return op->emitOpError()
                << "loop " << loop << " is split but indexes a dimension ("
                << text << ") as an inner loop";
+      }
+    for (AffineMap map : maps)
+      for (AffineExpr expr : map.getResults()) {
+        int64_t blocks = mesh.groupSize(axes);
+        if (leadingLoop(expr) != std::optional<unsigned>(loop) ||
+            splitsIntoBlocks(expr, extents[loop], blocks))
+          continue;
+        return op->emitOpError()
+               << "loop " << loop << " of " << extents[loop]
+               << " is split over '" << mesh.axesText(axes) << "' in " << blocks
+               << " blocks, which cut its groups of " << groupOfIndex(expr)
+               << " (grouped-query attention splits its query heads only "
+                  "where its key/value heads split alike)";
       }
   }
   return success();

@@ -392,6 +392,16 @@ void Propagator::decide(Operation *op) {
       os << ": refused, size " << extents[p.loop] << " does not divide";
       continue;
     }
+    if (llvm::any_of(maps, [&](AffineMap map) {
+          return llvm::any_of(map.getResults(), [&](AffineExpr expr) {
+            return leadingLoop(expr) == std::optional<unsigned>(p.loop) &&
+                   !splitsIntoBlocks(expr, extents[p.loop],
+                                     mesh.groupSize(p.axes));
+          });
+        })) {
+      os << ": refused, its blocks would cut a group index's groups";
+      continue;
+    }
     loopSharding[p.loop] = p.axes;
     llvm::append_range(used, p.axes);
     os << ": taken";

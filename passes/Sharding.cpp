@@ -150,7 +150,25 @@ static bool linearTerms(AffineExpr expr,
   return false;
 }
 
+int64_t groupOfIndex(AffineExpr expr) {
+  auto binary = dyn_cast<AffineBinaryOpExpr>(expr);
+  if (!binary || binary.getKind() != AffineExprKind::FloorDiv ||
+      !isa<AffineDimExpr>(binary.getLHS()))
+    return 1;
+  auto group = dyn_cast<AffineConstantExpr>(binary.getRHS());
+  return group && group.getValue() > 0 ? group.getValue() : 1;
+}
+
+bool splitsIntoBlocks(AffineExpr expr, int64_t extent, int64_t blocks) {
+  int64_t group = groupOfIndex(expr);
+  return group == 1 ||
+         (blocks > 0 && extent % blocks == 0 && (extent / blocks) % group == 0);
+}
+
 std::optional<unsigned> leadingLoop(AffineExpr expr) {
+  if (groupOfIndex(expr) > 1)
+    return cast<AffineDimExpr>(cast<AffineBinaryOpExpr>(expr).getLHS())
+        .getPosition();
   SmallVector<std::pair<unsigned, int64_t>> terms;
   if (!linearTerms(expr, terms) || terms.empty())
     return std::nullopt;

@@ -67,10 +67,21 @@ mlir::RankedTensorType localType(mlir::RankedTensorType type,
                                  const Mesh &mesh);
 
 /// The loop a tensor dimension's indexing expression is split by: the loop
-/// itself (`d3`), or the outermost loop of a linearised group
-/// (`d2 * 32 + d3`: splitting the dimension in g blocks splits d2 in g).
-/// Null for constants, slices' offsets and floordiv/mod groups.
+/// itself (`d3`), the outermost loop of a linearised group (`d2 * 32 + d3`:
+/// splitting the dimension in g blocks splits d2 in g), or the loop of a
+/// group index (`d2 floordiv 4`: grouped-query attention's key/value head
+/// of query head d2, split alike where splitsIntoBlocks says so). Null for
+/// constants, slices' offsets and reshapes' floordiv/mod groups.
 std::optional<unsigned> leadingLoop(mlir::AffineExpr expr);
+
+/// Whether `blocks` equal blocks of the loop leadingLoop(expr), of `extent`,
+/// index `blocks` equal blocks of the dimension `expr` indexes, block r in
+/// block r: always for a loop or a linearised group; for a group index
+/// (`d floordiv g`) when each block holds whole groups.
+bool splitsIntoBlocks(mlir::AffineExpr expr, int64_t extent, int64_t blocks);
+
+/// The group size g of a group index `d floordiv g`, else 1.
+int64_t groupOfIndex(mlir::AffineExpr expr);
 
 /// Every loop an expression reads.
 llvm::SmallVector<unsigned> loopsOf(mlir::AffineExpr expr);

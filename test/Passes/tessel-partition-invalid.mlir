@@ -124,3 +124,27 @@ func.func @widened_loss_class_split(%z: tensor<4x10xbf16> {nn.sharding = [[], ["
   %l = nn.cross_entropy %z, %y {nn.loop_sharding = [[], ["tp"]]} : (tensor<4x10xbf16>, tensor<4xi32>) -> tensor<f32>
   return %l : tensor<f32>
 }
+
+// -----
+
+shard.grid @mesh(shape = 2) {nn.axis_names = ["tp"]}
+
+// Tests that rope keeps its positions whole: a rank's block would need its
+// offset.
+func.func @rope_split_positions(%x: tensor<2x8x4x16xf32>) -> tensor<2x8x4x16xf32> {
+  // expected-error @+1 {{'nn.rope' op loop 1 must stay whole but is split over 'tp'}}
+  %y = nn.rope %x {nn.loop_sharding = [[], ["tp"], [], []]} : tensor<2x8x4x16xf32>
+  return %y : tensor<2x8x4x16xf32>
+}
+
+// -----
+
+shard.grid @mesh(shape = 4) {nn.axis_names = ["tp"]}
+
+// Tests that grouped-query attention refuses a split of its query heads
+// whose blocks cut a group of the key/value heads they share.
+func.func @gqa_split_cuts_groups(%q: tensor<1x4x4x8xf32>, %kv: tensor<1x4x2x8xf32>) -> tensor<1x4x4x8xf32> {
+  // expected-error @+1 {{'nn.attention' op loop 2 of 4 is split over 'tp' in 4 blocks, which cut its groups of 2 (grouped-query attention splits its query heads only where its key/value heads split alike)}}
+  %a = nn.attention %q, %kv, %kv {nn.loop_sharding = [[], [], ["tp"], [], [], []]} : (tensor<1x4x4x8xf32>, tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>) -> tensor<1x4x4x8xf32>
+  return %a : tensor<1x4x4x8xf32>
+}
