@@ -140,7 +140,7 @@ ReverseMode::differentiate(func::FuncOp func,
     FailureOr<SmallVector<Value>> grads;
     if (auto repeat = dyn_cast<nn::RepeatOp>(op)) {
       Operation *keeping = nullptr;
-      grads = differentiateRepeat(repeat, resultCotangents, b, keeping);
+      grads = differentiateRepeat(repeat, resultCotangents, needed, b, keeping);
       if (succeeded(grads))
         op = keeping; // The forward list now holds the keeping repeat.
     } else if (auto vjp = dyn_cast<nn::VJPOpInterface>(op)) {
@@ -186,6 +186,7 @@ func::FuncOp ReverseMode::cloneFunction(func::FuncOp func, StringRef suffix,
 
 FailureOr<func::FuncOp>
 ReverseMode::buildLayerDerivative(func::FuncOp layer, unsigned numCarried,
+                                  ArrayRef<bool> wantParam,
                                   SmallVectorImpl<Value> &kept) {
   FunctionType layerType = layer.getFunctionType();
   ArrayRef<Type> outputs = layerType.getResults();
@@ -225,8 +226,11 @@ ReverseMode::buildLayerDerivative(func::FuncOp layer, unsigned numCarried,
     seeds.push_back({mapping.lookupOrDefault(value), dOutput});
   SmallVector<Value> wrt;
   SmallVector<std::string> names;
+  // Every carried input's cotangent is the next layer's seed; a parameter
+  // slice's only where its gradient is wanted.
   for (auto [index, input] : llvm::enumerate(inputs))
-    if (isFloat(input.getType())) {
+    if (isFloat(input.getType()) &&
+        (index < numCarried || wantParam[index - numCarried])) {
       wrt.push_back(input);
       names.push_back("@" + layer.getSymName().str() + " argument #" +
                       std::to_string(index));
@@ -356,7 +360,8 @@ ReverseMode::buildLayerDerivative(func::FuncOp layer, unsigned numCarried,
 
 FailureOr<SmallVector<Value>>
 ReverseMode::differentiateRepeat(nn::RepeatOp op, ArrayRef<Value> cotangents,
-                                 OpBuilder &b, Operation *&keeping) {
+                                 ArrayRef<bool> needed, OpBuilder &b,
+                                 Operation *&keeping) {
   func::FuncOp layer = op.getLayerFunction();
   Location loc = op.getLoc();
   unsigned numCarried = op.getCarried().size();
@@ -375,9 +380,14 @@ ReverseMode::differentiateRepeat(nn::RepeatOp op, ArrayRef<Value> cotangents,
     return RankedTensorType::get(shape, tensor.getElementType());
   };
 
+  // The parameters whose gradients are wanted: not frozen ones, nor
+  // integer tables.
+  SmallVector<bool> wantParam;
+  for (auto [index, param] : llvm::enumerate(op.getParams()))
+    wantParam.push_back(isFloat(param.getType()) && needed[numCarried + index]);
   SmallVector<Value> keptInLayer;
   FailureOr<func::FuncOp> derivative =
-      buildLayerDerivative(layer, numCarried, keptInLayer);
+      buildLayerDerivative(layer, numCarried, wantParam, keptInLayer);
   if (failed(derivative))
     return failure();
   FunctionType layerType = layer.getFunctionType();
@@ -437,15 +447,16 @@ ReverseMode::differentiateRepeat(nn::RepeatOp op, ArrayRef<Value> cotangents,
   params.append(keptValues.begin(), keptValues.end());
 
   SmallVector<Type> resultTypes(carriedTypes.begin(), carriedTypes.end());
-  SmallVector<unsigned> floatParams;
+  SmallVector<unsigned> wantedParams;
   for (auto [index, param] : llvm::enumerate(op.getParams()))
-    if (isFloat(param.getType())) {
-      floatParams.push_back(index);
+    if (wantParam[index]) {
+      wantedParams.push_back(index);
       // The stacked gradient, in the type the derivative returns it in.
-      Type element = cast<RankedTensorType>(
-                         derivative->getResultTypes()[numCarried +
-                                                      floatParams.size() - 1])
-                         .getElementType();
+      Type element =
+          cast<RankedTensorType>(
+              derivative
+                  ->getResultTypes()[numCarried + wantedParams.size() - 1])
+              .getElementType();
       resultTypes.push_back(
           RankedTensorType::get(tensorType(param).getShape(), element));
     }
@@ -455,10 +466,10 @@ ReverseMode::differentiateRepeat(nn::RepeatOp op, ArrayRef<Value> cotangents,
   backward.setReverse(!op.getReverse());
 
   // Cotangents of the repeat's operands: carried values, then parameters
-  // (integer parameters have none).
+  // (integer parameters and those not wanted have none).
   SmallVector<Value> result(backward.getResults().take_front(numCarried));
   SmallVector<Value> paramGrads(op.getParams().size());
-  for (auto [slot, index] : llvm::enumerate(floatParams))
+  for (auto [slot, index] : llvm::enumerate(wantedParams))
     paramGrads[index] = backward.getResult(numCarried + slot);
   result.append(paramGrads.begin(), paramGrads.end());
   op->erase();

@@ -54,15 +54,20 @@ public:
 
 private:
   /// Also replaces `op` by a repeat that keeps what the derivative reads,
-  /// returned in `keeping`.
+  /// returned in `keeping`. Only the parameters `needed` marks (one flag
+  /// per operand: carried values, then parameters) get a gradient.
   mlir::FailureOr<llvm::SmallVector<mlir::Value>>
   differentiateRepeat(nn::RepeatOp op, llvm::ArrayRef<mlir::Value> cotangents,
-                      mlir::OpBuilder &b, mlir::Operation *&keeping);
+                      llvm::ArrayRef<bool> needed, mlir::OpBuilder &b,
+                      mlir::Operation *&keeping);
   /// The derivative of `layer`: (d outputs, kept values, params) ->
-  /// (d carried inputs, d float params). `kept` gets the layer's values the
-  /// derivative reads, which its forward must stack.
+  /// (d carried inputs, d float params that `wantParam` marks, one flag
+  /// per parameter). `kept` gets the layer's values the derivative reads,
+  /// which its forward must stack. A parameter left out (frozen) costs
+  /// nothing: no weight-gradient GEMM, nothing kept for it alone.
   mlir::FailureOr<mlir::func::FuncOp>
   buildLayerDerivative(mlir::func::FuncOp layer, unsigned numCarried,
+                       llvm::ArrayRef<bool> wantParam,
                        llvm::SmallVectorImpl<mlir::Value> &kept);
   llvm::StringRef recomputePolicy(mlir::func::FuncOp layer) const {
     if (auto policy = layer->getAttrOfType<mlir::StringAttr>(
