@@ -12,6 +12,7 @@ config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.tessel_obj_root, "test")
 
 config.substitutions.append(("%examples", os.path.join(config.tessel_src_root, "examples")))
+config.substitutions.append(("%scripts", os.path.join(config.tessel_src_root, "scripts")))
 
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)

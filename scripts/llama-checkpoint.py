@@ -1,0 +1,192 @@
+#!/usr/bin/env python3
+"""Converts Llama checkpoints between Hugging Face's layout and Tessel's.
+
+  scripts/llama-checkpoint.py to-tessel model.safetensors [more shards...] \\
+      -o llama.safetensors
+  scripts/llama-checkpoint.py to-hf llama.safetensors -o model.safetensors
+
+Hugging Face's LlamaForCausalLM keeps one tensor per layer, each linear
+weight [out, in] (y = x W^T): model.layers.N.self_attn.q_proj.weight, ...
+The model scripts/llama-model.py writes (examples/llama.mlir) stacks the
+layers on a leading axis and multiplies by [in, out] weights, under Meta's
+names: layers.attention.wq.weight [L, dim, dim], ... to-tessel stacks and
+transposes; to-hf undoes it (lm_head.weight is written even where the
+Hugging Face model ties it). The rotary embedding needs no permutation:
+nn.rope's default pairs are Hugging Face's rotate_half halves. nn.rope is
+the original rope (Llama 2, TinyLlama, Mistral, Qwen 2): a checkpoint
+whose config.json has rope_scaling (Llama 3.1 on) computes other angles. Element
+bytes are moved, never converted: the dtype stays (tessel-run --load
+converts on load). Only the standard library: no torch, no numpy.
+"""
+import argparse
+import json
+import struct
+import sys
+
+SIZES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4}
+
+# (Tessel name, Hugging Face name with {} for the layer, transposed)
+LAYER = [
+    ("layers.attention_norm.weight", "model.layers.{}.input_layernorm.weight", False),
+    ("layers.attention.wq.weight", "model.layers.{}.self_attn.q_proj.weight", True),
+    ("layers.attention.wk.weight", "model.layers.{}.self_attn.k_proj.weight", True),
+    ("layers.attention.wv.weight", "model.layers.{}.self_attn.v_proj.weight", True),
+    ("layers.attention.wo.weight", "model.layers.{}.self_attn.o_proj.weight", True),
+    ("layers.ffn_norm.weight", "model.layers.{}.post_attention_layernorm.weight", False),
+    ("layers.feed_forward.w1.weight", "model.layers.{}.mlp.gate_proj.weight", True),
+    ("layers.feed_forward.w3.weight", "model.layers.{}.mlp.up_proj.weight", True),
+    ("layers.feed_forward.w2.weight", "model.layers.{}.mlp.down_proj.weight", True),
+]
+GLOBAL = [
+    ("tok_embeddings.weight", "model.embed_tokens.weight", False),
+    ("norm.weight", "model.norm.weight", False),
+    ("output.weight", "lm_head.weight", True),
+]
+
+
+class Tensor:
+    def __init__(self, dtype, shape, data):
+        self.dtype, self.shape, self.data = dtype, list(shape), data
+
+
+def fail(message):
+    sys.exit("llama-checkpoint: " + message)
+
+
+def read(path):
+    with open(path, "rb") as f:
+        blob = f.read()
+    if len(blob) < 8:
+        fail("%s: not a safetensors file" % path)
+    (n,) = struct.unpack("<Q", blob[:8])
+    if n > len(blob) - 8:
+        fail("%s: header of %d bytes past the end of the file" % (path, n))
+    header = json.loads(blob[8:8 + n])
+    data = memoryview(blob)[8 + n:]
+    tensors = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        dtype, shape = info["dtype"], info["shape"]
+        begin, end = info["data_offsets"]
+        count = 1
+        for s in shape:
+            count *= s
+        if dtype not in SIZES:
+            fail("%s: tensor %s has dtype %s" % (path, name, dtype))
+        if not 0 <= begin <= end <= len(data) or end - begin != count * SIZES[dtype]:
+            fail("%s: tensor %s's bytes do not fit its shape" % (path, name))
+        tensors[name] = Tensor(dtype, shape, bytes(data[begin:end]))
+    return tensors
+
+
+def write(path, tensors):
+    header, offset = {}, 0
+    for name, t in tensors.items():
+        header[name] = {"dtype": t.dtype, "shape": t.shape,
+                        "data_offsets": [offset, offset + len(t.data)]}
+        offset += len(t.data)
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)))
+        f.write(text)
+        for t in tensors.values():
+            f.write(t.data)
+
+
+def transposed(t):
+    """The [rows, cols] matrix t as [cols, rows], its element bytes moved."""
+    if len(t.shape) != 2:
+        fail("a linear weight must be a matrix, got shape %s" % t.shape)
+    rows, cols = t.shape
+    size = SIZES[t.dtype]
+    out = bytearray(len(t.data))
+    row_bytes = cols * size
+    for r in range(rows):
+        row = t.data[r * row_bytes:(r + 1) * row_bytes]
+        for lane in range(size):
+            out[r * size + lane::rows * size] = row[lane::size]
+    return Tensor(t.dtype, [cols, rows], bytes(out))
+
+
+def to_tessel(shards):
+    hf = {}
+    for path in shards:
+        hf.update(read(path))
+    layers = 0
+    while "model.layers.%d.input_layernorm.weight" % layers in hf:
+        layers += 1
+    if layers == 0:
+        fail("no model.layers.0.input_layernorm.weight: not a Llama checkpoint")
+    out = {}
+    for ours, theirs, transpose in GLOBAL:
+        if theirs == "lm_head.weight" and theirs not in hf:
+            theirs = "model.embed_tokens.weight"  # tied
+        if theirs not in hf:
+            fail("missing %s" % theirs)
+        t = hf.pop(theirs) if theirs != "model.embed_tokens.weight" else hf[theirs]
+        out[ours] = transposed(t) if transpose else t
+    for ours, theirs, transpose in LAYER:
+        parts = []
+        for layer in range(layers):
+            name = theirs.format(layer)
+            if name not in hf:
+                fail("missing %s" % name)
+            t = hf.pop(name)
+            parts.append(transposed(t) if transpose else t)
+        first = parts[0]
+        for p in parts:
+            if p.shape != first.shape or p.dtype != first.dtype:
+                fail("%s: layers differ in shape or dtype" % theirs)
+        out[ours] = Tensor(first.dtype, [layers] + first.shape,
+                           b"".join(p.data for p in parts))
+    hf.pop("model.embed_tokens.weight", None)
+    rest = [n for n in hf if not n.endswith("rotary_emb.inv_freq")]
+    if rest:
+        fail("tensors this model has no place for: " + ", ".join(sorted(rest)[:5]))
+    return out
+
+
+def to_hf(path):
+    ours = read(path)
+    out = {}
+    layers = None
+    for name, theirs, transpose in LAYER:
+        if name not in ours:
+            fail("missing %s" % name)
+        t = ours[name]
+        layers = t.shape[0] if layers is None else layers
+        if t.shape[0] != layers:
+            fail("%s has %d layers, not %d" % (name, t.shape[0], layers))
+        inner = t.shape[1:]
+        step = len(t.data) // layers
+        for layer in range(layers):
+            part = Tensor(t.dtype, inner, t.data[layer * step:(layer + 1) * step])
+            out[theirs.format(layer)] = transposed(part) if transpose else part
+    for name, theirs, transpose in GLOBAL:
+        if name not in ours:
+            fail("missing %s" % name)
+        out[theirs] = transposed(ours[name]) if transpose else ours[name]
+    return out
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("direction", choices=["to-tessel", "to-hf"])
+    p.add_argument("inputs", nargs="+", help="safetensors file(s)")
+    p.add_argument("-o", "--output", required=True)
+    a = p.parse_args()
+    if a.output in a.inputs:
+        fail("the output %s is an input" % a.output)
+    if a.direction == "to-tessel":
+        out = to_tessel(a.inputs)
+    else:
+        if len(a.inputs) != 1:
+            fail("to-hf reads one Tessel checkpoint")
+        out = to_hf(a.inputs[0])
+    write(a.output, out)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,197 @@
+#!/usr/bin/env python3
+"""Hugging Face's LlamaForCausalLM forward, written out in plain Python.
+
+  llama_reference.py make DIR --layers L --dim D --heads H --kv-heads K \\
+      --ffn F --vocab V --seq S --batch B --theta T --eps E
+      writes DIR/hf.safetensors (random weights in Hugging Face's layout,
+      f64), DIR/tokens.bin (B·S + 1 i32 tokens: tessel-run's windows) and
+      DIR/reference.json (the mean next-token cross-entropy of that batch)
+  llama_reference.py compare DIR METRICS.jsonl
+      checks tessel-run's first loss against it (relative 1e-12)
+  llama_reference.py same A.safetensors B.safetensors
+      checks that two files hold the same tensors, byte for byte
+
+The forward follows transformers' modeling_llama.py, independently of
+Tessel's code: RMSNorm x · rsqrt(mean(x²) + eps) · w; q, k, v = x Wᵀ per
+head; rotate_half rope with cos/sin of cat(freqs, freqs); key/value head
+h // (H / K) (repeat_kv); causal softmax(q kᵀ / sqrt(head_dim)) v;
+o_proj; SwiGLU down(silu(gate(x)) · up(x)); final norm; lm_head.
+"""
+import argparse
+import json
+import math
+import os
+import random
+import struct
+import sys
+
+
+def linear(x, w):
+    """x [n][in] times w [out][in] transposed: [n][out]."""
+    return [[sum(a * b for a, b in zip(row, wr)) for wr in w] for row in x]
+
+
+def rms_norm(x, w, eps):
+    out = []
+    for row in x:
+        r = 1.0 / math.sqrt(sum(v * v for v in row) / len(row) + eps)
+        out.append([v * r * g for v, g in zip(row, w)])
+    return out
+
+
+def rope(vec, pos, theta):
+    d = len(vec)
+    half = d // 2
+    out = list(vec)
+    for i in range(half):
+        angle = pos * theta ** (-2.0 * i / d)
+        c, s = math.cos(angle), math.sin(angle)
+        # q·cos + rotate_half(q)·sin, rotate_half(q) = cat(-q2, q1)
+        out[i] = vec[i] * c - vec[i + half] * s
+        out[i + half] = vec[i + half] * c + vec[i] * s
+    return out
+
+
+def silu(v):
+    return v / (1.0 + math.exp(-v))
+
+
+def forward_loss(w, tokens, targets, a):
+    hd = a.dim // a.heads
+    group = a.heads // a.kv_heads
+    total, count = 0.0, 0
+    for seq_tokens, seq_targets in zip(tokens, targets):
+        x = [list(w["model.embed_tokens.weight"][t]) for t in seq_tokens]
+        for layer in range(a.layers):
+            p = "model.layers.%d." % layer
+            h = rms_norm(x, w[p + "input_layernorm.weight"], a.eps)
+            q = linear(h, w[p + "self_attn.q_proj.weight"])
+            k = linear(h, w[p + "self_attn.k_proj.weight"])
+            v = linear(h, w[p + "self_attn.v_proj.weight"])
+            att = [[0.0] * a.dim for _ in seq_tokens]
+            for head in range(a.heads):
+                kv = head // group
+                qs = [rope(q[i][head * hd:(head + 1) * hd], i, a.theta)
+                      for i in range(len(seq_tokens))]
+                ks = [rope(k[j][kv * hd:(kv + 1) * hd], j, a.theta)
+                      for j in range(len(seq_tokens))]
+                vs = [v[j][kv * hd:(kv + 1) * hd] for j in range(len(seq_tokens))]
+                for i in range(len(seq_tokens)):
+                    scores = [sum(a_ * b_ for a_, b_ in zip(qs[i], ks[j])) /
+                              math.sqrt(hd) for j in range(i + 1)]
+                    m = max(scores)
+                    e = [math.exp(s - m) for s in scores]
+                    z = sum(e)
+                    for d in range(hd):
+                        att[i][head * hd + d] = sum(
+                            e[j] / z * vs[j][d] for j in range(i + 1))
+            o = linear(att, w[p + "self_attn.o_proj.weight"])
+            x = [[a_ + b_ for a_, b_ in zip(r1, r2)] for r1, r2 in zip(x, o)]
+            h = rms_norm(x, w[p + "post_attention_layernorm.weight"], a.eps)
+            g = linear(h, w[p + "mlp.gate_proj.weight"])
+            u = linear(h, w[p + "mlp.up_proj.weight"])
+            gu = [[silu(a_) * b_ for a_, b_ in zip(r1, r2)] for r1, r2 in zip(g, u)]
+            d = linear(gu, w[p + "mlp.down_proj.weight"])
+            x = [[a_ + b_ for a_, b_ in zip(r1, r2)] for r1, r2 in zip(x, d)]
+        x = rms_norm(x, w["model.norm.weight"], a.eps)
+        logits = linear(x, w["lm_head.weight"])
+        for row, target in zip(logits, seq_targets):
+            m = max(row)
+            total += m + math.log(sum(math.exp(v - m) for v in row)) - row[target]
+            count += 1
+    return total / count
+
+
+def make(a):
+    rng = random.Random(7)
+    kvd = a.kv_heads * (a.dim // a.heads)
+
+    def matrix(rows, cols, std):
+        return [[rng.gauss(0.0, std) for _ in range(cols)] for _ in range(rows)]
+
+    w = {"model.embed_tokens.weight": matrix(a.vocab, a.dim, 1.0),
+         "model.norm.weight": [1.0 + rng.gauss(0.0, 0.1) for _ in range(a.dim)],
+         "lm_head.weight": matrix(a.vocab, a.dim, 0.3)}
+    for layer in range(a.layers):
+        p = "model.layers.%d." % layer
+        w[p + "input_layernorm.weight"] = [1.0 + rng.gauss(0.0, 0.1) for _ in range(a.dim)]
+        w[p + "post_attention_layernorm.weight"] = [1.0 + rng.gauss(0.0, 0.1) for _ in range(a.dim)]
+        w[p + "self_attn.q_proj.weight"] = matrix(a.dim, a.dim, 0.3)
+        w[p + "self_attn.k_proj.weight"] = matrix(kvd, a.dim, 0.3)
+        w[p + "self_attn.v_proj.weight"] = matrix(kvd, a.dim, 0.3)
+        w[p + "self_attn.o_proj.weight"] = matrix(a.dim, a.dim, 0.3)
+        w[p + "mlp.gate_proj.weight"] = matrix(a.ffn, a.dim, 0.3)
+        w[p + "mlp.up_proj.weight"] = matrix(a.ffn, a.dim, 0.3)
+        w[p + "mlp.down_proj.weight"] = matrix(a.dim, a.ffn, 0.3)
+    # Hugging Face's safetensors, f64.
+    header, blobs, offset = {}, [], 0
+    for name, value in w.items():
+        flat = [v for row in value for v in row] if isinstance(value[0], list) else value
+        shape = [len(value), len(value[0])] if isinstance(value[0], list) else [len(value)]
+        data = struct.pack("<%dd" % len(flat), *flat)
+        header[name] = {"dtype": "F64", "shape": shape,
+                        "data_offsets": [offset, offset + len(data)]}
+        blobs.append(data)
+        offset += len(data)
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    with open(os.path.join(a.dir, "hf.safetensors"), "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
+    stream = [rng.randrange(a.vocab) for _ in range(a.batch * a.seq + 1)]
+    with open(os.path.join(a.dir, "tokens.bin"), "wb") as f:
+        f.write(struct.pack("<%di" % len(stream), *stream))
+    tokens = [stream[r * a.seq:(r + 1) * a.seq] for r in range(a.batch)]
+    targets = [stream[r * a.seq + 1:(r + 1) * a.seq + 1] for r in range(a.batch)]
+    loss = forward_loss(w, tokens, targets, a)
+    with open(os.path.join(a.dir, "reference.json"), "w") as f:
+        json.dump({"loss": loss}, f)
+    print("reference loss %.17g" % loss)
+
+
+def compare(a):
+    with open(os.path.join(a.dir, "reference.json")) as f:
+        want = json.load(f)["loss"]
+    with open(a.metrics) as f:
+        got = json.loads(f.readline())["loss"]
+    error = abs(got - want) / abs(want)
+    print("loss %.17g, reference %.17g, relative error %.3g" % (got, want, error))
+    if error > 1e-12:
+        sys.exit("llama_reference: the losses differ")
+    print("match")
+
+
+def tensors_of(path):
+    with open(path, "rb") as f:
+        blob = f.read()
+    (n,) = struct.unpack("<Q", blob[:8])
+    header = json.loads(blob[8:8 + n])
+    header.pop("__metadata__", None)
+    return {name: (info["dtype"], info["shape"],
+                   blob[8 + n + info["data_offsets"][0]:8 + n + info["data_offsets"][1]])
+            for name, info in header.items()}
+
+
+def same(a):
+    x, y = tensors_of(a.a), tensors_of(a.b)
+    if x != y:
+        differ = sorted(n for n in set(x) | set(y) if x.get(n) != y.get(n))
+        sys.exit("llama_reference: tensors differ: " + ", ".join(differ[:5]))
+    print("same %d tensors" % len(x))
+
+
+p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+sub = p.add_subparsers(dest="command", required=True)
+m = sub.add_parser("make")
+m.add_argument("dir")
+for name in ["layers", "dim", "heads", "kv-heads", "ffn", "vocab", "seq", "batch"]:
+    m.add_argument("--" + name, type=int, required=True)
+m.add_argument("--theta", type=float, required=True)
+m.add_argument("--eps", type=float, required=True)
+c = sub.add_parser("compare")
+c.add_argument("dir")
+c.add_argument("metrics")
+s = sub.add_parser("same")
+s.add_argument("a")
+s.add_argument("b")
+args = p.parse_args()
+{"make": make, "compare": compare, "same": same}[args.command](args)

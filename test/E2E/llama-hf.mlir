@@ -1,0 +1,40 @@
+// Tests Tessel's Llama against Hugging Face's definition: a Llama of 2
+// layers (width 16, 4 query heads over 2 key/value heads, SwiGLU 24,
+// vocabulary 20, rope theta 500000, RMSNorm eps 1e-6) written by
+// scripts/llama-model.py in f64; random weights in Hugging Face's layout
+// converted by scripts/llama-checkpoint.py; the first batch's loss
+// (tessel-run --eval) equals a plain-Python forward of transformers'
+// LlamaForCausalLM (Inputs/llama_reference.py: rotate_half rope,
+// repeat_kv, RMSNorm, SwiGLU) to 1e-12, and the conversion back is the
+// file it came from, byte for byte. The script's defaults write
+// examples/llama.mlir itself.
+//
+// RUN: rm -rf %t && mkdir -p %t
+// RUN: python3 %scripts/llama-model.py | diff - %examples/llama.mlir
+// RUN: python3 %S/Inputs/llama_reference.py make %t --layers 2 --dim 16 --heads 4 --kv-heads 2 --ffn 24 --vocab 20 --seq 6 --batch 2 --theta 500000 --eps 1e-6
+// RUN: python3 %scripts/llama-model.py --layers 2 --dim 16 --heads 4 --kv-heads 2 --ffn 24 --vocab 20 --seq 6 --batch 2 --theta 500000 --eps 1e-6 --dtype f64 > %t/tiny.mlir
+// RUN: python3 %scripts/llama-checkpoint.py to-tessel %t/hf.safetensors -o %t/tessel.safetensors
+// RUN: tessel-run %t/tiny.mlir --eval --steps 1 --quiet --load %t/tessel.safetensors --data %t/tokens.bin --data-dtype i32 --metrics %t/eval.jsonl
+// RUN: python3 %S/Inputs/llama_reference.py compare %t %t/eval.jsonl | FileCheck %s
+// RUN: python3 %scripts/llama-checkpoint.py to-hf %t/tessel.safetensors -o %t/back.safetensors
+// RUN: python3 %S/Inputs/llama_reference.py same %t/hf.safetensors %t/back.safetensors | FileCheck %s --check-prefix=SAME
+// A trained checkpoint goes to Hugging Face's layout and back unchanged
+// (its optimizer states stay behind).
+// RUN: tessel-run %t/tiny.mlir --steps 1 --quiet --load %t/tessel.safetensors --data %t/tokens.bin --data-dtype i32 --save %t/trained.safetensors
+// RUN: python3 %scripts/llama-checkpoint.py to-hf %t/trained.safetensors -o %t/trained-hf.safetensors
+// RUN: python3 %scripts/llama-checkpoint.py to-tessel %t/trained-hf.safetensors -o %t/trained-again.safetensors
+// RUN: tessel-run %t/tiny.mlir --eval --steps 1 --quiet --load %t/trained-again.safetensors --data %t/tokens.bin --data-dtype i32 --metrics %t/a.jsonl
+// RUN: tessel-run %t/tiny.mlir --eval --steps 1 --quiet --load %t/trained.safetensors --data %t/tokens.bin --data-dtype i32 --metrics %t/b.jsonl
+// RUN: sed 's/,"microbatches.*//' %t/a.jsonl > %t/a.loss
+// RUN: sed 's/,"microbatches.*//' %t/b.jsonl > %t/b.loss
+// RUN: diff %t/a.loss %t/b.loss
+// Not a checkpoint, or one without a layer's tensor: one line, no output.
+// RUN: not python3 %scripts/llama-checkpoint.py to-tessel %t/tokens.bin -o %t/bad.safetensors 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: not python3 %scripts/llama-checkpoint.py to-hf %t/hf.safetensors -o %t/bad.safetensors 2>&1 | FileCheck %s --check-prefix=MISSING
+// RUN: not ls %t/bad.safetensors
+
+// CHECK: relative error 0
+// CHECK: match
+// SAME: same 21 tensors
+// BAD: llama-checkpoint: {{.*}}tokens.bin: header of {{[0-9]+}} bytes past the end of the file
+// MISSING: llama-checkpoint: missing layers.attention_norm.weight
