@@ -12,9 +12,9 @@ layers on a leading axis and multiplies by [in, out] weights, under Meta's
 names: layers.attention.wq.weight [L, dim, dim], ... to-tessel stacks and
 transposes; to-hf undoes it (lm_head.weight is written even where the
 Hugging Face model ties it). The rotary embedding needs no permutation:
-nn.rope's default pairs are Hugging Face's rotate_half halves. nn.rope is
-the original rope (Llama 2, TinyLlama, Mistral, Qwen 2): a checkpoint
-whose config.json has rope_scaling (Llama 3.1 on) computes other angles. Element
+nn.rope's default pairs are Hugging Face's rotate_half halves. A
+config.json's rope_theta and rope_scaling (Llama 3.1 on: rope_type
+"llama3") go to scripts/llama-model.py's --theta and --rope-scaling. Element
 bytes are moved, never converted: the dtype stays (tessel-run --load
 converts on load). Only the standard library: no torch, no numpy.
 """

@@ -23,6 +23,10 @@ for name, default in [("batch", 8), ("seq", 64), ("dim", 128), ("heads", 4),
                       ("layers", 4)]:
     p.add_argument("--" + name, type=int, default=default)
 p.add_argument("--theta", type=float, default=10000.0)
+p.add_argument("--rope-scaling", metavar="FACTOR,LOW,HIGH,ORIGINAL",
+               help="Llama 3.1's rope frequency scaling (config.json's "
+                    "rope_scaling: factor, low_freq_factor, high_freq_factor, "
+                    "original_max_position_embeddings), e.g. 32,1,4,8192")
 p.add_argument("--eps", type=float, default=1e-5)
 p.add_argument("--dtype", choices=["f32", "f64"], default="f32")
 a = p.parse_args()
@@ -55,7 +59,17 @@ def num(x):
 act, act_kv, act_f = ty(B, S, D), ty(B, S, kvd), ty(B, S, F)
 q4, kv4 = ty(B, S, H, hd), ty(B, S, K, hd)
 eps = "{epsilon = %s : f64}" % num(a.eps)
-rope_attr = "" if a.theta == 10000.0 else " {theta = %s : f64}" % num(a.theta)
+rope_attrs = [] if a.theta == 10000.0 else ["theta = %s : f64" % num(a.theta)]
+if a.rope_scaling:
+    try:
+        scaling = [float(v) for v in a.rope_scaling.split(",")]
+    except ValueError:
+        scaling = []
+    if len(scaling) != 4:
+        p.error("--rope-scaling takes four numbers: factor,low,high,original")
+    rope_attrs.append("scaling = array<f64: %s>" %
+                      ", ".join(num(v) for v in scaling))
+rope_attr = " {%s}" % ", ".join(rope_attrs) if rope_attrs else ""
 out_std = repr(0.02 / math.sqrt(2 * L))
 layers_word = "layer" if L == 1 else "layers"
 

@@ -294,6 +294,13 @@ def NN_RopeOp : NN_ShardableOp<"rope",
     angle and its sine and cosine are computed in f64 and rounded to the
     arithmetic's type (f32 for f32, f16 and bf16; f64 for f64).
 
+    `scaling = array<f64: factor, low, high, original>` is Llama 3.1's
+    frequency scaling (Hugging Face's `rope_type = "llama3"`): a pair's
+    frequency `f = theta^(-2i/D)` of wavelength `w = 2π/f` stays where
+    `w < original / high`, becomes `f / factor` where `w > original / low`,
+    and in between `(1 − s) f / factor + s f` with
+    `s = (original / w − low) / (high − low)`.
+
     Dimensions in front of `S` are batch dimensions. `D` is even. `3` flops
     per element. Linear: partial sums pass through. Sharding: the batch and
     head loops are parallel (Megatron's tensor parallelism splits heads);
@@ -302,11 +309,13 @@ def NN_RopeOp : NN_ShardableOp<"rope",
     ```mlir
     %q = nn.rope %x {theta = 500000.0 : f64} : tensor<8x128x32x64xbf16>
     %dx = nn.rope %dy inverse : tensor<8x128x32x64xf32>
+    %k = nn.rope %y {theta = 500000.0 : f64, scaling = array<f64: 32.0, 1.0, 4.0, 8192.0>} : tensor<1x2048x8x64xbf16>
     ```
   }];
   let arguments = (ins NN_FloatTensor:$input,
                        DefaultValuedAttr<F64Attr, "10000.0">:$theta,
-                       UnitAttr:$interleaved, UnitAttr:$inverse);
+                       UnitAttr:$interleaved, UnitAttr:$inverse,
+                       OptionalAttr<DenseF64ArrayAttr>:$scaling);
   let results = (outs NN_FloatTensor:$result);
   let assemblyFormat = [{
     $input (`interleaved` $interleaved^)? (`inverse` $inverse^)? attr-dict

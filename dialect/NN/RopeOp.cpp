@@ -4,6 +4,7 @@
 #include "dialect/NN/NNOpsUtils.h"
 
 #include <cmath>
+#include <tuple>
 
 using namespace mlir;
 using namespace tessel::nn;
@@ -21,6 +22,22 @@ LogicalResult RopeOp::verify() {
   double theta = getTheta().convertToDouble();
   if (!std::isfinite(theta) || theta <= 0.0)
     return emitOpError() << "theta " << theta << " must be finite and positive";
+  if (std::optional<ArrayRef<double>> scaling = getScaling()) {
+    if (scaling->size() != 4)
+      return emitOpError() << "scaling holds factor, low, high and original "
+                              "(4 values), got "
+                           << scaling->size();
+    auto [factor, low, high, original] =
+        std::tuple((*scaling)[0], (*scaling)[1], (*scaling)[2], (*scaling)[3]);
+    if (!(factor >= 1.0) || !(low > 0.0) || !(high > low) ||
+        !(original > 0.0) || !std::isfinite(factor) || !std::isfinite(high) ||
+        !std::isfinite(original))
+      return emitOpError()
+             << "scaling needs factor >= 1, 0 < low < high and original > 0 "
+                "(all finite), got ["
+             << factor << ", " << low << ", " << high << ", " << original
+             << "]";
+  }
   return success();
 }
 

@@ -187,12 +187,17 @@ LogicalResult lowerRope(nn::RopeOp op, FunctionLowering &fl) {
   for (int64_t size : shape.drop_back(3))
     outer *= size; // the verified type's element count fits int64
   size_t rank = shape.size();
+  // Llama 3.1's scaling, or factor 0: none.
+  SmallVector<double, 4> scaling(4, 0.0);
+  if (std::optional<ArrayRef<double>> given = op.getScaling())
+    scaling.assign(given->begin(), given->end());
   fl.call(rt::tessel_rope,
           {fl.dtype(op.getResult()), fl.ptr(op.getInput()),
            fl.ptr(op.getResult()), fl.i64(outer), fl.i64(shape[rank - 3]),
            fl.i64(shape[rank - 2]), fl.i64(shape[rank - 1]),
            fl.f64(op.getTheta().convertToDouble()), fl.i32(op.getInterleaved()),
-           fl.i32(op.getInverse())});
+           fl.i32(op.getInverse()), fl.f64(scaling[0]), fl.f64(scaling[1]),
+           fl.f64(scaling[2]), fl.f64(scaling[3])});
   return success();
 }
 

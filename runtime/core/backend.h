@@ -32,6 +32,7 @@
 #define TESSEL_RUNTIME_CORE_BACKEND_H
 
 #include "core/collective.h"
+#include "core/rope.h"
 
 #include <memory>
 #include <string>
@@ -364,12 +365,12 @@ public:
                          int64_t batch, int64_t seq, int64_t kvSeq,
                          int64_t heads, int64_t kvHeads, int64_t headDim,
                          int64_t valueDim, double scale, bool causal) = 0;
-  /// Sizes >= 0 with headDim even, theta finite and positive; y is x or
-  /// overlaps it nowhere.
+  /// Sizes >= 0 with headDim even, theta finite and positive, the scaling
+  /// none or valid (rope::Scaling::valid); y is x or overlaps it nowhere.
   virtual void rope(tessel_ctx *ctx, int32_t dtype, const void *x, void *y,
                     int64_t outer, int64_t positions, int64_t heads,
                     int64_t headDim, double theta, bool interleaved,
-                    bool inverse) = 0;
+                    bool inverse, const rope::Scaling &scaling) = 0;
 
   //===--- Backward kernels -----------------------------------------------===//
 

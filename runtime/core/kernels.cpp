@@ -637,7 +637,8 @@ void tessel_attention_lse(tessel_ctx *ctx, int32_t dtype, const void *q,
 void tessel_rope(tessel_ctx *ctx, int32_t dtype, const void *x, void *y,
                  int64_t outer, int64_t positions, int64_t heads,
                  int64_t head_dim, double theta, int32_t interleaved,
-                 int32_t inverse) {
+                 int32_t inverse, double factor, double low_freq_factor,
+                 double high_freq_factor, double original_positions) {
   if (!ctx)
     return;
   KernelScope scope(ctx, __func__);
@@ -660,6 +661,15 @@ void tessel_rope(tessel_ctx *ctx, int32_t dtype, const void *x, void *y,
     setError(ctx, "tessel_rope: theta %g must be finite and positive", theta);
     return;
   }
+  rope::Scaling scaling{factor, low_freq_factor, high_freq_factor,
+                        original_positions};
+  if (!scaling.none() && !scaling.valid()) {
+    setError(ctx,
+             "tessel_rope: scaling [%g, %g, %g, %g] needs factor >= 1, "
+             "0 < low < high and original > 0, all finite (factor 0: none)",
+             factor, low_freq_factor, high_freq_factor, original_positions);
+    return;
+  }
   if (bytes == 0)
     return;
   if (x != y && overlaps(x, bytes, y, bytes)) {
@@ -667,7 +677,7 @@ void tessel_rope(tessel_ctx *ctx, int32_t dtype, const void *x, void *y,
     return;
   }
   ctx->backend->rope(ctx, dtype, x, y, outer, positions, heads, head_dim, theta,
-                     interleaved != 0, inverse != 0);
+                     interleaved != 0, inverse != 0, scaling);
 }
 
 } // extern "C"

@@ -212,9 +212,10 @@ public:
   }
   void rope(tessel_ctx *ctx, int32_t dtype, const void *x, void *y,
             int64_t outer, int64_t positions, int64_t heads, int64_t headDim,
-            double theta, bool interleaved, bool inverse) override {
+            double theta, bool interleaved, bool inverse,
+            const rope::Scaling &scaling) override {
     defer(&Backend::rope, ctx, dtype, x, y, outer, positions, heads, headDim,
-          theta, interleaved, inverse);
+          theta, interleaved, inverse, scaling);
   }
 
   void unaryGrad(tessel_ctx *ctx, int32_t op, int32_t dtype, const void *x,

@@ -1,5 +1,4 @@
-//===- rope.h - The rotary position embedding's arithmetic -------*- C++
-//-*-===//
+//===- rope.h - The rotary position embedding's arithmetic ------*- C++ -*-===//
 //
 // What tessel_rope computes per pair, shared by the CPU backend and the
 // CUDA kernel (TESSEL_HD), so the host tests check the arithmetic the
@@ -19,11 +18,45 @@
 
 namespace tessel::rope {
 
-/// The angle of pair `pair` (< headDim / 2) at `position`:
-/// position · theta^(-2 pair / headDim).
+/// Whether v is neither infinite nor NaN (the same code on host and device).
+TESSEL_HD bool finite(double v) { return v - v == 0; }
+
+/// Llama 3.1's frequency scaling (Hugging Face's rope_type "llama3"), or
+/// none (factor 0).
+struct Scaling {
+  double factor = 0, low = 0, high = 0, original = 0;
+
+  TESSEL_HD bool none() const { return factor == 0; }
+  TESSEL_HD bool valid() const {
+    return factor >= 1 && low > 0 && high > low && original > 0 &&
+           finite(factor) && finite(high) && finite(original);
+  }
+};
+
+/// The frequency of pair `pair` (< headDim / 2): theta^(-2 pair / headDim),
+/// scaled: kept for wavelengths under original / high, divided by the
+/// factor over original / low, and blended linearly in the wavelength's
+/// reciprocal between.
+TESSEL_HD double frequency(int64_t pair, int64_t headDim, double theta,
+                           const Scaling &scaling) {
+  double f = pow(theta, -2.0 * double(pair) / double(headDim));
+  if (scaling.none())
+    return f;
+  const double twoPi = 6.283185307179586476925286766559;
+  double wavelength = twoPi / f;
+  if (wavelength < scaling.original / scaling.high)
+    return f;
+  if (wavelength > scaling.original / scaling.low)
+    return f / scaling.factor;
+  double s = (scaling.original / wavelength - scaling.low) /
+             (scaling.high - scaling.low);
+  return (1 - s) * f / scaling.factor + s * f;
+}
+
+/// The angle of pair `pair` at `position`: position · frequency.
 TESSEL_HD double angle(int64_t position, int64_t pair, int64_t headDim,
-                       double theta) {
-  return double(position) * pow(theta, -2.0 * double(pair) / double(headDim));
+                       double theta, const Scaling &scaling) {
+  return double(position) * frequency(pair, headDim, theta, scaling);
 }
 
 /// The elements the pair rotates: (pair, pair + headDim / 2), or
@@ -40,8 +73,8 @@ TESSEL_HD int64_t secondOf(int64_t pair, int64_t headDim, bool interleaved) {
 template <class C> struct Turn { C cos, sin; };
 template <class C>
 TESSEL_HD Turn<C> turnOf(int64_t position, int64_t pair, int64_t headDim,
-                         double theta, bool inverse) {
-  double a = angle(position, pair, headDim, theta);
+                         double theta, const Scaling &scaling, bool inverse) {
+  double a = angle(position, pair, headDim, theta, scaling);
   double s = sin(a);
   return {C(cos(a)), C(inverse ? -s : s)};
 }

@@ -97,7 +97,8 @@ public:
                  bool causal) override;
   void rope(tessel_ctx *ctx, int32_t dtype, const void *x, void *y,
             int64_t outer, int64_t positions, int64_t heads, int64_t headDim,
-            double theta, bool interleaved, bool inverse) override;
+            double theta, bool interleaved, bool inverse,
+            const rope::Scaling &scaling) override;
 
   void unaryGrad(tessel_ctx *ctx, int32_t op, int32_t dtype, const void *x,
                  const void *dy, void *dx, int64_t n) override;

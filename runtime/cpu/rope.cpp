@@ -1,5 +1,4 @@
-//===- rope.cpp - The rotary position embedding on the CPU
-//-----------------===//
+//===- rope.cpp - The rotary position embedding on the CPU ----------------===//
 //
 // tessel_rope: a position's turns (core/rope.h) are computed once and
 // applied to the rows of every batch entry and head at that position.
@@ -16,13 +15,15 @@ namespace {
 
 template <class T>
 void ropeImpl(const T *x, T *y, int64_t outer, int64_t positions, int64_t heads,
-              int64_t headDim, double theta, bool interleaved, bool inverse) {
+              int64_t headDim, double theta, bool interleaved, bool inverse,
+              const rope::Scaling &scaling) {
   using C = typename Elem<T>::Compute;
   const int64_t pairs = headDim / 2;
   std::vector<rope::Turn<C>> turns(static_cast<size_t>(pairs));
   for (int64_t p = 0; p < positions; ++p) {
     for (int64_t i = 0; i < pairs; ++i)
-      turns[size_t(i)] = rope::turnOf<C>(p, i, headDim, theta, inverse);
+      turns[size_t(i)] =
+          rope::turnOf<C>(p, i, headDim, theta, scaling, inverse);
     for (int64_t o = 0; o < outer; ++o)
       for (int64_t h = 0; h < heads; ++h) {
         const int64_t row = ((o * positions + p) * heads + h) * headDim;
@@ -45,11 +46,11 @@ void ropeImpl(const T *x, T *y, int64_t outer, int64_t positions, int64_t heads,
 void CpuBackend::rope(tessel_ctx *, int32_t dtype, const void *x, void *y,
                       int64_t outer, int64_t positions, int64_t heads,
                       int64_t headDim, double theta, bool interleaved,
-                      bool inverse) {
+                      bool inverse, const rope::Scaling &scaling) {
   visitFloat(dtype, [&](auto tag) {
     using T = decltype(tag);
     ropeImpl(static_cast<const T *>(x), static_cast<T *>(y), outer, positions,
-             heads, headDim, theta, interleaved, inverse);
+             heads, headDim, theta, interleaved, inverse, scaling);
   });
 }
 

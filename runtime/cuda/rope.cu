@@ -1,4 +1,4 @@
-//===- rope.cu - The rotary position embedding on the GPU -------------------===//
+//===- rope.cu - The rotary position embedding on the GPU -----------------===//
 //
 // tessel_rope: a thread per (batch entry, position, pair), which computes
 // the pair's turn once (core/rope.h, in f64 as the CPU does) and rotates
@@ -27,7 +27,7 @@ template <class T>
 __global__ void __launch_bounds__(kRopeBlock)
     ropeKernel(const T *x, T *y, int64_t outer, int64_t positions,
                int64_t heads, int64_t headDim, double theta, bool interleaved,
-               bool inverse) {
+               bool inverse, rope::Scaling scaling) {
   using C = typename Elem<T>::Compute;
   const int64_t pairs = headDim / 2;
   const int64_t work = outer * positions * pairs;
@@ -36,7 +36,7 @@ __global__ void __launch_bounds__(kRopeBlock)
     const int64_t i = w % pairs, row = w / pairs; // row: o · positions + p
     const int64_t p = row % positions;
     const rope::Turn<C> turn =
-        rope::turnOf<C>(p, i, headDim, theta, inverse);
+        rope::turnOf<C>(p, i, headDim, theta, scaling, inverse);
     const int64_t ia = rope::firstOf(i, interleaved);
     const int64_t ib = rope::secondOf(i, headDim, interleaved);
     for (int64_t h = 0; h < heads; ++h) {
@@ -53,7 +53,7 @@ __global__ void __launch_bounds__(kRopeBlock)
 void CudaBackend::rope(tessel_ctx *ctx, int32_t dtype, const void *x, void *y,
                        int64_t outer, int64_t positions, int64_t heads,
                        int64_t headDim, double theta, bool interleaved,
-                       bool inverse) {
+                       bool inverse, const rope::Scaling &scaling) {
   const int64_t work = outer * positions * (headDim / 2);
   if (work == 0 || heads == 0)
     return;
@@ -63,7 +63,7 @@ void CudaBackend::rope(tessel_ctx *ctx, int32_t dtype, const void *x, void *y,
     using T = decltype(tag);
     ropeKernel<T><<<grid, kRopeBlock, 0, stream()>>>(
         static_cast<const T *>(x), static_cast<T *>(y), outer, positions,
-        heads, headDim, theta, interleaved, inverse);
+        heads, headDim, theta, interleaved, inverse, scaling);
   });
   checkLaunch(ctx, "tessel_rope");
 }

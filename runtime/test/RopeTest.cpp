@@ -52,7 +52,7 @@ std::vector<double> run(tessel_ctx *ctx, int32_t dtype,
   auto xb = encode(dtype, x);
   std::vector<uint8_t> yb(xb.size());
   tessel_rope(ctx, dtype, xb.data(), yb.data(), s.outer, s.positions, s.heads,
-              s.dim, theta, interleaved, inverse);
+              s.dim, theta, interleaved, inverse, 0, 0, 0, 0);
   return decode(dtype, yb);
 }
 
@@ -147,9 +147,9 @@ TEST_F(RopeTest, InPlaceEqualsOutOfPlace) {
     auto xb = encode(dtype, x);
     std::vector<uint8_t> yb(xb.size());
     tessel_rope(ctx, dtype, xb.data(), yb.data(), s.outer, s.positions, s.heads,
-                s.dim, 10000.0, 0, 0);
+                s.dim, 10000.0, 0, 0, 0, 0, 0, 0);
     tessel_rope(ctx, dtype, xb.data(), xb.data(), s.outer, s.positions, s.heads,
-                s.dim, 10000.0, 0, 0);
+                s.dim, 10000.0, 0, 0, 0, 0, 0, 0);
     EXPECT_EQ(xb, yb) << dtypeName(dtype);
   }
 }
@@ -163,6 +163,7 @@ TEST_F(RopeTest, BadArgumentsAreRefused) {
     double theta;
     float *out;
     const char *message;
+    double factor = 0, low = 0, high = 0, original = 0;
   } cases[] = {
       {1, 2, 1, 3, 10000.0, y, "head_dim even"},
       {-1, 2, 1, 4, 10000.0, y, "bad shape"},
@@ -170,10 +171,15 @@ TEST_F(RopeTest, BadArgumentsAreRefused) {
       {1, 2, 2, 4, 0.0, y, "theta 0 must be finite and positive"},
       {1, 2, 2, 4, NAN, y, "must be finite"},
       {1, 2, 2, 4, 10000.0, x + 1, "y overlaps x without being it"},
+      {1, 2, 2, 4, 10000.0, y, "scaling [0.5, 1, 4, 8192] needs", 0.5, 1, 4,
+       8192},
+      {1, 2, 2, 4, 10000.0, y, "needs factor >= 1, 0 < low < high", 8, 4, 1,
+       8192},
+      {1, 2, 2, 4, 10000.0, y, "all finite", 8, 1, 4, INFINITY},
   };
   for (const Bad &c : cases) {
     tessel_rope(ctx, TESSEL_F32, x, c.out, c.outer, c.positions, c.heads, c.dim,
-                c.theta, 0, 0);
+                c.theta, 0, 0, c.factor, c.low, c.high, c.original);
     const char *err = tessel_error(ctx);
     ASSERT_NE(err, nullptr) << c.message;
     EXPECT_NE(std::string(err).find(c.message), std::string::npos) << err;
@@ -181,9 +187,63 @@ TEST_F(RopeTest, BadArgumentsAreRefused) {
     for (float v : y)
       EXPECT_EQ(v, 0.0f);
   }
-  tessel_rope(ctx, 99, x, y, 1, 2, 2, 4, 10000.0, 0, 0);
+  tessel_rope(ctx, 99, x, y, 1, 2, 2, 4, 10000.0, 0, 0, 0, 0, 0, 0);
   EXPECT_NE(tessel_error(ctx), nullptr);
   tessel_clear_error(ctx);
+}
+
+// Llama 3.1's frequency scaling (Hugging Face's _compute_llama3_parameters,
+// written out here): with Llama 3.2's theta 500000, factor 32, low 1, high
+// 4 and 8192 original positions, head dimension 64 has pairs in all three
+// regimes; the rotation with them matches the definition, and without
+// scaling is the plain rope.
+TEST_F(RopeTest, Llama31ScalingMatchesItsDefinition) {
+  const double theta = 500000, factor = 32, low = 1, high = 4, original = 8192;
+  Shape s{1, 300, 2, 64};
+  std::vector<double> frequency(32);
+  int kept = 0, divided = 0, blended = 0;
+  for (int64_t i = 0; i < 32; ++i) {
+    double f = 1.0 / std::pow(theta, double(2 * i) / 64.0);
+    double wavelength = 2 * M_PI / f;
+    if (wavelength < original / high) {
+      frequency[size_t(i)] = f, ++kept;
+    } else if (wavelength > original / low) {
+      frequency[size_t(i)] = f / factor, ++divided;
+    } else {
+      double smooth = (original / wavelength - low) / (high - low);
+      frequency[size_t(i)] = (1 - smooth) * f / factor + smooth * f;
+      ++blended;
+    }
+  }
+  ASSERT_GT(kept, 0);
+  ASSERT_GT(divided, 0);
+  ASSERT_GT(blended, 0);
+  for (int32_t dtype : {TESSEL_F64, TESSEL_F32}) {
+    auto x = randomValues(dtype, size_t(s.count()), -1, 1, 77);
+    std::vector<double> want(x.size());
+    for (int64_t p = 0; p < s.positions; ++p)
+      for (int64_t h = 0; h < s.heads; ++h)
+        for (int64_t i = 0; i < 32; ++i) {
+          size_t a = size_t((p * s.heads + h) * 64 + i), b = a + 32;
+          double angle = double(p) * frequency[size_t(i)];
+          want[a] = x[a] * std::cos(angle) - x[b] * std::sin(angle);
+          want[b] = x[b] * std::cos(angle) + x[a] * std::sin(angle);
+        }
+    auto xb = encode(dtype, x);
+    std::vector<uint8_t> yb(xb.size());
+    tessel_rope(ctx, dtype, xb.data(), yb.data(), s.outer, s.positions, s.heads,
+                s.dim, theta, 0, 0, factor, low, high, original);
+    expectClose(decode(dtype, yb), want, eps(dtype),
+                16 * computeEps(dtype) + 4 * 300 * 0x1p-52);
+    // Factor 0 is the plain rope.
+    std::vector<uint8_t> plain(xb.size());
+    tessel_rope(ctx, dtype, xb.data(), plain.data(), s.outer, s.positions,
+                s.heads, s.dim, theta, 0, 0, 0, 0, 0, 0);
+    expectClose(decode(dtype, plain),
+                reference(x, s, theta, /*interleaved=*/false, false),
+                eps(dtype), 16 * computeEps(dtype) + 4 * 300 * 0x1p-52);
+    EXPECT_NE(plain, yb);
+  }
 }
 
 } // namespace

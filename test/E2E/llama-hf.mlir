@@ -6,7 +6,8 @@
 // (tessel-run --eval) equals a plain-Python forward of transformers'
 // LlamaForCausalLM (Inputs/llama_reference.py: rotate_half rope,
 // repeat_kv, RMSNorm, SwiGLU) to 1e-12, and the conversion back is the
-// file it came from, byte for byte. The script's defaults write
+// file it came from, byte for byte; so with Llama 3.1's rope scaling.
+// The script's defaults write
 // examples/llama.mlir itself.
 //
 // RUN: rm -rf %t && mkdir -p %t
@@ -18,6 +19,18 @@
 // RUN: python3 %S/Inputs/llama_reference.py compare %t %t/eval.jsonl | FileCheck %s
 // RUN: python3 %scripts/llama-checkpoint.py to-hf %t/tessel.safetensors -o %t/back.safetensors
 // RUN: python3 %S/Inputs/llama_reference.py same %t/hf.safetensors %t/back.safetensors | FileCheck %s --check-prefix=SAME
+// With Llama 3.1's rope scaling (factor 8, low 1, high 4, original 64: at
+// theta 500000 and head dimension 4, pair 0 keeps its frequency, pair 1's
+// is divided by 8), the same agreement (measured 1.2e-16).
+// RUN: mkdir -p %t/scaled
+// RUN: python3 %S/Inputs/llama_reference.py make %t/scaled --layers 2 --dim 16 --heads 4 --kv-heads 2 --ffn 24 --vocab 20 --seq 6 --batch 2 --theta 500000 --eps 1e-6 --rope-scaling 8,1,4,64
+// RUN: python3 %scripts/llama-model.py --layers 2 --dim 16 --heads 4 --kv-heads 2 --ffn 24 --vocab 20 --seq 6 --batch 2 --theta 500000 --eps 1e-6 --rope-scaling 8,1,4,64 --dtype f64 > %t/scaled/tiny.mlir
+// RUN: python3 %scripts/llama-checkpoint.py to-tessel %t/scaled/hf.safetensors -o %t/scaled/tessel.safetensors
+// RUN: tessel-run %t/scaled/tiny.mlir --eval --steps 1 --quiet --load %t/scaled/tessel.safetensors --data %t/scaled/tokens.bin --data-dtype i32 --metrics %t/scaled/eval.jsonl
+// RUN: python3 %S/Inputs/llama_reference.py compare %t/scaled %t/scaled/eval.jsonl | FileCheck %s --check-prefix=SCALED
+// Unscaled weights under the scaled model: another loss.
+// RUN: tessel-run %t/scaled/tiny.mlir --eval --steps 1 --quiet --load %t/tessel.safetensors --data %t/tokens.bin --data-dtype i32 --metrics %t/scaled/other.jsonl
+// RUN: not python3 %S/Inputs/llama_reference.py compare %t %t/scaled/other.jsonl
 // A trained checkpoint goes to Hugging Face's layout and back unchanged
 // (its optimizer states stay behind).
 // RUN: tessel-run %t/tiny.mlir --steps 1 --quiet --load %t/tessel.safetensors --data %t/tokens.bin --data-dtype i32 --save %t/trained.safetensors
@@ -35,6 +48,7 @@
 
 // CHECK: relative error 0
 // CHECK: match
+// SCALED: match
 // SAME: same 21 tensors
 // BAD: llama-checkpoint: {{.*}}tokens.bin: header of {{[0-9]+}} bytes past the end of the file
 // MISSING: llama-checkpoint: missing layers.attention_norm.weight

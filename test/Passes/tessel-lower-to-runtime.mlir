@@ -648,7 +648,7 @@ func.func @broadcast_views(%x: tensor<3x4x8xf32>, %b: tensor<8xf32>, %r: tensor<
 
 // Tests that rope over [B, C, S, H, D] calls tessel_rope with the leading
 // dimensions folded into one (outer = 2·3), the positions, heads and head
-// dimension, theta, and the layout and direction flags.
+// dimension, theta, the layout and direction flags, and no scaling (0s).
 // CHECK-LABEL: llvm.func @tessel_fn_rope
 // CHECK-SAME: (%[[CTX:[^:]*]]: !llvm.ptr, %[[SCRATCH:[^:]*]]: !llvm.ptr, %[[X:[^:]*]]: !llvm.ptr, %[[Y:[^:]*]]: !llvm.ptr)
 // CHECK-DAG: %[[BF16:.*]] = llvm.mlir.constant(2 : i32) : i32
@@ -659,7 +659,8 @@ func.func @broadcast_views(%x: tensor<3x4x8xf32>, %b: tensor<8xf32>, %r: tensor<
 // CHECK-DAG: %[[THETA:.*]] = llvm.mlir.constant(5.000000e+05 : f64) : f64
 // CHECK-DAG: %[[YES:.*]] = llvm.mlir.constant(1 : i32) : i32
 // CHECK-DAG: %[[NO:.*]] = llvm.mlir.constant(0 : i32) : i32
-// CHECK: llvm.call @tessel_rope(%[[CTX]], %[[BF16]], %[[X]], %[[Y]], %[[OUTER]], %[[S]], %[[H]], %[[D]], %[[THETA]], %[[YES]], %[[NO]])
+// CHECK-COUNT-4: llvm.mlir.constant(0.000000e+00 : f64) : f64
+// CHECK: llvm.call @tessel_rope(%[[CTX]], %[[BF16]], %[[X]], %[[Y]], %[[OUTER]], %[[S]], %[[H]], %[[D]], %[[THETA]], %[[YES]], %[[NO]], %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %{{[^)]*}})
 func.func @rope(%x: tensor<2x3x5x4x8xbf16>) -> tensor<2x3x5x4x8xbf16> {
   %y = nn.rope %x interleaved {theta = 500000.0 : f64} : tensor<2x3x5x4x8xbf16>
   return %y : tensor<2x3x5x4x8xbf16>

@@ -429,16 +429,20 @@ GradModel attention(std::mt19937 &rng, bool causal, bool groupedQuery) {
 }
 
 /// Rope over [..., S, H, D]: rank 3 to 5, an even D, either pair layout,
-/// either direction, and theta now and then other than the default.
+/// either direction, and theta now and then other than the default, or
+/// with Llama 3.1's scaling.
 GradModel rope(std::mt19937 &rng) {
   ModelBuilder m;
   Shape shape = randomShape(rng, 0, 2, 3);
   for (int64_t d :
        {between(rng, 1, 6), between(rng, 1, 3), 2 * between(rng, 1, 4)})
     shape.push_back(d);
-  std::string attrs = std::string(coin(rng) ? " interleaved" : "") +
-                      (coin(rng) ? " inverse" : "") +
-                      (coin(rng) ? "" : " {theta = 3.5 : f64}");
+  std::string attrs =
+      std::string(coin(rng) ? " interleaved" : "") +
+      (coin(rng) ? " inverse" : "") +
+      pick<std::string>(rng, {"", " {theta = 3.5 : f64}",
+                              " {theta = 50.0 : f64, scaling = array<f64: "
+                              "4.0, 1.0, 4.0, 16.0>}"});
   std::string x = m.param(shape);
   std::string y = m.emit("nn.rope " + x + attrs + " : " + tensorType(shape));
   return {m.finish(y, shape)};

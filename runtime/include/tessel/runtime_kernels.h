@@ -331,12 +331,15 @@ void tessel_attention_lse(tessel_ctx *ctx, int32_t dtype, const void *q,
 /* Rotary position embedding (ABI 19) of x viewed as [outer, positions,
  * heads, head_dim] (head_dim even): the pair i < head_dim / 2 of position
  * p, (i, i + head_dim / 2), or (2i, 2i + 1) with interleaved, rotated by
- * p · theta^(-2i / head_dim), by the negative angle with inverse (the
- * gradient). y may be x; otherwise they do not overlap. */
+ * p · f_i, f_i = theta^(-2i / head_dim), by the negative angle with inverse
+ * (the gradient). A factor >= 1 applies Llama 3.1's frequency scaling to
+ * f_i (nn.rope's `scaling`: factor, low, high, original); factor 0: none.
+ * y may be x; otherwise they do not overlap. */
 void tessel_rope(tessel_ctx *ctx, int32_t dtype, const void *x, void *y,
                  int64_t outer, int64_t positions, int64_t heads,
                  int64_t head_dim, double theta, int32_t interleaved,
-                 int32_t inverse);
+                 int32_t inverse, double factor, double low_freq_factor,
+                 double high_freq_factor, double original_positions);
 
 /*===--- Backward kernels (reverse-mode autodiff) ------------------------===*
  *

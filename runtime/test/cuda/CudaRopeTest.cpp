@@ -1,11 +1,11 @@
-//===- CudaRopeTest.cpp - The CUDA rope kernel against the CPU's
-//-----------===//
+//===- CudaRopeTest.cpp - The CUDA rope kernel against the CPU's ---------===//
 //
 // On a GPU (CpuVsCuda; skipped without one): tessel_rope on a CUDA and a
 // CPU context through the C ABI on the same inputs, every dtype, both pair
-// layouts, both directions, positions far enough out (8191) that the
-// angles need the f64 turn, and in place. Both backends compute the turn
-// with core/rope.h; the device's f64 sine and cosine and its fused
+// layouts, both directions, with and without Llama 3.1's frequency
+// scaling, positions far enough out (8191) that the angles need the f64
+// turn, and in place. Both backends compute the turn with core/rope.h;
+// the device's f64 sine and cosine and its fused
 // multiply-adds may differ from the host's in the last bit, so f32 and
 // f64 agree within a few ulp and 16-bit results within one.
 //
@@ -31,12 +31,15 @@ struct RopeShape {
 
 std::vector<double> runRope(tessel_ctx *ctx, int32_t dtype,
                             const std::vector<double> &x, RopeShape s,
-                            bool interleaved, bool inverse, bool inPlace) {
+                            bool interleaved, bool inverse, bool inPlace,
+                            bool scaled) {
   auto bytes = encode(dtype, x);
   void *in = uploadTo(ctx, bytes);
   void *out = inPlace ? in : tessel_alloc(ctx, int64_t(bytes.size()));
+  // Llama 3.1's scaling (Llama 3.2's constants) where asked.
   tessel_rope(ctx, dtype, in, out, s.outer, s.positions, s.heads, s.dim,
-              10000.0, interleaved, inverse);
+              scaled ? 500000.0 : 10000.0, interleaved, inverse,
+              scaled ? 32.0 : 0.0, 1.0, 4.0, 8192.0);
   auto result = downloadFrom<uint8_t>(ctx, out, bytes.size());
   tessel_free(ctx, in);
   if (!inPlace)
@@ -52,16 +55,20 @@ TEST_F(CudaVsCpuRope, MatchesCpu) {
                               {2, 5, 1, 6}};
   for (int32_t dtype : kFloatTypes)
     for (RopeShape s : shapes)
-      for (int variant = 0; variant < 4; ++variant) {
-        bool interleaved = variant & 1, inverse = variant & 2;
+      for (int variant = 0; variant < 8; ++variant) {
+        bool interleaved = variant & 1, inverse = variant & 2,
+             scaled = variant & 4;
         bool inPlace = s.dim == 64;
         std::string what =
             std::string(dtypeName(dtype)) + " positions " +
             std::to_string(s.positions) + " dim " + std::to_string(s.dim) +
-            (interleaved ? " interleaved" : "") + (inverse ? " inverse" : "");
+            (interleaved ? " interleaved" : "") + (inverse ? " inverse" : "") +
+            (scaled ? " llama3-scaled" : "");
         auto x = randomValues(dtype, size_t(s.count()), -2, 2, 81);
-        auto want = runRope(cpu, dtype, x, s, interleaved, inverse, false);
-        auto got = runRope(gpu, dtype, x, s, interleaved, inverse, inPlace);
+        auto want =
+            runRope(cpu, dtype, x, s, interleaved, inverse, false, scaled);
+        auto got =
+            runRope(gpu, dtype, x, s, interleaved, inverse, inPlace, scaled);
         ASSERT_EQ(tessel_error(gpu), nullptr) << tessel_error(gpu);
         ASSERT_EQ(got.size(), want.size());
         // |y| <= 4: a few ulp of the arithmetic's type, or one of the
@@ -80,7 +87,7 @@ TEST_F(CudaVsCpuRope, MatchesCpu) {
 
 TEST_F(CudaVsCpuRope, BadShapeReportedNotLaunched) {
   void *x = tessel_alloc(gpu, 64);
-  tessel_rope(gpu, TESSEL_F32, x, x, 1, 2, 2, 3, 10000.0, 0, 0);
+  tessel_rope(gpu, TESSEL_F32, x, x, 1, 2, 2, 3, 10000.0, 0, 0, 0, 0, 0, 0);
   const char *err = tessel_error(gpu);
   ASSERT_NE(err, nullptr);
   EXPECT_NE(std::string(err).find("head_dim even"), std::string::npos) << err;

@@ -1,23 +1,26 @@
 // RUN: tessel-opt %s | tessel-opt | FileCheck %s
 // RUN: tessel-opt %s --mlir-print-op-generic | tessel-opt | FileCheck %s
 
-// Tests that rope's default theta (10000) is elided and that the pair
-// layout and the direction print as keywords.
+// Tests that rope's default theta (10000) is elided, that the pair
+// layout and the direction print as keywords, and Llama 3.1's scaling.
 // CHECK-LABEL: func.func @rope_forms
 // CHECK: nn.rope %{{.*}} : tensor<2x16x4x8xf32>
 // CHECK: nn.rope %{{.*}} {theta = 5.000000e+05 : f64} : tensor<2x16x4x8xbf16>
 // CHECK: nn.rope %{{.*}} interleaved inverse : tensor<2x16x4x8xf32>
 // CHECK: nn.rope %{{.*}} : tensor<16x4x8xf64>
 // CHECK: nn.rope %{{.*}} : tensor<2x3x16x4x8xf16>
+// CHECK: nn.rope %{{.*}} {scaling = array<f64: 3.200000e+01, 1.000000e+00, 4.000000e+00, 8.192000e+03>, theta = 5.000000e+05 : f64} : tensor<2x16x4x8xf32>
 func.func @rope_forms(%x: tensor<2x16x4x8xf32>, %b: tensor<2x16x4x8xbf16>,
                       %s: tensor<16x4x8xf64>, %h: tensor<2x3x16x4x8xf16>)
     -> (tensor<2x16x4x8xf32>, tensor<2x16x4x8xbf16>, tensor<2x16x4x8xf32>,
-        tensor<16x4x8xf64>, tensor<2x3x16x4x8xf16>) {
+        tensor<16x4x8xf64>, tensor<2x3x16x4x8xf16>, tensor<2x16x4x8xf32>) {
   %0 = nn.rope %x {theta = 10000.0 : f64} : tensor<2x16x4x8xf32>
   %1 = nn.rope %b {theta = 500000.0 : f64} : tensor<2x16x4x8xbf16>
   %2 = nn.rope %x interleaved inverse : tensor<2x16x4x8xf32>
   %3 = nn.rope %s : tensor<16x4x8xf64>
   %4 = nn.rope %h : tensor<2x3x16x4x8xf16>
-  return %0, %1, %2, %3, %4 : tensor<2x16x4x8xf32>, tensor<2x16x4x8xbf16>,
-      tensor<2x16x4x8xf32>, tensor<16x4x8xf64>, tensor<2x3x16x4x8xf16>
+  %5 = nn.rope %x {theta = 500000.0 : f64, scaling = array<f64: 32.0, 1.0, 4.0, 8192.0>} : tensor<2x16x4x8xf32>
+  return %0, %1, %2, %3, %4, %5 : tensor<2x16x4x8xf32>, tensor<2x16x4x8xbf16>,
+      tensor<2x16x4x8xf32>, tensor<16x4x8xf64>, tensor<2x3x16x4x8xf16>,
+      tensor<2x16x4x8xf32>
 }

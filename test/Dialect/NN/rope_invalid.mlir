@@ -42,3 +42,21 @@ func.func @rope_integers(%x: tensor<2x16x4x8xi32>) -> tensor<2x16x4x8xi32> {
   %0 = nn.rope %x : tensor<2x16x4x8xi32>
   return %0 : tensor<2x16x4x8xi32>
 }
+
+// -----
+
+// Tests that Llama 3.1's scaling has its four values.
+func.func @rope_scaling_size(%x: tensor<2x16x4x8xf32>) -> tensor<2x16x4x8xf32> {
+  // expected-error @+1 {{'nn.rope' op scaling holds factor, low, high and original (4 values), got 3}}
+  %0 = nn.rope %x {scaling = array<f64: 8.0, 1.0, 4.0>} : tensor<2x16x4x8xf32>
+  return %0 : tensor<2x16x4x8xf32>
+}
+
+// -----
+
+// Tests that the scaling's high frequency factor exceeds its low one.
+func.func @rope_scaling_order(%x: tensor<2x16x4x8xf32>) -> tensor<2x16x4x8xf32> {
+  // expected-error @+1 {{'nn.rope' op scaling needs factor >= 1, 0 < low < high and original > 0 (all finite), got [8.000000e+00, 4.000000e+00, 1.000000e+00, 8.192000e+03]}}
+  %0 = nn.rope %x {scaling = array<f64: 8.0, 4.0, 1.0, 8192.0>} : tensor<2x16x4x8xf32>
+  return %0 : tensor<2x16x4x8xf32>
+}

@@ -2,7 +2,8 @@
 """Hugging Face's LlamaForCausalLM forward, written out in plain Python.
 
   llama_reference.py make DIR --layers L --dim D --heads H --kv-heads K \\
-      --ffn F --vocab V --seq S --batch B --theta T --eps E
+      --ffn F --vocab V --seq S --batch B --theta T --eps E \\
+      [--rope-scaling FACTOR,LOW,HIGH,ORIGINAL]
       writes DIR/hf.safetensors (random weights in Hugging Face's layout,
       f64), DIR/tokens.bin (B·S + 1 i32 tokens: tessel-run's windows) and
       DIR/reference.json (the mean next-token cross-entropy of that batch)
@@ -39,12 +40,33 @@ def rms_norm(x, w, eps):
     return out
 
 
-def rope(vec, pos, theta):
+def inv_freq(d, theta, scaling):
+    """transformers' default inv_freq, or _compute_llama3_parameters'."""
+    freqs = [1.0 / theta ** (2.0 * i / d) for i in range(d // 2)]
+    if not scaling:
+        return freqs
+    factor, low, high, original = scaling
+    low_wavelen, high_wavelen = original / low, original / high
+    out = []
+    for f in freqs:
+        wavelen = 2 * math.pi / f
+        if wavelen < high_wavelen:
+            out.append(f)
+        elif wavelen > low_wavelen:
+            out.append(f / factor)
+        else:
+            smooth = (original / wavelen - low) / (high - low)
+            out.append((1 - smooth) * f / factor + smooth * f)
+    return out
+
+
+def rope(vec, pos, theta, scaling=None):
     d = len(vec)
     half = d // 2
     out = list(vec)
+    freqs = inv_freq(d, theta, scaling)
     for i in range(half):
-        angle = pos * theta ** (-2.0 * i / d)
+        angle = pos * freqs[i]
         c, s = math.cos(angle), math.sin(angle)
         # q·cos + rotate_half(q)·sin, rotate_half(q) = cat(-q2, q1)
         out[i] = vec[i] * c - vec[i + half] * s
@@ -71,9 +93,9 @@ def forward_loss(w, tokens, targets, a):
             att = [[0.0] * a.dim for _ in seq_tokens]
             for head in range(a.heads):
                 kv = head // group
-                qs = [rope(q[i][head * hd:(head + 1) * hd], i, a.theta)
+                qs = [rope(q[i][head * hd:(head + 1) * hd], i, a.theta, a.scaling)
                       for i in range(len(seq_tokens))]
-                ks = [rope(k[j][kv * hd:(kv + 1) * hd], j, a.theta)
+                ks = [rope(k[j][kv * hd:(kv + 1) * hd], j, a.theta, a.scaling)
                       for j in range(len(seq_tokens))]
                 vs = [v[j][kv * hd:(kv + 1) * hd] for j in range(len(seq_tokens))]
                 for i in range(len(seq_tokens)):
@@ -187,6 +209,8 @@ for name in ["layers", "dim", "heads", "kv-heads", "ffn", "vocab", "seq", "batch
     m.add_argument("--" + name, type=int, required=True)
 m.add_argument("--theta", type=float, required=True)
 m.add_argument("--eps", type=float, required=True)
+m.add_argument("--rope-scaling", dest="scaling", default=None,
+               type=lambda text: [float(v) for v in text.split(",")])
 c = sub.add_parser("compare")
 c.add_argument("dir")
 c.add_argument("metrics")
