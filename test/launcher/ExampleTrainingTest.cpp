@@ -139,6 +139,23 @@ protected:
       EXPECT_LE(relativeError(b.tensors[tensor], bytes), 1e-5) << tensor;
   }
 
+  /// Runs `train` on each of `meshes` and expects every saved tensor
+  /// within 1e-5 (scaled, floor 1e-4) of `reference`'s.
+  void expectMeshesEndAt(const std::string &train, const Checkpoint &reference,
+                         std::initializer_list<const char *> meshes) {
+    for (const std::string mesh : meshes) {
+      SCOPED_TRACE(mesh);
+      RunResult r = run(train + " --mesh " + mesh + " --save " +
+                        path("mesh.safetensors"));
+      ASSERT_EQ(r.exitCode, 0) << r.err;
+      Checkpoint meshed = readCheckpoint(dir / "mesh.safetensors");
+      ASSERT_EQ(meshed.tensors.size(), reference.tensors.size());
+      for (auto &[name, bytes] : reference.tensors)
+        EXPECT_LE(scaledError(meshed.tensors.at(name), bytes, 1e-4), 1e-5)
+            << name;
+    }
+  }
+
   static inline fs::path suiteDir;
   static inline bool landed = false;
 };
@@ -251,18 +268,8 @@ TEST_F(ExampleTrainingTest, LlamaPipelinesTrainAsOneDevice) {
   RunResult one = run(train + " --save " + path("one.safetensors"));
   ASSERT_EQ(one.exitCode, 0) << one.err;
   Checkpoint reference = readCheckpoint(dir / "one.safetensors");
-  for (const std::string mesh :
-       {"pp=2", "tp=2,pp=2 --pipeline-schedule dualpipev"}) {
-    SCOPED_TRACE(mesh);
-    RunResult r =
-        run(train + " --mesh " + mesh + " --save " + path("mesh.safetensors"));
-    ASSERT_EQ(r.exitCode, 0) << r.err;
-    Checkpoint meshed = readCheckpoint(dir / "mesh.safetensors");
-    ASSERT_EQ(meshed.tensors.size(), reference.tensors.size());
-    for (auto &[name, bytes] : reference.tensors)
-      EXPECT_LE(scaledError(meshed.tensors.at(name), bytes, 1e-4), 1e-5)
-          << name;
-  }
+  expectMeshesEndAt(train, reference,
+                    {"pp=2", "tp=2,pp=2 --pipeline-schedule dualpipev"});
 }
 
 // Issue 4: recompute on and off give the same parameters after 3 steps
@@ -443,19 +450,9 @@ TEST_F(ExampleTrainingTest, FrozenParametersStayAndMeshesTrainAsOneDevice) {
             std::string::npos)
       << unfrozen.err;
 
-  for (const std::string mesh :
-       {"dp=2,tp=2 --zero 1", "dp=2 --zero 3", "pp=2",
-        "dp=2,pp=2 --pipeline-schedule zb-v --zero 2"}) {
-    SCOPED_TRACE(mesh);
-    RunResult r =
-        run(train + " --mesh " + mesh + " --save " + path("mesh.safetensors"));
-    ASSERT_EQ(r.exitCode, 0) << r.err;
-    Checkpoint meshed = readCheckpoint(dir / "mesh.safetensors");
-    ASSERT_EQ(meshed.tensors.size(), reference.tensors.size());
-    for (auto &[name, bytes] : reference.tensors)
-      EXPECT_LE(scaledError(meshed.tensors.at(name), bytes, 1e-4), 1e-5)
-          << name;
-  }
+  expectMeshesEndAt(train, reference,
+                    {"dp=2,tp=2 --zero 1", "dp=2 --zero 3", "pp=2",
+                     "dp=2,pp=2 --pipeline-schedule zb-v --zero 2"});
 }
 
 // On a dp/tp mesh (and ZeRO-3, whose parameters are chunks) every rank
