@@ -323,30 +323,27 @@ static LogicalResult checkSplitLoops(Operation *op, const Mesh &mesh,
       return op->emitOpError() << "loop " << loop
                                << " must stay whole but is split over '"
                                << mesh.axesText(axes) << "'";
+    const int64_t blocks = mesh.groupSize(axes);
     for (AffineMap map : maps)
       for (AffineExpr expr : map.getResults()) {
-        if (!llvm::is_contained(loopsOf(expr), loop) ||
-            leadingLoop(expr) == std::optional<unsigned>(loop))
+        if (!llvm::is_contained(loopsOf(expr), loop))
           continue;
-        std::string text;
-        llvm::raw_string_ostream os(text);
-        expr.print(os);
-        return op->emitOpError()
-               << "loop " << loop << " is split but indexes a dimension ("
-               << text << ") as an inner loop";
-      }
-    for (AffineMap map : maps)
-      for (AffineExpr expr : map.getResults()) {
-        int64_t blocks = mesh.groupSize(axes);
-        if (leadingLoop(expr) != std::optional<unsigned>(loop) ||
-            splitsIntoBlocks(expr, extents[loop], blocks))
-          continue;
-        return op->emitOpError()
-               << "loop " << loop << " of " << extents[loop]
-               << " is split over '" << mesh.axesText(axes) << "' in " << blocks
-               << " blocks, which cut its groups of " << groupOfIndex(expr)
-               << " (grouped-query attention splits its query heads only "
-                  "where its key/value heads split alike)";
+        if (leadingLoop(expr) != std::optional<unsigned>(loop)) {
+          std::string text;
+          llvm::raw_string_ostream os(text);
+          expr.print(os);
+          return op->emitOpError()
+                 << "loop " << loop << " is split but indexes a dimension ("
+                 << text << ") as an inner loop";
+        }
+        if (!splitsIntoBlocks(expr, extents[loop], blocks))
+          return op->emitOpError()
+                 << "loop " << loop << " of " << extents[loop]
+                 << " is split over '" << mesh.axesText(axes) << "' in "
+                 << blocks << " blocks, which cut its groups of "
+                 << groupOfIndex(expr)
+                 << " (grouped-query attention splits its query heads only "
+                    "where its key/value heads split alike)";
       }
   }
   return success();

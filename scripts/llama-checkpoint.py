@@ -119,30 +119,30 @@ def to_tessel(shards):
         layers += 1
     if layers == 0:
         fail("no model.layers.0.input_layernorm.weight: not a Llama checkpoint")
-    out = {}
+    out, used = {}, set()
     for ours, theirs, transpose in GLOBAL:
         if theirs == "lm_head.weight" and theirs not in hf:
             theirs = "model.embed_tokens.weight"  # tied
         if theirs not in hf:
             fail("missing %s" % theirs)
-        t = hf.pop(theirs) if theirs != "model.embed_tokens.weight" else hf[theirs]
-        out[ours] = transposed(t) if transpose else t
+        used.add(theirs)
+        out[ours] = transposed(hf[theirs]) if transpose else hf[theirs]
     for ours, theirs, transpose in LAYER:
         parts = []
         for layer in range(layers):
             name = theirs.format(layer)
             if name not in hf:
                 fail("missing %s" % name)
-            t = hf.pop(name)
-            parts.append(transposed(t) if transpose else t)
+            used.add(name)
+            parts.append(transposed(hf[name]) if transpose else hf[name])
         first = parts[0]
         for p in parts:
             if p.shape != first.shape or p.dtype != first.dtype:
                 fail("%s: layers differ in shape or dtype" % theirs)
         out[ours] = Tensor(first.dtype, [layers] + first.shape,
                            b"".join(p.data for p in parts))
-    hf.pop("model.embed_tokens.weight", None)
-    rest = [n for n in hf if not n.endswith("rotary_emb.inv_freq")]
+    rest = [n for n in hf
+            if n not in used and not n.endswith("rotary_emb.inv_freq")]
     if rest:
         fail("tensors this model has no place for: " + ", ".join(sorted(rest)[:5]))
     return out
