@@ -167,7 +167,8 @@ TESSEL_BENCH_WRAP(kAttention, tessel_attention,
                   (ctx, dtype, q, k, v, out, batch, seq, kv_seq, heads,
                    kv_heads, head_dim, value_dim, scale, causal))
 // The fused forms (GEMM epilogues, ABI 6; residual add + norm, ABI 10;
-// the step read on the device, ABI 9; attention's log-sum-exp, ABI 11)
+// the step read on the device, ABI 9; attention's log-sum-exp, ABI 11, and
+// sliding window, ABI 20)
 // count with their kernels, or as kernels of their own.
 TESSEL_BENCH_WRAP(kMatmulEpilogue, tessel_matmul_epilogue,
                   (tessel_ctx * ctx, int32_t dtype, const void *a,
@@ -219,6 +220,14 @@ TESSEL_BENCH_WRAP(kAttention, tessel_attention_lse,
                    double scale, int32_t causal),
                   (ctx, dtype, q, k, v, out, lse, batch, seq, kv_seq, heads,
                    kv_heads, head_dim, value_dim, scale, causal))
+TESSEL_BENCH_WRAP(kAttention, tessel_attention_window,
+                  (tessel_ctx * ctx, int32_t dtype, const void *q,
+                   const void *k, const void *v, void *out, void *lse,
+                   int64_t batch, int64_t seq, int64_t kv_seq, int64_t heads,
+                   int64_t kv_heads, int64_t head_dim, int64_t value_dim,
+                   double scale, int32_t causal, int64_t window),
+                  (ctx, dtype, q, k, v, out, lse, batch, seq, kv_seq, heads,
+                   kv_heads, head_dim, value_dim, scale, causal, window))
 TESSEL_BENCH_WRAP(kCopy, tessel_copy,
                   (tessel_ctx * ctx, void *dst, const void *src,
                    int64_t bytes),
@@ -285,6 +294,17 @@ TESSEL_BENCH_WRAP(kAttentionGrad, tessel_attention_grad_lse,
                    int64_t value_dim, double scale, int32_t causal),
                   (ctx, dtype, q, k, v, out, lse, dout, dq, dk, dv, batch, seq,
                    kv_seq, heads, kv_heads, head_dim, value_dim, scale, causal))
+TESSEL_BENCH_WRAP(kAttentionGrad, tessel_attention_grad_window,
+                  (tessel_ctx * ctx, int32_t dtype, const void *q,
+                   const void *k, const void *v, const void *out,
+                   const void *lse, const void *dout, void *dq, void *dk,
+                   void *dv, int64_t batch, int64_t seq, int64_t kv_seq,
+                   int64_t heads, int64_t kv_heads, int64_t head_dim,
+                   int64_t value_dim, double scale, int32_t causal,
+                   int64_t window),
+                  (ctx, dtype, q, k, v, out, lse, dout, dq, dk, dv, batch, seq,
+                   kv_seq, heads, kv_heads, head_dim, value_dim, scale, causal,
+                   window))
 TESSEL_BENCH_WRAP(kLayerNormGradAdd, tessel_layer_norm_grad_add,
                   (tessel_ctx * ctx, int32_t dtype, const void *x,
                    const void *gamma, const void *dy, const void *residual,

@@ -31,6 +31,7 @@
 #ifndef TESSEL_RUNTIME_CORE_BACKEND_H
 #define TESSEL_RUNTIME_CORE_BACKEND_H
 
+#include "core/attention_mask.h"
 #include "core/collective.h"
 #include "core/rope.h"
 
@@ -364,7 +365,7 @@ public:
                          const void *k, const void *v, void *out, void *lse,
                          int64_t batch, int64_t seq, int64_t kvSeq,
                          int64_t heads, int64_t kvHeads, int64_t headDim,
-                         int64_t valueDim, double scale, bool causal) = 0;
+                         int64_t valueDim, double scale, AttnMask mask) = 0;
   /// Sizes >= 0 with headDim even, theta finite and positive, the scaling
   /// none or valid (rope::Scaling::valid); y is x or overlaps it nowhere.
   virtual void rope(tessel_ctx *ctx, int32_t dtype, const void *x, void *y,
@@ -452,7 +453,7 @@ public:
                              void *dk, void *dv, int64_t batch, int64_t seq,
                              int64_t kvSeq, int64_t heads, int64_t kvHeads,
                              int64_t headDim, int64_t valueDim, double scale,
-                             bool causal) = 0;
+                             AttnMask mask) = 0;
 
   //===--- Optimizer (device-side scalars) --------------------------------===//
 

@@ -152,6 +152,17 @@ inline bool checkAttentionArgs(tessel_ctx *ctx, const char *kernel,
   return true;
 }
 
+/// A sliding window is a number of keys, and narrows the causal mask only.
+inline bool checkAttentionWindow(tessel_ctx *ctx, const char *kernel,
+                                 int32_t causal, int64_t window) {
+  if (window < 0 || (window > 0 && !causal)) {
+    setError(ctx, "%s: window %lld %s", kernel, (long long)window,
+             window < 0 ? "is negative" : "needs the causal mask");
+    return false;
+  }
+  return true;
+}
+
 /// The checks both vocabulary-parallel label kernels share.
 inline bool checkLabelArgs(tessel_ctx *ctx, const char *kernel, int32_t dtype,
                            int32_t labelDtype, int64_t rows, int64_t classes,

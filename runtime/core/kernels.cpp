@@ -609,9 +609,9 @@ void tessel_attention(tessel_ctx *ctx, int32_t dtype, const void *q,
   if (!checkAttentionArgs(ctx, "tessel_attention", dtype, batch, seq, kv_seq,
                           heads, kv_heads, head_dim, value_dim))
     return;
-  ctx->backend->attention(ctx, dtype, q, k, v, out, nullptr, batch, seq,
-                          kv_seq, heads, kv_heads, head_dim, value_dim, scale,
-                          causal != 0);
+  ctx->backend->attention(ctx, dtype, q, k, v, out, nullptr, batch, seq, kv_seq,
+                          heads, kv_heads, head_dim, value_dim, scale,
+                          AttnMask{causal != 0, 0});
 }
 
 void tessel_attention_lse(tessel_ctx *ctx, int32_t dtype, const void *q,
@@ -631,7 +631,25 @@ void tessel_attention_lse(tessel_ctx *ctx, int32_t dtype, const void *q,
   }
   ctx->backend->attention(ctx, dtype, q, k, v, out, lse, batch, seq, kv_seq,
                           heads, kv_heads, head_dim, value_dim, scale,
-                          causal != 0);
+                          AttnMask{causal != 0, 0});
+}
+
+void tessel_attention_window(tessel_ctx *ctx, int32_t dtype, const void *q,
+                             const void *k, const void *v, void *out, void *lse,
+                             int64_t batch, int64_t seq, int64_t kv_seq,
+                             int64_t heads, int64_t kv_heads, int64_t head_dim,
+                             int64_t value_dim, double scale, int32_t causal,
+                             int64_t window) {
+  if (!ctx)
+    return;
+  KernelScope scope(ctx, __func__);
+  if (!checkAttentionArgs(ctx, __func__, dtype, batch, seq, kv_seq, heads,
+                          kv_heads, head_dim, value_dim) ||
+      !checkAttentionWindow(ctx, __func__, causal, window))
+    return;
+  ctx->backend->attention(ctx, dtype, q, k, v, out, lse, batch, seq, kv_seq,
+                          heads, kv_heads, head_dim, value_dim, scale,
+                          AttnMask{causal != 0, window});
 }
 
 void tessel_rope(tessel_ctx *ctx, int32_t dtype, const void *x, void *y,

@@ -271,7 +271,8 @@ void tessel_attention_grad(tessel_ctx *ctx, int32_t dtype, const void *q,
     return;
   ctx->backend->attentionGrad(ctx, dtype, q, k, v, nullptr, nullptr, dout, dq,
                               dk, dv, batch, seq, kv_seq, heads, kv_heads,
-                              head_dim, value_dim, scale, causal != 0);
+                              head_dim, value_dim, scale,
+                              AttnMask{causal != 0, 0});
 }
 
 void tessel_attention_grad_lse(tessel_ctx *ctx, int32_t dtype, const void *q,
@@ -294,7 +295,31 @@ void tessel_attention_grad_lse(tessel_ctx *ctx, int32_t dtype, const void *q,
   }
   ctx->backend->attentionGrad(ctx, dtype, q, k, v, out, lse, dout, dq, dk, dv,
                               batch, seq, kv_seq, heads, kv_heads, head_dim,
-                              value_dim, scale, causal != 0);
+                              value_dim, scale, AttnMask{causal != 0, 0});
+}
+
+void tessel_attention_grad_window(tessel_ctx *ctx, int32_t dtype, const void *q,
+                                  const void *k, const void *v, const void *out,
+                                  const void *lse, const void *dout, void *dq,
+                                  void *dk, void *dv, int64_t batch,
+                                  int64_t seq, int64_t kv_seq, int64_t heads,
+                                  int64_t kv_heads, int64_t head_dim,
+                                  int64_t value_dim, double scale,
+                                  int32_t causal, int64_t window) {
+  if (!ctx)
+    return;
+  KernelScope scope(ctx, __func__);
+  if (!checkAttentionArgs(ctx, __func__, dtype, batch, seq, kv_seq, heads,
+                          kv_heads, head_dim, value_dim) ||
+      !checkAttentionWindow(ctx, __func__, causal, window))
+    return;
+  if ((!out || !lse) && batch * heads * seq * kv_seq > 0) {
+    setError(ctx, "%s: %s is null", __func__, out ? "lse" : "out");
+    return;
+  }
+  ctx->backend->attentionGrad(ctx, dtype, q, k, v, out, lse, dout, dq, dk, dv,
+                              batch, seq, kv_seq, heads, kv_heads, head_dim,
+                              value_dim, scale, AttnMask{causal != 0, window});
 }
 
 /// tessel_sum_squares and its f64 form: *sum is a device sumDtype.

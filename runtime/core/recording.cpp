@@ -206,9 +206,9 @@ public:
                  const void *v, void *out, void *lse, int64_t batch,
                  int64_t seq, int64_t kvSeq, int64_t heads, int64_t kvHeads,
                  int64_t headDim, int64_t valueDim, double scale,
-                 bool causal) override {
-    defer(&Backend::attention, ctx, dtype, q, k, v, out, lse, batch, seq,
-          kvSeq, heads, kvHeads, headDim, valueDim, scale, causal);
+                 AttnMask mask) override {
+    defer(&Backend::attention, ctx, dtype, q, k, v, out, lse, batch, seq, kvSeq,
+          heads, kvHeads, headDim, valueDim, scale, mask);
   }
   void rope(tessel_ctx *ctx, int32_t dtype, const void *x, void *y,
             int64_t outer, int64_t positions, int64_t heads, int64_t headDim,
@@ -291,10 +291,10 @@ public:
                      const void *lse, const void *dout, void *dq, void *dk,
                      void *dv, int64_t batch, int64_t seq, int64_t kvSeq,
                      int64_t heads, int64_t kvHeads, int64_t headDim,
-                     int64_t valueDim, double scale, bool causal) override {
+                     int64_t valueDim, double scale, AttnMask mask) override {
     defer(&Backend::attentionGrad, ctx, dtype, q, k, v, out, lse, dout, dq, dk,
           dv, batch, seq, kvSeq, heads, kvHeads, headDim, valueDim, scale,
-          causal);
+          mask);
   }
 
   void sumSquares(tessel_ctx *ctx, int32_t dtype, const void *x, int64_t n,

@@ -94,7 +94,7 @@ public:
                  const void *v, void *out, void *lse, int64_t batch,
                  int64_t seq, int64_t kvSeq, int64_t heads, int64_t kvHeads,
                  int64_t headDim, int64_t valueDim, double scale,
-                 bool causal) override;
+                 AttnMask mask) override;
   void rope(tessel_ctx *ctx, int32_t dtype, const void *x, void *y,
             int64_t outer, int64_t positions, int64_t heads, int64_t headDim,
             double theta, bool interleaved, bool inverse,
@@ -135,7 +135,7 @@ public:
                      const void *lse, const void *dout, void *dq, void *dk,
                      void *dv, int64_t batch, int64_t seq, int64_t kvSeq,
                      int64_t heads, int64_t kvHeads, int64_t headDim,
-                     int64_t valueDim, double scale, bool causal) override;
+                     int64_t valueDim, double scale, AttnMask mask) override;
 
   void sumSquares(tessel_ctx *ctx, int32_t dtype, const void *x, int64_t n,
                   int32_t sumDtype, void *sum) override;

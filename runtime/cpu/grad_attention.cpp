@@ -2,7 +2,7 @@
 //
 // Per (batch, head), from the forward's output O and log-sum-exp per row
 // (tessel_attention_lse), without running the forward again:
-//   P    = e^(scale · Q·Kᵀ − lse)     (causal keys: exactly zero weight)
+//   P    = e^(scale · Q·Kᵀ − lse)     (masked keys: exactly zero weight)
 //   dV  += Pᵀ · dO
 //   D    = rowsum(dO ⊙ O)            (= rowsum(dP ⊙ P), O being P·V)
 //   dS   = P ⊙ (dO · Vᵀ − D)
@@ -12,8 +12,9 @@
 // (and a causal head's row blocks), in order, so the result is
 // deterministic. The head slices are strided views of the [B, S, H, D]
 // layouts, read through BLAS leading dimensions. Causal heads run in blocks
-// of query rows, each through only the keys its last row sees (a quarter of
-// the GEMM flops fewer at 64 positions), as the forward does. A model of
+// of query rows, each through only the keys its rows see (a quarter of the
+// GEMM flops fewer at 64 positions; a band under a sliding window), as the
+// forward does. A model of
 // ABI 10 or older (tessel_attention_grad) gives no O or lse: the forward
 // runs for them first, into temporaries.
 //
@@ -28,6 +29,7 @@
 #include <vector>
 
 using namespace tessel::cpu;
+using tessel::AttnMask;
 
 namespace {
 
@@ -70,13 +72,14 @@ void attentionGradReal(const R *q, const R *k, const R *v, const R *out,
                        const R *lse, const R *dout, R *dq, R *dk, R *dv,
                        int64_t batch, int64_t seq, int64_t kvSeq, int64_t heads,
                        int64_t kvHeads, int64_t dim, int64_t vdim, double scale,
-                       bool causal) {
+                       AttnMask mask) {
   AttentionLayout at{seq, kvSeq, heads, kvHeads, dim, vdim};
   int64_t ldq = at.ldq(), ldk = at.ldk(), ldv = at.ldv(), ldo = at.ldo();
-  int64_t ldp = std::max<int64_t>(kvSeq, 1);
-  std::vector<R> p(static_cast<size_t>(seq * kvSeq)),
-      dp(static_cast<size_t>(seq * kvSeq)), rowDot(static_cast<size_t>(seq));
-  int64_t rowBlock = causal ? kCausalRows : seq;
+  // One block's probabilities and score gradients, reused by every block.
+  ScoreBlocks blocks = ScoreBlocks::of(mask, seq, kvSeq);
+  int64_t rowBlock = blocks.rows, ldp = blocks.ld;
+  std::vector<R> p(blocks.size()), dp(blocks.size()),
+      rowDot(static_cast<size_t>(seq));
   for (int64_t b = 0; b < batch; ++b) {
     for (int64_t h = 0; h < heads; ++h) {
       const R *qb = q + at.queryHead(b, h, dim);
@@ -91,27 +94,30 @@ void attentionGradReal(const R *q, const R *k, const R *v, const R *out,
               rowDot.data());
       for (int64_t i0 = 0; i0 < seq; i0 += rowBlock) {
         int64_t rows = std::min(rowBlock, seq - i0);
-        // Keys any row of the block sees: row i sees [0, min(i + 1, kvSeq));
-        // the others have zero weight and zero gradient.
-        int64_t keys = causal ? std::min(i0 + rows, kvSeq) : kvSeq;
-        R *pb = p.data() + i0 * ldp, *dpb = dp.data() + i0 * ldp;
+        // Keys some row of the block sees; the others have zero weight and
+        // zero gradient.
+        KeySpan keys = KeySpan::of(mask, i0, rows, kvSeq);
+        int64_t n = keys.width;
+        R *pb = p.data(), *dpb = dp.data();
         const R *qi = qb + i0 * ldq, *doi = dob + i0 * ldo;
+        const R *ki = kb + keys.begin * ldk, *vi = vb + keys.begin * ldv;
+        R *dki = dkb + keys.begin * ldk, *dvi = dvb + keys.begin * ldv;
         // Scores, then the probabilities in place.
-        gemm(false, true, rows, keys, dim, R(scale), qi, ldq, kb, ldk, pb, ldp,
+        gemm(false, true, rows, n, dim, R(scale), qi, ldq, ki, ldk, pb, ldp,
              R(0));
-        probRows(pb, i0, rows, keys, ldp, causal, lseb + i0);
+        probRows(pb, i0, rows, keys, ldp, mask, lseb + i0);
         // dV += Pᵀ · dO.
-        gemm(true, false, keys, vdim, rows, R(1), pb, ldp, doi, ldo, dvb, ldv,
+        gemm(true, false, n, vdim, rows, R(1), pb, ldp, doi, ldo, dvi, ldv,
              R(1));
         // dP = dO · Vᵀ, then dS = P ⊙ (dP − D) in its place.
-        gemm(false, true, rows, keys, vdim, R(1), doi, ldo, vb, ldv, dpb, ldp,
+        gemm(false, true, rows, n, vdim, R(1), doi, ldo, vi, ldv, dpb, ldp,
              R(0));
-        scoreGradRows(pb, dpb, rows, keys, ldp, rowDot.data() + i0);
+        scoreGradRows(pb, dpb, rows, n, ldp, rowDot.data() + i0);
         // dQ = scale · dS · K;  dK += scale · dSᵀ · Q.
-        gemm(false, false, rows, dim, keys, R(scale), dpb, ldp, kb, ldk,
+        gemm(false, false, rows, dim, n, R(scale), dpb, ldp, ki, ldk,
              dqb + i0 * ldq, ldq, R(0));
-        gemm(true, false, keys, dim, rows, R(scale), dpb, ldp, qi, ldq, dkb,
-             ldk, R(1));
+        gemm(true, false, n, dim, rows, R(scale), dpb, ldp, qi, ldq, dki, ldk,
+             R(1));
       }
     }
   }
@@ -125,7 +131,7 @@ void CpuBackend::attentionGrad(tessel_ctx *ctx, int32_t dtype, const void *q,
                                void *dk, void *dv, int64_t batch, int64_t seq,
                                int64_t kv_seq, int64_t heads, int64_t kv_heads,
                                int64_t head_dim, int64_t value_dim,
-                               double scale, bool causal) {
+                               double scale, AttnMask mask) {
   int64_t es = tessel_dtype_size(dtype);
   int64_t qCount = batch * seq * heads * head_dim;
   int64_t kCount = batch * kv_seq * kv_heads * head_dim;
@@ -148,11 +154,10 @@ void CpuBackend::attentionGrad(tessel_ctx *ctx, int32_t dtype, const void *q,
     forwardOut.resize(size_t((oCount * es + 7) / 8));
     forwardLse.resize(size_t(batch * heads * seq));
     attention(ctx, dtype, q, k, v, forwardOut.data(), forwardLse.data(), batch,
-              seq, kv_seq, heads, kv_heads, head_dim, value_dim, scale, causal);
+              seq, kv_seq, heads, kv_heads, head_dim, value_dim, scale, mask);
     out = forwardOut.data();
     lse = forwardLse.data();
   }
-  const bool c = causal;
   switch (dtype) {
   case TESSEL_F32:
     attentionGradReal(
@@ -161,7 +166,7 @@ void CpuBackend::attentionGrad(tessel_ctx *ctx, int32_t dtype, const void *q,
         static_cast<const float *>(lse), static_cast<const float *>(dout),
         static_cast<float *>(dq), static_cast<float *>(dk),
         static_cast<float *>(dv), batch, seq, kv_seq, heads, kv_heads, head_dim,
-        value_dim, scale, c);
+        value_dim, scale, mask);
     return;
   case TESSEL_F64:
     attentionGradReal(
@@ -170,7 +175,7 @@ void CpuBackend::attentionGrad(tessel_ctx *ctx, int32_t dtype, const void *q,
         static_cast<const double *>(lse), static_cast<const double *>(dout),
         static_cast<double *>(dq), static_cast<double *>(dk),
         static_cast<double *>(dv), batch, seq, kv_seq, heads, kv_heads,
-        head_dim, value_dim, scale, c);
+        head_dim, value_dim, scale, mask);
     return;
   default:
     break;
@@ -187,7 +192,7 @@ void CpuBackend::attentionGrad(tessel_ctx *ctx, int32_t dtype, const void *q,
     attentionGradReal(fq.data(), fk.data(), fv.data(), fo.data(),
                       static_cast<const float *>(lse), fd.data(), gq.data(),
                       gk.data(), gv.data(), batch, seq, kv_seq, heads, kv_heads,
-                      head_dim, value_dim, scale, c);
+                      head_dim, value_dim, scale, mask);
     roundInto(gq.data(), static_cast<T *>(dq), qCount);
     roundInto(gk.data(), static_cast<T *>(dk), kCount);
     roundInto(gv.data(), static_cast<T *>(dv), vCount);

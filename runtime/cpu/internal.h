@@ -127,15 +127,59 @@ struct AttentionLayout {
   }
 };
 
+/// A row's visible keys within a block's KeySpan: columns [lo, hi), empty
+/// (lo == hi) for a row that sees none.
+struct RowSpan {
+  int64_t lo, hi;
+};
+
+/// The keys [begin, begin + width) some row of a block of query rows sees:
+/// the columns the block's GEMMs run over (AttnMask's ranges only grow
+/// with the row).
+struct KeySpan {
+  int64_t begin, width;
+
+  static KeySpan of(AttnMask mask, int64_t first, int64_t rows, int64_t kvSeq) {
+    int64_t begin = std::min(mask.keyBegin(first), kvSeq);
+    int64_t end = rows > 0 ? mask.keyEnd(first + rows - 1, kvSeq) : begin;
+    return {begin, std::max<int64_t>(end - begin, 0)};
+  }
+  /// Query row i's visible columns, clamped to the span.
+  RowSpan row(AttnMask mask, int64_t i) const {
+    int64_t lo = std::clamp<int64_t>(mask.keyBegin(i) - begin, 0, width);
+    int64_t hi =
+        std::clamp<int64_t>(mask.keyEnd(i, begin + width) - begin, lo, width);
+    return {lo, hi};
+  }
+};
+
+/// How a head's query rows go through attention's GEMMs: causal heads in
+/// blocks of kCausalRows, each over its KeySpan, into one score buffer of
+/// `rows` x `ld` a call reuses (the widest span: kCausalRows rows by at
+/// most window + kCausalRows - 1 keys, not the whole [seq, kvSeq]).
+struct ScoreBlocks {
+  int64_t rows, ld;
+
+  static ScoreBlocks of(AttnMask mask, int64_t seq, int64_t kvSeq) {
+    int64_t rows = mask.causal ? std::min(kCausalRows, seq) : seq;
+    int64_t widest = 0;
+    for (int64_t i0 = 0; i0 < seq; i0 += std::max<int64_t>(rows, 1))
+      widest = std::max(
+          widest, KeySpan::of(mask, i0, std::min(rows, seq - i0), kvSeq).width);
+    return {rows, std::max<int64_t>(widest, 1)};
+  }
+  size_t size() const { return size_t(rows * ld); }
+};
+
 /// The probabilities the gradient recomputes from the forward's
-/// log-sum-exp: e^(x - lse[r]) in the first `keys` entries of each of `rows`
-/// score rows (row stride ld; the first is query row `first` of the head),
-/// zero past a causal row's last key. The forward's own softmax stays in
-/// attention.cpp.
-void probRows(float *p, int64_t first, int64_t rows, int64_t keys, int64_t ld,
-              bool causal, const float *lse);
-void probRows(double *p, int64_t first, int64_t rows, int64_t keys, int64_t ld,
-              bool causal, const double *lse);
+/// log-sum-exp: e^(x - lse[r]) over the keys each of `rows` score rows
+/// sees (row stride ld; the first is query row `first` of the head, and
+/// column 0 key `keys.begin`), zero elsewhere in the span. The forward's
+/// own softmax stays in attention.cpp.
+void probRows(float *p, int64_t first, int64_t rows, KeySpan keys, int64_t ld,
+              AttnMask mask, const float *lse);
+void probRows(double *p, int64_t first, int64_t rows, KeySpan keys, int64_t ld,
+              AttnMask mask, const double *lse);
 
 /// Element i of an index tensor (i32 or i64, checked by the front).
 inline int64_t loadIndex(int32_t dtype, const void *p, int64_t i) {

@@ -3,9 +3,10 @@
 // tessel_attention(_lse) in the flash-attention-2 form, on CUDA cores (f32
 // arithmetic for f32, f16 and bf16 storage; f64 in f64): a block per
 // (batch, head, tile of query rows) keeps its Q tile in shared memory and
-// walks the key tiles its rows see (causal: the tiles above the diagonal
-// are skipped whole), with an online softmax (running max and sum per
-// row) and the output rows accumulated in registers, written once,
+// walks the key tiles its rows see (those above the causal diagonal and
+// before a sliding window are skipped whole), with an online softmax
+// (running max and sum per row) and the output rows accumulated in
+// registers, written once,
 // normalised; with lse, also each row's log-sum-exp ([B, H, S], in the
 // arithmetic type). The backward is attention_grad.cu's.
 // For f32 and f64, products of tiles run from shared memory into per-thread
@@ -40,7 +41,7 @@ forwardTile(const ForwardSmem<A, DIM, TC> &sm,
             A (&acc)[TileMap<ForwardSmem<A, DIM, TC>::BR, DIM>::RM]
                     [TileMap<ForwardSmem<A, DIM, TC>::BR, DIM>::CN],
             const T *q, const T *k, const T *v, const AttnShape &sh,
-            int64_t b, int64_t h, int64_t r0, A scale, bool causal) {
+            int64_t b, int64_t h, int64_t r0, A scale, AttnMask mask) {
   using S = ForwardSmem<A, DIM, TC>;
   using MS = TileMap<S::BR, S::BC>;
   using MO = TileMap<S::BR, DIM>;
@@ -48,7 +49,7 @@ forwardTile(const ForwardSmem<A, DIM, TC> &sm,
   static_assert(G >= 1 && G <= 32 && (G & (G - 1)) == 0, "row group");
   const int64_t hk = sh.kvHeadOf(h);
   const int64_t rowEnd = r0 + S::BR < sh.seq ? r0 + S::BR : sh.seq;
-  const int64_t keyEnd = attnKeyEnd(rowEnd, sh.kvSeq, causal);
+  const int64_t keyEnd = attnKeyEnd(rowEnd, sh.kvSeq, mask);
   const int myRow = int(threadIdx.x) / G, myLane = int(threadIdx.x) % G;
   OnlineRow<A> row = OnlineRow<A>::start();
 
@@ -57,7 +58,8 @@ forwardTile(const ForwardSmem<A, DIM, TC> &sm,
                               sh.heads * sh.headDim, int(rowEnd - r0),
                               int(sh.headDim));
   clearTile<MO>(acc);
-  for (int64_t c0 = 0; c0 < keyEnd; c0 += S::BC) {
+  for (int64_t c0 = attnKeyTileBegin(r0, S::BC, mask); c0 < keyEnd;
+       c0 += S::BC) {
     __syncthreads();
     loadKeyTile<DIM>(sm, k, v, sh, b, c0, hk);
     __syncthreads();
@@ -65,12 +67,12 @@ forwardTile(const ForwardSmem<A, DIM, TC> &sm,
       // Raw scores, -inf where masked; the softmax below scales them.
       mmaTile<S::BR, S::BC, true, false>(sm.s, S::SP, sm.q, S::DP, sm.k,
                                          S::DP, DIM);
-      if (attnTileMasked(r0, S::BR, c0, S::BC, sh, causal)) {
+      if (attnTileMasked(r0, S::BR, c0, S::BC, sh, mask)) {
         __syncthreads();
         for (int idx = int(threadIdx.x); idx < S::BR * S::BC;
              idx += kAttnThreads) {
           int r = idx / S::BC, c = idx % S::BC;
-          if (!attnVisible(r0 + r, c0 + c, sh.seq, sh.kvSeq, causal))
+          if (!attnVisible(r0 + r, c0 + c, sh.seq, sh.kvSeq, mask))
             sm.s[r * S::SP + c] = attnNegInf<A>();
         }
       }
@@ -84,7 +86,7 @@ forwardTile(const ForwardSmem<A, DIM, TC> &sm,
         for (int j = 0; j < MS::CN; ++j)
           sm.s[MS::row(i) * S::SP + MS::col(j)] =
               attnVisible(r0 + MS::row(i), c0 + MS::col(j), sh.seq,
-                          sh.kvSeq, causal)
+                          sh.kvSeq, mask)
                   ? sc[i][j] * scale
                   : attnNegInf<A>();
     }
@@ -159,7 +161,7 @@ template <int DIM, class T, class A>
 __global__ void __launch_bounds__(kAttnThreads,
                                   attnForwardMinBlocks<T, A, DIM>())
     attentionForwardKernel(const T *q, const T *k, const T *v, T *out, A *lse,
-                           AttnShape sh, A scale, bool causal, int64_t work) {
+                           AttnShape sh, A scale, AttnMask mask, int64_t work) {
   using S = ForwardSmem<A, DIM, attnTensorCores<T, A>()>;
   using MO = TileMap<S::BR, DIM>;
   S sm(reinterpret_cast<A *>(attnSmem));
@@ -167,7 +169,7 @@ __global__ void __launch_bounds__(kAttnThreads,
     int64_t b, h, r0;
     queryTileOf(w, sh, S::BR, b, h, r0);
     A acc[MO::RM][MO::CN];
-    forwardTile<DIM>(sm, acc, q, k, v, sh, b, h, r0, scale, causal);
+    forwardTile<DIM>(sm, acc, q, k, v, sh, b, h, r0, scale, mask);
 #pragma unroll
     for (int i = 0; i < MO::RM; ++i) {
       int64_t qi = r0 + MO::row(i);
@@ -193,7 +195,7 @@ __global__ void __launch_bounds__(kAttnThreads,
 template <int DIM, class T, class A>
 bool launchForwardOf(CudaBackend &be, tessel_ctx *ctx, const void *q,
                    const void *k, const void *v, void *out, A *lse,
-                   const AttnShape &sh, double scale, bool causal,
+                   const AttnShape &sh, double scale, AttnMask mask,
                    const char *what) {
   using S = ForwardSmem<A, DIM, attnTensorCores<T, A>()>;
   static_assert(S::bytes() <= kMaxSmemBytes, "shared memory");
@@ -204,7 +206,7 @@ bool launchForwardOf(CudaBackend &be, tessel_ctx *ctx, const void *q,
   kernel<<<gridOf(work), kAttnThreads, S::bytes(), be.stream()>>>(
       static_cast<const T *>(q), static_cast<const T *>(k),
       static_cast<const T *>(v), static_cast<T *>(out), lse, sh, A(scale),
-      causal, work);
+      mask, work);
   return CudaBackend::checkLaunch(ctx, what);
 }
 
@@ -215,7 +217,7 @@ bool tessel::cuda::attn::launchForward(CudaBackend &be, tessel_ctx *ctx,
                                        const void *q, const void *k,
                                        const void *v, void *out, void *lse,
                                        const AttnShape &sh, double scale,
-                                       bool causal, const char *what) {
+                                       AttnMask mask, const char *what) {
   bool launched = false;
   visitAttnDtype(dtype, [&](auto t, auto a) {
     using T = decltype(t);
@@ -223,13 +225,13 @@ bool tessel::cuda::attn::launchForward(CudaBackend &be, tessel_ctx *ctx,
     A *rowLse = static_cast<A *>(lse);
     if (bucket == 64)
       launched = launchForwardOf<64, T, A>(be, ctx, q, k, v, out, rowLse, sh,
-                                           scale, causal, what);
+                                           scale, mask, what);
     else if (bucket == 128)
       launched = launchForwardOf<128, T, A>(be, ctx, q, k, v, out, rowLse, sh,
-                                            scale, causal, what);
+                                            scale, mask, what);
     else
       launched = launchForwardOf<256, T, A>(be, ctx, q, k, v, out, rowLse, sh,
-                                            scale, causal, what);
+                                            scale, mask, what);
   });
   return launched;
 }
@@ -238,7 +240,7 @@ void CudaBackend::attention(tessel_ctx *ctx, int32_t dtype, const void *q,
                             const void *k, const void *v, void *out, void *lse,
                             int64_t batch, int64_t seq, int64_t kvSeq,
                             int64_t heads, int64_t kvHeads, int64_t headDim,
-                            int64_t valueDim, double scale, bool causal) {
+                            int64_t valueDim, double scale, AttnMask mask) {
   const char *what = lse ? "tessel_attention_lse" : "tessel_attention";
   int64_t rowCount = batch * heads * seq, outCount = rowCount * valueDim;
   // (With value dim 0 there is no output, but still each row's lse.)
@@ -274,6 +276,6 @@ void CudaBackend::attention(tessel_ctx *ctx, int32_t dtype, const void *q,
     return;
   AttnShape sh{batch, seq, kvSeq, heads, kvHeads, headDim, valueDim};
   launchForward(*this, ctx, dtype, bucket, q, k, v, out, lse, sh, scale,
-                causal, what);
+                mask, what);
 }
 

@@ -63,7 +63,7 @@ __global__ void __launch_bounds__(kAttnThreads,
     attentionGradQueryKernel(const T *q, const T *k, const T *v,
                              const T *out, const A *lse, const T *dout,
                              T *dq, A *rowDot, AttnShape sh, A scale,
-                             bool causal, int64_t work) {
+                             AttnMask mask, int64_t work) {
   constexpr bool TC = attnTensorCores<T, A>();
   using S = GradQuerySmem<A, DIM, TC>;
   using MS = TileMap<S::BR, S::BC>;
@@ -102,12 +102,13 @@ __global__ void __launch_bounds__(kAttnThreads,
           rowDot[sh.statIndex(b, h, r0 + myRow)] = dot;
       }
     }
-    const int64_t keyEnd = attnKeyEnd(rowEnd, sh.kvSeq, causal);
+    const int64_t keyBegin = attnKeyTileBegin(r0, S::BC, mask);
+    const int64_t keyEnd = attnKeyEnd(rowEnd, sh.kvSeq, mask);
     if constexpr (TC) {
       // dQ / scale in the warps' fragments; dP lands in sm.dp.
       AccFrag dqFrags[fragsPerWarp<S::BR, DIM>()];
       clearFrags<S::BR, DIM>(dqFrags);
-      for (int64_t c0 = 0; c0 < keyEnd; c0 += S::BC) {
+      for (int64_t c0 = keyBegin; c0 < keyEnd; c0 += S::BC) {
         __syncthreads();
         loadKeyTile<DIM>(sm, k, v, sh, b, c0, hk);
         __syncthreads();
@@ -115,13 +116,13 @@ __global__ void __launch_bounds__(kAttnThreads,
                                            S::DP, DIM);
         mmaTile<S::BR, S::BC, true, false>(sm.dp, S::SP, sm.dout, S::DP,
                                            sm.v, S::DP, DIM);
-        const bool masked = attnTileMasked(r0, S::BR, c0, S::BC, sh, causal);
+        const bool masked = attnTileMasked(r0, S::BR, c0, S::BC, sh, mask);
         __syncthreads();
         for (int idx = int(threadIdx.x); idx < S::BR * S::BC;
              idx += kAttnThreads) {
           int r = idx / S::BC, c = idx % S::BC;
           bool visible = !masked || attnVisible(r0 + r, c0 + c, sh.seq,
-                                                sh.kvSeq, causal);
+                                                sh.kvSeq, mask);
           A p = visible ? attnFastExp(sm.s[r * S::SP + c] * scale - sm.lse[r])
                         : A(0);
           sm.s[r * S::SP + c] =
@@ -143,7 +144,7 @@ __global__ void __launch_bounds__(kAttnThreads,
     } else {
       A acc[MO::RM][MO::CN]; // dQ / scale
       clearTile<MO>(acc);
-      for (int64_t c0 = 0; c0 < keyEnd; c0 += S::BC) {
+      for (int64_t c0 = keyBegin; c0 < keyEnd; c0 += S::BC) {
         __syncthreads();
         loadKeyTile<DIM>(sm, k, v, sh, b, c0, hk);
         __syncthreads();
@@ -158,7 +159,7 @@ __global__ void __launch_bounds__(kAttnThreads,
 #pragma unroll
           for (int j = 0; j < MS::CN; ++j) {
             bool visible = attnVisible(r0 + r, c0 + MS::col(j), sh.seq,
-                                       sh.kvSeq, causal);
+                                       sh.kvSeq, mask);
             A p = attnProb(visible, sc[i][j] * scale, sm.lse[r]);
             sm.s[r * S::SP + MS::col(j)] =
                 attnScoreGrad(p, dp[i][j], sm.rowDot[r]);
@@ -207,7 +208,7 @@ __global__ void __launch_bounds__(kAttnThreads,
                                   attnGradMinBlocks<T, A, DIM>())
     attentionGradKeyKernel(const T *q, const T *k, const T *v, const T *dout,
                            const A *lse, const A *rowDot, T *dk, T *dv,
-                           AttnShape sh, A scale, bool causal, int64_t work) {
+                           AttnShape sh, A scale, AttnMask mask, int64_t work) {
   constexpr bool TC = attnTensorCores<T, A>();
   using S = KeyTileSmem<A, DIM, TC>;
   using MS = TileMap<S::BC, S::BR>;
@@ -233,9 +234,11 @@ __global__ void __launch_bounds__(kAttnThreads,
       clearTile<MO>(gk);
       clearTile<MO>(gv);
     }
-    const int64_t firstTile = attnFirstRow(c0, causal) / S::BR;
+    const int64_t firstTile = attnFirstRow(c0, mask) / S::BR;
+    const int64_t rowEnd =
+        attnRowEnd(c0 + S::BC < sh.kvSeq ? c0 + S::BC : sh.kvSeq, sh.seq, mask);
     for (int64_t h = hk * group; h < (hk + 1) * group; ++h) {
-      for (int64_t r0 = firstTile * S::BR; r0 < sh.seq; r0 += S::BR) {
+      for (int64_t r0 = firstTile * S::BR; r0 < rowEnd; r0 += S::BR) {
         int rows = int(sh.seq - r0 < S::BR ? sh.seq - r0 : S::BR);
         __syncthreads();
         loadQueryAndGradRows<DIM>(sm, q, dout, sh, b, r0, h, rows);
@@ -253,13 +256,13 @@ __global__ void __launch_bounds__(kAttnThreads,
           mmaTile<S::BC, S::BR, true, false>(sm.ds, S::SP, sm.v, S::DP,
                                              sm.dout, S::DP, DIM);
           const bool masked =
-              attnTileMasked(r0, S::BR, c0, S::BC, sh, causal);
+              attnTileMasked(r0, S::BR, c0, S::BC, sh, mask);
           __syncthreads();
           for (int idx = int(threadIdx.x); idx < S::BC * S::BR;
                idx += kAttnThreads) {
             int key = idx / S::BR, r = idx % S::BR;
             bool visible = !masked || attnVisible(r0 + r, c0 + key, sh.seq,
-                                                  sh.kvSeq, causal);
+                                                  sh.kvSeq, mask);
             A p = visible ? attnFastExp(sm.p[key * S::SP + r] * scale -
                                         sm.lse[r])
                           : A(0);
@@ -285,7 +288,7 @@ __global__ void __launch_bounds__(kAttnThreads,
             for (int j = 0; j < MS::CN; ++j) {
               int r = MS::col(j);
               bool visible =
-                  attnVisible(r0 + r, c0 + key, sh.seq, sh.kvSeq, causal);
+                  attnVisible(r0 + r, c0 + key, sh.seq, sh.kvSeq, mask);
               A p = attnProb(visible, sc[i][j] * scale, sm.lse[r]);
               sm.p[key * S::SP + r] = p;
               sm.ds[key * S::SP + r] =
@@ -346,7 +349,7 @@ template <int DIM, class T, class A>
 void launchGrad(CudaBackend &be, tessel_ctx *ctx, int32_t dtype, const void *q,
                 const void *k, const void *v, const void *out,
                 const void *lse, const void *dout, void *dq, void *dk,
-                void *dv, const AttnShape &sh, double scale, bool causal) {
+                void *dv, const AttnShape &sh, double scale, AttnMask mask) {
   using SQ = GradQuerySmem<A, DIM, attnTensorCores<T, A>()>;
   using SK = KeyTileSmem<A, DIM, attnTensorCores<T, A>()>;
   static_assert(SQ::bytes() <= kMaxSmemBytes && SK::bytes() <= kMaxSmemBytes,
@@ -380,7 +383,7 @@ void launchGrad(CudaBackend &be, tessel_ctx *ctx, int32_t dtype, const void *q,
     A *forwardLse = reinterpret_cast<A *>(temp + rowBytes);
     void *forwardOut = temp + 2 * rowBytes;
     launched = launchForward(be, ctx, dtype, DIM, q, k, v, forwardOut,
-                             forwardLse, sh, scale, causal, what);
+                             forwardLse, sh, scale, mask, what);
     out = forwardOut;
     lse = forwardLse;
   }
@@ -391,7 +394,7 @@ void launchGrad(CudaBackend &be, tessel_ctx *ctx, int32_t dtype, const void *q,
         static_cast<const T *>(q), static_cast<const T *>(k),
         static_cast<const T *>(v), static_cast<const T *>(out),
         static_cast<const A *>(lse), static_cast<const T *>(dout),
-        static_cast<T *>(dq), rowDot, sh, A(scale), causal, queryWork);
+        static_cast<T *>(dq), rowDot, sh, A(scale), mask, queryWork);
     launched = CudaBackend::checkLaunch(ctx, what);
   }
   if (launched) {
@@ -401,7 +404,7 @@ void launchGrad(CudaBackend &be, tessel_ctx *ctx, int32_t dtype, const void *q,
         static_cast<const T *>(q), static_cast<const T *>(k),
         static_cast<const T *>(v), static_cast<const T *>(dout),
         static_cast<const A *>(lse), rowDot, static_cast<T *>(dk),
-        static_cast<T *>(dv), sh, A(scale), causal, keyWork);
+        static_cast<T *>(dv), sh, A(scale), mask, keyWork);
     CudaBackend::checkLaunch(ctx, what);
   }
   CudaBackend::check(ctx, cudaFreeAsync(temp, be.stream()),
@@ -416,7 +419,7 @@ void CudaBackend::attentionGrad(tessel_ctx *ctx, int32_t dtype, const void *q,
                                 void *dk, void *dv, int64_t batch, int64_t seq,
                                 int64_t kvSeq, int64_t heads, int64_t kvHeads,
                                 int64_t headDim, int64_t valueDim,
-                                double scale, bool causal) {
+                                double scale, AttnMask mask) {
   const char *what =
       out && lse ? "tessel_attention_grad_lse" : "tessel_attention_grad";
   // The stream's device is current: cudaMallocAsync takes from its pool.
@@ -446,13 +449,13 @@ void CudaBackend::attentionGrad(tessel_ctx *ctx, int32_t dtype, const void *q,
     using A = decltype(a);
     if (bucket == 64)
       launchGrad<64, T, A>(*this, ctx, dtype, q, k, v, out, lse, dout, dq, dk, dv, sh,
-                           scale, causal);
+                           scale, mask);
     else if (bucket == 128)
       launchGrad<128, T, A>(*this, ctx, dtype, q, k, v, out, lse, dout, dq, dk, dv,
-                            sh, scale, causal);
+                            sh, scale, mask);
     else
       launchGrad<256, T, A>(*this, ctx, dtype, q, k, v, out, lse, dout, dq, dk, dv,
-                            sh, scale, causal);
+                            sh, scale, mask);
   });
 }
 

@@ -3,18 +3,19 @@
 // What attention.cu's kernels compute per element, per score row and per
 // tile, as TESSEL_HD functions: the [B, S, H, D] index math with grouped
 // kv heads, which key tiles a query tile needs (and the reverse) under the
-// causal mask, the element mask, the online softmax's running max / sum
-// update and log-sum-exp, and the backward's softmax recomputation from
-// that log-sum-exp and score gradient. The host tests replay the kernels'
-// tile loops with these functions and compare with the CPU backend, so the
-// device and the tests share one definition of every step. The tile sizes
-// live here for the same reason.
+// causal mask and sliding window, the element mask, the online softmax's
+// running max / sum update and log-sum-exp, and the backward's softmax
+// recomputation from that log-sum-exp and score gradient. The host tests
+// replay the kernels' tile loops with these functions and compare with the
+// CPU backend, so the device and the tests share one definition of every
+// step. The tile sizes live here for the same reason.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef TESSEL_RUNTIME_CUDA_ATTENTION_MATH_H
 #define TESSEL_RUNTIME_CUDA_ATTENTION_MATH_H
 
+#include "core/attention_mask.h"
 #include "core/hd.h"
 
 #include <cmath>
@@ -56,24 +57,43 @@ struct AttnShape {
 };
 
 /// Whether query i attends to key j: both exist (tiles overhang the
-/// sequences) and, with the causal mask, j <= i. The diagonal is aligned
-/// at the top left as in the CPU backend: query i sees keys [0, i] also
-/// when kvSeq != seq.
+/// sequences) and the mask lets it (AttnMask: the causal diagonal aligned
+/// at the top left as in the CPU backend, and the sliding window).
 TESSEL_HD bool attnVisible(int64_t i, int64_t j, int64_t seq, int64_t kvSeq,
-                           bool causal) {
-  return i < seq && j < kvSeq && (!causal || j <= i);
+                           AttnMask mask) {
+  return mask.visible(i, j, seq, kvSeq);
 }
 
-/// The keys [0, end) the query rows [rowBegin, rowEnd) see (rowEnd already
-/// clamped to seq): the key tiles from `end` on are skipped whole.
-TESSEL_HD int64_t attnKeyEnd(int64_t rowEnd, int64_t kvSeq, bool causal) {
-  return causal ? (rowEnd < kvSeq ? rowEnd : kvSeq) : kvSeq;
+/// The key tiles of `tile` keys from which the query rows [rowBegin,
+/// rowEnd) see anything (rowEnd already clamped to seq, > rowBegin): from
+/// attnKeyTileBegin to before attnKeyEnd; the others are skipped whole.
+TESSEL_HD int64_t attnKeyTileBegin(int64_t rowBegin, int64_t tile,
+                                   AttnMask mask) {
+  return mask.keyBegin(rowBegin) / tile * tile;
+}
+TESSEL_HD int64_t attnKeyEnd(int64_t rowEnd, int64_t kvSeq, AttnMask mask) {
+  return mask.keyEnd(rowEnd - 1, kvSeq);
 }
 
-/// The first query row that sees any key from `keyBegin` on: the query
-/// tiles before it are skipped whole by the backward's key-tile blocks.
-TESSEL_HD int64_t attnFirstRow(int64_t keyBegin, bool causal) {
-  return causal ? keyBegin : 0;
+/// The query rows that see any key of [keyBegin, keyEnd) (keyEnd clamped
+/// to kvSeq, > keyBegin): the backward's key-tile blocks skip the query
+/// tiles before attnFirstRow and from attnRowEnd on.
+TESSEL_HD int64_t attnFirstRow(int64_t keyBegin, AttnMask mask) {
+  return mask.rowBegin(keyBegin);
+}
+TESSEL_HD int64_t attnRowEnd(int64_t keyEnd, int64_t seq, AttnMask mask) {
+  return mask.rowEnd(keyEnd - 1, seq);
+}
+
+/// Whether any score of the tile of rows [r0, r0 + rows) and keys
+/// [c0, c0 + keys) is masked (past a sequence, above the causal diagonal
+/// or before the window of the tile's last row): only those tiles test
+/// each score.
+TESSEL_HD bool attnTileMasked(int64_t r0, int rows, int64_t c0, int keys,
+                              const AttnShape &sh, AttnMask mask) {
+  return r0 + rows > sh.seq || c0 + keys > sh.kvSeq ||
+         (mask.causal && c0 + keys - 1 > r0) ||
+         c0 < mask.keyBegin(r0 + rows - 1);
 }
 
 template <class A> TESSEL_HD A attnNegInf() { return -A(INFINITY); }

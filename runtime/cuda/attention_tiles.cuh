@@ -197,16 +197,6 @@ __device__ void mmaTile(float *out, int ldo, const float *a, int lda,
   storeFrags<R, C>(out, ldo, acc);
 }
 
-/// Whether any score of the tile of rows [r0, r0 + rows) and keys
-/// [c0, c0 + keys) is masked (past a sequence, or above the causal
-/// diagonal): only those tiles test each score.
-__device__ inline bool attnTileMasked(int64_t r0, int rows, int64_t c0,
-                                      int keys, const AttnShape &sh,
-                                      bool causal) {
-  return r0 + rows > sh.seq || c0 + keys > sh.kvSeq ||
-         (causal && c0 + keys - 1 > r0);
-}
-
 /// e^x for the tensor-core kernels: the hardware's exp2 (about 2 ulp of
 /// f32), far inside the 16-bit output's rounding.
 __device__ __forceinline__ float attnFastExp(float x) {
@@ -397,7 +387,7 @@ inline bool dimBucket(tessel_ctx *ctx, const char *kernel, int64_t headDim,
 bool launchForward(CudaBackend &be, tessel_ctx *ctx, int32_t dtype,
                    int bucket, const void *q, const void *k, const void *v,
                    void *out, void *lse, const AttnShape &sh, double scale,
-                   bool causal, const char *what);
+                   AttnMask mask, const char *what);
 
 } // namespace tessel::cuda::attn
 

@@ -109,8 +109,11 @@ extern "C" {
  * Descriptions 1 to 17 still load (their f32 states and scalars).
  * 19: tessel_rope, the rotary position embedding of queries and keys
  * (nn.rope) and, by the negative angle, its gradient. Descriptions 1 to 18
- * still load. */
-#define TESSEL_ABI_VERSION 19
+ * still load.
+ * 20: tessel_attention_window and tessel_attention_grad_window, causal
+ * attention over a sliding window of keys (nn.attention's `window`:
+ * Mistral's, Gemma's local layers). Descriptions 1 to 19 still load. */
+#define TESSEL_ABI_VERSION 20
 
 typedef enum tessel_dtype {
   TESSEL_F32 = 0,

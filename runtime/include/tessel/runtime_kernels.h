@@ -328,6 +328,17 @@ void tessel_attention_lse(tessel_ctx *ctx, int32_t dtype, const void *q,
                           int64_t heads, int64_t kv_heads, int64_t head_dim,
                           int64_t value_dim, double scale, int32_t causal);
 
+/* tessel_attention_lse with a sliding window (ABI 20): with causal and
+ * window > 0, query i sees keys max(0, i - window + 1)..i, its last
+ * `window` keys (Hugging Face's sliding_window); window 0 is no limit and
+ * a window needs causal. lse may be null (the output alone). */
+void tessel_attention_window(tessel_ctx *ctx, int32_t dtype, const void *q,
+                             const void *k, const void *v, void *out, void *lse,
+                             int64_t batch, int64_t seq, int64_t kv_seq,
+                             int64_t heads, int64_t kv_heads, int64_t head_dim,
+                             int64_t value_dim, double scale, int32_t causal,
+                             int64_t window);
+
 /* Rotary position embedding (ABI 19) of x viewed as [outer, positions,
  * heads, head_dim] (head_dim even): the pair i < head_dim / 2 of position
  * p, (i, i + head_dim / 2), or (2i, 2i + 1) with interleaved, rotated by
@@ -509,6 +520,16 @@ void tessel_attention_grad_lse(tessel_ctx *ctx, int32_t dtype, const void *q,
                                int64_t kv_seq, int64_t heads, int64_t kv_heads,
                                int64_t head_dim, int64_t value_dim,
                                double scale, int32_t causal);
+
+/* tessel_attention_grad_lse under tessel_attention_window's mask (ABI 20). */
+void tessel_attention_grad_window(tessel_ctx *ctx, int32_t dtype, const void *q,
+                                  const void *k, const void *v, const void *out,
+                                  const void *lse, const void *dout, void *dq,
+                                  void *dk, void *dv, int64_t batch,
+                                  int64_t seq, int64_t kv_seq, int64_t heads,
+                                  int64_t kv_heads, int64_t head_dim,
+                                  int64_t value_dim, double scale,
+                                  int32_t causal, int64_t window);
 
 /*===--- Optimizers ------------------------------------------------------===*
  *

@@ -4,12 +4,12 @@
 // forward in attention.cu, the dQ and dK/dV kernels in attention_grad.cu)
 // with their steps from attention_math.h, the same tile sizes, tile skipping
 // and order of accumulation, and compare with the CPU backend's
-// tessel_attention_lse and tessel_attention_grad_lse through the C ABI:
-// grouped kv heads, kvSeq != seq, causal and not, odd lengths and head dims
-// across the three buckets. The GPU tests (CpuVsCuda, skipped without a
-// device) run the same cases on a CUDA context, in every float dtype,
-// through both the entries with lse and the older ones (whose backward
-// recomputes the forward).
+// tessel_attention_window and tessel_attention_grad_window through the C
+// ABI: grouped kv heads, kvSeq != seq, causal and not, sliding windows, odd
+// lengths and head dims across the three buckets. The GPU tests (CpuVsCuda,
+// skipped without a device) run the same cases on a CUDA context, in every
+// float dtype, through both the entries with lse and the older ones (whose
+// backward recomputes the forward).
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,6 +23,7 @@
 #include <cstring>
 #include <string>
 
+using namespace tessel;
 using namespace tessel::cuda;
 using namespace tessel::cudatest;
 
@@ -41,11 +42,16 @@ const Case kCases[] = {
     {1, 45, 130, 4, 4, 16, 40}, {1, 33, 40, 4, 2, 200, 136},
 };
 
-std::string describe(const Case &c, bool causal) {
+// No mask, causal, and causal under windows narrower than a tile and
+// wider than one.
+const AttnMask kMasks[] = {{false, 0}, {true, 0}, {true, 5}, {true, 40}};
+
+std::string describe(const Case &c, AttnMask mask) {
   return "B" + std::to_string(c.b) + " S" + std::to_string(c.s) + " T" +
          std::to_string(c.t) + " H" + std::to_string(c.h) + "/" +
          std::to_string(c.hkv) + " D" + std::to_string(c.d) + " E" +
-         std::to_string(c.e) + (causal ? " causal" : "");
+         std::to_string(c.e) + (mask.causal ? " causal" : "") +
+         (mask.window ? " window " + std::to_string(mask.window) : "");
 }
 
 AttnShape shapeOf(const Case &c) { return {c.b, c.s, c.t, c.h, c.hkv, c.d, c.e}; }
@@ -73,26 +79,26 @@ Inputs inputsOf(int32_t dtype, const Case &c, uint64_t seed) {
 template <class A>
 void forwardTile(const AttnShape &sh, const A *q, const A *k, const A *v,
                  int64_t b, int64_t h, int64_t r0, AttnTiles tiles, A scale,
-                 bool causal, std::vector<A> &acc,
+                 AttnMask mask, std::vector<A> &acc,
                  std::vector<OnlineRow<A>> &rows) {
   const int64_t hk = sh.kvHeadOf(h), E = sh.valueDim;
   const int64_t rowEnd = std::min<int64_t>(r0 + tiles.rows, sh.seq);
   acc.assign(size_t(tiles.rows * E), A(0));
   rows.assign(size_t(tiles.rows), OnlineRow<A>::start());
   std::vector<A> s(size_t(tiles.keys));
-  for (int64_t c0 = 0; c0 < attnKeyEnd(rowEnd, sh.kvSeq, causal);
-       c0 += tiles.keys) {
+  for (int64_t c0 = attnKeyTileBegin(r0, tiles.keys, mask);
+       c0 < attnKeyEnd(rowEnd, sh.kvSeq, mask); c0 += tiles.keys) {
     for (int64_t r = 0; r < tiles.rows; ++r) {
       OnlineRow<A> &row = rows[size_t(r)];
       A tileMax = attnNegInf<A>(), tileSum = A(0);
       for (int64_t c = 0; c < tiles.keys; ++c) {
         int64_t i = r0 + r, j = c0 + c;
         A dot = A(0);
-        if (attnVisible(i, j, sh.seq, sh.kvSeq, causal))
+        if (attnVisible(i, j, sh.seq, sh.kvSeq, mask))
           for (int64_t x = 0; x < sh.headDim; ++x)
             dot = std::fma(q[sh.qRow(b, i, h) + x], k[sh.kRow(b, j, hk) + x],
                            dot);
-        s[size_t(c)] = attnVisible(i, j, sh.seq, sh.kvSeq, causal)
+        s[size_t(c)] = attnVisible(i, j, sh.seq, sh.kvSeq, mask)
                            ? dot * scale
                            : attnNegInf<A>();
         tileMax = std::max(tileMax, s[size_t(c)]);
@@ -120,7 +126,7 @@ template <class A> struct Forward {
 };
 template <class A>
 Forward<A> emulateForward(const AttnShape &sh, const A *q, const A *k,
-                          const A *v, A scale, bool causal) {
+                          const A *v, A scale, AttnMask mask) {
   int dim = attnDimBucket(sh.headDim, sh.valueDim);
   AttnTiles tiles = attnQueryTiles(sizeof(A) == 8, dim);
   Forward<A> f{std::vector<A>(
@@ -131,7 +137,7 @@ Forward<A> emulateForward(const AttnShape &sh, const A *q, const A *k,
   for (int64_t b = 0; b < sh.batch; ++b)
     for (int64_t h = 0; h < sh.heads; ++h)
       for (int64_t r0 = 0; r0 < sh.seq; r0 += tiles.rows) {
-        forwardTile(sh, q, k, v, b, h, r0, tiles, scale, causal, acc, rows);
+        forwardTile(sh, q, k, v, b, h, r0, tiles, scale, mask, acc, rows);
         for (int64_t r = 0; r < tiles.rows && r0 + r < sh.seq; ++r) {
           for (int64_t e = 0; e < sh.valueDim; ++e)
             f.out[size_t(sh.oRow(b, r0 + r, h) + e)] =
@@ -149,7 +155,7 @@ Forward<A> emulateForward(const AttnShape &sh, const A *q, const A *k,
 template <class A>
 void emulateGrad(const AttnShape &sh, const A *q, const A *k, const A *v,
                  const A *out, const A *lse, const A *dout, A scale,
-                 bool causal, std::vector<A> &dq, std::vector<A> &dk,
+                 AttnMask mask, std::vector<A> &dq, std::vector<A> &dk,
                  std::vector<A> &dv) {
   const int dim = attnDimBucket(sh.headDim, sh.valueDim);
   const AttnTiles qt = attnQueryTiles(sizeof(A) == 8, dim);
@@ -172,10 +178,10 @@ void emulateGrad(const AttnShape &sh, const A *q, const A *k, const A *v,
           A rowLse = lse[sh.statIndex(b, h, i)];
           A rowDot = rowDots[size_t(sh.statIndex(b, h, i))];
           std::vector<A> g(size_t(D), A(0));
-          for (int64_t c0 = 0; c0 < attnKeyEnd(rowEnd, sh.kvSeq, causal);
-               c0 += qt.keys)
+          for (int64_t c0 = attnKeyTileBegin(r0, qt.keys, mask);
+               c0 < attnKeyEnd(rowEnd, sh.kvSeq, mask); c0 += qt.keys)
             for (int64_t j = c0; j < c0 + qt.keys && j < sh.kvSeq; ++j) {
-              bool visible = attnVisible(i, j, sh.seq, sh.kvSeq, causal);
+              bool visible = attnVisible(i, j, sh.seq, sh.kvSeq, mask);
               A s = A(0), dp = A(0);
               for (int64_t x = 0; x < D; ++x)
                 s = std::fma(q[sh.qRow(b, i, h) + x], k[sh.kRow(b, j, hk) + x],
@@ -203,10 +209,15 @@ void emulateGrad(const AttnShape &sh, const A *q, const A *k, const A *v,
         for (int64_t j = c0; j < std::min<int64_t>(c0 + kt.keys, sh.kvSeq);
              ++j) {
           std::vector<A> gk(size_t(D), A(0)), gv(size_t(E), A(0));
-          int64_t first = attnFirstRow(c0, causal) / kt.rows * kt.rows;
+          int64_t first = attnFirstRow(c0, mask) / kt.rows * kt.rows;
+          int64_t rowEnd =
+              attnRowEnd(std::min(c0 + kt.keys, sh.kvSeq), sh.seq, mask);
+          // The kernel walks whole query tiles up to rowEnd.
+          int64_t last =
+              std::min((rowEnd + kt.rows - 1) / kt.rows * kt.rows, sh.seq);
           for (int64_t h = hk * group; h < (hk + 1) * group; ++h)
-            for (int64_t i = first; i < sh.seq; ++i) {
-              bool visible = attnVisible(i, j, sh.seq, sh.kvSeq, causal);
+            for (int64_t i = first; i < last; ++i) {
+              bool visible = attnVisible(i, j, sh.seq, sh.kvSeq, mask);
               A s = A(0), dp = A(0);
               for (int64_t x = 0; x < D; ++x)
                 s = std::fma(k[sh.kRow(b, j, hk) + x], q[sh.qRow(b, i, h) + x],
@@ -241,11 +252,13 @@ void expectNear(const std::vector<A> &got, const std::vector<double> &want,
   ASSERT_EQ(got.size(), want.size()) << what;
   double top = 1;
   for (double w : want)
-    top = std::max(top, std::fabs(w));
+    if (std::isfinite(w))
+      top = std::max(top, std::fabs(w));
   int bad = 0;
+  // (An lse of -inf, a row that sees no key, must be -inf exactly.)
   for (size_t i = 0; i < want.size(); ++i)
-    if (!(std::fabs(double(got[i]) - want[i]) <=
-          rtol * (std::fabs(want[i]) + top)) &&
+    if (!(double(got[i]) == want[i] || std::fabs(double(got[i]) - want[i]) <=
+                                           rtol * (std::fabs(want[i]) + top)) &&
         bad++ < 5)
       ADD_FAILURE() << what << " element " << i << ": got " << double(got[i])
                     << ", want " << want[i];
@@ -280,23 +293,23 @@ struct Results {
   std::vector<double> out, lse, dq, dk, dv;
 };
 
-/// The CPU backend's tessel_attention_lse and tessel_attention_grad_lse
-/// (from that out and lse) of a case on `ctx`.
+/// The CPU backend's tessel_attention_window and
+/// tessel_attention_grad_window (from that out and lse) of a case on `ctx`.
 Results cpuResults(tessel_ctx *ctx, int32_t dtype, const Case &c,
-                   const Inputs &in, bool causal) {
+                   const Inputs &in, AttnMask mask) {
   auto q = tt::encode(dtype, in.q), k = tt::encode(dtype, in.k),
        v = tt::encode(dtype, in.v), g = tt::encode(dtype, in.dout);
   size_t es = size_t(tessel_dtype_size(dtype));
   std::vector<uint8_t> out(in.dout.size() * es), dq(in.q.size() * es),
       dk(in.k.size() * es), dv(in.v.size() * es),
       lse(size_t(c.b * c.h * c.s) * lseElementBytes(dtype));
-  tessel_attention_lse(ctx, dtype, q.data(), k.data(), v.data(), out.data(),
-                       lse.data(), c.b, c.s, c.t, c.h, c.hkv, c.d, c.e,
-                       scaleOf(c), causal);
-  tessel_attention_grad_lse(ctx, dtype, q.data(), k.data(), v.data(),
-                            out.data(), lse.data(), g.data(), dq.data(),
-                            dk.data(), dv.data(), c.b, c.s, c.t, c.h, c.hkv,
-                            c.d, c.e, scaleOf(c), causal);
+  tessel_attention_window(ctx, dtype, q.data(), k.data(), v.data(), out.data(),
+                          lse.data(), c.b, c.s, c.t, c.h, c.hkv, c.d, c.e,
+                          scaleOf(c), mask.causal, mask.window);
+  tessel_attention_grad_window(ctx, dtype, q.data(), k.data(), v.data(),
+                               out.data(), lse.data(), g.data(), dq.data(),
+                               dk.data(), dv.data(), c.b, c.s, c.t, c.h, c.hkv,
+                               c.d, c.e, scaleOf(c), mask.causal, mask.window);
   EXPECT_EQ(tessel_error(ctx), nullptr) << tessel_error(ctx);
   return {tt::decode(dtype, out), decodeLse(dtype, lse), tt::decode(dtype, dq),
           tt::decode(dtype, dk), tt::decode(dtype, dv)};
@@ -307,21 +320,21 @@ template <class A> void replayMatchesCpu(int32_t dtype, double rtol) {
   ASSERT_NE(cpu, nullptr) << tessel_error(nullptr);
   uint64_t seed = 11;
   for (const Case &c : kCases)
-    for (bool causal : {false, true}) {
-      SCOPED_TRACE(describe(c, causal));
+    for (AttnMask mask : kMasks) {
+      SCOPED_TRACE(describe(c, mask));
       Inputs in = inputsOf(dtype, c, seed += 4);
-      Results want = cpuResults(cpu, dtype, c, in, causal);
+      Results want = cpuResults(cpu, dtype, c, in, mask);
       AttnShape sh = shapeOf(c);
       auto q = narrow<A>(in.q), k = narrow<A>(in.k), v = narrow<A>(in.v),
            g = narrow<A>(in.dout);
       A scale = A(scaleOf(c));
       Forward<A> f =
-          emulateForward(sh, q.data(), k.data(), v.data(), scale, causal);
+          emulateForward(sh, q.data(), k.data(), v.data(), scale, mask);
       expectNear(f.out, want.out, rtol, "out");
       expectNear(f.lse, want.lse, rtol, "lse");
       std::vector<A> dq, dk, dv;
-      emulateGrad(sh, q.data(), k.data(), v.data(), f.out.data(),
-                  f.lse.data(), g.data(), scale, causal, dq, dk, dv);
+      emulateGrad(sh, q.data(), k.data(), v.data(), f.out.data(), f.lse.data(),
+                  g.data(), scale, mask, dq, dk, dv);
       expectNear(dq, want.dq, rtol, "dq");
       expectNear(dk, want.dk, rtol, "dk");
       expectNear(dv, want.dv, rtol, "dv");
@@ -431,34 +444,62 @@ TEST(CudaAttentionMath, OnlineRowRescales) {
   EXPECT_EQ(OnlineRow<double>::start().logSumExp(), -double(INFINITY));
 }
 
-// The causal predicates: the diagonal at the top left, tiles skipped
-// exactly when none of their pairs is visible.
-TEST(CudaAttentionMath, CausalTileSkipping) {
-  for (int64_t seq : {1, 7, 64, 130})
-    for (int64_t kvSeq : {1, 19, 64, 131}) {
-      for (int64_t r0 = 0; r0 < seq; r0 += 32) {
-        int64_t rowEnd = std::min<int64_t>(r0 + 32, seq), seen = 0;
-        for (int64_t i = r0; i < rowEnd; ++i)
-          for (int64_t j = 0; j < kvSeq; ++j)
-            if (attnVisible(i, j, seq, kvSeq, true))
-              seen = std::max(seen, j + 1);
-        EXPECT_EQ(attnKeyEnd(rowEnd, kvSeq, true), seen);
-        EXPECT_EQ(attnKeyEnd(rowEnd, kvSeq, false), kvSeq);
+// The mask's predicates: the causal diagonal at the top left, a window of
+// the last w keys, and tiles skipped (or tested per score) exactly when
+// none (or not all) of their pairs is visible.
+TEST(CudaAttentionMath, MaskTileSkipping) {
+  for (AttnMask mask : kMasks)
+    for (int64_t seq : {1, 7, 64, 130})
+      for (int64_t kvSeq : {1, 19, 64, 131}) {
+        SCOPED_TRACE(describe(Case{1, seq, kvSeq, 1, 1, 1, 1}, mask));
+        AttnShape sh{1, seq, kvSeq, 1, 1, 1, 1};
+        for (int64_t r0 = 0; r0 < seq; r0 += 32) {
+          int64_t rowEnd = std::min<int64_t>(r0 + 32, seq);
+          int64_t firstSeen = kvSeq, lastSeen = 0;
+          for (int64_t i = r0; i < rowEnd; ++i)
+            for (int64_t j = 0; j < kvSeq; ++j)
+              if (attnVisible(i, j, seq, kvSeq, mask)) {
+                firstSeen = std::min(firstSeen, j);
+                lastSeen = std::max(lastSeen, j + 1);
+              }
+          // (A block none of whose rows sees a key, past the last key's
+          // window, may walk any tiles: every score of them is masked.)
+          if (lastSeen > 0) {
+            EXPECT_EQ(attnKeyEnd(rowEnd, kvSeq, mask), lastSeen);
+            EXPECT_EQ(attnKeyTileBegin(r0, 16, mask), firstSeen / 16 * 16);
+          }
+          for (int64_t c0 = 0; c0 < kvSeq; c0 += 16) {
+            bool all = true;
+            for (int64_t i = r0; i < r0 + 32; ++i)
+              for (int64_t j = c0; j < c0 + 16; ++j)
+                all = all && attnVisible(i, j, seq, kvSeq, mask);
+            EXPECT_EQ(attnTileMasked(r0, 32, c0, 16, sh, mask), !all)
+                << "rows " << r0 << ", keys " << c0;
+          }
+        }
+        for (int64_t c0 = 0; c0 < kvSeq; c0 += 16) {
+          int64_t first = seq, end = 0;
+          for (int64_t i = 0; i < seq; ++i)
+            for (int64_t j = c0; j < std::min<int64_t>(c0 + 16, kvSeq); ++j)
+              if (attnVisible(i, j, seq, kvSeq, mask)) {
+                first = std::min(first, i);
+                end = std::max(end, i + 1);
+              }
+          // Rows outside [first, end) see none of the tile; past seq there
+          // are none.
+          int64_t keyEnd = std::min<int64_t>(c0 + 16, kvSeq);
+          EXPECT_EQ(std::min(attnFirstRow(c0, mask), seq), first);
+          if (end > 0)
+            EXPECT_EQ(attnRowEnd(keyEnd, seq, mask), end);
+        }
       }
-      for (int64_t c0 = 0; c0 < kvSeq; c0 += 16) {
-        int64_t first = seq;
-        for (int64_t i = seq - 1; i >= 0; --i)
-          for (int64_t j = c0; j < std::min<int64_t>(c0 + 16, kvSeq); ++j)
-            if (attnVisible(i, j, seq, kvSeq, true))
-              first = i;
-        // Rows before it see none of the tile; past seq there are none.
-        EXPECT_EQ(std::min(attnFirstRow(c0, true), seq), first);
-      }
-    }
-  EXPECT_FALSE(attnVisible(3, 4, 10, 10, true));
-  EXPECT_TRUE(attnVisible(3, 4, 10, 10, false));
-  EXPECT_FALSE(attnVisible(10, 0, 10, 10, false));
-  EXPECT_FALSE(attnVisible(0, 10, 10, 10, false));
+  AttnMask causal{true, 0}, window{true, 3};
+  EXPECT_FALSE(attnVisible(3, 4, 10, 10, causal));
+  EXPECT_TRUE(attnVisible(3, 4, 10, 10, AttnMask{}));
+  EXPECT_FALSE(attnVisible(10, 0, 10, 10, AttnMask{}));
+  EXPECT_FALSE(attnVisible(0, 10, 10, 10, AttnMask{}));
+  EXPECT_TRUE(attnVisible(5, 3, 10, 10, window));
+  EXPECT_FALSE(attnVisible(5, 2, 10, 10, window));
   AttnShape sh{2, 5, 3, 6, 2, 4, 7};
   EXPECT_EQ(sh.kvHeadOf(2), 0);
   EXPECT_EQ(sh.kvHeadOf(3), 1);
@@ -473,11 +514,11 @@ TEST(CudaAttentionMath, CausalTileSkipping) {
 class CudaAttention : public CpuVsCuda {
 protected:
   /// The CUDA backend's results of a case, decoded: withLse through
-  /// tessel_attention_lse and tessel_attention_grad_lse from its out and
-  /// lse, else through tessel_attention and tessel_attention_grad (which
-  /// recomputes the forward; lse stays empty).
+  /// tessel_attention_window and tessel_attention_grad_window from its out
+  /// and lse, else through tessel_attention and tessel_attention_grad
+  /// (which recompute the forward, and take no window; lse stays empty).
   Results gpuResults(int32_t dtype, const Case &c, const Inputs &in,
-                     bool causal, bool withLse) {
+                     AttnMask mask, bool withLse) {
     size_t es = size_t(tessel_dtype_size(dtype));
     size_t rows = size_t(c.b * c.h * c.s);
     void *q = upload(gpu, tt::encode(dtype, in.q));
@@ -490,16 +531,18 @@ protected:
     void *dk = tessel_alloc(gpu, int64_t(in.k.size() * es));
     void *dv = tessel_alloc(gpu, int64_t(in.v.size() * es));
     if (withLse) {
-      tessel_attention_lse(gpu, dtype, q, k, v, out, lse, c.b, c.s, c.t, c.h,
-                           c.hkv, c.d, c.e, scaleOf(c), causal);
-      tessel_attention_grad_lse(gpu, dtype, q, k, v, out, lse, g, dq, dk, dv,
-                                c.b, c.s, c.t, c.h, c.hkv, c.d, c.e,
-                                scaleOf(c), causal);
+      tessel_attention_window(gpu, dtype, q, k, v, out, lse, c.b, c.s, c.t, c.h,
+                              c.hkv, c.d, c.e, scaleOf(c), mask.causal,
+                              mask.window);
+      tessel_attention_grad_window(gpu, dtype, q, k, v, out, lse, g, dq, dk, dv,
+                                   c.b, c.s, c.t, c.h, c.hkv, c.d, c.e,
+                                   scaleOf(c), mask.causal, mask.window);
     } else {
-      tessel_attention(gpu, dtype, q, k, v, out, c.b, c.s, c.t, c.h, c.hkv,
-                       c.d, c.e, scaleOf(c), causal);
+      // (The older entries have no window.)
+      tessel_attention(gpu, dtype, q, k, v, out, c.b, c.s, c.t, c.h, c.hkv, c.d,
+                       c.e, scaleOf(c), mask.causal);
       tessel_attention_grad(gpu, dtype, q, k, v, g, dq, dk, dv, c.b, c.s, c.t,
-                            c.h, c.hkv, c.d, c.e, scaleOf(c), causal);
+                            c.h, c.hkv, c.d, c.e, scaleOf(c), mask.causal);
     }
     auto fetch = [&](void *p, size_t n) {
       auto bytes = download<uint8_t>(gpu, p, n * es);
@@ -538,20 +581,22 @@ TEST_F(CudaAttention, MatchesCpu) {
                                         : 2 * tt::eps(dtype);
     uint64_t seed = 101;
     for (const Case &c : kCases)
-      for (bool causal : {false, true}) {
+      for (AttnMask mask : kMasks) {
         SCOPED_TRACE(std::string(tt::dtypeName(dtype)) + " " +
-                     describe(c, causal));
+                     describe(c, mask));
         Inputs in = inputsOf(dtype, c, seed += 4);
-        Results want = cpuResults(cpu, dtype, c, in, causal);
-        Results got = gpuResults(dtype, c, in, causal, true);
-        Results plain = gpuResults(dtype, c, in, causal, false);
-        // One kernel: writing lse changes no output element.
-        EXPECT_EQ(got.out, plain.out);
+        Results want = cpuResults(cpu, dtype, c, in, mask);
+        Results got = gpuResults(dtype, c, in, mask, true);
         expectNear(got.out, want.out, rtol, "out");
         expectNear(got.lse, want.lse, lseTolerance(dtype), "lse");
         expectNear(got.dq, want.dq, rtol, "dq");
         expectNear(got.dk, want.dk, rtol, "dk");
         expectNear(got.dv, want.dv, rtol, "dv");
+        if (mask.window)
+          continue;
+        Results plain = gpuResults(dtype, c, in, mask, false);
+        // One kernel: writing lse changes no output element.
+        EXPECT_EQ(got.out, plain.out);
         // The older entry: the forward recomputed into temporaries.
         expectNear(plain.dq, want.dq, rtol, "dq (recomputed)");
         expectNear(plain.dk, want.dk, rtol, "dk (recomputed)");
@@ -561,28 +606,33 @@ TEST_F(CudaAttention, MatchesCpu) {
 }
 
 // Many query tiles, batches and heads: the grid-stride work order and the
-// causal tile skipping at a realistic size; the backward is bitwise
-// deterministic, and from the saved out and lse it is the recomputing
-// one's to f32 rounding.
+// causal tile skipping (and a window's) at a realistic size; the backward
+// is bitwise deterministic, and from the saved out and lse it is the
+// recomputing one's to f32 rounding.
 TEST_F(CudaAttention, LargeCausalAndDeterministic) {
   const Case c{2, 300, 300, 8, 2, 128, 128};
   Inputs in = inputsOf(TESSEL_F32, c, 7);
-  Results want = cpuResults(cpu, TESSEL_F32, c, in, true);
-  Results first = gpuResults(TESSEL_F32, c, in, true, true);
-  Results second = gpuResults(TESSEL_F32, c, in, true, true);
-  Results plain = gpuResults(TESSEL_F32, c, in, true, false);
-  expectNear(first.out, want.out, 1e-5, "out");
-  expectNear(first.lse, want.lse, lseTolerance(TESSEL_F32), "lse");
-  expectNear(first.dq, want.dq, 1e-5, "dq");
-  expectNear(first.dk, want.dk, 1e-5, "dk");
-  expectNear(first.dv, want.dv, 1e-5, "dv");
-  expectNear(plain.dq, want.dq, 1e-5, "dq (recomputed)");
-  expectNear(plain.dk, want.dk, 1e-5, "dk (recomputed)");
-  expectNear(plain.dv, want.dv, 1e-5, "dv (recomputed)");
-  EXPECT_EQ(first.lse, second.lse);
-  EXPECT_EQ(first.dq, second.dq);
-  EXPECT_EQ(first.dk, second.dk);
-  EXPECT_EQ(first.dv, second.dv);
+  for (AttnMask mask : {AttnMask{true, 0}, AttnMask{true, 100}}) {
+    SCOPED_TRACE(describe(c, mask));
+    Results want = cpuResults(cpu, TESSEL_F32, c, in, mask);
+    Results first = gpuResults(TESSEL_F32, c, in, mask, true);
+    Results second = gpuResults(TESSEL_F32, c, in, mask, true);
+    expectNear(first.out, want.out, 1e-5, "out");
+    expectNear(first.lse, want.lse, lseTolerance(TESSEL_F32), "lse");
+    expectNear(first.dq, want.dq, 1e-5, "dq");
+    expectNear(first.dk, want.dk, 1e-5, "dk");
+    expectNear(first.dv, want.dv, 1e-5, "dv");
+    EXPECT_EQ(first.lse, second.lse);
+    EXPECT_EQ(first.dq, second.dq);
+    EXPECT_EQ(first.dk, second.dk);
+    EXPECT_EQ(first.dv, second.dv);
+    if (mask.window)
+      continue;
+    Results plain = gpuResults(TESSEL_F32, c, in, mask, false);
+    expectNear(plain.dq, want.dq, 1e-5, "dq (recomputed)");
+    expectNear(plain.dk, want.dk, 1e-5, "dk (recomputed)");
+    expectNear(plain.dv, want.dv, 1e-5, "dv (recomputed)");
+  }
 }
 
 // No keys: a zero output, lse -inf, and zero gradients, overwriting what
@@ -636,19 +686,20 @@ TEST_F(CudaAttention, NoKeys) {
 TEST_F(CudaAttention, ValueDimZeroStillWritesLse) {
   const Case c{1, 37, 19, 4, 2, 64, 0};
   const size_t rows = size_t(c.b * c.h * c.s);
-  for (bool causal : {false, true}) {
-    SCOPED_TRACE(describe(c, causal));
+  for (AttnMask mask : kMasks) {
+    SCOPED_TRACE(describe(c, mask));
     Inputs in = inputsOf(TESSEL_F32, c, 5);
     std::vector<float> q = narrow<float>(in.q), k = narrow<float>(in.k);
     std::vector<float> want(rows), none(1); // (v and out have no element)
-    tessel_attention_lse(cpu, TESSEL_F32, q.data(), k.data(), none.data(),
-                         none.data(), want.data(), c.b, c.s, c.t, c.h, c.hkv,
-                         c.d, c.e, scaleOf(c), causal);
+    tessel_attention_window(cpu, TESSEL_F32, q.data(), k.data(), none.data(),
+                            none.data(), want.data(), c.b, c.s, c.t, c.h, c.hkv,
+                            c.d, c.e, scaleOf(c), mask.causal, mask.window);
     ASSERT_EQ(tessel_error(cpu), nullptr) << tessel_error(cpu);
     void *gq = upload(gpu, q), *gk = upload(gpu, k), *gnone = upload(gpu, none);
     void *lse = upload(gpu, std::vector<float>(rows, 0.0f));
-    tessel_attention_lse(gpu, TESSEL_F32, gq, gk, gnone, gnone, lse, c.b, c.s,
-                         c.t, c.h, c.hkv, c.d, c.e, scaleOf(c), causal);
+    tessel_attention_window(gpu, TESSEL_F32, gq, gk, gnone, gnone, lse, c.b,
+                            c.s, c.t, c.h, c.hkv, c.d, c.e, scaleOf(c),
+                            mask.causal, mask.window);
     expectNear(download<float>(gpu, lse, rows),
                std::vector<double>(want.begin(), want.end()),
                lseTolerance(TESSEL_F32), "lse");
