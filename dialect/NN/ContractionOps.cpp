@@ -438,10 +438,9 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
 }
 
 AttentionOp AttentionOp::buildAgain(OpBuilder &b, bool withLse) {
-  auto again = AttentionOp::create(b, getLoc(), getQuery(), getKey(),
-                                   getValue(), getCausalAttr(),
-                                   withLse ? b.getUnitAttr() : UnitAttr(),
-                                   getScaleAttr());
+  auto again = AttentionOp::create(
+      b, getLoc(), getQuery(), getKey(), getValue(), getCausalAttr(),
+      withLse ? b.getUnitAttr() : UnitAttr(), getScaleAttr(), getWindowAttr());
   again->setDiscardableAttrs(getOperation()->getDiscardableAttrDictionary());
   return again;
 }
@@ -456,20 +455,39 @@ LogicalResult AttentionOp::canonicalize(AttentionOp op,
   return success();
 }
 
-LogicalResult AttentionOp::verify() {
-  if (std::optional<APFloat> scale = getScale())
-    if (!(scale->convertToDouble() > 0.0))
-      return emitOpError() << "scale must be positive, got "
-                           << scale->convertToDouble();
+LogicalResult nn::detail::verifyAttentionAttrs(Operation *op,
+                                               std::optional<APFloat> scale,
+                                               bool causal,
+                                               std::optional<int64_t> window) {
+  if (scale && !(scale->convertToDouble() > 0.0))
+    return op->emitOpError()
+           << "scale must be positive, got " << scale->convertToDouble();
+  if (window && *window <= 0)
+    return op->emitOpError() << "window must be positive, got " << *window;
+  if (window && !causal)
+    return op->emitOpError()
+           << "window " << *window
+           << " needs the causal mask (a sliding window of past keys)";
   return success();
+}
+
+int64_t nn::detail::attentionScores(ArrayRef<int64_t> query, int64_t kvSeq,
+                                    std::optional<int64_t> window) {
+  int64_t keys = window ? std::min(kvSeq, *window) : kvSeq;
+  return nn::detail::satMul(query[0], query[2], query[1], keys);
+}
+
+LogicalResult AttentionOp::verify() {
+  return nn::detail::verifyAttentionAttrs(*this, getScale(), getCausal(),
+                                          getWindow());
 }
 
 int64_t AttentionOp::getFlops() {
   ArrayRef<int64_t> q = getQuery().getType().getShape();
-  int64_t kvSeq = getKey().getType().getDimSize(1);
   int64_t valueDim = getValue().getType().getDimSize(3);
   using nn::detail::satAdd, nn::detail::satMul;
-  int64_t scores = satMul(q[0], q[2], q[1], kvSeq); // B·H·S·T
+  int64_t scores = nn::detail::attentionScores(
+      q, getKey().getType().getDimSize(1), getWindow()); // B·H·S·T'
   return satAdd(satAdd(satMul(2, scores, q[3]), satMul(5, scores)),
                 satMul(2, scores, valueDim));
 }

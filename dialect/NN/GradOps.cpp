@@ -369,19 +369,16 @@ AttentionGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
 }
 
 LogicalResult AttentionGradOp::verify() {
-  if (std::optional<APFloat> scale = getScale())
-    if (!(scale->convertToDouble() > 0.0))
-      return emitOpError() << "scale must be positive, got "
-                           << scale->convertToDouble();
-  return success();
+  return nn::detail::verifyAttentionAttrs(*this, getScale(), getCausal(),
+                                          getWindow());
 }
 
 int64_t AttentionGradOp::getFlops() {
   ArrayRef<int64_t> q = getQuery().getType().getShape();
-  int64_t kvSeq = getKey().getType().getDimSize(1);
   int64_t valueDim = getValue().getType().getDimSize(3);
   using nn::detail::satAdd, nn::detail::satMul;
-  int64_t scores = satMul(q[0], q[2], q[1], kvSeq); // B·H·S·T
+  int64_t scores = nn::detail::attentionScores(
+      q, getKey().getType().getDimSize(1), getWindow()); // B·H·S·T'
   int64_t rowDots = satMul(2, q[0], q[2], q[1], valueDim);
   return satAdd(satAdd(satMul(6, scores, q[3]), satMul(4, scores, valueDim)),
                 satAdd(satMul(5, scores), rowDots));

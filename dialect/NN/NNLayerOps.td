@@ -241,9 +241,12 @@ def NN_AttentionOp : NN_ShardableOp<"attention",
     `q: [B, S, H, D]`, `k: [B, T, Hkv, D]`, `v: [B, T, Hkv, E]` and result
     `[B, S, H, E]`. `Hkv` divides `H` (grouped-query attention; query head
     `h` reads key/value head `h / (H / Hkv)`). `scale` defaults to
-    `1/sqrt(D)`. With `causal`, `S == T` and query `i` sees keys `0..i`.
-    Flops: `2·B·H·S·T·D + 5·B·H·S·T + 2·B·H·S·T·E` (dense count; causal
-    kernels may skip the masked half). Sharding: B, S, H and E loops are
+    `1/sqrt(D)`. With `causal`, `S == T` and query `i` sees keys `0..i`;
+    a sliding `window` w (causal only: Mistral's, Gemma's local layers,
+    Hugging Face's `sliding_window`) narrows that to its last w keys,
+    `i - w + 1..i`. Flops: `2·B·H·S·T'·D + 5·B·H·S·T' + 2·B·H·S·T'·E` with
+    `T' = min(T, w)` the keys a row reads (dense count; causal kernels may
+    skip the masked half). Sharding: B, S, H and E loops are
     parallel (heads split in Megatron's tensor parallelism); the key loop T
     and the head dimension D must stay whole.
 
@@ -256,20 +259,22 @@ def NN_AttentionOp : NN_ShardableOp<"attention",
     ```mlir
     %o = nn.attention %q, %k, %v causal : (tensor<8x128x12x64xf32>, tensor<8x128x12x64xf32>, tensor<8x128x12x64xf32>) -> tensor<8x128x12x64xf32>
     %o2, %lse = nn.attention %q, %k, %v causal lse : (tensor<8x128x12x64xbf16>, tensor<8x128x12x64xbf16>, tensor<8x128x12x64xbf16>) -> (tensor<8x128x12x64xbf16>, tensor<8x12x128xf32>)
+    %o3 = nn.attention %q, %k, %v causal window 32 : (tensor<8x128x12x64xf32>, tensor<8x128x4x64xf32>, tensor<8x128x4x64xf32>) -> tensor<8x128x12x64xf32>
     ```
   }];
   let arguments = (ins NN_FloatTensor:$query, NN_FloatTensor:$key,
                        NN_FloatTensor:$value, UnitAttr:$causal,
-                       UnitAttr:$with_lse, OptionalAttr<F64Attr>:$scale);
+                       UnitAttr:$with_lse, OptionalAttr<F64Attr>:$scale,
+                       OptionalAttr<I64Attr>:$window);
   let results = (outs NN_FloatTensor:$result, Optional<NN_FloatTensor>:$lse);
   let assemblyFormat = [{
-    $query `,` $key `,` $value (`causal` $causal^)? (`lse` $with_lse^)?
-    attr-dict `:` functional-type(operands, results)
+    $query `,` $key `,` $value (`causal` $causal^)? (`window` $window^)?
+    (`lse` $with_lse^)? attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
   let hasCanonicalizeMethod = 1;
   let extraClassDeclaration = [{
-    /// This attention (operands, causal, scale and discardable attributes)
+    /// This attention (operands, mask, scale and discardable attributes)
     /// built again at `b`'s insertion point, with or without its
     /// log-sum-exp result.
     AttentionOp buildAgain(::mlir::OpBuilder &b, bool withLse);

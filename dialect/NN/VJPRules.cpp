@@ -469,6 +469,8 @@ Cotangents AttentionOp::buildVJP(OpBuilder &b, ValueRange cotangents,
     attrs.push_back(b.getNamedAttr("causal", b.getUnitAttr()));
   if (getScaleAttr())
     attrs.push_back(b.getNamedAttr("scale", getScaleAttr()));
+  if (getWindowAttr())
+    attrs.push_back(b.getNamedAttr("window", getWindowAttr()));
   // The gradient reads the forward's output and log-sum-exp; a forward
   // built without the latter (tessel-autodiff asks every attention for it)
   // runs again here for both.

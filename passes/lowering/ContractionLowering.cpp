@@ -160,10 +160,21 @@ LogicalResult lowerEmbedding(nn::EmbeddingOp op, FunctionLowering &fl) {
   return success();
 }
 
+/// A sliding window goes to tessel_attention_window (ABI 20); without one,
+/// the entries older runtimes have.
 LogicalResult lowerAttention(nn::AttentionOp op, FunctionLowering &fl) {
   I32Value dtype = fl.dtype(op.getResult());
   AttentionShape shape = fl.attentionShape(
       op.getQuery(), op.getKey(), op.getValue(), op.getScale(), op.getCausal());
+  if (std::optional<int64_t> window = op.getWindow()) {
+    fl.call(rt::tessel_attention_window,
+            {dtype, fl.ptr(op.getQuery()), fl.ptr(op.getKey()),
+             fl.ptr(op.getValue()), fl.ptr(op.getResult()),
+             fl.ptrOrNull(op.getLse()), shape.batch, shape.seq, shape.kvSeq,
+             shape.heads, shape.kvHeads, shape.headDim, shape.valueDim,
+             shape.scale, shape.causal, fl.i64(*window)});
+    return success();
+  }
   if (op.getLse()) {
     fl.call(rt::tessel_attention_lse,
             {dtype, fl.ptr(op.getQuery()), fl.ptr(op.getKey()),

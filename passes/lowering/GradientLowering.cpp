@@ -121,17 +121,38 @@ LogicalResult lowerEmbeddingGrad(nn::EmbeddingGradOp op, FunctionLowering &fl) {
   return success();
 }
 
+/// A sliding window goes to tessel_attention_grad_window (ABI 20), which
+/// takes it after tessel_attention_grad_lse's arguments.
 LogicalResult lowerAttentionGrad(nn::AttentionGradOp op, FunctionLowering &fl) {
   I32Value dtype = fl.dtype(op.getQuery());
   AttentionShape shape = fl.attentionShape(
       op.getQuery(), op.getKey(), op.getValue(), op.getScale(), op.getCausal());
-  fl.call(rt::tessel_attention_grad_lse,
-          {dtype, fl.ptr(op.getQuery()), fl.ptr(op.getKey()),
-           fl.ptr(op.getValue()), fl.ptr(op.getOut()), fl.ptr(op.getLse()),
-           fl.ptr(op.getDout()), fl.ptr(op.getDquery()), fl.ptr(op.getDkey()),
-           fl.ptr(op.getDvalue()), shape.batch, shape.seq, shape.kvSeq,
-           shape.heads, shape.kvHeads, shape.headDim, shape.valueDim,
-           shape.scale, shape.causal});
+  auto grad = [&](const auto &fn, auto... window) {
+    fl.call(fn, {dtype,
+                 fl.ptr(op.getQuery()),
+                 fl.ptr(op.getKey()),
+                 fl.ptr(op.getValue()),
+                 fl.ptr(op.getOut()),
+                 fl.ptr(op.getLse()),
+                 fl.ptr(op.getDout()),
+                 fl.ptr(op.getDquery()),
+                 fl.ptr(op.getDkey()),
+                 fl.ptr(op.getDvalue()),
+                 shape.batch,
+                 shape.seq,
+                 shape.kvSeq,
+                 shape.heads,
+                 shape.kvHeads,
+                 shape.headDim,
+                 shape.valueDim,
+                 shape.scale,
+                 shape.causal,
+                 window...});
+  };
+  if (std::optional<int64_t> window = op.getWindow())
+    grad(rt::tessel_attention_grad_window, fl.i64(*window));
+  else
+    grad(rt::tessel_attention_grad_lse);
   return success();
 }
 

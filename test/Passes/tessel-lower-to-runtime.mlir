@@ -596,6 +596,27 @@ func.func @attention_lse(%q: tensor<1x4x2x8xf32>, %do: tensor<1x4x2x8xf32>) -> (
 
 // -----
 
+// Tests that attention over a sliding window calls tessel_attention_window
+// (with and without its log-sum-exp: a null pointer then) and its gradient
+// tessel_attention_grad_window, the window last.
+// CHECK-LABEL: llvm.func @tessel_fn_attention_window
+// CHECK-SAME: (%[[CTX:[^:]*]]: !llvm.ptr, %[[SCRATCH:[^:]*]]: !llvm.ptr, %[[Q:[^:]*]]: !llvm.ptr, %[[DO:[^:]*]]: !llvm.ptr,
+// CHECK: %[[NULL:.*]] = llvm.mlir.zero : !llvm.ptr
+// CHECK: %[[W:.*]] = llvm.mlir.constant(3 : i64) : i64
+// CHECK: llvm.call @tessel_attention_window(%[[CTX]], %{{[^,]*}}, %[[Q]], %[[Q]], %[[Q]], %{{[^,]*}}, %[[NULL]], {{.*}}, %[[W]]) :
+// CHECK: %[[W2:.*]] = llvm.mlir.constant(3 : i64) : i64
+// CHECK: llvm.call @tessel_attention_window(%[[CTX]], %{{[^,]*}}, %[[Q]], %[[Q]], %[[Q]], %[[O:[^,]*]], %[[LSE:[^,]*]], {{.*}}, %[[W2]]) :
+// CHECK: %[[W3:.*]] = llvm.mlir.constant(3 : i64) : i64
+// CHECK: llvm.call @tessel_attention_grad_window(%[[CTX]], %{{[^,]*}}, %[[Q]], %[[Q]], %[[Q]], %[[O]], %[[LSE]], %[[DO]], {{.*}}, %[[W3]]) :
+func.func @attention_window(%q: tensor<1x4x2x8xf32>, %do: tensor<1x4x2x8xf32>) -> (tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>) {
+  %p = nn.attention %q, %q, %q causal window 3 : (tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>) -> tensor<1x4x2x8xf32>
+  %o, %lse = nn.attention %q, %q, %q causal window 3 lse : (tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>) -> (tensor<1x4x2x8xf32>, tensor<1x2x4xf32>)
+  %dq, %dk, %dv = nn.attention_grad %q, %q, %q, %o, %lse, %do causal window 3 : (tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>, tensor<1x2x4xf32>, tensor<1x4x2x8xf32>) -> (tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>)
+  return %p, %dq, %dv : tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>
+}
+
+// -----
+
 // Tests that a concat copies only the inputs the memory plan did not
 // compute in place: the matmul writes its product at the concat's start
 // in scratch, and the one copy is the argument's, 256 bytes in.

@@ -260,6 +260,23 @@ TEST(CostTest, EmbeddingAndAttention) {
        "tensor<1x5x3x2xbf16>, tensor<1x5x3x2xbf16>) -> tensor<1x5x3x2xbf16>",
        2 * 1 * 3 * 5 * 5 * 2 + 5 * 1 * 3 * 5 * 5 + 2 * 1 * 3 * 5 * 5 * 2,
        4 * (1 * 5 * 3 * 2) * 2},
+      // A sliding window of 2 bounds each row's keys: T' = 2 for T = 5.
+      {"attention window f32",
+       "%q: tensor<1x5x3x2xf32>, %k: tensor<1x5x3x2xf32>, "
+       "%v: tensor<1x5x3x2xf32>",
+       "%o = nn.attention %q, %k, %v causal window 2 : (tensor<1x5x3x2xf32>, "
+       "tensor<1x5x3x2xf32>, tensor<1x5x3x2xf32>) -> tensor<1x5x3x2xf32>",
+       2 * 1 * 3 * 5 * 2 * 2 + 5 * 1 * 3 * 5 * 2 + 2 * 1 * 3 * 5 * 2 * 2,
+       4 * (1 * 5 * 3 * 2) * 4},
+      // A window past the keys is the dense count.
+      {"attention wide window bf16",
+       "%q: tensor<1x5x3x2xbf16>, %k: tensor<1x5x3x2xbf16>, "
+       "%v: tensor<1x5x3x2xbf16>",
+       "%o = nn.attention %q, %k, %v causal window 64 : "
+       "(tensor<1x5x3x2xbf16>, tensor<1x5x3x2xbf16>, tensor<1x5x3x2xbf16>) "
+       "-> tensor<1x5x3x2xbf16>",
+       2 * 1 * 3 * 5 * 5 * 2 + 5 * 1 * 3 * 5 * 5 + 2 * 1 * 3 * 5 * 5 * 2,
+       4 * (1 * 5 * 3 * 2) * 2},
   });
 }
 
@@ -397,6 +414,19 @@ TEST(CostTest, BackwardOps) {
        6 * 2 * 4 * 3 * 7 * 5 + 4 * 2 * 4 * 3 * 7 * 11 + 5 * 2 * 4 * 3 * 7 +
            2 * 2 * 4 * 3 * 11,
        (2 * (120 + 140 + 308) + 2 * 264 + 24) * 4},
+      // The same, causal (S = T = 3) under a window of 2: T' = 2.
+      {"attention_grad window",
+       "%q: tensor<2x3x4x5xf32>, %k: tensor<2x3x2x5xf32>, "
+       "%v: tensor<2x3x2x11xf32>, %o: tensor<2x3x4x11xf32>, "
+       "%lse: tensor<2x4x3xf32>, %do: tensor<2x3x4x11xf32>",
+       "%dq, %dk, %dv = nn.attention_grad %q, %k, %v, %o, %lse, %do causal "
+       "window 2 : (tensor<2x3x4x5xf32>, tensor<2x3x2x5xf32>, "
+       "tensor<2x3x2x11xf32>, tensor<2x3x4x11xf32>, tensor<2x4x3xf32>, "
+       "tensor<2x3x4x11xf32>) -> (tensor<2x3x4x5xf32>, tensor<2x3x2x5xf32>, "
+       "tensor<2x3x2x11xf32>)",
+       6 * 2 * 4 * 3 * 2 * 5 + 4 * 2 * 4 * 3 * 2 * 11 + 5 * 2 * 4 * 3 * 2 +
+           2 * 2 * 4 * 3 * 11,
+       (2 * (120 + 60 + 132) + 2 * 264 + 24) * 4},
       // slice_grad moves data: reads 3x4, writes 7x11.
       {"slice_grad strided", "%d: tensor<3x4xf32>",
        "%x = nn.slice_grad %d start = [1, 0] limit = [7, 11] strides = [2, 3] "

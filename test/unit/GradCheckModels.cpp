@@ -399,6 +399,8 @@ GradModel embedding(std::mt19937 &rng) {
   return {m.finish(y, out)};
 }
 
+/// Attention of random shapes, scales and head groups; causal ones now and
+/// then under a sliding window (of 1 key up to past the sequence).
 GradModel attention(std::mt19937 &rng, bool causal, bool groupedQuery) {
   ModelBuilder m;
   int64_t B = between(rng, 1, 2), S = between(rng, 1, 5);
@@ -420,9 +422,12 @@ GradModel attention(std::mt19937 &rng, bool causal, bool groupedQuery) {
                           ? ""
                           : pick<std::string>(rng, {" {scale = 0.3 : f64}",
                                                     " {scale = 1.25 : f64}"});
+  std::string mask =
+      !causal     ? ""
+      : coin(rng) ? " causal"
+                  : " causal window " + std::to_string(between(rng, 1, S + 1));
   std::string y =
-      m.emit("nn.attention " + q + ", " + k + ", " + v +
-             (causal ? " causal" : "") + scale + " : " +
+      m.emit("nn.attention " + q + ", " + k + ", " + v + mask + scale + " : " +
              fnType({tensorType(qs), tensorType(ks), tensorType(vs)},
                     tensorType(out)));
   return {m.finish(y, out)};

@@ -150,6 +150,16 @@ func.func @attention_lse(%q: tensor<2x8x4x16xbf16>, %k: tensor<2x8x2x16xbf16>, %
   return %1, %3 : tensor<2x4x8xf32>, tensor<1x2x3xf64>
 }
 
+// Tests that causal attention takes a sliding window of keys, with and without lse and an explicit scale.
+// CHECK-LABEL: func.func @attention_window
+// CHECK: nn.attention %{{.*}}, %{{.*}}, %{{.*}} causal window 3 : (tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>) -> tensor<2x8x4x16xf32>
+// CHECK: nn.attention %{{.*}}, %{{.*}}, %{{.*}} causal window 4096 lse {scale = 5.000000e-01 : f64} : (tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>) -> (tensor<2x8x4x16xf32>, tensor<2x4x8xf32>)
+func.func @attention_window(%q: tensor<2x8x4x16xf32>, %k: tensor<2x8x2x16xf32>) -> (tensor<2x8x4x16xf32>, tensor<2x4x8xf32>) {
+  %0 = nn.attention %q, %k, %k causal window 3 : (tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>) -> tensor<2x8x4x16xf32>
+  %1, %2 = nn.attention %q, %k, %k causal window 4096 lse {scale = 0.5 : f64} : (tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>) -> (tensor<2x8x4x16xf32>, tensor<2x4x8xf32>)
+  return %0, %2 : tensor<2x8x4x16xf32>, tensor<2x4x8xf32>
+}
+
 // Tests that matmul_accumulate adds a (transposed) product into its
 // accumulator, which has the product's type.
 // CHECK-LABEL: func.func @matmul_accumulate

@@ -490,3 +490,21 @@ func.func @matmul_bias_grad_f64(%x: tensor<4x8xf32>, %dy: tensor<4x16xf32>) -> (
   %dw, %db = nn.matmul_bias_grad %x, %dy transpose_lhs : (tensor<4x8xf32>, tensor<4x16xf32>) -> (tensor<8x16xf64>, tensor<16xf64>)
   return %dw, %db : tensor<8x16xf64>, tensor<16xf64>
 }
+
+// -----
+
+// Tests that attention rejects a window without the causal mask.
+func.func @attention_window_not_causal(%q: tensor<2x8x4x16xf32>) -> tensor<2x8x4x16xf32> {
+  // expected-error @+1 {{'nn.attention' op window 4 needs the causal mask (a sliding window of past keys)}}
+  %0 = nn.attention %q, %q, %q window 4 : (tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>) -> tensor<2x8x4x16xf32>
+  return %0 : tensor<2x8x4x16xf32>
+}
+
+// -----
+
+// Tests that attention rejects an empty window.
+func.func @attention_window_zero(%q: tensor<2x8x4x16xf32>) -> tensor<2x8x4x16xf32> {
+  // expected-error @+1 {{'nn.attention' op window must be positive, got 0}}
+  %0 = nn.attention %q, %q, %q causal window 0 : (tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>) -> tensor<2x8x4x16xf32>
+  return %0 : tensor<2x8x4x16xf32>
+}

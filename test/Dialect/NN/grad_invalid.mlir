@@ -426,3 +426,20 @@ func.func @slice_grad_element_type(%dy: tensor<8x8xf32>) -> tensor<8x8xbf16> {
   %0 = nn.slice_grad %dy start = [0, 0] limit = [8, 8] : tensor<8x8xf32> -> tensor<8x8xbf16>
   return %0 : tensor<8x8xbf16>
 }
+
+// -----
+
+// Tests that attention_grad rejects a negative window, and one without the causal mask.
+func.func @attention_grad_window(%q: tensor<1x4x2x8xf32>, %lse: tensor<1x2x4xf32>) -> tensor<1x4x2x8xf32> {
+  // expected-error @+1 {{'nn.attention_grad' op window must be positive, got -2}}
+  %dq, %dk, %dv = nn.attention_grad %q, %q, %q, %q, %lse, %q causal window -2 : (tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>, tensor<1x2x4xf32>, tensor<1x4x2x8xf32>) -> (tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>)
+  return %dq : tensor<1x4x2x8xf32>
+}
+
+// -----
+
+func.func @attention_grad_window_not_causal(%q: tensor<1x4x2x8xf32>, %lse: tensor<1x2x4xf32>) -> tensor<1x4x2x8xf32> {
+  // expected-error @+1 {{'nn.attention_grad' op window 2 needs the causal mask (a sliding window of past keys)}}
+  %dq, %dk, %dv = nn.attention_grad %q, %q, %q, %q, %lse, %q window 2 : (tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>, tensor<1x2x4xf32>, tensor<1x4x2x8xf32>) -> (tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>)
+  return %dq : tensor<1x4x2x8xf32>
+}
