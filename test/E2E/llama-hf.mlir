@@ -6,8 +6,12 @@
 // (tessel-run --eval) equals a plain-Python forward of transformers'
 // LlamaForCausalLM (Inputs/llama_reference.py: rotate_half rope,
 // repeat_kv, RMSNorm, SwiGLU) to 1e-12, and the conversion back is the
-// file it came from, byte for byte; so with Llama 3.1's rope scaling.
-// The script's defaults write
+// file it came from, byte for byte; so with Llama 3.1's rope scaling, and
+// with Mistral's sliding window (3 keys of 6 positions), whose loss the
+// unwindowed model's is not. The config.json the reference writes, read by
+// llama-model.py --config, gives the model its flags gave; a config.json
+// the model cannot be (a gelu MLP, YaRN's rope) is refused in one line
+// naming the field. The script's defaults write
 // examples/llama.mlir itself.
 //
 // RUN: rm -rf %t && mkdir -p %t
@@ -31,6 +35,24 @@
 // Unscaled weights under the scaled model: another loss.
 // RUN: tessel-run %t/scaled/tiny.mlir --eval --steps 1 --quiet --load %t/tessel.safetensors --data %t/tokens.bin --data-dtype i32 --metrics %t/scaled/other.jsonl
 // RUN: not python3 %S/Inputs/llama_reference.py compare %t %t/scaled/other.jsonl
+// make's config.json gives the model the flags gave.
+// RUN: python3 %scripts/llama-model.py --config %t/config.json --seq 6 --batch 2 --dtype f64 | diff - %t/tiny.mlir
+// Mistral's sliding window of 3 keys, model from its config.json: the same
+// agreement; the same weights under the unwindowed model: another loss.
+// RUN: mkdir -p %t/window
+// RUN: python3 %S/Inputs/llama_reference.py make %t/window --layers 2 --dim 16 --heads 4 --kv-heads 2 --ffn 24 --vocab 20 --seq 6 --batch 2 --theta 500000 --eps 1e-6 --sliding-window 3
+// RUN: python3 %scripts/llama-model.py --config %t/window/config.json --seq 6 --batch 2 --dtype f64 > %t/window/tiny.mlir
+// RUN: FileCheck %s --check-prefix=MASK < %t/window/tiny.mlir
+// RUN: python3 %scripts/llama-checkpoint.py to-tessel %t/window/hf.safetensors -o %t/window/tessel.safetensors
+// RUN: tessel-run %t/window/tiny.mlir --eval --steps 1 --quiet --load %t/window/tessel.safetensors --data %t/window/tokens.bin --data-dtype i32 --metrics %t/window/eval.jsonl
+// RUN: python3 %S/Inputs/llama_reference.py compare %t/window %t/window/eval.jsonl | FileCheck %s --check-prefix=WINDOW
+// RUN: tessel-run %t/tiny.mlir --eval --steps 1 --quiet --load %t/window/tessel.safetensors --data %t/window/tokens.bin --data-dtype i32 --metrics %t/window/other.jsonl
+// RUN: not python3 %S/Inputs/llama_reference.py compare %t/window %t/window/other.jsonl
+// A config.json the model cannot be: one line naming the file and field.
+// RUN: echo '{"model_type": "llama", "hidden_act": "gelu"}' > %t/bad-act.json
+// RUN: not python3 %scripts/llama-model.py --config %t/bad-act.json 2>&1 | FileCheck %s --check-prefix=GELU
+// RUN: echo '{"model_type": "llama", "rope_scaling": {"rope_type": "yarn", "factor": 4.0}}' > %t/bad-rope.json
+// RUN: not python3 %scripts/llama-model.py --config %t/bad-rope.json 2>&1 | FileCheck %s --check-prefix=YARN
 // A trained checkpoint goes to Hugging Face's layout and back unchanged
 // (its optimizer states stay behind).
 // RUN: tessel-run %t/tiny.mlir --steps 1 --quiet --load %t/tessel.safetensors --data %t/tokens.bin --data-dtype i32 --save %t/trained.safetensors
@@ -49,6 +71,10 @@
 // CHECK: relative error 0
 // CHECK: match
 // SCALED: match
+// MASK: nn.attention %q, %k, %v causal window 3 :
+// WINDOW: match
 // SAME: same 21 tensors
 // BAD: llama-checkpoint: {{.*}}tokens.bin: header of {{[0-9]+}} bytes past the end of the file
 // MISSING: llama-checkpoint: missing layers.attention_norm.weight
+// GELU: llama-model.py: error: {{.*}}bad-act.json: hidden_act "gelu"
+// YARN: llama-model.py: error: {{.*}}bad-rope.json: rope_scaling of type "yarn"

@@ -1,9 +1,9 @@
 //===- ExampleTrainingTest.cpp - tessel-run training the examples ---------===//
 //
-// examples/mlp.mlir, gpt.mlir and llama.mlir compiled by tessel-compile and
-// trained by tessel-run as a subprocess: learning within a step budget,
-// resuming, microbatches against one big batch, dropout masks, recompute,
-// no-decay groups and finite-difference gradients. TesselRunTest.cpp
+// examples/mlp.mlir, gpt.mlir, llama.mlir and mistral.mlir compiled by
+// tessel-compile and trained by tessel-run as a subprocess: learning within a
+// step budget, resuming, microbatches against one big batch, dropout masks,
+// recompute, no-decay groups and finite-difference gradients. TesselRunTest.cpp
 // drives tessel-run on hand-written model .so files.
 //
 //===----------------------------------------------------------------------===//
@@ -256,6 +256,20 @@ TEST_F(ExampleTrainingTest, LlamaGradientsThroughRopeMatchFiniteDifferences) {
   EXPECT_EQ(r.exitCode, 0) << r.err << r.out;
   expectOneLineEach(r.out,
                     {"layers.attention.wq.weight", "layers.attention.wk.weight"});
+}
+
+// examples/mistral.mlir: the gradients through attention under a sliding
+// window of 16 of its 64 positions (the key and value projections) against
+// finite differences in f64, at llama's bound.
+TEST_F(ExampleTrainingTest,
+       MistralGradientsThroughTheWindowMatchFiniteDifferences) {
+  RunResult r = run(example("mistral.mlir") +
+                    " --precision f64 --check-grads --quiet --grad-tol 1e-5 "
+                    "--grad-params "
+                    "'layers.attention.wk.weight,layers.attention.wv.weight'");
+  EXPECT_EQ(r.exitCode, 0) << r.err << r.out;
+  expectOneLineEach(
+      r.out, {"layers.attention.wk.weight", "layers.attention.wv.weight"});
 }
 
 // Llama's pipelines (SGD, 2 microbatches, 3 steps) end where one device

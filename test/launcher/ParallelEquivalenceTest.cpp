@@ -47,7 +47,9 @@
 //
 // examples/llama.mlir (rope, grouped-query attention, RMS norms, SwiGLU,
 // an untied head) on tp=2, tp=4, dp=2,tp=2 with sequence parallelism
-// (AdamW in f64: 1.5e-12 measured) and with ZeRO-3.
+// (AdamW in f64: 1.5e-12 measured) and with ZeRO-3; examples/mistral.mlir
+// (llama under a sliding window) on tp=2 and dp=2,tp=2 with sequence
+// parallelism (AdamW in f64).
 //
 // Beside the examples, test models of Inputs/ whose split no example has:
 // vocab_head.mlir, a vocabulary-parallel embedding feeding an untied head
@@ -395,6 +397,10 @@ std::vector<Case> meshCases() {
     cases.push_back({"llama", mesh});
   cases.push_back({"llama", "dp=2,tp=2", true, /*adamw=*/true, /*f64=*/true});
   cases.push_back(zeroCase("llama", "dp=2,tp=2", 3));
+  // Mistral: llama under a sliding window of 16 keys, each rank's heads
+  // under the same window.
+  cases.push_back({"mistral", "tp=2"});
+  cases.push_back({"mistral", "dp=2,tp=2", true, /*adamw=*/true, /*f64=*/true});
   return cases;
 }
 

@@ -3,10 +3,12 @@
 
   llama_reference.py make DIR --layers L --dim D --heads H --kv-heads K \\
       --ffn F --vocab V --seq S --batch B --theta T --eps E \\
-      [--rope-scaling FACTOR,LOW,HIGH,ORIGINAL]
+      [--rope-scaling FACTOR,LOW,HIGH,ORIGINAL] [--sliding-window N]
       writes DIR/hf.safetensors (random weights in Hugging Face's layout,
-      f64), DIR/tokens.bin (B·S + 1 i32 tokens: tessel-run's windows) and
+      f64), DIR/tokens.bin (B·S + 1 i32 tokens: tessel-run's windows),
       DIR/reference.json (the mean next-token cross-entropy of that batch)
+      and DIR/config.json (the model, as Hugging Face describes it: a
+      MistralForCausalLM where there is a window)
   llama_reference.py compare DIR METRICS.jsonl
       checks tessel-run's first loss against it (relative 1e-12)
   llama_reference.py same A.safetensors B.safetensors
@@ -15,8 +17,10 @@
 The forward follows transformers' modeling_llama.py, independently of
 Tessel's code: RMSNorm x · rsqrt(mean(x²) + eps) · w; q, k, v = x Wᵀ per
 head; rotate_half rope with cos/sin of cat(freqs, freqs); key/value head
-h // (H / K) (repeat_kv); causal softmax(q kᵀ / sqrt(head_dim)) v;
-o_proj; SwiGLU down(silu(gate(x)) · up(x)); final norm; lm_head.
+h // (H / K) (repeat_kv); causal softmax(q kᵀ / sqrt(head_dim)) v, where
+with a sliding window N query i sees keys j > i - N only (modeling_mistral's
+sliding_window); o_proj; SwiGLU down(silu(gate(x)) · up(x)); final norm;
+lm_head.
 """
 import argparse
 import json
@@ -99,14 +103,17 @@ def forward_loss(w, tokens, targets, a):
                       for j in range(len(seq_tokens))]
                 vs = [v[j][kv * hd:(kv + 1) * hd] for j in range(len(seq_tokens))]
                 for i in range(len(seq_tokens)):
+                    # Keys j <= i, and i - j < N under a window of N.
+                    seen = range(0 if a.window is None else
+                                 max(0, i - a.window + 1), i + 1)
                     scores = [sum(a_ * b_ for a_, b_ in zip(qs[i], ks[j])) /
-                              math.sqrt(hd) for j in range(i + 1)]
+                              math.sqrt(hd) for j in seen]
                     m = max(scores)
                     e = [math.exp(s - m) for s in scores]
                     z = sum(e)
                     for d in range(hd):
                         att[i][head * hd + d] = sum(
-                            e[j] / z * vs[j][d] for j in range(i + 1))
+                            e_ / z * vs[j][d] for e_, j in zip(e, seen))
             o = linear(att, w[p + "self_attn.o_proj.weight"])
             x = [[a_ + b_ for a_, b_ in zip(r1, r2)] for r1, r2 in zip(x, o)]
             h = rms_norm(x, w[p + "post_attention_layernorm.weight"], a.eps)
@@ -164,10 +171,42 @@ def make(a):
         f.write(struct.pack("<%di" % len(stream), *stream))
     tokens = [stream[r * a.seq:(r + 1) * a.seq] for r in range(a.batch)]
     targets = [stream[r * a.seq + 1:(r + 1) * a.seq + 1] for r in range(a.batch)]
+    write_config(a)
     loss = forward_loss(w, tokens, targets, a)
     with open(os.path.join(a.dir, "reference.json"), "w") as f:
         json.dump({"loss": loss}, f)
     print("reference loss %.17g" % loss)
+
+
+def write_config(a):
+    """DIR/config.json: the model in transformers' words."""
+    kind = "llama" if a.window is None else "mistral"
+    scaling = None
+    if a.scaling:
+        factor, low, high, original = a.scaling
+        scaling = {"rope_type": "llama3", "factor": factor,
+                   "low_freq_factor": low, "high_freq_factor": high,
+                   "original_max_position_embeddings": int(original)}
+    config = {"architectures": [kind.capitalize() + "ForCausalLM"],
+              "model_type": kind,
+              "hidden_size": a.dim,
+              "num_hidden_layers": a.layers,
+              "num_attention_heads": a.heads,
+              "num_key_value_heads": a.kv_heads,
+              "head_dim": a.dim // a.heads,
+              "intermediate_size": a.ffn,
+              "vocab_size": a.vocab,
+              "rope_theta": a.theta,
+              "rms_norm_eps": a.eps,
+              "rope_scaling": scaling,
+              "sliding_window": a.window,
+              "hidden_act": "silu",
+              "tie_word_embeddings": False,
+              "max_position_embeddings": a.seq,
+              "torch_dtype": "float64"}
+    with open(os.path.join(a.dir, "config.json"), "w") as f:
+        json.dump(config, f, indent=2)
+        f.write("\n")
 
 
 def compare(a):
@@ -211,6 +250,7 @@ m.add_argument("--theta", type=float, required=True)
 m.add_argument("--eps", type=float, required=True)
 m.add_argument("--rope-scaling", dest="scaling", default=None,
                type=lambda text: [float(v) for v in text.split(",")])
+m.add_argument("--sliding-window", dest="window", type=int, default=None)
 c = sub.add_parser("compare")
 c.add_argument("dir")
 c.add_argument("metrics")
