@@ -129,13 +129,15 @@ inline bool checkBlock(tessel_ctx *ctx, const char *kernel, const char *what,
   return false;
 }
 
-/// The argument checks tessel_attention and tessel_attention_grad share:
-/// float dtype, non-negative sizes, kv heads dividing heads, and every GEMM
-/// dimension within a BLAS int.
+/// The argument checks every attention entry shares: float dtype,
+/// non-negative sizes, kv heads dividing heads, every GEMM dimension within
+/// a BLAS int, and a sliding window (a number of keys) on a causal mask
+/// only.
 inline bool checkAttentionArgs(tessel_ctx *ctx, const char *kernel,
                                int32_t dtype, int64_t batch, int64_t seq,
                                int64_t kvSeq, int64_t heads, int64_t kvHeads,
-                               int64_t headDim, int64_t valueDim) {
+                               int64_t headDim, int64_t valueDim,
+                               int32_t causal, int64_t window) {
   if (!checkDtype(ctx, kernel, dtype, isFloatDtype(dtype)))
     return false;
   if (batch < 0 || seq < 0 || kvSeq < 0 || heads < 0 || headDim < 0 ||
@@ -149,12 +151,6 @@ inline bool checkAttentionArgs(tessel_ctx *ctx, const char *kernel,
     setError(ctx, "%s: dimension beyond BLAS int range", kernel);
     return false;
   }
-  return true;
-}
-
-/// A sliding window is a number of keys, and narrows the causal mask only.
-inline bool checkAttentionWindow(tessel_ctx *ctx, const char *kernel,
-                                 int32_t causal, int64_t window) {
   if (window < 0 || (window > 0 && !causal)) {
     setError(ctx, "%s: window %lld %s", kernel, (long long)window,
              window < 0 ? "is negative" : "needs the causal mask");

@@ -598,20 +598,38 @@ void tessel_cross_entropy_f32(tessel_ctx *ctx, int32_t dtype,
             });
 }
 
+/// The attention entries' front: the arguments checked, then the
+/// backend's forward; `needsLse`: the entry's lse may not be null.
+static void attentionEntry(tessel_ctx *ctx, const char *entry, int32_t dtype,
+                           const void *q, const void *k, const void *v,
+                           void *out, void *lse, bool needsLse, int64_t batch,
+                           int64_t seq, int64_t kv_seq, int64_t heads,
+                           int64_t kv_heads, int64_t head_dim,
+                           int64_t value_dim, double scale, int32_t causal,
+                           int64_t window) {
+  if (!ctx)
+    return;
+  KernelScope scope(ctx, entry);
+  if (!checkAttentionArgs(ctx, entry, dtype, batch, seq, kv_seq, heads,
+                          kv_heads, head_dim, value_dim, causal, window))
+    return;
+  if (needsLse && !lse && batch * heads * seq > 0) {
+    setError(ctx, "%s: lse is null", entry);
+    return;
+  }
+  ctx->backend->attention(ctx, dtype, q, k, v, out, lse, batch, seq, kv_seq,
+                          heads, kv_heads, head_dim, value_dim, scale,
+                          AttnMask{causal != 0, window});
+}
+
 void tessel_attention(tessel_ctx *ctx, int32_t dtype, const void *q,
                       const void *k, const void *v, void *out, int64_t batch,
                       int64_t seq, int64_t kv_seq, int64_t heads,
                       int64_t kv_heads, int64_t head_dim, int64_t value_dim,
                       double scale, int32_t causal) {
-  if (!ctx)
-    return;
-  KernelScope scope(ctx, __func__);
-  if (!checkAttentionArgs(ctx, "tessel_attention", dtype, batch, seq, kv_seq,
-                          heads, kv_heads, head_dim, value_dim))
-    return;
-  ctx->backend->attention(ctx, dtype, q, k, v, out, nullptr, batch, seq, kv_seq,
-                          heads, kv_heads, head_dim, value_dim, scale,
-                          AttnMask{causal != 0, 0});
+  attentionEntry(ctx, __func__, dtype, q, k, v, out, nullptr, false, batch, seq,
+                 kv_seq, heads, kv_heads, head_dim, value_dim, scale, causal,
+                 0);
 }
 
 void tessel_attention_lse(tessel_ctx *ctx, int32_t dtype, const void *q,
@@ -619,19 +637,9 @@ void tessel_attention_lse(tessel_ctx *ctx, int32_t dtype, const void *q,
                           int64_t batch, int64_t seq, int64_t kv_seq,
                           int64_t heads, int64_t kv_heads, int64_t head_dim,
                           int64_t value_dim, double scale, int32_t causal) {
-  if (!ctx)
-    return;
-  KernelScope scope(ctx, __func__);
-  if (!checkAttentionArgs(ctx, "tessel_attention_lse", dtype, batch, seq,
-                          kv_seq, heads, kv_heads, head_dim, value_dim))
-    return;
-  if (!lse && batch * heads * seq > 0) {
-    setError(ctx, "tessel_attention_lse: lse is null");
-    return;
-  }
-  ctx->backend->attention(ctx, dtype, q, k, v, out, lse, batch, seq, kv_seq,
-                          heads, kv_heads, head_dim, value_dim, scale,
-                          AttnMask{causal != 0, 0});
+  attentionEntry(ctx, __func__, dtype, q, k, v, out, lse, true, batch, seq,
+                 kv_seq, heads, kv_heads, head_dim, value_dim, scale, causal,
+                 0);
 }
 
 void tessel_attention_window(tessel_ctx *ctx, int32_t dtype, const void *q,
@@ -640,16 +648,9 @@ void tessel_attention_window(tessel_ctx *ctx, int32_t dtype, const void *q,
                              int64_t heads, int64_t kv_heads, int64_t head_dim,
                              int64_t value_dim, double scale, int32_t causal,
                              int64_t window) {
-  if (!ctx)
-    return;
-  KernelScope scope(ctx, __func__);
-  if (!checkAttentionArgs(ctx, __func__, dtype, batch, seq, kv_seq, heads,
-                          kv_heads, head_dim, value_dim) ||
-      !checkAttentionWindow(ctx, __func__, causal, window))
-    return;
-  ctx->backend->attention(ctx, dtype, q, k, v, out, lse, batch, seq, kv_seq,
-                          heads, kv_heads, head_dim, value_dim, scale,
-                          AttnMask{causal != 0, window});
+  attentionEntry(ctx, __func__, dtype, q, k, v, out, lse, false, batch, seq,
+                 kv_seq, heads, kv_heads, head_dim, value_dim, scale, causal,
+                 window);
 }
 
 void tessel_rope(tessel_ctx *ctx, int32_t dtype, const void *x, void *y,

@@ -257,22 +257,41 @@ void tessel_embedding_grad_f32(tessel_ctx *ctx, int32_t dtype,
                      num_ids, rows, hidden, row_offset, vocab);
 }
 
+/// The attention gradient entries' front: the arguments checked, then the
+/// backend's gradient; `savedForward`: the entry reads the forward's out
+/// and lse, which may not be null (ABI 10 and older give neither).
+static void attentionGradEntry(tessel_ctx *ctx, const char *entry,
+                               int32_t dtype, const void *q, const void *k,
+                               const void *v, const void *out, const void *lse,
+                               bool savedForward, const void *dout, void *dq,
+                               void *dk, void *dv, int64_t batch, int64_t seq,
+                               int64_t kv_seq, int64_t heads, int64_t kv_heads,
+                               int64_t head_dim, int64_t value_dim,
+                               double scale, int32_t causal, int64_t window) {
+  if (!ctx)
+    return;
+  KernelScope scope(ctx, entry);
+  if (!checkAttentionArgs(ctx, entry, dtype, batch, seq, kv_seq, heads,
+                          kv_heads, head_dim, value_dim, causal, window))
+    return;
+  if (savedForward && (!out || !lse) && batch * heads * seq * kv_seq > 0) {
+    setError(ctx, "%s: %s is null", entry, out ? "lse" : "out");
+    return;
+  }
+  ctx->backend->attentionGrad(ctx, dtype, q, k, v, out, lse, dout, dq, dk, dv,
+                              batch, seq, kv_seq, heads, kv_heads, head_dim,
+                              value_dim, scale, AttnMask{causal != 0, window});
+}
+
 void tessel_attention_grad(tessel_ctx *ctx, int32_t dtype, const void *q,
                            const void *k, const void *v, const void *dout,
                            void *dq, void *dk, void *dv, int64_t batch,
                            int64_t seq, int64_t kv_seq, int64_t heads,
                            int64_t kv_heads, int64_t head_dim,
                            int64_t value_dim, double scale, int32_t causal) {
-  if (!ctx)
-    return;
-  KernelScope scope(ctx, __func__);
-  if (!checkAttentionArgs(ctx, "tessel_attention_grad", dtype, batch, seq,
-                          kv_seq, heads, kv_heads, head_dim, value_dim))
-    return;
-  ctx->backend->attentionGrad(ctx, dtype, q, k, v, nullptr, nullptr, dout, dq,
-                              dk, dv, batch, seq, kv_seq, heads, kv_heads,
-                              head_dim, value_dim, scale,
-                              AttnMask{causal != 0, 0});
+  attentionGradEntry(ctx, __func__, dtype, q, k, v, nullptr, nullptr, false,
+                     dout, dq, dk, dv, batch, seq, kv_seq, heads, kv_heads,
+                     head_dim, value_dim, scale, causal, 0);
 }
 
 void tessel_attention_grad_lse(tessel_ctx *ctx, int32_t dtype, const void *q,
@@ -282,20 +301,9 @@ void tessel_attention_grad_lse(tessel_ctx *ctx, int32_t dtype, const void *q,
                                int64_t kv_seq, int64_t heads, int64_t kv_heads,
                                int64_t head_dim, int64_t value_dim,
                                double scale, int32_t causal) {
-  if (!ctx)
-    return;
-  KernelScope scope(ctx, __func__);
-  const char *kernel = "tessel_attention_grad_lse";
-  if (!checkAttentionArgs(ctx, kernel, dtype, batch, seq, kv_seq, heads,
-                          kv_heads, head_dim, value_dim))
-    return;
-  if ((!out || !lse) && batch * heads * seq * kv_seq > 0) {
-    setError(ctx, "%s: %s is null", kernel, out ? "lse" : "out");
-    return;
-  }
-  ctx->backend->attentionGrad(ctx, dtype, q, k, v, out, lse, dout, dq, dk, dv,
-                              batch, seq, kv_seq, heads, kv_heads, head_dim,
-                              value_dim, scale, AttnMask{causal != 0, 0});
+  attentionGradEntry(ctx, __func__, dtype, q, k, v, out, lse, true, dout, dq,
+                     dk, dv, batch, seq, kv_seq, heads, kv_heads, head_dim,
+                     value_dim, scale, causal, 0);
 }
 
 void tessel_attention_grad_window(tessel_ctx *ctx, int32_t dtype, const void *q,
@@ -306,20 +314,9 @@ void tessel_attention_grad_window(tessel_ctx *ctx, int32_t dtype, const void *q,
                                   int64_t kv_heads, int64_t head_dim,
                                   int64_t value_dim, double scale,
                                   int32_t causal, int64_t window) {
-  if (!ctx)
-    return;
-  KernelScope scope(ctx, __func__);
-  if (!checkAttentionArgs(ctx, __func__, dtype, batch, seq, kv_seq, heads,
-                          kv_heads, head_dim, value_dim) ||
-      !checkAttentionWindow(ctx, __func__, causal, window))
-    return;
-  if ((!out || !lse) && batch * heads * seq * kv_seq > 0) {
-    setError(ctx, "%s: %s is null", __func__, out ? "lse" : "out");
-    return;
-  }
-  ctx->backend->attentionGrad(ctx, dtype, q, k, v, out, lse, dout, dq, dk, dv,
-                              batch, seq, kv_seq, heads, kv_heads, head_dim,
-                              value_dim, scale, AttnMask{causal != 0, window});
+  attentionGradEntry(ctx, __func__, dtype, q, k, v, out, lse, true, dout, dq,
+                     dk, dv, batch, seq, kv_seq, heads, kv_heads, head_dim,
+                     value_dim, scale, causal, window);
 }
 
 /// tessel_sum_squares and its f64 form: *sum is a device sumDtype.
