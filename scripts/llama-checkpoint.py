@@ -2,21 +2,37 @@
 """Converts Llama checkpoints between Hugging Face's layout and Tessel's.
 
   scripts/llama-checkpoint.py to-tessel model.safetensors [more shards...] \\
-      -o llama.safetensors
+      -o llama.safetensors [--tie | --untie]
   scripts/llama-checkpoint.py to-hf llama.safetensors -o model.safetensors
 
-Hugging Face's LlamaForCausalLM keeps one tensor per layer, each linear
-weight [out, in] (y = x W^T): model.layers.N.self_attn.q_proj.weight, ...
-The model scripts/llama-model.py writes (examples/llama.mlir) stacks the
-layers on a leading axis and multiplies by [in, out] weights, under Meta's
-names: layers.attention.wq.weight [L, dim, dim], ... to-tessel stacks and
-transposes; to-hf undoes it (lm_head.weight is written even where the
-Hugging Face model ties it). The rotary embedding needs no permutation:
-nn.rope's default pairs are Hugging Face's rotate_half halves. A
-config.json's rope_theta and rope_scaling (Llama 3.1 on: rope_type
-"llama3") go to scripts/llama-model.py's --theta and --rope-scaling. Element
-bytes are moved, never converted: the dtype stays (tessel-run --load
-converts on load). Only the standard library: no torch, no numpy.
+Hugging Face's LlamaForCausalLM (and Mistral's, Qwen2's) keeps one tensor
+per layer, each linear weight [out, in] (y = x W^T + b):
+model.layers.N.self_attn.q_proj.weight, ... The model scripts/llama-model.py
+writes (examples/llama.mlir) stacks the layers on a leading axis and
+multiplies by [in, out] weights, under Meta's names:
+layers.attention.wq.weight [L, dim, dim], ... to-tessel stacks and
+transposes; to-hf undoes it. Biases, where the file has them (Qwen2's q, k
+and v; Llama's attention_bias adds o, its mlp_bias gate, up and down), are
+stacked as they are: model.layers.N.self_attn.q_proj.bias [out] <->
+layers.attention.wq.bias [L, out] (llama-model.py's --qkv-bias,
+--attention-bias, --mlp-bias).
+
+A tied model (tie_word_embeddings: Llama 3.2 1B and 3B, Qwen2.5 up to 3B)
+stores no lm_head.weight, and llama-model.py --tie-embeddings has no
+output.weight: lm_head.weight <-> output.weight where there is one, and
+nothing where there is not, so either round trip is the file it came from.
+tessel-run --load refuses a checkpoint with a parameter more or less than
+the model, so a head that does not match the model's tying is told at load.
+--tie leaves out an lm_head.weight that is the embedding byte for byte (a
+tied model saved with both), --untie writes the embedding as output.weight
+where the file has no head (to train an untied head from a tied model).
+
+The rotary embedding needs no permutation: nn.rope's default pairs are
+Hugging Face's rotate_half halves. A config.json's rope_theta and
+rope_scaling (Llama 3.1 on: rope_type "llama3") go to
+scripts/llama-model.py's --theta and --rope-scaling. Element bytes are
+moved, never converted: the dtype stays (tessel-run --load converts on
+load). Only the standard library: no torch, no numpy.
 """
 import argparse
 import json
@@ -37,11 +53,22 @@ LAYER = [
     ("layers.feed_forward.w3.weight", "model.layers.{}.mlp.up_proj.weight", True),
     ("layers.feed_forward.w2.weight", "model.layers.{}.mlp.down_proj.weight", True),
 ]
+# The biases a model may have, each in every layer or none.
+BIAS = [
+    ("layers.attention.wq.bias", "model.layers.{}.self_attn.q_proj.bias", False),
+    ("layers.attention.wk.bias", "model.layers.{}.self_attn.k_proj.bias", False),
+    ("layers.attention.wv.bias", "model.layers.{}.self_attn.v_proj.bias", False),
+    ("layers.attention.wo.bias", "model.layers.{}.self_attn.o_proj.bias", False),
+    ("layers.feed_forward.w1.bias", "model.layers.{}.mlp.gate_proj.bias", False),
+    ("layers.feed_forward.w3.bias", "model.layers.{}.mlp.up_proj.bias", False),
+    ("layers.feed_forward.w2.bias", "model.layers.{}.mlp.down_proj.bias", False),
+]
 GLOBAL = [
     ("tok_embeddings.weight", "model.embed_tokens.weight", False),
     ("norm.weight", "model.norm.weight", False),
-    ("output.weight", "lm_head.weight", True),
 ]
+# The untied head, absent from a tied model on both sides.
+HEAD = ("output.weight", "lm_head.weight", True)
 
 
 class Tensor:
@@ -110,7 +137,7 @@ def transposed(t):
     return Tensor(t.dtype, [cols, rows], bytes(out))
 
 
-def to_tessel(shards):
+def to_tessel(shards, tie=False, untie=False):
     hf = {}
     for path in shards:
         hf.update(read(path))
@@ -121,13 +148,27 @@ def to_tessel(shards):
         fail("no model.layers.0.input_layernorm.weight: not a Llama checkpoint")
     out, used = {}, set()
     for ours, theirs, transpose in GLOBAL:
-        if theirs == "lm_head.weight" and theirs not in hf:
-            theirs = "model.embed_tokens.weight"  # tied
         if theirs not in hf:
             fail("missing %s" % theirs)
         used.add(theirs)
         out[ours] = transposed(hf[theirs]) if transpose else hf[theirs]
-    for ours, theirs, transpose in LAYER:
+    ours, theirs, _ = HEAD
+    embed = hf["model.embed_tokens.weight"]
+    head = hf.get(theirs)
+    if head is not None and tie:
+        if (head.dtype, head.shape, head.data) != (embed.dtype, embed.shape,
+                                                   embed.data):
+            fail("--tie: %s is not model.embed_tokens.weight" % theirs)
+        used.add(theirs)
+        head = None
+    elif head is None and untie:
+        head = embed
+    if head is not None:
+        used.add(theirs)
+        out[ours] = transposed(head)
+    for ours, theirs, transpose in LAYER + BIAS:
+        if (ours, theirs, transpose) in BIAS and theirs.format(0) not in hf:
+            continue  # the model has no such bias
         parts = []
         for layer in range(layers):
             name = theirs.format(layer)
@@ -152,8 +193,10 @@ def to_hf(path):
     ours = read(path)
     out = {}
     layers = None
-    for name, theirs, transpose in LAYER:
+    for name, theirs, transpose in LAYER + BIAS:
         if name not in ours:
+            if (name, theirs, transpose) in BIAS:
+                continue  # the model has no such bias
             fail("missing %s" % name)
         t = ours[name]
         layers = t.shape[0] if layers is None else layers
@@ -164,8 +207,10 @@ def to_hf(path):
         for layer in range(layers):
             part = Tensor(t.dtype, inner, t.data[layer * step:(layer + 1) * step])
             out[theirs.format(layer)] = transposed(part) if transpose else part
-    for name, theirs, transpose in GLOBAL:
+    for name, theirs, transpose in GLOBAL + [HEAD]:
         if name not in ours:
+            if name == HEAD[0]:
+                continue  # tied: Hugging Face stores no lm_head.weight
             fail("missing %s" % name)
         out[theirs] = transposed(ours[name]) if transpose else ours[name]
     return out
@@ -176,11 +221,22 @@ def main():
     p.add_argument("direction", choices=["to-tessel", "to-hf"])
     p.add_argument("inputs", nargs="+", help="safetensors file(s)")
     p.add_argument("-o", "--output", required=True)
+    head = p.add_mutually_exclusive_group()
+    head.add_argument("--tie", action="store_true",
+                      help="to-tessel: leave out an lm_head.weight that is "
+                           "the embedding (for llama-model.py "
+                           "--tie-embeddings)")
+    head.add_argument("--untie", action="store_true",
+                      help="to-tessel: where there is no lm_head.weight, "
+                           "write the embedding as output.weight (for an "
+                           "untied model)")
     a = p.parse_args()
     if a.output in a.inputs:
         fail("the output %s is an input" % a.output)
+    if a.direction == "to-hf" and (a.tie or a.untie):
+        fail("--tie and --untie are to-tessel's")
     if a.direction == "to-tessel":
-        out = to_tessel(a.inputs)
+        out = to_tessel(a.inputs, a.tie, a.untie)
     else:
         if len(a.inputs) != 1:
             fail("to-hf reads one Tessel checkpoint")

@@ -9,41 +9,67 @@
       --ffn 14336 --vocab 32000 --sliding-window 4096 --seq 8192 --batch 1 \\
       > mistral.mlir                                      (Mistral 7B v0.1's)
   scripts/llama-model.py --config config.json --seq 4096 --batch 1 > model.mlir
-                                    (a Hugging Face Llama or Mistral's config)
+                              (a Hugging Face Llama, Mistral or Qwen2's config)
 
 RMSNorm before attention and MLP, grouped-query causal attention with rotary
 position embeddings on queries and keys (--sliding-window N: over the last N
-keys only, Mistral's sliding_window), a SwiGLU MLP, no biases, a final
-RMSNorm and an untied LM head; the block is written once and repeated over
-parameters stacked on a leading "layers" axis. Parameters take Meta's names
+keys only, Mistral's sliding_window), a SwiGLU MLP, a final RMSNorm and an
+LM head; the block is written once and repeated over parameters stacked on
+a leading "layers" axis. Parameters take Meta's names
 (scripts/llama-checkpoint.py converts Hugging Face checkpoints to them).
-Output projections start at 0.02 / sqrt(2 L).
+Output projections start at 0.02 / sqrt(2 L), biases at 0.
 
---config reads the sizes, rope and window from a Hugging Face config.json
-(flags given as well win); batch and seq are not in it (seq is the training
-context, not max_position_embeddings). A config this model cannot be (another
-model_type, activation or rope scaling, biases, a head_dim of its own) is
-refused, naming the field.
+By default there are no biases and the head is a matrix of its own
+(output.weight). --tie-embeddings multiplies by the token embedding
+transposed instead (tie_word_embeddings: Llama 3.2 1B and 3B, Qwen2.5 up to
+3B), with no output.weight. Biases add to a projection's output, broadcast
+over batch and positions, each [layers, out] with its weight's output axis
+(split with a column-parallel weight, whole beside a row-parallel one):
+--qkv-bias on the query, key and value projections (Qwen2's:
+layers.attention.wq.bias, wk, wv), --attention-bias on those and the output
+projection (Llama's attention_bias: wo.bias as well), --mlp-bias on the
+SwiGLU's three (Llama's mlp_bias: layers.feed_forward.w1.bias, w3, w2).
+Each has a --no- form, to override a config.
+
+--config reads the sizes, rope, window, biases and tying from a Hugging Face
+config.json (model_type llama, mistral or qwen2; flags given as well win);
+batch and seq are not in it (seq is the training context, not
+max_position_embeddings). A config this model cannot be (another model_type,
+activation or rope scaling, a head_dim of its own, Qwen2's per-layer sliding
+window) is refused, naming the field.
 """
 import argparse
 import json
 import math
 import sys
+import textwrap
 
 # The built-in model (examples/llama.mlir); a flag, else --config, sets each.
 DEFAULTS = {"batch": 8, "seq": 64, "dim": 128, "heads": 4, "kv_heads": 2,
             "ffn": 384, "vocab": 256, "layers": 4, "theta": 10000.0,
-            "rope_scaling": None, "eps": 1e-5, "sliding_window": None}
+            "rope_scaling": None, "eps": 1e-5, "sliding_window": None,
+            "qkv_bias": False, "attention_bias": False, "mlp_bias": False,
+            "tie_embeddings": False}
 # config.json's size fields and the flags they set.
 CONFIG_SIZES = [("num_hidden_layers", "layers"), ("hidden_size", "dim"),
                 ("num_attention_heads", "heads"), ("intermediate_size", "ffn"),
                 ("vocab_size", "vocab")]
-# What transformers' LlamaConfig and MistralConfig take for a field that
-# config.json leaves out (num_key_value_heads None: one per query head).
+# What transformers' LlamaConfig, MistralConfig and Qwen2Config take for a
+# field that config.json leaves out (num_key_value_heads None: one per query
+# head). Qwen2's sliding_window counts only under use_sliding_window, which
+# from_config refuses, so it is never read; tie_word_embeddings is false in
+# all three.
 HF_DEFAULTS = {"llama": {"num_key_value_heads": None, "sliding_window": None,
                          "rms_norm_eps": 1e-6},
                "mistral": {"num_key_value_heads": 8, "sliding_window": 4096,
-                           "rms_norm_eps": 1e-6}}
+                           "rms_norm_eps": 1e-6},
+               "qwen2": {"num_key_value_heads": 32, "rms_norm_eps": 1e-6}}
+# The biases each model_type has: Qwen2's q, k and v projections always;
+# Llama's where config.json's attention_bias (q, k, v and o) and mlp_bias
+# (gate, up and down) say; Mistral's none (MistralConfig has no such field).
+CONFIG_BIASES = {"llama": [("attention_bias", "attention_bias"),
+                           ("mlp_bias", "mlp_bias")],
+                 "mistral": [], "qwen2": []}
 LLAMA3 = ["factor", "low_freq_factor", "high_freq_factor",
           "original_max_position_embeddings"]
 
@@ -60,9 +86,22 @@ p.add_argument("--eps", type=float)
 p.add_argument("--sliding-window", type=int, metavar="N",
                help="causal attention over the last N keys, the query's own "
                     "included (config.json's sliding_window)")
+p.add_argument("--tie-embeddings", action=argparse.BooleanOptionalAction,
+               help="the LM head is the token embedding transposed, no "
+                    "output.weight (config.json's tie_word_embeddings)")
+p.add_argument("--qkv-bias", action=argparse.BooleanOptionalAction,
+               help="biases on the query, key and value projections "
+                    "(Qwen2's)")
+p.add_argument("--attention-bias", action=argparse.BooleanOptionalAction,
+               help="biases on the query, key, value and output projections "
+                    "(config.json's attention_bias)")
+p.add_argument("--mlp-bias", action=argparse.BooleanOptionalAction,
+               help="biases on the MLP's gate, up and down projections "
+                    "(config.json's mlp_bias)")
 p.add_argument("--config", metavar="CONFIG.JSON",
-               help="a Hugging Face LlamaForCausalLM or MistralForCausalLM "
-                    "config.json to take the model from (flags override it)")
+               help="a Hugging Face LlamaForCausalLM, MistralForCausalLM or "
+                    "Qwen2ForCausalLM config.json to take the model from "
+                    "(flags override it)")
 p.add_argument("--dtype", choices=["f32", "f64"], default="f32")
 
 
@@ -87,14 +126,30 @@ def from_config(path):
         p.error("%s: not a JSON object" % path)
     model = c.get("model_type")
     if model not in HF_DEFAULTS:
-        bad("model_type", "%s: only llama and mistral" % json.dumps(model))
+        bad("model_type", "%s: only llama, mistral and qwen2" %
+            json.dumps(model))
     if c.get("hidden_act", "silu") != "silu":
         bad("hidden_act", "%s: the MLP is SwiGLU (silu)" %
             json.dumps(c["hidden_act"]))
-    for field in ["attention_bias", "mlp_bias"]:
-        if c.get(field):
-            bad(field, "true: the model has no biases")
     out = {}
+    for field, flag in CONFIG_BIASES[model] + [("tie_word_embeddings",
+                                                "tie_embeddings")]:
+        value = c.get(field, False)
+        if not isinstance(value, bool):
+            bad(field, "is not true or false")
+        out[flag] = value
+    if model == "qwen2":
+        out["qkv_bias"] = True
+        # Qwen2's window covers layers max_window_layers on, one model-wide
+        # window here; off (the released configs), sliding_window is unused.
+        if c.get("use_sliding_window", False) is not False:
+            bad("use_sliding_window", "%s: only full attention in every "
+                "layer" % json.dumps(c["use_sliding_window"]))
+        types = c.get("layer_types") or []
+        if not isinstance(types, list) or any(t != "full_attention"
+                                               for t in types):
+            bad("layer_types", "other than full_attention: only full "
+                "attention in every layer")
     # transformers 5 writes rope_theta and rope_scaling as one
     # rope_parameters; reading only rope_theta would miss its theta.
     field = "rope_parameters" if "rope_parameters" in c else "rope_scaling"
@@ -126,6 +181,8 @@ def from_config(path):
     for field, flag, kind in [("num_key_value_heads", "kv_heads", int),
                               ("sliding_window", "sliding_window", int),
                               ("rms_norm_eps", "eps", (int, float))]:
+        if field not in HF_DEFAULTS[model]:
+            continue
         value = c.get(field, HF_DEFAULTS[model][field])
         if value is not None and not is_number(value, kind):
             bad(field, "is not a number")
@@ -144,6 +201,10 @@ if a.rope_scaling is not None:
     if len(a.rope_scaling) != 4:
         p.error("--rope-scaling takes four numbers: factor,low,high,original")
 config = from_config(a.config) if a.config else {}
+if a.qkv_bias is False and (a.attention_bias or (
+        a.attention_bias is None and config.get("attention_bias"))):
+    p.error("--attention-bias puts biases on q, k and v as well: not with "
+            "--no-qkv-bias")
 for name, default in DEFAULTS.items():
     if getattr(a, name) is None:
         setattr(a, name, config.get(name, default))
@@ -192,12 +253,116 @@ if a.sliding_window is not None:
                    "(Mistral's\n// sliding_window): query i sees keys "
                    "i - %d < j <= i.\n" % (a.sliding_window, a.sliding_window))
 
-print(f"""// A Llama-style language model: token embedding, L pre-norm decoder blocks
+# The block's projections: (weight, its bias's name in @block, Meta's name,
+# [in, out] shape, the weight's logical axes, init, biased). A bias is
+# [out] in the block, [L, out] stacked, on the weight's output axis: split
+# with a column-parallel weight (wq, wk, wv, w1, w3), whole beside a
+# row-parallel one (wo, w2), whose partial sums it is added after.
+normal = "#nn.init<normal, 0.02>"
+out_init = "#nn.init<normal, %s>" % out_std
+ones = "#nn.init<ones>"
+qkv_bias = bool(a.qkv_bias or a.attention_bias)
+PROJ = [
+    ("w_q", "b_q", "layers.attention.wq", (D, D), ["embed", "heads"], normal,
+     qkv_bias),
+    ("w_k", "b_k", "layers.attention.wk", (D, kvd), ["embed", "heads"], normal,
+     qkv_bias),
+    ("w_v", "b_v", "layers.attention.wv", (D, kvd), ["embed", "heads"], normal,
+     qkv_bias),
+    ("w_o", "b_o", "layers.attention.wo", (D, D), ["heads", "embed"], out_init,
+     bool(a.attention_bias)),
+    ("w_gate", "b_gate", "layers.feed_forward.w1", (D, F), ["embed", "mlp"],
+     normal, bool(a.mlp_bias)),
+    ("w_up", "b_up", "layers.feed_forward.w3", (D, F), ["embed", "mlp"], normal,
+     bool(a.mlp_bias)),
+    ("w_down", "b_down", "layers.feed_forward.w2", (F, D), ["mlp", "embed"],
+     out_init, bool(a.mlp_bias)),
+]
+proj = {w: (b, shape, has_bias) for w, b, _, shape, _, _, has_bias in PROJ}
+biased = any(has_bias for _, _, has_bias in proj.values())
+tied = bool(a.tie_embeddings)
+
+
+def linear(out, x, w, in_ty, out_ty):
+    """%out = x · w (+ w's bias, broadcast over batch and positions)."""
+    b, shape, has_bias = proj[w]
+    mm = f"nn.matmul %{x}, %{w} : ({in_ty}, {ty(*shape)}) -> {out_ty}"
+    if not has_bias:
+        return f"  %{out} = {mm}"
+    bb = "b" + out.rstrip("0")  # %bq for %q0, %bo for %o, as examples/gpt.mlir
+    return (f"  %{out}w = {mm}\n"
+            f"  %{bb} = nn.broadcast %{b} dims = [2] : {ty(shape[1])} -> {out_ty}\n"
+            f"  %{out} = nn.add %{out}w, %{bb} : {out_ty}")
+
+
+# The block's parameters in order: each norm, each weight, its bias beside it.
+block_args = ["attn_norm", "w_q", "w_k", "w_v", "w_o", "mlp_norm", "w_gate",
+              "w_up", "w_down"]
+if biased:
+    block_args = [x for w in block_args
+                  for x in ([w, proj[w][0]] if w in proj and proj[w][2] else [w])]
+
+
+def arg_shape(name):
+    """A block parameter's shape (one layer's)."""
+    if name.endswith("norm"):
+        return (D,)
+    for w, (b, shape, _) in proj.items():
+        if name == w:
+            return shape
+        if name == b:
+            return (shape[1],)
+
+
+if not biased:  # examples/llama.mlir's layout
+    block_sig = f"""    %attn_norm: {ty(D)},
+    %w_q: {ty(D, D)}, %w_k: {ty(D, kvd)},
+    %w_v: {ty(D, kvd)}, %w_o: {ty(D, D)},
+    %mlp_norm: {ty(D)},
+    %w_gate: {ty(D, F)}, %w_up: {ty(D, F)},
+    %w_down: {ty(F, D)})"""
+else:  # one weight a line, its bias beside it, as examples/gpt.mlir
+    lines, line = [], []
+    for name in block_args:
+        if line and not name.startswith("b_"):
+            lines.append(line)
+            line = []
+        line.append(f"%{name}: {ty(*arg_shape(name))}")
+    lines.append(line)
+    block_sig = ",\n".join("    " + ", ".join(x) for x in lines) + ")"
+
+if not biased and not tied:
+    intro = """// A Llama-style language model: token embedding, L pre-norm decoder blocks
 // (RMSNorm; grouped-query causal self-attention with rotary position
 // embeddings on queries and keys; a SwiGLU MLP; no biases), a final
 // RMSNorm and an LM head of its own (not tied), trained with next-token
 // cross-entropy. Positions enter through nn.rope alone: no position table.
-// Generated by scripts/llama-model.py (the sizes are its flags).
+// Generated by scripts/llama-model.py (the sizes are its flags)."""
+else:
+    where = []
+    if qkv_bias:
+        where.append("the query, key%s projections" %
+                     (", value and output" if a.attention_bias else
+                      " and value"))
+    if a.mlp_bias:
+        where.append("the MLP's gate, up and down projections")
+    bias_words = "biases on " + " and on ".join(where) if where else "no biases"
+    head_words = ("an LM head tied to the token embedding (the table "
+                  "transposed: no matrix of its own)" if tied else
+                  "an LM head of its own (not tied)")
+    intro = textwrap.fill(
+        "A Llama-style language model: token embedding, L pre-norm decoder "
+        "blocks (RMSNorm; grouped-query causal self-attention with rotary "
+        "position embeddings on queries and keys; a SwiGLU MLP; "
+        f"{bias_words}), a final RMSNorm and {head_words}, trained with "
+        "next-token cross-entropy. Positions enter through nn.rope alone: no "
+        "position table. Generated by scripts/llama-model.py (the sizes are "
+        "its flags).", width=76, initial_indent="// ", subsequent_indent="// ")
+    if biased:
+        intro += ("\n// Biases add to a projection's output, broadcast over "
+                  "batch and positions.")
+
+print(f"""{intro}
 //
 // The block is written once (@block) and applied L = {L} times by nn.repeat
 // over parameters stacked on a leading "layers" axis. Sizes: vocabulary
@@ -208,36 +373,31 @@ print(f"""// A Llama-style language model: token embedding, L pre-norm decoder b
 
 func.func private @block(
     %h: {act},
-    %attn_norm: {ty(D)},
-    %w_q: {ty(D, D)}, %w_k: {ty(D, kvd)},
-    %w_v: {ty(D, kvd)}, %w_o: {ty(D, D)},
-    %mlp_norm: {ty(D)},
-    %w_gate: {ty(D, F)}, %w_up: {ty(D, F)},
-    %w_down: {ty(F, D)})
+{block_sig}
     -> {act} {{
   // Attention branch: h + W_o · attention(rope(q), rope(k), v), {H} query
   // heads of {hd} over {K} key/value heads.
   %x = nn.rms_norm %h, %attn_norm {eps} : ({act}, {ty(D)}) -> {act}
-  %q0 = nn.matmul %x, %w_q : ({act}, {ty(D, D)}) -> {act}
+{linear("q0", "x", "w_q", act, act)}
   %q1 = nn.reshape %q0 : {act} -> {q4}
   %q = nn.rope %q1{rope_attr} : {q4}
-  %k0 = nn.matmul %x, %w_k : ({act}, {ty(D, kvd)}) -> {act_kv}
+{linear("k0", "x", "w_k", act, act_kv)}
   %k1 = nn.reshape %k0 : {act_kv} -> {kv4}
   %k = nn.rope %k1{rope_attr} : {kv4}
-  %v0 = nn.matmul %x, %w_v : ({act}, {ty(D, kvd)}) -> {act_kv}
+{linear("v0", "x", "w_v", act, act_kv)}
   %v = nn.reshape %v0 : {act_kv} -> {kv4}
   %att = nn.attention %q, %k, %v {mask} : ({q4}, {kv4}, {kv4}) -> {q4}
   %att2 = nn.reshape %att : {q4} -> {act}
-  %o = nn.matmul %att2, %w_o : ({act}, {ty(D, D)}) -> {act}
+{linear("o", "att2", "w_o", act, act)}
   %h1 = nn.add %h, %o : {act}
 
   // SwiGLU branch: h1 + W_down · (silu(W_gate · y) ⊙ W_up · y).
   %y = nn.rms_norm %h1, %mlp_norm {eps} : ({act}, {ty(D)}) -> {act}
-  %g0 = nn.matmul %y, %w_gate : ({act}, {ty(D, F)}) -> {act_f}
+{linear("g0", "y", "w_gate", act, act_f)}
   %g = nn.silu %g0 : {act_f}
-  %u = nn.matmul %y, %w_up : ({act}, {ty(D, F)}) -> {act_f}
+{linear("u", "y", "w_up", act, act_f)}
   %gu = nn.mul %g, %u : {act_f}
-  %d = nn.matmul %gu, %w_down : ({act_f}, {ty(F, D)}) -> {act}
+{linear("d", "gu", "w_down", act_f, act)}
   %h2 = nn.add %h1, %d : {act}
   return %h2 : {act}
 }}
@@ -250,35 +410,37 @@ def param(var, shape, name, init, axes):
             f"        nn.axes = [{', '.join(chr(34) + x + chr(34) for x in axes)}]}}")
 
 
-normal = "#nn.init<normal, 0.02>"
-out_init = "#nn.init<normal, %s>" % out_std
-ones = "#nn.init<ones>"
-params = [
-    param("embed", (V, D), "tok_embeddings.weight", normal, ["vocab", "embed"]),
-    param("attn_norm", (L, D), "layers.attention_norm.weight", ones,
-          ["layers", "embed"]),
-    param("w_q", (L, D, D), "layers.attention.wq.weight", normal,
-          ["layers", "embed", "heads"]),
-    param("w_k", (L, D, kvd), "layers.attention.wk.weight", normal,
-          ["layers", "embed", "heads"]),
-    param("w_v", (L, D, kvd), "layers.attention.wv.weight", normal,
-          ["layers", "embed", "heads"]),
-    param("w_o", (L, D, D), "layers.attention.wo.weight", out_init,
-          ["layers", "heads", "embed"]),
-    param("mlp_norm", (L, D), "layers.ffn_norm.weight", ones,
-          ["layers", "embed"]),
-    param("w_gate", (L, D, F), "layers.feed_forward.w1.weight", normal,
-          ["layers", "embed", "mlp"]),
-    param("w_up", (L, D, F), "layers.feed_forward.w3.weight", normal,
-          ["layers", "embed", "mlp"]),
-    param("w_down", (L, F, D), "layers.feed_forward.w2.weight", out_init,
-          ["layers", "mlp", "embed"]),
-    param("norm", (D,), "norm.weight", ones, ["embed"]),
-    param("w_out", (D, V), "output.weight", normal, ["embed", "vocab"]),
-]
-stacked = ", ".join(ty(*s) for s in [(L, D), (L, D, D), (L, D, kvd),
-                                     (L, D, kvd), (L, D, D), (L, D),
-                                     (L, D, F), (L, D, F), (L, F, D)])
+zeros = "#nn.init<zeros>"
+layer_params = {"attn_norm": param("attn_norm", (L, D),
+                                   "layers.attention_norm.weight", ones,
+                                   ["layers", "embed"]),
+                "mlp_norm": param("mlp_norm", (L, D), "layers.ffn_norm.weight",
+                                  ones, ["layers", "embed"])}
+for w, b, meta, shape, axes, init, has_bias in PROJ:
+    layer_params[w] = param(w, (L,) + shape, meta + ".weight", init,
+                            ["layers"] + axes)
+    if has_bias:
+        layer_params[b] = param(b, (L, shape[1]), meta + ".bias", zeros,
+                                ["layers", axes[1]])
+params = ([param("embed", (V, D), "tok_embeddings.weight", normal,
+                 ["vocab", "embed"])] +
+          [layer_params[name] for name in block_args] +
+          [param("norm", (D,), "norm.weight", ones, ["embed"])])
+if not tied:
+    params.append(param("w_out", (D, V), "output.weight", normal,
+                        ["embed", "vocab"]))
+stacked = ", ".join(ty(L, *arg_shape(name)) for name in block_args)
+repeat_params = textwrap.fill(", ".join("%" + n for n in block_args) + ")",
+                              width=78, initial_indent="      params(",
+                              subsequent_indent="             ")
+if tied:
+    head = (f"  // The LM head is the token embedding (tied): logits = hf · "
+            f"embedᵀ.\n"
+            f"  %logits = nn.matmul %hf, %embed transpose_rhs : ({act}, "
+            f"{ty(V, D)}) -> {ty(B, S, V)}")
+else:
+    head = (f"  %logits = nn.matmul %hf, %w_out : ({act}, {ty(D, V)}) -> "
+            f"{ty(B, S, V)}")
 tokens = f"tensor<{B}x{S}xi32>"
 print(f"""func.func @loss(
     %tokens: {tokens} {{nn.input, nn.axes = ["batch", "seq"]}},
@@ -287,11 +449,10 @@ print(f"""func.func @loss(
     -> tensor<{t}> {{
   %x = nn.embedding %embed, %tokens : ({ty(V, D)}, {tokens}) -> {act}
   %h = nn.repeat @block(%x)
-      params(%attn_norm, %w_q, %w_k, %w_v, %w_o, %mlp_norm, %w_gate, %w_up,
-             %w_down)
+{repeat_params}
       : ({act}, {stacked}) -> {act}
   %hf = nn.rms_norm %h, %norm {eps} : ({act}, {ty(D)}) -> {act}
-  %logits = nn.matmul %hf, %w_out : ({act}, {ty(D, V)}) -> {ty(B, S, V)}
+{head}
   %l = nn.cross_entropy %logits, %targets : ({ty(B, S, V)}, {tokens}) -> tensor<{t}>
   return %l : tensor<{t}>
 }}""")

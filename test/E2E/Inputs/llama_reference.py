@@ -3,12 +3,15 @@
 
   llama_reference.py make DIR --layers L --dim D --heads H --kv-heads K \\
       --ffn F --vocab V --seq S --batch B --theta T --eps E \\
-      [--rope-scaling FACTOR,LOW,HIGH,ORIGINAL] [--sliding-window N]
+      [--rope-scaling FACTOR,LOW,HIGH,ORIGINAL] [--sliding-window N] \\
+      [--qkv-bias | --attention-bias] [--mlp-bias] [--tie-embeddings]
       writes DIR/hf.safetensors (random weights in Hugging Face's layout,
       f64), DIR/tokens.bin (B·S + 1 i32 tokens: tessel-run's windows),
       DIR/reference.json (the mean next-token cross-entropy of that batch)
       and DIR/config.json (the model, as Hugging Face describes it: a
-      MistralForCausalLM where there is a window)
+      MistralForCausalLM where there is a window, a Qwen2ForCausalLM with
+      --qkv-bias, a LlamaForCausalLM's attention_bias and mlp_bias,
+      tie_word_embeddings)
   llama_reference.py compare DIR METRICS.jsonl
       checks tessel-run's first loss against it (relative 1e-12)
   llama_reference.py same A.safetensors B.safetensors
@@ -20,7 +23,11 @@ head; rotate_half rope with cos/sin of cat(freqs, freqs); key/value head
 h // (H / K) (repeat_kv); causal softmax(q kᵀ / sqrt(head_dim)) v, where
 with a sliding window N query i sees keys j > i - N only (modeling_mistral's
 sliding_window); o_proj; SwiGLU down(silu(gate(x)) · up(x)); final norm;
-lm_head.
+lm_head. Biases (random, so that they count) add after their projection:
+Qwen2's on q, k and v (--qkv-bias), Llama's attention_bias on q, k, v and o,
+its mlp_bias on gate, up and down. Tied (--tie-embeddings), the file holds
+no lm_head.weight and the head is embed_tokens, as save_pretrained leaves a
+tied model.
 """
 import argparse
 import json
@@ -31,9 +38,10 @@ import struct
 import sys
 
 
-def linear(x, w):
-    """x [n][in] times w [out][in] transposed: [n][out]."""
-    return [[sum(a * b for a, b in zip(row, wr)) for wr in w] for row in x]
+def linear(x, w, b=None):
+    """x [n][in] times w [out][in] transposed, plus b [out] if any: [n][out]."""
+    y = [[sum(a * b for a, b in zip(row, wr)) for wr in w] for row in x]
+    return y if b is None else [[v + c for v, c in zip(row, b)] for row in y]
 
 
 def rms_norm(x, w, eps):
@@ -91,9 +99,9 @@ def forward_loss(w, tokens, targets, a):
         for layer in range(a.layers):
             p = "model.layers.%d." % layer
             h = rms_norm(x, w[p + "input_layernorm.weight"], a.eps)
-            q = linear(h, w[p + "self_attn.q_proj.weight"])
-            k = linear(h, w[p + "self_attn.k_proj.weight"])
-            v = linear(h, w[p + "self_attn.v_proj.weight"])
+            q = linear(h, w[p + "self_attn.q_proj.weight"], w.get(p + "self_attn.q_proj.bias"))
+            k = linear(h, w[p + "self_attn.k_proj.weight"], w.get(p + "self_attn.k_proj.bias"))
+            v = linear(h, w[p + "self_attn.v_proj.weight"], w.get(p + "self_attn.v_proj.bias"))
             att = [[0.0] * a.dim for _ in seq_tokens]
             for head in range(a.heads):
                 kv = head // group
@@ -114,16 +122,17 @@ def forward_loss(w, tokens, targets, a):
                     for d in range(hd):
                         att[i][head * hd + d] = sum(
                             e_ / z * vs[j][d] for e_, j in zip(e, seen))
-            o = linear(att, w[p + "self_attn.o_proj.weight"])
+            o = linear(att, w[p + "self_attn.o_proj.weight"], w.get(p + "self_attn.o_proj.bias"))
             x = [[a_ + b_ for a_, b_ in zip(r1, r2)] for r1, r2 in zip(x, o)]
             h = rms_norm(x, w[p + "post_attention_layernorm.weight"], a.eps)
-            g = linear(h, w[p + "mlp.gate_proj.weight"])
-            u = linear(h, w[p + "mlp.up_proj.weight"])
+            g = linear(h, w[p + "mlp.gate_proj.weight"], w.get(p + "mlp.gate_proj.bias"))
+            u = linear(h, w[p + "mlp.up_proj.weight"], w.get(p + "mlp.up_proj.bias"))
             gu = [[silu(a_) * b_ for a_, b_ in zip(r1, r2)] for r1, r2 in zip(g, u)]
-            d = linear(gu, w[p + "mlp.down_proj.weight"])
+            d = linear(gu, w[p + "mlp.down_proj.weight"], w.get(p + "mlp.down_proj.bias"))
             x = [[a_ + b_ for a_, b_ in zip(r1, r2)] for r1, r2 in zip(x, d)]
         x = rms_norm(x, w["model.norm.weight"], a.eps)
-        logits = linear(x, w["lm_head.weight"])
+        # Tied: lm_head is embed_tokens (tie_word_embeddings).
+        logits = linear(x, w["model.embed_tokens.weight" if a.tie else "lm_head.weight"])
         for row, target in zip(logits, seq_targets):
             m = max(row)
             total += m + math.log(sum(math.exp(v - m) for v in row)) - row[target]
@@ -138,9 +147,13 @@ def make(a):
     def matrix(rows, cols, std):
         return [[rng.gauss(0.0, std) for _ in range(cols)] for _ in range(rows)]
 
+    def vector(n, std):
+        return [rng.gauss(0.0, std) for _ in range(n)]
+
     w = {"model.embed_tokens.weight": matrix(a.vocab, a.dim, 1.0),
-         "model.norm.weight": [1.0 + rng.gauss(0.0, 0.1) for _ in range(a.dim)],
-         "lm_head.weight": matrix(a.vocab, a.dim, 0.3)}
+         "model.norm.weight": [1.0 + rng.gauss(0.0, 0.1) for _ in range(a.dim)]}
+    if not a.tie:
+        w["lm_head.weight"] = matrix(a.vocab, a.dim, 0.3)
     for layer in range(a.layers):
         p = "model.layers.%d." % layer
         w[p + "input_layernorm.weight"] = [1.0 + rng.gauss(0.0, 0.1) for _ in range(a.dim)]
@@ -152,6 +165,16 @@ def make(a):
         w[p + "mlp.gate_proj.weight"] = matrix(a.ffn, a.dim, 0.3)
         w[p + "mlp.up_proj.weight"] = matrix(a.ffn, a.dim, 0.3)
         w[p + "mlp.down_proj.weight"] = matrix(a.dim, a.ffn, 0.3)
+        if a.qkv_bias or a.attention_bias:
+            w[p + "self_attn.q_proj.bias"] = vector(a.dim, 0.3)
+            w[p + "self_attn.k_proj.bias"] = vector(kvd, 0.3)
+            w[p + "self_attn.v_proj.bias"] = vector(kvd, 0.3)
+        if a.attention_bias:
+            w[p + "self_attn.o_proj.bias"] = vector(a.dim, 0.3)
+        if a.mlp_bias:
+            w[p + "mlp.gate_proj.bias"] = vector(a.ffn, 0.3)
+            w[p + "mlp.up_proj.bias"] = vector(a.ffn, 0.3)
+            w[p + "mlp.down_proj.bias"] = vector(a.dim, 0.3)
     # Hugging Face's safetensors, f64.
     header, blobs, offset = {}, [], 0
     for name, value in w.items():
@@ -180,14 +203,16 @@ def make(a):
 
 def write_config(a):
     """DIR/config.json: the model in transformers' words."""
-    kind = "llama" if a.window is None else "mistral"
+    kind = ("qwen2" if a.qkv_bias else "llama" if a.window is None else
+            "mistral")
     scaling = None
     if a.scaling:
         factor, low, high, original = a.scaling
         scaling = {"rope_type": "llama3", "factor": factor,
                    "low_freq_factor": low, "high_freq_factor": high,
                    "original_max_position_embeddings": int(original)}
-    config = {"architectures": [kind.capitalize() + "ForCausalLM"],
+    config = {"architectures": [{"qwen2": "Qwen2"}.get(kind, kind.capitalize()) +
+                                "ForCausalLM"],
               "model_type": kind,
               "hidden_size": a.dim,
               "num_hidden_layers": a.layers,
@@ -201,9 +226,19 @@ def write_config(a):
               "rope_scaling": scaling,
               "sliding_window": a.window,
               "hidden_act": "silu",
-              "tie_word_embeddings": False,
+              "tie_word_embeddings": a.tie,
               "max_position_embeddings": a.seq,
               "torch_dtype": "float64"}
+    if kind == "llama":
+        config["attention_bias"] = a.attention_bias
+        config["mlp_bias"] = a.mlp_bias
+    if kind == "qwen2":
+        # As Qwen2.5's own files: no head_dim, a sliding_window that
+        # use_sliding_window false leaves unused (here shorter than the
+        # context, so that a model taking it would lose the match).
+        del config["head_dim"]
+        config.update(sliding_window=max(1, a.seq // 2),
+                      use_sliding_window=False, max_window_layers=a.layers)
     with open(os.path.join(a.dir, "config.json"), "w") as f:
         json.dump(config, f, indent=2)
         f.write("\n")
@@ -251,6 +286,14 @@ m.add_argument("--eps", type=float, required=True)
 m.add_argument("--rope-scaling", dest="scaling", default=None,
                type=lambda text: [float(v) for v in text.split(",")])
 m.add_argument("--sliding-window", dest="window", type=int, default=None)
+m.add_argument("--qkv-bias", action="store_true",
+               help="biases on q, k and v: a Qwen2ForCausalLM")
+m.add_argument("--attention-bias", action="store_true",
+               help="biases on q, k, v and o (Llama's attention_bias)")
+m.add_argument("--mlp-bias", action="store_true",
+               help="biases on gate, up and down (Llama's mlp_bias)")
+m.add_argument("--tie-embeddings", dest="tie", action="store_true",
+               help="the head is embed_tokens (tie_word_embeddings)")
 c = sub.add_parser("compare")
 c.add_argument("dir")
 c.add_argument("metrics")
@@ -258,4 +301,11 @@ s = sub.add_parser("same")
 s.add_argument("a")
 s.add_argument("b")
 args = p.parse_args()
+if args.command == "make" and args.qkv_bias and (
+        args.attention_bias or args.mlp_bias or args.window is not None):
+    p.error("--qkv-bias is Qwen2's: no --attention-bias, --mlp-bias or "
+            "--sliding-window beside it")
+if args.command == "make" and args.window is not None and (
+        args.attention_bias or args.mlp_bias):
+    p.error("a sliding window is Mistral's, which has no biases")
 {"make": make, "compare": compare, "same": same}[args.command](args)
