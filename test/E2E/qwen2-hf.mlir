@@ -17,6 +17,8 @@
 // and its own head agrees as well (measured 1.3e-16). A Qwen2 with
 // use_sliding_window true is refused in one line.
 //
+// The test model ParallelEquivalenceTest trains on meshes is the script's:
+// RUN: python3 %scripts/llama-model.py --qkv-bias --attention-bias --mlp-bias --tie-embeddings --layers 2 --dim 64 --heads 4 --kv-heads 2 --ffn 128 --vocab 128 --seq 32 --batch 4 | diff - %S/../launcher/Inputs/llama_biases_tied.mlir
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: python3 %S/Inputs/llama_reference.py make %t --layers 2 --dim 16 --heads 4 --kv-heads 2 --ffn 24 --vocab 20 --seq 6 --batch 2 --theta 1000000 --eps 1e-6 --qkv-bias --tie-embeddings
 // RUN: python3 %scripts/llama-model.py --config %t/config.json --seq 6 --batch 2 --dtype f64 > %t/tiny.mlir

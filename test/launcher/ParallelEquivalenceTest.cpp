@@ -56,7 +56,11 @@
 // split over the same vocabulary, on tp=2, tp=4 and dp=2,tp=2. When the
 // embedding's partial sum passed through the head's product unreduced, tp=2
 // was 1.5e-2 off in the loss and 0.97 in a tensor after 3 SGD steps; now 0
-// and 1.8e-7.
+// and 1.8e-7. llama_biases_tied.mlir (scripts/llama-model.py's biases on
+// every projection and a head tied to the embedding, as Qwen2 and Llama
+// 3.2 have them) on tp=2 and dp=2,tp=2 with sequence parallelism (AdamW in
+// f64): its column-parallel biases split with their weights, wo's and
+// w2's whole, the tied table both embedding and head.
 //
 // Each test compiles what it needs into a folder of its process (ctest
 // runs every test in a process of its own). `ctest -L parallel`.
@@ -401,6 +405,10 @@ std::vector<Case> meshCases() {
   // under the same window.
   cases.push_back({"mistral", "tp=2"});
   cases.push_back({"mistral", "dp=2,tp=2", true, /*adamw=*/true, /*f64=*/true});
+  // Biases on every projection, the head tied to the embedding.
+  cases.push_back({"llama_biases_tied", "tp=2"});
+  cases.push_back({"llama_biases_tied", "dp=2,tp=2", true, /*adamw=*/true,
+                   /*f64=*/true});
   return cases;
 }
 
