@@ -104,6 +104,10 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha,
 /// Query rows per block of a causal head: a block only touches the keys its
 /// last row sees. The forward and the gradient block the same way.
 constexpr int64_t kCausalRows = 32;
+/// Query rows per block of an unmasked head: every row sees every key, so
+/// blocks only bound the score buffer (kDenseRows x kvSeq, not seq x
+/// kvSeq) and stay large enough for BLAS to run at speed.
+constexpr int64_t kDenseRows = 256;
 
 /// The strided views both attention kernels read: q and out [B, S, H, *],
 /// k and v [B, T, Hkv, *]; query head h reads kv head h / (H / Hkv). Leading
@@ -153,15 +157,16 @@ struct KeySpan {
   }
 };
 
-/// How a head's query rows go through attention's GEMMs: causal heads in
-/// blocks of kCausalRows, each over its KeySpan, into one score buffer of
-/// `rows` x `ld` a call reuses (the widest span: kCausalRows rows by at
-/// most window + kCausalRows - 1 keys, not the whole [seq, kvSeq]).
+/// How a head's query rows go through attention's GEMMs: in blocks of
+/// kCausalRows (causal) or kDenseRows rows, each over its KeySpan, into one
+/// score buffer of `rows` x `ld` a call reuses (the widest span: under a
+/// window, kCausalRows rows by at most window + kCausalRows - 1 keys), not
+/// the whole [seq, kvSeq].
 struct ScoreBlocks {
   int64_t rows, ld;
 
   static ScoreBlocks of(AttnMask mask, int64_t seq, int64_t kvSeq) {
-    int64_t rows = mask.causal ? std::min(kCausalRows, seq) : seq;
+    int64_t rows = std::min(mask.causal ? kCausalRows : kDenseRows, seq);
     int64_t widest = 0;
     for (int64_t i0 = 0; i0 < seq; i0 += std::max<int64_t>(rows, 1))
       widest = std::max(

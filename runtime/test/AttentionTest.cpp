@@ -42,6 +42,8 @@ TEST_F(AttentionTest, MatchesReference) {
       {1, 70, 70, 2, 1, 8, 5, 1, 45},
       {1, 45, 45, 1, 1, 3, 3, 1, 45},
       {2, 67, 40, 2, 2, 4, 3, 1, 10},
+      // More rows than one unmasked block (256).
+      {1, 300, 7, 2, 1, 4, 3, 0},
   };
   for (int32_t dtype : kFloatTypes) {
     for (const Case &c : cases) {

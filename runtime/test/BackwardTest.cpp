@@ -450,6 +450,8 @@ TEST_F(BackwardTest, AttentionGradMatchesFiniteDifferences) {
       {1, 45, 45, 2, 1, 3, 2, 1, 33},
       {1, 45, 37, 2, 1, 3, 2, 1, 10},
       {1, 60, 30, 1, 1, 3, 2, 1, 8},
+      // More rows than one unmasked block (256).
+      {1, 260, 3, 1, 1, 2, 2, 0},
   };
   for (const Case &c : cases) {
     SCOPED_TRACE("B" + std::to_string(c.b) + " S" + std::to_string(c.s) + " T" +
