@@ -5,7 +5,7 @@
       -o llama.safetensors [--tie | --untie]
   scripts/llama-checkpoint.py to-hf llama.safetensors -o model.safetensors
 
-Hugging Face's LlamaForCausalLM (and Mistral's, Qwen2's) keeps one tensor
+Hugging Face's LlamaForCausalLM (and Mistral's, Qwen2's, Qwen3's) keeps one tensor
 per layer, each linear weight [out, in] (y = x W^T + b):
 model.layers.N.self_attn.q_proj.weight, ... The model scripts/llama-model.py
 writes (examples/llama.mlir) stacks the layers on a leading axis and
@@ -15,7 +15,10 @@ transposes; to-hf undoes it. Biases, where the file has them (Qwen2's q, k
 and v; Llama's attention_bias adds o, its mlp_bias gate, up and down), are
 stacked as they are: model.layers.N.self_attn.q_proj.bias [out] <->
 layers.attention.wq.bias [L, out] (llama-model.py's --qkv-bias,
---attention-bias, --mlp-bias).
+--attention-bias, --mlp-bias). So are Qwen3's QK-norm weights, where the
+file has them: model.layers.N.self_attn.q_norm.weight [head_dim] <->
+layers.attention.q_norm.weight [L, head_dim] (k_norm likewise;
+llama-model.py's --qk-norm).
 
 A tied model (tie_word_embeddings: Llama 3.2 1B and 3B, Qwen2.5 up to 3B)
 stores no lm_head.weight, and llama-model.py --tie-embeddings has no
@@ -53,7 +56,8 @@ LAYER = [
     ("layers.feed_forward.w3.weight", "model.layers.{}.mlp.up_proj.weight", True),
     ("layers.feed_forward.w2.weight", "model.layers.{}.mlp.down_proj.weight", True),
 ]
-# The biases a model may have, each in every layer or none.
+# The biases (and QK-norm weights) a model may have, each in every layer or
+# none.
 BIAS = [
     ("layers.attention.wq.bias", "model.layers.{}.self_attn.q_proj.bias", False),
     ("layers.attention.wk.bias", "model.layers.{}.self_attn.k_proj.bias", False),
@@ -62,6 +66,9 @@ BIAS = [
     ("layers.feed_forward.w1.bias", "model.layers.{}.mlp.gate_proj.bias", False),
     ("layers.feed_forward.w3.bias", "model.layers.{}.mlp.up_proj.bias", False),
     ("layers.feed_forward.w2.bias", "model.layers.{}.mlp.down_proj.bias", False),
+    # Qwen3's QK-norm: an RMSNorm weight over each query and key head.
+    ("layers.attention.q_norm.weight", "model.layers.{}.self_attn.q_norm.weight", False),
+    ("layers.attention.k_norm.weight", "model.layers.{}.self_attn.k_norm.weight", False),
 ]
 GLOBAL = [
     ("tok_embeddings.weight", "model.embed_tokens.weight", False),

@@ -8,8 +8,12 @@
   scripts/llama-model.py --layers 32 --dim 4096 --heads 32 --kv-heads 8 \\
       --ffn 14336 --vocab 32000 --sliding-window 4096 --seq 8192 --batch 1 \\
       > mistral.mlir                                      (Mistral 7B v0.1's)
+  scripts/llama-model.py --layers 28 --dim 1024 --heads 16 --kv-heads 8 \\
+      --head-dim 128 --qk-norm --ffn 3072 --vocab 151936 --theta 1000000 \\
+      --eps 1e-6 --tie-embeddings --seq 4096 --batch 1 > qwen3.mlir
+                                                          (Qwen3 0.6B's)
   scripts/llama-model.py --config config.json --seq 4096 --batch 1 > model.mlir
-                              (a Hugging Face Llama, Mistral or Qwen2's config)
+                    (a Hugging Face Llama, Mistral, Qwen2 or Qwen3's config)
 
 RMSNorm before attention and MLP, grouped-query causal attention with rotary
 position embeddings on queries and keys (--sliding-window N: over the last N
@@ -31,12 +35,23 @@ projection (Llama's attention_bias: wo.bias as well), --mlp-bias on the
 SwiGLU's three (Llama's mlp_bias: layers.feed_forward.w1.bias, w3, w2).
 Each has a --no- form, to override a config.
 
+--head-dim N sets the query, key and value heads' width apart from the
+model's (Qwen3 0.6B: width 1024, 16 heads of 128; default width / heads):
+wq is [dim, heads * N], wk and wv [dim, kv_heads * N], wo [heads * N, dim];
+rope and attention (scale 1 / sqrt(N)) run over N. --qk-norm (Qwen3's)
+applies an RMSNorm over each query head and each key head, after the
+projections are split into heads and before rope, with weights
+layers.attention.q_norm.weight and k_norm.weight, [layers, N] on the
+"head_dim" axis (whole under tensor parallelism), starting at 1.
+
 --config reads the sizes, rope, window, biases and tying from a Hugging Face
-config.json (model_type llama, mistral or qwen2; flags given as well win);
+config.json (model_type llama, mistral, qwen2 or qwen3; flags given as well
+win);
 batch and seq are not in it (seq is the training context, not
 max_position_embeddings). A config this model cannot be (another model_type,
-activation or rope scaling, a head_dim of its own, Qwen2's per-layer sliding
-window) is refused, naming the field.
+activation or rope scaling, Qwen2's and Qwen3's per-layer sliding window) is
+refused, naming the field. A head_dim other than hidden_size /
+num_attention_heads is read as --head-dim; Qwen3 always has QK-norm.
 """
 import argparse
 import json
@@ -49,27 +64,32 @@ DEFAULTS = {"batch": 8, "seq": 64, "dim": 128, "heads": 4, "kv_heads": 2,
             "ffn": 384, "vocab": 256, "layers": 4, "theta": 10000.0,
             "rope_scaling": None, "eps": 1e-5, "sliding_window": None,
             "qkv_bias": False, "attention_bias": False, "mlp_bias": False,
-            "tie_embeddings": False}
+            "tie_embeddings": False, "head_dim": None, "qk_norm": False}
 # config.json's size fields and the flags they set.
 CONFIG_SIZES = [("num_hidden_layers", "layers"), ("hidden_size", "dim"),
                 ("num_attention_heads", "heads"), ("intermediate_size", "ffn"),
                 ("vocab_size", "vocab")]
-# What transformers' LlamaConfig, MistralConfig and Qwen2Config take for a
-# field that config.json leaves out (num_key_value_heads None: one per query
-# head). Qwen2's sliding_window counts only under use_sliding_window, which
-# from_config refuses, so it is never read; tie_word_embeddings is false in
-# all three.
+# What transformers' LlamaConfig, MistralConfig, Qwen2Config and Qwen3Config
+# take for a field that config.json leaves out (num_key_value_heads None: one
+# per query head; head_dim None: hidden_size / num_attention_heads, Qwen3's
+# 128). Qwen2's and Qwen3's sliding_window counts only under
+# use_sliding_window, which from_config refuses, so it is never read;
+# tie_word_embeddings is false in all four.
 HF_DEFAULTS = {"llama": {"num_key_value_heads": None, "sliding_window": None,
                          "rms_norm_eps": 1e-6},
                "mistral": {"num_key_value_heads": 8, "sliding_window": 4096,
                            "rms_norm_eps": 1e-6},
-               "qwen2": {"num_key_value_heads": 32, "rms_norm_eps": 1e-6}}
+               "qwen2": {"num_key_value_heads": 32, "rms_norm_eps": 1e-6},
+               "qwen3": {"num_key_value_heads": 32, "rms_norm_eps": 1e-6,
+                         "head_dim": 128}}
 # The biases each model_type has: Qwen2's q, k and v projections always;
 # Llama's where config.json's attention_bias (q, k, v and o) and mlp_bias
-# (gate, up and down) say; Mistral's none (MistralConfig has no such field).
+# (gate, up and down) say; Qwen3's where its attention_bias (q, k, v and o)
+# says; Mistral's none (MistralConfig has no such field).
 CONFIG_BIASES = {"llama": [("attention_bias", "attention_bias"),
                            ("mlp_bias", "mlp_bias")],
-                 "mistral": [], "qwen2": []}
+                 "mistral": [], "qwen2": [],
+                 "qwen3": [("attention_bias", "attention_bias")]}
 LLAMA3 = ["factor", "low_freq_factor", "high_freq_factor",
           "original_max_position_embeddings"]
 
@@ -77,6 +97,12 @@ p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 for name in ["batch", "seq", "dim", "heads", "kv-heads", "ffn", "vocab",
              "layers"]:
     p.add_argument("--" + name, type=int)
+p.add_argument("--head-dim", type=int, metavar="N",
+               help="each attention head's width (config.json's head_dim; "
+                    "default dim / heads)")
+p.add_argument("--qk-norm", action=argparse.BooleanOptionalAction,
+               help="an RMSNorm over each query and key head before rope "
+                    "(Qwen3's q_norm and k_norm)")
 p.add_argument("--theta", type=float)
 p.add_argument("--rope-scaling", metavar="FACTOR,LOW,HIGH,ORIGINAL",
                help="Llama 3.1's rope frequency scaling (config.json's "
@@ -99,9 +125,9 @@ p.add_argument("--mlp-bias", action=argparse.BooleanOptionalAction,
                help="biases on the MLP's gate, up and down projections "
                     "(config.json's mlp_bias)")
 p.add_argument("--config", metavar="CONFIG.JSON",
-               help="a Hugging Face LlamaForCausalLM, MistralForCausalLM or "
-                    "Qwen2ForCausalLM config.json to take the model from "
-                    "(flags override it)")
+               help="a Hugging Face LlamaForCausalLM, MistralForCausalLM, "
+                    "Qwen2ForCausalLM or Qwen3ForCausalLM config.json to take "
+                    "the model from (flags override it)")
 p.add_argument("--dtype", choices=["f32", "f64"], default="f32")
 
 
@@ -126,7 +152,7 @@ def from_config(path):
         p.error("%s: not a JSON object" % path)
     model = c.get("model_type")
     if model not in HF_DEFAULTS:
-        bad("model_type", "%s: only llama, mistral and qwen2" %
+        bad("model_type", "%s: only llama, mistral, qwen2 and qwen3" %
             json.dumps(model))
     if c.get("hidden_act", "silu") != "silu":
         bad("hidden_act", "%s: the MLP is SwiGLU (silu)" %
@@ -138,10 +164,14 @@ def from_config(path):
         if not isinstance(value, bool):
             bad(field, "is not true or false")
         out[flag] = value
+    if model == "qwen3":
+        out["qk_norm"] = True
     if model == "qwen2":
         out["qkv_bias"] = True
-        # Qwen2's window covers layers max_window_layers on, one model-wide
-        # window here; off (the released configs), sliding_window is unused.
+    if model in ("qwen2", "qwen3"):
+        # Qwen2's and Qwen3's window covers layers max_window_layers on, not
+        # one model-wide window; off (the released configs), sliding_window
+        # is unused.
         if c.get("use_sliding_window", False) is not False:
             bad("use_sliding_window", "%s: only full attention in every "
                 "layer" % json.dumps(c["use_sliding_window"]))
@@ -172,10 +202,15 @@ def from_config(path):
         if not is_number(c.get(field), int):
             bad(field, "missing or not an integer")
         out[flag] = c[field]
-    head_dim = c.get("head_dim")
-    if head_dim is not None and head_dim * out["heads"] != out["dim"]:
-        bad("head_dim", "%s is not hidden_size / num_attention_heads" %
-            json.dumps(head_dim))
+    # head_dim: its own width where config.json says (Qwen3, Gemma-style
+    # Llamas); null, or absent outside Qwen3, hidden_size / heads.
+    head_dim = c.get("head_dim", HF_DEFAULTS[model].get("head_dim"))
+    if head_dim is not None:
+        if not is_number(head_dim, int) or head_dim < 1:
+            bad("head_dim", "%s is not a positive integer" %
+                json.dumps(head_dim))
+        if head_dim * out["heads"] != out["dim"]:
+            out["head_dim"] = head_dim
     # A field left out takes transformers' default; null num_key_value_heads
     # is one per query head, null sliding_window no window.
     for field, flag, kind in [("num_key_value_heads", "kv_heads", int),
@@ -212,16 +247,21 @@ for name in ["batch", "seq", "dim", "heads", "kv_heads", "ffn", "vocab",
              "layers"]:
     if getattr(a, name) < 1:
         p.error("--%s must be positive" % name.replace("_", "-"))
-if a.dim % a.heads or a.heads % a.kv_heads or (a.dim // a.heads) % 2:
-    p.error("--dim must split into --heads even head dimensions, and "
-            "--kv-heads divide --heads")
+if a.head_dim is None and a.dim % a.heads or a.heads % a.kv_heads or (
+        (a.head_dim or a.dim // a.heads) % 2):
+    p.error("--dim must split into --heads even head dimensions (or "
+            "--head-dim be even), and --kv-heads divide --heads")
+if a.head_dim is not None and a.head_dim < 1:
+    p.error("--head-dim must be positive")
 if a.sliding_window is not None and a.sliding_window < 1:
     p.error("--sliding-window must be positive")
 
 B, S, D, H, K, F, V, L = (a.batch, a.seq, a.dim, a.heads, a.kv_heads, a.ffn,
                           a.vocab, a.layers)
-hd = D // H
+hd = a.head_dim or D // H
+qd = H * hd  # the queries' width: D unless --head-dim says otherwise
 kvd = K * hd
+qk_norm = bool(a.qk_norm)
 t = a.dtype
 
 
@@ -237,6 +277,7 @@ def num(x):
 
 
 act, act_kv, act_f = ty(B, S, D), ty(B, S, kvd), ty(B, S, F)
+act_q = ty(B, S, qd)
 q4, kv4 = ty(B, S, H, hd), ty(B, S, K, hd)
 eps = "{epsilon = %s : f64}" % num(a.eps)
 rope_attrs = [] if a.theta == 10000.0 else ["theta = %s : f64" % num(a.theta)]
@@ -263,13 +304,13 @@ out_init = "#nn.init<normal, %s>" % out_std
 ones = "#nn.init<ones>"
 qkv_bias = bool(a.qkv_bias or a.attention_bias)
 PROJ = [
-    ("w_q", "b_q", "layers.attention.wq", (D, D), ["embed", "heads"], normal,
+    ("w_q", "b_q", "layers.attention.wq", (D, qd), ["embed", "heads"], normal,
      qkv_bias),
     ("w_k", "b_k", "layers.attention.wk", (D, kvd), ["embed", "heads"], normal,
      qkv_bias),
     ("w_v", "b_v", "layers.attention.wv", (D, kvd), ["embed", "heads"], normal,
      qkv_bias),
-    ("w_o", "b_o", "layers.attention.wo", (D, D), ["heads", "embed"], out_init,
+    ("w_o", "b_o", "layers.attention.wo", (qd, D), ["heads", "embed"], out_init,
      bool(a.attention_bias)),
     ("w_gate", "b_gate", "layers.feed_forward.w1", (D, F), ["embed", "mlp"],
      normal, bool(a.mlp_bias)),
@@ -298,6 +339,8 @@ def linear(out, x, w, in_ty, out_ty):
 # The block's parameters in order: each norm, each weight, its bias beside it.
 block_args = ["attn_norm", "w_q", "w_k", "w_v", "w_o", "mlp_norm", "w_gate",
               "w_up", "w_down"]
+if qk_norm:  # after the projections, as Hugging Face's Qwen3Attention
+    block_args[5:5] = ["q_norm", "k_norm"]
 if biased:
     block_args = [x for w in block_args
                   for x in ([w, proj[w][0]] if w in proj and proj[w][2] else [w])]
@@ -305,6 +348,8 @@ if biased:
 
 def arg_shape(name):
     """A block parameter's shape (one layer's)."""
+    if name in ("q_norm", "k_norm"):
+        return (hd,)
     if name.endswith("norm"):
         return (D,)
     for w, (b, shape, _) in proj.items():
@@ -314,24 +359,24 @@ def arg_shape(name):
             return (shape[1],)
 
 
-if not biased:  # examples/llama.mlir's layout
+if not biased and not qk_norm:  # examples/llama.mlir's layout
     block_sig = f"""    %attn_norm: {ty(D)},
-    %w_q: {ty(D, D)}, %w_k: {ty(D, kvd)},
-    %w_v: {ty(D, kvd)}, %w_o: {ty(D, D)},
+    %w_q: {ty(D, qd)}, %w_k: {ty(D, kvd)},
+    %w_v: {ty(D, kvd)}, %w_o: {ty(qd, D)},
     %mlp_norm: {ty(D)},
     %w_gate: {ty(D, F)}, %w_up: {ty(D, F)},
     %w_down: {ty(F, D)})"""
 else:  # one weight a line, its bias beside it, as examples/gpt.mlir
     lines, line = [], []
     for name in block_args:
-        if line and not name.startswith("b_"):
+        if line and not name.startswith("b_") and name != "k_norm":
             lines.append(line)
             line = []
         line.append(f"%{name}: {ty(*arg_shape(name))}")
     lines.append(line)
     block_sig = ",\n".join("    " + ", ".join(x) for x in lines) + ")"
 
-if not biased and not tied:
+if not biased and not tied and not qk_norm:
     intro = """// A Llama-style language model: token embedding, L pre-norm decoder blocks
 // (RMSNorm; grouped-query causal self-attention with rotary position
 // embeddings on queries and keys; a SwiGLU MLP; no biases), a final
@@ -347,20 +392,35 @@ else:
     if a.mlp_bias:
         where.append("the MLP's gate, up and down projections")
     bias_words = "biases on " + " and on ".join(where) if where else "no biases"
+    norm_words = ("an RMSNorm over each query and key head before rope "
+                  "(QK-norm); " if qk_norm else "")
     head_words = ("an LM head tied to the token embedding (the table "
                   "transposed: no matrix of its own)" if tied else
                   "an LM head of its own (not tied)")
     intro = textwrap.fill(
         "A Llama-style language model: token embedding, L pre-norm decoder "
         "blocks (RMSNorm; grouped-query causal self-attention with rotary "
-        "position embeddings on queries and keys; a SwiGLU MLP; "
+        "position embeddings on queries and keys; " + norm_words +
+        "a SwiGLU MLP; "
         f"{bias_words}), a final RMSNorm and {head_words}, trained with "
         "next-token cross-entropy. Positions enter through nn.rope alone: no "
         "position table. Generated by scripts/llama-model.py (the sizes are "
         "its flags).", width=76, initial_indent="// ", subsequent_indent="// ")
+    if qd != D:
+        intro += ("\n// The heads are %d wide, not width / heads: q and the "
+                  "output projection\n// map between width %d and %d x %d = "
+                  "%d." % (hd, D, H, hd, qd))
     if biased:
         intro += ("\n// Biases add to a projection's output, broadcast over "
                   "batch and positions.")
+
+def qk(x, ty4):
+    """QK-norm's line: %x2 = rms_norm of each head of %x1, before rope."""
+    if not qk_norm:
+        return ""
+    return (f"  %{x}2 = nn.rms_norm %{x}1, %{x}_norm {eps} : ({ty4}, "
+            f"{ty(hd)}) -> {ty4}\n")
+
 
 print(f"""{intro}
 //
@@ -378,17 +438,17 @@ func.func private @block(
   // Attention branch: h + W_o · attention(rope(q), rope(k), v), {H} query
   // heads of {hd} over {K} key/value heads.
   %x = nn.rms_norm %h, %attn_norm {eps} : ({act}, {ty(D)}) -> {act}
-{linear("q0", "x", "w_q", act, act)}
-  %q1 = nn.reshape %q0 : {act} -> {q4}
-  %q = nn.rope %q1{rope_attr} : {q4}
+{linear("q0", "x", "w_q", act, act_q)}
+  %q1 = nn.reshape %q0 : {act_q} -> {q4}
+{qk("q", q4)}  %q = nn.rope %q{"2" if qk_norm else "1"}{rope_attr} : {q4}
 {linear("k0", "x", "w_k", act, act_kv)}
   %k1 = nn.reshape %k0 : {act_kv} -> {kv4}
-  %k = nn.rope %k1{rope_attr} : {kv4}
+{qk("k", kv4)}  %k = nn.rope %k{"2" if qk_norm else "1"}{rope_attr} : {kv4}
 {linear("v0", "x", "w_v", act, act_kv)}
   %v = nn.reshape %v0 : {act_kv} -> {kv4}
   %att = nn.attention %q, %k, %v {mask} : ({q4}, {kv4}, {kv4}) -> {q4}
-  %att2 = nn.reshape %att : {q4} -> {act}
-{linear("o", "att2", "w_o", act, act)}
+  %att2 = nn.reshape %att : {q4} -> {act_q}
+{linear("o", "att2", "w_o", act_q, act)}
   %h1 = nn.add %h, %o : {act}
 
   // SwiGLU branch: h1 + W_down · (silu(W_gate · y) ⊙ W_up · y).
@@ -416,6 +476,10 @@ layer_params = {"attn_norm": param("attn_norm", (L, D),
                                    ["layers", "embed"]),
                 "mlp_norm": param("mlp_norm", (L, D), "layers.ffn_norm.weight",
                                   ones, ["layers", "embed"])}
+for x in ("q", "k"):
+    layer_params[x + "_norm"] = param(x + "_norm", (L, hd),
+                                      "layers.attention.%s_norm.weight" % x,
+                                      ones, ["layers", "head_dim"])
 for w, b, meta, shape, axes, init, has_bias in PROJ:
     layer_params[w] = param(w, (L,) + shape, meta + ".weight", init,
                             ["layers"] + axes)

@@ -60,7 +60,9 @@
 // every projection and a head tied to the embedding, as Qwen2 and Llama
 // 3.2 have them) on tp=2 and dp=2,tp=2 with sequence parallelism (AdamW in
 // f64): its column-parallel biases split with their weights, wo's and
-// w2's whole, the tied table both embedding and head.
+// w2's whole, the tied table both embedding and head. llama_qk_norm.mlir
+// (Qwen3's RMSNorm over each query and key head, heads of 24 at width 64
+// over 4 heads) on the same meshes: the norms' weights whole on every rank.
 //
 // Each test compiles what it needs into a folder of its process (ctest
 // runs every test in a process of its own). `ctest -L parallel`.
@@ -408,6 +410,10 @@ std::vector<Case> meshCases() {
   // Biases on every projection, the head tied to the embedding.
   cases.push_back({"llama_biases_tied", "tp=2"});
   cases.push_back({"llama_biases_tied", "dp=2,tp=2", true, /*adamw=*/true,
+                   /*f64=*/true});
+  // Qwen3's QK-norm over heads of 24, width 64 over 4 heads.
+  cases.push_back({"llama_qk_norm", "tp=2"});
+  cases.push_back({"llama_qk_norm", "dp=2,tp=2", true, /*adamw=*/true,
                    /*f64=*/true});
   return cases;
 }

@@ -4,14 +4,15 @@
   llama_reference.py make DIR --layers L --dim D --heads H --kv-heads K \\
       --ffn F --vocab V --seq S --batch B --theta T --eps E \\
       [--rope-scaling FACTOR,LOW,HIGH,ORIGINAL] [--sliding-window N] \\
-      [--qkv-bias | --attention-bias] [--mlp-bias] [--tie-embeddings]
+      [--qkv-bias | --attention-bias] [--mlp-bias] [--tie-embeddings] \\
+      [--head-dim N] [--qk-norm]
       writes DIR/hf.safetensors (random weights in Hugging Face's layout,
       f64), DIR/tokens.bin (B·S + 1 i32 tokens: tessel-run's windows),
       DIR/reference.json (the mean next-token cross-entropy of that batch)
       and DIR/config.json (the model, as Hugging Face describes it: a
       MistralForCausalLM where there is a window, a Qwen2ForCausalLM with
-      --qkv-bias, a LlamaForCausalLM's attention_bias and mlp_bias,
-      tie_word_embeddings)
+      --qkv-bias, a Qwen3ForCausalLM with --qk-norm, a LlamaForCausalLM's
+      attention_bias and mlp_bias, tie_word_embeddings, head_dim)
   llama_reference.py compare DIR METRICS.jsonl
       checks tessel-run's first loss against it (relative 1e-12)
   llama_reference.py same A.safetensors B.safetensors
@@ -27,7 +28,11 @@ lm_head. Biases (random, so that they count) add after their projection:
 Qwen2's on q, k and v (--qkv-bias), Llama's attention_bias on q, k, v and o,
 its mlp_bias on gate, up and down. Tied (--tie-embeddings), the file holds
 no lm_head.weight and the head is embed_tokens, as save_pretrained leaves a
-tied model.
+tied model. --head-dim N gives heads of N apart from dim / heads (q_proj
+[H·N, dim], k and v [K·N, dim], o_proj [dim, H·N]); --qk-norm is Qwen3's
+(modeling_qwen3's Qwen3Attention): q_norm and k_norm, RMSNorms of [N] with
+rms_norm_eps, over each query and key head after the projection and before
+rope.
 """
 import argparse
 import json
@@ -91,7 +96,7 @@ def silu(v):
 
 
 def forward_loss(w, tokens, targets, a):
-    hd = a.dim // a.heads
+    hd = a.head_dim or a.dim // a.heads
     group = a.heads // a.kv_heads
     total, count = 0.0, 0
     for seq_tokens, seq_targets in zip(tokens, targets):
@@ -102,12 +107,19 @@ def forward_loss(w, tokens, targets, a):
             q = linear(h, w[p + "self_attn.q_proj.weight"], w.get(p + "self_attn.q_proj.bias"))
             k = linear(h, w[p + "self_attn.k_proj.weight"], w.get(p + "self_attn.k_proj.bias"))
             v = linear(h, w[p + "self_attn.v_proj.weight"], w.get(p + "self_attn.v_proj.bias"))
-            att = [[0.0] * a.dim for _ in seq_tokens]
+            att = [[0.0] * (a.heads * hd) for _ in seq_tokens]
+            # Qwen3: q_norm / k_norm over each head, before rope.
+            qn = w.get(p + "self_attn.q_norm.weight")
+            kn = w.get(p + "self_attn.k_norm.weight")
+
+            def head_of(x, h, norm):
+                part = x[h * hd:(h + 1) * hd]
+                return part if norm is None else rms_norm([part], norm, a.eps)[0]
             for head in range(a.heads):
                 kv = head // group
-                qs = [rope(q[i][head * hd:(head + 1) * hd], i, a.theta, a.scaling)
+                qs = [rope(head_of(q[i], head, qn), i, a.theta, a.scaling)
                       for i in range(len(seq_tokens))]
-                ks = [rope(k[j][kv * hd:(kv + 1) * hd], j, a.theta, a.scaling)
+                ks = [rope(head_of(k[j], kv, kn), j, a.theta, a.scaling)
                       for j in range(len(seq_tokens))]
                 vs = [v[j][kv * hd:(kv + 1) * hd] for j in range(len(seq_tokens))]
                 for i in range(len(seq_tokens)):
@@ -142,7 +154,9 @@ def forward_loss(w, tokens, targets, a):
 
 def make(a):
     rng = random.Random(7)
-    kvd = a.kv_heads * (a.dim // a.heads)
+    hd = a.head_dim or a.dim // a.heads
+    kvd = a.kv_heads * hd
+    qd = a.heads * hd
 
     def matrix(rows, cols, std):
         return [[rng.gauss(0.0, std) for _ in range(cols)] for _ in range(rows)]
@@ -158,15 +172,15 @@ def make(a):
         p = "model.layers.%d." % layer
         w[p + "input_layernorm.weight"] = [1.0 + rng.gauss(0.0, 0.1) for _ in range(a.dim)]
         w[p + "post_attention_layernorm.weight"] = [1.0 + rng.gauss(0.0, 0.1) for _ in range(a.dim)]
-        w[p + "self_attn.q_proj.weight"] = matrix(a.dim, a.dim, 0.3)
+        w[p + "self_attn.q_proj.weight"] = matrix(qd, a.dim, 0.3)
         w[p + "self_attn.k_proj.weight"] = matrix(kvd, a.dim, 0.3)
         w[p + "self_attn.v_proj.weight"] = matrix(kvd, a.dim, 0.3)
-        w[p + "self_attn.o_proj.weight"] = matrix(a.dim, a.dim, 0.3)
+        w[p + "self_attn.o_proj.weight"] = matrix(a.dim, qd, 0.3)
         w[p + "mlp.gate_proj.weight"] = matrix(a.ffn, a.dim, 0.3)
         w[p + "mlp.up_proj.weight"] = matrix(a.ffn, a.dim, 0.3)
         w[p + "mlp.down_proj.weight"] = matrix(a.dim, a.ffn, 0.3)
         if a.qkv_bias or a.attention_bias:
-            w[p + "self_attn.q_proj.bias"] = vector(a.dim, 0.3)
+            w[p + "self_attn.q_proj.bias"] = vector(qd, 0.3)
             w[p + "self_attn.k_proj.bias"] = vector(kvd, 0.3)
             w[p + "self_attn.v_proj.bias"] = vector(kvd, 0.3)
         if a.attention_bias:
@@ -175,6 +189,9 @@ def make(a):
             w[p + "mlp.gate_proj.bias"] = vector(a.ffn, 0.3)
             w[p + "mlp.up_proj.bias"] = vector(a.ffn, 0.3)
             w[p + "mlp.down_proj.bias"] = vector(a.dim, 0.3)
+        if a.qk_norm:
+            w[p + "self_attn.q_norm.weight"] = [1.0 + rng.gauss(0.0, 0.1) for _ in range(hd)]
+            w[p + "self_attn.k_norm.weight"] = [1.0 + rng.gauss(0.0, 0.1) for _ in range(hd)]
     # Hugging Face's safetensors, f64.
     header, blobs, offset = {}, [], 0
     for name, value in w.items():
@@ -203,22 +220,23 @@ def make(a):
 
 def write_config(a):
     """DIR/config.json: the model in transformers' words."""
-    kind = ("qwen2" if a.qkv_bias else "llama" if a.window is None else
-            "mistral")
+    kind = ("qwen3" if a.qk_norm else "qwen2" if a.qkv_bias else
+            "llama" if a.window is None else "mistral")
     scaling = None
     if a.scaling:
         factor, low, high, original = a.scaling
         scaling = {"rope_type": "llama3", "factor": factor,
                    "low_freq_factor": low, "high_freq_factor": high,
                    "original_max_position_embeddings": int(original)}
-    config = {"architectures": [{"qwen2": "Qwen2"}.get(kind, kind.capitalize()) +
+    config = {"architectures": [{"qwen2": "Qwen2", "qwen3": "Qwen3"}.get(
+                                    kind, kind.capitalize()) +
                                 "ForCausalLM"],
               "model_type": kind,
               "hidden_size": a.dim,
               "num_hidden_layers": a.layers,
               "num_attention_heads": a.heads,
               "num_key_value_heads": a.kv_heads,
-              "head_dim": a.dim // a.heads,
+              "head_dim": a.head_dim or a.dim // a.heads,
               "intermediate_size": a.ffn,
               "vocab_size": a.vocab,
               "rope_theta": a.theta,
@@ -232,11 +250,17 @@ def write_config(a):
     if kind == "llama":
         config["attention_bias"] = a.attention_bias
         config["mlp_bias"] = a.mlp_bias
+    if kind == "qwen3":
+        # As Qwen3's own files: head_dim, attention_bias, no window.
+        config.update(attention_bias=a.attention_bias, sliding_window=None,
+                      use_sliding_window=False, max_window_layers=a.layers)
     if kind == "qwen2":
-        # As Qwen2.5's own files: no head_dim, a sliding_window that
-        # use_sliding_window false leaves unused (here shorter than the
-        # context, so that a model taking it would lose the match).
-        del config["head_dim"]
+        # As Qwen2.5's own files: no head_dim (unless --head-dim), a
+        # sliding_window that use_sliding_window false leaves unused (here
+        # shorter than the context, so that a model taking it would lose
+        # the match).
+        if a.head_dim is None:
+            del config["head_dim"]
         config.update(sliding_window=max(1, a.seq // 2),
                       use_sliding_window=False, max_window_layers=a.layers)
     with open(os.path.join(a.dir, "config.json"), "w") as f:
@@ -294,6 +318,11 @@ m.add_argument("--mlp-bias", action="store_true",
                help="biases on gate, up and down (Llama's mlp_bias)")
 m.add_argument("--tie-embeddings", dest="tie", action="store_true",
                help="the head is embed_tokens (tie_word_embeddings)")
+m.add_argument("--head-dim", type=int, default=None,
+               help="each head's width, apart from dim / heads (head_dim)")
+m.add_argument("--qk-norm", action="store_true",
+               help="RMSNorms over each query and key head before rope: a "
+                    "Qwen3ForCausalLM")
 c = sub.add_parser("compare")
 c.add_argument("dir")
 c.add_argument("metrics")
@@ -305,6 +334,11 @@ if args.command == "make" and args.qkv_bias and (
         args.attention_bias or args.mlp_bias or args.window is not None):
     p.error("--qkv-bias is Qwen2's: no --attention-bias, --mlp-bias or "
             "--sliding-window beside it")
+if args.command == "make" and args.qk_norm and (
+        args.qkv_bias or args.mlp_bias or args.window is not None):
+    p.error("--qk-norm is Qwen3's: no --qkv-bias, --mlp-bias or "
+            "--sliding-window beside it (--attention-bias is its "
+            "attention_bias)")
 if args.command == "make" and args.window is not None and (
         args.attention_bias or args.mlp_bias):
     p.error("a sliding window is Mistral's, which has no biases")
