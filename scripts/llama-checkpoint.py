@@ -2,8 +2,9 @@
 """Converts Llama checkpoints between Hugging Face's layout and Tessel's.
 
   scripts/llama-checkpoint.py to-tessel model.safetensors [more shards...] \\
-      -o llama.safetensors [--tie | --untie]
-  scripts/llama-checkpoint.py to-hf llama.safetensors -o model.safetensors
+      -o llama.safetensors [--tie | --untie] [--config config.json]
+  scripts/llama-checkpoint.py to-hf llama.safetensors -o model.safetensors \\
+      [--fuse | --config config.json]
 
 Hugging Face's LlamaForCausalLM (and Mistral's, Qwen2's, Qwen3's) keeps one tensor
 per layer, each linear weight [out, in] (y = x W^T + b):
@@ -29,6 +30,17 @@ the model, so a head that does not match the model's tying is told at load.
 --tie leaves out an lm_head.weight that is the embedding byte for byte (a
 tied model saved with both), --untie writes the embedding as output.weight
 where the file has no head (to train an untied head from a tied model).
+
+Phi-3 (Phi3ForCausalLM) fuses each layer's projections:
+model.layers.N.self_attn.qkv_proj.weight [(H + 2 Hkv) hd, dim] is q_proj's
+H hd rows, then k_proj's Hkv hd, then v_proj's Hkv hd (Phi3Attention), and
+model.layers.N.mlp.gate_up_proj.weight [2 F, dim] gate_proj's F rows, then
+up_proj's (Phi3MLP's chunk(2)). to-tessel splits them into wq, wk, wv and
+w1, w3; splitting qkv_proj needs H, Hkv and hd, which --config config.json
+gives (num_attention_heads, num_key_value_heads, head_dim or hidden_size /
+num_attention_heads), refused without it. to-hf --fuse (or a --config whose
+model_type is phi3) writes the fused tensors back, so that a Phi-3 file
+round-trips; without it, Llama's separate ones.
 
 The rotary embedding needs no permutation: nn.rope's default pairs are
 Hugging Face's rotate_half halves. A config.json's rope_theta and
@@ -144,7 +156,104 @@ def transposed(t):
     return Tensor(t.dtype, [cols, rows], bytes(out))
 
 
-def to_tessel(shards, tie=False, untie=False):
+def rows(t, begin, end):
+    """Rows [begin, end) of the matrix t."""
+    row_bytes = t.shape[1] * SIZES[t.dtype]
+    return Tensor(t.dtype, [end - begin, t.shape[1]],
+                  t.data[begin * row_bytes:end * row_bytes])
+
+
+def stacked_rows(parts):
+    """The matrices parts one above another (each [rows, cols])."""
+    first = parts[0]
+    for t in parts:
+        if len(t.shape) != 2 or t.dtype != first.dtype or \
+                t.shape[1] != first.shape[1]:
+            fail("cannot fuse matrices of shapes %s"
+                 % ", ".join(str(p.shape) for p in parts))
+    return Tensor(first.dtype, [sum(t.shape[0] for t in parts),
+                                first.shape[1]],
+                  b"".join(t.data for t in parts))
+
+
+def read_config(path):
+    """config.json as a dict, failing in one line."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            c = json.load(f)
+    except OSError as e:
+        fail("%s: %s" % (path, e.strerror))
+    except ValueError:
+        fail("%s: not JSON" % path)
+    if not isinstance(c, dict):
+        fail("%s: not a JSON object" % path)
+    return c
+
+
+def head_sizes(config, path):
+    """(H, Hkv, hd) from config.json, as Phi3Attention takes them."""
+    def integer(field, value):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            fail("%s: %s is not a positive integer" % (path, field))
+        return value
+    heads = integer("num_attention_heads", config.get("num_attention_heads"))
+    kv = config.get("num_key_value_heads")
+    kv = heads if kv is None else integer("num_key_value_heads", kv)
+    hd = config.get("head_dim")
+    if hd is None:
+        dim = integer("hidden_size", config.get("hidden_size"))
+        if dim % heads:
+            fail("%s: hidden_size %d is not num_attention_heads %d heads"
+                 % (path, dim, heads))
+        hd = dim // heads
+    return heads, kv, integer("head_dim", hd)
+
+
+def split_fused(hf, config, config_path):
+    """Phi-3's qkv_proj and gate_up_proj in hf replaced by Llama's
+    separate q_proj, k_proj, v_proj and gate_proj, up_proj."""
+    qkv = "model.layers.{}.self_attn.qkv_proj.weight"
+    gate_up = "model.layers.{}.mlp.gate_up_proj.weight"
+    sizes = None
+    layer = 0
+    while "model.layers.%d.input_layernorm.weight" % layer in hf:
+        name = qkv.format(layer)
+        if name in hf:
+            if config is None:
+                fail("%s is q, k and v fused (Phi-3's): --config config.json "
+                     "needed to split it" % name)
+            if sizes is None:
+                sizes = head_sizes(config, config_path)
+            heads, kv, hd = sizes
+            t = hf.pop(name)
+            if len(t.shape) != 2 or t.shape[0] != (heads + 2 * kv) * hd:
+                fail("%s has shape %s, not [%d, dim] ((%d + 2 * %d) heads of "
+                     "%d, from %s)" % (name, t.shape, (heads + 2 * kv) * hd,
+                                       heads, kv, hd, config_path))
+            q, k = heads * hd, heads * hd + kv * hd
+            for proj, (begin, end) in [("q", (0, q)), ("k", (q, k)),
+                                       ("v", (k, t.shape[0]))]:
+                separate = "model.layers.%d.self_attn.%s_proj.weight" % (
+                    layer, proj)
+                if separate in hf:
+                    fail("both %s and %s" % (name, separate))
+                hf[separate] = rows(t, begin, end)
+        name = gate_up.format(layer)
+        if name in hf:
+            t = hf.pop(name)
+            if len(t.shape) != 2 or t.shape[0] % 2:
+                fail("%s has shape %s, not [2 * ffn, dim]" % (name, t.shape))
+            half = t.shape[0] // 2
+            for proj, (begin, end) in [("gate", (0, half)),
+                                       ("up", (half, 2 * half))]:
+                separate = "model.layers.%d.mlp.%s_proj.weight" % (layer, proj)
+                if separate in hf:
+                    fail("both %s and %s" % (name, separate))
+                hf[separate] = rows(t, begin, end)
+        layer += 1
+
+
+def to_tessel(shards, tie=False, untie=False, config=None, config_path=None):
     hf = {}
     for path in shards:
         hf.update(read(path))
@@ -153,6 +262,7 @@ def to_tessel(shards, tie=False, untie=False):
         layers += 1
     if layers == 0:
         fail("no model.layers.0.input_layernorm.weight: not a Llama checkpoint")
+    split_fused(hf, config, config_path)
     out, used = {}, set()
     for ours, theirs, transpose in GLOBAL:
         if theirs not in hf:
@@ -196,10 +306,26 @@ def to_tessel(shards, tie=False, untie=False):
     return out
 
 
-def to_hf(path):
+# Phi-3's fused tensors: (the fused name, the separate ones in its order).
+FUSED = [("model.layers.{}.self_attn.qkv_proj.weight",
+          ["model.layers.{}.self_attn.q_proj.weight",
+           "model.layers.{}.self_attn.k_proj.weight",
+           "model.layers.{}.self_attn.v_proj.weight"]),
+         ("model.layers.{}.mlp.gate_up_proj.weight",
+          ["model.layers.{}.mlp.gate_proj.weight",
+           "model.layers.{}.mlp.up_proj.weight"])]
+
+
+def to_hf(path, fuse=False):
     ours = read(path)
     out = {}
     layers = None
+    if fuse:
+        for name in ["layers.attention.w%s.bias" % p for p in "qkv"] + [
+                "layers.feed_forward.w1.bias", "layers.feed_forward.w3.bias"]:
+            if name in ours:
+                fail("--fuse: %s, but Phi-3's fused projections have no "
+                     "biases" % name)
     for name, theirs, transpose in LAYER + BIAS:
         if name not in ours:
             if (name, theirs, transpose) in BIAS:
@@ -214,6 +340,19 @@ def to_hf(path):
         for layer in range(layers):
             part = Tensor(t.dtype, inner, t.data[layer * step:(layer + 1) * step])
             out[theirs.format(layer)] = transposed(part) if transpose else part
+    if fuse:
+        # Each layer's tensors in Llama's order, the fused ones in place of
+        # their first part.
+        fused = {}
+        for layer in range(layers):
+            for name, parts in FUSED:
+                parts = [p.format(layer) for p in parts]
+                fused[parts[0]] = (name.format(layer), stacked_rows(
+                    [out[p] for p in parts]))
+                for p in parts[1:]:
+                    fused[p] = None
+        out = dict(fused[n] if n in fused else (n, t)
+                   for n, t in out.items() if fused.get(n, 0) is not None)
     for name, theirs, transpose in GLOBAL + [HEAD]:
         if name not in ours:
             if name == HEAD[0]:
@@ -237,17 +376,28 @@ def main():
                       help="to-tessel: where there is no lm_head.weight, "
                            "write the embedding as output.weight (for an "
                            "untied model)")
+    p.add_argument("--config", metavar="CONFIG.JSON",
+                   help="the model's config.json: to-tessel takes the heads "
+                        "from it to split a fused qkv_proj (Phi-3's); to-hf "
+                        "fuses as --fuse where its model_type is phi3")
+    p.add_argument("--fuse", action="store_true",
+                   help="to-hf: write Phi-3's fused qkv_proj and gate_up_proj "
+                        "in place of q, k, v and gate, up")
     a = p.parse_args()
     if a.output in a.inputs:
         fail("the output %s is an input" % a.output)
     if a.direction == "to-hf" and (a.tie or a.untie):
         fail("--tie and --untie are to-tessel's")
+    if a.direction == "to-tessel" and a.fuse:
+        fail("--fuse is to-hf's (to-tessel splits fused tensors itself)")
+    config = read_config(a.config) if a.config else None
     if a.direction == "to-tessel":
-        out = to_tessel(a.inputs, a.tie, a.untie)
+        out = to_tessel(a.inputs, a.tie, a.untie, config, a.config)
     else:
         if len(a.inputs) != 1:
             fail("to-hf reads one Tessel checkpoint")
-        out = to_hf(a.inputs[0])
+        out = to_hf(a.inputs[0], a.fuse or (
+            config is not None and config.get("model_type") == "phi3"))
     write(a.output, out)
 
 

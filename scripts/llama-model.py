@@ -13,7 +13,7 @@
       --eps 1e-6 --tie-embeddings --seq 4096 --batch 1 > qwen3.mlir
                                                           (Qwen3 0.6B's)
   scripts/llama-model.py --config config.json --seq 4096 --batch 1 > model.mlir
-                    (a Hugging Face Llama, Mistral, Qwen2 or Qwen3's config)
+                    (a Hugging Face Llama, Mistral, Qwen2, Qwen3 or Phi-3's config)
 
 RMSNorm before attention and MLP, grouped-query causal attention with rotary
 position embeddings on queries and keys (--sliding-window N: over the last N
@@ -45,13 +45,18 @@ layers.attention.q_norm.weight and k_norm.weight, [layers, N] on the
 "head_dim" axis (whole under tensor parallelism), starting at 1.
 
 --config reads the sizes, rope, window, biases and tying from a Hugging Face
-config.json (model_type llama, mistral, qwen2 or qwen3; flags given as well
-win);
+config.json (model_type llama, mistral, qwen2, qwen3 or phi3; flags given
+as well win);
 batch and seq are not in it (seq is the training context, not
 max_position_embeddings). A config this model cannot be (another model_type,
 activation or rope scaling, Qwen2's and Qwen3's per-layer sliding window) is
 refused, naming the field. A head_dim other than hidden_size /
-num_attention_heads is read as --head-dim; Qwen3 always has QK-norm.
+num_attention_heads is read as --head-dim; Qwen3 always has QK-norm. Phi-3
+(Phi3ForCausalLM) is a Llama without biases whose sliding_window (2047 in
+Phi-3-mini-4k; null none) is Mistral's; its 128k variants' rope_scaling
+(longrope, su) and a partial_rotary_factor other than 1 are refused. Its
+checkpoint fuses q, k, v into qkv_proj and gate, up into gate_up_proj:
+scripts/llama-checkpoint.py --config splits them.
 """
 import argparse
 import json
@@ -81,14 +86,19 @@ HF_DEFAULTS = {"llama": {"num_key_value_heads": None, "sliding_window": None,
                            "rms_norm_eps": 1e-6},
                "qwen2": {"num_key_value_heads": 32, "rms_norm_eps": 1e-6},
                "qwen3": {"num_key_value_heads": 32, "rms_norm_eps": 1e-6,
-                         "head_dim": 128}}
+                         "head_dim": 128},
+               # Phi3Config's, its sizes included (Phi-3-mini's).
+               "phi3": {"num_key_value_heads": None, "sliding_window": None,
+                        "rms_norm_eps": 1e-5, "vocab_size": 32064,
+                        "hidden_size": 3072, "intermediate_size": 8192,
+                        "num_hidden_layers": 32, "num_attention_heads": 32}}
 # The biases each model_type has: Qwen2's q, k and v projections always;
 # Llama's where config.json's attention_bias (q, k, v and o) and mlp_bias
 # (gate, up and down) say; Qwen3's where its attention_bias (q, k, v and o)
-# says; Mistral's none (MistralConfig has no such field).
+# says; Mistral's and Phi-3's none (Phi-3's attention_bias must be false).
 CONFIG_BIASES = {"llama": [("attention_bias", "attention_bias"),
                            ("mlp_bias", "mlp_bias")],
-                 "mistral": [], "qwen2": [],
+                 "mistral": [], "qwen2": [], "phi3": [],
                  "qwen3": [("attention_bias", "attention_bias")]}
 LLAMA3 = ["factor", "low_freq_factor", "high_freq_factor",
           "original_max_position_embeddings"]
@@ -126,8 +136,8 @@ p.add_argument("--mlp-bias", action=argparse.BooleanOptionalAction,
                     "(config.json's mlp_bias)")
 p.add_argument("--config", metavar="CONFIG.JSON",
                help="a Hugging Face LlamaForCausalLM, MistralForCausalLM, "
-                    "Qwen2ForCausalLM or Qwen3ForCausalLM config.json to take "
-                    "the model from (flags override it)")
+                    "Qwen2ForCausalLM, Qwen3ForCausalLM or Phi3ForCausalLM "
+                    "config.json to take the model from (flags override it)")
 p.add_argument("--dtype", choices=["f32", "f64"], default="f32")
 
 
@@ -152,7 +162,7 @@ def from_config(path):
         p.error("%s: not a JSON object" % path)
     model = c.get("model_type")
     if model not in HF_DEFAULTS:
-        bad("model_type", "%s: only llama, mistral, qwen2 and qwen3" %
+        bad("model_type", "%s: only llama, mistral, qwen2, qwen3 and phi3" %
             json.dumps(model))
     if c.get("hidden_act", "silu") != "silu":
         bad("hidden_act", "%s: the MLP is SwiGLU (silu)" %
@@ -168,6 +178,12 @@ def from_config(path):
         out["qk_norm"] = True
     if model == "qwen2":
         out["qkv_bias"] = True
+    if model == "phi3":
+        # Phi3Attention's qkv_proj and o_proj, Phi3MLP's gate_up_proj and
+        # down_proj have no biases.
+        for field in ("attention_bias", "mlp_bias"):
+            if c.get(field, False) is not False:
+                bad(field, "%s: Phi-3 has no biases" % json.dumps(c[field]))
     if model in ("qwen2", "qwen3"):
         # Qwen2's and Qwen3's window covers layers max_window_layers on, not
         # one model-wide window; off (the released configs), sliding_window
@@ -192,6 +208,16 @@ def from_config(path):
             bad("rope_theta", "is not a number")
         out["theta"] = float(theta)
     rope_type = rope.get("rope_type", rope.get("type", "default"))
+    if model == "phi3":
+        # Phi-3's 128k variants scale rope by longrope (su): not this rope.
+        if rope_type != "default":
+            bad(field, "of type %s: only Phi-3 without rope scaling (null)" %
+                json.dumps(rope_type))
+        factor = rope.get("partial_rotary_factor",
+                          c.get("partial_rotary_factor", 1))
+        if not is_number(factor) or factor != 1:
+            bad("partial_rotary_factor", "%s: rope over whole heads only (1)"
+                % json.dumps(factor))
     if rope_type == "llama3":
         if not all(is_number(rope.get(k)) for k in LLAMA3):
             bad(field, "of type llama3 needs numbers " + ", ".join(LLAMA3))
@@ -199,9 +225,10 @@ def from_config(path):
     elif rope_type != "default":
         bad(field, "of type %s: only llama3's scaling" % json.dumps(rope_type))
     for field, flag in CONFIG_SIZES:
-        if not is_number(c.get(field), int):
+        value = c.get(field, HF_DEFAULTS[model].get(field))
+        if not is_number(value, int):
             bad(field, "missing or not an integer")
-        out[flag] = c[field]
+        out[flag] = value
     # head_dim: its own width where config.json says (Qwen3, Gemma-style
     # Llamas); null, or absent outside Qwen3, hidden_size / heads.
     head_dim = c.get("head_dim", HF_DEFAULTS[model].get("head_dim"))

@@ -5,14 +5,15 @@
       --ffn F --vocab V --seq S --batch B --theta T --eps E \\
       [--rope-scaling FACTOR,LOW,HIGH,ORIGINAL] [--sliding-window N] \\
       [--qkv-bias | --attention-bias] [--mlp-bias] [--tie-embeddings] \\
-      [--head-dim N] [--qk-norm]
+      [--head-dim N] [--qk-norm] [--phi3]
       writes DIR/hf.safetensors (random weights in Hugging Face's layout,
       f64), DIR/tokens.bin (B·S + 1 i32 tokens: tessel-run's windows),
       DIR/reference.json (the mean next-token cross-entropy of that batch)
       and DIR/config.json (the model, as Hugging Face describes it: a
       MistralForCausalLM where there is a window, a Qwen2ForCausalLM with
-      --qkv-bias, a Qwen3ForCausalLM with --qk-norm, a LlamaForCausalLM's
-      attention_bias and mlp_bias, tie_word_embeddings, head_dim)
+      --qkv-bias, a Qwen3ForCausalLM with --qk-norm, a Phi3ForCausalLM
+      with --phi3, a LlamaForCausalLM's attention_bias and mlp_bias,
+      tie_word_embeddings, head_dim)
   llama_reference.py compare DIR METRICS.jsonl
       checks tessel-run's first loss against it (relative 1e-12)
   llama_reference.py same A.safetensors B.safetensors
@@ -32,7 +33,10 @@ tied model. --head-dim N gives heads of N apart from dim / heads (q_proj
 [H·N, dim], k and v [K·N, dim], o_proj [dim, H·N]); --qk-norm is Qwen3's
 (modeling_qwen3's Qwen3Attention): q_norm and k_norm, RMSNorms of [N] with
 rms_norm_eps, over each query and key head after the projection and before
-rope.
+rope. --phi3 is Phi-3 (modeling_phi3): the same forward (its window
+Mistral's), the file holding each layer's q, k, v fused as
+self_attn.qkv_proj.weight [(H + 2 K)·hd, dim] (q's rows, then k's, then
+v's) and gate, up as mlp.gate_up_proj.weight [2 F, dim] (gate's, then up's).
 """
 import argparse
 import json
@@ -192,9 +196,29 @@ def make(a):
         if a.qk_norm:
             w[p + "self_attn.q_norm.weight"] = [1.0 + rng.gauss(0.0, 0.1) for _ in range(hd)]
             w[p + "self_attn.k_norm.weight"] = [1.0 + rng.gauss(0.0, 0.1) for _ in range(hd)]
+    # Phi-3's file: q, k, v and gate, up fused, each in the first's place.
+    stored = w
+    if a.phi3:
+        stored = {}
+        for name, value in w.items():
+            for first, rest, fused in [
+                    ("self_attn.q_proj.weight",
+                     ["self_attn.k_proj.weight", "self_attn.v_proj.weight"],
+                     "self_attn.qkv_proj.weight"),
+                    ("mlp.gate_proj.weight", ["mlp.up_proj.weight"],
+                     "mlp.gate_up_proj.weight")]:
+                if name.endswith("." + first):
+                    p = name[:-len(first)]
+                    stored[p + fused] = value + [row for r in rest
+                                                 for row in w[p + r]]
+                    break
+                if any(name.endswith("." + r) for r in rest):
+                    break
+            else:
+                stored[name] = value
     # Hugging Face's safetensors, f64.
     header, blobs, offset = {}, [], 0
-    for name, value in w.items():
+    for name, value in stored.items():
         flat = [v for row in value for v in row] if isinstance(value[0], list) else value
         shape = [len(value), len(value[0])] if isinstance(value[0], list) else [len(value)]
         data = struct.pack("<%dd" % len(flat), *flat)
@@ -220,7 +244,8 @@ def make(a):
 
 def write_config(a):
     """DIR/config.json: the model in transformers' words."""
-    kind = ("qwen3" if a.qk_norm else "qwen2" if a.qkv_bias else
+    kind = ("phi3" if a.phi3 else
+            "qwen3" if a.qk_norm else "qwen2" if a.qkv_bias else
             "llama" if a.window is None else "mistral")
     scaling = None
     if a.scaling:
@@ -228,7 +253,8 @@ def write_config(a):
         scaling = {"rope_type": "llama3", "factor": factor,
                    "low_freq_factor": low, "high_freq_factor": high,
                    "original_max_position_embeddings": int(original)}
-    config = {"architectures": [{"qwen2": "Qwen2", "qwen3": "Qwen3"}.get(
+    config = {"architectures": [{"qwen2": "Qwen2", "qwen3": "Qwen3",
+                                 "phi3": "Phi3"}.get(
                                     kind, kind.capitalize()) +
                                 "ForCausalLM"],
               "model_type": kind,
@@ -254,6 +280,13 @@ def write_config(a):
         # As Qwen3's own files: head_dim, attention_bias, no window.
         config.update(attention_bias=a.attention_bias, sliding_window=None,
                       use_sliding_window=False, max_window_layers=a.layers)
+    if kind == "phi3":
+        # As Phi-3-mini's own files: no head_dim (unless --head-dim),
+        # attention_bias false, the window as given (null none).
+        if a.head_dim is None:
+            del config["head_dim"]
+        config.update(attention_bias=False,
+                      original_max_position_embeddings=a.seq)
     if kind == "qwen2":
         # As Qwen2.5's own files: no head_dim (unless --head-dim), a
         # sliding_window that use_sliding_window false leaves unused (here
@@ -323,6 +356,9 @@ m.add_argument("--head-dim", type=int, default=None,
 m.add_argument("--qk-norm", action="store_true",
                help="RMSNorms over each query and key head before rope: a "
                     "Qwen3ForCausalLM")
+m.add_argument("--phi3", action="store_true",
+               help="q, k, v and gate, up fused in the file: a "
+                    "Phi3ForCausalLM")
 c = sub.add_parser("compare")
 c.add_argument("dir")
 c.add_argument("metrics")
@@ -339,7 +375,11 @@ if args.command == "make" and args.qk_norm and (
     p.error("--qk-norm is Qwen3's: no --qkv-bias, --mlp-bias or "
             "--sliding-window beside it (--attention-bias is its "
             "attention_bias)")
-if args.command == "make" and args.window is not None and (
+if args.command == "make" and args.phi3 and (
+        args.qkv_bias or args.attention_bias or args.mlp_bias or
+        args.qk_norm or args.scaling):
+    p.error("--phi3 has no biases, QK-norm or rope scaling")
+if args.command == "make" and args.window is not None and not args.phi3 and (
         args.attention_bias or args.mlp_bias):
     p.error("a sliding window is Mistral's, which has no biases")
 {"make": make, "compare": compare, "same": same}[args.command](args)
