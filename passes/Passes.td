@@ -73,6 +73,37 @@ def AutodiffPass : Pass<"tessel-autodiff", "mlir::ModuleOp"> {
   let dependentDialects = ["tessel::nn::NNDialect", "mlir::func::FuncDialect"];
 }
 
+def MaskIgnoredLabelsPass
+    : Pass<"tessel-mask-ignored-labels", "mlir::ModuleOp"> {
+  let summary = "Write a cross-entropy's ignore_index as masked labels and weights";
+  let description = [{
+    Runs on the forward model, before autodiff (tessel-compile runs it
+    first on the model or each pipeline stage). Each `nn.cross_entropy`
+    with `ignore_index` becomes `nn.mask_labels`, the cross-entropy of each
+    position (`reduction = none`) of the safe labels times their weights,
+    and for `sum` / `mean` a `nn.reduce_sum` over the positions; `mean`
+    divides by `max(Σ weights, 1)` (written `relu(n - 1) + 1`, before the
+    loss: the backward's seed then exists where tessel-fuse-epilogues
+    fuses the loss with its gradient). Every sum is
+    over all positions, so a split batch all-reduces the loss and the
+    count and divides the whole batch's loss by the whole batch's count,
+    as one device does.
+
+    ```mlir
+    %l = nn.cross_entropy %z, %y {ignore_index = -100 : i64} : (tensor<4x10xf32>, tensor<4xi32>) -> tensor<f32>
+    // becomes
+    %safe, %w = nn.mask_labels %y ignore_index -100 : (tensor<4xi32>) -> (tensor<4xi32>, tensor<4xf32>)
+    %n = nn.reduce_sum %w dims = [0] : tensor<4xf32> -> tensor<f32>
+    ...  // %d = relu(%n - 1) + 1
+    %each = nn.cross_entropy %z, %safe {reduction = #nn.reduction<none>} : (tensor<4x10xf32>, tensor<4xi32>) -> tensor<4xf32>
+    %lw = nn.mul %each, %w : tensor<4xf32>
+    %s = nn.reduce_sum %lw dims = [0] : tensor<4xf32> -> tensor<f32>
+    %l = nn.div %s, %d : tensor<f32>
+    ```
+  }];
+  let dependentDialects = ["tessel::nn::NNDialect"];
+}
+
 def ReportCostPass : Pass<"tessel-report-cost", "mlir::ModuleOp"> {
   let summary = "Report the flops and bytes of every nn op and function";
   let description = [{

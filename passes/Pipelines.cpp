@@ -48,6 +48,7 @@ bool CompilePipelineOptions::pipelined() const {
 /// The plan pipeline of one model: the whole module's, or a stage's.
 static void buildModelPlan(OpPassManager &pm,
                            const CompilePipelineOptions &options) {
+  pm.addPass(createMaskIgnoredLabelsPass());
   if (options.train)
     pm.addPass(createAutodiffPass(options.givenTrainSettings()));
   if (options.mesh.hasValue()) {

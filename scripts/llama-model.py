@@ -138,6 +138,10 @@ p.add_argument("--config", metavar="CONFIG.JSON",
                help="a Hugging Face LlamaForCausalLM, MistralForCausalLM, "
                     "Qwen2ForCausalLM, Qwen3ForCausalLM or Phi3ForCausalLM "
                     "config.json to take the model from (flags override it)")
+p.add_argument("--ignore-index", type=int, metavar="N",
+               help="the label the loss ignores (fine-tuning's -100 over "
+                    "prompt and padding); the mean is over the other "
+                    "positions (PyTorch's ignore_index)")
 p.add_argument("--dtype", choices=["f32", "f64"], default="f32")
 
 
@@ -533,6 +537,8 @@ else:
     head = (f"  %logits = nn.matmul %hf, %w_out : ({act}, {ty(D, V)}) -> "
             f"{ty(B, S, V)}")
 tokens = f"tensor<{B}x{S}xi32>"
+ignore = ("" if a.ignore_index is None
+          else f" {{ignore_index = {a.ignore_index} : i64}}")
 print(f"""func.func @loss(
     %tokens: {tokens} {{nn.input, nn.axes = ["batch", "seq"]}},
     %targets: {tokens} {{nn.label, nn.axes = ["batch", "seq"]}},
@@ -544,6 +550,6 @@ print(f"""func.func @loss(
       : ({act}, {stacked}) -> {act}
   %hf = nn.rms_norm %h, %norm {eps} : ({act}, {ty(D)}) -> {act}
 {head}
-  %l = nn.cross_entropy %logits, %targets : ({ty(B, S, V)}, {tokens}) -> tensor<{t}>
+  %l = nn.cross_entropy %logits, %targets{ignore} : ({ty(B, S, V)}, {tokens}) -> tensor<{t}>
   return %l : tensor<{t}>
 }}""")

@@ -88,6 +88,49 @@ SmallVector<ReductionKind> CrossEntropyOp::getReductionLoopIteratorKinds() {
   return kinds;
 }
 
+LogicalResult CrossEntropyOp::refuseIgnoreIndex(StringRef pass) {
+  if (!getIgnoreIndex())
+    return success();
+  return emitOpError() << "has an ignore_index, which " << pass
+                       << " does not take: run tessel-mask-ignored-labels "
+                          "before it";
+}
+
+//===----------------------------------------------------------------------===//
+// MaskLabelsOp: the labels of a loss that ignores positions
+//===----------------------------------------------------------------------===//
+
+LogicalResult MaskLabelsOp::verify() {
+  if (getSafe().getType() != getLabels().getType())
+    return emitOpError() << "safe labels must have the labels' type "
+                         << getLabels().getType() << ", got "
+                         << getSafe().getType();
+  if (getWeights().getType().getShape() != getLabels().getType().getShape())
+    return emitOpError() << "weights must have the labels' shape ("
+                         << nn::detail::shapeString(
+                                getLabels().getType().getShape())
+                         << "), got " << getWeights().getType();
+  return success();
+}
+
+// A comparison per position.
+int64_t MaskLabelsOp::getFlops() {
+  return nn::detail::numElements(getLabels().getType());
+}
+
+SmallVector<utils::IteratorType> MaskLabelsOp::getLoopIteratorTypes() {
+  return nn::detail::parallelLoops(getLabels().getType().getRank());
+}
+
+SmallVector<AffineMap> MaskLabelsOp::getIndexingMaps() {
+  AffineMap identity = AffineMap::getMultiDimIdentityMap(
+      getLabels().getType().getRank(), getContext());
+  return {identity, identity, identity};
+}
+
+SmallVector<ReductionKind> MaskLabelsOp::getReductionLoopIteratorKinds() {
+  return {};
+}
 
 //===----------------------------------------------------------------------===//
 // LabelLogitOp and SubLabelOp: the label's entry of each position

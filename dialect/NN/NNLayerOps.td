@@ -505,14 +505,29 @@ def NN_CrossEntropyOp : NN_ShardableOp<"cross_entropy",
     f32 loss would (tessel-fuse-epilogues folds that cast into the loss
     under bf16 mixed precision; no f32 copy of the logits).
 
+    With `ignore_index` (PyTorch's; fine-tuning labels prompt and padding
+    positions -100), a position whose label is that value adds nothing to
+    the loss or its gradient (0 under `none`), and `mean` divides by the
+    positions that are not ignored, counted over the whole batch on every
+    mesh (a batch with none has loss 0, where PyTorch gives NaN).
+    `tessel-mask-ignored-labels` writes such a loss as `nn.mask_labels`
+    and the loss of each position, which the other passes know.
+
     ```mlir
     %l = nn.cross_entropy %logits, %labels : (tensor<8x128x50304xf32>, tensor<8x128xi32>) -> tensor<f32>
     %m = nn.cross_entropy %h, %labels : (tensor<8x128x50304xbf16>, tensor<8x128xi32>) -> tensor<f32>
+    %s = nn.cross_entropy %logits, %labels {ignore_index = -100 : i64} : (tensor<8x128x50304xf32>, tensor<8x128xi32>) -> tensor<f32>
     ```
   }];
   let arguments = (ins NN_FloatTensor:$logits, NN_IndexTensor:$labels,
-      DefaultValuedAttr<NN_LossReductionAttr, "LossReduction::mean">:$reduction);
+      DefaultValuedAttr<NN_LossReductionAttr, "LossReduction::mean">:$reduction,
+      OptionalAttr<I64Attr>:$ignore_index);
   let results = (outs NN_FloatTensor:$result);
+  let extraClassDeclaration = [{
+    /// Fails, naming `pass`, for a loss with an ignore_index: `pass` sees
+    /// it only as tessel-mask-ignored-labels writes it.
+    ::llvm::LogicalResult refuseIgnoreIndex(::llvm::StringRef pass);
+  }];
   let assemblyFormat = [{
     $logits `,` $labels attr-dict `:` functional-type(operands, results)
   }];
@@ -540,6 +555,29 @@ def NN_LabelLogitOp : NN_ShardableOp<"label_logit",
   let assemblyFormat = [{
     $logits `,` $labels attr-dict `:` functional-type(operands, results)
   }];
+}
+
+def NN_MaskLabelsOp : NN_ShardableOp<"mask_labels", [Pure]> {
+  let summary = "the labels a loss reads and the weight of each position";
+  let description = [{
+    For a loss that ignores the positions labelled `ignore_index`:
+    `safe[i] = labels[i] == ignore_index ? 0 : labels[i]` (a class the
+    cross-entropy can read) and `weights[i]` 0 there, else 1, of any float
+    type. Every loop is parallel; one flop per position. The cross-entropy
+    of `safe` times `weights` is each position's loss, `Σ weights` the
+    positions a mean divides by (`tessel-mask-ignored-labels`).
+
+    ```mlir
+    %y, %w = nn.mask_labels %labels ignore_index -100 : (tensor<8x128xi32>) -> (tensor<8x128xi32>, tensor<8x128xf32>)
+    ```
+  }];
+  let arguments = (ins NN_IndexTensor:$labels, I64Attr:$ignore_index);
+  let results = (outs NN_IndexTensor:$safe, NN_FloatTensor:$weights);
+  let assemblyFormat = [{
+    $labels `ignore_index` $ignore_index attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
 }
 
 def NN_SubLabelOp : NN_ShardableOp<"sub_label",

@@ -350,6 +350,8 @@ json::Object ModelAbiEmitter::placeFeeds() {
     tensor["axes"] = describeAxes(model, i);
     if (std::optional<int64_t> limit = valueLimit(model.getArgument(i), mesh))
       tensor["limit"] = *limit;
+    if (std::optional<int64_t> ignore = valueIgnoreIndex(model.getArgument(i)))
+      tensor["ignore_index"] = *ignore;
     addSharding(tensor, model, argSharding(model, i), type,
                 "argument #" + Twine(i));
     feedAt.push_back(cursor);

@@ -2,7 +2,8 @@
 //
 // Softmax and batch norm see their tensor as [outer, dim, inner], the layer
 // and RMS norms as rows of the last dimension; the label kernels of a
-// vocabulary-parallel cross-entropy work on the rank's block of classes.
+// vocabulary-parallel cross-entropy work on the rank's block of classes;
+// a loss's ignored labels are masked in one call.
 //
 //===----------------------------------------------------------------------===//
 
@@ -68,6 +69,8 @@ LogicalResult lowerBatchNorm(nn::BatchNormOp op, FunctionLowering &fl) {
 
 // An f32 loss of 16-bit logits: tessel_cross_entropy_f32 (ABI 13).
 LogicalResult lowerCrossEntropy(nn::CrossEntropyOp op, FunctionLowering &fl) {
+  if (failed(op.refuseIgnoreIndex("tessel-lower-to-runtime")))
+    return failure();
   fl.call(isWidened(op.getLogits(), op.getResult())
               ? rt::tessel_cross_entropy_f32
               : rt::tessel_cross_entropy,
@@ -119,6 +122,16 @@ LogicalResult lowerSubLabel(nn::SubLabelOp op, FunctionLowering &fl) {
   return success();
 }
 
+// The safe labels and the weights of a loss that ignores positions.
+LogicalResult lowerMaskLabels(nn::MaskLabelsOp op, FunctionLowering &fl) {
+  fl.call(rt::tessel_mask_labels,
+          {fl.dtype(op.getLabels()), fl.dtype(op.getWeights()),
+           fl.ptr(op.getLabels()), fl.i64(op.getIgnoreIndex()),
+           fl.ptr(op.getSafe()), fl.ptr(op.getWeights()),
+           fl.count(op.getLabels())});
+  return success();
+}
+
 } // namespace
 
 void addNormAndLossLowerings(LoweringRegistry &registry) {
@@ -131,6 +144,7 @@ void addNormAndLossLowerings(LoweringRegistry &registry) {
   registry.add<nn::CrossEntropyWithGradOp>(lowerCrossEntropyWithGrad);
   registry.add<nn::LabelLogitOp>(lowerLabelLogit);
   registry.add<nn::SubLabelOp>(lowerSubLabel);
+  registry.add<nn::MaskLabelsOp>(lowerMaskLabels);
 }
 
 } // namespace tessel::lowering

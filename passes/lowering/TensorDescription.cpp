@@ -118,11 +118,23 @@ std::optional<int64_t> valueLimit(Value arg, const std::optional<Mesh> &mesh) {
       return classes;
     }
     // Views and data movement keep the values (ids gathered along the
-    // sequence under sequence parallelism).
+    // sequence under sequence parallelism), masking keeps the classes.
     if (isa<nn::ReshapeOp, shard::AllGatherOp, shard::AllSliceOp,
-            shard::AllToAllOp>(user))
+            shard::AllToAllOp, nn::MaskLabelsOp>(user))
       if (std::optional<int64_t> limit = valueLimit(user->getResult(0), mesh))
         return limit;
+  }
+  return std::nullopt;
+}
+
+std::optional<int64_t> valueIgnoreIndex(Value arg) {
+  for (Operation *user : arg.getUsers()) {
+    if (auto mask = dyn_cast<nn::MaskLabelsOp>(user))
+      return static_cast<int64_t>(mask.getIgnoreIndex());
+    if (isa<nn::ReshapeOp, shard::AllGatherOp, shard::AllSliceOp,
+            shard::AllToAllOp>(user))
+      if (std::optional<int64_t> ignore = valueIgnoreIndex(user->getResult(0)))
+        return ignore;
   }
   return std::nullopt;
 }

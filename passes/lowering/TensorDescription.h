@@ -42,6 +42,10 @@ llvm::json::Object describeTrain(mlir::DictionaryAttr train);
 std::optional<int64_t> valueLimit(mlir::Value arg,
                                   const std::optional<Mesh> &mesh);
 
+/// The label value a loss reading `arg` ignores (its nn.mask_labels'
+/// ignore_index), if any: a label may be it as well as a class.
+std::optional<int64_t> valueIgnoreIndex(mlir::Value arg);
+
 /// On a mesh, adds the tensor's global shape and (when split) the mesh axes
 /// that split each dimension (the arena holds the local shard). Fails with
 /// a diagnostic on `func` for a sharding that does not fit the mesh, or

@@ -437,6 +437,11 @@ public:
                         const void *x, const void *labels, const void *values,
                         void *out, int64_t rows, int64_t classes,
                         int64_t classOffset, int64_t totalClasses) = 0;
+  /// tessel_mask_labels: labels equal to ignoreIndex become 0 with weight
+  /// 0, the others keep their value with weight 1.
+  virtual void maskLabels(tessel_ctx *ctx, int32_t labelDtype, int32_t dtype,
+                          const void *labels, int64_t ignoreIndex, void *safe,
+                          void *weights, int64_t n) = 0;
   /// dtable of tableDtype: dtype's, or f32 for f16/bf16 dout
   /// (tessel_embedding_grad_f32: each row's sum rounded to f32 only).
   virtual void embeddingGrad(tessel_ctx *ctx, int32_t dtype, int32_t tableDtype,

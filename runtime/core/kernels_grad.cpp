@@ -240,6 +240,33 @@ void tessel_sub_label(tessel_ctx *ctx, int32_t dtype, int32_t label_dtype,
                          classes, class_offset, total_classes);
 }
 
+void tessel_mask_labels(tessel_ctx *ctx, int32_t label_dtype, int32_t dtype,
+                        const void *labels, int64_t ignore_index, void *safe,
+                        void *weights, int64_t n) {
+  if (!ctx)
+    return;
+  KernelScope scope(ctx, __func__);
+  if (!checkDtype(ctx, __func__, dtype, isFloatDtype(dtype)) ||
+      !checkIndexDtype(ctx, __func__, "labels", label_dtype))
+    return;
+  int64_t labelBytes, weightBytes;
+  if (n < 0 ||
+      __builtin_mul_overflow(n, tessel_dtype_size(label_dtype), &labelBytes) ||
+      __builtin_mul_overflow(n, tessel_dtype_size(dtype), &weightBytes)) {
+    setError(ctx, "%s: bad label count %lld", __func__, (long long)n);
+    return;
+  }
+  // safe may be the labels (in place); the weights are memory of their own.
+  if ((safe != labels && overlaps(safe, labelBytes, labels, labelBytes)) ||
+      overlaps(weights, weightBytes, labels, labelBytes) ||
+      overlaps(weights, weightBytes, safe, labelBytes)) {
+    setError(ctx, "%s: outputs overlap the labels or each other", __func__);
+    return;
+  }
+  ctx->backend->maskLabels(ctx, label_dtype, dtype, labels, ignore_index, safe,
+                           weights, n);
+}
+
 void tessel_embedding_grad(tessel_ctx *ctx, int32_t dtype, int32_t ids_dtype,
                            const void *ids, const void *dout, void *dtable,
                            int64_t num_ids, int64_t rows, int64_t hidden,

@@ -272,6 +272,12 @@ public:
     defer(&Backend::labelLogit, ctx, dtype, labelDtype, logits, labels, out,
           rows, classes, classOffset, totalClasses);
   }
+  void maskLabels(tessel_ctx *ctx, int32_t labelDtype, int32_t dtype,
+                  const void *labels, int64_t ignoreIndex, void *safe,
+                  void *weights, int64_t n) override {
+    defer(&Backend::maskLabels, ctx, labelDtype, dtype, labels, ignoreIndex,
+          safe, weights, n);
+  }
   void subLabel(tessel_ctx *ctx, int32_t dtype, int32_t labelDtype,
                 const void *x, const void *labels, const void *values,
                 void *out, int64_t rows, int64_t classes, int64_t classOffset,

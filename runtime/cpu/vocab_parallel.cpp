@@ -1,4 +1,4 @@
-//===- vocab_parallel.cpp - Label kernels of a class-split cross-entropy --===//
+//===- vocab_parallel.cpp - Label kernels of the cross-entropy ------------===//
 //
 // The two per-row label kernels of a cross-entropy whose classes are split
 // into blocks across ranks (Megatron's vocabulary-parallel loss). Each rank
@@ -16,8 +16,12 @@
 // Both only move or subtract one element per row, so a row's result is the
 // same bits on every split of the classes.
 //
+// tessel_mask_labels prepares the labels of a loss that ignores positions
+// (ignore_index): the label the cross-entropy reads and the row's weight.
+//
 //===----------------------------------------------------------------------===//
 
+#include "core/labels.h"
 #include "cpu/backend.h"
 #include "cpu/internal.h"
 
@@ -85,6 +89,24 @@ void CpuBackend::subLabel(tessel_ctx *ctx, int32_t dtype, int32_t label_dtype,
         continue;
       T &y = ys[r * classes + c];
       y = Elem<T>::store(Elem<T>::load(y) - Elem<T>::load(vs[r]));
+    }
+  });
+}
+
+void CpuBackend::maskLabels(tessel_ctx *, int32_t labelDtype, int32_t dtype,
+                            const void *labels, int64_t ignoreIndex, void *safe,
+                            void *weights, int64_t n) {
+  visitFloat(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    using C = typename Elem<T>::Compute;
+    T *w = static_cast<T *>(weights);
+    for (int64_t i = 0; i < n; ++i) {
+      MaskedLabel m = maskLabel(loadIndex(labelDtype, labels, i), ignoreIndex);
+      if (labelDtype == TESSEL_I32)
+        static_cast<int32_t *>(safe)[i] = int32_t(m.label);
+      else
+        static_cast<int64_t *>(safe)[i] = m.label;
+      w[i] = Elem<T>::store(C(m.weight ? 1 : 0));
     }
   });
 }

@@ -155,6 +155,9 @@ public:
                   const void *logits, const void *labels, void *out,
                   int64_t rows, int64_t classes, int64_t classOffset,
                   int64_t totalClasses) override;
+  void maskLabels(tessel_ctx *ctx, int32_t labelDtype, int32_t dtype,
+                  const void *labels, int64_t ignoreIndex, void *safe,
+                  void *weights, int64_t n) override;
   void subLabel(tessel_ctx *ctx, int32_t dtype, int32_t labelDtype,
                 const void *x, const void *labels, const void *values,
                 void *out, int64_t rows, int64_t classes, int64_t classOffset,

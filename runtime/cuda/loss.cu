@@ -22,6 +22,7 @@
 #include "cuda/loss_math.h"
 
 #include "core/context.h"
+#include "core/labels.h"
 
 #include <algorithm>
 
@@ -282,6 +283,23 @@ __global__ void labelLogitKernel(const S *x, const void *labels, bool labels64,
   }
 }
 
+/// tessel_mask_labels: each label and its weight (loss_math.h's maskLabel).
+template <class T>
+__global__ void maskLabelsKernel(const void *labels, bool labels64,
+                                 int64_t ignoreIndex, void *safe, T *weights,
+                                 int64_t n) {
+  using C = typename Elem<T>::Compute;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    MaskedLabel m = maskLabel(loadLabel(labels, labels64, i), ignoreIndex);
+    if (labels64)
+      static_cast<int64_t *>(safe)[i] = m.label;
+    else
+      static_cast<int32_t *>(safe)[i] = int32_t(m.label);
+    weights[i] = Elem<T>::store(C(m.weight ? 1 : 0));
+  }
+}
+
 /// out[r, label − offset] −= values[r] in the compute type, for the rows
 /// whose label this block holds (out already holds x). A label outside
 /// [0, totalClasses) leaves the row and is recorded, as on the CPU.
@@ -460,6 +478,21 @@ void CudaBackend::labelLogit(tessel_ctx *ctx, int32_t dtype, int32_t labelDtype,
         rows, classes, classOffset, totalClasses, deviceErrors());
   });
   checkLaunch(ctx, "tessel_label_logit");
+}
+
+void CudaBackend::maskLabels(tessel_ctx *ctx, int32_t labelDtype,
+                             int32_t dtype, const void *labels,
+                             int64_t ignoreIndex, void *safe, void *weights,
+                             int64_t n) {
+  if (n <= 0)
+    return;
+  visitFloat(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    maskLabelsKernel<<<gridFor(n), 256, 0, stream()>>>(
+        labels, labelDtype == TESSEL_I64, ignoreIndex, safe,
+        static_cast<T *>(weights), n);
+  });
+  checkLaunch(ctx, "tessel_mask_labels");
 }
 
 void CudaBackend::subLabel(tessel_ctx *ctx, int32_t dtype, int32_t labelDtype,

@@ -122,6 +122,11 @@ flags:
   --data FILE           token file for a language model: .bin (see
                         --data-dtype) or a 1-D .npy of i4/u2/i8; batch rows are
                         consecutive windows, labels shifted by one token
+  --labels FILE         with --data: one label per token of the data file
+                        (a .npy of i4/i8, or a .bin of --data-dtype), aligned
+                        as Hugging Face's: input position t's label is
+                        labels[t + 1]; the model's ignore_index (e.g. -100)
+                        where its loss ignores a position (prompt, padding)
   --data-dtype u8|u16|i32  element type of a .bin token file (default u16;
                         u8 reads any file as bytes: a character-level corpus)
   --metrics FILE        write one JSON object per step (step, loss, lr,
@@ -349,6 +354,7 @@ const std::map<std::string, ValueSetter> &valueFlags() {
       {"--seed",
        [](Options &o, const std::string &v) { o.seed = parseSeed(v); }},
       {"--data", [](Options &o, const std::string &v) { o.data = v; }},
+      {"--labels", [](Options &o, const std::string &v) { o.labels = v; }},
       {"--data-dtype",
        [](Options &o, const std::string &v) {
          o.dataDtype = parseTokenDtype(v);
@@ -571,6 +577,8 @@ void checkCombinations(const Options &options) {
       failUsage(flag + " needs a mesh whose pp axis has more than one rank "
                        "(e.g. --mesh dp=2,pp=2)");
   }
+  if (!options.labels.empty() && options.data.empty())
+    failUsage("--labels needs --data FILE (the tokens they label)");
   if (options.saveEvery && options.save.empty() && options.saveSharded.empty())
     failUsage("--save-every needs --save FILE or --save-sharded DIR (the "
               "checkpoint it rewrites)");

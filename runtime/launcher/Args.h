@@ -48,6 +48,9 @@ struct Options {
   uint64_t seed = 0;
   std::string data;
   TokenDtype dataDtype = TokenDtype::U16;
+  // --labels FILE: the label of each token of --data (a loss's
+  // ignore_index where it teaches nothing), instead of the next token.
+  std::string labels;
   std::string metrics;
   std::string trace; // --trace FILE: one step's timeline (TraceFile.h)
   std::string save;

@@ -167,6 +167,17 @@ private:
       if (t == classifierLabel)
         for (int64_t b = 0; b < batch; ++b)
           ints[b] = teacherClass(&features[b * teacherInputs]);
+      if (t->ignoreIndex)
+        for (int64_t b = 0; b < batch; ++b) {
+          // Fine-tuning data: a prompt of k labels the loss ignores, k
+          // uniform in [0, labels per sample] (all of them at the top: a
+          // sample that teaches nothing).
+          CounterRng rng(seed, first ? *first + b : index * batch + b,
+                         t->name + ":prompt");
+          int64_t prompt = int64_t(rng.draw(0) % uint64_t(perSample + 1));
+          for (int64_t j = 0; j < prompt; ++j)
+            ints[(j / inner * batch + b) * inner + j % inner] = *t->ignoreIndex;
+        }
       if (t->isInteger())
         storeIntegers(ints, *t, ctx, arena);
       else
@@ -392,8 +403,16 @@ private:
 class TokenFileData : public BatchSource {
 public:
   TokenFileData(const ModelDesc &model, const std::string &path,
-                TokenDtype dtype)
+                const std::string &labelsPath, TokenDtype dtype)
       : file(path, dtype) {
+    if (!labelsPath.empty()) {
+      labelFile = std::make_unique<TokenFile>(labelsPath, dtype);
+      if (labelFile->count != file.count)
+        throw RunError("labels file " + labelsPath + " has " +
+                       std::to_string(labelFile->count) +
+                       " labels, the data file " + path + " " +
+                       std::to_string(file.count) + " tokens (one each)");
+    }
     std::vector<const TensorDesc *> inputs = model.withRole("input");
     std::vector<const TensorDesc *> labels = model.withRole("label");
     if (inputs.size() != 1 || labels.size() != 1 || !inputs[0]->isInteger() ||
@@ -438,7 +457,8 @@ public:
       uint64_t first = (base + uint64_t(r) % windows) % windows * seq;
       for (int64_t i = 0; i < seq; ++i) {
         ids[r * seq + i] = token(first + i, *input);
-        targets[r * seq + i] = token(first + i + 1, *label);
+        targets[r * seq + i] =
+            labelFile ? labelAt(first + i + 1) : token(first + i + 1, *label);
       }
     }
     storeIntegers(ids, *input, ctx, arena);
@@ -460,7 +480,28 @@ private:
     return v;
   }
 
+  /// The labels file's element: a class of the label, or the value its
+  /// loss ignores.
+  int64_t labelAt(uint64_t position) const {
+    int64_t v = labelFile->at(position);
+    if (label->ignoreIndex && v == *label->ignoreIndex)
+      return v;
+    int64_t limit = label->limit ? *label->limit : INT64_MAX;
+    if (v < 0 || v >= limit)
+      throw RunError(
+          "labels file " + labelFile->path + ": label " + std::to_string(v) +
+          " at position " + std::to_string(position) + " is outside [0, " +
+          std::to_string(limit) + ")" +
+          (label->ignoreIndex
+               ? " and is not the ignored " +
+                     std::to_string(*label->ignoreIndex)
+               : std::string(" (the model's loss ignores no label: give "
+                             "nn.cross_entropy an ignore_index)")));
+    return v;
+  }
+
   TokenFile file;
+  std::unique_ptr<TokenFile> labelFile;
   const TensorDesc *input = nullptr;
   const TensorDesc *label = nullptr;
   int64_t batch = 0, seq = 0;
@@ -483,6 +524,7 @@ tessel::run::makeSyntheticData(const ModelDesc &model, uint64_t seed) {
 
 std::unique_ptr<BatchSource>
 tessel::run::makeTokenFileData(const ModelDesc &model, const std::string &path,
+                               const std::string &labelsPath,
                                TokenDtype dtype) {
-  return std::make_unique<TokenFileData>(model, path, dtype);
+  return std::make_unique<TokenFileData>(model, path, labelsPath, dtype);
 }

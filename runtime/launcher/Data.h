@@ -46,9 +46,13 @@ std::unique_ptr<BatchSource> makeSyntheticData(const ModelDesc &model,
 
 /// Language-model batches from a token file (.bin of `dtype`, or .npy):
 /// row r of microbatch index k is window w = k·B + r (wrapping) of
-/// tokens[w·S, w·S+S], input its first S tokens, label its last S.
+/// tokens[w·S, w·S+S], input its first S tokens, label its last S; with a
+/// labels file (`labelsPath` not empty: as long as the token file, of the
+/// same kind) the label is that file's element at the same positions, a
+/// class or the model's ignore_index.
 std::unique_ptr<BatchSource> makeTokenFileData(const ModelDesc &model,
                                                const std::string &path,
+                                               const std::string &labelsPath,
                                                TokenDtype dtype);
 
 } // namespace tessel::run

@@ -155,7 +155,8 @@ std::unique_ptr<BatchSource>
 tessel::run::makeBatchSource(const Options &options, const ModelDesc &view) {
   return options.data.empty()
              ? makeSyntheticData(view, options.seed)
-             : makeTokenFileData(view, options.data, options.dataDtype);
+             : makeTokenFileData(view, options.data, options.labels,
+                                 options.dataDtype);
 }
 
 RunEnd tessel::run::runRank(const RunPlan &plan, int32_t rank, int32_t comm,

@@ -300,6 +300,13 @@ TensorDesc parseTensor(const json &j, const ModelDesc &model,
   }
   if (j.contains("limit"))
     t.limit = j.at("limit").get<int64_t>();
+  if (j.contains("ignore_index")) {
+    if ((t.role != "label" && t.role != "input") || !t.isInteger())
+      fail("has \"ignore_index\" but its role is " + t.role +
+           " and its dtype " + t.dtype +
+           " (only an integer input or label, a loss's labels, has one)");
+    t.ignoreIndex = j.at("ignore_index").get<int64_t>();
+  }
   if (j.contains("master_of")) {
     if (t.role != "state")
       fail("\"master_of\" on a " + t.role +

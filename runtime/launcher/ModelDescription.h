@@ -56,8 +56,10 @@ struct TensorDesc {
   std::optional<double> weightDecay;
   int32_t initKind = TESSEL_INIT_ZEROS;
   double initArgs[2] = {0.0, 0.0};
-  // Integer inputs and labels: values lie in [0, limit).
+  // Integer inputs and labels: values lie in [0, limit), or equal
+  // ignoreIndex (a loss's labels it ignores: fine-tuning's -100).
   std::optional<int64_t> limit;
+  std::optional<int64_t> ignoreIndex;
   // A partitioned model (one with a mesh): `shape` is the rank's block, the
   // arena's; `globalShape` the tensor's (equal to `shape` when nothing is
   // split); `sharding` per dimension the mesh axes that split it, outer

@@ -183,6 +183,8 @@ void tessel::run::checkOutputPaths(const Options &options) {
   inputs.push_back({"the model", options.model});
   if (!options.data.empty())
     inputs.push_back({"the --data file", options.data});
+  if (!options.labels.empty())
+    inputs.push_back({"the --labels file", options.labels});
   if (!options.load.empty())
     inputs.push_back({"the --load checkpoint", options.load});
   for (size_t i = 0; i < outputs.size(); ++i) {

@@ -181,16 +181,26 @@ ModelDesc tessel::run::parsePipelineDescription(const json &j,
   // Every stage takes every feed, but only the stage reading an integer
   // feed knows its range (the labels' classes): share it, so that every
   // stage draws the same synthetic samples.
-  std::map<std::string, int64_t> limits;
+  // The same for the label value a loss ignores.
+  std::map<std::string, int64_t> limits, ignored;
   for (const ModelDesc &stage : p->stages)
-    for (const TensorDesc *t : stage.feeds())
+    for (const TensorDesc *t : stage.feeds()) {
       if (t->limit)
         limits[t->role + " " + t->name] = *t->limit;
+      if (t->ignoreIndex)
+        ignored[t->role + " " + t->name] = *t->ignoreIndex;
+    }
   for (ModelDesc &stage : p->stages)
-    for (TensorDesc &t : stage.tensors)
-      if ((t.role == "input" || t.role == "label") && !t.limit)
-        if (auto it = limits.find(t.role + " " + t.name); it != limits.end())
-          t.limit = it->second;
+    for (TensorDesc &t : stage.tensors) {
+      if (t.role != "input" && t.role != "label")
+        continue;
+      if (auto it = limits.find(t.role + " " + t.name);
+          !t.limit && it != limits.end())
+        t.limit = it->second;
+      if (auto it = ignored.find(t.role + " " + t.name);
+          !t.ignoreIndex && it != ignored.end())
+        t.ignoreIndex = it->second;
+    }
   std::optional<int> axis = p->stages.front().mesh->axisIndex("pp");
   if (!axis || p->stages.front().mesh->shape[*axis] != p->ranks)
     fail(file, "the mesh's 'pp' axis must have the pipeline's " +

@@ -1,10 +1,10 @@
 //===- VocabParallelTest.cpp - Kernels of a vocabulary-parallel split -----===//
 //
 // The embedding lookup and gradient on a block of the table's rows, and the
-// label kernels of a class-split cross-entropy: each against a plain loop,
-// then the property a split relies on — the blocks' results summed (the
-// forward all-reduces) or concatenated (the gradients) are the whole-table
-// results exactly.
+// label kernels of a class-split cross-entropy and of a loss that ignores
+// positions: each against a plain loop, then the property a split relies
+// on — the blocks' results summed (the forward all-reduces) or
+// concatenated (the gradients) are the whole-table results exactly.
 //
 //===----------------------------------------------------------------------===//
 
@@ -467,6 +467,74 @@ TEST_F(VocabParallelTest, LabelKernelsBadBlockOrDtypeSetsError) {
   }
 }
 
+//===--- The labels of a loss that ignores positions ----------------------===//
+
+TEST_F(VocabParallelTest, MaskLabelsMatchesPlainLoop) {
+  // -100 (fine-tuning's), a label equal to a class (3) and one beyond i32.
+  const Vec labels = {5, -100, 0, 3, -100, -100, 7, 3, 1, -5};
+  const int64_t n = int64_t(labels.size());
+  for (int64_t ignore : {int64_t(-100), int64_t(3), int64_t(1) << 40})
+    for (int32_t dt : kFloatTypes)
+      for (int32_t lt : kIndexTypes) {
+        SCOPED_TRACE(std::string(dtypeName(dt)) + " labels " + dtypeName(lt) +
+                     " ignore " + std::to_string(ignore));
+        Bytes lb = encode(lt, labels), safe = garbage(lt, n),
+              weights = garbage(dt, n);
+        tessel_mask_labels(ctx, lt, dt, lb.data(), ignore, safe.data(),
+                           weights.data(), n);
+        ASSERT_EQ(tessel_error(ctx), nullptr) << tessel_error(ctx);
+        Vec wantSafe, wantWeights;
+        for (double l : labels) {
+          bool ignored = int64_t(l) == ignore;
+          wantSafe.push_back(ignored ? 0 : l);
+          wantWeights.push_back(ignored ? 0 : 1);
+        }
+        EXPECT_EQ(decode(lt, safe), wantSafe);
+        EXPECT_EQ(decode(dt, weights), wantWeights);
+        // In place: the safe labels over the labels.
+        tessel_mask_labels(ctx, lt, dt, lb.data(), ignore, lb.data(),
+                           weights.data(), n);
+        ASSERT_EQ(tessel_error(ctx), nullptr) << tessel_error(ctx);
+        EXPECT_EQ(decode(lt, lb), wantSafe);
+      }
+}
+
+TEST_F(VocabParallelTest, MaskLabelsBadArgumentsSetError) {
+  int32_t labels[4] = {1, -100, 2, 3}, safe[4];
+  float weights[4];
+  struct BadCall {
+    const char *what;
+    int32_t labelDtype, dtype;
+    const void *labels;
+    void *safe, *weights;
+    int64_t n;
+    const char *message;
+  };
+  const BadCall calls[] = {
+      {"float labels", TESSEL_F32, TESSEL_F32, labels, safe, weights, 4,
+       "labels must be"},
+      {"integer weights", TESSEL_I32, TESSEL_I32, labels, safe, weights, 4,
+       "unsupported dtype"},
+      {"negative count", TESSEL_I32, TESSEL_F32, labels, safe, weights, -1,
+       "bad label count"},
+      {"overflowing count", TESSEL_I32, TESSEL_F32, labels, safe, weights,
+       INT64_MAX / 2, "bad label count"},
+      {"safe inside the labels", TESSEL_I32, TESSEL_F32, labels, labels + 1,
+       weights, 3, "outputs overlap"},
+      {"weights over the labels", TESSEL_I32, TESSEL_F32, labels, safe, labels,
+       4, "outputs overlap"},
+  };
+  for (const BadCall &c : calls) {
+    SCOPED_TRACE(c.what);
+    std::fill(weights, weights + 4, 9.0f);
+    tessel_mask_labels(ctx, c.labelDtype, c.dtype, c.labels, -100, c.safe,
+                       c.weights, c.n);
+    expectError(ctx, std::string("tessel_mask_labels: ") + c.message);
+    for (float w : weights)
+      EXPECT_EQ(w, 9.0f); // Nothing written.
+  }
+}
+
 TEST_F(VocabParallelTest, EveryKernelCounts) {
   float x[4] = {1, 2, 3, 4}, v[2] = {1, 1}, out[4];
   int32_t ids[2] = {0, 1};
@@ -476,9 +544,11 @@ TEST_F(VocabParallelTest, EveryKernelCounts) {
                         2);
   tessel_label_logit(ctx, TESSEL_F32, TESSEL_I32, x, ids, out, 2, 2, 0, 2);
   tessel_sub_label(ctx, TESSEL_F32, TESSEL_I32, x, ids, v, out, 2, 2, 0, 2);
+  int32_t safe[2];
+  tessel_mask_labels(ctx, TESSEL_I32, TESSEL_F32, ids, -100, safe, out, 2);
   tessel_counters c;
   tessel_get_counters(ctx, &c);
-  EXPECT_EQ(c.kernel_calls, 4);
+  EXPECT_EQ(c.kernel_calls, 5);
 }
 
 } // namespace

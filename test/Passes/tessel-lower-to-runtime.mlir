@@ -686,3 +686,19 @@ func.func @rope(%x: tensor<2x3x5x4x8xbf16>) -> tensor<2x3x5x4x8xbf16> {
   %y = nn.rope %x interleaved {theta = 500000.0 : f64} : tensor<2x3x5x4x8xbf16>
   return %y : tensor<2x3x5x4x8xbf16>
 }
+
+// -----
+
+// Tests that masking a loss's ignored labels is one call: the labels' dtype
+// (i64, 5), the weights' (f32, 0), the ignore_index and the label count.
+// CHECK-LABEL: llvm.func @tessel_fn_mask_labels(
+// CHECK-SAME: %[[CTX:[^:]*]]: !llvm.ptr, %{{[^:]*}}: !llvm.ptr, %[[Y:[^:]*]]: !llvm.ptr, %[[SAFE:[^:]*]]: !llvm.ptr, %[[W:[^:]*]]: !llvm.ptr)
+// CHECK-DAG: %[[I64:.*]] = llvm.mlir.constant(5 : i32) : i32
+// CHECK-DAG: %[[F32:.*]] = llvm.mlir.constant(0 : i32) : i32
+// CHECK-DAG: %[[IGNORE:.*]] = llvm.mlir.constant(-100 : i64) : i64
+// CHECK-DAG: %[[N:.*]] = llvm.mlir.constant(6 : i64) : i64
+// CHECK: llvm.call @tessel_mask_labels(%[[CTX]], %[[I64]], %[[F32]], %[[Y]], %[[IGNORE]], %[[SAFE]], %[[W]], %[[N]])
+func.func @mask_labels(%y: tensor<2x3xi64>) -> (tensor<2x3xi64>, tensor<2x3xf32>) {
+  %safe, %w = nn.mask_labels %y ignore_index -100 : (tensor<2x3xi64>) -> (tensor<2x3xi64>, tensor<2x3xf32>)
+  return %safe, %w : tensor<2x3xi64>, tensor<2x3xf32>
+}

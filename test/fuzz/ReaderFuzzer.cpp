@@ -62,7 +62,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       break;
     default: {
       std::unique_ptr<BatchSource> tokens = makeTokenFileData(
-          model, writeInput(file, fileSize, ".npy"), TokenDtype::U16);
+          model, writeInput(file, fileSize, ".npy"), "", TokenDtype::U16);
       for (int64_t index : {int64_t(0), int64_t(1), int64_t(1) << 40})
         tokens->fill(index, rt.ctx, rt.arena);
     }

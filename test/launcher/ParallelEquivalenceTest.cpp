@@ -63,6 +63,11 @@
 // w2's whole, the tied table both embedding and head. llama_qk_norm.mlir
 // (Qwen3's RMSNorm over each query and key head, heads of 24 at width 64
 // over 4 heads) on the same meshes: the norms' weights whole on every rank.
+// llama_sft.mlir (a loss that ignores the label -100, which the synthetic
+// data puts over a random prompt at the start of each sample) on dp=2,
+// tp=2 (its vocabulary-parallel loss of each position) and dp=2,tp=2 with
+// sequence parallelism (AdamW in f64): the labelled positions are counted
+// over the whole batch, not per rank.
 //
 // Each test compiles what it needs into a folder of its process (ctest
 // runs every test in a process of its own). `ctest -L parallel`.
@@ -414,6 +419,13 @@ std::vector<Case> meshCases() {
   // Qwen3's QK-norm over heads of 24, width 64 over 4 heads.
   cases.push_back({"llama_qk_norm", "tp=2"});
   cases.push_back({"llama_qk_norm", "dp=2,tp=2", true, /*adamw=*/true,
+                   /*f64=*/true});
+  // Fine-tuning: a random prompt of each sample ignored (-100), so each
+  // rank holds another count of labelled positions; the mean is over the
+  // whole batch's (a mean of the ranks' means is not one device's).
+  cases.push_back({"llama_sft", "dp=2"});
+  cases.push_back({"llama_sft", "tp=2"});
+  cases.push_back({"llama_sft", "dp=2,tp=2", true, /*adamw=*/true,
                    /*f64=*/true});
   return cases;
 }

@@ -20,7 +20,10 @@
 // train as one device too, and ZeRO checkpoints, gathered or sharded,
 // resume on other meshes and stages, pipelines included. With --clip the
 // stages' parts of the gradient norm add up to one device's (the tied
-// embedding once).
+// embedding once). A fine-tuning loss (ignore_index -100, synthetic
+// prompts) on dp=2,tp=2,pp=2 (1f1b) and dp=2,pp=2 (zb-h1, AdamW in f64)
+// counts each microbatch's labelled positions across its ranks on the last
+// stage, as one device counts them.
 //
 // `ctest -L parallel`.
 //
@@ -53,6 +56,7 @@ struct Case {
   bool adamwF64 = false; // AdamW on the f64 model, else SGD in f32
   std::string training;  // training flags of both runs (--clip)
   double tolerance = 0;  // the bar when not the precision's
+  bool sft = false;      // the loss ignores -100 (synthetic prompts)
 };
 
 std::string caseName(const ::testing::TestParamInfo<Case> &info) {
@@ -61,7 +65,8 @@ std::string caseName(const ::testing::TestParamInfo<Case> &info) {
                      c.schedule + "_m" + std::to_string(c.microbatches) +
                      (c.extra.empty() ? "" : "_" + c.extra) +
                      (c.adamwF64 ? "_adamw_f64" : "") +
-                     (c.training.empty() ? "" : "_" + c.training);
+                     (c.training.empty() ? "" : "_" + c.training) +
+                     (c.sft ? "_sft" : "");
   std::string out;
   for (char ch : name)
     if (std::isalnum(static_cast<unsigned char>(ch)) || ch == '_')
@@ -88,10 +93,13 @@ protected:
     return path;
   }
 
-  /// examples/gpt.mlir with `layers` blocks, in f64 for AdamW.
-  static std::string source(int layers, bool f64) {
-    fs::path path = suiteDir() / ("gpt" + std::to_string(layers) +
-                                  (f64 ? "-f64" : "") + ".mlir");
+  /// examples/gpt.mlir with `layers` blocks, in f64 for AdamW; with `sft`
+  /// its loss ignores the label -100, which the synthetic data puts over a
+  /// prompt of random length in each sample.
+  static std::string source(int layers, bool f64, bool sft = false) {
+    fs::path path =
+        suiteDir() / ("gpt" + std::to_string(layers) + (f64 ? "-f64" : "") +
+                      (sft ? "-sft" : "") + ".mlir");
     if (!fs::exists(path)) {
       std::string text = readFile(fs::path(TESSEL_EXAMPLES_DIR) / "gpt.mlir");
       // The stacked parameters are the only tensors with 4 rows.
@@ -99,6 +107,10 @@ protected:
                                 "tensor<" + std::to_string(layers) + "x");
       if (f64)
         text = std::regex_replace(text, std::regex("f32"), "f64");
+      if (sft)
+        text = std::regex_replace(
+            text, std::regex("nn.cross_entropy %logits, %targets :"),
+            "nn.cross_entropy %logits, %targets {ignore_index = -100 : i64} :");
       writeFile(path, text);
     }
     return path.string();
@@ -155,10 +167,10 @@ protected:
 
   /// One device's 3 steps at `microbatches`, the reference.
   Trained oneDevice(int layers, int microbatches, bool adamwF64,
-                    const std::string &training = "") {
+                    const std::string &training = "", bool sft = false) {
     std::string failure;
     std::string so =
-        compile(source(layers, adamwF64),
+        compile(source(layers, adamwF64, sft),
                 optimizerFlags(adamwF64) + " " + training, failure);
     EXPECT_EQ(failure, "");
     return train(quote(TESSEL_RUN_PATH) + " " + quote(so) + " --steps " +
@@ -207,13 +219,13 @@ TEST_P(PipelineEquivalenceTest, TrainsAsOneDevice) {
                       " --pipeline-schedule " + c.schedule +
                       " --microbatches " + std::to_string(c.microbatches) +
                       " " + c.extra + " " + c.training;
-  std::string so = compile(source(c.layers, c.adamwF64), flags, failure);
+  std::string so = compile(source(c.layers, c.adamwF64, c.sft), flags, failure);
   ASSERT_EQ(failure, "");
   Trained pipelined = train(quote(TESSEL_RUN_PATH) + " " + quote(so) +
                                 " --steps " + std::to_string(steps),
                             "pipelined");
   Trained reference =
-      oneDevice(c.layers, c.microbatches, c.adamwF64, c.training);
+      oneDevice(c.layers, c.microbatches, c.adamwF64, c.training, c.sft);
   expectEqual(pipelined, reference,
               c.tolerance > 0 ? c.tolerance
               : c.adamwF64    ? 1e-9
@@ -301,6 +313,10 @@ std::vector<Case> pipelineCases() {
       {4, "dp=2,pp=2", "1f1b", 4, "--zero 2", false, "--clip 0.05"},
       {4, "pp=2", "1f1b", 4, "", true, "--clip 0.05"},
       {4, "dp=2,tp=2,pp=2", "zb-h1", 4, "--zero 1", true, "--clip 0.05"},
+      // Fine-tuning: the loss's mean over each microbatch's labelled
+      // positions, counted across dp and tp on the last stage.
+      {4, "dp=2,tp=2,pp=2", "1f1b", 4, "", false, "", 0, true},
+      {4, "dp=2,pp=2", "zb-h1", 4, "", true, "", 0, true},
   };
   return cases;
 }

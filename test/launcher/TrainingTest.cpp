@@ -128,6 +128,23 @@ TEST(ModelAbiV2, ParsesEntriesRolesTrainAndRegions) {
   EXPECT_DOUBLE_EQ(lrAt(*m.train, 9), 3e-4);
 }
 
+// A label's ignore_index (ABI 21) is read; only an integer feed has one.
+TEST(ModelAbiV2, LabelIgnoreIndexIsReadAndOnlyOnIntegerFeeds) {
+  json j = v2Description();
+  (*tensorNamed(j, "label", "label0"))["ignore_index"] = -100;
+  ModelDesc m = parse(j);
+  EXPECT_EQ(m.find("label", "label0")->ignoreIndex, -100);
+  EXPECT_FALSE(parse(v2Description()).find("label", "label0")->ignoreIndex);
+  json onInput = v2Description();
+  (*tensorNamed(onInput, "input", "input0"))["ignore_index"] = -100;
+  std::string error = errorOf([&] { parse(onInput); });
+  EXPECT_NE(error.find("has \"ignore_index\" but its role is input and "
+                       "its dtype f32 (only an integer input or label, a "
+                       "loss's labels, has one)"),
+            std::string::npos)
+      << error;
+}
+
 TEST(ModelAbiV2, V1DescriptionLoadsEvalOnly) {
   json j = v2Description();
   j["abi_version"] = 1;

@@ -556,7 +556,15 @@ GradModel crossEntropy(std::mt19937 &rng, const std::string &reduction) {
   std::string labelType = coin(rng) ? "i32" : "i64";
   std::string attr = reduction == "mean" && coin(rng)
                          ? ""
-                         : " {reduction = #nn.reduction<" + reduction + ">}";
+                         : "reduction = #nn.reduction<" + reduction + ">";
+  // Half the losses ignore the label -100 (fine-tuning's), which the
+  // synthetic labels then hold over a prompt of each sample: the gradient
+  // of the masked mean (tessel-mask-ignored-labels).
+  if (coin(rng))
+    attr +=
+        (attr.empty() ? "" : ", ") + std::string("ignore_index = -100 : i64");
+  if (!attr.empty())
+    attr = " {" + attr + "}";
   Shape out = reduction == "none" ? labelShape : Shape{};
   std::string logits = m.param(logitShape);
   std::string labels = m.input(labelShape, labelType);

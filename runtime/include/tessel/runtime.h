@@ -112,8 +112,11 @@ extern "C" {
  * still load.
  * 20: tessel_attention_window and tessel_attention_grad_window, causal
  * attention over a sliding window of keys (nn.attention's `window`:
- * Mistral's, Gemma's local layers). Descriptions 1 to 19 still load. */
-#define TESSEL_ABI_VERSION 20
+ * Mistral's, Gemma's local layers). Descriptions 1 to 19 still load.
+ * 21: tessel_mask_labels, the labels of a cross-entropy that ignores
+ * positions (nn.cross_entropy's `ignore_index`: fine-tuning's -100) and
+ * the weight of each. Descriptions 1 to 20 still load. */
+#define TESSEL_ABI_VERSION 21
 
 typedef enum tessel_dtype {
   TESSEL_F32 = 0,

@@ -477,6 +477,18 @@ void tessel_sub_label(tessel_ctx *ctx, int32_t dtype, int32_t label_dtype,
                       void *out, int64_t rows, int64_t classes,
                       int64_t class_offset, int64_t total_classes);
 
+/* The labels of a loss that ignores some positions (ABI 21: PyTorch's
+ * ignore_index): for each of `n` labels, safe[i] = 0 and weights[i] = 0
+ * where labels[i] == ignore_index, else safe[i] = labels[i] and
+ * weights[i] = 1. labels and safe are label_dtype (i32 or i64; safe may be
+ * labels itself), weights of float dtype. The cross-entropy of the safe
+ * labels, times the weights, is the loss of each position, and Σ weights
+ * the positions a mean divides by; labels are not otherwise checked here
+ * (the cross-entropy checks the safe ones). */
+void tessel_mask_labels(tessel_ctx *ctx, int32_t label_dtype, int32_t dtype,
+                        const void *labels, int64_t ignore_index, void *safe,
+                        void *weights, int64_t n);
+
 /* Embedding: dtable [rows, hidden] is the block [row_offset, row_offset +
  * rows) of the whole [vocab, hidden] table's gradient, Σ over i with
  * ids[i] = row of dout[i, :] (zero rows for ids that never occur): a

@@ -613,4 +613,46 @@ TEST_F(CudaVsCpuLoss, LabelKernelsMatchCpu) {
   });
 }
 
+// Tests tessel_mask_labels on the GPU: the safe labels and the weights of
+// both label types and every float type, as the CPU writes them.
+TEST_F(CudaVsCpuLoss, MaskLabelsMatchCpu) {
+  forFloatTypes([&](auto tag) {
+    using T = decltype(tag);
+    const int64_t n = 1000;
+    std::mt19937_64 rng(5);
+    std::vector<int64_t> labels64(static_cast<size_t>(n));
+    for (int64_t &l : labels64)
+      l = rng() % 4 == 0 ? -100 : int64_t(rng() % 50000);
+    std::vector<int32_t> labels32(labels64.begin(), labels64.end());
+    for (int32_t lt : {TESSEL_I32, TESSEL_I64}) {
+      SCOPED_TRACE(std::to_string(dtypeOf<T>()) + " labels " +
+                   std::to_string(lt));
+      std::vector<int64_t> safe[2];
+      std::vector<T> weights[2];
+      tessel_ctx *ctxs[2] = {cpu, gpu};
+      for (int k = 0; k < 2; ++k) {
+        void *l = lt == TESSEL_I32 ? upload(ctxs[k], labels32)
+                                   : upload(ctxs[k], labels64);
+        void *sf = upload(ctxs[k], std::vector<int64_t>(size_t(n), 7));
+        void *w = upload(ctxs[k], std::vector<T>(size_t(n)));
+        tessel_mask_labels(ctxs[k], lt, dtypeOf<T>(), l, -100, sf, w, n);
+        ASSERT_EQ(tessel_error(ctxs[k]), nullptr) << tessel_error(ctxs[k]);
+        if (lt == TESSEL_I32) {
+          std::vector<int32_t> s32 = download<int32_t>(ctxs[k], sf, size_t(n));
+          safe[k].assign(s32.begin(), s32.end());
+        } else {
+          safe[k] = download<int64_t>(ctxs[k], sf, size_t(n));
+        }
+        weights[k] = download<T>(ctxs[k], w, size_t(n));
+        tessel_free(ctxs[k], l);
+        tessel_free(ctxs[k], sf);
+        tessel_free(ctxs[k], w);
+      }
+      EXPECT_EQ(safe[0], safe[1]);
+      for (size_t i = 0; i < size_t(n); ++i)
+        EXPECT_EQ(bitsOf(weights[0][i]), bitsOf(weights[1][i])) << i;
+    }
+  });
+}
+
 } // namespace

@@ -99,3 +99,22 @@ func.func @cross_entropy_with_grad(%z: tensor<8x10xf32>, %h: tensor<8x10xbf16>, 
   %m, %dh = nn.cross_entropy_with_grad %h, %y64, %dls in_place {reduction = #nn.reduction<none>} : (tensor<8x10xbf16>, tensor<8xi64>, tensor<8xf32>) -> (tensor<8xf32>, tensor<8x10xbf16>)
   return %l, %dz, %m, %dh : tensor<f32>, tensor<8x10xf32>, tensor<8xf32>, tensor<8x10xbf16>
 }
+
+// Tests that ignore_index round-trips beside the reduction.
+// CHECK-LABEL: func.func @cross_entropy_ignore_index
+// CHECK: nn.cross_entropy %{{.*}}, %{{.*}} {ignore_index = -100 : i64} : (tensor<2x8x50xf32>, tensor<2x8xi32>) -> tensor<f32>
+// CHECK: nn.cross_entropy %{{.*}}, %{{.*}} {ignore_index = 0 : i64, reduction = #nn.reduction<none>} : (tensor<2x8x50xf32>, tensor<2x8xi32>) -> tensor<2x8xf32>
+func.func @cross_entropy_ignore_index(%logits: tensor<2x8x50xf32>, %labels: tensor<2x8xi32>) -> (tensor<f32>, tensor<2x8xf32>) {
+  %0 = nn.cross_entropy %logits, %labels {ignore_index = -100 : i64} : (tensor<2x8x50xf32>, tensor<2x8xi32>) -> tensor<f32>
+  %1 = nn.cross_entropy %logits, %labels {reduction = #nn.reduction<none>, ignore_index = 0 : i64} : (tensor<2x8x50xf32>, tensor<2x8xi32>) -> tensor<2x8xf32>
+  return %0, %1 : tensor<f32>, tensor<2x8xf32>
+}
+
+// Tests that mask_labels gives labels of the labels' type and weights of
+// any float type.
+// CHECK-LABEL: func.func @mask_labels
+// CHECK: nn.mask_labels %{{.*}} ignore_index -100 : (tensor<2x8xi64>) -> (tensor<2x8xi64>, tensor<2x8xbf16>)
+func.func @mask_labels(%labels: tensor<2x8xi64>) -> (tensor<2x8xi64>, tensor<2x8xbf16>) {
+  %safe, %w = nn.mask_labels %labels ignore_index -100 : (tensor<2x8xi64>) -> (tensor<2x8xi64>, tensor<2x8xbf16>)
+  return %safe, %w : tensor<2x8xi64>, tensor<2x8xbf16>
+}

@@ -190,3 +190,39 @@ func.func @with_grad_labels(%z: tensor<8x10xf32>, %y: tensor<4xi32>, %dl: tensor
   %l, %dz = nn.cross_entropy_with_grad %z, %y, %dl : (tensor<8x10xf32>, tensor<4xi32>, tensor<f32>) -> (tensor<f32>, tensor<8x10xf32>)
   return %l : tensor<f32>
 }
+
+// -----
+
+// Tests that mask_labels' safe labels keep the labels' type.
+func.func @mask_labels_safe_type(%labels: tensor<4xi32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'nn.mask_labels' op safe labels must have the labels' type 'tensor<4xi32>', got 'tensor<4xi64>'}}
+  %safe, %w = nn.mask_labels %labels ignore_index -100 : (tensor<4xi32>) -> (tensor<4xi64>, tensor<4xf32>)
+  return %w : tensor<4xf32>
+}
+
+// -----
+
+// Tests that mask_labels' weights have one value per label.
+func.func @mask_labels_weights_shape(%labels: tensor<4xi32>) -> tensor<2x2xf32> {
+  // expected-error @+1 {{'nn.mask_labels' op weights must have the labels' shape (4), got 'tensor<2x2xf32>'}}
+  %safe, %w = nn.mask_labels %labels ignore_index -100 : (tensor<4xi32>) -> (tensor<4xi32>, tensor<2x2xf32>)
+  return %w : tensor<2x2xf32>
+}
+
+// -----
+
+// Tests that mask_labels' weights are floats.
+func.func @mask_labels_integer_weights(%labels: tensor<4xi32>) -> tensor<4xi32> {
+  // expected-error @+1 {{'nn.mask_labels' op result #1 must be}}
+  %safe, %w = nn.mask_labels %labels ignore_index -100 : (tensor<4xi32>) -> (tensor<4xi32>, tensor<4xi32>)
+  return %w : tensor<4xi32>
+}
+
+// -----
+
+// Tests that the labels to mask are integers.
+func.func @mask_labels_float_labels(%labels: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'nn.mask_labels' op operand #0 must be}}
+  %safe, %w = nn.mask_labels %labels ignore_index -100 : (tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
+  return %w : tensor<4xf32>
+}

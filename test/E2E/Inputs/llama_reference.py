@@ -5,7 +5,7 @@
       --ffn F --vocab V --seq S --batch B --theta T --eps E \\
       [--rope-scaling FACTOR,LOW,HIGH,ORIGINAL] [--sliding-window N] \\
       [--qkv-bias | --attention-bias] [--mlp-bias] [--tie-embeddings] \\
-      [--head-dim N] [--qk-norm] [--phi3]
+      [--head-dim N] [--qk-norm] [--phi3] [--ignore-prompts]
       writes DIR/hf.safetensors (random weights in Hugging Face's layout,
       f64), DIR/tokens.bin (B·S + 1 i32 tokens: tessel-run's windows),
       DIR/reference.json (the mean next-token cross-entropy of that batch)
@@ -13,7 +13,10 @@
       MistralForCausalLM where there is a window, a Qwen2ForCausalLM with
       --qkv-bias, a Qwen3ForCausalLM with --qk-norm, a Phi3ForCausalLM
       with --phi3, a LlamaForCausalLM's attention_bias and mlp_bias,
-      tie_word_embeddings, head_dim)
+      tie_word_embeddings, head_dim); with --ignore-prompts also
+      DIR/labels.bin (a label per token, -100 over a random prompt at the
+      start of each window: fine-tuning's), the loss then PyTorch's
+      ignore_index=-100 mean over the other positions
   llama_reference.py compare DIR METRICS.jsonl
       checks tessel-run's first loss against it (relative 1e-12)
   llama_reference.py same A.safetensors B.safetensors
@@ -99,6 +102,9 @@ def silu(v):
     return v / (1.0 + math.exp(-v))
 
 
+IGNORED = -100  # PyTorch's and Hugging Face's ignore_index
+
+
 def forward_loss(w, tokens, targets, a):
     hd = a.head_dim or a.dim // a.heads
     group = a.heads // a.kv_heads
@@ -150,6 +156,8 @@ def forward_loss(w, tokens, targets, a):
         # Tied: lm_head is embed_tokens (tie_word_embeddings).
         logits = linear(x, w["model.embed_tokens.weight" if a.tie else "lm_head.weight"])
         for row, target in zip(logits, seq_targets):
+            if target == IGNORED:
+                continue
             m = max(row)
             total += m + math.log(sum(math.exp(v - m) for v in row)) - row[target]
             count += 1
@@ -234,7 +242,17 @@ def make(a):
     with open(os.path.join(a.dir, "tokens.bin"), "wb") as f:
         f.write(struct.pack("<%di" % len(stream), *stream))
     tokens = [stream[r * a.seq:(r + 1) * a.seq] for r in range(a.batch)]
-    targets = [stream[r * a.seq + 1:(r + 1) * a.seq + 1] for r in range(a.batch)]
+    labels = list(stream)
+    if a.ignore_prompts:
+        # Labels aligned with the tokens (Hugging Face's): window r's
+        # targets are labels[r·S + 1 .. (r + 1)·S], the first k of them a
+        # prompt the loss ignores, k in [0, S) (a position left to learn).
+        for r in range(a.batch):
+            for j in range(rng.randrange(a.seq)):
+                labels[r * a.seq + 1 + j] = IGNORED
+        with open(os.path.join(a.dir, "labels.bin"), "wb") as f:
+            f.write(struct.pack("<%di" % len(labels), *labels))
+    targets = [labels[r * a.seq + 1:(r + 1) * a.seq + 1] for r in range(a.batch)]
     write_config(a)
     loss = forward_loss(w, tokens, targets, a)
     with open(os.path.join(a.dir, "reference.json"), "w") as f:
@@ -359,6 +377,9 @@ m.add_argument("--qk-norm", action="store_true",
 m.add_argument("--phi3", action="store_true",
                help="q, k, v and gate, up fused in the file: a "
                     "Phi3ForCausalLM")
+m.add_argument("--ignore-prompts", action="store_true",
+               help="labels.bin beside tokens.bin, -100 over a prompt at "
+                    "the start of each window")
 c = sub.add_parser("compare")
 c.add_argument("dir")
 c.add_argument("metrics")
