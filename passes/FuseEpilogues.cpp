@@ -491,11 +491,16 @@ void fuseLossWithGrad(nn::CrossEntropyGradOp grad) {
         loss = candidate;
   if (!loss)
     return;
+  // The fused op stands at the loss, where the seed must exist (a seed
+  // computed after the loss from values before it moves up: a masked
+  // loss's weights over its count), or at the gradient, when nothing
+  // between reads the loss.
   Operation *at = nullptr;
-  if (availableAt(grad.getDloss(), loss))
+  if (onlyUsedAfter(loss.getResult(), grad))
+    at = availableAt(grad.getDloss(), loss) ? loss.getOperation()
+                                            : grad.getOperation();
+  else if (hoistAbove(grad.getDloss(), loss))
     at = loss;
-  else if (onlyUsedAfter(loss.getResult(), grad))
-    at = grad;
   else
     return;
   Operation *producer = logits.getDefiningOp();

@@ -2,8 +2,9 @@
 //
 // What the fusing passes (tessel-fuse-epilogues, tessel-fuse-bias-grads,
 // tessel-accumulate-in-layers) ask before they put two ops' work at the
-// place of one of them: whether a value exists there and who reads it in
-// between, and which GEMM (or its widening to f32) alone produces a value.
+// place of one of them: whether a value exists there (or can be computed
+// there) and who reads it in between, and which GEMM (or its widening to
+// f32) alone produces a value.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,6 +17,7 @@
 #include "mlir/IR/Operation.h"
 #include "mlir/IR/TypeUtilities.h"
 #include "mlir/IR/Value.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/STLExtras.h"
 
 namespace tessel::fusion {
@@ -39,6 +41,37 @@ inline bool usedBetween(mlir::Value value, mlir::Operation *from,
 inline bool availableAt(mlir::Value value, mlir::Operation *op) {
   mlir::Operation *def = value.getDefiningOp();
   return !def || def->getBlock() != op->getBlock() || def->isBeforeInBlock(op);
+}
+
+/// Moves the side-effect-free ops that compute `value` after `op` (in its
+/// block: at most `limit` of them, none with regions) above `op`, in their
+/// order, when everything else they read is available there; returns
+/// whether `value` is then available at `op` (nothing moves otherwise).
+/// A loss's gradient seed scaled after the loss (a mean's count, a
+/// weight per position) can so be computed before it.
+inline bool hoistAbove(mlir::Value value, mlir::Operation *op,
+                       unsigned limit = 8) {
+  llvm::SmallVector<mlir::Operation *> chain;
+  llvm::SmallVector<mlir::Value> pending = {value};
+  while (!pending.empty()) {
+    mlir::Value next = pending.pop_back_val();
+    if (availableAt(next, op))
+      continue;
+    mlir::Operation *def = next.getDefiningOp();
+    if (llvm::is_contained(chain, def))
+      continue;
+    if (def == op || chain.size() == limit || def->getNumRegions() != 0 ||
+        !mlir::isMemoryEffectFree(def))
+      return false;
+    chain.push_back(def);
+    llvm::append_range(pending, def->getOperands());
+  }
+  llvm::sort(chain, [](mlir::Operation *a, mlir::Operation *b) {
+    return a->isBeforeInBlock(b);
+  });
+  for (mlir::Operation *def : chain)
+    def->moveBefore(op);
+  return true;
 }
 
 /// Whether every user of `value` is after `op` in its block (or in another

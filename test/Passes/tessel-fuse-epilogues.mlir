@@ -253,6 +253,57 @@ func.func @loss_with_grad(%z: tensor<8x16xbf16>, %y: tensor<8xi32>, %dl: tensor<
 
 // -----
 
+// Tests that a loss read before its gradient, whose seed is computed after
+// it from values before it (tessel-mask-ignored-labels' weights over the
+// count), fuses with its gradient: the seed's pure ops move above the loss,
+// in their order, and the fused op stands where the loss stood.
+// CHECK-LABEL: func.func @masked_loss_with_grad
+// CHECK: %[[SAFE:.*]], %[[W:.*]] = nn.mask_labels
+// CHECK: %[[D:.*]] = nn.add
+// CHECK: %[[SEED:.*]] = nn.constant dense<1.000000e+00>
+// CHECK-NEXT: %[[DS:.*]] = nn.div %[[SEED]], %[[D]]
+// CHECK-NEXT: %[[B:.*]] = nn.broadcast %[[DS]]
+// CHECK-NEXT: %[[DL:.*]] = nn.mul %[[B]], %[[W]]
+// CHECK-NEXT: %[[L:.*]], %[[G:.*]] = nn.cross_entropy_with_grad %arg0, %[[SAFE]], %[[DL]] {reduction = #nn.reduction<none>}
+// CHECK-NEXT: %[[LW:.*]] = nn.mul %[[L]], %[[W]]
+// CHECK-NOT: nn.cross_entropy_grad
+func.func @masked_loss_with_grad(%z: tensor<4x5xf32>, %y: tensor<4xi32>) -> (tensor<f32>, tensor<4x5xf32>) {
+  %safe, %w = nn.mask_labels %y ignore_index -100 : (tensor<4xi32>) -> (tensor<4xi32>, tensor<4xf32>)
+  %n = nn.reduce_sum %w dims = [0] : tensor<4xf32> -> tensor<f32>
+  %one = nn.constant dense<1.0> : tensor<f32>
+  %m = nn.sub %n, %one : tensor<f32>
+  %r = nn.relu %m : tensor<f32>
+  %d = nn.add %r, %one : tensor<f32>
+  %each = nn.cross_entropy %z, %safe {reduction = #nn.reduction<none>} : (tensor<4x5xf32>, tensor<4xi32>) -> tensor<4xf32>
+  %lw = nn.mul %each, %w : tensor<4xf32>
+  %s = nn.reduce_sum %lw dims = [0] : tensor<4xf32> -> tensor<f32>
+  %l = nn.div %s, %d : tensor<f32>
+  %seed = nn.constant dense<1.0> : tensor<f32>
+  %ds = nn.div %seed, %d : tensor<f32>
+  %b = nn.broadcast %ds dims = [] : tensor<f32> -> tensor<4xf32>
+  %dl = nn.mul %b, %w : tensor<4xf32>
+  %g = nn.cross_entropy_grad %z, %safe, %dl {reduction = #nn.reduction<none>} : (tensor<4x5xf32>, tensor<4xi32>, tensor<4xf32>) -> tensor<4x5xf32>
+  return %l, %g : tensor<f32>, tensor<4x5xf32>
+}
+
+// -----
+
+// Tests that a seed computed from the loss itself cannot move above it:
+// loss and gradient stay apart.
+// CHECK-LABEL: func.func @seed_of_the_loss
+// CHECK: nn.cross_entropy %arg0, %arg1 {reduction = #nn.reduction<none>}
+// CHECK: nn.cross_entropy_grad
+// CHECK-NOT: cross_entropy_with_grad
+func.func @seed_of_the_loss(%z: tensor<4x5xf32>, %y: tensor<4xi32>) -> (tensor<4xf32>, tensor<4x5xf32>) {
+  %each = nn.cross_entropy %z, %y {reduction = #nn.reduction<none>} : (tensor<4x5xf32>, tensor<4xi32>) -> tensor<4xf32>
+  %twice = nn.add %each, %each : tensor<4xf32>
+  %dl = nn.mul %each, %each : tensor<4xf32>
+  %g = nn.cross_entropy_grad %z, %y, %dl {reduction = #nn.reduction<none>} : (tensor<4x5xf32>, tensor<4xi32>, tensor<4xf32>) -> tensor<4x5xf32>
+  return %twice, %g : tensor<4xf32>, tensor<4x5xf32>
+}
+
+// -----
+
 // Tests that the gradient is written over logits a kernel of the function
 // made and only the two read (in_place), and that the fused op stands
 // where the gradient stood when the seed is made after the loss (nothing
@@ -273,19 +324,19 @@ func.func @loss_with_grad_in_place(%x: tensor<8x4xf32>, %w: tensor<4x16xf32>, %y
 // -----
 
 // Tests the fused loss's limits: logits read by a third op keep their
-// memory (not in place); another reduction, other labels, or a loss read
-// before a seed made after it stay two ops.
+// memory (not in place); another reduction or other labels stay two ops.
+// A loss read before a seed made after it from nothing the loss computes
+// (a constant) fuses where the loss stood, the seed moved above it.
 // CHECK-LABEL: func.func @loss_with_grad_kept
 // CHECK: nn.cross_entropy_with_grad %[[Z:.*]], %arg2, %arg3 : (tensor<8x16xf32>, tensor<8xi32>, tensor<f32>) -> (tensor<f32>, tensor<8x16xf32>)
 // CHECK: nn.cross_entropy %arg4, %arg2 {reduction = #nn.reduction<sum>}
 // CHECK: nn.cross_entropy_grad %arg4, %arg2, %arg3 :
 // CHECK: nn.cross_entropy %arg5, %arg2 :
 // CHECK: nn.cross_entropy_grad %arg5, %arg6, %arg3 :
-// CHECK: %[[M:.*]] = nn.cross_entropy %arg7, %arg2 :
-// CHECK-NEXT: %[[E:.*]] = nn.exp %[[M]]
-// CHECK-NEXT: %[[S:.*]] = nn.constant
-// CHECK-NEXT: nn.cross_entropy_grad %arg7, %arg2, %[[S]] :
-// CHECK-NOT: cross_entropy_with_grad
+// CHECK: %[[S:.*]] = nn.constant
+// CHECK-NEXT: %[[M:.*]], %{{.*}} = nn.cross_entropy_with_grad %arg7, %arg2, %[[S]] :
+// CHECK-NEXT: nn.exp %[[M]]
+// CHECK-NOT: nn.cross_entropy_grad
 func.func @loss_with_grad_kept(%x: tensor<8x4xf32>, %w: tensor<4x16xf32>, %y: tensor<8xi32>, %dl: tensor<f32>, %a: tensor<8x16xf32>, %b: tensor<8x16xf32>, %y2: tensor<8xi32>, %c: tensor<8x16xf32>) -> (tensor<f32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<f32>, tensor<8x16xf32>, tensor<f32>, tensor<8x16xf32>, tensor<f32>, tensor<8x16xf32>) {
   %z = nn.matmul %x, %w : (tensor<8x4xf32>, tensor<4x16xf32>) -> tensor<8x16xf32>
   %l = nn.cross_entropy %z, %y : (tensor<8x16xf32>, tensor<8xi32>) -> tensor<f32>
