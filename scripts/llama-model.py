@@ -13,7 +13,7 @@
       --eps 1e-6 --tie-embeddings --seq 4096 --batch 1 > qwen3.mlir
                                                           (Qwen3 0.6B's)
   scripts/llama-model.py --config config.json --seq 4096 --batch 1 > model.mlir
-                    (a Hugging Face Llama, Mistral, Qwen2, Qwen3 or Phi-3's config)
+            (a Hugging Face Llama, Mistral, Qwen2, Qwen3, Phi-3 or Gemma's config)
 
 RMSNorm before attention and MLP, grouped-query causal attention with rotary
 position embeddings on queries and keys (--sliding-window N: over the last N
@@ -44,9 +44,16 @@ projections are split into heads and before rope, with weights
 layers.attention.q_norm.weight and k_norm.weight, [layers, N] on the
 "head_dim" axis (whole under tensor parallelism), starting at 1.
 
+--mlp-act gelu-tanh (or gelu) makes the gated MLP a GeGLU, --norm-offset
+every RMSNorm scale by 1 + w with w starting at 0, --embed-scale the token
+embeddings times sqrt(dim): Gemma's three departures from Llama (with
+--tie-embeddings and its --head-dim, a Gemma 2B or 7B). --ignore-index N
+makes the loss skip the label N (fine-tuning's -100: PyTorch's
+ignore_index).
+
 --config reads the sizes, rope, window, biases and tying from a Hugging Face
-config.json (model_type llama, mistral, qwen2, qwen3 or phi3; flags given
-as well win);
+config.json (model_type llama, mistral, qwen2, qwen3, phi3 or gemma; flags
+given as well win);
 batch and seq are not in it (seq is the training context, not
 max_position_embeddings). A config this model cannot be (another model_type,
 activation or rope scaling, Qwen2's and Qwen3's per-layer sliding window) is
@@ -69,7 +76,8 @@ DEFAULTS = {"batch": 8, "seq": 64, "dim": 128, "heads": 4, "kv_heads": 2,
             "ffn": 384, "vocab": 256, "layers": 4, "theta": 10000.0,
             "rope_scaling": None, "eps": 1e-5, "sliding_window": None,
             "qkv_bias": False, "attention_bias": False, "mlp_bias": False,
-            "tie_embeddings": False, "head_dim": None, "qk_norm": False}
+            "tie_embeddings": False, "head_dim": None, "qk_norm": False,
+            "mlp_act": "silu", "norm_offset": False, "embed_scale": False}
 # config.json's size fields and the flags they set.
 CONFIG_SIZES = [("num_hidden_layers", "layers"), ("hidden_size", "dim"),
                 ("num_attention_heads", "heads"), ("intermediate_size", "ffn"),
@@ -87,6 +95,11 @@ HF_DEFAULTS = {"llama": {"num_key_value_heads": None, "sliding_window": None,
                "qwen2": {"num_key_value_heads": 32, "rms_norm_eps": 1e-6},
                "qwen3": {"num_key_value_heads": 32, "rms_norm_eps": 1e-6,
                          "head_dim": 128},
+               # GemmaConfig's, its sizes included (Gemma 7B's).
+               "gemma": {"num_key_value_heads": 16, "rms_norm_eps": 1e-6,
+                         "head_dim": 256, "vocab_size": 256000,
+                         "hidden_size": 3072, "intermediate_size": 24576,
+                         "num_hidden_layers": 28, "num_attention_heads": 16},
                # Phi3Config's, its sizes included (Phi-3-mini's).
                "phi3": {"num_key_value_heads": None, "sliding_window": None,
                         "rms_norm_eps": 1e-5, "vocab_size": 32064,
@@ -98,10 +111,12 @@ HF_DEFAULTS = {"llama": {"num_key_value_heads": None, "sliding_window": None,
 # says; Mistral's and Phi-3's none (Phi-3's attention_bias must be false).
 CONFIG_BIASES = {"llama": [("attention_bias", "attention_bias"),
                            ("mlp_bias", "mlp_bias")],
-                 "mistral": [], "qwen2": [], "phi3": [],
+                 "mistral": [], "qwen2": [], "phi3": [], "gemma": [],
                  "qwen3": [("attention_bias", "attention_bias")]}
 LLAMA3 = ["factor", "low_freq_factor", "high_freq_factor",
           "original_max_position_embeddings"]
+# Gemma's hidden_activation values and the --mlp-act each is.
+GEMMA_ACTS = {"gelu_pytorch_tanh": "gelu-tanh", "gelu": "gelu"}
 
 p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 for name in ["batch", "seq", "dim", "heads", "kv-heads", "ffn", "vocab",
@@ -136,8 +151,17 @@ p.add_argument("--mlp-bias", action=argparse.BooleanOptionalAction,
                     "(config.json's mlp_bias)")
 p.add_argument("--config", metavar="CONFIG.JSON",
                help="a Hugging Face LlamaForCausalLM, MistralForCausalLM, "
-                    "Qwen2ForCausalLM, Qwen3ForCausalLM or Phi3ForCausalLM "
-                    "config.json to take the model from (flags override it)")
+                    "Qwen2ForCausalLM, Qwen3ForCausalLM, Phi3ForCausalLM or "
+                    "GemmaForCausalLM config.json to take the model from "
+                    "(flags override it)")
+p.add_argument("--mlp-act", choices=["silu", "gelu", "gelu-tanh"],
+               help="the gated MLP's activation: silu (SwiGLU, default), "
+                    "gelu or its tanh approximation (GeGLU: Gemma's "
+                    "gelu_pytorch_tanh)")
+p.add_argument("--norm-offset", action=argparse.BooleanOptionalAction,
+               help="RMSNorms scale by 1 + w, w starting at 0 (Gemma's)")
+p.add_argument("--embed-scale", action=argparse.BooleanOptionalAction,
+               help="the token embeddings times sqrt(dim) (Gemma's)")
 p.add_argument("--ignore-index", type=int, metavar="N",
                help="the label the loss ignores (fine-tuning's -100 over "
                     "prompt and padding); the mean is over the other "
@@ -166,15 +190,31 @@ def from_config(path):
         p.error("%s: not a JSON object" % path)
     model = c.get("model_type")
     if model not in HF_DEFAULTS:
-        bad("model_type", "%s: only llama, mistral, qwen2, qwen3 and phi3" %
-            json.dumps(model))
-    if c.get("hidden_act", "silu") != "silu":
+        bad("model_type", "%s: only llama, mistral, qwen2, qwen3, phi3 and "
+            "gemma" % json.dumps(model))
+    out = {}
+    if model == "gemma":
+        # GemmaMLP's activation is hidden_activation (GemmaConfig's default
+        # the tanh GELU), never hidden_act; its RMSNorm scales by 1 + w; the
+        # embeddings are scaled by sqrt(hidden_size); the head is tied
+        # unless the config says otherwise.
+        act = c.get("hidden_activation") or "gelu_pytorch_tanh"
+        if act not in GEMMA_ACTS:
+            bad("hidden_activation", "%s: only %s" % (
+                json.dumps(act), " or ".join(GEMMA_ACTS)))
+        out.update(mlp_act=GEMMA_ACTS[act], norm_offset=True,
+                   embed_scale=True)
+        if c.get("attention_bias", False) is not False:
+            bad("attention_bias", "%s: Gemma has no biases" %
+                json.dumps(c["attention_bias"]))
+    elif c.get("hidden_act", "silu") != "silu":
         bad("hidden_act", "%s: the MLP is SwiGLU (silu)" %
             json.dumps(c["hidden_act"]))
-    out = {}
     for field, flag in CONFIG_BIASES[model] + [("tie_word_embeddings",
                                                 "tie_embeddings")]:
-        value = c.get(field, False)
+        # GemmaConfig ties the head by default, the others do not.
+        value = c.get(field, model == "gemma" and
+                      field == "tie_word_embeddings")
         if not isinstance(value, bool):
             bad(field, "is not true or false")
         out[flag] = value
@@ -293,6 +333,8 @@ hd = a.head_dim or D // H
 qd = H * hd  # the queries' width: D unless --head-dim says otherwise
 kvd = K * hd
 qk_norm = bool(a.qk_norm)
+norm_offset = bool(a.norm_offset)
+plain_mlp = a.mlp_act == "silu" and not norm_offset and not a.embed_scale
 t = a.dtype
 
 
@@ -407,7 +449,7 @@ else:  # one weight a line, its bias beside it, as examples/gpt.mlir
     lines.append(line)
     block_sig = ",\n".join("    " + ", ".join(x) for x in lines) + ")"
 
-if not biased and not tied and not qk_norm:
+if not biased and not tied and not qk_norm and plain_mlp:
     intro = """// A Llama-style language model: token embedding, L pre-norm decoder blocks
 // (RMSNorm; grouped-query causal self-attention with rotary position
 // embeddings on queries and keys; a SwiGLU MLP; no biases), a final
@@ -425,6 +467,10 @@ else:
     bias_words = "biases on " + " and on ".join(where) if where else "no biases"
     norm_words = ("an RMSNorm over each query and key head before rope "
                   "(QK-norm); " if qk_norm else "")
+    mlp_words = ("a SwiGLU MLP" if a.mlp_act == "silu" else
+                 "a GeGLU MLP (%s)" % ("tanh-approximated GELU"
+                                       if a.mlp_act == "gelu-tanh"
+                                       else "exact GELU"))
     head_words = ("an LM head tied to the token embedding (the table "
                   "transposed: no matrix of its own)" if tied else
                   "an LM head of its own (not tied)")
@@ -432,7 +478,7 @@ else:
         "A Llama-style language model: token embedding, L pre-norm decoder "
         "blocks (RMSNorm; grouped-query causal self-attention with rotary "
         "position embeddings on queries and keys; " + norm_words +
-        "a SwiGLU MLP; "
+        mlp_words + "; "
         f"{bias_words}), a final RMSNorm and {head_words}, trained with "
         "next-token cross-entropy. Positions enter through nn.rope alone: no "
         "position table. Generated by scripts/llama-model.py (the sizes are "
@@ -444,13 +490,45 @@ else:
     if biased:
         intro += ("\n// Biases add to a projection's output, broadcast over "
                   "batch and positions.")
+    if norm_offset:
+        intro += ("\n// Every RMSNorm scales by 1 + w, its weight w starting "
+                  "at 0 (Gemma's).")
+    if a.embed_scale:
+        intro += ("\n// The token embeddings are multiplied by sqrt(width) "
+                  "(Gemma's normalizer).")
+
+def gain(w, n):
+    """The lines making an RMSNorm's scale %w_g = 1 + %w (Gemma's offset:
+    %one{n} a constant of n ones), and the scale's name; without
+    --norm-offset none, and the weight itself."""
+    if not norm_offset:
+        return "", w
+    return (f"  %{w}_g = nn.add %{w}, %one{n} : {ty(n)}\n", w + "_g")
+
 
 def qk(x, ty4):
     """QK-norm's line: %x2 = rms_norm of each head of %x1, before rope."""
     if not qk_norm:
         return ""
-    return (f"  %{x}2 = nn.rms_norm %{x}1, %{x}_norm {eps} : ({ty4}, "
-            f"{ty(hd)}) -> {ty4}\n")
+    lines, g = gain(x + "_norm", hd)
+    return lines + (f"  %{x}2 = nn.rms_norm %{x}1, %{g} {eps} : ({ty4}, "
+                    f"{ty(hd)}) -> {ty4}\n")
+
+
+def ones_of(n):
+    """The constant of n ones the norms' offset adds (none without it)."""
+    return (f"  %one{n} = nn.constant dense<1.0> : {ty(n)}\n"
+            if norm_offset else "")
+
+
+attn_lines, attn_g = gain("attn_norm", D)
+mlp_lines, mlp_g = gain("mlp_norm", D)
+block_ones = ones_of(D) + (ones_of(hd) if qk_norm and hd != D else "")
+act_op = {"silu": "nn.silu %g0", "gelu": "nn.gelu %g0",
+          "gelu-tanh": "nn.gelu %g0 approximate"}[a.mlp_act]
+act_name = {"silu": "silu", "gelu": "gelu",
+            "gelu-tanh": "gelu_tanh"}[a.mlp_act]
+glu_name = "SwiGLU" if a.mlp_act == "silu" else "GeGLU"
 
 
 print(f"""{intro}
@@ -458,7 +536,7 @@ print(f"""{intro}
 // The block is written once (@block) and applied L = {L} times by nn.repeat
 // over parameters stacked on a leading "layers" axis. Sizes: vocabulary
 // {V}, context {S}, width {D}, {H} query heads of {hd} sharing {K}
-// key/value heads (GQA), SwiGLU hidden {F}, batch {B}, rope theta {a.theta:g}.
+// key/value heads (GQA), {glu_name} hidden {F}, batch {B}, rope theta {a.theta:g}.
 {window_note}// Output projections start at 0.02 / sqrt(2 L), as the residual branches
 // of GPT-2 and Llama's reference initialisation scale them.
 
@@ -468,7 +546,7 @@ func.func private @block(
     -> {act} {{
   // Attention branch: h + W_o · attention(rope(q), rope(k), v), {H} query
   // heads of {hd} over {K} key/value heads.
-  %x = nn.rms_norm %h, %attn_norm {eps} : ({act}, {ty(D)}) -> {act}
+{block_ones}{attn_lines}  %x = nn.rms_norm %h, %{attn_g} {eps} : ({act}, {ty(D)}) -> {act}
 {linear("q0", "x", "w_q", act, act_q)}
   %q1 = nn.reshape %q0 : {act_q} -> {q4}
 {qk("q", q4)}  %q = nn.rope %q{"2" if qk_norm else "1"}{rope_attr} : {q4}
@@ -482,10 +560,10 @@ func.func private @block(
 {linear("o", "att2", "w_o", act_q, act)}
   %h1 = nn.add %h, %o : {act}
 
-  // SwiGLU branch: h1 + W_down · (silu(W_gate · y) ⊙ W_up · y).
-  %y = nn.rms_norm %h1, %mlp_norm {eps} : ({act}, {ty(D)}) -> {act}
+  // {glu_name} branch: h1 + W_down · ({act_name}(W_gate · y) ⊙ W_up · y).
+{mlp_lines}  %y = nn.rms_norm %h1, %{mlp_g} {eps} : ({act}, {ty(D)}) -> {act}
 {linear("g0", "y", "w_gate", act, act_f)}
-  %g = nn.silu %g0 : {act_f}
+  %g = {act_op} : {act_f}
 {linear("u", "y", "w_up", act, act_f)}
   %gu = nn.mul %g, %u : {act_f}
 {linear("d", "gu", "w_down", act_f, act)}
@@ -502,15 +580,17 @@ def param(var, shape, name, init, axes):
 
 
 zeros = "#nn.init<zeros>"
+# A norm's weight: 1, or with the offset (its scale 1 + w) 0.
+norm_init = zeros if norm_offset else ones
 layer_params = {"attn_norm": param("attn_norm", (L, D),
-                                   "layers.attention_norm.weight", ones,
+                                   "layers.attention_norm.weight", norm_init,
                                    ["layers", "embed"]),
                 "mlp_norm": param("mlp_norm", (L, D), "layers.ffn_norm.weight",
-                                  ones, ["layers", "embed"])}
+                                  norm_init, ["layers", "embed"])}
 for x in ("q", "k"):
     layer_params[x + "_norm"] = param(x + "_norm", (L, hd),
                                       "layers.attention.%s_norm.weight" % x,
-                                      ones, ["layers", "head_dim"])
+                                      norm_init, ["layers", "head_dim"])
 for w, b, meta, shape, axes, init, has_bias in PROJ:
     layer_params[w] = param(w, (L,) + shape, meta + ".weight", init,
                             ["layers"] + axes)
@@ -520,7 +600,7 @@ for w, b, meta, shape, axes, init, has_bias in PROJ:
 params = ([param("embed", (V, D), "tok_embeddings.weight", normal,
                  ["vocab", "embed"])] +
           [layer_params[name] for name in block_args] +
-          [param("norm", (D,), "norm.weight", ones, ["embed"])])
+          [param("norm", (D,), "norm.weight", norm_init, ["embed"])])
 if not tied:
     params.append(param("w_out", (D, V), "output.weight", normal,
                         ["embed", "vocab"]))
@@ -537,6 +617,16 @@ else:
     head = (f"  %logits = nn.matmul %hf, %w_out : ({act}, {ty(D, V)}) -> "
             f"{ty(B, S, V)}")
 tokens = f"tensor<{B}x{S}xi32>"
+if a.embed_scale:
+    # Gemma's normalizer, sqrt(width) in the activations' type.
+    embed = (f"  %x0 = nn.embedding %embed, %tokens : ({ty(V, D)}, {tokens}) "
+             f"-> {act}\n"
+             f"  %scale = nn.constant dense<{num(math.sqrt(D))}> : {act}\n"
+             f"  %x = nn.mul %x0, %scale : {act}\n")
+else:
+    embed = (f"  %x = nn.embedding %embed, %tokens : ({ty(V, D)}, {tokens}) "
+             f"-> {act}\n")
+final_lines, final_g = gain("norm", D)
 ignore = ("" if a.ignore_index is None
           else f" {{ignore_index = {a.ignore_index} : i64}}")
 print(f"""func.func @loss(
@@ -544,11 +634,10 @@ print(f"""func.func @loss(
     %targets: {tokens} {{nn.label, nn.axes = ["batch", "seq"]}},
 {("," + chr(10)).join(params)})
     -> tensor<{t}> {{
-  %x = nn.embedding %embed, %tokens : ({ty(V, D)}, {tokens}) -> {act}
-  %h = nn.repeat @block(%x)
+{embed}  %h = nn.repeat @block(%x)
 {repeat_params}
       : ({act}, {stacked}) -> {act}
-  %hf = nn.rms_norm %h, %norm {eps} : ({act}, {ty(D)}) -> {act}
+{ones_of(D)}{final_lines}  %hf = nn.rms_norm %h, %{final_g} {eps} : ({act}, {ty(D)}) -> {act}
 {head}
   %l = nn.cross_entropy %logits, %targets{ignore} : ({ty(B, S, V)}, {tokens}) -> tensor<{t}>
   return %l : tensor<{t}>

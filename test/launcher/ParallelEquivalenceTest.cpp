@@ -63,6 +63,9 @@
 // w2's whole, the tied table both embedding and head. llama_qk_norm.mlir
 // (Qwen3's RMSNorm over each query and key head, heads of 24 at width 64
 // over 4 heads) on the same meshes: the norms' weights whole on every rank.
+// gemma.mlir (Gemma's RMSNorms scaling by 1 + w, its GeGLU MLP and its
+// embeddings times sqrt(width), heads of 32 at width 64, the head tied) on
+// tp=2 and dp=2,tp=2 with sequence parallelism (AdamW in f64).
 // llama_sft.mlir (a loss that ignores the label -100, which the synthetic
 // data puts over a random prompt at the start of each sample) on dp=2,
 // tp=2 (its vocabulary-parallel loss of each position) and dp=2,tp=2 with
@@ -420,6 +423,9 @@ std::vector<Case> meshCases() {
   cases.push_back({"llama_qk_norm", "tp=2"});
   cases.push_back({"llama_qk_norm", "dp=2,tp=2", true, /*adamw=*/true,
                    /*f64=*/true});
+  // Gemma: (1 + w) norms, a GeGLU MLP, embeddings times sqrt(width).
+  cases.push_back({"gemma", "tp=2"});
+  cases.push_back({"gemma", "dp=2,tp=2", true, /*adamw=*/true, /*f64=*/true});
   // Fine-tuning: a random prompt of each sample ignored (-100), so each
   // rank holds another count of labelled positions; the mean is over the
   // whole batch's (a mean of the ranks' means is not one device's).

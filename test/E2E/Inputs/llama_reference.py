@@ -5,14 +5,15 @@
       --ffn F --vocab V --seq S --batch B --theta T --eps E \\
       [--rope-scaling FACTOR,LOW,HIGH,ORIGINAL] [--sliding-window N] \\
       [--qkv-bias | --attention-bias] [--mlp-bias] [--tie-embeddings] \\
-      [--head-dim N] [--qk-norm] [--phi3] [--ignore-prompts]
+      [--head-dim N] [--qk-norm] [--phi3] [--gemma] [--ignore-prompts]
       writes DIR/hf.safetensors (random weights in Hugging Face's layout,
       f64), DIR/tokens.bin (B·S + 1 i32 tokens: tessel-run's windows),
       DIR/reference.json (the mean next-token cross-entropy of that batch)
       and DIR/config.json (the model, as Hugging Face describes it: a
       MistralForCausalLM where there is a window, a Qwen2ForCausalLM with
       --qkv-bias, a Qwen3ForCausalLM with --qk-norm, a Phi3ForCausalLM
-      with --phi3, a LlamaForCausalLM's attention_bias and mlp_bias,
+      with --phi3, a GemmaForCausalLM with --gemma, a LlamaForCausalLM's
+      attention_bias and mlp_bias,
       tie_word_embeddings, head_dim); with --ignore-prompts also
       DIR/labels.bin (a label per token, -100 over a random prompt at the
       start of each window: fine-tuning's), the loss then PyTorch's
@@ -40,6 +41,10 @@ rope. --phi3 is Phi-3 (modeling_phi3): the same forward (its window
 Mistral's), the file holding each layer's q, k, v fused as
 self_attn.qkv_proj.weight [(H + 2 K)·hd, dim] (q's rows, then k's, then
 v's) and gate, up as mlp.gate_up_proj.weight [2 F, dim] (gate's, then up's).
+--gemma is Gemma (modeling_gemma): every RMSNorm scales by 1 + w (its weight
+near 0), the MLP is GeGLU with hidden_activation's tanh GELU
+(gelu_pytorch_tanh), the embeddings are multiplied by sqrt(hidden_size),
+and the head is tied.
 """
 import argparse
 import json
@@ -56,11 +61,12 @@ def linear(x, w, b=None):
     return y if b is None else [[v + c for v, c in zip(row, b)] for row in y]
 
 
-def rms_norm(x, w, eps):
+def rms_norm(x, w, eps, offset=0.0):
+    """x · rsqrt(mean(x²) + eps) · (offset + w): Gemma's offset is 1."""
     out = []
     for row in x:
         r = 1.0 / math.sqrt(sum(v * v for v in row) / len(row) + eps)
-        out.append([v * r * g for v, g in zip(row, w)])
+        out.append([v * r * (offset + g) for v, g in zip(row, w)])
     return out
 
 
@@ -102,6 +108,12 @@ def silu(v):
     return v / (1.0 + math.exp(-v))
 
 
+def gelu_tanh(v):
+    """PyTorch's gelu(approximate="tanh"), Gemma's gelu_pytorch_tanh."""
+    return 0.5 * v * (1.0 + math.tanh(math.sqrt(2.0 / math.pi) *
+                                      (v + 0.044715 * v ** 3)))
+
+
 IGNORED = -100  # PyTorch's and Hugging Face's ignore_index
 
 
@@ -109,11 +121,16 @@ def forward_loss(w, tokens, targets, a):
     hd = a.head_dim or a.dim // a.heads
     group = a.heads // a.kv_heads
     total, count = 0.0, 0
+    # Gemma: norms scale by 1 + w, GeGLU, embeddings times sqrt(width).
+    offset = 1.0 if a.gemma else 0.0
+    act = gelu_tanh if a.gemma else silu
+    scale = math.sqrt(a.dim) if a.gemma else 1.0
     for seq_tokens, seq_targets in zip(tokens, targets):
-        x = [list(w["model.embed_tokens.weight"][t]) for t in seq_tokens]
+        x = [[v * scale for v in w["model.embed_tokens.weight"][t]]
+             for t in seq_tokens]
         for layer in range(a.layers):
             p = "model.layers.%d." % layer
-            h = rms_norm(x, w[p + "input_layernorm.weight"], a.eps)
+            h = rms_norm(x, w[p + "input_layernorm.weight"], a.eps, offset)
             q = linear(h, w[p + "self_attn.q_proj.weight"], w.get(p + "self_attn.q_proj.bias"))
             k = linear(h, w[p + "self_attn.k_proj.weight"], w.get(p + "self_attn.k_proj.bias"))
             v = linear(h, w[p + "self_attn.v_proj.weight"], w.get(p + "self_attn.v_proj.bias"))
@@ -124,7 +141,8 @@ def forward_loss(w, tokens, targets, a):
 
             def head_of(x, h, norm):
                 part = x[h * hd:(h + 1) * hd]
-                return part if norm is None else rms_norm([part], norm, a.eps)[0]
+                return part if norm is None else rms_norm([part], norm, a.eps,
+                                                          offset)[0]
             for head in range(a.heads):
                 kv = head // group
                 qs = [rope(head_of(q[i], head, qn), i, a.theta, a.scaling)
@@ -146,13 +164,14 @@ def forward_loss(w, tokens, targets, a):
                             e_ / z * vs[j][d] for e_, j in zip(e, seen))
             o = linear(att, w[p + "self_attn.o_proj.weight"], w.get(p + "self_attn.o_proj.bias"))
             x = [[a_ + b_ for a_, b_ in zip(r1, r2)] for r1, r2 in zip(x, o)]
-            h = rms_norm(x, w[p + "post_attention_layernorm.weight"], a.eps)
+            h = rms_norm(x, w[p + "post_attention_layernorm.weight"], a.eps,
+                         offset)
             g = linear(h, w[p + "mlp.gate_proj.weight"], w.get(p + "mlp.gate_proj.bias"))
             u = linear(h, w[p + "mlp.up_proj.weight"], w.get(p + "mlp.up_proj.bias"))
-            gu = [[silu(a_) * b_ for a_, b_ in zip(r1, r2)] for r1, r2 in zip(g, u)]
+            gu = [[act(a_) * b_ for a_, b_ in zip(r1, r2)] for r1, r2 in zip(g, u)]
             d = linear(gu, w[p + "mlp.down_proj.weight"], w.get(p + "mlp.down_proj.bias"))
             x = [[a_ + b_ for a_, b_ in zip(r1, r2)] for r1, r2 in zip(x, d)]
-        x = rms_norm(x, w["model.norm.weight"], a.eps)
+        x = rms_norm(x, w["model.norm.weight"], a.eps, offset)
         # Tied: lm_head is embed_tokens (tie_word_embeddings).
         logits = linear(x, w["model.embed_tokens.weight" if a.tie else "lm_head.weight"])
         for row, target in zip(logits, seq_targets):
@@ -176,14 +195,19 @@ def make(a):
     def vector(n, std):
         return [rng.gauss(0.0, std) for _ in range(n)]
 
+    def norm(n):
+        """A norm's weight: near 1, or near 0 where it scales by 1 + w."""
+        return [(0.0 if a.gemma else 1.0) + rng.gauss(0.0, 0.1)
+                for _ in range(n)]
+
     w = {"model.embed_tokens.weight": matrix(a.vocab, a.dim, 1.0),
-         "model.norm.weight": [1.0 + rng.gauss(0.0, 0.1) for _ in range(a.dim)]}
+         "model.norm.weight": norm(a.dim)}
     if not a.tie:
         w["lm_head.weight"] = matrix(a.vocab, a.dim, 0.3)
     for layer in range(a.layers):
         p = "model.layers.%d." % layer
-        w[p + "input_layernorm.weight"] = [1.0 + rng.gauss(0.0, 0.1) for _ in range(a.dim)]
-        w[p + "post_attention_layernorm.weight"] = [1.0 + rng.gauss(0.0, 0.1) for _ in range(a.dim)]
+        w[p + "input_layernorm.weight"] = norm(a.dim)
+        w[p + "post_attention_layernorm.weight"] = norm(a.dim)
         w[p + "self_attn.q_proj.weight"] = matrix(qd, a.dim, 0.3)
         w[p + "self_attn.k_proj.weight"] = matrix(kvd, a.dim, 0.3)
         w[p + "self_attn.v_proj.weight"] = matrix(kvd, a.dim, 0.3)
@@ -202,8 +226,8 @@ def make(a):
             w[p + "mlp.up_proj.bias"] = vector(a.ffn, 0.3)
             w[p + "mlp.down_proj.bias"] = vector(a.dim, 0.3)
         if a.qk_norm:
-            w[p + "self_attn.q_norm.weight"] = [1.0 + rng.gauss(0.0, 0.1) for _ in range(hd)]
-            w[p + "self_attn.k_norm.weight"] = [1.0 + rng.gauss(0.0, 0.1) for _ in range(hd)]
+            w[p + "self_attn.q_norm.weight"] = norm(hd)
+            w[p + "self_attn.k_norm.weight"] = norm(hd)
     # Phi-3's file: q, k, v and gate, up fused, each in the first's place.
     stored = w
     if a.phi3:
@@ -262,7 +286,7 @@ def make(a):
 
 def write_config(a):
     """DIR/config.json: the model in transformers' words."""
-    kind = ("phi3" if a.phi3 else
+    kind = ("gemma" if a.gemma else "phi3" if a.phi3 else
             "qwen3" if a.qk_norm else "qwen2" if a.qkv_bias else
             "llama" if a.window is None else "mistral")
     scaling = None
@@ -272,7 +296,7 @@ def write_config(a):
                    "low_freq_factor": low, "high_freq_factor": high,
                    "original_max_position_embeddings": int(original)}
     config = {"architectures": [{"qwen2": "Qwen2", "qwen3": "Qwen3",
-                                 "phi3": "Phi3"}.get(
+                                 "phi3": "Phi3", "gemma": "Gemma"}.get(
                                     kind, kind.capitalize()) +
                                 "ForCausalLM"],
               "model_type": kind,
@@ -298,6 +322,14 @@ def write_config(a):
         # As Qwen3's own files: head_dim, attention_bias, no window.
         config.update(attention_bias=a.attention_bias, sliding_window=None,
                       use_sliding_window=False, max_window_layers=a.layers)
+    if kind == "gemma":
+        # As Gemma's own files: hidden_act "gelu" beside hidden_activation,
+        # which GemmaMLP reads; no window, no biases, the head tied.
+        del config["sliding_window"]
+        del config["rope_scaling"]
+        config.update(hidden_act="gelu",
+                      hidden_activation="gelu_pytorch_tanh",
+                      attention_bias=False, tie_word_embeddings=True)
     if kind == "phi3":
         # As Phi-3-mini's own files: no head_dim (unless --head-dim),
         # attention_bias false, the window as given (null none).
@@ -377,6 +409,9 @@ m.add_argument("--qk-norm", action="store_true",
 m.add_argument("--phi3", action="store_true",
                help="q, k, v and gate, up fused in the file: a "
                     "Phi3ForCausalLM")
+m.add_argument("--gemma", action="store_true",
+               help="(1 + w) norms, GeGLU, embeddings times sqrt(width), "
+                    "the head tied: a GemmaForCausalLM")
 m.add_argument("--ignore-prompts", action="store_true",
                help="labels.bin beside tokens.bin, -100 over a prompt at "
                     "the start of each window")
@@ -400,6 +435,12 @@ if args.command == "make" and args.phi3 and (
         args.qkv_bias or args.attention_bias or args.mlp_bias or
         args.qk_norm or args.scaling):
     p.error("--phi3 has no biases, QK-norm or rope scaling")
+if args.command == "make" and args.gemma and (
+        args.qkv_bias or args.attention_bias or args.mlp_bias or
+        args.qk_norm or args.scaling or args.phi3 or
+        args.window is not None or not args.tie):
+    p.error("--gemma has no biases, QK-norm, rope scaling or window, and "
+            "needs --tie-embeddings")
 if args.command == "make" and args.window is not None and not args.phi3 and (
         args.attention_bias or args.mlp_bias):
     p.error("a sliding window is Mistral's, which has no biases")
