@@ -7,8 +7,9 @@
 // --labels reads them beside --data; the model's loss has ignore_index
 // -100 (llama-model.py --ignore-index): in f64 its loss equals the plain
 // Python forward's mean over the labelled positions only (relative error
-// 0 measured), and differs from the mean over every position. Its
-// gradients match finite differences through the masked mean. A batch
+// 0 measured), and differs from the mean over every position. On dp=2,
+// whose ranks label 2 and 6 positions, training loses what one device
+// loses. Its gradients match finite differences through the masked mean. A batch
 // whose every label is ignored has loss 0 and leaves SGD's parameters as
 // they were (PyTorch's mean would be NaN). A label that is neither a class
 // nor the ignored value, and ignored labels under a model whose loss
@@ -27,6 +28,11 @@
 // loss.
 // RUN: tessel-run %t/sft.mlir --eval --steps 1 --quiet --load %t/tessel.safetensors --data %t/tokens.bin --data-dtype i32 --metrics %t/all.jsonl
 // RUN: not python3 %S/Inputs/llama_reference.py compare %t %t/all.jsonl
+// On dp=2 each rank holds one window (2 and 6 labelled positions): two SGD
+// steps lose what one device loses (f64, within 1e-12 relative).
+// RUN: tessel-run %t/sft.mlir --steps 2 --quiet --optimizer sgd --lr 0.1 --load %t/tessel.safetensors --data %t/tokens.bin --labels %t/labels.bin --data-dtype i32 --metrics %t/one.jsonl
+// RUN: tessel-run %t/sft.mlir --mesh dp=2 --steps 2 --quiet --optimizer sgd --lr 0.1 --load %t/tessel.safetensors --data %t/tokens.bin --labels %t/labels.bin --data-dtype i32 --metrics %t/dp.jsonl
+// RUN: python3 -c "import json, sys; a, b = ([json.loads(l)['loss'] for l in open(f)] for f in sys.argv[1:]); assert len(a) == len(b) == 2 and all(abs(x - y) <= 1e-12 * abs(y) for x, y in zip(a, b)), (a, b)" %t/one.jsonl %t/dp.jsonl
 // Gradients through the masked mean against finite differences.
 // RUN: tessel-run %t/sft.mlir --check-grads --quiet --load %t/tessel.safetensors --data %t/tokens.bin --labels %t/labels.bin --data-dtype i32
 // Every label ignored: loss 0, and SGD leaves the parameters unchanged.
