@@ -13,7 +13,7 @@
       --eps 1e-6 --tie-embeddings --seq 4096 --batch 1 > qwen3.mlir
                                                           (Qwen3 0.6B's)
   scripts/llama-model.py --config config.json --seq 4096 --batch 1 > model.mlir
-            (a Hugging Face Llama, Mistral, Qwen2, Qwen3, Phi-3 or Gemma's config)
+  (a Hugging Face Llama, Mistral, Qwen2, Qwen3, Phi-3, Gemma or Granite's config)
 
 RMSNorm before attention and MLP, grouped-query causal attention with rotary
 position embeddings on queries and keys (--sliding-window N: over the last N
@@ -49,11 +49,17 @@ every RMSNorm scale by 1 + w with w starting at 0, --embed-scale the token
 embeddings times sqrt(dim): Gemma's three departures from Llama (with
 --tie-embeddings and its --head-dim, a Gemma 2B or 7B). --ignore-index N
 makes the loss skip the label N (fine-tuning's -100: PyTorch's
-ignore_index).
+ignore_index). --embedding-multiplier, --residual-multiplier,
+--attention-multiplier and --logits-scaling are Granite's muP factors: the
+embeddings times the first, each block's attention and MLP outputs times
+the second before their residual adds, the attention scores times the
+third (in place of 1 / sqrt(head_dim)), the logits divided by the fourth
+(each a [dim] constant broadcast, the last applied to the final norm's
+output before the head: no tensor of the logits' size).
 
 --config reads the sizes, rope, window, biases and tying from a Hugging Face
-config.json (model_type llama, mistral, qwen2, qwen3, phi3 or gemma; flags
-given as well win);
+config.json (model_type llama, mistral, qwen2, qwen3, phi3, gemma or
+granite; flags given as well win);
 batch and seq are not in it (seq is the training context, not
 max_position_embeddings). A config this model cannot be (another model_type,
 activation or rope scaling, Qwen2's and Qwen3's per-layer sliding window) is
@@ -77,7 +83,9 @@ DEFAULTS = {"batch": 8, "seq": 64, "dim": 128, "heads": 4, "kv_heads": 2,
             "rope_scaling": None, "eps": 1e-5, "sliding_window": None,
             "qkv_bias": False, "attention_bias": False, "mlp_bias": False,
             "tie_embeddings": False, "head_dim": None, "qk_norm": False,
-            "mlp_act": "silu", "norm_offset": False, "embed_scale": False}
+            "mlp_act": "silu", "norm_offset": False, "embed_scale": False,
+            "embedding_multiplier": None, "residual_multiplier": None,
+            "attention_multiplier": None, "logits_scaling": None}
 # config.json's size fields and the flags they set.
 CONFIG_SIZES = [("num_hidden_layers", "layers"), ("hidden_size", "dim"),
                 ("num_attention_heads", "heads"), ("intermediate_size", "ffn"),
@@ -100,6 +108,8 @@ HF_DEFAULTS = {"llama": {"num_key_value_heads": None, "sliding_window": None,
                          "head_dim": 256, "vocab_size": 256000,
                          "hidden_size": 3072, "intermediate_size": 24576,
                          "num_hidden_layers": 28, "num_attention_heads": 16},
+               # GraniteConfig's (its multipliers 1: a Llama).
+               "granite": {"num_key_value_heads": None, "rms_norm_eps": 1e-6},
                # Phi3Config's, its sizes included (Phi-3-mini's).
                "phi3": {"num_key_value_heads": None, "sliding_window": None,
                         "rms_norm_eps": 1e-5, "vocab_size": 32064,
@@ -112,6 +122,8 @@ HF_DEFAULTS = {"llama": {"num_key_value_heads": None, "sliding_window": None,
 CONFIG_BIASES = {"llama": [("attention_bias", "attention_bias"),
                            ("mlp_bias", "mlp_bias")],
                  "mistral": [], "qwen2": [], "phi3": [], "gemma": [],
+                 "granite": [("attention_bias", "attention_bias"),
+                             ("mlp_bias", "mlp_bias")],
                  "qwen3": [("attention_bias", "attention_bias")]}
 LLAMA3 = ["factor", "low_freq_factor", "high_freq_factor",
           "original_max_position_embeddings"]
@@ -151,9 +163,9 @@ p.add_argument("--mlp-bias", action=argparse.BooleanOptionalAction,
                     "(config.json's mlp_bias)")
 p.add_argument("--config", metavar="CONFIG.JSON",
                help="a Hugging Face LlamaForCausalLM, MistralForCausalLM, "
-                    "Qwen2ForCausalLM, Qwen3ForCausalLM, Phi3ForCausalLM or "
-                    "GemmaForCausalLM config.json to take the model from "
-                    "(flags override it)")
+                    "Qwen2ForCausalLM, Qwen3ForCausalLM, Phi3ForCausalLM, "
+                    "GemmaForCausalLM or GraniteForCausalLM config.json to "
+                    "take the model from (flags override it)")
 p.add_argument("--mlp-act", choices=["silu", "gelu", "gelu-tanh"],
                help="the gated MLP's activation: silu (SwiGLU, default), "
                     "gelu or its tanh approximation (GeGLU: Gemma's "
@@ -162,6 +174,14 @@ p.add_argument("--norm-offset", action=argparse.BooleanOptionalAction,
                help="RMSNorms scale by 1 + w, w starting at 0 (Gemma's)")
 p.add_argument("--embed-scale", action=argparse.BooleanOptionalAction,
                help="the token embeddings times sqrt(dim) (Gemma's)")
+for name, what in [("embedding-multiplier", "the token embeddings times X"),
+                   ("residual-multiplier", "each block's attention and MLP "
+                    "output times X before its residual add"),
+                   ("attention-multiplier", "attention scores times X in "
+                    "place of 1 / sqrt(head_dim)"),
+                   ("logits-scaling", "the logits divided by X")]:
+    p.add_argument("--" + name, type=float, metavar="X",
+                   help=what + " (Granite's %s)" % name.replace("-", "_"))
 p.add_argument("--ignore-index", type=int, metavar="N",
                help="the label the loss ignores (fine-tuning's -100 over "
                     "prompt and padding); the mean is over the other "
@@ -190,9 +210,17 @@ def from_config(path):
         p.error("%s: not a JSON object" % path)
     model = c.get("model_type")
     if model not in HF_DEFAULTS:
-        bad("model_type", "%s: only llama, mistral, qwen2, qwen3, phi3 and "
-            "gemma" % json.dumps(model))
+        bad("model_type", "%s: only llama, mistral, qwen2, qwen3, phi3, "
+            "gemma and granite" % json.dumps(model))
     out = {}
+    if model == "granite":
+        # Granite's four muP multipliers (GraniteConfig's defaults: 1).
+        for field in ("embedding_multiplier", "residual_multiplier",
+                      "attention_multiplier", "logits_scaling"):
+            value = c.get(field, 1.0)
+            if not is_number(value) or value <= 0:
+                bad(field, "%s is not a positive number" % json.dumps(value))
+            out[field] = float(value)
     if model == "gemma":
         # GemmaMLP's activation is hidden_activation (GemmaConfig's default
         # the tanh GELU), never hidden_act; its RMSNorm scales by 1 + w; the
@@ -326,6 +354,13 @@ if a.head_dim is not None and a.head_dim < 1:
     p.error("--head-dim must be positive")
 if a.sliding_window is not None and a.sliding_window < 1:
     p.error("--sliding-window must be positive")
+for name in ["embedding_multiplier", "residual_multiplier",
+             "attention_multiplier", "logits_scaling"]:
+    if getattr(a, name) is not None and not getattr(a, name) > 0:
+        p.error("--%s must be positive" % name.replace("_", "-"))
+if a.embed_scale and a.embedding_multiplier is not None:
+    p.error("--embed-scale is an embedding multiplier of sqrt(dim): not with "
+            "--embedding-multiplier")
 
 B, S, D, H, K, F, V, L = (a.batch, a.seq, a.dim, a.heads, a.kv_heads, a.ffn,
                           a.vocab, a.layers)
@@ -366,6 +401,8 @@ if a.sliding_window is not None:
     window_note = ("// Attention is causal within a sliding window of %d keys "
                    "(Mistral's\n// sliding_window): query i sees keys "
                    "i - %d < j <= i.\n" % (a.sliding_window, a.sliding_window))
+if a.attention_multiplier is not None:  # Granite's, for 1 / sqrt(head_dim)
+    mask += " {scale = %s : f64}" % num(a.attention_multiplier)
 
 # The block's projections: (weight, its bias's name in @block, Meta's name,
 # [in, out] shape, the weight's logical axes, init, biased). A bias is
@@ -528,6 +565,23 @@ act_op = {"silu": "nn.silu %g0", "gelu": "nn.gelu %g0",
           "gelu-tanh": "nn.gelu %g0 approximate"}[a.mlp_act]
 act_name = {"silu": "silu", "gelu": "gelu",
             "gelu-tanh": "gelu_tanh"}[a.mlp_act]
+
+
+def scaled(out, x, value, op="mul"):
+    """%out = %x (an activation) times (or, op "div", over) value, the
+    constant [dim] broadcast along batch and positions (read where it lies,
+    not a full tensor of it)."""
+    return (f"  %{out}_c = nn.constant dense<{num(value)}> : {ty(D)}\n"
+            f"  %{out}_b = nn.broadcast %{out}_c dims = [2] : {ty(D)} -> "
+            f"{act}\n"
+            f"  %{out} = nn.{op} %{x}, %{out}_b : {act}\n")
+
+
+# Granite's residual multiplier scales each branch before its add.
+residual = a.residual_multiplier
+o_name, d_name = ("o", "d") if residual is None else ("o_r", "d_r")
+o_scale = "" if residual is None else scaled("o_r", "o", residual)
+d_scale = "" if residual is None else scaled("d_r", "d", residual)
 glu_name = "SwiGLU" if a.mlp_act == "silu" else "GeGLU"
 
 
@@ -558,7 +612,7 @@ func.func private @block(
   %att = nn.attention %q, %k, %v {mask} : ({q4}, {kv4}, {kv4}) -> {q4}
   %att2 = nn.reshape %att : {q4} -> {act_q}
 {linear("o", "att2", "w_o", act_q, act)}
-  %h1 = nn.add %h, %o : {act}
+{o_scale}  %h1 = nn.add %h, %{o_name} : {act}
 
   // {glu_name} branch: h1 + W_down · ({act_name}(W_gate · y) ⊙ W_up · y).
 {mlp_lines}  %y = nn.rms_norm %h1, %{mlp_g} {eps} : ({act}, {ty(D)}) -> {act}
@@ -567,7 +621,7 @@ func.func private @block(
 {linear("u", "y", "w_up", act, act_f)}
   %gu = nn.mul %g, %u : {act_f}
 {linear("d", "gu", "w_down", act_f, act)}
-  %h2 = nn.add %h1, %d : {act}
+{d_scale}  %h2 = nn.add %h1, %{d_name} : {act}
   return %h2 : {act}
 }}
 """)
@@ -608,21 +662,29 @@ stacked = ", ".join(ty(L, *arg_shape(name)) for name in block_args)
 repeat_params = textwrap.fill(", ".join("%" + n for n in block_args) + ")",
                               width=78, initial_indent="      params(",
                               subsequent_indent="             ")
+# Granite's logits over logits_scaling: the final norm's output divided
+# before the head (the same product, without a tensor of the logits' size).
+head_in = "hf"
+if a.logits_scaling is not None:
+    final_lines_after = scaled("hs", "hf", a.logits_scaling, "div")
+    head_in = "hs"
+else:
+    final_lines_after = ""
 if tied:
     head = (f"  // The LM head is the token embedding (tied): logits = hf · "
             f"embedᵀ.\n"
-            f"  %logits = nn.matmul %hf, %embed transpose_rhs : ({act}, "
+            f"  %logits = nn.matmul %{head_in}, %embed transpose_rhs : ({act}, "
             f"{ty(V, D)}) -> {ty(B, S, V)}")
 else:
-    head = (f"  %logits = nn.matmul %hf, %w_out : ({act}, {ty(D, V)}) -> "
+    head = (f"  %logits = nn.matmul %{head_in}, %w_out : ({act}, {ty(D, V)}) -> "
             f"{ty(B, S, V)}")
 tokens = f"tensor<{B}x{S}xi32>"
-if a.embed_scale:
-    # Gemma's normalizer, sqrt(width) in the activations' type.
+# Gemma's normalizer sqrt(width), or Granite's embedding multiplier.
+embed_multiplier = (math.sqrt(D) if a.embed_scale else
+                    a.embedding_multiplier)
+if embed_multiplier is not None:
     embed = (f"  %x0 = nn.embedding %embed, %tokens : ({ty(V, D)}, {tokens}) "
-             f"-> {act}\n"
-             f"  %scale = nn.constant dense<{num(math.sqrt(D))}> : {act}\n"
-             f"  %x = nn.mul %x0, %scale : {act}\n")
+             f"-> {act}\n" + scaled("x", "x0", embed_multiplier))
 else:
     embed = (f"  %x = nn.embedding %embed, %tokens : ({ty(V, D)}, {tokens}) "
              f"-> {act}\n")
@@ -638,7 +700,7 @@ print(f"""func.func @loss(
 {repeat_params}
       : ({act}, {stacked}) -> {act}
 {ones_of(D)}{final_lines}  %hf = nn.rms_norm %h, %{final_g} {eps} : ({act}, {ty(D)}) -> {act}
-{head}
+{final_lines_after}{head}
   %l = nn.cross_entropy %logits, %targets{ignore} : ({ty(B, S, V)}, {tokens}) -> tensor<{t}>
   return %l : tensor<{t}>
 }}""")

@@ -40,8 +40,9 @@
 // MODEL: %one16 = nn.constant dense<1.0> : tensor<16xf64>
 // MODEL: %attn_norm_g = nn.add %attn_norm, %one16 : tensor<16xf64>
 // MODEL: %g = nn.gelu %g0 approximate
-// MODEL: %scale = nn.constant dense<4.0> : tensor<2x6x16xf64>
-// MODEL: %x = nn.mul %x0, %scale
+// MODEL: %x_c = nn.constant dense<4.0> : tensor<16xf64>
+// MODEL: %x_b = nn.broadcast %x_c dims = [2] : tensor<16xf64> -> tensor<2x6x16xf64>
+// MODEL: %x = nn.mul %x0, %x_b
 // MODEL: %norm_g = nn.add %norm, %one16
 // MODEL: nn.matmul %hf, %embed transpose_rhs
 // CHECK: relative error 0

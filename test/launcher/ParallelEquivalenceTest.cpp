@@ -66,6 +66,9 @@
 // gemma.mlir (Gemma's RMSNorms scaling by 1 + w, its GeGLU MLP and its
 // embeddings times sqrt(width), heads of 32 at width 64, the head tied) on
 // tp=2 and dp=2,tp=2 with sequence parallelism (AdamW in f64).
+// granite.mlir (Granite's multipliers: embeddings times 12, each residual
+// branch times 0.22, attention scores times 0.0625, logits over 8, the last
+// on the final norm's output) on the same meshes.
 // llama_sft.mlir (a loss that ignores the label -100, which the synthetic
 // data puts over a random prompt at the start of each sample) on dp=2,
 // tp=2 (its vocabulary-parallel loss of each position) and dp=2,tp=2 with
@@ -426,6 +429,11 @@ std::vector<Case> meshCases() {
   // Gemma: (1 + w) norms, a GeGLU MLP, embeddings times sqrt(width).
   cases.push_back({"gemma", "tp=2"});
   cases.push_back({"gemma", "dp=2,tp=2", true, /*adamw=*/true, /*f64=*/true});
+  // Granite: muP multipliers on the embeddings, the residual branches,
+  // the attention scores and the logits.
+  cases.push_back({"granite", "tp=2"});
+  cases.push_back({"granite", "dp=2,tp=2", true, /*adamw=*/true,
+                   /*f64=*/true});
   // Fine-tuning: a random prompt of each sample ignored (-100), so each
   // rank holds another count of labelled positions; the mean is over the
   // whole batch's (a mean of the ranks' means is not one device's).

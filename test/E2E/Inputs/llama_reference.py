@@ -5,15 +5,16 @@
       --ffn F --vocab V --seq S --batch B --theta T --eps E \\
       [--rope-scaling FACTOR,LOW,HIGH,ORIGINAL] [--sliding-window N] \\
       [--qkv-bias | --attention-bias] [--mlp-bias] [--tie-embeddings] \\
-      [--head-dim N] [--qk-norm] [--phi3] [--gemma] [--ignore-prompts]
+      [--head-dim N] [--qk-norm] [--phi3] [--gemma]
+      [--granite EMB,RES,ATT,LOGITS] [--ignore-prompts]
       writes DIR/hf.safetensors (random weights in Hugging Face's layout,
       f64), DIR/tokens.bin (B·S + 1 i32 tokens: tessel-run's windows),
       DIR/reference.json (the mean next-token cross-entropy of that batch)
       and DIR/config.json (the model, as Hugging Face describes it: a
       MistralForCausalLM where there is a window, a Qwen2ForCausalLM with
       --qkv-bias, a Qwen3ForCausalLM with --qk-norm, a Phi3ForCausalLM
-      with --phi3, a GemmaForCausalLM with --gemma, a LlamaForCausalLM's
-      attention_bias and mlp_bias,
+      with --phi3, a GemmaForCausalLM with --gemma, a GraniteForCausalLM
+      with --granite, a LlamaForCausalLM's attention_bias and mlp_bias,
       tie_word_embeddings, head_dim); with --ignore-prompts also
       DIR/labels.bin (a label per token, -100 over a random prompt at the
       start of each window: fine-tuning's), the loss then PyTorch's
@@ -44,7 +45,10 @@ v's) and gate, up as mlp.gate_up_proj.weight [2 F, dim] (gate's, then up's).
 --gemma is Gemma (modeling_gemma): every RMSNorm scales by 1 + w (its weight
 near 0), the MLP is GeGLU with hidden_activation's tanh GELU
 (gelu_pytorch_tanh), the embeddings are multiplied by sqrt(hidden_size),
-and the head is tied.
+and the head is tied. --granite EMB,RES,ATT,LOGITS is Granite
+(modeling_granite): the embeddings times EMB, each block's attention and MLP
+outputs times RES before their residual adds, the scores times ATT in place
+of 1 / sqrt(head_dim), the logits divided by LOGITS.
 """
 import argparse
 import json
@@ -124,7 +128,11 @@ def forward_loss(w, tokens, targets, a):
     # Gemma: norms scale by 1 + w, GeGLU, embeddings times sqrt(width).
     offset = 1.0 if a.gemma else 0.0
     act = gelu_tanh if a.gemma else silu
-    scale = math.sqrt(a.dim) if a.gemma else 1.0
+    scale = math.sqrt(a.dim) if a.gemma else a.granite[0] if a.granite else 1.0
+    # Granite: the residual branches, the scores and the logits scaled.
+    residual = a.granite[1] if a.granite else 1.0
+    score_scale = a.granite[2] if a.granite else 1.0 / math.sqrt(hd)
+    logits_scaling = a.granite[3] if a.granite else 1.0
     for seq_tokens, seq_targets in zip(tokens, targets):
         x = [[v * scale for v in w["model.embed_tokens.weight"][t]]
              for t in seq_tokens]
@@ -154,8 +162,8 @@ def forward_loss(w, tokens, targets, a):
                     # Keys j <= i, and i - j < N under a window of N.
                     seen = range(0 if a.window is None else
                                  max(0, i - a.window + 1), i + 1)
-                    scores = [sum(a_ * b_ for a_, b_ in zip(qs[i], ks[j])) /
-                              math.sqrt(hd) for j in seen]
+                    scores = [sum(a_ * b_ for a_, b_ in zip(qs[i], ks[j])) *
+                              score_scale for j in seen]
                     m = max(scores)
                     e = [math.exp(s - m) for s in scores]
                     z = sum(e)
@@ -163,17 +171,20 @@ def forward_loss(w, tokens, targets, a):
                         att[i][head * hd + d] = sum(
                             e_ / z * vs[j][d] for e_, j in zip(e, seen))
             o = linear(att, w[p + "self_attn.o_proj.weight"], w.get(p + "self_attn.o_proj.bias"))
-            x = [[a_ + b_ for a_, b_ in zip(r1, r2)] for r1, r2 in zip(x, o)]
+            x = [[a_ + b_ * residual for a_, b_ in zip(r1, r2)]
+                 for r1, r2 in zip(x, o)]
             h = rms_norm(x, w[p + "post_attention_layernorm.weight"], a.eps,
                          offset)
             g = linear(h, w[p + "mlp.gate_proj.weight"], w.get(p + "mlp.gate_proj.bias"))
             u = linear(h, w[p + "mlp.up_proj.weight"], w.get(p + "mlp.up_proj.bias"))
             gu = [[act(a_) * b_ for a_, b_ in zip(r1, r2)] for r1, r2 in zip(g, u)]
             d = linear(gu, w[p + "mlp.down_proj.weight"], w.get(p + "mlp.down_proj.bias"))
-            x = [[a_ + b_ for a_, b_ in zip(r1, r2)] for r1, r2 in zip(x, d)]
+            x = [[a_ + b_ * residual for a_, b_ in zip(r1, r2)]
+                 for r1, r2 in zip(x, d)]
         x = rms_norm(x, w["model.norm.weight"], a.eps, offset)
         # Tied: lm_head is embed_tokens (tie_word_embeddings).
         logits = linear(x, w["model.embed_tokens.weight" if a.tie else "lm_head.weight"])
+        logits = [[v / logits_scaling for v in row] for row in logits]
         for row, target in zip(logits, seq_targets):
             if target == IGNORED:
                 continue
@@ -286,7 +297,8 @@ def make(a):
 
 def write_config(a):
     """DIR/config.json: the model in transformers' words."""
-    kind = ("gemma" if a.gemma else "phi3" if a.phi3 else
+    kind = ("granite" if a.granite else "gemma" if a.gemma else
+            "phi3" if a.phi3 else
             "qwen3" if a.qk_norm else "qwen2" if a.qkv_bias else
             "llama" if a.window is None else "mistral")
     scaling = None
@@ -296,7 +308,8 @@ def write_config(a):
                    "low_freq_factor": low, "high_freq_factor": high,
                    "original_max_position_embeddings": int(original)}
     config = {"architectures": [{"qwen2": "Qwen2", "qwen3": "Qwen3",
-                                 "phi3": "Phi3", "gemma": "Gemma"}.get(
+                                 "phi3": "Phi3", "gemma": "Gemma",
+                                 "granite": "Granite"}.get(
                                     kind, kind.capitalize()) +
                                 "ForCausalLM"],
               "model_type": kind,
@@ -322,6 +335,13 @@ def write_config(a):
         # As Qwen3's own files: head_dim, attention_bias, no window.
         config.update(attention_bias=a.attention_bias, sliding_window=None,
                       use_sliding_window=False, max_window_layers=a.layers)
+    if kind == "granite":
+        # As Granite 3's own files: the four multipliers, no window.
+        del config["sliding_window"]
+        em, rm, am, ls = a.granite
+        config.update(embedding_multiplier=em, residual_multiplier=rm,
+                      attention_multiplier=am, logits_scaling=ls,
+                      attention_bias=a.attention_bias, mlp_bias=a.mlp_bias)
     if kind == "gemma":
         # As Gemma's own files: hidden_act "gelu" beside hidden_activation,
         # which GemmaMLP reads; no window, no biases, the head tied.
@@ -412,6 +432,10 @@ m.add_argument("--phi3", action="store_true",
 m.add_argument("--gemma", action="store_true",
                help="(1 + w) norms, GeGLU, embeddings times sqrt(width), "
                     "the head tied: a GemmaForCausalLM")
+m.add_argument("--granite", metavar="EMB,RES,ATT,LOGITS",
+               type=lambda text: [float(v) for v in text.split(",")],
+               help="Granite's embedding, residual and attention "
+                    "multipliers and logits scaling: a GraniteForCausalLM")
 m.add_argument("--ignore-prompts", action="store_true",
                help="labels.bin beside tokens.bin, -100 over a prompt at "
                     "the start of each window")
@@ -441,6 +465,11 @@ if args.command == "make" and args.gemma and (
         args.window is not None or not args.tie):
     p.error("--gemma has no biases, QK-norm, rope scaling or window, and "
             "needs --tie-embeddings")
+if args.command == "make" and args.granite is not None and (
+        len(args.granite) != 4 or args.gemma or args.phi3 or args.qk_norm or
+        args.qkv_bias or args.window is not None):
+    p.error("--granite takes four numbers and is a Llama: no --gemma, "
+            "--phi3, --qk-norm, --qkv-bias or --sliding-window beside it")
 if args.command == "make" and args.window is not None and not args.phi3 and (
         args.attention_bias or args.mlp_bias):
     p.error("a sliding window is Mistral's, which has no biases")

@@ -94,8 +94,9 @@ func.func @loss(
         nn.axes = ["embed"]})
     -> tensor<f32> {
   %x0 = nn.embedding %embed, %tokens : (tensor<128x64xf32>, tensor<4x32xi32>) -> tensor<4x32x64xf32>
-  %scale = nn.constant dense<8.0> : tensor<4x32x64xf32>
-  %x = nn.mul %x0, %scale : tensor<4x32x64xf32>
+  %x_c = nn.constant dense<8.0> : tensor<64xf32>
+  %x_b = nn.broadcast %x_c dims = [2] : tensor<64xf32> -> tensor<4x32x64xf32>
+  %x = nn.mul %x0, %x_b : tensor<4x32x64xf32>
   %h = nn.repeat @block(%x)
       params(%attn_norm, %w_q, %w_k, %w_v, %w_o, %mlp_norm, %w_gate, %w_up,
              %w_down)
