@@ -42,6 +42,13 @@ num_attention_heads), refused without it. to-hf --fuse (or a --config whose
 model_type is phi3) writes the fused tensors back, so that a Phi-3 file
 round-trips; without it, Llama's separate ones.
 
+OLMo 2 (Olmo2ForCausalLM) normalises each layer's attention and MLP
+outputs instead of their inputs: its file has post_attention_layernorm and
+post_feedforward_layernorm and no input_layernorm, which become
+layers.attention_post_norm.weight and layers.ffn_post_norm.weight
+(llama-model.py's --post-norms) and back; its q_norm and k_norm are over
+the whole projections, [H hd] and [Hkv hd] (--qk-norm-full).
+
 The rotary embedding needs no permutation: nn.rope's default pairs are
 Hugging Face's rotate_half halves. A config.json's rope_theta and
 rope_scaling (Llama 3.1 on: rope_type "llama3") go to
@@ -81,6 +88,16 @@ BIAS = [
     # Qwen3's QK-norm: an RMSNorm weight over each query and key head.
     ("layers.attention.q_norm.weight", "model.layers.{}.self_attn.q_norm.weight", False),
     ("layers.attention.k_norm.weight", "model.layers.{}.self_attn.k_norm.weight", False),
+]
+# OLMo 2's norms, after the attention and the MLP instead of before (its
+# file has post_feedforward_layernorm and no input_layernorm; its
+# post_attention_layernorm is then the attention's output norm, not
+# Llama's norm before the MLP).
+POST_NORMS = [
+    ("layers.attention_post_norm.weight",
+     "model.layers.{}.post_attention_layernorm.weight", False),
+    ("layers.ffn_post_norm.weight",
+     "model.layers.{}.post_feedforward_layernorm.weight", False),
 ]
 GLOBAL = [
     ("tok_embeddings.weight", "model.embed_tokens.weight", False),
@@ -215,8 +232,7 @@ def split_fused(hf, config, config_path):
     qkv = "model.layers.{}.self_attn.qkv_proj.weight"
     gate_up = "model.layers.{}.mlp.gate_up_proj.weight"
     sizes = None
-    layer = 0
-    while "model.layers.%d.input_layernorm.weight" % layer in hf:
+    for layer in range(count_layers(hf)):
         name = qkv.format(layer)
         if name in hf:
             if config is None:
@@ -250,19 +266,36 @@ def split_fused(hf, config, config_path):
                 if separate in hf:
                     fail("both %s and %s" % (name, separate))
                 hf[separate] = rows(t, begin, end)
-        layer += 1
+
+
+def count_layers(hf):
+    """The layers of a Hugging Face file: those with an output projection
+    (every family has o_proj, Phi-3 a fused qkv_proj)."""
+    layers = 0
+    while "model.layers.%d.self_attn.o_proj.weight" % layers in hf:
+        layers += 1
+    return layers
+
+
+def layer_names(post_norms):
+    """The per-layer tensors: Llama's, or with OLMo 2's norms after the
+    attention and the MLP in place of its two before."""
+    if not post_norms:
+        return LAYER
+    return [t for t in LAYER if not t[0].endswith("_norm.weight")] + POST_NORMS
 
 
 def to_tessel(shards, tie=False, untie=False, config=None, config_path=None):
     hf = {}
     for path in shards:
         hf.update(read(path))
-    layers = 0
-    while "model.layers.%d.input_layernorm.weight" % layers in hf:
-        layers += 1
+    layers = count_layers(hf)
     if layers == 0:
-        fail("no model.layers.0.input_layernorm.weight: not a Llama checkpoint")
+        fail("no model.layers.0.self_attn.o_proj.weight: not a Llama-family "
+             "checkpoint")
     split_fused(hf, config, config_path)
+    post_norms = ("model.layers.0.post_feedforward_layernorm.weight" in hf and
+                  "model.layers.0.input_layernorm.weight" not in hf)
     out, used = {}, set()
     for ours, theirs, transpose in GLOBAL:
         if theirs not in hf:
@@ -283,7 +316,7 @@ def to_tessel(shards, tie=False, untie=False, config=None, config_path=None):
     if head is not None:
         used.add(theirs)
         out[ours] = transposed(head)
-    for ours, theirs, transpose in LAYER + BIAS:
+    for ours, theirs, transpose in layer_names(post_norms) + BIAS:
         if (ours, theirs, transpose) in BIAS and theirs.format(0) not in hf:
             continue  # the model has no such bias
         parts = []
@@ -326,7 +359,8 @@ def to_hf(path, fuse=False):
             if name in ours:
                 fail("--fuse: %s, but Phi-3's fused projections have no "
                      "biases" % name)
-    for name, theirs, transpose in LAYER + BIAS:
+    post_norms = POST_NORMS[0][0] in ours
+    for name, theirs, transpose in layer_names(post_norms) + BIAS:
         if name not in ours:
             if (name, theirs, transpose) in BIAS:
                 continue  # the model has no such bias

@@ -13,7 +13,8 @@
       --eps 1e-6 --tie-embeddings --seq 4096 --batch 1 > qwen3.mlir
                                                           (Qwen3 0.6B's)
   scripts/llama-model.py --config config.json --seq 4096 --batch 1 > model.mlir
-  (a Hugging Face Llama, Mistral, Qwen2, Qwen3, Phi-3, Gemma or Granite's config)
+  (a Hugging Face Llama, Mistral, Qwen2, Qwen3, Phi-3, Gemma, Granite or
+   OLMo 2's config)
 
 RMSNorm before attention and MLP, grouped-query causal attention with rotary
 position embeddings on queries and keys (--sliding-window N: over the last N
@@ -47,9 +48,16 @@ layers.attention.q_norm.weight and k_norm.weight, [layers, N] on the
 --mlp-act gelu-tanh (or gelu) makes the gated MLP a GeGLU, --norm-offset
 every RMSNorm scale by 1 + w with w starting at 0, --embed-scale the token
 embeddings times sqrt(dim): Gemma's three departures from Llama (with
---tie-embeddings and its --head-dim, a Gemma 2B or 7B). --ignore-index N
-makes the loss skip the label N (fine-tuning's -100: PyTorch's
-ignore_index). --embedding-multiplier, --residual-multiplier,
+--tie-embeddings and its --head-dim, a Gemma 2B or 7B). --post-norms
+puts each block's two RMSNorms over the attention's and the MLP's outputs,
+before their residual adds, instead of over their inputs
+(layers.attention_post_norm.weight, layers.ffn_post_norm.weight), and
+--qk-norm-full an RMSNorm over the whole query and key projections before
+they are split into heads (q_norm [heads * head_dim], k_norm [kv_heads *
+head_dim]; under tp the projections are gathered for it): OLMo 2's
+departures from Llama. --ignore-index N makes the loss skip the label N
+(fine-tuning's -100: PyTorch's ignore_index). --embedding-multiplier,
+--residual-multiplier,
 --attention-multiplier and --logits-scaling are Granite's muP factors: the
 embeddings times the first, each block's attention and MLP outputs times
 the second before their residual adds, the attention scores times the
@@ -58,8 +66,8 @@ third (in place of 1 / sqrt(head_dim)), the logits divided by the fourth
 output before the head: no tensor of the logits' size).
 
 --config reads the sizes, rope, window, biases and tying from a Hugging Face
-config.json (model_type llama, mistral, qwen2, qwen3, phi3, gemma or
-granite; flags given as well win);
+config.json (model_type llama, mistral, qwen2, qwen3, phi3, gemma, granite
+or olmo2; flags given as well win);
 batch and seq are not in it (seq is the training context, not
 max_position_embeddings). A config this model cannot be (another model_type,
 activation or rope scaling, Qwen2's and Qwen3's per-layer sliding window) is
@@ -84,6 +92,7 @@ DEFAULTS = {"batch": 8, "seq": 64, "dim": 128, "heads": 4, "kv_heads": 2,
             "qkv_bias": False, "attention_bias": False, "mlp_bias": False,
             "tie_embeddings": False, "head_dim": None, "qk_norm": False,
             "mlp_act": "silu", "norm_offset": False, "embed_scale": False,
+            "post_norms": False, "qk_norm_full": False,
             "embedding_multiplier": None, "residual_multiplier": None,
             "attention_multiplier": None, "logits_scaling": None}
 # config.json's size fields and the flags they set.
@@ -108,6 +117,8 @@ HF_DEFAULTS = {"llama": {"num_key_value_heads": None, "sliding_window": None,
                          "head_dim": 256, "vocab_size": 256000,
                          "hidden_size": 3072, "intermediate_size": 24576,
                          "num_hidden_layers": 28, "num_attention_heads": 16},
+               # Olmo2Config's.
+               "olmo2": {"num_key_value_heads": None, "rms_norm_eps": 1e-5},
                # GraniteConfig's (its multipliers 1: a Llama).
                "granite": {"num_key_value_heads": None, "rms_norm_eps": 1e-6},
                # Phi3Config's, its sizes included (Phi-3-mini's).
@@ -122,6 +133,7 @@ HF_DEFAULTS = {"llama": {"num_key_value_heads": None, "sliding_window": None,
 CONFIG_BIASES = {"llama": [("attention_bias", "attention_bias"),
                            ("mlp_bias", "mlp_bias")],
                  "mistral": [], "qwen2": [], "phi3": [], "gemma": [],
+                 "olmo2": [("attention_bias", "attention_bias")],
                  "granite": [("attention_bias", "attention_bias"),
                              ("mlp_bias", "mlp_bias")],
                  "qwen3": [("attention_bias", "attention_bias")]}
@@ -164,8 +176,9 @@ p.add_argument("--mlp-bias", action=argparse.BooleanOptionalAction,
 p.add_argument("--config", metavar="CONFIG.JSON",
                help="a Hugging Face LlamaForCausalLM, MistralForCausalLM, "
                     "Qwen2ForCausalLM, Qwen3ForCausalLM, Phi3ForCausalLM, "
-                    "GemmaForCausalLM or GraniteForCausalLM config.json to "
-                    "take the model from (flags override it)")
+                    "GemmaForCausalLM, GraniteForCausalLM or "
+                    "Olmo2ForCausalLM config.json to take the model from "
+                    "(flags override it)")
 p.add_argument("--mlp-act", choices=["silu", "gelu", "gelu-tanh"],
                help="the gated MLP's activation: silu (SwiGLU, default), "
                     "gelu or its tanh approximation (GeGLU: Gemma's "
@@ -182,6 +195,12 @@ for name, what in [("embedding-multiplier", "the token embeddings times X"),
                    ("logits-scaling", "the logits divided by X")]:
     p.add_argument("--" + name, type=float, metavar="X",
                    help=what + " (Granite's %s)" % name.replace("-", "_"))
+p.add_argument("--post-norms", action=argparse.BooleanOptionalAction,
+               help="RMSNorms over the attention's and the MLP's outputs "
+                    "before their residual adds, none before (OLMo 2's)")
+p.add_argument("--qk-norm-full", action=argparse.BooleanOptionalAction,
+               help="an RMSNorm over the whole query and key projections, "
+                    "before they are split into heads (OLMo 2's)")
 p.add_argument("--ignore-index", type=int, metavar="N",
                help="the label the loss ignores (fine-tuning's -100 over "
                     "prompt and padding); the mean is over the other "
@@ -211,8 +230,13 @@ def from_config(path):
     model = c.get("model_type")
     if model not in HF_DEFAULTS:
         bad("model_type", "%s: only llama, mistral, qwen2, qwen3, phi3, "
-            "gemma and granite" % json.dumps(model))
+            "gemma, granite and olmo2" % json.dumps(model))
     out = {}
+    if model == "olmo2":
+        # Olmo2DecoderLayer normalises the attention's and the MLP's outputs
+        # (no norm before them), Olmo2Attention the whole q and k
+        # projections.
+        out.update(post_norms=True, qk_norm_full=True)
     if model == "granite":
         # Granite's four muP multipliers (GraniteConfig's defaults: 1).
         for field in ("embedding_multiplier", "residual_multiplier",
@@ -368,6 +392,8 @@ hd = a.head_dim or D // H
 qd = H * hd  # the queries' width: D unless --head-dim says otherwise
 kvd = K * hd
 qk_norm = bool(a.qk_norm)
+qk_norm_full = bool(a.qk_norm_full)
+post_norms = bool(a.post_norms)
 norm_offset = bool(a.norm_offset)
 plain_mlp = a.mlp_act == "silu" and not norm_offset and not a.embed_scale
 t = a.dtype
@@ -449,7 +475,7 @@ def linear(out, x, w, in_ty, out_ty):
 # The block's parameters in order: each norm, each weight, its bias beside it.
 block_args = ["attn_norm", "w_q", "w_k", "w_v", "w_o", "mlp_norm", "w_gate",
               "w_up", "w_down"]
-if qk_norm:  # after the projections, as Hugging Face's Qwen3Attention
+if qk_norm or qk_norm_full:  # after the projections, as Qwen3's, OLMo 2's
     block_args[5:5] = ["q_norm", "k_norm"]
 if biased:
     block_args = [x for w in block_args
@@ -459,6 +485,8 @@ if biased:
 def arg_shape(name):
     """A block parameter's shape (one layer's)."""
     if name in ("q_norm", "k_norm"):
+        if qk_norm_full:  # the whole projection
+            return (qd if name == "q_norm" else kvd,)
         return (hd,)
     if name.endswith("norm"):
         return (D,)
@@ -469,7 +497,7 @@ def arg_shape(name):
             return (shape[1],)
 
 
-if not biased and not qk_norm:  # examples/llama.mlir's layout
+if not biased and not qk_norm and not qk_norm_full:  # examples/llama.mlir's
     block_sig = f"""    %attn_norm: {ty(D)},
     %w_q: {ty(D, qd)}, %w_k: {ty(D, kvd)},
     %w_v: {ty(D, kvd)}, %w_o: {ty(qd, D)},
@@ -486,7 +514,8 @@ else:  # one weight a line, its bias beside it, as examples/gpt.mlir
     lines.append(line)
     block_sig = ",\n".join("    " + ", ".join(x) for x in lines) + ")"
 
-if not biased and not tied and not qk_norm and plain_mlp:
+if (not biased and not tied and not qk_norm and not qk_norm_full and
+        not post_norms and plain_mlp):
     intro = """// A Llama-style language model: token embedding, L pre-norm decoder blocks
 // (RMSNorm; grouped-query causal self-attention with rotary position
 // embeddings on queries and keys; a SwiGLU MLP; no biases), a final
@@ -503,7 +532,9 @@ else:
         where.append("the MLP's gate, up and down projections")
     bias_words = "biases on " + " and on ".join(where) if where else "no biases"
     norm_words = ("an RMSNorm over each query and key head before rope "
-                  "(QK-norm); " if qk_norm else "")
+                  "(QK-norm); " if qk_norm else
+                  "an RMSNorm over the whole query and key projections "
+                  "(QK-norm); " if qk_norm_full else "")
     mlp_words = ("a SwiGLU MLP" if a.mlp_act == "silu" else
                  "a GeGLU MLP (%s)" % ("tanh-approximated GELU"
                                        if a.mlp_act == "gelu-tanh"
@@ -512,7 +543,8 @@ else:
                   "transposed: no matrix of its own)" if tied else
                   "an LM head of its own (not tied)")
     intro = textwrap.fill(
-        "A Llama-style language model: token embedding, L pre-norm decoder "
+        "A Llama-style language model: token embedding, L " +
+        ("post-norm" if post_norms else "pre-norm") + " decoder "
         "blocks (RMSNorm; grouped-query causal self-attention with rotary "
         "position embeddings on queries and keys; " + norm_words +
         mlp_words + "; "
@@ -530,6 +562,10 @@ else:
     if norm_offset:
         intro += ("\n// Every RMSNorm scales by 1 + w, its weight w starting "
                   "at 0 (Gemma's).")
+    if post_norms:
+        intro += ("\n// The blocks' RMSNorms are over the attention's and "
+                  "the MLP's outputs,\n// before their residual adds, none "
+                  "over their inputs (OLMo 2's).")
     if a.embed_scale:
         intro += ("\n// The token embeddings are multiplied by sqrt(width) "
                   "(Gemma's normalizer).")
@@ -541,6 +577,17 @@ def gain(w, n):
     if not norm_offset:
         return "", w
     return (f"  %{w}_g = nn.add %{w}, %one{n} : {ty(n)}\n", w + "_g")
+
+
+def qk_full(x, width):
+    """OLMo 2's QK-norm line: %x0n = rms_norm of the whole projection %x0
+    (width wide), before it is split into heads; "" without."""
+    if not qk_norm_full:
+        return ""
+    lines, g = gain(x + "_norm", width)
+    t2 = ty(B, S, width)
+    return lines + (f"  %{x}0n = nn.rms_norm %{x}0, %{g} {eps} : ({t2}, "
+                    f"{ty(width)}) -> {t2}\n")
 
 
 def qk(x, ty4):
@@ -560,7 +607,11 @@ def ones_of(n):
 
 attn_lines, attn_g = gain("attn_norm", D)
 mlp_lines, mlp_g = gain("mlp_norm", D)
-block_ones = ones_of(D) + (ones_of(hd) if qk_norm and hd != D else "")
+block_ones = "".join(ones_of(n) for n in dict.fromkeys(
+    [D] + ([hd] if qk_norm else []) + ([qd, kvd] if qk_norm_full else [])))
+# OLMo 2 normalises the branches' outputs: %o and %d, not %h and %h1.
+attn_in, mlp_in = ("h", "h1") if post_norms else ("x", "y")
+q_src, k_src = ("q0n", "k0n") if qk_norm_full else ("q0", "k0")
 act_op = {"silu": "nn.silu %g0", "gelu": "nn.gelu %g0",
           "gelu-tanh": "nn.gelu %g0 approximate"}[a.mlp_act]
 act_name = {"silu": "silu", "gelu": "gelu",
@@ -585,6 +636,23 @@ d_scale = "" if residual is None else scaled("d_r", "d", residual)
 glu_name = "SwiGLU" if a.mlp_act == "silu" else "GeGLU"
 
 
+def norm_line(out, x, g):
+    return f"  %{out} = nn.rms_norm %{x}, %{g} {eps} : ({act}, {ty(D)}) -> {act}\n"
+
+
+# The attention's and the MLP's norms: before each branch (%x, %y), or
+# after it (OLMo 2: %on, %dn, added to the residual stream).
+pre_attn = pre_mlp = post_attn = post_mlp = ""
+o_out, d_out = o_name, d_name
+if post_norms:
+    post_attn = attn_lines + norm_line("on", o_name, attn_g)
+    post_mlp = mlp_lines + norm_line("dn", d_name, mlp_g)
+    o_out, d_out = "on", "dn"
+else:
+    pre_attn = attn_lines + norm_line("x", "h", attn_g)
+    pre_mlp = mlp_lines + norm_line("y", "h1", mlp_g)
+
+
 print(f"""{intro}
 //
 // The block is written once (@block) and applied L = {L} times by nn.repeat
@@ -600,28 +668,26 @@ func.func private @block(
     -> {act} {{
   // Attention branch: h + W_o · attention(rope(q), rope(k), v), {H} query
   // heads of {hd} over {K} key/value heads.
-{block_ones}{attn_lines}  %x = nn.rms_norm %h, %{attn_g} {eps} : ({act}, {ty(D)}) -> {act}
-{linear("q0", "x", "w_q", act, act_q)}
-  %q1 = nn.reshape %q0 : {act_q} -> {q4}
+{block_ones}{pre_attn}{linear("q0", attn_in, "w_q", act, act_q)}
+{qk_full("q", qd)}  %q1 = nn.reshape %{q_src} : {act_q} -> {q4}
 {qk("q", q4)}  %q = nn.rope %q{"2" if qk_norm else "1"}{rope_attr} : {q4}
-{linear("k0", "x", "w_k", act, act_kv)}
-  %k1 = nn.reshape %k0 : {act_kv} -> {kv4}
+{linear("k0", attn_in, "w_k", act, act_kv)}
+{qk_full("k", kvd)}  %k1 = nn.reshape %{k_src} : {act_kv} -> {kv4}
 {qk("k", kv4)}  %k = nn.rope %k{"2" if qk_norm else "1"}{rope_attr} : {kv4}
-{linear("v0", "x", "w_v", act, act_kv)}
+{linear("v0", attn_in, "w_v", act, act_kv)}
   %v = nn.reshape %v0 : {act_kv} -> {kv4}
   %att = nn.attention %q, %k, %v {mask} : ({q4}, {kv4}, {kv4}) -> {q4}
   %att2 = nn.reshape %att : {q4} -> {act_q}
 {linear("o", "att2", "w_o", act_q, act)}
-{o_scale}  %h1 = nn.add %h, %{o_name} : {act}
+{o_scale}{post_attn}  %h1 = nn.add %h, %{o_out} : {act}
 
   // {glu_name} branch: h1 + W_down · ({act_name}(W_gate · y) ⊙ W_up · y).
-{mlp_lines}  %y = nn.rms_norm %h1, %{mlp_g} {eps} : ({act}, {ty(D)}) -> {act}
-{linear("g0", "y", "w_gate", act, act_f)}
+{pre_mlp}{linear("g0", mlp_in, "w_gate", act, act_f)}
   %g = {act_op} : {act_f}
-{linear("u", "y", "w_up", act, act_f)}
+{linear("u", mlp_in, "w_up", act, act_f)}
   %gu = nn.mul %g, %u : {act_f}
 {linear("d", "gu", "w_down", act_f, act)}
-{d_scale}  %h2 = nn.add %h1, %{d_name} : {act}
+{d_scale}{post_mlp}  %h2 = nn.add %h1, %{d_out} : {act}
   return %h2 : {act}
 }}
 """)
@@ -637,14 +703,21 @@ zeros = "#nn.init<zeros>"
 # A norm's weight: 1, or with the offset (its scale 1 + w) 0.
 norm_init = zeros if norm_offset else ones
 layer_params = {"attn_norm": param("attn_norm", (L, D),
+                                   "layers.attention_post_norm.weight"
+                                   if post_norms else
                                    "layers.attention_norm.weight", norm_init,
                                    ["layers", "embed"]),
-                "mlp_norm": param("mlp_norm", (L, D), "layers.ffn_norm.weight",
+                "mlp_norm": param("mlp_norm", (L, D),
+                                  "layers.ffn_post_norm.weight" if post_norms
+                                  else "layers.ffn_norm.weight",
                                   norm_init, ["layers", "embed"])}
 for x in ("q", "k"):
-    layer_params[x + "_norm"] = param(x + "_norm", (L, hd),
-                                      "layers.attention.%s_norm.weight" % x,
-                                      norm_init, ["layers", "head_dim"])
+    # Per head (whole under tp, as the head dimension), or OLMo 2's over
+    # the whole projection (whole too: the norm reads every head).
+    layer_params[x + "_norm"] = param(
+        x + "_norm", (L,) + arg_shape(x + "_norm"),
+        "layers.attention.%s_norm.weight" % x, norm_init,
+        ["layers", "norm" if qk_norm_full else "head_dim"])
 for w, b, meta, shape, axes, init, has_bias in PROJ:
     layer_params[w] = param(w, (L,) + shape, meta + ".weight", init,
                             ["layers"] + axes)

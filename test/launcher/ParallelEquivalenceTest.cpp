@@ -68,7 +68,9 @@
 // tp=2 and dp=2,tp=2 with sequence parallelism (AdamW in f64).
 // granite.mlir (Granite's multipliers: embeddings times 12, each residual
 // branch times 0.22, attention scores times 0.0625, logits over 8, the last
-// on the final norm's output) on the same meshes.
+// on the final norm's output) on the same meshes. olmo2.mlir (OLMo 2's
+// RMSNorms over the attention's and the MLP's outputs, none before, and
+// over the whole q and k projections) on the same meshes.
 // llama_sft.mlir (a loss that ignores the label -100, which the synthetic
 // data puts over a random prompt at the start of each sample) on dp=2,
 // tp=2 (its vocabulary-parallel loss of each position) and dp=2,tp=2 with
@@ -434,6 +436,10 @@ std::vector<Case> meshCases() {
   cases.push_back({"granite", "tp=2"});
   cases.push_back({"granite", "dp=2,tp=2", true, /*adamw=*/true,
                    /*f64=*/true});
+  // OLMo 2: norms over the branches' outputs (after tp's all-reduce), and
+  // over the whole q and k projections, which tp gathers for them.
+  cases.push_back({"olmo2", "tp=2"});
+  cases.push_back({"olmo2", "dp=2,tp=2", true, /*adamw=*/true, /*f64=*/true});
   // Fine-tuning: a random prompt of each sample ignored (-100), so each
   // rank holds another count of labelled positions; the mean is over the
   // whole batch's (a mean of the ranks' means is not one device's).

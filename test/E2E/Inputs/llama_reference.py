@@ -6,7 +6,7 @@
       [--rope-scaling FACTOR,LOW,HIGH,ORIGINAL] [--sliding-window N] \\
       [--qkv-bias | --attention-bias] [--mlp-bias] [--tie-embeddings] \\
       [--head-dim N] [--qk-norm] [--phi3] [--gemma]
-      [--granite EMB,RES,ATT,LOGITS] [--ignore-prompts]
+      [--granite EMB,RES,ATT,LOGITS] [--olmo2] [--ignore-prompts]
       writes DIR/hf.safetensors (random weights in Hugging Face's layout,
       f64), DIR/tokens.bin (B·S + 1 i32 tokens: tessel-run's windows),
       DIR/reference.json (the mean next-token cross-entropy of that batch)
@@ -14,7 +14,8 @@
       MistralForCausalLM where there is a window, a Qwen2ForCausalLM with
       --qkv-bias, a Qwen3ForCausalLM with --qk-norm, a Phi3ForCausalLM
       with --phi3, a GemmaForCausalLM with --gemma, a GraniteForCausalLM
-      with --granite, a LlamaForCausalLM's attention_bias and mlp_bias,
+      with --granite, an Olmo2ForCausalLM with --olmo2, a LlamaForCausalLM's
+      attention_bias and mlp_bias,
       tie_word_embeddings, head_dim); with --ignore-prompts also
       DIR/labels.bin (a label per token, -100 over a random prompt at the
       start of each window: fine-tuning's), the loss then PyTorch's
@@ -48,7 +49,11 @@ near 0), the MLP is GeGLU with hidden_activation's tanh GELU
 and the head is tied. --granite EMB,RES,ATT,LOGITS is Granite
 (modeling_granite): the embeddings times EMB, each block's attention and MLP
 outputs times RES before their residual adds, the scores times ATT in place
-of 1 / sqrt(head_dim), the logits divided by LOGITS.
+of 1 / sqrt(head_dim), the logits divided by LOGITS. --olmo2 is OLMo 2
+(modeling_olmo2): no norm before the attention and the MLP, an RMSNorm over
+each one's output before its residual add (post_attention_layernorm,
+post_feedforward_layernorm), and q_norm / k_norm over the whole q and k
+projections ([H hd], [Hkv hd]) before the heads are split.
 """
 import argparse
 import json
@@ -138,14 +143,21 @@ def forward_loss(w, tokens, targets, a):
              for t in seq_tokens]
         for layer in range(a.layers):
             p = "model.layers.%d." % layer
-            h = rms_norm(x, w[p + "input_layernorm.weight"], a.eps, offset)
+            # OLMo 2 normalises no branch's input (its outputs instead).
+            h = x if a.olmo2 else rms_norm(
+                x, w[p + "input_layernorm.weight"], a.eps, offset)
             q = linear(h, w[p + "self_attn.q_proj.weight"], w.get(p + "self_attn.q_proj.bias"))
             k = linear(h, w[p + "self_attn.k_proj.weight"], w.get(p + "self_attn.k_proj.bias"))
             v = linear(h, w[p + "self_attn.v_proj.weight"], w.get(p + "self_attn.v_proj.bias"))
             att = [[0.0] * (a.heads * hd) for _ in seq_tokens]
-            # Qwen3: q_norm / k_norm over each head, before rope.
+            # Qwen3: q_norm / k_norm over each head, before rope; OLMo 2:
+            # over the whole projections, before the heads are split.
             qn = w.get(p + "self_attn.q_norm.weight")
             kn = w.get(p + "self_attn.k_norm.weight")
+            if a.olmo2:
+                q = rms_norm(q, qn, a.eps)
+                k = rms_norm(k, kn, a.eps)
+                qn = kn = None
 
             def head_of(x, h, norm):
                 part = x[h * hd:(h + 1) * hd]
@@ -171,14 +183,18 @@ def forward_loss(w, tokens, targets, a):
                         att[i][head * hd + d] = sum(
                             e_ / z * vs[j][d] for e_, j in zip(e, seen))
             o = linear(att, w[p + "self_attn.o_proj.weight"], w.get(p + "self_attn.o_proj.bias"))
+            if a.olmo2:
+                o = rms_norm(o, w[p + "post_attention_layernorm.weight"], a.eps)
             x = [[a_ + b_ * residual for a_, b_ in zip(r1, r2)]
                  for r1, r2 in zip(x, o)]
-            h = rms_norm(x, w[p + "post_attention_layernorm.weight"], a.eps,
-                         offset)
+            h = x if a.olmo2 else rms_norm(
+                x, w[p + "post_attention_layernorm.weight"], a.eps, offset)
             g = linear(h, w[p + "mlp.gate_proj.weight"], w.get(p + "mlp.gate_proj.bias"))
             u = linear(h, w[p + "mlp.up_proj.weight"], w.get(p + "mlp.up_proj.bias"))
             gu = [[act(a_) * b_ for a_, b_ in zip(r1, r2)] for r1, r2 in zip(g, u)]
             d = linear(gu, w[p + "mlp.down_proj.weight"], w.get(p + "mlp.down_proj.bias"))
+            if a.olmo2:
+                d = rms_norm(d, w[p + "post_feedforward_layernorm.weight"], a.eps)
             x = [[a_ + b_ * residual for a_, b_ in zip(r1, r2)]
                  for r1, r2 in zip(x, d)]
         x = rms_norm(x, w["model.norm.weight"], a.eps, offset)
@@ -217,8 +233,12 @@ def make(a):
         w["lm_head.weight"] = matrix(a.vocab, a.dim, 0.3)
     for layer in range(a.layers):
         p = "model.layers.%d." % layer
-        w[p + "input_layernorm.weight"] = norm(a.dim)
-        w[p + "post_attention_layernorm.weight"] = norm(a.dim)
+        if a.olmo2:  # after the attention and the MLP
+            w[p + "post_attention_layernorm.weight"] = norm(a.dim)
+            w[p + "post_feedforward_layernorm.weight"] = norm(a.dim)
+        else:
+            w[p + "input_layernorm.weight"] = norm(a.dim)
+            w[p + "post_attention_layernorm.weight"] = norm(a.dim)
         w[p + "self_attn.q_proj.weight"] = matrix(qd, a.dim, 0.3)
         w[p + "self_attn.k_proj.weight"] = matrix(kvd, a.dim, 0.3)
         w[p + "self_attn.v_proj.weight"] = matrix(kvd, a.dim, 0.3)
@@ -239,6 +259,9 @@ def make(a):
         if a.qk_norm:
             w[p + "self_attn.q_norm.weight"] = norm(hd)
             w[p + "self_attn.k_norm.weight"] = norm(hd)
+        if a.olmo2:  # over the whole projections
+            w[p + "self_attn.q_norm.weight"] = norm(qd)
+            w[p + "self_attn.k_norm.weight"] = norm(kvd)
     # Phi-3's file: q, k, v and gate, up fused, each in the first's place.
     stored = w
     if a.phi3:
@@ -297,7 +320,8 @@ def make(a):
 
 def write_config(a):
     """DIR/config.json: the model in transformers' words."""
-    kind = ("granite" if a.granite else "gemma" if a.gemma else
+    kind = ("olmo2" if a.olmo2 else "granite" if a.granite else
+            "gemma" if a.gemma else
             "phi3" if a.phi3 else
             "qwen3" if a.qk_norm else "qwen2" if a.qkv_bias else
             "llama" if a.window is None else "mistral")
@@ -309,7 +333,8 @@ def write_config(a):
                    "original_max_position_embeddings": int(original)}
     config = {"architectures": [{"qwen2": "Qwen2", "qwen3": "Qwen3",
                                  "phi3": "Phi3", "gemma": "Gemma",
-                                 "granite": "Granite"}.get(
+                                 "granite": "Granite",
+                                 "olmo2": "Olmo2"}.get(
                                     kind, kind.capitalize()) +
                                 "ForCausalLM"],
               "model_type": kind,
@@ -335,6 +360,10 @@ def write_config(a):
         # As Qwen3's own files: head_dim, attention_bias, no window.
         config.update(attention_bias=a.attention_bias, sliding_window=None,
                       use_sliding_window=False, max_window_layers=a.layers)
+    if kind == "olmo2":
+        # As OLMo 2's own files: no window, attention_bias false.
+        del config["sliding_window"]
+        config.update(attention_bias=False)
     if kind == "granite":
         # As Granite 3's own files: the four multipliers, no window.
         del config["sliding_window"]
@@ -436,6 +465,10 @@ m.add_argument("--granite", metavar="EMB,RES,ATT,LOGITS",
                type=lambda text: [float(v) for v in text.split(",")],
                help="Granite's embedding, residual and attention "
                     "multipliers and logits scaling: a GraniteForCausalLM")
+m.add_argument("--olmo2", action="store_true",
+               help="RMSNorms over the attention's and the MLP's outputs "
+                    "(none before), QK-norm over the whole projections: an "
+                    "Olmo2ForCausalLM")
 m.add_argument("--ignore-prompts", action="store_true",
                help="labels.bin beside tokens.bin, -100 over a prompt at "
                     "the start of each window")
@@ -465,6 +498,13 @@ if args.command == "make" and args.gemma and (
         args.window is not None or not args.tie):
     p.error("--gemma has no biases, QK-norm, rope scaling or window, and "
             "needs --tie-embeddings")
+if args.command == "make" and args.olmo2 and (
+        args.gemma or args.phi3 or args.qk_norm or args.qkv_bias or
+        args.mlp_bias or args.granite is not None or args.tie or
+        args.window is not None):
+    p.error("--olmo2 is a Llama with its own norms: no --gemma, --phi3, "
+            "--qk-norm, --qkv-bias, --mlp-bias, --granite, "
+            "--tie-embeddings or --sliding-window beside it")
 if args.command == "make" and args.granite is not None and (
         len(args.granite) != 4 or args.gemma or args.phi3 or args.qk_norm or
         args.qkv_bias or args.window is not None):
