@@ -48,8 +48,8 @@ layers.attention.q_norm.weight and k_norm.weight, [layers, N] on the
 --mlp-act gelu-tanh (or gelu) makes the gated MLP a GeGLU, --norm-offset
 every RMSNorm scale by 1 + w with w starting at 0, --embed-scale the token
 embeddings times sqrt(dim): Gemma's three departures from Llama (with
---tie-embeddings and its --head-dim, a Gemma 2B or 7B). --post-norms
-puts each block's two RMSNorms over the attention's and the MLP's outputs,
+--tie-embeddings and its --head-dim, a Gemma 2B or 7B). --post-norms puts
+each block's two RMSNorms over the attention's and the MLP's outputs,
 before their residual adds, instead of over their inputs
 (layers.attention_post_norm.weight, layers.ffn_post_norm.weight), and
 --qk-norm-full an RMSNorm over the whole query and key projections before
@@ -57,13 +57,13 @@ they are split into heads (q_norm [heads * head_dim], k_norm [kv_heads *
 head_dim]; under tp the projections are gathered for it): OLMo 2's
 departures from Llama. --ignore-index N makes the loss skip the label N
 (fine-tuning's -100: PyTorch's ignore_index). --embedding-multiplier,
---residual-multiplier,
---attention-multiplier and --logits-scaling are Granite's muP factors: the
-embeddings times the first, each block's attention and MLP outputs times
-the second before their residual adds, the attention scores times the
-third (in place of 1 / sqrt(head_dim)), the logits divided by the fourth
-(each a [dim] constant broadcast, the last applied to the final norm's
-output before the head: no tensor of the logits' size).
+--residual-multiplier, --attention-multiplier and --logits-scaling are
+Granite's muP factors: the embeddings times the first, each block's
+attention and MLP outputs times the second before their residual adds, the
+attention scores times the third (in place of 1 / sqrt(head_dim)), the
+logits divided by the fourth (each a [dim] constant broadcast, the last
+applied to the final norm's output before the head: no tensor of the
+logits' size).
 
 --config reads the sizes, rope, window, biases and tying from a Hugging Face
 config.json (model_type llama, mistral, qwen2, qwen3, phi3, gemma, granite
@@ -395,7 +395,10 @@ qk_norm = bool(a.qk_norm)
 qk_norm_full = bool(a.qk_norm_full)
 post_norms = bool(a.post_norms)
 norm_offset = bool(a.norm_offset)
-plain_mlp = a.mlp_act == "silu" and not norm_offset and not a.embed_scale
+multipliers = [a.embedding_multiplier, a.residual_multiplier,
+               a.attention_multiplier, a.logits_scaling]
+plain_mlp = (a.mlp_act == "silu" and not norm_offset and not a.embed_scale
+             and all(m is None for m in multipliers))
 t = a.dtype
 
 
@@ -569,6 +572,14 @@ else:
     if a.embed_scale:
         intro += ("\n// The token embeddings are multiplied by sqrt(width) "
                   "(Gemma's normalizer).")
+    scaled_words = [w % num(m) for w, m in zip(
+        ["the embeddings times %s", "each residual branch times %s",
+         "attention scores times %s", "the logits over %s"], multipliers)
+        if m is not None]
+    if scaled_words:
+        intro += "\n" + textwrap.fill(
+            "Granite's multipliers: " + ", ".join(scaled_words) + ".",
+            width=76, initial_indent="// ", subsequent_indent="// ")
 
 def gain(w, n):
     """The lines making an RMSNorm's scale %w_g = 1 + %w (Gemma's offset:

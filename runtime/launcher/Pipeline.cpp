@@ -179,9 +179,9 @@ ModelDesc tessel::run::parsePipelineDescription(const json &j,
       fail(file, "stage " + std::to_string(s) + " has no mesh");
   }
   // Every stage takes every feed, but only the stage reading an integer
-  // feed knows its range (the labels' classes): share it, so that every
-  // stage draws the same synthetic samples.
-  // The same for the label value a loss ignores.
+  // feed knows its range (the labels' classes) and the label value its loss
+  // ignores: share both, so that every stage draws the same synthetic
+  // samples.
   std::map<std::string, int64_t> limits, ignored;
   for (const ModelDesc &stage : p->stages)
     for (const TensorDesc *t : stage.feeds()) {
