@@ -81,6 +81,13 @@ FailureOr<json::Array> splitAxes(func::FuncOp func, ArrayAttr sharding,
   return names;
 }
 
+/// Views and data movement, whose result holds the values of their input
+/// (ids gathered along the sequence under sequence parallelism).
+bool keepsValues(Operation *op) {
+  return isa<nn::ReshapeOp, shard::AllGatherOp, shard::AllSliceOp,
+             shard::AllToAllOp>(op);
+}
+
 } // namespace
 
 std::optional<int64_t> valueLimit(Value arg, const std::optional<Mesh> &mesh) {
@@ -117,10 +124,8 @@ std::optional<int64_t> valueLimit(Value arg, const std::optional<Mesh> &mesh) {
             classes *= mesh->shape[axis];
       return classes;
     }
-    // Views and data movement keep the values (ids gathered along the
-    // sequence under sequence parallelism), masking keeps the classes.
-    if (isa<nn::ReshapeOp, shard::AllGatherOp, shard::AllSliceOp,
-            shard::AllToAllOp, nn::MaskLabelsOp>(user))
+    // Masking keeps the classes.
+    if (keepsValues(user) || isa<nn::MaskLabelsOp>(user))
       if (std::optional<int64_t> limit = valueLimit(user->getResult(0), mesh))
         return limit;
   }
@@ -131,8 +136,7 @@ std::optional<int64_t> valueIgnoreIndex(Value arg) {
   for (Operation *user : arg.getUsers()) {
     if (auto mask = dyn_cast<nn::MaskLabelsOp>(user))
       return static_cast<int64_t>(mask.getIgnoreIndex());
-    if (isa<nn::ReshapeOp, shard::AllGatherOp, shard::AllSliceOp,
-            shard::AllToAllOp>(user))
+    if (keepsValues(user))
       if (std::optional<int64_t> ignore = valueIgnoreIndex(user->getResult(0)))
         return ignore;
   }

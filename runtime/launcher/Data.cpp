@@ -467,11 +467,15 @@ public:
   }
 
 private:
+  /// The exclusive bound of `t`'s values: its limit, else its dtype's.
+  static int64_t limitOf(const TensorDesc &t) {
+    return t.limit ? *t.limit
+                   : (t.dtypeCode == TESSEL_I32 ? INT32_MAX : INT64_MAX);
+  }
+
   int64_t token(uint64_t position, const TensorDesc &t) const {
     int64_t v = file.at(position);
-    int64_t limit = t.limit
-                        ? *t.limit
-                        : (t.dtypeCode == TESSEL_I32 ? INT32_MAX : INT64_MAX);
+    int64_t limit = limitOf(t);
     if (v < 0 || v >= limit)
       throw RunError("data file " + file.path + ": token " + std::to_string(v) +
                      " at position " + std::to_string(position) +
@@ -486,7 +490,7 @@ private:
     int64_t v = labelFile->at(position);
     if (label->ignoreIndex && v == *label->ignoreIndex)
       return v;
-    int64_t limit = label->limit ? *label->limit : INT64_MAX;
+    int64_t limit = limitOf(*label);
     if (v < 0 || v >= limit)
       throw RunError(
           "labels file " + labelFile->path + ": label " + std::to_string(v) +
