@@ -22,6 +22,16 @@
 // relu(n - 1) + 1 (exact for a count), makes a batch without a labelled
 // position a loss of 0 and no gradient, where PyTorch's 0/0 is NaN.
 //
+// Where that mean is the model's loss itself (its only use is operand 0
+// of the model's return), the division moves to the launcher: the model
+// returns the sum as its loss and the count as a result after it
+// (nn.loss_count, the raw Σw), and the launcher divides the sum of a
+// step's microbatch losses by max(sum of their counts, 1) and scales the
+// gradients by one over it. With gradient accumulation the loss is then
+// the mean over every labelled position of the step, not the mean of the
+// microbatches' means (which weighs a microbatch of few labels as much
+// as one of many); one microbatch gives the same loss as before.
+//
 // Runs on the forward model before autodiff (tessel-compile runs it first
 // on every model or stage); a later pass meeting `ignore_index` refuses it.
 //
@@ -31,6 +41,7 @@
 
 #include "dialect/NN/NNOps.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 
 namespace tessel {
@@ -43,8 +54,37 @@ using namespace tessel;
 
 namespace {
 
+/// The model whose loss `loss` is (operand 0 of its return, and read by
+/// nothing else), if it has no count yet; else null.
+func::FuncOp modelReturning(nn::CrossEntropyOp loss) {
+  auto func = loss->getParentOfType<func::FuncOp>();
+  if (!func || !nn::NNDialect::isModelFunction(func) ||
+      nn::NNDialect::returnsStageOutputs(func) || !loss->hasOneUse())
+    return {};
+  OpOperand &use = *loss->getUses().begin();
+  if (!isa<func::ReturnOp>(use.getOwner()) || use.getOperandNumber() != 0 ||
+      use.getOwner()->getParentOp() != func)
+    return {};
+  for (unsigned i = 1, e = func.getNumResults(); i < e; ++i)
+    if (func.getResultAttr(i, nn::NNDialect::kLossCountAttrName))
+      return {};
+  return func;
+}
+
+/// Appends `count` to the results of `model`'s return, as nn.loss_count.
+LogicalResult returnCount(func::FuncOp model, Value count) {
+  Operation *ret = model.getBody().front().getTerminator();
+  unsigned index = model.getNumResults();
+  ret->insertOperands(index, count);
+  Builder b(model.getContext());
+  return model.insertResult(
+      index, count.getType(),
+      b.getDictionaryAttr(
+          b.getNamedAttr(nn::NNDialect::kLossCountAttrName, b.getUnitAttr())));
+}
+
 /// `loss` in the ops of the header.
-void maskIgnoredLabels(nn::CrossEntropyOp loss) {
+LogicalResult maskIgnoredLabels(nn::CrossEntropyOp loss) {
   ImplicitLocOpBuilder b(loss.getLoc(), loss);
   RankedTensorType labels = loss.getLabels().getType();
   Type elementType = getElementTypeOrSelf(loss.getType());
@@ -58,8 +98,16 @@ void maskIgnoredLabels(nn::CrossEntropyOp loss) {
   // The count first: the backward's seed (the weights over it) then exists
   // before the loss, which tessel-fuse-epilogues needs to compute the loss
   // and its gradient in one pass.
+  func::FuncOp model;
+  if (loss.getReduction() == nn::LossReduction::mean)
+    model = modelReturning(loss);
   Value count;
-  if (loss.getReduction() == nn::LossReduction::mean) {
+  if (model) {
+    if (failed(returnCount(
+            model,
+            nn::ReduceSumOp::create(b, scalar, mask.getWeights(), positions))))
+      return failure();
+  } else if (loss.getReduction() == nn::LossReduction::mean) {
     Value sum =
         nn::ReduceSumOp::create(b, scalar, mask.getWeights(), positions);
     Value one = nn::ConstantOp::create(
@@ -78,6 +126,7 @@ void maskIgnoredLabels(nn::CrossEntropyOp loss) {
     result = nn::DivOp::create(b, result, count);
   loss.replaceAllUsesWith(result);
   loss.erase();
+  return success();
 }
 
 class MaskIgnoredLabelsPass
@@ -90,7 +139,8 @@ public:
         losses.push_back(loss);
     });
     for (nn::CrossEntropyOp loss : losses)
-      maskIgnoredLabels(loss);
+      if (failed(maskIgnoredLabels(loss)))
+        return signalPassFailure();
   }
 };
 

@@ -89,6 +89,15 @@ def MaskIgnoredLabelsPass
     count and divides the whole batch's loss by the whole batch's count,
     as one device does.
 
+    Where that mean is the model's loss itself (its only use is the
+    return), the model returns the sum as its loss and the count after it
+    (`nn.loss_count`) instead of dividing: the launcher divides the sum of
+    a step's microbatch losses by the sum of their counts and scales the
+    gradients by one over it, so that gradient accumulation gives the mean
+    over every labelled position of the step (Megatron's
+    calculate_per_token_loss, Hugging Face's num_items_in_batch), the loss
+    and parameters of one microbatch of the whole batch.
+
     ```mlir
     %l = nn.cross_entropy %z, %y {ignore_index = -100 : i64} : (tensor<4x10xf32>, tensor<4xi32>) -> tensor<f32>
     // becomes

@@ -267,12 +267,39 @@ static LogicalResult verifyZero(FunctionOpInterface func, unsigned argIndex,
   return success();
 }
 
+/// nn.loss_count: a unit attribute on one result after a model's loss, a
+/// scalar of the loss's type.
+static LogicalResult verifyLossCount(Operation *op, unsigned resultIndex,
+                                     Attribute value) {
+  auto func = dyn_cast<FunctionOpInterface>(op);
+  if (!func || !isa<UnitAttr>(value))
+    return op->emitOpError() << "result #" << resultIndex << ": '"
+                             << NNDialect::kLossCountAttrName
+                             << "' is a unit attribute of a function result";
+  ArrayRef<Type> results = func.getResultTypes();
+  if (resultIndex == 0 || results[resultIndex] != results[0])
+    return func.emitOpError()
+           << "result #" << resultIndex << ": '"
+           << NNDialect::kLossCountAttrName
+           << "' marks the count the loss (result #0) sums over, a result "
+              "after it of the loss's type "
+           << results[0] << ", not " << results[resultIndex];
+  for (unsigned i = 1; i < resultIndex; ++i)
+    if (func.getResultAttr(i, NNDialect::kLossCountAttrName))
+      return func.emitOpError()
+             << "results #" << i << " and #" << resultIndex << " are both '"
+             << NNDialect::kLossCountAttrName << "': a loss has one count";
+  return success();
+}
+
 LogicalResult NNDialect::verifyRegionResultAttribute(Operation *op,
                                                      unsigned regionIndex,
                                                      unsigned resultIndex,
                                                      NamedAttribute attr) {
   // The other result attributes (nn.param, nn.grad, nn.state, nn.sharding,
   // ...) are checked by the passes that read them.
+  if (attr.getName().getValue() == kLossCountAttrName)
+    return verifyLossCount(op, resultIndex, attr.getValue());
   if (attr.getName().getValue() != kInFlightAttrName)
     return success();
   if (!isa<FunctionOpInterface>(op) || !isa<UnitAttr>(attr.getValue()))

@@ -69,6 +69,13 @@ def NN_Dialect : Dialect {
     static constexpr llvm::StringLiteral kGradAttrName = "nn.grad";
     static constexpr llvm::StringLiteral kStateAttrName = "nn.state";
     static constexpr llvm::StringLiteral kGradScaleAttrName = "nn.grad_scale";
+    /// On a model's result after the loss: the number of positions the
+    /// loss sums over (a tensor of the loss's type). The step's loss is
+    /// then the sum of its microbatches' losses over the sum of their
+    /// counts, and the gradient is scaled by one over that count
+    /// (tessel-mask-ignored-labels writes it for a mean over labelled
+    /// positions; Megatron's calculate_per_token_loss).
+    static constexpr llvm::StringLiteral kLossCountAttrName = "nn.loss_count";
     /// Sharding (tessel-propagate-sharding, tessel-partition): per tensor
     /// dimension of an argument or result, or per loop of an op's sharding
     /// rule, the mesh axes that split it (`[["dp"], []]`); the mesh axis

@@ -436,11 +436,15 @@ json::Object ModelAbiEmitter::placeOutputs() {
   int64_t begin = cursor;
   bool stage = nn::NNDialect::returnsStageOutputs(model);
   for (auto [i, type] : llvm::enumerate(model.getResultTypes())) {
-    json::Object tensor = describeTensor(
-        stage    ? "stage_output" + std::to_string(i)
-        : i == 0 ? "loss"
-                 : "output" + std::to_string(i),
-        stage ? "stage_output" : i == 0 ? "loss" : "output", type, cursor);
+    StringRef role = stage    ? "stage_output"
+                     : i == 0 ? "loss"
+                     : model.getResultAttr(i, nn::NNDialect::kLossCountAttrName)
+                         ? "loss_count"
+                         : "output";
+    std::string name = role.str();
+    if (role == "stage_output" || role == "output")
+      name += std::to_string(i);
+    json::Object tensor = describeTensor(name, role, type, cursor);
     addSharding(tensor, model,
                 model.getResultAttrOfType<ArrayAttr>(
                     i, nn::NNDialect::kShardingAttrName),

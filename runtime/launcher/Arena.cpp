@@ -102,16 +102,23 @@ void tessel::run::zeroStates(const ModelDesc &model, tessel_ctx *ctx,
 }
 
 void tessel::run::writeGradScale(const ModelDesc &model, tessel_ctx *ctx,
-                                 void *arena, int64_t microbatches) {
+                                 void *arena, double divisor) {
   const TensorDesc &scale = *model.withRole("grad_scale").at(0);
   void *device = static_cast<char *>(arena) + scale.offset;
   if (scale.dtypeCode == TESSEL_F64) {
-    double value = 1.0 / double(microbatches);
+    double value = 1.0 / divisor;
     tessel_copy_to_device(ctx, device, &value, sizeof(value));
   } else {
-    float value = 1.0f / float(microbatches);
+    float value = 1.0f / float(divisor);
     tessel_copy_to_device(ctx, device, &value, sizeof(value));
   }
+}
+
+void tessel::run::StepLoss::add(const ModelDesc &model, tessel_ctx *ctx,
+                                const void *arena) {
+  sum += readLoss(model.loss(), ctx, arena);
+  const TensorDesc *counted = model.lossCount();
+  count += counted ? readLoss(*counted, ctx, arena) : 1.0;
 }
 
 double tessel::run::decodeLoss(const TensorDesc &loss, const void *host) {

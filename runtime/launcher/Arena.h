@@ -13,6 +13,7 @@
 #include "runtime/launcher/ModelDescription.h"
 #include "tessel/runtime.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -37,10 +38,11 @@ void zeroGrads(const ModelDesc &model, tessel_ctx *ctx, void *arena);
 /// or after initParams or a checkpoint's load alike.
 void zeroStates(const ModelDesc &model, tessel_ctx *ctx, void *arena);
 
-/// Writes 1 / `microbatches` to the model's grad_scale, in its dtype (f32,
-/// or f64 in an f64 model).
+/// Writes 1 / `divisor` (a StepLoss's divisor(): M, or the step's count)
+/// to the model's grad_scale, divided in its dtype (f32, or f64 in an f64
+/// model) as a captured step divides on the device.
 void writeGradScale(const ModelDesc &model, tessel_ctx *ctx, void *arena,
-                    int64_t microbatches);
+                    double divisor);
 
 /// What the arena of `model` holds, by region, for an out-of-memory error:
 /// "params 1750016, grads 1750016, optimizer states 3500032, activations
@@ -51,6 +53,24 @@ std::string describeArena(const ModelDesc &model);
 double readLoss(const TensorDesc &loss, tessel_ctx *ctx, const void *arena);
 /// The loss held in `host` (its bytes, copied to the host), widened.
 double decodeLoss(const TensorDesc &loss, const void *host);
+
+/// A step's loss over its microbatches. Each adds its loss and what that
+/// loss is a sum over: its loss_count where the model returns one (its
+/// labelled positions), else 1 (a mean loss counts as one microbatch).
+/// The step's loss is the sum over the sum of the counts, and the
+/// gradients, summed over the microbatches, are scaled by one over it:
+/// the mean of the microbatches' means for a plain loss, one mean over all
+/// the step's labelled positions for a counted one (max(count, 1): a step
+/// with none has loss 0 and no gradient).
+struct StepLoss {
+  double sum = 0;
+  double count = 0;
+
+  /// Adds the microbatch whose loss (and count) `arena` holds.
+  void add(const ModelDesc &model, tessel_ctx *ctx, const void *arena);
+  double divisor() const { return std::max(count, 1.0); }
+  double mean() const { return sum / divisor(); }
+};
 
 } // namespace tessel::run
 

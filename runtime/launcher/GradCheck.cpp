@@ -408,6 +408,11 @@ void tessel::run::checkGradients(const LoadedModel &model, tessel_ctx *ctx,
   checkKernelError(ctx, "the backward entry");
 
   CheckedProgram program(desc);
+  // A counted loss (loss_count) is checked as the launcher trains it: the
+  // sum over the count, which depends on no parameter.
+  StepLoss backwardLoss;
+  backwardLoss.add(desc, ctx, arena);
+  program.gradientScale = 1.0 / backwardLoss.divisor();
   // Global values, every rank alike: on a mesh, gathered from the blocks
   // (on one device, the tensor's own bytes).
   program.global = [&](const TensorDesc &t) {
@@ -417,7 +422,9 @@ void tessel::run::checkGradients(const LoadedModel &model, tessel_ctx *ctx,
     model.forward(ctx, arena);
     tessel_synchronize(ctx);
     checkKernelError(ctx, "the forward entry");
-    return meanOverRanks(desc, ctx, readLoss(desc.loss(), ctx, arena));
+    StepLoss loss;
+    loss.add(desc, ctx, arena);
+    return meanOverRanks(desc, ctx, loss.mean());
   };
   program.copies = [&](const TensorDesc &p, int64_t i) {
     int64_t local = localIndexOf(desc, p, coordinates, i);
@@ -443,10 +450,10 @@ void tessel::run::checkPipelineGradients(
 
   // The step's schedule without its update: every stage's gradients,
   // summed over the step's microbatches.
-  pipelined.accumulateGradients(step);
+  StepLoss accumulated = pipelined.accumulateGradients(step);
 
   CheckedProgram program(desc);
-  program.gradientScale = 1.0 / double(pipe.microbatches);
+  program.gradientScale = 1.0 / accumulated.divisor();
   // Each stage's slice gathered over its dp/tp group, then summed over pp
   // with zeros from the ranks not holding it: every rank has the tensor.
   program.global = [&](const TensorDesc &w) {

@@ -45,6 +45,11 @@ std::vector<const TensorDesc *> ModelDesc::feeds() const {
 
 const TensorDesc &ModelDesc::loss() const { return *withRole("loss").front(); }
 
+const TensorDesc *ModelDesc::lossCount() const {
+  std::vector<const TensorDesc *> counts = withRole("loss_count");
+  return counts.empty() ? nullptr : counts.front();
+}
+
 const TensorDesc *ModelDesc::find(const std::string &role,
                                   const std::string &name) const {
   for (const TensorDesc &t : tensors)
@@ -261,7 +266,8 @@ TensorDesc parseTensor(const json &j, const ModelDesc &model,
   static const std::set<std::string> roles = {
       "param",       "grad",       "state",  "input",       "label",
       "loss",        "grad_scale", "output", "stage_input", "stage_output",
-      "output_grad", "input_grad", "stash",  "kept",        "grad_sum_squares"};
+      "output_grad", "input_grad", "stash",  "kept",        "grad_sum_squares",
+      "loss_count"};
   if (!roles.count(t.role))
     fail("unknown role '" + t.role + "'");
   t.dtype = j.at("dtype").get<std::string>();
@@ -624,6 +630,18 @@ void validateRoles(const ModelDesc &model, const std::string &file) {
   if (!losses.empty() &&
       (losses.front()->numElements() != 1 || losses.front()->isInteger()))
     failDescription(file, "the loss must be one float value");
+  // A count the launcher adds exactly: f32 or f64, as the loss is.
+  std::vector<const TensorDesc *> counts = model.withRole("loss_count");
+  if (!counts.empty() &&
+      (model.abiVersion < 22 || counts.size() != 1 || losses.size() != 1 ||
+       counts.front()->dtypeCode != losses.front()->dtypeCode ||
+       (counts.front()->dtypeCode != TESSEL_F32 &&
+        counts.front()->dtypeCode != TESSEL_F64) ||
+       counts.front()->numElements() != 1))
+    failDescription(file, "a loss_count (ABI 22) is one f32 or f64 value of "
+                          "the loss's dtype beside one loss; found " +
+                              std::to_string(counts.size()) + " beside " +
+                              std::to_string(losses.size()) + " loss(es)");
   // Parameter names are the checkpoint's keys.
   std::set<std::string> names;
   for (const TensorDesc *p : model.withRole("param"))

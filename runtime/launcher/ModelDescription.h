@@ -156,6 +156,9 @@ struct ModelDesc {
   /// Inputs then labels: what the launcher writes before each step.
   std::vector<const TensorDesc *> feeds() const;
   const TensorDesc &loss() const;
+  /// The count the loss sums over (loss_count, ABI 22), or null: the
+  /// step's loss is then the sum of its losses over the sum of the counts.
+  const TensorDesc *lossCount() const;
   /// The gradient accumulator of parameter `name`, or null.
   const TensorDesc *gradOf(const std::string &name) const;
   /// The f32 master copy of parameter `name` (a state), or null.

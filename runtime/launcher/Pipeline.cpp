@@ -115,8 +115,9 @@ ModelDesc wholeModel(const json &j, const PipelineDesc &p) {
     whole.tensors.push_back(*t);
   for (const TensorDesc *t : first.withRole("grad_scale"))
     whole.tensors.push_back(*t);
-  for (const TensorDesc *t : last.withRole("loss"))
-    whole.tensors.push_back(*t);
+  for (const char *role : {"loss", "loss_count"})
+    for (const TensorDesc *t : last.withRole(role))
+      whole.tensors.push_back(*t);
   whole.arenaBytes = largest * p.virtualStages;
   return whole;
 }

@@ -447,7 +447,7 @@ void PipelineRank::forward(Stage &stage, int microbatch, int64_t step,
   check("step " + std::to_string(step + 1) + " (forward of " +
         stageText(stage.index, microbatch) + ")");
   if ((evaluating || keeps) && stage.index == pipe.numStages() - 1)
-    lossSum += readLoss(stage.desc->loss(), ctx, stage.arena);
+    stepLoss.add(*stage.desc, ctx, stage.arena);
   if (keeps)
     stage.keptResident = microbatch;
 }
@@ -485,7 +485,7 @@ void PipelineRank::backward(Stage &stage, int microbatch, int64_t step,
         stageText(stage.index, microbatch) + ")");
   // The loss, where the forward did not read it.
   if (!stage.entries.forwardKeep && stage.index == pipe.numStages() - 1)
-    lossSum += readLoss(stage.desc->loss(), ctx, stage.arena);
+    stepLoss.add(*stage.desc, ctx, stage.arena);
   if (!inputOnly)
     return;
   void *slot = stage.weightSlots.acquire(
@@ -636,42 +636,43 @@ void PipelineRank::shareGradientNorm() {
   check("summing the gradient norm over the pipeline");
 }
 
-double PipelineRank::shareLoss(double sum) {
-  // The last stage's ranks hold the losses; the others add zero.
-  std::vector<double> total = {sum};
+StepLoss PipelineRank::shareLoss() {
+  // The last stage's ranks hold the losses (and their counts); the others
+  // add zero.
+  std::vector<double> total = {stepLoss.sum, stepLoss.count};
   allReduceOnHost(ctx, 1u << pipe.axis, total, TESSEL_REDUCE_SUM,
                   "sharing the loss over the pipeline");
-  return total[0] / double(pipe.microbatches);
+  return {total[0], total[1]};
 }
 
-double PipelineRank::accumulateGradients(int64_t step) {
+StepLoss PipelineRank::accumulateGradients(int64_t step) {
   tessel_set_step(ctx, uint64_t(step));
   for (auto &stage : stages)
     zeroGrads(*stage->desc, ctx, stage->arena);
-  lossSum = 0;
+  stepLoss = {};
   for (const Action &action : pipe.actions.ranks.at(ppRank))
     runAction(action, step);
   reduceGradients();
   exchangeTiedGradients();
-  return shareLoss(lossSum);
+  return shareLoss();
 }
 
 double PipelineRank::trainStep(int64_t step) {
-  double loss = accumulateGradients(step);
+  StepLoss loss = accumulateGradients(step);
   shareGradientNorm();
   for (auto &stage : stages) {
-    writeGradScale(*stage->desc, ctx, stage->arena, pipe.microbatches);
+    writeGradScale(*stage->desc, ctx, stage->arena, loss.divisor());
     stage->entries.update(ctx, stage->arena);
     tessel_synchronize(ctx);
     check("step " + std::to_string(step + 1) + " (update of stage " +
           std::to_string(stage->index) + ")");
   }
-  return loss;
+  return loss.mean();
 }
 
 double PipelineRank::evalStep(int64_t step) {
   tessel_set_step(ctx, uint64_t(step));
-  lossSum = 0;
+  stepLoss = {};
   int last = pipe.numStages() - 1;
   for (int m = 0; m < int(pipe.microbatches); ++m)
     for (auto &stage : stages) {
@@ -682,7 +683,7 @@ double PipelineRank::evalStep(int64_t step) {
       if (stage->index < last)
         send(*stage, m, false, pipe.rankOf(stage->index + 1));
     }
-  return shareLoss(lossSum);
+  return shareLoss().mean();
 }
 
 std::map<std::string, std::vector<char>>

@@ -37,6 +37,7 @@
 #ifndef TESSEL_LAUNCHER_PIPELINESTEP_H
 #define TESSEL_LAUNCHER_PIPELINESTEP_H
 
+#include "runtime/launcher/Arena.h"
 #include "runtime/launcher/Data.h"
 #include "runtime/launcher/Distributed.h"
 #include "runtime/launcher/ModelLibrary.h"
@@ -65,13 +66,13 @@ public:
   /// Every stage's block of `checkpoint`'s tensors.
   void load(const CheckpointReader &checkpoint, bool training);
   /// One training step: the schedule, the tied gradients, the updates;
-  /// the mean loss of the step's microbatches (on every rank).
+  /// the step's loss (StepLoss's mean, on every rank).
   double trainStep(int64_t step);
   /// The step's schedule without the update: every stage's gradients
   /// summed over the step's microbatches (reduced over dp, tied copies
-  /// summed); the mean loss of the microbatches (on every rank).
-  double accumulateGradients(int64_t step);
-  /// The forward of every microbatch in stage order; the mean loss.
+  /// summed); the step's loss and the gradients' scale (on every rank).
+  StepLoss accumulateGradients(int64_t step);
+  /// The forward of every microbatch in stage order; the step's loss.
   double evalStep(int64_t step);
   /// The global checkpoint tensors (parameters, and states when
   /// `withStates`), gathered on the mesh's rank 0 (`keep`); every rank
@@ -111,7 +112,8 @@ private:
   void reduceGradients();
   void exchangeTiedGradients();
   void shareGradientNorm();
-  double shareLoss(double lossSum);
+  /// The last stage's StepLoss, on every rank of the pipeline.
+  StepLoss shareLoss();
   Stage &stageAt(int s);
   int32_t worldRankOf(int64_t ppRank) const;
   void check(const std::string &when);
@@ -125,7 +127,7 @@ private:
   struct Slots;
   std::unique_ptr<Slots> slots;
   std::vector<std::unique_ptr<Stage>> stages;
-  double lossSum = 0;
+  StepLoss stepLoss; // the last stage's; empty on the others
 };
 
 } // namespace tessel::run

@@ -16,12 +16,12 @@ static EntryFn microbatchBackward(const LoadedModel &model,
 }
 
 /// Runs `entry` (forward or backward) once per microbatch of `step`, each
-/// on its own samples and with its own dropout masks; the mean loss.
-static double runMicrobatches(const LoadedModel &model, RankRuntime &rt,
-                              BatchSource &batches, int64_t step,
-                              int64_t microbatches, EntryFn entry,
-                              const std::string &what) {
-  double lossSum = 0;
+/// on its own samples and with its own dropout masks; the step's loss.
+static StepLoss runMicrobatches(const LoadedModel &model, RankRuntime &rt,
+                                BatchSource &batches, int64_t step,
+                                int64_t microbatches, EntryFn entry,
+                                const std::string &what) {
+  StepLoss loss;
   for (int64_t m = 0; m < microbatches; ++m) {
     batches.fill(step * microbatches + m, rt.ctx, rt.arena);
     tessel_set_microbatch(rt.ctx, uint64_t(m));
@@ -29,9 +29,9 @@ static double runMicrobatches(const LoadedModel &model, RankRuntime &rt,
     tessel_synchronize(rt.ctx);
     checkKernelError(rt.ctx, "step " + std::to_string(step + 1) + " (" + what +
                                  ", microbatch " + std::to_string(m + 1) + ")");
-    lossSum += readLoss(model.desc.loss(), rt.ctx, rt.arena);
+    loss.add(model.desc, rt.ctx, rt.arena);
   }
-  return lossSum / double(microbatches);
+  return loss;
 }
 
 double tessel::run::trainStep(const LoadedModel &model, RankRuntime &rt,
@@ -40,7 +40,7 @@ double tessel::run::trainStep(const LoadedModel &model, RankRuntime &rt,
   const ModelDesc &desc = model.desc;
   tessel_set_step(rt.ctx, uint64_t(step));
   zeroGrads(desc, rt.ctx, rt.arena);
-  double loss =
+  StepLoss loss =
       runMicrobatches(model, rt, batches, step, microbatches,
                       microbatchBackward(model, microbatches), "backward");
   if (desc.reducesGradientsOnce(microbatches)) {
@@ -49,11 +49,11 @@ double tessel::run::trainStep(const LoadedModel &model, RankRuntime &rt,
     checkKernelError(rt.ctx, "step " + std::to_string(step + 1) +
                                  " (the gradients' reduction)");
   }
-  writeGradScale(desc, rt.ctx, rt.arena, microbatches);
+  writeGradScale(desc, rt.ctx, rt.arena, loss.divisor());
   model.update(rt.ctx, rt.arena);
   tessel_synchronize(rt.ctx);
   checkKernelError(rt.ctx, "step " + std::to_string(step + 1) + " (update)");
-  return loss;
+  return loss.mean();
 }
 
 namespace {
@@ -75,14 +75,28 @@ tessel::run::CapturedStep::CapturedStep(const LoadedModel &model,
     feedAt.push_back(slotBytes);
     slotBytes = aligned64(slotBytes + feed->bytes);
   }
-  lossBytes = aligned64(model.desc.loss().bytes);
+  // A loss and its count: two scalars of at most 8 bytes.
+  lossBytes = aligned64(2 * countAt);
   int64_t bytes;
-  if (__builtin_mul_overflow(slotBytes + lossBytes, microbatches, &bytes))
+  if (__builtin_mul_overflow(slotBytes + lossBytes, microbatches, &bytes) ||
+      __builtin_add_overflow(bytes, lossBytes, &bytes))
     throw RunError("--graph: the staging of " + std::to_string(microbatches) +
                    " microbatches overflows");
   staging = static_cast<char *>(tessel_alloc(rt.ctx, bytes));
   checkKernelError(rt.ctx, "allocating the --graph staging (" +
                                std::to_string(bytes) + " bytes)");
+  if (training && model.desc.lossCount()) {
+    // The 1 of captureGradScale, in grad_scale's dtype (f32 or f64).
+    const TensorDesc &scale = *model.desc.withRole("grad_scale").at(0);
+    double one = 1.0;
+    float oneF32 = 1.0f;
+    tessel_copy_to_device(rt.ctx, scaleScratch(),
+                          scale.dtypeCode == TESSEL_F64
+                              ? static_cast<const void *>(&one)
+                              : static_cast<const void *>(&oneF32),
+                          scale.bytes);
+    checkKernelError(rt.ctx, "writing the --graph gradient scale's 1");
+  }
 }
 
 tessel::run::CapturedStep::~CapturedStep() {
@@ -96,6 +110,35 @@ char *tessel::run::CapturedStep::slot(int64_t m) const {
 
 char *tessel::run::CapturedStep::lossSlot(int64_t m) const {
   return staging + microbatches * slotBytes + m * lossBytes;
+}
+
+char *tessel::run::CapturedStep::scaleScratch() const {
+  return lossSlot(microbatches);
+}
+
+/// grad_scale = 1 / max(Σ counts, 1), in the captured step: the counts
+/// are known only once its forwards have run. The sum is exact in the
+/// count's dtype (f32: up to 2^24), then divided in grad_scale's, as
+/// writeGradScale divides; max(n, 1) is written relu(n - 1) + 1, as the
+/// model writes it.
+void tessel::run::CapturedStep::captureGradScale(const TensorDesc &count) {
+  tessel_ctx *ctx = rt.ctx;
+  char *one = scaleScratch(), *total = scaleScratch() + countAt;
+  tessel_copy(ctx, total, lossSlot(0) + countAt, count.bytes);
+  for (int64_t m = 1; m < microbatches; ++m)
+    tessel_binary(ctx, TESSEL_ADD, count.dtypeCode, total,
+                  lossSlot(m) + countAt, total, 1);
+  const TensorDesc &scale = *model.desc.withRole("grad_scale").at(0);
+  int32_t dtype = scale.dtypeCode;
+  char *at = static_cast<char *>(rt.arena) + scale.offset;
+  if (dtype == count.dtypeCode)
+    tessel_copy(ctx, at, total, scale.bytes);
+  else
+    tessel_cast(ctx, count.dtypeCode, dtype, total, at, 1);
+  tessel_binary(ctx, TESSEL_SUB, dtype, at, one, at, 1);
+  tessel_unary(ctx, TESSEL_RELU, dtype, at, at, 1);
+  tessel_binary(ctx, TESSEL_ADD, dtype, at, one, at, 1);
+  tessel_binary(ctx, TESSEL_DIV, dtype, one, at, at, 1);
 }
 
 void tessel::run::CapturedStep::capture(int64_t step) {
@@ -116,12 +159,17 @@ void tessel::run::CapturedStep::capture(int64_t step) {
     entry(rt.ctx, arena);
     tessel_copy(rt.ctx, lossSlot(m), arena + desc.loss().offset,
                 desc.loss().bytes);
+    if (const TensorDesc *count = desc.lossCount())
+      tessel_copy(rt.ctx, lossSlot(m) + countAt, arena + count->offset,
+                  count->bytes);
   }
   if (training && desc.reducesGradientsOnce(microbatches))
     model.reduceGrads(rt.ctx, arena);
   if (training) {
-    // A constant of the capture: the host bytes as they are now.
-    writeGradScale(desc, rt.ctx, arena, microbatches);
+    if (const TensorDesc *count = desc.lossCount())
+      captureGradScale(*count);
+    else // A constant of the capture: the host bytes as they are now.
+      writeGradScale(desc, rt.ctx, arena, double(microbatches));
     model.update(rt.ctx, arena);
   }
   graph = tessel_graph_end(rt.ctx);
@@ -149,10 +197,14 @@ double tessel::run::CapturedStep::run(BatchSource &batches, int64_t step) {
                       microbatches * lossBytes);
   checkKernelError(rt.ctx, "reading step " + std::to_string(step + 1) +
                                "'s losses");
-  double lossSum = 0;
-  for (int64_t m = 0; m < microbatches; ++m)
-    lossSum += decodeLoss(model.desc.loss(), losses.data() + m * lossBytes);
-  return lossSum / double(microbatches);
+  StepLoss loss;
+  const TensorDesc *count = model.desc.lossCount();
+  for (int64_t m = 0; m < microbatches; ++m) {
+    const char *at = losses.data() + m * lossBytes;
+    loss.sum += decodeLoss(model.desc.loss(), at);
+    loss.count += count ? decodeLoss(*count, at + countAt) : 1.0;
+  }
+  return loss.mean();
 }
 
 double tessel::run::evalStep(const LoadedModel &model, RankRuntime &rt,
@@ -161,7 +213,8 @@ double tessel::run::evalStep(const LoadedModel &model, RankRuntime &rt,
   // Counter-based randomness (dropout) draws fresh masks every step.
   tessel_set_step(rt.ctx, uint64_t(step));
   return runMicrobatches(model, rt, batches, step, microbatches, model.forward,
-                         "forward");
+                         "forward")
+      .mean();
 }
 
 void tessel::run::checkStepRange(int64_t firstStep, int64_t steps,

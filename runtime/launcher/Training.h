@@ -15,8 +15,9 @@ namespace tessel::run {
 
 /// One training step `step` (0-based) of `microbatches` microbatches, as
 /// docs/model-abi.md gives it: zero the gradients, fill each microbatch from
-/// `batches` and run the backward entry on it, write 1/M to grad_scale, run
-/// the update entry. Returns the mean loss; throws RunError on a kernel
+/// `batches` and run the backward entry on it, write the StepLoss's scale
+/// (1/M, or one over the step's loss_count) to grad_scale, run the update
+/// entry. Returns the step's loss (StepLoss); throws RunError on a kernel
 /// error. `model` must have backward and update entries (desc.trains()).
 /// tessel-run's training loop and tessel-bench-step both run this.
 double trainStep(const LoadedModel &model, RankRuntime &rt,
@@ -40,8 +41,10 @@ void checkStepRange(int64_t firstStep, int64_t steps, int64_t microbatches,
 /// after, so it reads nothing from the host. The step itself comes from
 /// tessel_set_step before each launch (generated code reads it through the
 /// _current entries). Equal bit for bit to trainStep (evalStep). The
-/// staging (M times the feeds, M losses) is allocated here, beside the
-/// arena.
+/// staging (M times the feeds, M losses and their counts, the gradient
+/// scale's scratch) is allocated here, beside the arena. A model with a
+/// loss_count computes its gradient scale inside the step, from the
+/// counts (one over max(their sum, 1)).
 class CapturedStep {
 public:
   CapturedStep(const LoadedModel &model, RankRuntime &rt, int64_t microbatches,
@@ -55,8 +58,13 @@ public:
 
 private:
   void capture(int64_t step);
+  void captureGradScale(const TensorDesc &count);
   char *slot(int64_t m) const;
+  /// Microbatch m's loss, then its count at countAt.
   char *lossSlot(int64_t m) const;
+  /// The scale's scratch: the count's 1, then the running total.
+  char *scaleScratch() const;
+  static constexpr int64_t countAt = 8;
 
   const LoadedModel &model;
   RankRuntime &rt;

@@ -9,7 +9,7 @@
 // Python forward's mean over the labelled positions only (relative error
 // 0 measured), and differs from the mean over every position. On dp=2,
 // whose ranks label 2 and 6 positions, training loses what one device
-// loses. Its gradients match finite differences through the masked mean. A batch
+// loses, and so does one device with each window a microbatch. Its gradients match finite differences through the masked mean. A batch
 // whose every label is ignored has loss 0 and leaves SGD's parameters as
 // they were (PyTorch's mean would be NaN). A label that is neither a class
 // nor the ignored value, and ignored labels under a model whose loss
@@ -33,6 +33,16 @@
 // RUN: tessel-run %t/sft.mlir --steps 2 --quiet --optimizer sgd --lr 0.1 --load %t/tessel.safetensors --data %t/tokens.bin --labels %t/labels.bin --data-dtype i32 --metrics %t/one.jsonl
 // RUN: tessel-run %t/sft.mlir --mesh dp=2 --steps 2 --quiet --optimizer sgd --lr 0.1 --load %t/tessel.safetensors --data %t/tokens.bin --labels %t/labels.bin --data-dtype i32 --metrics %t/dp.jsonl
 // RUN: python3 -c "import json, sys; a, b = ([json.loads(l)['loss'] for l in open(f)] for f in sys.argv[1:]); assert len(a) == len(b) == 2 and all(abs(x - y) <= 1e-12 * abs(y) for x, y in zip(a, b)), (a, b)" %t/one.jsonl %t/dp.jsonl
+// Gradient accumulation: the model at batch 1 with --microbatches 2 (a
+// window each, 2 and 6 labelled positions) trains as batch 2 does: the
+// step's loss is one mean over its 8 labelled positions (the model returns
+// the sum and the count, the launcher divides), not the mean of the two
+// windows' means, which the evaluation of each window gives.
+// RUN: python3 %scripts/llama-model.py --config %t/config.json --seq 6 --batch 1 --dtype f64 --ignore-index -100 > %t/sft1.mlir
+// RUN: tessel-run %t/sft1.mlir --microbatches 2 --steps 2 --quiet --optimizer sgd --lr 0.1 --load %t/tessel.safetensors --data %t/tokens.bin --labels %t/labels.bin --data-dtype i32 --metrics %t/accumulated.jsonl
+// RUN: python3 -c "import json, sys; a, b = ([json.loads(l)['loss'] for l in open(f)] for f in sys.argv[1:]); assert len(a) == len(b) == 2 and all(abs(x - y) <= 1e-12 * abs(y) for x, y in zip(a, b)), (a, b)" %t/one.jsonl %t/accumulated.jsonl
+// RUN: tessel-run %t/sft1.mlir --eval --steps 2 --quiet --load %t/tessel.safetensors --data %t/tokens.bin --labels %t/labels.bin --data-dtype i32 --metrics %t/windows.jsonl
+// RUN: python3 -c "import json, sys; w, o = ([json.loads(l)['loss'] for l in open(f)] for f in sys.argv[1:]); m = sum(w) / 2; assert abs(m - o[0]) > 1e-3 * abs(o[0]), (m, o[0]); print('mean of means', m, 'step', o[0])" %t/windows.jsonl %t/one.jsonl | FileCheck %s --check-prefix=MEANS
 // Gradients through the masked mean against finite differences.
 // RUN: tessel-run %t/sft.mlir --check-grads --quiet --load %t/tessel.safetensors --data %t/tokens.bin --labels %t/labels.bin --data-dtype i32
 // Every label ignored: loss 0, and SGD leaves the parameters unchanged.
@@ -56,6 +66,7 @@
 // NONE: {"step":1,"loss":0.0,
 // NONE: {"step":2,"loss":0.0,
 // SAME: same
+// MEANS: mean of means {{.*}} step
 // BAD: labels file {{.*}}bad.bin: label 20 at position 12 is outside [0, 20) and is not the ignored -100
 // PLAIN: labels file {{.*}}labels.bin: label -100 at position {{[0-9]+}} is outside [0, 20) (the model's loss ignores no label: give nn.cross_entropy an ignore_index)
 // SHORT: labels file {{.*}}short.bin has 12 labels, the data file {{.*}}tokens.bin 13 tokens (one each)

@@ -12,6 +12,8 @@
 
 #include "LauncherTestSupport.h"
 
+#include <regex>
+
 using namespace tessel::run::test;
 
 namespace {
@@ -91,6 +93,22 @@ TEST_F(CapturedStepTest, ZeroThreeAndMixedPrecisionTrainAlike) {
                                  " --mesh dp=2 --zero 3", "");
   expectGraphRunEqualsCallByCall(std::string(TESSEL_EXAMPLES_DIR) + "/mlp.mlir",
                                  " --precision bf16", " --microbatches 3");
+}
+
+/// A mean over labelled positions (llama_sft: its model returns the loss's
+/// sum and count) scaled by one over the step's count: the captured step
+/// adds its microbatches' counts and divides on the device what the
+/// launcher divides on the host call by call, in f32 on dp=2 and in f64.
+TEST_F(CapturedStepTest, MaskedLossScalesAlike) {
+  fs::path sft = fs::path(TESSEL_TEST_INPUTS_DIR) / "llama_sft.mlir";
+  expectGraphRunEqualsCallByCall(
+      sft, " --mesh dp=2 --optimizer sgd --lr 0.1 --momentum 0.9",
+      " --microbatches 3");
+  fs::path f64 = dir / "llama_sft_f64.mlir";
+  std::ofstream(f64) << std::regex_replace(readFile(sft), std::regex("f32"),
+                                           "f64");
+  expectGraphRunEqualsCallByCall(f64, " --optimizer adamw --lr 0.01",
+                                 " --microbatches 2");
 }
 
 /// Evaluation (--eval: the forward on every microbatch) captured: the

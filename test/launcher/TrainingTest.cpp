@@ -1,7 +1,8 @@
 //===- TrainingTest.cpp - Model ABI v2 parsing and the training flags -----===//
 
-#include "runtime/launcher/Compile.h"
+#include "runtime/launcher/Arena.h"
 #include "runtime/launcher/Args.h"
+#include "runtime/launcher/Compile.h"
 #include "runtime/launcher/Error.h"
 #include "runtime/launcher/ModelDescription.h"
 #include "test/launcher/LibraryTestSupport.h"
@@ -92,6 +93,35 @@ json *tensorNamed(json &j, const std::string &role, const std::string &name) {
     if (t["role"] == role && t["name"] == name)
       return &t;
   return nullptr;
+}
+
+/// A step's loss: a plain loss counts one per microbatch (the mean of the
+/// microbatches' means, the gradients scaled by 1/M); a counted one divides
+/// the step's sum by the step's count, at least 1.
+TEST(StepLoss, DividesTheSumByTheCount) {
+  StepLoss plain{4.5, 3};
+  EXPECT_DOUBLE_EQ(plain.mean(), 1.5);
+  EXPECT_DOUBLE_EQ(plain.divisor(), 3);
+  StepLoss counted{12.0, 8};
+  EXPECT_DOUBLE_EQ(counted.mean(), 1.5);
+  StepLoss nothingLabelled{0.0, 0};
+  EXPECT_DOUBLE_EQ(nothingLabelled.mean(), 0);
+  EXPECT_DOUBLE_EQ(nothingLabelled.divisor(), 1);
+}
+
+/// ABI 22: a loss that is a sum returns the count it sums over.
+TEST(ModelAbiV2, ParsesTheLossCount) {
+  json j = v2Description();
+  EXPECT_EQ(parse(j).lossCount(), nullptr);
+  j["abi_version"] = 22;
+  json count = *tensorNamed(j, "loss", "loss");
+  count["name"] = count["role"] = "loss_count";
+  count["offset"] = 576;
+  j["tensors"].push_back(count);
+  ModelDesc m = parse(j);
+  ASSERT_NE(m.lossCount(), nullptr);
+  EXPECT_EQ(m.lossCount()->offset, 576);
+  EXPECT_EQ(m.loss().offset, 512);
 }
 
 TEST(ModelAbiV2, ParsesEntriesRolesTrainAndRegions) {
@@ -310,6 +340,39 @@ TEST(ModelAbiV2, InvalidDescriptionsNameTheProblem) {
          }
        },
        "state 'w.m': must be f64 with its parameter's shape"},
+      {"loss_count before ABI 22",
+       [](json &j) {
+         json count = *tensorNamed(j, "loss", "loss");
+         count["name"] = count["role"] = "loss_count";
+         count["offset"] = 576;
+         j["tensors"].push_back(count);
+       },
+       "a loss_count (ABI 22) is one f32 or f64 value of the loss's dtype "
+       "beside one loss; found 1 beside 1 loss(es)"},
+      {"loss_count of another dtype",
+       [](json &j) {
+         j["abi_version"] = 22;
+         json count = *tensorNamed(j, "loss", "loss");
+         count["name"] = count["role"] = "loss_count";
+         count["offset"] = 576;
+         count["dtype"] = "f64";
+         count["bytes"] = 8;
+         j["tensors"].push_back(count);
+       },
+       "a loss_count (ABI 22) is one f32 or f64 value of the loss's dtype "
+       "beside one loss; found 1 beside 1 loss(es)"},
+      {"two loss_counts",
+       [](json &j) {
+         j["abi_version"] = 22;
+         json count = *tensorNamed(j, "loss", "loss");
+         count["name"] = count["role"] = "loss_count";
+         count["offset"] = 576;
+         j["tensors"].push_back(count);
+         count["offset"] = 580;
+         j["tensors"].push_back(count);
+       },
+       "a loss_count (ABI 22) is one f32 or f64 value of the loss's dtype "
+       "beside one loss; found 2 beside 1 loss(es)"},
       {"no grad scale",
        [](json &j) {
          (*tensorNamed(j, "grad_scale", "grad_scale"))["role"] = "output";

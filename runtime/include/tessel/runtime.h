@@ -115,8 +115,14 @@ extern "C" {
  * Mistral's, Gemma's local layers). Descriptions 1 to 19 still load.
  * 21: tessel_mask_labels, the labels of a cross-entropy that ignores
  * positions (nn.cross_entropy's `ignore_index`: fine-tuning's -100) and
- * the weight of each. Descriptions 1 to 20 still load. */
-#define TESSEL_ABI_VERSION 21
+ * the weight of each. Descriptions 1 to 20 still load.
+ * 22: the "loss_count" role, a scalar a model returns after its loss (a
+ * mean over labelled positions returns their sum and their count): the
+ * launcher divides the sum of a step's losses by the sum of their counts
+ * and scales the gradients by one over it, so that the step's loss is one
+ * mean over every microbatch's positions. Descriptions 1 to 21 still
+ * load. */
+#define TESSEL_ABI_VERSION 22
 
 typedef enum tessel_dtype {
   TESSEL_F32 = 0,

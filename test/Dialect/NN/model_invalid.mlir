@@ -484,3 +484,41 @@ func.func @tied_copy_outside_a_stage(%w: tensor<8xf32> {nn.param = "w", nn.init 
   %l = nn.reduce_sum %w dims = [0] : tensor<8xf32> -> tensor<f32>
   return %l : tensor<f32>
 }
+
+// -----
+
+// Tests that nn.loss_count marks a result after the loss, of its type.
+// expected-error @+1 {{'func.func' op result #1: 'nn.loss_count' marks the count the loss (result #0) sums over, a result after it of the loss's type 'tensor<f32>', not 'tensor<f64>'}}
+func.func @loss_count_of_another_type(%z: tensor<4x5xf32> {nn.input}, %y: tensor<4xi32> {nn.label}) -> (tensor<f32>, tensor<f64> {nn.loss_count}) {
+  %l = nn.cross_entropy %z, %y {reduction = #nn.reduction<sum>} : (tensor<4x5xf32>, tensor<4xi32>) -> tensor<f32>
+  %n = nn.constant dense<4.0> : tensor<f64>
+  return %l, %n : tensor<f32>, tensor<f64>
+}
+
+// -----
+
+// Tests that the loss itself is not its count.
+// expected-error @+1 {{'func.func' op result #0: 'nn.loss_count' marks the count the loss (result #0) sums over}}
+func.func @loss_count_on_the_loss(%z: tensor<4x5xf32> {nn.input}, %y: tensor<4xi32> {nn.label}) -> (tensor<f32> {nn.loss_count}) {
+  %l = nn.cross_entropy %z, %y {reduction = #nn.reduction<sum>} : (tensor<4x5xf32>, tensor<4xi32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// Tests that a loss has one count, a unit attribute.
+// expected-error @+1 {{'func.func' op results #1 and #2 are both 'nn.loss_count': a loss has one count}}
+func.func @two_loss_counts(%z: tensor<4x5xf32> {nn.input}, %y: tensor<4xi32> {nn.label}) -> (tensor<f32>, tensor<f32> {nn.loss_count}, tensor<f32> {nn.loss_count}) {
+  %l = nn.cross_entropy %z, %y {reduction = #nn.reduction<sum>} : (tensor<4x5xf32>, tensor<4xi32>) -> tensor<f32>
+  %n = nn.constant dense<4.0> : tensor<f32>
+  return %l, %n, %n : tensor<f32>, tensor<f32>, tensor<f32>
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op result #1: 'nn.loss_count' is a unit attribute of a function result}}
+func.func @loss_count_with_a_value(%z: tensor<4x5xf32> {nn.input}, %y: tensor<4xi32> {nn.label}) -> (tensor<f32>, tensor<f32> {nn.loss_count = 2 : i64}) {
+  %l = nn.cross_entropy %z, %y {reduction = #nn.reduction<sum>} : (tensor<4x5xf32>, tensor<4xi32>) -> tensor<f32>
+  %n = nn.constant dense<4.0> : tensor<f32>
+  return %l, %n : tensor<f32>, tensor<f32>
+}
