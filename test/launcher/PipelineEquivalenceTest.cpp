@@ -23,7 +23,8 @@
 // embedding once). A fine-tuning loss (ignore_index -100, synthetic
 // prompts) on dp=2,tp=2,pp=2 (1f1b) and dp=2,pp=2 (zb-h1, AdamW in f64)
 // counts each microbatch's labelled positions across its ranks on the last
-// stage, as one device counts them.
+// stage, and the step's over its microbatches (the last stage's counts
+// shared over pp), as one device counts them.
 //
 // `ctest -L parallel`.
 //
