@@ -70,8 +70,10 @@ Runs a model compiled by tessel-compile on the CPU runtime: on one device,
 or on every rank of the mesh a partitioned model was compiled for (see
 parallel flags). A model compiled for training (backward and update entries)
 trains by default: each step zeroes the gradients, runs the backward entry on
-each microbatch (gradients accumulate), writes 1/M to the gradient scale and
-applies the optimizer once. A model compiled without training evaluates the
+each microbatch (gradients accumulate), writes 1/M to the gradient scale
+(one over the step's count of labelled positions, for a loss that returns
+it) and applies the optimizer once. A model compiled without training
+evaluates the
 loss. A .mlir model is first compiled with the tessel-compile found next to
 tessel-run, given the training and parallel flags below.
 
@@ -81,7 +83,9 @@ flags:
   --microbatches M      microbatches per step (default 1): the model's inputs
                         are one microbatch of batch B, a step sees the global
                         batch M x B (the samples one batch of M x B would
-                        see); its loss is the mean of the M losses
+                        see); its loss is the mean of the M losses, or for
+                        a loss over labelled positions (ignore_index) their
+                        sum over the step's count: the whole batch's mean
   --eval                evaluate the loss only (the forward entry), no update;
                         a .mlir is compiled without training (--no-train)
   --check-grads         gradient check (as torch.autograd.gradcheck): for each
