@@ -283,6 +283,16 @@ uint64_t tessel_get_microbatch(const tessel_ctx *ctx) {
   return ctx ? ctx->microbatch : 0;
 }
 
+void tessel_set_dropout(tessel_ctx *ctx, int32_t enabled) {
+  if (!ctx || refuseWhileCapturing(ctx, "tessel_set_dropout"))
+    return;
+  ctx->dropoutEnabled = enabled != 0;
+}
+
+int32_t tessel_get_dropout(const tessel_ctx *ctx) {
+  return ctx ? int32_t(ctx->dropoutEnabled) : 1;
+}
+
 void tessel_set_rng_stream(tessel_ctx *ctx, uint64_t stream) {
   if (ctx)
     ctx->rngStream = stream;

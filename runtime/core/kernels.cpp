@@ -325,8 +325,9 @@ static void dropout(tessel_ctx *ctx, const char *entry, int32_t dtype,
                     uint64_t seed, StepRef step, int64_t first) {
   if (!checkDropout(ctx, entry, dtype, rate))
     return;
-  ctx->backend->dropout(ctx, dtype, x, y, n, rate, seed, step, first,
-                        ctx->rngStream);
+  // Evaluation (tessel_set_dropout 0): rate 0 keeps every element, x / 1.
+  ctx->backend->dropout(ctx, dtype, x, y, n, ctx->dropoutEnabled ? rate : 0.0,
+                        seed, step, first, ctx->rngStream);
 }
 
 /// The whole of tessel_dropout_block and tessel_dropout_block_current.
@@ -347,8 +348,9 @@ static void dropoutBlock(tessel_ctx *ctx, const char *entry, int32_t dtype,
       return;
     }
   }
-  ctx->backend->dropoutBlock(ctx, dtype, x, y, rank, shape, strides, rate, seed,
-                             step, first, ctx->rngStream);
+  ctx->backend->dropoutBlock(ctx, dtype, x, y, rank, shape, strides,
+                             ctx->dropoutEnabled ? rate : 0.0, seed, step,
+                             first, ctx->rngStream);
 }
 
 void tessel_dropout(tessel_ctx *ctx, int32_t dtype, const void *x, void *y,

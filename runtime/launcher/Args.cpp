@@ -86,8 +86,19 @@ flags:
                         see); its loss is the mean of the M losses, or for
                         a loss over labelled positions (ignore_index) their
                         sum over the step's count: the whole batch's mean
-  --eval                evaluate the loss only (the forward entry), no update;
-                        a .mlir is compiled without training (--no-train)
+  --eval                evaluate the loss only (the forward entry, dropout
+                        off as PyTorch's model.eval()), no update; a .mlir
+                        is compiled without training (--no-train)
+  --eval-every N        training: also evaluate a held-out loss after every
+                        N-th step and after the last (dropout off, no
+                        update): the metrics' and progress's eval_loss,
+                        over the same --eval-steps batches each time
+  --eval-steps K        the held-out batches of --eval-every (default 10),
+                        each a step's global batch (M microbatches)
+  --eval-data FILE      the held-out tokens of --eval-every (as --data;
+                        needed with --data); without --data a synthetic
+                        run holds out samples of another stream
+  --eval-labels FILE    with --eval-data: their labels (as --labels)
   --check-grads         gradient check (as torch.autograd.gradcheck): for each
                         trainable parameter compare the backward entry's
                         gradient (one call on the first microbatch) with
@@ -359,6 +370,19 @@ const std::map<std::string, ValueSetter> &valueFlags() {
        [](Options &o, const std::string &v) { o.seed = parseSeed(v); }},
       {"--data", [](Options &o, const std::string &v) { o.data = v; }},
       {"--labels", [](Options &o, const std::string &v) { o.labels = v; }},
+      {"--eval-data",
+       [](Options &o, const std::string &v) { o.evalData = v; }},
+      {"--eval-labels",
+       [](Options &o, const std::string &v) { o.evalLabels = v; }},
+      {"--eval-every",
+       [](Options &o, const std::string &v) {
+         o.evalEvery = parseInteger("--eval-every", v, 1);
+       }},
+      {"--eval-steps",
+       [](Options &o, const std::string &v) {
+         o.evalSteps = parseInteger("--eval-steps", v, 1);
+         o.evalStepsGiven = true;
+       }},
       {"--data-dtype",
        [](Options &o, const std::string &v) {
          o.dataDtype = parseTokenDtype(v);
@@ -583,6 +607,19 @@ void checkCombinations(const Options &options) {
   }
   if (!options.labels.empty() && options.data.empty())
     failUsage("--labels needs --data FILE (the tokens they label)");
+  if (!options.evalLabels.empty() && options.evalData.empty())
+    failUsage("--eval-labels needs --eval-data FILE (the tokens they label)");
+  if (!options.evalEvery &&
+      (!options.evalData.empty() || options.evalStepsGiven))
+    failUsage(
+        std::string(options.evalData.empty() ? "--eval-steps" : "--eval-data") +
+        " applies to --eval-every N (a held-out loss while training)");
+  if (options.evalEvery && (options.eval || options.checkGrads))
+    failUsage(std::string("--eval-every evaluates while training; not with ") +
+              (options.eval ? "--eval" : "--check-grads"));
+  if (options.evalEvery && !options.data.empty() && options.evalData.empty())
+    failUsage("--eval-every with --data needs --eval-data FILE: the held-out "
+              "tokens (the training file's are not held out)");
   if (options.saveEvery && options.save.empty() && options.saveSharded.empty())
     failUsage("--save-every needs --save FILE or --save-sharded DIR (the "
               "checkpoint it rewrites)");

@@ -69,6 +69,13 @@ struct Options {
   bool microbatchesGiven = false;
   bool eval = false;
   bool checkGrads = false;
+  // --eval-every N: a held-out loss after every N-th training step (0:
+  // never) over --eval-steps batches of --eval-data (and --eval-labels),
+  // or of a held-out synthetic stream.
+  int64_t evalEvery = 0;
+  int64_t evalSteps = 10;
+  bool evalStepsGiven = false;
+  std::string evalData, evalLabels;
   // --graph: the training step captured once (tessel_graph_*) after the
   // first, and launched every step after (CUDA graphs on a GPU).
   bool graph = false;

@@ -105,7 +105,8 @@ constexpr int64_t teacherFeatures = 16;
 
 class SyntheticData : public BatchSource {
 public:
-  SyntheticData(const ModelDesc &model, uint64_t seed) : seed(seed) {
+  SyntheticData(const ModelDesc &model, uint64_t seed, bool heldOut)
+      : seed(seed), heldOut(heldOut) {
     feeds = model.feeds();
     for (const TensorDesc *t : feeds)
       checkNotEmpty(*t);
@@ -131,6 +132,10 @@ public:
   }
 
 private:
+  /// Where sample `i` is drawn: i itself, or held out, -2 - i (training
+  /// draws samples >= 0, the teacher -1).
+  int64_t drawnAs(int64_t i) const { return heldOut ? -2 - i : i; }
+
   /// Draws samples index · B + i, or first + i when `first` is given.
   void draw(int64_t index, std::optional<int64_t> first, tessel_ctx *ctx,
             void *arena) {
@@ -147,7 +152,8 @@ private:
       std::vector<double> floats(t->isInteger() ? 0 : t->numElements());
       std::vector<int64_t> ints(t->isInteger() ? t->numElements() : 0);
       for (int64_t b = 0; b < batch; ++b) {
-        CounterRng rng(seed, first ? *first + b : index * batch + b, t->name);
+        CounterRng rng(seed, drawnAs(first ? *first + b : index * batch + b),
+                       t->name);
         std::vector<double> normals;
         if (!t->isInteger())
           normals = standardNormals(rng, perSample);
@@ -172,7 +178,7 @@ private:
           // Fine-tuning data: a prompt of k labels the loss ignores, k
           // uniform in [0, labels per sample] (all of them at the top: a
           // sample that teaches nothing).
-          CounterRng rng(seed, first ? *first + b : index * batch + b,
+          CounterRng rng(seed, drawnAs(first ? *first + b : index * batch + b),
                          t->name + ":prompt");
           int64_t prompt = int64_t(rng.draw(0) % uint64_t(perSample + 1));
           for (int64_t j = 0; j < prompt; ++j)
@@ -224,6 +230,7 @@ private:
   }
 
   uint64_t seed;
+  bool heldOut;
   std::vector<const TensorDesc *> feeds;
   const TensorDesc *classifierInput = nullptr;
   const TensorDesc *classifierLabel = nullptr;
@@ -522,8 +529,9 @@ int tessel::run::batchDimOf(const TensorDesc &t) {
 }
 
 std::unique_ptr<BatchSource>
-tessel::run::makeSyntheticData(const ModelDesc &model, uint64_t seed) {
-  return std::make_unique<SyntheticData>(model, seed);
+tessel::run::makeSyntheticData(const ModelDesc &model, uint64_t seed,
+                               bool heldOut) {
+  return std::make_unique<SyntheticData>(model, seed, heldOut);
 }
 
 std::unique_ptr<BatchSource>

@@ -41,8 +41,10 @@ int batchDimOf(const TensorDesc &t);
 /// float input [B, ...], one integer label [B]) gets a learnable task
 /// instead of random labels: each label is the class a fixed random linear
 /// teacher (from the seed) assigns to the sample's first 16 features.
-std::unique_ptr<BatchSource> makeSyntheticData(const ModelDesc &model,
-                                               uint64_t seed);
+/// `heldOut` draws other samples than training's (never the same), of the
+/// same task: --eval-every's held-out batches.
+std::unique_ptr<BatchSource>
+makeSyntheticData(const ModelDesc &model, uint64_t seed, bool heldOut = false);
 
 /// Language-model batches from a token file (.bin of `dtype`, or .npy):
 /// row r of microbatch index k is window w = k·B + r (wrapping) of

@@ -152,10 +152,13 @@ Mode tessel::run::modeOf(const Options &options, const ModelDesc &model) {
 }
 
 std::unique_ptr<BatchSource>
-tessel::run::makeBatchSource(const Options &options, const ModelDesc &view) {
-  return options.data.empty()
-             ? makeSyntheticData(view, options.seed)
-             : makeTokenFileData(view, options.data, options.labels,
+tessel::run::makeBatchSource(const Options &options, const ModelDesc &view,
+                             bool heldOut) {
+  const std::string &data = heldOut ? options.evalData : options.data;
+  return data.empty()
+             ? makeSyntheticData(view, options.seed, heldOut)
+             : makeTokenFileData(view, data,
+                                 heldOut ? options.evalLabels : options.labels,
                                  options.dataDtype);
 }
 
@@ -200,12 +203,24 @@ RunEnd tessel::run::runRank(const RunPlan &plan, int32_t rank, int32_t comm,
     zeroStates(desc, rt.ctx, rt.arena);
   }
   checkKernelError(rt.ctx, "initialising parameters");
-  std::unique_ptr<BatchSource> batches;
+  std::unique_ptr<BatchSource> batches, heldOut;
   if (!pipelined)
     batches = makeRankFeeds(
       desc,
       [&](const ModelDesc &view) { return makeBatchSource(options, view); },
       coords, rt.ctx);
+  // --eval-every's held-out batches, each rank its block of them.
+  bool evaluates = options.evalEvery && plan.mode == Mode::Train;
+  BatchSourceFactory makeHeldOut = [&](const ModelDesc &view) {
+    return makeBatchSource(options, view, /*heldOut=*/true);
+  };
+  if (evaluates && pipelined)
+    pipelined->holdOut(makeHeldOut);
+  else if (evaluates)
+    heldOut = makeRankFeeds(desc, makeHeldOut, coords, rt.ctx);
+  // Evaluation is PyTorch's model.eval(): no dropout.
+  if (plan.mode == Mode::Eval)
+    tessel_set_dropout(rt.ctx, 0);
 
   if (options.graph && pipelined)
     throw UsageError(kGraphPipelineRefusal);
@@ -265,6 +280,42 @@ RunEnd tessel::run::runRank(const RunPlan &plan, int32_t rank, int32_t comm,
             ? trainStep(model, rt, *batches, step, options.microbatches)
             : evalStep(model, rt, *batches, step, options.microbatches);
     double seconds = nowSeconds() - stepStart;
+    // The first step's communication and stash, read before a held-out
+    // loss adds its own forwards'.
+    std::optional<std::vector<CommCount>> firstComm;
+    if (reporter && first && desc.mesh) {
+      firstComm = readCommCounters(rt.ctx, *desc.mesh);
+      commLine = describeComm(*firstComm);
+      if (pipelined) {
+        // The stages' sends and receives (this rank's), besides the
+        // collectives.
+        int64_t sent = 0, received = 0, calls = 0;
+        for (int32_t peer = 0; peer < int32_t(desc.worldSize()); ++peer) {
+          sent += tessel_p2p_bytes(rt.ctx, peer, TESSEL_P2P_SENT);
+          received += tessel_p2p_bytes(rt.ctx, peer, TESSEL_P2P_RECEIVED);
+          calls += tessel_p2p_calls(rt.ctx, peer, TESSEL_P2P_SENT);
+        }
+        commLine += "; send/recv (rank 0): " + std::to_string(calls) +
+                    " sends, " + std::to_string(sent) + " bytes sent, " +
+                    std::to_string(received) + " received";
+      }
+    }
+    // Every rank: what it kept between the schedule's actions is what the
+    // compiler's report counted.
+    if (first && pipelined && plan.mode == Mode::Train)
+      if (std::string difference = pipelined->stashDifference();
+          !difference.empty())
+        std::fprintf(stderr,
+                     "tessel-run: warning: rank %d's pipeline stash differs "
+                     "from the compiled schedule's: %s\n",
+                     int(rank), difference.c_str());
+    // --eval-every: every rank, after every N-th step and the last.
+    std::optional<double> evalLoss;
+    if (evaluates &&
+        ((step + 1) % options.evalEvery == 0 || step + 1 == lastStep))
+      evalLoss = pipelined ? pipelined->heldOutLoss(options.evalSteps)
+                           : heldOutLoss(model, rt, *heldOut, options.evalSteps,
+                                         options.microbatches);
     if (traced) {
       tessel_trace_end(rt.ctx);
       std::vector<tessel_trace_event> events = readTrace(rt.ctx);
@@ -289,40 +340,17 @@ RunEnd tessel::run::runRank(const RunPlan &plan, int32_t rank, int32_t comm,
       if (plan.mode == Mode::Train)
         result.lr = lrAt(*desc.train, step);
       result.microbatches = options.microbatches;
-      if (first && desc.mesh) {
-        std::vector<CommCount> measured = readCommCounters(rt.ctx, *desc.mesh);
+      result.evalLoss = evalLoss;
+      if (firstComm) {
         if (!pipelined)
-          checkCommunication(desc, measured, plan.mode == Mode::Train,
+          checkCommunication(desc, *firstComm, plan.mode == Mode::Train,
                              options.microbatches);
-        commLine = describeComm(measured);
-        if (pipelined) {
-          // The stages' sends and receives (this rank's), besides the
-          // collectives.
-          int64_t sent = 0, received = 0, calls = 0;
-          for (int32_t peer = 0; peer < int32_t(desc.worldSize()); ++peer) {
-            sent += tessel_p2p_bytes(rt.ctx, peer, TESSEL_P2P_SENT);
-            received += tessel_p2p_bytes(rt.ctx, peer, TESSEL_P2P_RECEIVED);
-            calls += tessel_p2p_calls(rt.ctx, peer, TESSEL_P2P_SENT);
-          }
-          commLine += "; send/recv (rank 0): " + std::to_string(calls) +
-                      " sends, " + std::to_string(sent) + " bytes sent, " +
-                      std::to_string(received) + " received";
-        }
-        result.comm = measured;
+        result.comm = std::move(firstComm);
       }
       if (plan.metrics)
         plan.metrics->write(result);
       progress.onStep(result);
     }
-    // Every rank: what it kept between the schedule's actions is what the
-    // compiler's report counted.
-    if (first && pipelined && plan.mode == Mode::Train)
-      if (std::string difference = pipelined->stashDifference();
-          !difference.empty())
-        std::fprintf(stderr,
-                     "tessel-run: warning: rank %d's pipeline stash differs "
-                     "from the compiled schedule's: %s\n",
-                     int(rank), difference.c_str());
     // After the first step's counters are read: the agreement is a
     // collective of its own, not the model's.
     if (int signal = stopAfterThisStep(rt.ctx, allAxes)) {

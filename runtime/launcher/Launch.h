@@ -58,9 +58,11 @@ struct RunEnd {
 Mode modeOf(const Options &options, const ModelDesc &model);
 
 /// The data source the flags name (synthetic from the seed, or --data),
-/// filling the feeds of `view`; throws RunError on a bad file.
+/// filling the feeds of `view`; throws RunError on a bad file. `heldOut`:
+/// --eval-every's (--eval-data, or synthetic samples training never draws).
 std::unique_ptr<BatchSource> makeBatchSource(const Options &options,
-                                             const ModelDesc &view);
+                                             const ModelDesc &view,
+                                             bool heldOut = false);
 
 /// Rank `rank`'s whole run: its context (`comm` a tessel_comm_kind, `world`
 /// the shared state of TESSEL_COMM_LOCAL), its block of the parameters

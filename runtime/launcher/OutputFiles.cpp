@@ -185,6 +185,10 @@ void tessel::run::checkOutputPaths(const Options &options) {
     inputs.push_back({"the --data file", options.data});
   if (!options.labels.empty())
     inputs.push_back({"the --labels file", options.labels});
+  if (!options.evalData.empty())
+    inputs.push_back({"the --eval-data file", options.evalData});
+  if (!options.evalLabels.empty())
+    inputs.push_back({"the --eval-labels file", options.evalLabels});
   if (!options.load.empty())
     inputs.push_back({"the --load checkpoint", options.load});
   for (size_t i = 0; i < outputs.size(); ++i) {

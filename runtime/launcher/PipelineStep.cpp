@@ -125,6 +125,8 @@ struct PipelineRank::Stage {
   LoadedModel::StageEntries entries;
   void *arena = nullptr;
   std::unique_ptr<BatchSource> batches;
+  // --eval-every's, swapped with `batches` while the held-out loss runs.
+  std::unique_ptr<BatchSource> heldOut;
   std::vector<const TensorDesc *> inputs, outputs, outputGrads, inputGrads;
   // The input activations of each microbatch in flight, from their
   // receipt until its backward.
@@ -673,6 +675,29 @@ double PipelineRank::trainStep(int64_t step) {
 double PipelineRank::evalStep(int64_t step) {
   tessel_set_step(ctx, uint64_t(step));
   stepLoss = {};
+  forwardInStageOrder(step);
+  return shareLoss().mean();
+}
+
+void PipelineRank::holdOut(const BatchSourceFactory &makeHeldOut) {
+  for (auto &stage : stages)
+    stage->heldOut = makeRankFeeds(*stage->desc, makeHeldOut, coordinates, ctx);
+}
+
+double PipelineRank::heldOutLoss(int64_t steps) {
+  for (auto &stage : stages)
+    std::swap(stage->batches, stage->heldOut);
+  tessel_set_dropout(ctx, 0);
+  stepLoss = {};
+  for (int64_t k = 0; k < steps; ++k)
+    forwardInStageOrder(k);
+  tessel_set_dropout(ctx, 1);
+  for (auto &stage : stages)
+    std::swap(stage->batches, stage->heldOut);
+  return shareLoss().mean();
+}
+
+void PipelineRank::forwardInStageOrder(int64_t step) {
   int last = pipe.numStages() - 1;
   for (int m = 0; m < int(pipe.microbatches); ++m)
     for (auto &stage : stages) {
@@ -683,7 +708,6 @@ double PipelineRank::evalStep(int64_t step) {
       if (stage->index < last)
         send(*stage, m, false, pipe.rankOf(stage->index + 1));
     }
-  return shareLoss().mean();
 }
 
 std::map<std::string, std::vector<char>>

@@ -74,6 +74,12 @@ public:
   StepLoss accumulateGradients(int64_t step);
   /// The forward of every microbatch in stage order; the step's loss.
   double evalStep(int64_t step);
+  /// --eval-every: each stage's held-out batches, its block of those
+  /// `makeHeldOut` draws.
+  void holdOut(const BatchSourceFactory &makeHeldOut);
+  /// The held-out loss over batches 0 .. `steps` - 1 (the forwards in
+  /// stage order, dropout off), one StepLoss over all; on every rank.
+  double heldOutLoss(int64_t steps);
   /// The global checkpoint tensors (parameters, and states when
   /// `withStates`), gathered on the mesh's rank 0 (`keep`); every rank
   /// takes part.
@@ -114,6 +120,9 @@ private:
   void shareGradientNorm();
   /// The last stage's StepLoss, on every rank of the pipeline.
   StepLoss shareLoss();
+  /// Step `step`'s forwards, every microbatch in stage order, adding the
+  /// last stage's losses to stepLoss.
+  void forwardInStageOrder(int64_t step);
   Stage &stageAt(int s);
   int32_t worldRankOf(int64_t ppRank) const;
   void check(const std::string &when);

@@ -36,6 +36,13 @@ std::string formatDuration(double seconds) {
   return buf;
 }
 
+/// A loss as the progress lines print it (%.6g).
+std::string formatLoss(double loss) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.6g", loss);
+  return text;
+}
+
 std::string formatBytes(int64_t bytes) {
   char buf[32];
   if (bytes >= (1 << 20))
@@ -69,6 +76,8 @@ void MetricsWriter::write(const StepResult &r) {
   line["tokens_per_s"] = r.tokensPerSecond;
   line["step_ms"] = r.seconds * 1e3;
   line["allocated_bytes"] = r.allocatedBytes;
+  if (r.evalLoss)
+    line["eval_loss"] = *r.evalLoss;
   if (r.comm) {
     nlohmann::ordered_json comm = nlohmann::ordered_json::object();
     for (const CommCount &c : *r.comm) {
@@ -96,6 +105,8 @@ void ProgressReporter::onStep(const StepResult &r) {
   ++steps;
   stepSeconds += r.seconds;
   tokens += r.tokens;
+  if (r.evalLoss)
+    lastEvalLoss = r.evalLoss;
   if (quiet)
     return;
   double eta = stepSeconds / steps * (totalSteps - r.step);
@@ -103,6 +114,14 @@ void ProgressReporter::onStep(const StepResult &r) {
     drawBar(r, eta);
   else if (r.step % logEvery == 0 || r.step == totalSteps)
     logLine(r, eta);
+  // A held-out loss is rare and worth a line of its own, under the bar.
+  if (r.evalLoss) {
+    if (barDrawn)
+      std::fputc('\n', stderr);
+    barDrawn = false;
+    std::fprintf(stderr, "step %ld/%ld eval loss %.6g\n", long(r.step),
+                 long(totalSteps), *r.evalLoss);
+  }
 }
 
 void ProgressReporter::drawBar(const StepResult &r, double eta) {
@@ -144,11 +163,13 @@ void ProgressReporter::finish(double totalSeconds, int64_t peakBytes,
                                    " bytes of microbatches held between the "
                                    "schedule's actions (rank " +
                                    std::to_string(held.rank) + ")";
+  std::string evalText =
+      lastEvalLoss ? ", eval loss " + formatLoss(*lastEvalLoss) : "";
   std::fprintf(stderr,
-               "done: %ld steps (%s), loss %.6g -> %.6g, %.0f tokens/s mean, "
+               "done: %ld steps (%s), loss %.6g -> %.6g%s, %.0f tokens/s mean, "
                "%s total, peak %s (arena %s%s)%s\n",
-               long(steps), what.c_str(), firstLoss, lastLoss, meanTokens,
-               formatDuration(totalSeconds).c_str(),
+               long(steps), what.c_str(), firstLoss, lastLoss, evalText.c_str(),
+               meanTokens, formatDuration(totalSeconds).c_str(),
                formatBytes(peakBytes).c_str(), formatBytes(arenaBytes).c_str(),
                heldText.c_str(), perRank ? " per rank" : "");
   if (!comm.empty())

@@ -14,7 +14,7 @@ namespace tessel::run {
 
 struct StepResult {
   int64_t step;   // 1-based; a resumed run continues the checkpoint's count
-  double loss;    // the mean of the microbatches' losses
+  double loss;    // the step's loss (StepLoss: over its microbatches)
   int64_t tokens; // processed this step
   double seconds;
   double tokensPerSecond;
@@ -24,6 +24,8 @@ struct StepResult {
   // On a mesh, the first step of a run: the collectives it ran on rank 0
   // (the runtime's counters), written to the metrics as "comm".
   std::optional<std::vector<CommCount>> comm;
+  // --eval-every: the held-out loss after this step, where it was taken.
+  std::optional<double> evalLoss;
 };
 
 /// Writes one JSON object per step to a file (JSON lines), flushed each step
@@ -74,6 +76,7 @@ private:
   bool barDrawn = false;
   double lastDraw = -1;
   double firstLoss = 0, lastLoss = 0;
+  std::optional<double> lastEvalLoss;
   double stepSeconds = 0;
   int64_t tokens = 0;
   int64_t steps = 0;

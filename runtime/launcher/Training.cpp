@@ -217,6 +217,21 @@ double tessel::run::evalStep(const LoadedModel &model, RankRuntime &rt,
       .mean();
 }
 
+double tessel::run::heldOutLoss(const LoadedModel &model, RankRuntime &rt,
+                                BatchSource &batches, int64_t steps,
+                                int64_t microbatches) {
+  tessel_set_dropout(rt.ctx, 0);
+  StepLoss loss;
+  for (int64_t k = 0; k < steps; ++k) {
+    StepLoss batch = runMicrobatches(model, rt, batches, k, microbatches,
+                                     model.forward, "held-out forward");
+    loss.sum += batch.sum;
+    loss.count += batch.count;
+  }
+  tessel_set_dropout(rt.ctx, 1);
+  return loss.mean();
+}
+
 void tessel::run::checkStepRange(int64_t firstStep, int64_t steps,
                                  int64_t microbatches, int64_t batch,
                                  const std::string &source) {

@@ -77,9 +77,16 @@ private:
   tessel_graph *graph = nullptr;
 };
 
-/// The forward entry on each microbatch of `step`: the mean loss, no update.
+/// The forward entry on each microbatch of `step`: the step's loss, no
+/// update.
 double evalStep(const LoadedModel &model, RankRuntime &rt, BatchSource &batches,
                 int64_t step, int64_t microbatches);
+
+/// --eval-every's held-out loss: the forward entry, dropout off, on batches
+/// 0 .. `steps` - 1 of `batches` (M microbatches each), as one StepLoss
+/// over all of them. The same batches every time it is taken.
+double heldOutLoss(const LoadedModel &model, RankRuntime &rt,
+                   BatchSource &batches, int64_t steps, int64_t microbatches);
 
 } // namespace tessel::run
 

@@ -325,6 +325,40 @@ TEST_F(ElementwiseTest, DropoutBlocksAreBlocksOfTheWhole) {
   tessel_clear_error(ctx);
 }
 
+// Tests that tessel_set_dropout(ctx, 0) (evaluation) makes every dropout,
+// whole or block, explicit step or current, the identity, still checking
+// its arguments, and that 1 draws the masks again.
+TEST_F(ElementwiseTest, DropoutOffIsTheIdentity) {
+  const int64_t rows = 4, cols = 6;
+  auto x = randomValues(TESSEL_F32, size_t(rows * cols), 0.5, 2, 29);
+  auto xb = encode(TESSEL_F32, x);
+  EXPECT_EQ(tessel_get_dropout(ctx), 1);
+  tessel_set_dropout(ctx, 0);
+  EXPECT_EQ(tessel_get_dropout(ctx), 0);
+  const int64_t shape[] = {rows, cols}, strides[] = {cols, 1};
+  std::vector<uint8_t> y(xb.size()), yCurrent(xb.size()), yBlock(xb.size());
+  tessel_dropout(ctx, TESSEL_F32, xb.data(), y.data(), rows * cols, 0.5, 7, 3,
+                 0);
+  tessel_dropout_current(ctx, TESSEL_F32, xb.data(), yCurrent.data(),
+                         rows * cols, 0.5, 7, 0);
+  tessel_dropout_block(ctx, TESSEL_F32, xb.data(), yBlock.data(), 2, shape,
+                       strides, 0.5, 7, 3, 0);
+  ASSERT_EQ(tessel_error(ctx), nullptr) << tessel_error(ctx);
+  EXPECT_EQ(y, xb);
+  EXPECT_EQ(yCurrent, xb);
+  EXPECT_EQ(yBlock, xb);
+  tessel_dropout(ctx, TESSEL_F32, xb.data(), y.data(), rows * cols, 1.5, 7, 3,
+                 0);
+  ASSERT_NE(tessel_error(ctx), nullptr);
+  tessel_clear_error(ctx);
+  tessel_set_dropout(ctx, 1);
+  tessel_dropout(ctx, TESSEL_F32, xb.data(), y.data(), rows * cols, 0.5, 7, 3,
+                 0);
+  EXPECT_EQ(decode(TESSEL_F32, y),
+            runDropout(ctx, TESSEL_F32, x, 0.5, 7, 3, 0));
+  EXPECT_NE(y, xb);
+}
+
 // Tests that the _current entries draw the masks of the context's step
 // (tessel_set_step), whole and block, exactly as the explicit entries do
 // with that step, and that another step draws another mask.

@@ -111,8 +111,8 @@ TEST_F(CapturedStepTest, MaskedLossScalesAlike) {
                                  " --microbatches 2");
 }
 
-/// Evaluation (--eval: the forward on every microbatch) captured: the
-/// dropout masks of every step, as call by call.
+/// Evaluation (--eval: the forward on every microbatch) captured: dropout
+/// off, as call by call, and each step its own samples.
 TEST_F(CapturedStepTest, EvaluationWithDropoutEvaluatesAlike) {
   const std::string act = "tensor<8x64x128xf32>";
   fs::path source = edited(

@@ -106,6 +106,12 @@ RunEnd runModel(const Options &given, int32_t rank, int32_t mpiWorld,
   // The data source is checked before any work so a bad file fails fast
   // (and once, not on every rank).
   makeBatchSource(options, globalFeedView(desc));
+  if (options.evalEvery) {
+    if (plan.mode != Mode::Train)
+      throw UsageError("--eval-every evaluates while training; '" +
+                       options.model + "' was compiled without training");
+    makeBatchSource(options, globalFeedView(desc), /*heldOut=*/true);
+  }
 
   std::unique_ptr<CheckpointReader> checkpoint;
   if (!options.load.empty()) {

@@ -394,6 +394,13 @@ uint64_t tessel_get_step(const tessel_ctx *ctx);
 void tessel_set_microbatch(tessel_ctx *ctx, uint64_t microbatch);
 uint64_t tessel_get_microbatch(const tessel_ctx *ctx);
 
+/* Whether dropout drops (1, at creation) or is the identity (0: evaluation,
+ * PyTorch's model.eval(); tessel-run --eval and --eval-every set it). Read
+ * when a dropout is issued; refused while capturing a graph. The launcher's
+ * switch, not generated code's. */
+void tessel_set_dropout(tessel_ctx *ctx, int32_t enabled);
+int32_t tessel_get_dropout(const tessel_ctx *ctx);
+
 /* The random stream the next kernels draw from (0 at creation): dropout's
  * bits are a function of (seed, step, element, stream). Code outside any
  * repeated layer draws from stream 0; layer l of an nn.repeat whose layer
