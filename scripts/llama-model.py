@@ -65,6 +65,11 @@ logits divided by the fourth (each a [dim] constant broadcast, the last
 applied to the final norm's output before the head: no tensor of the
 logits' size).
 
+--rope-linear F divides every rope frequency by F (rope_scaling of type
+linear); --rope-dynamic F,N is dynamic NTK over N original positions (type
+dynamic, max_position_embeddings N): the base transformers computes for a
+batch of --seq positions, theta itself when --seq <= N.
+
 --config reads the sizes, rope, window, biases and tying from a Hugging Face
 config.json (model_type llama, mistral, qwen2, qwen3, phi3, gemma, granite
 or olmo2; flags given as well win);
@@ -88,7 +93,8 @@ import textwrap
 # The built-in model (examples/llama.mlir); a flag, else --config, sets each.
 DEFAULTS = {"batch": 8, "seq": 64, "dim": 128, "heads": 4, "kv_heads": 2,
             "ffn": 384, "vocab": 256, "layers": 4, "theta": 10000.0,
-            "rope_scaling": None, "eps": 1e-5, "sliding_window": None,
+            "rope_scaling": None, "rope_linear": None, "rope_dynamic": None,
+            "eps": 1e-5, "sliding_window": None,
             "qkv_bias": False, "attention_bias": False, "mlp_bias": False,
             "tie_embeddings": False, "head_dim": None, "qk_norm": False,
             "mlp_act": "silu", "norm_offset": False, "embed_scale": False,
@@ -157,6 +163,14 @@ p.add_argument("--rope-scaling", metavar="FACTOR,LOW,HIGH,ORIGINAL",
                help="Llama 3.1's rope frequency scaling (config.json's "
                     "rope_scaling: factor, low_freq_factor, high_freq_factor, "
                     "original_max_position_embeddings), e.g. 32,1,4,8192")
+p.add_argument("--rope-linear", type=float, metavar="FACTOR",
+               help="rope frequencies divided by FACTOR (config.json's "
+                    "rope_scaling of type linear: positions interpolated)")
+p.add_argument("--rope-dynamic", metavar="FACTOR,ORIGINAL",
+               help="dynamic NTK rope (rope_scaling of type dynamic, "
+                    "max_position_embeddings ORIGINAL): the base transformers "
+                    "computes for --seq positions, theta unchanged up to "
+                    "ORIGINAL")
 p.add_argument("--eps", type=float)
 p.add_argument("--sliding-window", type=int, metavar="N",
                help="causal attention over the last N keys, the query's own "
@@ -318,8 +332,21 @@ def from_config(path):
         if not all(is_number(rope.get(k)) for k in LLAMA3):
             bad(field, "of type llama3 needs numbers " + ", ".join(LLAMA3))
         out["rope_scaling"] = [float(rope[k]) for k in LLAMA3]
+    elif rope_type in ("linear", "dynamic"):
+        factor = rope.get("factor")
+        if not is_number(factor) or factor < 1:
+            bad(field, "of type %s needs a factor >= 1" % rope_type)
+        if rope_type == "linear":
+            out["rope_linear"] = float(factor)
+        else:
+            original = c.get("max_position_embeddings")
+            if not is_number(original, int) or original < 1:
+                bad("max_position_embeddings", "missing or not a positive "
+                    "integer (dynamic rope scales past it)")
+            out["rope_dynamic"] = [float(factor), float(original)]
     elif rope_type != "default":
-        bad(field, "of type %s: only llama3's scaling" % json.dumps(rope_type))
+        bad(field, "of type %s: only llama3's, linear or dynamic scaling" %
+            json.dumps(rope_type))
     for field, flag in CONFIG_SIZES:
         value = c.get(field, HF_DEFAULTS[model].get(field))
         if not is_number(value, int):
@@ -358,6 +385,13 @@ if a.rope_scaling is not None:
         a.rope_scaling = []
     if len(a.rope_scaling) != 4:
         p.error("--rope-scaling takes four numbers: factor,low,high,original")
+if a.rope_dynamic is not None:
+    try:
+        a.rope_dynamic = [float(v) for v in a.rope_dynamic.split(",")]
+    except ValueError:
+        a.rope_dynamic = []
+    if len(a.rope_dynamic) != 2:
+        p.error("--rope-dynamic takes two numbers: factor,original")
 config = from_config(a.config) if a.config else {}
 if a.qkv_bias is False and (a.attention_bias or (
         a.attention_bias is None and config.get("attention_bias"))):
@@ -378,6 +412,15 @@ if a.head_dim is not None and a.head_dim < 1:
     p.error("--head-dim must be positive")
 if a.sliding_window is not None and a.sliding_window < 1:
     p.error("--sliding-window must be positive")
+if sum(x is not None for x in (a.rope_scaling, a.rope_linear,
+                               a.rope_dynamic)) > 1:
+    p.error("--rope-scaling, --rope-linear and --rope-dynamic are three "
+            "rope scalings: give one")
+if a.rope_linear is not None and not a.rope_linear >= 1:
+    p.error("--rope-linear's factor must be >= 1")
+if a.rope_dynamic is not None and not (a.rope_dynamic[0] >= 1 and
+                                       a.rope_dynamic[1] >= 1):
+    p.error("--rope-dynamic's factor and original must be >= 1")
 for name in ["embedding_multiplier", "residual_multiplier",
              "attention_multiplier", "logits_scaling"]:
     if getattr(a, name) is not None and not getattr(a, name) > 0:
@@ -417,7 +460,26 @@ act, act_kv, act_f = ty(B, S, D), ty(B, S, kvd), ty(B, S, F)
 act_q = ty(B, S, qd)
 q4, kv4 = ty(B, S, H, hd), ty(B, S, K, hd)
 eps = "{epsilon = %s : f64}" % num(a.eps)
-rope_attrs = [] if a.theta == 10000.0 else ["theta = %s : f64" % num(a.theta)]
+theta = a.theta
+rope_note = ""
+if a.rope_dynamic:
+    # transformers' dynamic NTK base for a batch of S positions
+    # (_compute_dynamic_ntk_parameters): theta itself up to the original
+    # length.
+    factor, original = a.rope_dynamic
+    theta = theta * ((factor * max(S, original) / original) -
+                     (factor - 1)) ** (hd / (hd - 2))
+    rope_note = ("// Rope is dynamic NTK (factor %g over %d positions): at the "
+                 "context %d its\n// base is %s.\n" % (
+                     factor, original, S, num(theta)))
+if a.rope_linear:
+    # Linear scaling divides every frequency by the factor: Llama 3.1's
+    # rule with every wavelength (>= 2 pi) past original / low = 1.
+    a.rope_scaling = [a.rope_linear, 1.0, 2.0, 1.0]
+    rope_note = ("// Rope is linear (factor %g): every frequency divided by "
+                 "it, written as Llama\n// 3.1's scaling with every "
+                 "wavelength past original / low (1).\n" % a.rope_linear)
+rope_attrs = [] if theta == 10000.0 else ["theta = %s : f64" % num(theta)]
 if a.rope_scaling:
     rope_attrs.append("scaling = array<f64: %s>" %
                       ", ".join(num(v) for v in a.rope_scaling))
@@ -670,7 +732,7 @@ print(f"""{intro}
 // over parameters stacked on a leading "layers" axis. Sizes: vocabulary
 // {V}, context {S}, width {D}, {H} query heads of {hd} sharing {K}
 // key/value heads (GQA), {glu_name} hidden {F}, batch {B}, rope theta {a.theta:g}.
-{window_note}// Output projections start at 0.02 / sqrt(2 L), as the residual branches
+{window_note}{rope_note}// Output projections start at 0.02 / sqrt(2 L), as the residual branches
 // of GPT-2 and Llama's reference initialisation scale them.
 
 func.func private @block(

@@ -99,11 +99,25 @@ def inv_freq(d, theta, scaling):
     return out
 
 
-def rope(vec, pos, theta, scaling=None):
-    d = len(vec)
-    half = d // 2
+def rope_freqs(d, a):
+    """inv_freq of a's rope: default or llama3 (inv_freq), linear (each
+    frequency over the factor), or dynamic NTK at a.seq positions
+    (_compute_dynamic_ntk_parameters' base)."""
+    theta = a.theta
+    if a.rope_dynamic:
+        factor, original = a.rope_dynamic
+        seq_len = max(a.seq, original)
+        theta = theta * ((factor * seq_len / original) -
+                         (factor - 1)) ** (d / (d - 2))
+    freqs = inv_freq(d, theta, a.scaling)
+    if a.rope_linear:
+        freqs = [f / a.rope_linear for f in freqs]
+    return freqs
+
+
+def rope(vec, pos, freqs):
+    half = len(vec) // 2
     out = list(vec)
-    freqs = inv_freq(d, theta, scaling)
     for i in range(half):
         angle = pos * freqs[i]
         c, s = math.cos(angle), math.sin(angle)
@@ -129,6 +143,7 @@ IGNORED = -100  # PyTorch's and Hugging Face's ignore_index
 def forward_loss(w, tokens, targets, a):
     hd = a.head_dim or a.dim // a.heads
     group = a.heads // a.kv_heads
+    freqs = rope_freqs(hd, a)
     total, count = 0.0, 0
     # Gemma: norms scale by 1 + w, GeGLU, embeddings times sqrt(width).
     offset = 1.0 if a.gemma else 0.0
@@ -165,9 +180,9 @@ def forward_loss(w, tokens, targets, a):
                                                           offset)[0]
             for head in range(a.heads):
                 kv = head // group
-                qs = [rope(head_of(q[i], head, qn), i, a.theta, a.scaling)
+                qs = [rope(head_of(q[i], head, qn), i, freqs)
                       for i in range(len(seq_tokens))]
-                ks = [rope(head_of(k[j], kv, kn), j, a.theta, a.scaling)
+                ks = [rope(head_of(k[j], kv, kn), j, freqs)
                       for j in range(len(seq_tokens))]
                 vs = [v[j][kv * hd:(kv + 1) * hd] for j in range(len(seq_tokens))]
                 for i in range(len(seq_tokens)):
@@ -331,6 +346,10 @@ def write_config(a):
         scaling = {"rope_type": "llama3", "factor": factor,
                    "low_freq_factor": low, "high_freq_factor": high,
                    "original_max_position_embeddings": int(original)}
+    if a.rope_linear:
+        scaling = {"rope_type": "linear", "factor": a.rope_linear}
+    if a.rope_dynamic:
+        scaling = {"rope_type": "dynamic", "factor": a.rope_dynamic[0]}
     config = {"architectures": [{"qwen2": "Qwen2", "qwen3": "Qwen3",
                                  "phi3": "Phi3", "gemma": "Gemma",
                                  "granite": "Granite",
@@ -351,7 +370,8 @@ def write_config(a):
               "sliding_window": a.window,
               "hidden_act": "silu",
               "tie_word_embeddings": a.tie,
-              "max_position_embeddings": a.seq,
+              "max_position_embeddings": (int(a.rope_dynamic[1])
+                                          if a.rope_dynamic else a.seq),
               "torch_dtype": "float64"}
     if kind == "llama":
         config["attention_bias"] = a.attention_bias
@@ -441,6 +461,12 @@ m.add_argument("--theta", type=float, required=True)
 m.add_argument("--eps", type=float, required=True)
 m.add_argument("--rope-scaling", dest="scaling", default=None,
                type=lambda text: [float(v) for v in text.split(",")])
+m.add_argument("--rope-linear", type=float, default=None,
+               help="rope_scaling of type linear with this factor")
+m.add_argument("--rope-dynamic", default=None,
+               type=lambda text: [float(v) for v in text.split(",")],
+               help="FACTOR,ORIGINAL: rope_scaling of type dynamic, "
+                    "max_position_embeddings ORIGINAL")
 m.add_argument("--sliding-window", dest="window", type=int, default=None)
 m.add_argument("--qkv-bias", action="store_true",
                help="biases on q, k and v: a Qwen2ForCausalLM")
