@@ -74,9 +74,10 @@ batch of --seq positions, theta itself when --seq <= N.
 config.json (model_type llama, mistral, qwen2, qwen3, phi3, gemma, granite
 or olmo2; flags given as well win);
 batch and seq are not in it (seq is the training context, not
-max_position_embeddings). A config this model cannot be (another model_type,
-activation or rope scaling, Qwen2's and Qwen3's per-layer sliding window) is
-refused, naming the field. A head_dim other than hidden_size /
+max_position_embeddings). layer_types (sliding_attention, full_attention),
+or Qwen2's and Qwen3's use_sliding_window from max_window_layers on, gives
+each layer its window. A config this model cannot be (another model_type,
+activation or rope scaling) is refused, naming the field. A head_dim other than hidden_size /
 num_attention_heads is read as --head-dim; Qwen3 always has QK-norm. Phi-3
 (Phi3ForCausalLM) is a Llama without biases whose sliding_window (2047 in
 Phi-3-mini-4k; null none) is Mistral's; its 128k variants' rope_scaling
@@ -94,7 +95,8 @@ import textwrap
 DEFAULTS = {"batch": 8, "seq": 64, "dim": 128, "heads": 4, "kv_heads": 2,
             "ffn": 384, "vocab": 256, "layers": 4, "theta": 10000.0,
             "rope_scaling": None, "rope_linear": None, "rope_dynamic": None,
-            "eps": 1e-5, "sliding_window": None,
+            "eps": 1e-5, "sliding_window": None, "layer_types": None,
+            "local_theta": None,
             "qkv_bias": False, "attention_bias": False, "mlp_bias": False,
             "tie_embeddings": False, "head_dim": None, "qk_norm": False,
             "mlp_act": "silu", "norm_offset": False, "embed_scale": False,
@@ -109,8 +111,8 @@ CONFIG_SIZES = [("num_hidden_layers", "layers"), ("hidden_size", "dim"),
 # take for a field that config.json leaves out (num_key_value_heads None: one
 # per query head; head_dim None: hidden_size / num_attention_heads, Qwen3's
 # 128). Qwen2's and Qwen3's sliding_window counts only under
-# use_sliding_window, which from_config refuses, so it is never read;
-# tie_word_embeddings is false in all four.
+# use_sliding_window (from layer max_window_layers on), which from_config
+# reads apart; tie_word_embeddings is false in all four.
 HF_DEFAULTS = {"llama": {"num_key_value_heads": None, "sliding_window": None,
                          "rms_norm_eps": 1e-6},
                "mistral": {"num_key_value_heads": 8, "sliding_window": 4096,
@@ -175,6 +177,16 @@ p.add_argument("--eps", type=float)
 p.add_argument("--sliding-window", type=int, metavar="N",
                help="causal attention over the last N keys, the query's own "
                     "included (config.json's sliding_window)")
+p.add_argument("--layer-types", metavar="TYPE,...",
+               help="each layer's attention, sliding (the --sliding-window) "
+                    "or full (config.json's layer_types: sliding_attention, "
+                    "full_attention)")
+p.add_argument("--global-every", type=int, metavar="N",
+               help="layers N-1, 2N-1, ... full, the others sliding "
+                    "(Gemma 2's 2, Gemma 3's sliding_window_pattern 6)")
+p.add_argument("--local-theta", type=float, metavar="THETA",
+               help="the sliding layers' rope theta (Gemma 3's "
+                    "rope_local_base_freq); the full ones' is --theta")
 p.add_argument("--tie-embeddings", action=argparse.BooleanOptionalAction,
                help="the LM head is the token embedding transposed, no "
                     "output.weight (config.json's tie_word_embeddings)")
@@ -294,18 +306,31 @@ def from_config(path):
         for field in ("attention_bias", "mlp_bias"):
             if c.get(field, False) is not False:
                 bad(field, "%s: Phi-3 has no biases" % json.dumps(c[field]))
-    if model in ("qwen2", "qwen3"):
-        # Qwen2's and Qwen3's window covers layers max_window_layers on, not
-        # one model-wide window; off (the released configs), sliding_window
-        # is unused.
+    types = c.get("layer_types")
+    if model in ("qwen2", "qwen3") and not types:
+        # Qwen2's and Qwen3's window covers layers max_window_layers on
+        # (Qwen2Config's layer_types); off (the released configs),
+        # sliding_window is unused.
         if c.get("use_sliding_window", False) is not False:
-            bad("use_sliding_window", "%s: only full attention in every "
-                "layer" % json.dumps(c["use_sliding_window"]))
-        types = c.get("layer_types") or []
-        if not isinstance(types, list) or any(t != "full_attention"
-                                               for t in types):
-            bad("layer_types", "other than full_attention: only full "
-                "attention in every layer")
+            # Qwen2Config's defaults: a window of 4096 from layer 28 on.
+            window = c.get("sliding_window", 4096)
+            first = c.get("max_window_layers", 28)
+            layers = c.get("num_hidden_layers")
+            if not is_number(window, int) or window < 1:
+                bad("sliding_window", "is not a positive integer")
+            if not is_number(layers, int):
+                bad("num_hidden_layers", "missing or not an integer")
+            if not is_number(first, int):
+                bad("max_window_layers", "is not an integer")
+            out["sliding_window"] = window
+            types = ["sliding_attention" if i >= first else "full_attention"
+                     for i in range(layers)]
+    if types:
+        kinds = {"sliding_attention": "sliding", "full_attention": "full"}
+        if not isinstance(types, list) or any(t not in kinds for t in types):
+            bad("layer_types", "holds other than sliding_attention and "
+                "full_attention")
+        out["layer_types"] = [kinds[t] for t in types]
     # transformers 5 writes rope_theta and rope_scaling as one
     # rope_parameters; reading only rope_theta would miss its theta.
     field = "rope_parameters" if "rope_parameters" in c else "rope_scaling"
@@ -385,6 +410,8 @@ if a.rope_scaling is not None:
         a.rope_scaling = []
     if len(a.rope_scaling) != 4:
         p.error("--rope-scaling takes four numbers: factor,low,high,original")
+if a.layer_types is not None and isinstance(a.layer_types, str):
+    a.layer_types = [t.strip() for t in a.layer_types.split(",")]
 if a.rope_dynamic is not None:
     try:
         a.rope_dynamic = [float(v) for v in a.rope_dynamic.split(",")]
@@ -412,6 +439,29 @@ if a.head_dim is not None and a.head_dim < 1:
     p.error("--head-dim must be positive")
 if a.sliding_window is not None and a.sliding_window < 1:
     p.error("--sliding-window must be positive")
+if a.global_every is not None:
+    if a.layer_types is not None:
+        p.error("--global-every writes the layer types: not with "
+                "--layer-types")
+    if a.global_every < 1:
+        p.error("--global-every must be positive")
+    a.layer_types = ["full" if (i + 1) % a.global_every == 0 else "sliding"
+                     for i in range(a.layers)]
+if a.layer_types is not None:
+    names = {"sliding_attention": "sliding", "full_attention": "full",
+             "sliding": "sliding", "full": "full"}
+    if any(t not in names for t in a.layer_types):
+        p.error("--layer-types takes sliding or full per layer")
+    a.layer_types = [names[t] for t in a.layer_types]
+    if len(a.layer_types) != a.layers:
+        p.error("--layer-types gives %d layers, the model has %d" %
+                (len(a.layer_types), a.layers))
+    if "sliding" in a.layer_types and a.sliding_window is None:
+        p.error("sliding layers need --sliding-window N")
+if a.local_theta is not None and not (
+        a.layer_types and "sliding" in a.layer_types and a.local_theta > 0):
+    p.error("--local-theta is the sliding layers' positive theta: give "
+            "--layer-types or --global-every with sliding layers")
 if sum(x is not None for x in (a.rope_scaling, a.rope_linear,
                                a.rope_dynamic)) > 1:
     p.error("--rope-scaling, --rope-linear and --rope-dynamic are three "
@@ -483,17 +533,42 @@ rope_attrs = [] if theta == 10000.0 else ["theta = %s : f64" % num(theta)]
 if a.rope_scaling:
     rope_attrs.append("scaling = array<f64: %s>" %
                       ", ".join(num(v) for v in a.rope_scaling))
+# Alternating local and global layers: each layer's window (0: none) and,
+# with --local-theta, its rope theta, read by the layer's index.
+types = a.layer_types or []
+mixed = "sliding" in types and "full" in types
+if a.local_theta is not None:
+    rope_attrs.append("layer_thetas = array<f64: %s>" % ", ".join(
+        num(a.local_theta if t == "sliding" else theta) for t in types))
 rope_attr = " {%s}" % ", ".join(rope_attrs) if rope_attrs else ""
 out_std = repr(0.02 / math.sqrt(2 * L))
 layers_word = "layer" if L == 1 else "layers"
-mask, window_note = "causal", ""
-if a.sliding_window is not None:
+mask, window_note, mask_attrs = "causal", "", []
+if mixed:
+    mask_attrs.append("layer_windows = array<i64: %s>" % ", ".join(
+        str(a.sliding_window if t == "sliding" else 0) for t in types))
+    full = [str(i) for i, t in enumerate(types) if t == "full"]
+    note = ("%s attend%s to every earlier key; the others are local, "
+            "within a sliding window of %d keys%s (nn.attention's "
+            "layer_windows%s)." % (
+                "Layer " + full[0] if len(full) == 1 else
+                "Layers " + ", ".join(full), "s" if len(full) == 1 else "",
+                a.sliding_window,
+                " at rope theta %g" % a.local_theta
+                if a.local_theta is not None else "",
+                ", nn.rope's layer_thetas" if a.local_theta is not None
+                else ""))
+    window_note = textwrap.fill(note, 78, initial_indent="// ",
+                                subsequent_indent="// ") + "\n"
+elif a.sliding_window is not None and "full" not in types:
     mask += " window %d" % a.sliding_window
     window_note = ("// Attention is causal within a sliding window of %d keys "
                    "(Mistral's\n// sliding_window): query i sees keys "
                    "i - %d < j <= i.\n" % (a.sliding_window, a.sliding_window))
 if a.attention_multiplier is not None:  # Granite's, for 1 / sqrt(head_dim)
-    mask += " {scale = %s : f64}" % num(a.attention_multiplier)
+    mask_attrs.append("scale = %s : f64" % num(a.attention_multiplier))
+if mask_attrs:
+    mask += " {%s}" % ", ".join(mask_attrs)
 
 # The block's projections: (weight, its bias's name in @block, Meta's name,
 # [in, out] shape, the weight's logical axes, init, biased). A bias is

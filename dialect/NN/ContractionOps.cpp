@@ -440,7 +440,8 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
 AttentionOp AttentionOp::buildAgain(OpBuilder &b, bool withLse) {
   auto again = AttentionOp::create(
       b, getLoc(), getQuery(), getKey(), getValue(), getCausalAttr(),
-      withLse ? b.getUnitAttr() : UnitAttr(), getScaleAttr(), getWindowAttr());
+      withLse ? b.getUnitAttr() : UnitAttr(), getScaleAttr(), getWindowAttr(),
+      getLayerWindowsAttr());
   again->setDiscardableAttrs(getOperation()->getDiscardableAttrDictionary());
   return again;
 }
@@ -455,13 +456,28 @@ LogicalResult AttentionOp::canonicalize(AttentionOp op,
   return success();
 }
 
-LogicalResult nn::detail::verifyAttentionAttrs(Operation *op,
-                                               std::optional<APFloat> scale,
-                                               bool causal,
-                                               std::optional<int64_t> window) {
+LogicalResult nn::detail::verifyAttentionAttrs(
+    Operation *op, std::optional<APFloat> scale, bool causal,
+    std::optional<int64_t> window,
+    std::optional<ArrayRef<int64_t>> layerWindows) {
   if (scale && !(scale->convertToDouble() > 0.0))
     return op->emitOpError()
            << "scale must be positive, got " << scale->convertToDouble();
+  if (layerWindows) {
+    if (window)
+      return op->emitOpError() << "has a window and layer_windows: give one";
+    if (layerWindows->empty())
+      return op->emitOpError() << "layer_windows holds no layer";
+    for (auto [layer, w] : llvm::enumerate(*layerWindows)) {
+      if (w < 0)
+        return op->emitOpError() << "layer_windows[" << layer << "] is " << w
+                                 << "; a window is >= 0 (0: none)";
+      if (w > 0 && !causal)
+        return op->emitOpError()
+               << "layer_windows[" << layer << "] = " << w
+               << " needs the causal mask (a sliding window of past keys)";
+    }
+  }
   if (window && *window <= 0)
     return op->emitOpError() << "window must be positive, got " << *window;
   if (window && !causal)
@@ -471,15 +487,25 @@ LogicalResult nn::detail::verifyAttentionAttrs(Operation *op,
   return success();
 }
 
-int64_t nn::detail::attentionScores(ArrayRef<int64_t> query, int64_t kvSeq,
-                                    std::optional<int64_t> window) {
+int64_t
+nn::detail::attentionScores(ArrayRef<int64_t> query, int64_t kvSeq,
+                            std::optional<int64_t> window,
+                            std::optional<ArrayRef<int64_t>> layerWindows) {
   int64_t keys = window ? std::min(kvSeq, *window) : kvSeq;
+  if (layerWindows && !layerWindows->empty()) {
+    // The layers' mean, rounded up: the cost of one application.
+    int64_t sum = 0;
+    for (int64_t w : *layerWindows)
+      sum = nn::detail::satAdd(sum, w > 0 ? std::min(kvSeq, w) : kvSeq);
+    int64_t layers = int64_t(layerWindows->size());
+    keys = sum / layers + (sum % layers != 0);
+  }
   return nn::detail::satMul(query[0], query[2], query[1], keys);
 }
 
 LogicalResult AttentionOp::verify() {
   return nn::detail::verifyAttentionAttrs(*this, getScale(), getCausal(),
-                                          getWindow());
+                                          getWindow(), getLayerWindows());
 }
 
 int64_t AttentionOp::getFlops() {
@@ -487,7 +513,8 @@ int64_t AttentionOp::getFlops() {
   int64_t valueDim = getValue().getType().getDimSize(3);
   using nn::detail::satAdd, nn::detail::satMul;
   int64_t scores = nn::detail::attentionScores(
-      q, getKey().getType().getDimSize(1), getWindow()); // B·H·S·T'
+      q, getKey().getType().getDimSize(1), getWindow(),
+      getLayerWindows()); // B·H·S·T'
   return satAdd(satAdd(satMul(2, scores, q[3]), satMul(5, scores)),
                 satMul(2, scores, valueDim));
 }

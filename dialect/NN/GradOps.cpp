@@ -370,7 +370,7 @@ AttentionGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
 
 LogicalResult AttentionGradOp::verify() {
   return nn::detail::verifyAttentionAttrs(*this, getScale(), getCausal(),
-                                          getWindow());
+                                          getWindow(), getLayerWindows());
 }
 
 int64_t AttentionGradOp::getFlops() {
@@ -378,7 +378,8 @@ int64_t AttentionGradOp::getFlops() {
   int64_t valueDim = getValue().getType().getDimSize(3);
   using nn::detail::satAdd, nn::detail::satMul;
   int64_t scores = nn::detail::attentionScores(
-      q, getKey().getType().getDimSize(1), getWindow()); // B·H·S·T'
+      q, getKey().getType().getDimSize(1), getWindow(),
+      getLayerWindows()); // B·H·S·T'
   int64_t rowDots = satMul(2, q[0], q[2], q[1], valueDim);
   return satAdd(satAdd(satMul(6, scores, q[3]), satMul(4, scores, valueDim)),
                 satAdd(satMul(5, scores), rowDots));

@@ -326,8 +326,8 @@ def NN_AttentionGradOp : NN_ShardableOp<"attention_grad",
     `dq`, `dk`, `dv` (the types of `q`, `k`, `v`; with grouped-query heads
     the key/value gradients sum over the query heads that share them):
     `P = e^(scale·q·kᵀ - lse)`, `dS = P ⊙ (dout·vᵀ - rowsum(dout ⊙ out))`,
-    without running the forward again. `causal`, `window` and `scale` as
-    the forward. Flops: `6·B·H·S·T'·D + 4·B·H·S·T'·E + 5·B·H·S·T' +
+    without running the forward again. `causal`, `window`,
+    `layer_windows` and `scale` as the forward. Flops: `6·B·H·S·T'·D + 4·B·H·S·T'·E + 5·B·H·S·T' +
     2·B·H·S·E`, `T' = min(T, window)` as the forward's (the scores
     and their exponentials, then dV, dP, dS, dQ and dK; the row dots of
     dout and out). Loops are the forward's; batch and heads can split, S,
@@ -342,7 +342,8 @@ def NN_AttentionGradOp : NN_ShardableOp<"attention_grad",
                        NN_FloatTensor:$value, NN_FloatTensor:$out,
                        NN_FloatTensor:$lse, NN_FloatTensor:$dout,
                        UnitAttr:$causal, OptionalAttr<F64Attr>:$scale,
-                       OptionalAttr<I64Attr>:$window);
+                       OptionalAttr<I64Attr>:$window,
+                       OptionalAttr<DenseI64ArrayAttr>:$layer_windows);
   let results = (outs NN_FloatTensor:$dquery, NN_FloatTensor:$dkey,
                       NN_FloatTensor:$dvalue);
   let assemblyFormat = [{

@@ -244,9 +244,13 @@ def NN_AttentionOp : NN_ShardableOp<"attention",
     `1/sqrt(D)`. With `causal`, `S == T` and query `i` sees keys `0..i`;
     a sliding `window` w (causal only: Mistral's, Gemma's local layers,
     Hugging Face's `sliding_window`) narrows that to its last w keys,
-    `i - w + 1..i`. Flops: `2·B·H·S·T'·D + 5·B·H·S·T' + 2·B·H·S·T'·E` with
-    `T' = min(T, w)` the keys a row reads (dense count; causal kernels may
-    skip the masked half). Sharding: B, S, H and E loops are
+    `i - w + 1..i`. In a repeated layer, `layer_windows` gives each of the
+    model's layers its own (0: no window), read by the layer's index
+    (tessel_get_layer): local layers alternating with global ones (Gemma 2
+    and 3, Command R7B). Flops: `2·B·H·S·T'·D + 5·B·H·S·T' + 2·B·H·S·T'·E`
+    with `T' = min(T, w)` the keys a row reads (the layers' mean with
+    `layer_windows`; dense count; causal kernels may skip the masked
+    half). Sharding: B, S, H and E loops are
     parallel (heads split in Megatron's tensor parallelism); the key loop T
     and the head dimension D must stay whole.
 
@@ -260,12 +264,14 @@ def NN_AttentionOp : NN_ShardableOp<"attention",
     %o = nn.attention %q, %k, %v causal : (tensor<8x128x12x64xf32>, tensor<8x128x12x64xf32>, tensor<8x128x12x64xf32>) -> tensor<8x128x12x64xf32>
     %o2, %lse = nn.attention %q, %k, %v causal lse : (tensor<8x128x12x64xbf16>, tensor<8x128x12x64xbf16>, tensor<8x128x12x64xbf16>) -> (tensor<8x128x12x64xbf16>, tensor<8x12x128xf32>)
     %o3 = nn.attention %q, %k, %v causal window 32 : (tensor<8x128x12x64xf32>, tensor<8x128x4x64xf32>, tensor<8x128x4x64xf32>) -> tensor<8x128x12x64xf32>
+    %o4 = nn.attention %q, %k, %v causal {layer_windows = array<i64: 32, 32, 0>} : (tensor<8x128x12x64xf32>, tensor<8x128x4x64xf32>, tensor<8x128x4x64xf32>) -> tensor<8x128x12x64xf32>
     ```
   }];
   let arguments = (ins NN_FloatTensor:$query, NN_FloatTensor:$key,
                        NN_FloatTensor:$value, UnitAttr:$causal,
                        UnitAttr:$with_lse, OptionalAttr<F64Attr>:$scale,
-                       OptionalAttr<I64Attr>:$window);
+                       OptionalAttr<I64Attr>:$window,
+                       OptionalAttr<DenseI64ArrayAttr>:$layer_windows);
   let results = (outs NN_FloatTensor:$result, Optional<NN_FloatTensor>:$lse);
   let assemblyFormat = [{
     $query `,` $key `,` $value (`causal` $causal^)? (`window` $window^)?
@@ -295,7 +301,10 @@ def NN_RopeOp : NN_ShardableOp<"rope",
     `(i, i + D/2)`, the halves Hugging Face's `rotate_half` pairs; with
     `interleaved`, `(2i, 2i + 1)` (Meta's original Llama and GPT-J).
     `inverse` rotates by the negative angle: the transpose, so
-    `nn.rope inverse` is the gradient of `nn.rope` and the reverse. The
+    `nn.rope inverse` is the gradient of `nn.rope` and the reverse. In a
+    repeated layer, `layer_thetas` gives each of the model's layers its own
+    theta, read by the layer's index (Gemma 3's local layers at 10000, its
+    global ones at 1000000). The
     angle and its sine and cosine are computed in f64 and rounded to the
     arithmetic's type (f32 for f32, f16 and bf16; f64 for f64).
 
@@ -320,7 +329,8 @@ def NN_RopeOp : NN_ShardableOp<"rope",
   let arguments = (ins NN_FloatTensor:$input,
                        DefaultValuedAttr<F64Attr, "10000.0">:$theta,
                        UnitAttr:$interleaved, UnitAttr:$inverse,
-                       OptionalAttr<DenseF64ArrayAttr>:$scaling);
+                       OptionalAttr<DenseF64ArrayAttr>:$scaling,
+                       OptionalAttr<DenseF64ArrayAttr>:$layer_thetas);
   let results = (outs NN_FloatTensor:$result);
   let assemblyFormat = [{
     $input (`interleaved` $interleaved^)? (`inverse` $inverse^)? attr-dict

@@ -55,17 +55,19 @@ inferAttentionType(std::optional<mlir::Location> loc, mlir::RankedTensorType q,
                    bool causal);
 
 /// The attributes nn.attention and nn.attention_grad share: a positive
-/// scale, and a positive window on a causal mask only.
-mlir::LogicalResult verifyAttentionAttrs(mlir::Operation *op,
-                                         std::optional<llvm::APFloat> scale,
-                                         bool causal,
-                                         std::optional<int64_t> window);
+/// scale, a positive window on a causal mask only, or per-layer windows
+/// (each >= 0, 0 none; one > 0 on a causal mask only) instead of it.
+mlir::LogicalResult
+verifyAttentionAttrs(mlir::Operation *op, std::optional<llvm::APFloat> scale,
+                     bool causal, std::optional<int64_t> window,
+                     std::optional<llvm::ArrayRef<int64_t>> layerWindows);
 
 /// The scores an attention of query [B, S, H, D] over kvSeq keys computes,
-/// B·H·S·min(kvSeq, window) (a window bounds the keys each row reads),
-/// saturated.
+/// B·H·S·min(kvSeq, window) (a window bounds the keys each row reads; with
+/// per-layer windows the layers' mean), saturated.
 int64_t attentionScores(llvm::ArrayRef<int64_t> query, int64_t kvSeq,
-                        std::optional<int64_t> window);
+                        std::optional<int64_t> window,
+                        std::optional<llvm::ArrayRef<int64_t>> layerWindows);
 
 /// The type of nn.attention's log-sum-exp result for query q [B, S, H, D]:
 /// [B, H, S], f64 for f64 queries and f32 for every other float type (the

@@ -22,6 +22,14 @@ LogicalResult RopeOp::verify() {
   double theta = getTheta().convertToDouble();
   if (!std::isfinite(theta) || theta <= 0.0)
     return emitOpError() << "theta " << theta << " must be finite and positive";
+  if (std::optional<ArrayRef<double>> thetas = getLayerThetas()) {
+    if (thetas->empty())
+      return emitOpError() << "layer_thetas holds no layer";
+    for (auto [layer, t] : llvm::enumerate(*thetas))
+      if (!std::isfinite(t) || t <= 0.0)
+        return emitOpError() << "layer_thetas[" << layer << "] " << t
+                             << " must be finite and positive";
+  }
   if (std::optional<ArrayRef<double>> scaling = getScaling()) {
     if (scaling->size() != 4)
       return emitOpError() << "scaling holds factor, low, high and original "

@@ -471,6 +471,8 @@ Cotangents AttentionOp::buildVJP(OpBuilder &b, ValueRange cotangents,
     attrs.push_back(b.getNamedAttr("scale", getScaleAttr()));
   if (getWindowAttr())
     attrs.push_back(b.getNamedAttr("window", getWindowAttr()));
+  if (getLayerWindowsAttr())
+    attrs.push_back(b.getNamedAttr("layer_windows", getLayerWindowsAttr()));
   // The gradient reads the forward's output and log-sum-exp; a forward
   // built without the latter (tessel-autodiff asks every attention for it)
   // runs again here for both.
@@ -495,9 +497,10 @@ Cotangents AttentionOp::buildVJP(OpBuilder &b, ValueRange cotangents,
 Cotangents RopeOp::buildVJP(OpBuilder &b, ValueRange cotangents,
                             ArrayRef<bool> needed) {
   return perOperand(needed, [&](unsigned) -> Value {
-    auto back = RopeOp::create(
-        b, getLoc(), cotangents[0], getThetaAttr(), getInterleavedAttr(),
-        getInverse() ? UnitAttr() : b.getUnitAttr(), getScalingAttr());
+    auto back = RopeOp::create(b, getLoc(), cotangents[0], getThetaAttr(),
+                               getInterleavedAttr(),
+                               getInverse() ? UnitAttr() : b.getUnitAttr(),
+                               getScalingAttr(), getLayerThetasAttr());
     return back.getResult();
   });
 }

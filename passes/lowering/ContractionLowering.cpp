@@ -160,19 +160,28 @@ LogicalResult lowerEmbedding(nn::EmbeddingOp op, FunctionLowering &fl) {
   return success();
 }
 
-/// A sliding window goes to tessel_attention_window (ABI 20); without one,
-/// the entries older runtimes have.
+/// A sliding window, or the layer's of per-layer windows (0: none), goes
+/// to tessel_attention_window (ABI 20); without one, the entries older
+/// runtimes have.
 LogicalResult lowerAttention(nn::AttentionOp op, FunctionLowering &fl) {
   I32Value dtype = fl.dtype(op.getResult());
   AttentionShape shape = fl.attentionShape(
       op.getQuery(), op.getKey(), op.getValue(), op.getScale(), op.getCausal());
-  if (std::optional<int64_t> window = op.getWindow()) {
+  std::optional<I64Value> layerWindow;
+  if (std::optional<ArrayRef<int64_t>> table = op.getLayerWindows()) {
+    FailureOr<I64Value> entry = fl.layerEntry(op, *table);
+    if (failed(entry))
+      return failure();
+    layerWindow = *entry;
+  }
+  if (layerWindow || op.getWindow()) {
     fl.call(rt::tessel_attention_window,
             {dtype, fl.ptr(op.getQuery()), fl.ptr(op.getKey()),
              fl.ptr(op.getValue()), fl.ptr(op.getResult()),
              fl.ptrOrNull(op.getLse()), shape.batch, shape.seq, shape.kvSeq,
              shape.heads, shape.kvHeads, shape.headDim, shape.valueDim,
-             shape.scale, shape.causal, fl.i64(*window)});
+             shape.scale, shape.causal,
+             layerWindow ? *layerWindow : fl.i64(*op.getWindow())});
     return success();
   }
   if (op.getLse()) {
@@ -202,13 +211,21 @@ LogicalResult lowerRope(nn::RopeOp op, FunctionLowering &fl) {
   SmallVector<double, 4> scaling(4, 0.0);
   if (std::optional<ArrayRef<double>> given = op.getScaling())
     scaling.assign(given->begin(), given->end());
+  // The layer's theta, from per-layer thetas.
+  F64Value theta = fl.f64(op.getTheta().convertToDouble());
+  if (std::optional<ArrayRef<double>> table = op.getLayerThetas()) {
+    FailureOr<F64Value> entry = fl.layerEntry(op, *table);
+    if (failed(entry))
+      return failure();
+    theta = *entry;
+  }
   fl.call(rt::tessel_rope,
           {fl.dtype(op.getResult()), fl.ptr(op.getInput()),
            fl.ptr(op.getResult()), fl.i64(outer), fl.i64(shape[rank - 3]),
-           fl.i64(shape[rank - 2]), fl.i64(shape[rank - 1]),
-           fl.f64(op.getTheta().convertToDouble()), fl.i32(op.getInterleaved()),
-           fl.i32(op.getInverse()), fl.f64(scaling[0]), fl.f64(scaling[1]),
-           fl.f64(scaling[2]), fl.f64(scaling[3])});
+           fl.i64(shape[rank - 2]), fl.i64(shape[rank - 1]), theta,
+           fl.i32(op.getInterleaved()), fl.i32(op.getInverse()),
+           fl.f64(scaling[0]), fl.f64(scaling[1]), fl.f64(scaling[2]),
+           fl.f64(scaling[3])});
   return success();
 }
 

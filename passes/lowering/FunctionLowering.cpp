@@ -130,6 +130,32 @@ I64Value FunctionLowering::count(Value tensor) {
   return i64(tensorType(tensor).getNumElements());
 }
 
+/// Whether `op` lies in a layer function (a private one: an nn.repeat's),
+/// where the repeat sets the layer its per-layer tables are read by.
+static LogicalResult checkInLayer(Operation *op) {
+  auto func = op->getParentOfType<func::FuncOp>();
+  if (func && func.isPrivate())
+    return success();
+  return op->emitOpError()
+         << "has per-layer attributes (layer_windows, layer_thetas) outside "
+            "a repeated layer: only an nn.repeat's layer function says "
+            "which layer runs";
+}
+
+FailureOr<I64Value> FunctionLowering::layerEntry(Operation *op,
+                                                 ArrayRef<int64_t> table) {
+  if (failed(checkInLayer(op)))
+    return failure();
+  return emit.i64At(b, loc, table, call(rt::tessel_get_layer, {}));
+}
+
+FailureOr<F64Value> FunctionLowering::layerEntry(Operation *op,
+                                                 ArrayRef<double> table) {
+  if (failed(checkInLayer(op)))
+    return failure();
+  return emit.f64At(b, loc, table, call(rt::tessel_get_layer, {}));
+}
+
 void FunctionLowering::stridedCopy(Value tensor, PtrValue in, PtrValue out,
                                    ArrayRef<int64_t> shape,
                                    ArrayRef<int64_t> inStrides,

@@ -152,6 +152,13 @@ public:
   PtrValue i64Array(llvm::ArrayRef<int64_t> values) {
     return emit.i64Array(b, loc, values);
   }
+  /// `op`'s entry of a per-layer table for the model's layer running
+  /// (tessel_get_layer, which the nn.repeat running the layer sets), or an
+  /// error where no repeat runs `op`'s function.
+  mlir::FailureOr<I64Value> layerEntry(mlir::Operation *op,
+                                       llvm::ArrayRef<int64_t> table);
+  mlir::FailureOr<F64Value> layerEntry(mlir::Operation *op,
+                                       llvm::ArrayRef<double> table);
   PtrValue offset(mlir::Value base, int64_t bytes) {
     return emit.offset(b, loc, base, bytes);
   }

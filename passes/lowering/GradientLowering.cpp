@@ -149,10 +149,16 @@ LogicalResult lowerAttentionGrad(nn::AttentionGradOp op, FunctionLowering &fl) {
                  shape.causal,
                  window...});
   };
-  if (std::optional<int64_t> window = op.getWindow())
+  if (std::optional<ArrayRef<int64_t>> table = op.getLayerWindows()) {
+    FailureOr<I64Value> window = fl.layerEntry(op, *table);
+    if (failed(window))
+      return failure();
+    grad(rt::tessel_attention_grad_window, *window);
+  } else if (std::optional<int64_t> window = op.getWindow()) {
     grad(rt::tessel_attention_grad_window, fl.i64(*window));
-  else
+  } else {
     grad(rt::tessel_attention_grad_lse);
+  }
   return success();
 }
 

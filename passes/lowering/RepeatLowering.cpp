@@ -28,6 +28,58 @@ bool drawsRandomBits(func::FuncOp layer) {
       .wasInterrupted();
 }
 
+/// The per-layer tables (layer_windows, layer_thetas) of the ops of
+/// `layer` itself, by op (a nested repeat's layer reads its own).
+SmallVector<std::pair<Operation *, int64_t>> layerTables(func::FuncOp layer) {
+  SmallVector<std::pair<Operation *, int64_t>> tables;
+  layer.walk([&](Operation *op) {
+    if (auto attention = dyn_cast<nn::AttentionOp>(op)) {
+      if (std::optional<ArrayRef<int64_t>> t = attention.getLayerWindows())
+        tables.push_back({op, int64_t(t->size())});
+    } else if (auto grad = dyn_cast<nn::AttentionGradOp>(op)) {
+      if (std::optional<ArrayRef<int64_t>> t = grad.getLayerWindows())
+        tables.push_back({op, int64_t(t->size())});
+    } else if (auto rope = dyn_cast<nn::RopeOp>(op)) {
+      if (std::optional<ArrayRef<double>> t = rope.getLayerThetas())
+        tables.push_back({op, int64_t(t->size())});
+    }
+  });
+  return tables;
+}
+
+/// A pipeline stage's entry repeat runs the model's layers first ..
+/// first + L - 1: `first`. Any other repeat (one inside a layer counts its
+/// own) runs its layers from 0: none.
+std::optional<int64_t> stageFirstLayer(nn::RepeatOp op) {
+  auto func = op->getParentOfType<func::FuncOp>();
+  auto module = op->getParentOfType<ModuleOp>();
+  if (auto first = module ? module->getAttrOfType<IntegerAttr>(
+                                nn::NNDialect::kFirstLayerAttrName)
+                          : IntegerAttr();
+      first && func && !func.isPrivate())
+    return first.getInt();
+  return std::nullopt;
+}
+
+/// Every per-layer table of the layer covers the layers `op` runs: exactly
+/// its L, or, on a pipeline stage, the model's (first + L at least).
+LogicalResult
+checkLayerTables(nn::RepeatOp op,
+                 ArrayRef<std::pair<Operation *, int64_t>> tables) {
+  std::optional<int64_t> stage = stageFirstLayer(op);
+  int64_t first = stage.value_or(0), layers = op.getNumLayers();
+  for (auto [tableOp, size] : tables)
+    if (stage ? size < first + layers : size != layers)
+      return op.emitOpError()
+             << "runs " << layers << " layers"
+             << (stage ? " (the model's " + std::to_string(first) + " to " +
+                             std::to_string(first + layers - 1) + ")"
+                       : std::string())
+             << ", but its layer's '" << tableOp->getName()
+             << "' has per-layer attributes for " << size;
+  return success();
+}
+
 /// The pointers a repeat's loop works on.
 struct RepeatBuffers {
   /// The workspace copy of each carried value, and the layer's scratch
@@ -135,8 +187,8 @@ void emitFinish(nn::RepeatOp op, FunctionLowering &fl,
 /// the results through) and stacked slice l. Yields the carried outputs.
 void emitLayerIteration(nn::RepeatOp op, FunctionLowering &fl,
                         const RepeatBuffers &buffers, Value callerStream,
-                        OpBuilder &body, Location loc, Value iteration,
-                        ValueRange in) {
+                        bool setsLayer, OpBuilder &body, Location loc,
+                        Value iteration, ValueRange in) {
   int64_t numLayers = op.getNumLayers();
   auto constant = [&](int64_t value) -> Value {
     return arith::ConstantIntOp::create(body, loc, value, 64);
@@ -146,24 +198,20 @@ void emitLayerIteration(nn::RepeatOp op, FunctionLowering &fl,
   Value remaining =
       arith::SubIOp::create(body, loc, constant(numLayers - 1), iteration);
   Value layer = op.getReverse() ? remaining : iteration;
+  // A pipeline stage's layer l is the model's layer first + l: it draws
+  // that layer's masks and reads that layer's per-layer attributes.
+  Value modelLayer = layer;
+  if (std::optional<int64_t> first = stageFirstLayer(op); first && *first)
+    modelLayer = arith::AddIOp::create(body, loc, layer, constant(*first));
   if (callerStream) {
-    // A pipeline stage's layer l is the model's layer first + l: it draws
-    // that layer's masks (the repeats of the stage's entries only; a
-    // repeat inside a layer counts its own layers).
-    Value modelLayer = layer;
-    auto func = op->getParentOfType<func::FuncOp>();
-    auto module = op->getParentOfType<ModuleOp>();
-    if (auto first = module ? module->getAttrOfType<IntegerAttr>(
-                                  nn::NNDialect::kFirstLayerAttrName)
-                            : IntegerAttr();
-        first && func && !func.isPrivate())
-      modelLayer =
-          arith::AddIOp::create(body, loc, layer, constant(first.getInt()));
     I64Value stream =
         fl.emit.call(rt::tessel_fold_in, body, loc,
                      {I64Value(callerStream), I64Value(modelLayer)});
     fl.emit.call(rt::tessel_set_rng_stream, body, loc, {fl.ctx, stream});
   }
+  if (setsLayer)
+    fl.emit.call(rt::tessel_set_layer, body, loc,
+                 {fl.ctx, I64Value(modelLayer)});
   Value parity = arith::RemSIOp::create(body, loc, remaining, constant(2));
   Value toResults = arith::CmpIOp::create(body, loc, arith::CmpIPredicate::eq,
                                           parity, constant(0));
@@ -253,6 +301,16 @@ LogicalResult lowerRepeat(nn::RepeatOp op, FunctionLowering &fl) {
   Value callerStream;
   if (layerFunction && drawsRandomBits(layerFunction))
     callerStream = fl.call(rt::tessel_get_rng_stream, {});
+  // A layer reading per-layer attributes runs with its model layer set
+  // (tessel_set_layer), the caller's restored after the loop.
+  SmallVector<std::pair<Operation *, int64_t>> tables;
+  if (layerFunction)
+    tables = layerTables(layerFunction);
+  if (failed(checkLayerTables(op, tables)))
+    return failure();
+  Value callerLayer;
+  if (!tables.empty())
+    callerLayer = fl.call(rt::tessel_get_layer, {});
   Value lower = fl.i64(0);
   Value upper = fl.i64(op.getNumLayers());
   Value one = fl.i64(1);
@@ -264,8 +322,8 @@ LogicalResult lowerRepeat(nn::RepeatOp op, FunctionLowering &fl) {
   scf::ForOp::create(
       fl.b, fl.loc, lower, upper, one, buffers.initial,
       [&](OpBuilder &body, Location loc, Value iteration, ValueRange in) {
-        emitLayerIteration(op, fl, buffers, callerStream, body, loc, iteration,
-                           in);
+        emitLayerIteration(op, fl, buffers, callerStream, bool(callerLayer),
+                           body, loc, iteration, in);
       });
   // The last layer's deferred collectives, from the last iteration's slot.
   if (op.getFinishAttr()) {
@@ -275,6 +333,8 @@ LogicalResult lowerRepeat(nn::RepeatOp op, FunctionLowering &fl) {
   }
   if (callerStream)
     fl.call(rt::tessel_set_rng_stream, {I64Value(callerStream)});
+  if (callerLayer)
+    fl.call(rt::tessel_set_layer, {I64Value(callerLayer)});
   return success();
 }
 

@@ -99,6 +99,26 @@ PtrValue RuntimeEmitter::i64Array(OpBuilder &b, Location loc,
   return PtrValue(LLVM::AddressOfOp::create(b, loc, global));
 }
 
+I64Value RuntimeEmitter::i64At(OpBuilder &b, Location loc,
+                               ArrayRef<int64_t> values, I64Value index) {
+  auto slot = LLVM::GEPOp::create(b, loc, ptrType, b.getI64Type(),
+                                  i64Array(b, loc, values),
+                                  ArrayRef<LLVM::GEPArg>{Value(index)});
+  return I64Value(LLVM::LoadOp::create(b, loc, b.getI64Type(), slot));
+}
+
+F64Value RuntimeEmitter::f64At(OpBuilder &b, Location loc,
+                               ArrayRef<double> values, I64Value index) {
+  // The doubles' bits in an i64 table, read back as f64.
+  SmallVector<int64_t> bits;
+  for (double value : values)
+    bits.push_back(llvm::bit_cast<int64_t>(value));
+  auto slot = LLVM::GEPOp::create(b, loc, ptrType, b.getF64Type(),
+                                  i64Array(b, loc, bits),
+                                  ArrayRef<LLVM::GEPArg>{Value(index)});
+  return F64Value(LLVM::LoadOp::create(b, loc, b.getF64Type(), slot));
+}
+
 PtrValue RuntimeEmitter::ptrArray(OpBuilder &b, Location loc,
                                   ArrayRef<PtrValue> values) {
   auto size = LLVM::ConstantOp::create(

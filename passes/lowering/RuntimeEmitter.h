@@ -49,6 +49,13 @@ public:
   PtrValue i64Array(mlir::OpBuilder &b, mlir::Location loc,
                     llvm::ArrayRef<int64_t> values);
 
+  /// Element `index` (a run-time value in range) of a constant table
+  /// holding `values`: a layer's entry of a per-layer attribute.
+  I64Value i64At(mlir::OpBuilder &b, mlir::Location loc,
+                 llvm::ArrayRef<int64_t> values, I64Value index);
+  F64Value f64At(mlir::OpBuilder &b, mlir::Location loc,
+                 llvm::ArrayRef<double> values, I64Value index);
+
   /// Address of a stack array holding `values` (pointers computed at run
   /// time), written where the builder stands.
   PtrValue ptrArray(mlir::OpBuilder &b, mlir::Location loc,

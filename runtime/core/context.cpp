@@ -293,6 +293,13 @@ int32_t tessel_get_dropout(const tessel_ctx *ctx) {
   return ctx ? int32_t(ctx->dropoutEnabled) : 1;
 }
 
+void tessel_set_layer(tessel_ctx *ctx, int64_t layer) {
+  if (ctx)
+    ctx->layer = layer;
+}
+
+int64_t tessel_get_layer(const tessel_ctx *ctx) { return ctx ? ctx->layer : 0; }
+
 void tessel_set_rng_stream(tessel_ctx *ctx, uint64_t stream) {
   if (ctx)
     ctx->rngStream = stream;

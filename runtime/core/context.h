@@ -80,6 +80,8 @@ struct tessel_ctx {
   uint64_t microbatch = 0;
   /// tessel_set_rng_stream: 0 outside repeated layers.
   uint64_t rngStream = 0;
+  /// tessel_set_layer: the model's layer the next kernels belong to.
+  int64_t layer = 0;
   /// tessel_set_dropout: false makes every dropout the identity.
   bool dropoutEnabled = true;
   bool hasError = false;

@@ -15,7 +15,8 @@
 // one step of training another (the tied table learns from the head too).
 // A Llama with attention_bias (q, k, v, o) and mlp_bias (gate, up, down)
 // and its own head agrees as well (measured 1.3e-16). A Qwen2 with
-// use_sliding_window true is refused in one line.
+// use_sliding_window true windows the layers from max_window_layers on
+// (nn.attention's layer_windows; layer-types-hf.mlir checks its loss).
 //
 // The test model ParallelEquivalenceTest trains on meshes is the script's:
 // RUN: python3 %scripts/llama-model.py --qkv-bias --attention-bias --mlp-bias --tie-embeddings --layers 2 --dim 64 --heads 4 --kv-heads 2 --ffn 128 --vocab 128 --seq 32 --batch 4 | diff - %S/../launcher/Inputs/llama_biases_tied.mlir
@@ -77,8 +78,8 @@
 // RUN: not ls %t/bad.safetensors
 //
 // A Qwen2 whose later layers take a sliding window: refused in one line.
-// RUN: echo '{"model_type": "qwen2", "use_sliding_window": true, "sliding_window": 4096, "max_window_layers": 21}' > %t/swa.json
-// RUN: not python3 %scripts/llama-model.py --config %t/swa.json 2>&1 | FileCheck %s --check-prefix=SWA
+// RUN: echo '{"model_type": "qwen2", "use_sliding_window": true, "sliding_window": 4, "max_window_layers": 1, "num_hidden_layers": 2, "hidden_size": 16, "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 24, "vocab_size": 20}' > %t/swa.json
+// RUN: python3 %scripts/llama-model.py --config %t/swa.json | FileCheck %s --check-prefix=SWA
 
 // CHECK: relative error 0
 // CHECK: match
@@ -117,4 +118,4 @@
 // BIASED: match
 // LSAME: same 35 tensors
 // HEAD: llama-checkpoint: --tie: lm_head.weight is not model.embed_tokens.weight
-// SWA: llama-model.py: error: {{.*}}swa.json: use_sliding_window true
+// SWA: nn.attention %q, %k, %v causal {layer_windows = array<i64: 0, 4>}

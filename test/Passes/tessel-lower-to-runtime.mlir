@@ -617,6 +617,45 @@ func.func @attention_window(%q: tensor<1x4x2x8xf32>, %do: tensor<1x4x2x8xf32>) -
 
 // -----
 
+// Tests that a repeat whose layer has per-layer attributes runs layer l as
+// the model's layer l (tessel_set_layer, the caller's restored after the
+// loop), and that its attention, attention gradient and rope read their
+// layer's window and theta from a constant table by tessel_get_layer.
+// CHECK-LABEL: llvm.func @tessel_fn_local
+// CHECK: %[[L:.*]] = llvm.call @tessel_get_layer(%{{.*}}) : (!llvm.ptr) -> i64
+// CHECK: %[[WS:.*]] = llvm.mlir.addressof @__tessel_i64s_{{[0-9]+}} : !llvm.ptr
+// CHECK: %[[WP:.*]] = llvm.getelementptr %[[WS]][%[[L]]] : (!llvm.ptr, i64) -> !llvm.ptr, i64
+// CHECK: %[[W:.*]] = llvm.load %[[WP]] : !llvm.ptr -> i64
+// CHECK: llvm.call @tessel_attention_window({{.*}}, %[[W]]) :
+// CHECK: llvm.call @tessel_get_layer
+// CHECK: llvm.load %{{.*}} : !llvm.ptr -> i64
+// CHECK: llvm.call @tessel_attention_grad_window(
+// CHECK: %[[L3:.*]] = llvm.call @tessel_get_layer
+// CHECK: %[[TP:.*]] = llvm.getelementptr %{{.*}}[%[[L3]]] : (!llvm.ptr, i64) -> !llvm.ptr, f64
+// CHECK: %[[T:.*]] = llvm.load %[[TP]] : !llvm.ptr -> f64
+// CHECK: llvm.call @tessel_rope({{.*}}, %[[T]], {{.*}}) :
+// CHECK-LABEL: llvm.func @tessel_fn_layers(
+// CHECK-SAME: %[[CTX:[^:]*]]: !llvm.ptr
+// CHECK: %[[CALLER:.*]] = llvm.call @tessel_get_layer(%[[CTX]])
+// CHECK: scf.for %[[I:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args
+// CHECK: llvm.call @tessel_set_layer(%[[CTX]], %[[I]])
+// CHECK: llvm.call @tessel_fn_local(
+// CHECK: scf.yield
+// CHECK: llvm.call @tessel_set_layer(%[[CTX]], %[[CALLER]])
+func.func private @local(%q: tensor<1x4x2x8xf32>, %w: tensor<1x4x2x8xf32>) -> tensor<1x4x2x8xf32> {
+  %x = nn.mul %q, %w : tensor<1x4x2x8xf32>
+  %o, %lse = nn.attention %x, %x, %x causal lse {layer_windows = array<i64: 3, 0>} : (tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>) -> (tensor<1x4x2x8xf32>, tensor<1x2x4xf32>)
+  %dq, %dk, %dv = nn.attention_grad %x, %x, %x, %o, %lse, %o causal {layer_windows = array<i64: 3, 0>} : (tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>, tensor<1x2x4xf32>, tensor<1x4x2x8xf32>) -> (tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>)
+  %r = nn.rope %dq {layer_thetas = array<f64: 10000.0, 1000000.0>} : tensor<1x4x2x8xf32>
+  return %r : tensor<1x4x2x8xf32>
+}
+func.func @layers(%q: tensor<1x4x2x8xf32>, %w: tensor<2x1x4x2x8xf32>) -> tensor<1x4x2x8xf32> {
+  %0 = nn.repeat @local(%q) params(%w) : (tensor<1x4x2x8xf32>, tensor<2x1x4x2x8xf32>) -> tensor<1x4x2x8xf32>
+  return %0 : tensor<1x4x2x8xf32>
+}
+
+// -----
+
 // Tests that a concat copies only the inputs the memory plan did not
 // compute in place: the matmul writes its product at the concat's start
 // in scratch, and the one copy is the argument's, 256 bytes in.

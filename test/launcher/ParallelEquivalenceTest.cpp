@@ -71,6 +71,10 @@
 // on the final norm's output) on the same meshes. olmo2.mlir (OLMo 2's
 // RMSNorms over the attention's and the MLP's outputs, none before, and
 // over the whole q and k projections) on the same meshes.
+// llama_local_global.mlir (3 local layers, a window of 8 at rope theta
+// 10000, then a global one at 500000: per-layer tables in one nn.repeat)
+// on tp=2 and dp=2,tp=2 with sequence parallelism (AdamW in f64), and on
+// pp=2, whose second stage reads the model's layers 2 and 3.
 // llama_sft.mlir (a loss that ignores the label -100, which the synthetic
 // data puts over a random prompt at the start of each sample) on dp=2,
 // tp=2 (its vocabulary-parallel loss of each position) and dp=2,tp=2 with
@@ -451,6 +455,10 @@ std::vector<Case> meshCases() {
   cases.push_back({"llama_sft", "tp=2"});
   cases.push_back({"llama_sft", "dp=2,tp=2", true, /*adamw=*/true,
                    /*f64=*/true});
+  // Local layers beside a global one (per-layer windows and rope thetas).
+  cases.push_back({"llama_local_global", "tp=2"});
+  cases.push_back({"llama_local_global", "dp=2,tp=2", true, /*adamw=*/true,
+                   /*f64=*/true});
   return cases;
 }
 
@@ -611,6 +619,22 @@ TEST_F(ModelVariantTest, MaskedLossAccumulatesAsOneBatch) {
     RecordProperty("means_tensor_error_" + kind, errorText(meansError));
     EXPECT_GT(meansError, 1e3 * (f64 ? 1e-9 : 1e-5));
   }
+}
+
+/// Per-layer windows and rope thetas on a pipeline: llama_local_global's
+/// layers 0-2 are local (a window of 8, theta 10000) and layer 3 global;
+/// on pp=2 the second stage runs the model's layers 2 and 3, so it reads
+/// their entries (its first layer added to its own index), and trains as
+/// one device with the same 2 microbatches.
+TEST_F(ModelVariantTest, PerLayerAttentionTrainsAsOneDeviceOnAPipeline) {
+  fs::path source =
+      fs::path(TESSEL_TEST_INPUTS_DIR) / "llama_local_global.mlir";
+  Checkpoint pipelined =
+      train(source, " --mesh pp=2 --pipeline-schedule 1f1b --microbatches 2",
+            "", "pipelined");
+  Checkpoint one = train(source, "", " --microbatches 2", "one");
+  RecordProperty("max_tensor_error",
+                 errorText(expectSameTensors(pipelined, one)));
 }
 
 /// Dropout split across ranks: each element draws the bit one device draws

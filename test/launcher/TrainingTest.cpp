@@ -95,6 +95,16 @@ json *tensorNamed(json &j, const std::string &role, const std::string &name) {
   return nullptr;
 }
 
+/// Adds a loss_count beside `j`'s loss (a copy of it at `offset`); the
+/// tensor added.
+json &addLossCount(json &j, int64_t offset = 576) {
+  json count = *tensorNamed(j, "loss", "loss");
+  count["name"] = count["role"] = "loss_count";
+  count["offset"] = offset;
+  j["tensors"].push_back(count);
+  return j["tensors"].back();
+}
+
 /// A step's loss: a plain loss counts one per microbatch (the mean of the
 /// microbatches' means, the gradients scaled by 1/M); a counted one divides
 /// the step's sum by the step's count, at least 1.
@@ -114,10 +124,7 @@ TEST(ModelAbiV2, ParsesTheLossCount) {
   json j = v2Description();
   EXPECT_EQ(parse(j).lossCount(), nullptr);
   j["abi_version"] = 22;
-  json count = *tensorNamed(j, "loss", "loss");
-  count["name"] = count["role"] = "loss_count";
-  count["offset"] = 576;
-  j["tensors"].push_back(count);
+  addLossCount(j);
   ModelDesc m = parse(j);
   ASSERT_NE(m.lossCount(), nullptr);
   EXPECT_EQ(m.lossCount()->offset, 576);
@@ -341,35 +348,23 @@ TEST(ModelAbiV2, InvalidDescriptionsNameTheProblem) {
        },
        "state 'w.m': must be f64 with its parameter's shape"},
       {"loss_count before ABI 22",
-       [](json &j) {
-         json count = *tensorNamed(j, "loss", "loss");
-         count["name"] = count["role"] = "loss_count";
-         count["offset"] = 576;
-         j["tensors"].push_back(count);
-       },
+       [](json &j) { addLossCount(j); },
        "a loss_count (ABI 22) is one f32 or f64 value of the loss's dtype "
        "beside one loss; found 1 beside 1 loss(es)"},
       {"loss_count of another dtype",
        [](json &j) {
          j["abi_version"] = 22;
-         json count = *tensorNamed(j, "loss", "loss");
-         count["name"] = count["role"] = "loss_count";
-         count["offset"] = 576;
+         json &count = addLossCount(j);
          count["dtype"] = "f64";
          count["bytes"] = 8;
-         j["tensors"].push_back(count);
        },
        "a loss_count (ABI 22) is one f32 or f64 value of the loss's dtype "
        "beside one loss; found 1 beside 1 loss(es)"},
       {"two loss_counts",
        [](json &j) {
          j["abi_version"] = 22;
-         json count = *tensorNamed(j, "loss", "loss");
-         count["name"] = count["role"] = "loss_count";
-         count["offset"] = 576;
-         j["tensors"].push_back(count);
-         count["offset"] = 580;
-         j["tensors"].push_back(count);
+         addLossCount(j);
+         addLossCount(j, 580);
        },
        "a loss_count (ABI 22) is one f32 or f64 value of the loss's dtype "
        "beside one loss; found 2 beside 1 loss(es)"},

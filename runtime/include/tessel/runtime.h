@@ -121,8 +121,13 @@ extern "C" {
  * launcher divides the sum of a step's losses by the sum of their counts
  * and scales the gradients by one over it, so that the step's loss is one
  * mean over every microbatch's positions. Descriptions 1 to 21 still
+ * load.
+ * 23: tessel_set_layer and tessel_get_layer, the model's layer the next
+ * kernels belong to: per-layer attention windows and rope thetas
+ * (alternating local and global layers: Gemma 2 and 3, Command R7B) are
+ * read from a table by the layer's index. Descriptions 1 to 22 still
  * load. */
-#define TESSEL_ABI_VERSION 22
+#define TESSEL_ABI_VERSION 23
 
 typedef enum tessel_dtype {
   TESSEL_F32 = 0,
@@ -413,6 +418,15 @@ uint64_t tessel_get_rng_stream(const tessel_ctx *ctx);
 /* A stream derived from `stream` and `data`, distinct from both (a pure
  * function). */
 uint64_t tessel_fold_in(uint64_t stream, int64_t data);
+
+/* The model's layer the next kernels belong to (0 at creation): an
+ * nn.repeat whose layer holds per-layer attributes (an attention's
+ * `layer_windows`, a rope's `layer_thetas`) sets it to each layer's index
+ * in the model (a pipeline stage's first layer added) and restores the
+ * caller's after its loop; those ops read their layer's entry of the table
+ * (ABI 23). */
+void tessel_set_layer(tessel_ctx *ctx, int64_t layer);
+int64_t tessel_get_layer(const tessel_ctx *ctx);
 
 /* The first error a kernel recorded on this context (e.g. a label out of
  * range), or null. Errors are sticky until tessel_clear_error. */

@@ -508,3 +508,30 @@ func.func @attention_window_zero(%q: tensor<2x8x4x16xf32>) -> tensor<2x8x4x16xf3
   %0 = nn.attention %q, %q, %q causal window 0 : (tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>) -> tensor<2x8x4x16xf32>
   return %0 : tensor<2x8x4x16xf32>
 }
+
+// -----
+
+// Tests that attention takes a window or per-layer windows, not both.
+func.func @attention_window_and_layer_windows(%q: tensor<2x8x4x16xf32>) -> tensor<2x8x4x16xf32> {
+  // expected-error @+1 {{'nn.attention' op has a window and layer_windows: give one}}
+  %0 = nn.attention %q, %q, %q causal window 4 {layer_windows = array<i64: 4, 0>} : (tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>) -> tensor<2x8x4x16xf32>
+  return %0 : tensor<2x8x4x16xf32>
+}
+
+// -----
+
+// Tests that a layer's window is 0 (none) or positive.
+func.func @attention_layer_window_negative(%q: tensor<2x8x4x16xf32>) -> tensor<2x8x4x16xf32> {
+  // expected-error @+1 {{'nn.attention' op layer_windows[1] is -2; a window is >= 0 (0: none)}}
+  %0 = nn.attention %q, %q, %q causal {layer_windows = array<i64: 4, -2>} : (tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>) -> tensor<2x8x4x16xf32>
+  return %0 : tensor<2x8x4x16xf32>
+}
+
+// -----
+
+// Tests that a layer's window needs the causal mask.
+func.func @attention_layer_window_not_causal(%q: tensor<2x8x4x16xf32>) -> tensor<2x8x4x16xf32> {
+  // expected-error @+1 {{'nn.attention' op layer_windows[0] = 4 needs the causal mask (a sliding window of past keys)}}
+  %0 = nn.attention %q, %q, %q {layer_windows = array<i64: 4, 0>} : (tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>) -> tensor<2x8x4x16xf32>
+  return %0 : tensor<2x8x4x16xf32>
+}

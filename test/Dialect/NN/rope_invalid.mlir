@@ -60,3 +60,12 @@ func.func @rope_scaling_order(%x: tensor<2x16x4x8xf32>) -> tensor<2x16x4x8xf32> 
   %0 = nn.rope %x {scaling = array<f64: 8.0, 4.0, 1.0, 8192.0>} : tensor<2x16x4x8xf32>
   return %0 : tensor<2x16x4x8xf32>
 }
+
+// -----
+
+// Tests that every layer's theta is finite and positive.
+func.func @rope_layer_theta_zero(%x: tensor<1x4x2x8xf32>) -> tensor<1x4x2x8xf32> {
+  // expected-error @+1 {{'nn.rope' op layer_thetas[1] 0.000000e+00 must be finite and positive}}
+  %0 = nn.rope %x {layer_thetas = array<f64: 10000.0, 0.0>} : tensor<1x4x2x8xf32>
+  return %0 : tensor<1x4x2x8xf32>
+}

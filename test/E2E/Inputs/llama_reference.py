@@ -99,11 +99,22 @@ def inv_freq(d, theta, scaling):
     return out
 
 
-def rope_freqs(d, a):
+def sliding(a, layer):
+    """Whether `layer` attends within the window: every layer with one,
+    unless --layer-types says which (Qwen2's layer_types)."""
+    if a.window is None:
+        return False
+    return not a.layer_types or a.layer_types[layer] == "sliding"
+
+
+def rope_freqs(d, a, layer=0):
     """inv_freq of a's rope: default or llama3 (inv_freq), linear (each
     frequency over the factor), or dynamic NTK at a.seq positions
-    (_compute_dynamic_ntk_parameters' base)."""
+    (_compute_dynamic_ntk_parameters' base); a sliding layer's theta is
+    --local-theta where given (Gemma 3's rope_local_base_freq)."""
     theta = a.theta
+    if a.local_theta and sliding(a, layer):
+        theta = a.local_theta
     if a.rope_dynamic:
         factor, original = a.rope_dynamic
         seq_len = max(a.seq, original)
@@ -158,6 +169,8 @@ def forward_loss(w, tokens, targets, a):
              for t in seq_tokens]
         for layer in range(a.layers):
             p = "model.layers.%d." % layer
+            freqs = rope_freqs(hd, a, layer)
+            window = a.window if sliding(a, layer) else None
             # OLMo 2 normalises no branch's input (its outputs instead).
             h = x if a.olmo2 else rms_norm(
                 x, w[p + "input_layernorm.weight"], a.eps, offset)
@@ -187,8 +200,8 @@ def forward_loss(w, tokens, targets, a):
                 vs = [v[j][kv * hd:(kv + 1) * hd] for j in range(len(seq_tokens))]
                 for i in range(len(seq_tokens)):
                     # Keys j <= i, and i - j < N under a window of N.
-                    seen = range(0 if a.window is None else
-                                 max(0, i - a.window + 1), i + 1)
+                    seen = range(0 if window is None else
+                                 max(0, i - window + 1), i + 1)
                     scores = [sum(a_ * b_ for a_, b_ in zip(qs[i], ks[j])) *
                               score_scale for j in seen]
                     m = max(scores)
@@ -415,6 +428,13 @@ def write_config(a):
             del config["head_dim"]
         config.update(sliding_window=max(1, a.seq // 2),
                       use_sliding_window=False, max_window_layers=a.layers)
+        if a.window is not None and a.layer_types:
+            # Qwen2's window from layer max_window_layers on.
+            first = a.layer_types.index("sliding")
+            assert a.layer_types == (["full"] * first +
+                                     ["sliding"] * (a.layers - first))
+            config.update(sliding_window=a.window, use_sliding_window=True,
+                          max_window_layers=first)
     with open(os.path.join(a.dir, "config.json"), "w") as f:
         json.dump(config, f, indent=2)
         f.write("\n")
@@ -468,6 +488,13 @@ m.add_argument("--rope-dynamic", default=None,
                help="FACTOR,ORIGINAL: rope_scaling of type dynamic, "
                     "max_position_embeddings ORIGINAL")
 m.add_argument("--sliding-window", dest="window", type=int, default=None)
+m.add_argument("--layer-types", default=None,
+               type=lambda text: text.split(","),
+               help="sliding or full per layer (the window on the sliding "
+                    "ones only); a Qwen2 config's use_sliding_window from "
+                    "max_window_layers, where the list is full then sliding")
+m.add_argument("--local-theta", type=float, default=None,
+               help="the sliding layers' rope theta")
 m.add_argument("--qkv-bias", action="store_true",
                help="biases on q, k and v: a Qwen2ForCausalLM")
 m.add_argument("--attention-bias", action="store_true",
@@ -506,9 +533,10 @@ s.add_argument("a")
 s.add_argument("b")
 args = p.parse_args()
 if args.command == "make" and args.qkv_bias and (
-        args.attention_bias or args.mlp_bias or args.window is not None):
+        args.attention_bias or args.mlp_bias or
+        (args.window is not None and not args.layer_types)):
     p.error("--qkv-bias is Qwen2's: no --attention-bias, --mlp-bias or "
-            "--sliding-window beside it")
+            "--sliding-window (without --layer-types) beside it")
 if args.command == "make" and args.qk_norm and (
         args.qkv_bias or args.mlp_bias or args.window is not None):
     p.error("--qk-norm is Qwen3's: no --qkv-bias, --mlp-bias or "
