@@ -47,7 +47,11 @@ outputs instead of their inputs: its file has post_attention_layernorm and
 post_feedforward_layernorm and no input_layernorm, which become
 layers.attention_post_norm.weight and layers.ffn_post_norm.weight
 (llama-model.py's --post-norms) and back; its q_norm and k_norm are over
-the whole projections, [H hd] and [Hkv hd] (--qk-norm-full).
+the whole projections, [H hd] and [Hkv hd] (--qk-norm-full). Gemma 2 and 3
+have four norms a layer (--sandwich-norms): their input_layernorm,
+post_attention_layernorm, pre_feedforward_layernorm and
+post_feedforward_layernorm become layers.attention_norm,
+attention_post_norm, ffn_norm and ffn_post_norm.
 
 The rotary embedding needs no permutation: nn.rope's default pairs are
 Hugging Face's rotate_half halves. A config.json's rope_theta and
@@ -96,6 +100,18 @@ BIAS = [
 POST_NORMS = [
     ("layers.attention_post_norm.weight",
      "model.layers.{}.post_attention_layernorm.weight", False),
+    ("layers.ffn_post_norm.weight",
+     "model.layers.{}.post_feedforward_layernorm.weight", False),
+]
+# Gemma 2's and 3's four norms a layer (its file has
+# pre_feedforward_layernorm; post_attention_layernorm is then the
+# attention's output norm).
+SANDWICH_NORMS = [
+    ("layers.attention_norm.weight", "model.layers.{}.input_layernorm.weight", False),
+    ("layers.attention_post_norm.weight",
+     "model.layers.{}.post_attention_layernorm.weight", False),
+    ("layers.ffn_norm.weight",
+     "model.layers.{}.pre_feedforward_layernorm.weight", False),
     ("layers.ffn_post_norm.weight",
      "model.layers.{}.post_feedforward_layernorm.weight", False),
 ]
@@ -277,12 +293,14 @@ def count_layers(hf):
     return layers
 
 
-def layer_names(post_norms):
-    """The per-layer tensors: Llama's, or with OLMo 2's norms after the
-    attention and the MLP in place of its two before."""
-    if not post_norms:
+def layer_names(norms):
+    """The per-layer tensors: Llama's ("pre"), or with OLMo 2's norms after
+    the attention and the MLP ("post") or Gemma 2's and 3's before and after
+    ("sandwich") in place of its two before."""
+    if norms == "pre":
         return LAYER
-    return [t for t in LAYER if not t[0].endswith("_norm.weight")] + POST_NORMS
+    return [t for t in LAYER if not t[0].endswith("_norm.weight")] + (
+        POST_NORMS if norms == "post" else SANDWICH_NORMS)
 
 
 def to_tessel(shards, tie=False, untie=False, config=None, config_path=None):
@@ -294,8 +312,11 @@ def to_tessel(shards, tie=False, untie=False, config=None, config_path=None):
         fail("no model.layers.0.self_attn.o_proj.weight: not a Llama-family "
              "checkpoint")
     split_fused(hf, config, config_path)
-    post_norms = ("model.layers.0.post_feedforward_layernorm.weight" in hf and
-                  "model.layers.0.input_layernorm.weight" not in hf)
+    norms = ("sandwich"
+             if "model.layers.0.pre_feedforward_layernorm.weight" in hf else
+             "post"
+             if ("model.layers.0.post_feedforward_layernorm.weight" in hf and
+                 "model.layers.0.input_layernorm.weight" not in hf) else "pre")
     out, used = {}, set()
     for ours, theirs, transpose in GLOBAL:
         if theirs not in hf:
@@ -316,7 +337,7 @@ def to_tessel(shards, tie=False, untie=False, config=None, config_path=None):
     if head is not None:
         used.add(theirs)
         out[ours] = transposed(head)
-    for ours, theirs, transpose in layer_names(post_norms) + BIAS:
+    for ours, theirs, transpose in layer_names(norms) + BIAS:
         if (ours, theirs, transpose) in BIAS and theirs.format(0) not in hf:
             continue  # the model has no such bias
         parts = []
@@ -359,8 +380,9 @@ def to_hf(path, fuse=False):
             if name in ours:
                 fail("--fuse: %s, but Phi-3's fused projections have no "
                      "biases" % name)
-    post_norms = POST_NORMS[0][0] in ours
-    for name, theirs, transpose in layer_names(post_norms) + BIAS:
+    norms = ("pre" if POST_NORMS[0][0] not in ours else
+             "sandwich" if LAYER[0][0] in ours else "post")
+    for name, theirs, transpose in layer_names(norms) + BIAS:
         if name not in ours:
             if (name, theirs, transpose) in BIAS:
                 continue  # the model has no such bias

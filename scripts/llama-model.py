@@ -55,7 +55,10 @@ before their residual adds, instead of over their inputs
 --qk-norm-full an RMSNorm over the whole query and key projections before
 they are split into heads (q_norm [heads * head_dim], k_norm [kv_heads *
 head_dim]; under tp the projections are gathered for it): OLMo 2's
-departures from Llama. --ignore-index N makes the loss skip the label N
+departures from Llama. --sandwich-norms keeps the norms over the inputs and
+adds those over the outputs (Gemma 2's and 3's four norms a layer;
+layers.attention_norm, attention_post_norm, ffn_norm, ffn_post_norm).
+--ignore-index N makes the loss skip the label N
 (fine-tuning's -100: PyTorch's ignore_index). --embedding-multiplier,
 --residual-multiplier, --attention-multiplier and --logits-scaling are
 Granite's muP factors: the embeddings times the first, each block's
@@ -71,8 +74,8 @@ dynamic, max_position_embeddings N): the base transformers computes for a
 batch of --seq positions, theta itself when --seq <= N.
 
 --config reads the sizes, rope, window, biases and tying from a Hugging Face
-config.json (model_type llama, mistral, qwen2, qwen3, phi3, gemma, granite
-or olmo2; flags given as well win);
+config.json (model_type llama, mistral, qwen2, qwen3, phi3, gemma,
+gemma3_text, granite or olmo2; flags given as well win);
 batch and seq are not in it (seq is the training context, not
 max_position_embeddings). layer_types (sliding_attention, full_attention),
 or Qwen2's and Qwen3's use_sliding_window from max_window_layers on, gives
@@ -100,7 +103,8 @@ DEFAULTS = {"batch": 8, "seq": 64, "dim": 128, "heads": 4, "kv_heads": 2,
             "qkv_bias": False, "attention_bias": False, "mlp_bias": False,
             "tie_embeddings": False, "head_dim": None, "qk_norm": False,
             "mlp_act": "silu", "norm_offset": False, "embed_scale": False,
-            "post_norms": False, "qk_norm_full": False,
+            "post_norms": False, "sandwich_norms": False,
+            "qk_norm_full": False,
             "embedding_multiplier": None, "residual_multiplier": None,
             "attention_multiplier": None, "logits_scaling": None}
 # config.json's size fields and the flags they set.
@@ -125,6 +129,13 @@ HF_DEFAULTS = {"llama": {"num_key_value_heads": None, "sliding_window": None,
                          "head_dim": 256, "vocab_size": 256000,
                          "hidden_size": 3072, "intermediate_size": 24576,
                          "num_hidden_layers": 28, "num_attention_heads": 16},
+               # Gemma3TextConfig's, its sizes included (Gemma 3 4B's).
+               "gemma3_text": {"num_key_value_heads": 4, "rms_norm_eps": 1e-6,
+                               "head_dim": 256, "vocab_size": 262208,
+                               "hidden_size": 2304, "intermediate_size": 9216,
+                               "num_hidden_layers": 26,
+                               "num_attention_heads": 8,
+                               "sliding_window": 4096},
                # Olmo2Config's.
                "olmo2": {"num_key_value_heads": None, "rms_norm_eps": 1e-5},
                # GraniteConfig's (its multipliers 1: a Llama).
@@ -141,6 +152,7 @@ HF_DEFAULTS = {"llama": {"num_key_value_heads": None, "sliding_window": None,
 CONFIG_BIASES = {"llama": [("attention_bias", "attention_bias"),
                            ("mlp_bias", "mlp_bias")],
                  "mistral": [], "qwen2": [], "phi3": [], "gemma": [],
+                 "gemma3_text": [],
                  "olmo2": [("attention_bias", "attention_bias")],
                  "granite": [("attention_bias", "attention_bias"),
                              ("mlp_bias", "mlp_bias")],
@@ -224,6 +236,9 @@ for name, what in [("embedding-multiplier", "the token embeddings times X"),
 p.add_argument("--post-norms", action=argparse.BooleanOptionalAction,
                help="RMSNorms over the attention's and the MLP's outputs "
                     "before their residual adds, none before (OLMo 2's)")
+p.add_argument("--sandwich-norms", action=argparse.BooleanOptionalAction,
+               help="RMSNorms over the attention's and the MLP's inputs and "
+                    "over their outputs (Gemma 2's and 3's)")
 p.add_argument("--qk-norm-full", action=argparse.BooleanOptionalAction,
                help="an RMSNorm over the whole query and key projections, "
                     "before they are split into heads (OLMo 2's)")
@@ -256,7 +271,7 @@ def from_config(path):
     model = c.get("model_type")
     if model not in HF_DEFAULTS:
         bad("model_type", "%s: only llama, mistral, qwen2, qwen3, phi3, "
-            "gemma, granite and olmo2" % json.dumps(model))
+            "gemma, gemma3_text, granite and olmo2" % json.dumps(model))
     out = {}
     if model == "olmo2":
         # Olmo2DecoderLayer normalises the attention's and the MLP's outputs
@@ -271,7 +286,37 @@ def from_config(path):
             if not is_number(value) or value <= 0:
                 bad(field, "%s is not a positive number" % json.dumps(value))
             out[field] = float(value)
-    if model == "gemma":
+    if model == "gemma3_text":
+        # Gemma 3: Gemma's norms, MLP and embeddings, four norms a layer,
+        # QK-norm, scores scaled by query_pre_attn_scalar^-1/2, and local
+        # layers (sliding_window, rope_local_base_freq) beside global ones
+        # (every sliding_window_pattern-th, or as layer_types says).
+        for field in ("final_logit_softcapping", "attn_logit_softcapping"):
+            if c.get(field) is not None:
+                bad(field, "%s: soft-capping is not written yet (Gemma 3 has "
+                    "none)" % json.dumps(c[field]))
+        scalar = c.get("query_pre_attn_scalar", 256)
+        local = c.get("rope_local_base_freq", 10000.0)
+        pattern = c.get("sliding_window_pattern", 6)
+        if not is_number(scalar) or scalar <= 0:
+            bad("query_pre_attn_scalar", "is not a positive number")
+        if not is_number(local) or local <= 0:
+            bad("rope_local_base_freq", "is not a positive number")
+        if not is_number(pattern, int) or pattern < 1:
+            bad("sliding_window_pattern", "is not a positive integer")
+        layers = c.get("num_hidden_layers", 26)
+        if not c.get("layer_types") and is_number(layers, int):
+            c["layer_types"] = ["full_attention" if (i + 1) % pattern == 0
+                                else "sliding_attention"
+                                for i in range(layers)]
+        if c.get("rope_scaling") is not None:
+            bad("rope_scaling", "%s: Gemma 3 scales its global layers' rope "
+                "only: not written yet" % json.dumps(c["rope_scaling"]))
+        c.setdefault("rope_theta", 1000000.0)
+        out.update(sandwich_norms=True, qk_norm=True,
+                   attention_multiplier=float(scalar) ** -0.5,
+                   local_theta=float(local))
+    if model in ("gemma", "gemma3_text"):
         # GemmaMLP's activation is hidden_activation (GemmaConfig's default
         # the tanh GELU), never hidden_act; its RMSNorm scales by 1 + w; the
         # embeddings are scaled by sqrt(hidden_size); the head is tied
@@ -291,7 +336,7 @@ def from_config(path):
     for field, flag in CONFIG_BIASES[model] + [("tie_word_embeddings",
                                                 "tie_embeddings")]:
         # GemmaConfig ties the head by default, the others do not.
-        value = c.get(field, model == "gemma" and
+        value = c.get(field, model in ("gemma", "gemma3_text") and
                       field == "tie_word_embeddings")
         if not isinstance(value, bool):
             bad(field, "is not true or false")
@@ -487,6 +532,10 @@ kvd = K * hd
 qk_norm = bool(a.qk_norm)
 qk_norm_full = bool(a.qk_norm_full)
 post_norms = bool(a.post_norms)
+sandwich = bool(a.sandwich_norms)
+if post_norms and sandwich:
+    p.error("--sandwich-norms has the post-norms and the pre-norms: not with "
+            "--post-norms")
 norm_offset = bool(a.norm_offset)
 multipliers = [a.embedding_multiplier, a.residual_multiplier,
                a.attention_multiplier, a.logits_scaling]
@@ -617,6 +666,9 @@ block_args = ["attn_norm", "w_q", "w_k", "w_v", "w_o", "mlp_norm", "w_gate",
               "w_up", "w_down"]
 if qk_norm or qk_norm_full:  # after the projections, as Qwen3's, OLMo 2's
     block_args[5:5] = ["q_norm", "k_norm"]
+if sandwich:  # each branch's output norm after its last weight
+    block_args.insert(block_args.index("w_o") + 1, "attn_post_norm")
+    block_args.insert(block_args.index("w_down") + 1, "mlp_post_norm")
 if biased:
     block_args = [x for w in block_args
                   for x in ([w, proj[w][0]] if w in proj and proj[w][2] else [w])]
@@ -637,7 +689,7 @@ def arg_shape(name):
             return (shape[1],)
 
 
-if not biased and not qk_norm and not qk_norm_full:  # examples/llama.mlir's
+if not (biased or qk_norm or qk_norm_full or sandwich):  # llama.mlir's
     block_sig = f"""    %attn_norm: {ty(D)},
     %w_q: {ty(D, qd)}, %w_k: {ty(D, kvd)},
     %w_v: {ty(D, kvd)}, %w_o: {ty(qd, D)},
@@ -655,7 +707,7 @@ else:  # one weight a line, its bias beside it, as examples/gpt.mlir
     block_sig = ",\n".join("    " + ", ".join(x) for x in lines) + ")"
 
 if (not biased and not tied and not qk_norm and not qk_norm_full and
-        not post_norms and plain_mlp):
+        not post_norms and not sandwich and plain_mlp):
     intro = """// A Llama-style language model: token embedding, L pre-norm decoder blocks
 // (RMSNorm; grouped-query causal self-attention with rotary position
 // embeddings on queries and keys; a SwiGLU MLP; no biases), a final
@@ -684,7 +736,8 @@ else:
                   "an LM head of its own (not tied)")
     intro = textwrap.fill(
         "A Llama-style language model: token embedding, L " +
-        ("post-norm" if post_norms else "pre-norm") + " decoder "
+        ("post-norm" if post_norms else "sandwich-norm" if sandwich else
+         "pre-norm") + " decoder "
         "blocks (RMSNorm; grouped-query causal self-attention with rotary "
         "position embeddings on queries and keys; " + norm_words +
         mlp_words + "; "
@@ -706,6 +759,10 @@ else:
         intro += ("\n// The blocks' RMSNorms are over the attention's and "
                   "the MLP's outputs,\n// before their residual adds, none "
                   "over their inputs (OLMo 2's).")
+    if sandwich:
+        intro += ("\n// Each branch has an RMSNorm over its input and one "
+                  "over its output, before\n// its residual add (Gemma 2's "
+                  "and 3's four norms a layer).")
     if a.embed_scale:
         intro += ("\n// The token embeddings are multiplied by sqrt(width) "
                   "(Gemma's normalizer).")
@@ -755,6 +812,8 @@ def ones_of(n):
 
 attn_lines, attn_g = gain("attn_norm", D)
 mlp_lines, mlp_g = gain("mlp_norm", D)
+attn_post_lines, attn_post_g = gain("attn_post_norm", D)
+mlp_post_lines, mlp_post_g = gain("mlp_post_norm", D)
 block_ones = "".join(ones_of(n) for n in dict.fromkeys(
     [D] + ([hd] if qk_norm else []) + ([qd, kvd] if qk_norm_full else [])))
 # OLMo 2 normalises the branches' outputs: %o and %d, not %h and %h1.
@@ -799,6 +858,10 @@ if post_norms:
 else:
     pre_attn = attn_lines + norm_line("x", "h", attn_g)
     pre_mlp = mlp_lines + norm_line("y", "h1", mlp_g)
+if sandwich:
+    post_attn = attn_post_lines + norm_line("on", o_name, attn_post_g)
+    post_mlp = mlp_post_lines + norm_line("dn", d_name, mlp_post_g)
+    o_out, d_out = "on", "dn"
 
 
 print(f"""{intro}
@@ -858,7 +921,13 @@ layer_params = {"attn_norm": param("attn_norm", (L, D),
                 "mlp_norm": param("mlp_norm", (L, D),
                                   "layers.ffn_post_norm.weight" if post_norms
                                   else "layers.ffn_norm.weight",
-                                  norm_init, ["layers", "embed"])}
+                                  norm_init, ["layers", "embed"]),
+                "attn_post_norm": param("attn_post_norm", (L, D),
+                                        "layers.attention_post_norm.weight",
+                                        norm_init, ["layers", "embed"]),
+                "mlp_post_norm": param("mlp_post_norm", (L, D),
+                                       "layers.ffn_post_norm.weight",
+                                       norm_init, ["layers", "embed"])}
 for x in ("q", "k"):
     # Per head (whole under tp, as the head dimension), or OLMo 2's over
     # the whole projection (whole too: the norm reads every head).

@@ -74,7 +74,9 @@
 // llama_local_global.mlir (3 local layers, a window of 8 at rope theta
 // 10000, then a global one at 500000: per-layer tables in one nn.repeat)
 // on tp=2 and dp=2,tp=2 with sequence parallelism (AdamW in f64), and on
-// pp=2, whose second stage reads the model's layers 2 and 3.
+// pp=2, whose second stage reads the model's layers 2 and 3. gemma3.mlir
+// (Gemma 3: four norms a layer, QK-norm, local layers at theta 10000
+// beside global ones, scores times 1/8) on the same tp meshes.
 // llama_sft.mlir (a loss that ignores the label -100, which the synthetic
 // data puts over a random prompt at the start of each sample) on dp=2,
 // tp=2 (its vocabulary-parallel loss of each position) and dp=2,tp=2 with
@@ -458,6 +460,9 @@ std::vector<Case> meshCases() {
   // Local layers beside a global one (per-layer windows and rope thetas).
   cases.push_back({"llama_local_global", "tp=2"});
   cases.push_back({"llama_local_global", "dp=2,tp=2", true, /*adamw=*/true,
+                   /*f64=*/true});
+  cases.push_back({"gemma3", "tp=2"});
+  cases.push_back({"gemma3", "dp=2,tp=2", true, /*adamw=*/true,
                    /*f64=*/true});
   return cases;
 }

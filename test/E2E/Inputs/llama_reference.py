@@ -162,7 +162,8 @@ def forward_loss(w, tokens, targets, a):
     scale = math.sqrt(a.dim) if a.gemma else a.granite[0] if a.granite else 1.0
     # Granite: the residual branches, the scores and the logits scaled.
     residual = a.granite[1] if a.granite else 1.0
-    score_scale = a.granite[2] if a.granite else 1.0 / math.sqrt(hd)
+    score_scale = (a.granite[2] if a.granite else a.gemma3 ** -0.5
+                   if a.sandwich else 1.0 / math.sqrt(hd))
     logits_scaling = a.granite[3] if a.granite else 1.0
     for seq_tokens, seq_targets in zip(tokens, targets):
         x = [[v * scale for v in w["model.embed_tokens.weight"][t]]
@@ -211,18 +212,23 @@ def forward_loss(w, tokens, targets, a):
                         att[i][head * hd + d] = sum(
                             e_ / z * vs[j][d] for e_, j in zip(e, seen))
             o = linear(att, w[p + "self_attn.o_proj.weight"], w.get(p + "self_attn.o_proj.bias"))
-            if a.olmo2:
-                o = rms_norm(o, w[p + "post_attention_layernorm.weight"], a.eps)
+            if a.olmo2 or a.sandwich:
+                o = rms_norm(o, w[p + "post_attention_layernorm.weight"],
+                             a.eps, offset)
             x = [[a_ + b_ * residual for a_, b_ in zip(r1, r2)]
                  for r1, r2 in zip(x, o)]
+            # Gemma 3: the MLP's own norm before it.
             h = x if a.olmo2 else rms_norm(
-                x, w[p + "post_attention_layernorm.weight"], a.eps, offset)
+                x, w[p + ("pre_feedforward_layernorm.weight" if a.sandwich
+                          else "post_attention_layernorm.weight")],
+                a.eps, offset)
             g = linear(h, w[p + "mlp.gate_proj.weight"], w.get(p + "mlp.gate_proj.bias"))
             u = linear(h, w[p + "mlp.up_proj.weight"], w.get(p + "mlp.up_proj.bias"))
             gu = [[act(a_) * b_ for a_, b_ in zip(r1, r2)] for r1, r2 in zip(g, u)]
             d = linear(gu, w[p + "mlp.down_proj.weight"], w.get(p + "mlp.down_proj.bias"))
-            if a.olmo2:
-                d = rms_norm(d, w[p + "post_feedforward_layernorm.weight"], a.eps)
+            if a.olmo2 or a.sandwich:
+                d = rms_norm(d, w[p + "post_feedforward_layernorm.weight"],
+                             a.eps, offset)
             x = [[a_ + b_ * residual for a_, b_ in zip(r1, r2)]
                  for r1, r2 in zip(x, d)]
         x = rms_norm(x, w["model.norm.weight"], a.eps, offset)
@@ -267,6 +273,9 @@ def make(a):
         else:
             w[p + "input_layernorm.weight"] = norm(a.dim)
             w[p + "post_attention_layernorm.weight"] = norm(a.dim)
+        if a.sandwich:  # Gemma 3's norms around the MLP
+            w[p + "pre_feedforward_layernorm.weight"] = norm(a.dim)
+            w[p + "post_feedforward_layernorm.weight"] = norm(a.dim)
         w[p + "self_attn.q_proj.weight"] = matrix(qd, a.dim, 0.3)
         w[p + "self_attn.k_proj.weight"] = matrix(kvd, a.dim, 0.3)
         w[p + "self_attn.v_proj.weight"] = matrix(kvd, a.dim, 0.3)
@@ -348,7 +357,8 @@ def make(a):
 
 def write_config(a):
     """DIR/config.json: the model in transformers' words."""
-    kind = ("olmo2" if a.olmo2 else "granite" if a.granite else
+    kind = ("gemma3_text" if a.sandwich else
+            "olmo2" if a.olmo2 else "granite" if a.granite else
             "gemma" if a.gemma else
             "phi3" if a.phi3 else
             "qwen3" if a.qk_norm else "qwen2" if a.qkv_bias else
@@ -365,7 +375,7 @@ def write_config(a):
         scaling = {"rope_type": "dynamic", "factor": a.rope_dynamic[0]}
     config = {"architectures": [{"qwen2": "Qwen2", "qwen3": "Qwen3",
                                  "phi3": "Phi3", "gemma": "Gemma",
-                                 "granite": "Granite",
+                                 "granite": "Granite", "gemma3_text": "Gemma3",
                                  "olmo2": "Olmo2"}.get(
                                     kind, kind.capitalize()) +
                                 "ForCausalLM"],
@@ -412,6 +422,20 @@ def write_config(a):
         config.update(hidden_act="gelu",
                       hidden_activation="gelu_pytorch_tanh",
                       attention_bias=False, tie_word_embeddings=True)
+    if kind == "gemma3_text":
+        # As Gemma 3's own files: layer_types, the local layers' theta,
+        # query_pre_attn_scalar, no soft-capping, no biases, the head tied.
+        del config["rope_scaling"]
+        types = a.layer_types or ["full"] * a.layers
+        config.update(hidden_act="gelu_pytorch_tanh",
+                      hidden_activation="gelu_pytorch_tanh",
+                      attention_bias=False, tie_word_embeddings=True,
+                      query_pre_attn_scalar=a.gemma3,
+                      rope_local_base_freq=a.local_theta or a.theta,
+                      final_logit_softcapping=None,
+                      attn_logit_softcapping=None,
+                      sliding_window=a.window or a.seq,
+                      layer_types=[t + "_attention" for t in types])
     if kind == "phi3":
         # As Phi-3-mini's own files: no head_dim (unless --head-dim),
         # attention_bias false, the window as given (null none).
@@ -514,6 +538,11 @@ m.add_argument("--phi3", action="store_true",
 m.add_argument("--gemma", action="store_true",
                help="(1 + w) norms, GeGLU, embeddings times sqrt(width), "
                     "the head tied: a GemmaForCausalLM")
+m.add_argument("--gemma3", type=float, metavar="SCALAR", default=None,
+               help="Gemma's, and four norms a layer (over each branch's "
+                    "input and output), QK-norm, scores times SCALAR^-1/2 "
+                    "(query_pre_attn_scalar): a Gemma3ForCausalLM "
+                    "(gemma3_text); with --tie-embeddings")
 m.add_argument("--granite", metavar="EMB,RES,ATT,LOGITS",
                type=lambda text: [float(v) for v in text.split(",")],
                help="Granite's embedding, residual and attention "
@@ -532,6 +561,16 @@ s = sub.add_parser("same")
 s.add_argument("a")
 s.add_argument("b")
 args = p.parse_args()
+if args.command == "make":
+    if args.gemma3 is not None and (
+            args.gemma or args.qk_norm or args.qkv_bias or
+            args.attention_bias or args.mlp_bias or args.scaling or
+            not args.tie):
+        p.error("--gemma3 is Gemma's with its own norms and QK-norm: no "
+                "--gemma, --qk-norm, biases or rope scaling, and "
+                "--tie-embeddings")
+    # Gemma 3's forward is Gemma's, with QK-norm (checked apart).
+    args.sandwich = args.gemma3 is not None
 if args.command == "make" and args.qkv_bias and (
         args.attention_bias or args.mlp_bias or
         (args.window is not None and not args.layer_types)):
@@ -552,6 +591,8 @@ if args.command == "make" and args.gemma and (
         args.window is not None or not args.tie):
     p.error("--gemma has no biases, QK-norm, rope scaling or window, and "
             "needs --tie-embeddings")
+if args.command == "make" and args.sandwich:
+    args.gemma = args.qk_norm = True
 if args.command == "make" and args.olmo2 and (
         args.gemma or args.phi3 or args.qk_norm or args.qkv_bias or
         args.mlp_bias or args.granite is not None or args.tie or
