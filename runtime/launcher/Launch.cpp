@@ -309,13 +309,6 @@ RunEnd tessel::run::runRank(const RunPlan &plan, int32_t rank, int32_t comm,
                      "tessel-run: warning: rank %d's pipeline stash differs "
                      "from the compiled schedule's: %s\n",
                      int(rank), difference.c_str());
-    // --eval-every: every rank, after every N-th step and the last.
-    std::optional<double> evalLoss;
-    if (evaluates &&
-        ((step + 1) % options.evalEvery == 0 || step + 1 == lastStep))
-      evalLoss = pipelined ? pipelined->heldOutLoss(options.evalSteps)
-                           : heldOutLoss(model, rt, *heldOut, options.evalSteps,
-                                         options.microbatches);
     if (traced) {
       tessel_trace_end(rt.ctx);
       std::vector<tessel_trace_event> events = readTrace(rt.ctx);
@@ -325,6 +318,14 @@ RunEnd tessel::run::runRank(const RunPlan &plan, int32_t rank, int32_t comm,
                     options.microbatches);
       plan.trace->add(rank, step + 1, std::move(events));
     }
+    // --eval-every: every rank, after every N-th step and the last
+    // (after the traced step's trace ends).
+    std::optional<double> evalLoss;
+    if (evaluates &&
+        ((step + 1) % options.evalEvery == 0 || step + 1 == lastStep))
+      evalLoss = pipelined ? pipelined->heldOutLoss(options.evalSteps)
+                           : heldOutLoss(model, rt, *heldOut, options.evalSteps,
+                                         options.microbatches);
     if (reporter) {
       tessel_counters counters;
       tessel_get_counters(rt.ctx, &counters);
