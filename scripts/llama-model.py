@@ -314,8 +314,9 @@ def from_config(path):
                 "only: not written yet" % json.dumps(c["rope_scaling"]))
         c.setdefault("rope_theta", 1000000.0)
         out.update(sandwich_norms=True, qk_norm=True,
-                   attention_multiplier=float(scalar) ** -0.5,
-                   local_theta=float(local))
+                   attention_multiplier=float(scalar) ** -0.5)
+        if "sliding_attention" in (c.get("layer_types") or []):
+            out["local_theta"] = float(local)
     if model in ("gemma", "gemma3_text"):
         # GemmaMLP's activation is hidden_activation (GemmaConfig's default
         # the tanh GELU), never hidden_act; its RMSNorm scales by 1 + w; the
