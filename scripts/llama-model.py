@@ -99,7 +99,7 @@ DEFAULTS = {"batch": 8, "seq": 64, "dim": 128, "heads": 4, "kv_heads": 2,
             "ffn": 384, "vocab": 256, "layers": 4, "theta": 10000.0,
             "rope_scaling": None, "rope_linear": None, "rope_dynamic": None,
             "eps": 1e-5, "sliding_window": None, "layer_types": None,
-            "local_theta": None,
+            "local_theta": None, "global_rope_linear": None,
             "qkv_bias": False, "attention_bias": False, "mlp_bias": False,
             "tie_embeddings": False, "head_dim": None, "qk_norm": False,
             "mlp_act": "silu", "norm_offset": False, "embed_scale": False,
@@ -199,6 +199,10 @@ p.add_argument("--global-every", type=int, metavar="N",
 p.add_argument("--local-theta", type=float, metavar="THETA",
                help="the sliding layers' rope theta (Gemma 3's "
                     "rope_local_base_freq); the full ones' is --theta")
+p.add_argument("--global-rope-linear", type=float, metavar="FACTOR",
+               help="the full layers' rope frequencies divided by FACTOR, "
+                    "the sliding ones' not (Gemma 3 4B on: rope_scaling of "
+                    "type linear)")
 p.add_argument("--tie-embeddings", action=argparse.BooleanOptionalAction,
                help="the LM head is the token embedding transposed, no "
                     "output.weight (config.json's tie_word_embeddings)")
@@ -309,9 +313,17 @@ def from_config(path):
             c["layer_types"] = ["full_attention" if (i + 1) % pattern == 0
                                 else "sliding_attention"
                                 for i in range(layers)]
-        if c.get("rope_scaling") is not None:
-            bad("rope_scaling", "%s: Gemma 3 scales its global layers' rope "
-                "only: not written yet" % json.dumps(c["rope_scaling"]))
+        # Gemma 3 4B on scales its global layers' rope linearly (their
+        # rotary embedding reads rope_scaling; the local ones' does not).
+        scaling = c.pop("rope_scaling", None)
+        if scaling is not None:
+            factor = scaling.get("factor") if isinstance(scaling, dict) else None
+            if (not isinstance(scaling, dict) or
+                    scaling.get("rope_type", scaling.get("type")) != "linear"
+                    or not is_number(factor) or factor < 1):
+                bad("rope_scaling", "%s: Gemma 3's global layers scale "
+                    "linearly (a factor >= 1)" % json.dumps(scaling))
+            out["global_rope_linear"] = float(factor)
         c.setdefault("rope_theta", 1000000.0)
         out.update(sandwich_norms=True, qk_norm=True,
                    attention_multiplier=float(scalar) ** -0.5)
@@ -508,6 +520,15 @@ if a.local_theta is not None and not (
         a.layer_types and "sliding" in a.layer_types and a.local_theta > 0):
     p.error("--local-theta is the sliding layers' positive theta: give "
             "--layer-types or --global-every with sliding layers")
+if a.global_rope_linear is not None and not (
+        a.layer_types and "full" in a.layer_types and
+        a.global_rope_linear >= 1):
+    p.error("--global-rope-linear scales the full layers' rope by a factor "
+            ">= 1: give --layer-types or --global-every with full layers")
+if a.global_rope_linear is not None and (a.rope_scaling is not None or
+                                         a.rope_linear is not None):
+    p.error("--global-rope-linear is a rope scaling of its own: not with "
+            "--rope-scaling or --rope-linear")
 if sum(x is not None for x in (a.rope_scaling, a.rope_linear,
                                a.rope_dynamic)) > 1:
     p.error("--rope-scaling, --rope-linear and --rope-dynamic are three "
@@ -590,6 +611,13 @@ mixed = "sliding" in types and "full" in types
 if a.local_theta is not None:
     rope_attrs.append("layer_thetas = array<f64: %s>" % ", ".join(
         num(a.local_theta if t == "sliding" else theta) for t in types))
+if a.global_rope_linear is not None:
+    # The full layers' linear scaling as Llama 3.1's rule with every
+    # wavelength past original / low (see --rope-linear); none elsewhere.
+    rope_attrs.append("layer_scalings = array<f64: %s>" % ", ".join(
+        ", ".join(num(v) for v in ([a.global_rope_linear, 1.0, 2.0, 1.0]
+                                   if t == "full" else [0.0] * 4))
+        for t in types))
 rope_attr = " {%s}" % ", ".join(rope_attrs) if rope_attrs else ""
 out_std = repr(0.02 / math.sqrt(2 * L))
 layers_word = "layer" if L == 1 else "layers"

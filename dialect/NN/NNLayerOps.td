@@ -304,7 +304,9 @@ def NN_RopeOp : NN_ShardableOp<"rope",
     `nn.rope inverse` is the gradient of `nn.rope` and the reverse. In a
     repeated layer, `layer_thetas` gives each of the model's layers its own
     theta, read by the layer's index (Gemma 3's local layers at 10000, its
-    global ones at 1000000). The
+    global ones at 1000000), and `layer_scalings` each its own `scaling`
+    (four values a layer; factor 0: none; Gemma 3's global layers scaled
+    linearly, its local ones not). The
     angle and its sine and cosine are computed in f64 and rounded to the
     arithmetic's type (f32 for f32, f16 and bf16; f64 for f64).
 
@@ -330,7 +332,8 @@ def NN_RopeOp : NN_ShardableOp<"rope",
                        DefaultValuedAttr<F64Attr, "10000.0">:$theta,
                        UnitAttr:$interleaved, UnitAttr:$inverse,
                        OptionalAttr<DenseF64ArrayAttr>:$scaling,
-                       OptionalAttr<DenseF64ArrayAttr>:$layer_thetas);
+                       OptionalAttr<DenseF64ArrayAttr>:$layer_thetas,
+                       OptionalAttr<DenseF64ArrayAttr>:$layer_scalings);
   let results = (outs NN_FloatTensor:$result);
   let assemblyFormat = [{
     $input (`interleaved` $interleaved^)? (`inverse` $inverse^)? attr-dict
@@ -340,6 +343,9 @@ def NN_RopeOp : NN_ShardableOp<"rope",
   let extraClassDeclaration = [{
     /// The position dimension (`S`): the third from the end.
     int64_t getPositionDim() { return getType().getRank() - 3; }
+    /// A Llama 3.1 scaling's four values (`what` names them in the error).
+    ::mlir::LogicalResult verifyScaling(::llvm::ArrayRef<double> scaling,
+                                        ::llvm::StringRef what);
   }];
 }
 

@@ -35,17 +35,38 @@ LogicalResult RopeOp::verify() {
       return emitOpError() << "scaling holds factor, low, high and original "
                               "(4 values), got "
                            << scaling->size();
-    auto [factor, low, high, original] =
-        std::tuple((*scaling)[0], (*scaling)[1], (*scaling)[2], (*scaling)[3]);
-    if (!(factor >= 1.0) || !(low > 0.0) || !(high > low) ||
-        !(original > 0.0) || !std::isfinite(factor) || !std::isfinite(high) ||
-        !std::isfinite(original))
-      return emitOpError()
-             << "scaling needs factor >= 1, 0 < low < high and original > 0 "
-                "(all finite), got ["
-             << factor << ", " << low << ", " << high << ", " << original
-             << "]";
+    if (failed(verifyScaling(*scaling, "scaling")))
+      return failure();
   }
+  if (std::optional<ArrayRef<double>> scalings = getLayerScalings()) {
+    if (getScaling())
+      return emitOpError() << "has a scaling and layer_scalings: give one";
+    if (scalings->empty() || scalings->size() % 4 != 0)
+      return emitOpError() << "layer_scalings holds four values a layer "
+                              "(factor, low, high, original), got "
+                           << scalings->size();
+    for (size_t layer = 0; layer < scalings->size() / 4; ++layer) {
+      ArrayRef<double> one = scalings->slice(layer * 4, 4);
+      bool none = llvm::all_of(one, [](double v) { return v == 0.0; });
+      if (!none && failed(verifyScaling(one, "layer_scalings[" +
+                                                 std::to_string(layer) + "]")))
+        return failure();
+    }
+  }
+  return success();
+}
+
+LogicalResult RopeOp::verifyScaling(ArrayRef<double> scaling, StringRef what) {
+  auto [factor, low, high, original] =
+      std::tuple(scaling[0], scaling[1], scaling[2], scaling[3]);
+  if (!(factor >= 1.0) || !(low > 0.0) || !(high > low) || !(original > 0.0) ||
+      !std::isfinite(factor) || !std::isfinite(high) ||
+      !std::isfinite(original))
+    return emitOpError() << what
+                         << " needs factor >= 1, 0 < low < high and original "
+                            "> 0 (all finite), got ["
+                         << factor << ", " << low << ", " << high << ", "
+                         << original << "]";
   return success();
 }
 

@@ -497,10 +497,10 @@ Cotangents AttentionOp::buildVJP(OpBuilder &b, ValueRange cotangents,
 Cotangents RopeOp::buildVJP(OpBuilder &b, ValueRange cotangents,
                             ArrayRef<bool> needed) {
   return perOperand(needed, [&](unsigned) -> Value {
-    auto back = RopeOp::create(b, getLoc(), cotangents[0], getThetaAttr(),
-                               getInterleavedAttr(),
-                               getInverse() ? UnitAttr() : b.getUnitAttr(),
-                               getScalingAttr(), getLayerThetasAttr());
+    auto back = RopeOp::create(
+        b, getLoc(), cotangents[0], getThetaAttr(), getInterleavedAttr(),
+        getInverse() ? UnitAttr() : b.getUnitAttr(), getScalingAttr(),
+        getLayerThetasAttr(), getLayerScalingsAttr());
     return back.getResult();
   });
 }

@@ -211,7 +211,7 @@ LogicalResult lowerRope(nn::RopeOp op, FunctionLowering &fl) {
   SmallVector<double, 4> scaling(4, 0.0);
   if (std::optional<ArrayRef<double>> given = op.getScaling())
     scaling.assign(given->begin(), given->end());
-  // The layer's theta, from per-layer thetas.
+  // The layer's theta and scaling, from per-layer tables.
   F64Value theta = fl.f64(op.getTheta().convertToDouble());
   if (std::optional<ArrayRef<double>> table = op.getLayerThetas()) {
     FailureOr<F64Value> entry = fl.layerEntry(op, *table);
@@ -219,13 +219,22 @@ LogicalResult lowerRope(nn::RopeOp op, FunctionLowering &fl) {
       return failure();
     theta = *entry;
   }
+  std::optional<SmallVector<F64Value>> layerScaling;
+  if (std::optional<ArrayRef<double>> table = op.getLayerScalings()) {
+    FailureOr<SmallVector<F64Value>> entries = fl.layerEntries(op, *table, 4);
+    if (failed(entries))
+      return failure();
+    layerScaling = *entries;
+  }
+  auto scale = [&](int k) {
+    return layerScaling ? (*layerScaling)[k] : fl.f64(scaling[k]);
+  };
   fl.call(rt::tessel_rope,
           {fl.dtype(op.getResult()), fl.ptr(op.getInput()),
            fl.ptr(op.getResult()), fl.i64(outer), fl.i64(shape[rank - 3]),
            fl.i64(shape[rank - 2]), fl.i64(shape[rank - 1]), theta,
-           fl.i32(op.getInterleaved()), fl.i32(op.getInverse()),
-           fl.f64(scaling[0]), fl.f64(scaling[1]), fl.f64(scaling[2]),
-           fl.f64(scaling[3])});
+           fl.i32(op.getInterleaved()), fl.i32(op.getInverse()), scale(0),
+           scale(1), scale(2), scale(3)});
   return success();
 }
 

@@ -156,6 +156,19 @@ FailureOr<F64Value> FunctionLowering::layerEntry(Operation *op,
   return emit.f64At(b, loc, table, call(rt::tessel_get_layer, {}));
 }
 
+FailureOr<SmallVector<F64Value>>
+FunctionLowering::layerEntries(Operation *op, ArrayRef<double> table,
+                               int64_t width) {
+  if (failed(checkInLayer(op)))
+    return failure();
+  I64Value first = emit.mul(b, loc, call(rt::tessel_get_layer, {}), i64(width));
+  SmallVector<F64Value> entries;
+  for (int64_t k = 0; k < width; ++k)
+    entries.push_back(
+        emit.f64At(b, loc, table, emit.add(b, loc, first, i64(k))));
+  return entries;
+}
+
 void FunctionLowering::stridedCopy(Value tensor, PtrValue in, PtrValue out,
                                    ArrayRef<int64_t> shape,
                                    ArrayRef<int64_t> inStrides,

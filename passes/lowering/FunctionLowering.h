@@ -159,6 +159,11 @@ public:
                                        llvm::ArrayRef<int64_t> table);
   mlir::FailureOr<F64Value> layerEntry(mlir::Operation *op,
                                        llvm::ArrayRef<double> table);
+  /// The `width` entries of the layer running in a table of `width` a
+  /// layer (a rope's layer_scalings: four).
+  mlir::FailureOr<llvm::SmallVector<F64Value>>
+  layerEntries(mlir::Operation *op, llvm::ArrayRef<double> table,
+               int64_t width);
   PtrValue offset(mlir::Value base, int64_t bytes) {
     return emit.offset(b, loc, base, bytes);
   }

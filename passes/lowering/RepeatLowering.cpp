@@ -42,6 +42,8 @@ SmallVector<std::pair<Operation *, int64_t>> layerTables(func::FuncOp layer) {
     } else if (auto rope = dyn_cast<nn::RopeOp>(op)) {
       if (std::optional<ArrayRef<double>> t = rope.getLayerThetas())
         tables.push_back({op, int64_t(t->size())});
+      if (std::optional<ArrayRef<double>> t = rope.getLayerScalings())
+        tables.push_back({op, int64_t(t->size()) / 4}); // four a layer
     }
   });
   return tables;

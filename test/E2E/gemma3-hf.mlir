@@ -12,9 +12,12 @@
 // rope_local_base_freq 10000, the global one at rope_theta 1000000. In f64
 // its loss equals the plain-Python forward's to 1e-12 (measured 2.2e-16),
 // the checkpoint converts back to the file it came from, and its gradients
-// match finite differences. With every layer local the loss is another. An older config's sliding_window_pattern
-// gives the same layers; soft-capping and a rope_scaling (Gemma 3 4B's, of
-// its global layers only) are refused in one line.
+// match finite differences. With every layer local the loss is another.
+// An older config's sliding_window_pattern gives the same layers. Gemma 3
+// 4B's rope_scaling (linear, factor 8) scales the global layers' rope
+// only (nn.rope's layer_scalings), which the reference's forward matches
+// too and a scaling of every layer does not. Soft-capping and another
+// rope scaling are refused in one line.
 //
 // The test model ParallelEquivalenceTest trains on meshes is the script's:
 // RUN: python3 %scripts/llama-model.py --layers 4 --dim 64 --heads 4 --kv-heads 2 --head-dim 32 --ffn 128 --vocab 128 --seq 32 --batch 4 --mlp-act gelu-tanh --norm-offset --embed-scale --tie-embeddings --sandwich-norms --qk-norm --sliding-window 8 --global-every 2 --local-theta 10000 --theta 1000000 --attention-multiplier 0.125 | diff - %S/../launcher/Inputs/gemma3.mlir
@@ -39,8 +42,20 @@
 // Refusals.
 // RUN: sed 's/"final_logit_softcapping": null/"final_logit_softcapping": 30.0/' %t/config.json > %t/softcap.json
 // RUN: not python3 %scripts/llama-model.py --config %t/softcap.json 2>&1 | FileCheck %s --check-prefix=SOFTCAP
-// RUN: python3 -c "import json, sys; c = json.load(open(sys.argv[1])); c['rope_scaling'] = {'rope_type': 'linear', 'factor': 8.0}; json.dump(c, open(sys.argv[2], 'w'))" %t/config.json %t/scaled.json
-// RUN: not python3 %scripts/llama-model.py --config %t/scaled.json 2>&1 | FileCheck %s --check-prefix=SCALED
+// RUN: python3 -c "import json, sys; c = json.load(open(sys.argv[1])); c['rope_scaling'] = {'rope_type': 'dynamic', 'factor': 8.0}; json.dump(c, open(sys.argv[2], 'w'))" %t/config.json %t/dynamic.json
+// RUN: not python3 %scripts/llama-model.py --config %t/dynamic.json 2>&1 | FileCheck %s --check-prefix=DYNAMIC
+// The global layers' linear scaling (Gemma 3 4B on).
+// RUN: mkdir -p %t/scaled
+// RUN: python3 %S/Inputs/llama_reference.py make %t/scaled --layers 3 --dim 16 --heads 4 --kv-heads 2 --head-dim 8 --ffn 24 --vocab 20 --seq 6 --batch 2 --theta 1000000 --eps 1e-6 --sliding-window 3 --layer-types sliding,full,sliding --local-theta 10000 --gemma3 8 --tie-embeddings --rope-linear 8
+// RUN: python3 %scripts/llama-model.py --config %t/scaled/config.json --seq 6 --batch 2 --dtype f64 > %t/scaled/gemma3.mlir
+// RUN: FileCheck %s --check-prefix=SCALED < %t/scaled/gemma3.mlir
+// RUN: python3 %scripts/llama-checkpoint.py to-tessel %t/scaled/hf.safetensors -o %t/scaled/tessel.safetensors
+// RUN: tessel-run %t/scaled/gemma3.mlir --eval --steps 1 --quiet --load %t/scaled/tessel.safetensors --data %t/scaled/tokens.bin --data-dtype i32 --metrics %t/scaled/eval.jsonl
+// RUN: python3 %S/Inputs/llama_reference.py compare %t/scaled %t/scaled/eval.jsonl | FileCheck %s
+// RUN: tessel-run %t/scaled/gemma3.mlir --check-grads --quiet --load %t/scaled/tessel.safetensors --data %t/scaled/tokens.bin --data-dtype i32
+// RUN: python3 %scripts/llama-model.py --layers 3 --dim 16 --heads 4 --kv-heads 2 --head-dim 8 --ffn 24 --vocab 20 --seq 6 --batch 2 --theta 1000000 --eps 1e-6 --mlp-act gelu-tanh --norm-offset --embed-scale --tie-embeddings --sandwich-norms --qk-norm --attention-multiplier 0.3535533905932738 --sliding-window 3 --layer-types sliding,full,sliding --local-theta 10000 --rope-linear 8 --dtype f64 > %t/scaled/every.mlir
+// RUN: tessel-run %t/scaled/every.mlir --eval --steps 1 --quiet --load %t/scaled/tessel.safetensors --data %t/scaled/tokens.bin --data-dtype i32 --metrics %t/scaled/every.jsonl
+// RUN: not python3 %S/Inputs/llama_reference.py compare %t/scaled %t/scaled/every.jsonl
 
 // MODEL: Each branch has an RMSNorm over its input and one over its output
 // MODEL: %x = nn.rms_norm %h, %attn_norm_g
@@ -56,4 +71,5 @@
 // CHECK: match
 // SAME: same
 // SOFTCAP: softcap.json: final_logit_softcapping 30.0: soft-capping is not written yet (Gemma 3 has none)
-// SCALED: scaled.json: rope_scaling {"rope_type": "linear", "factor": 8.0}: Gemma 3 scales its global layers' rope only: not written yet
+// DYNAMIC: dynamic.json: rope_scaling {"rope_type": "dynamic", "factor": 8.0}: Gemma 3's global layers scale linearly (a factor >= 1)
+// SCALED: layer_scalings = array<f64: 0.0, 0.0, 0.0, 0.0, 8.0, 1.0, 2.0, 1.0, 0.0, 0.0, 0.0, 0.0>

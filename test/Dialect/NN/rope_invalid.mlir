@@ -69,3 +69,30 @@ func.func @rope_layer_theta_zero(%x: tensor<1x4x2x8xf32>) -> tensor<1x4x2x8xf32>
   %0 = nn.rope %x {layer_thetas = array<f64: 10000.0, 0.0>} : tensor<1x4x2x8xf32>
   return %0 : tensor<1x4x2x8xf32>
 }
+
+// -----
+
+// Tests that per-layer scalings hold four values a layer.
+func.func @rope_layer_scalings_size(%x: tensor<1x4x2x8xf32>) -> tensor<1x4x2x8xf32> {
+  // expected-error @+1 {{'nn.rope' op layer_scalings holds four values a layer (factor, low, high, original), got 6}}
+  %0 = nn.rope %x {layer_scalings = array<f64: 0.0, 0.0, 0.0, 0.0, 8.0, 1.0>} : tensor<1x4x2x8xf32>
+  return %0 : tensor<1x4x2x8xf32>
+}
+
+// -----
+
+// Tests that a layer's scaling is none (four zeros) or a valid one.
+func.func @rope_layer_scaling_invalid(%x: tensor<1x4x2x8xf32>) -> tensor<1x4x2x8xf32> {
+  // expected-error @+1 {{'nn.rope' op layer_scalings[1] needs factor >= 1, 0 < low < high and original > 0 (all finite), got [8.000000e+00, 2.000000e+00, 1.000000e+00, 1.000000e+00]}}
+  %0 = nn.rope %x {layer_scalings = array<f64: 0.0, 0.0, 0.0, 0.0, 8.0, 2.0, 1.0, 1.0>} : tensor<1x4x2x8xf32>
+  return %0 : tensor<1x4x2x8xf32>
+}
+
+// -----
+
+// Tests that a rope has one scaling or per-layer ones.
+func.func @rope_scaling_and_layer_scalings(%x: tensor<1x4x2x8xf32>) -> tensor<1x4x2x8xf32> {
+  // expected-error @+1 {{'nn.rope' op has a scaling and layer_scalings: give one}}
+  %0 = nn.rope %x {scaling = array<f64: 8.0, 1.0, 2.0, 1.0>, layer_scalings = array<f64: 8.0, 1.0, 2.0, 1.0>} : tensor<1x4x2x8xf32>
+  return %0 : tensor<1x4x2x8xf32>
+}

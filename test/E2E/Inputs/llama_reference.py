@@ -121,7 +121,8 @@ def rope_freqs(d, a, layer=0):
         theta = theta * ((factor * seq_len / original) -
                          (factor - 1)) ** (d / (d - 2))
     freqs = inv_freq(d, theta, a.scaling)
-    if a.rope_linear:
+    # Gemma 3 scales its global layers' rope only.
+    if a.rope_linear and not (a.sandwich and sliding(a, layer)):
         freqs = [f / a.rope_linear for f in freqs]
     return freqs
 
@@ -424,8 +425,8 @@ def write_config(a):
                       attention_bias=False, tie_word_embeddings=True)
     if kind == "gemma3_text":
         # As Gemma 3's own files: layer_types, the local layers' theta,
-        # query_pre_attn_scalar, no soft-capping, no biases, the head tied.
-        del config["rope_scaling"]
+        # query_pre_attn_scalar, no soft-capping, no biases, the head tied;
+        # rope_scaling the global layers'.
         types = a.layer_types or ["full"] * a.layers
         config.update(hidden_act="gelu_pytorch_tanh",
                       hidden_activation="gelu_pytorch_tanh",
