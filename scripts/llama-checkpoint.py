@@ -51,7 +51,11 @@ the whole projections, [H hd] and [Hkv hd] (--qk-norm-full). Gemma 2 and 3
 have four norms a layer (--sandwich-norms): their input_layernorm,
 post_attention_layernorm, pre_feedforward_layernorm and
 post_feedforward_layernorm become layers.attention_norm,
-attention_post_norm, ffn_norm and ffn_post_norm.
+attention_post_norm, ffn_norm and ffn_post_norm. A multimodal Gemma 3's
+file (Gemma3ForConditionalGeneration, 4B on) converts its text model: the
+tensors under language_model. (or model.language_model.) take the text
+model's names, the vision tower and projector are left out; to-hf writes
+the text model (Gemma3ForCausalLM's names).
 
 The rotary embedding needs no permutation: nn.rope's default pairs are
 Hugging Face's rotate_half halves. A config.json's rope_theta and
@@ -303,10 +307,38 @@ def layer_names(norms):
         POST_NORMS if norms == "post" else SANDWICH_NORMS)
 
 
+# Gemma3ForConditionalGeneration's file (Gemma 3 4B on): its text model's
+# tensors under these prefixes (older and newer transformers), beside a
+# vision tower and a projector that a text model leaves out.
+TEXT_PREFIXES = [("language_model.model.", "model."),
+                 ("model.language_model.", "model."),
+                 ("language_model.lm_head.", "lm_head.")]
+VISION_PREFIXES = ("vision_tower.", "multi_modal_projector.",
+                   "model.vision_tower.", "model.multi_modal_projector.")
+
+
+def text_model(hf):
+    """`hf` with a multimodal Gemma 3's text tensors under the text model's
+    names and its vision tensors left out."""
+    if not any(n.startswith(p) for n in hf for p, _ in TEXT_PREFIXES):
+        return hf
+    out = {}
+    for name, tensor in hf.items():
+        if name.startswith(VISION_PREFIXES):
+            continue
+        for prefix, ours in TEXT_PREFIXES:
+            if name.startswith(prefix):
+                name = ours + name[len(prefix):]
+                break
+        out[name] = tensor
+    return out
+
+
 def to_tessel(shards, tie=False, untie=False, config=None, config_path=None):
     hf = {}
     for path in shards:
         hf.update(read(path))
+    hf = text_model(hf)
     layers = count_layers(hf)
     if layers == 0:
         fail("no model.layers.0.self_attn.o_proj.weight: not a Llama-family "

@@ -74,14 +74,16 @@ dynamic, max_position_embeddings N): the base transformers computes for a
 batch of --seq positions, theta itself when --seq <= N.
 
 --config reads the sizes, rope, window, biases and tying from a Hugging Face
-config.json (model_type llama, mistral, qwen2, qwen3, phi3, gemma,
+config.json (model_type llama, mistral, qwen2, qwen3, phi3, gemma, gemma3,
 gemma3_text, granite or olmo2; flags given as well win);
 batch and seq are not in it (seq is the training context, not
 max_position_embeddings). layer_types (sliding_attention, full_attention),
 or Qwen2's and Qwen3's use_sliding_window from max_window_layers on, gives
-each layer its window. A config this model cannot be (another model_type,
-activation or rope scaling) is refused, naming the field. A head_dim other than hidden_size /
-num_attention_heads is read as --head-dim; Qwen3 always has QK-norm. Phi-3
+each layer its window; model_type gemma3 (Gemma 3 4B on, multimodal) its
+text_config's model. A config this model cannot be (another model_type,
+activation or rope scaling) is refused, naming the field. A head_dim other
+than hidden_size / num_attention_heads is read as --head-dim; Qwen3 always
+has QK-norm. Phi-3
 (Phi3ForCausalLM) is a Llama without biases whose sliding_window (2047 in
 Phi-3-mini-4k; null none) is Mistral's; its 128k variants' rope_scaling
 (longrope, su) and a partial_rotary_factor other than 1 are refused. Its
@@ -273,9 +275,17 @@ def from_config(path):
     if not isinstance(c, dict):
         p.error("%s: not a JSON object" % path)
     model = c.get("model_type")
+    if model == "gemma3":
+        # Gemma3ForConditionalGeneration (4B on): its text model's config,
+        # nested; the vision tower is not this model's.
+        text = c.get("text_config")
+        if not isinstance(text, dict):
+            bad("text_config", "missing or not an object")
+        c = dict(text, model_type="gemma3_text")
+        model = "gemma3_text"
     if model not in HF_DEFAULTS:
-        bad("model_type", "%s: only llama, mistral, qwen2, qwen3, phi3, "
-            "gemma, gemma3_text, granite and olmo2" % json.dumps(model))
+        bad("model_type", "%s: only llama, mistral, qwen2, qwen3, phi3, gemma, "
+            "gemma3, gemma3_text, granite and olmo2" % json.dumps(model))
     out = {}
     if model == "olmo2":
         # Olmo2DecoderLayer normalises the attention's and the MLP's outputs
@@ -317,7 +327,8 @@ def from_config(path):
         # rotary embedding reads rope_scaling; the local ones' does not).
         scaling = c.pop("rope_scaling", None)
         if scaling is not None:
-            factor = scaling.get("factor") if isinstance(scaling, dict) else None
+            factor = (scaling.get("factor") if isinstance(scaling, dict)
+                      else None)
             if (not isinstance(scaling, dict) or
                     scaling.get("rope_type", scaling.get("type")) != "linear"
                     or not is_number(factor) or factor < 1):

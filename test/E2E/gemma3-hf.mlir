@@ -17,7 +17,11 @@
 // 4B's rope_scaling (linear, factor 8) scales the global layers' rope
 // only (nn.rope's layer_scalings), which the reference's forward matches
 // too and a scaling of every layer does not. Soft-capping and another
-// rope scaling are refused in one line.
+// rope scaling are refused in one line. Gemma 3 4B on is
+// Gemma3ForConditionalGeneration: its config nests the text model's
+// (text_config) and its file holds it under language_model. beside a
+// vision tower; llama-model.py --config and the converter take the text
+// model, the same model and loss.
 //
 // The test model ParallelEquivalenceTest trains on meshes is the script's:
 // RUN: python3 %scripts/llama-model.py --layers 4 --dim 64 --heads 4 --kv-heads 2 --head-dim 32 --ffn 128 --vocab 128 --seq 32 --batch 4 --mlp-act gelu-tanh --norm-offset --embed-scale --tie-embeddings --sandwich-norms --qk-norm --sliding-window 8 --global-every 2 --local-theta 10000 --theta 1000000 --attention-multiplier 0.125 | diff - %S/../launcher/Inputs/gemma3.mlir
@@ -44,6 +48,14 @@
 // RUN: not python3 %scripts/llama-model.py --config %t/softcap.json 2>&1 | FileCheck %s --check-prefix=SOFTCAP
 // RUN: python3 -c "import json, sys; c = json.load(open(sys.argv[1])); c['rope_scaling'] = {'rope_type': 'dynamic', 'factor': 8.0}; json.dump(c, open(sys.argv[2], 'w'))" %t/config.json %t/dynamic.json
 // RUN: not python3 %scripts/llama-model.py --config %t/dynamic.json 2>&1 | FileCheck %s --check-prefix=DYNAMIC
+// The multimodal file and config (Gemma 3 4B on): the text model.
+// RUN: mkdir -p %t/multimodal
+// RUN: python3 %S/Inputs/llama_reference.py make %t/multimodal --layers 3 --dim 16 --heads 4 --kv-heads 2 --head-dim 8 --ffn 24 --vocab 20 --seq 6 --batch 2 --theta 1000000 --eps 1e-6 --sliding-window 3 --layer-types sliding,full,sliding --local-theta 10000 --gemma3 8 --tie-embeddings --rope-linear 8 --multimodal
+// RUN: FileCheck %s --check-prefix=NESTED < %t/multimodal/config.json
+// RUN: python3 %scripts/llama-model.py --config %t/multimodal/config.json --seq 6 --batch 2 --dtype f64 > %t/multimodal/gemma3.mlir
+// RUN: python3 %scripts/llama-checkpoint.py to-tessel %t/multimodal/hf.safetensors -o %t/multimodal/tessel.safetensors
+// RUN: tessel-run %t/multimodal/gemma3.mlir --eval --steps 1 --quiet --load %t/multimodal/tessel.safetensors --data %t/multimodal/tokens.bin --data-dtype i32 --metrics %t/multimodal/eval.jsonl
+// RUN: python3 %S/Inputs/llama_reference.py compare %t/multimodal %t/multimodal/eval.jsonl | FileCheck %s
 // The global layers' linear scaling (Gemma 3 4B on).
 // RUN: mkdir -p %t/scaled
 // RUN: python3 %S/Inputs/llama_reference.py make %t/scaled --layers 3 --dim 16 --heads 4 --kv-heads 2 --head-dim 8 --ffn 24 --vocab 20 --seq 6 --batch 2 --theta 1000000 --eps 1e-6 --sliding-window 3 --layer-types sliding,full,sliding --local-theta 10000 --gemma3 8 --tie-embeddings --rope-linear 8
@@ -72,4 +84,6 @@
 // SAME: same
 // SOFTCAP: softcap.json: final_logit_softcapping 30.0: soft-capping is not written yet (Gemma 3 has none)
 // DYNAMIC: dynamic.json: rope_scaling {"rope_type": "dynamic", "factor": 8.0}: Gemma 3's global layers scale linearly (a factor >= 1)
+// NESTED: "model_type": "gemma3",
+// NESTED: "text_config": {
 // SCALED: layer_scalings = array<f64: 0.0, 0.0, 0.0, 0.0, 8.0, 1.0, 2.0, 1.0, 0.0, 0.0, 0.0, 0.0>

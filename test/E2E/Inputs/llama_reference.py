@@ -320,6 +320,15 @@ def make(a):
                     break
             else:
                 stored[name] = value
+    if a.multimodal:
+        # Gemma3ForConditionalGeneration's file: the text model under
+        # language_model., beside a vision tower and its projector.
+        stored = {("language_model." + n if n.startswith("model.") else n):
+                  v for n, v in stored.items()}
+        stored["vision_tower.vision_model.embeddings.patch_embedding.bias"] = (
+            vector(4, 0.3))
+        stored["multi_modal_projector.mm_input_projection_weight"] = matrix(
+            4, a.dim, 0.3)
     # Hugging Face's safetensors, f64.
     header, blobs, offset = {}, [], 0
     for name, value in stored.items():
@@ -460,6 +469,11 @@ def write_config(a):
                                      ["sliding"] * (a.layers - first))
             config.update(sliding_window=a.window, use_sliding_window=True,
                           max_window_layers=first)
+    if a.multimodal:
+        # Gemma3Config: the text model's config nested, a vision config.
+        config = {"architectures": ["Gemma3ForConditionalGeneration"],
+                  "model_type": "gemma3", "text_config": config,
+                  "vision_config": {"model_type": "siglip_vision_model"}}
     with open(os.path.join(a.dir, "config.json"), "w") as f:
         json.dump(config, f, indent=2)
         f.write("\n")
@@ -544,6 +558,9 @@ m.add_argument("--gemma3", type=float, metavar="SCALAR", default=None,
                     "input and output), QK-norm, scores times SCALAR^-1/2 "
                     "(query_pre_attn_scalar): a Gemma3ForCausalLM "
                     "(gemma3_text); with --tie-embeddings")
+m.add_argument("--multimodal", action="store_true",
+               help="with --gemma3: the file and config of "
+                    "Gemma3ForConditionalGeneration (Gemma 3 4B on)")
 m.add_argument("--granite", metavar="EMB,RES,ATT,LOGITS",
                type=lambda text: [float(v) for v in text.split(",")],
                help="Granite's embedding, residual and attention "
