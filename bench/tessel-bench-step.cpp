@@ -135,8 +135,11 @@ struct PreparedModel {
     tessel::run::checkKernelError(rt.ctx, when);
   }
 
+  /// The forward's loss, over its loss_count where the model returns one.
   double readLoss() {
-    return tessel::run::readLoss(model.desc.loss(), rt.ctx, rt.arena);
+    tessel::run::StepLoss loss;
+    loss.add(model.desc, rt.ctx, rt.arena);
+    return loss.mean();
   }
 };
 

@@ -98,22 +98,20 @@ LogicalResult maskIgnoredLabels(nn::CrossEntropyOp loss) {
   // The count first: the backward's seed (the weights over it) then exists
   // before the loss, which tessel-fuse-epilogues needs to compute the loss
   // and its gradient in one pass.
-  func::FuncOp model;
-  if (loss.getReduction() == nn::LossReduction::mean)
-    model = modelReturning(loss);
   Value count;
-  if (model) {
-    if (failed(returnCount(
-            model,
-            nn::ReduceSumOp::create(b, scalar, mask.getWeights(), positions))))
-      return failure();
-  } else if (loss.getReduction() == nn::LossReduction::mean) {
+  if (loss.getReduction() == nn::LossReduction::mean) {
     Value sum =
         nn::ReduceSumOp::create(b, scalar, mask.getWeights(), positions);
-    Value one = nn::ConstantOp::create(
-        b, DenseElementsAttr::get(scalar, b.getFloatAttr(elementType, 1.0)));
-    count = nn::AddOp::create(
-        b, nn::ReluOp::create(b, nn::SubOp::create(b, sum, one)), one);
+    if (func::FuncOp model = modelReturning(loss)) {
+      // The model's loss: the launcher divides the step's sum.
+      if (failed(returnCount(model, sum)))
+        return failure();
+    } else {
+      Value one = nn::ConstantOp::create(
+          b, DenseElementsAttr::get(scalar, b.getFloatAttr(elementType, 1.0)));
+      count = nn::AddOp::create(
+          b, nn::ReluOp::create(b, nn::SubOp::create(b, sum, one)), one);
+    }
   }
   Value each = nn::CrossEntropyOp::create(
       b, perPosition, loss.getLogits(), mask.getSafe(),

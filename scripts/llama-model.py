@@ -255,6 +255,12 @@ p.add_argument("--ignore-index", type=int, metavar="N",
 p.add_argument("--dtype", choices=["f32", "f64"], default="f32")
 
 
+def global_every(n, layers):
+    """Layer types with layers n-1, 2n-1, ... full, the others sliding
+    (Gemma 2's n 2, Gemma 3's sliding_window_pattern 6)."""
+    return ["full" if (i + 1) % n == 0 else "sliding" for i in range(layers)]
+
+
 def is_number(v, kind=(int, float)):
     return isinstance(v, kind) and not isinstance(v, bool)
 
@@ -320,9 +326,8 @@ def from_config(path):
             bad("sliding_window_pattern", "is not a positive integer")
         layers = c.get("num_hidden_layers", 26)
         if not c.get("layer_types") and is_number(layers, int):
-            c["layer_types"] = ["full_attention" if (i + 1) % pattern == 0
-                                else "sliding_attention"
-                                for i in range(layers)]
+            c["layer_types"] = [t + "_attention"
+                                for t in global_every(pattern, layers)]
         # Gemma 3 4B on scales its global layers' rope linearly (their
         # rotary embedding reads rope_scaling; the local ones' does not).
         scaling = c.pop("rope_scaling", None)
@@ -514,8 +519,7 @@ if a.global_every is not None:
                 "--layer-types")
     if a.global_every < 1:
         p.error("--global-every must be positive")
-    a.layer_types = ["full" if (i + 1) % a.global_every == 0 else "sliding"
-                     for i in range(a.layers)]
+    a.layer_types = global_every(a.global_every, a.layers)
 if a.layer_types is not None:
     names = {"sliding_attention": "sliding", "full_attention": "full",
              "sliding": "sliding", "full": "full"}

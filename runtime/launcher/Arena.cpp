@@ -116,9 +116,22 @@ void tessel::run::writeGradScale(const ModelDesc &model, tessel_ctx *ctx,
 
 void tessel::run::StepLoss::add(const ModelDesc &model, tessel_ctx *ctx,
                                 const void *arena) {
-  sum += readLoss(model.loss(), ctx, arena);
+  alignas(8) char loss[8], counted[8];
+  auto read = [&](const TensorDesc &t, char *host) {
+    tessel_copy_to_host(ctx, host, static_cast<const char *>(arena) + t.offset,
+                        tessel_dtype_size(t.dtypeCode));
+  };
+  read(model.loss(), loss);
+  if (const TensorDesc *count = model.lossCount())
+    read(*count, counted);
+  add(model, loss, counted);
+}
+
+void tessel::run::StepLoss::add(const ModelDesc &model, const void *lossHost,
+                                const void *countHost) {
+  sum += decodeLoss(model.loss(), lossHost);
   const TensorDesc *counted = model.lossCount();
-  count += counted ? readLoss(*counted, ctx, arena) : 1.0;
+  count += counted ? decodeLoss(*counted, countHost) : 1.0;
 }
 
 double tessel::run::decodeLoss(const TensorDesc &loss, const void *host) {
@@ -133,14 +146,6 @@ double tessel::run::decodeLoss(const TensorDesc &loss, const void *host) {
   else // f16 / bf16, widened exactly
     convertFloats(loss.dtypeCode, host, TESSEL_F32, &value, 1);
   return value;
-}
-
-double tessel::run::readLoss(const TensorDesc &loss, tessel_ctx *ctx,
-                             const void *arena) {
-  const char *src = static_cast<const char *>(arena) + loss.offset;
-  alignas(8) char bytes[8];
-  tessel_copy_to_host(ctx, bytes, src, tessel_dtype_size(loss.dtypeCode));
-  return decodeLoss(loss, bytes);
 }
 
 std::string tessel::run::describeArena(const ModelDesc &model) {

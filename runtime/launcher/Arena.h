@@ -49,9 +49,8 @@ void writeGradScale(const ModelDesc &model, tessel_ctx *ctx, void *arena,
 /// and scratch 12596224 bytes, ...".
 std::string describeArena(const ModelDesc &model);
 
-/// The scalar loss (f32, f64, bf16 or f16) after a step.
-double readLoss(const TensorDesc &loss, tessel_ctx *ctx, const void *arena);
-/// The loss held in `host` (its bytes, copied to the host), widened.
+/// The loss (f32, f64, bf16 or f16) held in `host` (its bytes, copied to
+/// the host), widened.
 double decodeLoss(const TensorDesc &loss, const void *host);
 
 /// A step's loss over its microbatches. Each adds its loss and what that
@@ -68,6 +67,14 @@ struct StepLoss {
 
   /// Adds the microbatch whose loss (and count) `arena` holds.
   void add(const ModelDesc &model, tessel_ctx *ctx, const void *arena);
+  /// Adds the microbatch whose loss and count bytes lie on the host
+  /// (`countHost` read only where the model has a loss_count).
+  void add(const ModelDesc &model, const void *lossHost, const void *countHost);
+  StepLoss &operator+=(const StepLoss &other) {
+    sum += other.sum;
+    count += other.count;
+    return *this;
+  }
   double divisor() const { return std::max(count, 1.0); }
   double mean() const { return sum / divisor(); }
 };

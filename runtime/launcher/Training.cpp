@@ -198,11 +198,9 @@ double tessel::run::CapturedStep::run(BatchSource &batches, int64_t step) {
   checkKernelError(rt.ctx, "reading step " + std::to_string(step + 1) +
                                "'s losses");
   StepLoss loss;
-  const TensorDesc *count = model.desc.lossCount();
   for (int64_t m = 0; m < microbatches; ++m) {
     const char *at = losses.data() + m * lossBytes;
-    loss.sum += decodeLoss(model.desc.loss(), at);
-    loss.count += count ? decodeLoss(*count, at + countAt) : 1.0;
+    loss.add(model.desc, at, at + countAt);
   }
   return loss.mean();
 }
@@ -222,12 +220,9 @@ double tessel::run::heldOutLoss(const LoadedModel &model, RankRuntime &rt,
                                 int64_t microbatches) {
   tessel_set_dropout(rt.ctx, 0);
   StepLoss loss;
-  for (int64_t k = 0; k < steps; ++k) {
-    StepLoss batch = runMicrobatches(model, rt, batches, k, microbatches,
-                                     model.forward, "held-out forward");
-    loss.sum += batch.sum;
-    loss.count += batch.count;
-  }
+  for (int64_t k = 0; k < steps; ++k)
+    loss += runMicrobatches(model, rt, batches, k, microbatches, model.forward,
+                            "held-out forward");
   tessel_set_dropout(rt.ctx, 1);
   return loss.mean();
 }
