@@ -12,6 +12,7 @@
 #include "core/context.h"
 
 #include <climits>
+#include <cmath>
 #include <cstdint>
 
 namespace tessel {
@@ -131,13 +132,14 @@ inline bool checkBlock(tessel_ctx *ctx, const char *kernel, const char *what,
 
 /// The argument checks every attention entry shares: float dtype,
 /// non-negative sizes, kv heads dividing heads, every GEMM dimension within
-/// a BLAS int, and a sliding window (a number of keys) on a causal mask
-/// only.
+/// a BLAS int, a sliding window (a number of keys) on a causal mask
+/// only, and a soft cap that is 0 (none) or finite and positive.
 inline bool checkAttentionArgs(tessel_ctx *ctx, const char *kernel,
                                int32_t dtype, int64_t batch, int64_t seq,
                                int64_t kvSeq, int64_t heads, int64_t kvHeads,
                                int64_t headDim, int64_t valueDim,
-                               int32_t causal, int64_t window) {
+                               int32_t causal, int64_t window,
+                               double softcap = 0) {
   if (!checkDtype(ctx, kernel, dtype, isFloatDtype(dtype)))
     return false;
   if (batch < 0 || seq < 0 || kvSeq < 0 || heads < 0 || headDim < 0 ||
@@ -154,6 +156,11 @@ inline bool checkAttentionArgs(tessel_ctx *ctx, const char *kernel,
   if (window < 0 || (window > 0 && !causal)) {
     setError(ctx, "%s: window %lld %s", kernel, (long long)window,
              window < 0 ? "is negative" : "needs the causal mask");
+    return false;
+  }
+  if (!(softcap >= 0) || std::isinf(softcap)) {
+    setError(ctx, "%s: softcap %g is not 0 or a finite positive number", kernel,
+             softcap);
     return false;
   }
   return true;

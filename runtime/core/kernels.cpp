@@ -608,12 +608,13 @@ static void attentionEntry(tessel_ctx *ctx, const char *entry, int32_t dtype,
                            int64_t seq, int64_t kv_seq, int64_t heads,
                            int64_t kv_heads, int64_t head_dim,
                            int64_t value_dim, double scale, int32_t causal,
-                           int64_t window) {
+                           int64_t window, double softcap) {
   if (!ctx)
     return;
   KernelScope scope(ctx, entry);
   if (!checkAttentionArgs(ctx, entry, dtype, batch, seq, kv_seq, heads,
-                          kv_heads, head_dim, value_dim, causal, window))
+                          kv_heads, head_dim, value_dim, causal, window,
+                          softcap))
     return;
   if (needsLse && !lse && batch * heads * seq > 0) {
     setError(ctx, "%s: lse is null", entry);
@@ -621,7 +622,7 @@ static void attentionEntry(tessel_ctx *ctx, const char *entry, int32_t dtype,
   }
   ctx->backend->attention(ctx, dtype, q, k, v, out, lse, batch, seq, kv_seq,
                           heads, kv_heads, head_dim, value_dim, scale,
-                          AttnMask{causal != 0, window});
+                          AttnMask{causal != 0, window, softcap});
 }
 
 void tessel_attention(tessel_ctx *ctx, int32_t dtype, const void *q,
@@ -630,7 +631,7 @@ void tessel_attention(tessel_ctx *ctx, int32_t dtype, const void *q,
                       int64_t kv_heads, int64_t head_dim, int64_t value_dim,
                       double scale, int32_t causal) {
   attentionEntry(ctx, __func__, dtype, q, k, v, out, nullptr, false, batch, seq,
-                 kv_seq, heads, kv_heads, head_dim, value_dim, scale, causal,
+                 kv_seq, heads, kv_heads, head_dim, value_dim, scale, causal, 0,
                  0);
 }
 
@@ -640,7 +641,7 @@ void tessel_attention_lse(tessel_ctx *ctx, int32_t dtype, const void *q,
                           int64_t heads, int64_t kv_heads, int64_t head_dim,
                           int64_t value_dim, double scale, int32_t causal) {
   attentionEntry(ctx, __func__, dtype, q, k, v, out, lse, true, batch, seq,
-                 kv_seq, heads, kv_heads, head_dim, value_dim, scale, causal,
+                 kv_seq, heads, kv_heads, head_dim, value_dim, scale, causal, 0,
                  0);
 }
 
@@ -652,7 +653,18 @@ void tessel_attention_window(tessel_ctx *ctx, int32_t dtype, const void *q,
                              int64_t window) {
   attentionEntry(ctx, __func__, dtype, q, k, v, out, lse, false, batch, seq,
                  kv_seq, heads, kv_heads, head_dim, value_dim, scale, causal,
-                 window);
+                 window, 0);
+}
+
+void tessel_attention_softcap(tessel_ctx *ctx, int32_t dtype, const void *q,
+                              const void *k, const void *v, void *out,
+                              void *lse, int64_t batch, int64_t seq,
+                              int64_t kv_seq, int64_t heads, int64_t kv_heads,
+                              int64_t head_dim, int64_t value_dim, double scale,
+                              int32_t causal, int64_t window, double softcap) {
+  attentionEntry(ctx, __func__, dtype, q, k, v, out, lse, false, batch, seq,
+                 kv_seq, heads, kv_heads, head_dim, value_dim, scale, causal,
+                 window, softcap);
 }
 
 void tessel_rope(tessel_ctx *ctx, int32_t dtype, const void *x, void *y,

@@ -294,12 +294,14 @@ static void attentionGradEntry(tessel_ctx *ctx, const char *entry,
                                void *dk, void *dv, int64_t batch, int64_t seq,
                                int64_t kv_seq, int64_t heads, int64_t kv_heads,
                                int64_t head_dim, int64_t value_dim,
-                               double scale, int32_t causal, int64_t window) {
+                               double scale, int32_t causal, int64_t window,
+                               double softcap) {
   if (!ctx)
     return;
   KernelScope scope(ctx, entry);
   if (!checkAttentionArgs(ctx, entry, dtype, batch, seq, kv_seq, heads,
-                          kv_heads, head_dim, value_dim, causal, window))
+                          kv_heads, head_dim, value_dim, causal, window,
+                          softcap))
     return;
   if (savedForward && (!out || !lse) && batch * heads * seq * kv_seq > 0) {
     setError(ctx, "%s: %s is null", entry, out ? "lse" : "out");
@@ -307,7 +309,8 @@ static void attentionGradEntry(tessel_ctx *ctx, const char *entry,
   }
   ctx->backend->attentionGrad(ctx, dtype, q, k, v, out, lse, dout, dq, dk, dv,
                               batch, seq, kv_seq, heads, kv_heads, head_dim,
-                              value_dim, scale, AttnMask{causal != 0, window});
+                              value_dim, scale,
+                              AttnMask{causal != 0, window, softcap});
 }
 
 void tessel_attention_grad(tessel_ctx *ctx, int32_t dtype, const void *q,
@@ -318,7 +321,7 @@ void tessel_attention_grad(tessel_ctx *ctx, int32_t dtype, const void *q,
                            int64_t value_dim, double scale, int32_t causal) {
   attentionGradEntry(ctx, __func__, dtype, q, k, v, nullptr, nullptr, false,
                      dout, dq, dk, dv, batch, seq, kv_seq, heads, kv_heads,
-                     head_dim, value_dim, scale, causal, 0);
+                     head_dim, value_dim, scale, causal, 0, 0);
 }
 
 void tessel_attention_grad_lse(tessel_ctx *ctx, int32_t dtype, const void *q,
@@ -330,7 +333,7 @@ void tessel_attention_grad_lse(tessel_ctx *ctx, int32_t dtype, const void *q,
                                double scale, int32_t causal) {
   attentionGradEntry(ctx, __func__, dtype, q, k, v, out, lse, true, dout, dq,
                      dk, dv, batch, seq, kv_seq, heads, kv_heads, head_dim,
-                     value_dim, scale, causal, 0);
+                     value_dim, scale, causal, 0, 0);
 }
 
 void tessel_attention_grad_window(tessel_ctx *ctx, int32_t dtype, const void *q,
@@ -343,7 +346,18 @@ void tessel_attention_grad_window(tessel_ctx *ctx, int32_t dtype, const void *q,
                                   int32_t causal, int64_t window) {
   attentionGradEntry(ctx, __func__, dtype, q, k, v, out, lse, true, dout, dq,
                      dk, dv, batch, seq, kv_seq, heads, kv_heads, head_dim,
-                     value_dim, scale, causal, window);
+                     value_dim, scale, causal, window, 0);
+}
+
+void tessel_attention_grad_softcap(
+    tessel_ctx *ctx, int32_t dtype, const void *q, const void *k, const void *v,
+    const void *out, const void *lse, const void *dout, void *dq, void *dk,
+    void *dv, int64_t batch, int64_t seq, int64_t kv_seq, int64_t heads,
+    int64_t kv_heads, int64_t head_dim, int64_t value_dim, double scale,
+    int32_t causal, int64_t window, double softcap) {
+  attentionGradEntry(ctx, __func__, dtype, q, k, v, out, lse, true, dout, dq,
+                     dk, dv, batch, seq, kv_seq, heads, kv_heads, head_dim,
+                     value_dim, scale, causal, window, softcap);
 }
 
 /// tessel_sum_squares and its f64 form: *sum is a device sumDtype.

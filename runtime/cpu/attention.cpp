@@ -5,7 +5,9 @@
 // through its leading dimensions without any copy. Causal heads run in row
 // blocks that skip the keys no row of the block sees; the f32 softmax in
 // between is vectorised (vecmath.h), and its normalisation is applied to
-// the rows of softmax(S)·V rather than to the wider score rows.
+// the rows of softmax(S)·V rather than to the wider score rows. Under a
+// soft cap (Gemma 2) each seen score is capped, cap · tanh(s / cap), before
+// the softmax.
 //
 //===----------------------------------------------------------------------===//
 
@@ -130,6 +132,8 @@ void attentionReal(const R *q, const R *k, const R *v, R *o, R *lse,
         // With dim = 0 the dot products are empty: gemm writes zeros.
         gemm(false, true, rows, keys.width, dim, R(scale), qb + i0 * ldq, ldq,
              kb + keys.begin * ldk, ldk, pb, ld);
+        if (mask.softcap > 0)
+          capRows(pb, i0, rows, keys, ld, mask, nullptr);
         expRows(pb, i0, rows, keys, ld, mask, inv.data(),
                 lseb ? lseb + i0 : nullptr);
         gemm(false, false, rows, vdim, keys.width, R(1), pb, ld,
@@ -140,7 +144,35 @@ void attentionReal(const R *q, const R *k, const R *v, R *o, R *lse,
   }
 }
 
+template <class R>
+void capRowsReal(R *s, int64_t first, int64_t rows, KeySpan keys, int64_t ld,
+                 AttnMask mask, R *slope) {
+  const R cap = R(mask.softcap);
+  for (int64_t r = 0; r < rows; ++r) {
+    R *row = s + r * ld;
+    RowSpan span = keys.row(mask, first + r);
+    for (int64_t j = span.lo; j < span.hi; ++j)
+      row[j] = tessel::attnCapScore(row[j], cap);
+    if (!slope)
+      continue;
+    R *sr = slope + r * ld;
+    std::fill(sr, sr + keys.width, R(0));
+    for (int64_t j = span.lo; j < span.hi; ++j)
+      sr[j] = tessel::attnCapSlope(row[j], cap);
+  }
+}
+
 } // namespace
+
+void tessel::cpu::capRows(float *s, int64_t first, int64_t rows, KeySpan keys,
+                          int64_t ld, AttnMask mask, float *slope) {
+  capRowsReal(s, first, rows, keys, ld, mask, slope);
+}
+
+void tessel::cpu::capRows(double *s, int64_t first, int64_t rows, KeySpan keys,
+                          int64_t ld, AttnMask mask, double *slope) {
+  capRowsReal(s, first, rows, keys, ld, mask, slope);
+}
 
 void tessel::cpu::probRows(double *p, int64_t first, int64_t rows, KeySpan keys,
                            int64_t ld, AttnMask mask, const double *lse) {

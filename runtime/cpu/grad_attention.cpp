@@ -3,9 +3,10 @@
 // Per (batch, head), from the forward's output O and log-sum-exp per row
 // (tessel_attention_lse), without running the forward again:
 //   P    = e^(scale · Q·Kᵀ − lse)     (masked keys: exactly zero weight)
+//          (under a soft cap, e^(cap(scale · Q·Kᵀ) − lse))
 //   dV  += Pᵀ · dO
 //   D    = rowsum(dO ⊙ O)            (= rowsum(dP ⊙ P), O being P·V)
-//   dS   = P ⊙ (dO · Vᵀ − D)
+//   dS   = P ⊙ (dO · Vᵀ − D)           (⊙ the cap's slope 1 − tanh²)
 //   dQ   = scale · dS · K
 //   dK  += scale · dSᵀ · Q
 // dK and dV accumulate (GEMM beta = 1) over the query heads of a kv head
@@ -34,10 +35,11 @@ using tessel::AttnMask;
 namespace {
 
 /// dS = P ⊙ (dP − D) in place of dP, for `rows` rows of `cols` (row
-/// stride ld), D per row in `rowDot`.
+/// stride ld), D per row in `rowDot`; with `slope` (a soft cap's
+/// derivative, capRows), times it.
 template <class R>
 void scoreGradRows(const R *p, R *dp, int64_t rows, int64_t cols, int64_t ld,
-                   const R *rowDot) {
+                   const R *rowDot, const R *slope) {
   auto loop = [&]() TESSEL_INLINE {
     for (int64_t i = 0; i < rows; ++i) {
       const R *pr = p + i * ld;
@@ -45,6 +47,9 @@ void scoreGradRows(const R *p, R *dp, int64_t rows, int64_t cols, int64_t ld,
       R d = rowDot[i];
       for (int64_t j = 0; j < cols; ++j)
         dr[j] = pr[j] * (dr[j] - d);
+      if (slope)
+        for (int64_t j = 0; j < cols; ++j)
+          dr[j] *= slope[i * ld + j];
     }
   };
   if constexpr (std::is_same<R, float>::value)
@@ -79,6 +84,7 @@ void attentionGradReal(const R *q, const R *k, const R *v, const R *out,
   ScoreBlocks blocks = ScoreBlocks::of(mask, seq, kvSeq);
   int64_t rowBlock = blocks.rows, ldp = blocks.ld;
   std::vector<R> p(blocks.size()), dp(blocks.size()),
+      slope(mask.softcap > 0 ? blocks.size() : 0),
       rowDot(static_cast<size_t>(seq));
   for (int64_t b = 0; b < batch; ++b) {
     for (int64_t h = 0; h < heads; ++h) {
@@ -102,9 +108,13 @@ void attentionGradReal(const R *q, const R *k, const R *v, const R *out,
         const R *qi = qb + i0 * ldq, *doi = dob + i0 * ldo;
         const R *ki = kb + keys.begin * ldk, *vi = vb + keys.begin * ldv;
         R *dki = dkb + keys.begin * ldk, *dvi = dvb + keys.begin * ldv;
-        // Scores, then the probabilities in place.
+        // Scores (capped, keeping the cap's slope), then the probabilities
+        // in place.
         gemm(false, true, rows, n, dim, R(scale), qi, ldq, ki, ldk, pb, ldp,
              R(0));
+        R *slopeb = slope.empty() ? nullptr : slope.data();
+        if (slopeb)
+          capRows(pb, i0, rows, keys, ldp, mask, slopeb);
         probRows(pb, i0, rows, keys, ldp, mask, lseb + i0);
         // dV += Pᵀ · dO.
         gemm(true, false, n, vdim, rows, R(1), pb, ldp, doi, ldo, dvi, ldv,
@@ -112,7 +122,7 @@ void attentionGradReal(const R *q, const R *k, const R *v, const R *out,
         // dP = dO · Vᵀ, then dS = P ⊙ (dP − D) in its place.
         gemm(false, true, rows, n, vdim, R(1), doi, ldo, vi, ldv, dpb, ldp,
              R(0));
-        scoreGradRows(pb, dpb, rows, n, ldp, rowDot.data() + i0);
+        scoreGradRows(pb, dpb, rows, n, ldp, rowDot.data() + i0, slopeb);
         // dQ = scale · dS · K;  dK += scale · dSᵀ · Q.
         gemm(false, false, rows, dim, n, R(scale), dpb, ldp, ki, ldk,
              dqb + i0 * ldq, ldq, R(0));

@@ -176,6 +176,17 @@ struct ScoreBlocks {
   size_t size() const { return size_t(rows * ld); }
 };
 
+/// Gemma 2's soft cap over the keys each of `rows` score rows sees (as
+/// probRows): each scaled score s becomes cap · tanh(s / cap) in place
+/// (AttnMask::softcap > 0; callers skip it otherwise). With `slope`
+/// (same layout), the cap's derivative at each capped score, 1 - tanh²,
+/// which the gradient multiplies the capped scores' gradient by; zero
+/// where no key is seen.
+void capRows(float *s, int64_t first, int64_t rows, KeySpan keys, int64_t ld,
+             AttnMask mask, float *slope);
+void capRows(double *s, int64_t first, int64_t rows, KeySpan keys, int64_t ld,
+             AttnMask mask, double *slope);
+
 /// The probabilities the gradient recomputes from the forward's
 /// log-sum-exp: e^(x - lse[r]) over the keys each of `rows` score rows
 /// sees (row stride ld; the first is query row `first` of the head, and

@@ -17,7 +17,8 @@
 // shared memory, rows padded by four elements (WMMA's alignment), and the
 // register tiles add the products in. Kernels are built per head-dim
 // bucket (64, 128, 256); attention_tiles.cuh holds the pieces both
-// directions share.
+// directions share. A soft cap (AttnMask::softcap) shapes each scaled score
+// where it is scaled, before the online softmax.
 //
 //===----------------------------------------------------------------------===//
 
@@ -51,6 +52,7 @@ forwardTile(const ForwardSmem<A, DIM, TC> &sm,
   const int64_t rowEnd = r0 + S::BR < sh.seq ? r0 + S::BR : sh.seq;
   const int64_t keyEnd = attnKeyEnd(rowEnd, sh.kvSeq, mask);
   const int myRow = int(threadIdx.x) / G, myLane = int(threadIdx.x) % G;
+  const A cap = A(mask.softcap); // 0: scores uncapped
   OnlineRow<A> row = OnlineRow<A>::start();
 
   __syncthreads(); // the previous tile's readers of shared memory are done
@@ -87,7 +89,7 @@ forwardTile(const ForwardSmem<A, DIM, TC> &sm,
           sm.s[MS::row(i) * S::SP + MS::col(j)] =
               attnVisible(r0 + MS::row(i), c0 + MS::col(j), sh.seq,
                           sh.kvSeq, mask)
-                  ? sc[i][j] * scale
+                  ? attnCapScore(sc[i][j] * scale, cap)
                   : attnNegInf<A>();
     }
     __syncthreads();
@@ -97,7 +99,7 @@ forwardTile(const ForwardSmem<A, DIM, TC> &sm,
     auto score = [&](int c) {
       A x = srow[c];
       if constexpr (TC)
-        return x == attnNegInf<A>() ? x : x * scale;
+        return x == attnNegInf<A>() ? x : attnCapScore(x * scale, cap);
       else
         return x;
     };

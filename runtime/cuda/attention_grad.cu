@@ -2,12 +2,14 @@
 //
 // tessel_attention_grad(_lse): two kernels and no float atomics, so the
 // result is deterministic, from the forward's O and lse,
-// P = e^(scale · q·kᵀ - lse): the first, a block per query tile, computes
-// D = rowsum(dO ∘ O) of its rows (kept in a temporary [B, H, S] buffer),
-// then walks the key tiles for dQ = scale · dS·K; the second, a block per
-// (batch, kv head, key tile), walks the query tiles of every query head of
-// its group in a fixed order for dV = Σ Pᵀ·dO and dK = scale · Σ dSᵀ·Q, so
-// a kv head's sum over its query heads needs no second pass.
+// P = e^(scale · q·kᵀ - lse) (under AttnMask::softcap, the scaled score
+// capped first and dS times the cap's slope): the first, a block per
+// query tile, computes D = rowsum(dO ∘ O) of its rows (kept in a
+// temporary [B, H, S] buffer), then walks the key tiles for
+// dQ = scale · dS·K; the second, a block per (batch, kv head, key tile),
+// walks the query tiles of every query head of its group in a fixed order
+// for dV = Σ Pᵀ·dO and dK = scale · Σ dSᵀ·Q, so a kv head's sum over its
+// query heads needs no second pass.
 // tessel_attention_grad (ABI 10 and older models, which keep neither O nor
 // lse) runs the forward (attention.cu) into temporaries first. Tile
 // products as the forward's: CUDA cores for f32 and f64, TF32 WMMA for f16
@@ -71,6 +73,7 @@ __global__ void __launch_bounds__(kAttnThreads,
   constexpr int G = kAttnThreads / S::BR; // threads per row of D
   static_assert(G >= 1 && G <= 32 && (G & (G - 1)) == 0, "row group");
   const int myRow = int(threadIdx.x) / G, myLane = int(threadIdx.x) % G;
+  const A cap = A(mask.softcap); // 0: scores uncapped
   S sm(reinterpret_cast<A *>(attnSmem));
   for (int64_t w = blockIdx.x; w < work; w += gridDim.x) {
     int64_t b, h, r0;
@@ -123,10 +126,11 @@ __global__ void __launch_bounds__(kAttnThreads,
           int r = idx / S::BC, c = idx % S::BC;
           bool visible = !masked || attnVisible(r0 + r, c0 + c, sh.seq,
                                                 sh.kvSeq, mask);
-          A p = visible ? attnFastExp(sm.s[r * S::SP + c] * scale - sm.lse[r])
-                        : A(0);
+          A sc = attnCapScore(sm.s[r * S::SP + c] * scale, cap);
+          A p = visible ? attnFastExp(sc - sm.lse[r]) : A(0);
           sm.s[r * S::SP + c] =
-              attnScoreGrad(p, sm.dp[r * S::SP + c], sm.rowDot[r]);
+              attnScoreGrad(p, sm.dp[r * S::SP + c], sm.rowDot[r]) *
+              attnCapSlope(sc, cap);
         }
         __syncthreads();
         mmaAccumulate<S::BR, DIM, false, true>(dqFrags, sm.s, S::SP, sm.k,
@@ -160,9 +164,10 @@ __global__ void __launch_bounds__(kAttnThreads,
           for (int j = 0; j < MS::CN; ++j) {
             bool visible = attnVisible(r0 + r, c0 + MS::col(j), sh.seq,
                                        sh.kvSeq, mask);
-            A p = attnProb(visible, sc[i][j] * scale, sm.lse[r]);
+            A x = attnCapScore(sc[i][j] * scale, cap);
+            A p = attnProb(visible, x, sm.lse[r]);
             sm.s[r * S::SP + MS::col(j)] =
-                attnScoreGrad(p, dp[i][j], sm.rowDot[r]);
+                attnScoreGrad(p, dp[i][j], sm.rowDot[r]) * attnCapSlope(x, cap);
           }
         }
         __syncthreads();
@@ -214,6 +219,7 @@ __global__ void __launch_bounds__(kAttnThreads,
   using MS = TileMap<S::BC, S::BR>;
   using MO = TileMap<S::BC, DIM>;
   S sm(reinterpret_cast<A *>(attnSmem));
+  const A cap = A(mask.softcap); // 0: scores uncapped
   const int64_t group = sh.heads / sh.kvHeads, bhk = sh.batch * sh.kvHeads;
   for (int64_t w = blockIdx.x; w < work; w += gridDim.x) {
     // The first key tiles are seen by the most queries: they go first.
@@ -263,11 +269,11 @@ __global__ void __launch_bounds__(kAttnThreads,
             int key = idx / S::BR, r = idx % S::BR;
             bool visible = !masked || attnVisible(r0 + r, c0 + key, sh.seq,
                                                   sh.kvSeq, mask);
-            A p = visible ? attnFastExp(sm.p[key * S::SP + r] * scale -
-                                        sm.lse[r])
-                          : A(0);
+            A sc = attnCapScore(sm.p[key * S::SP + r] * scale, cap);
+            A p = visible ? attnFastExp(sc - sm.lse[r]) : A(0);
             sm.ds[key * S::SP + r] =
-                attnScoreGrad(p, sm.ds[key * S::SP + r], sm.rowDot[r]);
+                attnScoreGrad(p, sm.ds[key * S::SP + r], sm.rowDot[r]) *
+                attnCapSlope(sc, cap);
             sm.p[key * S::SP + r] = p;
           }
           __syncthreads();
@@ -289,10 +295,12 @@ __global__ void __launch_bounds__(kAttnThreads,
               int r = MS::col(j);
               bool visible =
                   attnVisible(r0 + r, c0 + key, sh.seq, sh.kvSeq, mask);
-              A p = attnProb(visible, sc[i][j] * scale, sm.lse[r]);
+              A x = attnCapScore(sc[i][j] * scale, cap);
+              A p = attnProb(visible, x, sm.lse[r]);
               sm.p[key * S::SP + r] = p;
               sm.ds[key * S::SP + r] =
-                  attnScoreGrad(p, dp[i][j], sm.rowDot[r]);
+                  attnScoreGrad(p, dp[i][j], sm.rowDot[r]) *
+                  attnCapSlope(x, cap);
             }
           }
           __syncthreads();

@@ -14,6 +14,7 @@ struct Case {
   int64_t b, s, t, h, hkv, d, e;
   int causal;
   int64_t window = 0;
+  double softcap = 0;
 };
 
 TEST_F(AttentionTest, MatchesReference) {
@@ -44,6 +45,12 @@ TEST_F(AttentionTest, MatchesReference) {
       {2, 67, 40, 2, 2, 4, 3, 1, 10},
       // More rows than one unmasked block (256).
       {1, 300, 7, 2, 1, 4, 3, 0},
+      // Soft-capped scores (Gemma 2), below the largest scores so tanh
+      // bends them: unmasked, causal over row blocks, under a window.
+      {2, 7, 7, 4, 2, 5, 3, 0, 0, 0.8},
+      {1, 70, 70, 2, 1, 8, 5, 1, 0, 0.5},
+      {1, 70, 70, 2, 1, 8, 5, 1, 20, 0.8},
+      {1, 300, 7, 2, 1, 4, 3, 0, 0, 2.0},
   };
   for (int32_t dtype : kFloatTypes) {
     for (const Case &c : cases) {
@@ -52,7 +59,8 @@ TEST_F(AttentionTest, MatchesReference) {
                    " H" + std::to_string(c.h) + "/" + std::to_string(c.hkv) +
                    " D" + std::to_string(c.d) + " E" + std::to_string(c.e) +
                    (c.causal ? " causal" : "") +
-                   (c.window ? " window " + std::to_string(c.window) : ""));
+                   (c.window ? " window " + std::to_string(c.window) : "") +
+                   (c.softcap ? " softcap " + std::to_string(c.softcap) : ""));
       auto q = randomValues(dtype, size_t(c.b * c.s * c.h * c.d), -1, 1, 61);
       auto k = randomValues(dtype, size_t(c.b * c.t * c.hkv * c.d), -1, 1, 62);
       auto v = randomValues(dtype, size_t(c.b * c.t * c.hkv * c.e), -2, 2, 63);
@@ -74,7 +82,9 @@ TEST_F(AttentionTest, MatchesReference) {
               for (int64_t x = 0; x < c.d; ++x)
                 dot += q[size_t(((b * c.s + i) * c.h + h) * c.d + x)] *
                        k[size_t(((b * c.t + j) * c.hkv + hk) * c.d + x)];
-              p[size_t(j)] = dot * scale;
+              p[size_t(j)] =
+                  c.softcap ? c.softcap * std::tanh(dot * scale / c.softcap)
+                            : dot * scale;
               mx = std::max(mx, p[size_t(j)]);
             }
             for (int64_t j = first; j < limit; ++j)
@@ -92,7 +102,12 @@ TEST_F(AttentionTest, MatchesReference) {
         }
       auto qb = encode(dtype, q), kb = encode(dtype, k), vb = encode(dtype, v);
       std::vector<uint8_t> out(ref.size() * size_t(tessel_dtype_size(dtype)));
-      if (c.window)
+      if (c.softcap)
+        tessel_attention_softcap(ctx, dtype, qb.data(), kb.data(), vb.data(),
+                                 out.data(), nullptr, c.b, c.s, c.t, c.h, c.hkv,
+                                 c.d, c.e, scale, c.causal, c.window,
+                                 c.softcap);
+      else if (c.window)
         tessel_attention_window(ctx, dtype, qb.data(), kb.data(), vb.data(),
                                 out.data(), nullptr, c.b, c.s, c.t, c.h, c.hkv,
                                 c.d, c.e, scale, c.causal, c.window);
@@ -113,9 +128,9 @@ TEST_F(AttentionTest, MatchesReference) {
       std::vector<float> lse32(refLse.size());
       void *lse = dtype == TESSEL_F64 ? static_cast<void *>(lse64.data())
                                       : static_cast<void *>(lse32.data());
-      tessel_attention_window(ctx, dtype, qb.data(), kb.data(), vb.data(),
-                              outLse.data(), lse, c.b, c.s, c.t, c.h, c.hkv,
-                              c.d, c.e, scale, c.causal, c.window);
+      tessel_attention_softcap(ctx, dtype, qb.data(), kb.data(), vb.data(),
+                               outLse.data(), lse, c.b, c.s, c.t, c.h, c.hkv,
+                               c.d, c.e, scale, c.causal, c.window, c.softcap);
       ASSERT_EQ(tessel_error(ctx), nullptr) << tessel_error(ctx);
       EXPECT_EQ(outLse, out);
       std::vector<double> gotLse =
@@ -185,6 +200,43 @@ TEST_F(AttentionTest, BadWindowSetsError) {
                             2, 2, 1.0, causal, window);
     ASSERT_NE(tessel_error(ctx), nullptr);
     EXPECT_EQ(std::string(tessel_error(ctx)), message);
+    tessel_clear_error(ctx);
+  }
+}
+
+// Soft cap 0 is no cap: the window entry's bytes.
+TEST_F(AttentionTest, SoftcapZeroIsNoCap) {
+  auto q = randomValues(TESSEL_F32, 2 * 40 * 2 * 8, -1, 1, 9);
+  std::vector<float> x(q.begin(), q.end()), plain(x.size()), capped(x.size());
+  tessel_attention_window(ctx, TESSEL_F32, x.data(), x.data(), x.data(),
+                          plain.data(), nullptr, 2, 40, 40, 2, 2, 8, 8, 0.3, 1,
+                          7);
+  tessel_attention_softcap(ctx, TESSEL_F32, x.data(), x.data(), x.data(),
+                           capped.data(), nullptr, 2, 40, 40, 2, 2, 8, 8, 0.3,
+                           1, 7, 0.0);
+  ASSERT_EQ(tessel_error(ctx), nullptr) << tessel_error(ctx);
+  EXPECT_EQ(capped, plain);
+}
+
+TEST_F(AttentionTest, BadSoftcapSetsError) {
+  float q[2] = {1, 2}, o[2], lse[1];
+  for (double cap : {-1.0, double(INFINITY), double(NAN)}) {
+    SCOPED_TRACE(cap);
+    tessel_attention_softcap(ctx, TESSEL_F32, q, q, q, o, nullptr, 1, 1, 1, 1,
+                             1, 2, 2, 1.0, 1, 0, cap);
+    ASSERT_NE(tessel_error(ctx), nullptr);
+    EXPECT_NE(std::string(tessel_error(ctx))
+                  .find("tessel_attention_softcap: softcap "),
+              std::string::npos)
+        << tessel_error(ctx);
+    tessel_clear_error(ctx);
+    tessel_attention_grad_softcap(ctx, TESSEL_F32, q, q, q, o, lse, o, o, o, o,
+                                  1, 1, 1, 1, 1, 2, 2, 1.0, 1, 0, cap);
+    ASSERT_NE(tessel_error(ctx), nullptr);
+    EXPECT_NE(std::string(tessel_error(ctx))
+                  .find("is not 0 or a finite positive number"),
+              std::string::npos)
+        << tessel_error(ctx);
     tessel_clear_error(ctx);
   }
 }

@@ -430,6 +430,7 @@ TEST_F(BackwardTest, AttentionGradMatchesFiniteDifferences) {
     int64_t b, s, t, h, hkv, d, e;
     int causal;
     int64_t window = 0;
+    double softcap = 0;
   };
   const Case cases[] = {
       {1, 1, 1, 1, 1, 1, 1, 0},
@@ -452,13 +453,19 @@ TEST_F(BackwardTest, AttentionGradMatchesFiniteDifferences) {
       {1, 60, 30, 1, 1, 3, 2, 1, 8},
       // More rows than one unmasked block (256).
       {1, 260, 3, 1, 1, 2, 2, 0},
+      // Soft-capped scores (Gemma 2): unmasked, causal across row blocks,
+      // under a window.
+      {2, 7, 7, 4, 2, 5, 3, 0, 0, 0.6},
+      {1, 45, 37, 2, 1, 3, 2, 1, 0, 0.9},
+      {1, 45, 45, 2, 1, 3, 2, 1, 10, 0.6},
   };
   for (const Case &c : cases) {
     SCOPED_TRACE("B" + std::to_string(c.b) + " S" + std::to_string(c.s) + " T" +
                  std::to_string(c.t) + " H" + std::to_string(c.h) + "/" +
                  std::to_string(c.hkv) + " D" + std::to_string(c.d) + " E" +
                  std::to_string(c.e) + (c.causal ? " causal" : "") +
-                 (c.window ? " window " + std::to_string(c.window) : ""));
+                 (c.window ? " window " + std::to_string(c.window) : "") +
+                 (c.softcap ? " softcap " + std::to_string(c.softcap) : ""));
     size_t nq = size_t(c.b * c.s * c.h * c.d), nk = size_t(c.b * c.t * c.hkv * c.d);
     size_t nv = size_t(c.b * c.t * c.hkv * c.e), no = size_t(c.b * c.s * c.h * c.e);
     Vec q = randomValues(TESSEL_F64, nq, -1, 1, 801);
@@ -469,12 +476,13 @@ TEST_F(BackwardTest, AttentionGradMatchesFiniteDifferences) {
     Forward fwd = [&](const Vecs &in) {
       Bytes qb = enc(TESSEL_F64, in[0]), kb = enc(TESSEL_F64, in[1]),
             vb = enc(TESSEL_F64, in[2]), o = zeros(TESSEL_F64, no);
-      tessel_attention_window(ctx, TESSEL_F64, qb.data(), kb.data(), vb.data(),
-                              o.data(), nullptr, c.b, c.s, c.t, c.h, c.hkv, c.d,
-                              c.e, scale, c.causal, c.window);
+      tessel_attention_softcap(ctx, TESSEL_F64, qb.data(), kb.data(), vb.data(),
+                               o.data(), nullptr, c.b, c.s, c.t, c.h, c.hkv,
+                               c.d, c.e, scale, c.causal, c.window, c.softcap);
       return decode(TESSEL_F64, o);
     };
-    // The model's way (ABI 11; the window's entries, ABI 20): the
+    // The model's way (ABI 11; the window's and soft cap's entries, ABI 20
+    // and 24): the
     // forward's output and log-sum-exp handed to the gradient. The entry
     // of older models, which recomputes both, must give the same bytes.
     // `stored`: the dtype the output is rounded to before the gradient reads it
@@ -484,20 +492,20 @@ TEST_F(BackwardTest, AttentionGradMatchesFiniteDifferences) {
       Bytes qb = enc(dt, in[0]), kb = enc(dt, in[1]), vb = enc(dt, in[2]),
             dob = enc(dt, dy), out = zeros(dt, no);
       Bytes lse((dt == TESSEL_F64 ? 8 : 4) * size_t(c.b * c.h * c.s));
-      tessel_attention_window(ctx, dt, qb.data(), kb.data(), vb.data(),
-                              out.data(), lse.data(), c.b, c.s, c.t, c.h, c.hkv,
-                              c.d, c.e, scale, c.causal, c.window);
+      tessel_attention_softcap(
+          ctx, dt, qb.data(), kb.data(), vb.data(), out.data(), lse.data(), c.b,
+          c.s, c.t, c.h, c.hkv, c.d, c.e, scale, c.causal, c.window, c.softcap);
       if (stored != dt)
         out = enc(dt, quantized(stored, decode(dt, out)));
       Bytes dq = zeros(dt, nq), dk = zeros(dt, nk), dv = zeros(dt, nv);
       // Garbage first: the gradients are overwritten, not accumulated.
       std::fill(dk.begin(), dk.end(), uint8_t(0x3c));
       std::fill(dv.begin(), dv.end(), uint8_t(0x3c));
-      tessel_attention_grad_window(
+      tessel_attention_grad_softcap(
           ctx, dt, qb.data(), kb.data(), vb.data(), out.data(), lse.data(),
           dob.data(), dq.data(), dk.data(), dv.data(), c.b, c.s, c.t, c.h,
-          c.hkv, c.d, c.e, scale, c.causal, c.window);
-      if (stored == dt && !c.window) {
+          c.hkv, c.d, c.e, scale, c.causal, c.window, c.softcap);
+      if (stored == dt && !c.window && !c.softcap) {
         Bytes rq = zeros(dt, nq), rk = zeros(dt, nk), rv = zeros(dt, nv);
         tessel_attention_grad(ctx, dt, qb.data(), kb.data(), vb.data(),
                               dob.data(), rq.data(), rk.data(), rv.data(), c.b,

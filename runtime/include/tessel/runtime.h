@@ -126,8 +126,12 @@ extern "C" {
  * kernels belong to: per-layer attention windows and rope thetas
  * (alternating local and global layers: Gemma 2 and 3, Command R7B) are
  * read from a table by the layer's index. Descriptions 1 to 22 still
- * load. */
-#define TESSEL_ABI_VERSION 23
+ * load.
+ * 24: tessel_attention_softcap and tessel_attention_grad_softcap,
+ * attention whose scaled scores are soft-capped, cap · tanh(s / cap),
+ * before the mask (nn.attention's `softcap`: Gemma 2's
+ * attn_logit_softcapping). Descriptions 1 to 23 still load. */
+#define TESSEL_ABI_VERSION 24
 
 typedef enum tessel_dtype {
   TESSEL_F32 = 0,

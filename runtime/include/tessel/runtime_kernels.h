@@ -339,6 +339,17 @@ void tessel_attention_window(tessel_ctx *ctx, int32_t dtype, const void *q,
                              int64_t value_dim, double scale, int32_t causal,
                              int64_t window);
 
+/* tessel_attention_window with soft-capped scores (ABI 24): each scaled
+ * score s becomes softcap · tanh(s / softcap) before the mask and the
+ * softmax (Gemma 2's attn_logit_softcapping); lse is over the capped
+ * scores. softcap 0 is no cap; otherwise it is finite and positive. */
+void tessel_attention_softcap(tessel_ctx *ctx, int32_t dtype, const void *q,
+                              const void *k, const void *v, void *out,
+                              void *lse, int64_t batch, int64_t seq,
+                              int64_t kv_seq, int64_t heads, int64_t kv_heads,
+                              int64_t head_dim, int64_t value_dim, double scale,
+                              int32_t causal, int64_t window, double softcap);
+
 /* Rotary position embedding (ABI 19) of x viewed as [outer, positions,
  * heads, head_dim] (head_dim even): the pair i < head_dim / 2 of position
  * p, (i, i + head_dim / 2), or (2i, 2i + 1) with interleaved, rotated by
@@ -542,6 +553,16 @@ void tessel_attention_grad_window(tessel_ctx *ctx, int32_t dtype, const void *q,
                                   int64_t kv_heads, int64_t head_dim,
                                   int64_t value_dim, double scale,
                                   int32_t causal, int64_t window);
+
+/* tessel_attention_grad_window under tessel_attention_softcap's capped
+ * scores (ABI 24): P = e^(cap(scale · q·kᵀ) - lse), and dS is
+ * P ⊙ (dout·vᵀ - D) times the cap's slope 1 - (cap(s) / softcap)². */
+void tessel_attention_grad_softcap(
+    tessel_ctx *ctx, int32_t dtype, const void *q, const void *k, const void *v,
+    const void *out, const void *lse, const void *dout, void *dq, void *dk,
+    void *dv, int64_t batch, int64_t seq, int64_t kv_seq, int64_t heads,
+    int64_t kv_heads, int64_t head_dim, int64_t value_dim, double scale,
+    int32_t causal, int64_t window, double softcap);
 
 /*===--- Optimizers ------------------------------------------------------===*
  *

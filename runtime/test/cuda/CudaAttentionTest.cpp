@@ -4,8 +4,9 @@
 // forward in attention.cu, the dQ and dK/dV kernels in attention_grad.cu)
 // with their steps from attention_math.h, the same tile sizes, tile skipping
 // and order of accumulation, and compare with the CPU backend's
-// tessel_attention_window and tessel_attention_grad_window through the C
-// ABI: grouped kv heads, kvSeq != seq, causal and not, sliding windows, odd
+// tessel_attention_softcap and tessel_attention_grad_softcap through the C
+// ABI: grouped kv heads, kvSeq != seq, causal and not, sliding windows,
+// soft-capped scores, odd
 // lengths and head dims across the three buckets. The GPU tests (CpuVsCuda,
 // skipped without a device) run the same cases on a CUDA context, in every
 // float dtype, through both the entries with lse and the older ones (whose
@@ -43,15 +44,18 @@ const Case kCases[] = {
 };
 
 // No mask, causal, and causal under windows narrower than a tile and
-// wider than one.
-const AttnMask kMasks[] = {{false, 0}, {true, 0}, {true, 5}, {true, 40}};
+// wider than one; a soft cap (below the largest scores, so tanh bends
+// them) without a mask and under a window.
+const AttnMask kMasks[] = {{false, 0}, {true, 0},       {true, 5},
+                           {true, 40}, {false, 0, 0.7}, {true, 5, 0.7}};
 
 std::string describe(const Case &c, AttnMask mask) {
   return "B" + std::to_string(c.b) + " S" + std::to_string(c.s) + " T" +
          std::to_string(c.t) + " H" + std::to_string(c.h) + "/" +
          std::to_string(c.hkv) + " D" + std::to_string(c.d) + " E" +
          std::to_string(c.e) + (mask.causal ? " causal" : "") +
-         (mask.window ? " window " + std::to_string(mask.window) : "");
+         (mask.window ? " window " + std::to_string(mask.window) : "") +
+         (mask.softcap > 0 ? " softcap " + std::to_string(mask.softcap) : "");
 }
 
 AttnShape shapeOf(const Case &c) { return {c.b, c.s, c.t, c.h, c.hkv, c.d, c.e}; }
@@ -82,6 +86,7 @@ void forwardTile(const AttnShape &sh, const A *q, const A *k, const A *v,
                  AttnMask mask, std::vector<A> &acc,
                  std::vector<OnlineRow<A>> &rows) {
   const int64_t hk = sh.kvHeadOf(h), E = sh.valueDim;
+  const A cap = A(mask.softcap);
   const int64_t rowEnd = std::min<int64_t>(r0 + tiles.rows, sh.seq);
   acc.assign(size_t(tiles.rows * E), A(0));
   rows.assign(size_t(tiles.rows), OnlineRow<A>::start());
@@ -99,7 +104,7 @@ void forwardTile(const AttnShape &sh, const A *q, const A *k, const A *v,
             dot = std::fma(q[sh.qRow(b, i, h) + x], k[sh.kRow(b, j, hk) + x],
                            dot);
         s[size_t(c)] = attnVisible(i, j, sh.seq, sh.kvSeq, mask)
-                           ? dot * scale
+                           ? attnCapScore(dot * scale, cap)
                            : attnNegInf<A>();
         tileMax = std::max(tileMax, s[size_t(c)]);
       }
@@ -160,6 +165,7 @@ void emulateGrad(const AttnShape &sh, const A *q, const A *k, const A *v,
   const int dim = attnDimBucket(sh.headDim, sh.valueDim);
   const AttnTiles qt = attnQueryTiles(sizeof(A) == 8, dim);
   const int64_t D = sh.headDim, E = sh.valueDim;
+  const A cap = A(mask.softcap);
   std::vector<A> rowDots(size_t(sh.batch * sh.heads * sh.seq));
   dq.assign(size_t(sh.batch * sh.seq * sh.heads * D), A(0));
   for (int64_t b = 0; b < sh.batch; ++b)
@@ -189,8 +195,9 @@ void emulateGrad(const AttnShape &sh, const A *q, const A *k, const A *v,
               for (int64_t e = 0; e < E; ++e)
                 dp = std::fma(dout[sh.oRow(b, i, h) + e],
                               v[sh.vRow(b, j, hk) + e], dp);
-              A ds = attnScoreGrad(attnProb(visible, s * scale, rowLse), dp,
-                                   rowDot);
+              A x = attnCapScore(s * scale, cap);
+              A ds = attnScoreGrad(attnProb(visible, x, rowLse), dp, rowDot) *
+                     attnCapSlope(x, cap);
               for (int64_t x = 0; x < D; ++x)
                 g[size_t(x)] = std::fma(ds, k[sh.kRow(b, j, hk) + x],
                                         g[size_t(x)]);
@@ -225,9 +232,11 @@ void emulateGrad(const AttnShape &sh, const A *q, const A *k, const A *v,
               for (int64_t e = 0; e < E; ++e)
                 dp = std::fma(v[sh.vRow(b, j, hk) + e],
                               dout[sh.oRow(b, i, h) + e], dp);
-              A p = attnProb(visible, s * scale, lse[sh.statIndex(b, h, i)]);
+              A x = attnCapScore(s * scale, cap);
+              A p = attnProb(visible, x, lse[sh.statIndex(b, h, i)]);
               A ds =
-                  attnScoreGrad(p, dp, rowDots[size_t(sh.statIndex(b, h, i))]);
+                  attnScoreGrad(p, dp, rowDots[size_t(sh.statIndex(b, h, i))]) *
+                  attnCapSlope(x, cap);
               for (int64_t e = 0; e < E; ++e)
                 gv[size_t(e)] =
                     std::fma(p, dout[sh.oRow(b, i, h) + e], gv[size_t(e)]);
@@ -293,8 +302,9 @@ struct Results {
   std::vector<double> out, lse, dq, dk, dv;
 };
 
-/// The CPU backend's tessel_attention_window and
-/// tessel_attention_grad_window (from that out and lse) of a case on `ctx`.
+/// The CPU backend's tessel_attention_softcap and
+/// tessel_attention_grad_softcap (from that out and lse) of a case on
+/// `ctx`.
 Results cpuResults(tessel_ctx *ctx, int32_t dtype, const Case &c,
                    const Inputs &in, AttnMask mask) {
   auto q = tt::encode(dtype, in.q), k = tt::encode(dtype, in.k),
@@ -303,13 +313,13 @@ Results cpuResults(tessel_ctx *ctx, int32_t dtype, const Case &c,
   std::vector<uint8_t> out(in.dout.size() * es), dq(in.q.size() * es),
       dk(in.k.size() * es), dv(in.v.size() * es),
       lse(size_t(c.b * c.h * c.s) * lseElementBytes(dtype));
-  tessel_attention_window(ctx, dtype, q.data(), k.data(), v.data(), out.data(),
-                          lse.data(), c.b, c.s, c.t, c.h, c.hkv, c.d, c.e,
-                          scaleOf(c), mask.causal, mask.window);
-  tessel_attention_grad_window(ctx, dtype, q.data(), k.data(), v.data(),
-                               out.data(), lse.data(), g.data(), dq.data(),
-                               dk.data(), dv.data(), c.b, c.s, c.t, c.h, c.hkv,
-                               c.d, c.e, scaleOf(c), mask.causal, mask.window);
+  tessel_attention_softcap(ctx, dtype, q.data(), k.data(), v.data(), out.data(),
+                           lse.data(), c.b, c.s, c.t, c.h, c.hkv, c.d, c.e,
+                           scaleOf(c), mask.causal, mask.window, mask.softcap);
+  tessel_attention_grad_softcap(
+      ctx, dtype, q.data(), k.data(), v.data(), out.data(), lse.data(),
+      g.data(), dq.data(), dk.data(), dv.data(), c.b, c.s, c.t, c.h, c.hkv, c.d,
+      c.e, scaleOf(c), mask.causal, mask.window, mask.softcap);
   EXPECT_EQ(tessel_error(ctx), nullptr) << tessel_error(ctx);
   return {tt::decode(dtype, out), decodeLse(dtype, lse), tt::decode(dtype, dq),
           tt::decode(dtype, dk), tt::decode(dtype, dv)};
@@ -514,9 +524,10 @@ TEST(CudaAttentionMath, MaskTileSkipping) {
 class CudaAttention : public CpuVsCuda {
 protected:
   /// The CUDA backend's results of a case, decoded: withLse through
-  /// tessel_attention_window and tessel_attention_grad_window from its out
-  /// and lse, else through tessel_attention and tessel_attention_grad
-  /// (which recompute the forward, and take no window; lse stays empty).
+  /// tessel_attention_softcap and tessel_attention_grad_softcap from its
+  /// out and lse, else through tessel_attention and tessel_attention_grad
+  /// (which recompute the forward, and take no window or cap; lse stays
+  /// empty).
   Results gpuResults(int32_t dtype, const Case &c, const Inputs &in,
                      AttnMask mask, bool withLse) {
     size_t es = size_t(tessel_dtype_size(dtype));
@@ -531,14 +542,14 @@ protected:
     void *dk = tessel_alloc(gpu, int64_t(in.k.size() * es));
     void *dv = tessel_alloc(gpu, int64_t(in.v.size() * es));
     if (withLse) {
-      tessel_attention_window(gpu, dtype, q, k, v, out, lse, c.b, c.s, c.t, c.h,
-                              c.hkv, c.d, c.e, scaleOf(c), mask.causal,
-                              mask.window);
-      tessel_attention_grad_window(gpu, dtype, q, k, v, out, lse, g, dq, dk, dv,
-                                   c.b, c.s, c.t, c.h, c.hkv, c.d, c.e,
-                                   scaleOf(c), mask.causal, mask.window);
+      tessel_attention_softcap(gpu, dtype, q, k, v, out, lse, c.b, c.s, c.t,
+                               c.h, c.hkv, c.d, c.e, scaleOf(c), mask.causal,
+                               mask.window, mask.softcap);
+      tessel_attention_grad_softcap(
+          gpu, dtype, q, k, v, out, lse, g, dq, dk, dv, c.b, c.s, c.t, c.h,
+          c.hkv, c.d, c.e, scaleOf(c), mask.causal, mask.window, mask.softcap);
     } else {
-      // (The older entries have no window.)
+      // (The older entries have no window or cap.)
       tessel_attention(gpu, dtype, q, k, v, out, c.b, c.s, c.t, c.h, c.hkv, c.d,
                        c.e, scaleOf(c), mask.causal);
       tessel_attention_grad(gpu, dtype, q, k, v, g, dq, dk, dv, c.b, c.s, c.t,
@@ -592,7 +603,7 @@ TEST_F(CudaAttention, MatchesCpu) {
         expectNear(got.dq, want.dq, rtol, "dq");
         expectNear(got.dk, want.dk, rtol, "dk");
         expectNear(got.dv, want.dv, rtol, "dv");
-        if (mask.window)
+        if (mask.window || mask.softcap > 0)
           continue;
         Results plain = gpuResults(dtype, c, in, mask, false);
         // One kernel: writing lse changes no output element.
@@ -612,7 +623,8 @@ TEST_F(CudaAttention, MatchesCpu) {
 TEST_F(CudaAttention, LargeCausalAndDeterministic) {
   const Case c{2, 300, 300, 8, 2, 128, 128};
   Inputs in = inputsOf(TESSEL_F32, c, 7);
-  for (AttnMask mask : {AttnMask{true, 0}, AttnMask{true, 100}}) {
+  for (AttnMask mask :
+       {AttnMask{true, 0}, AttnMask{true, 100}, AttnMask{true, 0, 0.7}}) {
     SCOPED_TRACE(describe(c, mask));
     Results want = cpuResults(cpu, TESSEL_F32, c, in, mask);
     Results first = gpuResults(TESSEL_F32, c, in, mask, true);
@@ -626,7 +638,7 @@ TEST_F(CudaAttention, LargeCausalAndDeterministic) {
     EXPECT_EQ(first.dq, second.dq);
     EXPECT_EQ(first.dk, second.dk);
     EXPECT_EQ(first.dv, second.dv);
-    if (mask.window)
+    if (mask.window || mask.softcap > 0)
       continue;
     Results plain = gpuResults(TESSEL_F32, c, in, mask, false);
     expectNear(plain.dq, want.dq, 1e-5, "dq (recomputed)");
@@ -691,15 +703,16 @@ TEST_F(CudaAttention, ValueDimZeroStillWritesLse) {
     Inputs in = inputsOf(TESSEL_F32, c, 5);
     std::vector<float> q = narrow<float>(in.q), k = narrow<float>(in.k);
     std::vector<float> want(rows), none(1); // (v and out have no element)
-    tessel_attention_window(cpu, TESSEL_F32, q.data(), k.data(), none.data(),
-                            none.data(), want.data(), c.b, c.s, c.t, c.h, c.hkv,
-                            c.d, c.e, scaleOf(c), mask.causal, mask.window);
+    tessel_attention_softcap(cpu, TESSEL_F32, q.data(), k.data(), none.data(),
+                             none.data(), want.data(), c.b, c.s, c.t, c.h,
+                             c.hkv, c.d, c.e, scaleOf(c), mask.causal,
+                             mask.window, mask.softcap);
     ASSERT_EQ(tessel_error(cpu), nullptr) << tessel_error(cpu);
     void *gq = upload(gpu, q), *gk = upload(gpu, k), *gnone = upload(gpu, none);
     void *lse = upload(gpu, std::vector<float>(rows, 0.0f));
-    tessel_attention_window(gpu, TESSEL_F32, gq, gk, gnone, gnone, lse, c.b,
-                            c.s, c.t, c.h, c.hkv, c.d, c.e, scaleOf(c),
-                            mask.causal, mask.window);
+    tessel_attention_softcap(gpu, TESSEL_F32, gq, gk, gnone, gnone, lse, c.b,
+                             c.s, c.t, c.h, c.hkv, c.d, c.e, scaleOf(c),
+                             mask.causal, mask.window, mask.softcap);
     expectNear(download<float>(gpu, lse, rows),
                std::vector<double>(want.begin(), want.end()),
                lseTolerance(TESSEL_F32), "lse");
