@@ -441,7 +441,7 @@ AttentionOp AttentionOp::buildAgain(OpBuilder &b, bool withLse) {
   auto again = AttentionOp::create(
       b, getLoc(), getQuery(), getKey(), getValue(), getCausalAttr(),
       withLse ? b.getUnitAttr() : UnitAttr(), getScaleAttr(), getWindowAttr(),
-      getLayerWindowsAttr());
+      getLayerWindowsAttr(), getSoftcapAttr());
   again->setDiscardableAttrs(getOperation()->getDiscardableAttrDictionary());
   return again;
 }
@@ -456,13 +456,17 @@ LogicalResult AttentionOp::canonicalize(AttentionOp op,
   return success();
 }
 
-LogicalResult nn::detail::verifyAttentionAttrs(
-    Operation *op, std::optional<APFloat> scale, bool causal,
-    std::optional<int64_t> window,
-    std::optional<ArrayRef<int64_t>> layerWindows) {
+LogicalResult
+nn::detail::verifyAttentionAttrs(Operation *op, std::optional<APFloat> scale,
+                                 bool causal, std::optional<int64_t> window,
+                                 std::optional<ArrayRef<int64_t>> layerWindows,
+                                 std::optional<APFloat> softcap) {
   if (scale && !(scale->convertToDouble() > 0.0))
     return op->emitOpError()
            << "scale must be positive, got " << scale->convertToDouble();
+  if (softcap && (!(softcap->convertToDouble() > 0.0) || softcap->isInfinity()))
+    return op->emitOpError() << "softcap must be finite and positive, got "
+                             << softcap->convertToDouble();
   if (layerWindows) {
     if (window)
       return op->emitOpError() << "has a window and layer_windows: give one";
@@ -505,7 +509,8 @@ nn::detail::attentionScores(ArrayRef<int64_t> query, int64_t kvSeq,
 
 LogicalResult AttentionOp::verify() {
   return nn::detail::verifyAttentionAttrs(*this, getScale(), getCausal(),
-                                          getWindow(), getLayerWindows());
+                                          getWindow(), getLayerWindows(),
+                                          getSoftcap());
 }
 
 int64_t AttentionOp::getFlops() {
@@ -515,7 +520,9 @@ int64_t AttentionOp::getFlops() {
   int64_t scores = nn::detail::attentionScores(
       q, getKey().getType().getDimSize(1), getWindow(),
       getLayerWindows()); // B·H·S·T'
-  return satAdd(satAdd(satMul(2, scores, q[3]), satMul(5, scores)),
+  // A soft cap divides, takes tanh and multiplies each score.
+  int64_t perScore = getSoftcap() ? 8 : 5;
+  return satAdd(satAdd(satMul(2, scores, q[3]), satMul(perScore, scores)),
                 satMul(2, scores, valueDim));
 }
 

@@ -370,7 +370,8 @@ AttentionGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
 
 LogicalResult AttentionGradOp::verify() {
   return nn::detail::verifyAttentionAttrs(*this, getScale(), getCausal(),
-                                          getWindow(), getLayerWindows());
+                                          getWindow(), getLayerWindows(),
+                                          getSoftcap());
 }
 
 int64_t AttentionGradOp::getFlops() {
@@ -381,8 +382,10 @@ int64_t AttentionGradOp::getFlops() {
       q, getKey().getType().getDimSize(1), getWindow(),
       getLayerWindows()); // B·H·S·T'
   int64_t rowDots = satMul(2, q[0], q[2], q[1], valueDim);
+  // A soft cap recomputes the capped scores (3) and their slope (3).
+  int64_t perScore = getSoftcap() ? 11 : 5;
   return satAdd(satAdd(satMul(6, scores, q[3]), satMul(4, scores, valueDim)),
-                satAdd(satMul(5, scores), rowDots));
+                satAdd(satMul(perScore, scores), rowDots));
 }
 
 // Loops as the forward: b, s, h, t, d, e.

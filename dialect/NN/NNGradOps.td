@@ -327,10 +327,13 @@ def NN_AttentionGradOp : NN_ShardableOp<"attention_grad",
     the key/value gradients sum over the query heads that share them):
     `P = e^(scale·q·kᵀ - lse)`, `dS = P ⊙ (dout·vᵀ - rowsum(dout ⊙ out))`,
     without running the forward again. `causal`, `window`,
-    `layer_windows` and `scale` as the forward. Flops: `6·B·H·S·T'·D + 4·B·H·S·T'·E + 5·B·H·S·T' +
-    2·B·H·S·E`, `T' = min(T, window)` as the forward's (the scores
-    and their exponentials, then dV, dP, dS, dQ and dK; the row dots of
-    dout and out). Loops are the forward's; batch and heads can split, S,
+    `layer_windows`, `softcap` and `scale` as the forward; under a soft
+    cap c the scores are capped first and dS is multiplied by the cap's
+    slope `1 - (capped / c)²`. Flops: `6·B·H·S·T'·D + 4·B·H·S·T'·E +
+    5·B·H·S·T' + 2·B·H·S·E` (plus `6·B·H·S·T'` under a soft cap),
+    `T' = min(T, window)` as the forward's (the scores and their
+    exponentials, then dV, dP, dS, dQ and dK; the row dots of dout and
+    out). Loops are the forward's; batch and heads can split, S,
     T, D and E must stay whole (each is a reduction for some of the three
     gradients).
 
@@ -343,12 +346,14 @@ def NN_AttentionGradOp : NN_ShardableOp<"attention_grad",
                        NN_FloatTensor:$lse, NN_FloatTensor:$dout,
                        UnitAttr:$causal, OptionalAttr<F64Attr>:$scale,
                        OptionalAttr<I64Attr>:$window,
-                       OptionalAttr<DenseI64ArrayAttr>:$layer_windows);
+                       OptionalAttr<DenseI64ArrayAttr>:$layer_windows,
+                       OptionalAttr<F64Attr>:$softcap);
   let results = (outs NN_FloatTensor:$dquery, NN_FloatTensor:$dkey,
                       NN_FloatTensor:$dvalue);
   let assemblyFormat = [{
     $query `,` $key `,` $value `,` $out `,` $lse `,` $dout (`causal` $causal^)?
-    (`window` $window^)? attr-dict `:` functional-type(operands, results)
+    (`window` $window^)? (`softcap` $softcap^)? attr-dict `:`
+    functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }

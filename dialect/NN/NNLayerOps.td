@@ -247,8 +247,11 @@ def NN_AttentionOp : NN_ShardableOp<"attention",
     `i - w + 1..i`. In a repeated layer, `layer_windows` gives each of the
     model's layers its own (0: no window), read by the layer's index
     (tessel_get_layer): local layers alternating with global ones (Gemma 2
-    and 3, Command R7B). Flops: `2·B·H·S·T'·D + 5·B·H·S·T' + 2·B·H·S·T'·E`
-    with `T' = min(T, w)` the keys a row reads (the layers' mean with
+    and 3, Command R7B). A `softcap` c (Gemma 2's
+    `attn_logit_softcapping`) caps each scaled score s to `c·tanh(s / c)`
+    before the mask and the softmax. Flops: `2·B·H·S·T'·D + 5·B·H·S·T' +
+    2·B·H·S·T'·E` (plus `3·B·H·S·T'` under a soft cap) with
+    `T' = min(T, w)` the keys a row reads (the layers' mean with
     `layer_windows`; dense count; causal kernels may skip the masked
     half). Sharding: B, S, H and E loops are
     parallel (heads split in Megatron's tensor parallelism); the key loop T
@@ -265,17 +268,20 @@ def NN_AttentionOp : NN_ShardableOp<"attention",
     %o2, %lse = nn.attention %q, %k, %v causal lse : (tensor<8x128x12x64xbf16>, tensor<8x128x12x64xbf16>, tensor<8x128x12x64xbf16>) -> (tensor<8x128x12x64xbf16>, tensor<8x12x128xf32>)
     %o3 = nn.attention %q, %k, %v causal window 32 : (tensor<8x128x12x64xf32>, tensor<8x128x4x64xf32>, tensor<8x128x4x64xf32>) -> tensor<8x128x12x64xf32>
     %o4 = nn.attention %q, %k, %v causal {layer_windows = array<i64: 32, 32, 0>} : (tensor<8x128x12x64xf32>, tensor<8x128x4x64xf32>, tensor<8x128x4x64xf32>) -> tensor<8x128x12x64xf32>
+    %o5 = nn.attention %q, %k, %v causal window 32 softcap 5.0e+01 : (tensor<8x128x12x64xf32>, tensor<8x128x4x64xf32>, tensor<8x128x4x64xf32>) -> tensor<8x128x12x64xf32>
     ```
   }];
   let arguments = (ins NN_FloatTensor:$query, NN_FloatTensor:$key,
                        NN_FloatTensor:$value, UnitAttr:$causal,
                        UnitAttr:$with_lse, OptionalAttr<F64Attr>:$scale,
                        OptionalAttr<I64Attr>:$window,
-                       OptionalAttr<DenseI64ArrayAttr>:$layer_windows);
+                       OptionalAttr<DenseI64ArrayAttr>:$layer_windows,
+                       OptionalAttr<F64Attr>:$softcap);
   let results = (outs NN_FloatTensor:$result, Optional<NN_FloatTensor>:$lse);
   let assemblyFormat = [{
     $query `,` $key `,` $value (`causal` $causal^)? (`window` $window^)?
-    (`lse` $with_lse^)? attr-dict `:` functional-type(operands, results)
+    (`softcap` $softcap^)? (`lse` $with_lse^)? attr-dict `:`
+    functional-type(operands, results)
   }];
   let hasVerifier = 1;
   let hasCanonicalizeMethod = 1;

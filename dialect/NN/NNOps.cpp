@@ -97,6 +97,10 @@ LogicalResult verifyDimList(std::optional<Location> loc, ArrayRef<int64_t> dims,
 }
 
 bool isSplatConstant(Value value, double splat) {
+  // A broadcast of a splat is that splat at the broadcast's shape (kept
+  // unfolded: BroadcastOp::fold).
+  while (auto broadcast = value.getDefiningOp<BroadcastOp>())
+    value = broadcast.getInput();
   DenseElementsAttr attr;
   if (!matchPattern(value, m_Constant(&attr)) || !attr.isSplat())
     return false;

@@ -28,7 +28,8 @@ llvm::LogicalResult verifyDimList(std::optional<mlir::Location> loc,
                                   llvm::ArrayRef<int64_t> dims, int64_t rank,
                                   llvm::StringRef what);
 
-/// True when `value` is a constant whose every element equals `splat`.
+/// True when `value` is a constant whose every element equals `splat`, or
+/// a broadcast of one.
 bool isSplatConstant(mlir::Value value, double splat);
 
 /// Iterator types: `rank` loops, those in `reductions` are reductions.
@@ -56,11 +57,13 @@ inferAttentionType(std::optional<mlir::Location> loc, mlir::RankedTensorType q,
 
 /// The attributes nn.attention and nn.attention_grad share: a positive
 /// scale, a positive window on a causal mask only, or per-layer windows
-/// (each >= 0, 0 none; one > 0 on a causal mask only) instead of it.
+/// (each >= 0, 0 none; one > 0 on a causal mask only) instead of it, and a
+/// finite positive soft cap.
 mlir::LogicalResult
 verifyAttentionAttrs(mlir::Operation *op, std::optional<llvm::APFloat> scale,
                      bool causal, std::optional<int64_t> window,
-                     std::optional<llvm::ArrayRef<int64_t>> layerWindows);
+                     std::optional<llvm::ArrayRef<int64_t>> layerWindows,
+                     std::optional<llvm::APFloat> softcap);
 
 /// The scores an attention of query [B, S, H, D] over kvSeq keys computes,
 /// B·H·S·min(kvSeq, window) (a window bounds the keys each row reads; with

@@ -52,7 +52,10 @@ LogicalResult BroadcastOp::verify() {
 OpFoldResult BroadcastOp::fold(FoldAdaptor adaptor) {
   if (getInput().getType() == getType())
     return getInput();
-  if (auto splat = dyn_cast_if_present<SplatElementsAttr>(adaptor.getInput()))
+  // A splat folds here only where that adds no element; a larger one is
+  // SplatBroadcastToConstant's (which looks at the users).
+  auto splat = dyn_cast_if_present<SplatElementsAttr>(adaptor.getInput());
+  if (splat && splat.getNumElements() == getType().getNumElements())
     return SplatElementsAttr::get(getType(), splat.getSplatValue<Attribute>());
   return {};
 }
@@ -74,11 +77,34 @@ struct ComposeBroadcasts : public OpRewritePattern<BroadcastOp> {
     return success();
   }
 };
+
+/// broadcast(splat constant) -> a splat constant of the result type, where
+/// some user is not an elementwise binary op: that user reads a buffer of
+/// the full shape either way, and one fill beats a fill and a copy. Read
+/// by binary ops alone the broadcast stays: the memory plan makes it a view
+/// of the small constant (a scalar over logits, a multiplier over
+/// activations), where the larger splat would be a buffer of its own.
+struct SplatBroadcastToConstant : public OpRewritePattern<BroadcastOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(BroadcastOp op,
+                                PatternRewriter &rewriter) const override {
+    DenseElementsAttr splat;
+    if (!matchPattern(op.getInput(), m_Constant(&splat)) || !splat.isSplat())
+      return failure();
+    if (llvm::all_of(op->getUsers(), [](Operation *user) {
+          return isa<AddOp, SubOp, MulOp, DivOp, EqualOp>(user);
+        }))
+      return failure();
+    rewriter.replaceOpWithNewOp<ConstantOp>(op, op.getType(),
+                                            splat.resizeSplat(op.getType()));
+    return success();
+  }
+};
 } // namespace
 
 void BroadcastOp::getCanonicalizationPatterns(RewritePatternSet &results,
                                               MLIRContext *context) {
-  results.add<ComposeBroadcasts>(context);
+  results.add<ComposeBroadcasts, SplatBroadcastToConstant>(context);
 }
 
 int64_t BroadcastOp::getFlops() { return 0; }

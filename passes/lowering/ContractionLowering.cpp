@@ -160,9 +160,10 @@ LogicalResult lowerEmbedding(nn::EmbeddingOp op, FunctionLowering &fl) {
   return success();
 }
 
-/// A sliding window, or the layer's of per-layer windows (0: none), goes
-/// to tessel_attention_window (ABI 20); without one, the entries older
-/// runtimes have.
+/// A soft cap goes to tessel_attention_softcap (ABI 24) with the window
+/// (0: none); otherwise a sliding window, or the layer's of per-layer
+/// windows (0: none), goes to tessel_attention_window (ABI 20); without
+/// either, the entries older runtimes have.
 LogicalResult lowerAttention(nn::AttentionOp op, FunctionLowering &fl) {
   I32Value dtype = fl.dtype(op.getResult());
   AttentionShape shape = fl.attentionShape(
@@ -173,6 +174,17 @@ LogicalResult lowerAttention(nn::AttentionOp op, FunctionLowering &fl) {
     if (failed(entry))
       return failure();
     layerWindow = *entry;
+  }
+  if (std::optional<APFloat> softcap = op.getSoftcap()) {
+    fl.call(rt::tessel_attention_softcap,
+            {dtype, fl.ptr(op.getQuery()), fl.ptr(op.getKey()),
+             fl.ptr(op.getValue()), fl.ptr(op.getResult()),
+             fl.ptrOrNull(op.getLse()), shape.batch, shape.seq, shape.kvSeq,
+             shape.heads, shape.kvHeads, shape.headDim, shape.valueDim,
+             shape.scale, shape.causal,
+             layerWindow ? *layerWindow : fl.i64(op.getWindow().value_or(0)),
+             fl.f64(softcap->convertToDouble())});
+    return success();
   }
   if (layerWindow || op.getWindow()) {
     fl.call(rt::tessel_attention_window,

@@ -122,12 +122,14 @@ LogicalResult lowerEmbeddingGrad(nn::EmbeddingGradOp op, FunctionLowering &fl) {
 }
 
 /// A sliding window goes to tessel_attention_grad_window (ABI 20), which
-/// takes it after tessel_attention_grad_lse's arguments.
+/// takes it after tessel_attention_grad_lse's arguments; a soft cap to
+/// tessel_attention_grad_softcap (ABI 24), the window (0: none) and the
+/// cap after them.
 LogicalResult lowerAttentionGrad(nn::AttentionGradOp op, FunctionLowering &fl) {
   I32Value dtype = fl.dtype(op.getQuery());
   AttentionShape shape = fl.attentionShape(
       op.getQuery(), op.getKey(), op.getValue(), op.getScale(), op.getCausal());
-  auto grad = [&](const auto &fn, auto... window) {
+  auto grad = [&](const auto &fn, auto... windowAndCap) {
     fl.call(fn, {dtype,
                  fl.ptr(op.getQuery()),
                  fl.ptr(op.getKey()),
@@ -147,13 +149,23 @@ LogicalResult lowerAttentionGrad(nn::AttentionGradOp op, FunctionLowering &fl) {
                  shape.valueDim,
                  shape.scale,
                  shape.causal,
-                 window...});
+                 windowAndCap...});
   };
+  std::optional<I64Value> layerWindow;
   if (std::optional<ArrayRef<int64_t>> table = op.getLayerWindows()) {
     FailureOr<I64Value> window = fl.layerEntry(op, *table);
     if (failed(window))
       return failure();
-    grad(rt::tessel_attention_grad_window, *window);
+    layerWindow = *window;
+  }
+  if (std::optional<APFloat> softcap = op.getSoftcap()) {
+    // (Built in order: call arguments are evaluated in any order.)
+    I64Value window =
+        layerWindow ? *layerWindow : fl.i64(op.getWindow().value_or(0));
+    F64Value cap = fl.f64(softcap->convertToDouble());
+    grad(rt::tessel_attention_grad_softcap, window, cap);
+  } else if (layerWindow) {
+    grad(rt::tessel_attention_grad_window, *layerWindow);
   } else if (std::optional<int64_t> window = op.getWindow()) {
     grad(rt::tessel_attention_grad_window, fl.i64(*window));
   } else {

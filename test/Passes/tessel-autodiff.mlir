@@ -9,10 +9,11 @@
 // CHECK-LABEL: func.func @elementwise_backward(
 // CHECK-SAME: %[[W:.*]]: tensor<4xf32> {nn.init = #nn.init<zeros>, nn.param = "w"}, %[[X:.*]]: tensor<4xf32> {nn.input}, %[[ACC:.*]]: tensor<4xf32> {nn.grad = "w"})
 // CHECK-SAME: -> (tensor<f32>, tensor<4xf32> {nn.grad = "w"}) attributes {nn.entry = "backward"}
-// CHECK-DAG:   %[[ONE:.*]] = nn.constant dense<1.000000e+00> : tensor<4xf32>
+// CHECK-DAG:   %[[C1:.*]] = nn.constant dense<1.000000e+00> : tensor<f32>
 // CHECK-DAG:   %[[Y:.*]] = nn.mul %[[W]], %[[X]]
 // CHECK-DAG:   %[[T:.*]] = nn.tanh %[[Y]]
 // CHECK:       %[[L:.*]] = nn.reduce_sum %[[T]]
+// CHECK:       %[[ONE:.*]] = nn.broadcast %[[C1]] dims = [] : tensor<f32> -> tensor<4xf32>
 // CHECK:       %[[T2:.*]] = nn.mul %[[T]], %[[T]]
 // CHECK:       %[[D:.*]] = nn.sub %[[ONE]], %[[T2]]
 // CHECK:       %[[DW:.*]] = nn.mul %[[D]], %[[X]]
@@ -167,12 +168,12 @@ func.func @pinned_stack(%ws: tensor<2x8x8xf32> {nn.param = "ws", nn.init = #nn.i
 // attention (@attn_stack's repeat of @attn_layer) computes no log-sum-exp
 // once canonicalized. Full recompute keeps only the layer input and runs
 // the forward (with its log-sum-exp) in the derivative. The sliding
-// window stays on every attention and reaches the gradient.
+// window and the soft cap stay on every attention and reach the gradient.
 // CHECK-LABEL: func.func private @attn_layer(
-// CHECK:       nn.attention %{{[^,]*}}, %{{[^,]*}}, %{{[^ ]*}} causal window 3 : (tensor<2x4x2x4xbf16>, tensor<2x4x2x4xbf16>, tensor<2x4x2x4xbf16>) -> tensor<2x4x2x4xbf16>
+// CHECK:       nn.attention %{{[^,]*}}, %{{[^,]*}}, %{{[^ ]*}} causal window 3 softcap 5.000000e+01 : (tensor<2x4x2x4xbf16>, tensor<2x4x2x4xbf16>, tensor<2x4x2x4xbf16>) -> tensor<2x4x2x4xbf16>
 // CHECK-LABEL: func.func private @attn_layer_keep(
 // CHECK-SAME: -> (tensor<2x4x8xbf16>, tensor<2x4x8xbf16>, tensor<2x4x2x4xbf16>, tensor<2x2x4xf32>)
-// CHECK:       %[[O:.*]], %[[LSE:.*]] = nn.attention %{{[^,]*}}, %{{[^,]*}}, %{{[^ ]*}} causal window 3 lse :
+// CHECK:       %[[O:.*]], %[[LSE:.*]] = nn.attention %{{[^,]*}}, %{{[^,]*}}, %{{[^ ]*}} causal window 3 softcap 5.000000e+01 lse :
 // CHECK:       return %{{.*}}, %{{.*}}, %[[O]], %[[LSE]]
 // CHECK-LABEL: func.func private @attn_layer_derivative(
 // CHECK-SAME: %[[DY:[^:]*]]: tensor<2x4x8xbf16>, %[[H:[^:]*]]: tensor<2x4x8xbf16>, %{{[^:]*}}: tensor<8x8xbf16>, %[[O:[^:]*]]: tensor<2x4x2x4xbf16>, %[[LSE:[^:]*]]: tensor<2x2x4xf32>)
@@ -180,7 +181,7 @@ func.func @pinned_stack(%ws: tensor<2x8x8xf32> {nn.param = "ws", nn.init = #nn.i
 // CHECK:       %[[Q:.*]] = nn.reshape %[[H]]
 // CHECK:       %[[O2:.*]] = nn.reshape %[[O]]
 // CHECK:       nn.matmul %[[O2]], %{{.*}} transpose_lhs
-// CHECK:       nn.attention_grad %[[Q]], %[[Q]], %[[Q]], %[[O]], %[[LSE]], %{{[^ ]*}} causal window 3 :
+// CHECK:       nn.attention_grad %[[Q]], %[[Q]], %[[Q]], %[[O]], %[[LSE]], %{{[^ ]*}} causal window 3 softcap 5.000000e+01 :
 // CHECK-LABEL: func.func @attn_stack(
 // CHECK:       nn.repeat @attn_layer(
 // CHECK-LABEL: func.func @attn_stack_backward(
@@ -188,11 +189,11 @@ func.func @pinned_stack(%ws: tensor<2x8x8xf32> {nn.param = "ws", nn.init = #nn.i
 // FULL-LABEL: func.func private @attn_layer_keep(
 // FULL-SAME: -> (tensor<2x4x8xbf16>, tensor<2x4x8xbf16>)
 // FULL-LABEL: func.func private @attn_layer_derivative(
-// FULL:       %[[O:.*]], %[[LSE:.*]] = nn.attention %{{[^,]*}}, %{{[^,]*}}, %{{[^ ]*}} causal window 3 lse :
-// FULL:       nn.attention_grad %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %[[O]], %[[LSE]], %{{[^ ]*}} causal window 3 :
+// FULL:       %[[O:.*]], %[[LSE:.*]] = nn.attention %{{[^,]*}}, %{{[^,]*}}, %{{[^ ]*}} causal window 3 softcap 5.000000e+01 lse :
+// FULL:       nn.attention_grad %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %[[O]], %[[LSE]], %{{[^ ]*}} causal window 3 softcap 5.000000e+01 :
 func.func private @attn_layer(%h: tensor<2x4x8xbf16>, %w: tensor<8x8xbf16>) -> tensor<2x4x8xbf16> {
   %q = nn.reshape %h : tensor<2x4x8xbf16> -> tensor<2x4x2x4xbf16>
-  %a = nn.attention %q, %q, %q causal window 3 : (tensor<2x4x2x4xbf16>, tensor<2x4x2x4xbf16>, tensor<2x4x2x4xbf16>) -> tensor<2x4x2x4xbf16>
+  %a = nn.attention %q, %q, %q causal window 3 softcap 50.0 : (tensor<2x4x2x4xbf16>, tensor<2x4x2x4xbf16>, tensor<2x4x2x4xbf16>) -> tensor<2x4x2x4xbf16>
   %a2 = nn.reshape %a : tensor<2x4x2x4xbf16> -> tensor<2x4x8xbf16>
   %o = nn.matmul %a2, %w : (tensor<2x4x8xbf16>, tensor<8x8xbf16>) -> tensor<2x4x8xbf16>
   return %o : tensor<2x4x8xbf16>

@@ -617,6 +617,26 @@ func.func @attention_window(%q: tensor<1x4x2x8xf32>, %do: tensor<1x4x2x8xf32>) -
 
 // -----
 
+// Tests that soft-capped attention calls tessel_attention_softcap and its
+// gradient tessel_attention_grad_softcap, the window (0 without one) and
+// then the cap last.
+// CHECK-LABEL: llvm.func @tessel_fn_attention_softcap
+// CHECK-SAME: (%[[CTX:[^:]*]]: !llvm.ptr, %[[SCRATCH:[^:]*]]: !llvm.ptr, %[[Q:[^:]*]]: !llvm.ptr, %[[DO:[^:]*]]: !llvm.ptr,
+// CHECK: %[[W:.*]] = llvm.mlir.constant(0 : i64) : i64
+// CHECK: %[[C:.*]] = llvm.mlir.constant(5.000000e+01 : f64) : f64
+// CHECK: llvm.call @tessel_attention_softcap(%[[CTX]], %{{[^,]*}}, %[[Q]], %[[Q]], %[[Q]], %[[O:[^,]*]], %[[LSE:[^,]*]], {{.*}}, %[[W]], %[[C]]) :
+// CHECK: %[[W2:.*]] = llvm.mlir.constant(3 : i64) : i64
+// CHECK: %[[C2:.*]] = llvm.mlir.constant(3.000000e+01 : f64) : f64
+// CHECK: llvm.call @tessel_attention_grad_softcap(%[[CTX]], %{{[^,]*}}, %[[Q]], %[[Q]], %[[Q]], %[[O]], %[[LSE]], %[[DO]], {{.*}}, %[[W2]], %[[C2]]) :
+// CHECK-NOT: tessel_attention_window
+func.func @attention_softcap(%q: tensor<1x4x2x8xf32>, %do: tensor<1x4x2x8xf32>) -> (tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>) {
+  %o, %lse = nn.attention %q, %q, %q causal softcap 50.0 lse : (tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>) -> (tensor<1x4x2x8xf32>, tensor<1x2x4xf32>)
+  %dq, %dk, %dv = nn.attention_grad %q, %q, %q, %o, %lse, %do causal window 3 softcap 30.0 : (tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>, tensor<1x2x4xf32>, tensor<1x4x2x8xf32>) -> (tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>)
+  return %o, %dq : tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>
+}
+
+// -----
+
 // Tests that a repeat whose layer has per-layer attributes runs layer l as
 // the model's layer l (tessel_set_layer, the caller's restored after the
 // loop), and that its attention, attention gradient and rope read their

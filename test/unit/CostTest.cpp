@@ -277,6 +277,15 @@ TEST(CostTest, EmbeddingAndAttention) {
        "-> tensor<1x5x3x2xbf16>",
        2 * 1 * 3 * 5 * 5 * 2 + 5 * 1 * 3 * 5 * 5 + 2 * 1 * 3 * 5 * 5 * 2,
        4 * (1 * 5 * 3 * 2) * 2},
+      // A soft cap adds 3 a score (divide, tanh, multiply): 8, not 5.
+      {"attention softcap f32",
+       "%q: tensor<1x5x3x2xf32>, %k: tensor<1x5x3x2xf32>, "
+       "%v: tensor<1x5x3x2xf32>",
+       "%o = nn.attention %q, %k, %v causal softcap 30.0 : "
+       "(tensor<1x5x3x2xf32>, tensor<1x5x3x2xf32>, tensor<1x5x3x2xf32>) "
+       "-> tensor<1x5x3x2xf32>",
+       2 * 1 * 3 * 5 * 5 * 2 + 8 * 1 * 3 * 5 * 5 + 2 * 1 * 3 * 5 * 5 * 2,
+       4 * (1 * 5 * 3 * 2) * 4},
   });
 }
 
@@ -425,6 +434,20 @@ TEST(CostTest, BackwardOps) {
        "tensor<2x3x4x11xf32>) -> (tensor<2x3x4x5xf32>, tensor<2x3x2x5xf32>, "
        "tensor<2x3x2x11xf32>)",
        6 * 2 * 4 * 3 * 2 * 5 + 4 * 2 * 4 * 3 * 2 * 11 + 5 * 2 * 4 * 3 * 2 +
+           2 * 2 * 4 * 3 * 11,
+       (2 * (120 + 60 + 132) + 2 * 264 + 24) * 4},
+      // The same under a soft cap: the capped scores and their slope again,
+      // 11 a score, not 5.
+      {"attention_grad softcap",
+       "%q: tensor<2x3x4x5xf32>, %k: tensor<2x3x2x5xf32>, "
+       "%v: tensor<2x3x2x11xf32>, %o: tensor<2x3x4x11xf32>, "
+       "%lse: tensor<2x4x3xf32>, %do: tensor<2x3x4x11xf32>",
+       "%dq, %dk, %dv = nn.attention_grad %q, %k, %v, %o, %lse, %do causal "
+       "window 2 softcap 50.0 : (tensor<2x3x4x5xf32>, tensor<2x3x2x5xf32>, "
+       "tensor<2x3x2x11xf32>, tensor<2x3x4x11xf32>, tensor<2x4x3xf32>, "
+       "tensor<2x3x4x11xf32>) -> (tensor<2x3x4x5xf32>, tensor<2x3x2x5xf32>, "
+       "tensor<2x3x2x11xf32>)",
+       6 * 2 * 4 * 3 * 2 * 5 + 4 * 2 * 4 * 3 * 2 * 11 + 11 * 2 * 4 * 3 * 2 +
            2 * 2 * 4 * 3 * 11,
        (2 * (120 + 60 + 132) + 2 * 264 + 24) * 4},
       // slice_grad moves data: reads 3x4, writes 7x11.

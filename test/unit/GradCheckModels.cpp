@@ -400,7 +400,8 @@ GradModel embedding(std::mt19937 &rng) {
 }
 
 /// Attention of random shapes, scales and head groups; causal ones now and
-/// then under a sliding window (of 1 key up to past the sequence).
+/// then under a sliding window (of 1 key up to past the sequence); half
+/// of them with soft-capped scores (caps that bend them, Gemma 2's).
 GradModel attention(std::mt19937 &rng, bool causal, bool groupedQuery) {
   ModelBuilder m;
   int64_t B = between(rng, 1, 2), S = between(rng, 1, 5);
@@ -426,10 +427,12 @@ GradModel attention(std::mt19937 &rng, bool causal, bool groupedQuery) {
       !causal     ? ""
       : coin(rng) ? " causal"
                   : " causal window " + std::to_string(between(rng, 1, S + 1));
-  std::string y =
-      m.emit("nn.attention " + q + ", " + k + ", " + v + mask + scale + " : " +
-             fnType({tensorType(qs), tensorType(ks), tensorType(vs)},
-                    tensorType(out)));
+  std::string cap =
+      coin(rng) ? "" : pick<std::string>(rng, {" softcap 0.5", " softcap 2.0"});
+  std::string y = m.emit(
+      "nn.attention " + q + ", " + k + ", " + v + mask + cap + scale + " : " +
+      fnType({tensorType(qs), tensorType(ks), tensorType(vs)},
+             tensorType(out)));
   return {m.finish(y, out)};
 }
 

@@ -256,29 +256,60 @@ func.func @broadcast_identity(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
 
 // -----
 
-// Tests that a broadcast of a splat constant folds to a splat constant of the result type.
+// Tests that a broadcast of a splat constant that some user reads at the
+// full shape (here the return) folds to a splat constant of that shape,
+// an integer one too, and one adding no element (unit dimensions) as well.
 // CHECK-LABEL: func.func @broadcast_splat_constant
+// CHECK-DAG: %[[C:.*]] = nn.constant dense<2.000000e+00> : tensor<4x8xf32>
+// CHECK-DAG: %[[I:.*]] = nn.constant dense<-3> : tensor<2x3x4xi32>
+// CHECK-DAG: %[[U:.*]] = nn.constant dense<5> : tensor<1x4xi32>
 // CHECK-NOT: nn.broadcast
-// CHECK: %[[C:.*]] = nn.constant dense<2.000000e+00> : tensor<4x8xf32>
-// CHECK-NOT: nn.broadcast
-// CHECK: return %[[C]]
-func.func @broadcast_splat_constant() -> tensor<4x8xf32> {
+// CHECK: return %[[C]], %[[I]], %[[U]]
+func.func @broadcast_splat_constant() -> (tensor<4x8xf32>, tensor<2x3x4xi32>, tensor<1x4xi32>) {
   %c = nn.constant dense<2.0> : tensor<8xf32>
   %0 = nn.broadcast %c dims = [1] : tensor<8xf32> -> tensor<4x8xf32>
-  return %0 : tensor<4x8xf32>
+  %i = nn.constant dense<-3> : tensor<1x4xi32>
+  %1 = nn.broadcast %i dims = [1, 2] : tensor<1x4xi32> -> tensor<2x3x4xi32>
+  %u = nn.constant dense<5> : tensor<4xi32>
+  %2 = nn.broadcast %u dims = [1] : tensor<4xi32> -> tensor<1x4xi32>
+  return %0, %1, %2 : tensor<4x8xf32>, tensor<2x3x4xi32>, tensor<1x4xi32>
 }
 
 // -----
 
-// Tests that a broadcast of an integer splat constant folds too.
-// CHECK-LABEL: func.func @broadcast_splat_constant_i32
-// CHECK: %[[C:.*]] = nn.constant dense<-3> : tensor<2x3x4xi32>
-// CHECK-NOT: nn.broadcast
-// CHECK: return %[[C]]
-func.func @broadcast_splat_constant_i32() -> tensor<2x3x4xi32> {
-  %c = nn.constant dense<-3> : tensor<1x4xi32>
-  %0 = nn.broadcast %c dims = [1, 2] : tensor<1x4xi32> -> tensor<2x3x4xi32>
-  return %0 : tensor<2x3x4xi32>
+// Tests that a broadcast of a splat constant that only binary ops read
+// stays a broadcast of the small constant (the memory plan reads it where
+// it lies, not a filled buffer of the larger shape).
+// CHECK-LABEL: func.func @broadcast_splat_read_by_binary_ops
+// CHECK: %[[C:.*]] = nn.constant dense<3.000000e+01> : tensor<f32>
+// CHECK: %[[B:.*]] = nn.broadcast %[[C]] dims = [] : tensor<f32> -> tensor<2x3x4xf32>
+// CHECK: nn.div %{{.*}}, %[[B]]
+// CHECK: nn.mul %{{.*}}, %[[B]]
+func.func @broadcast_splat_read_by_binary_ops(%x: tensor<2x3x4xf32>) -> tensor<2x3x4xf32> {
+  %c = nn.constant dense<30.0> : tensor<f32>
+  %b = nn.broadcast %c dims = [] : tensor<f32> -> tensor<2x3x4xf32>
+  %0 = nn.div %x, %b : tensor<2x3x4xf32>
+  %1 = nn.tanh %0 : tensor<2x3x4xf32>
+  %2 = nn.mul %1, %b : tensor<2x3x4xf32>
+  return %2 : tensor<2x3x4xf32>
+}
+
+// -----
+
+// Tests that x times a broadcast one, or plus a broadcast zero, folds to x.
+// CHECK-LABEL: func.func @broadcast_splat_identity
+// CHECK-SAME: (%[[X:.*]]: tensor<2x3x4xf32>)
+// CHECK-NOT: nn.mul
+// CHECK-NOT: nn.add
+// CHECK: return %[[X]]
+func.func @broadcast_splat_identity(%x: tensor<2x3x4xf32>) -> tensor<2x3x4xf32> {
+  %one = nn.constant dense<1.0> : tensor<f32>
+  %b1 = nn.broadcast %one dims = [] : tensor<f32> -> tensor<2x3x4xf32>
+  %0 = nn.mul %x, %b1 : tensor<2x3x4xf32>
+  %zero = nn.constant dense<0.0> : tensor<4xf32>
+  %b0 = nn.broadcast %zero dims = [2] : tensor<4xf32> -> tensor<2x3x4xf32>
+  %1 = nn.add %0, %b0 : tensor<2x3x4xf32>
+  return %1 : tensor<2x3x4xf32>
 }
 
 // -----

@@ -160,6 +160,16 @@ func.func @attention_window(%q: tensor<2x8x4x16xf32>, %k: tensor<2x8x2x16xf32>) 
   return %0, %2 : tensor<2x8x4x16xf32>, tensor<2x4x8xf32>
 }
 
+// Tests that attention takes a soft cap of its scores (Gemma 2), alone, under a window and with lse.
+// CHECK-LABEL: func.func @attention_softcap
+// CHECK: nn.attention %{{.*}}, %{{.*}}, %{{.*}} softcap 5.000000e+01 : (tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>) -> tensor<2x8x4x16xf32>
+// CHECK: nn.attention %{{.*}}, %{{.*}}, %{{.*}} causal window 4 softcap 2.500000e+00 lse : (tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>) -> (tensor<2x8x4x16xf32>, tensor<2x4x8xf32>)
+func.func @attention_softcap(%q: tensor<2x8x4x16xf32>, %k: tensor<2x8x2x16xf32>) -> (tensor<2x8x4x16xf32>, tensor<2x4x8xf32>) {
+  %0 = nn.attention %q, %k, %k softcap 50.0 : (tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>) -> tensor<2x8x4x16xf32>
+  %1, %2 = nn.attention %q, %k, %k causal window 4 softcap 2.5 lse : (tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>) -> (tensor<2x8x4x16xf32>, tensor<2x4x8xf32>)
+  return %0, %2 : tensor<2x8x4x16xf32>, tensor<2x4x8xf32>
+}
+
 // Tests that matmul_accumulate adds a (transposed) product into its
 // accumulator, which has the product's type.
 // CHECK-LABEL: func.func @matmul_accumulate

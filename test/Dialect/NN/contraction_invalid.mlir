@@ -535,3 +535,21 @@ func.func @attention_layer_window_not_causal(%q: tensor<2x8x4x16xf32>) -> tensor
   %0 = nn.attention %q, %q, %q {layer_windows = array<i64: 4, 0>} : (tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>) -> tensor<2x8x4x16xf32>
   return %0 : tensor<2x8x4x16xf32>
 }
+
+// -----
+
+// Tests that attention's soft cap is positive.
+func.func @attention_softcap_zero(%q: tensor<2x8x4x16xf32>) -> tensor<2x8x4x16xf32> {
+  // expected-error @+1 {{'nn.attention' op softcap must be finite and positive, got 0.000000e+00}}
+  %0 = nn.attention %q, %q, %q causal softcap 0.0 : (tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>) -> tensor<2x8x4x16xf32>
+  return %0 : tensor<2x8x4x16xf32>
+}
+
+// -----
+
+// Tests that attention's soft cap is finite.
+func.func @attention_softcap_inf(%q: tensor<2x8x4x16xf32>) -> tensor<2x8x4x16xf32> {
+  // expected-error @+1 {{'nn.attention' op softcap must be finite and positive, got INF}}
+  %0 = nn.attention %q, %q, %q softcap 0x7FF0000000000000 : (tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>) -> tensor<2x8x4x16xf32>
+  return %0 : tensor<2x8x4x16xf32>
+}

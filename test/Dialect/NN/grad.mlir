@@ -113,17 +113,17 @@ func.func @embedding_grad(%ids: tensor<2x8xi32>, %dout: tensor<2x8x16xf32>, %id:
   return %0, %1, %2 : tensor<100x16xf32>, tensor<7x16xbf16>, tensor<7x16xf32>
 }
 
-// Tests that attention_grad reads the forward's output and log-sum-exp ([B, H, S], f32 for bf16, f64 for f64) and returns the types of q, k and v, with grouped-query heads, causal, a sliding window and an explicit scale.
+// Tests that attention_grad reads the forward's output and log-sum-exp ([B, H, S], f32 for bf16, f64 for f64) and returns the types of q, k and v, with grouped-query heads, causal, a sliding window, a soft cap and an explicit scale.
 // CHECK-LABEL: func.func @attention_grad
 // CHECK: nn.attention_grad %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} causal {scale = 1.250000e-01 : f64} : (tensor<2x16x4x8xf32>, tensor<2x16x2x8xf32>, tensor<2x16x2x6xf32>, tensor<2x16x4x6xf32>, tensor<2x4x16xf32>, tensor<2x16x4x6xf32>) -> (tensor<2x16x4x8xf32>, tensor<2x16x2x8xf32>, tensor<2x16x2x6xf32>)
 // CHECK: nn.attention_grad %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : (tensor<1x4x2x8xbf16>, tensor<1x6x2x8xbf16>, tensor<1x6x2x8xbf16>, tensor<1x4x2x8xbf16>, tensor<1x2x4xf32>, tensor<1x4x2x8xbf16>) -> (tensor<1x4x2x8xbf16>, tensor<1x6x2x8xbf16>, tensor<1x6x2x8xbf16>)
-// CHECK: nn.attention_grad %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} causal window 2 : (tensor<1x4x2x8xf64>, tensor<1x4x2x8xf64>, tensor<1x4x2x8xf64>, tensor<1x4x2x8xf64>, tensor<1x2x4xf64>, tensor<1x4x2x8xf64>) -> (tensor<1x4x2x8xf64>, tensor<1x4x2x8xf64>, tensor<1x4x2x8xf64>)
+// CHECK: nn.attention_grad %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} causal window 2 softcap 3.000000e+01 : (tensor<1x4x2x8xf64>, tensor<1x4x2x8xf64>, tensor<1x4x2x8xf64>, tensor<1x4x2x8xf64>, tensor<1x2x4xf64>, tensor<1x4x2x8xf64>) -> (tensor<1x4x2x8xf64>, tensor<1x4x2x8xf64>, tensor<1x4x2x8xf64>)
 func.func @attention_grad(%q: tensor<2x16x4x8xf32>, %k: tensor<2x16x2x8xf32>, %v: tensor<2x16x2x6xf32>, %o: tensor<2x16x4x6xf32>, %lse: tensor<2x4x16xf32>, %do: tensor<2x16x4x6xf32>,
                           %q1: tensor<1x4x2x8xbf16>, %k1: tensor<1x6x2x8xbf16>, %do1: tensor<1x4x2x8xbf16>, %lse1: tensor<1x2x4xf32>,
                           %q2: tensor<1x4x2x8xf64>, %lse2: tensor<1x2x4xf64>) -> (tensor<2x16x4x8xf32>, tensor<2x16x2x6xf32>, tensor<1x6x2x8xbf16>, tensor<1x4x2x8xf64>) {
   %dq, %dk, %dv = nn.attention_grad %q, %k, %v, %o, %lse, %do causal {scale = 0.125 : f64} : (tensor<2x16x4x8xf32>, tensor<2x16x2x8xf32>, tensor<2x16x2x6xf32>, tensor<2x16x4x6xf32>, tensor<2x4x16xf32>, tensor<2x16x4x6xf32>) -> (tensor<2x16x4x8xf32>, tensor<2x16x2x8xf32>, tensor<2x16x2x6xf32>)
   %eq, %ek, %ev = nn.attention_grad %q1, %k1, %k1, %do1, %lse1, %do1 : (tensor<1x4x2x8xbf16>, tensor<1x6x2x8xbf16>, tensor<1x6x2x8xbf16>, tensor<1x4x2x8xbf16>, tensor<1x2x4xf32>, tensor<1x4x2x8xbf16>) -> (tensor<1x4x2x8xbf16>, tensor<1x6x2x8xbf16>, tensor<1x6x2x8xbf16>)
-  %fq, %fk, %fv = nn.attention_grad %q2, %q2, %q2, %q2, %lse2, %q2 causal window 2 : (tensor<1x4x2x8xf64>, tensor<1x4x2x8xf64>, tensor<1x4x2x8xf64>, tensor<1x4x2x8xf64>, tensor<1x2x4xf64>, tensor<1x4x2x8xf64>) -> (tensor<1x4x2x8xf64>, tensor<1x4x2x8xf64>, tensor<1x4x2x8xf64>)
+  %fq, %fk, %fv = nn.attention_grad %q2, %q2, %q2, %q2, %lse2, %q2 causal window 2 softcap 30.0 : (tensor<1x4x2x8xf64>, tensor<1x4x2x8xf64>, tensor<1x4x2x8xf64>, tensor<1x4x2x8xf64>, tensor<1x2x4xf64>, tensor<1x4x2x8xf64>) -> (tensor<1x4x2x8xf64>, tensor<1x4x2x8xf64>, tensor<1x4x2x8xf64>)
   return %dq, %dv, %ev, %fq : tensor<2x16x4x8xf32>, tensor<2x16x2x6xf32>, tensor<1x6x2x8xbf16>, tensor<1x4x2x8xf64>
 }
 

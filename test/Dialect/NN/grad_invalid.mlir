@@ -443,3 +443,12 @@ func.func @attention_grad_window_not_causal(%q: tensor<1x4x2x8xf32>, %lse: tenso
   %dq, %dk, %dv = nn.attention_grad %q, %q, %q, %q, %lse, %q window 2 : (tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>, tensor<1x2x4xf32>, tensor<1x4x2x8xf32>) -> (tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>)
   return %dq : tensor<1x4x2x8xf32>
 }
+
+// -----
+
+// Tests that attention_grad's soft cap is positive, as the forward's.
+func.func @attention_grad_softcap_negative(%q: tensor<1x4x2x8xf32>, %lse: tensor<1x2x4xf32>) -> tensor<1x4x2x8xf32> {
+  // expected-error @+1 {{'nn.attention_grad' op softcap must be finite and positive, got -5.000000e+00}}
+  %dq, %dk, %dv = nn.attention_grad %q, %q, %q, %q, %lse, %q causal softcap -5.0 : (tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>, tensor<1x2x4xf32>, tensor<1x4x2x8xf32>) -> (tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>)
+  return %dq : tensor<1x4x2x8xf32>
+}
