@@ -68,14 +68,21 @@ logits divided by the fourth (each a [dim] constant broadcast, the last
 applied to the final norm's output before the head: no tensor of the
 logits' size).
 
+--attn-softcap C caps each attention score s (after its scale) to
+C tanh(s / C) before the mask and the softmax (nn.attention's softcap:
+Gemma 2's attn_logit_softcapping); --final-softcap C caps each logit
+likewise before the loss (final_logit_softcapping; the scalar C broadcast,
+no tensor of the logits' size). Gemma 2's config gives both (50 and 30 by
+default), every other layer global from layer 1.
+
 --rope-linear F divides every rope frequency by F (rope_scaling of type
 linear); --rope-dynamic F,N is dynamic NTK over N original positions (type
 dynamic, max_position_embeddings N): the base transformers computes for a
 batch of --seq positions, theta itself when --seq <= N.
 
 --config reads the sizes, rope, window, biases and tying from a Hugging Face
-config.json (model_type llama, mistral, qwen2, qwen3, phi3, gemma, gemma3,
-gemma3_text, granite or olmo2; flags given as well win);
+config.json (model_type llama, mistral, qwen2, qwen3, phi3, gemma, gemma2,
+gemma3, gemma3_text, granite or olmo2; flags given as well win);
 batch and seq are not in it (seq is the training context, not
 max_position_embeddings). layer_types (sliding_attention, full_attention),
 or Qwen2's and Qwen3's use_sliding_window from max_window_layers on, gives
@@ -108,7 +115,8 @@ DEFAULTS = {"batch": 8, "seq": 64, "dim": 128, "heads": 4, "kv_heads": 2,
             "post_norms": False, "sandwich_norms": False,
             "qk_norm_full": False,
             "embedding_multiplier": None, "residual_multiplier": None,
-            "attention_multiplier": None, "logits_scaling": None}
+            "attention_multiplier": None, "logits_scaling": None,
+            "attn_softcap": None, "final_softcap": None}
 # config.json's size fields and the flags they set.
 CONFIG_SIZES = [("num_hidden_layers", "layers"), ("hidden_size", "dim"),
                 ("num_attention_heads", "heads"), ("intermediate_size", "ffn"),
@@ -131,6 +139,12 @@ HF_DEFAULTS = {"llama": {"num_key_value_heads": None, "sliding_window": None,
                          "head_dim": 256, "vocab_size": 256000,
                          "hidden_size": 3072, "intermediate_size": 24576,
                          "num_hidden_layers": 28, "num_attention_heads": 16},
+               # Gemma2Config's, its sizes included (Gemma 2 2B's).
+               "gemma2": {"num_key_value_heads": 4, "rms_norm_eps": 1e-6,
+                          "head_dim": 256, "vocab_size": 256000,
+                          "hidden_size": 2304, "intermediate_size": 9216,
+                          "num_hidden_layers": 26, "num_attention_heads": 8,
+                          "sliding_window": 4096},
                # Gemma3TextConfig's, its sizes included (Gemma 3 4B's).
                "gemma3_text": {"num_key_value_heads": 4, "rms_norm_eps": 1e-6,
                                "head_dim": 256, "vocab_size": 262208,
@@ -154,7 +168,7 @@ HF_DEFAULTS = {"llama": {"num_key_value_heads": None, "sliding_window": None,
 CONFIG_BIASES = {"llama": [("attention_bias", "attention_bias"),
                            ("mlp_bias", "mlp_bias")],
                  "mistral": [], "qwen2": [], "phi3": [], "gemma": [],
-                 "gemma3_text": [],
+                 "gemma2": [], "gemma3_text": [],
                  "olmo2": [("attention_bias", "attention_bias")],
                  "granite": [("attention_bias", "attention_bias"),
                              ("mlp_bias", "mlp_bias")],
@@ -220,7 +234,8 @@ p.add_argument("--mlp-bias", action=argparse.BooleanOptionalAction,
 p.add_argument("--config", metavar="CONFIG.JSON",
                help="a Hugging Face LlamaForCausalLM, MistralForCausalLM, "
                     "Qwen2ForCausalLM, Qwen3ForCausalLM, Phi3ForCausalLM, "
-                    "GemmaForCausalLM, GraniteForCausalLM or "
+                    "GemmaForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM, "
+                    "GraniteForCausalLM or "
                     "Olmo2ForCausalLM config.json to take the model from "
                     "(flags override it)")
 p.add_argument("--mlp-act", choices=["silu", "gelu", "gelu-tanh"],
@@ -248,6 +263,12 @@ p.add_argument("--sandwich-norms", action=argparse.BooleanOptionalAction,
 p.add_argument("--qk-norm-full", action=argparse.BooleanOptionalAction,
                help="an RMSNorm over the whole query and key projections, "
                     "before they are split into heads (OLMo 2's)")
+p.add_argument("--attn-softcap", type=float, metavar="C",
+               help="each attention score s capped to C tanh(s / C) before "
+                    "the softmax (Gemma 2's attn_logit_softcapping)")
+p.add_argument("--final-softcap", type=float, metavar="C",
+               help="each logit z capped to C tanh(z / C) before the loss "
+                    "(Gemma 2's final_logit_softcapping)")
 p.add_argument("--ignore-index", type=int, metavar="N",
                help="the label the loss ignores (fine-tuning's -100 over "
                     "prompt and padding); the mean is over the other "
@@ -291,7 +312,8 @@ def from_config(path):
         model = "gemma3_text"
     if model not in HF_DEFAULTS:
         bad("model_type", "%s: only llama, mistral, qwen2, qwen3, phi3, gemma, "
-            "gemma3, gemma3_text, granite and olmo2" % json.dumps(model))
+            "gemma2, gemma3, gemma3_text, granite and olmo2" %
+            json.dumps(model))
     out = {}
     if model == "olmo2":
         # Olmo2DecoderLayer normalises the attention's and the MLP's outputs
@@ -306,20 +328,39 @@ def from_config(path):
             if not is_number(value) or value <= 0:
                 bad(field, "%s is not a positive number" % json.dumps(value))
             out[field] = float(value)
-    if model == "gemma3_text":
-        # Gemma 3: Gemma's norms, MLP and embeddings, four norms a layer,
-        # QK-norm, scores scaled by query_pre_attn_scalar^-1/2, and local
-        # layers (sliding_window, rope_local_base_freq) beside global ones
-        # (every sliding_window_pattern-th, or as layer_types says).
-        for field in ("final_logit_softcapping", "attn_logit_softcapping"):
-            if c.get(field) is not None:
-                bad(field, "%s: soft-capping is not written yet (Gemma 3 has "
-                    "none)" % json.dumps(c[field]))
+    if model in ("gemma2", "gemma3_text"):
+        # Gemma 2 and 3: Gemma's norms, MLP and embeddings, four norms a
+        # layer, scores scaled by query_pre_attn_scalar^-1/2, local layers
+        # (sliding_window) beside global ones, and soft-capped scores and
+        # logits where the config says (Gemma2Config's 50 and 30 by
+        # default, Gemma3TextConfig's none).
+        for field, flag, default in [
+                ("attn_logit_softcapping", "attn_softcap", 50.0),
+                ("final_logit_softcapping", "final_softcap", 30.0)]:
+            value = c.get(field, default if model == "gemma2" else None)
+            if value is None:
+                continue
+            if not is_number(value) or not 0 < value < math.inf:
+                bad(field, "%s is not a positive number" % json.dumps(value))
+            out[flag] = float(value)
         scalar = c.get("query_pre_attn_scalar", 256)
-        local = c.get("rope_local_base_freq", 10000.0)
-        pattern = c.get("sliding_window_pattern", 6)
         if not is_number(scalar) or scalar <= 0:
             bad("query_pre_attn_scalar", "is not a positive number")
+        out.update(sandwich_norms=True,
+                   attention_multiplier=float(scalar) ** -0.5)
+    if model == "gemma2":
+        # Gemma 2: every other layer global, from layer 1 (Gemma2Config's
+        # layer_types; the released configs leave it out); one theta.
+        layers = c.get("num_hidden_layers", 26)
+        if not c.get("layer_types") and is_number(layers, int):
+            c["layer_types"] = [t + "_attention"
+                                for t in global_every(2, layers)]
+    if model == "gemma3_text":
+        # Gemma 3: QK-norm, and the local layers (every
+        # sliding_window_pattern-th global, or as layer_types says) at
+        # rope_local_base_freq.
+        local = c.get("rope_local_base_freq", 10000.0)
+        pattern = c.get("sliding_window_pattern", 6)
         if not is_number(local) or local <= 0:
             bad("rope_local_base_freq", "is not a positive number")
         if not is_number(pattern, int) or pattern < 1:
@@ -341,11 +382,10 @@ def from_config(path):
                     "linearly (a factor >= 1)" % json.dumps(scaling))
             out["global_rope_linear"] = float(factor)
         c.setdefault("rope_theta", 1000000.0)
-        out.update(sandwich_norms=True, qk_norm=True,
-                   attention_multiplier=float(scalar) ** -0.5)
+        out["qk_norm"] = True
         if "sliding_attention" in (c.get("layer_types") or []):
             out["local_theta"] = float(local)
-    if model in ("gemma", "gemma3_text"):
+    if model in ("gemma", "gemma2", "gemma3_text"):
         # GemmaMLP's activation is hidden_activation (GemmaConfig's default
         # the tanh GELU), never hidden_act; its RMSNorm scales by 1 + w; the
         # embeddings are scaled by sqrt(hidden_size); the head is tied
@@ -365,7 +405,7 @@ def from_config(path):
     for field, flag in CONFIG_BIASES[model] + [("tie_word_embeddings",
                                                 "tie_embeddings")]:
         # GemmaConfig ties the head by default, the others do not.
-        value = c.get(field, model in ("gemma", "gemma3_text") and
+        value = c.get(field, model in ("gemma", "gemma2", "gemma3_text") and
                       field == "tie_word_embeddings")
         if not isinstance(value, bool):
             bad(field, "is not true or false")
@@ -557,6 +597,10 @@ for name in ["embedding_multiplier", "residual_multiplier",
              "attention_multiplier", "logits_scaling"]:
     if getattr(a, name) is not None and not getattr(a, name) > 0:
         p.error("--%s must be positive" % name.replace("_", "-"))
+for name in ["attn_softcap", "final_softcap"]:
+    value = getattr(a, name)
+    if value is not None and not 0 < value < math.inf:
+        p.error("--%s must be positive and finite" % name.replace("_", "-"))
 if a.embed_scale and a.embedding_multiplier is not None:
     p.error("--embed-scale is an embedding multiplier of sqrt(dim): not with "
             "--embedding-multiplier")
@@ -658,6 +702,8 @@ elif a.sliding_window is not None and "full" not in types:
     window_note = ("// Attention is causal within a sliding window of %d keys "
                    "(Mistral's\n// sliding_window): query i sees keys "
                    "i - %d < j <= i.\n" % (a.sliding_window, a.sliding_window))
+if a.attn_softcap is not None:  # Gemma 2's, after the scale, before the mask
+    mask += " softcap %s" % num(a.attn_softcap)
 if a.attention_multiplier is not None:  # Granite's, for 1 / sqrt(head_dim)
     mask_attrs.append("scale = %s : f64" % num(a.attention_multiplier))
 if mask_attrs:
@@ -818,6 +864,18 @@ else:
         intro += "\n" + textwrap.fill(
             "Granite's multipliers: " + ", ".join(scaled_words) + ".",
             width=76, initial_indent="// ", subsequent_indent="// ")
+capped = []
+if a.attn_softcap is not None:
+    capped.append("each attention score s as {0} tanh(s / {0}) before the "
+                  "softmax".format(num(a.attn_softcap)))
+if a.final_softcap is not None:
+    capped.append("each logit z as {0} tanh(z / {0}) before the "
+                  "loss".format(num(a.final_softcap)))
+if capped:
+    intro += "\n" + textwrap.fill(
+        "Soft-capped (Gemma 2's): " + ", and ".join(capped) + ".",
+        width=76, initial_indent="// ", subsequent_indent="// ")
+
 
 def gain(w, n):
     """The lines making an RMSNorm's scale %w_g = 1 + %w (Gemma's offset:
@@ -1012,6 +1070,20 @@ if tied:
 else:
     head = (f"  %logits = nn.matmul %{head_in}, %w_out : ({act}, {ty(D, V)}) -> "
             f"{ty(B, S, V)}")
+logits_ty = ty(B, S, V)
+if a.final_softcap is not None:
+    # Gemma 2's final_logit_softcapping: the head's logits z become
+    # C · tanh(z / C), the scalar C broadcast (read where it lies).
+    head = head.replace("%logits =", "%z =")
+    head += (f"\n  // The logits soft-capped: C · tanh(z / C), C = "
+             f"{a.final_softcap:g}.\n"
+             f"  %cap = nn.constant dense<{num(a.final_softcap)}> : "
+             f"tensor<{t}>\n"
+             f"  %cap_b = nn.broadcast %cap dims = [] : tensor<{t}> -> "
+             f"{logits_ty}\n"
+             f"  %zc = nn.div %z, %cap_b : {logits_ty}\n"
+             f"  %zt = nn.tanh %zc : {logits_ty}\n"
+             f"  %logits = nn.mul %zt, %cap_b : {logits_ty}")
 tokens = f"tensor<{B}x{S}xi32>"
 # Gemma's normalizer sqrt(width), or Granite's embedding multiplier.
 embed_multiplier = (math.sqrt(D) if a.embed_scale else

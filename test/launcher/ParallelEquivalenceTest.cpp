@@ -76,7 +76,11 @@
 // on tp=2 and dp=2,tp=2 with sequence parallelism (AdamW in f64), and on
 // pp=2, whose second stage reads the model's layers 2 and 3. gemma3.mlir
 // (Gemma 3: four norms a layer, QK-norm, local layers at theta 10000
-// beside global ones, scores times 1/8) on the same tp meshes.
+// beside global ones, scores times 1/8) on the same tp meshes, and
+// gemma2.mlir (Gemma 2: four norms a layer, every other layer local, its
+// scores and logits soft-capped, the caps small enough to bend them at
+// initialisation) on them too: the scores' cap inside each rank's heads,
+// the logits' on each rank's vocabulary block.
 // llama_sft.mlir (a loss that ignores the label -100, which the synthetic
 // data puts over a random prompt at the start of each sample) on dp=2,
 // tp=2 (its vocabulary-parallel loss of each position) and dp=2,tp=2 with
@@ -463,6 +467,9 @@ std::vector<Case> meshCases() {
                    /*f64=*/true});
   cases.push_back({"gemma3", "tp=2"});
   cases.push_back({"gemma3", "dp=2,tp=2", true, /*adamw=*/true,
+                   /*f64=*/true});
+  cases.push_back({"gemma2", "tp=2"});
+  cases.push_back({"gemma2", "dp=2,tp=2", true, /*adamw=*/true,
                    /*f64=*/true});
   return cases;
 }

@@ -6,6 +6,8 @@
       [--rope-scaling FACTOR,LOW,HIGH,ORIGINAL] [--sliding-window N] \\
       [--qkv-bias | --attention-bias] [--mlp-bias] [--tie-embeddings] \\
       [--head-dim N] [--qk-norm] [--phi3] [--gemma]
+      [--gemma2 SCALAR | --gemma3 SCALAR [--multimodal]]
+      [--attn-softcap C] [--final-softcap C]
       [--granite EMB,RES,ATT,LOGITS] [--olmo2] [--ignore-prompts]
       writes DIR/hf.safetensors (random weights in Hugging Face's layout,
       f64), DIR/tokens.bin (B·S + 1 i32 tokens: tessel-run's windows),
@@ -53,7 +55,15 @@ of 1 / sqrt(head_dim), the logits divided by LOGITS. --olmo2 is OLMo 2
 (modeling_olmo2): no norm before the attention and the MLP, an RMSNorm over
 each one's output before its residual add (post_attention_layernorm,
 post_feedforward_layernorm), and q_norm / k_norm over the whole q and k
-projections ([H hd], [Hkv hd]) before the heads are split.
+projections ([H hd], [Hkv hd]) before the heads are split. --gemma2
+SCALAR is Gemma 2 (modeling_gemma2): Gemma's, with four norms a layer
+(input_layernorm, post_attention_layernorm over the attention's output,
+pre_feedforward_layernorm, post_feedforward_layernorm over the MLP's) and
+the scores times SCALAR^-1/2; --gemma3 SCALAR Gemma 3 (modeling_gemma3):
+Gemma 2's with QK-norm. --attn-softcap C caps each score s (after its
+scale) to C tanh(s / C) before the mask and softmax, --final-softcap C each
+logit likewise (Gemma2Attention's softcap, Gemma2ForCausalLM's
+final_logit_softcapping).
 """
 import argparse
 import json
@@ -163,8 +173,12 @@ def forward_loss(w, tokens, targets, a):
     scale = math.sqrt(a.dim) if a.gemma else a.granite[0] if a.granite else 1.0
     # Granite: the residual branches, the scores and the logits scaled.
     residual = a.granite[1] if a.granite else 1.0
-    score_scale = (a.granite[2] if a.granite else a.gemma3 ** -0.5
-                   if a.sandwich else 1.0 / math.sqrt(hd))
+    score_scale = (a.granite[2] if a.granite else
+                   (a.gemma3 or a.gemma2) ** -0.5 if a.sandwich else
+                   1.0 / math.sqrt(hd))
+    # Gemma 2: scores and logits soft-capped, c · tanh(x / c).
+    def capped(x, c):
+        return x if c is None else c * math.tanh(x / c)
     logits_scaling = a.granite[3] if a.granite else 1.0
     for seq_tokens, seq_targets in zip(tokens, targets):
         x = [[v * scale for v in w["model.embed_tokens.weight"][t]]
@@ -204,8 +218,9 @@ def forward_loss(w, tokens, targets, a):
                     # Keys j <= i, and i - j < N under a window of N.
                     seen = range(0 if window is None else
                                  max(0, i - window + 1), i + 1)
-                    scores = [sum(a_ * b_ for a_, b_ in zip(qs[i], ks[j])) *
-                              score_scale for j in seen]
+                    scores = [capped(sum(a_ * b_ for a_, b_ in
+                                         zip(qs[i], ks[j])) * score_scale,
+                                     a.attn_softcap) for j in seen]
                     m = max(scores)
                     e = [math.exp(s - m) for s in scores]
                     z = sum(e)
@@ -235,7 +250,8 @@ def forward_loss(w, tokens, targets, a):
         x = rms_norm(x, w["model.norm.weight"], a.eps, offset)
         # Tied: lm_head is embed_tokens (tie_word_embeddings).
         logits = linear(x, w["model.embed_tokens.weight" if a.tie else "lm_head.weight"])
-        logits = [[v / logits_scaling for v in row] for row in logits]
+        logits = [[capped(v / logits_scaling, a.final_softcap) for v in row]
+                  for row in logits]
         for row, target in zip(logits, seq_targets):
             if target == IGNORED:
                 continue
@@ -367,7 +383,7 @@ def make(a):
 
 def write_config(a):
     """DIR/config.json: the model in transformers' words."""
-    kind = ("gemma3_text" if a.sandwich else
+    kind = ("gemma2" if a.gemma2 else "gemma3_text" if a.sandwich else
             "olmo2" if a.olmo2 else "granite" if a.granite else
             "gemma" if a.gemma else
             "phi3" if a.phi3 else
@@ -386,6 +402,7 @@ def write_config(a):
     config = {"architectures": [{"qwen2": "Qwen2", "qwen3": "Qwen3",
                                  "phi3": "Phi3", "gemma": "Gemma",
                                  "granite": "Granite", "gemma3_text": "Gemma3",
+                                 "gemma2": "Gemma2",
                                  "olmo2": "Olmo2"}.get(
                                     kind, kind.capitalize()) +
                                 "ForCausalLM"],
@@ -434,18 +451,34 @@ def write_config(a):
                       attention_bias=False, tie_word_embeddings=True)
     if kind == "gemma3_text":
         # As Gemma 3's own files: layer_types, the local layers' theta,
-        # query_pre_attn_scalar, no soft-capping, no biases, the head tied;
-        # rope_scaling the global layers'.
+        # query_pre_attn_scalar, no soft-capping (unless asked), no biases,
+        # the head tied; rope_scaling the global layers'.
         types = a.layer_types or ["full"] * a.layers
         config.update(hidden_act="gelu_pytorch_tanh",
                       hidden_activation="gelu_pytorch_tanh",
                       attention_bias=False, tie_word_embeddings=True,
                       query_pre_attn_scalar=a.gemma3,
                       rope_local_base_freq=a.local_theta or a.theta,
-                      final_logit_softcapping=None,
-                      attn_logit_softcapping=None,
+                      final_logit_softcapping=a.final_softcap,
+                      attn_logit_softcapping=a.attn_softcap,
                       sliding_window=a.window or a.seq,
                       layer_types=[t + "_attention" for t in types])
+    if kind == "gemma2":
+        # As Gemma 2's own files: no layer_types (every other layer global,
+        # from layer 1) unless the layers differ from that, one theta,
+        # query_pre_attn_scalar, both soft caps, no biases, the head tied.
+        del config["rope_scaling"]
+        config.update(hidden_act="gelu_pytorch_tanh",
+                      hidden_activation="gelu_pytorch_tanh",
+                      attention_bias=False, tie_word_embeddings=True,
+                      query_pre_attn_scalar=a.gemma2,
+                      final_logit_softcapping=a.final_softcap,
+                      attn_logit_softcapping=a.attn_softcap,
+                      sliding_window=a.window or a.seq)
+        alternating = ["sliding" if (i + 1) % 2 else "full"
+                       for i in range(a.layers)]
+        if a.layer_types and a.layer_types != alternating:
+            config["layer_types"] = [t + "_attention" for t in a.layer_types]
     if kind == "phi3":
         # As Phi-3-mini's own files: no head_dim (unless --head-dim),
         # attention_bias false, the window as given (null none).
@@ -558,6 +591,16 @@ m.add_argument("--gemma3", type=float, metavar="SCALAR", default=None,
                     "input and output), QK-norm, scores times SCALAR^-1/2 "
                     "(query_pre_attn_scalar): a Gemma3ForCausalLM "
                     "(gemma3_text); with --tie-embeddings")
+m.add_argument("--gemma2", type=float, metavar="SCALAR", default=None,
+               help="Gemma's, and four norms a layer, scores times "
+                    "SCALAR^-1/2 (query_pre_attn_scalar), no QK-norm: a "
+                    "Gemma2ForCausalLM; with --tie-embeddings")
+m.add_argument("--attn-softcap", type=float, default=None,
+               help="scores capped to C tanh(s / C) before the softmax "
+                    "(attn_logit_softcapping)")
+m.add_argument("--final-softcap", type=float, default=None,
+               help="logits capped to C tanh(z / C) "
+                    "(final_logit_softcapping)")
 m.add_argument("--multimodal", action="store_true",
                help="with --gemma3: the file and config of "
                     "Gemma3ForConditionalGeneration (Gemma 3 4B on)")
@@ -587,8 +630,21 @@ if args.command == "make":
         p.error("--gemma3 is Gemma's with its own norms and QK-norm: no "
                 "--gemma, --qk-norm, biases or rope scaling, and "
                 "--tie-embeddings")
-    # Gemma 3's forward is Gemma's, with QK-norm (checked apart).
-    args.sandwich = args.gemma3 is not None
+    if args.gemma2 is not None and (
+            args.gemma3 is not None or args.gemma or args.qk_norm or
+            args.qkv_bias or args.attention_bias or args.mlp_bias or
+            args.scaling or args.rope_linear or args.local_theta or
+            not args.tie):
+        p.error("--gemma2 is Gemma's with its own norms: no --gemma3, "
+                "--gemma, --qk-norm, biases, rope scaling or local theta, "
+                "and --tie-embeddings")
+    if (args.attn_softcap or args.final_softcap) and (
+            args.gemma2 is None and args.gemma3 is None):
+        p.error("soft caps are Gemma 2's (or a Gemma 3 config's): with "
+                "--gemma2 or --gemma3")
+    # Gemma 2's and 3's forward is Gemma's, Gemma 3's with QK-norm
+    # (checked apart).
+    args.sandwich = args.gemma3 is not None or args.gemma2 is not None
 if args.command == "make" and args.qkv_bias and (
         args.attention_bias or args.mlp_bias or
         (args.window is not None and not args.layer_types)):
@@ -610,7 +666,8 @@ if args.command == "make" and args.gemma and (
     p.error("--gemma has no biases, QK-norm, rope scaling or window, and "
             "needs --tie-embeddings")
 if args.command == "make" and args.sandwich:
-    args.gemma = args.qk_norm = True
+    args.gemma = True
+    args.qk_norm = args.gemma3 is not None
 if args.command == "make" and args.olmo2 and (
         args.gemma or args.phi3 or args.qk_norm or args.qkv_bias or
         args.mlp_bias or args.granite is not None or args.tie or
