@@ -113,10 +113,12 @@ LogicalResult maskIgnoredLabels(nn::CrossEntropyOp loss) {
           b, nn::ReluOp::create(b, nn::SubOp::create(b, sum, one)), one);
     }
   }
+  // (A label_smoothing stays, for tessel-smooth-labels: each position's
+  // smoothed loss is weighed as its plain one.)
   Value each = nn::CrossEntropyOp::create(
       b, perPosition, loss.getLogits(), mask.getSafe(),
       nn::LossReductionAttr::get(b.getContext(), nn::LossReduction::none),
-      /*ignore_index=*/nullptr);
+      /*ignore_index=*/nullptr, loss.getLabelSmoothingAttr());
   Value result = nn::MulOp::create(b, each, mask.getWeights());
   if (loss.getReduction() != nn::LossReduction::none)
     result = nn::ReduceSumOp::create(b, scalar, result, positions);

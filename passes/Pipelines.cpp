@@ -49,6 +49,7 @@ bool CompilePipelineOptions::pipelined() const {
 static void buildModelPlan(OpPassManager &pm,
                            const CompilePipelineOptions &options) {
   pm.addPass(createMaskIgnoredLabelsPass());
+  pm.addPass(createSmoothLabelsPass());
   if (options.train)
     pm.addPass(createAutodiffPass(options.givenTrainSettings()));
   if (options.mesh.hasValue()) {

@@ -59,7 +59,9 @@ departures from Llama. --sandwich-norms keeps the norms over the inputs and
 adds those over the outputs (Gemma 2's and 3's four norms a layer;
 layers.attention_norm, attention_post_norm, ffn_norm, ffn_post_norm).
 --ignore-index N makes the loss skip the label N
-(fine-tuning's -100: PyTorch's ignore_index). --embedding-multiplier,
+(fine-tuning's -100: PyTorch's ignore_index); --label-smoothing E trains
+on the target (1 - E) on the label and E / vocab everywhere (PyTorch's
+label_smoothing, Trainer's label_smoothing_factor). --embedding-multiplier,
 --residual-multiplier, --attention-multiplier and --logits-scaling are
 Granite's muP factors: the embeddings times the first, each block's
 attention and MLP outputs times the second before their residual adds, the
@@ -273,6 +275,10 @@ p.add_argument("--ignore-index", type=int, metavar="N",
                help="the label the loss ignores (fine-tuning's -100 over "
                     "prompt and padding); the mean is over the other "
                     "positions (PyTorch's ignore_index)")
+p.add_argument("--label-smoothing", type=float, metavar="E",
+               help="the loss's target (1 - E) on the label and E / vocab "
+                    "everywhere (PyTorch's label_smoothing, Hugging Face "
+                    "Trainer's label_smoothing_factor)")
 p.add_argument("--dtype", choices=["f32", "f64"], default="f32")
 
 
@@ -597,6 +603,8 @@ for name in ["embedding_multiplier", "residual_multiplier",
              "attention_multiplier", "logits_scaling"]:
     if getattr(a, name) is not None and not getattr(a, name) > 0:
         p.error("--%s must be positive" % name.replace("_", "-"))
+if a.label_smoothing is not None and not 0 <= a.label_smoothing <= 1:
+    p.error("--label-smoothing must be in [0, 1]")
 for name in ["attn_softcap", "final_softcap"]:
     value = getattr(a, name)
     if value is not None and not 0 < value < math.inf:
@@ -1095,8 +1103,12 @@ else:
     embed = (f"  %x = nn.embedding %embed, %tokens : ({ty(V, D)}, {tokens}) "
              f"-> {act}\n")
 final_lines, final_g = gain("norm", D)
-ignore = ("" if a.ignore_index is None
-          else f" {{ignore_index = {a.ignore_index} : i64}}")
+loss_attrs = []
+if a.ignore_index is not None:
+    loss_attrs.append(f"ignore_index = {a.ignore_index} : i64")
+if a.label_smoothing:
+    loss_attrs.append(f"label_smoothing = {num(a.label_smoothing)} : f64")
+ignore = " {%s}" % ", ".join(loss_attrs) if loss_attrs else ""
 print(f"""func.func @loss(
     %tokens: {tokens} {{nn.input, nn.axes = ["batch", "seq"]}},
     %targets: {tokens} {{nn.label, nn.axes = ["batch", "seq"]}},

@@ -88,12 +88,25 @@ SmallVector<ReductionKind> CrossEntropyOp::getReductionLoopIteratorKinds() {
   return kinds;
 }
 
-LogicalResult CrossEntropyOp::refuseIgnoreIndex(StringRef pass) {
-  if (!getIgnoreIndex())
-    return success();
-  return emitOpError() << "has an ignore_index, which " << pass
-                       << " does not take: run tessel-mask-ignored-labels "
-                          "before it";
+LogicalResult CrossEntropyOp::verify() {
+  if (std::optional<APFloat> smoothing = getLabelSmoothing()) {
+    double e = smoothing->convertToDouble();
+    if (!(e >= 0.0 && e <= 1.0))
+      return emitOpError() << "label_smoothing must be in [0, 1], got " << e;
+  }
+  return success();
+}
+
+LogicalResult CrossEntropyOp::refuseLossOptions(StringRef pass) {
+  if (getIgnoreIndex())
+    return emitOpError() << "has an ignore_index, which " << pass
+                         << " does not take: run tessel-mask-ignored-labels "
+                            "before it";
+  if (getLabelSmoothing())
+    return emitOpError() << "has a label_smoothing, which " << pass
+                         << " does not take: run tessel-smooth-labels "
+                            "before it";
+  return success();
 }
 
 //===----------------------------------------------------------------------===//

@@ -535,20 +535,31 @@ def NN_CrossEntropyOp : NN_ShardableOp<"cross_entropy",
     `tessel-mask-ignored-labels` writes such a loss as `nn.mask_labels`
     and the loss of each position, which the other passes know.
 
+    With `label_smoothing` ε in [0, 1] (PyTorch's), the target is
+    `(1 - ε)·onehot(label) + ε/V` everywhere: a position's loss is
+    `(1 - ε)·(lse - z_label) + ε·(lse - mean(z))`, which is its plain loss
+    plus `ε·(z_label - mean(z))`. `tessel-smooth-labels` writes it so, with
+    nn.label_logit and nn.reduce_mean over the classes (after
+    `ignore_index`'s masking, which weighs it as the plain loss).
+
     ```mlir
     %l = nn.cross_entropy %logits, %labels : (tensor<8x128x50304xf32>, tensor<8x128xi32>) -> tensor<f32>
     %m = nn.cross_entropy %h, %labels : (tensor<8x128x50304xbf16>, tensor<8x128xi32>) -> tensor<f32>
     %s = nn.cross_entropy %logits, %labels {ignore_index = -100 : i64} : (tensor<8x128x50304xf32>, tensor<8x128xi32>) -> tensor<f32>
+    %t = nn.cross_entropy %logits, %labels {label_smoothing = 0.1 : f64} : (tensor<8x128x50304xf32>, tensor<8x128xi32>) -> tensor<f32>
     ```
   }];
   let arguments = (ins NN_FloatTensor:$logits, NN_IndexTensor:$labels,
       DefaultValuedAttr<NN_LossReductionAttr, "LossReduction::mean">:$reduction,
-      OptionalAttr<I64Attr>:$ignore_index);
+      OptionalAttr<I64Attr>:$ignore_index,
+      OptionalAttr<F64Attr>:$label_smoothing);
   let results = (outs NN_FloatTensor:$result);
+  let hasVerifier = 1;
   let extraClassDeclaration = [{
-    /// Fails, naming `pass`, for a loss with an ignore_index: `pass` sees
-    /// it only as tessel-mask-ignored-labels writes it.
-    ::llvm::LogicalResult refuseIgnoreIndex(::llvm::StringRef pass);
+    /// Fails, naming `pass`, for a loss with an ignore_index or a
+    /// label_smoothing: `pass` sees them only as tessel-mask-ignored-labels
+    /// and tessel-smooth-labels write them.
+    ::llvm::LogicalResult refuseLossOptions(::llvm::StringRef pass);
   }];
   let assemblyFormat = [{
     $logits `,` $labels attr-dict `:` functional-type(operands, results)
@@ -556,7 +567,7 @@ def NN_CrossEntropyOp : NN_ShardableOp<"cross_entropy",
 }
 
 def NN_LabelLogitOp : NN_ShardableOp<"label_logit",
-    [Pure, InferTypeOpAdaptor, NN_VocabularyBlock]> {
+    [Pure, InferTypeOpAdaptor, NN_VocabularyBlock, NN_Differentiable]> {
   let summary = "the logit of each position's label";
   let description = [{
     `result[i] = logits[i, labels[i]]` for `logits: [..., V]` and integer
@@ -565,7 +576,9 @@ def NN_LabelLogitOp : NN_ShardableOp<"label_logit",
     the class loop a `sum` reduction (the one-hot view): with `block_axes`
     (as `nn.embedding`) the logits are the rank's block of the classes and
     a label outside it picks 0, so the blocks sum to the label's logit. The
-    vocabulary-parallel cross-entropy is built from it.
+    vocabulary-parallel cross-entropy is built from it, and a smoothed
+    loss's term (tessel-smooth-labels). Its gradient is the cotangent at
+    each position's label of zeros (nn.sub_label of its negation).
 
     ```mlir
     %p = nn.label_logit %logits, %labels : (tensor<8x128x50304xf32>, tensor<8x128xi32>) -> tensor<8x128xf32>

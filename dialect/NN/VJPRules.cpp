@@ -560,9 +560,24 @@ Cotangents BatchNormOp::buildVJP(OpBuilder &b, ValueRange cotangents,
               needed);
 }
 
+/// onehot(labels) · dy: the cotangent placed at each position's label of
+/// zeros (nn.sub_label subtracts its negation).
+Cotangents LabelLogitOp::buildVJP(OpBuilder &b, ValueRange cotangents,
+                                  ArrayRef<bool> needed) {
+  SmallVector<Value> grads(2); // labels have no derivative
+  if (needed[0]) {
+    RankedTensorType logits = typeOf(getLogits());
+    grads[0] = SubLabelOp::create(b, getLoc(), logits,
+                                  splat(b, getLoc(), logits, 0.0), getLabels(),
+                                  NegOp::create(b, getLoc(), cotangents[0]),
+                                  /*block_axes=*/nullptr);
+  }
+  return grads;
+}
+
 Cotangents CrossEntropyOp::buildVJP(OpBuilder &b, ValueRange cotangents,
                                     ArrayRef<bool> needed) {
-  if (failed(refuseIgnoreIndex("tessel-autodiff")))
+  if (failed(refuseLossOptions("tessel-autodiff")))
     return failure();
   SmallVector<Value> grads(2); // labels have no derivative
   if (needed[0])

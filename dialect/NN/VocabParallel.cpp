@@ -157,7 +157,7 @@ LogicalResult SubLabelOp::adjustLocalPartition(Operation *local,
 LogicalResult CrossEntropyOp::adjustLocalPartition(Operation *localOp,
                                                    LocalSplit &split,
                                                    OpBuilder &builder) {
-  if (failed(refuseIgnoreIndex("tessel-partition")))
+  if (failed(refuseLossOptions("tessel-partition")))
     return failure();
   int64_t classLoop = getLabels().getType().getRank();
   if (classLoop >= static_cast<int64_t>(split.loopAxes.size()) ||

@@ -69,7 +69,7 @@ LogicalResult lowerBatchNorm(nn::BatchNormOp op, FunctionLowering &fl) {
 
 // An f32 loss of 16-bit logits: tessel_cross_entropy_f32 (ABI 13).
 LogicalResult lowerCrossEntropy(nn::CrossEntropyOp op, FunctionLowering &fl) {
-  if (failed(op.refuseIgnoreIndex("tessel-lower-to-runtime")))
+  if (failed(op.refuseLossOptions("tessel-lower-to-runtime")))
     return failure();
   fl.call(isWidened(op.getLogits(), op.getResult())
               ? rt::tessel_cross_entropy_f32

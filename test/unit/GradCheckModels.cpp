@@ -566,6 +566,12 @@ GradModel crossEntropy(std::mt19937 &rng, const std::string &reduction) {
   if (coin(rng))
     attr +=
         (attr.empty() ? "" : ", ") + std::string("ignore_index = -100 : i64");
+  // Half smooth the labels (tessel-smooth-labels: the label's logit and
+  // the mean logit beside the loss).
+  if (coin(rng))
+    attr += (attr.empty() ? "" : ", ") +
+            pick<std::string>(rng, {"label_smoothing = 0.1 : f64",
+                                    "label_smoothing = 0.7 : f64"});
   if (!attr.empty())
     attr = " {" + attr + "}";
   Shape out = reduction == "none" ? labelShape : Shape{};

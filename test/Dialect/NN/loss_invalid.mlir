@@ -226,3 +226,21 @@ func.func @mask_labels_float_labels(%labels: tensor<4xf32>) -> tensor<4xf32> {
   %safe, %w = nn.mask_labels %labels ignore_index -100 : (tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
   return %w : tensor<4xf32>
 }
+
+// -----
+
+// Tests that label smoothing is a weight in [0, 1].
+func.func @cross_entropy_label_smoothing_above_one(%z: tensor<4x7xf32>, %y: tensor<4xi32>) -> tensor<f32> {
+  // expected-error @+1 {{'nn.cross_entropy' op label_smoothing must be in [0, 1], got 1.5}}
+  %l = nn.cross_entropy %z, %y {label_smoothing = 1.5 : f64} : (tensor<4x7xf32>, tensor<4xi32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// Tests that label smoothing is not negative.
+func.func @cross_entropy_label_smoothing_negative(%z: tensor<4x7xf32>, %y: tensor<4xi32>) -> tensor<f32> {
+  // expected-error @+1 {{'nn.cross_entropy' op label_smoothing must be in [0, 1], got -1.000000e-01}}
+  %l = nn.cross_entropy %z, %y {label_smoothing = -0.1 : f64} : (tensor<4x7xf32>, tensor<4xi32>) -> tensor<f32>
+  return %l : tensor<f32>
+}

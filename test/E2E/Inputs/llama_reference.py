@@ -256,7 +256,11 @@ def forward_loss(w, tokens, targets, a):
             if target == IGNORED:
                 continue
             m = max(row)
-            total += m + math.log(sum(math.exp(v - m) for v in row)) - row[target]
+            lse = m + math.log(sum(math.exp(v - m) for v in row))
+            # PyTorch's label_smoothing: the target (1 - e) onehot + e / V.
+            e = a.label_smoothing
+            total += ((1 - e) * (lse - row[target]) +
+                      e * (lse - sum(row) / len(row)))
             count += 1
     return total / count
 
@@ -612,6 +616,9 @@ m.add_argument("--olmo2", action="store_true",
                help="RMSNorms over the attention's and the MLP's outputs "
                     "(none before), QK-norm over the whole projections: an "
                     "Olmo2ForCausalLM")
+m.add_argument("--label-smoothing", type=float, default=0.0,
+               help="the loss's target (1 - E) onehot + E / V (PyTorch's "
+                    "label_smoothing)")
 m.add_argument("--ignore-prompts", action="store_true",
                help="labels.bin beside tokens.bin, -100 over a prompt at "
                     "the start of each window")
