@@ -9,6 +9,9 @@
 #include "dialect/NN/NNOps.h"
 #include "dialect/NN/NNOpsUtils.h"
 
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/PatternMatch.h"
+
 using namespace mlir;
 using namespace tessel;
 using namespace tessel::nn;
@@ -57,6 +60,83 @@ OpFoldResult MulOp::fold(FoldAdaptor) {
   if (isSplatConstant(getLhs(), 1.0))
     return getRhs();
   return {};
+}
+
+namespace {
+/// x + sub_label(s, labels, v) -> sub_label(x + s, labels, v): the values
+/// at the labels subtracted last, from the sum. A label logit's gradient
+/// (sub_label of zeros) added to the other gradients of its logits then
+/// needs no tensor of zeros (x + 0 folds), and a broadcast s is read where
+/// it lies by the add instead of copied out for the sub_label.
+struct AddIntoSubLabel : public OpRewritePattern<AddOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(AddOp op,
+                                PatternRewriter &rewriter) const override {
+    for (unsigned i = 0; i < 2; ++i) {
+      auto subLabel = op->getOperand(i).getDefiningOp<SubLabelOp>();
+      if (!subLabel || !subLabel->hasOneUse())
+        continue;
+      Value sum = AddOp::create(rewriter, op.getLoc(), op->getOperand(1 - i),
+                                subLabel.getInput());
+      rewriter.replaceOpWithNewOp<SubLabelOp>(
+          op, op.getType(), sum, subLabel.getLabels(), subLabel.getValues(),
+          subLabel.getBlockAxesAttr());
+      return success();
+    }
+    return failure();
+  }
+};
+
+/// The splat constant `value` is (through broadcasts), or null.
+DenseElementsAttr splatOf(Value value) {
+  while (auto broadcast = value.getDefiningOp<BroadcastOp>())
+    value = broadcast.getInput();
+  DenseElementsAttr attr;
+  if (!matchPattern(value, m_Constant(&attr)) || !attr.isSplat())
+    return {};
+  return attr;
+}
+
+/// broadcast(x) · c -> broadcast(x · c), c a splat: the product in x's
+/// shape, and the broadcast of it read where it lies, where both
+/// broadcasts would otherwise be read and one of them copied out to the
+/// full shape (a per-position cotangent scaled over the classes).
+struct ScaleBeforeBroadcast : public OpRewritePattern<MulOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(MulOp op,
+                                PatternRewriter &rewriter) const override {
+    for (unsigned i = 0; i < 2; ++i) {
+      auto spread = op->getOperand(i).getDefiningOp<BroadcastOp>();
+      DenseElementsAttr factor = splatOf(op->getOperand(1 - i));
+      if (!spread || !factor || splatOf(spread.getInput()))
+        continue;
+      auto small = cast<RankedTensorType>(spread.getInput().getType());
+      Location loc = op.getLoc();
+      Value scalar =
+          ConstantOp::create(rewriter, loc,
+                             factor.resizeSplat(RankedTensorType::get(
+                                 {}, factor.getElementType())));
+      Value scaled =
+          MulOp::create(rewriter, loc, spread.getInput(),
+                        BroadcastOp::create(rewriter, loc, small, scalar,
+                                            rewriter.getDenseI64ArrayAttr({})));
+      rewriter.replaceOpWithNewOp<BroadcastOp>(op, op.getType(), scaled,
+                                               spread.getDims());
+      return success();
+    }
+    return failure();
+  }
+};
+} // namespace
+
+void AddOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                        MLIRContext *context) {
+  results.add<AddIntoSubLabel>(context);
+}
+
+void MulOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                        MLIRContext *context) {
+  results.add<ScaleBeforeBroadcast>(context);
 }
 
 // x / 1 -> x.

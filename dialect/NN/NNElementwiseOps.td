@@ -78,12 +78,16 @@ def NN_AddOp : NN_BinaryOp<"add", [Commutative, NN_PassesPartialSums]> {
   let summary = "elementwise addition";
   let description = [{
     `lhs + rhs` on operands of the same type (broadcast explicitly with
-    `nn.broadcast`). One flop per element. Folds `x + 0` and `0 + x` to `x`.
+    `nn.broadcast`). One flop per element. Folds `x + 0` and `0 + x` to `x`,
+    and canonicalizes `x + sub_label(s, labels, v)` to
+    `sub_label(x + s, labels, v)` (a label logit's gradient, s zeros, added
+    to the others of its logits: no tensor of zeros).
 
     ```mlir
     %c = nn.add %a, %b : tensor<32x1024xf32>
     ```
   }];
+  let hasCanonicalizer = 1;
 }
 
 def NN_SubOp : NN_BinaryOp<"sub", [NN_PassesPartialSums]> {
@@ -102,12 +106,14 @@ def NN_MulOp : NN_BinaryOp<"mul", [Commutative, NN_PassesPartialSumsOf]> {
   let summary = "elementwise multiplication";
   let description = [{
     `lhs * rhs` on operands of the same type. One flop per element. Folds
-    `x * 1` and `1 * x` to `x`.
+    `x * 1` and `1 * x` to `x`, and canonicalizes `broadcast(x) · c` (c a
+    splat) to `broadcast(x · c)`: the product in x's smaller shape.
 
     ```mlir
     %c = nn.mul %a, %b : tensor<32x1024xf32>
     ```
   }];
+  let hasCanonicalizer = 1;
 }
 
 def NN_DivOp : NN_BinaryOp<"div", [NN_PassesPartialSumsOf]> {

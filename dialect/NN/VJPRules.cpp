@@ -42,8 +42,16 @@ Value mul(OpBuilder &b, Location loc, Value lhs, Value rhs) {
   return MulOp::create(b, loc, lhs, rhs);
 }
 
+/// `value` times `factor`, a scalar broadcast: the memory plan reads it
+/// where it lies, not as a filled buffer of `value`'s size (a mean over
+/// the classes scales a logits-sized cotangent).
 Value scaleBy(OpBuilder &b, Location loc, Value value, double factor) {
-  return mul(b, loc, value, splat(b, loc, typeOf(value), factor));
+  RankedTensorType type = typeOf(value);
+  Value scalar =
+      splat(b, loc, RankedTensorType::get({}, type.getElementType()), factor);
+  return mul(
+      b, loc, value,
+      BroadcastOp::create(b, loc, type, scalar, b.getDenseI64ArrayAttr({})));
 }
 
 /// `value` summed down to `type`, undoing an nn.broadcast with `dims`:

@@ -1,6 +1,6 @@
 // Tests tessel-compile's pipeline flags and report on a model whose stages
 // cost exactly the same (the layers carry the loss, so nothing comes before
-// or after them: stage s forwards 1,154 flops and backwards 3,650 per
+// or after them: stage s forwards 1,154 flops and backwards 3,588 per
 // microbatch), where the simulated bubble must be the closed form, and on
 // examples/gpt.mlir (the first stage holds the embeddings, the last the
 // head).
@@ -53,8 +53,8 @@
 // activation, 128, and the running loss, 4 in a slot of 64).
 // GPIPE: pipeline over pp=2 (mesh pp=2): gpipe, 4 microbatches, 2 stages (1 per rank)
 // GPIPE: stage rank layers       model forward          forward         backward         update
-// GPIPE-NEXT: 0     0    0-1                   1154             1154             3650           2176
-// GPIPE-NEXT: 1     1    2-3                   1154             1154             3650           2176
+// GPIPE-NEXT: 0     0    0-1                   1154             1154             3588           2176
+// GPIPE-NEXT: 1     1    2-3                   1154             1154             3588           2176
 // GPIPE-NEXT: imbalance (max / mean model forward)        1.0000
 // GPIPE: stage       params        grads       states      scratch        arena   microbatch         kept  activations
 // GPIPE-NEXT: 0              512          512         1024
@@ -64,7 +64,7 @@
 // GPIPE: schedule        bubble   equal stages  in flight per rank   activation bytes per rank
 // GPIPE-NEXT: * gpipe         0.2000         0.2000  4,4                  0,768
 // GPIPE-NEXT:   1f1b          0.2000         0.2000  2,1                  0,192
-// GPIPE-NEXT:   zb-h1         0.0867              -  2,1                  0,384
+// GPIPE-NEXT:   zb-h1         0.0864              -  2,1                  0,384
 // GPIPE: gpipe actions per rank
 // GPIPE-NEXT: rank 0: F0.0 s>1:F0.0 F0.1 s>1:F0.1 F0.2 s>1:F0.2 F0.3 s>1:F0.3 r<1:B0.0 B0.0 r<1:B0.1 B0.1 r<1:B0.2 B0.2 r<1:B0.3 B0.3
 // GPIPE-NEXT: rank 1: r<0:F1.0 F1.0 r<0:F1.1 F1.1 r<0:F1.2 F1.2 r<0:F1.3 F1.3 B1.0 s>0:B1.0 B1.1 s>0:B1.1 B1.2 s>0:B1.2 B1.3 s>0:B1.3
@@ -74,14 +74,14 @@
 // GPIPE-NEXT: the launcher's all-reduces over pp per step: the loss (8 bytes f64)
 
 // By default a stage keeps what its backward reads of its forward, which
-// it then no longer recomputes: the backward's 3,650 flops become 2,496
-// (3,650 - the forward's 1,154). Each stage keeps 576 bytes per microbatch
+// it then no longer recomputes: the backward's 3,588 flops become 2,434
+// (3,588 - the forward's 1,154). Each stage keeps 576 bytes per microbatch
 // from its Forward to its Backward (per layer its input and its tanh,
 // 2 x 4 x 8 f32 each, and the running loss), M of them under GPipe; stage
 // 1 also its input.
 // KEEP: stage rank layers       model forward          forward         backward         update
-// KEEP-NEXT: 0     0    0-1                   1154             1154             2496           2176
-// KEEP-NEXT: 1     1    2-3                   1154             1154             2496           2176
+// KEEP-NEXT: 0     0    0-1                   1154             1154             2434           2176
+// KEEP-NEXT: 1     1    2-3                   1154             1154             2434           2176
 // KEEP: stage       params        grads       states      scratch        arena   microbatch         kept  activations
 // KEEP-NEXT: 0              512          512         1024
 // KEEP-SAME: 0          576         2304
@@ -103,16 +103,16 @@
 
 // ZB-H1 on the compiled split of each backward (tessel-split-backward,
 // after the forward moved to forward_keep; stage 0: I = 0, its input has
-// no gradient to send, W = 2,496; stage 1: I = 1,344, W = 1,152; I + W is
-// the backward's 2,496: nothing is computed twice). Each stage also keeps
+// no gradient to send, W = 2,434; stage 1: I = 1,282, W = 1,152; I + W is
+// the backward's 2,434: nothing is computed twice). Each stage also keeps
 // its weight part's stash (192 and 256 bytes) from I to W, and its kept
 // activations and stage 1 its input until W.
 // ZB: {{^}}    0              512          512         1024 {{.*}} 0          576         1344
-// ZB: * zb-h1         0.0844              -  2,1                  1344,2048
+// ZB: * zb-h1         0.0821              -  2,1                  1344,2048
 // ZB: zb-h1 actions per rank
 // ZB-NEXT: rank 0: F0.0 s>1:F0.0 F0.1 s>1:F0.1 r<1:B0.0 I0.0 W0.0
 
-// Interleaved, V = 2 (four stages of one layer, 577 and 1,825 flops): the
+// Interleaved, V = 2 (four stages of one layer, 577 and 1,794 flops): the
 // bubble is (P-1)/(V·M+P-1) = 1/9. A rank's two stages share the pools of
 // their slot sizes: rank 0 holds 1,664 bytes, not its stages' 1,280 and
 // 1,024 apart (their peaks fall at different times).
@@ -132,7 +132,7 @@
 // ZBV-NEXT: 2     1    2-2
 // ZBV-NEXT: 3     0    3-3
 // ZBV: interleaved   0.1111         0.1111  5,3                  1664,1536
-// ZBV-NEXT: * zb-v          0.0440              -  4,4                  1792,3392
+// ZBV-NEXT: * zb-v          0.0428              -  4,4                  1792,3392
 // ZBV: rank 1: r<0:F1.0 F1.0 s>1:F1.0 r<1:F2.0 F2.0 s>0:F2.0
 // ZBV: point-to-point per step (bytes a rank of each stage sends: 4 activations forward, 4 gradients back)
 // ZBV-NEXT: stage 0                528
@@ -143,12 +143,12 @@
 // The JSON report: the pipeline's figures under "pipeline"; the simulated
 // bubble is the closed form's double, exactly.
 // JSON: "pipeline":{"actions":["rank 0: F0.0 s>1:F0.0
-// JSON-SAME: "backward_split":"even","bubble_fraction":0.20000000000000001,"equal_stage_bubble_fraction":0.20000000000000001,"flops":[1154,1154],"imbalance":1,"launcher_all_reduces":[{"bytes":8,"dtype":"f64","what":"the loss"}],"layers":[2,2],"makespan_flops":18250,"microbatches":4,"ranks":2,"schedule":"1f1b"
-// JSON-SAME: "stages":[{"arena_bytes":3968,"backward_flops":2496,
+// JSON-SAME: "backward_split":"even","bubble_fraction":0.20000000000000001,"equal_stage_bubble_fraction":0.20000000000000001,"flops":[1154,1154],"imbalance":1,"launcher_all_reduces":[{"bytes":8,"dtype":"f64","what":"the loss"}],"layers":[2,2],"makespan_flops":17940,"microbatches":4,"ranks":2,"schedule":"1f1b"
+// JSON-SAME: "stages":[{"arena_bytes":3968,"backward_flops":2434,
 // JSON-SAME: "kept_bytes":576,
 // JSON-SAME: "microbatch_bytes":0,
 // JSON-SAME: "regions":{"control":
-// JSON-SAME: "tied":{},"tied_grad_bytes":{},"timeline":[{"activation_bytes":1152,"busy_flops":14600,"peak_activations":2,"peak_weight_pending":0},{"activation_bytes":192,"busy_flops":14600,"peak_activations":1,"peak_weight_pending":0}]
+// JSON-SAME: "tied":{},"tied_grad_bytes":{},"timeline":[{"activation_bytes":1152,"busy_flops":14352,"peak_activations":2,"peak_weight_pending":0},{"activation_bytes":192,"busy_flops":14352,"peak_activations":1,"peak_weight_pending":0}]
 
 // --dump-schedule writes the compiled schedule's actions (1F1B by default).
 // DUMP: {"schedule":"1f1b","ranks":2,"microbatches":4,"virtual_stages":1,"actions":{{\[\[}}{"kind":"forward","stage":0,"microbatch":0},{"kind":"send","stage":0,"microbatch":0,"gradient":false,"peer":1},
