@@ -80,7 +80,12 @@ default), every other layer global from layer 1.
 --rope-linear F divides every rope frequency by F (rope_scaling of type
 linear); --rope-dynamic F,N is dynamic NTK over N original positions (type
 dynamic, max_position_embeddings N): the base transformers computes for a
-batch of --seq positions, theta itself when --seq <= N.
+batch of --seq positions, theta itself when --seq <= N. --rope-yarn
+F,N[,FAST,SLOW[,TRUNCATE]] is YaRN (type yarn: Qwen's long contexts):
+frequencies ramp from kept to divided by F over the pairs that turn
+between FAST (32) and SLOW (1) times over N original positions, and the
+scores are scaled by its attention factor (0.1 ln F + 1, or
+--yarn-attention-factor) squared.
 
 --config reads the sizes, rope, window, biases and tying from a Hugging Face
 config.json (model_type llama, mistral, qwen2, qwen3, phi3, gemma, gemma2,
@@ -109,6 +114,7 @@ import textwrap
 DEFAULTS = {"batch": 8, "seq": 64, "dim": 128, "heads": 4, "kv_heads": 2,
             "ffn": 384, "vocab": 256, "layers": 4, "theta": 10000.0,
             "rope_scaling": None, "rope_linear": None, "rope_dynamic": None,
+            "rope_yarn": None, "yarn_attention_factor": None,
             "eps": 1e-5, "sliding_window": None, "layer_types": None,
             "local_theta": None, "global_rope_linear": None,
             "qkv_bias": False, "attention_bias": False, "mlp_bias": False,
@@ -203,6 +209,17 @@ p.add_argument("--rope-dynamic", metavar="FACTOR,ORIGINAL",
                     "max_position_embeddings ORIGINAL): the base transformers "
                     "computes for --seq positions, theta unchanged up to "
                     "ORIGINAL")
+p.add_argument("--rope-yarn", metavar="FACTOR,ORIGINAL[,FAST,SLOW[,TRUNCATE]]",
+               help="YaRN rope (rope_scaling of type yarn): frequencies "
+                    "divided by FACTOR past the pairs that turn SLOW times "
+                    "(default 1) over ORIGINAL positions, kept before those "
+                    "that turn FAST times (default 32), the correction range "
+                    "rounded out unless TRUNCATE is 0; the scores times the "
+                    "attention factor squared")
+p.add_argument("--yarn-attention-factor", type=float, metavar="A",
+               help="YaRN's factor on cos and sin (default 0.1 ln FACTOR + 1; "
+                    "config.json's attention_factor, or mscale and "
+                    "mscale_all_dim)")
 p.add_argument("--eps", type=float)
 p.add_argument("--sliding-window", type=int, metavar="N",
                help="causal attention over the last N keys, the query's own "
@@ -489,9 +506,41 @@ def from_config(path):
                 bad("max_position_embeddings", "missing or not a positive "
                     "integer (dynamic rope scales past it)")
             out["rope_dynamic"] = [float(factor), float(original)]
+    elif rope_type == "yarn":
+        # transformers' _compute_yarn_parameters: the factor, the original
+        # context (or max_position_embeddings), betas 32 and 1, truncate,
+        # and the attention factor on cos and sin.
+        factor = rope.get("factor")
+        original = (rope.get("original_max_position_embeddings") or
+                    c.get("max_position_embeddings"))
+        fast = rope.get("beta_fast") or 32
+        slow = rope.get("beta_slow") or 1
+        truncate = rope.get("truncate", True)
+        if not is_number(factor) or factor < 1:
+            bad(field, "of type yarn needs a factor >= 1")
+        if not is_number(original) or original <= 0:
+            bad(field, "of type yarn needs original_max_position_embeddings "
+                "(or max_position_embeddings) > 0")
+        if (not is_number(fast) or not is_number(slow) or fast <= 0 or
+                slow <= 0 or not isinstance(truncate, bool)):
+            bad(field, "of type yarn needs positive beta_fast and beta_slow "
+                "and truncate true or false")
+
+        def mscale_of(scale, m=1.0):
+            return 1.0 if scale <= 1 else 0.1 * m * math.log(scale) + 1.0
+        attention = rope.get("attention_factor")
+        mscale, mscale_all = rope.get("mscale"), rope.get("mscale_all_dim")
+        if attention is None:
+            attention = (mscale_of(factor, mscale) / mscale_of(factor, mscale_all)
+                         if mscale and mscale_all else mscale_of(factor))
+        if not is_number(attention) or attention <= 0:
+            bad(field, "of type yarn needs a positive attention_factor")
+        out["rope_yarn"] = [float(factor), float(original), float(fast),
+                            float(slow), 1.0 if truncate else 0.0]
+        out["yarn_attention_factor"] = float(attention)
     elif rope_type != "default":
-        bad(field, "of type %s: only llama3's, linear or dynamic scaling" %
-            json.dumps(rope_type))
+        bad(field, "of type %s: only llama3's, linear, dynamic or yarn "
+            "scaling" % json.dumps(rope_type))
     for field, flag in CONFIG_SIZES:
         value = c.get(field, HF_DEFAULTS[model].get(field))
         if not is_number(value, int):
@@ -532,6 +581,14 @@ if a.rope_scaling is not None:
         p.error("--rope-scaling takes four numbers: factor,low,high,original")
 if a.layer_types is not None and isinstance(a.layer_types, str):
     a.layer_types = [t.strip() for t in a.layer_types.split(",")]
+if a.rope_yarn is not None and isinstance(a.rope_yarn, str):
+    try:
+        a.rope_yarn = [float(v) for v in a.rope_yarn.split(",")]
+    except ValueError:
+        a.rope_yarn = []
+    if len(a.rope_yarn) not in (2, 4, 5):
+        p.error("--rope-yarn takes factor,original[,fast,slow[,truncate]]")
+    a.rope_yarn += [32.0, 1.0, 1.0][len(a.rope_yarn) - 2:]
 if a.rope_dynamic is not None:
     try:
         a.rope_dynamic = [float(v) for v in a.rope_dynamic.split(",")]
@@ -591,9 +648,25 @@ if a.global_rope_linear is not None and (a.rope_scaling is not None or
     p.error("--global-rope-linear is a rope scaling of its own: not with "
             "--rope-scaling or --rope-linear")
 if sum(x is not None for x in (a.rope_scaling, a.rope_linear,
-                               a.rope_dynamic)) > 1:
-    p.error("--rope-scaling, --rope-linear and --rope-dynamic are three "
-            "rope scalings: give one")
+                               a.rope_dynamic, a.rope_yarn)) > 1:
+    p.error("--rope-scaling, --rope-linear, --rope-dynamic and --rope-yarn "
+            "are four rope scalings: give one")
+if a.rope_yarn is not None:
+    factor, original, fast, slow, truncate = a.rope_yarn
+    if not (factor >= 1 and original > 0 and fast > 0 and slow > 0 and
+            truncate in (0, 1)):
+        p.error("--rope-yarn needs factor >= 1, original, fast and slow > 0 "
+                "and truncate 0 or 1")
+    if a.global_rope_linear is not None:
+        p.error("--rope-yarn is a rope scaling of every layer: not with "
+                "--global-rope-linear")
+    if a.yarn_attention_factor is None:
+        a.yarn_attention_factor = (1.0 if factor <= 1 else
+                                   0.1 * math.log(factor) + 1.0)
+    if not a.yarn_attention_factor > 0:
+        p.error("--yarn-attention-factor must be positive")
+elif a.yarn_attention_factor is not None:
+    p.error("--yarn-attention-factor is YaRN's: give --rope-yarn")
 if a.rope_linear is not None and not a.rope_linear >= 1:
     p.error("--rope-linear's factor must be >= 1")
 if a.rope_dynamic is not None and not (a.rope_dynamic[0] >= 1 and
@@ -668,6 +741,15 @@ if a.rope_linear:
                  "it, written as Llama\n// 3.1's scaling with every "
                  "wavelength past original / low (1).\n" % a.rope_linear)
 rope_attrs = [] if theta == 10000.0 else ["theta = %s : f64" % num(theta)]
+if a.rope_yarn:
+    factor, original, fast, slow, truncate = a.rope_yarn
+    rope_attrs.append("yarn = array<f64: %s>" % ", ".join(
+        num(v) for v in (factor, fast, slow, original, truncate)))
+    rope_note = ("// Rope is YaRN (factor %g over %d positions, betas %g and "
+                 "%g): pairs ramp from\n// kept to divided frequencies; the "
+                 "scores times its attention factor %s\n// squared.\n" % (
+                     factor, original, fast, slow,
+                     num(a.yarn_attention_factor)))
 if a.rope_scaling:
     rope_attrs.append("scaling = array<f64: %s>" %
                       ", ".join(num(v) for v in a.rope_scaling))
@@ -712,8 +794,14 @@ elif a.sliding_window is not None and "full" not in types:
                    "i - %d < j <= i.\n" % (a.sliding_window, a.sliding_window))
 if a.attn_softcap is not None:  # Gemma 2's, after the scale, before the mask
     mask += " softcap %s" % num(a.attn_softcap)
-if a.attention_multiplier is not None:  # Granite's, for 1 / sqrt(head_dim)
-    mask_attrs.append("scale = %s : f64" % num(a.attention_multiplier))
+if a.attention_multiplier is not None or a.rope_yarn:
+    # Granite's multiplier, for 1 / sqrt(head_dim); YaRN's attention factor
+    # multiplies cos and sin on q and k, so the scores by its square.
+    score_scale = (a.attention_multiplier if a.attention_multiplier is not None
+                   else hd ** -0.5)
+    if a.rope_yarn:
+        score_scale *= a.yarn_attention_factor ** 2
+    mask_attrs.append("scale = %s : f64" % num(score_scale))
 if mask_attrs:
     mask += " {%s}" % ", ".join(mask_attrs)
 

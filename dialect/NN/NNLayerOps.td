@@ -323,6 +323,17 @@ def NN_RopeOp : NN_ShardableOp<"rope",
     and in between `(1 − s) f / factor + s f` with
     `s = (original / w − low) / (high − low)`.
 
+    `yarn = array<f64: factor, beta_fast, beta_slow, original, truncate>`
+    is YaRN's (Hugging Face's `rope_type = "yarn"`; Qwen's long contexts):
+    with `c(r) = D·ln(original / (2π r)) / (2 ln theta)` the pair that
+    turns `r` times over the original context, a ramp from
+    `lo = c(beta_fast)` to `hi = c(beta_slow)` (floored and ceiled when
+    `truncate` is 1, clamped to `[0, D − 1]`) keeps the frequencies before
+    `lo`, divides those from `hi` by the factor, and blends linearly in the
+    pair between. YaRN's attention factor (`0.1 ln factor + 1` on cos and
+    sin) is the model's: a scale of the attention's scores. Not with
+    `scaling` or `layer_scalings`; with `layer_thetas`, each layer's theta.
+
     Dimensions in front of `S` are batch dimensions. `D` is even. `3` flops
     per element. Linear: partial sums pass through. Sharding: the batch and
     head loops are parallel (Megatron's tensor parallelism splits heads);
@@ -332,6 +343,7 @@ def NN_RopeOp : NN_ShardableOp<"rope",
     %q = nn.rope %x {theta = 500000.0 : f64} : tensor<8x128x32x64xbf16>
     %dx = nn.rope %dy inverse : tensor<8x128x32x64xf32>
     %k = nn.rope %y {theta = 500000.0 : f64, scaling = array<f64: 32.0, 1.0, 4.0, 8192.0>} : tensor<1x2048x8x64xbf16>
+    %l = nn.rope %z {theta = 1000000.0 : f64, yarn = array<f64: 4.0, 32.0, 1.0, 32768.0, 1.0>} : tensor<1x4096x8x128xbf16>
     ```
   }];
   let arguments = (ins NN_FloatTensor:$input,
@@ -339,7 +351,8 @@ def NN_RopeOp : NN_ShardableOp<"rope",
                        UnitAttr:$interleaved, UnitAttr:$inverse,
                        OptionalAttr<DenseF64ArrayAttr>:$scaling,
                        OptionalAttr<DenseF64ArrayAttr>:$layer_thetas,
-                       OptionalAttr<DenseF64ArrayAttr>:$layer_scalings);
+                       OptionalAttr<DenseF64ArrayAttr>:$layer_scalings,
+                       OptionalAttr<DenseF64ArrayAttr>:$yarn);
   let results = (outs NN_FloatTensor:$result);
   let assemblyFormat = [{
     $input (`interleaved` $interleaved^)? (`inverse` $inverse^)? attr-dict

@@ -53,6 +53,29 @@ LogicalResult RopeOp::verify() {
         return failure();
     }
   }
+  if (std::optional<ArrayRef<double>> yarn = getYarn()) {
+    if (getScaling() || getLayerScalings())
+      return emitOpError() << "has yarn and a scaling: give one";
+    if (yarn->size() != 5)
+      return emitOpError() << "yarn holds factor, beta_fast, beta_slow, "
+                              "original and truncate (5 values), got "
+                           << yarn->size();
+    auto [factor, fast, slow, original, truncate] =
+        std::tuple((*yarn)[0], (*yarn)[1], (*yarn)[2], (*yarn)[3], (*yarn)[4]);
+    if (!(factor >= 1.0) || !(fast > 0.0) || !(slow > 0.0) ||
+        !(original > 0.0) || !std::isfinite(factor) || !std::isfinite(fast) ||
+        !std::isfinite(slow) || !std::isfinite(original) ||
+        (truncate != 0.0 && truncate != 1.0))
+      return emitOpError() << "yarn needs factor >= 1, positive betas and "
+                              "original (all finite) and truncate 0 or 1, got ["
+                           << factor << ", " << fast << ", " << slow << ", "
+                           << original << ", " << truncate << "]";
+    // The ramp's correction dimensions divide by ln theta.
+    auto aboveOne = [](double t) { return t > 1.0; };
+    std::optional<ArrayRef<double>> thetas = getLayerThetas();
+    if (!aboveOne(theta) || (thetas && !llvm::all_of(*thetas, aboveOne)))
+      return emitOpError() << "yarn needs every theta > 1";
+  }
   return success();
 }
 

@@ -510,7 +510,7 @@ Cotangents RopeOp::buildVJP(OpBuilder &b, ValueRange cotangents,
     auto back = RopeOp::create(
         b, getLoc(), cotangents[0], getThetaAttr(), getInterleavedAttr(),
         getInverse() ? UnitAttr() : b.getUnitAttr(), getScalingAttr(),
-        getLayerThetasAttr(), getLayerScalingsAttr());
+        getLayerThetasAttr(), getLayerScalingsAttr(), getYarnAttr());
     return back.getResult();
   });
 }

@@ -238,6 +238,17 @@ LogicalResult lowerRope(nn::RopeOp op, FunctionLowering &fl) {
       return failure();
     layerScaling = *entries;
   }
+  if (std::optional<ArrayRef<double>> yarn = op.getYarn()) {
+    // YaRN's (ABI 25): the runtime computes the ramp from theta.
+    fl.call(rt::tessel_rope_yarn,
+            {fl.dtype(op.getResult()), fl.ptr(op.getInput()),
+             fl.ptr(op.getResult()), fl.i64(outer), fl.i64(shape[rank - 3]),
+             fl.i64(shape[rank - 2]), fl.i64(shape[rank - 1]), theta,
+             fl.i32(op.getInterleaved()), fl.i32(op.getInverse()),
+             fl.f64((*yarn)[0]), fl.f64((*yarn)[1]), fl.f64((*yarn)[2]),
+             fl.f64((*yarn)[3]), fl.i32((*yarn)[4] != 0.0)});
+    return success();
+  }
   auto scale = [&](int k) {
     return layerScaling ? (*layerScaling)[k] : fl.f64(scaling[k]);
   };

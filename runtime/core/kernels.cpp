@@ -12,6 +12,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <optional>
 
 using namespace tessel;
 
@@ -667,15 +668,21 @@ void tessel_attention_softcap(tessel_ctx *ctx, int32_t dtype, const void *q,
                  window, softcap);
 }
 
-void tessel_rope(tessel_ctx *ctx, int32_t dtype, const void *x, void *y,
-                 int64_t outer, int64_t positions, int64_t heads,
-                 int64_t head_dim, double theta, int32_t interleaved,
-                 int32_t inverse, double factor, double low_freq_factor,
-                 double high_freq_factor, double original_positions) {
+} // extern "C"
+
+/// The rope entries' front: the shape, theta and y checked, then the
+/// backend's rotation under `scaling`, which `makeScaling` builds once
+/// theta and head_dim are known good (and fails with the error set).
+template <class MakeScaling>
+static void ropeEntry(tessel_ctx *ctx, const char *entry, int32_t dtype,
+                      const void *x, void *y, int64_t outer, int64_t positions,
+                      int64_t heads, int64_t head_dim, double theta,
+                      int32_t interleaved, int32_t inverse,
+                      MakeScaling makeScaling) {
   if (!ctx)
     return;
-  KernelScope scope(ctx, __func__);
-  if (!checkDtype(ctx, "tessel_rope", dtype, isFloatDtype(dtype)))
+  KernelScope scope(ctx, entry);
+  if (!checkDtype(ctx, entry, dtype, isFloatDtype(dtype)))
     return;
   int64_t rows, bytes;
   if (outer < 0 || positions < 0 || heads < 0 || head_dim < 0 ||
@@ -684,33 +691,79 @@ void tessel_rope(tessel_ctx *ctx, int32_t dtype, const void *x, void *y,
       __builtin_mul_overflow(rows, head_dim, &bytes) ||
       __builtin_mul_overflow(bytes, tessel_dtype_size(dtype), &bytes)) {
     setError(ctx,
-             "tessel_rope: bad shape [%lld, %lld, %lld, %lld] (sizes >= 0, "
+             "%s: bad shape [%lld, %lld, %lld, %lld] (sizes >= 0, "
              "head_dim even, bytes within int64)",
-             (long long)outer, (long long)positions, (long long)heads,
+             entry, (long long)outer, (long long)positions, (long long)heads,
              (long long)head_dim);
     return;
   }
   if (!std::isfinite(theta) || theta <= 0) {
-    setError(ctx, "tessel_rope: theta %g must be finite and positive", theta);
+    setError(ctx, "%s: theta %g must be finite and positive", entry, theta);
     return;
   }
-  rope::Scaling scaling{factor, low_freq_factor, high_freq_factor,
-                        original_positions};
-  if (!scaling.none() && !scaling.valid()) {
-    setError(ctx,
-             "tessel_rope: scaling [%g, %g, %g, %g] needs factor >= 1, "
-             "0 < low < high and original > 0, all finite (factor 0: none)",
-             factor, low_freq_factor, high_freq_factor, original_positions);
+  std::optional<rope::Scaling> scaling = makeScaling();
+  if (!scaling)
     return;
-  }
   if (bytes == 0)
     return;
   if (x != y && overlaps(x, bytes, y, bytes)) {
-    setError(ctx, "tessel_rope: y overlaps x without being it");
+    setError(ctx, "%s: y overlaps x without being it", entry);
     return;
   }
   ctx->backend->rope(ctx, dtype, x, y, outer, positions, heads, head_dim, theta,
-                     interleaved != 0, inverse != 0, scaling);
+                     interleaved != 0, inverse != 0, *scaling);
+}
+
+extern "C" {
+
+void tessel_rope(tessel_ctx *ctx, int32_t dtype, const void *x, void *y,
+                 int64_t outer, int64_t positions, int64_t heads,
+                 int64_t head_dim, double theta, int32_t interleaved,
+                 int32_t inverse, double factor, double low_freq_factor,
+                 double high_freq_factor, double original_positions) {
+  ropeEntry(ctx, __func__, dtype, x, y, outer, positions, heads, head_dim,
+            theta, interleaved, inverse, [&]() -> std::optional<rope::Scaling> {
+              rope::Scaling scaling{factor, low_freq_factor, high_freq_factor,
+                                    original_positions};
+              if (!scaling.none() && !scaling.valid()) {
+                setError(ctx,
+                         "tessel_rope: scaling [%g, %g, %g, %g] needs factor "
+                         ">= 1, 0 < low < high and original > 0, all finite "
+                         "(factor 0: none)",
+                         factor, low_freq_factor, high_freq_factor,
+                         original_positions);
+                return std::nullopt;
+              }
+              return scaling;
+            });
+}
+
+void tessel_rope_yarn(tessel_ctx *ctx, int32_t dtype, const void *x, void *y,
+                      int64_t outer, int64_t positions, int64_t heads,
+                      int64_t head_dim, double theta, int32_t interleaved,
+                      int32_t inverse, double factor, double beta_fast,
+                      double beta_slow, double original_positions,
+                      int32_t truncate) {
+  ropeEntry(
+      ctx, __func__, dtype, x, y, outer, positions, heads, head_dim, theta,
+      interleaved, inverse, [&]() -> std::optional<rope::Scaling> {
+        bool good = factor >= 1 && beta_fast > 0 && beta_slow > 0 &&
+                    original_positions > 0 && theta > 1 &&
+                    std::isfinite(factor) && std::isfinite(beta_fast) &&
+                    std::isfinite(beta_slow) &&
+                    std::isfinite(original_positions);
+        if (!good) {
+          setError(ctx,
+                   "tessel_rope_yarn: factor %g, beta_fast %g, "
+                   "beta_slow %g, original %g, theta %g need factor >= "
+                   "1, positive betas and original, theta > 1, all "
+                   "finite",
+                   factor, beta_fast, beta_slow, original_positions, theta);
+          return std::nullopt;
+        }
+        return rope::yarn(factor, beta_fast, beta_slow, original_positions,
+                          truncate != 0, head_dim, theta);
+      });
 }
 
 } // extern "C"

@@ -21,27 +21,75 @@ namespace tessel::rope {
 /// Whether v is neither infinite nor NaN (the same code on host and device).
 TESSEL_HD bool finite(double v) { return v - v == 0; }
 
-/// Llama 3.1's frequency scaling (Hugging Face's rope_type "llama3"), or
-/// none (factor 0).
+/// Which rule a Scaling's numbers follow.
+enum class Rule : int32_t {
+  /// Llama 3.1's (rope_type "llama3"): low and high are low_freq_factor and
+  /// high_freq_factor, original the original context.
+  Llama3 = 0,
+  /// YaRN's (rope_type "yarn"): low and high are the first and last pair
+  /// of the ramp from kept to divided frequencies (yarn() computes them),
+  /// original the original context they came from.
+  Yarn = 1,
+};
+
+/// A rope frequency scaling, or none (factor 0).
 struct Scaling {
   double factor = 0, low = 0, high = 0, original = 0;
+  Rule rule = Rule::Llama3;
 
   TESSEL_HD bool none() const { return factor == 0; }
   TESSEL_HD bool valid() const {
+    if (rule == Rule::Yarn)
+      return factor >= 1 && low >= 0 && high > low && original > 0 &&
+             finite(factor) && finite(high) && finite(original);
     return factor >= 1 && low > 0 && high > low && original > 0 &&
            finite(factor) && finite(high) && finite(original);
   }
 };
 
+/// YaRN's scaling (transformers' _compute_yarn_parameters) of a head of
+/// headDim at base theta (> 1): the pairs that turn fewer than betaSlow
+/// times over the original context are divided by the factor, those that
+/// turn more than betaFast times kept, with a linear ramp over the pairs
+/// between (their correction dimensions, floored and ceiled unless
+/// !truncate, clamped to [0, headDim - 1]). The attention factor
+/// (0.1 ln(factor) + 1 on cos and sin) is the model's: a scale of its
+/// scores.
+inline Scaling yarn(double factor, double betaFast, double betaSlow,
+                    double original, bool truncate, int64_t headDim,
+                    double theta) {
+  const double twoPi = 6.283185307179586476925286766559;
+  auto correctionDim = [&](double rotations) {
+    return double(headDim) * log(original / (rotations * twoPi)) /
+           (2 * log(theta));
+  };
+  double low = correctionDim(betaFast), high = correctionDim(betaSlow);
+  if (truncate) {
+    low = floor(low);
+    high = ceil(high);
+  }
+  low = low > 0 ? low : 0;
+  high = high < double(headDim - 1) ? high : double(headDim - 1);
+  if (low == high)
+    high += 0.001; // transformers' guard against a zero-width ramp
+  return {factor, low, high, original, Rule::Yarn};
+}
+
 /// The frequency of pair `pair` (< headDim / 2): theta^(-2 pair / headDim),
-/// scaled: kept for wavelengths under original / high, divided by the
-/// factor over original / low, and blended linearly in the wavelength's
-/// reciprocal between.
+/// scaled. Llama 3.1's: kept for wavelengths under original / high,
+/// divided by the factor over original / low, and blended linearly in the
+/// wavelength's reciprocal between. YaRN's: kept before pair low, divided
+/// from pair high, blended linearly in the pair between.
 TESSEL_HD double frequency(int64_t pair, int64_t headDim, double theta,
                            const Scaling &scaling) {
   double f = pow(theta, -2.0 * double(pair) / double(headDim));
   if (scaling.none())
     return f;
+  if (scaling.rule == Rule::Yarn) {
+    double ramp = (double(pair) - scaling.low) / (scaling.high - scaling.low);
+    ramp = ramp < 0 ? 0 : ramp > 1 ? 1 : ramp;
+    return f / scaling.factor * ramp + f * (1 - ramp);
+  }
   const double twoPi = 6.283185307179586476925286766559;
   double wavelength = twoPi / f;
   if (wavelength < scaling.original / scaling.high)

@@ -246,4 +246,93 @@ TEST_F(RopeTest, Llama31ScalingMatchesItsDefinition) {
   }
 }
 
+// YaRN's frequency scaling (transformers' _compute_yarn_parameters, written
+// out here): Qwen's long context (theta 1e6, head 128, factor 4 over 32768
+// original positions, betas 32 and 1, the correction range truncated) and
+// gpt-oss's (theta 150000, head 64, factor 32 over 4096, not truncated).
+// Each has kept, divided and blended pairs.
+TEST_F(RopeTest, YarnScalingMatchesItsDefinition) {
+  struct Case {
+    double theta, factor, original;
+    int64_t dim;
+    bool truncate;
+  };
+  for (Case c :
+       {Case{1e6, 4, 32768, 128, true}, Case{150000, 32, 4096, 64, false}}) {
+    SCOPED_TRACE("theta " + std::to_string(c.theta));
+    const int64_t pairs = c.dim / 2;
+    auto correctionDim = [&](double rotations) {
+      return double(c.dim) * std::log(c.original / (rotations * 2 * M_PI)) /
+             (2 * std::log(c.theta));
+    };
+    double low = correctionDim(32), high = correctionDim(1);
+    if (c.truncate)
+      low = std::floor(low), high = std::ceil(high);
+    low = std::max(low, 0.0);
+    high = std::min(high, double(c.dim - 1));
+    std::vector<double> frequency(static_cast<size_t>(pairs));
+    int kept = 0, divided = 0, blended = 0;
+    for (int64_t i = 0; i < pairs; ++i) {
+      double extrapolated = 1.0 / std::pow(c.theta, double(2 * i) / c.dim);
+      double interpolated = extrapolated / c.factor;
+      double ramp = std::clamp((double(i) - low) / (high - low), 0.0, 1.0);
+      double extrapolationFactor = 1 - ramp;
+      frequency[size_t(i)] = interpolated * (1 - extrapolationFactor) +
+                             extrapolated * extrapolationFactor;
+      (ramp == 0 ? kept : ramp == 1 ? divided : blended)++;
+    }
+    ASSERT_GT(kept, 0);
+    ASSERT_GT(divided, 0);
+    ASSERT_GT(blended, 0);
+    Shape s{2, 50, 2, c.dim};
+    for (int32_t dtype : {TESSEL_F64, TESSEL_F32}) {
+      auto x = randomValues(dtype, size_t(s.count()), -1, 1, 78);
+      std::vector<double> want(x.size());
+      for (int64_t o = 0; o < s.outer; ++o)
+        for (int64_t p = 0; p < s.positions; ++p)
+          for (int64_t h = 0; h < s.heads; ++h)
+            for (int64_t i = 0; i < pairs; ++i) {
+              size_t a = size_t(((o * s.positions + p) * s.heads + h) * c.dim +
+                                i),
+                     b = a + size_t(pairs);
+              double angle = double(p) * frequency[size_t(i)];
+              want[a] = x[a] * std::cos(angle) - x[b] * std::sin(angle);
+              want[b] = x[b] * std::cos(angle) + x[a] * std::sin(angle);
+            }
+      auto xb = encode(dtype, x);
+      std::vector<uint8_t> yb(xb.size()), back(xb.size());
+      tessel_rope_yarn(ctx, dtype, xb.data(), yb.data(), s.outer, s.positions,
+                       s.heads, s.dim, c.theta, 0, 0, c.factor, 32, 1,
+                       c.original, c.truncate);
+      ASSERT_EQ(tessel_error(ctx), nullptr) << tessel_error(ctx);
+      expectClose(decode(dtype, yb), want, eps(dtype),
+                  16 * computeEps(dtype) + 4 * 50 * 0x1p-52);
+      // The inverse undoes it.
+      tessel_rope_yarn(ctx, dtype, yb.data(), back.data(), s.outer, s.positions,
+                       s.heads, s.dim, c.theta, 0, 1, c.factor, 32, 1,
+                       c.original, c.truncate);
+      expectClose(decode(dtype, back), x, eps(dtype),
+                  32 * computeEps(dtype) + 4 * 50 * 0x1p-52);
+    }
+  }
+}
+
+TEST_F(RopeTest, BadYarnSetsError) {
+  float x[8] = {0};
+  struct Bad {
+    double theta, factor, betaFast, original;
+  };
+  for (Bad b :
+       {Bad{1.0, 4, 32, 4096}, Bad{1e4, 0.5, 32, 4096}, Bad{1e4, 4, 0, 4096},
+        Bad{1e4, 4, 32, -1}, Bad{1e4, double(INFINITY), 32, 4096}}) {
+    tessel_rope_yarn(ctx, TESSEL_F32, x, x, 1, 2, 1, 4, b.theta, 0, 0, b.factor,
+                     b.betaFast, 1, b.original, 1);
+    ASSERT_NE(tessel_error(ctx), nullptr);
+    EXPECT_NE(std::string(tessel_error(ctx)).find("tessel_rope_yarn: "),
+              std::string::npos)
+        << tessel_error(ctx);
+    tessel_clear_error(ctx);
+  }
+}
+
 } // namespace

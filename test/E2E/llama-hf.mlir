@@ -10,7 +10,7 @@
 // with Mistral's sliding window (3 keys of 6 positions), whose loss the
 // unwindowed model's is not. The config.json the reference writes, read by
 // llama-model.py --config, gives the model its flags gave; a config.json
-// the model cannot be (a gelu MLP, YaRN's rope) is refused in one line
+// the model cannot be (a gelu MLP, LongRoPE's rope) is refused in one line
 // naming the field. The script's defaults write
 // examples/llama.mlir itself.
 //
@@ -51,8 +51,8 @@
 // A config.json the model cannot be: one line naming the file and field.
 // RUN: echo '{"model_type": "llama", "hidden_act": "gelu"}' > %t/bad-act.json
 // RUN: not python3 %scripts/llama-model.py --config %t/bad-act.json 2>&1 | FileCheck %s --check-prefix=GELU
-// RUN: echo '{"model_type": "llama", "rope_scaling": {"rope_type": "yarn", "factor": 4.0}}' > %t/bad-rope.json
-// RUN: not python3 %scripts/llama-model.py --config %t/bad-rope.json 2>&1 | FileCheck %s --check-prefix=YARN
+// RUN: echo '{"model_type": "llama", "rope_scaling": {"rope_type": "longrope", "factor": 4.0}}' > %t/bad-rope.json
+// RUN: not python3 %scripts/llama-model.py --config %t/bad-rope.json 2>&1 | FileCheck %s --check-prefix=LONGROPE
 // A trained checkpoint goes to Hugging Face's layout and back unchanged
 // (its optimizer states stay behind).
 // RUN: tessel-run %t/tiny.mlir --steps 1 --quiet --load %t/tessel.safetensors --data %t/tokens.bin --data-dtype i32 --save %t/trained.safetensors
@@ -77,4 +77,4 @@
 // BAD: llama-checkpoint: {{.*}}tokens.bin: header of {{[0-9]+}} bytes past the end of the file
 // MISSING: llama-checkpoint: missing layers.attention_norm.weight
 // GELU: llama-model.py: error: {{.*}}bad-act.json: hidden_act "gelu"
-// YARN: llama-model.py: error: {{.*}}bad-rope.json: rope_scaling of type "yarn"
+// LONGROPE: llama-model.py: error: {{.*}}bad-rope.json: rope_scaling of type "longrope": only llama3's, linear, dynamic or yarn scaling

@@ -748,6 +748,23 @@ func.func @rope(%x: tensor<2x3x5x4x8xbf16>) -> tensor<2x3x5x4x8xbf16> {
 
 // -----
 
+// Tests that YaRN's rope calls tessel_rope_yarn with its factor, betas,
+// original context and truncate after the flags.
+// CHECK-LABEL: llvm.func @tessel_fn_rope_yarn
+// CHECK-DAG: %[[F:.*]] = llvm.mlir.constant(4.000000e+00 : f64) : f64
+// CHECK-DAG: %[[FAST:.*]] = llvm.mlir.constant(3.200000e+01 : f64) : f64
+// CHECK-DAG: %[[SLOW:.*]] = llvm.mlir.constant(1.000000e+00 : f64) : f64
+// CHECK-DAG: %[[ORIG:.*]] = llvm.mlir.constant(3.276800e+04 : f64) : f64
+// CHECK: %[[TRUNC:.*]] = llvm.mlir.constant(0 : i32) : i32
+// CHECK-NEXT: llvm.call @tessel_rope_yarn({{.*}}, %[[F]], %[[FAST]], %[[SLOW]], %[[ORIG]], %[[TRUNC]])
+// CHECK-NOT: @tessel_rope(
+func.func @rope_yarn(%x: tensor<2x5x4x8xf32>) -> tensor<2x5x4x8xf32> {
+  %y = nn.rope %x {theta = 1000000.0 : f64, yarn = array<f64: 4.0, 32.0, 1.0, 32768.0, 0.0>} : tensor<2x5x4x8xf32>
+  return %y : tensor<2x5x4x8xf32>
+}
+
+// -----
+
 // Tests that masking a loss's ignored labels is one call: the labels' dtype
 // (i64, 5), the weights' (f32, 0), the ignore_index and the label count.
 // CHECK-LABEL: llvm.func @tessel_fn_mask_labels(

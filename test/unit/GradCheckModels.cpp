@@ -438,7 +438,7 @@ GradModel attention(std::mt19937 &rng, bool causal, bool groupedQuery) {
 
 /// Rope over [..., S, H, D]: rank 3 to 5, an even D, either pair layout,
 /// either direction, and theta now and then other than the default, or
-/// with Llama 3.1's scaling.
+/// with Llama 3.1's or YaRN's scaling.
 GradModel rope(std::mt19937 &rng) {
   ModelBuilder m;
   Shape shape = randomShape(rng, 0, 2, 3);
@@ -450,7 +450,9 @@ GradModel rope(std::mt19937 &rng) {
       (coin(rng) ? " inverse" : "") +
       pick<std::string>(rng, {"", " {theta = 3.5 : f64}",
                               " {theta = 50.0 : f64, scaling = array<f64: "
-                              "4.0, 1.0, 4.0, 16.0>}"});
+                              "4.0, 1.0, 4.0, 16.0>}",
+                              " {theta = 50.0 : f64, yarn = array<f64: "
+                              "4.0, 8.0, 1.0, 64.0, 1.0>}"});
   std::string x = m.param(shape);
   std::string y = m.emit("nn.rope " + x + attrs + " : " + tensorType(shape));
   return {m.finish(y, shape)};

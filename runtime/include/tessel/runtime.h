@@ -130,8 +130,11 @@ extern "C" {
  * 24: tessel_attention_softcap and tessel_attention_grad_softcap,
  * attention whose scaled scores are soft-capped, cap · tanh(s / cap),
  * before the mask (nn.attention's `softcap`: Gemma 2's
- * attn_logit_softcapping). Descriptions 1 to 23 still load. */
-#define TESSEL_ABI_VERSION 24
+ * attn_logit_softcapping). Descriptions 1 to 23 still load.
+ * 25: tessel_rope_yarn, rope under YaRN's frequency scaling (nn.rope's
+ * `yarn`: Hugging Face's rope_type "yarn", Qwen's long contexts).
+ * Descriptions 1 to 24 still load. */
+#define TESSEL_ABI_VERSION 25
 
 typedef enum tessel_dtype {
   TESSEL_F32 = 0,

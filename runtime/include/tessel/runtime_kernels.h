@@ -363,6 +363,20 @@ void tessel_rope(tessel_ctx *ctx, int32_t dtype, const void *x, void *y,
                  int32_t inverse, double factor, double low_freq_factor,
                  double high_freq_factor, double original_positions);
 
+/* tessel_rope under YaRN's frequency scaling (ABI 25, Hugging Face's
+ * rope_type "yarn"): pair i's frequency theta^(-2i / head_dim) kept below
+ * the pair that turns beta_fast times over original_positions, divided by
+ * factor above the one that turns beta_slow times, blended linearly in the
+ * pair between (the correction range floored and ceiled when truncate).
+ * factor >= 1, positive betas and original, theta > 1. YaRN's attention
+ * factor is the model's (a scale of its scores). */
+void tessel_rope_yarn(tessel_ctx *ctx, int32_t dtype, const void *x, void *y,
+                      int64_t outer, int64_t positions, int64_t heads,
+                      int64_t head_dim, double theta, int32_t interleaved,
+                      int32_t inverse, double factor, double beta_fast,
+                      double beta_slow, double original_positions,
+                      int32_t truncate);
+
 /*===--- Backward kernels (reverse-mode autodiff) ------------------------===*
  *
  * The backward work that deserves a kernel of its own. Every gradient output

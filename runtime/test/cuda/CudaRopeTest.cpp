@@ -2,12 +2,12 @@
 //
 // On a GPU (CpuVsCuda; skipped without one): tessel_rope on a CUDA and a
 // CPU context through the C ABI on the same inputs, every dtype, both pair
-// layouts, both directions, with and without Llama 3.1's frequency
-// scaling, positions far enough out (8191) that the angles need the f64
-// turn, and in place. Both backends compute the turn with core/rope.h;
-// the device's f64 sine and cosine and its fused
-// multiply-adds may differ from the host's in the last bit, so f32 and
-// f64 agree within a few ulp and 16-bit results within one.
+// layouts, both directions, with and without Llama 3.1's and YaRN's
+// frequency scalings, positions far enough out (8191) that the angles need the
+// f64 turn, and in place. Both backends compute the turn with core/rope.h; the
+// device's f64 sine and cosine and its fused multiply-adds may differ from the
+// host's in the last bit, so f32 and f64 agree within a few ulp and 16-bit
+// results within one.
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,14 +32,17 @@ struct RopeShape {
 std::vector<double> runRope(tessel_ctx *ctx, int32_t dtype,
                             const std::vector<double> &x, RopeShape s,
                             bool interleaved, bool inverse, bool inPlace,
-                            bool scaled) {
+                            int scaling) {
   auto bytes = encode(dtype, x);
   void *in = uploadTo(ctx, bytes);
   void *out = inPlace ? in : tessel_alloc(ctx, int64_t(bytes.size()));
-  // Llama 3.1's scaling (Llama 3.2's constants) where asked.
-  tessel_rope(ctx, dtype, in, out, s.outer, s.positions, s.heads, s.dim,
-              scaled ? 500000.0 : 10000.0, interleaved, inverse,
-              scaled ? 32.0 : 0.0, 1.0, 4.0, 8192.0);
+  if (scaling == 2) // YaRN (Qwen's long context: factor 4 over 32768)
+    tessel_rope_yarn(ctx, dtype, in, out, s.outer, s.positions, s.heads, s.dim,
+                     1e6, interleaved, inverse, 4.0, 32.0, 1.0, 32768.0, 1);
+  else // Llama 3.1's scaling (Llama 3.2's constants) where asked
+    tessel_rope(ctx, dtype, in, out, s.outer, s.positions, s.heads, s.dim,
+                scaling ? 500000.0 : 10000.0, interleaved, inverse,
+                scaling ? 32.0 : 0.0, 1.0, 4.0, 8192.0);
   auto result = downloadFrom<uint8_t>(ctx, out, bytes.size());
   tessel_free(ctx, in);
   if (!inPlace)
@@ -55,15 +58,17 @@ TEST_F(CudaVsCpuRope, MatchesCpu) {
                               {2, 5, 1, 6}};
   for (int32_t dtype : kFloatTypes)
     for (RopeShape s : shapes)
-      for (int variant = 0; variant < 8; ++variant) {
-        bool interleaved = variant & 1, inverse = variant & 2,
-             scaled = variant & 4;
+      for (int variant = 0; variant < 12; ++variant) {
+        bool interleaved = variant & 1, inverse = variant & 2;
+        int scaled = variant / 4; // none, Llama 3.1's, YaRN's
         bool inPlace = s.dim == 64;
         std::string what =
             std::string(dtypeName(dtype)) + " positions " +
             std::to_string(s.positions) + " dim " + std::to_string(s.dim) +
             (interleaved ? " interleaved" : "") + (inverse ? " inverse" : "") +
-            (scaled ? " llama3-scaled" : "");
+            (scaled == 1   ? " llama3-scaled"
+             : scaled == 2 ? " yarn"
+                           : "");
         auto x = randomValues(dtype, size_t(s.count()), -2, 2, 81);
         auto want =
             runRope(cpu, dtype, x, s, interleaved, inverse, false, scaled);

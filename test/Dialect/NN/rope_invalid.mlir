@@ -96,3 +96,39 @@ func.func @rope_scaling_and_layer_scalings(%x: tensor<1x4x2x8xf32>) -> tensor<1x
   %0 = nn.rope %x {scaling = array<f64: 8.0, 1.0, 2.0, 1.0>, layer_scalings = array<f64: 8.0, 1.0, 2.0, 1.0>} : tensor<1x4x2x8xf32>
   return %0 : tensor<1x4x2x8xf32>
 }
+
+// -----
+
+// Tests that YaRN's scaling has its five values.
+func.func @rope_yarn_size(%x: tensor<1x4x2x8xf32>) -> tensor<1x4x2x8xf32> {
+  // expected-error @+1 {{'nn.rope' op yarn holds factor, beta_fast, beta_slow, original and truncate (5 values), got 4}}
+  %0 = nn.rope %x {yarn = array<f64: 4.0, 32.0, 1.0, 4096.0>} : tensor<1x4x2x8xf32>
+  return %0 : tensor<1x4x2x8xf32>
+}
+
+// -----
+
+// Tests that YaRN's truncate is 0 or 1 and its factor at least 1.
+func.func @rope_yarn_values(%x: tensor<1x4x2x8xf32>) -> tensor<1x4x2x8xf32> {
+  // expected-error @+1 {{'nn.rope' op yarn needs factor >= 1, positive betas and original (all finite) and truncate 0 or 1, got [5.000000e-01, 3.200000e+01, 1.000000e+00, 4.096000e+03, 2.000000e+00]}}
+  %0 = nn.rope %x {yarn = array<f64: 0.5, 32.0, 1.0, 4096.0, 2.0>} : tensor<1x4x2x8xf32>
+  return %0 : tensor<1x4x2x8xf32>
+}
+
+// -----
+
+// Tests that YaRN is not given beside Llama 3.1's scaling.
+func.func @rope_yarn_and_scaling(%x: tensor<1x4x2x8xf32>) -> tensor<1x4x2x8xf32> {
+  // expected-error @+1 {{'nn.rope' op has yarn and a scaling: give one}}
+  %0 = nn.rope %x {scaling = array<f64: 8.0, 1.0, 2.0, 1.0>, yarn = array<f64: 4.0, 32.0, 1.0, 4096.0, 1.0>} : tensor<1x4x2x8xf32>
+  return %0 : tensor<1x4x2x8xf32>
+}
+
+// -----
+
+// Tests that YaRN's ramp needs theta > 1 (it divides by ln theta).
+func.func @rope_yarn_theta(%x: tensor<1x4x2x8xf32>) -> tensor<1x4x2x8xf32> {
+  // expected-error @+1 {{'nn.rope' op yarn needs every theta > 1}}
+  %0 = nn.rope %x {theta = 1.0 : f64, yarn = array<f64: 4.0, 32.0, 1.0, 4096.0, 1.0>} : tensor<1x4x2x8xf32>
+  return %0 : tensor<1x4x2x8xf32>
+}

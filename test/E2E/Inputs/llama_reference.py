@@ -134,7 +134,32 @@ def rope_freqs(d, a, layer=0):
     # Gemma 3 scales its global layers' rope only.
     if a.rope_linear and not (a.sandwich and sliding(a, layer)):
         freqs = [f / a.rope_linear for f in freqs]
+    if a.rope_yarn:
+        # _compute_yarn_parameters: betas 32 and 1, the correction range
+        # floored and ceiled, a linear ramp over the pairs between.
+        factor, original = a.rope_yarn
+
+        def correction_dim(rotations):
+            return (d * math.log(original / (rotations * 2 * math.pi)) /
+                    (2 * math.log(theta)))
+        low = max(math.floor(correction_dim(32)), 0)
+        high = min(math.ceil(correction_dim(1)), d - 1)
+        if low == high:
+            high += 0.001
+        out = []
+        for i, f in enumerate(freqs):
+            ramp = min(max((i - low) / (high - low), 0.0), 1.0)
+            extrapolation = 1 - ramp
+            out.append(f / factor * (1 - extrapolation) + f * extrapolation)
+        freqs = out
     return freqs
+
+
+def yarn_attention_factor(a):
+    """YaRN's factor on cos and sin (get_mscale): 0.1 ln factor + 1."""
+    if not a.rope_yarn or a.rope_yarn[0] <= 1:
+        return 1.0
+    return 0.1 * math.log(a.rope_yarn[0]) + 1.0
 
 
 def rope(vec, pos, freqs):
@@ -209,9 +234,11 @@ def forward_loss(w, tokens, targets, a):
                                                           offset)[0]
             for head in range(a.heads):
                 kv = head // group
-                qs = [rope(head_of(q[i], head, qn), i, freqs)
+                qs = [[v * yarn_attention_factor(a) for v in
+                       rope(head_of(q[i], head, qn), i, freqs)]
                       for i in range(len(seq_tokens))]
-                ks = [rope(head_of(k[j], kv, kn), j, freqs)
+                ks = [[v * yarn_attention_factor(a) for v in
+                       rope(head_of(k[j], kv, kn), j, freqs)]
                       for j in range(len(seq_tokens))]
                 vs = [v[j][kv * hd:(kv + 1) * hd] for j in range(len(seq_tokens))]
                 for i in range(len(seq_tokens)):
@@ -403,6 +430,9 @@ def write_config(a):
         scaling = {"rope_type": "linear", "factor": a.rope_linear}
     if a.rope_dynamic:
         scaling = {"rope_type": "dynamic", "factor": a.rope_dynamic[0]}
+    if a.rope_yarn:
+        scaling = {"rope_type": "yarn", "factor": a.rope_yarn[0],
+                   "original_max_position_embeddings": int(a.rope_yarn[1])}
     config = {"architectures": [{"qwen2": "Qwen2", "qwen3": "Qwen3",
                                  "phi3": "Phi3", "gemma": "Gemma",
                                  "granite": "Granite", "gemma3_text": "Gemma3",
@@ -559,6 +589,9 @@ m.add_argument("--rope-scaling", dest="scaling", default=None,
                type=lambda text: [float(v) for v in text.split(",")])
 m.add_argument("--rope-linear", type=float, default=None,
                help="rope_scaling of type linear with this factor")
+m.add_argument("--rope-yarn", default=None,
+               type=lambda text: [float(v) for v in text.split(",")],
+               help="FACTOR,ORIGINAL: rope_scaling of type yarn")
 m.add_argument("--rope-dynamic", default=None,
                type=lambda text: [float(v) for v in text.split(",")],
                help="FACTOR,ORIGINAL: rope_scaling of type dynamic, "
