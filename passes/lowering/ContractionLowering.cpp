@@ -175,25 +175,25 @@ LogicalResult lowerAttention(nn::AttentionOp op, FunctionLowering &fl) {
       return failure();
     layerWindow = *entry;
   }
-  if (std::optional<APFloat> softcap = op.getSoftcap()) {
-    fl.call(rt::tessel_attention_softcap,
-            {dtype, fl.ptr(op.getQuery()), fl.ptr(op.getKey()),
-             fl.ptr(op.getValue()), fl.ptr(op.getResult()),
-             fl.ptrOrNull(op.getLse()), shape.batch, shape.seq, shape.kvSeq,
-             shape.heads, shape.kvHeads, shape.headDim, shape.valueDim,
-             shape.scale, shape.causal,
-             layerWindow ? *layerWindow : fl.i64(op.getWindow().value_or(0)),
-             fl.f64(softcap->convertToDouble())});
-    return success();
-  }
-  if (layerWindow || op.getWindow()) {
-    fl.call(rt::tessel_attention_window,
-            {dtype, fl.ptr(op.getQuery()), fl.ptr(op.getKey()),
-             fl.ptr(op.getValue()), fl.ptr(op.getResult()),
-             fl.ptrOrNull(op.getLse()), shape.batch, shape.seq, shape.kvSeq,
-             shape.heads, shape.kvHeads, shape.headDim, shape.valueDim,
-             shape.scale, shape.causal,
-             layerWindow ? *layerWindow : fl.i64(*op.getWindow())});
+  std::optional<APFloat> softcap = op.getSoftcap();
+  if (softcap || layerWindow || op.getWindow()) {
+    // tessel_attention_window's arguments, then the cap's for
+    // tessel_attention_softcap.
+    auto call = [&](const auto &fn, auto... windowAndCap) {
+      fl.call(fn, {dtype, fl.ptr(op.getQuery()), fl.ptr(op.getKey()),
+                   fl.ptr(op.getValue()), fl.ptr(op.getResult()),
+                   fl.ptrOrNull(op.getLse()), shape.batch, shape.seq,
+                   shape.kvSeq, shape.heads, shape.kvHeads, shape.headDim,
+                   shape.valueDim, shape.scale, shape.causal,
+                   windowAndCap...});
+    };
+    I64Value window =
+        layerWindow ? *layerWindow : fl.i64(op.getWindow().value_or(0));
+    if (softcap)
+      call(rt::tessel_attention_softcap, window,
+           fl.f64(softcap->convertToDouble()));
+    else
+      call(rt::tessel_attention_window, window);
     return success();
   }
   if (op.getLse()) {

@@ -601,8 +601,8 @@ func.func @attention_lse(%q: tensor<1x4x2x8xf32>, %do: tensor<1x4x2x8xf32>) -> (
 // tessel_attention_grad_window, the window last.
 // CHECK-LABEL: llvm.func @tessel_fn_attention_window
 // CHECK-SAME: (%[[CTX:[^:]*]]: !llvm.ptr, %[[SCRATCH:[^:]*]]: !llvm.ptr, %[[Q:[^:]*]]: !llvm.ptr, %[[DO:[^:]*]]: !llvm.ptr,
-// CHECK: %[[NULL:.*]] = llvm.mlir.zero : !llvm.ptr
-// CHECK: %[[W:.*]] = llvm.mlir.constant(3 : i64) : i64
+// CHECK-DAG: %[[NULL:.*]] = llvm.mlir.zero : !llvm.ptr
+// CHECK-DAG: %[[W:.*]] = llvm.mlir.constant(3 : i64) : i64
 // CHECK: llvm.call @tessel_attention_window(%[[CTX]], %{{[^,]*}}, %[[Q]], %[[Q]], %[[Q]], %{{[^,]*}}, %[[NULL]], {{.*}}, %[[W]]) :
 // CHECK: %[[W2:.*]] = llvm.mlir.constant(3 : i64) : i64
 // CHECK: llvm.call @tessel_attention_window(%[[CTX]], %{{[^,]*}}, %[[Q]], %[[Q]], %[[Q]], %[[O:[^,]*]], %[[LSE:[^,]*]], {{.*}}, %[[W2]]) :
