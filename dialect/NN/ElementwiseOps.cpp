@@ -9,7 +9,6 @@
 #include "dialect/NN/NNOps.h"
 #include "dialect/NN/NNOpsUtils.h"
 
-#include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
 
 using namespace mlir;
@@ -87,16 +86,6 @@ struct AddIntoSubLabel : public OpRewritePattern<AddOp> {
   }
 };
 
-/// The splat constant `value` is (through broadcasts), or null.
-DenseElementsAttr splatOf(Value value) {
-  while (auto broadcast = value.getDefiningOp<BroadcastOp>())
-    value = broadcast.getInput();
-  DenseElementsAttr attr;
-  if (!matchPattern(value, m_Constant(&attr)) || !attr.isSplat())
-    return {};
-  return attr;
-}
-
 /// broadcast(x) · c -> broadcast(x · c), c a splat: the product in x's
 /// shape, and the broadcast of it read where it lies, where both
 /// broadcasts would otherwise be read and one of them copied out to the
@@ -107,8 +96,9 @@ struct ScaleBeforeBroadcast : public OpRewritePattern<MulOp> {
                                 PatternRewriter &rewriter) const override {
     for (unsigned i = 0; i < 2; ++i) {
       auto spread = op->getOperand(i).getDefiningOp<BroadcastOp>();
-      DenseElementsAttr factor = splatOf(op->getOperand(1 - i));
-      if (!spread || !factor || splatOf(spread.getInput()))
+      DenseElementsAttr factor =
+          nn::detail::splatConstantOf(op->getOperand(1 - i));
+      if (!spread || !factor || nn::detail::splatConstantOf(spread.getInput()))
         continue;
       auto small = cast<RankedTensorType>(spread.getInput().getType());
       Location loc = op.getLoc();

@@ -96,13 +96,20 @@ LogicalResult verifyDimList(std::optional<Location> loc, ArrayRef<int64_t> dims,
   return success();
 }
 
-bool isSplatConstant(Value value, double splat) {
+DenseElementsAttr splatConstantOf(Value value) {
   // A broadcast of a splat is that splat at the broadcast's shape (kept
   // unfolded: BroadcastOp::fold).
   while (auto broadcast = value.getDefiningOp<BroadcastOp>())
     value = broadcast.getInput();
   DenseElementsAttr attr;
   if (!matchPattern(value, m_Constant(&attr)) || !attr.isSplat())
+    return {};
+  return attr;
+}
+
+bool isSplatConstant(Value value, double splat) {
+  DenseElementsAttr attr = splatConstantOf(value);
+  if (!attr)
     return false;
   Type elementType = attr.getElementType();
   if (isa<FloatType>(elementType))

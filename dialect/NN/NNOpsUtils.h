@@ -28,6 +28,9 @@ llvm::LogicalResult verifyDimList(std::optional<mlir::Location> loc,
                                   llvm::ArrayRef<int64_t> dims, int64_t rank,
                                   llvm::StringRef what);
 
+/// The splat constant `value` is, through broadcasts, or null.
+mlir::DenseElementsAttr splatConstantOf(mlir::Value value);
+
 /// True when `value` is a constant whose every element equals `splat`, or
 /// a broadcast of one.
 bool isSplatConstant(mlir::Value value, double splat);

@@ -88,8 +88,8 @@ struct SplatBroadcastToConstant : public OpRewritePattern<BroadcastOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(BroadcastOp op,
                                 PatternRewriter &rewriter) const override {
-    DenseElementsAttr splat;
-    if (!matchPattern(op.getInput(), m_Constant(&splat)) || !splat.isSplat())
+    DenseElementsAttr splat = nn::detail::splatConstantOf(op.getInput());
+    if (!splat)
       return failure();
     if (llvm::all_of(op->getUsers(), [](Operation *user) {
           return isa<AddOp, SubOp, MulOp, DivOp, EqualOp>(user);
