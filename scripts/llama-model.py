@@ -85,7 +85,12 @@ F,N[,FAST,SLOW[,TRUNCATE]] is YaRN (type yarn: Qwen's long contexts):
 frequencies ramp from kept to divided by F over the pairs that turn
 between FAST (32) and SLOW (1) times over N original positions, and the
 scores are scaled by its attention factor (0.1 ln F + 1, or
---yarn-attention-factor) squared.
+--yarn-attention-factor) squared. --rope-longrope F0,F1,... is LongRoPE
+(type longrope: Phi-3's and Phi-3.5's 128k): pair i's frequency divided by
+Fi, cos and sin times --longrope-attention-factor (default 1).
+--partial-rotary F turns the first int(F head_dim) elements of each head
+only (partial_rotary_factor: Phi-4-mini's 0.75), at the frequencies of a
+head that wide.
 
 --config reads the sizes, rope, window, biases and tying from a Hugging Face
 config.json (model_type llama, mistral, qwen2, qwen3, phi3, gemma, gemma2,
@@ -100,7 +105,10 @@ than hidden_size / num_attention_heads is read as --head-dim; Qwen3 always
 has QK-norm. Phi-3
 (Phi3ForCausalLM) is a Llama without biases whose sliding_window (2047 in
 Phi-3-mini-4k; null none) is Mistral's; its 128k variants' rope_scaling
-(longrope, su) and a partial_rotary_factor other than 1 are refused. Its
+(longrope, su) takes the long factors where --seq passes
+original_max_position_embeddings, else the short ones, and the attention
+factor given or sqrt(1 + ln(max / original) / ln original); any
+config's partial_rotary_factor is read. Its
 checkpoint fuses q, k, v into qkv_proj and gate, up into gate_up_proj:
 scripts/llama-checkpoint.py --config splits them.
 """
@@ -115,6 +123,8 @@ DEFAULTS = {"batch": 8, "seq": 64, "dim": 128, "heads": 4, "kv_heads": 2,
             "ffn": 384, "vocab": 256, "layers": 4, "theta": 10000.0,
             "rope_scaling": None, "rope_linear": None, "rope_dynamic": None,
             "rope_yarn": None, "yarn_attention_factor": None,
+            "rope_longrope": None, "longrope_attention_factor": None,
+            "partial_rotary": None,
             "eps": 1e-5, "sliding_window": None, "layer_types": None,
             "local_theta": None, "global_rope_linear": None,
             "qkv_bias": False, "attention_bias": False, "mlp_bias": False,
@@ -220,6 +230,17 @@ p.add_argument("--yarn-attention-factor", type=float, metavar="A",
                help="YaRN's factor on cos and sin (default 0.1 ln FACTOR + 1; "
                     "config.json's attention_factor, or mscale and "
                     "mscale_all_dim)")
+p.add_argument("--rope-longrope", metavar="F0,F1,...",
+               help="LongRoPE (rope_type longrope: Phi-3's 128k): pair i's "
+                    "frequency divided by Fi, one factor a rotated pair")
+p.add_argument("--longrope-attention-factor", type=float, metavar="A",
+               help="LongRoPE's factor on cos and sin (default 1; from "
+                    "config.json: attention_factor, or sqrt(1 + ln(max / "
+                    "original) / ln original))")
+p.add_argument("--partial-rotary", type=float, metavar="F",
+               help="rope turns the first int(F * head_dim) elements of each "
+                    "head, the rest pass (partial_rotary_factor: "
+                    "Phi-4-mini's 0.75)")
 p.add_argument("--eps", type=float)
 p.add_argument("--sliding-window", type=int, metavar="N",
                help="causal attention over the last N keys, the query's own "
@@ -480,17 +501,51 @@ def from_config(path):
             bad("rope_theta", "is not a number")
         out["theta"] = float(theta)
     rope_type = rope.get("rope_type", rope.get("type", "default"))
-    if model == "phi3":
-        # Phi-3's 128k variants scale rope by longrope (su): not this rope.
-        if rope_type != "default":
-            bad(field, "of type %s: only Phi-3 without rope scaling (null)" %
-                json.dumps(rope_type))
-        factor = rope.get("partial_rotary_factor",
-                          c.get("partial_rotary_factor", 1))
-        if not is_number(factor) or factor != 1:
-            bad("partial_rotary_factor", "%s: rope over whole heads only (1)"
-                % json.dumps(factor))
-    if rope_type == "llama3":
+    # Phi-4-mini turns 3/4 of each head (Phi3Config's partial_rotary_factor).
+    partial = rope.get("partial_rotary_factor", c.get("partial_rotary_factor"))
+    if partial is not None:
+        if not is_number(partial) or not 0 < partial <= 1:
+            bad("partial_rotary_factor", "%s is not in (0, 1]" %
+                json.dumps(partial))
+        if partial != 1:
+            out["partial_rotary"] = float(partial)
+    if rope_type in ("longrope", "su"):
+        # transformers' _compute_longrope_parameters ("su": Phi-3's first
+        # configs): short_factor within original_max_position_embeddings,
+        # long_factor past it (the choice waits for --seq); the attention
+        # factor, else sqrt(1 + ln factor / ln original) with factor, else
+        # max_position_embeddings / original.
+        original = (rope.get("original_max_position_embeddings") or
+                    c.get("original_max_position_embeddings"))
+        if not is_number(original) or original <= 1:
+            bad(field, "of type longrope needs original_max_position_"
+                "embeddings > 1")
+        factors = {}
+        for key in ("short_factor", "long_factor"):
+            value = rope.get(key)
+            if (not isinstance(value, list) or not value or
+                    not all(is_number(v) and 0 < v < math.inf
+                            for v in value)):
+                bad(field, "of type longrope needs %s, a list of positive "
+                    "numbers" % key)
+            factors[key] = [float(v) for v in value]
+        factor = rope.get("factor")
+        if factor is None:
+            top = c.get("max_position_embeddings")
+            if not is_number(top) or top <= 0:
+                bad("max_position_embeddings", "missing or not positive "
+                    "(LongRoPE's factor is it over the original)")
+            factor = top / original
+        attention = rope.get("attention_factor")
+        if attention is None:
+            attention = (1.0 if factor <= 1 else
+                         math.sqrt(1 + math.log(factor) / math.log(original)))
+        if not is_number(attention) or attention <= 0:
+            bad(field, "of type longrope needs a positive attention_factor")
+        out["longrope_choice"] = (factors["short_factor"],
+                                  factors["long_factor"], float(original))
+        out["longrope_attention_factor"] = float(attention)
+    elif rope_type == "llama3":
         if not all(is_number(rope.get(k)) for k in LLAMA3):
             bad(field, "of type llama3 needs numbers " + ", ".join(LLAMA3))
         out["rope_scaling"] = [float(rope[k]) for k in LLAMA3]
@@ -539,8 +594,8 @@ def from_config(path):
                             float(slow), 1.0 if truncate else 0.0]
         out["yarn_attention_factor"] = float(attention)
     elif rope_type != "default":
-        bad(field, "of type %s: only llama3's, linear, dynamic or yarn "
-            "scaling" % json.dumps(rope_type))
+        bad(field, "of type %s: only llama3's, linear, dynamic, yarn or "
+            "longrope scaling" % json.dumps(rope_type))
     for field, flag in CONFIG_SIZES:
         value = c.get(field, HF_DEFAULTS[model].get(field))
         if not is_number(value, int):
@@ -596,6 +651,11 @@ if a.rope_dynamic is not None:
         a.rope_dynamic = []
     if len(a.rope_dynamic) != 2:
         p.error("--rope-dynamic takes two numbers: factor,original")
+if a.rope_longrope is not None and isinstance(a.rope_longrope, str):
+    try:
+        a.rope_longrope = [float(v) for v in a.rope_longrope.split(",")]
+    except ValueError:
+        p.error("--rope-longrope takes numbers: F0,F1,...")
 config = from_config(a.config) if a.config else {}
 if a.qkv_bias is False and (a.attention_bias or (
         a.attention_bias is None and config.get("attention_bias"))):
@@ -604,6 +664,11 @@ if a.qkv_bias is False and (a.attention_bias or (
 for name, default in DEFAULTS.items():
     if getattr(a, name) is None:
         setattr(a, name, config.get(name, default))
+if a.rope_longrope is None and "longrope_choice" in config:
+    # LongRoPE's long factors for a context past the original one
+    # (longrope_frequency_update), its short factors within it.
+    short, long_, original = config["longrope_choice"]
+    a.rope_longrope = long_ if a.seq > original else short
 for name in ["batch", "seq", "dim", "heads", "kv_heads", "ffn", "vocab",
              "layers"]:
     if getattr(a, name) < 1:
@@ -648,9 +713,27 @@ if a.global_rope_linear is not None and (a.rope_scaling is not None or
     p.error("--global-rope-linear is a rope scaling of its own: not with "
             "--rope-scaling or --rope-linear")
 if sum(x is not None for x in (a.rope_scaling, a.rope_linear,
-                               a.rope_dynamic, a.rope_yarn)) > 1:
-    p.error("--rope-scaling, --rope-linear, --rope-dynamic and --rope-yarn "
-            "are four rope scalings: give one")
+                               a.rope_dynamic, a.rope_yarn,
+                               a.rope_longrope)) > 1:
+    p.error("--rope-scaling, --rope-linear, --rope-dynamic, --rope-yarn and "
+            "--rope-longrope are five rope scalings: give one")
+if a.longrope_attention_factor is not None and a.rope_longrope is None:
+    p.error("--longrope-attention-factor is LongRoPE's: give --rope-longrope")
+if a.rope_longrope is not None:
+    if a.global_rope_linear is not None:
+        p.error("--rope-longrope is a rope scaling of every layer: not with "
+                "--global-rope-linear")
+    if a.longrope_attention_factor is None:
+        a.longrope_attention_factor = 1.0
+    if not a.longrope_attention_factor > 0:
+        p.error("--longrope-attention-factor must be positive")
+if a.partial_rotary is not None:
+    if not 0 < a.partial_rotary <= 1:
+        p.error("--partial-rotary must be in (0, 1]")
+    if (a.rope_scaling is not None or a.rope_linear is not None or
+            a.rope_yarn is not None or a.global_rope_linear is not None):
+        p.error("--partial-rotary turns part of each head: not with a Llama "
+                "3.1, linear or YaRN rope scaling")
 if a.rope_yarn is not None:
     factor, original, fast, slow, truncate = a.rope_yarn
     if not (factor >= 1 and original > 0 and fast > 0 and slow > 0 and
@@ -690,6 +773,18 @@ B, S, D, H, K, F, V, L = (a.batch, a.seq, a.dim, a.heads, a.kv_heads, a.ffn,
                           a.vocab, a.layers)
 hd = a.head_dim or D // H
 qd = H * hd  # the queries' width: D unless --head-dim says otherwise
+# The elements of each head rope turns (transformers' int(head_dim ·
+# partial_rotary_factor)).
+rot = int(hd * a.partial_rotary) if a.partial_rotary is not None else hd
+if rot < 2 or rot % 2:
+    p.error("--partial-rotary %g of heads of %d turns %d elements: it must "
+            "be even and at least 2" % (a.partial_rotary, hd, rot))
+if a.rope_longrope is not None and (
+        len(a.rope_longrope) != rot // 2 or
+        not all(0 < f < math.inf for f in a.rope_longrope)):
+    p.error("LongRoPE needs %d positive factors (one a pair of the %d "
+            "elements turned), got %s" % (rot // 2, rot,
+                                          ",".join(map(str, a.rope_longrope))))
 kvd = K * hd
 qk_norm = bool(a.qk_norm)
 qk_norm_full = bool(a.qk_norm_full)
@@ -729,7 +824,7 @@ if a.rope_dynamic:
     # length.
     factor, original = a.rope_dynamic
     theta = theta * ((factor * max(S, original) / original) -
-                     (factor - 1)) ** (hd / (hd - 2))
+                     (factor - 1)) ** (rot / (rot - 2))
     rope_note = ("// Rope is dynamic NTK (factor %g over %d positions): at the "
                  "context %d its\n// base is %s.\n" % (
                      factor, original, S, num(theta)))
@@ -753,6 +848,22 @@ if a.rope_yarn:
 if a.rope_scaling:
     rope_attrs.append("scaling = array<f64: %s>" %
                       ", ".join(num(v) for v in a.rope_scaling))
+if rot < hd:
+    rope_attrs.append("rotary_dim = %d : i64" % rot)
+    rope_note += ("// Rope turns the first %d of each head's %d elements "
+                  "(partial_rotary_factor\n// %g); the rest pass.\n" % (
+                      rot, hd, a.partial_rotary))
+if a.rope_longrope:
+    rope_attrs.append("longrope = array<f64: %s>" % ", ".join(
+        num(v) for v in a.rope_longrope))
+    rope_note += ("// Rope is LongRoPE: pair i's frequency divided by its "
+                  "own factor.\n")
+    if a.longrope_attention_factor != 1.0:
+        # On cos and sin: the turned elements, not a partial rope's others.
+        rope_attrs.append("attention_factor = %s : f64" %
+                          num(a.longrope_attention_factor))
+        rope_note += ("// Cos and sin times its attention factor %s.\n" %
+                      num(a.longrope_attention_factor))
 # Alternating local and global layers: each layer's window (0: none) and,
 # with --local-theta, its rope theta, read by the layer's index.
 types = a.layer_types or []

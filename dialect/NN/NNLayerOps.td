@@ -334,8 +334,28 @@ def NN_RopeOp : NN_ShardableOp<"rope",
     sin) is the model's: a scale of the attention's scores. Not with
     `scaling` or `layer_scalings`; with `layer_thetas`, each layer's theta.
 
+    `rotary_dim = R` (even, `0 < R <= D`) turns only the first `R` elements
+    of each head and passes the rest through (a partial rope: Phi-4-mini's
+    `partial_rotary_factor`, GPT-NeoX's `rotary_pct`); its pairs are those
+    of a head of `R`, at frequencies `theta^(-2i/R)`. Not with `scaling`,
+    `layer_scalings` or `yarn`.
+
+    `longrope = array<f64: f_0, ..., f_{R/2 − 1}>` is LongRoPE's
+    (Hugging Face's `rope_type = "longrope"`; Phi-3's and Phi-3.5's 128k
+    contexts): pair `i`'s frequency divided by its own factor `f_i` (the
+    config's `short_factor`, or `long_factor` for a context past
+    `original_max_position_embeddings`), at most 128 pairs. Not with
+    `scaling`, `layer_scalings` or `yarn`; with `layer_thetas`, each
+    layer's theta.
+
+    `attention_factor = a` (finite, positive) multiplies cos and sin, so
+    the turned elements, by `a` (LongRoPE's attention factor, on
+    `q_rot` and `k_rot` but not on a partial rope's passed elements); the
+    inverse then is the transpose, not the inverse. Not with `scaling`,
+    `layer_scalings` or `yarn` (YaRN's is a scale of the scores).
+
     Dimensions in front of `S` are batch dimensions. `D` is even. `3` flops
-    per element. Linear: partial sums pass through. Sharding: the batch and
+    per element turned. Linear: partial sums pass through. Sharding: the batch and
     head loops are parallel (Megatron's tensor parallelism splits heads);
     the position loop `S` and the head dimension `D` stay whole.
 
@@ -344,6 +364,7 @@ def NN_RopeOp : NN_ShardableOp<"rope",
     %dx = nn.rope %dy inverse : tensor<8x128x32x64xf32>
     %k = nn.rope %y {theta = 500000.0 : f64, scaling = array<f64: 32.0, 1.0, 4.0, 8192.0>} : tensor<1x2048x8x64xbf16>
     %l = nn.rope %z {theta = 1000000.0 : f64, yarn = array<f64: 4.0, 32.0, 1.0, 32768.0, 1.0>} : tensor<1x4096x8x128xbf16>
+    %p = nn.rope %w {rotary_dim = 4 : i64, longrope = array<f64: 1.0, 1.5>, attention_factor = 1.19 : f64} : tensor<2x16x4x8xf32>
     ```
   }];
   let arguments = (ins NN_FloatTensor:$input,
@@ -352,7 +373,10 @@ def NN_RopeOp : NN_ShardableOp<"rope",
                        OptionalAttr<DenseF64ArrayAttr>:$scaling,
                        OptionalAttr<DenseF64ArrayAttr>:$layer_thetas,
                        OptionalAttr<DenseF64ArrayAttr>:$layer_scalings,
-                       OptionalAttr<DenseF64ArrayAttr>:$yarn);
+                       OptionalAttr<DenseF64ArrayAttr>:$yarn,
+                       OptionalAttr<I64Attr>:$rotary_dim,
+                       OptionalAttr<DenseF64ArrayAttr>:$longrope,
+                       OptionalAttr<F64Attr>:$attention_factor);
   let results = (outs NN_FloatTensor:$result);
   let assemblyFormat = [{
     $input (`interleaved` $interleaved^)? (`inverse` $inverse^)? attr-dict
@@ -362,6 +386,14 @@ def NN_RopeOp : NN_ShardableOp<"rope",
   let extraClassDeclaration = [{
     /// The position dimension (`S`): the third from the end.
     int64_t getPositionDim() { return getType().getRank() - 3; }
+    /// The most pairs `longrope` gives factors (the runtime carries them
+    /// by value: rope::kMaxFactorPairs).
+    static constexpr int64_t kMaxLongropePairs = 128;
+    /// The elements of each head turned: `rotary_dim`, or all `D`.
+    int64_t getRotatedWidth() {
+      return getRotaryDim() ? int64_t(*getRotaryDim())
+                            : getType().getShape().back();
+    }
     /// A Llama 3.1 scaling's four values (`what` names them in the error).
     ::mlir::LogicalResult verifyScaling(::llvm::ArrayRef<double> scaling,
                                         ::llvm::StringRef what);

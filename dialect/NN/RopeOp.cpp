@@ -3,6 +3,7 @@
 #include "dialect/NN/NNOps.h"
 #include "dialect/NN/NNOpsUtils.h"
 
+#include <algorithm>
 #include <cmath>
 #include <tuple>
 
@@ -76,6 +77,39 @@ LogicalResult RopeOp::verify() {
     if (!aboveOne(theta) || (thetas && !llvm::all_of(*thetas, aboveOne)))
       return emitOpError() << "yarn needs every theta > 1";
   }
+  bool llamaOrYarn = getScaling() || getLayerScalings() || getYarn();
+  if (std::optional<int64_t> rotary = getRotaryDim()) {
+    if (*rotary <= 0 || *rotary % 2 != 0 || *rotary > headDim)
+      return emitOpError() << "rotary_dim " << *rotary
+                           << " must be even and in (0, " << headDim << "]";
+    if (llamaOrYarn)
+      return emitOpError() << "turns part of each head (rotary_dim): not "
+                              "with a Llama 3.1 or YaRN scaling";
+  }
+  if (std::optional<ArrayRef<double>> factors = getLongrope()) {
+    if (llamaOrYarn)
+      return emitOpError() << "has longrope and another scaling: give one";
+    int64_t pairs = getRotatedWidth() / 2;
+    if (int64_t(factors->size()) != pairs)
+      return emitOpError() << "longrope holds a factor a pair (" << pairs
+                           << "), got " << factors->size();
+    if (pairs > kMaxLongropePairs)
+      return emitOpError() << "longrope turns at most " << kMaxLongropePairs
+                           << " pairs, got " << pairs;
+    for (auto [pair, f] : llvm::enumerate(*factors))
+      if (!std::isfinite(f) || f <= 0.0)
+        return emitOpError() << "longrope[" << pair << "] " << f
+                             << " must be finite and positive";
+  }
+  if (std::optional<APFloat> factor = getAttentionFactor()) {
+    double a = factor->convertToDouble();
+    if (!std::isfinite(a) || a <= 0.0)
+      return emitOpError() << "attention_factor " << a
+                           << " must be finite and positive";
+    if (llamaOrYarn)
+      return emitOpError() << "scales cos and sin (attention_factor): not "
+                              "with a Llama 3.1 or YaRN scaling";
+  }
   return success();
 }
 
@@ -94,7 +128,10 @@ LogicalResult RopeOp::verifyScaling(ArrayRef<double> scaling, StringRef what) {
 }
 
 int64_t RopeOp::getFlops() {
-  return nn::detail::satMul(3, nn::detail::numElements(getType()));
+  // Three a turned element: the heads' share R / D of them.
+  int64_t heads = nn::detail::numElements(getType()) /
+                  std::max<int64_t>(getType().getShape().back(), 1);
+  return nn::detail::satMul(3, nn::detail::satMul(heads, getRotatedWidth()));
 }
 
 SmallVector<utils::IteratorType> RopeOp::getLoopIteratorTypes() {

@@ -507,10 +507,11 @@ Cotangents AttentionOp::buildVJP(OpBuilder &b, ValueRange cotangents,
 Cotangents RopeOp::buildVJP(OpBuilder &b, ValueRange cotangents,
                             ArrayRef<bool> needed) {
   return perOperand(needed, [&](unsigned) -> Value {
-    auto back = RopeOp::create(
-        b, getLoc(), cotangents[0], getThetaAttr(), getInterleavedAttr(),
-        getInverse() ? UnitAttr() : b.getUnitAttr(), getScalingAttr(),
-        getLayerThetasAttr(), getLayerScalingsAttr(), getYarnAttr());
+    // Every attribute carried (theta, scalings, the rotated width), the
+    // direction flipped.
+    auto back = RopeOp::create(b, getLoc(), TypeRange{cotangents[0].getType()},
+                               ValueRange{cotangents[0]}, (*this)->getAttrs());
+    back.setInverse(!getInverse());
     return back.getResult();
   });
 }

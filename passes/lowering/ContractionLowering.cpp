@@ -249,6 +249,21 @@ LogicalResult lowerRope(nn::RopeOp op, FunctionLowering &fl) {
              fl.f64((*yarn)[3]), fl.i32((*yarn)[4] != 0.0)});
     return success();
   }
+  std::optional<ArrayRef<double>> longrope = op.getLongrope();
+  std::optional<APFloat> attention = op.getAttentionFactor();
+  if (longrope || op.getRotaryDim() || attention) {
+    // A partial rope, LongRoPE's per-pair factors, an attention factor
+    // (ABI 26): the factors a constant table the runtime reads once a call.
+    PtrValue factors = longrope ? fl.f64Array(*longrope) : fl.null();
+    F64Value scale = fl.f64(attention ? attention->convertToDouble() : 1.0);
+    fl.call(rt::tessel_rope_factors,
+            {fl.dtype(op.getResult()), fl.ptr(op.getInput()),
+             fl.ptr(op.getResult()), fl.i64(outer), fl.i64(shape[rank - 3]),
+             fl.i64(shape[rank - 2]), fl.i64(shape[rank - 1]),
+             fl.i64(op.getRotatedWidth()), theta, fl.i32(op.getInterleaved()),
+             fl.i32(op.getInverse()), factors, scale});
+    return success();
+  }
   auto scale = [&](int k) {
     return layerScaling ? (*layerScaling)[k] : fl.f64(scaling[k]);
   };

@@ -152,6 +152,9 @@ public:
   PtrValue i64Array(llvm::ArrayRef<int64_t> values) {
     return emit.i64Array(b, loc, values);
   }
+  PtrValue f64Array(llvm::ArrayRef<double> values) {
+    return emit.f64Array(b, loc, values);
+  }
   /// `op`'s entry of a per-layer table for the model's layer running
   /// (tessel_get_layer, which the nn.repeat running the layer sets), or an
   /// error where no repeat runs `op`'s function.

@@ -107,14 +107,19 @@ I64Value RuntimeEmitter::i64At(OpBuilder &b, Location loc,
   return I64Value(LLVM::LoadOp::create(b, loc, b.getI64Type(), slot));
 }
 
-F64Value RuntimeEmitter::f64At(OpBuilder &b, Location loc,
-                               ArrayRef<double> values, I64Value index) {
-  // The doubles' bits in an i64 table, read back as f64.
+PtrValue RuntimeEmitter::f64Array(OpBuilder &b, Location loc,
+                                  ArrayRef<double> values) {
+  // The doubles' bits in an i64 table, read as f64.
   SmallVector<int64_t> bits;
   for (double value : values)
     bits.push_back(llvm::bit_cast<int64_t>(value));
+  return i64Array(b, loc, bits);
+}
+
+F64Value RuntimeEmitter::f64At(OpBuilder &b, Location loc,
+                               ArrayRef<double> values, I64Value index) {
   auto slot = LLVM::GEPOp::create(b, loc, ptrType, b.getF64Type(),
-                                  i64Array(b, loc, bits),
+                                  f64Array(b, loc, values),
                                   ArrayRef<LLVM::GEPArg>{Value(index)});
   return F64Value(LLVM::LoadOp::create(b, loc, b.getF64Type(), slot));
 }

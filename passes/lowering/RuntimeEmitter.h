@@ -49,6 +49,9 @@ public:
   PtrValue i64Array(mlir::OpBuilder &b, mlir::Location loc,
                     llvm::ArrayRef<int64_t> values);
 
+  PtrValue f64Array(mlir::OpBuilder &b, mlir::Location loc,
+                    llvm::ArrayRef<double> values);
+
   /// Element `index` (a run-time value in range) of a constant table
   /// holding `values`: a layer's entry of a per-layer attribute.
   I64Value i64At(mlir::OpBuilder &b, mlir::Location loc,

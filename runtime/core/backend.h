@@ -366,12 +366,15 @@ public:
                          int64_t batch, int64_t seq, int64_t kvSeq,
                          int64_t heads, int64_t kvHeads, int64_t headDim,
                          int64_t valueDim, double scale, AttnMask mask) = 0;
-  /// Sizes >= 0 with headDim even, theta finite and positive, the scaling
-  /// none or valid (rope::Scaling::valid); y is x or overlaps it nowhere.
+  /// Sizes >= 0 with headDim even, rotaryDim (the first elements of each
+  /// row turned, the rest copied) even and in (0, headDim], theta finite
+  /// and positive, the scaling none or valid (rope::Scaling::valid); y is x
+  /// or overlaps it nowhere.
   virtual void rope(tessel_ctx *ctx, int32_t dtype, const void *x, void *y,
                     int64_t outer, int64_t positions, int64_t heads,
-                    int64_t headDim, double theta, bool interleaved,
-                    bool inverse, const rope::Scaling &scaling) = 0;
+                    int64_t headDim, int64_t rotaryDim, double theta,
+                    bool interleaved, bool inverse,
+                    const rope::Scaling &scaling) = 0;
 
   //===--- Backward kernels -----------------------------------------------===//
 

@@ -676,8 +676,8 @@ void tessel_attention_softcap(tessel_ctx *ctx, int32_t dtype, const void *q,
 template <class MakeScaling>
 static void ropeEntry(tessel_ctx *ctx, const char *entry, int32_t dtype,
                       const void *x, void *y, int64_t outer, int64_t positions,
-                      int64_t heads, int64_t head_dim, double theta,
-                      int32_t interleaved, int32_t inverse,
+                      int64_t heads, int64_t head_dim, int64_t rotary_dim,
+                      double theta, int32_t interleaved, int32_t inverse,
                       MakeScaling makeScaling) {
   if (!ctx)
     return;
@@ -697,6 +697,12 @@ static void ropeEntry(tessel_ctx *ctx, const char *entry, int32_t dtype,
              (long long)head_dim);
     return;
   }
+  if (rotary_dim % 2 != 0 || rotary_dim > head_dim ||
+      (rotary_dim <= 0 && head_dim > 0)) {
+    setError(ctx, "%s: rotary_dim %lld must be even and in (0, head_dim %lld]",
+             entry, (long long)rotary_dim, (long long)head_dim);
+    return;
+  }
   if (!std::isfinite(theta) || theta <= 0) {
     setError(ctx, "%s: theta %g must be finite and positive", entry, theta);
     return;
@@ -710,8 +716,9 @@ static void ropeEntry(tessel_ctx *ctx, const char *entry, int32_t dtype,
     setError(ctx, "%s: y overlaps x without being it", entry);
     return;
   }
-  ctx->backend->rope(ctx, dtype, x, y, outer, positions, heads, head_dim, theta,
-                     interleaved != 0, inverse != 0, *scaling);
+  ctx->backend->rope(ctx, dtype, x, y, outer, positions, heads, head_dim,
+                     rotary_dim, theta, interleaved != 0, inverse != 0,
+                     *scaling);
 }
 
 extern "C" {
@@ -722,7 +729,8 @@ void tessel_rope(tessel_ctx *ctx, int32_t dtype, const void *x, void *y,
                  int32_t inverse, double factor, double low_freq_factor,
                  double high_freq_factor, double original_positions) {
   ropeEntry(ctx, __func__, dtype, x, y, outer, positions, heads, head_dim,
-            theta, interleaved, inverse, [&]() -> std::optional<rope::Scaling> {
+            head_dim, theta, interleaved, inverse,
+            [&]() -> std::optional<rope::Scaling> {
               rope::Scaling scaling{factor, low_freq_factor, high_freq_factor,
                                     original_positions};
               if (!scaling.none() && !scaling.valid()) {
@@ -745,8 +753,8 @@ void tessel_rope_yarn(tessel_ctx *ctx, int32_t dtype, const void *x, void *y,
                       double beta_slow, double original_positions,
                       int32_t truncate) {
   ropeEntry(
-      ctx, __func__, dtype, x, y, outer, positions, heads, head_dim, theta,
-      interleaved, inverse, [&]() -> std::optional<rope::Scaling> {
+      ctx, __func__, dtype, x, y, outer, positions, heads, head_dim, head_dim,
+      theta, interleaved, inverse, [&]() -> std::optional<rope::Scaling> {
         bool good = factor >= 1 && beta_fast > 0 && beta_slow > 0 &&
                     original_positions > 0 && theta > 1 &&
                     std::isfinite(factor) && std::isfinite(beta_fast) &&
@@ -764,6 +772,48 @@ void tessel_rope_yarn(tessel_ctx *ctx, int32_t dtype, const void *x, void *y,
         return rope::yarn(factor, beta_fast, beta_slow, original_positions,
                           truncate != 0, head_dim, theta);
       });
+}
+
+void tessel_rope_factors(tessel_ctx *ctx, int32_t dtype, const void *x, void *y,
+                         int64_t outer, int64_t positions, int64_t heads,
+                         int64_t head_dim, int64_t rotary_dim, double theta,
+                         int32_t interleaved, int32_t inverse,
+                         const double *pair_factors, double attention_factor) {
+  ropeEntry(ctx, __func__, dtype, x, y, outer, positions, heads, head_dim,
+            rotary_dim, theta, interleaved, inverse,
+            [&]() -> std::optional<rope::Scaling> {
+              if (!std::isfinite(attention_factor) || attention_factor <= 0) {
+                setError(ctx,
+                         "tessel_rope_factors: attention_factor %g must be "
+                         "finite and positive",
+                         attention_factor);
+                return std::nullopt;
+              }
+              rope::Scaling none;
+              none.attention = attention_factor;
+              if (!pair_factors)
+                return none;
+              const int64_t pairs = rotary_dim / 2;
+              if (pairs > rope::kMaxFactorPairs) {
+                setError(ctx,
+                         "tessel_rope_factors: %lld pairs with factors, at "
+                         "most %lld (rotary_dim %lld)",
+                         (long long)pairs, (long long)rope::kMaxFactorPairs,
+                         (long long)2 * rope::kMaxFactorPairs);
+                return std::nullopt;
+              }
+              for (int64_t i = 0; i < pairs; ++i)
+                if (!std::isfinite(pair_factors[i]) || pair_factors[i] <= 0) {
+                  setError(ctx,
+                           "tessel_rope_factors: pair %lld's factor %g must "
+                           "be finite and positive",
+                           (long long)i, pair_factors[i]);
+                  return std::nullopt;
+                }
+              rope::Scaling scaling = rope::perPair(pair_factors, pairs);
+              scaling.attention = attention_factor;
+              return scaling;
+            });
 }
 
 } // extern "C"

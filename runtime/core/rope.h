@@ -30,15 +30,30 @@ enum class Rule : int32_t {
   /// of the ramp from kept to divided frequencies (yarn() computes them),
   /// original the original context they came from.
   Yarn = 1,
+  /// LongRoPE's (rope_type "longrope", Phi-3's 128k): pair i's frequency
+  /// divided by pairFactor[i]; factor is 1.
+  PerPair = 2,
 };
+
+/// The most pairs a rope with per-pair factors rotates (heads of 256). The
+/// factors ride in the Scaling by value, so a CUDA kernel (and a captured
+/// graph) reads them from its parameters.
+constexpr int64_t kMaxFactorPairs = 128;
 
 /// A rope frequency scaling, or none (factor 0).
 struct Scaling {
   double factor = 0, low = 0, high = 0, original = 0;
   Rule rule = Rule::Llama3;
+  /// The factor on cos and sin (LongRoPE's attention factor: the turned
+  /// elements scaled, the passed ones not), whatever the rule.
+  double attention = 1;
+  /// Rule::PerPair's divisors, one a rotated pair.
+  double pairFactor[kMaxFactorPairs] = {};
 
   TESSEL_HD bool none() const { return factor == 0; }
   TESSEL_HD bool valid() const {
+    if (rule == Rule::PerPair)
+      return factor == 1; // the entry checks the factors themselves
     if (rule == Rule::Yarn)
       return factor >= 1 && low >= 0 && high > low && original > 0 &&
              finite(factor) && finite(high) && finite(original);
@@ -75,16 +90,29 @@ inline Scaling yarn(double factor, double betaFast, double betaSlow,
   return {factor, low, high, original, Rule::Yarn};
 }
 
+/// LongRoPE's scaling: pair i's frequency divided by factors[i], for the
+/// `pairs` (<= kMaxFactorPairs) pairs rotated.
+inline Scaling perPair(const double *factors, int64_t pairs) {
+  Scaling scaling{1, 0, 0, 0, Rule::PerPair, 1};
+  for (int64_t i = 0; i < pairs; ++i)
+    scaling.pairFactor[i] = factors[i];
+  return scaling;
+}
+
 /// The frequency of pair `pair` (< headDim / 2): theta^(-2 pair / headDim),
 /// scaled. Llama 3.1's: kept for wavelengths under original / high,
 /// divided by the factor over original / low, and blended linearly in the
 /// wavelength's reciprocal between. YaRN's: kept before pair low, divided
-/// from pair high, blended linearly in the pair between.
+/// from pair high, blended linearly in the pair between. LongRoPE's:
+/// divided by the pair's own factor. (headDim is the rotated width: the
+/// rotary dimension of a partial rope.)
 TESSEL_HD double frequency(int64_t pair, int64_t headDim, double theta,
                            const Scaling &scaling) {
   double f = pow(theta, -2.0 * double(pair) / double(headDim));
   if (scaling.none())
     return f;
+  if (scaling.rule == Rule::PerPair)
+    return f / scaling.pairFactor[pair];
   if (scaling.rule == Rule::Yarn) {
     double ramp = (double(pair) - scaling.low) / (scaling.high - scaling.low);
     ramp = ramp < 0 ? 0 : ramp > 1 ? 1 : ramp;
@@ -117,14 +145,15 @@ TESSEL_HD int64_t secondOf(int64_t pair, int64_t headDim, bool interleaved) {
 }
 
 /// The cosine and the (signed: negated for the inverse) sine of a pair's
-/// angle, rounded to C.
+/// angle, times the scaling's attention factor, rounded to C. (Scaled, the
+/// inverse is the transpose: the gradient.)
 template <class C> struct Turn { C cos, sin; };
 template <class C>
 TESSEL_HD Turn<C> turnOf(int64_t position, int64_t pair, int64_t headDim,
                          double theta, const Scaling &scaling, bool inverse) {
   double a = angle(position, pair, headDim, theta, scaling);
-  double s = sin(a);
-  return {C(cos(a)), C(inverse ? -s : s)};
+  double s = sin(a) * scaling.attention;
+  return {C(cos(a) * scaling.attention), C(inverse ? -s : s)};
 }
 
 /// (a, b) rotated: (a cos − b sin, b cos + a sin).

@@ -97,7 +97,7 @@ public:
                  AttnMask mask) override;
   void rope(tessel_ctx *ctx, int32_t dtype, const void *x, void *y,
             int64_t outer, int64_t positions, int64_t heads, int64_t headDim,
-            double theta, bool interleaved, bool inverse,
+            int64_t rotaryDim, double theta, bool interleaved, bool inverse,
             const rope::Scaling &scaling) override;
 
   void unaryGrad(tessel_ctx *ctx, int32_t op, int32_t dtype, const void *x,

@@ -335,4 +335,168 @@ TEST_F(RopeTest, BadYarnSetsError) {
   }
 }
 
+/// The partial rope with per-pair factors from its definition
+/// (transformers' _compute_longrope_parameters and apply_rotary_pos_emb of
+/// a partial rotary factor, written out): pair i < R / 2 of the first R
+/// elements turns at p / (factors[i] · theta^(2i / R)), cos and sin times
+/// the attention factor; the rest pass.
+std::vector<double> partialReference(const std::vector<double> &x, Shape s,
+                                     int64_t rotary, double theta,
+                                     const std::vector<double> &factors,
+                                     double attention, bool interleaved,
+                                     bool inverse) {
+  std::vector<double> y = x;
+  const int64_t half = rotary / 2;
+  for (int64_t o = 0; o < s.outer; ++o)
+    for (int64_t p = 0; p < s.positions; ++p)
+      for (int64_t h = 0; h < s.heads; ++h) {
+        const int64_t row = ((o * s.positions + p) * s.heads + h) * s.dim;
+        for (int64_t i = 0; i < half; ++i) {
+          double divisor = factors.empty() ? 1.0 : factors[size_t(i)];
+          double angle =
+              double(p) /
+              (divisor * std::pow(theta, double(2 * i) / double(rotary)));
+          if (inverse)
+            angle = -angle;
+          size_t a = size_t(row + (interleaved ? 2 * i : i));
+          size_t b = size_t(row + (interleaved ? 2 * i + 1 : i + half));
+          double c = attention * std::cos(angle),
+                 sn = attention * std::sin(angle);
+          y[a] = x[a] * c - x[b] * sn;
+          y[b] = x[b] * c + x[a] * sn;
+        }
+      }
+  return y;
+}
+
+// A partial rope (Phi-4-mini's partial_rotary_factor 0.75 of heads of
+// 128; GPT-NeoX's quarter) with and without LongRoPE's factors and its
+// attention factor (Phi-4-mini's sqrt(1 + ln 32 / ln 4096)), both pair
+// layouts, both directions, in place and not: the first R elements turn as
+// a head of R would, the rest come out bit for bit.
+TEST_F(RopeTest, PartialRopeWithFactorsMatchesItsDefinition) {
+  struct Case {
+    Shape s;
+    int64_t rotary;
+  };
+  for (Case c : {Case{{2, 40, 2, 128}, 96}, Case{{1, 9, 3, 16}, 4},
+                 Case{{1, 5, 1, 8}, 8}, Case{{1, 3, 2, 6}, 2}})
+    for (bool withFactors : {false, true})
+      for (int variant = 0; variant < 8; ++variant) {
+        bool interleaved = variant & 1, inverse = variant & 2,
+             inPlace = variant & 4;
+        std::vector<double> factors;
+        const double attention =
+            withFactors ? std::sqrt(1 + std::log(32.0) / std::log(4096.0))
+                        : 1.0;
+        if (withFactors) // rising as LongRoPE's long factors do
+          for (int64_t i = 0; i < c.rotary / 2; ++i)
+            factors.push_back(1.0 + 0.37 * double(i * i) / double(c.rotary));
+        for (int32_t dtype : {TESSEL_F64, TESSEL_F32, TESSEL_BF16}) {
+          SCOPED_TRACE(
+              std::string(dtypeName(dtype)) + " rotary " +
+              std::to_string(c.rotary) + " of " + std::to_string(c.s.dim) +
+              (withFactors ? " factors" : "") +
+              (interleaved ? " interleaved" : "") +
+              (inverse ? " inverse" : "") + (inPlace ? " in place" : ""));
+          auto x = randomValues(dtype, size_t(c.s.count()), -2, 2, 79);
+          auto xb = encode(dtype, x);
+          std::vector<uint8_t> yb(xb.size());
+          uint8_t *out = inPlace ? xb.data() : yb.data();
+          tessel_rope_factors(
+              ctx, dtype, xb.data(), out, c.s.outer, c.s.positions, c.s.heads,
+              c.s.dim, c.rotary, 10000.0, interleaved, inverse,
+              withFactors ? factors.data() : nullptr, attention);
+          ASSERT_EQ(tessel_error(ctx), nullptr) << tessel_error(ctx);
+          auto got = decode(dtype, inPlace ? xb : yb);
+          auto want = partialReference(x, c.s, c.rotary, 10000.0, factors,
+                                       attention, interleaved, inverse);
+          expectClose(got, want, eps(dtype),
+                      16 * computeEps(dtype) +
+                          4 * double(c.s.positions) * 0x1p-52);
+          for (size_t r = 0; r < size_t(c.s.count() / c.s.dim); ++r)
+            for (int64_t j = c.rotary; j < c.s.dim; ++j)
+              ASSERT_EQ(got[r * size_t(c.s.dim) + size_t(j)],
+                        x[r * size_t(c.s.dim) + size_t(j)]);
+        }
+      }
+}
+
+// With factors and an attention factor, the inverse is still the
+// transpose, <rope(x), y> = <x, rope⁻¹(y)>: nn.rope's gradient.
+TEST_F(RopeTest, ScaledInverseIsTheTranspose) {
+  Shape s{2, 9, 3, 12};
+  std::vector<double> factors = {1.0, 2.5, 7.0, 30.0};
+  auto x = randomValues(TESSEL_F64, size_t(s.count()), -1, 1, 81);
+  auto y = randomValues(TESSEL_F64, size_t(s.count()), -1, 1, 82);
+  auto apply = [&](const std::vector<double> &v, bool inverse) {
+    auto vb = encode(TESSEL_F64, v);
+    std::vector<uint8_t> out(vb.size());
+    tessel_rope_factors(ctx, TESSEL_F64, vb.data(), out.data(), s.outer,
+                        s.positions, s.heads, s.dim, 8, 10000.0, 0, inverse,
+                        factors.data(), 1.3);
+    return decode(TESSEL_F64, out);
+  };
+  auto rx = apply(x, false), ry = apply(y, true);
+  double lhs = std::inner_product(rx.begin(), rx.end(), y.begin(), 0.0);
+  double rhs = std::inner_product(x.begin(), x.end(), ry.begin(), 0.0);
+  EXPECT_NEAR(lhs, rhs, 1e-13);
+  EXPECT_GT(
+      std::fabs(lhs - std::inner_product(x.begin(), x.end(), y.begin(), 0.0)),
+      1e-3); // it does turn and scale
+}
+
+// Whole heads without factors are tessel_rope, bit for bit; factors of 1
+// are no factors.
+TEST_F(RopeTest, WholeHeadsWithoutFactorsIsThePlainRope) {
+  Shape s{2, 17, 3, 12};
+  std::vector<double> ones(6, 1.0);
+  for (int32_t dtype : kFloatTypes) {
+    auto x = randomValues(dtype, size_t(s.count()), -1, 1, 80);
+    auto xb = encode(dtype, x);
+    std::vector<uint8_t> plain(xb.size()), bare(xb.size()), unit(xb.size());
+    tessel_rope(ctx, dtype, xb.data(), plain.data(), s.outer, s.positions,
+                s.heads, s.dim, 500000.0, 0, 0, 0, 0, 0, 0);
+    tessel_rope_factors(ctx, dtype, xb.data(), bare.data(), s.outer,
+                        s.positions, s.heads, s.dim, s.dim, 500000.0, 0, 0,
+                        nullptr, 1.0);
+    tessel_rope_factors(ctx, dtype, xb.data(), unit.data(), s.outer,
+                        s.positions, s.heads, s.dim, s.dim, 500000.0, 0, 0,
+                        ones.data(), 1.0);
+    EXPECT_EQ(plain, bare) << dtypeName(dtype);
+    EXPECT_EQ(plain, unit) << dtypeName(dtype);
+  }
+}
+
+TEST_F(RopeTest, BadFactorsOrRotaryDimSetError) {
+  std::vector<float> x(2 * 260, 0.0f), y(x.size(), 0.0f);
+  std::vector<double> factors(130, 1.0);
+  struct Bad {
+    int64_t dim, rotary;
+    double factor0;
+    const char *message;
+    double attention = 1.0;
+  } cases[] = {
+      {8, 3, 1.0, "rotary_dim 3 must be even and in (0, head_dim 8]"},
+      {8, 10, 1.0, "rotary_dim 10 must be even"},
+      {8, 0, 1.0, "rotary_dim 0 must be even"},
+      {8, 8, 0.0, "pair 0's factor 0 must be finite and positive"},
+      {8, 4, NAN, "must be finite and positive"},
+      {260, 258, 1.0, "129 pairs with factors, at most 128"},
+      {8, 8, 1.0, "attention_factor 0 must be finite and positive", 0.0},
+      {8, 8, 1.0, "attention_factor inf must be finite", INFINITY},
+  };
+  for (const Bad &c : cases) {
+    factors[0] = c.factor0;
+    tessel_rope_factors(ctx, TESSEL_F32, x.data(), y.data(), 1, 2, 1, c.dim,
+                        c.rotary, 10000.0, 0, 0, factors.data(), c.attention);
+    const char *err = tessel_error(ctx);
+    ASSERT_NE(err, nullptr) << c.message;
+    EXPECT_NE(std::string(err).find(c.message), std::string::npos) << err;
+    tessel_clear_error(ctx);
+    for (float v : y)
+      ASSERT_EQ(v, 0.0f);
+  }
+}
+
 } // namespace

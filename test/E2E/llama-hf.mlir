@@ -51,8 +51,8 @@
 // A config.json the model cannot be: one line naming the file and field.
 // RUN: echo '{"model_type": "llama", "hidden_act": "gelu"}' > %t/bad-act.json
 // RUN: not python3 %scripts/llama-model.py --config %t/bad-act.json 2>&1 | FileCheck %s --check-prefix=GELU
-// RUN: echo '{"model_type": "llama", "rope_scaling": {"rope_type": "longrope", "factor": 4.0}}' > %t/bad-rope.json
-// RUN: not python3 %scripts/llama-model.py --config %t/bad-rope.json 2>&1 | FileCheck %s --check-prefix=LONGROPE
+// RUN: echo '{"model_type": "llama", "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 24]}}' > %t/bad-rope.json
+// RUN: not python3 %scripts/llama-model.py --config %t/bad-rope.json 2>&1 | FileCheck %s --check-prefix=BADROPE
 // A trained checkpoint goes to Hugging Face's layout and back unchanged
 // (its optimizer states stay behind).
 // RUN: tessel-run %t/tiny.mlir --steps 1 --quiet --load %t/tessel.safetensors --data %t/tokens.bin --data-dtype i32 --save %t/trained.safetensors
@@ -77,4 +77,4 @@
 // BAD: llama-checkpoint: {{.*}}tokens.bin: header of {{[0-9]+}} bytes past the end of the file
 // MISSING: llama-checkpoint: missing layers.attention_norm.weight
 // GELU: llama-model.py: error: {{.*}}bad-act.json: hidden_act "gelu"
-// LONGROPE: llama-model.py: error: {{.*}}bad-rope.json: rope_scaling of type "longrope": only llama3's, linear, dynamic or yarn scaling
+// BADROPE: llama-model.py: error: {{.*}}bad-rope.json: rope_scaling of type "mrope": only llama3's, linear, dynamic, yarn or longrope scaling

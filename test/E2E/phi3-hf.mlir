@@ -11,8 +11,8 @@
 // scripts/llama-checkpoint.py --config, give the reference forward's loss
 // to 1e-12, and fuse back (to-hf --config) to the file they came from. The
 // config and the flags give the same model; without the window, another
-// loss. The fused file without --config is refused in one line, as are
-// Phi-3's 128k configs (rope_scaling longrope) and a partial rotary factor.
+// loss. The fused file without --config is refused in one line. (Phi-3's
+// 128k configs, LongRoPE, and Phi-4-mini's partial rope: longrope-hf.mlir.)
 //
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: python3 %S/Inputs/llama_reference.py make %t --phi3 --layers 2 --dim 16 --heads 4 --kv-heads 2 --ffn 24 --vocab 20 --seq 6 --batch 2 --theta 10000 --eps 1e-5 --sliding-window 3
@@ -38,11 +38,6 @@
 // The fused file without the config to split qkv_proj by: refused.
 // RUN: not python3 %scripts/llama-checkpoint.py to-tessel %t/hf.safetensors -o %t/bad.safetensors 2>&1 | FileCheck %s --check-prefix=NOCONFIG
 // RUN: not ls %t/bad.safetensors
-// Phi-3's 128k variants' rope scaling, and a partial rotary factor: refused.
-// RUN: echo '{"model_type": "phi3", "rope_scaling": {"type": "longrope", "short_factor": [1.0], "long_factor": [1.0]}}' > %t/longrope.json
-// RUN: not python3 %scripts/llama-model.py --config %t/longrope.json 2>&1 | FileCheck %s --check-prefix=LONGROPE
-// RUN: echo '{"model_type": "phi3", "partial_rotary_factor": 0.5}' > %t/partial.json
-// RUN: not python3 %scripts/llama-model.py --config %t/partial.json 2>&1 | FileCheck %s --check-prefix=PARTIAL
 
 // CHECK: relative error
 // CHECK: match
@@ -56,6 +51,3 @@
 // AGAIN: same 12 tensors
 // NOCONFIG: llama-checkpoint: model.layers.0.self_attn.qkv_proj.weight is q, k and v fused (Phi-3's): --config config.json needed to split it
 // NOCONFIG-NOT: {{.}}
-// LONGROPE: llama-model.py: error: {{.*}}longrope.json: rope_scaling of type "longrope": only Phi-3 without rope scaling (null)
-// LONGROPE-NOT: {{.}}
-// PARTIAL: llama-model.py: error: {{.*}}partial.json: partial_rotary_factor 0.5: rope over whole heads only (1)

@@ -68,7 +68,7 @@
 // WITHIN: nn.rope %q1 {theta = 500000.0 : f64}
 // SMALL: llama-model.py: error: {{.*}}small.json: rope_scaling of type linear needs a factor >= 1
 // NOMAX: llama-model.py: error: {{.*}}nomax.json: max_position_embeddings missing or not a positive integer (dynamic rope scales past it)
-// TWO: llama-model.py: error: --rope-scaling, --rope-linear, --rope-dynamic and --rope-yarn are four rope scalings: give one
+// TWO: llama-model.py: error: --rope-scaling, --rope-linear, --rope-dynamic, --rope-yarn and --rope-longrope are five rope scalings: give one
 // YARN: Rope is YaRN (factor 4 over 4096 positions, betas 32 and 1)
 // YARN: nn.rope %q1 {yarn = array<f64: 4.0, 32.0, 1.0, 4096.0, 1.0>}
 // YARN: nn.attention %q, %k, %v causal {scale = 0.32411924819517657 : f64}

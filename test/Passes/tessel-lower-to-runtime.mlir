@@ -765,6 +765,29 @@ func.func @rope_yarn(%x: tensor<2x5x4x8xf32>) -> tensor<2x5x4x8xf32> {
 
 // -----
 
+// Tests that a partial rope with LongRoPE's factors calls
+// tessel_rope_factors with the rotated width after the head's, the
+// factors' constant table (their f64 bits: 1.0 and 1.5) and the attention
+// factor, and that a partial rope without factors passes null and 1.
+// CHECK-DAG: llvm.mlir.global private constant @__tessel_i64s_{{[0-9]+}}(dense<[4607182418800017408, 4609434218613702656]> : tensor<2xi64>)
+// CHECK-LABEL: llvm.func @tessel_fn_rope_partial
+// CHECK-DAG: %[[D:.*]] = llvm.mlir.constant(8 : i64) : i64
+// CHECK-DAG: %[[R:.*]] = llvm.mlir.constant(4 : i64) : i64
+// CHECK-DAG: %[[TABLE:.*]] = llvm.mlir.addressof @__tessel_i64s_{{[0-9]+}} : !llvm.ptr
+// CHECK-DAG: %[[A:.*]] = llvm.mlir.constant(1.190000e+00 : f64) : f64
+// CHECK: llvm.call @tessel_rope_factors({{.*}}, %[[D]], %[[R]], {{.*}}, %[[TABLE]], %[[A]])
+// CHECK-DAG: %[[NULL:.*]] = llvm.mlir.zero : !llvm.ptr
+// CHECK-DAG: %[[ONE:.*]] = llvm.mlir.constant(1.000000e+00 : f64) : f64
+// CHECK: llvm.call @tessel_rope_factors({{.*}}, %[[NULL]], %[[ONE]])
+// CHECK-NOT: @tessel_rope(
+func.func @rope_partial(%x: tensor<2x5x3x8xf32>) -> tensor<2x5x3x8xf32> {
+  %y = nn.rope %x {rotary_dim = 4 : i64, longrope = array<f64: 1.0, 1.5>, attention_factor = 1.19 : f64} : tensor<2x5x3x8xf32>
+  %z = nn.rope %y inverse {rotary_dim = 6 : i64} : tensor<2x5x3x8xf32>
+  return %z : tensor<2x5x3x8xf32>
+}
+
+// -----
+
 // Tests that masking a loss's ignored labels is one call: the labels' dtype
 // (i64, 5), the weights' (f32, 0), the ignore_index and the label count.
 // CHECK-LABEL: llvm.func @tessel_fn_mask_labels(

@@ -92,7 +92,9 @@
 // means ends 0.30 and 0.91 away. llama_smooth.mlir (the same loss with
 // label smoothing 0.1: each rank's block of the label's logit and of the
 // mean logit, completed by all-reduces) on tp=2 and dp=2,tp=2 with
-// sequence parallelism (AdamW in f64).
+// sequence parallelism (AdamW in f64). phi4_mini.mlir (Phi-4-mini's rope:
+// 12 of each head's 16 elements turned, LongRoPE's factors up to 12 and
+// attention factor 1.19) on the same meshes: each rank turns its heads.
 //
 // Each test compiles what it needs into a folder of its process (ctest
 // runs every test in a process of its own). `ctest -L parallel`.
@@ -468,6 +470,10 @@ std::vector<Case> meshCases() {
   // over a split vocabulary).
   cases.push_back({"llama_smooth", "tp=2"});
   cases.push_back({"llama_smooth", "dp=2,tp=2", true, /*adamw=*/true,
+                   /*f64=*/true});
+  // Phi-4-mini's partial rope with LongRoPE's factors.
+  cases.push_back({"phi4_mini", "tp=2"});
+  cases.push_back({"phi4_mini", "dp=2,tp=2", true, /*adamw=*/true,
                    /*f64=*/true});
   // Local layers beside a global one (per-layer windows and rope thetas).
   cases.push_back({"llama_local_global", "tp=2"});

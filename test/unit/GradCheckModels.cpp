@@ -436,9 +436,21 @@ GradModel attention(std::mt19937 &rng, bool causal, bool groupedQuery) {
   return {m.finish(y, out)};
 }
 
+/// LongRoPE's attributes for heads of `dim`: a partial rope of an even
+/// width now and then, a factor a pair turned, an attention factor.
+std::string longrope(std::mt19937 &rng, int64_t dim) {
+  int64_t rotary = 2 * between(rng, 1, dim / 2);
+  std::string factors;
+  for (int64_t i = 0; i < rotary / 2; ++i)
+    factors += (i ? ", " : "") + std::to_string(1.0 + 0.75 * double(i));
+  return " {theta = 50.0 : f64, rotary_dim = " + std::to_string(rotary) +
+         " : i64, longrope = array<f64: " + factors +
+         ">, attention_factor = 1.25 : f64}";
+}
+
 /// Rope over [..., S, H, D]: rank 3 to 5, an even D, either pair layout,
 /// either direction, and theta now and then other than the default, or
-/// with Llama 3.1's or YaRN's scaling.
+/// with Llama 3.1's, YaRN's or LongRoPE's scaling (a partial rope).
 GradModel rope(std::mt19937 &rng) {
   ModelBuilder m;
   Shape shape = randomShape(rng, 0, 2, 3);
@@ -452,7 +464,13 @@ GradModel rope(std::mt19937 &rng) {
                               " {theta = 50.0 : f64, scaling = array<f64: "
                               "4.0, 1.0, 4.0, 16.0>}",
                               " {theta = 50.0 : f64, yarn = array<f64: "
-                              "4.0, 8.0, 1.0, 64.0, 1.0>}"});
+                              "4.0, 8.0, 1.0, 64.0, 1.0>}",
+                              "longrope"});
+  const std::string drawn = "longrope"; // drawn only when picked
+  if (attrs.size() >= drawn.size() &&
+      attrs.compare(attrs.size() - drawn.size(), drawn.size(), drawn) == 0)
+    attrs.replace(attrs.size() - drawn.size(), drawn.size(),
+                  longrope(rng, shape.back()));
   std::string x = m.param(shape);
   std::string y = m.emit("nn.rope " + x + attrs + " : " + tensorType(shape));
   return {m.finish(y, shape)};

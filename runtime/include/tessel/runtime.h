@@ -133,8 +133,14 @@ extern "C" {
  * attn_logit_softcapping). Descriptions 1 to 23 still load.
  * 25: tessel_rope_yarn, rope under YaRN's frequency scaling (nn.rope's
  * `yarn`: Hugging Face's rope_type "yarn", Qwen's long contexts).
- * Descriptions 1 to 24 still load. */
-#define TESSEL_ABI_VERSION 25
+ * Descriptions 1 to 24 still load.
+ * 26: tessel_rope_factors, rope over the first rotary_dim elements of each
+ * head (nn.rope's `rotary_dim`: a partial rope) with each pair's frequency
+ * divided by its own factor (nn.rope's `longrope`: Hugging Face's
+ * rope_type "longrope", Phi-3's 128k contexts) and cos and sin by an
+ * attention factor (nn.rope's `attention_factor`). Descriptions 1 to 25
+ * still load. */
+#define TESSEL_ABI_VERSION 26
 
 typedef enum tessel_dtype {
   TESSEL_F32 = 0,

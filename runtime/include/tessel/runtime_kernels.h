@@ -377,6 +377,21 @@ void tessel_rope_yarn(tessel_ctx *ctx, int32_t dtype, const void *x, void *y,
                       double beta_slow, double original_positions,
                       int32_t truncate);
 
+/* tessel_rope over the first rotary_dim elements of each head (even, in
+ * (0, head_dim]; the rest are copied: a partial rope, Phi-4-mini's
+ * partial_rotary_factor, GPT-NeoX's rotary_pct), pair i's frequency
+ * theta^(-2i / rotary_dim) divided by pair_factors[i] where pair_factors is
+ * not null (ABI 26: LongRoPE's short or long factors, Hugging Face's
+ * rope_type "longrope"; rotary_dim / 2 of them, each finite and positive,
+ * at most 128 pairs), cos and sin times attention_factor (finite and
+ * positive: LongRoPE's, on the turned elements only). With a factor, the
+ * inverse is the transpose (the gradient). */
+void tessel_rope_factors(tessel_ctx *ctx, int32_t dtype, const void *x, void *y,
+                         int64_t outer, int64_t positions, int64_t heads,
+                         int64_t head_dim, int64_t rotary_dim, double theta,
+                         int32_t interleaved, int32_t inverse,
+                         const double *pair_factors, double attention_factor);
+
 /*===--- Backward kernels (reverse-mode autodiff) ------------------------===*
  *
  * The backward work that deserves a kernel of its own. Every gradient output

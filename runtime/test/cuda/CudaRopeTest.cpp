@@ -3,11 +3,12 @@
 // On a GPU (CpuVsCuda; skipped without one): tessel_rope on a CUDA and a
 // CPU context through the C ABI on the same inputs, every dtype, both pair
 // layouts, both directions, with and without Llama 3.1's and YaRN's
-// frequency scalings, positions far enough out (8191) that the angles need the
-// f64 turn, and in place. Both backends compute the turn with core/rope.h; the
-// device's f64 sine and cosine and its fused multiply-adds may differ from the
-// host's in the last bit, so f32 and f64 agree within a few ulp and 16-bit
-// results within one.
+// frequency scalings, a partial rope (half of each head, LongRoPE's
+// per-pair factors where the half is even, an attention factor), positions far
+// enough out (8191) that the angles need the f64 turn, and in place. Both
+// backends compute the turn with core/rope.h; the device's f64 sine and cosine
+// and its fused multiply-adds may differ from the host's in the last bit, so
+// f32 and f64 agree within a few ulp and 16-bit results within one.
 //
 //===----------------------------------------------------------------------===//
 
@@ -36,7 +37,15 @@ std::vector<double> runRope(tessel_ctx *ctx, int32_t dtype,
   auto bytes = encode(dtype, x);
   void *in = uploadTo(ctx, bytes);
   void *out = inPlace ? in : tessel_alloc(ctx, int64_t(bytes.size()));
-  if (scaling == 2) // YaRN (Qwen's long context: factor 4 over 32768)
+  std::vector<double> factors;
+  for (int64_t i = 0; i < s.dim / 4; ++i)
+    factors.push_back(1.0 + 0.25 * double(i));
+  if (scaling == 3) // LongRoPE's factors over half of each head
+    tessel_rope_factors(ctx, dtype, in, out, s.outer, s.positions, s.heads,
+                        s.dim, s.dim / 2 + s.dim / 2 % 2, 10000.0, interleaved,
+                        inverse, s.dim / 2 % 2 ? nullptr : factors.data(),
+                        1.19);
+  else if (scaling == 2) // YaRN (Qwen's long context: factor 4 over 32768)
     tessel_rope_yarn(ctx, dtype, in, out, s.outer, s.positions, s.heads, s.dim,
                      1e6, interleaved, inverse, 4.0, 32.0, 1.0, 32768.0, 1);
   else // Llama 3.1's scaling (Llama 3.2's constants) where asked
@@ -58,9 +67,10 @@ TEST_F(CudaVsCpuRope, MatchesCpu) {
                               {2, 5, 1, 6}};
   for (int32_t dtype : kFloatTypes)
     for (RopeShape s : shapes)
-      for (int variant = 0; variant < 12; ++variant) {
+      for (int variant = 0; variant < 16; ++variant) {
         bool interleaved = variant & 1, inverse = variant & 2;
-        int scaled = variant / 4; // none, Llama 3.1's, YaRN's
+        // None, Llama 3.1's, YaRN's, a partial rope (LongRoPE's factors).
+        int scaled = variant / 4;
         bool inPlace = s.dim == 64;
         std::string what =
             std::string(dtypeName(dtype)) + " positions " +
@@ -68,6 +78,7 @@ TEST_F(CudaVsCpuRope, MatchesCpu) {
             (interleaved ? " interleaved" : "") + (inverse ? " inverse" : "") +
             (scaled == 1   ? " llama3-scaled"
              : scaled == 2 ? " yarn"
+             : scaled == 3 ? " partial"
                            : "");
         auto x = randomValues(dtype, size_t(s.count()), -2, 2, 81);
         auto want =

@@ -132,3 +132,83 @@ func.func @rope_yarn_theta(%x: tensor<1x4x2x8xf32>) -> tensor<1x4x2x8xf32> {
   %0 = nn.rope %x {theta = 1.0 : f64, yarn = array<f64: 4.0, 32.0, 1.0, 4096.0, 1.0>} : tensor<1x4x2x8xf32>
   return %0 : tensor<1x4x2x8xf32>
 }
+
+// -----
+
+// Tests that a partial rope turns an even width within the head.
+func.func @rope_rotary_odd(%x: tensor<1x4x2x8xf32>) -> tensor<1x4x2x8xf32> {
+  // expected-error @+1 {{'nn.rope' op rotary_dim 3 must be even and in (0, 8]}}
+  %0 = nn.rope %x {rotary_dim = 3 : i64} : tensor<1x4x2x8xf32>
+  return %0 : tensor<1x4x2x8xf32>
+}
+
+// -----
+
+func.func @rope_rotary_wide(%x: tensor<1x4x2x8xf32>) -> tensor<1x4x2x8xf32> {
+  // expected-error @+1 {{'nn.rope' op rotary_dim 10 must be even and in (0, 8]}}
+  %0 = nn.rope %x {rotary_dim = 10 : i64} : tensor<1x4x2x8xf32>
+  return %0 : tensor<1x4x2x8xf32>
+}
+
+// -----
+
+// Tests that a partial rope takes no Llama 3.1 or YaRN scaling.
+func.func @rope_rotary_yarn(%x: tensor<1x4x2x8xf32>) -> tensor<1x4x2x8xf32> {
+  // expected-error @+1 {{'nn.rope' op turns part of each head (rotary_dim): not with a Llama 3.1 or YaRN scaling}}
+  %0 = nn.rope %x {rotary_dim = 4 : i64, yarn = array<f64: 4.0, 32.0, 1.0, 4096.0, 1.0>} : tensor<1x4x2x8xf32>
+  return %0 : tensor<1x4x2x8xf32>
+}
+
+// -----
+
+// Tests that LongRoPE holds a factor for each pair turned: 2 of a
+// rotary_dim of 4.
+func.func @rope_longrope_count(%x: tensor<1x4x2x8xf32>) -> tensor<1x4x2x8xf32> {
+  // expected-error @+1 {{'nn.rope' op longrope holds a factor a pair (2), got 4}}
+  %0 = nn.rope %x {rotary_dim = 4 : i64, longrope = array<f64: 1.0, 1.0, 1.0, 1.0>} : tensor<1x4x2x8xf32>
+  return %0 : tensor<1x4x2x8xf32>
+}
+
+// -----
+
+func.func @rope_longrope_value(%x: tensor<1x4x2x8xf32>) -> tensor<1x4x2x8xf32> {
+  // expected-error @+1 {{'nn.rope' op longrope[1] -2.000000e+00 must be finite and positive}}
+  %0 = nn.rope %x {longrope = array<f64: 1.0, -2.0, 1.0, 1.0>} : tensor<1x4x2x8xf32>
+  return %0 : tensor<1x4x2x8xf32>
+}
+
+// -----
+
+// Tests that LongRoPE is not given beside Llama 3.1's scaling.
+func.func @rope_longrope_and_scaling(%x: tensor<1x4x2x8xf32>) -> tensor<1x4x2x8xf32> {
+  // expected-error @+1 {{'nn.rope' op has longrope and another scaling: give one}}
+  %0 = nn.rope %x {scaling = array<f64: 8.0, 1.0, 2.0, 1.0>, longrope = array<f64: 1.0, 1.0, 1.0, 1.0>} : tensor<1x4x2x8xf32>
+  return %0 : tensor<1x4x2x8xf32>
+}
+
+// -----
+
+// Tests that LongRoPE's factors fit the runtime's 128 pairs.
+func.func @rope_longrope_pairs(%x: tensor<1x2x1x258xf32>) -> tensor<1x2x1x258xf32> {
+  // expected-error @+1 {{'nn.rope' op longrope turns at most 128 pairs, got 129}}
+  %0 = nn.rope %x {longrope = array<f64: 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0>} : tensor<1x2x1x258xf32>
+  return %0 : tensor<1x2x1x258xf32>
+}
+
+// -----
+
+// Tests that the attention factor is finite and positive, and not beside
+// YaRN (whose factor scales the scores).
+func.func @rope_attention_factor(%x: tensor<1x4x2x8xf32>) -> tensor<1x4x2x8xf32> {
+  // expected-error @+1 {{'nn.rope' op attention_factor 0.000000e+00 must be finite and positive}}
+  %0 = nn.rope %x {attention_factor = 0.0 : f64} : tensor<1x4x2x8xf32>
+  return %0 : tensor<1x4x2x8xf32>
+}
+
+// -----
+
+func.func @rope_attention_factor_yarn(%x: tensor<1x4x2x8xf32>) -> tensor<1x4x2x8xf32> {
+  // expected-error @+1 {{'nn.rope' op scales cos and sin (attention_factor): not with a Llama 3.1 or YaRN scaling}}
+  %0 = nn.rope %x {attention_factor = 1.2 : f64, yarn = array<f64: 4.0, 32.0, 1.0, 4096.0, 1.0>} : tensor<1x4x2x8xf32>
+  return %0 : tensor<1x4x2x8xf32>
+}

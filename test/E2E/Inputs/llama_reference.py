@@ -8,6 +8,7 @@
       [--head-dim N] [--qk-norm] [--phi3] [--gemma]
       [--gemma2 SCALAR | --gemma3 SCALAR [--multimodal]]
       [--attn-softcap C] [--final-softcap C]
+      [--rope-longrope ORIGINAL,MAX] [--partial-rotary F]
       [--granite EMB,RES,ATT,LOGITS] [--olmo2] [--ignore-prompts]
       writes DIR/hf.safetensors (random weights in Hugging Face's layout,
       f64), DIR/tokens.bin (B·S + 1 i32 tokens: tessel-run's windows),
@@ -63,7 +64,14 @@ the scores times SCALAR^-1/2; --gemma3 SCALAR Gemma 3 (modeling_gemma3):
 Gemma 2's with QK-norm. --attn-softcap C caps each score s (after its
 scale) to C tanh(s / C) before the mask and softmax, --final-softcap C each
 logit likewise (Gemma2Attention's softcap, Gemma2ForCausalLM's
-final_logit_softcapping).
+final_logit_softcapping). --rope-longrope ORIGINAL,MAX is LongRoPE
+(_compute_longrope_parameters; Phi-3's 128k): original_max_position_embeddings
+ORIGINAL and max_position_embeddings MAX, short and long factors of their
+own (the long ones where the context passes ORIGINAL) dividing each pair's
+frequency, cos and sin times sqrt(1 + ln(MAX / ORIGINAL) / ln ORIGINAL).
+--partial-rotary F turns the first int(F · head_dim) elements of each head
+only (partial_rotary_factor: Phi-4-mini's), the frequencies those of a head
+that wide.
 """
 import argparse
 import json
@@ -134,6 +142,12 @@ def rope_freqs(d, a, layer=0):
     # Gemma 3 scales its global layers' rope only.
     if a.rope_linear and not (a.sandwich and sliding(a, layer)):
         freqs = [f / a.rope_linear for f in freqs]
+    if a.rope_longrope:
+        # _compute_longrope_parameters: the long factors past the original
+        # context, else the short.
+        short, long_ = longrope_factors(d)
+        ext = long_ if a.seq > a.rope_longrope[0] else short
+        freqs = [f / e for f, e in zip(freqs, ext)]
     if a.rope_yarn:
         # _compute_yarn_parameters: betas 32 and 1, the correction range
         # floored and ceiled, a linear ramp over the pairs between.
@@ -155,15 +169,37 @@ def rope_freqs(d, a, layer=0):
     return freqs
 
 
-def yarn_attention_factor(a):
-    """YaRN's factor on cos and sin (get_mscale): 0.1 ln factor + 1."""
-    if not a.rope_yarn or a.rope_yarn[0] <= 1:
-        return 1.0
-    return 0.1 * math.log(a.rope_yarn[0]) + 1.0
+def longrope_factors(d):
+    """The test's LongRoPE short and long factors for d / 2 pairs: near 1,
+    and growing to tens, as Phi-3's do."""
+    short = [1.0 + 0.05 * i for i in range(d // 2)]
+    long_ = [1.0 + 0.9 * i ** 1.5 for i in range(d // 2)]
+    return short, long_
+
+
+def rotary_dim(a, hd):
+    """transformers' int(head_dim · partial_rotary_factor)."""
+    return int(hd * a.partial_rotary)
+
+
+def rope_attention_factor(a):
+    """The factor on cos and sin: YaRN's (get_mscale: 0.1 ln factor + 1),
+    LongRoPE's (sqrt(1 + ln factor / ln original), factor = MAX /
+    ORIGINAL), else 1."""
+    if a.rope_yarn and a.rope_yarn[0] > 1:
+        return 0.1 * math.log(a.rope_yarn[0]) + 1.0
+    if a.rope_longrope:
+        original, top = a.rope_longrope
+        factor = top / original
+        if factor > 1:
+            return math.sqrt(1 + math.log(factor) / math.log(original))
+    return 1.0
 
 
 def rope(vec, pos, freqs):
-    half = len(vec) // 2
+    """q·cos + rotate_half(q)·sin over the first 2 len(freqs) elements; the
+    rest pass (a partial rope's q_pass)."""
+    half = len(freqs)
     out = list(vec)
     for i in range(half):
         angle = pos * freqs[i]
@@ -190,7 +226,7 @@ IGNORED = -100  # PyTorch's and Hugging Face's ignore_index
 def forward_loss(w, tokens, targets, a):
     hd = a.head_dim or a.dim // a.heads
     group = a.heads // a.kv_heads
-    freqs = rope_freqs(hd, a)
+    rot = rotary_dim(a, hd)
     total, count = 0.0, 0
     # Gemma: norms scale by 1 + w, GeGLU, embeddings times sqrt(width).
     offset = 1.0 if a.gemma else 0.0
@@ -210,7 +246,7 @@ def forward_loss(w, tokens, targets, a):
              for t in seq_tokens]
         for layer in range(a.layers):
             p = "model.layers.%d." % layer
-            freqs = rope_freqs(hd, a, layer)
+            freqs = rope_freqs(rot, a, layer)
             window = a.window if sliding(a, layer) else None
             # OLMo 2 normalises no branch's input (its outputs instead).
             h = x if a.olmo2 else rms_norm(
@@ -234,11 +270,17 @@ def forward_loss(w, tokens, targets, a):
                                                           offset)[0]
             for head in range(a.heads):
                 kv = head // group
-                qs = [[v * yarn_attention_factor(a) for v in
-                       rope(head_of(q[i], head, qn), i, freqs)]
+                # The attention factor scales cos and sin: the turned
+                # elements only.
+                af = rope_attention_factor(a)
+
+                def turned(vec, pos):
+                    out = rope(vec, pos, freqs)
+                    return [v * af if i < rot else v
+                            for i, v in enumerate(out)]
+                qs = [turned(head_of(q[i], head, qn), i)
                       for i in range(len(seq_tokens))]
-                ks = [[v * yarn_attention_factor(a) for v in
-                       rope(head_of(k[j], kv, kn), j, freqs)]
+                ks = [turned(head_of(k[j], kv, kn), j)
                       for j in range(len(seq_tokens))]
                 vs = [v[j][kv * hd:(kv + 1) * hd] for j in range(len(seq_tokens))]
                 for i in range(len(seq_tokens)):
@@ -433,6 +475,13 @@ def write_config(a):
     if a.rope_yarn:
         scaling = {"rope_type": "yarn", "factor": a.rope_yarn[0],
                    "original_max_position_embeddings": int(a.rope_yarn[1])}
+    hd = a.head_dim or a.dim // a.heads
+    if a.rope_longrope:
+        # As Phi-3.5-mini's own files: the factors in rope_scaling, both
+        # lengths at the top.
+        short, long_ = longrope_factors(rotary_dim(a, hd))
+        scaling = {"type": "longrope", "short_factor": short,
+                   "long_factor": long_}
     config = {"architectures": [{"qwen2": "Qwen2", "qwen3": "Qwen3",
                                  "phi3": "Phi3", "gemma": "Gemma",
                                  "granite": "Granite", "gemma3_text": "Gemma3",
@@ -520,6 +569,11 @@ def write_config(a):
             del config["head_dim"]
         config.update(attention_bias=False,
                       original_max_position_embeddings=a.seq)
+    if a.rope_longrope:
+        config.update(original_max_position_embeddings=int(a.rope_longrope[0]),
+                      max_position_embeddings=int(a.rope_longrope[1]))
+    if a.partial_rotary != 1.0:
+        config["partial_rotary_factor"] = a.partial_rotary
     if kind == "qwen2":
         # As Qwen2.5's own files: no head_dim (unless --head-dim), a
         # sliding_window that use_sliding_window false leaves unused (here
@@ -592,6 +646,13 @@ m.add_argument("--rope-linear", type=float, default=None,
 m.add_argument("--rope-yarn", default=None,
                type=lambda text: [float(v) for v in text.split(",")],
                help="FACTOR,ORIGINAL: rope_scaling of type yarn")
+m.add_argument("--rope-longrope", default=None,
+               type=lambda text: [float(v) for v in text.split(",")],
+               help="ORIGINAL,MAX: rope_scaling of type longrope with the "
+                    "test's short and long factors")
+m.add_argument("--partial-rotary", type=float, default=1.0,
+               help="rope over the first int(F head_dim) elements of each "
+                    "head (partial_rotary_factor)")
 m.add_argument("--rope-dynamic", default=None,
                type=lambda text: [float(v) for v in text.split(",")],
                help="FACTOR,ORIGINAL: rope_scaling of type dynamic, "
