@@ -459,9 +459,9 @@ nn::CrossEntropyGradOp fuseLossGradRounding(nn::CrossEntropyGradOp grad) {
     return grad;
   OpBuilder b(grad);
   auto fused = nn::CrossEntropyGradOp::create(
-      b, b.getFusedLoc({grad.getLoc(), rounding.getLoc()}),
-      widened.getInput(), grad.getLabels(), grad.getDloss(),
-      grad.getReductionAttr());
+      b, b.getFusedLoc({grad.getLoc(), rounding.getLoc()}), widened.getInput(),
+      grad.getLabels(), grad.getDloss(), grad.getReductionAttr(),
+      grad.getLogitSoftcapAttr());
   rounding.getResult().replaceAllUsesWith(fused.getDlogits());
   rounding->erase();
   grad->erase();
@@ -487,6 +487,7 @@ void fuseLossWithGrad(nn::CrossEntropyGradOp grad) {
           candidate->isBeforeInBlock(grad) &&
           candidate.getLabels() == grad.getLabels() &&
           candidate.getReduction() == grad.getReduction() &&
+          candidate.getLogitSoftcapAttr() == grad.getLogitSoftcapAttr() &&
           candidate.getType() == grad.getDloss().getType())
         loss = candidate;
   if (!loss)
@@ -514,7 +515,7 @@ void fuseLossWithGrad(nn::CrossEntropyGradOp grad) {
       b, b.getFusedLoc({loss.getLoc(), grad.getLoc()}),
       TypeRange{loss.getType(), grad.getType()}, logits, grad.getLabels(),
       grad.getDloss(), grad.getReductionAttr(),
-      inPlace ? b.getUnitAttr() : UnitAttr());
+      inPlace ? b.getUnitAttr() : UnitAttr(), grad.getLogitSoftcapAttr());
   loss.getResult().replaceAllUsesWith(fused.getLoss());
   grad.getResult().replaceAllUsesWith(fused.getDlogits());
   loss->erase();

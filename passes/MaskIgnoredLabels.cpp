@@ -118,7 +118,8 @@ LogicalResult maskIgnoredLabels(nn::CrossEntropyOp loss) {
   Value each = nn::CrossEntropyOp::create(
       b, perPosition, loss.getLogits(), mask.getSafe(),
       nn::LossReductionAttr::get(b.getContext(), nn::LossReduction::none),
-      /*ignore_index=*/nullptr, loss.getLabelSmoothingAttr());
+      /*ignore_index=*/nullptr, loss.getLabelSmoothingAttr(),
+      loss.getLogitSoftcapAttr());
   Value result = nn::MulOp::create(b, each, mask.getWeights());
   if (loss.getReduction() != nn::LossReduction::none)
     result = nn::ReduceSumOp::create(b, scalar, result, positions);

@@ -113,6 +113,31 @@ def MaskIgnoredLabelsPass
   let dependentDialects = ["tessel::nn::NNDialect"];
 }
 
+def FuseLogitSoftcapPass : Pass<"tessel-fuse-logit-softcap", "mlir::ModuleOp"> {
+  let summary = "Fold soft-capped logits into the cross-entropy that reads them";
+  let description = [{
+    Runs on the forward model after tessel-smooth-labels and before
+    autodiff. `c · tanh(z / c)` (a splat `c > 0`, Gemma 2's
+    `final_logit_softcapping`) read by an `nn.cross_entropy` alone becomes
+    that loss's `logit_softcap`:
+
+    ```mlir
+    %q = nn.div %z, %c : tensor<4x10xf32>
+    %t = nn.tanh %q : tensor<4x10xf32>
+    %y = nn.mul %t, %c : tensor<4x10xf32>
+    %l = nn.cross_entropy %y, %labels : (tensor<4x10xf32>, tensor<4xi32>) -> tensor<f32>
+    // becomes
+    %l = nn.cross_entropy %z, %labels {logit_softcap = 30.0 : f64} : (tensor<4x10xf32>, tensor<4xi32>) -> tensor<f32>
+    ```
+
+    The loss and its gradient cap inside their kernels: neither the capped
+    logits nor their tanh is stored. A chain another op reads (a smoothed
+    loss's terms) stays. The rewrite is nn.cross_entropy's
+    canonicalization, applied alone (no other folding before autodiff).
+  }];
+  let dependentDialects = ["tessel::nn::NNDialect"];
+}
+
 def SmoothLabelsPass : Pass<"tessel-smooth-labels", "mlir::ModuleOp"> {
   let summary = "Write a cross-entropy's label_smoothing as its plain loss and a term";
   let description = [{

@@ -50,6 +50,7 @@ static void buildModelPlan(OpPassManager &pm,
                            const CompilePipelineOptions &options) {
   pm.addPass(createMaskIgnoredLabelsPass());
   pm.addPass(createSmoothLabelsPass());
+  pm.addPass(createFuseLogitSoftcapPass());
   if (options.train)
     pm.addPass(createAutodiffPass(options.givenTrainSettings()));
   if (options.mesh.hasValue()) {

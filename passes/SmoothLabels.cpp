@@ -44,6 +44,21 @@ Value castTo(ImplicitLocOpBuilder &b, Value value, RankedTensorType type) {
   return nn::CastOp::create(b, type, value);
 }
 
+/// The logits a loss with a logit_softcap c reads: c · tanh(z / c), as
+/// ops (the smoothing terms read them; the plain loss caps inside).
+Value cappedLogits(ImplicitLocOpBuilder &b, Value logits, double cap) {
+  auto type = cast<RankedTensorType>(logits.getType());
+  auto scalar = RankedTensorType::get({}, type.getElementType());
+  Value c = nn::BroadcastOp::create(
+      b, type,
+      nn::ConstantOp::create(
+          b, DenseElementsAttr::get(
+                 scalar, b.getFloatAttr(type.getElementType(), cap))),
+      b.getDenseI64ArrayAttr({}));
+  Value t = nn::TanhOp::create(b, nn::DivOp::create(b, logits, c));
+  return nn::MulOp::create(b, t, c);
+}
+
 /// `loss` in the ops of the header.
 LogicalResult smoothLabels(nn::CrossEntropyOp loss) {
   if (loss.getIgnoreIndex())
@@ -67,12 +82,18 @@ LogicalResult smoothLabels(nn::CrossEntropyOp loss) {
   Value each = nn::CrossEntropyOp::create(
       b, perPosition, loss.getLogits(), loss.getLabels(),
       nn::LossReductionAttr::get(b.getContext(), nn::LossReduction::none),
-      /*ignore_index=*/nullptr, /*label_smoothing=*/nullptr);
+      /*ignore_index=*/nullptr, /*label_smoothing=*/nullptr,
+      loss.getLogitSoftcapAttr());
+  // The smoothing terms are of the logits the loss reads: capped, where
+  // it caps them.
+  Value logitsRead = loss.getLogits();
+  if (std::optional<APFloat> cap = loss.getLogitSoftcap())
+    logitsRead = cappedLogits(b, logitsRead, cap->convertToDouble());
   Value labelLogit = nn::LabelLogitOp::create(
-      b, inLogits, loss.getLogits(), loss.getLabels(), /*block_axes=*/nullptr);
-  Value meanLogit = nn::ReduceMeanOp::create(
-      b, inLogits, loss.getLogits(), b.getDenseI64ArrayAttr({classes}),
-      /*keep_dims=*/false);
+      b, inLogits, logitsRead, loss.getLabels(), /*block_axes=*/nullptr);
+  Value meanLogit = nn::ReduceMeanOp::create(b, inLogits, logitsRead,
+                                             b.getDenseI64ArrayAttr({classes}),
+                                             /*keep_dims=*/false);
   // (Cast in order: call arguments are evaluated in any order.)
   Value labelTerm = castTo(b, labelLogit, perPosition);
   Value meanTerm = castTo(b, meanLogit, perPosition);

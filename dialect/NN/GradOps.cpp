@@ -258,10 +258,18 @@ CrossEntropyGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
 
 // Softmax again (4 per logit), normalise and scale by the loss gradient (2
 // per logit), subtract the one-hot (1 per position).
+// A logit soft cap: its division, tanh and product again, and the slope
+// (3 more a logit).
 int64_t CrossEntropyGradOp::getFlops() {
   using nn::detail::satAdd, nn::detail::satMul;
-  return satAdd(satMul(6, nn::detail::numElements(getLogits().getType())),
-                nn::detail::numElements(getLabels().getType()));
+  int64_t perLogit = getLogitSoftcap() ? 9 : 6;
+  return satAdd(
+      satMul(perLogit, nn::detail::numElements(getLogits().getType())),
+      nn::detail::numElements(getLabels().getType()));
+}
+
+LogicalResult CrossEntropyGradOp::verify() {
+  return nn::detail::verifyLogitSoftcap(*this, getLogitSoftcap());
 }
 
 // Loops: the label dimensions..., then the class loop; all parallel (every

@@ -3,7 +3,11 @@
 #include "dialect/NN/NNOps.h"
 #include "dialect/NN/NNOpsUtils.h"
 
+#include "mlir/IR/PatternMatch.h"
 #include "llvm/ADT/STLExtras.h"
+
+#include <cmath>
+#include <optional>
 
 using namespace mlir;
 using namespace tessel::nn;
@@ -49,10 +53,13 @@ LogicalResult CrossEntropyOp::inferReturnTypes(MLIRContext *,
 
 // Per position: max, subtract, exp and sum over the classes (4 per logit),
 // then log and pick (2 per position). The mean's division is in the pick.
+// A logit soft cap: a division, a tanh and a product per logit.
 int64_t CrossEntropyOp::getFlops() {
   using nn::detail::satAdd, nn::detail::satMul;
-  return satAdd(satMul(4, nn::detail::numElements(getLogits().getType())),
-                satMul(2, nn::detail::numElements(getLabels().getType())));
+  int64_t perLogit = getLogitSoftcap() ? 7 : 4;
+  return satAdd(
+      satMul(perLogit, nn::detail::numElements(getLogits().getType())),
+      satMul(2, nn::detail::numElements(getLabels().getType())));
 }
 
 // Loops: the label dimensions..., then the class loop.
@@ -88,13 +95,100 @@ SmallVector<ReductionKind> CrossEntropyOp::getReductionLoopIteratorKinds() {
   return kinds;
 }
 
+LogicalResult nn::detail::verifyLogitSoftcap(Operation *op,
+                                             std::optional<APFloat> cap) {
+  if (!cap)
+    return success();
+  double c = cap->convertToDouble();
+  if (!std::isfinite(c) || c <= 0.0)
+    return op->emitOpError()
+           << "logit_softcap " << c << " must be finite and positive";
+  return success();
+}
+
 LogicalResult CrossEntropyOp::verify() {
   if (std::optional<APFloat> smoothing = getLabelSmoothing()) {
     double e = smoothing->convertToDouble();
     if (!(e >= 0.0 && e <= 1.0))
       return emitOpError() << "label_smoothing must be in [0, 1], got " << e;
   }
-  return success();
+  return nn::detail::verifyLogitSoftcap(*this, getLogitSoftcap());
+}
+
+namespace {
+/// The value of a positive, finite splat float constant `value` is
+/// (through broadcasts and a cast: mixed precision's bf16 copy of an f32
+/// constant, whose unrounded value it takes), or nothing.
+std::optional<double> positiveSplat(Value value) {
+  while (auto broadcast = value.getDefiningOp<BroadcastOp>())
+    value = broadcast.getInput();
+  if (auto cast = value.getDefiningOp<CastOp>())
+    value = cast.getInput();
+  DenseElementsAttr splat = nn::detail::splatConstantOf(value);
+  if (!splat || !isa<FloatType>(splat.getElementType()))
+    return std::nullopt;
+  double c = splat.getSplatValue<APFloat>().convertToDouble();
+  if (!std::isfinite(c) || !(c > 0.0))
+    return std::nullopt;
+  return c;
+}
+
+/// cross_entropy(c · tanh(z / c)) -> cross_entropy(z) {logit_softcap = c}
+/// (Gemma 2's final_logit_softcapping as the model writes it), where the
+/// capped logits, their tanh and the quotient have no other reader: the
+/// loss and its gradient then cap inside the kernels, and neither the
+/// capped logits nor the tanh are stored. Under mixed precision the capped
+/// 16-bit logits are widened before the loss: the widening moves onto z
+/// (the kernel caps in f32, and tessel-fuse-epilogues folds the widening
+/// into it). A smoothed loss keeps the chain (tessel-smooth-labels reads
+/// the capped logits).
+struct FoldLogitSoftcap : public OpRewritePattern<CrossEntropyOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(CrossEntropyOp op,
+                                PatternRewriter &rewriter) const override {
+    if (op.getLogitSoftcap() || op.getLabelSmoothing())
+      return failure();
+    Value capped = op.getLogits();
+    auto widening = capped.getDefiningOp<CastOp>();
+    if (widening) {
+      if (!widening->hasOneUse())
+        return failure();
+      capped = widening.getInput();
+    }
+    auto mul = capped.getDefiningOp<MulOp>();
+    if (!mul || !mul->hasOneUse())
+      return failure();
+    TanhOp tanh;
+    std::optional<double> cap;
+    for (auto [t, c] : {std::pair(mul.getLhs(), mul.getRhs()),
+                        std::pair(mul.getRhs(), mul.getLhs())})
+      if (auto candidate = t.getDefiningOp<TanhOp>()) {
+        tanh = candidate;
+        cap = positiveSplat(c);
+        break;
+      }
+    if (!tanh || !cap || !tanh->hasOneUse())
+      return failure();
+    auto div = tanh.getInput().getDefiningOp<DivOp>();
+    if (!div || !div->hasOneUse() || positiveSplat(div.getRhs()) != cap ||
+        div.getLhs().getType() != capped.getType())
+      return failure();
+    Value logits = div.getLhs();
+    if (widening)
+      logits = CastOp::create(rewriter, widening.getLoc(), widening.getType(),
+                              logits);
+    rewriter.modifyOpInPlace(op, [&] {
+      op.getLogitsMutable().assign(logits);
+      op.setLogitSoftcapAttr(rewriter.getF64FloatAttr(*cap));
+    });
+    return success();
+  }
+};
+} // namespace
+
+void CrossEntropyOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                                 MLIRContext *context) {
+  results.add<FoldLogitSoftcap>(context);
 }
 
 LogicalResult CrossEntropyOp::refuseLossOptions(StringRef pass) {
@@ -230,6 +324,8 @@ SmallVector<ReductionKind> SubLabelOp::getReductionLoopIteratorKinds() {
 //===----------------------------------------------------------------------===//
 
 LogicalResult CrossEntropyWithGradOp::verify() {
+  if (failed(nn::detail::verifyLogitSoftcap(*this, getLogitSoftcap())))
+    return failure();
   FailureOr<RankedTensorType> loss = nn::detail::inferCrossEntropyType(
       getLoc(), getLogits().getType(), getLabels().getType(),
       getReduction() == LossReduction::none);
@@ -254,6 +350,8 @@ LogicalResult CrossEntropyWithGradOp::verify() {
 // the row max and sum the gradient recomputed (2 per logit).
 int64_t CrossEntropyWithGradOp::getFlops() {
   using nn::detail::satAdd, nn::detail::satMul;
-  return satAdd(satMul(8, nn::detail::numElements(getLogits().getType())),
-                satMul(3, nn::detail::numElements(getLabels().getType())));
+  int64_t perLogit = getLogitSoftcap() ? 14 : 8; // the two caps: 3 each
+  return satAdd(
+      satMul(perLogit, nn::detail::numElements(getLogits().getType())),
+      satMul(3, nn::detail::numElements(getLabels().getType())));
 }

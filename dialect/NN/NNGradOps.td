@@ -244,7 +244,9 @@ def NN_CrossEntropyGradOp : NN_ShardableOp<"cross_entropy_grad",
     `N` logits. Every loop is parallel: a split `mean` rescales `dloss` by
     the local share of the positions; a split class loop all-reduces the
     row maximum and sum of exponentials over the class blocks
-    (vocabulary-parallel cross-entropy).
+    (vocabulary-parallel cross-entropy). With `logit_softcap` c, the
+    gradient of nn.cross_entropy's capped loss: with `y = c·tanh(z / c)`,
+    `g_i · (softmax(y) − onehot) · (1 − (y / c)²)`, `3·N` flops more.
 
     ```mlir
     %dz = nn.cross_entropy_grad %z, %y, %dl : (tensor<32x10xf32>, tensor<32xi32>, tensor<f32>) -> tensor<32x10xf32>
@@ -252,8 +254,10 @@ def NN_CrossEntropyGradOp : NN_ShardableOp<"cross_entropy_grad",
   }];
   let arguments = (ins NN_FloatTensor:$logits, NN_IndexTensor:$labels,
       NN_FloatTensor:$dloss,
-      DefaultValuedAttr<NN_LossReductionAttr, "LossReduction::mean">:$reduction);
+      DefaultValuedAttr<NN_LossReductionAttr, "LossReduction::mean">:$reduction,
+      OptionalAttr<F64Attr>:$logit_softcap);
   let results = (outs NN_FloatTensor:$dlogits);
+  let hasVerifier = 1;
   let assemblyFormat = [{
     $logits `,` $labels `,` $dloss attr-dict `:` functional-type(operands, results)
   }];
@@ -273,7 +277,8 @@ def NN_CrossEntropyWithGradOp : NN_Op<"cross_entropy_with_grad", [Pure]> {
     classifier): the memory plan then checks that nothing reads the logits
     afterwards. Flops: the two ops' less the row statistics the gradient
     recomputed (its max and sum, 2 per logit): `8·N + 3·R` with `N`
-    logits and `R` positions.
+    logits and `R` positions. `logit_softcap` is the two ops' (`6·N`
+    more: the forward's cap and the gradient's).
 
     ```mlir
     %l, %dz = nn.cross_entropy_with_grad %z, %y, %dl in_place : (tensor<32x10xbf16>, tensor<32xi32>, tensor<f32>) -> (tensor<f32>, tensor<32x10xbf16>)
@@ -282,7 +287,7 @@ def NN_CrossEntropyWithGradOp : NN_Op<"cross_entropy_with_grad", [Pure]> {
   let arguments = (ins NN_FloatTensor:$logits, NN_IndexTensor:$labels,
       NN_FloatTensor:$dloss,
       DefaultValuedAttr<NN_LossReductionAttr, "LossReduction::mean">:$reduction,
-      UnitAttr:$in_place);
+      UnitAttr:$in_place, OptionalAttr<F64Attr>:$logit_softcap);
   let results = (outs NN_FloatTensor:$loss, NN_FloatTensor:$dlogits);
   let assemblyFormat = [{
     $logits `,` $labels `,` $dloss (`in_place` $in_place^)? attr-dict `:`

@@ -587,19 +587,29 @@ def NN_CrossEntropyOp : NN_ShardableOp<"cross_entropy",
     nn.label_logit and nn.reduce_mean over the classes (after
     `ignore_index`'s masking, which weighs it as the plain loss).
 
+    With `logit_softcap` c > 0 (Gemma 2's `final_logit_softcapping`), the
+    loss is of the capped logits `c·tanh(z / c)`, capped inside the loss
+    and its gradient (runtime ABI 27): no capped copy of the logits is
+    stored. Canonicalization folds `mul(tanh(div(z, c)), c)` (splat c) read
+    by the loss alone into it. Flops `3·N` more. A split vocabulary caps
+    each rank's block before the vocabulary-parallel statistics.
+
     ```mlir
     %l = nn.cross_entropy %logits, %labels : (tensor<8x128x50304xf32>, tensor<8x128xi32>) -> tensor<f32>
     %m = nn.cross_entropy %h, %labels : (tensor<8x128x50304xbf16>, tensor<8x128xi32>) -> tensor<f32>
     %s = nn.cross_entropy %logits, %labels {ignore_index = -100 : i64} : (tensor<8x128x50304xf32>, tensor<8x128xi32>) -> tensor<f32>
     %t = nn.cross_entropy %logits, %labels {label_smoothing = 0.1 : f64} : (tensor<8x128x50304xf32>, tensor<8x128xi32>) -> tensor<f32>
+    %c = nn.cross_entropy %logits, %labels {logit_softcap = 30.0 : f64} : (tensor<8x128x256000xbf16>, tensor<8x128xi32>) -> tensor<f32>
     ```
   }];
   let arguments = (ins NN_FloatTensor:$logits, NN_IndexTensor:$labels,
       DefaultValuedAttr<NN_LossReductionAttr, "LossReduction::mean">:$reduction,
       OptionalAttr<I64Attr>:$ignore_index,
-      OptionalAttr<F64Attr>:$label_smoothing);
+      OptionalAttr<F64Attr>:$label_smoothing,
+      OptionalAttr<F64Attr>:$logit_softcap);
   let results = (outs NN_FloatTensor:$result);
   let hasVerifier = 1;
+  let hasCanonicalizer = 1;
   let extraClassDeclaration = [{
     /// Fails, naming `pass`, for a loss with an ignore_index or a
     /// label_smoothing: `pass` sees them only as tessel-mask-ignored-labels

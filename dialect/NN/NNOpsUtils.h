@@ -28,6 +28,11 @@ llvm::LogicalResult verifyDimList(std::optional<mlir::Location> loc,
                                   llvm::ArrayRef<int64_t> dims, int64_t rank,
                                   llvm::StringRef what);
 
+/// Fails with an error on `op` unless a loss's logit_softcap is absent or
+/// finite and positive.
+mlir::LogicalResult verifyLogitSoftcap(mlir::Operation *op,
+                                       std::optional<llvm::APFloat> cap);
+
 /// The splat constant `value` is, through broadcasts, or null.
 mlir::DenseElementsAttr splatConstantOf(mlir::Value value);
 

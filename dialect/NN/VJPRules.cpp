@@ -589,11 +589,15 @@ Cotangents CrossEntropyOp::buildVJP(OpBuilder &b, ValueRange cotangents,
   if (failed(refuseLossOptions("tessel-autodiff")))
     return failure();
   SmallVector<Value> grads(2); // labels have no derivative
-  if (needed[0])
+  if (needed[0]) {
+    SmallVector<NamedAttribute> attrs = {
+        b.getNamedAttr("reduction", getReductionAttr())};
+    if (FloatAttr cap = getLogitSoftcapAttr()) // the cap inside the gradient
+      attrs.push_back(b.getNamedAttr("logit_softcap", cap));
     grads[0] = buildWith<CrossEntropyGradOp>(
                    b, getLoc(), getLogits().getType(),
-                   {getLogits(), getLabels(), cotangents[0]},
-                   {b.getNamedAttr("reduction", getReductionAttr())})
+                   {getLogits(), getLabels(), cotangents[0]}, attrs)
                    ->getResult(0);
+  }
   return grads;
 }

@@ -18,6 +18,10 @@
 //   step) and is g · softmax − onehot(labels) · g on the block.
 // - a split `mean` cross-entropy gradient scales its dloss by the local
 //   share of the positions.
+// - a loss with a logit_softcap c caps its block of logits as ops,
+//   c·tanh(z / c), before the statistics, and its gradient multiplies the
+//   block's by the cap's slope 1 − (y / c)² (the kernels' fused cap needs
+//   whole rows).
 //
 // The local programs run after autodiff: their ops need no derivative.
 //
@@ -67,6 +71,26 @@ LogicalResult refuseWidenedLoss(Operation *op, Type logits, Type loss) {
          << "has an f32 loss of " << getElementTypeOrSelf(logits)
          << " logits, which a vocabulary-parallel split does not compute; "
             "cast the logits to f32 before the loss";
+}
+
+/// A splat `value` of `like`'s type: a scalar broadcast (a view of it).
+Value splatLike(ImplicitLocOpBuilder &b, Value like, double value) {
+  auto type = cast<RankedTensorType>(like.getType());
+  auto scalar = RankedTensorType::get({}, type.getElementType());
+  Value constant = ConstantOp::create(
+      b, scalar,
+      DenseElementsAttr::get(scalar,
+                             b.getFloatAttr(type.getElementType(), value)));
+  return BroadcastOp::create(b, type, constant, b.getDenseI64ArrayAttr({}));
+}
+
+/// The logits a loss with `cap` reads: c · tanh(z / c), or z without one.
+Value cappedLogits(ImplicitLocOpBuilder &b, Value logits,
+                   std::optional<APFloat> cap) {
+  if (!cap)
+    return logits;
+  Value c = splatLike(b, logits, cap->convertToDouble());
+  return MulOp::create(b, TanhOp::create(b, DivOp::create(b, logits, c)), c);
 }
 
 /// The position dimensions of logits of rank `rank` (all but the last).
@@ -169,12 +193,12 @@ LogicalResult CrossEntropyOp::adjustLocalPartition(Operation *localOp,
   OpBuilder::InsertionGuard guard(builder);
   builder.setInsertionPoint(local);
   ImplicitLocOpBuilder b(getLoc(), builder);
-  VocabParallelBuilder vocab(b, local.getLogits(), split,
-                             split.loopAxes[classLoop]);
+  Value logits = cappedLogits(b, local.getLogits(), getLogitSoftcap());
+  VocabParallelBuilder vocab(b, logits, split, split.loopAxes[classLoop]);
   auto [max, exps] = vocab.shiftedExp();
   Value sum = vocab.sumOfExp(exps);
-  auto pick = LabelLogitOp::create(b, vocab.rowsType, local.getLogits(),
-                                   local.getLabels(), nullptr);
+  auto pick = LabelLogitOp::create(b, vocab.rowsType, logits, local.getLabels(),
+                                   nullptr);
   if (failed(markVocabularyBlock(*this, pick, split, classLoop)))
     return failure();
   Value logit = vocab.allReduce(pick, shard::ReductionKind::Sum);
@@ -227,8 +251,9 @@ LogicalResult CrossEntropyGradOp::adjustLocalPartition(Operation *localOp,
   if (failed(refuseWidenedLoss(*this, getLogits().getType(),
                                getDloss().getType())))
     return failure();
-  VocabParallelBuilder vocab(b, local.getLogits(), split,
-                             split.loopAxes[classLoop]);
+  std::optional<APFloat> cap = getLogitSoftcap();
+  Value logits = cappedLogits(b, local.getLogits(), cap);
+  VocabParallelBuilder vocab(b, logits, split, split.loopAxes[classLoop]);
   Value rowGrad = local.getDloss();
   if (getReduction() == LossReduction::mean)
     rowGrad = scaleBy(rowGrad, 1.0 / static_cast<double>(globalRows));
@@ -243,6 +268,14 @@ LogicalResult CrossEntropyGradOp::adjustLocalPartition(Operation *localOp,
                                     local.getLabels(), rowGrad, nullptr);
   if (failed(markVocabularyBlock(*this, dlogits, split, classLoop)))
     return failure();
-  split.replacements = {dlogits};
+  Value result = dlogits;
+  if (cap) { // through the cap: times 1 − (y / c)²
+    Value t =
+        DivOp::create(b, logits, splatLike(b, logits, cap->convertToDouble()));
+    Value slope =
+        SubOp::create(b, splatLike(b, logits, 1.0), MulOp::create(b, t, t));
+    result = MulOp::create(b, dlogits, slope);
+  }
+  split.replacements = {result};
   return success();
 }

@@ -10,8 +10,8 @@
 // The mask also carries the scores' soft cap (Gemma 2's
 // attn_logit_softcapping, ABI 24): a scaled score s becomes
 // cap · tanh(s / cap) before the mask and the softmax, so that no score
-// leaves (-cap, cap). It rides here because every kernel that reads the
-// mask computes the scores it shapes.
+// leaves (-cap, cap) (core/softcap.h). It rides here because every kernel
+// that reads the mask computes the scores it shapes.
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,6 +19,7 @@
 #define TESSEL_RUNTIME_CORE_ATTENTION_MASK_H
 
 #include "core/hd.h"
+#include "core/softcap.h"
 
 #include <cmath>
 #include <cstdint>
@@ -52,25 +53,6 @@ struct AttnMask {
     return i < seq && j < kvSeq && j >= keyBegin(i) && j < keyEnd(i, kvSeq);
   }
 };
-
-TESSEL_HD float attnTanh(float x) { return tanhf(x); }
-TESSEL_HD double attnTanh(double x) { return tanh(x); }
-
-/// A scaled score under the soft cap `cap` (AttnMask::softcap in the
-/// arithmetic type): cap · tanh(s / cap), or s itself for cap 0.
-template <class A> TESSEL_HD A attnCapScore(A s, A cap) {
-  return cap > A(0) ? cap * attnTanh(s / cap) : s;
-}
-
-/// The derivative of attnCapScore at the score whose capped value is
-/// `capped`: 1 - tanh² = 1 - (capped / cap)², or 1 for cap 0. The gradient
-/// multiplies the capped score's gradient by it.
-template <class A> TESSEL_HD A attnCapSlope(A capped, A cap) {
-  if (!(cap > A(0)))
-    return A(1);
-  A t = capped / cap;
-  return A(1) - t * t;
-}
 
 } // namespace tessel
 

@@ -355,11 +355,14 @@ public:
                          int64_t rowOffset, int64_t vocab) = 0;
   /// lossDtype is dtype's, or f32 for f16/bf16 logits
   /// (tessel_cross_entropy_f32: the f32 kernel's arithmetic on the widened
-  /// logits).
+  /// logits). softcap > 0: the loss of the soft-capped logits
+  /// softcapValue(x, softcap) (core/softcap.h), computed in the arithmetic
+  /// type; 0: of the logits.
   virtual void crossEntropy(tessel_ctx *ctx, int32_t dtype, int32_t lossDtype,
                             int32_t labelDtype, const void *logits,
                             const void *labels, void *out, int64_t rows,
-                            int64_t classes, int32_t reduction) = 0;
+                            int64_t classes, int32_t reduction,
+                            double softcap) = 0;
   /// lse ([B, H, S], f64 for f64 and f32 otherwise) may be null.
   virtual void attention(tessel_ctx *ctx, int32_t dtype, const void *q,
                          const void *k, const void *v, void *out, void *lse,
@@ -411,12 +414,14 @@ public:
                              int64_t channels, int64_t inner, double eps) = 0;
   /// dloss of lossDtype (crossEntropy's), dlogits of dtype: with an f32
   /// loss of 16-bit logits, the f32 gradient of the widened logits rounded
-  /// to dtype (tessel_cross_entropy_grad_f32).
+  /// to dtype (tessel_cross_entropy_grad_f32). softcap > 0: the gradient
+  /// of the capped logits' loss, times the cap's slope.
   virtual void crossEntropyGrad(tessel_ctx *ctx, int32_t dtype,
                                 int32_t lossDtype, int32_t labelDtype,
                                 const void *logits, const void *labels,
                                 const void *dloss, void *dlogits, int64_t rows,
-                                int64_t classes, int32_t reduction) = 0;
+                                int64_t classes, int32_t reduction,
+                                double softcap) = 0;
   /// crossEntropy into out, then crossEntropyGrad into dlogits, which is
   /// logits (in place) or apart from every other operand. The default is
   /// the two kernels, the loss first (it reads the logits the gradient may
@@ -424,13 +429,13 @@ public:
   virtual void crossEntropyWithGrad(tessel_ctx *ctx, int32_t dtype,
                                     int32_t lossDtype, int32_t labelDtype,
                                     const void *logits, const void *labels,
-                                    const void *dloss, void *out,
-                                    void *dlogits, int64_t rows,
-                                    int64_t classes, int32_t reduction) {
+                                    const void *dloss, void *out, void *dlogits,
+                                    int64_t rows, int64_t classes,
+                                    int32_t reduction, double softcap) {
     crossEntropy(ctx, dtype, lossDtype, labelDtype, logits, labels, out, rows,
-                 classes, reduction);
+                 classes, reduction, softcap);
     crossEntropyGrad(ctx, dtype, lossDtype, labelDtype, logits, labels, dloss,
-                     dlogits, rows, classes, reduction);
+                     dlogits, rows, classes, reduction, softcap);
   }
   virtual void labelLogit(tessel_ctx *ctx, int32_t dtype, int32_t labelDtype,
                           const void *logits, const void *labels, void *out,

@@ -103,6 +103,17 @@ inline bool checkLoss(tessel_ctx *ctx, const char *kernel, int32_t dtype,
   return checkWidenedDtype(ctx, kernel, dtype, f32Loss);
 }
 
+/// A loss's logit soft cap: finite and >= 0 (0: none); otherwise records
+/// an error naming `kernel`.
+inline bool checkLogitSoftcap(tessel_ctx *ctx, const char *kernel,
+                              double softcap) {
+  if (std::isfinite(softcap) && softcap >= 0)
+    return true;
+  setError(ctx, "%s: softcap %g must be finite and >= 0 (0: none)", kernel,
+           softcap);
+  return false;
+}
+
 /// A cross-entropy entry point: traced as `entry`, its arguments checked
 /// (checkLoss), then run(lossDtype) with the loss's dtype, f32 for the
 /// _f32 entries (`f32Loss`) and the logits' otherwise.
@@ -116,6 +127,29 @@ void lossEntry(tessel_ctx *ctx, const char *entry, int32_t dtype,
   if (checkLoss(ctx, entry, dtype, f32Loss, labelDtype, rows, classes,
                 reduction))
     run(f32Loss ? int32_t(TESSEL_F32) : dtype);
+}
+
+/// A cross-entropy entry point with the loss's dtype given and a logit soft
+/// cap (the _softcap entries): lossEntry's checks, the loss dtype the
+/// logits' or f32 for 16-bit logits, the cap finite and >= 0; then
+/// run(lossDtype).
+template <class Run>
+void cappedLossEntry(tessel_ctx *ctx, const char *entry, int32_t dtype,
+                     int32_t lossDtype, int32_t labelDtype, int64_t rows,
+                     int64_t classes, int32_t reduction, double softcap,
+                     Run &&run) {
+  lossEntry(ctx, entry, dtype, lossDtype != dtype, labelDtype, rows, classes,
+            reduction, [&](int32_t checked) {
+              if (checked != lossDtype) {
+                setError(ctx,
+                         "%s: loss dtype %d (expected the logits' %d "
+                         "or f32)",
+                         entry, lossDtype, dtype);
+                return;
+              }
+              if (checkLogitSoftcap(ctx, entry, softcap))
+                run(lossDtype);
+            });
 }
 
 /// A block [offset, offset + size) of an extent `total` (a rank's rows of a

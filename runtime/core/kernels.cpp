@@ -585,7 +585,7 @@ void tessel_cross_entropy(tessel_ctx *ctx, int32_t dtype, int32_t label_dtype,
             [&](int32_t lossDtype) {
               ctx->backend->crossEntropy(ctx, dtype, lossDtype, label_dtype,
                                          logits, labels, out, rows, classes,
-                                         reduction);
+                                         reduction, 0.0);
             });
 }
 
@@ -597,8 +597,21 @@ void tessel_cross_entropy_f32(tessel_ctx *ctx, int32_t dtype,
             [&](int32_t lossDtype) {
               ctx->backend->crossEntropy(ctx, dtype, lossDtype, label_dtype,
                                          logits, labels, out, rows, classes,
-                                         reduction);
+                                         reduction, 0.0);
             });
+}
+
+void tessel_cross_entropy_softcap(tessel_ctx *ctx, int32_t dtype,
+                                  int32_t loss_dtype, int32_t label_dtype,
+                                  const void *logits, const void *labels,
+                                  void *out, int64_t rows, int64_t classes,
+                                  int32_t reduction, double softcap) {
+  cappedLossEntry(ctx, __func__, dtype, loss_dtype, label_dtype, rows, classes,
+                  reduction, softcap, [&](int32_t lossDtype) {
+                    ctx->backend->crossEntropy(
+                        ctx, dtype, lossDtype, label_dtype, logits, labels, out,
+                        rows, classes, reduction, softcap);
+                  });
 }
 
 /// The attention entries' front: the arguments checked, then the

@@ -154,10 +154,9 @@ void tessel_cross_entropy_grad(tessel_ctx *ctx, int32_t dtype,
                                int32_t reduction) {
   lossEntry(ctx, __func__, dtype, false, label_dtype, rows, classes, reduction,
             [&](int32_t lossDtype) {
-              ctx->backend->crossEntropyGrad(ctx, dtype, lossDtype,
-                                             label_dtype, logits, labels,
-                                             dloss, dlogits, rows, classes,
-                                             reduction);
+              ctx->backend->crossEntropyGrad(ctx, dtype, lossDtype, label_dtype,
+                                             logits, labels, dloss, dlogits,
+                                             rows, classes, reduction, 0.0);
             });
 }
 
@@ -168,35 +167,50 @@ void tessel_cross_entropy_grad_f32(tessel_ctx *ctx, int32_t dtype,
                                    int64_t classes, int32_t reduction) {
   lossEntry(ctx, __func__, dtype, true, label_dtype, rows, classes, reduction,
             [&](int32_t lossDtype) {
-              ctx->backend->crossEntropyGrad(ctx, dtype, lossDtype,
-                                             label_dtype, logits, labels,
-                                             dloss, dlogits, rows, classes,
-                                             reduction);
+              ctx->backend->crossEntropyGrad(ctx, dtype, lossDtype, label_dtype,
+                                             logits, labels, dloss, dlogits,
+                                             rows, classes, reduction, 0.0);
             });
 }
 
-void tessel_cross_entropy_with_grad(tessel_ctx *ctx, int32_t dtype,
-                                    int32_t loss_dtype, int32_t label_dtype,
-                                    const void *logits, const void *labels,
-                                    const void *dloss, void *out,
-                                    void *dlogits, int64_t rows,
-                                    int64_t classes, int32_t reduction) {
+void tessel_cross_entropy_grad_softcap(tessel_ctx *ctx, int32_t dtype,
+                                       int32_t loss_dtype, int32_t label_dtype,
+                                       const void *logits, const void *labels,
+                                       const void *dloss, void *dlogits,
+                                       int64_t rows, int64_t classes,
+                                       int32_t reduction, double softcap) {
+  cappedLossEntry(ctx, __func__, dtype, loss_dtype, label_dtype, rows, classes,
+                  reduction, softcap, [&](int32_t lossDtype) {
+                    ctx->backend->crossEntropyGrad(
+                        ctx, dtype, lossDtype, label_dtype, logits, labels,
+                        dloss, dlogits, rows, classes, reduction, softcap);
+                  });
+}
+
+/// tessel_cross_entropy_with_grad(_softcap)'s front and call.
+static void lossWithGrad(tessel_ctx *ctx, const char *entry, int32_t dtype,
+                         int32_t loss_dtype, int32_t label_dtype,
+                         const void *logits, const void *labels,
+                         const void *dloss, void *out, void *dlogits,
+                         int64_t rows, int64_t classes, int32_t reduction,
+                         double softcap) {
   if (!ctx)
     return;
-  KernelScope scope(ctx, __func__);
+  KernelScope scope(ctx, entry);
   if (loss_dtype != dtype && loss_dtype != TESSEL_F32) {
-    setError(ctx, "%s: loss dtype %d (expected the logits' %d or f32)",
-             __func__, loss_dtype, dtype);
+    setError(ctx, "%s: loss dtype %d (expected the logits' %d or f32)", entry,
+             loss_dtype, dtype);
     return;
   }
-  if (!checkLoss(ctx, __func__, dtype, loss_dtype != dtype, label_dtype, rows,
-                 classes, reduction))
+  if (!checkLoss(ctx, entry, dtype, loss_dtype != dtype, label_dtype, rows,
+                 classes, reduction) ||
+      !checkLogitSoftcap(ctx, entry, softcap))
     return;
   // The gradient is the logits' memory or memory of its own.
   int64_t bytes;
   if (__builtin_mul_overflow(rows * classes, tessel_dtype_size(dtype),
                              &bytes)) {
-    setError(ctx, "%s: [%lld, %lld] logits overflow int64 bytes", __func__,
+    setError(ctx, "%s: [%lld, %lld] logits overflow int64 bytes", entry,
              (long long)rows, (long long)classes);
     return;
   }
@@ -204,12 +218,31 @@ void tessel_cross_entropy_with_grad(tessel_ctx *ctx, int32_t dtype,
     setError(ctx,
              "%s: dlogits overlaps the logits without being them (in place "
              "is dlogits == logits)",
-             __func__);
+             entry);
     return;
   }
   ctx->backend->crossEntropyWithGrad(ctx, dtype, loss_dtype, label_dtype,
                                      logits, labels, dloss, out, dlogits, rows,
-                                     classes, reduction);
+                                     classes, reduction, softcap);
+}
+
+void tessel_cross_entropy_with_grad(tessel_ctx *ctx, int32_t dtype,
+                                    int32_t loss_dtype, int32_t label_dtype,
+                                    const void *logits, const void *labels,
+                                    const void *dloss, void *out, void *dlogits,
+                                    int64_t rows, int64_t classes,
+                                    int32_t reduction) {
+  lossWithGrad(ctx, __func__, dtype, loss_dtype, label_dtype, logits, labels,
+               dloss, out, dlogits, rows, classes, reduction, 0.0);
+}
+
+void tessel_cross_entropy_with_grad_softcap(
+    tessel_ctx *ctx, int32_t dtype, int32_t loss_dtype, int32_t label_dtype,
+    const void *logits, const void *labels, const void *dloss, void *out,
+    void *dlogits, int64_t rows, int64_t classes, int32_t reduction,
+    double softcap) {
+  lossWithGrad(ctx, __func__, dtype, loss_dtype, label_dtype, logits, labels,
+               dloss, out, dlogits, rows, classes, reduction, softcap);
 }
 
 void tessel_label_logit(tessel_ctx *ctx, int32_t dtype, int32_t label_dtype,

@@ -197,10 +197,10 @@ public:
   }
   void crossEntropy(tessel_ctx *ctx, int32_t dtype, int32_t lossDtype,
                     int32_t labelDtype, const void *logits, const void *labels,
-                    void *out, int64_t rows, int64_t classes,
-                    int32_t reduction) override {
+                    void *out, int64_t rows, int64_t classes, int32_t reduction,
+                    double softcap) override {
     defer(&Backend::crossEntropy, ctx, dtype, lossDtype, labelDtype, logits,
-          labels, out, rows, classes, reduction);
+          labels, out, rows, classes, reduction, softcap);
   }
   void attention(tessel_ctx *ctx, int32_t dtype, const void *q, const void *k,
                  const void *v, void *out, void *lse, int64_t batch,
@@ -252,18 +252,19 @@ public:
   void crossEntropyGrad(tessel_ctx *ctx, int32_t dtype, int32_t lossDtype,
                         int32_t labelDtype, const void *logits,
                         const void *labels, const void *dloss, void *dlogits,
-                        int64_t rows, int64_t classes,
-                        int32_t reduction) override {
-    defer(&Backend::crossEntropyGrad, ctx, dtype, lossDtype, labelDtype,
-          logits, labels, dloss, dlogits, rows, classes, reduction);
+                        int64_t rows, int64_t classes, int32_t reduction,
+                        double softcap) override {
+    defer(&Backend::crossEntropyGrad, ctx, dtype, lossDtype, labelDtype, logits,
+          labels, dloss, dlogits, rows, classes, reduction, softcap);
   }
   void crossEntropyWithGrad(tessel_ctx *ctx, int32_t dtype, int32_t lossDtype,
                             int32_t labelDtype, const void *logits,
                             const void *labels, const void *dloss, void *out,
                             void *dlogits, int64_t rows, int64_t classes,
-                            int32_t reduction) override {
+                            int32_t reduction, double softcap) override {
     defer(&Backend::crossEntropyWithGrad, ctx, dtype, lossDtype, labelDtype,
-          logits, labels, dloss, out, dlogits, rows, classes, reduction);
+          logits, labels, dloss, out, dlogits, rows, classes, reduction,
+          softcap);
   }
   void labelLogit(tessel_ctx *ctx, int32_t dtype, int32_t labelDtype,
                   const void *logits, const void *labels, void *out,

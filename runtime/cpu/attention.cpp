@@ -152,13 +152,13 @@ void capRowsReal(R *s, int64_t first, int64_t rows, KeySpan keys, int64_t ld,
     R *row = s + r * ld;
     RowSpan span = keys.row(mask, first + r);
     for (int64_t j = span.lo; j < span.hi; ++j)
-      row[j] = tessel::attnCapScore(row[j], cap);
+      row[j] = tessel::softcapValue(row[j], cap);
     if (!slope)
       continue;
     R *sr = slope + r * ld;
     std::fill(sr, sr + keys.width, R(0));
     for (int64_t j = span.lo; j < span.hi; ++j)
-      sr[j] = tessel::attnCapSlope(row[j], cap);
+      sr[j] = tessel::softcapSlope(row[j], cap);
   }
 }
 

@@ -88,8 +88,8 @@ public:
                  int64_t vocab) override;
   void crossEntropy(tessel_ctx *ctx, int32_t dtype, int32_t lossDtype,
                     int32_t labelDtype, const void *logits, const void *labels,
-                    void *out, int64_t rows, int64_t classes,
-                    int32_t reduction) override;
+                    void *out, int64_t rows, int64_t classes, int32_t reduction,
+                    double softcap) override;
   void attention(tessel_ctx *ctx, int32_t dtype, const void *q, const void *k,
                  const void *v, void *out, void *lse, int64_t batch,
                  int64_t seq, int64_t kvSeq, int64_t heads, int64_t kvHeads,
@@ -116,8 +116,8 @@ public:
   void crossEntropyGrad(tessel_ctx *ctx, int32_t dtype, int32_t lossDtype,
                         int32_t labelDtype, const void *logits,
                         const void *labels, const void *dloss, void *dlogits,
-                        int64_t rows, int64_t classes,
-                        int32_t reduction) override;
+                        int64_t rows, int64_t classes, int32_t reduction,
+                        double softcap) override;
   void labelLogit(tessel_ctx *ctx, int32_t dtype, int32_t labelDtype,
                   const void *logits, const void *labels, void *out,
                   int64_t rows, int64_t classes, int64_t classOffset,

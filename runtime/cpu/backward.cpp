@@ -14,6 +14,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "core/softcap.h"
 #include "cpu/backend.h"
 #include "cpu/internal.h"
 #include "cpu/vecmath.h"
@@ -396,6 +397,54 @@ void crossEntropyGradF32(tessel_ctx *ctx, int32_t labelDtype,
   });
 }
 
+/// The cross-entropy gradient row by row in the arithmetic type C, of
+/// logits soft-capped by `softcap` (0: none): y = softcapValue(x), then
+/// g · (e^(y − max) / Σ − onehot) times softcapSlope(y) (1 without a cap),
+/// rounded to T. dloss is L (T, or f32 for 16-bit T). Each row is read
+/// whole before it is written: dlogits may be the logits.
+template <class T, class L>
+void crossEntropyGradRows(tessel_ctx *ctx, int32_t labelDtype,
+                          const void *labels, const T *x, const L *dl,
+                          T *dlogits, int64_t rows, int64_t classes,
+                          int32_t reduction, double softcap) {
+  using C = typename Elem<T>::Compute;
+  const C cap = C(softcap);
+  std::vector<C> y(static_cast<size_t>(classes)),
+      e(static_cast<size_t>(classes));
+  for (int64_t r = 0; r < rows; ++r) {
+    const T *xs = x + r * classes;
+    T *dr = dlogits + r * classes;
+    int64_t label = loadIndex(labelDtype, labels, r);
+    if (label < 0 || label >= classes) {
+      setError(ctx,
+               "tessel_cross_entropy_grad: label %lld of row %lld "
+               "outside [0, %lld)",
+               (long long)label, (long long)r, (long long)classes);
+      for (int64_t c = 0; c < classes; ++c)
+        dr[c] = Elem<T>::store(C(0));
+      continue;
+    }
+    double g = reduction == TESSEL_LOSS_NONE ? double(ld(dl, r))
+               : reduction == TESSEL_LOSS_SUM
+                   ? double(ld(dl, 0))
+                   : double(ld(dl, 0)) / double(rows);
+    C mx = -std::numeric_limits<C>::infinity();
+    for (int64_t c = 0; c < classes; ++c) {
+      y[size_t(c)] = tessel::softcapValue(C(ld(xs, c)), cap);
+      mx = std::max(mx, y[size_t(c)]);
+    }
+    double sum = 0.0;
+    for (int64_t c = 0; c < classes; ++c) {
+      e[size_t(c)] = std::exp(y[size_t(c)] - mx);
+      sum += double(e[size_t(c)]);
+    }
+    C k = C(g / sum), gc = C(g);
+    for (int64_t c = 0; c < classes; ++c)
+      dr[c] = Elem<T>::store((e[size_t(c)] * k - (c == label ? gc : C(0))) *
+                             tessel::softcapSlope(y[size_t(c)], cap));
+  }
+}
+
 /// Batch norm over N = outer·inner values per channel, with the batch mean
 /// and biased variance: dx = γ·rstd · (dy − Σdy/N − x̂ · Σ(dy·x̂)/N),
 /// dγ = Σ dy·x̂, dβ = Σ dy.
@@ -525,10 +574,20 @@ void CpuBackend::crossEntropyGrad(tessel_ctx *ctx, int32_t dtype,
                                   const void *logits, const void *labels,
                                   const void *dloss, void *dlogits,
                                   int64_t rows, int64_t classes,
-                                  int32_t reduction) {
+                                  int32_t reduction, double softcap) {
   visitFloat(dtype, [&](auto tag) {
     using T = decltype(tag);
-    using C = typename Elem<T>::Compute;
+    if (softcap > 0) {
+      if (loss_dtype != dtype)
+        crossEntropyGradRows(ctx, label_dtype, labels, in<T>(logits),
+                             in<float>(dloss), out<T>(dlogits), rows, classes,
+                             reduction, softcap);
+      else
+        crossEntropyGradRows(ctx, label_dtype, labels, in<T>(logits),
+                             in<T>(dloss), out<T>(dlogits), rows, classes,
+                             reduction, softcap);
+      return;
+    }
     // f32 logits, or 16-bit ones with an f32 loss: the f32 kernel.
     if constexpr (std::is_same<T, float>::value || sizeof(T) == 2) {
       if (std::is_same<T, float>::value || loss_dtype != dtype) {
@@ -538,39 +597,8 @@ void CpuBackend::crossEntropyGrad(tessel_ctx *ctx, int32_t dtype,
         return;
       }
     }
-    const T *x = in<T>(logits);
-    const T *dl = in<T>(dloss);
-    T *dxs = out<T>(dlogits);
-    std::vector<C> e(static_cast<size_t>(classes));
-    for (int64_t r = 0; r < rows; ++r) {
-      const T *xs = x + r * classes;
-      T *dr = dxs + r * classes;
-      int64_t label = loadIndex(label_dtype, labels, r);
-      if (label < 0 || label >= classes) {
-        setError(ctx, "tessel_cross_entropy_grad: label %lld of row %lld "
-                      "outside [0, %lld)",
-                 (long long)label, (long long)r, (long long)classes);
-        for (int64_t c = 0; c < classes; ++c)
-          dr[c] = Elem<T>::store(C(0));
-        continue;
-      }
-      double g = reduction == TESSEL_LOSS_NONE ? double(ld(dl, r))
-                 : reduction == TESSEL_LOSS_SUM
-                     ? double(ld(dl, 0))
-                     : double(ld(dl, 0)) / double(rows);
-      C mx = -std::numeric_limits<C>::infinity();
-      for (int64_t c = 0; c < classes; ++c)
-        mx = std::max(mx, ld(xs, c));
-      double sum = 0.0;
-      for (int64_t c = 0; c < classes; ++c) {
-        C v = std::exp(ld(xs, c) - mx);
-        e[size_t(c)] = v;
-        sum += double(v);
-      }
-      C k = C(g / sum), gc = C(g);
-      for (int64_t c = 0; c < classes; ++c)
-        dr[c] = Elem<T>::store(e[size_t(c)] * k - (c == label ? gc : C(0)));
-    }
+    crossEntropyGradRows(ctx, label_dtype, labels, in<T>(logits), in<T>(dloss),
+                         out<T>(dlogits), rows, classes, reduction, 0.0);
   });
 }
 

@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "core/softcap.h"
 #include "cpu/backend.h"
 #include "cpu/internal.h"
 #include "cpu/vecmath.h"
@@ -223,13 +224,17 @@ void CpuBackend::crossEntropy(tessel_ctx *ctx, int32_t dtype,
                               int32_t loss_dtype, int32_t label_dtype,
                               const void *logits, const void *labels,
                               void *outp, int64_t rows, int64_t classes,
-                              int32_t reduction) {
+                              int32_t reduction, double softcap) {
   visitFloat(dtype, [&](auto tag) {
     using T = decltype(tag);
+    using C = typename Elem<T>::Compute;
     const T *x = in<T>(logits);
     // An f32 loss of 16-bit logits: the f32 kernel on each row widened.
     const bool widen = loss_dtype != dtype;
     std::vector<float> wide(widen ? size_t(classes) : 0);
+    // Soft-capped logits: each row capped in the arithmetic type (f32 for
+    // 16-bit logits, whatever the loss's type), then the loss of that row.
+    std::vector<C> capped(softcap > 0 ? size_t(classes) : 0);
     auto store = [&](int64_t i, double loss) {
       if (widen)
         out<float>(outp)[i] = float(loss);
@@ -247,6 +252,10 @@ void CpuBackend::crossEntropy(tessel_ctx *ctx, int32_t dtype,
         setError(ctx, "tessel_cross_entropy: label %lld of row %lld outside "
                       "[0, %lld)",
                  (long long)label, (long long)r, (long long)classes);
+      } else if (softcap > 0) {
+        for (int64_t c = 0; c < classes; ++c)
+          capped[size_t(c)] = softcapValue(C(Elem<T>::load(xs[c])), C(softcap));
+        loss = crossEntropyRow(capped.data(), classes, label);
       } else if (widen) {
         widenInto(xs, wide.data(), classes);
         loss = crossEntropyRow(wide.data(), classes, label);

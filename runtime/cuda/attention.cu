@@ -89,7 +89,7 @@ forwardTile(const ForwardSmem<A, DIM, TC> &sm,
           sm.s[MS::row(i) * S::SP + MS::col(j)] =
               attnVisible(r0 + MS::row(i), c0 + MS::col(j), sh.seq,
                           sh.kvSeq, mask)
-                  ? attnCapScore(sc[i][j] * scale, cap)
+                  ? softcapValue(sc[i][j] * scale, cap)
                   : attnNegInf<A>();
     }
     __syncthreads();
@@ -99,7 +99,7 @@ forwardTile(const ForwardSmem<A, DIM, TC> &sm,
     auto score = [&](int c) {
       A x = srow[c];
       if constexpr (TC)
-        return x == attnNegInf<A>() ? x : attnCapScore(x * scale, cap);
+        return x == attnNegInf<A>() ? x : softcapValue(x * scale, cap);
       else
         return x;
     };

@@ -126,11 +126,11 @@ __global__ void __launch_bounds__(kAttnThreads,
           int r = idx / S::BC, c = idx % S::BC;
           bool visible = !masked || attnVisible(r0 + r, c0 + c, sh.seq,
                                                 sh.kvSeq, mask);
-          A sc = attnCapScore(sm.s[r * S::SP + c] * scale, cap);
+          A sc = softcapValue(sm.s[r * S::SP + c] * scale, cap);
           A p = visible ? attnFastExp(sc - sm.lse[r]) : A(0);
           sm.s[r * S::SP + c] =
               attnScoreGrad(p, sm.dp[r * S::SP + c], sm.rowDot[r]) *
-              attnCapSlope(sc, cap);
+              softcapSlope(sc, cap);
         }
         __syncthreads();
         mmaAccumulate<S::BR, DIM, false, true>(dqFrags, sm.s, S::SP, sm.k,
@@ -164,10 +164,10 @@ __global__ void __launch_bounds__(kAttnThreads,
           for (int j = 0; j < MS::CN; ++j) {
             bool visible = attnVisible(r0 + r, c0 + MS::col(j), sh.seq,
                                        sh.kvSeq, mask);
-            A x = attnCapScore(sc[i][j] * scale, cap);
+            A x = softcapValue(sc[i][j] * scale, cap);
             A p = attnProb(visible, x, sm.lse[r]);
             sm.s[r * S::SP + MS::col(j)] =
-                attnScoreGrad(p, dp[i][j], sm.rowDot[r]) * attnCapSlope(x, cap);
+                attnScoreGrad(p, dp[i][j], sm.rowDot[r]) * softcapSlope(x, cap);
           }
         }
         __syncthreads();
@@ -269,11 +269,11 @@ __global__ void __launch_bounds__(kAttnThreads,
             int key = idx / S::BR, r = idx % S::BR;
             bool visible = !masked || attnVisible(r0 + r, c0 + key, sh.seq,
                                                   sh.kvSeq, mask);
-            A sc = attnCapScore(sm.p[key * S::SP + r] * scale, cap);
+            A sc = softcapValue(sm.p[key * S::SP + r] * scale, cap);
             A p = visible ? attnFastExp(sc - sm.lse[r]) : A(0);
             sm.ds[key * S::SP + r] =
                 attnScoreGrad(p, sm.ds[key * S::SP + r], sm.rowDot[r]) *
-                attnCapSlope(sc, cap);
+                softcapSlope(sc, cap);
             sm.p[key * S::SP + r] = p;
           }
           __syncthreads();
@@ -295,12 +295,12 @@ __global__ void __launch_bounds__(kAttnThreads,
               int r = MS::col(j);
               bool visible =
                   attnVisible(r0 + r, c0 + key, sh.seq, sh.kvSeq, mask);
-              A x = attnCapScore(sc[i][j] * scale, cap);
+              A x = softcapValue(sc[i][j] * scale, cap);
               A p = attnProb(visible, x, sm.lse[r]);
               sm.p[key * S::SP + r] = p;
               sm.ds[key * S::SP + r] =
                   attnScoreGrad(p, dp[i][j], sm.rowDot[r]) *
-                  attnCapSlope(x, cap);
+                  softcapSlope(x, cap);
             }
           }
           __syncthreads();

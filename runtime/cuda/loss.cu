@@ -14,7 +14,9 @@
 // tessel_cross_entropy_with_grad does both from one reading of the
 // statistics, the gradient optionally over the logits (llm.c's fused
 // classifier). Logits of 16 bits may have an f32 loss (the _f32 entries):
-// the arithmetic is f32 either way.
+// the arithmetic is f32 either way. A logit soft cap (the _softcap
+// entries, ABI 27) caps each logit as it is read (core/softcap.h) and
+// multiplies each gradient element by the cap's slope: no capped copy.
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,6 +25,7 @@
 
 #include "core/context.h"
 #include "core/labels.h"
+#include "core/softcap.h"
 
 #include <algorithm>
 
@@ -125,14 +128,16 @@ template <class C> struct RowStats {
   double sum; // Σ e^(x - max); NaN when max is not finite
 };
 
-/// The max and Σ e^(x - max) of a row of `classes` > 0, on every thread of
-/// its group.
+/// The max and Σ e^(x - max) of a row of `classes` > 0, each x soft-capped
+/// by `cap` (0: none), on every thread of its group.
 template <int G, class T>
 __device__ RowStats<typename Elem<T>::Compute>
-rowStats(const T *x, int64_t classes, int lane, void *scratch) {
+rowStats(const T *x, int64_t classes, int lane, void *scratch,
+         typename Elem<T>::Compute cap) {
   using C = typename Elem<T>::Compute;
   LseState<C> s = lseEmpty<C>();
-  forRow<G>(x, classes, lane, [&](int64_t, C v) { lseAdd(s, v); });
+  forRow<G>(x, classes, lane,
+            [&](int64_t, C v) { lseAdd(s, softcapValue(v, cap)); });
   C rowMax = groupReduce<G>(
       s.max, [](C a, C b) { return a > b ? a : b; }, static_cast<C *>(scratch));
   double sum = groupReduce<G>(
@@ -155,7 +160,7 @@ template <int G, class T, class L>
 __global__ void __launch_bounds__(kBlockThreads<G>)
     crossEntropyKernel(const T *logits, const void *labels, bool labels64,
                        int64_t rows, int64_t classes, double *rowLoss, L *out,
-                       DeviceError *errors) {
+                       typename Elem<T>::Compute cap, DeviceError *errors) {
   __shared__ double scratch[kBlockRow / kWarp];
   RowLoop<G> loop;
   for (int64_t r = loop.begin; r < rows; r += loop.step) {
@@ -167,8 +172,9 @@ __global__ void __launch_bounds__(kBlockThreads<G>)
         recordDeviceError(errors, DeviceErrorKind::CrossEntropyLabel, label, r,
                           classes);
     } else {
-      auto stats = rowStats<G>(x, classes, loop.lane, scratch);
-      loss = lseOfRow(stats.max, stats.sum) - toDouble(x[label]);
+      auto stats = rowStats<G>(x, classes, loop.lane, scratch, cap);
+      loss = lseOfRow(stats.max, stats.sum) -
+             double(softcapValue(Elem<T>::load(x[label]), cap));
     }
     if (loop.lane == 0) {
       if (rowLoss)
@@ -219,7 +225,7 @@ __global__ void __launch_bounds__(kBlockThreads<G>)
                            const L *dloss, T *dlogits, int64_t rows,
                            int64_t classes, int32_t reduction,
                            double *rowLoss, L *out, DeviceErrorKind badLabel,
-                           DeviceError *errors) {
+                           typename Elem<T>::Compute cap, DeviceError *errors) {
   using C = typename Elem<T>::Compute;
   __shared__ double scratch[kBlockRow / kWarp];
   RowLoop<G> loop;
@@ -236,8 +242,9 @@ __global__ void __launch_bounds__(kBlockThreads<G>)
       for (int64_t c = loop.lane; c < classes; c += G)
         dx[c] = Elem<T>::store(C(0));
     } else {
-      double picked = withLoss ? toDouble(x[label]) : 0.0;
-      auto stats = rowStats<G>(x, classes, loop.lane, scratch);
+      double picked =
+          withLoss ? double(softcapValue(Elem<T>::load(x[label]), cap)) : 0.0;
+      auto stats = rowStats<G>(x, classes, loop.lane, scratch, cap);
       groupSync<G>();
       loss = lseOfRow(stats.max, stats.sum) - picked;
       double g = lossGradScale(
@@ -245,7 +252,9 @@ __global__ void __launch_bounds__(kBlockThreads<G>)
           dloss0, rows);
       C k = C(g / stats.sum), gc = C(g);
       mapRow<G>(x, dx, classes, loop.lane, [=](int64_t c, C v) {
-        return crossEntropyGradElement(v, stats.max, k, gc, c == label);
+        C y = softcapValue(v, cap); // the cap's slope is 1 for cap 0
+        return crossEntropyGradElement(y, stats.max, k, gc, c == label) *
+               softcapSlope(y, cap);
       });
     }
     if (withLoss && loop.lane == 0) {
@@ -387,7 +396,7 @@ void CudaBackend::crossEntropy(tessel_ctx *ctx, int32_t dtype,
                                int32_t lossDtype, int32_t labelDtype,
                                const void *logits, const void *labels,
                                void *out, int64_t rows, int64_t classes,
-                               int32_t reduction) {
+                               int32_t reduction, double softcap) {
   bool labels64 = labelDtype == TESSEL_I64;
   visitLossTypes(dtype, lossDtype, [&](auto tag, auto lossTag) {
     using T = decltype(tag);
@@ -400,7 +409,8 @@ void CudaBackend::crossEntropy(tessel_ctx *ctx, int32_t dtype,
                    crossEntropyKernel<G>
                        <<<rowBlocks<G>(rows), kBlockThreads<G>, 0, stream()>>>(
                            static_cast<const T *>(logits), labels, labels64,
-                           rows, classes, rowLoss, o, deviceErrors());
+                           rows, classes, rowLoss, o,
+                           typename Elem<T>::Compute(softcap), deviceErrors());
                  });
                });
   });
@@ -411,7 +421,8 @@ void CudaBackend::crossEntropyWithGrad(tessel_ctx *ctx, int32_t dtype,
                                        const void *logits, const void *labels,
                                        const void *dloss, void *out,
                                        void *dlogits, int64_t rows,
-                                       int64_t classes, int32_t reduction) {
+                                       int64_t classes, int32_t reduction,
+                                       double softcap) {
   bool labels64 = labelDtype == TESSEL_I64;
   visitLossTypes(dtype, lossDtype, [&](auto tag, auto lossTag) {
     using T = decltype(tag);
@@ -427,7 +438,8 @@ void CudaBackend::crossEntropyWithGrad(tessel_ctx *ctx, int32_t dtype,
                            static_cast<const L *>(dloss),
                            static_cast<T *>(dlogits), rows, classes,
                            reduction, rowLoss, o,
-                           DeviceErrorKind::CrossEntropyLabel, deviceErrors());
+                           DeviceErrorKind::CrossEntropyLabel,
+                           typename Elem<T>::Compute(softcap), deviceErrors());
                  });
                });
   });
@@ -438,7 +450,7 @@ void CudaBackend::crossEntropyGrad(tessel_ctx *ctx, int32_t dtype,
                                    const void *logits, const void *labels,
                                    const void *dloss, void *dlogits,
                                    int64_t rows, int64_t classes,
-                                   int32_t reduction) {
+                                   int32_t reduction, double softcap) {
   if (rows <= 0)
     return;
   bool labels64 = labelDtype == TESSEL_I64;
@@ -452,7 +464,8 @@ void CudaBackend::crossEntropyGrad(tessel_ctx *ctx, int32_t dtype,
               static_cast<const T *>(logits), labels, labels64,
               static_cast<const L *>(dloss), static_cast<T *>(dlogits), rows,
               classes, reduction, nullptr, static_cast<L *>(nullptr),
-              DeviceErrorKind::CrossEntropyGradLabel, deviceErrors());
+              DeviceErrorKind::CrossEntropyGradLabel,
+              typename Elem<T>::Compute(softcap), deviceErrors());
     });
   });
   checkLaunch(ctx, "tessel_cross_entropy_grad");

@@ -9,7 +9,8 @@
 // layer_types), the others within a sliding window of 3 keys; and Gemma 2's
 // soft caps: each score s (after its scale) as 2 tanh(s / 2) before the
 // mask and softmax (attn_logit_softcapping, nn.attention's softcap), each
-// logit z as 1.5 tanh(z / 1.5) (final_logit_softcapping). In f64 its loss
+// logit z as 1.5 tanh(z / 1.5) (final_logit_softcapping, which
+// tessel-fuse-logit-softcap folds into the loss's kernels). In f64 its loss
 // equals the plain-Python forward's to 1e-12 (measured 3.4e-16), the
 // checkpoint converts back to the file it came from, and its gradients
 // match finite differences. Without either cap the loss is another. The

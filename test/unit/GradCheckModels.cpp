@@ -592,6 +592,11 @@ GradModel crossEntropy(std::mt19937 &rng, const std::string &reduction) {
     attr += (attr.empty() ? "" : ", ") +
             pick<std::string>(rng, {"label_smoothing = 0.1 : f64",
                                     "label_smoothing = 0.7 : f64"});
+  // Half cap the logits inside the loss (Gemma 2's, fused).
+  if (coin(rng))
+    attr += (attr.empty() ? "" : ", ") +
+            pick<std::string>(rng, {"logit_softcap = 0.8 : f64",
+                                    "logit_softcap = 3.0 : f64"});
   if (!attr.empty())
     attr = " {" + attr + "}";
   Shape out = reduction == "none" ? labelShape : Shape{};

@@ -139,8 +139,13 @@ extern "C" {
  * divided by its own factor (nn.rope's `longrope`: Hugging Face's
  * rope_type "longrope", Phi-3's 128k contexts) and cos and sin by an
  * attention factor (nn.rope's `attention_factor`). Descriptions 1 to 25
- * still load. */
-#define TESSEL_ABI_VERSION 26
+ * still load.
+ * 27: tessel_cross_entropy_softcap, tessel_cross_entropy_grad_softcap and
+ * tessel_cross_entropy_with_grad_softcap, the loss of soft-capped logits
+ * and its gradient with the cap inside the kernels (nn.cross_entropy's
+ * `logit_softcap`: Gemma 2's final_logit_softcapping, with no capped copy
+ * of the logits). Descriptions 1 to 26 still load. */
+#define TESSEL_ABI_VERSION 27
 
 typedef enum tessel_dtype {
   TESSEL_F32 = 0,

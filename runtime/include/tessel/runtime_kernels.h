@@ -308,6 +308,18 @@ void tessel_cross_entropy_f32(tessel_ctx *ctx, int32_t dtype,
                               const void *labels, void *out, int64_t rows,
                               int64_t classes, int32_t reduction);
 
+/* The cross-entropy of soft-capped logits, softcap · tanh(x / softcap)
+ * (ABI 27: Gemma 2's final_logit_softcapping, fused into the loss so that
+ * no capped copy of the logits is stored): tessel_cross_entropy
+ * (loss_dtype dtype) or tessel_cross_entropy_f32 (loss_dtype f32 of 16-bit
+ * logits) of the capped row, capped in the arithmetic type. softcap finite
+ * and >= 0; 0 is no cap. */
+void tessel_cross_entropy_softcap(tessel_ctx *ctx, int32_t dtype,
+                                  int32_t loss_dtype, int32_t label_dtype,
+                                  const void *logits, const void *labels,
+                                  void *out, int64_t rows, int64_t classes,
+                                  int32_t reduction, double softcap);
+
 /* Multi-head attention: q [B, S, H, D], k [B, T, Hkv, D], v [B, T, Hkv, E],
  * out [B, S, H, E]; query head h reads kv head h / (H / Hkv); with causal,
  * query i sees keys 0..i. */
@@ -477,6 +489,17 @@ void tessel_cross_entropy_grad_f32(tessel_ctx *ctx, int32_t dtype,
                                    void *dlogits, int64_t rows,
                                    int64_t classes, int32_t reduction);
 
+/* The gradient of tessel_cross_entropy_softcap's loss (ABI 27): with
+ * y = softcap · tanh(x / softcap), dlogits = g · (softmax(y) − onehot) ·
+ * (1 − (y / softcap)²); dloss of loss_dtype (dtype, or f32 for 16-bit
+ * logits). */
+void tessel_cross_entropy_grad_softcap(tessel_ctx *ctx, int32_t dtype,
+                                       int32_t loss_dtype, int32_t label_dtype,
+                                       const void *logits, const void *labels,
+                                       const void *dloss, void *dlogits,
+                                       int64_t rows, int64_t classes,
+                                       int32_t reduction, double softcap);
+
 /* tessel_cross_entropy's out and tessel_cross_entropy_grad's dlogits (from
  * dloss) in one call (ABI 13): on a GPU one pass, each row's statistics
  * read once (llm.c's fused classifier). loss_dtype, the type of out and
@@ -490,6 +513,16 @@ void tessel_cross_entropy_with_grad(tessel_ctx *ctx, int32_t dtype,
                                     const void *dloss, void *out,
                                     void *dlogits, int64_t rows,
                                     int64_t classes, int32_t reduction);
+
+/* tessel_cross_entropy_with_grad of soft-capped logits (ABI 27): the loss
+ * of tessel_cross_entropy_softcap and the gradient of
+ * tessel_cross_entropy_grad_softcap in one call, dlogits again the logits
+ * or apart from them. */
+void tessel_cross_entropy_with_grad_softcap(
+    tessel_ctx *ctx, int32_t dtype, int32_t loss_dtype, int32_t label_dtype,
+    const void *logits, const void *labels, const void *dloss, void *out,
+    void *dlogits, int64_t rows, int64_t classes, int32_t reduction,
+    double softcap);
 
 /* Vocabulary-parallel cross-entropy (Megatron style): each rank holds the
  * logits of a block of the classes, and the loss is built from the

@@ -104,7 +104,7 @@ void forwardTile(const AttnShape &sh, const A *q, const A *k, const A *v,
             dot = std::fma(q[sh.qRow(b, i, h) + x], k[sh.kRow(b, j, hk) + x],
                            dot);
         s[size_t(c)] = attnVisible(i, j, sh.seq, sh.kvSeq, mask)
-                           ? attnCapScore(dot * scale, cap)
+                           ? softcapValue(dot * scale, cap)
                            : attnNegInf<A>();
         tileMax = std::max(tileMax, s[size_t(c)]);
       }
@@ -195,9 +195,9 @@ void emulateGrad(const AttnShape &sh, const A *q, const A *k, const A *v,
               for (int64_t e = 0; e < E; ++e)
                 dp = std::fma(dout[sh.oRow(b, i, h) + e],
                               v[sh.vRow(b, j, hk) + e], dp);
-              A x = attnCapScore(s * scale, cap);
+              A x = softcapValue(s * scale, cap);
               A ds = attnScoreGrad(attnProb(visible, x, rowLse), dp, rowDot) *
-                     attnCapSlope(x, cap);
+                     softcapSlope(x, cap);
               for (int64_t x = 0; x < D; ++x)
                 g[size_t(x)] = std::fma(ds, k[sh.kRow(b, j, hk) + x],
                                         g[size_t(x)]);
@@ -232,11 +232,11 @@ void emulateGrad(const AttnShape &sh, const A *q, const A *k, const A *v,
               for (int64_t e = 0; e < E; ++e)
                 dp = std::fma(v[sh.vRow(b, j, hk) + e],
                               dout[sh.oRow(b, i, h) + e], dp);
-              A x = attnCapScore(s * scale, cap);
+              A x = softcapValue(s * scale, cap);
               A p = attnProb(visible, x, lse[sh.statIndex(b, h, i)]);
               A ds =
                   attnScoreGrad(p, dp, rowDots[size_t(sh.statIndex(b, h, i))]) *
-                  attnCapSlope(x, cap);
+                  softcapSlope(x, cap);
               for (int64_t e = 0; e < E; ++e)
                 gv[size_t(e)] =
                     std::fma(p, dout[sh.oRow(b, i, h) + e], gv[size_t(e)]);

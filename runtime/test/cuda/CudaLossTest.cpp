@@ -453,7 +453,9 @@ TEST_F(CudaVsCpuLoss, CrossEntropyF32OfHalfLogitsMatchesCpu) {
 // CPU's (the loss, then the gradient): the gradient apart from the logits
 // and over them, each float type with its own loss and f16/bf16 with an
 // f32 one; the loss within its type's bounds, the gradient within the
-// logits'.
+// logits'; and with the logits soft-capped (ABI 27), by a cap that bends
+// them (2.5 over logits in [-8, 8]), through the same kernel and through
+// the loss and gradient entries apart.
 TEST_F(CudaVsCpuLoss, CrossEntropyWithGradMatchesCpu) {
   auto run = [&](auto tag, auto lossTag) {
     using T = decltype(tag);
@@ -466,10 +468,16 @@ TEST_F(CudaVsCpuLoss, CrossEntropyWithGradMatchesCpu) {
       std::vector<L> dloss;
       for (size_t r = 0; r < count; ++r)
         dloss.push_back(tc::fromDouble<L>(1.0 + 0.5 * double(r % 3)));
-      for (bool inPlace : {false, true}) {
-        SCOPED_TRACE(std::string("loss dtype ") +
-                     std::to_string(dtypeOf<L>()) +
-                     (inPlace ? ", in place" : ", apart"));
+      for (int variant = 0; variant < 6; ++variant) {
+        bool inPlace = variant & 1;
+        // 0: plain; 1: the capped pair; 2: the capped loss and gradient.
+        int capped = variant / 2;
+        const double cap = capped ? 2.5 : 0.0;
+        SCOPED_TRACE(std::string("loss dtype ") + std::to_string(dtypeOf<L>()) +
+                     (inPlace ? ", in place" : ", apart") +
+                     (capped ? ", soft-capped" : ""));
+        if (capped == 2 && inPlace)
+          continue; // the gradient apart reads the logits it would overwrite
         std::vector<L> loss[2];
         std::vector<T> grad[2];
         tessel_ctx *ctxs[2] = {cpu, gpu};
@@ -478,9 +486,22 @@ TEST_F(CudaVsCpuLoss, CrossEntropyWithGradMatchesCpu) {
           void *dl = upload(ctxs[k], dloss);
           void *out = upload(ctxs[k], std::vector<L>(count));
           void *dx = inPlace ? lg : upload(ctxs[k], std::vector<T>(x.size()));
-          tessel_cross_entropy_with_grad(ctxs[k], dtypeOf<T>(), dtypeOf<L>(),
-                                         TESSEL_I64, lg, l, dl, out, dx,
-                                         s.rows, s.classes, reduction);
+          if (capped == 0)
+            tessel_cross_entropy_with_grad(ctxs[k], dtypeOf<T>(), dtypeOf<L>(),
+                                           TESSEL_I64, lg, l, dl, out, dx,
+                                           s.rows, s.classes, reduction);
+          else if (capped == 1)
+            tessel_cross_entropy_with_grad_softcap(
+                ctxs[k], dtypeOf<T>(), dtypeOf<L>(), TESSEL_I64, lg, l, dl, out,
+                dx, s.rows, s.classes, reduction, cap);
+          else {
+            tessel_cross_entropy_softcap(ctxs[k], dtypeOf<T>(), dtypeOf<L>(),
+                                         TESSEL_I64, lg, l, out, s.rows,
+                                         s.classes, reduction, cap);
+            tessel_cross_entropy_grad_softcap(
+                ctxs[k], dtypeOf<T>(), dtypeOf<L>(), TESSEL_I64, lg, l, dl, dx,
+                s.rows, s.classes, reduction, cap);
+          }
           loss[k] = download<L>(ctxs[k], out, count);
           grad[k] = download<T>(ctxs[k], dx, x.size());
           EXPECT_EQ(tessel_error(ctxs[k]), nullptr) << tessel_error(ctxs[k]);
