@@ -23,6 +23,7 @@
 #include "passes/Passes.h"
 
 #include "dialect/NN/NNOps.h"
+#include "dialect/NN/NNOpsUtils.h"
 
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 
@@ -42,21 +43,6 @@ Value castTo(ImplicitLocOpBuilder &b, Value value, RankedTensorType type) {
   if (value.getType() == type)
     return value;
   return nn::CastOp::create(b, type, value);
-}
-
-/// The logits a loss with a logit_softcap c reads: c · tanh(z / c), as
-/// ops (the smoothing terms read them; the plain loss caps inside).
-Value cappedLogits(ImplicitLocOpBuilder &b, Value logits, double cap) {
-  auto type = cast<RankedTensorType>(logits.getType());
-  auto scalar = RankedTensorType::get({}, type.getElementType());
-  Value c = nn::BroadcastOp::create(
-      b, type,
-      nn::ConstantOp::create(
-          b, DenseElementsAttr::get(
-                 scalar, b.getFloatAttr(type.getElementType(), cap))),
-      b.getDenseI64ArrayAttr({}));
-  Value t = nn::TanhOp::create(b, nn::DivOp::create(b, logits, c));
-  return nn::MulOp::create(b, t, c);
 }
 
 /// `loss` in the ops of the header.
@@ -88,7 +74,9 @@ LogicalResult smoothLabels(nn::CrossEntropyOp loss) {
   // it caps them.
   Value logitsRead = loss.getLogits();
   if (std::optional<APFloat> cap = loss.getLogitSoftcap())
-    logitsRead = cappedLogits(b, logitsRead, cap->convertToDouble());
+    logitsRead = nn::detail::softcapOps(b, b.getLoc(), logitsRead,
+                                        cap->convertToDouble())
+                     .capped;
   Value labelLogit = nn::LabelLogitOp::create(
       b, inLogits, logitsRead, loss.getLabels(), /*block_axes=*/nullptr);
   Value meanLogit = nn::ReduceMeanOp::create(b, inLogits, logitsRead,
@@ -99,12 +87,7 @@ LogicalResult smoothLabels(nn::CrossEntropyOp loss) {
   Value meanTerm = castTo(b, meanLogit, perPosition);
   Value gap = nn::SubOp::create(b, labelTerm, meanTerm);
   auto scalar = RankedTensorType::get({}, lossElement);
-  Value eps = nn::BroadcastOp::create(
-      b, perPosition,
-      nn::ConstantOp::create(
-          b, DenseElementsAttr::get(scalar,
-                                    b.getFloatAttr(lossElement, epsilon))),
-      b.getDenseI64ArrayAttr({}));
+  Value eps = nn::detail::broadcastScalar(b, b.getLoc(), perPosition, epsilon);
   Value result =
       nn::AddOp::create(b, each, nn::MulOp::create(b, gap, eps)).getResult();
   auto positions = b.getDenseI64ArrayAttr(

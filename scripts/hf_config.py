@@ -83,12 +83,9 @@ def is_number(v, kind=(int, float)):
     return isinstance(v, kind) and not isinstance(v, bool)
 
 
-def from_config(path, error):
-    """The flags' values a config.json gives; error(message) where it asks
-    for a model the script cannot write."""
-    def bad(field, why):
-        error("%s: %s %s" % (path, field, why))
-
+def read_config(path, error):
+    """config.json as a dict; error(message), one line, where it is not one
+    (llama-model.py's reader and llama-checkpoint.py's)."""
     try:
         with open(path, encoding="utf-8") as f:
             c = json.load(f)
@@ -98,6 +95,16 @@ def from_config(path, error):
         error("%s: not JSON" % path)
     if not isinstance(c, dict):
         error("%s: not a JSON object" % path)
+    return c
+
+
+def from_config(path, error):
+    """The flags' values a config.json gives; error(message) where it asks
+    for a model the script cannot write."""
+    def bad(field, why):
+        error("%s: %s %s" % (path, field, why))
+
+    c = read_config(path, error)
     model = c.get("model_type")
     if model == "gemma3":
         # Gemma3ForConditionalGeneration (4B on): its text model's config,

@@ -66,8 +66,13 @@ load). Only the standard library: no torch, no numpy.
 """
 import argparse
 import json
+import os
 import struct
 import sys
+
+# config.json's reader, shared with llama-model.py.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import hf_config  # noqa: E402
 
 SIZES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4}
 
@@ -215,16 +220,7 @@ def stacked_rows(parts):
 
 def read_config(path):
     """config.json as a dict, failing in one line."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            c = json.load(f)
-    except OSError as e:
-        fail("%s: %s" % (path, e.strerror))
-    except ValueError:
-        fail("%s: not JSON" % path)
-    if not isinstance(c, dict):
-        fail("%s: not a JSON object" % path)
-    return c
+    return hf_config.read_config(path, fail)
 
 
 def head_sizes(config, path):

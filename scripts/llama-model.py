@@ -263,35 +263,33 @@ p.add_argument("--label-smoothing", type=float, metavar="E",
 p.add_argument("--dtype", choices=["f32", "f64"], default="f32")
 
 
+def numbers(text):
+    """A flag's comma-separated numbers, or [] where one is not a number."""
+    try:
+        return [float(v) for v in text.split(",")]
+    except ValueError:
+        return []
+
+
 a = p.parse_args()
 if a.rope_scaling is not None:
-    try:
-        a.rope_scaling = [float(v) for v in a.rope_scaling.split(",")]
-    except ValueError:
-        a.rope_scaling = []
+    a.rope_scaling = numbers(a.rope_scaling)
     if len(a.rope_scaling) != 4:
         p.error("--rope-scaling takes four numbers: factor,low,high,original")
 if a.layer_types is not None and isinstance(a.layer_types, str):
     a.layer_types = [t.strip() for t in a.layer_types.split(",")]
-if a.rope_yarn is not None and isinstance(a.rope_yarn, str):
-    try:
-        a.rope_yarn = [float(v) for v in a.rope_yarn.split(",")]
-    except ValueError:
-        a.rope_yarn = []
+if a.rope_yarn is not None:
+    a.rope_yarn = numbers(a.rope_yarn)
     if len(a.rope_yarn) not in (2, 4, 5):
         p.error("--rope-yarn takes factor,original[,fast,slow[,truncate]]")
     a.rope_yarn += [32.0, 1.0, 1.0][len(a.rope_yarn) - 2:]
 if a.rope_dynamic is not None:
-    try:
-        a.rope_dynamic = [float(v) for v in a.rope_dynamic.split(",")]
-    except ValueError:
-        a.rope_dynamic = []
+    a.rope_dynamic = numbers(a.rope_dynamic)
     if len(a.rope_dynamic) != 2:
         p.error("--rope-dynamic takes two numbers: factor,original")
-if a.rope_longrope is not None and isinstance(a.rope_longrope, str):
-    try:
-        a.rope_longrope = [float(v) for v in a.rope_longrope.split(",")]
-    except ValueError:
+if a.rope_longrope is not None:
+    a.rope_longrope = numbers(a.rope_longrope)
+    if not a.rope_longrope:
         p.error("--rope-longrope takes numbers: F0,F1,...")
 config = from_config(a.config, p.error) if a.config else {}
 if a.qkv_bias is False and (a.attention_bias or (

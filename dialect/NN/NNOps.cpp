@@ -107,6 +107,23 @@ DenseElementsAttr splatConstantOf(Value value) {
   return attr;
 }
 
+Value broadcastScalar(OpBuilder &b, Location loc, RankedTensorType type,
+                      double value) {
+  auto scalar = RankedTensorType::get({}, type.getElementType());
+  Value constant = ConstantOp::create(
+      b, loc,
+      DenseElementsAttr::get(scalar,
+                             b.getFloatAttr(type.getElementType(), value)));
+  return BroadcastOp::create(b, loc, type, constant,
+                             b.getDenseI64ArrayAttr({}));
+}
+
+Softcapped softcapOps(OpBuilder &b, Location loc, Value x, double cap) {
+  Value c = broadcastScalar(b, loc, cast<RankedTensorType>(x.getType()), cap);
+  Value t = TanhOp::create(b, loc, DivOp::create(b, loc, x, c));
+  return {t, MulOp::create(b, loc, t, c)};
+}
+
 bool isSplatConstant(Value value, double splat) {
   DenseElementsAttr attr = splatConstantOf(value);
   if (!attr)

@@ -36,6 +36,19 @@ mlir::LogicalResult verifyLogitSoftcap(mlir::Operation *op,
 /// The splat constant `value` is, through broadcasts, or null.
 mlir::DenseElementsAttr splatConstantOf(mlir::Value value);
 
+/// A splat `value` of the float tensor `type`: a scalar constant broadcast,
+/// which the memory plan reads where it lies instead of filling a buffer.
+mlir::Value broadcastScalar(mlir::OpBuilder &b, mlir::Location loc,
+                            mlir::RankedTensorType type, double value);
+
+/// `x` soft-capped as ops (where no kernel caps it): t = tanh(x / c) and
+/// the capped c · t, c a broadcast scalar.
+struct Softcapped {
+  mlir::Value tanh, capped;
+};
+Softcapped softcapOps(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x,
+                      double cap);
+
 /// True when `value` is a constant whose every element equals `splat`, or
 /// a broadcast of one.
 bool isSplatConstant(mlir::Value value, double splat);

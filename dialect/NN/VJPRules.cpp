@@ -46,12 +46,8 @@ Value mul(OpBuilder &b, Location loc, Value lhs, Value rhs) {
 /// where it lies, not as a filled buffer of `value`'s size (a mean over
 /// the classes scales a logits-sized cotangent).
 Value scaleBy(OpBuilder &b, Location loc, Value value, double factor) {
-  RankedTensorType type = typeOf(value);
-  Value scalar =
-      splat(b, loc, RankedTensorType::get({}, type.getElementType()), factor);
-  return mul(
-      b, loc, value,
-      BroadcastOp::create(b, loc, type, scalar, b.getDenseI64ArrayAttr({})));
+  return mul(b, loc, value,
+             nn::detail::broadcastScalar(b, loc, typeOf(value), factor));
 }
 
 /// `value` summed down to `type`, undoing an nn.broadcast with `dims`:

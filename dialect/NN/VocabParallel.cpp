@@ -28,6 +28,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialect/NN/NNOps.h"
+#include "dialect/NN/NNOpsUtils.h"
 
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
@@ -71,26 +72,6 @@ LogicalResult refuseWidenedLoss(Operation *op, Type logits, Type loss) {
          << "has an f32 loss of " << getElementTypeOrSelf(logits)
          << " logits, which a vocabulary-parallel split does not compute; "
             "cast the logits to f32 before the loss";
-}
-
-/// A splat `value` of `like`'s type: a scalar broadcast (a view of it).
-Value splatLike(ImplicitLocOpBuilder &b, Value like, double value) {
-  auto type = cast<RankedTensorType>(like.getType());
-  auto scalar = RankedTensorType::get({}, type.getElementType());
-  Value constant = ConstantOp::create(
-      b, scalar,
-      DenseElementsAttr::get(scalar,
-                             b.getFloatAttr(type.getElementType(), value)));
-  return BroadcastOp::create(b, type, constant, b.getDenseI64ArrayAttr({}));
-}
-
-/// The logits a loss with `cap` reads: c · tanh(z / c), or z without one.
-Value cappedLogits(ImplicitLocOpBuilder &b, Value logits,
-                   std::optional<APFloat> cap) {
-  if (!cap)
-    return logits;
-  Value c = splatLike(b, logits, cap->convertToDouble());
-  return MulOp::create(b, TanhOp::create(b, DivOp::create(b, logits, c)), c);
 }
 
 /// The position dimensions of logits of rank `rank` (all but the last).
@@ -193,7 +174,11 @@ LogicalResult CrossEntropyOp::adjustLocalPartition(Operation *localOp,
   OpBuilder::InsertionGuard guard(builder);
   builder.setInsertionPoint(local);
   ImplicitLocOpBuilder b(getLoc(), builder);
-  Value logits = cappedLogits(b, local.getLogits(), getLogitSoftcap());
+  Value logits = local.getLogits();
+  if (std::optional<APFloat> cap = getLogitSoftcap())
+    logits =
+        nn::detail::softcapOps(b, b.getLoc(), logits, cap->convertToDouble())
+            .capped;
   VocabParallelBuilder vocab(b, logits, split, split.loopAxes[classLoop]);
   auto [max, exps] = vocab.shiftedExp();
   Value sum = vocab.sumOfExp(exps);
@@ -251,8 +236,14 @@ LogicalResult CrossEntropyGradOp::adjustLocalPartition(Operation *localOp,
   if (failed(refuseWidenedLoss(*this, getLogits().getType(),
                                getDloss().getType())))
     return failure();
-  std::optional<APFloat> cap = getLogitSoftcap();
-  Value logits = cappedLogits(b, local.getLogits(), cap);
+  // A capped loss's block of logits, and its tanh for the cap's slope.
+  Value logits = local.getLogits(), capTanh;
+  if (std::optional<APFloat> cap = getLogitSoftcap()) {
+    nn::detail::Softcapped capped =
+        nn::detail::softcapOps(b, b.getLoc(), logits, cap->convertToDouble());
+    logits = capped.capped;
+    capTanh = capped.tanh;
+  }
   VocabParallelBuilder vocab(b, logits, split, split.loopAxes[classLoop]);
   Value rowGrad = local.getDloss();
   if (getReduction() == LossReduction::mean)
@@ -269,12 +260,11 @@ LogicalResult CrossEntropyGradOp::adjustLocalPartition(Operation *localOp,
   if (failed(markVocabularyBlock(*this, dlogits, split, classLoop)))
     return failure();
   Value result = dlogits;
-  if (cap) { // through the cap: times 1 − (y / c)²
-    Value t =
-        DivOp::create(b, logits, splatLike(b, logits, cap->convertToDouble()));
-    Value slope =
-        SubOp::create(b, splatLike(b, logits, 1.0), MulOp::create(b, t, t));
-    result = MulOp::create(b, dlogits, slope);
+  if (capTanh) { // through the cap: times 1 − tanh²
+    Value one = nn::detail::broadcastScalar(
+        b, b.getLoc(), cast<RankedTensorType>(logits.getType()), 1.0);
+    result = MulOp::create(
+        b, dlogits, SubOp::create(b, one, MulOp::create(b, capTanh, capTanh)));
   }
   split.replacements = {result};
   return success();

@@ -130,26 +130,26 @@ void lossEntry(tessel_ctx *ctx, const char *entry, int32_t dtype,
 }
 
 /// A cross-entropy entry point with the loss's dtype given and a logit soft
-/// cap (the _softcap entries): lossEntry's checks, the loss dtype the
-/// logits' or f32 for 16-bit logits, the cap finite and >= 0; then
-/// run(lossDtype).
+/// cap (tessel_cross_entropy_with_grad and the _softcap entries): traced as
+/// `entry`, the loss dtype the logits' or f32 (for 16-bit logits), then
+/// checkLoss's checks and the cap finite and >= 0; then run().
 template <class Run>
 void cappedLossEntry(tessel_ctx *ctx, const char *entry, int32_t dtype,
                      int32_t lossDtype, int32_t labelDtype, int64_t rows,
                      int64_t classes, int32_t reduction, double softcap,
                      Run &&run) {
-  lossEntry(ctx, entry, dtype, lossDtype != dtype, labelDtype, rows, classes,
-            reduction, [&](int32_t checked) {
-              if (checked != lossDtype) {
-                setError(ctx,
-                         "%s: loss dtype %d (expected the logits' %d "
-                         "or f32)",
-                         entry, lossDtype, dtype);
-                return;
-              }
-              if (checkLogitSoftcap(ctx, entry, softcap))
-                run(lossDtype);
-            });
+  if (!ctx)
+    return;
+  KernelScope scope(ctx, entry);
+  if (lossDtype != dtype && lossDtype != TESSEL_F32) {
+    setError(ctx, "%s: loss dtype %d (expected the logits' %d or f32)", entry,
+             lossDtype, dtype);
+    return;
+  }
+  if (checkLoss(ctx, entry, dtype, lossDtype != dtype, labelDtype, rows,
+                classes, reduction) &&
+      checkLogitSoftcap(ctx, entry, softcap))
+    run();
 }
 
 /// A block [offset, offset + size) of an extent `total` (a rank's rows of a

@@ -607,10 +607,10 @@ void tessel_cross_entropy_softcap(tessel_ctx *ctx, int32_t dtype,
                                   void *out, int64_t rows, int64_t classes,
                                   int32_t reduction, double softcap) {
   cappedLossEntry(ctx, __func__, dtype, loss_dtype, label_dtype, rows, classes,
-                  reduction, softcap, [&](int32_t lossDtype) {
+                  reduction, softcap, [&] {
                     ctx->backend->crossEntropy(
-                        ctx, dtype, lossDtype, label_dtype, logits, labels, out,
-                        rows, classes, reduction, softcap);
+                        ctx, dtype, loss_dtype, label_dtype, logits, labels,
+                        out, rows, classes, reduction, softcap);
                   });
 }
 
@@ -802,11 +802,7 @@ void tessel_rope_factors(tessel_ctx *ctx, int32_t dtype, const void *x, void *y,
                          attention_factor);
                 return std::nullopt;
               }
-              rope::Scaling none;
-              none.attention = attention_factor;
-              if (!pair_factors)
-                return none;
-              const int64_t pairs = rotary_dim / 2;
+              const int64_t pairs = pair_factors ? rotary_dim / 2 : 0;
               if (pairs > rope::kMaxFactorPairs) {
                 setError(ctx,
                          "tessel_rope_factors: %lld pairs with factors, at "
@@ -823,7 +819,9 @@ void tessel_rope_factors(tessel_ctx *ctx, int32_t dtype, const void *x, void *y,
                            (long long)i, pair_factors[i]);
                   return std::nullopt;
                 }
-              rope::Scaling scaling = rope::perPair(pair_factors, pairs);
+              rope::Scaling scaling = pair_factors
+                                          ? rope::perPair(pair_factors, pairs)
+                                          : rope::Scaling{};
               scaling.attention = attention_factor;
               return scaling;
             });

@@ -180,9 +180,9 @@ void tessel_cross_entropy_grad_softcap(tessel_ctx *ctx, int32_t dtype,
                                        int64_t rows, int64_t classes,
                                        int32_t reduction, double softcap) {
   cappedLossEntry(ctx, __func__, dtype, loss_dtype, label_dtype, rows, classes,
-                  reduction, softcap, [&](int32_t lossDtype) {
+                  reduction, softcap, [&] {
                     ctx->backend->crossEntropyGrad(
-                        ctx, dtype, lossDtype, label_dtype, logits, labels,
+                        ctx, dtype, loss_dtype, label_dtype, logits, labels,
                         dloss, dlogits, rows, classes, reduction, softcap);
                   });
 }
@@ -194,36 +194,28 @@ static void lossWithGrad(tessel_ctx *ctx, const char *entry, int32_t dtype,
                          const void *dloss, void *out, void *dlogits,
                          int64_t rows, int64_t classes, int32_t reduction,
                          double softcap) {
-  if (!ctx)
-    return;
-  KernelScope scope(ctx, entry);
-  if (loss_dtype != dtype && loss_dtype != TESSEL_F32) {
-    setError(ctx, "%s: loss dtype %d (expected the logits' %d or f32)", entry,
-             loss_dtype, dtype);
-    return;
-  }
-  if (!checkLoss(ctx, entry, dtype, loss_dtype != dtype, label_dtype, rows,
-                 classes, reduction) ||
-      !checkLogitSoftcap(ctx, entry, softcap))
-    return;
-  // The gradient is the logits' memory or memory of its own.
-  int64_t bytes;
-  if (__builtin_mul_overflow(rows * classes, tessel_dtype_size(dtype),
-                             &bytes)) {
-    setError(ctx, "%s: [%lld, %lld] logits overflow int64 bytes", entry,
-             (long long)rows, (long long)classes);
-    return;
-  }
-  if (dlogits != logits && overlaps(dlogits, bytes, logits, bytes)) {
-    setError(ctx,
-             "%s: dlogits overlaps the logits without being them (in place "
-             "is dlogits == logits)",
-             entry);
-    return;
-  }
-  ctx->backend->crossEntropyWithGrad(ctx, dtype, loss_dtype, label_dtype,
-                                     logits, labels, dloss, out, dlogits, rows,
-                                     classes, reduction, softcap);
+  cappedLossEntry(
+      ctx, entry, dtype, loss_dtype, label_dtype, rows, classes, reduction,
+      softcap, [&] {
+        // The gradient is the logits' memory or memory of its own.
+        int64_t bytes;
+        if (__builtin_mul_overflow(rows * classes, tessel_dtype_size(dtype),
+                                   &bytes)) {
+          setError(ctx, "%s: [%lld, %lld] logits overflow int64 bytes", entry,
+                   (long long)rows, (long long)classes);
+          return;
+        }
+        if (dlogits != logits && overlaps(dlogits, bytes, logits, bytes)) {
+          setError(ctx,
+                   "%s: dlogits overlaps the logits without being them (in "
+                   "place is dlogits == logits)",
+                   entry);
+          return;
+        }
+        ctx->backend->crossEntropyWithGrad(ctx, dtype, loss_dtype, label_dtype,
+                                           logits, labels, dloss, out, dlogits,
+                                           rows, classes, reduction, softcap);
+      });
 }
 
 void tessel_cross_entropy_with_grad(tessel_ctx *ctx, int32_t dtype,

@@ -93,7 +93,7 @@ inline Scaling yarn(double factor, double betaFast, double betaSlow,
 /// LongRoPE's scaling: pair i's frequency divided by factors[i], for the
 /// `pairs` (<= kMaxFactorPairs) pairs rotated.
 inline Scaling perPair(const double *factors, int64_t pairs) {
-  Scaling scaling{1, 0, 0, 0, Rule::PerPair, 1};
+  Scaling scaling{1, 0, 0, 0, Rule::PerPair};
   for (int64_t i = 0; i < pairs; ++i)
     scaling.pairFactor[i] = factors[i];
   return scaling;

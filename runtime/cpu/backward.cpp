@@ -345,6 +345,31 @@ void layerNormGradF32(const float *x, const float *gamma, const float *dy,
       dbeta[j] = float(dbSum[j]);
 }
 
+/// Row r's label of a cross-entropy gradient, or -1 when it lies outside
+/// [0, classes): the error recorded and the row's gradient zeroed.
+template <class T>
+int64_t gradRowLabel(tessel_ctx *ctx, int32_t labelDtype, const void *labels,
+                     int64_t r, int64_t classes, T *dr) {
+  int64_t label = loadIndex(labelDtype, labels, r);
+  if (label >= 0 && label < classes)
+    return label;
+  setError(ctx,
+           "tessel_cross_entropy_grad: label %lld of row %lld "
+           "outside [0, %lld)",
+           (long long)label, (long long)r, (long long)classes);
+  std::fill(dr, dr + classes, fromDouble<T>(0.0));
+  return -1;
+}
+
+/// The scale of row r's gradient: dloss[r] (none), dloss[0] (sum) or
+/// dloss[0] / rows (mean).
+template <class L>
+double rowGradScale(const L *dl, int32_t reduction, int64_t r, int64_t rows) {
+  return reduction == TESSEL_LOSS_NONE  ? double(ld(dl, r))
+         : reduction == TESSEL_LOSS_SUM ? double(ld(dl, 0))
+                                        : double(ld(dl, 0)) / double(rows);
+}
+
 /// The cross-entropy gradient in f32, vectorised: the row's max,
 /// e^(x − max) (the polynomial exp) written straight into the output row
 /// with its sum (f32 lanes flushed into f64, as in the forward), then one
@@ -362,20 +387,10 @@ void crossEntropyGradF32(tessel_ctx *ctx, int32_t labelDtype,
     for (int64_t r = 0; r < rows; ++r) {
       const T *xs = x + r * classes;
       T *dr = dlogits + r * classes;
-      int64_t label = labelDtype == TESSEL_I32
-                          ? static_cast<const int32_t *>(labels)[r]
-                          : static_cast<const int64_t *>(labels)[r];
-      if (label < 0 || label >= classes) {
-        setError(ctx, "tessel_cross_entropy_grad: label %lld of row %lld "
-                      "outside [0, %lld)",
-                 (long long)label, (long long)r, (long long)classes);
-        std::fill(dr, dr + classes, fromDouble<T>(0.0));
+      int64_t label = gradRowLabel(ctx, labelDtype, labels, r, classes, dr);
+      if (label < 0)
         continue;
-      }
-      double g = reduction == TESSEL_LOSS_NONE ? double(dl[r])
-                 : reduction == TESSEL_LOSS_SUM
-                     ? double(dl[0])
-                     : double(dl[0]) / double(rows);
+      double g = rowGradScale(dl, reduction, r, rows);
       const float *xf;
       float *df;
       if constexpr (kWiden) {
@@ -414,20 +429,10 @@ void crossEntropyGradRows(tessel_ctx *ctx, int32_t labelDtype,
   for (int64_t r = 0; r < rows; ++r) {
     const T *xs = x + r * classes;
     T *dr = dlogits + r * classes;
-    int64_t label = loadIndex(labelDtype, labels, r);
-    if (label < 0 || label >= classes) {
-      setError(ctx,
-               "tessel_cross_entropy_grad: label %lld of row %lld "
-               "outside [0, %lld)",
-               (long long)label, (long long)r, (long long)classes);
-      for (int64_t c = 0; c < classes; ++c)
-        dr[c] = Elem<T>::store(C(0));
+    int64_t label = gradRowLabel(ctx, labelDtype, labels, r, classes, dr);
+    if (label < 0)
       continue;
-    }
-    double g = reduction == TESSEL_LOSS_NONE ? double(ld(dl, r))
-               : reduction == TESSEL_LOSS_SUM
-                   ? double(ld(dl, 0))
-                   : double(ld(dl, 0)) / double(rows);
+    double g = rowGradScale(dl, reduction, r, rows);
     C mx = -std::numeric_limits<C>::infinity();
     for (int64_t c = 0; c < classes; ++c) {
       y[size_t(c)] = tessel::softcapValue(C(ld(xs, c)), cap);

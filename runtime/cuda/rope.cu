@@ -63,11 +63,6 @@ __global__ void __launch_bounds__(kRopeBlock)
   }
 }
 
-unsigned gridFor(int64_t work) {
-  int64_t blocks = (work + kRopeBlock - 1) / kRopeBlock;
-  return unsigned(blocks > kMaxGrid ? kMaxGrid : blocks);
-}
-
 } // namespace
 
 void CudaBackend::rope(tessel_ctx *ctx, int32_t dtype, const void *x, void *y,
@@ -79,6 +74,10 @@ void CudaBackend::rope(tessel_ctx *ctx, int32_t dtype, const void *x, void *y,
   if (work == 0 || heads == 0)
     return;
   const int64_t rows = outer * positions * heads;
+  auto gridFor = [](int64_t threads) {
+    int64_t blocks = (threads + kRopeBlock - 1) / kRopeBlock;
+    return unsigned(blocks > kMaxGrid ? kMaxGrid : blocks);
+  };
   visitFloat(dtype, [&](auto tag) {
     using T = decltype(tag);
     ropeKernel<T><<<gridFor(work), kRopeBlock, 0, stream()>>>(
