@@ -461,7 +461,7 @@ nn::CrossEntropyGradOp fuseLossGradRounding(nn::CrossEntropyGradOp grad) {
   auto fused = nn::CrossEntropyGradOp::create(
       b, b.getFusedLoc({grad.getLoc(), rounding.getLoc()}), widened.getInput(),
       grad.getLabels(), grad.getDloss(), grad.getReductionAttr(),
-      grad.getLogitSoftcapAttr());
+      grad.getLabelSmoothingAttr(), grad.getLogitSoftcapAttr());
   rounding.getResult().replaceAllUsesWith(fused.getDlogits());
   rounding->erase();
   grad->erase();
@@ -471,7 +471,7 @@ nn::CrossEntropyGradOp fuseLossGradRounding(nn::CrossEntropyGradOp grad) {
 }
 
 /// cross_entropy(z, y) and cross_entropy_grad(z, y, dloss) of the same
-/// reduction, the loss first → cross_entropy_with_grad: each row's
+/// reduction and options, the loss first → cross_entropy_with_grad: each row's
 /// statistics read once. Where the loss stood when dloss exists there (a
 /// training step's seed, a constant), else where the gradient stood when
 /// nothing reads the loss before it. In place (the gradient written over
@@ -487,6 +487,7 @@ void fuseLossWithGrad(nn::CrossEntropyGradOp grad) {
           candidate->isBeforeInBlock(grad) &&
           candidate.getLabels() == grad.getLabels() &&
           candidate.getReduction() == grad.getReduction() &&
+          candidate.getLabelSmoothingAttr() == grad.getLabelSmoothingAttr() &&
           candidate.getLogitSoftcapAttr() == grad.getLogitSoftcapAttr() &&
           candidate.getType() == grad.getDloss().getType())
         loss = candidate;
@@ -515,7 +516,8 @@ void fuseLossWithGrad(nn::CrossEntropyGradOp grad) {
       b, b.getFusedLoc({loss.getLoc(), grad.getLoc()}),
       TypeRange{loss.getType(), grad.getType()}, logits, grad.getLabels(),
       grad.getDloss(), grad.getReductionAttr(),
-      inPlace ? b.getUnitAttr() : UnitAttr(), grad.getLogitSoftcapAttr());
+      inPlace ? b.getUnitAttr() : UnitAttr(), grad.getLabelSmoothingAttr(),
+      grad.getLogitSoftcapAttr());
   loss.getResult().replaceAllUsesWith(fused.getLoss());
   grad.getResult().replaceAllUsesWith(fused.getDlogits());
   loss->erase();

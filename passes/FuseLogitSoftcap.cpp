@@ -14,8 +14,8 @@
 // its gradient then cap each logit inside their kernels (runtime ABI 27):
 // neither the capped logits nor their tanh is stored, where the ops keep
 // two logits-sized buffers (the tanh for its gradient, and the capped
-// logits). Runs before autodiff, after tessel-smooth-labels (whose terms
-// read the capped logits, which then stay). The rewrite is
+// logits). Runs before autodiff, after tessel-mask-ignored-labels (whose
+// loss of each position keeps the cap and a label smoothing). The rewrite is
 // nn.cross_entropy's canonicalization (FoldLogitSoftcap, LossOps.cpp),
 // applied here alone.
 //

@@ -113,8 +113,8 @@ LogicalResult maskIgnoredLabels(nn::CrossEntropyOp loss) {
           b, nn::ReluOp::create(b, nn::SubOp::create(b, sum, one)), one);
     }
   }
-  // (A label_smoothing stays, for tessel-smooth-labels: each position's
-  // smoothed loss is weighed as its plain one.)
+  // (A label_smoothing stays: each position's smoothed loss is weighed as
+  // its plain one.)
   Value each = nn::CrossEntropyOp::create(
       b, perPosition, loss.getLogits(), mask.getSafe(),
       nn::LossReductionAttr::get(b.getContext(), nn::LossReduction::none),

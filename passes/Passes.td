@@ -116,7 +116,7 @@ def MaskIgnoredLabelsPass
 def FuseLogitSoftcapPass : Pass<"tessel-fuse-logit-softcap", "mlir::ModuleOp"> {
   let summary = "Fold soft-capped logits into the cross-entropy that reads them";
   let description = [{
-    Runs on the forward model after tessel-smooth-labels and before
+    Runs on the forward model after tessel-mask-ignored-labels and before
     autodiff. `c · tanh(z / c)` (a splat `c > 0`, Gemma 2's
     `final_logit_softcapping`) read by an `nn.cross_entropy` alone becomes
     that loss's `logit_softcap`:
@@ -131,39 +131,9 @@ def FuseLogitSoftcapPass : Pass<"tessel-fuse-logit-softcap", "mlir::ModuleOp"> {
     ```
 
     The loss and its gradient cap inside their kernels: neither the capped
-    logits nor their tanh is stored. A chain another op reads (a smoothed
-    loss's terms) stays. The rewrite is nn.cross_entropy's
+    logits nor their tanh is stored, with or without a label smoothing. A
+    chain another op reads stays. The rewrite is nn.cross_entropy's
     canonicalization, applied alone (no other folding before autodiff).
-  }];
-  let dependentDialects = ["tessel::nn::NNDialect"];
-}
-
-def SmoothLabelsPass : Pass<"tessel-smooth-labels", "mlir::ModuleOp"> {
-  let summary = "Write a cross-entropy's label_smoothing as its plain loss and a term";
-  let description = [{
-    Runs on the forward model after tessel-mask-ignored-labels and before
-    autodiff. Each `nn.cross_entropy` with `label_smoothing` ε (PyTorch's:
-    the target `(1 - ε)·onehot + ε/V`) becomes the loss of each position
-    plus `ε·(z_label - mean(z))`, reduced as the loss was:
-
-    ```mlir
-    %l = nn.cross_entropy %z, %y {label_smoothing = 0.1 : f64} : (tensor<4x10xf32>, tensor<4xi32>) -> tensor<f32>
-    // becomes
-    %each = nn.cross_entropy %z, %y {reduction = #nn.reduction<none>} : (tensor<4x10xf32>, tensor<4xi32>) -> tensor<4xf32>
-    %zy = nn.label_logit %z, %y : (tensor<4x10xf32>, tensor<4xi32>) -> tensor<4xf32>
-    %zm = nn.reduce_mean %z dims = [1] : tensor<4x10xf32> -> tensor<4xf32>
-    %t = nn.sub %zy, %zm : tensor<4xf32>
-    %e = nn.mul %t, %eps : tensor<4xf32>        // ε broadcast
-    %s = nn.add %each, %e : tensor<4xf32>
-    %l = nn.reduce_mean %s dims = [0] : tensor<4xf32> -> tensor<f32>
-    ```
-
-    Every piece is one the other passes know: on a split vocabulary the
-    label's logit and the mean over the classes are each rank's block
-    completed by an all-reduce, as the vocabulary-parallel loss is. A loss
-    that also ignores positions is masked first: the smoothed loss of each
-    position is weighed as the plain one (PyTorch's mean over the positions
-    not ignored). ε = 0 only drops the attribute.
   }];
   let dependentDialects = ["tessel::nn::NNDialect"];
 }

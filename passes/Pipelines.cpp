@@ -49,7 +49,6 @@ bool CompilePipelineOptions::pipelined() const {
 static void buildModelPlan(OpPassManager &pm,
                            const CompilePipelineOptions &options) {
   pm.addPass(createMaskIgnoredLabelsPass());
-  pm.addPass(createSmoothLabelsPass());
   pm.addPass(createFuseLogitSoftcapPass());
   if (options.train)
     pm.addPass(createAutodiffPass(options.givenTrainSettings()));

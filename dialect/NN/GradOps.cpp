@@ -258,18 +258,21 @@ CrossEntropyGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
 
 // Softmax again (4 per logit), normalise and scale by the loss gradient (2
 // per logit), subtract the one-hot (1 per position).
-// A logit soft cap: its division, tanh and product again, and the slope
-// (3 more a logit).
+// Its options: nn::detail::lossOptionFlops (a cap's division, tanh and
+// product again with the slope; smoothing's ε/V).
 int64_t CrossEntropyGradOp::getFlops() {
   using nn::detail::satAdd, nn::detail::satMul;
-  int64_t perLogit = getLogitSoftcap() ? 9 : 6;
+  int64_t perLogit =
+      6 + nn::detail::lossOptionFlops(getLabelSmoothing().has_value(),
+                                      getLogitSoftcap().has_value());
   return satAdd(
       satMul(perLogit, nn::detail::numElements(getLogits().getType())),
       nn::detail::numElements(getLabels().getType()));
 }
 
 LogicalResult CrossEntropyGradOp::verify() {
-  return nn::detail::verifyLogitSoftcap(*this, getLogitSoftcap());
+  return nn::detail::verifyLossOptions(*this, getLabelSmoothing(),
+                                       getLogitSoftcap());
 }
 
 // Loops: the label dimensions..., then the class loop; all parallel (every

@@ -53,10 +53,12 @@ LogicalResult CrossEntropyOp::inferReturnTypes(MLIRContext *,
 
 // Per position: max, subtract, exp and sum over the classes (4 per logit),
 // then log and pick (2 per position). The mean's division is in the pick.
-// A logit soft cap: a division, a tanh and a product per logit.
+// Its options: nn::detail::lossOptionFlops.
 int64_t CrossEntropyOp::getFlops() {
   using nn::detail::satAdd, nn::detail::satMul;
-  int64_t perLogit = getLogitSoftcap() ? 7 : 4;
+  int64_t perLogit =
+      4 + nn::detail::lossOptionFlops(getLabelSmoothing().has_value(),
+                                      getLogitSoftcap().has_value());
   return satAdd(
       satMul(perLogit, nn::detail::numElements(getLogits().getType())),
       satMul(2, nn::detail::numElements(getLabels().getType())));
@@ -95,24 +97,31 @@ SmallVector<ReductionKind> CrossEntropyOp::getReductionLoopIteratorKinds() {
   return kinds;
 }
 
-LogicalResult nn::detail::verifyLogitSoftcap(Operation *op,
-                                             std::optional<APFloat> cap) {
-  if (!cap)
-    return success();
-  double c = cap->convertToDouble();
-  if (!std::isfinite(c) || c <= 0.0)
-    return op->emitOpError()
-           << "logit_softcap " << c << " must be finite and positive";
+LogicalResult nn::detail::verifyLossOptions(Operation *op,
+                                            std::optional<APFloat> smoothing,
+                                            std::optional<APFloat> cap) {
+  if (smoothing) {
+    double e = smoothing->convertToDouble();
+    if (!(e >= 0.0 && e <= 1.0))
+      return op->emitOpError()
+             << "label_smoothing must be in [0, 1], got " << e;
+  }
+  if (cap) {
+    double c = cap->convertToDouble();
+    if (!std::isfinite(c) || c <= 0.0)
+      return op->emitOpError()
+             << "logit_softcap " << c << " must be finite and positive";
+  }
   return success();
 }
 
+int64_t nn::detail::lossOptionFlops(bool smoothing, bool cap) {
+  return (smoothing ? 1 : 0) + (cap ? 3 : 0);
+}
+
 LogicalResult CrossEntropyOp::verify() {
-  if (std::optional<APFloat> smoothing = getLabelSmoothing()) {
-    double e = smoothing->convertToDouble();
-    if (!(e >= 0.0 && e <= 1.0))
-      return emitOpError() << "label_smoothing must be in [0, 1], got " << e;
-  }
-  return nn::detail::verifyLogitSoftcap(*this, getLogitSoftcap());
+  return nn::detail::verifyLossOptions(*this, getLabelSmoothing(),
+                                       getLogitSoftcap());
 }
 
 namespace {
@@ -140,13 +149,13 @@ std::optional<double> positiveSplat(Value value) {
 /// capped logits nor the tanh are stored. Under mixed precision the capped
 /// 16-bit logits are widened before the loss: the widening moves onto z
 /// (the kernel caps in f32, and tessel-fuse-epilogues folds the widening
-/// into it). A smoothed loss keeps the chain (tessel-smooth-labels reads
-/// the capped logits).
+/// into it). A smoothed loss smooths the capped logits' target: the cap
+/// folds as well.
 struct FoldLogitSoftcap : public OpRewritePattern<CrossEntropyOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(CrossEntropyOp op,
                                 PatternRewriter &rewriter) const override {
-    if (op.getLogitSoftcap() || op.getLabelSmoothing())
+    if (op.getLogitSoftcap())
       return failure();
     Value capped = op.getLogits();
     auto widening = capped.getDefiningOp<CastOp>();
@@ -191,14 +200,10 @@ void CrossEntropyOp::getCanonicalizationPatterns(RewritePatternSet &results,
   results.add<FoldLogitSoftcap>(context);
 }
 
-LogicalResult CrossEntropyOp::refuseLossOptions(StringRef pass) {
+LogicalResult CrossEntropyOp::refuseIgnoreIndex(StringRef pass) {
   if (getIgnoreIndex())
     return emitOpError() << "has an ignore_index, which " << pass
                          << " does not take: run tessel-mask-ignored-labels "
-                            "before it";
-  if (getLabelSmoothing())
-    return emitOpError() << "has a label_smoothing, which " << pass
-                         << " does not take: run tessel-smooth-labels "
                             "before it";
   return success();
 }
@@ -324,7 +329,8 @@ SmallVector<ReductionKind> SubLabelOp::getReductionLoopIteratorKinds() {
 //===----------------------------------------------------------------------===//
 
 LogicalResult CrossEntropyWithGradOp::verify() {
-  if (failed(nn::detail::verifyLogitSoftcap(*this, getLogitSoftcap())))
+  if (failed(nn::detail::verifyLossOptions(*this, getLabelSmoothing(),
+                                           getLogitSoftcap())))
     return failure();
   FailureOr<RankedTensorType> loss = nn::detail::inferCrossEntropyType(
       getLoc(), getLogits().getType(), getLabels().getType(),
@@ -347,10 +353,13 @@ LogicalResult CrossEntropyWithGradOp::verify() {
 }
 
 // nn.cross_entropy's 4·N + 2·R and nn.cross_entropy_grad's 6·N + R, less
-// the row max and sum the gradient recomputed (2 per logit).
+// the row max and sum the gradient recomputed (2 per logit); the options
+// each way.
 int64_t CrossEntropyWithGradOp::getFlops() {
   using nn::detail::satAdd, nn::detail::satMul;
-  int64_t perLogit = getLogitSoftcap() ? 14 : 8; // the two caps: 3 each
+  int64_t perLogit =
+      8 + 2 * nn::detail::lossOptionFlops(getLabelSmoothing().has_value(),
+                                          getLogitSoftcap().has_value());
   return satAdd(
       satMul(perLogit, nn::detail::numElements(getLogits().getType())),
       satMul(3, nn::detail::numElements(getLabels().getType())));

@@ -246,7 +246,10 @@ def NN_CrossEntropyGradOp : NN_ShardableOp<"cross_entropy_grad",
     row maximum and sum of exponentials over the class blocks
     (vocabulary-parallel cross-entropy). With `logit_softcap` c, the
     gradient of nn.cross_entropy's capped loss: with `y = c·tanh(z / c)`,
-    `g_i · (softmax(y) − onehot) · (1 − (y / c)²)`, `3·N` flops more.
+    `g_i · (softmax(y) − onehot) · (1 − (y / c)²)`, `3·N` flops more. With
+    `label_smoothing` ε, the gradient of nn.cross_entropy's smoothed loss:
+    the one-hot becomes `(1 − ε)·onehot + ε/V` (`N` flops more), computed
+    inside the kernel.
 
     ```mlir
     %dz = nn.cross_entropy_grad %z, %y, %dl : (tensor<32x10xf32>, tensor<32xi32>, tensor<f32>) -> tensor<32x10xf32>
@@ -255,6 +258,7 @@ def NN_CrossEntropyGradOp : NN_ShardableOp<"cross_entropy_grad",
   let arguments = (ins NN_FloatTensor:$logits, NN_IndexTensor:$labels,
       NN_FloatTensor:$dloss,
       DefaultValuedAttr<NN_LossReductionAttr, "LossReduction::mean">:$reduction,
+      OptionalAttr<F64Attr>:$label_smoothing,
       OptionalAttr<F64Attr>:$logit_softcap);
   let results = (outs NN_FloatTensor:$dlogits);
   let hasVerifier = 1;
@@ -277,8 +281,9 @@ def NN_CrossEntropyWithGradOp : NN_Op<"cross_entropy_with_grad", [Pure]> {
     classifier): the memory plan then checks that nothing reads the logits
     afterwards. Flops: the two ops' less the row statistics the gradient
     recomputed (its max and sum, 2 per logit): `8·N + 3·R` with `N`
-    logits and `R` positions. `logit_softcap` is the two ops' (`6·N`
-    more: the forward's cap and the gradient's).
+    logits and `R` positions. `label_smoothing` and `logit_softcap` are
+    the two ops' (`2·N` and `6·N` more: the forward's and the gradient's
+    share each).
 
     ```mlir
     %l, %dz = nn.cross_entropy_with_grad %z, %y, %dl in_place : (tensor<32x10xbf16>, tensor<32xi32>, tensor<f32>) -> (tensor<f32>, tensor<32x10xbf16>)
@@ -287,7 +292,8 @@ def NN_CrossEntropyWithGradOp : NN_Op<"cross_entropy_with_grad", [Pure]> {
   let arguments = (ins NN_FloatTensor:$logits, NN_IndexTensor:$labels,
       NN_FloatTensor:$dloss,
       DefaultValuedAttr<NN_LossReductionAttr, "LossReduction::mean">:$reduction,
-      UnitAttr:$in_place, OptionalAttr<F64Attr>:$logit_softcap);
+      UnitAttr:$in_place, OptionalAttr<F64Attr>:$label_smoothing,
+      OptionalAttr<F64Attr>:$logit_softcap);
   let results = (outs NN_FloatTensor:$loss, NN_FloatTensor:$dlogits);
   let assemblyFormat = [{
     $logits `,` $labels `,` $dloss (`in_place` $in_place^)? attr-dict `:`

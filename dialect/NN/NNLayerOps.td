@@ -583,9 +583,12 @@ def NN_CrossEntropyOp : NN_ShardableOp<"cross_entropy",
     With `label_smoothing` ε in [0, 1] (PyTorch's), the target is
     `(1 - ε)·onehot(label) + ε/V` everywhere: a position's loss is
     `(1 - ε)·(lse - z_label) + ε·(lse - mean(z))`, which is its plain loss
-    plus `ε·(z_label - mean(z))`. `tessel-smooth-labels` writes it so, with
-    nn.label_logit and nn.reduce_mean over the classes (after
-    `ignore_index`'s masking, which weighs it as the plain loss).
+    plus `ε·(z_label - mean(z))`, and its gradient's one-hot is the same
+    target. The loss kernels compute both with one more sum per row (runtime
+    ABI 28; `N` flops more), so no logits-sized term is stored. With
+    `ignore_index`, tessel-mask-ignored-labels keeps it on the loss of each
+    position it weighs; on a split vocabulary each rank sums its block of
+    the classes, completed by one more all-reduce of one value a position.
 
     With `logit_softcap` c > 0 (Gemma 2's `final_logit_softcapping`), the
     loss is of the capped logits `c·tanh(z / c)`, capped inside the loss
@@ -611,10 +614,9 @@ def NN_CrossEntropyOp : NN_ShardableOp<"cross_entropy",
   let hasVerifier = 1;
   let hasCanonicalizer = 1;
   let extraClassDeclaration = [{
-    /// Fails, naming `pass`, for a loss with an ignore_index or a
-    /// label_smoothing: `pass` sees them only as tessel-mask-ignored-labels
-    /// and tessel-smooth-labels write them.
-    ::llvm::LogicalResult refuseLossOptions(::llvm::StringRef pass);
+    /// Fails, naming `pass`, for a loss with an ignore_index: `pass` sees
+    /// it only as tessel-mask-ignored-labels writes it.
+    ::llvm::LogicalResult refuseIgnoreIndex(::llvm::StringRef pass);
   }];
   let assemblyFormat = [{
     $logits `,` $labels attr-dict `:` functional-type(operands, results)
@@ -631,9 +633,9 @@ def NN_LabelLogitOp : NN_ShardableOp<"label_logit",
     the class loop a `sum` reduction (the one-hot view): with `block_axes`
     (as `nn.embedding`) the logits are the rank's block of the classes and
     a label outside it picks 0, so the blocks sum to the label's logit. The
-    vocabulary-parallel cross-entropy is built from it, and a smoothed
-    loss's term (tessel-smooth-labels). Its gradient is the cotangent at
-    each position's label of zeros (nn.sub_label of its negation).
+    vocabulary-parallel cross-entropy is built from it. Its gradient is the
+    cotangent at each position's label of zeros (nn.sub_label of its
+    negation).
 
     ```mlir
     %p = nn.label_logit %logits, %labels : (tensor<8x128x50304xf32>, tensor<8x128xi32>) -> tensor<8x128xf32>

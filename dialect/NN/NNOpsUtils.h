@@ -28,10 +28,16 @@ llvm::LogicalResult verifyDimList(std::optional<mlir::Location> loc,
                                   llvm::ArrayRef<int64_t> dims, int64_t rank,
                                   llvm::StringRef what);
 
-/// Fails with an error on `op` unless a loss's logit_softcap is absent or
-/// finite and positive.
-mlir::LogicalResult verifyLogitSoftcap(mlir::Operation *op,
-                                       std::optional<llvm::APFloat> cap);
+/// Fails with an error on `op` unless a loss's label_smoothing is absent
+/// or in [0, 1] and its logit_softcap absent or finite and positive.
+mlir::LogicalResult verifyLossOptions(mlir::Operation *op,
+                                      std::optional<llvm::APFloat> smoothing,
+                                      std::optional<llvm::APFloat> cap);
+
+/// Flops a loss's options add per logit, each way: a soft cap 3 (a
+/// division, a tanh, a product; the gradient's slope), label smoothing 1
+/// (the forward's sum, the gradient's ε/V).
+int64_t lossOptionFlops(bool smoothing, bool cap);
 
 /// The splat constant `value` is, through broadcasts, or null.
 mlir::DenseElementsAttr splatConstantOf(mlir::Value value);

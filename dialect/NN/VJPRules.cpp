@@ -582,13 +582,16 @@ Cotangents LabelLogitOp::buildVJP(OpBuilder &b, ValueRange cotangents,
 
 Cotangents CrossEntropyOp::buildVJP(OpBuilder &b, ValueRange cotangents,
                                     ArrayRef<bool> needed) {
-  if (failed(refuseLossOptions("tessel-autodiff")))
+  if (failed(refuseIgnoreIndex("tessel-autodiff")))
     return failure();
   SmallVector<Value> grads(2); // labels have no derivative
   if (needed[0]) {
+    // The options inside the gradient's kernel, as in the loss's.
     SmallVector<NamedAttribute> attrs = {
         b.getNamedAttr("reduction", getReductionAttr())};
-    if (FloatAttr cap = getLogitSoftcapAttr()) // the cap inside the gradient
+    if (FloatAttr smoothing = getLabelSmoothingAttr())
+      attrs.push_back(b.getNamedAttr("label_smoothing", smoothing));
+    if (FloatAttr cap = getLogitSoftcapAttr())
       attrs.push_back(b.getNamedAttr("logit_softcap", cap));
     grads[0] = buildWith<CrossEntropyGradOp>(
                    b, getLoc(), getLogits().getType(),

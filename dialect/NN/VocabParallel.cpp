@@ -22,6 +22,9 @@
 //   c·tanh(z / c), before the statistics, and its gradient multiplies the
 //   block's by the cap's slope 1 − (y / c)² (the kernels' fused cap needs
 //   whole rows).
+// - a loss with a label_smoothing ε adds ε·(logit − Σz / V) per position,
+//   Σz the block's sum completed by one more all-reduce, and its gradient
+//   subtracts (1 − ε)·g at the label and ε·g / V everywhere.
 //
 // The local programs run after autodiff: their ops need no derivative.
 //
@@ -99,6 +102,11 @@ public:
         shard::ReductionKindAttr::get(b.getContext(), kind));
   }
 
+  /// A constant of every position.
+  Value perRow(double value) {
+    return tessel::nn::detail::broadcastScalar(b, b.getLoc(), rowsType, value);
+  }
+
   /// [positions] → the logits' shape, repeated over the classes.
   Value perClass(Value rows) {
     return BroadcastOp::create(
@@ -162,7 +170,7 @@ LogicalResult SubLabelOp::adjustLocalPartition(Operation *local,
 LogicalResult CrossEntropyOp::adjustLocalPartition(Operation *localOp,
                                                    LocalSplit &split,
                                                    OpBuilder &builder) {
-  if (failed(refuseLossOptions("tessel-partition")))
+  if (failed(refuseIgnoreIndex("tessel-partition")))
     return failure();
   int64_t classLoop = getLabels().getType().getRank();
   if (classLoop >= static_cast<int64_t>(split.loopAxes.size()) ||
@@ -189,6 +197,20 @@ LogicalResult CrossEntropyOp::adjustLocalPartition(Operation *localOp,
   Value logit = vocab.allReduce(pick, shard::ReductionKind::Sum);
   Value perPosition =
       SubOp::create(b, AddOp::create(b, LogOp::create(b, sum), max), logit);
+  if (std::optional<APFloat> smoothing = getLabelSmoothing()) {
+    // + ε·(logit − Σz / V): the plain loss's smoothed target.
+    double epsilon = smoothing->convertToDouble();
+    int64_t classes = getLogits().getType().getShape().back();
+    Value blockSum = ReduceSumOp::create(b, vocab.rowsType, logits,
+                                         b.getDenseI64ArrayAttr({classLoop}));
+    Value meanLogit =
+        MulOp::create(b, vocab.allReduce(blockSum, shard::ReductionKind::Sum),
+                      vocab.perRow(1.0 / static_cast<double>(classes)));
+    perPosition =
+        AddOp::create(b, perPosition,
+                      MulOp::create(b, SubOp::create(b, logit, meanLogit),
+                                    vocab.perRow(epsilon)));
+  }
   Value loss = perPosition;
   auto dims = b.getDenseI64ArrayAttr(positionDims(classLoop + 1));
   if (getReduction() == LossReduction::mean)
@@ -255,8 +277,18 @@ LogicalResult CrossEntropyGradOp::adjustLocalPartition(Operation *localOp,
   Value sum = vocab.sumOfExp(exps);
   Value softmaxGrad =
       MulOp::create(b, exps, vocab.perClass(DivOp::create(b, rowGrad, sum)));
+  Value labelGrad = rowGrad;
+  if (std::optional<APFloat> smoothing = getLabelSmoothing()) {
+    // The smoothed target: (1 − ε)·g at the label, ε·g / V everywhere.
+    double epsilon = smoothing->convertToDouble();
+    int64_t classes = getLogits().getType().getShape().back();
+    labelGrad = MulOp::create(b, rowGrad, vocab.perRow(1.0 - epsilon));
+    Value everyGrad = MulOp::create(
+        b, rowGrad, vocab.perRow(epsilon / static_cast<double>(classes)));
+    softmaxGrad = SubOp::create(b, softmaxGrad, vocab.perClass(everyGrad));
+  }
   auto dlogits = SubLabelOp::create(b, local.getType(), softmaxGrad,
-                                    local.getLabels(), rowGrad, nullptr);
+                                    local.getLabels(), labelGrad, nullptr);
   if (failed(markVocabularyBlock(*this, dlogits, split, classLoop)))
     return failure();
   Value result = dlogits;

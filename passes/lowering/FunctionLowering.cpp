@@ -81,6 +81,10 @@ int32_t lossReduction(nn::LossReduction reduction) {
                                                : TESSEL_LOSS_NONE;
 }
 
+double optionOrZero(std::optional<APFloat> option) {
+  return option ? option->convertToDouble() : 0.0;
+}
+
 LogicalResult FunctionLowering::lower(Operation *op,
                                       const LoweringRegistry &registry) {
   // Lowered with an earlier op, which placed its results too.

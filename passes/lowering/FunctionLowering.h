@@ -90,6 +90,16 @@ StridedWindow stridedWindow(llvm::ArrayRef<int64_t> shape,
 /// The runtime's code of a loss reduction.
 int32_t lossReduction(nn::LossReduction reduction);
 
+/// The value of a loss's optional attribute (a label smoothing, a logit
+/// soft cap), or 0: none, as the runtime's loss entries take it.
+double optionOrZero(std::optional<llvm::APFloat> option);
+
+/// Whether a cross-entropy op (the loss, its gradient or both) has a label
+/// smoothing or a logit soft cap: the runtime's _smoothed entries.
+template <class LossOp> bool hasLossOptions(LossOp op) {
+  return op.getLabelSmoothing() || op.getLogitSoftcap();
+}
+
 /// The [outer, dim, inner] view of a tensor around dimension `dim` (softmax,
 /// batch norm and their gradients).
 struct ViewAround {

@@ -95,16 +95,17 @@ LogicalResult lowerBatchNormGrad(nn::BatchNormGradOp op, FunctionLowering &fl) {
 // dloss of an f32 loss of 16-bit logits: tessel_cross_entropy_grad_f32.
 LogicalResult lowerCrossEntropyGrad(nn::CrossEntropyGradOp op,
                                     FunctionLowering &fl) {
-  if (std::optional<APFloat> cap = op.getLogitSoftcap()) {
-    // Soft-capped logits (ABI 27), the dloss f32 or the logits' type.
-    fl.call(rt::tessel_cross_entropy_grad_softcap,
+  if (hasLossOptions(op)) {
+    // A smoothing or a cap (ABI 28), the dloss f32 or the logits' type.
+    fl.call(rt::tessel_cross_entropy_grad_smoothed,
             {fl.dtype(op.getLogits()), fl.dtype(op.getDloss()),
              fl.dtype(op.getLabels()), fl.ptr(op.getLogits()),
              fl.ptr(op.getLabels()), fl.ptr(op.getDloss()),
              fl.ptr(op.getDlogits()), fl.count(op.getLabels()),
              fl.i64(op.getLogits().getType().getShape().back()),
              fl.i32(lossReduction(op.getReduction())),
-             fl.f64(cap->convertToDouble())});
+             fl.f64(optionOrZero(op.getLogitSoftcap())),
+             fl.f64(optionOrZero(op.getLabelSmoothing()))});
     return success();
   }
   fl.call(isWidened(op.getLogits(), op.getDloss())

@@ -67,20 +67,22 @@ LogicalResult lowerBatchNorm(nn::BatchNormOp op, FunctionLowering &fl) {
   return success();
 }
 
-// An f32 loss of 16-bit logits: tessel_cross_entropy_f32 (ABI 13); soft-
-// capped logits: tessel_cross_entropy_softcap (ABI 27), either loss type.
+// An f32 loss of 16-bit logits: tessel_cross_entropy_f32 (ABI 13); a
+// label smoothing or soft-capped logits: tessel_cross_entropy_smoothed
+// (ABI 28: the cap, 0 for none, and ε), either loss type.
 LogicalResult lowerCrossEntropy(nn::CrossEntropyOp op, FunctionLowering &fl) {
-  if (failed(op.refuseLossOptions("tessel-lower-to-runtime")))
+  if (failed(op.refuseIgnoreIndex("tessel-lower-to-runtime")))
     return failure();
-  if (std::optional<APFloat> cap = op.getLogitSoftcap()) {
-    fl.call(rt::tessel_cross_entropy_softcap,
+  if (hasLossOptions(op)) {
+    fl.call(rt::tessel_cross_entropy_smoothed,
             {fl.dtype(op.getLogits()), fl.dtype(op.getResult()),
              fl.dtype(op.getLabels()), fl.ptr(op.getLogits()),
              fl.ptr(op.getLabels()), fl.ptr(op.getResult()),
              fl.count(op.getLabels()),
              fl.i64(op.getLogits().getType().getShape().back()),
              fl.i32(lossReduction(op.getReduction())),
-             fl.f64(cap->convertToDouble())});
+             fl.f64(optionOrZero(op.getLogitSoftcap())),
+             fl.f64(optionOrZero(op.getLabelSmoothing()))});
     return success();
   }
   fl.call(isWidened(op.getLogits(), op.getResult())
@@ -98,8 +100,8 @@ LogicalResult lowerCrossEntropy(nn::CrossEntropyOp op, FunctionLowering &fl) {
 // when the plan put it there (in place).
 LogicalResult lowerCrossEntropyWithGrad(nn::CrossEntropyWithGradOp op,
                                         FunctionLowering &fl) {
-  if (std::optional<APFloat> cap = op.getLogitSoftcap()) {
-    fl.call(rt::tessel_cross_entropy_with_grad_softcap,
+  if (hasLossOptions(op)) {
+    fl.call(rt::tessel_cross_entropy_with_grad_smoothed,
             {fl.dtype(op.getLogits()), fl.dtype(op.getLoss()),
              fl.dtype(op.getLabels()), fl.ptr(op.getLogits()),
              fl.ptr(op.getLabels()), fl.ptr(op.getDloss()),
@@ -107,7 +109,8 @@ LogicalResult lowerCrossEntropyWithGrad(nn::CrossEntropyWithGradOp op,
              fl.count(op.getLabels()),
              fl.i64(op.getLogits().getType().getShape().back()),
              fl.i32(lossReduction(op.getReduction())),
-             fl.f64(cap->convertToDouble())});
+             fl.f64(optionOrZero(op.getLogitSoftcap())),
+             fl.f64(optionOrZero(op.getLabelSmoothing()))});
     return success();
   }
   fl.call(rt::tessel_cross_entropy_with_grad,

@@ -33,6 +33,7 @@
 
 #include "core/attention_mask.h"
 #include "core/collective.h"
+#include "core/loss_options.h"
 #include "core/rope.h"
 
 #include <memory>
@@ -355,14 +356,15 @@ public:
                          int64_t rowOffset, int64_t vocab) = 0;
   /// lossDtype is dtype's, or f32 for f16/bf16 logits
   /// (tessel_cross_entropy_f32: the f32 kernel's arithmetic on the widened
-  /// logits). softcap > 0: the loss of the soft-capped logits
+  /// logits). options.softcap > 0: the loss of the soft-capped logits
   /// softcapValue(x, softcap) (core/softcap.h), computed in the arithmetic
-  /// type; 0: of the logits.
+  /// type; options.smoothing ε > 0: of the smoothed target
+  /// (core/loss_options.h).
   virtual void crossEntropy(tessel_ctx *ctx, int32_t dtype, int32_t lossDtype,
                             int32_t labelDtype, const void *logits,
                             const void *labels, void *out, int64_t rows,
                             int64_t classes, int32_t reduction,
-                            double softcap) = 0;
+                            LossOptions options) = 0;
   /// lse ([B, H, S], f64 for f64 and f32 otherwise) may be null.
   virtual void attention(tessel_ctx *ctx, int32_t dtype, const void *q,
                          const void *k, const void *v, void *out, void *lse,
@@ -414,14 +416,15 @@ public:
                              int64_t channels, int64_t inner, double eps) = 0;
   /// dloss of lossDtype (crossEntropy's), dlogits of dtype: with an f32
   /// loss of 16-bit logits, the f32 gradient of the widened logits rounded
-  /// to dtype (tessel_cross_entropy_grad_f32). softcap > 0: the gradient
-  /// of the capped logits' loss, times the cap's slope.
+  /// to dtype (tessel_cross_entropy_grad_f32). A cap: the gradient of the
+  /// capped logits' loss, times the cap's slope; smoothing: of the
+  /// smoothed target.
   virtual void crossEntropyGrad(tessel_ctx *ctx, int32_t dtype,
                                 int32_t lossDtype, int32_t labelDtype,
                                 const void *logits, const void *labels,
                                 const void *dloss, void *dlogits, int64_t rows,
                                 int64_t classes, int32_t reduction,
-                                double softcap) = 0;
+                                LossOptions options) = 0;
   /// crossEntropy into out, then crossEntropyGrad into dlogits, which is
   /// logits (in place) or apart from every other operand. The default is
   /// the two kernels, the loss first (it reads the logits the gradient may
@@ -431,11 +434,11 @@ public:
                                     const void *logits, const void *labels,
                                     const void *dloss, void *out, void *dlogits,
                                     int64_t rows, int64_t classes,
-                                    int32_t reduction, double softcap) {
+                                    int32_t reduction, LossOptions options) {
     crossEntropy(ctx, dtype, lossDtype, labelDtype, logits, labels, out, rows,
-                 classes, reduction, softcap);
+                 classes, reduction, options);
     crossEntropyGrad(ctx, dtype, lossDtype, labelDtype, logits, labels, dloss,
-                     dlogits, rows, classes, reduction, softcap);
+                     dlogits, rows, classes, reduction, options);
   }
   virtual void labelLogit(tessel_ctx *ctx, int32_t dtype, int32_t labelDtype,
                           const void *logits, const void *labels, void *out,

@@ -10,6 +10,7 @@
 #define TESSEL_RUNTIME_CORE_CHECKS_H
 
 #include "core/context.h"
+#include "core/loss_options.h"
 
 #include <climits>
 #include <cmath>
@@ -103,15 +104,21 @@ inline bool checkLoss(tessel_ctx *ctx, const char *kernel, int32_t dtype,
   return checkWidenedDtype(ctx, kernel, dtype, f32Loss);
 }
 
-/// A loss's logit soft cap: finite and >= 0 (0: none); otherwise records
-/// an error naming `kernel`.
-inline bool checkLogitSoftcap(tessel_ctx *ctx, const char *kernel,
-                              double softcap) {
-  if (std::isfinite(softcap) && softcap >= 0)
-    return true;
-  setError(ctx, "%s: softcap %g must be finite and >= 0 (0: none)", kernel,
-           softcap);
-  return false;
+/// A loss's options: a logit soft cap finite and >= 0 (0: none) and a label
+/// smoothing in [0, 1]; otherwise records an error naming `kernel`.
+inline bool checkLossOptions(tessel_ctx *ctx, const char *kernel,
+                             LossOptions options) {
+  if (!std::isfinite(options.softcap) || options.softcap < 0) {
+    setError(ctx, "%s: softcap %g must be finite and >= 0 (0: none)", kernel,
+             options.softcap);
+    return false;
+  }
+  if (!(options.smoothing >= 0 && options.smoothing <= 1)) {
+    setError(ctx, "%s: label smoothing %g must be in [0, 1] (0: none)", kernel,
+             options.smoothing);
+    return false;
+  }
+  return true;
 }
 
 /// A cross-entropy entry point: traced as `entry`, its arguments checked
@@ -129,15 +136,16 @@ void lossEntry(tessel_ctx *ctx, const char *entry, int32_t dtype,
     run(f32Loss ? int32_t(TESSEL_F32) : dtype);
 }
 
-/// A cross-entropy entry point with the loss's dtype given and a logit soft
-/// cap (tessel_cross_entropy_with_grad and the _softcap entries): traced as
-/// `entry`, the loss dtype the logits' or f32 (for 16-bit logits), then
-/// checkLoss's checks and the cap finite and >= 0; then run().
+/// A cross-entropy entry point with the loss's dtype given and options
+/// (tessel_cross_entropy_with_grad and the _softcap and _smoothed
+/// entries): traced as `entry`, the loss dtype the logits' or f32 (for
+/// 16-bit logits), then checkLoss's and checkLossOptions's checks; then
+/// run().
 template <class Run>
-void cappedLossEntry(tessel_ctx *ctx, const char *entry, int32_t dtype,
-                     int32_t lossDtype, int32_t labelDtype, int64_t rows,
-                     int64_t classes, int32_t reduction, double softcap,
-                     Run &&run) {
+void optionsLossEntry(tessel_ctx *ctx, const char *entry, int32_t dtype,
+                      int32_t lossDtype, int32_t labelDtype, int64_t rows,
+                      int64_t classes, int32_t reduction, LossOptions options,
+                      Run &&run) {
   if (!ctx)
     return;
   KernelScope scope(ctx, entry);
@@ -148,7 +156,7 @@ void cappedLossEntry(tessel_ctx *ctx, const char *entry, int32_t dtype,
   }
   if (checkLoss(ctx, entry, dtype, lossDtype != dtype, labelDtype, rows,
                 classes, reduction) &&
-      checkLogitSoftcap(ctx, entry, softcap))
+      checkLossOptions(ctx, entry, options))
     run();
 }
 

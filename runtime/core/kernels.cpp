@@ -585,7 +585,7 @@ void tessel_cross_entropy(tessel_ctx *ctx, int32_t dtype, int32_t label_dtype,
             [&](int32_t lossDtype) {
               ctx->backend->crossEntropy(ctx, dtype, lossDtype, label_dtype,
                                          logits, labels, out, rows, classes,
-                                         reduction, 0.0);
+                                         reduction, LossOptions{});
             });
 }
 
@@ -597,8 +597,22 @@ void tessel_cross_entropy_f32(tessel_ctx *ctx, int32_t dtype,
             [&](int32_t lossDtype) {
               ctx->backend->crossEntropy(ctx, dtype, lossDtype, label_dtype,
                                          logits, labels, out, rows, classes,
-                                         reduction, 0.0);
+                                         reduction, LossOptions{});
             });
+}
+
+/// The _softcap and _smoothed losses' front and call.
+static void optionsLoss(tessel_ctx *ctx, const char *entry, int32_t dtype,
+                        int32_t loss_dtype, int32_t label_dtype,
+                        const void *logits, const void *labels, void *out,
+                        int64_t rows, int64_t classes, int32_t reduction,
+                        LossOptions options) {
+  optionsLossEntry(ctx, entry, dtype, loss_dtype, label_dtype, rows, classes,
+                   reduction, options, [&] {
+                     ctx->backend->crossEntropy(
+                         ctx, dtype, loss_dtype, label_dtype, logits, labels,
+                         out, rows, classes, reduction, options);
+                   });
 }
 
 void tessel_cross_entropy_softcap(tessel_ctx *ctx, int32_t dtype,
@@ -606,12 +620,19 @@ void tessel_cross_entropy_softcap(tessel_ctx *ctx, int32_t dtype,
                                   const void *logits, const void *labels,
                                   void *out, int64_t rows, int64_t classes,
                                   int32_t reduction, double softcap) {
-  cappedLossEntry(ctx, __func__, dtype, loss_dtype, label_dtype, rows, classes,
-                  reduction, softcap, [&] {
-                    ctx->backend->crossEntropy(
-                        ctx, dtype, loss_dtype, label_dtype, logits, labels,
-                        out, rows, classes, reduction, softcap);
-                  });
+  optionsLoss(ctx, __func__, dtype, loss_dtype, label_dtype, logits, labels,
+              out, rows, classes, reduction, LossOptions{softcap, 0.0});
+}
+
+void tessel_cross_entropy_smoothed(tessel_ctx *ctx, int32_t dtype,
+                                   int32_t loss_dtype, int32_t label_dtype,
+                                   const void *logits, const void *labels,
+                                   void *out, int64_t rows, int64_t classes,
+                                   int32_t reduction, double softcap,
+                                   double label_smoothing) {
+  optionsLoss(ctx, __func__, dtype, loss_dtype, label_dtype, logits, labels,
+              out, rows, classes, reduction,
+              LossOptions{softcap, label_smoothing});
 }
 
 /// The attention entries' front: the arguments checked, then the

@@ -154,9 +154,9 @@ void tessel_cross_entropy_grad(tessel_ctx *ctx, int32_t dtype,
                                int32_t reduction) {
   lossEntry(ctx, __func__, dtype, false, label_dtype, rows, classes, reduction,
             [&](int32_t lossDtype) {
-              ctx->backend->crossEntropyGrad(ctx, dtype, lossDtype, label_dtype,
-                                             logits, labels, dloss, dlogits,
-                                             rows, classes, reduction, 0.0);
+              ctx->backend->crossEntropyGrad(
+                  ctx, dtype, lossDtype, label_dtype, logits, labels, dloss,
+                  dlogits, rows, classes, reduction, LossOptions{});
             });
 }
 
@@ -167,10 +167,25 @@ void tessel_cross_entropy_grad_f32(tessel_ctx *ctx, int32_t dtype,
                                    int64_t classes, int32_t reduction) {
   lossEntry(ctx, __func__, dtype, true, label_dtype, rows, classes, reduction,
             [&](int32_t lossDtype) {
-              ctx->backend->crossEntropyGrad(ctx, dtype, lossDtype, label_dtype,
-                                             logits, labels, dloss, dlogits,
-                                             rows, classes, reduction, 0.0);
+              ctx->backend->crossEntropyGrad(
+                  ctx, dtype, lossDtype, label_dtype, logits, labels, dloss,
+                  dlogits, rows, classes, reduction, LossOptions{});
             });
+}
+
+/// The _softcap and _smoothed gradients' front and call.
+static void optionsLossGrad(tessel_ctx *ctx, const char *entry, int32_t dtype,
+                            int32_t loss_dtype, int32_t label_dtype,
+                            const void *logits, const void *labels,
+                            const void *dloss, void *dlogits, int64_t rows,
+                            int64_t classes, int32_t reduction,
+                            LossOptions options) {
+  optionsLossEntry(ctx, entry, dtype, loss_dtype, label_dtype, rows, classes,
+                   reduction, options, [&] {
+                     ctx->backend->crossEntropyGrad(
+                         ctx, dtype, loss_dtype, label_dtype, logits, labels,
+                         dloss, dlogits, rows, classes, reduction, options);
+                   });
 }
 
 void tessel_cross_entropy_grad_softcap(tessel_ctx *ctx, int32_t dtype,
@@ -179,24 +194,33 @@ void tessel_cross_entropy_grad_softcap(tessel_ctx *ctx, int32_t dtype,
                                        const void *dloss, void *dlogits,
                                        int64_t rows, int64_t classes,
                                        int32_t reduction, double softcap) {
-  cappedLossEntry(ctx, __func__, dtype, loss_dtype, label_dtype, rows, classes,
-                  reduction, softcap, [&] {
-                    ctx->backend->crossEntropyGrad(
-                        ctx, dtype, loss_dtype, label_dtype, logits, labels,
-                        dloss, dlogits, rows, classes, reduction, softcap);
-                  });
+  optionsLossGrad(ctx, __func__, dtype, loss_dtype, label_dtype, logits, labels,
+                  dloss, dlogits, rows, classes, reduction,
+                  LossOptions{softcap, 0.0});
 }
 
-/// tessel_cross_entropy_with_grad(_softcap)'s front and call.
+void tessel_cross_entropy_grad_smoothed(tessel_ctx *ctx, int32_t dtype,
+                                        int32_t loss_dtype, int32_t label_dtype,
+                                        const void *logits, const void *labels,
+                                        const void *dloss, void *dlogits,
+                                        int64_t rows, int64_t classes,
+                                        int32_t reduction, double softcap,
+                                        double label_smoothing) {
+  optionsLossGrad(ctx, __func__, dtype, loss_dtype, label_dtype, logits, labels,
+                  dloss, dlogits, rows, classes, reduction,
+                  LossOptions{softcap, label_smoothing});
+}
+
+/// tessel_cross_entropy_with_grad(_softcap, _smoothed)'s front and call.
 static void lossWithGrad(tessel_ctx *ctx, const char *entry, int32_t dtype,
                          int32_t loss_dtype, int32_t label_dtype,
                          const void *logits, const void *labels,
                          const void *dloss, void *out, void *dlogits,
                          int64_t rows, int64_t classes, int32_t reduction,
-                         double softcap) {
-  cappedLossEntry(
+                         LossOptions options) {
+  optionsLossEntry(
       ctx, entry, dtype, loss_dtype, label_dtype, rows, classes, reduction,
-      softcap, [&] {
+      options, [&] {
         // The gradient is the logits' memory or memory of its own.
         int64_t bytes;
         if (__builtin_mul_overflow(rows * classes, tessel_dtype_size(dtype),
@@ -214,7 +238,7 @@ static void lossWithGrad(tessel_ctx *ctx, const char *entry, int32_t dtype,
         }
         ctx->backend->crossEntropyWithGrad(ctx, dtype, loss_dtype, label_dtype,
                                            logits, labels, dloss, out, dlogits,
-                                           rows, classes, reduction, softcap);
+                                           rows, classes, reduction, options);
       });
 }
 
@@ -225,7 +249,7 @@ void tessel_cross_entropy_with_grad(tessel_ctx *ctx, int32_t dtype,
                                     int64_t rows, int64_t classes,
                                     int32_t reduction) {
   lossWithGrad(ctx, __func__, dtype, loss_dtype, label_dtype, logits, labels,
-               dloss, out, dlogits, rows, classes, reduction, 0.0);
+               dloss, out, dlogits, rows, classes, reduction, LossOptions{});
 }
 
 void tessel_cross_entropy_with_grad_softcap(
@@ -234,7 +258,18 @@ void tessel_cross_entropy_with_grad_softcap(
     void *dlogits, int64_t rows, int64_t classes, int32_t reduction,
     double softcap) {
   lossWithGrad(ctx, __func__, dtype, loss_dtype, label_dtype, logits, labels,
-               dloss, out, dlogits, rows, classes, reduction, softcap);
+               dloss, out, dlogits, rows, classes, reduction,
+               LossOptions{softcap, 0.0});
+}
+
+void tessel_cross_entropy_with_grad_smoothed(
+    tessel_ctx *ctx, int32_t dtype, int32_t loss_dtype, int32_t label_dtype,
+    const void *logits, const void *labels, const void *dloss, void *out,
+    void *dlogits, int64_t rows, int64_t classes, int32_t reduction,
+    double softcap, double label_smoothing) {
+  lossWithGrad(ctx, __func__, dtype, loss_dtype, label_dtype, logits, labels,
+               dloss, out, dlogits, rows, classes, reduction,
+               LossOptions{softcap, label_smoothing});
 }
 
 void tessel_label_logit(tessel_ctx *ctx, int32_t dtype, int32_t label_dtype,

@@ -198,9 +198,9 @@ public:
   void crossEntropy(tessel_ctx *ctx, int32_t dtype, int32_t lossDtype,
                     int32_t labelDtype, const void *logits, const void *labels,
                     void *out, int64_t rows, int64_t classes, int32_t reduction,
-                    double softcap) override {
+                    LossOptions options) override {
     defer(&Backend::crossEntropy, ctx, dtype, lossDtype, labelDtype, logits,
-          labels, out, rows, classes, reduction, softcap);
+          labels, out, rows, classes, reduction, options);
   }
   void attention(tessel_ctx *ctx, int32_t dtype, const void *q, const void *k,
                  const void *v, void *out, void *lse, int64_t batch,
@@ -253,18 +253,18 @@ public:
                         int32_t labelDtype, const void *logits,
                         const void *labels, const void *dloss, void *dlogits,
                         int64_t rows, int64_t classes, int32_t reduction,
-                        double softcap) override {
+                        LossOptions options) override {
     defer(&Backend::crossEntropyGrad, ctx, dtype, lossDtype, labelDtype, logits,
-          labels, dloss, dlogits, rows, classes, reduction, softcap);
+          labels, dloss, dlogits, rows, classes, reduction, options);
   }
   void crossEntropyWithGrad(tessel_ctx *ctx, int32_t dtype, int32_t lossDtype,
                             int32_t labelDtype, const void *logits,
                             const void *labels, const void *dloss, void *out,
                             void *dlogits, int64_t rows, int64_t classes,
-                            int32_t reduction, double softcap) override {
+                            int32_t reduction, LossOptions options) override {
     defer(&Backend::crossEntropyWithGrad, ctx, dtype, lossDtype, labelDtype,
           logits, labels, dloss, out, dlogits, rows, classes, reduction,
-          softcap);
+          options);
   }
   void labelLogit(tessel_ctx *ctx, int32_t dtype, int32_t labelDtype,
                   const void *logits, const void *labels, void *out,

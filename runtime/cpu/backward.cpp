@@ -14,7 +14,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "core/softcap.h"
+#include "core/loss_options.h"
 #include "cpu/backend.h"
 #include "cpu/internal.h"
 #include "cpu/vecmath.h"
@@ -413,17 +413,18 @@ void crossEntropyGradF32(tessel_ctx *ctx, int32_t labelDtype,
 }
 
 /// The cross-entropy gradient row by row in the arithmetic type C, of
-/// logits soft-capped by `softcap` (0: none): y = softcapValue(x), then
-/// g · (e^(y − max) / Σ − onehot) times softcapSlope(y) (1 without a cap),
+/// logits soft-capped by `options.softcap` (0: none): y = softcapValue(x),
+/// then g · (e^(y − max) / Σ − onehot) times softcapSlope(y) (1 without a
+/// cap), the one-hot smoothed by `options.smoothing` (core/loss_options.h),
 /// rounded to T. dloss is L (T, or f32 for 16-bit T). Each row is read
 /// whole before it is written: dlogits may be the logits.
 template <class T, class L>
 void crossEntropyGradRows(tessel_ctx *ctx, int32_t labelDtype,
                           const void *labels, const T *x, const L *dl,
                           T *dlogits, int64_t rows, int64_t classes,
-                          int32_t reduction, double softcap) {
+                          int32_t reduction, tessel::LossOptions options) {
   using C = typename Elem<T>::Compute;
-  const C cap = C(softcap);
+  const C cap = C(options.softcap);
   std::vector<C> y(static_cast<size_t>(classes)),
       e(static_cast<size_t>(classes));
   for (int64_t r = 0; r < rows; ++r) {
@@ -443,10 +444,14 @@ void crossEntropyGradRows(tessel_ctx *ctx, int32_t labelDtype,
       e[size_t(c)] = std::exp(y[size_t(c)] - mx);
       sum += double(e[size_t(c)]);
     }
-    C k = C(g / sum), gc = C(g);
+    C k = C(g / sum);
+    tessel::SmoothedGrad<C> target =
+        tessel::smoothedGrad<C>(g, classes, options.smoothing);
     for (int64_t c = 0; c < classes; ++c)
-      dr[c] = Elem<T>::store((e[size_t(c)] * k - (c == label ? gc : C(0))) *
-                             tessel::softcapSlope(y[size_t(c)], cap));
+      dr[c] =
+          Elem<T>::store((e[size_t(c)] * k -
+                          (c == label ? target.label : C(0)) - target.every) *
+                         tessel::softcapSlope(y[size_t(c)], cap));
   }
 }
 
@@ -579,18 +584,19 @@ void CpuBackend::crossEntropyGrad(tessel_ctx *ctx, int32_t dtype,
                                   const void *logits, const void *labels,
                                   const void *dloss, void *dlogits,
                                   int64_t rows, int64_t classes,
-                                  int32_t reduction, double softcap) {
+                                  int32_t reduction, LossOptions options) {
   visitFloat(dtype, [&](auto tag) {
     using T = decltype(tag);
-    if (softcap > 0) {
+    // A cap or smoothing: the generic rows in the arithmetic type.
+    if (options.softcap > 0 || options.smoothing > 0) {
       if (loss_dtype != dtype)
         crossEntropyGradRows(ctx, label_dtype, labels, in<T>(logits),
                              in<float>(dloss), out<T>(dlogits), rows, classes,
-                             reduction, softcap);
+                             reduction, options);
       else
         crossEntropyGradRows(ctx, label_dtype, labels, in<T>(logits),
                              in<T>(dloss), out<T>(dlogits), rows, classes,
-                             reduction, softcap);
+                             reduction, options);
       return;
     }
     // f32 logits, or 16-bit ones with an f32 loss: the f32 kernel.
@@ -603,7 +609,8 @@ void CpuBackend::crossEntropyGrad(tessel_ctx *ctx, int32_t dtype,
       }
     }
     crossEntropyGradRows(ctx, label_dtype, labels, in<T>(logits), in<T>(dloss),
-                         out<T>(dlogits), rows, classes, reduction, 0.0);
+                         out<T>(dlogits), rows, classes, reduction,
+                         LossOptions{});
   });
 }
 

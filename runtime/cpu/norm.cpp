@@ -9,7 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "core/softcap.h"
+#include "core/loss_options.h"
 #include "cpu/backend.h"
 #include "cpu/internal.h"
 #include "cpu/vecmath.h"
@@ -196,10 +196,9 @@ void CpuBackend::batchNorm(tessel_ctx *, int32_t dtype, const void *x,
 
 namespace {
 
-/// Softmax cross-entropy of one row, lse − x[label], in T's compute type
-/// (f32 rows through the vectorised log-sum-exp).
-template <class T>
-double crossEntropyRow(const T *xs, int64_t classes, int64_t label) {
+/// log Σ e^x of one row in T's compute type (f32 rows through the
+/// vectorised log-sum-exp).
+template <class T> double logSumExpOf(const T *xs, int64_t classes) {
   using C = typename Elem<T>::Compute;
   // log Σ exp(x) = max + log Σ exp(x - max): no overflow for large logits,
   // no log(0) for very negative ones.
@@ -215,7 +214,21 @@ double crossEntropyRow(const T *xs, int64_t classes, int64_t label) {
       sum += double(std::exp(C(Elem<T>::load(xs[c])) - mx));
     lse = double(mx) + std::log(sum);
   }
-  return lse - double(Elem<T>::load(xs[label]));
+  return lse;
+}
+
+/// Softmax cross-entropy of one row, lse − x[label] (smoothing ε > 0: of
+/// the smoothed target, core/loss_options.h).
+template <class T>
+double crossEntropyRow(const T *xs, int64_t classes, int64_t label,
+                       double smoothing = 0.0) {
+  double sum = 0.0;
+  if (smoothing > 0)
+    for (int64_t c = 0; c < classes; ++c)
+      sum += double(Elem<T>::load(xs[c]));
+  return tessel::smoothedRowLoss(logSumExpOf(xs, classes),
+                                 double(Elem<T>::load(xs[label])), sum, classes,
+                                 smoothing);
 }
 
 } // namespace
@@ -224,7 +237,7 @@ void CpuBackend::crossEntropy(tessel_ctx *ctx, int32_t dtype,
                               int32_t loss_dtype, int32_t label_dtype,
                               const void *logits, const void *labels,
                               void *outp, int64_t rows, int64_t classes,
-                              int32_t reduction, double softcap) {
+                              int32_t reduction, LossOptions options) {
   visitFloat(dtype, [&](auto tag) {
     using T = decltype(tag);
     using C = typename Elem<T>::Compute;
@@ -234,6 +247,7 @@ void CpuBackend::crossEntropy(tessel_ctx *ctx, int32_t dtype,
     std::vector<float> wide(widen ? size_t(classes) : 0);
     // Soft-capped logits: each row capped in the arithmetic type (f32 for
     // 16-bit logits, whatever the loss's type), then the loss of that row.
+    const double softcap = options.softcap, smoothing = options.smoothing;
     std::vector<C> capped(softcap > 0 ? size_t(classes) : 0);
     auto store = [&](int64_t i, double loss) {
       if (widen)
@@ -255,12 +269,12 @@ void CpuBackend::crossEntropy(tessel_ctx *ctx, int32_t dtype,
       } else if (softcap > 0) {
         for (int64_t c = 0; c < classes; ++c)
           capped[size_t(c)] = softcapValue(C(Elem<T>::load(xs[c])), C(softcap));
-        loss = crossEntropyRow(capped.data(), classes, label);
+        loss = crossEntropyRow(capped.data(), classes, label, smoothing);
       } else if (widen) {
         widenInto(xs, wide.data(), classes);
-        loss = crossEntropyRow(wide.data(), classes, label);
+        loss = crossEntropyRow(wide.data(), classes, label, smoothing);
       } else {
-        loss = crossEntropyRow(xs, classes, label);
+        loss = crossEntropyRow(xs, classes, label, smoothing);
       }
       if (reduction == TESSEL_LOSS_NONE)
         store(r, loss);

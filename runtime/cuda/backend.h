@@ -112,7 +112,7 @@ public:
   void crossEntropy(tessel_ctx *ctx, int32_t dtype, int32_t lossDtype,
                     int32_t labelDtype, const void *logits, const void *labels,
                     void *out, int64_t rows, int64_t classes, int32_t reduction,
-                    double softcap) override;
+                    LossOptions options) override;
   void attention(tessel_ctx *ctx, int32_t dtype, const void *q, const void *k,
                  const void *v, void *out, void *lse, int64_t batch,
                  int64_t seq, int64_t kvSeq, int64_t heads, int64_t kvHeads,
@@ -145,12 +145,12 @@ public:
                         int32_t labelDtype, const void *logits,
                         const void *labels, const void *dloss, void *dlogits,
                         int64_t rows, int64_t classes, int32_t reduction,
-                        double softcap) override;
+                        LossOptions options) override;
   void crossEntropyWithGrad(tessel_ctx *ctx, int32_t dtype, int32_t lossDtype,
                             int32_t labelDtype, const void *logits,
                             const void *labels, const void *dloss, void *out,
                             void *dlogits, int64_t rows, int64_t classes,
-                            int32_t reduction, double softcap) override;
+                            int32_t reduction, LossOptions options) override;
   void labelLogit(tessel_ctx *ctx, int32_t dtype, int32_t labelDtype,
                   const void *logits, const void *labels, void *out,
                   int64_t rows, int64_t classes, int64_t classOffset,

@@ -17,6 +17,9 @@
 // the arithmetic is f32 either way. A logit soft cap (the _softcap
 // entries, ABI 27) caps each logit as it is read (core/softcap.h) and
 // multiplies each gradient element by the cap's slope: no capped copy.
+// Label smoothing (the _smoothed entries, ABI 28) adds the row's sum of
+// (capped) logits to its statistics and subtracts ε·g/V from every
+// gradient element (core/loss_options.h): no logits-sized term.
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,7 +28,7 @@
 
 #include "core/context.h"
 #include "core/labels.h"
-#include "core/softcap.h"
+#include "core/loss_options.h"
 
 #include <algorithm>
 
@@ -125,25 +128,34 @@ __device__ V groupReduce(V v, Op op, V *scratch) {
 
 template <class C> struct RowStats {
   C max;
-  double sum; // Σ e^(x - max); NaN when max is not finite
+  double sum;       // Σ e^(x - max); NaN when max is not finite
+  double logitSum;  // Σ x, only for a smoothed loss (0 otherwise)
 };
 
 /// The max and Σ e^(x - max) of a row of `classes` > 0, each x soft-capped
-/// by `cap` (0: none), on every thread of its group.
+/// by `cap` (0: none), on every thread of its group; with `smoothed` also
+/// Σ x (in f64, a fixed tree).
 template <int G, class T>
 __device__ RowStats<typename Elem<T>::Compute>
 rowStats(const T *x, int64_t classes, int lane, void *scratch,
-         typename Elem<T>::Compute cap) {
+         typename Elem<T>::Compute cap, bool smoothed) {
   using C = typename Elem<T>::Compute;
   LseState<C> s = lseEmpty<C>();
-  forRow<G>(x, classes, lane,
-            [&](int64_t, C v) { lseAdd(s, softcapValue(v, cap)); });
+  double logitSum = 0.0;
+  forRow<G>(x, classes, lane, [&](int64_t, C v) {
+    C y = softcapValue(v, cap);
+    lseAdd(s, y);
+    if (smoothed)
+      logitSum += double(y);
+  });
+  auto add = [](double a, double b) { return a + b; };
   C rowMax = groupReduce<G>(
       s.max, [](C a, C b) { return a > b ? a : b; }, static_cast<C *>(scratch));
-  double sum = groupReduce<G>(
-      lseTerm(s, rowMax), [](double a, double b) { return a + b; },
-      static_cast<double *>(scratch));
-  return RowStats<C>{rowMax, lseRowSum(rowMax, sum)};
+  double sum = groupReduce<G>(lseTerm(s, rowMax), add,
+                              static_cast<double *>(scratch));
+  if (smoothed) // (uniform over the group: every thread reduces)
+    logitSum = groupReduce<G>(logitSum, add, static_cast<double *>(scratch));
+  return RowStats<C>{rowMax, lseRowSum(rowMax, sum), logitSum};
 }
 
 /// The rows this group owns: warps of a block take consecutive rows.
@@ -160,7 +172,8 @@ template <int G, class T, class L>
 __global__ void __launch_bounds__(kBlockThreads<G>)
     crossEntropyKernel(const T *logits, const void *labels, bool labels64,
                        int64_t rows, int64_t classes, double *rowLoss, L *out,
-                       typename Elem<T>::Compute cap, DeviceError *errors) {
+                       typename Elem<T>::Compute cap, double smoothing,
+                       DeviceError *errors) {
   __shared__ double scratch[kBlockRow / kWarp];
   RowLoop<G> loop;
   for (int64_t r = loop.begin; r < rows; r += loop.step) {
@@ -172,9 +185,11 @@ __global__ void __launch_bounds__(kBlockThreads<G>)
         recordDeviceError(errors, DeviceErrorKind::CrossEntropyLabel, label, r,
                           classes);
     } else {
-      auto stats = rowStats<G>(x, classes, loop.lane, scratch, cap);
-      loss = lseOfRow(stats.max, stats.sum) -
-             double(softcapValue(Elem<T>::load(x[label]), cap));
+      auto stats =
+          rowStats<G>(x, classes, loop.lane, scratch, cap, smoothing > 0);
+      loss = smoothedRowLoss(lseOfRow(stats.max, stats.sum),
+                             double(softcapValue(Elem<T>::load(x[label]), cap)),
+                             stats.logitSum, classes, smoothing);
     }
     if (loop.lane == 0) {
       if (rowLoss)
@@ -225,7 +240,8 @@ __global__ void __launch_bounds__(kBlockThreads<G>)
                            const L *dloss, T *dlogits, int64_t rows,
                            int64_t classes, int32_t reduction,
                            double *rowLoss, L *out, DeviceErrorKind badLabel,
-                           typename Elem<T>::Compute cap, DeviceError *errors) {
+                           typename Elem<T>::Compute cap, double smoothing,
+                           DeviceError *errors) {
   using C = typename Elem<T>::Compute;
   __shared__ double scratch[kBlockRow / kWarp];
   RowLoop<G> loop;
@@ -244,16 +260,19 @@ __global__ void __launch_bounds__(kBlockThreads<G>)
     } else {
       double picked =
           withLoss ? double(softcapValue(Elem<T>::load(x[label]), cap)) : 0.0;
-      auto stats = rowStats<G>(x, classes, loop.lane, scratch, cap);
+      auto stats = rowStats<G>(x, classes, loop.lane, scratch, cap,
+                               withLoss && smoothing > 0);
       groupSync<G>();
-      loss = lseOfRow(stats.max, stats.sum) - picked;
+      loss = smoothedRowLoss(lseOfRow(stats.max, stats.sum), picked,
+                             stats.logitSum, classes, smoothing);
       double g = lossGradScale(
           reduction, reduction == TESSEL_LOSS_NONE ? toDouble(dloss[r]) : 0.0,
           dloss0, rows);
-      C k = C(g / stats.sum), gc = C(g);
+      C k = C(g / stats.sum);
+      SmoothedGrad<C> target = smoothedGrad<C>(g, classes, smoothing);
       mapRow<G>(x, dx, classes, loop.lane, [=](int64_t c, C v) {
         C y = softcapValue(v, cap); // the cap's slope is 1 for cap 0
-        return crossEntropyGradElement(y, stats.max, k, gc, c == label) *
+        return crossEntropyGradElement(y, stats.max, k, target, c == label) *
                softcapSlope(y, cap);
       });
     }
@@ -396,7 +415,7 @@ void CudaBackend::crossEntropy(tessel_ctx *ctx, int32_t dtype,
                                int32_t lossDtype, int32_t labelDtype,
                                const void *logits, const void *labels,
                                void *out, int64_t rows, int64_t classes,
-                               int32_t reduction, double softcap) {
+                               int32_t reduction, LossOptions options) {
   bool labels64 = labelDtype == TESSEL_I64;
   visitLossTypes(dtype, lossDtype, [&](auto tag, auto lossTag) {
     using T = decltype(tag);
@@ -410,7 +429,8 @@ void CudaBackend::crossEntropy(tessel_ctx *ctx, int32_t dtype,
                        <<<rowBlocks<G>(rows), kBlockThreads<G>, 0, stream()>>>(
                            static_cast<const T *>(logits), labels, labels64,
                            rows, classes, rowLoss, o,
-                           typename Elem<T>::Compute(softcap), deviceErrors());
+                           typename Elem<T>::Compute(options.softcap),
+                           options.smoothing, deviceErrors());
                  });
                });
   });
@@ -422,7 +442,7 @@ void CudaBackend::crossEntropyWithGrad(tessel_ctx *ctx, int32_t dtype,
                                        const void *dloss, void *out,
                                        void *dlogits, int64_t rows,
                                        int64_t classes, int32_t reduction,
-                                       double softcap) {
+                                       LossOptions options) {
   bool labels64 = labelDtype == TESSEL_I64;
   visitLossTypes(dtype, lossDtype, [&](auto tag, auto lossTag) {
     using T = decltype(tag);
@@ -439,7 +459,8 @@ void CudaBackend::crossEntropyWithGrad(tessel_ctx *ctx, int32_t dtype,
                            static_cast<T *>(dlogits), rows, classes,
                            reduction, rowLoss, o,
                            DeviceErrorKind::CrossEntropyLabel,
-                           typename Elem<T>::Compute(softcap), deviceErrors());
+                           typename Elem<T>::Compute(options.softcap),
+                           options.smoothing, deviceErrors());
                  });
                });
   });
@@ -450,7 +471,7 @@ void CudaBackend::crossEntropyGrad(tessel_ctx *ctx, int32_t dtype,
                                    const void *logits, const void *labels,
                                    const void *dloss, void *dlogits,
                                    int64_t rows, int64_t classes,
-                                   int32_t reduction, double softcap) {
+                                   int32_t reduction, LossOptions options) {
   if (rows <= 0)
     return;
   bool labels64 = labelDtype == TESSEL_I64;
@@ -465,7 +486,8 @@ void CudaBackend::crossEntropyGrad(tessel_ctx *ctx, int32_t dtype,
               static_cast<const L *>(dloss), static_cast<T *>(dlogits), rows,
               classes, reduction, nullptr, static_cast<L *>(nullptr),
               DeviceErrorKind::CrossEntropyGradLabel,
-              typename Elem<T>::Compute(softcap), deviceErrors());
+              typename Elem<T>::Compute(options.softcap),
+                           options.smoothing, deviceErrors());
     });
   });
   checkLaunch(ctx, "tessel_cross_entropy_grad");

@@ -17,6 +17,7 @@
 #ifndef TESSEL_RUNTIME_CUDA_LOSS_MATH_H
 #define TESSEL_RUNTIME_CUDA_LOSS_MATH_H
 
+#include "core/loss_options.h"
 #include "cuda/elementwise_math.h"
 
 namespace tessel {
@@ -77,12 +78,15 @@ TESSEL_HD double lossGradScale(int32_t reduction, double dlossRow,
                                         : dloss0 / double(rows);
 }
 
-/// dlogits of one element: e^(x - max)·(g / Σ), minus g at the label; the
-/// product rounded before the subtraction, as the CPU does.
+/// dlogits of one element: e^(x - max)·(g / Σ), minus the target's share
+/// of g at the label, then its share at every class (g and 0 unsmoothed,
+/// core/loss_options.h); the product rounded before the subtractions, as
+/// the CPU does.
 template <class C>
-TESSEL_HD C crossEntropyGradElement(C x, C rowMax, C k, C g, bool isLabel) {
+TESSEL_HD C crossEntropyGradElement(C x, C rowMax, C k, SmoothedGrad<C> target,
+                                    bool isLabel) {
   C p = mulRn(expOf(x - rowMax), k);
-  return isLabel ? p - g : p;
+  return (isLabel ? p - target.label : p) - target.every;
 }
 
 /// Row r's label as a column of a block [classOffset, classOffset +

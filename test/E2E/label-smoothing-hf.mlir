@@ -4,8 +4,8 @@
 // (1 - e)(lse - z_label) + e (lse - mean z). A 2-layer Llama (width 16, 4
 // query heads over 2 key/value heads, SwiGLU 24, vocabulary 20) with random
 // weights in Hugging Face's layout; llama-model.py --label-smoothing
-// writes nn.cross_entropy's label_smoothing, which tessel-smooth-labels
-// writes as the plain loss plus e (z_label - mean z). In f64 its loss
+// writes nn.cross_entropy's label_smoothing, which the loss kernels and
+// their gradient compute inside (runtime ABI 28). In f64 its loss
 // equals the plain-Python forward's (Inputs/llama_reference.py
 // --label-smoothing) to 1e-12, with every position labelled and with a
 // fine-tuning dataset's ignored prompts (ignore_index -100: the smoothed

@@ -804,20 +804,23 @@ func.func @mask_labels(%y: tensor<2x3xi64>) -> (tensor<2x3xi64>, tensor<2x3xf32>
 
 // -----
 
-// Tests that a soft-capped loss, its gradient and the two in one call the
-// _softcap entries (ABI 27): the logits' dtype, the loss's, the labels',
-// and the cap last.
-// CHECK-LABEL: llvm.func @tessel_fn_capped_loss
+// Tests that a loss with options, its gradient and the two in one call the
+// _smoothed entries (ABI 28): the logits' dtype, the loss's, the labels',
+// then the cap (0: none) and the label smoothing (0: none) last.
+// CHECK-LABEL: llvm.func @tessel_fn_loss_options
 // CHECK: %[[C1:.*]] = llvm.mlir.constant(3.000000e+01 : f64) : f64
-// CHECK-NEXT: llvm.call @tessel_cross_entropy_softcap({{.*}}, %[[C1]])
-// CHECK: %[[C2:.*]] = llvm.mlir.constant(3.000000e+01 : f64) : f64
-// CHECK-NEXT: llvm.call @tessel_cross_entropy_grad_softcap({{.*}}, %[[C2]])
+// CHECK-NEXT: %[[E1:.*]] = llvm.mlir.constant(0.000000e+00 : f64) : f64
+// CHECK-NEXT: llvm.call @tessel_cross_entropy_smoothed({{.*}}, %[[C1]], %[[E1]])
+// CHECK: %[[C2:.*]] = llvm.mlir.constant(0.000000e+00 : f64) : f64
+// CHECK-NEXT: %[[E2:.*]] = llvm.mlir.constant(1.000000e-01 : f64) : f64
+// CHECK-NEXT: llvm.call @tessel_cross_entropy_grad_smoothed({{.*}}, %[[C2]], %[[E2]])
 // CHECK: %[[C3:.*]] = llvm.mlir.constant(3.000000e+01 : f64) : f64
-// CHECK-NEXT: llvm.call @tessel_cross_entropy_with_grad_softcap({{.*}}, %[[C3]])
+// CHECK-NEXT: %[[E3:.*]] = llvm.mlir.constant(2.000000e-01 : f64) : f64
+// CHECK-NEXT: llvm.call @tessel_cross_entropy_with_grad_smoothed({{.*}}, %[[C3]], %[[E3]])
 // CHECK-NOT: @tessel_cross_entropy(
-func.func @capped_loss(%z: tensor<4x6xf32>, %y: tensor<4xi32>, %d: tensor<f32>) -> (tensor<f32>, tensor<4x6xf32>, tensor<f32>, tensor<4x6xf32>) {
+func.func @loss_options(%z: tensor<4x6xf32>, %y: tensor<4xi32>, %d: tensor<f32>) -> (tensor<f32>, tensor<4x6xf32>, tensor<f32>, tensor<4x6xf32>) {
   %l = nn.cross_entropy %z, %y {logit_softcap = 30.0 : f64} : (tensor<4x6xf32>, tensor<4xi32>) -> tensor<f32>
-  %g = nn.cross_entropy_grad %z, %y, %d {logit_softcap = 30.0 : f64} : (tensor<4x6xf32>, tensor<4xi32>, tensor<f32>) -> tensor<4x6xf32>
-  %l2, %g2 = nn.cross_entropy_with_grad %z, %y, %d {logit_softcap = 30.0 : f64} : (tensor<4x6xf32>, tensor<4xi32>, tensor<f32>) -> (tensor<f32>, tensor<4x6xf32>)
+  %g = nn.cross_entropy_grad %z, %y, %d {label_smoothing = 0.1 : f64} : (tensor<4x6xf32>, tensor<4xi32>, tensor<f32>) -> tensor<4x6xf32>
+  %l2, %g2 = nn.cross_entropy_with_grad %z, %y, %d {label_smoothing = 0.2 : f64, logit_softcap = 30.0 : f64} : (tensor<4x6xf32>, tensor<4xi32>, tensor<f32>) -> (tensor<f32>, tensor<4x6xf32>)
   return %l, %g, %l2, %g2 : tensor<f32>, tensor<4x6xf32>, tensor<f32>, tensor<4x6xf32>
 }

@@ -586,8 +586,7 @@ GradModel crossEntropy(std::mt19937 &rng, const std::string &reduction) {
   if (coin(rng))
     attr +=
         (attr.empty() ? "" : ", ") + std::string("ignore_index = -100 : i64");
-  // Half smooth the labels (tessel-smooth-labels: the label's logit and
-  // the mean logit beside the loss).
+  // Half smooth the labels (inside the loss and its gradient's kernels).
   if (coin(rng))
     attr += (attr.empty() ? "" : ", ") +
             pick<std::string>(rng, {"label_smoothing = 0.1 : f64",

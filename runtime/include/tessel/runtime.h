@@ -144,8 +144,13 @@ extern "C" {
  * tessel_cross_entropy_with_grad_softcap, the loss of soft-capped logits
  * and its gradient with the cap inside the kernels (nn.cross_entropy's
  * `logit_softcap`: Gemma 2's final_logit_softcapping, with no capped copy
- * of the logits). Descriptions 1 to 26 still load. */
-#define TESSEL_ABI_VERSION 27
+ * of the logits). Descriptions 1 to 26 still load.
+ * 28: tessel_cross_entropy_smoothed, tessel_cross_entropy_grad_smoothed and
+ * tessel_cross_entropy_with_grad_smoothed, the loss of a label-smoothed
+ * target and its gradient inside the kernels (nn.cross_entropy's
+ * `label_smoothing`: PyTorch's, with no logits-sized term of its own),
+ * with or without a logit soft cap. Descriptions 1 to 27 still load. */
+#define TESSEL_ABI_VERSION 28
 
 typedef enum tessel_dtype {
   TESSEL_F32 = 0,

@@ -320,6 +320,20 @@ void tessel_cross_entropy_softcap(tessel_ctx *ctx, int32_t dtype,
                                   void *out, int64_t rows, int64_t classes,
                                   int32_t reduction, double softcap);
 
+/* The cross-entropy of PyTorch's label-smoothed target (ABI 28:
+ * label_smoothing ε, fused into the loss so that no logits-sized term is
+ * stored): with y the logits (soft-capped as tessel_cross_entropy_softcap
+ * caps them when softcap > 0) of a row of V classes, the row's loss is
+ * lse(y) − (1 − ε)·y[label] − ε·Σy / V, then reduced. loss_dtype as
+ * tessel_cross_entropy_softcap's; label_smoothing in [0, 1] (0 is the
+ * plain loss, bit for bit). */
+void tessel_cross_entropy_smoothed(tessel_ctx *ctx, int32_t dtype,
+                                   int32_t loss_dtype, int32_t label_dtype,
+                                   const void *logits, const void *labels,
+                                   void *out, int64_t rows, int64_t classes,
+                                   int32_t reduction, double softcap,
+                                   double label_smoothing);
+
 /* Multi-head attention: q [B, S, H, D], k [B, T, Hkv, D], v [B, T, Hkv, E],
  * out [B, S, H, E]; query head h reads kv head h / (H / Hkv); with causal,
  * query i sees keys 0..i. */
@@ -523,6 +537,27 @@ void tessel_cross_entropy_with_grad_softcap(
     const void *logits, const void *labels, const void *dloss, void *out,
     void *dlogits, int64_t rows, int64_t classes, int32_t reduction,
     double softcap);
+
+/* The gradient of tessel_cross_entropy_smoothed's loss (ABI 28):
+ * dy = g · (softmax(y) − (1 − ε)·onehot − ε / V), times the cap's slope
+ * under a soft cap; the rest as tessel_cross_entropy_grad_softcap. */
+void tessel_cross_entropy_grad_smoothed(tessel_ctx *ctx, int32_t dtype,
+                                        int32_t loss_dtype, int32_t label_dtype,
+                                        const void *logits, const void *labels,
+                                        const void *dloss, void *dlogits,
+                                        int64_t rows, int64_t classes,
+                                        int32_t reduction, double softcap,
+                                        double label_smoothing);
+
+/* tessel_cross_entropy_with_grad of a smoothed target (ABI 28): the loss
+ * of tessel_cross_entropy_smoothed and the gradient of
+ * tessel_cross_entropy_grad_smoothed in one call, dlogits again the logits
+ * or apart from them. */
+void tessel_cross_entropy_with_grad_smoothed(
+    tessel_ctx *ctx, int32_t dtype, int32_t loss_dtype, int32_t label_dtype,
+    const void *logits, const void *labels, const void *dloss, void *out,
+    void *dlogits, int64_t rows, int64_t classes, int32_t reduction,
+    double softcap, double label_smoothing);
 
 /* Vocabulary-parallel cross-entropy (Megatron style): each rank holds the
  * logits of a block of the classes, and the loss is built from the

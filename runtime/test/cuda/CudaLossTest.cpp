@@ -229,13 +229,13 @@ TEST_F(CpuLossReference, CrossEntropyGradMatchesCpu) {
           bool valid = label >= 0 && label < s.classes;
           auto st =
               valid ? hostRowStats(row, s.classes) : HostStats<C>{C(0), 0.0};
-          C k = C(g / st.sum), gc = C(g);
+          C k = C(g / st.sum);
+          auto target = tessel::smoothedGrad<C>(g, s.classes, 0.0);
           for (int64_t c = 0; c < s.classes; ++c) {
-            double got =
-                valid
-                    ? double(tc::crossEntropyGradElement(
-                          tc::Elem<T>::load(row[c]), st.max, k, gc, c == label))
-                    : 0.0;
+            double got = valid ? double(tc::crossEntropyGradElement(
+                                     tc::Elem<T>::load(row[c]), st.max, k,
+                                     target, c == label))
+                               : 0.0;
             double ref = tc::toDouble(want[size_t(r * s.classes + c)]);
             if (!close(got, ref, tolerance<T>(),
                        tolerance<T>() * std::fabs(g)) &&
@@ -455,7 +455,8 @@ TEST_F(CudaVsCpuLoss, CrossEntropyF32OfHalfLogitsMatchesCpu) {
 // f32 one; the loss within its type's bounds, the gradient within the
 // logits'; and with the logits soft-capped (ABI 27), by a cap that bends
 // them (2.5 over logits in [-8, 8]), through the same kernel and through
-// the loss and gradient entries apart.
+// the loss and gradient entries apart; and label-smoothed (ABI 28, 0.1),
+// alone and under the cap, both ways.
 TEST_F(CudaVsCpuLoss, CrossEntropyWithGradMatchesCpu) {
   auto run = [&](auto tag, auto lossTag) {
     using T = decltype(tag);
@@ -468,59 +469,82 @@ TEST_F(CudaVsCpuLoss, CrossEntropyWithGradMatchesCpu) {
       std::vector<L> dloss;
       for (size_t r = 0; r < count; ++r)
         dloss.push_back(tc::fromDouble<L>(1.0 + 0.5 * double(r % 3)));
-      for (int variant = 0; variant < 6; ++variant) {
-        bool inPlace = variant & 1;
-        // 0: plain; 1: the capped pair; 2: the capped loss and gradient.
-        int capped = variant / 2;
-        const double cap = capped ? 2.5 : 0.0;
-        SCOPED_TRACE(std::string("loss dtype ") + std::to_string(dtypeOf<L>()) +
-                     (inPlace ? ", in place" : ", apart") +
-                     (capped ? ", soft-capped" : ""));
-        if (capped == 2 && inPlace)
-          continue; // the gradient apart reads the logits it would overwrite
-        std::vector<L> loss[2];
-        std::vector<T> grad[2];
-        tessel_ctx *ctxs[2] = {cpu, gpu};
-        for (int k = 0; k < 2; ++k) {
-          void *lg = upload(ctxs[k], x), *l = upload(ctxs[k], labels);
-          void *dl = upload(ctxs[k], dloss);
-          void *out = upload(ctxs[k], std::vector<L>(count));
-          void *dx = inPlace ? lg : upload(ctxs[k], std::vector<T>(x.size()));
-          if (capped == 0)
-            tessel_cross_entropy_with_grad(ctxs[k], dtypeOf<T>(), dtypeOf<L>(),
-                                           TESSEL_I64, lg, l, dl, out, dx,
-                                           s.rows, s.classes, reduction);
-          else if (capped == 1)
-            tessel_cross_entropy_with_grad_softcap(
-                ctxs[k], dtypeOf<T>(), dtypeOf<L>(), TESSEL_I64, lg, l, dl, out,
-                dx, s.rows, s.classes, reduction, cap);
-          else {
-            tessel_cross_entropy_softcap(ctxs[k], dtypeOf<T>(), dtypeOf<L>(),
-                                         TESSEL_I64, lg, l, out, s.rows,
-                                         s.classes, reduction, cap);
-            tessel_cross_entropy_grad_softcap(
-                ctxs[k], dtypeOf<T>(), dtypeOf<L>(), TESSEL_I64, lg, l, dl, dx,
-                s.rows, s.classes, reduction, cap);
+      // The options and whether the one-pass entry computes them (else the
+      // loss and gradient entries apart): plain, soft-capped, smoothed,
+      // both. Without a smoothing, the _softcap entries.
+      struct Options {
+        double cap, smoothing;
+        bool fused;
+      };
+      const Options kinds[] = {{0.0, 0.0, true},  {2.5, 0.0, true},
+                               {2.5, 0.0, false}, {0.0, 0.1, true},
+                               {0.0, 0.1, false}, {2.5, 0.1, true},
+                               {2.5, 0.1, false}};
+      for (const Options &o : kinds)
+        for (bool inPlace : {false, true}) {
+          SCOPED_TRACE(std::string("loss dtype ") +
+                       std::to_string(dtypeOf<L>()) +
+                       (inPlace ? ", in place" : ", apart") + ", cap " +
+                       std::to_string(o.cap) + ", smoothing " +
+                       std::to_string(o.smoothing));
+          if (!o.fused && inPlace)
+            continue; // the gradient apart reads the logits it would overwrite
+          std::vector<L> loss[2];
+          std::vector<T> grad[2];
+          tessel_ctx *ctxs[2] = {cpu, gpu};
+          for (int k = 0; k < 2; ++k) {
+            void *lg = upload(ctxs[k], x), *l = upload(ctxs[k], labels);
+            void *dl = upload(ctxs[k], dloss);
+            void *out = upload(ctxs[k], std::vector<L>(count));
+            void *dx = inPlace ? lg : upload(ctxs[k], std::vector<T>(x.size()));
+            int32_t t = dtypeOf<T>(), lt = dtypeOf<L>();
+            if (o.cap == 0 && o.smoothing == 0)
+              tessel_cross_entropy_with_grad(ctxs[k], t, lt, TESSEL_I64, lg, l,
+                                             dl, out, dx, s.rows, s.classes,
+                                             reduction);
+            else if (o.smoothing == 0 && o.fused)
+              tessel_cross_entropy_with_grad_softcap(
+                  ctxs[k], t, lt, TESSEL_I64, lg, l, dl, out, dx, s.rows,
+                  s.classes, reduction, o.cap);
+            else if (o.smoothing == 0) {
+              tessel_cross_entropy_softcap(ctxs[k], t, lt, TESSEL_I64, lg, l,
+                                           out, s.rows, s.classes, reduction,
+                                           o.cap);
+              tessel_cross_entropy_grad_softcap(ctxs[k], t, lt, TESSEL_I64, lg,
+                                                l, dl, dx, s.rows, s.classes,
+                                                reduction, o.cap);
+            } else if (o.fused)
+              tessel_cross_entropy_with_grad_smoothed(
+                  ctxs[k], t, lt, TESSEL_I64, lg, l, dl, out, dx, s.rows,
+                  s.classes, reduction, o.cap, o.smoothing);
+            else {
+              tessel_cross_entropy_smoothed(ctxs[k], t, lt, TESSEL_I64, lg, l,
+                                            out, s.rows, s.classes, reduction,
+                                            o.cap, o.smoothing);
+              tessel_cross_entropy_grad_smoothed(ctxs[k], t, lt, TESSEL_I64, lg,
+                                                 l, dl, dx, s.rows, s.classes,
+                                                 reduction, o.cap, o.smoothing);
+            }
+            loss[k] = download<L>(ctxs[k], out, count);
+            grad[k] = download<T>(ctxs[k], dx, x.size());
+            EXPECT_EQ(tessel_error(ctxs[k]), nullptr) << tessel_error(ctxs[k]);
+            for (void *p : {lg, l, dl, out})
+              tessel_free(ctxs[k], p);
+            if (!inPlace)
+              tessel_free(ctxs[k], dx);
           }
-          loss[k] = download<L>(ctxs[k], out, count);
-          grad[k] = download<T>(ctxs[k], dx, x.size());
-          EXPECT_EQ(tessel_error(ctxs[k]), nullptr) << tessel_error(ctxs[k]);
-          for (void *p : {lg, l, dl, out})
-            tessel_free(ctxs[k], p);
-          if (!inPlace)
-            tessel_free(ctxs[k], dx);
+          for (size_t i = 0; i < count; ++i)
+            EXPECT_TRUE(close(tc::toDouble(loss[1][i]),
+                              tc::toDouble(loss[0][i]), gpuTolerance<L>(),
+                              gpuTolerance<L>()))
+                << i << ": " << tc::toDouble(loss[1][i]) << " vs "
+                << tc::toDouble(loss[0][i]);
+          int wrong = 0;
+          for (size_t i = 0; i < x.size(); ++i)
+            wrong += !close(tc::toDouble(grad[1][i]), tc::toDouble(grad[0][i]),
+                            gpuTolerance<T>(), gpuTolerance<T>() * 2.0);
+          EXPECT_EQ(wrong, 0);
         }
-        for (size_t i = 0; i < count; ++i)
-          EXPECT_TRUE(close(tc::toDouble(loss[1][i]), tc::toDouble(loss[0][i]),
-                            gpuTolerance<L>(), gpuTolerance<L>()))
-              << i << ": " << tc::toDouble(loss[1][i]) << " vs "
-              << tc::toDouble(loss[0][i]);
-        int wrong = 0;
-        for (size_t i = 0; i < x.size(); ++i)
-          wrong += !close(tc::toDouble(grad[1][i]), tc::toDouble(grad[0][i]),
-                          gpuTolerance<T>(), gpuTolerance<T>() * 2.0);
-        EXPECT_EQ(wrong, 0);
-      }
     });
   };
   run(float(), float());
