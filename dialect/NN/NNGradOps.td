@@ -398,3 +398,63 @@ def NN_SliceGradOp : NN_ShardableOp<"slice_grad",
     ::llvm::SmallVector<int64_t> getStridesOrOnes();
   }];
 }
+
+def NN_VocabLossStatsOp : NN_Op<"vocab_loss_stats", [Pure]> {
+  let summary = "a block's row statistics of a vocabulary-parallel loss";
+  let description = [{
+    For `logits: [..., C]`, a rank's block of the classes (`block_axes`, as
+    nn.label_logit's), and integer `labels: [...]`: with `y` the logits
+    (soft-capped by `logit_softcap`), each position's `max` of `y`,
+    `sum_exp` = `Σ e^(y − max)` (0 when no `y` is above -inf), `label_logit`
+    (`y` at the label when the block holds it, else 0) and `logit_sum` =
+    `Σ y`, all `[...]` of the logits' type, from one reading of the block
+    (runtime ABI 29: Megatron's fused vocabulary-parallel cross-entropy).
+    The partitioner writes it for nn.cross_entropy over split classes and
+    completes each statistic by an all-reduce of one value a position; it
+    is never split itself. Flops: `5·N` (`8·N` capped) with `N` logits.
+
+    ```mlir
+    %m, %s, %zy, %zs = nn.vocab_loss_stats %z, %y {block_axes = array<i16: 0>} : (tensor<8x128x25152xf32>, tensor<8x128xi32>) -> (tensor<8x128xf32>, tensor<8x128xf32>, tensor<8x128xf32>, tensor<8x128xf32>)
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$logits, NN_IndexTensor:$labels,
+                       OptionalAttr<DenseI16ArrayAttr>:$block_axes,
+                       OptionalAttr<F64Attr>:$logit_softcap);
+  let results = (outs NN_FloatTensor:$max, NN_FloatTensor:$sum_exp,
+                      NN_FloatTensor:$label_logit, NN_FloatTensor:$logit_sum);
+  let assemblyFormat = [{
+    $logits `,` $labels attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def NN_VocabLossGradOp : NN_Op<"vocab_loss_grad", [Pure]> {
+  let summary = "a block's gradient of a vocabulary-parallel loss";
+  let description = [{
+    The gradient of nn.cross_entropy on a rank's block of the classes
+    (`block_axes`) from the whole rows' `max` and `sum_exp` (nn.vocab_loss_stats's,
+    completed over the blocks) and each position's gradient `row_grad`
+    (`dloss`, scaled by `1 / positions` for a mean): with `y` the logits
+    (soft-capped by `logit_softcap`) and `V` the classes of all blocks,
+    `row_grad · (e^(y − max) / sum_exp − (1 − ε)·onehot − ε / V)`, times
+    the cap's slope `1 − (y / c)²`, ε the `label_smoothing` (0 without
+    one), in one pass (runtime ABI 29). Flops: `3·N + R` with `R`
+    positions (`+3·N` capped, `+N` smoothed).
+
+    ```mlir
+    %dz = nn.vocab_loss_grad %z, %y, %m, %s, %g {block_axes = array<i16: 0>} : (tensor<8x128x25152xf32>, tensor<8x128xi32>, tensor<8x128xf32>, tensor<8x128xf32>, tensor<8x128xf32>) -> tensor<8x128x25152xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$logits, NN_IndexTensor:$labels,
+                       NN_FloatTensor:$max, NN_FloatTensor:$sum_exp,
+                       NN_FloatTensor:$row_grad,
+                       OptionalAttr<DenseI16ArrayAttr>:$block_axes,
+                       OptionalAttr<F64Attr>:$label_smoothing,
+                       OptionalAttr<F64Attr>:$logit_softcap);
+  let results = (outs NN_FloatTensor:$dlogits);
+  let assemblyFormat = [{
+    $logits `,` $labels `,` $max `,` $sum_exp `,` $row_grad attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}

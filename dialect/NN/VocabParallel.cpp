@@ -10,21 +10,19 @@
 //   outside. The embedding's output is then a partial sum over those axes,
 //   which the partitioner completes (an all-reduce, or a reduce-scatter
 //   under sequence parallelism).
-// - nn.cross_entropy over split classes: per position, the row maximum,
-//   the sum of exponentials and the label's logit of the rank's block, each
-//   completed by one all-reduce of one value per position; the loss is
-//   log(Σexp) + max − logit. Its gradient recomputes the same two
-//   statistics (the forward's all-reduces, merged by cse in the training
-//   step) and is g · softmax − onehot(labels) · g on the block.
+// - nn.cross_entropy over split classes (Megatron's fused vocab-parallel
+//   loss): nn.vocab_loss_stats reads the rank's block once for each
+//   position's max, Σ e^(y − max), label logit and Σ y (y the logits,
+//   soft-capped inside the kernel by a logit_softcap), each completed by
+//   one all-reduce of one value a position (the sum of exponentials
+//   rescaled to the whole row's max first; Σ y only for a label
+//   smoothing); the loss is log(Σexp) + max − logit, plus ε·(logit − Σy/V)
+//   smoothed. Its gradient recomputes the statistics (the forward's, merged
+//   by cse in the training step) and nn.vocab_loss_grad writes the block's
+//   g · (softmax − target) in one pass, the cap's slope and the smoothed
+//   target inside: no exponentials of the block are stored.
 // - a split `mean` cross-entropy gradient scales its dloss by the local
 //   share of the positions.
-// - a loss with a logit_softcap c caps its block of logits as ops,
-//   c·tanh(z / c), before the statistics, and its gradient multiplies the
-//   block's by the cap's slope 1 − (y / c)² (the kernels' fused cap needs
-//   whole rows).
-// - a loss with a label_smoothing ε adds ε·(logit − Σz / V) per position,
-//   Σz the block's sum completed by one more all-reduce, and its gradient
-//   subtracts (1 − ε)·g at the label and ε·g / V everywhere.
 //
 // The local programs run after autodiff: their ops need no derivative.
 //
@@ -82,6 +80,11 @@ SmallVector<int64_t> positionDims(int64_t rank) {
   return llvm::to_vector(llvm::seq<int64_t>(0, rank - 1));
 }
 
+/// The whole rows' statistics of logits split over class blocks.
+struct VocabRowStats {
+  Value max, sumExp, labelLogit, logitSum;
+};
+
 /// Builds the per-position statistics of logits split over class blocks.
 class VocabParallelBuilder {
 public:
@@ -107,27 +110,32 @@ public:
     return tessel::nn::detail::broadcastScalar(b, b.getLoc(), rowsType, value);
   }
 
-  /// [positions] → the logits' shape, repeated over the classes.
-  Value perClass(Value rows) {
-    return BroadcastOp::create(
-        b, logits.getType(), rows,
-        b.getDenseI64ArrayAttr(positionDims(classDim + 1)));
-  }
-
-  /// The whole rows' maximum and exp(logits − maximum) on the block.
-  std::pair<Value, Value> shiftedExp() {
-    Value localMax = ReduceMaxOp::create(
-        b, rowsType, logits, b.getDenseI64ArrayAttr({classDim}));
-    Value max = allReduce(localMax, shard::ReductionKind::Max);
-    Value exps = ExpOp::create(b, SubOp::create(b, logits, perClass(max)));
-    return {max, exps};
-  }
-
-  /// Σ exp over the whole rows.
-  Value sumOfExp(Value exps) {
-    Value local = ReduceSumOp::create(b, rowsType, exps,
-                                      b.getDenseI64ArrayAttr({classDim}));
-    return allReduce(local, shard::ReductionKind::Sum);
+  /// The whole rows' statistics from the block's (nn.vocab_loss_stats,
+  /// `global`'s block axes and cap), each completed over the class axes;
+  /// the logits' sum only for a label smoothing (else null).
+  FailureOr<VocabRowStats> rowStats(Operation *global, Value labels,
+                                    FloatAttr softcap, bool logitSum,
+                                    int64_t classLoop) {
+    auto stats = VocabLossStatsOp::create(b, rowsType, rowsType, rowsType,
+                                          rowsType, logits, labels,
+                                          /*block_axes=*/nullptr, softcap);
+    if (failed(markVocabularyBlock(global, stats, split, classLoop)))
+      return failure();
+    // The sums that need nothing else first, so that they overlap the
+    // maximum's all-reduce and the rescaling.
+    VocabRowStats whole;
+    whole.labelLogit =
+        allReduce(stats.getLabelLogit(), shard::ReductionKind::Sum);
+    if (logitSum)
+      whole.logitSum =
+          allReduce(stats.getLogitSum(), shard::ReductionKind::Sum);
+    whole.max = allReduce(stats.getMax(), shard::ReductionKind::Max);
+    // Σ e^(y − M) = Σ over the blocks of sum_exp · e^(max − M).
+    Value rescale =
+        ExpOp::create(b, SubOp::create(b, stats.getMax(), whole.max));
+    whole.sumExp = allReduce(MulOp::create(b, stats.getSumExp(), rescale),
+                             shard::ReductionKind::Sum);
+    return whole;
   }
 
   ImplicitLocOpBuilder &b;
@@ -164,9 +172,10 @@ LogicalResult SubLabelOp::adjustLocalPartition(Operation *local,
   return markVocabularyBlock(*this, local, split, getLabels().getType().getRank());
 }
 
-// loss = log(Σexp) + max − logit[label] per position, each statistic one
-// all-reduce over the class axes, then the op's reduction over the local
-// positions (the partitioner completes a split mean or sum).
+// loss = log(Σexp) + max − logit[label] per position (smoothed: plus
+// ε·(logit − Σy / V)), each statistic one all-reduce over the class axes,
+// then the op's reduction over the local positions (the partitioner
+// completes a split mean or sum).
 LogicalResult CrossEntropyOp::adjustLocalPartition(Operation *localOp,
                                                    LocalSplit &split,
                                                    OpBuilder &builder) {
@@ -182,34 +191,27 @@ LogicalResult CrossEntropyOp::adjustLocalPartition(Operation *localOp,
   OpBuilder::InsertionGuard guard(builder);
   builder.setInsertionPoint(local);
   ImplicitLocOpBuilder b(getLoc(), builder);
-  Value logits = local.getLogits();
-  if (std::optional<APFloat> cap = getLogitSoftcap())
-    logits =
-        nn::detail::softcapOps(b, b.getLoc(), logits, cap->convertToDouble())
-            .capped;
-  VocabParallelBuilder vocab(b, logits, split, split.loopAxes[classLoop]);
-  auto [max, exps] = vocab.shiftedExp();
-  Value sum = vocab.sumOfExp(exps);
-  auto pick = LabelLogitOp::create(b, vocab.rowsType, logits, local.getLabels(),
-                                   nullptr);
-  if (failed(markVocabularyBlock(*this, pick, split, classLoop)))
+  VocabParallelBuilder vocab(b, local.getLogits(), split,
+                             split.loopAxes[classLoop]);
+  std::optional<APFloat> smoothing = getLabelSmoothing();
+  FailureOr<VocabRowStats> stats =
+      vocab.rowStats(*this, local.getLabels(), getLogitSoftcapAttr(),
+                     smoothing.has_value(), classLoop);
+  if (failed(stats))
     return failure();
-  Value logit = vocab.allReduce(pick, shard::ReductionKind::Sum);
-  Value perPosition =
-      SubOp::create(b, AddOp::create(b, LogOp::create(b, sum), max), logit);
-  if (std::optional<APFloat> smoothing = getLabelSmoothing()) {
-    // + ε·(logit − Σz / V): the plain loss's smoothed target.
+  Value perPosition = SubOp::create(
+      b, AddOp::create(b, LogOp::create(b, stats->sumExp), stats->max),
+      stats->labelLogit);
+  if (smoothing) {
+    // + ε·(logit − Σy / V): the plain loss's smoothed target.
     double epsilon = smoothing->convertToDouble();
     int64_t classes = getLogits().getType().getShape().back();
-    Value blockSum = ReduceSumOp::create(b, vocab.rowsType, logits,
-                                         b.getDenseI64ArrayAttr({classLoop}));
-    Value meanLogit =
-        MulOp::create(b, vocab.allReduce(blockSum, shard::ReductionKind::Sum),
-                      vocab.perRow(1.0 / static_cast<double>(classes)));
-    perPosition =
-        AddOp::create(b, perPosition,
-                      MulOp::create(b, SubOp::create(b, logit, meanLogit),
-                                    vocab.perRow(epsilon)));
+    Value meanLogit = MulOp::create(
+        b, stats->logitSum, vocab.perRow(1.0 / static_cast<double>(classes)));
+    perPosition = AddOp::create(
+        b, perPosition,
+        MulOp::create(b, SubOp::create(b, stats->labelLogit, meanLogit),
+                      vocab.perRow(epsilon)));
   }
   Value loss = perPosition;
   auto dims = b.getDenseI64ArrayAttr(positionDims(classLoop + 1));
@@ -222,7 +224,7 @@ LogicalResult CrossEntropyOp::adjustLocalPartition(Operation *localOp,
   return success();
 }
 
-// dlogits = g · exp(logits − max) / Σexp − onehot(labels) · g on the block,
+// dlogits = g · (exp(y − max) / Σexp − target) on the block (one kernel),
 // with g = dloss / positions (mean over all positions, not the local ones),
 // dloss (sum) or dloss[i] (none). Without a class split, a split mean only
 // scales dloss by the local share of the positions.
@@ -258,46 +260,96 @@ LogicalResult CrossEntropyGradOp::adjustLocalPartition(Operation *localOp,
   if (failed(refuseWidenedLoss(*this, getLogits().getType(),
                                getDloss().getType())))
     return failure();
-  // A capped loss's block of logits, and its tanh for the cap's slope.
-  Value logits = local.getLogits(), capTanh;
-  if (std::optional<APFloat> cap = getLogitSoftcap()) {
-    nn::detail::Softcapped capped =
-        nn::detail::softcapOps(b, b.getLoc(), logits, cap->convertToDouble());
-    logits = capped.capped;
-    capTanh = capped.tanh;
-  }
-  VocabParallelBuilder vocab(b, logits, split, split.loopAxes[classLoop]);
+  VocabParallelBuilder vocab(b, local.getLogits(), split,
+                             split.loopAxes[classLoop]);
   Value rowGrad = local.getDloss();
   if (getReduction() == LossReduction::mean)
     rowGrad = scaleBy(rowGrad, 1.0 / static_cast<double>(globalRows));
   if (getReduction() != LossReduction::none)
     rowGrad = BroadcastOp::create(b, vocab.rowsType, rowGrad,
                                   b.getDenseI64ArrayAttr({}));
-  auto [max, exps] = vocab.shiftedExp();
-  Value sum = vocab.sumOfExp(exps);
-  Value softmaxGrad =
-      MulOp::create(b, exps, vocab.perClass(DivOp::create(b, rowGrad, sum)));
-  Value labelGrad = rowGrad;
-  if (std::optional<APFloat> smoothing = getLabelSmoothing()) {
-    // The smoothed target: (1 − ε)·g at the label, ε·g / V everywhere.
-    double epsilon = smoothing->convertToDouble();
-    int64_t classes = getLogits().getType().getShape().back();
-    labelGrad = MulOp::create(b, rowGrad, vocab.perRow(1.0 - epsilon));
-    Value everyGrad = MulOp::create(
-        b, rowGrad, vocab.perRow(epsilon / static_cast<double>(classes)));
-    softmaxGrad = SubOp::create(b, softmaxGrad, vocab.perClass(everyGrad));
-  }
-  auto dlogits = SubLabelOp::create(b, local.getType(), softmaxGrad,
-                                    local.getLabels(), labelGrad, nullptr);
-  if (failed(markVocabularyBlock(*this, dlogits, split, classLoop)))
+  FailureOr<VocabRowStats> stats =
+      vocab.rowStats(*this, local.getLabels(), getLogitSoftcapAttr(),
+                     /*logitSum=*/false, classLoop);
+  if (failed(stats))
     return failure();
-  Value result = dlogits;
-  if (capTanh) { // through the cap: times 1 − tanh²
-    Value one = nn::detail::broadcastScalar(
-        b, b.getLoc(), cast<RankedTensorType>(logits.getType()), 1.0);
-    result = MulOp::create(
-        b, dlogits, SubOp::create(b, one, MulOp::create(b, capTanh, capTanh)));
-  }
+  auto result = VocabLossGradOp::create(
+      b, local.getType(), local.getLogits(), local.getLabels(), stats->max,
+      stats->sumExp, rowGrad, /*block_axes=*/nullptr, getLabelSmoothingAttr(),
+      getLogitSoftcapAttr());
+  if (failed(markVocabularyBlock(*this, result, split, classLoop)))
+    return failure();
   split.replacements = {result};
   return success();
+}
+
+//===----------------------------------------------------------------------===//
+// VocabLossStatsOp and VocabLossGradOp: the fused vocabulary-parallel loss
+//===----------------------------------------------------------------------===//
+
+using PerPositionValue = std::pair<StringRef, Value>;
+
+/// Fails on `op` unless `labels` index the positions of `logits` and each
+/// of `perPosition` is one value a position of the logits' type.
+static LogicalResult verifyPerPosition(Operation *op, Value logits,
+                                       Value labels,
+                                       ArrayRef<PerPositionValue> perPosition) {
+  FailureOr<RankedTensorType> rows = tessel::nn::detail::inferCrossEntropyType(
+      op->getLoc(), cast<RankedTensorType>(logits.getType()),
+      cast<RankedTensorType>(labels.getType()), /*keepPositions=*/true);
+  if (failed(rows))
+    return failure();
+  for (auto [what, value] : perPosition)
+    if (value.getType() != *rows)
+      return op->emitOpError() << what << " must be " << *rows
+                               << " (one per position), got "
+                               << value.getType();
+  return success();
+}
+
+LogicalResult VocabLossStatsOp::verify() {
+  if (failed(verifyPerPosition(*this, getLogits(), getLabels(),
+                               {{"max", getMax()},
+                                {"sum_exp", getSumExp()},
+                                {"label_logit", getLabelLogit()},
+                                {"logit_sum", getLogitSum()}})))
+    return failure();
+  return nn::detail::verifyLossOptions(*this, std::nullopt, getLogitSoftcap());
+}
+
+// Per logit: the max, the subtraction, exp and sum of the exponentials,
+// and the logits' sum (5); a cap 3 more.
+int64_t VocabLossStatsOp::getFlops() {
+  int64_t perLogit =
+      5 + nn::detail::lossOptionFlops(
+              /*smoothing=*/false, getLogitSoftcap().has_value());
+  return nn::detail::satMul(perLogit,
+                            nn::detail::numElements(getLogits().getType()));
+}
+
+LogicalResult VocabLossGradOp::verify() {
+  if (failed(verifyPerPosition(*this, getLogits(), getLabels(),
+                               {{"max", getMax()},
+                                {"sum_exp", getSumExp()},
+                                {"row_grad", getRowGrad()}})))
+    return failure();
+  if (getDlogits().getType() != getLogits().getType())
+    return emitOpError() << "dlogits must have the logits' type "
+                         << getLogits().getType() << ", got "
+                         << getDlogits().getType();
+  return nn::detail::verifyLossOptions(*this, getLabelSmoothing(),
+                                       getLogitSoftcap());
+}
+
+// Per logit: subtract the max, exp, scale by g / Σ (3); the options' own
+// (smoothing's ε·g/V, the cap again with its slope); the label's one per
+// position.
+int64_t VocabLossGradOp::getFlops() {
+  using nn::detail::satAdd, nn::detail::satMul;
+  int64_t perLogit =
+      3 + nn::detail::lossOptionFlops(getLabelSmoothing().has_value(),
+                                      getLogitSoftcap().has_value());
+  return satAdd(
+      satMul(perLogit, nn::detail::numElements(getLogits().getType())),
+      nn::detail::numElements(getLabels().getType()));
 }

@@ -149,6 +149,40 @@ LogicalResult lowerSubLabel(nn::SubLabelOp op, FunctionLowering &fl) {
   return success();
 }
 
+// The fused vocabulary-parallel loss (ABI 29): the block's statistics and
+// its gradient, the block's place among the classes as the label kernels'.
+LogicalResult lowerVocabLossStats(nn::VocabLossStatsOp op,
+                                  FunctionLowering &fl) {
+  int64_t classes = op.getLogits().getType().getShape().back();
+  FailureOr<RankBlock> block = fl.blockOf(op, classes);
+  if (failed(block))
+    return failure();
+  fl.call(rt::tessel_vocab_loss_stats,
+          {fl.dtype(op.getLogits()), fl.dtype(op.getLabels()),
+           fl.ptr(op.getLogits()), fl.ptr(op.getLabels()), fl.ptr(op.getMax()),
+           fl.ptr(op.getSumExp()), fl.ptr(op.getLabelLogit()),
+           fl.ptr(op.getLogitSum()), fl.count(op.getLabels()), fl.i64(classes),
+           block->first, block->whole,
+           fl.f64(optionOrZero(op.getLogitSoftcap()))});
+  return success();
+}
+
+LogicalResult lowerVocabLossGrad(nn::VocabLossGradOp op, FunctionLowering &fl) {
+  int64_t classes = op.getLogits().getType().getShape().back();
+  FailureOr<RankBlock> block = fl.blockOf(op, classes);
+  if (failed(block))
+    return failure();
+  fl.call(rt::tessel_vocab_loss_grad,
+          {fl.dtype(op.getLogits()), fl.dtype(op.getLabels()),
+           fl.ptr(op.getLogits()), fl.ptr(op.getLabels()), fl.ptr(op.getMax()),
+           fl.ptr(op.getSumExp()), fl.ptr(op.getRowGrad()),
+           fl.ptr(op.getDlogits()), fl.count(op.getLabels()), fl.i64(classes),
+           block->first, block->whole,
+           fl.f64(optionOrZero(op.getLogitSoftcap())),
+           fl.f64(optionOrZero(op.getLabelSmoothing()))});
+  return success();
+}
+
 // The safe labels and the weights of a loss that ignores positions.
 LogicalResult lowerMaskLabels(nn::MaskLabelsOp op, FunctionLowering &fl) {
   fl.call(rt::tessel_mask_labels,
@@ -171,6 +205,8 @@ void addNormAndLossLowerings(LoweringRegistry &registry) {
   registry.add<nn::CrossEntropyWithGradOp>(lowerCrossEntropyWithGrad);
   registry.add<nn::LabelLogitOp>(lowerLabelLogit);
   registry.add<nn::SubLabelOp>(lowerSubLabel);
+  registry.add<nn::VocabLossStatsOp>(lowerVocabLossStats);
+  registry.add<nn::VocabLossGradOp>(lowerVocabLossGrad);
   registry.add<nn::MaskLabelsOp>(lowerMaskLabels);
 }
 

@@ -114,7 +114,8 @@ std::optional<int64_t> valueLimit(Value arg, const std::optional<Mesh> &mesh) {
         use.getOperandNumber() == 1)
       return tensorType(user->getOperand(0)).getShape().back();
     // A vocabulary-parallel cross-entropy's pieces: their class blocks.
-    if (isa<nn::LabelLogitOp, nn::SubLabelOp>(user) &&
+    if (isa<nn::LabelLogitOp, nn::SubLabelOp, nn::VocabLossStatsOp,
+            nn::VocabLossGradOp>(user) &&
         use.getOperandNumber() == 1) {
       int64_t classes = tensorType(user->getOperand(0)).getShape().back();
       if (auto axes = user->getAttrOfType<DenseI16ArrayAttr>("block_axes"))

@@ -300,6 +300,45 @@ void tessel_sub_label(tessel_ctx *ctx, int32_t dtype, int32_t label_dtype,
                          classes, class_offset, total_classes);
 }
 
+void tessel_vocab_loss_stats(tessel_ctx *ctx, int32_t dtype,
+                             int32_t label_dtype, const void *logits,
+                             const void *labels, void *max, void *sum_exp,
+                             void *label_logit, void *logit_sum, int64_t rows,
+                             int64_t classes, int64_t class_offset,
+                             int64_t total_classes, double softcap) {
+  if (!ctx)
+    return;
+  KernelScope scope(ctx, __func__);
+  if (!checkLabelArgs(ctx, __func__, dtype, label_dtype, rows, classes,
+                      class_offset, total_classes) ||
+      !checkLossOptions(ctx, __func__, LossOptions{softcap, 0.0}))
+    return;
+  ctx->backend->vocabLossStats(ctx, dtype, label_dtype, logits, labels,
+                               VocabStats{max, sum_exp, label_logit, logit_sum},
+                               rows, classes, class_offset, total_classes,
+                               softcap);
+}
+
+void tessel_vocab_loss_grad(tessel_ctx *ctx, int32_t dtype, int32_t label_dtype,
+                            const void *logits, const void *labels,
+                            const void *max, const void *sum_exp,
+                            const void *row_grad, void *dlogits, int64_t rows,
+                            int64_t classes, int64_t class_offset,
+                            int64_t total_classes, double softcap,
+                            double label_smoothing) {
+  if (!ctx)
+    return;
+  KernelScope scope(ctx, __func__);
+  LossOptions options{softcap, label_smoothing};
+  if (!checkLabelArgs(ctx, __func__, dtype, label_dtype, rows, classes,
+                      class_offset, total_classes) ||
+      !checkLossOptions(ctx, __func__, options))
+    return;
+  ctx->backend->vocabLossGrad(ctx, dtype, label_dtype, logits, labels, max,
+                              sum_exp, row_grad, dlogits, rows, classes,
+                              class_offset, total_classes, options);
+}
+
 void tessel_mask_labels(tessel_ctx *ctx, int32_t label_dtype, int32_t dtype,
                         const void *labels, int64_t ignore_index, void *safe,
                         void *weights, int64_t n) {

@@ -29,6 +29,12 @@ struct LossOptions {
   double smoothing = 0; ///< label smoothing ε in [0, 1]; 0: none
 };
 
+/// The row statistics of a block of a vocabulary-parallel loss
+/// (tessel_vocab_loss_stats), each [rows] of the logits' dtype.
+struct VocabStats {
+  void *max, *sumExp, *labelLogit, *logitSum;
+};
+
 /// A row's loss from its log-sum-exp, its label's logit and the sum of its
 /// `classes` logits (all of the capped logits, in f64): lse − y[label]
 /// unsmoothed (logitSum unread), else lse − (1 − ε)·y[label] − ε·Σy / V.

@@ -16,14 +16,27 @@
 // Both only move or subtract one element per row, so a row's result is the
 // same bits on every split of the classes.
 //
+// The fused form (ABI 29, Megatron's fused vocab-parallel loss) reads the
+// block once for each row's four statistics (tessel_vocab_loss_stats: max,
+// Σ e^(y − max), the label's logit, Σ y, of the soft-capped y) and once
+// for the gradient from the whole rows' max and sum
+// (tessel_vocab_loss_grad, the label smoothing inside): no exponentials
+// of the block are stored between them.
+//
 // tessel_mask_labels prepares the labels of a loss that ignores positions
 // (ignore_index): the label the cross-entropy reads and the row's weight.
 //
 //===----------------------------------------------------------------------===//
 
 #include "core/labels.h"
+#include "core/loss_options.h"
 #include "cpu/backend.h"
 #include "cpu/internal.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
 
 using namespace tessel::cpu;
 
@@ -65,6 +78,77 @@ void CpuBackend::labelLogit(tessel_ctx *ctx, int32_t dtype,
         y[r] = x[r * classes + c];
       else
         std::memset(&y[r], 0, sizeof(T)); // +0 in every float format.
+    }
+  });
+}
+
+void CpuBackend::vocabLossStats(tessel_ctx *ctx, int32_t dtype,
+                                int32_t label_dtype, const void *logits,
+                                const void *labels, tessel::VocabStats stats,
+                                int64_t rows, int64_t classes,
+                                int64_t class_offset, int64_t total_classes,
+                                double softcap) {
+  const char *kernel = "tessel_vocab_loss_stats";
+  visitFloat(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    using C = typename Elem<T>::Compute;
+    const C cap = C(softcap);
+    std::vector<C> y(static_cast<size_t>(classes));
+    for (int64_t r = 0; r < rows; ++r) {
+      const T *xs = static_cast<const T *>(logits) + r * classes;
+      C mx = -std::numeric_limits<C>::infinity();
+      double logitSum = 0.0;
+      for (int64_t c = 0; c < classes; ++c) {
+        y[size_t(c)] = tessel::softcapValue(C(Elem<T>::load(xs[c])), cap);
+        mx = std::max(mx, y[size_t(c)]);
+        logitSum += double(y[size_t(c)]);
+      }
+      // No logit above -inf: the block adds nothing to the row's sum.
+      double sum = 0.0;
+      if (mx != -std::numeric_limits<C>::infinity())
+        for (int64_t c = 0; c < classes; ++c)
+          sum += double(std::exp(y[size_t(c)] - mx));
+      int64_t col = labelColumn(ctx, kernel, label_dtype, labels, r, classes,
+                                class_offset, total_classes);
+      static_cast<T *>(stats.max)[r] = Elem<T>::store(mx);
+      static_cast<T *>(stats.sumExp)[r] = fromDouble<T>(sum);
+      static_cast<T *>(stats.labelLogit)[r] =
+          col >= 0 ? Elem<T>::store(y[size_t(col)]) : fromDouble<T>(0.0);
+      static_cast<T *>(stats.logitSum)[r] = fromDouble<T>(logitSum);
+    }
+  });
+}
+
+void CpuBackend::vocabLossGrad(tessel_ctx *ctx, int32_t dtype,
+                               int32_t label_dtype, const void *logits,
+                               const void *labels, const void *max,
+                               const void *sumExp, const void *rowGrad,
+                               void *dlogits, int64_t rows, int64_t classes,
+                               int64_t class_offset, int64_t total_classes,
+                               tessel::LossOptions options) {
+  const char *kernel = "tessel_vocab_loss_grad";
+  visitFloat(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    using C = typename Elem<T>::Compute;
+    const C cap = C(options.softcap);
+    for (int64_t r = 0; r < rows; ++r) {
+      const T *xs = static_cast<const T *>(logits) + r * classes;
+      T *dr = static_cast<T *>(dlogits) + r * classes;
+      int64_t col = labelColumn(ctx, kernel, label_dtype, labels, r, classes,
+                                class_offset, total_classes);
+      double g = double(Elem<T>::load(static_cast<const T *>(rowGrad)[r]));
+      C mx = C(Elem<T>::load(static_cast<const T *>(max)[r]));
+      C k = C(g / double(Elem<T>::load(static_cast<const T *>(sumExp)[r])));
+      tessel::SmoothedGrad<C> target =
+          tessel::smoothedGrad<C>(g, total_classes, options.smoothing);
+      // Element by element: dlogits may be the logits.
+      for (int64_t c = 0; c < classes; ++c) {
+        C y = tessel::softcapValue(C(Elem<T>::load(xs[c])), cap);
+        dr[c] =
+            Elem<T>::store((std::exp(y - mx) * k -
+                            (c == col ? target.label : C(0)) - target.every) *
+                           tessel::softcapSlope(y, cap));
+      }
     }
   });
 }

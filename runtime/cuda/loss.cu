@@ -292,6 +292,70 @@ template <int G> unsigned rowBlocks(int64_t rows) {
   return unsigned(std::min<int64_t>(std::max<int64_t>(blocks, 1), 1 << 20));
 }
 
+/// tessel_vocab_loss_stats: each row's max, Σ e^(y − max) (0 without a
+/// logit above -inf), label logit (+0 in another block) and Σ y of the
+/// block's soft-capped y, from one reading of the row.
+template <int G, class T>
+__global__ void __launch_bounds__(kBlockThreads<G>)
+    vocabStatsKernel(const T *logits, const void *labels, bool labels64,
+                     int64_t rows, int64_t classes, int64_t classOffset,
+                     int64_t totalClasses, T *max, T *sumExp, T *labelLogit,
+                     T *logitSum, typename Elem<T>::Compute cap,
+                     DeviceError *errors) {
+  using C = typename Elem<T>::Compute;
+  __shared__ double scratch[kBlockRow / kWarp];
+  RowLoop<G> loop;
+  for (int64_t r = loop.begin; r < rows; r += loop.step) {
+    const T *x = logits + r * classes;
+    auto stats = rowStats<G>(x, classes, loop.lane, scratch, cap, true);
+    if (loop.lane != 0)
+      continue;
+    int64_t label = loadLabel(labels, labels64, r);
+    int64_t col = labelColumn(label, classes, classOffset, totalClasses);
+    if (col == -2)
+      recordDeviceError(errors, DeviceErrorKind::LabelLogitLabel, label, r,
+                        totalClasses);
+    max[r] = Elem<T>::store(stats.max);
+    sumExp[r] = fromDouble<T>(stats.max == negInfinity<C>() ? 0.0 : stats.sum);
+    labelLogit[r] = col >= 0
+                        ? Elem<T>::store(softcapValue(Elem<T>::load(x[col]), cap))
+                        : fromDouble<T>(0.0);
+    logitSum[r] = fromDouble<T>(stats.logitSum);
+  }
+}
+
+/// tessel_vocab_loss_grad: the block's gradient from the whole rows' max
+/// and sum, each row's g, the cap's slope and the smoothed target.
+template <int G, class T>
+__global__ void __launch_bounds__(kBlockThreads<G>)
+    vocabGradKernel(const T *logits, const void *labels, bool labels64,
+                    const T *max, const T *sumExp, const T *rowGrad,
+                    T *dlogits, int64_t rows, int64_t classes,
+                    int64_t classOffset, int64_t totalClasses,
+                    typename Elem<T>::Compute cap, double smoothing,
+                    DeviceError *errors) {
+  using C = typename Elem<T>::Compute;
+  RowLoop<G> loop;
+  for (int64_t r = loop.begin; r < rows; r += loop.step) {
+    int64_t label = loadLabel(labels, labels64, r);
+    int64_t col = labelColumn(label, classes, classOffset, totalClasses);
+    if (col == -2 && loop.lane == 0)
+      recordDeviceError(errors, DeviceErrorKind::SubLabelLabel, label, r,
+                        totalClasses);
+    double g = toDouble(rowGrad[r]);
+    C rowMax = Elem<T>::load(max[r]);
+    C k = C(g / toDouble(sumExp[r]));
+    SmoothedGrad<C> target = smoothedGrad<C>(g, totalClasses, smoothing);
+    mapRow<G>(logits + r * classes, dlogits + r * classes, classes, loop.lane,
+              [=](int64_t c, C v) {
+                C y = softcapValue(v, cap);
+                return crossEntropyGradElement(y, rowMax, k, target,
+                                               c == col) *
+                       softcapSlope(y, cap);
+              });
+  }
+}
+
 /// out[r] = x[r, label − offset] as stored bits, or +0 (every float format's
 /// zero bits) when another block holds the label. A label outside
 /// [0, totalClasses) gives 0 and is recorded, as the CPU sets its error.
@@ -491,6 +555,56 @@ void CudaBackend::crossEntropyGrad(tessel_ctx *ctx, int32_t dtype,
     });
   });
   checkLaunch(ctx, "tessel_cross_entropy_grad");
+}
+
+void CudaBackend::vocabLossStats(tessel_ctx *ctx, int32_t dtype,
+                                 int32_t labelDtype, const void *logits,
+                                 const void *labels, VocabStats stats,
+                                 int64_t rows, int64_t classes,
+                                 int64_t classOffset, int64_t totalClasses,
+                                 double softcap) {
+  if (rows <= 0)
+    return;
+  bool labels64 = labelDtype == TESSEL_I64;
+  visitFloat(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    visitRowGroup(classes, [&](auto group) {
+      constexpr int G = decltype(group)::value;
+      vocabStatsKernel<G><<<rowBlocks<G>(rows), kBlockThreads<G>, 0, stream()>>>(
+          static_cast<const T *>(logits), labels, labels64, rows, classes,
+          classOffset, totalClasses, static_cast<T *>(stats.max),
+          static_cast<T *>(stats.sumExp), static_cast<T *>(stats.labelLogit),
+          static_cast<T *>(stats.logitSum), typename Elem<T>::Compute(softcap),
+          deviceErrors());
+    });
+  });
+  checkLaunch(ctx, "tessel_vocab_loss_stats");
+}
+
+void CudaBackend::vocabLossGrad(tessel_ctx *ctx, int32_t dtype,
+                                int32_t labelDtype, const void *logits,
+                                const void *labels, const void *max,
+                                const void *sumExp, const void *rowGrad,
+                                void *dlogits, int64_t rows, int64_t classes,
+                                int64_t classOffset, int64_t totalClasses,
+                                LossOptions options) {
+  if (rows <= 0 || classes <= 0)
+    return;
+  bool labels64 = labelDtype == TESSEL_I64;
+  visitFloat(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    visitRowGroup(classes, [&](auto group) {
+      constexpr int G = decltype(group)::value;
+      vocabGradKernel<G><<<rowBlocks<G>(rows), kBlockThreads<G>, 0, stream()>>>(
+          static_cast<const T *>(logits), labels, labels64,
+          static_cast<const T *>(max), static_cast<const T *>(sumExp),
+          static_cast<const T *>(rowGrad), static_cast<T *>(dlogits), rows,
+          classes, classOffset, totalClasses,
+          typename Elem<T>::Compute(options.softcap), options.smoothing,
+          deviceErrors());
+    });
+  });
+  checkLaunch(ctx, "tessel_vocab_loss_grad");
 }
 
 // A label outside [0, totalClasses) is written as the CPU writes it (0 for

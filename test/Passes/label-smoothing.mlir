@@ -15,22 +15,14 @@
 // CHECK: return
 //
 // On a split vocabulary (tp=2) each rank's block: the loss adds
-// ε·(label logit − Σz / V), Σz its block's sum completed by an all-reduce;
-// the gradient subtracts (1 − ε)·g at the label and ε·g / V everywhere.
+// ε·(label logit − Σz / V), Σz the block's sum (nn.vocab_loss_stats)
+// completed by an all-reduce; the gradient's kernel takes the smoothing.
 // TP-LABEL: func.func @mean(
-// TP: nn.label_logit %{{.*}} {block_axes = array<i16: 0>} : (tensor<2x3x3xf32>, tensor<2x3xi32>) -> tensor<2x3xf32>
-// TP: %[[SUM:.*]] = nn.reduce_sum %{{.*}} dims = [2] : tensor<2x3x3xf32> -> tensor<2x3xf32>
-// TP: shard.all_reduce %[[SUM]]
+// TP: %[[M:.*]], %[[S:.*]], %[[ZY:.*]], %[[ZS:.*]] = nn.vocab_loss_stats %{{.*}} {block_axes = array<i16: 0>} : (tensor<2x3x3xf32>, tensor<2x3xi32>)
+// TP: shard.all_reduce %[[ZS]]
 // TP-NOT: label_smoothing
 // TP-LABEL: func.func @mean_backward
-// TP-NOT: label_smoothing
-// TP: nn.constant dense<0.899999976> : tensor<f32>
-// TP-NOT: label_smoothing
-// TP: nn.constant dense<0.0166666675> : tensor<f32>
-// TP-NOT: label_smoothing
-// TP: nn.sub %{{.*}}, %{{.*}} : tensor<2x3x3xf32>
-// TP-NOT: label_smoothing
-// TP: nn.sub_label %{{.*}} {block_axes = array<i16: 0>}
+// TP: nn.vocab_loss_grad %{{.*}} {block_axes = array<i16: 0>, label_smoothing = 1.000000e-01 : f64} : (tensor<2x3x3xf32>,
 //
 // Where the loss and its gradient meet, one kernel computes both.
 // FUSED-LABEL: func.func @mean_backward

@@ -15,19 +15,16 @@
 // GRAD-NOT: nn.tanh
 // GRAD: nn.cross_entropy_grad %{{.*}} {logit_softcap = 3.000000e+01 : f64}
 //
-// On a split vocabulary (tp=2) each rank caps its block of classes as ops
-// before the vocabulary-parallel statistics, and its gradient multiplies
-// by the slope 1 - (y / c)².
+// On a split vocabulary (tp=2) the fused vocabulary-parallel kernels cap
+// each rank's block inside too: its statistics, and its gradient with the
+// slope 1 - (y / c)².
 // TP-LABEL: func.func @capped(
-// TP: nn.div %{{.*}} : tensor<2x3x3xf32>
-// TP: nn.tanh %{{.*}} : tensor<2x3x3xf32>
+// TP-NOT: nn.tanh
+// TP: nn.vocab_loss_stats %{{.*}} {block_axes = array<i16: 0>, logit_softcap = 3.000000e+01 : f64} : (tensor<2x3x3xf32>, tensor<2x3xi32>)
 // TP: shard.all_reduce
 // TP-LABEL: func.func @capped_backward
-// TP-NOT: logit_softcap
-// TP: nn.tanh %{{.*}} : tensor<2x3x3xf32>
-// TP-NOT: logit_softcap
-// TP: nn.sub_label
-// TP: nn.sub %{{.*}}, %{{.*}} : tensor<2x3x3xf32>
+// TP-NOT: nn.tanh
+// TP: nn.vocab_loss_grad %{{.*}} {block_axes = array<i16: 0>, logit_softcap = 3.000000e+01 : f64} : (tensor<2x3x3xf32>,
 func.func @capped(%w: tensor<4x6xf32> {nn.param = "w", nn.init = #nn.init<normal, 0.02>, nn.axes = ["embed", "vocab"]},
                   %x: tensor<2x3x4xf32> {nn.input, nn.axes = ["batch", "seq", "embed"]},
                   %y: tensor<2x3xi32> {nn.label, nn.axes = ["batch", "seq"]}) -> tensor<f32> {

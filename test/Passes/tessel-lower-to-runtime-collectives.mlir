@@ -158,6 +158,28 @@ func.func @vocabulary_blocks(%t: tensor<8x4xf32>, %ids: tensor<6xi32>, %z: tenso
 
 // -----
 
+// Tests the fused vocabulary-parallel loss's calls: the block's place
+// among the classes as the label kernels', then the cap (0: none) and, for
+// the gradient, the label smoothing.
+// CHECK-LABEL: llvm.func @tessel_fn_vocab_loss
+// CHECK: %[[G:.*]] = llvm.call @tessel_group_index
+// CHECK: %[[N:.*]] = llvm.call @tessel_group_size
+// CHECK: %[[C:.*]] = llvm.mlir.constant(8 : i64) : i64
+// CHECK: %[[OFF:.*]] = llvm.mul %[[G]], %[[C]] : i64
+// CHECK: %[[ALL:.*]] = llvm.mul %[[N]], %[[C]] : i64
+// CHECK: %[[CAP:.*]] = llvm.mlir.constant(3.000000e+01 : f64) : f64
+// CHECK: llvm.call @tessel_vocab_loss_stats({{.*}}, %[[C]], %[[OFF]], %[[ALL]], %[[CAP]])
+// CHECK: %[[E:.*]] = llvm.mlir.constant(1.000000e-01 : f64) : f64
+// CHECK: llvm.call @tessel_vocab_loss_grad({{.*}}, %[[C]], %{{.*}}, %{{.*}}, %[[CAP]], %[[E]])
+shard.grid @mesh(shape = 2x2) {nn.axis_names = ["dp", "tp"]}
+func.func @vocab_loss(%z: tensor<6x8xf32>, %y: tensor<6xi32>, %g: tensor<6xf32>) -> (tensor<6xf32>, tensor<6x8xf32>) {
+  %m, %s, %zy, %zs = nn.vocab_loss_stats %z, %y {block_axes = array<i16: 1>, logit_softcap = 30.0 : f64} : (tensor<6x8xf32>, tensor<6xi32>) -> (tensor<6xf32>, tensor<6xf32>, tensor<6xf32>, tensor<6xf32>)
+  %dz = nn.vocab_loss_grad %z, %y, %m, %s, %g {block_axes = array<i16: 1>, label_smoothing = 0.1 : f64, logit_softcap = 30.0 : f64} : (tensor<6x8xf32>, tensor<6xi32>, tensor<6xf32>, tensor<6xf32>, tensor<6xf32>) -> tensor<6x8xf32>
+  return %zy, %dz : tensor<6xf32>, tensor<6x8xf32>
+}
+
+// -----
+
 // Tests a rank's block of a split dropout (the context's step read as the
 // kernel runs: the _current entry): its first element in the whole
 // [8, 6] tensor is microbatch · 48 + (dp index) · 4 · 6 + (tp index) · 3 · 1,

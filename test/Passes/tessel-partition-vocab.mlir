@@ -2,9 +2,11 @@
 // the rank's block of a table split over tp looks up its own rows (the
 // local op records the block's grid axes) and the output is a partial sum
 // completed by one all-reduce of b·s·h; the cross-entropy over split
-// classes all-reduces three values per position (row maximum, Σexp, the
-// label's logit), never the logits; its gradient recomputes the two
-// statistics and subtracts g at the label in the rank's block.
+// classes reads its block once for each position's statistics
+// (nn.vocab_loss_stats, Megatron's fused vocab-parallel loss) and
+// all-reduces three values per position (row maximum, Σexp rescaled to it,
+// the label's logit), never the logits; its gradient recomputes the two
+// statistics and writes the block's in one op (nn.vocab_loss_grad).
 // RUN: tessel-opt %s -tessel-partition --split-input-file | FileCheck %s
 
 shard.grid @mesh(shape = 2) {nn.axis_names = ["tp"]}
@@ -68,14 +70,13 @@ shard.grid @mesh(shape = 2x2) {nn.axis_names = ["dp", "tp"]}
 // CHECK-LABEL: func.func @cross_entropy
 // CHECK-SAME: (%[[Z:.*]]: tensor<2x3x5xf32> {{.*}}, %[[Y:.*]]: tensor<2x3xi32> {{.*}})
 // CHECK-NOT: shard.all_gather
-// CHECK: %[[M:.*]] = nn.reduce_max %[[Z]] dims = [2] : tensor<2x3x5xf32> -> tensor<2x3xf32>
-// CHECK: %[[MR:.*]] = shard.all_reduce %[[M]] on @mesh grid_axes = [1] reduction = max : tensor<2x3xf32> -> tensor<2x3xf32>
-// CHECK: %[[MB:.*]] = nn.broadcast %[[MR]] dims = [0, 1] : tensor<2x3xf32> -> tensor<2x3x5xf32>
-// CHECK: %[[E:.*]] = nn.exp
-// CHECK: %[[S:.*]] = nn.reduce_sum %[[E]] dims = [2]
-// CHECK: %[[SR:.*]] = shard.all_reduce %[[S]] on @mesh grid_axes = [1] : tensor<2x3xf32> -> tensor<2x3xf32>
-// CHECK: %[[P:.*]] = nn.label_logit %[[Z]], %[[Y]] {block_axes = array<i16: 1>} : (tensor<2x3x5xf32>, tensor<2x3xi32>) -> tensor<2x3xf32>
+// CHECK: %[[M:.*]], %[[S:.*]], %[[P:.*]], %{{.*}} = nn.vocab_loss_stats %[[Z]], %[[Y]] {block_axes = array<i16: 1>} : (tensor<2x3x5xf32>, tensor<2x3xi32>) -> (tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>)
 // CHECK: %[[PR:.*]] = shard.all_reduce %[[P]] on @mesh grid_axes = [1] : tensor<2x3xf32> -> tensor<2x3xf32>
+// CHECK: %[[MR:.*]] = shard.all_reduce %[[M]] on @mesh grid_axes = [1] reduction = max : tensor<2x3xf32> -> tensor<2x3xf32>
+// CHECK: %[[SH:.*]] = nn.sub %[[M]], %[[MR]] : tensor<2x3xf32>
+// CHECK: %[[E:.*]] = nn.exp %[[SH]] : tensor<2x3xf32>
+// CHECK: %[[SE:.*]] = nn.mul %[[S]], %[[E]] : tensor<2x3xf32>
+// CHECK: %[[SR:.*]] = shard.all_reduce %[[SE]] on @mesh grid_axes = [1] : tensor<2x3xf32> -> tensor<2x3xf32>
 // CHECK: %[[L:.*]] = nn.log %[[SR]]
 // CHECK: %[[A:.*]] = nn.add %[[L]], %[[MR]]
 // CHECK: %[[D:.*]] = nn.sub %[[A]], %[[PR]]
@@ -93,17 +94,17 @@ func.func @cross_entropy(%z: tensor<4x3x10xf32> {nn.sharding = [["dp"], [], ["tp
 shard.grid @mesh(shape = 2x2) {nn.axis_names = ["dp", "tp"]}
 
 // The gradient: g = dloss / 12 (all positions, not the local 6), the
-// recomputed statistics (2 all-reduces over tp), then g · softmax − g at the
-// label on the rank's block; no gather of the logits.
+// recomputed statistics (2 all-reduces over tp), then the block's
+// g · (softmax − onehot) in one op; no gather of the logits.
 // CHECK-LABEL: func.func @cross_entropy_grad
 // CHECK-SAME: (%[[Z:.*]]: tensor<2x3x5xf32> {{.*}}, %[[Y:.*]]: tensor<2x3xi32> {{.*}}, %[[DL:.*]]: tensor<f32>)
 // CHECK: %[[C:.*]] = nn.constant dense<0.0833333358> : tensor<f32>
 // CHECK: %[[G0:.*]] = nn.mul %[[DL]], %[[C]] : tensor<f32>
 // CHECK: %[[G:.*]] = nn.broadcast %[[G0]] dims = [] : tensor<f32> -> tensor<2x3xf32>
-// CHECK: shard.all_reduce %{{.*}} on @mesh grid_axes = [1] reduction = max : tensor<2x3xf32>
-// CHECK: shard.all_reduce %{{.*}} on @mesh grid_axes = [1] : tensor<2x3xf32>
-// CHECK: %[[SM:.*]] = nn.mul %{{.*}}, %{{.*}} : tensor<2x3x5xf32>
-// CHECK: %[[DZ:.*]] = nn.sub_label %[[SM]], %[[Y]], %[[G]] {block_axes = array<i16: 1>} : (tensor<2x3x5xf32>, tensor<2x3xi32>, tensor<2x3xf32>) -> tensor<2x3x5xf32>
+// CHECK: %[[M:.*]], %[[S:.*]], %{{.*}}, %{{.*}} = nn.vocab_loss_stats %[[Z]], %[[Y]] {block_axes = array<i16: 1>}
+// CHECK: %[[MR:.*]] = shard.all_reduce %[[M]] on @mesh grid_axes = [1] reduction = max : tensor<2x3xf32>
+// CHECK: %[[SR:.*]] = shard.all_reduce %{{.*}} on @mesh grid_axes = [1] : tensor<2x3xf32>
+// CHECK: %[[DZ:.*]] = nn.vocab_loss_grad %[[Z]], %[[Y]], %[[MR]], %[[SR]], %[[G]] {block_axes = array<i16: 1>} : (tensor<2x3x5xf32>, tensor<2x3xi32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3x5xf32>
 // CHECK-NOT: shard.
 // CHECK: return %[[DZ]]
 func.func @cross_entropy_grad(%z: tensor<4x3x10xf32> {nn.sharding = [["dp"], [], ["tp"]]},

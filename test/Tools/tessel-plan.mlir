@@ -120,20 +120,20 @@
 
 // Tests the recompute search: with 14,603 bytes a device, pp=2,tp=2 1f1b
 // fits only recomputing its layers' forward (full; selective does not
-// suffice): 15,872 -> 14,592 bytes for 106,584 -> 130,520 flops (and tp's
+// suffice): 15,872 -> 14,592 bytes for 108,056 -> 131,352 flops (and tp's
 // all-reduces of the forward again, 12,288 -> 15,360 ring bytes); it
 // ranks above tp=4, which fits as it is.
 // RECOMPUTE: rank mesh
-// RECOMPUTE-NEXT: 1    pp=2,tp=2           0 1f1b        -   full       {{.*}} 0.2144          14592           130520          15360
-// RECOMPUTE-NEXT: 2    tp=4                0 -           -   -          {{.*}} 0.0000          10752            86544          25152
+// RECOMPUTE-NEXT: 1    pp=2,tp=2           0 1f1b        -   full       {{.*}} 0.2130          14592           131352          15360
+// RECOMPUTE-NEXT: 2    tp=4                0 -           -   -          {{.*}} 0.0000          10752            87440          25152
 
 // Tests the last resort: with 12,885 bytes a device neither policy is
 // enough, and pp=2,tp=2 1f1b fits with its stages recomputing their whole
-// forward from their inputs (--stage-recompute): 12,800 bytes for 140,120
-// flops, more than full recomputation's 130,520.
+// forward from their inputs (--stage-recompute): 12,800 bytes for 142,456
+// flops, more than full recomputation's 131,352.
 // STAGE: rank mesh
-// STAGE-NEXT: 1    pp=2,tp=2           0 1f1b        -   stage      {{.*}} 0.2016          12800           140120          15360
-// STAGE-NEXT: 2    tp=4                0 -           -   -          {{.*}} 0.0000          10752            86544          25152
+// STAGE-NEXT: 1    pp=2,tp=2           0 1f1b        -   stage      {{.*}} 0.2067          12800           142456          15360
+// STAGE-NEXT: 2    tp=4                0 -           -   -          {{.*}} 0.0000          10752            87440          25152
 // STAGE-JSON: {"candidates":[{"bubble_fraction":{{.*}},"memory_bytes":12800,"mesh":"pp=2,tp=2",{{.*}}"stage_recompute":true,
 
 // Tests that --recompute fixes the policy instead (stage recomputation

@@ -149,8 +149,13 @@ extern "C" {
  * tessel_cross_entropy_with_grad_smoothed, the loss of a label-smoothed
  * target and its gradient inside the kernels (nn.cross_entropy's
  * `label_smoothing`: PyTorch's, with no logits-sized term of its own),
- * with or without a logit soft cap. Descriptions 1 to 27 still load. */
-#define TESSEL_ABI_VERSION 28
+ * with or without a logit soft cap. Descriptions 1 to 27 still load.
+ * 29: tessel_vocab_loss_stats and tessel_vocab_loss_grad, the
+ * vocabulary-parallel cross-entropy's block statistics and gradient in one
+ * pass each (Megatron's fused vocab-parallel loss: no exponentials of the
+ * block stored), with the logit soft cap and label smoothing inside.
+ * Descriptions 1 to 28 still load. */
+#define TESSEL_ABI_VERSION 29
 
 typedef enum tessel_dtype {
   TESSEL_F32 = 0,

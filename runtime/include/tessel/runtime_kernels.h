@@ -585,6 +585,35 @@ void tessel_sub_label(tessel_ctx *ctx, int32_t dtype, int32_t label_dtype,
                       void *out, int64_t rows, int64_t classes,
                       int64_t class_offset, int64_t total_classes);
 
+/* The fused vocabulary-parallel loss's two kernels (ABI 29: Megatron's
+ * fused vocab-parallel cross-entropy; no exponentials stored). With y the
+ * block's logits soft-capped by softcap (0: none), each row's statistics
+ * of the block: max[r] = max y, sum_exp[r] = Σ e^(y − max[r]) (0 when no
+ * y is above -inf), label_logit[r] = y at the label when the block holds
+ * it, else +0, and logit_sum[r] = Σ y; all four [rows] of dtype. The
+ * caller completes them over the blocks: the whole row's max M by a max
+ * all-reduce, Σ e^(y − M) by a sum all-reduce of sum_exp·e^(max − M), the
+ * label's logit and Σ y by sum all-reduces. A label outside
+ * [0, total_classes) is an error (its row's label_logit is 0). */
+void tessel_vocab_loss_stats(tessel_ctx *ctx, int32_t dtype,
+                             int32_t label_dtype, const void *logits,
+                             const void *labels, void *max, void *sum_exp,
+                             void *label_logit, void *logit_sum, int64_t rows,
+                             int64_t classes, int64_t class_offset,
+                             int64_t total_classes, double softcap);
+/* The block's gradient from the whole rows' max and Σ e^(y − max) and each
+ * row's gradient g (row_grad, [rows]; the mean's 1 / rows included):
+ * dlogits = g · (e^(y − max) / sum_exp − (1 − ε)·onehot − ε / total_classes)
+ * times the cap's slope, ε the label smoothing in [0, 1]. dlogits is the
+ * logits (in place) or apart from every operand. */
+void tessel_vocab_loss_grad(tessel_ctx *ctx, int32_t dtype, int32_t label_dtype,
+                            const void *logits, const void *labels,
+                            const void *max, const void *sum_exp,
+                            const void *row_grad, void *dlogits, int64_t rows,
+                            int64_t classes, int64_t class_offset,
+                            int64_t total_classes, double softcap,
+                            double label_smoothing);
+
 /* The labels of a loss that ignores some positions (ABI 21: PyTorch's
  * ignore_index): for each of `n` labels, safe[i] = 0 and weights[i] = 0
  * where labels[i] == ignore_index, else safe[i] = labels[i] and

@@ -555,6 +555,73 @@ TEST_F(CudaVsCpuLoss, CrossEntropyWithGradMatchesCpu) {
   run(tc::BFloat(), float());
 }
 
+// Tests the fused vocabulary-parallel kernels (ABI 29) on the GPU against
+// the CPU's: a block of each shape's classes at offset `classes` of three
+// blocks, its four statistics and its gradient (from the CPU's statistics),
+// plain, soft-capped and smoothed.
+TEST_F(CudaVsCpuLoss, VocabLossKernelsMatchCpu) {
+  auto run = [&](auto tag) {
+    using T = decltype(tag);
+    for (const Shape &s : kShapes)
+      for (auto [cap, smoothing] :
+           {std::pair(0.0, 0.0), std::pair(2.5, 0.0), std::pair(2.5, 0.1)}) {
+        SCOPED_TRACE(std::to_string(dtypeOf<T>()) + " " +
+                     std::to_string(s.rows) + "x" + std::to_string(s.classes) +
+                     " cap " + std::to_string(cap) + " smoothing " +
+                     std::to_string(smoothing));
+        std::vector<T> x;
+        std::vector<int64_t> labels;
+        makeProblem(s, 71 + uint64_t(s.classes), false, x, labels);
+        // Labels over all three blocks: a third of the rows in this one.
+        for (int64_t r = 0; r < s.rows; ++r)
+          labels[size_t(r)] += (r % 3) * s.classes;
+        const int64_t offset = s.classes, total = 3 * s.classes;
+        std::vector<T> stats[2][4], grad[2];
+        std::vector<T> rowGrad;
+        for (int64_t r = 0; r < s.rows; ++r)
+          rowGrad.push_back(tc::fromDouble<T>(0.5 + 0.25 * double(r % 4)));
+        tessel_ctx *ctxs[2] = {cpu, gpu};
+        for (int k = 0; k < 2; ++k) {
+          void *lg = upload(ctxs[k], x), *l = upload(ctxs[k], labels);
+          void *out[4];
+          for (void *&o : out)
+            o = upload(ctxs[k], std::vector<T>(size_t(s.rows)));
+          tessel_vocab_loss_stats(ctxs[k], dtypeOf<T>(), TESSEL_I64, lg, l,
+                                  out[0], out[1], out[2], out[3], s.rows,
+                                  s.classes, offset, total, cap);
+          for (int i = 0; i < 4; ++i)
+            stats[k][i] = download<T>(ctxs[k], out[i], size_t(s.rows));
+          // Both gradients from the CPU's statistics.
+          void *m = upload(ctxs[k], stats[0][0]),
+               *se = upload(ctxs[k], stats[0][1]);
+          void *g = upload(ctxs[k], rowGrad);
+          void *dx = upload(ctxs[k], std::vector<T>(x.size()));
+          tessel_vocab_loss_grad(ctxs[k], dtypeOf<T>(), TESSEL_I64, lg, l, m,
+                                 se, g, dx, s.rows, s.classes, offset, total,
+                                 cap, smoothing);
+          grad[k] = download<T>(ctxs[k], dx, x.size());
+          EXPECT_EQ(tessel_error(ctxs[k]), nullptr) << tessel_error(ctxs[k]);
+          for (void *p : {lg, l, m, se, g, dx, out[0], out[1], out[2], out[3]})
+            tessel_free(ctxs[k], p);
+        }
+        for (int i = 0; i < 4; ++i)
+          for (int64_t r = 0; r < s.rows; ++r)
+            EXPECT_TRUE(close(tc::toDouble(stats[1][i][size_t(r)]),
+                              tc::toDouble(stats[0][i][size_t(r)]),
+                              gpuTolerance<T>(), gpuTolerance<T>()))
+                << "statistic " << i << " row " << r;
+        int wrong = 0;
+        for (size_t i = 0; i < x.size(); ++i)
+          wrong += !close(tc::toDouble(grad[1][i]), tc::toDouble(grad[0][i]),
+                          gpuTolerance<T>(), gpuTolerance<T>() * 2.0);
+        EXPECT_EQ(wrong, 0);
+      }
+  };
+  run(float());
+  run(double());
+  run(tc::BFloat());
+}
+
 // Tests that bad labels on the GPU report the CPU's error and write what
 // the CPU writes (a zero loss, a zero gradient row; the label kernels: a
 // zero logit, the row unchanged).

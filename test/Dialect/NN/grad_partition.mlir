@@ -51,12 +51,13 @@ func.func @cross_entropy_grad_sum_split(%z: tensor<8x10xf32>, %y: tensor<8xi32>,
 
 // Tests that upstream shard-partition of cross_entropy_grad over split
 // classes takes the vocabulary-parallel strategy too: the row statistics are
-// all-reduced (maximum, Σexp over the class blocks) and the label's g is
-// subtracted in the rank's block.
+// all-reduced (maximum, Σexp over the class blocks) and the rank's block of
+// the gradient is one op.
 // CHECK-LABEL: func.func @cross_entropy_grad_class_split
+// CHECK: nn.vocab_loss_stats %{{.*}} {block_axes = array<i16: 0>} : (tensor<8x5xf32>, tensor<8xi32>)
 // CHECK: shard.all_reduce %{{.*}} on @mesh grid_axes = [0] reduction = max : tensor<8xf32>
 // CHECK: shard.all_reduce %{{.*}} on @mesh grid_axes = [0] : tensor<8xf32>
-// CHECK: nn.sub_label %{{.*}} {block_axes = array<i16: 0>} : (tensor<8x5xf32>, tensor<8xi32>, tensor<8xf32>) -> tensor<8x5xf32>
+// CHECK: nn.vocab_loss_grad %{{.*}} {block_axes = array<i16: 0>} : (tensor<8x5xf32>, tensor<8xi32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<8x5xf32>
 shard.grid @mesh(shape = 2)
 func.func @cross_entropy_grad_class_split(%z: tensor<8x10xf32>, %y: tensor<8xi32>, %dl: tensor<f32>) -> tensor<8x10xf32> {
   %classes = shard.sharding @mesh split_axes = [[], [0]] : !shard.sharding

@@ -118,3 +118,14 @@ func.func @mask_labels(%labels: tensor<2x8xi64>) -> (tensor<2x8xi64>, tensor<2x8
   %safe, %w = nn.mask_labels %labels ignore_index -100 : (tensor<2x8xi64>) -> (tensor<2x8xi64>, tensor<2x8xbf16>)
   return %safe, %w : tensor<2x8xi64>, tensor<2x8xbf16>
 }
+
+// Tests the fused vocabulary-parallel loss's two ops: the block's four
+// statistics per position and its gradient, with their options.
+// CHECK-LABEL: func.func @vocab_loss
+// CHECK: nn.vocab_loss_stats %{{.*}}, %{{.*}} {block_axes = array<i16: 0>, logit_softcap = 3.000000e+01 : f64} : (tensor<2x8x25xf32>, tensor<2x8xi32>) -> (tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>)
+// CHECK: nn.vocab_loss_grad %{{.*}} {block_axes = array<i16: 0>, label_smoothing = 1.000000e-01 : f64} : (tensor<2x8x25xf32>, tensor<2x8xi32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8x25xf32>
+func.func @vocab_loss(%z: tensor<2x8x25xf32>, %y: tensor<2x8xi32>, %g: tensor<2x8xf32>) -> (tensor<2x8xf32>, tensor<2x8x25xf32>) {
+  %m, %s, %zy, %zs = nn.vocab_loss_stats %z, %y {block_axes = array<i16: 0>, logit_softcap = 30.0 : f64} : (tensor<2x8x25xf32>, tensor<2x8xi32>) -> (tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>)
+  %dz = nn.vocab_loss_grad %z, %y, %m, %s, %g {block_axes = array<i16: 0>, label_smoothing = 0.1 : f64} : (tensor<2x8x25xf32>, tensor<2x8xi32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8x25xf32>
+  return %zy, %dz : tensor<2x8xf32>, tensor<2x8x25xf32>
+}

@@ -244,3 +244,46 @@ func.func @cross_entropy_label_smoothing_negative(%z: tensor<4x7xf32>, %y: tenso
   %l = nn.cross_entropy %z, %y {label_smoothing = -0.1 : f64} : (tensor<4x7xf32>, tensor<4xi32>) -> tensor<f32>
   return %l : tensor<f32>
 }
+
+// -----
+
+// Tests that the vocabulary-parallel statistics are one per position.
+func.func @vocab_loss_stats_rows(%z: tensor<4x7xf32>, %y: tensor<4xi32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'nn.vocab_loss_stats' op logit_sum must be 'tensor<4xf32>' (one per position), got 'tensor<4xf16>'}}
+  %m, %s, %zy, %zs = nn.vocab_loss_stats %z, %y : (tensor<4x7xf32>, tensor<4xi32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf16>)
+  return %m : tensor<4xf32>
+}
+
+// -----
+
+// Tests that the labels have the positions' shape.
+func.func @vocab_loss_stats_labels(%z: tensor<4x7xf32>, %y: tensor<5xi32>) -> tensor<4xf32> {
+  // expected-error @+1 {{labels 'tensor<5xi32>' must have the shape of the logits 'tensor<4x7xf32>' without the class dimension (4)}}
+  %m, %s, %zy, %zs = nn.vocab_loss_stats %z, %y : (tensor<4x7xf32>, tensor<5xi32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+  return %m : tensor<4xf32>
+}
+
+// -----
+
+// Tests the gradient's row operands, its type and its options.
+func.func @vocab_loss_grad_rows(%z: tensor<4x7xf32>, %y: tensor<4xi32>, %m: tensor<4xf32>, %g: tensor<7xf32>) -> tensor<4x7xf32> {
+  // expected-error @+1 {{'nn.vocab_loss_grad' op row_grad must be 'tensor<4xf32>' (one per position), got 'tensor<7xf32>'}}
+  %dz = nn.vocab_loss_grad %z, %y, %m, %m, %g : (tensor<4x7xf32>, tensor<4xi32>, tensor<4xf32>, tensor<4xf32>, tensor<7xf32>) -> tensor<4x7xf32>
+  return %dz : tensor<4x7xf32>
+}
+
+// -----
+
+func.func @vocab_loss_grad_type(%z: tensor<4x7xf32>, %y: tensor<4xi32>, %m: tensor<4xf32>) -> tensor<4x7xf64> {
+  // expected-error @+1 {{'nn.vocab_loss_grad' op dlogits must have the logits' type 'tensor<4x7xf32>', got 'tensor<4x7xf64>'}}
+  %dz = nn.vocab_loss_grad %z, %y, %m, %m, %m : (tensor<4x7xf32>, tensor<4xi32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<4x7xf64>
+  return %dz : tensor<4x7xf64>
+}
+
+// -----
+
+func.func @vocab_loss_grad_smoothing(%z: tensor<4x7xf32>, %y: tensor<4xi32>, %m: tensor<4xf32>) -> tensor<4x7xf32> {
+  // expected-error @+1 {{'nn.vocab_loss_grad' op label_smoothing must be in [0, 1], got 2}}
+  %dz = nn.vocab_loss_grad %z, %y, %m, %m, %m {label_smoothing = 2.0 : f64} : (tensor<4x7xf32>, tensor<4xi32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<4x7xf32>
+  return %dz : tensor<4x7xf32>
+}
