@@ -524,6 +524,24 @@ void fuseLossWithGrad(nn::CrossEntropyGradOp grad) {
   grad->erase();
 }
 
+/// A vocabulary-parallel block's gradient written over the block's logits
+/// (as the fused loss's is) when the block's statistics before it and the
+/// gradient are their only readers, and a kernel of this block made them:
+/// every statistic is read before the gradient overwrites the logits.
+void markVocabGradInPlace(nn::VocabLossGradOp grad) {
+  Value logits = grad.getLogits();
+  Operation *producer = logits.getDefiningOp();
+  if (!producer || isa<nn::ReshapeOp>(producer) ||
+      producer->getBlock() != grad->getBlock())
+    return;
+  for (Operation *user : logits.getUsers())
+    if (user != grad &&
+        !(isa<nn::VocabLossStatsOp>(user) &&
+          user->getBlock() == grad->getBlock() && user->isBeforeInBlock(grad)))
+      return;
+  grad.setInPlace(true);
+}
+
 struct FuseEpiloguesPass
     : tessel::impl::FuseEpiloguesPassBase<FuseEpiloguesPass> {
   using Base::Base;
@@ -583,6 +601,8 @@ struct FuseEpiloguesPass
       fuseLossWidening(loss);
     for (nn::CrossEntropyGradOp grad : lossGrads)
       fuseLossWithGrad(grad);
+    getOperation().walk(
+        [](nn::VocabLossGradOp grad) { markVocabGradInPlace(grad); });
     for (Operation *grad : normGrads)
       fuseParamGradWidening(grad->getResults().drop_front());
     for (nn::EmbeddingGradOp grad : embeddingGrads)

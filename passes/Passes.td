@@ -665,6 +665,9 @@ def FuseEpiloguesPass : Pass<"tessel-fuse-epilogues", "mlir::ModuleOp"> {
       widening to f32 (a weight gradient on its way to a data-parallel
       bucket) becomes `nn.matmul_f32` where the matmul stood: the GEMM
       writes f32.
+    - A vocabulary-parallel block's gradient (`nn.vocab_loss_grad`) is
+      `in_place` where only the block's statistics read its logits before
+      it and a kernel of the block made them.
     Anything else is left as it is; the program computes the same values,
     except that parameter gradients written in f32 skip their rounding to
     16 bits, a tied parameter's two contributions are accumulated one by

@@ -101,6 +101,9 @@ OpOperand *updatedOperand(OpResult result) {
   if (auto loss = dyn_cast<nn::CrossEntropyWithGradOp>(op))
     if (result == loss.getDlogits() && loss.getInPlace())
       return &loss.getLogitsMutable();
+  if (auto block = dyn_cast<nn::VocabLossGradOp>(op))
+    if (block.getInPlace())
+      return &block.getLogitsMutable();
   return nullptr;
 }
 

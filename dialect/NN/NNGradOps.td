@@ -438,8 +438,11 @@ def NN_VocabLossGradOp : NN_Op<"vocab_loss_grad", [Pure]> {
     (soft-capped by `logit_softcap`) and `V` the classes of all blocks,
     `row_grad · (e^(y − max) / sum_exp − (1 − ε)·onehot − ε / V)`, times
     the cap's slope `1 − (y / c)²`, ε the `label_smoothing` (0 without
-    one), in one pass (runtime ABI 29). Flops: `3·N + R` with `R`
-    positions (`+3·N` capped, `+N` smoothed).
+    one), in one pass (runtime ABI 29). With `in_place`, `dlogits` takes
+    the logits' memory (tessel-fuse-epilogues sets it when only the
+    block's statistics read them before), as nn.cross_entropy_with_grad's
+    does. Flops: `3·N + R` with `R` positions (`+3·N` capped, `+N`
+    smoothed).
 
     ```mlir
     %dz = nn.vocab_loss_grad %z, %y, %m, %s, %g {block_axes = array<i16: 0>} : (tensor<8x128x25152xf32>, tensor<8x128xi32>, tensor<8x128xf32>, tensor<8x128xf32>, tensor<8x128xf32>) -> tensor<8x128x25152xf32>
@@ -447,14 +450,14 @@ def NN_VocabLossGradOp : NN_Op<"vocab_loss_grad", [Pure]> {
   }];
   let arguments = (ins NN_FloatTensor:$logits, NN_IndexTensor:$labels,
                        NN_FloatTensor:$max, NN_FloatTensor:$sum_exp,
-                       NN_FloatTensor:$row_grad,
+                       NN_FloatTensor:$row_grad, UnitAttr:$in_place,
                        OptionalAttr<DenseI16ArrayAttr>:$block_axes,
                        OptionalAttr<F64Attr>:$label_smoothing,
                        OptionalAttr<F64Attr>:$logit_softcap);
   let results = (outs NN_FloatTensor:$dlogits);
   let assemblyFormat = [{
-    $logits `,` $labels `,` $max `,` $sum_exp `,` $row_grad attr-dict `:`
-    functional-type(operands, results)
+    $logits `,` $labels `,` $max `,` $sum_exp `,` $row_grad
+    (`in_place` $in_place^)? attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }

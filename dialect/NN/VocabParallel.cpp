@@ -275,8 +275,8 @@ LogicalResult CrossEntropyGradOp::adjustLocalPartition(Operation *localOp,
     return failure();
   auto result = VocabLossGradOp::create(
       b, local.getType(), local.getLogits(), local.getLabels(), stats->max,
-      stats->sumExp, rowGrad, /*block_axes=*/nullptr, getLabelSmoothingAttr(),
-      getLogitSoftcapAttr());
+      stats->sumExp, rowGrad, /*in_place=*/nullptr, /*block_axes=*/nullptr,
+      getLabelSmoothingAttr(), getLogitSoftcapAttr());
   if (failed(markVocabularyBlock(*this, result, split, classLoop)))
     return failure();
   split.replacements = {result};

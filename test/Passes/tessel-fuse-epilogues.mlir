@@ -553,3 +553,35 @@ func.func @sums_kept(%x: tensor<4x8xf32>, %a: tensor<4x8xf32>, %w: tensor<8x8xf3
   %3 = nn.add %m3, %late : tensor<4x8xf32>
   return %0, %1, %2, %3, %t : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
 }
+
+// -----
+
+// Tests that a vocabulary-parallel block's gradient is written over the
+// block's logits when only the block's statistics read them before it,
+// and kept apart when another op reads them, or they are an argument.
+// CHECK-LABEL: func.func @vocab_grad_in_place
+// CHECK: nn.vocab_loss_grad %{{.*}} in_place {block_axes = array<i16: 0>}
+// CHECK-LABEL: func.func @vocab_grad_kept
+// CHECK-NOT: in_place
+// CHECK-LABEL: func.func @vocab_grad_argument
+// CHECK-NOT: in_place
+// CHECK: return
+shard.grid @mesh(shape = 2)
+func.func @vocab_grad_in_place(%x: tensor<8x4xf32>, %w: tensor<4x16xf32>, %y: tensor<8xi32>, %g: tensor<8xf32>) -> (tensor<8xf32>, tensor<8x16xf32>) {
+  %z = nn.matmul %x, %w : (tensor<8x4xf32>, tensor<4x16xf32>) -> tensor<8x16xf32>
+  %m, %s, %zy, %zs = nn.vocab_loss_stats %z, %y {block_axes = array<i16: 0>} : (tensor<8x16xf32>, tensor<8xi32>) -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>)
+  %dz = nn.vocab_loss_grad %z, %y, %m, %s, %g {block_axes = array<i16: 0>} : (tensor<8x16xf32>, tensor<8xi32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<8x16xf32>
+  return %zy, %dz : tensor<8xf32>, tensor<8x16xf32>
+}
+func.func @vocab_grad_kept(%x: tensor<8x4xf32>, %w: tensor<4x16xf32>, %y: tensor<8xi32>, %g: tensor<8xf32>) -> (tensor<8x16xf32>, tensor<8x16xf32>) {
+  %z = nn.matmul %x, %w : (tensor<8x4xf32>, tensor<4x16xf32>) -> tensor<8x16xf32>
+  %m, %s, %zy, %zs = nn.vocab_loss_stats %z, %y {block_axes = array<i16: 0>} : (tensor<8x16xf32>, tensor<8xi32>) -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>)
+  %dz = nn.vocab_loss_grad %z, %y, %m, %s, %g {block_axes = array<i16: 0>} : (tensor<8x16xf32>, tensor<8xi32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<8x16xf32>
+  %n = nn.neg %z : tensor<8x16xf32>
+  return %n, %dz : tensor<8x16xf32>, tensor<8x16xf32>
+}
+func.func @vocab_grad_argument(%z: tensor<8x16xf32>, %y: tensor<8xi32>, %g: tensor<8xf32>) -> tensor<8x16xf32> {
+  %m, %s, %zy, %zs = nn.vocab_loss_stats %z, %y {block_axes = array<i16: 0>} : (tensor<8x16xf32>, tensor<8xi32>) -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>)
+  %dz = nn.vocab_loss_grad %z, %y, %m, %s, %g {block_axes = array<i16: 0>} : (tensor<8x16xf32>, tensor<8xi32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<8x16xf32>
+  return %dz : tensor<8x16xf32>
+}

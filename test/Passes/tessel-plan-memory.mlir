@@ -335,6 +335,19 @@ func.func @loss_gradient_in_place(%x: tensor<8x16xf32>, %y: tensor<8xi32>, %dl: 
   return %l, %n : tensor<f32>, tensor<8x16xf32>
 }
 
+// Tests that a vocabulary-parallel block's gradient written in place takes
+// the block's logits' bytes too (offset 0; the statistics after them).
+// CHECK-LABEL: func.func @vocab_gradient_in_place
+// CHECK: nn.exp %{{.*}} {tessel.offsets = array<i64: 0>}
+// CHECK: nn.vocab_loss_grad %{{.*}} in_place {tessel.offsets = array<i64: 0>}
+func.func @vocab_gradient_in_place(%x: tensor<8x16xf32>, %y: tensor<8xi32>, %g: tensor<8xf32>) -> tensor<8x16xf32> {
+  %z = nn.exp %x : tensor<8x16xf32>
+  %m, %s, %zy, %zs = nn.vocab_loss_stats %z, %y : (tensor<8x16xf32>, tensor<8xi32>) -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>)
+  %dz = nn.vocab_loss_grad %z, %y, %m, %s, %g in_place : (tensor<8x16xf32>, tensor<8xi32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<8x16xf32>
+  %n = nn.neg %dz : tensor<8x16xf32>
+  return %n : tensor<8x16xf32>
+}
+
 // CHECK-LABEL: func.func @loss_gradient_apart
 // CHECK-SAME: tessel.scratch_bytes = 1024
 // CHECK: nn.cross_entropy_with_grad %{{.*}} {tessel.offsets = array<i64: -2, 512>}
