@@ -1,0 +1,234 @@
+//===- kernels_attention.cpp - Entry points of attention and rope --------===//
+//
+// The forward entries of the ops that mix positions: tessel_attention and
+// its forms (lse, window, softcap) and tessel_rope and its scalings (yarn,
+// factors). As kernels.cpp's, each counts the kernel (KernelScope), checks
+// its arguments as tessel/runtime.h documents them, and hands the call to
+// the context's backend; a null context does nothing.
+//
+//===----------------------------------------------------------------------===//
+
+#include "core/backend.h"
+#include "core/checks.h"
+
+#include <cmath>
+#include <optional>
+
+using namespace tessel;
+
+extern "C" {
+
+/// The attention entries' front: the arguments checked, then the
+/// backend's forward; `needsLse`: the entry's lse may not be null.
+static void attentionEntry(tessel_ctx *ctx, const char *entry, int32_t dtype,
+                           const void *q, const void *k, const void *v,
+                           void *out, void *lse, bool needsLse, int64_t batch,
+                           int64_t seq, int64_t kv_seq, int64_t heads,
+                           int64_t kv_heads, int64_t head_dim,
+                           int64_t value_dim, double scale, int32_t causal,
+                           int64_t window, double softcap) {
+  if (!ctx)
+    return;
+  KernelScope scope(ctx, entry);
+  if (!checkAttentionArgs(ctx, entry, dtype, batch, seq, kv_seq, heads,
+                          kv_heads, head_dim, value_dim, causal, window,
+                          softcap))
+    return;
+  if (needsLse && !lse && batch * heads * seq > 0) {
+    setError(ctx, "%s: lse is null", entry);
+    return;
+  }
+  ctx->backend->attention(ctx, dtype, q, k, v, out, lse, batch, seq, kv_seq,
+                          heads, kv_heads, head_dim, value_dim, scale,
+                          AttnMask{causal != 0, window, softcap});
+}
+
+void tessel_attention(tessel_ctx *ctx, int32_t dtype, const void *q,
+                      const void *k, const void *v, void *out, int64_t batch,
+                      int64_t seq, int64_t kv_seq, int64_t heads,
+                      int64_t kv_heads, int64_t head_dim, int64_t value_dim,
+                      double scale, int32_t causal) {
+  attentionEntry(ctx, __func__, dtype, q, k, v, out, nullptr, false, batch, seq,
+                 kv_seq, heads, kv_heads, head_dim, value_dim, scale, causal, 0,
+                 0);
+}
+
+void tessel_attention_lse(tessel_ctx *ctx, int32_t dtype, const void *q,
+                          const void *k, const void *v, void *out, void *lse,
+                          int64_t batch, int64_t seq, int64_t kv_seq,
+                          int64_t heads, int64_t kv_heads, int64_t head_dim,
+                          int64_t value_dim, double scale, int32_t causal) {
+  attentionEntry(ctx, __func__, dtype, q, k, v, out, lse, true, batch, seq,
+                 kv_seq, heads, kv_heads, head_dim, value_dim, scale, causal, 0,
+                 0);
+}
+
+void tessel_attention_window(tessel_ctx *ctx, int32_t dtype, const void *q,
+                             const void *k, const void *v, void *out, void *lse,
+                             int64_t batch, int64_t seq, int64_t kv_seq,
+                             int64_t heads, int64_t kv_heads, int64_t head_dim,
+                             int64_t value_dim, double scale, int32_t causal,
+                             int64_t window) {
+  attentionEntry(ctx, __func__, dtype, q, k, v, out, lse, false, batch, seq,
+                 kv_seq, heads, kv_heads, head_dim, value_dim, scale, causal,
+                 window, 0);
+}
+
+void tessel_attention_softcap(tessel_ctx *ctx, int32_t dtype, const void *q,
+                              const void *k, const void *v, void *out,
+                              void *lse, int64_t batch, int64_t seq,
+                              int64_t kv_seq, int64_t heads, int64_t kv_heads,
+                              int64_t head_dim, int64_t value_dim, double scale,
+                              int32_t causal, int64_t window, double softcap) {
+  attentionEntry(ctx, __func__, dtype, q, k, v, out, lse, false, batch, seq,
+                 kv_seq, heads, kv_heads, head_dim, value_dim, scale, causal,
+                 window, softcap);
+}
+
+} // extern "C"
+
+/// The rope entries' front: the shape, theta and y checked, then the
+/// backend's rotation under `scaling`, which `makeScaling` builds once
+/// theta and head_dim are known good (and fails with the error set).
+template <class MakeScaling>
+static void ropeEntry(tessel_ctx *ctx, const char *entry, int32_t dtype,
+                      const void *x, void *y, int64_t outer, int64_t positions,
+                      int64_t heads, int64_t head_dim, int64_t rotary_dim,
+                      double theta, int32_t interleaved, int32_t inverse,
+                      MakeScaling makeScaling) {
+  if (!ctx)
+    return;
+  KernelScope scope(ctx, entry);
+  if (!checkDtype(ctx, entry, dtype, isFloatDtype(dtype)))
+    return;
+  int64_t rows, bytes;
+  if (outer < 0 || positions < 0 || heads < 0 || head_dim < 0 ||
+      head_dim % 2 != 0 || __builtin_mul_overflow(outer, positions, &rows) ||
+      __builtin_mul_overflow(rows, heads, &rows) ||
+      __builtin_mul_overflow(rows, head_dim, &bytes) ||
+      __builtin_mul_overflow(bytes, tessel_dtype_size(dtype), &bytes)) {
+    setError(ctx,
+             "%s: bad shape [%lld, %lld, %lld, %lld] (sizes >= 0, "
+             "head_dim even, bytes within int64)",
+             entry, (long long)outer, (long long)positions, (long long)heads,
+             (long long)head_dim);
+    return;
+  }
+  if (rotary_dim % 2 != 0 || rotary_dim > head_dim ||
+      (rotary_dim <= 0 && head_dim > 0)) {
+    setError(ctx, "%s: rotary_dim %lld must be even and in (0, head_dim %lld]",
+             entry, (long long)rotary_dim, (long long)head_dim);
+    return;
+  }
+  if (!std::isfinite(theta) || theta <= 0) {
+    setError(ctx, "%s: theta %g must be finite and positive", entry, theta);
+    return;
+  }
+  std::optional<rope::Scaling> scaling = makeScaling();
+  if (!scaling)
+    return;
+  if (bytes == 0)
+    return;
+  if (x != y && overlaps(x, bytes, y, bytes)) {
+    setError(ctx, "%s: y overlaps x without being it", entry);
+    return;
+  }
+  ctx->backend->rope(ctx, dtype, x, y, outer, positions, heads, head_dim,
+                     rotary_dim, theta, interleaved != 0, inverse != 0,
+                     *scaling);
+}
+
+extern "C" {
+
+void tessel_rope(tessel_ctx *ctx, int32_t dtype, const void *x, void *y,
+                 int64_t outer, int64_t positions, int64_t heads,
+                 int64_t head_dim, double theta, int32_t interleaved,
+                 int32_t inverse, double factor, double low_freq_factor,
+                 double high_freq_factor, double original_positions) {
+  ropeEntry(ctx, __func__, dtype, x, y, outer, positions, heads, head_dim,
+            head_dim, theta, interleaved, inverse,
+            [&]() -> std::optional<rope::Scaling> {
+              rope::Scaling scaling{factor, low_freq_factor, high_freq_factor,
+                                    original_positions};
+              if (!scaling.none() && !scaling.valid()) {
+                setError(ctx,
+                         "tessel_rope: scaling [%g, %g, %g, %g] needs factor "
+                         ">= 1, 0 < low < high and original > 0, all finite "
+                         "(factor 0: none)",
+                         factor, low_freq_factor, high_freq_factor,
+                         original_positions);
+                return std::nullopt;
+              }
+              return scaling;
+            });
+}
+
+void tessel_rope_yarn(tessel_ctx *ctx, int32_t dtype, const void *x, void *y,
+                      int64_t outer, int64_t positions, int64_t heads,
+                      int64_t head_dim, double theta, int32_t interleaved,
+                      int32_t inverse, double factor, double beta_fast,
+                      double beta_slow, double original_positions,
+                      int32_t truncate) {
+  ropeEntry(
+      ctx, __func__, dtype, x, y, outer, positions, heads, head_dim, head_dim,
+      theta, interleaved, inverse, [&]() -> std::optional<rope::Scaling> {
+        bool good = factor >= 1 && beta_fast > 0 && beta_slow > 0 &&
+                    original_positions > 0 && theta > 1 &&
+                    std::isfinite(factor) && std::isfinite(beta_fast) &&
+                    std::isfinite(beta_slow) &&
+                    std::isfinite(original_positions);
+        if (!good) {
+          setError(ctx,
+                   "tessel_rope_yarn: factor %g, beta_fast %g, "
+                   "beta_slow %g, original %g, theta %g need factor >= "
+                   "1, positive betas and original, theta > 1, all "
+                   "finite",
+                   factor, beta_fast, beta_slow, original_positions, theta);
+          return std::nullopt;
+        }
+        return rope::yarn(factor, beta_fast, beta_slow, original_positions,
+                          truncate != 0, head_dim, theta);
+      });
+}
+
+void tessel_rope_factors(tessel_ctx *ctx, int32_t dtype, const void *x, void *y,
+                         int64_t outer, int64_t positions, int64_t heads,
+                         int64_t head_dim, int64_t rotary_dim, double theta,
+                         int32_t interleaved, int32_t inverse,
+                         const double *pair_factors, double attention_factor) {
+  ropeEntry(ctx, __func__, dtype, x, y, outer, positions, heads, head_dim,
+            rotary_dim, theta, interleaved, inverse,
+            [&]() -> std::optional<rope::Scaling> {
+              if (!std::isfinite(attention_factor) || attention_factor <= 0) {
+                setError(ctx,
+                         "tessel_rope_factors: attention_factor %g must be "
+                         "finite and positive",
+                         attention_factor);
+                return std::nullopt;
+              }
+              const int64_t pairs = pair_factors ? rotary_dim / 2 : 0;
+              if (pairs > rope::kMaxFactorPairs) {
+                setError(ctx,
+                         "tessel_rope_factors: %lld pairs with factors, at "
+                         "most %lld (rotary_dim %lld)",
+                         (long long)pairs, (long long)rope::kMaxFactorPairs,
+                         (long long)2 * rope::kMaxFactorPairs);
+                return std::nullopt;
+              }
+              for (int64_t i = 0; i < pairs; ++i)
+                if (!std::isfinite(pair_factors[i]) || pair_factors[i] <= 0) {
+                  setError(ctx,
+                           "tessel_rope_factors: pair %lld's factor %g must "
+                           "be finite and positive",
+                           (long long)i, pair_factors[i]);
+                  return std::nullopt;
+                }
+              rope::Scaling scaling = pair_factors
+                                          ? rope::perPair(pair_factors, pairs)
+                                          : rope::Scaling{};
+              scaling.attention = attention_factor;
+              return scaling;
+            });
+}
+
+} // extern "C"
