@@ -20,7 +20,9 @@
 // precision for the loss: the cross-entropy reads the 16-bit logits
 // itself and its gradient writes them rounded, so neither the logits'
 // widening to f32 nor the f32 gradient's rounding is a kernel and a
-// buffer of [positions, vocabulary] floats; and a step's loss and its
+// buffer of [positions, vocabulary] floats (nor, on a vocabulary split,
+// of the block's: its statistics and gradient read the 16-bit block,
+// ABI 30); and a step's loss and its
 // gradient are one pass over the logits, the gradient written over them
 // where nothing else reads them (llm.c's fused classifier; ABI 13); a
 // norm's gradient and an embedding's write the f32 gradients of their
@@ -434,40 +436,39 @@ void fuseNormGradAdd(Operation *grad) {
   grad->erase();
 }
 
-/// cross_entropy(widen(x)) → cross_entropy(x), its loss still f32 (the
-/// kernel widens each logit, as the cast did); the widening goes when
-/// nothing else reads it.
-void fuseLossWidening(nn::CrossEntropyOp loss) {
-  nn::CastOp widened = widening(loss.getLogits());
+/// loss(widen(x)) → loss(x), its loss still f32 (the kernel widens each
+/// logit, as the cast did): nn.cross_entropy, or a vocabulary-parallel
+/// block's nn.vocab_loss_stats, its statistics still f32 (ABI 30). The
+/// logits are operand 0; the widening goes when nothing else reads it.
+void fuseLossWidening(Operation *loss) {
+  nn::CastOp widened = widening(loss->getOperand(0));
   if (!widened)
     return;
-  loss.getLogitsMutable().assign(widened.getInput());
+  loss->setOperand(0, widened.getInput());
   if (widened->use_empty())
     widened->erase();
 }
 
-/// round(cross_entropy_grad(widen(x), labels, dloss)) back to x's type,
-/// the gradient's only use → cross_entropy_grad(x, labels, dloss) with
-/// dloss still f32: the kernel rounds each gradient as the cast did.
-/// Returns the gradient that stands afterwards.
-nn::CrossEntropyGradOp fuseLossGradRounding(nn::CrossEntropyGradOp grad) {
-  nn::CastOp widened = widening(grad.getLogits());
+/// round(grad(widen(x), ...)) back to x's type, the gradient's only use →
+/// grad(x, ...) writing x's type, its dloss (or statistics) still f32: the
+/// kernel rounds each gradient as the cast did. `grad` is an
+/// nn.cross_entropy_grad or a block's nn.vocab_loss_grad (ABI 30), the
+/// logits operand 0 and the gradient its one result.
+void fuseLossGradRounding(Operation *grad) {
+  nn::CastOp widened = widening(grad->getOperand(0));
   if (!widened || !grad->hasOneUse())
-    return grad;
+    return;
   auto rounding = dyn_cast<nn::CastOp>(*grad->getUsers().begin());
   if (!rounding || rounding.getType() != widened.getInput().getType())
-    return grad;
-  OpBuilder b(grad);
-  auto fused = nn::CrossEntropyGradOp::create(
-      b, b.getFusedLoc({grad.getLoc(), rounding.getLoc()}), widened.getInput(),
-      grad.getLabels(), grad.getDloss(), grad.getReductionAttr(),
-      grad.getLabelSmoothingAttr(), grad.getLogitSoftcapAttr());
-  rounding.getResult().replaceAllUsesWith(fused.getDlogits());
+    return;
+  grad->setOperand(0, widened.getInput());
+  grad->getResult(0).setType(rounding.getType());
+  grad->setLoc(
+      FusedLoc::get(grad->getContext(), {grad->getLoc(), rounding.getLoc()}));
+  rounding.getResult().replaceAllUsesWith(grad->getResult(0));
   rounding->erase();
-  grad->erase();
   if (widened->use_empty())
     widened->erase();
-  return fused;
 }
 
 /// cross_entropy(z, y) and cross_entropy_grad(z, y, dloss) of the same
@@ -552,14 +553,14 @@ struct FuseEpiloguesPass
     SmallVector<nn::GeluOp> gelus;
     SmallVector<nn::GeluGradOp> geluGrads;
     SmallVector<Operation *> norms, normGrads;
-    SmallVector<nn::CrossEntropyOp> losses;
-    SmallVector<nn::CrossEntropyGradOp> lossGrads;
+    // The losses and their gradients: whole rows' and vocabulary blocks'.
+    SmallVector<Operation *> losses, lossGrads;
     SmallVector<nn::EmbeddingGradOp> embeddingGrads;
     getOperation().walk([&](Operation *op) {
-      if (auto loss = dyn_cast<nn::CrossEntropyOp>(op))
-        losses.push_back(loss);
-      else if (auto grad = dyn_cast<nn::CrossEntropyGradOp>(op))
-        lossGrads.push_back(grad);
+      if (isa<nn::CrossEntropyOp, nn::VocabLossStatsOp>(op))
+        losses.push_back(op);
+      else if (isa<nn::CrossEntropyGradOp, nn::VocabLossGradOp>(op))
+        lossGrads.push_back(op);
       else if (isa<nn::LayerNormOp, nn::RmsNormOp>(op))
         norms.push_back(op);
       else if (isa<nn::LayerNormGradOp, nn::RmsNormGradOp>(op))
@@ -594,15 +595,18 @@ struct FuseEpiloguesPass
     getOperation().walk([&](nn::AddOp add) { sums.push_back(add); });
     for (nn::AddOp add : sums)
       fuseSumOfProducts(add);
-    // The gradient first: it reads the widening the loss may then erase.
-    for (nn::CrossEntropyGradOp &grad : lossGrads)
-      grad = fuseLossGradRounding(grad);
-    for (nn::CrossEntropyOp loss : losses)
+    // The gradients first: they read the widening the loss may then erase.
+    for (Operation *grad : lossGrads)
+      fuseLossGradRounding(grad);
+    for (Operation *loss : losses)
       fuseLossWidening(loss);
-    for (nn::CrossEntropyGradOp grad : lossGrads)
-      fuseLossWithGrad(grad);
-    getOperation().walk(
-        [](nn::VocabLossGradOp grad) { markVocabGradInPlace(grad); });
+    // One loop: fuseLossWithGrad erases the gradient it folds.
+    for (Operation *grad : lossGrads) {
+      if (auto block = dyn_cast<nn::VocabLossGradOp>(grad))
+        markVocabGradInPlace(block);
+      else
+        fuseLossWithGrad(cast<nn::CrossEntropyGradOp>(grad));
+    }
     for (Operation *grad : normGrads)
       fuseParamGradWidening(grad->getResults().drop_front());
     for (nn::EmbeddingGradOp grad : embeddingGrads)

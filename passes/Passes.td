@@ -654,7 +654,9 @@ def FuseEpiloguesPass : Pass<"tessel-fuse-epilogues", "mlir::ModuleOp"> {
     - Under bf16 mixed precision: `nn.cross_entropy` of the f32 widening of
       16-bit logits reads the logits themselves (its loss still f32), and
       the rounding of its f32 gradient back to 16 bits folds into
-      `nn.cross_entropy_grad`; a step's loss and its gradient become
+      `nn.cross_entropy_grad` (so too a vocabulary-parallel block's
+      `nn.vocab_loss_stats`, its statistics still f32, and
+      `nn.vocab_loss_grad`: no f32 block); a step's loss and its gradient become
       `nn.cross_entropy_with_grad`, `in_place` where nothing else reads
       logits a kernel of the block made. A 16-bit norm gradient (or
       embedding gradient) whose parameter gradients are each only widened

@@ -407,11 +407,14 @@ def NN_VocabLossStatsOp : NN_Op<"vocab_loss_stats", [Pure]> {
     (soft-capped by `logit_softcap`), each position's `max` of `y`,
     `sum_exp` = `Σ e^(y − max)` (0 when no `y` is above -inf), `label_logit`
     (`y` at the label when the block holds it, else 0) and `logit_sum` =
-    `Σ y`, all `[...]` of the logits' type, from one reading of the block
-    (runtime ABI 29: Megatron's fused vocabulary-parallel cross-entropy).
-    The partitioner writes it for nn.cross_entropy over split classes and
-    completes each statistic by an all-reduce of one value a position; it
-    is never split itself. Flops: `5·N` (`8·N` capped) with `N` logits.
+    `Σ y`, all `[...]` of one type, from one reading of the block (runtime
+    ABI 29: Megatron's fused vocabulary-parallel cross-entropy). That type
+    is the logits' or, for f16/bf16 logits, f32: each logit widened and
+    the statistics kept in f32 (ABI 30), as the loss of 16-bit logits is.
+    The partitioner writes it for nn.cross_entropy over split classes, its
+    statistics of the loss's type, and completes each by an all-reduce of
+    one value a position; it is never split itself. Flops: `5·N` (`8·N`
+    capped) with `N` logits.
 
     ```mlir
     %m, %s, %zy, %zs = nn.vocab_loss_stats %z, %y {block_axes = array<i16: 0>} : (tensor<8x128x25152xf32>, tensor<8x128xi32>) -> (tensor<8x128xf32>, tensor<8x128xf32>, tensor<8x128xf32>, tensor<8x128xf32>)
@@ -442,7 +445,9 @@ def NN_VocabLossGradOp : NN_Op<"vocab_loss_grad", [Pure]> {
     the logits' memory (tessel-fuse-epilogues sets it when only the
     block's statistics read them before), as nn.cross_entropy_with_grad's
     does. Flops: `3·N + R` with `R` positions (`+3·N` capped, `+N`
-    smoothed).
+    smoothed). `max`, `sum_exp` and `row_grad` are of the statistics' type
+    (the logits' or, for f16/bf16 logits, f32: ABI 30), `dlogits` of the
+    logits' type.
 
     ```mlir
     %dz = nn.vocab_loss_grad %z, %y, %m, %s, %g {block_axes = array<i16: 0>} : (tensor<8x128x25152xf32>, tensor<8x128xi32>, tensor<8x128xf32>, tensor<8x128xf32>, tensor<8x128xf32>) -> tensor<8x128x25152xf32>

@@ -20,7 +20,10 @@
 //   smoothed. Its gradient recomputes the statistics (the forward's, merged
 //   by cse in the training step) and nn.vocab_loss_grad writes the block's
 //   g · (softmax − target) in one pass, the cap's slope and the smoothed
-//   target inside: no exponentials of the block are stored.
+//   target inside: no exponentials of the block are stored. The
+//   statistics, their all-reduces and the per-position loss are of the
+//   loss's type: f32 for an f32 loss of 16-bit logits (Megatron's f32
+//   loss of bf16 logits), whose block is read and written in 16 bits.
 // - a split `mean` cross-entropy gradient scales its dloss by the local
 //   share of the positions.
 //
@@ -64,17 +67,6 @@ LogicalResult markVocabularyBlock(Operation *global, Operation *local,
   return success();
 }
 
-/// A vocabulary-parallel loss computes in the logits' type: an f32 loss of
-/// 16-bit logits (the fused cast of mixed precision) is refused there.
-LogicalResult refuseWidenedLoss(Operation *op, Type logits, Type loss) {
-  if (getElementTypeOrSelf(logits) == getElementTypeOrSelf(loss))
-    return success();
-  return op->emitOpError()
-         << "has an f32 loss of " << getElementTypeOrSelf(logits)
-         << " logits, which a vocabulary-parallel split does not compute; "
-            "cast the logits to f32 before the loss";
-}
-
 /// The position dimensions of logits of rank `rank` (all but the last).
 SmallVector<int64_t> positionDims(int64_t rank) {
   return llvm::to_vector(llvm::seq<int64_t>(0, rank - 1));
@@ -88,13 +80,14 @@ struct VocabRowStats {
 /// Builds the per-position statistics of logits split over class blocks.
 class VocabParallelBuilder {
 public:
-  VocabParallelBuilder(ImplicitLocOpBuilder &b, Value logits,
+  /// Statistics of type `loss` (the loss's element type: the logits' or,
+  /// for 16-bit logits widened by the loss, f32).
+  VocabParallelBuilder(ImplicitLocOpBuilder &b, Value logits, Type loss,
                        const LocalSplit &split, ArrayRef<int16_t> classAxes)
       : b(b), logits(logits), split(split), classAxes(classAxes) {
     auto type = cast<RankedTensorType>(logits.getType());
-    classDim = type.getRank() - 1;
     rowsType = RankedTensorType::get(type.getShape().drop_back(),
-                                     type.getElementType());
+                                     getElementTypeOrSelf(loss));
   }
 
   Value allReduce(Value value, shard::ReductionKind kind) {
@@ -142,7 +135,6 @@ public:
   Value logits;
   const LocalSplit &split;
   ArrayRef<int16_t> classAxes;
-  int64_t classDim;
   RankedTensorType rowsType;
 };
 
@@ -185,13 +177,11 @@ LogicalResult CrossEntropyOp::adjustLocalPartition(Operation *localOp,
   if (classLoop >= static_cast<int64_t>(split.loopAxes.size()) ||
       split.loopAxes[classLoop].empty())
     return success();
-  if (failed(refuseWidenedLoss(*this, getLogits().getType(), getType())))
-    return failure();
   auto local = cast<CrossEntropyOp>(localOp);
   OpBuilder::InsertionGuard guard(builder);
   builder.setInsertionPoint(local);
   ImplicitLocOpBuilder b(getLoc(), builder);
-  VocabParallelBuilder vocab(b, local.getLogits(), split,
+  VocabParallelBuilder vocab(b, local.getLogits(), getType(), split,
                              split.loopAxes[classLoop]);
   std::optional<APFloat> smoothing = getLabelSmoothing();
   FailureOr<VocabRowStats> stats =
@@ -257,10 +247,7 @@ LogicalResult CrossEntropyGradOp::adjustLocalPartition(Operation *localOp,
                                         static_cast<double>(globalRows)));
     return success();
   }
-  if (failed(refuseWidenedLoss(*this, getLogits().getType(),
-                               getDloss().getType())))
-    return failure();
-  VocabParallelBuilder vocab(b, local.getLogits(), split,
+  VocabParallelBuilder vocab(b, local.getLogits(), getDloss().getType(), split,
                              split.loopAxes[classLoop]);
   Value rowGrad = local.getDloss();
   if (getReduction() == LossReduction::mean)
@@ -290,7 +277,8 @@ LogicalResult CrossEntropyGradOp::adjustLocalPartition(Operation *localOp,
 using PerPositionValue = std::pair<StringRef, Value>;
 
 /// Fails on `op` unless `labels` index the positions of `logits` and each
-/// of `perPosition` is one value a position of the logits' type.
+/// of `perPosition` is one value a position of the statistics' type (the
+/// first's element type): the logits' or, for 16-bit logits, f32.
 static LogicalResult verifyPerPosition(Operation *op, Value logits,
                                        Value labels,
                                        ArrayRef<PerPositionValue> perPosition) {
@@ -299,11 +287,20 @@ static LogicalResult verifyPerPosition(Operation *op, Value logits,
       cast<RankedTensorType>(labels.getType()), /*keepPositions=*/true);
   if (failed(rows))
     return failure();
+  Type element = rows->getElementType();
+  Type stats = getElementTypeOrSelf(perPosition.front().second.getType());
+  if (stats != element &&
+      !(stats.isF32() && element.getIntOrFloatBitWidth() == 16))
+    return op->emitOpError()
+           << "statistics must be of the logits' type " << element
+           << (element.getIntOrFloatBitWidth() == 16 ? " or f32" : "")
+           << ", got " << stats;
+  RankedTensorType expected = rows->clone(stats);
   for (auto [what, value] : perPosition)
-    if (value.getType() != *rows)
-      return op->emitOpError() << what << " must be " << *rows
-                               << " (one per position), got "
-                               << value.getType();
+    if (value.getType() != expected)
+      return op->emitOpError()
+             << what << " must be " << expected << " (one per position), got "
+             << value.getType();
   return success();
 }
 

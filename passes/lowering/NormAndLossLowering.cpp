@@ -150,20 +150,22 @@ LogicalResult lowerSubLabel(nn::SubLabelOp op, FunctionLowering &fl) {
 }
 
 // The fused vocabulary-parallel loss (ABI 29): the block's statistics and
-// its gradient, the block's place among the classes as the label kernels'.
+// its gradient, the block's place among the classes as the label kernels';
+// f32 statistics of 16-bit logits: the _f32 entries (ABI 30).
 LogicalResult lowerVocabLossStats(nn::VocabLossStatsOp op,
                                   FunctionLowering &fl) {
   int64_t classes = op.getLogits().getType().getShape().back();
   FailureOr<RankBlock> block = fl.blockOf(op, classes);
   if (failed(block))
     return failure();
-  fl.call(rt::tessel_vocab_loss_stats,
-          {fl.dtype(op.getLogits()), fl.dtype(op.getLabels()),
-           fl.ptr(op.getLogits()), fl.ptr(op.getLabels()), fl.ptr(op.getMax()),
-           fl.ptr(op.getSumExp()), fl.ptr(op.getLabelLogit()),
-           fl.ptr(op.getLogitSum()), fl.count(op.getLabels()), fl.i64(classes),
-           block->first, block->whole,
-           fl.f64(optionOrZero(op.getLogitSoftcap()))});
+  fl.call(
+      isWidened(op.getLogits(), op.getMax()) ? rt::tessel_vocab_loss_stats_f32
+                                             : rt::tessel_vocab_loss_stats,
+      {fl.dtype(op.getLogits()), fl.dtype(op.getLabels()),
+       fl.ptr(op.getLogits()), fl.ptr(op.getLabels()), fl.ptr(op.getMax()),
+       fl.ptr(op.getSumExp()), fl.ptr(op.getLabelLogit()),
+       fl.ptr(op.getLogitSum()), fl.count(op.getLabels()), fl.i64(classes),
+       block->first, block->whole, fl.f64(optionOrZero(op.getLogitSoftcap()))});
   return success();
 }
 
@@ -172,14 +174,15 @@ LogicalResult lowerVocabLossGrad(nn::VocabLossGradOp op, FunctionLowering &fl) {
   FailureOr<RankBlock> block = fl.blockOf(op, classes);
   if (failed(block))
     return failure();
-  fl.call(rt::tessel_vocab_loss_grad,
-          {fl.dtype(op.getLogits()), fl.dtype(op.getLabels()),
-           fl.ptr(op.getLogits()), fl.ptr(op.getLabels()), fl.ptr(op.getMax()),
-           fl.ptr(op.getSumExp()), fl.ptr(op.getRowGrad()),
-           fl.ptr(op.getDlogits()), fl.count(op.getLabels()), fl.i64(classes),
-           block->first, block->whole,
-           fl.f64(optionOrZero(op.getLogitSoftcap())),
-           fl.f64(optionOrZero(op.getLabelSmoothing()))});
+  fl.call(
+      isWidened(op.getLogits(), op.getMax()) ? rt::tessel_vocab_loss_grad_f32
+                                             : rt::tessel_vocab_loss_grad,
+      {fl.dtype(op.getLogits()), fl.dtype(op.getLabels()),
+       fl.ptr(op.getLogits()), fl.ptr(op.getLabels()), fl.ptr(op.getMax()),
+       fl.ptr(op.getSumExp()), fl.ptr(op.getRowGrad()), fl.ptr(op.getDlogits()),
+       fl.count(op.getLabels()), fl.i64(classes), block->first, block->whole,
+       fl.f64(optionOrZero(op.getLogitSoftcap())),
+       fl.f64(optionOrZero(op.getLabelSmoothing()))});
   return success();
 }
 

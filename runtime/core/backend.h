@@ -444,22 +444,25 @@ public:
                           const void *logits, const void *labels, void *out,
                           int64_t rows, int64_t classes, int64_t classOffset,
                           int64_t totalClasses) = 0;
-  /// tessel_vocab_loss_stats: the block's row statistics (stats.max ...
-  /// stats.logitSum, each [rows] of dtype), classes > 0.
+  /// tessel_vocab_loss_stats(_f32): the block's row statistics (stats.max
+  /// ... stats.logitSum, each [rows] of statsDtype: dtype, or f32 for
+  /// 16-bit logits), classes > 0.
   virtual void vocabLossStats(tessel_ctx *ctx, int32_t dtype,
-                              int32_t labelDtype, const void *logits,
-                              const void *labels, VocabStats stats,
-                              int64_t rows, int64_t classes,
+                              int32_t statsDtype, int32_t labelDtype,
+                              const void *logits, const void *labels,
+                              VocabStats stats, int64_t rows, int64_t classes,
                               int64_t classOffset, int64_t totalClasses,
                               double softcap) = 0;
-  /// tessel_vocab_loss_grad: the block's gradient from the whole rows'
-  /// max and sum of exponentials and each row's gradient.
-  virtual void vocabLossGrad(tessel_ctx *ctx, int32_t dtype, int32_t labelDtype,
-                             const void *logits, const void *labels,
-                             const void *max, const void *sumExp,
-                             const void *rowGrad, void *dlogits, int64_t rows,
-                             int64_t classes, int64_t classOffset,
-                             int64_t totalClasses, LossOptions options) = 0;
+  /// tessel_vocab_loss_grad(_f32): the block's gradient (of dtype) from
+  /// the whole rows' max and sum of exponentials and each row's gradient
+  /// (of statsDtype).
+  virtual void vocabLossGrad(tessel_ctx *ctx, int32_t dtype, int32_t statsDtype,
+                             int32_t labelDtype, const void *logits,
+                             const void *labels, const void *max,
+                             const void *sumExp, const void *rowGrad,
+                             void *dlogits, int64_t rows, int64_t classes,
+                             int64_t classOffset, int64_t totalClasses,
+                             LossOptions options) = 0;
   virtual void subLabel(tessel_ctx *ctx, int32_t dtype, int32_t labelDtype,
                         const void *x, const void *labels, const void *values,
                         void *out, int64_t rows, int64_t classes,

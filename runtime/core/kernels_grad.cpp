@@ -66,6 +66,56 @@ void embeddingGradEntry(tessel_ctx *ctx, const char *entry, int32_t dtype,
       dtable, numIds, rows, hidden, rowOffset, vocab);
 }
 
+/// The vocabulary-parallel kernels' front: traced as `entry`, the block's
+/// arguments checked as the label kernels' (and 16-bit logits for f32
+/// statistics, `f32Stats`: the _f32 entries) and the loss's options;
+/// then run(statsDtype).
+template <class Run>
+void vocabLossEntry(tessel_ctx *ctx, const char *entry, int32_t dtype,
+                    bool f32Stats, int32_t labelDtype, int64_t rows,
+                    int64_t classes, int64_t classOffset, int64_t totalClasses,
+                    LossOptions options, Run &&run) {
+  if (!ctx)
+    return;
+  KernelScope scope(ctx, entry);
+  if (checkLabelArgs(ctx, entry, dtype, labelDtype, rows, classes, classOffset,
+                     totalClasses) &&
+      checkWidenedDtype(ctx, entry, dtype, f32Stats) &&
+      checkLossOptions(ctx, entry, options))
+    run(f32Stats ? int32_t(TESSEL_F32) : dtype);
+}
+
+/// tessel_vocab_loss_stats(_f32)'s body.
+void vocabLossStats(tessel_ctx *ctx, const char *entry, int32_t dtype,
+                    bool f32Stats, int32_t label_dtype, const void *logits,
+                    const void *labels, VocabStats stats, int64_t rows,
+                    int64_t classes, int64_t class_offset,
+                    int64_t total_classes, double softcap) {
+  vocabLossEntry(
+      ctx, entry, dtype, f32Stats, label_dtype, rows, classes, class_offset,
+      total_classes, LossOptions{softcap, 0.0}, [&](int32_t statsDtype) {
+        ctx->backend->vocabLossStats(ctx, dtype, statsDtype, label_dtype,
+                                     logits, labels, stats, rows, classes,
+                                     class_offset, total_classes, softcap);
+      });
+}
+
+/// tessel_vocab_loss_grad(_f32)'s body.
+void vocabLossGrad(tessel_ctx *ctx, const char *entry, int32_t dtype,
+                   bool f32Stats, int32_t label_dtype, const void *logits,
+                   const void *labels, const void *max, const void *sum_exp,
+                   const void *row_grad, void *dlogits, int64_t rows,
+                   int64_t classes, int64_t class_offset, int64_t total_classes,
+                   LossOptions options) {
+  vocabLossEntry(ctx, entry, dtype, f32Stats, label_dtype, rows, classes,
+                 class_offset, total_classes, options, [&](int32_t statsDtype) {
+                   ctx->backend->vocabLossGrad(
+                       ctx, dtype, statsDtype, label_dtype, logits, labels, max,
+                       sum_exp, row_grad, dlogits, rows, classes, class_offset,
+                       total_classes, options);
+                 });
+}
+
 } // namespace
 
 extern "C" {
@@ -306,17 +356,21 @@ void tessel_vocab_loss_stats(tessel_ctx *ctx, int32_t dtype,
                              void *label_logit, void *logit_sum, int64_t rows,
                              int64_t classes, int64_t class_offset,
                              int64_t total_classes, double softcap) {
-  if (!ctx)
-    return;
-  KernelScope scope(ctx, __func__);
-  if (!checkLabelArgs(ctx, __func__, dtype, label_dtype, rows, classes,
-                      class_offset, total_classes) ||
-      !checkLossOptions(ctx, __func__, LossOptions{softcap, 0.0}))
-    return;
-  ctx->backend->vocabLossStats(ctx, dtype, label_dtype, logits, labels,
-                               VocabStats{max, sum_exp, label_logit, logit_sum},
-                               rows, classes, class_offset, total_classes,
-                               softcap);
+  vocabLossStats(ctx, __func__, dtype, false, label_dtype, logits, labels,
+                 VocabStats{max, sum_exp, label_logit, logit_sum}, rows,
+                 classes, class_offset, total_classes, softcap);
+}
+
+void tessel_vocab_loss_stats_f32(tessel_ctx *ctx, int32_t dtype,
+                                 int32_t label_dtype, const void *logits,
+                                 const void *labels, void *max, void *sum_exp,
+                                 void *label_logit, void *logit_sum,
+                                 int64_t rows, int64_t classes,
+                                 int64_t class_offset, int64_t total_classes,
+                                 double softcap) {
+  vocabLossStats(ctx, __func__, dtype, true, label_dtype, logits, labels,
+                 VocabStats{max, sum_exp, label_logit, logit_sum}, rows,
+                 classes, class_offset, total_classes, softcap);
 }
 
 void tessel_vocab_loss_grad(tessel_ctx *ctx, int32_t dtype, int32_t label_dtype,
@@ -326,17 +380,21 @@ void tessel_vocab_loss_grad(tessel_ctx *ctx, int32_t dtype, int32_t label_dtype,
                             int64_t classes, int64_t class_offset,
                             int64_t total_classes, double softcap,
                             double label_smoothing) {
-  if (!ctx)
-    return;
-  KernelScope scope(ctx, __func__);
-  LossOptions options{softcap, label_smoothing};
-  if (!checkLabelArgs(ctx, __func__, dtype, label_dtype, rows, classes,
-                      class_offset, total_classes) ||
-      !checkLossOptions(ctx, __func__, options))
-    return;
-  ctx->backend->vocabLossGrad(ctx, dtype, label_dtype, logits, labels, max,
-                              sum_exp, row_grad, dlogits, rows, classes,
-                              class_offset, total_classes, options);
+  vocabLossGrad(ctx, __func__, dtype, false, label_dtype, logits, labels, max,
+                sum_exp, row_grad, dlogits, rows, classes, class_offset,
+                total_classes, LossOptions{softcap, label_smoothing});
+}
+
+void tessel_vocab_loss_grad_f32(tessel_ctx *ctx, int32_t dtype,
+                                int32_t label_dtype, const void *logits,
+                                const void *labels, const void *max,
+                                const void *sum_exp, const void *row_grad,
+                                void *dlogits, int64_t rows, int64_t classes,
+                                int64_t class_offset, int64_t total_classes,
+                                double softcap, double label_smoothing) {
+  vocabLossGrad(ctx, __func__, dtype, true, label_dtype, logits, labels, max,
+                sum_exp, row_grad, dlogits, rows, classes, class_offset,
+                total_classes, LossOptions{softcap, label_smoothing});
 }
 
 void tessel_mask_labels(tessel_ctx *ctx, int32_t label_dtype, int32_t dtype,

@@ -30,7 +30,8 @@ struct LossOptions {
 };
 
 /// The row statistics of a block of a vocabulary-parallel loss
-/// (tessel_vocab_loss_stats), each [rows] of the logits' dtype.
+/// (tessel_vocab_loss_stats), each [rows] of the logits' dtype, or f32 for
+/// 16-bit logits (tessel_vocab_loss_stats_f32).
 struct VocabStats {
   void *max, *sumExp, *labelLogit, *logitSum;
 };

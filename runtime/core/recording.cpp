@@ -279,21 +279,23 @@ public:
     defer(&Backend::maskLabels, ctx, labelDtype, dtype, labels, ignoreIndex,
           safe, weights, n);
   }
-  void vocabLossStats(tessel_ctx *ctx, int32_t dtype, int32_t labelDtype,
-                      const void *logits, const void *labels, VocabStats stats,
-                      int64_t rows, int64_t classes, int64_t classOffset,
+  void vocabLossStats(tessel_ctx *ctx, int32_t dtype, int32_t statsDtype,
+                      int32_t labelDtype, const void *logits,
+                      const void *labels, VocabStats stats, int64_t rows,
+                      int64_t classes, int64_t classOffset,
                       int64_t totalClasses, double softcap) override {
-    defer(&Backend::vocabLossStats, ctx, dtype, labelDtype, logits, labels,
-          stats, rows, classes, classOffset, totalClasses, softcap);
+    defer(&Backend::vocabLossStats, ctx, dtype, statsDtype, labelDtype, logits,
+          labels, stats, rows, classes, classOffset, totalClasses, softcap);
   }
-  void vocabLossGrad(tessel_ctx *ctx, int32_t dtype, int32_t labelDtype,
-                     const void *logits, const void *labels, const void *max,
-                     const void *sumExp, const void *rowGrad, void *dlogits,
-                     int64_t rows, int64_t classes, int64_t classOffset,
-                     int64_t totalClasses, LossOptions options) override {
-    defer(&Backend::vocabLossGrad, ctx, dtype, labelDtype, logits, labels, max,
-          sumExp, rowGrad, dlogits, rows, classes, classOffset, totalClasses,
-          options);
+  void vocabLossGrad(tessel_ctx *ctx, int32_t dtype, int32_t statsDtype,
+                     int32_t labelDtype, const void *logits, const void *labels,
+                     const void *max, const void *sumExp, const void *rowGrad,
+                     void *dlogits, int64_t rows, int64_t classes,
+                     int64_t classOffset, int64_t totalClasses,
+                     LossOptions options) override {
+    defer(&Backend::vocabLossGrad, ctx, dtype, statsDtype, labelDtype, logits,
+          labels, max, sumExp, rowGrad, dlogits, rows, classes, classOffset,
+          totalClasses, options);
   }
   void subLabel(tessel_ctx *ctx, int32_t dtype, int32_t labelDtype,
                 const void *x, const void *labels, const void *values,

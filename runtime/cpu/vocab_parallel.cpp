@@ -21,7 +21,9 @@
 // Σ e^(y − max), the label's logit, Σ y, of the soft-capped y) and once
 // for the gradient from the whole rows' max and sum
 // (tessel_vocab_loss_grad, the label smoothing inside): no exponentials
-// of the block are stored between them.
+// of the block are stored between them. The _f32 entries (ABI 30) keep
+// the statistics of 16-bit logits in f32: the arithmetic is the same (f32
+// for 16-bit logits), only the statistics' stores and loads differ.
 //
 // tessel_mask_labels prepares the labels of a loss that ignores positions
 // (ignore_index): the label the cross-entropy reads and the row's weight.
@@ -57,6 +59,19 @@ int64_t labelColumn(tessel_ctx *ctx, const char *kernel, int32_t labelDtype,
   return column >= 0 && column < classes ? column : -1;
 }
 
+/// f(T(), S()): the logits' stored type and the statistics', T's own or
+/// f32 (the front allows f32 only for 16-bit logits).
+template <class F>
+void visitStatsTypes(int32_t dtype, int32_t statsDtype, F &&f) {
+  visitFloat(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    if (statsDtype == dtype)
+      f(T(), T());
+    else if constexpr (sizeof(T) == 2)
+      f(T(), float());
+  });
+}
+
 } // namespace
 
 void CpuBackend::labelLogit(tessel_ctx *ctx, int32_t dtype,
@@ -83,14 +98,15 @@ void CpuBackend::labelLogit(tessel_ctx *ctx, int32_t dtype,
 }
 
 void CpuBackend::vocabLossStats(tessel_ctx *ctx, int32_t dtype,
-                                int32_t label_dtype, const void *logits,
-                                const void *labels, tessel::VocabStats stats,
-                                int64_t rows, int64_t classes,
-                                int64_t class_offset, int64_t total_classes,
-                                double softcap) {
+                                int32_t stats_dtype, int32_t label_dtype,
+                                const void *logits, const void *labels,
+                                tessel::VocabStats stats, int64_t rows,
+                                int64_t classes, int64_t class_offset,
+                                int64_t total_classes, double softcap) {
   const char *kernel = "tessel_vocab_loss_stats";
-  visitFloat(dtype, [&](auto tag) {
+  visitStatsTypes(dtype, stats_dtype, [&](auto tag, auto statsTag) {
     using T = decltype(tag);
+    using S = decltype(statsTag);
     using C = typename Elem<T>::Compute;
     const C cap = C(softcap);
     std::vector<C> y(static_cast<size_t>(classes));
@@ -110,25 +126,24 @@ void CpuBackend::vocabLossStats(tessel_ctx *ctx, int32_t dtype,
           sum += double(std::exp(y[size_t(c)] - mx));
       int64_t col = labelColumn(ctx, kernel, label_dtype, labels, r, classes,
                                 class_offset, total_classes);
-      static_cast<T *>(stats.max)[r] = Elem<T>::store(mx);
-      static_cast<T *>(stats.sumExp)[r] = fromDouble<T>(sum);
-      static_cast<T *>(stats.labelLogit)[r] =
-          col >= 0 ? Elem<T>::store(y[size_t(col)]) : fromDouble<T>(0.0);
-      static_cast<T *>(stats.logitSum)[r] = fromDouble<T>(logitSum);
+      static_cast<S *>(stats.max)[r] = Elem<S>::store(mx);
+      static_cast<S *>(stats.sumExp)[r] = fromDouble<S>(sum);
+      static_cast<S *>(stats.labelLogit)[r] =
+          col >= 0 ? Elem<S>::store(y[size_t(col)]) : fromDouble<S>(0.0);
+      static_cast<S *>(stats.logitSum)[r] = fromDouble<S>(logitSum);
     }
   });
 }
 
-void CpuBackend::vocabLossGrad(tessel_ctx *ctx, int32_t dtype,
-                               int32_t label_dtype, const void *logits,
-                               const void *labels, const void *max,
-                               const void *sumExp, const void *rowGrad,
-                               void *dlogits, int64_t rows, int64_t classes,
-                               int64_t class_offset, int64_t total_classes,
-                               tessel::LossOptions options) {
+void CpuBackend::vocabLossGrad(
+    tessel_ctx *ctx, int32_t dtype, int32_t stats_dtype, int32_t label_dtype,
+    const void *logits, const void *labels, const void *max, const void *sumExp,
+    const void *rowGrad, void *dlogits, int64_t rows, int64_t classes,
+    int64_t class_offset, int64_t total_classes, tessel::LossOptions options) {
   const char *kernel = "tessel_vocab_loss_grad";
-  visitFloat(dtype, [&](auto tag) {
+  visitStatsTypes(dtype, stats_dtype, [&](auto tag, auto statsTag) {
     using T = decltype(tag);
+    using S = decltype(statsTag);
     using C = typename Elem<T>::Compute;
     const C cap = C(options.softcap);
     for (int64_t r = 0; r < rows; ++r) {
@@ -136,9 +151,9 @@ void CpuBackend::vocabLossGrad(tessel_ctx *ctx, int32_t dtype,
       T *dr = static_cast<T *>(dlogits) + r * classes;
       int64_t col = labelColumn(ctx, kernel, label_dtype, labels, r, classes,
                                 class_offset, total_classes);
-      double g = double(Elem<T>::load(static_cast<const T *>(rowGrad)[r]));
-      C mx = C(Elem<T>::load(static_cast<const T *>(max)[r]));
-      C k = C(g / double(Elem<T>::load(static_cast<const T *>(sumExp)[r])));
+      double g = double(Elem<S>::load(static_cast<const S *>(rowGrad)[r]));
+      C mx = C(Elem<S>::load(static_cast<const S *>(max)[r]));
+      C k = C(g / double(Elem<S>::load(static_cast<const S *>(sumExp)[r])));
       tessel::SmoothedGrad<C> target =
           tessel::smoothedGrad<C>(g, total_classes, options.smoothing);
       // Element by element: dlogits may be the logits.

@@ -158,15 +158,17 @@ public:
   void maskLabels(tessel_ctx *ctx, int32_t labelDtype, int32_t dtype,
                   const void *labels, int64_t ignoreIndex, void *safe,
                   void *weights, int64_t n) override;
-  void vocabLossStats(tessel_ctx *ctx, int32_t dtype, int32_t labelDtype,
-                      const void *logits, const void *labels, VocabStats stats,
-                      int64_t rows, int64_t classes, int64_t classOffset,
+  void vocabLossStats(tessel_ctx *ctx, int32_t dtype, int32_t statsDtype,
+                      int32_t labelDtype, const void *logits,
+                      const void *labels, VocabStats stats, int64_t rows,
+                      int64_t classes, int64_t classOffset,
                       int64_t totalClasses, double softcap) override;
-  void vocabLossGrad(tessel_ctx *ctx, int32_t dtype, int32_t labelDtype,
-                     const void *logits, const void *labels, const void *max,
-                     const void *sumExp, const void *rowGrad, void *dlogits,
-                     int64_t rows, int64_t classes, int64_t classOffset,
-                     int64_t totalClasses, LossOptions options) override;
+  void vocabLossGrad(tessel_ctx *ctx, int32_t dtype, int32_t statsDtype,
+                     int32_t labelDtype, const void *logits, const void *labels,
+                     const void *max, const void *sumExp, const void *rowGrad,
+                     void *dlogits, int64_t rows, int64_t classes,
+                     int64_t classOffset, int64_t totalClasses,
+                     LossOptions options) override;
   void subLabel(tessel_ctx *ctx, int32_t dtype, int32_t labelDtype,
                 const void *x, const void *labels, const void *values,
                 void *out, int64_t rows, int64_t classes, int64_t classOffset,

@@ -295,12 +295,12 @@ template <int G> unsigned rowBlocks(int64_t rows) {
 /// tessel_vocab_loss_stats: each row's max, Σ e^(y − max) (0 without a
 /// logit above -inf), label logit (+0 in another block) and Σ y of the
 /// block's soft-capped y, from one reading of the row.
-template <int G, class T>
+template <int G, class T, class S>
 __global__ void __launch_bounds__(kBlockThreads<G>)
     vocabStatsKernel(const T *logits, const void *labels, bool labels64,
                      int64_t rows, int64_t classes, int64_t classOffset,
-                     int64_t totalClasses, T *max, T *sumExp, T *labelLogit,
-                     T *logitSum, typename Elem<T>::Compute cap,
+                     int64_t totalClasses, S *max, S *sumExp, S *labelLogit,
+                     S *logitSum, typename Elem<T>::Compute cap,
                      DeviceError *errors) {
   using C = typename Elem<T>::Compute;
   __shared__ double scratch[kBlockRow / kWarp];
@@ -315,21 +315,21 @@ __global__ void __launch_bounds__(kBlockThreads<G>)
     if (col == -2)
       recordDeviceError(errors, DeviceErrorKind::LabelLogitLabel, label, r,
                         totalClasses);
-    max[r] = Elem<T>::store(stats.max);
-    sumExp[r] = fromDouble<T>(stats.max == negInfinity<C>() ? 0.0 : stats.sum);
+    max[r] = Elem<S>::store(stats.max);
+    sumExp[r] = fromDouble<S>(stats.max == negInfinity<C>() ? 0.0 : stats.sum);
     labelLogit[r] = col >= 0
-                        ? Elem<T>::store(softcapValue(Elem<T>::load(x[col]), cap))
-                        : fromDouble<T>(0.0);
-    logitSum[r] = fromDouble<T>(stats.logitSum);
+                        ? Elem<S>::store(softcapValue(Elem<T>::load(x[col]), cap))
+                        : fromDouble<S>(0.0);
+    logitSum[r] = fromDouble<S>(stats.logitSum);
   }
 }
 
 /// tessel_vocab_loss_grad: the block's gradient from the whole rows' max
 /// and sum, each row's g, the cap's slope and the smoothed target.
-template <int G, class T>
+template <int G, class T, class S>
 __global__ void __launch_bounds__(kBlockThreads<G>)
     vocabGradKernel(const T *logits, const void *labels, bool labels64,
-                    const T *max, const T *sumExp, const T *rowGrad,
+                    const S *max, const S *sumExp, const S *rowGrad,
                     T *dlogits, int64_t rows, int64_t classes,
                     int64_t classOffset, int64_t totalClasses,
                     typename Elem<T>::Compute cap, double smoothing,
@@ -343,7 +343,7 @@ __global__ void __launch_bounds__(kBlockThreads<G>)
       recordDeviceError(errors, DeviceErrorKind::SubLabelLabel, label, r,
                         totalClasses);
     double g = toDouble(rowGrad[r]);
-    C rowMax = Elem<T>::load(max[r]);
+    C rowMax = C(Elem<S>::load(max[r]));
     C k = C(g / toDouble(sumExp[r]));
     SmoothedGrad<C> target = smoothedGrad<C>(g, totalClasses, smoothing);
     mapRow<G>(logits + r * classes, dlogits + r * classes, classes, loop.lane,
@@ -558,23 +558,24 @@ void CudaBackend::crossEntropyGrad(tessel_ctx *ctx, int32_t dtype,
 }
 
 void CudaBackend::vocabLossStats(tessel_ctx *ctx, int32_t dtype,
-                                 int32_t labelDtype, const void *logits,
-                                 const void *labels, VocabStats stats,
-                                 int64_t rows, int64_t classes,
-                                 int64_t classOffset, int64_t totalClasses,
-                                 double softcap) {
+                                 int32_t statsDtype, int32_t labelDtype,
+                                 const void *logits, const void *labels,
+                                 VocabStats stats, int64_t rows,
+                                 int64_t classes, int64_t classOffset,
+                                 int64_t totalClasses, double softcap) {
   if (rows <= 0)
     return;
   bool labels64 = labelDtype == TESSEL_I64;
-  visitFloat(dtype, [&](auto tag) {
+  visitLossTypes(dtype, statsDtype, [&](auto tag, auto statsTag) {
     using T = decltype(tag);
+    using S = decltype(statsTag);
     visitRowGroup(classes, [&](auto group) {
       constexpr int G = decltype(group)::value;
       vocabStatsKernel<G><<<rowBlocks<G>(rows), kBlockThreads<G>, 0, stream()>>>(
           static_cast<const T *>(logits), labels, labels64, rows, classes,
-          classOffset, totalClasses, static_cast<T *>(stats.max),
-          static_cast<T *>(stats.sumExp), static_cast<T *>(stats.labelLogit),
-          static_cast<T *>(stats.logitSum), typename Elem<T>::Compute(softcap),
+          classOffset, totalClasses, static_cast<S *>(stats.max),
+          static_cast<S *>(stats.sumExp), static_cast<S *>(stats.labelLogit),
+          static_cast<S *>(stats.logitSum), typename Elem<T>::Compute(softcap),
           deviceErrors());
     });
   });
@@ -582,23 +583,25 @@ void CudaBackend::vocabLossStats(tessel_ctx *ctx, int32_t dtype,
 }
 
 void CudaBackend::vocabLossGrad(tessel_ctx *ctx, int32_t dtype,
-                                int32_t labelDtype, const void *logits,
-                                const void *labels, const void *max,
-                                const void *sumExp, const void *rowGrad,
-                                void *dlogits, int64_t rows, int64_t classes,
+                                int32_t statsDtype, int32_t labelDtype,
+                                const void *logits, const void *labels,
+                                const void *max, const void *sumExp,
+                                const void *rowGrad, void *dlogits,
+                                int64_t rows, int64_t classes,
                                 int64_t classOffset, int64_t totalClasses,
                                 LossOptions options) {
   if (rows <= 0 || classes <= 0)
     return;
   bool labels64 = labelDtype == TESSEL_I64;
-  visitFloat(dtype, [&](auto tag) {
+  visitLossTypes(dtype, statsDtype, [&](auto tag, auto statsTag) {
     using T = decltype(tag);
+    using S = decltype(statsTag);
     visitRowGroup(classes, [&](auto group) {
       constexpr int G = decltype(group)::value;
       vocabGradKernel<G><<<rowBlocks<G>(rows), kBlockThreads<G>, 0, stream()>>>(
           static_cast<const T *>(logits), labels, labels64,
-          static_cast<const T *>(max), static_cast<const T *>(sumExp),
-          static_cast<const T *>(rowGrad), static_cast<T *>(dlogits), rows,
+          static_cast<const S *>(max), static_cast<const S *>(sumExp),
+          static_cast<const S *>(rowGrad), static_cast<T *>(dlogits), rows,
           classes, classOffset, totalClasses,
           typename Elem<T>::Compute(options.softcap), options.smoothing,
           deviceErrors());

@@ -1,13 +1,15 @@
 //===- VocabLossTest.cpp - The fused vocabulary-parallel loss kernels -----===//
 //
-// tessel_vocab_loss_stats and tessel_vocab_loss_grad (ABI 29): a row's
+// tessel_vocab_loss_stats and tessel_vocab_loss_grad (ABI 29), and their
+// _f32 forms of 16-bit logits with f32 statistics (ABI 30): a row's
 // classes split into blocks, each block's statistics completed as the
 // partitioner completes them (the max's all-reduce, the sums of
 // exponentials rescaled to it, the label's logit and the logits' sum
 // summed), give the whole row's loss from its definition in f64 (the
 // logits soft-capped or not, the target smoothed or not); each block's
 // gradient from the whole rows' statistics, concatenated, is the whole
-// row's gradient (tessel_cross_entropy_grad_smoothed). In place equals
+// row's gradient (tessel_cross_entropy_grad_smoothed, its loss of the
+// statistics' type). In place equals
 // apart, bit for bit; bad options and labels are refused.
 //
 //===----------------------------------------------------------------------===//
@@ -26,6 +28,13 @@ using Bytes = std::vector<uint8_t>;
 
 struct Options {
   double cap, smoothing;
+};
+
+/// The logits' dtype and the statistics': the same, or f32 for 16-bit
+/// logits (the _f32 entries).
+struct Types {
+  int32_t logits, stats;
+  bool wide() const { return stats != logits; }
 };
 
 /// Row r's label: (7r + 2) mod classes.
@@ -77,13 +86,19 @@ TEST_F(VocabLossTest, BlocksCompleteToTheWholeLoss) {
   const std::vector<std::vector<int64_t>> splits = {
       {30, 30}, {20, 20, 20}, {7, 0, 53}};
   const Options options[] = {{0, 0}, {2.5, 0}, {0, 0.1}, {2.5, 0.3}};
+  const Types types[] = {{TESSEL_F64, TESSEL_F64},
+                         {TESSEL_F32, TESSEL_F32},
+                         {TESSEL_BF16, TESSEL_BF16},
+                         {TESSEL_BF16, TESSEL_F32},
+                         {TESSEL_F16, TESSEL_F32}};
   uint64_t seed = 11;
-  for (int32_t dtype : {TESSEL_F64, TESSEL_F32, TESSEL_BF16})
+  for (Types t : types)
     for (const Options &o : options)
       for (const auto &split : splits) {
-        SCOPED_TRACE(std::string(dtypeName(dtype)) + " cap " +
-                     std::to_string(o.cap) + " smoothing " +
-                     std::to_string(o.smoothing) + " blocks " +
+        const int32_t dtype = t.logits, stats = t.stats;
+        SCOPED_TRACE(std::string(dtypeName(dtype)) + " statistics " +
+                     dtypeName(stats) + " cap " + std::to_string(o.cap) +
+                     " smoothing " + std::to_string(o.smoothing) + " blocks " +
                      std::to_string(split.size()));
         Vec x = randomValues(dtype, size_t(rows * classes), -6, 6, seed++);
         Vec labels = labelsOf(rows, classes);
@@ -92,26 +107,26 @@ TEST_F(VocabLossTest, BlocksCompleteToTheWholeLoss) {
         Vec g;
         for (int64_t r = 0; r < rows; ++r)
           g.push_back(0.25 * double(r + 1));
-        Bytes gb = encode(dtype, g);
+        Bytes gb = encode(stats, g);
         // The blocks' statistics, completed.
         Vec max(rows, -INFINITY), sum(rows, 0), label(rows, 0), total(rows, 0);
         std::vector<Vec> blockMax, blockSum;
         int64_t offset = 0;
         for (int64_t size : split) {
           Bytes xb = encode(dtype, columns(x, rows, classes, offset, size));
-          size_t rowBytes = size_t(rows) * tessel_dtype_size(dtype);
-          Bytes m(rowBytes), s(rowBytes), l(rowBytes), t(rowBytes);
-          tessel_vocab_loss_stats(ctx, dtype, TESSEL_I64, xb.data(), lb.data(),
-                                  m.data(), s.data(), l.data(), t.data(), rows,
-                                  size, offset, classes, o.cap);
+          size_t rowBytes = size_t(rows) * tessel_dtype_size(stats);
+          Bytes m(rowBytes), s(rowBytes), l(rowBytes), ls(rowBytes);
+          (t.wide() ? tessel_vocab_loss_stats_f32 : tessel_vocab_loss_stats)(
+              ctx, dtype, TESSEL_I64, xb.data(), lb.data(), m.data(), s.data(),
+              l.data(), ls.data(), rows, size, offset, classes, o.cap);
           ASSERT_EQ(tessel_error(ctx), nullptr) << tessel_error(ctx);
-          blockMax.push_back(decode(dtype, m));
-          blockSum.push_back(decode(dtype, s));
+          blockMax.push_back(decode(stats, m));
+          blockSum.push_back(decode(stats, s));
           for (int64_t r = 0; r < rows; ++r) {
             max[size_t(r)] =
                 std::max(max[size_t(r)], blockMax.back()[size_t(r)]);
-            label[size_t(r)] += decode(dtype, l)[size_t(r)];
-            total[size_t(r)] += decode(dtype, t)[size_t(r)];
+            label[size_t(r)] += decode(stats, l)[size_t(r)];
+            total[size_t(r)] += decode(stats, ls)[size_t(r)];
           }
           offset += size;
         }
@@ -125,24 +140,25 @@ TEST_F(VocabLossTest, BlocksCompleteToTheWholeLoss) {
                          label[size_t(r)] +
                          o.smoothing * (label[size_t(r)] -
                                         total[size_t(r)] / double(classes)));
-        // The statistics are stored in the logits' type: bf16 rounds each.
-        double tol = dtype == TESSEL_F64   ? 1e-12
-                     : dtype == TESSEL_F32 ? 2e-5
+        // The statistics are stored in their type: bf16 rounds each (the
+        // logits are bf16 or f16 values, exact in f64 and f32 alike).
+        double tol = stats == TESSEL_F64   ? 1e-12
+                     : stats == TESSEL_F32 ? 2e-5
                                            : 0.05;
         expectClose(loss, referenceLoss(x, labels, rows, classes, o), tol, tol);
 
         // The blocks' gradients from the whole rows' statistics, concatenated,
         // against the whole row's gradient.
-        Bytes mb = encode(dtype, max), sb = encode(dtype, sum);
+        Bytes mb = encode(stats, max), sb = encode(stats, sum);
         Vec grad(size_t(rows * classes));
         offset = 0;
         for (int64_t size : split) {
           Bytes xb = encode(dtype, columns(x, rows, classes, offset, size));
           Bytes db(xb.size());
-          tessel_vocab_loss_grad(ctx, dtype, TESSEL_I64, xb.data(), lb.data(),
-                                 mb.data(), sb.data(), gb.data(), db.data(),
-                                 rows, size, offset, classes, o.cap,
-                                 o.smoothing);
+          (t.wide() ? tessel_vocab_loss_grad_f32 : tessel_vocab_loss_grad)(
+              ctx, dtype, TESSEL_I64, xb.data(), lb.data(), mb.data(),
+              sb.data(), gb.data(), db.data(), rows, size, offset, classes,
+              o.cap, o.smoothing);
           ASSERT_EQ(tessel_error(ctx), nullptr) << tessel_error(ctx);
           Vec d = decode(dtype, db);
           for (int64_t r = 0; r < rows; ++r)
@@ -152,7 +168,7 @@ TEST_F(VocabLossTest, BlocksCompleteToTheWholeLoss) {
         }
         Bytes xb = encode(dtype, x), want(xb.size());
         tessel_cross_entropy_grad_smoothed(
-            ctx, dtype, dtype, TESSEL_I64, xb.data(), lb.data(), gb.data(),
+            ctx, dtype, stats, TESSEL_I64, xb.data(), lb.data(), gb.data(),
             want.data(), rows, classes, TESSEL_LOSS_NONE, o.cap, o.smoothing);
         ASSERT_EQ(tessel_error(ctx), nullptr) << tessel_error(ctx);
         expectClose(grad, decode(dtype, want), std::max(tol, eps(dtype)), tol);
@@ -161,22 +177,25 @@ TEST_F(VocabLossTest, BlocksCompleteToTheWholeLoss) {
 
 TEST_F(VocabLossTest, GradInPlaceEqualsApart) {
   const int64_t rows = 3, classes = 40;
-  for (int32_t dtype : {TESSEL_F32, TESSEL_BF16, TESSEL_F64}) {
+  for (Types t :
+       {Types{TESSEL_F32, TESSEL_F32}, Types{TESSEL_BF16, TESSEL_BF16},
+        Types{TESSEL_F64, TESSEL_F64}, Types{TESSEL_BF16, TESSEL_F32}}) {
+    const int32_t dtype = t.logits;
     Bytes xb =
         encode(dtype, randomValues(dtype, size_t(rows * classes), -4, 4, 5));
     Bytes lb = encode(TESSEL_I32, labelsOf(rows, classes));
-    Bytes mb = encode(dtype, Vec(rows, 4.0)),
-          sb = encode(dtype, Vec(rows, 9.0));
-    Bytes gb = encode(dtype, Vec(rows, 0.5));
+    Bytes mb = encode(t.stats, Vec(rows, 4.0)),
+          sb = encode(t.stats, Vec(rows, 9.0));
+    Bytes gb = encode(t.stats, Vec(rows, 0.5));
     Bytes apart(xb.size()), inPlace = xb;
-    tessel_vocab_loss_grad(ctx, dtype, TESSEL_I32, xb.data(), lb.data(),
-                           mb.data(), sb.data(), gb.data(), apart.data(), rows,
-                           classes, 40, 120, 1.5, 0.2);
-    tessel_vocab_loss_grad(ctx, dtype, TESSEL_I32, inPlace.data(), lb.data(),
-                           mb.data(), sb.data(), gb.data(), inPlace.data(),
-                           rows, classes, 40, 120, 1.5, 0.2);
+    auto grad = t.wide() ? tessel_vocab_loss_grad_f32 : tessel_vocab_loss_grad;
+    grad(ctx, dtype, TESSEL_I32, xb.data(), lb.data(), mb.data(), sb.data(),
+         gb.data(), apart.data(), rows, classes, 40, 120, 1.5, 0.2);
+    grad(ctx, dtype, TESSEL_I32, inPlace.data(), lb.data(), mb.data(),
+         sb.data(), gb.data(), inPlace.data(), rows, classes, 40, 120, 1.5,
+         0.2);
     ASSERT_EQ(tessel_error(ctx), nullptr) << tessel_error(ctx);
-    EXPECT_EQ(inPlace, apart) << dtypeName(dtype);
+    EXPECT_EQ(inPlace, apart) << dtypeName(dtype) << " " << dtypeName(t.stats);
   }
 }
 
@@ -207,6 +226,14 @@ TEST_F(VocabLossTest, BadArgumentsSetError) {
   tessel_vocab_loss_grad(ctx, TESSEL_F32, TESSEL_I32, x, labels, rowsOut[0],
                          rowsOut[1], g, x, 2, 3, 0, 3, 0.0, 1.5);
   expectError("tessel_vocab_loss_grad: label smoothing 1.5");
+  // f32 statistics are for 16-bit logits only.
+  tessel_vocab_loss_stats_f32(ctx, TESSEL_F32, TESSEL_I32, x, labels,
+                              rowsOut[0], rowsOut[1], rowsOut[2], rowsOut[3], 2,
+                              3, 0, 3, 0.0);
+  expectError("tessel_vocab_loss_stats_f32: unsupported dtype");
+  tessel_vocab_loss_grad_f32(ctx, TESSEL_F64, TESSEL_I32, x, labels, rowsOut[0],
+                             rowsOut[1], g, x, 2, 3, 0, 3, 0.0, 0.0);
+  expectError("tessel_vocab_loss_grad_f32: unsupported dtype");
 }
 
 } // namespace

@@ -585,3 +585,42 @@ func.func @vocab_grad_argument(%z: tensor<8x16xf32>, %y: tensor<8xi32>, %g: tens
   %dz = nn.vocab_loss_grad %z, %y, %m, %s, %g {block_axes = array<i16: 0>} : (tensor<8x16xf32>, tensor<8xi32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<8x16xf32>
   return %dz : tensor<8x16xf32>
 }
+
+// -----
+
+// Tests that under bf16 mixed precision a vocabulary-parallel block's
+// statistics read the bf16 logits themselves (f32 statistics) and its
+// gradient writes them rounded: no f32 block, no matmul_f32, no casts; the
+// gradient then goes over the bf16 logits. A widening another op also
+// reads stays for it; the loss still reads the bf16 logits (half the
+// bytes), and its gradient, of an argument, stays apart.
+// CHECK-LABEL: func.func @vocab_mixed_precision
+// CHECK: %[[Z:.*]] = nn.matmul %{{.*}}, %{{.*}} : (tensor<8x4xbf16>, tensor<4x16xbf16>) -> tensor<8x16xbf16>
+// CHECK: nn.vocab_loss_stats %[[Z]], %{{.*}} {block_axes = array<i16: 0>} : (tensor<8x16xbf16>, tensor<8xi32>) -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>)
+// CHECK-NOT: nn.cast
+// CHECK: %[[DZ:.*]] = nn.vocab_loss_grad %[[Z]], {{.*}} in_place {block_axes = array<i16: 0>} : (tensor<8x16xbf16>, tensor<8xi32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<8x16xbf16>
+// CHECK-NEXT: return %{{.*}}, %[[DZ]]
+// CHECK-LABEL: func.func @vocab_widening_shared
+// CHECK-SAME: (%[[Z:.*]]: tensor<8x16xbf16>,
+// CHECK: %[[W:.*]] = nn.cast %[[Z]]
+// CHECK: nn.vocab_loss_stats %[[Z]], {{.*}} -> (tensor<8xf32>,
+// CHECK: %[[DZ:.*]] = nn.vocab_loss_grad %[[Z]], {{.*}} {block_axes = array<i16: 0>} : {{.*}} -> tensor<8x16xbf16>
+// CHECK: %[[N:.*]] = nn.neg %[[W]]
+// CHECK: return %[[N]], %[[DZ]]
+shard.grid @mesh(shape = 2)
+func.func @vocab_mixed_precision(%x: tensor<8x4xbf16>, %w: tensor<4x16xbf16>, %y: tensor<8xi32>, %g: tensor<8xf32>) -> (tensor<8xf32>, tensor<8x16xbf16>) {
+  %z = nn.matmul %x, %w : (tensor<8x4xbf16>, tensor<4x16xbf16>) -> tensor<8x16xbf16>
+  %wide = nn.cast %z : tensor<8x16xbf16> to tensor<8x16xf32>
+  %m, %s, %zy, %zs = nn.vocab_loss_stats %wide, %y {block_axes = array<i16: 0>} : (tensor<8x16xf32>, tensor<8xi32>) -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>)
+  %dz = nn.vocab_loss_grad %wide, %y, %m, %s, %g {block_axes = array<i16: 0>} : (tensor<8x16xf32>, tensor<8xi32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<8x16xf32>
+  %r = nn.cast %dz : tensor<8x16xf32> to tensor<8x16xbf16>
+  return %zy, %r : tensor<8xf32>, tensor<8x16xbf16>
+}
+func.func @vocab_widening_shared(%z: tensor<8x16xbf16>, %y: tensor<8xi32>, %g: tensor<8xf32>) -> (tensor<8x16xf32>, tensor<8x16xbf16>) {
+  %wide = nn.cast %z : tensor<8x16xbf16> to tensor<8x16xf32>
+  %m, %s, %zy, %zs = nn.vocab_loss_stats %wide, %y {block_axes = array<i16: 0>} : (tensor<8x16xf32>, tensor<8xi32>) -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>)
+  %dz = nn.vocab_loss_grad %wide, %y, %m, %s, %g {block_axes = array<i16: 0>} : (tensor<8x16xf32>, tensor<8xi32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<8x16xf32>
+  %r = nn.cast %dz : tensor<8x16xf32> to tensor<8x16xbf16>
+  %n = nn.neg %wide : tensor<8x16xf32>
+  return %n, %r : tensor<8x16xf32>, tensor<8x16xbf16>
+}

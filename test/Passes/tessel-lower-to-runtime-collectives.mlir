@@ -180,6 +180,19 @@ func.func @vocab_loss(%z: tensor<6x8xf32>, %y: tensor<6xi32>, %g: tensor<6xf32>)
 
 // -----
 
+// Tests that bf16 logits with f32 statistics call the _f32 kernels (ABI 30).
+// CHECK-LABEL: llvm.func @tessel_fn_vocab_loss_f32_stats
+// CHECK: llvm.call @tessel_vocab_loss_stats_f32(
+// CHECK: llvm.call @tessel_vocab_loss_grad_f32(
+shard.grid @mesh(shape = 2) {nn.axis_names = ["tp"]}
+func.func @vocab_loss_f32_stats(%z: tensor<6x8xbf16>, %y: tensor<6xi32>, %g: tensor<6xf32>) -> (tensor<6xf32>, tensor<6x8xbf16>) {
+  %m, %s, %zy, %zs = nn.vocab_loss_stats %z, %y {block_axes = array<i16: 0>} : (tensor<6x8xbf16>, tensor<6xi32>) -> (tensor<6xf32>, tensor<6xf32>, tensor<6xf32>, tensor<6xf32>)
+  %dz = nn.vocab_loss_grad %z, %y, %m, %s, %g {block_axes = array<i16: 0>} : (tensor<6x8xbf16>, tensor<6xi32>, tensor<6xf32>, tensor<6xf32>, tensor<6xf32>) -> tensor<6x8xbf16>
+  return %zy, %dz : tensor<6xf32>, tensor<6x8xbf16>
+}
+
+// -----
+
 // Tests a rank's block of a split dropout (the context's step read as the
 // kernel runs: the _current entry): its first element in the whole
 // [8, 6] tensor is microbatch · 48 + (dp index) · 4 · 6 + (tp index) · 3 · 1,

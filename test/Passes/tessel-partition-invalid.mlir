@@ -117,18 +117,6 @@ func.func @repeat_outs(%h: tensor<4xf32>, %w: tensor<3x4xf32>, %g: tensor<3x4xf3
 
 shard.grid @mesh(shape = 2) {nn.axis_names = ["tp"]}
 
-// Tests that the f32 loss of bf16 logits is refused over split classes:
-// the vocabulary-parallel statistics would be computed in bf16.
-func.func @widened_loss_class_split(%z: tensor<4x10xbf16> {nn.sharding = [[], ["tp"]]}, %y: tensor<4xi32>) -> tensor<f32> {
-  // expected-error @+1 {{'nn.cross_entropy' op has an f32 loss of 'bf16' logits, which a vocabulary-parallel split does not compute; cast the logits to f32 before the loss}}
-  %l = nn.cross_entropy %z, %y {nn.loop_sharding = [[], ["tp"]]} : (tensor<4x10xbf16>, tensor<4xi32>) -> tensor<f32>
-  return %l : tensor<f32>
-}
-
-// -----
-
-shard.grid @mesh(shape = 2) {nn.axis_names = ["tp"]}
-
 // Tests that rope keeps its positions whole: a rank's block would need its
 // offset.
 func.func @rope_split_positions(%x: tensor<2x8x4x16xf32>) -> tensor<2x8x4x16xf32> {

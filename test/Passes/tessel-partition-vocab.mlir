@@ -114,3 +114,42 @@ func.func @cross_entropy_grad(%z: tensor<4x3x10xf32> {nn.sharding = [["dp"], [],
   %dz = nn.cross_entropy_grad %z, %y, %dl {nn.loop_sharding = [["dp"], [], ["tp"]]} : (tensor<4x3x10xf32>, tensor<4x3xi32>, tensor<f32>) -> tensor<4x3x10xf32>
   return %dz : tensor<4x3x10xf32>
 }
+
+// -----
+
+shard.grid @mesh(shape = 2) {nn.axis_names = ["tp"]}
+
+// The f32 loss of bf16 logits (mixed precision's, Megatron's f32 loss of
+// bf16 logits): the block is read in bf16, its statistics, their
+// all-reduces and the per-position loss are f32.
+// CHECK-LABEL: func.func @widened_loss
+// CHECK-SAME: (%[[Z:.*]]: tensor<4x5xbf16> {{.*}}, %[[Y:.*]]: tensor<4xi32>)
+// CHECK: %[[M:.*]], %[[S:.*]], %[[P:.*]], %{{.*}} = nn.vocab_loss_stats %[[Z]], %[[Y]] {block_axes = array<i16: 0>} : (tensor<4x5xbf16>, tensor<4xi32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+// CHECK: shard.all_reduce %[[P]] on @mesh grid_axes = [0] : tensor<4xf32> -> tensor<4xf32>
+// CHECK: shard.all_reduce %[[M]] on @mesh grid_axes = [0] reduction = max : tensor<4xf32> -> tensor<4xf32>
+// CHECK: shard.all_reduce %{{.*}} on @mesh grid_axes = [0] : tensor<4xf32> -> tensor<4xf32>
+// CHECK: nn.reduce_mean %{{.*}} dims = [0] : tensor<4xf32> -> tensor<f32>
+func.func @widened_loss(%z: tensor<4x10xbf16> {nn.sharding = [[], ["tp"]]}, %y: tensor<4xi32>) -> tensor<f32> {
+  %l = nn.cross_entropy %z, %y {nn.loop_sharding = [[], ["tp"]]} : (tensor<4x10xbf16>, tensor<4xi32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+shard.grid @mesh(shape = 2) {nn.axis_names = ["tp"]}
+
+// Its gradient: the f32 statistics and row gradients, the block's bf16
+// gradient written from them in one op.
+// CHECK-LABEL: func.func @widened_loss_grad
+// CHECK-SAME: (%[[Z:.*]]: tensor<4x5xbf16> {{.*}}, %[[Y:.*]]: tensor<4xi32>, %[[DL:.*]]: tensor<f32>)
+// CHECK: %[[G:.*]] = nn.broadcast %{{.*}} dims = [] : tensor<f32> -> tensor<4xf32>
+// CHECK: %[[M:.*]], %[[S:.*]], %{{.*}}, %{{.*}} = nn.vocab_loss_stats %[[Z]], %[[Y]] {block_axes = array<i16: 0>} : (tensor<4x5xbf16>, tensor<4xi32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+// CHECK: %[[MR:.*]] = shard.all_reduce %[[M]] on @mesh grid_axes = [0] reduction = max : tensor<4xf32>
+// CHECK: %[[SR:.*]] = shard.all_reduce %{{.*}} on @mesh grid_axes = [0] : tensor<4xf32>
+// CHECK: %[[DZ:.*]] = nn.vocab_loss_grad %[[Z]], %[[Y]], %[[MR]], %[[SR]], %[[G]] {block_axes = array<i16: 0>} : (tensor<4x5xbf16>, tensor<4xi32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<4x5xbf16>
+// CHECK: return %[[DZ]]
+func.func @widened_loss_grad(%z: tensor<4x10xbf16> {nn.sharding = [[], ["tp"]]}, %y: tensor<4xi32>, %dl: tensor<f32>)
+    -> (tensor<4x10xbf16> {nn.sharding = [[], ["tp"]]}) {
+  %dz = nn.cross_entropy_grad %z, %y, %dl {nn.loop_sharding = [[], ["tp"]]} : (tensor<4x10xbf16>, tensor<4xi32>, tensor<f32>) -> tensor<4x10xbf16>
+  return %dz : tensor<4x10xbf16>
+}

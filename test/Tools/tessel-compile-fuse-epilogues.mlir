@@ -17,6 +17,12 @@
 // RUN: tessel-run %t.bf16.so --steps 3 --quiet --save %t.bf16.safetensors
 // RUN: tessel-run %t.bf16-unfused.so --steps 3 --quiet --save %t.bf16-unfused.safetensors
 // RUN: python3 %S/Inputs/compare_safetensors.py %t.bf16.safetensors %t.bf16-unfused.safetensors | FileCheck %s --check-prefix=SAME
+// RUN: tessel-compile %examples/gpt.mlir --precision bf16 --grad-precision bf16 --mesh tp=2 --emit=mlir -o - | FileCheck %s --check-prefix=VOCAB-IR
+// RUN: tessel-compile %examples/gpt.mlir --precision bf16 --grad-precision bf16 --mesh tp=2 -o %t.tp-bf16.so
+// RUN: tessel-compile %examples/gpt.mlir --precision bf16 --grad-precision bf16 --mesh tp=2 --no-fuse-epilogues -o %t.tp-bf16-unfused.so
+// RUN: tessel-run %t.tp-bf16.so --steps 3 --quiet --save %t.tp-bf16.safetensors
+// RUN: tessel-run %t.tp-bf16-unfused.so --steps 3 --quiet --save %t.tp-bf16-unfused.safetensors
+// RUN: python3 %S/Inputs/compare_safetensors.py %t.tp-bf16.safetensors %t.tp-bf16-unfused.safetensors | FileCheck %s --check-prefix=SAME
 // RUN: tessel-compile %examples/gpt.mlir --mesh pp=2 --microbatches 4 -o %t.pp.so
 // RUN: tessel-compile %examples/gpt.mlir --mesh pp=2 --microbatches 4 --no-fuse-epilogues -o %t.pp-unfused.so
 // RUN: tessel-run %t.pp.so --steps 4 --quiet --save %t.pp.safetensors
@@ -80,5 +86,16 @@
 // BGRAD-IR-DAG: llvm.mlir.constant(3 : i32)
 // BGRAD-IR-DAG: llvm.mlir.constant(4 : i32)
 // BGRAD-IR: llvm.call @tessel_matmul_epilogue_aux
+// gpt in bf16 on tp=2: the vocabulary-parallel loss reads each rank's
+// bf16 block of the logits with f32 statistics and writes its bf16
+// gradient (no f32 block, no casts; ABI 30), the same parameters bit for
+// bit as the widened block it replaces.
+// VOCAB-IR-LABEL: llvm.func @tessel_fn_loss(
+// VOCAB-IR: llvm.call @tessel_vocab_loss_stats_f32(
+// VOCAB-IR-LABEL: llvm.func @tessel_fn_loss_backward(
+// VOCAB-IR-NOT: llvm.call @tessel_cast(
+// VOCAB-IR: llvm.call @tessel_vocab_loss_stats_f32(
+// VOCAB-IR-NOT: llvm.call @tessel_cast(
+// VOCAB-IR: llvm.call @tessel_vocab_loss_grad_f32(
 // SAME: identical
 // CLOSE: 60 tensors, largest difference {{.*}}, {{identical|within 1e-5}}

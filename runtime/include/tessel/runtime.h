@@ -154,8 +154,12 @@ extern "C" {
  * vocabulary-parallel cross-entropy's block statistics and gradient in one
  * pass each (Megatron's fused vocab-parallel loss: no exponentials of the
  * block stored), with the logit soft cap and label smoothing inside.
- * Descriptions 1 to 28 still load. */
-#define TESSEL_ABI_VERSION 29
+ * Descriptions 1 to 28 still load.
+ * 30: tessel_vocab_loss_stats_f32 and tessel_vocab_loss_grad_f32, the
+ * vocabulary-parallel kernels of 16-bit logits with f32 statistics (an f32
+ * loss of bf16 logits split over the vocabulary, mixed precision's: no
+ * f32 copy of the block). Descriptions 1 to 29 still load. */
+#define TESSEL_ABI_VERSION 30
 
 typedef enum tessel_dtype {
   TESSEL_F32 = 0,

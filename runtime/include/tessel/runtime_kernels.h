@@ -614,6 +614,27 @@ void tessel_vocab_loss_grad(tessel_ctx *ctx, int32_t dtype, int32_t label_dtype,
                             int64_t total_classes, double softcap,
                             double label_smoothing);
 
+/* The two kernels of dtype (TESSEL_F16 or TESSEL_BF16) logits with f32
+ * statistics (ABI 30: Megatron's f32 loss of bf16 logits): max, sum_exp,
+ * label_logit and logit_sum, and the gradient's max, sum_exp and row_grad,
+ * are f32, each logit widened (exactly) and the f32 kernels' arithmetic;
+ * dlogits is of dtype, each gradient rounded once. No f32 copy of the
+ * block, and the statistics not rounded to 16 bits between the blocks. */
+void tessel_vocab_loss_stats_f32(tessel_ctx *ctx, int32_t dtype,
+                                 int32_t label_dtype, const void *logits,
+                                 const void *labels, void *max, void *sum_exp,
+                                 void *label_logit, void *logit_sum,
+                                 int64_t rows, int64_t classes,
+                                 int64_t class_offset, int64_t total_classes,
+                                 double softcap);
+void tessel_vocab_loss_grad_f32(tessel_ctx *ctx, int32_t dtype,
+                                int32_t label_dtype, const void *logits,
+                                const void *labels, const void *max,
+                                const void *sum_exp, const void *row_grad,
+                                void *dlogits, int64_t rows, int64_t classes,
+                                int64_t class_offset, int64_t total_classes,
+                                double softcap, double label_smoothing);
+
 /* The labels of a loss that ignores some positions (ABI 21: PyTorch's
  * ignore_index): for each of `n` labels, safe[i] = 0 and weights[i] = 0
  * where labels[i] == ignore_index, else safe[i] = labels[i] and

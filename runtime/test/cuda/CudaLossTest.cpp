@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <type_traits>
 
 using namespace tessel::cudatest;
 namespace tc = tessel::cuda;
@@ -555,17 +556,21 @@ TEST_F(CudaVsCpuLoss, CrossEntropyWithGradMatchesCpu) {
   run(tc::BFloat(), float());
 }
 
-// Tests the fused vocabulary-parallel kernels (ABI 29) on the GPU against
+// Tests the fused vocabulary-parallel kernels (ABI 29, 30) on the GPU against
 // the CPU's: a block of each shape's classes at offset `classes` of three
 // blocks, its four statistics and its gradient (from the CPU's statistics),
-// plain, soft-capped and smoothed.
+// plain, soft-capped and smoothed; bf16 logits with bf16 statistics or, as
+// mixed precision computes them, f32 (ABI 30).
 TEST_F(CudaVsCpuLoss, VocabLossKernelsMatchCpu) {
-  auto run = [&](auto tag) {
+  auto run = [&](auto tag, auto statsTag) {
     using T = decltype(tag);
+    using S = decltype(statsTag); // T, or f32 for 16-bit T (the _f32 entries)
+    constexpr bool wide = !std::is_same_v<T, S>;
     for (const Shape &s : kShapes)
       for (auto [cap, smoothing] :
            {std::pair(0.0, 0.0), std::pair(2.5, 0.0), std::pair(2.5, 0.1)}) {
-        SCOPED_TRACE(std::to_string(dtypeOf<T>()) + " " +
+        SCOPED_TRACE(std::to_string(dtypeOf<T>()) + " statistics " +
+                     std::to_string(dtypeOf<S>()) + " " +
                      std::to_string(s.rows) + "x" + std::to_string(s.classes) +
                      " cap " + std::to_string(cap) + " smoothing " +
                      std::to_string(smoothing));
@@ -576,29 +581,29 @@ TEST_F(CudaVsCpuLoss, VocabLossKernelsMatchCpu) {
         for (int64_t r = 0; r < s.rows; ++r)
           labels[size_t(r)] += (r % 3) * s.classes;
         const int64_t offset = s.classes, total = 3 * s.classes;
-        std::vector<T> stats[2][4], grad[2];
-        std::vector<T> rowGrad;
+        std::vector<S> stats[2][4], rowGrad;
+        std::vector<T> grad[2];
         for (int64_t r = 0; r < s.rows; ++r)
-          rowGrad.push_back(tc::fromDouble<T>(0.5 + 0.25 * double(r % 4)));
+          rowGrad.push_back(tc::fromDouble<S>(0.5 + 0.25 * double(r % 4)));
         tessel_ctx *ctxs[2] = {cpu, gpu};
         for (int k = 0; k < 2; ++k) {
           void *lg = upload(ctxs[k], x), *l = upload(ctxs[k], labels);
           void *out[4];
           for (void *&o : out)
-            o = upload(ctxs[k], std::vector<T>(size_t(s.rows)));
-          tessel_vocab_loss_stats(ctxs[k], dtypeOf<T>(), TESSEL_I64, lg, l,
-                                  out[0], out[1], out[2], out[3], s.rows,
-                                  s.classes, offset, total, cap);
+            o = upload(ctxs[k], std::vector<S>(size_t(s.rows)));
+          (wide ? tessel_vocab_loss_stats_f32 : tessel_vocab_loss_stats)(
+              ctxs[k], dtypeOf<T>(), TESSEL_I64, lg, l, out[0], out[1], out[2],
+              out[3], s.rows, s.classes, offset, total, cap);
           for (int i = 0; i < 4; ++i)
-            stats[k][i] = download<T>(ctxs[k], out[i], size_t(s.rows));
+            stats[k][i] = download<S>(ctxs[k], out[i], size_t(s.rows));
           // Both gradients from the CPU's statistics.
           void *m = upload(ctxs[k], stats[0][0]),
                *se = upload(ctxs[k], stats[0][1]);
           void *g = upload(ctxs[k], rowGrad);
           void *dx = upload(ctxs[k], std::vector<T>(x.size()));
-          tessel_vocab_loss_grad(ctxs[k], dtypeOf<T>(), TESSEL_I64, lg, l, m,
-                                 se, g, dx, s.rows, s.classes, offset, total,
-                                 cap, smoothing);
+          (wide ? tessel_vocab_loss_grad_f32 : tessel_vocab_loss_grad)(
+              ctxs[k], dtypeOf<T>(), TESSEL_I64, lg, l, m, se, g, dx, s.rows,
+              s.classes, offset, total, cap, smoothing);
           grad[k] = download<T>(ctxs[k], dx, x.size());
           EXPECT_EQ(tessel_error(ctxs[k]), nullptr) << tessel_error(ctxs[k]);
           for (void *p : {lg, l, m, se, g, dx, out[0], out[1], out[2], out[3]})
@@ -608,7 +613,7 @@ TEST_F(CudaVsCpuLoss, VocabLossKernelsMatchCpu) {
           for (int64_t r = 0; r < s.rows; ++r)
             EXPECT_TRUE(close(tc::toDouble(stats[1][i][size_t(r)]),
                               tc::toDouble(stats[0][i][size_t(r)]),
-                              gpuTolerance<T>(), gpuTolerance<T>()))
+                              gpuTolerance<S>(), gpuTolerance<S>()))
                 << "statistic " << i << " row " << r;
         int wrong = 0;
         for (size_t i = 0; i < x.size(); ++i)
@@ -617,9 +622,10 @@ TEST_F(CudaVsCpuLoss, VocabLossKernelsMatchCpu) {
         EXPECT_EQ(wrong, 0);
       }
   };
-  run(float());
-  run(double());
-  run(tc::BFloat());
+  run(float(), float());
+  run(double(), double());
+  run(tc::BFloat(), tc::BFloat());
+  run(tc::BFloat(), float());
 }
 
 // Tests that bad labels on the GPU report the CPU's error and write what

@@ -129,3 +129,14 @@ func.func @vocab_loss(%z: tensor<2x8x25xf32>, %y: tensor<2x8xi32>, %g: tensor<2x
   %dz = nn.vocab_loss_grad %z, %y, %m, %s, %g {block_axes = array<i16: 0>, label_smoothing = 0.1 : f64} : (tensor<2x8x25xf32>, tensor<2x8xi32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8x25xf32>
   return %zy, %dz : tensor<2x8xf32>, tensor<2x8x25xf32>
 }
+
+// Tests the two ops of bf16 logits with f32 statistics (an f32 loss of
+// bf16 logits split over the vocabulary): the gradient is bf16.
+// CHECK-LABEL: func.func @vocab_loss_f32_stats
+// CHECK: nn.vocab_loss_stats %{{.*}}, %{{.*}} : (tensor<2x8x25xbf16>, tensor<2x8xi32>) -> (tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>)
+// CHECK: nn.vocab_loss_grad %{{.*}} in_place : (tensor<2x8x25xbf16>, tensor<2x8xi32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8x25xbf16>
+func.func @vocab_loss_f32_stats(%z: tensor<2x8x25xbf16>, %y: tensor<2x8xi32>, %g: tensor<2x8xf32>) -> (tensor<2x8xf32>, tensor<2x8x25xbf16>) {
+  %m, %s, %zy, %zs = nn.vocab_loss_stats %z, %y : (tensor<2x8x25xbf16>, tensor<2x8xi32>) -> (tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>)
+  %dz = nn.vocab_loss_grad %z, %y, %m, %s, %g in_place : (tensor<2x8x25xbf16>, tensor<2x8xi32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8x25xbf16>
+  return %zy, %dz : tensor<2x8xf32>, tensor<2x8x25xbf16>
+}

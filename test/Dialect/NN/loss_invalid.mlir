@@ -256,6 +256,33 @@ func.func @vocab_loss_stats_rows(%z: tensor<4x7xf32>, %y: tensor<4xi32>) -> tens
 
 // -----
 
+// Tests that the statistics are of the logits' type: wider only for 16-bit
+// logits, and then f32.
+func.func @vocab_loss_stats_wide(%z: tensor<4x7xf32>, %y: tensor<4xi32>) -> tensor<4xf64> {
+  // expected-error @+1 {{'nn.vocab_loss_stats' op statistics must be of the logits' type 'f32', got 'f64'}}
+  %m, %s, %zy, %zs = nn.vocab_loss_stats %z, %y : (tensor<4x7xf32>, tensor<4xi32>) -> (tensor<4xf64>, tensor<4xf64>, tensor<4xf64>, tensor<4xf64>)
+  return %m : tensor<4xf64>
+}
+
+// -----
+
+func.func @vocab_loss_stats_half(%z: tensor<4x7xbf16>, %y: tensor<4xi32>) -> tensor<4xf16> {
+  // expected-error @+1 {{'nn.vocab_loss_stats' op statistics must be of the logits' type 'bf16' or f32, got 'f16'}}
+  %m, %s, %zy, %zs = nn.vocab_loss_stats %z, %y : (tensor<4x7xbf16>, tensor<4xi32>) -> (tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>)
+  return %m : tensor<4xf16>
+}
+
+// -----
+
+// Tests that a gradient's statistics and row gradients are of one type.
+func.func @vocab_loss_grad_mixed(%z: tensor<4x7xbf16>, %y: tensor<4xi32>, %m: tensor<4xf32>, %s: tensor<4xbf16>) -> tensor<4x7xbf16> {
+  // expected-error @+1 {{'nn.vocab_loss_grad' op sum_exp must be 'tensor<4xf32>' (one per position), got 'tensor<4xbf16>'}}
+  %dz = nn.vocab_loss_grad %z, %y, %m, %s, %m : (tensor<4x7xbf16>, tensor<4xi32>, tensor<4xf32>, tensor<4xbf16>, tensor<4xf32>) -> tensor<4x7xbf16>
+  return %dz : tensor<4x7xbf16>
+}
+
+// -----
+
 // Tests that the labels have the positions' shape.
 func.func @vocab_loss_stats_labels(%z: tensor<4x7xf32>, %y: tensor<5xi32>) -> tensor<4xf32> {
   // expected-error @+1 {{labels 'tensor<5xi32>' must have the shape of the logits 'tensor<4x7xf32>' without the class dimension (4)}}
