@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -220,6 +221,14 @@ inline double mean(const std::vector<double> &v, size_t from, size_t to) {
   for (size_t i = from; i < to; ++i)
     sum += v[i];
   return sum / double(to - from);
+}
+
+/// An error as the equivalence tests' output records it (RecordProperty):
+/// 3 significant digits.
+inline std::string errorText(double error) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.3g", error);
+  return text;
 }
 
 /// max |a − b| / max(max |b|, floor) over one tensor of `dtype`: the

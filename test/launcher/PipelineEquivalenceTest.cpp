@@ -38,13 +38,6 @@ using namespace tessel::run::test;
 
 namespace {
 
-/// An error as the tests' output records it: 3 significant digits.
-std::string errorText(double error) {
-  char text[32];
-  std::snprintf(text, sizeof(text), "%.3g", error);
-  return text;
-}
-
 const std::string sgd = "--optimizer sgd --lr 0.1 --momentum 0.9";
 constexpr int steps = 3;
 

@@ -578,7 +578,9 @@ int32_t tessel_trace_get(const tessel_ctx *ctx, int64_t index,
 } /* extern "C" */
 #endif
 
-/* The kernels: parameter initialisation, forward, backward, optimizers. */
+/* The kernels: parameter initialisation and forward, */
 #include "runtime_kernels.h"
+/* then backward and the optimizers. */
+#include "runtime_grad.h"
 
 #endif /* TESSEL_RUNTIME_H */
