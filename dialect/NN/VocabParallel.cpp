@@ -20,10 +20,11 @@
 //   smoothed. Its gradient recomputes the statistics (the forward's, merged
 //   by cse in the training step) and nn.vocab_loss_grad writes the block's
 //   g · (softmax − target) in one pass, the cap's slope and the smoothed
-//   target inside: no exponentials of the block are stored. The
-//   statistics, their all-reduces and the per-position loss are of the
-//   loss's type: f32 for an f32 loss of 16-bit logits (Megatron's f32
-//   loss of bf16 logits), whose block is read and written in 16 bits.
+//   target inside: no exponentials of the block are stored. For 16-bit
+//   logits the statistics, their all-reduces and the per-position loss
+//   are f32 (Megatron computes the loss of bf16 logits in f32), the block
+//   read and written in 16 bits; a 16-bit loss is rounded once, from the
+//   reduced f32 loss.
 // - a split `mean` cross-entropy gradient scales its dloss by the local
 //   share of the positions.
 //
@@ -80,14 +81,26 @@ struct VocabRowStats {
 /// Builds the per-position statistics of logits split over class blocks.
 class VocabParallelBuilder {
 public:
-  /// Statistics of type `loss` (the loss's element type: the logits' or,
-  /// for 16-bit logits widened by the loss, f32).
-  VocabParallelBuilder(ImplicitLocOpBuilder &b, Value logits, Type loss,
+  /// Statistics in f32 for 16-bit logits (whatever the loss's type, as
+  /// Megatron computes the loss of bf16 logits in f32), else in the
+  /// logits' type.
+  VocabParallelBuilder(ImplicitLocOpBuilder &b, Value logits,
                        const LocalSplit &split, ArrayRef<int16_t> classAxes)
       : b(b), logits(logits), split(split), classAxes(classAxes) {
     auto type = cast<RankedTensorType>(logits.getType());
-    rowsType = RankedTensorType::get(type.getShape().drop_back(),
-                                     getElementTypeOrSelf(loss));
+    Type element = type.getElementType();
+    if (element.getIntOrFloatBitWidth() == 16)
+      element = b.getF32Type();
+    rowsType = RankedTensorType::get(type.getShape().drop_back(), element);
+  }
+
+  /// `value` in the statistics' element type (a 16-bit loss's or dloss's
+  /// values widened), or itself.
+  Value inStatsType(Value value) {
+    auto type = cast<RankedTensorType>(value.getType());
+    if (type.getElementType() == rowsType.getElementType())
+      return value;
+    return CastOp::create(b, type.clone(rowsType.getElementType()), value);
   }
 
   Value allReduce(Value value, shard::ReductionKind kind) {
@@ -181,7 +194,7 @@ LogicalResult CrossEntropyOp::adjustLocalPartition(Operation *localOp,
   OpBuilder::InsertionGuard guard(builder);
   builder.setInsertionPoint(local);
   ImplicitLocOpBuilder b(getLoc(), builder);
-  VocabParallelBuilder vocab(b, local.getLogits(), getType(), split,
+  VocabParallelBuilder vocab(b, local.getLogits(), split,
                              split.loopAxes[classLoop]);
   std::optional<APFloat> smoothing = getLabelSmoothing();
   FailureOr<VocabRowStats> stats =
@@ -203,12 +216,17 @@ LogicalResult CrossEntropyOp::adjustLocalPartition(Operation *localOp,
         MulOp::create(b, SubOp::create(b, stats->labelLogit, meanLogit),
                       vocab.perRow(epsilon)));
   }
+  // Reduced in the statistics' type, then rounded once to a 16-bit loss's.
   Value loss = perPosition;
   auto dims = b.getDenseI64ArrayAttr(positionDims(classLoop + 1));
+  RankedTensorType wide =
+      local.getType().clone(vocab.rowsType.getElementType());
   if (getReduction() == LossReduction::mean)
-    loss = ReduceMeanOp::create(b, local.getType(), perPosition, dims);
+    loss = ReduceMeanOp::create(b, wide, perPosition, dims);
   else if (getReduction() == LossReduction::sum)
-    loss = ReduceSumOp::create(b, local.getType(), perPosition, dims);
+    loss = ReduceSumOp::create(b, wide, perPosition, dims);
+  if (wide != local.getType())
+    loss = CastOp::create(b, local.getType(), loss);
   split.replacements = {loss};
   split.resolvedLoops = {classLoop};
   return success();
@@ -247,9 +265,9 @@ LogicalResult CrossEntropyGradOp::adjustLocalPartition(Operation *localOp,
                                         static_cast<double>(globalRows)));
     return success();
   }
-  VocabParallelBuilder vocab(b, local.getLogits(), getDloss().getType(), split,
+  VocabParallelBuilder vocab(b, local.getLogits(), split,
                              split.loopAxes[classLoop]);
-  Value rowGrad = local.getDloss();
+  Value rowGrad = vocab.inStatsType(local.getDloss());
   if (getReduction() == LossReduction::mean)
     rowGrad = scaleBy(rowGrad, 1.0 / static_cast<double>(globalRows));
   if (getReduction() != LossReduction::none)

@@ -153,3 +153,29 @@ func.func @widened_loss_grad(%z: tensor<4x10xbf16> {nn.sharding = [[], ["tp"]]},
   %dz = nn.cross_entropy_grad %z, %y, %dl {nn.loop_sharding = [[], ["tp"]]} : (tensor<4x10xbf16>, tensor<4xi32>, tensor<f32>) -> tensor<4x10xbf16>
   return %dz : tensor<4x10xbf16>
 }
+
+// -----
+
+shard.grid @mesh(shape = 2) {nn.axis_names = ["tp"]}
+
+// A bf16 loss of bf16 logits: the statistics are f32 all the same, and the
+// reduced f32 loss is rounded once to bf16; its gradient widens dloss.
+// CHECK-LABEL: func.func @bf16_loss
+// CHECK: nn.vocab_loss_stats %{{.*}} : (tensor<4x5xbf16>, tensor<4xi32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+// CHECK: %[[MEAN:.*]] = nn.reduce_mean %{{.*}} dims = [0] : tensor<4xf32> -> tensor<f32>
+// CHECK: %[[LOSS:.*]] = nn.cast %[[MEAN]] : tensor<f32> to tensor<bf16>
+// CHECK: return %[[LOSS]]
+// CHECK-LABEL: func.func @bf16_loss_grad
+// CHECK-SAME: %[[DL:[a-z0-9]*]]: tensor<bf16>)
+// CHECK: %[[WIDE:.*]] = nn.cast %[[DL]] : tensor<bf16> to tensor<f32>
+// CHECK: nn.mul %[[WIDE]], %{{.*}} : tensor<f32>
+// CHECK: nn.vocab_loss_grad {{.*}} : (tensor<4x5xbf16>, tensor<4xi32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<4x5xbf16>
+func.func @bf16_loss(%z: tensor<4x10xbf16> {nn.sharding = [[], ["tp"]]}, %y: tensor<4xi32>) -> tensor<bf16> {
+  %l = nn.cross_entropy %z, %y {nn.loop_sharding = [[], ["tp"]]} : (tensor<4x10xbf16>, tensor<4xi32>) -> tensor<bf16>
+  return %l : tensor<bf16>
+}
+func.func @bf16_loss_grad(%z: tensor<4x10xbf16> {nn.sharding = [[], ["tp"]]}, %y: tensor<4xi32>, %dl: tensor<bf16>)
+    -> (tensor<4x10xbf16> {nn.sharding = [[], ["tp"]]}) {
+  %dz = nn.cross_entropy_grad %z, %y, %dl {nn.loop_sharding = [[], ["tp"]]} : (tensor<4x10xbf16>, tensor<4xi32>, tensor<bf16>) -> tensor<4x10xbf16>
+  return %dz : tensor<4x10xbf16>
+}
