@@ -138,6 +138,43 @@ def FuseLogitSoftcapPass : Pass<"tessel-fuse-logit-softcap", "mlir::ModuleOp"> {
   let dependentDialects = ["tessel::nn::NNDialect"];
 }
 
+def RepeatKvHeadsPass : Pass<"tessel-repeat-kv-heads", "mlir::ModuleOp"> {
+  let summary = "Repeat grouped-query attention's key/value heads up to the ranks that split its heads";
+  let description = [{
+    Runs on the forward model before autodiff, on a mesh. Where the rules
+    split the logical axis `heads` over n ranks and an `nn.attention` has
+    fewer key/value heads Hkv than n (n a multiple of Hkv, its query heads
+    H a multiple of n), its key and value are repeated to n heads, each
+    head R = n / Hkv times in a row (Hugging Face's `repeat_kv`; Megatron
+    replicates a kv head on the ranks that share it):
+
+    ```mlir
+    // mesh=tp=4: 4 query heads over 2 kv heads
+    %a = nn.attention %q, %k, %v causal : (tensor<8x64x4x32xf32>, tensor<8x64x2x32xf32>, tensor<8x64x2x32xf32>) -> tensor<8x64x4x32xf32>
+    // becomes
+    %kb = nn.broadcast %k dims = [0, 1, 2, 4] : tensor<8x64x2x32xf32> -> tensor<8x64x2x2x32xf32>
+    %kn = nn.reshape %kb : tensor<8x64x2x2x32xf32> -> tensor<8x64x4x32xf32>
+    ... (%v alike)
+    %a = nn.attention %q, %kn, %vn causal : (tensor<8x64x4x32xf32>, tensor<8x64x4x32xf32>, tensor<8x64x4x32xf32>) -> tensor<8x64x4x32xf32>
+    ```
+
+    Each query head reads the kv head it read before, so the model is the
+    same; the kv heads then split with the query heads, one repeat per
+    rank, sliced locally, where the partitioner gathered q, k and v whole
+    and ran the whole attention on every rank. Without a mesh, or with
+    `heads` unsplit, nothing changes.
+  }];
+  let dependentDialects = ["tessel::nn::NNDialect"];
+  let options = [
+    Option<"mesh", "mesh", "std::string", "\"\"",
+           "Mesh axes and sizes, e.g. dp=2,tp=2 (tessel-propagate-sharding's)">,
+    Option<"rules", "rules", "std::string",
+           "\"batch=dp,mlp=tp,heads=tp,vocab=tp\"",
+           "Logical axis to mesh axis rules (tessel-propagate-sharding's); "
+           "the mesh axes of `heads` split the attention's heads">
+  ];
+}
+
 def ReportCostPass : Pass<"tessel-report-cost", "mlir::ModuleOp"> {
   let summary = "Report the flops and bytes of every nn op and function";
   let description = [{

@@ -50,6 +50,14 @@ static void buildModelPlan(OpPassManager &pm,
                            const CompilePipelineOptions &options) {
   pm.addPass(createMaskIgnoredLabelsPass());
   pm.addPass(createFuseLogitSoftcapPass());
+  // Before autodiff, which derives the repeats' gradient sums.
+  if (options.mesh.hasValue()) {
+    RepeatKvHeadsPassOptions repeat;
+    repeat.mesh = options.mesh;
+    if (options.rules.hasValue())
+      repeat.rules = options.rules;
+    pm.addPass(createRepeatKvHeadsPass(repeat));
+  }
   if (options.train)
     pm.addPass(createAutodiffPass(options.givenTrainSettings()));
   if (options.mesh.hasValue()) {

@@ -19,6 +19,7 @@
 // RUN: tessel-opt %examples/llama.mlir -canonicalize -cse -symbol-dce | FileCheck %s
 // RUN: tessel-opt %examples/llama.mlir -tessel-report-cost=per-op=false -o /dev/null 2>&1 | FileCheck %s --check-prefix=COST
 // RUN: tessel-opt %examples/llama.mlir -tessel-plan-memory=report=true -o /dev/null 2>&1 | FileCheck %s --check-prefix=PLAN
+// RUN: tessel-compile %examples/llama.mlir --mesh tp=4 --report -o %t.tp4.so | FileCheck %s --check-prefix=TP4
 
 // CHECK-LABEL: func.func private @block
 // CHECK: nn.rms_norm
@@ -35,6 +36,15 @@
 // The memory plan reaches the floor (the most bytes alive at one op): at
 // the SwiGLU product, h1 (256 KiB), silu(gate), up and their product (768
 // KiB each) are alive: 2.5 MiB.
+// On tp=4, more ranks than its 2 key/value heads: each is repeated to one
+// per rank (tessel-repeat-kv-heads), so every rank runs its own query
+// head and gathers k and v (8 all-gathers in the forward entry, 16 in the
+// backward's), where it gathered q, k and v whole and ran all 4 heads
+// (12 and 28 all-gathers, 2,097,152 and 5,767,168 bytes; 10,491,904
+// bytes in the step).
+// TP4: forward   all_gather tp 8 1048576
+// TP4: backward  all_gather tp 16 3145728
+// TP4: step (backward+update) 37 7870464
 // PLAN: remark: scratch peak of @block: 2621440 bytes (live bytes at most 2621440)
 // PLAN: remark: scratch peak of @loss: 3407872 bytes (live bytes at most 3407872)
 // COST: remark: function @block: 20 ops, flops 220692480,

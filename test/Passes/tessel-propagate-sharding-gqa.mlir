@@ -1,6 +1,7 @@
 // RUN: tessel-opt %s -tessel-propagate-sharding="mesh=tp=2" | FileCheck %s --check-prefix=TP2
 // RUN: tessel-opt %s -tessel-propagate-sharding="mesh=tp=2" -tessel-partition | FileCheck %s --check-prefix=LOCAL
 // RUN: tessel-opt %s -tessel-propagate-sharding="mesh=tp=4" | FileCheck %s --check-prefix=TP4
+// RUN: tessel-opt %s -tessel-repeat-kv-heads="mesh=tp=4" -tessel-propagate-sharding="mesh=tp=4" -tessel-partition | FileCheck %s --check-prefix=REPEAT4
 
 // Tests that grouped-query attention (4 query heads over 2 key/value heads)
 // splits its query heads over tp=2 and its key/value heads alike (loop h
@@ -15,6 +16,13 @@
 // LOCAL: nn.rope %{{.*}} : tensor<2x8x1x4xf32>
 // LOCAL: nn.attention %{{.*}} causal : (tensor<2x8x2x4xf32>, tensor<2x8x1x4xf32>, tensor<2x8x1x4xf32>) -> tensor<2x8x2x4xf32>
 // TP4: nn.attention {{.*}} {nn.loop_sharding = {{\[}}[], [], [], [], [], []]}
+// With tessel-repeat-kv-heads (tessel-compile's pipeline) each kv head
+// is repeated to one per rank first: every rank runs its own query head
+// against its repeat of the kv head, and gathers nothing for the queries.
+// REPEAT4-NOT: shard.all_gather %{{.*}} : tensor<2x8x4xf32>
+// REPEAT4: nn.attention %{{.*}} causal : (tensor<2x8x1x4xf32>, tensor<2x8x1x4xf32>, tensor<2x8x1x4xf32>) -> tensor<2x8x1x4xf32>
+// REPEAT4-NOT: shard.all_slice
+// REPEAT4: return
 func.func @gqa(%x: tensor<2x8x16xf32> {nn.input, nn.axes = ["batch", "seq", "embed"]},
                %wq: tensor<16x16xf32> {nn.param = "wq", nn.init = #nn.init<zeros>, nn.axes = ["embed", "heads"]},
                %wk: tensor<16x8xf32> {nn.param = "wk", nn.init = #nn.init<zeros>, nn.axes = ["embed", "heads"]},

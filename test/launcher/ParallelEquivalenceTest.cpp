@@ -46,10 +46,11 @@
 // threads save, bit for bit.
 //
 // examples/llama.mlir (rope, grouped-query attention, RMS norms, SwiGLU,
-// an untied head) on tp=2, tp=4, dp=2,tp=2 with sequence parallelism
-// (AdamW in f64: 1.5e-12 measured) and with ZeRO-3; examples/mistral.mlir
-// (llama under a sliding window) on tp=2 and dp=2,tp=2 with sequence
-// parallelism (AdamW in f64).
+// an untied head) on tp=2, tp=4 (its 2 key/value heads repeated to 4:
+// tessel-repeat-kv-heads; also AdamW in f64), dp=2,tp=2 with sequence
+// parallelism (AdamW in f64: 1.5e-12 measured) and with ZeRO-3;
+// examples/mistral.mlir (llama under a sliding window) on tp=2 and dp=2,tp=2
+// with sequence parallelism (AdamW in f64).
 //
 // Beside the examples, test models of Inputs/ whose split no example has:
 // vocab_head.mlir, a vocabulary-parallel embedding feeding an untied head
@@ -422,11 +423,12 @@ std::vector<Case> meshCases() {
   for (int zero : {2, 3})
     cases.push_back(zeroCase("mlp", "dp=4", zero));
   // Llama: rope and grouped-query attention, whose 2 key/value heads split
-  // over tp=2 with their query heads (on tp=4 attention keeps its heads
-  // whole), RMS norms and SwiGLU.
+  // over tp=2 with their query heads (on tp=4 each is repeated to one per
+  // rank first: tessel-repeat-kv-heads), RMS norms and SwiGLU.
   for (const char *mesh : {"tp=2", "tp=4"})
     cases.push_back({"llama", mesh});
   cases.push_back({"llama", "dp=2,tp=2", true, /*adamw=*/true, /*f64=*/true});
+  cases.push_back({"llama", "tp=4", false, /*adamw=*/true, /*f64=*/true});
   cases.push_back(zeroCase("llama", "dp=2,tp=2", 3));
   // Mistral: llama under a sliding window of 16 keys, each rank's heads
   // under the same window.
