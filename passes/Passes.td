@@ -158,11 +158,18 @@ def RepeatKvHeadsPass : Pass<"tessel-repeat-kv-heads", "mlir::ModuleOp"> {
     %a = nn.attention %q, %kn, %vn causal : (tensor<8x64x4x32xf32>, tensor<8x64x4x32xf32>, tensor<8x64x4x32xf32>) -> tensor<8x64x4x32xf32>
     ```
 
+    Where the key (or value) is a projection `reshape(matmul(x, W))`
+    through ops that treat each head alike (`nn.rope`, a per-head norm),
+    the projection's weight columns are repeated instead (W [E, Hkv·D] to
+    [E, n·D]) and the chain runs on the n heads: a rank then needs its
+    head's columns of W, a weight-sized gather rather than an
+    activation-sized one.
+
     Each query head reads the kv head it read before, so the model is the
-    same; the kv heads then split with the query heads, one repeat per
-    rank, sliced locally, where the partitioner gathered q, k and v whole
-    and ran the whole attention on every rank. Without a mesh, or with
-    `heads` unsplit, nothing changes.
+    same; the kv heads then split with the query heads, one per rank,
+    where the partitioner gathered q, k and v whole and ran the whole
+    attention on every rank. Without a mesh, or with `heads` unsplit,
+    nothing changes.
   }];
   let dependentDialects = ["tessel::nn::NNDialect"];
   let options = [

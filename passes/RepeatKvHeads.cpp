@@ -6,20 +6,22 @@
 // no even split of the kv heads gives it. The partitioner then gathered
 // q, k and v whole on every rank and ran the whole attention there, tp
 // times over. Megatron replicates each kv head on the ranks that share it;
-// here each kv head is repeated before the attention, as Hugging Face's
-// repeat_kv does, until there is one per rank:
+// here each kv head is repeated, as Hugging Face's repeat_kv does, until
+// there is one per rank (n = Hkv · R), so that the heads split evenly:
 //
-//   %k: [B, T, Hkv, D], n ranks over the heads, n = Hkv · R
-//   %kb = nn.broadcast %k dims = [0, 1, 2, 4] : ... -> [B, T, Hkv, R, D]
-//   %kn = nn.reshape %kb : ... -> [B, T, n, D]
-//   nn.attention %q, %kn, %vn   // query head h reads kv head h / (H / n)
+// - where the key (or value) is a projection `reshape(matmul(x, W))`,
+//   W of [E, Hkv·D], through ops that treat every head alike (nn.rope, a
+//   per-head nn.rms_norm or nn.layer_norm), the projection's columns are
+//   repeated: W becomes reshape(broadcast(reshape(W) : [E, Hkv, D]) :
+//   [E, Hkv, R, D]) : [E, n·D], and the chain runs on n heads. Each rank
+//   then needs only its head's columns of W, a weight-sized gather;
+// - otherwise the key itself: reshape(broadcast(k) : [B, T, Hkv, R, D]) :
+//   [B, T, n, D], which each rank slices after gathering k.
 //
 // Query head h still reads its own kv head (h / (H / n) repeats
-// h / (H / Hkv)), so the model computes the same; the kv heads now split
-// evenly with the query heads, each rank slicing its repeat locally, and
-// autodiff sums the repeats' gradients back. Runs before autodiff, only
-// where the rules split `heads` over n > Hkv ranks with H and n multiples
-// of Hkv and of n.
+// h / (H / Hkv)), so the model computes the same; autodiff sums the
+// repeats' gradients back. Runs before autodiff, only where the rules
+// split `heads` over n > Hkv ranks with H and n multiples of Hkv and of n.
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,6 +31,9 @@
 #include "runtime/config/Mesh.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+
+#include <algorithm>
 
 namespace tessel {
 #define GEN_PASS_DEF_REPEATKVHEADSPASS
@@ -79,6 +84,118 @@ Value repeatHeads(OpBuilder &b, Location loc, Value kv, int64_t repeats) {
   return nn::ReshapeOp::create(b, loc, merged, broadcast);
 }
 
+/// A key or value computed as a projection: `matmul(x, W)` with W a
+/// matrix [E, Hkv·D], split into heads by `split` ([..., Hkv·D] to
+/// [..., Hkv, D]), then `perHead` (nearest the matmul first), each acting
+/// on every head alike; every op read only by the next.
+struct Projection {
+  nn::MatmulOp matmul;
+  nn::ReshapeOp split;
+  SmallVector<Operation *> perHead;
+};
+
+/// Whether `op` treats every head of its [..., heads, D] operand alike:
+/// a rope, or a norm over D with a weight (and bias) of D.
+bool actsPerHead(Operation *op) {
+  if (isa<nn::RopeOp>(op))
+    return op->getNumOperands() == 1;
+  if (!isa<nn::RmsNormOp, nn::LayerNormOp>(op))
+    return false;
+  int64_t headDim =
+      cast<RankedTensorType>(op->getOperand(0).getType()).getShape().back();
+  for (Value param : op->getOperands().drop_front())
+    if (cast<RankedTensorType>(param.getType()).getShape() !=
+        ArrayRef<int64_t>{headDim})
+      return false;
+  return true;
+}
+
+/// The projection `kv` ([..., Hkv, D]) is computed by, or failure.
+FailureOr<Projection> projectionOf(Value kv) {
+  Projection chain;
+  Value value = kv;
+  while (Operation *op = value.getDefiningOp()) {
+    if (!actsPerHead(op) || !value.hasOneUse())
+      break;
+    chain.perHead.push_back(op);
+    value = op->getOperand(0);
+  }
+  std::reverse(chain.perHead.begin(), chain.perHead.end());
+  chain.split = value.getDefiningOp<nn::ReshapeOp>();
+  if (!chain.split || !value.hasOneUse())
+    return failure();
+  auto heads = cast<RankedTensorType>(value.getType());
+  auto flat = cast<RankedTensorType>(chain.split.getInput().getType());
+  int64_t rank = heads.getRank();
+  if (flat.getRank() != rank - 1 ||
+      flat.getShape().drop_back() != heads.getShape().drop_back(2) ||
+      flat.getShape().back() !=
+          heads.getDimSize(rank - 2) * heads.getDimSize(rank - 1))
+    return failure();
+  chain.matmul = chain.split.getInput().getDefiningOp<nn::MatmulOp>();
+  if (!chain.matmul || !chain.split.getInput().hasOneUse() ||
+      chain.matmul.getTransposeLhs() || chain.matmul.getTransposeRhs() ||
+      cast<RankedTensorType>(chain.matmul.getRhs().getType()).getRank() != 2)
+    return failure();
+  return chain;
+}
+
+/// `w` ([E, Hkv·D]) with each head's D columns repeated `repeats` times in
+/// a row: [E, Hkv·repeats·D].
+Value repeatColumns(OpBuilder &b, Location loc, Value w, int64_t kvHeads,
+                    int64_t repeats) {
+  auto type = cast<RankedTensorType>(w.getType());
+  int64_t rows = type.getDimSize(0), headDim = type.getDimSize(1) / kvHeads;
+  Type element = type.getElementType();
+  Value heads = nn::ReshapeOp::create(
+      b, loc, RankedTensorType::get({rows, kvHeads, headDim}, element), w);
+  Value repeated = nn::BroadcastOp::create(
+      b, loc, RankedTensorType::get({rows, kvHeads, repeats, headDim}, element),
+      heads, b.getDenseI64ArrayAttr({0, 1, 3}));
+  return nn::ReshapeOp::create(
+      b, loc,
+      RankedTensorType::get({rows, kvHeads * repeats * headDim}, element),
+      repeated);
+}
+
+/// The projection `chain` rebuilt on `repeats` times the heads: its weight's
+/// columns repeated, the split and the per-head ops on the repeated heads.
+/// Returns the new key or value; the old chain is erased.
+Value repeatProjection(Projection chain, int64_t kvHeads, int64_t repeats) {
+  OpBuilder b(chain.matmul);
+  Location loc = chain.matmul.getLoc();
+  Value weight = repeatColumns(b, loc, chain.matmul.getRhs(), kvHeads, repeats);
+  auto product = cast<RankedTensorType>(chain.matmul.getType());
+  SmallVector<int64_t> shape(product.getShape());
+  shape.back() *= repeats;
+  Value value = nn::MatmulOp::create(
+      b, loc, product.clone(shape), chain.matmul.getLhs(), weight,
+      /*transpose_lhs=*/false, /*transpose_rhs=*/false);
+  auto heads = cast<RankedTensorType>(chain.split.getType());
+  SmallVector<int64_t> headShape(heads.getShape());
+  headShape[headShape.size() - 2] *= repeats;
+  b.setInsertionPoint(chain.split);
+  value = nn::ReshapeOp::create(b, chain.split.getLoc(), heads.clone(headShape),
+                                value);
+  for (Operation *op : chain.perHead) {
+    b.setInsertionPoint(op);
+    IRMapping mapping;
+    mapping.map(op->getOperand(0), value);
+    Operation *clone = b.clone(*op, mapping);
+    clone->getResult(0).setType(value.getType());
+    value = clone->getResult(0);
+  }
+  return value;
+}
+
+/// Erases `chain`'s ops once the attention no longer reads them.
+void eraseProjection(Projection chain) {
+  for (Operation *op : llvm::reverse(chain.perHead))
+    op->erase();
+  chain.split->erase();
+  chain.matmul->erase();
+}
+
 class RepeatKvHeadsPass
     : public tessel::impl::RepeatKvHeadsPassBase<RepeatKvHeadsPass> {
 public:
@@ -102,12 +219,17 @@ public:
       if (kvHeads >= *ranks || *ranks % kvHeads != 0 || heads % *ranks != 0)
         return;
       int64_t repeats = *ranks / kvHeads;
-      OpBuilder b(attention);
-      Location loc = attention.getLoc();
-      attention.getKeyMutable().assign(
-          repeatHeads(b, loc, attention.getKey(), repeats));
-      attention.getValueMutable().assign(
-          repeatHeads(b, loc, attention.getValue(), repeats));
+      for (OpOperand *kv :
+           {&attention.getKeyMutable(), &attention.getValueMutable()}) {
+        if (FailureOr<Projection> chain = projectionOf(kv->get());
+            succeeded(chain)) {
+          kv->assign(repeatProjection(*chain, kvHeads, repeats));
+          eraseProjection(*chain);
+          continue;
+        }
+        OpBuilder b(attention);
+        kv->assign(repeatHeads(b, attention.getLoc(), kv->get(), repeats));
+      }
     });
   }
 };

@@ -36,15 +36,16 @@
 // The memory plan reaches the floor (the most bytes alive at one op): at
 // the SwiGLU product, h1 (256 KiB), silu(gate), up and their product (768
 // KiB each) are alive: 2.5 MiB.
-// On tp=4, more ranks than its 2 key/value heads: each is repeated to one
-// per rank (tessel-repeat-kv-heads), so every rank runs its own query
-// head and gathers k and v (8 all-gathers in the forward entry, 16 in the
-// backward's), where it gathered q, k and v whole and ran all 4 heads
-// (12 and 28 all-gathers, 2,097,152 and 5,767,168 bytes; 10,491,904
-// bytes in the step).
-// TP4: forward   all_gather tp 8 1048576
-// TP4: backward  all_gather tp 16 3145728
-// TP4: step (backward+update) 37 7870464
+// On tp=4, more ranks than its 2 key/value heads: the k and v
+// projections' columns are repeated to one head per rank
+// (tessel-repeat-kv-heads), so every rank runs its own query head and
+// gathers only the weights' columns (8 all-gathers of 32,768 bytes in the
+// forward entry, 16 in the backward's), where it gathered q, k and v
+// whole and ran all 4 heads (12 and 28 all-gathers, 2,097,152 and
+// 5,767,168 bytes; 10,491,904 bytes in the step).
+// TP4: forward   all_gather tp 8 262144
+// TP4: backward  all_gather tp 16 786432
+// TP4: step (backward+update) 37 5511168
 // PLAN: remark: scratch peak of @block: 2621440 bytes (live bytes at most 2621440)
 // PLAN: remark: scratch peak of @loss: 3407872 bytes (live bytes at most 3407872)
 // COST: remark: function @block: 20 ops, flops 220692480,

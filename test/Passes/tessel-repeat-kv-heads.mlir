@@ -50,3 +50,36 @@ func.func @unsplit(%q6: tensor<1x4x6x8xf32>, %k2: tensor<1x4x2x8xf32>,
   %c = nn.attention %q12, %k3, %k3 : (tensor<1x4x12x8xf32>, tensor<1x4x3x8xf32>, tensor<1x4x3x8xf32>) -> tensor<1x4x12x8xf32>
   return %a, %b, %c : tensor<1x4x6x8xf32>, tensor<1x4x4x8xf32>, tensor<1x4x12x8xf32>
 }
+
+// -----
+
+// Tests that a key projected by a matmul, split into heads and roped has
+// its weight's columns repeated instead (each head's 4 columns twice in a
+// row on tp=4): the projection and the rope run on the 4 repeated heads,
+// and each rank needs only its head's columns of the weight. A value whose
+// projection another op also reads repeats itself.
+// TP4-LABEL: func.func @projected
+// TP4: %[[W3:.*]] = nn.reshape %arg1 : tensor<16x8xf32> -> tensor<16x2x4xf32>
+// TP4: %[[WB:.*]] = nn.broadcast %[[W3]] dims = [0, 1, 3] : tensor<16x2x4xf32> -> tensor<16x2x2x4xf32>
+// TP4: %[[W4:.*]] = nn.reshape %[[WB]] : tensor<16x2x2x4xf32> -> tensor<16x16xf32>
+// TP4: %[[K0:.*]] = nn.matmul %arg0, %[[W4]] : (tensor<2x8x16xf32>, tensor<16x16xf32>) -> tensor<2x8x16xf32>
+// TP4: %[[K1:.*]] = nn.reshape %[[K0]] : tensor<2x8x16xf32> -> tensor<2x8x4x4xf32>
+// TP4: %[[K:.*]] = nn.rope %[[K1]] : tensor<2x8x4x4xf32>
+// TP4: %[[V0:.*]] = nn.matmul %arg0, %arg2
+// TP4: %[[V1:.*]] = nn.reshape %[[V0]] : tensor<2x8x8xf32> -> tensor<2x8x2x4xf32>
+// TP4: %[[VB:.*]] = nn.broadcast %[[V1]] dims = [0, 1, 2, 4] : tensor<2x8x2x4xf32> -> tensor<2x8x2x2x4xf32>
+// TP4: %[[V:.*]] = nn.reshape %[[VB]] : tensor<2x8x2x2x4xf32> -> tensor<2x8x4x4xf32>
+// TP4: nn.attention %arg3, %[[K]], %[[V]] causal : (tensor<2x8x4x4xf32>, tensor<2x8x4x4xf32>, tensor<2x8x4x4xf32>) -> tensor<2x8x4x4xf32>
+// TP4-NOT: nn.matmul %arg0, %arg1
+// SAME-LABEL: func.func @projected
+// SAME-NOT: nn.broadcast
+func.func @projected(%x: tensor<2x8x16xf32>, %wk: tensor<16x8xf32>, %wv: tensor<16x8xf32>, %q: tensor<2x8x4x4xf32>)
+    -> (tensor<2x8x4x4xf32>, tensor<2x8x8xf32>) {
+  %k0 = nn.matmul %x, %wk : (tensor<2x8x16xf32>, tensor<16x8xf32>) -> tensor<2x8x8xf32>
+  %k1 = nn.reshape %k0 : tensor<2x8x8xf32> -> tensor<2x8x2x4xf32>
+  %k = nn.rope %k1 : tensor<2x8x2x4xf32>
+  %v0 = nn.matmul %x, %wv : (tensor<2x8x16xf32>, tensor<16x8xf32>) -> tensor<2x8x8xf32>
+  %v = nn.reshape %v0 : tensor<2x8x8xf32> -> tensor<2x8x2x4xf32>
+  %a = nn.attention %q, %k, %v causal : (tensor<2x8x4x4xf32>, tensor<2x8x2x4xf32>, tensor<2x8x2x4xf32>) -> tensor<2x8x4x4xf32>
+  return %a, %v0 : tensor<2x8x4x4xf32>, tensor<2x8x8xf32>
+}
