@@ -10,11 +10,12 @@
 // there is one per rank (n = Hkv · R), so that the heads split evenly:
 //
 // - where the key (or value) is a projection `reshape(matmul(x, W))`,
-//   W of [E, Hkv·D], through ops that treat every head alike (nn.rope, a
-//   per-head nn.rms_norm or nn.layer_norm), the projection's columns are
-//   repeated: W becomes reshape(broadcast(reshape(W) : [E, Hkv, D]) :
-//   [E, Hkv, R, D]) : [E, n·D], and the chain runs on n heads. Each rank
-//   then needs only its head's columns of W, a weight-sized gather;
+//   W of [E, Hkv·D] (plus a bias of Hkv·D, Qwen2's), through ops that
+//   treat every head alike (nn.rope, a per-head nn.rms_norm or
+//   nn.layer_norm), the projection's columns (and bias) are repeated: W becomes
+//   reshape(broadcast(reshape(W) : [E, Hkv, D]) : [E, Hkv, R, D]) : [E, n·D],
+//   and the chain runs on n heads. Each rank then needs only its head's columns
+//   of W, a weight-sized gather;
 // - otherwise the key itself: reshape(broadcast(k) : [B, T, Hkv, R, D]) :
 //   [B, T, n, D], which each rank slices after gathering k.
 //
@@ -90,9 +91,27 @@ Value repeatHeads(OpBuilder &b, Location loc, Value kv, int64_t repeats) {
 /// on every head alike; every op read only by the next.
 struct Projection {
   nn::MatmulOp matmul;
+  /// A bias [Hkv·D] broadcast along the last dimension and added to the
+  /// product (Qwen2's projections), or null.
+  nn::BroadcastOp bias;
+  nn::AddOp biasAdd;
   nn::ReshapeOp split;
   SmallVector<Operation *> perHead;
 };
+
+/// The bias vector broadcast along the last dimension of `value`'s type
+/// by `broadcast`, or null.
+Value lastDimBias(nn::BroadcastOp broadcast) {
+  if (!broadcast || !broadcast->hasOneUse())
+    return Value();
+  auto bias = cast<RankedTensorType>(broadcast.getInput().getType());
+  auto result = cast<RankedTensorType>(broadcast.getType());
+  ArrayRef<int64_t> dims = broadcast.getDims();
+  if (bias.getRank() != 1 || dims.size() != 1 ||
+      dims[0] != result.getRank() - 1)
+    return Value();
+  return broadcast.getInput();
+}
 
 /// Whether `op` treats every head of its [..., heads, D] operand alike:
 /// a rope, or a norm over D with a weight (and bias) of D.
@@ -132,12 +151,46 @@ FailureOr<Projection> projectionOf(Value kv) {
       flat.getShape().back() !=
           heads.getDimSize(rank - 2) * heads.getDimSize(rank - 1))
     return failure();
-  chain.matmul = chain.split.getInput().getDefiningOp<nn::MatmulOp>();
-  if (!chain.matmul || !chain.split.getInput().hasOneUse() ||
-      chain.matmul.getTransposeLhs() || chain.matmul.getTransposeRhs() ||
+  Value product = chain.split.getInput();
+  if (auto add = product.getDefiningOp<nn::AddOp>();
+      add && product.hasOneUse()) {
+    for (int side : {0, 1}) {
+      auto broadcast =
+          add->getOperand(1 - side).getDefiningOp<nn::BroadcastOp>();
+      if (add->getOperand(side).getDefiningOp<nn::MatmulOp>() &&
+          lastDimBias(broadcast)) {
+        chain.biasAdd = add;
+        chain.bias = broadcast;
+        product = add->getOperand(side);
+        break;
+      }
+    }
+    if (!chain.biasAdd)
+      return failure();
+  }
+  chain.matmul = product.getDefiningOp<nn::MatmulOp>();
+  if (!chain.matmul || !product.hasOneUse() || chain.matmul.getTransposeLhs() ||
+      chain.matmul.getTransposeRhs() ||
       cast<RankedTensorType>(chain.matmul.getRhs().getType()).getRank() != 2)
     return failure();
   return chain;
+}
+
+/// A bias `b` ([Hkv·D]) with each head's D entries repeated `repeats`
+/// times in a row: [Hkv·repeats·D].
+Value repeatBias(OpBuilder &b, Location loc, Value bias, int64_t kvHeads,
+                 int64_t repeats) {
+  auto type = cast<RankedTensorType>(bias.getType());
+  int64_t headDim = type.getDimSize(0) / kvHeads;
+  Type element = type.getElementType();
+  Value heads = nn::ReshapeOp::create(
+      b, loc, RankedTensorType::get({kvHeads, headDim}, element), bias);
+  Value repeated = nn::BroadcastOp::create(
+      b, loc, RankedTensorType::get({kvHeads, repeats, headDim}, element),
+      heads, b.getDenseI64ArrayAttr({0, 2}));
+  return nn::ReshapeOp::create(
+      b, loc, RankedTensorType::get({kvHeads * repeats * headDim}, element),
+      repeated);
 }
 
 /// `w` ([E, Hkv·D]) with each head's D columns repeated `repeats` times in
@@ -171,6 +224,16 @@ Value repeatProjection(Projection chain, int64_t kvHeads, int64_t repeats) {
   Value value = nn::MatmulOp::create(
       b, loc, product.clone(shape), chain.matmul.getLhs(), weight,
       /*transpose_lhs=*/false, /*transpose_rhs=*/false);
+  if (chain.biasAdd) {
+    b.setInsertionPoint(chain.biasAdd);
+    Location biasLoc = chain.bias.getLoc();
+    Value bias =
+        repeatBias(b, biasLoc, chain.bias.getInput(), kvHeads, repeats);
+    Value broadcast = nn::BroadcastOp::create(
+        b, biasLoc, product.clone(shape), bias,
+        b.getDenseI64ArrayAttr({int64_t(shape.size()) - 1}));
+    value = nn::AddOp::create(b, chain.biasAdd.getLoc(), value, broadcast);
+  }
   auto heads = cast<RankedTensorType>(chain.split.getType());
   SmallVector<int64_t> headShape(heads.getShape());
   headShape[headShape.size() - 2] *= repeats;
@@ -193,6 +256,10 @@ void eraseProjection(Projection chain) {
   for (Operation *op : llvm::reverse(chain.perHead))
     op->erase();
   chain.split->erase();
+  if (chain.biasAdd) {
+    chain.biasAdd->erase();
+    chain.bias->erase();
+  }
   chain.matmul->erase();
 }
 

@@ -72,7 +72,7 @@ func.func @unsplit(%q6: tensor<1x4x6x8xf32>, %k2: tensor<1x4x2x8xf32>,
 // TP4: nn.attention %arg3, %[[K]], %[[V]] causal : (tensor<2x8x4x4xf32>, tensor<2x8x4x4xf32>, tensor<2x8x4x4xf32>) -> tensor<2x8x4x4xf32>
 // TP4-NOT: nn.matmul %arg0, %arg1
 // SAME-LABEL: func.func @projected
-// SAME-NOT: nn.broadcast
+// SAME-NOT: dims = [0, 1
 func.func @projected(%x: tensor<2x8x16xf32>, %wk: tensor<16x8xf32>, %wv: tensor<16x8xf32>, %q: tensor<2x8x4x4xf32>)
     -> (tensor<2x8x4x4xf32>, tensor<2x8x8xf32>) {
   %k0 = nn.matmul %x, %wk : (tensor<2x8x16xf32>, tensor<16x8xf32>) -> tensor<2x8x8xf32>
@@ -82,4 +82,26 @@ func.func @projected(%x: tensor<2x8x16xf32>, %wk: tensor<16x8xf32>, %wv: tensor<
   %v = nn.reshape %v0 : tensor<2x8x8xf32> -> tensor<2x8x2x4xf32>
   %a = nn.attention %q, %k, %v causal : (tensor<2x8x4x4xf32>, tensor<2x8x2x4xf32>, tensor<2x8x2x4xf32>) -> tensor<2x8x4x4xf32>
   return %a, %v0 : tensor<2x8x4x4xf32>, tensor<2x8x8xf32>
+}
+
+// -----
+
+// Tests that a biased projection (Qwen2's) repeats its bias with the
+// weight's columns: each head's 4 entries twice in a row.
+// TP4-LABEL: func.func @projected_bias
+// TP4: %[[K0:.*]] = nn.matmul %arg0, %{{.*}} : (tensor<2x8x16xf32>, tensor<16x16xf32>) -> tensor<2x8x16xf32>
+// TP4: %[[B2:.*]] = nn.reshape %arg2 : tensor<8xf32> -> tensor<2x4xf32>
+// TP4: %[[BB:.*]] = nn.broadcast %[[B2]] dims = [0, 2] : tensor<2x4xf32> -> tensor<2x2x4xf32>
+// TP4: %[[B4:.*]] = nn.reshape %[[BB]] : tensor<2x2x4xf32> -> tensor<16xf32>
+// TP4: %[[BR:.*]] = nn.broadcast %[[B4]] dims = [2] : tensor<16xf32> -> tensor<2x8x16xf32>
+// TP4: %[[K:.*]] = nn.add %[[K0]], %[[BR]] : tensor<2x8x16xf32>
+// TP4: %[[KH:.*]] = nn.reshape %[[K]] : tensor<2x8x16xf32> -> tensor<2x8x4x4xf32>
+// TP4: nn.attention %arg3, %[[KH]], %{{.*}} causal
+func.func @projected_bias(%x: tensor<2x8x16xf32>, %wk: tensor<16x8xf32>, %bk: tensor<8xf32>, %q: tensor<2x8x4x4xf32>, %v: tensor<2x8x2x4xf32>) -> tensor<2x8x4x4xf32> {
+  %k0 = nn.matmul %x, %wk : (tensor<2x8x16xf32>, tensor<16x8xf32>) -> tensor<2x8x8xf32>
+  %kb = nn.broadcast %bk dims = [2] : tensor<8xf32> -> tensor<2x8x8xf32>
+  %k1 = nn.add %k0, %kb : tensor<2x8x8xf32>
+  %k = nn.reshape %k1 : tensor<2x8x8xf32> -> tensor<2x8x2x4xf32>
+  %a = nn.attention %q, %k, %v causal : (tensor<2x8x4x4xf32>, tensor<2x8x2x4xf32>, tensor<2x8x2x4xf32>) -> tensor<2x8x4x4xf32>
+  return %a : tensor<2x8x4x4xf32>
 }
