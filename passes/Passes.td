@@ -158,10 +158,11 @@ def RepeatKvHeadsPass : Pass<"tessel-repeat-kv-heads", "mlir::ModuleOp"> {
     %a = nn.attention %q, %kn, %vn causal : (tensor<8x64x4x32xf32>, tensor<8x64x4x32xf32>, tensor<8x64x4x32xf32>) -> tensor<8x64x4x32xf32>
     ```
 
-    Where the key (or value) is a projection `reshape(matmul(x, W))`
-    through ops that treat each head alike (`nn.rope`, a per-head norm),
-    the projection's weight columns are repeated instead (W [E, Hkv·D] to
-    [E, n·D]) and the chain runs on the n heads: a rank then needs its
+    Where the key (or value) is a projection `reshape(matmul(x, W))`, with
+    or without a bias, through ops that treat each head alike (`nn.rope`, a
+    per-head norm), the projection's weight columns (and bias) are
+    repeated instead (W [E, Hkv·D] to [E, n·D]) and the chain runs on the
+    n heads: a rank then needs its
     head's columns of W, a weight-sized gather rather than an
     activation-sized one.
 
