@@ -52,7 +52,7 @@ public:
   /// `explain`: keep, per op, why each loop is split (for --debug).
   Propagator(const Mesh &mesh, bool explain) : mesh(mesh), explain(explain) {}
 
-  LogicalResult seed(ModuleOp module, ArrayRef<std::pair<std::string, int16_t>> rules,
+  LogicalResult seed(ModuleOp module, ArrayRef<MeshRule> rules,
                      bool sequenceParallel);
   void run();
   void writeAttributes(ModuleOp module);
@@ -126,8 +126,7 @@ private:
   llvm::StringMap<DimSharding> paramShardings;
 };
 
-LogicalResult Propagator::seed(ModuleOp module,
-                               ArrayRef<std::pair<std::string, int16_t>> rules,
+LogicalResult Propagator::seed(ModuleOp module, ArrayRef<MeshRule> rules,
                                bool sequenceParallel) {
   // Entries: the public functions (the model and its training entries);
   // private ones are layers of nn.repeat, reached through their repeats.
@@ -637,18 +636,11 @@ struct PropagateShardingPass
     }
     // Rules naming an axis this mesh lacks are skipped for the defaults
     // (they serve any mesh) and refused when the user wrote them.
-    bool defaults = this->rules == kDefaultRules;
-    SmallVector<std::pair<std::string, int16_t>> rules;
-    for (auto &[logical, axis] : *named) {
-      std::optional<int16_t> index = mesh->axisIndex(axis);
-      if (!index) {
-        if (defaults)
-          continue;
-        module.emitError() << "rule '" << logical << "=" << axis
-                           << "' names unknown mesh axis '" << axis << "'";
-        return signalPassFailure();
-      }
-      rules.push_back({logical, *index});
+    std::optional<SmallVector<MeshRule>> rules = meshRules(
+        *mesh, *named, /*dropUnknown=*/this->rules == kDefaultRules, error);
+    if (!rules) {
+      module.emitError() << error;
+      return signalPassFailure();
     }
     if (sequenceParallel && !mesh->axisIndex("tp")) {
       module.emitError() << "sequence parallelism splits the sequence over "
@@ -657,7 +649,7 @@ struct PropagateShardingPass
     }
     materializeMesh(module, *mesh);
     Propagator propagator(*mesh, debug);
-    if (failed(propagator.seed(module, rules, sequenceParallel)))
+    if (failed(propagator.seed(module, *rules, sequenceParallel)))
       return signalPassFailure();
     propagator.run();
     propagator.writeAttributes(module);

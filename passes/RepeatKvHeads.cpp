@@ -28,8 +28,9 @@
 
 #include "passes/Passes.h"
 
+#include "passes/Sharding.h"
+
 #include "dialect/NN/NNOps.h"
-#include "runtime/config/Mesh.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
@@ -54,35 +55,60 @@ FailureOr<int64_t> headRanks(StringRef meshText, StringRef rulesText,
   std::optional<Mesh> mesh = Mesh::parse(meshText.str(), error);
   if (!mesh)
     return failure();
-  std::optional<std::vector<std::pair<std::string, std::string>>> rules =
+  std::optional<std::vector<std::pair<std::string, std::string>>> named =
       parseRules(rulesText.str(), error);
-  if (!rules)
+  if (!named)
     return failure();
+  std::optional<SmallVector<MeshRule>> rules =
+      meshRules(*mesh, *named, /*dropUnknown=*/true, error);
   int64_t ranks = 1;
-  std::vector<std::string> used;
+  SmallVector<int16_t> used;
   for (auto &[logical, axis] : *rules) {
-    std::optional<int16_t> index = mesh->axisIndex(axis);
-    if (logical != "heads" || !index || llvm::is_contained(used, axis))
+    if (logical != "heads" || llvm::is_contained(used, axis))
       continue;
     used.push_back(axis);
-    ranks *= mesh->shape[*index];
+    ranks *= mesh->shape[axis];
   }
   return ranks;
+}
+
+/// `value` with each index of its dimension `heads` repeated `repeats`
+/// times in a row: broadcast over a new dimension after `heads`, then that
+/// and the dimensions after it through `last` merged into one.
+Value repeatAlong(OpBuilder &b, Location loc, Value value, int64_t heads,
+                  int64_t repeats, int64_t last) {
+  auto type = cast<RankedTensorType>(value.getType());
+  SmallVector<int64_t> wide(type.getShape()), dims;
+  wide.insert(wide.begin() + heads + 1, repeats);
+  for (int64_t d = 0; d < type.getRank(); ++d)
+    dims.push_back(d <= heads ? d : d + 1);
+  Value broadcast = nn::BroadcastOp::create(b, loc, type.clone(wide), value,
+                                            b.getDenseI64ArrayAttr(dims));
+  SmallVector<int64_t> merged(wide.begin(), wide.begin() + heads);
+  merged.push_back(
+      llvm::product_of(ArrayRef<int64_t>(wide).slice(heads, last - heads + 2)));
+  merged.append(wide.begin() + last + 2, wide.end());
+  return nn::ReshapeOp::create(b, loc, type.clone(merged), broadcast);
 }
 
 /// `kv` ([B, T, Hkv, D]) with each head repeated `repeats` times in a row:
 /// [B, T, Hkv · repeats, D].
 Value repeatHeads(OpBuilder &b, Location loc, Value kv, int64_t repeats) {
-  auto type = cast<RankedTensorType>(kv.getType());
-  ArrayRef<int64_t> shape = type.getShape();
-  auto wide = RankedTensorType::get(
-      {shape[0], shape[1], shape[2], repeats, shape[3]}, type.getElementType());
-  Value broadcast = nn::BroadcastOp::create(
-      b, loc, wide, kv, b.getDenseI64ArrayAttr({0, 1, 2, 4}));
-  auto merged =
-      RankedTensorType::get({shape[0], shape[1], shape[2] * repeats, shape[3]},
-                            type.getElementType());
-  return nn::ReshapeOp::create(b, loc, merged, broadcast);
+  return repeatAlong(b, loc, kv, /*heads=*/2, repeats, /*last=*/2);
+}
+
+/// `value` ([..., Hkv·D]: a projection's weight or bias) with each head's
+/// D entries of its last dimension repeated `repeats` times in a row:
+/// [..., Hkv·repeats·D].
+Value repeatHeadColumns(OpBuilder &b, Location loc, Value value,
+                        int64_t kvHeads, int64_t repeats) {
+  auto type = cast<RankedTensorType>(value.getType());
+  SmallVector<int64_t> split(type.getShape());
+  int64_t heads = type.getRank() - 1;
+  split.back() /= kvHeads;
+  split.insert(split.begin() + heads, kvHeads);
+  Value byHead = nn::ReshapeOp::create(b, loc, type.clone(split), value);
+  return repeatAlong(b, loc, byHead, heads, repeats, /*last=*/heads + 1);
 }
 
 /// A key or value computed as a projection: `matmul(x, W)` with W a
@@ -176,48 +202,14 @@ FailureOr<Projection> projectionOf(Value kv) {
   return chain;
 }
 
-/// A bias `b` ([Hkv·D]) with each head's D entries repeated `repeats`
-/// times in a row: [Hkv·repeats·D].
-Value repeatBias(OpBuilder &b, Location loc, Value bias, int64_t kvHeads,
-                 int64_t repeats) {
-  auto type = cast<RankedTensorType>(bias.getType());
-  int64_t headDim = type.getDimSize(0) / kvHeads;
-  Type element = type.getElementType();
-  Value heads = nn::ReshapeOp::create(
-      b, loc, RankedTensorType::get({kvHeads, headDim}, element), bias);
-  Value repeated = nn::BroadcastOp::create(
-      b, loc, RankedTensorType::get({kvHeads, repeats, headDim}, element),
-      heads, b.getDenseI64ArrayAttr({0, 2}));
-  return nn::ReshapeOp::create(
-      b, loc, RankedTensorType::get({kvHeads * repeats * headDim}, element),
-      repeated);
-}
-
-/// `w` ([E, Hkv·D]) with each head's D columns repeated `repeats` times in
-/// a row: [E, Hkv·repeats·D].
-Value repeatColumns(OpBuilder &b, Location loc, Value w, int64_t kvHeads,
-                    int64_t repeats) {
-  auto type = cast<RankedTensorType>(w.getType());
-  int64_t rows = type.getDimSize(0), headDim = type.getDimSize(1) / kvHeads;
-  Type element = type.getElementType();
-  Value heads = nn::ReshapeOp::create(
-      b, loc, RankedTensorType::get({rows, kvHeads, headDim}, element), w);
-  Value repeated = nn::BroadcastOp::create(
-      b, loc, RankedTensorType::get({rows, kvHeads, repeats, headDim}, element),
-      heads, b.getDenseI64ArrayAttr({0, 1, 3}));
-  return nn::ReshapeOp::create(
-      b, loc,
-      RankedTensorType::get({rows, kvHeads * repeats * headDim}, element),
-      repeated);
-}
-
 /// The projection `chain` rebuilt on `repeats` times the heads: its weight's
 /// columns repeated, the split and the per-head ops on the repeated heads.
 /// Returns the new key or value; the old chain is erased.
 Value repeatProjection(Projection chain, int64_t kvHeads, int64_t repeats) {
   OpBuilder b(chain.matmul);
   Location loc = chain.matmul.getLoc();
-  Value weight = repeatColumns(b, loc, chain.matmul.getRhs(), kvHeads, repeats);
+  Value weight =
+      repeatHeadColumns(b, loc, chain.matmul.getRhs(), kvHeads, repeats);
   auto product = cast<RankedTensorType>(chain.matmul.getType());
   SmallVector<int64_t> shape(product.getShape());
   shape.back() *= repeats;
@@ -228,7 +220,7 @@ Value repeatProjection(Projection chain, int64_t kvHeads, int64_t repeats) {
     b.setInsertionPoint(chain.biasAdd);
     Location biasLoc = chain.bias.getLoc();
     Value bias =
-        repeatBias(b, biasLoc, chain.bias.getInput(), kvHeads, repeats);
+        repeatHeadColumns(b, biasLoc, chain.bias.getInput(), kvHeads, repeats);
     Value broadcast = nn::BroadcastOp::create(
         b, biasLoc, product.clone(shape), bias,
         b.getDenseI64ArrayAttr({int64_t(shape.size()) - 1}));

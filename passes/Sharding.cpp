@@ -67,6 +67,23 @@ ArrayAttr shardingToAttr(MLIRContext *ctx, const Mesh &mesh,
   return builder.getArrayAttr(dims);
 }
 
+std::optional<SmallVector<MeshRule>>
+meshRules(const Mesh &mesh, ArrayRef<std::pair<std::string, std::string>> rules,
+          bool dropUnknown, std::string &error) {
+  SmallVector<MeshRule> indexed;
+  for (auto &[logical, axis] : rules) {
+    std::optional<int16_t> index = mesh.axisIndex(axis);
+    if (index) {
+      indexed.push_back({logical, *index});
+    } else if (!dropUnknown) {
+      error = "rule '" + logical + "=" + axis + "' names unknown mesh axis '" +
+              axis + "'";
+      return std::nullopt;
+    }
+  }
+  return indexed;
+}
+
 std::optional<DimSharding> shardingFromAttr(Attribute attr, const Mesh &mesh,
                                             std::string &error) {
   auto dims = dyn_cast_or_null<ArrayAttr>(attr);

@@ -57,6 +57,17 @@ std::optional<DimSharding> shardingFromAttr(mlir::Attribute attr,
                                             const Mesh &mesh,
                                             std::string &error);
 
+/// A logical-axis rule with its mesh axis's index.
+using MeshRule = std::pair<std::string, int16_t>;
+/// `rules` (parseRules's pairs) with each mesh axis's index in `mesh`. A
+/// rule naming an axis the mesh lacks is dropped where `dropUnknown` (the
+/// default rules serve any mesh); otherwise nullopt, with "rule 'L=A'
+/// names unknown mesh axis 'A'" in `error`.
+std::optional<llvm::SmallVector<MeshRule>>
+meshRules(const Mesh &mesh,
+          llvm::ArrayRef<std::pair<std::string, std::string>> rules,
+          bool dropUnknown, std::string &error);
+
 bool isReplicated(const DimSharding &sharding);
 /// Every mesh axis used by `sharding`.
 MeshAxes usedAxes(const DimSharding &sharding);

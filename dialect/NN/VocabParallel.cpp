@@ -88,10 +88,10 @@ public:
                        const LocalSplit &split, ArrayRef<int16_t> classAxes)
       : b(b), logits(logits), split(split), classAxes(classAxes) {
     auto type = cast<RankedTensorType>(logits.getType());
-    Type element = type.getElementType();
-    if (element.getIntOrFloatBitWidth() == 16)
-      element = b.getF32Type();
-    rowsType = RankedTensorType::get(type.getShape().drop_back(), element);
+    rowsType = RankedTensorType::get(type.getShape().drop_back(),
+                                     tessel::nn::detail::isHalfFloatTensor(type)
+                                         ? b.getF32Type()
+                                         : type.getElementType());
   }
 
   /// `value` in the statistics' element type (a 16-bit loss's or dloss's
@@ -305,15 +305,14 @@ static LogicalResult verifyPerPosition(Operation *op, Value logits,
       cast<RankedTensorType>(labels.getType()), /*keepPositions=*/true);
   if (failed(rows))
     return failure();
-  Type element = rows->getElementType();
   Type stats = getElementTypeOrSelf(perPosition.front().second.getType());
-  if (stats != element &&
-      !(stats.isF32() && element.getIntOrFloatBitWidth() == 16))
-    return op->emitOpError()
-           << "statistics must be of the logits' type " << element
-           << (element.getIntOrFloatBitWidth() == 16 ? " or f32" : "")
-           << ", got " << stats;
   RankedTensorType expected = rows->clone(stats);
+  if (!tessel::nn::detail::isInferredOrF32(*rows, expected))
+    return op->emitOpError()
+           << "statistics must be of the logits' type "
+           << rows->getElementType()
+           << (tessel::nn::detail::isHalfFloatTensor(*rows) ? " or f32" : "")
+           << ", got " << stats;
   for (auto [what, value] : perPosition)
     if (value.getType() != expected)
       return op->emitOpError()

@@ -444,6 +444,16 @@ void visitLossTypes(int32_t dtype, int32_t lossDtype, F &&f) {
   });
 }
 
+/// f(T(), L(), group): visitLossTypes's types and visitRowGroup's group of
+/// `classes`, for a launch of a row kernel.
+template <class F>
+void visitRowLaunch(int32_t dtype, int32_t wideDtype, int64_t classes,
+                    F &&f) {
+  visitLossTypes(dtype, wideDtype, [&](auto tag, auto wideTag) {
+    visitRowGroup(classes, [&](auto group) { f(tag, wideTag, group); });
+  });
+}
+
 /// The loss out of a row kernel: launchRows(rowLoss) writes each row's
 /// loss into rowLoss (f64, a temporary, for the mean or sum) or, with
 /// rowLoss null (none), into out; then one block reduces them in a fixed
@@ -539,20 +549,19 @@ void CudaBackend::crossEntropyGrad(tessel_ctx *ctx, int32_t dtype,
   if (rows <= 0)
     return;
   bool labels64 = labelDtype == TESSEL_I64;
-  visitLossTypes(dtype, lossDtype, [&](auto tag, auto lossTag) {
+  visitRowLaunch(dtype, lossDtype, classes,
+                 [&](auto tag, auto lossTag, auto group) {
     using T = decltype(tag);
     using L = decltype(lossTag);
-    visitRowGroup(classes, [&](auto group) {
-      constexpr int G = decltype(group)::value;
-      crossEntropyGradKernel<G>
-          <<<rowBlocks<G>(rows), kBlockThreads<G>, 0, stream()>>>(
-              static_cast<const T *>(logits), labels, labels64,
-              static_cast<const L *>(dloss), static_cast<T *>(dlogits), rows,
-              classes, reduction, nullptr, static_cast<L *>(nullptr),
-              DeviceErrorKind::CrossEntropyGradLabel,
-              typename Elem<T>::Compute(options.softcap),
-                           options.smoothing, deviceErrors());
-    });
+    constexpr int G = decltype(group)::value;
+    crossEntropyGradKernel<G>
+        <<<rowBlocks<G>(rows), kBlockThreads<G>, 0, stream()>>>(
+            static_cast<const T *>(logits), labels, labels64,
+            static_cast<const L *>(dloss), static_cast<T *>(dlogits), rows,
+            classes, reduction, nullptr, static_cast<L *>(nullptr),
+            DeviceErrorKind::CrossEntropyGradLabel,
+            typename Elem<T>::Compute(options.softcap), options.smoothing,
+            deviceErrors());
   });
   checkLaunch(ctx, "tessel_cross_entropy_grad");
 }
@@ -566,18 +575,17 @@ void CudaBackend::vocabLossStats(tessel_ctx *ctx, int32_t dtype,
   if (rows <= 0)
     return;
   bool labels64 = labelDtype == TESSEL_I64;
-  visitLossTypes(dtype, statsDtype, [&](auto tag, auto statsTag) {
+  visitRowLaunch(dtype, statsDtype, classes,
+                 [&](auto tag, auto statsTag, auto group) {
     using T = decltype(tag);
     using S = decltype(statsTag);
-    visitRowGroup(classes, [&](auto group) {
-      constexpr int G = decltype(group)::value;
-      vocabStatsKernel<G><<<rowBlocks<G>(rows), kBlockThreads<G>, 0, stream()>>>(
-          static_cast<const T *>(logits), labels, labels64, rows, classes,
-          classOffset, totalClasses, static_cast<S *>(stats.max),
-          static_cast<S *>(stats.sumExp), static_cast<S *>(stats.labelLogit),
-          static_cast<S *>(stats.logitSum), typename Elem<T>::Compute(softcap),
-          deviceErrors());
-    });
+    constexpr int G = decltype(group)::value;
+    vocabStatsKernel<G><<<rowBlocks<G>(rows), kBlockThreads<G>, 0, stream()>>>(
+        static_cast<const T *>(logits), labels, labels64, rows, classes,
+        classOffset, totalClasses, static_cast<S *>(stats.max),
+        static_cast<S *>(stats.sumExp), static_cast<S *>(stats.labelLogit),
+        static_cast<S *>(stats.logitSum), typename Elem<T>::Compute(softcap),
+        deviceErrors());
   });
   checkLaunch(ctx, "tessel_vocab_loss_stats");
 }
@@ -593,19 +601,18 @@ void CudaBackend::vocabLossGrad(tessel_ctx *ctx, int32_t dtype,
   if (rows <= 0 || classes <= 0)
     return;
   bool labels64 = labelDtype == TESSEL_I64;
-  visitLossTypes(dtype, statsDtype, [&](auto tag, auto statsTag) {
+  visitRowLaunch(dtype, statsDtype, classes,
+                 [&](auto tag, auto statsTag, auto group) {
     using T = decltype(tag);
     using S = decltype(statsTag);
-    visitRowGroup(classes, [&](auto group) {
-      constexpr int G = decltype(group)::value;
-      vocabGradKernel<G><<<rowBlocks<G>(rows), kBlockThreads<G>, 0, stream()>>>(
-          static_cast<const T *>(logits), labels, labels64,
-          static_cast<const S *>(max), static_cast<const S *>(sumExp),
-          static_cast<const S *>(rowGrad), static_cast<T *>(dlogits), rows,
-          classes, classOffset, totalClasses,
-          typename Elem<T>::Compute(options.softcap), options.smoothing,
-          deviceErrors());
-    });
+    constexpr int G = decltype(group)::value;
+    vocabGradKernel<G><<<rowBlocks<G>(rows), kBlockThreads<G>, 0, stream()>>>(
+        static_cast<const T *>(logits), labels, labels64,
+        static_cast<const S *>(max), static_cast<const S *>(sumExp),
+        static_cast<const S *>(rowGrad), static_cast<T *>(dlogits), rows,
+        classes, classOffset, totalClasses,
+        typename Elem<T>::Compute(options.softcap), options.smoothing,
+        deviceErrors());
   });
   checkLaunch(ctx, "tessel_vocab_loss_grad");
 }

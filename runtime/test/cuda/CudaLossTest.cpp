@@ -322,6 +322,17 @@ template <class T> double gpuTolerance() {
     return 4 * tolerance<T>();
 }
 
+/// How many of the GPU's gradient elements `got` are off the CPU's `want`
+/// beyond gpuTolerance (relative; twice it absolute).
+template <class T>
+int gradientsOff(const std::vector<T> &got, const std::vector<T> &want) {
+  int off = 0;
+  for (size_t i = 0; i < want.size(); ++i)
+    off += !close(tc::toDouble(got[i]), tc::toDouble(want[i]),
+                  gpuTolerance<T>(), gpuTolerance<T>() * 2.0);
+  return off;
+}
+
 template <class F> void forFloatTypes(F &&f) {
   f(float());
   f(double());
@@ -394,11 +405,7 @@ TEST_F(CudaVsCpuLoss, CrossEntropyGradMatchesCpu) {
                       tessel_synchronize(ctx);
                       tessel_free(ctx, dl);
                     });
-        int wrong = 0;
-        for (size_t i = 0; i < x.size(); ++i)
-          wrong += !close(tc::toDouble(got[i]), tc::toDouble(want[i]),
-                          gpuTolerance<T>(), gpuTolerance<T>() * 2.0);
-        EXPECT_EQ(wrong, 0);
+        EXPECT_EQ(gradientsOff(got, want), 0);
       }
     });
   });
@@ -439,11 +446,7 @@ TEST_F(CudaVsCpuLoss, CrossEntropyF32OfHalfLogitsMatchesCpu) {
             tessel_synchronize(ctx);
             tessel_free(ctx, dl);
           });
-      int wrong = 0;
-      for (size_t i = 0; i < x.size(); ++i)
-        wrong += !close(tc::toDouble(gotGrad[i]), tc::toDouble(wantGrad[i]),
-                        gpuTolerance<T>(), gpuTolerance<T>() * 2.0);
-      EXPECT_EQ(wrong, 0);
+      EXPECT_EQ(gradientsOff(gotGrad, wantGrad), 0);
     });
   };
   run(tc::Half());
@@ -540,11 +543,7 @@ TEST_F(CudaVsCpuLoss, CrossEntropyWithGradMatchesCpu) {
                               gpuTolerance<L>()))
                 << i << ": " << tc::toDouble(loss[1][i]) << " vs "
                 << tc::toDouble(loss[0][i]);
-          int wrong = 0;
-          for (size_t i = 0; i < x.size(); ++i)
-            wrong += !close(tc::toDouble(grad[1][i]), tc::toDouble(grad[0][i]),
-                            gpuTolerance<T>(), gpuTolerance<T>() * 2.0);
-          EXPECT_EQ(wrong, 0);
+          EXPECT_EQ(gradientsOff(grad[1], grad[0]), 0);
         }
     });
   };
@@ -615,11 +614,7 @@ TEST_F(CudaVsCpuLoss, VocabLossKernelsMatchCpu) {
                               tc::toDouble(stats[0][i][size_t(r)]),
                               gpuTolerance<S>(), gpuTolerance<S>()))
                 << "statistic " << i << " row " << r;
-        int wrong = 0;
-        for (size_t i = 0; i < x.size(); ++i)
-          wrong += !close(tc::toDouble(grad[1][i]), tc::toDouble(grad[0][i]),
-                          gpuTolerance<T>(), gpuTolerance<T>() * 2.0);
-        EXPECT_EQ(wrong, 0);
+        EXPECT_EQ(gradientsOff(grad[1], grad[0]), 0);
       }
   };
   run(float(), float());
