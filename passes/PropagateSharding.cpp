@@ -36,7 +36,8 @@ using namespace tessel;
 
 namespace {
 
-constexpr llvm::StringLiteral kDefaultRules = "batch=dp,mlp=tp,heads=tp,vocab=tp";
+constexpr llvm::StringLiteral kDefaultRules =
+    "batch=dp,seq=cp,mlp=tp,heads=tp,vocab=tp";
 
 /// What one value asks of one loop of an op.
 struct Proposal {

@@ -375,7 +375,7 @@ SmallVector<ReductionKind> EmbeddingOp::getReductionLoopIteratorKinds() {
 FailureOr<RankedTensorType>
 nn::detail::inferAttentionType(std::optional<Location> loc, RankedTensorType q,
                                RankedTensorType k, RankedTensorType v,
-                               bool causal) {
+                               bool causal, bool queryBlock) {
   for (auto [name, type] : {std::pair<StringRef, RankedTensorType>{"query", q},
                             {"key", k},
                             {"value", v}}) {
@@ -403,7 +403,11 @@ nn::detail::inferAttentionType(std::optional<Location> loc, RankedTensorType q,
   if (kvHeads == 0 || heads % kvHeads != 0)
     return nn::detail::inferError(loc, "key/value heads (", kvHeads,
                               ") must divide query heads (", heads, ")");
-  if (causal && seq != kvSeq)
+  if (causal && queryBlock && (seq == 0 || kvSeq % seq != 0))
+    return nn::detail::inferError(loc, "a block of ", seq,
+                                  " queries does not divide the ", kvSeq,
+                                  " keys' sequence");
+  if (causal && !queryBlock && seq != kvSeq)
     return nn::detail::inferError(loc, "causal attention needs equal query and "
                                    "key lengths, got ",
                               seq, " and ", kvSeq);
@@ -426,8 +430,8 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
   FailureOr<RankedTensorType> type = nn::detail::inferAttentionType(
       loc, cast<RankedTensorType>(adaptor.getQuery().getType()),
       cast<RankedTensorType>(adaptor.getKey().getType()),
-      cast<RankedTensorType>(adaptor.getValue().getType()),
-      adaptor.getCausal());
+      cast<RankedTensorType>(adaptor.getValue().getType()), adaptor.getCausal(),
+      bool(adaptor.getBlockAxesAttr()));
   if (failed(type))
     return failure();
   results.push_back(*type);
@@ -441,7 +445,7 @@ AttentionOp AttentionOp::buildAgain(OpBuilder &b, bool withLse) {
   auto again = AttentionOp::create(
       b, getLoc(), getQuery(), getKey(), getValue(), getCausalAttr(),
       withLse ? b.getUnitAttr() : UnitAttr(), getScaleAttr(), getWindowAttr(),
-      getLayerWindowsAttr(), getSoftcapAttr());
+      getLayerWindowsAttr(), getSoftcapAttr(), getBlockAxesAttr());
   again->setDiscardableAttrs(getOperation()->getDiscardableAttrDictionary());
   return again;
 }
@@ -460,7 +464,12 @@ LogicalResult
 nn::detail::verifyAttentionAttrs(Operation *op, std::optional<APFloat> scale,
                                  bool causal, std::optional<int64_t> window,
                                  std::optional<ArrayRef<int64_t>> layerWindows,
-                                 std::optional<APFloat> softcap) {
+                                 std::optional<APFloat> softcap,
+                                 bool queryBlock) {
+  if (queryBlock && !causal)
+    return op->emitOpError()
+           << "has block_axes without the causal mask: only a causal mask "
+              "tells a block of the queries from the whole sequence's";
   if (scale && !(scale->convertToDouble() > 0.0))
     return op->emitOpError()
            << "scale must be positive, got " << scale->convertToDouble();
@@ -508,9 +517,9 @@ nn::detail::attentionScores(ArrayRef<int64_t> query, int64_t kvSeq,
 }
 
 LogicalResult AttentionOp::verify() {
-  return nn::detail::verifyAttentionAttrs(*this, getScale(), getCausal(),
-                                          getWindow(), getLayerWindows(),
-                                          getSoftcap());
+  return nn::detail::verifyAttentionAttrs(
+      *this, getScale(), getCausal(), getWindow(), getLayerWindows(),
+      getSoftcap(), bool(getBlockAxesAttr()));
 }
 
 int64_t AttentionOp::getFlops() {
@@ -560,15 +569,11 @@ SmallVector<ReductionKind> AttentionOp::getReductionLoopIteratorKinds() {
 SmallVector<int64_t> AttentionOp::getUnsplittableLoops() { return {kT, kD}; }
 
 // A causal mask compares query and key positions: a rank holding a block of
-// the queries would need its block's offset, which the kernel does not take.
-LogicalResult AttentionOp::adjustLocalPartition(Operation *local, LocalSplit &,
-                                              OpBuilder &) {
-  int64_t globalQueries = getQuery().getType().getDimSize(1);
-  int64_t localQueries =
-      cast<RankedTensorType>(local->getOperand(0).getType()).getDimSize(1);
-  if (getCausal() && localQueries != globalQueries)
-    return emitOpError() << "causal attention cannot split its queries ("
-                         << globalQueries << " into blocks of " << localQueries
-                         << "): the mask needs each block's position";
-  return success();
+// the queries (context parallelism) is told which block (`block_axes`).
+LogicalResult AttentionOp::adjustLocalPartition(Operation *local,
+                                                LocalSplit &split,
+                                                OpBuilder &) {
+  if (!getCausal())
+    return success();
+  return nn::detail::markRankBlock(*this, local, split, kS, "query sequence");
 }

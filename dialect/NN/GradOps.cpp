@@ -364,8 +364,8 @@ AttentionGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
   auto q = cast<RankedTensorType>(adaptor.getQuery().getType());
   auto k = cast<RankedTensorType>(adaptor.getKey().getType());
   auto v = cast<RankedTensorType>(adaptor.getValue().getType());
-  FailureOr<RankedTensorType> out =
-      nn::detail::inferAttentionType(loc, q, k, v, adaptor.getCausal());
+  FailureOr<RankedTensorType> out = nn::detail::inferAttentionType(
+      loc, q, k, v, adaptor.getCausal(), bool(adaptor.getBlockAxesAttr()));
   if (failed(out) ||
       failed(verifySameAs(loc, "out", adaptor.getOut().getType(),
                           "the attention result's", *out)) ||
@@ -380,9 +380,9 @@ AttentionGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
 }
 
 LogicalResult AttentionGradOp::verify() {
-  return nn::detail::verifyAttentionAttrs(*this, getScale(), getCausal(),
-                                          getWindow(), getLayerWindows(),
-                                          getSoftcap());
+  return nn::detail::verifyAttentionAttrs(
+      *this, getScale(), getCausal(), getWindow(), getLayerWindows(),
+      getSoftcap(), bool(getBlockAxesAttr()));
 }
 
 int64_t AttentionGradOp::getFlops() {
@@ -403,7 +403,7 @@ int64_t AttentionGradOp::getFlops() {
 enum AttentionGradLoop : int64_t { kB, kS, kH, kT, kD, kE, kNumLoops };
 
 SmallVector<utils::IteratorType> AttentionGradOp::getLoopIteratorTypes() {
-  return nn::detail::loopsWithReductions(kNumLoops, {kT, kD});
+  return nn::detail::loopsWithReductions(kNumLoops, {kS, kT, kD});
 }
 
 SmallVector<AffineMap> AttentionGradOp::getIndexingMaps() {
@@ -423,15 +423,27 @@ SmallVector<AffineMap> AttentionGradOp::getIndexingMaps() {
   return {query, key, value, out, lse, out, query, key, value};
 }
 
+// dk and dv sum over the queries S: a block of them gives its share (the
+// rows of dq that index S are the block's own).
 SmallVector<ReductionKind> AttentionGradOp::getReductionLoopIteratorKinds() {
-  return {ReductionKind::Generic, ReductionKind::Generic};
+  return {ReductionKind::Sum, ReductionKind::Generic, ReductionKind::Generic};
 }
 
-// Each of S, T, D and E is summed over somewhere (dk and dv over S, dq over
-// T, the recomputed scores over D, dP = dout·vᵀ over E): only batch and heads
-// split locally.
+// Each of T, D and E is summed over for some gradient inside the op (dq
+// over T, the recomputed scores over D, dP = dout·vᵀ over E): they stay
+// whole.
 SmallVector<int64_t> AttentionGradOp::getUnsplittableLoops() {
-  return {kS, kT, kD, kE};
+  return {kT, kD, kE};
+}
+
+// A block of the queries of a causal mask is told which block, as the
+// forward.
+LogicalResult AttentionGradOp::adjustLocalPartition(Operation *local,
+                                                    LocalSplit &split,
+                                                    OpBuilder &) {
+  if (!getCausal())
+    return success();
+  return nn::detail::markRankBlock(*this, local, split, kS, "query sequence");
 }
 
 //===----------------------------------------------------------------------===//

@@ -329,7 +329,9 @@ def NN_EmbeddingGradOp : NN_ShardableOp<"embedding_grad",
 }
 
 def NN_AttentionGradOp : NN_ShardableOp<"attention_grad",
-    [Pure, InferTypeOpAdaptor, NN_LocalShardingConstraints]> {
+    [Pure, InferTypeOpAdaptor,
+     DeclareOpInterfaceMethods<NN_ShardingConstraintOpInterface,
+                               ["getUnsplittableLoops", "adjustLocalPartition"]>]> {
   let summary = "gradient of nn.attention";
   let description = [{
     From `q`, `k`, `v`, the forward's output `out` and log-sum-exp `lse`
@@ -344,9 +346,11 @@ def NN_AttentionGradOp : NN_ShardableOp<"attention_grad",
     5·B·H·S·T' + 2·B·H·S·E` (plus `6·B·H·S·T'` under a soft cap),
     `T' = min(T, window)` as the forward's (the scores and their
     exponentials, then dV, dP, dS, dQ and dK; the row dots of dout and
-    out). Loops are the forward's; batch and heads can split, S,
-    T, D and E must stay whole (each is a reduction for some of the three
-    gradients).
+    out). Loops are the forward's; batch and heads can split; S splits
+    as a `sum` for dk and dv (each block of the queries adds its share of
+    the keys' gradients; dq is the block's rows), with `block_axes` as the
+    forward's on a causal local op; T, D and E must stay whole (each is a
+    reduction for some of the three gradients).
 
     ```mlir
     %dq, %dk, %dv = nn.attention_grad %q, %k, %v, %o, %lse, %do causal : (tensor<2x16x4x8xf32>, tensor<2x16x4x8xf32>, tensor<2x16x4x8xf32>, tensor<2x16x4x8xf32>, tensor<2x4x16xf32>, tensor<2x16x4x8xf32>) -> (tensor<2x16x4x8xf32>, tensor<2x16x4x8xf32>, tensor<2x16x4x8xf32>)
@@ -358,7 +362,8 @@ def NN_AttentionGradOp : NN_ShardableOp<"attention_grad",
                        UnitAttr:$causal, OptionalAttr<F64Attr>:$scale,
                        OptionalAttr<I64Attr>:$window,
                        OptionalAttr<DenseI64ArrayAttr>:$layer_windows,
-                       OptionalAttr<F64Attr>:$softcap);
+                       OptionalAttr<F64Attr>:$softcap,
+                       OptionalAttr<DenseI16ArrayAttr>:$block_axes);
   let results = (outs NN_FloatTensor:$dquery, NN_FloatTensor:$dkey,
                       NN_FloatTensor:$dvalue);
   let assemblyFormat = [{

@@ -254,8 +254,14 @@ def NN_AttentionOp : NN_ShardableOp<"attention",
     `T' = min(T, w)` the keys a row reads (the layers' mean with
     `layer_windows`; dense count; causal kernels may skip the masked
     half). Sharding: B, S, H and E loops are
-    parallel (heads split in Megatron's tensor parallelism); the key loop T
-    and the head dimension D must stay whole.
+    parallel (heads split in Megatron's tensor parallelism; queries in
+    context parallelism, Llama 3's all-gather form: every rank sees every
+    key); the key loop T and the head dimension D must stay whole. With
+    `block_axes` (set by the partitioner on a rank's causal local op), the
+    queries are block `g` of a sequence `T / S` times longer, `g` the
+    rank's index in the group of those axes of the module's grid: query
+    `i` is at position `g·S + i` among the keys, where the causal diagonal
+    and the window meet it.
 
     With `lse`, a second result holds each query row's log-sum-exp of its
     scaled scores (`max + log Σ e^(s - max)`, `[B, H, S]`, f32, or f64 for
@@ -276,7 +282,8 @@ def NN_AttentionOp : NN_ShardableOp<"attention",
                        UnitAttr:$with_lse, OptionalAttr<F64Attr>:$scale,
                        OptionalAttr<I64Attr>:$window,
                        OptionalAttr<DenseI64ArrayAttr>:$layer_windows,
-                       OptionalAttr<F64Attr>:$softcap);
+                       OptionalAttr<F64Attr>:$softcap,
+                       OptionalAttr<DenseI16ArrayAttr>:$block_axes);
   let results = (outs NN_FloatTensor:$result, Optional<NN_FloatTensor>:$lse);
   let assemblyFormat = [{
     $query `,` $key `,` $value (`causal` $causal^)? (`window` $window^)?
@@ -295,7 +302,9 @@ def NN_AttentionOp : NN_ShardableOp<"attention",
 
 def NN_RopeOp : NN_ShardableOp<"rope",
     [Pure, SameOperandsAndResultType, InferTypeOpInterface,
-     NN_LocalShardingConstraints, NN_PassesPartialSums, NN_Differentiable]> {
+     DeclareOpInterfaceMethods<NN_ShardingConstraintOpInterface,
+                               ["getUnsplittableLoops", "adjustLocalPartition"]>,
+     NN_PassesPartialSums, NN_Differentiable]> {
   let summary = "rotary position embedding of queries or keys";
   let description = [{
     Rotates pairs of the head dimension of `x: [..., S, H, D]` (the layout
@@ -355,9 +364,13 @@ def NN_RopeOp : NN_ShardableOp<"rope",
     `layer_scalings` or `yarn` (YaRN's is a scale of the scores).
 
     Dimensions in front of `S` are batch dimensions. `D` is even. `3` flops
-    per element turned. Linear: partial sums pass through. Sharding: the batch and
-    head loops are parallel (Megatron's tensor parallelism splits heads);
-    the position loop `S` and the head dimension `D` stay whole.
+    per element turned. Linear: partial sums pass through. Sharding: the
+    batch, position and head loops are parallel (Megatron's tensor
+    parallelism splits heads, context parallelism positions); the head
+    dimension `D` stays whole. With `block_axes` (set by the partitioner on
+    a rank's local op), the positions are block `g` of a sequence split
+    over those axes of the module's grid, `g` the rank's index in their
+    group: position `p` is turned as `g·S + p`.
 
     ```mlir
     %q = nn.rope %x {theta = 500000.0 : f64} : tensor<8x128x32x64xbf16>
@@ -376,7 +389,8 @@ def NN_RopeOp : NN_ShardableOp<"rope",
                        OptionalAttr<DenseF64ArrayAttr>:$yarn,
                        OptionalAttr<I64Attr>:$rotary_dim,
                        OptionalAttr<DenseF64ArrayAttr>:$longrope,
-                       OptionalAttr<F64Attr>:$attention_factor);
+                       OptionalAttr<F64Attr>:$attention_factor,
+                       OptionalAttr<DenseI16ArrayAttr>:$block_axes);
   let results = (outs NN_FloatTensor:$result);
   let assemblyFormat = [{
     $input (`interleaved` $interleaved^)? (`inverse` $inverse^)? attr-dict

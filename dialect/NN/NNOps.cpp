@@ -153,6 +153,27 @@ AffineMap projection(int64_t numLoops, ArrayRef<int64_t> loops,
   return AffineMap::get(numLoops, 0, results, ctx);
 }
 
+LogicalResult markRankBlock(Operation *global, Operation *local,
+                            const LocalSplit &split, int64_t loop,
+                            StringRef what) {
+  if (loop >= static_cast<int64_t>(split.loopAxes.size()) ||
+      split.loopAxes[loop].empty())
+    return success();
+  ArrayRef<int16_t> axes = split.loopAxes[loop];
+  if (global->hasAttr("block_axes"))
+    return global->emitOpError() << "is already a block of a larger " << what
+                                 << "; it cannot be split again";
+  for (size_t i = 1; i < axes.size(); ++i)
+    if (axes[i] <= axes[i - 1])
+      return global->emitOpError()
+             << "splits its " << what
+             << " over grid axes out of order; a block is numbered by axes in "
+                "ascending order";
+  local->setAttr("block_axes",
+                 DenseI16ArrayAttr::get(global->getContext(), axes));
+  return success();
+}
+
 LogicalResult partitionLocally(Operation *op, ArrayRef<Value> partitionedOperands,
                                ArrayRef<shard::Sharding> operandShardings,
                                ArrayRef<shard::Sharding> resultShardings,

@@ -67,6 +67,16 @@ loopsWithReductions(int64_t rank, llvm::ArrayRef<int64_t> reductions);
 mlir::AffineMap projection(int64_t numLoops, llvm::ArrayRef<int64_t> loops,
                            mlir::MLIRContext *ctx);
 
+/// Marks `local` as the rank's block of loop `loop` (its `block_axes`)
+/// when the split puts that loop over grid axes; `what` names the loop in
+/// the errors ("vocabulary", "query sequence"). The block index is the
+/// group index of the axes in order, which must be ascending (row-major,
+/// as the runtime numbers a group); a block is not split again.
+mlir::LogicalResult markRankBlock(mlir::Operation *global,
+                                  mlir::Operation *local,
+                                  const LocalSplit &split, int64_t loop,
+                                  llvm::StringRef what);
+
 /// The result type of nn.slice of `input` with these attributes (`strides`
 /// absent: all ones), or a located error; `sliced` names `input` in it.
 mlir::FailureOr<mlir::RankedTensorType>
@@ -77,20 +87,23 @@ inferSliceType(std::optional<mlir::Location> loc, mlir::RankedTensorType input,
 
 /// The result type of nn.attention of q, k, v (shapes, heads, causal
 /// lengths checked), or a located error.
+/// With `queryBlock` the queries may be a block of the keys' sequence (a
+/// causal mask then needs S to divide T, not S == T).
 mlir::FailureOr<mlir::RankedTensorType>
 inferAttentionType(std::optional<mlir::Location> loc, mlir::RankedTensorType q,
                    mlir::RankedTensorType k, mlir::RankedTensorType v,
-                   bool causal);
+                   bool causal, bool queryBlock = false);
 
 /// The attributes nn.attention and nn.attention_grad share: a positive
 /// scale, a positive window on a causal mask only, or per-layer windows
 /// (each >= 0, 0 none; one > 0 on a causal mask only) instead of it, and a
-/// finite positive soft cap.
+/// finite positive soft cap; `block_axes` (queryBlock) on a causal mask
+/// only.
 mlir::LogicalResult
 verifyAttentionAttrs(mlir::Operation *op, std::optional<llvm::APFloat> scale,
                      bool causal, std::optional<int64_t> window,
                      std::optional<llvm::ArrayRef<int64_t>> layerWindows,
-                     std::optional<llvm::APFloat> softcap);
+                     std::optional<llvm::APFloat> softcap, bool queryBlock);
 
 /// The scores an attention of query [B, S, H, D] over kvSeq keys computes,
 /// B·H·S·min(kvSeq, window) (a window bounds the keys each row reads; with

@@ -146,8 +146,15 @@ SmallVector<ReductionKind> RopeOp::getReductionLoopIteratorKinds() {
   return {};
 }
 
-/// A rank's block of positions would need its offset, and a block of the
-/// head dimension would split the pairs.
+/// A block of the head dimension would split the pairs.
 SmallVector<int64_t> RopeOp::getUnsplittableLoops() {
-  return {getPositionDim(), getType().getRank() - 1};
+  return {getType().getRank() - 1};
+}
+
+/// A rank's block of the positions (context parallelism) is told which
+/// block, so that it turns them by their positions in the sequence.
+LogicalResult RopeOp::adjustLocalPartition(Operation *local, LocalSplit &split,
+                                           OpBuilder &) {
+  return nn::detail::markRankBlock(*this, local, split, getPositionDim(),
+                                   "position sequence");
 }

@@ -479,6 +479,8 @@ Cotangents AttentionOp::buildVJP(OpBuilder &b, ValueRange cotangents,
     attrs.push_back(b.getNamedAttr("layer_windows", getLayerWindowsAttr()));
   if (getSoftcapAttr())
     attrs.push_back(b.getNamedAttr("softcap", getSoftcapAttr()));
+  if (getBlockAxesAttr())
+    attrs.push_back(b.getNamedAttr("block_axes", getBlockAxesAttr()));
   // The gradient reads the forward's output and log-sum-exp; a forward
   // built without the latter (tessel-autodiff asks every attention for it)
   // runs again here for both.

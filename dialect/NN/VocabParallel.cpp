@@ -44,28 +44,11 @@ using namespace tessel::nn;
 
 namespace {
 
-/// Marks `local` as the rank's block of the (vocabulary or class) loop
-/// `loop` when the split puts it over grid axes. The block index is the
-/// group index of the axes in order, which must be ascending (row-major,
-/// as the runtime numbers a group).
+/// Marks `local` as the rank's block of its vocabulary (or class) loop.
 LogicalResult markVocabularyBlock(Operation *global, Operation *local,
-                           const LocalSplit &split, int64_t loop) {
-  if (loop >= static_cast<int64_t>(split.loopAxes.size()) ||
-      split.loopAxes[loop].empty())
-    return success();
-  ArrayRef<int16_t> axes = split.loopAxes[loop];
-  if (global->hasAttr("block_axes"))
-    return global->emitOpError()
-           << "is already a block of a larger vocabulary; it cannot be split "
-              "again";
-  for (size_t i = 1; i < axes.size(); ++i)
-    if (axes[i] <= axes[i - 1])
-      return global->emitOpError()
-             << "splits its vocabulary over grid axes out of order; a block "
-                "is numbered by axes in ascending order";
-  local->setAttr("block_axes",
-                 DenseI16ArrayAttr::get(global->getContext(), axes));
-  return success();
+                                  const LocalSplit &split, int64_t loop) {
+  return tessel::nn::detail::markRankBlock(global, local, split, loop,
+                                           "vocabulary");
 }
 
 /// The position dimensions of logits of rank `rank` (all but the last).

@@ -162,8 +162,10 @@ LogicalResult lowerEmbedding(nn::EmbeddingOp op, FunctionLowering &fl) {
 
 /// A soft cap goes to tessel_attention_softcap (ABI 24) with the window
 /// (0: none); otherwise a sliding window, or the layer's of per-layer
-/// windows (0: none), goes to tessel_attention_window (ABI 20); without
-/// either, the entries older runtimes have.
+/// windows (0: none), goes to tessel_attention_window (ABI 20); a block of
+/// the queries (context parallelism) to tessel_attention_block (ABI 31),
+/// its query offset after the window and the cap; without any, the entries
+/// older runtimes have.
 LogicalResult lowerAttention(nn::AttentionOp op, FunctionLowering &fl) {
   I32Value dtype = fl.dtype(op.getResult());
   AttentionShape shape = fl.attentionShape(
@@ -176,9 +178,11 @@ LogicalResult lowerAttention(nn::AttentionOp op, FunctionLowering &fl) {
     layerWindow = *entry;
   }
   std::optional<APFloat> softcap = op.getSoftcap();
-  if (softcap || layerWindow || op.getWindow()) {
+  bool queryBlock = bool(op.getBlockAxesAttr());
+  if (softcap || layerWindow || op.getWindow() || queryBlock) {
     // tessel_attention_window's arguments, then the cap's for
-    // tessel_attention_softcap.
+    // tessel_attention_softcap, then a block's query offset for
+    // tessel_attention_block.
     auto call = [&](const auto &fn, auto... windowAndCap) {
       fl.call(fn, {dtype, fl.ptr(op.getQuery()), fl.ptr(op.getKey()),
                    fl.ptr(op.getValue()), fl.ptr(op.getResult()),
@@ -189,11 +193,19 @@ LogicalResult lowerAttention(nn::AttentionOp op, FunctionLowering &fl) {
     };
     I64Value window =
         layerWindow ? *layerWindow : fl.i64(op.getWindow().value_or(0));
-    if (softcap)
+    if (queryBlock) {
+      F64Value cap = fl.f64(softcap ? softcap->convertToDouble() : 0.0);
+      FailureOr<RankBlock> block =
+          fl.blockOf(op, op.getQuery().getType().getDimSize(1));
+      if (failed(block))
+        return failure();
+      call(rt::tessel_attention_block, window, cap, block->first);
+    } else if (softcap) {
       call(rt::tessel_attention_softcap, window,
            fl.f64(softcap->convertToDouble()));
-    else
+    } else {
       call(rt::tessel_attention_window, window);
+    }
     return success();
   }
   if (op.getLse()) {
@@ -238,15 +250,37 @@ LogicalResult lowerRope(nn::RopeOp op, FunctionLowering &fl) {
       return failure();
     layerScaling = *entries;
   }
+  // A rank's block of the positions (context parallelism) turns them from
+  // its first (the _block entries, ABI 31).
+  std::optional<I64Value> first;
+  if (op.getBlockAxesAttr()) {
+    FailureOr<RankBlock> block = fl.blockOf(op, shape[rank - 3]);
+    if (failed(block))
+      return failure();
+    first = block->first;
+  }
+  // (Every argument is built before the call, in order: a call's
+  // arguments are evaluated in any order.)
+  auto call = [&](const auto &plain, const auto &fromFirst, auto... args) {
+    if (first)
+      fl.call(fromFirst, {args..., *first});
+    else
+      fl.call(plain, {args...});
+  };
+  I32Value dtype = fl.dtype(op.getResult());
+  PtrValue x = fl.ptr(op.getInput()), y = fl.ptr(op.getResult());
+  I64Value outerSize = fl.i64(outer), positions = fl.i64(shape[rank - 3]),
+           heads = fl.i64(shape[rank - 2]), dim = fl.i64(shape[rank - 1]);
+  I32Value interleaved = fl.i32(op.getInterleaved()),
+           inverse = fl.i32(op.getInverse());
   if (std::optional<ArrayRef<double>> yarn = op.getYarn()) {
     // YaRN's (ABI 25): the runtime computes the ramp from theta.
-    fl.call(rt::tessel_rope_yarn,
-            {fl.dtype(op.getResult()), fl.ptr(op.getInput()),
-             fl.ptr(op.getResult()), fl.i64(outer), fl.i64(shape[rank - 3]),
-             fl.i64(shape[rank - 2]), fl.i64(shape[rank - 1]), theta,
-             fl.i32(op.getInterleaved()), fl.i32(op.getInverse()),
-             fl.f64((*yarn)[0]), fl.f64((*yarn)[1]), fl.f64((*yarn)[2]),
-             fl.f64((*yarn)[3]), fl.i32((*yarn)[4] != 0.0)});
+    F64Value factor = fl.f64((*yarn)[0]), betaFast = fl.f64((*yarn)[1]),
+             betaSlow = fl.f64((*yarn)[2]), original = fl.f64((*yarn)[3]);
+    I32Value truncate = fl.i32((*yarn)[4] != 0.0);
+    call(rt::tessel_rope_yarn, rt::tessel_rope_yarn_block, dtype, x, y,
+         outerSize, positions, heads, dim, theta, interleaved, inverse, factor,
+         betaFast, betaSlow, original, truncate);
     return success();
   }
   std::optional<ArrayRef<double>> longrope = op.getLongrope();
@@ -254,25 +288,22 @@ LogicalResult lowerRope(nn::RopeOp op, FunctionLowering &fl) {
   if (longrope || op.getRotaryDim() || attention) {
     // A partial rope, LongRoPE's per-pair factors, an attention factor
     // (ABI 26): the factors a constant table the runtime reads once a call.
+    I64Value rotated = fl.i64(op.getRotatedWidth());
     PtrValue factors = longrope ? fl.f64Array(*longrope) : fl.null();
     F64Value scale = fl.f64(attention ? attention->convertToDouble() : 1.0);
-    fl.call(rt::tessel_rope_factors,
-            {fl.dtype(op.getResult()), fl.ptr(op.getInput()),
-             fl.ptr(op.getResult()), fl.i64(outer), fl.i64(shape[rank - 3]),
-             fl.i64(shape[rank - 2]), fl.i64(shape[rank - 1]),
-             fl.i64(op.getRotatedWidth()), theta, fl.i32(op.getInterleaved()),
-             fl.i32(op.getInverse()), factors, scale});
+    call(rt::tessel_rope_factors, rt::tessel_rope_factors_block, dtype, x, y,
+         outerSize, positions, heads, dim, rotated, theta, interleaved, inverse,
+         factors, scale);
     return success();
   }
   auto scale = [&](int k) {
     return layerScaling ? (*layerScaling)[k] : fl.f64(scaling[k]);
   };
-  fl.call(rt::tessel_rope,
-          {fl.dtype(op.getResult()), fl.ptr(op.getInput()),
-           fl.ptr(op.getResult()), fl.i64(outer), fl.i64(shape[rank - 3]),
-           fl.i64(shape[rank - 2]), fl.i64(shape[rank - 1]), theta,
-           fl.i32(op.getInterleaved()), fl.i32(op.getInverse()), scale(0),
-           scale(1), scale(2), scale(3)});
+  F64Value factor = scale(0), low = scale(1), high = scale(2),
+           original = scale(3);
+  call(rt::tessel_rope, rt::tessel_rope_block, dtype, x, y, outerSize,
+       positions, heads, dim, theta, interleaved, inverse, factor, low, high,
+       original);
   return success();
 }
 

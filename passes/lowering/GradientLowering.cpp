@@ -137,7 +137,8 @@ LogicalResult lowerEmbeddingGrad(nn::EmbeddingGradOp op, FunctionLowering &fl) {
 /// A sliding window goes to tessel_attention_grad_window (ABI 20), which
 /// takes it after tessel_attention_grad_lse's arguments; a soft cap to
 /// tessel_attention_grad_softcap (ABI 24), the window (0: none) and the
-/// cap after them.
+/// cap after them; a block of the queries (context parallelism) to
+/// tessel_attention_grad_block (ABI 31), its query offset after the cap.
 LogicalResult lowerAttentionGrad(nn::AttentionGradOp op, FunctionLowering &fl) {
   I32Value dtype = fl.dtype(op.getQuery());
   AttentionShape shape = fl.attentionShape(
@@ -171,12 +172,21 @@ LogicalResult lowerAttentionGrad(nn::AttentionGradOp op, FunctionLowering &fl) {
       return failure();
     layerWindow = *window;
   }
-  if (std::optional<APFloat> softcap = op.getSoftcap()) {
+  std::optional<APFloat> softcap = op.getSoftcap();
+  if (softcap || op.getBlockAxesAttr()) {
     // (Built in order: call arguments are evaluated in any order.)
     I64Value window =
         layerWindow ? *layerWindow : fl.i64(op.getWindow().value_or(0));
-    F64Value cap = fl.f64(softcap->convertToDouble());
-    grad(rt::tessel_attention_grad_softcap, window, cap);
+    F64Value cap = fl.f64(softcap ? softcap->convertToDouble() : 0.0);
+    if (op.getBlockAxesAttr()) {
+      FailureOr<RankBlock> block =
+          fl.blockOf(op, op.getQuery().getType().getDimSize(1));
+      if (failed(block))
+        return failure();
+      grad(rt::tessel_attention_grad_block, window, cap, block->first);
+    } else {
+      grad(rt::tessel_attention_grad_softcap, window, cap);
+    }
   } else if (layerWindow) {
     grad(rt::tessel_attention_grad_window, *layerWindow);
   } else if (std::optional<int64_t> window = op.getWindow()) {

@@ -7,6 +7,11 @@
 // Mistral's and Gemma's local layers) narrows that to its last w keys,
 // [i - w + 1, i]. Every range here is clamped to the sequences.
 //
+// A block of the queries (context parallelism: a rank holds the queries of
+// its block of the sequence and every key) gives its first row's position
+// in the sequence, `queryOffset`: local row i is query i + queryOffset, so
+// the causal diagonal and the window move down the keys by that much.
+//
 // The mask also carries the scores' soft cap (Gemma 2's
 // attn_logit_softcapping, ABI 24): a scaled score s becomes
 // cap · tanh(s / cap) before the mask and the softmax, so that no score
@@ -32,20 +37,34 @@ struct AttnMask {
   int64_t window = 0;
   /// The scores' soft cap (> 0), or 0: none.
   double softcap = 0;
+  /// The position of query row 0 among the keys (>= 0; 0: the whole
+  /// sequence's queries).
+  int64_t queryOffset = 0;
 
-  /// The first key query i sees.
+  /// The first key query row i sees.
   TESSEL_HD int64_t keyBegin(int64_t i) const {
-    return window > 0 && i >= window ? i - window + 1 : 0;
+    int64_t p = i + queryOffset;
+    return window > 0 && p >= window ? p - window + 1 : 0;
   }
-  /// One past the last key query i sees, of kvSeq keys.
+  /// One past the last key query row i sees, of kvSeq keys.
   TESSEL_HD int64_t keyEnd(int64_t i, int64_t kvSeq) const {
-    return causal && i + 1 < kvSeq ? i + 1 : kvSeq;
+    int64_t p = i + queryOffset;
+    return causal && p + 1 < kvSeq ? p + 1 : kvSeq;
   }
   /// The first query row that sees key j.
-  TESSEL_HD int64_t rowBegin(int64_t j) const { return causal ? j : 0; }
+  TESSEL_HD int64_t rowBegin(int64_t j) const {
+    return causal && j > queryOffset ? j - queryOffset : 0;
+  }
   /// One past the last query row that sees key j, of seq rows.
   TESSEL_HD int64_t rowEnd(int64_t j, int64_t seq) const {
-    return window > 0 && j + window < seq ? j + window : seq;
+    if (window <= 0)
+      return seq;
+    int64_t end = j + window - queryOffset;
+    return end < 0 ? 0 : end < seq ? end : seq;
+  }
+  /// Whether key j lies past query row i's diagonal (causal only).
+  TESSEL_HD bool afterDiagonal(int64_t j, int64_t i) const {
+    return causal && j > i + queryOffset;
   }
   /// Whether query i attends to key j (both inside their sequences).
   TESSEL_HD bool visible(int64_t i, int64_t j, int64_t seq,

@@ -374,12 +374,14 @@ public:
   /// Sizes >= 0 with headDim even, rotaryDim (the first elements of each
   /// row turned, the rest copied) even and in (0, headDim], theta finite
   /// and positive, the scaling none or valid (rope::Scaling::valid); y is x
-  /// or overlaps it nowhere.
+  /// or overlaps it nowhere. Position p of x is turned as position
+  /// firstPosition + p (>= 0; a block of the sequence under context
+  /// parallelism).
   virtual void rope(tessel_ctx *ctx, int32_t dtype, const void *x, void *y,
                     int64_t outer, int64_t positions, int64_t heads,
                     int64_t headDim, int64_t rotaryDim, double theta,
                     bool interleaved, bool inverse,
-                    const rope::Scaling &scaling) = 0;
+                    const rope::Scaling &scaling, int64_t firstPosition) = 0;
 
   //===--- Backward kernels -----------------------------------------------===//
 

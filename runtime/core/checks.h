@@ -181,7 +181,7 @@ inline bool checkAttentionArgs(tessel_ctx *ctx, const char *kernel,
                                int64_t kvSeq, int64_t heads, int64_t kvHeads,
                                int64_t headDim, int64_t valueDim,
                                int32_t causal, int64_t window,
-                               double softcap = 0) {
+                               double softcap = 0, int64_t queryOffset = 0) {
   if (!checkDtype(ctx, kernel, dtype, isFloatDtype(dtype)))
     return false;
   if (batch < 0 || seq < 0 || kvSeq < 0 || heads < 0 || headDim < 0 ||
@@ -203,6 +203,15 @@ inline bool checkAttentionArgs(tessel_ctx *ctx, const char *kernel,
   if (!(softcap >= 0) || std::isinf(softcap)) {
     setError(ctx, "%s: softcap %g is not 0 or a finite positive number", kernel,
              softcap);
+    return false;
+  }
+  // A block of the queries is a block of the keys' sequence.
+  if (queryOffset != 0 &&
+      (queryOffset < 0 || !causal || queryOffset > kvSeq - seq)) {
+    setError(ctx,
+             "%s: query_offset %lld needs the causal mask and a block of "
+             "%lld queries inside the %lld keys",
+             kernel, (long long)queryOffset, (long long)seq, (long long)kvSeq);
     return false;
   }
   return true;

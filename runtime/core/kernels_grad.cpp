@@ -452,22 +452,22 @@ static void attentionGradEntry(tessel_ctx *ctx, const char *entry,
                                int64_t kv_seq, int64_t heads, int64_t kv_heads,
                                int64_t head_dim, int64_t value_dim,
                                double scale, int32_t causal, int64_t window,
-                               double softcap) {
+                               double softcap, int64_t query_offset = 0) {
   if (!ctx)
     return;
   KernelScope scope(ctx, entry);
   if (!checkAttentionArgs(ctx, entry, dtype, batch, seq, kv_seq, heads,
                           kv_heads, head_dim, value_dim, causal, window,
-                          softcap))
+                          softcap, query_offset))
     return;
   if (savedForward && (!out || !lse) && batch * heads * seq * kv_seq > 0) {
     setError(ctx, "%s: %s is null", entry, out ? "lse" : "out");
     return;
   }
-  ctx->backend->attentionGrad(ctx, dtype, q, k, v, out, lse, dout, dq, dk, dv,
-                              batch, seq, kv_seq, heads, kv_heads, head_dim,
-                              value_dim, scale,
-                              AttnMask{causal != 0, window, softcap});
+  ctx->backend->attentionGrad(
+      ctx, dtype, q, k, v, out, lse, dout, dq, dk, dv, batch, seq, kv_seq,
+      heads, kv_heads, head_dim, value_dim, scale,
+      AttnMask{causal != 0, window, softcap, query_offset});
 }
 
 void tessel_attention_grad(tessel_ctx *ctx, int32_t dtype, const void *q,
@@ -515,6 +515,17 @@ void tessel_attention_grad_softcap(
   attentionGradEntry(ctx, __func__, dtype, q, k, v, out, lse, true, dout, dq,
                      dk, dv, batch, seq, kv_seq, heads, kv_heads, head_dim,
                      value_dim, scale, causal, window, softcap);
+}
+
+void tessel_attention_grad_block(
+    tessel_ctx *ctx, int32_t dtype, const void *q, const void *k, const void *v,
+    const void *out, const void *lse, const void *dout, void *dq, void *dk,
+    void *dv, int64_t batch, int64_t seq, int64_t kv_seq, int64_t heads,
+    int64_t kv_heads, int64_t head_dim, int64_t value_dim, double scale,
+    int32_t causal, int64_t window, double softcap, int64_t query_offset) {
+  attentionGradEntry(ctx, __func__, dtype, q, k, v, out, lse, true, dout, dq,
+                     dk, dv, batch, seq, kv_seq, heads, kv_heads, head_dim,
+                     value_dim, scale, causal, window, softcap, query_offset);
 }
 
 /// tessel_sum_squares and its f64 form: *sum is a device sumDtype.

@@ -20,14 +20,15 @@ namespace {
 template <class T>
 void ropeImpl(const T *x, T *y, int64_t outer, int64_t positions, int64_t heads,
               int64_t headDim, int64_t rotaryDim, double theta,
-              bool interleaved, bool inverse, const rope::Scaling &scaling) {
+              bool interleaved, bool inverse, const rope::Scaling &scaling,
+              int64_t firstPosition) {
   using C = typename Elem<T>::Compute;
   const int64_t pairs = rotaryDim / 2;
   std::vector<rope::Turn<C>> turns(static_cast<size_t>(pairs));
   for (int64_t p = 0; p < positions; ++p) {
     for (int64_t i = 0; i < pairs; ++i)
-      turns[size_t(i)] =
-          rope::turnOf<C>(p, i, rotaryDim, theta, scaling, inverse);
+      turns[size_t(i)] = rope::turnOf<C>(firstPosition + p, i, rotaryDim, theta,
+                                         scaling, inverse);
     for (int64_t o = 0; o < outer; ++o)
       for (int64_t h = 0; h < heads; ++h) {
         const int64_t row = ((o * positions + p) * heads + h) * headDim;
@@ -53,11 +54,12 @@ void CpuBackend::rope(tessel_ctx *, int32_t dtype, const void *x, void *y,
                       int64_t outer, int64_t positions, int64_t heads,
                       int64_t headDim, int64_t rotaryDim, double theta,
                       bool interleaved, bool inverse,
-                      const rope::Scaling &scaling) {
+                      const rope::Scaling &scaling, int64_t firstPosition) {
   visitFloat(dtype, [&](auto tag) {
     using T = decltype(tag);
     ropeImpl(static_cast<const T *>(x), static_cast<T *>(y), outer, positions,
-             heads, headDim, rotaryDim, theta, interleaved, inverse, scaling);
+             heads, headDim, rotaryDim, theta, interleaved, inverse, scaling,
+             firstPosition);
   });
 }
 

@@ -92,7 +92,7 @@ TESSEL_HD int64_t attnRowEnd(int64_t keyEnd, int64_t seq, AttnMask mask) {
 TESSEL_HD bool attnTileMasked(int64_t r0, int rows, int64_t c0, int keys,
                               const AttnShape &sh, AttnMask mask) {
   return r0 + rows > sh.seq || c0 + keys > sh.kvSeq ||
-         (mask.causal && c0 + keys - 1 > r0) ||
+         mask.afterDiagonal(c0 + keys - 1, r0) ||
          c0 < mask.keyBegin(r0 + rows - 1);
 }
 

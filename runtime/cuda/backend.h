@@ -121,7 +121,7 @@ public:
   void rope(tessel_ctx *ctx, int32_t dtype, const void *x, void *y,
             int64_t outer, int64_t positions, int64_t heads, int64_t headDim,
             int64_t rotaryDim, double theta, bool interleaved, bool inverse,
-            const rope::Scaling &scaling) override;
+            const rope::Scaling &scaling, int64_t firstPosition) override;
 
   void unaryGrad(tessel_ctx *ctx, int32_t op, int32_t dtype, const void *x,
                  const void *dy, void *dx, int64_t n) override;

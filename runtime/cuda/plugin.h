@@ -13,7 +13,7 @@
 
 /// Bumped when the Backend interface or these signatures change: a stale
 /// plugin is refused instead of called through a different vtable.
-#define TESSEL_CUDA_PLUGIN_VERSION 8
+#define TESSEL_CUDA_PLUGIN_VERSION 9
 
 extern "C" {
 /// TESSEL_CUDA_PLUGIN_VERSION of the plugin.

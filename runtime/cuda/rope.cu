@@ -28,14 +28,15 @@ template <class T>
 __global__ void __launch_bounds__(kRopeBlock)
     ropeKernel(const T *x, T *y, int64_t outer, int64_t positions,
                int64_t heads, int64_t headDim, int64_t rotaryDim, double theta,
-               bool interleaved, bool inverse, rope::Scaling scaling) {
+               bool interleaved, bool inverse, rope::Scaling scaling,
+               int64_t firstPosition) {
   using C = typename Elem<T>::Compute;
   const int64_t pairs = rotaryDim / 2;
   const int64_t work = outer * positions * pairs;
   for (int64_t w = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; w < work;
        w += int64_t(gridDim.x) * blockDim.x) {
     const int64_t i = w % pairs, row = w / pairs; // row: o · positions + p
-    const int64_t p = row % positions;
+    const int64_t p = firstPosition + row % positions;
     const rope::Turn<C> turn =
         rope::turnOf<C>(p, i, rotaryDim, theta, scaling, inverse);
     const int64_t ia = rope::firstOf(i, interleaved);
@@ -69,7 +70,7 @@ void CudaBackend::rope(tessel_ctx *ctx, int32_t dtype, const void *x, void *y,
                        int64_t outer, int64_t positions, int64_t heads,
                        int64_t headDim, int64_t rotaryDim, double theta,
                        bool interleaved, bool inverse,
-                       const rope::Scaling &scaling) {
+                       const rope::Scaling &scaling, int64_t firstPosition) {
   const int64_t work = outer * positions * (rotaryDim / 2);
   if (work == 0 || heads == 0)
     return;
@@ -82,7 +83,8 @@ void CudaBackend::rope(tessel_ctx *ctx, int32_t dtype, const void *x, void *y,
     using T = decltype(tag);
     ropeKernel<T><<<gridFor(work), kRopeBlock, 0, stream()>>>(
         static_cast<const T *>(x), static_cast<T *>(y), outer, positions,
-        heads, headDim, rotaryDim, theta, interleaved, inverse, scaling);
+        heads, headDim, rotaryDim, theta, interleaved, inverse, scaling,
+        firstPosition);
     if (x != y && rotaryDim < headDim)
       ropeTailKernel<T>
           <<<gridFor(rows * (headDim - rotaryDim)), kRopeBlock, 0, stream()>>>(

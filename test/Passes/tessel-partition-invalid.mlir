@@ -32,12 +32,25 @@ func.func @in_place_mismatch(%g: tensor<8x16xf32>, %acc: tensor<8x16xf32>) -> te
 
 // -----
 
-shard.grid @mesh(shape = 2) {nn.axis_names = ["tp"]}
+shard.grid @mesh(shape = 2) {nn.axis_names = ["cp"]}
 
-// Tests that causal attention refuses to split its queries.
-func.func @causal_queries(%q: tensor<2x8x2x4xf32>, %k: tensor<2x8x2x4xf32>, %v: tensor<2x8x2x4xf32>) -> tensor<2x8x2x4xf32> {
-  // expected-error @+1 {{'nn.attention' op causal attention cannot split its queries (8 into blocks of 4): the mask needs each block's position}}
-  %a = nn.attention %q, %k, %v causal {nn.loop_sharding = [[], ["tp"], [], [], [], []]} : (tensor<2x8x2x4xf32>, tensor<2x8x2x4xf32>, tensor<2x8x2x4xf32>) -> tensor<2x8x2x4xf32>
+// Tests that a block of causal attention's queries (context parallelism's
+// local op, numbered by its block_axes) is not split a second time.
+func.func @query_block_split_twice(%q: tensor<2x8x2x4xf32>, %kv: tensor<2x16x2x4xf32>) -> tensor<2x8x2x4xf32> {
+  // expected-error @+1 {{'nn.attention' op is already a block of a larger query sequence; it cannot be split again}}
+  %a = nn.attention %q, %kv, %kv causal {block_axes = array<i16: 0>, nn.loop_sharding = [[], ["cp"], [], [], [], []]} : (tensor<2x8x2x4xf32>, tensor<2x16x2x4xf32>, tensor<2x16x2x4xf32>) -> tensor<2x8x2x4xf32>
+  return %a : tensor<2x8x2x4xf32>
+}
+
+// -----
+
+shard.grid @mesh(shape = 2x2) {nn.axis_names = ["cp", "tp"]}
+
+// Tests that a split of the queries over grid axes out of order is
+// refused: a block is numbered by its axes in ascending order.
+func.func @query_axes_out_of_order(%q: tensor<2x8x2x4xf32>, %k: tensor<2x8x2x4xf32>, %v: tensor<2x8x2x4xf32>) -> tensor<2x8x2x4xf32> {
+  // expected-error @+1 {{'nn.attention' op splits its query sequence over grid axes out of order; a block is numbered by axes in ascending order}}
+  %a = nn.attention %q, %k, %v causal {nn.loop_sharding = [[], ["tp", "cp"], [], [], [], []]} : (tensor<2x8x2x4xf32>, tensor<2x8x2x4xf32>, tensor<2x8x2x4xf32>) -> tensor<2x8x2x4xf32>
   return %a : tensor<2x8x2x4xf32>
 }
 
@@ -117,11 +130,23 @@ func.func @repeat_outs(%h: tensor<4xf32>, %w: tensor<3x4xf32>, %g: tensor<3x4xf3
 
 shard.grid @mesh(shape = 2) {nn.axis_names = ["tp"]}
 
-// Tests that rope keeps its positions whole: a rank's block would need its
-// offset.
-func.func @rope_split_positions(%x: tensor<2x8x4x16xf32>) -> tensor<2x8x4x16xf32> {
-  // expected-error @+1 {{'nn.rope' op loop 1 must stay whole but is split over 'tp'}}
-  %y = nn.rope %x {nn.loop_sharding = [[], ["tp"], [], []]} : tensor<2x8x4x16xf32>
+// Tests that rope keeps its head dimension whole: a block would split the
+// rotated pairs.
+func.func @rope_split_head_dim(%x: tensor<2x8x4x16xf32>) -> tensor<2x8x4x16xf32> {
+  // expected-error @+1 {{'nn.rope' op loop 3 must stay whole but is split over 'tp'}}
+  %y = nn.rope %x {nn.loop_sharding = [[], [], [], ["tp"]]} : tensor<2x8x4x16xf32>
+  return %y : tensor<2x8x4x16xf32>
+}
+
+// -----
+
+shard.grid @mesh(shape = 2) {nn.axis_names = ["cp"]}
+
+// Tests that rope's block of the positions (context parallelism's local
+// op) is not split a second time.
+func.func @rope_block_split_twice(%x: tensor<2x8x4x16xf32>) -> tensor<2x8x4x16xf32> {
+  // expected-error @+1 {{'nn.rope' op is already a block of a larger position sequence; it cannot be split again}}
+  %y = nn.rope %x {block_axes = array<i16: 0>, nn.loop_sharding = [[], ["cp"], [], []]} : tensor<2x8x4x16xf32>
   return %y : tensor<2x8x4x16xf32>
 }
 

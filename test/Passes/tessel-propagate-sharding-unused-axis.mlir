@@ -6,7 +6,7 @@
 // (An axis of size 1 repeats nothing and is not reported; the second RUN
 // line passes without a diagnostic.)
 // CHECK-LABEL: func.func @unused_axis
-// expected-warning @+1 {{mesh axis 'foo' (size 2) splits nothing (rules: batch=dp,mlp=tp,heads=tp,vocab=tp; no annotation names it): its 2 ranks repeat the same work}}
+// expected-warning @+1 {{mesh axis 'foo' (size 2) splits nothing (rules: batch=dp,seq=cp,mlp=tp,heads=tp,vocab=tp; no annotation names it): its 2 ranks repeat the same work}}
 module {
   func.func @unused_axis(%x: tensor<8x16xf32> {nn.input, nn.axes = ["batch", "mlp"]}) -> tensor<f32> {
     %l = nn.reduce_sum %x dims = [0, 1] : tensor<8x16xf32> -> tensor<f32>

@@ -97,6 +97,13 @@
 // 12 of each head's 16 elements turned, LongRoPE's factors up to 12 and
 // attention factor 1.19) on the same meshes: each rank turns its heads.
 //
+// Context parallelism (cp: the default rules split `seq` over it): gpt on
+// cp=2, cp=4, dp=2,cp=2 (also AdamW in f64) and cp=2,tp=2, llama on cp=2
+// and cp=2,tp=2 (AdamW in f64) and mistral (its window) on cp=2. Each rank
+// holds its block of every activation's sequence, attention's queries
+// included (tessel_attention_block: the causal mask at the block's
+// offset), against the gathered keys and values.
+//
 // Each test compiles what it needs into a folder of its process (ctest
 // runs every test in a process of its own). `ctest -L parallel`.
 //
@@ -480,6 +487,16 @@ std::vector<Case> meshCases() {
   cases.push_back({"gemma2", "tp=2"});
   cases.push_back({"gemma2", "dp=2,tp=2", true, /*adamw=*/true,
                    /*f64=*/true});
+  // Context parallelism (the default rule seq=cp): each rank its block of
+  // the sequence, attention's queries included, against every key (k and
+  // v gathered, their gradients reduce-scattered); with dp and with tp.
+  for (const char *mesh : {"cp=2", "cp=4", "dp=2,cp=2", "cp=2,tp=2"})
+    cases.push_back({"gpt", mesh});
+  cases.push_back({"gpt", "dp=2,cp=2", false, /*adamw=*/true, /*f64=*/true});
+  cases.push_back({"llama", "cp=2"});
+  cases.push_back({"llama", "cp=2,tp=2", false, /*adamw=*/true,
+                   /*f64=*/true});
+  cases.push_back({"mistral", "cp=2"});
   return cases;
 }
 

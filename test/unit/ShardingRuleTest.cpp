@@ -420,14 +420,15 @@ TEST(ShardingRuleTest, Attention) {
 
 TEST(ShardingRuleTest, Rope) {
   checkRules({
-      // Every loop parallel and read in place; the positions (third from
-      // the end) and the rotated pairs' dimension stay whole.
+      // Every loop parallel and read in place; the rotated pairs'
+      // dimension stays whole (a block of the positions is told its first,
+      // block_axes).
       {"rope", "%x: tensor<2x3x8x4x6xbf16>",
        "%y = nn.rope %x interleaved : tensor<2x3x8x4x6xbf16>",
        "parallel, parallel, parallel, parallel, parallel",
        "(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)\n"
        "(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)",
-       "", "2, 4"},
+       "", "4"},
   });
 }
 
@@ -631,8 +632,9 @@ TEST(ShardingRuleTest, BackwardOps) {
        "(d0, d1, d2, d3) -> (d3, d2)",
        "sum, sum", ""},
       // The forward's loops b, s, h, t, d, e; out and dout read as the
-      // result, lse [B, H, S] as its rows, dq, dk, dv as q, k, v. Only
-      // batch and heads split.
+      // result, lse [B, H, S] as its rows, dq, dk, dv as q, k, v. Batch and
+      // heads split; the queries s split as a sum (dk and dv's), whose
+      // indexed dq is the block's rows.
       {"attention_grad gqa",
        "%q: tensor<2x3x4x5xf32>, %k: tensor<2x7x2x5xf32>, "
        "%v: tensor<2x7x2x11xf32>, %o: tensor<2x3x4x11xf32>, "
@@ -641,7 +643,7 @@ TEST(ShardingRuleTest, BackwardOps) {
        "(tensor<2x3x4x5xf32>, tensor<2x7x2x5xf32>, tensor<2x7x2x11xf32>, "
        "tensor<2x3x4x11xf32>, tensor<2x4x3xf32>, tensor<2x3x4x11xf32>) -> "
        "(tensor<2x3x4x5xf32>, tensor<2x7x2x5xf32>, tensor<2x7x2x11xf32>)",
-       "parallel, parallel, parallel, reduction, reduction, parallel",
+       "parallel, reduction, parallel, reduction, reduction, parallel",
        "(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d4)\n"
        "(d0, d1, d2, d3, d4, d5) -> (d0, d3, d2 floordiv 2, d4)\n"
        "(d0, d1, d2, d3, d4, d5) -> (d0, d3, d2 floordiv 2, d5)\n"
@@ -651,7 +653,7 @@ TEST(ShardingRuleTest, BackwardOps) {
        "(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d4)\n"
        "(d0, d1, d2, d3, d4, d5) -> (d0, d3, d2 floordiv 2, d4)\n"
        "(d0, d1, d2, d3, d4, d5) -> (d0, d3, d2 floordiv 2, d5)",
-       "generic, generic", "1, 3, 4, 5"},
+       "sum, generic, generic", "3, 4, 5"},
       // Loops are dy's; dx element d·stride + start. The sliced dimension 0
       // stays whole.
       {"slice_grad strided", "%d: tensor<3x11xf32>",

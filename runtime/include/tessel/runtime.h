@@ -158,8 +158,13 @@ extern "C" {
  * 30: tessel_vocab_loss_stats_f32 and tessel_vocab_loss_grad_f32, the
  * vocabulary-parallel kernels of 16-bit logits with f32 statistics (an f32
  * loss of bf16 logits split over the vocabulary, mixed precision's: no
- * f32 copy of the block). Descriptions 1 to 29 still load. */
-#define TESSEL_ABI_VERSION 30
+ * f32 copy of the block). Descriptions 1 to 29 still load.
+ * 31: tessel_attention_block and tessel_attention_grad_block, causal
+ * attention over a block of the queries at a query offset, and
+ * tessel_rope_block, tessel_rope_yarn_block and tessel_rope_factors_block,
+ * rope from a first position (context parallelism: a rank's block of the
+ * sequence against every key). Descriptions 1 to 30 still load. */
+#define TESSEL_ABI_VERSION 31
 
 typedef enum tessel_dtype {
   TESSEL_F32 = 0,

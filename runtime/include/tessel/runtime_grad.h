@@ -309,6 +309,17 @@ void tessel_attention_grad_softcap(
     int64_t kv_heads, int64_t head_dim, int64_t value_dim, double scale,
     int32_t causal, int64_t window, double softcap);
 
+/* tessel_attention_grad_softcap of tessel_attention_block's block of the
+ * queries (ABI 31): dq of the block's rows, and dk and dv the block's share
+ * of the keys' gradients (the blocks' dk and dv sum to the whole
+ * sequence's). */
+void tessel_attention_grad_block(
+    tessel_ctx *ctx, int32_t dtype, const void *q, const void *k, const void *v,
+    const void *out, const void *lse, const void *dout, void *dq, void *dk,
+    void *dv, int64_t batch, int64_t seq, int64_t kv_seq, int64_t heads,
+    int64_t kv_heads, int64_t head_dim, int64_t value_dim, double scale,
+    int32_t causal, int64_t window, double softcap, int64_t query_offset);
+
 /*===--- Optimizers ------------------------------------------------------===*
  *
  * Updates run on the device with device-side scalars, so a step can be

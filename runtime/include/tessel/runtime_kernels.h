@@ -377,6 +377,19 @@ void tessel_attention_softcap(tessel_ctx *ctx, int32_t dtype, const void *q,
                               int64_t head_dim, int64_t value_dim, double scale,
                               int32_t causal, int64_t window, double softcap);
 
+/* tessel_attention_softcap over a block of the queries (ABI 31: context
+ * parallelism, a rank's block of the sequence against every key): query
+ * row i is at position i + query_offset of the kv_seq keys, where the
+ * causal diagonal and the window meet it. query_offset > 0 needs causal
+ * and query_offset + seq <= kv_seq; 0 is tessel_attention_softcap. */
+void tessel_attention_block(tessel_ctx *ctx, int32_t dtype, const void *q,
+                            const void *k, const void *v, void *out, void *lse,
+                            int64_t batch, int64_t seq, int64_t kv_seq,
+                            int64_t heads, int64_t kv_heads, int64_t head_dim,
+                            int64_t value_dim, double scale, int32_t causal,
+                            int64_t window, double softcap,
+                            int64_t query_offset);
+
 /* Rotary position embedding (ABI 19) of x viewed as [outer, positions,
  * heads, head_dim] (head_dim even): the pair i < head_dim / 2 of position
  * p, (i, i + head_dim / 2), or (2i, 2i + 1) with interleaved, rotated by
@@ -418,6 +431,31 @@ void tessel_rope_factors(tessel_ctx *ctx, int32_t dtype, const void *x, void *y,
                          int64_t head_dim, int64_t rotary_dim, double theta,
                          int32_t interleaved, int32_t inverse,
                          const double *pair_factors, double attention_factor);
+
+/* tessel_rope, tessel_rope_yarn and tessel_rope_factors over a block of
+ * the positions (ABI 31: context parallelism, a rank's block of the
+ * sequence): position p of x is turned as position first_position + p
+ * (>= 0). first_position 0 is the entry without _block. */
+void tessel_rope_block(tessel_ctx *ctx, int32_t dtype, const void *x, void *y,
+                       int64_t outer, int64_t positions, int64_t heads,
+                       int64_t head_dim, double theta, int32_t interleaved,
+                       int32_t inverse, double factor, double low_freq_factor,
+                       double high_freq_factor, double original_positions,
+                       int64_t first_position);
+void tessel_rope_yarn_block(tessel_ctx *ctx, int32_t dtype, const void *x,
+                            void *y, int64_t outer, int64_t positions,
+                            int64_t heads, int64_t head_dim, double theta,
+                            int32_t interleaved, int32_t inverse, double factor,
+                            double beta_fast, double beta_slow,
+                            double original_positions, int32_t truncate,
+                            int64_t first_position);
+void tessel_rope_factors_block(tessel_ctx *ctx, int32_t dtype, const void *x,
+                               void *y, int64_t outer, int64_t positions,
+                               int64_t heads, int64_t head_dim,
+                               int64_t rotary_dim, double theta,
+                               int32_t interleaved, int32_t inverse,
+                               const double *pair_factors,
+                               double attention_factor, int64_t first_position);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -454,14 +454,22 @@ TEST(CudaAttentionMath, OnlineRowRescales) {
   EXPECT_EQ(OnlineRow<double>::start().logSumExp(), -double(INFINITY));
 }
 
-// The mask's predicates: the causal diagonal at the top left, a window of
-// the last w keys, and tiles skipped (or tested per score) exactly when
-// none (or not all) of their pairs is visible.
+// The mask's predicates: the causal diagonal at the top left (moved down
+// by a block of the queries' offset, ABI 31), a window of the last w keys,
+// and tiles skipped (or tested per score) exactly when none (or not all)
+// of their pairs is visible.
 TEST(CudaAttentionMath, MaskTileSkipping) {
-  for (AttnMask mask : kMasks)
+  std::vector<AttnMask> masks(std::begin(kMasks), std::end(kMasks));
+  for (int64_t offset : {1, 17, 40, 67})
+    for (int64_t window : {0, 5, 40})
+      masks.push_back(AttnMask{true, window, 0, offset});
+  for (AttnMask mask : masks)
     for (int64_t seq : {1, 7, 64, 130})
       for (int64_t kvSeq : {1, 19, 64, 131}) {
-        SCOPED_TRACE(describe(Case{1, seq, kvSeq, 1, 1, 1, 1}, mask));
+        if (mask.queryOffset + seq > kvSeq && mask.queryOffset > 0)
+          continue; // a block lies inside the keys' sequence
+        SCOPED_TRACE(describe(Case{1, seq, kvSeq, 1, 1, 1, 1}, mask) +
+                     " offset " + std::to_string(mask.queryOffset));
         AttnShape sh{1, seq, kvSeq, 1, 1, 1, 1};
         for (int64_t r0 = 0; r0 < seq; r0 += 32) {
           int64_t rowEnd = std::min<int64_t>(r0 + 32, seq);
@@ -496,11 +504,15 @@ TEST(CudaAttentionMath, MaskTileSkipping) {
                 end = std::max(end, i + 1);
               }
           // Rows outside [first, end) see none of the tile; past seq there
-          // are none.
+          // are none, and a tile no row sees walks no rows.
           int64_t keyEnd = std::min<int64_t>(c0 + 16, kvSeq);
-          EXPECT_EQ(std::min(attnFirstRow(c0, mask), seq), first);
-          if (end > 0)
+          if (end > 0) {
+            EXPECT_EQ(attnFirstRow(c0, mask), first);
             EXPECT_EQ(attnRowEnd(keyEnd, seq, mask), end);
+          } else {
+            EXPECT_LE(attnRowEnd(keyEnd, seq, mask),
+                      std::min(attnFirstRow(c0, mask), seq));
+          }
         }
       }
   AttnMask causal{true, 0}, window{true, 3};

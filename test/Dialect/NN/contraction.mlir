@@ -257,3 +257,12 @@ func.func @matmul_bias_grad_outs(%x: tensor<512x128xf32>, %dy: tensor<512x256xf3
   %dw, %db = nn.matmul_bias_grad %x, %dy transpose_lhs outs(%g) : (tensor<512x128xf32>, tensor<512x256xf32>, tensor<128x256xf32>) -> (tensor<128x256xf32>, tensor<256xf32>)
   return %dw, %db : tensor<128x256xf32>, tensor<256xf32>
 }
+
+// Tests that causal attention takes a block of the queries (block_axes,
+// context parallelism's local op): 4 queries of a sequence of 8 keys.
+// CHECK-LABEL: func.func @attention_query_block
+// CHECK: nn.attention %{{.*}}, %{{.*}}, %{{.*}} causal window 3 lse {block_axes = array<i16: 0>} : (tensor<2x4x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>) -> (tensor<2x4x4x16xf32>, tensor<2x4x4xf32>)
+func.func @attention_query_block(%q: tensor<2x4x4x16xf32>, %k: tensor<2x8x2x16xf32>) -> tensor<2x4x4xf32> {
+  %0, %1 = nn.attention %q, %k, %k causal window 3 lse {block_axes = array<i16: 0>} : (tensor<2x4x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>) -> (tensor<2x4x4x16xf32>, tensor<2x4x4xf32>)
+  return %1 : tensor<2x4x4xf32>
+}

@@ -553,3 +553,22 @@ func.func @attention_softcap_inf(%q: tensor<2x8x4x16xf32>) -> tensor<2x8x4x16xf3
   %0 = nn.attention %q, %q, %q softcap 0x7FF0000000000000 : (tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>) -> tensor<2x8x4x16xf32>
   return %0 : tensor<2x8x4x16xf32>
 }
+
+// -----
+
+// Tests that a block of the queries (block_axes) needs the causal mask.
+func.func @attention_block_not_causal(%q: tensor<2x4x4x16xf32>, %k: tensor<2x8x4x16xf32>) -> tensor<2x4x4x16xf32> {
+  // expected-error @+1 {{'nn.attention' op has block_axes without the causal mask: only a causal mask tells a block of the queries from the whole sequence's}}
+  %0 = nn.attention %q, %k, %k {block_axes = array<i16: 0>} : (tensor<2x4x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>) -> tensor<2x4x4x16xf32>
+  return %0 : tensor<2x4x4x16xf32>
+}
+
+// -----
+
+// Tests that a causal block of the queries divides the keys' sequence.
+func.func @attention_block_uneven(%q: tensor<2x3x4x16xf32>, %k: tensor<2x8x4x16xf32>) -> tensor<2x3x4x16xf32> {
+  // expected-error @+2 {{a block of 3 queries does not divide the 8 keys' sequence}}
+  // expected-error @+1 {{'nn.attention' op failed to infer returned types}}
+  %0 = nn.attention %q, %k, %k causal {block_axes = array<i16: 0>} : (tensor<2x3x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>) -> tensor<2x3x4x16xf32>
+  return %0 : tensor<2x3x4x16xf32>
+}

@@ -452,3 +452,12 @@ func.func @attention_grad_softcap_negative(%q: tensor<1x4x2x8xf32>, %lse: tensor
   %dq, %dk, %dv = nn.attention_grad %q, %q, %q, %q, %lse, %q causal softcap -5.0 : (tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>, tensor<1x2x4xf32>, tensor<1x4x2x8xf32>) -> (tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>)
   return %dq : tensor<1x4x2x8xf32>
 }
+
+// -----
+
+// Tests that attention_grad's block of the queries needs the causal mask.
+func.func @attention_grad_block_not_causal(%q: tensor<1x2x2x8xf32>, %k: tensor<1x4x2x8xf32>, %lse: tensor<1x2x2xf32>) -> tensor<1x2x2x8xf32> {
+  // expected-error @+1 {{'nn.attention_grad' op has block_axes without the causal mask}}
+  %dq, %dk, %dv = nn.attention_grad %q, %k, %k, %q, %lse, %q {block_axes = array<i16: 0>} : (tensor<1x2x2x8xf32>, tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>, tensor<1x2x2x8xf32>, tensor<1x2x2xf32>, tensor<1x2x2x8xf32>) -> (tensor<1x2x2x8xf32>, tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>)
+  return %dq : tensor<1x2x2x8xf32>
+}
