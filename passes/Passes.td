@@ -356,6 +356,13 @@ def PropagateShardingPass : Pass<"tessel-propagate-sharding", "mlir::ModuleOp"> 
     every argument and result `nn.sharding`. With `debug`, a remark on each
     op says which value decided each split.
 
+    A contraction over flattened rows (a weight's gradient, `[B·S, K]ᵀ ·
+    [B·S, N]`) whose operands split an inner row dimension (the sequence
+    under context parallelism), which a reshape cannot pass in blocks, is
+    rewritten as a GEMM per sample and block summed (`[B, n, S/n, K]ᵀ ·
+    [B, n, S/n, N]`, then Σ over B and n) and propagated again: each rank
+    multiplies its own rows (`passes/RowContractions.h`).
+
     Before (`mesh=dp=2`):
     ```mlir
     func.func @f(%x: tensor<8x4xf32> {nn.input, nn.axes = ["batch", "embed"]},

@@ -20,6 +20,7 @@
 #include "dialect/NN/NNInterfaces.h"
 #include "dialect/NN/NNOps.h"
 #include "passes/Passes.h"
+#include "passes/RowContractions.h"
 #include "passes/Sharding.h"
 
 #include "mlir/Dialect/Shard/Interfaces/ShardingInterface.h"
@@ -83,6 +84,8 @@ private:
   llvm::SetVector<func::FuncOp> bodies;
   bool changed = false;
 
+public:
+  /// The sharding propagation gave `value` (whole until refined).
   DimSharding shardingOf(Value value) {
     auto it = shardings.find(value);
     if (it != shardings.end())
@@ -91,6 +94,7 @@ private:
     return DimSharding(tensor ? tensor.getRank() : 0);
   }
 
+private:
   /// Adds `axes` to dimension `dim` of `value` if it is unsplit, the axes
   /// are unused by the value, and they divide the dimension.
   void refineDim(Value value, unsigned dim, const MeshAxes &axes) {
@@ -649,12 +653,28 @@ struct PropagateShardingPass
       return signalPassFailure();
     }
     materializeMesh(module, *mesh);
-    Propagator propagator(*mesh, debug);
-    if (failed(propagator.seed(module, *rules, sequenceParallel)))
+    auto propagate = [&]() -> std::unique_ptr<Propagator> {
+      auto propagator = std::make_unique<Propagator>(*mesh, debug);
+      if (failed(propagator->seed(module, *rules, sequenceParallel)))
+        return nullptr;
+      propagator->run();
+      return propagator;
+    };
+    std::unique_ptr<Propagator> propagator = propagate();
+    if (!propagator)
       return signalPassFailure();
-    propagator.run();
-    propagator.writeAttributes(module);
-    warnUnusedAxes(module, *mesh, propagator.axesInUse());
+    // Weight gradients whose rows a split sequence cannot reach are
+    // rewritten to sum per block (RowContractions.h), then propagated
+    // again.
+    if (splitRowContractions(module, *mesh, [&](Value value) {
+          return propagator->shardingOf(value);
+        })) {
+      propagator = propagate();
+      if (!propagator)
+        return signalPassFailure();
+    }
+    propagator->writeAttributes(module);
+    warnUnusedAxes(module, *mesh, propagator->axesInUse());
   }
 };
 

@@ -19,7 +19,22 @@
 // CHECK: shard.all_reduce %{{.*}} on @mesh grid_axes = [0, 1] : tensor<f32> -> tensor<f32>
 // CHECK-LABEL: func.func @loss_backward(
 // CHECK: nn.attention_grad {{.*}} causal {block_axes = array<i16: 1>} : (tensor<1x4x4x4xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<1x4x4x4xf32>, tensor<1x4x4xf32>, tensor<1x4x4x4xf32>) -> (tensor<1x4x4x4xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>)
+// Each weight's gradient sums the rank's own rows (RowContractions.h): dv
+// and dk reduce-scattered into the sequence's blocks, one GEMM per sample
+// and block ([B, n, S/n, K]ᵀ · [B, n, S/n, N]) summed over both, and one
+// all-reduce over dp and cp for all three; no activation is gathered for
+// them.
+// CHECK-NOT: shard.all_gather %arg0
+// CHECK: shard.reduce_scatter %{{.*}} on @mesh grid_axes = [1] scatter_axis = 1 : tensor<1x8x2x4xf32> -> tensor<1x4x2x4xf32>
+// CHECK: nn.reshape %arg0 : tensor<1x4x16xf32> -> tensor<1x1x4x16xf32>
+// CHECK: nn.matmul %{{.*}}, %{{.*}} transpose_lhs : (tensor<1x1x4x16xf32>, tensor<1x1x4x8xf32>) -> tensor<1x1x16x8xf32>
+// CHECK: nn.reduce_sum %{{.*}} dims = [0, 1] : tensor<1x1x16x8xf32> -> tensor<16x8xf32>
+// CHECK: shard.reduce_scatter %{{.*}} on @mesh grid_axes = [1] scatter_axis = 1 : tensor<1x8x2x4xf32> -> tensor<1x4x2x4xf32>
+// CHECK: nn.rope %{{.*}} inverse {block_axes = array<i16: 1>} : tensor<1x4x2x4xf32>
 // CHECK: nn.rope %{{.*}} inverse {block_axes = array<i16: 1>} : tensor<1x4x4x4xf32>
+// CHECK: nn.matmul %{{.*}}, %{{.*}} transpose_lhs : (tensor<1x1x4x16xf32>, tensor<1x1x4x16xf32>) -> tensor<1x1x16x16xf32>
+// CHECK-NOT: shard.all_gather
+// CHECK: shard.all_reduce %{{.*}} on @mesh grid_axes = [0, 1] : tensor<512xf32> -> tensor<512xf32>
 
 // The local ops call the runtime's block entries (ABI 31) with the rank's
 // first position, its index over cp (mask 2) times the block's length.

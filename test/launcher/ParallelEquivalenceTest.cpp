@@ -102,7 +102,9 @@
 // and cp=2,tp=2 (AdamW in f64) and mistral (its window) on cp=2. Each rank
 // holds its block of every activation's sequence, attention's queries
 // included (tessel_attention_block: the causal mask at the block's
-// offset), against the gathered keys and values.
+// offset), against the gathered keys and values, and sums each weight's
+// gradient from its own rows (RowContractions.h) before one all-reduce
+// over dp·cp.
 //
 // Each test compiles what it needs into a folder of its process (ctest
 // runs every test in a process of its own). `ctest -L parallel`.
