@@ -243,10 +243,15 @@ RunEnd tessel::run::runRank(const RunPlan &plan, int32_t rank, int32_t comm,
   // --graph: the first step runs call by call (it warms up what a capture
   // cannot: communicators, GEMM plans), the next is captured, and every
   // later one is a launch.
-  std::unique_ptr<CapturedStep> captured;
+  std::unique_ptr<CapturedStep> captured, capturedHeldOut;
   if (options.graph)
     captured = std::make_unique<CapturedStep>(model, rt, options.microbatches,
                                               plan.mode == Mode::Train);
+  // --eval-every's forward, captured at its first evaluation (after the
+  // first step has warmed up what a capture cannot).
+  if (options.graph && evaluates)
+    capturedHeldOut = std::make_unique<CapturedStep>(
+        model, rt, options.microbatches, /*training=*/false);
   // Sizes of one device's run: the global microbatch.
   ModelDesc globalFeeds = globalFeedView(desc);
   int64_t tokens = tokensPerStep(globalFeeds) * options.microbatches;
@@ -323,9 +328,12 @@ RunEnd tessel::run::runRank(const RunPlan &plan, int32_t rank, int32_t comm,
     std::optional<double> evalLoss;
     if (evaluates &&
         ((step + 1) % options.evalEvery == 0 || step + 1 == lastStep))
-      evalLoss = pipelined ? pipelined->heldOutLoss(options.evalSteps)
-                           : heldOutLoss(model, rt, *heldOut, options.evalSteps,
-                                         options.microbatches);
+      evalLoss =
+          pipelined ? pipelined->heldOutLoss(options.evalSteps)
+          : capturedHeldOut
+              ? heldOutLoss(*capturedHeldOut, rt, *heldOut, options.evalSteps)
+              : heldOutLoss(model, rt, *heldOut, options.evalSteps,
+                            options.microbatches);
     if (reporter) {
       tessel_counters counters;
       tessel_get_counters(rt.ctx, &counters);

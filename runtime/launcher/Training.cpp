@@ -177,7 +177,8 @@ void tessel::run::CapturedStep::capture(int64_t step) {
     checkKernelError(rt.ctx, when);
 }
 
-double tessel::run::CapturedStep::run(BatchSource &batches, int64_t step) {
+StepLoss tessel::run::CapturedStep::runLosses(BatchSource &batches,
+                                              int64_t step) {
   tessel_set_step(rt.ctx, uint64_t(step));
   char *arena = static_cast<char *>(rt.arena);
   for (int64_t m = 0; m < microbatches; ++m) {
@@ -202,7 +203,7 @@ double tessel::run::CapturedStep::run(BatchSource &batches, int64_t step) {
     const char *at = losses.data() + m * lossBytes;
     loss.add(model.desc, at, at + countAt);
   }
-  return loss.mean();
+  return loss;
 }
 
 double tessel::run::evalStep(const LoadedModel &model, RankRuntime &rt,
@@ -223,6 +224,18 @@ double tessel::run::heldOutLoss(const LoadedModel &model, RankRuntime &rt,
   for (int64_t k = 0; k < steps; ++k)
     loss += runMicrobatches(model, rt, batches, k, microbatches, model.forward,
                             "held-out forward");
+  tessel_set_dropout(rt.ctx, 1);
+  return loss.mean();
+}
+
+double tessel::run::heldOutLoss(CapturedStep &evaluation, RankRuntime &rt,
+                                BatchSource &batches, int64_t steps) {
+  // Dropout is read when a call is issued: the capture (at the first
+  // evaluation) holds it off, and only held-out steps launch this graph.
+  tessel_set_dropout(rt.ctx, 0);
+  StepLoss loss;
+  for (int64_t k = 0; k < steps; ++k)
+    loss += evaluation.runLosses(batches, k);
   tessel_set_dropout(rt.ctx, 1);
   return loss.mean();
 }

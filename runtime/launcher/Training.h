@@ -3,6 +3,7 @@
 #ifndef TESSEL_LAUNCHER_TRAINING_H
 #define TESSEL_LAUNCHER_TRAINING_H
 
+#include "runtime/launcher/Arena.h"
 #include "runtime/launcher/Data.h"
 #include "runtime/launcher/ModelLibrary.h"
 #include "runtime/launcher/Ranks.h"
@@ -54,7 +55,11 @@ public:
   CapturedStep &operator=(const CapturedStep &) = delete;
 
   /// Step `step` (captured at the first call): the mean loss.
-  double run(BatchSource &batches, int64_t step);
+  double run(BatchSource &batches, int64_t step) {
+    return runLosses(batches, step).mean();
+  }
+  /// The same, as the step's StepLoss (its losses and counts).
+  StepLoss runLosses(BatchSource &batches, int64_t step);
 
 private:
   void capture(int64_t step);
@@ -87,6 +92,12 @@ double evalStep(const LoadedModel &model, RankRuntime &rt, BatchSource &batches,
 /// over all of them. The same batches every time it is taken.
 double heldOutLoss(const LoadedModel &model, RankRuntime &rt,
                    BatchSource &batches, int64_t steps, int64_t microbatches);
+
+/// heldOutLoss with --graph: each held-out step a launch of `evaluation`
+/// (an evaluation CapturedStep, captured with dropout off at its first
+/// call), equal bit for bit to the call-by-call form.
+double heldOutLoss(CapturedStep &evaluation, RankRuntime &rt,
+                   BatchSource &batches, int64_t steps);
 
 } // namespace tessel::run
 

@@ -1,4 +1,5 @@
-//===- HeldOutLossTest.cpp - tessel-run --eval-every against --eval --------===//
+//===- HeldOutLossTest.cpp - tessel-run --eval-every against --eval
+//--------===//
 //
 // A held-out loss while training (Megatron's --eval-interval/--eval-iters,
 // Hugging Face's eval_steps): after every N-th step and the last, the
@@ -8,7 +9,8 @@
 // exactly that evaluation, dropout included (off: a model without its
 // dropout evaluates alike), on one device, on dp=2 and on a pipeline, and
 // for a loss over labelled positions one mean over all the held-out
-// positions.
+// positions; with --graph, launched from a captured forward, bit for bit
+// the call-by-call loss.
 //
 //===----------------------------------------------------------------------===//
 
@@ -197,6 +199,45 @@ TEST_F(HeldOutLossTest, CountedLossIsOneMeanOverTheHeldOutPositions) {
   for (double loss : each)
     meanOfMeans += loss / 6;
   EXPECT_GT(std::fabs(meanOfMeans - whole), 1e-4 * whole);
+}
+
+/// --graph captures the held-out forward too (dropout off, a graph of its
+/// own launched once per held-out batch): GPT with dropout on its
+/// embeddings, and llama_sft's loss over labelled positions (the counts
+/// read back with the losses), give the call-by-call held-out losses and
+/// checkpoint bit for bit, after steps 2, 4 and 5. A captured forward
+/// that kept dropout on, or read the held-out batches' inputs from the
+/// host at its capture, would not.
+TEST_F(HeldOutLossTest, CapturedEqualsCallByCall) {
+  const std::string act = "tensor<8x64x128xf32>";
+  fs::path dropout = editedModel(
+      std::string(TESSEL_EXAMPLES_DIR) + "/gpt.mlir",
+      {{"%x = nn.add %tok, %pos : " + act,
+        "%x0 = nn.add %tok, %pos : " + act +
+            "\n  %x = nn.dropout %x0 rate = 0.3 seed = 20 : " + act}},
+      "gpt_dropout.mlir");
+  for (const fs::path &source :
+       {dropout, fs::path(TESSEL_TEST_INPUTS_DIR) / "llama_sft.mlir"}) {
+    SCOPED_TRACE(source.filename().string());
+    std::string so = compile(source, sgd, source.stem().string());
+    std::map<int64_t, double> held[2];
+    std::string saved[2];
+    for (int graph = 0; graph < 2; ++graph) {
+      fs::path checkpoint =
+          dir / ("run" + std::to_string(graph) + ".safetensors");
+      held[graph] =
+          heldOut(so,
+                  " --steps 5 --microbatches 2 --eval-every 2 --eval-steps 3" +
+                      std::string(graph ? " --graph" : ""),
+                  checkpoint.string());
+      saved[graph] = readFile(checkpoint);
+    }
+    ASSERT_EQ(held[0].size(), 3u);
+    EXPECT_EQ(held[1], held[0]);
+    EXPECT_NE(held[0].at(2), held[0].at(4)); // trained in between
+    ASSERT_FALSE(saved[0].empty());
+    EXPECT_TRUE(saved[1] == saved[0]);
+  }
 }
 
 /// The flags that make no held-out loss, each refused in one line.
