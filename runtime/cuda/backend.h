@@ -6,9 +6,9 @@
 // CUDA libraries. Every kernel is issued on the context's compute stream
 // and runs asynchronously; synchronize() waits for it. Device memory is
 // cudaMalloc'd on the context's device. The kernels' definitions live with
-// their families (matmul.cu, elementwise.cu, data.cu, norm.cu, loss.cu,
-// attention.cu and attention_grad.cu, optimizer.cu, init.cu); the
-// communicator in comm_nccl.cu.
+// their families (matmul.cu, elementwise.cu, data.cu, norm.cu and
+// batch_norm.cu, loss.cu, attention.cu and attention_grad.cu, optimizer.cu,
+// init.cu); the communicator in comm_nccl.cu.
 //
 //===----------------------------------------------------------------------===//
 

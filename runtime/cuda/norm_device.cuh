@@ -1,7 +1,7 @@
-//===- norm_device.cuh - Device building blocks of norm.cu -----*- CUDA -*-===//
+//===- norm_device.cuh - Device blocks of the norms -----------*- CUDA -*-===//
 //
-// Private to norm.cu (its one includer), kept apart so that each file
-// stays readable: the 128-bit slot loads and stores, the fixed-order warp
+// Private to norm.cu and batch_norm.cu (its includers), kept apart so that
+// each file stays readable: the 128-bit slot loads and stores, the fixed-order warp
 // and block reductions, how a row is split over the threads that reduce it
 // (RowGrid, forSlots, RowPart), and the two-stage deterministic column and
 // channel sums (channelSums). The arithmetic they serve is norm_math.h's.
@@ -280,6 +280,24 @@ bool channelSums(tessel_ctx *ctx, const char *what, cudaStream_t stream,
   finishSumsKernel<<<gridFor(channels), 256, 0, stream>>>(partials, chunks,
                                                           channels, finish);
   return CudaBackend::checkLaunch(ctx, what);
+}
+
+/// Whether an element count fits the 32-bit index of the one division an
+/// elementwise kernel does per element.
+inline bool fits32(int64_t n) { return n <= int64_t(UINT32_MAX); }
+
+template <class T> const T *in(const void *p) {
+  return static_cast<const T *>(p);
+}
+template <class T> T *out(void *p) { return static_cast<T *>(p); }
+
+/// Temporary device memory ordered on the stream; null with the error set.
+inline void *scratch(tessel_ctx *ctx, cudaStream_t stream, size_t bytes,
+                     const char *what) {
+  void *p = nullptr;
+  if (!CudaBackend::check(ctx, cudaMallocAsync(&p, bytes, stream), what))
+    return nullptr;
+  return p;
 }
 
 } // namespace norm_detail
