@@ -98,8 +98,9 @@
 // attention factor 1.19) on the same meshes: each rank turns its heads.
 //
 // Context parallelism (cp: the default rules split `seq` over it): gpt on
-// cp=2, cp=4, dp=2,cp=2 (also AdamW in f64) and cp=2,tp=2, llama on cp=2
-// and cp=2,tp=2 (AdamW in f64) and mistral (its window) on cp=2. Each rank
+// cp=2, cp=4, dp=2,cp=2 (also AdamW in f64, and ZeRO-3) and cp=2,tp=2,
+// llama on cp=2 and cp=2,tp=2 (AdamW in f64) and, under mpirun bit for bit
+// the threads, dp=2,cp=2, and mistral (its window) on cp=2. Each rank
 // holds its block of every activation's sequence, attention's queries
 // included (tessel_attention_block: the causal mask at the block's
 // offset), against the gathered keys and values, and sums each weight's
@@ -499,6 +500,7 @@ std::vector<Case> meshCases() {
   cases.push_back({"llama", "cp=2,tp=2", false, /*adamw=*/true,
                    /*f64=*/true});
   cases.push_back({"mistral", "cp=2"});
+  cases.push_back(zeroCase("gpt", "dp=2,cp=2", 3));
   return cases;
 }
 
@@ -660,7 +662,9 @@ INSTANTIATE_TEST_SUITE_P(Examples, ParallelEquivalenceMpiTest,
                              Case{"bn_mlp", "dp=2,tp=2", false, true, true},
                              zeroCase("gpt", "dp=2,tp=2", 3),
                              // The uneven shard (fc2.bias padded 10 -> 12).
-                             zeroCase("mlp", "dp=4", 2)),
+                             zeroCase("mlp", "dp=4", 2),
+                             // Context parallelism: blocks of the queries.
+                             Case{"llama", "dp=2,cp=2"}),
                          caseName);
 
 /// The same meshes with one process per rank started as torchrun starts
