@@ -52,6 +52,17 @@ protected:
     return so;
   }
 
+  /// examples/gpt.mlir with dropout (rate 0.3) on its embeddings.
+  fs::path gptWithDropout() {
+    const std::string act = "tensor<8x64x128xf32>";
+    return editedModel(
+        std::string(TESSEL_EXAMPLES_DIR) + "/gpt.mlir",
+        {{"%x = nn.add %tok, %pos : " + act,
+          "%x0 = nn.add %tok, %pos : " + act +
+              "\n  %x = nn.dropout %x0 rate = 0.3 seed = 20 : " + act}},
+        "gpt_dropout.mlir");
+  }
+
   /// The held-out losses of a training run of `so` (its metrics' eval_loss
   /// by step); the checkpoint it saves at the end.
   std::map<int64_t, double> heldOut(const std::string &so,
@@ -83,13 +94,7 @@ protected:
 /// 2 microbatches; the last equals --eval of the saved parameters on those
 /// 6 microbatches, and so does --eval of GPT without its dropout (it is off).
 TEST_F(HeldOutLossTest, EqualsTheEvaluationOfTheSavedParameters) {
-  const std::string act = "tensor<8x64x128xf32>";
-  fs::path dropout = editedModel(
-      std::string(TESSEL_EXAMPLES_DIR) + "/gpt.mlir",
-      {{"%x = nn.add %tok, %pos : " + act,
-        "%x0 = nn.add %tok, %pos : " + act +
-            "\n  %x = nn.dropout %x0 rate = 0.3 seed = 20 : " + act}},
-      "gpt_dropout.mlir");
+  fs::path dropout = gptWithDropout();
   std::string so = compile(dropout, sgd, "dropout");
   std::string plain = compile(std::string(TESSEL_EXAMPLES_DIR) + "/gpt.mlir",
                               sgd, "plain");
@@ -209,13 +214,7 @@ TEST_F(HeldOutLossTest, CountedLossIsOneMeanOverTheHeldOutPositions) {
 /// that kept dropout on, or read the held-out batches' inputs from the
 /// host at its capture, would not.
 TEST_F(HeldOutLossTest, CapturedEqualsCallByCall) {
-  const std::string act = "tensor<8x64x128xf32>";
-  fs::path dropout = editedModel(
-      std::string(TESSEL_EXAMPLES_DIR) + "/gpt.mlir",
-      {{"%x = nn.add %tok, %pos : " + act,
-        "%x0 = nn.add %tok, %pos : " + act +
-            "\n  %x = nn.dropout %x0 rate = 0.3 seed = 20 : " + act}},
-      "gpt_dropout.mlir");
+  fs::path dropout = gptWithDropout();
   for (const fs::path &source :
        {dropout, fs::path(TESSEL_TEST_INPUTS_DIR) / "llama_sft.mlir"}) {
     SCOPED_TRACE(source.filename().string());
