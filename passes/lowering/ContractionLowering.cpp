@@ -195,11 +195,11 @@ LogicalResult lowerAttention(nn::AttentionOp op, FunctionLowering &fl) {
         layerWindow ? *layerWindow : fl.i64(op.getWindow().value_or(0));
     if (queryBlock) {
       F64Value cap = fl.f64(softcap ? softcap->convertToDouble() : 0.0);
-      FailureOr<RankBlock> block =
-          fl.blockOf(op, op.getQuery().getType().getDimSize(1));
-      if (failed(block))
+      FailureOr<I64Value> first =
+          fl.blockStart(op, op.getQuery().getType().getDimSize(1));
+      if (failed(first))
         return failure();
-      call(rt::tessel_attention_block, window, cap, block->first);
+      call(rt::tessel_attention_block, window, cap, *first);
     } else if (softcap) {
       call(rt::tessel_attention_softcap, window,
            fl.f64(softcap->convertToDouble()));
@@ -254,10 +254,10 @@ LogicalResult lowerRope(nn::RopeOp op, FunctionLowering &fl) {
   // its first (the _block entries, ABI 31).
   std::optional<I64Value> first;
   if (op.getBlockAxesAttr()) {
-    FailureOr<RankBlock> block = fl.blockOf(op, shape[rank - 3]);
-    if (failed(block))
+    FailureOr<I64Value> start = fl.blockStart(op, shape[rank - 3]);
+    if (failed(start))
       return failure();
-    first = block->first;
+    first = *start;
   }
   // (Every argument is built before the call, in order: a call's
   // arguments are evaluated in any order.)

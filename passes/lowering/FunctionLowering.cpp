@@ -204,22 +204,44 @@ AttentionShape FunctionLowering::attentionShape(Value query, Value key,
           i64(q[3]), i64(v[3]), f64(scaleValue), i32(causal)};
 }
 
-FailureOr<RankBlock> FunctionLowering::blockOf(Operation *op, int64_t size) {
+/// The runtime's mask of `op`'s block_axes; nullopt without them.
+static FailureOr<std::optional<uint32_t>> blockMask(Operation *op) {
   auto axes = op->getAttrOfType<DenseI16ArrayAttr>("block_axes");
-  if (!axes) {
+  if (!axes)
+    return std::optional<uint32_t>();
+  FailureOr<uint32_t> mask =
+      FunctionLowering::gridAxesMask(op, axes.asArrayRef(), "block");
+  if (failed(mask))
+    return failure();
+  return std::optional<uint32_t>(*mask);
+}
+
+FailureOr<RankBlock> FunctionLowering::blockOf(Operation *op, int64_t size) {
+  FailureOr<std::optional<uint32_t>> mask = blockMask(op);
+  if (failed(mask))
+    return failure();
+  if (!*mask) {
     // Size first: the constants' order of the lowering this one replaced.
     I64Value whole = i64(size);
     return RankBlock{i64(0), whole};
   }
-  FailureOr<uint32_t> mask = gridAxesMask(op, axes.asArrayRef(), "block");
-  if (failed(mask))
-    return failure();
-  I32Value maskValue = i32(static_cast<int32_t>(*mask));
+  I32Value maskValue = i32(static_cast<int32_t>(**mask));
   I64Value index = call(rt::tessel_group_index, {maskValue});
   I64Value groupSize = call(rt::tessel_group_size, {maskValue});
   I64Value first = emit.mul(b, loc, index, i64(size));
   I64Value whole = emit.mul(b, loc, groupSize, i64(size));
   return RankBlock{first, whole};
+}
+
+FailureOr<I64Value> FunctionLowering::blockStart(Operation *op, int64_t size) {
+  FailureOr<std::optional<uint32_t>> mask = blockMask(op);
+  if (failed(mask))
+    return failure();
+  if (!*mask)
+    return i64(0);
+  I64Value index =
+      call(rt::tessel_group_index, {i32(static_cast<int32_t>(**mask))});
+  return emit.mul(b, loc, index, i64(size));
 }
 
 FailureOr<uint32_t> FunctionLowering::gridAxesMask(Operation *op,

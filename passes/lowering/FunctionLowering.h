@@ -209,6 +209,9 @@ public:
   /// the rank's group index and group size over those grid axes, asked of
   /// the runtime; without, the whole dimension.
   mlir::FailureOr<RankBlock> blockOf(mlir::Operation *op, int64_t size);
+  /// blockOf's `first` alone (a sequence block's first position: the ops
+  /// that need no whole size ask the runtime for no group size).
+  mlir::FailureOr<I64Value> blockStart(mlir::Operation *op, int64_t size);
 
   /// The runtime's bit mask of grid `axes` (an op's `kind` axes: its split
   /// or block axes), or an error on an axis the runtime lacks.

@@ -179,11 +179,11 @@ LogicalResult lowerAttentionGrad(nn::AttentionGradOp op, FunctionLowering &fl) {
         layerWindow ? *layerWindow : fl.i64(op.getWindow().value_or(0));
     F64Value cap = fl.f64(softcap ? softcap->convertToDouble() : 0.0);
     if (op.getBlockAxesAttr()) {
-      FailureOr<RankBlock> block =
-          fl.blockOf(op, op.getQuery().getType().getDimSize(1));
-      if (failed(block))
+      FailureOr<I64Value> first =
+          fl.blockStart(op, op.getQuery().getType().getDimSize(1));
+      if (failed(first))
         return failure();
-      grad(rt::tessel_attention_grad_block, window, cap, block->first);
+      grad(rt::tessel_attention_grad_block, window, cap, *first);
     } else {
       grad(rt::tessel_attention_grad_softcap, window, cap);
     }

@@ -158,14 +158,11 @@ void CudaBackend::batchNorm(tessel_ctx *ctx, int32_t dtype, const void *x,
                         eps, stats, stats + 2 * channels)) {
       int64_t total = outer * channels * inner;
       unsigned grid = gridOf(total, 256);
-      if (fits32(total))
-        batchNormApplyKernel<uint32_t><<<grid, 256, 0, stream()>>>(
+      visitIndex(total, [&](auto index) {
+        batchNormApplyKernel<decltype(index)><<<grid, 256, 0, stream()>>>(
             in<T>(x), in<T>(gamma), in<T>(beta), stats, out<T>(y), total,
             channels, inner);
-      else
-        batchNormApplyKernel<uint64_t><<<grid, 256, 0, stream()>>>(
-            in<T>(x), in<T>(gamma), in<T>(beta), stats, out<T>(y), total,
-            channels, inner);
+      });
       checkLaunch(ctx, what);
     }
     cudaFreeAsync(stats, stream());
@@ -204,14 +201,11 @@ void CudaBackend::batchNormGrad(tessel_ctx *ctx, int32_t dtype, const void *x,
                                            out<T>(dgamma), out<T>(dbeta)})) {
       int64_t total = outer * channels * inner;
       unsigned grid = gridOf(total, 256);
-      if (fits32(total))
-        batchNormGradApplyKernel<uint32_t><<<grid, 256, 0, stream()>>>(
+      visitIndex(total, [&](auto index) {
+        batchNormGradApplyKernel<decltype(index)><<<grid, 256, 0, stream()>>>(
             in<T>(x), in<T>(gamma), in<T>(dy), stats, out<T>(dx), total,
             channels, inner);
-      else
-        batchNormGradApplyKernel<uint64_t><<<grid, 256, 0, stream()>>>(
-            in<T>(x), in<T>(gamma), in<T>(dy), stats, out<T>(dx), total,
-            channels, inner);
+      });
       checkLaunch(ctx, what);
     }
     cudaFreeAsync(stats, stream());

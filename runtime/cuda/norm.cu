@@ -504,12 +504,10 @@ void CudaBackend::softmax(tessel_ctx *ctx, int32_t dtype, const void *x,
                                  out<T>(y), outer, dim);
     } else {
       unsigned grid = gridOf(outer * inner, 256);
-      if (fits32(outer * inner))
-        softmaxColumnsKernel<uint32_t><<<grid, 256, 0, stream()>>>(
+      visitIndex(outer * inner, [&](auto index) {
+        softmaxColumnsKernel<decltype(index)><<<grid, 256, 0, stream()>>>(
             in<T>(x), out<T>(y), outer, dim, inner);
-      else
-        softmaxColumnsKernel<uint64_t><<<grid, 256, 0, stream()>>>(
-            in<T>(x), out<T>(y), outer, dim, inner);
+      });
     }
   });
   checkLaunch(ctx, "tessel_softmax");
@@ -528,12 +526,10 @@ void CudaBackend::softmaxGrad(tessel_ctx *ctx, int32_t dtype, const void *y,
                                      in<T>(dy), out<T>(dx), outer, dim);
     } else {
       unsigned grid = gridOf(outer * inner, 256);
-      if (fits32(outer * inner))
-        softmaxGradColumnsKernel<uint32_t><<<grid, 256, 0, stream()>>>(
+      visitIndex(outer * inner, [&](auto index) {
+        softmaxGradColumnsKernel<decltype(index)><<<grid, 256, 0, stream()>>>(
             in<T>(y), in<T>(dy), out<T>(dx), outer, dim, inner);
-      else
-        softmaxGradColumnsKernel<uint64_t><<<grid, 256, 0, stream()>>>(
-            in<T>(y), in<T>(dy), out<T>(dx), outer, dim, inner);
+      });
     }
   });
   checkLaunch(ctx, "tessel_softmax_grad");

@@ -282,9 +282,15 @@ bool channelSums(tessel_ctx *ctx, const char *what, cudaStream_t stream,
   return CudaBackend::checkLaunch(ctx, what);
 }
 
-/// Whether an element count fits the 32-bit index of the one division an
-/// elementwise kernel does per element.
-inline bool fits32(int64_t n) { return n <= int64_t(UINT32_MAX); }
+/// Calls f with a value of the index type of the one division an
+/// elementwise kernel over n elements does per element: uint32_t where n
+/// fits, else uint64_t.
+template <class F> void visitIndex(int64_t n, F f) {
+  if (n <= int64_t(UINT32_MAX))
+    f(uint32_t{});
+  else
+    f(uint64_t{});
+}
 
 template <class T> const T *in(const void *p) {
   return static_cast<const T *>(p);

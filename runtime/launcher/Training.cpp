@@ -216,28 +216,32 @@ double tessel::run::evalStep(const LoadedModel &model, RankRuntime &rt,
       .mean();
 }
 
-double tessel::run::heldOutLoss(const LoadedModel &model, RankRuntime &rt,
-                                BatchSource &batches, int64_t steps,
-                                int64_t microbatches) {
+/// Held-out steps 0 .. steps - 1 with dropout off, as one StepLoss.
+template <class StepFn>
+static double heldOutSteps(RankRuntime &rt, int64_t steps, StepFn step) {
   tessel_set_dropout(rt.ctx, 0);
   StepLoss loss;
   for (int64_t k = 0; k < steps; ++k)
-    loss += runMicrobatches(model, rt, batches, k, microbatches, model.forward,
-                            "held-out forward");
+    loss += step(k);
   tessel_set_dropout(rt.ctx, 1);
   return loss.mean();
 }
 
+double tessel::run::heldOutLoss(const LoadedModel &model, RankRuntime &rt,
+                                BatchSource &batches, int64_t steps,
+                                int64_t microbatches) {
+  return heldOutSteps(rt, steps, [&](int64_t k) {
+    return runMicrobatches(model, rt, batches, k, microbatches, model.forward,
+                           "held-out forward");
+  });
+}
+
+// Dropout is read when a call is issued: the capture (at the first
+// evaluation) holds it off, and only held-out steps launch this graph.
 double tessel::run::heldOutLoss(CapturedStep &evaluation, RankRuntime &rt,
                                 BatchSource &batches, int64_t steps) {
-  // Dropout is read when a call is issued: the capture (at the first
-  // evaluation) holds it off, and only held-out steps launch this graph.
-  tessel_set_dropout(rt.ctx, 0);
-  StepLoss loss;
-  for (int64_t k = 0; k < steps; ++k)
-    loss += evaluation.runLosses(batches, k);
-  tessel_set_dropout(rt.ctx, 1);
-  return loss.mean();
+  return heldOutSteps(
+      rt, steps, [&](int64_t k) { return evaluation.runLosses(batches, k); });
 }
 
 void tessel::run::checkStepRange(int64_t firstStep, int64_t steps,

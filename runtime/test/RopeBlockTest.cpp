@@ -23,7 +23,7 @@ constexpr int64_t kOuter = 2, kPositions = 24, kHeads = 3, kDim = 16;
 
 /// One rope call over `positions` positions of x from `first`.
 using RopeCall = std::function<void(tessel_ctx *, int32_t, const void *, void *,
-                                    int64_t, int64_t, int64_t, bool)>;
+                                    int64_t, int64_t, bool)>;
 
 /// Rows [first, first + rows) of the positions of [outer, positions, width].
 std::vector<uint8_t> blockOf(const std::vector<uint8_t> &x, int64_t width,
@@ -43,13 +43,13 @@ void checkBlocks(tessel_ctx *ctx, const RopeCall &rope) {
                                           kOuter * kPositions * kHeads * kDim,
                                           -1, 1, 3));
       std::vector<uint8_t> whole(x.size());
-      rope(ctx, dtype, x.data(), whole.data(), kPositions, 0, 0, inverse);
+      rope(ctx, dtype, x.data(), whole.data(), kPositions, 0, inverse);
       ASSERT_EQ(tessel_error(ctx), nullptr) << tessel_error(ctx);
       const int64_t width = kHeads * kDim * tessel_dtype_size(dtype);
       int64_t first = 0;
       for (int64_t rows : {5, 1, 10, 8}) {
         std::vector<uint8_t> xb = blockOf(x, width, first, rows), yb(xb.size());
-        rope(ctx, dtype, xb.data(), yb.data(), rows, first, 0, inverse);
+        rope(ctx, dtype, xb.data(), yb.data(), rows, first, inverse);
         ASSERT_EQ(tessel_error(ctx), nullptr) << tessel_error(ctx);
         EXPECT_EQ(yb, blockOf(whole, width, first, rows))
             << "block of " << rows << " at " << first;
@@ -61,7 +61,7 @@ void checkBlocks(tessel_ctx *ctx, const RopeCall &rope) {
 
 TEST_F(RopeBlockTest, Llama31ScalingBlocksEqualTheWholeSequence) {
   checkBlocks(ctx, [](tessel_ctx *c, int32_t dt, const void *x, void *y,
-                      int64_t positions, int64_t first, int64_t, bool inv) {
+                      int64_t positions, int64_t first, bool inv) {
     tessel_rope_block(c, dt, x, y, kOuter, positions, kHeads, kDim, 500000.0, 0,
                       inv, 8.0, 1.0, 4.0, 8.0, first);
   });
@@ -69,7 +69,7 @@ TEST_F(RopeBlockTest, Llama31ScalingBlocksEqualTheWholeSequence) {
 
 TEST_F(RopeBlockTest, YarnBlocksEqualTheWholeSequence) {
   checkBlocks(ctx, [](tessel_ctx *c, int32_t dt, const void *x, void *y,
-                      int64_t positions, int64_t first, int64_t, bool inv) {
+                      int64_t positions, int64_t first, bool inv) {
     tessel_rope_yarn_block(c, dt, x, y, kOuter, positions, kHeads, kDim,
                            10000.0, 1, inv, 4.0, 32.0, 1.0, 8.0, 1, first);
   });
@@ -78,7 +78,7 @@ TEST_F(RopeBlockTest, YarnBlocksEqualTheWholeSequence) {
 TEST_F(RopeBlockTest, PartialRopeWithFactorsBlocksEqualTheWholeSequence) {
   const double factors[] = {1.0, 1.5, 2.25, 4.0, 7.5, 9.0};
   checkBlocks(ctx, [&](tessel_ctx *c, int32_t dt, const void *x, void *y,
-                       int64_t positions, int64_t first, int64_t, bool inv) {
+                       int64_t positions, int64_t first, bool inv) {
     tessel_rope_factors_block(c, dt, x, y, kOuter, positions, kHeads, kDim, 12,
                               10000.0, 0, inv, factors, 1.19, first);
   });
