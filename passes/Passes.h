@@ -17,6 +17,12 @@
 
 namespace tessel {
 
+/// The sharding rules where none are given (tessel-propagate-sharding's,
+/// tessel-repeat-kv-heads', the planner's): each logical axis to the mesh
+/// axis Megatron splits it over.
+inline constexpr llvm::StringLiteral kDefaultShardingRules =
+    "batch=dp,seq=cp,mlp=tp,heads=tp,vocab=tp";
+
 #define GEN_PASS_DECL
 #include "passes/Passes.h.inc"
 

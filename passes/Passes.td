@@ -177,7 +177,7 @@ def RepeatKvHeadsPass : Pass<"tessel-repeat-kv-heads", "mlir::ModuleOp"> {
     Option<"mesh", "mesh", "std::string", "\"\"",
            "Mesh axes and sizes, e.g. dp=2,tp=2 (tessel-propagate-sharding's)">,
     Option<"rules", "rules", "std::string",
-           "\"batch=dp,seq=cp,mlp=tp,heads=tp,vocab=tp\"",
+           "::tessel::kDefaultShardingRules.str()",
            "Logical axis to mesh axis rules (tessel-propagate-sharding's); "
            "the mesh axes of `heads` split the attention's heads">
   ];
@@ -381,7 +381,7 @@ def PropagateShardingPass : Pass<"tessel-propagate-sharding", "mlir::ModuleOp"> 
     Option<"mesh", "mesh", "std::string", "\"\"",
            "Mesh axes and sizes, e.g. dp=2,tp=2 (row-major, last axis fastest)">,
     Option<"rules", "rules", "std::string",
-           "\"batch=dp,seq=cp,mlp=tp,heads=tp,vocab=tp\"",
+           "::tessel::kDefaultShardingRules.str()",
            "Logical axis to mesh axis rules, in priority order">,
     Option<"sequenceParallel", "sequence-parallel", "bool", "false",
            "Split the sequence over tp outside the tensor-parallel regions "

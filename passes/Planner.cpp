@@ -2,7 +2,9 @@
 
 #include "passes/Planner.h"
 #include "passes/CompileReport.h"
+#include "passes/Passes.h"
 #include "passes/Pipelines.h"
+#include "passes/Sharding.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Parser/Parser.h"
@@ -75,9 +77,9 @@ StepKinds stepKinds(const llvm::json::Object &flops, StringRef function,
 
 /// The links a group of mesh axes sends over: the node's when every axis
 /// stays in a node, else the network between nodes (a ring is as fast as
-/// its slowest link). Ranks are numbered row-major over pp, dp, tp (tp
+/// its slowest link). Ranks are numbered row-major over pp, dp, cp, tp (tp
 /// fastest), `devices / nodes` consecutive ranks to a node, as Megatron
-/// places them: tp in a node first, then dp, then pp.
+/// places them: tp in a node first, then cp, then dp, then pp.
 class Links {
 public:
   Links(const Settings &settings, const Candidate &c)
@@ -87,8 +89,9 @@ public:
   bool crossesNodes(StringRef axis) const {
     int64_t perNode = settings.devices / std::max<int64_t>(settings.nodes, 1);
     int64_t span = axis == "tp"   ? c.tp
-                   : axis == "dp" ? c.tp * c.dp
-                   : axis == "pp" ? c.tp * c.dp * c.pp
+                   : axis == "cp" ? c.tp * c.cp
+                   : axis == "dp" ? c.tp * c.cp * c.dp
+                   : axis == "pp" ? c.tp * c.cp * c.dp * c.pp
                                   : settings.devices;
     return span > perNode || perNode % span != 0;
   }
@@ -377,6 +380,31 @@ void evaluateAll(ModuleOp model, const Settings &settings,
     worker.join();
 }
 
+/// Whether the candidates' rules (the command line's, else the defaults)
+/// map a logical axis that some function argument has (`nn.axes`) to cp.
+bool splitsOverContext(ModuleOp model, const CompilePipelineOptions &given) {
+  std::string error;
+  std::string text = given.rules.hasValue() ? std::string(given.rules)
+                                            : kDefaultShardingRules.str();
+  auto rules = parseRules(text, error);
+  if (!rules)
+    return false; // each candidate's compile says why
+  llvm::StringSet<> overContext;
+  for (const auto &[logical, meshAxis] : *rules)
+    if (meshAxis == "cp")
+      overContext.insert(logical);
+  bool found = false;
+  model.walk([&](func::FuncOp func) {
+    for (unsigned i = 0, e = func.getNumArguments(); i < e && !found; ++i)
+      if (auto axes =
+              func.getArgAttrOfType<ArrayAttr>(i, nn::NNDialect::kAxesAttrName))
+        for (Attribute axis : axes)
+          if (auto name = dyn_cast<StringAttr>(axis))
+            found |= overContext.contains(name.getValue());
+  });
+  return found;
+}
+
 /// The same program's figures: sequence parallelism that changed nothing
 /// (a model without a sequence dimension).
 bool sameFigures(const Candidate &a, const Candidate &b) {
@@ -435,17 +463,19 @@ std::string Candidate::mesh() const {
   };
   axis("pp", pp);
   axis("dp", dp);
+  axis("cp", cp);
   axis("tp", tp);
   return text.empty() ? "one device" : text;
 }
 
 /// A candidate of this split, not yet compiled.
-static Candidate split(int64_t dp, int64_t tp, int64_t pp, int64_t zero,
-                       const std::string &schedule, bool sequenceParallel,
-                       const std::string &recompute,
+static Candidate split(int64_t dp, int64_t cp, int64_t tp, int64_t pp,
+                       int64_t zero, const std::string &schedule,
+                       bool sequenceParallel, const std::string &recompute,
                        bool stageRecompute = false) {
   Candidate c;
   c.dp = dp;
+  c.cp = cp;
   c.tp = tp;
   c.pp = pp;
   c.zero = zero;
@@ -457,7 +487,7 @@ static Candidate split(int64_t dp, int64_t tp, int64_t pp, int64_t zero,
 }
 
 Candidate Candidate::sameSplit() const {
-  return split(dp, tp, pp, zero, schedule, sequenceParallel, recompute,
+  return split(dp, cp, tp, pp, zero, schedule, sequenceParallel, recompute,
                stageRecompute);
 }
 
@@ -477,25 +507,33 @@ std::vector<Candidate> planner::plan(ModuleOp model, const Settings &settings) {
   // Every candidate, then every compile; a sequence-parallel candidate
   // follows its split's and is dropped where it compiled the same program.
   std::vector<bool> sequenceVariant;
+  // Context parallelism only where a rule splits some argument's dimension
+  // over cp: elsewhere its ranks would each run the same whole program.
+  int64_t maxCp = splitsOverContext(model, given) ? n : 1;
   for (int64_t pp = 1; pp <= n; ++pp) {
     if (n % pp)
       continue;
-    for (int64_t tp = 1; tp <= n / pp; ++tp) {
-      if ((n / pp) % tp)
+    for (int64_t cp = 1; cp <= std::min(n / pp, maxCp); ++cp) {
+      if ((n / pp) % cp)
         continue;
-      int64_t dp = n / pp / tp;
-      for (int64_t zero = 0; zero <= (dp > 1 ? 3 : 0); ++zero) {
-        std::vector<std::string> schedules = {""};
-        if (pp > 1)
-          schedules = {"1f1b", "zb-h1", "interleaved", "zb-v", "dualpipev"};
-        for (const std::string &schedule : schedules) {
-          all.push_back(split(dp, tp, pp, zero, schedule,
-                              given.sequenceParallel, /*recompute=*/""));
-          sequenceVariant.push_back(false);
-          if (tp > 1 && searchSequenceParallel) {
-            all.push_back(split(dp, tp, pp, zero, schedule,
-                                /*sequenceParallel=*/true, /*recompute=*/""));
-            sequenceVariant.push_back(true);
+      for (int64_t tp = 1; tp <= n / pp / cp; ++tp) {
+        if ((n / pp / cp) % tp)
+          continue;
+        int64_t dp = n / pp / cp / tp;
+        for (int64_t zero = 0; zero <= (dp > 1 ? 3 : 0); ++zero) {
+          std::vector<std::string> schedules = {""};
+          if (pp > 1)
+            schedules = {"1f1b", "zb-h1", "interleaved", "zb-v", "dualpipev"};
+          for (const std::string &schedule : schedules) {
+            all.push_back(split(dp, cp, tp, pp, zero, schedule,
+                                given.sequenceParallel, /*recompute=*/""));
+            sequenceVariant.push_back(false);
+            if (tp > 1 && searchSequenceParallel) {
+              all.push_back(split(dp, cp, tp, pp, zero, schedule,
+                                  /*sequenceParallel=*/true,
+                                  /*recompute=*/""));
+              sequenceVariant.push_back(true);
+            }
           }
         }
       }
@@ -550,7 +588,7 @@ void planner::printPlan(llvm::raw_ostream &os,
        << format("%.0f", d.networkBytesPerSec / 1e9) << " GB/s between";
   os << "), " << settings.microbatches << " microbatch"
      << (settings.microbatches == 1 ? "" : "es") << " per step\n";
-  os << llvm::format("  %-4s %-16s %4s %-11s %-3s %-9s %10s %10s %9s %7s "
+  os << llvm::format("  %-4s %-20s %4s %-11s %-3s %-9s %10s %10s %9s %7s "
                      "%14s %16s %14s\n",
                      "rank", "mesh", "zero", "schedule", "sp", "recompute",
                      "step ms", "compute ms", "comm ms", "bubble",
@@ -564,7 +602,7 @@ void planner::printPlan(llvm::raw_ostream &os,
       continue;
     ++shown;
     os << llvm::format(
-        "  %-4zu %-16s %4lld %-11s %-3s %-9s %10.4g %10.4g %9.4g %7.4f %14lld "
+        "  %-4zu %-20s %4lld %-11s %-3s %-9s %10.4g %10.4g %9.4g %7.4f %14lld "
         "%16lld %14lld\n",
         shown, c.mesh().c_str(), (long long)c.zero,
         c.schedule.empty() ? "-" : c.schedule.c_str(),
@@ -611,11 +649,8 @@ llvm::json::Object planner::planJson(const std::vector<Candidate> &ranked,
                                      const Settings &settings) {
   llvm::json::Array candidates;
   for (const Candidate &c : ranked) {
-    llvm::json::Object o{{"mesh", c.mesh()},
-                         {"dp", c.dp},
-                         {"tp", c.tp},
-                         {"pp", c.pp},
-                         {"zero", c.zero}};
+    llvm::json::Object o{{"mesh", c.mesh()}, {"dp", c.dp}, {"cp", c.cp},
+                         {"tp", c.tp},       {"pp", c.pp}, {"zero", c.zero}};
     if (!c.schedule.empty())
       o["schedule"] = c.schedule;
     o["sequence_parallel"] = c.sequenceParallel;

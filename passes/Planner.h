@@ -1,9 +1,10 @@
 //===- Planner.h - Rank the splits of a model over N devices ----*- C++ -*-===//
 //
-// tessel-plan's search (DESIGN §2, "Planner"): every (dp, tp, pp) whose
-// product is the device count, with each ZeRO stage where dp > 1, each
-// pipeline schedule where pp > 1 and with and without sequence parallelism
-// where tp > 1, is compiled (the whole plan and lowering
+// tessel-plan's search (DESIGN §2, "Planner"): every (dp, cp, tp, pp) whose
+// product is the device count (cp > 1 where the rules split some argument's
+// dimension over cp), with each ZeRO stage where dp > 1, each pipeline
+// schedule where pp > 1 and with and without sequence parallelism where
+// tp > 1, is compiled (the whole plan and lowering
 // pipeline, no code generation) and its report read: the flops of a step per
 // rank (a pipeline's simulated makespan, bubble included), the bytes each
 // rank sends with the ring algorithms less those that overlap compute, the
@@ -70,7 +71,7 @@ std::string refuseDevices(int64_t devices, int64_t nodes,
 struct Settings {
   int64_t devices = 1;
   /// The nodes the devices are in, devices / nodes each (ranks numbered as
-  /// Links places them: tp in a node first, then dp, then pp).
+  /// Links places them: tp in a node first, then cp, then dp, then pp).
   int64_t nodes = 1;
   DeviceModel device;
   /// The fraction of the peak a rank's kernels reach (MFU-like).
@@ -92,7 +93,7 @@ struct Settings {
 
 /// One way to split the model, and what its compile says.
 struct Candidate {
-  int64_t dp = 1, tp = 1, pp = 1, zero = 0;
+  int64_t dp = 1, cp = 1, tp = 1, pp = 1, zero = 0;
   std::string schedule; // pp > 1 only
   /// Sequence parallelism (tp > 1): the search's choice or the command
   /// line's.
@@ -119,8 +120,10 @@ struct Candidate {
   double computeSeconds = 0, commSeconds = 0, stepSeconds = 0;
   bool fits = false;
 
-  /// "pp=2,dp=2,tp=2", outermost first (axes of one rank left out; "one
-  /// device" for none).
+  /// The devices the split spans: dp·cp·tp·pp.
+  int64_t ranks() const { return dp * cp * tp * pp; }
+  /// "pp=2,dp=2,cp=2,tp=2", outermost first (axes of one rank left out;
+  /// "one device" for none).
   std::string mesh() const;
   /// A candidate of the same split, not yet compiled.
   Candidate sameSplit() const;

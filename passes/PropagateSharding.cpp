@@ -37,9 +37,6 @@ using namespace tessel;
 
 namespace {
 
-constexpr llvm::StringLiteral kDefaultRules =
-    "batch=dp,seq=cp,mlp=tp,heads=tp,vocab=tp";
-
 /// What one value asks of one loop of an op.
 struct Proposal {
   unsigned loop;
@@ -641,8 +638,9 @@ struct PropagateShardingPass
     }
     // Rules naming an axis this mesh lacks are skipped for the defaults
     // (they serve any mesh) and refused when the user wrote them.
-    std::optional<SmallVector<MeshRule>> rules = meshRules(
-        *mesh, *named, /*dropUnknown=*/this->rules == kDefaultRules, error);
+    std::optional<SmallVector<MeshRule>> rules =
+        meshRules(*mesh, *named,
+                  /*dropUnknown=*/this->rules == kDefaultShardingRules, error);
     if (!rules) {
       module.emitError() << error;
       return signalPassFailure();

@@ -1,6 +1,6 @@
 // Tests tessel-plan on a model of four repeated layers and a head over 4 (and
-// 1) devices: every (dp, tp, pp, ZeRO stage, schedule) compiled, its figures
-// the compile's own, ranked by the predicted step time.
+// 1) devices: every (dp, cp, tp, pp, ZeRO stage, schedule) compiled, its
+// figures the compile's own, ranked by the predicted step time.
 //
 // RUN: tessel-plan %s --devices 4 --top 3 --json %t.json | FileCheck %s
 // RUN: FileCheck %s --check-prefix=JSON --input-file=%t.json
@@ -29,6 +29,13 @@
 // RUN: tessel-plan %s --devices 4 --top 100 --jobs 3 --json %t.jobs3.json > %t.jobs3
 // RUN: diff %t.jobs1 %t.jobs3
 // RUN: diff %t.jobs1.json %t.jobs3.json
+// RUN: FileCheck %s --check-prefix=NO-CP --input-file=%t.jobs1
+// RUN: tessel-compile %S/Inputs/plan-long-sequence.mlir --mesh cp=2 --report -o %t.cp.so > %t.cp
+// RUN: tessel-plan %S/Inputs/plan-long-sequence.mlir --devices 2 --json %t.cp.json >> %t.cp
+// RUN: FileCheck %s --check-prefix=CP --input-file=%t.cp
+// RUN: FileCheck %s --check-prefix=CP-JSON --input-file=%t.cp.json
+// RUN: tessel-plan %S/Inputs/plan-long-sequence.mlir --devices 4 --nodes 2 --top 2 | FileCheck %s --check-prefix=CP-NODES
+// RUN: tessel-run %S/Inputs/plan-long-sequence.mlir --mesh auto --devices 2 --steps 1 2>&1 | FileCheck %s --check-prefix=CP-AUTO
 // RUN: tessel-plan %s --devices 2 --device h200 --precision bf16 --microbatches 2 --efficiency 0.25 | FileCheck %s --check-prefix=H200
 // RUN: tessel-plan %s --devices 2 --precision f64 --top 1 | FileCheck %s --check-prefix=F64
 // RUN: tessel-compile %s --mesh auto --devices 4 --report -o %t.auto.so 2>&1 | FileCheck %s --check-prefix=AUTO
@@ -83,9 +90,9 @@
 // CHECK-NOT: refused
 
 // JSON: {"candidates":[{"bubble_fraction":0.0793{{[0-9]*}},"comm_seconds":{{.*}},"dp":2,"exposed_bytes":2608,"fits":true,"flops":95944,"memory_bytes":20480,"mesh":"pp=2,dp=2","p2p_bytes":1024,"pp":2,"ring_bytes":3264,"schedule":"zb-h1",
-// JSON-SAME: {"dp":1,"mesh":"pp=4","pp":4,"refused":"the nn.repeat has 4 layers, fewer than the 8 pipeline stages (pp=4 x 2 virtual stages) need: every stage holds at least one layer","schedule":"interleaved","sequence_parallel":false,"tp":1,"zero":0}
-// JSON-SAME: {"dp":1,"mesh":"pp=4","pp":4,"refused":"the nn.repeat has 4 layers, fewer than the 8 pipeline stages (pp=4 x 2 virtual stages) need: every stage holds at least one layer","schedule":"zb-v","sequence_parallel":false,"tp":1,"zero":0}
-// JSON-SAME: {"dp":1,"mesh":"pp=4","pp":4,"refused":"the nn.repeat has 4 layers, fewer than the 8 pipeline stages (pp=4 x 2 virtual stages) need: every stage holds at least one layer","schedule":"dualpipev","sequence_parallel":false,"tp":1,"zero":0}]
+// JSON-SAME: {"cp":1,"dp":1,"mesh":"pp=4","pp":4,"refused":"the nn.repeat has 4 layers, fewer than the 8 pipeline stages (pp=4 x 2 virtual stages) need: every stage holds at least one layer","schedule":"interleaved","sequence_parallel":false,"tp":1,"zero":0}
+// JSON-SAME: {"cp":1,"dp":1,"mesh":"pp=4","pp":4,"refused":"the nn.repeat has 4 layers, fewer than the 8 pipeline stages (pp=4 x 2 virtual stages) need: every stage holds at least one layer","schedule":"zb-v","sequence_parallel":false,"tp":1,"zero":0}
+// JSON-SAME: {"cp":1,"dp":1,"mesh":"pp=4","pp":4,"refused":"the nn.repeat has 4 layers, fewer than the 8 pipeline stages (pp=4 x 2 virtual stages) need: every stage holds at least one layer","schedule":"dualpipev","sequence_parallel":false,"tp":1,"zero":0}]
 // JSON-SAME: "devices":4,"efficiency":0.5,"microbatches":4,"nodes":1,"precision":"f32","source":"{{.*}}tessel-plan.mlir"}
 
 // Tests that one device's step is the compile's backward and update
@@ -168,6 +175,35 @@
 // NODES: plan for {{.*}} on 4 x h100 (80 GiB, 67 TFLOP/s f32 at 50%, links 450 GB/s in each of 2 nodes, 50 GB/s between), 4 microbatches per step
 // NODES: 1    pp=2,dp=2           1 zb-h1       -   -          2.969e-05  2.864e-06 2.682e-05  0.0794          20480            95944           3264
 // NODES-BAD: tessel-plan: --nodes 3: expected a divisor of --devices 4
+
+// Tests context parallelism: a model none of whose arguments has a
+// dimension the rules split over cp (here none has a sequence) is not
+// searched over cp, whose ranks would each run the whole program.
+// NO-CP: plan for
+// NO-CP-NOT: cp=
+
+// Tests the cp candidates of a model with a sequence: one sample of 1024
+// tokens over 2 devices, which dp cannot split. cp=2 ranks first, ahead of
+// tp=2: its all-gathers of the keys and values and reduce-scatters of their
+// gradients send fewer bytes than tp's all-reduces of the activations; its
+// figures are the compile's (the arena, the backward and update). On two
+// nodes of two devices, ranks are placed tp first, then cp: cp=2,tp=2
+// keeps tp's all-reduces in a node, and pp=2,cp=2 keeps cp's exchanges
+// there and sends only the stages' activations over the network. --mesh
+// auto runs the choice.
+// CP-DAG: flops of @loss_update {{ *}}[[#CPUPDATE:]]
+// CP-DAG: flops of @loss_backward_no_sync {{ *}}[[#CPNOSYNC:]]
+// CP: arena (one rank) {{ *}}[[#CPARENA:]] bytes
+// CP: plan for {{.*}}plan-long-sequence.mlir on 2 x h100
+// CP: 1    cp=2                    0 -           -   -          {{.*}} 0.0000 {{ *}}[[#CPARENA]] {{ *}}[[#add(mul(2,CPNOSYNC),CPUPDATE)]]
+// CP-NEXT: 2    tp=2                    0 -           -   -
+// CP: refused (dp=2): argument #0: dimension 0 of size 1 does not split evenly over mesh axes 'dp' of size 2
+// CP-JSON: {"candidates":[{"bubble_fraction":0,{{.*}}"cp":2,"dp":1,{{.*}}"mesh":"cp=2",
+// CP-NODES: links 450 GB/s in each of 2 nodes, 50 GB/s between
+// CP-NODES: 1    pp=2,cp=2               0 zb-h1
+// CP-NODES-NEXT: 2    cp=2,tp=2               0 -
+// CP-AUTO: tessel-compile: --mesh auto on 2 x h100: --mesh cp=2 (predicted step {{.*}} ms; tessel-plan ranks all 12)
+// CP-AUTO: done: 1 steps ({{.*}}mesh cp=2 (2 ranks, threads)), loss
 
 // Tests the device, precision, efficiency and microbatches settings: bf16
 // at 25% of the H200's 989 TFLOP/s, two microbatches for pp=2.

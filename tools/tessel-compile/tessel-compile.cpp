@@ -438,9 +438,8 @@ LogicalResult chooseMesh(ModuleOp module) {
                 llvm::Twine(planDevices) + " x " + planDevice +
                 " fits in its memory (tessel-plan " + inputFile +
                 " --devices " + llvm::Twine(planDevices) + " lists them)");
-  std::string flags = best->pp * best->tp * best->dp > 1
-                          ? "--mesh " + best->mesh()
-                          : std::string("one device");
+  std::string flags =
+      best->ranks() > 1 ? "--mesh " + best->mesh() : std::string("one device");
   if (best->zero > 0)
     flags += " --zero " + std::to_string(best->zero);
   if (best->pp > 1)
@@ -456,7 +455,7 @@ LogicalResult chooseMesh(ModuleOp module) {
                << planDevice << ": " << flags << " (predicted step "
                << llvm::format("%.4g", best->stepSeconds * 1e3)
                << " ms; tessel-plan ranks all " << ranked.size() << ")\n";
-  if (best->pp * best->tp * best->dp == 1)
+  if (best->ranks() == 1)
     meshSpec.reset();
   else
     meshSpec.setValue(best->mesh());
