@@ -86,7 +86,10 @@ inline bool onlyUsedAfter(mlir::Value value, mlir::Operation *op) {
 /// The matmul that defines `value` when the op using it is its only user.
 inline nn::MatmulOp soleMatmul(mlir::Value value) {
   auto matmul = value.getDefiningOp<nn::MatmulOp>();
-  return matmul && matmul->hasOneUse() ? matmul : nn::MatmulOp();
+  // A summed batch has no fused form (a partitioned program's are flattened).
+  return matmul && matmul->hasOneUse() && !matmul.getSumBatch()
+             ? matmul
+             : nn::MatmulOp();
 }
 
 /// The cast that defines `value` by widening an f16 or bf16 value to f32,

@@ -18,6 +18,7 @@
 #include "dialect/NN/NNOps.h"
 #include "passes/GradientBuckets.h"
 #include "passes/Passes.h"
+#include "passes/RowContractions.h"
 #include "passes/Sharding.h"
 
 #include "mlir/Dialect/Shard/Interfaces/ShardingInterface.h"
@@ -747,6 +748,9 @@ struct PartitionPass : tessel::impl::PartitionPassBase<PartitionPass> {
     for (auto func : llvm::to_vector(module.getOps<func::FuncOp>()))
       if (!func.isPrivate() && failed(partitioner.partitionFunction(func)))
         return signalPassFailure();
+    // A rank's rows are contiguous: a summed batch is one GEMM of them, in
+    // the flattened form the epilogue fusions know.
+    flattenSummedBatches(module);
     // Buckets of 0 bytes hold one gradient each: one all-reduce per
     // gradient, still issued as soon as it is complete.
     bucketGradientAllReduces(

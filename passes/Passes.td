@@ -359,9 +359,9 @@ def PropagateShardingPass : Pass<"tessel-propagate-sharding", "mlir::ModuleOp"> 
     A contraction over flattened rows (a weight's gradient, `[B·S, K]ᵀ ·
     [B·S, N]`) whose operands split an inner row dimension (the sequence
     under context parallelism), which a reshape cannot pass in blocks, is
-    rewritten as a GEMM per sample and block summed (`[B, n, S/n, K]ᵀ ·
-    [B, n, S/n, N]`, then Σ over B and n) and propagated again: each rank
-    multiplies its own rows (`passes/RowContractions.h`).
+    rewritten over the rows' own dimensions (`nn.matmul [B, S, K], [B, S, N]
+    transpose_lhs sum_batch`) and propagated again: each rank multiplies its
+    own rows (`passes/RowContractions.h`).
 
     Before (`mesh=dp=2`):
     ```mlir

@@ -662,9 +662,9 @@ struct PropagateShardingPass
     if (!propagator)
       return signalPassFailure();
     // Weight gradients whose rows a split sequence cannot reach are
-    // rewritten to sum per block (RowContractions.h), then propagated
-    // again.
-    if (splitRowContractions(module, *mesh, [&](Value value) {
+    // rewritten to sum their rows' dimensions (RowContractions.h), then
+    // propagated again.
+    if (splitRowContractions(module, [&](Value value) {
           return propagator->shardingOf(value);
         })) {
       propagator = propagate();

@@ -7,19 +7,18 @@
 // rows, and propagation gathers both operands whole: every rank would run
 // the whole GEMM. The sum over the rows does not depend on their order, so
 // tessel-propagate-sharding rewrites such a contraction, where an operand
-// splits an inner row dimension (and the other splits it alike, or holds
-// it whole: a partial sum, then reduce-scattered into the blocks), as a
-// batched GEMM over the dimensions up to that dimension's blocks and a
-// sum over them:
+// splits an inner row dimension, over the rows' own dimensions:
 //
-//   [B, S, K] → [B, n, S/n, K],  [B, S, N] → [B, n, S/n, N]
-//   dW = Σ_{b, block} (A[b, block]ᵀ · C[b, block])   ([B, n, K, N] summed)
+//   dW = nn.matmul [B, S, K], [B, S, N] transpose_lhs sum_batch
 //
-// Each rank then multiplies its own block and the sum is a partial sum
-// over dp and cp, which the partitioner completes with one all-reduce
-// (Megatron's gradient reduction over dp·cp). The cost is a [B, n, K, N]
-// result before the sum: one weight per local sample (one weight under
-// context parallelism's usual batch of 1 a rank).
+// whose batch and K loops are all sums. Each rank then multiplies its own
+// rows, and the result is a partial sum over dp and cp, which the
+// partitioner completes with one all-reduce (Megatron's gradient reduction
+// over dp·cp); a partial operand (dk, dv of a block) is reduce-scattered
+// into the blocks first. A rank's rows are contiguous, so tessel-partition
+// flattens its summed batches back into the one GEMM of the flattened rows
+// (flattenSummedBatches), which the epilogue fusions (beta = 1, the bias
+// gradient) then take as they take data parallelism's.
 //
 //===----------------------------------------------------------------------===//
 
@@ -36,8 +35,12 @@ namespace tessel {
 /// split an inner row dimension (by `shardingOf`, a propagation's result)
 /// as above; true if any changed.
 bool splitRowContractions(
-    mlir::ModuleOp module, const Mesh &mesh,
+    mlir::ModuleOp module,
     llvm::function_ref<DimSharding(mlir::Value)> shardingOf);
+
+/// Rewrites every `sum_batch` matmul under `root` as the matmul of its
+/// operands' flattened rows (a rank's local program, after partitioning).
+void flattenSummedBatches(mlir::Operation *root);
 
 } // namespace tessel
 

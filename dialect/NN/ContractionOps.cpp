@@ -25,8 +25,8 @@ struct MatmulDims {
 static FailureOr<MatmulDims> getMatmulDims(std::optional<Location> loc,
                                            RankedTensorType lhs,
                                            RankedTensorType rhs,
-                                           bool transposeLhs,
-                                           bool transposeRhs) {
+                                           bool transposeLhs, bool transposeRhs,
+                                           bool sumBatch = false) {
   if (lhs.getRank() < 2 || rhs.getRank() < 2)
     return nn::detail::inferError(loc, "operands must have rank >= 2, got ", lhs,
                               " and ", rhs);
@@ -55,6 +55,13 @@ static FailureOr<MatmulDims> getMatmulDims(std::optional<Location> loc,
     return nn::detail::inferError(loc, "contracting dimensions differ: lhs has K = ",
                               lhsK, ", rhs has K = ", rhsK);
   dims.k = lhsK;
+  if (sumBatch &&
+      (!transposeLhs || transposeRhs || dims.batch.empty() || dims.sharedRhs))
+    return nn::detail::inferError(
+        loc,
+        "sum_batch needs the rows form: transpose_lhs, no transpose_rhs and "
+        "both operands batched alike, got ",
+        lhs, " and ", rhs);
   return dims;
 }
 
@@ -66,10 +73,12 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *,
   auto rhs = cast<RankedTensorType>(adaptor.getRhs().getType());
   FailureOr<MatmulDims> dims =
       getMatmulDims(loc, lhs, rhs, adaptor.getTransposeLhs(),
-                    adaptor.getTransposeRhs());
+                    adaptor.getTransposeRhs(), adaptor.getSumBatch());
   if (failed(dims))
     return failure();
-  SmallVector<int64_t> shape = dims->batch;
+  SmallVector<int64_t> shape;
+  if (!adaptor.getSumBatch())
+    shape = dims->batch;
   shape.append({dims->m, dims->n});
   results.push_back(RankedTensorType::get(shape, lhs.getElementType()));
   return success();
@@ -92,15 +101,20 @@ int64_t MatmulOp::getFlops() {
   return nn::detail::satMul(2, batch, dims.m, dims.n, dims.k);
 }
 
-// Loops: batch..., m, n, k (k a sum reduction).
+// Loops: batch..., m, n, k (k a sum reduction; the batch loops too with
+// sum_batch).
 SmallVector<utils::IteratorType> MatmulOp::getLoopIteratorTypes() {
-  int64_t numBatch = getType().getRank() - 2;
-  return nn::detail::loopsWithReductions(numBatch + 3, {numBatch + 2});
+  int64_t numBatch = getLhs().getType().getRank() - 2;
+  SmallVector<int64_t> sums;
+  if (getSumBatch())
+    sums = llvm::to_vector(llvm::seq<int64_t>(0, numBatch));
+  sums.push_back(numBatch + 2);
+  return nn::detail::loopsWithReductions(numBatch + 3, sums);
 }
 
 SmallVector<AffineMap> MatmulOp::getIndexingMaps() {
   MLIRContext *ctx = getContext();
-  int64_t numBatch = getType().getRank() - 2;
+  int64_t numBatch = getLhs().getType().getRank() - 2;
   int64_t numLoops = numBatch + 3;
   int64_t m = numBatch, n = numBatch + 1, k = numBatch + 2;
   SmallVector<int64_t> batch = llvm::to_vector(llvm::seq<int64_t>(0, numBatch));
@@ -113,11 +127,12 @@ SmallVector<AffineMap> MatmulOp::getIndexingMaps() {
   return {getTransposeLhs() ? withBatch(true, k, m) : withBatch(true, m, k),
           getTransposeRhs() ? withBatch(!sharedRhs, n, k)
                             : withBatch(!sharedRhs, k, n),
-          withBatch(true, m, n)};
+          withBatch(!getSumBatch(), m, n)};
 }
 
 SmallVector<ReductionKind> MatmulOp::getReductionLoopIteratorKinds() {
-  return {ReductionKind::Sum};
+  int64_t sums = getSumBatch() ? getLhs().getType().getRank() - 1 : 1;
+  return SmallVector<ReductionKind>(sums, ReductionKind::Sum);
 }
 
 //===----------------------------------------------------------------------===//

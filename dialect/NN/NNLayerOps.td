@@ -20,18 +20,28 @@ def NN_MatmulOp : NN_ShardableOp<"matmul", [Pure, InferTypeOpAdaptor, NN_Differe
     a `sum` reduction (a split K leaves partial sums, as in Megatron's
     row-parallel linear).
 
+    `sum_batch` sums over the batch too: the result is `[M, N]`, the sum of
+    every batch's product. It takes the rows form of a weight gradient,
+    `transpose_lhs` with both operands batched alike (`[..., K, M]ᵀ ·
+    [..., K, N]`), whose batch and K dimensions are the rows: one GEMM over
+    the flattened rows, but with the rows' dimensions kept, so that a split
+    of any of them (a sequence over cp) is a partial sum of the weight
+    gradient rather than a gather of both operands.
+
     ```mlir
     %h = nn.matmul %x, %w : (tensor<8x128x768xf32>, tensor<768x3072xf32>) -> tensor<8x128x3072xf32>
     %s = nn.matmul %q, %k transpose_rhs : (tensor<8x64x32xf32>, tensor<8x64x32xf32>) -> tensor<8x64x64xf32>
+    %dw = nn.matmul %x, %dy transpose_lhs sum_batch : (tensor<8x128x768xf32>, tensor<8x128x3072xf32>) -> tensor<768x3072xf32>
     ```
   }];
   let arguments = (ins NN_FloatTensor:$lhs, NN_FloatTensor:$rhs,
-                       UnitAttr:$transpose_lhs, UnitAttr:$transpose_rhs);
+                       UnitAttr:$transpose_lhs, UnitAttr:$transpose_rhs,
+                       UnitAttr:$sum_batch);
   let results = (outs NN_FloatTensor:$result);
   let assemblyFormat = [{
     $lhs `,` $rhs (`transpose_lhs` $transpose_lhs^)?
-    (`transpose_rhs` $transpose_rhs^)? attr-dict `:`
-    functional-type(operands, results)
+    (`transpose_rhs` $transpose_rhs^)? (`sum_batch` $sum_batch^)? attr-dict
+    `:` functional-type(operands, results)
   }];
 }
 

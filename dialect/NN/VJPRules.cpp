@@ -423,6 +423,17 @@ Cotangents MatmulOp::buildVJP(OpBuilder &b, ValueRange cotangents,
   bool transLhs = getTransposeLhs(), transRhs = getTransposeRhs();
   bool sharedRhs = typeOf(rhs).getRank() == 2 && typeOf(lhs).getRank() > 2;
   SmallVector<Value> grads(2);
+  if (getSumBatch()) {
+    // C = Σ_b A[b]ᵀ · B[b], A [..., K, M] and B [..., K, N]: every batch's
+    // dA[b] = B[b] · dCᵀ and dB[b] = A[b] · dC, dC shared by the batches.
+    if (needed[0])
+      grads[0] = MatmulOp::create(b, loc, rhs, dc, /*transpose_lhs=*/false,
+                                  /*transpose_rhs=*/true);
+    if (needed[1])
+      grads[1] = MatmulOp::create(b, loc, lhs, dc, /*transpose_lhs=*/false,
+                                  /*transpose_rhs=*/false);
+    return grads;
+  }
   if (needed[0]) {
     // d op(A) = dC · op(B)ᵀ, [..., M, K]; transposed back when A is stored
     // as [..., K, M].

@@ -29,6 +29,13 @@ GemmOperands gemmOperands(Value lhs, Value rhs, bool transposeLhs,
 LogicalResult lowerMatmul(nn::MatmulOp op, FunctionLowering &fl) {
   GemmOperands g = gemmOperands(op.getLhs(), op.getRhs(), op.getTransposeLhs(),
                                 op.getTransposeRhs());
+  if (op.getSumBatch()) {
+    // The rows form: [..., K, M]ᵀ · [..., K, N] summed over the batch is
+    // one GEMM of the flattened rows, [B·K, M]ᵀ · [B·K, N].
+    g.k *= g.batch;
+    g.batch = 1;
+    g.shared = true;
+  }
   fl.call(rt::tessel_matmul,
           {fl.dtype(op.getResult()), fl.ptr(op.getLhs()), fl.ptr(op.getRhs()),
            fl.ptr(op.getResult()), fl.i64(g.batch), fl.i64(g.m), fl.i64(g.n),

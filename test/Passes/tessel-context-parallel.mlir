@@ -1,6 +1,7 @@
 // RUN: tessel-opt %s -tessel-autodiff -tessel-propagate-sharding="mesh=dp=2,cp=2" -tessel-partition | FileCheck %s
 // RUN: tessel-opt %s -tessel-autodiff -tessel-propagate-sharding="mesh=dp=2,cp=2" -tessel-partition -tessel-plan-memory -tessel-lower-to-runtime -cse | FileCheck %s --check-prefix=LOWER
 // RUN: tessel-opt %s -tessel-autodiff -tessel-propagate-sharding="mesh=tp=2" -tessel-partition | FileCheck %s --check-prefix=NOCP
+// RUN: tessel-opt %s -tessel-autodiff -tessel-propagate-sharding="mesh=dp=2,cp=2" | FileCheck %s --check-prefix=ROWS
 
 // Tests context parallelism (the default rule seq=cp): every activation
 // keeps its block of the sequence, the rope turns its block from the
@@ -20,24 +21,31 @@
 // CHECK-LABEL: func.func @loss_backward(
 // CHECK: nn.attention_grad {{.*}} causal {block_axes = array<i16: 1>} : (tensor<1x4x4x4xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<1x4x4x4xf32>, tensor<1x4x4xf32>, tensor<1x4x4x4xf32>) -> (tensor<1x4x4x4xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>)
 // Each weight's gradient sums the rank's own rows (RowContractions.h): dv
-// and dk reduce-scattered into the sequence's blocks, one GEMM per sample
-// and block ([B, n, S/n, K]ᵀ · [B, n, S/n, N]) summed over both, and one
-// all-reduce over dp and cp for all three; no activation is gathered for
-// them.
+// and dk reduce-scattered into the sequence's blocks, then one GEMM of the
+// rank's flattened rows ([B·S/n, K]ᵀ · [B·S/n, N], the summed batch
+// flattened by the partitioner), and one all-reduce over dp and cp for all
+// three; no activation is gathered for them.
 // CHECK-NOT: shard.all_gather %arg0
 // CHECK: shard.reduce_scatter %{{.*}} on @mesh grid_axes = [1] scatter_axis = 1 : tensor<1x8x2x4xf32> -> tensor<1x4x2x4xf32>
-// CHECK: nn.reshape %arg0 : tensor<1x4x16xf32> -> tensor<1x1x4x16xf32>
-// CHECK: nn.matmul %{{.*}}, %{{.*}} transpose_lhs : (tensor<1x1x4x16xf32>, tensor<1x1x4x8xf32>) -> tensor<1x1x16x8xf32>
-// CHECK: nn.reduce_sum %{{.*}} dims = [0, 1] : tensor<1x1x16x8xf32> -> tensor<16x8xf32>
+// CHECK: nn.reshape %arg0 : tensor<1x4x16xf32> -> tensor<4x16xf32>
+// CHECK: nn.matmul %{{.*}}, %{{.*}} transpose_lhs : (tensor<4x16xf32>, tensor<4x8xf32>) -> tensor<16x8xf32>
 // CHECK: shard.reduce_scatter %{{.*}} on @mesh grid_axes = [1] scatter_axis = 1 : tensor<1x8x2x4xf32> -> tensor<1x4x2x4xf32>
 // CHECK: nn.rope %{{.*}} inverse {block_axes = array<i16: 1>} : tensor<1x4x2x4xf32>
 // CHECK: nn.rope %{{.*}} inverse {block_axes = array<i16: 1>} : tensor<1x4x4x4xf32>
-// CHECK: nn.matmul %{{.*}}, %{{.*}} transpose_lhs : (tensor<1x1x4x16xf32>, tensor<1x1x4x16xf32>) -> tensor<1x1x16x16xf32>
+// CHECK: nn.matmul %{{.*}}, %{{.*}} transpose_lhs : (tensor<4x16xf32>, tensor<4x16xf32>) -> tensor<16x16xf32>
+// CHECK-NOT: sum_batch
 // CHECK-NOT: shard.all_gather
 // CHECK: shard.all_reduce %{{.*}} on @mesh grid_axes = [0, 1] : tensor<512xf32> -> tensor<512xf32>
 
 // The local ops call the runtime's block entries (ABI 31) with the rank's
 // first position, its index over cp (mask 2) times the block's length.
+// Propagation rewrote each weight's gradient over the rows' own
+// dimensions (a summed batch), whose sample loop splits over dp and whose
+// sequence (its K) over cp: both sums.
+// ROWS-LABEL: func.func @loss_backward(
+// ROWS-COUNT-2: nn.matmul %arg0, %{{.*}} transpose_lhs sum_batch {nn.loop_sharding = {{\[}}["dp"], [], [], ["cp"]]} : (tensor<2x8x16xf32>, tensor<2x8x8xf32>) -> tensor<16x8xf32>
+// ROWS: nn.matmul %arg0, %{{.*}} transpose_lhs sum_batch {nn.loop_sharding = {{\[}}["dp"], [], [], ["cp"]]} : (tensor<2x8x16xf32>, tensor<2x8x16xf32>) -> tensor<16x16xf32>
+
 // LOWER-LABEL: llvm.func @tessel_fn_loss(
 // LOWER: %[[MASK:.*]] = llvm.mlir.constant(2 : i32) : i32
 // LOWER: %[[INDEX:.*]] = llvm.call @tessel_group_index(%arg0, %[[MASK]])

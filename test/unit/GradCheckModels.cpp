@@ -360,16 +360,18 @@ GradModel concat(std::mt19937 &rng) {
   return {m.finish(y, out)};
 }
 
-enum class MatmulForm { TwoD, Batched, SharedRhs };
+enum class MatmulForm { TwoD, Batched, SharedRhs, SummedBatch };
 
 GradModel matmul(std::mt19937 &rng, MatmulForm form, bool transposeLhs,
                  bool transposeRhs) {
   ModelBuilder m;
   int64_t M = between(rng, 1, 5), N = between(rng, 1, 5),
           K = between(rng, 1, 5);
+  bool summed = form == MatmulForm::SummedBatch;
   Shape batch = form == MatmulForm::TwoD ? Shape{} : randomShape(rng, 1, 2, 3);
-  Shape lhs = batch, rhs = form == MatmulForm::Batched ? batch : Shape{},
-        out = batch;
+  Shape lhs = batch,
+        rhs = form == MatmulForm::Batched || summed ? batch : Shape{},
+        out = summed ? Shape{} : batch;
   Shape lhsMatrix = transposeLhs ? Shape{K, M} : Shape{M, K};
   Shape rhsMatrix = transposeRhs ? Shape{N, K} : Shape{K, N};
   lhs.insert(lhs.end(), lhsMatrix.begin(), lhsMatrix.end());
@@ -378,8 +380,8 @@ GradModel matmul(std::mt19937 &rng, MatmulForm form, bool transposeLhs,
   std::string a = m.param(lhs), b = m.param(rhs);
   std::string y = m.emit(
       "nn.matmul " + a + ", " + b + (transposeLhs ? " transpose_lhs" : "") +
-      (transposeRhs ? " transpose_rhs" : "") + " : " +
-      fnType({tensorType(lhs), tensorType(rhs)}, tensorType(out)));
+      (transposeRhs ? " transpose_rhs" : "") + (summed ? " sum_batch" : "") +
+      " : " + fnType({tensorType(lhs), tensorType(rhs)}, tensorType(out)));
   return {m.finish(y, out)};
 }
 
@@ -717,6 +719,10 @@ std::vector<GradCase> allCases() {
             1, [form = form, tl, tr](std::mt19937 &rng) {
               return matmul(rng, form, tl, tr);
             });
+  // A weight gradient over rows [B, S]: the one form sum_batch takes.
+  add("matmul_summed_batch_tl", 2, [](std::mt19937 &rng) {
+    return matmul(rng, MatmulForm::SummedBatch, true, false);
+  });
   add("embedding", 3, embedding);
   add("tied_embedding", 2, tiedEmbedding);
   add("attention", 2,

@@ -333,6 +333,16 @@ TEST(ShardingRuleTest, MatmulAndEmbedding) {
        "(d0, d1, d2, d3) -> (d0, d1, d3)\n(d0, d1, d2, d3) -> (d2, d3)\n"
        "(d0, d1, d2, d3) -> (d0, d1, d2)",
        "sum", kNoConstraints},
+      // A summed batch: loops b0, b1, m, n, k with b0, b1 and k sums; lhs
+      // [b0, b1, K, M], rhs [b0, b1, K, N], the result [M, N].
+      {"matmul sum_batch", "%a: tensor<2x3x7x5xf32>, %b: tensor<2x3x7x11xf32>",
+       "%c = nn.matmul %a, %b transpose_lhs sum_batch : "
+       "(tensor<2x3x7x5xf32>, tensor<2x3x7x11xf32>) -> tensor<5x11xf32>",
+       "reduction, reduction, parallel, parallel, reduction",
+       "(d0, d1, d2, d3, d4) -> (d0, d1, d4, d2)\n"
+       "(d0, d1, d2, d3, d4) -> (d0, d1, d4, d3)\n"
+       "(d0, d1, d2, d3, d4) -> (d2, d3)",
+       "sum, sum, sum", kNoConstraints},
       // Only lhs transposed, 2-d: lhs [K, M].
       {"matmul transpose_lhs 2d", "%a: tensor<5x1xf32>, %b: tensor<5x3xf32>",
        "%c = nn.matmul %a, %b transpose_lhs : (tensor<5x1xf32>, "

@@ -33,6 +33,15 @@ func.func @matmul_transpose_lhs(%a: tensor<2x8x4xf32>, %b: tensor<2x8x16xf32>) -
   return %0 : tensor<2x4x16xf32>
 }
 
+// Tests that sum_batch sums the rows form over its batch: [..., K, M]ᵀ ·
+// [..., K, N] -> [M, N] (a weight gradient over [B, S] rows).
+// CHECK-LABEL: func.func @matmul_sum_batch
+// CHECK: nn.matmul %{{.*}}, %{{.*}} transpose_lhs sum_batch : (tensor<2x3x8x4xf32>, tensor<2x3x8x16xf32>) -> tensor<4x16xf32>
+func.func @matmul_sum_batch(%a: tensor<2x3x8x4xf32>, %b: tensor<2x3x8x16xf32>) -> tensor<4x16xf32> {
+  %0 = nn.matmul %a, %b transpose_lhs sum_batch : (tensor<2x3x8x4xf32>, tensor<2x3x8x16xf32>) -> tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
+}
+
 // Tests that transpose_rhs reads rhs as [N, K], as in q kᵀ.
 // CHECK-LABEL: func.func @matmul_transpose_rhs
 // CHECK: nn.matmul %{{.*}}, %{{.*}} transpose_rhs : (tensor<8x64x32xf32>, tensor<8x48x32xf32>) -> tensor<8x64x48xf32>

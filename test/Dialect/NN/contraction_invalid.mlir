@@ -40,6 +40,44 @@ func.func @matmul_batch_rank(%a: tensor<2x3x4x8xf32>, %b: tensor<3x8x16xf32>) ->
 
 // -----
 
+// Tests that sum_batch takes only the rows form: lhs transposed, rhs not,
+// both batched alike.
+func.func @matmul_sum_batch_not_transposed(%a: tensor<2x4x8xf32>, %b: tensor<2x8x16xf32>) -> tensor<4x16xf32> {
+  // expected-error @+2 {{sum_batch needs the rows form: transpose_lhs, no transpose_rhs and both operands batched alike, got 'tensor<2x4x8xf32>' and 'tensor<2x8x16xf32>'}}
+  // expected-error @+1 {{'nn.matmul' op failed to infer returned types}}
+  %0 = nn.matmul %a, %b sum_batch : (tensor<2x4x8xf32>, tensor<2x8x16xf32>) -> tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
+}
+
+// -----
+
+func.func @matmul_sum_batch_shared_rhs(%a: tensor<2x8x4xf32>, %b: tensor<8x16xf32>) -> tensor<4x16xf32> {
+  // expected-error @+2 {{sum_batch needs the rows form: transpose_lhs, no transpose_rhs and both operands batched alike, got 'tensor<2x8x4xf32>' and 'tensor<8x16xf32>'}}
+  // expected-error @+1 {{'nn.matmul' op failed to infer returned types}}
+  %0 = nn.matmul %a, %b transpose_lhs sum_batch : (tensor<2x8x4xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
+}
+
+// -----
+
+func.func @matmul_sum_batch_matrix(%a: tensor<8x4xf32>, %b: tensor<8x16xf32>) -> tensor<4x16xf32> {
+  // expected-error @+2 {{sum_batch needs the rows form: transpose_lhs, no transpose_rhs and both operands batched alike, got 'tensor<8x4xf32>' and 'tensor<8x16xf32>'}}
+  // expected-error @+1 {{'nn.matmul' op failed to infer returned types}}
+  %0 = nn.matmul %a, %b transpose_lhs sum_batch : (tensor<8x4xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
+}
+
+// -----
+
+func.func @matmul_sum_batch_transposed_rhs(%a: tensor<2x8x4xf32>, %b: tensor<2x16x8xf32>) -> tensor<4x16xf32> {
+  // expected-error @+2 {{sum_batch needs the rows form: transpose_lhs, no transpose_rhs and both operands batched alike, got 'tensor<2x8x4xf32>' and 'tensor<2x16x8xf32>'}}
+  // expected-error @+1 {{'nn.matmul' op failed to infer returned types}}
+  %0 = nn.matmul %a, %b transpose_lhs transpose_rhs sum_batch : (tensor<2x8x4xf32>, tensor<2x16x8xf32>) -> tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
+}
+
+// -----
+
 // Tests that matmul rejects a batched rhs whose batch dimensions differ from lhs's.
 func.func @matmul_batch_dims(%a: tensor<2x4x8xf32>, %b: tensor<3x8x16xf32>) -> tensor<2x4x16xf32> {
   // expected-error @+2 {{batch dimensions differ: lhs 'tensor<2x4x8xf32>' and rhs 'tensor<3x8x16xf32>'}}
