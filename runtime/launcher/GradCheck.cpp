@@ -4,8 +4,16 @@
 // steps) against the loss's rounding noise (small steps). An f32 loss of
 // a batch carries ~1e-7 relative noise while one weight of a large model
 // moves it by ~1e-5 per unit, so no fixed step serves every parameter: the
-// four-point stencil starts at h = 0.1·max(1, |x|) (f64: 1e-3·max(1, |x|))
-// and halves h until two successive estimates agree within the noise.
+// four-point stencil starts at h = 0.1·max(1, |x|) and halves h, up to 5
+// times, until two successive estimates agree within the noise (f64: from
+// 1e-2·max(1, |x|), up to 8 times, to the same smallest step of about
+// 4e-5). f64 starts at the larger step for the same reason: its O(h⁴)
+// truncation is far below a tolerance of 1e-6 at 1e-2 for a smooth loss,
+// while at 1e-3 the rounding of llama's loss (about twice the 2-ulp model)
+// already set successive estimates of a small gradient element apart by
+// more than the resolution, and each halving only doubled it: wk's worst
+// element settled at h ≈ 3e-5 with a relative error of 1.8e-6 and failed
+// the check, where the first step of 1e-2 settles at once within 6e-8.
 //
 // On a mesh every rank runs the same check in lockstep: the gradients are
 // the reduced ones, gathered whole; the loss is the mean over the ranks
@@ -116,8 +124,10 @@ std::vector<int64_t> candidateOrder(const std::vector<double> &grad,
   return out;
 }
 
-/// The first (largest) step, relative to max(1, |x|).
-double firstStep(int32_t dtype) { return dtype == TESSEL_F64 ? 1e-3 : 1e-1; }
+/// The first (largest) step, relative to max(1, |x|), and how often it may
+/// be halved.
+double firstStep(int32_t dtype) { return dtype == TESSEL_F64 ? 1e-2 : 1e-1; }
+int maxHalvings(int32_t dtype) { return dtype == TESSEL_F64 ? 8 : 5; }
 
 /// A gathered global tensor's elements as f64 (f32 or f64 only: a 16-bit
 /// parameter is refused before).
@@ -161,8 +171,8 @@ double defaultTolerance(int32_t dtype) {
 
 std::optional<double>
 tessel::run::adaptiveDifference(const std::function<double(double)> &f,
-                                double h, double noise, double resolution) {
-  constexpr int maxHalvings = 5;
+                                double h, double noise, double resolution,
+                                int maxHalvings) {
   double fh = f(h), fmh = f(-h);
   double previous = (8 * (fh - fmh) - (f(2 * h) - f(-2 * h))) / (12 * h);
   for (int k = 0; k < maxHalvings; ++k) {
@@ -318,7 +328,7 @@ void compareWithFiniteDifferences(CheckedProgram &program,
               access.write(*c.tensor, c.arena, c.local, x + offset);
             return program.loss();
           },
-          h, lossNoise, resolution);
+          h, lossNoise, resolution, maxHalvings(p->dtypeCode));
       for (size_t c = 0; c < copies.size(); ++c)
         access.restore(*copies[c].tensor, copies[c].arena, copies[c].local,
                        originals[c]);

@@ -81,7 +81,7 @@ void checkPipelineGradients(const LoadedModel &model, tessel_ctx *ctx,
 /// being 15/16 of D(h)'s error), so a resolution below the comparison's
 /// tolerance settles an estimate whose rounding the 2-ulp noise model
 /// understates (GPT's f64 loss rounds ~10 times coarser). Each halving costs
-/// two more evaluations.
+/// two more evaluations; after `maxHalvings` without agreement it gives up.
 ///
 /// Estimates that never settle mean f is not smooth at the step's scale: a
 /// ReLU or max kink within 2h, whose one-sided slopes the stencil averages
@@ -92,7 +92,8 @@ void checkPipelineGradients(const LoadedModel &model, tessel_ctx *ctx,
 /// cannot hide a wrong gradient.
 std::optional<double> adaptiveDifference(const std::function<double(double)> &f,
                                          double h, double noise,
-                                         double resolution);
+                                         double resolution,
+                                         int maxHalvings = 5);
 
 } // namespace tessel::run
 

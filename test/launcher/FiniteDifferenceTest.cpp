@@ -18,12 +18,12 @@ using tessel::run::adaptiveDifference;
 namespace {
 
 TEST(FiniteDifferenceTest, SmoothFunctionsSettleOnTheirDerivative) {
-  // sin at 0.3 and exp at -1, from steps of 1e-3 (f64's first step) and
-  // 0.1 (f32's), settled at a resolution of 1e-9: the O(h⁴) stencil's
+  // sin at 0.3 and exp at -1, from steps of 1e-2 (f64's first step), 1e-3
+  // and 0.1 (f32's), settled at a resolution of 1e-9: the O(h⁴) stencil's
   // successive estimates fall below it, and the last is closer still.
   auto sine = [](double t) { return std::sin(0.3 + t); };
   auto exponential = [](double t) { return std::exp(-1 + t); };
-  for (double h : {1e-3, 1e-1}) {
+  for (double h : {1e-2, 1e-3, 1e-1}) {
     std::optional<double> d = adaptiveDifference(sine, h, 1e-16, 1e-9);
     ASSERT_TRUE(d.has_value()) << h;
     EXPECT_NEAR(*d, std::cos(0.3), 1e-10) << h;
@@ -35,11 +35,14 @@ TEST(FiniteDifferenceTest, SmoothFunctionsSettleOnTheirDerivative) {
 
 TEST(FiniteDifferenceTest, AKinkWithinTheStepsDoesNotSettle) {
   // relu(t − k) + t/2 has slope 1/2 left of k and 3/2 right of it. A kink
-  // inside the smallest stencil (2h/32 = 6.25e-5 from h = 1e-3) averages
-  // the two slopes at every step: no estimate settles.
+  // inside the smallest stencil (2h/32 = 6.25e-5 from h = 1e-3 after 5
+  // halvings; 2h/256 ≈ 7.8e-5 from f64's h = 1e-2 after 8) averages the
+  // two slopes at every step: no estimate settles.
   for (double k : {1e-5, -3e-5, 5e-7}) {
     auto kinked = [k](double t) { return std::max(0.0, t - k) + t / 2; };
     EXPECT_FALSE(adaptiveDifference(kinked, 1e-3, 1e-16, 1e-9).has_value())
+        << k;
+    EXPECT_FALSE(adaptiveDifference(kinked, 1e-2, 1e-16, 1e-9, 8).has_value())
         << k;
   }
   // One the steps leave behind after halving is no obstacle: the smaller
