@@ -258,12 +258,39 @@ tessel::trainingStateReport(const llvm::json::Object &description) {
   if (!tensors || !description.getObject("train"))
     return std::nullopt;
   int64_t stage = description.getInteger("zero_stage").value_or(0);
-  int64_t group = 1;
+  // A chunk's group: the product of its axes' sizes (dp where it names
+  // none). N, the formulas' divisor, is the largest: dp·cp, which every
+  // parameter not split over cp shards over.
+  llvm::StringMap<int64_t> axisSize;
   if (const llvm::json::Object *mesh = description.getObject("mesh"))
     if (const llvm::json::Array *axes = mesh->getArray("axes"))
       for (auto [i, axis] : llvm::enumerate(*axes))
-        if (axis.getAsString() == kDataAxisName)
-          group = (*mesh->getArray("shape"))[i].getAsInteger().value_or(1);
+        axisSize[axis.getAsString().value_or("")] =
+            (*mesh->getArray("shape"))[i].getAsInteger().value_or(1);
+  std::string zeroAxes = kDataAxisName.str();
+  auto groupOf = [&](const llvm::json::Object &zero) {
+    int64_t size = 1;
+    std::string names;
+    if (const llvm::json::Array *axes = zero.getArray("axes"))
+      for (const llvm::json::Value &axis : *axes) {
+        StringRef name = axis.getAsString().value_or("");
+        size *= axisSize.lookup(name) ? axisSize.lookup(name) : 1;
+        names += (names.empty() ? "" : "·") + name.str();
+      }
+    return std::make_pair(size, names);
+  };
+  int64_t group =
+      axisSize.lookup(kDataAxisName) ? axisSize.lookup(kDataAxisName) : 1;
+  if (const llvm::json::Array *tensors = description.getArray("tensors"))
+    for (const llvm::json::Value &value : *tensors)
+      if (const llvm::json::Object *zero =
+              value.getAsObject()->getObject("zero")) {
+        auto [size, names] = groupOf(*zero);
+        if (size > group || (size == group && zeroAxes != names)) {
+          group = size;
+          zeroAxes = names;
+        }
+      }
   // Per role: bytes a rank holds, and bytes per parameter element. A
   // parameter's f32 master copy (mixed precision) is a state of its own
   // row, "master".
@@ -301,10 +328,11 @@ tessel::trainingStateReport(const llvm::json::Object &description) {
       for (auto [d, size] : llvm::enumerate(*shape))
         if (static_cast<int64_t>(d) >= dims)
           inner *= size.getAsInteger().value_or(0);
-    int64_t chunk = (inner + group - 1) / group;
-    if (chunk * group != inner && paddedNames.insert(owner).second)
+    int64_t own = std::max<int64_t>(1, groupOf(*zero).first);
+    int64_t chunk = (inner + own - 1) / own;
+    if (chunk * own != inner && paddedNames.insert(owner).second)
       padded.push_back(llvm::json::Object{
-          {"name", owner}, {"elements", inner}, {"padded", chunk * group}});
+          {"name", owner}, {"elements", inner}, {"padded", chunk * own}});
   }
   // Optimizer states (and master weights) per parameter: their bytes over
   // the parameter's.
@@ -319,6 +347,7 @@ tessel::trainingStateReport(const llvm::json::Object &description) {
   int64_t gradBytes = perElement.lookup("grad");
   llvm::json::Object report{{"zero_stage", stage},
                             {"dp", group},
+                            {"zero_axes", zeroAxes},
                             {"parameters", parameters}};
   int64_t whole = 0, sharded = 0, total = 0;
   double formulaTotal = 0;
@@ -435,8 +464,9 @@ void tessel::printHumanReport(llvm::raw_ostream &os,
   if (const llvm::json::Object *state = report.getObject("training_state")) {
     int64_t stage = state->getInteger("zero_stage").value_or(0);
     os << "  training state per rank ("
-       << (stage > 0 ? "ZeRO-" + std::to_string(stage) + " over dp=" +
-                           std::to_string(*state->getInteger("dp"))
+       << (stage > 0 ? "ZeRO-" + std::to_string(stage) + " over " +
+                           state->getString("zero_axes").value_or("dp").str() +
+                           "=" + std::to_string(*state->getInteger("dp"))
                      : std::string("not sharded"))
        << "; Ψ = " << *state->getInteger("parameters")
        << " parameters per rank before ZeRO)\n";

@@ -391,7 +391,7 @@ bool splitsOverContext(ModuleOp model, const CompilePipelineOptions &given) {
     return false; // each candidate's compile says why
   llvm::StringSet<> overContext;
   for (const auto &[logical, meshAxis] : *rules)
-    if (meshAxis == "cp")
+    if (meshAxis == kContextAxisName)
       overContext.insert(logical);
   bool found = false;
   model.walk([&](func::FuncOp func) {
@@ -520,7 +520,7 @@ std::vector<Candidate> planner::plan(ModuleOp model, const Settings &settings) {
         if ((n / pp / cp) % tp)
           continue;
         int64_t dp = n / pp / cp / tp;
-        for (int64_t zero = 0; zero <= (dp > 1 ? 3 : 0); ++zero) {
+        for (int64_t zero = 0; zero <= (dp * cp > 1 ? 3 : 0); ++zero) {
           std::vector<std::string> schedules = {""};
           if (pp > 1)
             schedules = {"1f1b", "zb-h1", "interleaved", "zb-v", "dualpipev"};

@@ -2,7 +2,7 @@
 //
 // tessel-plan's search (DESIGN §2, "Planner"): every (dp, cp, tp, pp) whose
 // product is the device count (cp > 1 where the rules split some argument's
-// dimension over cp), with each ZeRO stage where dp > 1, each pipeline
+// dimension over cp), with each ZeRO stage where dp·cp > 1, each pipeline
 // schedule where pp > 1 and with and without sequence parallelism where
 // tp > 1, is compiled (the whole plan and lowering
 // pipeline, no code generation) and its report read: the flops of a step per

@@ -31,8 +31,11 @@ inline constexpr llvm::StringLiteral kShardingAttr = "nn.sharding";
 inline constexpr llvm::StringLiteral kLoopShardingAttr = "nn.loop_sharding";
 /// The mesh axis pipeline stages split (tessel-pipeline-split).
 inline constexpr llvm::StringLiteral kPipelineAxisName = "pp";
-/// The mesh axis ZeRO shards the training state over (tessel-zero).
+/// The mesh axes ZeRO shards the training state over (tessel-zero): data
+/// parallelism's, and context parallelism's, whose ranks hold the same
+/// parameters and sum their gradients as dp's do.
 inline constexpr llvm::StringLiteral kDataAxisName = "dp";
+inline constexpr llvm::StringLiteral kContextAxisName = "cp";
 
 /// Mesh axes splitting one dimension (or loop), outer first.
 using MeshAxes = llvm::SmallVector<int16_t, 2>;

@@ -1,11 +1,17 @@
-//===- Zero.cpp - tessel-zero: training state sharded over dp (ZeRO) ------===//
+//===- Zero.cpp - tessel-zero: training state sharded over dp·cp (ZeRO) ---===//
 //
 // ZeRO (Rajbhandari et al.) and FSDP on a partitioned step. Every trained
 // parameter's local block is flattened — a stacked layer parameter [L, ...]
 // row by row, so each layer shards on its own — and zero-padded to G·s
-// elements, G the dp group and s = ceil(elements / G); rank g of the group
-// keeps elements [g·s, (g+1)·s). The padding never changes: its gradient
-// is 0, so the optimizer keeps it at 0.
+// elements, G the group of its data axes and s = ceil(elements / G); rank g
+// of the group keeps elements [g·s, (g+1)·s). The padding never changes:
+// its gradient is 0, so the optimizer keeps it at 0.
+//
+// The data axes are dp and cp, as Megatron's distributed optimizer shards
+// over its data-parallel group with the context-parallel ranks in it: a
+// parameter is whole on every rank of both and its gradient is summed over
+// both. A parameter split over cp (a position table under `seq`) shards
+// over dp alone.
 //
 //===----------------------------------------------------------------------===//
 
@@ -45,6 +51,7 @@ struct ShardPlan {
   int64_t inner = 0;      // elements of one row: block[dims:]
   int64_t chunk = 0;      // s: a rank's elements of one row
   int64_t group = 1;      // G
+  SmallVector<int16_t> axes; // the data axes it shards over, in mesh order
 
   SmallVector<int64_t> prefix() const {
     return SmallVector<int64_t>(block.getShape().take_front(dims));
@@ -76,10 +83,11 @@ struct ShardPlan {
 
 class ZeroRewriter {
 public:
-  ZeroRewriter(ModuleOp module, int16_t axis, int64_t group, int64_t stage,
-               bool reshardAfterForward)
-      : module(module), builder(module.getContext()), axis(axis), group(group),
-        stage(stage), reshardAfterForward(reshardAfterForward) {}
+  ZeroRewriter(ModuleOp module, const Mesh &mesh, ArrayRef<int16_t> dataAxes,
+               int64_t stage, bool reshardAfterForward)
+      : module(module), builder(module.getContext()), mesh(mesh),
+        dataAxes(dataAxes), stage(stage),
+        reshardAfterForward(reshardAfterForward) {}
 
   LogicalResult run();
 
@@ -115,10 +123,14 @@ private:
   void shardParameters(func::FuncOp func, bool backward);
   void gatherInLayers(Value stack, const ShardPlan &plan);
 
+  /// The axes the chunks of a clipping norm's sum of squares are sharded
+  /// over (their plans' axes, which one sum shares), or failure.
+  FailureOr<SmallVector<int16_t>> chunkAxes(nn::SumSquaresOp squares);
+
   ModuleOp module;
   OpBuilder builder;
-  int16_t axis;
-  int64_t group;
+  const Mesh &mesh;
+  SmallVector<int16_t> dataAxes;
   int64_t stage;
   bool reshardAfterForward;
   func::FuncOp model, backward, update;
@@ -180,24 +192,22 @@ Value ZeroRewriter::unflatten(Location loc, Value padded,
 Value ZeroRewriter::reduceScatter(Location loc, Value padded,
                                   const ShardPlan &plan) {
   return shard::ReduceScatterOp::create(
-      builder, loc, typedLike(plan, padded).shard(), kMeshName, ArrayRef<int16_t>{axis}, padded,
-      shard::ReductionKind::Sum, APInt(64, plan.dims));
+      builder, loc, typedLike(plan, padded).shard(), kMeshName, plan.axes,
+      padded, shard::ReductionKind::Sum, APInt(64, plan.dims));
 }
 
 Value ZeroRewriter::allGather(Location loc, Value shard,
                               const ShardPlan &plan) {
   return shard::AllGatherOp::create(builder, loc,
                                     typedLike(plan, shard).padded(), kMeshName,
-                                    ArrayRef<int16_t>{axis}, shard,
-                                    APInt(64, plan.dims));
+                                    plan.axes, shard, APInt(64, plan.dims));
 }
 
 Value ZeroRewriter::localChunk(Location loc, Value padded,
                                const ShardPlan &plan) {
   return shard::AllSliceOp::create(builder, loc,
                                    typedLike(plan, padded).shard(), padded,
-                                   kMeshName, ArrayRef<int16_t>{axis},
-                                   plan.dims);
+                                   kMeshName, plan.axes, plan.dims);
 }
 
 Value ZeroRewriter::allReduce(Location loc, Value value,
@@ -212,26 +222,28 @@ Value ZeroRewriter::allReduce(Location loc, Value value,
                                     shard::ReductionKind::Sum));
 }
 
-/// The dp sum `value` comes from, looking through a widening cast (under
-/// bf16 the gradient is reduced in bf16, then cast to the f32
-/// accumulator): the all-reduce, or null.
-static shard::AllReduceOp dataParallelSum(Value value, int16_t axis,
+/// The sum over every one of `axes` that `value` comes from, looking
+/// through a widening cast (under bf16 the gradient is reduced in bf16,
+/// then cast to the f32 accumulator): the all-reduce, or null.
+static shard::AllReduceOp dataParallelSum(Value value, ArrayRef<int16_t> axes,
                                           nn::CastOp &widen) {
   widen = value.getDefiningOp<nn::CastOp>();
   auto reduce = (widen ? widen.getInput() : value)
                     .getDefiningOp<shard::AllReduceOp>();
   if (!reduce || reduce.getReduction() != shard::ReductionKind::Sum ||
-      !llvm::is_contained(reduce.getGridAxes(), axis))
+      llvm::any_of(axes, [&](int16_t axis) {
+        return !llvm::is_contained(reduce.getGridAxes(), axis);
+      }))
     return nullptr;
   return reduce;
 }
 
-/// The axes of `reduce` but `axis`.
+/// The axes of `reduce` but `axes`.
 static SmallVector<int16_t> otherAxes(shard::AllReduceOp reduce,
-                                      int16_t axis) {
+                                      ArrayRef<int16_t> axes) {
   SmallVector<int16_t> others;
   for (int16_t a : reduce.getGridAxes())
-    if (a != axis)
+    if (!llvm::is_contained(axes, a))
       others.push_back(a);
   return others;
 }
@@ -239,18 +251,18 @@ static SmallVector<int16_t> otherAxes(shard::AllReduceOp reduce,
 Value ZeroRewriter::gradientChunk(Location loc, Value value,
                                   const ShardPlan &plan) {
   nn::CastOp widen;
-  if (shard::AllReduceOp reduce = dataParallelSum(value, axis, widen)) {
-    // Sum over dp by the reduce-scatter, then over the other axes on the
-    // chunk only; in the reduction's own type.
+  if (shard::AllReduceOp reduce = dataParallelSum(value, plan.axes, widen)) {
+    // Sum over the data axes by the reduce-scatter, then over the other
+    // axes on the chunk only; in the reduction's own type.
     Value chunk = reduceScatter(
         loc, flattenPadded(loc, reduce.getInput(), plan), plan);
-    chunk = allReduce(loc, chunk, otherAxes(reduce, axis));
+    chunk = allReduce(loc, chunk, otherAxes(reduce, plan.axes));
     if (widen)
       chunk = nn::CastOp::create(builder, loc,
                                  typedLike(plan, widen).shard(), chunk);
     return chunk;
   }
-  // Already whole on every dp rank: each keeps its chunk.
+  // Already whole on every rank of the data axes: each keeps its chunk.
   return localChunk(loc, flattenPadded(loc, value, plan), plan);
 }
 
@@ -260,12 +272,17 @@ Value ZeroRewriter::gradientChunk(Location loc, Value value,
 
 void ZeroRewriter::markArgument(func::FuncOp func, unsigned i,
                                 const ShardPlan &plan) {
-  func.setArgAttr(
-      i, kZeroAttr,
-      builder.getDictionaryAttr(
-          {builder.getNamedAttr(
-               "block", builder.getDenseI64ArrayAttr(plan.block.getShape())),
-           builder.getNamedAttr("dims", builder.getI64IntegerAttr(plan.dims))}));
+  SmallVector<NamedAttribute> entries = {
+      builder.getNamedAttr("block",
+                           builder.getDenseI64ArrayAttr(plan.block.getShape())),
+      builder.getNamedAttr("dims", builder.getI64IntegerAttr(plan.dims))};
+  // The axes where they are not dp alone (the attribute's default).
+  SmallVector<StringRef> names = llvm::map_to_vector(
+      plan.axes, [&](int16_t axis) -> StringRef { return mesh.axes[axis]; });
+  if (names != ArrayRef<StringRef>{kDataAxisName})
+    entries.push_back(
+        builder.getNamedAttr("axes", builder.getStrArrayAttr(names)));
+  func.setArgAttr(i, kZeroAttr, builder.getDictionaryAttr(entries));
 }
 
 void ZeroRewriter::retypeArgument(func::FuncOp func, unsigned i,
@@ -325,7 +342,23 @@ LogicalResult ZeroRewriter::planParameters() {
              << "tessel-autodiff";
     ShardPlan plan;
     plan.block = cast<RankedTensorType>(param.getType());
-    plan.group = group;
+    // The data axes that do not split the parameter already.
+    MeshAxes split;
+    if (Attribute sharding =
+            update.getArgAttr(param.getArgNumber(), kShardingAttr)) {
+      std::string error;
+      if (std::optional<DimSharding> dims =
+              shardingFromAttr(sharding, mesh, error))
+        split = usedAxes(*dims);
+    }
+    for (int16_t axis : dataAxes)
+      if (!llvm::is_contained(split, axis)) {
+        plan.axes.push_back(axis);
+        plan.group *= mesh.shape[axis];
+      }
+    // Split over every data axis already: nothing left to shard.
+    if (plan.group == 1)
+      continue;
     // A layer stack shards per layer: each layer gathers only its own.
     for (unsigned i = 0, e = backward.getNumArguments(); i < e; ++i)
       if (backward.getArgAttr(i, nn::NNDialect::kParamAttrName) ==
@@ -337,7 +370,7 @@ LogicalResult ZeroRewriter::planParameters() {
     plan.inner = 1;
     for (int64_t size : plan.block.getShape().drop_front(plan.dims))
       plan.inner *= size;
-    plan.chunk = (plan.inner + group - 1) / group;
+    plan.chunk = (plan.inner + plan.group - 1) / plan.group;
     plans[name.getValue()] = plan;
   }
   return success();
@@ -357,7 +390,10 @@ LogicalResult ZeroRewriter::rewriteUpdate() {
                          .getArgAttrOfType<StringAttr>(
                              param.getArgNumber(), nn::NNDialect::kParamAttrName)
                          .getValue();
-    const ShardPlan &plan = plans[name];
+    auto found = plans.find(name);
+    if (found == plans.end())
+      continue;
+    const ShardPlan &plan = found->second;
     Location loc = step.getLoc();
     for (Value state : step.getStates()) {
       auto arg = dyn_cast<BlockArgument>(state);
@@ -411,14 +447,46 @@ LogicalResult ZeroRewriter::rewriteUpdate() {
   // The clipping norm: a sum over every rank's chunks.
   for (auto squares :
        llvm::make_early_inc_range(body.getOps<nn::SumSquaresOp>())) {
+    FailureOr<SmallVector<int16_t>> axes = chunkAxes(squares);
+    if (failed(axes))
+      return failure();
+    if (axes->empty())
+      continue;
     builder.setInsertionPointAfter(squares);
-    Value total = allReduce(squares.getLoc(), squares.getResult(), {axis});
+    Value total = allReduce(squares.getLoc(), squares.getResult(), *axes);
     squares.getResult().replaceAllUsesExcept(total, total.getDefiningOp());
   }
   syncFunctionType(update);
   return success();
 }
 
+FailureOr<SmallVector<int16_t>>
+ZeroRewriter::chunkAxes(nn::SumSquaresOp squares) {
+  std::optional<SmallVector<int16_t>> common;
+  for (Value operand : squares->getOperands()) {
+    // A chunk is an argument (stages 2, 3) or a reduce-scatter or slice of
+    // the gradient (1), perhaps widened.
+    if (auto cast = operand.getDefiningOp<nn::CastOp>())
+      operand = cast.getInput();
+    SmallVector<int16_t> axes;
+    if (auto arg = dyn_cast<BlockArgument>(operand)) {
+      if (auto name = update.getArgAttrOfType<StringAttr>(
+              arg.getArgNumber(), nn::NNDialect::kGradAttrName);
+          name && plans.count(name.getValue()))
+        axes = plans[name.getValue()].axes;
+    } else if (auto scatter = operand.getDefiningOp<shard::ReduceScatterOp>()) {
+      axes = llvm::to_vector(scatter.getGridAxes());
+    } else if (auto slice = operand.getDefiningOp<shard::AllSliceOp>()) {
+      axes = llvm::to_vector(slice.getGridAxes());
+    }
+    if (common && *common != axes)
+      return squares.emitOpError()
+             << "sums the squares of gradients sharded over different mesh "
+                "axes; tessel-zero cannot complete the norm";
+    common = axes;
+  }
+  return common ? *common : SmallVector<int16_t>();
+}
 
 //===----------------------------------------------------------------------===//
 // The backward: gradients
@@ -434,15 +502,16 @@ static StringRef gradName(func::FuncOp func, Value acc) {
   return name ? name.getValue() : StringRef();
 }
 
-/// `value` without its all-reduce over `axis` (the rest of its axes kept,
+/// `value` without its all-reduce over `axes` (the rest of its axes kept,
 /// a widening cast redone on the partial sum): this rank's partial sum
-/// over dp. Null when `value` is not such a sum.
-static Value withoutReduction(OpBuilder &builder, Value value, int16_t axis) {
+/// over the data axes. Null when `value` is not such a sum.
+static Value withoutReduction(OpBuilder &builder, Value value,
+                              ArrayRef<int16_t> axes) {
   nn::CastOp widen;
-  shard::AllReduceOp reduce = dataParallelSum(value, axis, widen);
+  shard::AllReduceOp reduce = dataParallelSum(value, axes, widen);
   if (!reduce)
     return nullptr;
-  SmallVector<int16_t> others = otherAxes(reduce, axis);
+  SmallVector<int16_t> others = otherAxes(reduce, axes);
   Value partial = reduce.getInput();
   builder.setInsertionPoint(reduce);
   if (!others.empty())
@@ -477,7 +546,7 @@ void ZeroRewriter::rewriteGradients(func::FuncOp func) {
       continue;
     }
     if (stage == 1) {
-      if (Value partial = withoutReduction(builder, value, axis)) {
+      if (Value partial = withoutReduction(builder, value, plan->second.axes)) {
         acc.getValueMutable().set(partial);
         partialGrads.insert(name);
       }
@@ -510,7 +579,7 @@ void ZeroRewriter::rewriteLayerGradients(
     OpOperand &returned = ret->getOpOperand(index);
     Value value = returned.get();
     if (stage == 1) {
-      if (Value partial = withoutReduction(builder, value, axis)) {
+      if (Value partial = withoutReduction(builder, value, plan.axes)) {
         returned.set(partial);
         partialGrads.insert(name);
       }
@@ -672,26 +741,33 @@ struct ZeroPass : public tessel::impl::ZeroPassBase<ZeroPass> {
     FailureOr<std::optional<Mesh>> mesh = meshFromModule(module);
     if (failed(mesh))
       return signalPassFailure();
-    std::optional<int16_t> axis =
-        *mesh ? (*mesh)->axisIndex(kDataAxisName) : std::nullopt;
-    if (!axis) {
+    // The data axes, dp and cp, in mesh order.
+    SmallVector<int16_t> dataAxes;
+    int64_t group = 1;
+    if (*mesh)
+      for (auto [index, name] : llvm::enumerate((*mesh)->axes))
+        if (name == kDataAxisName || name == kContextAxisName) {
+          dataAxes.push_back(static_cast<int16_t>(index));
+          group *= (*mesh)->shape[index];
+        }
+    if (dataAxes.empty()) {
       module.emitError() << "tessel-zero shards the training state over the "
-                            "mesh axis '"
-                         << kDataAxisName << "', and "
+                            "mesh axes '"
+                         << kDataAxisName << "' and '" << kContextAxisName
+                         << "', and "
                          << (*mesh ? "mesh " + (*mesh)->toString() +
-                                         " has none"
+                                         " has neither"
                                    : std::string("the module has no mesh"))
                          << " (e.g. --mesh dp=4)";
       return signalPassFailure();
     }
-    int64_t group = (*mesh)->shape[*axis];
     module->setAttr(kZeroStageAttr,
                     IntegerAttr::get(IntegerType::get(&getContext(), 64),
                                      group > 1 ? stage : 0));
     // Nothing to shard over one data-parallel rank.
     if (group == 1)
       return;
-    ZeroRewriter rewriter(module, *axis, group, stage, reshardAfterForward);
+    ZeroRewriter rewriter(module, **mesh, dataAxes, stage, reshardAfterForward);
     if (failed(rewriter.run()))
       return signalPassFailure();
     // What is left to all-reduce of the gradients (over other axes) is

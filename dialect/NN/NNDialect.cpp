@@ -232,22 +232,31 @@ RankedTensorType NNDialect::blockTypeOf(FunctionOpInterface func,
   return RankedTensorType::get(block.asArrayRef(), type.getElementType());
 }
 
-/// `nn.zero = {block = array<i64: ...>, dims = k}` on an argument of `type`:
-/// the block's leading k dimensions, then one chunk of the rest.
+/// `nn.zero = {block = array<i64: ...>, dims = k[, axes = ["dp", ...]]}` on
+/// an argument of `type`: the block's leading k dimensions, then one chunk
+/// of the rest, split over the named mesh axes (dp where none are named).
 static LogicalResult verifyZero(FunctionOpInterface func, unsigned argIndex,
                                 Attribute value, RankedTensorType type) {
   auto zero = dyn_cast<DictionaryAttr>(value);
   auto block =
       zero ? dyn_cast_or_null<DenseI64ArrayAttr>(zero.get("block")) : nullptr;
   auto dims = zero ? dyn_cast_or_null<IntegerAttr>(zero.get("dims")) : nullptr;
+  Attribute axes = zero ? zero.get("axes") : nullptr;
   auto fail = [&]() {
     return func.emitOpError()
            << "argument #" << argIndex << ": 'nn.zero' must be {block = "
            << "array<i64: ...>, dims = k}: the block before the split, whose "
            << "first k dimensions the argument " << type
-           << " keeps, then one chunk of the rest";
+           << " keeps, then one chunk of the rest (and axes = [\"dp\", ...]"
+           << ", the mesh axes it is a chunk over, where not dp alone)";
   };
-  if (!block || !dims || zero.size() != 2 || dims.getInt() < 0 ||
+  auto names = dyn_cast_or_null<ArrayAttr>(axes);
+  if (axes && (!names || names.empty() || !llvm::all_of(names, [](Attribute a) {
+        auto s = dyn_cast<StringAttr>(a);
+        return s && !s.getValue().empty();
+      })))
+    return fail();
+  if (!block || !dims || zero.size() != (axes ? 3u : 2u) || dims.getInt() < 0 ||
       dims.getInt() > static_cast<int64_t>(block.size()) ||
       type.getRank() != dims.getInt() + 1 ||
       llvm::any_of(block.asArrayRef(), [](int64_t size) { return size < 0; }))

@@ -390,7 +390,8 @@ void ModelAbiEmitter::addLayers(json::Object &tensor, func::FuncOp func,
 }
 
 /// A ZeRO chunk (tessel-zero): the block it is cut from, the leading
-/// dimensions kept whole, and the axis that splits the rest.
+/// dimensions kept whole, and the axes that split the rest (dp, where the
+/// attribute names none).
 void ModelAbiEmitter::addZero(json::Object &tensor, func::FuncOp func,
                               unsigned i) {
   auto zero =
@@ -398,10 +399,16 @@ void ModelAbiEmitter::addZero(json::Object &tensor, func::FuncOp func,
   if (!zero)
     return;
   auto block = cast<DenseI64ArrayAttr>(zero.get("block"));
-  tensor["zero"] = json::Object{
-      {"axes", json::Array{kDataAxisName.str()}},
-      {"dims", cast<IntegerAttr>(zero.get("dims")).getInt()},
-      {"block", json::Array(block.asArrayRef())}};
+  json::Array axes;
+  if (auto named = dyn_cast_or_null<ArrayAttr>(zero.get("axes")))
+    for (auto axis : named.getAsValueRange<StringAttr>())
+      axes.push_back(axis.str());
+  else
+    axes.push_back(kDataAxisName.str());
+  tensor["zero"] =
+      json::Object{{"axes", std::move(axes)},
+                   {"dims", cast<IntegerAttr>(zero.get("dims")).getInt()},
+                   {"block", json::Array(block.asArrayRef())}};
 }
 
 /// Control scalars the launcher writes: the gradient scale, and on a

@@ -596,9 +596,11 @@ void checkCombinations(const Options &options) {
     bool zeroFlag = flag == "--zero" || flag == "--no-reshard-after-forward";
     if (zeroFlag && options.eval)
       failUsage(flag + " shards the training state; not with --eval");
-    if (zeroFlag && !options.mesh->axisIndex("dp"))
-      failUsage(flag + " shards the training state over the dp axis; --mesh " +
-                options.mesh->toString() + " has none");
+    if (zeroFlag && !options.mesh->axisIndex("dp") &&
+        !options.mesh->axisIndex("cp"))
+      failUsage(flag +
+                " shards the training state over the dp and cp axes; --mesh " +
+                options.mesh->toString() + " has neither");
     if (flag == "--no-reshard-after-forward" && options.zero != "3")
       failUsage(flag + " applies to --zero 3");
     if (pipelineFlag && !(pp && options.mesh->shape[*pp] > 1))

@@ -73,9 +73,24 @@ func.func @zero_missing_block(%m: tensor<8xf32> {nn.zero = {dims = 0 : i64}}) {
 
 // -----
 
-// Tests that nn.zero has no other entries than the block and dims.
+// Tests that nn.zero has no other entries than the block, dims and axes.
 // expected-error @+1 {{'func.func' op argument #0: 'nn.zero' must be {block = array<i64: ...>, dims = k}}}
-func.func @zero_extra_entry(%m: tensor<8xf32> {nn.zero = {block = array<i64: 32>, dims = 0 : i64, axes = ["dp"]}}) {
+func.func @zero_extra_entry(%m: tensor<8xf32> {nn.zero = {block = array<i64: 32>, dims = 0 : i64, group = 4 : i64}}) {
+  return
+}
+
+// -----
+
+// Tests that nn.zero's axes are mesh axis names, at least one.
+// expected-error @+1 {{'nn.zero' must be {block = array<i64: ...>, dims = k}: the block before the split, whose first k dimensions the argument 'tensor<8xf32>' keeps, then one chunk of the rest (and axes = ["dp", ...], the mesh axes it is a chunk over, where not dp alone)}}
+func.func @zero_no_axes(%m: tensor<8xf32> {nn.zero = {axes = [], block = array<i64: 32>, dims = 0 : i64}}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op argument #0: 'nn.zero' must be {block = array<i64: ...>, dims = k}}}
+func.func @zero_axis_not_a_name(%m: tensor<8xf32> {nn.zero = {axes = [1], block = array<i64: 32>, dims = 0 : i64}}) {
   return
 }
 
@@ -97,4 +112,12 @@ func.func @repeat_outs(%h: tensor<4xf32>, %w: tensor<3x4xf32>, %g: tensor<3x4xf3
   // expected-error @+1 {{'nn.repeat' op has outs (updated in place, the form tessel-accumulate-in-layers makes after the passes that differentiate, split, shard or cast a repeat); tessel-zero takes repeats without outs}}
   %0:2 = nn.repeat @acc_layer(%h) params(%w) outs(%g) : (tensor<4xf32>, tensor<3x4xf32>, tensor<3x4xf32>) -> (tensor<4xf32>, tensor<3x4xf32>)
   return %0#1 : tensor<3x4xf32>
+}
+
+// -----
+
+// Tests that ZeRO needs a data axis to shard over: dp, cp or both.
+// expected-error @+1 {{tessel-zero shards the training state over the mesh axes 'dp' and 'cp', and mesh tp=2 has neither (e.g. --mesh dp=4)}}
+module {
+  shard.grid @mesh(shape = 2) {nn.axis_names = ["tp"]}
 }

@@ -12,6 +12,7 @@
 // RUN: tessel-compile %examples/gpt.mlir --mesh dp=4 --zero 3 --no-reshard-after-forward --emit=mlir -o %t.z3n.mlir --report | FileCheck %s --check-prefix=Z3N
 // RUN: tessel-compile %examples/mlp.mlir --mesh dp=4 --zero 2 --emit=mlir -o %t.mlp.mlir --report --report-json %t.mlp.json | FileCheck %s --check-prefix=PAD
 // RUN: FileCheck %s --check-prefix=PAD-JSON --input-file %t.mlp.json
+// RUN: tessel-compile %examples/gpt.mlir --mesh dp=2,cp=2 --zero 1 --emit=mlir -o %t.cp.mlir --report | FileCheck %s --check-prefix=CP
 
 // gpt: Ψ = 834304 parameters (wte 256·128, wpe 64·128, 4 layers of 198272,
 // ln_f 2·128), every one a multiple of 4 elements per layer, so each chunk
@@ -44,6 +45,23 @@
 // Z0-NEXT: reduce_grads all_reduce dp 1 3337216 5005824
 // Z0-NEXT: step (backward+update) 6 3337220 5005830
 // Z0-NEXT: step of M > 1 microbatches: M x 4 (backward_no_sync) + 3337216 (reduce_grads+update) bytes
+//
+// ZeRO-1 on dp=2,cp=2: the data axes are dp and cp (Megatron's
+// distributed optimizer over its data-parallel group with the
+// context-parallel ranks in it), so the states shard 4 ways as on dp=4;
+// wpe, whose rows cp splits (a rank's block is 32·128), shards over dp
+// alone. Ψ = 834304 − 4096 = 830208 a rank; the states hold
+// 8 · (830208 − 4096) / 4 + 8 · 4096 / 2 = 1668608 bytes, the formula's
+// 8Ψ/N with N = 4 for all of them 1660416. The update reduce-scatters and
+// all-gathers the 19 parameters over dp·cp, wpe over dp.
+// CP: training state per rank (ZeRO-1 over dp·cp=4; Ψ = 830208 parameters per rank before ZeRO)
+// CP-NEXT: params 4Ψ 3320832 bytes (formula 3320832.0)
+// CP-NEXT: grads 4Ψ 3320832 bytes (formula 3320832.0)
+// CP-NEXT: states 8Ψ/N 1668608 bytes (formula 1660416.0)
+// CP: update all_gather dp 1 16384
+// CP-NEXT: update all_gather dp,cp 19 3304448
+// CP-NEXT: update reduce_scatter dp 1 16384
+// CP-NEXT: update reduce_scatter dp,cp 19 3304448
 //
 // ZeRO-1: the backward keeps its partial gradients (only the loss is
 // all-reduced); the update reduce-scatters them (0.75 · 4Ψ = 2502912) and
@@ -119,7 +137,7 @@
 // description's tensors' bytes per role; every region holds exactly those
 // (each tensor a multiple of 64 bytes here).
 // JSON: "regions":{{{.*}}"grads":{"bytes":834304,"offset":3337216}{{.*}}"params":{"bytes":3337216,"offset":0}{{.*}}"states":{"bytes":1668608,"offset":4171520}}
-// JSON: "training_state":{"dp":4,"grads":{"bytes":834304,"formula":"4Ψ/N","formula_bytes":834304},"padded":[],"parameters":834304,"params":{"bytes":3337216,"formula":"4Ψ","formula_bytes":3337216},"states":{"bytes":1668608,"formula":"8Ψ/N","formula_bytes":1668608},"total":{"bytes":5840128,"formula":"4Ψ+12Ψ/N","formula_bytes":5840128},"zero_stage":2}
+// JSON: "training_state":{"dp":4,"grads":{"bytes":834304,"formula":"4Ψ/N","formula_bytes":834304},"padded":[],"parameters":834304,"params":{"bytes":3337216,"formula":"4Ψ","formula_bytes":3337216},"states":{"bytes":1668608,"formula":"8Ψ/N","formula_bytes":1668608},"total":{"bytes":5840128,"formula":"4Ψ+12Ψ/N","formula_bytes":5840128},"zero_axes":"dp","zero_stage":2}
 // JSON-SAME: "zero_stage":2
 
 // mlp: Ψ = 784·1024 + 1024 + 1024·10 + 10 = 814090. fc2.bias (10

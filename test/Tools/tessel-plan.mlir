@@ -18,7 +18,7 @@
 // RUN: tessel-plan %examples/gpt.mlir --devices 2 --sequence-parallel | FileCheck %s --check-prefix=SP-FIXED
 // RUN: not tessel-plan %s --devices 2 --recompute half 2>&1 | FileCheck %s --check-prefix=RECOMPUTE-BAD
 // RUN: tessel-compile %examples/gpt.mlir --mesh tp=2 --sequence-parallel --report -o %t.sp.so > %t.sp
-// RUN: tessel-plan %examples/gpt.mlir --devices 2 --json %t.sp.json >> %t.sp
+// RUN: tessel-plan %examples/gpt.mlir --devices 2 --top 30 --json %t.sp.json >> %t.sp
 // RUN: FileCheck %s --check-prefix=SP --input-file=%t.sp
 // RUN: FileCheck %s --check-prefix=SP-JSON --input-file=%t.sp.json
 // RUN: tessel-compile %S/Inputs/plan-activations.mlir --mesh auto --devices 1 --report -o %t.act.so 2>&1 | FileCheck %s --check-prefix=AUTO-RECOMPUTE
@@ -184,25 +184,26 @@
 
 // Tests the cp candidates of a model with a sequence: one sample of 1024
 // tokens over 2 devices, which dp cannot split. cp=2 ranks first, ahead of
-// tp=2: its all-gathers of the keys and values and reduce-scatters of their
-// gradients send fewer bytes than tp's all-reduces of the activations; its
-// figures are the compile's (the arena, the backward and update). On two
-// nodes of two devices, ranks are placed tp first, then cp: cp=2,tp=2
-// keeps tp's all-reduces in a node, and pp=2,cp=2 keeps cp's exchanges
-// there and sends only the stages' activations over the network. --mesh
-// auto runs the choice.
+// tp=2, at every ZeRO stage (which shards over cp as over dp): its
+// all-gathers of the keys and values and reduce-scatters of their
+// gradients send fewer bytes than tp's all-reduces of the activations, and
+// ZeRO-2 reduce-scatters the gradients behind the backward. Its figures
+// are the compile's (the arena, the backward and update). On two nodes of
+// two devices, ranks are placed tp first, then cp: cp=2,tp=2 keeps tp's
+// all-reduces in a node. --mesh auto runs the choice.
 // CP-DAG: flops of @loss_update {{ *}}[[#CPUPDATE:]]
 // CP-DAG: flops of @loss_backward_no_sync {{ *}}[[#CPNOSYNC:]]
 // CP: arena (one rank) {{ *}}[[#CPARENA:]] bytes
 // CP: plan for {{.*}}plan-long-sequence.mlir on 2 x h100
-// CP: 1    cp=2                    0 -           -   -          {{.*}} 0.0000 {{ *}}[[#CPARENA]] {{ *}}[[#add(mul(2,CPNOSYNC),CPUPDATE)]]
-// CP-NEXT: 2    tp=2                    0 -           -   -
+// CP: 1    cp=2                    2 -           -   -
+// CP: 4    cp=2                    0 -           -   -          {{.*}} 0.0000 {{ *}}[[#CPARENA]] {{ *}}[[#add(mul(2,CPNOSYNC),CPUPDATE)]]
+// CP-NEXT: 5    tp=2                    0 -           -   -
 // CP: refused (dp=2): argument #0: dimension 0 of size 1 does not split evenly over mesh axes 'dp' of size 2
 // CP-JSON: {"candidates":[{"bubble_fraction":0,{{.*}}"cp":2,"dp":1,{{.*}}"mesh":"cp=2",
 // CP-NODES: links 450 GB/s in each of 2 nodes, 50 GB/s between
-// CP-NODES: 1    pp=2,cp=2               0 zb-h1
-// CP-NODES-NEXT: 2    cp=2,tp=2               0 -
-// CP-AUTO: tessel-compile: --mesh auto on 2 x h100: --mesh cp=2 (predicted step {{.*}} ms; tessel-plan ranks all 12)
+// CP-NODES: 1    cp=2,tp=2               2 -
+// CP-NODES-NEXT: 2    cp=2,tp=2               3 -
+// CP-AUTO: tessel-compile: --mesh auto on 2 x h100: --mesh cp=2 --zero 2 (predicted step {{.*}} ms; tessel-plan ranks all 15)
 // CP-AUTO: done: 1 steps ({{.*}}mesh cp=2 (2 ranks, threads)), loss
 
 // Tests the device, precision, efficiency and microbatches settings: bf16

@@ -660,8 +660,8 @@ TEST(MeshFlags, BadCombinationsAreUsageErrors) {
       {{"m.mlir", "--mesh", "dp=2", "--zero", "4"},
        "bad value '4' for --zero (expected a ZeRO stage 0, 1, 2 or 3)"},
       {{"m.mlir", "--mesh", "tp=2", "--zero", "1"},
-       "--zero shards the training state over the dp axis; --mesh tp=2 has "
-       "none"},
+       "--zero shards the training state over the dp and cp axes; --mesh "
+       "tp=2 has neither"},
       {{"m.mlir", "--mesh", "dp=2", "--zero", "3", "--eval"},
        "--zero shards the training state; not with --eval"},
       {{"m.mlir", "--mesh", "dp=2", "--zero", "2",

@@ -500,7 +500,14 @@ std::vector<Case> meshCases() {
   cases.push_back({"llama", "cp=2,tp=2", false, /*adamw=*/true,
                    /*f64=*/true});
   cases.push_back({"mistral", "cp=2"});
-  cases.push_back(zeroCase("gpt", "dp=2,cp=2", 3));
+  // ZeRO over dp and cp, Megatron's distributed optimizer over its
+  // data-parallel group with the context-parallel ranks in it (wpe, split
+  // over cp, over dp alone); cp alone shards over cp.
+  for (int zero : {1, 2, 3})
+    cases.push_back(zeroCase("gpt", "dp=2,cp=2", zero));
+  cases.push_back(zeroCase("gpt", "dp=2,cp=2", 2, /*adamwF64=*/true));
+  cases.push_back(zeroCase("gpt", "cp=2", 1));
+  cases.push_back(zeroCase("llama", "cp=2,tp=2", 3, /*adamwF64=*/true));
   return cases;
 }
 

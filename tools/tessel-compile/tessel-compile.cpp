@@ -277,9 +277,10 @@ LogicalResult checkMeshFlags() {
       tessel::Mesh::parse(meshSpec.getValue(), error);
   if (!mesh)
     return fail("--mesh " + meshSpec + ": " + error);
-  if (zeroStage > 0 && !mesh->axisIndex("dp"))
-    return fail("--zero shards the training state over the dp axis; --mesh " +
-                meshSpec + " has none");
+  if (zeroStage > 0 && !mesh->axisIndex("dp") && !mesh->axisIndex("cp"))
+    return fail("--zero shards the training state over the dp and cp axes; "
+                "--mesh " +
+                meshSpec + " has neither");
   if (shardingRules.getNumOccurrences() > 0 &&
       !tessel::parseRules(shardingRules, error))
     return fail("--rules: " + error);
