@@ -310,6 +310,8 @@ void finishComm(MeshJob &job) {
                c.kind + " counters are not a whole number of steps");
     c.calls /= result.iterations;
     c.bytes /= result.iterations;
+    c.asyncBytes /= result.iterations;
+    c.overlappedBytes /= result.iterations;
     result.comm.push_back(c);
   }
   result.loss = job.loss;
