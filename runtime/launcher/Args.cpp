@@ -232,10 +232,10 @@ parallel flags (a model partitioned over a device mesh; docs/tessel-run.md):
   --grad-precision f32|bf16
                         with --precision bf16: the gradients' type, f32
                         (default: reduced and accumulated in f32) or bf16
-  --zero 1|2|3          shard the training state over dp (ZeRO: 1 optimizer
-                        state, 2 and gradients, 3 and parameters; with
-                        --no-reshard-after-forward stage 3 keeps the gathered
-                        parameters from the forward to the backward)
+  --zero 1|2|3          shard the training state over dp and cp (ZeRO: 1
+                        optimizer state, 2 and gradients, 3 and parameters;
+                        with --no-reshard-after-forward stage 3 keeps the
+                        gathered parameters from the forward to the backward)
   --rules R, --sequence-parallel, --local-batchnorm, --bucket-mb X,
   --overlap N           partitioning flags passed to tessel-compile with
                         --mesh (a .mlir model only; see tessel-compile

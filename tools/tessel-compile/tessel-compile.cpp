@@ -189,8 +189,9 @@ cl::opt<double> bucketMb("bucket-mb",
 // Sharded training state (docs/parallelism.md, "ZeRO").
 cl::opt<int> zeroStage(
     "zero",
-    cl::desc("Shard the training state over dp: 1 optimizer state, 2 and "
-             "gradients, 3 and parameters (ZeRO/FSDP; default 0, none)"),
+    cl::desc(
+        "Shard the training state over dp and cp: 1 optimizer state, 2 and "
+        "gradients, 3 and parameters (ZeRO/FSDP; default 0, none)"),
     cl::value_desc("0|1|2|3"), cl::init(0), cl::cat(meshCategory));
 cl::opt<bool> noReshardAfterForward(
     "no-reshard-after-forward",
