@@ -274,13 +274,12 @@ tessel::trainingStateReport(const llvm::json::Object &description) {
     if (const llvm::json::Array *axes = zero.getArray("axes"))
       for (const llvm::json::Value &axis : *axes) {
         StringRef name = axis.getAsString().value_or("");
-        size *= axisSize.lookup(name) ? axisSize.lookup(name) : 1;
+        size *= std::max<int64_t>(1, axisSize.lookup(name));
         names += (names.empty() ? "" : "·") + name.str();
       }
     return std::make_pair(size, names);
   };
-  int64_t group =
-      axisSize.lookup(kDataAxisName) ? axisSize.lookup(kDataAxisName) : 1;
+  int64_t group = std::max<int64_t>(1, axisSize.lookup(kDataAxisName));
   if (const llvm::json::Array *tensors = description.getArray("tensors"))
     for (const llvm::json::Value &value : *tensors)
       if (const llvm::json::Object *zero =

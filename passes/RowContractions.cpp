@@ -80,19 +80,6 @@ bool rewrite(nn::MatmulOp matmul,
   return true;
 }
 
-/// `value` [d..., C] as its rows [prod(d), C].
-Value flattenRows(OpBuilder &b, Location loc, Value value) {
-  auto type = cast<RankedTensorType>(value.getType());
-  int64_t rows = 1;
-  for (int64_t size : type.getShape().drop_back())
-    rows *= size;
-  return nn::ReshapeOp::create(
-      b, loc,
-      RankedTensorType::get({rows, type.getShape().back()},
-                            type.getElementType()),
-      value);
-}
-
 } // namespace
 
 bool tessel::splitRowContractions(
@@ -115,8 +102,8 @@ void tessel::flattenSummedBatches(Operation *root) {
     OpBuilder b(matmul);
     Location loc = matmul.getLoc();
     Value product = nn::MatmulOp::create(
-        b, loc, flattenRows(b, loc, matmul.getLhs()),
-        flattenRows(b, loc, matmul.getRhs()), /*transpose_lhs=*/true,
+        b, loc, nn::flattenRows(b, loc, matmul.getLhs()),
+        nn::flattenRows(b, loc, matmul.getRhs()), /*transpose_lhs=*/true,
         /*transpose_rhs=*/false);
     matmul.getResult().replaceAllUsesWith(product);
     matmul.erase();

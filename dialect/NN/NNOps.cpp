@@ -258,6 +258,17 @@ LogicalResult partitionLocally(Operation *op, ArrayRef<Value> partitionedOperand
 
 } // namespace tessel::nn::detail
 
+Value nn::flattenRows(OpBuilder &b, Location loc, Value value) {
+  auto type = cast<RankedTensorType>(value.getType());
+  int64_t rows = 1;
+  for (int64_t size : type.getShape().drop_back())
+    rows *= size;
+  return ReshapeOp::create(b, loc,
+                           RankedTensorType::get({rows, type.getShape().back()},
+                                                 type.getElementType()),
+                           value);
+}
+
 //===----------------------------------------------------------------------===//
 // ConstantOp
 //===----------------------------------------------------------------------===//

@@ -59,6 +59,10 @@ void printOptimizerKind(mlir::OpAsmPrinter &printer, mlir::Operation *op,
 /// nn.optimizer_step's scale type for its gradient's: tensor<f64> beside
 /// an f64 gradient (f64 states), tensor<f32> otherwise.
 mlir::Type updateScalarType(mlir::Type gradType);
+/// `value` [d..., C] as its rows [prod(d), C]: every dimension but the last
+/// collapsed into one (a weight gradient's GEMM operand).
+mlir::Value flattenRows(mlir::OpBuilder &b, mlir::Location loc,
+                        mlir::Value value);
 } // namespace tessel::nn
 
 #define GET_OP_CLASSES

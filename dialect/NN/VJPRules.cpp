@@ -92,15 +92,6 @@ Value transposeLastTwo(OpBuilder &b, Location loc, Value value) {
   return TransposeOp::create(b, loc, value, perm);
 }
 
-/// Collapses every dimension but the last into one.
-Value flattenRows(OpBuilder &b, Location loc, Value value) {
-  RankedTensorType type = typeOf(value);
-  int64_t cols = type.getShape().back();
-  auto flat = RankedTensorType::get({type.getNumElements() / cols, cols},
-                                    type.getElementType());
-  return ReshapeOp::create(b, loc, flat, value);
-}
-
 /// Builds an op from its operands and named attributes, with explicit
 /// result types.
 template <typename OpTy>

@@ -136,6 +136,17 @@ bool batchStatistics(tessel_ctx *ctx, const char *what, cudaStream_t stream,
                      FinishRstd{stats + kRstd * channels, count, eps});
 }
 
+/// Scratch for `stats` BatchStat rows of doubles per channel, then the
+/// partials channelSums needs; null with the error set.
+double *statsScratch(tessel_ctx *ctx, const char *what, cudaStream_t stream,
+                     int64_t outer, int64_t channels, int64_t inner,
+                     int64_t stats) {
+  size_t partialBytes =
+      size_t(sumChunks(outer, inner)) * size_t(channels) * 16;
+  return static_cast<double *>(scratch(
+      ctx, stream, size_t(channels) * size_t(stats) * 8 + partialBytes, what));
+}
+
 using stored::visitFloat;
 
 } // namespace
@@ -149,9 +160,8 @@ void CudaBackend::batchNorm(tessel_ctx *ctx, int32_t dtype, const void *x,
     return;
   visitFloat(dtype, [&](auto tag) {
     using T = decltype(tag);
-    size_t partialBytes = size_t(sumChunks(outer, inner)) * size_t(channels) * 16;
-    auto *stats = static_cast<double *>(
-        scratch(ctx, stream(), size_t(channels) * 2 * 8 + partialBytes, what));
+    double *stats =
+        statsScratch(ctx, what, stream(), outer, channels, inner, 2);
     if (!stats)
       return;
     if (batchStatistics(ctx, what, stream(), in<T>(x), outer, channels, inner,
@@ -186,9 +196,8 @@ void CudaBackend::batchNormGrad(tessel_ctx *ctx, int32_t dtype, const void *x,
         check(ctx, cudaMemsetAsync(dbeta, 0, bytes, stream()), what);
       return;
     }
-    size_t partialBytes = size_t(sumChunks(outer, inner)) * size_t(channels) * 16;
-    auto *stats = static_cast<double *>(
-        scratch(ctx, stream(), size_t(channels) * 4 * 8 + partialBytes, what));
+    double *stats =
+        statsScratch(ctx, what, stream(), outer, channels, inner, 4);
     if (!stats)
       return;
     double *partials = stats + 4 * channels;
